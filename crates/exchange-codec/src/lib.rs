@@ -1,0 +1,1 @@
+//! JSON codecs (being built).

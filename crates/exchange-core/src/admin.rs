@@ -1,0 +1,145 @@
+//! Operator commands: listing instruments, moving money in and out,
+//! halting and resuming trading.
+
+use exchange_types::limits::{MAX_ASSETS, MAX_INSTRUMENTS};
+use exchange_types::{AddInstrument, AssetCode, Event, EventKind, RejectReason, Symbol, Transfer, TradingStatus};
+
+use crate::book::Book;
+use crate::engine::Engine;
+use crate::instrument::Instrument;
+
+/// No asset's supply, and so no balance, may exceed this; it keeps every
+/// signed fee and balance computation inside `i64`.
+pub(crate) const MAX_ASSET_SUPPLY: u64 = i64::MAX as u64;
+
+impl Engine {
+    fn asset_index_or_create(&mut self, code: AssetCode) -> Result<u32, RejectReason> {
+        if let Some(&index) = self.asset_by_code.get(&code) {
+            return Ok(index);
+        }
+        if self.assets.len() >= MAX_ASSETS {
+            return Err(RejectReason::TooManyAssets);
+        }
+        let index = self.assets.len() as u32;
+        self.assets.push(code);
+        self.asset_supply.push(0);
+        self.asset_by_code.insert(code, index);
+        Ok(index)
+    }
+
+    pub(crate) fn add_instrument(&mut self, spec: &AddInstrument, out: &mut Vec<Event>) {
+        let reject = |engine: &mut Engine, out: &mut Vec<Event>, reason| {
+            engine.reject(out, "add_instrument", None, None, None, Some(spec.symbol), reason)
+        };
+        if self.instrument_by_symbol.contains_key(&spec.symbol) {
+            return reject(self, out, RejectReason::InstrumentExists);
+        }
+        if self.instruments.len() >= MAX_INSTRUMENTS {
+            return reject(self, out, RejectReason::TooManyInstruments);
+        }
+        let new_assets = [spec.base, spec.quote]
+            .iter()
+            .filter(|code| !self.asset_by_code.contains_key(*code))
+            .count();
+        if self.assets.len() + new_assets > MAX_ASSETS {
+            return reject(self, out, RejectReason::TooManyAssets);
+        }
+        // Validate before creating assets so a refused listing changes nothing.
+        if let Err(reason) = Instrument::from_spec(spec, 0, 1) {
+            return reject(self, out, reason);
+        }
+        if spec.base == spec.quote {
+            return reject(self, out, RejectReason::InvalidInstrument);
+        }
+        let (Ok(base), Ok(quote)) =
+            (self.asset_index_or_create(spec.base), self.asset_index_or_create(spec.quote))
+        else {
+            return reject(self, out, RejectReason::TooManyAssets);
+        };
+        let instrument = match Instrument::from_spec(spec, base, quote) {
+            Ok(instrument) => instrument,
+            Err(reason) => return reject(self, out, reason),
+        };
+        let index = self.instruments.len() as u32;
+        self.instruments.push(instrument);
+        self.books.push(Book::new());
+        self.instrument_by_symbol.insert(spec.symbol, index);
+        self.emit(
+            out,
+            EventKind::InstrumentAdded { symbol: spec.symbol, base: spec.base, quote: spec.quote },
+        );
+    }
+
+    pub(crate) fn deposit(&mut self, transfer: &Transfer, out: &mut Vec<Event>) {
+        let reject = |engine: &mut Engine, out: &mut Vec<Event>, reason| {
+            engine.reject(out, "deposit", Some(transfer.account), None, None, None, reason)
+        };
+        let Some(&asset) = self.asset_by_code.get(&transfer.asset) else {
+            return reject(self, out, RejectReason::UnknownAsset);
+        };
+        let amount = match transfer.amount.to_units() {
+            Ok(amount) => amount,
+            Err(e) => return reject(self, out, amount_reason(e)),
+        };
+        let supply = self.asset_supply[asset as usize];
+        if supply.checked_add(amount).is_none_or(|s| s > MAX_ASSET_SUPPLY) {
+            return reject(self, out, RejectReason::AmountOverflow);
+        }
+        let account = match self.accounts.get_or_create(transfer.account) {
+            Ok(account) => account,
+            Err(reason) => return reject(self, out, reason),
+        };
+        self.asset_supply[asset as usize] += amount;
+        let balance = self.accounts.list[account as usize].balance_mut(asset);
+        balance.total += amount;
+        balance.available += amount;
+        self.emit_balance(out, account, asset);
+    }
+
+    pub(crate) fn withdraw(&mut self, transfer: &Transfer, out: &mut Vec<Event>) {
+        let reject = |engine: &mut Engine, out: &mut Vec<Event>, reason| {
+            engine.reject(out, "withdraw", Some(transfer.account), None, None, None, reason)
+        };
+        let Some(&asset) = self.asset_by_code.get(&transfer.asset) else {
+            return reject(self, out, RejectReason::UnknownAsset);
+        };
+        let amount = match transfer.amount.to_units() {
+            Ok(amount) => amount,
+            Err(e) => return reject(self, out, amount_reason(e)),
+        };
+        let Some(account) = self.accounts.index(transfer.account) else {
+            return reject(self, out, RejectReason::UnknownAccount);
+        };
+        let balance = self.accounts.list[account as usize].balance_mut(asset);
+        if balance.available < amount {
+            return reject(self, out, RejectReason::InsufficientFunds);
+        }
+        balance.total -= amount;
+        balance.available -= amount;
+        self.asset_supply[asset as usize] -= amount;
+        self.emit_balance(out, account, asset);
+    }
+
+    pub(crate) fn set_status(&mut self, symbol: &Symbol, halt: bool, out: &mut Vec<Event>) {
+        let command = if halt { "halt" } else { "resume" };
+        let Some(&index) = self.instrument_by_symbol.get(symbol) else {
+            return self.reject(out, command, None, None, None, Some(*symbol), RejectReason::UnknownInstrument);
+        };
+        let status = if halt { TradingStatus::Halted } else { TradingStatus::Trading };
+        let instrument = &mut self.instruments[index as usize];
+        if instrument.status == status {
+            return self.reject(out, command, None, None, None, Some(*symbol), RejectReason::AlreadyInStatus);
+        }
+        instrument.status = status;
+        self.emit(out, EventKind::Status { symbol: *symbol, status });
+    }
+}
+
+fn amount_reason(e: exchange_types::decimal::UnitsError) -> RejectReason {
+    use exchange_types::decimal::UnitsError;
+    match e {
+        UnitsError::Negative | UnitsError::Zero => RejectReason::InvalidAmount,
+        UnitsError::TooManyDecimals => RejectReason::TooManyDecimals,
+        UnitsError::Overflow => RejectReason::AmountOverflow,
+    }
+}

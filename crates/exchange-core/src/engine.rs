@@ -1,0 +1,296 @@
+//! The engine: state, command dispatch and the bookkeeping every command
+//! shares (event numbering, balance moves, opening and closing orders).
+//!
+//! Determinism: the engine reads no clock (time is the command's `ts`,
+//! clamped to never run backwards), draws no random numbers, uses no
+//! floating point, and never iterates a hash map. Ids come from counters in
+//! the state. The same commands therefore give the same events and the same
+//! [`Engine::state_hash`] on every replica.
+
+use exchange_types::{
+    AccountId, AssetCode, ClientOrderId, Command, Event, EventKind, OrderId, RejectReason,
+    Stamped, Symbol,
+};
+use rustc_hash::FxHashMap;
+
+use crate::accounts::Accounts;
+use crate::book::Book;
+use crate::closed::RecentlyClosed;
+use crate::instrument::Instrument;
+use crate::orders::{Order, OrderPool, NIL};
+
+/// The account that collects fees and pays maker rebates. It may deposit
+/// and withdraw but never trade.
+pub const FEE_ACCOUNT: AccountId = 0;
+
+/// The trading core. Feed it [`Stamped`] commands in log order.
+#[derive(Clone, Debug)]
+pub struct Engine {
+    pub(crate) seq: u64,
+    pub(crate) now: u64,
+    pub(crate) next_order_id: OrderId,
+    pub(crate) next_trade_id: u64,
+    pub(crate) assets: Vec<AssetCode>,
+    /// Sum of every account's total per asset: moved by deposits and
+    /// withdrawals only, and capped so no balance can overflow.
+    pub(crate) asset_supply: Vec<u64>,
+    pub(crate) asset_by_code: FxHashMap<AssetCode, u32>,
+    pub(crate) instruments: Vec<Instrument>,
+    pub(crate) books: Vec<Book>,
+    pub(crate) instrument_by_symbol: FxHashMap<Symbol, u32>,
+    pub(crate) accounts: Accounts,
+    pub(crate) orders: OrderPool,
+    pub(crate) order_by_id: FxHashMap<OrderId, u32>,
+    pub(crate) by_client_id: FxHashMap<(u32, ClientOrderId), u32>,
+    pub(crate) closed: RecentlyClosed,
+}
+
+impl Default for Engine {
+    fn default() -> Self {
+        Engine::new()
+    }
+}
+
+impl Engine {
+    pub fn new() -> Self {
+        let mut engine = Engine {
+            seq: 0,
+            now: 0,
+            next_order_id: 1,
+            next_trade_id: 1,
+            assets: Vec::new(),
+            asset_supply: Vec::new(),
+            asset_by_code: FxHashMap::default(),
+            instruments: Vec::new(),
+            books: Vec::new(),
+            instrument_by_symbol: FxHashMap::default(),
+            accounts: Accounts::default(),
+            orders: OrderPool::default(),
+            order_by_id: FxHashMap::default(),
+            by_client_id: FxHashMap::default(),
+            closed: RecentlyClosed::default(),
+        };
+        // The fee account always exists so that fees never need a branch.
+        let fee = engine.accounts.get_or_create(FEE_ACCOUNT);
+        debug_assert_eq!(fee, Ok(0));
+        engine
+    }
+
+    /// Applies one command and appends the events it caused to `out`.
+    pub fn apply(&mut self, stamped: &Stamped, out: &mut Vec<Event>) {
+        self.now = self.now.max(stamped.ts);
+        match &stamped.command {
+            Command::AddInstrument(spec) => self.add_instrument(spec, out),
+            Command::Deposit(transfer) => self.deposit(transfer, out),
+            Command::Withdraw(transfer) => self.withdraw(transfer, out),
+            Command::Place(place) => self.place(place, out),
+            Command::Cancel(cancel) => self.cancel(cancel, out),
+            Command::Replace(replace) => self.replace(replace, out),
+            Command::MassCancel(mass) => self.mass_cancel(mass, out),
+            Command::Halt { symbol } => self.set_status(symbol, true, out),
+            Command::Resume { symbol } => self.set_status(symbol, false, out),
+        }
+    }
+
+    /// Records input that never became a command (for example a malformed
+    /// line in a replay file) so that it is numbered like every event.
+    pub fn record_error(&mut self, ts: u64, line: u64, message: String, out: &mut Vec<Event>) {
+        self.now = self.now.max(ts);
+        self.emit(out, EventKind::Error { line, message });
+    }
+
+    /// Sequence number of the last event emitted.
+    pub fn last_seq(&self) -> u64 {
+        self.seq
+    }
+
+    /// Number of orders resting on all books.
+    pub fn open_order_count(&self) -> usize {
+        self.order_by_id.len()
+    }
+
+    #[inline]
+    pub(crate) fn emit(&mut self, out: &mut Vec<Event>, kind: EventKind) {
+        self.seq += 1;
+        out.push(Event { seq: self.seq, ts: self.now, kind });
+    }
+
+    pub(crate) fn emit_balance(&mut self, out: &mut Vec<Event>, account: u32, asset: u32) {
+        let acct = &self.accounts.list[account as usize];
+        let balance = acct.balance(asset);
+        let kind = EventKind::Balance {
+            account: acct.id,
+            asset: self.assets[asset as usize],
+            total: balance.total,
+            available: balance.available,
+        };
+        self.emit(out, kind);
+    }
+
+    pub(crate) fn emit_book(&mut self, out: &mut Vec<Event>, instrument: u32, order_side: exchange_types::Side, price_ticks: u64, qty_lots: u64) {
+        let inst = &self.instruments[instrument as usize];
+        let kind = EventKind::Book {
+            symbol: inst.symbol,
+            side: order_side,
+            price: inst.price_units(price_ticks),
+            qty: inst.qty_units(qty_lots),
+        };
+        self.emit(out, kind);
+    }
+
+    pub(crate) fn reject(
+        &mut self,
+        out: &mut Vec<Event>,
+        command: &'static str,
+        account: Option<AccountId>,
+        client_order_id: Option<ClientOrderId>,
+        order_id: Option<OrderId>,
+        symbol: Option<Symbol>,
+        reason: RejectReason,
+    ) {
+        self.emit(
+            out,
+            EventKind::Rejected { command, account, client_order_id, order_id, symbol, reason },
+        );
+    }
+
+    /// The asset an order of `side` reserves on `instrument`.
+    pub(crate) fn reserved_asset(&self, order: &Order) -> u32 {
+        let inst = &self.instruments[order.instrument as usize];
+        match order.side {
+            exchange_types::Side::Buy => inst.quote,
+            exchange_types::Side::Sell => inst.base,
+        }
+    }
+
+    /// Moves `amount` of an order's reservation back to available.
+    pub(crate) fn release(&mut self, slot: u32, amount: u64) -> Option<(u32, u32)> {
+        if amount == 0 {
+            return None;
+        }
+        let order = self.orders.get_mut(slot);
+        debug_assert!(order.reserved >= amount);
+        order.reserved -= amount;
+        let account = order.account;
+        let asset = self.reserved_asset(self.orders.get(slot));
+        let balance = self.accounts.list[account as usize].balance_mut(asset);
+        balance.available += amount;
+        debug_assert!(balance.available <= balance.total);
+        Some((account, asset))
+    }
+
+    /// Releases all of an order's remaining reservation and reports it.
+    pub(crate) fn release_all(&mut self, slot: u32, out: &mut Vec<Event>) {
+        let amount = self.orders.get(slot).reserved;
+        if let Some((account, asset)) = self.release(slot, amount) {
+            self.emit_balance(out, account, asset);
+        }
+    }
+
+    /// Makes a resting order findable by id and client id, and counts it
+    /// against its account.
+    pub(crate) fn index_order(&mut self, slot: u32) {
+        let order = self.orders.get_mut(slot);
+        if order.indexed {
+            return;
+        }
+        order.indexed = true;
+        let (id, account, coid) = (order.id, order.account, order.client_order_id);
+        let acct = &mut self.accounts.list[account as usize];
+        let old_head = acct.orders_head;
+        acct.orders_head = slot;
+        acct.open_orders += 1;
+        {
+            let order = self.orders.get_mut(slot);
+            order.account_prev = NIL;
+            order.account_next = old_head;
+        }
+        if old_head != NIL {
+            self.orders.get_mut(old_head).account_prev = slot;
+        }
+        self.order_by_id.insert(id, slot);
+        self.by_client_id.insert((account, coid), slot);
+    }
+
+    /// Removes an order that is no longer on any book from every index and
+    /// from the pool. Its reservation must already be released.
+    pub(crate) fn close_order(&mut self, slot: u32) -> Order {
+        let order = self.orders.remove(slot);
+        debug_assert_eq!(order.reserved, 0, "closing an order that still holds funds");
+        if order.indexed {
+            let acct = &mut self.accounts.list[order.account as usize];
+            acct.open_orders -= 1;
+            if order.account_prev == NIL {
+                acct.orders_head = order.account_next;
+            } else {
+                self.orders.get_mut(order.account_prev).account_next = order.account_next;
+            }
+            if order.account_next != NIL {
+                self.orders.get_mut(order.account_next).account_prev = order.account_prev;
+            }
+            self.order_by_id.remove(&order.id);
+            self.by_client_id.remove(&(order.account, order.client_order_id));
+        }
+        self.closed.record(order.account, order.client_order_id, order.id);
+        order
+    }
+
+    /// Puts an order on its book at the back of its level and reports the
+    /// level.
+    pub(crate) fn rest(&mut self, slot: u32, out: &mut Vec<Event>) {
+        let (instrument, side, price) = {
+            let order = self.orders.get(slot);
+            (order.instrument, order.side, order.price)
+        };
+        let qty = self.books[instrument as usize].side_mut(side).push_back(&mut self.orders, slot);
+        self.index_order(slot);
+        self.emit_book(out, instrument, side, price, qty);
+    }
+
+    /// Takes a resting order off its book and reports the level.
+    pub(crate) fn unrest(&mut self, slot: u32, out: &mut Vec<Event>) {
+        let (instrument, side, price) = {
+            let order = self.orders.get(slot);
+            (order.instrument, order.side, order.price)
+        };
+        let qty = self.books[instrument as usize].side_mut(side).unlink(&mut self.orders, slot);
+        self.emit_book(out, instrument, side, price, qty);
+    }
+
+    /// Finds an open order of `account` by id or client id.
+    pub(crate) fn resolve_order(
+        &self,
+        account: Option<u32>,
+        reference: &exchange_types::OrderRef,
+    ) -> Result<u32, RejectReason> {
+        match reference {
+            exchange_types::OrderRef::Id(id) => {
+                if let Some(&slot) = self.order_by_id.get(id) {
+                    if Some(self.orders.get(slot).account) == account {
+                        return Ok(slot);
+                    }
+                    // Another account's order: indistinguishable from none.
+                    return Err(RejectReason::UnknownOrder);
+                }
+                if *id >= 1 && *id < self.next_order_id {
+                    Err(RejectReason::OrderNotOpen)
+                } else {
+                    Err(RejectReason::UnknownOrder)
+                }
+            }
+            exchange_types::OrderRef::Client(coid) => {
+                let Some(account) = account else {
+                    return Err(RejectReason::UnknownOrder);
+                };
+                if let Some(&slot) = self.by_client_id.get(&(account, *coid)) {
+                    return Ok(slot);
+                }
+                if self.closed.contains(account, coid) {
+                    Err(RejectReason::OrderNotOpen)
+                } else {
+                    Err(RejectReason::UnknownOrder)
+                }
+            }
+        }
+    }
+}

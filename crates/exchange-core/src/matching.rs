@@ -1,0 +1,396 @@
+//! Matching: price-time priority, trades at the resting order's price.
+//!
+//! The incoming order (the taker) walks the opposite side from the best
+//! level outwards while its limit allows, filling each level's orders in
+//! arrival order. Meeting an order of its own account triggers self-trade
+//! prevention according to the taker's mode. Each fill settles both legs
+//! and the fees at once.
+//!
+//! Cost: `O(levels touched + orders filled)`; an order that does not cross
+//! costs one comparison with the best opposite price.
+
+use exchange_types::{CancelReason, Event, EventKind, SelfTradePrevention, Side};
+
+use crate::engine::{Engine, FEE_ACCOUNT};
+use crate::instrument::{buy_cost, fee};
+use crate::orders::NIL;
+
+/// What the taker could do against the book as it stands, computed before
+/// anything changes (for fill-or-kill and for a market buy's reservation).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Walk {
+    pub traded_lots: u64,
+    /// Quote units the trades would cost; `None` if beyond representation.
+    pub notional: Option<u64>,
+}
+
+#[inline]
+fn within_limit(side: Side, level_price: u64, limit: u64) -> bool {
+    match side {
+        Side::Buy => level_price <= limit,
+        Side::Sell => level_price >= limit,
+    }
+}
+
+impl Engine {
+    /// Simulates the match of a taker, self-trade prevention included,
+    /// without changing anything.
+    pub(crate) fn walk(
+        &self,
+        instrument: u32,
+        side: Side,
+        account: u32,
+        stp: SelfTradePrevention,
+        limit: u64,
+        lots: u64,
+    ) -> Walk {
+        let inst = &self.instruments[instrument as usize];
+        let mut walk = Walk { traded_lots: 0, notional: Some(0) };
+        let mut remaining = lots;
+        for level in self.books[instrument as usize].side(side.opposite()).levels_best_first() {
+            if remaining == 0 || !within_limit(side, level.price, limit) {
+                break;
+            }
+            let mut slot = level.head;
+            while slot != NIL && remaining > 0 {
+                let maker = self.orders.get(slot);
+                slot = maker.next;
+                if maker.account == account {
+                    match stp {
+                        SelfTradePrevention::CancelOldest => continue,
+                        SelfTradePrevention::Decrement => {
+                            remaining -= remaining.min(maker.leaves());
+                            continue;
+                        }
+                        SelfTradePrevention::CancelNewest | SelfTradePrevention::CancelBoth => {
+                            return walk;
+                        }
+                    }
+                }
+                let q = remaining.min(maker.leaves());
+                remaining -= q;
+                walk.traded_lots += q;
+                walk.notional = walk
+                    .notional
+                    .and_then(|n| n.checked_add(inst.notional(level.price, q)?));
+            }
+        }
+        walk
+    }
+
+    /// Matches the taker in `slot` against the opposite side. Returns true
+    /// if self-trade prevention canceled the taker (it is then closed).
+    pub(crate) fn match_order(&mut self, taker: u32, out: &mut Vec<Event>) -> bool {
+        let (instrument, side, limit, account, stp) = {
+            let t = self.orders.get(taker);
+            (t.instrument, t.side, t.price, t.account, t.stp)
+        };
+        let opposite = side.opposite();
+        loop {
+            if self.orders.get(taker).leaves() == 0 {
+                return false;
+            }
+            let Some(level) = self.books[instrument as usize].side(opposite).best() else {
+                return false;
+            };
+            if !within_limit(side, level.price, limit) {
+                return false;
+            }
+            let level_price = level.price;
+            let mut maker = level.head;
+            let mut traded_here = false;
+            let mut stop = false;
+            let mut taker_canceled = false;
+            while maker != NIL && self.orders.get(taker).leaves() > 0 {
+                let (next, maker_account) = {
+                    let m = self.orders.get(maker);
+                    (m.next, m.account)
+                };
+                if maker_account == account {
+                    if traded_here {
+                        // Report the level as trades left it before the
+                        // self-trade handling reports it again.
+                        self.emit_level(instrument, opposite, level_price, out);
+                        traded_here = false;
+                    }
+                    match self.prevent_self_trade(taker, maker, stp, out) {
+                        SelfTradeOutcome::Continue => {}
+                        SelfTradeOutcome::TakerCanceled => {
+                            taker_canceled = true;
+                            stop = true;
+                            break;
+                        }
+                    }
+                } else if self.fill(taker, maker, level_price, out) {
+                    traded_here = true;
+                } else {
+                    stop = true;
+                    break;
+                }
+                maker = next;
+            }
+            if traded_here {
+                self.emit_level(instrument, opposite, level_price, out);
+            }
+            if taker_canceled {
+                self.cancel_taker(taker, out);
+                return true;
+            }
+            if stop {
+                return false;
+            }
+        }
+    }
+
+    /// Reports the aggregate now at `price` on `side` (zero if it is gone).
+    fn emit_level(&mut self, instrument: u32, side: Side, price: u64, out: &mut Vec<Event>) {
+        let qty = self.books[instrument as usize]
+            .side(side)
+            .best()
+            .filter(|level| level.price == price)
+            .map_or(0, |level| level.qty);
+        self.emit_book(out, instrument, side, price, qty);
+    }
+
+    /// One trade between the taker and the maker at the head of the best
+    /// level, for as much as both have. Returns false, changing nothing, if
+    /// a market buy's reservation cannot pay for it.
+    fn fill(&mut self, taker: u32, maker: u32, price: u64, out: &mut Vec<Event>) -> bool {
+        let t = self.orders.get(taker);
+        let m = self.orders.get(maker);
+        let lots = t.leaves().min(m.leaves());
+        let instrument = t.instrument;
+        let inst = &self.instruments[instrument as usize];
+        let (base, quote, lot_units, symbol) = (inst.base, inst.quote, inst.lot_units, inst.symbol);
+        let Some(notional) = inst.notional(price, lots) else {
+            debug_assert!(false, "a reserved notional overflowed");
+            return false;
+        };
+        let maker_fee = fee(notional, inst.maker_fee_bps);
+        let taker_fee = fee(notional, inst.taker_fee_bps);
+        let max_fee_bps = inst.max_fee_bps();
+        let taker_side = t.side;
+        let (buyer, seller, buyer_fee, seller_fee) = match taker_side {
+            Side::Buy => (taker, maker, taker_fee, maker_fee),
+            Side::Sell => (maker, taker, maker_fee, taker_fee),
+        };
+        // What the buyer's reservation pays: the notional and a fee; a
+        // rebate is paid to available instead.
+        let from_reservation = notional + buyer_fee.max(0).unsigned_abs();
+        if self.orders.get(buyer).reserved < from_reservation {
+            debug_assert!(self.orders.get(buyer).is_market, "a limit buy under-reserved");
+            return false;
+        }
+        let base_units = lots * lot_units;
+
+        let buyer_order = self.orders.get_mut(buyer);
+        buyer_order.reserved -= from_reservation;
+        buyer_order.filled += lots;
+        let buyer_account = buyer_order.account;
+        let seller_order = self.orders.get_mut(seller);
+        seller_order.reserved -= base_units;
+        seller_order.filled += lots;
+        let seller_account = seller_order.account;
+
+        {
+            let acct = &mut self.accounts.list[buyer_account as usize];
+            let q = acct.balance_mut(quote);
+            q.total = sub_signed(q.total, notional, buyer_fee);
+            q.available += buyer_fee.min(0).unsigned_abs();
+            let b = acct.balance_mut(base);
+            b.total += base_units;
+            b.available += base_units;
+        }
+        {
+            let acct = &mut self.accounts.list[seller_account as usize];
+            acct.balance_mut(base).total -= base_units;
+            let q = acct.balance_mut(quote);
+            let proceeds = sub_signed(notional, 0, seller_fee);
+            q.total += proceeds;
+            q.available += proceeds;
+        }
+        {
+            let collected = (buyer_fee + seller_fee).unsigned_abs();
+            debug_assert!(buyer_fee + seller_fee >= 0, "fee account would pay out");
+            let f = self.accounts.list[FEE_ACCOUNT as usize].balance_mut(quote);
+            f.total += collected;
+            f.available += collected;
+        }
+        self.books[instrument as usize].side_mut(taker_side.opposite()).best_mut().map(|level| {
+            level.qty -= lots;
+        });
+        self.instruments[instrument as usize].reference_ticks = Some(price);
+
+        // A limit buy keeps exactly what its remainder needs at its limit;
+        // what a better price or a smaller fee left over goes back.
+        let buyer_order = self.orders.get(buyer);
+        if !buyer_order.is_market {
+            let needed = self.instruments[instrument as usize]
+                .notional(buyer_order.price, buyer_order.leaves())
+                .and_then(|n| buy_cost(n, max_fee_bps))
+                .unwrap_or(u64::MAX);
+            let excess = buyer_order.reserved.saturating_sub(needed);
+            self.release(buyer, excess);
+        }
+
+        let trade_id = self.next_trade_id;
+        self.next_trade_id += 1;
+        let inst = &self.instruments[instrument as usize];
+        let (t, m) = (self.orders.get(taker), self.orders.get(maker));
+        let trade = EventKind::Trade {
+            trade_id,
+            symbol,
+            price: inst.price_units(price),
+            qty: inst.qty_units(lots),
+            maker_order_id: m.id,
+            taker_order_id: t.id,
+            maker_account: self.accounts.list[m.account as usize].id,
+            taker_account: self.accounts.list[t.account as usize].id,
+            aggressor_side: taker_side,
+            maker_fee,
+            taker_fee,
+            maker_leaves_qty: inst.qty_units(m.leaves()),
+            taker_leaves_qty: inst.qty_units(t.leaves()),
+        };
+        self.emit(out, trade);
+        self.emit_balance(out, buyer_account, quote);
+        self.emit_balance(out, buyer_account, base);
+        self.emit_balance(out, seller_account, base);
+        self.emit_balance(out, seller_account, quote);
+        self.emit_balance(out, FEE_ACCOUNT as u32, quote);
+
+        if self.orders.get(maker).leaves() == 0 {
+            let book_side = self.books[instrument as usize].side_mut(taker_side.opposite());
+            book_side.unlink(&mut self.orders, maker);
+            self.release_all(maker, out);
+            self.close_order(maker);
+        }
+        true
+    }
+
+    fn prevent_self_trade(
+        &mut self,
+        taker: u32,
+        maker: u32,
+        stp: SelfTradePrevention,
+        out: &mut Vec<Event>,
+    ) -> SelfTradeOutcome {
+        match stp {
+            SelfTradePrevention::CancelNewest => SelfTradeOutcome::TakerCanceled,
+            SelfTradePrevention::CancelOldest => {
+                self.cancel_resting(maker, CancelReason::SelfTrade, out);
+                SelfTradeOutcome::Continue
+            }
+            SelfTradePrevention::CancelBoth => {
+                self.cancel_resting(maker, CancelReason::SelfTrade, out);
+                SelfTradeOutcome::TakerCanceled
+            }
+            SelfTradePrevention::Decrement => {
+                let lots = self.orders.get(taker).leaves().min(self.orders.get(maker).leaves());
+                if self.orders.get(maker).leaves() == lots {
+                    self.cancel_resting(maker, CancelReason::SelfTrade, out);
+                } else {
+                    self.decrement_resting(maker, lots, out);
+                }
+                if self.orders.get(taker).leaves() == lots {
+                    SelfTradeOutcome::TakerCanceled
+                } else {
+                    self.decrement_taker(taker, lots, out);
+                    SelfTradeOutcome::Continue
+                }
+            }
+        }
+    }
+
+    /// Shrinks a resting order in place (it keeps its priority).
+    fn decrement_resting(&mut self, slot: u32, lots: u64, out: &mut Vec<Event>) {
+        let (instrument, side, price) = {
+            let o = self.orders.get_mut(slot);
+            o.qty -= lots;
+            (o.instrument, o.side, o.price)
+        };
+        let level_qty = self.books[instrument as usize].side_mut(side).reduce(price, lots);
+        self.emit_canceled(slot, CancelReason::SelfTrade, lots, out);
+        self.emit_book(out, instrument, side, price, level_qty);
+        self.trim_reservation(slot, out);
+    }
+
+    /// Shrinks the taker before it trades further.
+    fn decrement_taker(&mut self, slot: u32, lots: u64, out: &mut Vec<Event>) {
+        self.orders.get_mut(slot).qty -= lots;
+        self.emit_canceled(slot, CancelReason::SelfTrade, lots, out);
+        self.trim_reservation(slot, out);
+    }
+
+    /// Cancels what is left of a taker that has not rested.
+    fn cancel_taker(&mut self, slot: u32, out: &mut Vec<Event>) {
+        let leaves = self.orders.get(slot).leaves();
+        self.orders.get_mut(slot).qty -= leaves;
+        self.emit_canceled(slot, CancelReason::SelfTrade, leaves, out);
+        self.release_all(slot, out);
+        self.close_order(slot);
+    }
+
+    /// Lowers a limit order's reservation to what its remainder needs.
+    pub(crate) fn trim_reservation(&mut self, slot: u32, out: &mut Vec<Event>) {
+        let order = self.orders.get(slot);
+        if order.is_market && order.side == Side::Buy {
+            // A market buy's reservation was made against the book, not a
+            // price; it is released whole when the order ends.
+            return;
+        }
+        let needed = self.reservation_for(slot, order.price, order.leaves()).unwrap_or(u64::MAX);
+        let excess = self.orders.get(slot).reserved.saturating_sub(needed);
+        if let Some((account, asset)) = self.release(slot, excess) {
+            self.emit_balance(out, account, asset);
+        }
+    }
+
+    /// What an order of this slot's side and instrument must hold for
+    /// `lots` at `price`.
+    pub(crate) fn reservation_for(&self, slot: u32, price: u64, lots: u64) -> Option<u64> {
+        let order = self.orders.get(slot);
+        let inst = &self.instruments[order.instrument as usize];
+        match order.side {
+            Side::Buy => buy_cost(inst.notional(price, lots)?, inst.max_fee_bps()),
+            Side::Sell => lots.checked_mul(inst.lot_units),
+        }
+    }
+
+    /// Reports that `canceled_lots` of an order were canceled; the order's
+    /// `qty` must already exclude them.
+    pub(crate) fn emit_canceled(
+        &mut self,
+        slot: u32,
+        reason: CancelReason,
+        canceled_lots: u64,
+        out: &mut Vec<Event>,
+    ) {
+        let order = self.orders.get(slot);
+        let inst = &self.instruments[order.instrument as usize];
+        let kind = EventKind::Canceled {
+            account: self.accounts.list[order.account as usize].id,
+            order_id: order.id,
+            client_order_id: order.client_order_id,
+            symbol: inst.symbol,
+            reason,
+            canceled_qty: inst.qty_units(canceled_lots),
+            filled_qty: inst.qty_units(order.filled),
+            leaves_qty: inst.qty_units(order.leaves()),
+        };
+        self.emit(out, kind);
+    }
+}
+
+pub(crate) enum SelfTradeOutcome {
+    Continue,
+    TakerCanceled,
+}
+
+/// `value - amount - fee` with a signed fee, in the range the supply cap
+/// guarantees.
+fn sub_signed(value: u64, amount: u64, fee: i64) -> u64 {
+    let result = i128::from(value) - i128::from(amount) - i128::from(fee);
+    debug_assert!(result >= 0, "a balance would go negative");
+    u64::try_from(result).unwrap_or(0)
+}

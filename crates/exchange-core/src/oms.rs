@@ -1,0 +1,230 @@
+//! Order management after entry: cancel, mass cancel and cancel-replace.
+//!
+//! Replace rules: `qty` is the new total (filled included). Lowering the
+//! quantity at the same price keeps time priority; changing the price or
+//! raising the quantity sends the order to the back of its (new) level, and
+//! a new price that crosses trades like a new order. A new total below the
+//! filled quantity is rejected; equal to it, the order is done.
+
+use exchange_types::limits::MAX_PRICE_LEVELS_PER_SIDE;
+use exchange_types::{Cancel, CancelReason, Event, EventKind, MassCancel, RejectReason, Replace};
+
+use crate::engine::Engine;
+use crate::orders::NIL;
+
+impl Engine {
+    pub(crate) fn cancel(&mut self, cancel: &Cancel, out: &mut Vec<Event>) {
+        let account = self.accounts.index(cancel.account);
+        match self.resolve_order(account, &cancel.order) {
+            Ok(slot) => self.cancel_resting(slot, CancelReason::Requested, out),
+            Err(reason) => {
+                let (order_id, client_order_id) = split_ref(&cancel.order);
+                self.reject(out, "cancel", Some(cancel.account), client_order_id, order_id, None, reason)
+            }
+        }
+    }
+
+    /// Takes a resting order off the book, returns its reservation and
+    /// reports it canceled.
+    pub(crate) fn cancel_resting(&mut self, slot: u32, reason: CancelReason, out: &mut Vec<Event>) {
+        self.unrest(slot, out);
+        let leaves = self.orders.get(slot).leaves();
+        self.orders.get_mut(slot).qty -= leaves;
+        self.emit_canceled(slot, reason, leaves, out);
+        self.release_all(slot, out);
+        self.close_order(slot);
+    }
+
+    pub(crate) fn mass_cancel(&mut self, mass: &MassCancel, out: &mut Vec<Event>) {
+        let instrument = match mass.symbol {
+            None => None,
+            Some(symbol) => match self.instrument_by_symbol.get(&symbol) {
+                Some(&index) => Some(index),
+                None => {
+                    return self.reject(
+                        out,
+                        "mass_cancel",
+                        Some(mass.account),
+                        None,
+                        None,
+                        Some(symbol),
+                        RejectReason::UnknownInstrument,
+                    )
+                }
+            },
+        };
+        let Some(account) = self.accounts.index(mass.account) else {
+            return self.reject(out, "mass_cancel", Some(mass.account), None, None, mass.symbol, RejectReason::UnknownAccount);
+        };
+        // The account list's order is an artifact of history; cancel in
+        // order-id order so every replica, restored or not, agrees.
+        let mut victims = Vec::new();
+        let mut slot = self.accounts.list[account as usize].orders_head;
+        while slot != NIL {
+            let order = self.orders.get(slot);
+            if instrument.is_none_or(|i| i == order.instrument) {
+                victims.push((order.id, slot));
+            }
+            slot = order.account_next;
+        }
+        victims.sort_unstable();
+        for (_, slot) in victims {
+            self.cancel_resting(slot, CancelReason::MassCancel, out);
+        }
+    }
+
+    pub(crate) fn replace(&mut self, replace: &Replace, out: &mut Vec<Event>) {
+        let account = self.accounts.index(replace.account);
+        let checked = self
+            .resolve_order(account, &replace.order)
+            .and_then(|slot| self.check_replace(slot, replace).map(|plan| (slot, plan)));
+        match checked {
+            Ok((slot, plan)) => self.apply_replace(slot, plan, out),
+            Err(reason) => {
+                let (order_id, client_order_id) = split_ref(&replace.order);
+                self.reject(out, "replace", Some(replace.account), client_order_id, order_id, None, reason)
+            }
+        }
+    }
+
+    fn check_replace(&self, slot: u32, replace: &Replace) -> Result<ReplacePlan, RejectReason> {
+        let order = self.orders.get(slot);
+        let inst = &self.instruments[order.instrument as usize];
+        if inst.status == exchange_types::TradingStatus::Halted {
+            return Err(RejectReason::InstrumentHalted);
+        }
+        let price = match replace.price {
+            Some(price) => inst.price_to_ticks(price)?,
+            None => order.price,
+        };
+        let qty = match replace.qty {
+            Some(qty) => inst.qty_to_lots(qty)?,
+            None => order.qty,
+        };
+        let new_client_order_id = replace.new_client_order_id.unwrap_or(order.client_order_id);
+        let renamed = new_client_order_id != order.client_order_id;
+        if price == order.price && qty == order.qty && !renamed {
+            return Err(RejectReason::NothingToReplace);
+        }
+        if price != order.price {
+            if let Some((low, high)) = inst.collar_band() {
+                if price < low || price > high {
+                    return Err(RejectReason::PriceOutsideCollar);
+                }
+            }
+        }
+        if qty < order.filled {
+            return Err(RejectReason::ReplaceBelowFilled);
+        }
+        if renamed && self.by_client_id.contains_key(&(order.account, new_client_order_id)) {
+            return Err(RejectReason::DuplicateClientOrderId);
+        }
+        let leaves = qty - order.filled;
+        let book = &self.books[order.instrument as usize];
+        if leaves > 0 && price != order.price {
+            if order.post_only && book.side(order.side.opposite()).crosses(price) {
+                return Err(RejectReason::PostOnlyWouldTake);
+            }
+            let own = book.side(order.side);
+            if own.level_count() >= MAX_PRICE_LEVELS_PER_SIDE && !own.has_level(price) {
+                return Err(RejectReason::TooManyPriceLevels);
+            }
+        }
+        let reserve = self.reservation_for(slot, price, leaves).ok_or(RejectReason::AmountOverflow)?;
+        if reserve > order.reserved {
+            let asset = self.reserved_asset(order);
+            let available = self.accounts.list[order.account as usize].balance(asset).available;
+            if available < reserve - order.reserved {
+                return Err(RejectReason::InsufficientFunds);
+            }
+        }
+        let keeps_priority = price == order.price && qty <= order.qty;
+        Ok(ReplacePlan { price, qty, new_client_order_id, reserve, keeps_priority })
+    }
+
+    fn apply_replace(&mut self, slot: u32, plan: ReplacePlan, out: &mut Vec<Event>) {
+        let (account, old_client_order_id, old_leaves) = {
+            let order = self.orders.get(slot);
+            (order.account, order.client_order_id, order.leaves())
+        };
+        if plan.new_client_order_id != old_client_order_id {
+            self.by_client_id.remove(&(account, old_client_order_id));
+            self.by_client_id.insert((account, plan.new_client_order_id), slot);
+            self.orders.get_mut(slot).client_order_id = plan.new_client_order_id;
+        }
+        let moves = !plan.keeps_priority;
+        if moves {
+            self.unrest(slot, out);
+        }
+        let order = self.orders.get_mut(slot);
+        let old_price = order.price;
+        order.price = plan.price;
+        order.qty = plan.qty;
+        let (instrument, side, leaves, order_id) = (order.instrument, order.side, order.leaves(), order.id);
+        let inst = &self.instruments[instrument as usize];
+        let replaced = EventKind::Replaced {
+            account: self.accounts.list[account as usize].id,
+            order_id,
+            old_client_order_id,
+            client_order_id: plan.new_client_order_id,
+            symbol: inst.symbol,
+            price: inst.price_units(plan.price),
+            qty: inst.qty_units(plan.qty),
+            leaves_qty: inst.qty_units(leaves),
+        };
+        self.emit(out, replaced);
+        if !moves && leaves < old_leaves {
+            let level_qty = self.books[instrument as usize].side_mut(side).reduce(old_price, old_leaves - leaves);
+            if leaves == 0 {
+                // Replaced down to what already filled: the order is done.
+                self.unrest(slot, out);
+            } else {
+                self.emit_book(out, instrument, side, old_price, level_qty);
+            }
+        }
+        self.set_reservation(slot, plan.reserve, out);
+        if leaves == 0 {
+            self.close_order(slot);
+        } else if moves {
+            self.execute(slot, out);
+        }
+    }
+
+    /// Moves an order's reservation to exactly `target`, taking from or
+    /// returning to available (checked by the caller).
+    fn set_reservation(&mut self, slot: u32, target: u64, out: &mut Vec<Event>) {
+        let order = self.orders.get(slot);
+        let current = order.reserved;
+        if target == current {
+            return;
+        }
+        let (account, asset) = (order.account, self.reserved_asset(order));
+        if target < current {
+            self.release(slot, current - target);
+        } else {
+            let extra = target - current;
+            self.orders.get_mut(slot).reserved = target;
+            let balance = self.accounts.list[account as usize].balance_mut(asset);
+            debug_assert!(balance.available >= extra);
+            balance.available -= extra;
+        }
+        self.emit_balance(out, account, asset);
+    }
+}
+
+struct ReplacePlan {
+    price: u64,
+    qty: u64,
+    new_client_order_id: exchange_types::ClientOrderId,
+    reserve: u64,
+    keeps_priority: bool,
+}
+
+fn split_ref(
+    reference: &exchange_types::OrderRef,
+) -> (Option<exchange_types::OrderId>, Option<exchange_types::ClientOrderId>) {
+    match reference {
+        exchange_types::OrderRef::Id(id) => (Some(*id), None),
+        exchange_types::OrderRef::Client(coid) => (None, Some(*coid)),
+    }
+}

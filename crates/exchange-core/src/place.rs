@@ -1,0 +1,214 @@
+//! Order entry: validation, pre-trade risk, reservation, then matching.
+//!
+//! Every check runs before anything changes, so a rejected order leaves no
+//! trace but its `rejected` event. Once accepted, the order reserves what
+//! it could spend (quote for a buy: notional at its limit plus the largest
+//! fee; base for a sell), trades, and then rests, expires or is done.
+
+use exchange_types::limits::{MAX_OPEN_ORDERS, MAX_OPEN_ORDERS_PER_ACCOUNT, MAX_PRICE_LEVELS_PER_SIDE};
+use exchange_types::{Event, EventKind, OrderType, Place, RejectReason, Side, TimeInForce};
+
+use crate::engine::{Engine, FEE_ACCOUNT};
+use crate::instrument::buy_cost;
+use crate::orders::{Order, NIL};
+
+/// What an order needs from its account before it may trade.
+struct Checked {
+    instrument: u32,
+    account: u32,
+    price: u64,
+    lots: u64,
+    tif: TimeInForce,
+    reserve: u64,
+    reserve_asset: u32,
+    fok_feasible: bool,
+}
+
+impl Engine {
+    pub(crate) fn place(&mut self, place: &Place, out: &mut Vec<Event>) {
+        match self.check_place(place) {
+            Ok(checked) => self.accept(place, checked, out),
+            Err(reason) => self.reject(
+                out,
+                "place",
+                Some(place.account),
+                Some(place.client_order_id),
+                None,
+                Some(place.symbol),
+                reason,
+            ),
+        }
+    }
+
+    fn check_place(&self, place: &Place) -> Result<Checked, RejectReason> {
+        let &instrument =
+            self.instrument_by_symbol.get(&place.symbol).ok_or(RejectReason::UnknownInstrument)?;
+        if place.account == FEE_ACCOUNT {
+            return Err(RejectReason::FeeAccountCannotTrade);
+        }
+        let account = self.accounts.index(place.account).ok_or(RejectReason::UnknownAccount)?;
+        let inst = &self.instruments[instrument as usize];
+        if inst.status == exchange_types::TradingStatus::Halted {
+            return Err(RejectReason::InstrumentHalted);
+        }
+        let is_market = place.order_type == OrderType::Market;
+        let limit_price = match (place.order_type, place.price) {
+            (OrderType::Limit, Some(price)) => Some(inst.price_to_ticks(price)?),
+            (OrderType::Limit, None) => return Err(RejectReason::PriceRequired),
+            (OrderType::Market, Some(_)) => return Err(RejectReason::PriceNotAllowed),
+            (OrderType::Market, None) => None,
+        };
+        let lots = inst.qty_to_lots(place.qty)?;
+        // A market order never rests: good-till-canceled means immediate.
+        let tif = if is_market && place.tif == TimeInForce::Gtc { TimeInForce::Ioc } else { place.tif };
+        if place.post_only && (is_market || tif != TimeInForce::Gtc) {
+            return Err(RejectReason::PostOnlyNotAllowed);
+        }
+        let band = inst.collar_band();
+        if let (Some(price), Some((low, high))) = (limit_price, band) {
+            if price < low || price > high {
+                return Err(RejectReason::PriceOutsideCollar);
+            }
+        }
+        // A market order may trade down to (up to) the collar, no further.
+        let price = limit_price.unwrap_or(match (place.side, band) {
+            (Side::Buy, Some((_, high))) => high,
+            (Side::Buy, None) => u64::MAX,
+            (Side::Sell, Some((low, _))) => low,
+            (Side::Sell, None) => 1,
+        });
+        if self.by_client_id.contains_key(&(account, place.client_order_id)) {
+            return Err(RejectReason::DuplicateClientOrderId);
+        }
+        let book = &self.books[instrument as usize];
+        if place.post_only && book.side(place.side.opposite()).crosses(price) {
+            return Err(RejectReason::PostOnlyWouldTake);
+        }
+        if tif == TimeInForce::Gtc {
+            if self.accounts.list[account as usize].open_orders >= MAX_OPEN_ORDERS_PER_ACCOUNT {
+                return Err(RejectReason::TooManyOpenOrders);
+            }
+            if self.orders.len() >= MAX_OPEN_ORDERS {
+                return Err(RejectReason::ExchangeFull);
+            }
+            let own = book.side(place.side);
+            if own.level_count() >= MAX_PRICE_LEVELS_PER_SIDE && !own.has_level(price) {
+                return Err(RejectReason::TooManyPriceLevels);
+            }
+        }
+        let needs_walk = tif == TimeInForce::Fok || (is_market && place.side == Side::Buy);
+        let walk = needs_walk.then(|| {
+            self.walk(instrument, place.side, account, place.stp, price, lots)
+        });
+        let fok_feasible = tif != TimeInForce::Fok || walk.is_some_and(|w| w.traded_lots == lots);
+        let (reserve, reserve_asset) = match place.side {
+            Side::Sell => {
+                (lots.checked_mul(inst.lot_units).ok_or(RejectReason::AmountOverflow)?, inst.base)
+            }
+            Side::Buy => {
+                let notional = if is_market {
+                    walk.map_or(Some(0), |w| w.notional)
+                } else {
+                    inst.notional(price, lots)
+                };
+                let cost = notional
+                    .and_then(|n| buy_cost(n, inst.max_fee_bps()))
+                    .ok_or(RejectReason::AmountOverflow)?;
+                (cost, inst.quote)
+            }
+        };
+        let available = self.accounts.list[account as usize].balance(reserve_asset).available;
+        // A fill-or-kill that cannot fill reserves nothing, but an order the
+        // account could never pay for is refused either way.
+        if available < reserve {
+            return Err(RejectReason::InsufficientFunds);
+        }
+        Ok(Checked { instrument, account, price, lots, tif, reserve, reserve_asset, fok_feasible })
+    }
+
+    fn accept(&mut self, place: &Place, c: Checked, out: &mut Vec<Event>) {
+        let id = self.next_order_id;
+        self.next_order_id += 1;
+        let inst = &self.instruments[c.instrument as usize];
+        let is_market = place.order_type == OrderType::Market;
+        let accepted = EventKind::Accepted {
+            account: place.account,
+            client_order_id: place.client_order_id,
+            order_id: id,
+            symbol: place.symbol,
+            side: place.side,
+            order_type: place.order_type,
+            price: (!is_market).then(|| inst.price_units(c.price)),
+            qty: inst.qty_units(c.lots),
+            tif: c.tif,
+            post_only: place.post_only,
+            stp: place.stp,
+        };
+        self.emit(out, accepted);
+        let slot = self.orders.insert(Order {
+            id,
+            account: c.account,
+            instrument: c.instrument,
+            side: place.side,
+            tif: c.tif,
+            stp: place.stp,
+            post_only: place.post_only,
+            is_market,
+            price: c.price,
+            qty: c.lots,
+            filled: 0,
+            reserved: 0,
+            client_order_id: place.client_order_id,
+            indexed: false,
+            prev: NIL,
+            next: NIL,
+            account_prev: NIL,
+            account_next: NIL,
+        });
+        if !c.fok_feasible {
+            self.expire(slot, out);
+            return;
+        }
+        if c.reserve > 0 {
+            self.orders.get_mut(slot).reserved = c.reserve;
+            let balance = self.accounts.list[c.account as usize].balance_mut(c.reserve_asset);
+            balance.available -= c.reserve;
+            self.emit_balance(out, c.account, c.reserve_asset);
+        }
+        self.execute(slot, out);
+    }
+
+    /// Matches the order in `slot` (new, or a replace that lost priority)
+    /// and then rests, expires or closes it.
+    pub(crate) fn execute(&mut self, slot: u32, out: &mut Vec<Event>) {
+        let canceled_by_stp = self.match_order(slot, out);
+        if canceled_by_stp {
+            return;
+        }
+        let order = self.orders.get(slot);
+        if order.leaves() == 0 {
+            self.release_all(slot, out);
+            self.close_order(slot);
+        } else if order.tif == TimeInForce::Gtc {
+            self.rest(slot, out);
+        } else {
+            self.expire(slot, out);
+        }
+    }
+
+    /// Ends an order that never rests: its remainder expires.
+    pub(crate) fn expire(&mut self, slot: u32, out: &mut Vec<Event>) {
+        self.release_all(slot, out);
+        let order = self.close_order(slot);
+        let inst = &self.instruments[order.instrument as usize];
+        let kind = EventKind::Expired {
+            account: self.accounts.list[order.account as usize].id,
+            order_id: order.id,
+            client_order_id: order.client_order_id,
+            symbol: inst.symbol,
+            expired_qty: inst.qty_units(order.leaves()),
+            filled_qty: inst.qty_units(order.filled),
+        };
+        self.emit(out, kind);
+    }
+}

@@ -1,0 +1,347 @@
+//! Snapshots: the whole state as canonical bytes, and back.
+//!
+//! The encoding is canonical: two engines in the same logical state give
+//! the same bytes, whatever their history, because only logical content is
+//! written (orders in book order, never pool slots or hash-map order). The
+//! state hash is BLAKE3 over these bytes, so replicas compare state by
+//! comparing 32 bytes, and `restore(snapshot(e))` continues exactly as `e`.
+
+use exchange_types::{
+    AssetCode, ClientOrderId, SelfTradePrevention, Side, Symbol, TimeInForce, TradingStatus,
+};
+use thiserror::Error;
+
+use crate::accounts::{Account, Balance};
+use crate::book::Book;
+use crate::engine::Engine;
+use crate::instrument::Instrument;
+use crate::orders::{Order, NIL};
+
+const MAGIC: &[u8; 8] = b"EXSNAP01";
+
+#[derive(Debug, Error, PartialEq, Eq)]
+pub enum SnapshotError {
+    #[error("not a snapshot (bad magic)")]
+    BadMagic,
+    #[error("snapshot ends early at byte {0}")]
+    Truncated(usize),
+    #[error("snapshot has {0} trailing bytes")]
+    TrailingBytes(usize),
+    #[error("snapshot is inconsistent: {0}")]
+    Invalid(&'static str),
+}
+
+struct Writer(Vec<u8>);
+
+impl Writer {
+    fn u8(&mut self, v: u8) {
+        self.0.push(v);
+    }
+    fn u32(&mut self, v: u32) {
+        self.0.extend_from_slice(&v.to_le_bytes());
+    }
+    fn u64(&mut self, v: u64) {
+        self.0.extend_from_slice(&v.to_le_bytes());
+    }
+    fn i32(&mut self, v: i32) {
+        self.0.extend_from_slice(&v.to_le_bytes());
+    }
+    fn opt_u64(&mut self, v: Option<u64>) {
+        match v {
+            None => self.u8(0),
+            Some(v) => {
+                self.u8(1);
+                self.u64(v);
+            }
+        }
+    }
+    fn text(&mut self, bytes: &[u8]) {
+        self.u8(bytes.len() as u8);
+        self.0.extend_from_slice(bytes);
+    }
+}
+
+struct Reader<'a> {
+    bytes: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize) -> Result<&'a [u8], SnapshotError> {
+        let end = self.at.checked_add(n).filter(|&e| e <= self.bytes.len());
+        let end = end.ok_or(SnapshotError::Truncated(self.at))?;
+        let slice = &self.bytes[self.at..end];
+        self.at = end;
+        Ok(slice)
+    }
+    fn u8(&mut self) -> Result<u8, SnapshotError> {
+        Ok(self.take(1)?[0])
+    }
+    fn u32(&mut self) -> Result<u32, SnapshotError> {
+        let mut b = [0u8; 4];
+        b.copy_from_slice(self.take(4)?);
+        Ok(u32::from_le_bytes(b))
+    }
+    fn u64(&mut self) -> Result<u64, SnapshotError> {
+        let mut b = [0u8; 8];
+        b.copy_from_slice(self.take(8)?);
+        Ok(u64::from_le_bytes(b))
+    }
+    fn i32(&mut self) -> Result<i32, SnapshotError> {
+        let mut b = [0u8; 4];
+        b.copy_from_slice(self.take(4)?);
+        Ok(i32::from_le_bytes(b))
+    }
+    fn opt_u64(&mut self) -> Result<Option<u64>, SnapshotError> {
+        match self.u8()? {
+            0 => Ok(None),
+            1 => Ok(Some(self.u64()?)),
+            _ => Err(SnapshotError::Invalid("option tag")),
+        }
+    }
+    fn text(&mut self) -> Result<&'a str, SnapshotError> {
+        let len = usize::from(self.u8()?);
+        std::str::from_utf8(self.take(len)?).map_err(|_| SnapshotError::Invalid("text"))
+    }
+    fn symbol(&mut self) -> Result<Symbol, SnapshotError> {
+        Symbol::new(self.text()?).map_err(|_| SnapshotError::Invalid("symbol"))
+    }
+    fn asset(&mut self) -> Result<AssetCode, SnapshotError> {
+        AssetCode::new(self.text()?).map_err(|_| SnapshotError::Invalid("asset"))
+    }
+    fn client_order_id(&mut self) -> Result<ClientOrderId, SnapshotError> {
+        ClientOrderId::new(self.text()?).map_err(|_| SnapshotError::Invalid("client order id"))
+    }
+    fn count(&mut self, limit: usize) -> Result<usize, SnapshotError> {
+        let n = self.u64()?;
+        usize::try_from(n).ok().filter(|&n| n <= limit).ok_or(SnapshotError::Invalid("count"))
+    }
+}
+
+fn side_code(side: Side) -> u8 {
+    match side {
+        Side::Buy => 0,
+        Side::Sell => 1,
+    }
+}
+
+fn tif_code(tif: TimeInForce) -> u8 {
+    match tif {
+        TimeInForce::Gtc => 0,
+        TimeInForce::Ioc => 1,
+        TimeInForce::Fok => 2,
+    }
+}
+
+fn stp_code(stp: SelfTradePrevention) -> u8 {
+    match stp {
+        SelfTradePrevention::CancelNewest => 0,
+        SelfTradePrevention::CancelOldest => 1,
+        SelfTradePrevention::CancelBoth => 2,
+        SelfTradePrevention::Decrement => 3,
+    }
+}
+
+impl Engine {
+    /// The whole state as canonical bytes.
+    pub fn snapshot(&self) -> Vec<u8> {
+        let mut w = Writer(Vec::with_capacity(4096 + self.orders.len() * 96));
+        w.0.extend_from_slice(MAGIC);
+        w.u64(self.seq);
+        w.u64(self.now);
+        w.u64(self.next_order_id);
+        w.u64(self.next_trade_id);
+        w.u64(self.assets.len() as u64);
+        for (code, supply) in self.assets.iter().zip(&self.asset_supply) {
+            w.text(code.as_bytes());
+            w.u64(*supply);
+        }
+        w.u64(self.instruments.len() as u64);
+        for inst in &self.instruments {
+            w.text(inst.symbol.as_bytes());
+            w.u32(inst.base);
+            w.u32(inst.quote);
+            w.u64(inst.tick_units);
+            w.u64(inst.lot_units);
+            w.u64(inst.notional_per_tick_lot);
+            w.u64(inst.min_lots);
+            w.u64(inst.max_lots);
+            w.u32(inst.collar_bps);
+            w.opt_u64(inst.reference_ticks);
+            w.i32(inst.maker_fee_bps);
+            w.i32(inst.taker_fee_bps);
+            w.u8(u8::from(inst.status == TradingStatus::Halted));
+        }
+        w.u64(self.accounts.list.len() as u64);
+        for acct in &self.accounts.list {
+            w.u64(acct.id);
+            w.u64(acct.balances.len() as u64);
+            for b in &acct.balances {
+                w.u64(b.total);
+                w.u64(b.available);
+            }
+        }
+        w.u64(self.orders.len() as u64);
+        for book in &self.books {
+            for side in [&book.bids, &book.asks] {
+                for level in side.levels_best_first() {
+                    let mut slot = level.head;
+                    while slot != NIL {
+                        let o = self.orders.get(slot);
+                        w.u64(o.id);
+                        w.u32(o.account);
+                        w.u32(o.instrument);
+                        w.u8(side_code(o.side));
+                        w.u8(tif_code(o.tif));
+                        w.u8(stp_code(o.stp));
+                        w.u8(u8::from(o.post_only));
+                        w.u64(o.price);
+                        w.u64(o.qty);
+                        w.u64(o.filled);
+                        w.u64(o.reserved);
+                        w.text(o.client_order_id.as_bytes());
+                        slot = o.next;
+                    }
+                }
+            }
+        }
+        let closed: Vec<_> = self.closed.entries().collect();
+        w.u64(closed.len() as u64);
+        for ((account, coid), id) in closed {
+            w.u32(*account);
+            w.text(coid.as_bytes());
+            w.u64(*id);
+        }
+        w.0
+    }
+
+    /// BLAKE3 of the canonical snapshot, as lowercase hex.
+    pub fn state_hash(&self) -> String {
+        blake3::hash(&self.snapshot()).to_hex().to_string()
+    }
+
+    /// Rebuilds an engine from [`Engine::snapshot`] bytes.
+    pub fn restore(bytes: &[u8]) -> Result<Engine, SnapshotError> {
+        use exchange_types::limits::*;
+        let mut r = Reader { bytes, at: 0 };
+        if r.take(MAGIC.len())? != MAGIC {
+            return Err(SnapshotError::BadMagic);
+        }
+        let mut e = Engine::new();
+        e.accounts = Default::default();
+        e.seq = r.u64()?;
+        e.now = r.u64()?;
+        e.next_order_id = r.u64()?;
+        e.next_trade_id = r.u64()?;
+        for index in 0..r.count(MAX_ASSETS)? {
+            let code = r.asset()?;
+            e.asset_supply.push(r.u64()?);
+            e.assets.push(code);
+            e.asset_by_code.insert(code, index as u32);
+        }
+        for index in 0..r.count(MAX_INSTRUMENTS)? {
+            let symbol = r.symbol()?;
+            let inst = Instrument {
+                symbol,
+                base: r.u32()?,
+                quote: r.u32()?,
+                tick_units: r.u64()?,
+                lot_units: r.u64()?,
+                notional_per_tick_lot: r.u64()?,
+                min_lots: r.u64()?,
+                max_lots: r.u64()?,
+                collar_bps: r.u32()?,
+                reference_ticks: r.opt_u64()?,
+                maker_fee_bps: r.i32()?,
+                taker_fee_bps: r.i32()?,
+                status: if r.u8()? == 1 { TradingStatus::Halted } else { TradingStatus::Trading },
+            };
+            if inst.base as usize >= e.assets.len() || inst.quote as usize >= e.assets.len() || inst.tick_units == 0 || inst.lot_units == 0 {
+                return Err(SnapshotError::Invalid("instrument"));
+            }
+            e.instruments.push(inst);
+            e.books.push(Book::new());
+            e.instrument_by_symbol.insert(symbol, index as u32);
+        }
+        for _ in 0..r.count(MAX_ACCOUNTS)? {
+            let id = r.u64()?;
+            let mut balances = Vec::new();
+            for _ in 0..r.count(MAX_ASSETS)? {
+                let total = r.u64()?;
+                let available = r.u64()?;
+                if available > total {
+                    return Err(SnapshotError::Invalid("balance"));
+                }
+                balances.push(Balance { total, available });
+            }
+            e.accounts.push_restored(Account { id, balances, open_orders: 0, orders_head: NIL });
+        }
+        if e.accounts.list.first().map(|a| a.id) != Some(crate::engine::FEE_ACCOUNT) {
+            return Err(SnapshotError::Invalid("fee account"));
+        }
+        for _ in 0..r.count(MAX_OPEN_ORDERS)? {
+            let id = r.u64()?;
+            let account = r.u32()?;
+            let instrument = r.u32()?;
+            let side = match r.u8()? {
+                0 => Side::Buy,
+                1 => Side::Sell,
+                _ => return Err(SnapshotError::Invalid("side")),
+            };
+            let tif = match r.u8()? {
+                0 => TimeInForce::Gtc,
+                1 => TimeInForce::Ioc,
+                2 => TimeInForce::Fok,
+                _ => return Err(SnapshotError::Invalid("time in force")),
+            };
+            let stp = match r.u8()? {
+                0 => SelfTradePrevention::CancelNewest,
+                1 => SelfTradePrevention::CancelOldest,
+                2 => SelfTradePrevention::CancelBoth,
+                3 => SelfTradePrevention::Decrement,
+                _ => return Err(SnapshotError::Invalid("self-trade prevention")),
+            };
+            let post_only = r.u8()? == 1;
+            let order = Order {
+                id,
+                account,
+                instrument,
+                side,
+                tif,
+                stp,
+                post_only,
+                is_market: false,
+                price: r.u64()?,
+                qty: r.u64()?,
+                filled: r.u64()?,
+                reserved: r.u64()?,
+                client_order_id: r.client_order_id()?,
+                indexed: false,
+                prev: NIL,
+                next: NIL,
+                account_prev: NIL,
+                account_next: NIL,
+            };
+            if account as usize >= e.accounts.list.len()
+                || instrument as usize >= e.instruments.len()
+                || order.filled >= order.qty
+                || e.order_by_id.contains_key(&id)
+            {
+                return Err(SnapshotError::Invalid("order"));
+            }
+            let slot = e.orders.insert(order);
+            e.books[instrument as usize].side_mut(side).push_back(&mut e.orders, slot);
+            e.index_order(slot);
+        }
+        for _ in 0..r.count(RECENTLY_CLOSED_CAPACITY)? {
+            let account = r.u32()?;
+            let coid = r.client_order_id()?;
+            let id = r.u64()?;
+            e.closed.record(account, coid, id);
+        }
+        if r.at != bytes.len() {
+            return Err(SnapshotError::TrailingBytes(bytes.len() - r.at));
+        }
+        Ok(e)
+    }
+}

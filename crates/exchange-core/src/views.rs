@@ -1,0 +1,234 @@
+//! Read-only views of the state for gateways, tools and tests, plus an
+//! audit of every invariant the engine promises.
+
+use std::collections::BTreeMap;
+
+use exchange_types::{AccountId, AssetCode, ClientOrderId, OrderId, Side, Symbol, TimeInForce, TradingStatus};
+
+use crate::engine::Engine;
+use crate::orders::NIL;
+
+/// Aggregated levels of one book, best first, in units.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct BookView {
+    pub bids: Vec<(u64, u64)>,
+    pub asks: Vec<(u64, u64)>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BalanceView {
+    pub account: AccountId,
+    pub asset: AssetCode,
+    pub total: u64,
+    pub available: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OrderView {
+    pub order_id: OrderId,
+    pub account: AccountId,
+    pub client_order_id: ClientOrderId,
+    pub symbol: Symbol,
+    pub side: Side,
+    pub tif: TimeInForce,
+    pub price: u64,
+    pub qty: u64,
+    pub filled_qty: u64,
+    pub reserved: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InstrumentView {
+    pub symbol: Symbol,
+    pub base: AssetCode,
+    pub quote: AssetCode,
+    pub tick_size: u64,
+    pub lot_size: u64,
+    pub status: TradingStatus,
+    pub reference_price: Option<u64>,
+}
+
+impl Engine {
+    pub fn instruments(&self) -> Vec<InstrumentView> {
+        self.instruments
+            .iter()
+            .map(|inst| InstrumentView {
+                symbol: inst.symbol,
+                base: self.assets[inst.base as usize],
+                quote: self.assets[inst.quote as usize],
+                tick_size: inst.tick_units,
+                lot_size: inst.lot_units,
+                status: inst.status,
+                reference_price: inst.reference_ticks.map(|t| inst.price_units(t)),
+            })
+            .collect()
+    }
+
+    /// Up to `depth` levels per side, best first.
+    pub fn book(&self, symbol: &Symbol, depth: usize) -> Option<BookView> {
+        let &index = self.instrument_by_symbol.get(symbol)?;
+        let inst = &self.instruments[index as usize];
+        let book = &self.books[index as usize];
+        let levels = |side: &crate::book::BookSide| {
+            side.levels_best_first()
+                .take(depth)
+                .map(|l| (inst.price_units(l.price), inst.qty_units(l.qty)))
+                .collect()
+        };
+        Some(BookView { bids: levels(&book.bids), asks: levels(&book.asks) })
+    }
+
+    /// Every non-empty balance, by account id then asset code.
+    pub fn balances(&self) -> Vec<BalanceView> {
+        let mut all = Vec::new();
+        for acct in &self.accounts.list {
+            for (asset, b) in acct.balances.iter().enumerate() {
+                if b.total > 0 || b.available > 0 {
+                    all.push(BalanceView {
+                        account: acct.id,
+                        asset: self.assets[asset],
+                        total: b.total,
+                        available: b.available,
+                    });
+                }
+            }
+        }
+        all.sort_by(|a, b| (a.account, a.asset).cmp(&(b.account, b.asset)));
+        all
+    }
+
+    pub fn balance(&self, account: AccountId, asset: &AssetCode) -> Option<(u64, u64)> {
+        let acct = &self.accounts.list[self.accounts.index(account)? as usize];
+        let b = acct.balance(*self.asset_by_code.get(asset)?);
+        Some((b.total, b.available))
+    }
+
+    /// Every resting order, by order id.
+    pub fn open_orders(&self) -> Vec<OrderView> {
+        let mut all = Vec::new();
+        for book in &self.books {
+            for side in [&book.bids, &book.asks] {
+                for level in side.levels_best_first() {
+                    let mut slot = level.head;
+                    while slot != NIL {
+                        let o = self.orders.get(slot);
+                        let inst = &self.instruments[o.instrument as usize];
+                        all.push(OrderView {
+                            order_id: o.id,
+                            account: self.accounts.list[o.account as usize].id,
+                            client_order_id: o.client_order_id,
+                            symbol: inst.symbol,
+                            side: o.side,
+                            tif: o.tif,
+                            price: inst.price_units(o.price),
+                            qty: inst.qty_units(o.qty),
+                            filled_qty: inst.qty_units(o.filled),
+                            reserved: o.reserved,
+                        });
+                        slot = o.next;
+                    }
+                }
+            }
+        }
+        all.sort_by_key(|o| o.order_id);
+        all
+    }
+
+    /// Checks every invariant of the state; returns the first violation.
+    /// Costs a full pass: for tests and tools, not the hot path.
+    pub fn audit(&self) -> Result<(), String> {
+        let mut reserved: BTreeMap<(u32, u32), u64> = BTreeMap::new();
+        let mut per_account: BTreeMap<u32, u32> = BTreeMap::new();
+        let mut resting = 0usize;
+        for (index, book) in self.books.iter().enumerate() {
+            let inst = &self.instruments[index];
+            if let (Some(bid), Some(ask)) = (book.bids.best(), book.asks.best()) {
+                if bid.price >= ask.price {
+                    return Err(format!("{} is crossed: bid {} >= ask {}", inst.symbol, bid.price, ask.price));
+                }
+            }
+            for side in [&book.bids, &book.asks] {
+                let mut last_price = None;
+                for level in side.levels_best_first() {
+                    if let Some(prev) = last_price {
+                        let ordered = match level_side(side) {
+                            Side::Buy => level.price < prev,
+                            Side::Sell => level.price > prev,
+                        };
+                        if !ordered {
+                            return Err(format!("{} levels out of order at {}", inst.symbol, level.price));
+                        }
+                    }
+                    last_price = Some(level.price);
+                    let mut sum = 0;
+                    let mut slot = level.head;
+                    let mut prev = NIL;
+                    if slot == NIL {
+                        return Err(format!("{} has an empty level at {}", inst.symbol, level.price));
+                    }
+                    while slot != NIL {
+                        let o = self.orders.get(slot);
+                        if o.prev != prev || o.price != level.price || o.filled >= o.qty || !o.indexed {
+                            return Err(format!("order {} is misplaced in its level", o.id));
+                        }
+                        if self.order_by_id.get(&o.id) != Some(&slot)
+                            || self.by_client_id.get(&(o.account, o.client_order_id)) != Some(&slot)
+                        {
+                            return Err(format!("order {} is not indexed", o.id));
+                        }
+                        let need = self.reservation_for(slot, o.price, o.leaves());
+                        if need != Some(o.reserved) {
+                            return Err(format!("order {} reserves {} but needs {:?}", o.id, o.reserved, need));
+                        }
+                        sum += o.leaves();
+                        *reserved.entry((o.account, self.reserved_asset(o))).or_default() += o.reserved;
+                        *per_account.entry(o.account).or_default() += 1;
+                        resting += 1;
+                        prev = slot;
+                        slot = o.next;
+                    }
+                    if sum != level.qty || level.tail != prev {
+                        return Err(format!("{} level {} totals {} but orders sum to {}", inst.symbol, level.price, level.qty, sum));
+                    }
+                }
+            }
+        }
+        if resting != self.orders.len() || resting != self.order_by_id.len() || resting != self.by_client_id.len() {
+            return Err(format!(
+                "{resting} resting orders but pool {} / ids {} / client ids {}",
+                self.orders.len(),
+                self.order_by_id.len(),
+                self.by_client_id.len()
+            ));
+        }
+        let mut supply = vec![0u128; self.assets.len()];
+        for (index, acct) in self.accounts.list.iter().enumerate() {
+            if acct.open_orders != per_account.get(&(index as u32)).copied().unwrap_or(0) {
+                return Err(format!("account {} counts {} open orders", acct.id, acct.open_orders));
+            }
+            for (asset, b) in acct.balances.iter().enumerate() {
+                if b.available > b.total {
+                    return Err(format!("account {} asset {} available above total", acct.id, asset));
+                }
+                let held = reserved.get(&(index as u32, asset as u32)).copied().unwrap_or(0);
+                if b.total - b.available != held {
+                    return Err(format!(
+                        "account {} asset {}: total - available = {} but orders reserve {held}",
+                        acct.id, self.assets[asset], b.total - b.available
+                    ));
+                }
+                supply[asset] += u128::from(b.total);
+            }
+        }
+        for (asset, total) in supply.iter().enumerate() {
+            if *total != u128::from(self.asset_supply[asset]) {
+                return Err(format!("asset {} sums to {total} but supply is {}", self.assets[asset], self.asset_supply[asset]));
+            }
+        }
+        Ok(())
+    }
+}
+
+fn level_side(side: &crate::book::BookSide) -> Side {
+    side.side()
+}

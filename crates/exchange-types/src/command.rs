@@ -1,0 +1,121 @@
+//! Commands: the only way to change the core's state.
+//!
+//! A command is what a gateway sequenced into the log. Numeric fields are
+//! kept exactly as the client wrote them ([`Dec`]) so the core, not the
+//! gateway, decides whether they are acceptable, and every replica decides
+//! the same way.
+
+use crate::decimal::Dec;
+use crate::ids::{AccountId, AssetCode, ClientOrderId, OrderId, Symbol};
+use crate::order::{OrderType, SelfTradePrevention, Side, TimeInForce};
+
+/// A command with the timestamp its log entry carries (nanoseconds since
+/// the Unix epoch). The core never reads a clock.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Stamped {
+    pub ts: u64,
+    pub command: Command,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Command {
+    AddInstrument(AddInstrument),
+    Deposit(Transfer),
+    Withdraw(Transfer),
+    Place(Place),
+    Cancel(Cancel),
+    Replace(Replace),
+    MassCancel(MassCancel),
+    Halt { symbol: Symbol },
+    Resume { symbol: Symbol },
+}
+
+impl Command {
+    /// The snake_case name used on the wire and in reject events.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Command::AddInstrument(_) => "add_instrument",
+            Command::Deposit(_) => "deposit",
+            Command::Withdraw(_) => "withdraw",
+            Command::Place(_) => "place",
+            Command::Cancel(_) => "cancel",
+            Command::Replace(_) => "replace",
+            Command::MassCancel(_) => "mass_cancel",
+            Command::Halt { .. } => "halt",
+            Command::Resume { .. } => "resume",
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AddInstrument {
+    pub symbol: Symbol,
+    pub base: AssetCode,
+    pub quote: AssetCode,
+    pub tick_size: Dec,
+    pub lot_size: Dec,
+    /// Smallest order quantity; defaults to one lot.
+    pub min_qty: Option<Dec>,
+    /// Largest order quantity; defaults to no limit beyond overflow.
+    pub max_qty: Option<Dec>,
+    /// Collar half-width in basis points around the reference price; `None`
+    /// or zero disables the collar.
+    pub collar_bps: Option<u32>,
+    /// Reference price for the collar until the first trade sets one.
+    pub reference_price: Option<Dec>,
+    pub maker_fee_bps: i32,
+    pub taker_fee_bps: i32,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Transfer {
+    pub account: AccountId,
+    pub asset: AssetCode,
+    pub amount: Dec,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Place {
+    pub account: AccountId,
+    pub client_order_id: ClientOrderId,
+    pub symbol: Symbol,
+    pub side: Side,
+    pub order_type: OrderType,
+    /// Required for limit orders, refused for market orders.
+    pub price: Option<Dec>,
+    pub qty: Dec,
+    pub tif: TimeInForce,
+    pub post_only: bool,
+    pub stp: SelfTradePrevention,
+}
+
+/// Names an order either by the exchange's id or by the client's id.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OrderRef {
+    Id(OrderId),
+    Client(ClientOrderId),
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Cancel {
+    pub account: AccountId,
+    pub order: OrderRef,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Replace {
+    pub account: AccountId,
+    pub order: OrderRef,
+    /// The client's id for the order from now on; `None` keeps the old one.
+    pub new_client_order_id: Option<ClientOrderId>,
+    /// New limit price; `None` keeps the old one.
+    pub price: Option<Dec>,
+    /// New total quantity, filled quantity included; `None` keeps it.
+    pub qty: Option<Dec>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MassCancel {
+    pub account: AccountId,
+    pub symbol: Option<Symbol>,
+}

@@ -1,0 +1,100 @@
+//! Identifiers that travel inside commands, events and orders.
+//!
+//! Text identifiers are stored inline with a fixed capacity so that an order
+//! is one allocation-free record and comparing or hashing one never chases a
+//! pointer. The capacities are limits of the protocol (see `limits`).
+
+use std::fmt;
+use thiserror::Error;
+
+use crate::limits::{MAX_ASSET_LEN, MAX_CLIENT_ORDER_ID_LEN, MAX_SYMBOL_LEN};
+
+/// Account number as clients and operators know it.
+pub type AccountId = u64;
+/// Exchange-assigned order id: unique, increasing, never reused.
+pub type OrderId = u64;
+/// Exchange-assigned trade id: unique, increasing, never reused.
+pub type TradeId = u64;
+
+/// Why a text identifier was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Error)]
+pub enum IdError {
+    #[error("identifier is empty")]
+    Empty,
+    #[error("identifier is longer than {0} bytes")]
+    TooLong(usize),
+    #[error("identifier contains a character outside printable ASCII")]
+    InvalidChar,
+}
+
+/// A printable-ASCII string of at most `N` bytes, stored inline.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct InlineStr<const N: usize> {
+    len: u8,
+    bytes: [u8; N],
+}
+
+impl<const N: usize> InlineStr<N> {
+    /// Accepts 1..=N bytes of printable ASCII without spaces, so that an id
+    /// survives every wire format (JSON, FIX, URLs) unchanged.
+    pub fn new(text: &str) -> Result<Self, IdError> {
+        let raw = text.as_bytes();
+        if raw.is_empty() {
+            return Err(IdError::Empty);
+        }
+        if raw.len() > N {
+            return Err(IdError::TooLong(N));
+        }
+        if !raw.iter().all(|b| b.is_ascii_graphic()) {
+            return Err(IdError::InvalidChar);
+        }
+        let mut bytes = [0u8; N];
+        bytes[..raw.len()].copy_from_slice(raw);
+        Ok(InlineStr { len: raw.len() as u8, bytes })
+    }
+
+    pub fn as_str(&self) -> &str {
+        // Only printable ASCII is ever stored, so the bytes are valid UTF-8.
+        std::str::from_utf8(&self.bytes[..usize::from(self.len)]).unwrap_or_default()
+    }
+
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.bytes[..usize::from(self.len)]
+    }
+}
+
+impl<const N: usize> fmt::Debug for InlineStr<N> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:?}", self.as_str())
+    }
+}
+
+impl<const N: usize> fmt::Display for InlineStr<N> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A client's own id for an order; unique among the account's open orders.
+pub type ClientOrderId = InlineStr<MAX_CLIENT_ORDER_ID_LEN>;
+/// An instrument's symbol, such as `BTC-USD`.
+pub type Symbol = InlineStr<MAX_SYMBOL_LEN>;
+/// An asset's code, such as `BTC` or `USD`.
+pub type AssetCode = InlineStr<MAX_ASSET_LEN>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn inline_str_validates() {
+        let id = ClientOrderId::new("c-1").unwrap();
+        assert_eq!(id.as_str(), "c-1");
+        assert_eq!(ClientOrderId::new(""), Err(IdError::Empty));
+        assert_eq!(ClientOrderId::new("a b"), Err(IdError::InvalidChar));
+        assert_eq!(ClientOrderId::new("é"), Err(IdError::InvalidChar));
+        let long = "x".repeat(MAX_CLIENT_ORDER_ID_LEN + 1);
+        assert_eq!(ClientOrderId::new(&long), Err(IdError::TooLong(MAX_CLIENT_ORDER_ID_LEN)));
+        assert!(Symbol::new("BTC-USD").unwrap() < Symbol::new("ETH-USD").unwrap());
+    }
+}

@@ -1,0 +1,23 @@
+//! Domain types shared by every part of the exchange.
+//!
+//! Nothing here does I/O or reads a clock; everything is an integer or an
+//! exact decimal. The core (`exchange-core`) consumes [`command::Stamped`]
+//! commands and produces [`event::Event`]s; gateways and codecs translate
+//! between these types and their wire formats.
+
+pub mod command;
+pub mod decimal;
+pub mod event;
+pub mod ids;
+pub mod limits;
+pub mod order;
+pub mod reject;
+
+pub use command::{
+    AddInstrument, Cancel, Command, MassCancel, OrderRef, Place, Replace, Stamped, Transfer,
+};
+pub use decimal::{format_signed_units, format_units, Dec, AMOUNT_SCALE, UNITS_PER_WHOLE};
+pub use event::{Event, EventKind};
+pub use ids::{AccountId, AssetCode, ClientOrderId, IdError, OrderId, Symbol, TradeId};
+pub use order::{OrderType, SelfTradePrevention, Side, TimeInForce, TradingStatus};
+pub use reject::{CancelReason, RejectReason};

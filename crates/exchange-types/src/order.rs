@@ -1,0 +1,102 @@
+//! Small enums that describe an order.
+
+/// Which side of the book an order is on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Side {
+    Buy,
+    Sell,
+}
+
+impl Side {
+    pub fn opposite(self) -> Side {
+        match self {
+            Side::Buy => Side::Sell,
+            Side::Sell => Side::Buy,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Side::Buy => "buy",
+            Side::Sell => "sell",
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum OrderType {
+    Limit,
+    Market,
+}
+
+impl OrderType {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OrderType::Limit => "limit",
+            OrderType::Market => "market",
+        }
+    }
+}
+
+/// Time in force.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum TimeInForce {
+    /// Good till canceled: the remainder rests on the book.
+    Gtc,
+    /// Immediate or cancel: the remainder expires.
+    Ioc,
+    /// Fill or kill: fills completely at once, or expires whole.
+    Fok,
+}
+
+impl TimeInForce {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TimeInForce::Gtc => "gtc",
+            TimeInForce::Ioc => "ioc",
+            TimeInForce::Fok => "fok",
+        }
+    }
+}
+
+/// What happens when an incoming order would trade with a resting order of
+/// the same account. The incoming (taker) order's mode decides.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SelfTradePrevention {
+    /// Cancel the rest of the incoming order; the resting order stays.
+    CancelNewest,
+    /// Cancel the resting order and keep matching.
+    CancelOldest,
+    /// Cancel both.
+    CancelBoth,
+    /// Reduce both by the smaller quantity without a trade; an order left
+    /// with nothing is canceled.
+    Decrement,
+}
+
+impl SelfTradePrevention {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SelfTradePrevention::CancelNewest => "cancel_newest",
+            SelfTradePrevention::CancelOldest => "cancel_oldest",
+            SelfTradePrevention::CancelBoth => "cancel_both",
+            SelfTradePrevention::Decrement => "decrement",
+        }
+    }
+}
+
+/// Whether an instrument accepts new orders.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum TradingStatus {
+    Trading,
+    Halted,
+}
+
+impl TradingStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TradingStatus::Trading => "trading",
+            TradingStatus::Halted => "halted",
+        }
+    }
+}

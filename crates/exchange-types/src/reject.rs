@@ -1,0 +1,120 @@
+//! Reject reasons, numbered per subsystem in the manner of exchange-core:
+//! 1xx validation of the command itself, 2xx pre-trade risk, 3xx order
+//! management, 4xx limits, 5xx administration. The snake_case name is what
+//! clients see; the number is what dashboards and FIX mappings key on.
+
+macro_rules! reject_reasons {
+    ($( $variant:ident = $code:literal, $name:literal, $text:literal; )*) => {
+        /// Why a command was refused. A refused command changes nothing.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        pub enum RejectReason {
+            $( $variant, )*
+        }
+
+        impl RejectReason {
+            /// Every reason, in code order.
+            pub const ALL: &'static [RejectReason] = &[$( RejectReason::$variant, )*];
+
+            pub fn code(self) -> u16 {
+                match self { $( RejectReason::$variant => $code, )* }
+            }
+
+            /// The snake_case name used on every wire.
+            pub fn as_str(self) -> &'static str {
+                match self { $( RejectReason::$variant => $name, )* }
+            }
+
+            /// One sentence for a human.
+            pub fn message(self) -> &'static str {
+                match self { $( RejectReason::$variant => $text, )* }
+            }
+        }
+    };
+}
+
+reject_reasons! {
+    UnknownInstrument = 101, "unknown_instrument", "no instrument has this symbol";
+    UnknownAccount = 102, "unknown_account", "the account has never been funded";
+    PriceRequired = 103, "price_required", "a limit order needs a price";
+    PriceNotAllowed = 104, "price_not_allowed", "a market order takes no price";
+    InvalidPrice = 105, "invalid_price", "the price must be greater than zero";
+    PriceNotOnTick = 106, "price_not_on_tick", "the price is not a multiple of the tick size";
+    InvalidQuantity = 107, "invalid_quantity", "the quantity must be greater than zero";
+    QuantityNotOnLot = 108, "quantity_not_on_lot", "the quantity is not a multiple of the lot size";
+    TooManyDecimals = 109, "too_many_decimals", "the number has more decimals than the exchange keeps";
+    QuantityBelowMinimum = 110, "quantity_below_minimum", "the quantity is below the instrument's minimum";
+    QuantityAboveMaximum = 111, "quantity_above_maximum", "the quantity is above the instrument's maximum";
+    PostOnlyNotAllowed = 112, "post_only_not_allowed", "post-only needs a limit order that is good till canceled";
+    InvalidAmount = 113, "invalid_amount", "the amount must be greater than zero";
+    UnknownAsset = 114, "unknown_asset", "no listed instrument uses this asset";
+    NothingToReplace = 115, "nothing_to_replace", "a replace must change the price, the quantity or the client order id";
+    InsufficientFunds = 201, "insufficient_funds", "the available balance does not cover the order";
+    PriceOutsideCollar = 202, "price_outside_collar", "the price is outside the instrument's price collar";
+    InstrumentHalted = 203, "instrument_halted", "the instrument is halted";
+    FeeAccountCannotTrade = 204, "fee_account_cannot_trade", "the fee account cannot place orders";
+    PostOnlyWouldTake = 205, "post_only_would_take", "a post-only order would have taken liquidity";
+    DuplicateClientOrderId = 301, "duplicate_client_order_id", "the account already has an open order with this client order id";
+    UnknownOrder = 302, "unknown_order", "no open order of this account has this id";
+    OrderNotOpen = 303, "order_not_open", "the order is no longer open";
+    ReplaceBelowFilled = 304, "replace_below_filled", "the new quantity is less than what has already filled";
+    TooManyOpenOrders = 401, "too_many_open_orders", "the account has reached its limit of open orders";
+    TooManyPriceLevels = 402, "too_many_price_levels", "the book side has reached its limit of price levels";
+    TooManyInstruments = 403, "too_many_instruments", "the exchange has reached its limit of instruments";
+    TooManyAccounts = 404, "too_many_accounts", "the exchange has reached its limit of accounts";
+    TooManyAssets = 405, "too_many_assets", "the exchange has reached its limit of assets";
+    AmountOverflow = 406, "amount_overflow", "the amount is larger than the exchange can represent";
+    ExchangeFull = 407, "exchange_full", "the exchange has reached its limit of open orders";
+    InstrumentExists = 501, "instrument_exists", "an instrument with this symbol already exists";
+    InvalidInstrument = 502, "invalid_instrument", "the instrument's tick, lot or quantity limits are inconsistent";
+    InvalidFee = 503, "invalid_fee", "fees must lie within 100% and a maker rebate cannot exceed the taker fee";
+    InvalidCollar = 504, "invalid_collar", "the price collar must lie between 0 and 100%";
+    AlreadyInStatus = 505, "already_in_status", "the instrument is already in the requested trading status";
+}
+
+impl std::fmt::Display for RejectReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Why an order left the book other than by filling.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum CancelReason {
+    /// The owner asked.
+    Requested,
+    /// A mass cancel of the owner's orders.
+    MassCancel,
+    /// Self-trade prevention.
+    SelfTrade,
+}
+
+impl CancelReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CancelReason::Requested => "requested",
+            CancelReason::MassCancel => "mass_cancel",
+            CancelReason::SelfTrade => "self_trade_prevention",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_and_names_are_unique() {
+        let mut codes: Vec<u16> = RejectReason::ALL.iter().map(|r| r.code()).collect();
+        let mut names: Vec<&str> = RejectReason::ALL.iter().map(|r| r.as_str()).collect();
+        codes.sort_unstable();
+        names.sort_unstable();
+        let before = (codes.len(), names.len());
+        codes.dedup();
+        names.dedup();
+        assert_eq!(before, (codes.len(), names.len()));
+        for reason in RejectReason::ALL {
+            assert!(reason.as_str().chars().all(|c| c.is_ascii_lowercase() || c == '_'));
+            assert!(!reason.message().is_empty());
+        }
+    }
+}
