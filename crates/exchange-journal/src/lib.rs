@@ -1,0 +1,17 @@
+//! The durable log under the exchange.
+//!
+//! Every command is appended here and made durable before the core applies
+//! it and before any client hears about it. The log holds opaque payloads
+//! with an index and a term, so the same files can back a single node or a
+//! Raft replica; [`snapshots`] lets the log be compacted and a restart skip
+//! most of the replay.
+
+mod error;
+mod journal;
+mod record;
+pub mod snapshots;
+
+pub use error::JournalError;
+pub use journal::{Journal, Recovery, DEFAULT_SEGMENT_BYTES};
+pub use record::{Entry, MAX_PAYLOAD_BYTES};
+pub use snapshots::Snapshot;
