@@ -99,6 +99,11 @@ impl Engine {
         self.emit(out, EventKind::Error { line, message });
     }
 
+    /// Timestamp of the latest command applied (never decreases).
+    pub fn now(&self) -> u64 {
+        self.now
+    }
+
     /// Sequence number of the last event emitted.
     pub fn last_seq(&self) -> u64 {
         self.seq

@@ -24,15 +24,64 @@ enum Cmd {
         #[arg(long)]
         final_state: Option<PathBuf>,
     },
+    /// Run the exchange: journal, core, REST and WebSocket.
+    Serve(ServeArgs),
     /// Benchmarks.
     #[command(subcommand)]
     Bench(bench::BenchCmd),
+}
+
+#[derive(clap::Args)]
+struct ServeArgs {
+    /// Data directory (journal, snapshots, admin token).
+    #[arg(long)]
+    data_dir: Option<PathBuf>,
+    /// HTTP and WebSocket address.
+    #[arg(long)]
+    listen: Option<std::net::SocketAddr>,
+    /// TOML configuration file (see docs/server.md).
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// Admin bearer token (else EXCHANGE_ADMIN_TOKEN, else generated).
+    #[arg(long)]
+    admin_token: Option<String>,
+    /// Create demo accounts and run a small market maker and takers.
+    #[arg(long)]
+    demo: bool,
+}
+
+fn serve(args: ServeArgs) -> anyhow::Result<()> {
+    use exchange_server::config::Config;
+    let mut config = match &args.config {
+        Some(path) => Config::load(path)?,
+        None => Config::default(),
+    };
+    if let Some(dir) = args.data_dir {
+        config.data_dir = dir;
+    }
+    if let Some(listen) = args.listen {
+        config.listen = listen;
+    }
+    if args.admin_token.is_some() {
+        config.admin_token = args.admin_token;
+    }
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    runtime.block_on(exchange_server::server::run(config, args.demo))?;
+    Ok(())
 }
 
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     match cli.command {
         Cmd::Replay { file, final_state } => replay::run(&file, final_state.as_deref()),
+        Cmd::Serve(args) => serve(args),
         Cmd::Bench(cmd) => bench::run(cmd),
     }
 }

@@ -1,0 +1,133 @@
+//! Server settings: embedded defaults, optionally overridden by a TOML file
+//! (`--config`) and then by command-line flags. Every field is documented
+//! in docs/server.md.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+#[derive(Debug, Error)]
+pub enum ConfigError {
+    #[error("cannot read config {path}: {source}")]
+    Read { path: PathBuf, source: std::io::Error },
+    #[error("invalid config {path}: {source}")]
+    Parse { path: PathBuf, source: toml::de::Error },
+}
+
+/// One instrument listed at start-up (if not listed already), in the
+/// replay format's field names.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InstrumentConfig {
+    pub symbol: String,
+    pub base: String,
+    pub quote: String,
+    pub tick_size: String,
+    pub lot_size: String,
+    #[serde(default)]
+    pub min_qty: Option<String>,
+    #[serde(default)]
+    pub max_qty: Option<String>,
+    #[serde(default)]
+    pub price_collar_pct: Option<String>,
+    #[serde(default)]
+    pub reference_price: Option<String>,
+    pub maker_fee_bps: i32,
+    pub taker_fee_bps: i32,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Config {
+    /// Journal, snapshots and the generated admin token live here.
+    pub data_dir: PathBuf,
+    /// HTTP and WebSocket address.
+    pub listen: SocketAddr,
+    /// Admin bearer token; else `EXCHANGE_ADMIN_TOKEN`; else generated.
+    pub admin_token: Option<String>,
+    /// Instruments listed at start-up if missing.
+    pub instruments: Vec<InstrumentConfig>,
+    /// Commands waiting for the journal before new ones get 503.
+    pub submit_queue: usize,
+    /// Batches waiting for the core.
+    pub core_queue: usize,
+    /// Applied entries buffered for each event subscriber.
+    pub events_buffer: usize,
+    /// Entries between snapshots (0 disables them).
+    pub snapshot_every: u64,
+    /// Sustained requests per second per API key.
+    pub rate_limit_per_sec: u32,
+    /// Burst allowance per API key.
+    pub rate_limit_burst: u32,
+    /// Largest request body accepted, in bytes.
+    pub max_body_bytes: usize,
+    /// How far a signed request's timestamp may be from server time.
+    pub signature_window_secs: u64,
+}
+
+fn instrument(symbol: &str, base: &str, tick: &str, lot: &str, reference: &str) -> InstrumentConfig {
+    InstrumentConfig {
+        symbol: symbol.into(),
+        base: base.into(),
+        quote: "USD".into(),
+        tick_size: tick.into(),
+        lot_size: lot.into(),
+        min_qty: None,
+        max_qty: None,
+        price_collar_pct: Some("10".into()),
+        reference_price: Some(reference.into()),
+        maker_fee_bps: -1,
+        taker_fee_bps: 5,
+    }
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            data_dir: PathBuf::from("./data"),
+            listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
+            admin_token: None,
+            instruments: vec![
+                instrument("BTC-USD", "BTC", "0.01", "0.0001", "60000.00"),
+                instrument("ETH-USD", "ETH", "0.01", "0.001", "3000.00"),
+            ],
+            submit_queue: 65_536,
+            core_queue: 1_024,
+            events_buffer: 65_536,
+            snapshot_every: 100_000,
+            rate_limit_per_sec: 2_000,
+            rate_limit_burst: 4_000,
+            max_body_bytes: 16 * 1024,
+            signature_window_secs: 30,
+        }
+    }
+}
+
+impl Config {
+    pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read { path: path.into(), source })?;
+        toml::from_str(&text).map_err(|source| ConfigError::Parse { path: path.into(), source })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_round_trip_through_toml() {
+        let text = toml::to_string(&Config::default()).unwrap();
+        let parsed: Config = toml::from_str(&text).unwrap();
+        assert_eq!(parsed, Config::default());
+    }
+
+    #[test]
+    fn partial_file_keeps_other_defaults_and_typos_are_refused() {
+        let parsed: Config = toml::from_str("listen = \"127.0.0.1:9999\"\n").unwrap();
+        assert_eq!(parsed.listen.port(), 9999);
+        assert_eq!(parsed.instruments.len(), 2);
+        assert!(toml::from_str::<Config>("lisen = \"x\"\n").is_err());
+    }
+}

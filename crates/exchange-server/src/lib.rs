@@ -1,0 +1,21 @@
+//! The exchange server.
+//!
+//! Data flows one way: gateway → [`sequencer`] (journal, then core) →
+//! events → clients. [`node`] recovers a node's state from its data
+//! directory; [`state`] is the replicated state machine (core engine, API
+//! credentials, order history); [`entry`] is the log's vocabulary.
+
+pub mod config;
+pub mod demo;
+pub mod entry;
+pub mod history;
+pub mod http;
+pub mod metrics;
+pub mod node;
+pub mod sequencer;
+pub mod server;
+pub mod state;
+
+pub use entry::LogEntry;
+pub use sequencer::{Handle, Pipeline, PipelineConfig, SubmitError};
+pub use state::{Applied, ServerState};

@@ -1,0 +1,262 @@
+//! The path every command takes: gateway → journal thread → core thread.
+//!
+//! The journal thread takes whatever commands have queued, stamps them with
+//! the time, appends them to the log with one write and makes them durable
+//! with one fsync (group commit: the batch is everything that arrived while
+//! the previous fsync ran). Only then does it hand the batch to the core
+//! thread, which applies each entry to the state, answers the waiting
+//! gateway and publishes the events. The two threads overlap: the core
+//! applies batch N while the journal syncs batch N+1.
+//!
+//! Every queue is bounded. A gateway that finds the submit queue full gets
+//! `Overloaded` at once instead of waiting.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use crossbeam_channel::{bounded, Receiver, Sender, TryRecvError, TrySendError};
+use exchange_journal::snapshots::{self, Snapshot};
+use exchange_journal::Journal;
+use exchange_types::EventKind;
+use thiserror::Error;
+use tokio::sync::{broadcast, oneshot};
+
+use crate::entry::LogEntry;
+use crate::metrics::Metrics;
+use crate::state::{Applied, ServerState};
+
+/// Commands taken into one group commit at most.
+pub const MAX_BATCH: usize = 4_096;
+
+#[derive(Debug, Error, Clone, PartialEq, Eq)]
+pub enum SubmitError {
+    #[error("the exchange is overloaded; retry shortly")]
+    Overloaded,
+    #[error("the exchange is shutting down or its journal failed")]
+    Stopped,
+}
+
+type Reply = oneshot::Sender<Arc<Applied>>;
+type Query = Box<dyn FnOnce(&ServerState) + Send>;
+
+struct Submission {
+    entry: LogEntry,
+    reply: Option<Reply>,
+}
+
+enum CoreMsg {
+    Batch(Vec<(u64, LogEntry, Option<Reply>)>),
+    Query(Query),
+}
+
+/// Tunables of the pipeline.
+#[derive(Clone, Debug)]
+pub struct PipelineConfig {
+    pub submit_queue: usize,
+    pub core_queue: usize,
+    pub events_buffer: usize,
+    /// Take a snapshot after this many entries (0: never).
+    pub snapshot_every: u64,
+    pub snapshot_dir: std::path::PathBuf,
+}
+
+/// A cloneable way in to a running node.
+#[derive(Clone)]
+pub struct Handle {
+    submit: Sender<Submission>,
+    core: Sender<CoreMsg>,
+    events: broadcast::Sender<Arc<Applied>>,
+    pub metrics: Arc<Metrics>,
+}
+
+impl Handle {
+    /// Sequences an entry and waits until it is durable and applied.
+    pub async fn submit(&self, entry: LogEntry) -> Result<Arc<Applied>, SubmitError> {
+        let (tx, rx) = oneshot::channel();
+        self.enqueue(Submission { entry, reply: Some(tx) })?;
+        rx.await.map_err(|_| SubmitError::Stopped)
+    }
+
+    /// Sequences an entry without waiting for it (used for commands whose
+    /// sender has gone, such as cancel-on-disconnect).
+    pub fn submit_detached(&self, entry: LogEntry) -> Result<(), SubmitError> {
+        self.enqueue(Submission { entry, reply: None })
+    }
+
+    fn enqueue(&self, submission: Submission) -> Result<(), SubmitError> {
+        match self.submit.try_send(submission) {
+            Ok(()) => Ok(()),
+            Err(TrySendError::Full(_)) => {
+                self.metrics.overloaded.fetch_add(1, Ordering::Relaxed);
+                Err(SubmitError::Overloaded)
+            }
+            Err(TrySendError::Disconnected(_)) => Err(SubmitError::Stopped),
+        }
+    }
+
+    /// Runs `read` on the core thread, between batches, and returns what it
+    /// returns: a consistent view that includes every acknowledged command.
+    pub async fn query<R: Send + 'static>(
+        &self,
+        read: impl FnOnce(&ServerState) -> R + Send + 'static,
+    ) -> Result<R, SubmitError> {
+        let (tx, rx) = oneshot::channel();
+        let job: Query = Box::new(move |state| {
+            let _ = tx.send(read(state));
+        });
+        match self.core.try_send(CoreMsg::Query(job)) {
+            Ok(()) => rx.await.map_err(|_| SubmitError::Stopped),
+            Err(TrySendError::Full(_)) => {
+                self.metrics.overloaded.fetch_add(1, Ordering::Relaxed);
+                Err(SubmitError::Overloaded)
+            }
+            Err(TrySendError::Disconnected(_)) => Err(SubmitError::Stopped),
+        }
+    }
+
+    /// Every applied entry with its events, in log order.
+    pub fn subscribe(&self) -> broadcast::Receiver<Arc<Applied>> {
+        self.events.subscribe()
+    }
+}
+
+/// The running threads; dropping every [`Handle`] stops them.
+pub struct Pipeline {
+    pub handle: Handle,
+    threads: Vec<JoinHandle<()>>,
+}
+
+impl Pipeline {
+    /// Starts the journal and core threads over a recovered state and an
+    /// open journal positioned after it.
+    pub fn start(state: ServerState, journal: Journal, config: PipelineConfig, metrics: Arc<Metrics>) -> Pipeline {
+        let (submit_tx, submit_rx) = bounded(config.submit_queue);
+        let (core_tx, core_rx) = bounded(config.core_queue);
+        let (events, _) = broadcast::channel(config.events_buffer);
+        let handle = Handle { submit: submit_tx, core: core_tx.clone(), events: events.clone(), metrics: metrics.clone() };
+        let last_ts = state.engine_now();
+        let journal_metrics = metrics.clone();
+        let journal_thread = std::thread::Builder::new()
+            .name("journal".into())
+            .spawn(move || journal_loop(journal, submit_rx, core_tx, last_ts, journal_metrics))
+            .expect("spawn journal thread");
+        let core_thread = std::thread::Builder::new()
+            .name("core".into())
+            .spawn(move || core_loop(state, core_rx, events, config, metrics))
+            .expect("spawn core thread");
+        Pipeline { handle, threads: vec![journal_thread, core_thread] }
+    }
+
+    /// Waits for the threads after every handle is gone.
+    pub fn join(self) {
+        drop(self.handle);
+        for thread in self.threads {
+            let _ = thread.join();
+        }
+    }
+}
+
+fn wall_clock_ns() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0)
+}
+
+fn journal_loop(mut journal: Journal, submit: Receiver<Submission>, core: Sender<CoreMsg>, mut last_ts: u64, metrics: Arc<Metrics>) {
+    let mut batch: Vec<Submission> = Vec::with_capacity(MAX_BATCH);
+    let mut payloads: Vec<Vec<u8>> = Vec::with_capacity(MAX_BATCH);
+    while let Ok(first) = submit.recv() {
+        batch.push(first);
+        while batch.len() < MAX_BATCH {
+            match submit.try_recv() {
+                Ok(next) => batch.push(next),
+                Err(TryRecvError::Empty | TryRecvError::Disconnected) => break,
+            }
+        }
+        metrics.submit_queue_depth.store(submit.len() as u64, Ordering::Relaxed);
+        // The log's clock never runs backwards, whatever the wall clock does.
+        last_ts = last_ts.max(wall_clock_ns());
+        payloads.clear();
+        for submission in &mut batch {
+            submission.entry.set_ts(last_ts);
+            payloads.push(submission.entry.encode());
+        }
+        let first_index = match journal.append(0, &payloads) {
+            Ok(index) => index,
+            Err(error) => {
+                tracing::error!(%error, "journal append failed; refusing further commands");
+                return;
+            }
+        };
+        let started = Instant::now();
+        if let Err(error) = journal.sync() {
+            tracing::error!(%error, "journal fsync failed; refusing further commands");
+            return;
+        }
+        metrics.record_fsync(started.elapsed().as_nanos() as u64);
+        metrics.batches.fetch_add(1, Ordering::Relaxed);
+        let items = batch
+            .drain(..)
+            .enumerate()
+            .map(|(offset, s)| (first_index + offset as u64, s.entry, s.reply))
+            .collect();
+        if core.send(CoreMsg::Batch(items)).is_err() {
+            return;
+        }
+        metrics.core_queue_depth.store(core.len() as u64, Ordering::Relaxed);
+    }
+}
+
+fn core_loop(
+    mut state: ServerState,
+    core: Receiver<CoreMsg>,
+    events: broadcast::Sender<Arc<Applied>>,
+    config: PipelineConfig,
+    metrics: Arc<Metrics>,
+) {
+    let mut since_snapshot = 0u64;
+    while let Ok(message) = core.recv() {
+        match message {
+            CoreMsg::Query(read) => read(&state),
+            CoreMsg::Batch(items) => {
+                for (index, entry, reply) in items {
+                    let applied = Arc::new(state.apply(index, &entry));
+                    metrics.commands.fetch_add(1, Ordering::Relaxed);
+                    metrics.events.fetch_add(applied.events.len() as u64, Ordering::Relaxed);
+                    for event in &applied.events {
+                        if let EventKind::Rejected { reason, .. } = &event.kind {
+                            metrics.record_reject(reason.as_str());
+                        }
+                    }
+                    if let Some(reply) = reply {
+                        let _ = reply.send(applied.clone());
+                    }
+                    // No subscriber is fine; a lagging one loses messages
+                    // and is told so by its receiver.
+                    let _ = events.send(applied);
+                    since_snapshot += 1;
+                }
+                metrics.applied_index.store(state.applied_index, Ordering::Relaxed);
+                if config.snapshot_every > 0 && since_snapshot >= config.snapshot_every {
+                    since_snapshot = 0;
+                    write_snapshot(&state, &config, &metrics);
+                }
+            }
+        }
+    }
+    // Leave a snapshot behind on a clean shutdown so the next start is fast.
+    if since_snapshot > 0 && config.snapshot_every > 0 {
+        write_snapshot(&state, &config, &metrics);
+    }
+}
+
+fn write_snapshot(state: &ServerState, config: &PipelineConfig, metrics: &Metrics) {
+    let snapshot = Snapshot { index: state.applied_index, term: 0, state: state.snapshot() };
+    match snapshots::save(&config.snapshot_dir, &snapshot, 2) {
+        Ok(path) => {
+            metrics.snapshots.fetch_add(1, Ordering::Relaxed);
+            tracing::info!(index = snapshot.index, path = %path.display(), "snapshot written");
+        }
+        Err(error) => tracing::warn!(%error, "snapshot failed; the journal still holds everything"),
+    }
+}

@@ -1,0 +1,171 @@
+//! `exchange serve`: recover, list the configured instruments, and serve
+//! HTTP and WebSocket until interrupted.
+
+use std::io::Write;
+use std::path::Path;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+use thiserror::Error;
+
+use crate::config::{Config, InstrumentConfig};
+use crate::entry::LogEntry;
+use crate::http::{self, AppState};
+use crate::node::{self, RecoveryError, RecoveryReport};
+use crate::sequencer::{Handle, PipelineConfig, SubmitError};
+
+#[derive(Debug, Error)]
+pub enum ServerError {
+    #[error("recovery failed: {0}")]
+    Recovery(#[from] RecoveryError),
+    #[error("I/O: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("configured instrument {symbol}: {message}")]
+    Instrument { symbol: String, message: String },
+    #[error("the sequencer stopped: {0}")]
+    Submit(#[from] SubmitError),
+}
+
+/// Random bytes as lowercase hex, for tokens, keys and secrets.
+pub fn random_hex(bytes: usize) -> String {
+    let mut buf = vec![0u8; bytes];
+    getrandom::fill(&mut buf).expect("the operating system's random source");
+    hex::encode(buf)
+}
+
+/// The admin token: configured, from the environment, or generated once
+/// and kept (mode 0600) in the data directory.
+pub fn admin_token(config: &Config) -> Result<(String, bool), std::io::Error> {
+    if let Some(token) = config.admin_token.clone().filter(|t| !t.is_empty()) {
+        return Ok((token, false));
+    }
+    if let Some(token) = std::env::var("EXCHANGE_ADMIN_TOKEN").ok().filter(|t| !t.is_empty()) {
+        return Ok((token, false));
+    }
+    let path = config.data_dir.join("admin_token");
+    if let Ok(token) = std::fs::read_to_string(&path) {
+        let token = token.trim().to_string();
+        if !token.is_empty() {
+            return Ok((token, false));
+        }
+    }
+    std::fs::create_dir_all(&config.data_dir)?;
+    let token = random_hex(24);
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    let mut file = options.open(&path)?;
+    file.write_all(token.as_bytes())?;
+    file.sync_all()?;
+    Ok((token, true))
+}
+
+fn instrument_entry(spec: &InstrumentConfig) -> Result<LogEntry, ServerError> {
+    let mut json = serde_json::to_value(spec).map_err(|e| ServerError::Instrument {
+        symbol: spec.symbol.clone(),
+        message: e.to_string(),
+    })?;
+    if let Some(object) = json.as_object_mut() {
+        object.insert("cmd".into(), "add_instrument".into());
+        object.retain(|_, v| !v.is_null());
+    }
+    let stamped = exchange_codec::decode_command(&json.to_string())
+        .map_err(|e| ServerError::Instrument { symbol: spec.symbol.clone(), message: e.to_string() })?;
+    Ok(LogEntry::Core(stamped))
+}
+
+/// Lists every configured instrument the state does not have yet, through
+/// the log like any other command.
+pub async fn ensure_instruments(handle: &Handle, instruments: &[InstrumentConfig]) -> Result<(), ServerError> {
+    let listed: Vec<String> =
+        handle.query(|s| s.engine.instruments().iter().map(|i| i.symbol.to_string()).collect()).await?;
+    for spec in instruments.iter().filter(|spec| !listed.contains(&spec.symbol)) {
+        let applied = handle.submit(instrument_entry(spec)?).await?;
+        if let Some(exchange_types::EventKind::Rejected { reason, .. }) = applied.events.first().map(|e| &e.kind) {
+            return Err(ServerError::Instrument { symbol: spec.symbol.clone(), message: reason.message().into() });
+        }
+    }
+    Ok(())
+}
+
+fn pipeline_config(config: &Config) -> PipelineConfig {
+    PipelineConfig {
+        submit_queue: config.submit_queue,
+        core_queue: config.core_queue,
+        events_buffer: config.events_buffer,
+        snapshot_every: config.snapshot_every,
+        snapshot_dir: node::snapshot_dir(&config.data_dir),
+    }
+}
+
+/// Prints what recovery did; an operator must see dropped bytes.
+pub fn report_recovery(report: &RecoveryReport) {
+    if let Some(index) = report.snapshot_index {
+        eprintln!("recovery: loaded snapshot at index {index}");
+    }
+    for path in &report.invalid_snapshots {
+        eprintln!("recovery: WARNING: ignored invalid snapshot {}", path.display());
+    }
+    if let Some(reason) = &report.truncated_reason {
+        eprintln!("recovery: WARNING: dropped a torn or corrupt journal tail: {reason}");
+    }
+    eprintln!(
+        "recovery: replayed {} journal entries; applied index {}; state hash {}",
+        report.replayed, report.applied_index, report.state_hash
+    );
+}
+
+/// Runs the server until ctrl-c (or SIGTERM), then drains and stops.
+pub async fn run(config: Config, demo: bool) -> Result<(), ServerError> {
+    let (token, generated) = admin_token(&config)?;
+    let ready = Arc::new(AtomicBool::new(false));
+    let data_dir = config.data_dir.clone();
+    let (pipeline, report) = node::start(&data_dir, pipeline_config(&config))?;
+    report_recovery(&report);
+    let handle = pipeline.handle.clone();
+    ensure_instruments(&handle, &config.instruments).await?;
+    if generated {
+        eprintln!("admin token (generated, saved in {}): {token}", data_dir.join("admin_token").display());
+    }
+    let app = AppState::new(handle.clone(), config.clone(), token, ready.clone());
+    let listener = tokio::net::TcpListener::bind(config.listen).await?;
+    eprintln!("exchange listening on http://{}", listener.local_addr()?);
+    if demo {
+        crate::demo::start(handle.clone(), &data_dir, &config).await?;
+    }
+    ready.store(true, std::sync::atomic::Ordering::Release);
+    axum::serve(listener, http::router(app).into_make_service_with_connect_info::<std::net::SocketAddr>())
+        .with_graceful_shutdown(shutdown_signal())
+        .await?;
+    drop(handle);
+    let _ = tokio::task::spawn_blocking(move || pipeline.join()).await;
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        if let Ok(mut signal) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            signal.recv().await;
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => {},
+        _ = terminate => {},
+    }
+    eprintln!("shutting down");
+}
+
+/// Path of the data directory's pid file (used by the cluster tooling).
+pub fn pid_file(data_dir: &Path) -> std::path::PathBuf {
+    data_dir.join("pid")
+}

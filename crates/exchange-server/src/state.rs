@@ -1,0 +1,148 @@
+//! The replicated state machine of the server: the core engine, the API
+//! credentials and the history projection, advanced together by log
+//! entries. Applying the same entries from the same snapshot gives the same
+//! state on every node.
+
+use std::collections::BTreeMap;
+
+use exchange_core::Engine;
+use exchange_types::{AccountId, Event};
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+use crate::entry::LogEntry;
+use crate::history::History;
+
+/// An account's API credential.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Credential {
+    pub account: AccountId,
+    pub secret: String,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Credentials {
+    pub by_key: BTreeMap<String, Credential>,
+    /// Account ids are handed out in order; 0 is the fee account.
+    pub next_account: AccountId,
+}
+
+/// What applying one entry produced.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Applied {
+    pub index: u64,
+    pub events: Vec<Event>,
+    /// For `create_account`: the new account's id.
+    pub account: Option<AccountId>,
+}
+
+pub struct ServerState {
+    pub engine: Engine,
+    pub credentials: Credentials,
+    pub history: History,
+    /// Index of the last log entry applied.
+    pub applied_index: u64,
+}
+
+#[derive(Debug, Error)]
+pub enum StateSnapshotError {
+    #[error("server snapshot is truncated")]
+    Truncated,
+    #[error("core snapshot: {0}")]
+    Core(#[from] exchange_core::SnapshotError),
+    #[error("gateway state: {0}")]
+    Json(#[from] serde_json::Error),
+}
+
+#[derive(Serialize, Deserialize)]
+struct GatewayState {
+    credentials: Credentials,
+    history: History,
+    applied_index: u64,
+}
+
+impl Default for ServerState {
+    fn default() -> Self {
+        ServerState::new()
+    }
+}
+
+impl ServerState {
+    pub fn new() -> Self {
+        ServerState {
+            engine: Engine::new(),
+            credentials: Credentials { by_key: BTreeMap::new(), next_account: 1 },
+            history: History::default(),
+            applied_index: 0,
+        }
+    }
+
+    pub fn apply(&mut self, index: u64, entry: &LogEntry) -> Applied {
+        debug_assert!(index > self.applied_index, "entries apply in order, once");
+        self.applied_index = index;
+        let mut applied = Applied { index, ..Applied::default() };
+        match entry {
+            LogEntry::Core(stamped) => {
+                self.engine.apply(stamped, &mut applied.events);
+                self.history.record(&applied.events);
+            }
+            LogEntry::CreateAccount { api_key, api_secret, .. } => {
+                let account = self.credentials.next_account;
+                self.credentials.next_account += 1;
+                self.credentials
+                    .by_key
+                    .insert(api_key.clone(), Credential { account, secret: api_secret.clone() });
+                applied.account = Some(account);
+            }
+        }
+        applied
+    }
+
+    /// Time of the last applied entry, so the sequencer's clock resumes
+    /// from where the log left off.
+    pub fn engine_now(&self) -> u64 {
+        self.engine.now()
+    }
+
+    pub fn account_exists(&self, account: AccountId) -> bool {
+        account < self.credentials.next_account
+    }
+
+    /// The core's canonical snapshot followed by the gateway state.
+    pub fn snapshot(&self) -> Vec<u8> {
+        let core = self.engine.snapshot();
+        let gateway = GatewayState {
+            credentials: self.credentials.clone(),
+            history: self.history.clone(),
+            applied_index: self.applied_index,
+        };
+        let mut bytes = Vec::with_capacity(core.len() + 4096);
+        bytes.extend_from_slice(&(core.len() as u64).to_le_bytes());
+        bytes.extend_from_slice(&core);
+        bytes.extend_from_slice(&serde_json::to_vec(&gateway).unwrap_or_default());
+        bytes
+    }
+
+    pub fn restore(bytes: &[u8]) -> Result<ServerState, StateSnapshotError> {
+        let len_bytes: [u8; 8] = bytes.get(..8).ok_or(StateSnapshotError::Truncated)?.try_into().map_err(|_| StateSnapshotError::Truncated)?;
+        let core_len = usize::try_from(u64::from_le_bytes(len_bytes)).map_err(|_| StateSnapshotError::Truncated)?;
+        let core = bytes.get(8..8usize.saturating_add(core_len)).ok_or(StateSnapshotError::Truncated)?;
+        let engine = Engine::restore(core)?;
+        let gateway: GatewayState = serde_json::from_slice(&bytes[8 + core_len..])?;
+        Ok(ServerState {
+            engine,
+            credentials: gateway.credentials,
+            history: gateway.history,
+            applied_index: gateway.applied_index,
+        })
+    }
+
+    /// Hash of the whole replicated state (core and gateway).
+    pub fn state_hash(&self) -> String {
+        blake3_hex(&self.snapshot())
+    }
+}
+
+fn blake3_hex(bytes: &[u8]) -> String {
+    blake3::hash(bytes).to_hex().to_string()
+}
