@@ -29,11 +29,19 @@ pub(crate) struct Account {
 
 impl Account {
     fn new(id: AccountId) -> Self {
-        Account { id, balances: Vec::new(), open_orders: 0, orders_head: NIL }
+        Account {
+            id,
+            balances: Vec::new(),
+            open_orders: 0,
+            orders_head: NIL,
+        }
     }
 
     pub fn balance(&self, asset: u32) -> Balance {
-        self.balances.get(asset as usize).copied().unwrap_or_default()
+        self.balances
+            .get(asset as usize)
+            .copied()
+            .unwrap_or_default()
     }
 
     pub fn balance_mut(&mut self, asset: u32) -> &mut Balance {

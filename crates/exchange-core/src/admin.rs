@@ -2,10 +2,12 @@
 //! halting and resuming trading.
 
 use exchange_types::limits::{MAX_ASSETS, MAX_INSTRUMENTS};
-use exchange_types::{AddInstrument, AssetCode, Event, EventKind, RejectReason, Symbol, Transfer, TradingStatus};
+use exchange_types::{
+    AddInstrument, AssetCode, Event, EventKind, RejectReason, Symbol, TradingStatus, Transfer,
+};
 
 use crate::book::Book;
-use crate::engine::Engine;
+use crate::engine::{Engine, Subject};
 use crate::instrument::Instrument;
 
 /// No asset's supply, and so no balance, may exceed this; it keeps every
@@ -29,7 +31,15 @@ impl Engine {
 
     pub(crate) fn add_instrument(&mut self, spec: &AddInstrument, out: &mut Vec<Event>) {
         let reject = |engine: &mut Engine, out: &mut Vec<Event>, reason| {
-            engine.reject(out, "add_instrument", None, None, None, Some(spec.symbol), reason)
+            engine.reject(
+                out,
+                "add_instrument",
+                Subject {
+                    symbol: Some(spec.symbol),
+                    ..Subject::default()
+                },
+                reason,
+            )
         };
         if self.instrument_by_symbol.contains_key(&spec.symbol) {
             return reject(self, out, RejectReason::InstrumentExists);
@@ -51,9 +61,10 @@ impl Engine {
         if spec.base == spec.quote {
             return reject(self, out, RejectReason::InvalidInstrument);
         }
-        let (Ok(base), Ok(quote)) =
-            (self.asset_index_or_create(spec.base), self.asset_index_or_create(spec.quote))
-        else {
+        let (Ok(base), Ok(quote)) = (
+            self.asset_index_or_create(spec.base),
+            self.asset_index_or_create(spec.quote),
+        ) else {
             return reject(self, out, RejectReason::TooManyAssets);
         };
         let instrument = match Instrument::from_spec(spec, base, quote) {
@@ -66,13 +77,25 @@ impl Engine {
         self.instrument_by_symbol.insert(spec.symbol, index);
         self.emit(
             out,
-            EventKind::InstrumentAdded { symbol: spec.symbol, base: spec.base, quote: spec.quote },
+            EventKind::InstrumentAdded {
+                symbol: spec.symbol,
+                base: spec.base,
+                quote: spec.quote,
+            },
         );
     }
 
     pub(crate) fn deposit(&mut self, transfer: &Transfer, out: &mut Vec<Event>) {
         let reject = |engine: &mut Engine, out: &mut Vec<Event>, reason| {
-            engine.reject(out, "deposit", Some(transfer.account), None, None, None, reason)
+            engine.reject(
+                out,
+                "deposit",
+                Subject {
+                    account: Some(transfer.account),
+                    ..Subject::default()
+                },
+                reason,
+            )
         };
         let Some(&asset) = self.asset_by_code.get(&transfer.asset) else {
             return reject(self, out, RejectReason::UnknownAsset);
@@ -82,7 +105,10 @@ impl Engine {
             Err(e) => return reject(self, out, amount_reason(e)),
         };
         let supply = self.asset_supply[asset as usize];
-        if supply.checked_add(amount).is_none_or(|s| s > MAX_ASSET_SUPPLY) {
+        if supply
+            .checked_add(amount)
+            .is_none_or(|s| s > MAX_ASSET_SUPPLY)
+        {
             return reject(self, out, RejectReason::AmountOverflow);
         }
         let account = match self.accounts.get_or_create(transfer.account) {
@@ -98,7 +124,15 @@ impl Engine {
 
     pub(crate) fn withdraw(&mut self, transfer: &Transfer, out: &mut Vec<Event>) {
         let reject = |engine: &mut Engine, out: &mut Vec<Event>, reason| {
-            engine.reject(out, "withdraw", Some(transfer.account), None, None, None, reason)
+            engine.reject(
+                out,
+                "withdraw",
+                Subject {
+                    account: Some(transfer.account),
+                    ..Subject::default()
+                },
+                reason,
+            )
         };
         let Some(&asset) = self.asset_by_code.get(&transfer.asset) else {
             return reject(self, out, RejectReason::UnknownAsset);
@@ -110,10 +144,16 @@ impl Engine {
         let Some(account) = self.accounts.index(transfer.account) else {
             return reject(self, out, RejectReason::UnknownAccount);
         };
-        let balance = self.accounts.list[account as usize].balance_mut(asset);
-        if balance.available < amount {
+        // Check before touching: `balance_mut` would grow the account's
+        // balance list, and a refused command must change nothing.
+        if self.accounts.list[account as usize]
+            .balance(asset)
+            .available
+            < amount
+        {
             return reject(self, out, RejectReason::InsufficientFunds);
         }
+        let balance = self.accounts.list[account as usize].balance_mut(asset);
         balance.total -= amount;
         balance.available -= amount;
         self.asset_supply[asset as usize] -= amount;
@@ -123,15 +163,41 @@ impl Engine {
     pub(crate) fn set_status(&mut self, symbol: &Symbol, halt: bool, out: &mut Vec<Event>) {
         let command = if halt { "halt" } else { "resume" };
         let Some(&index) = self.instrument_by_symbol.get(symbol) else {
-            return self.reject(out, command, None, None, None, Some(*symbol), RejectReason::UnknownInstrument);
+            return self.reject(
+                out,
+                command,
+                Subject {
+                    symbol: Some(*symbol),
+                    ..Subject::default()
+                },
+                RejectReason::UnknownInstrument,
+            );
         };
-        let status = if halt { TradingStatus::Halted } else { TradingStatus::Trading };
+        let status = if halt {
+            TradingStatus::Halted
+        } else {
+            TradingStatus::Trading
+        };
         let instrument = &mut self.instruments[index as usize];
         if instrument.status == status {
-            return self.reject(out, command, None, None, None, Some(*symbol), RejectReason::AlreadyInStatus);
+            return self.reject(
+                out,
+                command,
+                Subject {
+                    symbol: Some(*symbol),
+                    ..Subject::default()
+                },
+                RejectReason::AlreadyInStatus,
+            );
         }
         instrument.status = status;
-        self.emit(out, EventKind::Status { symbol: *symbol, status });
+        self.emit(
+            out,
+            EventKind::Status {
+                symbol: *symbol,
+                status,
+            },
+        );
     }
 }
 

@@ -31,7 +31,10 @@ pub(crate) struct BookSide {
 
 impl BookSide {
     pub fn new(side: Side) -> Self {
-        BookSide { side, levels: Vec::new() }
+        BookSide {
+            side,
+            levels: Vec::new(),
+        }
     }
 
     #[inline]
@@ -105,7 +108,16 @@ impl BookSide {
             Ok(index) => index,
             Err(index) => {
                 let key = self.key(price);
-                self.levels.insert(index, Level { key, price, qty: 0, head: NIL, tail: NIL });
+                self.levels.insert(
+                    index,
+                    Level {
+                        key,
+                        price,
+                        qty: 0,
+                        head: NIL,
+                        tail: NIL,
+                    },
+                );
                 index
             }
         };
@@ -184,7 +196,10 @@ pub(crate) struct Book {
 
 impl Book {
     pub fn new() -> Self {
-        Book { bids: BookSide::new(Side::Buy), asks: BookSide::new(Side::Sell) }
+        Book {
+            bids: BookSide::new(Side::Buy),
+            asks: BookSide::new(Side::Sell),
+        }
     }
 
     pub fn side(&self, side: Side) -> &BookSide {

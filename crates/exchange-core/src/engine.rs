@@ -8,8 +8,8 @@
 //! [`Engine::state_hash`] on every replica.
 
 use exchange_types::{
-    AccountId, AssetCode, ClientOrderId, Command, Event, EventKind, OrderId, RejectReason,
-    Stamped, Symbol,
+    AccountId, AssetCode, ClientOrderId, Command, Event, EventKind, OrderId, RejectReason, Stamped,
+    Symbol,
 };
 use rustc_hash::FxHashMap;
 
@@ -22,6 +22,15 @@ use crate::orders::{Order, OrderPool, NIL};
 /// The account that collects fees and pays maker rebates. It may deposit
 /// and withdraw but never trade.
 pub const FEE_ACCOUNT: AccountId = 0;
+
+/// Who and what a rejected command was about, as far as it said.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Subject {
+    pub account: Option<AccountId>,
+    pub client_order_id: Option<ClientOrderId>,
+    pub order_id: Option<OrderId>,
+    pub symbol: Option<Symbol>,
+}
 
 /// The trading core. Feed it [`Stamped`] commands in log order.
 #[derive(Clone, Debug)]
@@ -117,7 +126,11 @@ impl Engine {
     #[inline]
     pub(crate) fn emit(&mut self, out: &mut Vec<Event>, kind: EventKind) {
         self.seq += 1;
-        out.push(Event { seq: self.seq, ts: self.now, kind });
+        out.push(Event {
+            seq: self.seq,
+            ts: self.now,
+            kind,
+        });
     }
 
     pub(crate) fn emit_balance(&mut self, out: &mut Vec<Event>, account: u32, asset: u32) {
@@ -132,7 +145,14 @@ impl Engine {
         self.emit(out, kind);
     }
 
-    pub(crate) fn emit_book(&mut self, out: &mut Vec<Event>, instrument: u32, order_side: exchange_types::Side, price_ticks: u64, qty_lots: u64) {
+    pub(crate) fn emit_book(
+        &mut self,
+        out: &mut Vec<Event>,
+        instrument: u32,
+        order_side: exchange_types::Side,
+        price_ticks: u64,
+        qty_lots: u64,
+    ) {
         let inst = &self.instruments[instrument as usize];
         let kind = EventKind::Book {
             symbol: inst.symbol,
@@ -147,15 +167,25 @@ impl Engine {
         &mut self,
         out: &mut Vec<Event>,
         command: &'static str,
-        account: Option<AccountId>,
-        client_order_id: Option<ClientOrderId>,
-        order_id: Option<OrderId>,
-        symbol: Option<Symbol>,
+        subject: Subject,
         reason: RejectReason,
     ) {
+        let Subject {
+            account,
+            client_order_id,
+            order_id,
+            symbol,
+        } = subject;
         self.emit(
             out,
-            EventKind::Rejected { command, account, client_order_id, order_id, symbol, reason },
+            EventKind::Rejected {
+                command,
+                account,
+                client_order_id,
+                order_id,
+                symbol,
+                reason,
+            },
         );
     }
 
@@ -234,9 +264,11 @@ impl Engine {
                 self.orders.get_mut(order.account_next).account_prev = order.account_prev;
             }
             self.order_by_id.remove(&order.id);
-            self.by_client_id.remove(&(order.account, order.client_order_id));
+            self.by_client_id
+                .remove(&(order.account, order.client_order_id));
         }
-        self.closed.record(order.account, order.client_order_id, order.id);
+        self.closed
+            .record(order.account, order.client_order_id, order.id);
         order
     }
 
@@ -247,7 +279,9 @@ impl Engine {
             let order = self.orders.get(slot);
             (order.instrument, order.side, order.price)
         };
-        let qty = self.books[instrument as usize].side_mut(side).push_back(&mut self.orders, slot);
+        let qty = self.books[instrument as usize]
+            .side_mut(side)
+            .push_back(&mut self.orders, slot);
         self.index_order(slot);
         self.emit_book(out, instrument, side, price, qty);
     }
@@ -258,7 +292,9 @@ impl Engine {
             let order = self.orders.get(slot);
             (order.instrument, order.side, order.price)
         };
-        let qty = self.books[instrument as usize].side_mut(side).unlink(&mut self.orders, slot);
+        let qty = self.books[instrument as usize]
+            .side_mut(side)
+            .unlink(&mut self.orders, slot);
         self.emit_book(out, instrument, side, price, qty);
     }
 
@@ -274,7 +310,9 @@ impl Engine {
                     if Some(self.orders.get(slot).account) == account {
                         return Ok(slot);
                     }
-                    // Another account's order: indistinguishable from none.
+                    // Another account's open order: indistinguishable from
+                    // none. (A closed id answers `order_not_open` whoever
+                    // asks: ids are sequential, so that reveals nothing.)
                     return Err(RejectReason::UnknownOrder);
                 }
                 if *id >= 1 && *id < self.next_order_id {

@@ -69,7 +69,11 @@ impl Instrument {
             Ok(units / lot_units)
         };
         let min_lots = spec.min_qty.map(lots).transpose()?.unwrap_or(1);
-        let max_lots = spec.max_qty.map(lots).transpose()?.unwrap_or(u64::MAX / lot_units);
+        let max_lots = spec
+            .max_qty
+            .map(lots)
+            .transpose()?
+            .unwrap_or(u64::MAX / lot_units);
         if min_lots > max_lots || base == quote {
             return Err(RejectReason::InvalidInstrument);
         }
@@ -103,8 +107,11 @@ impl Instrument {
             status: TradingStatus::Trading,
         };
         if let Some(reference) = spec.reference_price {
-            instrument.reference_ticks =
-                Some(instrument.price_to_ticks(reference).map_err(|_| RejectReason::InvalidInstrument)?);
+            instrument.reference_ticks = Some(
+                instrument
+                    .price_to_ticks(reference)
+                    .map_err(|_| RejectReason::InvalidInstrument)?,
+            );
         }
         Ok(instrument)
     }
@@ -162,7 +169,10 @@ impl Instrument {
         let reference = self.reference_ticks?;
         let width = u128::from(reference) * u128::from(self.collar_bps) / 10_000;
         let width = u64::try_from(width).unwrap_or(u64::MAX);
-        Some((reference.saturating_sub(width).max(1), reference.saturating_add(width)))
+        Some((
+            reference.saturating_sub(width).max(1),
+            reference.saturating_add(width),
+        ))
     }
 }
 

@@ -45,9 +45,15 @@ impl Engine {
         lots: u64,
     ) -> Walk {
         let inst = &self.instruments[instrument as usize];
-        let mut walk = Walk { traded_lots: 0, notional: Some(0) };
+        let mut walk = Walk {
+            traded_lots: 0,
+            notional: Some(0),
+        };
         let mut remaining = lots;
-        for level in self.books[instrument as usize].side(side.opposite()).levels_best_first() {
+        for level in self.books[instrument as usize]
+            .side(side.opposite())
+            .levels_best_first()
+        {
             if remaining == 0 || !within_limit(side, level.price, limit) {
                 break;
             }
@@ -178,7 +184,10 @@ impl Engine {
         // rebate is paid to available instead.
         let from_reservation = notional + buyer_fee.max(0).unsigned_abs();
         if self.orders.get(buyer).reserved < from_reservation {
-            debug_assert!(self.orders.get(buyer).is_market, "a limit buy under-reserved");
+            debug_assert!(
+                self.orders.get(buyer).is_market,
+                "a limit buy under-reserved"
+            );
             return false;
         }
         let base_units = lots * lot_units;
@@ -216,9 +225,12 @@ impl Engine {
             f.total += collected;
             f.available += collected;
         }
-        self.books[instrument as usize].side_mut(taker_side.opposite()).best_mut().map(|level| {
+        if let Some(level) = self.books[instrument as usize]
+            .side_mut(taker_side.opposite())
+            .best_mut()
+        {
             level.qty -= lots;
-        });
+        }
         self.instruments[instrument as usize].reference_ticks = Some(price);
 
         // A limit buy keeps exactly what its remainder needs at its limit;
@@ -286,7 +298,11 @@ impl Engine {
                 SelfTradeOutcome::TakerCanceled
             }
             SelfTradePrevention::Decrement => {
-                let lots = self.orders.get(taker).leaves().min(self.orders.get(maker).leaves());
+                let lots = self
+                    .orders
+                    .get(taker)
+                    .leaves()
+                    .min(self.orders.get(maker).leaves());
                 if self.orders.get(maker).leaves() == lots {
                     self.cancel_resting(maker, CancelReason::SelfTrade, out);
                 } else {
@@ -309,7 +325,9 @@ impl Engine {
             o.qty -= lots;
             (o.instrument, o.side, o.price)
         };
-        let level_qty = self.books[instrument as usize].side_mut(side).reduce(price, lots);
+        let level_qty = self.books[instrument as usize]
+            .side_mut(side)
+            .reduce(price, lots);
         self.emit_canceled(slot, CancelReason::SelfTrade, lots, out);
         self.emit_book(out, instrument, side, price, level_qty);
         self.trim_reservation(slot, out);
@@ -339,7 +357,9 @@ impl Engine {
             // price; it is released whole when the order ends.
             return;
         }
-        let needed = self.reservation_for(slot, order.price, order.leaves()).unwrap_or(u64::MAX);
+        let needed = self
+            .reservation_for(slot, order.price, order.leaves())
+            .unwrap_or(u64::MAX);
         let excess = self.orders.get(slot).reserved.saturating_sub(needed);
         if let Some((account, asset)) = self.release(slot, excess) {
             self.emit_balance(out, account, asset);

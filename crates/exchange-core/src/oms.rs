@@ -9,7 +9,7 @@
 use exchange_types::limits::MAX_PRICE_LEVELS_PER_SIDE;
 use exchange_types::{Cancel, CancelReason, Event, EventKind, MassCancel, RejectReason, Replace};
 
-use crate::engine::Engine;
+use crate::engine::{Engine, Subject};
 use crate::orders::NIL;
 
 impl Engine {
@@ -19,7 +19,17 @@ impl Engine {
             Ok(slot) => self.cancel_resting(slot, CancelReason::Requested, out),
             Err(reason) => {
                 let (order_id, client_order_id) = split_ref(&cancel.order);
-                self.reject(out, "cancel", Some(cancel.account), client_order_id, order_id, None, reason)
+                self.reject(
+                    out,
+                    "cancel",
+                    Subject {
+                        account: Some(cancel.account),
+                        client_order_id,
+                        order_id,
+                        ..Subject::default()
+                    },
+                    reason,
+                )
             }
         }
     }
@@ -44,17 +54,27 @@ impl Engine {
                     return self.reject(
                         out,
                         "mass_cancel",
-                        Some(mass.account),
-                        None,
-                        None,
-                        Some(symbol),
+                        Subject {
+                            account: Some(mass.account),
+                            symbol: Some(symbol),
+                            ..Subject::default()
+                        },
                         RejectReason::UnknownInstrument,
                     )
                 }
             },
         };
         let Some(account) = self.accounts.index(mass.account) else {
-            return self.reject(out, "mass_cancel", Some(mass.account), None, None, mass.symbol, RejectReason::UnknownAccount);
+            return self.reject(
+                out,
+                "mass_cancel",
+                Subject {
+                    account: Some(mass.account),
+                    symbol: mass.symbol,
+                    ..Subject::default()
+                },
+                RejectReason::UnknownAccount,
+            );
         };
         // The account list's order is an artifact of history; cancel in
         // order-id order so every replica, restored or not, agrees.
@@ -82,7 +102,17 @@ impl Engine {
             Ok((slot, plan)) => self.apply_replace(slot, plan, out),
             Err(reason) => {
                 let (order_id, client_order_id) = split_ref(&replace.order);
-                self.reject(out, "replace", Some(replace.account), client_order_id, order_id, None, reason)
+                self.reject(
+                    out,
+                    "replace",
+                    Subject {
+                        account: Some(replace.account),
+                        client_order_id,
+                        order_id,
+                        ..Subject::default()
+                    },
+                    reason,
+                )
             }
         }
     }
@@ -116,7 +146,11 @@ impl Engine {
         if qty < order.filled {
             return Err(RejectReason::ReplaceBelowFilled);
         }
-        if renamed && self.by_client_id.contains_key(&(order.account, new_client_order_id)) {
+        if renamed
+            && self
+                .by_client_id
+                .contains_key(&(order.account, new_client_order_id))
+        {
             return Err(RejectReason::DuplicateClientOrderId);
         }
         let leaves = qty - order.filled;
@@ -130,16 +164,26 @@ impl Engine {
                 return Err(RejectReason::TooManyPriceLevels);
             }
         }
-        let reserve = self.reservation_for(slot, price, leaves).ok_or(RejectReason::AmountOverflow)?;
+        let reserve = self
+            .reservation_for(slot, price, leaves)
+            .ok_or(RejectReason::AmountOverflow)?;
         if reserve > order.reserved {
             let asset = self.reserved_asset(order);
-            let available = self.accounts.list[order.account as usize].balance(asset).available;
+            let available = self.accounts.list[order.account as usize]
+                .balance(asset)
+                .available;
             if available < reserve - order.reserved {
                 return Err(RejectReason::InsufficientFunds);
             }
         }
         let keeps_priority = price == order.price && qty <= order.qty;
-        Ok(ReplacePlan { price, qty, new_client_order_id, reserve, keeps_priority })
+        Ok(ReplacePlan {
+            price,
+            qty,
+            new_client_order_id,
+            reserve,
+            keeps_priority,
+        })
     }
 
     fn apply_replace(&mut self, slot: u32, plan: ReplacePlan, out: &mut Vec<Event>) {
@@ -149,7 +193,8 @@ impl Engine {
         };
         if plan.new_client_order_id != old_client_order_id {
             self.by_client_id.remove(&(account, old_client_order_id));
-            self.by_client_id.insert((account, plan.new_client_order_id), slot);
+            self.by_client_id
+                .insert((account, plan.new_client_order_id), slot);
             self.orders.get_mut(slot).client_order_id = plan.new_client_order_id;
         }
         let moves = !plan.keeps_priority;
@@ -160,7 +205,8 @@ impl Engine {
         let old_price = order.price;
         order.price = plan.price;
         order.qty = plan.qty;
-        let (instrument, side, leaves, order_id) = (order.instrument, order.side, order.leaves(), order.id);
+        let (instrument, side, leaves, order_id) =
+            (order.instrument, order.side, order.leaves(), order.id);
         let inst = &self.instruments[instrument as usize];
         let replaced = EventKind::Replaced {
             account: self.accounts.list[account as usize].id,
@@ -174,7 +220,9 @@ impl Engine {
         };
         self.emit(out, replaced);
         if !moves && leaves < old_leaves {
-            let level_qty = self.books[instrument as usize].side_mut(side).reduce(old_price, old_leaves - leaves);
+            let level_qty = self.books[instrument as usize]
+                .side_mut(side)
+                .reduce(old_price, old_leaves - leaves);
             if leaves == 0 {
                 // Replaced down to what already filled: the order is done.
                 self.unrest(slot, out);
@@ -222,7 +270,10 @@ struct ReplacePlan {
 
 fn split_ref(
     reference: &exchange_types::OrderRef,
-) -> (Option<exchange_types::OrderId>, Option<exchange_types::ClientOrderId>) {
+) -> (
+    Option<exchange_types::OrderId>,
+    Option<exchange_types::ClientOrderId>,
+) {
     match reference {
         exchange_types::OrderRef::Id(id) => (Some(*id), None),
         exchange_types::OrderRef::Client(coid) => (None, Some(*coid)),

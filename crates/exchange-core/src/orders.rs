@@ -79,11 +79,15 @@ impl OrderPool {
 
     #[inline]
     pub fn get(&self, slot: u32) -> &Order {
-        self.slots[slot as usize].as_ref().expect("order slot must be occupied")
+        self.slots[slot as usize]
+            .as_ref()
+            .expect("order slot must be occupied")
     }
 
     #[inline]
     pub fn get_mut(&mut self, slot: u32) -> &mut Order {
-        self.slots[slot as usize].as_mut().expect("order slot must be occupied")
+        self.slots[slot as usize]
+            .as_mut()
+            .expect("order slot must be occupied")
     }
 }

@@ -5,10 +5,12 @@
 //! it could spend (quote for a buy: notional at its limit plus the largest
 //! fee; base for a sell), trades, and then rests, expires or is done.
 
-use exchange_types::limits::{MAX_OPEN_ORDERS, MAX_OPEN_ORDERS_PER_ACCOUNT, MAX_PRICE_LEVELS_PER_SIDE};
+use exchange_types::limits::{
+    MAX_OPEN_ORDERS, MAX_OPEN_ORDERS_PER_ACCOUNT, MAX_PRICE_LEVELS_PER_SIDE,
+};
 use exchange_types::{Event, EventKind, OrderType, Place, RejectReason, Side, TimeInForce};
 
-use crate::engine::{Engine, FEE_ACCOUNT};
+use crate::engine::{Engine, Subject, FEE_ACCOUNT};
 use crate::instrument::buy_cost;
 use crate::orders::{Order, NIL};
 
@@ -31,22 +33,29 @@ impl Engine {
             Err(reason) => self.reject(
                 out,
                 "place",
-                Some(place.account),
-                Some(place.client_order_id),
-                None,
-                Some(place.symbol),
+                Subject {
+                    account: Some(place.account),
+                    client_order_id: Some(place.client_order_id),
+                    symbol: Some(place.symbol),
+                    ..Subject::default()
+                },
                 reason,
             ),
         }
     }
 
     fn check_place(&self, place: &Place) -> Result<Checked, RejectReason> {
-        let &instrument =
-            self.instrument_by_symbol.get(&place.symbol).ok_or(RejectReason::UnknownInstrument)?;
+        let &instrument = self
+            .instrument_by_symbol
+            .get(&place.symbol)
+            .ok_or(RejectReason::UnknownInstrument)?;
         if place.account == FEE_ACCOUNT {
             return Err(RejectReason::FeeAccountCannotTrade);
         }
-        let account = self.accounts.index(place.account).ok_or(RejectReason::UnknownAccount)?;
+        let account = self
+            .accounts
+            .index(place.account)
+            .ok_or(RejectReason::UnknownAccount)?;
         let inst = &self.instruments[instrument as usize];
         if inst.status == exchange_types::TradingStatus::Halted {
             return Err(RejectReason::InstrumentHalted);
@@ -60,7 +69,11 @@ impl Engine {
         };
         let lots = inst.qty_to_lots(place.qty)?;
         // A market order never rests: good-till-canceled means immediate.
-        let tif = if is_market && place.tif == TimeInForce::Gtc { TimeInForce::Ioc } else { place.tif };
+        let tif = if is_market && place.tif == TimeInForce::Gtc {
+            TimeInForce::Ioc
+        } else {
+            place.tif
+        };
         if place.post_only && (is_market || tif != TimeInForce::Gtc) {
             return Err(RejectReason::PostOnlyNotAllowed);
         }
@@ -77,7 +90,10 @@ impl Engine {
             (Side::Sell, Some((low, _))) => low,
             (Side::Sell, None) => 1,
         });
-        if self.by_client_id.contains_key(&(account, place.client_order_id)) {
+        if self
+            .by_client_id
+            .contains_key(&(account, place.client_order_id))
+        {
             return Err(RejectReason::DuplicateClientOrderId);
         }
         let book = &self.books[instrument as usize];
@@ -97,14 +113,15 @@ impl Engine {
             }
         }
         let needs_walk = tif == TimeInForce::Fok || (is_market && place.side == Side::Buy);
-        let walk = needs_walk.then(|| {
-            self.walk(instrument, place.side, account, place.stp, price, lots)
-        });
+        let walk =
+            needs_walk.then(|| self.walk(instrument, place.side, account, place.stp, price, lots));
         let fok_feasible = tif != TimeInForce::Fok || walk.is_some_and(|w| w.traded_lots == lots);
         let (reserve, reserve_asset) = match place.side {
-            Side::Sell => {
-                (lots.checked_mul(inst.lot_units).ok_or(RejectReason::AmountOverflow)?, inst.base)
-            }
+            Side::Sell => (
+                lots.checked_mul(inst.lot_units)
+                    .ok_or(RejectReason::AmountOverflow)?,
+                inst.base,
+            ),
             Side::Buy => {
                 let notional = if is_market {
                     walk.map_or(Some(0), |w| w.notional)
@@ -117,13 +134,24 @@ impl Engine {
                 (cost, inst.quote)
             }
         };
-        let available = self.accounts.list[account as usize].balance(reserve_asset).available;
+        let available = self.accounts.list[account as usize]
+            .balance(reserve_asset)
+            .available;
         // A fill-or-kill that cannot fill reserves nothing, but an order the
         // account could never pay for is refused either way.
         if available < reserve {
             return Err(RejectReason::InsufficientFunds);
         }
-        Ok(Checked { instrument, account, price, lots, tif, reserve, reserve_asset, fok_feasible })
+        Ok(Checked {
+            instrument,
+            account,
+            price,
+            lots,
+            tif,
+            reserve,
+            reserve_asset,
+            fok_feasible,
+        })
     }
 
     fn accept(&mut self, place: &Place, c: Checked, out: &mut Vec<Event>) {

@@ -29,6 +29,8 @@ pub enum SnapshotError {
     TrailingBytes(usize),
     #[error("snapshot is inconsistent: {0}")]
     Invalid(&'static str),
+    #[error("snapshot breaks an invariant: {0}")]
+    Inconsistent(String),
 }
 
 struct Writer(Vec<u8>);
@@ -114,7 +116,10 @@ impl<'a> Reader<'a> {
     }
     fn count(&mut self, limit: usize) -> Result<usize, SnapshotError> {
         let n = self.u64()?;
-        usize::try_from(n).ok().filter(|&n| n <= limit).ok_or(SnapshotError::Invalid("count"))
+        usize::try_from(n)
+            .ok()
+            .filter(|&n| n <= limit)
+            .ok_or(SnapshotError::Invalid("count"))
     }
 }
 
@@ -254,9 +259,17 @@ impl Engine {
                 reference_ticks: r.opt_u64()?,
                 maker_fee_bps: r.i32()?,
                 taker_fee_bps: r.i32()?,
-                status: if r.u8()? == 1 { TradingStatus::Halted } else { TradingStatus::Trading },
+                status: if r.u8()? == 1 {
+                    TradingStatus::Halted
+                } else {
+                    TradingStatus::Trading
+                },
             };
-            if inst.base as usize >= e.assets.len() || inst.quote as usize >= e.assets.len() || inst.tick_units == 0 || inst.lot_units == 0 {
+            if inst.base as usize >= e.assets.len()
+                || inst.quote as usize >= e.assets.len()
+                || inst.tick_units == 0
+                || inst.lot_units == 0
+            {
                 return Err(SnapshotError::Invalid("instrument"));
             }
             e.instruments.push(inst);
@@ -274,7 +287,12 @@ impl Engine {
                 }
                 balances.push(Balance { total, available });
             }
-            e.accounts.push_restored(Account { id, balances, open_orders: 0, orders_head: NIL });
+            e.accounts.push_restored(Account {
+                id,
+                balances,
+                open_orders: 0,
+                orders_head: NIL,
+            });
         }
         if e.accounts.list.first().map(|a| a.id) != Some(crate::engine::FEE_ACCOUNT) {
             return Err(SnapshotError::Invalid("fee account"));
@@ -330,7 +348,9 @@ impl Engine {
                 return Err(SnapshotError::Invalid("order"));
             }
             let slot = e.orders.insert(order);
-            e.books[instrument as usize].side_mut(side).push_back(&mut e.orders, slot);
+            e.books[instrument as usize]
+                .side_mut(side)
+                .push_back(&mut e.orders, slot);
             e.index_order(slot);
         }
         for _ in 0..r.count(RECENTLY_CLOSED_CAPACITY)? {
@@ -342,6 +362,9 @@ impl Engine {
         if r.at != bytes.len() {
             return Err(SnapshotError::TrailingBytes(bytes.len() - r.at));
         }
+        // Every field parsed, but the whole must also be a state the engine
+        // could have reached; a damaged snapshot must not become a replica.
+        e.audit().map_err(SnapshotError::Inconsistent)?;
         Ok(e)
     }
 }

@@ -3,7 +3,9 @@
 
 use std::collections::BTreeMap;
 
-use exchange_types::{AccountId, AssetCode, ClientOrderId, OrderId, Side, Symbol, TimeInForce, TradingStatus};
+use exchange_types::{
+    AccountId, AssetCode, ClientOrderId, OrderId, Side, Symbol, TimeInForce, TradingStatus,
+};
 
 use crate::engine::Engine;
 use crate::orders::NIL;
@@ -75,7 +77,10 @@ impl Engine {
                 .map(|l| (inst.price_units(l.price), inst.qty_units(l.qty)))
                 .collect()
         };
-        Some(BookView { bids: levels(&book.bids), asks: levels(&book.asks) })
+        Some(BookView {
+            bids: levels(&book.bids),
+            asks: levels(&book.asks),
+        })
     }
 
     /// Every non-empty balance, by account id then asset code.
@@ -93,7 +98,7 @@ impl Engine {
                 }
             }
         }
-        all.sort_by(|a, b| (a.account, a.asset).cmp(&(b.account, b.asset)));
+        all.sort_by_key(|b| (b.account, b.asset));
         all
     }
 
@@ -144,7 +149,10 @@ impl Engine {
             let inst = &self.instruments[index];
             if let (Some(bid), Some(ask)) = (book.bids.best(), book.asks.best()) {
                 if bid.price >= ask.price {
-                    return Err(format!("{} is crossed: bid {} >= ask {}", inst.symbol, bid.price, ask.price));
+                    return Err(format!(
+                        "{} is crossed: bid {} >= ask {}",
+                        inst.symbol, bid.price, ask.price
+                    ));
                 }
             }
             for side in [&book.bids, &book.asks] {
@@ -156,7 +164,10 @@ impl Engine {
                             Side::Sell => level.price > prev,
                         };
                         if !ordered {
-                            return Err(format!("{} levels out of order at {}", inst.symbol, level.price));
+                            return Err(format!(
+                                "{} levels out of order at {}",
+                                inst.symbol, level.price
+                            ));
                         }
                     }
                     last_price = Some(level.price);
@@ -164,11 +175,21 @@ impl Engine {
                     let mut slot = level.head;
                     let mut prev = NIL;
                     if slot == NIL {
-                        return Err(format!("{} has an empty level at {}", inst.symbol, level.price));
+                        return Err(format!(
+                            "{} has an empty level at {}",
+                            inst.symbol, level.price
+                        ));
                     }
                     while slot != NIL {
                         let o = self.orders.get(slot);
-                        if o.prev != prev || o.price != level.price || o.filled >= o.qty || !o.indexed {
+                        if o.id == 0 || o.id >= self.next_order_id {
+                            return Err(format!("order {} was never assigned", o.id));
+                        }
+                        if o.prev != prev
+                            || o.price != level.price
+                            || o.filled >= o.qty
+                            || !o.indexed
+                        {
                             return Err(format!("order {} is misplaced in its level", o.id));
                         }
                         if self.order_by_id.get(&o.id) != Some(&slot)
@@ -178,22 +199,33 @@ impl Engine {
                         }
                         let need = self.reservation_for(slot, o.price, o.leaves());
                         if need != Some(o.reserved) {
-                            return Err(format!("order {} reserves {} but needs {:?}", o.id, o.reserved, need));
+                            return Err(format!(
+                                "order {} reserves {} but needs {:?}",
+                                o.id, o.reserved, need
+                            ));
                         }
                         sum += o.leaves();
-                        *reserved.entry((o.account, self.reserved_asset(o))).or_default() += o.reserved;
+                        *reserved
+                            .entry((o.account, self.reserved_asset(o)))
+                            .or_default() += o.reserved;
                         *per_account.entry(o.account).or_default() += 1;
                         resting += 1;
                         prev = slot;
                         slot = o.next;
                     }
                     if sum != level.qty || level.tail != prev {
-                        return Err(format!("{} level {} totals {} but orders sum to {}", inst.symbol, level.price, level.qty, sum));
+                        return Err(format!(
+                            "{} level {} totals {} but orders sum to {}",
+                            inst.symbol, level.price, level.qty, sum
+                        ));
                     }
                 }
             }
         }
-        if resting != self.orders.len() || resting != self.order_by_id.len() || resting != self.by_client_id.len() {
+        if resting != self.orders.len()
+            || resting != self.order_by_id.len()
+            || resting != self.by_client_id.len()
+        {
             return Err(format!(
                 "{resting} resting orders but pool {} / ids {} / client ids {}",
                 self.orders.len(),
@@ -204,17 +236,28 @@ impl Engine {
         let mut supply = vec![0u128; self.assets.len()];
         for (index, acct) in self.accounts.list.iter().enumerate() {
             if acct.open_orders != per_account.get(&(index as u32)).copied().unwrap_or(0) {
-                return Err(format!("account {} counts {} open orders", acct.id, acct.open_orders));
+                return Err(format!(
+                    "account {} counts {} open orders",
+                    acct.id, acct.open_orders
+                ));
             }
             for (asset, b) in acct.balances.iter().enumerate() {
                 if b.available > b.total {
-                    return Err(format!("account {} asset {} available above total", acct.id, asset));
+                    return Err(format!(
+                        "account {} asset {} available above total",
+                        acct.id, asset
+                    ));
                 }
-                let held = reserved.get(&(index as u32, asset as u32)).copied().unwrap_or(0);
+                let held = reserved
+                    .get(&(index as u32, asset as u32))
+                    .copied()
+                    .unwrap_or(0);
                 if b.total - b.available != held {
                     return Err(format!(
                         "account {} asset {}: total - available = {} but orders reserve {held}",
-                        acct.id, self.assets[asset], b.total - b.available
+                        acct.id,
+                        self.assets[asset],
+                        b.total - b.available
                     ));
                 }
                 supply[asset] += u128::from(b.total);
@@ -222,7 +265,10 @@ impl Engine {
         }
         for (asset, total) in supply.iter().enumerate() {
             if *total != u128::from(self.asset_supply[asset]) {
-                return Err(format!("asset {} sums to {total} but supply is {}", self.assets[asset], self.asset_supply[asset]));
+                return Err(format!(
+                    "asset {} sums to {total} but supply is {}",
+                    self.assets[asset], self.asset_supply[asset]
+                ));
             }
         }
         Ok(())

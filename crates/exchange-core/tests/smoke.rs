@@ -14,8 +14,14 @@ fn crossing_orders_trade_at_the_resting_price() {
     assert_eq!(book.asks, vec![(units("100"), units("0.5"))]);
     assert!(book.bids.is_empty());
     // Taker pays 100 + 5 bps; maker receives 100 + 1 bps rebate.
-    assert_eq!(h.engine.balance(2, &asset("USD")), Some((units("999899.95"), units("999899.95"))));
-    assert_eq!(h.engine.balance(0, &asset("USD")), Some((units("0.04"), units("0.04"))));
+    assert_eq!(
+        h.engine.balance(2, &asset("USD")),
+        Some((units("999899.95"), units("999899.95")))
+    );
+    assert_eq!(
+        h.engine.balance(0, &asset("USD")),
+        Some((units("0.04"), units("0.04")))
+    );
     let restored = exchange_core::Engine::restore(&h.engine.snapshot()).unwrap();
     assert_eq!(restored.state_hash(), h.engine.state_hash());
 }

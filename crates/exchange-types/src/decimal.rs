@@ -58,7 +58,10 @@ impl Dec {
 
     /// A whole amount of units as a decimal (scale [`AMOUNT_SCALE`]).
     pub const fn from_units(units: u64) -> Self {
-        Dec { mantissa: units as i128, scale: AMOUNT_SCALE as u8 }
+        Dec {
+            mantissa: units as i128,
+            scale: AMOUNT_SCALE as u8,
+        }
     }
 
     /// Parses `-?digits[.digits]`. No exponent, no `+`, no spaces: anything
@@ -96,7 +99,10 @@ impl Dec {
         if digits == 0 {
             return Err(DecParseError::NoDigits);
         }
-        Ok(Dec { mantissa: if negative { -mantissa } else { mantissa }, scale })
+        Ok(Dec {
+            mantissa: if negative { -mantissa } else { mantissa },
+            scale,
+        })
     }
 
     /// Drops trailing fractional zeros: `1.500` becomes `1.5`.
@@ -145,7 +151,13 @@ impl fmt::Display for Dec {
             return write!(f, "{sign}{abs}");
         }
         let pow = 10u128.pow(u32::from(d.scale));
-        write!(f, "{sign}{}.{:0width$}", abs / pow, abs % pow, width = usize::from(d.scale))
+        write!(
+            f,
+            "{sign}{}.{:0width$}",
+            abs / pow,
+            abs % pow,
+            width = usize::from(d.scale)
+        )
     }
 }
 
@@ -156,7 +168,11 @@ pub fn format_units(units: u64) -> String {
 
 /// Writes a signed amount of units (fees may be rebates) as a decimal string.
 pub fn format_signed_units(units: i64) -> String {
-    Dec { mantissa: i128::from(units), scale: AMOUNT_SCALE as u8 }.to_string()
+    Dec {
+        mantissa: i128::from(units),
+        scale: AMOUNT_SCALE as u8,
+    }
+    .to_string()
 }
 
 #[cfg(test)]
@@ -188,14 +204,23 @@ mod tests {
 
     #[test]
     fn units_conversion_names_the_problem() {
-        assert_eq!(Dec::parse("-1").unwrap().to_units(), Err(UnitsError::Negative));
-        assert_eq!(Dec::parse("0.000").unwrap().to_units(), Err(UnitsError::Zero));
+        assert_eq!(
+            Dec::parse("-1").unwrap().to_units(),
+            Err(UnitsError::Negative)
+        );
+        assert_eq!(
+            Dec::parse("0.000").unwrap().to_units(),
+            Err(UnitsError::Zero)
+        );
         assert_eq!(Dec::parse("0").unwrap().to_units_allow_zero(), Ok(0));
         assert_eq!(
             Dec::parse("0.000000001").unwrap().to_units(),
             Err(UnitsError::TooManyDecimals)
         );
-        assert_eq!(Dec::parse("1.000000000").unwrap().to_units(), Ok(100_000_000));
+        assert_eq!(
+            Dec::parse("1.000000000").unwrap().to_units(),
+            Ok(100_000_000)
+        );
         assert_eq!(
             Dec::parse("999999999999999999999").unwrap().to_units(),
             Err(UnitsError::Overflow)

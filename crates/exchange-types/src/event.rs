@@ -116,10 +116,7 @@ pub enum EventKind {
     },
     /// Input that never became a command (a malformed line); carries the
     /// line number and the cause.
-    Error {
-        line: u64,
-        message: String,
-    },
+    Error { line: u64, message: String },
 }
 
 impl EventKind {

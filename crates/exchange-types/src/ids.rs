@@ -50,7 +50,10 @@ impl<const N: usize> InlineStr<N> {
         }
         let mut bytes = [0u8; N];
         bytes[..raw.len()].copy_from_slice(raw);
-        Ok(InlineStr { len: raw.len() as u8, bytes })
+        Ok(InlineStr {
+            len: raw.len() as u8,
+            bytes,
+        })
     }
 
     pub fn as_str(&self) -> &str {
@@ -94,7 +97,10 @@ mod tests {
         assert_eq!(ClientOrderId::new("a b"), Err(IdError::InvalidChar));
         assert_eq!(ClientOrderId::new("é"), Err(IdError::InvalidChar));
         let long = "x".repeat(MAX_CLIENT_ORDER_ID_LEN + 1);
-        assert_eq!(ClientOrderId::new(&long), Err(IdError::TooLong(MAX_CLIENT_ORDER_ID_LEN)));
+        assert_eq!(
+            ClientOrderId::new(&long),
+            Err(IdError::TooLong(MAX_CLIENT_ORDER_ID_LEN))
+        );
         assert!(Symbol::new("BTC-USD").unwrap() < Symbol::new("ETH-USD").unwrap());
     }
 }

@@ -113,7 +113,10 @@ mod tests {
         names.dedup();
         assert_eq!(before, (codes.len(), names.len()));
         for reason in RejectReason::ALL {
-            assert!(reason.as_str().chars().all(|c| c.is_ascii_lowercase() || c == '_'));
+            assert!(reason
+                .as_str()
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c == '_'));
             assert!(!reason.message().is_empty());
         }
     }

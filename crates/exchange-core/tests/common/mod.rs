@@ -68,11 +68,18 @@ pub fn market(account: u64, id: &str, side: Side, qty: &str) -> Place {
 }
 
 pub fn deposit(account: u64, code: &str, amount: &str) -> Command {
-    Command::Deposit(Transfer { account, asset: asset(code), amount: dec(amount) })
+    Command::Deposit(Transfer {
+        account,
+        asset: asset(code),
+        amount: dec(amount),
+    })
 }
 
 pub fn cancel_client(account: u64, id: &str) -> Command {
-    Command::Cancel(Cancel { account, order: OrderRef::Client(coid(id)) })
+    Command::Cancel(Cancel {
+        account,
+        order: OrderRef::Client(coid(id)),
+    })
 }
 
 pub fn replace(account: u64, id: &str, price: Option<&str>, qty: Option<&str>) -> Command {
@@ -93,7 +100,10 @@ pub struct Harness {
 
 impl Harness {
     pub fn new() -> Self {
-        Harness { engine: Engine::new(), ts: 0 }
+        Harness {
+            engine: Engine::new(),
+            ts: 0,
+        }
     }
 
     /// BTC-USD listed; accounts 1..=n funded with 1,000,000 USD and 100 BTC.
@@ -110,7 +120,13 @@ impl Harness {
     pub fn run(&mut self, command: Command) -> Vec<Event> {
         self.ts += 1;
         let mut out = Vec::new();
-        self.engine.apply(&Stamped { ts: self.ts, command }, &mut out);
+        self.engine.apply(
+            &Stamped {
+                ts: self.ts,
+                command,
+            },
+            &mut out,
+        );
         out
     }
 
@@ -132,9 +148,13 @@ pub fn trades(events: &[Event]) -> Vec<(u64, u64, OrderId, OrderId)> {
     events
         .iter()
         .filter_map(|e| match &e.kind {
-            EventKind::Trade { price, qty, maker_order_id, taker_order_id, .. } => {
-                Some((*price, *qty, *maker_order_id, *taker_order_id))
-            }
+            EventKind::Trade {
+                price,
+                qty,
+                maker_order_id,
+                taker_order_id,
+                ..
+            } => Some((*price, *qty, *maker_order_id, *taker_order_id)),
             _ => None,
         })
         .collect()
@@ -156,4 +176,435 @@ pub fn order_id(events: &[Event]) -> Option<OrderId> {
 
 pub fn names(events: &[Event]) -> Vec<&'static str> {
     events.iter().map(|e| e.kind.name()).collect()
+}
+
+// ---------------------------------------------------------------------------
+// Random command streams for the property, differential and determinism
+// tests. Commands are plain data (not resolved against a live engine) so a
+// failing stream can be shrunk and replayed on its own.
+
+use proptest::collection::vec as vec_of;
+use proptest::prelude::{prop_oneof, BoxedStrategy, Just, Strategy};
+use proptest::sample::select;
+
+/// ETH-USD against the same USD: coarser tick and lot, and a maker fee that
+/// is paid rather than rebated.
+pub fn eth_usd() -> AddInstrument {
+    AddInstrument {
+        symbol: sym("ETH-USD"),
+        base: asset("ETH"),
+        quote: asset("USD"),
+        tick_size: dec("0.05"),
+        lot_size: dec("0.001"),
+        min_qty: None,
+        max_qty: None,
+        collar_bps: None,
+        reference_price: None,
+        maker_fee_bps: 2,
+        taker_fee_bps: 10,
+    }
+}
+
+/// How a random stream treats money.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Profile {
+    /// Deep pockets and no collar, so only the matching rules decide what
+    /// happens: what a reference matcher without balances can follow.
+    Generous,
+    /// Random and sometimes tiny deposits and a collared ETH-USD, so the
+    /// risk checks fire as well.
+    Scarce,
+}
+
+/// An instrument's price and quantity grid as decimal mantissas, so that
+/// strategies can write values on it (or just off it).
+#[derive(Clone, Copy, Debug)]
+pub struct Grid {
+    pub symbol: &'static str,
+    tick: i128,
+    tick_scale: u8,
+    lot: i128,
+    lot_scale: u8,
+    /// Middle of the narrow price band orders are drawn from, in ticks.
+    center: i128,
+}
+
+pub const GRIDS: [Grid; 2] = [
+    Grid {
+        symbol: "BTC-USD",
+        tick: 1,
+        tick_scale: 2,
+        lot: 1,
+        lot_scale: 4,
+        center: 10_000,
+    },
+    Grid {
+        symbol: "ETH-USD",
+        tick: 5,
+        tick_scale: 2,
+        lot: 1,
+        lot_scale: 3,
+        center: 40_000,
+    },
+];
+
+/// A number as a strategy draws it, before it is put on an instrument's
+/// grid: mostly a valid offset, sometimes each way of being invalid.
+#[derive(Clone, Copy, Debug)]
+pub enum RawNum {
+    On(i64),
+    OffGrid,
+    Zero,
+    Negative,
+    TooPrecise,
+}
+
+impl Grid {
+    fn num(&self, raw: RawNum, base: i128, step: i128, scale: u8) -> Dec {
+        match raw {
+            RawNum::On(n) => Dec::new((base + i128::from(n)) * step, scale),
+            RawNum::OffGrid => Dec::new((base + 1) * step * 10 + 1, scale + 1),
+            RawNum::Zero => Dec::new(0, scale),
+            RawNum::Negative => Dec::new(-(base + 1) * step, scale),
+            RawNum::TooPrecise => Dec::new(1, 9),
+        }
+    }
+
+    /// `On(n)` is `n` ticks from the band's center.
+    pub fn price(&self, raw: RawNum) -> Dec {
+        self.num(raw, self.center, self.tick, self.tick_scale)
+    }
+
+    /// `On(n)` is `n` lots.
+    pub fn qty(&self, raw: RawNum) -> Dec {
+        self.num(raw, 0, self.lot, self.lot_scale)
+    }
+}
+
+fn raw_num(valid: impl Strategy<Value = i64> + 'static) -> impl Strategy<Value = RawNum> {
+    prop_oneof![
+        240 => valid.prop_map(RawNum::On),
+        1 => Just(RawNum::OffGrid),
+        1 => Just(RawNum::Zero),
+        1 => Just(RawNum::Negative),
+        1 => Just(RawNum::TooPrecise),
+    ]
+}
+
+fn assets_for(instruments: usize) -> Vec<&'static str> {
+    ["USD", "BTC", "ETH"][..instruments + 1].to_vec()
+}
+
+fn setup_amount(profile: Profile, code: &str) -> BoxedStrategy<Option<&'static str>> {
+    let choices: &'static [&'static str] = match (profile, code) {
+        (Profile::Generous, "USD") => &["1000000000"],
+        (Profile::Generous, _) => &["1000000"],
+        (Profile::Scarce, "USD") => &["0.02", "1", "50", "100000", "100000"],
+        (Profile::Scarce, "BTC") => &["0.0002", "0.002", "10", "10"],
+        (Profile::Scarce, _) => &["0.001", "0.01", "100", "100"],
+    };
+    match profile {
+        Profile::Generous => select(choices).prop_map(Some).boxed(),
+        // An account without some asset is refused for funds whatever the
+        // amount.
+        Profile::Scarce => {
+            prop_oneof![9 => select(choices).prop_map(Some), 1 => Just(None)].boxed()
+        }
+    }
+}
+
+fn account(accounts: u64) -> impl Strategy<Value = AccountId> {
+    // The fee account and a never-funded one are refused in their own ways.
+    prop_oneof![80 => 1..=accounts, 1 => Just(exchange_core::FEE_ACCOUNT), 1 => Just(UNFUNDED_ACCOUNT)]
+}
+
+/// An account that streams use but never fund.
+pub const UNFUNDED_ACCOUNT: AccountId = 99;
+
+fn client_id() -> impl Strategy<Value = ClientOrderId> {
+    // A small pool, so that duplicates and reuse after close happen.
+    (0u8..6).prop_map(|i| coid(&format!("c{i}")))
+}
+
+fn order_ref() -> impl Strategy<Value = OrderRef> {
+    prop_oneof![4 => client_id().prop_map(OrderRef::Client), 1 => (0u64..=120).prop_map(OrderRef::Id)]
+}
+
+fn symbol_of(instrument: usize) -> Symbol {
+    sym(GRIDS[instrument].symbol)
+}
+
+fn place_command(instruments: usize, accounts: u64) -> impl Strategy<Value = Command> {
+    let shape = (
+        0..instruments,
+        account(accounts),
+        select(&[Side::Buy, Side::Sell][..]),
+        prop_oneof![5 => Just(OrderType::Limit), 1 => Just(OrderType::Market)],
+        prop_oneof![7 => Just(TimeInForce::Gtc), 2 => Just(TimeInForce::Ioc), 2 => Just(TimeInForce::Fok)],
+        prop_oneof![9 => Just(false), 1 => Just(true)],
+        select(
+            &[
+                SelfTradePrevention::CancelNewest,
+                SelfTradePrevention::CancelOldest,
+                SelfTradePrevention::CancelBoth,
+                SelfTradePrevention::Decrement,
+            ][..],
+        ),
+        client_id(),
+    );
+    // Rarely a limit order without a price or a market order with one.
+    let values = (
+        raw_num(-2i64..=4),
+        raw_num(1i64..=6),
+        prop_oneof![80 => Just(false), 1 => Just(true)],
+    );
+    (shape, values).prop_map(
+        |((inst, account, side, order_type, tif, post_only, stp, coid), (price, qty, odd))| {
+            let grid = GRIDS[inst];
+            // The offset is how far the order stands back from the center on
+            // its own side, so books build some depth and still cross often.
+            let price = match (side, price) {
+                (Side::Buy, RawNum::On(back)) => RawNum::On(-back),
+                (_, other) => other,
+            };
+            let priced = (order_type == OrderType::Limit) != odd;
+            Command::Place(Place {
+                account,
+                client_order_id: coid,
+                symbol: symbol_of(inst),
+                side,
+                order_type,
+                price: priced.then(|| grid.price(price)),
+                qty: grid.qty(qty),
+                tif,
+                post_only,
+                stp,
+            })
+        },
+    )
+}
+
+fn replace_command(instruments: usize, accounts: u64) -> impl Strategy<Value = Command> {
+    // The target's instrument is unknown when the stream is drawn; a value
+    // on the other instrument's grid is just one more way to be refused.
+    (
+        0..instruments,
+        account(accounts),
+        order_ref(),
+        prop_oneof![2 => Just(None), 1 => client_id().prop_map(Some)],
+        prop_oneof![1 => Just(None), 1 => raw_num(-3i64..=3).prop_map(Some)],
+        prop_oneof![1 => Just(None), 2 => raw_num(1i64..=8).prop_map(Some)],
+    )
+        .prop_map(|(inst, account, order, new_client_order_id, price, qty)| {
+            let grid = GRIDS[inst];
+            Command::Replace(Replace {
+                account,
+                order,
+                new_client_order_id,
+                price: price.map(|p| grid.price(p)),
+                qty: qty.map(|q| grid.qty(q)),
+            })
+        })
+}
+
+fn transfer(
+    instruments: usize,
+    accounts: u64,
+    profile: Profile,
+    amounts: &'static [&'static str],
+) -> impl Strategy<Value = Transfer> {
+    let code = select(assets_for(instruments)).prop_map(asset);
+    // An asset no instrument uses is refused as unknown.
+    let code = prop_oneof![20 => code, 1 => Just(asset("XRP"))];
+    // A generous stream must not fund a new account with only some assets.
+    let account = match profile {
+        Profile::Generous => (1..=accounts).boxed(),
+        Profile::Scarce => account(accounts).boxed(),
+    };
+    (account, code, select(amounts)).prop_map(|(account, asset, amount)| Transfer {
+        account,
+        asset,
+        amount: dec(amount),
+    })
+}
+
+fn body_command(
+    instruments: usize,
+    accounts: u64,
+    profile: Profile,
+) -> impl Strategy<Value = Command> {
+    let deposits: &'static [&'static str] = match profile {
+        Profile::Generous => &["1000", "100000"],
+        Profile::Scarce => &["0.001", "0.05", "3"],
+    };
+    prop_oneof![
+        55 => place_command(instruments, accounts),
+        10 => (account(accounts), order_ref())
+            .prop_map(|(account, order)| Command::Cancel(Cancel { account, order })),
+        16 => replace_command(instruments, accounts),
+        3 => (
+            account(accounts),
+            prop_oneof![
+                3 => Just(None),
+                3 => (0..instruments).prop_map(|i| Some(symbol_of(i))),
+                1 => Just(Some(sym("XRP-USD"))),
+            ],
+        )
+            .prop_map(|(account, symbol)| Command::MassCancel(MassCancel { account, symbol })),
+        4 => transfer(instruments, accounts, profile, &["0.0001", "0.001", "0.5", "20"]).prop_map(Command::Withdraw),
+        2 => transfer(instruments, accounts, profile, deposits).prop_map(Command::Deposit),
+    ]
+}
+
+/// Mostly one command; sometimes a short halt: commands that meet a halted
+/// instrument, and now and then a halt or resume that changes nothing.
+fn body_element(
+    instruments: usize,
+    accounts: u64,
+    profile: Profile,
+) -> impl Strategy<Value = Vec<Command>> {
+    let halt = (
+        (0..instruments).prop_map(symbol_of),
+        prop_oneof![3 => Just(false), 1 => Just(true)],
+        vec_of(body_command(instruments, accounts, profile), 0..5),
+        prop_oneof![3 => Just(false), 1 => Just(true)],
+    )
+        .prop_map(|(symbol, halt_twice, during, resume_twice)| {
+            let mut commands = vec![Command::Halt { symbol }];
+            if halt_twice {
+                commands.push(Command::Halt { symbol });
+            }
+            commands.extend(during);
+            commands.push(Command::Resume { symbol });
+            if resume_twice {
+                commands.push(Command::Resume { symbol });
+            }
+            commands
+        });
+    prop_oneof![
+        97 => body_command(instruments, accounts, profile).prop_map(|c| vec![c]),
+        3 => halt,
+    ]
+}
+
+/// A random stream: listings and deposits, then 200-400 trading commands.
+pub fn command_stream(profile: Profile) -> impl Strategy<Value = Vec<Command>> {
+    (1usize..=2, 3u64..=6)
+        .prop_flat_map(move |(instruments, accounts)| {
+            let amounts: Vec<_> = (0..accounts)
+                .flat_map(|_| assets_for(instruments))
+                .map(|code| setup_amount(profile, code))
+                .collect();
+            let body = vec_of(body_element(instruments, accounts, profile), 190..=380);
+            (Just(instruments), Just(accounts), amounts, body)
+        })
+        .prop_map(move |(instruments, accounts, amounts, body)| {
+            let mut commands = vec![Command::AddInstrument(btc_usd())];
+            if instruments == 2 {
+                let mut eth = eth_usd();
+                if profile == Profile::Scarce {
+                    eth.collar_bps = Some(1);
+                    eth.reference_price = Some(dec("2000"));
+                }
+                commands.push(Command::AddInstrument(eth));
+            }
+            let codes = assets_for(instruments);
+            let funded = (1..=accounts).flat_map(|a| codes.iter().map(move |code| (a, *code)));
+            for ((account, code), amount) in funded.zip(amounts) {
+                if let Some(amount) = amount {
+                    commands.push(deposit(account, code, amount));
+                }
+            }
+            commands.extend(body.into_iter().flatten());
+            commands
+        })
+}
+
+/// Settings for the stream properties: `cases` runs (PROPTEST_CASES
+/// overrides it for a longer soak), and no regression files written beside
+/// the tests (a failure is turned into a named test instead).
+pub fn proptest_config(cases: u32) -> proptest::prelude::ProptestConfig {
+    let cases = std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(cases);
+    proptest::prelude::ProptestConfig {
+        cases,
+        failure_persistence: None,
+        ..proptest::prelude::ProptestConfig::default()
+    }
+}
+
+/// Applies `commands` with timestamps 1, 2, ... and returns each command's
+/// events.
+pub fn run_all(engine: &mut Engine, commands: &[Command]) -> Vec<Vec<Event>> {
+    commands
+        .iter()
+        .enumerate()
+        .map(|(index, command)| {
+            let mut out = Vec::new();
+            engine.apply(
+                &Stamped {
+                    ts: index as u64 + 1,
+                    command: command.clone(),
+                },
+                &mut out,
+            );
+            out
+        })
+        .collect()
+}
+
+/// One line per command in the replay format's vocabulary, for failure
+/// messages that a person can turn into a regression test.
+pub fn describe(command: &Command) -> String {
+    let order_ref = |r: &OrderRef| match r {
+        OrderRef::Id(id) => format!("#{id}"),
+        OrderRef::Client(c) => c.to_string(),
+    };
+    let opt = |d: &Option<Dec>| d.map_or("-".to_string(), |d| d.to_string());
+    match command {
+        Command::AddInstrument(a) => format!("add_instrument {}", a.symbol),
+        Command::Deposit(t) => format!("deposit a{} {} {}", t.account, t.asset, t.amount),
+        Command::Withdraw(t) => format!("withdraw a{} {} {}", t.account, t.asset, t.amount),
+        Command::Place(p) => format!(
+            "place a{} {} {} {} {} {} x {} {}{} stp={}",
+            p.account,
+            p.client_order_id,
+            p.symbol,
+            p.side.as_str(),
+            p.order_type.as_str(),
+            opt(&p.price),
+            p.qty,
+            p.tif.as_str(),
+            if p.post_only { " post_only" } else { "" },
+            p.stp.as_str()
+        ),
+        Command::Cancel(c) => format!("cancel a{} {}", c.account, order_ref(&c.order)),
+        Command::Replace(r) => format!(
+            "replace a{} {} new_id={} price={} qty={}",
+            r.account,
+            order_ref(&r.order),
+            r.new_client_order_id
+                .map_or("-".to_string(), |c| c.to_string()),
+            opt(&r.price),
+            opt(&r.qty)
+        ),
+        Command::MassCancel(m) => format!(
+            "mass_cancel a{} {}",
+            m.account,
+            m.symbol.map_or("*".to_string(), |s| s.to_string())
+        ),
+        Command::Halt { symbol } => format!("halt {symbol}"),
+        Command::Resume { symbol } => format!("resume {symbol}"),
+    }
+}
+
+/// `describe` for a whole stream, numbered from zero.
+pub fn describe_all(commands: &[Command]) -> String {
+    commands
+        .iter()
+        .enumerate()
+        .map(|(i, c)| format!("{i:4}: {}\n", describe(c)))
+        .collect()
 }

@@ -1,0 +1,356 @@
+//! Differential tests: the engine against the reference matcher in
+//! `model`, on random streams with generous funding and no collar. After
+//! every command both must have said the same (accepts, rejects and their
+//! reasons, trades, cancels, expiries, replaces) and hold the same books
+//! and open orders.
+
+mod common;
+mod model;
+
+use common::*;
+use exchange_core::Engine;
+use exchange_types::*;
+use model::{Ev, Model, OpenOrder};
+use proptest::prelude::*;
+
+/// The engine's events as [`Ev`]s. Transfers and listings are not modeled,
+/// so their events (rejects included) are dropped.
+pub fn normalize(events: &[Event]) -> Vec<Ev> {
+    events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::Accepted { order_id, .. } => Some(Ev::Accepted(*order_id)),
+            EventKind::Rejected {
+                command, reason, ..
+            } => {
+                let modeled = !matches!(*command, "deposit" | "withdraw" | "add_instrument");
+                modeled.then_some(Ev::Rejected(command, *reason))
+            }
+            EventKind::Trade {
+                symbol,
+                price,
+                qty,
+                maker_order_id,
+                taker_order_id,
+                maker_account,
+                taker_account,
+                aggressor_side,
+                ..
+            } => Some(Ev::Trade {
+                symbol: *symbol,
+                price: *price,
+                qty: *qty,
+                maker_order_id: *maker_order_id,
+                taker_order_id: *taker_order_id,
+                maker_account: *maker_account,
+                taker_account: *taker_account,
+                aggressor_side: *aggressor_side,
+            }),
+            EventKind::Canceled {
+                order_id,
+                reason,
+                canceled_qty,
+                filled_qty,
+                leaves_qty,
+                ..
+            } => Some(Ev::Canceled {
+                order_id: *order_id,
+                reason: *reason,
+                canceled_qty: *canceled_qty,
+                filled_qty: *filled_qty,
+                leaves_qty: *leaves_qty,
+            }),
+            EventKind::Expired {
+                order_id,
+                expired_qty,
+                filled_qty,
+                ..
+            } => Some(Ev::Expired {
+                order_id: *order_id,
+                expired_qty: *expired_qty,
+                filled_qty: *filled_qty,
+            }),
+            EventKind::Replaced {
+                order_id,
+                client_order_id,
+                price,
+                qty,
+                leaves_qty,
+                ..
+            } => Some(Ev::Replaced {
+                order_id: *order_id,
+                client_order_id: *client_order_id,
+                price: *price,
+                qty: *qty,
+                leaves_qty: *leaves_qty,
+            }),
+            EventKind::Status { symbol, status } => Some(Ev::Status(*symbol, *status)),
+            EventKind::InstrumentAdded { .. }
+            | EventKind::Balance { .. }
+            | EventKind::Book { .. }
+            | EventKind::Error { .. } => None,
+        })
+        .collect()
+}
+
+fn engine_open_orders(engine: &Engine) -> Vec<OpenOrder> {
+    let mut all: Vec<OpenOrder> = engine
+        .open_orders()
+        .into_iter()
+        .map(|o| OpenOrder {
+            order_id: o.order_id,
+            account: o.account,
+            client_order_id: o.client_order_id.to_string(),
+            symbol: o.symbol.to_string(),
+            side: o.side,
+            price: o.price,
+            qty: o.qty,
+            filled_qty: o.filled_qty,
+        })
+        .collect();
+    all.sort();
+    all
+}
+
+/// Runs `commands` through both and describes the first disagreement.
+fn compare(commands: &[Command]) -> Result<(), String> {
+    let mut engine = Engine::new();
+    let mut model = Model::default();
+    for (index, command) in commands.iter().enumerate() {
+        let mut events = Vec::new();
+        engine.apply(
+            &Stamped {
+                ts: index as u64 + 1,
+                command: command.clone(),
+            },
+            &mut events,
+        );
+        let expected = model.apply(command);
+        let actual = normalize(&events);
+        let context = || {
+            format!(
+                "after command {index}:\n{}",
+                describe_all(&commands[..=index])
+            )
+        };
+        if expected != actual {
+            return Err(format!(
+                "events differ {}\nmodel:  {expected:?}\nengine: {actual:?}",
+                context()
+            ));
+        }
+        for symbol in model.symbols() {
+            let book = engine
+                .book(&symbol, usize::MAX)
+                .ok_or("engine lost an instrument")?;
+            let engine_levels = (book.bids, book.asks);
+            let model_levels = model.book(&symbol).ok_or("model lost an instrument")?;
+            if engine_levels != model_levels {
+                return Err(format!(
+                    "{symbol} books differ {}\nmodel:  {model_levels:?}\nengine: {engine_levels:?}",
+                    context()
+                ));
+            }
+        }
+        let (expected, actual) = (model.open_orders(), engine_open_orders(&engine));
+        if expected != actual {
+            return Err(format!(
+                "open orders differ {}\nmodel:  {expected:?}\nengine: {actual:?}",
+                context()
+            ));
+        }
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(proptest_config(64))]
+
+    #[test]
+    fn engine_agrees_with_the_reference_model(commands in command_stream(Profile::Generous)) {
+        if let Err(divergence) = compare(&commands) {
+            prop_assert!(false, "{}", divergence);
+        }
+    }
+}
+
+/// Hand-written streams that pin down each self-trade prevention mode and
+/// fill-or-kill; both sides must agree and the model must say what the
+/// documentation says.
+fn setup() -> Vec<Command> {
+    vec![
+        Command::AddInstrument(btc_usd()),
+        deposit(1, "USD", "1000000"),
+        deposit(1, "BTC", "100"),
+        deposit(2, "USD", "1000000"),
+        deposit(2, "BTC", "100"),
+    ]
+}
+
+fn with_stp(mut place: Place, stp: SelfTradePrevention) -> Command {
+    place.stp = stp;
+    Command::Place(place)
+}
+
+fn model_events(commands: &[Command]) -> Vec<Vec<Ev>> {
+    let mut model = Model::default();
+    commands.iter().map(|c| model.apply(c)).collect()
+}
+
+fn canceled(order_id: OrderId, canceled: &str, leaves: &str) -> Ev {
+    Ev::Canceled {
+        order_id,
+        reason: CancelReason::SelfTrade,
+        canceled_qty: units(canceled),
+        filled_qty: 0,
+        leaves_qty: units(leaves),
+    }
+}
+
+#[test]
+fn decrement_reduces_both_by_the_smaller_and_cancels_the_smaller() {
+    let mut commands = setup();
+    commands.push(Command::Place(limit(
+        1,
+        "rest",
+        Side::Sell,
+        "100",
+        "0.0005",
+    )));
+    commands.push(with_stp(
+        limit(1, "take", Side::Buy, "100", "0.0002"),
+        SelfTradePrevention::Decrement,
+    ));
+    compare(&commands).unwrap();
+    let last = model_events(&commands).pop().unwrap();
+    assert_eq!(
+        last,
+        vec![
+            Ev::Accepted(2),
+            canceled(1, "0.0002", "0.0003"),
+            canceled(2, "0.0002", "0"),
+        ]
+    );
+}
+
+#[test]
+fn cancel_oldest_keeps_matching_behind_the_canceled_order() {
+    let mut commands = setup();
+    commands.push(Command::Place(limit(1, "own", Side::Sell, "100", "0.0001")));
+    commands.push(Command::Place(limit(
+        2,
+        "other",
+        Side::Sell,
+        "100",
+        "0.0001",
+    )));
+    commands.push(with_stp(
+        limit(1, "take", Side::Buy, "100", "0.0001"),
+        SelfTradePrevention::CancelOldest,
+    ));
+    compare(&commands).unwrap();
+    let last = model_events(&commands).pop().unwrap();
+    assert_eq!(last.len(), 3, "{last:?}");
+    assert_eq!(last[1], canceled(1, "0.0001", "0"));
+    assert!(matches!(
+        last[2],
+        Ev::Trade {
+            maker_order_id: 2,
+            taker_order_id: 3,
+            ..
+        }
+    ));
+}
+
+#[test]
+fn cancel_both_and_cancel_newest_stop_the_taker() {
+    for (stp, resting_survives) in [
+        (SelfTradePrevention::CancelBoth, false),
+        (SelfTradePrevention::CancelNewest, true),
+    ] {
+        let mut commands = setup();
+        commands.push(Command::Place(limit(1, "own", Side::Sell, "100", "0.0001")));
+        commands.push(Command::Place(limit(
+            2,
+            "other",
+            Side::Sell,
+            "100",
+            "0.0001",
+        )));
+        commands.push(with_stp(limit(1, "take", Side::Buy, "100", "0.0002"), stp));
+        compare(&commands).unwrap();
+        let last = model_events(&commands).pop().unwrap();
+        assert!(
+            !last.iter().any(|e| matches!(e, Ev::Trade { .. })),
+            "{last:?}"
+        );
+        let resting_canceled = last.contains(&canceled(1, "0.0001", "0"));
+        assert_eq!(resting_canceled, !resting_survives, "{stp:?}: {last:?}");
+        assert_eq!(last.last(), Some(&canceled(3, "0.0002", "0")));
+    }
+}
+
+#[test]
+fn fill_or_kill_that_would_decrement_expires_whole() {
+    let mut commands = setup();
+    commands.push(Command::Place(limit(
+        2,
+        "other",
+        Side::Sell,
+        "100",
+        "0.0001",
+    )));
+    commands.push(Command::Place(limit(1, "own", Side::Sell, "100", "0.0001")));
+    let mut fok = limit(1, "fok", Side::Buy, "100", "0.0002");
+    fok.tif = TimeInForce::Fok;
+    commands.push(with_stp(fok.clone(), SelfTradePrevention::Decrement));
+    compare(&commands).unwrap();
+    let last = model_events(&commands).pop().unwrap();
+    let expired = Ev::Expired {
+        order_id: 3,
+        expired_qty: units("0.0002"),
+        filled_qty: 0,
+    };
+    assert_eq!(last, vec![Ev::Accepted(3), expired]);
+
+    // Canceling the resting order only skips it: with one lot from others
+    // it still expires, with two it fills and the own order is canceled.
+    commands.pop();
+    commands.push(with_stp(fok, SelfTradePrevention::CancelOldest));
+    commands.push(Command::Place(limit(
+        2,
+        "more",
+        Side::Sell,
+        "100",
+        "0.0001",
+    )));
+    let mut fok = limit(1, "fok2", Side::Buy, "100", "0.0002");
+    fok.tif = TimeInForce::Fok;
+    commands.push(with_stp(fok, SelfTradePrevention::CancelOldest));
+    compare(&commands).unwrap();
+    let events = model_events(&commands);
+    let first = &events[events.len() - 3];
+    assert!(
+        matches!(first.last(), Some(Ev::Expired { order_id: 3, .. })),
+        "{first:?}"
+    );
+    let last = events.last().unwrap();
+    assert_eq!(last.len(), 4, "{last:?}");
+    assert!(matches!(
+        last[1],
+        Ev::Trade {
+            maker_order_id: 1,
+            taker_order_id: 5,
+            ..
+        }
+    ));
+    assert_eq!(last[2], canceled(2, "0.0001", "0"));
+    assert!(matches!(
+        last[3],
+        Ev::Trade {
+            maker_order_id: 4,
+            taker_order_id: 5,
+            ..
+        }
+    ));
+}

@@ -1,0 +1,455 @@
+//! A reference matcher for differential tests, written to be obviously
+//! correct rather than fast: each book side is a plain vector kept sorted
+//! by (price priority, arrival), every lookup is a linear scan, and there
+//! are no balances (differential streams fund every account generously and
+//! list no collar, so funds never decide anything).
+//!
+//! It follows the documented semantics, not the core's code: price-time
+//! priority with trades at the resting price; GTC rests, IOC and market
+//! remainders expire; FOK fills completely or expires whole, judged by
+//! simulating the match (self-trade prevention included) on a copy of the
+//! book; post-only is refused if it would cross; self-trade prevention by
+//! the taker's mode; replace keeps priority only when the price is the same
+//! and the quantity does not grow; ids count accepted orders from 1.
+//!
+//! Its output is the order-lifecycle part of the event stream ([`Ev`]):
+//! everything but balances and book levels, which are compared as state.
+#![allow(dead_code)]
+
+use std::collections::BTreeSet;
+
+use exchange_types::*;
+
+mod book;
+use book::{Market, Order};
+
+/// An event reduced to what the model can predict.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Ev {
+    Accepted(OrderId),
+    /// The command's name and the reason.
+    Rejected(&'static str, RejectReason),
+    Trade {
+        symbol: Symbol,
+        price: u64,
+        qty: u64,
+        maker_order_id: OrderId,
+        taker_order_id: OrderId,
+        maker_account: AccountId,
+        taker_account: AccountId,
+        aggressor_side: Side,
+    },
+    Canceled {
+        order_id: OrderId,
+        reason: CancelReason,
+        canceled_qty: u64,
+        filled_qty: u64,
+        leaves_qty: u64,
+    },
+    Expired {
+        order_id: OrderId,
+        expired_qty: u64,
+        filled_qty: u64,
+    },
+    Replaced {
+        order_id: OrderId,
+        client_order_id: ClientOrderId,
+        price: u64,
+        qty: u64,
+        leaves_qty: u64,
+    },
+    Status(Symbol, TradingStatus),
+}
+
+/// A resting order as the tests compare it with `Engine::open_orders`.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct OpenOrder {
+    pub order_id: OrderId,
+    pub account: AccountId,
+    pub client_order_id: String,
+    pub symbol: String,
+    pub side: Side,
+    pub price: u64,
+    pub qty: u64,
+    pub filled_qty: u64,
+}
+
+#[derive(Clone, Debug)]
+pub struct Model {
+    markets: Vec<Market>,
+    accounts: BTreeSet<AccountId>,
+    next_order_id: OrderId,
+    next_arrival: u64,
+    /// Every (account, client id) an order has closed under.
+    closed: BTreeSet<(AccountId, ClientOrderId)>,
+}
+
+impl Default for Model {
+    fn default() -> Self {
+        Model {
+            markets: Vec::new(),
+            // The fee account exists from the start; it just cannot trade.
+            accounts: BTreeSet::from([exchange_core::FEE_ACCOUNT]),
+            next_order_id: 1,
+            next_arrival: 0,
+            closed: BTreeSet::new(),
+        }
+    }
+}
+
+/// Where an open order sits: market index, side, position.
+type Location = (usize, Side, usize);
+
+impl Model {
+    pub fn apply(&mut self, command: &Command) -> Vec<Ev> {
+        let mut out = Vec::new();
+        let result = match command {
+            Command::AddInstrument(spec) => {
+                self.add_instrument(spec);
+                Ok(())
+            }
+            Command::Deposit(t) => {
+                if self.asset_listed(&t.asset) && t.amount.to_units().is_ok() {
+                    self.accounts.insert(t.account);
+                }
+                Ok(())
+            }
+            Command::Withdraw(_) => Ok(()),
+            Command::Place(p) => self.place(p, &mut out),
+            Command::Cancel(c) => self.cancel(c, &mut out),
+            Command::Replace(r) => self.replace(r, &mut out),
+            Command::MassCancel(m) => self.mass_cancel(m, &mut out),
+            Command::Halt { symbol } => self.set_halted(symbol, true, &mut out),
+            Command::Resume { symbol } => self.set_halted(symbol, false, &mut out),
+        };
+        if let Err(reason) = result {
+            out.push(Ev::Rejected(command.name(), reason));
+        }
+        out
+    }
+
+    /// Levels of `symbol` as `(bids, asks)`, best first, in units.
+    pub fn book(&self, symbol: &Symbol) -> Option<(Vec<(u64, u64)>, Vec<(u64, u64)>)> {
+        let m = self.markets.iter().find(|m| m.symbol == *symbol)?;
+        Some((m.levels(Side::Buy), m.levels(Side::Sell)))
+    }
+
+    pub fn symbols(&self) -> Vec<Symbol> {
+        self.markets.iter().map(|m| m.symbol).collect()
+    }
+
+    pub fn open_orders(&self) -> Vec<OpenOrder> {
+        let mut all: Vec<OpenOrder> = self
+            .markets
+            .iter()
+            .flat_map(|m| {
+                m.bids.iter().chain(&m.asks).map(move |o| OpenOrder {
+                    order_id: o.id,
+                    account: o.account,
+                    client_order_id: o.client_order_id.to_string(),
+                    symbol: m.symbol.to_string(),
+                    side: o.side,
+                    price: o.price.unwrap_or(0) * m.tick_units,
+                    qty: o.qty * m.lot_units,
+                    filled_qty: o.filled * m.lot_units,
+                })
+            })
+            .collect();
+        all.sort();
+        all
+    }
+
+    fn add_instrument(&mut self, spec: &AddInstrument) {
+        let units = |d: Dec| d.to_units().expect("model instruments are valid");
+        self.markets.push(Market {
+            symbol: spec.symbol,
+            base: spec.base,
+            quote: spec.quote,
+            tick_units: units(spec.tick_size),
+            lot_units: units(spec.lot_size),
+            halted: false,
+            bids: Vec::new(),
+            asks: Vec::new(),
+        });
+    }
+
+    fn asset_listed(&self, code: &AssetCode) -> bool {
+        self.markets
+            .iter()
+            .any(|m| m.base == *code || m.quote == *code)
+    }
+
+    fn market_index(&self, symbol: &Symbol) -> Result<usize, RejectReason> {
+        self.markets
+            .iter()
+            .position(|m| m.symbol == *symbol)
+            .ok_or(RejectReason::UnknownInstrument)
+    }
+
+    fn find(&self, matches: impl Fn(&Order) -> bool) -> Option<Location> {
+        for (index, m) in self.markets.iter().enumerate() {
+            for (side, orders) in [(Side::Buy, &m.bids), (Side::Sell, &m.asks)] {
+                if let Some(pos) = orders.iter().position(&matches) {
+                    return Some((index, side, pos));
+                }
+            }
+        }
+        None
+    }
+
+    fn resolve(&self, account: AccountId, reference: &OrderRef) -> Result<Location, RejectReason> {
+        match reference {
+            OrderRef::Id(id) => match self.find(|o| o.id == *id) {
+                Some(at) if self.order(at).account == account => Ok(at),
+                // Someone else's order is indistinguishable from none.
+                Some(_) => Err(RejectReason::UnknownOrder),
+                None if *id >= 1 && *id < self.next_order_id => Err(RejectReason::OrderNotOpen),
+                None => Err(RejectReason::UnknownOrder),
+            },
+            OrderRef::Client(coid) => {
+                if !self.accounts.contains(&account) {
+                    return Err(RejectReason::UnknownOrder);
+                }
+                match self.find(|o| o.account == account && o.client_order_id == *coid) {
+                    Some(at) => Ok(at),
+                    None if self.closed.contains(&(account, *coid)) => {
+                        Err(RejectReason::OrderNotOpen)
+                    }
+                    None => Err(RejectReason::UnknownOrder),
+                }
+            }
+        }
+    }
+
+    fn order(&self, (index, side, pos): Location) -> &Order {
+        let m = &self.markets[index];
+        match side {
+            Side::Buy => &m.bids[pos],
+            Side::Sell => &m.asks[pos],
+        }
+    }
+
+    fn take(&mut self, (index, side, pos): Location) -> Order {
+        self.markets[index].side(side).remove(pos)
+    }
+
+    fn close(&mut self, orders: impl IntoIterator<Item = Order>) {
+        for o in orders {
+            self.closed.insert((o.account, o.client_order_id));
+        }
+    }
+
+    fn is_open(&self, account: AccountId, coid: &ClientOrderId) -> bool {
+        self.find(|o| o.account == account && o.client_order_id == *coid)
+            .is_some()
+    }
+
+    fn place(&mut self, p: &Place, out: &mut Vec<Ev>) -> Result<(), RejectReason> {
+        let index = self.market_index(&p.symbol)?;
+        if p.account == exchange_core::FEE_ACCOUNT {
+            return Err(RejectReason::FeeAccountCannotTrade);
+        }
+        if !self.accounts.contains(&p.account) {
+            return Err(RejectReason::UnknownAccount);
+        }
+        let m = &self.markets[index];
+        let lot_units = m.lot_units;
+        if m.halted {
+            return Err(RejectReason::InstrumentHalted);
+        }
+        let market_order = p.order_type == OrderType::Market;
+        let price = match (market_order, p.price) {
+            (false, Some(price)) => Some(m.price_ticks(price)?),
+            (false, None) => return Err(RejectReason::PriceRequired),
+            (true, Some(_)) => return Err(RejectReason::PriceNotAllowed),
+            (true, None) => None,
+        };
+        let qty = m.qty_lots(p.qty)?;
+        // A market order never rests.
+        let tif = if market_order && p.tif == TimeInForce::Gtc {
+            TimeInForce::Ioc
+        } else {
+            p.tif
+        };
+        if p.post_only && (market_order || tif != TimeInForce::Gtc) {
+            return Err(RejectReason::PostOnlyNotAllowed);
+        }
+        if self.is_open(p.account, &p.client_order_id) {
+            return Err(RejectReason::DuplicateClientOrderId);
+        }
+        if p.post_only && price.is_some_and(|price| m.would_cross(p.side, price)) {
+            return Err(RejectReason::PostOnlyWouldTake);
+        }
+
+        let id = self.next_order_id;
+        self.next_order_id += 1;
+        out.push(Ev::Accepted(id));
+        let taker = Order {
+            id,
+            account: p.account,
+            client_order_id: p.client_order_id,
+            side: p.side,
+            price,
+            qty,
+            filled: 0,
+            stp: p.stp,
+            post_only: p.post_only,
+            arrival: 0,
+        };
+        if tif == TimeInForce::Fok && !self.fills_completely(index, &taker) {
+            out.push(Ev::Expired {
+                order_id: id,
+                expired_qty: qty * lot_units,
+                filled_qty: 0,
+            });
+            self.close([taker]);
+            return Ok(());
+        }
+        self.execute(index, taker, tif, out);
+        Ok(())
+    }
+
+    /// Whether `taker` would fill entirely by trades now: the match is
+    /// tried on a copy of the book. Quantity that self-trade prevention
+    /// removes is not filled, so any self-trade prevention but canceling
+    /// the resting orders makes a fill-or-kill fail.
+    fn fills_completely(&self, index: usize, taker: &Order) -> bool {
+        let mut scratch = self.markets[index].clone();
+        let mut trial = taker.clone();
+        let (mut closed, mut out) = (Vec::new(), Vec::new());
+        scratch.match_taker(&mut trial, &mut closed, &mut out);
+        trial.filled == taker.qty
+    }
+
+    /// Matches a taker and then rests, expires or closes it.
+    fn execute(&mut self, index: usize, mut taker: Order, tif: TimeInForce, out: &mut Vec<Ev>) {
+        let mut closed = Vec::new();
+        let canceled = self.markets[index].match_taker(&mut taker, &mut closed, out);
+        self.close(closed);
+        if canceled || taker.leaves() == 0 {
+            self.close([taker]);
+        } else if tif == TimeInForce::Gtc {
+            taker.arrival = self.next_arrival;
+            self.next_arrival += 1;
+            self.markets[index].rest(taker);
+        } else {
+            let lot = self.markets[index].lot_units;
+            out.push(Ev::Expired {
+                order_id: taker.id,
+                expired_qty: taker.leaves() * lot,
+                filled_qty: taker.filled * lot,
+            });
+            self.close([taker]);
+        }
+    }
+
+    fn cancel(&mut self, c: &Cancel, out: &mut Vec<Ev>) -> Result<(), RejectReason> {
+        let at = self.resolve(c.account, &c.order)?;
+        let mut order = self.take(at);
+        self.markets[at.0].cancel_all(&mut order, CancelReason::Requested, out);
+        self.close([order]);
+        Ok(())
+    }
+
+    fn mass_cancel(&mut self, mc: &MassCancel, out: &mut Vec<Ev>) -> Result<(), RejectReason> {
+        let only = mc
+            .symbol
+            .as_ref()
+            .map(|s| self.market_index(s))
+            .transpose()?;
+        if !self.accounts.contains(&mc.account) {
+            return Err(RejectReason::UnknownAccount);
+        }
+        let mut victims: Vec<OrderId> = (self.markets.iter().enumerate())
+            .filter(|(index, _)| only.is_none_or(|only| only == *index))
+            .flat_map(|(_, m)| m.bids.iter().chain(&m.asks))
+            .filter(|o| o.account == mc.account)
+            .map(|o| o.id)
+            .collect();
+        victims.sort();
+        for id in victims {
+            if let Some(at) = self.find(|o| o.id == id) {
+                let mut order = self.take(at);
+                self.markets[at.0].cancel_all(&mut order, CancelReason::MassCancel, out);
+                self.close([order]);
+            }
+        }
+        Ok(())
+    }
+
+    fn replace(&mut self, r: &Replace, out: &mut Vec<Ev>) -> Result<(), RejectReason> {
+        let at = self.resolve(r.account, &r.order)?;
+        let (index, side, _) = at;
+        let m = &self.markets[index];
+        if m.halted {
+            return Err(RejectReason::InstrumentHalted);
+        }
+        let old = self.order(at).clone();
+        let old_price = old.price.unwrap_or(0);
+        let price = r
+            .price
+            .map(|p| m.price_ticks(p))
+            .transpose()?
+            .unwrap_or(old_price);
+        let qty = r.qty.map(|q| m.qty_lots(q)).transpose()?.unwrap_or(old.qty);
+        let coid = r.new_client_order_id.unwrap_or(old.client_order_id);
+        let renamed = coid != old.client_order_id;
+        if price == old_price && qty == old.qty && !renamed {
+            return Err(RejectReason::NothingToReplace);
+        }
+        if qty < old.filled {
+            return Err(RejectReason::ReplaceBelowFilled);
+        }
+        if renamed && self.is_open(old.account, &coid) {
+            return Err(RejectReason::DuplicateClientOrderId);
+        }
+        let leaves = qty - old.filled;
+        if leaves > 0 && price != old_price && old.post_only && m.would_cross(side, price) {
+            return Err(RejectReason::PostOnlyWouldTake);
+        }
+
+        let replaced = Ev::Replaced {
+            order_id: old.id,
+            client_order_id: coid,
+            price: price * m.tick_units,
+            qty: qty * m.lot_units,
+            leaves_qty: leaves * m.lot_units,
+        };
+        out.push(replaced);
+        let keeps_priority = price == old_price && qty <= old.qty;
+        let mut order = self.take(at);
+        order.client_order_id = coid;
+        order.price = Some(price);
+        order.qty = qty;
+        if leaves == 0 {
+            self.close([order]);
+        } else if keeps_priority {
+            self.markets[index].rest(order);
+        } else {
+            // A replace that loses priority is a new arrival, and trades
+            // like a new order if it now crosses.
+            self.execute(index, order, TimeInForce::Gtc, out);
+        }
+        Ok(())
+    }
+
+    fn set_halted(
+        &mut self,
+        symbol: &Symbol,
+        halt: bool,
+        out: &mut Vec<Ev>,
+    ) -> Result<(), RejectReason> {
+        let index = self.market_index(symbol)?;
+        if self.markets[index].halted == halt {
+            return Err(RejectReason::AlreadyInStatus);
+        }
+        self.markets[index].halted = halt;
+        let status = if halt {
+            TradingStatus::Halted
+        } else {
+            TradingStatus::Trading
+        };
+        out.push(Ev::Status(*symbol, status));
+        Ok(())
+    }
+}

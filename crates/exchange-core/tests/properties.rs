@@ -1,0 +1,518 @@
+//! Properties of the engine on random command streams with scarce,
+//! random funding: after every command the engine's own audit passes, and
+//! the event stream, followed over the whole run, keeps every order's
+//! quantity and every asset's supply accounted for.
+
+mod common;
+
+use std::collections::BTreeMap;
+
+use common::*;
+use exchange_core::Engine;
+use exchange_types::*;
+use proptest::prelude::*;
+use proptest::strategy::ValueTree;
+use proptest::test_runner::TestRunner;
+
+/// One order as its events describe it, in units.
+#[derive(Debug)]
+struct Tracked {
+    side: Side,
+    /// The limit as accepted or last replaced; `None` for a market order.
+    price: Option<u64>,
+    /// Total quantity as accepted, or as the last replace set it.
+    original: u64,
+    filled: u64,
+    /// Canceled and expired since `original` was set.
+    gone: u64,
+}
+
+#[derive(Default)]
+struct Ledger {
+    orders: BTreeMap<OrderId, Tracked>,
+    /// Deposits minus withdrawals per asset, from the commands that were
+    /// not refused.
+    supply: BTreeMap<AssetCode, u64>,
+    /// Maker and taker fee in basis points per listed instrument.
+    fees: BTreeMap<Symbol, (i32, i32)>,
+}
+
+impl Ledger {
+    fn order(&mut self, id: OrderId) -> Result<&mut Tracked, String> {
+        self.orders
+            .get_mut(&id)
+            .ok_or(format!("event for order {id} before it was accepted"))
+    }
+
+    /// Follows one command's events; checks what each event alone implies.
+    fn follow(&mut self, command: &Command, events: &[Event]) -> Result<(), String> {
+        let refused = events
+            .iter()
+            .any(|e| matches!(e.kind, EventKind::Rejected { .. }));
+        match command {
+            Command::Deposit(t) if !refused => {
+                *self.supply.entry(t.asset).or_default() += t.amount.to_units().unwrap();
+            }
+            Command::AddInstrument(spec) if !refused => {
+                let bps = (spec.maker_fee_bps, spec.taker_fee_bps);
+                self.fees.insert(spec.symbol, bps);
+            }
+            Command::Withdraw(t) if !refused => {
+                let supply = self.supply.entry(t.asset).or_default();
+                *supply = supply
+                    .checked_sub(t.amount.to_units().unwrap())
+                    .ok_or("withdrew more than deposited")?;
+            }
+            _ => {}
+        }
+        for event in events {
+            self.follow_event(&event.kind)?;
+        }
+        Ok(())
+    }
+
+    fn follow_event(&mut self, kind: &EventKind) -> Result<(), String> {
+        match kind {
+            EventKind::Accepted {
+                order_id,
+                side,
+                price,
+                qty,
+                ..
+            } => {
+                let tracked = Tracked {
+                    side: *side,
+                    price: *price,
+                    original: *qty,
+                    filled: 0,
+                    gone: 0,
+                };
+                if self.orders.insert(*order_id, tracked).is_some() {
+                    return Err(format!("order id {order_id} accepted twice"));
+                }
+            }
+            EventKind::Trade {
+                symbol,
+                price,
+                maker_fee,
+                taker_fee,
+                qty,
+                maker_order_id,
+                taker_order_id,
+                maker_account,
+                taker_account,
+                aggressor_side,
+                maker_leaves_qty,
+                taker_leaves_qty,
+                ..
+            } => {
+                let (maker_bps, taker_bps) = self.fees[symbol];
+                // A tick times a lot is a whole number of quote units, so the
+                // notional is exact; fees round toward zero.
+                let notional = i128::from(*price) * i128::from(*qty) / 100_000_000;
+                let fee = |bps: i32| i64::try_from(notional * i128::from(bps) / 10_000).unwrap();
+                if (*maker_fee, *taker_fee) != (fee(maker_bps), fee(taker_bps)) {
+                    return Err(format!(
+                        "fees {maker_fee}/{taker_fee} on notional {notional} at {maker_bps}/{taker_bps} bps"
+                    ));
+                }
+                if maker_account == taker_account {
+                    return Err(format!("account {maker_account} traded with itself"));
+                }
+                let maker = self.order(*maker_order_id)?;
+                if maker.price != Some(*price) {
+                    return Err(format!(
+                        "trade at {price} but maker {maker_order_id} rests at {:?}",
+                        maker.price
+                    ));
+                }
+                maker.filled += qty;
+                check_leaves(*maker_order_id, maker, *maker_leaves_qty)?;
+                let taker = self.order(*taker_order_id)?;
+                if taker.side != *aggressor_side {
+                    return Err(format!(
+                        "taker {taker_order_id} is a {:?} but the aggressor a {aggressor_side:?}",
+                        taker.side
+                    ));
+                }
+                let within = match (taker.side, taker.price) {
+                    (_, None) => true,
+                    (Side::Buy, Some(limit)) => *price <= limit,
+                    (Side::Sell, Some(limit)) => *price >= limit,
+                };
+                if !within {
+                    return Err(format!(
+                        "trade at {price} beyond taker {taker_order_id}'s limit {:?}",
+                        taker.price
+                    ));
+                }
+                taker.filled += qty;
+                check_leaves(*taker_order_id, taker, *taker_leaves_qty)?;
+            }
+            EventKind::Canceled {
+                order_id,
+                canceled_qty,
+                filled_qty,
+                leaves_qty,
+                ..
+            } => {
+                let order = self.order(*order_id)?;
+                order.gone += canceled_qty;
+                check_filled(*order_id, order, *filled_qty)?;
+                check_leaves(*order_id, order, *leaves_qty)?;
+            }
+            EventKind::Expired {
+                order_id,
+                expired_qty,
+                filled_qty,
+                ..
+            } => {
+                let order = self.order(*order_id)?;
+                order.gone += expired_qty;
+                check_filled(*order_id, order, *filled_qty)?;
+                check_leaves(*order_id, order, 0)?;
+            }
+            EventKind::Replaced {
+                order_id,
+                price,
+                qty,
+                leaves_qty,
+                ..
+            } => {
+                let order = self.order(*order_id)?;
+                order.price = Some(*price);
+                order.original = *qty;
+                order.gone = 0;
+                check_leaves(*order_id, order, *leaves_qty)?;
+            }
+            EventKind::Balance {
+                account,
+                asset,
+                total,
+                available,
+            } => {
+                if available > total {
+                    return Err(format!(
+                        "account {account} {asset}: available {available} above total {total}"
+                    ));
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// Checks the ledger against the engine's state after a command.
+    fn reconcile(&self, engine: &Engine) -> Result<(), String> {
+        let open: BTreeMap<OrderId, _> = engine
+            .open_orders()
+            .into_iter()
+            .map(|o| (o.order_id, o))
+            .collect();
+        for (id, order) in &self.orders {
+            let (leaves, filled) = match open.get(id) {
+                Some(o) => (o.qty - o.filled_qty, o.filled_qty),
+                None => (0, order.filled),
+            };
+            if filled != order.filled || order.filled + leaves + order.gone != order.original {
+                return Err(format!(
+                    "order {id}: filled {} (engine {filled}) + open {leaves} + canceled/expired {} != {}",
+                    order.filled, order.gone, order.original
+                ));
+            }
+        }
+        if let Some(id) = open.keys().find(|id| !self.orders.contains_key(id)) {
+            return Err(format!("order {id} is open but was never accepted"));
+        }
+        let mut held: BTreeMap<AssetCode, u64> = BTreeMap::new();
+        for b in engine.balances() {
+            *held.entry(b.asset).or_default() += b.total;
+        }
+        let moved: BTreeMap<AssetCode, u64> = self
+            .supply
+            .iter()
+            .filter(|(_, v)| **v > 0)
+            .map(|(k, v)| (*k, *v))
+            .collect();
+        if held != moved {
+            return Err(format!(
+                "balances sum to {held:?} but deposits minus withdrawals are {moved:?}"
+            ));
+        }
+        Ok(())
+    }
+}
+
+fn check_leaves(id: OrderId, order: &Tracked, leaves: u64) -> Result<(), String> {
+    if order.filled + order.gone + leaves != order.original {
+        return Err(format!(
+            "order {id}: event says {leaves} open but {order:?}"
+        ));
+    }
+    Ok(())
+}
+
+fn check_filled(id: OrderId, order: &Tracked, filled: u64) -> Result<(), String> {
+    if order.filled != filled {
+        return Err(format!(
+            "order {id}: event says {filled} filled but trades say {}",
+            order.filled
+        ));
+    }
+    Ok(())
+}
+
+/// The last balance and book event of a command must describe the state it
+/// left: the event stream alone can rebuild balances and books.
+fn events_match_state(engine: &Engine, events: &[Event]) -> Result<(), String> {
+    let mut balances = BTreeMap::new();
+    let mut levels = BTreeMap::new();
+    for event in events {
+        match &event.kind {
+            EventKind::Balance {
+                account,
+                asset,
+                total,
+                available,
+            } => {
+                balances.insert((*account, *asset), (*total, *available));
+            }
+            EventKind::Book {
+                symbol,
+                side,
+                price,
+                qty,
+            } => {
+                levels.insert((*symbol, *side, *price), *qty);
+            }
+            _ => {}
+        }
+    }
+    for ((account, asset), reported) in balances {
+        if engine.balance(account, &asset) != Some(reported) {
+            return Err(format!(
+                "account {account} {asset}: last event {reported:?} but state {:?}",
+                engine.balance(account, &asset)
+            ));
+        }
+    }
+    for ((symbol, side, price), reported) in levels {
+        let book = engine
+            .book(&symbol, usize::MAX)
+            .ok_or("book event for an unknown symbol")?;
+        let side_levels = if side == Side::Buy {
+            book.bids
+        } else {
+            book.asks
+        };
+        let actual = side_levels
+            .iter()
+            .find(|(p, _)| *p == price)
+            .map_or(0, |(_, q)| *q);
+        if actual != reported {
+            return Err(format!(
+                "{symbol} {side:?} {price}: last event {reported} but level holds {actual}"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Everything the views show: what a refused command must leave alone.
+fn visible_state(engine: &Engine) -> String {
+    let books: Vec<_> = engine
+        .instruments()
+        .iter()
+        .map(|i| engine.book(&i.symbol, usize::MAX))
+        .collect();
+    format!(
+        "{:?}\n{:?}\n{:?}\n{books:?}",
+        engine.instruments(),
+        engine.balances(),
+        engine.open_orders()
+    )
+}
+
+fn check_stream(commands: &[Command]) -> Result<(), String> {
+    let mut engine = Engine::new();
+    let mut ledger = Ledger::default();
+    let mut last_seq = 0;
+    for (index, command) in commands.iter().enumerate() {
+        let before = visible_state(&engine);
+        let mut events = Vec::new();
+        engine.apply(
+            &Stamped {
+                ts: index as u64 + 1,
+                command: command.clone(),
+            },
+            &mut events,
+        );
+        let checked = events
+            .iter()
+            .try_for_each(|e| {
+                last_seq += 1;
+                if e.seq != last_seq || e.ts != index as u64 + 1 {
+                    return Err(format!(
+                        "event seq {} ts {} as event {last_seq} of command {index}",
+                        e.seq, e.ts
+                    ));
+                }
+                Ok(())
+            })
+            .and_then(|()| engine.audit())
+            .and_then(|()| {
+                let refused = matches!(
+                    &events[..],
+                    [Event {
+                        kind: EventKind::Rejected { .. },
+                        ..
+                    }]
+                );
+                let after = visible_state(&engine);
+                if refused && after != before {
+                    return Err(format!(
+                        "a refused command changed the state:\n{before}\n{after}"
+                    ));
+                }
+                Ok(())
+            })
+            .and_then(|()| ledger.follow(command, &events))
+            .and_then(|()| ledger.reconcile(&engine))
+            .and_then(|()| events_match_state(&engine, &events));
+        if let Err(violation) = checked {
+            return Err(format!(
+                "{violation}\nafter command {index}:\n{}\nevents: {events:#?}",
+                describe_all(&commands[..=index])
+            ));
+        }
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(proptest_config(64))]
+
+    #[test]
+    fn every_command_keeps_the_books_and_the_money_straight(commands in command_stream(Profile::Scarce)) {
+        if let Err(violation) = check_stream(&commands) {
+            prop_assert!(false, "{}", violation);
+        }
+    }
+
+    #[test]
+    fn generous_streams_keep_the_same_invariants(commands in command_stream(Profile::Generous)) {
+        if let Err(violation) = check_stream(&commands) {
+            prop_assert!(false, "{}", violation);
+        }
+    }
+}
+
+/// How often each interesting outcome occurs over some streams, so that a
+/// change to the generator cannot quietly stop exercising a rule.
+fn outcome_counts(profile: Profile, streams: usize) -> BTreeMap<String, usize> {
+    let mut runner = TestRunner::deterministic();
+    let strategy = command_stream(profile);
+    let mut counts = BTreeMap::new();
+    for _ in 0..streams {
+        let commands = strategy.new_tree(&mut runner).unwrap().current();
+        let mut engine = Engine::new();
+        for events in run_all(&mut engine, &commands) {
+            for event in &events {
+                let key = match &event.kind {
+                    EventKind::Rejected {
+                        command, reason, ..
+                    } => format!("{command}:{reason}"),
+                    EventKind::Canceled {
+                        reason, leaves_qty, ..
+                    } => {
+                        format!(
+                            "canceled:{}{}",
+                            reason.as_str(),
+                            if *leaves_qty > 0 { ":partial" } else { "" }
+                        )
+                    }
+                    EventKind::Expired { filled_qty: 0, .. } => "expired:unfilled".to_string(),
+                    EventKind::Trade {
+                        maker_leaves_qty: 0,
+                        ..
+                    } => "trade:maker_done".to_string(),
+                    other => other.name().to_string(),
+                };
+                *counts.entry(key).or_insert(0) += 1;
+            }
+            let replace_traded = events
+                .iter()
+                .any(|e| matches!(e.kind, EventKind::Replaced { .. }))
+                && events
+                    .iter()
+                    .any(|e| matches!(e.kind, EventKind::Trade { .. }));
+            if replace_traded {
+                *counts.entry("replace_then_trade".to_string()).or_insert(0) += 1;
+            }
+        }
+    }
+    counts
+}
+
+#[test]
+fn random_streams_reach_every_interesting_outcome() {
+    let scarce = outcome_counts(Profile::Scarce, 16);
+    let generous = outcome_counts(Profile::Generous, 16);
+    eprintln!("scarce: {scarce:#?}\ngenerous: {generous:#?}");
+    let common = [
+        "trade",
+        "trade:maker_done",
+        "replaced",
+        "replace_then_trade",
+        "expired",
+        "expired:unfilled",
+        "canceled:requested",
+        "canceled:mass_cancel",
+        "canceled:self_trade_prevention",
+        "canceled:self_trade_prevention:partial",
+        "status",
+        "place:duplicate_client_order_id",
+        "place:post_only_would_take",
+        "place:post_only_not_allowed",
+        "place:instrument_halted",
+        "place:unknown_account",
+        "place:fee_account_cannot_trade",
+        "place:price_not_on_tick",
+        "cancel:order_not_open",
+        "cancel:unknown_order",
+        "replace:replace_below_filled",
+        "replace:nothing_to_replace",
+        "replace:duplicate_client_order_id",
+    ];
+    for key in common {
+        assert!(
+            scarce.get(key).copied().unwrap_or(0) > 0,
+            "scarce streams never produce {key}: {scarce:#?}"
+        );
+        assert!(
+            generous.get(key).copied().unwrap_or(0) > 0,
+            "generous streams never produce {key}: {generous:#?}"
+        );
+    }
+    for key in [
+        "place:insufficient_funds",
+        "withdraw:insufficient_funds",
+        "place:price_outside_collar",
+    ] {
+        assert!(
+            scarce.get(key).copied().unwrap_or(0) > 0,
+            "scarce streams never produce {key}: {scarce:#?}"
+        );
+    }
+    for key in [
+        "place:insufficient_funds",
+        "replace:insufficient_funds",
+        "place:price_outside_collar",
+    ] {
+        assert_eq!(
+            generous.get(key),
+            None,
+            "generous streams must not produce {key}"
+        );
+    }
+}

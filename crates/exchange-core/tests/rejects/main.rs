@@ -1,0 +1,91 @@
+//! One test per reject reason the core can produce, grouped by the code's
+//! hundreds. Every refused command must emit exactly one `rejected` event
+//! and change nothing else (see `support::assert_rejected`). The test below
+//! keeps the suite honest: each `RejectReason` has a test here or a stated
+//! reason it has none.
+
+#[path = "../common/mod.rs"]
+mod common;
+#[path = "../support/mod.rs"]
+mod support;
+
+mod admin;
+mod entry;
+mod limits;
+mod orders;
+mod risk;
+
+use exchange_types::limits::{MAX_ASSETS, MAX_INSTRUMENTS};
+use exchange_types::RejectReason;
+
+use RejectReason as R;
+
+/// Each reason with the test that provokes it.
+const TESTED: &[(RejectReason, fn())] = &[
+    (R::UnknownInstrument, entry::unknown_instrument),
+    (R::UnknownAccount, entry::unknown_account),
+    (R::PriceRequired, entry::price_required),
+    (R::PriceNotAllowed, entry::price_not_allowed),
+    (R::InvalidPrice, entry::invalid_price),
+    (R::PriceNotOnTick, entry::price_not_on_tick),
+    (R::InvalidQuantity, entry::invalid_quantity),
+    (R::QuantityNotOnLot, entry::quantity_not_on_lot),
+    (R::TooManyDecimals, entry::too_many_decimals),
+    (R::QuantityBelowMinimum, entry::quantity_below_minimum),
+    (R::QuantityAboveMaximum, entry::quantity_above_maximum),
+    (R::PostOnlyNotAllowed, entry::post_only_not_allowed),
+    (R::InvalidAmount, entry::invalid_amount),
+    (R::UnknownAsset, entry::unknown_asset),
+    (R::NothingToReplace, entry::nothing_to_replace),
+    (R::InsufficientFunds, risk::insufficient_funds),
+    (R::PriceOutsideCollar, risk::price_outside_collar),
+    (R::InstrumentHalted, risk::instrument_halted),
+    (R::FeeAccountCannotTrade, risk::fee_account_cannot_trade),
+    (R::PostOnlyWouldTake, risk::post_only_would_take),
+    (R::DuplicateClientOrderId, orders::duplicate_client_order_id),
+    (R::UnknownOrder, orders::unknown_order),
+    (R::OrderNotOpen, orders::order_not_open),
+    (R::ReplaceBelowFilled, orders::replace_below_filled),
+    (R::TooManyOpenOrders, limits::too_many_open_orders),
+    (R::TooManyPriceLevels, limits::too_many_price_levels),
+    (R::TooManyInstruments, limits::too_many_instruments),
+    (R::TooManyAccounts, limits::too_many_accounts),
+    (R::AmountOverflow, limits::amount_overflow),
+    (R::InstrumentExists, admin::instrument_exists),
+    (R::InvalidInstrument, admin::invalid_instrument),
+    (R::InvalidFee, admin::invalid_fee),
+    (R::InvalidCollar, admin::invalid_collar),
+    (R::AlreadyInStatus, admin::already_in_status),
+];
+
+/// Reasons without a test, and why.
+const NOT_TESTED: &[(RejectReason, &str)] = &[
+    (
+        R::TooManyAssets,
+        "unreachable: only a listing creates assets, at most two, and the instrument \
+         limit is checked first with MAX_INSTRUMENTS * 2 <= MAX_ASSETS",
+    ),
+    (
+        R::ExchangeFull,
+        "needs MAX_OPEN_ORDERS (10 million) resting orders from 1,000 accounts at their own \
+         limit: gigabytes and minutes, beyond an example test",
+    ),
+];
+
+// The argument for TooManyAssets being unreachable, checked at compile time
+// so that raising one limit without the other fails the build.
+const _: () = assert!(MAX_INSTRUMENTS * 2 <= MAX_ASSETS);
+
+#[test]
+fn every_reject_reason_has_a_test_or_a_reason_it_has_none() {
+    for reason in RejectReason::ALL {
+        let tested = TESTED.iter().filter(|(r, _)| r == reason).count();
+        let excused = NOT_TESTED.iter().filter(|(r, _)| r == reason).count();
+        assert_eq!(
+            tested + excused,
+            1,
+            "{reason}: needs exactly one test or one excuse"
+        );
+    }
+    assert_eq!(TESTED.len() + NOT_TESTED.len(), RejectReason::ALL.len());
+}

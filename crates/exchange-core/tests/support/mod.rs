@@ -1,0 +1,390 @@
+//! Helpers for the example-based suites (orders, self-trade prevention,
+//! replace, fees, rejects, mass cancel, events), layered on `common`.
+//! Kept apart from `common` so that suite-specific helpers never collide
+//! with builders other suites rely on.
+#![allow(dead_code)]
+
+use exchange_core::{BalanceView, BookView, Engine, InstrumentView, OrderView};
+use exchange_types::*;
+
+// Re-exported by name so that suites import only this module: helpers
+// added to `common` later can then never make a name ambiguous here.
+// Each suite uses a different subset.
+#[allow(unused_imports)]
+pub use crate::common::{
+    asset, btc_usd, cancel_client, coid, dec, deposit, eth_usd, limit, market, names, order_id,
+    reject_reason, replace, sym, trades, units, Harness,
+};
+
+pub fn cmd(place: Place) -> Command {
+    Command::Place(place)
+}
+
+pub fn ioc(place: Place) -> Place {
+    Place {
+        tif: TimeInForce::Ioc,
+        ..place
+    }
+}
+
+pub fn fok(place: Place) -> Place {
+    Place {
+        tif: TimeInForce::Fok,
+        ..place
+    }
+}
+
+pub fn post_only(place: Place) -> Place {
+    Place {
+        post_only: true,
+        ..place
+    }
+}
+
+pub fn with_stp(place: Place, stp: SelfTradePrevention) -> Place {
+    Place { stp, ..place }
+}
+
+pub fn on(symbol: &str, place: Place) -> Place {
+    Place {
+        symbol: sym(symbol),
+        ..place
+    }
+}
+
+pub fn withdraw(account: u64, code: &str, amount: &str) -> Command {
+    Command::Withdraw(Transfer {
+        account,
+        asset: asset(code),
+        amount: dec(amount),
+    })
+}
+
+pub fn cancel_id(account: u64, id: OrderId) -> Command {
+    Command::Cancel(Cancel {
+        account,
+        order: OrderRef::Id(id),
+    })
+}
+
+pub fn replace_id(account: u64, id: OrderId, price: Option<&str>, qty: Option<&str>) -> Command {
+    Command::Replace(Replace {
+        account,
+        order: OrderRef::Id(id),
+        new_client_order_id: None,
+        price: price.map(dec),
+        qty: qty.map(dec),
+    })
+}
+
+/// A replace that only gives the order a new client order id.
+pub fn rename(account: u64, id: &str, new_id: &str) -> Command {
+    Command::Replace(Replace {
+        account,
+        order: OrderRef::Client(coid(id)),
+        new_client_order_id: Some(coid(new_id)),
+        price: None,
+        qty: None,
+    })
+}
+
+pub fn mass_cancel(account: u64, symbol: Option<&str>) -> Command {
+    Command::MassCancel(MassCancel {
+        account,
+        symbol: symbol.map(sym),
+    })
+}
+
+pub fn halt(symbol: &str) -> Command {
+    Command::Halt {
+        symbol: sym(symbol),
+    }
+}
+
+pub fn resume(symbol: &str) -> Command {
+    Command::Resume {
+        symbol: sym(symbol),
+    }
+}
+
+pub fn add(spec: AddInstrument) -> Command {
+    Command::AddInstrument(spec)
+}
+
+/// BTC-USD with a collar of `bps` around `reference`.
+pub fn collared(bps: u32, reference: &str) -> AddInstrument {
+    AddInstrument {
+        collar_bps: Some(bps),
+        reference_price: Some(dec(reference)),
+        ..btc_usd()
+    }
+}
+
+/// A harness whose only instrument is `spec`, with accounts 1..=n funded
+/// with 1,000,000 USD and 100 BTC like `Harness::funded`.
+pub fn funded_with(spec: AddInstrument, accounts: u64) -> Harness {
+    let mut h = Harness::new();
+    assert_eq!(reject_reason(&h.run(add(spec))), None);
+    for account in 1..=accounts {
+        h.run(deposit(account, "USD", "1000000"));
+        h.run(deposit(account, "BTC", "100"));
+    }
+    h
+}
+
+/// Places an order with the invariants checked.
+pub fn exec(h: &mut Harness, place: Place) -> Vec<Event> {
+    h.run_checked(cmd(place))
+}
+
+/// Places an order that must be accepted and returns its id.
+pub fn place_ok(h: &mut Harness, place: Place) -> OrderId {
+    let events = exec(h, place);
+    assert_eq!(
+        reject_reason(&events),
+        None,
+        "unexpected reject: {events:?}"
+    );
+    order_id(&events).expect("accepted order")
+}
+
+/// (total, available) of `account` in `code`; zero if never touched.
+pub fn bal(h: &Harness, account: u64, code: &str) -> (u64, u64) {
+    h.engine.balance(account, &asset(code)).unwrap_or((0, 0))
+}
+
+pub fn book(h: &Harness) -> BookView {
+    h.engine
+        .book(&sym("BTC-USD"), usize::MAX)
+        .expect("BTC-USD is listed")
+}
+
+pub fn open_ids(h: &Harness) -> Vec<OrderId> {
+    h.engine.open_orders().iter().map(|o| o.order_id).collect()
+}
+
+pub fn open_order(h: &Harness, id: OrderId) -> Option<OrderView> {
+    h.engine
+        .open_orders()
+        .into_iter()
+        .find(|o| o.order_id == id)
+}
+
+/// One `Trade` event, field by field.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TradeFields {
+    pub trade_id: TradeId,
+    pub price: u64,
+    pub qty: u64,
+    pub maker_order_id: OrderId,
+    pub taker_order_id: OrderId,
+    pub maker_account: AccountId,
+    pub taker_account: AccountId,
+    pub aggressor_side: Side,
+    pub maker_fee: i64,
+    pub taker_fee: i64,
+    pub maker_leaves_qty: u64,
+    pub taker_leaves_qty: u64,
+}
+
+pub fn trade_fields(events: &[Event]) -> Vec<TradeFields> {
+    events
+        .iter()
+        .filter_map(|e| match e.kind {
+            EventKind::Trade {
+                trade_id,
+                price,
+                qty,
+                maker_order_id,
+                taker_order_id,
+                maker_account,
+                taker_account,
+                aggressor_side,
+                maker_fee,
+                taker_fee,
+                maker_leaves_qty,
+                taker_leaves_qty,
+                ..
+            } => Some(TradeFields {
+                trade_id,
+                price,
+                qty,
+                maker_order_id,
+                taker_order_id,
+                maker_account,
+                taker_account,
+                aggressor_side,
+                maker_fee,
+                taker_fee,
+                maker_leaves_qty,
+                taker_leaves_qty,
+            }),
+            _ => None,
+        })
+        .collect()
+}
+
+/// `(order id, reason, canceled, filled, leaves)` of each `Canceled`.
+pub fn cancels(events: &[Event]) -> Vec<(OrderId, CancelReason, u64, u64, u64)> {
+    events
+        .iter()
+        .filter_map(|e| match e.kind {
+            EventKind::Canceled {
+                order_id,
+                reason,
+                canceled_qty,
+                filled_qty,
+                leaves_qty,
+                ..
+            } => Some((order_id, reason, canceled_qty, filled_qty, leaves_qty)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// `(order id, expired, filled)` of each `Expired`.
+pub fn expiries(events: &[Event]) -> Vec<(OrderId, u64, u64)> {
+    events
+        .iter()
+        .filter_map(|e| match e.kind {
+            EventKind::Expired {
+                order_id,
+                expired_qty,
+                filled_qty,
+                ..
+            } => Some((order_id, expired_qty, filled_qty)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// `(side, price, new level qty)` of each `Book` event.
+pub fn book_updates(events: &[Event]) -> Vec<(Side, u64, u64)> {
+    events
+        .iter()
+        .filter_map(|e| match e.kind {
+            EventKind::Book {
+                side, price, qty, ..
+            } => Some((side, price, qty)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// `(account, asset, total, available)` of each `Balance` event.
+pub fn balance_updates(events: &[Event]) -> Vec<(AccountId, String, u64, u64)> {
+    events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::Balance {
+                account,
+                asset,
+                total,
+                available,
+            } => Some((*account, asset.to_string(), *total, *available)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// `(order id, old client id, new client id, price, qty, leaves)` of the
+/// `Replaced` event, if any.
+pub fn replaced(events: &[Event]) -> Option<(OrderId, String, String, u64, u64, u64)> {
+    events.iter().find_map(|e| match &e.kind {
+        EventKind::Replaced {
+            order_id,
+            old_client_order_id,
+            client_order_id,
+            price,
+            qty,
+            leaves_qty,
+            ..
+        } => Some((
+            *order_id,
+            old_client_order_id.to_string(),
+            client_order_id.to_string(),
+            *price,
+            *qty,
+            *leaves_qty,
+        )),
+        _ => None,
+    })
+}
+
+/// Everything a client can see of the state, plus the canonical snapshot
+/// without its clock (event sequence and time), which a reject advances.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Observed {
+    pub books: Vec<(Symbol, BookView)>,
+    pub balances: Vec<BalanceView>,
+    pub orders: Vec<OrderView>,
+    pub instruments: Vec<InstrumentView>,
+    pub state: Vec<u8>,
+}
+
+/// Bytes of the snapshot header that hold the clock: magic, seq, now.
+const SNAPSHOT_CLOCK_END: usize = 8 + 8 + 8;
+
+pub fn observe(engine: &Engine) -> Observed {
+    let instruments = engine.instruments();
+    let books = instruments
+        .iter()
+        .map(|i| {
+            (
+                i.symbol,
+                engine.book(&i.symbol, usize::MAX).unwrap_or_default(),
+            )
+        })
+        .collect();
+    let snapshot = engine.snapshot();
+    // If the snapshot layout moves the clock, this helper must follow.
+    assert_eq!(&snapshot[..8], b"EXSNAP01", "snapshot layout changed");
+    Observed {
+        books,
+        balances: engine.balances(),
+        orders: engine.open_orders(),
+        instruments,
+        state: snapshot[SNAPSHOT_CLOCK_END..].to_vec(),
+    }
+}
+
+/// Asserts that nothing but the clock differs, reporting views first so a
+/// failure names what moved.
+pub fn assert_same_state(before: &Observed, after: &Observed) {
+    assert_eq!(before.books, after.books, "books changed");
+    assert_eq!(before.balances, after.balances, "balances changed");
+    assert_eq!(before.orders, after.orders, "open orders changed");
+    assert_eq!(before.instruments, after.instruments, "instruments changed");
+    assert!(
+        before.state == after.state,
+        "state outside the views changed: snapshot went from {} to {} bytes",
+        before.state.len(),
+        after.state.len()
+    );
+}
+
+/// Runs `command`, asserts it is refused with `reason` as exactly one
+/// `Rejected` event numbered next, and that it changed nothing else.
+/// Returns the event.
+pub fn assert_rejected(h: &mut Harness, command: Command, reason: RejectReason) -> Event {
+    let before = observe(&h.engine);
+    let seq = h.engine.last_seq();
+    let name = command.name();
+    let mut events = h.run_checked(command);
+    assert_eq!(events.len(), 1, "a reject is exactly one event: {events:?}");
+    let event = events.remove(0);
+    assert_eq!(event.seq, seq + 1);
+    match &event.kind {
+        EventKind::Rejected {
+            command,
+            reason: got,
+            ..
+        } => {
+            assert_eq!(*got, reason, "wrong reason");
+            assert_eq!(*command, name, "reject names another command");
+        }
+        other => panic!("expected a reject ({reason}), got {other:?}"),
+    }
+    assert_same_state(&before, &observe(&h.engine));
+    event
+}
