@@ -79,6 +79,15 @@ impl Handle {
         rx.await.map_err(|_| SubmitError::Stopped)
     }
 
+    /// Queues an entry and returns at once with the receiver of its
+    /// outcome. Entries queued by one caller are sequenced in the order of
+    /// these calls, which is what keeps one connection's commands in order.
+    pub fn enqueue_entry(&self, entry: LogEntry) -> Result<oneshot::Receiver<Arc<Applied>>, SubmitError> {
+        let (tx, rx) = oneshot::channel();
+        self.enqueue(Submission { entry, reply: Some(tx) })?;
+        Ok(rx)
+    }
+
     /// Sequences an entry without waiting for it (used for commands whose
     /// sender has gone, such as cancel-on-disconnect).
     pub fn submit_detached(&self, entry: LogEntry) -> Result<(), SubmitError> {

@@ -64,7 +64,8 @@ pub fn admin_token(config: &Config) -> Result<(String, bool), std::io::Error> {
     Ok((token, true))
 }
 
-fn instrument_entry(spec: &InstrumentConfig) -> Result<LogEntry, ServerError> {
+/// The log entry that lists `spec` (the replay format's `add_instrument`).
+pub fn instrument_entry(spec: &InstrumentConfig) -> Result<LogEntry, ServerError> {
     let mut json = serde_json::to_value(spec).map_err(|e| ServerError::Instrument {
         symbol: spec.symbol.clone(),
         message: e.to_string(),

@@ -1,0 +1,205 @@
+//! Admin and public routes, rate limiting and readiness, through the router.
+
+use std::sync::atomic::Ordering;
+
+use axum::body::Body;
+use axum::http::{Method, Request, StatusCode};
+use serde_json::json;
+
+use super::auth::sign;
+use super::rest_client::*;
+use super::test_support::funded_node;
+
+#[tokio::test]
+async fn rate_limit_and_readiness() {
+    let node = funded_node().await;
+    let app = app(&node, |c| {
+        c.rate_limit_per_sec = 1;
+        c.rate_limit_burst = 2;
+    });
+    for _ in 0..2 {
+        assert_eq!(
+            call(&app, signed(1, Method::GET, "/v1/balances", ""))
+                .await
+                .status,
+            StatusCode::OK
+        );
+    }
+    let limited = call(&app, signed(1, Method::GET, "/v1/balances", "")).await;
+    assert_eq!(
+        (limited.status, limited.json["code"].as_str()),
+        (StatusCode::TOO_MANY_REQUESTS, Some("rate_limited"))
+    );
+    assert_eq!(
+        limited
+            .headers
+            .get("retry-after")
+            .and_then(|v| v.to_str().ok()),
+        Some("1")
+    );
+    // Each key has its own allowance.
+    assert_eq!(
+        call(&app, signed(2, Method::GET, "/v1/balances", ""))
+            .await
+            .status,
+        StatusCode::OK
+    );
+
+    app.ready.store(false, Ordering::Release);
+    let starting = call(&app, get("/v1/instruments")).await;
+    assert_eq!(
+        (starting.status, starting.json["code"].as_str()),
+        (StatusCode::SERVICE_UNAVAILABLE, Some("not_ready"))
+    );
+    assert!(starting.headers.contains_key("retry-after"));
+    assert_eq!(call(&app, get("/health")).await.status, StatusCode::OK);
+    let metrics = call(&app, get("/metrics")).await;
+    let text = metrics.json.as_str().unwrap_or_default().to_owned();
+    assert!(
+        text.contains("exchange_http_responses_total{status=\"429\"} 1"),
+        "{text}"
+    );
+    assert!(
+        text.contains("exchange_commands_total "),
+        "the sequencer's metrics come first: {text}"
+    );
+}
+
+#[tokio::test]
+async fn admin_and_public_routes() {
+    let node = funded_node().await;
+    let app = app(&node, |_| {});
+    let created = call(&app, admin("/admin/accounts", json!({}))).await;
+    assert_eq!(created.status, StatusCode::CREATED);
+    assert_eq!(created.json["account_id"], 3);
+    let (key, secret) = (
+        created.json["api_key"].as_str().unwrap_or(""),
+        created.json["api_secret"].as_str().unwrap_or(""),
+    );
+    assert!(key.len() >= 32 && secret.len() >= 64);
+
+    let deposit = call(
+        &app,
+        admin(
+            "/admin/deposits",
+            json!({ "account_id": 3, "asset": "USD", "amount": "250.5" }),
+        ),
+    )
+    .await;
+    assert_eq!(
+        (deposit.status, deposit.json["available"].as_str()),
+        (StatusCode::OK, Some("250.5"))
+    );
+    let nobody = call(
+        &app,
+        admin(
+            "/admin/deposits",
+            json!({ "account_id": 4, "asset": "USD", "amount": "1" }),
+        ),
+    )
+    .await;
+    assert_eq!(
+        (nobody.status, nobody.json["code"].as_str()),
+        (StatusCode::NOT_FOUND, Some("unknown_account"))
+    );
+    let overdraw = call(
+        &app,
+        admin(
+            "/admin/withdrawals",
+            json!({ "account_id": 3, "asset": "USD", "amount": "300" }),
+        ),
+    )
+    .await;
+    assert_eq!(
+        (overdraw.status, overdraw.json["code"].as_str()),
+        (StatusCode::UNPROCESSABLE_ENTITY, Some("insufficient_funds"))
+    );
+    let withdraw = call(
+        &app,
+        admin(
+            "/admin/withdrawals",
+            json!({ "account_id": 3, "asset": "USD", "amount": "50" }),
+        ),
+    )
+    .await;
+    assert_eq!(withdraw.json["total"], "200.5");
+
+    // The new key signs at once.
+    let timestamp = now();
+    let request = Request::get("/v1/balances")
+        .header("EX-ACCESS-KEY", key)
+        .header("EX-ACCESS-TIMESTAMP", &timestamp)
+        .header(
+            "EX-ACCESS-SIGN",
+            sign(secret, &timestamp, "GET", "/v1/balances", b""),
+        )
+        .body(Body::empty())
+        .expect("request");
+    assert_eq!(call(&app, request).await.json["account_id"], 3);
+
+    let spec = json!({ "symbol": "ETH-USD", "base": "ETH", "quote": "USD", "tick_size": "0.01", "lot_size": "0.001",
+                       "maker_fee_bps": 0, "taker_fee_bps": 10 });
+    let listed = call(&app, admin("/admin/instruments", spec.clone())).await;
+    assert_eq!(
+        (listed.status, listed.json["tick_size"].as_str()),
+        (StatusCode::CREATED, Some("0.01"))
+    );
+    let twice = call(&app, admin("/admin/instruments", spec)).await;
+    assert_eq!(
+        (twice.status, twice.json["code"].as_str()),
+        (StatusCode::UNPROCESSABLE_ENTITY, Some("instrument_exists"))
+    );
+    let halted = call(&app, admin("/admin/instruments/ETH-USD/halt", json!({}))).await;
+    assert_eq!(
+        halted.json,
+        json!({ "symbol": "ETH-USD", "status": "halted" })
+    );
+    let resumed = call(&app, admin("/admin/instruments/ETH-USD/resume", json!({}))).await;
+    assert_eq!(resumed.json["status"], "trading");
+
+    let list = call(&app, get("/v1/instruments")).await;
+    assert_eq!(list.json["instruments"].as_array().map(Vec::len), Some(2));
+    for (price, qty) in [("99", "1"), ("98", "2"), ("97", "3")] {
+        let body =
+            format!(r#"{{"symbol":"BTC-USD","side":"buy","price":"{price}","qty":"{qty}"}}"#);
+        assert_eq!(
+            call(&app, signed(1, Method::POST, "/v1/orders", &body))
+                .await
+                .status,
+            StatusCode::CREATED
+        );
+    }
+    let book = call(&app, get("/v1/markets/BTC-USD/book?depth=2")).await;
+    assert_eq!(book.json["bids"], json!([["99", "1"], ["98", "2"]]));
+    assert_eq!(book.json["asks"], json!([]));
+    assert!(book.json["sequence"].as_u64().is_some_and(|s| s > 0));
+    let sell = r#"{"symbol":"BTC-USD","side":"sell","type":"market","qty":"1.5"}"#;
+    assert_eq!(
+        call(&app, signed(2, Method::POST, "/v1/orders", sell))
+            .await
+            .status,
+        StatusCode::CREATED
+    );
+    let trades = call(&app, get("/v1/markets/BTC-USD/trades?limit=1")).await;
+    assert_eq!(trades.json["trades"].as_array().map(Vec::len), Some(1));
+    assert_eq!(
+        (
+            trades.json["trades"][0]["price"].as_str(),
+            trades.json["trades"][0]["side"].as_str()
+        ),
+        (Some("98"), Some("sell"))
+    );
+    for path in [
+        "/v1/markets/NOPE-USD/book",
+        "/v1/markets/NOPE-USD/trades",
+        "/v1/markets/THIS-SYMBOL-IS-TOO-LONG/book",
+    ] {
+        let unknown = call(&app, get(path)).await;
+        assert_eq!(
+            (unknown.status, unknown.json["code"].as_str()),
+            (StatusCode::NOT_FOUND, Some("unknown_instrument"))
+        );
+    }
+    let doc = call(&app, get("/openapi.json")).await;
+    assert_eq!(doc.json["openapi"], "3.0.3");
+}

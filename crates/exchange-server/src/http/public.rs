@@ -1,0 +1,134 @@
+//! Public market routes: no credentials, read-only, each one consistent
+//! read on the core thread.
+
+use axum::extract::State;
+use axum::Json;
+use exchange_core::InstrumentView;
+use exchange_types::{format_units, Symbol};
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use super::error::{ApiError, ApiPath, ApiQuery};
+use super::AppState;
+use crate::history::TRADES_PER_SYMBOL;
+
+type Reply = Result<Json<Value>, ApiError>;
+
+/// Book levels per side when the client gives no `depth`.
+pub const DEFAULT_BOOK_DEPTH: usize = 50;
+/// Most book levels per side one request returns.
+pub const MAX_BOOK_DEPTH: usize = 1_000;
+/// Trades returned when the client gives no `limit`.
+pub const DEFAULT_TRADES_LIMIT: usize = 100;
+
+pub fn instrument_json(view: &InstrumentView) -> Value {
+    json!({
+        "symbol": view.symbol.as_str(),
+        "base": view.base.as_str(),
+        "quote": view.quote.as_str(),
+        "tick_size": format_units(view.tick_size),
+        "lot_size": format_units(view.lot_size),
+        "status": view.status.as_str(),
+        "reference_price": view.reference_price.map(format_units),
+    })
+}
+
+pub async fn instruments(State(app): State<AppState>) -> Reply {
+    let list = app
+        .handle
+        .query(|s| {
+            s.engine
+                .instruments()
+                .iter()
+                .map(instrument_json)
+                .collect::<Vec<_>>()
+        })
+        .await?;
+    Ok(Json(json!({ "instruments": list })))
+}
+
+/// A symbol too long or malformed to exist is simply not listed.
+fn listed_symbol(text: &str) -> Result<Symbol, ApiError> {
+    Symbol::new(text).map_err(|_| ApiError::unknown_instrument())
+}
+
+fn levels(levels: &[(u64, u64)]) -> Vec<[String; 2]> {
+    levels
+        .iter()
+        .map(|&(price, qty)| [format_units(price), format_units(qty)])
+        .collect()
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DepthQuery {
+    depth: Option<usize>,
+}
+
+pub async fn book(
+    State(app): State<AppState>,
+    ApiPath(symbol): ApiPath<String>,
+    ApiQuery(query): ApiQuery<DepthQuery>,
+) -> Reply {
+    let symbol = listed_symbol(&symbol)?;
+    let depth = query
+        .depth
+        .unwrap_or(DEFAULT_BOOK_DEPTH)
+        .min(MAX_BOOK_DEPTH);
+    let found = app
+        .handle
+        .query(move |s| {
+            s.engine
+                .book(&symbol, depth)
+                .map(|b| (b, s.engine.last_seq()))
+        })
+        .await?;
+    let (view, sequence) = found.ok_or_else(ApiError::unknown_instrument)?;
+    Ok(Json(json!({
+        "symbol": symbol.as_str(),
+        "sequence": sequence,
+        "bids": levels(&view.bids),
+        "asks": levels(&view.asks),
+    })))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LimitQuery {
+    limit: Option<usize>,
+}
+
+pub async fn trades(
+    State(app): State<AppState>,
+    ApiPath(symbol): ApiPath<String>,
+    ApiQuery(query): ApiQuery<LimitQuery>,
+) -> Reply {
+    let symbol = listed_symbol(&symbol)?;
+    let limit = query
+        .limit
+        .unwrap_or(DEFAULT_TRADES_LIMIT)
+        .min(TRADES_PER_SYMBOL);
+    let found = app
+        .handle
+        .query(move |s| {
+            s.engine.book(&symbol, 0)?;
+            Some(
+                s.history
+                    .trades_of(symbol.as_str(), limit)
+                    .into_iter()
+                    .map(|t| {
+                        json!({
+                            "trade_id": t.trade_id,
+                            "price": format_units(t.price),
+                            "qty": format_units(t.qty),
+                            "side": t.side,
+                            "ts": t.ts,
+                        })
+                    })
+                    .collect::<Vec<_>>(),
+            )
+        })
+        .await?;
+    let trades = found.ok_or_else(ApiError::unknown_instrument)?;
+    Ok(Json(json!({ "symbol": symbol.as_str(), "trades": trades })))
+}

@@ -1,0 +1,119 @@
+//! Gateway counters for `/metrics`: responses by status code and
+//! WebSocket activity.
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+#[derive(Default)]
+pub struct HttpStats {
+    responses: Mutex<BTreeMap<u16, u64>>,
+    ws_open: AtomicU64,
+    ws_total: AtomicU64,
+    ws_messages_in: AtomicU64,
+}
+
+/// Counts one open socket until dropped.
+pub struct OpenSocket(Arc<HttpStats>);
+
+impl Drop for OpenSocket {
+    fn drop(&mut self) {
+        self.0.ws_open.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+impl HttpStats {
+    pub fn record_response(&self, status: u16) {
+        *self
+            .responses
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .entry(status)
+            .or_default() += 1;
+    }
+
+    pub fn ws_opened(self: &Arc<Self>) -> OpenSocket {
+        self.ws_open.fetch_add(1, Ordering::Relaxed);
+        self.ws_total.fetch_add(1, Ordering::Relaxed);
+        OpenSocket(self.clone())
+    }
+
+    pub fn ws_message_in(&self) {
+        self.ws_messages_in.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Prometheus text exposition of these counters.
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        out.push_str("# HELP exchange_http_responses_total HTTP responses by status code.\n");
+        out.push_str("# TYPE exchange_http_responses_total counter\n");
+        for (status, count) in self
+            .responses
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+        {
+            let _ = writeln!(
+                out,
+                "exchange_http_responses_total{{status=\"{status}\"}} {count}"
+            );
+        }
+        let gauges = [
+            (
+                "exchange_ws_connections",
+                "gauge",
+                "WebSocket connections open now.",
+                &self.ws_open,
+            ),
+            (
+                "exchange_ws_connections_total",
+                "counter",
+                "WebSocket connections accepted.",
+                &self.ws_total,
+            ),
+            (
+                "exchange_ws_messages_received_total",
+                "counter",
+                "WebSocket text messages received.",
+                &self.ws_messages_in,
+            ),
+        ];
+        for (name, kind, help, value) in gauges {
+            let _ = writeln!(
+                out,
+                "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {}",
+                value.load(Ordering::Relaxed)
+            );
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_responses_and_open_sockets() {
+        let stats = Arc::new(HttpStats::default());
+        stats.record_response(200);
+        stats.record_response(200);
+        stats.record_response(429);
+        let socket = stats.ws_opened();
+        let text = stats.render();
+        assert!(
+            text.contains("exchange_http_responses_total{status=\"200\"} 2\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("exchange_http_responses_total{status=\"429\"} 1\n"),
+            "{text}"
+        );
+        assert!(text.contains("exchange_ws_connections 1\n"), "{text}");
+        drop(socket);
+        let text = stats.render();
+        assert!(text.contains("exchange_ws_connections 0\n"), "{text}");
+        assert!(text.contains("exchange_ws_connections_total 1\n"), "{text}");
+    }
+}

@@ -1,0 +1,187 @@
+//! Signed trading routes under `/v1`: order entry and the account's own
+//! orders, fills and balances. Every handler acts for the account the
+//! signature proves; another account's orders are indistinguishable from
+//! orders that do not exist.
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::Json;
+use exchange_types::{format_units, AssetCode, OrderRef};
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use super::auth::Signed;
+use super::error::{parse_json, ApiError, ApiPath, ApiQuery};
+use super::translate::{self, PlaceRequest, ReplaceRequest};
+use super::AppState;
+use crate::history::FILLS_PER_ACCOUNT;
+
+type Reply = Result<Json<Value>, ApiError>;
+
+/// Fills returned when the client gives no `limit`.
+pub const DEFAULT_FILLS_LIMIT: usize = 100;
+
+pub async fn place(
+    State(app): State<AppState>,
+    signed: Signed,
+) -> Result<(StatusCode, Json<Value>), ApiError> {
+    let request: PlaceRequest = parse_json(&signed.body)?;
+    let command = translate::place(signed.account, request)?;
+    let body = translate::execute(&app.handle, command).await?;
+    Ok((StatusCode::CREATED, Json(body)))
+}
+
+pub async fn cancel(
+    State(app): State<AppState>,
+    ApiPath(order_id): ApiPath<u64>,
+    signed: Signed,
+) -> Reply {
+    let command = translate::cancel(signed.account, OrderRef::Id(order_id));
+    Ok(Json(translate::execute(&app.handle, command).await?))
+}
+
+pub async fn cancel_by_client_id(
+    State(app): State<AppState>,
+    ApiPath(client_order_id): ApiPath<String>,
+    signed: Signed,
+) -> Reply {
+    let command = translate::cancel(signed.account, translate::by_client_id(&client_order_id)?);
+    Ok(Json(translate::execute(&app.handle, command).await?))
+}
+
+pub async fn replace(
+    State(app): State<AppState>,
+    ApiPath(order_id): ApiPath<u64>,
+    signed: Signed,
+) -> Reply {
+    let request: ReplaceRequest = parse_json(&signed.body)?;
+    let command = translate::replace(signed.account, OrderRef::Id(order_id), request)?;
+    Ok(Json(translate::execute(&app.handle, command).await?))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SymbolQuery {
+    symbol: Option<String>,
+}
+
+pub async fn mass_cancel(
+    State(app): State<AppState>,
+    ApiQuery(query): ApiQuery<SymbolQuery>,
+    signed: Signed,
+) -> Reply {
+    let command = translate::mass_cancel(signed.account, query.symbol.as_deref())?;
+    Ok(Json(translate::execute(&app.handle, command).await?))
+}
+
+#[derive(Clone, Copy, Debug, Default, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum StatusFilter {
+    #[default]
+    Open,
+    All,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OrdersQuery {
+    status: Option<StatusFilter>,
+    symbol: Option<String>,
+}
+
+pub async fn list_orders(
+    State(app): State<AppState>,
+    ApiQuery(query): ApiQuery<OrdersQuery>,
+    signed: Signed,
+) -> Reply {
+    let open_only = matches!(query.status.unwrap_or_default(), StatusFilter::Open);
+    let account = signed.account;
+    let orders = app
+        .handle
+        .query(move |s| {
+            s.history
+                .orders_of(account, open_only, query.symbol.as_deref())
+                .into_iter()
+                .map(translate::order_json)
+                .collect::<Vec<_>>()
+        })
+        .await?;
+    Ok(Json(json!({ "orders": orders })))
+}
+
+pub async fn get_order(
+    State(app): State<AppState>,
+    ApiPath(order_id): ApiPath<u64>,
+    signed: Signed,
+) -> Reply {
+    let account = signed.account;
+    let order = app
+        .handle
+        .query(move |s| {
+            s.history
+                .order(order_id)
+                .filter(|o| o.account == account)
+                .map(translate::order_json)
+        })
+        .await?;
+    order.map(Json).ok_or_else(ApiError::unknown_order)
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FillsQuery {
+    symbol: Option<String>,
+    limit: Option<usize>,
+}
+
+pub async fn fills(
+    State(app): State<AppState>,
+    ApiQuery(query): ApiQuery<FillsQuery>,
+    signed: Signed,
+) -> Reply {
+    let account = signed.account;
+    let limit = query
+        .limit
+        .unwrap_or(DEFAULT_FILLS_LIMIT)
+        .min(FILLS_PER_ACCOUNT);
+    let fills = app
+        .handle
+        .query(move |s| {
+            s.history
+                .fills_of(account, query.symbol.as_deref(), limit)
+                .into_iter()
+                .map(translate::fill_json)
+                .collect::<Vec<_>>()
+        })
+        .await?;
+    Ok(Json(json!({ "fills": fills })))
+}
+
+pub async fn balances(State(app): State<AppState>, signed: Signed) -> Reply {
+    let account = signed.account;
+    let rows = app
+        .handle
+        .query(move |s| {
+            // Only assets of listed instruments can hold funds.
+            let mut assets: Vec<AssetCode> = s
+                .engine
+                .instruments()
+                .iter()
+                .flat_map(|i| [i.base, i.quote])
+                .collect();
+            assets.sort_unstable();
+            assets.dedup();
+            assets
+                .into_iter()
+                .map(|asset| (asset, s.engine.balance(account, &asset).unwrap_or((0, 0))))
+                .collect::<Vec<_>>()
+        })
+        .await?;
+    let balances: Vec<Value> = rows
+        .into_iter()
+        .map(|(asset, (total, available))| {
+            json!({ "asset": asset.as_str(), "total": format_units(total), "available": format_units(available) })
+        })
+        .collect();
+    Ok(Json(json!({ "account_id": account, "balances": balances })))
+}
