@@ -294,6 +294,23 @@ impl Journal {
         sync_dir(&self.dir)
     }
 
+    /// Drops every entry and restarts the log empty at `next_index` (the
+    /// entries before it are covered by a snapshot). Durable on return.
+    pub fn reset(&mut self, next_index: u64) -> Result<(), JournalError> {
+        let fresh = create_segment_named(&self.dir, next_index, "log.new")?;
+        for segment in self.segments.drain(..) {
+            fs::remove_file(&segment.path).map_err(|e| io(&segment.path, e))?;
+        }
+        let path = self.dir.join(segment_name(next_index));
+        fs::rename(&fresh, &path).map_err(|e| io(&path, e))?;
+        sync_dir(&self.dir)?;
+        self.active = OpenOptions::new().append(true).open(&path).map_err(|e| io(&path, e))?;
+        self.segments.push(Segment { path, first_index: next_index, offsets: Vec::new(), len: SEGMENT_MAGIC.len() as u64 });
+        self.next_index = next_index;
+        self.unsynced = false;
+        Ok(())
+    }
+
     /// Deletes whole segments that hold only entries below `index` (they
     /// are covered by a snapshot). The active segment is always kept.
     pub fn purge_before(&mut self, index: u64) -> Result<usize, JournalError> {
@@ -308,6 +325,14 @@ impl Journal {
         }
         Ok(removed)
     }
+}
+
+/// Creates a segment file holding only its header under `{index}.{suffix}`.
+fn create_segment_named(dir: &Path, first_index: u64, suffix: &str) -> Result<PathBuf, JournalError> {
+    let path = dir.join(format!("{first_index:020}.{suffix}"));
+    let mut file = OpenOptions::new().create(true).write(true).truncate(true).open(&path).map_err(|e| io(&path, e))?;
+    file.write_all(SEGMENT_MAGIC).and_then(|_| file.sync_all()).map_err(|e| io(&path, e))?;
+    Ok(path)
 }
 
 fn create_segment(dir: &Path, first_index: u64) -> Result<Segment, JournalError> {

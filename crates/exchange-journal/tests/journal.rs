@@ -185,3 +185,18 @@ fn snapshots_keep_the_newest_valid_one() {
     assert_eq!(loaded, Some(snap(20)));
     assert_eq!(invalid, vec![newest]);
 }
+
+#[test]
+fn reset_restarts_the_log_after_a_snapshot() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut journal = filled(dir.path(), 50, 1_000);
+    journal.reset(80).unwrap();
+    assert_eq!((journal.first_index(), journal.next_index()), (80, 80));
+    journal.append(1, &[b"x".to_vec()]).unwrap();
+    journal.sync().unwrap();
+    drop(journal);
+    assert_eq!(segments(dir.path()).len(), 1);
+    let (journal, recovery) = Journal::open(dir.path(), 1, 1_000).unwrap();
+    assert_eq!(recovery.entries, 1);
+    assert_eq!(journal.read(80, 5).unwrap()[0].payload, b"x");
+}

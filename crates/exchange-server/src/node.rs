@@ -57,9 +57,15 @@ pub fn recover(data_dir: &Path) -> Result<(ServerState, Journal, RecoveryReport)
         }
         None => ServerState::new(),
     };
-    let (journal, recovery) = Journal::open(&journal_dir(data_dir), 1, DEFAULT_SEGMENT_BYTES)?;
+    let (mut journal, recovery) = Journal::open(&journal_dir(data_dir), 1, DEFAULT_SEGMENT_BYTES)?;
     report.truncated_bytes = recovery.truncated_bytes;
     report.truncated_reason = recovery.truncated_reason;
+    if journal.next_index() <= state.applied_index {
+        // The journal ends inside what the snapshot already covers (its
+        // damaged tail was durable and is in the snapshot): continue the
+        // log right after the snapshot so indices stay dense.
+        journal.reset(state.applied_index + 1)?;
+    }
     let mut next = state.applied_index + 1;
     if journal.first_index() > next && journal.next_index() > journal.first_index() {
         return Err(RecoveryError::Gap { snapshot: state.applied_index, journal_first: journal.first_index() });

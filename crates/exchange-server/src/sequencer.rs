@@ -11,7 +11,7 @@
 //! Every queue is bounded. A gateway that finds the submit queue full gets
 //! `Overloaded` at once instead of waiting.
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
@@ -69,9 +69,31 @@ pub struct Handle {
     core: Sender<CoreMsg>,
     events: broadcast::Sender<Arc<Applied>>,
     pub metrics: Arc<Metrics>,
+    failed: Arc<AtomicBool>,
+}
+
+/// Marks the pipeline failed if its thread unwinds or returns early, so
+/// `/ready` stops claiming a node that can no longer sequence.
+struct FailGuard {
+    failed: Arc<AtomicBool>,
+    clean: bool,
+}
+
+impl Drop for FailGuard {
+    fn drop(&mut self) {
+        if !self.clean || std::thread::panicking() {
+            self.failed.store(true, Ordering::Release);
+        }
+    }
 }
 
 impl Handle {
+    /// False once the journal or core thread has stopped on an error: the
+    /// node can no longer accept commands.
+    pub fn is_healthy(&self) -> bool {
+        !self.failed.load(Ordering::Acquire)
+    }
+
     /// Sequences an entry and waits until it is durable and applied.
     pub async fn submit(&self, entry: LogEntry) -> Result<Arc<Applied>, SubmitError> {
         let (tx, rx) = oneshot::channel();
@@ -144,16 +166,31 @@ impl Pipeline {
         let (submit_tx, submit_rx) = bounded(config.submit_queue);
         let (core_tx, core_rx) = bounded(config.core_queue);
         let (events, _) = broadcast::channel(config.events_buffer);
-        let handle = Handle { submit: submit_tx, core: core_tx.clone(), events: events.clone(), metrics: metrics.clone() };
+        let failed = Arc::new(AtomicBool::new(false));
+        let handle = Handle {
+            submit: submit_tx,
+            core: core_tx.clone(),
+            events: events.clone(),
+            metrics: metrics.clone(),
+            failed: failed.clone(),
+        };
+        let journal_failed = failed.clone();
         let last_ts = state.engine_now();
         let journal_metrics = metrics.clone();
         let journal_thread = std::thread::Builder::new()
             .name("journal".into())
-            .spawn(move || journal_loop(journal, submit_rx, core_tx, last_ts, journal_metrics))
+            .spawn(move || {
+                let mut guard = FailGuard { failed: journal_failed, clean: false };
+                guard.clean = journal_loop(journal, submit_rx, core_tx, last_ts, journal_metrics);
+            })
             .expect("spawn journal thread");
         let core_thread = std::thread::Builder::new()
             .name("core".into())
-            .spawn(move || core_loop(state, core_rx, events, config, metrics))
+            .spawn(move || {
+                let mut guard = FailGuard { failed, clean: false };
+                core_loop(state, core_rx, events, config, metrics);
+                guard.clean = true;
+            })
             .expect("spawn core thread");
         Pipeline { handle, threads: vec![journal_thread, core_thread] }
     }
@@ -171,7 +208,14 @@ fn wall_clock_ns() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0)
 }
 
-fn journal_loop(mut journal: Journal, submit: Receiver<Submission>, core: Sender<CoreMsg>, mut last_ts: u64, metrics: Arc<Metrics>) {
+/// Returns true on a clean stop (every handle dropped), false on a failure.
+fn journal_loop(
+    mut journal: Journal,
+    submit: Receiver<Submission>,
+    core: Sender<CoreMsg>,
+    mut last_ts: u64,
+    metrics: Arc<Metrics>,
+) -> bool {
     let mut batch: Vec<Submission> = Vec::with_capacity(MAX_BATCH);
     let mut payloads: Vec<Vec<u8>> = Vec::with_capacity(MAX_BATCH);
     while let Ok(first) = submit.recv() {
@@ -194,13 +238,13 @@ fn journal_loop(mut journal: Journal, submit: Receiver<Submission>, core: Sender
             Ok(index) => index,
             Err(error) => {
                 tracing::error!(%error, "journal append failed; refusing further commands");
-                return;
+                return false;
             }
         };
         let started = Instant::now();
         if let Err(error) = journal.sync() {
             tracing::error!(%error, "journal fsync failed; refusing further commands");
-            return;
+            return false;
         }
         metrics.record_fsync(started.elapsed().as_nanos() as u64);
         metrics.batches.fetch_add(1, Ordering::Relaxed);
@@ -210,10 +254,11 @@ fn journal_loop(mut journal: Journal, submit: Receiver<Submission>, core: Sender
             .map(|(offset, s)| (first_index + offset as u64, s.entry, s.reply))
             .collect();
         if core.send(CoreMsg::Batch(items)).is_err() {
-            return;
+            return false;
         }
         metrics.core_queue_depth.store(core.len() as u64, Ordering::Relaxed);
     }
+    true
 }
 
 fn core_loop(

@@ -150,7 +150,16 @@ pub fn parse_json<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
             "the request body must be a JSON object",
         ));
     }
-    serde_json::from_slice(body).map_err(|e| ApiError::from_json(&e))
+    serde_json::from_slice(body).map_err(|e| {
+        // serde_json reports a wrong-typed enum field (`"side": 1`) as a
+        // syntax error; if the body is well-formed JSON, it was the type.
+        let well_formed = serde_json::from_slice::<serde::de::IgnoredAny>(body).is_ok();
+        if e.classify() == serde_json::error::Category::Syntax && well_formed {
+            ApiError::bad_request("invalid_type", e.to_string())
+        } else {
+            ApiError::from_json(&e)
+        }
+    })
 }
 
 /// Reads a whole body, refusing more than `limit` bytes with 413.

@@ -1,0 +1,263 @@
+//! `exchange serve` after a crash that damaged the end of its journal: a
+//! torn or garbled final record is cut off and reported, everything before
+//! it survives, and the server carries on. Damage before the tail is not a
+//! crash artefact: the server refuses to start.
+
+mod support;
+
+use std::path::Path;
+
+use serde_json::Value;
+use support::{last_segment, limit, Account, Server};
+
+const ORDERS: usize = 8;
+
+/// Places `ORDERS` resting orders one by one (the last journal record is
+/// the last placement), then kills the server.
+fn orders_then_crash(data: &Path) -> (Account, Vec<Value>) {
+    let mut server = Server::start(data);
+    let account = server.api.funded_account();
+    let placed: Vec<Value> = (0..ORDERS)
+        .map(|n| {
+            server.api.place(
+                &account,
+                &limit("buy", &format!("{}", 59_000 + n), "0.01", &format!("o{n}")),
+            )
+        })
+        .collect();
+    server.kill();
+    (account, placed)
+}
+
+/// Parses `N bytes at offset M dropped (REASON)` from the recovery warning.
+fn dropped(stderr: &str) -> (u64, u64, String) {
+    let line = stderr
+        .lines()
+        .find(|l| l.starts_with("recovery: WARNING: dropped a torn or corrupt journal tail"))
+        .unwrap_or_else(|| panic!("no torn-tail warning on stderr:\n{stderr}"));
+    let number_before = |label: &str| -> u64 {
+        let head = line
+            .rsplit_once(label)
+            .map(|(head, _)| head)
+            .unwrap_or_default();
+        let digits: String = head
+            .trim_end()
+            .rsplit(' ')
+            .next()
+            .unwrap_or_default()
+            .to_owned();
+        digits
+            .parse()
+            .unwrap_or_else(|_| panic!("no number before {label:?} in {line:?}"))
+    };
+    let reason = line
+        .rsplit('(')
+        .next()
+        .unwrap_or_default()
+        .trim_end_matches(')')
+        .to_owned();
+    (
+        number_before(" bytes at offset"),
+        number_before(" dropped"),
+        reason,
+    )
+}
+
+/// Restarts on the damaged directory and checks what survived.
+fn recovers_without_the_last_order(
+    data: &Path,
+    account: &Account,
+    placed: &[Value],
+    damaged_len: u64,
+    reason: &str,
+) {
+    let mut server = Server::start(data);
+    let stderr = server.stderr();
+    let (bytes, offset, why) = dropped(&stderr);
+    assert_eq!(why, reason, "{stderr}");
+    assert!(bytes > 0, "{stderr}");
+    assert_eq!(
+        offset + bytes,
+        damaged_len,
+        "the whole damaged tail, and only it, is dropped: {stderr}"
+    );
+    assert_eq!(
+        std::fs::metadata(last_segment(data))
+            .expect("segment")
+            .len(),
+        offset,
+        "the file is cut"
+    );
+
+    let (lost, kept) = placed.split_last().expect("orders were placed");
+    for order in kept {
+        let now = server.api.signed(
+            account,
+            "GET",
+            &format!("/v1/orders/{}", order["order_id"]),
+            "",
+        );
+        assert_eq!(
+            now.status,
+            200,
+            "order before the damage lost: {}",
+            now.text()
+        );
+        let mut expected = order.clone();
+        expected.as_object_mut().map(|o| o.remove("fills"));
+        assert_eq!(now.json(), expected);
+    }
+    let gone = server.api.signed(
+        account,
+        "GET",
+        &format!("/v1/orders/{}", lost["order_id"]),
+        "",
+    );
+    gone.expect_error(404, "unknown_order", "the order in the dropped record");
+
+    // It serves new orders, and the repaired journal is clean next time.
+    let fresh = server
+        .api
+        .place(account, &limit("sell", "61000", "0.02", "after-repair"));
+    server.kill();
+    let again = Server::start(data);
+    assert!(!again.stderr().contains("WARNING"), "{}", again.stderr());
+    let now = again.api.signed(
+        account,
+        "GET",
+        &format!("/v1/orders/{}", fresh["order_id"]),
+        "",
+    );
+    assert_eq!(
+        (now.status, now.json()["client_order_id"].as_str()),
+        (200, Some("after-repair")),
+        "{}",
+        now.text()
+    );
+    let open = again.api.signed(account, "GET", "/v1/orders", "").json();
+    assert_eq!(
+        open["orders"].as_array().map(Vec::len),
+        Some(ORDERS),
+        "{open}"
+    );
+}
+
+#[test]
+fn a_truncated_final_record_is_dropped_and_reported() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let data = dir.path().join("data");
+    let (account, placed) = orders_then_crash(&data);
+    let segment = last_segment(&data);
+    let len = std::fs::metadata(&segment).expect("segment").len();
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&segment)
+        .expect("open segment");
+    file.set_len(len - 5).expect("truncate");
+    drop(file);
+    recovers_without_the_last_order(&data, &account, &placed, len - 5, "record cut short");
+}
+
+#[test]
+fn a_garbled_final_byte_is_dropped_and_reported() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let data = dir.path().join("data");
+    let (account, placed) = orders_then_crash(&data);
+    let segment = last_segment(&data);
+    let mut bytes = std::fs::read(&segment).expect("read segment");
+    let last = bytes.len() - 1;
+    bytes[last] ^= 0x5a;
+    std::fs::write(&segment, &bytes).expect("write segment");
+    recovers_without_the_last_order(
+        &data,
+        &account,
+        &placed,
+        bytes.len() as u64,
+        "checksum mismatch",
+    );
+}
+
+#[test]
+fn damage_before_the_tail_refuses_to_start() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let data = dir.path().join("data");
+    orders_then_crash(&data);
+    let segment = last_segment(&data);
+    let mut bytes = std::fs::read(&segment).expect("read segment");
+    // The client order id of an early order, well before the final record.
+    let at = bytes
+        .windows(4)
+        .position(|w| w == b"\"o1\"")
+        .expect("order o1 in the journal");
+    bytes[at + 2] = b'9';
+    std::fs::write(&segment, &bytes).expect("write segment");
+    let (status, stderr) = Server::start_refused(&data);
+    assert!(!status.success(), "{stderr}");
+    assert!(stderr.contains("checksum mismatch"), "{stderr}");
+    assert_eq!(
+        std::fs::read(&segment).expect("read segment"),
+        bytes,
+        "a refused start must not alter the journal"
+    );
+}
+
+/// After a clean stop the snapshot covers the final record: that record was
+/// durable and acknowledged, so damage to it is no torn write. The server
+/// may refuse to start, or start from the snapshot; it must not start and
+/// then fail (or mis-number) every command that follows.
+#[test]
+fn damage_to_a_final_record_the_snapshot_covers_is_not_a_torn_tail() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let data = dir.path().join("data");
+    let mut server = Server::start(&data);
+    let account = server.api.funded_account();
+    let placed = server
+        .api
+        .place(&account, &limit("buy", "59000", "0.01", "covered"));
+    let status = server.stop_with(libc::SIGTERM);
+    assert!(status.success(), "{}", server.stderr());
+    let segment = last_segment(&data);
+    let mut bytes = std::fs::read(&segment).expect("read segment");
+    let last = bytes.len() - 1;
+    bytes[last] ^= 0x5a;
+    std::fs::write(&segment, &bytes).expect("write segment");
+
+    let Ok(mut restarted) = Server::try_start(&data, None) else {
+        return; // Refusing is a correct answer.
+    };
+    let order = restarted.api.signed(
+        &account,
+        "GET",
+        &format!("/v1/orders/{}", placed["order_id"]),
+        "",
+    );
+    assert_eq!(order.status, 200, "the snapshot's order: {}", order.text());
+    let next = restarted.api.signed(
+        &account,
+        "POST",
+        "/v1/orders",
+        &limit("buy", "59001", "0.01", "next").to_string(),
+    );
+    assert_eq!(
+        next.status,
+        201,
+        "the first command after recovery: {}\n{}",
+        next.text(),
+        restarted.stderr()
+    );
+    restarted.kill();
+    let again = Server::start(&data);
+    let kept = again.api.signed(
+        &account,
+        "GET",
+        &format!("/v1/orders/{}", next.json()["order_id"]),
+        "",
+    );
+    assert_eq!(
+        kept.status,
+        200,
+        "an acknowledged order lost on restart: {}\n{}",
+        kept.text(),
+        again.stderr()
+    );
+}
