@@ -116,6 +116,25 @@ impl Instrument {
         Ok(instrument)
     }
 
+    /// Whether the rules hold together as `from_spec` would have made
+    /// them (for snapshots, which arrive from disk or the network).
+    pub fn is_consistent(&self) -> bool {
+        let fee_ok = |bps: i32| (-MAX_FEE_BPS..=MAX_FEE_BPS).contains(&bps);
+        let product = u128::from(self.tick_units) * u128::from(self.lot_units);
+        self.tick_units > 0
+            && self.lot_units > 0
+            && product % u128::from(UNITS_PER_WHOLE) == 0
+            && product / u128::from(UNITS_PER_WHOLE) == u128::from(self.notional_per_tick_lot)
+            && self.min_lots >= 1
+            && self.min_lots <= self.max_lots
+            && self.base != self.quote
+            && fee_ok(self.maker_fee_bps)
+            && fee_ok(self.taker_fee_bps)
+            && self.taker_fee_bps >= 0
+            && self.taker_fee_bps >= -self.maker_fee_bps
+            && self.collar_bps <= MAX_COLLAR_BPS
+    }
+
     pub fn price_to_ticks(&self, price: Dec) -> Result<u64, RejectReason> {
         let units = price.to_units().map_err(price_reason)?;
         if units % self.tick_units != 0 {

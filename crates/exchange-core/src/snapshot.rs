@@ -242,7 +242,9 @@ impl Engine {
             let code = r.asset()?;
             e.asset_supply.push(r.u64()?);
             e.assets.push(code);
-            e.asset_by_code.insert(code, index as u32);
+            if e.asset_by_code.insert(code, index as u32).is_some() {
+                return Err(SnapshotError::Invalid("duplicate asset"));
+            }
         }
         for index in 0..r.count(MAX_INSTRUMENTS)? {
             let symbol = r.symbol()?;
@@ -267,25 +269,32 @@ impl Engine {
             };
             if inst.base as usize >= e.assets.len()
                 || inst.quote as usize >= e.assets.len()
-                || inst.tick_units == 0
-                || inst.lot_units == 0
+                || !inst.is_consistent()
             {
                 return Err(SnapshotError::Invalid("instrument"));
             }
             e.instruments.push(inst);
             e.books.push(Book::new());
-            e.instrument_by_symbol.insert(symbol, index as u32);
+            if e.instrument_by_symbol
+                .insert(symbol, index as u32)
+                .is_some()
+            {
+                return Err(SnapshotError::Invalid("duplicate symbol"));
+            }
         }
         for _ in 0..r.count(MAX_ACCOUNTS)? {
             let id = r.u64()?;
             let mut balances = Vec::new();
-            for _ in 0..r.count(MAX_ASSETS)? {
+            for _ in 0..r.count(e.assets.len())? {
                 let total = r.u64()?;
                 let available = r.u64()?;
                 if available > total {
                     return Err(SnapshotError::Invalid("balance"));
                 }
                 balances.push(Balance { total, available });
+            }
+            if e.accounts.index(id).is_some() {
+                return Err(SnapshotError::Invalid("duplicate account"));
             }
             e.accounts.push_restored(Account {
                 id,
@@ -297,6 +306,7 @@ impl Engine {
         if e.accounts.list.first().map(|a| a.id) != Some(crate::engine::FEE_ACCOUNT) {
             return Err(SnapshotError::Invalid("fee account"));
         }
+        let mut level_totals = std::collections::BTreeMap::new();
         for _ in 0..r.count(MAX_OPEN_ORDERS)? {
             let id = r.u64()?;
             let account = r.u32()?;
@@ -347,6 +357,15 @@ impl Engine {
             {
                 return Err(SnapshotError::Invalid("order"));
             }
+            // A level's aggregate must fit, or the book itself would
+            // overflow while being rebuilt.
+            let leaves = order.qty - order.filled;
+            let level_total = level_totals
+                .entry((instrument, side_code(side), order.price))
+                .or_insert(0u64);
+            *level_total = level_total
+                .checked_add(leaves)
+                .ok_or(SnapshotError::Invalid("level overflows"))?;
             let slot = e.orders.insert(order);
             e.books[instrument as usize]
                 .side_mut(side)

@@ -142,7 +142,7 @@ impl Engine {
     /// Checks every invariant of the state; returns the first violation.
     /// Costs a full pass: for tests and tools, not the hot path.
     pub fn audit(&self) -> Result<(), String> {
-        let mut reserved: BTreeMap<(u32, u32), u64> = BTreeMap::new();
+        let mut reserved: BTreeMap<(u32, u32), u128> = BTreeMap::new();
         let mut per_account: BTreeMap<u32, u32> = BTreeMap::new();
         let mut resting = 0usize;
         for (index, book) in self.books.iter().enumerate() {
@@ -204,16 +204,16 @@ impl Engine {
                                 o.id, o.reserved, need
                             ));
                         }
-                        sum += o.leaves();
+                        sum += u128::from(o.leaves());
                         *reserved
                             .entry((o.account, self.reserved_asset(o)))
-                            .or_default() += o.reserved;
+                            .or_default() += u128::from(o.reserved);
                         *per_account.entry(o.account).or_default() += 1;
                         resting += 1;
                         prev = slot;
                         slot = o.next;
                     }
-                    if sum != level.qty || level.tail != prev {
+                    if sum != u128::from(level.qty) || level.tail != prev {
                         return Err(format!(
                             "{} level {} totals {} but orders sum to {}",
                             inst.symbol, level.price, level.qty, sum
@@ -241,6 +241,12 @@ impl Engine {
                     acct.id, acct.open_orders
                 ));
             }
+            if acct.balances.len() > self.assets.len() {
+                return Err(format!(
+                    "account {} holds an asset that does not exist",
+                    acct.id
+                ));
+            }
             for (asset, b) in acct.balances.iter().enumerate() {
                 if b.available > b.total {
                     return Err(format!(
@@ -252,7 +258,7 @@ impl Engine {
                     .get(&(index as u32, asset as u32))
                     .copied()
                     .unwrap_or(0);
-                if b.total - b.available != held {
+                if u128::from(b.total - b.available) != held {
                     return Err(format!(
                         "account {} asset {}: total - available = {} but orders reserve {held}",
                         acct.id,

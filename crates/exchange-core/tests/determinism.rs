@@ -36,7 +36,7 @@ fn apply(engine: &mut Engine, commands: &[Command], first_index: usize) -> Vec<V
 }
 
 proptest! {
-    #![proptest_config(proptest_config(32))]
+    #![proptest_config(proptest_config(64))]
 
     #[test]
     fn the_same_stream_gives_the_same_events_and_state(commands in command_stream(Profile::Scarce)) {
@@ -116,7 +116,7 @@ fn magic() -> Vec<u8> {
 }
 
 proptest! {
-    #![proptest_config(proptest_config(256))]
+    #![proptest_config(proptest_config(512))]
 
     #[test]
     fn random_bytes_are_refused(bytes in vec_of(any::<u8>(), 0..256)) {
@@ -248,5 +248,33 @@ fn restore_refuses_a_balance_in_an_asset_that_does_not_exist() {
     match outcome {
         Ok(result) => assert!(result.is_err(), "restore accepted a third asset's balance"),
         Err(_) => panic!("restore panicked on a balance in an asset that does not exist"),
+    }
+}
+
+/// Two resting orders whose quantities add up past `u64::MAX` at one level.
+#[test]
+fn restore_refuses_a_level_whose_orders_overflow() {
+    let mut h = Harness::funded(2);
+    h.place(limit(1, "a", Side::Sell, "100", "0.0001"));
+    h.place(limit(2, "b", Side::Sell, "100", "0.0001"));
+    let mut bytes = h.engine.snapshot();
+    // Each order is written as ... price (ticks), qty (lots), filled, ...
+    let one_lot_at_100 = [
+        10_000u64.to_le_bytes(),
+        1u64.to_le_bytes(),
+        0u64.to_le_bytes(),
+    ]
+    .concat();
+    let starts: Vec<usize> = (0..bytes.len() - one_lot_at_100.len())
+        .filter(|&i| bytes[i..].starts_with(&one_lot_at_100))
+        .collect();
+    assert_eq!(starts.len(), 2, "both orders in the snapshot");
+    for at in starts {
+        bytes[at + 8..at + 16].copy_from_slice(&(1u64 << 63).to_le_bytes());
+    }
+    let outcome = std::panic::catch_unwind(|| Engine::restore(&bytes).map(|e| e.state_hash()));
+    match outcome {
+        Ok(result) => assert!(result.is_err(), "restore accepted 2^64 lots at one level"),
+        Err(_) => panic!("restore panicked on a level whose quantity overflows"),
     }
 }

@@ -18,6 +18,7 @@
 
 use std::collections::BTreeSet;
 
+use exchange_core::BookView;
 use exchange_types::*;
 
 mod book;
@@ -128,10 +129,13 @@ impl Model {
         out
     }
 
-    /// Levels of `symbol` as `(bids, asks)`, best first, in units.
-    pub fn book(&self, symbol: &Symbol) -> Option<(Vec<(u64, u64)>, Vec<(u64, u64)>)> {
+    /// Levels of `symbol` per side, best first, in units.
+    pub fn book(&self, symbol: &Symbol) -> Option<BookView> {
         let m = self.markets.iter().find(|m| m.symbol == *symbol)?;
-        Some((m.levels(Side::Buy), m.levels(Side::Sell)))
+        Some(BookView {
+            bids: m.levels(Side::Buy),
+            asks: m.levels(Side::Sell),
+        })
     }
 
     pub fn symbols(&self) -> Vec<Symbol> {
