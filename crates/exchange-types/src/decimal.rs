@@ -36,6 +36,8 @@ pub enum DecParseError {
     NoDigits,
     #[error("number has more than one decimal point")]
     MultiplePoints,
+    #[error("number has too many digits to represent exactly")]
+    TooManyDigits,
 }
 
 /// Why a decimal is not a valid amount of units.
@@ -84,8 +86,10 @@ impl Dec {
         for ch in body.chars() {
             match ch {
                 '0'..='9' => {
-                    // MAX_DECIMAL_LEN keeps this far below i128::MAX.
-                    mantissa = mantissa * 10 + i128::from(ch as u8 - b'0');
+                    mantissa = mantissa
+                        .checked_mul(10)
+                        .and_then(|m| m.checked_add(i128::from(ch as u8 - b'0')))
+                        .ok_or(DecParseError::TooManyDigits)?;
                     digits += 1;
                     if seen_point {
                         scale += 1;
@@ -200,6 +204,12 @@ mod tests {
         assert_eq!(Dec::parse("-"), Err(DecParseError::NoDigits));
         assert_eq!(Dec::parse("+1"), Err(DecParseError::InvalidChar('+')));
         assert_eq!(Dec::parse(&"9".repeat(41)), Err(DecParseError::TooLong));
+        assert_eq!(Dec::parse(&"9".repeat(39)), Err(DecParseError::TooManyDigits));
+        assert_eq!(
+            Dec::parse("340282366920938463463374607431968211456"),
+            Err(DecParseError::TooManyDigits)
+        );
+        assert!(Dec::parse(&"9".repeat(38)).is_ok());
     }
 
     #[test]

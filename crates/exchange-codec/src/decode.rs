@@ -1,0 +1,422 @@
+//! Commands from JSON: one object per line, `"cmd"` naming the command.
+
+use exchange_types::ids::InlineStr;
+use exchange_types::limits::MAX_COMMAND_BYTES;
+use exchange_types::{
+    AddInstrument, Cancel, Command, Dec, MassCancel, OrderRef, OrderType, Place, Replace,
+    SelfTradePrevention, Side, Stamped, TimeInForce, Transfer,
+};
+
+use crate::raw::{parse_object, Val};
+use crate::CodecError;
+
+/// Every command name the decoder knows, in the order the docs list them.
+pub const COMMAND_NAMES: &[&str] = &[
+    "add_instrument",
+    "deposit",
+    "withdraw",
+    "place",
+    "cancel",
+    "replace",
+    "mass_cancel",
+    "halt",
+    "resume",
+];
+
+const ADD_INSTRUMENT: &[&str] = &[
+    "cmd",
+    "ts",
+    "symbol",
+    "base",
+    "quote",
+    "tick_size",
+    "lot_size",
+    "min_qty",
+    "max_qty",
+    "price_collar_pct",
+    "reference_price",
+    "maker_fee_bps",
+    "taker_fee_bps",
+];
+const TRANSFER: &[&str] = &["cmd", "ts", "account", "asset", "amount"];
+const PLACE: &[&str] = &[
+    "cmd",
+    "ts",
+    "account",
+    "client_order_id",
+    "symbol",
+    "side",
+    "type",
+    "price",
+    "qty",
+    "tif",
+    "post_only",
+    "stp",
+];
+const CANCEL: &[&str] = &["cmd", "ts", "account", "client_order_id", "order_id"];
+const REPLACE: &[&str] = &[
+    "cmd",
+    "ts",
+    "account",
+    "client_order_id",
+    "order_id",
+    "new_client_order_id",
+    "price",
+    "qty",
+];
+const MASS_CANCEL: &[&str] = &["cmd", "ts", "account", "symbol"];
+const STATUS: &[&str] = &["cmd", "ts", "symbol"];
+
+/// Most digits a decimal may have. `Dec::parse` accumulates in an `i128`,
+/// which 39 digits can overflow (a panic in debug builds, a silently
+/// different number in release builds), so longer numbers stop here. No
+/// amount the core can represent needs more than 28 significant digits.
+const MAX_DECIMAL_DIGITS: usize = 38;
+
+const SIDES: &[(&str, Side)] = &[("buy", Side::Buy), ("sell", Side::Sell)];
+const ORDER_TYPES: &[(&str, OrderType)] =
+    &[("limit", OrderType::Limit), ("market", OrderType::Market)];
+const TIFS: &[(&str, TimeInForce)] = &[
+    ("gtc", TimeInForce::Gtc),
+    ("ioc", TimeInForce::Ioc),
+    ("fok", TimeInForce::Fok),
+];
+const STPS: &[(&str, SelfTradePrevention)] = &[
+    ("cancel_newest", SelfTradePrevention::CancelNewest),
+    ("cancel_oldest", SelfTradePrevention::CancelOldest),
+    ("cancel_both", SelfTradePrevention::CancelBoth),
+    ("decrement", SelfTradePrevention::Decrement),
+];
+
+/// Decodes one line (without its newline) into a command and its time.
+///
+/// Checks the shape only: required fields present, each of the right JSON
+/// type, decimals well formed, enum values known, no unknown fields. Values
+/// the core must judge (zero quantities, off-tick prices, unknown symbols)
+/// pass through and come back from the core as `rejected` events.
+pub fn decode_command(line: &str) -> Result<Stamped, CodecError> {
+    if line.len() > MAX_COMMAND_BYTES {
+        return Err(CodecError::TooLong { len: line.len() });
+    }
+    let object = parse_object(line).map_err(|e| CodecError::Json(e.to_string()))?;
+    if let Some(field) = object.duplicate {
+        return Err(CodecError::DuplicateField(field));
+    }
+    let name = match object.members.iter().find(|(k, _)| k == "cmd") {
+        None => return Err(CodecError::MissingCmd),
+        Some((_, Val::Str(name))) => name.as_ref(),
+        Some((_, other)) => return Err(CodecError::CmdNotString(other.kind())),
+    };
+    let (cmd, allowed): (&'static str, &'static [&'static str]) = match name {
+        "add_instrument" => ("add_instrument", ADD_INSTRUMENT),
+        "deposit" => ("deposit", TRANSFER),
+        "withdraw" => ("withdraw", TRANSFER),
+        "place" => ("place", PLACE),
+        "cancel" => ("cancel", CANCEL),
+        "replace" => ("replace", REPLACE),
+        "mass_cancel" => ("mass_cancel", MASS_CANCEL),
+        "halt" => ("halt", STATUS),
+        "resume" => ("resume", STATUS),
+        other => return Err(CodecError::UnknownCmd(other.to_owned())),
+    };
+    // Unknown fields first: a misspelt optional field must not pass as absent,
+    // and a misspelt required one reads better as "unknown" than "missing".
+    if let Some((field, _)) = object
+        .members
+        .iter()
+        .find(|(k, _)| !allowed.contains(&k.as_ref()))
+    {
+        return Err(CodecError::UnknownField {
+            cmd,
+            field: field.to_string(),
+            allowed,
+        });
+    }
+    let f = Fields {
+        cmd,
+        members: &object.members,
+    };
+    let ts = f.opt_u64("ts")?.unwrap_or(0);
+    let command = match cmd {
+        "add_instrument" => Command::AddInstrument(add_instrument(&f)?),
+        "deposit" => Command::Deposit(transfer(&f)?),
+        "withdraw" => Command::Withdraw(transfer(&f)?),
+        "place" => Command::Place(place(&f)?),
+        "cancel" => Command::Cancel(Cancel {
+            account: f.req_u64("account")?,
+            order: order_ref(&f)?,
+        }),
+        "replace" => Command::Replace(Replace {
+            account: f.req_u64("account")?,
+            order: order_ref(&f)?,
+            new_client_order_id: f.opt_id("new_client_order_id")?,
+            price: f.opt_dec("price")?,
+            qty: f.opt_dec("qty")?,
+        }),
+        "mass_cancel" => Command::MassCancel(MassCancel {
+            account: f.req_u64("account")?,
+            symbol: f.opt_id("symbol")?,
+        }),
+        "halt" => Command::Halt {
+            symbol: f.req_id("symbol")?,
+        },
+        _ => Command::Resume {
+            symbol: f.req_id("symbol")?,
+        },
+    };
+    Ok(Stamped { ts, command })
+}
+
+fn add_instrument(f: &Fields) -> Result<AddInstrument, CodecError> {
+    Ok(AddInstrument {
+        symbol: f.req_id("symbol")?,
+        base: f.req_id("base")?,
+        quote: f.req_id("quote")?,
+        tick_size: f.req_dec("tick_size")?,
+        lot_size: f.req_dec("lot_size")?,
+        min_qty: f.opt_dec("min_qty")?,
+        max_qty: f.opt_dec("max_qty")?,
+        collar_bps: f
+            .opt_dec("price_collar_pct")?
+            .map(|pct| percent_to_bps(f, pct))
+            .transpose()?,
+        reference_price: f.opt_dec("reference_price")?,
+        maker_fee_bps: f.req_i32("maker_fee_bps")?,
+        taker_fee_bps: f.req_i32("taker_fee_bps")?,
+    })
+}
+
+/// A percentage with at most two decimals is a whole number of basis
+/// points; anything finer would have to be rounded, so it is refused.
+fn percent_to_bps(f: &Fields, pct: Dec) -> Result<u32, CodecError> {
+    let pct = pct.normalized();
+    if pct.mantissa < 0 {
+        return Err(f.invalid("price_collar_pct", "must not be negative".into()));
+    }
+    if pct.scale > 2 {
+        return Err(f.invalid(
+            "price_collar_pct",
+            "has more than 2 decimals; the collar is kept in whole basis points".into(),
+        ));
+    }
+    let bps = pct
+        .mantissa
+        .checked_mul(10i128.pow(2 - u32::from(pct.scale)));
+    bps.and_then(|bps| u32::try_from(bps).ok())
+        .ok_or_else(|| f.invalid("price_collar_pct", "is too large".into()))
+}
+
+fn transfer(f: &Fields) -> Result<Transfer, CodecError> {
+    Ok(Transfer {
+        account: f.req_u64("account")?,
+        asset: f.req_id("asset")?,
+        amount: f.req_dec("amount")?,
+    })
+}
+
+fn place(f: &Fields) -> Result<Place, CodecError> {
+    let order_type = f.opt_enum("type", ORDER_TYPES)?.unwrap_or(OrderType::Limit);
+    // A market order cannot rest, so its natural default is immediate.
+    let default_tif = match order_type {
+        OrderType::Limit => TimeInForce::Gtc,
+        OrderType::Market => TimeInForce::Ioc,
+    };
+    Ok(Place {
+        account: f.req_u64("account")?,
+        client_order_id: f.req_id("client_order_id")?,
+        symbol: f.req_id("symbol")?,
+        side: f.req_enum("side", SIDES)?,
+        order_type,
+        price: f.opt_dec("price")?,
+        qty: f.req_dec("qty")?,
+        tif: f.opt_enum("tif", TIFS)?.unwrap_or(default_tif),
+        post_only: f.opt_bool("post_only")?.unwrap_or(false),
+        stp: f
+            .opt_enum("stp", STPS)?
+            .unwrap_or(SelfTradePrevention::CancelNewest),
+    })
+}
+
+fn order_ref(f: &Fields) -> Result<OrderRef, CodecError> {
+    match (f.opt_id("client_order_id")?, f.opt_u64("order_id")?) {
+        (Some(coid), None) => Ok(OrderRef::Client(coid)),
+        (None, Some(id)) => Ok(OrderRef::Id(id)),
+        _ => Err(CodecError::OrderRef { cmd: f.cmd }),
+    }
+}
+
+/// Typed access to the members of one command's object. `null` counts as
+/// absent, so optional fields may be written out as `null`.
+struct Fields<'o, 'a> {
+    cmd: &'static str,
+    members: &'o [(std::borrow::Cow<'a, str>, Val<'a>)],
+}
+
+impl Fields<'_, '_> {
+    fn get(&self, name: &str) -> Option<&Val<'_>> {
+        self.members
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v)
+            .filter(|v| !matches!(v, Val::Null))
+    }
+
+    fn invalid(&self, field: &'static str, problem: String) -> CodecError {
+        CodecError::InvalidField {
+            cmd: self.cmd,
+            field,
+            problem,
+        }
+    }
+
+    fn required<T>(
+        &self,
+        field: &'static str,
+        value: Result<Option<T>, CodecError>,
+    ) -> Result<T, CodecError> {
+        value?.ok_or(CodecError::MissingField {
+            cmd: self.cmd,
+            field,
+        })
+    }
+
+    fn opt_str(&self, field: &'static str) -> Result<Option<&str>, CodecError> {
+        match self.get(field) {
+            None => Ok(None),
+            Some(Val::Str(s)) => Ok(Some(s.as_ref())),
+            Some(other) => {
+                Err(self.invalid(field, format!("must be a string, got {}", other.kind())))
+            }
+        }
+    }
+
+    fn opt_dec(&self, field: &'static str) -> Result<Option<Dec>, CodecError> {
+        match self.get(field) {
+            None => Ok(None),
+            Some(Val::Str(s)) => {
+                if s.bytes().filter(u8::is_ascii_digit).count() > MAX_DECIMAL_DIGITS {
+                    return Err(
+                        self.invalid(field, format!("has more than {MAX_DECIMAL_DIGITS} digits"))
+                    );
+                }
+                Dec::parse(s)
+                    .map(Some)
+                    .map_err(|e| self.invalid(field, format!("is not a decimal: {e}")))
+            }
+            Some(number @ (Val::UInt(_) | Val::NegInt(_) | Val::Float(_))) => Err(self.invalid(
+                field,
+                format!(
+                    "must be a decimal string such as \"1.25\", got {}; JSON numbers are refused \
+                     because they are not exact",
+                    number.kind()
+                ),
+            )),
+            Some(other) => Err(self.invalid(
+                field,
+                format!(
+                    "must be a decimal string such as \"1.25\", got {}",
+                    other.kind()
+                ),
+            )),
+        }
+    }
+
+    fn req_dec(&self, field: &'static str) -> Result<Dec, CodecError> {
+        self.required(field, self.opt_dec(field))
+    }
+
+    fn opt_u64(&self, field: &'static str) -> Result<Option<u64>, CodecError> {
+        match self.get(field) {
+            None => Ok(None),
+            Some(Val::UInt(n)) => Ok(Some(*n)),
+            Some(Val::Float(_)) => Err(self.invalid(
+                field,
+                "must be a whole number from 0 to 18446744073709551615".into(),
+            )),
+            Some(other) => Err(self.invalid(
+                field,
+                format!("must be a non-negative integer, got {}", other.kind()),
+            )),
+        }
+    }
+
+    fn req_u64(&self, field: &'static str) -> Result<u64, CodecError> {
+        self.required(field, self.opt_u64(field))
+    }
+
+    fn req_i32(&self, field: &'static str) -> Result<i32, CodecError> {
+        let wide = match self.get(field) {
+            None => {
+                return Err(CodecError::MissingField {
+                    cmd: self.cmd,
+                    field,
+                })
+            }
+            Some(Val::UInt(n)) => i128::from(*n),
+            Some(Val::NegInt(n)) => i128::from(*n),
+            Some(other) => {
+                return Err(self.invalid(field, format!("must be an integer, got {}", other.kind())))
+            }
+        };
+        i32::try_from(wide).map_err(|_| self.invalid(field, "is out of range".into()))
+    }
+
+    fn opt_bool(&self, field: &'static str) -> Result<Option<bool>, CodecError> {
+        match self.get(field) {
+            None => Ok(None),
+            Some(Val::Bool(b)) => Ok(Some(*b)),
+            Some(other) => Err(self.invalid(
+                field,
+                format!("must be true or false, got {}", other.kind()),
+            )),
+        }
+    }
+
+    fn opt_id<const N: usize>(
+        &self,
+        field: &'static str,
+    ) -> Result<Option<InlineStr<N>>, CodecError> {
+        let Some(text) = self.opt_str(field)? else {
+            return Ok(None);
+        };
+        InlineStr::new(text)
+            .map(Some)
+            .map_err(|e| self.invalid(field, format!("is not a valid identifier: {e}")))
+    }
+
+    fn req_id<const N: usize>(&self, field: &'static str) -> Result<InlineStr<N>, CodecError> {
+        self.required(field, self.opt_id(field))
+    }
+
+    fn opt_enum<T: Copy>(
+        &self,
+        field: &'static str,
+        choices: &[(&str, T)],
+    ) -> Result<Option<T>, CodecError> {
+        let Some(text) = self.opt_str(field)? else {
+            return Ok(None);
+        };
+        match choices.iter().find(|(name, _)| *name == text) {
+            Some((_, value)) => Ok(Some(*value)),
+            None => {
+                let names: Vec<String> = choices.iter().map(|(n, _)| format!("{n:?}")).collect();
+                Err(self.invalid(
+                    field,
+                    format!("must be one of {}, got {text:?}", names.join(", ")),
+                ))
+            }
+        }
+    }
+
+    fn req_enum<T: Copy>(
+        &self,
+        field: &'static str,
+        choices: &[(&str, T)],
+    ) -> Result<T, CodecError> {
+        self.required(field, self.opt_enum(field, choices))
+    }
+}
+
+#[cfg(test)]
+#[path = "decode_tests.rs"]
+mod tests;

@@ -1,0 +1,347 @@
+//! Events to JSON, one object per event, written by hand so that the field
+//! order is fixed and the same events always give the same bytes.
+//!
+//! Every object starts with `seq`, `ts` and `event`; the event's fields
+//! follow in the order of [`EventKind`]'s definition. Identifiers, counts
+//! and codes are JSON integers; prices, quantities, amounts and fees are
+//! exact decimal strings (the shortest form, as `format_units` writes).
+
+use exchange_types::{Event, EventKind, AMOUNT_SCALE, UNITS_PER_WHOLE};
+
+/// The `,"name":` that starts a member after the first.
+macro_rules! key {
+    ($name:literal) => {
+        concat!(",\"", $name, "\":")
+    };
+}
+
+/// One event as a JSON object, without a trailing newline.
+pub fn encode_event(event: &Event) -> String {
+    let mut out = Vec::with_capacity(256);
+    encode_event_into(event, &mut out);
+    // Every byte written comes from a `&str` or is ASCII, so this is UTF-8.
+    String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+}
+
+/// Appends one event as a JSON object, without a trailing newline, to
+/// `out` as UTF-8 bytes. Reusing one buffer saves an allocation per event,
+/// and bytes are what a writer takes, so nothing is checked twice.
+pub fn encode_event_into(event: &Event, out: &mut Vec<u8>) {
+    let mut o = Obj { out };
+    o.out.extend_from_slice(b"{\"seq\":");
+    push_u64(o.out, event.seq);
+    o.uint(key!("ts"), event.ts);
+    o.str(key!("event"), event.kind.name());
+    match &event.kind {
+        EventKind::InstrumentAdded {
+            symbol,
+            base,
+            quote,
+        } => {
+            o.str(key!("symbol"), symbol.as_str());
+            o.str(key!("base"), base.as_str());
+            o.str(key!("quote"), quote.as_str());
+        }
+        EventKind::Status { symbol, status } => {
+            o.str(key!("symbol"), symbol.as_str());
+            o.str(key!("status"), status.as_str());
+        }
+        EventKind::Accepted {
+            account,
+            client_order_id,
+            order_id,
+            symbol,
+            side,
+            order_type,
+            price,
+            qty,
+            tif,
+            post_only,
+            stp,
+        } => {
+            o.uint(key!("account"), *account);
+            o.str(key!("client_order_id"), client_order_id.as_str());
+            o.uint(key!("order_id"), *order_id);
+            o.str(key!("symbol"), symbol.as_str());
+            o.str(key!("side"), side.as_str());
+            o.str(key!("type"), order_type.as_str());
+            if let Some(price) = price {
+                o.units(key!("price"), *price);
+            }
+            o.units(key!("qty"), *qty);
+            o.str(key!("tif"), tif.as_str());
+            o.bool(key!("post_only"), *post_only);
+            o.str(key!("stp"), stp.as_str());
+        }
+        EventKind::Rejected {
+            command,
+            account,
+            client_order_id,
+            order_id,
+            symbol,
+            reason,
+        } => {
+            o.str(key!("command"), command);
+            if let Some(account) = account {
+                o.uint(key!("account"), *account);
+            }
+            if let Some(coid) = client_order_id {
+                o.str(key!("client_order_id"), coid.as_str());
+            }
+            if let Some(order_id) = order_id {
+                o.uint(key!("order_id"), *order_id);
+            }
+            if let Some(symbol) = symbol {
+                o.str(key!("symbol"), symbol.as_str());
+            }
+            o.str(key!("reason"), reason.as_str());
+            o.uint(key!("code"), u64::from(reason.code()));
+            o.str(key!("message"), reason.message());
+        }
+        EventKind::Trade {
+            trade_id,
+            symbol,
+            price,
+            qty,
+            maker_order_id,
+            taker_order_id,
+            maker_account,
+            taker_account,
+            aggressor_side,
+            maker_fee,
+            taker_fee,
+            maker_leaves_qty,
+            taker_leaves_qty,
+        } => {
+            o.uint(key!("trade_id"), *trade_id);
+            o.str(key!("symbol"), symbol.as_str());
+            o.units(key!("price"), *price);
+            o.units(key!("qty"), *qty);
+            o.uint(key!("maker_order_id"), *maker_order_id);
+            o.uint(key!("taker_order_id"), *taker_order_id);
+            o.uint(key!("maker_account"), *maker_account);
+            o.uint(key!("taker_account"), *taker_account);
+            o.str(key!("aggressor_side"), aggressor_side.as_str());
+            o.signed_units(key!("maker_fee"), *maker_fee);
+            o.signed_units(key!("taker_fee"), *taker_fee);
+            o.units(key!("maker_leaves_qty"), *maker_leaves_qty);
+            o.units(key!("taker_leaves_qty"), *taker_leaves_qty);
+        }
+        EventKind::Canceled {
+            account,
+            order_id,
+            client_order_id,
+            symbol,
+            reason,
+            canceled_qty,
+            filled_qty,
+            leaves_qty,
+        } => {
+            o.uint(key!("account"), *account);
+            o.uint(key!("order_id"), *order_id);
+            o.str(key!("client_order_id"), client_order_id.as_str());
+            o.str(key!("symbol"), symbol.as_str());
+            o.str(key!("reason"), reason.as_str());
+            o.units(key!("canceled_qty"), *canceled_qty);
+            o.units(key!("filled_qty"), *filled_qty);
+            o.units(key!("leaves_qty"), *leaves_qty);
+        }
+        EventKind::Replaced {
+            account,
+            order_id,
+            old_client_order_id,
+            client_order_id,
+            symbol,
+            price,
+            qty,
+            leaves_qty,
+        } => {
+            o.uint(key!("account"), *account);
+            o.uint(key!("order_id"), *order_id);
+            o.str(key!("old_client_order_id"), old_client_order_id.as_str());
+            o.str(key!("client_order_id"), client_order_id.as_str());
+            o.str(key!("symbol"), symbol.as_str());
+            o.units(key!("price"), *price);
+            o.units(key!("qty"), *qty);
+            o.units(key!("leaves_qty"), *leaves_qty);
+        }
+        EventKind::Expired {
+            account,
+            order_id,
+            client_order_id,
+            symbol,
+            expired_qty,
+            filled_qty,
+        } => {
+            o.uint(key!("account"), *account);
+            o.uint(key!("order_id"), *order_id);
+            o.str(key!("client_order_id"), client_order_id.as_str());
+            o.str(key!("symbol"), symbol.as_str());
+            o.units(key!("expired_qty"), *expired_qty);
+            o.units(key!("filled_qty"), *filled_qty);
+        }
+        EventKind::Balance {
+            account,
+            asset,
+            total,
+            available,
+        } => {
+            o.uint(key!("account"), *account);
+            o.str(key!("asset"), asset.as_str());
+            o.units(key!("total"), *total);
+            o.units(key!("available"), *available);
+        }
+        EventKind::Book {
+            symbol,
+            side,
+            price,
+            qty,
+        } => {
+            o.str(key!("symbol"), symbol.as_str());
+            o.str(key!("side"), side.as_str());
+            o.units(key!("price"), *price);
+            o.units(key!("qty"), *qty);
+        }
+        EventKind::Error { line, message } => {
+            o.uint(key!("line"), *line);
+            o.str(key!("message"), message);
+        }
+    }
+    o.out.push(b'}');
+}
+
+/// The members after the first of one JSON object being written.
+struct Obj<'a> {
+    out: &'a mut Vec<u8>,
+}
+
+impl Obj<'_> {
+    /// `key` is a member's `,"name":` prefix, built by `key!`.
+    #[inline]
+    fn key(&mut self, key: &str) {
+        self.out.extend_from_slice(key.as_bytes());
+    }
+
+    fn uint(&mut self, key: &str, value: u64) {
+        self.key(key);
+        push_u64(self.out, value);
+    }
+
+    fn bool(&mut self, key: &str, value: bool) {
+        self.key(key);
+        self.out
+            .extend_from_slice(if value { b"true" } else { b"false" });
+    }
+
+    fn str(&mut self, key: &str, value: &str) {
+        self.key(key);
+        push_json_string(self.out, value);
+    }
+
+    fn units(&mut self, key: &str, units: u64) {
+        self.key(key);
+        push_units(self.out, false, units);
+    }
+
+    fn signed_units(&mut self, key: &str, units: i64) {
+        self.key(key);
+        push_units(self.out, units < 0, units.unsigned_abs());
+    }
+}
+
+/// Writes `value` in decimal, as `Display` does, without the formatting
+/// machinery that dominated the encoder's profile.
+fn push_u64(out: &mut Vec<u8>, value: u64) {
+    out.extend_from_slice(itoa::Buffer::new().format(value).as_bytes());
+}
+
+/// Writes an amount of units as a JSON string exactly as `format_units`
+/// (or `format_signed_units`) does: the shortest exact decimal. Built
+/// right to left in one buffer with 64-bit arithmetic, because the 128-bit
+/// division and the many small copies of the shared formatter were most
+/// of the cost of writing an event.
+fn push_units(out: &mut Vec<u8>, negative: bool, units: u64) {
+    // Quote, sign, 20 integer digits, point, 8 decimals, quote.
+    let mut buf = [b'0'; 32];
+    let mut pos = buf.len() - 1;
+    buf[pos] = b'"';
+    let mut fraction = units % UNITS_PER_WHOLE;
+    if fraction != 0 {
+        let mut width = AMOUNT_SCALE as usize;
+        while fraction.is_multiple_of(10) {
+            fraction /= 10;
+            width -= 1;
+        }
+        // The buffer starts as '0's, so the fraction's leading zeros are
+        // already in place once its digits are written.
+        write_digits(&mut buf, pos, fraction);
+        pos -= width + 1;
+        buf[pos] = b'.';
+    }
+    pos = write_digits(&mut buf, pos, units / UNITS_PER_WHOLE);
+    if negative {
+        pos -= 1;
+        buf[pos] = b'-';
+    }
+    pos -= 1;
+    buf[pos] = b'"';
+    out.extend_from_slice(&buf[pos..]);
+}
+
+/// Writes `value`'s decimal digits so that they end just before `end`,
+/// two at a time from a table; returns where they start.
+fn write_digits(buf: &mut [u8; 32], end: usize, mut value: u64) -> usize {
+    const PAIRS: &[u8; 200] = b"0001020304050607080910111213141516171819\
+        2021222324252627282930313233343536373839\
+        4041424344454647484950515253545556575859\
+        6061626364656667686970717273747576777879\
+        8081828384858687888990919293949596979899";
+    let mut pos = end;
+    while value >= 10 {
+        let pair = (value % 100) as usize * 2;
+        value /= 100;
+        pos -= 2;
+        buf[pos..pos + 2].copy_from_slice(&PAIRS[pair..pair + 2]);
+    }
+    if value > 0 || pos == end {
+        pos -= 1;
+        buf[pos] = b'0' + value as u8;
+    }
+    pos
+}
+
+/// Writes `value` as a JSON string. Identifiers are printable ASCII but
+/// may hold `"` or `\`, and error messages may quote anything.
+fn push_json_string(out: &mut Vec<u8>, value: &str) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    out.push(b'"');
+    let bytes = value.as_bytes();
+    let mut start = 0;
+    for (i, &byte) in bytes.iter().enumerate() {
+        let escape: &[u8] = match byte {
+            b'"' => b"\\\"",
+            b'\\' => b"\\\\",
+            b'\n' => b"\\n",
+            b'\r' => b"\\r",
+            b'\t' => b"\\t",
+            0x00..=0x1f => &[
+                b'\\',
+                b'u',
+                b'0',
+                b'0',
+                HEX[usize::from(byte >> 4)],
+                HEX[usize::from(byte & 0xf)],
+            ],
+            _ => continue,
+        };
+        out.extend_from_slice(&bytes[start..i]);
+        out.extend_from_slice(escape);
+        start = i + 1;
+    }
+    out.extend_from_slice(&bytes[start..]);
+    out.push(b'"');
+}
+
+#[cfg(test)]
+#[path = "encode_tests.rs"]
+mod tests;
