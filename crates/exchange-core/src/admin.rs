@@ -85,35 +85,48 @@ impl Engine {
         );
     }
 
+    /// The asset and amount of a transfer, or why it cannot be one.
+    fn check_transfer(&self, transfer: &Transfer) -> Result<(u32, u64), RejectReason> {
+        let &asset = self
+            .asset_by_code
+            .get(&transfer.asset)
+            .ok_or(RejectReason::UnknownAsset)?;
+        let amount = transfer.amount.to_units().map_err(amount_reason)?;
+        Ok((asset, amount))
+    }
+
+    fn reject_transfer(
+        &mut self,
+        out: &mut Vec<Event>,
+        command: &'static str,
+        transfer: &Transfer,
+        reason: RejectReason,
+    ) {
+        let subject = Subject {
+            account: Some(transfer.account),
+            ..Subject::default()
+        };
+        self.reject(out, command, subject, reason);
+    }
+
     pub(crate) fn deposit(&mut self, transfer: &Transfer, out: &mut Vec<Event>) {
-        let reject = |engine: &mut Engine, out: &mut Vec<Event>, reason| {
-            engine.reject(
-                out,
-                "deposit",
-                Subject {
-                    account: Some(transfer.account),
-                    ..Subject::default()
-                },
-                reason,
-            )
-        };
-        let Some(&asset) = self.asset_by_code.get(&transfer.asset) else {
-            return reject(self, out, RejectReason::UnknownAsset);
-        };
-        let amount = match transfer.amount.to_units() {
-            Ok(amount) => amount,
-            Err(e) => return reject(self, out, amount_reason(e)),
-        };
-        let supply = self.asset_supply[asset as usize];
-        if supply
-            .checked_add(amount)
-            .is_none_or(|s| s > MAX_ASSET_SUPPLY)
-        {
-            return reject(self, out, RejectReason::AmountOverflow);
-        }
-        let account = match self.accounts.get_or_create(transfer.account) {
-            Ok(account) => account,
-            Err(reason) => return reject(self, out, reason),
+        let checked = self.check_transfer(transfer).and_then(|(asset, amount)| {
+            let supply = self.asset_supply[asset as usize];
+            if supply
+                .checked_add(amount)
+                .is_none_or(|s| s > MAX_ASSET_SUPPLY)
+            {
+                return Err(RejectReason::AmountOverflow);
+            }
+            Ok((
+                asset,
+                amount,
+                self.accounts.get_or_create(transfer.account)?,
+            ))
+        });
+        let (asset, amount, account) = match checked {
+            Ok(checked) => checked,
+            Err(reason) => return self.reject_transfer(out, "deposit", transfer, reason),
         };
         self.asset_supply[asset as usize] += amount;
         let balance = self.accounts.list[account as usize].balance_mut(asset);
@@ -123,36 +136,26 @@ impl Engine {
     }
 
     pub(crate) fn withdraw(&mut self, transfer: &Transfer, out: &mut Vec<Event>) {
-        let reject = |engine: &mut Engine, out: &mut Vec<Event>, reason| {
-            engine.reject(
-                out,
-                "withdraw",
-                Subject {
-                    account: Some(transfer.account),
-                    ..Subject::default()
-                },
-                reason,
-            )
+        let checked = self.check_transfer(transfer).and_then(|(asset, amount)| {
+            let account = self
+                .accounts
+                .index(transfer.account)
+                .ok_or(RejectReason::UnknownAccount)?;
+            // Read, don't touch: `balance_mut` would grow the account's
+            // balance list, and a refused command must change nothing.
+            if self.accounts.list[account as usize]
+                .balance(asset)
+                .available
+                < amount
+            {
+                return Err(RejectReason::InsufficientFunds);
+            }
+            Ok((asset, amount, account))
+        });
+        let (asset, amount, account) = match checked {
+            Ok(checked) => checked,
+            Err(reason) => return self.reject_transfer(out, "withdraw", transfer, reason),
         };
-        let Some(&asset) = self.asset_by_code.get(&transfer.asset) else {
-            return reject(self, out, RejectReason::UnknownAsset);
-        };
-        let amount = match transfer.amount.to_units() {
-            Ok(amount) => amount,
-            Err(e) => return reject(self, out, amount_reason(e)),
-        };
-        let Some(account) = self.accounts.index(transfer.account) else {
-            return reject(self, out, RejectReason::UnknownAccount);
-        };
-        // Check before touching: `balance_mut` would grow the account's
-        // balance list, and a refused command must change nothing.
-        if self.accounts.list[account as usize]
-            .balance(asset)
-            .available
-            < amount
-        {
-            return reject(self, out, RejectReason::InsufficientFunds);
-        }
         let balance = self.accounts.list[account as usize].balance_mut(asset);
         balance.total -= amount;
         balance.available -= amount;
