@@ -1,14 +1,18 @@
 //! Limit order books: price levels with FIFO queues.
 //!
-//! Each side keeps its levels in one vector sorted by a key that puts the
-//! best price last (`price` for bids, `!price` for asks). Trading happens
-//! almost entirely at the best levels, so taking the best level is `O(1)`,
-//! inserting or removing a level near the top moves a handful of entries,
-//! and finding any level is a binary search over contiguous memory. Within
-//! a level, orders form an intrusive FIFO list in the order pool.
+//! Each side keeps its levels in a `BTreeMap` under a key that orders the
+//! best price last (`price` for bids, `!price` for asks). Finding, adding
+//! or removing any level is `O(log n)` with a small constant and no
+//! shifting, wherever in the book it is: a sorted vector made the best
+//! level `O(1)` but cost a memmove of everything above a level that
+//! appeared or vanished deep in the book, which dominated the tail (see
+//! BENCHMARKS.md). Within a level, orders form an intrusive FIFO list in the
+//! order pool.
 //!
 //! Invariant: a level exists iff its queue is non-empty, and its `qty` is
 //! the sum of its orders' open quantities.
+
+use std::collections::BTreeMap;
 
 use exchange_types::Side;
 
@@ -16,7 +20,6 @@ use crate::orders::{OrderPool, NIL};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Level {
-    key: u64,
     pub price: u64,
     pub qty: u64,
     pub head: u32,
@@ -26,14 +29,14 @@ pub(crate) struct Level {
 #[derive(Clone, Debug)]
 pub(crate) struct BookSide {
     side: Side,
-    levels: Vec<Level>,
+    levels: BTreeMap<u64, Level>,
 }
 
 impl BookSide {
     pub fn new(side: Side) -> Self {
         BookSide {
             side,
-            levels: Vec::new(),
+            levels: BTreeMap::new(),
         }
     }
 
@@ -42,17 +45,6 @@ impl BookSide {
         match self.side {
             Side::Buy => price,
             Side::Sell => !price,
-        }
-    }
-
-    #[inline]
-    fn find(&self, price: u64) -> Result<usize, usize> {
-        let key = self.key(price);
-        // Most lookups are near the best price, at the end.
-        match self.levels.last() {
-            Some(last) if last.key == key => Ok(self.levels.len() - 1),
-            Some(last) if last.key < key => Err(self.levels.len()),
-            _ => self.levels.binary_search_by_key(&key, |level| level.key),
         }
     }
 
@@ -65,22 +57,22 @@ impl BookSide {
     }
 
     pub fn has_level(&self, price: u64) -> bool {
-        self.find(price).is_ok()
+        self.levels.contains_key(&self.key(price))
     }
 
     #[inline]
     pub fn best(&self) -> Option<&Level> {
-        self.levels.last()
+        self.levels.values().next_back()
     }
 
     #[inline]
     pub fn best_mut(&mut self) -> Option<&mut Level> {
-        self.levels.last_mut()
+        self.levels.values_mut().next_back()
     }
 
     /// Levels from the best price outwards.
     pub fn levels_best_first(&self) -> impl Iterator<Item = &Level> {
-        self.levels.iter().rev()
+        self.levels.values().rev()
     }
 
     /// Whether `price` on the opposite side would trade with this side.
@@ -104,24 +96,13 @@ impl BookSide {
             let order = pool.get(slot);
             (order.price, order.leaves())
         };
-        let index = match self.find(price) {
-            Ok(index) => index,
-            Err(index) => {
-                let key = self.key(price);
-                self.levels.insert(
-                    index,
-                    Level {
-                        key,
-                        price,
-                        qty: 0,
-                        head: NIL,
-                        tail: NIL,
-                    },
-                );
-                index
-            }
-        };
-        let level = &mut self.levels[index];
+        let key = self.key(price);
+        let level = self.levels.entry(key).or_insert(Level {
+            price,
+            qty: 0,
+            head: NIL,
+            tail: NIL,
+        });
         let old_tail = level.tail;
         {
             let order = pool.get_mut(slot);
@@ -146,28 +127,28 @@ impl BookSide {
             let order = pool.get(slot);
             (order.price, order.leaves(), order.prev, order.next)
         };
-        let Ok(index) = self.find(price) else {
+        let key = self.key(price);
+        let Some(level) = self.levels.get_mut(&key) else {
             debug_assert!(false, "resting order without a level");
             return 0;
         };
         if prev == NIL {
-            self.levels[index].head = next;
+            level.head = next;
         } else {
             pool.get_mut(prev).next = next;
         }
         if next == NIL {
-            self.levels[index].tail = prev;
+            level.tail = prev;
         } else {
             pool.get_mut(next).prev = prev;
         }
         let order = pool.get_mut(slot);
         order.prev = NIL;
         order.next = NIL;
-        let level = &mut self.levels[index];
         level.qty -= leaves;
         let remaining = level.qty;
         if level.head == NIL {
-            self.levels.remove(index);
+            self.levels.remove(&key);
         }
         remaining
     }
@@ -175,12 +156,13 @@ impl BookSide {
     /// Lowers the aggregate at `price` by `lots` without touching the queue
     /// (the order itself shrank in place) and returns the new aggregate.
     pub fn reduce(&mut self, price: u64, lots: u64) -> u64 {
-        match self.find(price) {
-            Ok(index) => {
-                self.levels[index].qty -= lots;
-                self.levels[index].qty
+        let key = self.key(price);
+        match self.levels.get_mut(&key) {
+            Some(level) => {
+                level.qty -= lots;
+                level.qty
             }
-            Err(_) => {
+            None => {
                 debug_assert!(false, "reducing a missing level");
                 0
             }

@@ -131,8 +131,12 @@ impl Engine {
             Some(qty) => inst.qty_to_lots(qty)?,
             None => order.qty,
         };
-        let new_client_order_id = replace.new_client_order_id.unwrap_or(order.client_order_id);
-        let renamed = new_client_order_id != order.client_order_id;
+        // Most replaces keep the client id; compare 36 bytes only when a new
+        // one was given.
+        let renamed = replace
+            .new_client_order_id
+            .is_some_and(|new| new != order.client_order_id);
+        let new_client_order_id = replace.new_client_order_id.filter(|_| renamed);
         if price == order.price && qty == order.qty && !renamed {
             return Err(RejectReason::NothingToReplace);
         }
@@ -146,12 +150,10 @@ impl Engine {
         if qty < order.filled {
             return Err(RejectReason::ReplaceBelowFilled);
         }
-        if renamed
-            && self
-                .by_client_id
-                .contains_key(&(order.account, new_client_order_id))
-        {
-            return Err(RejectReason::DuplicateClientOrderId);
+        if let Some(new) = new_client_order_id {
+            if self.by_client_id.contains_key(&(order.account, new)) {
+                return Err(RejectReason::DuplicateClientOrderId);
+            }
         }
         let leaves = qty - order.filled;
         let book = &self.books[order.instrument as usize];
@@ -191,11 +193,10 @@ impl Engine {
             let order = self.orders.get(slot);
             (order.account, order.client_order_id, order.leaves())
         };
-        if plan.new_client_order_id != old_client_order_id {
+        if let Some(new) = plan.new_client_order_id {
             self.by_client_id.remove(&(account, old_client_order_id));
-            self.by_client_id
-                .insert((account, plan.new_client_order_id), slot);
-            self.orders.get_mut(slot).client_order_id = plan.new_client_order_id;
+            self.by_client_id.insert((account, new), slot);
+            self.orders.get_mut(slot).client_order_id = new;
         }
         let moves = !plan.keeps_priority;
         if moves {
@@ -212,7 +213,7 @@ impl Engine {
             account: self.accounts.list[account as usize].id,
             order_id,
             old_client_order_id,
-            client_order_id: plan.new_client_order_id,
+            client_order_id: plan.new_client_order_id.unwrap_or(old_client_order_id),
             symbol: inst.symbol,
             price: inst.price_units(plan.price),
             qty: inst.qty_units(plan.qty),
@@ -263,7 +264,8 @@ impl Engine {
 struct ReplacePlan {
     price: u64,
     qty: u64,
-    new_client_order_id: exchange_types::ClientOrderId,
+    /// Only when the client id actually changes.
+    new_client_order_id: Option<exchange_types::ClientOrderId>,
     reserve: u64,
     keeps_priority: bool,
 }

@@ -215,7 +215,7 @@ impl Engine {
         for ((account, coid), id) in closed {
             w.u32(*account);
             w.text(coid.as_bytes());
-            w.u64(*id);
+            w.u64(id);
         }
         w.0
     }

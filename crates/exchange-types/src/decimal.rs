@@ -120,29 +120,37 @@ impl Dec {
     }
 
     /// The value in `10^-AMOUNT_SCALE` units; zero allowed.
+    ///
+    /// On the hot path (every price and quantity of every order), so it
+    /// avoids normalising with repeated 128-bit division: a value with at
+    /// most `AMOUNT_SCALE` decimals is one multiplication.
     pub fn to_units_allow_zero(self) -> Result<u64, UnitsError> {
-        let d = self.normalized();
-        if d.mantissa < 0 {
+        if self.mantissa < 0 {
             return Err(UnitsError::Negative);
         }
-        if u32::from(d.scale) > AMOUNT_SCALE {
+        let mantissa = self.mantissa.unsigned_abs();
+        let scale = u32::from(self.scale);
+        if scale <= AMOUNT_SCALE {
+            let factor = 10u128.pow(AMOUNT_SCALE - scale);
+            let units = mantissa.checked_mul(factor).ok_or(UnitsError::Overflow)?;
+            return u64::try_from(units).map_err(|_| UnitsError::Overflow);
+        }
+        // More decimals than kept: acceptable only if they are all zeros.
+        let divisor = 10u128
+            .checked_pow(scale - AMOUNT_SCALE)
+            .ok_or(UnitsError::TooManyDecimals)?;
+        if mantissa % divisor != 0 {
             return Err(UnitsError::TooManyDecimals);
         }
-        let factor = 10i128.pow(AMOUNT_SCALE - u32::from(d.scale));
-        let units = d.mantissa.checked_mul(factor).ok_or(UnitsError::Overflow)?;
-        u64::try_from(units).map_err(|_| UnitsError::Overflow)
+        u64::try_from(mantissa / divisor).map_err(|_| UnitsError::Overflow)
     }
 
     /// The value in `10^-AMOUNT_SCALE` units; must be strictly positive.
     pub fn to_units(self) -> Result<u64, UnitsError> {
-        let d = self.normalized();
-        if d.mantissa < 0 {
-            return Err(UnitsError::Negative);
-        }
-        if d.mantissa == 0 {
+        if self.mantissa == 0 {
             return Err(UnitsError::Zero);
         }
-        d.to_units_allow_zero()
+        self.to_units_allow_zero()
     }
 }
 
@@ -204,7 +212,10 @@ mod tests {
         assert_eq!(Dec::parse("-"), Err(DecParseError::NoDigits));
         assert_eq!(Dec::parse("+1"), Err(DecParseError::InvalidChar('+')));
         assert_eq!(Dec::parse(&"9".repeat(41)), Err(DecParseError::TooLong));
-        assert_eq!(Dec::parse(&"9".repeat(39)), Err(DecParseError::TooManyDigits));
+        assert_eq!(
+            Dec::parse(&"9".repeat(39)),
+            Err(DecParseError::TooManyDigits)
+        );
         assert_eq!(
             Dec::parse("340282366920938463463374607431968211456"),
             Err(DecParseError::TooManyDigits)
