@@ -2,100 +2,166 @@
 //! reads: the server's journal stores commands this way, and benchmarks
 //! write their streams this way. `decode_command(encode_command(c)) == c`
 //! up to decimal normalisation (`"1.50"` is written `"1.5"`: same value).
+//!
+//! Written by hand rather than through `serde_json::Value`: the journal
+//! writes one line per command and benchmarks write millions.
+
+use std::fmt::Write as _;
 
 use exchange_types::{Command, Dec, OrderRef, Stamped};
-use serde_json::{Map, Value};
 
-fn dec(value: &Dec) -> Value {
-    Value::String(value.to_string())
-}
-
-fn order_ref(object: &mut Map<String, Value>, reference: &OrderRef) {
-    match reference {
-        OrderRef::Id(id) => object.insert("order_id".into(), (*id).into()),
-        OrderRef::Client(coid) => object.insert("client_order_id".into(), coid.as_str().into()),
-    };
+/// Appends one command as a JSON object (no newline) to `out`.
+pub fn encode_command_into(stamped: &Stamped, out: &mut String) {
+    let mut w = ObjectWriter::new(out);
+    w.str("cmd", stamped.command.name());
+    w.u64("ts", stamped.ts);
+    match &stamped.command {
+        Command::AddInstrument(spec) => {
+            w.str("symbol", spec.symbol.as_str());
+            w.str("base", spec.base.as_str());
+            w.str("quote", spec.quote.as_str());
+            w.dec("tick_size", spec.tick_size);
+            w.dec("lot_size", spec.lot_size);
+            w.opt_dec("min_qty", spec.min_qty);
+            w.opt_dec("max_qty", spec.max_qty);
+            // The wire carries the collar in percent with two decimals:
+            // exactly the basis points.
+            w.opt_dec(
+                "price_collar_pct",
+                spec.collar_bps.map(|bps| Dec::new(i128::from(bps), 2)),
+            );
+            w.opt_dec("reference_price", spec.reference_price);
+            w.i64("maker_fee_bps", i64::from(spec.maker_fee_bps));
+            w.i64("taker_fee_bps", i64::from(spec.taker_fee_bps));
+        }
+        Command::Deposit(t) | Command::Withdraw(t) => {
+            w.u64("account", t.account);
+            w.str("asset", t.asset.as_str());
+            w.dec("amount", t.amount);
+        }
+        Command::Place(p) => {
+            w.u64("account", p.account);
+            w.str("client_order_id", p.client_order_id.as_str());
+            w.str("symbol", p.symbol.as_str());
+            w.str("side", p.side.as_str());
+            w.str("type", p.order_type.as_str());
+            w.opt_dec("price", p.price);
+            w.dec("qty", p.qty);
+            w.str("tif", p.tif.as_str());
+            w.bool("post_only", p.post_only);
+            w.str("stp", p.stp.as_str());
+        }
+        Command::Cancel(c) => {
+            w.u64("account", c.account);
+            w.order_ref(&c.order);
+        }
+        Command::Replace(r) => {
+            w.u64("account", r.account);
+            w.order_ref(&r.order);
+            if let Some(id) = &r.new_client_order_id {
+                w.str("new_client_order_id", id.as_str());
+            }
+            w.opt_dec("price", r.price);
+            w.opt_dec("qty", r.qty);
+        }
+        Command::MassCancel(m) => {
+            w.u64("account", m.account);
+            if let Some(symbol) = &m.symbol {
+                w.str("symbol", symbol.as_str());
+            }
+        }
+        Command::Halt { symbol } | Command::Resume { symbol } => w.str("symbol", symbol.as_str()),
+    }
+    w.close();
 }
 
 /// One command as one JSON object (no trailing newline).
 pub fn encode_command(stamped: &Stamped) -> String {
-    let mut o = Map::new();
-    o.insert("cmd".into(), stamped.command.name().into());
-    match &stamped.command {
-        Command::AddInstrument(spec) => {
-            o.insert("symbol".into(), spec.symbol.as_str().into());
-            o.insert("base".into(), spec.base.as_str().into());
-            o.insert("quote".into(), spec.quote.as_str().into());
-            o.insert("tick_size".into(), dec(&spec.tick_size));
-            o.insert("lot_size".into(), dec(&spec.lot_size));
-            if let Some(v) = &spec.min_qty {
-                o.insert("min_qty".into(), dec(v));
-            }
-            if let Some(v) = &spec.max_qty {
-                o.insert("max_qty".into(), dec(v));
-            }
-            if let Some(bps) = spec.collar_bps {
-                o.insert(
-                    "price_collar_pct".into(),
-                    dec(&Dec::new(i128::from(bps), 2)),
-                );
-            }
-            if let Some(v) = &spec.reference_price {
-                o.insert("reference_price".into(), dec(v));
-            }
-            o.insert("maker_fee_bps".into(), spec.maker_fee_bps.into());
-            o.insert("taker_fee_bps".into(), spec.taker_fee_bps.into());
+    let mut out = String::with_capacity(192);
+    encode_command_into(stamped, &mut out);
+    out
+}
+
+/// Writes `"key":value` pairs, comma-separated, inside braces.
+struct ObjectWriter<'a> {
+    out: &'a mut String,
+    first: bool,
+}
+
+impl<'a> ObjectWriter<'a> {
+    fn new(out: &'a mut String) -> Self {
+        out.push('{');
+        ObjectWriter { out, first: true }
+    }
+
+    fn key(&mut self, key: &str) {
+        if !self.first {
+            self.out.push(',');
         }
-        Command::Deposit(t) | Command::Withdraw(t) => {
-            o.insert("account".into(), t.account.into());
-            o.insert("asset".into(), t.asset.as_str().into());
-            o.insert("amount".into(), dec(&t.amount));
-        }
-        Command::Place(p) => {
-            o.insert("account".into(), p.account.into());
-            o.insert("client_order_id".into(), p.client_order_id.as_str().into());
-            o.insert("symbol".into(), p.symbol.as_str().into());
-            o.insert("side".into(), p.side.as_str().into());
-            o.insert("type".into(), p.order_type.as_str().into());
-            if let Some(price) = &p.price {
-                o.insert("price".into(), dec(price));
-            }
-            o.insert("qty".into(), dec(&p.qty));
-            o.insert("tif".into(), p.tif.as_str().into());
-            if p.post_only {
-                o.insert("post_only".into(), true.into());
-            }
-            o.insert("stp".into(), p.stp.as_str().into());
-        }
-        Command::Cancel(c) => {
-            o.insert("account".into(), c.account.into());
-            order_ref(&mut o, &c.order);
-        }
-        Command::Replace(r) => {
-            o.insert("account".into(), r.account.into());
-            order_ref(&mut o, &r.order);
-            if let Some(coid) = &r.new_client_order_id {
-                o.insert("new_client_order_id".into(), coid.as_str().into());
-            }
-            if let Some(price) = &r.price {
-                o.insert("price".into(), dec(price));
-            }
-            if let Some(qty) = &r.qty {
-                o.insert("qty".into(), dec(qty));
-            }
-        }
-        Command::MassCancel(m) => {
-            o.insert("account".into(), m.account.into());
-            if let Some(symbol) = &m.symbol {
-                o.insert("symbol".into(), symbol.as_str().into());
-            }
-        }
-        Command::Halt { symbol } | Command::Resume { symbol } => {
-            o.insert("symbol".into(), symbol.as_str().into());
+        self.first = false;
+        push_json_str(self.out, key);
+        self.out.push(':');
+    }
+
+    fn str(&mut self, key: &str, value: &str) {
+        self.key(key);
+        push_json_str(self.out, value);
+    }
+
+    fn u64(&mut self, key: &str, value: u64) {
+        self.key(key);
+        let _ = write!(self.out, "{value}");
+    }
+
+    fn i64(&mut self, key: &str, value: i64) {
+        self.key(key);
+        let _ = write!(self.out, "{value}");
+    }
+
+    fn bool(&mut self, key: &str, value: bool) {
+        self.key(key);
+        self.out.push_str(if value { "true" } else { "false" });
+    }
+
+    /// Decimals travel as strings so that no JSON parser rounds them.
+    fn dec(&mut self, key: &str, value: Dec) {
+        self.key(key);
+        let _ = write!(self.out, "\"{value}\"");
+    }
+
+    fn opt_dec(&mut self, key: &str, value: Option<Dec>) {
+        if let Some(value) = value {
+            self.dec(key, value);
         }
     }
-    o.insert("ts".into(), stamped.ts.into());
-    Value::Object(o).to_string()
+
+    fn order_ref(&mut self, reference: &OrderRef) {
+        match reference {
+            OrderRef::Id(id) => self.u64("order_id", *id),
+            OrderRef::Client(coid) => self.str("client_order_id", coid.as_str()),
+        }
+    }
+
+    fn close(self) {
+        self.out.push('}');
+    }
+}
+
+/// A JSON string literal. Identifiers are printable ASCII, but a `"` or a
+/// `\` in one must still be escaped.
+fn push_json_str(out: &mut String, text: &str) {
+    out.push('"');
+    for ch in text.chars() {
+        match ch {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if u32::from(c) < 0x20 => {
+                let _ = write!(out, "\\u{:04x}", u32::from(c));
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
 }
 
 #[cfg(test)]

@@ -139,7 +139,7 @@ impl Dec {
         let divisor = 10u128
             .checked_pow(scale - AMOUNT_SCALE)
             .ok_or(UnitsError::TooManyDecimals)?;
-        if mantissa % divisor != 0 {
+        if !mantissa.is_multiple_of(divisor) {
             return Err(UnitsError::TooManyDecimals);
         }
         u64::try_from(mantissa / divisor).map_err(|_| UnitsError::Overflow)

@@ -1,0 +1,269 @@
+//! The bench's output: a table for people, one JSON object for scripts.
+
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use super::peer::PeerSummary;
+use super::stream::StreamStats;
+use super::timing::{Memory, Span, Timed};
+
+/// One subject's figures.
+pub struct Figures {
+    pub name: String,
+    pub ops: u64,
+    /// Throughput of the loop without per-operation clock reads.
+    pub ops_per_sec: f64,
+    /// The same loop's operations per second actually spent on a CPU.
+    pub ops_per_cpu_sec: f64,
+    /// Share of that loop's wall time the thread was not on a CPU.
+    pub off_cpu: f64,
+    /// The same for the latency loop, whose tail such gaps lengthen.
+    pub timed_off_cpu: f64,
+    /// Throughput of the latency loop, clock reads included.
+    pub timed_ops_per_sec: f64,
+    pub mean_ns: f64,
+    pub p50_ns: u64,
+    pub p99_ns: u64,
+    pub p999_ns: u64,
+    pub p9999_ns: u64,
+    pub max_ns: u64,
+    pub memory: Memory,
+    pub peer: Option<PeerSummary>,
+}
+
+impl Figures {
+    pub fn new(
+        name: &str,
+        timed: &Timed,
+        untimed: Span,
+        memory: Memory,
+        peer: Option<PeerSummary>,
+    ) -> Self {
+        let h = &timed.histogram;
+        let ops = h.len();
+        let per_sec = |d: Duration| ops as f64 / d.as_secs_f64().max(1e-9);
+        Figures {
+            name: name.to_owned(),
+            ops,
+            ops_per_sec: per_sec(untimed.wall),
+            ops_per_cpu_sec: per_sec(untimed.on_cpu),
+            off_cpu: untimed.off_cpu_share(),
+            timed_off_cpu: timed.span.off_cpu_share(),
+            timed_ops_per_sec: per_sec(timed.span.wall),
+            mean_ns: h.mean(),
+            p50_ns: h.value_at_quantile(0.5),
+            p99_ns: h.value_at_quantile(0.99),
+            p999_ns: h.value_at_quantile(0.999),
+            p9999_ns: h.value_at_quantile(0.9999),
+            max_ns: h.max(),
+            memory,
+            peer,
+        }
+    }
+
+    fn to_json(&self) -> Value {
+        let mut value = json!({
+            "name": self.name,
+            "ops": self.ops,
+            "ops_per_sec": self.ops_per_sec.round(),
+            "ops_per_cpu_sec": self.ops_per_cpu_sec.round(),
+            "off_cpu_fraction": (self.off_cpu * 1000.0).round() / 1000.0,
+            "latency_loop_off_cpu_fraction": (self.timed_off_cpu * 1000.0).round() / 1000.0,
+            "timed_loop_ops_per_sec": self.timed_ops_per_sec.round(),
+            "mean_ns": (self.mean_ns * 10.0).round() / 10.0,
+            "p50_ns": self.p50_ns,
+            "p99_ns": self.p99_ns,
+            "p999_ns": self.p999_ns,
+            "p9999_ns": self.p9999_ns,
+            "max_ns": self.max_ns,
+            "peak_rss_bytes": self.memory.peak,
+            "rss_before_bytes": self.memory.rss_before,
+        });
+        if let (Some(peer), Some(map)) = (&self.peer, value.as_object_mut()) {
+            map.insert("traded_ops".into(), json!(peer.traded_ops));
+            map.insert("errors".into(), json!(peer.errors));
+            map.insert("missing".into(), json!(peer.missing));
+            map.insert("best_bid".into(), json!(peer.best_bid));
+            map.insert("best_ask".into(), json!(peer.best_ask));
+        }
+        value
+    }
+}
+
+pub struct Report<'a> {
+    pub seed: Option<u64>,
+    pub source: Option<String>,
+    pub setup_commands: usize,
+    /// Memory held by the prepared commands themselves (in every RSS).
+    pub command_bytes: usize,
+    pub stats: &'a StreamStats,
+    pub final_best: (Option<u64>, Option<u64>),
+    pub clock_overhead_ns: u64,
+    pub ours: Figures,
+    pub peers: Vec<Figures>,
+}
+
+/// Our figures at the top level (the keys scripts read), the workload and
+/// the peers beside them.
+pub fn json(report: &Report) -> Value {
+    let s = report.stats;
+    let (bid_levels, ask_levels, open_orders) = s.mean_depth();
+    let mut top = report.ours.to_json();
+    if let Some(map) = top.as_object_mut() {
+        map.insert(
+            "workload".into(),
+            json!({
+                "seed": report.seed,
+                "commands_file": report.source,
+                "setup_commands": report.setup_commands,
+                "timed_commands": s.total(),
+                "gtc": s.gtc, "ioc": s.ioc, "fok": s.fok, "market": s.market,
+                "cancel": s.cancel, "replace": s.replace, "other": s.other,
+                "traded_commands": s.traded,
+                "traded_fraction": s.share(s.traded),
+                "trades": s.trades,
+                "events_per_command": s.events as f64 / s.total().max(1) as f64,
+                "rejected": s.rejected_total(),
+                "self_trade_cancels": s.self_trade_cancels,
+                "rejected_by_reason": s.rejected,
+                "mean_bid_levels": bid_levels.round(),
+                "mean_ask_levels": ask_levels.round(),
+                "mean_open_orders": open_orders.round(),
+                "mean_spread": exchange_types::format_units(s.mean_spread()),
+                "command_buffer_bytes": report.command_bytes,
+                "clock_overhead_ns": report.clock_overhead_ns,
+            }),
+        );
+        map.insert(
+            "peers".into(),
+            Value::Array(report.peers.iter().map(Figures::to_json).collect()),
+        );
+    }
+    top
+}
+
+fn price(units: Option<u64>) -> String {
+    units.map_or_else(|| "-".to_owned(), exchange_types::format_units)
+}
+
+fn pct(x: f64) -> String {
+    format!("{:.2}%", x * 100.0)
+}
+
+fn mib(bytes: u64) -> String {
+    format!("{:.0} MiB", bytes as f64 / (1024.0 * 1024.0))
+}
+
+fn micros(ns: u64) -> String {
+    if ns >= 10_000 {
+        format!("{:.1} µs", ns as f64 / 1000.0)
+    } else {
+        format!("{ns} ns")
+    }
+}
+
+pub fn text(report: &Report) -> String {
+    let s = report.stats;
+    let mut out = String::new();
+    let origin = match (&report.source, report.seed) {
+        (Some(path), _) => format!("commands from {path}"),
+        (None, Some(seed)) => format!("standard workload, seed {seed}"),
+        (None, None) => "standard workload".to_owned(),
+    };
+    let _ = writeln!(
+        out,
+        "exchange bench engine: {origin}; {} timed commands after {} untimed setup commands",
+        s.total(),
+        report.setup_commands
+    );
+    let _ = writeln!(
+        out,
+        "mix: GTC {}  IOC {}  FOK {}  market {}  cancel {}  replace {}  other {}",
+        pct(s.share(s.gtc)),
+        pct(s.share(s.ioc)),
+        pct(s.share(s.fok)),
+        pct(s.share(s.market)),
+        pct(s.share(s.cancel)),
+        pct(s.share(s.replace)),
+        pct(s.share(s.other))
+    );
+    let _ = writeln!(
+        out,
+        "trading: {} of commands traded ({} trades, {} self-trade cancels); {:.2} events per \
+         command; rejected: {} {:?}",
+        pct(s.share(s.traded)),
+        s.trades,
+        s.self_trade_cancels,
+        s.events as f64 / s.total().max(1) as f64,
+        s.rejected_total(),
+        s.rejected
+    );
+    let (bid_levels, ask_levels, open_orders) = s.mean_depth();
+    let _ = writeln!(
+        out,
+        "book: mean {bid_levels:.0} bid / {ask_levels:.0} ask levels, {open_orders:.0} open orders, \
+         spread {}; final best bid {} / ask {}",
+        price(Some(s.mean_spread())),
+        price(report.final_best.0),
+        price(report.final_best.1)
+    );
+    let _ = writeln!(
+        out,
+        "each latency sample includes one Instant::now() pair (~{} ns); the prepared commands \
+         take {} of every RSS figure",
+        report.clock_overhead_ns,
+        mib(report.command_bytes as u64)
+    );
+    let _ = writeln!(out);
+    let _ = writeln!(
+        out,
+        "{:<20} {:>10} {:>10} {:>7} {:>10} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
+        "",
+        "ops/s",
+        "ops/cpu-s",
+        "off-cpu",
+        "ops/s(t)",
+        "p50",
+        "p99",
+        "p99.9",
+        "p99.99",
+        "max",
+        "peak RSS"
+    );
+    for f in std::iter::once(&report.ours).chain(&report.peers) {
+        let _ = writeln!(
+            out,
+            "{:<20} {:>10.0} {:>10.0} {:>7} {:>10.0} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
+            f.name,
+            f.ops_per_sec,
+            f.ops_per_cpu_sec,
+            format!("{:.0}/{:.0}%", f.off_cpu * 100.0, f.timed_off_cpu * 100.0),
+            f.timed_ops_per_sec,
+            micros(f.p50_ns),
+            micros(f.p99_ns),
+            micros(f.p999_ns),
+            micros(f.p9999_ns),
+            micros(f.max_ns),
+            mib(f.memory.peak)
+        );
+    }
+    for f in &report.peers {
+        if let Some(p) = &f.peer {
+            let _ = writeln!(
+                out,
+                "{}: {} ops traded (ours {}), {} errors, {} cancels/modifies of orders it lacked, \
+                 final best bid {} / ask {}",
+                f.name,
+                p.traded_ops,
+                s.traded,
+                p.errors,
+                p.missing,
+                price(p.best_bid),
+                price(p.best_ask)
+            );
+        }
+    }
+    out
+}

@@ -1,0 +1,155 @@
+//! The workload is what BENCHMARKS.md says it is: reproducible from its
+//! seed, in the published mix, with a book that stays put, and writable
+//! in the format the codec reads.
+
+use exchange_core::Engine;
+use exchange_types::Command;
+
+use super::generator::{generate, Spec, CANCEL_PPM, GTC_PPM, IOC_PPM};
+use super::peer::lobster::Lobster;
+use super::peer::orderbook_rs::OrderbookRs;
+use super::peer::PeerOp;
+use super::stream::Prepared;
+use super::timing::run_setup;
+use super::wire::encode_command;
+
+fn small(seed: u64) -> Prepared {
+    let spec = Spec {
+        ops: 40_000,
+        seed,
+        accounts: 100,
+        levels: 100,
+    };
+    generate(&spec, true, false).expect("generate")
+}
+
+#[test]
+fn bench_generator_is_deterministic_for_a_seed() {
+    let a = small(7);
+    let b = small(7);
+    assert_eq!(a.setup, b.setup);
+    assert_eq!(a.timed, b.timed);
+    assert_eq!(a.timed_peer, b.timed_peer);
+    assert_eq!(a.final_hash, b.final_hash);
+    assert_eq!(a.stats, b.stats);
+    let c = small(8);
+    assert_ne!(a.timed, c.timed, "another seed gives another stream");
+}
+
+#[test]
+fn bench_generator_produces_the_published_mix() {
+    let p = small(11);
+    let s = &p.stats;
+    assert_eq!(s.total(), 40_000);
+    let near = |count: u64, ppm: u64, tolerance: f64| {
+        let share = s.share(count);
+        let want = ppm as f64 / 1e6;
+        assert!(
+            (share - want).abs() <= tolerance,
+            "share {share:.4}, want {want:.4} ± {tolerance}"
+        );
+    };
+    near(s.gtc, GTC_PPM, 0.01);
+    near(s.ioc, IOC_PPM, 0.006);
+    near(s.cancel, CANCEL_PPM, 0.008);
+    near(s.replace, 1_000_000 - GTC_PPM - IOC_PPM - CANCEL_PPM, 0.015);
+    assert_eq!(s.fok + s.market + s.other, 0);
+    let traded = s.share(s.traded);
+    assert!(
+        (0.04..=0.08).contains(&traded),
+        "traded fraction {traded:.4}"
+    );
+    assert!(
+        s.share(s.rejected_total()) < 0.005,
+        "rejects {:?}",
+        s.rejected
+    );
+    let (bids, asks, open) = s.mean_depth();
+    for levels in [bids, asks] {
+        assert!(
+            (70.0..=130.0).contains(&levels),
+            "mean levels per side {levels}"
+        );
+    }
+    assert!(open > 200.0, "mean open orders {open}");
+}
+
+#[test]
+fn bench_timed_run_from_the_base_reaches_the_scratch_state() {
+    let p = small(3);
+    let mut engine: Engine = p.base.clone();
+    let mut events = Vec::new();
+    for stamped in &p.timed {
+        engine.apply(stamped, &mut events);
+        events.clear();
+    }
+    assert_eq!(engine.state_hash(), p.final_hash);
+    assert!(p
+        .setup
+        .iter()
+        .any(|s| matches!(s.command, Command::AddInstrument(_))));
+}
+
+#[test]
+fn bench_written_commands_decode_to_the_same_commands() {
+    let p = small(5);
+    let mut line = String::new();
+    for stamped in p
+        .setup
+        .iter()
+        .take(3_000)
+        .chain(p.timed.iter().take(20_000))
+    {
+        line.clear();
+        encode_command(stamped, &mut line);
+        let decoded = exchange_codec::decode_command(&line).expect("decodes");
+        assert_eq!(&decoded, stamped, "line {line}");
+    }
+}
+
+#[test]
+fn bench_peers_follow_the_core_book() {
+    let p = small(9);
+    assert_eq!(p.timed_peer.len(), p.timed.len());
+    let noops = p
+        .timed_peer
+        .iter()
+        .filter(|op| **op == PeerOp::Noop)
+        .count() as u64;
+    assert_eq!(
+        noops,
+        p.stats.rejected_total(),
+        "only rejected commands do nothing"
+    );
+    assert!(p.timed_peer.iter().any(|op| matches!(
+        op,
+        PeerOp::Replace {
+            keeps_priority: true,
+            ..
+        }
+    )));
+
+    let mut lobster = Lobster::new();
+    run_setup(&mut lobster, &p.setup_peer);
+    run_setup(&mut lobster, &p.timed_peer);
+    let summary = lobster.finish();
+    let close = |theirs: u64| theirs.abs_diff(p.stats.traded) * 20 <= p.stats.traded;
+    assert!(
+        close(summary.traded_ops),
+        "lobster traded {} vs ours {}",
+        summary.traded_ops,
+        p.stats.traded
+    );
+
+    let mut book = OrderbookRs::new();
+    run_setup(&mut book, &p.setup_peer);
+    run_setup(&mut book, &p.timed_peer);
+    let summary = book.finish();
+    assert_eq!(summary.errors, 0);
+    assert!(
+        close(summary.traded_ops),
+        "orderbook-rs traded {} vs ours {}",
+        summary.traded_ops,
+        p.stats.traded
+    );
+}

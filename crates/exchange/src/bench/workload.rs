@@ -1,0 +1,251 @@
+//! `bench engine`: prepare a stream, time the core on it, time the peers
+//! on the same stream, report.
+
+use std::fs::File;
+use std::io::{BufRead, BufReader, BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use exchange_core::Engine;
+use exchange_types::{Event, Stamped};
+
+use super::generator::{self, Spec};
+use super::peer::lobster::Lobster;
+use super::peer::orderbook_rs::OrderbookRs;
+use super::peer::{PeerChoice, PeerOp, PeerSummary};
+use super::report::{self, Figures, Report};
+use super::stream::{Phase, Prepared, Scratch};
+use super::timing::{self, progress_bar, Memory, Subject};
+use super::wire::encode_command;
+
+#[derive(clap::Args, Debug, Clone)]
+pub struct EngineArgs {
+    /// Timed operations of the generated workload.
+    #[arg(long, default_value_t = 5_000_000)]
+    pub ops: usize,
+    /// Seed of the generated workload.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Funded accounts in the generated workload.
+    #[arg(long, default_value_t = 1_000)]
+    pub accounts: u64,
+    /// Price levels per side the generated workload keeps on the book.
+    #[arg(long, default_value_t = 1_000)]
+    pub levels: u64,
+    /// Time this JSON Lines command stream instead of generating one.
+    #[arg(long, value_name = "FILE", conflicts_with = "write_commands")]
+    pub commands: Option<PathBuf>,
+    /// With --commands: apply this many leading commands untimed (listing,
+    /// deposits, book pre-fill).
+    #[arg(long, default_value_t = 0, requires = "commands")]
+    pub warmup: usize,
+    /// Also write the generated stream (setup included) as JSON Lines.
+    #[arg(long, value_name = "FILE")]
+    pub write_commands: Option<PathBuf>,
+    /// Peer order books to run the same stream through.
+    #[arg(long, value_enum, default_value_t = PeerChoice::All)]
+    pub peer: PeerChoice,
+    /// Print one JSON object instead of the table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn run(args: &EngineArgs) -> anyhow::Result<()> {
+    let with_peers = args.peer != PeerChoice::None;
+    let prepared = match &args.commands {
+        Some(path) => load(path, args.warmup, with_peers)?,
+        None => {
+            if args.accounts == 0 || args.levels == 0 {
+                anyhow::bail!("--accounts and --levels must be at least 1");
+            }
+            let spec = Spec {
+                ops: args.ops,
+                seed: args.seed,
+                accounts: args.accounts,
+                levels: args.levels,
+            };
+            generator::generate(&spec, with_peers, true)?
+        }
+    };
+    if let Some(path) = &args.write_commands {
+        write_commands(&prepared, path)?;
+        eprintln!(
+            "wrote {} commands to {}; time them with: exchange bench engine --commands {} --warmup {}",
+            prepared.setup.len() + prepared.timed.len(),
+            path.display(),
+            path.display(),
+            prepared.setup.len()
+        );
+    }
+    let clock_overhead_ns = timing::clock_overhead_ns();
+    let ours = measure_core(&prepared)?;
+    let mut peers = Vec::new();
+    if args.peer.includes_lobster() {
+        peers.push(measure_peer(
+            &prepared,
+            "lobster 0.7",
+            Lobster::new,
+            Lobster::finish,
+        )?);
+    }
+    if args.peer.includes_orderbook_rs() {
+        peers.push(measure_peer(
+            &prepared,
+            "orderbook-rs 0.15",
+            OrderbookRs::new,
+            OrderbookRs::finish,
+        )?);
+    }
+    let report = Report {
+        seed: args.commands.is_none().then_some(args.seed),
+        source: args.commands.as_ref().map(|p| p.display().to_string()),
+        setup_commands: prepared.setup.len(),
+        command_bytes: (prepared.setup.len() + prepared.timed.len())
+            * std::mem::size_of::<Stamped>(),
+        stats: &prepared.stats,
+        final_best: prepared.final_best,
+        clock_overhead_ns,
+        ours,
+        peers,
+    };
+    if args.json {
+        println!("{}", report::json(&report));
+    } else {
+        print!("{}", report::text(&report));
+    }
+    Ok(())
+}
+
+/// Reads and decodes a command file completely before anything is timed.
+fn load(path: &Path, warmup: usize, with_peers: bool) -> anyhow::Result<Prepared> {
+    let file = File::open(path).with_context(|| format!("opening {}", path.display()))?;
+    let mut commands = Vec::new();
+    for (index, line) in BufReader::new(file).lines().enumerate() {
+        let line = line.with_context(|| format!("reading {}", path.display()))?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let stamped = exchange_codec::decode_command(&line)
+            .with_context(|| format!("{}:{}: not a command", path.display(), index + 1))?;
+        commands.push(stamped);
+    }
+    let mut scratch = Scratch::new(with_peers, commands.len().saturating_sub(warmup));
+    let bar = progress_bar(commands.len(), "preparing");
+    for (i, stamped) in commands.into_iter().enumerate() {
+        scratch.push(
+            stamped,
+            if i < warmup {
+                Phase::Setup
+            } else {
+                Phase::Timed
+            },
+        );
+        if i.is_multiple_of(65_536) {
+            bar.set_position(i as u64);
+        }
+    }
+    bar.finish_and_clear();
+    Ok(scratch.finish())
+}
+
+fn write_commands(prepared: &Prepared, path: &Path) -> anyhow::Result<()> {
+    let file = File::create(path).with_context(|| format!("creating {}", path.display()))?;
+    let mut out = BufWriter::new(file);
+    let mut line = String::with_capacity(512);
+    for stamped in prepared.setup.iter().chain(&prepared.timed) {
+        line.clear();
+        encode_command(stamped, &mut line);
+        line.push('\n');
+        out.write_all(line.as_bytes())
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    out.flush()
+        .with_context(|| format!("writing {}", path.display()))
+}
+
+/// The core as a measured subject.
+struct Core {
+    engine: Engine,
+    events: Vec<Event>,
+}
+
+impl Core {
+    fn new(base: &Engine) -> Self {
+        Core {
+            engine: base.clone(),
+            events: Vec::with_capacity(64),
+        }
+    }
+}
+
+impl Subject for Core {
+    type Op = Stamped;
+
+    #[inline]
+    fn apply(&mut self, op: &Stamped) {
+        self.engine.apply(op, &mut self.events);
+    }
+
+    #[inline]
+    fn after(&mut self) {
+        self.events.clear();
+    }
+}
+
+fn measure_core(prepared: &Prepared) -> anyhow::Result<Figures> {
+    timing::reset_peak_rss();
+    let (rss_before, _) = timing::rss()?;
+    let mut core = Core::new(&prepared.base);
+    let timed = timing::run_timed(&mut core, &prepared.timed, "exchange: latency")?;
+    // The scratch run and the timed run must have done the same work.
+    let hash = core.engine.state_hash();
+    if hash != prepared.final_hash {
+        anyhow::bail!(
+            "the timed run ended in state {hash}, the scratch run in {}",
+            prepared.final_hash
+        );
+    }
+    drop(core);
+    let mut core = Core::new(&prepared.base);
+    let elapsed = timing::run_untimed(&mut core, &prepared.timed, "exchange: throughput");
+    drop(core);
+    let (_, peak) = timing::rss()?;
+    Ok(Figures::new(
+        "exchange (ours)",
+        &timed,
+        elapsed,
+        Memory { rss_before, peak },
+        None,
+    ))
+}
+
+fn measure_peer<P: Subject<Op = PeerOp>>(
+    prepared: &Prepared,
+    name: &str,
+    new: fn() -> P,
+    finish: fn(&mut P) -> PeerSummary,
+) -> anyhow::Result<Figures> {
+    timing::reset_peak_rss();
+    let (rss_before, _) = timing::rss()?;
+    let mut peer = new();
+    timing::run_setup(&mut peer, &prepared.setup_peer);
+    let timed = timing::run_timed(&mut peer, &prepared.timed_peer, &format!("{name}: latency"))?;
+    let summary = finish(&mut peer);
+    drop(peer);
+    let mut peer = new();
+    timing::run_setup(&mut peer, &prepared.setup_peer);
+    let elapsed = timing::run_untimed(
+        &mut peer,
+        &prepared.timed_peer,
+        &format!("{name}: throughput"),
+    );
+    drop(peer);
+    let (_, peak) = timing::rss()?;
+    Ok(Figures::new(
+        name,
+        &timed,
+        elapsed,
+        Memory { rss_before, peak },
+        Some(summary),
+    ))
+}
