@@ -11,7 +11,7 @@
 //! Every queue is bounded. A gateway that finds the submit queue full gets
 //! `Overloaded` at once instead of waiting.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
@@ -177,18 +177,22 @@ impl Pipeline {
         let journal_failed = failed.clone();
         let last_ts = state.engine_now();
         let journal_metrics = metrics.clone();
+        // Log entries below this index are covered by a durable snapshot and
+        // may be deleted; set by the snapshot writer, read by the journal.
+        let purge_below = Arc::new(AtomicU64::new(0));
+        let snapshots = SnapshotWriter::start(config.snapshot_dir.clone(), purge_below.clone(), metrics.clone());
         let journal_thread = std::thread::Builder::new()
             .name("journal".into())
             .spawn(move || {
                 let mut guard = FailGuard { failed: journal_failed, clean: false };
-                guard.clean = journal_loop(journal, submit_rx, core_tx, last_ts, journal_metrics);
+                guard.clean = journal_loop(journal, submit_rx, core_tx, last_ts, journal_metrics, purge_below);
             })
             .expect("spawn journal thread");
         let core_thread = std::thread::Builder::new()
             .name("core".into())
             .spawn(move || {
                 let mut guard = FailGuard { failed, clean: false };
-                core_loop(state, core_rx, events, config, metrics);
+                core_loop(state, core_rx, events, config, metrics, snapshots);
                 guard.clean = true;
             })
             .expect("spawn core thread");
@@ -215,10 +219,19 @@ fn journal_loop(
     core: Sender<CoreMsg>,
     mut last_ts: u64,
     metrics: Arc<Metrics>,
+    purge_below: Arc<AtomicU64>,
 ) -> bool {
+    let mut purged_below = 0u64;
     let mut batch: Vec<Submission> = Vec::with_capacity(MAX_BATCH);
     let mut payloads: Vec<Vec<u8>> = Vec::with_capacity(MAX_BATCH);
     while let Ok(first) = submit.recv() {
+        let covered = purge_below.load(Ordering::Acquire);
+        if covered > purged_below {
+            purged_below = covered;
+            if let Err(error) = journal.purge_before(covered) {
+                tracing::warn!(%error, "journal compaction failed; the log keeps its old segments");
+            }
+        }
         batch.push(first);
         while batch.len() < MAX_BATCH {
             match submit.try_recv() {
@@ -267,6 +280,7 @@ fn core_loop(
     events: broadcast::Sender<Arc<Applied>>,
     config: PipelineConfig,
     metrics: Arc<Metrics>,
+    snapshots: SnapshotWriter,
 ) {
     let mut since_snapshot = 0u64;
     while let Ok(message) = core.recv() {
@@ -293,24 +307,77 @@ fn core_loop(
                 metrics.applied_index.store(state.applied_index, Ordering::Relaxed);
                 if config.snapshot_every > 0 && since_snapshot >= config.snapshot_every {
                     since_snapshot = 0;
-                    write_snapshot(&state, &config, &metrics);
+                    // Serialising is the only part on the core thread; the
+                    // disk work happens on the writer's.
+                    snapshots.offer(Snapshot { index: state.applied_index, term: 0, state: state.snapshot() });
                 }
             }
         }
     }
     // Leave a snapshot behind on a clean shutdown so the next start is fast.
     if since_snapshot > 0 && config.snapshot_every > 0 {
-        write_snapshot(&state, &config, &metrics);
+        snapshots.finish(Snapshot { index: state.applied_index, term: 0, state: state.snapshot() });
+    } else {
+        snapshots.finish_without();
     }
 }
 
-fn write_snapshot(state: &ServerState, config: &PipelineConfig, metrics: &Metrics) {
-    let snapshot = Snapshot { index: state.applied_index, term: 0, state: state.snapshot() };
-    match snapshots::save(&config.snapshot_dir, &snapshot, 2) {
-        Ok(path) => {
-            metrics.snapshots.fetch_add(1, Ordering::Relaxed);
-            tracing::info!(index = snapshot.index, path = %path.display(), "snapshot written");
+/// Writes snapshots on its own thread so the core never waits on a disk,
+/// then lets the journal drop what the older of the two kept snapshots
+/// covers (the newer one might yet prove unreadable).
+struct SnapshotWriter {
+    queue: Option<Sender<Snapshot>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl SnapshotWriter {
+    fn start(dir: std::path::PathBuf, purge_below: Arc<AtomicU64>, metrics: Arc<Metrics>) -> SnapshotWriter {
+        let (tx, rx) = bounded::<Snapshot>(1);
+        let thread = std::thread::Builder::new()
+            .name("snapshots".into())
+            .spawn(move || {
+                let mut kept: Option<u64> = None;
+                while let Ok(snapshot) = rx.recv() {
+                    let index = snapshot.index;
+                    match snapshots::save(&dir, &snapshot, 2) {
+                        Ok(path) => {
+                            metrics.snapshots.fetch_add(1, Ordering::Relaxed);
+                            tracing::info!(index, path = %path.display(), "snapshot written");
+                            if let Some(older) = kept {
+                                purge_below.store(older, Ordering::Release);
+                            }
+                            kept = Some(index);
+                        }
+                        Err(error) => {
+                            tracing::warn!(%error, "snapshot failed; the journal still holds everything")
+                        }
+                    }
+                }
+            })
+            .expect("spawn snapshot thread");
+        SnapshotWriter { queue: Some(tx), thread: Some(thread) }
+    }
+
+    /// Hands a snapshot to the writer, or drops it if the previous one is
+    /// still being written (the next one will do).
+    fn offer(&self, snapshot: Snapshot) {
+        if let Some(queue) = &self.queue {
+            let _ = queue.try_send(snapshot);
         }
-        Err(error) => tracing::warn!(%error, "snapshot failed; the journal still holds everything"),
+    }
+
+    /// Writes a last snapshot and waits for the writer to finish.
+    fn finish(mut self, snapshot: Snapshot) {
+        if let Some(queue) = self.queue.take() {
+            let _ = queue.send(snapshot);
+        }
+        self.finish_without();
+    }
+
+    fn finish_without(mut self) {
+        self.queue = None;
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
     }
 }
