@@ -125,24 +125,41 @@ impl Engine {
 
     #[inline]
     pub(crate) fn emit(&mut self, out: &mut Vec<Event>, kind: EventKind) {
+        self.emit_with(out, move |_| kind);
+    }
+
+    /// Numbers the next event and appends it, built by `kind` only once
+    /// `out` has room for it. An event built first and then pushed is
+    /// spilled around the vector's growth check, and copying its
+    /// odd-sized inline strings back defeats store forwarding: that stall
+    /// was a quarter of the cost of emitting on the hot path.
+    #[inline(always)]
+    pub(crate) fn emit_with(
+        &mut self,
+        out: &mut Vec<Event>,
+        kind: impl FnOnce(&Engine) -> EventKind,
+    ) {
         self.seq += 1;
-        out.push(Event {
-            seq: self.seq,
-            ts: self.now,
-            kind,
-        });
+        let (seq, ts) = (self.seq, self.now);
+        let engine = &*self;
+        out.extend(std::iter::once_with(|| Event {
+            seq,
+            ts,
+            kind: kind(engine),
+        }));
     }
 
     pub(crate) fn emit_balance(&mut self, out: &mut Vec<Event>, account: u32, asset: u32) {
-        let acct = &self.accounts.list[account as usize];
-        let balance = acct.balance(asset);
-        let kind = EventKind::Balance {
-            account: acct.id,
-            asset: self.assets[asset as usize],
-            total: balance.total,
-            available: balance.available,
-        };
-        self.emit(out, kind);
+        self.emit_with(out, |e| {
+            let acct = &e.accounts.list[account as usize];
+            let balance = acct.balance(asset);
+            EventKind::Balance {
+                account: acct.id,
+                asset: e.assets[asset as usize],
+                total: balance.total,
+                available: balance.available,
+            }
+        });
     }
 
     pub(crate) fn emit_book(
@@ -153,14 +170,15 @@ impl Engine {
         price_ticks: u64,
         qty_lots: u64,
     ) {
-        let inst = &self.instruments[instrument as usize];
-        let kind = EventKind::Book {
-            symbol: inst.symbol,
-            side: order_side,
-            price: inst.price_units(price_ticks),
-            qty: inst.qty_units(qty_lots),
-        };
-        self.emit(out, kind);
+        self.emit_with(out, |e| {
+            let inst = &e.instruments[instrument as usize];
+            EventKind::Book {
+                symbol: inst.symbol,
+                side: order_side,
+                price: inst.price_units(price_ticks),
+                qty: inst.qty_units(qty_lots),
+            }
+        });
     }
 
     pub(crate) fn reject(

@@ -167,7 +167,7 @@ impl Engine {
         let lots = t.leaves().min(m.leaves());
         let instrument = t.instrument;
         let inst = &self.instruments[instrument as usize];
-        let (base, quote, lot_units, symbol) = (inst.base, inst.quote, inst.lot_units, inst.symbol);
+        let (base, quote, lot_units) = (inst.base, inst.quote, inst.lot_units);
         let Some(notional) = inst.notional(price, lots) else {
             debug_assert!(false, "a reserved notional overflowed");
             return false;
@@ -247,24 +247,25 @@ impl Engine {
 
         let trade_id = self.next_trade_id;
         self.next_trade_id += 1;
-        let inst = &self.instruments[instrument as usize];
-        let (t, m) = (self.orders.get(taker), self.orders.get(maker));
-        let trade = EventKind::Trade {
-            trade_id,
-            symbol,
-            price: inst.price_units(price),
-            qty: inst.qty_units(lots),
-            maker_order_id: m.id,
-            taker_order_id: t.id,
-            maker_account: self.accounts.list[m.account as usize].id,
-            taker_account: self.accounts.list[t.account as usize].id,
-            aggressor_side: taker_side,
-            maker_fee,
-            taker_fee,
-            maker_leaves_qty: inst.qty_units(m.leaves()),
-            taker_leaves_qty: inst.qty_units(t.leaves()),
-        };
-        self.emit(out, trade);
+        self.emit_with(out, |e| {
+            let inst = &e.instruments[instrument as usize];
+            let (t, m) = (e.orders.get(taker), e.orders.get(maker));
+            EventKind::Trade {
+                trade_id,
+                symbol: inst.symbol,
+                price: inst.price_units(price),
+                qty: inst.qty_units(lots),
+                maker_order_id: m.id,
+                taker_order_id: t.id,
+                maker_account: e.accounts.list[m.account as usize].id,
+                taker_account: e.accounts.list[t.account as usize].id,
+                aggressor_side: taker_side,
+                maker_fee,
+                taker_fee,
+                maker_leaves_qty: inst.qty_units(m.leaves()),
+                taker_leaves_qty: inst.qty_units(t.leaves()),
+            }
+        });
         self.emit_balance(out, buyer_account, quote);
         self.emit_balance(out, buyer_account, base);
         self.emit_balance(out, seller_account, base);
@@ -386,19 +387,20 @@ impl Engine {
         canceled_lots: u64,
         out: &mut Vec<Event>,
     ) {
-        let order = self.orders.get(slot);
-        let inst = &self.instruments[order.instrument as usize];
-        let kind = EventKind::Canceled {
-            account: self.accounts.list[order.account as usize].id,
-            order_id: order.id,
-            client_order_id: order.client_order_id,
-            symbol: inst.symbol,
-            reason,
-            canceled_qty: inst.qty_units(canceled_lots),
-            filled_qty: inst.qty_units(order.filled),
-            leaves_qty: inst.qty_units(order.leaves()),
-        };
-        self.emit(out, kind);
+        self.emit_with(out, |e| {
+            let order = e.orders.get(slot);
+            let inst = &e.instruments[order.instrument as usize];
+            EventKind::Canceled {
+                account: e.accounts.list[order.account as usize].id,
+                order_id: order.id,
+                client_order_id: order.client_order_id,
+                symbol: inst.symbol,
+                reason,
+                canceled_qty: inst.qty_units(canceled_lots),
+                filled_qty: inst.qty_units(order.filled),
+                leaves_qty: inst.qty_units(order.leaves()),
+            }
+        });
     }
 }
 

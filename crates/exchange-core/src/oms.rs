@@ -208,18 +208,19 @@ impl Engine {
         order.qty = plan.qty;
         let (instrument, side, leaves, order_id) =
             (order.instrument, order.side, order.leaves(), order.id);
-        let inst = &self.instruments[instrument as usize];
-        let replaced = EventKind::Replaced {
-            account: self.accounts.list[account as usize].id,
-            order_id,
-            old_client_order_id,
-            client_order_id: plan.new_client_order_id.unwrap_or(old_client_order_id),
-            symbol: inst.symbol,
-            price: inst.price_units(plan.price),
-            qty: inst.qty_units(plan.qty),
-            leaves_qty: inst.qty_units(leaves),
-        };
-        self.emit(out, replaced);
+        self.emit_with(out, |e| {
+            let inst = &e.instruments[instrument as usize];
+            EventKind::Replaced {
+                account: e.accounts.list[account as usize].id,
+                order_id,
+                old_client_order_id,
+                client_order_id: plan.new_client_order_id.unwrap_or(old_client_order_id),
+                symbol: inst.symbol,
+                price: inst.price_units(plan.price),
+                qty: inst.qty_units(plan.qty),
+                leaves_qty: inst.qty_units(leaves),
+            }
+        });
         if !moves && leaves < old_leaves {
             let level_qty = self.books[instrument as usize]
                 .side_mut(side)

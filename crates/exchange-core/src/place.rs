@@ -157,22 +157,23 @@ impl Engine {
     fn accept(&mut self, place: &Place, c: Checked, out: &mut Vec<Event>) {
         let id = self.next_order_id;
         self.next_order_id += 1;
-        let inst = &self.instruments[c.instrument as usize];
         let is_market = place.order_type == OrderType::Market;
-        let accepted = EventKind::Accepted {
-            account: place.account,
-            client_order_id: place.client_order_id,
-            order_id: id,
-            symbol: place.symbol,
-            side: place.side,
-            order_type: place.order_type,
-            price: (!is_market).then(|| inst.price_units(c.price)),
-            qty: inst.qty_units(c.lots),
-            tif: c.tif,
-            post_only: place.post_only,
-            stp: place.stp,
-        };
-        self.emit(out, accepted);
+        self.emit_with(out, |e| {
+            let inst = &e.instruments[c.instrument as usize];
+            EventKind::Accepted {
+                account: place.account,
+                client_order_id: place.client_order_id,
+                order_id: id,
+                symbol: place.symbol,
+                side: place.side,
+                order_type: place.order_type,
+                price: (!is_market).then(|| inst.price_units(c.price)),
+                qty: inst.qty_units(c.lots),
+                tif: c.tif,
+                post_only: place.post_only,
+                stp: place.stp,
+            }
+        });
         let slot = self.orders.insert(Order {
             id,
             account: c.account,
@@ -228,15 +229,16 @@ impl Engine {
     pub(crate) fn expire(&mut self, slot: u32, out: &mut Vec<Event>) {
         self.release_all(slot, out);
         let order = self.close_order(slot);
-        let inst = &self.instruments[order.instrument as usize];
-        let kind = EventKind::Expired {
-            account: self.accounts.list[order.account as usize].id,
-            order_id: order.id,
-            client_order_id: order.client_order_id,
-            symbol: inst.symbol,
-            expired_qty: inst.qty_units(order.leaves()),
-            filled_qty: inst.qty_units(order.filled),
-        };
-        self.emit(out, kind);
+        self.emit_with(out, |e| {
+            let inst = &e.instruments[order.instrument as usize];
+            EventKind::Expired {
+                account: e.accounts.list[order.account as usize].id,
+                order_id: order.id,
+                client_order_id: order.client_order_id,
+                symbol: inst.symbol,
+                expired_qty: inst.qty_units(order.leaves()),
+                filled_qty: inst.qty_units(order.filled),
+            }
+        });
     }
 }

@@ -2,7 +2,7 @@
 //! (`--config`) and then by command-line flags. Every field is documented
 //! in docs/server.md.
 
-use std::net::SocketAddr;
+use std::net::{Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -65,6 +65,96 @@ pub struct Config {
     pub max_body_bytes: usize,
     /// How far a signed request's timestamp may be from server time.
     pub signature_window_secs: u64,
+    /// Public market data: WebSocket channels and the binary feed.
+    pub marketdata: MarketDataConfig,
+    /// The FIX 4.4 gateway (crate `exchange-fix`, docs/fix.md).
+    pub fix: FixConfig,
+}
+
+/// The `[fix]` section. The gateway listens only when at least one session
+/// is configured.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct FixConfig {
+    /// FIX acceptor address.
+    pub listen: SocketAddr,
+    /// Largest difference between a message's SendingTime and server time.
+    pub max_clock_skew_secs: u64,
+    pub sessions: Vec<FixSessionConfig>,
+}
+
+impl Default for FixConfig {
+    fn default() -> Self {
+        FixConfig { listen: SocketAddr::from(([127, 0, 0, 1], 9878)), max_clock_skew_secs: 120, sessions: Vec::new() }
+    }
+}
+
+/// One FIX session: order entry for `account`, or drop copy of
+/// `drop_copy_accounts` (exactly one of the two).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FixSessionConfig {
+    /// The counterparty's SenderCompID (49).
+    pub sender_comp_id: String,
+    /// The exchange's CompID: the counterparty's TargetCompID (56).
+    #[serde(default = "default_fix_comp_id")]
+    pub target_comp_id: String,
+    /// Password (554) the Logon must carry.
+    pub password: String,
+    #[serde(default)]
+    pub account: Option<u64>,
+    #[serde(default)]
+    pub drop_copy_accounts: Vec<u64>,
+    /// Cancel the account's open orders when the session disconnects.
+    #[serde(default)]
+    pub cancel_on_disconnect: bool,
+}
+
+fn default_fix_comp_id() -> String {
+    "EXCHANGE".into()
+}
+
+/// The `[marketdata]` section (docs/marketdata.md).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct MarketDataConfig {
+    /// UDP receivers of the binary feed (unicast, where multicast is not
+    /// available).
+    pub feed_targets: Vec<SocketAddr>,
+    /// Multicast group and port to publish the binary feed to.
+    pub multicast_group: Option<SocketAddr>,
+    /// Local interface address multicast leaves by (default: the system's).
+    pub multicast_interface: Option<Ipv4Addr>,
+    /// Multicast TTL: 1 keeps the feed on the local network.
+    pub multicast_ttl: u32,
+    /// TCP address of the retransmission and snapshot service; none
+    /// disables it.
+    pub retransmit_listen: Option<SocketAddr>,
+    /// Feed messages kept for retransmission.
+    pub retransmit_buffer: usize,
+    /// Largest UDP payload (one MoldUDP64 packet), in bytes.
+    pub max_packet_bytes: usize,
+    /// Messages queued for one WebSocket subscriber; one that falls
+    /// further behind is disconnected (`slow_consumer`).
+    pub subscriber_queue: usize,
+    /// Heartbeat interval of the channels and the feed, in milliseconds.
+    pub heartbeat_ms: u64,
+}
+
+impl Default for MarketDataConfig {
+    fn default() -> Self {
+        MarketDataConfig {
+            feed_targets: Vec::new(),
+            multicast_group: None,
+            multicast_interface: None,
+            multicast_ttl: 1,
+            retransmit_listen: None,
+            retransmit_buffer: 262_144,
+            max_packet_bytes: 1_400,
+            subscriber_queue: 4_096,
+            heartbeat_ms: 1_000,
+        }
+    }
 }
 
 fn instrument(symbol: &str, base: &str, tick: &str, lot: &str, reference: &str) -> InstrumentConfig {
@@ -101,6 +191,8 @@ impl Default for Config {
             rate_limit_burst: 4_000,
             max_body_bytes: 16 * 1024,
             signature_window_secs: 30,
+            marketdata: MarketDataConfig::default(),
+            fix: FixConfig::default(),
         }
     }
 }
@@ -129,5 +221,15 @@ mod tests {
         assert_eq!(parsed.listen.port(), 9999);
         assert_eq!(parsed.instruments.len(), 2);
         assert!(toml::from_str::<Config>("lisen = \"x\"\n").is_err());
+    }
+
+    #[test]
+    fn marketdata_section_parses() {
+        let text = "[marketdata]\nfeed_targets = [\"127.0.0.1:30001\"]\nretransmit_listen = \"127.0.0.1:30002\"\nheartbeat_ms = 50\n";
+        let parsed: Config = toml::from_str(text).unwrap();
+        assert_eq!(parsed.marketdata.feed_targets.len(), 1);
+        assert_eq!(parsed.marketdata.heartbeat_ms, 50);
+        assert_eq!(parsed.marketdata.subscriber_queue, MarketDataConfig::default().subscriber_queue);
+        assert!(toml::from_str::<Config>("[marketdata]\nheartbeat = 5\n").is_err());
     }
 }

@@ -164,45 +164,27 @@ impl History {
                     },
                 );
             }
-            EventKind::Trade {
-                trade_id,
-                symbol,
-                price,
-                qty,
-                maker_order_id,
-                taker_order_id,
-                maker_account,
-                taker_account,
-                aggressor_side,
-                maker_fee,
-                taker_fee,
-                maker_leaves_qty,
-                taker_leaves_qty,
-            } => {
-                let sides = [
-                    (*maker_order_id, *maker_account, *maker_fee, *maker_leaves_qty, "maker", aggressor_side.opposite()),
-                    (*taker_order_id, *taker_account, *taker_fee, *taker_leaves_qty, "taker", *aggressor_side),
-                ];
-                for (order_id, account, fee, leaves, liquidity, side) in sides {
+            EventKind::Trade { trade_id, symbol, price, qty, aggressor_side, .. } => {
+                for side in trade_sides(&event.kind).into_iter().flatten() {
                     let fill = Fill {
                         trade_id: *trade_id,
-                        order_id,
+                        order_id: side.order_id,
                         symbol: symbol.to_string(),
-                        side: side_str(side).into(),
+                        side: side_str(side.side).into(),
                         price: *price,
                         qty: *qty,
-                        fee,
-                        liquidity: liquidity.into(),
+                        fee: side.fee,
+                        liquidity: side.liquidity.into(),
                         ts,
                     };
-                    push_bounded(self.fills.entry(account).or_default(), fill, FILLS_PER_ACCOUNT);
-                    if let Some(order) = self.orders.get_mut(&order_id) {
+                    push_bounded(self.fills.entry(side.account).or_default(), fill, FILLS_PER_ACCOUNT);
+                    if let Some(order) = self.orders.get_mut(&side.order_id) {
                         order.filled_qty += qty;
                         order.updated_ts = ts;
                         order.status = OrderStatus::PartiallyFilled;
                     }
-                    if leaves == 0 {
-                        self.close(order_id, OrderStatus::Filled, ts);
+                    if side.leaves == 0 {
+                        self.close(side.order_id, OrderStatus::Filled, ts);
                     }
                 }
                 let public = PublicTrade {
@@ -242,6 +224,58 @@ impl History {
             _ => {}
         }
     }
+}
+
+/// One order's part in a trade.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TradeSide {
+    pub order_id: OrderId,
+    pub account: AccountId,
+    /// Quote units; negative is a rebate.
+    pub fee: i64,
+    /// What the order still has open after the trade.
+    pub leaves: u64,
+    pub liquidity: &'static str,
+    pub side: Side,
+}
+
+/// The maker's and the taker's part in a trade event: the one reading of
+/// a trade that fills come from, live (the private stream, answers) and
+/// after the fact (this history).
+pub fn trade_sides(kind: &EventKind) -> Option<[TradeSide; 2]> {
+    let EventKind::Trade {
+        maker_order_id,
+        taker_order_id,
+        maker_account,
+        taker_account,
+        aggressor_side,
+        maker_fee,
+        taker_fee,
+        maker_leaves_qty,
+        taker_leaves_qty,
+        ..
+    } = kind
+    else {
+        return None;
+    };
+    Some([
+        TradeSide {
+            order_id: *maker_order_id,
+            account: *maker_account,
+            fee: *maker_fee,
+            leaves: *maker_leaves_qty,
+            liquidity: "maker",
+            side: aggressor_side.opposite(),
+        },
+        TradeSide {
+            order_id: *taker_order_id,
+            account: *taker_account,
+            fee: *taker_fee,
+            leaves: *taker_leaves_qty,
+            liquidity: "taker",
+            side: *aggressor_side,
+        },
+    ])
 }
 
 fn side_str(side: Side) -> &'static str {

@@ -10,6 +10,7 @@ pub mod demo;
 pub mod entry;
 pub mod history;
 pub mod http;
+pub mod marketdata;
 pub mod metrics;
 pub mod node;
 pub mod sequencer;

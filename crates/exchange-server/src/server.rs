@@ -11,6 +11,7 @@ use thiserror::Error;
 use crate::config::{Config, InstrumentConfig};
 use crate::entry::LogEntry;
 use crate::http::{self, AppState};
+use crate::marketdata::{self, MarketDataError};
 use crate::node::{self, RecoveryError, RecoveryReport};
 use crate::sequencer::{Handle, PipelineConfig, SubmitError};
 
@@ -24,6 +25,10 @@ pub enum ServerError {
     Instrument { symbol: String, message: String },
     #[error("the sequencer stopped: {0}")]
     Submit(#[from] SubmitError),
+    #[error("gateway: {0}")]
+    Gateway(String),
+    #[error(transparent)]
+    MarketData(#[from] MarketDataError),
 }
 
 /// Random bytes as lowercase hex, for tokens, keys and secrets.
@@ -122,6 +127,18 @@ pub fn report_recovery(report: &RecoveryReport) {
 
 /// Runs the server until ctrl-c (or SIGTERM), then drains and stops.
 pub async fn run(config: Config, demo: bool) -> Result<(), ServerError> {
+    run_with_gateways(config, demo, Vec::new()).await
+}
+
+/// Starts a gateway beside HTTP once the node has recovered (the FIX
+/// gateway lives in a crate above this one, so the binary passes it in).
+/// It gets a signal that turns true at shutdown and returns the task to
+/// wait for before the pipeline stops.
+pub type GatewayStart =
+    Box<dyn FnOnce(&Handle, &Config, tokio::sync::watch::Receiver<bool>) -> Result<tokio::task::JoinHandle<()>, String> + Send>;
+
+/// As [`run`], with more gateways.
+pub async fn run_with_gateways(config: Config, demo: bool, gateways: Vec<GatewayStart>) -> Result<(), ServerError> {
     let (token, generated) = admin_token(&config)?;
     let ready = Arc::new(AtomicBool::new(false));
     let data_dir = config.data_dir.clone();
@@ -132,16 +149,36 @@ pub async fn run(config: Config, demo: bool) -> Result<(), ServerError> {
     if generated {
         eprintln!("admin token (generated, saved in {}): {token}", data_dir.join("admin_token").display());
     }
-    let app = AppState::new(handle.clone(), config.clone(), token, ready.clone());
+    let market = marketdata::start(handle.clone(), &config.marketdata).await?;
+    if let Some(addr) = market.retransmit_addr {
+        eprintln!("market-data feed: retransmission and snapshots on tcp://{addr}");
+    }
+    let app = AppState::new(handle.clone(), config.clone(), token, ready.clone()).with_market_data(market.market.clone());
     let listener = tokio::net::TcpListener::bind(config.listen).await?;
     eprintln!("exchange listening on http://{}", listener.local_addr()?);
     if demo {
         crate::demo::start(handle.clone(), &data_dir, &config).await?;
     }
+    let (stop_gateways, stopping) = tokio::sync::watch::channel(false);
+    let mut gateway_tasks = Vec::new();
+    for start in gateways {
+        gateway_tasks.push(start(&handle, &config, stopping.clone()).map_err(ServerError::Gateway)?);
+    }
     ready.store(true, std::sync::atomic::Ordering::Release);
+    // Small WebSocket frames (market data, order updates) must leave at
+    // once: Nagle's algorithm would hold them for the peer's delayed ACK.
+    let listener = axum::serve::ListenerExt::tap_io(listener, |tcp: &mut tokio::net::TcpStream| {
+        let _ = tcp.set_nodelay(true);
+    });
     axum::serve(listener, http::router(app).into_make_service_with_connect_info::<std::net::SocketAddr>())
         .with_graceful_shutdown(shutdown_signal())
         .await?;
+    // The service holds a sequencer handle: stop it before the pipeline.
+    market.shutdown().await;
+    let _ = stop_gateways.send(true);
+    for task in gateway_tasks {
+        let _ = task.await;
+    }
     drop(handle);
     let _ = tokio::task::spawn_blocking(move || pipeline.join()).await;
     Ok(())

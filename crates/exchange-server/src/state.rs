@@ -6,12 +6,13 @@
 use std::collections::BTreeMap;
 
 use exchange_core::Engine;
-use exchange_types::{AccountId, Event};
+use exchange_marketdata::MarketSequences;
+use exchange_types::{AccountId, Command, Event, EventKind, OrderId};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use crate::entry::LogEntry;
-use crate::history::History;
+use crate::history::{History, OrderRecord};
 
 /// An account's API credential.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -34,12 +35,19 @@ pub struct Applied {
     pub events: Vec<Event>,
     /// For `create_account`: the new account's id.
     pub account: Option<AccountId>,
+    /// For a place, cancel or replace: its order as this entry left it,
+    /// so the gateway answers without asking the core thread again.
+    pub order: Option<OrderRecord>,
 }
 
 pub struct ServerState {
     pub engine: Engine,
     pub credentials: Credentials,
     pub history: History,
+    /// Per-instrument market-data sequence numbers (see
+    /// `exchange_marketdata::sequences`): replicated so that REST, the
+    /// WebSocket channels and the binary feed agree across restarts.
+    pub market_sequences: MarketSequences,
     /// Index of the last log entry applied.
     pub applied_index: u64,
 }
@@ -58,6 +66,9 @@ pub enum StateSnapshotError {
 struct GatewayState {
     credentials: Credentials,
     history: History,
+    // Absent from snapshots written before market data existed.
+    #[serde(default)]
+    market_sequences: MarketSequences,
     applied_index: u64,
 }
 
@@ -73,6 +84,7 @@ impl ServerState {
             engine: Engine::new(),
             credentials: Credentials { by_key: BTreeMap::new(), next_account: 1 },
             history: History::default(),
+            market_sequences: MarketSequences::default(),
             applied_index: 0,
         }
     }
@@ -85,6 +97,9 @@ impl ServerState {
             LogEntry::Core(stamped) => {
                 self.engine.apply(stamped, &mut applied.events);
                 self.history.record(&applied.events);
+                applied.order = answered_order(&stamped.command, &applied.events)
+                    .and_then(|id| self.history.order(id).cloned());
+                self.market_sequences.record(index, &applied.events);
             }
             LogEntry::CreateAccount { api_key, api_secret, .. } => {
                 let account = self.credentials.next_account;
@@ -114,6 +129,7 @@ impl ServerState {
         let gateway = GatewayState {
             credentials: self.credentials.clone(),
             history: self.history.clone(),
+            market_sequences: self.market_sequences.clone(),
             applied_index: self.applied_index,
         };
         let mut bytes = Vec::with_capacity(core.len() + 4096);
@@ -133,6 +149,7 @@ impl ServerState {
             engine,
             credentials: gateway.credentials,
             history: gateway.history,
+            market_sequences: gateway.market_sequences,
             applied_index: gateway.applied_index,
         })
     }
@@ -141,6 +158,19 @@ impl ServerState {
     pub fn state_hash(&self) -> String {
         blake3_hex(&self.snapshot())
     }
+}
+
+/// The order a command is answered with: the one a place created, or the
+/// one a cancel or replace acted on.
+fn answered_order(command: &Command, events: &[Event]) -> Option<OrderId> {
+    events.iter().find_map(|event| match (command, &event.kind) {
+        (Command::Place(_), EventKind::Accepted { order_id, .. })
+        | (
+            Command::Cancel(_) | Command::Replace(_),
+            EventKind::Canceled { order_id, .. } | EventKind::Replaced { order_id, .. },
+        ) => Some(*order_id),
+        _ => None,
+    })
 }
 
 fn blake3_hex(bytes: &[u8]) -> String {

@@ -1,6 +1,7 @@
 //! `exchange`: one binary, one subcommand per job.
 
 mod bench;
+mod feed;
 mod replay;
 
 use std::path::PathBuf;
@@ -24,11 +25,14 @@ enum Cmd {
         #[arg(long)]
         final_state: Option<PathBuf>,
     },
-    /// Run the exchange: journal, core, REST and WebSocket.
+    /// Run the exchange: journal, core, REST, WebSocket and FIX.
     Serve(ServeArgs),
     /// Benchmarks.
     #[command(subcommand)]
     Bench(bench::BenchCmd),
+    /// The binary market-data feed.
+    #[command(subcommand)]
+    Feed(feed::FeedCmd),
 }
 
 #[derive(clap::Args)]
@@ -73,7 +77,8 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         .with_writer(std::io::stderr)
         .init();
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
-    runtime.block_on(exchange_server::server::run(config, args.demo))?;
+    let gateways = vec![exchange_fix::gateway()];
+    runtime.block_on(exchange_server::server::run_with_gateways(config, args.demo, gateways))?;
     Ok(())
 }
 
@@ -83,5 +88,6 @@ fn main() -> anyhow::Result<()> {
         Cmd::Replay { file, final_state } => replay::run(&file, final_state.as_deref()),
         Cmd::Serve(args) => serve(args),
         Cmd::Bench(cmd) => bench::run(cmd),
+        Cmd::Feed(cmd) => feed::run(cmd),
     }
 }

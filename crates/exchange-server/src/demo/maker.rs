@@ -331,6 +331,7 @@ mod tests {
                 kind,
             }],
             account: None,
+            order: None,
         }
     }
 

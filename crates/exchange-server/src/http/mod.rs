@@ -8,7 +8,8 @@
 //! Layout: [`auth`] (signatures, admin token), [`ratelimit`], [`error`]
 //! (the JSON error shape and rejection-mapping extractors), [`translate`]
 //! (requests ↔ commands and events, shared by REST and WebSocket), the
-//! route groups [`admin`], [`trading`] and [`public`], [`ws`], [`openapi`].
+//! route groups [`admin`], [`trading`] and [`public`], [`ws`] (and its
+//! public market-data channels, [`ws_market`]), [`openapi`].
 
 pub mod admin;
 #[cfg(test)]
@@ -16,6 +17,7 @@ mod admin_tests;
 pub mod auth;
 pub mod error;
 pub mod openapi;
+mod private;
 pub mod public;
 pub mod ratelimit;
 #[cfg(test)]
@@ -27,7 +29,10 @@ pub mod stats;
 mod test_support;
 pub mod trading;
 pub mod translate;
+pub mod wire;
 pub mod ws;
+mod ws_entry;
+mod ws_market;
 #[cfg(test)]
 mod ws_tests;
 
@@ -43,6 +48,7 @@ use axum::routing::{delete, get, post};
 use axum::Router;
 
 use crate::config::Config;
+use crate::marketdata::MarketData;
 use crate::sequencer::Handle;
 use error::ApiError;
 
@@ -56,6 +62,11 @@ pub struct AppState {
     pub keys: Arc<auth::KeyCache>,
     pub limiter: Arc<ratelimit::RateLimiter>,
     pub stats: Arc<stats::HttpStats>,
+    /// Each WebSocket's private stream, routed by account.
+    pub private: Arc<private::PrivateStreams>,
+    /// The market-data service, when the node runs one (see
+    /// [`AppState::with_market_data`]).
+    pub market: Option<MarketData>,
 }
 
 impl AppState {
@@ -67,15 +78,24 @@ impl AppState {
     ) -> Self {
         let limiter =
             ratelimit::RateLimiter::new(config.rate_limit_per_sec, config.rate_limit_burst);
+        let private = private::PrivateStreams::new(handle.clone(), config.events_buffer);
         AppState {
             handle,
+            private,
             config: Arc::new(config),
             admin_token: admin_token.into(),
             ready,
             keys: Arc::default(),
             limiter: Arc::new(limiter),
             stats: Arc::default(),
+            market: None,
         }
+    }
+
+    /// Serves the public channels and candles from `market`.
+    pub fn with_market_data(mut self, market: MarketData) -> Self {
+        self.market = Some(market);
+        self
     }
 }
 
@@ -111,6 +131,7 @@ pub fn router(app: AppState) -> Router {
         .route("/v1/instruments", get(public::instruments))
         .route("/v1/markets/{symbol}/book", get(public::book))
         .route("/v1/markets/{symbol}/trades", get(public::trades))
+        .route("/v1/markets/{symbol}/candles", get(public::candles))
         .route("/v1/ws", get(ws::handler))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
@@ -163,6 +184,9 @@ async fn ready(State(app): State<AppState>) -> (StatusCode, &'static str) {
 async fn metrics(State(app): State<AppState>) -> impl IntoResponse {
     let mut text = app.handle.metrics.render();
     text.push_str(&app.stats.render());
+    if let Some(market) = &app.market {
+        text.push_str(&market.render_metrics());
+    }
     (
         [(CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")],
         text,

@@ -137,7 +137,14 @@ fn paths() -> Value {
         "/v1/markets/{symbol}/trades": { "get": { "summary": "Recent trades, newest first",
             "parameters": [symbol, param("limit", "query", json!({ "type": "integer", "default": 100, "maximum": 1000 }), "most trades returned")],
             "responses": responses(&[("200", ok("trades", schema_ref("Trades")))], &["400", "404", "503"]) } },
-        "/v1/ws": { "get": { "summary": "WebSocket: authenticate, private order/fill stream, order entry (see docs/server.md)",
+        "/v1/markets/{symbol}/candles": { "get": { "summary": "Candles, newest first (intervals without trades have none)",
+            "parameters": [symbol,
+                param("interval", "query", json!({ "enum": ["1m", "5m", "1h", "1d"], "default": "1m" }), "candle interval"),
+                param("start", "query", json!({ "type": "integer" }), "candles starting at or after this time (ns since the Unix epoch)"),
+                param("end", "query", json!({ "type": "integer" }), "candles starting before this time (ns)"),
+                param("limit", "query", json!({ "type": "integer", "default": 300, "maximum": 1500 }), "most candles returned")],
+            "responses": responses(&[("200", ok("candles", schema_ref("Candles")))], &["400", "404", "503"]) } },
+        "/v1/ws": { "get": { "summary": "WebSocket: authenticate, private order/fill stream, order entry (see docs/server.md); public market-data channels (see docs/marketdata.md)",
             "responses": { "101": { "description": "switching protocols" }, "400": { "$ref": "#/components/responses/E400" } } } },
     })
 }
@@ -185,6 +192,9 @@ fn schemas() -> Value {
         "Book": object(&["symbol", "sequence", "bids", "asks"], json!({ "symbol": text, "sequence": int,
             "bids": { "type": "array", "items": { "type": "array", "items": dec, "minItems": 2, "maxItems": 2 } },
             "asks": { "type": "array", "items": { "type": "array", "items": dec, "minItems": 2, "maxItems": 2 } } })),
+        "Candles": object(&["symbol", "interval", "candles"], json!({ "symbol": text, "interval": text, "candles": { "type": "array", "items":
+            object(&["start", "open", "high", "low", "close", "volume", "trades"], json!({ "start": int, "open": dec, "high": dec,
+                "low": dec, "close": dec, "volume": dec, "trades": int })) } })),
         "Trades": object(&["symbol", "trades"], json!({ "symbol": text, "trades": { "type": "array", "items":
             object(&["trade_id", "price", "qty", "side", "ts"], json!({ "trade_id": int, "price": dec, "qty": dec,
                 "side": { "enum": ["buy", "sell"], "description": "the aggressor's side" }, "ts": int })) } })),

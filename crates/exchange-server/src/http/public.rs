@@ -1,9 +1,11 @@
 //! Public market routes: no credentials, read-only, each one consistent
-//! read on the core thread.
+//! read on the core thread (candles: a read of the market-data service).
 
 use axum::extract::State;
+use axum::http::StatusCode;
 use axum::Json;
 use exchange_core::InstrumentView;
+use exchange_marketdata::{json as market_json, Interval};
 use exchange_types::{format_units, Symbol};
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -20,6 +22,9 @@ pub const DEFAULT_BOOK_DEPTH: usize = 50;
 pub const MAX_BOOK_DEPTH: usize = 1_000;
 /// Trades returned when the client gives no `limit`.
 pub const DEFAULT_TRADES_LIMIT: usize = 100;
+/// Candles returned when the client gives no `limit`, and at most.
+pub const DEFAULT_CANDLES_LIMIT: usize = 300;
+pub const MAX_CANDLES_LIMIT: usize = 1_500;
 
 pub fn instrument_json(view: &InstrumentView) -> Value {
     json!({
@@ -75,12 +80,13 @@ pub async fn book(
         .depth
         .unwrap_or(DEFAULT_BOOK_DEPTH)
         .min(MAX_BOOK_DEPTH);
+    // The level2 channel's sequence for this very book (one consistent read).
     let found = app
         .handle
         .query(move |s| {
             s.engine
                 .book(&symbol, depth)
-                .map(|b| (b, s.engine.last_seq()))
+                .map(|b| (b, s.market_sequences.get(symbol.as_str()).book))
         })
         .await?;
     let (view, sequence) = found.ok_or_else(ApiError::unknown_instrument)?;
@@ -131,4 +137,57 @@ pub async fn trades(
         .await?;
     let trades = found.ok_or_else(ApiError::unknown_instrument)?;
     Ok(Json(json!({ "symbol": symbol.as_str(), "trades": trades })))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CandlesQuery {
+    interval: Option<String>,
+    /// Nanoseconds since the Unix epoch; candles starting at or after it.
+    start: Option<u64>,
+    /// Candles starting before it.
+    end: Option<u64>,
+    limit: Option<usize>,
+}
+
+fn market_data_unavailable() -> ApiError {
+    ApiError::new(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "unavailable",
+        "this node does not serve market data",
+    )
+    .with_retry_after(1)
+}
+
+/// Candles from the market-data projection, newest first.
+pub async fn candles(
+    State(app): State<AppState>,
+    ApiPath(symbol): ApiPath<String>,
+    ApiQuery(query): ApiQuery<CandlesQuery>,
+) -> Reply {
+    let symbol = listed_symbol(&symbol)?;
+    let interval = match query.interval.as_deref() {
+        None => Interval::M1,
+        Some(text) => Interval::parse(text).ok_or_else(|| {
+            ApiError::bad_request("invalid_query", "`interval` must be 1m, 5m, 1h or 1d")
+        })?,
+    };
+    let market = app.market.as_ref().ok_or_else(market_data_unavailable)?;
+    let limit = query
+        .limit
+        .unwrap_or(DEFAULT_CANDLES_LIMIT)
+        .min(MAX_CANDLES_LIMIT);
+    let start = query.start.unwrap_or(0);
+    let end = query.end.unwrap_or(u64::MAX);
+    let found = market
+        .candles(symbol.as_str(), interval, start, end, limit)
+        .await
+        .map_err(|_| market_data_unavailable())?;
+    let candles = found.ok_or_else(ApiError::unknown_instrument)?;
+    let candles: Vec<Value> = candles.iter().map(market_json::candle_value).collect();
+    Ok(Json(json!({
+        "symbol": symbol.as_str(),
+        "interval": interval.as_str(),
+        "candles": candles,
+    })))
 }

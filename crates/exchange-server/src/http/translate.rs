@@ -13,16 +13,16 @@ use std::sync::Arc;
 
 use exchange_types::ids::InlineStr;
 use exchange_types::{
-    format_signed_units, format_units, AccountId, Cancel, Command, Dec, Event, EventKind,
-    MassCancel, OrderId, OrderRef, OrderType, Place, RejectReason, Replace, SelfTradePrevention,
-    Side, Stamped, TimeInForce,
+    AccountId, Cancel, Command, Dec, Event, EventKind, MassCancel, OrderId, OrderRef, OrderType,
+    Place, RejectReason, Replace, SelfTradePrevention, Side, Stamped, TimeInForce,
 };
-use serde::Deserialize;
-use serde_json::{json, Value};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 use super::error::ApiError;
+use super::wire::{self, FillView, OrderView};
 use crate::entry::LogEntry;
-use crate::history::{Fill, History, OrderRecord};
+use crate::history::{Fill, OrderRecord};
 use crate::sequencer::{Handle, SubmitError};
 use crate::state::Applied;
 
@@ -208,6 +208,19 @@ pub enum Op {
     Other,
 }
 
+/// The body of a successful answer.
+#[derive(Serialize)]
+#[serde(untagged)]
+pub enum Answer<'a> {
+    /// The order with this command's fills.
+    Order(OrderView<'a>),
+    /// An order no longer in the history (only its id and fills).
+    Bare { order_id: OrderId, fills: Vec<FillView<'a>> },
+    /// What a mass cancel took off the books.
+    Canceled { canceled: Vec<OrderId> },
+    Index { index: u64 },
+}
+
 impl Op {
     pub fn of(command: &Command) -> Op {
         match command {
@@ -221,62 +234,64 @@ impl Op {
 
     /// The answer to a command from the events it caused: the order (with
     /// this command's fills) or the ids a mass cancel took off the books.
-    pub async fn respond(self, handle: &Handle, applied: &Applied) -> Result<Value, ApiError> {
+    pub fn respond(self, applied: &Applied) -> Result<Value, ApiError> {
+        self.answer(applied)
+            .map(|answer| serde_json::to_value(answer).unwrap_or_default())
+    }
+
+    /// As [`Op::respond`], before it becomes JSON. The order comes as the
+    /// entry left it (recorded on the core thread, [`Applied::order`]).
+    pub fn answer(self, applied: &Applied) -> Result<Answer<'_>, ApiError> {
         let events = &applied.events;
         match (self, rejection(events)) {
             // An account that never held funds has no orders: nothing to do.
             (Op::MassCancel, Some(RejectReason::UnknownAccount)) => {
-                return Ok(json!({ "canceled": [] }))
+                return Ok(Answer::Canceled { canceled: Vec::new() })
             }
             (_, Some(reason)) => return Err(ApiError::reject(reason)),
             _ => {}
         }
+        let order = |order_id: OrderId| {
+            let fills = wire::fills_of_order(events, order_id);
+            match applied.order.as_ref().filter(|r| r.order_id == order_id) {
+                Some(record) => Answer::Order(OrderView::new(record, Some(fills))),
+                None => Answer::Bare { order_id, fills },
+            }
+        };
         match self {
             Op::Place => {
-                let mut scratch = History::default();
-                scratch.record(events);
                 let placed = events.iter().find_map(|e| match &e.kind {
-                    EventKind::Accepted { order_id, .. } => scratch.order(*order_id),
+                    EventKind::Accepted { order_id, .. } => Some(*order_id),
                     _ => None,
                 });
-                match placed {
-                    Some(record) => Ok(order_with_fills(record, events)),
-                    None => Err(ApiError::new(
+                placed.map(order).ok_or_else(|| {
+                    ApiError::new(
                         axum::http::StatusCode::INTERNAL_SERVER_ERROR,
                         "internal",
                         "the order was neither accepted nor rejected",
-                    )),
-                }
+                    )
+                })
             }
-            Op::Cancel | Op::Replace => {
-                let Some(order_id) = events.iter().find_map(|e| match &e.kind {
+            Op::Cancel | Op::Replace => events
+                .iter()
+                .find_map(|e| match &e.kind {
                     EventKind::Canceled { order_id, .. } | EventKind::Replaced { order_id, .. } => {
                         Some(*order_id)
                     }
                     _ => None,
-                }) else {
-                    return Err(ApiError::unknown_order());
-                };
-                // The record as it stands now: at least as new as this command.
-                let record = handle
-                    .query(move |s| s.history.order(order_id).cloned())
-                    .await?;
-                Ok(match record {
-                    Some(record) => order_with_fills(&record, events),
-                    None => json!({ "order_id": order_id, "fills": fills_json(events, order_id) }),
                 })
-            }
-            Op::MassCancel => {
-                let ids: Vec<OrderId> = events
+                .map(order)
+                .ok_or_else(ApiError::unknown_order),
+            Op::MassCancel => Ok(Answer::Canceled {
+                canceled: events
                     .iter()
                     .filter_map(|e| match &e.kind {
                         EventKind::Canceled { order_id, .. } => Some(*order_id),
                         _ => None,
                     })
-                    .collect();
-                Ok(json!({ "canceled": ids }))
-            }
-            Op::Other => Ok(json!({ "index": applied.index })),
+                    .collect(),
+            }),
+            Op::Other => Ok(Answer::Index { index: applied.index }),
         }
     }
 }
@@ -285,189 +300,25 @@ impl Op {
 pub async fn execute(handle: &Handle, command: Command) -> Result<Value, ApiError> {
     let op = Op::of(&command);
     let applied = handle.submit(entry(command)).await?;
-    op.respond(handle, &applied).await
+    op.respond(&applied)
 }
 
 pub fn order_json(record: &OrderRecord) -> Value {
-    let remaining = if record.status.is_open() {
-        record.qty.saturating_sub(record.filled_qty)
-    } else {
-        0
-    };
-    json!({
-        "order_id": record.order_id,
-        "client_order_id": record.client_order_id,
-        "symbol": record.symbol,
-        "side": record.side,
-        "type": record.order_type,
-        "price": record.price.map(format_units),
-        "qty": format_units(record.qty),
-        "filled_qty": format_units(record.filled_qty),
-        "remaining_qty": format_units(remaining),
-        "status": record.status,
-        "tif": record.tif,
-        "created_ts": record.created_ts,
-        "updated_ts": record.updated_ts,
-    })
+    serde_json::to_value(OrderView::new(record, None)).unwrap_or_default()
 }
 
 pub fn fill_json(fill: &Fill) -> Value {
-    json!({
-        "trade_id": fill.trade_id,
-        "order_id": fill.order_id,
-        "symbol": fill.symbol,
-        "side": fill.side,
-        "price": format_units(fill.price),
-        "qty": format_units(fill.qty),
-        "fee": format_signed_units(fill.fee),
-        "liquidity": fill.liquidity,
-        "ts": fill.ts,
-    })
-}
-
-/// The fills one event gives `account`: the history projection's reading
-/// of a trade, so fills look the same live and after the fact.
-fn fills_of_event(event: &Event, account: AccountId) -> Vec<Fill> {
-    let EventKind::Trade {
-        maker_account,
-        taker_account,
-        ..
-    } = &event.kind
-    else {
-        return Vec::new();
-    };
-    if *maker_account != account && *taker_account != account {
-        return Vec::new();
-    }
-    let mut scratch = History::default();
-    scratch.record(std::slice::from_ref(event));
-    let mut fills: Vec<Fill> = scratch
-        .fills_of(account, None, 2)
-        .into_iter()
-        .cloned()
-        .collect();
-    fills.reverse();
-    fills
-}
-
-fn fills_json(events: &[Event], order_id: OrderId) -> Vec<Value> {
-    events
-        .iter()
-        .filter_map(|e| match &e.kind {
-            EventKind::Trade {
-                maker_order_id,
-                maker_account,
-                taker_order_id,
-                taker_account,
-                ..
-            } => {
-                if *maker_order_id == order_id {
-                    Some(fills_of_event(e, *maker_account))
-                } else if *taker_order_id == order_id {
-                    Some(fills_of_event(e, *taker_account))
-                } else {
-                    None
-                }
-            }
-            _ => None,
-        })
-        .flatten()
-        .filter(|f| f.order_id == order_id)
-        .map(|f| fill_json(&f))
-        .collect()
-}
-
-fn order_with_fills(record: &OrderRecord, events: &[Event]) -> Value {
-    let mut body = order_json(record);
-    body["fills"] = Value::Array(fills_json(events, record.order_id));
-    body
-}
-
-fn order_update(event: &Event, name: &str, fields: Value) -> Value {
-    let mut message = json!({ "type": "order", "event": name, "seq": event.seq, "ts": event.ts });
-    if let (Some(message), Value::Object(fields)) = (message.as_object_mut(), fields) {
-        message.extend(fields);
-    }
-    message
+    serde_json::to_value(FillView::from(fill)).unwrap_or_default()
 }
 
 /// The WebSocket private stream: this account's order updates and fills
-/// among one entry's events, in event order.
+/// among one entry's events, in event order (see [`wire::private_messages`]
+/// for the text the sockets get).
 pub fn private_messages(events: &[Event], account: AccountId) -> Vec<Value> {
-    let mut out = Vec::new();
-    for event in events {
-        match &event.kind {
-            EventKind::Accepted {
-                account: owner, client_order_id, order_id, symbol, side, order_type, price, qty, tif, post_only, stp,
-            } if *owner == account => out.push(order_update(
-                event,
-                "accepted",
-                json!({
-                    "order_id": order_id, "client_order_id": client_order_id.as_str(), "symbol": symbol.as_str(),
-                    "side": side.as_str(), "order_type": order_type.as_str(), "price": price.map(format_units),
-                    "qty": format_units(*qty), "tif": tif.as_str(), "post_only": post_only, "stp": stp.as_str(),
-                }),
-            )),
-            EventKind::Rejected { account: Some(owner), command, client_order_id, order_id, symbol, reason }
-                if *owner == account =>
-            {
-                out.push(order_update(
-                    event,
-                    "rejected",
-                    json!({
-                        "command": command, "order_id": order_id,
-                        "client_order_id": client_order_id.as_ref().map(|c| c.as_str()),
-                        "symbol": symbol.as_ref().map(|s| s.as_str()),
-                        "code": reason.as_str(), "message": reason.message(),
-                    }),
-                ))
-            }
-            EventKind::Canceled {
-                account: owner, order_id, client_order_id, symbol, reason, canceled_qty, filled_qty, leaves_qty,
-            } if *owner == account => out.push(order_update(
-                event,
-                "canceled",
-                json!({
-                    "order_id": order_id, "client_order_id": client_order_id.as_str(), "symbol": symbol.as_str(),
-                    "reason": reason.as_str(), "canceled_qty": format_units(*canceled_qty),
-                    "filled_qty": format_units(*filled_qty), "leaves_qty": format_units(*leaves_qty),
-                }),
-            )),
-            EventKind::Replaced {
-                account: owner, order_id, old_client_order_id, client_order_id, symbol, price, qty, leaves_qty,
-            } if *owner == account => out.push(order_update(
-                event,
-                "replaced",
-                json!({
-                    "order_id": order_id, "old_client_order_id": old_client_order_id.as_str(),
-                    "client_order_id": client_order_id.as_str(), "symbol": symbol.as_str(),
-                    "price": format_units(*price), "qty": format_units(*qty), "leaves_qty": format_units(*leaves_qty),
-                }),
-            )),
-            EventKind::Expired { account: owner, order_id, client_order_id, symbol, expired_qty, filled_qty }
-                if *owner == account =>
-            {
-                out.push(order_update(
-                    event,
-                    "expired",
-                    json!({
-                        "order_id": order_id, "client_order_id": client_order_id.as_str(), "symbol": symbol.as_str(),
-                        "expired_qty": format_units(*expired_qty), "filled_qty": format_units(*filled_qty),
-                    }),
-                ))
-            }
-            EventKind::Trade { .. } => {
-                for fill in fills_of_event(event, account) {
-                    let mut message = fill_json(&fill);
-                    message["type"] = json!("fill");
-                    message["seq"] = json!(event.seq);
-                    out.push(message);
-                }
-            }
-            _ => {}
-        }
-    }
-    out
+    wire::private_messages(events, account)
+        .iter()
+        .map(|message| serde_json::to_value(message).unwrap_or_default())
+        .collect()
 }
 
 #[cfg(test)]

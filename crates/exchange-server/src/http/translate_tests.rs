@@ -1,5 +1,6 @@
 use exchange_core::Engine;
 use exchange_types::{ClientOrderId, Symbol};
+use serde_json::json;
 
 use super::*;
 use crate::http::error::parse_json;

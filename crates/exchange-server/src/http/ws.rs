@@ -1,14 +1,21 @@
 //! WebSocket gateway at `/v1/ws`: one authenticated account per socket, its
-//! private stream (order updates and fills), and order entry.
+//! private stream (order updates and fills), and order entry; and the
+//! public market-data channels ([`super::ws_market`]).
 //!
 //! The first message must be `auth`, signed like a REST request over
-//! `timestamp + "GET" + "/v1/ws"`. Commands sent on one socket are
-//! sequenced in the order they were sent; their answers are awaited
-//! concurrently, so a client may pipeline. The private stream comes from
-//! the sequencer's broadcast, subscribed before `auth` is acknowledged so
+//! `timestamp + "GET" + "/v1/ws"`, or `subscribe`: a socket that begins
+//! with `subscribe` is public and needs no credentials (it cannot enter
+//! orders). Any socket may subscribe to the public channels.
+//!
+//! Commands sent on one socket are sequenced in the order they were sent;
+//! their answers are awaited together ([`super::ws_entry`]), so a client may
+//! pipeline. The private stream is routed to the socket by account
+//! ([`super::private`]), subscribed before `auth` is acknowledged so
 //! nothing after it is missed; a socket too slow to keep up is told
 //! `slow_consumer` and closed rather than silently skipping events.
+//! Whatever is ready to go out is written with one flush.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::extract::ws::{CloseFrame, Message, WebSocket, WebSocketUpgrade};
@@ -16,22 +23,29 @@ use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use exchange_types::{AccountId, Command, MassCancel, OrderRef};
 use serde::Deserialize;
+use futures_util::SinkExt;
 use serde_json::{json, Map, Value};
-use tokio::sync::broadcast::error::RecvError;
-use tokio::sync::mpsc;
 
 use super::auth::{self, SignedMessage};
 use super::error::ApiError;
+use super::private::{Feed, FeedEnd};
 use super::translate::{self, Op};
+use super::ws_entry::{self, Pending};
+use super::{wire, ws_market};
 use super::AppState;
+use crate::marketdata::Subscriber;
+use crate::state::Applied;
 
 /// How long a new socket may take to authenticate.
 pub const AUTH_TIMEOUT: Duration = Duration::from_secs(10);
-/// Answers waiting to be written to one socket.
-const OUTBOX: usize = 1_024;
+/// Bytes read from a socket at once. The library zeroes this much before
+/// every read, and a socket that streams market data is read (usually to
+/// find nothing) after every write: its 128 KiB default cost more than
+/// everything else the server does per message.
+const READ_BUFFER: usize = 4 * 1024;
 /// Close codes (RFC 6455): policy violation, and "try again later".
 const CLOSE_POLICY: u16 = 1008;
-const CLOSE_TRY_AGAIN: u16 = 1013;
+pub(super) const CLOSE_TRY_AGAIN: u16 = 1013;
 
 pub async fn handler(
     upgrade: Result<WebSocketUpgrade, axum::extract::ws::rejection::WebSocketUpgradeRejection>,
@@ -40,6 +54,7 @@ pub async fn handler(
     match upgrade {
         Ok(upgrade) => upgrade
             .max_message_size(app.config.max_body_bytes)
+            .read_buffer_size(READ_BUFFER)
             .on_upgrade(move |socket| session(app, socket)),
         Err(rejection) => ApiError::new(
             rejection.status(),
@@ -50,7 +65,7 @@ pub async fn handler(
     }
 }
 
-fn error_message(code: &str, message: &str) -> Value {
+pub(super) fn error_message(code: &str, message: &str) -> Value {
     json!({ "type": "error", "code": code, "message": message })
 }
 
@@ -65,7 +80,7 @@ async fn send(socket: &mut WebSocket, message: &Value) -> bool {
         .is_ok()
 }
 
-async fn close(socket: &mut WebSocket, code: u16, error: &Value) {
+pub(super) async fn close(socket: &mut WebSocket, code: u16, error: &Value) {
     let _ = send(socket, error).await;
     let reason = error["code"].as_str().unwrap_or_default().to_owned();
     let _ = socket
@@ -111,17 +126,19 @@ struct AuthMessage {
 
 struct Session {
     app: AppState,
-    account: AccountId,
-    key: String,
+    /// The account and API key; `None` on a public socket.
+    auth: Option<(AccountId, String)>,
     cancel_on_disconnect: bool,
-    outbox: mpsc::Sender<Value>,
+    /// Order entry awaiting its answers.
+    answers: Pending,
+    /// Public channel subscriptions, once the socket has any.
+    market: Option<Subscriber>,
 }
 
-/// Reads and checks the `auth` message; on failure says why and closes.
-async fn authenticate(app: &AppState, socket: &mut WebSocket) -> Option<(AccountId, String, bool)> {
-    let text = match tokio::time::timeout(AUTH_TIMEOUT, next_text(socket)).await {
-        Ok(Some(text)) => text,
-        Ok(None) => return None,
+/// The first message, within [`AUTH_TIMEOUT`]; on timeout says why and closes.
+async fn first_message(socket: &mut WebSocket) -> Option<String> {
+    match tokio::time::timeout(AUTH_TIMEOUT, next_text(socket)).await {
+        Ok(found) => found,
         Err(_) => {
             close(
                 socket,
@@ -129,11 +146,19 @@ async fn authenticate(app: &AppState, socket: &mut WebSocket) -> Option<(Account
                 &auth_failure("auth_timeout", "no auth message in time"),
             )
             .await;
-            return None;
+            None
         }
-    };
+    }
+}
+
+/// Checks the `auth` message; on failure says why and closes.
+async fn authenticate(
+    app: &AppState,
+    socket: &mut WebSocket,
+    text: &str,
+) -> Option<(AccountId, String, bool)> {
     let checked = async {
-        let value: Value = serde_json::from_str(&text).map_err(|e| ApiError::from_json(&e))?;
+        let value: Value = serde_json::from_str(text).map_err(|e| ApiError::from_json(&e))?;
         if value.get("type").and_then(Value::as_str) != Some("auth") {
             return Err(ApiError::unauthorized(
                 "auth_required",
@@ -175,30 +200,101 @@ async fn authenticate(app: &AppState, socket: &mut WebSocket) -> Option<(Account
     }
 }
 
+/// Queues a text message without flushing it.
+async fn feed(socket: &mut WebSocket, text: String) -> bool {
+    socket.feed(Message::Text(text.into())).await.is_ok()
+}
+
+/// The private stream's next entry; never, on a public socket.
+async fn private_entry(events: &mut Option<Feed>) -> Result<Arc<Applied>, FeedEnd> {
+    match events {
+        Some(events) => events.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
 async fn session(app: AppState, mut socket: WebSocket) {
     let _open = app.stats.ws_opened();
-    let Some((account, key, cancel_on_disconnect)) = authenticate(&app, &mut socket).await else {
+    let Some(first) = first_message(&mut socket).await else {
         return;
     };
-    let mut events = app.handle.subscribe();
-    if !send(
-        &mut socket,
-        &json!({ "type": "auth", "ok": true, "account_id": account }),
-    )
-    .await
-    {
-        return;
-    }
-    let (outbox, mut answers) = mpsc::channel(OUTBOX);
+    let public = ws_market::is_market_request(&first);
+    let (auth, cancel_on_disconnect, mut events) = if public {
+        (None, false, None)
+    } else {
+        let Some((account, key, cancel_on_disconnect)) =
+            authenticate(&app, &mut socket, &first).await
+        else {
+            return;
+        };
+        let events = app.private.subscribe(account);
+        if !send(
+            &mut socket,
+            &json!({ "type": "auth", "ok": true, "account_id": account }),
+        )
+        .await
+        {
+            return;
+        }
+        (Some((account, key)), cancel_on_disconnect, Some(events))
+    };
     let mut session = Session {
         app,
-        account,
-        key,
+        auth,
         cancel_on_disconnect,
-        outbox,
+        answers: Pending::default(),
+        market: None,
     };
+    let account = session.auth.as_ref().map_or(0, |(account, _)| *account);
+    let mut unflushed = false;
+    if public {
+        if let Some(reply) = session.handle(&first).await {
+            if !send(&mut socket, &reply).await {
+                return;
+            }
+        }
+    }
     loop {
         tokio::select! {
+            // Output first, and one flush once nothing more is ready: a
+            // busy socket's answers and updates leave in one write.
+            biased;
+            text = session.answers.next() => {
+                if !feed(&mut socket, text).await {
+                    break;
+                }
+                unflushed = true;
+            }
+            applied = private_entry(&mut events) => match applied {
+                Ok(applied) => {
+                    let mut sent = true;
+                    for message in wire::private_messages(&applied.events, account) {
+                        let text = serde_json::to_string(&message).unwrap_or_default();
+                        sent = sent && feed(&mut socket, text).await;
+                    }
+                    if !sent {
+                        break;
+                    }
+                    unflushed = true;
+                }
+                Err(FeedEnd::Lagged) => {
+                    let text = "the socket fell too far behind the private stream";
+                    close(&mut socket, CLOSE_TRY_AGAIN, &error_message("slow_consumer", text)).await;
+                    break;
+                }
+                Err(FeedEnd::Closed) => break,
+            },
+            delivery = ws_market::next(&mut session.market) => {
+                if !ws_market::forward(&mut socket, &mut session.market, delivery).await {
+                    break;
+                }
+            }
+            () = std::future::ready(()), if unflushed => {
+                if socket.flush().await.is_err() {
+                    break;
+                }
+                unflushed = false;
+            }
             incoming = socket.recv() => match incoming {
                 Some(Ok(Message::Text(text))) => {
                     session.app.stats.ws_message_in();
@@ -216,33 +312,11 @@ async fn session(app: AppState, mut socket: WebSocket) {
                 Some(Ok(Message::Ping(_) | Message::Pong(_))) => {}
                 Some(Ok(Message::Close(_)) | Err(_)) | None => break,
             },
-            applied = events.recv() => match applied {
-                Ok(applied) => {
-                    let mut sent = true;
-                    for message in translate::private_messages(&applied.events, session.account) {
-                        sent = sent && send(&mut socket, &message).await;
-                    }
-                    if !sent {
-                        break;
-                    }
-                }
-                Err(RecvError::Lagged(missed)) => {
-                    let text = format!("the socket fell {missed} entries behind the private stream");
-                    close(&mut socket, CLOSE_TRY_AGAIN, &error_message("slow_consumer", &text)).await;
-                    break;
-                }
-                Err(RecvError::Closed) => break,
-            },
-            Some(answer) = answers.recv() => {
-                if !send(&mut socket, &answer).await {
-                    break;
-                }
-            }
         }
     }
-    if session.cancel_on_disconnect {
+    if let (Some((account, _)), true) = (&session.auth, session.cancel_on_disconnect) {
         let command = Command::MassCancel(MassCancel {
-            account: session.account,
+            account: *account,
             symbol: None,
         });
         if let Err(error) = session
@@ -250,7 +324,7 @@ async fn session(app: AppState, mut socket: WebSocket) {
             .handle
             .submit_detached(translate::entry(command))
         {
-            tracing::warn!(account = session.account, %error, "cancel-on-disconnect could not be submitted");
+            tracing::warn!(account, %error, "cancel-on-disconnect could not be submitted");
         }
     }
 }
@@ -302,29 +376,9 @@ struct CancelOnDisconnect {
     enabled: bool,
 }
 
-/// The answer to one order-entry message.
-fn response(request_id: &Value, op: Op, result: Result<Value, ApiError>) -> Value {
-    match result {
-        Ok(mut body) if op == Op::MassCancel => {
-            json!({ "type": "response", "request_id": request_id, "ok": true, "canceled": body["canceled"].take() })
-        }
-        Ok(body) => {
-            json!({ "type": "response", "request_id": request_id, "ok": true, "order": body })
-        }
-        Err(error) => {
-            let mut detail = error.body();
-            detail["status"] = json!(error.status.as_u16());
-            if let Some(secs) = error.retry_after {
-                detail["retry_after"] = json!(secs);
-            }
-            json!({ "type": "response", "request_id": request_id, "ok": false, "error": detail })
-        }
-    }
-}
-
 impl Session {
     /// Handles one text message; returns an immediate reply, if any.
-    /// Order entry answers later, through the outbox.
+    /// Order entry answers later, through [`Session::answers`].
     async fn handle(&mut self, text: &str) -> Option<Value> {
         let mut fields = match serde_json::from_str::<Value>(text) {
             Ok(Value::Object(fields)) => fields,
@@ -350,11 +404,21 @@ impl Session {
             reply["request_id"] = request_id.clone();
             Some(reply)
         };
+        let public = self.auth.is_none();
         match kind.as_str() {
+            "place" | "cancel" | "replace" | "mass_cancel" | "cancel_on_disconnect" if public => {
+                with_id(error_message(
+                    "auth_required",
+                    "this socket began with subscribe and is public; authenticate on a new socket to trade",
+                ))
+            }
             "place" | "cancel" | "replace" | "mass_cancel" => {
-                match self.order_entry(&kind, request_id.clone(), fields).await {
+                match self.order_entry(&kind, request_id.clone(), fields) {
                     Ok(()) => None,
-                    Err(error) => Some(response(&request_id, Op::Other, Err(error))),
+                    Err(error) => {
+                        let refusal = ws_entry::response(&request_id, Op::Other, Err(error));
+                        Some(serde_json::to_value(refusal).unwrap_or_default())
+                    }
                 }
             }
             "cancel_on_disconnect" => match from_fields::<CancelOnDisconnect>(fields) {
@@ -365,9 +429,15 @@ impl Session {
                 Err(error) => with_id(error_message(error.code, &error.message)),
             },
             "ping" => with_id(json!({ "type": "pong" })),
-            "subscribe" | "unsubscribe" => with_id(error_message(
-                "unsupported",
-                "public market-data channels are not available yet",
+            "subscribe" | "unsubscribe" => {
+                let subscribe = kind == "subscribe";
+                ws_market::handle(&self.app, &mut self.market, subscribe, fields, request_id.clone())
+                    .await
+                    .and_then(with_id)
+            }
+            "auth" if public => with_id(error_message(
+                "auth_required",
+                "authenticate with the first message of a socket",
             )),
             "auth" => with_id(error_message(
                 "already_authenticated",
@@ -380,15 +450,22 @@ impl Session {
         }
     }
 
-    /// Translates, rate-limits and sequences one command, then answers it
-    /// through the outbox when it has been applied.
-    async fn order_entry(
-        &self,
+    /// Translates, rate-limits and sequences one command; its answer
+    /// follows through [`Session::answers`] once it has been applied.
+    fn order_entry(
+        &mut self,
         kind: &str,
         request_id: Value,
         mut fields: Map<String, Value>,
     ) -> Result<(), ApiError> {
-        auth::rate_limit(&self.app, &self.key)?;
+        let Some((account, key)) = &self.auth else {
+            return Err(ApiError::unauthorized(
+                "auth_required",
+                "authenticate first",
+            ));
+        };
+        let account = *account;
+        auth::rate_limit(&self.app, key)?;
         let command = match kind {
             "place" => {
                 // `type` names the message, so the order's type travels as
@@ -396,32 +473,25 @@ impl Session {
                 if let Some(order_type) = fields.remove("order_type") {
                     fields.insert("type".into(), order_type);
                 }
-                translate::place(self.account, from_fields(fields)?)?
+                translate::place(account, from_fields(fields)?)?
             }
             "cancel" => {
                 let order = take_order_ref(&mut fields)?;
                 from_fields::<NoFields>(fields)?;
-                translate::cancel(self.account, order)
+                translate::cancel(account, order)
             }
             "replace" => {
                 let order = take_order_ref(&mut fields)?;
-                translate::replace(self.account, order, from_fields(fields)?)?
+                translate::replace(account, order, from_fields(fields)?)?
             }
             _ => {
                 let symbol = from_fields::<SymbolFields>(fields)?.symbol;
-                translate::mass_cancel(self.account, symbol.as_deref())?
+                translate::mass_cancel(account, symbol.as_deref())?
             }
         };
         let op = Op::of(&command);
-        let pending = translate::submit_in_order(&self.app.handle, translate::entry(command)).await;
-        let (handle, outbox) = (self.app.handle.clone(), self.outbox.clone());
-        tokio::spawn(async move {
-            let result = match pending.await {
-                Ok(applied) => op.respond(&handle, &applied).await,
-                Err(error) => Err(error.into()),
-            };
-            let _ = outbox.send(response(&request_id, op, result)).await;
-        });
+        let outcome = self.app.handle.enqueue_entry(translate::entry(command))?;
+        self.answers.push(request_id, op, outcome);
         Ok(())
     }
 }

@@ -8,7 +8,9 @@
 //! done before the clock starts. `BENCHMARKS.md` at the repository root
 //! records the method and the figures.
 
+mod e2e;
 mod generator;
+mod marketdata;
 mod peer;
 mod report;
 mod rng;
@@ -27,10 +29,18 @@ pub enum BenchCmd {
     /// The trading core alone: throughput, latency percentiles and peak
     /// memory on the standard workload, beside peer order books.
     Engine(EngineArgs),
+    /// Public level2 channel: first-to-last subscriber spread and publish
+    /// rate with a thousand WebSocket subscribers.
+    Marketdata(marketdata::MarketdataArgs),
+    /// The whole server under order entry: acknowledged orders/s and ack
+    /// latency over WebSocket or REST, fsync on.
+    E2e(e2e::E2eArgs),
 }
 
 pub fn run(cmd: BenchCmd) -> anyhow::Result<()> {
     match cmd {
         BenchCmd::Engine(args) => workload::run(&args),
+        BenchCmd::Marketdata(args) => marketdata::run(args),
+        BenchCmd::E2e(args) => e2e::run(args),
     }
 }

@@ -11,7 +11,7 @@ use super::peer::orderbook_rs::OrderbookRs;
 use super::peer::PeerOp;
 use super::stream::Prepared;
 use super::timing::run_setup;
-use super::wire::encode_command;
+use exchange_codec::encode_command_into as encode_command;
 
 fn small(seed: u64) -> Prepared {
     let spec = Spec {

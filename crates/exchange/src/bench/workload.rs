@@ -16,7 +16,7 @@ use super::peer::{PeerChoice, PeerOp, PeerSummary};
 use super::report::{self, Figures, Report};
 use super::stream::{Phase, Prepared, Scratch};
 use super::timing::{self, progress_bar, Memory, Subject};
-use super::wire::encode_command;
+use exchange_codec::encode_command_into as encode_command;
 
 #[derive(clap::Args, Debug, Clone)]
 pub struct EngineArgs {

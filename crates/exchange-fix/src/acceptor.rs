@@ -1,0 +1,232 @@
+//! The TCP side: accept connections, read each one's first message (the
+//! Logon), and hand the connection to the task of the session its CompIDs
+//! name. A connection that names no configured session, or sends nothing
+//! readable, gets a Logout saying why and is closed.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use exchange_server::config::FixConfig;
+use exchange_server::Handle;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{mpsc, watch};
+use tokio::task::JoinHandle;
+
+use crate::frame::{next_frame, push_field, seal, Frame, FrameError};
+use crate::inbound::Role;
+use crate::message::Message;
+use crate::runner::{self, SessionSpec};
+use crate::session::Settings;
+use crate::store::FileStore;
+use crate::{session_dir, tags, time, validate, FixError};
+
+/// How long a new connection may take to send its Logon.
+pub const LOGON_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long we wait for the answer to our Logout.
+pub const LOGOUT_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// An accepted connection whose first message named a session.
+pub struct Connection {
+    pub stream: TcpStream,
+    pub first: Message,
+    /// Bytes read after the first message.
+    pub rest: Vec<u8>,
+}
+
+type Routes = Arc<HashMap<(String, String), mpsc::Sender<Connection>>>;
+
+/// Binds the acceptor, opens every session's store and starts one task per
+/// session. Returns the address it listens on and a task that ends after
+/// `stopping` turns true and every session has logged out.
+pub fn start(
+    handle: Handle,
+    config: &FixConfig,
+    data_dir: &Path,
+    stopping: watch::Receiver<bool>,
+) -> Result<(std::net::SocketAddr, JoinHandle<()>), FixError> {
+    validate(config)?;
+    let bind_error = |source| FixError::Bind {
+        addr: config.listen,
+        source,
+    };
+    let std_listener = std::net::TcpListener::bind(config.listen).map_err(bind_error)?;
+    std_listener.set_nonblocking(true).map_err(bind_error)?;
+    let listener = TcpListener::from_std(std_listener).map_err(bind_error)?;
+    let addr = listener.local_addr().map_err(bind_error)?;
+    let mut routes = HashMap::new();
+    let mut tasks = Vec::new();
+    for session in &config.sessions {
+        let store = FileStore::open(&session_dir(data_dir, session))?;
+        let (connections, incoming) = mpsc::channel(4);
+        routes.insert(
+            (
+                session.sender_comp_id.clone(),
+                session.target_comp_id.clone(),
+            ),
+            connections,
+        );
+        let role = match session.account {
+            Some(account) => Role::Trading { account },
+            None => Role::DropCopy {
+                accounts: session.drop_copy_accounts.clone(),
+            },
+        };
+        let spec = SessionSpec {
+            settings: Settings {
+                our_comp_id: session.target_comp_id.clone(),
+                their_comp_id: session.sender_comp_id.clone(),
+                password: session.password.clone(),
+                max_skew_ns: config.max_clock_skew_secs.saturating_mul(1_000_000_000),
+                logout_timeout_ns: LOGOUT_TIMEOUT.as_nanos() as u64,
+            },
+            role,
+            cancel_on_disconnect: session.cancel_on_disconnect,
+        };
+        tasks.push(tokio::spawn(runner::run(
+            spec,
+            store,
+            handle.clone(),
+            incoming,
+            stopping.clone(),
+        )));
+    }
+    eprintln!(
+        "fix gateway listening on {addr} ({} sessions)",
+        config.sessions.len()
+    );
+    let routes: Routes = Arc::new(routes);
+    let task = tokio::spawn(async move {
+        accept_loop(listener, routes, stopping).await;
+        for task in tasks {
+            let _ = task.await;
+        }
+    });
+    Ok((addr, task))
+}
+
+async fn accept_loop(listener: TcpListener, routes: Routes, mut stopping: watch::Receiver<bool>) {
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, peer)) => {
+                    tracing::debug!(%peer, "FIX connection accepted");
+                    tokio::spawn(handshake(stream, routes.clone()));
+                }
+                Err(error) => {
+                    // Out of file descriptors and the like: pause, keep serving.
+                    tracing::warn!(%error, "FIX accept failed");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+            },
+            _ = stopping.changed() => return,
+        }
+    }
+}
+
+/// Why the first message could not be had.
+enum FirstError {
+    Frame(FrameError),
+    Io,
+}
+
+async fn read_first(
+    stream: &mut TcpStream,
+    buf: &mut Vec<u8>,
+) -> Result<(Vec<u8>, usize), FirstError> {
+    loop {
+        let mut start = 0;
+        loop {
+            match next_frame(&buf[start..]) {
+                Ok(Some((Frame::Message(raw), used))) => return Ok((raw, start + used)),
+                // A garbled Logon is ignored, as any garbled message is.
+                Ok(Some((Frame::Garbled { .. }, used))) => start += used,
+                Ok(None) => break,
+                Err(error) => return Err(FirstError::Frame(error)),
+            }
+        }
+        buf.drain(..start);
+        match stream.read_buf(buf).await {
+            Ok(0) | Err(_) => return Err(FirstError::Io),
+            Ok(_) => {}
+        }
+    }
+}
+
+/// A Logout outside any session (no sequence numbers to keep): for a
+/// connection that names no configured session or sends garbage.
+pub fn standalone_logout(first: Option<&Message>, text: &str) -> Vec<u8> {
+    let usable = |v: Option<&str>| {
+        v.filter(|v| !v.is_empty() && v.bytes().all(|b| b.is_ascii_graphic()))
+            .map(str::to_string)
+    };
+    let ours = usable(first.and_then(|m| m.text(tags::TARGET_COMP_ID)))
+        .unwrap_or_else(|| "EXCHANGE".into());
+    let theirs = usable(first.and_then(|m| m.text(tags::SENDER_COMP_ID)))
+        .unwrap_or_else(|| "UNKNOWN".into());
+    let mut fields = Vec::new();
+    push_field(&mut fields, tags::MSG_TYPE, b"5");
+    push_field(&mut fields, tags::SENDER_COMP_ID, ours.as_bytes());
+    push_field(&mut fields, tags::TARGET_COMP_ID, theirs.as_bytes());
+    push_field(&mut fields, tags::MSG_SEQ_NUM, b"1");
+    push_field(
+        &mut fields,
+        tags::SENDING_TIME,
+        time::format(time::now_ns()).as_bytes(),
+    );
+    push_field(&mut fields, tags::TEXT, text.as_bytes());
+    seal(&fields)
+}
+
+/// Says why in a Logout, then closes.
+pub async fn refuse(mut stream: TcpStream, first: Option<&Message>, text: &str) {
+    tracing::info!(reason = text, "FIX connection refused");
+    let _ = tokio::time::timeout(
+        LOGOUT_TIMEOUT,
+        stream.write_all(&standalone_logout(first, text)),
+    )
+    .await;
+    let _ = stream.shutdown().await;
+}
+
+async fn handshake(mut stream: TcpStream, routes: Routes) {
+    let _ = stream.set_nodelay(true);
+    let mut buf = Vec::with_capacity(1024);
+    let (raw, used) = match tokio::time::timeout(LOGON_TIMEOUT, read_first(&mut stream, &mut buf))
+        .await
+    {
+        Ok(Ok(first)) => first,
+        Ok(Err(FirstError::Frame(error))) => return refuse(stream, None, &error.to_string()).await,
+        Ok(Err(FirstError::Io)) => return,
+        Err(_) => return refuse(stream, None, "no Logon within 10 seconds").await,
+    };
+    let first = Message::parse(raw);
+    let key = (
+        first
+            .text(tags::SENDER_COMP_ID)
+            .unwrap_or_default()
+            .to_string(),
+        first
+            .text(tags::TARGET_COMP_ID)
+            .unwrap_or_default()
+            .to_string(),
+    );
+    let Some(session) = routes.get(&key) else {
+        let text = "logon refused: no session for this SenderCompID (49) and TargetCompID (56)";
+        return refuse(stream, Some(&first), text).await;
+    };
+    let rest = buf.get(used..).unwrap_or_default().to_vec();
+    if let Err(refused) = session
+        .send(Connection {
+            stream,
+            first,
+            rest,
+        })
+        .await
+    {
+        let Connection { stream, first, .. } = refused.0;
+        refuse(stream, Some(&first), "the exchange is shutting down").await;
+    }
+}

@@ -1,0 +1,190 @@
+//! The application layer of one session: the core's applied entries in,
+//! FIX messages out.
+//!
+//! Every entry the sequencer applies passes through here in log order. Its
+//! events advance the session's order cache; every change to an order of
+//! the session's accounts becomes an ExecutionReport. When the entry was
+//! the session's own request, the answer is shaped by the request: a
+//! refused order becomes a rejected ExecutionReport, a refused cancel or
+//! replace an OrderCancelReject, a mass cancel an OrderMassCancelReport,
+//! and a cancel's report carries the cancel request's ClOrdID.
+
+use exchange_types::{AccountId, CancelReason, Event, EventKind, OrderRef, RejectReason};
+
+use crate::inbound::{Request, Role};
+use crate::message::Outgoing;
+use crate::orders::{OrderCache, Report, ReportKind};
+use crate::reports::{self, ResponseTo};
+
+/// The refusal among an entry's events, with the order it names (a refused
+/// command emits only that event).
+fn rejection(events: &[Event]) -> Option<(&Event, RejectReason, Option<OrderRef>)> {
+    events.iter().find_map(|e| match &e.kind {
+        EventKind::Rejected {
+            reason,
+            order_id,
+            client_order_id,
+            ..
+        } => {
+            let order = order_id
+                .map(OrderRef::Id)
+                .or(client_order_id.map(OrderRef::Client));
+            Some((e, *reason, order))
+        }
+        _ => None,
+    })
+}
+
+pub struct App {
+    pub role: Role,
+    pub cache: OrderCache,
+}
+
+impl App {
+    pub fn new(role: Role) -> App {
+        App {
+            role,
+            cache: OrderCache::default(),
+        }
+    }
+
+    fn account(&self) -> AccountId {
+        match &self.role {
+            Role::Trading { account } => *account,
+            Role::DropCopy { accounts } => accounts.first().copied().unwrap_or_default(),
+        }
+    }
+
+    /// The messages one applied entry (log `index`) gives this session;
+    /// `request` is set when the entry was this session's own.
+    pub fn on_applied(
+        &mut self,
+        index: u64,
+        events: &[Event],
+        request: Option<&Request>,
+        now: u64,
+    ) -> Vec<Outgoing> {
+        let mut order_reports = Vec::new();
+        let role = &self.role;
+        self.cache
+            .apply(events, |account| role.covers(account), &mut order_reports);
+        let generic = |reports: &[Report]| {
+            reports
+                .iter()
+                .map(|r| reports::execution_report(r, None))
+                .collect::<Vec<_>>()
+        };
+        let Some(request) = request else {
+            return generic(&order_reports);
+        };
+        let account = self.account();
+        let refusal = rejection(events);
+        match (request, refusal) {
+            (Request::Place(echo), Some((event, reason, _))) => {
+                let text = reports::reject_text(reason);
+                let exec_id = event.seq.to_string();
+                vec![reports::rejected_order(
+                    echo,
+                    account,
+                    &exec_id,
+                    reports::ord_rej_reason(reason),
+                    &text,
+                    event.ts,
+                )]
+            }
+            (Request::Cancel(echo) | Request::Replace(echo), Some((event, reason, order))) => {
+                let to = if matches!(request, Request::Cancel(_)) {
+                    ResponseTo::Cancel
+                } else {
+                    ResponseTo::Replace
+                };
+                let known = order.and_then(|o| self.cache.find(account, &o));
+                let text = reports::reject_text(reason);
+                vec![reports::cancel_reject(
+                    echo,
+                    to,
+                    known,
+                    account,
+                    reports::cxl_rej_reason(reason),
+                    &text,
+                    event.ts,
+                )]
+            }
+            (Request::MassCancel(echo), Some((event, reason, _))) => {
+                let outcome = match reason {
+                    // An account that never held funds has no orders.
+                    RejectReason::UnknownAccount => Ok(&[][..]),
+                    RejectReason::UnknownInstrument => Err((1, reports::reject_text(reason))),
+                    other => Err((99, reports::reject_text(other))),
+                };
+                let report_id = format!("MC{index}");
+                let outcome = outcome
+                    .as_ref()
+                    .map(|ok| *ok)
+                    .map_err(|(code, text)| (*code, text.as_str()));
+                vec![reports::mass_cancel_report(
+                    echo, &report_id, outcome, event.ts,
+                )]
+            }
+            (Request::Cancel(echo), None) => order_reports
+                .iter()
+                .map(|r| match r.kind {
+                    ReportKind::Canceled {
+                        reason: CancelReason::Requested,
+                        ..
+                    } => reports::execution_report(r, Some((&echo.cl_ord_id, &r.order.cl_ord_id))),
+                    _ => reports::execution_report(r, None),
+                })
+                .collect(),
+            (Request::MassCancel(echo), None) => {
+                let canceled: Vec<(String, u64)> = order_reports
+                    .iter()
+                    .filter(|r| {
+                        matches!(
+                            r.kind,
+                            ReportKind::Canceled {
+                                reason: CancelReason::MassCancel,
+                                ..
+                            }
+                        )
+                    })
+                    .map(|r| (r.order.cl_ord_id.clone(), r.order.order_id))
+                    .collect();
+                let ts = events.first().map_or(now, |e| e.ts);
+                let mut out = vec![reports::mass_cancel_report(
+                    echo,
+                    &format!("MC{index}"),
+                    Ok(&canceled),
+                    ts,
+                )];
+                out.extend(generic(&order_reports));
+                out
+            }
+            (Request::Place(_) | Request::Replace(_), None) => generic(&order_reports),
+        }
+    }
+
+    /// The answer to a request the sequencer would not take (overloaded or
+    /// stopping): nothing happened to any order.
+    pub fn unavailable(&self, request: &Request, why: &str, now: u64) -> Outgoing {
+        let account = self.account();
+        match request {
+            Request::Place(echo) => {
+                reports::rejected_order(echo, account, &format!("G{now}"), 99, why, now)
+            }
+            Request::Cancel(echo) => {
+                reports::cancel_reject(echo, ResponseTo::Cancel, None, account, 99, why, now)
+            }
+            Request::Replace(echo) => {
+                reports::cancel_reject(echo, ResponseTo::Replace, None, account, 99, why, now)
+            }
+            Request::MassCancel(echo) => {
+                reports::mass_cancel_report(echo, &format!("G{now}"), Err((99, why)), now)
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "app_tests.rs"]
+mod tests;

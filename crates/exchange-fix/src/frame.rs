@@ -1,0 +1,223 @@
+//! The FIX byte stream: cutting it into messages, and writing messages.
+//!
+//! A message is `8=FIX.4.4|9=N|` followed by exactly N bytes of body and
+//! `10=CCC|`, where CCC is the byte sum of everything before it modulo 256.
+//! BodyLength says where the message ends, so a wrong one leaves the rest
+//! of the stream unreadable: that is fatal for the connection. A message
+//! that is framed correctly but whose CheckSum is wrong is "garbled": the
+//! FIX specification says to drop it without counting it, and the
+//! counterparty's resend mechanism repairs the gap.
+//!
+//! Nothing here can panic on any input: every index is checked.
+
+use thiserror::Error;
+
+pub const SOH: u8 = 0x01;
+pub const BEGIN_STRING: &str = "FIX.4.4";
+const PREFIX: &[u8] = b"8=FIX.4.4\x019=";
+/// Largest message accepted; an order is a few hundred bytes.
+pub const MAX_MESSAGE_BYTES: usize = 8 * 1024;
+/// `10=CCC<SOH>`.
+const TRAILER_LEN: usize = 7;
+/// Digits of a BodyLength below `MAX_MESSAGE_BYTES`.
+const MAX_LENGTH_DIGITS: usize = 5;
+
+/// The stream cannot be read any further.
+#[derive(Clone, Debug, PartialEq, Eq, Error)]
+pub enum FrameError {
+    #[error("message does not begin with 8=FIX.4.4 followed by BodyLength (9)")]
+    BadBeginString,
+    #[error("BodyLength (9) is not a number")]
+    BadBodyLength,
+    #[error("message is longer than {MAX_MESSAGE_BYTES} bytes")]
+    TooLarge,
+    #[error("no CheckSum (10) where BodyLength (9) says the message ends")]
+    BadTrailer,
+}
+
+/// One framed message.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Frame {
+    /// A well-formed message, all its bytes (header to trailer).
+    Message(Vec<u8>),
+    /// Framed, but its CheckSum does not match: to be ignored.
+    Garbled { declared: u8, actual: u8 },
+}
+
+/// The byte sum modulo 256 that CheckSum (10) carries.
+pub fn checksum(bytes: &[u8]) -> u8 {
+    bytes.iter().fold(0u8, |sum, b| sum.wrapping_add(*b))
+}
+
+fn digits_value(digits: &[u8]) -> Option<usize> {
+    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    digits.iter().try_fold(0usize, |n, d| {
+        n.checked_mul(10)?.checked_add(usize::from(d - b'0'))
+    })
+}
+
+/// Takes the next message off the front of `buf`. `Ok(None)` means more
+/// bytes are needed; `Ok(Some((frame, used)))` consumed `used` bytes.
+pub fn next_frame(buf: &[u8]) -> Result<Option<(Frame, usize)>, FrameError> {
+    let head = buf.len().min(PREFIX.len());
+    if buf[..head] != PREFIX[..head] {
+        return Err(FrameError::BadBeginString);
+    }
+    if buf.len() < PREFIX.len() {
+        return Ok(None);
+    }
+    let rest = &buf[PREFIX.len()..];
+    let Some(soh) = rest
+        .iter()
+        .take(MAX_LENGTH_DIGITS + 1)
+        .position(|b| *b == SOH)
+    else {
+        if rest.len() > MAX_LENGTH_DIGITS || !rest.iter().all(u8::is_ascii_digit) {
+            return Err(if rest.iter().all(u8::is_ascii_digit) {
+                FrameError::TooLarge
+            } else {
+                FrameError::BadBodyLength
+            });
+        }
+        return Ok(None);
+    };
+    let body_len = digits_value(&rest[..soh]).ok_or(FrameError::BadBodyLength)?;
+    let body_start = PREFIX.len() + soh + 1;
+    let body_end = body_start + body_len;
+    let total = body_end + TRAILER_LEN;
+    if total > MAX_MESSAGE_BYTES {
+        return Err(FrameError::TooLarge);
+    }
+    if buf.len() < total {
+        return Ok(None);
+    }
+    // The body ends with a field's SOH; the trailer is `10=` three digits.
+    let trailer = &buf[body_end..total];
+    let ends_field = body_len > 0 && buf[body_end - 1] == SOH;
+    if !ends_field || &trailer[..3] != b"10=" || trailer[6] != SOH {
+        return Err(FrameError::BadTrailer);
+    }
+    let declared = digits_value(&trailer[3..6])
+        .and_then(|v| u8::try_from(v).ok())
+        .ok_or(FrameError::BadTrailer)?;
+    let actual = checksum(&buf[..body_end]);
+    let frame = if declared == actual {
+        Frame::Message(buf[..total].to_vec())
+    } else {
+        Frame::Garbled { declared, actual }
+    };
+    Ok(Some((frame, total)))
+}
+
+/// Appends `tag=value<SOH>`. A SOH inside a value would end the field
+/// early and corrupt the message, so it is replaced.
+pub fn push_field(out: &mut Vec<u8>, tag: u32, value: &[u8]) {
+    out.extend_from_slice(tag.to_string().as_bytes());
+    out.push(b'=');
+    out.extend(value.iter().map(|b| if *b == SOH { b'?' } else { *b }));
+    out.push(SOH);
+}
+
+/// Wraps header-and-body fields (everything from MsgType on) into a full
+/// message with BeginString, BodyLength and CheckSum.
+pub fn seal(fields: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(fields.len() + 32);
+    out.extend_from_slice(PREFIX);
+    out.extend_from_slice(fields.len().to_string().as_bytes());
+    out.push(SOH);
+    out.extend_from_slice(fields);
+    let sum = checksum(&out);
+    out.extend_from_slice(format!("10={sum:03}").as_bytes());
+    out.push(SOH);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fix(text: &str) -> Vec<u8> {
+        text.replace('|', "\x01").into_bytes()
+    }
+
+    #[test]
+    fn seal_then_frame_round_trips() {
+        let sealed = seal(&fix("35=0|49=A|56=B|34=1|52=20240101-00:00:00|"));
+        let (frame, used) = next_frame(&sealed).unwrap().unwrap();
+        assert_eq!(used, sealed.len());
+        assert_eq!(frame, Frame::Message(sealed.clone()));
+        // Byte by byte, the frame is only complete at the very end.
+        for cut in 0..sealed.len() {
+            assert_eq!(next_frame(&sealed[..cut]), Ok(None), "cut at {cut}");
+        }
+    }
+
+    #[test]
+    fn known_checksum() {
+        // Computed independently: sum(b"8=FIX.4.4|9=5|35=0|") % 256 == 163.
+        let sealed = seal(&fix("35=0|"));
+        assert_eq!(sealed, fix("8=FIX.4.4|9=5|35=0|10=163|"));
+    }
+
+    #[test]
+    fn garbled_and_fatal_inputs() {
+        let mut sealed = seal(&fix("35=0|34=2|"));
+        let n = sealed.len();
+        sealed[n - 2] = if sealed[n - 2] == b'0' { b'1' } else { b'0' };
+        assert!(matches!(
+            next_frame(&sealed),
+            Ok(Some((Frame::Garbled { .. }, _)))
+        ));
+        assert_eq!(
+            next_frame(b"8=FIX.4.2\x019=5\x01"),
+            Err(FrameError::BadBeginString)
+        );
+        assert_eq!(next_frame(b"hello"), Err(FrameError::BadBeginString));
+        assert_eq!(
+            next_frame(b"8=FIX.4.4\x019=x\x01"),
+            Err(FrameError::BadBodyLength)
+        );
+        assert_eq!(
+            next_frame(b"8=FIX.4.4\x019=999999"),
+            Err(FrameError::TooLarge)
+        );
+        assert_eq!(
+            next_frame(b"8=FIX.4.4\x019=9000\x01"),
+            Err(FrameError::TooLarge)
+        );
+        assert_eq!(
+            next_frame(&fix("8=FIX.4.4|9=3|35=0|10=000|")),
+            Err(FrameError::BadTrailer)
+        );
+        assert_eq!(
+            next_frame(&fix("8=FIX.4.4|9=0|10=000|")),
+            Err(FrameError::BadTrailer)
+        );
+        assert_eq!(
+            next_frame(&fix("8=FIX.4.4|9=5|35=0|10=0x0|")),
+            Err(FrameError::BadTrailer)
+        );
+    }
+
+    #[test]
+    fn two_messages_in_one_buffer() {
+        let mut buf = seal(&fix("35=0|34=1|"));
+        let first = buf.len();
+        buf.extend(seal(&fix("35=0|34=2|")));
+        let (_, used) = next_frame(&buf).unwrap().unwrap();
+        assert_eq!(used, first);
+        assert!(matches!(
+            next_frame(&buf[used..]),
+            Ok(Some((Frame::Message(_), _)))
+        ));
+    }
+
+    #[test]
+    fn values_cannot_smuggle_fields() {
+        let mut out = Vec::new();
+        push_field(&mut out, 58, b"a\x0135=D");
+        assert_eq!(out, b"58=a?35=D\x01");
+    }
+}

@@ -1,0 +1,440 @@
+//! Incoming order entry: a validated application message becomes a core
+//! [`Command`], or an immediate answer when it cannot become one.
+//!
+//! As in the REST and WebSocket gateways, only the shape is decided here:
+//! whether a price is on the tick, funds suffice or a symbol exists is the
+//! core's decision. Enumerated values are split three ways:
+//! - not a FIX 4.4 value at all: session-level Reject, "value is
+//!   incorrect", naming the tag (the message is meaningless);
+//! - a FIX value the exchange does not offer (a stop order, Day orders):
+//!   the order is refused with OrdRejReason 11, "unsupported order
+//!   characteristic", and a Text saying what is offered;
+//! - a supported value: used.
+
+use exchange_types::ids::InlineStr;
+use exchange_types::limits::{MAX_CLIENT_ORDER_ID_LEN, MAX_SYMBOL_LEN};
+use exchange_types::{
+    AccountId, Cancel, ClientOrderId, Command, Dec, MassCancel, OrderRef, OrderType, Place,
+    Replace, SelfTradePrevention, Side, Symbol, TimeInForce,
+};
+
+use crate::message::{Message, Outgoing, Problem};
+use crate::reports::{self, CancelEcho, MassCancelEcho, PlaceEcho, ResponseTo};
+use crate::tags::{self, business_reject, session_reject};
+
+/// What a session may do.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Role {
+    /// Order entry for one account.
+    Trading { account: AccountId },
+    /// Execution reports of these accounts; no order entry.
+    DropCopy { accounts: Vec<AccountId> },
+}
+
+impl Role {
+    pub fn covers(&self, account: AccountId) -> bool {
+        match self {
+            Role::Trading { account: own } => *own == account,
+            Role::DropCopy { accounts } => accounts.contains(&account),
+        }
+    }
+}
+
+/// What a submitted command answers to.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Request {
+    Place(PlaceEcho),
+    Cancel(CancelEcho),
+    Replace(CancelEcho),
+    MassCancel(MassCancelEcho),
+}
+
+/// A command to sequence, and what its outcome answers.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Submission {
+    pub command: Command,
+    pub request: Request,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Inbound {
+    /// Sequence this command; answer it once applied.
+    Submit(Box<Submission>),
+    /// Answer at once with this message.
+    Reply(Outgoing),
+    /// A session-level Reject of the message.
+    Reject(Problem),
+}
+
+/// Valid FIX 4.4 values of the enumerated fields the gateway reads.
+const SIDES: &[u8] = b"123456789ABCDEFG";
+const ORD_TYPES: &[u8] = b"12346789DEGIJKLMP";
+const TIFS: &[u8] = b"01234567";
+const HANDL_INSTS: &[u8] = b"123";
+const EXEC_INSTS: &[u8] = b"0123456789ABCDEFGHIJKLMNOPQRSUVWXYZabcde";
+const MASS_CANCEL_TYPES: &[u8] = b"1234567";
+
+fn out_of_range(tag: u32, value: &str) -> Inbound {
+    Inbound::Reject(Problem::new(
+        Some(tag),
+        session_reject::VALUE_INCORRECT,
+        format!("{value:?} is not a valid value for tag {tag}"),
+    ))
+}
+
+/// One character of `valid`, or the Reject for it.
+fn enum_char(message: &Message, tag: u32, valid: &[u8]) -> Result<Option<u8>, Inbound> {
+    match message.get(tag) {
+        None => Ok(None),
+        Some([c]) if valid.contains(c) => Ok(Some(*c)),
+        Some(other) => Err(out_of_range(tag, &String::from_utf8_lossy(other))),
+    }
+}
+
+fn text(message: &Message, tag: u32) -> String {
+    String::from_utf8_lossy(message.get(tag).unwrap_or_default()).into_owned()
+}
+
+fn identifier<const N: usize>(message: &Message, tag: u32) -> Option<InlineStr<N>> {
+    // Printable ASCII without spaces, within the exchange's length limit.
+    message.text(tag).and_then(|t| InlineStr::new(t).ok())
+}
+
+/// Translates one application message of a logged-on session.
+pub fn translate(message: &Message, role: &Role, now: u64) -> Inbound {
+    let msg_type = message.text(tags::MSG_TYPE).unwrap_or_default();
+    let seq = message.seq_num().unwrap_or(0);
+    let account = match role {
+        Role::Trading { account } => *account,
+        Role::DropCopy { .. } => {
+            let reason = if matches!(msg_type, "D" | "F" | "G" | "q") {
+                (
+                    business_reject::NOT_AUTHORIZED,
+                    "a drop-copy session cannot enter orders",
+                )
+            } else {
+                (
+                    business_reject::UNSUPPORTED_MESSAGE_TYPE,
+                    "the exchange does not take this message type",
+                )
+            };
+            let ref_id = message.text(tags::CL_ORD_ID);
+            return Inbound::Reply(reports::business_reject(
+                seq, msg_type, ref_id, reason.0, reason.1,
+            ));
+        }
+    };
+    let result = match msg_type {
+        "D" => place(message, account, now),
+        "F" => cancel(message, account, now),
+        "G" => replace(message, account, now),
+        "q" => mass_cancel(message, account, now),
+        other => Err(Inbound::Reply(reports::business_reject(
+            seq,
+            other,
+            None,
+            business_reject::UNSUPPORTED_MESSAGE_TYPE,
+            "the exchange does not take this message type",
+        ))),
+    };
+    result.unwrap_or_else(|answer| answer)
+}
+
+/// Account (1), when given, must be the session's own.
+fn account_matches(message: &Message, account: AccountId) -> bool {
+    message
+        .get(tags::ACCOUNT)
+        .is_none_or(|given| given == account.to_string().as_bytes())
+}
+
+fn place(message: &Message, account: AccountId, now: u64) -> Result<Inbound, Inbound> {
+    let side = enum_char(message, tags::SIDE, SIDES)?;
+    let ord_type = enum_char(message, tags::ORD_TYPE, ORD_TYPES)?;
+    let tif = enum_char(message, tags::TIME_IN_FORCE, TIFS)?;
+    enum_char(message, tags::HANDL_INST, HANDL_INSTS)?;
+    let stp = enum_char(message, tags::SELF_TRADE_PREVENTION, b"NOBD")?;
+    let exec_inst = text(message, tags::EXEC_INST);
+    if let Some(bad) = exec_inst
+        .split(' ')
+        .filter(|v| !v.is_empty())
+        .find(|v| v.len() != 1 || !EXEC_INSTS.contains(&v.as_bytes()[0]))
+    {
+        return Err(out_of_range(tags::EXEC_INST, bad));
+    }
+    let echo = PlaceEcho {
+        cl_ord_id: text(message, tags::CL_ORD_ID),
+        symbol: text(message, tags::SYMBOL),
+        side: text(message, tags::SIDE),
+        qty: text(message, tags::ORDER_QTY),
+        ord_type: text(message, tags::ORD_TYPE),
+        price: message.text(tags::PRICE).map(str::to_string),
+    };
+    let refuse = |ord_rej: u32, why: &str| {
+        Inbound::Reply(reports::rejected_order(
+            &echo,
+            account,
+            &format!("G{now}"),
+            ord_rej,
+            why,
+            now,
+        ))
+    };
+    if !account_matches(message, account) {
+        return Err(refuse(
+            15,
+            "Account (1) must be the session's account or absent",
+        ));
+    }
+    let side = match side {
+        Some(b'1') => Side::Buy,
+        Some(b'2') => Side::Sell,
+        _ => return Err(refuse(11, "Side (54) must be 1 (buy) or 2 (sell)")),
+    };
+    let order_type = match ord_type {
+        Some(b'1') => OrderType::Market,
+        Some(b'2') => OrderType::Limit,
+        _ => return Err(refuse(11, "OrdType (40) must be 1 (market) or 2 (limit)")),
+    };
+    let tif = match (tif, order_type) {
+        (Some(b'1'), _) | (None, OrderType::Limit) => TimeInForce::Gtc,
+        (Some(b'3'), _) | (None, OrderType::Market) => TimeInForce::Ioc,
+        (Some(b'4'), _) => TimeInForce::Fok,
+        _ => {
+            return Err(refuse(
+                11,
+                "TimeInForce (59) must be 1 (GTC), 3 (IOC) or 4 (FOK)",
+            ))
+        }
+    };
+    let mut post_only = false;
+    for instruction in exec_inst.split(' ').filter(|v| !v.is_empty()) {
+        match instruction {
+            "6" => post_only = true,
+            _ => {
+                return Err(refuse(
+                    11,
+                    "ExecInst (18) may only be 6 (participate, do not initiate: post-only)",
+                ))
+            }
+        }
+    }
+    let stp = match stp {
+        Some(b'O') => SelfTradePrevention::CancelOldest,
+        Some(b'B') => SelfTradePrevention::CancelBoth,
+        Some(b'D') => SelfTradePrevention::Decrement,
+        _ => SelfTradePrevention::CancelNewest,
+    };
+    let Some(client_order_id): Option<ClientOrderId> = identifier(message, tags::CL_ORD_ID) else {
+        return Err(refuse(
+            99,
+            "ClOrdID (11) must be 1 to 36 printable characters without spaces",
+        ));
+    };
+    let Some(symbol): Option<Symbol> = identifier(message, tags::SYMBOL) else {
+        return Err(refuse(1, "Symbol (55) is not a symbol of this exchange"));
+    };
+    let Some(qty) = message
+        .text(tags::ORDER_QTY)
+        .and_then(|t| Dec::parse(t).ok())
+    else {
+        return Err(refuse(
+            13,
+            "OrderQty (38) is not a number the exchange can read",
+        ));
+    };
+    let price = match message.text(tags::PRICE) {
+        None => None,
+        Some(t) => match Dec::parse(t) {
+            Ok(price) => Some(price),
+            Err(_) => {
+                return Err(refuse(
+                    99,
+                    "Price (44) is not a number the exchange can read",
+                ))
+            }
+        },
+    };
+    let command = Command::Place(Place {
+        account,
+        client_order_id,
+        symbol,
+        side,
+        order_type,
+        price,
+        qty,
+        tif,
+        post_only,
+        stp,
+    });
+    Ok(Inbound::Submit(Box::new(Submission {
+        command,
+        request: Request::Place(echo),
+    })))
+}
+
+/// The order a cancel or replace names: OrderID (37) when given, else
+/// OrigClOrdID (41).
+fn order_ref(message: &Message) -> Option<OrderRef> {
+    if let Some(id) = message.uint(tags::ORDER_ID) {
+        return Some(OrderRef::Id(id));
+    }
+    identifier::<MAX_CLIENT_ORDER_ID_LEN>(message, tags::ORIG_CL_ORD_ID).map(OrderRef::Client)
+}
+
+fn cancel_echo(message: &Message) -> CancelEcho {
+    CancelEcho {
+        cl_ord_id: text(message, tags::CL_ORD_ID),
+        orig_cl_ord_id: text(message, tags::ORIG_CL_ORD_ID),
+    }
+}
+
+fn cancel(message: &Message, account: AccountId, now: u64) -> Result<Inbound, Inbound> {
+    enum_char(message, tags::SIDE, SIDES)?;
+    let echo = cancel_echo(message);
+    let refuse = |cxl_rej: u32, why: &str| {
+        Inbound::Reply(reports::cancel_reject(
+            &echo,
+            ResponseTo::Cancel,
+            None,
+            account,
+            cxl_rej,
+            why,
+            now,
+        ))
+    };
+    if !account_matches(message, account) {
+        return Err(refuse(
+            99,
+            "Account (1) must be the session's account or absent",
+        ));
+    }
+    let Some(order) = order_ref(message) else {
+        return Err(refuse(1, "no order has this OrigClOrdID (41)"));
+    };
+    let command = Command::Cancel(Cancel { account, order });
+    Ok(Inbound::Submit(Box::new(Submission {
+        command,
+        request: Request::Cancel(echo),
+    })))
+}
+
+fn replace(message: &Message, account: AccountId, now: u64) -> Result<Inbound, Inbound> {
+    enum_char(message, tags::SIDE, SIDES)?;
+    let ord_type = enum_char(message, tags::ORD_TYPE, ORD_TYPES)?;
+    enum_char(message, tags::HANDL_INST, HANDL_INSTS)?;
+    let echo = cancel_echo(message);
+    let refuse = |cxl_rej: u32, why: &str| {
+        Inbound::Reply(reports::cancel_reject(
+            &echo,
+            ResponseTo::Replace,
+            None,
+            account,
+            cxl_rej,
+            why,
+            now,
+        ))
+    };
+    if !account_matches(message, account) {
+        return Err(refuse(
+            99,
+            "Account (1) must be the session's account or absent",
+        ));
+    }
+    if ord_type != Some(b'2') {
+        return Err(refuse(
+            2,
+            "only limit orders (OrdType 2) rest and can be replaced",
+        ));
+    }
+    let Some(order) = order_ref(message) else {
+        return Err(refuse(1, "no order has this OrigClOrdID (41)"));
+    };
+    let Some(new_id): Option<ClientOrderId> = identifier(message, tags::CL_ORD_ID) else {
+        return Err(refuse(
+            99,
+            "ClOrdID (11) must be 1 to 36 printable characters without spaces",
+        ));
+    };
+    let Some(qty) = message
+        .text(tags::ORDER_QTY)
+        .and_then(|t| Dec::parse(t).ok())
+    else {
+        return Err(refuse(
+            99,
+            "OrderQty (38) is not a number the exchange can read",
+        ));
+    };
+    let price = match message.text(tags::PRICE) {
+        None => None,
+        Some(t) => match Dec::parse(t) {
+            Ok(price) => Some(price),
+            Err(_) => {
+                return Err(refuse(
+                    99,
+                    "Price (44) is not a number the exchange can read",
+                ))
+            }
+        },
+    };
+    let command = Command::Replace(Replace {
+        account,
+        order,
+        new_client_order_id: Some(new_id),
+        price,
+        qty: Some(qty),
+    });
+    Ok(Inbound::Submit(Box::new(Submission {
+        command,
+        request: Request::Replace(echo),
+    })))
+}
+
+fn mass_cancel(message: &Message, account: AccountId, now: u64) -> Result<Inbound, Inbound> {
+    let kind = enum_char(message, tags::MASS_CANCEL_REQUEST_TYPE, MASS_CANCEL_TYPES)?;
+    let echo = MassCancelEcho {
+        cl_ord_id: text(message, tags::CL_ORD_ID),
+        request_type: text(message, tags::MASS_CANCEL_REQUEST_TYPE),
+        symbol: message.text(tags::SYMBOL).map(str::to_string),
+    };
+    let refuse = |reason: u32, why: &str| {
+        Inbound::Reply(reports::mass_cancel_report(
+            &echo,
+            &format!("G{now}"),
+            Err((reason, why)),
+            now,
+        ))
+    };
+    if !account_matches(message, account) {
+        return Err(refuse(
+            99,
+            "Account (1) must be the session's account or absent",
+        ));
+    }
+    let symbol = match kind {
+        Some(b'7') => None,
+        Some(b'1') => match identifier::<MAX_SYMBOL_LEN>(message, tags::SYMBOL) {
+            Some(symbol) => Some(symbol),
+            None => {
+                return Err(refuse(
+                    1,
+                    "MassCancelRequestType 1 needs a valid Symbol (55)",
+                ))
+            }
+        },
+        _ => {
+            return Err(refuse(
+                0,
+                "MassCancelRequestType (530) must be 1 (by symbol) or 7 (all orders)",
+            ))
+        }
+    };
+    let command = Command::MassCancel(MassCancel { account, symbol });
+    Ok(Inbound::Submit(Box::new(Submission {
+        command,
+        request: Request::MassCancel(echo),
+    })))
+}
+
+#[cfg(test)]
+#[path = "inbound_tests.rs"]
+mod tests;

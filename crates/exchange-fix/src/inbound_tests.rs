@@ -1,0 +1,292 @@
+//! FIX order entry to core commands, value by value.
+
+use super::*;
+use crate::testkit::{dec, fix};
+
+const TRADER: Role = Role::Trading { account: 7 };
+
+fn order(extra: &str) -> Message {
+    fix(
+        "D",
+        2,
+        &format!("11=c1|55=BTC-USD|54=1|60=20240101-00:00:00|38=0.5|40=2|44=100.25|{extra}"),
+    )
+}
+
+fn submitted(inbound: Inbound) -> (Command, Request) {
+    match inbound {
+        Inbound::Submit(submission) => (submission.command, submission.request),
+        other => panic!("expected a command, got {other:?}"),
+    }
+}
+
+fn reply(inbound: Inbound) -> Outgoing {
+    match inbound {
+        Inbound::Reply(out) => out,
+        other => panic!("expected a reply, got {other:?}"),
+    }
+}
+
+fn rejected(inbound: Inbound) -> (Option<u32>, u32) {
+    match inbound {
+        Inbound::Reject(problem) => (problem.tag, problem.reason),
+        other => panic!("expected a session reject, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_limit_order_becomes_a_place() {
+    let (command, request) = submitted(translate(&order("59=3|18=6|7928=D|1=7|"), &TRADER, 0));
+    let Command::Place(place) = command else {
+        panic!("not a place")
+    };
+    assert_eq!(place.account, 7);
+    assert_eq!(place.client_order_id.as_str(), "c1");
+    assert_eq!(place.symbol.as_str(), "BTC-USD");
+    assert_eq!(
+        (place.side, place.order_type),
+        (Side::Buy, OrderType::Limit)
+    );
+    assert_eq!((place.price, place.qty), (Some(dec("100.25")), dec("0.5")));
+    assert_eq!(
+        (place.tif, place.post_only, place.stp),
+        (TimeInForce::Ioc, true, SelfTradePrevention::Decrement)
+    );
+    let Request::Place(echo) = request else {
+        panic!("not a place request")
+    };
+    assert_eq!(
+        (echo.side.as_str(), echo.qty.as_str(), echo.price.as_deref()),
+        ("1", "0.5", Some("100.25"))
+    );
+}
+
+#[test]
+fn time_in_force_defaults_by_order_type() {
+    let (Command::Place(limit), _) = submitted(translate(&order(""), &TRADER, 0)) else {
+        panic!()
+    };
+    assert_eq!(limit.tif, TimeInForce::Gtc);
+    let market = fix(
+        "D",
+        2,
+        "11=m1|55=BTC-USD|54=2|60=20240101-00:00:00|38=1|40=1|",
+    );
+    let (Command::Place(market), _) = submitted(translate(&market, &TRADER, 0)) else {
+        panic!()
+    };
+    assert_eq!(
+        (market.tif, market.price, market.side),
+        (TimeInForce::Ioc, None, Side::Sell)
+    );
+}
+
+#[test]
+fn unsupported_fix_values_refuse_the_order() {
+    for (extra, tag) in [
+        ("59=0|", "TimeInForce"),
+        ("18=G|", "ExecInst"),
+        ("1=8|", "Account"),
+    ] {
+        let out = reply(translate(&order(extra), &TRADER, 0));
+        assert_eq!(out.msg_type, "8");
+        assert_eq!(
+            (out.get(150).as_deref(), out.get(39).as_deref()),
+            (Some("8"), Some("8"))
+        );
+        assert!(
+            out.get(58).unwrap_or_default().contains(tag),
+            "{extra}: {:?}",
+            out.get(58)
+        );
+        assert_eq!(out.get(11).as_deref(), Some("c1"));
+    }
+    let stop = fix(
+        "D",
+        2,
+        "11=c1|55=BTC-USD|54=1|60=20240101-00:00:00|38=1|40=3|",
+    );
+    assert_eq!(
+        reply(translate(&stop, &TRADER, 0)).get(103).as_deref(),
+        Some("11")
+    );
+    let short = fix(
+        "D",
+        2,
+        "11=c1|55=BTC-USD|54=5|60=20240101-00:00:00|38=1|40=2|44=1|",
+    );
+    assert_eq!(
+        reply(translate(&short, &TRADER, 0)).get(103).as_deref(),
+        Some("11")
+    );
+}
+
+#[test]
+fn values_fix_does_not_define_are_session_rejects() {
+    let bad_side = fix(
+        "D",
+        2,
+        "11=c1|55=BTC-USD|54=Z|60=20240101-00:00:00|38=1|40=2|44=1|",
+    );
+    assert_eq!(rejected(translate(&bad_side, &TRADER, 0)), (Some(54), 5));
+    assert_eq!(
+        rejected(translate(&order("59=9|"), &TRADER, 0)),
+        (Some(59), 5)
+    );
+    assert_eq!(
+        rejected(translate(&order("18=6 ?|"), &TRADER, 0)),
+        (Some(18), 5)
+    );
+    assert_eq!(
+        rejected(translate(&order("7928=X|"), &TRADER, 0)),
+        (Some(7928), 5)
+    );
+}
+
+#[test]
+fn identifiers_and_numbers_the_exchange_cannot_hold() {
+    let long_id = fix(
+        "D",
+        2,
+        &format!(
+            "11={}|55=BTC-USD|54=1|60=20240101-00:00:00|38=1|40=2|44=1|",
+            "x".repeat(37)
+        ),
+    );
+    assert!(reply(translate(&long_id, &TRADER, 0))
+        .get(58)
+        .unwrap_or_default()
+        .contains("ClOrdID"));
+    let long_symbol = fix(
+        "D",
+        2,
+        "11=c|55=ABCDEFGHIJKLMNOPQ|54=1|60=20240101-00:00:00|38=1|40=2|44=1|",
+    );
+    assert_eq!(
+        reply(translate(&long_symbol, &TRADER, 0))
+            .get(103)
+            .as_deref(),
+        Some("1")
+    );
+    let huge = fix(
+        "D",
+        2,
+        &format!(
+            "11=c|55=BTC-USD|54=1|60=20240101-00:00:00|38={}|40=2|44=1|",
+            "9".repeat(45)
+        ),
+    );
+    assert_eq!(
+        reply(translate(&huge, &TRADER, 0)).get(103).as_deref(),
+        Some("13")
+    );
+}
+
+#[test]
+fn cancel_names_the_order_by_order_id_or_orig_cl_ord_id() {
+    let by_client = fix("F", 3, "41=c1|11=x1|55=BTC-USD|54=1|60=20240101-00:00:00|");
+    let (command, request) = submitted(translate(&by_client, &TRADER, 0));
+    let Command::Cancel(cancel) = command else {
+        panic!()
+    };
+    assert_eq!(
+        cancel.order,
+        OrderRef::Client(ClientOrderId::new("c1").unwrap())
+    );
+    assert_eq!(
+        request,
+        Request::Cancel(CancelEcho {
+            cl_ord_id: "x1".into(),
+            orig_cl_ord_id: "c1".into()
+        })
+    );
+    let by_id = fix(
+        "F",
+        3,
+        "41=c1|37=42|11=x1|55=BTC-USD|54=1|60=20240101-00:00:00|",
+    );
+    let (Command::Cancel(cancel), _) = submitted(translate(&by_id, &TRADER, 0)) else {
+        panic!()
+    };
+    assert_eq!(cancel.order, OrderRef::Id(42));
+}
+
+#[test]
+fn replace_carries_the_new_id_price_and_quantity() {
+    let message = fix(
+        "G",
+        3,
+        "41=c1|11=c2|55=BTC-USD|54=1|60=20240101-00:00:00|38=2|40=2|44=99|",
+    );
+    let (Command::Replace(replace), _) = submitted(translate(&message, &TRADER, 0)) else {
+        panic!()
+    };
+    assert_eq!(
+        replace.new_client_order_id.map(|c| c.as_str().to_string()),
+        Some("c2".into())
+    );
+    assert_eq!(
+        (replace.price, replace.qty),
+        (Some(dec("99")), Some(dec("2")))
+    );
+    let market = fix(
+        "G",
+        3,
+        "41=c1|11=c2|55=BTC-USD|54=1|60=20240101-00:00:00|38=2|40=1|",
+    );
+    let out = reply(translate(&market, &TRADER, 0));
+    assert_eq!((out.msg_type, out.get(434).as_deref()), ("9", Some("2")));
+}
+
+#[test]
+fn mass_cancel_by_symbol_or_all() {
+    let all = fix("q", 3, "11=m1|530=7|60=20240101-00:00:00|");
+    let (Command::MassCancel(mass), _) = submitted(translate(&all, &TRADER, 0)) else {
+        panic!()
+    };
+    assert_eq!(mass.symbol, None);
+    let one = fix("q", 3, "11=m1|530=1|55=BTC-USD|60=20240101-00:00:00|");
+    let (Command::MassCancel(mass), _) = submitted(translate(&one, &TRADER, 0)) else {
+        panic!()
+    };
+    assert_eq!(
+        mass.symbol.map(|s| s.as_str().to_string()),
+        Some("BTC-USD".into())
+    );
+    let no_symbol = fix("q", 3, "11=m1|530=1|60=20240101-00:00:00|");
+    let out = reply(translate(&no_symbol, &TRADER, 0));
+    assert_eq!(
+        (
+            out.msg_type,
+            out.get(531).as_deref(),
+            out.get(532).as_deref()
+        ),
+        ("r", Some("0"), Some("1"))
+    );
+    let product = fix("q", 3, "11=m1|530=3|60=20240101-00:00:00|");
+    assert_eq!(
+        reply(translate(&product, &TRADER, 0)).get(532).as_deref(),
+        Some("0")
+    );
+}
+
+#[test]
+fn business_rejects_for_drop_copy_and_unsupported_types() {
+    let drop_copy = Role::DropCopy { accounts: vec![1] };
+    let out = reply(translate(&order(""), &drop_copy, 0));
+    assert_eq!(
+        (
+            out.msg_type,
+            out.get(380).as_deref(),
+            out.get(372).as_deref()
+        ),
+        ("j", Some("6"), Some("D"))
+    );
+    assert_eq!(
+        (out.get(45).as_deref(), out.get(379).as_deref()),
+        (Some("2"), Some("c1"))
+    );
+    let market_data = fix("V", 4, "262=r1|");
+    let out = reply(translate(&market_data, &TRADER, 0));
+    assert_eq!((out.msg_type, out.get(380).as_deref()), ("j", Some("3")));
+}

@@ -1,0 +1,170 @@
+//! FIX 4.4 gateway: order entry and drop copy for the exchange server.
+//!
+//! Layers, each usable and tested without the ones above it:
+//! - [`frame`]: the byte stream cut into messages (BodyLength, CheckSum);
+//! - [`message`] and [`spec`]: fields, and which messages carry which tags;
+//! - [`session`]: the session layer as a pure state machine (logon,
+//!   sequence numbers, resends, heartbeats, rejects, logout) over a
+//!   [`store`] that keeps sequence numbers and sent messages on disk;
+//! - [`inbound`], [`orders`], [`reports`], [`app`]: order entry to core
+//!   commands, and the core's events to ExecutionReports;
+//! - [`acceptor`] and [`runner`]: the tokio acceptor and one task per
+//!   configured session, fed by the sequencer's broadcast of applied
+//!   entries.
+//!
+//! Sessions are configured in the server's `[fix]` section (docs/fix.md).
+//! A session's task lives as long as the server, connected or not, so
+//! execution reports produced while the counterparty is away are stored
+//! under their sequence numbers and delivered by the resend that follows
+//! its next logon.
+
+pub mod acceptor;
+pub mod app;
+pub mod frame;
+pub mod fuzzing;
+pub mod inbound;
+pub mod message;
+pub mod orders;
+pub mod reports;
+pub mod runner;
+pub mod session;
+pub mod spec;
+pub mod store;
+pub mod tags;
+pub mod time;
+
+#[cfg(test)]
+mod testkit;
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+
+use exchange_server::config::{Config, FixConfig, FixSessionConfig};
+use exchange_server::server::GatewayStart;
+use exchange_server::Handle;
+use thiserror::Error;
+
+#[derive(Debug, Error)]
+pub enum FixError {
+    #[error("[fix] configuration: {0}")]
+    Config(String),
+    #[error("FIX gateway cannot listen on {addr}: {source}")]
+    Bind {
+        addr: std::net::SocketAddr,
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Store(#[from] store::StoreError),
+}
+
+/// A CompID must survive being a FIX value and part of a directory name.
+fn valid_comp_id(id: &str) -> bool {
+    !id.is_empty()
+        && id.len() <= 64
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+}
+
+/// Checks the `[fix]` section: every session's CompIDs are valid and
+/// unique, and it is either an order-entry or a drop-copy session.
+pub fn validate(config: &FixConfig) -> Result<(), FixError> {
+    let mut seen = HashSet::new();
+    for session in &config.sessions {
+        let name = format!("{}->{}", session.sender_comp_id, session.target_comp_id);
+        if !valid_comp_id(&session.sender_comp_id) || !valid_comp_id(&session.target_comp_id) {
+            return Err(FixError::Config(format!(
+                "session {name}: CompIDs are 1 to 64 letters, digits, '-', '_' or '.'"
+            )));
+        }
+        if !seen.insert((
+            session.sender_comp_id.clone(),
+            session.target_comp_id.clone(),
+        )) {
+            return Err(FixError::Config(format!(
+                "session {name} is configured twice"
+            )));
+        }
+        if session.password.is_empty() {
+            return Err(FixError::Config(format!(
+                "session {name}: password must not be empty"
+            )));
+        }
+        match (session.account, session.drop_copy_accounts.is_empty()) {
+            (Some(_), true) => {}
+            (None, false) if !session.cancel_on_disconnect => {}
+            (None, false) => {
+                return Err(FixError::Config(format!(
+                    "session {name}: cancel_on_disconnect needs an order-entry session"
+                )))
+            }
+            _ => {
+                return Err(FixError::Config(format!(
+                    "session {name}: give exactly one of `account` (order entry) and `drop_copy_accounts`"
+                )))
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Where a session's sequence numbers and sent messages live.
+pub fn session_dir(data_dir: &Path, session: &FixSessionConfig) -> PathBuf {
+    data_dir.join("fix").join(format!(
+        "{}-{}",
+        session.sender_comp_id, session.target_comp_id
+    ))
+}
+
+/// The FIX gateway as the server's binary starts it: nothing at all when
+/// no session is configured.
+pub fn gateway() -> GatewayStart {
+    Box::new(|handle: &Handle, config: &Config, stopping| {
+        if config.fix.sessions.is_empty() {
+            return Ok(tokio::spawn(async {}));
+        }
+        let started = acceptor::start(handle.clone(), &config.fix, &config.data_dir, stopping);
+        started.map(|(_, task)| task).map_err(|e| e.to_string())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn session(sender: &str, account: Option<u64>, drop_copy: Vec<u64>) -> FixSessionConfig {
+        FixSessionConfig {
+            sender_comp_id: sender.into(),
+            target_comp_id: "EXCHANGE".into(),
+            password: "pw".into(),
+            account,
+            drop_copy_accounts: drop_copy,
+            cancel_on_disconnect: false,
+        }
+    }
+
+    #[test]
+    fn configuration_is_checked() {
+        let mut config = FixConfig {
+            sessions: vec![
+                session("A", Some(1), vec![]),
+                session("B", None, vec![1, 2]),
+            ],
+            ..FixConfig::default()
+        };
+        assert!(validate(&config).is_ok());
+        config.sessions.push(session("A", Some(2), vec![]));
+        assert!(validate(&config).unwrap_err().to_string().contains("twice"));
+        config.sessions = vec![session("A", Some(1), vec![1])];
+        assert!(validate(&config)
+            .unwrap_err()
+            .to_string()
+            .contains("exactly one"));
+        config.sessions = vec![session("A B", Some(1), vec![])];
+        assert!(validate(&config).is_err());
+        let mut dc = session("DC", None, vec![1]);
+        dc.cancel_on_disconnect = true;
+        config.sessions = vec![dc];
+        assert!(validate(&config).is_err());
+    }
+}

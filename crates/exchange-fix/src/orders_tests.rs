@@ -1,0 +1,218 @@
+//! The order cache against the real core's events.
+
+use super::*;
+use crate::testkit::{dec, Core};
+use exchange_types::{Cancel, ClientOrderId, Command, Place, Replace, SelfTradePrevention, Symbol};
+
+fn place(
+    account: AccountId,
+    id: &str,
+    side: Side,
+    price: Option<&str>,
+    qty: &str,
+    tif: TimeInForce,
+) -> Command {
+    Command::Place(Place {
+        account,
+        client_order_id: ClientOrderId::new(id).unwrap(),
+        symbol: Symbol::new("BTC-USD").unwrap(),
+        side,
+        order_type: if price.is_some() {
+            OrderType::Limit
+        } else {
+            OrderType::Market
+        },
+        price: price.map(dec),
+        qty: dec(qty),
+        tif,
+        post_only: false,
+        stp: SelfTradePrevention::Decrement,
+    })
+}
+
+fn run(core: &mut Core, cache: &mut OrderCache, command: Command) -> Vec<Report> {
+    let events = core.apply(command);
+    let mut reports = Vec::new();
+    cache.apply(&events, |a| a == 1, &mut reports);
+    reports
+}
+
+const UNIT: u64 = 100_000_000;
+
+#[test]
+fn an_order_through_its_life() {
+    let mut core = Core::new();
+    let mut cache = OrderCache::default();
+    let new = run(
+        &mut core,
+        &mut cache,
+        place(1, "a", Side::Sell, Some("100"), "2", TimeInForce::Gtc),
+    );
+    assert!(matches!(
+        &new[..],
+        [Report {
+            kind: ReportKind::New,
+            ..
+        }]
+    ));
+    let order_id = new[0].order.order_id;
+    let fill = run(
+        &mut core,
+        &mut cache,
+        place(2, "b", Side::Buy, Some("100"), "0.5", TimeInForce::Gtc),
+    );
+    assert_eq!(fill.len(), 1, "account 2 is out of scope");
+    assert_eq!(
+        (fill[0].order.cum_qty, fill[0].order.status),
+        (UNIT / 2, Status::PartiallyFilled)
+    );
+    assert!(matches!(fill[0].kind, ReportKind::Fill { maker: true, .. }));
+    let replaced = run(
+        &mut core,
+        &mut cache,
+        Command::Replace(Replace {
+            account: 1,
+            order: OrderRef::Id(order_id),
+            new_client_order_id: Some(ClientOrderId::new("a2").unwrap()),
+            price: None,
+            qty: Some(dec("1")),
+        }),
+    );
+    assert_eq!(
+        replaced[0].kind,
+        ReportKind::Replaced {
+            old_cl_ord_id: "a".into()
+        }
+    );
+    assert_eq!(
+        (replaced[0].order.qty, replaced[0].order.leaves_qty()),
+        (UNIT, UNIT / 2)
+    );
+    let by_new_id = OrderRef::Client(ClientOrderId::new("a2").unwrap());
+    assert_eq!(
+        cache.find(1, &by_new_id).map(|o| o.order_id),
+        Some(order_id)
+    );
+    let canceled = run(
+        &mut core,
+        &mut cache,
+        Command::Cancel(Cancel {
+            account: 1,
+            order: by_new_id,
+        }),
+    );
+    assert_eq!(canceled[0].order.status, Status::Canceled);
+    assert_eq!(canceled[0].order.leaves_qty(), 0);
+    assert_eq!(cache.open_orders(), 0);
+    assert_eq!(
+        cache.find(1, &by_new_id).map(|o| o.status),
+        Some(Status::Canceled),
+        "remembered after closing"
+    );
+    assert_eq!(cache.find(2, &by_new_id), None, "another account's view");
+}
+
+#[test]
+fn market_remainder_expires_and_average_price_spans_levels() {
+    let mut core = Core::new();
+    let mut cache = OrderCache::default();
+    run(
+        &mut core,
+        &mut cache,
+        place(2, "s1", Side::Sell, Some("100"), "1", TimeInForce::Gtc),
+    );
+    run(
+        &mut core,
+        &mut cache,
+        place(2, "s2", Side::Sell, Some("103"), "1", TimeInForce::Gtc),
+    );
+    let reports = run(
+        &mut core,
+        &mut cache,
+        place(1, "m", Side::Buy, None, "3", TimeInForce::Ioc),
+    );
+    let kinds: Vec<&ReportKind> = reports.iter().map(|r| &r.kind).collect();
+    assert!(
+        matches!(
+            kinds[..],
+            [
+                ReportKind::New,
+                ReportKind::Fill { .. },
+                ReportKind::Fill { .. },
+                ReportKind::Expired
+            ]
+        ),
+        "{kinds:?}"
+    );
+    let last = &reports[3].order;
+    assert_eq!(
+        (last.cum_qty, last.avg_px(), last.status),
+        (2 * UNIT, 1_015 * UNIT / 10, Status::Expired)
+    );
+}
+
+#[test]
+fn self_trade_decrement_shrinks_without_closing() {
+    let mut core = Core::new();
+    let mut cache = OrderCache::default();
+    run(
+        &mut core,
+        &mut cache,
+        place(1, "rest", Side::Sell, Some("100"), "2", TimeInForce::Gtc),
+    );
+    let reports = run(
+        &mut core,
+        &mut cache,
+        place(1, "take", Side::Buy, Some("100"), "0.5", TimeInForce::Gtc),
+    );
+    let resting = reports
+        .iter()
+        .find(|r| r.order.cl_ord_id == "rest")
+        .expect("the resting order is reported");
+    assert!(matches!(resting.kind, ReportKind::Canceled { leaves_qty, .. } if leaves_qty > 0));
+    assert_eq!(
+        (resting.order.qty, resting.order.status),
+        (UNIT * 3 / 2, Status::New)
+    );
+}
+
+#[test]
+fn seeding_from_history_picks_up_open_orders_and_average_price() {
+    let mut core = Core::new();
+    let mut history = exchange_server::history::History::default();
+    for command in [
+        place(1, "a", Side::Sell, Some("100"), "2", TimeInForce::Gtc),
+        place(2, "b", Side::Buy, Some("100"), "0.5", TimeInForce::Gtc),
+        place(1, "gone", Side::Sell, Some("200"), "1", TimeInForce::Gtc),
+    ] {
+        history.record(&core.apply(command));
+    }
+    history.record(&core.apply(Command::Cancel(Cancel {
+        account: 1,
+        order: OrderRef::Client(ClientOrderId::new("gone").unwrap()),
+    })));
+    let orders: Vec<_> = history
+        .orders_of(1, false, None)
+        .into_iter()
+        .cloned()
+        .collect();
+    let fills: Vec<_> = history
+        .fills_of(1, None, usize::MAX)
+        .into_iter()
+        .cloned()
+        .collect();
+    let mut cache = OrderCache::default();
+    cache.seed(&orders, &fills);
+    assert_eq!(cache.open_orders(), 1);
+    let open = cache
+        .find(1, &OrderRef::Client(ClientOrderId::new("a").unwrap()))
+        .expect("open order");
+    assert_eq!(
+        (open.cum_qty, open.avg_px(), open.side, open.status),
+        (UNIT / 2, 100 * UNIT, Side::Sell, Status::PartiallyFilled)
+    );
+    let gone = cache
+        .find(1, &OrderRef::Client(ClientOrderId::new("gone").unwrap()))
+        .expect("closed order");
+    assert_eq!(gone.status, Status::Canceled);
+}

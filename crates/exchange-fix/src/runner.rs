@@ -1,0 +1,402 @@
+//! One task per configured session, for the life of the server: it owns
+//! the session state machine, the session's order cache and, while the
+//! counterparty is connected, the socket.
+//!
+//! Ordering is what this task is for. The sequencer's broadcast delivers
+//! every applied entry in log order; the reply to a request this session
+//! enqueued is sent just before that entry's broadcast. So when the
+//! broadcast brings entry N, the reply of the oldest pending request is
+//! either already there with index N (the entry is ours: answer it with
+//! the request's context) or not yet (it is someone else's: plain
+//! execution reports). Answers given without the core (a refused message)
+//! wait behind earlier pending requests, so a client sees answers in the
+//! order it sent requests.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::time::Duration;
+
+use exchange_server::{Applied, Handle, LogEntry, SubmitError};
+use exchange_types::{AccountId, Command, MassCancel, Stamped};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::sync::broadcast::error::RecvError;
+use tokio::sync::oneshot::error::TryRecvError;
+use tokio::sync::{mpsc, oneshot, watch};
+
+use crate::acceptor::{refuse, Connection};
+use crate::app::App;
+use crate::frame::next_frame;
+use crate::inbound::{self, Inbound, Request, Role, Submission};
+use crate::message::{Message, Outgoing};
+use crate::session::{Action, Session, Settings};
+use crate::store::FileStore;
+use crate::time::now_ns;
+
+/// How often the session's timers are looked at.
+const TICK: Duration = Duration::from_millis(100);
+/// A counterparty that does not read for this long is disconnected.
+const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
+
+pub struct SessionSpec {
+    pub settings: Settings,
+    pub role: Role,
+    pub cancel_on_disconnect: bool,
+}
+
+enum Pending {
+    Core {
+        reply: oneshot::Receiver<Arc<Applied>>,
+        applied: Option<Arc<Applied>>,
+        request: Request,
+    },
+    Local(Outgoing),
+}
+
+struct Live {
+    reader: OwnedReadHalf,
+    writer: OwnedWriteHalf,
+    buf: Vec<u8>,
+    /// Whether this connection got as far as a Logon: only then does a
+    /// disconnect cancel orders.
+    logged_on: bool,
+}
+
+struct Runner {
+    session: Session<FileStore>,
+    app: App,
+    handle: Handle,
+    pending: VecDeque<Pending>,
+    /// Entries up to this index are already in the seeded order cache.
+    seeded: u64,
+    cancel_on_disconnect: bool,
+    name: String,
+}
+
+fn accounts_of(role: &Role) -> Vec<AccountId> {
+    match role {
+        Role::Trading { account } => vec![*account],
+        Role::DropCopy { accounts } => accounts.clone(),
+    }
+}
+
+async fn read_some(live: &mut Option<Live>) -> std::io::Result<usize> {
+    match live {
+        Some(live) => live.reader.read_buf(&mut live.buf).await,
+        None => std::future::pending().await,
+    }
+}
+
+pub async fn run(
+    spec: SessionSpec,
+    store: FileStore,
+    handle: Handle,
+    mut connections: mpsc::Receiver<Connection>,
+    mut stopping: watch::Receiver<bool>,
+) {
+    let name = format!(
+        "{}->{}",
+        spec.settings.their_comp_id, spec.settings.our_comp_id
+    );
+    let mut events = handle.subscribe();
+    let mut runner = Runner {
+        session: Session::new(spec.settings, store),
+        app: App::new(spec.role),
+        handle,
+        pending: VecDeque::new(),
+        seeded: 0,
+        cancel_on_disconnect: spec.cancel_on_disconnect,
+        name,
+    };
+    runner.seed().await;
+    let mut live: Option<Live> = None;
+    let mut tick = tokio::time::interval(TICK);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut stopped = *stopping.borrow();
+    let mut accepting = true;
+    while !(stopped && live.is_none()) {
+        let mut actions = Vec::new();
+        tokio::select! {
+            applied = events.recv() => match applied {
+                Ok(applied) => runner.on_applied(&applied, &mut actions),
+                Err(RecvError::Lagged(missed)) => {
+                    tracing::error!(session = %runner.name, missed, "FIX session fell behind the event stream; reports were lost");
+                    runner.seed().await;
+                }
+                Err(RecvError::Closed) => break,
+            },
+            connection = connections.recv(), if accepting && !stopped => match connection {
+                Some(connection) if live.is_none() => live = Some(runner.attach(connection, &mut actions)),
+                Some(connection) => {
+                    let text = "logon refused: this session is already logged on";
+                    tokio::spawn(async move { refuse(connection.stream, Some(&connection.first), text).await });
+                }
+                // The acceptor stopped; the shutdown signal follows.
+                None => accepting = false,
+            },
+            read = read_some(&mut live) => match read {
+                Ok(n) if n > 0 => {
+                    if let Some(conn) = live.as_mut() {
+                        runner.on_bytes(conn, &mut actions);
+                    }
+                }
+                _ => actions.push(Action::Disconnect("the counterparty closed the connection".into())),
+            },
+            _ = tick.tick() => runner.session.on_tick(now_ns(), &mut actions),
+            _ = stopping.changed(), if !stopped => {
+                stopped = true;
+                runner.session.logout(now_ns(), "the exchange is shutting down", &mut actions);
+            }
+        }
+        runner.perform(actions, &mut live).await;
+    }
+}
+
+impl Runner {
+    /// Fills the order cache from the server's history: every order and
+    /// fill it keeps for the session's accounts.
+    async fn seed(&mut self) {
+        let accounts = accounts_of(&self.app.role);
+        for attempt in 0..100u64 {
+            let accounts = accounts.clone();
+            let read = self
+                .handle
+                .query(move |state| {
+                    let orders: Vec<_> = accounts
+                        .iter()
+                        .flat_map(|a| {
+                            state
+                                .history
+                                .orders_of(*a, false, None)
+                                .into_iter()
+                                .cloned()
+                        })
+                        .collect();
+                    let fills: Vec<_> = accounts
+                        .iter()
+                        .flat_map(|a| {
+                            state
+                                .history
+                                .fills_of(*a, None, usize::MAX)
+                                .into_iter()
+                                .cloned()
+                        })
+                        .collect();
+                    (state.applied_index, orders, fills)
+                })
+                .await;
+            match read {
+                Ok((index, orders, fills)) => {
+                    self.app.cache = Default::default();
+                    self.app.cache.seed(&orders, &fills);
+                    self.seeded = index;
+                    tracing::debug!(session = %self.name, index, open = self.app.cache.open_orders(), "FIX session seeded");
+                    return;
+                }
+                Err(SubmitError::Overloaded) => {
+                    tokio::time::sleep(Duration::from_millis(10 * (attempt + 1))).await
+                }
+                Err(SubmitError::Stopped) => return,
+            }
+        }
+        tracing::error!(session = %self.name, "FIX session could not read its orders; reports start empty");
+    }
+
+    fn attach(&mut self, connection: Connection, actions: &mut Vec<Action>) -> Live {
+        let Connection {
+            stream,
+            first,
+            rest,
+        } = connection;
+        let (reader, writer) = stream.into_split();
+        let now = now_ns();
+        self.session.connected(now);
+        self.session.on_message(now, first, actions);
+        let mut live = Live {
+            reader,
+            writer,
+            buf: rest,
+            logged_on: false,
+        };
+        self.on_bytes(&mut live, actions);
+        live
+    }
+
+    /// Frames and handles every whole message in the read buffer.
+    fn on_bytes(&mut self, conn: &mut Live, actions: &mut Vec<Action>) {
+        let mut used = 0;
+        while self.session.is_connected() {
+            match next_frame(&conn.buf[used..]) {
+                Ok(Some((frame, n))) => {
+                    used += n;
+                    self.session.on_frame(now_ns(), frame, actions);
+                }
+                Ok(None) => break,
+                Err(error) => {
+                    self.session.on_frame_error(now_ns(), &error, actions);
+                    break;
+                }
+            }
+        }
+        conn.buf.drain(..used.min(conn.buf.len()));
+    }
+
+    fn on_applied(&mut self, applied: &Applied, actions: &mut Vec<Action>) {
+        if applied.index <= self.seeded {
+            return;
+        }
+        let now = now_ns();
+        let request = self.take_own(applied.index, actions);
+        for message in self
+            .app
+            .on_applied(applied.index, &applied.events, request.as_ref(), now)
+        {
+            self.session.send_app(now, message, actions);
+        }
+        self.flush_local(actions);
+    }
+
+    /// The request whose entry is `index`, if it is the oldest pending one.
+    fn take_own(&mut self, index: u64, actions: &mut Vec<Action>) -> Option<Request> {
+        loop {
+            let Some(Pending::Core { reply, applied, .. }) = self.pending.front_mut() else {
+                return None;
+            };
+            if applied.is_none() {
+                match reply.try_recv() {
+                    Ok(got) => *applied = Some(got),
+                    Err(TryRecvError::Empty) => return None,
+                    Err(TryRecvError::Closed) => {
+                        if let Some(Pending::Core { request, .. }) = self.pending.pop_front() {
+                            let answer = self.app.unavailable(
+                                &request,
+                                "the exchange stopped before applying this",
+                                now_ns(),
+                            );
+                            self.session.send_app(now_ns(), answer, actions);
+                        }
+                        self.flush_local(actions);
+                        continue;
+                    }
+                }
+            }
+            let got = applied.as_ref().map_or(0, |a| a.index);
+            if got > index {
+                return None;
+            }
+            let Some(Pending::Core { request, .. }) = self.pending.pop_front() else {
+                return None;
+            };
+            if got == index {
+                return Some(request);
+            }
+            // Only a lost broadcast (a lag, already logged) gets here.
+            tracing::warn!(session = %self.name, got, index, "the answer to a FIX request was lost");
+            self.flush_local(actions);
+        }
+    }
+
+    fn flush_local(&mut self, actions: &mut Vec<Action>) {
+        while let Some(Pending::Local(_)) = self.pending.front() {
+            if let Some(Pending::Local(message)) = self.pending.pop_front() {
+                self.session.send_app(now_ns(), message, actions);
+            }
+        }
+    }
+
+    fn answer_now(&mut self, message: Outgoing, actions: &mut Vec<Action>) {
+        if self.pending.is_empty() {
+            self.session.send_app(now_ns(), message, actions);
+        } else {
+            self.pending.push_back(Pending::Local(message));
+        }
+    }
+
+    fn deliver(&mut self, message: Message, actions: &mut Vec<Action>) {
+        let now = now_ns();
+        match inbound::translate(&message, &self.app.role, now) {
+            Inbound::Submit(submission) => {
+                let Submission { command, request } = *submission;
+                match self
+                    .handle
+                    .enqueue_entry(LogEntry::Core(Stamped { ts: 0, command }))
+                {
+                    Ok(reply) => self.pending.push_back(Pending::Core {
+                        reply,
+                        applied: None,
+                        request,
+                    }),
+                    Err(error) => {
+                        let answer = self.app.unavailable(&request, &error.to_string(), now);
+                        self.answer_now(answer, actions);
+                    }
+                }
+            }
+            Inbound::Reply(answer) => self.answer_now(answer, actions),
+            Inbound::Reject(problem) => {
+                let seq = message.seq_num().unwrap_or(0);
+                self.session
+                    .reject(now, seq, message.msg_type(), &problem, actions);
+            }
+        }
+    }
+
+    /// Carries out the session's actions: delivers application messages,
+    /// writes what is to be sent in one write, and closes when told to.
+    async fn perform(&mut self, actions: Vec<Action>, live: &mut Option<Live>) {
+        let mut queue: VecDeque<Action> = actions.into();
+        let mut bytes = Vec::new();
+        let mut close = None;
+        while let Some(action) = queue.pop_front() {
+            match action {
+                Action::Send(message) => bytes.extend_from_slice(&message),
+                Action::Deliver(message) => {
+                    let mut more = Vec::new();
+                    self.deliver(message, &mut more);
+                    queue.extend(more);
+                }
+                Action::LoggedOn => {
+                    tracing::info!(session = %self.name, "FIX session logged on");
+                    if let Some(conn) = live.as_mut() {
+                        conn.logged_on = true;
+                    }
+                }
+                Action::Disconnect(reason) => close = Some(reason),
+            }
+        }
+        let Some(conn) = live.as_mut() else { return };
+        if !bytes.is_empty() {
+            match tokio::time::timeout(WRITE_TIMEOUT, conn.writer.write_all(&bytes)).await {
+                Ok(Ok(())) => {}
+                Ok(Err(_)) => close = close.or(Some("the connection failed".into())),
+                Err(_) => close = close.or(Some("the counterparty stopped reading".into())),
+            }
+        }
+        if let Some(reason) = close {
+            tracing::info!(session = %self.name, %reason, "FIX session disconnected");
+            if let Some(mut conn) = live.take() {
+                let _ = conn.writer.shutdown().await;
+                self.session.disconnected();
+                if conn.logged_on {
+                    self.cancel_on_disconnect();
+                }
+            }
+        }
+    }
+
+    fn cancel_on_disconnect(&self) {
+        let (true, Role::Trading { account }) = (self.cancel_on_disconnect, &self.app.role) else {
+            return;
+        };
+        let command = Command::MassCancel(MassCancel {
+            account: *account,
+            symbol: None,
+        });
+        if let Err(error) = self
+            .handle
+            .submit_detached(LogEntry::Core(Stamped { ts: 0, command }))
+        {
+            tracing::warn!(session = %self.name, %error, "cancel-on-disconnect could not be submitted");
+        }
+    }
+}

@@ -1,0 +1,90 @@
+//! Answering a ResendRequest: stored application messages go out again
+//! with PossDupFlag and their original SendingTime as OrigSendingTime;
+//! everything else in the range (admin messages, anything not stored)
+//! becomes a SequenceReset in gap-fill mode.
+
+use super::{Action, Session};
+use crate::message::{Message, Outgoing, Problem};
+use crate::store::Store;
+use crate::tags::{self, msg, session_reject as reason};
+use crate::time;
+
+impl<S: Store> Session<S> {
+    fn gap_fill(&mut self, now: u64, seq: u64, new_seq: u64, out: &mut Vec<Action>) {
+        let body = Outgoing::new(msg::SEQUENCE_RESET)
+            .field(tags::GAP_FILL_FLAG, "Y")
+            .field(tags::NEW_SEQ_NO, new_seq);
+        let stamp = time::format(now);
+        let bytes = self.encode(b"4", seq, now, Some(stamp.as_bytes()), &body.body);
+        self.transmit(now, bytes, out);
+    }
+
+    /// Resends stored application messages with PossDupFlag; everything
+    /// else in the range (admin messages, anything not stored) becomes a
+    /// gap fill.
+    pub(super) fn answer_resend(
+        &mut self,
+        now: u64,
+        seq: u64,
+        request: &Message,
+        out: &mut Vec<Action>,
+    ) {
+        let begin = request.uint(tags::BEGIN_SEQ_NO).unwrap_or(0);
+        let last_sent = self.store.next_sender_seq().saturating_sub(1);
+        let end = match request.uint(tags::END_SEQ_NO).unwrap_or(0) {
+            0 => last_sent,
+            end => end.min(last_sent),
+        };
+        if begin == 0 || begin > end {
+            let problem = Problem::new(
+                Some(tags::BEGIN_SEQ_NO),
+                reason::VALUE_INCORRECT,
+                format!("BeginSeqNo {begin} is outside the messages sent (1 to {last_sent})"),
+            );
+            return self.reject(now, seq, Some(b"2"), &problem, out);
+        }
+        let mut next = begin;
+        for (stored_seq, raw) in self.store.load(begin, end) {
+            let stored = Message::parse(raw);
+            let (Some(msg_type), Some(orig)) = (stored.msg_type(), stored.get(tags::SENDING_TIME))
+            else {
+                continue;
+            };
+            if stored_seq > next {
+                self.gap_fill(now, next, stored_seq, out);
+            }
+            let body = body_of(&stored);
+            let bytes = self.encode(msg_type, stored_seq, now, Some(orig), &body);
+            self.transmit(now, bytes, out);
+            next = stored_seq + 1;
+        }
+        if next <= end {
+            self.gap_fill(now, next, end + 1, out);
+        }
+    }
+}
+
+/// The fields of a stored message after its standard header, up to (not
+/// including) CheckSum.
+fn body_of(message: &Message) -> Vec<u8> {
+    let mut body = Vec::with_capacity(message.raw().len());
+    for (tag, value) in message.fields() {
+        let header = matches!(
+            tag,
+            tags::BEGIN_STRING
+                | tags::BODY_LENGTH
+                | tags::MSG_TYPE
+                | tags::SENDER_COMP_ID
+                | tags::TARGET_COMP_ID
+                | tags::MSG_SEQ_NUM
+                | tags::SENDING_TIME
+                | tags::POSS_DUP_FLAG
+                | tags::ORIG_SENDING_TIME
+                | tags::CHECK_SUM
+        );
+        if !header {
+            crate::frame::push_field(&mut body, tag, value);
+        }
+    }
+    body
+}

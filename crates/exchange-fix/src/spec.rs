@@ -1,0 +1,330 @@
+//! The messages the gateway accepts, field by field: which tags each may
+//! carry, which it must, and each tag's data format. A message that breaks
+//! these rules gets a session-level Reject naming the tag.
+//!
+//! Strict on purpose: a tag the gateway does not know for a message type is
+//! refused rather than ignored, so a client never believes the exchange
+//! honoured an instruction it silently dropped. Repeating groups are not
+//! accepted inbound.
+
+use crate::message::{parse_uint, Message, Problem};
+use crate::tags::{self, session_reject as reason};
+use crate::time;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Format {
+    /// Non-negative integer (SeqNum, Length, NumInGroup, TagNum, int).
+    Uint,
+    /// `Y` or `N`.
+    Bool,
+    /// One character.
+    Char,
+    /// Decimal number: `-?digits[.digits]`.
+    Float,
+    Timestamp,
+    Text,
+}
+
+fn format_of(tag: u32) -> Format {
+    use tags::*;
+    match tag {
+        MSG_SEQ_NUM
+        | BEGIN_SEQ_NO
+        | END_SEQ_NO
+        | NEW_SEQ_NO
+        | REF_SEQ_NUM
+        | HEART_BT_INT
+        | ENCRYPT_METHOD
+        | REF_TAG_ID
+        | SESSION_REJECT_REASON
+        | NEXT_EXPECTED_MSG_SEQ_NUM
+        | MAX_MESSAGE_SIZE
+        | LAST_MSG_SEQ_NUM_PROCESSED
+        | MASS_CANCEL_REQUEST_TYPE => Format::Uint,
+        POSS_DUP_FLAG
+        | POSS_RESEND
+        | GAP_FILL_FLAG
+        | RESET_SEQ_NUM_FLAG
+        | TEST_MESSAGE_INDICATOR => Format::Bool,
+        SIDE | ORD_TYPE | TIME_IN_FORCE | HANDL_INST | SELF_TRADE_PREVENTION => Format::Char,
+        PRICE | ORDER_QTY => Format::Float,
+        SENDING_TIME | ORIG_SENDING_TIME | TRANSACT_TIME => Format::Timestamp,
+        _ => Format::Text,
+    }
+}
+
+fn well_formed(format: Format, value: &[u8]) -> bool {
+    match format {
+        Format::Uint => parse_uint(value).is_some(),
+        Format::Bool => value == b"Y" || value == b"N",
+        Format::Char => value.len() == 1 && value[0].is_ascii_graphic(),
+        Format::Float => {
+            let digits = value.strip_prefix(b"-").unwrap_or(value);
+            let points = digits.iter().filter(|b| **b == b'.').count();
+            points <= 1
+                && digits.iter().any(u8::is_ascii_digit)
+                && digits.iter().all(|b| b.is_ascii_digit() || *b == b'.')
+        }
+        Format::Timestamp => time::parse(value).is_some(),
+        Format::Text => true,
+    }
+}
+
+/// Standard header tags, in any order after BeginString, BodyLength, MsgType.
+const HEADER_REQUIRED: &[u32] = &[
+    tags::SENDER_COMP_ID,
+    tags::TARGET_COMP_ID,
+    tags::MSG_SEQ_NUM,
+    tags::SENDING_TIME,
+];
+const HEADER_OPTIONAL: &[u32] = &[
+    tags::POSS_DUP_FLAG,
+    tags::POSS_RESEND,
+    tags::ORIG_SENDING_TIME,
+    tags::SENDER_SUB_ID,
+    tags::TARGET_SUB_ID,
+    tags::ON_BEHALF_OF_COMP_ID,
+    tags::ON_BEHALF_OF_SUB_ID,
+    tags::DELIVER_TO_COMP_ID,
+    tags::DELIVER_TO_SUB_ID,
+    tags::SENDER_LOCATION_ID,
+    tags::TARGET_LOCATION_ID,
+    tags::LAST_MSG_SEQ_NUM_PROCESSED,
+];
+
+struct MsgSpec {
+    required: &'static [u32],
+    optional: &'static [u32],
+}
+
+fn spec(msg_type: &[u8]) -> Option<MsgSpec> {
+    use tags::*;
+    let (required, optional): (&[u32], &[u32]) = match msg_type {
+        b"0" => (&[], &[TEST_REQ_ID]),
+        b"1" => (&[TEST_REQ_ID], &[]),
+        b"2" => (&[BEGIN_SEQ_NO, END_SEQ_NO], &[]),
+        b"3" => (
+            &[REF_SEQ_NUM],
+            &[REF_TAG_ID, REF_MSG_TYPE, SESSION_REJECT_REASON, TEXT],
+        ),
+        b"4" => (&[NEW_SEQ_NO], &[GAP_FILL_FLAG]),
+        b"5" => (&[], &[TEXT]),
+        b"A" => (
+            &[ENCRYPT_METHOD, HEART_BT_INT],
+            &[
+                RESET_SEQ_NUM_FLAG,
+                USERNAME,
+                PASSWORD,
+                NEXT_EXPECTED_MSG_SEQ_NUM,
+                MAX_MESSAGE_SIZE,
+                TEST_MESSAGE_INDICATOR,
+            ],
+        ),
+        b"D" => (
+            &[CL_ORD_ID, SYMBOL, SIDE, TRANSACT_TIME, ORDER_QTY, ORD_TYPE],
+            &[
+                ACCOUNT,
+                HANDL_INST,
+                PRICE,
+                TIME_IN_FORCE,
+                EXEC_INST,
+                TEXT,
+                SELF_TRADE_PREVENTION,
+            ],
+        ),
+        b"F" => (
+            &[ORIG_CL_ORD_ID, CL_ORD_ID, SYMBOL, SIDE, TRANSACT_TIME],
+            &[ORDER_ID, ACCOUNT, ORDER_QTY, TEXT],
+        ),
+        b"G" => (
+            &[
+                ORIG_CL_ORD_ID,
+                CL_ORD_ID,
+                SYMBOL,
+                SIDE,
+                TRANSACT_TIME,
+                ORDER_QTY,
+                ORD_TYPE,
+            ],
+            &[ORDER_ID, ACCOUNT, HANDL_INST, PRICE, TEXT],
+        ),
+        b"q" => (
+            &[CL_ORD_ID, MASS_CANCEL_REQUEST_TYPE, TRANSACT_TIME],
+            &[SYMBOL, ACCOUNT, TEXT],
+        ),
+        _ => return None,
+    };
+    Some(MsgSpec { required, optional })
+}
+
+/// Whether the gateway takes this message type at all (session-level or
+/// order entry); a defined FIX type that it does not take gets a
+/// BusinessMessageReject.
+pub fn is_supported(msg_type: &[u8]) -> bool {
+    spec(msg_type).is_some()
+}
+
+/// Checks a message against the rules above; the first violation found
+/// becomes the Reject's reason.
+pub fn validate(msg: &Message) -> Result<(), Problem> {
+    if let Some(problem) = msg.problem() {
+        return Err(problem.clone());
+    }
+    let fields: Vec<(u32, &[u8])> = msg.fields().collect();
+    let third = fields.get(2).map(|(tag, _)| *tag);
+    if third != Some(tags::MSG_TYPE) {
+        let problem = if msg.msg_type().is_some() {
+            Problem::new(
+                Some(tags::MSG_TYPE),
+                reason::TAG_OUT_OF_ORDER,
+                "MsgType (35) must be the third field",
+            )
+        } else {
+            Problem::new(
+                Some(tags::MSG_TYPE),
+                reason::REQUIRED_TAG_MISSING,
+                "required tag MsgType (35) is missing",
+            )
+        };
+        return Err(problem);
+    }
+    let msg_type = msg.msg_type().unwrap_or_default();
+    if !tags::msg::is_defined(msg_type) {
+        return Err(Problem::new(
+            Some(tags::MSG_TYPE),
+            reason::INVALID_MSG_TYPE,
+            format!(
+                "MsgType {:?} is not a FIX 4.4 message",
+                String::from_utf8_lossy(msg_type)
+            ),
+        ));
+    }
+    let body_spec = spec(msg_type);
+    let mut seen: Vec<u32> = Vec::with_capacity(fields.len());
+    let mut in_body = false;
+    // BeginString, BodyLength and MsgType are checked; CheckSum is last by framing.
+    let inner = fields
+        .get(3..fields.len().saturating_sub(1))
+        .unwrap_or_default();
+    for &(tag, value) in inner {
+        if seen.contains(&tag)
+            || matches!(tag, tags::BEGIN_STRING | tags::BODY_LENGTH | tags::MSG_TYPE)
+        {
+            return Err(Problem::new(
+                Some(tag),
+                reason::TAG_APPEARS_MORE_THAN_ONCE,
+                format!("tag {tag} appears more than once"),
+            ));
+        }
+        seen.push(tag);
+        let in_header = HEADER_REQUIRED.contains(&tag) || HEADER_OPTIONAL.contains(&tag);
+        if in_header && in_body {
+            return Err(Problem::new(
+                Some(tag),
+                reason::TAG_OUT_OF_ORDER,
+                format!("header tag {tag} after the body began"),
+            ));
+        }
+        if !in_header {
+            in_body = true;
+            if tag == tags::CHECK_SUM {
+                return Err(Problem::new(
+                    Some(tag),
+                    reason::TAG_OUT_OF_ORDER,
+                    "CheckSum (10) before the end",
+                ));
+            }
+            let allowed = match &body_spec {
+                Some(spec) => spec.required.contains(&tag) || spec.optional.contains(&tag),
+                None => true,
+            };
+            if !allowed {
+                return Err(Problem::new(
+                    Some(tag),
+                    reason::TAG_NOT_DEFINED_FOR_MESSAGE,
+                    format!(
+                        "tag {tag} is not accepted in MsgType {}",
+                        String::from_utf8_lossy(msg_type)
+                    ),
+                ));
+            }
+        }
+        if !well_formed(format_of(tag), value) {
+            return Err(Problem::new(
+                Some(tag),
+                reason::INCORRECT_DATA_FORMAT,
+                format!("tag {tag} has an incorrect data format"),
+            ));
+        }
+    }
+    let required = HEADER_REQUIRED
+        .iter()
+        .chain(body_spec.as_ref().map_or(&[][..], |s| s.required));
+    if let Some(missing) = required.copied().find(|tag| !seen.contains(tag)) {
+        return Err(Problem::new(
+            Some(missing),
+            reason::REQUIRED_TAG_MISSING,
+            format!("required tag {missing} is missing"),
+        ));
+    }
+    if msg.flag(tags::POSS_DUP_FLAG) && !seen.contains(&tags::ORIG_SENDING_TIME) {
+        return Err(Problem::new(
+            Some(tags::ORIG_SENDING_TIME),
+            reason::REQUIRED_TAG_MISSING,
+            "OrigSendingTime (122) is required when PossDupFlag (43) is Y",
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(text: &str) -> Result<(), (Option<u32>, u32)> {
+        let raw = text.replace('|', "\x01").into_bytes();
+        validate(&Message::parse(raw)).map_err(|p| (p.tag, p.reason))
+    }
+
+    const HEAD: &str = "8=FIX.4.4|9=1|35=D|49=C|56=X|34=2|52=20240101-00:00:00|";
+
+    #[test]
+    fn a_complete_order_passes() {
+        let order =
+            format!("{HEAD}11=c1|55=BTC-USD|54=1|60=20240101-00:00:00|38=1|40=2|44=100.5|10=000|");
+        assert_eq!(check(&order), Ok(()));
+    }
+
+    #[test]
+    fn names_the_offending_tag() {
+        let missing = format!("{HEAD}11=c1|55=BTC-USD|54=1|60=20240101-00:00:00|40=2|10=000|");
+        assert_eq!(check(&missing), Err((Some(38), 1)));
+        let unknown =
+            format!("{HEAD}11=c1|55=B|54=1|60=20240101-00:00:00|38=1|40=2|9999=x|10=000|");
+        assert_eq!(check(&unknown), Err((Some(9999), 2)));
+        let twice = format!("{HEAD}11=c1|11=c2|10=000|");
+        assert_eq!(check(&twice), Err((Some(11), 13)));
+        let format = format!("{HEAD}11=c1|55=B|54=1|60=yesterday|38=1|40=2|10=000|");
+        assert_eq!(check(&format), Err((Some(60), 6)));
+        let qty = format!("{HEAD}11=c1|55=B|54=1|60=20240101-00:00:00|38=1e5|40=2|10=000|");
+        assert_eq!(check(&qty), Err((Some(38), 6)));
+        let late_header = format!("{HEAD}11=c1|43=N|10=000|");
+        assert_eq!(check(&late_header), Err((Some(43), 14)));
+        let no_seq = "8=FIX.4.4|9=1|35=0|49=C|56=X|52=20240101-00:00:00|10=000|";
+        assert_eq!(check(no_seq), Err((Some(34), 1)));
+        let bad_type = "8=FIX.4.4|9=1|35=ZZZ|49=C|56=X|34=1|52=20240101-00:00:00|10=000|";
+        assert_eq!(check(bad_type), Err((Some(35), 11)));
+        let poss_dup = "8=FIX.4.4|9=1|35=0|49=C|56=X|34=1|43=Y|52=20240101-00:00:00|10=000|";
+        assert_eq!(check(poss_dup), Err((Some(122), 1)));
+        let type_late = "8=FIX.4.4|9=1|49=C|35=0|56=X|34=1|52=20240101-00:00:00|10=000|";
+        assert_eq!(check(type_late), Err((Some(35), 14)));
+    }
+
+    #[test]
+    fn unsupported_types_pass_the_header_check() {
+        let market_data = "8=FIX.4.4|9=1|35=V|49=C|56=X|34=1|52=20240101-00:00:00|262=r|10=000|";
+        assert_eq!(check(market_data), Ok(()));
+        assert!(!is_supported(b"V"));
+        assert!(is_supported(b"D"));
+    }
+}

@@ -1,0 +1,121 @@
+//! The gateway end to end in-process: a real node (journal, core) and the
+//! FIX acceptor, over TCP.
+
+mod support;
+
+use support::{session, Client, Node, WAIT};
+
+const ORDER: &str = "55=BTC-USD|60=20240101-00:00:00|40=2|";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn orders_fill_across_sessions_and_cancel_on_disconnect() {
+    let dir = tempfile::tempdir().unwrap();
+    let node = Node::start(
+        dir.path(),
+        vec![session("A", 1, true), session("B", 2, false)],
+        &[1, 2],
+    )
+    .await;
+    let mut a = Client::logon(node.addr, "A").await;
+    let mut b = Client::logon(node.addr, "B").await;
+
+    a.send("D", &format!("11=a1|54=2|38=1|44=60000|{ORDER}"))
+        .await;
+    let ack = a.recv().await;
+    assert_eq!((ack.text(150), ack.text(11)), (Some("0"), Some("a1")));
+    b.send("D", &format!("11=b1|54=1|38=0.25|44=60000|{ORDER}"))
+        .await;
+    let b_new = b.recv().await;
+    let b_fill = b.recv().await;
+    assert_eq!(
+        (b_new.text(150), b_fill.text(150), b_fill.text(39)),
+        (Some("0"), Some("F"), Some("2"))
+    );
+    let a_fill = a.recv().await;
+    assert_eq!(
+        (a_fill.text(150), a_fill.text(14), a_fill.text(151)),
+        (Some("F"), Some("0.25"), Some("0.75"))
+    );
+
+    // A leaves without logging out: its resting order is canceled.
+    drop(a);
+    let remaining = tokio::time::timeout(WAIT, async {
+        loop {
+            let orders = node
+                .handle
+                .query(|s| s.history.orders_of(1, true, None).len())
+                .await
+                .unwrap();
+            if orders == 0 {
+                return;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    assert!(
+        remaining.is_ok(),
+        "cancel-on-disconnect did not cancel account 1's order"
+    );
+    b.send("5", "").await;
+    assert_eq!(b.recv().await.text(35), Some("5"));
+    node.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn answers_keep_request_order_and_a_second_logon_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let node = Node::start(dir.path(), vec![session("A", 1, false)], &[1]).await;
+    let mut a = Client::logon(node.addr, "A").await;
+    // Pipelined: a valid order, one the gateway refuses itself (TimeInForce
+    // Day), then another valid one; the answers come back in that order.
+    let mut burst = a.encode("D", &format!("11=p1|54=1|38=0.1|44=59000|{ORDER}"));
+    burst.extend(a.encode("D", &format!("11=p2|54=1|38=0.1|44=59000|59=0|{ORDER}")));
+    burst.extend(a.encode("D", &format!("11=p3|54=1|38=0.1|44=59000|{ORDER}")));
+    a.write(&burst).await;
+    let ids: Vec<(String, String)> = [a.recv().await, a.recv().await, a.recv().await]
+        .iter()
+        .map(|m| {
+            (
+                m.text(11).unwrap_or_default().to_string(),
+                m.text(150).unwrap_or_default().to_string(),
+            )
+        })
+        .collect();
+    let expected =
+        [("p1", "0"), ("p2", "8"), ("p3", "0")].map(|(c, e)| (c.to_string(), e.to_string()));
+    assert_eq!(ids, expected);
+
+    let mut intruder = Client::logon_raw(node.addr, "A").await;
+    let refused = intruder.recv().await;
+    assert_eq!(refused.text(35), Some("5"));
+    assert!(refused
+        .text(58)
+        .unwrap_or_default()
+        .contains("already logged on"));
+    // The first connection is untouched.
+    a.send("1", "112=still-here|").await;
+    assert_eq!(
+        a.recv_until(|m| m.text(35) == Some("0")).await.text(112),
+        Some("still-here")
+    );
+    node.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_logs_sessions_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let node = Node::start(dir.path(), vec![session("A", 1, false)], &[1]).await;
+    let mut a = Client::logon(node.addr, "A").await;
+    let stopping = tokio::spawn(node.stop());
+    let logout = a.recv().await;
+    assert_eq!(
+        (logout.text(35), logout.text(58)),
+        (Some("5"), Some("the exchange is shutting down"))
+    );
+    a.send("5", "").await;
+    tokio::time::timeout(WAIT, stopping)
+        .await
+        .expect("the node stops")
+        .expect("stop task");
+}

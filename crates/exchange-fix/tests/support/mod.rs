@@ -1,0 +1,209 @@
+//! An exchange node in-process (journal, core, FIX acceptor on an ephemeral
+//! port) and a minimal FIX client over TCP, for the gateway tests and the
+//! latency benchmark (`examples/fix_latency.rs`).
+
+// The benchmark and the tests use different parts.
+#![allow(dead_code)]
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::time::Duration;
+
+use exchange_fix::frame::{next_frame, seal, Frame};
+use exchange_fix::message::Message;
+use exchange_fix::time;
+use exchange_server::config::{Config, FixConfig, FixSessionConfig};
+use exchange_server::sequencer::PipelineConfig;
+use exchange_server::{node, server, Handle, LogEntry, Pipeline};
+use exchange_types::{AssetCode, Command, Dec, Stamped, Transfer};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+pub const WAIT: Duration = Duration::from_secs(10);
+
+pub struct Node {
+    pub handle: Handle,
+    pub addr: SocketAddr,
+    stop: watch::Sender<bool>,
+    gateway: JoinHandle<()>,
+    pipeline: Pipeline,
+}
+
+pub fn session(sender: &str, account: u64, cancel_on_disconnect: bool) -> FixSessionConfig {
+    FixSessionConfig {
+        sender_comp_id: sender.into(),
+        target_comp_id: "EXCHANGE".into(),
+        password: format!("pw-{sender}"),
+        account: Some(account),
+        drop_copy_accounts: Vec::new(),
+        cancel_on_disconnect,
+    }
+}
+
+pub async fn deposit(handle: &Handle, account: u64, asset: &str, amount: &str) {
+    let command = Command::Deposit(Transfer {
+        account,
+        asset: AssetCode::new(asset).expect("asset"),
+        amount: Dec::parse(amount).expect("amount"),
+    });
+    handle
+        .submit(LogEntry::Core(Stamped { ts: 0, command }))
+        .await
+        .expect("deposit");
+}
+
+impl Node {
+    /// A node on `dir` with the default instruments, `accounts` funded, and
+    /// the FIX gateway serving `sessions`.
+    pub async fn start(dir: &Path, sessions: Vec<FixSessionConfig>, accounts: &[u64]) -> Node {
+        let pipeline_config = PipelineConfig {
+            submit_queue: 65_536,
+            core_queue: 1_024,
+            events_buffer: 65_536,
+            snapshot_every: 0,
+            snapshot_dir: node::snapshot_dir(dir),
+        };
+        let (pipeline, _) = node::start(dir, pipeline_config).expect("start the node");
+        let handle = pipeline.handle.clone();
+        server::ensure_instruments(&handle, &Config::default().instruments)
+            .await
+            .expect("instruments");
+        for account in accounts {
+            deposit(&handle, *account, "USD", "100000000").await;
+            deposit(&handle, *account, "BTC", "10000").await;
+        }
+        let config = FixConfig {
+            listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+            sessions,
+            ..FixConfig::default()
+        };
+        let (stop, stopping) = watch::channel(false);
+        let (addr, gateway) =
+            exchange_fix::acceptor::start(handle.clone(), &config, dir, stopping).expect("gateway");
+        Node {
+            handle,
+            addr,
+            stop,
+            gateway,
+            pipeline,
+        }
+    }
+
+    /// Logs every session out and stops the pipeline.
+    pub async fn stop(self) {
+        let _ = self.stop.send(true);
+        let _ = self.gateway.await;
+        let Node {
+            handle, pipeline, ..
+        } = self;
+        drop(handle);
+        tokio::task::spawn_blocking(move || pipeline.join())
+            .await
+            .expect("join the pipeline");
+    }
+}
+
+pub struct Client {
+    stream: TcpStream,
+    buf: Vec<u8>,
+    pub seq: u64,
+    sender: String,
+}
+
+impl Client {
+    /// Connects and logs on with ResetSeqNumFlag.
+    pub async fn logon(addr: SocketAddr, sender: &str) -> Client {
+        let stream = TcpStream::connect(addr).await.expect("connect");
+        stream.set_nodelay(true).expect("nodelay");
+        let mut client = Client {
+            stream,
+            buf: Vec::new(),
+            seq: 1,
+            sender: sender.into(),
+        };
+        client
+            .send("A", &format!("98=0|108=30|141=Y|554=pw-{sender}|"))
+            .await;
+        let reply = client.recv().await;
+        assert_eq!(
+            reply.text(35),
+            Some("A"),
+            "logon answered with {:?}",
+            reply.text(58)
+        );
+        client
+    }
+
+    /// Connects and sends a Logon without waiting for the answer.
+    pub async fn logon_raw(addr: SocketAddr, sender: &str) -> Client {
+        let stream = TcpStream::connect(addr).await.expect("connect");
+        let mut client = Client {
+            stream,
+            buf: Vec::new(),
+            seq: 1,
+            sender: sender.into(),
+        };
+        client
+            .send("A", &format!("98=0|108=30|554=pw-{sender}|"))
+            .await;
+        client
+    }
+
+    pub fn encode(&mut self, msg_type: &str, body: &str) -> Vec<u8> {
+        let fields = format!(
+            "35={msg_type}|49={}|56=EXCHANGE|34={}|52={}|{body}",
+            self.sender,
+            self.seq,
+            time::format(time::now_ns())
+        );
+        self.seq += 1;
+        seal(&fields.replace('|', "\x01").into_bytes())
+    }
+
+    pub async fn send(&mut self, msg_type: &str, body: &str) {
+        let bytes = self.encode(msg_type, body);
+        self.stream.write_all(&bytes).await.expect("write");
+    }
+
+    pub async fn write(&mut self, bytes: &[u8]) {
+        self.stream.write_all(bytes).await.expect("write");
+    }
+
+    /// The next message; panics after `WAIT` or if the exchange closes.
+    pub async fn recv(&mut self) -> Message {
+        tokio::time::timeout(WAIT, self.next())
+            .await
+            .expect("a message in time")
+            .expect("the connection is open")
+    }
+
+    /// The next message, or `None` once the exchange closed the connection.
+    pub async fn next(&mut self) -> Option<Message> {
+        loop {
+            match next_frame(&self.buf) {
+                Ok(Some((Frame::Message(raw), used))) => {
+                    self.buf.drain(..used);
+                    return Some(Message::parse(raw));
+                }
+                Ok(Some((Frame::Garbled { .. }, _))) | Err(_) => {
+                    panic!("the exchange sent a malformed message")
+                }
+                Ok(None) => {}
+            }
+            if self.stream.read_buf(&mut self.buf).await.ok()? == 0 {
+                return None;
+            }
+        }
+    }
+
+    pub async fn recv_until(&mut self, mut wanted: impl FnMut(&Message) -> bool) -> Message {
+        loop {
+            let message = self.recv().await;
+            if wanted(&message) {
+                return message;
+            }
+        }
+    }
+}

@@ -1,0 +1,293 @@
+//! The WebSocket channel messages (docs/marketdata.md). Each is built once
+//! per update and the same bytes go to every subscriber.
+//!
+//! Prices, quantities and volumes are decimal strings, times nanoseconds
+//! since the Unix epoch, as everywhere else in the API.
+
+use exchange_types::{Dec, Side, AMOUNT_SCALE};
+use serde::Serialize;
+use serde::Serializer;
+
+use crate::book::L2Book;
+use crate::candles::{Candle, Interval};
+use crate::projection::{BookUpdate, Ticker, TradeUpdate};
+use crate::Channel;
+
+/// An amount in units, written as its exact decimal string.
+struct Units(u128);
+
+impl Serialize for Units {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        // A u128 sum of u64 amounts stays far below i128::MAX.
+        let mantissa = i128::try_from(self.0).unwrap_or(i128::MAX);
+        s.collect_str(&Dec::new(mantissa, AMOUNT_SCALE as u8))
+    }
+}
+
+fn units(value: u64) -> Units {
+    Units(u128::from(value))
+}
+
+fn to_string<T: Serialize>(value: &T) -> String {
+    // Serializing plain structs of strings and integers cannot fail.
+    serde_json::to_string(value).unwrap_or_default()
+}
+
+#[derive(Serialize)]
+struct SnapshotMsg<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    channel: &'static str,
+    symbol: &'a str,
+    sequence: u64,
+    bids: Vec<(Units, Units)>,
+    asks: Vec<(Units, Units)>,
+}
+
+/// `{"type":"snapshot","channel":"level2",...}` with every level.
+pub fn level2_snapshot(symbol: &str, sequence: u64, book: &L2Book) -> String {
+    let side = |side| {
+        book.levels(side)
+            .map(|(p, q)| (units(p), units(q)))
+            .collect()
+    };
+    to_string(&SnapshotMsg {
+        kind: "snapshot",
+        channel: "level2",
+        symbol,
+        sequence,
+        bids: side(Side::Buy),
+        asks: side(Side::Sell),
+    })
+}
+
+#[derive(Serialize)]
+struct UpdateMsg<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    channel: &'static str,
+    symbol: &'a str,
+    sequence: u64,
+    time: u64,
+    changes: Vec<(&'static str, Units, Units)>,
+}
+
+pub fn level2_update(update: &BookUpdate) -> String {
+    to_string(&UpdateMsg {
+        kind: "update",
+        channel: "level2",
+        symbol: update.symbol.as_str(),
+        sequence: update.sequence,
+        time: update.ts,
+        changes: update
+            .changes
+            .iter()
+            .map(|c| (c.side.as_str(), units(c.price), units(c.qty)))
+            .collect(),
+    })
+}
+
+#[derive(Serialize)]
+struct TradeMsg<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    channel: &'static str,
+    symbol: &'a str,
+    sequence: u64,
+    trade_id: u64,
+    price: Units,
+    qty: Units,
+    side: &'static str,
+    time: u64,
+}
+
+pub fn trade(trade: &TradeUpdate) -> String {
+    to_string(&TradeMsg {
+        kind: "trade",
+        channel: "trades",
+        symbol: trade.symbol.as_str(),
+        sequence: trade.sequence,
+        trade_id: trade.trade_id,
+        price: units(trade.price),
+        qty: units(trade.qty),
+        side: trade.aggressor.as_str(),
+        time: trade.ts,
+    })
+}
+
+#[derive(Serialize)]
+struct TickerMsg<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    channel: &'static str,
+    symbol: &'a str,
+    sequence: u64,
+    best_bid: Option<Units>,
+    best_bid_qty: Option<Units>,
+    best_ask: Option<Units>,
+    best_ask_qty: Option<Units>,
+    last_price: Option<Units>,
+    volume_24h: Units,
+    time: u64,
+}
+
+pub fn ticker(ticker: &Ticker) -> String {
+    to_string(&TickerMsg {
+        kind: "ticker",
+        channel: "ticker",
+        symbol: ticker.symbol.as_str(),
+        sequence: ticker.sequence,
+        best_bid: ticker.best_bid.map(|(p, _)| units(p)),
+        best_bid_qty: ticker.best_bid.map(|(_, q)| units(q)),
+        best_ask: ticker.best_ask.map(|(p, _)| units(p)),
+        best_ask_qty: ticker.best_ask.map(|(_, q)| units(q)),
+        last_price: ticker.last_price.map(units),
+        volume_24h: Units(ticker.volume_24h),
+        time: ticker.ts,
+    })
+}
+
+#[derive(Serialize)]
+struct CandleFields {
+    start: u64,
+    open: Units,
+    high: Units,
+    low: Units,
+    close: Units,
+    volume: Units,
+    trades: u64,
+}
+
+fn candle_fields(candle: &Candle) -> CandleFields {
+    CandleFields {
+        start: candle.start,
+        open: units(candle.open),
+        high: units(candle.high),
+        low: units(candle.low),
+        close: units(candle.close),
+        volume: Units(candle.volume),
+        trades: candle.trades,
+    }
+}
+
+/// A candle as the REST candles route lists it.
+pub fn candle_value(candle: &Candle) -> serde_json::Value {
+    serde_json::to_value(candle_fields(candle)).unwrap_or_default()
+}
+
+#[derive(Serialize)]
+struct CandleMsg<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    channel: &'static str,
+    symbol: &'a str,
+    interval: &'static str,
+    sequence: u64,
+    #[serde(flatten)]
+    candle: CandleFields,
+}
+
+pub fn candle(symbol: &str, interval: Interval, sequence: u64, candle: &Candle) -> String {
+    to_string(&CandleMsg {
+        kind: "candle",
+        channel: "candles",
+        symbol,
+        interval: interval.as_str(),
+        sequence,
+        candle: candle_fields(candle),
+    })
+}
+
+#[derive(Serialize)]
+struct HeartbeatMsg<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    channel: &'static str,
+    symbol: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    interval: Option<&'static str>,
+    sequence: u64,
+}
+
+/// `{"type":"heartbeat",...}` carrying the channel's last sequence.
+pub fn heartbeat(channel: Channel, symbol: &str, sequence: u64) -> String {
+    let interval = match channel {
+        Channel::Candles(interval) => Some(interval.as_str()),
+        _ => None,
+    };
+    to_string(&HeartbeatMsg {
+        kind: "heartbeat",
+        channel: channel.name(),
+        symbol,
+        interval,
+        sequence,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::projection::LevelChange;
+    use exchange_types::Symbol;
+    use serde_json::{json, Value};
+
+    fn parse(text: &str) -> Value {
+        serde_json::from_str(text).unwrap()
+    }
+
+    #[test]
+    fn level2_messages_have_the_documented_shape() {
+        let mut book = L2Book::default();
+        book.set(Side::Buy, 10_000_000_000, 150_000_000);
+        book.set(Side::Sell, 10_100_000_000, 1);
+        assert_eq!(
+            parse(&level2_snapshot("BTC-USD", 7, &book)),
+            json!({"type":"snapshot","channel":"level2","symbol":"BTC-USD","sequence":7,
+                   "bids":[["100","1.5"]],"asks":[["101","0.00000001"]]})
+        );
+        let update = BookUpdate {
+            locate: 0,
+            symbol: Symbol::new("A\"B").unwrap(),
+            sequence: 8,
+            ts: 5,
+            changes: vec![LevelChange {
+                side: Side::Sell,
+                price: 10_100_000_000,
+                qty: 0,
+            }],
+        };
+        assert_eq!(
+            parse(&level2_update(&update)),
+            json!({"type":"update","channel":"level2","symbol":"A\"B","sequence":8,"time":5,
+                   "changes":[["sell","101","0"]]})
+        );
+    }
+
+    #[test]
+    fn ticker_candle_and_heartbeat_shapes() {
+        let ticker_msg = ticker(&Ticker {
+            locate: 0,
+            symbol: Symbol::new("X").unwrap(),
+            sequence: 3,
+            best_bid: Some((100_000_000, 2)),
+            best_ask: None,
+            last_price: None,
+            volume_24h: 250_000_000,
+            ts: 9,
+        });
+        let value = parse(&ticker_msg);
+        assert_eq!(value["best_bid"], "1");
+        assert_eq!(value["best_ask"], Value::Null);
+        assert_eq!(value["volume_24h"], "2.5");
+        let candle_msg = candle("X", Interval::H1, 4, &Candle::new(0, 100_000_000, 1));
+        let value = parse(&candle_msg);
+        assert_eq!(
+            (value["interval"].as_str(), value["open"].as_str()),
+            (Some("1h"), Some("1"))
+        );
+        assert_eq!(
+            parse(&heartbeat(Channel::Candles(Interval::M5), "X", 4)),
+            json!({"type":"heartbeat","channel":"candles","symbol":"X","interval":"5m","sequence":4})
+        );
+    }
+}

@@ -1,0 +1,451 @@
+//! The market-data projection: per instrument, the L2 book, the last
+//! trade, the ticker and the candles, advanced one committed log entry at
+//! a time.
+//!
+//! [`Projection::apply`] turns an entry's events into [`Update`]s in the
+//! order subscribers see them: the entry's trades (one each), then one
+//! book update per instrument that aggregates every level the entry
+//! changed (the last quantity of each level, absolute), then the ticker
+//! and the candles of each instrument the entry touched. Instruments are
+//! numbered (`locate`) in the order they were listed, as the core lists
+//! them, which is what the binary feed calls them.
+//!
+//! A projection starts from a [`MarketSnapshot`] of the replicated state
+//! and, if it ever misses entries, resynchronises from a fresh one
+//! ([`Projection::resync`]): each book is replaced whole and announced as
+//! [`Update::Snapshot`], and the trades it missed are replayed from the
+//! node's recent trades where those still reach back far enough.
+
+use std::collections::HashMap;
+
+use exchange_core::BookView;
+use exchange_types::{EventKind, Side, Symbol, TradeId, TradingStatus};
+
+use crate::book::L2Book;
+use crate::candles::{Candle, Candles, Interval};
+use crate::sequences::{InstrumentSequences, MarketSequences};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LevelChange {
+    pub side: Side,
+    pub price: u64,
+    /// Absolute quantity at the level afterwards; zero removes it.
+    pub qty: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BookUpdate {
+    pub locate: u16,
+    pub symbol: Symbol,
+    pub sequence: u64,
+    pub ts: u64,
+    pub changes: Vec<LevelChange>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TradeUpdate {
+    pub locate: u16,
+    pub symbol: Symbol,
+    /// The instrument's trade sequence.
+    pub sequence: u64,
+    pub trade_id: TradeId,
+    pub price: u64,
+    pub qty: u64,
+    pub aggressor: Side,
+    pub ts: u64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Ticker {
+    pub locate: u16,
+    pub symbol: Symbol,
+    /// The book sequence the best bid and ask are from.
+    pub sequence: u64,
+    pub best_bid: Option<(u64, u64)>,
+    pub best_ask: Option<(u64, u64)>,
+    pub last_price: Option<u64>,
+    pub volume_24h: u128,
+    pub ts: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Update {
+    Listed {
+        locate: u16,
+        symbol: Symbol,
+    },
+    Status {
+        locate: u16,
+        symbol: Symbol,
+        halted: bool,
+        ts: u64,
+    },
+    Book(BookUpdate),
+    /// The book was replaced whole at `sequence` (read it from the
+    /// projection): subscribers must start over from it.
+    Snapshot {
+        locate: u16,
+        symbol: Symbol,
+        sequence: u64,
+        ts: u64,
+    },
+    Trade(TradeUpdate),
+    Ticker(Ticker),
+    Candle {
+        locate: u16,
+        symbol: Symbol,
+        interval: Interval,
+        /// Trade sequence of the latest trade in the candle.
+        sequence: u64,
+        candle: Candle,
+    },
+}
+
+/// A trade the node still remembers, for seeding and resynchronising.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SnapshotTrade {
+    pub trade_id: TradeId,
+    pub price: u64,
+    pub qty: u64,
+    pub aggressor: Side,
+    pub ts: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InstrumentSnapshot {
+    pub symbol: Symbol,
+    pub halted: bool,
+    /// Every level, best first.
+    pub book: BookView,
+    pub sequences: InstrumentSequences,
+    /// The most recent trades, oldest first; the last one is trade
+    /// number `sequences.trades`.
+    pub recent_trades: Vec<SnapshotTrade>,
+}
+
+/// The replicated state's market data as of one log index.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct MarketSnapshot {
+    pub applied_index: u64,
+    /// The core's time at that index.
+    pub now: u64,
+    /// In listing order.
+    pub instruments: Vec<InstrumentSnapshot>,
+}
+
+#[derive(Clone, Debug)]
+struct Instrument {
+    symbol: Symbol,
+    halted: bool,
+    book: L2Book,
+    last_price: Option<u64>,
+    candles: Candles,
+    /// Level changes of the entry being applied.
+    changes: Vec<LevelChange>,
+    traded: bool,
+}
+
+impl Instrument {
+    fn new(symbol: Symbol) -> Instrument {
+        Instrument {
+            symbol,
+            halted: false,
+            book: L2Book::default(),
+            last_price: None,
+            candles: Candles::default(),
+            changes: Vec::new(),
+            traded: false,
+        }
+    }
+
+    fn record_change(&mut self, change: LevelChange) {
+        let same = |c: &&mut LevelChange| c.side == change.side && c.price == change.price;
+        // A sweep changes one level many times in a row: look at the last first.
+        if let Some(last) = self.changes.last_mut().filter(same) {
+            last.qty = change.qty;
+        } else if let Some(found) = self.changes.iter_mut().find(|c| same(c)) {
+            found.qty = change.qty;
+        } else {
+            self.changes.push(change);
+        }
+    }
+}
+
+/// What a caller needs to describe one instrument.
+#[derive(Clone, Copy, Debug)]
+pub struct InstrumentInfo<'a> {
+    pub locate: u16,
+    pub symbol: Symbol,
+    pub halted: bool,
+    pub book: &'a L2Book,
+    pub sequences: InstrumentSequences,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct Projection {
+    instruments: Vec<Instrument>,
+    by_symbol: HashMap<Symbol, u16>,
+    sequences: MarketSequences,
+    applied_index: u64,
+    now: u64,
+    /// Instruments touched by the entry being applied, in first-touch order.
+    touched: Vec<u16>,
+}
+
+impl Projection {
+    /// A projection of the state in `snapshot`; its recent trades seed the
+    /// candles and last prices.
+    pub fn from_snapshot(snapshot: &MarketSnapshot) -> Projection {
+        let mut projection = Projection::default();
+        let mut ignored = Vec::new();
+        projection.load(snapshot, false, &mut ignored);
+        projection
+    }
+
+    /// Index of the last log entry applied.
+    pub fn applied_index(&self) -> u64 {
+        self.applied_index
+    }
+
+    /// Time of the newest event seen.
+    pub fn now(&self) -> u64 {
+        self.now
+    }
+
+    pub fn locate(&self, symbol: &Symbol) -> Option<u16> {
+        self.by_symbol.get(symbol).copied()
+    }
+
+    pub fn instrument(&self, locate: u16) -> Option<InstrumentInfo<'_>> {
+        let inst = self.instruments.get(usize::from(locate))?;
+        Some(InstrumentInfo {
+            locate,
+            symbol: inst.symbol,
+            halted: inst.halted,
+            book: &inst.book,
+            sequences: self.sequences.get(inst.symbol.as_str()),
+        })
+    }
+
+    /// Every instrument, in listing order.
+    pub fn instruments(&self) -> impl Iterator<Item = InstrumentInfo<'_>> {
+        (0..self.instruments.len()).filter_map(|i| self.instrument(i as u16))
+    }
+
+    pub fn ticker(&mut self, locate: u16) -> Option<Ticker> {
+        let now = self.now;
+        let sequence = self
+            .sequences
+            .get(self.instruments.get(usize::from(locate))?.symbol.as_str())
+            .book;
+        let inst = self.instruments.get_mut(usize::from(locate))?;
+        Some(Ticker {
+            locate,
+            symbol: inst.symbol,
+            sequence,
+            best_bid: inst.book.best_bid(),
+            best_ask: inst.book.best_ask(),
+            last_price: inst.last_price,
+            volume_24h: inst.candles.volume_24h(now),
+            ts: now,
+        })
+    }
+
+    pub fn candles(&self, locate: u16) -> Option<&Candles> {
+        self.instruments
+            .get(usize::from(locate))
+            .map(|i| &i.candles)
+    }
+
+    fn list(&mut self, symbol: Symbol, out: &mut Vec<Update>) -> u16 {
+        if let Some(&locate) = self.by_symbol.get(&symbol) {
+            return locate;
+        }
+        // The core refuses more than MAX_INSTRUMENTS (1,024) listings.
+        let locate = self.instruments.len() as u16;
+        self.instruments.push(Instrument::new(symbol));
+        self.by_symbol.insert(symbol, locate);
+        out.push(Update::Listed { locate, symbol });
+        locate
+    }
+
+    fn touch(&mut self, locate: u16) {
+        if !self.touched.contains(&locate) {
+            self.touched.push(locate);
+        }
+    }
+
+    /// Applies log entry `index` and appends what subscribers must hear.
+    /// Entries at or before the applied index are ignored.
+    pub fn apply(&mut self, index: u64, events: &[exchange_types::Event], out: &mut Vec<Update>) {
+        if index <= self.applied_index {
+            return;
+        }
+        self.applied_index = index;
+        for event in events {
+            self.now = self.now.max(event.ts);
+            match &event.kind {
+                EventKind::InstrumentAdded { symbol, .. } => {
+                    self.list(*symbol, out);
+                }
+                EventKind::Status { symbol, status } => {
+                    let locate = self.list(*symbol, out);
+                    let halted = *status == TradingStatus::Halted;
+                    self.instruments[usize::from(locate)].halted = halted;
+                    out.push(Update::Status {
+                        locate,
+                        symbol: *symbol,
+                        halted,
+                        ts: event.ts,
+                    });
+                }
+                EventKind::Book {
+                    symbol,
+                    side,
+                    price,
+                    qty,
+                } => {
+                    let locate = self.list(*symbol, out);
+                    self.sequences.record_event(index, &event.kind);
+                    let inst = &mut self.instruments[usize::from(locate)];
+                    inst.book.set(*side, *price, *qty);
+                    inst.record_change(LevelChange {
+                        side: *side,
+                        price: *price,
+                        qty: *qty,
+                    });
+                    self.touch(locate);
+                }
+                EventKind::Trade {
+                    trade_id,
+                    symbol,
+                    price,
+                    qty,
+                    aggressor_side,
+                    ..
+                } => {
+                    let locate = self.list(*symbol, out);
+                    let sequence = self.sequences.record_event(index, &event.kind).unwrap_or(0);
+                    let inst = &mut self.instruments[usize::from(locate)];
+                    inst.last_price = Some(*price);
+                    inst.candles.record(event.ts, *price, *qty);
+                    inst.traded = true;
+                    out.push(Update::Trade(TradeUpdate {
+                        locate,
+                        symbol: *symbol,
+                        sequence,
+                        trade_id: *trade_id,
+                        price: *price,
+                        qty: *qty,
+                        aggressor: *aggressor_side,
+                        ts: event.ts,
+                    }));
+                    self.touch(locate);
+                }
+                _ => {}
+            }
+        }
+        let touched = std::mem::take(&mut self.touched);
+        for &locate in &touched {
+            let inst = &mut self.instruments[usize::from(locate)];
+            let changes = std::mem::take(&mut inst.changes);
+            if !changes.is_empty() {
+                let symbol = inst.symbol;
+                out.push(Update::Book(BookUpdate {
+                    locate,
+                    symbol,
+                    sequence: self.sequences.get(symbol.as_str()).book,
+                    ts: self.now,
+                    changes,
+                }));
+            }
+            self.summaries(locate, out);
+        }
+        self.touched = touched;
+        self.touched.clear();
+    }
+
+    /// The ticker, and the candles if the instrument traded.
+    fn summaries(&mut self, locate: u16, out: &mut Vec<Update>) {
+        if let Some(ticker) = self.ticker(locate) {
+            out.push(Update::Ticker(ticker));
+        }
+        let inst = &mut self.instruments[usize::from(locate)];
+        if std::mem::take(&mut inst.traded) {
+            let sequence = self.sequences.get(inst.symbol.as_str()).trades;
+            for interval in Interval::ALL {
+                if let Some(candle) = inst.candles.latest(interval) {
+                    out.push(Update::Candle {
+                        locate,
+                        symbol: inst.symbol,
+                        interval,
+                        sequence,
+                        candle,
+                    });
+                }
+            }
+        }
+    }
+
+    /// Replaces every book with the snapshot's (which must be newer than
+    /// what was applied) and appends the updates that tell subscribers:
+    /// new listings and statuses, the trades missed (as far as the
+    /// snapshot's recent trades reach), a snapshot per book, tickers.
+    pub fn resync(&mut self, snapshot: &MarketSnapshot, out: &mut Vec<Update>) {
+        self.load(snapshot, true, out);
+    }
+
+    fn load(&mut self, snapshot: &MarketSnapshot, replay_missed: bool, out: &mut Vec<Update>) {
+        self.applied_index = self.applied_index.max(snapshot.applied_index);
+        self.now = self.now.max(snapshot.now);
+        for inst_snap in &snapshot.instruments {
+            let known = self.by_symbol.contains_key(&inst_snap.symbol);
+            let locate = self.list(inst_snap.symbol, out);
+            let symbol = inst_snap.symbol;
+            let seen = self.sequences.get(symbol.as_str()).trades;
+            let newest = inst_snap.sequences.trades;
+            let count = inst_snap.recent_trades.len() as u64;
+            let inst = &mut self.instruments[usize::from(locate)];
+            if (known && inst.halted != inst_snap.halted) || (!known && inst_snap.halted) {
+                out.push(Update::Status {
+                    locate,
+                    symbol,
+                    halted: inst_snap.halted,
+                    ts: snapshot.now,
+                });
+            }
+            inst.halted = inst_snap.halted;
+            for (i, trade) in inst_snap.recent_trades.iter().enumerate() {
+                let sequence = (newest + i as u64 + 1).saturating_sub(count);
+                if replay_missed && sequence <= seen {
+                    continue;
+                }
+                inst.last_price = Some(trade.price);
+                inst.candles.record(trade.ts, trade.price, trade.qty);
+                if replay_missed {
+                    inst.traded = true;
+                    out.push(Update::Trade(TradeUpdate {
+                        locate,
+                        symbol,
+                        sequence,
+                        trade_id: trade.trade_id,
+                        price: trade.price,
+                        qty: trade.qty,
+                        aggressor: trade.aggressor,
+                        ts: trade.ts,
+                    }));
+                }
+            }
+            inst.book = L2Book::from_view(&inst_snap.book);
+            inst.changes.clear();
+            self.sequences.set(&symbol, inst_snap.sequences);
+            out.push(Update::Snapshot {
+                locate,
+                symbol,
+                sequence: inst_snap.sequences.book,
+                ts: snapshot.now,
+            });
+            self.summaries(locate, out);
+        }
+    }
+}

@@ -1,0 +1,444 @@
+//! The binary feed's messages: fixed layouts, big-endian integers, one
+//! type byte first (docs/marketdata.md has the tables).
+//!
+//! Prices and quantities are unsigned 64-bit counts of 1e-8 units, times
+//! nanoseconds since the Unix epoch. An instrument is named by its
+//! `locate` (its listing order) once a directory message has given the
+//! symbol. A book update is one level message per changed level, all with
+//! the update's book sequence; the last carries [`LAST`], so a receiver
+//! knows when the book is consistent again.
+
+use exchange_types::{Side, Symbol};
+use thiserror::Error;
+
+use crate::projection::{Projection, Update};
+use crate::L2Book;
+
+/// Flag: the last message of a book update (or of a book snapshot).
+pub const LAST: u8 = 1;
+/// Bytes of the space-padded symbol field.
+pub const SYMBOL_LEN: usize = 16;
+
+pub const DIRECTORY_LEN: usize = 19;
+pub const STATUS_LEN: usize = 12;
+pub const CLEAR_LEN: usize = 20;
+pub const LEVEL_LEN: usize = 37;
+pub const TRADE_LEN: usize = 44;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Message {
+    /// `D`: the instrument numbered `locate` is `symbol`.
+    Directory { locate: u16, symbol: Symbol },
+    /// `H`: trading status.
+    Status { locate: u16, ts: u64, halted: bool },
+    /// `C`: the book is emptied and restarts at `book_seq`; level
+    /// messages with the same sequence follow (`last` if the book is empty).
+    Clear {
+        locate: u16,
+        book_seq: u64,
+        ts: u64,
+        last: bool,
+    },
+    /// `L`: the absolute quantity at one level (zero removes it).
+    Level {
+        locate: u16,
+        book_seq: u64,
+        ts: u64,
+        side: Side,
+        price: u64,
+        qty: u64,
+        last: bool,
+    },
+    /// `T`: a trade; `side` is the aggressor's.
+    Trade {
+        locate: u16,
+        trade_seq: u64,
+        ts: u64,
+        trade_id: u64,
+        price: u64,
+        qty: u64,
+        aggressor: Side,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum WireError {
+    #[error("empty message")]
+    Empty,
+    #[error("unknown message type {0:#04x}")]
+    UnknownType(u8),
+    #[error("message type {kind:?} needs {expected} bytes, got {got}")]
+    Length {
+        kind: char,
+        expected: usize,
+        got: usize,
+    },
+    #[error("invalid {0} field")]
+    Field(&'static str),
+}
+
+fn side_byte(side: Side) -> u8 {
+    match side {
+        Side::Buy => b'B',
+        Side::Sell => b'S',
+    }
+}
+
+fn flag(last: bool) -> u8 {
+    if last {
+        LAST
+    } else {
+        0
+    }
+}
+
+impl Message {
+    /// Appends the encoded message.
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        match *self {
+            Message::Directory { locate, symbol } => {
+                out.push(b'D');
+                out.extend_from_slice(&locate.to_be_bytes());
+                let mut padded = [b' '; SYMBOL_LEN];
+                padded[..symbol.as_bytes().len()].copy_from_slice(symbol.as_bytes());
+                out.extend_from_slice(&padded);
+            }
+            Message::Status { locate, ts, halted } => {
+                out.push(b'H');
+                out.extend_from_slice(&locate.to_be_bytes());
+                out.extend_from_slice(&ts.to_be_bytes());
+                out.push(if halted { b'H' } else { b'T' });
+            }
+            Message::Clear {
+                locate,
+                book_seq,
+                ts,
+                last,
+            } => {
+                out.push(b'C');
+                out.extend_from_slice(&locate.to_be_bytes());
+                out.extend_from_slice(&book_seq.to_be_bytes());
+                out.extend_from_slice(&ts.to_be_bytes());
+                out.push(flag(last));
+            }
+            Message::Level {
+                locate,
+                book_seq,
+                ts,
+                side,
+                price,
+                qty,
+                last,
+            } => {
+                out.push(b'L');
+                out.extend_from_slice(&locate.to_be_bytes());
+                out.extend_from_slice(&book_seq.to_be_bytes());
+                out.extend_from_slice(&ts.to_be_bytes());
+                out.push(side_byte(side));
+                out.extend_from_slice(&price.to_be_bytes());
+                out.extend_from_slice(&qty.to_be_bytes());
+                out.push(flag(last));
+            }
+            Message::Trade {
+                locate,
+                trade_seq,
+                ts,
+                trade_id,
+                price,
+                qty,
+                aggressor,
+            } => {
+                out.push(b'T');
+                out.extend_from_slice(&locate.to_be_bytes());
+                out.extend_from_slice(&trade_seq.to_be_bytes());
+                out.extend_from_slice(&ts.to_be_bytes());
+                out.extend_from_slice(&trade_id.to_be_bytes());
+                out.extend_from_slice(&price.to_be_bytes());
+                out.extend_from_slice(&qty.to_be_bytes());
+                out.push(side_byte(aggressor));
+            }
+        }
+    }
+
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(TRADE_LEN);
+        self.encode(&mut out);
+        out
+    }
+
+    pub fn decode(bytes: &[u8]) -> Result<Message, WireError> {
+        let kind = *bytes.first().ok_or(WireError::Empty)?;
+        let expected = match kind {
+            b'D' => DIRECTORY_LEN,
+            b'H' => STATUS_LEN,
+            b'C' => CLEAR_LEN,
+            b'L' => LEVEL_LEN,
+            b'T' => TRADE_LEN,
+            other => return Err(WireError::UnknownType(other)),
+        };
+        if bytes.len() != expected {
+            return Err(WireError::Length {
+                kind: char::from(kind),
+                expected,
+                got: bytes.len(),
+            });
+        }
+        let mut r = Reader { bytes, at: 1 };
+        let locate = r.u16();
+        Ok(match kind {
+            b'D' => {
+                let raw = r.take(SYMBOL_LEN);
+                let text = std::str::from_utf8(raw).map_err(|_| WireError::Field("symbol"))?;
+                let symbol = Symbol::new(text.trim_end_matches(' '))
+                    .map_err(|_| WireError::Field("symbol"))?;
+                Message::Directory { locate, symbol }
+            }
+            b'H' => {
+                let ts = r.u64();
+                let halted = match r.u8() {
+                    b'H' => true,
+                    b'T' => false,
+                    _ => return Err(WireError::Field("status")),
+                };
+                Message::Status { locate, ts, halted }
+            }
+            b'C' => Message::Clear {
+                locate,
+                book_seq: r.u64(),
+                ts: r.u64(),
+                last: r.u8() & LAST != 0,
+            },
+            b'L' => Message::Level {
+                locate,
+                book_seq: r.u64(),
+                ts: r.u64(),
+                side: r.side()?,
+                price: r.u64(),
+                qty: r.u64(),
+                last: r.u8() & LAST != 0,
+            },
+            _ => Message::Trade {
+                locate,
+                trade_seq: r.u64(),
+                ts: r.u64(),
+                trade_id: r.u64(),
+                price: r.u64(),
+                qty: r.u64(),
+                aggressor: r.side()?,
+            },
+        })
+    }
+}
+
+/// Reads fields of a message whose length was checked beforehand.
+struct Reader<'a> {
+    bytes: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize) -> &'a [u8] {
+        let slice = &self.bytes[self.at..self.at + n];
+        self.at += n;
+        slice
+    }
+
+    fn u8(&mut self) -> u8 {
+        self.take(1)[0]
+    }
+
+    fn u16(&mut self) -> u16 {
+        let mut raw = [0u8; 2];
+        raw.copy_from_slice(self.take(2));
+        u16::from_be_bytes(raw)
+    }
+
+    fn u64(&mut self) -> u64 {
+        let mut raw = [0u8; 8];
+        raw.copy_from_slice(self.take(8));
+        u64::from_be_bytes(raw)
+    }
+
+    fn side(&mut self) -> Result<Side, WireError> {
+        match self.u8() {
+            b'B' => Ok(Side::Buy),
+            b'S' => Ok(Side::Sell),
+            _ => Err(WireError::Field("side")),
+        }
+    }
+}
+
+/// A whole book as `Clear` then one `Level` per level (bids, then asks).
+pub fn book_messages(locate: u16, book_seq: u64, ts: u64, book: &L2Book, out: &mut Vec<Message>) {
+    out.push(Message::Clear {
+        locate,
+        book_seq,
+        ts,
+        last: book.is_empty(),
+    });
+    let first = out.len();
+    for side in [Side::Buy, Side::Sell] {
+        for (price, qty) in book.levels(side) {
+            out.push(Message::Level {
+                locate,
+                book_seq,
+                ts,
+                side,
+                price,
+                qty,
+                last: false,
+            });
+        }
+    }
+    if out.len() > first {
+        if let Some(Message::Level { last, .. }) = out.last_mut() {
+            *last = true;
+        }
+    }
+}
+
+/// The binary messages of one projection update (a snapshot update takes
+/// the book from `projection`). Tickers and candles are not on the binary
+/// feed.
+pub fn messages_of(update: &Update, projection: &Projection, out: &mut Vec<Message>) {
+    match update {
+        Update::Listed { locate, symbol } => out.push(Message::Directory {
+            locate: *locate,
+            symbol: *symbol,
+        }),
+        Update::Status {
+            locate, halted, ts, ..
+        } => out.push(Message::Status {
+            locate: *locate,
+            ts: *ts,
+            halted: *halted,
+        }),
+        Update::Book(update) => {
+            let count = update.changes.len();
+            for (i, change) in update.changes.iter().enumerate() {
+                out.push(Message::Level {
+                    locate: update.locate,
+                    book_seq: update.sequence,
+                    ts: update.ts,
+                    side: change.side,
+                    price: change.price,
+                    qty: change.qty,
+                    last: i + 1 == count,
+                });
+            }
+        }
+        Update::Snapshot {
+            locate,
+            sequence,
+            ts,
+            ..
+        } => {
+            if let Some(inst) = projection.instrument(*locate) {
+                book_messages(*locate, *sequence, *ts, inst.book, out);
+            }
+        }
+        Update::Trade(trade) => out.push(Message::Trade {
+            locate: trade.locate,
+            trade_seq: trade.sequence,
+            ts: trade.ts,
+            trade_id: trade.trade_id,
+            price: trade.price,
+            qty: trade.qty,
+            aggressor: trade.aggressor,
+        }),
+        Update::Ticker(_) | Update::Candle { .. } => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_message_round_trips_at_its_documented_length() {
+        let symbol = Symbol::new("BTC-USD").unwrap();
+        let all = [
+            (Message::Directory { locate: 3, symbol }, DIRECTORY_LEN),
+            (
+                Message::Status {
+                    locate: 3,
+                    ts: 9,
+                    halted: true,
+                },
+                STATUS_LEN,
+            ),
+            (
+                Message::Clear {
+                    locate: 3,
+                    book_seq: 4,
+                    ts: 9,
+                    last: true,
+                },
+                CLEAR_LEN,
+            ),
+            (
+                Message::Level {
+                    locate: 3,
+                    book_seq: 4,
+                    ts: 9,
+                    side: Side::Sell,
+                    price: u64::MAX,
+                    qty: 1,
+                    last: false,
+                },
+                LEVEL_LEN,
+            ),
+            (
+                Message::Trade {
+                    locate: 3,
+                    trade_seq: 1,
+                    ts: 2,
+                    trade_id: 3,
+                    price: 4,
+                    qty: 5,
+                    aggressor: Side::Buy,
+                },
+                TRADE_LEN,
+            ),
+        ];
+        for (message, len) in all {
+            let bytes = message.to_bytes();
+            assert_eq!(bytes.len(), len, "{message:?}");
+            assert_eq!(Message::decode(&bytes), Ok(message));
+            assert!(Message::decode(&bytes[..len - 1]).is_err());
+        }
+        assert_eq!(
+            &Message::Directory { locate: 1, symbol }.to_bytes()[3..],
+            b"BTC-USD         "
+        );
+        assert_eq!(Message::decode(b"Z"), Err(WireError::UnknownType(b'Z')));
+    }
+
+    #[test]
+    fn a_book_is_a_clear_then_levels_with_the_last_flagged() {
+        let mut book = L2Book::default();
+        let mut out = Vec::new();
+        book_messages(0, 5, 1, &book, &mut out);
+        assert_eq!(
+            out,
+            vec![Message::Clear {
+                locate: 0,
+                book_seq: 5,
+                ts: 1,
+                last: true
+            }]
+        );
+        book.set(Side::Buy, 10, 1);
+        book.set(Side::Sell, 11, 2);
+        out.clear();
+        book_messages(0, 6, 1, &book, &mut out);
+        let lasts: Vec<bool> = out
+            .iter()
+            .map(|m| match m {
+                Message::Clear { last, .. } | Message::Level { last, .. } => *last,
+                _ => false,
+            })
+            .collect();
+        assert_eq!(lasts, vec![false, false, true]);
+    }
+}

@@ -1,0 +1,264 @@
+//! `bench e2e`: the whole server, end to end, under order-entry load.
+//!
+//! Starts `exchange serve` (this binary) in a temporary directory, or uses
+//! the server at `--url`; creates one funded account per client; then
+//! drives `--clients` clients at once, over WebSocket (each one socket,
+//! `--inflight` orders pipelined on it) or REST (each `--inflight`
+//! keep-alive connections, one signed request at a time), as fast as the
+//! server answers or at `--rate` orders per second in all, for `--warmup`
+//! plus `--duration` seconds. `--sequential` is one client with one order
+//! at a time: the latency of a lone order.
+//!
+//! Measured over the `--duration` window only: acknowledged orders per
+//! second and the ack latency (from just before a message is written to
+//! the socket to the arrival of the answer carrying its request id), and,
+//! for a server it started, the server's CPU time by thread and its group
+//! commits. The order mix is described in [`flow`]. The load generator
+//! shares the machine with the server, as the target says it should; its
+//! own CPU use is reported beside the server's.
+
+mod flow;
+mod record;
+mod report;
+mod rest;
+mod server;
+mod ws;
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context};
+use indicatif::{ProgressBar, ProgressStyle};
+use serde_json::Value;
+
+use flow::{Flow, Market};
+use record::{Recorder, Totals, Window};
+use report::{Figures, ServerFigures};
+use server::{Credential, ServerProcess};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Transport {
+    Ws,
+    Rest,
+}
+
+#[derive(clap::Args, Debug, Clone)]
+pub struct E2eArgs {
+    /// Order entry over WebSocket or signed REST.
+    #[arg(long, value_enum, default_value_t = Transport::Ws)]
+    pub transport: Transport,
+    /// Concurrent clients, each with its own account and API key.
+    #[arg(long, default_value_t = 16)]
+    pub clients: usize,
+    /// Orders in flight per client: pipelined on its socket (ws), or its
+    /// number of connections (rest).
+    #[arg(long, default_value_t = 8)]
+    pub inflight: usize,
+    /// Orders per second, all clients together (0: as fast as answered).
+    #[arg(long, default_value_t = 0)]
+    pub rate: u64,
+    /// Seconds measured.
+    #[arg(long, default_value_t = 10.0)]
+    pub duration: f64,
+    /// Seconds of load before the measurement starts.
+    #[arg(long, default_value_t = 2.0)]
+    pub warmup: f64,
+    /// One client, one order at a time (overrides --clients and --inflight).
+    #[arg(long)]
+    pub sequential: bool,
+    /// The instrument traded; its reference price is the flow's mid.
+    #[arg(long, default_value = "BTC-USD")]
+    pub symbol: String,
+    /// Use the server at this address (host:port) instead of starting one;
+    /// needs --admin-token, and a rate limit above the per-key load.
+    #[arg(long)]
+    pub url: Option<String>,
+    #[arg(long)]
+    pub admin_token: Option<String>,
+    /// Threads of the load generator's runtime.
+    #[arg(long, default_value_t = 1)]
+    pub client_threads: usize,
+    /// Seed of the order flow.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Print one JSON object instead of the table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// When a connection sends: from `start` until `stop`, every `every` if
+/// the run has a target rate.
+#[derive(Clone, Copy, Debug)]
+pub struct Pacing {
+    pub start: Instant,
+    pub stop: Instant,
+    pub every: Option<Duration>,
+}
+
+async fn resolve(url: &str) -> anyhow::Result<std::net::SocketAddr> {
+    let host = url.trim_start_matches("http://").trim_start_matches("ws://").trim_end_matches('/');
+    tokio::net::lookup_host(host).await?.next().context("resolving --url")
+}
+
+/// The flow's market: the instrument's reference price, tick and lot.
+async fn market(addr: std::net::SocketAddr, symbol: &str) -> anyhow::Result<Market> {
+    let (status, text) = server::http(addr, "GET", "/v1/instruments", None, None).await?;
+    if status != 200 {
+        bail!("GET /v1/instruments: {status} {text}");
+    }
+    let listing: Value = serde_json::from_str(&text)?;
+    let found = listing["instruments"]
+        .as_array()
+        .and_then(|all| all.iter().find(|i| i["symbol"] == symbol))
+        .with_context(|| format!("the server lists no {symbol}"))?;
+    let field = |name: &str| found[name].as_str().with_context(|| format!("{symbol} has no {name}"));
+    Market::new(symbol, field("reference_price")?, field("tick_size")?, field("lot_size")?)
+}
+
+fn progress(total: Duration) -> ProgressBar {
+    let bar = ProgressBar::with_draw_target(Some(total.as_millis() as u64), indicatif::ProgressDrawTarget::stderr());
+    let style = ProgressStyle::with_template("{prefix:>8} [{bar:40}] {elapsed_precise} {msg}")
+        .unwrap_or_else(|_| ProgressStyle::default_bar())
+        .progress_chars("=> ");
+    bar.set_style(style);
+    bar.set_prefix("e2e");
+    bar
+}
+
+/// Moves the bar with the clock and shows the recent answer rate.
+async fn show_progress(bar: ProgressBar, start: Instant, answered: Arc<AtomicU64>) {
+    let mut last = (Instant::now(), 0u64);
+    loop {
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        let (now, count) = (Instant::now(), answered.load(Ordering::Relaxed));
+        let rate = (count - last.1) as f64 / now.duration_since(last.0).as_secs_f64().max(1e-9);
+        last = (now, count);
+        bar.set_position(now.saturating_duration_since(start).as_millis() as u64);
+        bar.set_message(format!("{count} answered, {rate:.0}/s"));
+    }
+}
+
+async fn bench(args: E2eArgs) -> anyhow::Result<Figures> {
+    let token = args.admin_token.clone().unwrap_or_else(|| exchange_server::server::random_hex(16));
+    let dir = tempfile::tempdir()?;
+    let (addr, process) = match &args.url {
+        Some(url) => (resolve(url).await?, None),
+        None => {
+            let process = ServerProcess::start(dir.path(), &token)?;
+            (process.addr, Some(process))
+        }
+    };
+    server::wait_ready(addr, Duration::from_secs(60)).await?;
+    let market = Arc::new(market(addr, &args.symbol).await?);
+    let base = &args.symbol[..args.symbol.find('-').unwrap_or(args.symbol.len())];
+    let mut credentials: Vec<Credential> = Vec::new();
+    for _ in 0..args.clients {
+        let assets = [("USD", "1000000000"), (base, "100000")];
+        credentials.push(server::funded_account(addr, &token, &assets).await?);
+    }
+    let connections = match args.transport {
+        Transport::Ws => args.clients,
+        Transport::Rest => args.clients * args.inflight,
+    };
+    let every = (args.rate > 0).then(|| Duration::from_secs_f64(connections as f64 / args.rate as f64));
+    let answered = Arc::new(AtomicU64::new(0));
+    let mut tasks = tokio::task::JoinSet::new();
+    let (mut ws_sockets, mut rest_sockets) = (Vec::new(), Vec::new());
+    for credential in &credentials {
+        match args.transport {
+            Transport::Ws => ws_sockets.push(ws::connect(addr, credential).await?),
+            Transport::Rest => {
+                for _ in 0..args.inflight {
+                    rest_sockets.push((credential.clone(), rest::connect(addr).await?));
+                }
+            }
+        }
+    }
+    // Every connection is open: the clock starts now, for all of them.
+    let start = Instant::now() + Duration::from_millis(20);
+    let from = start + Duration::from_secs_f64(args.warmup);
+    let window = Window { from, to: from + Duration::from_secs_f64(args.duration) };
+    let pacing = Pacing { start, stop: window.to, every };
+    let seed = |n: usize| args.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ n as u64;
+    for (n, socket) in ws_sockets.into_iter().enumerate() {
+        let driver = ws::Driver {
+            market: market.clone(),
+            flow: Flow::new(seed(n), format!("c{n}")),
+            inflight: args.inflight,
+            pacing,
+            recorder: Recorder::new(window, answered.clone()),
+        };
+        tasks.spawn(driver.run(socket));
+    }
+    for (n, (credential, socket)) in rest_sockets.into_iter().enumerate() {
+        let driver = rest::Driver {
+            market: market.clone(),
+            flow: Flow::new(seed(n), format!("r{n}")),
+            credential,
+            pacing,
+            recorder: Recorder::new(window, answered.clone()),
+        };
+        tasks.spawn(driver.run(socket));
+    }
+    let bar = progress(window.to - start);
+    let ticker = tokio::spawn(show_progress(bar.clone(), start, answered));
+
+    tokio::time::sleep_until(window.from.into()).await;
+    let pid = process.as_ref().map(ServerProcess::pid);
+    let cpu_before = (pid.map(server::cpu_by_thread), server::cpu_by_thread(std::process::id()));
+    let counters_before = server::counters(addr).await?;
+    tokio::time::sleep_until(window.to.into()).await;
+    let cpu_after = (pid.map(server::cpu_by_thread), server::cpu_by_thread(std::process::id()));
+    let counters = server::counters(addr).await?.since(&counters_before);
+
+    let mut totals = Totals::default();
+    while let Some(done) = tasks.join_next().await {
+        totals.merge(&done.context("a client task failed")??);
+    }
+    ticker.abort();
+    bar.finish_and_clear();
+    let seconds = window.to.duration_since(window.from).as_secs_f64();
+    let server_cpu = match cpu_after.0.zip(cpu_before.0) {
+        Some((after, before)) => server::cpu_delta(&before, &after),
+        None => Default::default(),
+    };
+    let client_cpu: f64 = server::cpu_delta(&cpu_before.1, &cpu_after.1).values().sum();
+    Ok(Figures {
+        transport: args.transport,
+        clients: args.clients,
+        inflight: args.inflight,
+        rate: args.rate,
+        seconds,
+        totals,
+        server: ServerFigures { counters, cpu: server_cpu },
+        client_cpu,
+    })
+}
+
+pub fn run(mut args: E2eArgs) -> anyhow::Result<()> {
+    if args.sequential {
+        (args.clients, args.inflight) = (1, 1);
+    }
+    if args.clients == 0 || args.inflight == 0 || args.client_threads == 0 {
+        bail!("--clients, --inflight and --client-threads must be at least 1");
+    }
+    if !(args.duration > 0.0 && args.warmup >= 0.0) {
+        bail!("--duration must be positive and --warmup not negative");
+    }
+    if args.url.is_some() && args.admin_token.is_none() {
+        bail!("--url needs --admin-token to create the accounts");
+    }
+    let runtime = match args.client_threads {
+        1 => tokio::runtime::Builder::new_current_thread().enable_all().build()?,
+        n => tokio::runtime::Builder::new_multi_thread().worker_threads(n).enable_all().build()?,
+    };
+    let json = args.json;
+    let figures = runtime.block_on(bench(args))?;
+    if json {
+        println!("{}", report::json(&figures));
+    } else {
+        print!("{}", report::text(&figures));
+    }
+    Ok(())
+}

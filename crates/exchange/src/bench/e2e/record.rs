@@ -1,0 +1,181 @@
+//! What each connection measured: ack latency (HdrHistogram) and answers
+//! by kind, counted only inside the measured window; merged at the end.
+//!
+//! An answer is *acknowledged* when the command went through the log: the
+//! core accepted it, or refused it (404 `unknown_order`, 409, 422: a cancel
+//! that found its order already filled is one). Refusals by the gateway
+//! (overloaded, rate limited, malformed) never reached the log and are
+//! counted apart as errors.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use hdrhistogram::Histogram;
+
+/// Latencies from 1 µs to 60 s at 3 significant figures (nanoseconds).
+fn histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1_000, 60_000_000_000, 3).expect("static bounds")
+}
+
+/// How the server answered one request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome<'a> {
+    Ok,
+    /// Refused with this code and HTTP status.
+    Refused { code: &'a str, status: u16 },
+}
+
+/// The part of the run that counts: answers arriving in `[from, to)`.
+#[derive(Clone, Copy, Debug)]
+pub struct Window {
+    pub from: Instant,
+    pub to: Instant,
+}
+
+#[derive(Clone)]
+pub struct Totals {
+    pub latency: Histogram<u64>,
+    pub places: u64,
+    pub cancels: u64,
+    /// The core's refusals by code (acknowledged).
+    pub rejects: BTreeMap<String, u64>,
+    /// The gateway's refusals by code (not acknowledged).
+    pub errors: BTreeMap<String, u64>,
+}
+
+impl Default for Totals {
+    fn default() -> Self {
+        Totals { latency: histogram(), places: 0, cancels: 0, rejects: BTreeMap::new(), errors: BTreeMap::new() }
+    }
+}
+
+impl Totals {
+    pub fn acked(&self) -> u64 {
+        self.places + self.cancels
+    }
+
+    pub fn merge(&mut self, other: &Totals) {
+        // Both histograms have the same bounds, so adding cannot fail.
+        let _ = self.latency.add(&other.latency);
+        self.places += other.places;
+        self.cancels += other.cancels;
+        for (code, n) in &other.rejects {
+            *self.rejects.entry(code.clone()).or_default() += n;
+        }
+        for (code, n) in &other.errors {
+            *self.errors.entry(code.clone()).or_default() += n;
+        }
+    }
+}
+
+/// One connection's recorder.
+pub struct Recorder {
+    window: Window,
+    pub totals: Totals,
+    /// Every answer, in or out of the window: drives the progress bar.
+    answered: Arc<AtomicU64>,
+}
+
+impl Recorder {
+    pub fn new(window: Window, answered: Arc<AtomicU64>) -> Recorder {
+        Recorder { window, totals: Totals::default(), answered }
+    }
+
+    pub fn record(&mut self, sent: Instant, now: Instant, place: bool, outcome: Outcome<'_>) {
+        self.answered.fetch_add(1, Ordering::Relaxed);
+        if now < self.window.from || now >= self.window.to {
+            return;
+        }
+        if let Outcome::Refused { code, status } = outcome {
+            let acked = matches!(status, 404 | 409 | 422);
+            let tally = if acked { &mut self.totals.rejects } else { &mut self.totals.errors };
+            match tally.get_mut(code) {
+                Some(n) => *n += 1,
+                None => {
+                    tally.insert(code.to_owned(), 1);
+                }
+            }
+            if !acked {
+                return;
+            }
+        }
+        if place {
+            self.totals.places += 1;
+        } else {
+            self.totals.cancels += 1;
+        }
+        let nanos = now.saturating_duration_since(sent).as_nanos() as u64;
+        self.totals.latency.saturating_record(nanos.max(1_000));
+    }
+}
+
+/// The text after `"field":` in `text`.
+fn after<'a>(text: &'a str, field: &str) -> Option<&'a str> {
+    let at = text.find(field)? + field.len();
+    Some(&text[at..])
+}
+
+fn leading_number(text: &str) -> Option<u64> {
+    let end = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
+    text[..end].parse().ok()
+}
+
+/// The `code` of an error body (`{"code":"...",...}`), or `unknown`.
+pub fn error_code(body: &str) -> &str {
+    after(body, "\"code\":\"").and_then(|rest| rest.split('"').next()).unwrap_or("unknown")
+}
+
+/// A WebSocket order-entry answer: its request id and outcome. Other
+/// messages (the private stream) give `None`. Reads only the few fields
+/// it needs: the bench shares the machine with the server.
+pub fn ws_response(text: &str) -> Option<(u64, Outcome<'_>)> {
+    let id = leading_number(after(text, "\"request_id\":")?)?;
+    if !text.contains("\"ok\":false") {
+        return Some((id, Outcome::Ok));
+    }
+    let status = after(text, "\"status\":").and_then(leading_number).unwrap_or(0) as u16;
+    Some((id, Outcome::Refused { code: error_code(text), status }))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    #[test]
+    fn reads_answers_whatever_the_key_order() {
+        let ok = r#"{"ok":true,"order":{"order_id":5,"status":"new"},"request_id":17,"type":"response"}"#;
+        assert_eq!(ws_response(ok), Some((17, Outcome::Ok)));
+        let refused = r#"{"type":"response","request_id":3,"ok":false,"error":{"code":"order_not_open","message":"m","status":422}}"#;
+        assert_eq!(ws_response(refused), Some((3, Outcome::Refused { code: "order_not_open", status: 422 })));
+        assert_eq!(ws_response(r#"{"type":"order","event":"accepted","seq":5}"#), None);
+        assert_eq!(error_code(r#"{"code":"overloaded","message":"x"}"#), "overloaded");
+    }
+
+    #[test]
+    fn counts_only_inside_the_window_and_splits_refusals() {
+        let start = Instant::now();
+        let window = Window { from: start + Duration::from_secs(1), to: start + Duration::from_secs(2) };
+        let answered = Arc::new(AtomicU64::new(0));
+        let mut recorder = Recorder::new(window, answered.clone());
+        let inside = start + Duration::from_millis(1_500);
+        recorder.record(start, start + Duration::from_millis(10), true, Outcome::Ok);
+        recorder.record(inside - Duration::from_micros(300), inside, true, Outcome::Ok);
+        recorder.record(inside, inside, false, Outcome::Refused { code: "order_not_open", status: 422 });
+        recorder.record(inside, inside, true, Outcome::Refused { code: "overloaded", status: 503 });
+        assert_eq!(answered.load(Ordering::Relaxed), 4);
+        let totals = &recorder.totals;
+        assert_eq!((totals.places, totals.cancels, totals.acked()), (1, 1, 2));
+        assert_eq!(totals.rejects.get("order_not_open"), Some(&1));
+        assert_eq!(totals.errors.get("overloaded"), Some(&1));
+        assert_eq!(totals.latency.len(), 2);
+        assert!(totals.latency.max() >= 299_000 && totals.latency.max() <= 301_000);
+        let mut merged = Totals::default();
+        merged.merge(totals);
+        merged.merge(totals);
+        assert_eq!((merged.acked(), merged.latency.len(), merged.rejects["order_not_open"]), (4, 4, 2));
+    }
+}

@@ -1,0 +1,211 @@
+//! Printing `bench e2e`'s figures: a table, or one JSON object.
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+use serde_json::{json, Value};
+
+use super::record::Totals;
+use super::server::ServerCounters;
+use super::Transport;
+
+/// The target: acknowledged orders per second over WebSocket, and
+/// the p99 ack latency it must stay under (nanoseconds).
+pub const TARGET_PER_SEC: f64 = 50_000.0;
+pub const TARGET_P99_NS: u64 = 2_000_000;
+
+pub struct ServerFigures {
+    pub counters: ServerCounters,
+    /// CPU seconds by thread name over the window (empty for `--url`).
+    pub cpu: BTreeMap<String, f64>,
+}
+
+pub struct Figures {
+    pub transport: Transport,
+    pub clients: usize,
+    pub inflight: usize,
+    pub rate: u64,
+    pub seconds: f64,
+    pub totals: Totals,
+    pub server: ServerFigures,
+    /// CPU seconds the load generator used over the window.
+    pub client_cpu: f64,
+}
+
+impl Figures {
+    pub fn per_sec(&self) -> f64 {
+        self.totals.acked() as f64 / self.seconds
+    }
+
+    /// Latency at quantile `q` in microseconds.
+    fn us(&self, q: f64) -> f64 {
+        self.totals.latency.value_at_quantile(q) as f64 / 1e3
+    }
+
+    fn meets_target(&self) -> bool {
+        self.transport == Transport::Ws
+            && self.per_sec() >= TARGET_PER_SEC
+            && self.totals.latency.value_at_quantile(0.99) < TARGET_P99_NS
+    }
+
+    fn transport_name(&self) -> &'static str {
+        match self.transport {
+            Transport::Ws => "ws",
+            Transport::Rest => "rest",
+        }
+    }
+
+    /// Mean entries per group commit, and mean fsync time in µs.
+    fn batching(&self) -> (f64, f64) {
+        let c = &self.server.counters;
+        let batches = c.batches.max(1.0);
+        (c.commands / batches, c.fsync_seconds / batches * 1e6)
+    }
+
+    /// Busy cores per thread group: CPU seconds over wall seconds.
+    fn cores(&self) -> BTreeMap<String, f64> {
+        let mut groups = BTreeMap::new();
+        for (name, seconds) in &self.server.cpu {
+            // tokio names every worker the same; other names are the
+            // pipeline's own threads.
+            *groups.entry(name.clone()).or_insert(0.0) += seconds / self.seconds;
+        }
+        groups
+    }
+}
+
+pub fn json(figures: &Figures) -> Value {
+    let totals = &figures.totals;
+    let (batch, fsync_us) = figures.batching();
+    let server_cores: f64 = figures.cores().values().sum();
+    json!({
+        "transport": figures.transport_name(),
+        "clients": figures.clients,
+        "inflight": figures.inflight,
+        "target_rate": figures.rate,
+        "seconds": figures.seconds,
+        "acked": totals.acked(),
+        "acked_per_sec": figures.per_sec(),
+        "places": totals.places,
+        "cancels": totals.cancels,
+        "rejects": totals.rejects,
+        "errors": totals.errors,
+        "latency_us": {
+            "p50": figures.us(0.5), "p90": figures.us(0.9), "p99": figures.us(0.99),
+            "p99_9": figures.us(0.999), "max": totals.latency.max() as f64 / 1e3,
+            "mean": totals.latency.mean() / 1e3,
+        },
+        "server": {
+            "commands": figures.server.counters.commands,
+            "group_commits": figures.server.counters.batches,
+            "entries_per_commit": batch,
+            "fsync_mean_us": fsync_us,
+            "overloaded": figures.server.counters.overloaded,
+            "cores_by_thread": figures.cores(),
+            "cores": server_cores,
+        },
+        "client_cores": figures.client_cpu / figures.seconds,
+        "target_met": figures.meets_target(),
+    })
+}
+
+pub fn text(figures: &Figures) -> String {
+    let totals = &figures.totals;
+    let mut out = String::new();
+    let rate = match figures.rate {
+        0 => "as fast as answered".to_owned(),
+        r => format!("{r}/s target"),
+    };
+    let _ = writeln!(
+        out,
+        "{} clients x {} in flight over {}, {rate}, {:.1} s measured",
+        figures.clients,
+        figures.inflight,
+        figures.transport_name(),
+        figures.seconds
+    );
+    let _ = writeln!(
+        out,
+        "acknowledged    {:>10.0} orders/s  ({} places, {} cancels)",
+        figures.per_sec(),
+        totals.places,
+        totals.cancels
+    );
+    let _ = writeln!(
+        out,
+        "ack latency     p50 {:.0} us   p90 {:.0} us   p99 {:.0} us   p99.9 {:.0} us   max {:.0} us",
+        figures.us(0.5),
+        figures.us(0.9),
+        figures.us(0.99),
+        figures.us(0.999),
+        totals.latency.max() as f64 / 1e3
+    );
+    let tally = |map: &BTreeMap<String, u64>| {
+        if map.is_empty() {
+            "none".to_owned()
+        } else {
+            map.iter().map(|(code, n)| format!("{code} {n}")).collect::<Vec<_>>().join(", ")
+        }
+    };
+    let _ = writeln!(out, "core refusals   {}", tally(&totals.rejects));
+    let _ = writeln!(out, "gateway errors  {}", tally(&totals.errors));
+    let (batch, fsync_us) = figures.batching();
+    let _ = writeln!(
+        out,
+        "group commits   {:.0}/s, {batch:.1} entries each, fsync {fsync_us:.0} us on average",
+        figures.server.counters.batches / figures.seconds
+    );
+    let cores = figures.cores();
+    if !cores.is_empty() {
+        let busy: Vec<String> = cores.iter().filter(|(_, c)| **c >= 0.005).map(|(n, c)| format!("{n} {c:.2}")).collect();
+        let _ = writeln!(out, "server cores    {:.2}: {}", cores.values().sum::<f64>(), busy.join(", "));
+    }
+    let _ = writeln!(out, "client cores    {:.2}", figures.client_cpu / figures.seconds);
+    if figures.transport == Transport::Ws {
+        let verdict = if figures.meets_target() { "met" } else { "NOT met" };
+        let _ = writeln!(out, "target (>= 50,000/s, p99 < 2 ms over WebSocket): {verdict}");
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn figures(per_sec: u64, p99_ns: u64) -> Figures {
+        let mut totals = Totals::default();
+        totals.places = per_sec * 2;
+        for _ in 0..50 {
+            totals.latency.record(p99_ns / 2).unwrap();
+        }
+        totals.latency.record(p99_ns).unwrap();
+        Figures {
+            transport: Transport::Ws,
+            clients: 16,
+            inflight: 8,
+            rate: 0,
+            seconds: 2.0,
+            totals,
+            server: ServerFigures {
+                counters: ServerCounters { commands: 1000.0, batches: 10.0, fsync_seconds: 0.001, overloaded: 0.0 },
+                cpu: BTreeMap::from([("core".to_owned(), 1.0), ("journal".to_owned(), 0.5)]),
+            },
+            client_cpu: 1.0,
+        }
+    }
+
+    #[test]
+    fn the_target_needs_both_rate_and_latency() {
+        assert!(figures(60_000, 1_000_000).meets_target());
+        assert!(!figures(40_000, 1_000_000).meets_target());
+        // 1 of 51 samples is above p99: it counts against the target.
+        let slow = figures(60_000, 4_000_000);
+        assert!(slow.totals.latency.value_at_quantile(0.99) >= 2_000_000);
+        assert!(!slow.meets_target());
+        let value = json(&figures(60_000, 1_000_000));
+        assert_eq!(value["acked_per_sec"], 60_000.0);
+        assert_eq!(value["server"]["entries_per_commit"], 100.0);
+        assert_eq!(value["server"]["cores"], 0.75);
+        assert!(text(&figures(60_000, 1_000_000)).contains(": met"));
+    }
+}

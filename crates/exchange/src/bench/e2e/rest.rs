@@ -1,0 +1,138 @@
+//! A REST client of `bench e2e`: one keep-alive HTTP/1.1 connection with
+//! one signed request at a time (HTTP/1.1 has no usable pipelining), so a
+//! client's `inflight` is its number of connections.
+
+use std::sync::Arc;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use anyhow::{bail, Context};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+use super::flow::{Flow, Market};
+use super::record::{error_code, Outcome, Recorder, Totals};
+use super::server::Credential;
+use super::Pacing;
+
+pub async fn connect(addr: std::net::SocketAddr) -> anyhow::Result<TcpStream> {
+    let stream = TcpStream::connect(addr).await?;
+    stream.set_nodelay(true)?;
+    Ok(stream)
+}
+
+/// One connection's run.
+pub struct Driver {
+    pub market: Arc<Market>,
+    pub flow: Flow,
+    pub credential: Credential,
+    pub pacing: Pacing,
+    pub recorder: Recorder,
+}
+
+/// One response read off a keep-alive connection.
+struct Response {
+    status: u16,
+    /// Where the body starts and ends in the read buffer.
+    body: std::ops::Range<usize>,
+    /// Bytes of the buffer this response used.
+    used: usize,
+}
+
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).position(|w| w == needle)
+}
+
+/// A complete response at the front of `buf`, if it has arrived.
+fn parse(buf: &[u8]) -> anyhow::Result<Option<Response>> {
+    let Some(head_end) = find(buf, b"\r\n\r\n") else {
+        return Ok(None);
+    };
+    let head = std::str::from_utf8(&buf[..head_end]).context("response headers are not UTF-8")?;
+    let status = head.split(' ').nth(1).and_then(|s| s.parse().ok()).context("no status line")?;
+    let length = head
+        .split("\r\n")
+        .filter_map(|line| line.split_once(':'))
+        .find(|(name, _)| name.eq_ignore_ascii_case("content-length"))
+        .and_then(|(_, value)| value.trim().parse::<usize>().ok())
+        .with_context(|| format!("a response without Content-Length: {head}"))?;
+    let start = head_end + 4;
+    if buf.len() < start + length {
+        return Ok(None);
+    }
+    Ok(Some(Response { status, body: start..start + length, used: start + length }))
+}
+
+impl Driver {
+    pub async fn run(mut self, mut stream: TcpStream) -> anyhow::Result<Totals> {
+        let mut due = self.pacing.start;
+        let (mut body, mut request, mut buf) = (String::new(), Vec::new(), Vec::with_capacity(4096));
+        let mut clock = (0u64, String::new());
+        loop {
+            if let Some(every) = self.pacing.every {
+                if due > Instant::now() {
+                    tokio::time::sleep_until(due.min(self.pacing.stop).into()).await;
+                }
+                due += every;
+            }
+            if Instant::now() >= self.pacing.stop {
+                break;
+            }
+            let action = self.flow.next_action();
+            let (method, path) = self.flow.rest_request(&self.market, &action, &mut body);
+            let now = SystemTime::now().duration_since(UNIX_EPOCH)?.as_secs();
+            if clock.0 != now {
+                clock = (now, now.to_string());
+            }
+            let signature =
+                exchange_server::http::auth::sign(&self.credential.secret, &clock.1, method, &path, body.as_bytes());
+            request.clear();
+            request.extend_from_slice(
+                format!(
+                    "{method} {path} HTTP/1.1\r\nHost: bench\r\nContent-Type: application/json\r\nContent-Length: {}\r\nEX-ACCESS-KEY: {}\r\nEX-ACCESS-TIMESTAMP: {}\r\nEX-ACCESS-SIGN: {signature}\r\n\r\n",
+                    body.len(),
+                    self.credential.key,
+                    clock.1
+                )
+                .as_bytes(),
+            );
+            request.extend_from_slice(body.as_bytes());
+            let sent = Instant::now();
+            stream.write_all(&request).await?;
+            let response = loop {
+                if let Some(response) = parse(&buf)? {
+                    break response;
+                }
+                if stream.read_buf(&mut buf).await? == 0 {
+                    bail!("the server closed a REST connection");
+                }
+            };
+            let outcome = match response.status {
+                200 | 201 => Outcome::Ok,
+                status => {
+                    let text = std::str::from_utf8(&buf[response.body.clone()]).unwrap_or_default();
+                    Outcome::Refused { code: error_code(text), status }
+                }
+            };
+            self.recorder.record(sent, Instant::now(), Flow::is_place(&action), outcome);
+            buf.drain(..response.used);
+        }
+        Ok(self.recorder.totals)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_a_response_only_once_it_is_whole() {
+        let raw = b"HTTP/1.1 422 Unprocessable Entity\r\ncontent-type: application/json\r\ncontent-length: 9\r\n\r\n{\"a\":12}\nHTTP/1.1";
+        assert!(parse(&raw[..40]).unwrap().is_none());
+        assert!(parse(&raw[..raw.len() - 12]).unwrap().is_none());
+        let response = parse(raw).unwrap().expect("a whole response");
+        assert_eq!(response.status, 422);
+        assert_eq!(&raw[response.body.clone()], b"{\"a\":12}\n");
+        assert_eq!(&raw[response.used..], b"HTTP/1.1");
+        assert!(parse(b"HTTP/1.1 200 OK\r\n\r\n").is_err());
+    }
+}

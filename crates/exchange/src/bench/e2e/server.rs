@@ -1,0 +1,225 @@
+//! The server side of `bench e2e`: starting `exchange serve` as a child
+//! process, the few admin and operations calls the bench makes (one
+//! short-lived HTTP/1.1 connection each), and the server's CPU time by
+//! thread, read from `/proc`.
+
+use std::collections::BTreeMap;
+use std::net::{SocketAddr, TcpListener};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context};
+use serde_json::{json, Value};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+/// `exchange serve` in a temporary directory, stopped (SIGTERM) on drop.
+pub struct ServerProcess {
+    child: Child,
+    pub addr: SocketAddr,
+}
+
+impl ServerProcess {
+    /// Starts this very binary's `serve` on a free port. Rate limits are
+    /// off: they are a per-key policy, and the bench measures capacity with
+    /// a handful of keys. Durability is not touched: every acknowledged
+    /// command is fsync'd as in production.
+    pub fn start(dir: &Path, admin_token: &str) -> anyhow::Result<ServerProcess> {
+        let port = TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+        let addr = SocketAddr::from(([127, 0, 0, 1], port));
+        let config = dir.join("config.toml");
+        std::fs::write(&config, "rate_limit_per_sec = 0\nrate_limit_burst = 1000000\n")?;
+        let child = Command::new(std::env::current_exe()?)
+            .arg("serve")
+            .arg("--data-dir")
+            .arg(dir.join("data"))
+            .arg("--listen")
+            .arg(addr.to_string())
+            .arg("--admin-token")
+            .arg(admin_token)
+            .arg("--config")
+            .arg(&config)
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .context("starting `exchange serve`")?;
+        Ok(ServerProcess { child, addr })
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+}
+
+impl Drop for ServerProcess {
+    fn drop(&mut self) {
+        // SAFETY: kill(2) on our own child's pid has no memory effects.
+        let sent = unsafe { libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM) };
+        if sent != 0 {
+            let _ = self.child.kill();
+        }
+        let _ = self.child.wait();
+    }
+}
+
+/// One request over a fresh connection: the status and the body.
+pub async fn http(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    token: Option<&str>,
+    body: Option<&Value>,
+) -> anyhow::Result<(u16, String)> {
+    let mut stream = TcpStream::connect(addr).await?;
+    let body = body.map(Value::to_string).unwrap_or_default();
+    let auth = token.map(|t| format!("Authorization: Bearer {t}\r\n")).unwrap_or_default();
+    let request = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n{auth}Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(request.as_bytes()).await?;
+    let mut raw = Vec::new();
+    stream.read_to_end(&mut raw).await?;
+    let text = String::from_utf8_lossy(&raw);
+    let (head, body) = text.split_once("\r\n\r\n").context("an HTTP response")?;
+    let status = head.split_whitespace().nth(1).and_then(|s| s.parse().ok()).context("an HTTP status")?;
+    Ok((status, body.to_owned()))
+}
+
+async fn http_json(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    token: &str,
+    body: Option<&Value>,
+) -> anyhow::Result<(u16, Value)> {
+    let (status, text) = http(addr, method, path, Some(token), body).await?;
+    Ok((status, serde_json::from_str(&text).unwrap_or(Value::Null)))
+}
+
+/// Waits until the server answers `/ready`.
+pub async fn wait_ready(addr: SocketAddr, timeout: Duration) -> anyhow::Result<()> {
+    let started = Instant::now();
+    loop {
+        if let Ok((200, _)) = http(addr, "GET", "/ready", None, None).await {
+            return Ok(());
+        }
+        if started.elapsed() > timeout {
+            bail!("the server at {addr} did not become ready within {timeout:?}");
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// An API credential of a funded account.
+#[derive(Clone)]
+pub struct Credential {
+    pub key: String,
+    pub secret: String,
+}
+
+/// Creates an account and deposits `assets` into it.
+pub async fn funded_account(addr: SocketAddr, token: &str, assets: &[(&str, &str)]) -> anyhow::Result<Credential> {
+    let (status, account) = http_json(addr, "POST", "/admin/accounts", token, None).await?;
+    if status != 201 {
+        bail!("creating an account: {status} {account}");
+    }
+    for (asset, amount) in assets {
+        let body = json!({ "account_id": account["account_id"], "asset": asset, "amount": amount });
+        let (status, reply) = http_json(addr, "POST", "/admin/deposits", token, Some(&body)).await?;
+        if status != 200 {
+            bail!("depositing {asset}: {status} {reply}");
+        }
+    }
+    let text = |field: &str| account[field].as_str().unwrap_or_default().to_owned();
+    Ok(Credential { key: text("api_key"), secret: text("api_secret") })
+}
+
+/// The sequencer's counters from `/metrics` that explain a run.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ServerCounters {
+    pub commands: f64,
+    pub batches: f64,
+    pub fsync_seconds: f64,
+    pub overloaded: f64,
+}
+
+impl ServerCounters {
+    pub fn since(&self, before: &ServerCounters) -> ServerCounters {
+        ServerCounters {
+            commands: self.commands - before.commands,
+            batches: self.batches - before.batches,
+            fsync_seconds: self.fsync_seconds - before.fsync_seconds,
+            overloaded: self.overloaded - before.overloaded,
+        }
+    }
+}
+
+pub async fn counters(addr: SocketAddr) -> anyhow::Result<ServerCounters> {
+    let (status, text) = http(addr, "GET", "/metrics", None, None).await?;
+    if status != 200 {
+        bail!("GET /metrics: {status}");
+    }
+    let value = |name: &str| {
+        text.lines()
+            .find_map(|line| line.strip_prefix(name)?.strip_prefix(' ')?.trim().parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    Ok(ServerCounters {
+        commands: value("exchange_commands_total"),
+        batches: value("exchange_batches_total"),
+        fsync_seconds: value("exchange_fsync_seconds_sum"),
+        overloaded: value("exchange_overloaded_total"),
+    })
+}
+
+/// CPU seconds (user + system) by thread name, for a process's threads;
+/// threads of the same name (tokio's workers) are added up.
+pub fn cpu_by_thread(pid: u32) -> BTreeMap<String, f64> {
+    // SAFETY: sysconf has no preconditions.
+    let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+    let mut out = BTreeMap::new();
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return out;
+    };
+    for task in tasks.flatten() {
+        let Ok(stat) = std::fs::read_to_string(task.path().join("stat")) else {
+            continue;
+        };
+        // `pid (comm) state ...`: the name may hold spaces, so split at
+        // the last parenthesis; utime and stime are fields 14 and 15.
+        let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) else {
+            continue;
+        };
+        let name = stat[open + 1..close].to_owned();
+        let fields: Vec<&str> = stat[close + 1..].split_whitespace().collect();
+        let time = |i: usize| fields.get(i).and_then(|f| f.parse::<f64>().ok()).unwrap_or(0.0);
+        *out.entry(name).or_insert(0.0) += (time(11) + time(12)) / ticks;
+    }
+    out
+}
+
+/// What each thread spent between two readings.
+pub fn cpu_delta(before: &BTreeMap<String, f64>, after: &BTreeMap<String, f64>) -> BTreeMap<String, f64> {
+    after.iter().map(|(name, t)| (name.clone(), t - before.get(name).copied().unwrap_or(0.0))).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn own_threads_have_cpu_time() {
+        let spin = Instant::now();
+        while spin.elapsed() < Duration::from_millis(100) {
+            std::hint::black_box(spin.elapsed());
+        }
+        let threads = cpu_by_thread(std::process::id());
+        assert!(!threads.is_empty());
+        assert!(threads.values().sum::<f64>() > 0.0, "{threads:?}");
+        let delta = cpu_delta(&BTreeMap::new(), &threads);
+        assert_eq!(delta, threads);
+    }
+}
