@@ -202,6 +202,13 @@ pub fn encode_event_into(event: &Event, out: &mut Vec<u8>) {
             o.units(key!("price"), *price);
             o.units(key!("qty"), *qty);
         }
+        EventKind::MassCanceled { account, symbol, canceled } => {
+            o.uint(key!("account"), *account);
+            if let Some(symbol) = symbol {
+                o.str(key!("symbol"), symbol.as_str());
+            }
+            o.uint(key!("canceled"), u64::from(*canceled));
+        }
         EventKind::Error { line, message } => {
             o.uint(key!("line"), *line);
             o.str(key!("message"), message);

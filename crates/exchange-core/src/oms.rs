@@ -88,9 +88,12 @@ impl Engine {
             slot = order.account_next;
         }
         victims.sort_unstable();
+        let canceled = victims.len() as u32;
         for (_, slot) in victims {
             self.cancel_resting(slot, CancelReason::MassCancel, out);
         }
+        let kind = EventKind::MassCanceled { account: mass.account, symbol: mass.symbol, canceled };
+        self.emit(out, kind);
     }
 
     pub(crate) fn replace(&mut self, replace: &Replace, out: &mut Vec<Event>) {

@@ -88,6 +88,7 @@ pub fn normalize(events: &[Event]) -> Vec<Ev> {
             EventKind::InstrumentAdded { .. }
             | EventKind::Balance { .. }
             | EventKind::Book { .. }
+            | EventKind::MassCanceled { .. }
             | EventKind::Error { .. } => None,
         })
         .collect()

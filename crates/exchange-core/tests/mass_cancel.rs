@@ -144,3 +144,29 @@ fn unknown_account_is_rejected() {
     let mut h = Harness::funded(1);
     assert_rejected(&mut h, mass_cancel(42, None), RejectReason::UnknownAccount);
 }
+
+#[test]
+fn every_mass_cancel_is_acknowledged_with_its_count() {
+    let mut h = two_instruments();
+    place_ok(&mut h, limit(1, "a", Side::Buy, "99", "1"));
+    place_ok(&mut h, limit(1, "b", Side::Buy, "98", "1"));
+    let acks = |events: &[Event]| -> Vec<(u64, Option<Symbol>, u32)> {
+        events
+            .iter()
+            .filter_map(|e| match &e.kind {
+                EventKind::MassCanceled {
+                    account,
+                    symbol,
+                    canceled,
+                } => Some((*account, *symbol, *canceled)),
+                _ => None,
+            })
+            .collect()
+    };
+    let events = h.run_checked(mass_cancel(1, Some("BTC-USD")));
+    assert_eq!(acks(&events), [(1, Some(sym("BTC-USD")), 2)]);
+    assert_eq!(events.last().map(|e| e.kind.name()), Some("mass_canceled"));
+    let nothing = h.run_checked(mass_cancel(1, None));
+    assert_eq!(acks(&nothing), [(1, None, 0)]);
+    assert_eq!(nothing.len(), 1, "only the acknowledgement");
+}

@@ -114,6 +114,14 @@ pub enum EventKind {
         /// New aggregate quantity at this level; zero removes the level.
         qty: u64,
     },
+    /// A mass cancel finished: how many orders it canceled (each also has
+    /// its own `Canceled` event), so even one that found nothing is
+    /// acknowledged.
+    MassCanceled {
+        account: AccountId,
+        symbol: Option<Symbol>,
+        canceled: u32,
+    },
     /// Input that never became a command (a malformed line); carries the
     /// line number and the cause.
     Error { line: u64, message: String },
@@ -133,6 +141,7 @@ impl EventKind {
             EventKind::Expired { .. } => "expired",
             EventKind::Balance { .. } => "balance",
             EventKind::Book { .. } => "book",
+            EventKind::MassCanceled { .. } => "mass_canceled",
             EventKind::Error { .. } => "error",
         }
     }

@@ -253,6 +253,7 @@ impl Tracker {
                 }
             }
             EventKind::Status { .. }
+            | EventKind::MassCanceled { .. }
             | EventKind::Rejected { .. }
             | EventKind::Balance { .. }
             | EventKind::Error { .. } => {}
