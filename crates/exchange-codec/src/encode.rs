@@ -202,7 +202,11 @@ pub fn encode_event_into(event: &Event, out: &mut Vec<u8>) {
             o.units(key!("price"), *price);
             o.units(key!("qty"), *qty);
         }
-        EventKind::MassCanceled { account, symbol, canceled } => {
+        EventKind::MassCanceled {
+            account,
+            symbol,
+            canceled,
+        } => {
             o.uint(key!("account"), *account);
             if let Some(symbol) = symbol {
                 o.str(key!("symbol"), symbol.as_str());

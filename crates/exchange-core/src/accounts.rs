@@ -53,17 +53,42 @@ impl Account {
     }
 }
 
+/// Account ids below this are looked up in a plain array: every order
+/// command resolves its account, and a probe of a hash map that the rest
+/// of the work keeps evicting from the cache cost more than the array
+/// (at most 256 KiB, grown to the largest small id seen).
+const DENSE_IDS: AccountId = 1 << 16;
+
 /// All accounts, in creation order, with a lookup by id. The map is only
 /// ever probed, never iterated, so its order cannot leak into the state.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Accounts {
     pub list: Vec<Account>,
+    /// Index + 1 of the account with each id below [`DENSE_IDS`]; 0: none.
+    dense: Vec<u32>,
+    /// The accounts with larger ids.
     by_id: FxHashMap<AccountId, u32>,
 }
 
 impl Accounts {
+    #[inline]
     pub fn index(&self, id: AccountId) -> Option<u32> {
+        if id < DENSE_IDS {
+            return self.dense.get(id as usize).and_then(|&i| i.checked_sub(1));
+        }
         self.by_id.get(&id).copied()
+    }
+
+    fn link(&mut self, id: AccountId, index: u32) {
+        if id < DENSE_IDS {
+            let at = id as usize;
+            if self.dense.len() <= at {
+                self.dense.resize(at + 1, 0);
+            }
+            self.dense[at] = index + 1;
+        } else {
+            self.by_id.insert(id, index);
+        }
     }
 
     pub fn get_or_create(&mut self, id: AccountId) -> Result<u32, RejectReason> {
@@ -75,12 +100,37 @@ impl Accounts {
         }
         let index = self.list.len() as u32;
         self.list.push(Account::new(id));
-        self.by_id.insert(id, index);
+        self.link(id, index);
         Ok(index)
     }
 
     pub fn push_restored(&mut self, account: Account) {
-        self.by_id.insert(account.id, self.list.len() as u32);
+        self.link(account.id, self.list.len() as u32);
         self.list.push(account);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn small_and_large_ids_are_found_and_only_those() {
+        let mut accounts = Accounts::default();
+        for id in [7, 0, DENSE_IDS - 1, DENSE_IDS, u64::MAX] {
+            let index = accounts.get_or_create(id);
+            assert_eq!(index, Ok(accounts.list.len() as u32 - 1));
+        }
+        for (index, id) in [7, 0, DENSE_IDS - 1, DENSE_IDS, u64::MAX]
+            .into_iter()
+            .enumerate()
+        {
+            assert_eq!(accounts.index(id), Some(index as u32));
+            assert_eq!(accounts.get_or_create(id), Ok(index as u32));
+        }
+        for id in [1, 6, 8, DENSE_IDS - 2, DENSE_IDS + 1, u64::MAX - 1] {
+            assert_eq!(accounts.index(id), None, "id {id}");
+        }
+        assert_eq!(accounts.list.len(), 5);
     }
 }

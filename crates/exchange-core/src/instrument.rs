@@ -198,7 +198,13 @@ impl Instrument {
 /// Fee on a notional, rounded toward zero so that the sum of the fees of
 /// several fills never exceeds the fee reserved for their total.
 pub(crate) fn fee(notional: u64, bps: i32) -> i64 {
-    let magnitude = u128::from(notional) * u128::from(bps.unsigned_abs()) / 10_000;
+    let bps_abs = u64::from(bps.unsigned_abs());
+    // Dividing a u128 by a constant is a library call; in 64 bits it is a
+    // multiplication, and almost every product fits.
+    let magnitude = match notional.checked_mul(bps_abs) {
+        Some(product) => u128::from(product / 10_000),
+        None => u128::from(notional) * u128::from(bps_abs) / 10_000,
+    };
     // |bps| <= 10_000, so the magnitude never exceeds the notional.
     let magnitude = i64::try_from(magnitude).unwrap_or(i64::MAX);
     if bps < 0 {
@@ -211,4 +217,40 @@ pub(crate) fn fee(notional: u64, bps: i32) -> i64 {
 /// What a buy reserves: the notional plus the largest fee it may pay.
 pub(crate) fn buy_cost(notional: u64, max_fee_bps: i32) -> Option<u64> {
     notional.checked_add(fee(notional, max_fee_bps).unsigned_abs())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fee;
+
+    #[test]
+    fn fee_is_the_exact_quotient_on_both_sides_of_64_bits() {
+        let exact = |n: u64, bps: i32| {
+            let m = u128::from(n) * u128::from(bps.unsigned_abs()) / 10_000;
+            let m = i64::try_from(m).unwrap_or(i64::MAX);
+            if bps < 0 {
+                -m
+            } else {
+                m
+            }
+        };
+        let edge = u64::MAX / 10_000;
+        for n in [
+            0,
+            1,
+            9_999,
+            123_456_789,
+            edge,
+            edge + 1,
+            u64::MAX / 5,
+            u64::MAX,
+        ] {
+            for bps in [-10_000, -3, -1, 0, 1, 5, 9_999, 10_000] {
+                assert_eq!(fee(n, bps), exact(n, bps), "fee({n}, {bps})");
+            }
+        }
+        assert_eq!(fee(u64::MAX, 10_000), i64::MAX);
+        assert_eq!(fee(1_999_999, 5), 999);
+        assert_eq!(fee(1_999_999, -5), -999);
+    }
 }

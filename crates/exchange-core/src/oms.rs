@@ -92,7 +92,11 @@ impl Engine {
         for (_, slot) in victims {
             self.cancel_resting(slot, CancelReason::MassCancel, out);
         }
-        let kind = EventKind::MassCanceled { account: mass.account, symbol: mass.symbol, canceled };
+        let kind = EventKind::MassCanceled {
+            account: mass.account,
+            symbol: mass.symbol,
+            canceled,
+        };
         self.emit(out, kind);
     }
 

@@ -304,8 +304,16 @@ impl Journal {
         let path = self.dir.join(segment_name(next_index));
         fs::rename(&fresh, &path).map_err(|e| io(&path, e))?;
         sync_dir(&self.dir)?;
-        self.active = OpenOptions::new().append(true).open(&path).map_err(|e| io(&path, e))?;
-        self.segments.push(Segment { path, first_index: next_index, offsets: Vec::new(), len: SEGMENT_MAGIC.len() as u64 });
+        self.active = OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .map_err(|e| io(&path, e))?;
+        self.segments.push(Segment {
+            path,
+            first_index: next_index,
+            offsets: Vec::new(),
+            len: SEGMENT_MAGIC.len() as u64,
+        });
         self.next_index = next_index;
         self.unsynced = false;
         Ok(())
@@ -328,10 +336,21 @@ impl Journal {
 }
 
 /// Creates a segment file holding only its header under `{index}.{suffix}`.
-fn create_segment_named(dir: &Path, first_index: u64, suffix: &str) -> Result<PathBuf, JournalError> {
+fn create_segment_named(
+    dir: &Path,
+    first_index: u64,
+    suffix: &str,
+) -> Result<PathBuf, JournalError> {
     let path = dir.join(format!("{first_index:020}.{suffix}"));
-    let mut file = OpenOptions::new().create(true).write(true).truncate(true).open(&path).map_err(|e| io(&path, e))?;
-    file.write_all(SEGMENT_MAGIC).and_then(|_| file.sync_all()).map_err(|e| io(&path, e))?;
+    let mut file = OpenOptions::new()
+        .create(true)
+        .write(true)
+        .truncate(true)
+        .open(&path)
+        .map_err(|e| io(&path, e))?;
+    file.write_all(SEGMENT_MAGIC)
+        .and_then(|_| file.sync_all())
+        .map_err(|e| io(&path, e))?;
     Ok(path)
 }
 

@@ -11,9 +11,15 @@ use thiserror::Error;
 #[derive(Debug, Error)]
 pub enum ConfigError {
     #[error("cannot read config {path}: {source}")]
-    Read { path: PathBuf, source: std::io::Error },
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("invalid config {path}: {source}")]
-    Parse { path: PathBuf, source: toml::de::Error },
+    Parse {
+        path: PathBuf,
+        source: toml::de::Error,
+    },
 }
 
 /// One instrument listed at start-up (if not listed already), in the
@@ -85,7 +91,11 @@ pub struct FixConfig {
 
 impl Default for FixConfig {
     fn default() -> Self {
-        FixConfig { listen: SocketAddr::from(([127, 0, 0, 1], 9878)), max_clock_skew_secs: 120, sessions: Vec::new() }
+        FixConfig {
+            listen: SocketAddr::from(([127, 0, 0, 1], 9878)),
+            max_clock_skew_secs: 120,
+            sessions: Vec::new(),
+        }
     }
 }
 
@@ -157,7 +167,13 @@ impl Default for MarketDataConfig {
     }
 }
 
-fn instrument(symbol: &str, base: &str, tick: &str, lot: &str, reference: &str) -> InstrumentConfig {
+fn instrument(
+    symbol: &str,
+    base: &str,
+    tick: &str,
+    lot: &str,
+    reference: &str,
+) -> InstrumentConfig {
     InstrumentConfig {
         symbol: symbol.into(),
         base: base.into(),
@@ -199,8 +215,14 @@ impl Default for Config {
 
 impl Config {
     pub fn load(path: &Path) -> Result<Config, ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read { path: path.into(), source })?;
-        toml::from_str(&text).map_err(|source| ConfigError::Parse { path: path.into(), source })
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.into(),
+            source,
+        })?;
+        toml::from_str(&text).map_err(|source| ConfigError::Parse {
+            path: path.into(),
+            source,
+        })
     }
 }
 
@@ -229,7 +251,10 @@ mod tests {
         let parsed: Config = toml::from_str(text).unwrap();
         assert_eq!(parsed.marketdata.feed_targets.len(), 1);
         assert_eq!(parsed.marketdata.heartbeat_ms, 50);
-        assert_eq!(parsed.marketdata.subscriber_queue, MarketDataConfig::default().subscriber_queue);
+        assert_eq!(
+            parsed.marketdata.subscriber_queue,
+            MarketDataConfig::default().subscriber_queue
+        );
         assert!(toml::from_str::<Config>("[marketdata]\nheartbeat = 5\n").is_err());
     }
 }

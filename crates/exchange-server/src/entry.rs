@@ -19,7 +19,11 @@ pub enum LogEntry {
     Core(Stamped),
     /// Opens an account with API credentials; the account id is assigned
     /// when the entry is applied, so every replica assigns the same one.
-    CreateAccount { ts: u64, api_key: String, api_secret: String },
+    CreateAccount {
+        ts: u64,
+        api_key: String,
+        api_secret: String,
+    },
 }
 
 #[derive(Debug, Error)]
@@ -57,7 +61,11 @@ impl LogEntry {
     pub fn encode(&self) -> Vec<u8> {
         match self {
             LogEntry::Core(stamped) => exchange_codec::encode_command(stamped).into_bytes(),
-            LogEntry::CreateAccount { ts, api_key, api_secret } => serde_json::to_vec(&CreateAccountWire {
+            LogEntry::CreateAccount {
+                ts,
+                api_key,
+                api_secret,
+            } => serde_json::to_vec(&CreateAccountWire {
                 cmd: "create_account".into(),
                 ts: *ts,
                 api_key: api_key.clone(),
@@ -72,11 +80,17 @@ impl LogEntry {
         if bytes.windows(16).any(|w| w == b"\"create_account\"") {
             let wire: CreateAccountWire = serde_json::from_slice(bytes)?;
             if wire.cmd == "create_account" {
-                return Ok(LogEntry::CreateAccount { ts: wire.ts, api_key: wire.api_key, api_secret: wire.api_secret });
+                return Ok(LogEntry::CreateAccount {
+                    ts: wire.ts,
+                    api_key: wire.api_key,
+                    api_secret: wire.api_secret,
+                });
             }
         }
         let text = std::str::from_utf8(bytes).map_err(|_| {
-            EntryError::Json(serde_json::Error::io(std::io::Error::other("entry is not UTF-8")))
+            EntryError::Json(serde_json::Error::io(std::io::Error::other(
+                "entry is not UTF-8",
+            )))
         })?;
         Ok(LogEntry::Core(exchange_codec::decode_command(text)?))
     }

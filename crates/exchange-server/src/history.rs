@@ -7,6 +7,7 @@
 //! symbol (the reporting service keeps the full record).
 
 use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
 
 use exchange_types::{AccountId, Event, EventKind, OrderId, Side};
 use serde::{Deserialize, Serialize};
@@ -78,9 +79,14 @@ pub struct PublicTrade {
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct History {
-    orders: BTreeMap<OrderId, OrderRecord>,
+    // Records and fills are shared, so copying the history for a snapshot
+    // (on the core thread, between two commands) copies pointers, not
+    // tens of thousands of strings; a record changed later is copied then.
+    #[serde(with = "shared::orders")]
+    orders: BTreeMap<OrderId, Arc<OrderRecord>>,
     closed: BTreeMap<AccountId, VecDeque<OrderId>>,
-    fills: BTreeMap<AccountId, VecDeque<Fill>>,
+    #[serde(with = "shared::fills")]
+    fills: BTreeMap<AccountId, VecDeque<Arc<Fill>>>,
     trades: BTreeMap<String, VecDeque<PublicTrade>>,
 }
 
@@ -95,14 +101,25 @@ fn push_bounded<T>(queue: &mut VecDeque<T>, item: T, limit: usize) -> Option<T> 
 
 impl History {
     pub fn order(&self, id: OrderId) -> Option<&OrderRecord> {
-        self.orders.get(&id)
+        self.orders.get(&id).map(|o| &**o)
+    }
+
+    /// The record, shared rather than copied.
+    pub fn shared_order(&self, id: OrderId) -> Option<Arc<OrderRecord>> {
+        self.orders.get(&id).cloned()
     }
 
     /// The account's orders, newest first.
-    pub fn orders_of(&self, account: AccountId, open_only: bool, symbol: Option<&str>) -> Vec<&OrderRecord> {
+    pub fn orders_of(
+        &self,
+        account: AccountId,
+        open_only: bool,
+        symbol: Option<&str>,
+    ) -> Vec<&OrderRecord> {
         self.orders
             .values()
             .rev()
+            .map(|o| &**o)
             .filter(|o| o.account == account)
             .filter(|o| !open_only || o.status.is_open())
             .filter(|o| symbol.is_none_or(|s| o.symbol == s))
@@ -113,13 +130,23 @@ impl History {
     pub fn fills_of(&self, account: AccountId, symbol: Option<&str>, limit: usize) -> Vec<&Fill> {
         self.fills
             .get(&account)
-            .map(|f| f.iter().rev().filter(|f| symbol.is_none_or(|s| f.symbol == s)).take(limit).collect())
+            .map(|f| {
+                f.iter()
+                    .rev()
+                    .map(|f| &**f)
+                    .filter(|f| symbol.is_none_or(|s| f.symbol == s))
+                    .take(limit)
+                    .collect()
+            })
             .unwrap_or_default()
     }
 
     /// A market's trades, newest first.
     pub fn trades_of(&self, symbol: &str, limit: usize) -> Vec<&PublicTrade> {
-        self.trades.get(symbol).map(|t| t.iter().rev().take(limit).collect()).unwrap_or_default()
+        self.trades
+            .get(symbol)
+            .map(|t| t.iter().rev().take(limit).collect())
+            .unwrap_or_default()
     }
 
     pub fn record(&mut self, events: &[Event]) {
@@ -129,7 +156,9 @@ impl History {
     }
 
     fn close(&mut self, id: OrderId, status: OrderStatus, ts: u64) {
-        let Some(order) = self.orders.get_mut(&id) else { return };
+        let Some(order) = self.orders.get_mut(&id).map(Arc::make_mut) else {
+            return;
+        };
         order.status = status;
         order.updated_ts = ts;
         let account = order.account;
@@ -143,11 +172,20 @@ impl History {
         let ts = event.ts;
         match &event.kind {
             EventKind::Accepted {
-                account, client_order_id, order_id, symbol, side, order_type, price, qty, tif, ..
+                account,
+                client_order_id,
+                order_id,
+                symbol,
+                side,
+                order_type,
+                price,
+                qty,
+                tif,
+                ..
             } => {
                 self.orders.insert(
                     *order_id,
-                    OrderRecord {
+                    Arc::new(OrderRecord {
                         order_id: *order_id,
                         account: *account,
                         client_order_id: client_order_id.to_string(),
@@ -161,10 +199,17 @@ impl History {
                         tif: tif.as_str().into(),
                         created_ts: ts,
                         updated_ts: ts,
-                    },
+                    }),
                 );
             }
-            EventKind::Trade { trade_id, symbol, price, qty, aggressor_side, .. } => {
+            EventKind::Trade {
+                trade_id,
+                symbol,
+                price,
+                qty,
+                aggressor_side,
+                ..
+            } => {
                 for side in trade_sides(&event.kind).into_iter().flatten() {
                     let fill = Fill {
                         trade_id: *trade_id,
@@ -177,8 +222,12 @@ impl History {
                         liquidity: side.liquidity.into(),
                         ts,
                     };
-                    push_bounded(self.fills.entry(side.account).or_default(), fill, FILLS_PER_ACCOUNT);
-                    if let Some(order) = self.orders.get_mut(&side.order_id) {
+                    push_bounded(
+                        self.fills.entry(side.account).or_default(),
+                        Arc::new(fill),
+                        FILLS_PER_ACCOUNT,
+                    );
+                    if let Some(order) = self.orders.get_mut(&side.order_id).map(Arc::make_mut) {
                         order.filled_qty += qty;
                         order.updated_ts = ts;
                         order.status = OrderStatus::PartiallyFilled;
@@ -194,10 +243,19 @@ impl History {
                     side: aggressor_side.as_str().into(),
                     ts,
                 };
-                push_bounded(self.trades.entry(symbol.to_string()).or_default(), public, TRADES_PER_SYMBOL);
+                push_bounded(
+                    self.trades.entry(symbol.to_string()).or_default(),
+                    public,
+                    TRADES_PER_SYMBOL,
+                );
             }
-            EventKind::Canceled { order_id, leaves_qty, canceled_qty, .. } => {
-                if let Some(order) = self.orders.get_mut(order_id) {
+            EventKind::Canceled {
+                order_id,
+                leaves_qty,
+                canceled_qty,
+                ..
+            } => {
+                if let Some(order) = self.orders.get_mut(order_id).map(Arc::make_mut) {
                     // Only a self-trade decrement shrinks a live order; a
                     // full cancel keeps the quantity the client asked for.
                     if *leaves_qty > 0 {
@@ -210,8 +268,15 @@ impl History {
                 }
             }
             EventKind::Expired { order_id, .. } => self.close(*order_id, OrderStatus::Expired, ts),
-            EventKind::Replaced { order_id, client_order_id, price, qty, leaves_qty, .. } => {
-                if let Some(order) = self.orders.get_mut(order_id) {
+            EventKind::Replaced {
+                order_id,
+                client_order_id,
+                price,
+                qty,
+                leaves_qty,
+                ..
+            } => {
+                if let Some(order) = self.orders.get_mut(order_id).map(Arc::make_mut) {
                     order.client_order_id = client_order_id.to_string();
                     order.price = Some(*price);
                     order.qty = *qty;
@@ -280,4 +345,159 @@ pub fn trade_sides(kind: &EventKind) -> Option<[TradeSide; 2]> {
 
 fn side_str(side: Side) -> &'static str {
     side.as_str()
+}
+
+/// (De)serialisation of the shared records exactly as if they were plain
+/// values, so snapshots keep their format.
+mod shared {
+    use std::collections::{BTreeMap, VecDeque};
+    use std::sync::Arc;
+
+    use serde::ser::Serializer;
+    use serde::{Deserialize, Deserializer, Serialize};
+
+    struct Queue<'a, T>(&'a VecDeque<Arc<T>>);
+
+    impl<T: Serialize> Serialize for Queue<'_, T> {
+        fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+            serializer.collect_seq(self.0.iter().map(|item| &**item))
+        }
+    }
+
+    pub mod orders {
+        use super::*;
+        use crate::history::OrderRecord;
+        use exchange_types::OrderId;
+
+        pub fn serialize<S: Serializer>(
+            map: &BTreeMap<OrderId, Arc<OrderRecord>>,
+            serializer: S,
+        ) -> Result<S::Ok, S::Error> {
+            serializer.collect_map(map.iter().map(|(id, record)| (id, &**record)))
+        }
+
+        pub fn deserialize<'de, D: Deserializer<'de>>(
+            deserializer: D,
+        ) -> Result<BTreeMap<OrderId, Arc<OrderRecord>>, D::Error> {
+            let plain = BTreeMap::<OrderId, OrderRecord>::deserialize(deserializer)?;
+            Ok(plain
+                .into_iter()
+                .map(|(id, record)| (id, Arc::new(record)))
+                .collect())
+        }
+    }
+
+    pub mod fills {
+        use super::*;
+        use crate::history::Fill;
+        use exchange_types::AccountId;
+
+        type Fills = BTreeMap<AccountId, VecDeque<Arc<Fill>>>;
+
+        pub fn serialize<S: Serializer>(map: &Fills, serializer: S) -> Result<S::Ok, S::Error> {
+            serializer.collect_map(map.iter().map(|(account, fills)| (account, Queue(fills))))
+        }
+
+        pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Fills, D::Error> {
+            let plain = BTreeMap::<AccountId, VecDeque<Fill>>::deserialize(deserializer)?;
+            Ok(plain
+                .into_iter()
+                .map(|(account, fills)| (account, fills.into_iter().map(Arc::new).collect()))
+                .collect())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use exchange_types::{OrderType, SelfTradePrevention, TimeInForce};
+
+    use super::*;
+
+    fn accepted(order_id: OrderId, account: AccountId, side: Side) -> Event {
+        let kind = EventKind::Accepted {
+            account,
+            client_order_id: exchange_types::ClientOrderId::new(&format!("c{order_id}"))
+                .expect("id"),
+            order_id,
+            symbol: exchange_types::Symbol::new("BTC-USD").expect("symbol"),
+            side,
+            order_type: OrderType::Limit,
+            price: Some(100),
+            qty: 10,
+            tif: TimeInForce::Gtc,
+            post_only: false,
+            stp: SelfTradePrevention::CancelNewest,
+        };
+        Event {
+            seq: order_id,
+            ts: order_id,
+            kind,
+        }
+    }
+
+    fn trade() -> Event {
+        let kind = EventKind::Trade {
+            trade_id: 1,
+            symbol: exchange_types::Symbol::new("BTC-USD").expect("symbol"),
+            price: 100,
+            qty: 4,
+            maker_order_id: 1,
+            taker_order_id: 2,
+            maker_account: 7,
+            taker_account: 8,
+            aggressor_side: Side::Buy,
+            maker_fee: -1,
+            taker_fee: 2,
+            maker_leaves_qty: 6,
+            taker_leaves_qty: 6,
+        };
+        Event {
+            seq: 3,
+            ts: 3,
+            kind,
+        }
+    }
+
+    #[test]
+    fn copies_share_records_and_snapshots_keep_the_plain_format() {
+        let mut history = History::default();
+        history.record(&[
+            accepted(1, 7, Side::Sell),
+            accepted(2, 8, Side::Buy),
+            trade(),
+        ]);
+        let copy = history.clone();
+        assert!(Arc::ptr_eq(&copy.orders[&1], &history.orders[&1]));
+        // A later change copies the record: the copy keeps what it had.
+        history.record(&[Event {
+            seq: 4,
+            ts: 4,
+            kind: EventKind::Expired {
+                account: 8,
+                order_id: 2,
+                client_order_id: exchange_types::ClientOrderId::new("c2").expect("id"),
+                symbol: exchange_types::Symbol::new("BTC-USD").expect("symbol"),
+                expired_qty: 6,
+                filled_qty: 4,
+            },
+        }]);
+        assert_eq!(
+            history.order(2).map(|o| o.status),
+            Some(OrderStatus::Expired)
+        );
+        assert_eq!(
+            copy.order(2).map(|o| (o.status, o.filled_qty)),
+            Some((OrderStatus::PartiallyFilled, 4))
+        );
+        assert!(Arc::ptr_eq(&copy.orders[&1], &history.orders[&1]));
+
+        let json = serde_json::to_value(&copy).expect("serialises");
+        assert_eq!(json["orders"]["1"]["client_order_id"], "c1");
+        assert_eq!(json["orders"]["2"]["filled_qty"], 4);
+        assert_eq!(json["fills"]["7"][0]["liquidity"], "maker");
+        assert_eq!(json["fills"]["8"][0]["fee"], 2);
+        let back: History = serde_json::from_value(json).expect("deserialises");
+        assert_eq!(back, copy);
+    }
 }

@@ -33,14 +33,18 @@ impl Default for Metrics {
             core_queue_depth: AtomicU64::new(0),
             applied_index: AtomicU64::new(0),
             snapshots: AtomicU64::new(0),
-            fsync_ns: Mutex::new(Histogram::new_with_bounds(1_000, 60_000_000_000, 3).expect("static bounds")),
+            fsync_ns: Mutex::new(
+                Histogram::new_with_bounds(1_000, 60_000_000_000, 3).expect("static bounds"),
+            ),
             rejects: Mutex::new(BTreeMap::new()),
         }
     }
 }
 
 /// Upper bounds (seconds) of the fsync latency buckets.
-const FSYNC_BUCKETS: [f64; 10] = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.1, 1.0];
+const FSYNC_BUCKETS: [f64; 10] = [
+    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.1, 1.0,
+];
 
 impl Metrics {
     pub fn record_fsync(&self, nanos: u64) {
@@ -70,17 +74,68 @@ impl Metrics {
     pub fn render(&self) -> String {
         let mut out = String::new();
         let counter = |out: &mut String, name: &str, help: &str, kind: &str, value: u64| {
-            let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}");
+            let _ = writeln!(
+                out,
+                "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}"
+            );
         };
         let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
-        counter(&mut out, "exchange_commands_total", "Log entries applied.", "counter", get(&self.commands));
-        counter(&mut out, "exchange_batches_total", "Group commits (one fsync each).", "counter", get(&self.batches));
-        counter(&mut out, "exchange_events_total", "Events emitted by the core.", "counter", get(&self.events));
-        counter(&mut out, "exchange_overloaded_total", "Requests refused because a queue was full.", "counter", get(&self.overloaded));
-        counter(&mut out, "exchange_snapshots_total", "Snapshots written.", "counter", get(&self.snapshots));
-        counter(&mut out, "exchange_submit_queue_depth", "Commands waiting for the journal.", "gauge", get(&self.submit_queue_depth));
-        counter(&mut out, "exchange_core_queue_depth", "Batches waiting for the core.", "gauge", get(&self.core_queue_depth));
-        counter(&mut out, "exchange_applied_index", "Last log index applied.", "gauge", get(&self.applied_index));
+        counter(
+            &mut out,
+            "exchange_commands_total",
+            "Log entries applied.",
+            "counter",
+            get(&self.commands),
+        );
+        counter(
+            &mut out,
+            "exchange_batches_total",
+            "Group commits (one fsync each).",
+            "counter",
+            get(&self.batches),
+        );
+        counter(
+            &mut out,
+            "exchange_events_total",
+            "Events emitted by the core.",
+            "counter",
+            get(&self.events),
+        );
+        counter(
+            &mut out,
+            "exchange_overloaded_total",
+            "Requests refused because a queue was full.",
+            "counter",
+            get(&self.overloaded),
+        );
+        counter(
+            &mut out,
+            "exchange_snapshots_total",
+            "Snapshots written.",
+            "counter",
+            get(&self.snapshots),
+        );
+        counter(
+            &mut out,
+            "exchange_submit_queue_depth",
+            "Commands waiting for the journal.",
+            "gauge",
+            get(&self.submit_queue_depth),
+        );
+        counter(
+            &mut out,
+            "exchange_core_queue_depth",
+            "Batches waiting for the core.",
+            "gauge",
+            get(&self.core_queue_depth),
+        );
+        counter(
+            &mut out,
+            "exchange_applied_index",
+            "Last log index applied.",
+            "gauge",
+            get(&self.applied_index),
+        );
         let _ = writeln!(out, "# HELP exchange_rejects_total Rejected commands by reason.\n# TYPE exchange_rejects_total counter");
         for (reason, count) in self.rejects() {
             let _ = writeln!(out, "exchange_rejects_total{{reason=\"{reason}\"}} {count}");
@@ -89,11 +144,22 @@ impl Metrics {
             let _ = writeln!(out, "# HELP exchange_fsync_seconds Journal fsync latency.\n# TYPE exchange_fsync_seconds histogram");
             for bound in FSYNC_BUCKETS {
                 let count = h.count_between(0, (bound * 1e9) as u64);
-                let _ = writeln!(out, "exchange_fsync_seconds_bucket{{le=\"{bound}\"}} {count}");
+                let _ = writeln!(
+                    out,
+                    "exchange_fsync_seconds_bucket{{le=\"{bound}\"}} {count}"
+                );
             }
-            let _ = writeln!(out, "exchange_fsync_seconds_bucket{{le=\"+Inf\"}} {}", h.len());
+            let _ = writeln!(
+                out,
+                "exchange_fsync_seconds_bucket{{le=\"+Inf\"}} {}",
+                h.len()
+            );
             let sum_secs = h.mean() * h.len() as f64 / 1e9;
-            let _ = writeln!(out, "exchange_fsync_seconds_sum {sum_secs}\nexchange_fsync_seconds_count {}", h.len());
+            let _ = writeln!(
+                out,
+                "exchange_fsync_seconds_sum {sum_secs}\nexchange_fsync_seconds_count {}",
+                h.len()
+            );
         }
         out
     }

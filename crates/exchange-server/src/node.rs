@@ -17,7 +17,10 @@ pub enum RecoveryError {
     #[error(transparent)]
     Journal(#[from] JournalError),
     #[error("snapshot {path}: {source}")]
-    Snapshot { path: PathBuf, source: StateSnapshotError },
+    Snapshot {
+        path: PathBuf,
+        source: StateSnapshotError,
+    },
     #[error("log entry {index}: {source}")]
     Entry { index: u64, source: EntryError },
     #[error("the journal starts at {journal_first} but the snapshot ends at {snapshot}: entries are missing")]
@@ -53,7 +56,8 @@ pub fn recover(data_dir: &Path) -> Result<(ServerState, Journal, RecoveryReport)
         Some(snapshot) => {
             report.snapshot_index = Some(snapshot.index);
             let path = snapshot_dir(data_dir);
-            ServerState::restore(&snapshot.state).map_err(|source| RecoveryError::Snapshot { path, source })?
+            ServerState::restore(&snapshot.state)
+                .map_err(|source| RecoveryError::Snapshot { path, source })?
         }
         None => ServerState::new(),
     };
@@ -68,7 +72,10 @@ pub fn recover(data_dir: &Path) -> Result<(ServerState, Journal, RecoveryReport)
     }
     let mut next = state.applied_index + 1;
     if journal.first_index() > next && journal.next_index() > journal.first_index() {
-        return Err(RecoveryError::Gap { snapshot: state.applied_index, journal_first: journal.first_index() });
+        return Err(RecoveryError::Gap {
+            snapshot: state.applied_index,
+            journal_first: journal.first_index(),
+        });
     }
     while next < journal.next_index() {
         let entries = journal.read(next, 10_000)?;
@@ -77,7 +84,10 @@ pub fn recover(data_dir: &Path) -> Result<(ServerState, Journal, RecoveryReport)
         }
         for entry in entries {
             let decoded =
-                LogEntry::decode(&entry.payload).map_err(|source| RecoveryError::Entry { index: entry.index, source })?;
+                LogEntry::decode(&entry.payload).map_err(|source| RecoveryError::Entry {
+                    index: entry.index,
+                    source,
+                })?;
             state.apply(entry.index, &decoded);
             next = entry.index + 1;
             report.replayed += 1;
@@ -89,10 +99,15 @@ pub fn recover(data_dir: &Path) -> Result<(ServerState, Journal, RecoveryReport)
 }
 
 /// Recovers and starts the pipeline.
-pub fn start(data_dir: &Path, mut config: PipelineConfig) -> Result<(Pipeline, RecoveryReport), RecoveryError> {
+pub fn start(
+    data_dir: &Path,
+    mut config: PipelineConfig,
+) -> Result<(Pipeline, RecoveryReport), RecoveryError> {
     let (state, journal, report) = recover(data_dir)?;
     config.snapshot_dir = snapshot_dir(data_dir);
     let metrics = Arc::new(Metrics::default());
-    metrics.applied_index.store(state.applied_index, std::sync::atomic::Ordering::Relaxed);
+    metrics
+        .applied_index
+        .store(state.applied_index, std::sync::atomic::Ordering::Relaxed);
     Ok((Pipeline::start(state, journal, config, metrics), report))
 }

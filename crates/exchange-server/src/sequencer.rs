@@ -25,7 +25,7 @@ use tokio::sync::{broadcast, oneshot};
 
 use crate::entry::LogEntry;
 use crate::metrics::Metrics;
-use crate::state::{Applied, ServerState};
+use crate::state::{Applied, ServerState, StateCopy};
 
 /// Commands taken into one group commit at most.
 pub const MAX_BATCH: usize = 4_096;
@@ -97,16 +97,25 @@ impl Handle {
     /// Sequences an entry and waits until it is durable and applied.
     pub async fn submit(&self, entry: LogEntry) -> Result<Arc<Applied>, SubmitError> {
         let (tx, rx) = oneshot::channel();
-        self.enqueue(Submission { entry, reply: Some(tx) })?;
+        self.enqueue(Submission {
+            entry,
+            reply: Some(tx),
+        })?;
         rx.await.map_err(|_| SubmitError::Stopped)
     }
 
     /// Queues an entry and returns at once with the receiver of its
     /// outcome. Entries queued by one caller are sequenced in the order of
     /// these calls, which is what keeps one connection's commands in order.
-    pub fn enqueue_entry(&self, entry: LogEntry) -> Result<oneshot::Receiver<Arc<Applied>>, SubmitError> {
+    pub fn enqueue_entry(
+        &self,
+        entry: LogEntry,
+    ) -> Result<oneshot::Receiver<Arc<Applied>>, SubmitError> {
         let (tx, rx) = oneshot::channel();
-        self.enqueue(Submission { entry, reply: Some(tx) })?;
+        self.enqueue(Submission {
+            entry,
+            reply: Some(tx),
+        })?;
         Ok(rx)
     }
 
@@ -162,7 +171,12 @@ pub struct Pipeline {
 impl Pipeline {
     /// Starts the journal and core threads over a recovered state and an
     /// open journal positioned after it.
-    pub fn start(state: ServerState, journal: Journal, config: PipelineConfig, metrics: Arc<Metrics>) -> Pipeline {
+    pub fn start(
+        state: ServerState,
+        journal: Journal,
+        config: PipelineConfig,
+        metrics: Arc<Metrics>,
+    ) -> Pipeline {
         let (submit_tx, submit_rx) = bounded(config.submit_queue);
         let (core_tx, core_rx) = bounded(config.core_queue);
         let (events, _) = broadcast::channel(config.events_buffer);
@@ -180,23 +194,43 @@ impl Pipeline {
         // Log entries below this index are covered by a durable snapshot and
         // may be deleted; set by the snapshot writer, read by the journal.
         let purge_below = Arc::new(AtomicU64::new(0));
-        let snapshots = SnapshotWriter::start(config.snapshot_dir.clone(), purge_below.clone(), metrics.clone());
+        let snapshots = SnapshotWriter::start(
+            config.snapshot_dir.clone(),
+            purge_below.clone(),
+            metrics.clone(),
+        );
         let journal_thread = std::thread::Builder::new()
             .name("journal".into())
             .spawn(move || {
-                let mut guard = FailGuard { failed: journal_failed, clean: false };
-                guard.clean = journal_loop(journal, submit_rx, core_tx, last_ts, journal_metrics, purge_below);
+                let mut guard = FailGuard {
+                    failed: journal_failed,
+                    clean: false,
+                };
+                guard.clean = journal_loop(
+                    journal,
+                    submit_rx,
+                    core_tx,
+                    last_ts,
+                    journal_metrics,
+                    purge_below,
+                );
             })
             .expect("spawn journal thread");
         let core_thread = std::thread::Builder::new()
             .name("core".into())
             .spawn(move || {
-                let mut guard = FailGuard { failed, clean: false };
+                let mut guard = FailGuard {
+                    failed,
+                    clean: false,
+                };
                 core_loop(state, core_rx, events, config, metrics, snapshots);
                 guard.clean = true;
             })
             .expect("spawn core thread");
-        Pipeline { handle, threads: vec![journal_thread, core_thread] }
+        Pipeline {
+            handle,
+            threads: vec![journal_thread, core_thread],
+        }
     }
 
     /// Waits for the threads after every handle is gone.
@@ -209,7 +243,10 @@ impl Pipeline {
 }
 
 fn wall_clock_ns() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0)
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0)
 }
 
 /// Returns true on a clean stop (every handle dropped), false on a failure.
@@ -239,7 +276,9 @@ fn journal_loop(
                 Err(TryRecvError::Empty | TryRecvError::Disconnected) => break,
             }
         }
-        metrics.submit_queue_depth.store(submit.len() as u64, Ordering::Relaxed);
+        metrics
+            .submit_queue_depth
+            .store(submit.len() as u64, Ordering::Relaxed);
         // The log's clock never runs backwards, whatever the wall clock does.
         last_ts = last_ts.max(wall_clock_ns());
         payloads.clear();
@@ -269,7 +308,9 @@ fn journal_loop(
         if core.send(CoreMsg::Batch(items)).is_err() {
             return false;
         }
-        metrics.core_queue_depth.store(core.len() as u64, Ordering::Relaxed);
+        metrics
+            .core_queue_depth
+            .store(core.len() as u64, Ordering::Relaxed);
     }
     true
 }
@@ -283,6 +324,7 @@ fn core_loop(
     snapshots: SnapshotWriter,
 ) {
     let mut since_snapshot = 0u64;
+    let mut done = Vec::with_capacity(PUBLISH_EVERY);
     while let Ok(message) = core.recv() {
         match message {
             CoreMsg::Query(read) => read(&state),
@@ -290,35 +332,58 @@ fn core_loop(
                 for (index, entry, reply) in items {
                     let applied = Arc::new(state.apply(index, &entry));
                     metrics.commands.fetch_add(1, Ordering::Relaxed);
-                    metrics.events.fetch_add(applied.events.len() as u64, Ordering::Relaxed);
+                    metrics
+                        .events
+                        .fetch_add(applied.events.len() as u64, Ordering::Relaxed);
                     for event in &applied.events {
                         if let EventKind::Rejected { reason, .. } = &event.kind {
                             metrics.record_reject(reason.as_str());
                         }
                     }
-                    if let Some(reply) = reply {
-                        let _ = reply.send(applied.clone());
+                    done.push((applied, reply));
+                    if done.len() == PUBLISH_EVERY {
+                        publish(&mut done, &events);
                     }
-                    // No subscriber is fine; a lagging one loses messages
-                    // and is told so by its receiver.
-                    let _ = events.send(applied);
                     since_snapshot += 1;
                 }
-                metrics.applied_index.store(state.applied_index, Ordering::Relaxed);
+                publish(&mut done, &events);
+                metrics
+                    .applied_index
+                    .store(state.applied_index, Ordering::Relaxed);
                 if config.snapshot_every > 0 && since_snapshot >= config.snapshot_every {
                     since_snapshot = 0;
-                    // Serialising is the only part on the core thread; the
-                    // disk work happens on the writer's.
-                    snapshots.offer(Snapshot { index: state.applied_index, term: 0, state: state.snapshot() });
+                    // Copying the state is the only part on the core thread;
+                    // serialising and the disk work happen on the writer's.
+                    snapshots.offer(&state);
                 }
             }
         }
     }
     // Leave a snapshot behind on a clean shutdown so the next start is fast.
     if since_snapshot > 0 && config.snapshot_every > 0 {
-        snapshots.finish(Snapshot { index: state.applied_index, term: 0, state: state.snapshot() });
+        snapshots.finish(&state);
     } else {
         snapshots.finish_without();
+    }
+}
+
+/// Applied entries answered and published together. Waking a gateway
+/// thread is a system call when it sleeps; after each entry it would
+/// sleep again in between, so the answers of a few entries go together.
+const PUBLISH_EVERY: usize = 64;
+
+/// Answers the waiting gateways and publishes the entries, in log order.
+fn publish(
+    done: &mut Vec<(Arc<Applied>, Option<Reply>)>,
+    events: &broadcast::Sender<Arc<Applied>>,
+) {
+    for (applied, reply) in done.drain(..) {
+        if let Some(reply) = reply {
+            let _ = reply.send(applied.clone());
+        }
+        // No subscriber is fine; a lagging one loses messages and is told
+        // so by its receiver.
+        let _ = events.send(applied);
     }
 }
 
@@ -326,19 +391,23 @@ fn core_loop(
 /// then lets the journal drop what the older of the two kept snapshots
 /// covers (the newer one might yet prove unreadable).
 struct SnapshotWriter {
-    queue: Option<Sender<Snapshot>>,
+    queue: Option<Sender<(u64, StateCopy)>>,
     thread: Option<JoinHandle<()>>,
 }
 
 impl SnapshotWriter {
-    fn start(dir: std::path::PathBuf, purge_below: Arc<AtomicU64>, metrics: Arc<Metrics>) -> SnapshotWriter {
-        let (tx, rx) = bounded::<Snapshot>(1);
+    fn start(
+        dir: std::path::PathBuf,
+        purge_below: Arc<AtomicU64>,
+        metrics: Arc<Metrics>,
+    ) -> SnapshotWriter {
+        let (tx, rx) = bounded::<(u64, StateCopy)>(1);
         let thread = std::thread::Builder::new()
             .name("snapshots".into())
             .spawn(move || {
                 let mut kept: Option<u64> = None;
-                while let Ok(snapshot) = rx.recv() {
-                    let index = snapshot.index;
+                while let Ok((index, copy)) = rx.recv() {
+                    let snapshot = Snapshot { index, term: 0, state: copy.into_bytes() };
                     match snapshots::save(&dir, &snapshot, 2) {
                         Ok(path) => {
                             metrics.snapshots.fetch_add(1, Ordering::Relaxed);
@@ -355,21 +424,24 @@ impl SnapshotWriter {
                 }
             })
             .expect("spawn snapshot thread");
-        SnapshotWriter { queue: Some(tx), thread: Some(thread) }
+        SnapshotWriter {
+            queue: Some(tx),
+            thread: Some(thread),
+        }
     }
 
-    /// Hands a snapshot to the writer, or drops it if the previous one is
-    /// still being written (the next one will do).
-    fn offer(&self, snapshot: Snapshot) {
-        if let Some(queue) = &self.queue {
-            let _ = queue.try_send(snapshot);
+    /// Hands a copy of the state to the writer, unless the previous one
+    /// is still waiting for it (the next one will do).
+    fn offer(&self, state: &ServerState) {
+        if let Some(queue) = self.queue.as_ref().filter(|queue| queue.is_empty()) {
+            let _ = queue.try_send((state.applied_index, state.copy()));
         }
     }
 
     /// Writes a last snapshot and waits for the writer to finish.
-    fn finish(mut self, snapshot: Snapshot) {
+    fn finish(mut self, state: &ServerState) {
         if let Some(queue) = self.queue.take() {
-            let _ = queue.send(snapshot);
+            let _ = queue.send((state.applied_index, state.copy()));
         }
         self.finish_without();
     }

@@ -44,7 +44,10 @@ pub fn admin_token(config: &Config) -> Result<(String, bool), std::io::Error> {
     if let Some(token) = config.admin_token.clone().filter(|t| !t.is_empty()) {
         return Ok((token, false));
     }
-    if let Some(token) = std::env::var("EXCHANGE_ADMIN_TOKEN").ok().filter(|t| !t.is_empty()) {
+    if let Some(token) = std::env::var("EXCHANGE_ADMIN_TOKEN")
+        .ok()
+        .filter(|t| !t.is_empty())
+    {
         return Ok((token, false));
     }
     let path = config.data_dir.join("admin_token");
@@ -79,20 +82,41 @@ pub fn instrument_entry(spec: &InstrumentConfig) -> Result<LogEntry, ServerError
         object.insert("cmd".into(), "add_instrument".into());
         object.retain(|_, v| !v.is_null());
     }
-    let stamped = exchange_codec::decode_command(&json.to_string())
-        .map_err(|e| ServerError::Instrument { symbol: spec.symbol.clone(), message: e.to_string() })?;
+    let stamped =
+        exchange_codec::decode_command(&json.to_string()).map_err(|e| ServerError::Instrument {
+            symbol: spec.symbol.clone(),
+            message: e.to_string(),
+        })?;
     Ok(LogEntry::Core(stamped))
 }
 
 /// Lists every configured instrument the state does not have yet, through
 /// the log like any other command.
-pub async fn ensure_instruments(handle: &Handle, instruments: &[InstrumentConfig]) -> Result<(), ServerError> {
-    let listed: Vec<String> =
-        handle.query(|s| s.engine.instruments().iter().map(|i| i.symbol.to_string()).collect()).await?;
-    for spec in instruments.iter().filter(|spec| !listed.contains(&spec.symbol)) {
+pub async fn ensure_instruments(
+    handle: &Handle,
+    instruments: &[InstrumentConfig],
+) -> Result<(), ServerError> {
+    let listed: Vec<String> = handle
+        .query(|s| {
+            s.engine
+                .instruments()
+                .iter()
+                .map(|i| i.symbol.to_string())
+                .collect()
+        })
+        .await?;
+    for spec in instruments
+        .iter()
+        .filter(|spec| !listed.contains(&spec.symbol))
+    {
         let applied = handle.submit(instrument_entry(spec)?).await?;
-        if let Some(exchange_types::EventKind::Rejected { reason, .. }) = applied.events.first().map(|e| &e.kind) {
-            return Err(ServerError::Instrument { symbol: spec.symbol.clone(), message: reason.message().into() });
+        if let Some(exchange_types::EventKind::Rejected { reason, .. }) =
+            applied.events.first().map(|e| &e.kind)
+        {
+            return Err(ServerError::Instrument {
+                symbol: spec.symbol.clone(),
+                message: reason.message().into(),
+            });
         }
     }
     Ok(())
@@ -114,7 +138,10 @@ pub fn report_recovery(report: &RecoveryReport) {
         eprintln!("recovery: loaded snapshot at index {index}");
     }
     for path in &report.invalid_snapshots {
-        eprintln!("recovery: WARNING: ignored invalid snapshot {}", path.display());
+        eprintln!(
+            "recovery: WARNING: ignored invalid snapshot {}",
+            path.display()
+        );
     }
     if let Some(reason) = &report.truncated_reason {
         eprintln!("recovery: WARNING: dropped a torn or corrupt journal tail: {reason}");
@@ -134,11 +161,21 @@ pub async fn run(config: Config, demo: bool) -> Result<(), ServerError> {
 /// gateway lives in a crate above this one, so the binary passes it in).
 /// It gets a signal that turns true at shutdown and returns the task to
 /// wait for before the pipeline stops.
-pub type GatewayStart =
-    Box<dyn FnOnce(&Handle, &Config, tokio::sync::watch::Receiver<bool>) -> Result<tokio::task::JoinHandle<()>, String> + Send>;
+pub type GatewayStart = Box<
+    dyn FnOnce(
+            &Handle,
+            &Config,
+            tokio::sync::watch::Receiver<bool>,
+        ) -> Result<tokio::task::JoinHandle<()>, String>
+        + Send,
+>;
 
 /// As [`run`], with more gateways.
-pub async fn run_with_gateways(config: Config, demo: bool, gateways: Vec<GatewayStart>) -> Result<(), ServerError> {
+pub async fn run_with_gateways(
+    config: Config,
+    demo: bool,
+    gateways: Vec<GatewayStart>,
+) -> Result<(), ServerError> {
     let (token, generated) = admin_token(&config)?;
     let ready = Arc::new(AtomicBool::new(false));
     let data_dir = config.data_dir.clone();
@@ -147,13 +184,17 @@ pub async fn run_with_gateways(config: Config, demo: bool, gateways: Vec<Gateway
     let handle = pipeline.handle.clone();
     ensure_instruments(&handle, &config.instruments).await?;
     if generated {
-        eprintln!("admin token (generated, saved in {}): {token}", data_dir.join("admin_token").display());
+        eprintln!(
+            "admin token (generated, saved in {}): {token}",
+            data_dir.join("admin_token").display()
+        );
     }
     let market = marketdata::start(handle.clone(), &config.marketdata).await?;
     if let Some(addr) = market.retransmit_addr {
         eprintln!("market-data feed: retransmission and snapshots on tcp://{addr}");
     }
-    let app = AppState::new(handle.clone(), config.clone(), token, ready.clone()).with_market_data(market.market.clone());
+    let app = AppState::new(handle.clone(), config.clone(), token, ready.clone())
+        .with_market_data(market.market.clone());
     let listener = tokio::net::TcpListener::bind(config.listen).await?;
     eprintln!("exchange listening on http://{}", listener.local_addr()?);
     if demo {
@@ -162,7 +203,8 @@ pub async fn run_with_gateways(config: Config, demo: bool, gateways: Vec<Gateway
     let (stop_gateways, stopping) = tokio::sync::watch::channel(false);
     let mut gateway_tasks = Vec::new();
     for start in gateways {
-        gateway_tasks.push(start(&handle, &config, stopping.clone()).map_err(ServerError::Gateway)?);
+        gateway_tasks
+            .push(start(&handle, &config, stopping.clone()).map_err(ServerError::Gateway)?);
     }
     ready.store(true, std::sync::atomic::Ordering::Release);
     // Small WebSocket frames (market data, order updates) must leave at
@@ -170,9 +212,12 @@ pub async fn run_with_gateways(config: Config, demo: bool, gateways: Vec<Gateway
     let listener = axum::serve::ListenerExt::tap_io(listener, |tcp: &mut tokio::net::TcpStream| {
         let _ = tcp.set_nodelay(true);
     });
-    axum::serve(listener, http::router(app).into_make_service_with_connect_info::<std::net::SocketAddr>())
-        .with_graceful_shutdown(shutdown_signal())
-        .await?;
+    axum::serve(
+        listener,
+        http::router(app).into_make_service_with_connect_info::<std::net::SocketAddr>(),
+    )
+    .with_graceful_shutdown(shutdown_signal())
+    .await?;
     // The service holds a sequencer handle: stop it before the pipeline.
     market.shutdown().await;
     let _ = stop_gateways.send(true);
@@ -190,7 +235,9 @@ async fn shutdown_signal() {
     };
     #[cfg(unix)]
     let terminate = async {
-        if let Ok(mut signal) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+        if let Ok(mut signal) =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        {
             signal.recv().await;
         }
     };

@@ -4,6 +4,7 @@
 //! state on every node.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use exchange_core::Engine;
 use exchange_marketdata::MarketSequences;
@@ -37,7 +38,7 @@ pub struct Applied {
     pub account: Option<AccountId>,
     /// For a place, cancel or replace: its order as this entry left it,
     /// so the gateway answers without asking the core thread again.
-    pub order: Option<OrderRecord>,
+    pub order: Option<Arc<OrderRecord>>,
 }
 
 pub struct ServerState {
@@ -82,7 +83,10 @@ impl ServerState {
     pub fn new() -> Self {
         ServerState {
             engine: Engine::new(),
-            credentials: Credentials { by_key: BTreeMap::new(), next_account: 1 },
+            credentials: Credentials {
+                by_key: BTreeMap::new(),
+                next_account: 1,
+            },
             history: History::default(),
             market_sequences: MarketSequences::default(),
             applied_index: 0,
@@ -92,21 +96,34 @@ impl ServerState {
     pub fn apply(&mut self, index: u64, entry: &LogEntry) -> Applied {
         debug_assert!(index > self.applied_index, "entries apply in order, once");
         self.applied_index = index;
-        let mut applied = Applied { index, ..Applied::default() };
+        // Room for a typical command's events (acceptance, balances, book).
+        let mut applied = Applied {
+            index,
+            events: Vec::with_capacity(8),
+            ..Applied::default()
+        };
         match entry {
             LogEntry::Core(stamped) => {
                 self.engine.apply(stamped, &mut applied.events);
                 self.history.record(&applied.events);
                 applied.order = answered_order(&stamped.command, &applied.events)
-                    .and_then(|id| self.history.order(id).cloned());
+                    .and_then(|id| self.history.shared_order(id));
                 self.market_sequences.record(index, &applied.events);
             }
-            LogEntry::CreateAccount { api_key, api_secret, .. } => {
+            LogEntry::CreateAccount {
+                api_key,
+                api_secret,
+                ..
+            } => {
                 let account = self.credentials.next_account;
                 self.credentials.next_account += 1;
-                self.credentials
-                    .by_key
-                    .insert(api_key.clone(), Credential { account, secret: api_secret.clone() });
+                self.credentials.by_key.insert(
+                    api_key.clone(),
+                    Credential {
+                        account,
+                        secret: api_secret.clone(),
+                    },
+                );
                 applied.account = Some(account);
             }
         }
@@ -125,24 +142,35 @@ impl ServerState {
 
     /// The core's canonical snapshot followed by the gateway state.
     pub fn snapshot(&self) -> Vec<u8> {
-        let core = self.engine.snapshot();
-        let gateway = GatewayState {
-            credentials: self.credentials.clone(),
-            history: self.history.clone(),
-            market_sequences: self.market_sequences.clone(),
-            applied_index: self.applied_index,
-        };
-        let mut bytes = Vec::with_capacity(core.len() + 4096);
-        bytes.extend_from_slice(&(core.len() as u64).to_le_bytes());
-        bytes.extend_from_slice(&core);
-        bytes.extend_from_slice(&serde_json::to_vec(&gateway).unwrap_or_default());
-        bytes
+        self.copy().into_bytes()
+    }
+
+    /// What [`ServerState::snapshot`] writes, before it is written: quick
+    /// to take (the history is shared, not copied), so the core thread only
+    /// pauses for this and another thread serialises it.
+    pub fn copy(&self) -> StateCopy {
+        StateCopy {
+            core: self.engine.snapshot(),
+            gateway: GatewayState {
+                credentials: self.credentials.clone(),
+                history: self.history.clone(),
+                market_sequences: self.market_sequences.clone(),
+                applied_index: self.applied_index,
+            },
+        }
     }
 
     pub fn restore(bytes: &[u8]) -> Result<ServerState, StateSnapshotError> {
-        let len_bytes: [u8; 8] = bytes.get(..8).ok_or(StateSnapshotError::Truncated)?.try_into().map_err(|_| StateSnapshotError::Truncated)?;
-        let core_len = usize::try_from(u64::from_le_bytes(len_bytes)).map_err(|_| StateSnapshotError::Truncated)?;
-        let core = bytes.get(8..8usize.saturating_add(core_len)).ok_or(StateSnapshotError::Truncated)?;
+        let len_bytes: [u8; 8] = bytes
+            .get(..8)
+            .ok_or(StateSnapshotError::Truncated)?
+            .try_into()
+            .map_err(|_| StateSnapshotError::Truncated)?;
+        let core_len = usize::try_from(u64::from_le_bytes(len_bytes))
+            .map_err(|_| StateSnapshotError::Truncated)?;
+        let core = bytes
+            .get(8..8usize.saturating_add(core_len))
+            .ok_or(StateSnapshotError::Truncated)?;
         let engine = Engine::restore(core)?;
         let gateway: GatewayState = serde_json::from_slice(&bytes[8 + core_len..])?;
         Ok(ServerState {
@@ -163,14 +191,34 @@ impl ServerState {
 /// The order a command is answered with: the one a place created, or the
 /// one a cancel or replace acted on.
 fn answered_order(command: &Command, events: &[Event]) -> Option<OrderId> {
-    events.iter().find_map(|event| match (command, &event.kind) {
-        (Command::Place(_), EventKind::Accepted { order_id, .. })
-        | (
-            Command::Cancel(_) | Command::Replace(_),
-            EventKind::Canceled { order_id, .. } | EventKind::Replaced { order_id, .. },
-        ) => Some(*order_id),
-        _ => None,
-    })
+    events
+        .iter()
+        .find_map(|event| match (command, &event.kind) {
+            (Command::Place(_), EventKind::Accepted { order_id, .. })
+            | (
+                Command::Cancel(_) | Command::Replace(_),
+                EventKind::Canceled { order_id, .. } | EventKind::Replaced { order_id, .. },
+            ) => Some(*order_id),
+            _ => None,
+        })
+}
+
+/// A consistent copy of the state as of one log index.
+pub struct StateCopy {
+    core: Vec<u8>,
+    gateway: GatewayState,
+}
+
+impl StateCopy {
+    /// The snapshot bytes.
+    pub fn into_bytes(self) -> Vec<u8> {
+        let gateway = serde_json::to_vec(&self.gateway).unwrap_or_default();
+        let mut bytes = Vec::with_capacity(8 + self.core.len() + gateway.len());
+        bytes.extend_from_slice(&(self.core.len() as u64).to_le_bytes());
+        bytes.extend_from_slice(&self.core);
+        bytes.extend_from_slice(&gateway);
+        bytes
+    }
 }
 
 fn blake3_hex(bytes: &[u8]) -> String {

@@ -13,6 +13,18 @@ use thiserror::Error;
 pub const AMOUNT_SCALE: u32 = 8;
 /// `10^AMOUNT_SCALE`.
 pub const UNITS_PER_WHOLE: u64 = 100_000_000;
+/// `10^k` for `k` in `0..=AMOUNT_SCALE`.
+const POW10: [u64; AMOUNT_SCALE as usize + 1] = [
+    1,
+    10,
+    100,
+    1_000,
+    10_000,
+    100_000,
+    1_000_000,
+    10_000_000,
+    100_000_000,
+];
 /// Longest decimal string accepted at the edge; longer input is malformed.
 pub const MAX_DECIMAL_LEN: usize = 40;
 
@@ -131,9 +143,13 @@ impl Dec {
         let mantissa = self.mantissa.unsigned_abs();
         let scale = u32::from(self.scale);
         if scale <= AMOUNT_SCALE {
-            let factor = 10u128.pow(AMOUNT_SCALE - scale);
-            let units = mantissa.checked_mul(factor).ok_or(UnitsError::Overflow)?;
-            return u64::try_from(units).map_err(|_| UnitsError::Overflow);
+            // A table and a 64-bit multiply: `u128::pow` with a run-time
+            // exponent is a loop of 128-bit multiplications.
+            let factor = POW10[(AMOUNT_SCALE - scale) as usize];
+            return u64::try_from(mantissa)
+                .ok()
+                .and_then(|m| m.checked_mul(factor))
+                .ok_or(UnitsError::Overflow);
         }
         // More decimals than kept: acceptable only if they are all zeros.
         let divisor = 10u128
@@ -245,6 +261,23 @@ mod tests {
         assert_eq!(
             Dec::parse("999999999999999999999").unwrap().to_units(),
             Err(UnitsError::Overflow)
+        );
+        // The largest amount there is, and one unit more, at two scales.
+        assert_eq!(
+            Dec::parse("184467440737.09551615").unwrap().to_units(),
+            Ok(u64::MAX)
+        );
+        assert_eq!(
+            Dec::parse("184467440737.09551616").unwrap().to_units(),
+            Err(UnitsError::Overflow)
+        );
+        assert_eq!(
+            Dec::parse("184467440737.0955162").unwrap().to_units(),
+            Err(UnitsError::Overflow)
+        );
+        assert_eq!(
+            Dec::parse("184467440737.0955161").unwrap().to_units(),
+            Ok(u64::MAX - 5)
         );
     }
 }

@@ -76,9 +76,13 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         )
         .with_writer(std::io::stderr)
         .init();
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
     let gateways = vec![exchange_fix::gateway()];
-    runtime.block_on(exchange_server::server::run_with_gateways(config, args.demo, gateways))?;
+    runtime.block_on(exchange_server::server::run_with_gateways(
+        config, args.demo, gateways,
+    ))?;
     Ok(())
 }
 

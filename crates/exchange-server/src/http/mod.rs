@@ -173,7 +173,10 @@ async fn health() -> &'static str {
 
 async fn ready(State(app): State<AppState>) -> (StatusCode, &'static str) {
     if !app.handle.is_healthy() {
-        (StatusCode::SERVICE_UNAVAILABLE, "failed: the sequencer stopped; see the log")
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "failed: the sequencer stopped; see the log",
+        )
     } else if app.ready.load(Ordering::Acquire) {
         (StatusCode::OK, "ready")
     } else {

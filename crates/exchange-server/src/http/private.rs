@@ -69,7 +69,11 @@ impl Feed {
 impl PrivateStreams {
     /// `queue`: entries buffered per socket.
     pub fn new(handle: Handle, queue: usize) -> Arc<PrivateStreams> {
-        Arc::new(PrivateStreams { handle, queue: queue.max(1), registry: Mutex::default() })
+        Arc::new(PrivateStreams {
+            handle,
+            queue: queue.max(1),
+            registry: Mutex::default(),
+        })
     }
 
     fn registry(&self) -> std::sync::MutexGuard<'_, Registry> {
@@ -92,7 +96,10 @@ impl PrivateStreams {
         let subscribers = registry.by_account.entry(account).or_default();
         // Forget this account's sockets that have closed since its last entry.
         subscribers.retain(|subscriber| !subscriber.queue.is_closed());
-        subscribers.push(Subscriber { queue, lagged: lagged.clone() });
+        subscribers.push(Subscriber {
+            queue,
+            lagged: lagged.clone(),
+        });
         Feed { entries, lagged }
     }
 }
@@ -110,7 +117,9 @@ async fn route(mut events: broadcast::Receiver<Arc<Applied>>, streams: Weak<Priv
     loop {
         let received = events.recv().await;
         // Gone with the gateway: nobody left to route to.
-        let Some(streams) = streams.upgrade() else { return };
+        let Some(streams) = streams.upgrade() else {
+            return;
+        };
         let mut registry = streams.registry();
         let applied = match received {
             Ok(applied) => applied,
@@ -126,16 +135,20 @@ async fn route(mut events: broadcast::Receiver<Arc<Applied>>, streams: Weak<Priv
         };
         wire::accounts_of(&applied.events, &mut accounts);
         for account in &accounts {
-            let Some(subscribers) = registry.by_account.get_mut(account) else { continue };
-            subscribers.retain(|subscriber| match subscriber.queue.try_send(applied.clone()) {
-                Ok(()) => true,
-                Err(TrySendError::Full(_)) => {
-                    subscriber.lagged.store(true, Ordering::Release);
-                    false
-                }
-                // The socket has gone.
-                Err(TrySendError::Closed(_)) => false,
-            });
+            let Some(subscribers) = registry.by_account.get_mut(account) else {
+                continue;
+            };
+            subscribers.retain(
+                |subscriber| match subscriber.queue.try_send(applied.clone()) {
+                    Ok(()) => true,
+                    Err(TrySendError::Full(_)) => {
+                        subscriber.lagged.store(true, Ordering::Release);
+                        false
+                    }
+                    // The socket has gone.
+                    Err(TrySendError::Closed(_)) => false,
+                },
+            );
             if subscribers.is_empty() {
                 registry.by_account.remove(account);
             }

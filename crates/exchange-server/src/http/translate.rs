@@ -73,6 +73,79 @@ pub struct PlaceRequest {
     client_order_id: Option<String>,
 }
 
+#[derive(Deserialize)]
+enum PlaceTag {
+    #[serde(rename = "place")]
+    Place,
+}
+
+#[derive(Deserialize)]
+enum CancelTag {
+    #[serde(rename = "cancel")]
+    Cancel,
+}
+
+/// A WebSocket `place`, read in one typed pass.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct WsPlace {
+    #[serde(rename = "type")]
+    _tag: PlaceTag,
+    #[serde(default)]
+    request_id: Value,
+    symbol: String,
+    side: SideWire,
+    order_type: Option<TypeWire>,
+    price: Option<String>,
+    qty: String,
+    tif: Option<TifWire>,
+    post_only: Option<bool>,
+    stp: Option<StpWire>,
+    client_order_id: Option<String>,
+}
+
+/// A WebSocket `cancel`, read in one typed pass.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct WsCancel {
+    #[serde(rename = "type")]
+    _tag: CancelTag,
+    #[serde(default)]
+    request_id: Value,
+    order_id: Option<u64>,
+    client_order_id: Option<String>,
+}
+
+/// The request id and command of a well-formed WebSocket `place` or
+/// `cancel`, the bulk of the traffic, without the general path's JSON map.
+/// Anything else, and every mistake, is `None`: the general path reads it
+/// again and names the problem.
+pub fn ws_order_entry(account: AccountId, text: &str) -> Option<(Value, Command)> {
+    if let Ok(message) = serde_json::from_str::<WsPlace>(text) {
+        let request = PlaceRequest {
+            symbol: message.symbol,
+            side: message.side,
+            order_type: message.order_type,
+            price: message.price,
+            qty: message.qty,
+            tif: message.tif,
+            post_only: message.post_only,
+            stp: message.stp,
+            client_order_id: message.client_order_id,
+        };
+        return place(account, request)
+            .ok()
+            .map(|command| (message.request_id, command));
+    }
+    let message = serde_json::from_str::<WsCancel>(text).ok()?;
+    let order = match (message.order_id, message.client_order_id) {
+        (Some(id), None) => OrderRef::Id(id),
+        (None, Some(client_order_id)) => by_client_id(&client_order_id).ok()?,
+        _ => return None,
+    };
+    Some((message.request_id, cancel(account, order)))
+}
+
 /// `POST /v1/orders/{id}/replace` and the WebSocket `replace` message.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -215,10 +288,17 @@ pub enum Answer<'a> {
     /// The order with this command's fills.
     Order(OrderView<'a>),
     /// An order no longer in the history (only its id and fills).
-    Bare { order_id: OrderId, fills: Vec<FillView<'a>> },
+    Bare {
+        order_id: OrderId,
+        fills: Vec<FillView<'a>>,
+    },
     /// What a mass cancel took off the books.
-    Canceled { canceled: Vec<OrderId> },
-    Index { index: u64 },
+    Canceled {
+        canceled: Vec<OrderId>,
+    },
+    Index {
+        index: u64,
+    },
 }
 
 impl Op {
@@ -246,14 +326,16 @@ impl Op {
         match (self, rejection(events)) {
             // An account that never held funds has no orders: nothing to do.
             (Op::MassCancel, Some(RejectReason::UnknownAccount)) => {
-                return Ok(Answer::Canceled { canceled: Vec::new() })
+                return Ok(Answer::Canceled {
+                    canceled: Vec::new(),
+                })
             }
             (_, Some(reason)) => return Err(ApiError::reject(reason)),
             _ => {}
         }
         let order = |order_id: OrderId| {
             let fills = wire::fills_of_order(events, order_id);
-            match applied.order.as_ref().filter(|r| r.order_id == order_id) {
+            match applied.order.as_deref().filter(|r| r.order_id == order_id) {
                 Some(record) => Answer::Order(OrderView::new(record, Some(fills))),
                 None => Answer::Bare { order_id, fills },
             }
@@ -291,7 +373,9 @@ impl Op {
                     })
                     .collect(),
             }),
-            Op::Other => Ok(Answer::Index { index: applied.index }),
+            Op::Other => Ok(Answer::Index {
+                index: applied.index,
+            }),
         }
     }
 }

@@ -7,10 +7,48 @@
 //! message (that, with its allocations, cost more than everything else a
 //! socket does per order).
 
-use exchange_types::{AccountId, Dec, Event, EventKind, AMOUNT_SCALE};
+use exchange_types::{AccountId, Event, EventKind, AMOUNT_SCALE};
 use serde::{Serialize, Serializer};
 
 use crate::history::{self, Fill, OrderRecord, OrderStatus};
+
+/// `units` (of `10^-AMOUNT_SCALE`) as the shortest exact decimal, as
+/// `Dec`'s `Display` writes it, with 64-bit arithmetic and no allocation:
+/// a busy socket writes several of these per order, and the general
+/// 128-bit formatting was a tenth of the gateway's time.
+fn units_text(negative: bool, units: u64, buf: &mut [u8; 32]) -> &str {
+    let one = 10u64.pow(AMOUNT_SCALE);
+    let (mut whole, mut frac) = (units / one, units % one);
+    let mut end = buf.len();
+    if frac != 0 {
+        let mut digits = AMOUNT_SCALE as usize;
+        while frac % 10 == 0 {
+            frac /= 10;
+            digits -= 1;
+        }
+        for _ in 0..digits {
+            end -= 1;
+            buf[end] = b'0' + (frac % 10) as u8;
+            frac /= 10;
+        }
+        end -= 1;
+        buf[end] = b'.';
+    }
+    loop {
+        end -= 1;
+        buf[end] = b'0' + (whole % 10) as u8;
+        whole /= 10;
+        if whole == 0 {
+            break;
+        }
+    }
+    if negative {
+        end -= 1;
+        buf[end] = b'-';
+    }
+    // Only ASCII digits, '.' and '-' were written.
+    std::str::from_utf8(&buf[end..]).unwrap_or_default()
+}
 
 /// Units written as a decimal string, without an intermediate `String`.
 #[derive(Clone, Copy, Debug)]
@@ -18,7 +56,7 @@ pub struct Units(pub u64);
 
 impl Serialize for Units {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_str(&Dec::from_units(self.0))
+        serializer.serialize_str(units_text(false, self.0, &mut [0; 32]))
     }
 }
 
@@ -28,8 +66,7 @@ pub struct SignedUnits(pub i64);
 
 impl Serialize for SignedUnits {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let dec = Dec { mantissa: i128::from(self.0), scale: AMOUNT_SCALE as u8 };
-        serializer.collect_str(&dec)
+        serializer.serialize_str(units_text(self.0 < 0, self.0.unsigned_abs(), &mut [0; 32]))
     }
 }
 
@@ -66,35 +103,42 @@ impl<'a> From<&'a Fill> for FillView<'a> {
 /// itself), read as the history reads them.
 pub fn fills_of_trade(event: &Event, account: AccountId) -> impl Iterator<Item = FillView<'_>> {
     let trade = match &event.kind {
-        EventKind::Trade { trade_id, symbol, price, qty, .. } => Some((*trade_id, symbol.as_str(), *price, *qty)),
+        EventKind::Trade {
+            trade_id,
+            symbol,
+            price,
+            qty,
+            ..
+        } => Some((*trade_id, symbol.as_str(), *price, *qty)),
         _ => None,
     };
     let sides = history::trade_sides(&event.kind).into_iter().flatten();
-    sides.filter(move |side| side.account == account).filter_map(move |side| {
-        let (trade_id, symbol, price, qty) = trade?;
-        Some(FillView {
-            trade_id,
-            order_id: side.order_id,
-            symbol,
-            side: side.side.as_str(),
-            price: Units(price),
-            qty: Units(qty),
-            fee: SignedUnits(side.fee),
-            liquidity: side.liquidity,
-            ts: event.ts,
+    sides
+        .filter(move |side| side.account == account)
+        .filter_map(move |side| {
+            let (trade_id, symbol, price, qty) = trade?;
+            Some(FillView {
+                trade_id,
+                order_id: side.order_id,
+                symbol,
+                side: side.side.as_str(),
+                price: Units(price),
+                qty: Units(qty),
+                fee: SignedUnits(side.fee),
+                liquidity: side.liquidity,
+                ts: event.ts,
+            })
         })
-    })
 }
 
 /// The fills among `events` of the order `order_id`.
 pub fn fills_of_order(events: &[Event], order_id: u64) -> Vec<FillView<'_>> {
     let mut fills = Vec::new();
     for event in events {
-        if let Some(sides) = history::trade_sides(&event.kind) {
-            for side in sides.iter().filter(|side| side.order_id == order_id) {
-                fills.extend(fills_of_trade(event, side.account).filter(|f| f.order_id == order_id));
-                break;
-            }
+        let side = history::trade_sides(&event.kind)
+            .and_then(|sides| sides.into_iter().find(|s| s.order_id == order_id));
+        if let Some(side) = side {
+            fills.extend(fills_of_trade(event, side.account).filter(|f| f.order_id == order_id));
         }
     }
     fills
@@ -123,7 +167,11 @@ pub struct OrderView<'a> {
 impl<'a> OrderView<'a> {
     /// The order as recorded, with `fills` if given.
     pub fn new(record: &'a OrderRecord, fills: Option<Vec<FillView<'a>>>) -> Self {
-        let remaining = if record.status.is_open() { record.qty.saturating_sub(record.filled_qty) } else { 0 };
+        let remaining = if record.status.is_open() {
+            record.qty.saturating_sub(record.filled_qty)
+        } else {
+            0
+        };
         OrderView {
             order_id: record.order_id,
             client_order_id: &record.client_order_id,
@@ -220,7 +268,13 @@ pub enum UpdateFields<'a> {
 }
 
 fn update<'a>(event: &Event, name: &'static str, fields: UpdateFields<'a>) -> PrivateMessage<'a> {
-    PrivateMessage::Order(OrderUpdate { kind: "order", event: name, seq: event.seq, ts: event.ts, fields })
+    PrivateMessage::Order(OrderUpdate {
+        kind: "order",
+        event: name,
+        seq: event.seq,
+        ts: event.ts,
+        fields,
+    })
 }
 
 /// `account`'s order updates and fills among one entry's events, in event
@@ -231,7 +285,17 @@ pub fn private_messages(events: &[Event], account: AccountId) -> Vec<PrivateMess
         let order_update = |name, fields| update(event, name, fields);
         let message = match &event.kind {
             EventKind::Accepted {
-                account: owner, client_order_id, order_id, symbol, side, order_type, price, qty, tif, post_only, stp,
+                account: owner,
+                client_order_id,
+                order_id,
+                symbol,
+                side,
+                order_type,
+                price,
+                qty,
+                tif,
+                post_only,
+                stp,
             } if *owner == account => order_update(
                 "accepted",
                 UpdateFields::Accepted {
@@ -247,23 +311,33 @@ pub fn private_messages(events: &[Event], account: AccountId) -> Vec<PrivateMess
                     stp: stp.as_str(),
                 },
             ),
-            EventKind::Rejected { account: Some(owner), command, client_order_id, order_id, symbol, reason }
-                if *owner == account =>
-            {
-                order_update(
-                    "rejected",
-                    UpdateFields::Rejected {
-                        command,
-                        order_id: *order_id,
-                        client_order_id: client_order_id.as_ref().map(|c| c.as_str()),
-                        symbol: symbol.as_ref().map(|s| s.as_str()),
-                        code: reason.as_str(),
-                        message: reason.message(),
-                    },
-                )
-            }
+            EventKind::Rejected {
+                account: Some(owner),
+                command,
+                client_order_id,
+                order_id,
+                symbol,
+                reason,
+            } if *owner == account => order_update(
+                "rejected",
+                UpdateFields::Rejected {
+                    command,
+                    order_id: *order_id,
+                    client_order_id: client_order_id.as_ref().map(|c| c.as_str()),
+                    symbol: symbol.as_ref().map(|s| s.as_str()),
+                    code: reason.as_str(),
+                    message: reason.message(),
+                },
+            ),
             EventKind::Canceled {
-                account: owner, order_id, client_order_id, symbol, reason, canceled_qty, filled_qty, leaves_qty,
+                account: owner,
+                order_id,
+                client_order_id,
+                symbol,
+                reason,
+                canceled_qty,
+                filled_qty,
+                leaves_qty,
             } if *owner == account => order_update(
                 "canceled",
                 UpdateFields::Canceled {
@@ -277,7 +351,14 @@ pub fn private_messages(events: &[Event], account: AccountId) -> Vec<PrivateMess
                 },
             ),
             EventKind::Replaced {
-                account: owner, order_id, old_client_order_id, client_order_id, symbol, price, qty, leaves_qty,
+                account: owner,
+                order_id,
+                old_client_order_id,
+                client_order_id,
+                symbol,
+                price,
+                qty,
+                leaves_qty,
             } if *owner == account => order_update(
                 "replaced",
                 UpdateFields::Replaced {
@@ -290,23 +371,30 @@ pub fn private_messages(events: &[Event], account: AccountId) -> Vec<PrivateMess
                     leaves_qty: Units(*leaves_qty),
                 },
             ),
-            EventKind::Expired { account: owner, order_id, client_order_id, symbol, expired_qty, filled_qty }
-                if *owner == account =>
-            {
-                order_update(
-                    "expired",
-                    UpdateFields::Expired {
-                        order_id: *order_id,
-                        client_order_id: client_order_id.as_str(),
-                        symbol: symbol.as_str(),
-                        expired_qty: Units(*expired_qty),
-                        filled_qty: Units(*filled_qty),
-                    },
-                )
-            }
+            EventKind::Expired {
+                account: owner,
+                order_id,
+                client_order_id,
+                symbol,
+                expired_qty,
+                filled_qty,
+            } if *owner == account => order_update(
+                "expired",
+                UpdateFields::Expired {
+                    order_id: *order_id,
+                    client_order_id: client_order_id.as_str(),
+                    symbol: symbol.as_str(),
+                    expired_qty: Units(*expired_qty),
+                    filled_qty: Units(*filled_qty),
+                },
+            ),
             EventKind::Trade { .. } => {
                 out.extend(
-                    fills_of_trade(event, account).map(|fill| PrivateMessage::Fill { kind: "fill", seq: event.seq, fill }),
+                    fills_of_trade(event, account).map(|fill| PrivateMessage::Fill {
+                        kind: "fill",
+                        seq: event.seq,
+                        fill,
+                    }),
                 );
                 continue;
             }
@@ -332,12 +420,67 @@ pub fn accounts_of(events: &[Event], out: &mut Vec<AccountId>) {
             | EventKind::Canceled { account, .. }
             | EventKind::Replaced { account, .. }
             | EventKind::Expired { account, .. }
-            | EventKind::Rejected { account: Some(account), .. } => add(*account),
-            EventKind::Trade { maker_account, taker_account, .. } => {
+            | EventKind::Rejected {
+                account: Some(account),
+                ..
+            } => add(*account),
+            EventKind::Trade {
+                maker_account,
+                taker_account,
+                ..
+            } => {
                 add(*maker_account);
                 add(*taker_account);
             }
             _ => {}
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use exchange_types::{format_signed_units, format_units};
+
+    use super::*;
+
+    #[test]
+    fn units_read_exactly_as_the_decimal_type_writes_them() {
+        let mut values = vec![
+            0,
+            1,
+            9,
+            10,
+            99_999_999,
+            100_000_000,
+            100_000_001,
+            6_000_000_000_000,
+            150_000,
+            u64::MAX,
+            u64::MAX - 1,
+        ];
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        for _ in 0..10_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            // Every magnitude, and round numbers (trailing zeros) often.
+            values.push(x >> (x % 64));
+            values.push((x % 1_000_000) * 10u64.pow((x % 12) as u32));
+        }
+        for units in values {
+            let text = serde_json::to_string(&Units(units)).expect("serialises");
+            assert_eq!(text, format!("\"{}\"", format_units(units)), "{units}");
+            let signed = units as i64;
+            let text = serde_json::to_string(&SignedUnits(signed)).expect("serialises");
+            assert_eq!(
+                text,
+                format!("\"{}\"", format_signed_units(signed)),
+                "{signed}"
+            );
+        }
+        assert_eq!(
+            serde_json::to_string(&SignedUnits(i64::MIN)).unwrap(),
+            format!("\"{}\"", format_signed_units(i64::MIN))
+        );
     }
 }

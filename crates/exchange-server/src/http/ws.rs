@@ -22,8 +22,8 @@ use axum::extract::ws::{CloseFrame, Message, WebSocket, WebSocketUpgrade};
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use exchange_types::{AccountId, Command, MassCancel, OrderRef};
-use serde::Deserialize;
 use futures_util::SinkExt;
+use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
 use super::auth::{self, SignedMessage};
@@ -31,8 +31,8 @@ use super::error::ApiError;
 use super::private::{Feed, FeedEnd};
 use super::translate::{self, Op};
 use super::ws_entry::{self, Pending};
-use super::{wire, ws_market};
 use super::AppState;
+use super::{wire, ws_market};
 use crate::marketdata::Subscriber;
 use crate::state::Applied;
 
@@ -376,10 +376,24 @@ struct CancelOnDisconnect {
     enabled: bool,
 }
 
+/// The answer refusing an order-entry message at once.
+fn refusal(request_id: &Value, error: ApiError) -> Value {
+    serde_json::to_value(ws_entry::response(request_id, Op::Other, Err(error))).unwrap_or_default()
+}
+
 impl Session {
     /// Handles one text message; returns an immediate reply, if any.
     /// Order entry answers later, through [`Session::answers`].
     async fn handle(&mut self, text: &str) -> Option<Value> {
+        let fast = match &self.auth {
+            Some((account, key)) => translate::ws_order_entry(*account, text)
+                .map(|(id, command)| (id, command, auth::rate_limit(&self.app, key))),
+            None => None,
+        };
+        if let Some((request_id, command, allowed)) = fast {
+            let queued = allowed.and_then(|()| self.enqueue(request_id.clone(), command));
+            return queued.err().map(|error| refusal(&request_id, error));
+        }
         let mut fields = match serde_json::from_str::<Value>(text) {
             Ok(Value::Object(fields)) => fields,
             Ok(_) => {
@@ -415,10 +429,7 @@ impl Session {
             "place" | "cancel" | "replace" | "mass_cancel" => {
                 match self.order_entry(&kind, request_id.clone(), fields) {
                     Ok(()) => None,
-                    Err(error) => {
-                        let refusal = ws_entry::response(&request_id, Op::Other, Err(error));
-                        Some(serde_json::to_value(refusal).unwrap_or_default())
-                    }
+                    Err(error) => Some(refusal(&request_id, error)),
                 }
             }
             "cancel_on_disconnect" => match from_fields::<CancelOnDisconnect>(fields) {
@@ -489,6 +500,11 @@ impl Session {
                 translate::mass_cancel(account, symbol.as_deref())?
             }
         };
+        self.enqueue(request_id, command)
+    }
+
+    /// Sequences a command; its answer follows through [`Session::answers`].
+    fn enqueue(&mut self, request_id: Value, command: Command) -> Result<(), ApiError> {
         let op = Op::of(&command);
         let outcome = self.app.handle.enqueue_entry(translate::entry(command))?;
         self.answers.push(request_id, op, outcome);

@@ -76,6 +76,9 @@ pub struct E2eArgs {
     pub url: Option<String>,
     #[arg(long)]
     pub admin_token: Option<String>,
+    /// With --url: the server's process id, to report its CPU time.
+    #[arg(long)]
+    pub server_pid: Option<u32>,
     /// Threads of the load generator's runtime.
     #[arg(long, default_value_t = 1)]
     pub client_threads: usize,
@@ -97,8 +100,14 @@ pub struct Pacing {
 }
 
 async fn resolve(url: &str) -> anyhow::Result<std::net::SocketAddr> {
-    let host = url.trim_start_matches("http://").trim_start_matches("ws://").trim_end_matches('/');
-    tokio::net::lookup_host(host).await?.next().context("resolving --url")
+    let host = url
+        .trim_start_matches("http://")
+        .trim_start_matches("ws://")
+        .trim_end_matches('/');
+    tokio::net::lookup_host(host)
+        .await?
+        .next()
+        .context("resolving --url")
 }
 
 /// The flow's market: the instrument's reference price, tick and lot.
@@ -112,12 +121,24 @@ async fn market(addr: std::net::SocketAddr, symbol: &str) -> anyhow::Result<Mark
         .as_array()
         .and_then(|all| all.iter().find(|i| i["symbol"] == symbol))
         .with_context(|| format!("the server lists no {symbol}"))?;
-    let field = |name: &str| found[name].as_str().with_context(|| format!("{symbol} has no {name}"));
-    Market::new(symbol, field("reference_price")?, field("tick_size")?, field("lot_size")?)
+    let field = |name: &str| {
+        found[name]
+            .as_str()
+            .with_context(|| format!("{symbol} has no {name}"))
+    };
+    Market::new(
+        symbol,
+        field("reference_price")?,
+        field("tick_size")?,
+        field("lot_size")?,
+    )
 }
 
 fn progress(total: Duration) -> ProgressBar {
-    let bar = ProgressBar::with_draw_target(Some(total.as_millis() as u64), indicatif::ProgressDrawTarget::stderr());
+    let bar = ProgressBar::with_draw_target(
+        Some(total.as_millis() as u64),
+        indicatif::ProgressDrawTarget::stderr(),
+    );
     let style = ProgressStyle::with_template("{prefix:>8} [{bar:40}] {elapsed_precise} {msg}")
         .unwrap_or_else(|_| ProgressStyle::default_bar())
         .progress_chars("=> ");
@@ -140,7 +161,10 @@ async fn show_progress(bar: ProgressBar, start: Instant, answered: Arc<AtomicU64
 }
 
 async fn bench(args: E2eArgs) -> anyhow::Result<Figures> {
-    let token = args.admin_token.clone().unwrap_or_else(|| exchange_server::server::random_hex(16));
+    let token = args
+        .admin_token
+        .clone()
+        .unwrap_or_else(|| exchange_server::server::random_hex(16));
     let dir = tempfile::tempdir()?;
     let (addr, process) = match &args.url {
         Some(url) => (resolve(url).await?, None),
@@ -161,7 +185,8 @@ async fn bench(args: E2eArgs) -> anyhow::Result<Figures> {
         Transport::Ws => args.clients,
         Transport::Rest => args.clients * args.inflight,
     };
-    let every = (args.rate > 0).then(|| Duration::from_secs_f64(connections as f64 / args.rate as f64));
+    let every =
+        (args.rate > 0).then(|| Duration::from_secs_f64(connections as f64 / args.rate as f64));
     let answered = Arc::new(AtomicU64::new(0));
     let mut tasks = tokio::task::JoinSet::new();
     let (mut ws_sockets, mut rest_sockets) = (Vec::new(), Vec::new());
@@ -178,8 +203,15 @@ async fn bench(args: E2eArgs) -> anyhow::Result<Figures> {
     // Every connection is open: the clock starts now, for all of them.
     let start = Instant::now() + Duration::from_millis(20);
     let from = start + Duration::from_secs_f64(args.warmup);
-    let window = Window { from, to: from + Duration::from_secs_f64(args.duration) };
-    let pacing = Pacing { start, stop: window.to, every };
+    let window = Window {
+        from,
+        to: from + Duration::from_secs_f64(args.duration),
+    };
+    let pacing = Pacing {
+        start,
+        stop: window.to,
+        every,
+    };
     let seed = |n: usize| args.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ n as u64;
     for (n, socket) in ws_sockets.into_iter().enumerate() {
         let driver = ws::Driver {
@@ -205,11 +237,17 @@ async fn bench(args: E2eArgs) -> anyhow::Result<Figures> {
     let ticker = tokio::spawn(show_progress(bar.clone(), start, answered));
 
     tokio::time::sleep_until(window.from.into()).await;
-    let pid = process.as_ref().map(ServerProcess::pid);
-    let cpu_before = (pid.map(server::cpu_by_thread), server::cpu_by_thread(std::process::id()));
+    let pid = process.as_ref().map(ServerProcess::pid).or(args.server_pid);
+    let cpu_before = (
+        pid.map(server::cpu_by_thread),
+        server::cpu_by_thread(std::process::id()),
+    );
     let counters_before = server::counters(addr).await?;
     tokio::time::sleep_until(window.to.into()).await;
-    let cpu_after = (pid.map(server::cpu_by_thread), server::cpu_by_thread(std::process::id()));
+    let cpu_after = (
+        pid.map(server::cpu_by_thread),
+        server::cpu_by_thread(std::process::id()),
+    );
     let counters = server::counters(addr).await?.since(&counters_before);
 
     let mut totals = Totals::default();
@@ -223,7 +261,9 @@ async fn bench(args: E2eArgs) -> anyhow::Result<Figures> {
         Some((after, before)) => server::cpu_delta(&before, &after),
         None => Default::default(),
     };
-    let client_cpu: f64 = server::cpu_delta(&cpu_before.1, &cpu_after.1).values().sum();
+    let client_cpu: f64 = server::cpu_delta(&cpu_before.1, &cpu_after.1)
+        .values()
+        .sum();
     Ok(Figures {
         transport: args.transport,
         clients: args.clients,
@@ -231,7 +271,10 @@ async fn bench(args: E2eArgs) -> anyhow::Result<Figures> {
         rate: args.rate,
         seconds,
         totals,
-        server: ServerFigures { counters, cpu: server_cpu },
+        server: ServerFigures {
+            counters,
+            cpu: server_cpu,
+        },
         client_cpu,
     })
 }
@@ -250,8 +293,13 @@ pub fn run(mut args: E2eArgs) -> anyhow::Result<()> {
         bail!("--url needs --admin-token to create the accounts");
     }
     let runtime = match args.client_threads {
-        1 => tokio::runtime::Builder::new_current_thread().enable_all().build()?,
-        n => tokio::runtime::Builder::new_multi_thread().worker_threads(n).enable_all().build()?,
+        1 => tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?,
+        n => tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(n)
+            .enable_all()
+            .build()?,
     };
     let json = args.json;
     let figures = runtime.block_on(bench(args))?;

@@ -40,16 +40,30 @@ pub struct Fixed {
 impl Fixed {
     pub fn parse(text: &str) -> anyhow::Result<Fixed> {
         let (whole, frac) = text.split_once('.').unwrap_or((text, ""));
-        if whole.is_empty() || !whole.bytes().chain(frac.bytes()).all(|b| b.is_ascii_digit()) || frac.len() > 12 {
+        if whole.is_empty()
+            || !whole
+                .bytes()
+                .chain(frac.bytes())
+                .all(|b| b.is_ascii_digit())
+            || frac.len() > 12
+        {
             bail!("not a plain decimal: {text:?}");
         }
-        let units = format!("{whole}{frac}").parse::<i64>().with_context(|| format!("decimal {text:?}"))?;
-        Ok(Fixed { units, scale: frac.len() as u32 })
+        let units = format!("{whole}{frac}")
+            .parse::<i64>()
+            .with_context(|| format!("decimal {text:?}"))?;
+        Ok(Fixed {
+            units,
+            scale: frac.len() as u32,
+        })
     }
 
     /// The same value with `scale` decimals (`scale >= self.scale`).
     pub fn rescale(self, scale: u32) -> Fixed {
-        Fixed { units: self.units * 10i64.pow(scale - self.scale), scale }
+        Fixed {
+            units: self.units * 10i64.pow(scale - self.scale),
+            scale,
+        }
     }
 }
 
@@ -59,7 +73,13 @@ fn write_fixed(out: &mut String, units: i64, scale: u32) {
     if scale == 0 {
         let _ = write!(out, "{units}");
     } else {
-        let _ = write!(out, "{}.{:0width$}", units / one, units % one, width = scale as usize);
+        let _ = write!(
+            out,
+            "{}.{:0width$}",
+            units / one,
+            units % one,
+            width = scale as usize
+        );
     }
 }
 
@@ -100,8 +120,16 @@ impl Market {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Action {
     /// `ticks` from the mid: negative below. `ioc` orders cross.
-    Place { buy: bool, ticks: i64, lots: i64, ioc: bool, id: u64 },
-    Cancel { id: u64 },
+    Place {
+        buy: bool,
+        ticks: i64,
+        lots: i64,
+        ioc: bool,
+        id: u64,
+    },
+    Cancel {
+        id: u64,
+    },
 }
 
 /// One connection's stream of actions; client order ids are `PREFIX-N`.
@@ -114,7 +142,12 @@ pub struct Flow {
 
 impl Flow {
     pub fn new(seed: u64, prefix: String) -> Flow {
-        Flow { rng: SplitMix64::new(seed), prefix, next_id: 0, resting: VecDeque::new() }
+        Flow {
+            rng: SplitMix64::new(seed),
+            prefix,
+            next_id: 0,
+            resting: VecDeque::new(),
+        }
     }
 
     pub fn next_action(&mut self) -> Action {
@@ -122,7 +155,13 @@ impl Flow {
         if self.rng.below(100) < CROSS_PERCENT {
             let ticks = if buy { CROSS_TICKS } else { -CROSS_TICKS };
             let lots = self.rng.range(50, 200) as i64;
-            return Action::Place { buy, ticks, lots, ioc: true, id: self.take_id() };
+            return Action::Place {
+                buy,
+                ticks,
+                lots,
+                ioc: true,
+                id: self.take_id(),
+            };
         }
         if self.resting.len() >= OPEN_PER_STREAM {
             if let Some(id) = self.resting.pop_front() {
@@ -134,7 +173,13 @@ impl Flow {
         let lots = self.rng.range(100, 500) as i64;
         let id = self.take_id();
         self.resting.push_back(id);
-        Action::Place { buy, ticks, lots, ioc: false, id }
+        Action::Place {
+            buy,
+            ticks,
+            lots,
+            ioc: false,
+            id,
+        }
     }
 
     fn take_id(&mut self) -> u64 {
@@ -150,7 +195,13 @@ impl Flow {
     pub fn ws_message(&self, market: &Market, action: &Action, request_id: u64, out: &mut String) {
         out.clear();
         match *action {
-            Action::Place { buy, ticks, lots, ioc, id } => {
+            Action::Place {
+                buy,
+                ticks,
+                lots,
+                ioc,
+                id,
+            } => {
                 let _ = write!(
                     out,
                     r#"{{"type":"place","request_id":{request_id},"symbol":"{}","side":"{}","order_type":"limit","price":""#,
@@ -170,10 +221,21 @@ impl Flow {
     }
 
     /// `(method, path, body)` of the REST request for `action`.
-    pub fn rest_request(&self, market: &Market, action: &Action, body: &mut String) -> (&'static str, String) {
+    pub fn rest_request(
+        &self,
+        market: &Market,
+        action: &Action,
+        body: &mut String,
+    ) -> (&'static str, String) {
         body.clear();
         match *action {
-            Action::Place { buy, ticks, lots, ioc, id } => {
+            Action::Place {
+                buy,
+                ticks,
+                lots,
+                ioc,
+                id,
+            } => {
                 let _ = write!(
                     body,
                     r#"{{"symbol":"{}","side":"{}","type":"limit","price":""#,
@@ -183,12 +245,23 @@ impl Flow {
                 self.order_fields(market, ticks, lots, ioc, id, body);
                 ("POST", "/v1/orders".to_owned())
             }
-            Action::Cancel { id } => ("DELETE", format!("/v1/orders/by-client-id/{}-{id}", self.prefix)),
+            Action::Cancel { id } => (
+                "DELETE",
+                format!("/v1/orders/by-client-id/{}-{id}", self.prefix),
+            ),
         }
     }
 
     /// The rest of a place, after `"price":"`.
-    fn order_fields(&self, market: &Market, ticks: i64, lots: i64, ioc: bool, id: u64, out: &mut String) {
+    fn order_fields(
+        &self,
+        market: &Market,
+        ticks: i64,
+        lots: i64,
+        ioc: bool,
+        id: u64,
+        out: &mut String,
+    ) {
         write_fixed(out, market.mid + ticks * market.tick, market.price_scale);
         out.push_str(r#"","qty":""#);
         write_fixed(out, lots * market.lot, market.qty_scale);
@@ -210,14 +283,33 @@ mod tests {
 
     #[test]
     fn decimals_parse_and_print_exactly() {
-        assert_eq!(Fixed::parse("60000.5").unwrap(), Fixed { units: 600_005, scale: 1 });
-        assert_eq!(Fixed::parse("7").unwrap().rescale(2), Fixed { units: 700, scale: 2 });
-        assert!(Fixed::parse("-1").is_err() && Fixed::parse("1e5").is_err() && Fixed::parse(".5").is_err());
+        assert_eq!(
+            Fixed::parse("60000.5").unwrap(),
+            Fixed {
+                units: 600_005,
+                scale: 1
+            }
+        );
+        assert_eq!(
+            Fixed::parse("7").unwrap().rescale(2),
+            Fixed {
+                units: 700,
+                scale: 2
+            }
+        );
+        assert!(
+            Fixed::parse("-1").is_err()
+                && Fixed::parse("1e5").is_err()
+                && Fixed::parse(".5").is_err()
+        );
         let mut out = String::new();
         write_fixed(&mut out, 123, 4);
         assert_eq!(out, "0.0123");
         let market = btc();
-        assert_eq!((market.mid, market.tick, market.price_scale), (60_000_000, 10, 3));
+        assert_eq!(
+            (market.mid, market.tick, market.price_scale),
+            (60_000_000, 10, 3)
+        );
     }
 
     #[test]
@@ -225,7 +317,13 @@ mod tests {
         let market = btc();
         let flow = Flow::new(1, "c7".into());
         let mut out = String::new();
-        let place = Action::Place { buy: true, ticks: -3, lots: 150, ioc: false, id: 9 };
+        let place = Action::Place {
+            buy: true,
+            ticks: -3,
+            lots: 150,
+            ioc: false,
+            id: 9,
+        };
         flow.ws_message(&market, &place, 42, &mut out);
         let value: serde_json::Value = serde_json::from_str(&out).expect("JSON");
         assert_eq!(value["price"], "59999.970");
@@ -234,11 +332,23 @@ mod tests {
         assert_eq!(value["request_id"], 42);
         assert!(value.get("tif").is_none());
         let (method, path) = flow.rest_request(&market, &Action::Cancel { id: 9 }, &mut out);
-        assert_eq!((method, path.as_str(), out.as_str()), ("DELETE", "/v1/orders/by-client-id/c7-9", ""));
-        let ioc = Action::Place { buy: false, ticks: -20, lots: 50, ioc: true, id: 10 };
+        assert_eq!(
+            (method, path.as_str(), out.as_str()),
+            ("DELETE", "/v1/orders/by-client-id/c7-9", "")
+        );
+        let ioc = Action::Place {
+            buy: false,
+            ticks: -20,
+            lots: 50,
+            ioc: true,
+            id: 10,
+        };
         flow.rest_request(&market, &ioc, &mut out);
         let value: serde_json::Value = serde_json::from_str(&out).expect("JSON");
-        assert_eq!((value["side"].as_str(), value["tif"].as_str()), (Some("sell"), Some("ioc")));
+        assert_eq!(
+            (value["side"].as_str(), value["tif"].as_str()),
+            (Some("sell"), Some("ioc"))
+        );
         assert_eq!(value["price"], "59999.800");
     }
 
@@ -248,12 +358,21 @@ mod tests {
         let (mut places, mut cancels, mut iocs) = (0, 0, 0);
         for _ in 0..10_000 {
             match flow.next_action() {
-                Action::Place { ioc: true, buy, ticks, .. } => {
+                Action::Place {
+                    ioc: true,
+                    buy,
+                    ticks,
+                    ..
+                } => {
                     assert_eq!(ticks, if buy { CROSS_TICKS } else { -CROSS_TICKS });
                     iocs += 1;
                 }
                 Action::Place { buy, ticks, .. } => {
-                    assert!(if buy { (-PASSIVE_TICKS..0).contains(&ticks) } else { (1..=PASSIVE_TICKS).contains(&ticks) });
+                    assert!(if buy {
+                        (-PASSIVE_TICKS..0).contains(&ticks)
+                    } else {
+                        (1..=PASSIVE_TICKS).contains(&ticks)
+                    });
                     places += 1;
                 }
                 Action::Cancel { .. } => cancels += 1,
@@ -261,6 +380,9 @@ mod tests {
             assert!(flow.resting.len() <= OPEN_PER_STREAM);
         }
         assert!((800..1200).contains(&iocs), "{iocs}");
-        assert!(places - cancels <= OPEN_PER_STREAM as i32, "{places} {cancels}");
+        assert!(
+            places - cancels <= OPEN_PER_STREAM as i32,
+            "{places} {cancels}"
+        );
     }
 }

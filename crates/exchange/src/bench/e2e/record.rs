@@ -24,7 +24,10 @@ fn histogram() -> Histogram<u64> {
 pub enum Outcome<'a> {
     Ok,
     /// Refused with this code and HTTP status.
-    Refused { code: &'a str, status: u16 },
+    Refused {
+        code: &'a str,
+        status: u16,
+    },
 }
 
 /// The part of the run that counts: answers arriving in `[from, to)`.
@@ -47,7 +50,13 @@ pub struct Totals {
 
 impl Default for Totals {
     fn default() -> Self {
-        Totals { latency: histogram(), places: 0, cancels: 0, rejects: BTreeMap::new(), errors: BTreeMap::new() }
+        Totals {
+            latency: histogram(),
+            places: 0,
+            cancels: 0,
+            rejects: BTreeMap::new(),
+            errors: BTreeMap::new(),
+        }
     }
 }
 
@@ -80,7 +89,11 @@ pub struct Recorder {
 
 impl Recorder {
     pub fn new(window: Window, answered: Arc<AtomicU64>) -> Recorder {
-        Recorder { window, totals: Totals::default(), answered }
+        Recorder {
+            window,
+            totals: Totals::default(),
+            answered,
+        }
     }
 
     pub fn record(&mut self, sent: Instant, now: Instant, place: bool, outcome: Outcome<'_>) {
@@ -90,7 +103,11 @@ impl Recorder {
         }
         if let Outcome::Refused { code, status } = outcome {
             let acked = matches!(status, 404 | 409 | 422);
-            let tally = if acked { &mut self.totals.rejects } else { &mut self.totals.errors };
+            let tally = if acked {
+                &mut self.totals.rejects
+            } else {
+                &mut self.totals.errors
+            };
             match tally.get_mut(code) {
                 Some(n) => *n += 1,
                 None => {
@@ -118,13 +135,17 @@ fn after<'a>(text: &'a str, field: &str) -> Option<&'a str> {
 }
 
 fn leading_number(text: &str) -> Option<u64> {
-    let end = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
+    let end = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
     text[..end].parse().ok()
 }
 
 /// The `code` of an error body (`{"code":"...",...}`), or `unknown`.
 pub fn error_code(body: &str) -> &str {
-    after(body, "\"code\":\"").and_then(|rest| rest.split('"').next()).unwrap_or("unknown")
+    after(body, "\"code\":\"")
+        .and_then(|rest| rest.split('"').next())
+        .unwrap_or("unknown")
 }
 
 /// A WebSocket order-entry answer: its request id and outcome. Other
@@ -135,8 +156,16 @@ pub fn ws_response(text: &str) -> Option<(u64, Outcome<'_>)> {
     if !text.contains("\"ok\":false") {
         return Some((id, Outcome::Ok));
     }
-    let status = after(text, "\"status\":").and_then(leading_number).unwrap_or(0) as u16;
-    Some((id, Outcome::Refused { code: error_code(text), status }))
+    let status = after(text, "\"status\":")
+        .and_then(leading_number)
+        .unwrap_or(0) as u16;
+    Some((
+        id,
+        Outcome::Refused {
+            code: error_code(text),
+            status,
+        },
+    ))
 }
 
 #[cfg(test)]
@@ -150,22 +179,61 @@ mod tests {
         let ok = r#"{"ok":true,"order":{"order_id":5,"status":"new"},"request_id":17,"type":"response"}"#;
         assert_eq!(ws_response(ok), Some((17, Outcome::Ok)));
         let refused = r#"{"type":"response","request_id":3,"ok":false,"error":{"code":"order_not_open","message":"m","status":422}}"#;
-        assert_eq!(ws_response(refused), Some((3, Outcome::Refused { code: "order_not_open", status: 422 })));
-        assert_eq!(ws_response(r#"{"type":"order","event":"accepted","seq":5}"#), None);
-        assert_eq!(error_code(r#"{"code":"overloaded","message":"x"}"#), "overloaded");
+        assert_eq!(
+            ws_response(refused),
+            Some((
+                3,
+                Outcome::Refused {
+                    code: "order_not_open",
+                    status: 422
+                }
+            ))
+        );
+        assert_eq!(
+            ws_response(r#"{"type":"order","event":"accepted","seq":5}"#),
+            None
+        );
+        assert_eq!(
+            error_code(r#"{"code":"overloaded","message":"x"}"#),
+            "overloaded"
+        );
     }
 
     #[test]
     fn counts_only_inside_the_window_and_splits_refusals() {
         let start = Instant::now();
-        let window = Window { from: start + Duration::from_secs(1), to: start + Duration::from_secs(2) };
+        let window = Window {
+            from: start + Duration::from_secs(1),
+            to: start + Duration::from_secs(2),
+        };
         let answered = Arc::new(AtomicU64::new(0));
         let mut recorder = Recorder::new(window, answered.clone());
         let inside = start + Duration::from_millis(1_500);
         recorder.record(start, start + Duration::from_millis(10), true, Outcome::Ok);
-        recorder.record(inside - Duration::from_micros(300), inside, true, Outcome::Ok);
-        recorder.record(inside, inside, false, Outcome::Refused { code: "order_not_open", status: 422 });
-        recorder.record(inside, inside, true, Outcome::Refused { code: "overloaded", status: 503 });
+        recorder.record(
+            inside - Duration::from_micros(300),
+            inside,
+            true,
+            Outcome::Ok,
+        );
+        recorder.record(
+            inside,
+            inside,
+            false,
+            Outcome::Refused {
+                code: "order_not_open",
+                status: 422,
+            },
+        );
+        recorder.record(
+            inside,
+            inside,
+            true,
+            Outcome::Refused {
+                code: "overloaded",
+                status: 503,
+            },
+        );
         assert_eq!(answered.load(Ordering::Relaxed), 4);
         let totals = &recorder.totals;
         assert_eq!((totals.places, totals.cancels, totals.acked()), (1, 1, 2));
@@ -176,6 +244,13 @@ mod tests {
         let mut merged = Totals::default();
         merged.merge(totals);
         merged.merge(totals);
-        assert_eq!((merged.acked(), merged.latency.len(), merged.rejects["order_not_open"]), (4, 4, 2));
+        assert_eq!(
+            (
+                merged.acked(),
+                merged.latency.len(),
+                merged.rejects["order_not_open"]
+            ),
+            (4, 4, 2)
+        );
     }
 }

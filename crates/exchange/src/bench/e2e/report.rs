@@ -55,11 +55,17 @@ impl Figures {
         }
     }
 
-    /// Mean entries per group commit, and mean fsync time in µs.
-    fn batching(&self) -> (f64, f64) {
+    /// Mean entries per group commit, mean fsync time in µs, and the
+    /// shares of fsyncs over 1 ms and over 5 ms.
+    fn batching(&self) -> (f64, f64, f64, f64) {
         let c = &self.server.counters;
         let batches = c.batches.max(1.0);
-        (c.commands / batches, c.fsync_seconds / batches * 1e6)
+        (
+            c.commands / batches,
+            c.fsync_seconds / batches * 1e6,
+            c.fsyncs_over_1ms / batches,
+            c.fsyncs_over_5ms / batches,
+        )
     }
 
     /// Busy cores per thread group: CPU seconds over wall seconds.
@@ -76,7 +82,7 @@ impl Figures {
 
 pub fn json(figures: &Figures) -> Value {
     let totals = &figures.totals;
-    let (batch, fsync_us) = figures.batching();
+    let (batch, fsync_us, over_1ms, over_5ms) = figures.batching();
     let server_cores: f64 = figures.cores().values().sum();
     json!({
         "transport": figures.transport_name(),
@@ -100,6 +106,8 @@ pub fn json(figures: &Figures) -> Value {
             "group_commits": figures.server.counters.batches,
             "entries_per_commit": batch,
             "fsync_mean_us": fsync_us,
+            "fsyncs_over_1ms": over_1ms,
+            "fsyncs_over_5ms": over_5ms,
             "overloaded": figures.server.counters.overloaded,
             "cores_by_thread": figures.cores(),
             "cores": server_cores,
@@ -144,26 +152,51 @@ pub fn text(figures: &Figures) -> String {
         if map.is_empty() {
             "none".to_owned()
         } else {
-            map.iter().map(|(code, n)| format!("{code} {n}")).collect::<Vec<_>>().join(", ")
+            map.iter()
+                .map(|(code, n)| format!("{code} {n}"))
+                .collect::<Vec<_>>()
+                .join(", ")
         }
     };
     let _ = writeln!(out, "core refusals   {}", tally(&totals.rejects));
     let _ = writeln!(out, "gateway errors  {}", tally(&totals.errors));
-    let (batch, fsync_us) = figures.batching();
+    let (batch, fsync_us, over_1ms, over_5ms) = figures.batching();
     let _ = writeln!(
         out,
-        "group commits   {:.0}/s, {batch:.1} entries each, fsync {fsync_us:.0} us on average",
-        figures.server.counters.batches / figures.seconds
+        "group commits   {:.0}/s, {batch:.1} entries each; fsync {fsync_us:.0} us on average, {:.1}% over 1 ms, {:.1}% over 5 ms",
+        figures.server.counters.batches / figures.seconds,
+        over_1ms * 100.0,
+        over_5ms * 100.0
     );
     let cores = figures.cores();
     if !cores.is_empty() {
-        let busy: Vec<String> = cores.iter().filter(|(_, c)| **c >= 0.005).map(|(n, c)| format!("{n} {c:.2}")).collect();
-        let _ = writeln!(out, "server cores    {:.2}: {}", cores.values().sum::<f64>(), busy.join(", "));
+        let busy: Vec<String> = cores
+            .iter()
+            .filter(|(_, c)| **c >= 0.005)
+            .map(|(n, c)| format!("{n} {c:.2}"))
+            .collect();
+        let _ = writeln!(
+            out,
+            "server cores    {:.2}: {}",
+            cores.values().sum::<f64>(),
+            busy.join(", ")
+        );
     }
-    let _ = writeln!(out, "client cores    {:.2}", figures.client_cpu / figures.seconds);
+    let _ = writeln!(
+        out,
+        "client cores    {:.2}",
+        figures.client_cpu / figures.seconds
+    );
     if figures.transport == Transport::Ws {
-        let verdict = if figures.meets_target() { "met" } else { "NOT met" };
-        let _ = writeln!(out, "target (>= 50,000/s, p99 < 2 ms over WebSocket): {verdict}");
+        let verdict = if figures.meets_target() {
+            "met"
+        } else {
+            "NOT met"
+        };
+        let _ = writeln!(
+            out,
+            "target (>= 50,000/s, p99 < 2 ms over WebSocket): {verdict}"
+        );
     }
     out
 }
@@ -173,8 +206,10 @@ mod tests {
     use super::*;
 
     fn figures(per_sec: u64, p99_ns: u64) -> Figures {
-        let mut totals = Totals::default();
-        totals.places = per_sec * 2;
+        let mut totals = Totals {
+            places: per_sec * 2,
+            ..Totals::default()
+        };
         for _ in 0..50 {
             totals.latency.record(p99_ns / 2).unwrap();
         }
@@ -187,7 +222,14 @@ mod tests {
             seconds: 2.0,
             totals,
             server: ServerFigures {
-                counters: ServerCounters { commands: 1000.0, batches: 10.0, fsync_seconds: 0.001, overloaded: 0.0 },
+                counters: ServerCounters {
+                    commands: 1000.0,
+                    batches: 10.0,
+                    fsync_seconds: 0.001,
+                    fsyncs_over_1ms: 1.0,
+                    fsyncs_over_5ms: 0.0,
+                    overloaded: 0.0,
+                },
                 cpu: BTreeMap::from([("core".to_owned(), 1.0), ("journal".to_owned(), 0.5)]),
             },
             client_cpu: 1.0,
@@ -205,6 +247,7 @@ mod tests {
         let value = json(&figures(60_000, 1_000_000));
         assert_eq!(value["acked_per_sec"], 60_000.0);
         assert_eq!(value["server"]["entries_per_commit"], 100.0);
+        assert_eq!(value["server"]["fsyncs_over_1ms"], 0.1);
         assert_eq!(value["server"]["cores"], 0.75);
         assert!(text(&figures(60_000, 1_000_000)).contains(": met"));
     }

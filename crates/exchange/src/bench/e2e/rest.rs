@@ -48,7 +48,11 @@ fn parse(buf: &[u8]) -> anyhow::Result<Option<Response>> {
         return Ok(None);
     };
     let head = std::str::from_utf8(&buf[..head_end]).context("response headers are not UTF-8")?;
-    let status = head.split(' ').nth(1).and_then(|s| s.parse().ok()).context("no status line")?;
+    let status = head
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .context("no status line")?;
     let length = head
         .split("\r\n")
         .filter_map(|line| line.split_once(':'))
@@ -59,13 +63,18 @@ fn parse(buf: &[u8]) -> anyhow::Result<Option<Response>> {
     if buf.len() < start + length {
         return Ok(None);
     }
-    Ok(Some(Response { status, body: start..start + length, used: start + length }))
+    Ok(Some(Response {
+        status,
+        body: start..start + length,
+        used: start + length,
+    }))
 }
 
 impl Driver {
     pub async fn run(mut self, mut stream: TcpStream) -> anyhow::Result<Totals> {
         let mut due = self.pacing.start;
-        let (mut body, mut request, mut buf) = (String::new(), Vec::new(), Vec::with_capacity(4096));
+        let (mut body, mut request, mut buf) =
+            (String::new(), Vec::new(), Vec::with_capacity(4096));
         let mut clock = (0u64, String::new());
         loop {
             if let Some(every) = self.pacing.every {
@@ -83,8 +92,13 @@ impl Driver {
             if clock.0 != now {
                 clock = (now, now.to_string());
             }
-            let signature =
-                exchange_server::http::auth::sign(&self.credential.secret, &clock.1, method, &path, body.as_bytes());
+            let signature = exchange_server::http::auth::sign(
+                &self.credential.secret,
+                &clock.1,
+                method,
+                &path,
+                body.as_bytes(),
+            );
             request.clear();
             request.extend_from_slice(
                 format!(
@@ -110,10 +124,14 @@ impl Driver {
                 200 | 201 => Outcome::Ok,
                 status => {
                     let text = std::str::from_utf8(&buf[response.body.clone()]).unwrap_or_default();
-                    Outcome::Refused { code: error_code(text), status }
+                    Outcome::Refused {
+                        code: error_code(text),
+                        status,
+                    }
                 }
             };
-            self.recorder.record(sent, Instant::now(), Flow::is_place(&action), outcome);
+            self.recorder
+                .record(sent, Instant::now(), Flow::is_place(&action), outcome);
             buf.drain(..response.used);
         }
         Ok(self.recorder.totals)

@@ -29,7 +29,10 @@ impl ServerProcess {
         let port = TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
         let addr = SocketAddr::from(([127, 0, 0, 1], port));
         let config = dir.join("config.toml");
-        std::fs::write(&config, "rate_limit_per_sec = 0\nrate_limit_burst = 1000000\n")?;
+        std::fs::write(
+            &config,
+            "rate_limit_per_sec = 0\nrate_limit_burst = 1000000\n",
+        )?;
         let child = Command::new(std::env::current_exe()?)
             .arg("serve")
             .arg("--data-dir")
@@ -74,7 +77,9 @@ pub async fn http(
 ) -> anyhow::Result<(u16, String)> {
     let mut stream = TcpStream::connect(addr).await?;
     let body = body.map(Value::to_string).unwrap_or_default();
-    let auth = token.map(|t| format!("Authorization: Bearer {t}\r\n")).unwrap_or_default();
+    let auth = token
+        .map(|t| format!("Authorization: Bearer {t}\r\n"))
+        .unwrap_or_default();
     let request = format!(
         "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n{auth}Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
         body.len()
@@ -84,7 +89,11 @@ pub async fn http(
     stream.read_to_end(&mut raw).await?;
     let text = String::from_utf8_lossy(&raw);
     let (head, body) = text.split_once("\r\n\r\n").context("an HTTP response")?;
-    let status = head.split_whitespace().nth(1).and_then(|s| s.parse().ok()).context("an HTTP status")?;
+    let status = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .context("an HTTP status")?;
     Ok((status, body.to_owned()))
 }
 
@@ -121,20 +130,28 @@ pub struct Credential {
 }
 
 /// Creates an account and deposits `assets` into it.
-pub async fn funded_account(addr: SocketAddr, token: &str, assets: &[(&str, &str)]) -> anyhow::Result<Credential> {
+pub async fn funded_account(
+    addr: SocketAddr,
+    token: &str,
+    assets: &[(&str, &str)],
+) -> anyhow::Result<Credential> {
     let (status, account) = http_json(addr, "POST", "/admin/accounts", token, None).await?;
     if status != 201 {
         bail!("creating an account: {status} {account}");
     }
     for (asset, amount) in assets {
         let body = json!({ "account_id": account["account_id"], "asset": asset, "amount": amount });
-        let (status, reply) = http_json(addr, "POST", "/admin/deposits", token, Some(&body)).await?;
+        let (status, reply) =
+            http_json(addr, "POST", "/admin/deposits", token, Some(&body)).await?;
         if status != 200 {
             bail!("depositing {asset}: {status} {reply}");
         }
     }
     let text = |field: &str| account[field].as_str().unwrap_or_default().to_owned();
-    Ok(Credential { key: text("api_key"), secret: text("api_secret") })
+    Ok(Credential {
+        key: text("api_key"),
+        secret: text("api_secret"),
+    })
 }
 
 /// The sequencer's counters from `/metrics` that explain a run.
@@ -143,6 +160,9 @@ pub struct ServerCounters {
     pub commands: f64,
     pub batches: f64,
     pub fsync_seconds: f64,
+    /// Fsyncs that took more than 1 ms, and more than 5 ms.
+    pub fsyncs_over_1ms: f64,
+    pub fsyncs_over_5ms: f64,
     pub overloaded: f64,
 }
 
@@ -152,6 +172,8 @@ impl ServerCounters {
             commands: self.commands - before.commands,
             batches: self.batches - before.batches,
             fsync_seconds: self.fsync_seconds - before.fsync_seconds,
+            fsyncs_over_1ms: self.fsyncs_over_1ms - before.fsyncs_over_1ms,
+            fsyncs_over_5ms: self.fsyncs_over_5ms - before.fsyncs_over_5ms,
             overloaded: self.overloaded - before.overloaded,
         }
     }
@@ -162,17 +184,31 @@ pub async fn counters(addr: SocketAddr) -> anyhow::Result<ServerCounters> {
     if status != 200 {
         bail!("GET /metrics: {status}");
     }
+    Ok(parse_counters(&text))
+}
+
+/// The counters from Prometheus text; a missing one reads 0.
+fn parse_counters(text: &str) -> ServerCounters {
     let value = |name: &str| {
         text.lines()
-            .find_map(|line| line.strip_prefix(name)?.strip_prefix(' ')?.trim().parse::<f64>().ok())
+            .find_map(|line| {
+                line.strip_prefix(name)?
+                    .strip_prefix(' ')?
+                    .trim()
+                    .parse::<f64>()
+                    .ok()
+            })
             .unwrap_or(0.0)
     };
-    Ok(ServerCounters {
+    let fsyncs = value("exchange_fsync_seconds_count");
+    ServerCounters {
         commands: value("exchange_commands_total"),
         batches: value("exchange_batches_total"),
         fsync_seconds: value("exchange_fsync_seconds_sum"),
+        fsyncs_over_1ms: fsyncs - value("exchange_fsync_seconds_bucket{le=\"0.001\"}"),
+        fsyncs_over_5ms: fsyncs - value("exchange_fsync_seconds_bucket{le=\"0.005\"}"),
         overloaded: value("exchange_overloaded_total"),
-    })
+    }
 }
 
 /// CPU seconds (user + system) by thread name, for a process's threads;
@@ -195,20 +231,50 @@ pub fn cpu_by_thread(pid: u32) -> BTreeMap<String, f64> {
         };
         let name = stat[open + 1..close].to_owned();
         let fields: Vec<&str> = stat[close + 1..].split_whitespace().collect();
-        let time = |i: usize| fields.get(i).and_then(|f| f.parse::<f64>().ok()).unwrap_or(0.0);
+        let time = |i: usize| {
+            fields
+                .get(i)
+                .and_then(|f| f.parse::<f64>().ok())
+                .unwrap_or(0.0)
+        };
         *out.entry(name).or_insert(0.0) += (time(11) + time(12)) / ticks;
     }
     out
 }
 
 /// What each thread spent between two readings.
-pub fn cpu_delta(before: &BTreeMap<String, f64>, after: &BTreeMap<String, f64>) -> BTreeMap<String, f64> {
-    after.iter().map(|(name, t)| (name.clone(), t - before.get(name).copied().unwrap_or(0.0))).collect()
+pub fn cpu_delta(
+    before: &BTreeMap<String, f64>,
+    after: &BTreeMap<String, f64>,
+) -> BTreeMap<String, f64> {
+    after
+        .iter()
+        .map(|(name, t)| (name.clone(), t - before.get(name).copied().unwrap_or(0.0)))
+        .collect()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reads_the_sequencer_counters() {
+        let text = "# HELP exchange_commands_total x\nexchange_commands_total 1200\nexchange_batches_total 40\n\
+            exchange_fsync_seconds_bucket{le=\"0.0005\"} 20\nexchange_fsync_seconds_bucket{le=\"0.001\"} 30\n\
+            exchange_fsync_seconds_bucket{le=\"0.005\"} 38\nexchange_fsync_seconds_sum 0.02\n\
+            exchange_fsync_seconds_count 40\n";
+        let c = parse_counters(text);
+        assert_eq!(
+            (c.commands, c.batches, c.fsync_seconds, c.overloaded),
+            (1200.0, 40.0, 0.02, 0.0)
+        );
+        assert_eq!((c.fsyncs_over_1ms, c.fsyncs_over_5ms), (10.0, 2.0));
+        let later = ServerCounters {
+            commands: 1500.0,
+            ..c
+        };
+        assert_eq!(later.since(&c).commands, 300.0);
+    }
 
     #[test]
     fn own_threads_have_cpu_time() {

@@ -30,8 +30,12 @@ pub async fn connect(addr: std::net::SocketAddr, credential: &Credential) -> any
     let url = format!("ws://{addr}/v1/ws");
     let config = WebSocketConfig::default().read_buffer_size(READ_BUFFER);
     let (mut ws, _) = tokio_tungstenite::connect_async_with_config(url, Some(config), true).await?;
-    let timestamp = SystemTime::now().duration_since(UNIX_EPOCH)?.as_secs().to_string();
-    let signature = exchange_server::http::auth::sign(&credential.secret, &timestamp, "GET", "/v1/ws", b"");
+    let timestamp = SystemTime::now()
+        .duration_since(UNIX_EPOCH)?
+        .as_secs()
+        .to_string();
+    let signature =
+        exchange_server::http::auth::sign(&credential.secret, &timestamp, "GET", "/v1/ws", b"");
     let auth = serde_json::json!({
         "type": "auth", "key": credential.key, "timestamp": timestamp, "signature": signature,
     });
@@ -62,7 +66,10 @@ struct Pending {
 impl Driver {
     /// Sends until `pacing.stop`, then waits for the answers in flight.
     pub async fn run(mut self, mut ws: Ws) -> anyhow::Result<Totals> {
-        let mut pending = Pending { sent: FxHashMap::default(), next_id: 0 };
+        let mut pending = Pending {
+            sent: FxHashMap::default(),
+            next_id: 0,
+        };
         let mut due = self.pacing.start;
         loop {
             let now = Instant::now();
@@ -101,7 +108,10 @@ impl Driver {
         let deadline = self.pacing.stop + DRAIN;
         while !pending.sent.is_empty() {
             let Ok(message) = tokio::time::timeout_at(deadline.into(), ws.next()).await else {
-                bail!("{} answers still missing {DRAIN:?} after the end", pending.sent.len());
+                bail!(
+                    "{} answers still missing {DRAIN:?} after the end",
+                    pending.sent.len()
+                );
             };
             self.answer(message, &mut pending)?;
         }
@@ -113,8 +123,11 @@ impl Driver {
         let action = self.flow.next_action();
         pending.next_id += 1;
         let mut text = String::with_capacity(224);
-        self.flow.ws_message(&self.market, &action, pending.next_id, &mut text);
-        pending.sent.insert(pending.next_id, (Instant::now(), Flow::is_place(&action)));
+        self.flow
+            .ws_message(&self.market, &action, pending.next_id, &mut text);
+        pending
+            .sent
+            .insert(pending.next_id, (Instant::now(), Flow::is_place(&action)));
         ws.feed(Message::text(text)).await?;
         Ok(())
     }
@@ -136,7 +149,9 @@ impl Driver {
                     self.recorder.record(sent, Instant::now(), place, outcome);
                 }
             }
-            None if text.contains("\"slow_consumer\"") => bail!("the server dropped a client: {text}"),
+            None if text.contains("\"slow_consumer\"") => {
+                bail!("the server dropped a client: {text}")
+            }
             None => {}
         }
         Ok(())

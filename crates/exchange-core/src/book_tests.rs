@@ -1,0 +1,165 @@
+//! The price ladder against a sorted map, and its window placement.
+
+use super::*;
+use crate::orders::Order;
+use exchange_types::{ClientOrderId, SelfTradePrevention, TimeInForce};
+use proptest::prelude::*;
+
+fn order(side: Side, price: u64, qty: u64) -> Order {
+    Order {
+        id: 1,
+        account: 0,
+        instrument: 0,
+        side,
+        tif: TimeInForce::Gtc,
+        stp: SelfTradePrevention::CancelNewest,
+        post_only: false,
+        is_market: false,
+        price,
+        qty,
+        filled: 0,
+        reserved: 0,
+        client_order_id: ClientOrderId::new("c").expect("a valid id"),
+        indexed: false,
+        prev: NIL,
+        next: NIL,
+        account_prev: NIL,
+        account_next: NIL,
+    }
+}
+
+/// The side as a sorted map of FIFO queues, best first.
+fn model_levels(side: Side, model: &BTreeMap<u64, Vec<u32>>) -> Vec<u64> {
+    let mut prices: Vec<u64> = model.keys().copied().collect();
+    if side == Side::Buy {
+        prices.reverse();
+    }
+    prices
+}
+
+fn check(book: &BookSide, pool: &OrderPool, model: &BTreeMap<u64, Vec<u32>>) {
+    let expected = model_levels(book.side(), model);
+    let levels: Vec<&Level> = book.levels_best_first().collect();
+    let prices: Vec<u64> = levels.iter().map(|l| l.price).collect();
+    assert_eq!(prices, expected);
+    assert_eq!(book.level_count(), expected.len());
+    assert_eq!(book.best().map(|l| l.price), expected.first().copied());
+    for level in levels {
+        let queue = &model[&level.price];
+        let mut slot = level.head;
+        let mut seen = Vec::new();
+        while slot != NIL {
+            seen.push(slot);
+            slot = pool.get(slot).next;
+        }
+        assert_eq!(&seen, queue);
+        assert_eq!(level.tail, *queue.last().unwrap_or(&NIL));
+        let sum: u64 = queue.iter().map(|&s| pool.get(s).leaves()).sum();
+        assert_eq!(level.qty, sum);
+        assert!(book.has_level(level.price));
+    }
+}
+
+/// Prices near 10,000, beyond the window on both sides, and at the
+/// ends of the range where the window's placement clamps.
+fn price() -> impl Strategy<Value = u64> {
+    prop_oneof![
+        6 => 9_950u64..10_050,
+        2 => 1u64..40_000,
+        1 => Just(1u64),
+        1 => Just(u64::MAX),
+        1 => (u64::MAX - 5_000)..u64::MAX,
+    ]
+}
+
+proptest! {
+    #[test]
+    fn ladder_matches_a_sorted_map(
+        buy in any::<bool>(),
+        ops in prop::collection::vec((any::<bool>(), price(), 1u64..9, any::<u16>()), 1..300),
+    ) {
+        let side = if buy { Side::Buy } else { Side::Sell };
+        let mut book = BookSide::new(side);
+        let mut pool = OrderPool::default();
+        let mut model: BTreeMap<u64, Vec<u32>> = BTreeMap::new();
+        let mut live: Vec<u32> = Vec::new();
+        for (add, price, qty, pick) in ops {
+            if add || live.is_empty() {
+                let slot = pool.insert(order(side, price, qty));
+                let total = book.push_back(&mut pool, slot);
+                model.entry(price).or_default().push(slot);
+                live.push(slot);
+                let sum: u64 = model[&price].iter().map(|&s| pool.get(s).leaves()).sum();
+                prop_assert_eq!(total, sum);
+            } else {
+                let slot = live.swap_remove(usize::from(pick) % live.len());
+                let price = pool.get(slot).price;
+                let left = book.unlink(&mut pool, slot);
+                pool.remove(slot);
+                let queue = model.entry(price).or_default();
+                queue.retain(|&s| s != slot);
+                if queue.is_empty() {
+                    model.remove(&price);
+                    prop_assert!(!book.has_level(price));
+                    prop_assert_eq!(left, 0);
+                }
+            }
+            check(&book, &pool, &model);
+        }
+    }
+}
+
+#[test]
+fn an_empty_window_moves_and_takes_in_the_overflow() {
+    let mut book = BookSide::new(Side::Sell);
+    let mut pool = OrderPool::default();
+    let near = pool.insert(order(Side::Sell, 10_000, 5));
+    book.push_back(&mut pool, near);
+    let far = pool.insert(order(Side::Sell, 50_000, 7));
+    book.push_back(&mut pool, far);
+    assert_eq!(book.overflow.len(), 1, "50,000 is beyond the first window");
+    book.unlink(&mut pool, near);
+    assert_eq!(book.best().map(|l| (l.price, l.qty)), Some((50_000, 7)));
+    let next = pool.insert(order(Side::Sell, 49_000, 3));
+    book.push_back(&mut pool, next);
+    assert!(book.overflow.is_empty(), "the moved window took in 50,000");
+    let prices: Vec<u64> = book.levels_best_first().map(|l| l.price).collect();
+    assert_eq!(prices, [49_000, 50_000]);
+    book.unlink(&mut pool, next);
+    assert_eq!(book.best().map(|l| l.price), Some(50_000));
+}
+
+#[test]
+fn the_window_follows_the_best() {
+    let mut book = BookSide::new(Side::Sell);
+    let mut pool = OrderPool::default();
+    let first = pool.insert(order(Side::Sell, 50_000, 1));
+    book.push_back(&mut pool, first);
+    for price in 10_000..10_200 {
+        let slot = pool.insert(order(Side::Sell, price, 1));
+        book.push_back(&mut pool, slot);
+    }
+    let outside: Vec<u64> = book.overflow.values().map(|l| l.price).collect();
+    assert_eq!(outside, [50_000], "only the first order is left outside");
+    assert_eq!(book.best().map(|l| l.price), Some(10_000));
+    let prices: Vec<u64> = book.levels_best_first().map(|l| l.price).collect();
+    let expected: Vec<u64> = (10_000..10_200).chain([50_000]).collect();
+    assert_eq!(prices, expected);
+}
+
+#[test]
+fn reduce_lowers_the_aggregate_in_window_and_overflow() {
+    let mut book = BookSide::new(Side::Buy);
+    let mut pool = OrderPool::default();
+    for price in [10_000, 100] {
+        let slot = pool.insert(order(Side::Buy, price, 9));
+        book.push_back(&mut pool, slot);
+    }
+    assert_eq!(book.reduce(10_000, 4), 5);
+    assert_eq!(book.reduce(100, 2), 7);
+    if let Some(best) = book.best_mut() {
+        best.qty -= 1;
+    }
+    let levels: Vec<(u64, u64)> = book.levels_best_first().map(|l| (l.price, l.qty)).collect();
+    assert_eq!(levels, [(10_000, 4), (100, 7)]);
+}
