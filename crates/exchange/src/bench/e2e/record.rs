@@ -148,24 +148,51 @@ pub fn error_code(body: &str) -> &str {
         .unwrap_or("unknown")
 }
 
+/// How this server starts its answers; other messages it starts with
+/// `{"type":"` too.
+const ANSWER_HEAD: &str = "{\"type\":\"response\",\"request_id\":";
+const TYPED: &str = "{\"type\":\"";
+
 /// A WebSocket order-entry answer: its request id and outcome. Other
-/// messages (the private stream) give `None`. Reads only the few fields
-/// it needs: the bench shares the machine with the server.
+/// messages (the private stream) give `None`. Reads only the few bytes it
+/// needs: the bench shares the machine with the server. Messages whose
+/// fields come in another order are searched.
 pub fn ws_response(text: &str) -> Option<(u64, Outcome<'_>)> {
+    if let Some(rest) = text.strip_prefix(ANSWER_HEAD) {
+        let digits = rest
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(rest.len());
+        let id = rest[..digits].parse().ok()?;
+        if rest[digits..].starts_with(",\"ok\":true") {
+            return Some((id, Outcome::Ok));
+        }
+        return Some((id, refusal(text)));
+    }
+    if text.starts_with(TYPED) {
+        return None;
+    }
     let id = leading_number(after(text, "\"request_id\":")?)?;
     if !text.contains("\"ok\":false") {
         return Some((id, Outcome::Ok));
     }
+    Some((id, refusal(text)))
+}
+
+fn refusal(text: &str) -> Outcome<'_> {
     let status = after(text, "\"status\":")
         .and_then(leading_number)
         .unwrap_or(0) as u16;
-    Some((
-        id,
-        Outcome::Refused {
-            code: error_code(text),
-            status,
-        },
-    ))
+    Outcome::Refused {
+        code: error_code(text),
+        status,
+    }
+}
+
+/// Whether a message that is not an answer is the server giving up on
+/// the socket (`slow_consumer`).
+pub fn is_slow_consumer(text: &str) -> bool {
+    (text.starts_with("{\"type\":\"error\"") || !text.starts_with(TYPED))
+        && text.contains("\"slow_consumer\"")
 }
 
 #[cfg(test)]
@@ -193,6 +220,22 @@ mod tests {
             ws_response(r#"{"type":"order","event":"accepted","seq":5}"#),
             None
         );
+        let fast = r#"{"type":"response","request_id":12,"ok":true,"order":{"order_id":5}}"#;
+        assert_eq!(ws_response(fast), Some((12, Outcome::Ok)));
+        let refused = r#"{"type":"response","request_id":4,"ok":false,"error":{"code":"overloaded","message":"m","status":503,"retry_after":1}}"#;
+        let outcome = Outcome::Refused {
+            code: "overloaded",
+            status: 503,
+        };
+        assert_eq!(ws_response(refused), Some((4, outcome)));
+        assert!(is_slow_consumer(
+            r#"{"type":"error","code":"slow_consumer","message":"m"}"#
+        ));
+        assert!(is_slow_consumer(
+            r#"{"code":"slow_consumer","message":"m","type":"error"}"#
+        ));
+        let update = r#"{"type":"order","event":"accepted","client_order_id":"slow_consumer"}"#;
+        assert!(!is_slow_consumer(update));
         assert_eq!(
             error_code(r#"{"code":"overloaded","message":"x"}"#),
             "overloaded"

@@ -12,7 +12,7 @@ use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use tokio_tungstenite::tungstenite::Message;
 
 use super::flow::{Flow, Market};
-use super::record::{ws_response, Recorder, Totals};
+use super::record::{is_slow_consumer, ws_response, Recorder, Totals};
 use super::server::Credential;
 use super::Pacing;
 
@@ -149,7 +149,7 @@ impl Driver {
                     self.recorder.record(sent, Instant::now(), place, outcome);
                 }
             }
-            None if text.contains("\"slow_consumer\"") => {
+            None if is_slow_consumer(text) => {
                 bail!("the server dropped a client: {text}")
             }
             None => {}
