@@ -11,11 +11,11 @@
 //!
 //! Measured over the `--duration` window only: acknowledged orders per
 //! second and the ack latency (from just before a message is written to
-//! the socket to the arrival of the answer carrying its request id), and,
-//! for a server it started, the server's CPU time by thread and its group
-//! commits. The order mix is described in [`flow`]. The load generator
-//! shares the machine with the server, as the target says it should; its
-//! own CPU use is reported beside the server's.
+//! the socket to the arrival of the answer carrying its request id), the
+//! server's group commits (from its `/metrics`), and the CPU time of the
+//! server's threads (for a server it started, or `--server-pid`) and of the
+//! load generator, which shares the machine with the server as the target
+//! says it should. The order mix is described in [`flow`].
 
 mod flow;
 mod record;
@@ -56,6 +56,8 @@ pub struct E2eArgs {
     #[arg(long, default_value_t = 8)]
     pub inflight: usize,
     /// Orders per second, all clients together (0: as fast as answered).
+    /// Each connection is paced on tokio's 1 ms timer: when its orders are
+    /// less than 1 ms apart they leave in small bursts.
     #[arg(long, default_value_t = 0)]
     pub rate: u64,
     /// Seconds measured.
@@ -169,6 +171,12 @@ async fn bench(args: E2eArgs) -> anyhow::Result<Figures> {
     let (addr, process) = match &args.url {
         Some(url) => (resolve(url).await?, None),
         None => {
+            if server::on_tmpfs(dir.path()) {
+                eprintln!(
+                    "warning: {} is on tmpfs, where fsync does nothing: point TMPDIR at a disk to measure durable acks",
+                    dir.path().display()
+                );
+            }
             let process = ServerProcess::start(dir.path(), &token)?;
             (process.addr, Some(process))
         }

@@ -211,6 +211,20 @@ fn parse_counters(text: &str) -> ServerCounters {
     }
 }
 
+/// Whether `path` is on tmpfs, where the journal's fsync costs nothing.
+pub fn on_tmpfs(path: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    const TMPFS_MAGIC: libc::c_long = 0x0102_1994;
+    let Ok(c_path) = std::ffi::CString::new(path.as_os_str().as_bytes()) else {
+        return false;
+    };
+    // SAFETY: statfs writes only into the zeroed struct we own, and reads a
+    // NUL-terminated path that outlives the call.
+    let mut stat: libc::statfs = unsafe { std::mem::zeroed() };
+    let found = unsafe { libc::statfs(c_path.as_ptr(), &mut stat) } == 0;
+    found && stat.f_type as libc::c_long == TMPFS_MAGIC
+}
+
 /// CPU seconds (user + system) by thread name, for a process's threads;
 /// threads of the same name (tokio's workers) are added up.
 pub fn cpu_by_thread(pid: u32) -> BTreeMap<String, f64> {
@@ -274,6 +288,16 @@ mod tests {
             ..c
         };
         assert_eq!(later.since(&c).commands, 300.0);
+    }
+
+    #[test]
+    fn tells_tmpfs_from_a_disk() {
+        // /dev/shm is tmpfs on every Linux this runs on; /proc never is.
+        if Path::new("/dev/shm").is_dir() {
+            assert!(on_tmpfs(Path::new("/dev/shm")));
+        }
+        assert!(!on_tmpfs(Path::new("/proc")));
+        assert!(!on_tmpfs(Path::new("/no/such/path")));
     }
 
     #[test]
