@@ -67,10 +67,9 @@ const REPLACE: &[&str] = &[
 const MASS_CANCEL: &[&str] = &["cmd", "ts", "account", "symbol"];
 const STATUS: &[&str] = &["cmd", "ts", "symbol"];
 
-/// Most digits a decimal may have. `Dec::parse` accumulates in an `i128`,
-/// which 39 digits can overflow (a panic in debug builds, a silently
-/// different number in release builds), so longer numbers stop here. No
-/// amount the core can represent needs more than 28 significant digits.
+/// Most digits a decimal may have, leading and trailing zeros included;
+/// `Dec::parse` itself refuses more than 19 significant ones. No amount the
+/// core can represent needs more than 28 digits in all.
 const MAX_DECIMAL_DIGITS: usize = 38;
 
 const SIDES: &[(&str, Side)] = &[("buy", Side::Buy), ("sell", Side::Sell)];
@@ -138,7 +137,7 @@ pub fn decode_command(line: &str) -> Result<Stamped, CodecError> {
     };
     let ts = f.opt_u64("ts")?.unwrap_or(0);
     let command = match cmd {
-        "add_instrument" => Command::AddInstrument(add_instrument(&f)?),
+        "add_instrument" => Command::AddInstrument(Box::new(add_instrument(&f)?)),
         "deposit" => Command::Deposit(transfer(&f)?),
         "withdraw" => Command::Withdraw(transfer(&f)?),
         "place" => Command::Place(place(&f)?),
@@ -190,18 +189,18 @@ fn add_instrument(f: &Fields) -> Result<AddInstrument, CodecError> {
 /// points; anything finer would have to be rounded, so it is refused.
 fn percent_to_bps(f: &Fields, pct: Dec) -> Result<u32, CodecError> {
     let pct = pct.normalized();
-    if pct.mantissa < 0 {
+    if pct.is_negative() {
         return Err(f.invalid("price_collar_pct", "must not be negative".into()));
     }
-    if pct.scale > 2 {
+    if pct.scale() > 2 {
         return Err(f.invalid(
             "price_collar_pct",
             "has more than 2 decimals; the collar is kept in whole basis points".into(),
         ));
     }
     let bps = pct
-        .mantissa
-        .checked_mul(10i128.pow(2 - u32::from(pct.scale)));
+        .magnitude()
+        .checked_mul(10u64.pow(2 - u32::from(pct.scale())));
     bps.and_then(|bps| u32::try_from(bps).ok())
         .ok_or_else(|| f.invalid("price_collar_pct", "is too large".into()))
 }

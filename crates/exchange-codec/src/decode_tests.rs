@@ -243,7 +243,7 @@ fn malformed_decimals_name_the_field_and_the_cause() {
     error_names(&PLACE_LINE.replace("100.00", "1.0.0"), "price");
     error_names(&PLACE_LINE.replace("100.00", " 100"), "price");
     error_names(&PLACE_LINE.replace("100.00", &"9".repeat(41)), "price");
-    // 39 digits would overflow the decimal parser's accumulator.
+    // More digits than any amount needs are refused before parsing.
     let message = error_names(&PLACE_LINE.replace("100.00", &"9".repeat(39)), "price");
     assert!(message.contains("more than 38 digits"), "{message}");
     let message = error_names(
@@ -251,10 +251,19 @@ fn malformed_decimals_name_the_field_and_the_cause() {
         "price",
     );
     assert!(message.contains("more than 38 digits"), "{message}");
-    let Command::Place(place) = decode(&PLACE_LINE.replace("100.00", &"9".repeat(38))) else {
+    // Fewer digits, but more significant ones than a decimal holds (19).
+    let message = error_names(&PLACE_LINE.replace("100.00", &"9".repeat(20)), "price");
+    assert!(message.contains("too many significant digits"), "{message}");
+    let Command::Place(place) = decode(&PLACE_LINE.replace("100.00", &"9".repeat(19))) else {
         panic!("wrong command")
     };
-    assert_eq!(place.price, Some(Dec::new(10i128.pow(38) - 1, 0)));
+    assert_eq!(place.price, Some(Dec::from_parts(10u64.pow(19) - 1, 0)));
+    // Leading and trailing zeros are not significant.
+    let padded = format!("{}1.5{}", "0".repeat(18), "0".repeat(18));
+    let Command::Place(place) = decode(&PLACE_LINE.replace("100.00", &padded)) else {
+        panic!("wrong command")
+    };
+    assert_eq!(place.price.map(Dec::normalized), Some(Dec::new(15, 1)));
 }
 
 #[test]

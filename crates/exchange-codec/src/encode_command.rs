@@ -28,7 +28,7 @@ pub fn encode_command_into(stamped: &Stamped, out: &mut String) {
             // exactly the basis points.
             w.opt_dec(
                 "price_collar_pct",
-                spec.collar_bps.map(|bps| Dec::new(i128::from(bps), 2)),
+                spec.collar_bps.map(|bps| Dec::new(i64::from(bps), 2)),
             );
             w.opt_dec("reference_price", spec.reference_price);
             w.i64("maker_fee_bps", i64::from(spec.maker_fee_bps));

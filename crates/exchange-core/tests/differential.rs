@@ -176,7 +176,7 @@ proptest! {
 /// documentation says.
 fn setup() -> Vec<Command> {
     vec![
-        Command::AddInstrument(btc_usd()),
+        Command::AddInstrument(Box::new(btc_usd())),
         deposit(1, "USD", "1000000"),
         deposit(1, "BTC", "100"),
         deposit(2, "USD", "1000000"),

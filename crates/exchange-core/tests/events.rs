@@ -21,7 +21,7 @@ fn run_at(h: &mut Harness, ts: u64, command: Command) -> Vec<Event> {
 
 fn busy_session() -> Vec<Command> {
     vec![
-        Command::AddInstrument(btc_usd()),
+        Command::AddInstrument(Box::new(btc_usd())),
         deposit(1, "USD", "1000"),
         deposit(2, "BTC", "5"),
         cmd(limit(2, "s1", Side::Sell, "100", "1")),

@@ -27,7 +27,7 @@ impl Core {
             engine: Engine::new(),
             ts: T0,
         };
-        core.apply(Command::AddInstrument(AddInstrument {
+        core.apply(Command::AddInstrument(Box::new(AddInstrument {
             symbol: Symbol::new("BTC-USD").expect("symbol"),
             base: AssetCode::new("BTC").expect("asset"),
             quote: AssetCode::new("USD").expect("asset"),
@@ -39,7 +39,7 @@ impl Core {
             reference_price: None,
             maker_fee_bps: -1,
             taker_fee_bps: 5,
-        }));
+        })));
         for account in [1, 2, 3] {
             for (asset, amount) in [("USD", "1000000"), ("BTC", "100")] {
                 core.apply(Command::Deposit(Transfer {

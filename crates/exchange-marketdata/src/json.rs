@@ -4,7 +4,7 @@
 //! Prices, quantities and volumes are decimal strings, times nanoseconds
 //! since the Unix epoch, as everywhere else in the API.
 
-use exchange_types::{Dec, Side, AMOUNT_SCALE};
+use exchange_types::{Side, AMOUNT_SCALE, UNITS_PER_WHOLE};
 use serde::Serialize;
 use serde::Serializer;
 
@@ -18,9 +18,15 @@ struct Units(u128);
 
 impl Serialize for Units {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        // A u128 sum of u64 amounts stays far below i128::MAX.
-        let mantissa = i128::try_from(self.0).unwrap_or(i128::MAX);
-        s.collect_str(&Dec::new(mantissa, AMOUNT_SCALE as u8))
+        // Sums of u64 amounts (volumes) can pass u64::MAX, which is more
+        // than a `Dec` holds, so the digits are written here.
+        let per_whole = u128::from(UNITS_PER_WHOLE);
+        let (whole, fraction) = (self.0 / per_whole, self.0 % per_whole);
+        if fraction == 0 {
+            return s.collect_str(&whole);
+        }
+        let digits = format!("{fraction:0width$}", width = AMOUNT_SCALE as usize);
+        s.collect_str(&format_args!("{whole}.{}", digits.trim_end_matches('0')))
     }
 }
 

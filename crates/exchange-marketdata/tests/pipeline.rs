@@ -46,7 +46,7 @@ fn symbol(text: &str) -> Symbol {
 fn setup() -> Vec<Command> {
     let mut commands = Vec::new();
     for text in SYMBOLS {
-        commands.push(Command::AddInstrument(AddInstrument {
+        commands.push(Command::AddInstrument(Box::new(AddInstrument {
             symbol: symbol(text),
             base: AssetCode::new(&text[..3]).unwrap(),
             quote: AssetCode::new("USD").unwrap(),
@@ -58,7 +58,7 @@ fn setup() -> Vec<Command> {
             reference_price: None,
             maker_fee_bps: 0,
             taker_fee_bps: 0,
-        }));
+        })));
     }
     for account in 1..=4 {
         for asset in ["USD", "BTC", "ETH"] {
@@ -84,7 +84,7 @@ fn random_command(rng: &mut Rng, n: u64) -> Command {
             };
             let market = rng.below(10) == 0;
             // Prices 99.90 to 100.10 so orders rest, cross and sweep.
-            let price = (!market).then(|| Dec::new(9_990 + rng.below(21) as i128, 2));
+            let price = (!market).then(|| Dec::new(9_990 + rng.below(21) as i64, 2));
             Command::Place(Place {
                 account,
                 client_order_id: ClientOrderId::new(&format!("c{n}")).unwrap(),
@@ -96,7 +96,7 @@ fn random_command(rng: &mut Rng, n: u64) -> Command {
                     OrderType::Limit
                 },
                 price,
-                qty: Dec::new(1 + rng.below(50) as i128, 3),
+                qty: Dec::new(1 + rng.below(50) as i64, 3),
                 tif: if market {
                     TimeInForce::Ioc
                 } else {

@@ -28,11 +28,20 @@ const POW10: [u64; AMOUNT_SCALE as usize + 1] = [
 /// Longest decimal string accepted at the edge; longer input is malformed.
 pub const MAX_DECIMAL_LEN: usize = 40;
 
-/// A decimal number exactly as written: `mantissa * 10^-scale`.
+/// A decimal number exactly as written: `(-1 if negative) * magnitude *
+/// 10^-scale`.
+///
+/// Sixteen bytes, because every price and quantity of every command is
+/// one and the core reads commands from memory at millions a second: the
+/// magnitude is a `u64` (any amount of units there is fits, at any scale
+/// up to [`AMOUNT_SCALE`]), so a number with more significant digits than
+/// that is refused when it is read ([`DecParseError::TooManyDigits`]).
+/// Zero is never negative, so equal values written alike compare equal.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Dec {
-    pub mantissa: i128,
-    pub scale: u8,
+    magnitude: u64,
+    scale: u8,
+    negative: bool,
 }
 
 /// Why a decimal string could not even be read as a number.
@@ -48,7 +57,7 @@ pub enum DecParseError {
     NoDigits,
     #[error("number has more than one decimal point")]
     MultiplePoints,
-    #[error("number has too many digits to represent exactly")]
+    #[error("number has too many significant digits (at most 19)")]
     TooManyDigits,
 }
 
@@ -66,20 +75,54 @@ pub enum UnitsError {
 }
 
 impl Dec {
-    pub const fn new(mantissa: i128, scale: u8) -> Self {
-        Dec { mantissa, scale }
+    /// `mantissa * 10^-scale`.
+    pub const fn new(mantissa: i64, scale: u8) -> Self {
+        Dec {
+            magnitude: mantissa.unsigned_abs(),
+            scale,
+            negative: mantissa < 0,
+        }
+    }
+
+    /// `magnitude * 10^-scale`, not negative.
+    pub const fn from_parts(magnitude: u64, scale: u8) -> Self {
+        Dec {
+            magnitude,
+            scale,
+            negative: false,
+        }
     }
 
     /// A whole amount of units as a decimal (scale [`AMOUNT_SCALE`]).
     pub const fn from_units(units: u64) -> Self {
         Dec {
-            mantissa: units as i128,
+            magnitude: units,
             scale: AMOUNT_SCALE as u8,
+            negative: false,
         }
+    }
+
+    /// The digits without the point or the sign.
+    pub const fn magnitude(self) -> u64 {
+        self.magnitude
+    }
+
+    /// Digits after the point, as written.
+    pub const fn scale(self) -> u8 {
+        self.scale
+    }
+
+    /// Below zero (zero itself never is).
+    pub const fn is_negative(self) -> bool {
+        self.negative
     }
 
     /// Parses `-?digits[.digits]`. No exponent, no `+`, no spaces: anything
     /// looser invites two clients to mean different things by one string.
+    ///
+    /// Trailing zeros after the point are kept (they set the scale) as long
+    /// as the magnitude can hold them; beyond that they are dropped, which
+    /// does not change the value, so `1.000…0` with 30 zeros is still 1.
     pub fn parse(text: &str) -> Result<Dec, DecParseError> {
         if text.is_empty() {
             return Err(DecParseError::Empty);
@@ -91,41 +134,71 @@ impl Dec {
             Some(rest) => (true, rest),
             None => (false, text),
         };
-        let mut mantissa: i128 = 0;
+        let mut magnitude: u64 = 0;
         let mut scale: u8 = 0;
+        // Fractional zeros not yet folded into the magnitude: they only
+        // matter if a non-zero digit follows.
+        let mut pending_zeros: u8 = 0;
         let mut seen_point = false;
         let mut digits = 0usize;
-        for ch in body.chars() {
-            match ch {
-                '0'..='9' => {
-                    mantissa = mantissa
+        for (at, byte) in body.bytes().enumerate() {
+            match byte {
+                b'0' if seen_point => {
+                    pending_zeros += 1;
+                    digits += 1;
+                }
+                b'0'..=b'9' => {
+                    for _ in 0..pending_zeros {
+                        magnitude = magnitude
+                            .checked_mul(10)
+                            .ok_or(DecParseError::TooManyDigits)?;
+                    }
+                    scale += pending_zeros;
+                    pending_zeros = 0;
+                    magnitude = magnitude
                         .checked_mul(10)
-                        .and_then(|m| m.checked_add(i128::from(ch as u8 - b'0')))
+                        .and_then(|m| m.checked_add(u64::from(byte - b'0')))
                         .ok_or(DecParseError::TooManyDigits)?;
                     digits += 1;
                     if seen_point {
                         scale += 1;
                     }
                 }
-                '.' if seen_point => return Err(DecParseError::MultiplePoints),
-                '.' => seen_point = true,
-                other => return Err(DecParseError::InvalidChar(other)),
+                b'.' if seen_point => return Err(DecParseError::MultiplePoints),
+                b'.' => seen_point = true,
+                _ => {
+                    // Every byte before `at` was ASCII, so `at` starts a
+                    // character: report all of it, not one byte.
+                    let ch = body[at..].chars().next().unwrap_or('?');
+                    return Err(DecParseError::InvalidChar(ch));
+                }
             }
         }
         if digits == 0 {
             return Err(DecParseError::NoDigits);
         }
+        while pending_zeros > 0 {
+            match magnitude.checked_mul(10) {
+                Some(m) => {
+                    magnitude = m;
+                    scale += 1;
+                    pending_zeros -= 1;
+                }
+                None => break,
+            }
+        }
         Ok(Dec {
-            mantissa: if negative { -mantissa } else { mantissa },
+            magnitude,
             scale,
+            negative: negative && magnitude != 0,
         })
     }
 
     /// Drops trailing fractional zeros: `1.500` becomes `1.5`.
     pub fn normalized(self) -> Dec {
         let mut d = self;
-        while d.scale > 0 && d.mantissa % 10 == 0 {
-            d.mantissa /= 10;
+        while d.scale > 0 && d.magnitude.is_multiple_of(10) {
+            d.magnitude /= 10;
             d.scale -= 1;
         }
         d
@@ -133,37 +206,35 @@ impl Dec {
 
     /// The value in `10^-AMOUNT_SCALE` units; zero allowed.
     ///
-    /// On the hot path (every price and quantity of every order), so it
-    /// avoids normalising with repeated 128-bit division: a value with at
-    /// most `AMOUNT_SCALE` decimals is one multiplication.
+    /// On the hot path (every price and quantity of every order), so a
+    /// value with at most `AMOUNT_SCALE` decimals is one table lookup and
+    /// one multiplication.
     pub fn to_units_allow_zero(self) -> Result<u64, UnitsError> {
-        if self.mantissa < 0 {
+        if self.negative {
             return Err(UnitsError::Negative);
         }
-        let mantissa = self.mantissa.unsigned_abs();
         let scale = u32::from(self.scale);
         if scale <= AMOUNT_SCALE {
-            // A table and a 64-bit multiply: `u128::pow` with a run-time
-            // exponent is a loop of 128-bit multiplications.
             let factor = POW10[(AMOUNT_SCALE - scale) as usize];
-            return u64::try_from(mantissa)
-                .ok()
-                .and_then(|m| m.checked_mul(factor))
+            return self
+                .magnitude
+                .checked_mul(factor)
                 .ok_or(UnitsError::Overflow);
         }
         // More decimals than kept: acceptable only if they are all zeros.
-        let divisor = 10u128
-            .checked_pow(scale - AMOUNT_SCALE)
-            .ok_or(UnitsError::TooManyDecimals)?;
-        if !mantissa.is_multiple_of(divisor) {
-            return Err(UnitsError::TooManyDecimals);
+        // A u64 has at most 20 digits, so a divisor past 10^19 leaves no
+        // whole unit and the value is only zero if the magnitude is.
+        let divisor = 10u64.checked_pow(scale - AMOUNT_SCALE);
+        match divisor {
+            Some(d) if self.magnitude.is_multiple_of(d) => Ok(self.magnitude / d),
+            None if self.magnitude == 0 => Ok(0),
+            _ => Err(UnitsError::TooManyDecimals),
         }
-        u64::try_from(mantissa / divisor).map_err(|_| UnitsError::Overflow)
     }
 
     /// The value in `10^-AMOUNT_SCALE` units; must be strictly positive.
     pub fn to_units(self) -> Result<u64, UnitsError> {
-        if self.mantissa == 0 {
+        if self.magnitude == 0 {
             return Err(UnitsError::Zero);
         }
         self.to_units_allow_zero()
@@ -173,17 +244,19 @@ impl Dec {
 impl fmt::Display for Dec {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let d = self.normalized();
-        let sign = if d.mantissa < 0 { "-" } else { "" };
-        let abs = d.mantissa.unsigned_abs();
+        let sign = if d.negative { "-" } else { "" };
         if d.scale == 0 {
-            return write!(f, "{sign}{abs}");
+            return write!(f, "{sign}{}", d.magnitude);
         }
-        let pow = 10u128.pow(u32::from(d.scale));
+        // Scales past 19 are possible (`0.000…001`); 10^19 is the largest
+        // power of ten a u64 holds, and beyond it the whole part is 0.
+        let (whole, fraction) = match 10u64.checked_pow(u32::from(d.scale)) {
+            Some(pow) => (d.magnitude / pow, d.magnitude % pow),
+            None => (0, d.magnitude),
+        };
         write!(
             f,
-            "{sign}{}.{:0width$}",
-            abs / pow,
-            abs % pow,
+            "{sign}{whole}.{fraction:0width$}",
             width = usize::from(d.scale)
         )
     }
@@ -197,8 +270,9 @@ pub fn format_units(units: u64) -> String {
 /// Writes a signed amount of units (fees may be rebates) as a decimal string.
 pub fn format_signed_units(units: i64) -> String {
     Dec {
-        mantissa: i128::from(units),
+        magnitude: units.unsigned_abs(),
         scale: AMOUNT_SCALE as u8,
+        negative: units < 0,
     }
     .to_string()
 }
@@ -221,6 +295,26 @@ mod tests {
     }
 
     #[test]
+    fn zeros_keep_the_scale_while_they_fit_and_never_change_the_value() {
+        let one = Dec::parse("1.000").unwrap();
+        assert_eq!((one.magnitude(), one.scale()), (1000, 3));
+        let long = format!("1.{}", "0".repeat(30));
+        let d = Dec::parse(&long).unwrap();
+        assert_eq!(d.to_units(), Ok(100_000_000));
+        assert_eq!(d.to_string(), "1");
+        assert_eq!(Dec::parse("-0.00").unwrap(), Dec::new(0, 2));
+        assert!(!Dec::parse("-0").unwrap().is_negative());
+        let tiny = format!(".{}1", "0".repeat(37));
+        let d = Dec::parse(&tiny).unwrap();
+        assert_eq!(d.scale(), 38);
+        assert_eq!(d.to_string(), format!("0.{}1", "0".repeat(37)));
+        assert_eq!(d.to_units(), Err(UnitsError::TooManyDecimals));
+        assert_eq!(Dec::parse(&format!(".{}", "0".repeat(39))).unwrap().to_units_allow_zero(), Ok(0));
+        assert_eq!(format_units(u64::MAX), "184467440737.09551615");
+        assert_eq!(format_signed_units(i64::MIN), "-92233720368.54775808");
+    }
+
+    #[test]
     fn rejects_malformed_text() {
         assert_eq!(Dec::parse(""), Err(DecParseError::Empty));
         assert_eq!(Dec::parse("1e5"), Err(DecParseError::InvalidChar('e')));
@@ -236,7 +330,21 @@ mod tests {
             Dec::parse("340282366920938463463374607431968211456"),
             Err(DecParseError::TooManyDigits)
         );
-        assert!(Dec::parse(&"9".repeat(38)).is_ok());
+        assert_eq!(
+            Dec::parse(&"9".repeat(20)),
+            Err(DecParseError::TooManyDigits)
+        );
+        assert!(Dec::parse(&"9".repeat(19)).is_ok());
+        assert_eq!(
+            Dec::parse("18446744073709551615").map(Dec::magnitude),
+            Ok(u64::MAX)
+        );
+        assert_eq!(
+            Dec::parse("1844674407370955161.6"),
+            Err(DecParseError::TooManyDigits)
+        );
+        assert_eq!(Dec::parse("1x"), Err(DecParseError::InvalidChar('x')));
+        assert_eq!(Dec::parse("1é"), Err(DecParseError::InvalidChar('é')));
     }
 
     #[test]
@@ -259,7 +367,7 @@ mod tests {
             Ok(100_000_000)
         );
         assert_eq!(
-            Dec::parse("999999999999999999999").unwrap().to_units(),
+            Dec::parse("999999999999999999").unwrap().to_units(),
             Err(UnitsError::Overflow)
         );
         // The largest amount there is, and one unit more, at two scales.
@@ -268,8 +376,8 @@ mod tests {
             Ok(u64::MAX)
         );
         assert_eq!(
-            Dec::parse("184467440737.09551616").unwrap().to_units(),
-            Err(UnitsError::Overflow)
+            Dec::parse("184467440737.09551616"),
+            Err(DecParseError::TooManyDigits)
         );
         assert_eq!(
             Dec::parse("184467440737.0955162").unwrap().to_units(),
@@ -279,5 +387,59 @@ mod tests {
             Dec::parse("184467440737.0955161").unwrap().to_units(),
             Ok(u64::MAX - 5)
         );
+    }
+
+    mod properties {
+        use super::*;
+        use proptest::prelude::*;
+
+        /// The value times `10^AMOUNT_SCALE`, by plain 128-bit arithmetic
+        /// with an exact check: the reference `to_units_allow_zero` must
+        /// agree with.
+        fn reference_units(d: Dec) -> Result<u64, UnitsError> {
+            if d.is_negative() {
+                return Err(UnitsError::Negative);
+            }
+            let magnitude = u128::from(d.magnitude());
+            let scale = u32::from(d.scale());
+            let units = if scale <= AMOUNT_SCALE {
+                magnitude * 10u128.pow(AMOUNT_SCALE - scale)
+            } else {
+                let divisor = 10u128.pow(scale - AMOUNT_SCALE);
+                if magnitude % divisor != 0 {
+                    return Err(UnitsError::TooManyDecimals);
+                }
+                magnitude / divisor
+            };
+            u64::try_from(units).map_err(|_| UnitsError::Overflow)
+        }
+
+        proptest! {
+            #[test]
+            fn display_reads_back_as_the_same_value(
+                magnitude in prop_oneof![any::<u64>(), 0u64..1_000_000],
+                scale in 0u8..=30,
+                negative in any::<bool>(),
+            ) {
+                let d = if negative && magnitude != 0 {
+                    Dec { magnitude, scale, negative }
+                } else {
+                    Dec::from_parts(magnitude, scale)
+                };
+                let text = d.to_string();
+                let back = Dec::parse(&text).expect("own output parses");
+                prop_assert_eq!(back.normalized(), d.normalized(), "{}", text);
+                prop_assert_eq!(back.to_units_allow_zero(), d.to_units_allow_zero());
+            }
+
+            #[test]
+            fn units_agree_with_wide_arithmetic(
+                magnitude in prop_oneof![any::<u64>(), 0u64..1_000_000_000],
+                scale in 0u8..=25,
+            ) {
+                let d = Dec::from_parts(magnitude, scale);
+                prop_assert_eq!(d.to_units_allow_zero(), reference_units(d));
+            }
+        }
     }
 }

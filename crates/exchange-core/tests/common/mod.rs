@@ -109,7 +109,7 @@ impl Harness {
     /// BTC-USD listed; accounts 1..=n funded with 1,000,000 USD and 100 BTC.
     pub fn funded(accounts: u64) -> Self {
         let mut h = Harness::new();
-        h.run(Command::AddInstrument(btc_usd()));
+        h.run(Command::AddInstrument(Box::new(btc_usd())));
         for account in 1..=accounts {
             h.run(deposit(account, "USD", "1000000"));
             h.run(deposit(account, "BTC", "100"));
@@ -221,12 +221,12 @@ pub enum Profile {
 #[derive(Clone, Copy, Debug)]
 pub struct Grid {
     pub symbol: &'static str,
-    tick: i128,
+    tick: i64,
     tick_scale: u8,
-    lot: i128,
+    lot: i64,
     lot_scale: u8,
     /// Middle of the narrow price band orders are drawn from, in ticks.
-    center: i128,
+    center: i64,
 }
 
 pub const GRIDS: [Grid; 2] = [
@@ -260,9 +260,9 @@ pub enum RawNum {
 }
 
 impl Grid {
-    fn num(&self, raw: RawNum, base: i128, step: i128, scale: u8) -> Dec {
+    fn num(&self, raw: RawNum, base: i64, step: i64, scale: u8) -> Dec {
         match raw {
-            RawNum::On(n) => Dec::new((base + i128::from(n)) * step, scale),
+            RawNum::On(n) => Dec::new((base + n) * step, scale),
             RawNum::OffGrid => Dec::new((base + 1) * step * 10 + 1, scale + 1),
             RawNum::Zero => Dec::new(0, scale),
             RawNum::Negative => Dec::new(-(base + 1) * step, scale),
@@ -499,14 +499,14 @@ pub fn command_stream(profile: Profile) -> impl Strategy<Value = Vec<Command>> {
             (Just(instruments), Just(accounts), amounts, body)
         })
         .prop_map(move |(instruments, accounts, amounts, body)| {
-            let mut commands = vec![Command::AddInstrument(btc_usd())];
+            let mut commands = vec![Command::AddInstrument(Box::new(btc_usd()))];
             if instruments == 2 {
                 let mut eth = eth_usd();
                 if profile == Profile::Scarce {
                     eth.collar_bps = Some(1);
                     eth.reference_price = Some(dec("2000"));
                 }
-                commands.push(Command::AddInstrument(eth));
+                commands.push(Command::AddInstrument(Box::new(eth)));
             }
             let codes = assets_for(instruments);
             let funded = (1..=accounts).flat_map(|a| codes.iter().map(move |code| (a, *code)));

@@ -108,7 +108,7 @@ pub fn resume(symbol: &str) -> Command {
 }
 
 pub fn add(spec: AddInstrument) -> Command {
-    Command::AddInstrument(spec)
+    Command::AddInstrument(Box::new(spec))
 }
 
 /// BTC-USD with a collar of `bps` around `reference`.

@@ -48,10 +48,13 @@ pub fn units_of(text: &str) -> Option<u64> {
 /// does when it lists the instrument (at most two decimals).
 pub fn percent_to_bps(text: &str) -> Option<u32> {
     let pct = Dec::parse(text).ok()?.normalized();
-    if pct.mantissa < 0 || pct.scale > 2 {
+    if pct.is_negative() || pct.scale() > 2 {
         return None;
     }
-    u32::try_from(pct.mantissa * 10i128.pow(2 - u32::from(pct.scale))).ok()
+    let bps = pct
+        .magnitude()
+        .checked_mul(10u64.pow(2 - u32::from(pct.scale())))?;
+    u32::try_from(bps).ok()
 }
 
 /// The inclusive band of acceptable prices (units) around `reference`,

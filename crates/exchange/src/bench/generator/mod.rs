@@ -44,8 +44,8 @@ const LOT_UNITS: u64 = 100_000_000;
 const START_TICKS: u64 = 10_000;
 /// Deposits per account: far beyond what its orders can reserve, so risk
 /// rejects stay rare.
-const DEPOSIT_QUOTE: i128 = 10_000_000;
-const DEPOSIT_BASE: i128 = 1_000_000;
+const DEPOSIT_QUOTE: i64 = 10_000_000;
+const DEPOSIT_BASE: i64 = 1_000_000;
 
 /// The command mix, in parts per million (exchange-core's published mix).
 pub const GTC_PPM: u64 = 90_000;
@@ -119,11 +119,11 @@ struct Generator {
 }
 
 fn ticks(n: u64) -> Dec {
-    Dec::new(i128::from(n), 2).normalized()
+    Dec::from_parts(n, 2).normalized()
 }
 
 fn lots(n: u64) -> Dec {
-    Dec::new(i128::from(n), 0)
+    Dec::from_parts(n, 0)
 }
 
 impl Generator {
@@ -155,7 +155,7 @@ impl Generator {
             maker_fee_bps: -1,
             taker_fee_bps: 5,
         };
-        self.push(Command::AddInstrument(listing), Phase::Setup);
+        self.push(Command::AddInstrument(Box::new(listing)), Phase::Setup);
         for account in 1..=self.spec.accounts {
             for (asset, amount) in [(quote, DEPOSIT_QUOTE), (base, DEPOSIT_BASE)] {
                 let transfer = Transfer {
