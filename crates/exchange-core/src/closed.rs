@@ -6,79 +6,206 @@
 //! answered "order not open" (too late) rather than "unknown order".
 //! Eviction is first in, first out, which keeps it deterministic.
 //!
-//! Every order that closes passes through here, so the map is keyed by a
-//! 64-bit fingerprint of (account, client order id) rather than the 41-byte
-//! key itself, and a hit is confirmed against the ring entry it points to.
-//! Two keys with one fingerprint can only make the older one forgotten
-//! early (a late cancel then hears "unknown order"), never a wrong answer
-//! about an open order.
+//! Every order that closes passes through here, so it is found with one
+//! cache line: a 64-bit fingerprint of (account, client order id) picks a
+//! bucket of a fixed table, whose eight ways hold the ring position and a
+//! 32-bit tag of the entries last recorded there; a tag hit is confirmed
+//! against the ring entry. Nothing is ever removed from the table: an
+//! evicted position simply fails the check, and a new entry takes a way
+//! whose position is stale, or else the oldest. With four times as many
+//! ways as the ring has entries, a bucket almost never holds more live
+//! entries than ways (about one in ten thousand is lost), and when
+//! it does the older key is forgotten early (a late cancel then hears
+//! "unknown order"), never a wrong answer about an open order. The table is
+//! a function of the sequence of records alone, so a replica restored from
+//! a snapshot (which replays the ring in order) answers as the original.
 
 use std::collections::VecDeque;
 use std::hash::{Hash, Hasher};
 
 use exchange_types::limits::RECENTLY_CLOSED_CAPACITY;
 use exchange_types::{ClientOrderId, OrderId};
-use rustc_hash::{FxHashMap, FxHasher};
+use rustc_hash::FxHasher;
 
 pub(crate) type ClosedKey = (u32, ClientOrderId);
 
+const WAYS: usize = 8;
+/// Four ways per ring entry: two live entries per bucket on average.
+const BUCKETS: usize = (RECENTLY_CLOSED_CAPACITY * 4 / WAYS).next_power_of_two();
+
+/// One way of a bucket: the position (mod 2^32) of an entry and its tag;
+/// tag 0 marks a way never written (real tags are never 0), which would
+/// otherwise look like position 0.
+#[derive(Clone, Copy, Debug, Default)]
+struct Way {
+    position: u32,
+    tag: u32,
+}
+
+#[derive(Clone, Debug)]
+#[repr(align(64))]
+struct Bucket([Way; WAYS]);
+
 #[derive(Clone, Debug)]
 struct Closed {
-    fingerprint: u64,
     key: ClosedKey,
     order_id: OrderId,
 }
 
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub(crate) struct RecentlyClosed {
     ring: VecDeque<Closed>,
-    /// Entries ever pushed; the front of the ring is entry `pushed - len`.
-    pushed: u64,
-    /// Fingerprint -> absolute position of its latest entry.
-    latest: FxHashMap<u64, u64>,
+    /// Entries ever pushed (mod 2^32); the front of the ring is entry
+    /// `pushed - len`.
+    pushed: u32,
+    buckets: Box<[Bucket]>,
 }
 
-fn fingerprint(account: u32, client_order_id: &ClientOrderId) -> u64 {
+impl Default for RecentlyClosed {
+    fn default() -> Self {
+        RecentlyClosed {
+            ring: VecDeque::new(),
+            pushed: 0,
+            buckets: vec![Bucket([Way::default(); WAYS]); BUCKETS].into_boxed_slice(),
+        }
+    }
+}
+
+/// The bucket (from the fingerprint's high bits, FxHash's best mixed) and
+/// the tag (its low half, never 0).
+fn locate(account: u32, client_order_id: &ClientOrderId) -> (usize, u32) {
     let mut hasher = FxHasher::default();
     account.hash(&mut hasher);
     client_order_id.as_bytes().hash(&mut hasher);
-    hasher.finish()
+    let fingerprint = hasher.finish();
+    (
+        (fingerprint >> (64 - BUCKETS.trailing_zeros())) as usize,
+        (fingerprint as u32).max(1),
+    )
 }
 
 impl RecentlyClosed {
+    /// How far back from the newest entry `position` is (1 = the newest),
+    /// if it is still in the ring.
+    fn age(&self, way: Way) -> Option<usize> {
+        if way.tag == 0 {
+            return None;
+        }
+        let age = self.pushed.wrapping_sub(way.position) as usize;
+        (1..=self.ring.len()).contains(&age).then_some(age)
+    }
+
     pub fn record(&mut self, account: u32, client_order_id: ClientOrderId, order_id: OrderId) {
         if self.ring.len() == RECENTLY_CLOSED_CAPACITY {
-            let front = self.pushed - self.ring.len() as u64;
-            if let Some(old) = self.ring.pop_front() {
-                // Forget the fingerprint only if this entry is still its
-                // latest: the id may have been reused and closed again.
-                if self.latest.get(&old.fingerprint) == Some(&front) {
-                    self.latest.remove(&old.fingerprint);
-                }
-            }
+            self.ring.pop_front();
         }
-        let fingerprint = fingerprint(account, &client_order_id);
-        self.latest.insert(fingerprint, self.pushed);
+        let (bucket, tag) = locate(account, &client_order_id);
+        // The first stale way if there is one, else the oldest live one.
+        let ways = &self.buckets[bucket].0;
+        let victim = (0..WAYS)
+            .rev()
+            .max_by_key(|&w| self.age(ways[w]).unwrap_or(usize::MAX))
+            .unwrap_or(0);
+        self.buckets[bucket].0[victim] = Way {
+            position: self.pushed,
+            tag,
+        };
         self.ring.push_back(Closed {
-            fingerprint,
             key: (account, client_order_id),
             order_id,
         });
-        self.pushed += 1;
+        self.pushed = self.pushed.wrapping_add(1);
     }
 
     pub fn contains(&self, account: u32, client_order_id: &ClientOrderId) -> bool {
-        let Some(&position) = self.latest.get(&fingerprint(account, client_order_id)) else {
-            return false;
-        };
-        let front = self.pushed - self.ring.len() as u64;
-        self.ring
-            .get((position - front) as usize)
-            .is_some_and(|entry| entry.key == (account, *client_order_id))
+        let (bucket, tag) = locate(account, client_order_id);
+        self.buckets[bucket].0.iter().any(|way| {
+            way.tag == tag
+                && self.age(*way).is_some_and(|age| {
+                    self.ring[self.ring.len() - age].key == (account, *client_order_id)
+                })
+        })
     }
 
     /// Entries oldest first, for snapshots.
     pub fn entries(&self) -> impl Iterator<Item = (&ClosedKey, OrderId)> {
         self.ring.iter().map(|entry| (&entry.key, entry.order_id))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn id(n: usize) -> ClientOrderId {
+        ClientOrderId::new(&format!("c{n}")).expect("test id")
+    }
+
+    #[test]
+    fn remembers_the_last_capacity_closures_first_in_first_out() {
+        let mut closed = RecentlyClosed::default();
+        let total = RECENTLY_CLOSED_CAPACITY + 1_000;
+        for n in 0..total {
+            closed.record(7, id(n), n as u64);
+        }
+        let evicted = total - RECENTLY_CLOSED_CAPACITY;
+        assert!((0..evicted).all(|n| !closed.contains(7, &id(n))));
+        // The table may forget an entry whose bucket overflowed, but with
+        // four ways per entry that is rare: nearly all remain.
+        let kept = (evicted..total)
+            .filter(|&n| closed.contains(7, &id(n)))
+            .count();
+        assert!(kept > RECENTLY_CLOSED_CAPACITY * 999 / 1000, "kept {kept}");
+        assert!(closed.contains(7, &id(total - 1)));
+        assert!(!closed.contains(8, &id(total - 1)), "another account's id");
+        assert!(!closed.contains(7, &id(total)), "never closed");
+        assert_eq!(closed.entries().count(), RECENTLY_CLOSED_CAPACITY);
+        let (first, order) = closed.entries().next().expect("full ring");
+        assert_eq!((*first, order), ((7, id(evicted)), evicted as u64));
+    }
+
+    #[test]
+    fn a_full_bucket_forgets_its_oldest_entry_first() {
+        let (bucket, _) = locate(1, &id(0));
+        let same_bucket: Vec<usize> = (1..)
+            .filter(|&n| locate(1, &id(n)).0 == bucket)
+            .take(WAYS)
+            .collect();
+        let mut closed = RecentlyClosed::default();
+        closed.record(1, id(0), 0);
+        for &n in &same_bucket[..WAYS - 1] {
+            closed.record(1, id(n), n as u64);
+        }
+        assert!(closed.contains(1, &id(0)), "the bucket had room for it");
+        closed.record(1, id(same_bucket[WAYS - 1]), 1);
+        assert!(!closed.contains(1, &id(0)), "the oldest made way");
+        assert!(same_bucket.iter().all(|&n| closed.contains(1, &id(n))));
+    }
+
+    #[test]
+    fn a_reused_id_closed_again_is_found_at_its_newest_closure() {
+        let mut closed = RecentlyClosed::default();
+        closed.record(1, id(1), 1);
+        for n in 2..=RECENTLY_CLOSED_CAPACITY {
+            closed.record(2, id(n), n as u64);
+        }
+        closed.record(1, id(1), 99);
+        // The first closure is evicted now; the second keeps the id known.
+        closed.record(2, id(0), 100);
+        assert!(closed.contains(1, &id(1)));
+    }
+
+    #[test]
+    fn positions_wrap_around_without_false_hits() {
+        let mut closed = RecentlyClosed {
+            pushed: u32::MAX - 10,
+            ..RecentlyClosed::default()
+        };
+        assert!(!closed.contains(1, &id(1)), "stale zeros are not entries");
+        for n in 0..20 {
+            closed.record(1, id(n), n as u64);
+        }
+        assert!((0..20).all(|n| closed.contains(1, &id(n))));
+        assert!(!closed.contains(1, &id(20)));
     }
 }

@@ -28,8 +28,12 @@ pub enum Command {
     Cancel(Cancel),
     Replace(Replace),
     MassCancel(MassCancel),
-    Halt { symbol: Symbol },
-    Resume { symbol: Symbol },
+    Halt {
+        symbol: Symbol,
+    },
+    Resume {
+        symbol: Symbol,
+    },
 }
 
 impl Command {

@@ -309,7 +309,12 @@ mod tests {
         assert_eq!(d.scale(), 38);
         assert_eq!(d.to_string(), format!("0.{}1", "0".repeat(37)));
         assert_eq!(d.to_units(), Err(UnitsError::TooManyDecimals));
-        assert_eq!(Dec::parse(&format!(".{}", "0".repeat(39))).unwrap().to_units_allow_zero(), Ok(0));
+        assert_eq!(
+            Dec::parse(&format!(".{}", "0".repeat(39)))
+                .unwrap()
+                .to_units_allow_zero(),
+            Ok(0)
+        );
         assert_eq!(format_units(u64::MAX), "184467440737.09551615");
         assert_eq!(format_signed_units(i64::MIN), "-92233720368.54775808");
     }

@@ -125,11 +125,7 @@ pub fn amount_overflow() {
     // Every asset's supply is capped at i64::MAX units.
     h.run_checked(deposit(1, "BTC", "92233720368.54775807"));
     assert_rejected(&mut h, deposit(2, "BTC", "0.00000001"), R::AmountOverflow);
-    assert_rejected(
-        &mut h,
-        deposit(2, "USD", "999999999999"),
-        R::AmountOverflow,
-    );
+    assert_rejected(&mut h, deposit(2, "USD", "999999999999"), R::AmountOverflow);
     h.run_checked(deposit(3, "USD", "1000"));
     let price = limit(3, "a", Side::Buy, "999999999999", "1");
     assert_rejected(&mut h, cmd(price), R::AmountOverflow);
