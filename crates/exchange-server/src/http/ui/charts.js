@@ -227,10 +227,14 @@ export class DepthChart {
     const bestBid = bids.length ? bids[0][0] : asks[0][0];
     const bestAsk = asks.length ? asks[0][0] : bids[0][0];
     const mid = (bestBid + bestAsk) / 2;
-    const far = Math.max(
-      bids.length ? mid - bids[bids.length - 1][0] : 0,
-      asks.length ? asks[asks.length - 1][0] - mid : 0,
-      mid * 0.0005,
+    // Far-away orders would squeeze the interesting part to a sliver.
+    const far = Math.min(
+      Math.max(
+        bids.length ? mid - bids[bids.length - 1][0] : 0,
+        asks.length ? asks[asks.length - 1][0] - mid : 0,
+        mid * 0.0005,
+      ),
+      mid * 0.02,
     );
     const lo = mid - far;
     const hi = mid + far;
@@ -238,8 +242,8 @@ export class DepthChart {
       let sum = 0;
       return levels.map(([p, q]) => [p, (sum += q)]);
     };
-    const cb = cumulate(bids);
-    const ca = cumulate(asks);
+    const cb = cumulate(bids.filter(([p]) => p >= lo));
+    const ca = cumulate(asks.filter(([p]) => p <= hi));
     const top = Math.max(cb.length ? cb[cb.length - 1][1] : 0, ca.length ? ca[ca.length - 1][1] : 0) * 1.1 || 1;
     const axisH = 18;
     const plotH = h - axisH;

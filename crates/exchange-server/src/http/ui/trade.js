@@ -270,12 +270,12 @@ function renderOrders(orders) {
       return el(
         "tr",
         { "data-order-id": o.order_id, "data-client-order-id": o.client_order_id },
-        el("td", { class: "num muted" }, clock(o.created_ts)),
+        el("td", { class: "num muted hide-narrow" }, clock(o.created_ts)),
         el("td", {}, o.symbol),
         el("td", { class: o.side }, o.side),
         el("td", { class: "num" }, o.price === null ? "market" : fmt(o.price, pdp)),
         el("td", { class: "num" }, fmt(o.qty, qdp)),
-        el("td", { class: "num" }, fmt(o.filled_qty, qdp)),
+        el("td", { class: "num hide-narrow" }, fmt(o.filled_qty, qdp)),
         el("td", { class: "left" }, o.status.replace("_", " ")),
         el(
           "td",
@@ -328,7 +328,7 @@ function renderBalances(balances) {
 
 function compactAmount(text) {
   const n = Number(text);
-  return Number.isFinite(n) ? n.toLocaleString(undefined, { maximumFractionDigits: 8 }) : text;
+  return Number.isFinite(n) ? n.toLocaleString(undefined, { maximumFractionDigits: 4 }) : text;
 }
 
 async function cancelOrder(order, button) {
