@@ -241,7 +241,10 @@ mod tests {
 
         let series = window.series(at(2_500));
         assert_eq!(
-            series.iter().map(|p| (p.second, p.commands)).collect::<Vec<_>>(),
+            series
+                .iter()
+                .map(|p| (p.second, p.commands))
+                .collect::<Vec<_>>(),
             vec![(0, 100), (1, 50)]
         );
         assert_eq!(series[0].ack_p50_us, 100);

@@ -313,10 +313,9 @@ fn journal_loop(
             return false;
         }
         metrics.record_fsync(started.elapsed().as_nanos() as u64);
-        metrics.durable_index.store(
-            first_index + payloads.len() as u64 - 1,
-            Ordering::Relaxed,
-        );
+        metrics
+            .durable_index
+            .store(first_index + payloads.len() as u64 - 1, Ordering::Relaxed);
         metrics.batches.fetch_add(1, Ordering::Relaxed);
         let items = batch
             .drain(..)

@@ -158,7 +158,10 @@ fn trading_screen_and_dashboard_in_headless_chromium() {
     let output = Command::new(&python)
         .args(["-m", "unittest", "-v", "test_ui.py"])
         .current_dir(&suite)
-        .env("EXCHANGE_URL", format!("http://127.0.0.1:{}", server.api.port))
+        .env(
+            "EXCHANGE_URL",
+            format!("http://127.0.0.1:{}", server.api.port),
+        )
         .env("EXCHANGE_ADMIN_TOKEN", ADMIN_TOKEN)
         .env(
             "EXCHANGE_API_KEY",

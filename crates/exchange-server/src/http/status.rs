@@ -84,11 +84,8 @@ impl Default for StatusCache {
 impl StatusCache {
     async fn state_hash(&self, app: &AppState) -> Result<(u64, String), ApiError> {
         let now = Instant::now();
-        if let Some((at, index, hash)) = self
-            .hash
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .as_ref()
+        if let Some((at, index, hash)) =
+            self.hash.lock().unwrap_or_else(|p| p.into_inner()).as_ref()
         {
             if now.saturating_duration_since(*at) < HASH_REFRESH {
                 return Ok((*index, hash.clone()));

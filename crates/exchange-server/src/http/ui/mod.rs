@@ -15,8 +15,8 @@ use std::sync::LazyLock;
 
 use axum::extract::Path;
 use axum::http::header::{
-    CACHE_CONTROL, CONTENT_SECURITY_POLICY, CONTENT_TYPE, ETAG, IF_NONE_MATCH,
-    REFERRER_POLICY, X_CONTENT_TYPE_OPTIONS,
+    CACHE_CONTROL, CONTENT_SECURITY_POLICY, CONTENT_TYPE, ETAG, IF_NONE_MATCH, REFERRER_POLICY,
+    X_CONTENT_TYPE_OPTIONS,
 };
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -78,8 +78,14 @@ static ETAGS: LazyLock<Vec<HeaderValue>> = LazyLock::new(|| {
 
 pub fn routes() -> Router<AppState> {
     Router::new()
-        .route("/", get(|headers: HeaderMap| async move { serve("index.html", &headers) }))
-        .route("/ops", get(|headers: HeaderMap| async move { serve("ops.html", &headers) }))
+        .route(
+            "/",
+            get(|headers: HeaderMap| async move { serve("index.html", &headers) }),
+        )
+        .route(
+            "/ops",
+            get(|headers: HeaderMap| async move { serve("ops.html", &headers) }),
+        )
         .route(
             "/ui/{file}",
             get(|Path(file): Path<String>, headers: HeaderMap| async move {
@@ -100,7 +106,10 @@ fn serve(name: &str, headers: &HeaderMap) -> Response {
     let fresh = headers
         .get(IF_NONE_MATCH)
         .and_then(|v| v.to_str().ok())
-        .is_some_and(|tags| tags.split(',').any(|t| t.trim().as_bytes() == etag.as_bytes()));
+        .is_some_and(|tags| {
+            tags.split(',')
+                .any(|t| t.trim().as_bytes() == etag.as_bytes())
+        });
     let mut response = if fresh {
         StatusCode::NOT_MODIFIED.into_response()
     } else {

@@ -149,7 +149,10 @@ async fn status_reports_the_single_node_as_leader_with_its_figures() {
     assert_eq!(status["commands_total"], applied);
     assert_eq!(status["rejects"]["price_not_on_tick"], 1);
     assert!(status["reporting_lag"].is_null());
-    assert!(status["marketdata"].is_null(), "no market data service here");
+    assert!(
+        status["marketdata"].is_null(),
+        "no market data service here"
+    );
     for field in ["ack_latency_us", "fsync_latency_us"] {
         for key in ["count", "p50", "p99", "p999", "max"] {
             assert!(status[field][key].is_u64(), "{field}.{key}: {status}");
