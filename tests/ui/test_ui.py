@@ -161,6 +161,9 @@ class WebUi(unittest.TestCase):
         p.wait_for_function("document.getElementById('t-last').textContent !== '—'")
         # The channel's book is the exchange's: the best bid is below the
         # best ask and every quantity is positive.
+        # Nothing was missed on a healthy connection.
+        self.assertEqual(p.evaluate("window.exchangeUi.feed.resyncs"), 0)
+        self.assertEqual(p.inner_text("#book-resyncs"), "resyncs 0")
         bid = float(p.get_attribute("#bids button.row >> nth=0", "data-price"))
         ask = float(p.get_attribute("#asks button.row >> nth=0", "data-price"))
         self.assertLess(bid, ask)
@@ -263,6 +266,13 @@ class WebUi(unittest.TestCase):
         page = self.open()
         p = page.page
         self.wait_live(page)
+        # The keyboard reaches the order form right after the header.
+        p.focus("#symbol")
+        for _ in range(3):
+            p.keyboard.press("Tab")
+            if p.evaluate("document.activeElement.name") == "side":
+                break
+        self.assertEqual(p.evaluate("document.activeElement.name"), "side")
         p.fill("#o-price", "50000")
         p.fill("#o-qty", "0.01")
         p.press("#o-qty", "Enter")

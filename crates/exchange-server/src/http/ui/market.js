@@ -85,6 +85,15 @@ export class MarketFeed {
     this.subscribeAll();
   }
 
+  /** Changes the candle interval only. */
+  showInterval(interval) {
+    const old = this.interval;
+    this.interval = interval;
+    if (!this.isOpen() || !this.symbol) return;
+    this.send({ type: "unsubscribe", channel: "candles", interval: old, symbols: [this.symbol] });
+    this.send({ type: "subscribe", channel: "candles", interval, symbols: [this.symbol] });
+  }
+
   isOpen() {
     return this.socket && this.socket.readyState === WebSocket.OPEN;
   }

@@ -138,6 +138,8 @@ export class Account {
         if (message.ok) {
           this.handlers.onState(`account ${message.account_id}`, true);
         } else {
+          // The key is wrong or stale: reconnecting would only fail again.
+          this.generation += 1;
           this.handlers.onError(new ApiError(401, message.code, message.message));
         }
       } else if (message.type === "order" || message.type === "fill") {

@@ -79,6 +79,9 @@ const renderBook = throttled(() => {
         "button",
         {
           type: "button",
+          // Forty levels a side would be eighty Tab stops before the
+          // orders: the price field takes typing instead.
+          tabindex: "-1",
           class: mine.has(`${side}:${Number(price)}`) ? "row mine" : "row",
           "data-price": price,
           "aria-label": `${side === "buy" ? "bid" : "ask"} ${price} size ${qty}`,
@@ -247,7 +250,10 @@ const account = new Account({
     $("c-msg").textContent = `connected: ${text}`;
   },
   onError(error) {
-    $("orders-msg").textContent = error.describe ? error.describe() : String(error);
+    const text = error.describe ? error.describe() : String(error);
+    // A refused key is the Account panel's business.
+    if (error.status === 401) message("c-msg", text, false);
+    else $("orders-msg").textContent = text;
   },
 });
 
@@ -496,7 +502,7 @@ for (const radio of document.querySelectorAll("input[name=interval]")) {
     state.interval = radio.value;
     state.candles = [];
     candleChart.set([], priceDp(), state.interval);
-    feed.show(state.symbol, state.interval);
+    feed.showInterval(state.interval);
     loadCandles(state.symbol, state.interval);
   });
 }
