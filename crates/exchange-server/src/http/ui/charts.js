@@ -180,7 +180,7 @@ export class CandleChart {
     ctx.lineTo(plotW, volTop - 3.5);
     ctx.stroke();
     ctx.fillStyle = css("--muted");
-    ctx.fillText(`vol ${vmax ? vmax.toPrecision(3) : 0}`, plotW + 6, volTop + 8);
+    ctx.fillText(`volume (max ${vmax ? vmax.toPrecision(3) : 0})`, 4, volTop + 8);
 
     // Time labels, spaced to fit.
     ctx.textAlign = "center";
@@ -227,15 +227,12 @@ export class DepthChart {
     const bestBid = bids.length ? bids[0][0] : asks[0][0];
     const bestAsk = asks.length ? asks[0][0] : bids[0][0];
     const mid = (bestBid + bestAsk) / 2;
-    // Far-away orders would squeeze the interesting part to a sliver.
-    const far = Math.min(
-      Math.max(
-        bids.length ? mid - bids[bids.length - 1][0] : 0,
-        asks.length ? asks[asks.length - 1][0] - mid : 0,
-        mid * 0.0005,
-      ),
-      mid * 0.02,
-    );
+    // Show the near book: out to the level 80% of the way down each side
+    // (at most the 20th), so a few far-away orders do not squeeze
+    // everything else into a sliver.
+    const reach = (levels) =>
+      levels.length ? Math.abs(levels[Math.min(Math.ceil(levels.length * 0.8), 20) - 1][0] - mid) : 0;
+    const far = Math.max(reach(bids), reach(asks), mid * 0.0005) * 1.25;
     const lo = mid - far;
     const hi = mid + far;
     const cumulate = (levels) => {

@@ -116,6 +116,9 @@ async function poll() {
     setConn("error", false);
     $("ops-msg").textContent = error instanceof ApiError ? error.describe() : String(error);
     if (error.status === 401) {
+      // A wrong token is forgotten at once, so it can be pasted again.
+      sessionStorage.removeItem(STORE);
+      showForm();
       stop();
       return;
     }
@@ -123,7 +126,16 @@ async function poll() {
   if (timer !== null) timer = setTimeout(poll, POLL_MS);
 }
 
+/** Shows the token field, or only "Forget token" once one is kept. */
+function showForm() {
+  const kept = token() !== null;
+  $("token").classList.toggle("hidden", kept);
+  $("token-save").classList.toggle("hidden", kept);
+  $("token-forget").classList.toggle("hidden", !kept);
+}
+
 function begin() {
+  showForm();
   stop();
   timer = setTimeout(poll, 0);
 }
@@ -148,7 +160,9 @@ $("token-form").addEventListener("submit", (event) => {
 $("token-forget").addEventListener("click", () => {
   sessionStorage.removeItem(STORE);
   stop();
+  showForm();
   setConn("not connected", false);
+  $("token").focus();
 });
 
 if (token()) begin();
