@@ -12,6 +12,7 @@ pub mod history;
 pub mod http;
 pub mod marketdata;
 pub mod metrics;
+pub mod metrics_window;
 pub mod node;
 pub mod sequencer;
 pub mod server;

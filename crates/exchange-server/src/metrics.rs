@@ -9,6 +9,8 @@ use std::sync::Mutex;
 
 use hdrhistogram::Histogram;
 
+use crate::metrics_window::RecentWindow;
+
 pub struct Metrics {
     pub commands: AtomicU64,
     pub batches: AtomicU64,
@@ -17,8 +19,13 @@ pub struct Metrics {
     pub submit_queue_depth: AtomicU64,
     pub core_queue_depth: AtomicU64,
     pub applied_index: AtomicU64,
+    /// Last log index durable in the journal (the commit index of a
+    /// single node).
+    pub durable_index: AtomicU64,
     pub snapshots: AtomicU64,
     fsync_ns: Mutex<Histogram<u64>>,
+    /// The last minute, second by second, for `/admin/status`.
+    pub window: RecentWindow,
     rejects: Mutex<BTreeMap<&'static str, u64>>,
 }
 
@@ -32,10 +39,12 @@ impl Default for Metrics {
             submit_queue_depth: AtomicU64::new(0),
             core_queue_depth: AtomicU64::new(0),
             applied_index: AtomicU64::new(0),
+            durable_index: AtomicU64::new(0),
             snapshots: AtomicU64::new(0),
             fsync_ns: Mutex::new(
                 Histogram::new_with_bounds(1_000, 60_000_000_000, 3).expect("static bounds"),
             ),
+            window: RecentWindow::default(),
             rejects: Mutex::new(BTreeMap::new()),
         }
     }
@@ -51,6 +60,7 @@ impl Metrics {
         if let Ok(mut h) = self.fsync_ns.lock() {
             h.saturating_record(nanos.max(1_000));
         }
+        self.window.record_fsync(std::time::Instant::now(), nanos);
     }
 
     pub fn record_reject(&self, reason: &'static str) {

@@ -109,5 +109,8 @@ pub fn start(
     metrics
         .applied_index
         .store(state.applied_index, std::sync::atomic::Ordering::Relaxed);
+    metrics
+        .durable_index
+        .store(state.applied_index, std::sync::atomic::Ordering::Relaxed);
     Ok((Pipeline::start(state, journal, config, metrics), report))
 }

@@ -38,7 +38,21 @@ pub enum SubmitError {
     Stopped,
 }
 
-type Reply = oneshot::Sender<Arc<Applied>>;
+/// Where an entry's outcome goes, and since when its sender has waited
+/// (the acknowledgement latency the status page reports).
+struct Reply {
+    tx: oneshot::Sender<Arc<Applied>>,
+    since: Instant,
+}
+
+impl Reply {
+    fn new(tx: oneshot::Sender<Arc<Applied>>) -> Option<Reply> {
+        Some(Reply {
+            tx,
+            since: Instant::now(),
+        })
+    }
+}
 type Query = Box<dyn FnOnce(&ServerState) + Send>;
 
 struct Submission {
@@ -99,7 +113,7 @@ impl Handle {
         let (tx, rx) = oneshot::channel();
         self.enqueue(Submission {
             entry,
-            reply: Some(tx),
+            reply: Reply::new(tx),
         })?;
         rx.await.map_err(|_| SubmitError::Stopped)
     }
@@ -114,7 +128,7 @@ impl Handle {
         let (tx, rx) = oneshot::channel();
         self.enqueue(Submission {
             entry,
-            reply: Some(tx),
+            reply: Reply::new(tx),
         })?;
         Ok(rx)
     }
@@ -299,6 +313,9 @@ fn journal_loop(
             return false;
         }
         metrics.record_fsync(started.elapsed().as_nanos() as u64);
+        metrics
+            .durable_index
+            .store(first_index + payloads.len() as u64 - 1, Ordering::Relaxed);
         metrics.batches.fetch_add(1, Ordering::Relaxed);
         let items = batch
             .drain(..)
@@ -342,11 +359,11 @@ fn core_loop(
                     }
                     done.push((applied, reply));
                     if done.len() == PUBLISH_EVERY {
-                        publish(&mut done, &events);
+                        publish(&mut done, &events, &metrics);
                     }
                     since_snapshot += 1;
                 }
-                publish(&mut done, &events);
+                publish(&mut done, &events, &metrics);
                 metrics
                     .applied_index
                     .store(state.applied_index, Ordering::Relaxed);
@@ -376,15 +393,29 @@ const PUBLISH_EVERY: usize = 64;
 fn publish(
     done: &mut Vec<(Arc<Applied>, Option<Reply>)>,
     events: &broadcast::Sender<Arc<Applied>>,
+    metrics: &Metrics,
 ) {
+    if done.is_empty() {
+        return;
+    }
+    let now = Instant::now();
+    let mut acks = [0u64; PUBLISH_EVERY];
+    let (mut answered, commands) = (0, done.len() as u64);
     for (applied, reply) in done.drain(..) {
         if let Some(reply) = reply {
-            let _ = reply.send(applied.clone());
+            let _ = reply.tx.send(applied.clone());
+            if let Some(slot) = acks.get_mut(answered) {
+                *slot = now.saturating_duration_since(reply.since).as_nanos() as u64;
+                answered += 1;
+            }
         }
         // No subscriber is fine; a lagging one loses messages and is told
         // so by its receiver.
         let _ = events.send(applied);
     }
+    metrics
+        .window
+        .record_commands(now, commands, &acks[..answered]);
 }
 
 /// Writes snapshots on its own thread so the core never waits on a disk,

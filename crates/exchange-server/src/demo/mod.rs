@@ -247,6 +247,10 @@ fn print_banner(
         "see the book: curl http://{}/v1/markets/{}/book?depth=10",
         config.listen, symbols[0]
     );
+    eprintln!(
+        "trade in a browser: http://{}/ (paste a key and secret above); operators: http://{}/ops",
+        config.listen, config.listen
+    );
     eprintln!("==============================================");
 }
 

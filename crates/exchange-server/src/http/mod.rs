@@ -25,10 +25,12 @@ mod rest_client;
 #[cfg(test)]
 mod router_tests;
 pub mod stats;
+pub mod status;
 #[cfg(test)]
 mod test_support;
 pub mod trading;
 pub mod translate;
+pub mod ui;
 pub mod wire;
 pub mod ws;
 mod ws_entry;
@@ -67,6 +69,8 @@ pub struct AppState {
     /// The market-data service, when the node runs one (see
     /// [`AppState::with_market_data`]).
     pub market: Option<MarketData>,
+    /// What `/admin/status` keeps between polls.
+    pub status: Arc<status::StatusCache>,
 }
 
 impl AppState {
@@ -89,6 +93,7 @@ impl AppState {
             limiter: Arc::new(limiter),
             stats: Arc::default(),
             market: None,
+            status: Arc::default(),
         }
     }
 
@@ -111,6 +116,7 @@ pub fn router(app: AppState) -> Router {
         .route("/admin/instruments", post(admin::add_instrument))
         .route("/admin/instruments/{symbol}/halt", post(admin::halt))
         .route("/admin/instruments/{symbol}/resume", post(admin::resume))
+        .route("/admin/status", get(status::status))
         .route(
             "/v1/orders",
             post(trading::place)
@@ -133,6 +139,7 @@ pub fn router(app: AppState) -> Router {
         .route("/v1/markets/{symbol}/trades", get(public::trades))
         .route("/v1/markets/{symbol}/candles", get(public::candles))
         .route("/v1/ws", get(ws::handler))
+        .merge(ui::routes())
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(middleware::from_fn_with_state(app.clone(), gate))

@@ -104,6 +104,8 @@ fn paths() -> Value {
         "/admin/instruments/{symbol}/resume": { "post": { "summary": "Resume trading", "security": admin(),
             "parameters": [symbol],
             "responses": responses(&[("200", ok("new status", schema_ref("StatusChange")))], ADMIN_ERRORS) } },
+        "/admin/status": { "get": { "summary": "Node status for the operator dashboard (docs/ui.md)", "security": admin(),
+            "responses": responses(&[("200", ok("role, log position, throughput, latency percentiles, rejects, market data", json!({ "type": "object" })))], &["401", "503"]) } },
         "/v1/orders": {
             "post": { "summary": "Place an order", "security": signed(), "requestBody": body(schema_ref("PlaceRequest")),
                 "responses": responses(&[("201", order.clone())], &order_errors) },

@@ -1,0 +1,201 @@
+//! The web trading screen and operator dashboard of the real `exchange
+//! serve --demo`, in headless Chromium: the Python suite in tests/ui/
+//! drives the system browser with Playwright (see its docstring for what it
+//! checks) and writes a screenshot of each page to target/ui-screenshots/.
+//!
+//! It needs Python 3 with `playwright` (`pip install -r
+//! tests/ui/requirements.txt`) and Chromium at /usr/bin/chromium (Debian
+//! `chromium`; or set CHROMIUM). `.ci/run` installs them. In CI
+//! (`CI=true`) a missing one fails the test: passing without a browser
+//! would prove nothing. On a newcomer's machine it prints a loud warning
+//! and skips, so `cargo test --workspace` works anywhere.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use support::{free_port, Client, DEADLINE};
+
+const ADMIN_TOKEN: &str = "web-ui-admin-token";
+
+/// `exchange serve --demo`, killed when dropped.
+struct DemoServer {
+    child: Child,
+    api: Client,
+    log: PathBuf,
+}
+
+impl Drop for DemoServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl DemoServer {
+    fn stderr(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// Starts the demo and waits until it is ready and this process (not
+    /// whoever else took the port) answers.
+    fn start(data_dir: &Path) -> DemoServer {
+        for attempt in 0..3 {
+            let port = free_port();
+            let log = data_dir.with_extension(format!("stderr{attempt}"));
+            let stderr = std::fs::File::create(&log).expect("create the stderr log");
+            let child = Command::new(env!("CARGO_BIN_EXE_exchange"))
+                .args(["serve", "--demo", "--data-dir"])
+                .arg(data_dir)
+                .args(["--listen", &format!("127.0.0.1:{port}")])
+                .args(["--admin-token", ADMIN_TOKEN])
+                .env("RUST_LOG", "warn")
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(stderr)
+                .spawn()
+                .expect("spawn the exchange binary");
+            let mut server = DemoServer {
+                child,
+                api: Client { port },
+                log,
+            };
+            let listening = format!("listening on http://127.0.0.1:{port}\n");
+            let start = Instant::now();
+            loop {
+                if let Ok(Some(status)) = server.child.try_wait() {
+                    let stderr = server.stderr();
+                    assert!(
+                        stderr.contains("in use"),
+                        "the demo server exited ({status}):\n{stderr}"
+                    );
+                    break;
+                }
+                let ready = server.api.try_request("GET", "/ready", &[], b"");
+                if ready.is_ok_and(|r| r.status == 200) && server.stderr().contains(&listening) {
+                    return server;
+                }
+                assert!(
+                    start.elapsed() < DEADLINE,
+                    "the demo server did not get ready:\n{}",
+                    server.stderr()
+                );
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+        panic!("could not find a free port for the demo server");
+    }
+}
+
+/// Why the browser suite cannot run here, if it cannot.
+fn missing_prerequisite(python: &str, chromium: &str) -> Option<String> {
+    if !Path::new(chromium).exists() {
+        return Some(format!(
+            "no Chromium at {chromium} (apt-get install chromium chromium-driver)"
+        ));
+    }
+    match Command::new(python)
+        .args(["-c", "import playwright.sync_api"])
+        .output()
+    {
+        Ok(probe) if probe.status.success() => None,
+        Ok(probe) => Some(format!(
+            "{python} lacks playwright (pip install -r tests/ui/requirements.txt): {}",
+            String::from_utf8_lossy(&probe.stderr).trim()
+        )),
+        Err(error) => Some(format!("cannot run {python}: {error}")),
+    }
+}
+
+#[test]
+fn trading_screen_and_dashboard_in_headless_chromium() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let suite = root.join("tests/ui");
+    let python = std::env::var("PYTHON").unwrap_or_else(|_| "python3".into());
+    let chromium = std::env::var("CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
+    let in_ci = std::env::var("CI").is_ok_and(|v| v == "true");
+    if let Some(missing) = missing_prerequisite(&python, &chromium) {
+        assert!(!in_ci, "the browser tests cannot run in CI: {missing}");
+        eprintln!(
+            "\n!!!!! WEB UI BROWSER TESTS NOT RUN: {missing}\n\
+             !!!!! Install: apt-get install chromium chromium-driver && \
+             pip install -r tests/ui/requirements.txt\n"
+        );
+        return;
+    }
+
+    let dir = tempfile::tempdir().expect("temp dir");
+    let data_dir = dir.path().join("data");
+    let server = DemoServer::start(&data_dir);
+    // The demo saves its accounts' credentials before the server is ready.
+    let accounts: Value = serde_json::from_str(
+        &std::fs::read_to_string(data_dir.join("demo_accounts.json"))
+            .expect("the demo's accounts file"),
+    )
+    .expect("demo accounts JSON");
+    // The last taker: the demo trades with it too, as a newcomer would.
+    let account = accounts["takers"]
+        .as_array()
+        .and_then(|takers| takers.last())
+        .expect("demo takers");
+    let screenshots = root.join("target/ui-screenshots");
+    std::fs::create_dir_all(&screenshots).expect("screenshot directory");
+    let screenshots = screenshots.canonicalize().expect("screenshot directory");
+    const PAGES: [&str; 4] = [
+        "trading-desktop.png",
+        "trading-phone.png",
+        "ops-desktop.png",
+        "ops-phone.png",
+    ];
+    // Only this run's screenshots may satisfy the check below.
+    for page in PAGES {
+        let _ = std::fs::remove_file(screenshots.join(page));
+    }
+
+    let output = Command::new(&python)
+        .args(["-m", "unittest", "-v", "test_ui.py"])
+        .current_dir(&suite)
+        .env(
+            "EXCHANGE_URL",
+            format!("http://127.0.0.1:{}", server.api.port),
+        )
+        .env("EXCHANGE_ADMIN_TOKEN", ADMIN_TOKEN)
+        .env(
+            "EXCHANGE_API_KEY",
+            account["api_key"].as_str().expect("api_key"),
+        )
+        .env(
+            "EXCHANGE_API_SECRET",
+            account["api_secret"].as_str().expect("api_secret"),
+        )
+        .env("SCREENSHOT_DIR", &screenshots)
+        .env("CHROMIUM", &chromium)
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .output()
+        .expect("run the browser suite");
+    let report = String::from_utf8_lossy(&output.stderr);
+    println!("{}", String::from_utf8_lossy(&output.stdout));
+    println!("{report}");
+    println!("screenshots: {}", screenshots.display());
+    assert!(
+        output.status.success(),
+        "the browser suite failed:\n{report}\nserver log:\n{}",
+        server.stderr()
+    );
+    let ran: usize = report
+        .lines()
+        .find_map(|line| line.strip_prefix("Ran ")?.split(' ').next()?.parse().ok())
+        .unwrap_or(0);
+    assert!(
+        ran >= 10,
+        "the browser suite ran {ran} tests; expected all of them:\n{report}"
+    );
+    for page in PAGES {
+        let shot = screenshots.join(page);
+        let size = std::fs::metadata(&shot).map(|m| m.len()).unwrap_or(0);
+        assert!(size > 10_000, "{} is missing or empty", shot.display());
+    }
+}

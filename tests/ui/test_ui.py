@@ -1,0 +1,366 @@
+"""The web trading screen and the operator dashboard in headless Chromium.
+
+Run by crates/exchange/tests/web_ui.rs, which starts `exchange serve --demo`
+and passes, in the environment:
+
+  EXCHANGE_URL          http://127.0.0.1:PORT
+  EXCHANGE_ADMIN_TOKEN  the admin bearer token
+  EXCHANGE_API_KEY      a demo account's API key
+  EXCHANGE_API_SECRET   and its secret
+  SCREENSHOT_DIR        where to write one screenshot per page and width
+  CHROMIUM              the browser binary (default /usr/bin/chromium)
+
+Every page must load and run without a console error or an uncaught
+exception; the only console errors tolerated are the browser's own notes
+about the HTTP error statuses a test provokes on purpose.
+"""
+
+import json
+import os
+import re
+import time
+import unittest
+import urllib.request
+
+from playwright.sync_api import sync_playwright
+
+URL = os.environ["EXCHANGE_URL"]
+ADMIN_TOKEN = os.environ["EXCHANGE_ADMIN_TOKEN"]
+API_KEY = os.environ["EXCHANGE_API_KEY"]
+API_SECRET = os.environ["EXCHANGE_API_SECRET"]
+SHOTS = os.environ["SCREENSHOT_DIR"]
+CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+
+# Generous: the machine running the tests may be slow and busy, and the
+# demo trades every 0.3 to 2 seconds.
+WAIT_MS = 45_000
+DESKTOP = {"width": 1440, "height": 1000}
+PHONE = {"width": 390, "height": 844}
+
+
+def get_json(path):
+    with urllib.request.urlopen(URL + path, timeout=20) as response:
+        return json.load(response)
+
+
+def below_the_book(fraction):
+    """A BTC-USD buy price on the tick, `fraction` below the best bid, whose
+    shortest decimal form (the server's) has two decimals: "58000.37"."""
+    book = get_json("/v1/markets/BTC-USD/book?depth=1")
+    best = float(book["bids"][0][0])
+    return f"{int(best * (1 - fraction))}.37"
+
+
+class Page:
+    """A page with its console errors and uncaught exceptions recorded."""
+
+    def __init__(self, browser, path, viewport):
+        # The pages' CSP forbids eval; the test's own probes need it.
+        self.context = browser.new_context(viewport=viewport, bypass_csp=True)
+        self.page = self.context.new_page()
+        self.page.set_default_timeout(WAIT_MS)
+        self.errors = []
+        self.page.on(
+            "console",
+            lambda m: m.type == "error" and self.errors.append(m.text),
+        )
+        self.page.on("pageerror", lambda e: self.errors.append(f"uncaught: {e}"))
+        self.page.goto(URL + path)
+
+    def assert_clean(self, test, allowed=()):
+        unexpected = [e for e in self.errors if not any(re.search(a, e) for a in allowed)]
+        test.assertEqual(unexpected, [], "console errors or uncaught exceptions")
+
+    def shot(self, name):
+        path = os.path.join(SHOTS, name)
+        self.page.screenshot(path=path, full_page=True)
+        print(f"screenshot: {path}", flush=True)
+
+    def close(self):
+        self.context.close()
+
+
+class WebUi(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        os.makedirs(SHOTS, exist_ok=True)
+        cls.playwright = sync_playwright().start()
+        cls.browser = cls.playwright.chromium.launch(
+            executable_path=CHROMIUM, args=["--no-sandbox"]
+        )
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.browser.close()
+        cls.playwright.stop()
+
+    def open(self, path="/", viewport=DESKTOP):
+        page = Page(self.browser, path, viewport)
+        self.addCleanup(page.close)
+        return page
+
+    def connect(self, page):
+        p = page.page
+        p.fill("#c-key", API_KEY)
+        p.fill("#c-secret", API_SECRET)
+        p.click("#c-save")
+        p.wait_for_function(
+            "document.getElementById('c-msg').textContent.includes('connected: account')"
+        )
+        p.wait_for_selector("#balances tr[data-asset=USD]")
+
+    def wait_live(self, page):
+        page.page.wait_for_function(
+            "document.getElementById('book-status').textContent === 'live'"
+        )
+
+    def place_limit(self, page, side, price, qty):
+        """Places through the form with the keyboard; returns the order id."""
+        p = page.page
+        p.check(f"input[name=side][value={side}]")
+        p.select_option("#o-type", "limit")
+        p.fill("#o-price", "")
+        p.focus("#o-price")
+        p.keyboard.type(price)
+        p.keyboard.press("Tab")
+        p.keyboard.type(qty)
+        p.keyboard.press("Enter")
+        p.wait_for_function(
+            "/^(Order \\d+|Rejected)/.test(document.getElementById('o-msg').textContent)"
+        )
+        text = p.inner_text("#o-msg")
+        match = re.match(r"Order (\d+) new", text)
+        self.assertIsNotNone(match, f"the order was not accepted: {text}")
+        return match.group(1)
+
+    def book_level(self, page, side, price):
+        box = "bids" if side == "buy" else "asks"
+        return page.page.locator(f"#{box} button.row[data-price='{price}']")
+
+    # ---------------------------------------------------------------
+
+    def test_book_and_trades_move(self):
+        page = self.open()
+        p = page.page
+        self.wait_live(page)
+        symbols = p.eval_on_selector_all("#symbol option", "os => os.map(o => o.value)")
+        self.assertEqual(symbols, ["BTC-USD", "ETH-USD"])
+        self.assertGreaterEqual(p.locator("#asks button.row").count(), 1)
+        self.assertGreaterEqual(p.locator("#bids button.row").count(), 1)
+        first = p.evaluate("window.exchangeUi.feed.book.sequence")
+        p.wait_for_function(
+            f"window.exchangeUi.feed.book.sequence > {first} && "
+            "document.getElementById('book-status').textContent === 'live'"
+        )
+        p.wait_for_selector("#tape tr[data-trade-id]")
+        newest = int(p.get_attribute("#tape tr[data-trade-id]", "data-trade-id"))
+        p.wait_for_function(
+            "Number(document.querySelector('#tape tr[data-trade-id]').dataset.tradeId) > "
+            f"{newest}"
+        )
+        p.wait_for_function("document.getElementById('t-last').textContent !== '—'")
+        # The channel's book is the exchange's: the best bid is below the
+        # best ask and every quantity is positive.
+        # Nothing was missed on a healthy connection.
+        self.assertEqual(p.evaluate("window.exchangeUi.feed.resyncs"), 0)
+        self.assertEqual(p.inner_text("#book-resyncs"), "resyncs 0")
+        bid = float(p.get_attribute("#bids button.row >> nth=0", "data-price"))
+        ask = float(p.get_attribute("#asks button.row >> nth=0", "data-price"))
+        self.assertLess(bid, ask)
+        # Another instrument and another candle interval.
+        p.select_option("#symbol", "ETH-USD")
+        p.wait_for_function(
+            "window.exchangeUi.feed.book.symbol === 'ETH-USD' && "
+            "document.getElementById('book-status').textContent === 'live'"
+        )
+        eth_bid = float(p.get_attribute("#bids button.row >> nth=0", "data-price"))
+        self.assertLess(eth_bid, 10_000, "the ETH book replaced the BTC one")
+        p.click("#intervals label:has-text('5m')")
+        p.wait_for_function("window.exchangeUi.state.interval === '5m'")
+        p.select_option("#symbol", "BTC-USD")
+        self.wait_live(page)
+        page.assert_clean(self)
+
+    def test_browser_signature_matches_the_servers(self):
+        page = self.open()
+        signature = page.page.evaluate(
+            "import('/ui/sign.js').then(m => m.sign('abc', '1700000000', 'GET', '/v1/ws', ''))"
+        )
+        self.assertEqual(
+            signature, "cb82575a9902acaf74a491a3214721676aaed65f0c291db4069979d43305d278"
+        )
+        page.assert_clean(self)
+
+    def test_limit_order_appears_then_cancel_removes_it(self):
+        page = self.open()
+        p = page.page
+        self.wait_live(page)
+        self.connect(page)
+        price = below_the_book(0.03)
+        order_id = self.place_limit(page, "buy", price, "0.0137")
+        row = p.locator(f"#orders tr[data-order-id='{order_id}']")
+        row.wait_for()
+        self.assertIn(price, row.inner_text())
+        self.assertIn("0.0137", row.inner_text())
+        level = self.book_level(page, "buy", price)
+        level.wait_for()
+        self.assertIn("0.0137", level.inner_text())
+        p.wait_for_selector(f"#bids button.row.mine[data-price='{price}']")
+        page.shot("trading-desktop.png")
+
+        row.locator("button[data-action=cancel]").click()
+        row.wait_for(state="detached")
+        level.wait_for(state="detached")
+        page.assert_clean(self)
+
+    def test_amend_moves_the_order(self):
+        page = self.open()
+        p = page.page
+        self.wait_live(page)
+        self.connect(page)
+        price = below_the_book(0.04)
+        order_id = self.place_limit(page, "buy", price, "0.0211")
+        row = p.locator(f"#orders tr[data-order-id='{order_id}']")
+        row.wait_for()
+        row.locator("button[data-action=amend]").click()
+        p.wait_for_selector("#amend[open]")
+        new_price = below_the_book(0.05)
+        p.fill("#a-price", new_price)
+        p.fill("#a-qty", "0.0311")
+        p.press("#a-qty", "Enter")
+        p.wait_for_selector("#amend", state="hidden")
+        p.wait_for_function(
+            f"(() => {{ const r = document.querySelector(\"#orders tr[data-order-id='{order_id}']\");"
+            f" return r && r.textContent.includes('{new_price}') && r.textContent.includes('0.0311'); }})()"
+        )
+        self.book_level(page, "buy", new_price).wait_for()
+        self.book_level(page, "buy", price).wait_for(state="detached")
+        row.locator("button[data-action=cancel]").click()
+        row.wait_for(state="detached")
+        page.assert_clean(self)
+
+    def test_bad_price_shows_the_reject(self):
+        page = self.open()
+        p = page.page
+        self.wait_live(page)
+        self.connect(page)
+        p.fill("#o-price", "60000.005")
+        p.fill("#o-qty", "0.01")
+        p.press("#o-qty", "Enter")
+        p.wait_for_function("document.getElementById('o-msg').textContent.startsWith('Rejected')")
+        message = p.inner_text("#o-msg")
+        self.assertIn("price_not_on_tick", message)
+        self.assertIn("tick", message.split("price_not_on_tick:", 1)[1])
+        self.assertIn("error", p.get_attribute("#o-msg", "class"))
+        # A quantity off the lot is refused with its own reason.
+        p.fill("#o-price", "50000")
+        p.fill("#o-qty", "0.00001")
+        p.press("#o-qty", "Enter")
+        p.wait_for_function(
+            "document.getElementById('o-msg').textContent.includes('quantity_not_on_lot')"
+        )
+        # The browser notes each refused request (status 422) itself.
+        page.assert_clean(self, allowed=[r"status of 422"])
+
+    def test_unauthenticated_order_entry_says_what_to_do(self):
+        page = self.open()
+        p = page.page
+        self.wait_live(page)
+        # The keyboard reaches the order form right after the header.
+        p.focus("#symbol")
+        for _ in range(3):
+            p.keyboard.press("Tab")
+            if p.evaluate("document.activeElement.name") == "side":
+                break
+        self.assertEqual(p.evaluate("document.activeElement.name"), "side")
+        p.fill("#o-price", "50000")
+        p.fill("#o-qty", "0.01")
+        p.press("#o-qty", "Enter")
+        p.wait_for_function("document.getElementById('o-msg').textContent.includes('API key')")
+        self.assertEqual(p.evaluate("document.activeElement.id"), "c-key")
+        p.fill("#c-key", API_KEY)
+        p.fill("#c-secret", "0" * 64)
+        p.press("#c-secret", "Enter")
+        p.wait_for_function(
+            "document.getElementById('c-msg').textContent.includes('invalid_signature')"
+        )
+        page.assert_clean(self, allowed=[r"status of 401"])
+
+    def test_a_missed_book_update_is_detected_and_resynced(self):
+        page = self.open()
+        p = page.page
+        self.wait_live(page)
+        p.evaluate("window.exchangeUi.feed.dropNextUpdate = true")
+        p.wait_for_function("window.exchangeUi.feed.resyncs >= 1", timeout=90_000)
+        p.wait_for_function(
+            "document.getElementById('book-resyncs').textContent === 'resyncs 1'"
+        )
+        self.wait_live(page)
+        # The resynced book is whole again: it keeps following updates.
+        seq = p.evaluate("window.exchangeUi.feed.book.sequence")
+        p.wait_for_function(f"window.exchangeUi.feed.book.sequence > {seq}")
+        self.assertEqual(p.evaluate("window.exchangeUi.feed.resyncs"), 1)
+        page.assert_clean(self)
+
+    def test_ops_dashboard_shows_the_leader(self):
+        page = self.open("/ops")
+        p = page.page
+        p.fill("#token", ADMIN_TOKEN)
+        p.press("#token", "Enter")
+        p.wait_for_function("document.getElementById('role').textContent === 'leader'")
+        p.wait_for_function(
+            "Number(document.getElementById('applied').textContent.replace(/,/g, '')) > 0"
+        )
+        p.wait_for_function("document.getElementById('ack-p50').textContent !== '—'")
+        self.assertEqual(p.inner_text("#node-id"), "1")
+        self.assertEqual(p.inner_text("#reporting"), "n/a")
+        self.assertRegex(p.inner_text("#hash"), r"^[0-9a-f]{64}$")
+        self.assertEqual(p.locator("#nodes tr").count(), 1)
+        # Let the charts gather a few seconds.
+        p.wait_for_function("document.getElementById('uptime').textContent !== '—'")
+        time.sleep(3)
+        page.shot("ops-desktop.png")
+        page.assert_clean(self)
+
+    def test_ops_refuses_a_wrong_token(self):
+        page = self.open("/ops")
+        p = page.page
+        p.fill("#token", "wrong")
+        p.press("#token", "Enter")
+        p.wait_for_function(
+            "document.getElementById('ops-msg').textContent.includes('invalid_token')"
+        )
+        self.assertEqual(p.inner_text("#role"), "—")
+        page.assert_clean(self, allowed=[r"status of 401"])
+
+    def test_phone_width_layout(self):
+        page = self.open("/", PHONE)
+        p = page.page
+        self.wait_live(page)
+        self.connect(page)
+        p.wait_for_selector("#tape tr[data-trade-id]")
+        width = p.evaluate("document.documentElement.scrollWidth")
+        self.assertLessEqual(width, PHONE["width"], "the page scrolls sideways")
+        # One column: order entry first, then the book, every panel full width.
+        entry = p.locator("#entry-panel").bounding_box()
+        book = p.locator("#book-panel").bounding_box()
+        self.assertLess(entry["y"], book["y"])
+        for panel in ["#entry-panel", "#book-panel", "#chart-panel", "#orders-panel"]:
+            box = p.locator(panel).bounding_box()
+            self.assertGreater(box["width"], PHONE["width"] * 0.9, panel)
+        page.shot("trading-phone.png")
+        page.assert_clean(self)
+
+        ops = self.open("/ops", PHONE)
+        ops.page.fill("#token", ADMIN_TOKEN)
+        ops.page.press("#token", "Enter")
+        ops.page.wait_for_function("document.getElementById('role').textContent === 'leader'")
+        width = ops.page.evaluate("document.documentElement.scrollWidth")
+        self.assertLessEqual(width, PHONE["width"], "the dashboard scrolls sideways")
+        time.sleep(2)
+        ops.shot("ops-phone.png")
+        ops.assert_clean(self)
+
+
+if __name__ == "__main__":
+    unittest.main()
