@@ -95,6 +95,24 @@ fn text(message: &Message, tag: u32) -> String {
     String::from_utf8_lossy(message.get(tag).unwrap_or_default()).into_owned()
 }
 
+const CL_ORD_ID_INVALID: &str = "ClOrdID (11) must be 1 to 36 printable characters without spaces";
+const QTY_UNREADABLE: &str = "OrderQty (38) is not a number the exchange can read";
+const PRICE_UNREADABLE: &str = "Price (44) is not a number the exchange can read";
+
+/// A decimal field that must be present and readable.
+fn decimal(message: &Message, tag: u32) -> Option<Dec> {
+    message.text(tag).and_then(|t| Dec::parse(t).ok())
+}
+
+/// A decimal field that may be absent but, if present, must be readable:
+/// `Err` when it is there and unreadable.
+fn optional_decimal(message: &Message, tag: u32) -> Result<Option<Dec>, ()> {
+    message
+        .text(tag)
+        .map(|t| Dec::parse(t).map_err(|_| ()))
+        .transpose()
+}
+
 fn identifier<const N: usize>(message: &Message, tag: u32) -> Option<InlineStr<N>> {
     // Printable ASCII without spaces, within the exchange's length limit.
     message.text(tag).and_then(|t| InlineStr::new(t).ok())
@@ -225,35 +243,16 @@ fn place(message: &Message, account: AccountId, now: u64) -> Result<Inbound, Inb
         _ => SelfTradePrevention::CancelNewest,
     };
     let Some(client_order_id): Option<ClientOrderId> = identifier(message, tags::CL_ORD_ID) else {
-        return Err(refuse(
-            99,
-            "ClOrdID (11) must be 1 to 36 printable characters without spaces",
-        ));
+        return Err(refuse(99, CL_ORD_ID_INVALID));
     };
     let Some(symbol): Option<Symbol> = identifier(message, tags::SYMBOL) else {
         return Err(refuse(1, "Symbol (55) is not a symbol of this exchange"));
     };
-    let Some(qty) = message
-        .text(tags::ORDER_QTY)
-        .and_then(|t| Dec::parse(t).ok())
-    else {
-        return Err(refuse(
-            13,
-            "OrderQty (38) is not a number the exchange can read",
-        ));
+    let Some(qty) = decimal(message, tags::ORDER_QTY) else {
+        return Err(refuse(13, QTY_UNREADABLE));
     };
-    let price = match message.text(tags::PRICE) {
-        None => None,
-        Some(t) => match Dec::parse(t) {
-            Ok(price) => Some(price),
-            Err(_) => {
-                return Err(refuse(
-                    99,
-                    "Price (44) is not a number the exchange can read",
-                ))
-            }
-        },
-    };
+    let price =
+        optional_decimal(message, tags::PRICE).map_err(|()| refuse(99, PRICE_UNREADABLE))?;
     let command = Command::Place(Place {
         account,
         client_order_id,
@@ -350,32 +349,13 @@ fn replace(message: &Message, account: AccountId, now: u64) -> Result<Inbound, I
         return Err(refuse(1, "no order has this OrigClOrdID (41)"));
     };
     let Some(new_id): Option<ClientOrderId> = identifier(message, tags::CL_ORD_ID) else {
-        return Err(refuse(
-            99,
-            "ClOrdID (11) must be 1 to 36 printable characters without spaces",
-        ));
+        return Err(refuse(99, CL_ORD_ID_INVALID));
     };
-    let Some(qty) = message
-        .text(tags::ORDER_QTY)
-        .and_then(|t| Dec::parse(t).ok())
-    else {
-        return Err(refuse(
-            99,
-            "OrderQty (38) is not a number the exchange can read",
-        ));
+    let Some(qty) = decimal(message, tags::ORDER_QTY) else {
+        return Err(refuse(99, QTY_UNREADABLE));
     };
-    let price = match message.text(tags::PRICE) {
-        None => None,
-        Some(t) => match Dec::parse(t) {
-            Ok(price) => Some(price),
-            Err(_) => {
-                return Err(refuse(
-                    99,
-                    "Price (44) is not a number the exchange can read",
-                ))
-            }
-        },
-    };
+    let price =
+        optional_decimal(message, tags::PRICE).map_err(|()| refuse(99, PRICE_UNREADABLE))?;
     let command = Command::Replace(Replace {
         account,
         order,
