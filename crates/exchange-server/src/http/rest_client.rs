@@ -18,12 +18,21 @@ pub const ADMIN: &str = "admin-token";
 pub fn app(node: &TestNode, tweak: impl FnOnce(&mut Config)) -> AppState {
     let mut config = Config::default();
     tweak(&mut config);
-    AppState::new(
-        node.pipeline.handle.clone(),
-        config,
-        ADMIN.into(),
-        Arc::new(AtomicBool::new(true)),
+    let handle = node.pipeline.handle.clone();
+    let data_dir = node._dir.path().to_path_buf();
+    // History routes read the reporting store, as on a real node.
+    let (reporting, _detached) = crate::reporting::Reporting::start(
+        &handle,
+        crate::reporting::ReporterConfig {
+            target: exchange_reporting::Target::Sqlite(data_dir.join("reporting.sqlite")),
+            data_dir,
+            max_batch: 1_024,
+            read_wait: std::time::Duration::from_secs(30),
+        },
     )
+    .expect("reporting store");
+    AppState::new(handle, config, ADMIN.into(), Arc::new(AtomicBool::new(true)))
+        .with_reporting(reporting)
 }
 
 pub struct Reply {
