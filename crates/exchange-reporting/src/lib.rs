@@ -28,8 +28,8 @@ use thiserror::Error;
 
 pub use db::Val;
 pub use query::{
-    AccountDay, AuditRow, CandleRow, FillRow, InstrumentDay, LedgerRow, OrderFilter, OrderRow,
-    TradeRow,
+    AccountDay, AuditRow, CandleRow, Dump, FillRow, InstrumentDay, LedgerRow, OrderFilter,
+    OrderRow, TradeRow,
 };
 pub use writer::EntryRecord;
 

@@ -513,4 +513,28 @@ impl Store {
         let rows = self.conn.query(order_select!("ORDER BY order_id"), &[])?;
         rows.iter().map(|r| order_row(r)).collect()
     }
+
+    /// Everything the store holds, in a fixed order: two stores that saw
+    /// the same entries dump equal, whatever their backends and batches.
+    pub fn dump(&mut self) -> Result<Dump, StoreError> {
+        Ok(Dump {
+            position: self.refresh_position()?,
+            trades: self.trades(None, 0, u64::MAX)?,
+            fills: self.fills(None, 0, u64::MAX)?,
+            orders: self.all_orders()?,
+            audit: self.audit(0, u64::MAX)?,
+            ledger: self.ledger(None, 0, u64::MAX)?,
+        })
+    }
+}
+
+/// Every row of a store (see [`Store::dump`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Dump {
+    pub position: crate::Position,
+    pub trades: Vec<TradeRow>,
+    pub fills: Vec<FillRow>,
+    pub orders: Vec<OrderRow>,
+    pub audit: Vec<AuditRow>,
+    pub ledger: Vec<LedgerRow>,
 }

@@ -145,26 +145,8 @@ fn write_in_batches(store: &mut Store, entries: &[Entry], batch: usize) -> Posit
     position
 }
 
-/// Everything in the store, for comparing two of them.
-#[derive(Debug, PartialEq)]
-struct Contents {
-    position: Position,
-    trades: Vec<crate::TradeRow>,
-    fills: Vec<crate::FillRow>,
-    orders: Vec<crate::OrderRow>,
-    audit: Vec<crate::AuditRow>,
-    ledger: Vec<crate::LedgerRow>,
-}
-
-fn contents(store: &mut Store) -> Contents {
-    Contents {
-        position: store.position(),
-        trades: store.trades(None, 0, u64::MAX).expect("trades"),
-        fills: store.fills(None, 0, u64::MAX).expect("fills"),
-        orders: store.all_orders().expect("orders"),
-        audit: store.audit(0, u64::MAX).expect("audit"),
-        ledger: store.ledger(None, 0, u64::MAX).expect("ledger"),
-    }
+fn contents(store: &mut Store) -> crate::Dump {
+    store.dump().expect("dump")
 }
 
 fn count(entries: &[Entry], kind: &str) -> usize {

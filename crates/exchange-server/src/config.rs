@@ -98,7 +98,7 @@ impl Default for ReportingConfig {
         ReportingConfig {
             url: None,
             max_batch: 4_096,
-            read_wait_ms: 2_000,
+            read_wait_ms: 5_000,
         }
     }
 }

@@ -55,6 +55,10 @@ pub struct OrderRecord {
     pub tif: String,
     pub created_ts: u64,
     pub updated_ts: u64,
+    /// Sum of price × quantity (units × units) over the order's fills, for
+    /// its average price (the FIX gateway's AvgPx after a restart).
+    #[serde(default)]
+    pub fill_notional: u128,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -188,6 +192,7 @@ impl History {
                         tif: tif.as_str().into(),
                         created_ts: ts,
                         updated_ts: ts,
+                        fill_notional: 0,
                     }),
                 );
             }
@@ -202,6 +207,7 @@ impl History {
                 for side in trade_sides(&event.kind).into_iter().flatten() {
                     if let Some(order) = self.orders.get_mut(&side.order_id).map(Arc::make_mut) {
                         order.filled_qty += qty;
+                        order.fill_notional += u128::from(*price) * u128::from(*qty);
                         order.updated_ts = ts;
                         order.status = OrderStatus::PartiallyFilled;
                     }

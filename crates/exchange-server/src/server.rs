@@ -200,7 +200,7 @@ pub async fn run_with_gateways(
     }
     let app = AppState::new(handle.clone(), config.clone(), token, ready.clone())
         .with_market_data(market.market.clone())
-        .with_reporting(reporting);
+        .with_reporting(reporting.clone());
     let listener = tokio::net::TcpListener::bind(config.listen).await?;
     eprintln!("exchange listening on http://{}", listener.local_addr()?);
     if demo {
@@ -211,6 +211,14 @@ pub async fn run_with_gateways(
     for start in gateways {
         gateway_tasks
             .push(start(&handle, &config, stopping.clone()).map_err(ServerError::Gateway)?);
+    }
+    // History reads right after a restart must not wait on a long
+    // catch-up: the store first reaches what recovery applied.
+    if !reporting
+        .wait_until(report.applied_index, std::time::Duration::from_secs(600))
+        .await
+    {
+        eprintln!("reporting: WARNING: the store is still behind the journal; history reads may answer 503");
     }
     ready.store(true, std::sync::atomic::Ordering::Release);
     // Small WebSocket frames (market data, order updates) must leave at

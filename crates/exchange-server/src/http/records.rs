@@ -84,6 +84,8 @@ fn order_record(row: OrderRow) -> OrderRecord {
         tif: row.tif,
         created_ts: row.created_ts,
         updated_ts: row.updated_ts,
+        // Not shown by the REST API.
+        fill_notional: 0,
     }
 }
 

@@ -145,8 +145,13 @@ impl Reporting {
     /// Waits (up to the configured bound) until the store holds entry
     /// `index`; false if it did not get there in time.
     pub async fn wait_for(&self, index: u64) -> bool {
+        self.wait_until(index, self.inner.read_wait).await
+    }
+
+    /// Waits up to `limit` until the store holds entry `index`.
+    pub async fn wait_until(&self, index: u64, limit: Duration) -> bool {
         let mut written = self.inner.written.subscribe();
-        let reached = tokio::time::timeout(self.inner.read_wait, written.wait_for(|w| *w >= index))
+        let reached = tokio::time::timeout(limit, written.wait_for(|w| *w >= index))
             .await
             .is_ok_and(|r| r.is_ok());
         reached
