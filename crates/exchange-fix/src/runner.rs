@@ -164,13 +164,7 @@ impl Runner {
                 .query(move |state| {
                     let orders: Vec<_> = accounts
                         .iter()
-                        .flat_map(|a| {
-                            state
-                                .history
-                                .open_orders_of(*a, None)
-                                .into_iter()
-                                .cloned()
-                        })
+                        .flat_map(|a| state.history.open_orders_of(*a, None).into_iter().cloned())
                         .collect();
                     (state.applied_index, orders)
                 })

@@ -77,13 +77,12 @@ pub fn for_each_committed<E: From<JournalError>>(
         let mut at = SEGMENT_MAGIC.len();
         let mut index = *first;
         while index <= through && at < bytes.len() {
-            let (entry, used) = record::decode(&bytes[at..], index).map_err(|reason| {
-                JournalError::Corrupt {
+            let (entry, used) =
+                record::decode(&bytes[at..], index).map_err(|reason| JournalError::Corrupt {
                     path: path.clone(),
                     offset: at as u64,
                     reason: reason.to_string(),
-                }
-            })?;
+                })?;
             at += used;
             index += 1;
             if entry.index >= next {

@@ -26,7 +26,9 @@ impl Val {
     pub fn int(&self) -> Result<i64, StoreError> {
         match self {
             Val::Int(v) => Ok(*v),
-            other => Err(StoreError::Schema(format!("expected an integer, found {other:?}"))),
+            other => Err(StoreError::Schema(format!(
+                "expected an integer, found {other:?}"
+            ))),
         }
     }
 
@@ -40,7 +42,9 @@ impl Val {
     pub fn text(&self) -> Result<String, StoreError> {
         match self {
             Val::Text(v) => Ok(v.clone()),
-            other => Err(StoreError::Schema(format!("expected text, found {other:?}"))),
+            other => Err(StoreError::Schema(format!(
+                "expected text, found {other:?}"
+            ))),
         }
     }
 
@@ -167,7 +171,11 @@ impl Conn {
     }
 
     /// Runs one query and returns every row.
-    pub fn query(&mut self, sql: &'static str, params: &[Val]) -> Result<Vec<Vec<Val>>, StoreError> {
+    pub fn query(
+        &mut self,
+        sql: &'static str,
+        params: &[Val],
+    ) -> Result<Vec<Vec<Val>>, StoreError> {
         match self {
             Conn::Sqlite(conn) => {
                 let mut statement = conn.prepare_cached(sql)?;
@@ -203,7 +211,9 @@ impl Conn {
                         let value = match *column.type_() {
                             Type::INT8 => row.try_get::<_, Option<i64>>(i)?.into(),
                             Type::INT4 => row.try_get::<_, Option<i32>>(i)?.map(i64::from).into(),
-                            Type::TEXT | Type::VARCHAR => row.try_get::<_, Option<String>>(i)?.into(),
+                            Type::TEXT | Type::VARCHAR => {
+                                row.try_get::<_, Option<String>>(i)?.into()
+                            }
                             ref other => {
                                 return Err(StoreError::Schema(format!(
                                     "unexpected column type {other}"

@@ -48,7 +48,9 @@ pub enum StoreError {
     Schema(String),
     #[error("reporting URL {0:?} is neither postgres://... nor sqlite:PATH")]
     BadUrl(String),
-    #[error("log entry {got} does not follow the store's position {position}: entries are missing")]
+    #[error(
+        "log entry {got} does not follow the store's position {position}: entries are missing"
+    )]
     Gap { position: u64, got: u64 },
     #[error("value out of range for the store: {0}")]
     OutOfRange(&'static str),
@@ -175,7 +177,8 @@ impl Store {
         )?;
         let mut position = Position::default();
         for row in rows {
-            let value = u64::try_from(row[1].int()?).map_err(|_| StoreError::OutOfRange("position"))?;
+            let value =
+                u64::try_from(row[1].int()?).map_err(|_| StoreError::OutOfRange("position"))?;
             match row[0].text()?.as_str() {
                 "log_index" => position.log_index = value,
                 _ => position.event_seq = value,

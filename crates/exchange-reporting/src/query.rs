@@ -290,7 +290,12 @@ impl Store {
                 "WHERE (CAST(? AS BIGINT) IS NULL OR account = ?) AND ts >= ? AND ts < ? \
                  ORDER BY trade_id, liquidity"
             ),
-            &[opt_account(account), opt_account(account), bound(from), bound(to)],
+            &[
+                opt_account(account),
+                opt_account(account),
+                bound(from),
+                bound(to),
+            ],
         )?;
         rows.iter().map(|r| fill_row(r)).collect()
     }
@@ -380,7 +385,11 @@ impl Store {
 
     /// Per instrument and UTC day in `[from, to)`: OHLCV, trade count and
     /// notional, by day then symbol.
-    pub fn instrument_days(&mut self, from: u64, to: u64) -> Result<Vec<InstrumentDay>, StoreError> {
+    pub fn instrument_days(
+        &mut self,
+        from: u64,
+        to: u64,
+    ) -> Result<Vec<InstrumentDay>, StoreError> {
         let rows = self.conn.query(
             "SELECT g.day, g.symbol, o.price, g.high, g.low, c.price, g.volume, g.n, g.notional FROM \
              (SELECT (ts / ?) * ? AS day, symbol, MIN(trade_id) AS first_id, MAX(trade_id) AS last_id, \

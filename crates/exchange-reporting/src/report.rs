@@ -73,8 +73,19 @@ fn opt_int(v: Option<u64>) -> Cell {
 pub fn trades(rows: &[TradeRow]) -> Table {
     Table {
         columns: vec![
-            "trade_id", "time", "symbol", "side", "price", "qty", "notional", "maker_order_id",
-            "taker_order_id", "maker_account", "taker_account", "maker_fee", "taker_fee",
+            "trade_id",
+            "time",
+            "symbol",
+            "side",
+            "price",
+            "qty",
+            "notional",
+            "maker_order_id",
+            "taker_order_id",
+            "maker_account",
+            "taker_account",
+            "maker_fee",
+            "taker_fee",
         ],
         rows: rows
             .iter()
@@ -102,8 +113,17 @@ pub fn trades(rows: &[TradeRow]) -> Table {
 pub fn fills(rows: &[FillRow]) -> Table {
     Table {
         columns: vec![
-            "trade_id", "time", "account", "order_id", "symbol", "side", "liquidity", "price", "qty",
-            "notional", "fee",
+            "trade_id",
+            "time",
+            "account",
+            "order_id",
+            "symbol",
+            "side",
+            "liquidity",
+            "price",
+            "qty",
+            "notional",
+            "fee",
         ],
         rows: rows
             .iter()
@@ -152,7 +172,9 @@ pub fn instrument_days(rows: &[InstrumentDay]) -> Table {
 
 pub fn account_days(rows: &[AccountDay]) -> Table {
     Table {
-        columns: vec!["date", "account", "symbol", "fills", "volume", "notional", "fees"],
+        columns: vec![
+            "date", "account", "symbol", "fills", "volume", "notional", "fees",
+        ],
         rows: rows
             .iter()
             .map(|d| {
@@ -173,8 +195,17 @@ pub fn account_days(rows: &[AccountDay]) -> Table {
 pub fn audit(rows: &[AuditRow]) -> Table {
     Table {
         columns: vec![
-            "log_index", "time", "command", "account", "outcome", "reason", "order_id",
-            "client_order_id", "symbol", "trades", "events",
+            "log_index",
+            "time",
+            "command",
+            "account",
+            "outcome",
+            "reason",
+            "order_id",
+            "client_order_id",
+            "symbol",
+            "trades",
+            "events",
         ],
         rows: rows
             .iter()
@@ -200,7 +231,15 @@ pub fn audit(rows: &[AuditRow]) -> Table {
 pub fn ledger(rows: &[LedgerRow]) -> Table {
     Table {
         columns: vec![
-            "seq", "log_index", "time", "account", "asset", "delta", "total", "available", "cause",
+            "seq",
+            "log_index",
+            "time",
+            "account",
+            "asset",
+            "delta",
+            "total",
+            "available",
+            "cause",
         ],
         rows: rows
             .iter()
@@ -248,7 +287,11 @@ impl Table {
 
     /// Aligned columns, numbers to the right; "(no rows)" when empty.
     pub fn to_text(&self) -> String {
-        let cells: Vec<Vec<String>> = self.rows.iter().map(|r| r.iter().map(plain).collect()).collect();
+        let cells: Vec<Vec<String>> = self
+            .rows
+            .iter()
+            .map(|r| r.iter().map(plain).collect())
+            .collect();
         let widths: Vec<usize> = self
             .columns
             .iter()

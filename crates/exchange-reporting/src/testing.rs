@@ -46,7 +46,11 @@ pub fn fresh_postgres(test: &str) -> Option<Target> {
     let schema = format!(
         "t_{}_{}_{}_{nanos}",
         test.chars()
-            .map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '_' })
+            .map(|c| if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '_'
+            })
             .take(30)
             .collect::<String>(),
         std::process::id(),

@@ -84,7 +84,11 @@ fn workload(commands: usize) -> (Vec<Entry>, Engine) {
     let mut rng = Lcg(42);
     for n in 0..commands {
         let account = 1 + rng.next(4);
-        let symbol = if rng.next(3) == 0 { "ETH-USD" } else { "BTC-USD" };
+        let symbol = if rng.next(3) == 0 {
+            "ETH-USD"
+        } else {
+            "BTC-USD"
+        };
         let side = if rng.next(2) == 0 { "buy" } else { "sell" };
         let line = match rng.next(10) {
             0 => format!(
@@ -209,7 +213,10 @@ fn every_event_is_stored_once() {
                     .find(|l| l.account == account && l.asset == asset)
                     .expect("a ledger row");
                 let code = exchange_types::AssetCode::new(asset).expect("asset");
-                assert_eq!(engine.balance(account, &code), Some((last.total, last.available)));
+                assert_eq!(
+                    engine.balance(account, &code),
+                    Some((last.total, last.available))
+                );
                 let deltas: i64 = all
                     .ledger
                     .iter()
@@ -228,7 +235,8 @@ fn a_failure_mid_batch_leaves_nothing_and_resuming_is_exact() {
         let (entries, _) = workload(300);
         let reference = {
             let dir = tempfile::tempdir().expect("temp dir");
-            let mut store = Store::open(&Target::Sqlite(dir.path().join("r.sqlite"))).expect("open");
+            let mut store =
+                Store::open(&Target::Sqlite(dir.path().join("r.sqlite"))).expect("open");
             write_in_batches(&mut store, &entries, 1_000);
             contents(&mut store)
         };
@@ -238,7 +246,10 @@ fn a_failure_mid_batch_leaves_nothing_and_resuming_is_exact() {
         for cut in [1, 7, 50, 333] {
             store.fail_after_rows(cut);
             let failed = store.write(&records[100..250]);
-            assert!(matches!(failed, Err(StoreError::Failpoint(_))), "{failed:?}");
+            assert!(
+                matches!(failed, Err(StoreError::Failpoint(_))),
+                "{failed:?}"
+            );
             assert_eq!(store.position().log_index, 100);
             // What a restarted process sees: only the committed batch.
             let mut reopened = Store::open(target).expect("reopen");
@@ -261,10 +272,22 @@ fn entries_already_in_are_skipped_and_gaps_refused() {
         let records: Vec<EntryRecord<'_>> = entries.iter().map(Entry::record).collect();
         store.write(&records[..40]).expect("write");
         let before = contents(&mut store);
-        assert_eq!(store.write(&records[10..40]).expect("no-op"), before.position);
+        assert_eq!(
+            store.write(&records[10..40]).expect("no-op"),
+            before.position
+        );
         assert_eq!(contents(&mut store), before);
         let gap = store.write(&records[45..50]);
-        assert!(matches!(gap, Err(StoreError::Gap { position: 40, got: 46 })), "{gap:?}");
+        assert!(
+            matches!(
+                gap,
+                Err(StoreError::Gap {
+                    position: 40,
+                    got: 46
+                })
+            ),
+            "{gap:?}"
+        );
         assert_eq!(contents(&mut store), before);
     });
 }
@@ -281,7 +304,10 @@ fn candles_and_daily_summaries_add_up() {
             .candles("BTC-USD", hour, START + 3 * hour, START + 30 * hour, 10)
             .expect("candles");
         assert_eq!(candles.len(), 10, "newest ten of the hours that traded");
-        assert!(candles.windows(2).all(|w| w[0].start > w[1].start), "newest first");
+        assert!(
+            candles.windows(2).all(|w| w[0].start > w[1].start),
+            "newest first"
+        );
         for candle in &candles {
             let inside: Vec<_> = trades
                 .iter()
@@ -291,14 +317,23 @@ fn candles_and_daily_summaries_add_up() {
             assert_eq!(candle.trades, inside.len() as u64);
             assert_eq!(candle.open, inside[0].price);
             assert_eq!(candle.close, inside[inside.len() - 1].price);
-            assert_eq!(candle.high, inside.iter().map(|t| t.price).max().unwrap_or(0));
-            assert_eq!(candle.low, inside.iter().map(|t| t.price).min().unwrap_or(0));
+            assert_eq!(
+                candle.high,
+                inside.iter().map(|t| t.price).max().unwrap_or(0)
+            );
+            assert_eq!(
+                candle.low,
+                inside.iter().map(|t| t.price).min().unwrap_or(0)
+            );
             assert_eq!(candle.volume, inside.iter().map(|t| t.qty).sum::<u64>());
         }
 
         let days = store.instrument_days(0, u64::MAX).expect("days");
         let all_trades = store.trades(None, 0, u64::MAX).expect("trades");
-        assert_eq!(days.iter().map(|d| d.trades).sum::<u64>(), all_trades.len() as u64);
+        assert_eq!(
+            days.iter().map(|d| d.trades).sum::<u64>(),
+            all_trades.len() as u64
+        );
         assert_eq!(
             days.iter().map(|d| d.notional).sum::<u64>(),
             all_trades.iter().map(|t| t.notional).sum::<u64>()
@@ -310,7 +345,10 @@ fn candles_and_daily_summaries_add_up() {
 
         let accounts = store.account_days(None, 0, u64::MAX).expect("accounts");
         let fills = store.fills(None, 0, u64::MAX).expect("fills");
-        assert_eq!(accounts.iter().map(|a| a.fills).sum::<u64>(), fills.len() as u64);
+        assert_eq!(
+            accounts.iter().map(|a| a.fills).sum::<u64>(),
+            fills.len() as u64
+        );
         assert_eq!(
             accounts.iter().map(|a| a.fees).sum::<i64>(),
             fills.iter().map(|f| f.fee).sum::<i64>()
@@ -320,11 +358,22 @@ fn candles_and_daily_summaries_add_up() {
 
         // REST reads: newest first, filtered.
         let recent = store.recent_fills(3, Some("ETH-USD"), 5).expect("fills");
-        assert!(recent.len() <= 5 && recent.iter().all(|f| f.account == 3 && f.symbol == "ETH-USD"));
+        assert!(
+            recent.len() <= 5
+                && recent
+                    .iter()
+                    .all(|f| f.account == 3 && f.symbol == "ETH-USD")
+        );
         assert!(recent.windows(2).all(|w| w[0].trade_id >= w[1].trade_id));
-        let closed = store.orders(1, OrderFilter::Closed, None, 1_000).expect("closed");
-        assert!(closed.iter().all(|o| ["filled", "canceled", "expired"].contains(&o.status.as_str())));
-        let open = store.orders(1, OrderFilter::Open, None, 1_000).expect("open");
+        let closed = store
+            .orders(1, OrderFilter::Closed, None, 1_000)
+            .expect("closed");
+        assert!(closed
+            .iter()
+            .all(|o| ["filled", "canceled", "expired"].contains(&o.status.as_str())));
+        let open = store
+            .orders(1, OrderFilter::Open, None, 1_000)
+            .expect("open");
         let all = store.orders(1, OrderFilter::All, None, 1_000).expect("all");
         assert_eq!(open.len() + closed.len(), all.len());
         let one = store.order(all[0].order_id).expect("order");
@@ -357,7 +406,10 @@ fn reports_render_as_table_csv_and_json() {
     let json: serde_json::Value = serde_json::from_str(&table.render(Format::Json)).expect("JSON");
     assert_eq!(json.as_array().map(Vec::len), Some(trades.len()));
     assert_eq!(json[0]["trade_id"], trades[0].trade_id);
-    assert_eq!(json[0]["price"], exchange_types::format_units(trades[0].price));
+    assert_eq!(
+        json[0]["price"],
+        exchange_types::format_units(trades[0].price)
+    );
     assert_eq!(json[0]["symbol"], trades[0].symbol);
 
     let text = table.render(Format::Table);
@@ -367,7 +419,12 @@ fn reports_render_as_table_csv_and_json() {
     assert_eq!(text.lines().count(), trades.len() + 2);
 
     let days = report::instrument_days(&store.instrument_days(0, u64::MAX).expect("days"));
-    assert!(days.render(Format::Csv).lines().nth(1).expect("row").starts_with("2026-11-28,"));
+    assert!(days
+        .render(Format::Csv)
+        .lines()
+        .nth(1)
+        .expect("row")
+        .starts_with("2026-11-28,"));
     let empty = report::fills(&[]);
     assert!(empty.render(Format::Table).ends_with("(no rows)\n"));
     assert_eq!(empty.render(Format::Json).trim(), "[]");
@@ -392,7 +449,10 @@ fn targets_resolve_and_hide_passwords() {
     );
     let pg = Target::resolve(Some("postgres://u:secret@h:5432/db"), dir).expect("pg");
     assert_eq!(pg.describe(), "postgres://u@h:5432/db");
-    assert!(matches!(Target::resolve(Some("mysql://x"), dir), Err(StoreError::BadUrl(_))));
+    assert!(matches!(
+        Target::resolve(Some("mysql://x"), dir),
+        Err(StoreError::BadUrl(_))
+    ));
     assert!(Target::resolve(Some("sqlite:"), dir).is_err());
 }
 

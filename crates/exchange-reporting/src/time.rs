@@ -95,8 +95,11 @@ pub fn parse_bound(text: &str, end_of_day: bool) -> Result<u64, String> {
             let [h, m, s] = parts.as_slice() else {
                 return Err(format!("{text:?}: time must be HH:MM:SS"));
             };
-            let (h, m, s): (u64, u64, u64) =
-                (number(h, "hour")?, number(m, "minute")?, number(s, "second")?);
+            let (h, m, s): (u64, u64, u64) = (
+                number(h, "hour")?,
+                number(m, "minute")?,
+                number(s, "second")?,
+            );
             if h > 23 || m > 59 || s > 59 {
                 return Err(format!("{text:?}: time out of range"));
             }
@@ -128,7 +131,14 @@ mod tests {
 
     #[test]
     fn bad_dates_are_refused() {
-        for bad in ["2023-02-29", "2026-13-01", "2026-1", "yesterday", "2026-11-29T25:00:00", ""] {
+        for bad in [
+            "2023-02-29",
+            "2026-13-01",
+            "2026-1",
+            "yesterday",
+            "2026-11-29T25:00:00",
+            "",
+        ] {
             assert!(parse_bound(bad, false).is_err(), "{bad}");
         }
     }

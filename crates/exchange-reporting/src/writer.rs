@@ -202,8 +202,22 @@ impl Store {
                     ],
                 )?;
                 let sides = [
-                    ("maker", *maker_order_id, *maker_account, aggressor_side.opposite(), *maker_fee, *maker_leaves_qty),
-                    ("taker", *taker_order_id, *taker_account, *aggressor_side, *taker_fee, *taker_leaves_qty),
+                    (
+                        "maker",
+                        *maker_order_id,
+                        *maker_account,
+                        aggressor_side.opposite(),
+                        *maker_fee,
+                        *maker_leaves_qty,
+                    ),
+                    (
+                        "taker",
+                        *taker_order_id,
+                        *taker_account,
+                        *aggressor_side,
+                        *taker_fee,
+                        *taker_leaves_qty,
+                    ),
                 ];
                 for (liquidity, order_id, account, side, fee, leaves) in sides {
                     self.conn.exec(
@@ -223,7 +237,11 @@ impl Store {
                             ts.clone(),
                         ],
                     )?;
-                    let status = if leaves == 0 { "filled" } else { "partially_filled" };
+                    let status = if leaves == 0 {
+                        "filled"
+                    } else {
+                        "partially_filled"
+                    };
                     self.conn.exec(
                         "UPDATE orders SET filled_qty = filled_qty + ?, status = ?, updated_ts = ? WHERE order_id = ?",
                         &[int(*qty, "quantity")?, status.into(), ts.clone(), int(order_id, "order id")?],
@@ -393,7 +411,10 @@ impl Store {
             }
         }
         let seq = |event: Option<&Event>| -> Result<Val, StoreError> {
-            event.map(|e| int(e.seq, "event sequence")).transpose().map(Into::into)
+            event
+                .map(|e| int(e.seq, "event sequence"))
+                .transpose()
+                .map(Into::into)
         };
         self.conn.exec(
             "INSERT INTO audit (log_index, ts, command, account, outcome, reason, reason_code, order_id, client_order_id, symbol, trades, first_seq, last_seq, events) \

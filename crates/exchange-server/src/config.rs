@@ -274,8 +274,7 @@ mod tests {
 
     #[test]
     fn reporting_section_parses() {
-        let parsed: Config =
-            toml::from_str("[reporting]\nurl = \"postgres://u@h/db\"\n").unwrap();
+        let parsed: Config = toml::from_str("[reporting]\nurl = \"postgres://u@h/db\"\n").unwrap();
         assert_eq!(parsed.reporting.url.as_deref(), Some("postgres://u@h/db"));
         assert_eq!(parsed.reporting.max_batch, 4_096);
         assert!(toml::from_str::<Config>("[reporting]\nurll = \"x\"\n").is_err());

@@ -250,7 +250,10 @@ pub async fn run_with_gateways(
 
 /// Opens the reporting store (`[reporting] url`, else SQLite in the data
 /// directory) and starts the reporter on the node's events.
-pub fn start_reporting(handle: &Handle, config: &Config) -> Result<(Reporting, Reporter), ServerError> {
+pub fn start_reporting(
+    handle: &Handle,
+    config: &Config,
+) -> Result<(Reporting, Reporter), ServerError> {
     let target = Target::resolve(config.reporting.url.as_deref(), &config.data_dir)?;
     let (reporting, reporter) = Reporting::start(
         handle,

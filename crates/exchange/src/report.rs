@@ -62,17 +62,26 @@ pub struct ReportArgs {
 
 pub fn run(args: ReportArgs) -> anyhow::Result<()> {
     let from = match &args.from {
-        Some(text) => parse_bound(text, false).map_err(anyhow::Error::msg).context("--from")?,
+        Some(text) => parse_bound(text, false)
+            .map_err(anyhow::Error::msg)
+            .context("--from")?,
         None => 0,
     };
     let to = match &args.to {
-        Some(text) => parse_bound(text, true).map_err(anyhow::Error::msg).context("--to")?,
+        Some(text) => parse_bound(text, true)
+            .map_err(anyhow::Error::msg)
+            .context("--to")?,
         None => u64::MAX,
     };
     if from >= to {
         bail!("--from must be before --to");
     }
-    if args.account.is_some() && matches!(args.kind, Kind::Trades | Kind::DailyInstruments | Kind::Audit) {
+    if args.account.is_some()
+        && matches!(
+            args.kind,
+            Kind::Trades | Kind::DailyInstruments | Kind::Audit
+        )
+    {
         bail!("--account applies to fills, daily-accounts and ledger");
     }
     if args.symbol.is_some() && args.kind != Kind::Trades {
@@ -88,7 +97,8 @@ pub fn run(args: ReportArgs) -> anyhow::Result<()> {
             );
         }
     }
-    let mut store = Store::open(&target).with_context(|| format!("opening {}", target.describe()))?;
+    let mut store =
+        Store::open(&target).with_context(|| format!("opening {}", target.describe()))?;
     let table = match args.kind {
         Kind::Trades => report::trades(&store.trades(args.symbol.as_deref(), from, to)?),
         Kind::Fills => report::fills(&store.fills(args.account, from, to)?),

@@ -23,7 +23,9 @@ use super::error::{ApiError, ApiPath, ApiQuery};
 use super::public::{self, CandlesQuery, DEFAULT_CANDLES_LIMIT, MAX_CANDLES_LIMIT};
 use super::translate;
 use super::AppState;
-use crate::history::{Fill, OrderRecord, OrderStatus, CLOSED_ORDERS_PER_ACCOUNT, FILLS_PER_ACCOUNT};
+use crate::history::{
+    Fill, OrderRecord, OrderStatus, CLOSED_ORDERS_PER_ACCOUNT, FILLS_PER_ACCOUNT,
+};
 use crate::reporting::ReadError;
 
 type Reply = Result<Json<Value>, ApiError>;

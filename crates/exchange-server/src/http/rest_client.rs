@@ -31,8 +31,13 @@ pub fn app(node: &TestNode, tweak: impl FnOnce(&mut Config)) -> AppState {
         },
     )
     .expect("reporting store");
-    AppState::new(handle, config, ADMIN.into(), Arc::new(AtomicBool::new(true)))
-        .with_reporting(reporting)
+    AppState::new(
+        handle,
+        config,
+        ADMIN.into(),
+        Arc::new(AtomicBool::new(true)),
+    )
+    .with_reporting(reporting)
 }
 
 pub struct Reply {

@@ -52,12 +52,12 @@ pub fn committed_entries(
         return Ok(());
     }
     let mut state = match snapshots::load_at_or_before(&snapshot_dir(data_dir), after)? {
-        Some(snapshot) => ServerState::restore(&snapshot.state).map_err(|source| {
-            CatchUpError::Snapshot {
+        Some(snapshot) => {
+            ServerState::restore(&snapshot.state).map_err(|source| CatchUpError::Snapshot {
                 index: snapshot.index,
                 source,
-            }
-        })?,
+            })?
+        }
         None => ServerState::new(),
     };
     let journal = journal_dir(data_dir);

@@ -66,6 +66,32 @@ struct Inner {
     read_wait: Duration,
 }
 
+impl Drop for Inner {
+    fn drop(&mut self) {
+        // The PostgreSQL client blocks on its own runtime when closed,
+        // which must not happen on an async worker thread.
+        let idle = self
+            .readers
+            .get_mut()
+            .map(std::mem::take)
+            .unwrap_or_default();
+        if !idle.is_empty() {
+            let _ = std::thread::Builder::new()
+                .name("reporting-close".into())
+                .spawn(move || drop(idle));
+        }
+    }
+}
+
+/// Runs `work` on a plain thread: the synchronous PostgreSQL client runs
+/// its own runtime and must not be driven from inside tokio's.
+fn off_runtime<R: Send>(work: impl FnOnce() -> R + Send) -> R {
+    std::thread::scope(|scope| match scope.spawn(work).join() {
+        Ok(result) => result,
+        Err(panic) => std::panic::resume_unwind(panic),
+    })
+}
+
 /// A cloneable way to the reporting service (for the HTTP handlers).
 #[derive(Clone)]
 pub struct Reporting {
@@ -98,13 +124,19 @@ pub struct ReporterConfig {
 impl Reporting {
     /// Opens the store (creating or migrating it) and starts the reporter
     /// on `handle`'s events. Fails at once if the store cannot be opened.
-    pub fn start(handle: &Handle, config: ReporterConfig) -> Result<(Reporting, Reporter), StoreError> {
+    pub fn start(
+        handle: &Handle,
+        config: ReporterConfig,
+    ) -> Result<(Reporting, Reporter), StoreError> {
         // Subscribe before anything else: every entry applied from now on
         // arrives live; everything before is re-derived.
         let events = handle.subscribe();
-        let store = Store::open(&config.target)?;
+        let store = off_runtime(|| Store::open(&config.target))?;
         let position = store.position().log_index;
-        handle.metrics.retain_from.store(position, Ordering::Release);
+        handle
+            .metrics
+            .retain_from
+            .store(position, Ordering::Release);
         let (written, _) = watch::channel(position);
         let inner = Arc::new(Inner {
             target: config.target.clone(),
@@ -196,7 +228,10 @@ impl Reporting {
         let applied = self.inner.core.applied_index.load(Ordering::Relaxed);
         let mut out = String::new();
         let mut metric = |name: &str, kind: &str, help: &str, value: u64| {
-            let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}");
+            let _ = writeln!(
+                out,
+                "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}"
+            );
         };
         metric(
             "exchange_reporting_position",
@@ -269,7 +304,10 @@ impl Worker {
             match events.blocking_recv() {
                 Ok(first) => batch.push(first),
                 Err(RecvError::Lagged(missed)) => {
-                    tracing::warn!(missed, "reporter fell behind the core; catching up from the journal");
+                    tracing::warn!(
+                        missed,
+                        "reporter fell behind the core; catching up from the journal"
+                    );
                     continue;
                 }
                 Err(RecvError::Closed) => break,
@@ -280,7 +318,10 @@ impl Worker {
                 match events.try_recv() {
                     Ok(next) => batch.push(next),
                     Err(TryRecvError::Lagged(missed)) => {
-                        tracing::warn!(missed, "reporter fell behind the core; catching up from the journal");
+                        tracing::warn!(
+                            missed,
+                            "reporter fell behind the core; catching up from the journal"
+                        );
                     }
                     Err(TryRecvError::Empty) => break,
                     Err(TryRecvError::Closed) => {
@@ -363,7 +404,10 @@ impl Worker {
         })?;
         self.write(pending.iter())?;
         let count = through - after;
-        self.inner.stats.caught_up.fetch_add(count, Ordering::Relaxed);
+        self.inner
+            .stats
+            .caught_up
+            .fetch_add(count, Ordering::Relaxed);
         tracing::info!(
             from = after + 1,
             through,
@@ -373,7 +417,10 @@ impl Worker {
         Ok(())
     }
 
-    fn write<'a>(&mut self, entries: impl Iterator<Item = &'a Applied>) -> Result<(), CatchUpError> {
+    fn write<'a>(
+        &mut self,
+        entries: impl Iterator<Item = &'a Applied>,
+    ) -> Result<(), CatchUpError> {
         let records: Vec<EntryRecord<'_>> = entries
             .map(|a| EntryRecord {
                 index: a.index,
@@ -396,7 +443,9 @@ impl Worker {
         if position.log_index > before {
             let fresh = records.iter().filter(|r| r.index > before);
             let events: usize = fresh.map(|r| r.events.len()).sum();
-            stats.entries.fetch_add(position.log_index - before, Ordering::Relaxed);
+            stats
+                .entries
+                .fetch_add(position.log_index - before, Ordering::Relaxed);
             stats.events.fetch_add(events as u64, Ordering::Relaxed);
             stats.batches.fetch_add(1, Ordering::Relaxed);
             self.inner
