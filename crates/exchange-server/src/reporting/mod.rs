@@ -17,8 +17,10 @@
 //!   waits until the store has reached it ([`Reporting::wait_for`]).
 
 pub mod catch_up;
+#[cfg(test)]
+mod tests;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -285,6 +287,10 @@ impl Reporting {
     }
 }
 
+/// How long the reporter waits for a live entry before it checks whether
+/// the core has applied entries it never received.
+const IDLE: Duration = Duration::from_millis(50);
+
 struct Worker {
     store: Store,
     target: Target,
@@ -295,22 +301,39 @@ struct Worker {
 
 impl Worker {
     fn run(mut self, mut events: broadcast::Receiver<Arc<Applied>>) {
-        // Whatever the core applied before we subscribed (recovery,
-        // start-up commands) comes from the journal.
-        let applied = self.inner.core.applied_index.load(Ordering::Acquire);
-        self.retry(&events, |worker| worker.catch_up(applied));
+        // Only to wait for the next entry with a timeout.
+        let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+        else {
+            tracing::error!(
+                "the reporter cannot start its timer; the reporting store stays behind"
+            );
+            return;
+        };
         let mut batch: Vec<Arc<Applied>> = Vec::with_capacity(self.max_batch);
         loop {
-            match events.blocking_recv() {
-                Ok(first) => batch.push(first),
-                Err(RecvError::Lagged(missed)) => {
+            let next = runtime.block_on(async { tokio::time::timeout(IDLE, events.recv()).await });
+            match next {
+                Ok(Ok(first)) => batch.push(first),
+                Ok(Err(RecvError::Lagged(missed))) => {
                     tracing::warn!(
                         missed,
                         "reporter fell behind the core; catching up from the journal"
                     );
                     continue;
                 }
-                Err(RecvError::Closed) => break,
+                Ok(Err(RecvError::Closed)) => break,
+                // Idle: whatever the core applied and we did not receive
+                // (applied before we subscribed, or lost to a lag with
+                // nothing after it) comes from the journal.
+                Err(_) => {
+                    let applied = self.inner.core.applied_index.load(Ordering::Acquire);
+                    if applied > self.store.position().log_index {
+                        self.retry(&events, |worker| worker.catch_up(applied));
+                    }
+                    continue;
+                }
             }
             // Take what else is waiting: one transaction for all of it.
             let mut closed = false;
@@ -382,7 +405,7 @@ impl Worker {
         if first.index > self.store.position().log_index + 1 {
             self.catch_up(first.index - 1)?;
         }
-        self.write(batch.iter().map(|a| &**a))
+        self.write(batch.iter().map(|a| &**a), false)
     }
 
     /// Brings the store up to `through` from the journal.
@@ -397,17 +420,12 @@ impl Worker {
         committed_entries(&data_dir, after, through, |applied| {
             pending.push(applied);
             if pending.len() >= self.max_batch.min(1_024) {
-                self.write(pending.iter())?;
+                self.write(pending.iter(), true)?;
                 pending.clear();
             }
             Ok(())
         })?;
-        self.write(pending.iter())?;
-        let count = through - after;
-        self.inner
-            .stats
-            .caught_up
-            .fetch_add(count, Ordering::Relaxed);
+        self.write(pending.iter(), true)?;
         tracing::info!(
             from = after + 1,
             through,
@@ -417,9 +435,11 @@ impl Worker {
         Ok(())
     }
 
+    /// Writes one batch; `from_journal` counts it as caught up.
     fn write<'a>(
         &mut self,
         entries: impl Iterator<Item = &'a Applied>,
+        from_journal: bool,
     ) -> Result<(), CatchUpError> {
         let records: Vec<EntryRecord<'_>> = entries
             .map(|a| EntryRecord {
@@ -447,6 +467,11 @@ impl Worker {
                 .entries
                 .fetch_add(position.log_index - before, Ordering::Relaxed);
             stats.events.fetch_add(events as u64, Ordering::Relaxed);
+            if from_journal {
+                stats
+                    .caught_up
+                    .fetch_add(position.log_index - before, Ordering::Relaxed);
+            }
             stats.batches.fetch_add(1, Ordering::Relaxed);
             self.inner
                 .core
@@ -456,10 +481,4 @@ impl Worker {
         }
         Ok(())
     }
-}
-
-/// The store a data directory and an optional URL name (as `exchange
-/// serve` and `exchange report` resolve it).
-pub fn resolve_target(url: Option<&str>, data_dir: &Path) -> Result<Target, StoreError> {
-    Target::resolve(url, data_dir)
 }
