@@ -82,18 +82,21 @@ impl Target {
     }
 
     /// For logs: the SQLite path, or the PostgreSQL URL without its
-    /// password.
+    /// password (and without its parameters, which may hold one).
     pub fn describe(&self) -> String {
         match self {
             Target::Sqlite(path) => format!("sqlite:{}", path.display()),
-            Target::Postgres(url) => match (url.find("://"), url.rfind('@')) {
-                (Some(scheme), Some(at)) if at > scheme => {
-                    let credentials = &url[scheme + 3..at];
-                    let user = credentials.split(':').next().unwrap_or("");
-                    format!("{}{user}{}", &url[..scheme + 3], &url[at..])
+            Target::Postgres(url) => {
+                let url = url.split('?').next().unwrap_or_default();
+                match (url.find("://"), url.rfind('@')) {
+                    (Some(scheme), Some(at)) if at > scheme => {
+                        let credentials = &url[scheme + 3..at];
+                        let user = credentials.split(':').next().unwrap_or("");
+                        format!("{}{user}{}", &url[..scheme + 3], &url[at..])
+                    }
+                    _ => url.to_string(),
                 }
-                _ => url.clone(),
-            },
+            }
         }
     }
 }

@@ -203,8 +203,6 @@ fn fill_row(row: &[Val]) -> Result<FillRow, StoreError> {
     })
 }
 
-const ORDER_COLUMNS: &str = "order_id, account, client_order_id, symbol, side, order_type, price, qty, filled_qty, status, tif, created_ts, updated_ts";
-
 macro_rules! order_select {
     ($rest:literal) => {
         concat!(
@@ -232,7 +230,6 @@ impl Store {
         symbol: Option<&str>,
         limit: u64,
     ) -> Result<Vec<OrderRow>, StoreError> {
-        debug_assert!(ORDER_COLUMNS.split(',').count() == 13);
         let (a, b, c) = filter.statuses();
         let all = matches!(filter, OrderFilter::All);
         let rows = self.conn.query(

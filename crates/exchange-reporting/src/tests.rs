@@ -449,6 +449,8 @@ fn targets_resolve_and_hide_passwords() {
     );
     let pg = Target::resolve(Some("postgres://u:secret@h:5432/db"), dir).expect("pg");
     assert_eq!(pg.describe(), "postgres://u@h:5432/db");
+    let pg = Target::resolve(Some("postgres://h/db?password=secret"), dir).expect("pg");
+    assert_eq!(pg.describe(), "postgres://h/db");
     assert!(matches!(
         Target::resolve(Some("mysql://x"), dir),
         Err(StoreError::BadUrl(_))
