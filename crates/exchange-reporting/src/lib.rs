@@ -52,6 +52,11 @@ pub enum StoreError {
         "log entry {got} does not follow the store's position {position}: entries are missing"
     )]
     Gap { position: u64, got: u64 },
+    #[error(
+        "the reporting store is at log entry {store} but the journal ends at {journal}: \
+         it holds another exchange's record (point --reporting-url elsewhere)"
+    )]
+    Ahead { store: u64, journal: u64 },
     #[error("value out of range for the store: {0}")]
     OutOfRange(&'static str),
     #[error("injected failure after {0} rows (test failpoint)")]

@@ -345,3 +345,31 @@ fn postgres_store_survives_kills() {
     assert!(ok, "{err}");
     assert_eq!(csv.lines().count(), dump.trades.len() + 1);
 }
+
+#[test]
+fn a_store_ahead_of_the_journal_is_refused() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let first = dir.path().join("first");
+    let mut server = Server::start(&first);
+    server.api.funded_account();
+    server.stop_with(libc::SIGTERM);
+
+    // A fresh data directory pointed at the first one's store: its journal
+    // is empty, the store is not.
+    let config = dir.path().join("exchange.toml");
+    let store = first.join("reporting.sqlite");
+    std::fs::write(
+        &config,
+        format!("[reporting]\nurl = \"sqlite:{}\"\n", store.display()),
+    )
+    .expect("write config");
+    let refused = Server::try_start(&dir.path().join("second"), Some(&config));
+    let Err((status, stderr)) = refused else {
+        panic!("the server started on another exchange's store");
+    };
+    assert!(!status.success());
+    assert!(
+        stderr.contains("holds another exchange's record"),
+        "{stderr}"
+    );
+}

@@ -133,7 +133,20 @@ impl Reporting {
         // Subscribe before anything else: every entry applied from now on
         // arrives live; everything before is re-derived.
         let events = handle.subscribe();
-        let store = off_runtime(|| Store::open(&config.target))?;
+        let journal = handle.metrics.applied_index.load(Ordering::Acquire);
+        let store = off_runtime(|| {
+            let store = Store::open(&config.target)?;
+            let position = store.position().log_index;
+            // Every entry the store holds was durable before it was
+            // applied, so it cannot be ahead of this node's log.
+            if position > journal {
+                return Err(StoreError::Ahead {
+                    store: position,
+                    journal,
+                });
+            }
+            Ok(store)
+        })?;
         let position = store.position().log_index;
         handle
             .metrics
