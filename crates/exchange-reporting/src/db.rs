@@ -117,7 +117,7 @@ pub(crate) enum Conn {
     Sqlite(rusqlite::Connection),
     Postgres {
         client: Box<postgres::Client>,
-        prepared: HashMap<&'static str, postgres::Statement>,
+        prepared: HashMap<String, postgres::Statement>,
     },
 }
 
@@ -157,7 +157,7 @@ impl Conn {
     }
 
     /// Runs one statement; returns the rows it changed.
-    pub fn exec(&mut self, sql: &'static str, params: &[Val]) -> Result<u64, StoreError> {
+    pub fn exec(&mut self, sql: &str, params: &[Val]) -> Result<u64, StoreError> {
         match self {
             Conn::Sqlite(conn) => {
                 let mut statement = conn.prepare_cached(sql)?;
@@ -171,11 +171,7 @@ impl Conn {
     }
 
     /// Runs one query and returns every row.
-    pub fn query(
-        &mut self,
-        sql: &'static str,
-        params: &[Val],
-    ) -> Result<Vec<Vec<Val>>, StoreError> {
+    pub fn query(&mut self, sql: &str, params: &[Val]) -> Result<Vec<Vec<Val>>, StoreError> {
         match self {
             Conn::Sqlite(conn) => {
                 let mut statement = conn.prepare_cached(sql)?;
@@ -232,14 +228,14 @@ impl Conn {
 
 fn pg_prepare(
     client: &mut postgres::Client,
-    prepared: &mut HashMap<&'static str, postgres::Statement>,
-    sql: &'static str,
+    prepared: &mut HashMap<String, postgres::Statement>,
+    sql: &str,
 ) -> Result<postgres::Statement, StoreError> {
     if let Some(statement) = prepared.get(sql) {
         return Ok(statement.clone());
     }
     let statement = client.prepare(&numbered(sql))?;
-    prepared.insert(sql, statement.clone());
+    prepared.insert(sql.to_string(), statement.clone());
     Ok(statement)
 }
 

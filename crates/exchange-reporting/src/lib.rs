@@ -119,6 +119,7 @@ pub struct Store {
     conn: Conn,
     position: Position,
     writer: writer::WriterCache,
+    appends: writer::Appends,
     /// Test failpoint: fail the next write after this many row writes, in
     /// the middle of its transaction.
     fail_after_rows: Option<usize>,
@@ -140,6 +141,9 @@ impl Store {
                 // lost to a power cut takes its position with it, and the
                 // reporter derives those entries again from the journal.
                 conn.busy_timeout(std::time::Duration::from_secs(10))?;
+                // Every statement the writer and the queries use stays
+                // prepared.
+                conn.set_prepared_statement_cache_capacity(64);
                 conn.execute_batch("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;")?;
                 Conn::Sqlite(conn)
             }
@@ -155,6 +159,7 @@ impl Store {
             conn,
             position: Position::default(),
             writer: Default::default(),
+            appends: Default::default(),
             fail_after_rows: None,
         };
         schema::migrate(&mut store.conn)?;

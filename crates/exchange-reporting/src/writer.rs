@@ -1,13 +1,20 @@
 //! Rows from committed entries: one transaction per batch of entries, with
 //! the position updated inside it.
 //!
-//! Per event kind: `accepted` inserts an order; `trade` inserts the trade,
-//! its two fills and advances both orders; `canceled`, `replaced` and
-//! `expired` update the order; `balance` appends to the ledger. Every
-//! entry, whatever it did, gets one audit row. Book, status and
-//! instrument events are market data and are not stored here.
+//! Per event kind: `accepted` creates an order; `trade` adds the trade, its
+//! two fills and advances both orders; `canceled`, `replaced` and `expired`
+//! change the order; `balance` appends to the ledger. Every entry, whatever
+//! it did, gets one audit row. Book, status and instrument events are
+//! market data and are not stored here.
+//!
+//! Rows are collected while the batch is read and written at its end, in
+//! the same transaction: the append-only tables with multi-row `INSERT`s,
+//! every order the batch touched with one upsert of its final row (open
+//! orders are cached, so an event never reads its order back). Either
+//! cache is dropped when a transaction fails, since it may then be ahead of
+//! the store.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 
 use exchange_types::{AccountId, Event, EventKind, UNITS_PER_WHOLE};
 
@@ -27,12 +34,173 @@ pub struct EntryRecord<'a> {
     pub events: &'a [Event],
 }
 
+/// An append-only table written with multi-row `INSERT`s.
+struct Table {
+    name: &'static str,
+    columns: &'static [&'static str],
+}
+
+const TRADES: Table = Table {
+    name: "trades",
+    columns: &[
+        "trade_id",
+        "seq",
+        "log_index",
+        "ts",
+        "symbol",
+        "price",
+        "qty",
+        "notional",
+        "aggressor_side",
+        "maker_order_id",
+        "taker_order_id",
+        "maker_account",
+        "taker_account",
+        "maker_fee",
+        "taker_fee",
+    ],
+};
+const FILLS: Table = Table {
+    name: "fills",
+    columns: &[
+        "trade_id",
+        "liquidity",
+        "order_id",
+        "account",
+        "symbol",
+        "side",
+        "price",
+        "qty",
+        "notional",
+        "fee",
+        "ts",
+    ],
+};
+const LEDGER: Table = Table {
+    name: "ledger",
+    columns: &[
+        "seq",
+        "log_index",
+        "ts",
+        "account",
+        "asset",
+        "total",
+        "available",
+        "delta",
+        "cause",
+    ],
+};
+const AUDIT: Table = Table {
+    name: "audit",
+    columns: &[
+        "log_index",
+        "ts",
+        "command",
+        "account",
+        "outcome",
+        "reason",
+        "reason_code",
+        "order_id",
+        "client_order_id",
+        "symbol",
+        "trades",
+        "first_seq",
+        "last_seq",
+        "events",
+    ],
+};
+
+const ORDERS: Table = Table {
+    name: "orders",
+    columns: &[
+        "order_id",
+        "account",
+        "client_order_id",
+        "symbol",
+        "side",
+        "order_type",
+        "price",
+        "qty",
+        "filled_qty",
+        "status",
+        "tif",
+        "created_ts",
+        "updated_ts",
+        "log_index",
+    ],
+};
+/// Columns of an order row that events change.
+const CLIENT_ORDER_ID: usize = 2;
+const PRICE: usize = 6;
+const QTY: usize = 7;
+const FILLED: usize = 8;
+const STATUS: usize = 9;
+const UPDATED: usize = 12;
+/// An order written before is brought up to date.
+const ORDERS_UPSERT: &str =
+    " ON CONFLICT (order_id) DO UPDATE SET client_order_id = excluded.client_order_id, \
+     price = excluded.price, qty = excluded.qty, filled_qty = excluded.filled_qty, \
+     status = excluded.status, updated_ts = excluded.updated_ts";
+
+/// Rows per multi-row `INSERT` (a statement of each of two sizes, this
+/// and one, so each stays prepared).
+const CHUNK: usize = 64;
+
+fn insert_sql(table: &Table, rows: usize) -> String {
+    let row = format!("({})", vec!["?"; table.columns.len()].join(", "));
+    let upsert = if table.name == ORDERS.name {
+        ORDERS_UPSERT
+    } else {
+        ""
+    };
+    format!(
+        "INSERT INTO {} ({}) VALUES {}{upsert}",
+        table.name,
+        table.columns.join(", "),
+        vec![row; rows].join(", ")
+    )
+}
+
+/// Rows of the append-only tables, collected while a batch's events are
+/// read and inserted together at its end, in the same transaction: one
+/// statement per 64 rows instead of one per row (a round trip each, on
+/// PostgreSQL).
+#[derive(Default)]
+pub(crate) struct Appends {
+    /// Every order the batch touched (upserted as the cache has it).
+    orders: BTreeSet<u64>,
+    trades: Vec<Vec<Val>>,
+    fills: Vec<Vec<Val>>,
+    ledger: Vec<Vec<Val>>,
+    audit: Vec<Vec<Val>>,
+}
+
+impl Appends {
+    pub(crate) fn clear(&mut self) {
+        self.orders.clear();
+        self.trades.clear();
+        self.fills.clear();
+        self.ledger.clear();
+        self.audit.clear();
+    }
+}
+
 /// Balances as last written, so each ledger row carries its change
 /// without a read; filled lazily from the store and dropped whenever a
 /// transaction fails (it may then be ahead of what was committed).
 #[derive(Default)]
 pub(crate) struct WriterCache {
     totals: HashMap<(AccountId, String), i64>,
+    /// Rows of the open orders (and of those the current batch closed),
+    /// so an event changes the row in memory instead of reading it back.
+    orders: HashMap<u64, Vec<Val>>,
+}
+
+impl WriterCache {
+    pub(crate) fn clear(&mut self) {
+        self.totals.clear();
+        self.orders.clear();
+    }
 }
 
 fn int(value: u64, what: &'static str) -> Result<Val, StoreError> {
@@ -77,7 +245,9 @@ impl Store {
             }
             Err(error) => {
                 let _ = self.conn.script("ROLLBACK");
-                self.writer.totals.clear();
+                // The caches may be ahead of what was committed.
+                self.writer.clear();
+                self.appends.clear();
                 Err(error)
             }
         }
@@ -108,6 +278,7 @@ impl Store {
                 position.event_seq = position.event_seq.max(last.seq);
             }
         }
+        self.flush_appends()?;
         self.conn.exec(
             "UPDATE report_meta SET value = ? WHERE name = 'log_index'",
             &[int(position.log_index, "log index")?],
@@ -117,6 +288,48 @@ impl Store {
             &[int(position.event_seq, "event sequence")?],
         )?;
         Ok(position)
+    }
+
+    fn flush_appends(&mut self) -> Result<(), StoreError> {
+        let appends = std::mem::take(&mut self.appends);
+        let mut orders: Vec<Vec<Val>> = Vec::with_capacity(appends.orders.len());
+        for id in &appends.orders {
+            let Some(row) = self.writer.orders.get(id) else {
+                continue;
+            };
+            orders.push(row.clone());
+            // Closed orders leave the cache: events no longer reach them.
+            if !matches!(&row[STATUS], Val::Text(s) if s == "new" || s == "partially_filled") {
+                self.writer.orders.remove(id);
+            }
+        }
+        for (table, rows) in [
+            (&ORDERS, &orders),
+            (&TRADES, &appends.trades),
+            (&FILLS, &appends.fills),
+            (&LEDGER, &appends.ledger),
+            (&AUDIT, &appends.audit),
+        ] {
+            let mut chunks = rows.chunks_exact(CHUNK);
+            if rows.len() >= CHUNK {
+                let sql = insert_sql(table, CHUNK);
+                for chunk in chunks.by_ref() {
+                    let params: Vec<Val> = chunk.iter().flatten().cloned().collect();
+                    self.conn.exec(&sql, &params)?;
+                }
+            }
+            let rest = chunks.remainder();
+            if !rest.is_empty() {
+                let sql = insert_sql(table, 1);
+                for row in rest {
+                    self.conn.exec(&sql, row)?;
+                }
+            }
+        }
+        // Keep the allocations for the next batch.
+        self.appends = appends;
+        self.appends.clear();
+        Ok(())
     }
 
     fn failpoint(&mut self, rows: usize) -> Result<(), StoreError> {
@@ -144,10 +357,10 @@ impl Store {
                 tif,
                 ..
             } => {
-                self.conn.exec(
-                    "INSERT INTO orders (order_id, account, client_order_id, symbol, side, order_type, price, qty, filled_qty, status, tif, created_ts, updated_ts, log_index) \
-                     VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, 'new', ?, ?, ?, ?)",
-                    &[
+                self.appends.orders.insert(*order_id);
+                self.writer.orders.insert(
+                    *order_id,
+                    vec![
                         int(*order_id, "order id")?,
                         int(*account, "account")?,
                         client_order_id.as_str().into(),
@@ -156,12 +369,14 @@ impl Store {
                         order_type.as_str().into(),
                         price.map(|p| signed(p, "price")).transpose()?.into(),
                         int(*qty, "quantity")?,
+                        Val::Int(0),
+                        "new".into(),
                         tif.as_str().into(),
                         ts.clone(),
                         ts,
                         index,
                     ],
-                )?;
+                );
                 Ok(1)
             }
             EventKind::Trade {
@@ -180,27 +395,23 @@ impl Store {
                 taker_leaves_qty,
             } => {
                 let notional = notional(*price, *qty)?;
-                self.conn.exec(
-                    "INSERT INTO trades (trade_id, seq, log_index, ts, symbol, price, qty, notional, aggressor_side, maker_order_id, taker_order_id, maker_account, taker_account, maker_fee, taker_fee) \
-                     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    &[
-                        int(*trade_id, "trade id")?,
-                        int(event.seq, "event sequence")?,
-                        index,
-                        ts.clone(),
-                        symbol.as_str().into(),
-                        int(*price, "price")?,
-                        int(*qty, "quantity")?,
-                        Val::Int(notional),
-                        aggressor_side.as_str().into(),
-                        int(*maker_order_id, "order id")?,
-                        int(*taker_order_id, "order id")?,
-                        int(*maker_account, "account")?,
-                        int(*taker_account, "account")?,
-                        Val::Int(*maker_fee),
-                        Val::Int(*taker_fee),
-                    ],
-                )?;
+                self.appends.trades.push(vec![
+                    int(*trade_id, "trade id")?,
+                    int(event.seq, "event sequence")?,
+                    index,
+                    ts.clone(),
+                    symbol.as_str().into(),
+                    int(*price, "price")?,
+                    int(*qty, "quantity")?,
+                    Val::Int(notional),
+                    aggressor_side.as_str().into(),
+                    int(*maker_order_id, "order id")?,
+                    int(*taker_order_id, "order id")?,
+                    int(*maker_account, "account")?,
+                    int(*taker_account, "account")?,
+                    Val::Int(*maker_fee),
+                    Val::Int(*taker_fee),
+                ]);
                 let sides = [
                     (
                         "maker",
@@ -220,32 +431,29 @@ impl Store {
                     ),
                 ];
                 for (liquidity, order_id, account, side, fee, leaves) in sides {
-                    self.conn.exec(
-                        "INSERT INTO fills (trade_id, liquidity, order_id, account, symbol, side, price, qty, notional, fee, ts) \
-                         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                        &[
-                            int(*trade_id, "trade id")?,
-                            liquidity.into(),
-                            int(order_id, "order id")?,
-                            int(account, "account")?,
-                            symbol.as_str().into(),
-                            side.as_str().into(),
-                            int(*price, "price")?,
-                            int(*qty, "quantity")?,
-                            Val::Int(notional),
-                            Val::Int(fee),
-                            ts.clone(),
-                        ],
-                    )?;
+                    self.appends.fills.push(vec![
+                        int(*trade_id, "trade id")?,
+                        liquidity.into(),
+                        int(order_id, "order id")?,
+                        int(account, "account")?,
+                        symbol.as_str().into(),
+                        side.as_str().into(),
+                        int(*price, "price")?,
+                        int(*qty, "quantity")?,
+                        Val::Int(notional),
+                        Val::Int(fee),
+                        ts.clone(),
+                    ]);
                     let status = if leaves == 0 {
                         "filled"
                     } else {
                         "partially_filled"
                     };
-                    self.conn.exec(
-                        "UPDATE orders SET filled_qty = filled_qty + ?, status = ?, updated_ts = ? WHERE order_id = ?",
-                        &[int(*qty, "quantity")?, status.into(), ts.clone(), int(order_id, "order id")?],
-                    )?;
+                    if let Some(order) = self.order_mut(order_id)? {
+                        order[FILLED] = Val::Int(order[FILLED].int()? + signed(*qty, "quantity")?);
+                        order[STATUS] = status.into();
+                        order[UPDATED] = ts.clone();
+                    }
                 }
                 Ok(5)
             }
@@ -258,15 +466,11 @@ impl Store {
                 if *leaves_qty > 0 {
                     // Self-trade prevention shrank a live order; a full
                     // cancel keeps the quantity the client asked for.
-                    self.conn.exec(
-                        "UPDATE orders SET qty = CASE WHEN qty > ? THEN qty - ? ELSE 0 END, updated_ts = ? WHERE order_id = ?",
-                        &[
-                            int(*canceled_qty, "quantity")?,
-                            int(*canceled_qty, "quantity")?,
-                            ts,
-                            int(*order_id, "order id")?,
-                        ],
-                    )?;
+                    if let Some(order) = self.order_mut(*order_id)? {
+                        let left = order[QTY].int()? - signed(*canceled_qty, "quantity")?;
+                        order[QTY] = Val::Int(left.max(0));
+                        order[UPDATED] = ts;
+                    }
                 } else {
                     self.close(*order_id, "canceled", ts)?;
                 }
@@ -284,16 +488,12 @@ impl Store {
                 leaves_qty,
                 ..
             } => {
-                self.conn.exec(
-                    "UPDATE orders SET client_order_id = ?, price = ?, qty = ?, updated_ts = ? WHERE order_id = ?",
-                    &[
-                        client_order_id.as_str().into(),
-                        int(*price, "price")?,
-                        int(*qty, "quantity")?,
-                        ts.clone(),
-                        int(*order_id, "order id")?,
-                    ],
-                )?;
+                if let Some(order) = self.order_mut(*order_id)? {
+                    order[CLIENT_ORDER_ID] = client_order_id.as_str().into();
+                    order[PRICE] = int(*price, "price")?;
+                    order[QTY] = int(*qty, "quantity")?;
+                    order[UPDATED] = ts.clone();
+                }
                 if *leaves_qty == 0 {
                     self.close(*order_id, "filled", ts)?;
                 }
@@ -307,21 +507,17 @@ impl Store {
             } => {
                 let total = signed(*total, "balance")?;
                 let previous = self.previous_total(*account, asset.as_str())?;
-                self.conn.exec(
-                    "INSERT INTO ledger (seq, log_index, ts, account, asset, total, available, delta, cause) \
-                     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    &[
-                        int(event.seq, "event sequence")?,
-                        index,
-                        ts,
-                        int(*account, "account")?,
-                        asset.as_str().into(),
-                        Val::Int(total),
-                        int(*available, "balance")?,
-                        Val::Int(total - previous),
-                        entry.command.into(),
-                    ],
-                )?;
+                self.appends.ledger.push(vec![
+                    int(event.seq, "event sequence")?,
+                    index,
+                    ts,
+                    int(*account, "account")?,
+                    asset.as_str().into(),
+                    Val::Int(total),
+                    int(*available, "balance")?,
+                    Val::Int(total - previous),
+                    entry.command.into(),
+                ]);
                 self.writer
                     .totals
                     .insert((*account, asset.as_str().to_string()), total);
@@ -337,11 +533,31 @@ impl Store {
     }
 
     fn close(&mut self, order_id: u64, status: &'static str, ts: Val) -> Result<(), StoreError> {
-        self.conn.exec(
-            "UPDATE orders SET status = ?, updated_ts = ? WHERE order_id = ?",
-            &[status.into(), ts, int(order_id, "order id")?],
-        )?;
+        if let Some(order) = self.order_mut(order_id)? {
+            order[STATUS] = status.into();
+            order[UPDATED] = ts;
+        }
         Ok(())
+    }
+
+    /// An order's row as this batch leaves it: from the batch, or read
+    /// from the store the first time the batch touches it.
+    fn order_mut(&mut self, order_id: u64) -> Result<Option<&mut Vec<Val>>, StoreError> {
+        if !self.writer.orders.contains_key(&order_id) {
+            let rows = self.conn.query(
+                "SELECT order_id, account, client_order_id, symbol, side, order_type, price, qty, \
+                 filled_qty, status, tif, created_ts, updated_ts, log_index FROM orders WHERE order_id = ?",
+                &[int(order_id, "order id")?],
+            )?;
+            match rows.into_iter().next() {
+                Some(row) => {
+                    self.writer.orders.insert(order_id, row);
+                }
+                None => return Ok(None),
+            }
+        }
+        self.appends.orders.insert(order_id);
+        Ok(self.writer.orders.get_mut(&order_id))
     }
 
     fn previous_total(&mut self, account: AccountId, asset: &str) -> Result<i64, StoreError> {
@@ -416,26 +632,26 @@ impl Store {
                 .transpose()
                 .map(Into::into)
         };
-        self.conn.exec(
-            "INSERT INTO audit (log_index, ts, command, account, outcome, reason, reason_code, order_id, client_order_id, symbol, trades, first_seq, last_seq, events) \
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            &[
-                int(entry.index, "log index")?,
-                int(entry.ts, "timestamp")?,
-                entry.command.into(),
-                entry.account.map(|a| signed(a, "account")).transpose()?.into(),
-                outcome.into(),
-                reason.into(),
-                reason_code.into(),
-                order_id.map(|o| signed(o, "order id")).transpose()?.into(),
-                client_order_id.into(),
-                symbol.into(),
-                Val::Int(trades),
-                seq(entry.events.first())?,
-                seq(entry.events.last())?,
-                Val::Int(entry.events.len() as i64),
-            ],
-        )?;
+        self.appends.audit.push(vec![
+            int(entry.index, "log index")?,
+            int(entry.ts, "timestamp")?,
+            entry.command.into(),
+            entry
+                .account
+                .map(|a| signed(a, "account"))
+                .transpose()?
+                .into(),
+            outcome.into(),
+            reason.into(),
+            reason_code.into(),
+            order_id.map(|o| signed(o, "order id")).transpose()?.into(),
+            client_order_id.into(),
+            symbol.into(),
+            Val::Int(trades),
+            seq(entry.events.first())?,
+            seq(entry.events.last())?,
+            Val::Int(entry.events.len() as i64),
+        ]);
         Ok(())
     }
 }
