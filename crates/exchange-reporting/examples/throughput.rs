@@ -76,11 +76,16 @@ fn main() {
         })
         .collect();
     let events: usize = applied.iter().map(|a| a.3.len()).sum();
-    let trades = applied
-        .iter()
-        .flat_map(|a| &a.3)
-        .filter(|e| e.kind.name() == "trade")
-        .count();
+    let count = |kind: &str| {
+        applied
+            .iter()
+            .flat_map(|a| &a.3)
+            .filter(|e| e.kind.name() == kind)
+            .count()
+    };
+    let trades = count("trade");
+    // Rows the store ends with: audit, orders, trades, fills, ledger.
+    let rows = applied.len() + count("accepted") + 3 * trades + count("balance");
 
     let mut store = Store::open(&target).expect("open the store");
     let started = Instant::now();
@@ -100,11 +105,12 @@ fn main() {
     }
     let secs = started.elapsed().as_secs_f64();
     println!(
-        "{}: {} entries ({events} events, {trades} trades) in batches of {batch}: {:.2} s, {:.0} entries/s, {:.0} events/s",
+        "{}: {} entries ({events} events, {trades} trades, {rows} rows) in batches of {batch}: {:.2} s, {:.0} entries/s, {:.0} events/s, {:.0} rows/s",
         target.describe(),
         applied.len(),
         secs,
         applied.len() as f64 / secs,
-        events as f64 / secs
+        events as f64 / secs,
+        rows as f64 / secs
     );
 }

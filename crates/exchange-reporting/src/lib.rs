@@ -14,6 +14,7 @@
 //! - Every integer is a `BIGINT` (amounts in 1e-8 units, times in
 //!   nanoseconds since the Unix epoch), so both backends agree exactly.
 
+mod batch;
 mod db;
 pub mod query;
 pub mod report;
@@ -119,7 +120,7 @@ pub struct Store {
     conn: Conn,
     position: Position,
     writer: writer::WriterCache,
-    appends: writer::Appends,
+    appends: batch::Appends,
     /// Test failpoint: fail the next write after this many row writes, in
     /// the middle of its transaction.
     fail_after_rows: Option<usize>,
