@@ -136,6 +136,25 @@ async fn signed_order_lifecycle() {
     let taker_fills = call(&app, signed(1, Method::GET, "/v1/fills", "")).await;
     assert_eq!(taker_fills.json["fills"][0]["liquidity"], "taker");
     assert_eq!(taker_fills.json["fills"][0]["qty"], "0.5");
+    // Candles from the store: the one trade.
+    let candles = call(&app, get("/v1/markets/BTC-USD/candles?interval=1h")).await;
+    assert_eq!(candles.status, StatusCode::OK, "{}", candles.json);
+    assert_eq!(candles.json["interval"], "1h");
+    let candle = &candles.json["candles"][0];
+    assert_eq!(
+        (
+            &candle["open"],
+            &candle["close"],
+            &candle["volume"],
+            &candle["trades"]
+        ),
+        (&json!("100.5"), &json!("100.5"), &json!("0.5"), &json!(1))
+    );
+    assert_eq!(candles.json["candles"].as_array().map(Vec::len), Some(1));
+    let none = call(&app, get("/v1/markets/BTC-USD/candles?end=1")).await;
+    assert_eq!(none.json["candles"], json!([]));
+    let unknown = call(&app, get("/v1/markets/NOPE-USD/candles")).await;
+    assert_eq!(unknown.status, StatusCode::NOT_FOUND);
     let mass = call(
         &app,
         signed(2, Method::DELETE, "/v1/orders?symbol=BTC-USD", ""),
