@@ -10,7 +10,7 @@
 
 use std::collections::{HashMap, VecDeque};
 
-use exchange_server::history::{Fill, OrderRecord, OrderStatus};
+use exchange_server::history::{OrderRecord, OrderStatus};
 use exchange_types::{
     AccountId, CancelReason, Event, EventKind, OrderId, OrderRef, OrderType, Side, TimeInForce,
     TradeId,
@@ -149,15 +149,10 @@ pub struct OrderCache {
 }
 
 impl OrderCache {
-    /// Seeds the cache from the server's history: `orders` with the fills
-    /// found for them (the history keeps the newest fills per account, so
-    /// an old order's average price may rest on the fills still kept).
-    pub fn seed(&mut self, orders: &[OrderRecord], fills: &[Fill]) {
-        let mut by_order: HashMap<OrderId, u128> = HashMap::new();
-        for fill in fills {
-            *by_order.entry(fill.order_id).or_default() +=
-                u128::from(fill.price) * u128::from(fill.qty);
-        }
+    /// Seeds the cache from the server's live state: its open `orders`,
+    /// each with the notional of its fills (for the average price). Orders
+    /// closed before the seed are not in it (the reporting store has them).
+    pub fn seed(&mut self, orders: &[OrderRecord]) {
         let mut sorted: Vec<&OrderRecord> = orders.iter().collect();
         sorted.sort_by_key(|o| o.order_id);
         for record in sorted {
@@ -175,7 +170,7 @@ impl OrderCache {
                 price: record.price,
                 qty: record.qty,
                 cum_qty: record.filled_qty,
-                notional: by_order.get(&record.order_id).copied().unwrap_or_default(),
+                notional: record.fill_notional,
                 tif: match record.tif.as_str() {
                     "ioc" => TimeInForce::Ioc,
                     "fok" => TimeInForce::Fok,

@@ -153,8 +153,8 @@ pub async fn run(
 }
 
 impl Runner {
-    /// Fills the order cache from the server's history: every order and
-    /// fill it keeps for the session's accounts.
+    /// Fills the order cache from the server's live state: the session's
+    /// accounts' open orders.
     async fn seed(&mut self) {
         let accounts = accounts_of(&self.app.role);
         for attempt in 0..100u64 {
@@ -164,31 +164,15 @@ impl Runner {
                 .query(move |state| {
                     let orders: Vec<_> = accounts
                         .iter()
-                        .flat_map(|a| {
-                            state
-                                .history
-                                .orders_of(*a, false, None)
-                                .into_iter()
-                                .cloned()
-                        })
+                        .flat_map(|a| state.history.open_orders_of(*a, None).into_iter().cloned())
                         .collect();
-                    let fills: Vec<_> = accounts
-                        .iter()
-                        .flat_map(|a| {
-                            state
-                                .history
-                                .fills_of(*a, None, usize::MAX)
-                                .into_iter()
-                                .cloned()
-                        })
-                        .collect();
-                    (state.applied_index, orders, fills)
+                    (state.applied_index, orders)
                 })
                 .await;
             match read {
-                Ok((index, orders, fills)) => {
+                Ok((index, orders)) => {
                     self.app.cache = Default::default();
-                    self.app.cache.seed(&orders, &fills);
+                    self.app.cache.seed(&orders);
                     self.seeded = index;
                     tracing::debug!(session = %self.name, index, open = self.app.cache.open_orders(), "FIX session seeded");
                     return;

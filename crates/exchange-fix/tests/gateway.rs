@@ -43,7 +43,7 @@ async fn orders_fill_across_sessions_and_cancel_on_disconnect() {
         loop {
             let orders = node
                 .handle
-                .query(|s| s.history.orders_of(1, true, None).len())
+                .query(|s| s.history.open_orders_of(1, None).len())
                 .await
                 .unwrap();
             if orders == 0 {

@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use crate::error::JournalError;
 use crate::record::{self, Entry, Invalid, HEADER_BYTES, MAX_PAYLOAD_BYTES};
 
-const SEGMENT_MAGIC: &[u8; 8] = b"EXJRNL01";
+pub(crate) const SEGMENT_MAGIC: &[u8; 8] = b"EXJRNL01";
 /// Default segment size before rolling over.
 pub const DEFAULT_SEGMENT_BYTES: u64 = 64 << 20;
 

@@ -8,6 +8,7 @@
 
 mod error;
 mod journal;
+pub mod reader;
 mod record;
 pub mod snapshots;
 

@@ -125,3 +125,60 @@ pub fn load_latest(dir: &Path) -> Result<(Option<Snapshot>, Vec<PathBuf>), Journ
     }
     Ok((None, invalid))
 }
+
+/// The newest snapshot at or before `index` that validates.
+pub fn load_at_or_before(dir: &Path, index: u64) -> Result<Option<Snapshot>, JournalError> {
+    for (_, path) in listed(dir)?.into_iter().rev().filter(|(i, _)| *i <= index) {
+        if let Some(snapshot) = read(&path)? {
+            return Ok(Some(snapshot));
+        }
+    }
+    Ok(None)
+}
+
+/// Deletes every snapshot but the newest `keep` and the newest at or
+/// before `floor` (a reader still behind needs it to replay from); returns
+/// the indices kept, oldest first.
+pub fn prune(dir: &Path, keep: usize, floor: u64) -> Result<Vec<u64>, JournalError> {
+    let all = listed(dir)?;
+    let newest = all.len().saturating_sub(keep.max(1));
+    let below_floor = all.iter().rposition(|(i, _)| *i <= floor);
+    let mut kept = Vec::new();
+    for (position, (index, path)) in all.iter().enumerate() {
+        if position >= newest || Some(position) == below_floor {
+            kept.push(*index);
+        } else {
+            fs::remove_file(path).map_err(|e| io(path, e))?;
+        }
+    }
+    Ok(kept)
+}
+
+#[cfg(test)]
+mod retention_tests {
+    use super::*;
+
+    fn snapshot(index: u64) -> Snapshot {
+        Snapshot {
+            index,
+            term: 0,
+            state: vec![index as u8; 4],
+        }
+    }
+
+    #[test]
+    fn pruning_keeps_the_newest_and_the_one_under_the_floor() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        for index in [10, 20, 30, 40, 50] {
+            save(dir.path(), &snapshot(index), usize::MAX).expect("save");
+        }
+        assert_eq!(prune(dir.path(), 2, 25).expect("prune"), vec![20, 40, 50]);
+        assert_eq!(
+            load_at_or_before(dir.path(), 39).expect("load"),
+            Some(snapshot(20))
+        );
+        assert_eq!(load_at_or_before(dir.path(), 19).expect("load"), None);
+        assert_eq!(prune(dir.path(), 2, u64::MAX).expect("prune"), vec![40, 50]);
+        assert_eq!(prune(dir.path(), 2, 5).expect("prune"), vec![40, 50]);
+    }
+}

@@ -75,6 +75,32 @@ pub struct Config {
     pub marketdata: MarketDataConfig,
     /// The FIX 4.4 gateway (crate `exchange-fix`, docs/fix.md).
     pub fix: FixConfig,
+    /// The reporting store (docs/reporting.md).
+    pub reporting: ReportingConfig,
+}
+
+/// The `[reporting]` section.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ReportingConfig {
+    /// `postgres://user:password@host/db`, or `sqlite:PATH`; unset: the
+    /// SQLite file `reporting.sqlite` in the data directory.
+    pub url: Option<String>,
+    /// Log entries written in one transaction at most.
+    pub max_batch: usize,
+    /// How long a history request waits for the store to catch up with
+    /// the core before answering 503.
+    pub read_wait_ms: u64,
+}
+
+impl Default for ReportingConfig {
+    fn default() -> Self {
+        ReportingConfig {
+            url: None,
+            max_batch: 4_096,
+            read_wait_ms: 5_000,
+        }
+    }
 }
 
 /// The `[fix]` section. The gateway listens only when at least one session
@@ -209,6 +235,7 @@ impl Default for Config {
             signature_window_secs: 30,
             marketdata: MarketDataConfig::default(),
             fix: FixConfig::default(),
+            reporting: ReportingConfig::default(),
         }
     }
 }
@@ -243,6 +270,14 @@ mod tests {
         assert_eq!(parsed.listen.port(), 9999);
         assert_eq!(parsed.instruments.len(), 2);
         assert!(toml::from_str::<Config>("lisen = \"x\"\n").is_err());
+    }
+
+    #[test]
+    fn reporting_section_parses() {
+        let parsed: Config = toml::from_str("[reporting]\nurl = \"postgres://u@h/db\"\n").unwrap();
+        assert_eq!(parsed.reporting.url.as_deref(), Some("postgres://u@h/db"));
+        assert_eq!(parsed.reporting.max_batch, 4_096);
+        assert!(toml::from_str::<Config>("[reporting]\nurll = \"x\"\n").is_err());
     }
 
     #[test]

@@ -1,10 +1,13 @@
-//! What clients ask about after the fact: their orders (open and recently
-//! closed), their fills, and each market's recent trades.
+//! What the core thread keeps beside the engine for the gateways: every
+//! open order as the API shows it, and each market's recent public trades.
 //!
-//! A projection of the core's events, maintained on the core thread beside
-//! the engine and saved in the server snapshot. It is bounded: closed
-//! orders, fills and trades are kept up to fixed counts per account or
-//! symbol (the reporting service keeps the full record).
+//! A projection of the core's events, maintained on the core thread and
+//! saved in the server snapshot. It holds only what trading and the live
+//! market views need: an order leaves it when it closes (its record goes
+//! out once more with the entry that closed it, [`History::shared_order`]),
+//! and trades are kept up to a fixed count per symbol. Closed orders and
+//! fills are served from the reporting store (`crate::reporting`), which
+//! keeps the full record.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
@@ -12,10 +15,10 @@ use std::sync::Arc;
 use exchange_types::{AccountId, Event, EventKind, OrderId, Side};
 use serde::{Deserialize, Serialize};
 
-/// Closed orders remembered per account.
-pub const CLOSED_ORDERS_PER_ACCOUNT: usize = 1_000;
-/// Fills remembered per account.
+/// Fills returned by `GET /v1/fills` at most.
 pub const FILLS_PER_ACCOUNT: usize = 1_000;
+/// Closed orders returned by `GET /v1/orders?status=all|closed` at most.
+pub const CLOSED_ORDERS_PER_ACCOUNT: usize = 1_000;
 /// Trades remembered per symbol.
 pub const TRADES_PER_SYMBOL: usize = 1_000;
 
@@ -52,6 +55,10 @@ pub struct OrderRecord {
     pub tif: String,
     pub created_ts: u64,
     pub updated_ts: u64,
+    /// Sum of price × quantity (units × units) over the order's fills, for
+    /// its average price (the FIX gateway's AvgPx after a restart).
+    #[serde(default)]
+    pub fill_notional: u128,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -79,15 +86,16 @@ pub struct PublicTrade {
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct History {
-    // Records and fills are shared, so copying the history for a snapshot
-    // (on the core thread, between two commands) copies pointers, not
-    // tens of thousands of strings; a record changed later is copied then.
+    // Records are shared, so copying the history for a snapshot (on the
+    // core thread, between two commands) copies pointers, not thousands of
+    // strings; a record changed later is copied then.
     #[serde(with = "shared::orders")]
     orders: BTreeMap<OrderId, Arc<OrderRecord>>,
-    closed: BTreeMap<AccountId, VecDeque<OrderId>>,
-    #[serde(with = "shared::fills")]
-    fills: BTreeMap<AccountId, VecDeque<Arc<Fill>>>,
     trades: BTreeMap<String, VecDeque<PublicTrade>>,
+    /// Orders closed by the entry being applied: the answer to it still
+    /// shows them. Emptied when the next entry is recorded.
+    #[serde(skip)]
+    just_closed: Vec<Arc<OrderRecord>>,
 }
 
 fn push_bounded<T>(queue: &mut VecDeque<T>, item: T, limit: usize) -> Option<T> {
@@ -100,45 +108,32 @@ fn push_bounded<T>(queue: &mut VecDeque<T>, item: T, limit: usize) -> Option<T> 
 }
 
 impl History {
+    /// An open order.
     pub fn order(&self, id: OrderId) -> Option<&OrderRecord> {
         self.orders.get(&id).map(|o| &**o)
     }
 
-    /// The record, shared rather than copied.
+    /// The record, shared rather than copied: an open order, or one the
+    /// entry just recorded closed.
     pub fn shared_order(&self, id: OrderId) -> Option<Arc<OrderRecord>> {
-        self.orders.get(&id).cloned()
+        self.orders.get(&id).cloned().or_else(|| {
+            self.just_closed
+                .iter()
+                .rev()
+                .find(|o| o.order_id == id)
+                .cloned()
+        })
     }
 
-    /// The account's orders, newest first.
-    pub fn orders_of(
-        &self,
-        account: AccountId,
-        open_only: bool,
-        symbol: Option<&str>,
-    ) -> Vec<&OrderRecord> {
+    /// The account's open orders, newest first.
+    pub fn open_orders_of(&self, account: AccountId, symbol: Option<&str>) -> Vec<&OrderRecord> {
         self.orders
             .values()
             .rev()
             .map(|o| &**o)
             .filter(|o| o.account == account)
-            .filter(|o| !open_only || o.status.is_open())
             .filter(|o| symbol.is_none_or(|s| o.symbol == s))
             .collect()
-    }
-
-    /// The account's fills, newest first.
-    pub fn fills_of(&self, account: AccountId, symbol: Option<&str>, limit: usize) -> Vec<&Fill> {
-        self.fills
-            .get(&account)
-            .map(|f| {
-                f.iter()
-                    .rev()
-                    .map(|f| &**f)
-                    .filter(|f| symbol.is_none_or(|s| f.symbol == s))
-                    .take(limit)
-                    .collect()
-            })
-            .unwrap_or_default()
     }
 
     /// A market's trades, newest first.
@@ -150,22 +145,20 @@ impl History {
     }
 
     pub fn record(&mut self, events: &[Event]) {
+        self.just_closed.clear();
         for event in events {
             self.record_one(event);
         }
     }
 
     fn close(&mut self, id: OrderId, status: OrderStatus, ts: u64) {
-        let Some(order) = self.orders.get_mut(&id).map(Arc::make_mut) else {
+        let Some(mut order) = self.orders.remove(&id) else {
             return;
         };
-        order.status = status;
-        order.updated_ts = ts;
-        let account = order.account;
-        let closed = self.closed.entry(account).or_default();
-        if let Some(evicted) = push_bounded(closed, id, CLOSED_ORDERS_PER_ACCOUNT) {
-            self.orders.remove(&evicted);
-        }
+        let record = Arc::make_mut(&mut order);
+        record.status = status;
+        record.updated_ts = ts;
+        self.just_closed.push(order);
     }
 
     fn record_one(&mut self, event: &Event) {
@@ -199,6 +192,7 @@ impl History {
                         tif: tif.as_str().into(),
                         created_ts: ts,
                         updated_ts: ts,
+                        fill_notional: 0,
                     }),
                 );
             }
@@ -211,24 +205,9 @@ impl History {
                 ..
             } => {
                 for side in trade_sides(&event.kind).into_iter().flatten() {
-                    let fill = Fill {
-                        trade_id: *trade_id,
-                        order_id: side.order_id,
-                        symbol: symbol.to_string(),
-                        side: side_str(side.side).into(),
-                        price: *price,
-                        qty: *qty,
-                        fee: side.fee,
-                        liquidity: side.liquidity.into(),
-                        ts,
-                    };
-                    push_bounded(
-                        self.fills.entry(side.account).or_default(),
-                        Arc::new(fill),
-                        FILLS_PER_ACCOUNT,
-                    );
                     if let Some(order) = self.orders.get_mut(&side.order_id).map(Arc::make_mut) {
                         order.filled_qty += qty;
+                        order.fill_notional += u128::from(*price) * u128::from(*qty);
                         order.updated_ts = ts;
                         order.status = OrderStatus::PartiallyFilled;
                     }
@@ -343,26 +322,14 @@ pub fn trade_sides(kind: &EventKind) -> Option<[TradeSide; 2]> {
     ])
 }
 
-fn side_str(side: Side) -> &'static str {
-    side.as_str()
-}
-
 /// (De)serialisation of the shared records exactly as if they were plain
 /// values, so snapshots keep their format.
 mod shared {
-    use std::collections::{BTreeMap, VecDeque};
+    use std::collections::BTreeMap;
     use std::sync::Arc;
 
     use serde::ser::Serializer;
-    use serde::{Deserialize, Deserializer, Serialize};
-
-    struct Queue<'a, T>(&'a VecDeque<Arc<T>>);
-
-    impl<T: Serialize> Serialize for Queue<'_, T> {
-        fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-            serializer.collect_seq(self.0.iter().map(|item| &**item))
-        }
-    }
+    use serde::{Deserialize, Deserializer};
 
     pub mod orders {
         use super::*;
@@ -380,29 +347,12 @@ mod shared {
             deserializer: D,
         ) -> Result<BTreeMap<OrderId, Arc<OrderRecord>>, D::Error> {
             let plain = BTreeMap::<OrderId, OrderRecord>::deserialize(deserializer)?;
+            // Snapshots written before the reporting store also held
+            // closed orders; the store has those now.
             Ok(plain
                 .into_iter()
+                .filter(|(_, record)| record.status.is_open())
                 .map(|(id, record)| (id, Arc::new(record)))
-                .collect())
-        }
-    }
-
-    pub mod fills {
-        use super::*;
-        use crate::history::Fill;
-        use exchange_types::AccountId;
-
-        type Fills = BTreeMap<AccountId, VecDeque<Arc<Fill>>>;
-
-        pub fn serialize<S: Serializer>(map: &Fills, serializer: S) -> Result<S::Ok, S::Error> {
-            serializer.collect_map(map.iter().map(|(account, fills)| (account, Queue(fills))))
-        }
-
-        pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Fills, D::Error> {
-            let plain = BTreeMap::<AccountId, VecDeque<Fill>>::deserialize(deserializer)?;
-            Ok(plain
-                .into_iter()
-                .map(|(account, fills)| (account, fills.into_iter().map(Arc::new).collect()))
                 .collect())
         }
     }
@@ -460,7 +410,7 @@ mod tests {
     }
 
     #[test]
-    fn copies_share_records_and_snapshots_keep_the_plain_format() {
+    fn copies_share_records_and_closed_orders_leave() {
         let mut history = History::default();
         history.record(&[
             accepted(1, 7, Side::Sell),
@@ -482,8 +432,11 @@ mod tests {
                 filled_qty: 4,
             },
         }]);
+        // Closed: out of the open orders, but still the answer to the
+        // entry that closed it.
+        assert_eq!(history.order(2), None);
         assert_eq!(
-            history.order(2).map(|o| o.status),
+            history.shared_order(2).map(|o| o.status),
             Some(OrderStatus::Expired)
         );
         assert_eq!(
@@ -495,9 +448,17 @@ mod tests {
         let json = serde_json::to_value(&copy).expect("serialises");
         assert_eq!(json["orders"]["1"]["client_order_id"], "c1");
         assert_eq!(json["orders"]["2"]["filled_qty"], 4);
-        assert_eq!(json["fills"]["7"][0]["liquidity"], "maker");
-        assert_eq!(json["fills"]["8"][0]["fee"], 2);
-        let back: History = serde_json::from_value(json).expect("deserialises");
+        let back: History = serde_json::from_value(json.clone()).expect("deserialises");
         assert_eq!(back, copy);
+
+        // A snapshot from before the reporting store, with closed orders
+        // and fills: the closed orders are dropped on load.
+        let mut old = json;
+        old["orders"]["2"]["status"] = "filled".into();
+        old["fills"] = serde_json::json!({"7": []});
+        old["closed"] = serde_json::json!({"8": [2]});
+        let back: History = serde_json::from_value(old).expect("old format");
+        assert!(back.order(1).is_some());
+        assert_eq!(back.order(2), None);
     }
 }

@@ -3,7 +3,8 @@
 //! Data flows one way: gateway → [`sequencer`] (journal, then core) →
 //! events → clients. [`node`] recovers a node's state from its data
 //! directory; [`state`] is the replicated state machine (core engine, API
-//! credentials, order history); [`entry`] is the log's vocabulary.
+//! credentials, open orders); [`reporting`] writes
+//! the full record to the reporting store; [`entry`] is the log's vocabulary.
 
 pub mod config;
 pub mod demo;
@@ -14,6 +15,7 @@ pub mod marketdata;
 pub mod metrics;
 pub mod metrics_window;
 pub mod node;
+pub mod reporting;
 pub mod sequencer;
 pub mod server;
 pub mod state;

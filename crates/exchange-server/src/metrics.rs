@@ -23,6 +23,10 @@ pub struct Metrics {
     /// single node).
     pub durable_index: AtomicU64,
     pub snapshots: AtomicU64,
+    /// Oldest log index a reader behind the core (the reporting service)
+    /// still needs replayable: snapshots and journal segments it needs are
+    /// kept. `u64::MAX` when there is no such reader.
+    pub retain_from: AtomicU64,
     fsync_ns: Mutex<Histogram<u64>>,
     /// The last minute, second by second, for `/admin/status`.
     pub window: RecentWindow,
@@ -41,6 +45,7 @@ impl Default for Metrics {
             applied_index: AtomicU64::new(0),
             durable_index: AtomicU64::new(0),
             snapshots: AtomicU64::new(0),
+            retain_from: AtomicU64::new(u64::MAX),
             fsync_ns: Mutex::new(
                 Histogram::new_with_bounds(1_000, 60_000_000_000, 3).expect("static bounds"),
             ),

@@ -436,17 +436,22 @@ impl SnapshotWriter {
         let thread = std::thread::Builder::new()
             .name("snapshots".into())
             .spawn(move || {
-                let mut kept: Option<u64> = None;
                 while let Ok((index, copy)) = rx.recv() {
                     let snapshot = Snapshot { index, term: 0, state: copy.into_bytes() };
-                    match snapshots::save(&dir, &snapshot, 2) {
+                    match snapshots::save(&dir, &snapshot, usize::MAX) {
                         Ok(path) => {
                             metrics.snapshots.fetch_add(1, Ordering::Relaxed);
                             tracing::info!(index, path = %path.display(), "snapshot written");
-                            if let Some(older) = kept {
-                                purge_below.store(older, Ordering::Release);
+                            // A reader behind (the reporting service) keeps
+                            // the snapshot and the log it replays from.
+                            let floor = metrics.retain_from.load(Ordering::Acquire);
+                            match snapshots::prune(&dir, 2, floor) {
+                                Ok(kept) if kept.len() >= 2 && kept[0] <= floor => {
+                                    purge_below.store(kept[0], Ordering::Release);
+                                }
+                                Ok(_) => {}
+                                Err(error) => tracing::warn!(%error, "removing old snapshots failed"),
                             }
-                            kept = Some(index);
                         }
                         Err(error) => {
                             tracing::warn!(%error, "snapshot failed; the journal still holds everything")

@@ -6,6 +6,7 @@ use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
+use exchange_reporting::Target;
 use thiserror::Error;
 
 use crate::config::{Config, InstrumentConfig};
@@ -13,6 +14,7 @@ use crate::entry::LogEntry;
 use crate::http::{self, AppState};
 use crate::marketdata::{self, MarketDataError};
 use crate::node::{self, RecoveryError, RecoveryReport};
+use crate::reporting::{Reporter, ReporterConfig, Reporting};
 use crate::sequencer::{Handle, PipelineConfig, SubmitError};
 
 #[derive(Debug, Error)]
@@ -29,6 +31,8 @@ pub enum ServerError {
     Gateway(String),
     #[error(transparent)]
     MarketData(#[from] MarketDataError),
+    #[error("reporting store: {0}")]
+    Reporting(#[from] exchange_reporting::StoreError),
 }
 
 /// Random bytes as lowercase hex, for tokens, keys and secrets.
@@ -182,6 +186,7 @@ pub async fn run_with_gateways(
     let (pipeline, report) = node::start(&data_dir, pipeline_config(&config))?;
     report_recovery(&report);
     let handle = pipeline.handle.clone();
+    let (reporting, reporter) = start_reporting(&handle, &config)?;
     ensure_instruments(&handle, &config.instruments).await?;
     if generated {
         eprintln!(
@@ -194,7 +199,8 @@ pub async fn run_with_gateways(
         eprintln!("market-data feed: retransmission and snapshots on tcp://{addr}");
     }
     let app = AppState::new(handle.clone(), config.clone(), token, ready.clone())
-        .with_market_data(market.market.clone());
+        .with_market_data(market.market.clone())
+        .with_reporting(reporting.clone());
     let listener = tokio::net::TcpListener::bind(config.listen).await?;
     eprintln!("exchange listening on http://{}", listener.local_addr()?);
     if demo {
@@ -205,6 +211,14 @@ pub async fn run_with_gateways(
     for start in gateways {
         gateway_tasks
             .push(start(&handle, &config, stopping.clone()).map_err(ServerError::Gateway)?);
+    }
+    // History reads right after a restart must not wait on a long
+    // catch-up: the store first reaches what recovery applied.
+    if !reporting
+        .wait_until(report.applied_index, std::time::Duration::from_secs(600))
+        .await
+    {
+        eprintln!("reporting: WARNING: the store is still behind the journal; history reads may answer 503");
     }
     ready.store(true, std::sync::atomic::Ordering::Release);
     // Small WebSocket frames (market data, order updates) must leave at
@@ -225,8 +239,37 @@ pub async fn run_with_gateways(
         let _ = task.await;
     }
     drop(handle);
-    let _ = tokio::task::spawn_blocking(move || pipeline.join()).await;
+    let _ = tokio::task::spawn_blocking(move || {
+        pipeline.join();
+        // It writes what the core published last, then stops.
+        reporter.join();
+    })
+    .await;
     Ok(())
+}
+
+/// Opens the reporting store (`[reporting] url`, else SQLite in the data
+/// directory) and starts the reporter on the node's events.
+pub fn start_reporting(
+    handle: &Handle,
+    config: &Config,
+) -> Result<(Reporting, Reporter), ServerError> {
+    let target = Target::resolve(config.reporting.url.as_deref(), &config.data_dir)?;
+    let (reporting, reporter) = Reporting::start(
+        handle,
+        ReporterConfig {
+            target: target.clone(),
+            data_dir: config.data_dir.clone(),
+            max_batch: config.reporting.max_batch,
+            read_wait: std::time::Duration::from_millis(config.reporting.read_wait_ms),
+        },
+    )?;
+    eprintln!(
+        "reporting store: {} (at log index {})",
+        target.describe(),
+        reporting.written()
+    );
+    Ok((reporting, reporter))
 }
 
 async fn shutdown_signal() {

@@ -33,6 +33,12 @@ pub struct Credentials {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Applied {
     pub index: u64,
+    /// The entry's timestamp, its command's name and the account that
+    /// issued it (for `create_account`, the new one): what the reporting
+    /// service's audit record needs besides the events.
+    pub ts: u64,
+    pub command: &'static str,
+    pub actor: Option<AccountId>,
     pub events: Vec<Event>,
     /// For `create_account`: the new account's id.
     pub account: Option<AccountId>,
@@ -99,11 +105,14 @@ impl ServerState {
         // Room for a typical command's events (acceptance, balances, book).
         let mut applied = Applied {
             index,
+            ts: entry.ts(),
             events: Vec::with_capacity(8),
             ..Applied::default()
         };
         match entry {
             LogEntry::Core(stamped) => {
+                applied.command = stamped.command.name();
+                applied.actor = command_account(&stamped.command);
                 self.engine.apply(stamped, &mut applied.events);
                 self.history.record(&applied.events);
                 applied.order = answered_order(&stamped.command, &applied.events)
@@ -125,6 +134,8 @@ impl ServerState {
                     },
                 );
                 applied.account = Some(account);
+                applied.command = "create_account";
+                applied.actor = Some(account);
             }
         }
         applied
@@ -201,6 +212,18 @@ fn answered_order(command: &Command, events: &[Event]) -> Option<OrderId> {
             ) => Some(*order_id),
             _ => None,
         })
+}
+
+/// The account a command acts for, if any.
+fn command_account(command: &Command) -> Option<AccountId> {
+    match command {
+        Command::Deposit(t) | Command::Withdraw(t) => Some(t.account),
+        Command::Place(p) => Some(p.account),
+        Command::Cancel(c) => Some(c.account),
+        Command::Replace(r) => Some(r.account),
+        Command::MassCancel(m) => Some(m.account),
+        Command::AddInstrument(_) | Command::Halt { .. } | Command::Resume { .. } => None,
+    }
 }
 
 /// A consistent copy of the state as of one log index.

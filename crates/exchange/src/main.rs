@@ -3,6 +3,7 @@
 mod bench;
 mod feed;
 mod replay;
+mod report;
 
 use std::path::PathBuf;
 
@@ -33,6 +34,8 @@ enum Cmd {
     /// The binary market-data feed.
     #[command(subcommand)]
     Feed(feed::FeedCmd),
+    /// Reports from the reporting store: trades, fills, daily summaries, audit, ledger.
+    Report(report::ReportArgs),
 }
 
 #[derive(clap::Args)]
@@ -52,6 +55,9 @@ struct ServeArgs {
     /// Create demo accounts and run a small market maker and takers.
     #[arg(long)]
     demo: bool,
+    /// Reporting store: postgres://... or sqlite:PATH (default: reporting.sqlite in the data directory).
+    #[arg(long)]
+    reporting_url: Option<String>,
 }
 
 fn serve(args: ServeArgs) -> anyhow::Result<()> {
@@ -68,6 +74,9 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
     }
     if args.admin_token.is_some() {
         config.admin_token = args.admin_token;
+    }
+    if args.reporting_url.is_some() {
+        config.reporting.url = args.reporting_url;
     }
     tracing_subscriber::fmt()
         .with_env_filter(
@@ -93,5 +102,6 @@ fn main() -> anyhow::Result<()> {
         Cmd::Serve(args) => serve(args),
         Cmd::Bench(cmd) => bench::run(cmd),
         Cmd::Feed(cmd) => feed::run(cmd),
+        Cmd::Report(args) => report::run(args),
     }
 }

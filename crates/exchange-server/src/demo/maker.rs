@@ -330,8 +330,7 @@ mod tests {
                 ts: 1,
                 kind,
             }],
-            account: None,
-            order: None,
+            ..Applied::default()
         }
     }
 

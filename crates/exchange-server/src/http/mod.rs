@@ -8,7 +8,8 @@
 //! Layout: [`auth`] (signatures, admin token), [`ratelimit`], [`error`]
 //! (the JSON error shape and rejection-mapping extractors), [`translate`]
 //! (requests ↔ commands and events, shared by REST and WebSocket), the
-//! route groups [`admin`], [`trading`] and [`public`], [`ws`] (and its
+//! route groups [`admin`], [`trading`], [`records`] (history, from the
+//! reporting store) and [`public`], [`ws`] (and its
 //! public market-data channels, [`ws_market`]), [`openapi`].
 
 pub mod admin;
@@ -20,6 +21,7 @@ pub mod openapi;
 mod private;
 pub mod public;
 pub mod ratelimit;
+pub mod records;
 #[cfg(test)]
 mod rest_client;
 #[cfg(test)]
@@ -51,6 +53,7 @@ use axum::Router;
 
 use crate::config::Config;
 use crate::marketdata::MarketData;
+use crate::reporting::Reporting;
 use crate::sequencer::Handle;
 use error::ApiError;
 
@@ -71,6 +74,9 @@ pub struct AppState {
     pub market: Option<MarketData>,
     /// What `/admin/status` keeps between polls.
     pub status: Arc<status::StatusCache>,
+    /// The reporting service, which serves the history routes
+    /// ([`records`]); see [`AppState::with_reporting`].
+    pub reporting: Option<Reporting>,
 }
 
 impl AppState {
@@ -94,7 +100,14 @@ impl AppState {
             stats: Arc::default(),
             market: None,
             status: Arc::default(),
+            reporting: None,
         }
+    }
+
+    /// Serves fills, closed orders and candles from the reporting store.
+    pub fn with_reporting(mut self, reporting: Reporting) -> Self {
+        self.reporting = Some(reporting);
+        self
     }
 
     /// Serves the public channels and candles from `market`.
@@ -120,7 +133,7 @@ pub fn router(app: AppState) -> Router {
         .route(
             "/v1/orders",
             post(trading::place)
-                .get(trading::list_orders)
+                .get(records::list_orders)
                 .delete(trading::mass_cancel),
         )
         .route(
@@ -129,15 +142,15 @@ pub fn router(app: AppState) -> Router {
         )
         .route(
             "/v1/orders/{order_id}",
-            get(trading::get_order).delete(trading::cancel),
+            get(records::get_order).delete(trading::cancel),
         )
         .route("/v1/orders/{order_id}/replace", post(trading::replace))
-        .route("/v1/fills", get(trading::fills))
+        .route("/v1/fills", get(records::fills))
         .route("/v1/balances", get(trading::balances))
         .route("/v1/instruments", get(public::instruments))
         .route("/v1/markets/{symbol}/book", get(public::book))
         .route("/v1/markets/{symbol}/trades", get(public::trades))
-        .route("/v1/markets/{symbol}/candles", get(public::candles))
+        .route("/v1/markets/{symbol}/candles", get(records::candles))
         .route("/v1/ws", get(ws::handler))
         .merge(ui::routes())
         .fallback(not_found)
@@ -196,6 +209,9 @@ async fn metrics(State(app): State<AppState>) -> impl IntoResponse {
     text.push_str(&app.stats.render());
     if let Some(market) = &app.market {
         text.push_str(&market.render_metrics());
+    }
+    if let Some(reporting) = &app.reporting {
+        text.push_str(&reporting.render_metrics());
     }
     (
         [(CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")],

@@ -110,7 +110,7 @@ fn paths() -> Value {
             "post": { "summary": "Place an order", "security": signed(), "requestBody": body(schema_ref("PlaceRequest")),
                 "responses": responses(&[("201", order.clone())], &order_errors) },
             "get": { "summary": "The account's orders, newest first", "security": signed(),
-                "parameters": [param("status", "query", json!({ "type": "string", "enum": ["open", "all"], "default": "open" }), "open only, or open and recently closed"), sym_q],
+                "parameters": [param("status", "query", json!({ "type": "string", "enum": ["open", "closed", "all"], "default": "open" }), "open orders (live state), closed ones (reporting store), or both"), sym_q],
                 "responses": responses(&[("200", ok("orders", json!({ "type": "object", "properties": { "orders": { "type": "array", "items": schema_ref("Order") } } })))], SIGNED_ERRORS) },
             "delete": { "summary": "Cancel all the account's open orders (mass cancel)", "security": signed(),
                 "parameters": [sym_q],

@@ -142,12 +142,12 @@ pub async fn trades(
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CandlesQuery {
-    interval: Option<String>,
+    pub interval: Option<String>,
     /// Nanoseconds since the Unix epoch; candles starting at or after it.
-    start: Option<u64>,
+    pub start: Option<u64>,
     /// Candles starting before it.
-    end: Option<u64>,
-    limit: Option<usize>,
+    pub end: Option<u64>,
+    pub limit: Option<usize>,
 }
 
 fn market_data_unavailable() -> ApiError {

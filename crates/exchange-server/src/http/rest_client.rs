@@ -18,12 +18,31 @@ pub const ADMIN: &str = "admin-token";
 pub fn app(node: &TestNode, tweak: impl FnOnce(&mut Config)) -> AppState {
     let mut config = Config::default();
     tweak(&mut config);
+    static STORES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let handle = node.pipeline.handle.clone();
+    let data_dir = node._dir.path().to_path_buf();
+    // History routes read the reporting store, as on a real node; each app
+    // has its own store (two writers of one store would step on each other).
+    let n = STORES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let (reporting, _detached) = crate::reporting::Reporting::start(
+        &handle,
+        crate::reporting::ReporterConfig {
+            target: exchange_reporting::Target::Sqlite(
+                data_dir.join(format!("reporting-{n}.sqlite")),
+            ),
+            data_dir,
+            max_batch: 1_024,
+            read_wait: std::time::Duration::from_secs(30),
+        },
+    )
+    .expect("reporting store");
     AppState::new(
-        node.pipeline.handle.clone(),
+        handle,
         config,
         ADMIN.into(),
         Arc::new(AtomicBool::new(true)),
     )
+    .with_reporting(reporting)
 }
 
 pub struct Reply {

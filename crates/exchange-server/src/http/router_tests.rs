@@ -107,6 +107,54 @@ async fn signed_order_lifecycle() {
     );
     let all = call(&app, signed(2, Method::GET, "/v1/orders?status=all", "")).await;
     assert_eq!(all.json["orders"].as_array().map(Vec::len), Some(1));
+    // Closed orders come from the reporting store, right after the cancel.
+    let closed = call(&app, signed(2, Method::GET, "/v1/orders?status=closed", "")).await;
+    assert_eq!(closed.json["orders"][0]["status"], "canceled");
+    assert_eq!(closed.json["orders"][0]["client_order_id"], "s-2");
+    assert_eq!(closed.json["orders"][0]["filled_qty"], "0.5");
+    let open = call(&app, signed(2, Method::GET, "/v1/orders", "")).await;
+    assert_eq!(open.json["orders"], json!([]));
+    let gone = call(
+        &app,
+        signed(2, Method::GET, &format!("/v1/orders/{id}"), ""),
+    )
+    .await;
+    assert_eq!(
+        (gone.status, gone.json["status"].as_str()),
+        (StatusCode::OK, Some("canceled"))
+    );
+    assert_eq!(gone.json, closed.json["orders"][0]);
+    let not_theirs = call(
+        &app,
+        signed(1, Method::GET, &format!("/v1/orders/{id}"), ""),
+    )
+    .await;
+    assert_eq!(not_theirs.status, StatusCode::NOT_FOUND);
+    // Account 1's market buy filled at once: closed, never open.
+    let taker = call(&app, signed(1, Method::GET, "/v1/orders?status=closed", "")).await;
+    assert_eq!(taker.json["orders"][0]["status"], "filled");
+    let taker_fills = call(&app, signed(1, Method::GET, "/v1/fills", "")).await;
+    assert_eq!(taker_fills.json["fills"][0]["liquidity"], "taker");
+    assert_eq!(taker_fills.json["fills"][0]["qty"], "0.5");
+    // Candles from the store: the one trade.
+    let candles = call(&app, get("/v1/markets/BTC-USD/candles?interval=1h")).await;
+    assert_eq!(candles.status, StatusCode::OK, "{}", candles.json);
+    assert_eq!(candles.json["interval"], "1h");
+    let candle = &candles.json["candles"][0];
+    assert_eq!(
+        (
+            &candle["open"],
+            &candle["close"],
+            &candle["volume"],
+            &candle["trades"]
+        ),
+        (&json!("100.5"), &json!("100.5"), &json!("0.5"), &json!(1))
+    );
+    assert_eq!(candles.json["candles"].as_array().map(Vec::len), Some(1));
+    let none = call(&app, get("/v1/markets/BTC-USD/candles?end=1")).await;
+    assert_eq!(none.json["candles"], json!([]));
+    let unknown = call(&app, get("/v1/markets/NOPE-USD/candles")).await;
+    assert_eq!(unknown.status, StatusCode::NOT_FOUND);
     let mass = call(
         &app,
         signed(2, Method::DELETE, "/v1/orders?symbol=BTC-USD", ""),
@@ -234,7 +282,7 @@ async fn malformed_requests_get_json_errors() {
         (path.status, path.json["code"].as_str()),
         (StatusCode::BAD_REQUEST, Some("invalid_path"))
     );
-    let query = call(&app, signed(1, Method::GET, "/v1/orders?status=closed", "")).await;
+    let query = call(&app, signed(1, Method::GET, "/v1/orders?status=gone", "")).await;
     assert_eq!(
         (query.status, query.json["code"].as_str()),
         (StatusCode::BAD_REQUEST, Some("invalid_query"))

@@ -153,9 +153,14 @@ pub async fn assemble(app: &AppState) -> Result<Value, ApiError> {
         },
         "rejects": rejects,
         "marketdata": market,
-        // Filled by the reporting store once it exists: how far its copy
-        // of the log is behind the applied index.
-        "reporting_lag": Value::Null,
+        // How far the reporting store's copy of the log is behind the
+        // applied index; null on a node that runs no reporting service.
+        "reporting_lag": app.reporting.as_ref().map(|reporting| {
+            metrics
+                .applied_index
+                .load(Ordering::Relaxed)
+                .saturating_sub(reporting.written())
+        }),
         "series": series,
     }))
 }

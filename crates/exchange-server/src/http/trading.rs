@@ -1,5 +1,5 @@
-//! Signed trading routes under `/v1`: order entry and the account's own
-//! orders, fills and balances. Every handler acts for the account the
+//! Signed trading routes under `/v1`: order entry and the account's
+//! balances (its orders and fills: [`super::records`]). Every handler acts for the account the
 //! signature proves; another account's orders are indistinguishable from
 //! orders that do not exist.
 
@@ -14,12 +14,8 @@ use super::auth::Signed;
 use super::error::{parse_json, ApiError, ApiPath, ApiQuery};
 use super::translate::{self, PlaceRequest, ReplaceRequest};
 use super::AppState;
-use crate::history::FILLS_PER_ACCOUNT;
 
 type Reply = Result<Json<Value>, ApiError>;
-
-/// Fills returned when the client gives no `limit`.
-pub const DEFAULT_FILLS_LIMIT: usize = 100;
 
 pub async fn place(
     State(app): State<AppState>,
@@ -72,89 +68,6 @@ pub async fn mass_cancel(
 ) -> Reply {
     let command = translate::mass_cancel(signed.account, query.symbol.as_deref())?;
     Ok(Json(translate::execute(&app.handle, command).await?))
-}
-
-#[derive(Clone, Copy, Debug, Default, Deserialize)]
-#[serde(rename_all = "snake_case")]
-enum StatusFilter {
-    #[default]
-    Open,
-    All,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct OrdersQuery {
-    status: Option<StatusFilter>,
-    symbol: Option<String>,
-}
-
-pub async fn list_orders(
-    State(app): State<AppState>,
-    ApiQuery(query): ApiQuery<OrdersQuery>,
-    signed: Signed,
-) -> Reply {
-    let open_only = matches!(query.status.unwrap_or_default(), StatusFilter::Open);
-    let account = signed.account;
-    let orders = app
-        .handle
-        .query(move |s| {
-            s.history
-                .orders_of(account, open_only, query.symbol.as_deref())
-                .into_iter()
-                .map(translate::order_json)
-                .collect::<Vec<_>>()
-        })
-        .await?;
-    Ok(Json(json!({ "orders": orders })))
-}
-
-pub async fn get_order(
-    State(app): State<AppState>,
-    ApiPath(order_id): ApiPath<u64>,
-    signed: Signed,
-) -> Reply {
-    let account = signed.account;
-    let order = app
-        .handle
-        .query(move |s| {
-            s.history
-                .order(order_id)
-                .filter(|o| o.account == account)
-                .map(translate::order_json)
-        })
-        .await?;
-    order.map(Json).ok_or_else(ApiError::unknown_order)
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct FillsQuery {
-    symbol: Option<String>,
-    limit: Option<usize>,
-}
-
-pub async fn fills(
-    State(app): State<AppState>,
-    ApiQuery(query): ApiQuery<FillsQuery>,
-    signed: Signed,
-) -> Reply {
-    let account = signed.account;
-    let limit = query
-        .limit
-        .unwrap_or(DEFAULT_FILLS_LIMIT)
-        .min(FILLS_PER_ACCOUNT);
-    let fills = app
-        .handle
-        .query(move |s| {
-            s.history
-                .fills_of(account, query.symbol.as_deref(), limit)
-                .into_iter()
-                .map(translate::fill_json)
-                .collect::<Vec<_>>()
-        })
-        .await?;
-    Ok(Json(json!({ "fills": fills })))
 }
 
 pub async fn balances(State(app): State<AppState>, signed: Signed) -> Reply {

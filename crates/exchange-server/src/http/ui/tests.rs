@@ -148,7 +148,10 @@ async fn status_reports_the_single_node_as_leader_with_its_figures() {
     assert_eq!(status["state_hash"], expected_hash.as_str());
     assert_eq!(status["commands_total"], applied);
     assert_eq!(status["rejects"]["price_not_on_tick"], 1);
-    assert!(status["reporting_lag"].is_null());
+    assert!(
+        status["reporting_lag"].is_null(),
+        "no reporting service here"
+    );
     assert!(
         status["marketdata"].is_null(),
         "no market data service here"

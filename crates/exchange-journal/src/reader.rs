@@ -1,0 +1,98 @@
+//! Reading committed entries beside a live journal, without opening it.
+//!
+//! [`Journal::open`](crate::Journal::open) repairs a torn tail, which must
+//! never race the writer; this reader only reads. It is for entries the
+//! caller knows are durable (at or before the applied index): those are
+//! complete on disk, whatever the writer is appending after them. Segments
+//! may be deleted by compaction at any time; a caller that needs old ones
+//! keeps them with a retention floor (see `exchange-server`'s reporter).
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use crate::error::JournalError;
+use crate::journal::SEGMENT_MAGIC;
+use crate::record::{self, Entry};
+
+fn io(path: &Path, source: std::io::Error) -> JournalError {
+    JournalError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+fn segments(dir: &Path) -> Result<Vec<(u64, PathBuf)>, JournalError> {
+    let mut found = Vec::new();
+    for item in fs::read_dir(dir).map_err(|e| io(dir, e))? {
+        let path = item.map_err(|e| io(dir, e))?.path();
+        let first = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .and_then(|n| n.strip_suffix(".log"))
+            .and_then(|n| n.parse::<u64>().ok());
+        if let Some(first) = first {
+            found.push((first, path));
+        }
+    }
+    found.sort();
+    Ok(found)
+}
+
+/// Index of the oldest entry the journal in `dir` still holds (its first
+/// segment's first index), if it has any segment.
+pub fn first_index(dir: &Path) -> Result<Option<u64>, JournalError> {
+    Ok(segments(dir)?.first().map(|(first, _)| *first))
+}
+
+/// Calls `each` with every entry `from..=through`, in order. Fails if any
+/// of them is missing or unreadable.
+pub fn for_each_committed<E: From<JournalError>>(
+    dir: &Path,
+    from: u64,
+    through: u64,
+    mut each: impl FnMut(Entry) -> Result<(), E>,
+) -> Result<(), E> {
+    if from > through {
+        return Ok(());
+    }
+    let all = segments(dir)?;
+    let missing = |reason: String| JournalError::Corrupt {
+        path: dir.to_path_buf(),
+        offset: 0,
+        reason,
+    };
+    let mut next = from;
+    for (position, (first, path)) in all.iter().enumerate() {
+        let end = all.get(position + 1).map(|(f, _)| *f);
+        if end.is_some_and(|end| end <= next) || *first > through {
+            continue;
+        }
+        if *first > next {
+            return Err(missing(format!("entry {next} is no longer in the journal")).into());
+        }
+        let bytes = fs::read(path).map_err(|e| io(path, e))?;
+        if bytes.len() < SEGMENT_MAGIC.len() || &bytes[..SEGMENT_MAGIC.len()] != SEGMENT_MAGIC {
+            return Err(missing(format!("{}: bad segment header", path.display())).into());
+        }
+        let mut at = SEGMENT_MAGIC.len();
+        let mut index = *first;
+        while index <= through && at < bytes.len() {
+            let (entry, used) =
+                record::decode(&bytes[at..], index).map_err(|reason| JournalError::Corrupt {
+                    path: path.clone(),
+                    offset: at as u64,
+                    reason: reason.to_string(),
+                })?;
+            at += used;
+            index += 1;
+            if entry.index >= next {
+                next = entry.index + 1;
+                each(entry)?;
+            }
+        }
+        if next > through {
+            return Ok(());
+        }
+    }
+    Err(missing(format!("entry {next} is not in the journal yet")).into())
+}

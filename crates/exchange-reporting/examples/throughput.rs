@@ -1,0 +1,116 @@
+//! Writer throughput of the reporting store (BENCHMARKS.md, "Reporting").
+//!
+//! Applies a generated order flow to the real engine, then times writing
+//! the entries to a store in batches, as the reporter does:
+//!
+//!     cargo run --release -p exchange-reporting --example throughput -- [ENTRIES] [BATCH] [postgres://...]
+//!
+//! Without a URL it writes SQLite in a temporary directory (on the disk
+//! that holds `TMPDIR`).
+
+use std::time::Instant;
+
+use exchange_core::Engine;
+use exchange_reporting::{EntryRecord, Store, Target};
+use exchange_types::Event;
+
+struct Lcg(u64);
+
+impl Lcg {
+    fn next(&mut self, n: u64) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        (self.0 >> 33) % n
+    }
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let entries: usize = args.first().and_then(|a| a.parse().ok()).unwrap_or(200_000);
+    let batch: usize = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(1_024);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let target = match args.get(2) {
+        Some(url) => Target::Postgres(url.clone()),
+        None => Target::Sqlite(dir.path().join("throughput.sqlite")),
+    };
+
+    let mut lines = vec![
+        r#"{"cmd":"add_instrument","symbol":"BTC-USD","base":"BTC","quote":"USD","tick_size":"0.01","lot_size":"0.0001","maker_fee_bps":-1,"taker_fee_bps":5}"#.to_string(),
+    ];
+    for account in 1..=100 {
+        lines.push(format!(
+            r#"{{"cmd":"deposit","account":{account},"asset":"USD","amount":"100000000"}}"#
+        ));
+        lines.push(format!(
+            r#"{{"cmd":"deposit","account":{account},"asset":"BTC","amount":"100000"}}"#
+        ));
+    }
+    let mut rng = Lcg(7);
+    while lines.len() < entries {
+        let n = lines.len();
+        let account = 1 + rng.next(100);
+        let side = if rng.next(2) == 0 { "buy" } else { "sell" };
+        lines.push(if rng.next(5) == 0 {
+            format!(r#"{{"cmd":"cancel","account":{account},"client_order_id":"c{}"}}"#, n - 1 - rng.next(50.min(n as u64 - 1)) as usize)
+        } else {
+            format!(
+                r#"{{"cmd":"place","account":{account},"client_order_id":"c{n}","symbol":"BTC-USD","side":"{side}","price":"{}.{:02}","qty":"0.{:02}"}}"#,
+                59_990 + rng.next(20),
+                rng.next(100),
+                1 + rng.next(99)
+            )
+        });
+    }
+    let mut engine = Engine::new();
+    let applied: Vec<(u64, &'static str, Option<u64>, Vec<Event>)> = lines
+        .iter()
+        .enumerate()
+        .map(|(i, line)| {
+            let mut stamped = exchange_codec::decode_command(line).expect("valid command");
+            stamped.ts = 1_800_000_000_000_000_000 + i as u64 * 1_000_000;
+            let mut events = Vec::new();
+            engine.apply(&stamped, &mut events);
+            (stamped.ts, stamped.command.name(), None, events)
+        })
+        .collect();
+    let events: usize = applied.iter().map(|a| a.3.len()).sum();
+    let count = |kind: &str| {
+        applied
+            .iter()
+            .flat_map(|a| &a.3)
+            .filter(|e| e.kind.name() == kind)
+            .count()
+    };
+    let trades = count("trade");
+    // Rows the store ends with: audit, orders, trades, fills, ledger.
+    let rows = applied.len() + count("accepted") + 3 * trades + count("balance");
+
+    let mut store = Store::open(&target).expect("open the store");
+    let started = Instant::now();
+    for (chunk_index, chunk) in applied.chunks(batch).enumerate() {
+        let records: Vec<EntryRecord<'_>> = chunk
+            .iter()
+            .enumerate()
+            .map(|(i, (ts, command, account, events))| EntryRecord {
+                index: (chunk_index * batch + i + 1) as u64,
+                ts: *ts,
+                command,
+                account: *account,
+                events,
+            })
+            .collect();
+        store.write(&records).expect("write");
+    }
+    let secs = started.elapsed().as_secs_f64();
+    println!(
+        "{}: {} entries ({events} events, {trades} trades, {rows} rows) in batches of {batch}: {:.2} s, {:.0} entries/s, {:.0} events/s, {:.0} rows/s",
+        target.describe(),
+        applied.len(),
+        secs,
+        applied.len() as f64 / secs,
+        events as f64 / secs,
+        rows as f64 / secs
+    );
+}

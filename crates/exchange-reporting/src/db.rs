@@ -1,0 +1,253 @@
+//! One connection to either backend, behind the few operations the store
+//! needs: run a statement, run a query, run a script.
+//!
+//! Statements are written once with `?` placeholders and only portable SQL
+//! (integer and text columns, `CAST(... AS BIGINT)` around sums, which
+//! PostgreSQL would otherwise widen to `NUMERIC`); for PostgreSQL the
+//! placeholders are renumbered to `$1, $2, ...`. Every integer column is a
+//! `BIGINT`, so every parameter binds as a 64-bit integer on both.
+
+use std::collections::HashMap;
+
+use postgres::types::{IsNull, ToSql, Type};
+use rusqlite::types::{ToSqlOutput, ValueRef};
+
+use crate::StoreError;
+
+/// A parameter or a column value.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Val {
+    Int(i64),
+    Text(String),
+    Null,
+}
+
+impl Val {
+    pub fn int(&self) -> Result<i64, StoreError> {
+        match self {
+            Val::Int(v) => Ok(*v),
+            other => Err(StoreError::Schema(format!(
+                "expected an integer, found {other:?}"
+            ))),
+        }
+    }
+
+    pub fn opt_int(&self) -> Result<Option<i64>, StoreError> {
+        match self {
+            Val::Null => Ok(None),
+            other => other.int().map(Some),
+        }
+    }
+
+    pub fn text(&self) -> Result<String, StoreError> {
+        match self {
+            Val::Text(v) => Ok(v.clone()),
+            other => Err(StoreError::Schema(format!(
+                "expected text, found {other:?}"
+            ))),
+        }
+    }
+
+    pub fn opt_text(&self) -> Result<Option<String>, StoreError> {
+        match self {
+            Val::Null => Ok(None),
+            other => other.text().map(Some),
+        }
+    }
+}
+
+impl From<i64> for Val {
+    fn from(v: i64) -> Val {
+        Val::Int(v)
+    }
+}
+
+impl From<&str> for Val {
+    fn from(v: &str) -> Val {
+        Val::Text(v.to_string())
+    }
+}
+
+impl From<String> for Val {
+    fn from(v: String) -> Val {
+        Val::Text(v)
+    }
+}
+
+impl<T: Into<Val>> From<Option<T>> for Val {
+    fn from(v: Option<T>) -> Val {
+        v.map_or(Val::Null, Into::into)
+    }
+}
+
+impl rusqlite::ToSql for Val {
+    fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
+        Ok(match self {
+            Val::Int(v) => ToSqlOutput::from(*v),
+            Val::Text(v) => ToSqlOutput::from(v.as_str()),
+            Val::Null => ToSqlOutput::from(rusqlite::types::Null),
+        })
+    }
+}
+
+impl ToSql for Val {
+    fn to_sql(
+        &self,
+        ty: &Type,
+        out: &mut postgres::types::private::BytesMut,
+    ) -> Result<IsNull, Box<dyn std::error::Error + Sync + Send>> {
+        match self {
+            // A placeholder compared with a small literal can be typed
+            // INT4 by PostgreSQL; bind what fits.
+            Val::Int(v) if *ty == Type::INT4 => i32::try_from(*v)?.to_sql(ty, out),
+            Val::Int(v) => v.to_sql(ty, out),
+            Val::Text(v) => v.to_sql(ty, out),
+            Val::Null => Ok(IsNull::Yes),
+        }
+    }
+
+    fn accepts(ty: &Type) -> bool {
+        matches!(*ty, Type::INT8 | Type::INT4) || <String as ToSql>::accepts(ty)
+    }
+
+    postgres::types::to_sql_checked!();
+}
+
+pub(crate) enum Conn {
+    Sqlite(rusqlite::Connection),
+    Postgres {
+        client: Box<postgres::Client>,
+        prepared: HashMap<String, postgres::Statement>,
+    },
+}
+
+/// `?` placeholders as PostgreSQL's `$n` (no statement here has a `?`
+/// inside a string literal).
+fn numbered(sql: &str) -> String {
+    let mut out = String::with_capacity(sql.len() + 8);
+    let mut n = 0;
+    for c in sql.chars() {
+        if c == '?' {
+            n += 1;
+            out.push('$');
+            out.push_str(&n.to_string());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+fn pg_params(params: &[Val]) -> Vec<&(dyn ToSql + Sync)> {
+    params.iter().map(|p| p as &(dyn ToSql + Sync)).collect()
+}
+
+impl Conn {
+    pub fn is_postgres(&self) -> bool {
+        matches!(self, Conn::Postgres { .. })
+    }
+
+    /// Runs several statements without parameters (schema, transactions).
+    pub fn script(&mut self, sql: &str) -> Result<(), StoreError> {
+        match self {
+            Conn::Sqlite(conn) => conn.execute_batch(sql)?,
+            Conn::Postgres { client, .. } => client.batch_execute(sql)?,
+        }
+        Ok(())
+    }
+
+    /// Runs one statement; returns the rows it changed.
+    pub fn exec(&mut self, sql: &str, params: &[Val]) -> Result<u64, StoreError> {
+        match self {
+            Conn::Sqlite(conn) => {
+                let mut statement = conn.prepare_cached(sql)?;
+                Ok(statement.execute(rusqlite::params_from_iter(params.iter()))? as u64)
+            }
+            Conn::Postgres { client, prepared } => {
+                let statement = pg_prepare(client, prepared, sql)?;
+                Ok(client.execute(&statement, &pg_params(params))?)
+            }
+        }
+    }
+
+    /// Runs one query and returns every row.
+    pub fn query(&mut self, sql: &str, params: &[Val]) -> Result<Vec<Vec<Val>>, StoreError> {
+        match self {
+            Conn::Sqlite(conn) => {
+                let mut statement = conn.prepare_cached(sql)?;
+                let columns = statement.column_count();
+                let mut rows = statement.query(rusqlite::params_from_iter(params.iter()))?;
+                let mut out = Vec::new();
+                while let Some(row) = rows.next()? {
+                    let mut values = Vec::with_capacity(columns);
+                    for i in 0..columns {
+                        values.push(match row.get_ref(i)? {
+                            ValueRef::Null => Val::Null,
+                            ValueRef::Integer(v) => Val::Int(v),
+                            ValueRef::Text(t) => Val::Text(String::from_utf8_lossy(t).into_owned()),
+                            other => {
+                                return Err(StoreError::Schema(format!(
+                                    "unexpected column type {:?}",
+                                    other.data_type()
+                                )))
+                            }
+                        });
+                    }
+                    out.push(values);
+                }
+                Ok(out)
+            }
+            Conn::Postgres { client, prepared } => {
+                let statement = pg_prepare(client, prepared, sql)?;
+                let rows = client.query(&statement, &pg_params(params))?;
+                let mut out = Vec::with_capacity(rows.len());
+                for row in rows {
+                    let mut values = Vec::with_capacity(row.len());
+                    for (i, column) in row.columns().iter().enumerate() {
+                        let value = match *column.type_() {
+                            Type::INT8 => row.try_get::<_, Option<i64>>(i)?.into(),
+                            Type::INT4 => row.try_get::<_, Option<i32>>(i)?.map(i64::from).into(),
+                            Type::TEXT | Type::VARCHAR => {
+                                row.try_get::<_, Option<String>>(i)?.into()
+                            }
+                            ref other => {
+                                return Err(StoreError::Schema(format!(
+                                    "unexpected column type {other}"
+                                )))
+                            }
+                        };
+                        values.push(value);
+                    }
+                    out.push(values);
+                }
+                Ok(out)
+            }
+        }
+    }
+}
+
+fn pg_prepare(
+    client: &mut postgres::Client,
+    prepared: &mut HashMap<String, postgres::Statement>,
+    sql: &str,
+) -> Result<postgres::Statement, StoreError> {
+    if let Some(statement) = prepared.get(sql) {
+        return Ok(statement.clone());
+    }
+    let statement = client.prepare(&numbered(sql))?;
+    prepared.insert(sql.to_string(), statement.clone());
+    Ok(statement)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::numbered;
+
+    #[test]
+    fn placeholders_are_numbered_in_order() {
+        assert_eq!(
+            numbered("SELECT a FROM t WHERE b = ? AND c < ? LIMIT ?"),
+            "SELECT a FROM t WHERE b = $1 AND c < $2 LIMIT $3"
+        );
+    }
+}

@@ -1,0 +1,213 @@
+//! The reporting store: the full record of what the exchange did — orders,
+//! fills and trades, a balance ledger, and an audit row for every command
+//! with its outcome — in SQLite (the default, a file in the data
+//! directory) or PostgreSQL.
+//!
+//! Invariants:
+//! - Rows are only ever derived from committed log entries, in log order,
+//!   by [`Store::write`]; a batch of entries is one transaction.
+//! - The position (last log index and last event sequence written) is
+//!   updated in the same transaction as the rows it covers, so after a
+//!   crash the store is exactly at some entry boundary and resumes after
+//!   it: no entry is written twice, none is skipped ([`Store::write`]
+//!   refuses a gap).
+//! - Every integer is a `BIGINT` (amounts in 1e-8 units, times in
+//!   nanoseconds since the Unix epoch), so both backends agree exactly.
+
+mod batch;
+mod db;
+pub mod query;
+pub mod report;
+mod schema;
+pub mod testing;
+pub mod time;
+mod writer;
+
+use std::path::{Path, PathBuf};
+
+use thiserror::Error;
+
+pub use db::Val;
+pub use query::{
+    AccountDay, AuditRow, CandleRow, Dump, FillRow, InstrumentDay, LedgerRow, OrderFilter,
+    OrderRow, TradeRow,
+};
+pub use writer::EntryRecord;
+
+use db::Conn;
+
+/// File name of the SQLite store inside the data directory.
+pub const SQLITE_FILE: &str = "reporting.sqlite";
+
+#[derive(Debug, Error)]
+pub enum StoreError {
+    #[error("SQLite: {0}")]
+    Sqlite(#[from] rusqlite::Error),
+    #[error("PostgreSQL: {0}")]
+    Postgres(#[from] postgres::Error),
+    #[error("reporting store schema: {0}")]
+    Schema(String),
+    #[error("reporting URL {0:?} is neither postgres://... nor sqlite:PATH")]
+    BadUrl(String),
+    #[error(
+        "log entry {got} does not follow the store's position {position}: entries are missing"
+    )]
+    Gap { position: u64, got: u64 },
+    #[error(
+        "the reporting store is at log entry {store} but the journal ends at {journal}: \
+         it holds another exchange's record (point --reporting-url elsewhere)"
+    )]
+    Ahead { store: u64, journal: u64 },
+    #[error("value out of range for the store: {0}")]
+    OutOfRange(&'static str),
+    #[error("injected failure after {0} rows (test failpoint)")]
+    Failpoint(usize),
+}
+
+/// Where the store lives.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Target {
+    Sqlite(PathBuf),
+    Postgres(String),
+}
+
+impl Target {
+    /// `url` when given (`postgres://...`, `postgresql://...` or
+    /// `sqlite:PATH`), else the SQLite file in `data_dir`.
+    pub fn resolve(url: Option<&str>, data_dir: &Path) -> Result<Target, StoreError> {
+        match url.map(str::trim).filter(|u| !u.is_empty()) {
+            None => Ok(Target::Sqlite(data_dir.join(SQLITE_FILE))),
+            Some(url) if url.starts_with("postgres://") || url.starts_with("postgresql://") => {
+                Ok(Target::Postgres(url.to_string()))
+            }
+            Some(url) => match url.strip_prefix("sqlite:") {
+                Some(path) if !path.is_empty() => Ok(Target::Sqlite(PathBuf::from(path))),
+                _ => Err(StoreError::BadUrl(url.to_string())),
+            },
+        }
+    }
+
+    /// For logs: the SQLite path, or the PostgreSQL URL without its
+    /// password (and without its parameters, which may hold one).
+    pub fn describe(&self) -> String {
+        match self {
+            Target::Sqlite(path) => format!("sqlite:{}", path.display()),
+            Target::Postgres(url) => {
+                let url = url.split('?').next().unwrap_or_default();
+                match (url.find("://"), url.rfind('@')) {
+                    (Some(scheme), Some(at)) if at > scheme => {
+                        let credentials = &url[scheme + 3..at];
+                        let user = credentials.split(':').next().unwrap_or("");
+                        format!("{}{user}{}", &url[..scheme + 3], &url[at..])
+                    }
+                    _ => url.to_string(),
+                }
+            }
+        }
+    }
+}
+
+/// How far the store has got: the last log entry written and the last
+/// event sequence number among the entries written.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Position {
+    pub log_index: u64,
+    pub event_seq: u64,
+}
+
+/// One connection to the store.
+pub struct Store {
+    conn: Conn,
+    position: Position,
+    writer: writer::WriterCache,
+    appends: batch::Appends,
+    /// Test failpoint: fail the next write after this many row writes, in
+    /// the middle of its transaction.
+    fail_after_rows: Option<usize>,
+}
+
+impl Store {
+    /// Connects, creating or migrating the schema.
+    pub fn open(target: &Target) -> Result<Store, StoreError> {
+        let conn = match target {
+            Target::Sqlite(path) => {
+                if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+                    std::fs::create_dir_all(parent).map_err(|e| {
+                        StoreError::Schema(format!("cannot create {}: {e}", parent.display()))
+                    })?;
+                }
+                let conn = rusqlite::Connection::open(path)?;
+                // WAL: readers (the REST handlers, `exchange report`) never
+                // block the writer. NORMAL sync is enough: a transaction
+                // lost to a power cut takes its position with it, and the
+                // reporter derives those entries again from the journal.
+                conn.busy_timeout(std::time::Duration::from_secs(10))?;
+                // Every statement the writer and the queries use stays
+                // prepared.
+                conn.set_prepared_statement_cache_capacity(64);
+                conn.execute_batch("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;")?;
+                Conn::Sqlite(conn)
+            }
+            Target::Postgres(url) => {
+                let client = postgres::Client::connect(url, postgres::NoTls)?;
+                Conn::Postgres {
+                    client: Box::new(client),
+                    prepared: Default::default(),
+                }
+            }
+        };
+        let mut store = Store {
+            conn,
+            position: Position::default(),
+            writer: Default::default(),
+            appends: Default::default(),
+            fail_after_rows: None,
+        };
+        schema::migrate(&mut store.conn)?;
+        store.position = store.read_position()?;
+        Ok(store)
+    }
+
+    pub fn is_postgres(&self) -> bool {
+        self.conn.is_postgres()
+    }
+
+    /// The position as of the last commit (of this connection or, after
+    /// [`Store::refresh_position`], of any).
+    pub fn position(&self) -> Position {
+        self.position
+    }
+
+    /// Reads the position committed by whichever connection wrote last.
+    pub fn refresh_position(&mut self) -> Result<Position, StoreError> {
+        self.position = self.read_position()?;
+        Ok(self.position)
+    }
+
+    fn read_position(&mut self) -> Result<Position, StoreError> {
+        let rows = self.conn.query(
+            "SELECT name, value FROM report_meta WHERE name IN ('log_index', 'event_seq')",
+            &[],
+        )?;
+        let mut position = Position::default();
+        for row in rows {
+            let value =
+                u64::try_from(row[1].int()?).map_err(|_| StoreError::OutOfRange("position"))?;
+            match row[0].text()?.as_str() {
+                "log_index" => position.log_index = value,
+                _ => position.event_seq = value,
+            }
+        }
+        Ok(position)
+    }
+
+    /// Test failpoint: the next [`Store::write`] fails after `rows` row
+    /// writes, inside its transaction, as a crash between two row writes
+    /// would leave it.
+    pub fn fail_after_rows(&mut self, rows: usize) {
+        self.fail_after_rows = Some(rows);
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,200 @@
+//! The reporter on a real node: it starts behind (catch-up from the
+//! journal), is held back by a locked store while the core runs on (its
+//! event receiver lags, snapshots are taken), and still ends with exactly
+//! what a replay of the journal gives.
+
+use std::time::{Duration, Instant};
+
+use exchange_journal::snapshots;
+use exchange_reporting::{EntryRecord, Store, Target};
+
+use super::catch_up::committed_entries;
+use super::{ReporterConfig, Reporting};
+use crate::entry::LogEntry;
+use crate::node;
+use crate::sequencer::{Handle, PipelineConfig};
+use crate::state::Applied;
+
+const DEADLINE: Duration = Duration::from_secs(60);
+
+/// Lists BTC-USD around 100 and funds account 1 with USD, 2 with BTC.
+const SETUP: &[&str] = &[
+    r#"{"cmd":"add_instrument","symbol":"BTC-USD","base":"BTC","quote":"USD","tick_size":"0.01","lot_size":"0.0001","maker_fee_bps":-1,"taker_fee_bps":5,"price_collar_pct":"10","reference_price":"100.00"}"#,
+    r#"{"cmd":"deposit","account":1,"asset":"USD","amount":"100000"}"#,
+    r#"{"cmd":"deposit","account":2,"asset":"BTC","amount":"10"}"#,
+];
+
+async fn submit(handle: &Handle, line: &str) {
+    let entry = LogEntry::Core(exchange_codec::decode_command(line).expect(line));
+    handle.submit(entry).await.expect("submitted");
+}
+
+async fn orders(handle: &Handle, from: u64, count: u64) {
+    for n in from..from + count {
+        let (account, side) = if n % 2 == 0 { (1, "buy") } else { (2, "sell") };
+        let price = 99 + n % 3;
+        submit(
+            handle,
+            &format!(
+                r#"{{"cmd":"place","account":{account},"client_order_id":"o{n}","symbol":"BTC-USD","side":"{side}","price":"{price}","qty":"0.1"}}"#
+            ),
+        )
+        .await;
+    }
+}
+
+fn metric(reporting: &Reporting, name: &str) -> u64 {
+    reporting
+        .render_metrics()
+        .lines()
+        .find_map(|l| l.strip_prefix(&format!("{name} ")))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no {name}"))
+}
+
+async fn wait(what: &str, mut done: impl FnMut() -> bool) {
+    let started = Instant::now();
+    while !done() {
+        assert!(started.elapsed() < DEADLINE, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+fn replayed(data_dir: &std::path::Path, through: u64) -> exchange_reporting::Dump {
+    let mut store = Store::open(&Target::Sqlite(data_dir.join("replayed.sqlite"))).expect("open");
+    let mut all: Vec<Applied> = Vec::new();
+    committed_entries(data_dir, 0, through, |applied| {
+        all.push(applied);
+        Ok(())
+    })
+    .expect("replay");
+    let records: Vec<EntryRecord<'_>> = all
+        .iter()
+        .map(|a| EntryRecord {
+            index: a.index,
+            ts: a.ts,
+            command: a.command,
+            account: a.actor,
+            events: &a.events,
+        })
+        .collect();
+    store.write(&records).expect("write");
+    store.dump().expect("dump")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reporter_behind_and_lagging_still_writes_every_entry_once() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let config = PipelineConfig {
+        submit_queue: 1_024,
+        core_queue: 64,
+        // Tiny: a held-up reporter loses live messages at once.
+        events_buffer: 8,
+        snapshot_every: 10,
+        snapshot_dir: dir.path().join("snapshots"),
+    };
+    let (pipeline, _) = node::start(dir.path(), config).expect("start a node");
+    let handle = pipeline.handle.clone();
+    for line in SETUP {
+        submit(&handle, line).await;
+    }
+    orders(&handle, 0, 30).await;
+
+    // Started behind: everything so far comes from the journal.
+    let path = dir.path().join("reporting.sqlite");
+    let (reporting, reporter) = Reporting::start(
+        &handle,
+        ReporterConfig {
+            target: Target::Sqlite(path.clone()),
+            data_dir: dir.path().to_path_buf(),
+            max_batch: 64,
+            read_wait: Duration::from_secs(30),
+        },
+    )
+    .expect("start reporting");
+    let applied = handle.query(|s| s.applied_index).await.expect("query");
+    assert!(reporting.wait_until(applied, DEADLINE).await, "caught up");
+    // (The very last entry may still arrive live: it is published just
+    // after its answer.)
+    let caught_up = metric(&reporting, "exchange_reporting_caught_up_entries_total");
+    assert!(
+        caught_up + 1 >= applied,
+        "{caught_up} of {applied} from the journal"
+    );
+
+    // Hold the store: the reporter blocks in its next write while the core
+    // applies 100 more entries and takes snapshots.
+    let lock = rusqlite::Connection::open(&path).expect("open");
+    lock.execute_batch("BEGIN IMMEDIATE")
+        .expect("lock the store");
+    let held_at = reporting.written();
+    let snapshots_before = handle
+        .metrics
+        .snapshots
+        .load(std::sync::atomic::Ordering::Relaxed);
+    orders(&handle, 30, 100).await;
+    wait("snapshots past the reporter", || {
+        handle
+            .metrics
+            .snapshots
+            .load(std::sync::atomic::Ordering::Relaxed)
+            >= snapshots_before + 3
+    })
+    .await;
+    assert_eq!(reporting.written(), held_at, "the reporter is held");
+    assert_eq!(
+        handle
+            .metrics
+            .retain_from
+            .load(std::sync::atomic::Ordering::Relaxed),
+        held_at
+    );
+    // The snapshot it needs to catch up from is kept, beside the newest two.
+    let mut kept: Vec<u64> = std::fs::read_dir(dir.path().join("snapshots"))
+        .expect("snapshots")
+        .filter_map(|e| {
+            let name = e.ok()?.file_name().into_string().ok()?;
+            name.strip_prefix("snapshot-")?
+                .strip_suffix(".snap")?
+                .parse()
+                .ok()
+        })
+        .collect();
+    kept.sort_unstable();
+    assert!(
+        kept.len() >= 3 && kept[0] <= held_at,
+        "kept {kept:?}, reporter at {held_at}"
+    );
+    assert!(kept[1] > held_at, "kept {kept:?}, reporter at {held_at}");
+    let needed =
+        snapshots::load_at_or_before(&dir.path().join("snapshots"), held_at).expect("load");
+    assert_eq!(needed.map(|s| s.index), Some(kept[0]));
+
+    lock.execute_batch("ROLLBACK").expect("unlock");
+    let applied = handle.query(|s| s.applied_index).await.expect("query");
+    assert!(
+        reporting.wait_until(applied, DEADLINE).await,
+        "caught up again"
+    );
+    assert!(
+        metric(&reporting, "exchange_reporting_caught_up_entries_total") > caught_up + 20,
+        "the lost live messages came from the journal"
+    );
+    assert_eq!(metric(&reporting, "exchange_reporting_lag_entries"), 0);
+
+    drop(handle);
+    drop(reporting);
+    pipeline.join();
+    reporter.join();
+    let dump = Store::open(&Target::Sqlite(path))
+        .expect("open")
+        .dump()
+        .expect("dump");
+    assert_eq!(dump.position.log_index, applied);
+    assert!(
+        dump.trades.len() > 20,
+        "the orders traded ({})",
+        dump.trades.len()
+    );
+    assert_eq!(dump, replayed(dir.path(), applied));
+}
