@@ -186,7 +186,7 @@ pub async fn run_with_gateways(
     let (pipeline, report) = node::start(&data_dir, pipeline_config(&config))?;
     report_recovery(&report);
     let handle = pipeline.handle.clone();
-    let (reporting, reporter) = start_reporting(&handle, &config)?;
+    let (reporting, reporter) = start_reporting(&handle, &config, report.truncated_bytes > 0)?;
     ensure_instruments(&handle, &config.instruments).await?;
     if generated {
         eprintln!(
@@ -253,6 +253,7 @@ pub async fn run_with_gateways(
 pub fn start_reporting(
     handle: &Handle,
     config: &Config,
+    journal_tail_dropped: bool,
 ) -> Result<(Reporting, Reporter), ServerError> {
     let target = Target::resolve(config.reporting.url.as_deref(), &config.data_dir)?;
     let (reporting, reporter) = Reporting::start(
@@ -262,6 +263,7 @@ pub fn start_reporting(
             data_dir: config.data_dir.clone(),
             max_batch: config.reporting.max_batch,
             read_wait: std::time::Duration::from_millis(config.reporting.read_wait_ms),
+            journal_tail_dropped,
         },
     )?;
     eprintln!(

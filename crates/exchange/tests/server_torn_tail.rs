@@ -13,7 +13,8 @@ use support::{last_segment, limit, Account, Server};
 const ORDERS: usize = 8;
 
 /// Places `ORDERS` resting orders one by one (the last journal record is
-/// the last placement), then kills the server.
+/// the last placement), waits until the reporting store has them all (a
+/// history read waits for it), then kills the server.
 fn orders_then_crash(data: &Path) -> (Account, Vec<Value>) {
     let mut server = Server::start(data);
     let account = server.api.funded_account();
@@ -25,6 +26,8 @@ fn orders_then_crash(data: &Path) -> (Account, Vec<Value>) {
             )
         })
         .collect();
+    let fills = server.api.signed(&account, "GET", "/v1/fills", "");
+    assert_eq!(fills.status, 200, "{}", fills.text());
     server.kill();
     (account, placed)
 }
@@ -74,6 +77,19 @@ fn recovers_without_the_last_order(
     let mut server = Server::start(data);
     let stderr = server.stderr();
     let (bytes, offset, why) = dropped(&stderr);
+    // The reporting store had recorded the damaged entry: it is set aside
+    // (kept as evidence) and rebuilt, so the lost order is not served from
+    // it either.
+    assert!(
+        stderr.contains("reporting: WARNING: the store was at log entry")
+            && stderr.contains("is rebuilt from the journal"),
+        "{stderr}"
+    );
+    let aside = std::fs::read_dir(data)
+        .expect("data dir")
+        .filter_map(Result::ok)
+        .any(|e| e.file_name().to_string_lossy().contains("ahead-of-journal"));
+    assert!(aside, "the old store is kept beside the new one");
     assert_eq!(why, reason, "{stderr}");
     assert!(bytes > 0, "{stderr}");
     assert_eq!(

@@ -33,6 +33,7 @@ pub fn app(node: &TestNode, tweak: impl FnOnce(&mut Config)) -> AppState {
             data_dir,
             max_batch: 1_024,
             read_wait: std::time::Duration::from_secs(30),
+            journal_tail_dropped: false,
         },
     )
     .expect("reporting store");

@@ -121,6 +121,40 @@ pub struct ReporterConfig {
     pub data_dir: PathBuf,
     pub max_batch: usize,
     pub read_wait: Duration,
+    /// Recovery cut a damaged tail off this node's journal. A store ahead
+    /// of the journal then holds entries the exchange has lost (they were
+    /// durable, then damaged on disk), not another exchange's record.
+    pub journal_tail_dropped: bool,
+}
+
+/// A SQLite store that recorded entries its journal has since lost is
+/// moved aside, kept as evidence, so a new one can be rebuilt from the
+/// journal: rows of orders and trades that no longer exist must not be
+/// served. A PostgreSQL store is left for the operator (an error).
+fn set_aside(target: &Target, position: u64, journal: u64) -> Result<(), StoreError> {
+    let Target::Sqlite(path) = target else {
+        return Err(StoreError::Ahead {
+            store: position,
+            journal,
+        });
+    };
+    let aside = path.with_extension(format!("sqlite.ahead-of-journal-{position}"));
+    // SQLite's write-ahead log and index go with the database.
+    for suffix in ["", "-wal", "-shm"] {
+        let from = PathBuf::from(format!("{}{suffix}", path.display()));
+        if from.exists() {
+            let to = PathBuf::from(format!("{}{suffix}", aside.display()));
+            std::fs::rename(&from, &to)
+                .map_err(|e| StoreError::Schema(format!("moving {} aside: {e}", from.display())))?;
+        }
+    }
+    eprintln!(
+        "reporting: WARNING: the store was at log entry {position} but the journal now ends at \
+         {journal} (its damaged tail was dropped); the store was moved to {} and is rebuilt \
+         from the journal",
+        aside.display()
+    );
+    Ok(())
 }
 
 impl Reporting {
@@ -138,7 +172,13 @@ impl Reporting {
             let store = Store::open(&config.target)?;
             let position = store.position().log_index;
             // Every entry the store holds was durable before it was
-            // applied, so it cannot be ahead of this node's log.
+            // applied, so it can only be ahead of this node's log if the
+            // log lost a damaged tail since.
+            if position > journal && config.journal_tail_dropped {
+                drop(store);
+                set_aside(&config.target, position, journal)?;
+                return Store::open(&config.target);
+            }
             if position > journal {
                 return Err(StoreError::Ahead {
                     store: position,
