@@ -88,6 +88,9 @@ pub struct ReportingConfig {
     pub url: Option<String>,
     /// Log entries written in one transaction at most.
     pub max_batch: usize,
+    /// How long a batch waits for more entries after its first, in
+    /// milliseconds: fewer, larger transactions.
+    pub linger_ms: u64,
     /// How long a history request waits for the store to catch up with
     /// the core before answering 503.
     pub read_wait_ms: u64,
@@ -98,6 +101,7 @@ impl Default for ReportingConfig {
         ReportingConfig {
             url: None,
             max_batch: 4_096,
+            linger_ms: 5,
             read_wait_ms: 5_000,
         }
     }

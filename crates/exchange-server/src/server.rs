@@ -262,6 +262,7 @@ pub fn start_reporting(
             target: target.clone(),
             data_dir: config.data_dir.clone(),
             max_batch: config.reporting.max_batch,
+            linger: std::time::Duration::from_millis(config.reporting.linger_ms),
             read_wait: std::time::Duration::from_millis(config.reporting.read_wait_ms),
             journal_tail_dropped,
         },

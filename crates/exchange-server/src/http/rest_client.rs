@@ -32,6 +32,7 @@ pub fn app(node: &TestNode, tweak: impl FnOnce(&mut Config)) -> AppState {
             ),
             data_dir,
             max_batch: 1_024,
+            linger: std::time::Duration::from_millis(2),
             read_wait: std::time::Duration::from_secs(30),
             journal_tail_dropped: false,
         },

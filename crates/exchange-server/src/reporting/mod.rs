@@ -120,6 +120,8 @@ pub struct ReporterConfig {
     pub target: Target,
     pub data_dir: PathBuf,
     pub max_batch: usize,
+    /// How long a batch waits for more entries after its first.
+    pub linger: Duration,
     pub read_wait: Duration,
     /// Recovery cut a damaged tail off this node's journal. A store ahead
     /// of the journal then holds entries the exchange has lost (they were
@@ -206,6 +208,7 @@ impl Reporting {
             target: config.target,
             data_dir: config.data_dir,
             max_batch: config.max_batch.max(1),
+            linger: config.linger,
             inner: inner.clone(),
         };
         let thread = std::thread::Builder::new()
@@ -349,6 +352,7 @@ struct Worker {
     target: Target,
     data_dir: PathBuf,
     max_batch: usize,
+    linger: Duration,
     inner: Arc<Inner>,
 }
 
@@ -388,19 +392,39 @@ impl Worker {
                     continue;
                 }
             }
-            // Take what else is waiting: one transaction for all of it.
+            // Take what else is waiting, and what arrives within the
+            // linger: one transaction for all of it. A transaction writes
+            // every page it touches, so a few large ones cost far less than
+            // many small ones.
+            let deadline = Instant::now() + self.linger;
             let mut closed = false;
             while batch.len() < self.max_batch {
-                match events.try_recv() {
+                let next = match events.try_recv() {
+                    Ok(next) => Ok(next),
+                    Err(TryRecvError::Empty) => {
+                        let left = deadline.saturating_duration_since(Instant::now());
+                        if left.is_zero() {
+                            break;
+                        }
+                        let waited = runtime
+                            .block_on(async { tokio::time::timeout(left, events.recv()).await });
+                        match waited {
+                            Ok(received) => received,
+                            Err(_) => break,
+                        }
+                    }
+                    Err(TryRecvError::Lagged(missed)) => Err(RecvError::Lagged(missed)),
+                    Err(TryRecvError::Closed) => Err(RecvError::Closed),
+                };
+                match next {
                     Ok(next) => batch.push(next),
-                    Err(TryRecvError::Lagged(missed)) => {
+                    Err(RecvError::Lagged(missed)) => {
                         tracing::warn!(
                             missed,
                             "reporter fell behind the core; catching up from the journal"
                         );
                     }
-                    Err(TryRecvError::Empty) => break,
-                    Err(TryRecvError::Closed) => {
+                    Err(RecvError::Closed) => {
                         closed = true;
                         break;
                     }

@@ -108,6 +108,7 @@ async fn a_reporter_behind_and_lagging_still_writes_every_entry_once() {
             target: Target::Sqlite(path.clone()),
             data_dir: dir.path().to_path_buf(),
             max_batch: 64,
+            linger: Duration::from_millis(2),
             read_wait: Duration::from_secs(30),
             journal_tail_dropped: false,
         },
