@@ -16,6 +16,7 @@ mod error;
 mod node;
 pub mod state_file;
 mod storage;
+pub mod transport;
 
 pub use error::{ProposeError, ReplicationError};
 pub use node::{
@@ -23,5 +24,6 @@ pub use node::{
     ReadyOutcome, ReplicaConfig, ReplicaNode, ReplicaStatus, Role,
 };
 pub use raft;
+pub use raft::eraftpb::ConfState;
 pub use raft::eraftpb::Message;
-pub use storage::{DiskStorage, SnapshotData, StorageOptions, StorageRecovery};
+pub use storage::{write_snapshot, DiskStorage, SnapshotData, StorageOptions, StorageRecovery};

@@ -533,6 +533,22 @@ impl ReplicaNode {
         self.raw.mut_store().save_snapshot(index, data)
     }
 
+    /// Takes note of a snapshot written with [`crate::write_snapshot`] (by
+    /// another thread) and compacts the log.
+    pub fn snapshot_written(
+        &mut self,
+        index: u64,
+        term: u64,
+        conf: &ConfState,
+    ) -> Result<(), ReplicationError> {
+        self.raw.mut_store().snapshot_written(index, term, conf)
+    }
+
+    /// The configuration as of the last entry handed over.
+    pub fn conf_state(&self) -> &ConfState {
+        self.raw.store().conf_state()
+    }
+
     /// Index and term of the newest snapshot on disk.
     pub fn snapshot_index(&self) -> (u64, u64) {
         self.raw.store().snapshot_index()

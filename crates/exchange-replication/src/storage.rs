@@ -470,6 +470,27 @@ impl DiskStorage {
         Ok(true)
     }
 
+    /// Takes note of a snapshot written by another thread with
+    /// [`write_snapshot`], and compacts the log below the kept ones.
+    pub fn snapshot_written(
+        &mut self,
+        index: u64,
+        term: u64,
+        conf: &ConfState,
+    ) -> Result<(), ReplicationError> {
+        if index <= self.snapshot.index || index > self.last() {
+            return Ok(());
+        }
+        self.snapshot = SnapshotMetadata {
+            index,
+            term,
+            conf_state: Some(conf.clone()).into(),
+            ..SnapshotMetadata::default()
+        };
+        self.flush()?;
+        self.compact()
+    }
+
     /// Drops log segments every kept snapshot covers.
     fn compact(&mut self) -> Result<(), ReplicationError> {
         let oldest = oldest_snapshot_index(&self.snapshot_dir)?;
@@ -516,6 +537,31 @@ impl DiskStorage {
         }
         Ok(snapshot)
     }
+}
+
+/// Writes a state-machine snapshot as of log `index` (of `term`, under
+/// configuration `conf`) durably, from any thread; the replica learns of it
+/// through `ReplicaNode::snapshot_written`.
+pub fn write_snapshot(
+    snapshot_dir: &Path,
+    index: u64,
+    term: u64,
+    conf: &ConfState,
+    data: &[u8],
+    keep: usize,
+) -> Result<PathBuf, ReplicationError> {
+    let meta = SnapshotMetadata {
+        index,
+        term,
+        conf_state: Some(conf.clone()).into(),
+        ..SnapshotMetadata::default()
+    };
+    let file = SnapshotFile {
+        index,
+        term,
+        state: snapshot_bytes(&meta, data),
+    };
+    Ok(snapshots::save(snapshot_dir, &file, keep)?)
 }
 
 fn oldest_snapshot_index(dir: &Path) -> Result<Option<u64>, ReplicationError> {

@@ -13,6 +13,7 @@ pub mod http;
 pub mod marketdata;
 pub mod metrics;
 pub mod node;
+pub mod replication;
 pub mod sequencer;
 pub mod server;
 pub mod state;

@@ -49,8 +49,12 @@ pub struct ServerState {
     /// `exchange_marketdata::sequences`): replicated so that REST, the
     /// WebSocket channels and the binary feed agree across restarts.
     pub market_sequences: MarketSequences,
-    /// Index of the last log entry applied.
+    /// Number of commands applied: the index of the last one in command
+    /// order (events, history and market-data sequences use it).
     pub applied_index: u64,
+    /// Raft index of the last log entry (a batch of commands) applied. Not
+    /// part of the snapshot bytes: the snapshot's Raft metadata carries it.
+    pub raft_index: u64,
 }
 
 #[derive(Debug, Error)]
@@ -90,6 +94,7 @@ impl ServerState {
             history: History::default(),
             market_sequences: MarketSequences::default(),
             applied_index: 0,
+            raft_index: 0,
         }
     }
 
@@ -179,6 +184,7 @@ impl ServerState {
             history: gateway.history,
             market_sequences: gateway.market_sequences,
             applied_index: gateway.applied_index,
+            raft_index: 0,
         })
     }
 

@@ -1,0 +1,509 @@
+//! The Raft stage of the pipeline: gateway → **Raft thread** → core thread.
+//!
+//! The Raft thread owns the [`ReplicaNode`]. It takes whatever commands have
+//! queued (up to [`MAX_BATCH`]), stamps them with the time, and proposes
+//! them as **one** Raft entry whose payload is the batch
+//! ([`encode_batch`]). `handle_ready` appends and fsyncs it (one fsync per
+//! batch: group commit), replicates it, and hands back committed entries;
+//! only those go to the core thread, in log order, with the waiting
+//! gateways' reply channels attached when this node proposed them and they
+//! committed at the index *and term* it proposed them at. A proposal that
+//! lost its place (leadership changed) is dropped: its waiter hears
+//! `unavailable` and retries with the same client order id, which the
+//! core's idempotency makes safe.
+//!
+//! A single node is a cluster of one voter and takes the same path; it
+//! elects itself at start. On a follower, writes are refused at once with
+//! [`SubmitError::NotLeader`] (see docs/replication.md).
+//!
+//! Invariant: the core applies an entry only after Raft reported it
+//! committed, so every command a client was answered for is on a majority
+//! of disks.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use crossbeam_channel::{select, Receiver, Sender};
+use exchange_replication::transport::{Feedback, Transport};
+use exchange_replication::{
+    CommittedKind, ConfState, Message, ReplicaConfig, ReplicaNode, StorageOptions,
+};
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+use crate::entry::{EntryError, LogEntry};
+use crate::metrics::Metrics;
+use crate::sequencer::{CommittedBatch, CoreMsg, Reply, Submission, MAX_BATCH};
+
+/// Where a replica runs and how fast it notices a dead leader.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClusterSettings {
+    pub node_id: u64,
+    /// Raft addresses of every voter of a new cluster, this node included;
+    /// empty for a single node.
+    pub peers: BTreeMap<u64, SocketAddr>,
+    pub tick: Duration,
+    pub election_ticks: usize,
+    pub heartbeat_ticks: usize,
+}
+
+impl Default for ClusterSettings {
+    fn default() -> Self {
+        ClusterSettings {
+            node_id: 1,
+            peers: BTreeMap::new(),
+            tick: Duration::from_millis(50),
+            election_ticks: 10,
+            heartbeat_ticks: 2,
+        }
+    }
+}
+
+#[derive(Debug, Error, PartialEq, Eq)]
+pub enum ClusterError {
+    #[error("peer {0:?} is not ID=HOST:PORT")]
+    BadPeer(String),
+    #[error("peer id {0} appears twice")]
+    DuplicatePeer(u64),
+    #[error("node id 0 is reserved")]
+    ZeroId,
+    #[error("node {0} is not in the peer list, which must give its own Raft address")]
+    SelfMissing(u64),
+    #[error("timings: heartbeat ticks ({heartbeat}) must be below election ticks ({election}), tick > 0")]
+    Timings { heartbeat: usize, election: usize },
+}
+
+/// Parses `1=HOST:PORT` items (the CLI's comma-separated list, split).
+pub fn parse_peers<S: AsRef<str>>(items: &[S]) -> Result<BTreeMap<u64, SocketAddr>, ClusterError> {
+    let mut peers = BTreeMap::new();
+    for item in items {
+        let item = item.as_ref().trim();
+        if item.is_empty() {
+            continue;
+        }
+        let bad = || ClusterError::BadPeer(item.to_string());
+        let (id, addr) = item.split_once('=').ok_or_else(bad)?;
+        let id: u64 = id.trim().parse().map_err(|_| bad())?;
+        if id == 0 {
+            return Err(ClusterError::ZeroId);
+        }
+        let addr = std::net::ToSocketAddrs::to_socket_addrs(addr.trim())
+            .ok()
+            .and_then(|mut addrs| addrs.next())
+            .ok_or_else(bad)?;
+        if peers.insert(id, addr).is_some() {
+            return Err(ClusterError::DuplicatePeer(id));
+        }
+    }
+    Ok(peers)
+}
+
+impl ClusterSettings {
+    pub fn validate(&self) -> Result<(), ClusterError> {
+        if self.node_id == 0 {
+            return Err(ClusterError::ZeroId);
+        }
+        if !self.peers.is_empty() && !self.peers.contains_key(&self.node_id) {
+            return Err(ClusterError::SelfMissing(self.node_id));
+        }
+        if self.heartbeat_ticks == 0
+            || self.heartbeat_ticks >= self.election_ticks
+            || self.tick.is_zero()
+        {
+            return Err(ClusterError::Timings {
+                heartbeat: self.heartbeat_ticks,
+                election: self.election_ticks,
+            });
+        }
+        Ok(())
+    }
+
+    pub fn voters(&self) -> Vec<u64> {
+        if self.peers.is_empty() {
+            vec![self.node_id]
+        } else {
+            self.peers.keys().copied().collect()
+        }
+    }
+
+    pub fn replica_config(&self) -> ReplicaConfig {
+        let mut config = ReplicaConfig::new(self.node_id, self.voters());
+        config.election_tick = self.election_ticks;
+        config.heartbeat_tick = self.heartbeat_ticks;
+        config.seed = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(0)
+            ^ self.node_id.rotate_left(32);
+        config.storage = StorageOptions::default();
+        config
+    }
+
+    /// The other voters' Raft addresses.
+    pub fn others(&self) -> BTreeMap<u64, SocketAddr> {
+        self.peers
+            .iter()
+            .filter(|(id, _)| **id != self.node_id)
+            .map(|(id, addr)| (*id, *addr))
+            .collect()
+    }
+}
+
+/// A node's replication state, readable from any thread (the admin status
+/// route, `exchange cluster status`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReplicationStatus {
+    pub node_id: u64,
+    /// `leader`, `follower`, `candidate` or `pre_candidate`.
+    pub role: String,
+    pub term: u64,
+    pub leader_id: Option<u64>,
+    /// Raft index known committed.
+    pub commit_index: u64,
+    /// Raft index the core has applied.
+    pub applied_index: u64,
+    /// Last Raft index in this node's log.
+    pub last_index: u64,
+    pub voters: Vec<u64>,
+    /// On the leader: each voter's highest replicated index.
+    pub matched: Vec<(u64, u64)>,
+}
+
+/// Shared between the Raft thread (writer), the core thread (applied
+/// index) and readers.
+#[derive(Default)]
+pub struct ClusterShared {
+    status: RwLock<ReplicationStatus>,
+    leader: AtomicBool,
+    leader_id: AtomicU64,
+    pub(crate) raft_applied: AtomicU64,
+}
+
+impl ClusterShared {
+    pub fn is_leader(&self) -> bool {
+        self.leader.load(Ordering::Acquire)
+    }
+
+    pub fn leader_id(&self) -> Option<u64> {
+        Some(self.leader_id.load(Ordering::Acquire)).filter(|id| *id != 0)
+    }
+
+    pub fn status(&self) -> ReplicationStatus {
+        let mut status = self.status.read().map(|s| s.clone()).unwrap_or_default();
+        status.applied_index = self.raft_applied.load(Ordering::Acquire);
+        status
+    }
+
+    pub(crate) fn publish(&self, node: &ReplicaNode) {
+        self.leader.store(node.is_leader(), Ordering::Release);
+        self.leader_id
+            .store(node.leader().unwrap_or(0), Ordering::Release);
+        let replica = node.status();
+        if let Ok(mut status) = self.status.write() {
+            *status = ReplicationStatus {
+                node_id: replica.id,
+                role: replica.role.as_str().to_string(),
+                term: replica.term,
+                leader_id: replica.leader,
+                commit_index: replica.commit_index,
+                applied_index: 0,
+                last_index: replica.last_index,
+                voters: replica.voters,
+                matched: replica.matched,
+            };
+        }
+    }
+}
+
+/// A Raft entry's position and the configuration in force after it: what
+/// a snapshot taken right after applying it records.
+#[derive(Clone, Debug)]
+pub struct RaftMeta {
+    pub index: u64,
+    pub term: u64,
+    pub conf: Arc<ConfState>,
+}
+
+/// The payload of one Raft entry: `u32` count, then each command as a
+/// `u32` length and the log entry's JSON.
+pub fn encode_batch(entries: &[LogEntry]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(4 + entries.len() * 160);
+    out.extend_from_slice(&(entries.len() as u32).to_le_bytes());
+    for entry in entries {
+        let bytes = entry.encode();
+        out.extend_from_slice(&(bytes.len() as u32).to_le_bytes());
+        out.extend_from_slice(&bytes);
+    }
+    out
+}
+
+#[derive(Debug, Error)]
+pub enum BatchError {
+    #[error("batch is truncated")]
+    Truncated,
+    #[error("batch has {0} bytes after its last command")]
+    Trailing(usize),
+    #[error(transparent)]
+    Entry(#[from] EntryError),
+}
+
+pub fn decode_batch(bytes: &[u8]) -> Result<Vec<LogEntry>, BatchError> {
+    let word = |at: usize| -> Result<usize, BatchError> {
+        bytes
+            .get(at..at + 4)
+            .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize)
+            .ok_or(BatchError::Truncated)
+    };
+    let count = word(0)?;
+    let mut at = 4;
+    // A count cannot claim more commands than there are bytes for.
+    let mut entries = Vec::with_capacity(count.min(bytes.len() / 4));
+    for _ in 0..count {
+        let len = word(at)?;
+        at += 4;
+        let body = bytes.get(at..at + len).ok_or(BatchError::Truncated)?;
+        entries.push(LogEntry::decode(body)?);
+        at += len;
+    }
+    if at != bytes.len() {
+        return Err(BatchError::Trailing(bytes.len() - at));
+    }
+    Ok(entries)
+}
+
+struct Pending {
+    term: u64,
+    entries: Vec<LogEntry>,
+    replies: Vec<Option<Reply>>,
+}
+
+pub(crate) struct RaftLoop {
+    pub node: ReplicaNode,
+    pub transport: Option<Transport>,
+    pub inbox: Receiver<Message>,
+    pub submit: Receiver<Submission>,
+    pub core: Sender<CoreMsg>,
+    pub snapshots_done: Receiver<RaftMeta>,
+    pub shared: Arc<ClusterShared>,
+    pub metrics: Arc<Metrics>,
+    pub tick: Duration,
+    pub last_ts: u64,
+}
+
+fn wall_clock_ns() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0)
+}
+
+impl RaftLoop {
+    /// Runs until every handle is gone (true) or on a failure (false).
+    pub fn run(mut self) -> bool {
+        let submit = self.submit.clone();
+        let inbox = self.inbox.clone();
+        let snapshots_done = self.snapshots_done.clone();
+        let feedback = match &self.transport {
+            Some(transport) => transport.feedback().clone(),
+            None => crossbeam_channel::never(),
+        };
+        let mut pending: BTreeMap<u64, Pending> = BTreeMap::new();
+        let mut conf = Arc::new(self.node.conf_state().clone());
+        let mut batch: Vec<Submission> = Vec::with_capacity(MAX_BATCH);
+        let mut next_tick = Instant::now() + self.tick;
+        self.shared.publish(&self.node);
+        loop {
+            // Work Raft has ready (after an election, say) is done first.
+            let wait = if self.node.has_ready() {
+                Duration::ZERO
+            } else {
+                next_tick.saturating_duration_since(Instant::now())
+            };
+            select! {
+                recv(submit) -> submission => match submission {
+                    Ok(submission) => batch.push(submission),
+                    Err(_) => {
+                        if let Err(error) = self.node.flush() {
+                            tracing::warn!(%error, "could not record the commit index at shutdown");
+                        }
+                        return true;
+                    }
+                },
+                recv(inbox) -> message => {
+                    if let Ok(message) = message {
+                        let _ = self.node.step(message);
+                    }
+                }
+                recv(feedback) -> report => {
+                    if let Ok(report) = report {
+                        self.feedback(report);
+                    }
+                }
+                recv(snapshots_done) -> meta => {
+                    if let Ok(meta) = meta {
+                        if let Err(error) = self.node.snapshot_written(meta.index, meta.term, &meta.conf) {
+                            tracing::warn!(%error, "log compaction failed; the log keeps its old segments");
+                        }
+                    }
+                }
+                default(wait) => {}
+            }
+            while let Ok(message) = inbox.try_recv() {
+                let _ = self.node.step(message);
+            }
+            while let Ok(report) = feedback.try_recv() {
+                self.feedback(report);
+            }
+            let mut role_may_change = false;
+            if Instant::now() >= next_tick {
+                self.node.tick();
+                next_tick = Instant::now() + self.tick;
+                role_may_change = true;
+            }
+            while batch.len() < MAX_BATCH {
+                match submit.try_recv() {
+                    Ok(next) => batch.push(next),
+                    Err(_) => break,
+                }
+            }
+            let proposed = !batch.is_empty();
+            if proposed {
+                self.propose(&mut batch, &mut pending);
+            }
+            let started = Instant::now();
+            let transport = &self.transport;
+            let outcome = match self.node.handle_ready(&mut |message| {
+                if let Some(transport) = transport {
+                    transport.send(message);
+                }
+            }) {
+                Ok(outcome) => outcome,
+                Err(error) => {
+                    tracing::error!(%error, "raft storage failed; refusing further commands");
+                    return false;
+                }
+            };
+            if proposed {
+                self.metrics
+                    .record_fsync(started.elapsed().as_nanos() as u64);
+                self.metrics.batches.fetch_add(1, Ordering::Relaxed);
+            }
+            if let Some(snapshot) = outcome.snapshot {
+                pending.retain(|index, _| *index > snapshot.index);
+                conf = Arc::new(self.node.conf_state().clone());
+                let meta = RaftMeta {
+                    index: snapshot.index,
+                    term: snapshot.term,
+                    conf: conf.clone(),
+                };
+                if self
+                    .core
+                    .send(CoreMsg::Install {
+                        meta,
+                        data: snapshot.data,
+                    })
+                    .is_err()
+                {
+                    return false;
+                }
+            }
+            if !outcome.committed.is_empty() {
+                let mut batches = Vec::with_capacity(outcome.committed.len());
+                for committed in outcome.committed {
+                    let items = match committed.kind {
+                        CommittedKind::Normal(data) => {
+                            let mine = pending
+                                .remove(&committed.index)
+                                .filter(|p| p.term == committed.term);
+                            match mine {
+                                Some(p) => p.entries.into_iter().zip(p.replies).collect(),
+                                None if data.is_empty() => Vec::new(),
+                                None => match decode_batch(&data) {
+                                    Ok(entries) => entries.into_iter().map(|e| (e, None)).collect(),
+                                    Err(error) => {
+                                        tracing::error!(index = committed.index, %error, "a committed log entry does not decode; stopping");
+                                        return false;
+                                    }
+                                },
+                            }
+                        }
+                        CommittedKind::ConfChange(new_conf) => {
+                            conf = Arc::new(new_conf);
+                            Vec::new()
+                        }
+                        CommittedKind::ConfChangeRefused(_) => Vec::new(),
+                    };
+                    // Anything proposed below an index that committed
+                    // without it is lost.
+                    pending = pending.split_off(&(committed.index + 1));
+                    if let Some(last) = items.iter().map(|(e, _): &(LogEntry, _)| e.ts()).max() {
+                        self.last_ts = self.last_ts.max(last);
+                    }
+                    batches.push(CommittedBatch {
+                        meta: RaftMeta {
+                            index: committed.index,
+                            term: committed.term,
+                            conf: conf.clone(),
+                        },
+                        items,
+                    });
+                }
+                if self.core.send(CoreMsg::Entries(batches)).is_err() {
+                    return false;
+                }
+                self.metrics
+                    .core_queue_depth
+                    .store(self.core.len() as u64, Ordering::Relaxed);
+            }
+            if role_may_change || proposed || self.shared.is_leader() != self.node.is_leader() {
+                self.shared.publish(&self.node);
+            }
+        }
+    }
+
+    fn feedback(&mut self, report: Feedback) {
+        match report {
+            Feedback::Unreachable(id) => self.node.report_unreachable(id),
+            Feedback::Snapshot { to, delivered } => self.node.report_snapshot(to, delivered),
+        }
+    }
+
+    fn propose(&mut self, batch: &mut Vec<Submission>, pending: &mut BTreeMap<u64, Pending>) {
+        self.metrics
+            .submit_queue_depth
+            .store(self.submit.len() as u64, Ordering::Relaxed);
+        if !self.node.is_leader() {
+            // Dropping the replies answers `unavailable`: the gateway
+            // checked leadership a moment ago and it changed since.
+            batch.clear();
+            return;
+        }
+        // The log's clock never runs backwards, whatever the wall clock does.
+        self.last_ts = self.last_ts.max(wall_clock_ns());
+        let mut entries = Vec::with_capacity(batch.len());
+        let mut replies = Vec::with_capacity(batch.len());
+        for mut submission in batch.drain(..) {
+            submission.entry.set_ts(self.last_ts);
+            entries.push(submission.entry);
+            replies.push(submission.reply);
+        }
+        match self.node.propose(encode_batch(&entries)) {
+            Ok((index, term)) => {
+                pending.insert(
+                    index,
+                    Pending {
+                        term,
+                        entries,
+                        replies,
+                    },
+                );
+            }
+            Err(error) => {
+                tracing::warn!(%error, "proposal refused; its commands are answered unavailable");
+            }
+        }
+    }
+}
