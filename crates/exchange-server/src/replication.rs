@@ -180,6 +180,7 @@ pub struct ClusterShared {
     leader: AtomicBool,
     leader_id: AtomicU64,
     pub(crate) raft_applied: AtomicU64,
+    urls: RwLock<BTreeMap<u64, String>>,
 }
 
 impl ClusterShared {
@@ -189,6 +190,19 @@ impl ClusterShared {
 
     pub fn leader_id(&self) -> Option<u64> {
         Some(self.leader_id.load(Ordering::Acquire)).filter(|id| *id != 0)
+    }
+
+    pub(crate) fn set_urls(&self, urls: BTreeMap<u64, String>) {
+        if let Ok(mut known) = self.urls.write() {
+            *known = urls;
+        }
+    }
+
+    pub fn leader_url(&self, id: u64) -> Option<String> {
+        self.urls
+            .read()
+            .ok()
+            .and_then(|urls| urls.get(&id).cloned())
     }
 
     pub fn status(&self) -> ReplicationStatus {
@@ -410,7 +424,8 @@ impl RaftLoop {
                     return false;
                 }
             }
-            if !outcome.committed.is_empty() {
+            let committed_any = !outcome.committed.is_empty();
+            if committed_any {
                 let mut batches = Vec::with_capacity(outcome.committed.len());
                 for committed in outcome.committed {
                     let items = match committed.kind {
@@ -458,7 +473,11 @@ impl RaftLoop {
                     .core_queue_depth
                     .store(self.core.len() as u64, Ordering::Relaxed);
             }
-            if role_may_change || proposed || self.shared.is_leader() != self.node.is_leader() {
+            if role_may_change
+                || proposed
+                || committed_any
+                || self.shared.is_leader() != self.node.is_leader()
+            {
                 self.shared.publish(&self.node);
             }
         }

@@ -38,8 +38,19 @@ pub enum SubmitError {
     Overloaded,
     #[error("the exchange is shutting down or its journal failed")]
     Stopped,
-    #[error("this node is not the leader; send writes to the leader (node {})", leader.map_or("unknown".to_string(), |id| id.to_string()))]
-    NotLeader { leader: Option<u64> },
+    #[error("this node is not the leader; send writes to the leader ({})", describe_leader(*leader, leader_url.as_deref()))]
+    NotLeader {
+        leader: Option<u64>,
+        leader_url: Option<String>,
+    },
+}
+
+fn describe_leader(leader: Option<u64>, url: Option<&str>) -> String {
+    match (leader, url) {
+        (Some(id), Some(url)) => format!("node {id} at {url}"),
+        (Some(id), None) => format!("node {id}"),
+        _ => "unknown: an election is under way; retry shortly".into(),
+    }
 }
 
 pub(crate) type Reply = oneshot::Sender<Arc<Applied>>;
@@ -157,6 +168,12 @@ impl Handle {
         self.cluster.status()
     }
 
+    /// The nodes' HTTP addresses, named to clients that write to a
+    /// follower.
+    pub fn set_leader_urls(&self, urls: std::collections::BTreeMap<u64, String>) {
+        self.cluster.set_urls(urls);
+    }
+
     /// Whether this node currently leads (and so takes writes).
     pub fn is_leader(&self) -> bool {
         self.cluster.is_leader()
@@ -164,8 +181,10 @@ impl Handle {
 
     fn enqueue(&self, submission: Submission) -> Result<(), SubmitError> {
         if !self.cluster.is_leader() {
+            let leader = self.cluster.leader_id();
             return Err(SubmitError::NotLeader {
-                leader: self.cluster.leader_id(),
+                leader,
+                leader_url: leader.and_then(|id| self.cluster.leader_url(id)),
             });
         }
         match self.submit.try_send(submission) {

@@ -52,6 +52,17 @@ struct ServeArgs {
     /// Create demo accounts and run a small market maker and takers.
     #[arg(long)]
     demo: bool,
+    /// This node's id in a Raft cluster (see docs/replication.md).
+    #[arg(long)]
+    node_id: Option<u64>,
+    /// Every voter's Raft address, this node's included:
+    /// `1=HOST:PORT,2=HOST:PORT,3=HOST:PORT`.
+    #[arg(long)]
+    peers: Option<String>,
+    /// Every node's HTTP address, for the `not_leader` answers of
+    /// followers: `1=http://HOST:PORT,2=...`.
+    #[arg(long)]
+    peer_urls: Option<String>,
 }
 
 fn serve(args: ServeArgs) -> anyhow::Result<()> {
@@ -68,6 +79,15 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
     }
     if args.admin_token.is_some() {
         config.admin_token = args.admin_token;
+    }
+    if let Some(id) = args.node_id {
+        config.cluster.node_id = id;
+    }
+    if let Some(peers) = &args.peers {
+        config.cluster.peers = peers.split(',').map(str::to_string).collect();
+    }
+    if let Some(urls) = &args.peer_urls {
+        config.cluster.http = urls.split(',').map(str::to_string).collect();
     }
     tracing_subscriber::fmt()
         .with_env_filter(
