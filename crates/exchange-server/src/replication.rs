@@ -198,6 +198,10 @@ impl ClusterShared {
         }
     }
 
+    pub fn urls(&self) -> BTreeMap<u64, String> {
+        self.urls.read().map(|u| u.clone()).unwrap_or_default()
+    }
+
     pub fn leader_url(&self, id: u64) -> Option<String> {
         self.urls
             .read()

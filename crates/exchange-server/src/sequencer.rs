@@ -174,6 +174,11 @@ impl Handle {
         self.cluster.set_urls(urls);
     }
 
+    /// The nodes' HTTP addresses as configured.
+    pub fn leader_urls(&self) -> std::collections::BTreeMap<u64, String> {
+        self.cluster.urls()
+    }
+
     /// Whether this node currently leads (and so takes writes).
     pub fn is_leader(&self) -> bool {
         self.cluster.is_leader()

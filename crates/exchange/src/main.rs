@@ -1,6 +1,7 @@
 //! `exchange`: one binary, one subcommand per job.
 
 mod bench;
+mod cluster;
 mod feed;
 mod replay;
 
@@ -33,6 +34,9 @@ enum Cmd {
     /// The binary market-data feed.
     #[command(subcommand)]
     Feed(feed::FeedCmd),
+    /// A local Raft cluster (up, down) and any cluster's status.
+    #[command(subcommand)]
+    Cluster(cluster::ClusterCmd),
 }
 
 #[derive(clap::Args)]
@@ -113,5 +117,6 @@ fn main() -> anyhow::Result<()> {
         Cmd::Serve(args) => serve(args),
         Cmd::Bench(cmd) => bench::run(cmd),
         Cmd::Feed(cmd) => feed::run(cmd),
+        Cmd::Cluster(cmd) => cluster::run(cmd),
     }
 }

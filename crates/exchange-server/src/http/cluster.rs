@@ -31,6 +31,7 @@ pub async fn replication(
         "commands_applied": commands,
         "state_hash": state_hash,
         "voters": status.voters,
+        "urls": app.handle.leader_urls(),
         "matched": status.matched.iter().map(|(id, index)| json!({"id": id, "index": index})).collect::<Vec<_>>(),
     })))
 }

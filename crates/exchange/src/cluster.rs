@@ -1,0 +1,430 @@
+//! `exchange cluster`: a local Raft cluster of separate `exchange serve`
+//! processes for trying replication out, and a status view of any cluster.
+//!
+//! `up` lays node N out as `DIR/node-N` (data), HTTP on `PORT_BASE + N`,
+//! Raft on `PORT_BASE + 100 + N`, remembers the layout in
+//! `DIR/cluster.json`, and starts every node whose pid (`DIR/node-N/pid`)
+//! is not running — so running it again restarts nodes that died. The
+//! processes outlive the command (their own process group); `down` stops
+//! them.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, bail, Context};
+use serde_json::{json, Value};
+
+#[derive(clap::Subcommand)]
+pub enum ClusterCmd {
+    /// Start (or restart the dead nodes of) a local cluster.
+    Up {
+        /// Number of nodes (voters).
+        #[arg(long, default_value_t = 3)]
+        nodes: u64,
+        /// Parent of the nodes' data directories.
+        #[arg(long)]
+        data_dir: PathBuf,
+        /// Node N serves HTTP on PORT_BASE + N and Raft on PORT_BASE + 100 + N.
+        #[arg(long, default_value_t = 7100)]
+        port_base: u16,
+        /// TOML configuration given to every node (its `[cluster]` and
+        /// listen settings are overridden).
+        #[arg(long)]
+        config: Option<PathBuf>,
+    },
+    /// Stop a local cluster's nodes (SIGTERM).
+    Down {
+        #[arg(long)]
+        data_dir: PathBuf,
+    },
+    /// Print the cluster's state as JSON, asking every node it can reach.
+    Status {
+        /// Any node's HTTP address.
+        #[arg(long)]
+        url: String,
+    },
+}
+
+pub fn run(cmd: ClusterCmd) -> anyhow::Result<()> {
+    match cmd {
+        ClusterCmd::Up {
+            nodes,
+            data_dir,
+            port_base,
+            config,
+        } => up(nodes, &data_dir, port_base, config.as_deref()),
+        ClusterCmd::Down { data_dir } => down(&data_dir),
+        ClusterCmd::Status { url } => {
+            let status = status(&url, &admin_token(None)?)?;
+            println!("{}", serde_json::to_string_pretty(&status)?);
+            Ok(())
+        }
+    }
+}
+
+/// The admin token: `EXCHANGE_ADMIN_TOKEN`, else the one `up` saved.
+fn admin_token(dir: Option<&Path>) -> anyhow::Result<String> {
+    if let Some(token) = std::env::var("EXCHANGE_ADMIN_TOKEN")
+        .ok()
+        .filter(|t| !t.is_empty())
+    {
+        return Ok(token);
+    }
+    if let Some(dir) = dir {
+        let path = dir.join("admin_token");
+        if let Ok(token) = std::fs::read_to_string(&path) {
+            return Ok(token.trim().to_string());
+        }
+        let token = exchange_server::server::random_hex(24);
+        std::fs::create_dir_all(dir)?;
+        std::fs::write(&path, &token)?;
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))?;
+        }
+        eprintln!("admin token (saved in {}): {token}", path.display());
+        return Ok(token);
+    }
+    bail!("set EXCHANGE_ADMIN_TOKEN to the cluster's admin token")
+}
+
+struct Layout {
+    nodes: u64,
+    port_base: u16,
+}
+
+impl Layout {
+    fn http(&self, id: u64) -> SocketAddr {
+        SocketAddr::from(([127, 0, 0, 1], self.port_base + id as u16))
+    }
+    fn raft(&self, id: u64) -> SocketAddr {
+        SocketAddr::from(([127, 0, 0, 1], self.port_base + 100 + id as u16))
+    }
+    fn peers(&self) -> String {
+        (1..=self.nodes)
+            .map(|id| format!("{id}={}", self.raft(id)))
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+    fn urls(&self) -> String {
+        (1..=self.nodes)
+            .map(|id| format!("{id}=http://{}", self.http(id)))
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+}
+
+/// The layout of an existing cluster wins over the flags: a restarted node
+/// must come back where its peers expect it.
+fn layout(dir: &Path, nodes: u64, port_base: u16) -> anyhow::Result<Layout> {
+    let path = dir.join("cluster.json");
+    if let Ok(text) = std::fs::read_to_string(&path) {
+        let saved: Value = serde_json::from_str(&text).context("cluster.json")?;
+        let nodes = saved["nodes"]
+            .as_u64()
+            .ok_or_else(|| anyhow!("cluster.json: nodes"))?;
+        let port_base = saved["port_base"]
+            .as_u64()
+            .and_then(|p| u16::try_from(p).ok())
+            .ok_or_else(|| anyhow!("cluster.json: port_base"))?;
+        return Ok(Layout { nodes, port_base });
+    }
+    if !(1..=99).contains(&nodes) {
+        bail!("--nodes must be 1 to 99");
+    }
+    if u32::from(port_base) + 100 + nodes as u32 > u32::from(u16::MAX) {
+        bail!("--port-base too high for {nodes} nodes");
+    }
+    std::fs::create_dir_all(dir)?;
+    std::fs::write(
+        &path,
+        serde_json::to_string_pretty(&json!({ "nodes": nodes, "port_base": port_base }))?,
+    )?;
+    Ok(Layout { nodes, port_base })
+}
+
+fn node_dir(dir: &Path, id: u64) -> PathBuf {
+    dir.join(format!("node-{id}"))
+}
+
+fn running(pid_file: &Path) -> Option<u32> {
+    let pid: u32 = std::fs::read_to_string(pid_file)
+        .ok()?
+        .trim()
+        .parse()
+        .ok()?;
+    // SAFETY: signal 0 only checks that the process exists.
+    let exists = unsafe { libc::kill(pid as i32, 0) } == 0;
+    // A killed node nobody has reaped yet still exists, as a zombie.
+    let zombie = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|stat| {
+            stat.rsplit_once(')')
+                .map(|(_, rest)| rest.trim_start().starts_with('Z'))
+        })
+        .unwrap_or(false);
+    (exists && !zombie).then_some(pid)
+}
+
+fn up(nodes: u64, dir: &Path, port_base: u16, config: Option<&Path>) -> anyhow::Result<()> {
+    let layout = layout(dir, nodes, port_base)?;
+    let token = admin_token(Some(dir))?;
+    let exe = std::env::current_exe().context("locating the exchange binary")?;
+    let mut started = Vec::new();
+    for id in 1..=layout.nodes {
+        let data = node_dir(dir, id);
+        std::fs::create_dir_all(&data)?;
+        let pid_file = exchange_server::server::pid_file(&data);
+        if let Some(pid) = running(&pid_file) {
+            println!(
+                "node {id}: http://{} (pid {pid}, already running)",
+                layout.http(id)
+            );
+            continue;
+        }
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(data.join("log"))?;
+        let mut command = Command::new(&exe);
+        command
+            .arg("serve")
+            .arg("--data-dir")
+            .arg(&data)
+            .arg("--listen")
+            .arg(layout.http(id).to_string())
+            .arg("--node-id")
+            .arg(id.to_string())
+            .arg("--peers")
+            .arg(layout.peers())
+            .arg("--peer-urls")
+            .arg(layout.urls())
+            .env("EXCHANGE_ADMIN_TOKEN", &token)
+            .stdin(Stdio::null())
+            .stdout(log.try_clone()?)
+            .stderr(log);
+        if let Some(config) = config {
+            command.arg("--config").arg(config);
+        }
+        #[cfg(unix)]
+        {
+            use std::os::unix::process::CommandExt;
+            // Its own process group: a ctrl-c meant for this command does
+            // not take the cluster down with it.
+            command.process_group(0);
+        }
+        let child = command.spawn().context("starting a node")?;
+        std::fs::write(&pid_file, child.id().to_string())?;
+        started.push((id, child.id()));
+    }
+    for (id, pid) in started {
+        let addr = layout.http(id);
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            if matches!(http_get(addr, "/ready", None), Ok((200, _))) {
+                break;
+            }
+            if running(&exchange_server::server::pid_file(&node_dir(dir, id))).is_none() {
+                bail!(
+                    "node {id} exited during start-up; see {}",
+                    node_dir(dir, id).join("log").display()
+                );
+            }
+            if Instant::now() > deadline {
+                bail!("node {id} not ready after 60 s");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        println!("node {id}: http://{addr} (pid {pid})");
+    }
+    // Ready means serving reads; writes need a leader.
+    let any = format!("http://{}", layout.http(1));
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let leader = (1..=layout.nodes)
+            .map(|id| format!("http://{}", layout.http(id)))
+            .chain(std::iter::once(any.clone()))
+            .find_map(|url| status(&url, &token).ok())
+            .and_then(|s| s["leader"].as_u64());
+        if let Some(leader) = leader {
+            println!("leader: node {leader}");
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            bail!("no leader elected after 30 s");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn down(dir: &Path) -> anyhow::Result<()> {
+    let layout = layout(dir, 0, 0).context("no cluster.json: not a cluster directory")?;
+    for id in 1..=layout.nodes {
+        let pid_file = exchange_server::server::pid_file(&node_dir(dir, id));
+        if let Some(pid) = running(&pid_file) {
+            // SAFETY: sends SIGTERM to a process we started.
+            unsafe { libc::kill(pid as i32, libc::SIGTERM) };
+            println!("node {id}: stopping (pid {pid})");
+        }
+    }
+    Ok(())
+}
+
+fn parse_addr(url: &str) -> anyhow::Result<SocketAddr> {
+    let rest = url
+        .strip_prefix("http://")
+        .ok_or_else(|| anyhow!("{url}: only http:// URLs"))?;
+    let host = rest.split('/').next().unwrap_or(rest);
+    std::net::ToSocketAddrs::to_socket_addrs(host)?
+        .next()
+        .ok_or_else(|| anyhow!("{url}: no address"))
+}
+
+/// A minimal HTTP/1.1 GET (one connection, `Connection: close`).
+fn http_get(addr: SocketAddr, path: &str, token: Option<&str>) -> anyhow::Result<(u16, Vec<u8>)> {
+    let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(2))?;
+    stream.set_read_timeout(Some(Duration::from_secs(10)))?;
+    let auth = token
+        .map(|t| format!("Authorization: Bearer {t}\r\n"))
+        .unwrap_or_default();
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\n{auth}Connection: close\r\n\r\n"
+    )?;
+    let mut raw = Vec::new();
+    stream.read_to_end(&mut raw)?;
+    let head_end = raw
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .ok_or_else(|| anyhow!("malformed HTTP answer"))?;
+    let head = String::from_utf8_lossy(&raw[..head_end]).to_string();
+    let status: u16 = head
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(|| anyhow!("malformed status line"))?;
+    let mut body = raw[head_end + 4..].to_vec();
+    if head
+        .to_ascii_lowercase()
+        .contains("transfer-encoding: chunked")
+    {
+        body = dechunk(&body)?;
+    }
+    Ok((status, body))
+}
+
+fn dechunk(mut body: &[u8]) -> anyhow::Result<Vec<u8>> {
+    let mut out = Vec::new();
+    loop {
+        let line_end = body
+            .windows(2)
+            .position(|w| w == b"\r\n")
+            .ok_or_else(|| anyhow!("bad chunk"))?;
+        let size = usize::from_str_radix(std::str::from_utf8(&body[..line_end])?.trim(), 16)?;
+        body = &body[line_end + 2..];
+        if size == 0 {
+            return Ok(out);
+        }
+        out.extend_from_slice(body.get(..size).ok_or_else(|| anyhow!("short chunk"))?);
+        body = body.get(size + 2..).ok_or_else(|| anyhow!("short chunk"))?;
+    }
+}
+
+fn node_status(url: &str, token: &str) -> anyhow::Result<Value> {
+    let (code, body) = http_get(parse_addr(url)?, "/admin/replication", Some(token))?;
+    if code != 200 {
+        bail!("{url}: HTTP {code}: {}", String::from_utf8_lossy(&body));
+    }
+    Ok(serde_json::from_slice(&body)?)
+}
+
+/// The cluster as the node at `url` and every peer it names see it:
+/// `{"leader", "term", "commit_index", "nodes": [{"id", "role",
+/// "applied_index", "lag", "state_hash", ...}]}`.
+pub fn status(url: &str, token: &str) -> anyhow::Result<Value> {
+    let first = node_status(url, token)?;
+    let mut urls: Vec<(u64, String)> = first["urls"]
+        .as_object()
+        .map(|urls| {
+            urls.iter()
+                .filter_map(|(id, u)| Some((id.parse().ok()?, u.as_str()?.to_string())))
+                .collect()
+        })
+        .unwrap_or_default();
+    let first_id = first["id"].as_u64().unwrap_or(0);
+    if !urls.iter().any(|(id, _)| *id == first_id) {
+        urls.push((first_id, url.to_string()));
+    }
+    for voter in first["voters"].as_array().into_iter().flatten() {
+        if let Some(id) = voter.as_u64() {
+            if !urls.iter().any(|(known, _)| *known == id) {
+                urls.push((id, String::new()));
+            }
+        }
+    }
+    urls.sort();
+    let mut seen = Vec::new();
+    for (id, node_url) in &urls {
+        let answer = if *id == first_id {
+            Ok(first.clone())
+        } else if node_url.is_empty() {
+            Err(anyhow!("no HTTP address known (serve --peer-urls)"))
+        } else {
+            node_status(node_url, token)
+        };
+        seen.push((*id, node_url.clone(), answer));
+    }
+    // The leader with the highest term that anyone reports as leading.
+    let leader = seen
+        .iter()
+        .filter_map(|(_, _, a)| a.as_ref().ok())
+        .filter(|a| a["role"] == "leader")
+        .max_by_key(|a| a["term"].as_u64().unwrap_or(0));
+    let term = seen
+        .iter()
+        .filter_map(|(_, _, a)| a.as_ref().ok()?["term"].as_u64())
+        .max()
+        .unwrap_or(0);
+    let commit = leader
+        .and_then(|l| l["commit_index"].as_u64())
+        .or_else(|| {
+            seen.iter()
+                .filter_map(|(_, _, a)| a.as_ref().ok()?["commit_index"].as_u64())
+                .max()
+        })
+        .unwrap_or(0);
+    let nodes: Vec<Value> = seen
+        .iter()
+        .map(|(id, node_url, answer)| match answer {
+            Ok(a) => {
+                let applied = a["applied_index"].as_u64().unwrap_or(0);
+                json!({
+                    "id": id,
+                    "url": node_url,
+                    "role": a["role"],
+                    "term": a["term"],
+                    "applied_index": applied,
+                    "commit_index": a["commit_index"],
+                    "lag": commit.saturating_sub(applied),
+                    "state_hash": a["state_hash"],
+                })
+            }
+            Err(error) => json!({
+                "id": id,
+                "url": node_url,
+                "role": "unreachable",
+                "error": error.to_string(),
+            }),
+        })
+        .collect();
+    Ok(json!({
+        "leader": leader.map(|l| l["id"].clone()).unwrap_or(Value::Null),
+        "term": term,
+        "commit_index": commit,
+        "nodes": nodes,
+    }))
+}
