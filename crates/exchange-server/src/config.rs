@@ -108,7 +108,7 @@ impl Default for ClusterConfig {
             peers: Vec::new(),
             http: Vec::new(),
             tick_ms: 50,
-            election_ticks: 10,
+            election_ticks: 8,
             heartbeat_ticks: 2,
         }
     }

@@ -56,7 +56,7 @@ impl Default for ClusterSettings {
             node_id: 1,
             peers: BTreeMap::new(),
             tick: Duration::from_millis(50),
-            election_ticks: 10,
+            election_ticks: 8,
             heartbeat_ticks: 2,
         }
     }

@@ -335,7 +335,11 @@ fn dechunk(mut body: &[u8]) -> anyhow::Result<Vec<u8>> {
 }
 
 fn node_status(url: &str, token: &str) -> anyhow::Result<Value> {
-    let (code, body) = http_get(parse_addr(url)?, "/admin/replication", Some(token))?;
+    let (code, body) = http_get(
+        parse_addr(url)?,
+        "/admin/replication?state_hash=true",
+        Some(token),
+    )?;
     if code != 200 {
         bail!("{url}: HTTP {code}: {}", String::from_utf8_lossy(&body));
     }

@@ -1,7 +1,7 @@
 //! `GET /admin/replication`: this node's part in the Raft cluster, for
 //! operators and `exchange cluster status` (docs/replication.md).
 
-use axum::extract::State;
+use axum::extract::{RawQuery, State};
 use axum::Json;
 use serde_json::{json, Value};
 
@@ -9,15 +9,30 @@ use super::auth::Admin;
 use super::error::ApiError;
 use super::AppState;
 
-/// Role, term, leader and indices, with the hash of the state as of the
-/// applied index (equal on replicas that applied the same index).
+/// Role, term, leader and indices; with `?state_hash=true` also the hash
+/// of the state as of the applied index (equal on replicas that applied
+/// the same index; it serialises the whole state, so it is on request).
 pub async fn replication(
     State(app): State<AppState>,
     _admin: Admin,
+    RawQuery(query): RawQuery,
 ) -> Result<Json<Value>, ApiError> {
+    let with_hash = match query.as_deref() {
+        None | Some("") => false,
+        Some("state_hash=true") => true,
+        Some(_) => {
+            return Err(ApiError::bad_request(
+                "invalid_query",
+                "the only query is state_hash=true",
+            ))
+        }
+    };
     let (raft_index, commands, state_hash) = app
         .handle
-        .query(|state| (state.raft_index, state.applied_index, state.state_hash()))
+        .query(move |state| {
+            let hash = with_hash.then(|| state.state_hash());
+            (state.raft_index, state.applied_index, hash)
+        })
         .await?;
     let status = app.handle.replication_status();
     Ok(Json(json!({
