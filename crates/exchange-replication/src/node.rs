@@ -112,8 +112,14 @@ pub struct ReplicaStatus {
 pub enum CommittedKind {
     /// A proposal's payload; empty for the entry a new leader appends.
     Normal(Vec<u8>),
-    /// A membership change took effect.
-    ConfChange(ConfState),
+    /// A membership change took effect: the configuration after it, the
+    /// change, and the context the proposer attached (the server puts the
+    /// new node's Raft address there, so every replica learns it).
+    ConfChange {
+        conf: ConfState,
+        change: Option<Membership>,
+        context: Vec<u8>,
+    },
     /// A membership change Raft refused (identically on every replica).
     ConfChangeRefused(String),
 }
@@ -170,6 +176,18 @@ fn apply_simple(conf: &mut ConfState, change: &ConfChangeV2) {
     conf.learners.sort_unstable();
 }
 
+/// The change a simple (single-step) membership change makes.
+fn membership_of(change: &ConfChangeV2) -> Option<Membership> {
+    match change.get_changes() {
+        [single] => match single.get_change_type() {
+            ConfChangeType::AddNode => Some(Membership::AddVoter(single.node_id)),
+            ConfChangeType::RemoveNode => Some(Membership::RemoveVoter(single.node_id)),
+            ConfChangeType::AddLearnerNode => None,
+        },
+        _ => None,
+    }
+}
+
 fn parse_conf_change(entry: &Entry) -> Result<ConfChangeV2, String> {
     match entry.get_entry_type() {
         EntryType::EntryConfChange => {
@@ -179,6 +197,7 @@ fn parse_conf_change(entry: &Entry) -> Result<ConfChangeV2, String> {
             single.node_id = change.node_id;
             let mut v2 = ConfChangeV2::default();
             v2.mut_changes().push(single);
+            v2.context = change.context;
             Ok(v2)
         }
         EntryType::EntryConfChangeV2 => {
@@ -329,7 +348,11 @@ impl ReplicaNode {
             commit_index: raft.raft_log.committed,
             applied_index: raft.raft_log.applied,
             last_index: raft.raft_log.last_index(),
-            voters: self.raw.store().conf_state().voters.clone(),
+            voters: {
+                let mut voters = self.raw.store().conf_state().voters.clone();
+                voters.sort_unstable();
+                voters
+            },
             matched,
         }
     }
@@ -372,8 +395,13 @@ impl ReplicaNode {
         Ok((self.raw.raft.raft_log.last_index(), self.raw.raft.term))
     }
 
-    /// Proposes a membership change (leader only; one at a time).
-    pub fn propose_membership(&mut self, change: Membership) -> Result<(), ProposeError> {
+    /// Proposes a membership change (leader only; one at a time), with a
+    /// context every replica sees when it commits.
+    pub fn propose_membership(
+        &mut self,
+        change: Membership,
+        context: Vec<u8>,
+    ) -> Result<(), ProposeError> {
         if self.raw.raft.state != StateRole::Leader {
             return Err(ProposeError::NotLeader {
                 leader: self.leader(),
@@ -390,6 +418,7 @@ impl ReplicaNode {
                 cc.node_id = id;
             }
         }
+        cc.context = context.into();
         let result = self.raw.propose_conf_change(Vec::new(), cc);
         self.after_call();
         result.map_err(|_| ProposeError::Dropped)
@@ -479,7 +508,11 @@ impl ReplicaNode {
                             self.raw
                                 .mut_store()
                                 .set_conf_state(conf.clone(), entry.index)?;
-                            CommittedKind::ConfChange(conf)
+                            CommittedKind::ConfChange {
+                                conf,
+                                change: membership_of(&change),
+                                context: change.context.to_vec(),
+                            }
                         }
                         Err(error) => CommittedKind::ConfChangeRefused(error.to_string()),
                     },
@@ -511,7 +544,11 @@ impl ReplicaNode {
                 let kind = match entry.get_entry_type() {
                     EntryType::EntryNormal => CommittedKind::Normal(entry.data.to_vec()),
                     _ => match parse_conf_change(&entry) {
-                        Ok(_) => CommittedKind::ConfChange(self.raw.store().conf_state().clone()),
+                        Ok(change) => CommittedKind::ConfChange {
+                            conf: self.raw.store().conf_state().clone(),
+                            change: membership_of(&change),
+                            context: change.context.to_vec(),
+                        },
                         Err(error) => CommittedKind::ConfChangeRefused(error),
                     },
                 };
@@ -547,6 +584,13 @@ impl ReplicaNode {
     /// The configuration as of the last entry handed over.
     pub fn conf_state(&self) -> &ConfState {
         self.raw.store().conf_state()
+    }
+
+    /// True when a follower needs a snapshot newer than the newest on disk
+    /// (one that includes it as a member): the state machine should save
+    /// one soon. Clears the request.
+    pub fn take_snapshot_request(&self) -> bool {
+        self.raw.store().take_snapshot_request()
     }
 
     /// Index and term of the newest snapshot on disk.

@@ -80,6 +80,10 @@ pub struct DiskStorage {
     /// a snapshot at an older index records the configuration of its time.
     conf_history: Vec<(u64, ConfState)>,
     snapshot: SnapshotMetadata,
+    /// Set when Raft asked for a snapshot the newest one cannot serve (it
+    /// predates the receiver's membership): the state machine should take
+    /// one now.
+    snapshot_wanted: std::cell::Cell<bool>,
 }
 
 pub(crate) fn entry_payload(entry: &Entry) -> Vec<u8> {
@@ -243,6 +247,7 @@ impl DiskStorage {
             durable: durable.unwrap_or_default(),
             state,
             snapshot: meta,
+            snapshot_wanted: std::cell::Cell::new(false),
         };
         storage.scan_terms()?;
         let last = storage.last();
@@ -312,6 +317,12 @@ impl DiskStorage {
     /// Configuration-change entries in the log after `index`.
     pub fn conf_entries_after(&self, index: u64) -> Vec<u64> {
         self.conf_entries.range(index + 1..).copied().collect()
+    }
+
+    /// Whether Raft needed a newer snapshot than the newest one since the
+    /// last call.
+    pub fn take_snapshot_request(&self) -> bool {
+        self.snapshot_wanted.replace(false)
     }
 
     /// Index and term of the newest snapshot (0, 0 without one).
@@ -641,9 +652,15 @@ impl raft::Storage for DiskStorage {
         Ok(self.last())
     }
 
-    fn snapshot(&self, request_index: u64, _to: u64) -> raft::Result<Snapshot> {
+    fn snapshot(&self, request_index: u64, to: u64) -> raft::Result<Snapshot> {
         let snapshot = self.latest_snapshot().map_err(other)?;
-        if snapshot.get_metadata().index < request_index || snapshot.get_metadata().index == 0 {
+        let meta = snapshot.get_metadata();
+        let conf = meta.get_conf_state();
+        // A node refuses a snapshot whose configuration lacks it, as one
+        // taken before it was added does: ask for a newer one.
+        let member = conf.voters.contains(&to) || conf.learners.contains(&to);
+        if meta.index < request_index || meta.index == 0 || !member {
+            self.snapshot_wanted.set(true);
             return Err(raft::Error::Store(
                 StorageError::SnapshotTemporarilyUnavailable,
             ));

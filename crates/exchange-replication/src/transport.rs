@@ -72,6 +72,22 @@ impl Transport {
         })
     }
 
+    /// Starts talking to a peer added to the cluster (or at a new address).
+    pub fn add_peer(&mut self, id: u64, addr: SocketAddr) -> std::io::Result<()> {
+        let (tx, rx) = bounded(QUEUE);
+        let feedback = self.feedback_tx.clone();
+        std::thread::Builder::new()
+            .name(format!("raft-peer-{id}"))
+            .spawn(move || send_loop(id, addr, rx, feedback))?;
+        // The old queue's sender thread ends when its sender is dropped.
+        self.peers.insert(id, tx);
+        Ok(())
+    }
+
+    pub fn has_peer(&self, id: u64) -> bool {
+        self.peers.contains_key(&id)
+    }
+
     pub fn local_addr(&self) -> SocketAddr {
         self.local
     }

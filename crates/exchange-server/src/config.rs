@@ -99,6 +99,9 @@ pub struct ClusterConfig {
     pub election_ticks: usize,
     /// Ticks between a leader's heartbeats.
     pub heartbeat_ticks: usize,
+    /// Join a running cluster instead of founding one: start with no
+    /// voters and wait for the leader to add this node.
+    pub join: bool,
 }
 
 impl Default for ClusterConfig {
@@ -110,6 +113,7 @@ impl Default for ClusterConfig {
             tick_ms: 50,
             election_ticks: 8,
             heartbeat_ticks: 2,
+            join: false,
         }
     }
 }
@@ -124,6 +128,7 @@ impl ClusterConfig {
             tick: std::time::Duration::from_millis(self.tick_ms),
             election_ticks: self.election_ticks,
             heartbeat_ticks: self.heartbeat_ticks,
+            join: self.join,
         };
         settings.validate()?;
         Ok(settings)

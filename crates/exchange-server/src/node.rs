@@ -15,7 +15,9 @@ use exchange_replication::{CommittedKind, ReplicaNode, ReplicationError};
 use thiserror::Error;
 
 use crate::metrics::Metrics;
-use crate::replication::{decode_batch, BatchError, ClusterError, ClusterSettings};
+use crate::replication::{
+    decode_batch, load_learned_peers, BatchError, ClusterError, ClusterSettings,
+};
 use crate::sequencer::{Pipeline, PipelineConfig, ReplicaParts};
 use crate::state::{ServerState, StateSnapshotError};
 
@@ -64,6 +66,12 @@ pub fn journal_dir(data_dir: &Path) -> PathBuf {
 
 pub fn snapshot_dir(data_dir: &Path) -> PathBuf {
     data_dir.join("snapshots")
+}
+
+/// Raft addresses of voters added after start-up (see
+/// [`crate::replication::load_learned_peers`]).
+pub fn learned_peers_file(data_dir: &Path) -> PathBuf {
+    data_dir.join("raft-peers")
 }
 
 /// Opens the replica in `data_dir` and rebuilds the state it has committed.
@@ -151,9 +159,15 @@ pub fn start_cluster(
         replica.campaign()?;
     }
     let (inbox_tx, inbox) = crossbeam_channel::bounded(65_536);
+    let mut others = cluster.others();
+    for (id, addr) in load_learned_peers(&learned_peers_file(data_dir)) {
+        if id != cluster.node_id {
+            others.entry(id).or_insert(addr);
+        }
+    }
     let transport = match cluster.peers.get(&cluster.node_id) {
-        Some(&addr) if cluster.peers.len() > 1 => Some(
-            Transport::start(addr, &cluster.others(), inbox_tx)
+        Some(&addr) if cluster.peers.len() > 1 || cluster.join => Some(
+            Transport::start(addr, &others, inbox_tx)
                 .map_err(|source| RecoveryError::Transport { addr, source })?,
         ),
         _ => None,
@@ -168,6 +182,7 @@ pub fn start_cluster(
         transport,
         inbox,
         tick: cluster.tick,
+        learned_peers: learned_peers_file(data_dir),
     };
     Ok((Pipeline::start(state, parts, config, metrics), report))
 }

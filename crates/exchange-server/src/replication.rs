@@ -29,10 +29,11 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use crossbeam_channel::{select, Receiver, Sender};
 use exchange_replication::transport::{Feedback, Transport};
 use exchange_replication::{
-    CommittedKind, ConfState, Message, ReplicaConfig, ReplicaNode, StorageOptions,
+    CommittedKind, ConfState, Membership, Message, ReplicaConfig, ReplicaNode, StorageOptions,
 };
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
+use tokio::sync::oneshot;
 
 use crate::entry::{EntryError, LogEntry};
 use crate::metrics::Metrics;
@@ -48,12 +49,16 @@ pub struct ClusterSettings {
     pub tick: Duration,
     pub election_ticks: usize,
     pub heartbeat_ticks: usize,
+    /// A node added to a running cluster: it starts with no voters and
+    /// waits for the leader (admin `POST /admin/replication/voters`).
+    pub join: bool,
 }
 
 impl Default for ClusterSettings {
     fn default() -> Self {
         ClusterSettings {
             node_id: 1,
+            join: false,
             peers: BTreeMap::new(),
             tick: Duration::from_millis(50),
             election_ticks: 8,
@@ -74,6 +79,8 @@ pub enum ClusterError {
     SelfMissing(u64),
     #[error("timings: heartbeat ticks ({heartbeat}) must be below election ticks ({election}), tick > 0")]
     Timings { heartbeat: usize, election: usize },
+    #[error("a joining node needs the peer list (its own Raft address and the others')")]
+    JoinAlone,
 }
 
 /// Parses `1=HOST:PORT` items (the CLI's comma-separated list, split).
@@ -109,6 +116,9 @@ impl ClusterSettings {
         if !self.peers.is_empty() && !self.peers.contains_key(&self.node_id) {
             return Err(ClusterError::SelfMissing(self.node_id));
         }
+        if self.join && self.peers.is_empty() {
+            return Err(ClusterError::JoinAlone);
+        }
         if self.heartbeat_ticks == 0
             || self.heartbeat_ticks >= self.election_ticks
             || self.tick.is_zero()
@@ -121,8 +131,11 @@ impl ClusterSettings {
         Ok(())
     }
 
+    /// The voters of a new cluster; none for a joining node.
     pub fn voters(&self) -> Vec<u64> {
-        if self.peers.is_empty() {
+        if self.join {
+            Vec::new()
+        } else if self.peers.is_empty() {
             vec![self.node_id]
         } else {
             self.peers.keys().copied().collect()
@@ -306,6 +319,56 @@ pub fn decode_batch(bytes: &[u8]) -> Result<Vec<LogEntry>, BatchError> {
     Ok(entries)
 }
 
+/// Why a membership change was not proposed.
+#[derive(Clone, Debug, Error, PartialEq, Eq)]
+pub enum MembershipError {
+    #[error("this node is not the leader (leader: {leader:?})")]
+    NotLeader { leader: Option<u64> },
+    #[error("this node runs without a Raft transport (a single node started without --peers)")]
+    NoTransport,
+    #[error("adding a voter needs its Raft address")]
+    AddressMissing,
+    #[error("refused: {0}")]
+    Refused(String),
+    #[error("the node is shutting down")]
+    Stopped,
+}
+
+/// Requests to the Raft thread from the gateways.
+pub(crate) enum RaftControl {
+    Membership {
+        change: Membership,
+        raft_addr: Option<SocketAddr>,
+        reply: oneshot::Sender<Result<(), MembershipError>>,
+    },
+}
+
+/// Raft addresses learned from committed membership changes, kept in the
+/// data directory so a restarted node still reaches nodes added after its
+/// `--peers` list was written. One `ID=HOST:PORT` per line.
+pub fn load_learned_peers(path: &std::path::Path) -> BTreeMap<u64, SocketAddr> {
+    std::fs::read_to_string(path)
+        .ok()
+        .and_then(|text| {
+            let lines: Vec<&str> = text.lines().collect();
+            parse_peers(&lines).ok()
+        })
+        .unwrap_or_default()
+}
+
+fn save_learned_peers(
+    path: &std::path::Path,
+    peers: &BTreeMap<u64, SocketAddr>,
+) -> std::io::Result<()> {
+    let text: String = peers
+        .iter()
+        .map(|(id, addr)| format!("{id}={addr}\n"))
+        .collect();
+    let temp = path.with_extension("tmp");
+    std::fs::write(&temp, text)?;
+    std::fs::rename(&temp, path)
+}
+
 struct Pending {
     term: u64,
     entries: Vec<LogEntry>,
@@ -319,6 +382,9 @@ pub(crate) struct RaftLoop {
     pub submit: Receiver<Submission>,
     pub core: Sender<CoreMsg>,
     pub snapshots_done: Receiver<RaftMeta>,
+    pub control: Receiver<RaftControl>,
+    /// Where learned peer addresses are kept.
+    pub learned_peers: std::path::PathBuf,
     pub shared: Arc<ClusterShared>,
     pub metrics: Arc<Metrics>,
     pub tick: Duration,
@@ -338,6 +404,7 @@ impl RaftLoop {
         let submit = self.submit.clone();
         let inbox = self.inbox.clone();
         let snapshots_done = self.snapshots_done.clone();
+        let control = self.control.clone();
         let feedback = match &self.transport {
             Some(transport) => transport.feedback().clone(),
             None => crossbeam_channel::never(),
@@ -346,6 +413,7 @@ impl RaftLoop {
         let mut conf = Arc::new(self.node.conf_state().clone());
         let mut batch: Vec<Submission> = Vec::with_capacity(MAX_BATCH);
         let mut next_tick = Instant::now() + self.tick;
+        let mut snapshot_asked: Option<Instant> = None;
         self.shared.publish(&self.node);
         loop {
             // Work Raft has ready (after an election, say) is done first.
@@ -379,6 +447,11 @@ impl RaftLoop {
                         if let Err(error) = self.node.snapshot_written(meta.index, meta.term, &meta.conf) {
                             tracing::warn!(%error, "log compaction failed; the log keeps its old segments");
                         }
+                    }
+                }
+                recv(control) -> request => {
+                    if let Ok(request) = request {
+                        self.control(request);
                     }
                 }
                 default(wait) => {}
@@ -442,6 +515,13 @@ impl RaftLoop {
                     return false;
                 }
             }
+            if self.node.take_snapshot_request()
+                && snapshot_asked.is_none_or(|at| at.elapsed() >= Duration::from_secs(1))
+            {
+                // At most once a second: the core copies its whole state.
+                snapshot_asked = Some(Instant::now());
+                let _ = self.core.try_send(CoreMsg::SnapshotNow);
+            }
             let committed_any = !outcome.committed.is_empty();
             if committed_any {
                 let mut batches = Vec::with_capacity(outcome.committed.len());
@@ -463,8 +543,15 @@ impl RaftLoop {
                                 },
                             }
                         }
-                        CommittedKind::ConfChange(new_conf) => {
+                        CommittedKind::ConfChange {
+                            conf: new_conf,
+                            change,
+                            context,
+                        } => {
                             conf = Arc::new(new_conf);
+                            if let Some(Membership::AddVoter(id)) = change {
+                                self.learn_peer(id, &context);
+                            }
                             Vec::new()
                         }
                         CommittedKind::ConfChangeRefused(_) => Vec::new(),
@@ -498,6 +585,58 @@ impl RaftLoop {
             {
                 self.shared.publish(&self.node);
             }
+        }
+    }
+
+    fn control(&mut self, request: RaftControl) {
+        match request {
+            RaftControl::Membership {
+                change,
+                raft_addr,
+                reply,
+            } => {
+                let result = if !self.node.is_leader() {
+                    Err(MembershipError::NotLeader {
+                        leader: self.node.leader(),
+                    })
+                } else if self.transport.is_none() {
+                    Err(MembershipError::NoTransport)
+                } else if matches!(change, Membership::AddVoter(_)) && raft_addr.is_none() {
+                    Err(MembershipError::AddressMissing)
+                } else {
+                    let context = raft_addr
+                        .map(|addr| addr.to_string().into_bytes())
+                        .unwrap_or_default();
+                    self.node
+                        .propose_membership(change, context)
+                        .map_err(|e| MembershipError::Refused(e.to_string()))
+                };
+                let _ = reply.send(result);
+            }
+        }
+    }
+
+    /// Every replica applies an added voter's address (the proposer put it
+    /// in the change's context) so that whoever leads can reach it.
+    fn learn_peer(&mut self, id: u64, context: &[u8]) {
+        let Some(addr) = std::str::from_utf8(context)
+            .ok()
+            .and_then(|text| text.parse::<SocketAddr>().ok())
+        else {
+            return;
+        };
+        if id == self.node.id() {
+            return;
+        }
+        if let Some(transport) = self.transport.as_mut() {
+            if let Err(error) = transport.add_peer(id, addr) {
+                tracing::warn!(%error, id, "could not start talking to an added node");
+            }
+        }
+        let mut learned = load_learned_peers(&self.learned_peers);
+        learned.insert(id, addr);
+        if let Err(error) = save_learned_peers(&self.learned_peers, &learned) {
+            tracing::warn!(%error, "could not record an added node's address");
         }
     }
 

@@ -26,7 +26,9 @@ use tokio::sync::{broadcast, oneshot};
 
 use crate::entry::LogEntry;
 use crate::metrics::Metrics;
-use crate::replication::{ClusterShared, RaftLoop, RaftMeta, ReplicationStatus};
+use crate::replication::{
+    ClusterShared, MembershipError, RaftControl, RaftLoop, RaftMeta, ReplicationStatus,
+};
 use crate::state::{Applied, ServerState, StateCopy};
 
 /// Commands taken into one group commit at most.
@@ -76,6 +78,8 @@ pub(crate) enum CoreMsg {
         meta: RaftMeta,
         data: Vec<u8>,
     },
+    /// A follower needs a snapshot newer than the newest on disk.
+    SnapshotNow,
     Query(Query),
 }
 
@@ -96,6 +100,7 @@ pub(crate) struct ReplicaParts {
     pub transport: Option<Transport>,
     pub inbox: Receiver<Message>,
     pub tick: std::time::Duration,
+    pub learned_peers: std::path::PathBuf,
 }
 
 /// A cloneable way in to a running node.
@@ -107,6 +112,7 @@ pub struct Handle {
     pub metrics: Arc<Metrics>,
     failed: Arc<AtomicBool>,
     cluster: Arc<ClusterShared>,
+    control: Sender<RaftControl>,
 }
 
 /// Marks the pipeline failed if its thread unwinds or returns early, so
@@ -172,6 +178,25 @@ impl Handle {
     /// follower.
     pub fn set_leader_urls(&self, urls: std::collections::BTreeMap<u64, String>) {
         self.cluster.set_urls(urls);
+    }
+
+    /// Proposes adding or removing a voter (on the leader). Returns once
+    /// the change is proposed; it takes effect when it commits (watch
+    /// [`Handle::replication_status`]).
+    pub async fn change_membership(
+        &self,
+        change: exchange_replication::Membership,
+        raft_addr: Option<std::net::SocketAddr>,
+    ) -> Result<(), MembershipError> {
+        let (reply, answer) = oneshot::channel();
+        self.control
+            .try_send(RaftControl::Membership {
+                change,
+                raft_addr,
+                reply,
+            })
+            .map_err(|_| MembershipError::Stopped)?;
+        answer.await.map_err(|_| MembershipError::Stopped)?
     }
 
     /// The nodes' HTTP addresses as configured.
@@ -252,7 +277,9 @@ impl Pipeline {
         cluster
             .raft_applied
             .store(state.raft_index, Ordering::Release);
+        let (control_tx, control_rx) = bounded(64);
         let handle = Handle {
+            control: control_tx,
             submit: submit_tx,
             core: core_tx.clone(),
             events: events.clone(),
@@ -272,6 +299,8 @@ impl Pipeline {
             submit: submit_rx,
             core: core_tx,
             snapshots_done: done_rx,
+            control: control_rx,
+            learned_peers: replica.learned_peers,
             shared: cluster.clone(),
             metrics: metrics.clone(),
             tick: replica.tick,
@@ -330,6 +359,12 @@ fn core_loop(
     while let Ok(message) = core.recv() {
         match message {
             CoreMsg::Query(read) => read(&state),
+            CoreMsg::SnapshotNow => {
+                if let Some(meta) = &last_meta {
+                    since_snapshot = 0;
+                    snapshots.offer(meta, &state);
+                }
+            }
             CoreMsg::Install { meta, data } => {
                 let restored = if data.is_empty() {
                     Ok(ServerState::new())

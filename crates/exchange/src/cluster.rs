@@ -35,6 +35,21 @@ pub enum ClusterCmd {
         #[arg(long)]
         config: Option<PathBuf>,
     },
+    /// Start one more node and have the leader add it as a voter.
+    Add {
+        #[arg(long)]
+        data_dir: PathBuf,
+        #[arg(long)]
+        config: Option<PathBuf>,
+    },
+    /// Have the leader remove a voter, then stop that node.
+    Remove {
+        #[arg(long)]
+        data_dir: PathBuf,
+        /// The node to remove.
+        #[arg(long)]
+        id: u64,
+    },
     /// Stop a local cluster's nodes (SIGTERM).
     Down {
         #[arg(long)]
@@ -57,6 +72,8 @@ pub fn run(cmd: ClusterCmd) -> anyhow::Result<()> {
             config,
         } => up(nodes, &data_dir, port_base, config.as_deref()),
         ClusterCmd::Down { data_dir } => down(&data_dir),
+        ClusterCmd::Add { data_dir, config } => add(&data_dir, config.as_deref()),
+        ClusterCmd::Remove { data_dir, id } => remove(&data_dir, id),
         ClusterCmd::Status { url } => {
             let status = status(&url, &admin_token(None)?)?;
             println!("{}", serde_json::to_string_pretty(&status)?);
@@ -94,7 +111,10 @@ fn admin_token(dir: Option<&Path>) -> anyhow::Result<String> {
 
 struct Layout {
     nodes: u64,
+    /// Nodes that founded the cluster; later ones joined it.
+    initial: u64,
     port_base: u16,
+    removed: Vec<u64>,
 }
 
 impl Layout {
@@ -104,14 +124,30 @@ impl Layout {
     fn raft(&self, id: u64) -> SocketAddr {
         SocketAddr::from(([127, 0, 0, 1], self.port_base + 100 + id as u16))
     }
+    fn save(&self, dir: &Path) -> anyhow::Result<()> {
+        std::fs::create_dir_all(dir)?;
+        std::fs::write(
+            dir.join("cluster.json"),
+            serde_json::to_string_pretty(&json!({
+                "nodes": self.nodes,
+                "initial": self.initial,
+                "port_base": self.port_base,
+                "removed": self.removed,
+            }))?,
+        )?;
+        Ok(())
+    }
+    fn members(&self) -> impl Iterator<Item = u64> + '_ {
+        (1..=self.nodes).filter(|id| !self.removed.contains(id))
+    }
     fn peers(&self) -> String {
-        (1..=self.nodes)
+        self.members()
             .map(|id| format!("{id}={}", self.raft(id)))
             .collect::<Vec<_>>()
             .join(",")
     }
     fn urls(&self) -> String {
-        (1..=self.nodes)
+        self.members()
             .map(|id| format!("{id}=http://{}", self.http(id)))
             .collect::<Vec<_>>()
             .join(",")
@@ -131,7 +167,17 @@ fn layout(dir: &Path, nodes: u64, port_base: u16) -> anyhow::Result<Layout> {
             .as_u64()
             .and_then(|p| u16::try_from(p).ok())
             .ok_or_else(|| anyhow!("cluster.json: port_base"))?;
-        return Ok(Layout { nodes, port_base });
+        let initial = saved["initial"].as_u64().unwrap_or(nodes);
+        let removed = saved["removed"]
+            .as_array()
+            .map(|ids| ids.iter().filter_map(Value::as_u64).collect())
+            .unwrap_or_default();
+        return Ok(Layout {
+            nodes,
+            initial,
+            port_base,
+            removed,
+        });
     }
     if !(1..=99).contains(&nodes) {
         bail!("--nodes must be 1 to 99");
@@ -139,12 +185,14 @@ fn layout(dir: &Path, nodes: u64, port_base: u16) -> anyhow::Result<Layout> {
     if u32::from(port_base) + 100 + nodes as u32 > u32::from(u16::MAX) {
         bail!("--port-base too high for {nodes} nodes");
     }
-    std::fs::create_dir_all(dir)?;
-    std::fs::write(
-        &path,
-        serde_json::to_string_pretty(&json!({ "nodes": nodes, "port_base": port_base }))?,
-    )?;
-    Ok(Layout { nodes, port_base })
+    let layout = Layout {
+        nodes,
+        initial: nodes,
+        port_base,
+        removed: Vec::new(),
+    };
+    layout.save(dir)?;
+    Ok(layout)
 }
 
 fn node_dir(dir: &Path, id: u64) -> PathBuf {
@@ -175,7 +223,7 @@ fn up(nodes: u64, dir: &Path, port_base: u16, config: Option<&Path>) -> anyhow::
     let token = admin_token(Some(dir))?;
     let exe = std::env::current_exe().context("locating the exchange binary")?;
     let mut started = Vec::new();
-    for id in 1..=layout.nodes {
+    for id in layout.members().collect::<Vec<_>>() {
         let data = node_dir(dir, id);
         std::fs::create_dir_all(&data)?;
         let pid_file = exchange_server::server::pid_file(&data);
@@ -210,6 +258,9 @@ fn up(nodes: u64, dir: &Path, port_base: u16, config: Option<&Path>) -> anyhow::
         if let Some(config) = config {
             command.arg("--config").arg(config);
         }
+        if id > layout.initial {
+            command.arg("--join");
+        }
         #[cfg(unix)]
         {
             use std::os::unix::process::CommandExt;
@@ -242,17 +293,21 @@ fn up(nodes: u64, dir: &Path, port_base: u16, config: Option<&Path>) -> anyhow::
         println!("node {id}: http://{addr} (pid {pid})");
     }
     // Ready means serving reads; writes need a leader.
-    let any = format!("http://{}", layout.http(1));
+    let leader = wait_leader(&layout, &token)?;
+    println!("leader: node {leader}");
+    Ok(())
+}
+
+fn wait_leader(layout: &Layout, token: &str) -> anyhow::Result<u64> {
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
-        let leader = (1..=layout.nodes)
+        let leader = layout
+            .members()
             .map(|id| format!("http://{}", layout.http(id)))
-            .chain(std::iter::once(any.clone()))
-            .find_map(|url| status(&url, &token).ok())
+            .find_map(|url| status(&url, token).ok())
             .and_then(|s| s["leader"].as_u64());
         if let Some(leader) = leader {
-            println!("leader: node {leader}");
-            return Ok(());
+            return Ok(leader);
         }
         if Instant::now() > deadline {
             bail!("no leader elected after 30 s");
@@ -261,9 +316,111 @@ fn up(nodes: u64, dir: &Path, port_base: u16, config: Option<&Path>) -> anyhow::
     }
 }
 
+/// Sends a membership change to the leader, following `not_leader`.
+fn propose_change(layout: &Layout, token: &str, body: &Value) -> anyhow::Result<()> {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let leader = wait_leader(layout, token)?;
+        let (code, answer) = http_send(
+            layout.http(leader),
+            "POST",
+            "/admin/replication/voters",
+            Some(token),
+            &body.to_string(),
+        )?;
+        match code {
+            202 => return Ok(()),
+            503 if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(100)),
+            _ => bail!("{body}: HTTP {code}: {}", String::from_utf8_lossy(&answer)),
+        }
+    }
+}
+
+fn voters_of_leader(layout: &Layout, token: &str) -> Option<Vec<u64>> {
+    let leader = wait_leader(layout, token).ok()?;
+    let (_, body) = http_get(layout.http(leader), "/admin/replication", Some(token)).ok()?;
+    let status: Value = serde_json::from_slice(&body).ok()?;
+    Some(
+        status["voters"]
+            .as_array()?
+            .iter()
+            .filter_map(Value::as_u64)
+            .collect(),
+    )
+}
+
+fn wait_voters(layout: &Layout, token: &str, done: impl Fn(&[u64]) -> bool) -> anyhow::Result<()> {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while Instant::now() < deadline {
+        if voters_of_leader(layout, token).is_some_and(|v| done(&v)) {
+            return Ok(());
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    bail!("the membership change did not take effect within 60 s")
+}
+
+fn add(dir: &Path, config: Option<&Path>) -> anyhow::Result<()> {
+    let mut layout = layout(dir, 0, 0).context("no cluster.json: not a cluster directory")?;
+    let token = admin_token(Some(dir))?;
+    layout.nodes += 1;
+    let id = layout.nodes;
+    if u32::from(layout.port_base) + 100 + id as u32 > u32::from(u16::MAX) {
+        bail!("no port left for node {id}");
+    }
+    layout.save(dir)?;
+    // The new node starts empty and waits to be added.
+    up(layout.nodes, dir, layout.port_base, config)?;
+    propose_change(
+        &layout,
+        &token,
+        &json!({ "add": id, "raft_addr": layout.raft(id).to_string() }),
+    )?;
+    wait_voters(&layout, &token, |voters| voters.contains(&id))?;
+    // Caught up: it has applied what the leader had committed.
+    let leader = wait_leader(&layout, &token)?;
+    let commit = node_status(&format!("http://{}", layout.http(leader)), &token)?["commit_index"]
+        .as_u64()
+        .unwrap_or(0);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let applied = node_status(&format!("http://{}", layout.http(id)), &token)
+            .ok()
+            .and_then(|s| s["applied_index"].as_u64())
+            .unwrap_or(0);
+        if applied >= commit {
+            break;
+        }
+        if Instant::now() > deadline {
+            bail!("node {id} has not caught up after 60 s (applied {applied} of {commit})");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    println!("node {id} added: http://{}", layout.http(id));
+    Ok(())
+}
+
+fn remove(dir: &Path, id: u64) -> anyhow::Result<()> {
+    let mut layout = layout(dir, 0, 0).context("no cluster.json: not a cluster directory")?;
+    if !layout.members().any(|m| m == id) {
+        bail!("node {id} is not a member of this cluster");
+    }
+    let token = admin_token(Some(dir))?;
+    propose_change(&layout, &token, &json!({ "remove": id }))?;
+    wait_voters(&layout, &token, |voters| !voters.contains(&id))?;
+    layout.removed.push(id);
+    layout.save(dir)?;
+    if let Some(pid) = running(&exchange_server::server::pid_file(&node_dir(dir, id))) {
+        // SAFETY: sends SIGTERM to a process this tool started.
+        unsafe { libc::kill(pid as i32, libc::SIGTERM) };
+    }
+    println!("node {id} removed");
+    Ok(())
+}
+
 fn down(dir: &Path) -> anyhow::Result<()> {
     let layout = layout(dir, 0, 0).context("no cluster.json: not a cluster directory")?;
-    for id in 1..=layout.nodes {
+    for id in layout.members() {
         let pid_file = exchange_server::server::pid_file(&node_dir(dir, id));
         if let Some(pid) = running(&pid_file) {
             // SAFETY: sends SIGTERM to a process we started.
@@ -284,16 +441,34 @@ fn parse_addr(url: &str) -> anyhow::Result<SocketAddr> {
         .ok_or_else(|| anyhow!("{url}: no address"))
 }
 
-/// A minimal HTTP/1.1 GET (one connection, `Connection: close`).
 fn http_get(addr: SocketAddr, path: &str, token: Option<&str>) -> anyhow::Result<(u16, Vec<u8>)> {
+    http_send(addr, "GET", path, token, "")
+}
+
+/// A minimal HTTP/1.1 request (one connection, `Connection: close`).
+fn http_send(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    token: Option<&str>,
+    body: &str,
+) -> anyhow::Result<(u16, Vec<u8>)> {
     let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(2))?;
     stream.set_read_timeout(Some(Duration::from_secs(10)))?;
     let auth = token
         .map(|t| format!("Authorization: Bearer {t}\r\n"))
         .unwrap_or_default();
+    let content = if body.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "Content-Type: application/json\r\nContent-Length: {}\r\n",
+            body.len()
+        )
+    };
     write!(
         stream,
-        "GET {path} HTTP/1.1\r\nHost: {addr}\r\n{auth}Connection: close\r\n\r\n"
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\n{auth}{content}Connection: close\r\n\r\n{body}"
     )?;
     let mut raw = Vec::new();
     stream.read_to_end(&mut raw)?;

@@ -67,6 +67,10 @@ struct ServeArgs {
     /// followers: `1=http://HOST:PORT,2=...`.
     #[arg(long)]
     peer_urls: Option<String>,
+    /// Join a running cluster (the leader adds this node with
+    /// `POST /admin/replication/voters`) instead of founding one.
+    #[arg(long)]
+    join: bool,
 }
 
 fn serve(args: ServeArgs) -> anyhow::Result<()> {
@@ -89,6 +93,9 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
     }
     if let Some(peers) = &args.peers {
         config.cluster.peers = peers.split(',').map(str::to_string).collect();
+    }
+    if args.join {
+        config.cluster.join = true;
     }
     if let Some(urls) = &args.peer_urls {
         config.cluster.http = urls.split(',').map(str::to_string).collect();

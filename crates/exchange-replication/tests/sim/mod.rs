@@ -353,7 +353,7 @@ impl Cluster {
 
     pub fn change(&mut self, id: u64, change: Membership) -> bool {
         match self.nodes.get_mut(&id) {
-            Some(Some(live)) => live.replica.propose_membership(change).is_ok(),
+            Some(Some(live)) => live.replica.propose_membership(change, Vec::new()).is_ok(),
             _ => false,
         }
     }

@@ -108,6 +108,7 @@ pub fn router(app: AppState) -> Router {
         .route("/openapi.json", get(openapi::serve))
         .route("/admin/accounts", post(admin::create_account))
         .route("/admin/replication", get(cluster::replication))
+        .route("/admin/replication/voters", post(cluster::change_voters))
         .route("/admin/deposits", post(admin::deposit))
         .route("/admin/withdrawals", post(admin::withdraw))
         .route("/admin/instruments", post(admin::add_instrument))

@@ -93,6 +93,10 @@ fn paths() -> Value {
             "parameters": [{ "name": "state_hash", "in": "query", "required": false, "schema": { "type": "string", "enum": ["true"] },
                 "description": "also hash the state (serialises it whole)" }],
             "responses": responses(&[("200", ok("replication status", json!({ "type": "object" })))], &["400", "401", "503"]) } },
+        "/admin/replication/voters": { "post": { "summary": "Propose adding ({\"add\": ID, \"raft_addr\": \"IP:PORT\"}) or removing ({\"remove\": ID}) a voter", "security": admin(),
+            "requestBody": body(json!({ "type": "object", "properties": {
+                "add": { "type": "integer" }, "remove": { "type": "integer" }, "raft_addr": { "type": "string" } } })),
+            "responses": responses(&[("202", ok("proposed; effective once committed", json!({ "type": "object" })))], &["400", "401", "409", "413", "503"]) } },
         "/admin/deposits": { "post": { "summary": "Credit an account", "security": admin(),
             "requestBody": body(schema_ref("Transfer")),
             "responses": responses(&[("200", ok("balance after", schema_ref("AccountBalance")))], &["400", "401", "404", "413", "422", "503"]) } },
