@@ -12,18 +12,21 @@
 //! committed entries, in index order, each once per start; a snapshot is
 //! durable before the log below it is deleted.
 
+mod conf;
 mod error;
 mod node;
+mod snapshot_file;
 pub mod state_file;
 mod storage;
 pub mod transport;
+mod types;
 
+pub use conf::{decode_message, encode_message, is_snapshot};
 pub use error::{ProposeError, ReplicationError};
-pub use node::{
-    decode_message, encode_message, is_snapshot, Committed, CommittedKind, Membership,
-    ReadyOutcome, ReplicaConfig, ReplicaNode, ReplicaStatus, Role,
-};
+pub use node::{ReplicaConfig, ReplicaNode};
 pub use raft;
 pub use raft::eraftpb::ConfState;
 pub use raft::eraftpb::Message;
-pub use storage::{write_snapshot, DiskStorage, SnapshotData, StorageOptions, StorageRecovery};
+pub use snapshot_file::write_snapshot;
+pub use storage::{DiskStorage, SnapshotData, StorageOptions, StorageRecovery};
+pub use types::{Committed, CommittedKind, Membership, ReadyOutcome, ReplicaStatus, Role};

@@ -20,15 +20,13 @@
 
 use std::path::Path;
 
-use protobuf::Message as _;
-use raft::eraftpb::{
-    ConfChange, ConfChangeSingle, ConfChangeType, ConfChangeV2, ConfState, Entry, EntryType,
-    Message, MessageType,
-};
+use raft::eraftpb::{ConfChange, ConfChangeType, ConfState, Entry, EntryType, Message};
 use raft::{RawNode, SnapshotStatus, StateRole};
 
+use crate::conf::{apply_simple, membership_of, parse_conf_change};
 use crate::error::{ProposeError, ReplicationError};
 use crate::storage::{DiskStorage, SnapshotData, StorageOptions, StorageRecovery};
+use crate::types::{Committed, CommittedKind, Membership, ReadyOutcome, ReplicaStatus};
 
 /// A replica's settings.
 #[derive(Clone, Debug)]
@@ -62,91 +60,6 @@ impl ReplicaConfig {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Role {
-    Follower,
-    PreCandidate,
-    Candidate,
-    Leader,
-}
-
-impl Role {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Role::Follower => "follower",
-            Role::PreCandidate => "pre_candidate",
-            Role::Candidate => "candidate",
-            Role::Leader => "leader",
-        }
-    }
-}
-
-impl From<StateRole> for Role {
-    fn from(role: StateRole) -> Role {
-        match role {
-            StateRole::Follower => Role::Follower,
-            StateRole::PreCandidate => Role::PreCandidate,
-            StateRole::Candidate => Role::Candidate,
-            StateRole::Leader => Role::Leader,
-        }
-    }
-}
-
-/// A replica's view of itself and, when leader, of its peers.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ReplicaStatus {
-    pub id: u64,
-    pub role: Role,
-    pub term: u64,
-    pub leader: Option<u64>,
-    pub commit_index: u64,
-    pub applied_index: u64,
-    pub last_index: u64,
-    pub voters: Vec<u64>,
-    /// Leader only: each peer's highest replicated index.
-    pub matched: Vec<(u64, u64)>,
-}
-
-/// What a committed entry is to the state machine.
-#[derive(Clone, Debug, PartialEq)]
-pub enum CommittedKind {
-    /// A proposal's payload; empty for the entry a new leader appends.
-    Normal(Vec<u8>),
-    /// A membership change took effect: the configuration after it, the
-    /// change, and the context the proposer attached (the server puts the
-    /// new node's Raft address there, so every replica learns it).
-    ConfChange {
-        conf: ConfState,
-        change: Option<Membership>,
-        context: Vec<u8>,
-    },
-    /// A membership change Raft refused (identically on every replica).
-    ConfChangeRefused(String),
-}
-
-#[derive(Clone, Debug, PartialEq)]
-pub struct Committed {
-    pub index: u64,
-    pub term: u64,
-    pub kind: CommittedKind,
-}
-
-/// What one [`ReplicaNode::handle_ready`] gives the state machine, to be
-/// applied in this order.
-#[derive(Debug, Default)]
-pub struct ReadyOutcome {
-    /// Replace the state with this snapshot first.
-    pub snapshot: Option<SnapshotData>,
-    pub committed: Vec<Committed>,
-}
-
-/// Membership changes an operator can ask for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Membership {
-    AddVoter(u64),
-    RemoveVoter(u64),
-}
-
 pub struct ReplicaNode {
     raw: RawNode<DiskStorage>,
     rng: u64,
@@ -156,55 +69,6 @@ pub struct ReplicaNode {
 
 fn logger() -> slog::Logger {
     slog::Logger::root(slog::Discard, slog::o!())
-}
-
-/// Applies a simple membership change to a configuration, as Raft would:
-/// used on start for changes that are in the committed log but not yet in
-/// the saved configuration.
-fn apply_simple(conf: &mut ConfState, change: &ConfChangeV2) {
-    for single in change.get_changes() {
-        let id = single.node_id;
-        conf.voters.retain(|v| *v != id);
-        conf.learners.retain(|v| *v != id);
-        match single.get_change_type() {
-            ConfChangeType::AddNode => conf.voters.push(id),
-            ConfChangeType::AddLearnerNode => conf.learners.push(id),
-            ConfChangeType::RemoveNode => {}
-        }
-    }
-    conf.voters.sort_unstable();
-    conf.learners.sort_unstable();
-}
-
-/// The change a simple (single-step) membership change makes.
-fn membership_of(change: &ConfChangeV2) -> Option<Membership> {
-    match change.get_changes() {
-        [single] => match single.get_change_type() {
-            ConfChangeType::AddNode => Some(Membership::AddVoter(single.node_id)),
-            ConfChangeType::RemoveNode => Some(Membership::RemoveVoter(single.node_id)),
-            ConfChangeType::AddLearnerNode => None,
-        },
-        _ => None,
-    }
-}
-
-fn parse_conf_change(entry: &Entry) -> Result<ConfChangeV2, String> {
-    match entry.get_entry_type() {
-        EntryType::EntryConfChange => {
-            let change = ConfChange::parse_from_bytes(&entry.data).map_err(|e| e.to_string())?;
-            let mut single = ConfChangeSingle::default();
-            single.set_change_type(change.get_change_type());
-            single.node_id = change.node_id;
-            let mut v2 = ConfChangeV2::default();
-            v2.mut_changes().push(single);
-            v2.context = change.context;
-            Ok(v2)
-        }
-        EntryType::EntryConfChangeV2 => {
-            ConfChangeV2::parse_from_bytes(&entry.data).map_err(|e| e.to_string())
-        }
-        EntryType::EntryNormal => Err("not a configuration change".into()),
-    }
 }
 
 impl ReplicaNode {
@@ -602,19 +466,4 @@ impl ReplicaNode {
     pub fn flush(&mut self) -> Result<(), ReplicationError> {
         self.raw.mut_store().flush()
     }
-}
-
-/// Encodes a Raft message for the wire.
-pub fn encode_message(message: &Message) -> Vec<u8> {
-    message.write_to_bytes().unwrap_or_default()
-}
-
-/// Decodes a Raft message from the wire.
-pub fn decode_message(bytes: &[u8]) -> Result<Message, ReplicationError> {
-    Message::parse_from_bytes(bytes).map_err(|e| ReplicationError::Raft(raft::Error::CodecError(e)))
-}
-
-/// Whether a message carries a snapshot (its loss must be reported).
-pub fn is_snapshot(message: &Message) -> bool {
-    message.get_msg_type() == MessageType::MsgSnapshot
 }

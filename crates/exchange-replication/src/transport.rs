@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{bounded, unbounded, Receiver, Sender, TrySendError};
 use raft::eraftpb::Message;
 
-use crate::node::{decode_message, encode_message, is_snapshot};
+use crate::conf::{decode_message, encode_message, is_snapshot};
 
 /// Largest frame accepted (a snapshot travels in one message).
 pub const MAX_FRAME_BYTES: usize = 1 << 30;
