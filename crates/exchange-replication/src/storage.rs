@@ -84,7 +84,16 @@ pub struct DiskStorage {
     /// predates the receiver's membership): the state machine should take
     /// one now.
     snapshot_wanted: std::cell::Cell<bool>,
+    /// The newest entries, contiguous and ending at the last one: Raft
+    /// reads back what it just appended (to apply it, to send it to a
+    /// follower), and this spares those reads the disk.
+    recent: VecDeque<Entry>,
+    recent_bytes: usize,
 }
+
+/// Entries and bytes the recent-entry cache holds at most.
+const RECENT_ENTRIES: usize = 4_096;
+const RECENT_BYTES: usize = 32 << 20;
 
 pub(crate) fn entry_payload(entry: &Entry) -> Vec<u8> {
     let mut payload = Vec::with_capacity(1 + entry.data.len());
@@ -201,6 +210,8 @@ impl DiskStorage {
             state,
             snapshot: meta,
             snapshot_wanted: std::cell::Cell::new(false),
+            recent: VecDeque::new(),
+            recent_bytes: 0,
         };
         storage.scan_terms()?;
         let last = storage.last();
@@ -307,6 +318,11 @@ impl DiskStorage {
             self.journal.truncate_from(head.index)?;
             self.terms.truncate((head.index - self.first) as usize);
             self.conf_entries.split_off(&head.index);
+            while self.recent.back().is_some_and(|e| e.index >= head.index) {
+                if let Some(dropped) = self.recent.pop_back() {
+                    self.recent_bytes -= dropped.data.len();
+                }
+            }
         }
         let mut at = 0;
         while at < entries.len() {
@@ -334,6 +350,15 @@ impl DiskStorage {
         }
         if self.options.fsync {
             self.journal.sync()?;
+        }
+        for entry in entries {
+            self.recent_bytes += entry.data.len();
+            self.recent.push_back(entry.clone());
+        }
+        while self.recent.len() > RECENT_ENTRIES || self.recent_bytes > RECENT_BYTES {
+            if let Some(dropped) = self.recent.pop_front() {
+                self.recent_bytes -= dropped.data.len();
+            }
         }
         Ok(())
     }
@@ -390,6 +415,8 @@ impl DiskStorage {
         self.journal.reset(meta.index + 1)?;
         self.first = meta.index + 1;
         self.terms.clear();
+        self.recent.clear();
+        self.recent_bytes = 0;
         self.conf_entries.clear();
         self.term_before_first = meta.term;
         self.snapshot = meta;
@@ -527,6 +554,17 @@ impl raft::Storage for DiskStorage {
         }
         if high > self.last() + 1 {
             return Err(raft::Error::Store(StorageError::Unavailable));
+        }
+        if let Some(front) = self.recent.front() {
+            let (from, to) = (
+                low.saturating_sub(front.index) as usize,
+                high.saturating_sub(front.index) as usize,
+            );
+            if low >= front.index && to <= self.recent.len() {
+                let mut entries: Vec<Entry> = self.recent.range(from..to).cloned().collect();
+                raft::util::limit_size(&mut entries, max_size.into());
+                return Ok(entries);
+            }
         }
         let mut entries = self
             .journal
