@@ -162,8 +162,9 @@ fn a_node_joins_by_snapshot_and_a_founder_leaves() {
         .map(|d| d.count())
         .unwrap_or(0);
     assert!(installed > 0, "node 4 caught up without a snapshot");
-    let voters = status(base + 4).expect("node 4 status")["voters"].clone();
-    assert_eq!(voters, serde_json::json!([1, 2, 3, 4]));
+    wait_until("node 4 to see itself a voter", || {
+        status(base + 4).is_some_and(|s| s["voters"] == serde_json::json!([1, 2, 3, 4]))
+    });
 
     ok(
         &exchange(&["cluster", "remove", "--data-dir", &dir_arg, "--id", "1"]),

@@ -145,6 +145,12 @@ impl RaftLoop {
                     .record_fsync(started.elapsed().as_nanos() as u64);
                 self.metrics.batches.fetch_add(1, Ordering::Relaxed);
             }
+            let installed = outcome.snapshot.is_some();
+            if installed || !outcome.committed.is_empty() {
+                // Before the core answers anyone: a status read after an
+                // acknowledgement must not show an older commit index.
+                self.shared.publish(&self.node);
+            }
             if let Some(snapshot) = outcome.snapshot {
                 pending.retain(|index, _| *index > snapshot.index);
                 conf = Arc::new(self.node.conf_state().clone());
@@ -227,11 +233,7 @@ impl RaftLoop {
                     .core_queue_depth
                     .store(self.core.len() as u64, Ordering::Relaxed);
             }
-            if role_may_change
-                || proposed
-                || committed_any
-                || self.shared.is_leader() != self.node.is_leader()
-            {
+            if role_may_change || proposed || self.shared.is_leader() != self.node.is_leader() {
                 self.shared.publish(&self.node);
             }
         }
