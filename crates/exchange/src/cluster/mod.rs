@@ -295,8 +295,20 @@ fn up(nodes: u64, dir: &Path, port_base: u16, config: Option<&Path>) -> anyhow::
         }
         println!("node {id}: http://{addr} (pid {pid})");
     }
-    // Ready means serving reads; writes need a leader.
+    // Ready means serving reads; writes need a leader, which lists the
+    // configured instruments once it leads.
     let leader = wait_leader(&layout, &token)?;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < deadline {
+        let listed = http_get(layout.http(leader), "/v1/instruments", None)
+            .ok()
+            .and_then(|(_, body)| serde_json::from_slice::<Value>(&body).ok())
+            .is_some_and(|v| v["instruments"].as_array().is_some_and(|a| !a.is_empty()));
+        if listed {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
     println!("leader: node {leader}");
     Ok(())
 }
