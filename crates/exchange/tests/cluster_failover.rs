@@ -43,7 +43,10 @@ fn ports_free(base: u16) -> bool {
 
 impl Cluster {
     fn up(dir: &Path) -> Cluster {
-        let seed = std::process::id() as u64 ^ support::unix_now();
+        // Tests of one binary run in parallel: each picks its own ports.
+        static CALLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let call = CALLS.fetch_add(1, Ordering::SeqCst);
+        let seed = (std::process::id() as u64 ^ support::unix_now()).wrapping_add(call * 7_777);
         for attempt in 0..10u64 {
             let base = 20_000 + ((seed.wrapping_mul(7919) + attempt * 977) % 30_000) as u16;
             if !ports_free(base) {
@@ -350,4 +353,65 @@ fn killing_the_leader_under_load_loses_no_acknowledged_order() {
             );
         }
     }
+}
+
+/// SIGTERM to the leader: before it stops it hands leadership to a
+/// follower (no election timeout to wait out), and its last orders are on
+/// the new leader.
+#[test]
+fn a_leader_stopped_gracefully_hands_leadership_over() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let cluster = Cluster::up(&tmp.path().join("cluster"));
+    let mut port = None;
+    wait_until("a leader with the instruments listed", || {
+        port = leader_port(&cluster.ports);
+        port.is_some_and(|p| {
+            Client { port: p }
+                .try_request("GET", "/v1/instruments", &[], b"")
+                .is_ok_and(|r| r.text().contains("BTC-USD"))
+        })
+    });
+    let api = Client {
+        port: port.expect("leader"),
+    };
+    let account = api.funded_account();
+    let placed = api.place(
+        &account,
+        &support::limit("buy", "59000", "0.01", "before-stop"),
+    );
+    let old = cluster.status().expect("status")["leader"]
+        .as_u64()
+        .expect("leader id");
+    let pid = cluster.pid(old).expect("leader pid");
+    // SAFETY: SIGTERM to a process this test started.
+    unsafe { libc::kill(pid, libc::SIGTERM) };
+    let started = Instant::now();
+    wait_until("a new leader", || {
+        leader_port(&cluster.ports).is_some_and(|p| p != api.port)
+    });
+    eprintln!("new leader after {:?}", started.elapsed());
+    let log = cluster.dir.join(format!("node-{old}/log"));
+    wait_until("the old leader to exit", || {
+        std::fs::read_to_string(&log).is_ok_and(|l| l.contains("shutting down"))
+            && unsafe { libc::kill(pid, 0) } != 0
+            || std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+                s.rsplit_once(')')
+                    .is_some_and(|(_, r)| r.trim_start().starts_with('Z'))
+            })
+    });
+    let text = std::fs::read_to_string(&log).expect("old leader's log");
+    assert!(
+        text.contains("handing leadership over before stopping"),
+        "no hand-over in the log:\n{text}"
+    );
+    let new_api = Client {
+        port: leader_port(&cluster.ports).expect("new leader"),
+    };
+    let order = new_api.signed(
+        &account,
+        "GET",
+        &format!("/v1/orders/{}", placed["order_id"]),
+        "",
+    );
+    assert_eq!(order.status, 200, "{}", order.text());
 }

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crossbeam_channel::{select, Receiver, Sender};
 use exchange_replication::transport::{Feedback, Transport};
-use exchange_replication::{CommittedKind, Membership, Message, ReplicaNode};
+use exchange_replication::{CommittedKind, ConfState, Membership, Message, ReplicaNode};
 
 use super::{
     decode_batch, encode_batch, load_learned_peers, save_learned_peers, ClusterShared,
@@ -40,6 +40,15 @@ pub(crate) struct RaftLoop {
     pub last_ts: u64,
 }
 
+/// What the loop keeps between iterations.
+struct Progress {
+    /// This node's proposals by index, until they commit or are overtaken.
+    pending: BTreeMap<u64, Pending>,
+    /// The configuration after the last entry handed to the core.
+    conf: Arc<ConfState>,
+    snapshot_asked: Option<Instant>,
+}
+
 fn wall_clock_ns() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -58,11 +67,13 @@ impl RaftLoop {
             Some(transport) => transport.feedback().clone(),
             None => crossbeam_channel::never(),
         };
-        let mut pending: BTreeMap<u64, Pending> = BTreeMap::new();
-        let mut conf = Arc::new(self.node.conf_state().clone());
+        let mut progress = Progress {
+            pending: BTreeMap::new(),
+            conf: Arc::new(self.node.conf_state().clone()),
+            snapshot_asked: None,
+        };
         let mut batch: Vec<Submission> = Vec::with_capacity(MAX_BATCH);
         let mut next_tick = Instant::now() + self.tick;
-        let mut snapshot_asked: Option<Instant> = None;
         self.shared.publish(&self.node);
         loop {
             // Work Raft has ready (after an election, say) is done first.
@@ -75,6 +86,7 @@ impl RaftLoop {
                 recv(submit) -> submission => match submission {
                     Ok(submission) => batch.push(submission),
                     Err(_) => {
+                        self.hand_over(&mut progress, &inbox, &feedback);
                         if let Err(error) = self.node.flush() {
                             tracing::warn!(%error, "could not record the commit index at shutdown");
                         }
@@ -125,118 +137,177 @@ impl RaftLoop {
             }
             let proposed = !batch.is_empty();
             if proposed {
-                self.propose(&mut batch, &mut pending);
+                self.propose(&mut batch, &mut progress.pending);
             }
-            let started = Instant::now();
-            let transport = &self.transport;
-            let outcome = match self.node.handle_ready(&mut |message| {
-                if let Some(transport) = transport {
-                    transport.send(message);
-                }
-            }) {
-                Ok(outcome) => outcome,
-                Err(error) => {
-                    tracing::error!(%error, "raft storage failed; refusing further commands");
-                    return false;
-                }
-            };
-            if proposed {
-                self.metrics
-                    .record_fsync(started.elapsed().as_nanos() as u64);
-                self.metrics.batches.fetch_add(1, Ordering::Relaxed);
-            }
-            let installed = outcome.snapshot.is_some();
-            if installed || !outcome.committed.is_empty() {
-                // Before the core answers anyone: a status read after an
-                // acknowledgement must not show an older commit index.
-                self.shared.publish(&self.node);
-            }
-            if let Some(snapshot) = outcome.snapshot {
-                pending.retain(|index, _| *index > snapshot.index);
-                conf = Arc::new(self.node.conf_state().clone());
-                let meta = RaftMeta {
-                    index: snapshot.index,
-                    term: snapshot.term,
-                    conf: conf.clone(),
-                };
-                if self
-                    .core
-                    .send(CoreMsg::Install {
-                        meta,
-                        data: snapshot.data,
-                    })
-                    .is_err()
-                {
-                    return false;
-                }
-            }
-            if self.node.take_snapshot_request()
-                && snapshot_asked.is_none_or(|at| at.elapsed() >= Duration::from_secs(1))
-            {
-                // At most once a second: the core copies its whole state.
-                snapshot_asked = Some(Instant::now());
-                let _ = self.core.try_send(CoreMsg::SnapshotNow);
-            }
-            let committed_any = !outcome.committed.is_empty();
-            if committed_any {
-                let mut batches = Vec::with_capacity(outcome.committed.len());
-                for committed in outcome.committed {
-                    let items = match committed.kind {
-                        CommittedKind::Normal(data) => {
-                            let mine = pending
-                                .remove(&committed.index)
-                                .filter(|p| p.term == committed.term);
-                            match mine {
-                                Some(p) => p.entries.into_iter().zip(p.replies).collect(),
-                                None if data.is_empty() => Vec::new(),
-                                None => match decode_batch(&data) {
-                                    Ok(entries) => entries.into_iter().map(|e| (e, None)).collect(),
-                                    Err(error) => {
-                                        tracing::error!(index = committed.index, %error, "a committed log entry does not decode; stopping");
-                                        return false;
-                                    }
-                                },
-                            }
-                        }
-                        CommittedKind::ConfChange {
-                            conf: new_conf,
-                            change,
-                            context,
-                        } => {
-                            conf = Arc::new(new_conf);
-                            if let Some(Membership::AddVoter(id)) = change {
-                                self.learn_peer(id, &context);
-                            }
-                            Vec::new()
-                        }
-                        CommittedKind::ConfChangeRefused(_) => Vec::new(),
-                    };
-                    // Anything proposed below an index that committed
-                    // without it is lost.
-                    pending = pending.split_off(&(committed.index + 1));
-                    if let Some(last) = items.iter().map(|(e, _): &(LogEntry, _)| e.ts()).max() {
-                        self.last_ts = self.last_ts.max(last);
-                    }
-                    batches.push(CommittedBatch {
-                        meta: RaftMeta {
-                            index: committed.index,
-                            term: committed.term,
-                            conf: conf.clone(),
-                        },
-                        items,
-                    });
-                }
-                if self.core.send(CoreMsg::Entries(batches)).is_err() {
-                    return false;
-                }
-                self.metrics
-                    .core_queue_depth
-                    .store(self.core.len() as u64, Ordering::Relaxed);
+            if !self.ready(&mut progress, proposed) {
+                return false;
             }
             if role_may_change || proposed || self.shared.is_leader() != self.node.is_leader() {
                 self.shared.publish(&self.node);
             }
         }
+    }
+
+    /// Runs one `handle_ready` and hands its outcome on; false on a
+    /// failure that stops the node.
+    fn ready(&mut self, progress: &mut Progress, proposed: bool) -> bool {
+        let Progress {
+            pending,
+            conf,
+            snapshot_asked,
+        } = progress;
+        let started = Instant::now();
+        let transport = &self.transport;
+        let outcome = match self.node.handle_ready(&mut |message| {
+            if let Some(transport) = transport {
+                transport.send(message);
+            }
+        }) {
+            Ok(outcome) => outcome,
+            Err(error) => {
+                tracing::error!(%error, "raft storage failed; refusing further commands");
+                return false;
+            }
+        };
+        if proposed {
+            self.metrics
+                .record_fsync(started.elapsed().as_nanos() as u64);
+            self.metrics.batches.fetch_add(1, Ordering::Relaxed);
+        }
+        let installed = outcome.snapshot.is_some();
+        if installed || !outcome.committed.is_empty() {
+            // Before the core answers anyone: a status read after an
+            // acknowledgement must not show an older commit index.
+            self.shared.publish(&self.node);
+        }
+        if let Some(snapshot) = outcome.snapshot {
+            pending.retain(|index, _| *index > snapshot.index);
+            *conf = Arc::new(self.node.conf_state().clone());
+            let meta = RaftMeta {
+                index: snapshot.index,
+                term: snapshot.term,
+                conf: conf.clone(),
+            };
+            if self
+                .core
+                .send(CoreMsg::Install {
+                    meta,
+                    data: snapshot.data,
+                })
+                .is_err()
+            {
+                return false;
+            }
+        }
+        if self.node.take_snapshot_request()
+            && snapshot_asked.is_none_or(|at| at.elapsed() >= Duration::from_secs(1))
+        {
+            // At most once a second: the core copies its whole state.
+            *snapshot_asked = Some(Instant::now());
+            let _ = self.core.try_send(CoreMsg::SnapshotNow);
+        }
+        let committed_any = !outcome.committed.is_empty();
+        if committed_any {
+            let mut batches = Vec::with_capacity(outcome.committed.len());
+            for committed in outcome.committed {
+                let items = match committed.kind {
+                    CommittedKind::Normal(data) => {
+                        let mine = pending
+                            .remove(&committed.index)
+                            .filter(|p| p.term == committed.term);
+                        match mine {
+                            Some(p) => p.entries.into_iter().zip(p.replies).collect(),
+                            None if data.is_empty() => Vec::new(),
+                            None => match decode_batch(&data) {
+                                Ok(entries) => entries.into_iter().map(|e| (e, None)).collect(),
+                                Err(error) => {
+                                    tracing::error!(index = committed.index, %error, "a committed log entry does not decode; stopping");
+                                    return false;
+                                }
+                            },
+                        }
+                    }
+                    CommittedKind::ConfChange {
+                        conf: new_conf,
+                        change,
+                        context,
+                    } => {
+                        *conf = Arc::new(new_conf);
+                        if let Some(Membership::AddVoter(id)) = change {
+                            self.learn_peer(id, &context);
+                        }
+                        Vec::new()
+                    }
+                    CommittedKind::ConfChangeRefused(_) => Vec::new(),
+                };
+                // Anything proposed below an index that committed
+                // without it is lost.
+                *pending = pending.split_off(&(committed.index + 1));
+                if let Some(last) = items.iter().map(|(e, _): &(LogEntry, _)| e.ts()).max() {
+                    self.last_ts = self.last_ts.max(last);
+                }
+                batches.push(CommittedBatch {
+                    meta: RaftMeta {
+                        index: committed.index,
+                        term: committed.term,
+                        conf: conf.clone(),
+                    },
+                    items,
+                });
+            }
+            if self.core.send(CoreMsg::Entries(batches)).is_err() {
+                return false;
+            }
+            self.metrics
+                .core_queue_depth
+                .store(self.core.len() as u64, Ordering::Relaxed);
+        }
+        true
+    }
+
+    /// On a clean stop, a leader hands leadership to its most up-to-date
+    /// follower first, so the cluster does not wait an election timeout.
+    fn hand_over(
+        &mut self,
+        progress: &mut Progress,
+        inbox: &Receiver<Message>,
+        feedback: &Receiver<Feedback>,
+    ) {
+        if !self.node.is_leader() || self.transport.is_none() {
+            return;
+        }
+        let status = self.node.status();
+        let Some(&(target, _)) = status
+            .matched
+            .iter()
+            .filter(|(id, _)| *id != status.id && status.voters.contains(id))
+            .max_by_key(|(_, matched)| *matched)
+        else {
+            return;
+        };
+        tracing::info!(target, "handing leadership over before stopping");
+        self.node.transfer_leader(target);
+        let deadline = Instant::now() + Duration::from_secs(2);
+        let mut next_tick = Instant::now() + self.tick;
+        while self.node.is_leader() && Instant::now() < deadline {
+            if !self.ready(progress, false) {
+                return;
+            }
+            if let Ok(message) =
+                inbox.recv_timeout(next_tick.saturating_duration_since(Instant::now()))
+            {
+                let _ = self.node.step(message);
+            }
+            while let Ok(report) = feedback.try_recv() {
+                self.feedback(report);
+            }
+            if Instant::now() >= next_tick {
+                self.node.tick();
+                next_tick = Instant::now() + self.tick;
+            }
+        }
+        // The vote for the new leader, and anything else owed, goes out.
+        let _ = self.ready(progress, false);
     }
 
     fn control(&mut self, request: RaftControl) {

@@ -280,6 +280,17 @@ fn up(nodes: u64, dir: &Path, port_base: u16, config: Option<&Path>) -> anyhow::
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
             if matches!(http_get(addr, "/ready", None), Ok((200, _))) {
+                // Ready, and really this node: not another process that
+                // holds the port while this one failed to bind it.
+                let me = node_status(&format!("http://{addr}"), &token)
+                    .ok()
+                    .and_then(|s| s["id"].as_u64());
+                if me != Some(id) {
+                    bail!(
+                        "{addr} answers as node {me:?}, not node {id}: the port is taken; see {}",
+                        node_dir(dir, id).join("log").display()
+                    );
+                }
                 break;
             }
             if running(&exchange_server::server::pid_file(&node_dir(dir, id))).is_none() {
