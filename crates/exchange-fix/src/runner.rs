@@ -177,7 +177,8 @@ impl Runner {
                     tracing::debug!(session = %self.name, index, open = self.app.cache.open_orders(), "FIX session seeded");
                     return;
                 }
-                Err(SubmitError::Overloaded) => {
+                // Queries run on any node; `NotLeader` cannot come back.
+                Err(SubmitError::Overloaded | SubmitError::NotLeader { .. }) => {
                     tokio::time::sleep(Duration::from_millis(10 * (attempt + 1))).await
                 }
                 Err(SubmitError::Stopped) => return,

@@ -77,6 +77,8 @@ pub struct Config {
     pub fix: FixConfig,
     /// The reporting store (docs/reporting.md).
     pub reporting: ReportingConfig,
+    /// Raft replication (docs/replication.md); absent: a single node.
+    pub cluster: ClusterConfig,
 }
 
 /// The `[reporting]` section.
@@ -104,6 +106,76 @@ impl Default for ReportingConfig {
             linger_ms: 5,
             read_wait_ms: 5_000,
         }
+    }
+}
+
+/// The `[cluster]` section.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ClusterConfig {
+    /// This node's id (1, 2, ...).
+    pub node_id: u64,
+    /// `"ID=HOST:PORT"` Raft addresses of every voter of a new cluster,
+    /// this node included (its own is where it listens). Empty: a single
+    /// node.
+    pub peers: Vec<String>,
+    /// `"ID=http://HOST:PORT"` HTTP addresses of the nodes, named in the
+    /// `not_leader` answer a follower gives to writes.
+    pub http: Vec<String>,
+    /// Raft clock tick, in milliseconds.
+    pub tick_ms: u64,
+    /// Ticks without hearing from a leader before an election (randomised
+    /// up to twice this).
+    pub election_ticks: usize,
+    /// Ticks between a leader's heartbeats.
+    pub heartbeat_ticks: usize,
+    /// Join a running cluster instead of founding one: start with no
+    /// voters and wait for the leader to add this node.
+    pub join: bool,
+}
+
+impl Default for ClusterConfig {
+    fn default() -> Self {
+        ClusterConfig {
+            node_id: 1,
+            peers: Vec::new(),
+            http: Vec::new(),
+            tick_ms: 50,
+            election_ticks: 8,
+            heartbeat_ticks: 2,
+            join: false,
+        }
+    }
+}
+
+impl ClusterConfig {
+    pub fn settings(
+        &self,
+    ) -> Result<crate::replication::ClusterSettings, crate::replication::ClusterError> {
+        let settings = crate::replication::ClusterSettings {
+            node_id: self.node_id,
+            peers: crate::replication::parse_peers(&self.peers)?,
+            tick: std::time::Duration::from_millis(self.tick_ms),
+            election_ticks: self.election_ticks,
+            heartbeat_ticks: self.heartbeat_ticks,
+            join: self.join,
+        };
+        settings.validate()?;
+        Ok(settings)
+    }
+
+    /// The configured HTTP address of each node.
+    pub fn http_urls(
+        &self,
+    ) -> Result<std::collections::BTreeMap<u64, String>, crate::replication::ClusterError> {
+        let mut urls = std::collections::BTreeMap::new();
+        for item in &self.http {
+            let bad = || crate::replication::ClusterError::BadPeer(item.clone());
+            let (id, url) = item.split_once('=').ok_or_else(bad)?;
+            let id: u64 = id.trim().parse().map_err(|_| bad())?;
+            urls.insert(id, url.trim().trim_end_matches('/').to_string());
+        }
+        Ok(urls)
     }
 }
 
@@ -240,6 +312,7 @@ impl Default for Config {
             marketdata: MarketDataConfig::default(),
             fix: FixConfig::default(),
             reporting: ReportingConfig::default(),
+            cluster: ClusterConfig::default(),
         }
     }
 }
@@ -282,6 +355,39 @@ mod tests {
         assert_eq!(parsed.reporting.url.as_deref(), Some("postgres://u@h/db"));
         assert_eq!(parsed.reporting.max_batch, 4_096);
         assert!(toml::from_str::<Config>("[reporting]\nurll = \"x\"\n").is_err());
+    }
+
+    #[test]
+    fn cluster_section_parses_and_is_checked() {
+        let text = "[cluster]\nnode_id = 2\npeers = [\"1=127.0.0.1:7001\", \"2=127.0.0.1:7002\", \"3=127.0.0.1:7003\"]\ntick_ms = 20\n";
+        let parsed: Config = toml::from_str(text).unwrap();
+        let settings = parsed.cluster.settings().unwrap();
+        assert_eq!(settings.node_id, 2);
+        assert_eq!(settings.voters(), vec![1, 2, 3]);
+        assert_eq!(settings.others().len(), 2);
+        assert_eq!(settings.tick, std::time::Duration::from_millis(20));
+        let mut missing = parsed.cluster.clone();
+        missing.node_id = 4;
+        assert_eq!(
+            missing.settings(),
+            Err(crate::replication::ClusterError::SelfMissing(4))
+        );
+        let mut bad = parsed.cluster.clone();
+        bad.peers.push("x=1".into());
+        assert!(matches!(
+            bad.settings(),
+            Err(crate::replication::ClusterError::BadPeer(_))
+        ));
+        let mut slow = parsed.cluster;
+        slow.heartbeat_ticks = slow.election_ticks;
+        assert!(matches!(
+            slow.settings(),
+            Err(crate::replication::ClusterError::Timings { .. })
+        ));
+        assert_eq!(
+            Config::default().cluster.settings().unwrap().voters(),
+            vec![1]
+        );
     }
 
     #[test]

@@ -19,14 +19,15 @@ pub struct Metrics {
     pub submit_queue_depth: AtomicU64,
     pub core_queue_depth: AtomicU64,
     pub applied_index: AtomicU64,
-    /// Last log index durable in the journal (the commit index of a
-    /// single node).
-    pub durable_index: AtomicU64,
     pub snapshots: AtomicU64,
     /// Oldest log index a reader behind the core (the reporting service)
     /// still needs replayable: snapshots and journal segments it needs are
     /// kept. `u64::MAX` when there is no such reader.
     pub retain_from: AtomicU64,
+    /// The same floor as a Raft index: the newest snapshot at or below it,
+    /// and the log after it, are kept. 0 while the reader has not told it
+    /// yet (everything is kept); `u64::MAX` when there is no such reader.
+    pub retain_from_raft: AtomicU64,
     fsync_ns: Mutex<Histogram<u64>>,
     /// The last minute, second by second, for `/admin/status`.
     pub window: RecentWindow,
@@ -43,9 +44,9 @@ impl Default for Metrics {
             submit_queue_depth: AtomicU64::new(0),
             core_queue_depth: AtomicU64::new(0),
             applied_index: AtomicU64::new(0),
-            durable_index: AtomicU64::new(0),
             snapshots: AtomicU64::new(0),
             retain_from: AtomicU64::new(u64::MAX),
+            retain_from_raft: AtomicU64::new(u64::MAX),
             fsync_ns: Mutex::new(
                 Histogram::new_with_bounds(1_000, 60_000_000_000, 3).expect("static bounds"),
             ),

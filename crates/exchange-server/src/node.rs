@@ -1,41 +1,62 @@
-//! Starting a node: recover the state from the newest snapshot and the
-//! journal behind it, then start the pipeline.
+//! Starting a node: open the Raft replica on the data directory, rebuild
+//! the state from its newest snapshot and the committed log after it, then
+//! start the pipeline.
+//!
+//! Layout: `DATA_DIR/journal/` holds the Raft log (exchange-journal
+//! segments) and `raft-state` (term, vote, commit, configuration);
+//! `DATA_DIR/snapshots/` the snapshots. Only committed entries are
+//! replayed; a single voter's whole durable log is committed.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use exchange_journal::{snapshots, Journal, JournalError, DEFAULT_SEGMENT_BYTES};
+use exchange_replication::transport::Transport;
+use exchange_replication::{CommittedKind, ReplicaNode, ReplicationError};
 use thiserror::Error;
 
-use crate::entry::{EntryError, LogEntry};
 use crate::metrics::Metrics;
-use crate::sequencer::{Pipeline, PipelineConfig};
+use crate::replication::{
+    decode_batch, load_learned_peers, BatchError, ClusterError, ClusterSettings,
+};
+use crate::sequencer::{Pipeline, PipelineConfig, ReplicaParts};
 use crate::state::{ServerState, StateSnapshotError};
 
 #[derive(Debug, Error)]
 pub enum RecoveryError {
     #[error(transparent)]
-    Journal(#[from] JournalError),
+    Replication(#[from] ReplicationError),
     #[error("snapshot {path}: {source}")]
     Snapshot {
         path: PathBuf,
         source: StateSnapshotError,
     },
     #[error("log entry {index}: {source}")]
-    Entry { index: u64, source: EntryError },
-    #[error("the journal starts at {journal_first} but the snapshot ends at {snapshot}: entries are missing")]
-    Gap { snapshot: u64, journal_first: u64 },
+    Entry { index: u64, source: BatchError },
+    #[error("committed log entries after {after} are missing")]
+    Gap { after: u64 },
+    #[error("cluster: {0}")]
+    Cluster(#[from] ClusterError),
+    #[error("raft transport on {addr}: {source}")]
+    Transport {
+        addr: std::net::SocketAddr,
+        source: std::io::Error,
+    },
 }
 
 /// What recovery found, for the operator.
 #[derive(Clone, Debug, Default)]
 pub struct RecoveryReport {
+    /// Raft index of the snapshot loaded.
     pub snapshot_index: Option<u64>,
     pub invalid_snapshots: Vec<PathBuf>,
+    /// Commands replayed from the log.
     pub replayed: u64,
     pub truncated_bytes: u64,
     pub truncated_reason: Option<String>,
+    /// Commands applied in all.
     pub applied_index: u64,
+    /// Raft index applied.
+    pub raft_index: u64,
     pub state_hash: String,
 }
 
@@ -47,70 +68,121 @@ pub fn snapshot_dir(data_dir: &Path) -> PathBuf {
     data_dir.join("snapshots")
 }
 
-/// Rebuilds the state from `data_dir` and leaves the journal open after it.
-pub fn recover(data_dir: &Path) -> Result<(ServerState, Journal, RecoveryReport), RecoveryError> {
+/// Raft addresses of voters added after start-up (see
+/// [`crate::replication::load_learned_peers`]).
+pub fn learned_peers_file(data_dir: &Path) -> PathBuf {
+    data_dir.join("raft-peers")
+}
+
+/// Opens the replica in `data_dir` and rebuilds the state it has committed.
+pub fn recover(
+    data_dir: &Path,
+    cluster: &ClusterSettings,
+) -> Result<(ServerState, ReplicaNode, RecoveryReport), RecoveryError> {
+    cluster.validate()?;
     let mut report = RecoveryReport::default();
-    let (snapshot, invalid) = snapshots::load_latest(&snapshot_dir(data_dir))?;
-    report.invalid_snapshots = invalid;
+    let (replica, snapshot, found) = ReplicaNode::open(
+        &journal_dir(data_dir),
+        &snapshot_dir(data_dir),
+        &cluster.replica_config(),
+    )?;
+    report.invalid_snapshots = found.invalid_snapshots;
+    report.truncated_bytes = found.journal.truncated_bytes;
+    report.truncated_reason = found.journal.truncated_reason;
     let mut state = match snapshot {
         Some(snapshot) => {
             report.snapshot_index = Some(snapshot.index);
-            let path = snapshot_dir(data_dir);
-            ServerState::restore(&snapshot.state)
-                .map_err(|source| RecoveryError::Snapshot { path, source })?
-        }
-        None => ServerState::new(),
-    };
-    let (mut journal, recovery) = Journal::open(&journal_dir(data_dir), 1, DEFAULT_SEGMENT_BYTES)?;
-    report.truncated_bytes = recovery.truncated_bytes;
-    report.truncated_reason = recovery.truncated_reason;
-    if journal.next_index() <= state.applied_index {
-        // The journal ends inside what the snapshot already covers (its
-        // damaged tail was durable and is in the snapshot): continue the
-        // log right after the snapshot so indices stay dense.
-        journal.reset(state.applied_index + 1)?;
-    }
-    let mut next = state.applied_index + 1;
-    if journal.first_index() > next && journal.next_index() > journal.first_index() {
-        return Err(RecoveryError::Gap {
-            snapshot: state.applied_index,
-            journal_first: journal.first_index(),
-        });
-    }
-    while next < journal.next_index() {
-        let entries = journal.read(next, 10_000)?;
-        if entries.is_empty() {
-            break;
-        }
-        for entry in entries {
-            let decoded =
-                LogEntry::decode(&entry.payload).map_err(|source| RecoveryError::Entry {
-                    index: entry.index,
+            let mut state = if snapshot.data.is_empty() {
+                ServerState::new()
+            } else {
+                ServerState::restore(&snapshot.data).map_err(|source| RecoveryError::Snapshot {
+                    path: snapshot_dir(data_dir),
                     source,
-                })?;
-            state.apply(entry.index, &decoded);
+                })?
+            };
+            state.raft_index = snapshot.index;
+            state
+        }
+        None => {
+            // The genesis: the empty state as of the replica's first index.
+            let mut state = ServerState::new();
+            state.raft_index = replica.snapshot_index().0;
+            state
+        }
+    };
+    let mut next = state.raft_index + 1;
+    while next <= replica.applied() {
+        let committed = replica.read_committed(next, 1_024)?;
+        if committed.is_empty() {
+            return Err(RecoveryError::Gap { after: next - 1 });
+        }
+        for entry in committed {
+            if let CommittedKind::Normal(data) = &entry.kind {
+                if !data.is_empty() {
+                    let commands = decode_batch(data).map_err(|source| RecoveryError::Entry {
+                        index: entry.index,
+                        source,
+                    })?;
+                    for command in commands {
+                        state.apply(state.applied_index + 1, &command);
+                        report.replayed += 1;
+                    }
+                }
+            }
+            state.raft_index = entry.index;
             next = entry.index + 1;
-            report.replayed += 1;
         }
     }
     report.applied_index = state.applied_index;
+    report.raft_index = state.raft_index;
     report.state_hash = state.state_hash();
-    Ok((state, journal, report))
+    Ok((state, replica, report))
 }
 
-/// Recovers and starts the pipeline.
+/// Recovers and starts a single node (a cluster of one voter).
 pub fn start(
     data_dir: &Path,
-    mut config: PipelineConfig,
+    config: PipelineConfig,
 ) -> Result<(Pipeline, RecoveryReport), RecoveryError> {
-    let (state, journal, report) = recover(data_dir)?;
+    start_cluster(data_dir, config, &ClusterSettings::default())
+}
+
+/// Recovers and starts a replica of the cluster `cluster` describes.
+pub fn start_cluster(
+    data_dir: &Path,
+    mut config: PipelineConfig,
+    cluster: &ClusterSettings,
+) -> Result<(Pipeline, RecoveryReport), RecoveryError> {
+    let (state, mut replica, report) = recover(data_dir, cluster)?;
+    if replica.status().voters == [cluster.node_id] {
+        // Alone, there is nobody to wait for: lead at once.
+        replica.campaign()?;
+    }
+    let (inbox_tx, inbox) = crossbeam_channel::bounded(65_536);
+    let mut others = cluster.others();
+    for (id, addr) in load_learned_peers(&learned_peers_file(data_dir)) {
+        if id != cluster.node_id {
+            others.entry(id).or_insert(addr);
+        }
+    }
+    let transport = match cluster.peers.get(&cluster.node_id) {
+        Some(&addr) if cluster.peers.len() > 1 || cluster.join => Some(
+            Transport::start(addr, &others, inbox_tx)
+                .map_err(|source| RecoveryError::Transport { addr, source })?,
+        ),
+        _ => None,
+    };
     config.snapshot_dir = snapshot_dir(data_dir);
     let metrics = Arc::new(Metrics::default());
     metrics
         .applied_index
         .store(state.applied_index, std::sync::atomic::Ordering::Relaxed);
-    metrics
-        .durable_index
-        .store(state.applied_index, std::sync::atomic::Ordering::Relaxed);
-    Ok((Pipeline::start(state, journal, config, metrics), report))
+    let parts = ReplicaParts {
+        node: replica,
+        transport,
+        inbox,
+        tick: cluster.tick,
+        learned_peers: learned_peers_file(data_dir),
+    };
+    Ok((Pipeline::start(state, parts, config, metrics), report))
 }

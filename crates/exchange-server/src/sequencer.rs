@@ -1,30 +1,35 @@
-//! The path every command takes: gateway → journal thread → core thread.
+//! The path every command takes: gateway → Raft thread → core thread.
 //!
-//! The journal thread takes whatever commands have queued, stamps them with
-//! the time, appends them to the log with one write and makes them durable
-//! with one fsync (group commit: the batch is everything that arrived while
-//! the previous fsync ran). Only then does it hand the batch to the core
-//! thread, which applies each entry to the state, answers the waiting
-//! gateway and publishes the events. The two threads overlap: the core
-//! applies batch N while the journal syncs batch N+1.
+//! The Raft thread ([`crate::replication`]) takes whatever commands have
+//! queued, stamps them with the time, proposes them as one Raft entry,
+//! makes it durable with one fsync (group commit: the batch is everything
+//! that arrived while the previous one was written) and replicates it.
+//! Only entries Raft reports committed reach the core thread, which applies
+//! each command to the state, answers the waiting gateway and publishes the
+//! events. The threads overlap: the core applies batch N while Raft syncs
+//! and replicates batch N+1.
 //!
 //! Every queue is bounded. A gateway that finds the submit queue full gets
-//! `Overloaded` at once instead of waiting.
+//! `Overloaded` at once instead of waiting; on a node that is not the
+//! leader it gets `NotLeader`.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::Instant;
 
-use crossbeam_channel::{bounded, Receiver, Sender, TryRecvError, TrySendError};
-use exchange_journal::snapshots::{self, Snapshot};
-use exchange_journal::Journal;
+use crossbeam_channel::{bounded, unbounded, Receiver, Sender, TrySendError};
+use exchange_replication::transport::Transport;
+use exchange_replication::{Message, ReplicaNode};
 use exchange_types::EventKind;
 use thiserror::Error;
 use tokio::sync::{broadcast, oneshot};
 
 use crate::entry::LogEntry;
 use crate::metrics::Metrics;
+use crate::replication::{
+    ClusterShared, MembershipError, RaftControl, RaftLoop, RaftMeta, ReplicationStatus,
+};
 use crate::state::{Applied, ServerState, StateCopy};
 
 /// Commands taken into one group commit at most.
@@ -36,11 +41,24 @@ pub enum SubmitError {
     Overloaded,
     #[error("the exchange is shutting down or its journal failed")]
     Stopped,
+    #[error("this node is not the leader; send writes to the leader ({})", describe_leader(*leader, leader_url.as_deref()))]
+    NotLeader {
+        leader: Option<u64>,
+        leader_url: Option<String>,
+    },
+}
+
+fn describe_leader(leader: Option<u64>, url: Option<&str>) -> String {
+    match (leader, url) {
+        (Some(id), Some(url)) => format!("node {id} at {url}"),
+        (Some(id), None) => format!("node {id}"),
+        _ => "unknown: an election is under way; retry shortly".into(),
+    }
 }
 
 /// Where an entry's outcome goes, and since when its sender has waited
 /// (the acknowledgement latency the status page reports).
-struct Reply {
+pub(crate) struct Reply {
     tx: oneshot::Sender<Arc<Applied>>,
     since: Instant,
 }
@@ -55,13 +73,28 @@ impl Reply {
 }
 type Query = Box<dyn FnOnce(&ServerState) + Send>;
 
-struct Submission {
-    entry: LogEntry,
-    reply: Option<Reply>,
+pub(crate) struct Submission {
+    pub entry: LogEntry,
+    pub reply: Option<Reply>,
 }
 
-enum CoreMsg {
-    Batch(Vec<(u64, LogEntry, Option<Reply>)>),
+/// One committed Raft entry's commands, with the replies of those this
+/// node proposed.
+pub(crate) struct CommittedBatch {
+    pub meta: RaftMeta,
+    pub items: Vec<(LogEntry, Option<Reply>)>,
+}
+
+pub(crate) enum CoreMsg {
+    Entries(Vec<CommittedBatch>),
+    /// Replace the state with a snapshot from the leader (empty data: the
+    /// empty state).
+    Install {
+        meta: RaftMeta,
+        data: Vec<u8>,
+    },
+    /// A follower needs a snapshot newer than the newest on disk.
+    SnapshotNow,
     Query(Query),
 }
 
@@ -76,6 +109,15 @@ pub struct PipelineConfig {
     pub snapshot_dir: std::path::PathBuf,
 }
 
+/// What the Raft thread is started with.
+pub(crate) struct ReplicaParts {
+    pub node: ReplicaNode,
+    pub transport: Option<Transport>,
+    pub inbox: Receiver<Message>,
+    pub tick: std::time::Duration,
+    pub learned_peers: std::path::PathBuf,
+}
+
 /// A cloneable way in to a running node.
 #[derive(Clone)]
 pub struct Handle {
@@ -84,6 +126,8 @@ pub struct Handle {
     events: broadcast::Sender<Arc<Applied>>,
     pub metrics: Arc<Metrics>,
     failed: Arc<AtomicBool>,
+    cluster: Arc<ClusterShared>,
+    control: Sender<RaftControl>,
 }
 
 /// Marks the pipeline failed if its thread unwinds or returns early, so
@@ -139,7 +183,55 @@ impl Handle {
         self.enqueue(Submission { entry, reply: None })
     }
 
+    /// This node's replication state (role, term, leader, commit and
+    /// applied indices).
+    pub fn replication_status(&self) -> ReplicationStatus {
+        self.cluster.status()
+    }
+
+    /// The nodes' HTTP addresses, named to clients that write to a
+    /// follower.
+    pub fn set_leader_urls(&self, urls: std::collections::BTreeMap<u64, String>) {
+        self.cluster.set_urls(urls);
+    }
+
+    /// Proposes adding or removing a voter (on the leader). Returns once
+    /// the change is proposed; it takes effect when it commits (watch
+    /// [`Handle::replication_status`]).
+    pub async fn change_membership(
+        &self,
+        change: exchange_replication::Membership,
+        raft_addr: Option<std::net::SocketAddr>,
+    ) -> Result<(), MembershipError> {
+        let (reply, answer) = oneshot::channel();
+        self.control
+            .try_send(RaftControl::Membership {
+                change,
+                raft_addr,
+                reply,
+            })
+            .map_err(|_| MembershipError::Stopped)?;
+        answer.await.map_err(|_| MembershipError::Stopped)?
+    }
+
+    /// The nodes' HTTP addresses as configured.
+    pub fn leader_urls(&self) -> std::collections::BTreeMap<u64, String> {
+        self.cluster.urls()
+    }
+
+    /// Whether this node currently leads (and so takes writes).
+    pub fn is_leader(&self) -> bool {
+        self.cluster.is_leader()
+    }
+
     fn enqueue(&self, submission: Submission) -> Result<(), SubmitError> {
+        if !self.cluster.is_leader() {
+            let leader = self.cluster.leader_id();
+            return Err(SubmitError::NotLeader {
+                leader,
+                leader_url: leader.and_then(|id| self.cluster.leader_url(id)),
+            });
+        }
         match self.submit.try_send(submission) {
             Ok(()) => Ok(()),
             Err(TrySendError::Full(_)) => {
@@ -183,11 +275,11 @@ pub struct Pipeline {
 }
 
 impl Pipeline {
-    /// Starts the journal and core threads over a recovered state and an
-    /// open journal positioned after it.
-    pub fn start(
+    /// Starts the Raft and core threads over a recovered state and the
+    /// replica it was recovered from.
+    pub(crate) fn start(
         state: ServerState,
-        journal: Journal,
+        replica: ReplicaParts,
         config: PipelineConfig,
         metrics: Arc<Metrics>,
     ) -> Pipeline {
@@ -195,41 +287,50 @@ impl Pipeline {
         let (core_tx, core_rx) = bounded(config.core_queue);
         let (events, _) = broadcast::channel(config.events_buffer);
         let failed = Arc::new(AtomicBool::new(false));
+        let cluster = Arc::new(ClusterShared::default());
+        cluster.publish(&replica.node);
+        cluster
+            .raft_applied
+            .store(state.raft_index, Ordering::Release);
+        let (control_tx, control_rx) = bounded(64);
         let handle = Handle {
+            control: control_tx,
             submit: submit_tx,
             core: core_tx.clone(),
             events: events.clone(),
             metrics: metrics.clone(),
             failed: failed.clone(),
+            cluster: cluster.clone(),
         };
-        let journal_failed = failed.clone();
-        let last_ts = state.engine_now();
-        let journal_metrics = metrics.clone();
-        // Log entries below this index are covered by a durable snapshot and
-        // may be deleted; set by the snapshot writer, read by the journal.
-        let purge_below = Arc::new(AtomicU64::new(0));
-        let snapshots = SnapshotWriter::start(
-            config.snapshot_dir.clone(),
-            purge_below.clone(),
-            metrics.clone(),
-        );
-        let journal_thread = std::thread::Builder::new()
-            .name("journal".into())
+        let raft_failed = failed.clone();
+        // Snapshots written by the writer thread, for Raft to compact below.
+        let (done_tx, done_rx) = unbounded();
+        let snapshots =
+            SnapshotWriter::start(config.snapshot_dir.clone(), done_tx, metrics.clone());
+        let raft = RaftLoop {
+            node: replica.node,
+            transport: replica.transport,
+            inbox: replica.inbox,
+            submit: submit_rx,
+            core: core_tx,
+            snapshots_done: done_rx,
+            control: control_rx,
+            learned_peers: replica.learned_peers,
+            shared: cluster.clone(),
+            metrics: metrics.clone(),
+            tick: replica.tick,
+            last_ts: state.engine_now(),
+        };
+        let raft_thread = std::thread::Builder::new()
+            .name("raft".into())
             .spawn(move || {
                 let mut guard = FailGuard {
-                    failed: journal_failed,
+                    failed: raft_failed,
                     clean: false,
                 };
-                guard.clean = journal_loop(
-                    journal,
-                    submit_rx,
-                    core_tx,
-                    last_ts,
-                    journal_metrics,
-                    purge_below,
-                );
+                guard.clean = raft.run();
             })
-            .expect("spawn journal thread");
+            .expect("spawn raft thread");
         let core_thread = std::thread::Builder::new()
             .name("core".into())
             .spawn(move || {
@@ -237,13 +338,13 @@ impl Pipeline {
                     failed,
                     clean: false,
                 };
-                core_loop(state, core_rx, events, config, metrics, snapshots);
-                guard.clean = true;
+                guard.clean =
+                    core_loop(state, core_rx, events, config, metrics, snapshots, cluster);
             })
             .expect("spawn core thread");
         Pipeline {
             handle,
-            threads: vec![journal_thread, core_thread],
+            threads: vec![raft_thread, core_thread],
         }
     }
 
@@ -256,82 +357,8 @@ impl Pipeline {
     }
 }
 
-fn wall_clock_ns() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_nanos() as u64)
-        .unwrap_or(0)
-}
-
-/// Returns true on a clean stop (every handle dropped), false on a failure.
-fn journal_loop(
-    mut journal: Journal,
-    submit: Receiver<Submission>,
-    core: Sender<CoreMsg>,
-    mut last_ts: u64,
-    metrics: Arc<Metrics>,
-    purge_below: Arc<AtomicU64>,
-) -> bool {
-    let mut purged_below = 0u64;
-    let mut batch: Vec<Submission> = Vec::with_capacity(MAX_BATCH);
-    let mut payloads: Vec<Vec<u8>> = Vec::with_capacity(MAX_BATCH);
-    while let Ok(first) = submit.recv() {
-        let covered = purge_below.load(Ordering::Acquire);
-        if covered > purged_below {
-            purged_below = covered;
-            if let Err(error) = journal.purge_before(covered) {
-                tracing::warn!(%error, "journal compaction failed; the log keeps its old segments");
-            }
-        }
-        batch.push(first);
-        while batch.len() < MAX_BATCH {
-            match submit.try_recv() {
-                Ok(next) => batch.push(next),
-                Err(TryRecvError::Empty | TryRecvError::Disconnected) => break,
-            }
-        }
-        metrics
-            .submit_queue_depth
-            .store(submit.len() as u64, Ordering::Relaxed);
-        // The log's clock never runs backwards, whatever the wall clock does.
-        last_ts = last_ts.max(wall_clock_ns());
-        payloads.clear();
-        for submission in &mut batch {
-            submission.entry.set_ts(last_ts);
-            payloads.push(submission.entry.encode());
-        }
-        let first_index = match journal.append(0, &payloads) {
-            Ok(index) => index,
-            Err(error) => {
-                tracing::error!(%error, "journal append failed; refusing further commands");
-                return false;
-            }
-        };
-        let started = Instant::now();
-        if let Err(error) = journal.sync() {
-            tracing::error!(%error, "journal fsync failed; refusing further commands");
-            return false;
-        }
-        metrics.record_fsync(started.elapsed().as_nanos() as u64);
-        metrics
-            .durable_index
-            .store(first_index + payloads.len() as u64 - 1, Ordering::Relaxed);
-        metrics.batches.fetch_add(1, Ordering::Relaxed);
-        let items = batch
-            .drain(..)
-            .enumerate()
-            .map(|(offset, s)| (first_index + offset as u64, s.entry, s.reply))
-            .collect();
-        if core.send(CoreMsg::Batch(items)).is_err() {
-            return false;
-        }
-        metrics
-            .core_queue_depth
-            .store(core.len() as u64, Ordering::Relaxed);
-    }
-    true
-}
-
+/// Returns false when the state cannot go on (a snapshot from the leader
+/// that does not restore).
 fn core_loop(
     mut state: ServerState,
     core: Receiver<CoreMsg>,
@@ -339,49 +366,94 @@ fn core_loop(
     config: PipelineConfig,
     metrics: Arc<Metrics>,
     snapshots: SnapshotWriter,
-) {
+    cluster: Arc<ClusterShared>,
+) -> bool {
     let mut since_snapshot = 0u64;
+    let mut last_meta: Option<RaftMeta> = None;
     let mut done = Vec::with_capacity(PUBLISH_EVERY);
     while let Ok(message) = core.recv() {
         match message {
             CoreMsg::Query(read) => read(&state),
-            CoreMsg::Batch(items) => {
-                for (index, entry, reply) in items {
-                    let applied = Arc::new(state.apply(index, &entry));
-                    metrics.commands.fetch_add(1, Ordering::Relaxed);
-                    metrics
-                        .events
-                        .fetch_add(applied.events.len() as u64, Ordering::Relaxed);
-                    for event in &applied.events {
-                        if let EventKind::Rejected { reason, .. } = &event.kind {
-                            metrics.record_reject(reason.as_str());
+            CoreMsg::SnapshotNow => {
+                if let Some(meta) = &last_meta {
+                    since_snapshot = 0;
+                    snapshots.offer(meta, &state);
+                }
+            }
+            CoreMsg::Install { meta, data } => {
+                let restored = if data.is_empty() {
+                    Ok(ServerState::new())
+                } else {
+                    ServerState::restore(&data)
+                };
+                match restored {
+                    Ok(mut fresh) => {
+                        fresh.raft_index = meta.index;
+                        state = fresh;
+                        tracing::info!(index = meta.index, "installed a snapshot from the leader");
+                        cluster.raft_applied.store(meta.index, Ordering::Release);
+                        metrics
+                            .applied_index
+                            .store(state.applied_index, Ordering::Relaxed);
+                        last_meta = Some(meta);
+                    }
+                    Err(error) => {
+                        tracing::error!(%error, "the leader's snapshot does not restore; stopping");
+                        snapshots.finish_without();
+                        return false;
+                    }
+                }
+            }
+            CoreMsg::Entries(batches) => {
+                for batch in batches {
+                    for (entry, reply) in batch.items {
+                        let index = state.applied_index + 1;
+                        let applied = Arc::new(state.apply(index, &entry));
+                        metrics.commands.fetch_add(1, Ordering::Relaxed);
+                        metrics
+                            .events
+                            .fetch_add(applied.events.len() as u64, Ordering::Relaxed);
+                        for event in &applied.events {
+                            if let EventKind::Rejected { reason, .. } = &event.kind {
+                                metrics.record_reject(reason.as_str());
+                            }
                         }
+                        done.push((applied, reply));
+                        if done.len() == PUBLISH_EVERY {
+                            publish(&mut done, &events, &metrics);
+                        }
+                        since_snapshot += 1;
                     }
-                    done.push((applied, reply));
-                    if done.len() == PUBLISH_EVERY {
-                        publish(&mut done, &events, &metrics);
-                    }
-                    since_snapshot += 1;
+                    state.raft_index = batch.meta.index;
+                    last_meta = Some(batch.meta);
                 }
                 publish(&mut done, &events, &metrics);
                 metrics
                     .applied_index
                     .store(state.applied_index, Ordering::Relaxed);
+                cluster
+                    .raft_applied
+                    .store(state.raft_index, Ordering::Release);
                 if config.snapshot_every > 0 && since_snapshot >= config.snapshot_every {
-                    since_snapshot = 0;
-                    // Copying the state is the only part on the core thread;
-                    // serialising and the disk work happen on the writer's.
-                    snapshots.offer(&state);
+                    if let Some(meta) = &last_meta {
+                        since_snapshot = 0;
+                        // Copying the state is the only part on the core
+                        // thread; serialising and the disk work happen on
+                        // the writer's.
+                        snapshots.offer(meta, &state);
+                    }
                 }
             }
         }
     }
     // Leave a snapshot behind on a clean shutdown so the next start is fast.
-    if since_snapshot > 0 && config.snapshot_every > 0 {
-        snapshots.finish(&state);
-    } else {
-        snapshots.finish_without();
+    match last_meta {
+        Some(meta) if since_snapshot > 0 && config.snapshot_every > 0 => {
+            snapshots.finish(&meta, &state)
+        }
+        _ => snapshots.finish_without(),
     }
+    true
 }
 
 /// Applied entries answered and published together. Waking a gateway
@@ -389,7 +461,8 @@ fn core_loop(
 /// sleep again in between, so the answers of a few entries go together.
 const PUBLISH_EVERY: usize = 64;
 
-/// Answers the waiting gateways and publishes the entries, in log order.
+/// Answers the waiting gateways and publishes the entries, in log order,
+/// and records how long each answered sender waited.
 fn publish(
     done: &mut Vec<(Arc<Applied>, Option<Reply>)>,
     events: &broadcast::Sender<Arc<Applied>>,
@@ -419,42 +492,52 @@ fn publish(
 }
 
 /// Writes snapshots on its own thread so the core never waits on a disk,
-/// then lets the journal drop what the older of the two kept snapshots
-/// covers (the newer one might yet prove unreadable).
+/// then tells the Raft thread, which compacts the log below the oldest
+/// kept snapshot. Two are kept (the newer one might yet prove
+/// unreadable), and also the newest at or below the floor a reader behind
+/// the core needs (`Metrics::retain_from_raft`: the reporting service).
 struct SnapshotWriter {
-    queue: Option<Sender<(u64, StateCopy)>>,
+    queue: Option<Sender<(RaftMeta, StateCopy)>>,
     thread: Option<JoinHandle<()>>,
 }
 
 impl SnapshotWriter {
     fn start(
         dir: std::path::PathBuf,
-        purge_below: Arc<AtomicU64>,
+        written: Sender<RaftMeta>,
         metrics: Arc<Metrics>,
     ) -> SnapshotWriter {
-        let (tx, rx) = bounded::<(u64, StateCopy)>(1);
+        let (tx, rx) = bounded::<(RaftMeta, StateCopy)>(1);
         let thread = std::thread::Builder::new()
             .name("snapshots".into())
             .spawn(move || {
-                while let Ok((index, copy)) = rx.recv() {
-                    let snapshot = Snapshot { index, term: 0, state: copy.into_bytes() };
-                    match snapshots::save(&dir, &snapshot, usize::MAX) {
+                while let Ok((meta, copy)) = rx.recv() {
+                    let bytes = copy.into_bytes();
+                    match exchange_replication::write_snapshot(
+                        &dir,
+                        meta.index,
+                        meta.term,
+                        &meta.conf,
+                        &bytes,
+                        usize::MAX,
+                    ) {
                         Ok(path) => {
                             metrics.snapshots.fetch_add(1, Ordering::Relaxed);
-                            tracing::info!(index, path = %path.display(), "snapshot written");
-                            // A reader behind (the reporting service) keeps
-                            // the snapshot and the log it replays from.
-                            let floor = metrics.retain_from.load(Ordering::Acquire);
-                            match snapshots::prune(&dir, 2, floor) {
-                                Ok(kept) if kept.len() >= 2 && kept[0] <= floor => {
-                                    purge_below.store(kept[0], Ordering::Release);
+                            tracing::info!(index = meta.index, path = %path.display(), "snapshot written");
+                            // 0: a reader whose floor is not known yet
+                            // needs everything kept.
+                            let floor = metrics.retain_from_raft.load(Ordering::Acquire);
+                            if floor > 0 {
+                                if let Err(error) =
+                                    exchange_journal::snapshots::prune(&dir, 2, floor)
+                                {
+                                    tracing::warn!(%error, "removing old snapshots failed");
                                 }
-                                Ok(_) => {}
-                                Err(error) => tracing::warn!(%error, "removing old snapshots failed"),
                             }
+                            let _ = written.send(meta);
                         }
                         Err(error) => {
-                            tracing::warn!(%error, "snapshot failed; the journal still holds everything")
+                            tracing::warn!(%error, "snapshot failed; the log still holds everything")
                         }
                     }
                 }
@@ -468,16 +551,16 @@ impl SnapshotWriter {
 
     /// Hands a copy of the state to the writer, unless the previous one
     /// is still waiting for it (the next one will do).
-    fn offer(&self, state: &ServerState) {
+    fn offer(&self, meta: &RaftMeta, state: &ServerState) {
         if let Some(queue) = self.queue.as_ref().filter(|queue| queue.is_empty()) {
-            let _ = queue.try_send((state.applied_index, state.copy()));
+            let _ = queue.try_send((meta.clone(), state.copy()));
         }
     }
 
     /// Writes a last snapshot and waits for the writer to finish.
-    fn finish(mut self, state: &ServerState) {
+    fn finish(mut self, meta: &RaftMeta, state: &ServerState) {
         if let Some(queue) = self.queue.take() {
-            let _ = queue.send((state.applied_index, state.copy()));
+            let _ = queue.send((meta.clone(), state.copy()));
         }
         self.finish_without();
     }

@@ -33,6 +33,8 @@ pub enum ServerError {
     MarketData(#[from] MarketDataError),
     #[error("reporting store: {0}")]
     Reporting(#[from] exchange_reporting::StoreError),
+    #[error("cluster configuration: {0}")]
+    Cluster(#[from] crate::replication::ClusterError),
 }
 
 /// Random bytes as lowercase hex, for tokens, keys and secrets.
@@ -183,11 +185,39 @@ pub async fn run_with_gateways(
     let (token, generated) = admin_token(&config)?;
     let ready = Arc::new(AtomicBool::new(false));
     let data_dir = config.data_dir.clone();
-    let (pipeline, report) = node::start(&data_dir, pipeline_config(&config))?;
+    let cluster = config.cluster.settings()?;
+    let (stop_gateways, stopping) = tokio::sync::watch::channel(false);
+    let (pipeline, report) = node::start_cluster(&data_dir, pipeline_config(&config), &cluster)?;
     report_recovery(&report);
     let handle = pipeline.handle.clone();
     let (reporting, reporter) = start_reporting(&handle, &config, report.truncated_bytes > 0)?;
-    ensure_instruments(&handle, &config.instruments).await?;
+    handle.set_leader_urls(config.cluster.http_urls()?);
+    if let Some(addr) = cluster.peers.get(&cluster.node_id) {
+        eprintln!(
+            "raft: node {} of voters {:?}, raft address {addr}",
+            cluster.node_id,
+            cluster.voters()
+        );
+    }
+    if handle.is_leader() {
+        ensure_instruments(&handle, &config.instruments).await?;
+    } else {
+        // Whichever node leads lists them; this one does if it ever leads.
+        let (handle, instruments) = (handle.clone(), config.instruments.clone());
+        let mut stop = stopping.clone();
+        tokio::spawn(async move {
+            while !*stop.borrow() && handle.is_healthy() {
+                if handle.is_leader() && ensure_instruments(&handle, &instruments).await.is_ok() {
+                    break;
+                }
+                let pause = tokio::time::sleep(std::time::Duration::from_millis(100));
+                tokio::select! {
+                    _ = pause => {}
+                    _ = stop.changed() => {}
+                }
+            }
+        });
+    }
     if generated {
         eprintln!(
             "admin token (generated, saved in {}): {token}",
@@ -206,7 +236,6 @@ pub async fn run_with_gateways(
     if demo {
         crate::demo::start(handle.clone(), &data_dir, &config).await?;
     }
-    let (stop_gateways, stopping) = tokio::sync::watch::channel(false);
     let mut gateway_tasks = Vec::new();
     for start in gateways {
         gateway_tasks

@@ -40,6 +40,10 @@ pub struct Applied {
     pub command: &'static str,
     pub actor: Option<AccountId>,
     pub events: Vec<Event>,
+    /// The Raft index the state had fully applied before this entry's
+    /// batch: a snapshot at or below it replays to this entry, which is
+    /// what a reader catching up from the log needs kept.
+    pub raft_base: u64,
     /// For `create_account`: the new account's id.
     pub account: Option<AccountId>,
     /// For a place, cancel or replace: its order as this entry left it,
@@ -55,8 +59,12 @@ pub struct ServerState {
     /// `exchange_marketdata::sequences`): replicated so that REST, the
     /// WebSocket channels and the binary feed agree across restarts.
     pub market_sequences: MarketSequences,
-    /// Index of the last log entry applied.
+    /// Number of commands applied: the index of the last one in command
+    /// order (events, history and market-data sequences use it).
     pub applied_index: u64,
+    /// Raft index of the last log entry (a batch of commands) applied. Not
+    /// part of the snapshot bytes: the snapshot's Raft metadata carries it.
+    pub raft_index: u64,
 }
 
 #[derive(Debug, Error)]
@@ -96,6 +104,7 @@ impl ServerState {
             history: History::default(),
             market_sequences: MarketSequences::default(),
             applied_index: 0,
+            raft_index: 0,
         }
     }
 
@@ -106,6 +115,7 @@ impl ServerState {
         let mut applied = Applied {
             index,
             ts: entry.ts(),
+            raft_base: self.raft_index,
             events: Vec::with_capacity(8),
             ..Applied::default()
         };
@@ -190,6 +200,7 @@ impl ServerState {
             history: gateway.history,
             market_sequences: gateway.market_sequences,
             applied_index: gateway.applied_index,
+            raft_index: 0,
         })
     }
 

@@ -1,6 +1,7 @@
 //! `exchange`: one binary, one subcommand per job.
 
 mod bench;
+mod cluster;
 mod feed;
 mod replay;
 mod report;
@@ -36,6 +37,9 @@ enum Cmd {
     Feed(feed::FeedCmd),
     /// Reports from the reporting store: trades, fills, daily summaries, audit, ledger.
     Report(report::ReportArgs),
+    /// A local Raft cluster (up, down) and any cluster's status.
+    #[command(subcommand)]
+    Cluster(cluster::ClusterCmd),
 }
 
 #[derive(clap::Args)]
@@ -58,6 +62,21 @@ struct ServeArgs {
     /// Reporting store: postgres://... or sqlite:PATH (default: reporting.sqlite in the data directory).
     #[arg(long)]
     reporting_url: Option<String>,
+    /// This node's id in a Raft cluster (see docs/replication.md).
+    #[arg(long)]
+    node_id: Option<u64>,
+    /// Every voter's Raft address, this node's included:
+    /// `1=HOST:PORT,2=HOST:PORT,3=HOST:PORT`.
+    #[arg(long)]
+    peers: Option<String>,
+    /// Every node's HTTP address, for the `not_leader` answers of
+    /// followers: `1=http://HOST:PORT,2=...`.
+    #[arg(long)]
+    peer_urls: Option<String>,
+    /// Join a running cluster (the leader adds this node with
+    /// `POST /admin/replication/voters`) instead of founding one.
+    #[arg(long)]
+    join: bool,
 }
 
 fn serve(args: ServeArgs) -> anyhow::Result<()> {
@@ -77,6 +96,18 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
     }
     if args.reporting_url.is_some() {
         config.reporting.url = args.reporting_url;
+    }
+    if let Some(id) = args.node_id {
+        config.cluster.node_id = id;
+    }
+    if let Some(peers) = &args.peers {
+        config.cluster.peers = peers.split(',').map(str::to_string).collect();
+    }
+    if args.join {
+        config.cluster.join = true;
+    }
+    if let Some(urls) = &args.peer_urls {
+        config.cluster.http = urls.split(',').map(str::to_string).collect();
     }
     tracing_subscriber::fmt()
         .with_env_filter(
@@ -103,5 +134,6 @@ fn main() -> anyhow::Result<()> {
         Cmd::Bench(cmd) => bench::run(cmd),
         Cmd::Feed(cmd) => feed::run(cmd),
         Cmd::Report(args) => report::run(args),
+        Cmd::Cluster(cmd) => cluster::run(cmd),
     }
 }

@@ -97,11 +97,14 @@ fn recovers_without_the_last_order(
         damaged_len,
         "the whole damaged tail, and only it, is dropped: {stderr}"
     );
-    assert_eq!(
+    // The file is cut at the offset; a Raft leader may since have appended
+    // the empty entry of its new term after it. (That the damage is gone
+    // is checked below: the next start finds nothing to repair.)
+    assert!(
         std::fs::metadata(last_segment(data))
             .expect("segment")
-            .len(),
-        offset,
+            .len()
+            >= offset,
         "the file is cut"
     );
 

@@ -210,7 +210,10 @@ impl Maker {
                     }
                 }
                 Err(SubmitError::Stopped) => return Err(Halt::Stopped),
-                Err(SubmitError::Overloaded) => outcome = Err(Halt::Overloaded),
+                // Not leading (any more): back off as when overloaded.
+                Err(SubmitError::Overloaded | SubmitError::NotLeader { .. }) => {
+                    outcome = Err(Halt::Overloaded)
+                }
             }
         }
         outcome
@@ -255,7 +258,7 @@ impl Maker {
 
 fn halt(error: SubmitError) -> Halt {
     match error {
-        SubmitError::Overloaded => Halt::Overloaded,
+        SubmitError::Overloaded | SubmitError::NotLeader { .. } => Halt::Overloaded,
         SubmitError::Stopped => Halt::Stopped,
     }
 }

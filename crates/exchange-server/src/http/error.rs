@@ -123,6 +123,7 @@ impl From<SubmitError> for ApiError {
         let code = match error {
             SubmitError::Overloaded => "overloaded",
             SubmitError::Stopped => "unavailable",
+            SubmitError::NotLeader { .. } => "not_leader",
         };
         ApiError::new(StatusCode::SERVICE_UNAVAILABLE, code, error.to_string()).with_retry_after(1)
     }

@@ -16,6 +16,7 @@ pub mod admin;
 #[cfg(test)]
 mod admin_tests;
 pub mod auth;
+mod cluster;
 pub mod error;
 pub mod openapi;
 mod private;
@@ -124,6 +125,8 @@ pub fn router(app: AppState) -> Router {
         .route("/metrics", get(metrics))
         .route("/openapi.json", get(openapi::serve))
         .route("/admin/accounts", post(admin::create_account))
+        .route("/admin/replication", get(cluster::replication))
+        .route("/admin/replication/voters", post(cluster::change_voters))
         .route("/admin/deposits", post(admin::deposit))
         .route("/admin/withdrawals", post(admin::withdraw))
         .route("/admin/instruments", post(admin::add_instrument))

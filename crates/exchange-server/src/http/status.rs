@@ -2,10 +2,10 @@
 //! role and log position, throughput, latency, rejects, market data).
 //!
 //! Assembly is split by source so each part can change alone:
-//! [`replication`] says what this node knows of the cluster (today a single
-//! node, always the leader of term 0; a replicated node fills it from its
-//! consensus state), the sequencer's [`Metrics`] give throughput and
-//! latency, the market-data service its subscribers.
+//! [`replication`] says what this node knows of the cluster (from its Raft
+//! state: a single node is a cluster of one voter, its own leader), the
+//! sequencer's [`Metrics`] give throughput and latency, the market-data
+//! service its subscribers.
 //!
 //! The state hash is computed on the core thread and costs a pass over the
 //! whole state, so it is reused for [`HASH_REFRESH`] however often the
@@ -24,8 +24,8 @@ use serde_json::{json, Value};
 use super::auth::Admin;
 use super::error::ApiError;
 use super::AppState;
-use crate::metrics::Metrics;
 use crate::metrics_window::{SecondPoint, WindowSummary};
+use crate::replication::ReplicationStatus;
 
 /// Seconds summarised by the percentiles and the command rate.
 pub const SUMMARY_SECS: u64 = 10;
@@ -36,34 +36,45 @@ pub const HASH_REFRESH: Duration = Duration::from_secs(2);
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct NodeReplication {
     pub node_id: u64,
-    /// `leader`, `follower` or `candidate`.
-    pub role: &'static str,
+    /// `leader`, `follower`, `candidate` or `pre_candidate`; `voter` for
+    /// another node as its leader sees it.
+    pub role: String,
     pub term: u64,
-    /// Last log index known durable (on a quorum, once replicated).
+    /// Last Raft index known committed (durable on a majority).
     pub commit_index: u64,
-    /// Last log index applied to the state.
+    /// Last Raft index applied to the state; for another node as its
+    /// leader sees it, the last index it has replicated.
     pub applied_index: u64,
-    /// Committed entries not applied yet.
+    /// Committed entries not applied (or not replicated) yet.
     pub lag: u64,
 }
 
-/// The cluster as this node sees it, this node first. A single node is
-/// its own leader, its log's term is 0 and an entry is committed once its
-/// fsync returns.
-pub fn replication(metrics: &Metrics) -> Vec<NodeReplication> {
-    let applied_index = metrics.applied_index.load(Ordering::Relaxed);
-    let commit_index = metrics
-        .durable_index
-        .load(Ordering::Relaxed)
-        .max(applied_index);
-    vec![NodeReplication {
-        node_id: 1,
-        role: "leader",
-        term: 0,
-        commit_index,
-        applied_index,
-        lag: commit_index - applied_index,
-    }]
+/// The cluster as this node sees it, this node first; a leader also
+/// lists every other voter with the last index it has replicated.
+pub fn replication(status: &ReplicationStatus) -> Vec<NodeReplication> {
+    let mut nodes = vec![NodeReplication {
+        node_id: status.node_id,
+        role: status.role.clone(),
+        term: status.term,
+        commit_index: status.commit_index,
+        applied_index: status.applied_index,
+        lag: status.commit_index.saturating_sub(status.applied_index),
+    }];
+    nodes.extend(
+        status
+            .matched
+            .iter()
+            .filter(|(id, _)| *id != status.node_id)
+            .map(|&(node_id, matched)| NodeReplication {
+                node_id,
+                role: "voter".into(),
+                term: status.term,
+                commit_index: status.commit_index,
+                applied_index: matched,
+                lag: status.commit_index.saturating_sub(matched),
+            }),
+    );
+    nodes
 }
 
 /// Per gateway: when it started, and the last state hash computed.
@@ -103,7 +114,7 @@ impl StatusCache {
 /// The full document (docs/ui.md describes every field).
 pub async fn assemble(app: &AppState) -> Result<Value, ApiError> {
     let metrics = &app.handle.metrics;
-    let nodes = replication(metrics);
+    let nodes = replication(&app.handle.replication_status());
     let (hash_index, state_hash) = app.status.state_hash(app).await?;
     let now = Instant::now();
     let WindowSummary {
@@ -131,7 +142,7 @@ pub async fn assemble(app: &AppState) -> Result<Value, ApiError> {
     let this = nodes.first().cloned();
     Ok(json!({
         "node_id": this.as_ref().map(|n| n.node_id),
-        "role": this.as_ref().map(|n| n.role),
+        "role": this.as_ref().map(|n| n.role.clone()),
         "term": this.as_ref().map(|n| n.term),
         "commit_index": this.as_ref().map(|n| n.commit_index),
         "applied_index": this.as_ref().map(|n| n.applied_index),

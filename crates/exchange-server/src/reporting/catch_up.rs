@@ -1,23 +1,25 @@
 //! Re-deriving committed entries the reporter did not receive live (it
 //! started behind the core, or its event receiver lagged).
 //!
-//! The core is deterministic, so replaying the journal from a snapshot
-//! into a scratch [`ServerState`] gives exactly the events the core
-//! published (the same code as `node::recover`). That needs a snapshot at
-//! or before the reporter's position and the journal after it: the
-//! snapshot writer keeps both while `Metrics::retain_from` says a reader
-//! needs them.
+//! The core is deterministic, so replaying the committed Raft log from a
+//! snapshot into a scratch [`ServerState`] gives exactly the events the
+//! core published (the same code as `node::recover`). That needs a
+//! snapshot at or before the reporter's position and the log after it: the
+//! snapshot writer keeps both while `Metrics::retain_from_raft` says a
+//! reader needs them.
 //!
-//! This is the one place that knows how committed entries are found, so a
-//! different log (a Raft log) only has to replace [`committed_entries`].
+//! Only committed entries are read (the caller never asks past what the
+//! core has applied), so a new leader truncating uncommitted entries never
+//! changes what is read here. This is the one place that knows how
+//! committed entries are found on disk.
 
 use std::path::Path;
 
 use exchange_journal::{reader, snapshots, JournalError};
 use thiserror::Error;
 
-use crate::entry::{EntryError, LogEntry};
 use crate::node::{journal_dir, snapshot_dir};
+use crate::replication::{decode_entry_payload, BatchError};
 use crate::state::{Applied, ServerState, StateSnapshotError};
 
 #[derive(Debug, Error)]
@@ -29,11 +31,13 @@ pub enum CatchUpError {
         index: u64,
         source: StateSnapshotError,
     },
+    #[error("snapshot {index}: {reason}")]
+    SnapshotFile { index: u64, reason: String },
     #[error("log entry {index}: {source}")]
-    Entry { index: u64, source: EntryError },
+    Batch { index: u64, source: BatchError },
     #[error(
-        "entries after {after} cannot be re-derived: no snapshot at or before it and the journal \
-         starts at {journal_first} (the store must be rebuilt from a journal that starts at 1)"
+        "entries after {after} cannot be re-derived: no snapshot at or before it and the log \
+         starts at {journal_first} (the store must be rebuilt from a log that starts at 2)"
     )]
     Unreachable { after: u64, journal_first: u64 },
     #[error("reporting store: {0}")]
@@ -51,17 +55,9 @@ pub fn committed_entries(
     if through <= after {
         return Ok(());
     }
-    let mut state = match snapshots::load_at_or_before(&snapshot_dir(data_dir), after)? {
-        Some(snapshot) => {
-            ServerState::restore(&snapshot.state).map_err(|source| CatchUpError::Snapshot {
-                index: snapshot.index,
-                source,
-            })?
-        }
-        None => ServerState::new(),
-    };
+    let (raft_index, mut state) = starting_state(data_dir, after)?;
     let journal = journal_dir(data_dir);
-    let start = state.applied_index + 1;
+    let start = raft_index + 1;
     if let Some(first) = reader::first_index(&journal)? {
         if first > start {
             return Err(CatchUpError::Unreachable {
@@ -70,15 +66,76 @@ pub fn committed_entries(
             });
         }
     }
-    reader::for_each_committed(&journal, start, through, |entry| {
-        let decoded = LogEntry::decode(&entry.payload).map_err(|source| CatchUpError::Entry {
-            index: entry.index,
-            source,
+    state.raft_index = raft_index;
+    let walked = reader::for_each_committed(&journal, start, u64::MAX, |record| {
+        let commands = decode_entry_payload(&record.payload).map_err(|source| {
+            Walk::Failed(CatchUpError::Batch {
+                index: record.index,
+                source,
+            })
         })?;
-        let applied = state.apply(entry.index, &decoded);
-        if entry.index > after {
-            each(applied)?;
+        for command in commands {
+            let index = state.applied_index + 1;
+            let applied = state.apply(index, &command);
+            if index > after {
+                each(applied).map_err(Walk::Failed)?;
+            }
+            if index >= through {
+                return Err(Walk::Done);
+            }
         }
+        state.raft_index = record.index;
         Ok(())
-    })
+    });
+    match walked {
+        Ok(()) | Err(Walk::Done) => Ok(()),
+        Err(Walk::Failed(error)) => Err(error),
+    }
+}
+
+/// How a walk over the log ends early: with everything asked for, or on
+/// an error.
+enum Walk {
+    Done,
+    Failed(CatchUpError),
+}
+
+impl From<JournalError> for Walk {
+    fn from(error: JournalError) -> Self {
+        Walk::Failed(CatchUpError::Journal(error))
+    }
+}
+
+/// The newest snapshot whose state is at or before command `after`, with
+/// its Raft index; the genesis (the empty state at Raft index 1) if none
+/// is. A snapshot file is named by its Raft index, not by the commands it
+/// holds, so candidates are restored newest first until one is early
+/// enough.
+fn starting_state(data_dir: &Path, after: u64) -> Result<(u64, ServerState), CatchUpError> {
+    let dir = snapshot_dir(data_dir);
+    let mut below = u64::MAX;
+    while let Some(file) = snapshots::load_at_or_before(&dir, below)? {
+        let data = exchange_replication::snapshot_state(&file).map_err(|error| {
+            CatchUpError::SnapshotFile {
+                index: file.index,
+                reason: error.to_string(),
+            }
+        })?;
+        let state = if data.is_empty() {
+            ServerState::new()
+        } else {
+            ServerState::restore(data).map_err(|source| CatchUpError::Snapshot {
+                index: file.index,
+                source,
+            })?
+        };
+        if state.applied_index <= after {
+            return Ok((file.index, state));
+        }
+        match file.index.checked_sub(1) {
+            Some(earlier) => below = earlier,
+            None => break,
+        }
+    }
+    Ok((1, ServerState::new()))
 }

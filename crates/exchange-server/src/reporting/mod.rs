@@ -194,6 +194,9 @@ impl Reporting {
             .metrics
             .retain_from
             .store(position, Ordering::Release);
+        // Which snapshot replays to `position` is learnt from the first
+        // entries written; until then every snapshot is kept.
+        handle.metrics.retain_from_raft.store(0, Ordering::Release);
         let (written, _) = watch::channel(position);
         let inner = Arc::new(Inner {
             target: config.target.clone(),
@@ -518,7 +521,9 @@ impl Worker {
         entries: impl Iterator<Item = &'a Applied>,
         from_journal: bool,
     ) -> Result<(), CatchUpError> {
+        let mut raft_base = None;
         let records: Vec<EntryRecord<'_>> = entries
+            .inspect(|a| raft_base = Some(a.raft_base))
             .map(|a| EntryRecord {
                 index: a.index,
                 ts: a.ts,
@@ -554,6 +559,14 @@ impl Worker {
                 .core
                 .retain_from
                 .store(position.log_index, Ordering::Release);
+            // Index 1 is the virtual genesis snapshot, never on disk: a
+            // reader that far back needs the whole log (floor 0).
+            if let Some(base) = raft_base.filter(|&base| base > 1) {
+                self.inner
+                    .core
+                    .retain_from_raft
+                    .store(base, Ordering::Release);
+            }
             self.inner.written.send_replace(position.log_index);
         }
         Ok(())

@@ -1,0 +1,469 @@
+//! [`ReplicaNode`]: one Raft replica, driven by its owner.
+//!
+//! The owner calls [`ReplicaNode::tick`] on a clock, [`ReplicaNode::step`]
+//! with every message from a peer, [`ReplicaNode::propose`] with payloads,
+//! and after any of these [`ReplicaNode::handle_ready`], which does the
+//! disk work in the order Raft's safety needs:
+//!
+//! 1. messages that need nothing durable (a leader's appends, sent while
+//!    its own fsync runs) go out at once;
+//! 2. a snapshot from the leader is installed;
+//! 3. entries already committed are handed to the state machine;
+//! 4. new entries are appended and synced, a changed term or vote synced;
+//! 5. only then do the messages that acknowledge them (append responses,
+//!    votes) go out;
+//! 6. entries that the append made committed are handed over.
+//!
+//! Nothing here reads a clock or a random source of its own: the election
+//! timeout is drawn from a generator seeded by the owner, so a whole
+//! cluster can run deterministically in one thread.
+
+use std::path::Path;
+
+use raft::eraftpb::{ConfChange, ConfChangeType, ConfState, Entry, EntryType, Message};
+use raft::{RawNode, SnapshotStatus, StateRole};
+
+use crate::conf::{apply_simple, membership_of, parse_conf_change};
+use crate::error::{ProposeError, ReplicationError};
+use crate::storage::{DiskStorage, SnapshotData, StorageOptions, StorageRecovery};
+use crate::types::{Committed, CommittedKind, Membership, ReadyOutcome, ReplicaStatus};
+
+/// A replica's settings.
+#[derive(Clone, Debug)]
+pub struct ReplicaConfig {
+    pub id: u64,
+    /// The voters of a brand-new cluster (this node among them). Empty for
+    /// a node that joins a running cluster: it waits for the leader.
+    pub voters: Vec<u64>,
+    /// Ticks without a leader before an election (randomised up to twice).
+    pub election_tick: usize,
+    pub heartbeat_tick: usize,
+    pub max_size_per_msg: u64,
+    pub max_inflight_msgs: usize,
+    /// Seeds the election-timeout randomisation.
+    pub seed: u64,
+    pub storage: StorageOptions,
+}
+
+impl ReplicaConfig {
+    pub fn new(id: u64, voters: Vec<u64>) -> ReplicaConfig {
+        ReplicaConfig {
+            id,
+            voters,
+            election_tick: 10,
+            heartbeat_tick: 2,
+            max_size_per_msg: 1 << 20,
+            max_inflight_msgs: 256,
+            seed: id,
+            storage: StorageOptions::default(),
+        }
+    }
+}
+
+pub struct ReplicaNode {
+    raw: RawNode<DiskStorage>,
+    rng: u64,
+    election_tick: usize,
+    seen: (u64, StateRole),
+}
+
+fn logger() -> slog::Logger {
+    slog::Logger::root(slog::Discard, slog::o!())
+}
+
+impl ReplicaNode {
+    /// Opens the replica's storage and starts Raft on it. Returns the
+    /// snapshot the state machine starts from; the committed entries after
+    /// it are then read with [`ReplicaNode::read_committed`] from
+    /// `snapshot index + 1` up to [`ReplicaNode::applied`].
+    pub fn open(
+        log_dir: &Path,
+        snapshot_dir: &Path,
+        config: &ReplicaConfig,
+    ) -> Result<(ReplicaNode, Option<SnapshotData>, StorageRecovery), ReplicationError> {
+        if config.id == 0 {
+            return Err(ReplicationError::Config("node id 0 is reserved".into()));
+        }
+        let (mut storage, snapshot, recovery) = DiskStorage::open(
+            log_dir,
+            snapshot_dir,
+            &config.voters,
+            config.storage.clone(),
+        )?;
+        let conf = storage.conf_state().clone();
+        let last = storage.last_index_now();
+        let mut commit = storage.hard_state().commit;
+        if conf.voters == [config.id] && conf.learners.is_empty() && conf.voters_outgoing.is_empty()
+        {
+            // A single voter is its own majority: everything it made durable
+            // is committed.
+            commit = last;
+        }
+        let mut conf_now = conf;
+        let mut changed_at = None;
+        for index in storage.conf_entries_after(storage.conf_index()) {
+            if index > commit {
+                break;
+            }
+            for entry in storage.read(index, index, 1)? {
+                if let Ok(change) = parse_conf_change(&entry) {
+                    apply_simple(&mut conf_now, &change);
+                    changed_at = Some(index);
+                }
+            }
+        }
+        if let Some(index) = changed_at {
+            storage.set_conf_state(conf_now, index)?;
+        }
+        let mut hard = storage.hard_state().clone();
+        hard.commit = commit;
+        storage.set_hard_state(&hard)?;
+        let raft_config = raft::Config {
+            id: config.id,
+            election_tick: config.election_tick,
+            heartbeat_tick: config.heartbeat_tick,
+            applied: commit,
+            max_size_per_msg: config.max_size_per_msg,
+            max_inflight_msgs: config.max_inflight_msgs,
+            check_quorum: true,
+            pre_vote: true,
+            ..raft::Config::default()
+        };
+        raft_config.validate()?;
+        let raw = RawNode::new(&raft_config, storage, &logger())?;
+        let mut node = ReplicaNode {
+            seen: (raw.raft.term, raw.raft.state),
+            raw,
+            rng: config.seed ^ 0x9e37_79b9_7f4a_7c15,
+            election_tick: config.election_tick,
+        };
+        node.draw_timeout();
+        Ok((node, snapshot, recovery))
+    }
+
+    fn next_random(&mut self) -> u64 {
+        // xorshift64*: enough to spread election timeouts.
+        let mut x = self.rng.max(1);
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.rng = x;
+        x.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    fn draw_timeout(&mut self) {
+        let spread = self.election_tick as u64;
+        let timeout = self.election_tick + (self.next_random() % spread) as usize;
+        self.raw.raft.set_randomized_election_timeout(timeout);
+        self.seen = (self.raw.raft.term, self.raw.raft.state);
+    }
+
+    /// Raft redraws its election timeout from its own random source when
+    /// the term or role changes; replace it with one from ours.
+    fn after_call(&mut self) {
+        if self.seen != (self.raw.raft.term, self.raw.raft.state) {
+            self.draw_timeout();
+        }
+    }
+
+    pub fn id(&self) -> u64 {
+        self.raw.raft.id
+    }
+
+    pub fn is_leader(&self) -> bool {
+        self.raw.raft.state == StateRole::Leader
+    }
+
+    pub fn leader(&self) -> Option<u64> {
+        Some(self.raw.raft.leader_id).filter(|id| *id != 0)
+    }
+
+    pub fn term(&self) -> u64 {
+        self.raw.raft.term
+    }
+
+    pub fn commit_index(&self) -> u64 {
+        self.raw.raft.raft_log.committed
+    }
+
+    /// Index of the last entry handed to the state machine.
+    pub fn applied(&self) -> u64 {
+        self.raw.raft.raft_log.applied
+    }
+
+    pub fn status(&self) -> ReplicaStatus {
+        let raft = &self.raw.raft;
+        let matched = if raft.state == StateRole::Leader {
+            let mut all: Vec<(u64, u64)> = raft
+                .prs()
+                .iter()
+                .map(|(id, pr)| (*id, pr.matched))
+                .collect();
+            all.sort_unstable();
+            all
+        } else {
+            Vec::new()
+        };
+        ReplicaStatus {
+            id: raft.id,
+            role: raft.state.into(),
+            term: raft.term,
+            leader: self.leader(),
+            commit_index: raft.raft_log.committed,
+            applied_index: raft.raft_log.applied,
+            last_index: raft.raft_log.last_index(),
+            voters: {
+                let mut voters = self.raw.store().conf_state().voters.clone();
+                voters.sort_unstable();
+                voters
+            },
+            matched,
+        }
+    }
+
+    /// Advances the logical clock one tick.
+    pub fn tick(&mut self) {
+        self.raw.tick();
+        self.after_call();
+    }
+
+    /// Starts an election now (tests and leadership hand-over).
+    pub fn campaign(&mut self) -> Result<(), ReplicationError> {
+        self.raw.campaign()?;
+        self.after_call();
+        Ok(())
+    }
+
+    /// Feeds a message from a peer. A message Raft refuses (from an
+    /// unknown peer, say) is dropped with the error.
+    pub fn step(&mut self, message: Message) -> Result<(), ReplicationError> {
+        let result = self.raw.step(message);
+        self.after_call();
+        result.map_err(ReplicationError::from)
+    }
+
+    /// Proposes a payload; returns the index and term it will have if it
+    /// commits. An entry at that index with another term means it lost.
+    pub fn propose(&mut self, data: Vec<u8>) -> Result<(u64, u64), ProposeError> {
+        if self.raw.raft.state != StateRole::Leader {
+            return Err(ProposeError::NotLeader {
+                leader: self.leader(),
+            });
+        }
+        if data.len() + 1 > exchange_journal::MAX_PAYLOAD_BYTES {
+            return Err(ProposeError::TooLarge(data.len()));
+        }
+        let result = self.raw.propose(Vec::new(), data);
+        self.after_call();
+        result.map_err(|_| ProposeError::Dropped)?;
+        Ok((self.raw.raft.raft_log.last_index(), self.raw.raft.term))
+    }
+
+    /// Proposes a membership change (leader only; one at a time), with a
+    /// context every replica sees when it commits.
+    pub fn propose_membership(
+        &mut self,
+        change: Membership,
+        context: Vec<u8>,
+    ) -> Result<(), ProposeError> {
+        if self.raw.raft.state != StateRole::Leader {
+            return Err(ProposeError::NotLeader {
+                leader: self.leader(),
+            });
+        }
+        let mut cc = ConfChange::default();
+        match change {
+            Membership::AddVoter(id) => {
+                cc.set_change_type(ConfChangeType::AddNode);
+                cc.node_id = id;
+            }
+            Membership::RemoveVoter(id) => {
+                cc.set_change_type(ConfChangeType::RemoveNode);
+                cc.node_id = id;
+            }
+        }
+        cc.context = context.into();
+        let result = self.raw.propose_conf_change(Vec::new(), cc);
+        self.after_call();
+        result.map_err(|_| ProposeError::Dropped)
+    }
+
+    pub fn transfer_leader(&mut self, to: u64) {
+        self.raw.transfer_leader(to);
+        self.after_call();
+    }
+
+    pub fn report_unreachable(&mut self, id: u64) {
+        self.raw.report_unreachable(id);
+    }
+
+    /// Tells Raft whether a snapshot message reached `id`; a lost one must
+    /// be reported or the leader waits for it forever.
+    pub fn report_snapshot(&mut self, id: u64, delivered: bool) {
+        let status = if delivered {
+            SnapshotStatus::Finish
+        } else {
+            SnapshotStatus::Failure
+        };
+        self.raw.report_snapshot(id, status);
+    }
+
+    pub fn has_ready(&self) -> bool {
+        self.raw.has_ready()
+    }
+
+    /// Persists, sends and hands over what Raft has ready (see the module
+    /// docs for the order). `send` is called with each outgoing message.
+    pub fn handle_ready(
+        &mut self,
+        send: &mut dyn FnMut(Message),
+    ) -> Result<ReadyOutcome, ReplicationError> {
+        let mut outcome = ReadyOutcome::default();
+        if !self.raw.has_ready() {
+            return Ok(outcome);
+        }
+        let mut ready = self.raw.ready();
+        for message in ready.take_messages() {
+            send(message);
+        }
+        if !ready.snapshot().is_empty() {
+            let snapshot = ready.snapshot().clone();
+            self.raw.mut_store().apply_snapshot(&snapshot)?;
+            outcome.snapshot = Some(SnapshotData {
+                index: snapshot.get_metadata().index,
+                term: snapshot.get_metadata().term,
+                data: snapshot.data.to_vec(),
+            });
+        }
+        let committed = ready.take_committed_entries();
+        self.hand_over(committed, &mut outcome)?;
+        self.raw.mut_store().append(ready.entries())?;
+        if let Some(hard) = ready.hs() {
+            self.raw.mut_store().set_hard_state(hard)?;
+        }
+        for message in ready.take_persisted_messages() {
+            send(message);
+        }
+        let mut light = self.raw.advance(ready);
+        if let Some(commit) = light.commit_index() {
+            self.raw.mut_store().set_commit(commit);
+        }
+        for message in light.take_messages() {
+            send(message);
+        }
+        let committed = light.take_committed_entries();
+        self.hand_over(committed, &mut outcome)?;
+        self.raw.advance_apply();
+        self.after_call();
+        Ok(outcome)
+    }
+
+    fn hand_over(
+        &mut self,
+        entries: Vec<Entry>,
+        outcome: &mut ReadyOutcome,
+    ) -> Result<(), ReplicationError> {
+        for entry in entries {
+            let kind = match entry.get_entry_type() {
+                EntryType::EntryNormal => CommittedKind::Normal(entry.data.to_vec()),
+                _ => match parse_conf_change(&entry) {
+                    Ok(change) => match self.raw.apply_conf_change(&change) {
+                        Ok(conf) => {
+                            self.raw
+                                .mut_store()
+                                .set_conf_state(conf.clone(), entry.index)?;
+                            CommittedKind::ConfChange {
+                                conf,
+                                change: membership_of(&change),
+                                context: change.context.to_vec(),
+                            }
+                        }
+                        Err(error) => CommittedKind::ConfChangeRefused(error.to_string()),
+                    },
+                    Err(error) => CommittedKind::ConfChangeRefused(error),
+                },
+            };
+            outcome.committed.push(Committed {
+                index: entry.index,
+                term: entry.term,
+                kind,
+            });
+        }
+        Ok(())
+    }
+
+    /// Committed entries from `from` on, at most `max` of them: replay
+    /// after a start, and readers of the committed log.
+    pub fn read_committed(
+        &self,
+        from: u64,
+        max: usize,
+    ) -> Result<Vec<Committed>, ReplicationError> {
+        let to = self.commit_index();
+        let from = from.max(self.raw.store().first());
+        let entries = self.raw.store().read(from, to, max)?;
+        Ok(entries
+            .into_iter()
+            .map(|entry| {
+                let kind = match entry.get_entry_type() {
+                    EntryType::EntryNormal => CommittedKind::Normal(entry.data.to_vec()),
+                    _ => match parse_conf_change(&entry) {
+                        Ok(change) => CommittedKind::ConfChange {
+                            conf: self.raw.store().conf_state().clone(),
+                            change: membership_of(&change),
+                            context: change.context.to_vec(),
+                        },
+                        Err(error) => CommittedKind::ConfChangeRefused(error),
+                    },
+                };
+                Committed {
+                    index: entry.index,
+                    term: entry.term,
+                    kind,
+                }
+            })
+            .collect())
+    }
+
+    /// Saves the state machine's snapshot at `index` (applied by it) and
+    /// compacts the log. False when the index is too old to snapshot.
+    pub fn save_snapshot(&mut self, index: u64, data: &[u8]) -> Result<bool, ReplicationError> {
+        if index > self.applied() {
+            return Ok(false);
+        }
+        self.raw.mut_store().save_snapshot(index, data)
+    }
+
+    /// Takes note of a snapshot written with [`crate::write_snapshot`] (by
+    /// another thread) and compacts the log.
+    pub fn snapshot_written(
+        &mut self,
+        index: u64,
+        term: u64,
+        conf: &ConfState,
+    ) -> Result<(), ReplicationError> {
+        self.raw.mut_store().snapshot_written(index, term, conf)
+    }
+
+    /// The configuration as of the last entry handed over.
+    pub fn conf_state(&self) -> &ConfState {
+        self.raw.store().conf_state()
+    }
+
+    /// True when a follower needs a snapshot newer than the newest on disk
+    /// (one that includes it as a member): the state machine should save
+    /// one soon. Clears the request.
+    pub fn take_snapshot_request(&self) -> bool {
+        self.raw.store().take_snapshot_request()
+    }
+
+    /// Index and term of the newest snapshot on disk.
+    pub fn snapshot_index(&self) -> (u64, u64) {
+        self.raw.store().snapshot_index()
+    }
+
+    /// Writes the commit index (at a clean stop).
+    pub fn flush(&mut self) -> Result<(), ReplicationError> {
+        self.raw.mut_store().flush()
+    }
+}

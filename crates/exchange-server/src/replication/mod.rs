@@ -1,0 +1,370 @@
+//! The Raft stage of the pipeline: gateway → **Raft thread** → core thread.
+//!
+//! The Raft thread owns the [`ReplicaNode`]. It takes whatever commands have
+//! queued (up to [`MAX_BATCH`]), stamps them with the time, and proposes
+//! them as **one** Raft entry whose payload is the batch
+//! ([`encode_batch`]). `handle_ready` appends and fsyncs it (one fsync per
+//! batch: group commit), replicates it, and hands back committed entries;
+//! only those go to the core thread, in log order, with the waiting
+//! gateways' reply channels attached when this node proposed them and they
+//! committed at the index *and term* it proposed them at. A proposal that
+//! lost its place (leadership changed) is dropped: its waiter hears
+//! `unavailable` and retries with the same client order id, which the
+//! core's idempotency makes safe.
+//!
+//! A single node is a cluster of one voter and takes the same path; it
+//! elects itself at start. On a follower, writes are refused at once with
+//! [`SubmitError::NotLeader`] (see docs/replication.md).
+//!
+//! Invariant: the core applies an entry only after Raft reported it
+//! committed, so every command a client was answered for is on a majority
+//! of disks.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use exchange_replication::{ConfState, Membership, ReplicaConfig, ReplicaNode, StorageOptions};
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+use tokio::sync::oneshot;
+
+use crate::entry::{EntryError, LogEntry};
+
+mod raft_loop;
+#[cfg(test)]
+mod tests;
+
+pub(crate) use raft_loop::RaftLoop;
+
+/// Where a replica runs and how fast it notices a dead leader.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClusterSettings {
+    pub node_id: u64,
+    /// Raft addresses of every voter of a new cluster, this node included;
+    /// empty for a single node.
+    pub peers: BTreeMap<u64, SocketAddr>,
+    pub tick: Duration,
+    pub election_ticks: usize,
+    pub heartbeat_ticks: usize,
+    /// A node added to a running cluster: it starts with no voters and
+    /// waits for the leader (admin `POST /admin/replication/voters`).
+    pub join: bool,
+}
+
+impl Default for ClusterSettings {
+    fn default() -> Self {
+        ClusterSettings {
+            node_id: 1,
+            join: false,
+            peers: BTreeMap::new(),
+            tick: Duration::from_millis(50),
+            election_ticks: 8,
+            heartbeat_ticks: 2,
+        }
+    }
+}
+
+#[derive(Debug, Error, PartialEq, Eq)]
+pub enum ClusterError {
+    #[error("peer {0:?} is not ID=HOST:PORT")]
+    BadPeer(String),
+    #[error("peer id {0} appears twice")]
+    DuplicatePeer(u64),
+    #[error("node id 0 is reserved")]
+    ZeroId,
+    #[error("node {0} is not in the peer list, which must give its own Raft address")]
+    SelfMissing(u64),
+    #[error("timings: heartbeat ticks ({heartbeat}) must be below election ticks ({election}), tick > 0")]
+    Timings { heartbeat: usize, election: usize },
+    #[error("a joining node needs the peer list (its own Raft address and the others')")]
+    JoinAlone,
+}
+
+/// Parses `1=HOST:PORT` items (the CLI's comma-separated list, split).
+pub fn parse_peers<S: AsRef<str>>(items: &[S]) -> Result<BTreeMap<u64, SocketAddr>, ClusterError> {
+    let mut peers = BTreeMap::new();
+    for item in items {
+        let item = item.as_ref().trim();
+        if item.is_empty() {
+            continue;
+        }
+        let bad = || ClusterError::BadPeer(item.to_string());
+        let (id, addr) = item.split_once('=').ok_or_else(bad)?;
+        let id: u64 = id.trim().parse().map_err(|_| bad())?;
+        if id == 0 {
+            return Err(ClusterError::ZeroId);
+        }
+        let addr = std::net::ToSocketAddrs::to_socket_addrs(addr.trim())
+            .ok()
+            .and_then(|mut addrs| addrs.next())
+            .ok_or_else(bad)?;
+        if peers.insert(id, addr).is_some() {
+            return Err(ClusterError::DuplicatePeer(id));
+        }
+    }
+    Ok(peers)
+}
+
+impl ClusterSettings {
+    pub fn validate(&self) -> Result<(), ClusterError> {
+        if self.node_id == 0 {
+            return Err(ClusterError::ZeroId);
+        }
+        if !self.peers.is_empty() && !self.peers.contains_key(&self.node_id) {
+            return Err(ClusterError::SelfMissing(self.node_id));
+        }
+        if self.join && self.peers.is_empty() {
+            return Err(ClusterError::JoinAlone);
+        }
+        if self.heartbeat_ticks == 0
+            || self.heartbeat_ticks >= self.election_ticks
+            || self.tick.is_zero()
+        {
+            return Err(ClusterError::Timings {
+                heartbeat: self.heartbeat_ticks,
+                election: self.election_ticks,
+            });
+        }
+        Ok(())
+    }
+
+    /// The voters of a new cluster; none for a joining node.
+    pub fn voters(&self) -> Vec<u64> {
+        if self.join {
+            Vec::new()
+        } else if self.peers.is_empty() {
+            vec![self.node_id]
+        } else {
+            self.peers.keys().copied().collect()
+        }
+    }
+
+    pub fn replica_config(&self) -> ReplicaConfig {
+        let mut config = ReplicaConfig::new(self.node_id, self.voters());
+        config.election_tick = self.election_ticks;
+        config.heartbeat_tick = self.heartbeat_ticks;
+        config.seed = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(0)
+            ^ self.node_id.rotate_left(32);
+        config.storage = StorageOptions::default();
+        config
+    }
+
+    /// The other voters' Raft addresses.
+    pub fn others(&self) -> BTreeMap<u64, SocketAddr> {
+        self.peers
+            .iter()
+            .filter(|(id, _)| **id != self.node_id)
+            .map(|(id, addr)| (*id, *addr))
+            .collect()
+    }
+}
+
+/// A node's replication state, readable from any thread (the admin status
+/// route, `exchange cluster status`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReplicationStatus {
+    pub node_id: u64,
+    /// `leader`, `follower`, `candidate` or `pre_candidate`.
+    pub role: String,
+    pub term: u64,
+    pub leader_id: Option<u64>,
+    /// Raft index known committed.
+    pub commit_index: u64,
+    /// Raft index the core has applied.
+    pub applied_index: u64,
+    /// Last Raft index in this node's log.
+    pub last_index: u64,
+    pub voters: Vec<u64>,
+    /// On the leader: each voter's highest replicated index.
+    pub matched: Vec<(u64, u64)>,
+}
+
+/// Shared between the Raft thread (writer), the core thread (applied
+/// index) and readers.
+#[derive(Default)]
+pub struct ClusterShared {
+    status: RwLock<ReplicationStatus>,
+    leader: AtomicBool,
+    leader_id: AtomicU64,
+    pub(crate) raft_applied: AtomicU64,
+    urls: RwLock<BTreeMap<u64, String>>,
+}
+
+impl ClusterShared {
+    pub fn is_leader(&self) -> bool {
+        self.leader.load(Ordering::Acquire)
+    }
+
+    pub fn leader_id(&self) -> Option<u64> {
+        Some(self.leader_id.load(Ordering::Acquire)).filter(|id| *id != 0)
+    }
+
+    pub(crate) fn set_urls(&self, urls: BTreeMap<u64, String>) {
+        if let Ok(mut known) = self.urls.write() {
+            *known = urls;
+        }
+    }
+
+    pub fn urls(&self) -> BTreeMap<u64, String> {
+        self.urls.read().map(|u| u.clone()).unwrap_or_default()
+    }
+
+    pub fn leader_url(&self, id: u64) -> Option<String> {
+        self.urls
+            .read()
+            .ok()
+            .and_then(|urls| urls.get(&id).cloned())
+    }
+
+    pub fn status(&self) -> ReplicationStatus {
+        let mut status = self.status.read().map(|s| s.clone()).unwrap_or_default();
+        status.applied_index = self.raft_applied.load(Ordering::Acquire);
+        status
+    }
+
+    pub(crate) fn publish(&self, node: &ReplicaNode) {
+        self.leader.store(node.is_leader(), Ordering::Release);
+        self.leader_id
+            .store(node.leader().unwrap_or(0), Ordering::Release);
+        let replica = node.status();
+        if let Ok(mut status) = self.status.write() {
+            *status = ReplicationStatus {
+                node_id: replica.id,
+                role: replica.role.as_str().to_string(),
+                term: replica.term,
+                leader_id: replica.leader,
+                commit_index: replica.commit_index,
+                applied_index: 0,
+                last_index: replica.last_index,
+                voters: replica.voters,
+                matched: replica.matched,
+            };
+        }
+    }
+}
+
+/// A Raft entry's position and the configuration in force after it: what
+/// a snapshot taken right after applying it records.
+#[derive(Clone, Debug)]
+pub struct RaftMeta {
+    pub index: u64,
+    pub term: u64,
+    pub conf: Arc<ConfState>,
+}
+
+/// The payload of one Raft entry: `u32` count, then each command as a
+/// `u32` length and the log entry's JSON.
+pub fn encode_batch(entries: &[LogEntry]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(4 + entries.len() * 160);
+    out.extend_from_slice(&(entries.len() as u32).to_le_bytes());
+    for entry in entries {
+        let bytes = entry.encode();
+        out.extend_from_slice(&(bytes.len() as u32).to_le_bytes());
+        out.extend_from_slice(&bytes);
+    }
+    out
+}
+
+#[derive(Debug, Error)]
+pub enum BatchError {
+    #[error("batch is truncated")]
+    Truncated,
+    #[error("batch has {0} bytes after its last command")]
+    Trailing(usize),
+    #[error(transparent)]
+    Entry(#[from] EntryError),
+    #[error("empty record payload")]
+    Empty,
+}
+
+/// Decodes a journal record's payload as stored by the replica (one type
+/// byte, then the entry's data) into its commands. Membership changes and
+/// the empty entries new leaders append hold none. For readers of the log
+/// outside the pipeline.
+pub fn decode_entry_payload(payload: &[u8]) -> Result<Vec<LogEntry>, BatchError> {
+    match payload.split_first() {
+        None => Err(BatchError::Empty),
+        Some((0, data)) if !data.is_empty() => decode_batch(data),
+        Some(_) => Ok(Vec::new()),
+    }
+}
+
+pub fn decode_batch(bytes: &[u8]) -> Result<Vec<LogEntry>, BatchError> {
+    let word = |at: usize| -> Result<usize, BatchError> {
+        bytes
+            .get(at..at + 4)
+            .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize)
+            .ok_or(BatchError::Truncated)
+    };
+    let count = word(0)?;
+    let mut at = 4;
+    // A count cannot claim more commands than there are bytes for.
+    let mut entries = Vec::with_capacity(count.min(bytes.len() / 4));
+    for _ in 0..count {
+        let len = word(at)?;
+        at += 4;
+        let body = bytes.get(at..at + len).ok_or(BatchError::Truncated)?;
+        entries.push(LogEntry::decode(body)?);
+        at += len;
+    }
+    if at != bytes.len() {
+        return Err(BatchError::Trailing(bytes.len() - at));
+    }
+    Ok(entries)
+}
+
+/// Why a membership change was not proposed.
+#[derive(Clone, Debug, Error, PartialEq, Eq)]
+pub enum MembershipError {
+    #[error("this node is not the leader (leader: {leader:?})")]
+    NotLeader { leader: Option<u64> },
+    #[error("this node runs without a Raft transport (a single node started without --peers)")]
+    NoTransport,
+    #[error("adding a voter needs its Raft address")]
+    AddressMissing,
+    #[error("refused: {0}")]
+    Refused(String),
+    #[error("the node is shutting down")]
+    Stopped,
+}
+
+/// Requests to the Raft thread from the gateways.
+pub(crate) enum RaftControl {
+    Membership {
+        change: Membership,
+        raft_addr: Option<SocketAddr>,
+        reply: oneshot::Sender<Result<(), MembershipError>>,
+    },
+}
+
+/// Raft addresses learned from committed membership changes, kept in the
+/// data directory so a restarted node still reaches nodes added after its
+/// `--peers` list was written. One `ID=HOST:PORT` per line.
+pub fn load_learned_peers(path: &std::path::Path) -> BTreeMap<u64, SocketAddr> {
+    std::fs::read_to_string(path)
+        .ok()
+        .and_then(|text| {
+            let lines: Vec<&str> = text.lines().collect();
+            parse_peers(&lines).ok()
+        })
+        .unwrap_or_default()
+}
+
+pub(crate) fn save_learned_peers(
+    path: &std::path::Path,
+    peers: &BTreeMap<u64, SocketAddr>,
+) -> std::io::Result<()> {
+    let text: String = peers
+        .iter()
+        .map(|(id, addr)| format!("{id}={addr}\n"))
+        .collect();
+    let temp = path.with_extension("tmp");
+    std::fs::write(&temp, text)?;
+    std::fs::rename(&temp, path)
+}

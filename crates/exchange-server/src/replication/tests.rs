@@ -1,0 +1,62 @@
+//! Batch encoding and peer parsing.
+use super::*;
+
+fn account(n: u64) -> LogEntry {
+    LogEntry::CreateAccount {
+        ts: n,
+        api_key: format!("key{n}"),
+        api_secret: format!("secret{n}"),
+    }
+}
+
+#[test]
+fn batches_round_trip_and_damage_is_refused() {
+    let entries: Vec<LogEntry> = (1..=3).map(account).collect();
+    let bytes = encode_batch(&entries);
+    assert_eq!(decode_batch(&bytes).unwrap(), entries);
+    assert!(decode_batch(&encode_batch(&[])).unwrap().is_empty());
+    assert!(matches!(
+        decode_batch(&bytes[..bytes.len() - 1]),
+        Err(BatchError::Truncated)
+    ));
+    let mut longer = bytes.clone();
+    longer.push(b' ');
+    assert!(matches!(
+        decode_batch(&longer),
+        Err(BatchError::Trailing(1))
+    ));
+    let mut huge_count = bytes.clone();
+    huge_count[..4].copy_from_slice(&u32::MAX.to_le_bytes());
+    assert!(matches!(
+        decode_batch(&huge_count),
+        Err(BatchError::Truncated)
+    ));
+    let mut payload = vec![0u8];
+    payload.extend_from_slice(&bytes);
+    assert_eq!(decode_entry_payload(&payload).unwrap(), entries);
+    assert!(decode_entry_payload(&[0]).unwrap().is_empty());
+    assert!(decode_entry_payload(&[1, 9, 9]).unwrap().is_empty());
+    assert!(matches!(decode_entry_payload(&[]), Err(BatchError::Empty)));
+}
+
+#[test]
+fn peers_parse_strictly() {
+    let peers = parse_peers(&["1=127.0.0.1:7001", " 2 = 127.0.0.1:7002 "]).unwrap();
+    assert_eq!(peers.len(), 2);
+    assert_eq!(
+        parse_peers(&["1=127.0.0.1:7001", "1=127.0.0.1:7002"]),
+        Err(ClusterError::DuplicatePeer(1))
+    );
+    assert_eq!(
+        parse_peers(&["0=127.0.0.1:7001"]),
+        Err(ClusterError::ZeroId)
+    );
+    assert!(matches!(
+        parse_peers(&["127.0.0.1:7001"]),
+        Err(ClusterError::BadPeer(_))
+    ));
+    assert!(matches!(
+        parse_peers(&["1=nowhere"]),
+        Err(ClusterError::BadPeer(_))
+    ));
+}

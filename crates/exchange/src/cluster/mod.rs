@@ -1,0 +1,557 @@
+//! `exchange cluster`: a local Raft cluster of separate `exchange serve`
+//! processes for trying replication out, and a status view of any cluster.
+//!
+//! `up` lays node N out as `DIR/node-N` (data), HTTP on `PORT_BASE + N`,
+//! Raft on `PORT_BASE + 100 + N`, remembers the layout in
+//! `DIR/cluster.json`, and starts every node whose pid (`DIR/node-N/pid`)
+//! is not running — so running it again restarts nodes that died. The
+//! processes outlive the command (their own process group); `down` stops
+//! them.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, bail, Context};
+use serde_json::{json, Value};
+
+mod http;
+
+use http::{http_get, http_send, parse_addr};
+
+#[derive(clap::Subcommand)]
+pub enum ClusterCmd {
+    /// Start (or restart the dead nodes of) a local cluster.
+    Up {
+        /// Number of nodes (voters).
+        #[arg(long, default_value_t = 3)]
+        nodes: u64,
+        /// Parent of the nodes' data directories.
+        #[arg(long)]
+        data_dir: PathBuf,
+        /// Node N serves HTTP on PORT_BASE + N and Raft on PORT_BASE + 100 + N.
+        #[arg(long, default_value_t = 7100)]
+        port_base: u16,
+        /// TOML configuration given to every node (its `[cluster]` and
+        /// listen settings are overridden).
+        #[arg(long)]
+        config: Option<PathBuf>,
+    },
+    /// Start one more node and have the leader add it as a voter.
+    Add {
+        #[arg(long)]
+        data_dir: PathBuf,
+        #[arg(long)]
+        config: Option<PathBuf>,
+    },
+    /// Have the leader remove a voter, then stop that node.
+    Remove {
+        #[arg(long)]
+        data_dir: PathBuf,
+        /// The node to remove.
+        #[arg(long)]
+        id: u64,
+    },
+    /// Stop a local cluster's nodes (SIGTERM).
+    Down {
+        #[arg(long)]
+        data_dir: PathBuf,
+    },
+    /// Print the cluster's state as JSON, asking every node it can reach.
+    Status {
+        /// Any node's HTTP address.
+        #[arg(long)]
+        url: String,
+    },
+}
+
+pub fn run(cmd: ClusterCmd) -> anyhow::Result<()> {
+    match cmd {
+        ClusterCmd::Up {
+            nodes,
+            data_dir,
+            port_base,
+            config,
+        } => up(nodes, &data_dir, port_base, config.as_deref()),
+        ClusterCmd::Down { data_dir } => down(&data_dir),
+        ClusterCmd::Add { data_dir, config } => add(&data_dir, config.as_deref()),
+        ClusterCmd::Remove { data_dir, id } => remove(&data_dir, id),
+        ClusterCmd::Status { url } => {
+            let status = status(&url, &admin_token(None)?)?;
+            println!("{}", serde_json::to_string_pretty(&status)?);
+            Ok(())
+        }
+    }
+}
+
+/// The admin token: `EXCHANGE_ADMIN_TOKEN`, else the one `up` saved.
+fn admin_token(dir: Option<&Path>) -> anyhow::Result<String> {
+    if let Some(token) = std::env::var("EXCHANGE_ADMIN_TOKEN")
+        .ok()
+        .filter(|t| !t.is_empty())
+    {
+        return Ok(token);
+    }
+    if let Some(dir) = dir {
+        let path = dir.join("admin_token");
+        if let Ok(token) = std::fs::read_to_string(&path) {
+            return Ok(token.trim().to_string());
+        }
+        let token = exchange_server::server::random_hex(24);
+        std::fs::create_dir_all(dir)?;
+        std::fs::write(&path, &token)?;
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))?;
+        }
+        eprintln!("admin token (saved in {}): {token}", path.display());
+        return Ok(token);
+    }
+    bail!("set EXCHANGE_ADMIN_TOKEN to the cluster's admin token")
+}
+
+struct Layout {
+    nodes: u64,
+    /// Nodes that founded the cluster; later ones joined it.
+    initial: u64,
+    port_base: u16,
+    removed: Vec<u64>,
+}
+
+impl Layout {
+    fn http(&self, id: u64) -> SocketAddr {
+        SocketAddr::from(([127, 0, 0, 1], self.port_base + id as u16))
+    }
+    fn raft(&self, id: u64) -> SocketAddr {
+        SocketAddr::from(([127, 0, 0, 1], self.port_base + 100 + id as u16))
+    }
+    fn save(&self, dir: &Path) -> anyhow::Result<()> {
+        std::fs::create_dir_all(dir)?;
+        std::fs::write(
+            dir.join("cluster.json"),
+            serde_json::to_string_pretty(&json!({
+                "nodes": self.nodes,
+                "initial": self.initial,
+                "port_base": self.port_base,
+                "removed": self.removed,
+            }))?,
+        )?;
+        Ok(())
+    }
+    fn members(&self) -> impl Iterator<Item = u64> + '_ {
+        (1..=self.nodes).filter(|id| !self.removed.contains(id))
+    }
+    fn peers(&self) -> String {
+        self.members()
+            .map(|id| format!("{id}={}", self.raft(id)))
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+    fn urls(&self) -> String {
+        self.members()
+            .map(|id| format!("{id}=http://{}", self.http(id)))
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+}
+
+/// The layout of an existing cluster wins over the flags: a restarted node
+/// must come back where its peers expect it.
+fn layout(dir: &Path, nodes: u64, port_base: u16) -> anyhow::Result<Layout> {
+    let path = dir.join("cluster.json");
+    if let Ok(text) = std::fs::read_to_string(&path) {
+        let saved: Value = serde_json::from_str(&text).context("cluster.json")?;
+        let nodes = saved["nodes"]
+            .as_u64()
+            .ok_or_else(|| anyhow!("cluster.json: nodes"))?;
+        let port_base = saved["port_base"]
+            .as_u64()
+            .and_then(|p| u16::try_from(p).ok())
+            .ok_or_else(|| anyhow!("cluster.json: port_base"))?;
+        let initial = saved["initial"].as_u64().unwrap_or(nodes);
+        let removed = saved["removed"]
+            .as_array()
+            .map(|ids| ids.iter().filter_map(Value::as_u64).collect())
+            .unwrap_or_default();
+        return Ok(Layout {
+            nodes,
+            initial,
+            port_base,
+            removed,
+        });
+    }
+    if !(1..=99).contains(&nodes) {
+        bail!("--nodes must be 1 to 99");
+    }
+    if u32::from(port_base) + 100 + nodes as u32 > u32::from(u16::MAX) {
+        bail!("--port-base too high for {nodes} nodes");
+    }
+    let layout = Layout {
+        nodes,
+        initial: nodes,
+        port_base,
+        removed: Vec::new(),
+    };
+    layout.save(dir)?;
+    Ok(layout)
+}
+
+fn node_dir(dir: &Path, id: u64) -> PathBuf {
+    dir.join(format!("node-{id}"))
+}
+
+fn running(pid_file: &Path) -> Option<u32> {
+    let pid: u32 = std::fs::read_to_string(pid_file)
+        .ok()?
+        .trim()
+        .parse()
+        .ok()?;
+    // SAFETY: signal 0 only checks that the process exists.
+    let exists = unsafe { libc::kill(pid as i32, 0) } == 0;
+    // A killed node nobody has reaped yet still exists, as a zombie.
+    let zombie = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|stat| {
+            stat.rsplit_once(')')
+                .map(|(_, rest)| rest.trim_start().starts_with('Z'))
+        })
+        .unwrap_or(false);
+    (exists && !zombie).then_some(pid)
+}
+
+fn up(nodes: u64, dir: &Path, port_base: u16, config: Option<&Path>) -> anyhow::Result<()> {
+    let layout = layout(dir, nodes, port_base)?;
+    let token = admin_token(Some(dir))?;
+    let exe = std::env::current_exe().context("locating the exchange binary")?;
+    let mut started = Vec::new();
+    for id in layout.members().collect::<Vec<_>>() {
+        let data = node_dir(dir, id);
+        std::fs::create_dir_all(&data)?;
+        let pid_file = exchange_server::server::pid_file(&data);
+        if let Some(pid) = running(&pid_file) {
+            println!(
+                "node {id}: http://{} (pid {pid}, already running)",
+                layout.http(id)
+            );
+            continue;
+        }
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(data.join("log"))?;
+        let mut command = Command::new(&exe);
+        command
+            .arg("serve")
+            .arg("--data-dir")
+            .arg(&data)
+            .arg("--listen")
+            .arg(layout.http(id).to_string())
+            .arg("--node-id")
+            .arg(id.to_string())
+            .arg("--peers")
+            .arg(layout.peers())
+            .arg("--peer-urls")
+            .arg(layout.urls())
+            .env("EXCHANGE_ADMIN_TOKEN", &token)
+            .stdin(Stdio::null())
+            .stdout(log.try_clone()?)
+            .stderr(log);
+        if let Some(config) = config {
+            command.arg("--config").arg(config);
+        }
+        if id > layout.initial {
+            command.arg("--join");
+        }
+        #[cfg(unix)]
+        {
+            use std::os::unix::process::CommandExt;
+            // Its own process group: a ctrl-c meant for this command does
+            // not take the cluster down with it.
+            command.process_group(0);
+        }
+        let child = command.spawn().context("starting a node")?;
+        std::fs::write(&pid_file, child.id().to_string())?;
+        started.push((id, child.id()));
+    }
+    for (id, pid) in started {
+        let addr = layout.http(id);
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            if matches!(http_get(addr, "/ready", None), Ok((200, _))) {
+                // Ready, and really this node: not another process that
+                // holds the port while this one failed to bind it.
+                let me = node_status(&format!("http://{addr}"), &token)
+                    .ok()
+                    .and_then(|s| s["id"].as_u64());
+                if me != Some(id) {
+                    bail!(
+                        "{addr} answers as node {me:?}, not node {id}: the port is taken; see {}",
+                        node_dir(dir, id).join("log").display()
+                    );
+                }
+                break;
+            }
+            if running(&exchange_server::server::pid_file(&node_dir(dir, id))).is_none() {
+                bail!(
+                    "node {id} exited during start-up; see {}",
+                    node_dir(dir, id).join("log").display()
+                );
+            }
+            if Instant::now() > deadline {
+                bail!("node {id} not ready after 60 s");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        println!("node {id}: http://{addr} (pid {pid})");
+    }
+    // Ready means serving reads; writes need a leader, which lists the
+    // configured instruments once it leads.
+    let leader = wait_leader(&layout, &token)?;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < deadline {
+        let listed = http_get(layout.http(leader), "/v1/instruments", None)
+            .ok()
+            .and_then(|(_, body)| serde_json::from_slice::<Value>(&body).ok())
+            .is_some_and(|v| v["instruments"].as_array().is_some_and(|a| !a.is_empty()));
+        if listed {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    println!("leader: node {leader}");
+    Ok(())
+}
+
+fn wait_leader(layout: &Layout, token: &str) -> anyhow::Result<u64> {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let leader = layout
+            .members()
+            .map(|id| format!("http://{}", layout.http(id)))
+            .find_map(|url| status(&url, token).ok())
+            .and_then(|s| s["leader"].as_u64());
+        if let Some(leader) = leader {
+            return Ok(leader);
+        }
+        if Instant::now() > deadline {
+            bail!("no leader elected after 30 s");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Sends a membership change to the leader, following `not_leader`.
+fn propose_change(layout: &Layout, token: &str, body: &Value) -> anyhow::Result<()> {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let leader = wait_leader(layout, token)?;
+        let (code, answer) = http_send(
+            layout.http(leader),
+            "POST",
+            "/admin/replication/voters",
+            Some(token),
+            &body.to_string(),
+        )?;
+        match code {
+            202 => return Ok(()),
+            503 if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(100)),
+            _ => bail!("{body}: HTTP {code}: {}", String::from_utf8_lossy(&answer)),
+        }
+    }
+}
+
+fn voters_of_leader(layout: &Layout, token: &str) -> Option<Vec<u64>> {
+    let leader = wait_leader(layout, token).ok()?;
+    let (_, body) = http_get(layout.http(leader), "/admin/replication", Some(token)).ok()?;
+    let status: Value = serde_json::from_slice(&body).ok()?;
+    Some(
+        status["voters"]
+            .as_array()?
+            .iter()
+            .filter_map(Value::as_u64)
+            .collect(),
+    )
+}
+
+fn wait_voters(layout: &Layout, token: &str, done: impl Fn(&[u64]) -> bool) -> anyhow::Result<()> {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while Instant::now() < deadline {
+        if voters_of_leader(layout, token).is_some_and(|v| done(&v)) {
+            return Ok(());
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    bail!("the membership change did not take effect within 60 s")
+}
+
+fn add(dir: &Path, config: Option<&Path>) -> anyhow::Result<()> {
+    let mut layout = layout(dir, 0, 0).context("no cluster.json: not a cluster directory")?;
+    let token = admin_token(Some(dir))?;
+    layout.nodes += 1;
+    let id = layout.nodes;
+    if u32::from(layout.port_base) + 100 + id as u32 > u32::from(u16::MAX) {
+        bail!("no port left for node {id}");
+    }
+    layout.save(dir)?;
+    // The new node starts empty and waits to be added.
+    up(layout.nodes, dir, layout.port_base, config)?;
+    propose_change(
+        &layout,
+        &token,
+        &json!({ "add": id, "raft_addr": layout.raft(id).to_string() }),
+    )?;
+    wait_voters(&layout, &token, |voters| voters.contains(&id))?;
+    // Caught up: it has applied what the leader had committed.
+    let leader = wait_leader(&layout, &token)?;
+    let commit = node_status(&format!("http://{}", layout.http(leader)), &token)?["commit_index"]
+        .as_u64()
+        .unwrap_or(0);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let applied = node_status(&format!("http://{}", layout.http(id)), &token)
+            .ok()
+            .and_then(|s| s["applied_index"].as_u64())
+            .unwrap_or(0);
+        if applied >= commit {
+            break;
+        }
+        if Instant::now() > deadline {
+            bail!("node {id} has not caught up after 60 s (applied {applied} of {commit})");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    println!("node {id} added: http://{}", layout.http(id));
+    Ok(())
+}
+
+fn remove(dir: &Path, id: u64) -> anyhow::Result<()> {
+    let mut layout = layout(dir, 0, 0).context("no cluster.json: not a cluster directory")?;
+    if !layout.members().any(|m| m == id) {
+        bail!("node {id} is not a member of this cluster");
+    }
+    let token = admin_token(Some(dir))?;
+    propose_change(&layout, &token, &json!({ "remove": id }))?;
+    wait_voters(&layout, &token, |voters| !voters.contains(&id))?;
+    layout.removed.push(id);
+    layout.save(dir)?;
+    if let Some(pid) = running(&exchange_server::server::pid_file(&node_dir(dir, id))) {
+        // SAFETY: sends SIGTERM to a process this tool started.
+        unsafe { libc::kill(pid as i32, libc::SIGTERM) };
+    }
+    println!("node {id} removed");
+    Ok(())
+}
+
+fn down(dir: &Path) -> anyhow::Result<()> {
+    let layout = layout(dir, 0, 0).context("no cluster.json: not a cluster directory")?;
+    for id in layout.members() {
+        let pid_file = exchange_server::server::pid_file(&node_dir(dir, id));
+        if let Some(pid) = running(&pid_file) {
+            // SAFETY: sends SIGTERM to a process we started.
+            unsafe { libc::kill(pid as i32, libc::SIGTERM) };
+            println!("node {id}: stopping (pid {pid})");
+        }
+    }
+    Ok(())
+}
+
+fn node_status(url: &str, token: &str) -> anyhow::Result<Value> {
+    let (code, body) = http_get(
+        parse_addr(url)?,
+        "/admin/replication?state_hash=true",
+        Some(token),
+    )?;
+    if code != 200 {
+        bail!("{url}: HTTP {code}: {}", String::from_utf8_lossy(&body));
+    }
+    Ok(serde_json::from_slice(&body)?)
+}
+
+/// The cluster as the node at `url` and every peer it names see it:
+/// `{"leader", "term", "commit_index", "nodes": [{"id", "role",
+/// "applied_index", "lag", "state_hash", ...}]}`.
+pub fn status(url: &str, token: &str) -> anyhow::Result<Value> {
+    let first = node_status(url, token)?;
+    let mut urls: Vec<(u64, String)> = first["urls"]
+        .as_object()
+        .map(|urls| {
+            urls.iter()
+                .filter_map(|(id, u)| Some((id.parse().ok()?, u.as_str()?.to_string())))
+                .collect()
+        })
+        .unwrap_or_default();
+    let first_id = first["id"].as_u64().unwrap_or(0);
+    if !urls.iter().any(|(id, _)| *id == first_id) {
+        urls.push((first_id, url.to_string()));
+    }
+    for voter in first["voters"].as_array().into_iter().flatten() {
+        if let Some(id) = voter.as_u64() {
+            if !urls.iter().any(|(known, _)| *known == id) {
+                urls.push((id, String::new()));
+            }
+        }
+    }
+    urls.sort();
+    let mut seen = Vec::new();
+    for (id, node_url) in &urls {
+        let answer = if *id == first_id {
+            Ok(first.clone())
+        } else if node_url.is_empty() {
+            Err(anyhow!("no HTTP address known (serve --peer-urls)"))
+        } else {
+            node_status(node_url, token)
+        };
+        seen.push((*id, node_url.clone(), answer));
+    }
+    // The leader with the highest term that anyone reports as leading.
+    let leader = seen
+        .iter()
+        .filter_map(|(_, _, a)| a.as_ref().ok())
+        .filter(|a| a["role"] == "leader")
+        .max_by_key(|a| a["term"].as_u64().unwrap_or(0));
+    let term = seen
+        .iter()
+        .filter_map(|(_, _, a)| a.as_ref().ok()?["term"].as_u64())
+        .max()
+        .unwrap_or(0);
+    let commit = leader
+        .and_then(|l| l["commit_index"].as_u64())
+        .or_else(|| {
+            seen.iter()
+                .filter_map(|(_, _, a)| a.as_ref().ok()?["commit_index"].as_u64())
+                .max()
+        })
+        .unwrap_or(0);
+    let nodes: Vec<Value> = seen
+        .iter()
+        .map(|(id, node_url, answer)| match answer {
+            Ok(a) => {
+                let applied = a["applied_index"].as_u64().unwrap_or(0);
+                json!({
+                    "id": id,
+                    "url": node_url,
+                    "role": a["role"],
+                    "term": a["term"],
+                    "applied_index": applied,
+                    "commit_index": a["commit_index"],
+                    "lag": commit.saturating_sub(applied),
+                    "state_hash": a["state_hash"],
+                })
+            }
+            Err(error) => json!({
+                "id": id,
+                "url": node_url,
+                "role": "unreachable",
+                "error": error.to_string(),
+            }),
+        })
+        .collect();
+    Ok(json!({
+        "leader": leader.map(|l| l["id"].clone()).unwrap_or(Value::Null),
+        "term": term,
+        "commit_index": commit,
+        "nodes": nodes,
+    }))
+}

@@ -1,0 +1,417 @@
+//! A three-node Raft cluster of real `exchange serve` processes, started
+//! with `exchange cluster up`: the leader is killed with SIGKILL under load;
+//! the load goes on against the new leader (clients retry with the same
+//! client order id); the dead node is restarted and catches up. Every
+//! acknowledged order is then present exactly once on every replica, and
+//! every replica reaches the same state hash.
+
+mod support;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::{AtomicBool, AtomicU16, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use support::{wait_until, Account, Client, ADMIN_TOKEN};
+
+const NODES: u64 = 3;
+const WORKERS: usize = 4;
+const MAX_PLACES_PER_WORKER: usize = 150;
+const ACKS_BEFORE_KILL: usize = 60;
+const ACKS_AFTER_KILL: usize = 60;
+
+struct Cluster {
+    dir: PathBuf,
+    ports: Vec<u16>,
+}
+
+fn exchange(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_exchange"))
+        .args(args)
+        .env("EXCHANGE_ADMIN_TOKEN", ADMIN_TOKEN)
+        .output()
+        .expect("run exchange")
+}
+
+fn ports_free(base: u16) -> bool {
+    (1..=NODES as u16)
+        .flat_map(|n| [base + n, base + 100 + n])
+        .all(|port| std::net::TcpListener::bind(("127.0.0.1", port)).is_ok())
+}
+
+impl Cluster {
+    fn up(dir: &Path) -> Cluster {
+        // Tests of one binary run in parallel: each picks its own ports.
+        static CALLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let call = CALLS.fetch_add(1, Ordering::SeqCst);
+        let seed = (std::process::id() as u64 ^ support::unix_now()).wrapping_add(call * 7_777);
+        for attempt in 0..10u64 {
+            let base = 20_000 + ((seed.wrapping_mul(7919) + attempt * 977) % 30_000) as u16;
+            if !ports_free(base) {
+                continue;
+            }
+            let out = exchange(&[
+                "cluster",
+                "up",
+                "--nodes",
+                &NODES.to_string(),
+                "--data-dir",
+                &dir.display().to_string(),
+                "--port-base",
+                &base.to_string(),
+            ]);
+            let cluster = Cluster {
+                dir: dir.to_path_buf(),
+                ports: (1..=NODES as u16).map(|n| base + n).collect(),
+            };
+            if out.status.success() {
+                eprintln!("{}", String::from_utf8_lossy(&out.stdout));
+                return cluster;
+            }
+            eprintln!(
+                "cluster up failed (port race?): {}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+            drop(cluster);
+            let _ = std::fs::remove_dir_all(dir);
+        }
+        panic!("could not start a cluster");
+    }
+
+    fn pid(&self, node: u64) -> Option<i32> {
+        std::fs::read_to_string(self.dir.join(format!("node-{node}/pid")))
+            .ok()?
+            .trim()
+            .parse()
+            .ok()
+    }
+
+    fn kill(&self, node: u64) {
+        if let Some(pid) = self.pid(node) {
+            // SAFETY: SIGKILL to a process this test started.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
+    }
+
+    fn restart_dead(&self) {
+        let out = exchange(&[
+            "cluster",
+            "up",
+            "--data-dir",
+            &self.dir.display().to_string(),
+        ]);
+        assert!(
+            out.status.success(),
+            "restart: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    fn status(&self) -> Option<Value> {
+        let out = exchange(&[
+            "cluster",
+            "status",
+            "--url",
+            &format!("http://127.0.0.1:{}", self.ports[0]),
+        ]);
+        out.status
+            .success()
+            .then(|| serde_json::from_slice(&out.stdout).ok())
+            .flatten()
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        for node in 1..=NODES {
+            self.kill(node);
+        }
+    }
+}
+
+/// The port of the node that says it leads, if one does.
+fn leader_port(ports: &[u16]) -> Option<u16> {
+    ports.iter().copied().find(|&port| {
+        Client { port }
+            .try_request(
+                "GET",
+                "/admin/replication",
+                &[("Authorization", format!("Bearer {ADMIN_TOKEN}"))],
+                b"",
+            )
+            .ok()
+            .filter(|r| r.status == 200)
+            .is_some_and(|r| r.json()["role"] == "leader")
+    })
+}
+
+#[derive(Default, Debug)]
+struct Report {
+    acked: Vec<String>,
+    acked_after_kill: usize,
+    failures: Vec<String>,
+}
+
+/// Places resting orders with unique client order ids against whichever
+/// node leads, retrying each one with the same id until it is answered.
+fn worker(
+    ports: &[u16],
+    leader: &AtomicU16,
+    account: &Account,
+    name: &str,
+    stop: &AtomicBool,
+    killed: &AtomicBool,
+    total: &AtomicUsize,
+) -> Report {
+    let mut report = Report::default();
+    for n in 0..MAX_PLACES_PER_WORKER {
+        if stop.load(Ordering::SeqCst) {
+            break;
+        }
+        let client_order_id = format!("{name}-{n}");
+        let side = if n % 2 == 0 { "buy" } else { "sell" };
+        let price = if side == "buy" {
+            59_000 - n
+        } else {
+            61_000 + n
+        };
+        let body = json!({ "symbol": "BTC-USD", "side": side, "price": price.to_string(),
+                           "qty": "0.01", "client_order_id": client_order_id })
+        .to_string();
+        let started = Instant::now();
+        loop {
+            if started.elapsed() > support::DEADLINE {
+                report
+                    .failures
+                    .push(format!("{client_order_id}: no answer within the deadline"));
+                return report;
+            }
+            let port = leader.load(Ordering::SeqCst);
+            let answer = Client { port }.try_signed(account, "POST", "/v1/orders", &body);
+            match answer {
+                Ok(response) if response.status == 201 => {
+                    report.acked.push(client_order_id.clone());
+                    if killed.load(Ordering::SeqCst) {
+                        report.acked_after_kill += 1;
+                    }
+                    total.fetch_add(1, Ordering::SeqCst);
+                    break;
+                }
+                // An earlier attempt committed after all: the order exists.
+                Ok(response)
+                    if response.status == 409 && response.code() == "duplicate_client_order_id" =>
+                {
+                    report.acked.push(client_order_id.clone());
+                    break;
+                }
+                Ok(response) if response.status == 503 || response.status == 429 => {}
+                Ok(response) => {
+                    report.failures.push(format!(
+                        "{client_order_id}: {} {}",
+                        response.status,
+                        response.text()
+                    ));
+                    return report;
+                }
+                Err(_) => {}
+            }
+            // Not leading, unreachable or busy: find the leader again.
+            std::thread::sleep(Duration::from_millis(20));
+            if let Some(port) = leader_port(ports) {
+                leader.store(port, Ordering::SeqCst);
+            }
+        }
+    }
+    report
+}
+
+#[test]
+fn killing_the_leader_under_load_loses_no_acknowledged_order() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let cluster = Cluster::up(&tmp.path().join("cluster"));
+    let mut port = None;
+    wait_until("a leader", || {
+        port = leader_port(&cluster.ports);
+        port.is_some()
+    });
+    let leader_api = Client {
+        port: port.expect("leader"),
+    };
+    // The leader lists the configured instruments once it leads.
+    wait_until("the instruments listed", || {
+        leader_api
+            .try_request("GET", "/v1/instruments", &[], b"")
+            .is_ok_and(|r| r.status == 200 && r.text().contains("BTC-USD"))
+    });
+    let accounts: Vec<Account> = (0..WORKERS).map(|_| leader_api.funded_account()).collect();
+    let status = cluster.status().expect("cluster status");
+    let old_leader = status["leader"].as_u64().expect("a leader in the status");
+
+    let leader = AtomicU16::new(leader_api.port);
+    let (stop, killed, total) = (
+        AtomicBool::new(false),
+        AtomicBool::new(false),
+        AtomicUsize::new(0),
+    );
+    let mut failover = Duration::ZERO;
+    let reports: Vec<Report> = std::thread::scope(|scope| {
+        let handles: Vec<_> = accounts
+            .iter()
+            .enumerate()
+            .map(|(i, account)| {
+                let (ports, leader, stop, killed, total) =
+                    (&cluster.ports, &leader, &stop, &killed, &total);
+                scope.spawn(move || {
+                    worker(
+                        ports,
+                        leader,
+                        account,
+                        &format!("w{i}"),
+                        stop,
+                        killed,
+                        total,
+                    )
+                })
+            })
+            .collect();
+        wait_until("orders acknowledged before the kill", || {
+            total.load(Ordering::SeqCst) >= ACKS_BEFORE_KILL
+        });
+        killed.store(true, Ordering::SeqCst);
+        let at_kill = total.load(Ordering::SeqCst);
+        let kill_time = Instant::now();
+        cluster.kill(old_leader);
+        wait_until("a new leader", || {
+            leader_port(&cluster.ports).is_some_and(|p| p != leader_api.port)
+        });
+        failover = kill_time.elapsed();
+        wait_until("orders acknowledged after the kill", || {
+            total.load(Ordering::SeqCst) >= at_kill + ACKS_AFTER_KILL
+        });
+        stop.store(true, Ordering::SeqCst);
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("worker"))
+            .collect()
+    });
+    eprintln!("new leader seen {failover:?} after the kill (polling included)");
+    let failures: Vec<&String> = reports.iter().flat_map(|r| &r.failures).collect();
+    assert!(failures.is_empty(), "unexpected answers: {failures:#?}");
+    assert!(
+        reports.iter().map(|r| r.acked_after_kill).sum::<usize>() > 0,
+        "the load did not continue after the failover"
+    );
+
+    cluster.restart_dead();
+    let mut last = Value::Null;
+    wait_until("every replica at the same index and state hash", || {
+        let Some(status) = cluster.status() else {
+            return false;
+        };
+        let nodes = status["nodes"].as_array().cloned().unwrap_or_default();
+        let commit = status["commit_index"].as_u64();
+        let hashes: BTreeSet<String> = nodes
+            .iter()
+            .filter_map(|n| n["state_hash"].as_str().map(str::to_owned))
+            .collect();
+        let done = nodes.len() == NODES as usize
+            && nodes
+                .iter()
+                .all(|n| n["applied_index"].as_u64() == commit && n["lag"] == 0)
+            && hashes.len() == 1;
+        last = status;
+        done
+    });
+    eprintln!("converged: {last}");
+
+    // Every replica serves the orders from its own applied state.
+    for &port in &cluster.ports {
+        let api = Client { port };
+        for (i, (account, report)) in accounts.iter().zip(&reports).enumerate() {
+            let listed = api.signed(account, "GET", "/v1/orders?status=all", "");
+            assert_eq!(listed.status, 200, "{}", listed.text());
+            let mut count: BTreeMap<String, usize> = BTreeMap::new();
+            for order in listed.json()["orders"].as_array().expect("orders") {
+                let id = order["client_order_id"].as_str().unwrap_or_default();
+                *count.entry(id.to_owned()).or_default() += 1;
+            }
+            for id in &report.acked {
+                assert_eq!(
+                    count.get(id).copied(),
+                    Some(1),
+                    "node on port {port}: acknowledged order {id} of worker {i} must be there exactly once"
+                );
+            }
+            let prefix = format!("w{i}-");
+            assert!(
+                count.keys().all(|id| id.starts_with(&prefix)),
+                "node on port {port}: an order no client sent: {count:?}"
+            );
+        }
+    }
+}
+
+/// SIGTERM to the leader: before it stops it hands leadership to a
+/// follower (no election timeout to wait out), and its last orders are on
+/// the new leader.
+#[test]
+fn a_leader_stopped_gracefully_hands_leadership_over() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let cluster = Cluster::up(&tmp.path().join("cluster"));
+    let mut port = None;
+    wait_until("a leader with the instruments listed", || {
+        port = leader_port(&cluster.ports);
+        port.is_some_and(|p| {
+            Client { port: p }
+                .try_request("GET", "/v1/instruments", &[], b"")
+                .is_ok_and(|r| r.text().contains("BTC-USD"))
+        })
+    });
+    let api = Client {
+        port: port.expect("leader"),
+    };
+    let account = api.funded_account();
+    let placed = api.place(
+        &account,
+        &support::limit("buy", "59000", "0.01", "before-stop"),
+    );
+    let old = cluster.status().expect("status")["leader"]
+        .as_u64()
+        .expect("leader id");
+    let pid = cluster.pid(old).expect("leader pid");
+    // SAFETY: SIGTERM to a process this test started.
+    unsafe { libc::kill(pid, libc::SIGTERM) };
+    let started = Instant::now();
+    wait_until("a new leader", || {
+        leader_port(&cluster.ports).is_some_and(|p| p != api.port)
+    });
+    eprintln!("new leader after {:?}", started.elapsed());
+    let log = cluster.dir.join(format!("node-{old}/log"));
+    wait_until("the old leader to exit", || {
+        std::fs::read_to_string(&log).is_ok_and(|l| l.contains("shutting down"))
+            && unsafe { libc::kill(pid, 0) } != 0
+            || std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+                s.rsplit_once(')')
+                    .is_some_and(|(_, r)| r.trim_start().starts_with('Z'))
+            })
+    });
+    let text = std::fs::read_to_string(&log).expect("old leader's log");
+    assert!(
+        text.contains("handing leadership over before stopping"),
+        "no hand-over in the log:\n{text}"
+    );
+    let new_api = Client {
+        port: leader_port(&cluster.ports).expect("new leader"),
+    };
+    let order = new_api.signed(
+        &account,
+        "GET",
+        &format!("/v1/orders/{}", placed["order_id"]),
+        "",
+    );
+    assert_eq!(order.status, 200, "{}", order.text());
+}

@@ -1,0 +1,124 @@
+//! A network partition between real processes: every Raft link goes
+//! through a fault-injecting TCP proxy in this test. The leader is cut off
+//! from both followers: it takes no write (a write sent to it is never
+//! acknowledged), the majority elects a new leader and goes on; after the
+//! partition heals there is one history: every replica reaches the same
+//! state, which holds every acknowledged order once and not the write the
+//! cut-off leader took.
+
+mod cluster_support;
+mod support;
+
+use std::collections::BTreeMap;
+
+use cluster_support::{leader_among, status, ProxiedCluster};
+use support::{limit, wait_until, Account, Client};
+
+#[test]
+fn a_partitioned_leader_takes_no_write_and_one_history_survives() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let cluster = ProxiedCluster::start(tmp.path(), 3);
+    let mut old = None;
+    wait_until("a leader with the instruments listed", || {
+        old = cluster.leader();
+        old.is_some_and(|id| {
+            Client {
+                port: cluster.http[&id],
+            }
+            .try_request("GET", "/v1/instruments", &[], b"")
+            .is_ok_and(|r| r.text().contains("BTC-USD"))
+        })
+    });
+    let old = old.expect("leader");
+    let api = Client {
+        port: cluster.http[&old],
+    };
+    let account: Account = api.funded_account();
+    let mut acked = Vec::new();
+    for n in 0..10 {
+        let id = format!("before-{n}");
+        api.place(
+            &account,
+            &limit("buy", &(59_000 + n).to_string(), "0.01", &id),
+        );
+        acked.push(id);
+    }
+
+    // Cut the leader off from both followers, both ways.
+    cluster.isolate(old, true);
+    let majority: Vec<_> = cluster
+        .nodes
+        .iter()
+        .filter(|(id, _)| **id != old)
+        .map(|(_, n)| n)
+        .collect();
+    // A write sent to the cut-off leader, in the background: it must not be
+    // acknowledged (it waits for a majority it cannot reach, or is refused
+    // once the leader steps down).
+    let minority = std::thread::spawn({
+        let account = account.clone();
+        move || {
+            api.try_signed(
+                &account,
+                "POST",
+                "/v1/orders",
+                &limit("sell", "61000", "0.01", "minority").to_string(),
+            )
+            .map(|r| r.status)
+        }
+    });
+    let mut new = None;
+    wait_until("a new leader on the majority side", || {
+        new = leader_among(&majority).filter(|id| *id != old);
+        new.is_some()
+    });
+    let new_api = Client {
+        port: cluster.http[&new.expect("new leader")],
+    };
+    for n in 0..10 {
+        let id = format!("during-{n}");
+        new_api.place(
+            &account,
+            &limit("buy", &(59_100 + n).to_string(), "0.01", &id),
+        );
+        acked.push(id);
+    }
+    // The old leader has stepped down (check-quorum): no writes there.
+    wait_until("the cut-off node to stop leading", || {
+        status(cluster.http[&old]).is_some_and(|s| s["role"] != "leader")
+    });
+    let refused = api.signed(
+        &account,
+        "POST",
+        "/v1/orders",
+        &limit("sell", "61001", "0.01", "minority-2").to_string(),
+    );
+    assert_eq!(refused.status, 503, "{}", refused.text());
+
+    cluster.heal();
+    let answer = minority.join().expect("minority writer");
+    eprintln!("the write sent to the cut-off leader was answered {answer:?}");
+    assert!(
+        !matches!(answer, Ok(201)),
+        "the cut-off leader acknowledged a write: {answer:?}"
+    );
+    wait_until("one history on every replica", || cluster.converged());
+    for node in cluster.nodes.values() {
+        let listed =
+            Client { port: node.http }.signed(&account, "GET", "/v1/orders?status=all", "");
+        assert_eq!(listed.status, 200, "{}", listed.text());
+        let mut count: BTreeMap<String, usize> = BTreeMap::new();
+        for order in listed.json()["orders"].as_array().expect("orders") {
+            *count
+                .entry(
+                    order["client_order_id"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_owned(),
+                )
+                .or_default() += 1;
+        }
+        let expected: BTreeMap<String, usize> = acked.iter().map(|id| (id.clone(), 1)).collect();
+        assert_eq!(count, expected, "orders on node at port {}", node.http);
+    }
+}
