@@ -32,7 +32,12 @@ pub struct Credentials {
 /// What applying one entry produced.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Applied {
+    /// The command's index (dense, in command order).
     pub index: u64,
+    /// The Raft entry (a batch of commands) it came in: a reader that falls
+    /// behind the broadcast resumes from it with
+    /// `Handle::committed_entries`, skipping the commands up to `index`.
+    pub raft_index: u64,
     pub events: Vec<Event>,
     /// For `create_account`: the new account's id.
     pub account: Option<AccountId>,

@@ -335,6 +335,7 @@ mod tests {
             }],
             account: None,
             order: None,
+            raft_index: 0,
         }
     }
 
