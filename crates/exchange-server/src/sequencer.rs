@@ -27,8 +27,8 @@ use tokio::sync::{broadcast, oneshot};
 use crate::entry::LogEntry;
 use crate::metrics::Metrics;
 use crate::replication::{
-    ClusterShared, LogReadError, MembershipError, RaftControl, RaftLoop, RaftMeta,
-    ReplicationStatus,
+    ClusterShared, CommittedCommands, LogReadError, MembershipError, RaftControl, RaftLoop,
+    RaftMeta, ReplicationStatus,
 };
 use crate::state::{Applied, ServerState, StateCopy};
 
@@ -209,7 +209,7 @@ impl Handle {
         &self,
         from: u64,
         max: usize,
-    ) -> Result<Vec<(u64, Vec<LogEntry>)>, LogReadError> {
+    ) -> Result<Vec<CommittedCommands>, LogReadError> {
         let (reply, answer) = oneshot::channel();
         self.control
             .try_send(RaftControl::ReadCommitted { from, max, reply })

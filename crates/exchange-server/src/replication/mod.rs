@@ -334,6 +334,9 @@ pub enum MembershipError {
     Stopped,
 }
 
+/// A committed Raft entry's index and its commands.
+pub type CommittedCommands = (u64, Vec<LogEntry>);
+
 /// Why committed entries could not be read.
 #[derive(Clone, Debug, Error, PartialEq, Eq)]
 pub enum LogReadError {
@@ -355,7 +358,7 @@ pub(crate) enum RaftControl {
     ReadCommitted {
         from: u64,
         max: usize,
-        reply: oneshot::Sender<Result<Vec<(u64, Vec<LogEntry>)>, LogReadError>>,
+        reply: oneshot::Sender<Result<Vec<CommittedCommands>, LogReadError>>,
     },
 }
 
