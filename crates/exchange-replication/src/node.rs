@@ -186,6 +186,12 @@ impl ReplicaNode {
         self.raw.raft.raft_log.committed
     }
 
+    /// The oldest log index still held (entries before it are in the
+    /// snapshot).
+    pub fn first_index(&self) -> u64 {
+        self.raw.store().first()
+    }
+
     /// Index of the last entry handed to the state machine.
     pub fn applied(&self) -> u64 {
         self.raw.raft.raft_log.applied

@@ -32,7 +32,12 @@ pub struct Credentials {
 /// What applying one entry produced.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Applied {
+    /// The command's index (dense, in command order).
     pub index: u64,
+    /// The Raft entry (a batch of commands) it came in: a reader that falls
+    /// behind the broadcast resumes from it with
+    /// `Handle::committed_entries`, skipping the commands up to `index`.
+    pub raft_index: u64,
     /// The entry's timestamp, its command's name and the account that
     /// issued it (for `create_account`, the new one): what the reporting
     /// service's audit record needs besides the events.
@@ -40,10 +45,6 @@ pub struct Applied {
     pub command: &'static str,
     pub actor: Option<AccountId>,
     pub events: Vec<Event>,
-    /// The Raft index the state had fully applied before this entry's
-    /// batch: a snapshot at or below it replays to this entry, which is
-    /// what a reader catching up from the log needs kept.
-    pub raft_base: u64,
     /// For `create_account`: the new account's id.
     pub account: Option<AccountId>,
     /// For a place, cancel or replace: its order as this entry left it,
@@ -115,7 +116,6 @@ impl ServerState {
         let mut applied = Applied {
             index,
             ts: entry.ts(),
-            raft_base: self.raft_index,
             events: Vec::with_capacity(8),
             ..Applied::default()
         };

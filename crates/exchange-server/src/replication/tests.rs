@@ -60,3 +60,52 @@ fn peers_parse_strictly() {
         Err(ClusterError::BadPeer(_))
     ));
 }
+
+#[tokio::test]
+async fn committed_entries_are_read_back_by_raft_index() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = crate::sequencer::PipelineConfig {
+        submit_queue: 64,
+        core_queue: 16,
+        events_buffer: 64,
+        snapshot_every: 0,
+        snapshot_dir: dir.path().join("snapshots"),
+    };
+    let (pipeline, _) = crate::node::start(dir.path(), config).unwrap();
+    let handle = pipeline.handle.clone();
+    let status = handle.replication_status();
+    assert_eq!(
+        (status.role.as_str(), status.voters.clone()),
+        ("leader", vec![1])
+    );
+    let mut raft_indices = Vec::new();
+    for n in 1..=3 {
+        let applied = handle.submit(account(n)).await.unwrap();
+        assert_eq!(applied.index, n, "commands are numbered densely");
+        raft_indices.push(applied.raft_index);
+    }
+    assert!(
+        raft_indices.windows(2).all(|w| w[0] < w[1]),
+        "{raft_indices:?}"
+    );
+    let read = handle
+        .committed_entries(raft_indices[0], 100)
+        .await
+        .unwrap();
+    let commands: Vec<LogEntry> = read.iter().flat_map(|(_, c)| c.clone()).collect();
+    let keys: Vec<String> = commands
+        .iter()
+        .map(|c| match c {
+            LogEntry::CreateAccount { api_key, .. } => api_key.clone(),
+            LogEntry::Core(_) => String::new(),
+        })
+        .collect();
+    assert_eq!(keys, vec!["key1", "key2", "key3"]);
+    assert_eq!(read[0].0, raft_indices[0]);
+    assert_eq!(
+        handle.committed_entries(0, 10).await,
+        Err(LogReadError::Compacted { first: 2 })
+    );
+    drop(handle);
+    pipeline.join();
+}

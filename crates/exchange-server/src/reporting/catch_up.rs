@@ -76,7 +76,8 @@ pub fn committed_entries(
         })?;
         for command in commands {
             let index = state.applied_index + 1;
-            let applied = state.apply(index, &command);
+            let mut applied = state.apply(index, &command);
+            applied.raft_index = record.index;
             if index > after {
                 each(applied).map_err(Walk::Failed)?;
             }

@@ -521,9 +521,9 @@ impl Worker {
         entries: impl Iterator<Item = &'a Applied>,
         from_journal: bool,
     ) -> Result<(), CatchUpError> {
-        let mut raft_base = None;
+        let mut raft_index = None;
         let records: Vec<EntryRecord<'_>> = entries
-            .inspect(|a| raft_base = Some(a.raft_base))
+            .inspect(|a| raft_index = Some(a.raft_index))
             .map(|a| EntryRecord {
                 index: a.index,
                 ts: a.ts,
@@ -559,9 +559,11 @@ impl Worker {
                 .core
                 .retain_from
                 .store(position.log_index, Ordering::Release);
-            // Index 1 is the virtual genesis snapshot, never on disk: a
-            // reader that far back needs the whole log (floor 0).
-            if let Some(base) = raft_base.filter(|&base| base > 1) {
+            // A snapshot before the last entry's Raft entry replays to
+            // it. Index 1 is the virtual genesis snapshot, never on disk:
+            // a reader that far back needs the whole log (floor 0).
+            let base = raft_index.map(|index| index.saturating_sub(1));
+            if let Some(base) = base.filter(|&base| base > 1) {
                 self.inner
                     .core
                     .retain_from_raft
