@@ -103,6 +103,41 @@ impl Store {
         }
     }
 
+    /// Moves the position forward to `log_index` without writing rows: for
+    /// a replica whose log begins after what the store holds (it joined a
+    /// cluster by snapshot), so entries before it are not on this node.
+    /// Never moves backwards.
+    pub fn skip_to(&mut self, log_index: u64, event_seq: u64) -> Result<Position, StoreError> {
+        let next = Position {
+            log_index: log_index.max(self.position.log_index),
+            event_seq: event_seq.max(self.position.event_seq),
+        };
+        self.conn.script("BEGIN")?;
+        let result = self
+            .conn
+            .exec(
+                "UPDATE report_meta SET value = ? WHERE name = 'log_index'",
+                &[int(next.log_index, "log index")?],
+            )
+            .and_then(|_| {
+                self.conn.exec(
+                    "UPDATE report_meta SET value = ? WHERE name = 'event_seq'",
+                    &[int(next.event_seq, "event sequence")?],
+                )
+            })
+            .and_then(|_| self.conn.script("COMMIT"));
+        match result {
+            Ok(()) => {
+                self.position = next;
+                Ok(next)
+            }
+            Err(error) => {
+                let _ = self.conn.script("ROLLBACK");
+                Err(error)
+            }
+        }
+    }
+
     fn write_rows(
         &mut self,
         entries: &[&EntryRecord<'_>],

@@ -190,7 +190,12 @@ pub async fn run_with_gateways(
     let (pipeline, report) = node::start_cluster(&data_dir, pipeline_config(&config), &cluster)?;
     report_recovery(&report);
     let handle = pipeline.handle.clone();
-    let (reporting, reporter) = start_reporting(&handle, &config, report.truncated_bytes > 0)?;
+    let (reporting, reporter) = start_reporting(
+        &handle,
+        &config,
+        report.truncated_bytes > 0,
+        cluster.voters().len() > 1 || cluster.join,
+    )?;
     handle.set_leader_urls(config.cluster.http_urls()?);
     if let Some(addr) = cluster.peers.get(&cluster.node_id) {
         eprintln!(
@@ -283,6 +288,7 @@ pub fn start_reporting(
     handle: &Handle,
     config: &Config,
     journal_tail_dropped: bool,
+    replica_of_many: bool,
 ) -> Result<(Reporting, Reporter), ServerError> {
     let target = Target::resolve(config.reporting.url.as_deref(), &config.data_dir)?;
     let (reporting, reporter) = Reporting::start(
@@ -294,6 +300,7 @@ pub fn start_reporting(
             linger: std::time::Duration::from_millis(config.reporting.linger_ms),
             read_wait: std::time::Duration::from_millis(config.reporting.read_wait_ms),
             journal_tail_dropped,
+            replica_of_many,
         },
     )?;
     eprintln!(

@@ -40,6 +40,15 @@ pub enum CatchUpError {
          starts at {journal_first} (the store must be rebuilt from a log that starts at 2)"
     )]
     Unreachable { after: u64, journal_first: u64 },
+    #[error(
+        "entries after {after} are not on this node: its oldest state is a snapshot at command \
+         {command} (it joined by snapshot)"
+    )]
+    BeforeOldestState {
+        after: u64,
+        command: u64,
+        event_seq: u64,
+    },
     #[error("reporting store: {0}")]
     Store(#[from] exchange_reporting::StoreError),
 }
@@ -115,6 +124,7 @@ impl From<JournalError> for Walk {
 fn starting_state(data_dir: &Path, after: u64) -> Result<(u64, ServerState), CatchUpError> {
     let dir = snapshot_dir(data_dir);
     let mut below = u64::MAX;
+    let mut oldest = None;
     while let Some(file) = snapshots::load_at_or_before(&dir, below)? {
         let data = exchange_replication::snapshot_state(&file).map_err(|error| {
             CatchUpError::SnapshotFile {
@@ -133,10 +143,24 @@ fn starting_state(data_dir: &Path, after: u64) -> Result<(u64, ServerState), Cat
         if state.applied_index <= after {
             return Ok((file.index, state));
         }
+        oldest = Some((state.applied_index, state.engine.last_seq()));
         match file.index.checked_sub(1) {
             Some(earlier) => below = earlier,
             None => break,
         }
     }
-    Ok((1, ServerState::new()))
+    // Nothing early enough on disk: the genesis, if the log still reaches
+    // back to it; otherwise this node's history starts at its oldest
+    // snapshot.
+    let first = reader::first_index(&journal_dir(data_dir))?;
+    match oldest {
+        Some((command, event_seq)) if first.is_some_and(|first| first > 2) => {
+            Err(CatchUpError::BeforeOldestState {
+                after,
+                command,
+                event_seq,
+            })
+        }
+        _ => Ok((1, ServerState::new())),
+    }
 }

@@ -127,6 +127,13 @@ pub struct ReporterConfig {
     /// of the journal then holds entries the exchange has lost (they were
     /// durable, then damaged on disk), not another exchange's record.
     pub journal_tail_dropped: bool,
+    /// This node is one replica of several. Recovery replays only the
+    /// entries it knows committed, and a replica learns the rest of the
+    /// commit index from the leader after it starts, so its store may
+    /// legitimately hold entries its state has yet to reach again; they
+    /// are skipped as they arrive. (A single voter's whole durable log is
+    /// committed: its store can only be ahead as described above.)
+    pub replica_of_many: bool,
 }
 
 /// A SQLite store that recorded entries its journal has since lost is
@@ -181,7 +188,7 @@ impl Reporting {
                 set_aside(&config.target, position, journal)?;
                 return Store::open(&config.target);
             }
-            if position > journal {
+            if position > journal && !config.replica_of_many {
                 return Err(StoreError::Ahead {
                     store: position,
                     journal,
@@ -213,6 +220,7 @@ impl Reporting {
             max_batch: config.max_batch.max(1),
             linger: config.linger,
             inner: inner.clone(),
+            replica_of_many: config.replica_of_many,
         };
         let thread = std::thread::Builder::new()
             .name("reporter".into())
@@ -357,6 +365,8 @@ struct Worker {
     max_batch: usize,
     linger: Duration,
     inner: Arc<Inner>,
+    /// See [`ReporterConfig::replica_of_many`].
+    replica_of_many: bool,
 }
 
 impl Worker {
@@ -497,14 +507,34 @@ impl Worker {
         let started = Instant::now();
         let mut pending: Vec<Applied> = Vec::with_capacity(self.max_batch.min(1_024));
         let data_dir = self.data_dir.clone();
-        committed_entries(&data_dir, after, through, |applied| {
-            pending.push(applied);
-            if pending.len() >= self.max_batch.min(1_024) {
-                self.write(pending.iter(), true)?;
-                pending.clear();
+        let mut read = |worker: &mut Worker, after: u64| {
+            committed_entries(&data_dir, after, through, |applied| {
+                pending.push(applied);
+                if pending.len() >= worker.max_batch.min(1_024) {
+                    worker.write(pending.iter(), true)?;
+                    pending.clear();
+                }
+                Ok(())
+            })
+        };
+        match read(self, after) {
+            // A replica that joined by snapshot never had what came
+            // before it: its store's history starts there.
+            Err(CatchUpError::BeforeOldestState {
+                command, event_seq, ..
+            }) if self.replica_of_many => {
+                tracing::warn!(
+                    from = after + 1,
+                    through = command,
+                    "entries before this replica's first snapshot are not on it; its reporting \
+                     store starts after them"
+                );
+                let skipped = self.store.skip_to(command, event_seq)?;
+                self.inner.written.send_replace(skipped.log_index);
+                read(self, skipped.log_index)?;
             }
-            Ok(())
-        })?;
+            other => other?,
+        }
         self.write(pending.iter(), true)?;
         tracing::info!(
             from = after + 1,

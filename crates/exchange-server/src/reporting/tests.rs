@@ -111,6 +111,7 @@ async fn a_reporter_behind_and_lagging_still_writes_every_entry_once() {
             linger: Duration::from_millis(2),
             read_wait: Duration::from_secs(30),
             journal_tail_dropped: false,
+            replica_of_many: false,
         },
     )
     .expect("start reporting");
