@@ -5,6 +5,7 @@
 //! commands and produces [`event::Event`]s; gateways and codecs translate
 //! between these types and their wire formats.
 
+pub mod calendar;
 pub mod command;
 pub mod decimal;
 pub mod event;
