@@ -152,6 +152,12 @@ async fn a_reporter_behind_and_lagging_still_writes_every_entry_once() {
             .load(std::sync::atomic::Ordering::Relaxed),
         held_at
     );
+    // Snapshot files are named by Raft index: the floor is kept as one too.
+    let held_raft = handle
+        .metrics
+        .retain_from_raft
+        .load(std::sync::atomic::Ordering::Relaxed);
+    assert!(held_raft > 1 && held_raft < u64::MAX, "{held_raft}");
     // The snapshot it needs to catch up from is kept, beside the newest two.
     let mut kept: Vec<u64> = std::fs::read_dir(dir.path().join("snapshots"))
         .expect("snapshots")
@@ -165,12 +171,15 @@ async fn a_reporter_behind_and_lagging_still_writes_every_entry_once() {
         .collect();
     kept.sort_unstable();
     assert!(
-        kept.len() >= 3 && kept[0] <= held_at,
-        "kept {kept:?}, reporter at {held_at}"
+        kept.len() >= 3 && kept[0] <= held_raft,
+        "kept {kept:?}, reporter's floor at Raft index {held_raft}"
     );
-    assert!(kept[1] > held_at, "kept {kept:?}, reporter at {held_at}");
+    assert!(
+        kept[1] > held_raft,
+        "kept {kept:?}, reporter's floor at Raft index {held_raft}"
+    );
     let needed =
-        snapshots::load_at_or_before(&dir.path().join("snapshots"), held_at).expect("load");
+        snapshots::load_at_or_before(&dir.path().join("snapshots"), held_raft).expect("load");
     assert_eq!(needed.map(|s| s.index), Some(kept[0]));
 
     lock.execute_batch("ROLLBACK").expect("unlock");
