@@ -18,9 +18,9 @@
 //! says it should. The order mix is described in [`flow`].
 
 mod flow;
-mod record;
-mod report;
-mod rest;
+pub(super) mod record;
+pub(super) mod report;
+pub(super) mod rest;
 mod server;
 mod ws;
 
@@ -101,7 +101,7 @@ pub struct Pacing {
     pub every: Option<Duration>,
 }
 
-async fn resolve(url: &str) -> anyhow::Result<std::net::SocketAddr> {
+pub(super) async fn resolve(url: &str) -> anyhow::Result<std::net::SocketAddr> {
     let host = url
         .trim_start_matches("http://")
         .trim_start_matches("ws://")
@@ -136,7 +136,7 @@ async fn market(addr: std::net::SocketAddr, symbol: &str) -> anyhow::Result<Mark
     )
 }
 
-fn progress(total: Duration) -> ProgressBar {
+pub(super) fn progress(prefix: &'static str, total: Duration) -> ProgressBar {
     let bar = ProgressBar::with_draw_target(
         Some(total.as_millis() as u64),
         indicatif::ProgressDrawTarget::stderr(),
@@ -145,12 +145,12 @@ fn progress(total: Duration) -> ProgressBar {
         .unwrap_or_else(|_| ProgressStyle::default_bar())
         .progress_chars("=> ");
     bar.set_style(style);
-    bar.set_prefix("e2e");
+    bar.set_prefix(prefix);
     bar
 }
 
 /// Moves the bar with the clock and shows the recent answer rate.
-async fn show_progress(bar: ProgressBar, start: Instant, answered: Arc<AtomicU64>) {
+pub(super) async fn show_progress(bar: ProgressBar, start: Instant, answered: Arc<AtomicU64>) {
     let mut last = (Instant::now(), 0u64);
     loop {
         tokio::time::sleep(Duration::from_millis(250)).await;
@@ -241,7 +241,7 @@ async fn bench(args: E2eArgs) -> anyhow::Result<Figures> {
         };
         tasks.spawn(driver.run(socket));
     }
-    let bar = progress(window.to - start);
+    let bar = progress("e2e", window.to - start);
     let ticker = tokio::spawn(show_progress(bar.clone(), start, answered));
 
     tokio::time::sleep_until(window.from.into()).await;

@@ -9,6 +9,7 @@
 //! records the method and the figures.
 
 mod e2e;
+mod etcd;
 mod generator;
 mod marketdata;
 mod peer;
@@ -35,6 +36,9 @@ pub enum BenchCmd {
     /// The whole server under order entry: acknowledged orders/s and ack
     /// latency over WebSocket or REST, fsync on.
     E2e(e2e::E2eArgs),
+    /// A running etcd's put throughput and latency through its v3 JSON
+    /// gateway, in `bench e2e`'s shape: the baseline for a Raft cluster.
+    Etcd(etcd::EtcdArgs),
 }
 
 pub fn run(cmd: BenchCmd) -> anyhow::Result<()> {
@@ -42,5 +46,6 @@ pub fn run(cmd: BenchCmd) -> anyhow::Result<()> {
         BenchCmd::Engine(args) => workload::run(&args),
         BenchCmd::Marketdata(args) => marketdata::run(args),
         BenchCmd::E2e(args) => e2e::run(args),
+        BenchCmd::Etcd(args) => etcd::run(args),
     }
 }

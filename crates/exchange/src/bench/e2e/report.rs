@@ -37,11 +37,6 @@ impl Figures {
         self.totals.acked() as f64 / self.seconds
     }
 
-    /// Latency at quantile `q` in microseconds.
-    fn us(&self, q: f64) -> f64 {
-        self.totals.latency.value_at_quantile(q) as f64 / 1e3
-    }
-
     fn meets_target(&self) -> bool {
         self.transport == Transport::Ws
             && self.per_sec() >= TARGET_PER_SEC
@@ -96,11 +91,7 @@ pub fn json(figures: &Figures) -> Value {
         "cancels": totals.cancels,
         "rejects": totals.rejects,
         "errors": totals.errors,
-        "latency_us": {
-            "p50": figures.us(0.5), "p90": figures.us(0.9), "p99": figures.us(0.99),
-            "p99_9": figures.us(0.999), "max": totals.latency.max() as f64 / 1e3,
-            "mean": totals.latency.mean() / 1e3,
-        },
+        "latency_us": latency_json(&totals.latency),
         "server": {
             "commands": figures.server.counters.commands,
             "group_commits": figures.server.counters.batches,
@@ -114,6 +105,29 @@ pub fn json(figures: &Figures) -> Value {
         },
         "client_cores": figures.client_cpu / figures.seconds,
         "target_met": figures.meets_target(),
+    })
+}
+
+/// The ack latency percentiles, one line; `bench etcd` prints the same.
+pub fn latency_line(latency: &hdrhistogram::Histogram<u64>) -> String {
+    let us = |q: f64| latency.value_at_quantile(q) as f64 / 1e3;
+    format!(
+        "ack latency     p50 {:.0} us   p90 {:.0} us   p99 {:.0} us   p99.9 {:.0} us   max {:.0} us",
+        us(0.5),
+        us(0.9),
+        us(0.99),
+        us(0.999),
+        latency.max() as f64 / 1e3
+    )
+}
+
+/// The percentiles of `latency` in µs, as in `--json`'s `latency_us`.
+pub fn latency_json(latency: &hdrhistogram::Histogram<u64>) -> Value {
+    let us = |q: f64| latency.value_at_quantile(q) as f64 / 1e3;
+    json!({
+        "p50": us(0.5), "p90": us(0.9), "p99": us(0.99),
+        "p99_9": us(0.999), "max": latency.max() as f64 / 1e3,
+        "mean": latency.mean() / 1e3,
     })
 }
 
@@ -139,15 +153,7 @@ pub fn text(figures: &Figures) -> String {
         totals.places,
         totals.cancels
     );
-    let _ = writeln!(
-        out,
-        "ack latency     p50 {:.0} us   p90 {:.0} us   p99 {:.0} us   p99.9 {:.0} us   max {:.0} us",
-        figures.us(0.5),
-        figures.us(0.9),
-        figures.us(0.99),
-        figures.us(0.999),
-        totals.latency.max() as f64 / 1e3
-    );
+    let _ = writeln!(out, "{}", latency_line(&totals.latency));
     let tally = |map: &BTreeMap<String, u64>| {
         if map.is_empty() {
             "none".to_owned()

@@ -30,12 +30,12 @@ pub struct Driver {
 }
 
 /// One response read off a keep-alive connection.
-struct Response {
-    status: u16,
+pub(in crate::bench) struct Response {
+    pub status: u16,
     /// Where the body starts and ends in the read buffer.
-    body: std::ops::Range<usize>,
+    pub body: std::ops::Range<usize>,
     /// Bytes of the buffer this response used.
-    used: usize,
+    pub used: usize,
 }
 
 fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
@@ -43,7 +43,7 @@ fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
 }
 
 /// A complete response at the front of `buf`, if it has arrived.
-fn parse(buf: &[u8]) -> anyhow::Result<Option<Response>> {
+pub(in crate::bench) fn parse(buf: &[u8]) -> anyhow::Result<Option<Response>> {
     let Some(head_end) = find(buf, b"\r\n\r\n") else {
         return Ok(None);
     };
