@@ -21,7 +21,7 @@ mod flow;
 pub(super) mod record;
 pub(super) mod report;
 pub(super) mod rest;
-mod server;
+pub(super) mod server;
 mod ws;
 
 use std::sync::atomic::{AtomicU64, Ordering};

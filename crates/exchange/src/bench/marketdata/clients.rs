@@ -2,17 +2,14 @@
 //! a minimal HTTP/1.1 client for the admin and public routes, the level2
 //! subscribers and the traders.
 
-use std::net::{SocketAddr, TcpListener};
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use anyhow::{bail, Context};
+use anyhow::bail;
 use futures_util::{SinkExt, StreamExt};
 use serde_json::{json, Value};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::Barrier;
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
@@ -20,51 +17,8 @@ use tokio_tungstenite::tungstenite::Message;
 
 type Ws = tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<TcpStream>>;
 
-/// `exchange serve` in a temporary directory, stopped (SIGTERM) on drop.
-pub struct ServerProcess {
-    child: Child,
-    pub addr: SocketAddr,
-}
-
-impl ServerProcess {
-    pub fn start(dir: &Path, admin_token: &str) -> anyhow::Result<ServerProcess> {
-        let port = TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
-        let addr = SocketAddr::from(([127, 0, 0, 1], port));
-        let config = dir.join("config.toml");
-        // No rate limit: the bench drives the book as fast as it can.
-        std::fs::write(
-            &config,
-            "rate_limit_per_sec = 0\nrate_limit_burst = 1000000\n",
-        )?;
-        let child = Command::new(std::env::current_exe()?)
-            .arg("serve")
-            .arg("--data-dir")
-            .arg(dir.join("data"))
-            .arg("--listen")
-            .arg(addr.to_string())
-            .arg("--admin-token")
-            .arg(admin_token)
-            .arg("--config")
-            .arg(&config)
-            .env("RUST_LOG", "warn")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .context("starting `exchange serve`")?;
-        Ok(ServerProcess { child, addr })
-    }
-}
-
-impl Drop for ServerProcess {
-    fn drop(&mut self) {
-        // SAFETY: kill(2) on our own child's pid has no memory effects.
-        let sent = unsafe { libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM) };
-        if sent != 0 {
-            let _ = self.child.kill();
-        }
-        let _ = self.child.wait();
-    }
-}
+// Started and stopped as `bench e2e` does (same binary, same settings).
+pub use super::super::e2e::server::{wait_ready, ServerProcess};
 
 /// One request over a fresh connection; the status and the JSON body.
 pub async fn http(
@@ -74,40 +28,8 @@ pub async fn http(
     token: Option<&str>,
     body: Option<&Value>,
 ) -> anyhow::Result<(u16, Value)> {
-    let mut stream = TcpStream::connect(addr).await?;
-    let body = body.map(Value::to_string).unwrap_or_default();
-    let auth = token
-        .map(|t| format!("Authorization: Bearer {t}\r\n"))
-        .unwrap_or_default();
-    let request = format!(
-        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n{auth}Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
-        body.len()
-    );
-    stream.write_all(request.as_bytes()).await?;
-    let mut raw = Vec::new();
-    stream.read_to_end(&mut raw).await?;
-    let text = String::from_utf8_lossy(&raw);
-    let (head, body) = text.split_once("\r\n\r\n").context("an HTTP response")?;
-    let status = head
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .context("an HTTP status")?;
-    Ok((status, serde_json::from_str(body).unwrap_or(Value::Null)))
-}
-
-/// Waits until the server answers `/ready`.
-pub async fn wait_ready(addr: SocketAddr, timeout: Duration) -> anyhow::Result<()> {
-    let started = Instant::now();
-    loop {
-        if let Ok((200, _)) = http(addr, "GET", "/ready", None, None).await {
-            return Ok(());
-        }
-        if started.elapsed() > timeout {
-            bail!("the server at {addr} did not become ready");
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let (status, text) = super::super::e2e::server::http(addr, method, path, token, body).await?;
+    Ok((status, serde_json::from_str(&text).unwrap_or(Value::Null)))
 }
 
 /// A new account funded with quote and base; its key and secret.
