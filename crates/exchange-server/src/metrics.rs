@@ -20,13 +20,14 @@ pub struct Metrics {
     pub core_queue_depth: AtomicU64,
     pub applied_index: AtomicU64,
     pub snapshots: AtomicU64,
-    /// Oldest log index a reader behind the core (the reporting service)
-    /// still needs replayable: snapshots and journal segments it needs are
-    /// kept. `u64::MAX` when there is no such reader.
+    /// The position, as a command index, of a reader behind the core (the
+    /// reporting service); `u64::MAX` when there is no such reader.
+    /// Retention goes by [`Metrics::retain_from_raft`], since snapshots and
+    /// log segments are named by Raft index.
     pub retain_from: AtomicU64,
-    /// The same floor as a Raft index: the newest snapshot at or below it,
-    /// and the log after it, are kept. 0 while the reader has not told it
-    /// yet (everything is kept); `u64::MAX` when there is no such reader.
+    /// That reader's floor as a Raft index: the newest snapshot at or below
+    /// it, and the log after it, are kept. 0 while the reader has not told
+    /// it yet (everything is kept); `u64::MAX` when there is no such reader.
     pub retain_from_raft: AtomicU64,
     fsync_ns: Mutex<Histogram<u64>>,
     /// The last minute, second by second, for `/admin/status`.

@@ -6,12 +6,13 @@
 //! - The core never waits on it: the reporter is a separate thread fed by
 //!   the core's event broadcast, which drops messages for a receiver that
 //!   falls behind rather than block. What it missed (or what was applied
-//!   before it started) is re-derived from the journal
+//!   before it started) is re-derived from the committed Raft log
 //!   ([`catch_up::committed_entries`]), so the store gets every entry.
 //! - Exactly once: each batch of entries is one transaction that also
 //!   moves the store's position; entries at or before it are skipped.
-//! - The journal and a snapshot at or before the store's position are kept
-//!   (`Metrics::retain_from`) so catching up stays possible.
+//! - The log and a snapshot at or before the store's position are kept
+//!   (`Metrics::retain_from_raft`, the position as a Raft index) so
+//!   catching up stays possible.
 //! - Read-your-writes: a history read first learns the index the core has
 //!   applied (a core query, so it includes every acknowledged command) and
 //!   waits until the store has reached it ([`Reporting::wait_for`]).
