@@ -60,7 +60,13 @@ impl RaftLoop {
     /// Runs until every handle is gone (true) or on a failure (false).
     pub fn run(mut self) -> bool {
         let submit = self.submit.clone();
-        let inbox = self.inbox.clone();
+        // A lone voter has no transport, so nothing sends to its inbox: a
+        // disconnected channel is always ready, and selecting on it would
+        // spin this thread at a full core.
+        let inbox = match &self.transport {
+            Some(_) => self.inbox.clone(),
+            None => crossbeam_channel::never(),
+        };
         let snapshots_done = self.snapshots_done.clone();
         let control = self.control.clone();
         let feedback = match &self.transport {
