@@ -415,3 +415,75 @@ fn a_leader_stopped_gracefully_hands_leadership_over() {
     );
     assert_eq!(order.status, 200, "{}", order.text());
 }
+
+#[test]
+fn cluster_down_then_up_at_once_recovers_every_node() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let cluster = Cluster::up(&tmp.path().join("cluster"));
+    let mut port = None;
+    wait_until("a leader with the instruments listed", || {
+        port = leader_port(&cluster.ports);
+        port.is_some_and(|p| {
+            Client { port: p }
+                .try_request("GET", "/v1/instruments", &[], b"")
+                .is_ok_and(|r| r.text().contains("BTC-USD"))
+        })
+    });
+    let api = Client {
+        port: port.expect("leader"),
+    };
+    let account = api.funded_account();
+    let placed = api.place(
+        &account,
+        &support::limit("buy", "59000", "0.01", "before-down"),
+    );
+    let dir = cluster.dir.display().to_string();
+    let down = exchange(&["cluster", "down", "--data-dir", &dir]);
+    assert!(
+        down.status.success(),
+        "down: {}{}",
+        String::from_utf8_lossy(&down.stdout),
+        String::from_utf8_lossy(&down.stderr)
+    );
+    for node in 1..=NODES {
+        let pid = cluster.pid(node).expect("pid file");
+        // `down` returned: every node has exited (or is an unreaped zombie).
+        let alive = unsafe { libc::kill(pid, 0) } == 0
+            && !std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+                s.rsplit_once(')')
+                    .is_some_and(|(_, r)| r.trim_start().starts_with('Z'))
+            });
+        assert!(
+            !alive,
+            "node {node} (pid {pid}) still runs after cluster down"
+        );
+    }
+    // No pause: the ports and files must already be free.
+    cluster.restart_dead();
+    wait_until("a leader after the restart", || {
+        port = leader_port(&cluster.ports);
+        port.is_some()
+    });
+    for &port in &cluster.ports {
+        let api = Client { port };
+        wait_until("every restarted node ready", || {
+            api.try_request("GET", "/ready", &[], b"")
+                .is_ok_and(|r| r.status == 200)
+        });
+        let mut order = None;
+        wait_until("the order on every restarted node", || {
+            let answer = api.signed(
+                &account,
+                "GET",
+                &format!("/v1/orders/{}", placed["order_id"]),
+                "",
+            );
+            let found = answer.status == 200;
+            order = Some(answer);
+            found
+        });
+        let order = order.expect("answer").json();
+        assert_eq!(order["client_order_id"], "before-down");
+        assert_eq!(order["status"], placed["status"]);
+    }
+}

@@ -124,6 +124,8 @@ pub struct ReporterConfig {
     /// How long a batch waits for more entries after its first.
     pub linger: Duration,
     pub read_wait: Duration,
+    /// The reporter thread's `nice` increment over the process's.
+    pub nice: u8,
     /// Recovery cut a damaged tail off this node's journal. A store ahead
     /// of the journal then holds entries the exchange has lost (they were
     /// durable, then damaged on disk), not another exchange's record.
@@ -135,6 +137,33 @@ pub struct ReporterConfig {
     /// are skipped as they arrive. (A single voter's whole durable log is
     /// committed: its store can only be ahead as described above.)
     pub replica_of_many: bool,
+}
+
+/// Lowers the calling thread's CPU priority by `increment` (Linux lets a
+/// thread have its own nice value). The store is re-derivable and read
+/// with a wait, so under a burst it is the part that should fall behind,
+/// not order entry; the kernel's fair scheduler then gives it the cores'
+/// idle time rather than an equal share.
+fn lower_priority(increment: u8) {
+    if increment == 0 {
+        return;
+    }
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: plain system calls on this thread's own id.
+        let (tid, now) = unsafe {
+            let tid = libc::gettid() as libc::id_t;
+            *libc::__errno_location() = 0;
+            (tid, libc::getpriority(libc::PRIO_PROCESS, tid))
+        };
+        let wanted = (now + i32::from(increment)).min(19);
+        if unsafe { libc::setpriority(libc::PRIO_PROCESS, tid, wanted) } != 0 {
+            tracing::warn!(
+                error = %std::io::Error::last_os_error(),
+                "could not lower the reporter's priority; it competes with order entry"
+            );
+        }
+    }
 }
 
 /// A SQLite store that recorded entries its journal has since lost is
@@ -223,9 +252,13 @@ impl Reporting {
             inner: inner.clone(),
             replica_of_many: config.replica_of_many,
         };
+        let nice = config.nice;
         let thread = std::thread::Builder::new()
             .name("reporter".into())
-            .spawn(move || worker.run(events))
+            .spawn(move || {
+                lower_priority(nice);
+                worker.run(events)
+            })
             .map_err(|e| StoreError::Schema(format!("cannot start the reporter thread: {e}")))?;
         Ok((
             Reporting { inner },

@@ -446,16 +446,35 @@ fn remove(dir: &Path, id: u64) -> anyhow::Result<()> {
 
 fn down(dir: &Path) -> anyhow::Result<()> {
     let layout = layout(dir, 0, 0).context("no cluster.json: not a cluster directory")?;
+    let mut stopping = Vec::new();
     for id in layout.members() {
         let pid_file = exchange_server::server::pid_file(&node_dir(dir, id));
         if let Some(pid) = running(&pid_file) {
             // SAFETY: sends SIGTERM to a process we started.
             unsafe { libc::kill(pid as i32, libc::SIGTERM) };
             println!("node {id}: stopping (pid {pid})");
+            stopping.push((id, pid_file));
         }
     }
-    Ok(())
+    // A node hands leadership over and flushes before it exits: wait, so
+    // that a `cluster up` right after finds the ports and files free.
+    let deadline = std::time::Instant::now() + STOP_WAIT;
+    while !stopping.is_empty() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        stopping.retain(|(_, pid_file)| running(pid_file).is_some());
+    }
+    for (id, _) in &stopping {
+        eprintln!("node {id}: still running after {} s", STOP_WAIT.as_secs());
+    }
+    if stopping.is_empty() {
+        Ok(())
+    } else {
+        bail!("{} node(s) did not stop", stopping.len())
+    }
 }
+
+/// How long `cluster down` waits for its nodes to exit.
+const STOP_WAIT: std::time::Duration = std::time::Duration::from_secs(15);
 
 fn node_status(url: &str, token: &str) -> anyhow::Result<Value> {
     let (code, body) = http_get(
