@@ -20,6 +20,7 @@ pub mod reporting;
 pub mod sequencer;
 pub mod server;
 pub mod state;
+pub mod threads;
 
 pub use entry::LogEntry;
 pub use sequencer::{Handle, Pipeline, PipelineConfig, SubmitError};

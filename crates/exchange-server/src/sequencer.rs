@@ -342,6 +342,7 @@ impl Pipeline {
         let raft_thread = std::thread::Builder::new()
             .name("raft".into())
             .spawn(move || {
+                crate::threads::latency_sensitive();
                 let mut guard = FailGuard {
                     failed: raft_failed,
                     clean: false,
@@ -352,6 +353,7 @@ impl Pipeline {
         let core_thread = std::thread::Builder::new()
             .name("core".into())
             .spawn(move || {
+                crate::threads::latency_sensitive();
                 let mut guard = FailGuard {
                     failed,
                     clean: false,

@@ -116,8 +116,10 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         )
         .with_writer(std::io::stderr)
         .init();
+    // The gateway's workers are on every order's path.
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
+        .on_thread_start(exchange_server::threads::latency_sensitive)
         .build()?;
     let gateways = vec![exchange_fix::gateway()];
     runtime.block_on(exchange_server::server::run_with_gateways(

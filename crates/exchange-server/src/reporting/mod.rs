@@ -139,33 +139,6 @@ pub struct ReporterConfig {
     pub replica_of_many: bool,
 }
 
-/// Lowers the calling thread's CPU priority by `increment` (Linux lets a
-/// thread have its own nice value). The store is re-derivable and read
-/// with a wait, so under a burst it is the part that should fall behind,
-/// not order entry; the kernel's fair scheduler then gives it the cores'
-/// idle time rather than an equal share.
-fn lower_priority(increment: u8) {
-    if increment == 0 {
-        return;
-    }
-    #[cfg(target_os = "linux")]
-    {
-        // SAFETY: plain system calls on this thread's own id.
-        let (tid, now) = unsafe {
-            let tid = libc::gettid() as libc::id_t;
-            *libc::__errno_location() = 0;
-            (tid, libc::getpriority(libc::PRIO_PROCESS, tid))
-        };
-        let wanted = (now + i32::from(increment)).min(19);
-        if unsafe { libc::setpriority(libc::PRIO_PROCESS, tid, wanted) } != 0 {
-            tracing::warn!(
-                error = %std::io::Error::last_os_error(),
-                "could not lower the reporter's priority; it competes with order entry"
-            );
-        }
-    }
-}
-
 /// A SQLite store that recorded entries its journal has since lost is
 /// moved aside, kept as evidence, so a new one can be rebuilt from the
 /// journal: rows of orders and trades that no longer exist must not be
@@ -256,7 +229,7 @@ impl Reporting {
         let thread = std::thread::Builder::new()
             .name("reporter".into())
             .spawn(move || {
-                lower_priority(nice);
+                crate::threads::lower_priority(nice);
                 worker.run(events)
             })
             .map_err(|e| StoreError::Schema(format!("cannot start the reporter thread: {e}")))?;
