@@ -110,7 +110,7 @@ impl Default for ReportingConfig {
             max_batch: 4_096,
             linger_ms: 5,
             read_wait_ms: 5_000,
-            nice: 10,
+            nice: 19,
         }
     }
 }

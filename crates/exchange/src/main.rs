@@ -8,6 +8,12 @@ mod report;
 
 use std::path::PathBuf;
 
+/// mimalloc's thread-local free lists suit the server's pattern: buffers
+/// allocated on one thread (a gateway worker) and freed on another (the
+/// core or the reporter).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use clap::{Parser, Subcommand};
 
 #[derive(Parser)]

@@ -300,6 +300,11 @@ pub fn run(mut args: E2eArgs) -> anyhow::Result<()> {
     if args.url.is_some() && args.admin_token.is_none() {
         bail!("--url needs --admin-token to create the accounts");
     }
+    // The load generator shares the server's cores; scheduled like the
+    // server's order path (see `exchange_server::threads`), it adds less
+    // of its own waiting to the latencies it measures, as a client on
+    // its own machine would.
+    exchange_server::threads::latency_sensitive();
     let runtime = match args.client_threads {
         1 => tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -307,6 +312,7 @@ pub fn run(mut args: E2eArgs) -> anyhow::Result<()> {
         n => tokio::runtime::Builder::new_multi_thread()
             .worker_threads(n)
             .enable_all()
+            .on_thread_start(exchange_server::threads::latency_sensitive)
             .build()?,
     };
     let json = args.json;
