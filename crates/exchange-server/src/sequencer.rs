@@ -28,8 +28,7 @@ use tokio::sync::{broadcast, oneshot};
 use crate::entry::LogEntry;
 use crate::metrics::Metrics;
 use crate::replication::{
-    ClusterShared, CommittedCommands, LogReadError, MembershipError, RaftControl, RaftLoop,
-    RaftMeta, ReplicationStatus,
+    ClusterShared, MembershipError, RaftControl, RaftLoop, RaftMeta, ReplicationStatus,
 };
 use crate::state::{Applied, ServerState, StateCopy};
 
@@ -213,23 +212,6 @@ impl Handle {
             })
             .map_err(|_| MembershipError::Stopped)?;
         answer.await.map_err(|_| MembershipError::Stopped)?
-    }
-
-    /// Committed Raft entries from `from` (a Raft index, as in
-    /// [`Applied::raft_index`]) on, at most `max`, each with its commands in
-    /// order (none for the entries leaders and membership changes add).
-    /// Read from this node's log; entries below its first kept index (after
-    /// log compaction) are not there: start from the newest snapshot then.
-    pub async fn committed_entries(
-        &self,
-        from: u64,
-        max: usize,
-    ) -> Result<Vec<CommittedCommands>, LogReadError> {
-        let (reply, answer) = oneshot::channel();
-        self.control
-            .try_send(RaftControl::ReadCommitted { from, max, reply })
-            .map_err(|_| LogReadError::Busy)?;
-        answer.await.map_err(|_| LogReadError::Stopped)?
     }
 
     /// The nodes' HTTP addresses as configured.

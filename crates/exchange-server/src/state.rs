@@ -36,8 +36,8 @@ pub struct Applied {
     pub index: u64,
     /// The Raft entry (a batch of commands) it came in: a reader that falls
     /// behind the broadcast resumes from the log at it, skipping the
-    /// commands up to `index` (`Handle::committed_entries` in-process, or
-    /// the reporting service's `catch_up`, which reads the log files).
+    /// commands up to `index` (the reporting service's `catch_up`, which
+    /// reads the log files).
     pub raft_index: u64,
     /// The entry's timestamp, its command's name and the account that
     /// issued it (for `create_account`, the new one): what the reporting

@@ -358,10 +358,9 @@ fn killing_the_leader_under_load_loses_no_acknowledged_order() {
 /// SIGTERM to the leader: before it stops it hands leadership to a
 /// follower (no election timeout to wait out), and its last orders are on
 /// the new leader.
-#[test]
-fn a_leader_stopped_gracefully_hands_leadership_over() {
-    let tmp = tempfile::tempdir().expect("temp dir");
-    let cluster = Cluster::up(&tmp.path().join("cluster"));
+/// Waits for a leader that lists the instruments, then rests one buy
+/// order there for a new funded account.
+fn order_on_the_leader(cluster: &Cluster, client_order_id: &str) -> (Client, Account, Value) {
     let mut port = None;
     wait_until("a leader with the instruments listed", || {
         port = leader_port(&cluster.ports);
@@ -377,8 +376,16 @@ fn a_leader_stopped_gracefully_hands_leadership_over() {
     let account = api.funded_account();
     let placed = api.place(
         &account,
-        &support::limit("buy", "59000", "0.01", "before-stop"),
+        &support::limit("buy", "59000", "0.01", client_order_id),
     );
+    (api, account, placed)
+}
+
+#[test]
+fn a_leader_stopped_gracefully_hands_leadership_over() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let cluster = Cluster::up(&tmp.path().join("cluster"));
+    let (api, account, placed) = order_on_the_leader(&cluster, "before-stop");
     let old = cluster.status().expect("status")["leader"]
         .as_u64()
         .expect("leader id");
@@ -420,23 +427,7 @@ fn a_leader_stopped_gracefully_hands_leadership_over() {
 fn cluster_down_then_up_at_once_recovers_every_node() {
     let tmp = tempfile::tempdir().expect("temp dir");
     let cluster = Cluster::up(&tmp.path().join("cluster"));
-    let mut port = None;
-    wait_until("a leader with the instruments listed", || {
-        port = leader_port(&cluster.ports);
-        port.is_some_and(|p| {
-            Client { port: p }
-                .try_request("GET", "/v1/instruments", &[], b"")
-                .is_ok_and(|r| r.text().contains("BTC-USD"))
-        })
-    });
-    let api = Client {
-        port: port.expect("leader"),
-    };
-    let account = api.funded_account();
-    let placed = api.place(
-        &account,
-        &support::limit("buy", "59000", "0.01", "before-down"),
-    );
+    let (_, account, placed) = order_on_the_leader(&cluster, "before-down");
     let dir = cluster.dir.display().to_string();
     let down = exchange(&["cluster", "down", "--data-dir", &dir]);
     assert!(
@@ -461,8 +452,7 @@ fn cluster_down_then_up_at_once_recovers_every_node() {
     // No pause: the ports and files must already be free.
     cluster.restart_dead();
     wait_until("a leader after the restart", || {
-        port = leader_port(&cluster.ports);
-        port.is_some()
+        leader_port(&cluster.ports).is_some()
     });
     for &port in &cluster.ports {
         let api = Client { port };

@@ -334,31 +334,12 @@ pub enum MembershipError {
     Stopped,
 }
 
-/// A committed Raft entry's index and its commands.
-pub type CommittedCommands = (u64, Vec<LogEntry>);
-
-/// Why committed entries could not be read.
-#[derive(Clone, Debug, Error, PartialEq, Eq)]
-pub enum LogReadError {
-    #[error("the log starts at {first}: older entries are only in the snapshot")]
-    Compacted { first: u64 },
-    #[error("the node is busy; retry")]
-    Busy,
-    #[error("the node is stopping or its log failed")]
-    Stopped,
-}
-
 /// Requests to the Raft thread from the gateways.
 pub(crate) enum RaftControl {
     Membership {
         change: Membership,
         raft_addr: Option<SocketAddr>,
         reply: oneshot::Sender<Result<(), MembershipError>>,
-    },
-    ReadCommitted {
-        from: u64,
-        max: usize,
-        reply: oneshot::Sender<Result<Vec<CommittedCommands>, LogReadError>>,
     },
 }
 

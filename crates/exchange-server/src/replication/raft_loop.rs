@@ -12,7 +12,7 @@ use exchange_replication::{CommittedKind, ConfState, Membership, Message, Replic
 
 use super::{
     decode_batch, encode_batch, load_learned_peers, save_learned_peers, ClusterShared,
-    LogReadError, MembershipError, RaftControl, RaftMeta,
+    MembershipError, RaftControl, RaftMeta,
 };
 use crate::entry::LogEntry;
 use crate::metrics::Metrics;
@@ -338,33 +338,6 @@ impl RaftLoop {
                     self.node
                         .propose_membership(change, context)
                         .map_err(|e| MembershipError::Refused(e.to_string()))
-                };
-                let _ = reply.send(result);
-            }
-            RaftControl::ReadCommitted { from, max, reply } => {
-                let first = self.node.first_index();
-                if from < first {
-                    let _ = reply.send(Err(LogReadError::Compacted { first }));
-                    return;
-                }
-                let result = match self.node.read_committed(from, max.min(4_096)) {
-                    Ok(entries) => entries
-                        .into_iter()
-                        .map(|entry| match entry.kind {
-                            CommittedKind::Normal(data) if !data.is_empty() => {
-                                decode_batch(&data).map(|commands| (entry.index, commands))
-                            }
-                            _ => Ok((entry.index, Vec::new())),
-                        })
-                        .collect::<Result<Vec<_>, _>>()
-                        .map_err(|error| {
-                            tracing::error!(%error, "a committed log entry does not decode");
-                            LogReadError::Stopped
-                        }),
-                    Err(error) => {
-                        tracing::error!(%error, "reading the committed log failed");
-                        Err(LogReadError::Stopped)
-                    }
                 };
                 let _ = reply.send(result);
             }
