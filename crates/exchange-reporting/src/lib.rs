@@ -120,7 +120,6 @@ pub struct Store {
     conn: Conn,
     position: Position,
     writer: writer::WriterCache,
-    appends: batch::Appends,
     /// Test failpoint: fail the next write after this many row writes, in
     /// the middle of its transaction.
     fail_after_rows: Option<usize>,
@@ -160,7 +159,6 @@ impl Store {
             conn,
             position: Position::default(),
             writer: Default::default(),
-            appends: Default::default(),
             fail_after_rows: None,
         };
         schema::migrate(&mut store.conn)?;

@@ -8,17 +8,20 @@
 //! market data and are not stored here.
 //!
 //! Rows are collected while the batch is read and written at its end, in
-//! the same transaction: the append-only tables with multi-row `INSERT`s,
-//! every order the batch touched with one upsert of its final row (open
-//! orders are cached, so an event never reads its order back). Either
-//! cache is dropped when a transaction fails, since it may then be ahead of
-//! the store.
+//! the same transaction (see [`crate::batch`] for the statements): the
+//! append-only tables' rows, and every order the batch touched in its final
+//! state. Open orders and the last balance of each account and asset are
+//! cached, so an event never reads the store back; both caches are dropped
+//! when a transaction fails, since they may then be ahead of the store.
 
 use std::collections::HashMap;
 
-use exchange_types::{AccountId, Event, EventKind, UNITS_PER_WHOLE};
+use exchange_types::{AccountId, AssetCode, Event, EventKind, UNITS_PER_WHOLE};
 
-use crate::batch::{CLIENT_ORDER_ID, FILLED, PRICE, QTY, STATUS, UPDATED};
+use crate::batch::{
+    write_orders, Appends, CachedOrder, NewAudit, NewFill, NewLedger, NewTrade, Status,
+    ORDER_COLUMNS,
+};
 use crate::db::Val;
 use crate::{Position, Store, StoreError};
 
@@ -40,26 +43,24 @@ pub struct EntryRecord<'a> {
 /// transaction fails (it may then be ahead of what was committed).
 #[derive(Default)]
 pub(crate) struct WriterCache {
-    totals: HashMap<(AccountId, String), i64>,
+    totals: HashMap<(AccountId, AssetCode), i64>,
     /// Rows of the open orders (and of those the current batch closed),
     /// so an event changes the row in memory instead of reading it back.
-    pub(crate) orders: HashMap<u64, Vec<Val>>,
+    orders: HashMap<u64, CachedOrder>,
+    /// Orders the current batch changed (each once: see
+    /// [`CachedOrder::dirty`]).
+    touched: Vec<u64>,
 }
 
 impl WriterCache {
     pub(crate) fn clear(&mut self) {
         self.totals.clear();
         self.orders.clear();
+        self.touched.clear();
     }
 }
 
-fn int(value: u64, what: &'static str) -> Result<Val, StoreError> {
-    i64::try_from(value)
-        .map(Val::Int)
-        .map_err(|_| StoreError::OutOfRange(what))
-}
-
-fn signed(value: u64, what: &'static str) -> Result<i64, StoreError> {
+fn int(value: u64, what: &'static str) -> Result<i64, StoreError> {
     i64::try_from(value).map_err(|_| StoreError::OutOfRange(what))
 }
 
@@ -97,7 +98,6 @@ impl Store {
                 let _ = self.conn.script("ROLLBACK");
                 // The caches may be ahead of what was committed.
                 self.writer.clear();
-                self.appends.clear();
                 Err(error)
             }
         }
@@ -117,12 +117,12 @@ impl Store {
             .conn
             .exec(
                 "UPDATE report_meta SET value = ? WHERE name = 'log_index'",
-                &[int(next.log_index, "log index")?],
+                &[Val::Int(int(next.log_index, "log index")?)],
             )
             .and_then(|_| {
                 self.conn.exec(
                     "UPDATE report_meta SET value = ? WHERE name = 'event_seq'",
-                    &[int(next.event_seq, "event sequence")?],
+                    &[Val::Int(int(next.event_seq, "event sequence")?)],
                 )
             })
             .and_then(|_| self.conn.script("COMMIT"));
@@ -138,11 +138,12 @@ impl Store {
         }
     }
 
-    fn write_rows(
+    fn write_rows<'e>(
         &mut self,
-        entries: &[&EntryRecord<'_>],
+        entries: &[&EntryRecord<'e>],
         mut position: Position,
     ) -> Result<Position, StoreError> {
+        let mut appends = Appends::with_capacity(entries.len());
         let mut rows = 0usize;
         for entry in entries {
             if entry.index != position.log_index + 1 {
@@ -152,10 +153,10 @@ impl Store {
                 });
             }
             for event in entry.events {
-                rows += self.write_event(entry, event)?;
+                rows += self.write_event(&mut appends, entry, event)?;
                 self.failpoint(rows)?;
             }
-            self.write_audit(entry)?;
+            appends.audit.push(audit_row(entry)?);
             rows += 1;
             self.failpoint(rows)?;
             position.log_index = entry.index;
@@ -163,16 +164,46 @@ impl Store {
                 position.event_seq = position.event_seq.max(last.seq);
             }
         }
-        self.flush_appends()?;
+        self.flush_orders()?;
+        appends.flush(&mut self.conn)?;
         self.conn.exec(
             "UPDATE report_meta SET value = ? WHERE name = 'log_index'",
-            &[int(position.log_index, "log index")?],
+            &[Val::Int(int(position.log_index, "log index")?)],
         )?;
         self.conn.exec(
             "UPDATE report_meta SET value = ? WHERE name = 'event_seq'",
-            &[int(position.event_seq, "event sequence")?],
+            &[Val::Int(int(position.event_seq, "event sequence")?)],
         )?;
         Ok(position)
+    }
+
+    /// Writes every order the batch changed, as the batch leaves it; the
+    /// closed ones leave the cache (no event reaches them any more).
+    fn flush_orders(&mut self) -> Result<(), StoreError> {
+        let cache = &mut self.writer;
+        // By id: neighbouring rows share pages.
+        cache.touched.sort_unstable();
+        cache.touched.dedup();
+        let orders: Vec<&CachedOrder> = cache
+            .touched
+            .iter()
+            .filter_map(|id| cache.orders.get(id))
+            .collect();
+        write_orders(&mut self.conn, &orders)?;
+        for id in cache.touched.drain(..) {
+            let open = match cache.orders.get_mut(&id) {
+                Some(order) => {
+                    order.stored = true;
+                    order.dirty = false;
+                    order.status.is_open()
+                }
+                None => continue,
+            };
+            if !open {
+                cache.orders.remove(&id);
+            }
+        }
+        Ok(())
     }
 
     fn failpoint(&mut self, rows: usize) -> Result<(), StoreError> {
@@ -184,7 +215,12 @@ impl Store {
     }
 
     /// Returns the number of rows written or changed.
-    fn write_event(&mut self, entry: &EntryRecord<'_>, event: &Event) -> Result<usize, StoreError> {
+    fn write_event<'e>(
+        &mut self,
+        appends: &mut Appends<'e>,
+        entry: &EntryRecord<'e>,
+        event: &Event,
+    ) -> Result<usize, StoreError> {
         let ts = int(event.ts, "timestamp")?;
         let index = int(entry.index, "log index")?;
         match &event.kind {
@@ -200,26 +236,34 @@ impl Store {
                 tif,
                 ..
             } => {
-                self.appends.orders.insert(*order_id);
-                self.writer.orders.insert(
-                    *order_id,
-                    vec![
-                        int(*order_id, "order id")?,
-                        int(*account, "account")?,
-                        client_order_id.as_str().into(),
-                        symbol.as_str().into(),
-                        side.as_str().into(),
-                        order_type.as_str().into(),
-                        price.map(|p| signed(p, "price")).transpose()?.into(),
-                        int(*qty, "quantity")?,
-                        Val::Int(0),
-                        "new".into(),
-                        tif.as_str().into(),
-                        ts.clone(),
-                        ts,
-                        index,
-                    ],
-                );
+                let order = CachedOrder {
+                    order_id: int(*order_id, "order id")?,
+                    account: int(*account, "account")?,
+                    client_order_id: *client_order_id,
+                    symbol: *symbol,
+                    side: *side,
+                    order_type: *order_type,
+                    price: price.map(|p| int(p, "price")).transpose()?,
+                    qty: int(*qty, "quantity")?,
+                    filled_qty: 0,
+                    status: Status::New,
+                    tif: *tif,
+                    created_ts: ts,
+                    updated_ts: ts,
+                    log_index: index,
+                    stored: false,
+                    dirty: true,
+                };
+                // A duplicate id would be refused by the primary key when
+                // written; it cannot replace a row the store holds.
+                if let Some(previous) = self.writer.orders.insert(*order_id, order) {
+                    if previous.stored {
+                        return Err(StoreError::Schema(format!(
+                            "order {order_id} accepted twice"
+                        )));
+                    }
+                }
+                self.writer.touched.push(*order_id);
                 Ok(1)
             }
             EventKind::Trade {
@@ -238,23 +282,25 @@ impl Store {
                 taker_leaves_qty,
             } => {
                 let notional = notional(*price, *qty)?;
-                self.appends.trades.push(vec![
-                    int(*trade_id, "trade id")?,
-                    int(event.seq, "event sequence")?,
-                    index,
-                    ts.clone(),
-                    symbol.as_str().into(),
-                    int(*price, "price")?,
-                    int(*qty, "quantity")?,
-                    Val::Int(notional),
-                    aggressor_side.as_str().into(),
-                    int(*maker_order_id, "order id")?,
-                    int(*taker_order_id, "order id")?,
-                    int(*maker_account, "account")?,
-                    int(*taker_account, "account")?,
-                    Val::Int(*maker_fee),
-                    Val::Int(*taker_fee),
-                ]);
+                let trade_id = int(*trade_id, "trade id")?;
+                let (price, qty) = (int(*price, "price")?, int(*qty, "quantity")?);
+                appends.trades.push(NewTrade {
+                    trade_id,
+                    seq: int(event.seq, "event sequence")?,
+                    log_index: index,
+                    ts,
+                    symbol: *symbol,
+                    price,
+                    qty,
+                    notional,
+                    aggressor_side: *aggressor_side,
+                    maker_order_id: int(*maker_order_id, "order id")?,
+                    taker_order_id: int(*taker_order_id, "order id")?,
+                    maker_account: int(*maker_account, "account")?,
+                    taker_account: int(*taker_account, "account")?,
+                    maker_fee: *maker_fee,
+                    taker_fee: *taker_fee,
+                });
                 let sides = [
                     (
                         "maker",
@@ -274,28 +320,27 @@ impl Store {
                     ),
                 ];
                 for (liquidity, order_id, account, side, fee, leaves) in sides {
-                    self.appends.fills.push(vec![
-                        int(*trade_id, "trade id")?,
-                        liquidity.into(),
-                        int(order_id, "order id")?,
-                        int(account, "account")?,
-                        symbol.as_str().into(),
-                        side.as_str().into(),
-                        int(*price, "price")?,
-                        int(*qty, "quantity")?,
-                        Val::Int(notional),
-                        Val::Int(fee),
-                        ts.clone(),
-                    ]);
-                    let status = if leaves == 0 {
-                        "filled"
-                    } else {
-                        "partially_filled"
-                    };
+                    appends.fills.push(NewFill {
+                        trade_id,
+                        liquidity,
+                        order_id: int(order_id, "order id")?,
+                        account: int(account, "account")?,
+                        symbol: *symbol,
+                        side,
+                        price,
+                        qty,
+                        notional,
+                        fee,
+                        ts,
+                    });
                     if let Some(order) = self.order_mut(order_id)? {
-                        order[FILLED] = Val::Int(order[FILLED].int()? + signed(*qty, "quantity")?);
-                        order[STATUS] = status.into();
-                        order[UPDATED] = ts.clone();
+                        order.filled_qty += qty;
+                        order.status = if leaves == 0 {
+                            Status::Filled
+                        } else {
+                            Status::PartiallyFilled
+                        };
+                        order.updated_ts = ts;
                     }
                 }
                 Ok(5)
@@ -306,21 +351,25 @@ impl Store {
                 leaves_qty,
                 ..
             } => {
-                if *leaves_qty > 0 {
-                    // Self-trade prevention shrank a live order; a full
-                    // cancel keeps the quantity the client asked for.
-                    if let Some(order) = self.order_mut(*order_id)? {
-                        let left = order[QTY].int()? - signed(*canceled_qty, "quantity")?;
-                        order[QTY] = Val::Int(left.max(0));
-                        order[UPDATED] = ts;
+                let canceled = int(*canceled_qty, "quantity")?;
+                if let Some(order) = self.order_mut(*order_id)? {
+                    if *leaves_qty > 0 {
+                        // Self-trade prevention shrank a live order; a
+                        // full cancel keeps the quantity the client asked
+                        // for.
+                        order.qty = (order.qty - canceled).max(0);
+                    } else {
+                        order.status = Status::Canceled;
                     }
-                } else {
-                    self.close(*order_id, "canceled", ts)?;
+                    order.updated_ts = ts;
                 }
                 Ok(1)
             }
             EventKind::Expired { order_id, .. } => {
-                self.close(*order_id, "expired", ts)?;
+                if let Some(order) = self.order_mut(*order_id)? {
+                    order.status = Status::Expired;
+                    order.updated_ts = ts;
+                }
                 Ok(1)
             }
             EventKind::Replaced {
@@ -331,14 +380,15 @@ impl Store {
                 leaves_qty,
                 ..
             } => {
+                let (price, qty) = (int(*price, "price")?, int(*qty, "quantity")?);
                 if let Some(order) = self.order_mut(*order_id)? {
-                    order[CLIENT_ORDER_ID] = client_order_id.as_str().into();
-                    order[PRICE] = int(*price, "price")?;
-                    order[QTY] = int(*qty, "quantity")?;
-                    order[UPDATED] = ts.clone();
-                }
-                if *leaves_qty == 0 {
-                    self.close(*order_id, "filled", ts)?;
+                    order.client_order_id = *client_order_id;
+                    order.price = Some(price);
+                    order.qty = qty;
+                    order.updated_ts = ts;
+                    if *leaves_qty == 0 {
+                        order.status = Status::Filled;
+                    }
                 }
                 Ok(1)
             }
@@ -348,22 +398,20 @@ impl Store {
                 total,
                 available,
             } => {
-                let total = signed(*total, "balance")?;
-                let previous = self.previous_total(*account, asset.as_str())?;
-                self.appends.ledger.push(vec![
-                    int(event.seq, "event sequence")?,
-                    index,
+                let total = int(*total, "balance")?;
+                let previous = self.previous_total(*account, asset)?;
+                appends.ledger.push(NewLedger {
+                    seq: int(event.seq, "event sequence")?,
+                    log_index: index,
                     ts,
-                    int(*account, "account")?,
-                    asset.as_str().into(),
-                    Val::Int(total),
-                    int(*available, "balance")?,
-                    Val::Int(total - previous),
-                    entry.command.into(),
-                ]);
-                self.writer
-                    .totals
-                    .insert((*account, asset.as_str().to_string()), total);
+                    account: int(*account, "account")?,
+                    asset: *asset,
+                    total,
+                    available: int(*available, "balance")?,
+                    delta: total - previous,
+                    cause: entry.command,
+                });
+                self.writer.totals.insert((*account, *asset), total);
                 Ok(1)
             }
             EventKind::InstrumentAdded { .. }
@@ -375,126 +423,114 @@ impl Store {
         }
     }
 
-    fn close(&mut self, order_id: u64, status: &'static str, ts: Val) -> Result<(), StoreError> {
-        if let Some(order) = self.order_mut(order_id)? {
-            order[STATUS] = status.into();
-            order[UPDATED] = ts;
-        }
-        Ok(())
-    }
-
-    /// An order's row as this batch leaves it: from the batch, or read
-    /// from the store the first time the batch touches it.
-    fn order_mut(&mut self, order_id: u64) -> Result<Option<&mut Vec<Val>>, StoreError> {
+    /// An order's row as this batch leaves it: from the cache, or read
+    /// from the store the first time it is touched since the cache was
+    /// dropped. Marks it to be written at the batch's end.
+    fn order_mut(&mut self, order_id: u64) -> Result<Option<&mut CachedOrder>, StoreError> {
         if !self.writer.orders.contains_key(&order_id) {
             let rows = self.conn.query(
-                "SELECT order_id, account, client_order_id, symbol, side, order_type, price, qty, \
-                 filled_qty, status, tif, created_ts, updated_ts, log_index FROM orders WHERE order_id = ?",
-                &[int(order_id, "order id")?],
+                &format!("SELECT {ORDER_COLUMNS} FROM orders WHERE order_id = ?"),
+                &[Val::Int(int(order_id, "order id")?)],
             )?;
-            match rows.into_iter().next() {
+            match rows.first() {
                 Some(row) => {
-                    self.writer.orders.insert(order_id, row);
+                    self.writer.orders.insert(order_id, CachedOrder::read(row)?);
                 }
                 None => return Ok(None),
             }
         }
-        self.appends.orders.insert(order_id);
-        Ok(self.writer.orders.get_mut(&order_id))
+        let Some(order) = self.writer.orders.get_mut(&order_id) else {
+            return Ok(None);
+        };
+        if !order.dirty {
+            order.dirty = true;
+            self.writer.touched.push(order_id);
+        }
+        Ok(Some(order))
     }
 
-    fn previous_total(&mut self, account: AccountId, asset: &str) -> Result<i64, StoreError> {
-        let key = (account, asset.to_string());
-        if let Some(total) = self.writer.totals.get(&key) {
+    fn previous_total(&mut self, account: AccountId, asset: &AssetCode) -> Result<i64, StoreError> {
+        if let Some(total) = self.writer.totals.get(&(account, *asset)) {
             return Ok(*total);
         }
         let rows = self.conn.query(
             "SELECT total FROM ledger WHERE account = ? AND asset = ? ORDER BY seq DESC LIMIT 1",
-            &[int(account, "account")?, asset.into()],
+            &[Val::Int(int(account, "account")?), asset.as_str().into()],
         )?;
         rows.first().map_or(Ok(0), |row| row[0].int())
     }
+}
 
-    fn write_audit(&mut self, entry: &EntryRecord<'_>) -> Result<(), StoreError> {
-        let mut outcome = "accepted";
-        let (mut reason, mut reason_code) = (None, None);
-        let (mut order_id, mut client_order_id, mut symbol) = (None, None, None);
-        let mut trades = 0i64;
-        for event in entry.events {
-            match &event.kind {
-                EventKind::Rejected {
-                    reason: why,
-                    order_id: id,
-                    client_order_id: coid,
-                    symbol: sym,
-                    ..
-                } => {
-                    outcome = "rejected";
-                    reason = Some(why.as_str());
-                    reason_code = Some(i64::from(why.code()));
-                    order_id = order_id.or(*id);
-                    client_order_id = client_order_id.or(coid.map(|c| c.to_string()));
-                    symbol = symbol.or(sym.map(|s| s.to_string()));
-                }
-                EventKind::Accepted {
-                    order_id: id,
-                    client_order_id: coid,
-                    symbol: sym,
-                    ..
-                }
-                | EventKind::Canceled {
-                    order_id: id,
-                    client_order_id: coid,
-                    symbol: sym,
-                    ..
-                }
-                | EventKind::Replaced {
-                    order_id: id,
-                    client_order_id: coid,
-                    symbol: sym,
-                    ..
-                } if order_id.is_none() => {
-                    order_id = Some(*id);
-                    client_order_id = Some(coid.to_string());
-                    symbol = Some(sym.to_string());
-                }
-                EventKind::Trade { .. } => trades += 1,
-                EventKind::InstrumentAdded { symbol: sym, .. }
-                | EventKind::Status { symbol: sym, .. } => {
-                    symbol = symbol.or(Some(sym.to_string()));
-                }
-                EventKind::MassCanceled { symbol: sym, .. } => {
-                    symbol = symbol.or(sym.map(|s| s.to_string()));
-                }
-                _ => {}
+/// The entry's audit row: what it was and what came of it.
+fn audit_row<'e>(entry: &EntryRecord<'e>) -> Result<NewAudit<'e>, StoreError> {
+    let mut outcome = "accepted";
+    let (mut reason, mut reason_code) = (None, None);
+    let (mut order_id, mut client_order_id, mut symbol) = (None, None, None);
+    let mut trades = 0i64;
+    for event in entry.events {
+        match &event.kind {
+            EventKind::Rejected {
+                reason: why,
+                order_id: id,
+                client_order_id: coid,
+                symbol: sym,
+                ..
+            } => {
+                outcome = "rejected";
+                reason = Some(why.as_str());
+                reason_code = Some(i64::from(why.code()));
+                order_id = order_id.or(*id);
+                client_order_id = client_order_id.or(*coid);
+                symbol = symbol.or(*sym);
             }
+            EventKind::Accepted {
+                order_id: id,
+                client_order_id: coid,
+                symbol: sym,
+                ..
+            }
+            | EventKind::Canceled {
+                order_id: id,
+                client_order_id: coid,
+                symbol: sym,
+                ..
+            }
+            | EventKind::Replaced {
+                order_id: id,
+                client_order_id: coid,
+                symbol: sym,
+                ..
+            } if order_id.is_none() => {
+                order_id = Some(*id);
+                client_order_id = Some(*coid);
+                symbol = Some(*sym);
+            }
+            EventKind::Trade { .. } => trades += 1,
+            EventKind::InstrumentAdded { symbol: sym, .. }
+            | EventKind::Status { symbol: sym, .. } => {
+                symbol = symbol.or(Some(*sym));
+            }
+            EventKind::MassCanceled { symbol: sym, .. } => {
+                symbol = symbol.or(*sym);
+            }
+            _ => {}
         }
-        let seq = |event: Option<&Event>| -> Result<Val, StoreError> {
-            event
-                .map(|e| int(e.seq, "event sequence"))
-                .transpose()
-                .map(Into::into)
-        };
-        self.appends.audit.push(vec![
-            int(entry.index, "log index")?,
-            int(entry.ts, "timestamp")?,
-            entry.command.into(),
-            entry
-                .account
-                .map(|a| signed(a, "account"))
-                .transpose()?
-                .into(),
-            outcome.into(),
-            reason.into(),
-            reason_code.into(),
-            order_id.map(|o| signed(o, "order id")).transpose()?.into(),
-            client_order_id.into(),
-            symbol.into(),
-            Val::Int(trades),
-            seq(entry.events.first())?,
-            seq(entry.events.last())?,
-            Val::Int(entry.events.len() as i64),
-        ]);
-        Ok(())
     }
+    let seq = |event: Option<&Event>| event.map(|e| int(e.seq, "event sequence")).transpose();
+    Ok(NewAudit {
+        log_index: int(entry.index, "log index")?,
+        ts: int(entry.ts, "timestamp")?,
+        command: entry.command,
+        account: entry.account.map(|a| int(a, "account")).transpose()?,
+        outcome,
+        reason,
+        reason_code,
+        order_id: order_id.map(|o| int(o, "order id")).transpose()?,
+        client_order_id,
+        symbol,
+        trades,
+        first_seq: seq(entry.events.first())?,
+        last_seq: seq(entry.events.last())?,
+        events: int(entry.events.len() as u64, "event count")?,
+    })
 }
