@@ -16,8 +16,8 @@
 //! - PostgreSQL gets multi-row statements (64, 32, ... 1 rows), since every
 //!   statement is a round trip.
 //!
-//! Orders are not upserted: the writer knows whether a row is already in
-//! the store ([`CachedOrder::stored`]), so a new order is inserted once
+//! Orders and balances are not upserted: the writer knows whether a row is
+//! already in the store ([`Kept::stored`]), so a new one is inserted once
 //! with its state at the end of the batch and a stored one has only its
 //! changing columns updated.
 
@@ -194,34 +194,98 @@ impl Row for CachedOrder {
     }
 }
 
-/// The columns of a stored order that events change, then its id: in the
-/// order of [`ORDER_UPDATE_SQLITE`]'s placeholders and of
-/// [`order_update_postgres`]'s `VALUES` columns.
-fn update_params<'a>(order: &'a CachedOrder, out: &mut Vec<Param<'a>>) {
-    out.extend([
-        Param::Text(order.client_order_id.as_str()),
-        order.price.into(),
-        Param::Int(order.qty),
-        Param::Int(order.filled_qty),
-        Param::Text(order.status.as_str()),
-        Param::Int(order.updated_ts),
-        Param::Int(order.order_id),
-    ]);
+impl Kept for CachedOrder {
+    fn stored(&self) -> bool {
+        self.stored
+    }
+
+    const UPDATE: &'static str = "UPDATE orders SET client_order_id = ?, price = ?, qty = ?, \
+         filled_qty = ?, status = ?, updated_ts = ? WHERE order_id = ?";
+
+    fn update_postgres(rows: usize) -> String {
+        let row = "(?::TEXT, ?::BIGINT, ?::BIGINT, ?::BIGINT, ?::TEXT, ?::BIGINT, ?::BIGINT)";
+        format!(
+            "UPDATE orders SET client_order_id = v.client_order_id, price = v.price, qty = v.qty, \
+             filled_qty = v.filled_qty, status = v.status, updated_ts = v.updated_ts \
+             FROM (VALUES {}) \
+             AS v(client_order_id, price, qty, filled_qty, status, updated_ts, order_id) \
+             WHERE orders.order_id = v.order_id",
+            vec![row; rows].join(", ")
+        )
+    }
+
+    fn update_params<'a>(&'a self, out: &mut Vec<Param<'a>>) {
+        out.extend([
+            Param::Text(self.client_order_id.as_str()),
+            self.price.into(),
+            Param::Int(self.qty),
+            Param::Int(self.filled_qty),
+            Param::Text(self.status.as_str()),
+            Param::Int(self.updated_ts),
+            Param::Int(self.order_id),
+        ]);
+    }
 }
 
-const ORDER_UPDATE_SQLITE: &str = "UPDATE orders SET client_order_id = ?, price = ?, qty = ?, \
-     filled_qty = ?, status = ?, updated_ts = ? WHERE order_id = ?";
+/// The balances of an account and asset as of its last ledger row.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct CachedBalance {
+    pub account: i64,
+    pub asset: AssetCode,
+    pub total: i64,
+    pub available: i64,
+    /// The event sequence of that ledger row.
+    pub seq: i64,
+    /// As [`CachedOrder::stored`].
+    pub stored: bool,
+    /// As [`CachedOrder::dirty`].
+    pub dirty: bool,
+}
 
-/// PostgreSQL: `rows` stored orders updated by one statement.
-fn order_update_postgres(rows: usize) -> String {
-    let row = "(?::TEXT, ?::BIGINT, ?::BIGINT, ?::BIGINT, ?::TEXT, ?::BIGINT, ?::BIGINT)";
-    format!(
-        "UPDATE orders SET client_order_id = v.client_order_id, price = v.price, qty = v.qty, \
-         filled_qty = v.filled_qty, status = v.status, updated_ts = v.updated_ts FROM (VALUES {}) \
-         AS v(client_order_id, price, qty, filled_qty, status, updated_ts, order_id) \
-         WHERE orders.order_id = v.order_id",
-        vec![row; rows].join(", ")
-    )
+impl Row for CachedBalance {
+    const TABLE: Table = Table {
+        name: "balances",
+        columns: &["account", "asset", "total", "available", "seq"],
+    };
+
+    fn params<'a>(&'a self, out: &mut Vec<Param<'a>>) {
+        out.extend([
+            Param::Int(self.account),
+            Param::Text(self.asset.as_str()),
+            Param::Int(self.total),
+            Param::Int(self.available),
+            Param::Int(self.seq),
+        ]);
+    }
+}
+
+impl Kept for CachedBalance {
+    fn stored(&self) -> bool {
+        self.stored
+    }
+
+    const UPDATE: &'static str =
+        "UPDATE balances SET total = ?, available = ?, seq = ? WHERE account = ? AND asset = ?";
+
+    fn update_postgres(rows: usize) -> String {
+        let row = "(?::BIGINT, ?::BIGINT, ?::BIGINT, ?::BIGINT, ?::TEXT)";
+        format!(
+            "UPDATE balances SET total = v.total, available = v.available, seq = v.seq \
+             FROM (VALUES {}) AS v(total, available, seq, account, asset) \
+             WHERE balances.account = v.account AND balances.asset = v.asset",
+            vec![row; rows].join(", ")
+        )
+    }
+
+    fn update_params<'a>(&'a self, out: &mut Vec<Param<'a>>) {
+        out.extend([
+            Param::Int(self.total),
+            Param::Int(self.available),
+            Param::Int(self.seq),
+            Param::Int(self.account),
+            Param::Text(self.asset.as_str()),
+        ]);
+    }
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -475,29 +539,44 @@ impl<R: Row> Row for &R {
     }
 }
 
-/// Writes the orders a batch changed: new ones inserted, stored ones
+/// A row the writer keeps in memory and writes whenever a batch changed
+/// it: inserted the first time, then updated.
+pub(crate) trait Kept: Row {
+    /// Whether the row is already in the store.
+    fn stored(&self) -> bool;
+    /// SQLite: updates one stored row, with [`Kept::update_params`].
+    const UPDATE: &'static str;
+    /// PostgreSQL: updates `rows` stored rows, with their
+    /// [`Kept::update_params`] one after the other.
+    fn update_postgres(rows: usize) -> String;
+    /// The changing columns, then the key.
+    fn update_params<'a>(&'a self, out: &mut Vec<Param<'a>>);
+}
+
+/// Writes kept rows a batch changed: new ones inserted, stored ones
 /// updated.
-pub(crate) fn write_orders(conn: &mut Conn, orders: &[&CachedOrder]) -> Result<(), StoreError> {
-    let (stored, new): (Vec<&CachedOrder>, Vec<&CachedOrder>) =
-        orders.iter().partition(|order| order.stored);
+pub(crate) fn write_kept<K: Kept>(conn: &mut Conn, rows: &[&K]) -> Result<(), StoreError> {
+    let (stored, new): (Vec<&K>, Vec<&K>) = rows.iter().partition(|row| row.stored());
     insert(conn, &new)?;
     if stored.is_empty() {
         return Ok(());
     }
     match conn {
         Conn::Sqlite(sqlite) => {
-            let mut statement = sqlite.prepare_cached(ORDER_UPDATE_SQLITE)?;
-            let mut params = Vec::with_capacity(7);
-            for order in stored {
+            let mut statement = sqlite.prepare_cached(K::UPDATE)?;
+            let mut params = Vec::new();
+            for row in stored {
                 params.clear();
-                update_params(order, &mut params);
+                row.update_params(&mut params);
                 statement.execute(rusqlite::params_from_iter(params.iter()))?;
             }
             Ok(())
         }
-        Conn::Postgres { .. } => postgres_chunks(conn, &stored, order_update_postgres, |o, p| {
-            update_params(o, p)
-        }),
+        Conn::Postgres { .. } => {
+            postgres_chunks(conn, &stored, K::update_postgres, |row, params| {
+                row.update_params(params)
+            })
+        }
     }
 }
 

@@ -14,15 +14,16 @@
 //! cached, so an event never reads the store back; both caches are dropped
 //! when a transaction fails, since they may then be ahead of the store.
 
+use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 
 use exchange_types::{AccountId, AssetCode, Event, EventKind, UNITS_PER_WHOLE};
 
 use crate::batch::{
-    write_orders, Appends, CachedOrder, NewAudit, NewFill, NewLedger, NewTrade, Status,
-    ORDER_COLUMNS,
+    write_kept, Appends, CachedBalance, CachedOrder, NewAudit, NewFill, NewLedger, NewTrade,
+    Status, ORDER_COLUMNS,
 };
-use crate::db::Val;
+use crate::db::{Conn, Val};
 use crate::{Position, Store, StoreError};
 
 /// One committed log entry and the events applying it produced.
@@ -38,12 +39,16 @@ pub struct EntryRecord<'a> {
     pub events: &'a [Event],
 }
 
-/// Balances as last written, so each ledger row carries its change
-/// without a read; filled lazily from the store and dropped whenever a
-/// transaction fails (it may then be ahead of what was committed).
+/// What the writer keeps between batches so that an event never reads the
+/// store: filled lazily from the store and dropped whenever a transaction
+/// fails (it may then be ahead of what was committed).
 #[derive(Default)]
 pub(crate) struct WriterCache {
-    totals: HashMap<(AccountId, AssetCode), i64>,
+    /// Balances as last written (the `balances` table), so each ledger row
+    /// carries its change.
+    balances: HashMap<(AccountId, AssetCode), CachedBalance>,
+    /// Balances the current batch changed (each once).
+    touched_balances: Vec<(AccountId, AssetCode)>,
     /// Rows of the open orders (and of those the current batch closed),
     /// so an event changes the row in memory instead of reading it back.
     orders: HashMap<u64, CachedOrder>,
@@ -54,7 +59,8 @@ pub(crate) struct WriterCache {
 
 impl WriterCache {
     pub(crate) fn clear(&mut self) {
-        self.totals.clear();
+        self.balances.clear();
+        self.touched_balances.clear();
         self.orders.clear();
         self.touched.clear();
     }
@@ -84,6 +90,9 @@ impl Store {
         if fresh.is_empty() {
             return Ok(position);
         }
+        if !self.writing {
+            self.prepare_for_writing()?;
+        }
         self.conn.script("BEGIN")?;
         let result = self.write_rows(&fresh, position).and_then(|next| {
             self.conn.script("COMMIT")?;
@@ -101,6 +110,28 @@ impl Store {
                 Err(error)
             }
         }
+    }
+
+    /// Settings of the connection that writes (SQLite's are per
+    /// connection; readers keep the defaults).
+    fn prepare_for_writing(&mut self) -> Result<(), StoreError> {
+        if let Conn::Sqlite(sqlite) = &self.conn {
+            // - A 32 MiB page cache: the writer's pages (the last leaves of
+            //   every table and index, the inner pages above them, and the
+            //   leaves that rows indexed by account land on, all over those
+            //   indexes) stay cached instead of being read back from the
+            //   file and spilled to the log mid-transaction. It fills only
+            //   as pages are used.
+            // - A checkpoint every 16,384 log pages (64 MiB) rather than
+            //   1,000: a checkpoint copies each page changed since the last
+            //   one once, however often it changed, and the index leaves
+            //   change in almost every transaction. The log file stays
+            //   around that size and is reused.
+            sqlite
+                .execute_batch("PRAGMA cache_size = -32768; PRAGMA wal_autocheckpoint = 16384;")?;
+        }
+        self.writing = true;
+        Ok(())
     }
 
     /// Moves the position forward to `log_index` without writing rows: for
@@ -165,6 +196,7 @@ impl Store {
             }
         }
         self.flush_orders()?;
+        self.flush_balances()?;
         appends.flush(&mut self.conn)?;
         self.conn.exec(
             "UPDATE report_meta SET value = ? WHERE name = 'log_index'",
@@ -189,7 +221,7 @@ impl Store {
             .iter()
             .filter_map(|id| cache.orders.get(id))
             .collect();
-        write_orders(&mut self.conn, &orders)?;
+        write_kept(&mut self.conn, &orders)?;
         for id in cache.touched.drain(..) {
             let open = match cache.orders.get_mut(&id) {
                 Some(order) => {
@@ -201,6 +233,25 @@ impl Store {
             };
             if !open {
                 cache.orders.remove(&id);
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes every balance the batch changed.
+    fn flush_balances(&mut self) -> Result<(), StoreError> {
+        let cache = &mut self.writer;
+        cache.touched_balances.sort_unstable();
+        let balances: Vec<&CachedBalance> = cache
+            .touched_balances
+            .iter()
+            .filter_map(|key| cache.balances.get(key))
+            .collect();
+        write_kept(&mut self.conn, &balances)?;
+        for key in cache.touched_balances.drain(..) {
+            if let Some(balance) = cache.balances.get_mut(&key) {
+                balance.stored = true;
+                balance.dirty = false;
             }
         }
         Ok(())
@@ -398,20 +449,24 @@ impl Store {
                 total,
                 available,
             } => {
-                let total = int(*total, "balance")?;
-                let previous = self.previous_total(*account, asset)?;
+                let (total, available) = (int(*total, "balance")?, int(*available, "balance")?);
+                let seq = int(event.seq, "event sequence")?;
+                let balance = self.balance_mut(*account, asset)?;
+                let delta = total - balance.total;
+                balance.total = total;
+                balance.available = available;
+                balance.seq = seq;
                 appends.ledger.push(NewLedger {
-                    seq: int(event.seq, "event sequence")?,
+                    seq,
                     log_index: index,
                     ts,
                     account: int(*account, "account")?,
                     asset: *asset,
                     total,
-                    available: int(*available, "balance")?,
-                    delta: total - previous,
+                    available,
+                    delta,
                     cause: entry.command,
                 });
-                self.writer.totals.insert((*account, *asset), total);
                 Ok(1)
             }
             EventKind::InstrumentAdded { .. }
@@ -449,16 +504,52 @@ impl Store {
         Ok(Some(order))
     }
 
-    fn previous_total(&mut self, account: AccountId, asset: &AssetCode) -> Result<i64, StoreError> {
-        if let Some(total) = self.writer.totals.get(&(account, *asset)) {
-            return Ok(*total);
+    /// An account's balances in an asset as the batch has left them so
+    /// far, marked to be written at the batch's end.
+    fn balance_mut(
+        &mut self,
+        account: AccountId,
+        asset: &AssetCode,
+    ) -> Result<&mut CachedBalance, StoreError> {
+        let key = (account, *asset);
+        let cache = &mut self.writer;
+        let balance = match cache.balances.entry(key) {
+            Entry::Occupied(cached) => cached.into_mut(),
+            Entry::Vacant(vacant) => vacant.insert(load_balance(&mut self.conn, account, asset)?),
+        };
+        if !balance.dirty {
+            balance.dirty = true;
+            cache.touched_balances.push(key);
         }
-        let rows = self.conn.query(
-            "SELECT total FROM ledger WHERE account = ? AND asset = ? ORDER BY seq DESC LIMIT 1",
-            &[Val::Int(int(account, "account")?), asset.as_str().into()],
-        )?;
-        rows.first().map_or(Ok(0), |row| row[0].int())
+        Ok(balance)
     }
+}
+
+/// An account's balances in an asset as the store has them (zero before
+/// its first ledger row).
+fn load_balance(
+    conn: &mut Conn,
+    account: AccountId,
+    asset: &AssetCode,
+) -> Result<CachedBalance, StoreError> {
+    let account = int(account, "account")?;
+    let rows = conn.query(
+        "SELECT total, available, seq FROM balances WHERE account = ? AND asset = ?",
+        &[Val::Int(account), asset.as_str().into()],
+    )?;
+    let (total, available, seq, stored) = match rows.first() {
+        Some(row) => (row[0].int()?, row[1].int()?, row[2].int()?, true),
+        None => (0, 0, 0, false),
+    };
+    Ok(CachedBalance {
+        account,
+        asset: *asset,
+        total,
+        available,
+        seq,
+        stored,
+        dirty: false,
+    })
 }
 
 /// The entry's audit row: what it was and what came of it.
