@@ -18,6 +18,7 @@ mod batch;
 mod db;
 pub mod query;
 pub mod report;
+mod rows;
 mod schema;
 pub mod testing;
 pub mod time;

@@ -19,11 +19,11 @@ use std::collections::HashMap;
 
 use exchange_types::{AccountId, AssetCode, Event, EventKind, UNITS_PER_WHOLE};
 
-use crate::batch::{
-    write_kept, Appends, CachedBalance, CachedOrder, NewAudit, NewFill, NewLedger, NewTrade,
-    Status, ORDER_COLUMNS,
-};
+use crate::batch::{write_kept, Appends};
 use crate::db::{Conn, Val};
+use crate::rows::{
+    CachedBalance, CachedOrder, NewAudit, NewFill, NewLedger, NewTrade, Status, ORDER_COLUMNS,
+};
 use crate::{Position, Store, StoreError};
 
 /// One committed log entry and the events applying it produced.
@@ -66,7 +66,7 @@ impl WriterCache {
     }
 }
 
-fn int(value: u64, what: &'static str) -> Result<i64, StoreError> {
+pub(crate) fn int(value: u64, what: &'static str) -> Result<i64, StoreError> {
     i64::try_from(value).map_err(|_| StoreError::OutOfRange(what))
 }
 
@@ -187,7 +187,7 @@ impl Store {
                 rows += self.write_event(&mut appends, entry, event)?;
                 self.failpoint(rows)?;
             }
-            appends.audit.push(audit_row(entry)?);
+            appends.audit.push(NewAudit::of(entry)?);
             rows += 1;
             self.failpoint(rows)?;
             position.log_index = entry.index;
@@ -549,79 +549,5 @@ fn load_balance(
         seq,
         stored,
         dirty: false,
-    })
-}
-
-/// The entry's audit row: what it was and what came of it.
-fn audit_row<'e>(entry: &EntryRecord<'e>) -> Result<NewAudit<'e>, StoreError> {
-    let mut outcome = "accepted";
-    let (mut reason, mut reason_code) = (None, None);
-    let (mut order_id, mut client_order_id, mut symbol) = (None, None, None);
-    let mut trades = 0i64;
-    for event in entry.events {
-        match &event.kind {
-            EventKind::Rejected {
-                reason: why,
-                order_id: id,
-                client_order_id: coid,
-                symbol: sym,
-                ..
-            } => {
-                outcome = "rejected";
-                reason = Some(why.as_str());
-                reason_code = Some(i64::from(why.code()));
-                order_id = order_id.or(*id);
-                client_order_id = client_order_id.or(*coid);
-                symbol = symbol.or(*sym);
-            }
-            EventKind::Accepted {
-                order_id: id,
-                client_order_id: coid,
-                symbol: sym,
-                ..
-            }
-            | EventKind::Canceled {
-                order_id: id,
-                client_order_id: coid,
-                symbol: sym,
-                ..
-            }
-            | EventKind::Replaced {
-                order_id: id,
-                client_order_id: coid,
-                symbol: sym,
-                ..
-            } if order_id.is_none() => {
-                order_id = Some(*id);
-                client_order_id = Some(*coid);
-                symbol = Some(*sym);
-            }
-            EventKind::Trade { .. } => trades += 1,
-            EventKind::InstrumentAdded { symbol: sym, .. }
-            | EventKind::Status { symbol: sym, .. } => {
-                symbol = symbol.or(Some(*sym));
-            }
-            EventKind::MassCanceled { symbol: sym, .. } => {
-                symbol = symbol.or(*sym);
-            }
-            _ => {}
-        }
-    }
-    let seq = |event: Option<&Event>| event.map(|e| int(e.seq, "event sequence")).transpose();
-    Ok(NewAudit {
-        log_index: int(entry.index, "log index")?,
-        ts: int(entry.ts, "timestamp")?,
-        command: entry.command,
-        account: entry.account.map(|a| int(a, "account")).transpose()?,
-        outcome,
-        reason,
-        reason_code,
-        order_id: order_id.map(|o| int(o, "order id")).transpose()?,
-        client_order_id,
-        symbol,
-        trades,
-        first_seq: seq(entry.events.first())?,
-        last_seq: seq(entry.events.last())?,
-        events: int(entry.events.len() as u64, "event count")?,
     })
 }
