@@ -305,15 +305,9 @@ impl Store {
                     stored: false,
                     dirty: true,
                 };
-                // A duplicate id would be refused by the primary key when
-                // written; it cannot replace a row the store holds.
-                if let Some(previous) = self.writer.orders.insert(*order_id, order) {
-                    if previous.stored {
-                        return Err(StoreError::Schema(format!(
-                            "order {order_id} accepted twice"
-                        )));
-                    }
-                }
+                // Inserted at the batch's end (an id the store already holds
+                // is refused there by the primary key).
+                self.writer.orders.insert(*order_id, order);
                 self.writer.touched.push(*order_id);
                 Ok(1)
             }
@@ -385,7 +379,10 @@ impl Store {
                         ts,
                     });
                     if let Some(order) = self.order_mut(order_id)? {
-                        order.filled_qty += qty;
+                        order.filled_qty = order
+                            .filled_qty
+                            .checked_add(qty)
+                            .ok_or(StoreError::OutOfRange("filled quantity"))?;
                         order.status = if leaves == 0 {
                             Status::Filled
                         } else {
@@ -408,7 +405,7 @@ impl Store {
                         // Self-trade prevention shrank a live order; a
                         // full cancel keeps the quantity the client asked
                         // for.
-                        order.qty = (order.qty - canceled).max(0);
+                        order.qty = order.qty.saturating_sub(canceled).max(0);
                     } else {
                         order.status = Status::Canceled;
                     }
@@ -452,7 +449,9 @@ impl Store {
                 let (total, available) = (int(*total, "balance")?, int(*available, "balance")?);
                 let seq = int(event.seq, "event sequence")?;
                 let balance = self.balance_mut(*account, asset)?;
-                let delta = total - balance.total;
+                let delta = total
+                    .checked_sub(balance.total)
+                    .ok_or(StoreError::OutOfRange("balance change"))?;
                 balance.total = total;
                 balance.available = available;
                 balance.seq = seq;
