@@ -12,13 +12,18 @@
 //!   statement costs no parsing. Calls are in-process, so one per row is
 //!   cheap: measured, 64-row `INSERT OR FAIL`s (which need no statement
 //!   journal either) were no faster.
-//! - PostgreSQL gets multi-row statements (64, 32, ... 1 rows), since every
-//!   statement is a round trip.
+//! - PostgreSQL gets few statements, since every statement is a round
+//!   trip: the append-only rows by binary `COPY` (or, a few, by multi-row
+//!   `INSERT`s of 64, 32, ... 1 rows), the kept rows' updates by multi-row
+//!   `UPDATE ... FROM (VALUES ...)`.
 //!
 //! Orders and balances are not upserted: the writer knows whether a row is
 //! already in the store ([`Kept::stored`]), so a new one is inserted once
 //! with its state at the end of the batch and a stored one has only its
 //! changing columns updated.
+
+use postgres::binary_copy::BinaryCopyInWriter;
+use postgres::types::Type;
 
 use crate::db::{pg_prepare, Conn, Param};
 use crate::rows::{NewAudit, NewFill, NewLedger, NewTrade};
@@ -140,6 +145,7 @@ fn insert<R: Row>(conn: &mut Conn, rows: &[R]) -> Result<(), StoreError> {
             }
             Ok(())
         }
+        Conn::Postgres { .. } if rows.len() >= COPY_FROM => copy_in(conn, rows),
         Conn::Postgres { .. } => postgres_chunks(
             conn,
             rows,
@@ -147,6 +153,52 @@ fn insert<R: Row>(conn: &mut Conn, rows: &[R]) -> Result<(), StoreError> {
             |row, params| row.params(params),
         ),
     }
+}
+
+/// From this many rows on, PostgreSQL gets them by binary `COPY`: rows
+/// stream in one statement, and the server stores them without running an
+/// `INSERT` (parameters, executor) per row: measured, about 30% less of
+/// its CPU per entry than 64-row `INSERT`s. Fewer rows go by `INSERT`,
+/// which takes one round trip where `COPY` takes two.
+const COPY_FROM: usize = 16;
+
+/// PostgreSQL: `rows` by binary `COPY`.
+fn copy_in<R: Row>(conn: &mut Conn, rows: &[R]) -> Result<(), StoreError> {
+    let Conn::Postgres { client, prepared } = conn else {
+        return Err(StoreError::Schema(
+            "a PostgreSQL statement on SQLite".into(),
+        ));
+    };
+    let (table, columns) = (R::TABLE.name, R::TABLE.columns.join(", "));
+    // Binary values must be of the columns' exact types: as the server
+    // describes them (prepared once).
+    let probe = pg_prepare(
+        client,
+        prepared,
+        &format!("SELECT {columns} FROM {table} LIMIT 0"),
+    )?;
+    let types: Vec<Type> = probe.columns().iter().map(|c| c.type_().clone()).collect();
+    let sink = client.copy_in(&format!(
+        "COPY {table} ({columns}) FROM STDIN (FORMAT binary)"
+    ))?;
+    let mut writer = BinaryCopyInWriter::new(sink, &types);
+    let mut params = Vec::with_capacity(types.len());
+    for row in rows {
+        params.clear();
+        row.params(&mut params);
+        // The writer panics on a count that differs; dropping it instead
+        // aborts the copy, and with it the transaction.
+        if params.len() != types.len() {
+            return Err(StoreError::Schema(format!(
+                "{} values for the {} columns of {table}",
+                params.len(),
+                types.len()
+            )));
+        }
+        writer.write_raw(params.iter())?;
+    }
+    writer.finish()?;
+    Ok(())
 }
 
 /// Most rows per PostgreSQL statement. Statements of 64, 32, ..., 1 rows
