@@ -1,205 +1,245 @@
 //! A batch's rows, collected while its entries are read and written at
-//! its end in the same transaction: the append-only tables with multi-row
-//! `INSERT`s, every order the batch touched with one upsert of its final
-//! row. One statement per 64 rows instead of one per row matters most on
-//! PostgreSQL, where each statement is a round trip.
+//! its end in the same transaction.
+//!
+//! The rows are typed ([`crate::rows`]) and bind without copying.
+//!
+//! The two backends get different statement shapes, each the cheaper one
+//! for it:
+//! - SQLite runs one cached single-row statement per row. A multi-row
+//!   `INSERT` (or an upsert) can fail after changing some rows, so SQLite
+//!   gives it a statement journal, copying every page it touches before
+//!   changing it; a single-row statement never needs one, and a cached
+//!   statement costs no parsing. Calls are in-process, so one per row is
+//!   cheap: measured, 64-row `INSERT OR FAIL`s (which need no statement
+//!   journal either) were no faster.
+//! - PostgreSQL gets few statements, since every statement is a round
+//!   trip: the append-only rows by binary `COPY` (or, a few, by multi-row
+//!   `INSERT`s of 64, 32, ... 1 rows), the kept rows' updates by multi-row
+//!   `UPDATE ... FROM (VALUES ...)`.
+//!
+//! Orders and balances are not upserted: the writer knows whether a row is
+//! already in the store ([`Kept::stored`]), so a new one is inserted once
+//! with its state at the end of the batch and a stored one has only its
+//! changing columns updated.
 
-use std::collections::BTreeSet;
+use postgres::binary_copy::BinaryCopyInWriter;
+use postgres::types::Type;
 
-use crate::db::Val;
-use crate::{Store, StoreError};
+use crate::db::{pg_prepare, Conn, Param};
+use crate::rows::{NewAudit, NewFill, NewLedger, NewTrade};
+use crate::StoreError;
 
-/// An append-only table written with multi-row `INSERT`s.
+/// A table the writer inserts into.
 pub(crate) struct Table {
-    name: &'static str,
-    columns: &'static [&'static str],
+    pub name: &'static str,
+    pub columns: &'static [&'static str],
 }
 
-pub(crate) const TRADES: Table = Table {
-    name: "trades",
-    columns: &[
-        "trade_id",
-        "seq",
-        "log_index",
-        "ts",
-        "symbol",
-        "price",
-        "qty",
-        "notional",
-        "aggressor_side",
-        "maker_order_id",
-        "taker_order_id",
-        "maker_account",
-        "taker_account",
-        "maker_fee",
-        "taker_fee",
-    ],
-};
-pub(crate) const FILLS: Table = Table {
-    name: "fills",
-    columns: &[
-        "trade_id",
-        "liquidity",
-        "order_id",
-        "account",
-        "symbol",
-        "side",
-        "price",
-        "qty",
-        "notional",
-        "fee",
-        "ts",
-    ],
-};
-pub(crate) const LEDGER: Table = Table {
-    name: "ledger",
-    columns: &[
-        "seq",
-        "log_index",
-        "ts",
-        "account",
-        "asset",
-        "total",
-        "available",
-        "delta",
-        "cause",
-    ],
-};
-pub(crate) const AUDIT: Table = Table {
-    name: "audit",
-    columns: &[
-        "log_index",
-        "ts",
-        "command",
-        "account",
-        "outcome",
-        "reason",
-        "reason_code",
-        "order_id",
-        "client_order_id",
-        "symbol",
-        "trades",
-        "first_seq",
-        "last_seq",
-        "events",
-    ],
-};
+/// A row the writer inserts.
+pub(crate) trait Row {
+    const TABLE: Table;
+    /// The row's values, in [`Row::TABLE`]'s column order.
+    fn params<'a>(&'a self, out: &mut Vec<Param<'a>>);
+}
 
-pub(crate) const ORDERS: Table = Table {
-    name: "orders",
-    columns: &[
-        "order_id",
-        "account",
-        "client_order_id",
-        "symbol",
-        "side",
-        "order_type",
-        "price",
-        "qty",
-        "filled_qty",
-        "status",
-        "tif",
-        "created_ts",
-        "updated_ts",
-        "log_index",
-    ],
-};
-/// Columns of an order row that events change.
-pub(crate) const CLIENT_ORDER_ID: usize = 2;
-pub(crate) const PRICE: usize = 6;
-pub(crate) const QTY: usize = 7;
-pub(crate) const FILLED: usize = 8;
-pub(crate) const STATUS: usize = 9;
-pub(crate) const UPDATED: usize = 12;
-/// An order written before is brought up to date.
-const ORDERS_UPSERT: &str =
-    " ON CONFLICT (order_id) DO UPDATE SET client_order_id = excluded.client_order_id, \
-     price = excluded.price, qty = excluded.qty, filled_qty = excluded.filled_qty, \
-     status = excluded.status, updated_ts = excluded.updated_ts";
+/// The append-only rows of one batch (`'e`: its entries), inserted at its
+/// end in the same transaction.
+#[derive(Default)]
+pub(crate) struct Appends<'e> {
+    pub trades: Vec<NewTrade>,
+    pub fills: Vec<NewFill>,
+    pub ledger: Vec<NewLedger<'e>>,
+    pub audit: Vec<NewAudit<'e>>,
+}
 
-/// Rows per multi-row `INSERT` (a statement of each of two sizes, this
-/// and one, so each stays prepared).
-const CHUNK: usize = 64;
+impl Appends<'_> {
+    pub(crate) fn with_capacity(entries: usize) -> Self {
+        Appends {
+            trades: Vec::with_capacity(entries),
+            fills: Vec::with_capacity(2 * entries),
+            ledger: Vec::with_capacity(4 * entries),
+            audit: Vec::with_capacity(entries),
+        }
+    }
+
+    pub(crate) fn flush(&self, conn: &mut Conn) -> Result<(), StoreError> {
+        insert(conn, &self.trades)?;
+        insert(conn, &self.fills)?;
+        insert(conn, &self.ledger)?;
+        insert(conn, &self.audit)
+    }
+}
+
+impl<R: Row> Row for &R {
+    const TABLE: Table = R::TABLE;
+
+    fn params<'a>(&'a self, out: &mut Vec<Param<'a>>) {
+        (**self).params(out)
+    }
+}
+
+/// A row the writer keeps in memory and writes whenever a batch changed
+/// it: inserted the first time, then updated.
+pub(crate) trait Kept: Row {
+    /// Whether the row is already in the store.
+    fn stored(&self) -> bool;
+    /// SQLite: updates one stored row, with [`Kept::update_params`].
+    const UPDATE: &'static str;
+    /// PostgreSQL: updates `rows` stored rows, with their
+    /// [`Kept::update_params`] one after the other.
+    fn update_postgres(rows: usize) -> String;
+    /// The changing columns, then the key.
+    fn update_params<'a>(&'a self, out: &mut Vec<Param<'a>>);
+}
+
+/// Writes kept rows a batch changed: new ones inserted, stored ones
+/// updated.
+pub(crate) fn write_kept<K: Kept>(conn: &mut Conn, rows: &[&K]) -> Result<(), StoreError> {
+    let (stored, new): (Vec<&K>, Vec<&K>) = rows.iter().partition(|row| row.stored());
+    insert(conn, &new)?;
+    if stored.is_empty() {
+        return Ok(());
+    }
+    match conn {
+        Conn::Sqlite(sqlite) => {
+            let mut statement = sqlite.prepare_cached(K::UPDATE)?;
+            let mut params = Vec::new();
+            for row in stored {
+                params.clear();
+                row.update_params(&mut params);
+                statement.execute(rusqlite::params_from_iter(params.iter()))?;
+            }
+            Ok(())
+        }
+        Conn::Postgres { .. } => {
+            postgres_chunks(conn, &stored, K::update_postgres, |row, params| {
+                row.update_params(params)
+            })
+        }
+    }
+}
 
 fn insert_sql(table: &Table, rows: usize) -> String {
     let row = format!("({})", vec!["?"; table.columns.len()].join(", "));
-    let upsert = if table.name == ORDERS.name {
-        ORDERS_UPSERT
-    } else {
-        ""
-    };
     format!(
-        "INSERT INTO {} ({}) VALUES {}{upsert}",
+        "INSERT INTO {} ({}) VALUES {}",
         table.name,
         table.columns.join(", "),
         vec![row; rows].join(", ")
     )
 }
 
-/// Rows of the append-only tables, collected while a batch's events are
-/// read and inserted together at its end, in the same transaction: one
-/// statement per 64 rows instead of one per row (a round trip each, on
-/// PostgreSQL).
-#[derive(Default)]
-pub(crate) struct Appends {
-    /// Every order the batch touched (upserted as the cache has it).
-    pub orders: BTreeSet<u64>,
-    pub trades: Vec<Vec<Val>>,
-    pub fills: Vec<Vec<Val>>,
-    pub ledger: Vec<Vec<Val>>,
-    pub audit: Vec<Vec<Val>>,
-}
-
-impl Appends {
-    pub(crate) fn clear(&mut self) {
-        self.orders.clear();
-        self.trades.clear();
-        self.fills.clear();
-        self.ledger.clear();
-        self.audit.clear();
+/// Inserts `rows` into their table.
+fn insert<R: Row>(conn: &mut Conn, rows: &[R]) -> Result<(), StoreError> {
+    if rows.is_empty() {
+        return Ok(());
+    }
+    match conn {
+        Conn::Sqlite(sqlite) => {
+            let mut statement = sqlite.prepare_cached(&insert_sql(&R::TABLE, 1))?;
+            let mut params = Vec::with_capacity(R::TABLE.columns.len());
+            for row in rows {
+                params.clear();
+                row.params(&mut params);
+                statement.execute(rusqlite::params_from_iter(params.iter()))?;
+            }
+            Ok(())
+        }
+        Conn::Postgres { .. } if rows.len() >= COPY_FROM => copy_in(conn, rows),
+        Conn::Postgres { .. } => postgres_chunks(
+            conn,
+            rows,
+            |n| insert_sql(&R::TABLE, n),
+            |row, params| row.params(params),
+        ),
     }
 }
 
-impl Store {
-    pub(crate) fn flush_appends(&mut self) -> Result<(), StoreError> {
-        let appends = std::mem::take(&mut self.appends);
-        let mut orders: Vec<Vec<Val>> = Vec::with_capacity(appends.orders.len());
-        for id in &appends.orders {
-            let Some(row) = self.writer.orders.get(id) else {
-                continue;
-            };
-            orders.push(row.clone());
-            // Closed orders leave the cache: events no longer reach them.
-            if !matches!(&row[STATUS], Val::Text(s) if s == "new" || s == "partially_filled") {
-                self.writer.orders.remove(id);
-            }
+/// From this many rows on, PostgreSQL gets them by binary `COPY`: rows
+/// stream in one statement, and the server stores them without running an
+/// `INSERT` (parameters, executor) per row: measured, about 30% less of
+/// its CPU per entry than 64-row `INSERT`s. Fewer rows go by `INSERT`,
+/// which takes one round trip where `COPY` takes two.
+const COPY_FROM: usize = 16;
+
+/// PostgreSQL: `rows` by binary `COPY`.
+fn copy_in<R: Row>(conn: &mut Conn, rows: &[R]) -> Result<(), StoreError> {
+    let Conn::Postgres { client, prepared } = conn else {
+        return Err(StoreError::Schema(
+            "a PostgreSQL statement on SQLite".into(),
+        ));
+    };
+    let (table, columns) = (R::TABLE.name, R::TABLE.columns.join(", "));
+    // Binary values must be of the columns' exact types: as the server
+    // describes them (prepared once).
+    let probe = pg_prepare(
+        client,
+        prepared,
+        &format!("SELECT {columns} FROM {table} LIMIT 0"),
+    )?;
+    let types: Vec<Type> = probe.columns().iter().map(|c| c.type_().clone()).collect();
+    let sink = client.copy_in(&format!(
+        "COPY {table} ({columns}) FROM STDIN (FORMAT binary)"
+    ))?;
+    let mut writer = BinaryCopyInWriter::new(sink, &types);
+    let mut params = Vec::with_capacity(types.len());
+    for row in rows {
+        params.clear();
+        row.params(&mut params);
+        // The writer panics on a count that differs; dropping it instead
+        // aborts the copy, and with it the transaction.
+        if params.len() != types.len() {
+            return Err(StoreError::Schema(format!(
+                "{} values for the {} columns of {table}",
+                params.len(),
+                types.len()
+            )));
         }
-        for (table, rows) in [
-            (&ORDERS, &orders),
-            (&TRADES, &appends.trades),
-            (&FILLS, &appends.fills),
-            (&LEDGER, &appends.ledger),
-            (&AUDIT, &appends.audit),
-        ] {
-            let mut chunks = rows.chunks_exact(CHUNK);
-            if rows.len() >= CHUNK {
-                let sql = insert_sql(table, CHUNK);
-                for chunk in chunks.by_ref() {
-                    let params: Vec<Val> = chunk.iter().flatten().cloned().collect();
-                    self.conn.exec(&sql, &params)?;
-                }
-            }
-            let rest = chunks.remainder();
-            if !rest.is_empty() {
-                let sql = insert_sql(table, 1);
-                for row in rest {
-                    self.conn.exec(&sql, row)?;
-                }
-            }
-        }
-        // Keep the allocations for the next batch.
-        self.appends = appends;
-        self.appends.clear();
-        Ok(())
+        writer.write_raw(params.iter())?;
     }
+    writer.finish()?;
+    Ok(())
+}
+
+/// Most rows per PostgreSQL statement. Statements of 64, 32, ..., 1 rows
+/// cover any count with a few round trips, and only 7 shapes per table
+/// stay prepared.
+const CHUNK: usize = 64;
+
+/// PostgreSQL: `rows` in as few statements as the chunk sizes allow,
+/// `sql(n)` being the statement for `n` rows.
+fn postgres_chunks<T>(
+    conn: &mut Conn,
+    rows: &[T],
+    sql: impl Fn(usize) -> String,
+    bind: impl for<'a> Fn(&'a T, &mut Vec<Param<'a>>),
+) -> Result<(), StoreError> {
+    let Conn::Postgres { client, prepared } = conn else {
+        return Err(StoreError::Schema(
+            "a PostgreSQL statement on SQLite".into(),
+        ));
+    };
+    let mut rest = rows;
+    let mut params: Vec<Param<'_>> = Vec::new();
+    while !rest.is_empty() {
+        let n = if rest.len() >= CHUNK {
+            CHUNK
+        } else {
+            // The largest power of two that fits.
+            1 << (usize::BITS - 1 - rest.len().leading_zeros())
+        };
+        let (chunk, after) = rest.split_at(n);
+        rest = after;
+        let statement = pg_prepare(client, prepared, &sql(n))?;
+        params.clear();
+        for row in chunk {
+            bind(row, &mut params);
+        }
+        let refs: Vec<&(dyn postgres::types::ToSql + Sync)> = params
+            .iter()
+            .map(|p| p as &(dyn postgres::types::ToSql + Sync))
+            .collect();
+        client.execute(&statement, &refs)?;
+    }
+    Ok(())
 }

@@ -113,6 +113,58 @@ impl ToSql for Val {
     postgres::types::to_sql_checked!();
 }
 
+/// A parameter borrowed from one of the writer's typed rows: binding it
+/// copies nothing on the Rust side (the writer's rows hold no heap data).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Param<'a> {
+    Int(i64),
+    Text(&'a str),
+    Null,
+}
+
+impl<'a> From<Option<i64>> for Param<'a> {
+    fn from(v: Option<i64>) -> Param<'a> {
+        v.map_or(Param::Null, Param::Int)
+    }
+}
+
+impl<'a> From<Option<&'a str>> for Param<'a> {
+    fn from(v: Option<&'a str>) -> Param<'a> {
+        v.map_or(Param::Null, Param::Text)
+    }
+}
+
+impl rusqlite::ToSql for Param<'_> {
+    fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
+        Ok(match *self {
+            Param::Int(v) => ToSqlOutput::Borrowed(ValueRef::Integer(v)),
+            Param::Text(v) => ToSqlOutput::Borrowed(ValueRef::Text(v.as_bytes())),
+            Param::Null => ToSqlOutput::Borrowed(ValueRef::Null),
+        })
+    }
+}
+
+impl ToSql for Param<'_> {
+    fn to_sql(
+        &self,
+        ty: &Type,
+        out: &mut postgres::types::private::BytesMut,
+    ) -> Result<IsNull, Box<dyn std::error::Error + Sync + Send>> {
+        match *self {
+            Param::Int(v) if *ty == Type::INT4 => i32::try_from(v)?.to_sql(ty, out),
+            Param::Int(v) => v.to_sql(ty, out),
+            Param::Text(v) => v.to_sql(ty, out),
+            Param::Null => Ok(IsNull::Yes),
+        }
+    }
+
+    fn accepts(ty: &Type) -> bool {
+        matches!(*ty, Type::INT8 | Type::INT4) || <&str as ToSql>::accepts(ty)
+    }
+
+    postgres::types::to_sql_checked!();
+}
+
 pub(crate) enum Conn {
     Sqlite(rusqlite::Connection),
     Postgres {
@@ -226,7 +278,7 @@ impl Conn {
     }
 }
 
-fn pg_prepare(
+pub(crate) fn pg_prepare(
     client: &mut postgres::Client,
     prepared: &mut HashMap<String, postgres::Statement>,
     sql: &str,

@@ -18,6 +18,7 @@ mod batch;
 mod db;
 pub mod query;
 pub mod report;
+mod rows;
 mod schema;
 pub mod testing;
 pub mod time;
@@ -120,15 +121,22 @@ pub struct Store {
     conn: Conn,
     position: Position,
     writer: writer::WriterCache,
-    appends: batch::Appends,
     /// Test failpoint: fail the next write after this many row writes, in
     /// the middle of its transaction.
     fail_after_rows: Option<usize>,
+    /// The connection has been set up for writing (see [`Store::write`]).
+    writing: bool,
 }
 
 impl Store {
     /// Connects, creating or migrating the schema.
     pub fn open(target: &Target) -> Result<Store, StoreError> {
+        Store::open_at(target, schema::LATEST)
+    }
+
+    /// Connects, migrating the schema up to `version` (only tests ask for
+    /// an older one).
+    fn open_at(target: &Target, version: usize) -> Result<Store, StoreError> {
         let conn = match target {
             Target::Sqlite(path) => {
                 if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
@@ -160,10 +168,10 @@ impl Store {
             conn,
             position: Position::default(),
             writer: Default::default(),
-            appends: Default::default(),
             fail_after_rows: None,
+            writing: false,
         };
-        schema::migrate(&mut store.conn)?;
+        schema::migrate(&mut store.conn, version)?;
         store.position = store.read_position()?;
         Ok(store)
     }
@@ -209,5 +217,7 @@ impl Store {
     }
 }
 
+#[cfg(test)]
+mod migration_tests;
 #[cfg(test)]
 mod tests;

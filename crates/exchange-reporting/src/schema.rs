@@ -3,14 +3,30 @@
 //! `report_meta` holds the schema version and the position; a migration
 //! runs in the same transaction as the version bump, so a store is always
 //! at exactly one version. New migrations go at the end of [`MIGRATIONS`];
-//! a released one is never edited.
+//! a released one is never edited. A migration may differ per backend (the
+//! tables mean the same on both; only how they are kept differs).
 
 use crate::db::{Conn, Val};
 use crate::StoreError;
 
-const MIGRATIONS: &[&str] = &[
-    // 1: the first schema.
-    "
+struct Migration {
+    sqlite: &'static str,
+    postgres: &'static str,
+}
+
+const MIGRATIONS: &[Migration] = &[
+    Migration {
+        sqlite: V1,
+        postgres: V1,
+    },
+    Migration {
+        sqlite: V2_SQLITE,
+        postgres: V2_POSTGRES,
+    },
+];
+
+/// 1: the first schema.
+const V1: &str = "
     CREATE TABLE orders (
         order_id BIGINT PRIMARY KEY,
         account BIGINT NOT NULL,
@@ -92,10 +108,167 @@ const MIGRATIONS: &[&str] = &[
         events BIGINT NOT NULL
     );
     CREATE INDEX audit_by_time ON audit (ts);
-    ",
-];
+    ";
 
-pub fn migrate(conn: &mut Conn) -> Result<(), StoreError> {
+/// 2 (SQLite): cheaper writes, same tables, and `balances`: the last
+/// ledger row's balances of each account and asset, updated in place. It
+/// replaces the ledger's index by account, whose inserts landed all over
+/// the index (each dirtying a page of its own per transaction) and which
+/// was only read for exactly that (a ledger row's `delta` is the change
+/// from the previous total); reports of one account's ledger scan the
+/// ledger, as reports by date already did. A `BIGINT PRIMARY KEY` is a
+/// separate index beside SQLite's rowid B-tree; an `INTEGER PRIMARY KEY` is
+/// the rowid itself, so each row goes into one B-tree fewer (and ids only
+/// grow, so rows are appended). `fills` is keyed by its primary key
+/// directly (`WITHOUT ROWID`). Indexes end with the rowid or primary key
+/// implicitly, so `(account)` orders by `order_id` as `(account, order_id)`
+/// did. `trades.seq` loses its unique index (no query uses it; `trade_id`
+/// already refuses a duplicate). Tables are rebuilt by copying, so a store
+/// with rows keeps them.
+const V2_SQLITE: &str = "
+    CREATE TABLE orders_v2 (
+        order_id INTEGER PRIMARY KEY,
+        account BIGINT NOT NULL,
+        client_order_id TEXT NOT NULL,
+        symbol TEXT NOT NULL,
+        side TEXT NOT NULL,
+        order_type TEXT NOT NULL,
+        price BIGINT,
+        qty BIGINT NOT NULL,
+        filled_qty BIGINT NOT NULL,
+        status TEXT NOT NULL,
+        tif TEXT NOT NULL,
+        created_ts BIGINT NOT NULL,
+        updated_ts BIGINT NOT NULL,
+        log_index BIGINT NOT NULL
+    );
+    INSERT INTO orders_v2 SELECT order_id, account, client_order_id, symbol, side, order_type,
+        price, qty, filled_qty, status, tif, created_ts, updated_ts, log_index FROM orders;
+    DROP TABLE orders;
+    ALTER TABLE orders_v2 RENAME TO orders;
+    CREATE INDEX orders_by_account ON orders (account);
+
+    CREATE TABLE trades_v2 (
+        trade_id INTEGER PRIMARY KEY,
+        seq BIGINT NOT NULL,
+        log_index BIGINT NOT NULL,
+        ts BIGINT NOT NULL,
+        symbol TEXT NOT NULL,
+        price BIGINT NOT NULL,
+        qty BIGINT NOT NULL,
+        notional BIGINT NOT NULL,
+        aggressor_side TEXT NOT NULL,
+        maker_order_id BIGINT NOT NULL,
+        taker_order_id BIGINT NOT NULL,
+        maker_account BIGINT NOT NULL,
+        taker_account BIGINT NOT NULL,
+        maker_fee BIGINT NOT NULL,
+        taker_fee BIGINT NOT NULL
+    );
+    INSERT INTO trades_v2 SELECT trade_id, seq, log_index, ts, symbol, price, qty, notional,
+        aggressor_side, maker_order_id, taker_order_id, maker_account, taker_account, maker_fee,
+        taker_fee FROM trades;
+    DROP TABLE trades;
+    ALTER TABLE trades_v2 RENAME TO trades;
+    CREATE INDEX trades_by_symbol ON trades (symbol, ts);
+    CREATE INDEX trades_by_time ON trades (ts);
+
+    CREATE TABLE fills_v2 (
+        trade_id BIGINT NOT NULL,
+        liquidity TEXT NOT NULL,
+        order_id BIGINT NOT NULL,
+        account BIGINT NOT NULL,
+        symbol TEXT NOT NULL,
+        side TEXT NOT NULL,
+        price BIGINT NOT NULL,
+        qty BIGINT NOT NULL,
+        notional BIGINT NOT NULL,
+        fee BIGINT NOT NULL,
+        ts BIGINT NOT NULL,
+        PRIMARY KEY (trade_id, liquidity)
+    ) WITHOUT ROWID;
+    INSERT INTO fills_v2 SELECT trade_id, liquidity, order_id, account, symbol, side, price, qty,
+        notional, fee, ts FROM fills;
+    DROP TABLE fills;
+    ALTER TABLE fills_v2 RENAME TO fills;
+    CREATE INDEX fills_by_account ON fills (account, trade_id);
+    CREATE INDEX fills_by_time ON fills (ts);
+
+    CREATE TABLE ledger_v2 (
+        seq INTEGER PRIMARY KEY,
+        log_index BIGINT NOT NULL,
+        ts BIGINT NOT NULL,
+        account BIGINT NOT NULL,
+        asset TEXT NOT NULL,
+        total BIGINT NOT NULL,
+        available BIGINT NOT NULL,
+        delta BIGINT NOT NULL,
+        cause TEXT NOT NULL
+    );
+    INSERT INTO ledger_v2 SELECT seq, log_index, ts, account, asset, total, available, delta,
+        cause FROM ledger;
+    DROP TABLE ledger;
+    ALTER TABLE ledger_v2 RENAME TO ledger;
+
+    CREATE TABLE balances (
+        account BIGINT NOT NULL,
+        asset TEXT NOT NULL,
+        total BIGINT NOT NULL,
+        available BIGINT NOT NULL,
+        seq BIGINT NOT NULL,
+        PRIMARY KEY (account, asset)
+    ) WITHOUT ROWID;
+    INSERT INTO balances SELECT l.account, l.asset, l.total, l.available, l.seq FROM ledger l
+        JOIN (SELECT MAX(seq) AS seq FROM ledger GROUP BY account, asset) m ON l.seq = m.seq;
+
+    CREATE TABLE audit_v2 (
+        log_index INTEGER PRIMARY KEY,
+        ts BIGINT NOT NULL,
+        command TEXT NOT NULL,
+        account BIGINT,
+        outcome TEXT NOT NULL,
+        reason TEXT,
+        reason_code BIGINT,
+        order_id BIGINT,
+        client_order_id TEXT,
+        symbol TEXT,
+        trades BIGINT NOT NULL,
+        first_seq BIGINT,
+        last_seq BIGINT,
+        events BIGINT NOT NULL
+    );
+    INSERT INTO audit_v2 SELECT log_index, ts, command, account, outcome, reason, reason_code,
+        order_id, client_order_id, symbol, trades, first_seq, last_seq, events FROM audit;
+    DROP TABLE audit;
+    ALTER TABLE audit_v2 RENAME TO audit;
+    CREATE INDEX audit_by_time ON audit (ts);
+    ";
+
+/// 2 (PostgreSQL): a table is always a heap beside its primary key's
+/// index there, so the tables stay; the unused unique index on
+/// `trades.seq` goes, and `balances` replaces the ledger's index by
+/// account as on SQLite.
+const V2_POSTGRES: &str = "
+    ALTER TABLE trades DROP CONSTRAINT trades_seq_key;
+    CREATE TABLE balances (
+        account BIGINT NOT NULL,
+        asset TEXT NOT NULL,
+        total BIGINT NOT NULL,
+        available BIGINT NOT NULL,
+        seq BIGINT NOT NULL,
+        PRIMARY KEY (account, asset)
+    );
+    INSERT INTO balances SELECT l.account, l.asset, l.total, l.available, l.seq FROM ledger l
+        JOIN (SELECT MAX(seq) AS seq FROM ledger GROUP BY account, asset) m ON l.seq = m.seq;
+    DROP INDEX ledger_by_account;
+    ";
+
+/// The schema version this binary writes.
+pub const LATEST: usize = MIGRATIONS.len();
+
+/// Brings the schema up to `target` (a store already past it is left as it
+/// is; one past [`LATEST`] is refused).
+pub fn migrate(conn: &mut Conn, target: usize) -> Result<(), StoreError> {
     conn.script(
         "CREATE TABLE IF NOT EXISTS report_meta (name TEXT PRIMARY KEY, value BIGINT NOT NULL)",
     )?;
@@ -106,8 +279,14 @@ pub fn migrate(conn: &mut Conn) -> Result<(), StoreError> {
             MIGRATIONS.len()
         )));
     }
-    for (number, script) in MIGRATIONS.iter().enumerate().skip(version as usize) {
+    let pending = MIGRATIONS.iter().enumerate().take(target);
+    for (number, migration) in pending.skip(version as usize) {
         let number = number as i64 + 1;
+        let script = if conn.is_postgres() {
+            migration.postgres
+        } else {
+            migration.sqlite
+        };
         conn.script("BEGIN")?;
         let result = apply(conn, script, number);
         match result {

@@ -14,7 +14,7 @@ const DAY: u64 = 86_400_000_000_000;
 const START: u64 = 1_795_824_000_000_000_000;
 
 /// Runs `test` against a fresh SQLite file and a fresh PostgreSQL schema.
-fn on_both(name: &str, test: impl Fn(&Target)) {
+pub(crate) fn on_both(name: &str, test: impl Fn(&Target)) {
     let dir = tempfile::tempdir().expect("temp dir");
     test(&Target::Sqlite(dir.path().join("store.sqlite")));
     if let Some(target) = fresh_postgres(name) {
@@ -22,7 +22,7 @@ fn on_both(name: &str, test: impl Fn(&Target)) {
     }
 }
 
-struct Entry {
+pub(crate) struct Entry {
     index: u64,
     ts: u64,
     command: &'static str,
@@ -31,7 +31,7 @@ struct Entry {
 }
 
 impl Entry {
-    fn record(&self) -> EntryRecord<'_> {
+    pub(crate) fn record(&self) -> EntryRecord<'_> {
         EntryRecord {
             index: self.index,
             ts: self.ts,
@@ -69,7 +69,7 @@ fn command_account(command: &Command) -> Option<u64> {
 
 /// Applies `lines` (replay format, without `ts`) one per entry, spread
 /// over two days, and returns the entries with their events.
-fn workload(commands: usize) -> (Vec<Entry>, Engine) {
+pub(crate) fn workload(commands: usize) -> (Vec<Entry>, Engine) {
     let mut lines = vec![
         r#"{"cmd":"add_instrument","symbol":"BTC-USD","base":"BTC","quote":"USD","tick_size":"0.01","lot_size":"0.0001","maker_fee_bps":-1,"taker_fee_bps":5}"#.to_string(),
         r#"{"cmd":"add_instrument","symbol":"ETH-USD","base":"ETH","quote":"USD","tick_size":"0.01","lot_size":"0.001","maker_fee_bps":0,"taker_fee_bps":10}"#.to_string(),
@@ -140,7 +140,7 @@ fn workload(commands: usize) -> (Vec<Entry>, Engine) {
     (entries, engine)
 }
 
-fn write_in_batches(store: &mut Store, entries: &[Entry], batch: usize) -> Position {
+pub(crate) fn write_in_batches(store: &mut Store, entries: &[Entry], batch: usize) -> Position {
     let mut position = store.position();
     for chunk in entries.chunks(batch) {
         let records: Vec<EntryRecord<'_>> = chunk.iter().map(Entry::record).collect();

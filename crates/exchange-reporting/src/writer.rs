@@ -8,18 +8,22 @@
 //! market data and are not stored here.
 //!
 //! Rows are collected while the batch is read and written at its end, in
-//! the same transaction: the append-only tables with multi-row `INSERT`s,
-//! every order the batch touched with one upsert of its final row (open
-//! orders are cached, so an event never reads its order back). Either
-//! cache is dropped when a transaction fails, since it may then be ahead of
-//! the store.
+//! the same transaction (see [`crate::batch`] for the statements): the
+//! append-only tables' rows, and every order the batch touched in its final
+//! state. Open orders and the last balance of each account and asset are
+//! cached, so an event never reads the store back; both caches are dropped
+//! when a transaction fails, since they may then be ahead of the store.
 
+use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 
-use exchange_types::{AccountId, Event, EventKind, UNITS_PER_WHOLE};
+use exchange_types::{AccountId, AssetCode, Event, EventKind, UNITS_PER_WHOLE};
 
-use crate::batch::{CLIENT_ORDER_ID, FILLED, PRICE, QTY, STATUS, UPDATED};
-use crate::db::Val;
+use crate::batch::{write_kept, Appends};
+use crate::db::{Conn, Val};
+use crate::rows::{
+    CachedBalance, CachedOrder, NewAudit, NewFill, NewLedger, NewTrade, Status, ORDER_COLUMNS,
+};
 use crate::{Position, Store, StoreError};
 
 /// One committed log entry and the events applying it produced.
@@ -35,31 +39,34 @@ pub struct EntryRecord<'a> {
     pub events: &'a [Event],
 }
 
-/// Balances as last written, so each ledger row carries its change
-/// without a read; filled lazily from the store and dropped whenever a
-/// transaction fails (it may then be ahead of what was committed).
+/// What the writer keeps between batches so that an event never reads the
+/// store: filled lazily from the store and dropped whenever a transaction
+/// fails (it may then be ahead of what was committed).
 #[derive(Default)]
 pub(crate) struct WriterCache {
-    totals: HashMap<(AccountId, String), i64>,
+    /// Balances as last written (the `balances` table), so each ledger row
+    /// carries its change.
+    balances: HashMap<(AccountId, AssetCode), CachedBalance>,
+    /// Balances the current batch changed (each once).
+    touched_balances: Vec<(AccountId, AssetCode)>,
     /// Rows of the open orders (and of those the current batch closed),
     /// so an event changes the row in memory instead of reading it back.
-    pub(crate) orders: HashMap<u64, Vec<Val>>,
+    orders: HashMap<u64, CachedOrder>,
+    /// Orders the current batch changed (each once: see
+    /// [`CachedOrder::dirty`]).
+    touched: Vec<u64>,
 }
 
 impl WriterCache {
     pub(crate) fn clear(&mut self) {
-        self.totals.clear();
+        self.balances.clear();
+        self.touched_balances.clear();
         self.orders.clear();
+        self.touched.clear();
     }
 }
 
-fn int(value: u64, what: &'static str) -> Result<Val, StoreError> {
-    i64::try_from(value)
-        .map(Val::Int)
-        .map_err(|_| StoreError::OutOfRange(what))
-}
-
-fn signed(value: u64, what: &'static str) -> Result<i64, StoreError> {
+pub(crate) fn int(value: u64, what: &'static str) -> Result<i64, StoreError> {
     i64::try_from(value).map_err(|_| StoreError::OutOfRange(what))
 }
 
@@ -83,6 +90,9 @@ impl Store {
         if fresh.is_empty() {
             return Ok(position);
         }
+        if !self.writing {
+            self.prepare_for_writing()?;
+        }
         self.conn.script("BEGIN")?;
         let result = self.write_rows(&fresh, position).and_then(|next| {
             self.conn.script("COMMIT")?;
@@ -97,10 +107,31 @@ impl Store {
                 let _ = self.conn.script("ROLLBACK");
                 // The caches may be ahead of what was committed.
                 self.writer.clear();
-                self.appends.clear();
                 Err(error)
             }
         }
+    }
+
+    /// Settings of the connection that writes (SQLite's are per
+    /// connection; readers keep the defaults).
+    fn prepare_for_writing(&mut self) -> Result<(), StoreError> {
+        if let Conn::Sqlite(sqlite) = &self.conn {
+            // - A 32 MiB page cache: the writer's pages (the last leaves of
+            //   every table and index, the inner pages above them, and the
+            //   leaves that rows indexed by account land on, all over those
+            //   indexes) stay cached instead of being read back from the
+            //   file and spilled to the log mid-transaction. It fills only
+            //   as pages are used.
+            // - A checkpoint every 16,384 log pages (64 MiB) rather than
+            //   1,000: a checkpoint copies each page changed since the last
+            //   one once, however often it changed, and the index leaves
+            //   change in almost every transaction. The log file stays
+            //   around that size and is reused.
+            sqlite
+                .execute_batch("PRAGMA cache_size = -32768; PRAGMA wal_autocheckpoint = 16384;")?;
+        }
+        self.writing = true;
+        Ok(())
     }
 
     /// Moves the position forward to `log_index` without writing rows: for
@@ -117,12 +148,12 @@ impl Store {
             .conn
             .exec(
                 "UPDATE report_meta SET value = ? WHERE name = 'log_index'",
-                &[int(next.log_index, "log index")?],
+                &[Val::Int(int(next.log_index, "log index")?)],
             )
             .and_then(|_| {
                 self.conn.exec(
                     "UPDATE report_meta SET value = ? WHERE name = 'event_seq'",
-                    &[int(next.event_seq, "event sequence")?],
+                    &[Val::Int(int(next.event_seq, "event sequence")?)],
                 )
             })
             .and_then(|_| self.conn.script("COMMIT"));
@@ -138,11 +169,12 @@ impl Store {
         }
     }
 
-    fn write_rows(
+    fn write_rows<'e>(
         &mut self,
-        entries: &[&EntryRecord<'_>],
+        entries: &[&EntryRecord<'e>],
         mut position: Position,
     ) -> Result<Position, StoreError> {
+        let mut appends = Appends::with_capacity(entries.len());
         let mut rows = 0usize;
         for entry in entries {
             if entry.index != position.log_index + 1 {
@@ -152,10 +184,10 @@ impl Store {
                 });
             }
             for event in entry.events {
-                rows += self.write_event(entry, event)?;
+                rows += self.write_event(&mut appends, entry, event)?;
                 self.failpoint(rows)?;
             }
-            self.write_audit(entry)?;
+            appends.audit.push(NewAudit::of(entry)?);
             rows += 1;
             self.failpoint(rows)?;
             position.log_index = entry.index;
@@ -163,16 +195,66 @@ impl Store {
                 position.event_seq = position.event_seq.max(last.seq);
             }
         }
-        self.flush_appends()?;
+        self.flush_orders()?;
+        self.flush_balances()?;
+        appends.flush(&mut self.conn)?;
         self.conn.exec(
             "UPDATE report_meta SET value = ? WHERE name = 'log_index'",
-            &[int(position.log_index, "log index")?],
+            &[Val::Int(int(position.log_index, "log index")?)],
         )?;
         self.conn.exec(
             "UPDATE report_meta SET value = ? WHERE name = 'event_seq'",
-            &[int(position.event_seq, "event sequence")?],
+            &[Val::Int(int(position.event_seq, "event sequence")?)],
         )?;
         Ok(position)
+    }
+
+    /// Writes every order the batch changed, as the batch leaves it; the
+    /// closed ones leave the cache (no event reaches them any more).
+    fn flush_orders(&mut self) -> Result<(), StoreError> {
+        let cache = &mut self.writer;
+        // By id: neighbouring rows share pages.
+        cache.touched.sort_unstable();
+        cache.touched.dedup();
+        let orders: Vec<&CachedOrder> = cache
+            .touched
+            .iter()
+            .filter_map(|id| cache.orders.get(id))
+            .collect();
+        write_kept(&mut self.conn, &orders)?;
+        for id in cache.touched.drain(..) {
+            let open = match cache.orders.get_mut(&id) {
+                Some(order) => {
+                    order.stored = true;
+                    order.dirty = false;
+                    order.status.is_open()
+                }
+                None => continue,
+            };
+            if !open {
+                cache.orders.remove(&id);
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes every balance the batch changed.
+    fn flush_balances(&mut self) -> Result<(), StoreError> {
+        let cache = &mut self.writer;
+        cache.touched_balances.sort_unstable();
+        let balances: Vec<&CachedBalance> = cache
+            .touched_balances
+            .iter()
+            .filter_map(|key| cache.balances.get(key))
+            .collect();
+        write_kept(&mut self.conn, &balances)?;
+        for key in cache.touched_balances.drain(..) {
+            if let Some(balance) = cache.balances.get_mut(&key) {
+                balance.stored = true;
+                balance.dirty = false;
+            }
+        }
+        Ok(())
     }
 
     fn failpoint(&mut self, rows: usize) -> Result<(), StoreError> {
@@ -184,7 +266,12 @@ impl Store {
     }
 
     /// Returns the number of rows written or changed.
-    fn write_event(&mut self, entry: &EntryRecord<'_>, event: &Event) -> Result<usize, StoreError> {
+    fn write_event<'e>(
+        &mut self,
+        appends: &mut Appends<'e>,
+        entry: &EntryRecord<'e>,
+        event: &Event,
+    ) -> Result<usize, StoreError> {
         let ts = int(event.ts, "timestamp")?;
         let index = int(entry.index, "log index")?;
         match &event.kind {
@@ -200,26 +287,28 @@ impl Store {
                 tif,
                 ..
             } => {
-                self.appends.orders.insert(*order_id);
-                self.writer.orders.insert(
-                    *order_id,
-                    vec![
-                        int(*order_id, "order id")?,
-                        int(*account, "account")?,
-                        client_order_id.as_str().into(),
-                        symbol.as_str().into(),
-                        side.as_str().into(),
-                        order_type.as_str().into(),
-                        price.map(|p| signed(p, "price")).transpose()?.into(),
-                        int(*qty, "quantity")?,
-                        Val::Int(0),
-                        "new".into(),
-                        tif.as_str().into(),
-                        ts.clone(),
-                        ts,
-                        index,
-                    ],
-                );
+                let order = CachedOrder {
+                    order_id: int(*order_id, "order id")?,
+                    account: int(*account, "account")?,
+                    client_order_id: *client_order_id,
+                    symbol: *symbol,
+                    side: *side,
+                    order_type: *order_type,
+                    price: price.map(|p| int(p, "price")).transpose()?,
+                    qty: int(*qty, "quantity")?,
+                    filled_qty: 0,
+                    status: Status::New,
+                    tif: *tif,
+                    created_ts: ts,
+                    updated_ts: ts,
+                    log_index: index,
+                    stored: false,
+                    dirty: true,
+                };
+                // Inserted at the batch's end (an id the store already holds
+                // is refused there by the primary key).
+                self.writer.orders.insert(*order_id, order);
+                self.writer.touched.push(*order_id);
                 Ok(1)
             }
             EventKind::Trade {
@@ -238,23 +327,25 @@ impl Store {
                 taker_leaves_qty,
             } => {
                 let notional = notional(*price, *qty)?;
-                self.appends.trades.push(vec![
-                    int(*trade_id, "trade id")?,
-                    int(event.seq, "event sequence")?,
-                    index,
-                    ts.clone(),
-                    symbol.as_str().into(),
-                    int(*price, "price")?,
-                    int(*qty, "quantity")?,
-                    Val::Int(notional),
-                    aggressor_side.as_str().into(),
-                    int(*maker_order_id, "order id")?,
-                    int(*taker_order_id, "order id")?,
-                    int(*maker_account, "account")?,
-                    int(*taker_account, "account")?,
-                    Val::Int(*maker_fee),
-                    Val::Int(*taker_fee),
-                ]);
+                let trade_id = int(*trade_id, "trade id")?;
+                let (price, qty) = (int(*price, "price")?, int(*qty, "quantity")?);
+                appends.trades.push(NewTrade {
+                    trade_id,
+                    seq: int(event.seq, "event sequence")?,
+                    log_index: index,
+                    ts,
+                    symbol: *symbol,
+                    price,
+                    qty,
+                    notional,
+                    aggressor_side: *aggressor_side,
+                    maker_order_id: int(*maker_order_id, "order id")?,
+                    taker_order_id: int(*taker_order_id, "order id")?,
+                    maker_account: int(*maker_account, "account")?,
+                    taker_account: int(*taker_account, "account")?,
+                    maker_fee: *maker_fee,
+                    taker_fee: *taker_fee,
+                });
                 let sides = [
                     (
                         "maker",
@@ -274,28 +365,30 @@ impl Store {
                     ),
                 ];
                 for (liquidity, order_id, account, side, fee, leaves) in sides {
-                    self.appends.fills.push(vec![
-                        int(*trade_id, "trade id")?,
-                        liquidity.into(),
-                        int(order_id, "order id")?,
-                        int(account, "account")?,
-                        symbol.as_str().into(),
-                        side.as_str().into(),
-                        int(*price, "price")?,
-                        int(*qty, "quantity")?,
-                        Val::Int(notional),
-                        Val::Int(fee),
-                        ts.clone(),
-                    ]);
-                    let status = if leaves == 0 {
-                        "filled"
-                    } else {
-                        "partially_filled"
-                    };
+                    appends.fills.push(NewFill {
+                        trade_id,
+                        liquidity,
+                        order_id: int(order_id, "order id")?,
+                        account: int(account, "account")?,
+                        symbol: *symbol,
+                        side,
+                        price,
+                        qty,
+                        notional,
+                        fee,
+                        ts,
+                    });
                     if let Some(order) = self.order_mut(order_id)? {
-                        order[FILLED] = Val::Int(order[FILLED].int()? + signed(*qty, "quantity")?);
-                        order[STATUS] = status.into();
-                        order[UPDATED] = ts.clone();
+                        order.filled_qty = order
+                            .filled_qty
+                            .checked_add(qty)
+                            .ok_or(StoreError::OutOfRange("filled quantity"))?;
+                        order.status = if leaves == 0 {
+                            Status::Filled
+                        } else {
+                            Status::PartiallyFilled
+                        };
+                        order.updated_ts = ts;
                     }
                 }
                 Ok(5)
@@ -306,21 +399,25 @@ impl Store {
                 leaves_qty,
                 ..
             } => {
-                if *leaves_qty > 0 {
-                    // Self-trade prevention shrank a live order; a full
-                    // cancel keeps the quantity the client asked for.
-                    if let Some(order) = self.order_mut(*order_id)? {
-                        let left = order[QTY].int()? - signed(*canceled_qty, "quantity")?;
-                        order[QTY] = Val::Int(left.max(0));
-                        order[UPDATED] = ts;
+                let canceled = int(*canceled_qty, "quantity")?;
+                if let Some(order) = self.order_mut(*order_id)? {
+                    if *leaves_qty > 0 {
+                        // Self-trade prevention shrank a live order; a
+                        // full cancel keeps the quantity the client asked
+                        // for.
+                        order.qty = order.qty.saturating_sub(canceled).max(0);
+                    } else {
+                        order.status = Status::Canceled;
                     }
-                } else {
-                    self.close(*order_id, "canceled", ts)?;
+                    order.updated_ts = ts;
                 }
                 Ok(1)
             }
             EventKind::Expired { order_id, .. } => {
-                self.close(*order_id, "expired", ts)?;
+                if let Some(order) = self.order_mut(*order_id)? {
+                    order.status = Status::Expired;
+                    order.updated_ts = ts;
+                }
                 Ok(1)
             }
             EventKind::Replaced {
@@ -331,14 +428,15 @@ impl Store {
                 leaves_qty,
                 ..
             } => {
+                let (price, qty) = (int(*price, "price")?, int(*qty, "quantity")?);
                 if let Some(order) = self.order_mut(*order_id)? {
-                    order[CLIENT_ORDER_ID] = client_order_id.as_str().into();
-                    order[PRICE] = int(*price, "price")?;
-                    order[QTY] = int(*qty, "quantity")?;
-                    order[UPDATED] = ts.clone();
-                }
-                if *leaves_qty == 0 {
-                    self.close(*order_id, "filled", ts)?;
+                    order.client_order_id = *client_order_id;
+                    order.price = Some(price);
+                    order.qty = qty;
+                    order.updated_ts = ts;
+                    if *leaves_qty == 0 {
+                        order.status = Status::Filled;
+                    }
                 }
                 Ok(1)
             }
@@ -348,22 +446,26 @@ impl Store {
                 total,
                 available,
             } => {
-                let total = signed(*total, "balance")?;
-                let previous = self.previous_total(*account, asset.as_str())?;
-                self.appends.ledger.push(vec![
-                    int(event.seq, "event sequence")?,
-                    index,
+                let (total, available) = (int(*total, "balance")?, int(*available, "balance")?);
+                let seq = int(event.seq, "event sequence")?;
+                let balance = self.balance_mut(*account, asset)?;
+                let delta = total
+                    .checked_sub(balance.total)
+                    .ok_or(StoreError::OutOfRange("balance change"))?;
+                balance.total = total;
+                balance.available = available;
+                balance.seq = seq;
+                appends.ledger.push(NewLedger {
+                    seq,
+                    log_index: index,
                     ts,
-                    int(*account, "account")?,
-                    asset.as_str().into(),
-                    Val::Int(total),
-                    int(*available, "balance")?,
-                    Val::Int(total - previous),
-                    entry.command.into(),
-                ]);
-                self.writer
-                    .totals
-                    .insert((*account, asset.as_str().to_string()), total);
+                    account: int(*account, "account")?,
+                    asset: *asset,
+                    total,
+                    available,
+                    delta,
+                    cause: entry.command,
+                });
                 Ok(1)
             }
             EventKind::InstrumentAdded { .. }
@@ -375,126 +477,76 @@ impl Store {
         }
     }
 
-    fn close(&mut self, order_id: u64, status: &'static str, ts: Val) -> Result<(), StoreError> {
-        if let Some(order) = self.order_mut(order_id)? {
-            order[STATUS] = status.into();
-            order[UPDATED] = ts;
-        }
-        Ok(())
-    }
-
-    /// An order's row as this batch leaves it: from the batch, or read
-    /// from the store the first time the batch touches it.
-    fn order_mut(&mut self, order_id: u64) -> Result<Option<&mut Vec<Val>>, StoreError> {
+    /// An order's row as this batch leaves it: from the cache, or read
+    /// from the store the first time it is touched since the cache was
+    /// dropped. Marks it to be written at the batch's end.
+    fn order_mut(&mut self, order_id: u64) -> Result<Option<&mut CachedOrder>, StoreError> {
         if !self.writer.orders.contains_key(&order_id) {
             let rows = self.conn.query(
-                "SELECT order_id, account, client_order_id, symbol, side, order_type, price, qty, \
-                 filled_qty, status, tif, created_ts, updated_ts, log_index FROM orders WHERE order_id = ?",
-                &[int(order_id, "order id")?],
+                &format!("SELECT {ORDER_COLUMNS} FROM orders WHERE order_id = ?"),
+                &[Val::Int(int(order_id, "order id")?)],
             )?;
-            match rows.into_iter().next() {
+            match rows.first() {
                 Some(row) => {
-                    self.writer.orders.insert(order_id, row);
+                    self.writer.orders.insert(order_id, CachedOrder::read(row)?);
                 }
                 None => return Ok(None),
             }
         }
-        self.appends.orders.insert(order_id);
-        Ok(self.writer.orders.get_mut(&order_id))
-    }
-
-    fn previous_total(&mut self, account: AccountId, asset: &str) -> Result<i64, StoreError> {
-        let key = (account, asset.to_string());
-        if let Some(total) = self.writer.totals.get(&key) {
-            return Ok(*total);
-        }
-        let rows = self.conn.query(
-            "SELECT total FROM ledger WHERE account = ? AND asset = ? ORDER BY seq DESC LIMIT 1",
-            &[int(account, "account")?, asset.into()],
-        )?;
-        rows.first().map_or(Ok(0), |row| row[0].int())
-    }
-
-    fn write_audit(&mut self, entry: &EntryRecord<'_>) -> Result<(), StoreError> {
-        let mut outcome = "accepted";
-        let (mut reason, mut reason_code) = (None, None);
-        let (mut order_id, mut client_order_id, mut symbol) = (None, None, None);
-        let mut trades = 0i64;
-        for event in entry.events {
-            match &event.kind {
-                EventKind::Rejected {
-                    reason: why,
-                    order_id: id,
-                    client_order_id: coid,
-                    symbol: sym,
-                    ..
-                } => {
-                    outcome = "rejected";
-                    reason = Some(why.as_str());
-                    reason_code = Some(i64::from(why.code()));
-                    order_id = order_id.or(*id);
-                    client_order_id = client_order_id.or(coid.map(|c| c.to_string()));
-                    symbol = symbol.or(sym.map(|s| s.to_string()));
-                }
-                EventKind::Accepted {
-                    order_id: id,
-                    client_order_id: coid,
-                    symbol: sym,
-                    ..
-                }
-                | EventKind::Canceled {
-                    order_id: id,
-                    client_order_id: coid,
-                    symbol: sym,
-                    ..
-                }
-                | EventKind::Replaced {
-                    order_id: id,
-                    client_order_id: coid,
-                    symbol: sym,
-                    ..
-                } if order_id.is_none() => {
-                    order_id = Some(*id);
-                    client_order_id = Some(coid.to_string());
-                    symbol = Some(sym.to_string());
-                }
-                EventKind::Trade { .. } => trades += 1,
-                EventKind::InstrumentAdded { symbol: sym, .. }
-                | EventKind::Status { symbol: sym, .. } => {
-                    symbol = symbol.or(Some(sym.to_string()));
-                }
-                EventKind::MassCanceled { symbol: sym, .. } => {
-                    symbol = symbol.or(sym.map(|s| s.to_string()));
-                }
-                _ => {}
-            }
-        }
-        let seq = |event: Option<&Event>| -> Result<Val, StoreError> {
-            event
-                .map(|e| int(e.seq, "event sequence"))
-                .transpose()
-                .map(Into::into)
+        let Some(order) = self.writer.orders.get_mut(&order_id) else {
+            return Ok(None);
         };
-        self.appends.audit.push(vec![
-            int(entry.index, "log index")?,
-            int(entry.ts, "timestamp")?,
-            entry.command.into(),
-            entry
-                .account
-                .map(|a| signed(a, "account"))
-                .transpose()?
-                .into(),
-            outcome.into(),
-            reason.into(),
-            reason_code.into(),
-            order_id.map(|o| signed(o, "order id")).transpose()?.into(),
-            client_order_id.into(),
-            symbol.into(),
-            Val::Int(trades),
-            seq(entry.events.first())?,
-            seq(entry.events.last())?,
-            Val::Int(entry.events.len() as i64),
-        ]);
-        Ok(())
+        if !order.dirty {
+            order.dirty = true;
+            self.writer.touched.push(order_id);
+        }
+        Ok(Some(order))
     }
+
+    /// An account's balances in an asset as the batch has left them so
+    /// far, marked to be written at the batch's end.
+    fn balance_mut(
+        &mut self,
+        account: AccountId,
+        asset: &AssetCode,
+    ) -> Result<&mut CachedBalance, StoreError> {
+        let key = (account, *asset);
+        let cache = &mut self.writer;
+        let balance = match cache.balances.entry(key) {
+            Entry::Occupied(cached) => cached.into_mut(),
+            Entry::Vacant(vacant) => vacant.insert(load_balance(&mut self.conn, account, asset)?),
+        };
+        if !balance.dirty {
+            balance.dirty = true;
+            cache.touched_balances.push(key);
+        }
+        Ok(balance)
+    }
+}
+
+/// An account's balances in an asset as the store has them (zero before
+/// its first ledger row).
+fn load_balance(
+    conn: &mut Conn,
+    account: AccountId,
+    asset: &AssetCode,
+) -> Result<CachedBalance, StoreError> {
+    let account = int(account, "account")?;
+    let rows = conn.query(
+        "SELECT total, available, seq FROM balances WHERE account = ? AND asset = ?",
+        &[Val::Int(account), asset.as_str().into()],
+    )?;
+    let (total, available, seq, stored) = match rows.first() {
+        Some(row) => (row[0].int()?, row[1].int()?, row[2].int()?, true),
+        None => (0, 0, 0, false),
+    };
+    Ok(CachedBalance {
+        account,
+        asset: *asset,
+        total,
+        available,
+        seq,
+        stored,
+        dirty: false,
+    })
 }

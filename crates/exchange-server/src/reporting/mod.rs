@@ -365,6 +365,11 @@ impl Reporting {
 /// the core has applied entries it never received.
 const IDLE: Duration = Duration::from_millis(50);
 
+/// The longest sleep of a batch's linger between looks at the channel (a
+/// default linger is one sleep); at most this much more than a full batch
+/// waits for its commit.
+const LINGER_SLICE: Duration = Duration::from_millis(10);
+
 struct Worker {
     store: Store,
     target: Target,
@@ -415,7 +420,13 @@ impl Worker {
             // Take what else is waiting, and what arrives within the
             // linger: one transaction for all of it. A transaction writes
             // every page it touches, so a few large ones cost far less than
-            // many small ones.
+            // many small ones. The linger is slept through in short slices
+            // rather than waiting on the channel: a receiver waiting on it
+            // is woken by every publication (the core publishes entries in
+            // bursts), a system call on the core thread each time, and the
+            // entries are only written at the end anyway. The slices bound
+            // how much can queue meanwhile, far below the channel's room,
+            // however long the linger.
             let deadline = Instant::now() + self.linger;
             let mut closed = false;
             while batch.len() < self.max_batch {
@@ -426,12 +437,8 @@ impl Worker {
                         if left.is_zero() {
                             break;
                         }
-                        let waited = runtime
-                            .block_on(async { tokio::time::timeout(left, events.recv()).await });
-                        match waited {
-                            Ok(received) => received,
-                            Err(_) => break,
-                        }
+                        std::thread::sleep(left.min(LINGER_SLICE));
+                        continue;
                     }
                     Err(TryRecvError::Lagged(missed)) => Err(RecvError::Lagged(missed)),
                     Err(TryRecvError::Closed) => Err(RecvError::Closed),

@@ -1,0 +1,553 @@
+//! The writer's rows, one type per table: plain structs of integers,
+//! inline ids and static names, so none owns heap memory and binding one
+//! borrows its fields ([`Param`]): a row costs no allocation from the
+//! event to the statement.
+
+use exchange_types::{
+    AssetCode, ClientOrderId, Event, EventKind, OrderType, Side, Symbol, TimeInForce,
+};
+
+use crate::batch::{Kept, Row, Table};
+use crate::db::Param;
+use crate::writer::{int, EntryRecord};
+use crate::StoreError;
+
+/// The life of an order, as stored in `orders.status`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Status {
+    New,
+    PartiallyFilled,
+    Filled,
+    Canceled,
+    Expired,
+}
+
+impl Status {
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Status::New => "new",
+            Status::PartiallyFilled => "partially_filled",
+            Status::Filled => "filled",
+            Status::Canceled => "canceled",
+            Status::Expired => "expired",
+        }
+    }
+
+    fn parse(text: &str) -> Result<Status, StoreError> {
+        Ok(match text {
+            "new" => Status::New,
+            "partially_filled" => Status::PartiallyFilled,
+            "filled" => Status::Filled,
+            "canceled" => Status::Canceled,
+            "expired" => Status::Expired,
+            other => return Err(bad("status", other)),
+        })
+    }
+
+    /// Events can still reach the order.
+    pub(crate) fn is_open(self) -> bool {
+        matches!(self, Status::New | Status::PartiallyFilled)
+    }
+}
+
+fn bad(column: &str, value: &str) -> StoreError {
+    StoreError::Schema(format!("unexpected orders.{column} {value:?}"))
+}
+
+/// An order's row as the writer last left it.
+#[derive(Clone, Debug)]
+pub(crate) struct CachedOrder {
+    pub order_id: i64,
+    pub account: i64,
+    pub client_order_id: ClientOrderId,
+    pub symbol: Symbol,
+    pub side: Side,
+    pub order_type: OrderType,
+    pub price: Option<i64>,
+    pub qty: i64,
+    pub filled_qty: i64,
+    pub status: Status,
+    pub tif: TimeInForce,
+    pub created_ts: i64,
+    pub updated_ts: i64,
+    pub log_index: i64,
+    /// The row is in the store (committed by an earlier batch): it is
+    /// updated, not inserted.
+    pub stored: bool,
+    /// The current batch changed it: it is written at the batch's end.
+    pub dirty: bool,
+}
+
+/// The columns [`CachedOrder::read`] expects, in order.
+pub(crate) const ORDER_COLUMNS: &str = "order_id, account, client_order_id, symbol, side, \
+     order_type, price, qty, filled_qty, status, tif, created_ts, updated_ts, log_index";
+
+impl CachedOrder {
+    /// An order read back from the store (`SELECT` [`ORDER_COLUMNS`]).
+    pub(crate) fn read(row: &[crate::db::Val]) -> Result<CachedOrder, StoreError> {
+        let text = |i: usize| row[i].text();
+        let side = match text(4)?.as_str() {
+            "buy" => Side::Buy,
+            "sell" => Side::Sell,
+            other => return Err(bad("side", other)),
+        };
+        let order_type = match text(5)?.as_str() {
+            "limit" => OrderType::Limit,
+            "market" => OrderType::Market,
+            other => return Err(bad("order_type", other)),
+        };
+        let tif = match text(10)?.as_str() {
+            "gtc" => TimeInForce::Gtc,
+            "ioc" => TimeInForce::Ioc,
+            "fok" => TimeInForce::Fok,
+            other => return Err(bad("tif", other)),
+        };
+        let client_order_id = text(2)?;
+        let symbol = text(3)?;
+        Ok(CachedOrder {
+            order_id: row[0].int()?,
+            account: row[1].int()?,
+            client_order_id: ClientOrderId::new(&client_order_id)
+                .map_err(|_| bad("client_order_id", &client_order_id))?,
+            symbol: Symbol::new(&symbol).map_err(|_| bad("symbol", &symbol))?,
+            side,
+            order_type,
+            price: row[6].opt_int()?,
+            qty: row[7].int()?,
+            filled_qty: row[8].int()?,
+            status: Status::parse(&text(9)?)?,
+            tif,
+            created_ts: row[11].int()?,
+            updated_ts: row[12].int()?,
+            log_index: row[13].int()?,
+            stored: true,
+            dirty: false,
+        })
+    }
+}
+
+impl Row for CachedOrder {
+    const TABLE: Table = Table {
+        name: "orders",
+        columns: &[
+            "order_id",
+            "account",
+            "client_order_id",
+            "symbol",
+            "side",
+            "order_type",
+            "price",
+            "qty",
+            "filled_qty",
+            "status",
+            "tif",
+            "created_ts",
+            "updated_ts",
+            "log_index",
+        ],
+    };
+
+    fn params<'a>(&'a self, out: &mut Vec<Param<'a>>) {
+        out.extend([
+            Param::Int(self.order_id),
+            Param::Int(self.account),
+            Param::Text(self.client_order_id.as_str()),
+            Param::Text(self.symbol.as_str()),
+            Param::Text(self.side.as_str()),
+            Param::Text(self.order_type.as_str()),
+            self.price.into(),
+            Param::Int(self.qty),
+            Param::Int(self.filled_qty),
+            Param::Text(self.status.as_str()),
+            Param::Text(self.tif.as_str()),
+            Param::Int(self.created_ts),
+            Param::Int(self.updated_ts),
+            Param::Int(self.log_index),
+        ]);
+    }
+}
+
+impl Kept for CachedOrder {
+    fn stored(&self) -> bool {
+        self.stored
+    }
+
+    const UPDATE: &'static str = "UPDATE orders SET client_order_id = ?, price = ?, qty = ?, \
+         filled_qty = ?, status = ?, updated_ts = ? WHERE order_id = ?";
+
+    fn update_postgres(rows: usize) -> String {
+        let row = "(?::TEXT, ?::BIGINT, ?::BIGINT, ?::BIGINT, ?::TEXT, ?::BIGINT, ?::BIGINT)";
+        format!(
+            "UPDATE orders SET client_order_id = v.client_order_id, price = v.price, qty = v.qty, \
+             filled_qty = v.filled_qty, status = v.status, updated_ts = v.updated_ts \
+             FROM (VALUES {}) \
+             AS v(client_order_id, price, qty, filled_qty, status, updated_ts, order_id) \
+             WHERE orders.order_id = v.order_id",
+            vec![row; rows].join(", ")
+        )
+    }
+
+    fn update_params<'a>(&'a self, out: &mut Vec<Param<'a>>) {
+        out.extend([
+            Param::Text(self.client_order_id.as_str()),
+            self.price.into(),
+            Param::Int(self.qty),
+            Param::Int(self.filled_qty),
+            Param::Text(self.status.as_str()),
+            Param::Int(self.updated_ts),
+            Param::Int(self.order_id),
+        ]);
+    }
+}
+
+/// The balances of an account and asset as of its last ledger row.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct CachedBalance {
+    pub account: i64,
+    pub asset: AssetCode,
+    pub total: i64,
+    pub available: i64,
+    /// The event sequence of that ledger row.
+    pub seq: i64,
+    /// As [`CachedOrder::stored`].
+    pub stored: bool,
+    /// As [`CachedOrder::dirty`].
+    pub dirty: bool,
+}
+
+impl Row for CachedBalance {
+    const TABLE: Table = Table {
+        name: "balances",
+        columns: &["account", "asset", "total", "available", "seq"],
+    };
+
+    fn params<'a>(&'a self, out: &mut Vec<Param<'a>>) {
+        out.extend([
+            Param::Int(self.account),
+            Param::Text(self.asset.as_str()),
+            Param::Int(self.total),
+            Param::Int(self.available),
+            Param::Int(self.seq),
+        ]);
+    }
+}
+
+impl Kept for CachedBalance {
+    fn stored(&self) -> bool {
+        self.stored
+    }
+
+    const UPDATE: &'static str =
+        "UPDATE balances SET total = ?, available = ?, seq = ? WHERE account = ? AND asset = ?";
+
+    fn update_postgres(rows: usize) -> String {
+        let row = "(?::BIGINT, ?::BIGINT, ?::BIGINT, ?::BIGINT, ?::TEXT)";
+        format!(
+            "UPDATE balances SET total = v.total, available = v.available, seq = v.seq \
+             FROM (VALUES {}) AS v(total, available, seq, account, asset) \
+             WHERE balances.account = v.account AND balances.asset = v.asset",
+            vec![row; rows].join(", ")
+        )
+    }
+
+    fn update_params<'a>(&'a self, out: &mut Vec<Param<'a>>) {
+        out.extend([
+            Param::Int(self.total),
+            Param::Int(self.available),
+            Param::Int(self.seq),
+            Param::Int(self.account),
+            Param::Text(self.asset.as_str()),
+        ]);
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct NewTrade {
+    pub trade_id: i64,
+    pub seq: i64,
+    pub log_index: i64,
+    pub ts: i64,
+    pub symbol: Symbol,
+    pub price: i64,
+    pub qty: i64,
+    pub notional: i64,
+    pub aggressor_side: Side,
+    pub maker_order_id: i64,
+    pub taker_order_id: i64,
+    pub maker_account: i64,
+    pub taker_account: i64,
+    pub maker_fee: i64,
+    pub taker_fee: i64,
+}
+
+impl Row for NewTrade {
+    const TABLE: Table = Table {
+        name: "trades",
+        columns: &[
+            "trade_id",
+            "seq",
+            "log_index",
+            "ts",
+            "symbol",
+            "price",
+            "qty",
+            "notional",
+            "aggressor_side",
+            "maker_order_id",
+            "taker_order_id",
+            "maker_account",
+            "taker_account",
+            "maker_fee",
+            "taker_fee",
+        ],
+    };
+
+    fn params<'a>(&'a self, out: &mut Vec<Param<'a>>) {
+        out.extend([
+            Param::Int(self.trade_id),
+            Param::Int(self.seq),
+            Param::Int(self.log_index),
+            Param::Int(self.ts),
+            Param::Text(self.symbol.as_str()),
+            Param::Int(self.price),
+            Param::Int(self.qty),
+            Param::Int(self.notional),
+            Param::Text(self.aggressor_side.as_str()),
+            Param::Int(self.maker_order_id),
+            Param::Int(self.taker_order_id),
+            Param::Int(self.maker_account),
+            Param::Int(self.taker_account),
+            Param::Int(self.maker_fee),
+            Param::Int(self.taker_fee),
+        ]);
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct NewFill {
+    pub trade_id: i64,
+    pub liquidity: &'static str,
+    pub order_id: i64,
+    pub account: i64,
+    pub symbol: Symbol,
+    pub side: Side,
+    pub price: i64,
+    pub qty: i64,
+    pub notional: i64,
+    pub fee: i64,
+    pub ts: i64,
+}
+
+impl Row for NewFill {
+    const TABLE: Table = Table {
+        name: "fills",
+        columns: &[
+            "trade_id",
+            "liquidity",
+            "order_id",
+            "account",
+            "symbol",
+            "side",
+            "price",
+            "qty",
+            "notional",
+            "fee",
+            "ts",
+        ],
+    };
+
+    fn params<'a>(&'a self, out: &mut Vec<Param<'a>>) {
+        out.extend([
+            Param::Int(self.trade_id),
+            Param::Text(self.liquidity),
+            Param::Int(self.order_id),
+            Param::Int(self.account),
+            Param::Text(self.symbol.as_str()),
+            Param::Text(self.side.as_str()),
+            Param::Int(self.price),
+            Param::Int(self.qty),
+            Param::Int(self.notional),
+            Param::Int(self.fee),
+            Param::Int(self.ts),
+        ]);
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct NewLedger<'e> {
+    pub seq: i64,
+    pub log_index: i64,
+    pub ts: i64,
+    pub account: i64,
+    pub asset: AssetCode,
+    pub total: i64,
+    pub available: i64,
+    pub delta: i64,
+    pub cause: &'e str,
+}
+
+impl Row for NewLedger<'_> {
+    const TABLE: Table = Table {
+        name: "ledger",
+        columns: &[
+            "seq",
+            "log_index",
+            "ts",
+            "account",
+            "asset",
+            "total",
+            "available",
+            "delta",
+            "cause",
+        ],
+    };
+
+    fn params<'a>(&'a self, out: &mut Vec<Param<'a>>) {
+        out.extend([
+            Param::Int(self.seq),
+            Param::Int(self.log_index),
+            Param::Int(self.ts),
+            Param::Int(self.account),
+            Param::Text(self.asset.as_str()),
+            Param::Int(self.total),
+            Param::Int(self.available),
+            Param::Int(self.delta),
+            Param::Text(self.cause),
+        ]);
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct NewAudit<'e> {
+    pub log_index: i64,
+    pub ts: i64,
+    pub command: &'e str,
+    pub account: Option<i64>,
+    pub outcome: &'static str,
+    pub reason: Option<&'static str>,
+    pub reason_code: Option<i64>,
+    pub order_id: Option<i64>,
+    pub client_order_id: Option<ClientOrderId>,
+    pub symbol: Option<Symbol>,
+    pub trades: i64,
+    pub first_seq: Option<i64>,
+    pub last_seq: Option<i64>,
+    pub events: i64,
+}
+
+impl Row for NewAudit<'_> {
+    const TABLE: Table = Table {
+        name: "audit",
+        columns: &[
+            "log_index",
+            "ts",
+            "command",
+            "account",
+            "outcome",
+            "reason",
+            "reason_code",
+            "order_id",
+            "client_order_id",
+            "symbol",
+            "trades",
+            "first_seq",
+            "last_seq",
+            "events",
+        ],
+    };
+
+    fn params<'a>(&'a self, out: &mut Vec<Param<'a>>) {
+        out.extend([
+            Param::Int(self.log_index),
+            Param::Int(self.ts),
+            Param::Text(self.command),
+            self.account.into(),
+            Param::Text(self.outcome),
+            self.reason.into(),
+            self.reason_code.into(),
+            self.order_id.into(),
+            self.client_order_id.as_ref().map(|c| c.as_str()).into(),
+            self.symbol.as_ref().map(|s| s.as_str()).into(),
+            Param::Int(self.trades),
+            self.first_seq.into(),
+            self.last_seq.into(),
+            Param::Int(self.events),
+        ]);
+    }
+}
+
+impl<'e> NewAudit<'e> {
+    /// The entry's audit row: what it was and what came of it.
+    pub(crate) fn of(entry: &EntryRecord<'e>) -> Result<NewAudit<'e>, StoreError> {
+        let mut outcome = "accepted";
+        let (mut reason, mut reason_code) = (None, None);
+        let (mut order_id, mut client_order_id, mut symbol) = (None, None, None);
+        let mut trades = 0i64;
+        for event in entry.events {
+            match &event.kind {
+                EventKind::Rejected {
+                    reason: why,
+                    order_id: id,
+                    client_order_id: coid,
+                    symbol: sym,
+                    ..
+                } => {
+                    outcome = "rejected";
+                    reason = Some(why.as_str());
+                    reason_code = Some(i64::from(why.code()));
+                    order_id = order_id.or(*id);
+                    client_order_id = client_order_id.or(*coid);
+                    symbol = symbol.or(*sym);
+                }
+                EventKind::Accepted {
+                    order_id: id,
+                    client_order_id: coid,
+                    symbol: sym,
+                    ..
+                }
+                | EventKind::Canceled {
+                    order_id: id,
+                    client_order_id: coid,
+                    symbol: sym,
+                    ..
+                }
+                | EventKind::Replaced {
+                    order_id: id,
+                    client_order_id: coid,
+                    symbol: sym,
+                    ..
+                } if order_id.is_none() => {
+                    order_id = Some(*id);
+                    client_order_id = Some(*coid);
+                    symbol = Some(*sym);
+                }
+                EventKind::Trade { .. } => trades += 1,
+                EventKind::InstrumentAdded { symbol: sym, .. }
+                | EventKind::Status { symbol: sym, .. } => {
+                    symbol = symbol.or(Some(*sym));
+                }
+                EventKind::MassCanceled { symbol: sym, .. } => {
+                    symbol = symbol.or(*sym);
+                }
+                _ => {}
+            }
+        }
+        let seq = |event: Option<&Event>| event.map(|e| int(e.seq, "event sequence")).transpose();
+        Ok(NewAudit {
+            log_index: int(entry.index, "log index")?,
+            ts: int(entry.ts, "timestamp")?,
+            command: entry.command,
+            account: entry.account.map(|a| int(a, "account")).transpose()?,
+            outcome,
+            reason,
+            reason_code,
+            order_id: order_id.map(|o| int(o, "order id")).transpose()?,
+            client_order_id,
+            symbol,
+            trades,
+            first_seq: seq(entry.events.first())?,
+            last_seq: seq(entry.events.last())?,
+            events: int(entry.events.len() as u64, "event count")?,
+        })
+    }
+}
