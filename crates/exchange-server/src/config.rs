@@ -96,11 +96,10 @@ pub struct ReportingConfig {
     /// How long a history request waits for the store to catch up with
     /// the core before answering 503.
     pub read_wait_ms: u64,
-    /// How much lower than the rest of the process the reporter thread
-    /// runs (a `nice` increment, 0-19): when the cores are busy, order
-    /// entry goes first and the store falls behind, catching up when
-    /// they are free.
-    pub nice: u8,
+    /// The reporter thread runs in the background (Linux `SCHED_IDLE`):
+    /// when the cores are busy, order entry goes first and the store
+    /// falls behind, catching up when they are free.
+    pub background: bool,
 }
 
 impl Default for ReportingConfig {
@@ -110,7 +109,7 @@ impl Default for ReportingConfig {
             max_batch: 4_096,
             linger_ms: 5,
             read_wait_ms: 5_000,
-            nice: 19,
+            background: true,
         }
     }
 }

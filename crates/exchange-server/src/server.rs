@@ -299,7 +299,7 @@ pub fn start_reporting(
             max_batch: config.reporting.max_batch,
             linger: std::time::Duration::from_millis(config.reporting.linger_ms),
             read_wait: std::time::Duration::from_millis(config.reporting.read_wait_ms),
-            nice: config.reporting.nice,
+            background: config.reporting.background,
             journal_tail_dropped,
             replica_of_many,
         },

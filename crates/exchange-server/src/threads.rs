@@ -10,8 +10,13 @@
 //! - the threads on the order path ask for a short slice: EEVDF lets a
 //!   task with a shorter slice preempt on wake-up, and its work between
 //!   two sleeps is short anyway;
-//! - background threads (the reporting writer) run at a lower priority,
-//!   so they get the cores' idle time rather than an equal share.
+//! - background threads (the reporting writer) run under `SCHED_IDLE`:
+//!   any order-path thread that wakes preempts them at once (a lower nice
+//!   value alone does not: the woken thread still waited for the tick,
+//!   up to 4 ms, behind a writer in the middle of a batch), and they get
+//!   only the cores' spare time when busy. Not none: the kernel's fair
+//!   scheduler still gives an idle-policy thread a small share, so a
+//!   saturated machine delays the store but does not stop it.
 //!
 //! Both are best effort: a kernel that refuses (not Linux, too old, a
 //! container without the right) leaves the default, with one warning.
@@ -39,15 +44,14 @@ pub fn latency_sensitive() {
     }
 }
 
-/// Lowers the calling thread's priority by `increment` nice steps (Linux
-/// gives each thread its own nice value).
-pub fn lower_priority(increment: u8) {
-    if increment == 0 {
-        return;
-    }
+/// Makes the calling thread a background one (`SCHED_IDLE`).
+pub fn background() {
     #[cfg(target_os = "linux")]
-    if let Err(error) = linux::renice(i32::from(increment)) {
-        warn_once("could not lower a background thread's priority", error);
+    if let Err(error) = linux::idle_policy() {
+        warn_once(
+            "could not move a background thread to the idle policy",
+            error,
+        );
     }
 }
 
@@ -116,11 +120,11 @@ mod linux {
         }
     }
 
-    pub fn renice(increment: i32) -> Result<(), Error> {
-        let tid = tid();
-        let wanted = (current_nice(tid)? + increment).min(19);
-        // SAFETY: a plain system call on this thread's own id.
-        if unsafe { libc::setpriority(libc::PRIO_PROCESS, tid, wanted) } == 0 {
+    pub fn idle_policy() -> Result<(), Error> {
+        let param = libc::sched_param { sched_priority: 0 };
+        // SAFETY: a valid sched_param for this thread's own id.
+        if unsafe { libc::sched_setscheduler(tid() as libc::pid_t, libc::SCHED_IDLE, &param) } == 0
+        {
             Ok(())
         } else {
             Err(Error::last_os_error())
@@ -133,21 +137,22 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_lowered_thread_runs_at_the_higher_nice_value() {
-        let before = std::thread::spawn(linux_nice).join().expect("thread");
-        let after = std::thread::spawn(|| {
-            lower_priority(3);
-            linux_nice()
+    fn a_background_thread_runs_under_the_idle_policy() {
+        let policy = std::thread::spawn(|| {
+            background();
+            // SAFETY: reads this thread's own policy.
+            unsafe { libc::sched_getscheduler(libc::gettid()) }
         })
         .join()
         .expect("thread");
-        assert_eq!(after, (before + 3).min(19));
+        assert_eq!(policy, libc::SCHED_IDLE);
     }
 
     #[test]
     fn a_latency_sensitive_thread_gets_the_short_slice_and_keeps_its_nice_value() {
         let (before, after, slice) = std::thread::spawn(|| {
-            lower_priority(2);
+            // SAFETY: raises this thread's own nice value.
+            unsafe { libc::setpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t, 5) };
             let before = linux_nice();
             latency_sensitive();
             (before, linux_nice(), slice_ns())

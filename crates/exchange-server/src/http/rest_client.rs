@@ -34,7 +34,7 @@ pub fn app(node: &TestNode, tweak: impl FnOnce(&mut Config)) -> AppState {
             max_batch: 1_024,
             linger: std::time::Duration::from_millis(2),
             read_wait: std::time::Duration::from_secs(30),
-            nice: 0,
+            background: false,
             journal_tail_dropped: false,
             replica_of_many: false,
         },

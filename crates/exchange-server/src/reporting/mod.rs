@@ -124,8 +124,8 @@ pub struct ReporterConfig {
     /// How long a batch waits for more entries after its first.
     pub linger: Duration,
     pub read_wait: Duration,
-    /// The reporter thread's `nice` increment over the process's.
-    pub nice: u8,
+    /// The reporter thread runs under the idle scheduling policy.
+    pub background: bool,
     /// Recovery cut a damaged tail off this node's journal. A store ahead
     /// of the journal then holds entries the exchange has lost (they were
     /// durable, then damaged on disk), not another exchange's record.
@@ -225,11 +225,13 @@ impl Reporting {
             inner: inner.clone(),
             replica_of_many: config.replica_of_many,
         };
-        let nice = config.nice;
+        let background = config.background;
         let thread = std::thread::Builder::new()
             .name("reporter".into())
             .spawn(move || {
-                crate::threads::lower_priority(nice);
+                if background {
+                    crate::threads::background();
+                }
                 worker.run(events)
             })
             .map_err(|e| StoreError::Schema(format!("cannot start the reporter thread: {e}")))?;

@@ -110,7 +110,7 @@ async fn a_reporter_behind_and_lagging_still_writes_every_entry_once() {
             max_batch: 64,
             linger: Duration::from_millis(2),
             read_wait: Duration::from_secs(30),
-            nice: 0,
+            background: false,
             journal_tail_dropped: false,
             replica_of_many: false,
         },
