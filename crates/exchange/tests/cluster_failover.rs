@@ -7,7 +7,7 @@
 
 mod support;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, AtomicU16, AtomicUsize, Ordering};
@@ -332,13 +332,7 @@ fn killing_the_leader_under_load_loses_no_acknowledged_order() {
     for &port in &cluster.ports {
         let api = Client { port };
         for (i, (account, report)) in accounts.iter().zip(&reports).enumerate() {
-            let listed = api.signed(account, "GET", "/v1/orders?status=all", "");
-            assert_eq!(listed.status, 200, "{}", listed.text());
-            let mut count: BTreeMap<String, usize> = BTreeMap::new();
-            for order in listed.json()["orders"].as_array().expect("orders") {
-                let id = order["client_order_id"].as_str().unwrap_or_default();
-                *count.entry(id.to_owned()).or_default() += 1;
-            }
+            let count = api.order_counts(account);
             for id in &report.acked {
                 assert_eq!(
                     count.get(id).copied(),

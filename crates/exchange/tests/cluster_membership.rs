@@ -189,19 +189,7 @@ fn a_node_joins_by_snapshot_and_a_founder_leaves() {
     }
     wait_until("three replicas in agreement", || converged(&rest));
     for &port in &rest {
-        let listed = Client { port }.signed(&account, "GET", "/v1/orders?status=all", "");
-        assert_eq!(listed.status, 200, "{}", listed.text());
-        let mut count: BTreeMap<String, usize> = BTreeMap::new();
-        for order in listed.json()["orders"].as_array().expect("orders") {
-            *count
-                .entry(
-                    order["client_order_id"]
-                        .as_str()
-                        .unwrap_or_default()
-                        .to_owned(),
-                )
-                .or_default() += 1;
-        }
+        let count = Client { port }.order_counts(&account);
         let expected: BTreeMap<String, usize> = placed.iter().map(|id| (id.clone(), 1)).collect();
         assert_eq!(count, expected, "orders on the node at port {port}");
     }

@@ -12,7 +12,6 @@
 mod cluster_support;
 mod support;
 
-use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU16, AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -190,24 +189,7 @@ fn nemesis_rounds_keep_every_acknowledged_order_and_one_history() {
             let acked = shared.acked.lock().map(|a| a.clone()).unwrap_or_default();
             for node in cluster.nodes.values() {
                 for (index, account) in accounts.iter().enumerate() {
-                    let listed = Client { port: node.http }.signed(
-                        account,
-                        "GET",
-                        "/v1/orders?status=all",
-                        "",
-                    );
-                    assert_eq!(listed.status, 200, "{}", listed.text());
-                    let mut count: BTreeMap<String, usize> = BTreeMap::new();
-                    for order in listed.json()["orders"].as_array().expect("orders") {
-                        *count
-                            .entry(
-                                order["client_order_id"]
-                                    .as_str()
-                                    .unwrap_or_default()
-                                    .to_owned(),
-                            )
-                            .or_default() += 1;
-                    }
+                    let count = Client { port: node.http }.order_counts(account);
                     for id in &acked[index] {
                         assert_eq!(
                             count.get(id),

@@ -104,20 +104,7 @@ fn a_partitioned_leader_takes_no_write_and_one_history_survives() {
     );
     wait_until("one history on every replica", || cluster.converged());
     for node in cluster.nodes.values() {
-        let listed =
-            Client { port: node.http }.signed(&account, "GET", "/v1/orders?status=all", "");
-        assert_eq!(listed.status, 200, "{}", listed.text());
-        let mut count: BTreeMap<String, usize> = BTreeMap::new();
-        for order in listed.json()["orders"].as_array().expect("orders") {
-            *count
-                .entry(
-                    order["client_order_id"]
-                        .as_str()
-                        .unwrap_or_default()
-                        .to_owned(),
-                )
-                .or_default() += 1;
-        }
+        let count = Client { port: node.http }.order_counts(&account);
         let expected: BTreeMap<String, usize> = acked.iter().map(|id| (id.clone(), 1)).collect();
         assert_eq!(count, expected, "orders on node at port {}", node.http);
     }

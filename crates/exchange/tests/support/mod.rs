@@ -325,6 +325,20 @@ impl Client {
         self.try_request(method, path, &headers, body.as_bytes())
     }
 
+    /// How many times each client order id appears among `account`'s
+    /// orders (open and closed) on this node: a replica must show every
+    /// acknowledged order exactly once.
+    pub fn order_counts(&self, account: &Account) -> std::collections::BTreeMap<String, usize> {
+        let listed = self.signed(account, "GET", "/v1/orders?status=all", "");
+        assert_eq!(listed.status, 200, "port {}: {}", self.port, listed.text());
+        let mut count = std::collections::BTreeMap::new();
+        for order in listed.json()["orders"].as_array().expect("orders") {
+            let id = order["client_order_id"].as_str().unwrap_or_default();
+            *count.entry(id.to_owned()).or_default() += 1;
+        }
+        count
+    }
+
     pub fn signed(&self, account: &Account, method: &str, path: &str, body: &str) -> Response {
         self.try_signed(account, method, path, body)
             .unwrap_or_else(|e| panic!("{method} {path} on port {}: {e}", self.port))
