@@ -13,7 +13,7 @@ use std::process::Command;
 use std::sync::atomic::{AtomicBool, AtomicU16, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use serde_json::{json, Value};
+use serde_json::Value;
 use support::{wait_until, Account, Client, ADMIN_TOKEN};
 
 const NODES: u64 = 3;
@@ -173,15 +173,7 @@ fn worker(
             break;
         }
         let client_order_id = format!("{name}-{n}");
-        let side = if n % 2 == 0 { "buy" } else { "sell" };
-        let price = if side == "buy" {
-            59_000 - n
-        } else {
-            61_000 + n
-        };
-        let body = json!({ "symbol": "BTC-USD", "side": side, "price": price.to_string(),
-                           "qty": "0.01", "client_order_id": client_order_id })
-        .to_string();
+        let body = support::resting_order(n, &client_order_id);
         let started = Instant::now();
         loop {
             if started.elapsed() > support::DEADLINE {

@@ -17,7 +17,6 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use cluster_support::{status, ProxiedCluster};
-use serde_json::json;
 use support::{wait_until, Account, Client};
 
 struct Rng(u64);
@@ -66,15 +65,7 @@ fn writer(shared: &Shared, index: usize, account: &Account) {
         }
         shared.busy.fetch_add(1, Ordering::SeqCst);
         let id = format!("w{index}-{n}");
-        let side = if n % 2 == 0 { "buy" } else { "sell" };
-        let price = if side == "buy" {
-            59_000 - n
-        } else {
-            61_000 + n
-        };
-        let body = json!({ "symbol": "BTC-USD", "side": side, "price": price.to_string(),
-                           "qty": "0.01", "client_order_id": id })
-        .to_string();
+        let body = support::resting_order(n, &id);
         let started = Instant::now();
         loop {
             let port = shared.leader.load(Ordering::SeqCst);

@@ -373,6 +373,18 @@ pub fn limit(side: &str, price: &str, qty: &str, client_order_id: &str) -> Value
             "client_order_id": client_order_id })
 }
 
+/// The `n`-th order of a load worker as a request body: buys below and
+/// sells above 60,000 that never cross, so every acknowledged order rests
+/// and must be found open afterwards.
+pub fn resting_order(n: usize, client_order_id: &str) -> String {
+    let (side, price) = if n.is_multiple_of(2) {
+        ("buy", 59_000 - n)
+    } else {
+        ("sell", 61_000 + n)
+    };
+    limit(side, &price.to_string(), "0.01", client_order_id).to_string()
+}
+
 /// A running `exchange serve`; killed (SIGKILL) when dropped, even when the
 /// test panics.
 pub struct Server {
