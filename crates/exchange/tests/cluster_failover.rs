@@ -347,18 +347,7 @@ fn killing_the_leader_under_load_loses_no_acknowledged_order() {
 /// Waits for a leader that lists the instruments, then rests one buy
 /// order there for a new funded account.
 fn order_on_the_leader(cluster: &Cluster, client_order_id: &str) -> (Client, Account, Value) {
-    let mut port = None;
-    wait_until("a leader with the instruments listed", || {
-        port = leader_port(&cluster.ports);
-        port.is_some_and(|p| {
-            Client { port: p }
-                .try_request("GET", "/v1/instruments", &[], b"")
-                .is_ok_and(|r| r.text().contains("BTC-USD"))
-        })
-    });
-    let api = Client {
-        port: port.expect("leader"),
-    };
+    let api = support::ready_leader(|| leader_port(&cluster.ports));
     let account = api.funded_account();
     let placed = api.place(
         &account,

@@ -4,12 +4,14 @@
 //! cluster remove` takes a founding node out; the cluster goes on, and the
 //! replicas agree on every order.
 
+mod cluster_support;
 mod support;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::process::Command;
 
+use cluster_support::status;
 use serde_json::Value;
 use support::{limit, wait_until, Account, Client, ADMIN_TOKEN};
 
@@ -52,18 +54,6 @@ impl Drop for Nodes<'_> {
             }
         }
     }
-}
-
-fn status(port: u16) -> Option<Value> {
-    let response = Client { port }
-        .try_request(
-            "GET",
-            "/admin/replication?state_hash=true",
-            &[("Authorization", format!("Bearer {ADMIN_TOKEN}"))],
-            b"",
-        )
-        .ok()?;
-    (response.status == 200).then(|| response.json())
 }
 
 fn leader(ports: &[u16]) -> Option<u16> {
@@ -122,18 +112,7 @@ fn a_node_joins_by_snapshot_and_a_founder_leaves() {
         "cluster up",
     );
     let founders: Vec<u16> = (1..=3).map(|n| base + n).collect();
-    let mut port = None;
-    wait_until("a leader with the instruments listed", || {
-        port = leader(&founders);
-        port.is_some_and(|p| {
-            Client { port: p }
-                .try_request("GET", "/v1/instruments", &[], b"")
-                .is_ok_and(|r| r.text().contains("BTC-USD"))
-        })
-    });
-    let api = Client {
-        port: port.expect("leader"),
-    };
+    let api = support::ready_leader(|| leader(&founders));
     let account: Account = api.funded_account();
     let mut placed = Vec::new();
     for n in 0..30 {

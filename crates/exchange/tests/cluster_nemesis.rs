@@ -118,18 +118,7 @@ fn nemesis_rounds_keep_every_acknowledged_order_and_one_history() {
     let tmp = tempfile::tempdir().expect("temp dir");
     let mut cluster = ProxiedCluster::start(tmp.path(), 3);
     let ports: Vec<u16> = cluster.ids.iter().map(|id| cluster.http[id]).collect();
-    let mut port = None;
-    wait_until("a leader with the instruments listed", || {
-        port = find_leader(&ports);
-        port.is_some_and(|p| {
-            Client { port: p }
-                .try_request("GET", "/v1/instruments", &[], b"")
-                .is_ok_and(|r| r.text().contains("BTC-USD"))
-        })
-    });
-    let api = Client {
-        port: port.expect("leader"),
-    };
+    let api = support::ready_leader(|| find_leader(&ports));
     let accounts: Vec<Account> = (0..WRITERS).map(|_| api.funded_account()).collect();
     let shared = Shared {
         ports: ports.clone(),

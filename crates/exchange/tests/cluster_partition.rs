@@ -18,21 +18,13 @@ use support::{limit, wait_until, Account, Client};
 fn a_partitioned_leader_takes_no_write_and_one_history_survives() {
     let tmp = tempfile::tempdir().expect("temp dir");
     let cluster = ProxiedCluster::start(tmp.path(), 3);
-    let mut old = None;
-    wait_until("a leader with the instruments listed", || {
-        old = cluster.leader();
-        old.is_some_and(|id| {
-            Client {
-                port: cluster.http[&id],
-            }
-            .try_request("GET", "/v1/instruments", &[], b"")
-            .is_ok_and(|r| r.text().contains("BTC-USD"))
-        })
-    });
-    let old = old.expect("leader");
-    let api = Client {
-        port: cluster.http[&old],
-    };
+    let api = support::ready_leader(|| cluster.leader().map(|id| cluster.http[&id]));
+    let old = cluster
+        .http
+        .iter()
+        .find(|(_, &port)| port == api.port)
+        .map(|(&id, _)| id)
+        .expect("the leader's id");
     let account: Account = api.funded_account();
     let mut acked = Vec::new();
     for n in 0..10 {

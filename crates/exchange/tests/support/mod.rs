@@ -373,6 +373,24 @@ pub fn limit(side: &str, price: &str, qty: &str, client_order_id: &str) -> Value
             "client_order_id": client_order_id })
 }
 
+/// Waits until `find_leader` names the port of a node that leads and lists
+/// the default instruments (start-up has listed them through the log), and
+/// returns a client for it.
+pub fn ready_leader(mut find_leader: impl FnMut() -> Option<u16>) -> Client {
+    let mut port = None;
+    wait_until("a leader with the instruments listed", || {
+        port = find_leader();
+        port.is_some_and(|p| {
+            Client { port: p }
+                .try_request("GET", "/v1/instruments", &[], b"")
+                .is_ok_and(|r| r.text().contains("BTC-USD"))
+        })
+    });
+    Client {
+        port: port.expect("leader"),
+    }
+}
+
 /// The `n`-th order of a load worker as a request body: buys below and
 /// sells above 60,000 that never cross, so every acknowledged order rests
 /// and must be found open afterwards.
