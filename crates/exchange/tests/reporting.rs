@@ -115,16 +115,7 @@ fn replayed(data_dir: &Path, through: u64, scratch: &Path) -> Dump {
     let mut store = Store::open(&Target::Sqlite(scratch.join("replayed.sqlite"))).expect("scratch");
     let mut pending: Vec<Applied> = Vec::new();
     let flush = |pending: &mut Vec<Applied>, store: &mut Store| {
-        let records: Vec<EntryRecord<'_>> = pending
-            .iter()
-            .map(|a| EntryRecord {
-                index: a.index,
-                ts: a.ts,
-                command: a.command,
-                account: a.actor,
-                events: &a.events,
-            })
-            .collect();
+        let records: Vec<EntryRecord<'_>> = pending.iter().map(Applied::record).collect();
         store.write(&records).expect("write the replay");
         pending.clear();
     };

@@ -68,16 +68,7 @@ fn replayed(data_dir: &std::path::Path, through: u64) -> exchange_reporting::Dum
         Ok(())
     })
     .expect("replay");
-    let records: Vec<EntryRecord<'_>> = all
-        .iter()
-        .map(|a| EntryRecord {
-            index: a.index,
-            ts: a.ts,
-            command: a.command,
-            account: a.actor,
-            events: &a.events,
-        })
-        .collect();
+    let records: Vec<EntryRecord<'_>> = all.iter().map(Applied::record).collect();
     store.write(&records).expect("write");
     store.dump().expect("dump")
 }

@@ -222,13 +222,7 @@ impl Worker {
         let mut raft_index = None;
         let records: Vec<EntryRecord<'_>> = entries
             .inspect(|a| raft_index = Some(a.raft_index))
-            .map(|a| EntryRecord {
-                index: a.index,
-                ts: a.ts,
-                command: a.command,
-                account: a.actor,
-                events: &a.events,
-            })
+            .map(Applied::record)
             .collect();
         if records.is_empty() {
             return Ok(());

@@ -291,30 +291,17 @@ pub fn run(mut args: E2eArgs) -> anyhow::Result<()> {
     if args.sequential {
         (args.clients, args.inflight) = (1, 1);
     }
-    if args.clients == 0 || args.inflight == 0 || args.client_threads == 0 {
-        bail!("--clients, --inflight and --client-threads must be at least 1");
-    }
-    if !(args.duration > 0.0 && args.warmup >= 0.0) {
-        bail!("--duration must be positive and --warmup not negative");
-    }
+    super::check_shape(
+        args.clients,
+        args.inflight,
+        args.client_threads,
+        args.duration,
+        args.warmup,
+    )?;
     if args.url.is_some() && args.admin_token.is_none() {
         bail!("--url needs --admin-token to create the accounts");
     }
-    // The load generator shares the server's cores; scheduled like the
-    // server's order path (see `exchange_server::threads`), it adds less
-    // of its own waiting to the latencies it measures, as a client on
-    // its own machine would.
-    exchange_server::threads::latency_sensitive();
-    let runtime = match args.client_threads {
-        1 => tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()?,
-        n => tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(n)
-            .enable_all()
-            .on_thread_start(exchange_server::threads::latency_sensitive)
-            .build()?,
-    };
+    let runtime = super::load_generator_runtime(args.client_threads)?;
     let json = args.json;
     let figures = runtime.block_on(bench(args))?;
     if json {

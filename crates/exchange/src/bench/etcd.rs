@@ -197,21 +197,14 @@ pub fn run(mut args: EtcdArgs) -> anyhow::Result<()> {
     if args.sequential {
         (args.clients, args.inflight) = (1, 1);
     }
-    if args.clients == 0 || args.inflight == 0 || args.client_threads == 0 {
-        bail!("--clients, --inflight and --client-threads must be at least 1");
-    }
-    if !(args.duration > 0.0 && args.warmup >= 0.0) {
-        bail!("--duration must be positive and --warmup not negative");
-    }
-    let runtime = match args.client_threads {
-        1 => tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()?,
-        n => tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(n)
-            .enable_all()
-            .build()?,
-    };
+    super::check_shape(
+        args.clients,
+        args.inflight,
+        args.client_threads,
+        args.duration,
+        args.warmup,
+    )?;
+    let runtime = super::load_generator_runtime(args.client_threads)?;
     let (totals, seconds) = runtime.block_on(bench(&args))?;
     let per_sec = totals.acked() as f64 / seconds;
     if args.json {
