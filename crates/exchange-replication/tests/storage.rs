@@ -3,7 +3,9 @@
 
 use exchange_replication::raft::eraftpb::{ConfState, Entry, HardState, Snapshot};
 use exchange_replication::raft::Storage;
-use exchange_replication::{write_snapshot, DiskStorage, StorageOptions};
+use exchange_replication::{
+    write_snapshot, DiskStorage, SnapshotData, StorageOptions, StorageRecovery,
+};
 
 fn entry(index: u64, term: u64, data: &[u8]) -> Entry {
     Entry {
@@ -14,7 +16,9 @@ fn entry(index: u64, term: u64, data: &[u8]) -> Entry {
     }
 }
 
-fn open(dir: &std::path::Path) -> DiskStorage {
+/// Opens the storage of a three-voter cluster kept in `dir`, with what
+/// recovery found there.
+fn reopen(dir: &std::path::Path) -> (DiskStorage, Option<SnapshotData>, StorageRecovery) {
     DiskStorage::open(
         &dir.join("log"),
         &dir.join("snapshots"),
@@ -22,7 +26,10 @@ fn open(dir: &std::path::Path) -> DiskStorage {
         StorageOptions::default(),
     )
     .expect("open storage")
-    .0
+}
+
+fn open(dir: &std::path::Path) -> DiskStorage {
+    reopen(dir).0
 }
 
 fn data(storage: &DiskStorage, from: u64, to: u64) -> Vec<Vec<u8>> {
@@ -152,13 +159,7 @@ fn an_installed_snapshot_restarts_the_log_after_it() {
     assert_eq!(storage.term(40).unwrap(), 4);
     storage.append(&[entry(41, 4, b"next")]).unwrap();
     drop(storage);
-    let (storage, restored, _) = DiskStorage::open(
-        &dir.path().join("log"),
-        &dir.path().join("snapshots"),
-        &[1, 2, 3],
-        StorageOptions::default(),
-    )
-    .unwrap();
+    let (storage, restored, _) = reopen(dir.path());
     let restored = restored.expect("the snapshot");
     assert_eq!(
         (restored.index, restored.term, restored.data),
@@ -184,13 +185,7 @@ fn a_log_that_contradicts_the_snapshot_is_discarded_on_open() {
         ..ConfState::default()
     };
     write_snapshot(&dir.path().join("snapshots"), 3, 2, &conf, b"s", 2).unwrap();
-    let (storage, _, recovery) = DiskStorage::open(
-        &dir.path().join("log"),
-        &dir.path().join("snapshots"),
-        &[1, 2, 3],
-        StorageOptions::default(),
-    )
-    .unwrap();
+    let (storage, _, recovery) = reopen(dir.path());
     assert!(recovery.discarded_log);
     assert_eq!(
         (
@@ -209,13 +204,7 @@ fn a_log_that_contradicts_the_snapshot_is_discarded_on_open() {
         .unwrap();
     drop(storage);
     write_snapshot(&dir.path().join("snapshots"), 3, 1, &conf, b"s", 2).unwrap();
-    let (storage, _, recovery) = DiskStorage::open(
-        &dir.path().join("log"),
-        &dir.path().join("snapshots"),
-        &[1, 2, 3],
-        StorageOptions::default(),
-    )
-    .unwrap();
+    let (storage, _, recovery) = reopen(dir.path());
     assert!(!recovery.discarded_log);
     assert_eq!(
         (
