@@ -75,6 +75,8 @@ fn replayed(data_dir: &std::path::Path, through: u64) -> exchange_reporting::Dum
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reporter_behind_and_lagging_still_writes_every_entry_once() {
+    // The reporter's log shows in a failure's output.
+    let _ = tracing_subscriber::fmt().with_test_writer().try_init();
     let dir = tempfile::tempdir().expect("temp dir");
     let config = PipelineConfig {
         submit_queue: 1_024,
@@ -200,5 +202,78 @@ async fn a_reporter_behind_and_lagging_still_writes_every_entry_once() {
         "the orders traded ({})",
         dump.trades.len()
     );
+    assert_eq!(dump, replayed(dir.path(), applied));
+}
+
+/// A burst bigger than the event buffer arrives while the reporter lingers
+/// over a batch it has begun: the batch it writes has a gap inside it,
+/// which the journal fills.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lag_in_the_middle_of_a_batch_is_filled_from_the_journal() {
+    let _ = tracing_subscriber::fmt().with_test_writer().try_init();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let config = PipelineConfig {
+        submit_queue: 1_024,
+        core_queue: 64,
+        events_buffer: 8,
+        snapshot_every: 1_000,
+        snapshot_dir: dir.path().join("snapshots"),
+    };
+    let (pipeline, _) = node::start(dir.path(), config).expect("start a node");
+    let handle = pipeline.handle.clone();
+    for line in SETUP {
+        submit(&handle, line).await;
+    }
+    let path = dir.path().join("reporting.sqlite");
+    let (reporting, reporter) = Reporting::start(
+        &handle,
+        ReporterConfig {
+            target: Target::Sqlite(path.clone()),
+            data_dir: dir.path().to_path_buf(),
+            max_batch: 10_000,
+            // Long enough that the burst below lands inside it.
+            linger: Duration::from_secs(2),
+            read_wait: Duration::from_secs(30),
+            background: false,
+            journal_tail_dropped: false,
+            replica_of_many: false,
+        },
+    )
+    .expect("start reporting");
+    let applied = handle.query(|s| s.applied_index).await.expect("query");
+    assert!(reporting.wait_until(applied, DEADLINE).await, "caught up");
+    let caught_up = metric(&reporting, "exchange_reporting_caught_up_entries_total");
+
+    // One entry starts a batch; the burst (sent at once, so it is applied
+    // back to back) overflows the buffer while the batch lingers.
+    orders(&handle, 0, 1).await;
+    let burst: Vec<_> = (1..40u64)
+        .map(|n| {
+            let handle = handle.clone();
+            tokio::spawn(async move { orders(&handle, n, 1).await })
+        })
+        .collect();
+    for order in burst {
+        order.await.expect("order");
+    }
+    let applied = handle.query(|s| s.applied_index).await.expect("query");
+    assert!(
+        reporting.wait_until(applied, DEADLINE).await,
+        "caught up after the burst"
+    );
+    assert!(
+        metric(&reporting, "exchange_reporting_caught_up_entries_total") > caught_up,
+        "the entries lost to the lag came from the journal"
+    );
+
+    drop(handle);
+    drop(reporting);
+    pipeline.join();
+    reporter.join();
+    let dump = Store::open(&Target::Sqlite(path))
+        .expect("open")
+        .dump()
+        .expect("dump");
+    assert_eq!(dump.position.log_index, applied);
     assert_eq!(dump, replayed(dir.path(), applied));
 }

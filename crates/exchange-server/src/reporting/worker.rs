@@ -154,16 +154,19 @@ impl Worker {
         }
     }
 
-    /// Writes a batch received live, first re-deriving any entries between
-    /// the store's position and it.
+    /// Writes a batch received live, first re-deriving from the journal
+    /// whatever is missing before each run of consecutive entries in it: a
+    /// lag while the batch filled up leaves a gap inside the batch, not
+    /// only before it.
     fn write_live(&mut self, batch: &[Arc<Applied>]) -> Result<(), CatchUpError> {
-        let Some(first) = batch.first() else {
-            return Ok(());
-        };
-        if first.index > self.store.position().log_index + 1 {
-            self.catch_up(first.index - 1)?;
+        for run in batch.chunk_by(|before, after| after.index == before.index + 1) {
+            let first = run[0].index;
+            if first > self.store.position().log_index + 1 {
+                self.catch_up(first - 1)?;
+            }
+            self.write(run.iter().map(|a| &**a), false)?;
         }
-        self.write(batch.iter().map(|a| &**a), false)
+        Ok(())
     }
 
     /// Brings the store up to `through` from the journal.
