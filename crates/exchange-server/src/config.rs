@@ -85,6 +85,10 @@ pub struct Config {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct ReportingConfig {
+    /// Whether this node writes a reporting store at all. Off, its history
+    /// reads answer `503 reporting_disabled`, and its cores do nothing but
+    /// trading: for a node whose history is served elsewhere.
+    pub enabled: bool,
     /// `postgres://user:password@host/db`, or `sqlite:PATH`; unset: the
     /// SQLite file `reporting.sqlite` in the data directory.
     pub url: Option<String>,
@@ -105,6 +109,7 @@ pub struct ReportingConfig {
 impl Default for ReportingConfig {
     fn default() -> Self {
         ReportingConfig {
+            enabled: true,
             url: None,
             max_batch: 4_096,
             linger_ms: 5,

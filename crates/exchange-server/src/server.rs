@@ -190,12 +190,20 @@ pub async fn run_with_gateways(
     let (pipeline, report) = node::start_cluster(&data_dir, pipeline_config(&config), &cluster)?;
     report_recovery(&report);
     let handle = pipeline.handle.clone();
-    let (reporting, reporter) = start_reporting(
-        &handle,
-        &config,
-        report.truncated_bytes > 0,
-        cluster.voters().len() > 1 || cluster.join,
-    )?;
+    let reporting = if config.reporting.enabled {
+        Some(start_reporting(
+            &handle,
+            &config,
+            report.truncated_bytes > 0,
+            cluster.voters().len() > 1 || cluster.join,
+        )?)
+    } else {
+        eprintln!(
+            "reporting store: disabled ([reporting] enabled = false); history reads answer 503"
+        );
+        None
+    };
+    let (reporting, reporter) = reporting.unzip();
     handle.set_leader_urls(config.cluster.http_urls()?);
     if let Some(addr) = cluster.peers.get(&cluster.node_id) {
         eprintln!(
@@ -233,9 +241,11 @@ pub async fn run_with_gateways(
     if let Some(addr) = market.retransmit_addr {
         eprintln!("market-data feed: retransmission and snapshots on tcp://{addr}");
     }
-    let app = AppState::new(handle.clone(), config.clone(), token, ready.clone())
-        .with_market_data(market.market.clone())
-        .with_reporting(reporting.clone());
+    let mut app = AppState::new(handle.clone(), config.clone(), token, ready.clone())
+        .with_market_data(market.market.clone());
+    if let Some(reporting) = &reporting {
+        app = app.with_reporting(reporting.clone());
+    }
     let listener = tokio::net::TcpListener::bind(config.listen).await?;
     eprintln!("exchange listening on http://{}", listener.local_addr()?);
     if demo {
@@ -248,11 +258,13 @@ pub async fn run_with_gateways(
     }
     // History reads right after a restart must not wait on a long
     // catch-up: the store first reaches what recovery applied.
-    if !reporting
-        .wait_until(report.applied_index, std::time::Duration::from_secs(600))
-        .await
-    {
-        eprintln!("reporting: WARNING: the store is still behind the journal; history reads may answer 503");
+    if let Some(reporting) = &reporting {
+        if !reporting
+            .wait_until(report.applied_index, std::time::Duration::from_secs(600))
+            .await
+        {
+            eprintln!("reporting: WARNING: the store is still behind the journal; history reads may answer 503");
+        }
     }
     ready.store(true, std::sync::atomic::Ordering::Release);
     // Small WebSocket frames (market data, order updates) must leave at
@@ -276,7 +288,9 @@ pub async fn run_with_gateways(
     let _ = tokio::task::spawn_blocking(move || {
         pipeline.join();
         // It writes what the core published last, then stops.
-        reporter.join();
+        if let Some(reporter) = reporter {
+            reporter.join();
+        }
     })
     .await;
     Ok(())

@@ -364,3 +364,43 @@ fn a_store_ahead_of_the_journal_is_refused() {
         "{stderr}"
     );
 }
+
+/// `[reporting] enabled = false`: trading and live state as usual, no
+/// store on disk, history reads refused with a specific answer.
+#[test]
+fn a_node_without_a_reporting_store_trades_and_refuses_history() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let config = dir.path().join("exchange.toml");
+    std::fs::write(&config, "[reporting]\nenabled = false\n").expect("write config");
+    let data = dir.path().join("data");
+    let mut server = Server::start_with(&data, Some(&config));
+    let (buyer, seller) = (server.api.funded_account(), server.api.funded_account());
+    let api = &server.api;
+    api.place(&seller, &support::limit("sell", "60000", "0.01", "ask-1"));
+    let taken = api.place(&buyer, &support::limit("buy", "60000", "0.01", "bid-1"));
+    assert_eq!(taken["status"], "filled", "{taken}");
+    let open = api.signed(&seller, "GET", "/v1/orders?status=open", "");
+    assert_eq!(open.status, 200, "{}", open.text());
+
+    for path in ["/v1/fills", "/v1/orders?status=all"] {
+        api.signed(&buyer, "GET", path, "")
+            .expect_error(503, "reporting_disabled", path);
+    }
+    let candles = api.get("/v1/markets/BTC-USD/candles");
+    assert_eq!(candles.status, 200, "{}", candles.text());
+    let status = api.admin("GET", "/admin/status", "").json();
+    assert!(status["reporting_lag"].is_null(), "{status}");
+    server.stop_with(libc::SIGTERM);
+    assert!(
+        !data.join("reporting.sqlite").exists(),
+        "no store was created"
+    );
+
+    // Turned on, the node builds its store from the journal.
+    std::fs::write(&config, "[reporting]\nenabled = true\n").expect("write config");
+    let server = Server::start_with(&data, Some(&config));
+    let fills = server.api.signed(&buyer, "GET", "/v1/fills", "").json();
+    let fills = fills["fills"].as_array().expect("fills");
+    assert_eq!(fills.len(), 1, "{fills:?}");
+    assert_eq!(fills[0]["price"], "60000", "{fills:?}");
+}

@@ -33,13 +33,13 @@ type Reply = Result<Json<Value>, ApiError>;
 /// Fills returned when the client gives no `limit`.
 pub const DEFAULT_FILLS_LIMIT: usize = 100;
 
+/// No Retry-After: a node without a reporting store stays without one.
 fn reporting_unavailable() -> ApiError {
     ApiError::new(
         StatusCode::SERVICE_UNAVAILABLE,
-        "unavailable",
-        "this node does not run the reporting service",
+        "reporting_disabled",
+        "this node keeps no reporting store ([reporting] enabled = false), so it serves no history",
     )
-    .with_retry_after(1)
 }
 
 impl From<ReadError> for ApiError {

@@ -190,15 +190,19 @@ impl Worker {
         };
         match read(self, after) {
             // A replica that joined by snapshot never had what came
-            // before it: its store's history starts there.
+            // before it, and a new store on a node that ran without one
+            // ([reporting] enabled = false) finds the log compacted: the
+            // store's history starts at the oldest state kept. A store
+            // that has a position on a single node never gets here (the
+            // log is kept from its position on), so there it is an error.
             Err(CatchUpError::BeforeOldestState {
                 command, event_seq, ..
-            }) if self.replica_of_many => {
+            }) if self.replica_of_many || after == 0 => {
                 tracing::warn!(
                     from = after + 1,
                     through = command,
-                    "entries before this replica's first snapshot are not on it; its reporting \
-                     store starts after them"
+                    "entries before the oldest snapshot are no longer on this node; its \
+                     reporting store starts after them"
                 );
                 let skipped = self.store.skip_to(command, event_seq)?;
                 self.inner.written.send_replace(skipped.log_index);
