@@ -81,6 +81,10 @@ pub struct E2eArgs {
     /// With --url: the server's process id, to report its CPU time.
     #[arg(long)]
     pub server_pid: Option<u32>,
+    /// The server started for the run keeps no reporting store
+    /// (`[reporting] enabled = false`): only trading on its cores.
+    #[arg(long, conflicts_with = "url")]
+    pub no_reporting: bool,
     /// Threads of the load generator's runtime.
     #[arg(long, default_value_t = 1)]
     pub client_threads: usize,
@@ -177,7 +181,7 @@ async fn bench(args: E2eArgs) -> anyhow::Result<Figures> {
                     dir.path().display()
                 );
             }
-            let process = ServerProcess::start(dir.path(), &token)?;
+            let process = ServerProcess::start(dir.path(), &token, !args.no_reporting)?;
             (process.addr, Some(process))
         }
     };

@@ -244,7 +244,7 @@ async fn bench(args: MarketdataArgs) -> anyhow::Result<()> {
             (addr, None)
         }
         None => {
-            let server = ServerProcess::start(dir.path(), &token)?;
+            let server = ServerProcess::start(dir.path(), &token, true)?;
             (server.addr, Some(server))
         }
     };

@@ -25,13 +25,15 @@ impl ServerProcess {
     /// off: they are a per-key policy, and the bench measures capacity with
     /// a handful of keys. Durability is not touched: every acknowledged
     /// command is fsync'd as in production.
-    pub fn start(dir: &Path, admin_token: &str) -> anyhow::Result<ServerProcess> {
+    pub fn start(dir: &Path, admin_token: &str, reporting: bool) -> anyhow::Result<ServerProcess> {
         let port = TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
         let addr = SocketAddr::from(([127, 0, 0, 1], port));
         let config = dir.join("config.toml");
         std::fs::write(
             &config,
-            "rate_limit_per_sec = 0\nrate_limit_burst = 1000000\n",
+            format!(
+                "rate_limit_per_sec = 0\nrate_limit_burst = 1000000\n[reporting]\nenabled = {reporting}\n"
+            ),
         )?;
         let child = Command::new(std::env::current_exe()?)
             .arg("serve")
