@@ -223,16 +223,11 @@ impl Reporting {
             linger: config.linger,
             inner: inner.clone(),
             replica_of_many: config.replica_of_many,
+            background: config.background,
         };
-        let background = config.background;
         let thread = std::thread::Builder::new()
             .name("reporter".into())
-            .spawn(move || {
-                if background {
-                    crate::threads::background();
-                }
-                worker.run(events)
-            })
+            .spawn(move || worker.run(events, journal))
             .map_err(|e| StoreError::Schema(format!("cannot start the reporter thread: {e}")))?;
         Ok((
             Reporting { inner },

@@ -33,10 +33,22 @@ pub(super) struct Worker {
     pub(super) inner: Arc<Inner>,
     /// See [`ReporterConfig::replica_of_many`].
     pub(super) replica_of_many: bool,
+    /// Run in the background once caught up with recovery (see
+    /// [`Worker::run`]).
+    pub(super) background: bool,
 }
 
 impl Worker {
-    pub(super) fn run(mut self, mut events: broadcast::Receiver<Arc<Applied>>) {
+    /// Catches up with `recovered` (what recovery applied) at normal
+    /// priority, then goes to the background if configured: the node
+    /// reports ready and opens its HTTP gateway only once the store holds
+    /// what recovery applied, and an idle-policy thread on a busy machine
+    /// (other processes, or a restart under load) could take minutes.
+    pub(super) fn run(mut self, mut events: broadcast::Receiver<Arc<Applied>>, recovered: u64) {
+        self.retry(&events, |worker| worker.catch_up(recovered));
+        if self.background {
+            crate::threads::background();
+        }
         // Only to wait for the next entry with a timeout.
         let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
             .enable_time()
