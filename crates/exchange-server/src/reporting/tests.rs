@@ -12,7 +12,7 @@ use super::catch_up::committed_entries;
 use super::{ReporterConfig, Reporting};
 use crate::entry::LogEntry;
 use crate::node;
-use crate::sequencer::{Handle, PipelineConfig};
+use crate::sequencer::{Handle, Pipeline, PipelineConfig};
 use crate::state::Applied;
 
 const DEADLINE: Duration = Duration::from_secs(60);
@@ -73,35 +73,41 @@ fn replayed(data_dir: &std::path::Path, through: u64) -> exchange_reporting::Dum
     store.dump().expect("dump")
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_reporter_behind_and_lagging_still_writes_every_entry_once() {
+/// A node with a tiny event buffer (a held-up reporter loses live
+/// messages at once), BTC-USD listed and accounts funded.
+async fn start_node(dir: &std::path::Path, snapshot_every: u64) -> (Pipeline, Handle) {
     // The reporter's log shows in a failure's output.
     let _ = tracing_subscriber::fmt().with_test_writer().try_init();
-    let dir = tempfile::tempdir().expect("temp dir");
     let config = PipelineConfig {
         submit_queue: 1_024,
         core_queue: 64,
-        // Tiny: a held-up reporter loses live messages at once.
         events_buffer: 8,
-        snapshot_every: 10,
-        snapshot_dir: dir.path().join("snapshots"),
+        snapshot_every,
+        snapshot_dir: dir.join("snapshots"),
     };
-    let (pipeline, _) = node::start(dir.path(), config).expect("start a node");
+    let (pipeline, _) = node::start(dir, config).expect("start a node");
     let handle = pipeline.handle.clone();
     for line in SETUP {
         submit(&handle, line).await;
     }
-    orders(&handle, 0, 30).await;
+    (pipeline, handle)
+}
 
-    // Started behind: everything so far comes from the journal.
-    let path = dir.path().join("reporting.sqlite");
+/// A reporter in the foreground writing `reporting.sqlite` in `dir`.
+fn start_reporter(
+    handle: &Handle,
+    dir: &std::path::Path,
+    max_batch: usize,
+    linger: Duration,
+) -> (Reporting, super::Reporter, std::path::PathBuf) {
+    let path = dir.join("reporting.sqlite");
     let (reporting, reporter) = Reporting::start(
-        &handle,
+        handle,
         ReporterConfig {
             target: Target::Sqlite(path.clone()),
-            data_dir: dir.path().to_path_buf(),
-            max_batch: 64,
-            linger: Duration::from_millis(2),
+            data_dir: dir.to_path_buf(),
+            max_batch,
+            linger,
             read_wait: Duration::from_secs(30),
             background: false,
             journal_tail_dropped: false,
@@ -109,6 +115,37 @@ async fn a_reporter_behind_and_lagging_still_writes_every_entry_once() {
         },
     )
     .expect("start reporting");
+    (reporting, reporter, path)
+}
+
+/// Stops the node and its reporter (which writes what the core published
+/// last) and reads the whole store.
+fn stop_and_dump(
+    pipeline: Pipeline,
+    handle: Handle,
+    reporting: Reporting,
+    reporter: super::Reporter,
+    path: std::path::PathBuf,
+) -> exchange_reporting::Dump {
+    drop(handle);
+    drop(reporting);
+    pipeline.join();
+    reporter.join();
+    Store::open(&Target::Sqlite(path))
+        .expect("open")
+        .dump()
+        .expect("dump")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reporter_behind_and_lagging_still_writes_every_entry_once() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (pipeline, handle) = start_node(dir.path(), 10).await;
+    orders(&handle, 0, 30).await;
+
+    // Started behind: everything so far comes from the journal.
+    let (reporting, reporter, path) =
+        start_reporter(&handle, dir.path(), 64, Duration::from_millis(2));
     let applied = handle.query(|s| s.applied_index).await.expect("query");
     assert!(reporting.wait_until(applied, DEADLINE).await, "caught up");
     // (The very last entry may still arrive live: it is published just
@@ -188,14 +225,7 @@ async fn a_reporter_behind_and_lagging_still_writes_every_entry_once() {
     );
     assert_eq!(metric(&reporting, "exchange_reporting_lag_entries"), 0);
 
-    drop(handle);
-    drop(reporting);
-    pipeline.join();
-    reporter.join();
-    let dump = Store::open(&Target::Sqlite(path))
-        .expect("open")
-        .dump()
-        .expect("dump");
+    let dump = stop_and_dump(pipeline, handle, reporting, reporter, path);
     assert_eq!(dump.position.log_index, applied);
     assert!(
         dump.trades.len() > 20,
@@ -210,36 +240,11 @@ async fn a_reporter_behind_and_lagging_still_writes_every_entry_once() {
 /// which the journal fills.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lag_in_the_middle_of_a_batch_is_filled_from_the_journal() {
-    let _ = tracing_subscriber::fmt().with_test_writer().try_init();
     let dir = tempfile::tempdir().expect("temp dir");
-    let config = PipelineConfig {
-        submit_queue: 1_024,
-        core_queue: 64,
-        events_buffer: 8,
-        snapshot_every: 1_000,
-        snapshot_dir: dir.path().join("snapshots"),
-    };
-    let (pipeline, _) = node::start(dir.path(), config).expect("start a node");
-    let handle = pipeline.handle.clone();
-    for line in SETUP {
-        submit(&handle, line).await;
-    }
-    let path = dir.path().join("reporting.sqlite");
-    let (reporting, reporter) = Reporting::start(
-        &handle,
-        ReporterConfig {
-            target: Target::Sqlite(path.clone()),
-            data_dir: dir.path().to_path_buf(),
-            max_batch: 10_000,
-            // Long enough that the burst below lands inside it.
-            linger: Duration::from_secs(2),
-            read_wait: Duration::from_secs(30),
-            background: false,
-            journal_tail_dropped: false,
-            replica_of_many: false,
-        },
-    )
-    .expect("start reporting");
+    let (pipeline, handle) = start_node(dir.path(), 1_000).await;
+    // A linger long enough that the burst below lands inside it.
+    let (reporting, reporter, path) =
+        start_reporter(&handle, dir.path(), 10_000, Duration::from_secs(2));
     let applied = handle.query(|s| s.applied_index).await.expect("query");
     assert!(reporting.wait_until(applied, DEADLINE).await, "caught up");
     let caught_up = metric(&reporting, "exchange_reporting_caught_up_entries_total");
@@ -266,14 +271,7 @@ async fn a_lag_in_the_middle_of_a_batch_is_filled_from_the_journal() {
         "the entries lost to the lag came from the journal"
     );
 
-    drop(handle);
-    drop(reporting);
-    pipeline.join();
-    reporter.join();
-    let dump = Store::open(&Target::Sqlite(path))
-        .expect("open")
-        .dump()
-        .expect("dump");
+    let dump = stop_and_dump(pipeline, handle, reporting, reporter, path);
     assert_eq!(dump.position.log_index, applied);
     assert_eq!(dump, replayed(dir.path(), applied));
 }
