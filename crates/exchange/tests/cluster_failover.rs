@@ -270,6 +270,7 @@ fn killing_the_leader_under_load_loses_no_acknowledged_order() {
                 })
             })
             .collect();
+        let _stop_workers = support::OnPanic(|| stop.store(true, Ordering::SeqCst));
         wait_until("orders acknowledged before the kill", || {
             total.load(Ordering::SeqCst) >= ACKS_BEFORE_KILL
         });

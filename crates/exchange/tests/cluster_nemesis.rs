@@ -134,6 +134,7 @@ fn nemesis_rounds_keep_every_acknowledged_order_and_one_history() {
             let shared = &shared;
             scope.spawn(move || writer(shared, index, account));
         }
+        let _stop_writers = support::OnPanic(|| shared.stop.store(true, Ordering::SeqCst));
         for round in 0..rounds {
             std::thread::sleep(Duration::from_millis(100 + rng.below(400)));
             let victim = 1 + rng.below(3);

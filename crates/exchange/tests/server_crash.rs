@@ -221,6 +221,12 @@ fn load_and_kill(server: &mut Server, accounts: &[Account]) -> Vec<Report> {
                     .push(scope.spawn(move || worker(api, account, index, &name, killing, acked)));
             }
         }
+        // The workers stop when the server stops answering.
+        let pid = server.pid();
+        // SAFETY: kill(2) on the test's own child process.
+        let _kill_server = support::OnPanic(move || unsafe {
+            libc::kill(pid, libc::SIGKILL);
+        });
         let start = Instant::now();
         // Load for a while, and long enough to have something to check.
         wait_until("acknowledged orders under load", || {

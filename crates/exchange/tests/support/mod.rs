@@ -13,7 +13,7 @@ use std::io::{self, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use hmac::{Hmac, Mac};
@@ -41,10 +41,55 @@ pub fn unix_now() -> u64 {
         .as_secs()
 }
 
-/// A port nobody listened on a moment ago.
+/// A port nobody listened on a moment ago, below the kernel's ephemeral
+/// range: a port from that range can become any outgoing connection's
+/// source port while a test's node is down for a restart, and the node
+/// then cannot listen on it again ("Address already in use").
 pub fn free_port() -> u16 {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind an ephemeral port");
-    listener.local_addr().expect("local address").port()
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let ephemeral_low = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|range| range.split_whitespace().next()?.parse::<u32>().ok())
+        .unwrap_or(32_768);
+    const LOW: u32 = 10_000;
+    if ephemeral_low <= LOW + 1_000 {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind an ephemeral port");
+        return listener.local_addr().expect("local address").port();
+    }
+    // Spread over the range so parallel tests (and processes) rarely try
+    // the same port; a taken one is skipped.
+    let seed = u64::from(std::process::id()) << 32 ^ u64::from(unix_nanos_low());
+    for _ in 0..10_000 {
+        let mut x = seed
+            .wrapping_add(NEXT.fetch_add(1, Ordering::Relaxed))
+            .wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        x ^= x >> 31;
+        let port = (LOW + (x % u64::from(ephemeral_low - LOW)) as u32) as u16;
+        if TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
+    panic!("no free port below {ephemeral_low}");
+}
+
+fn unix_nanos_low() -> u32 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or_default()
+}
+
+/// Runs its closure if dropped while the thread unwinds. A failed check
+/// inside `std::thread::scope` must stop the scope's load threads, or the
+/// scope waits for them forever instead of failing the test.
+pub struct OnPanic<F: FnMut()>(pub F);
+
+impl<F: FnMut()> Drop for OnPanic<F> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            (self.0)();
+        }
+    }
 }
 
 /// Lowercase hex HMAC-SHA256 over `timestamp + METHOD + path_and_query + body`.
