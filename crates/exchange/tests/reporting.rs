@@ -379,8 +379,10 @@ fn a_node_without_a_reporting_store_trades_and_refuses_history() {
     api.place(&seller, &support::limit("sell", "60000", "0.01", "ask-1"));
     let taken = api.place(&buyer, &support::limit("buy", "60000", "0.01", "bid-1"));
     assert_eq!(taken["status"], "filled", "{taken}");
-    let open = api.signed(&seller, "GET", "/v1/orders?status=open", "");
-    assert_eq!(open.status, 200, "{}", open.text());
+    for path in ["/v1/orders?status=open", "/v1/balances"] {
+        let live = api.signed(&seller, "GET", path, "");
+        assert_eq!(live.status, 200, "{path}: {}", live.text());
+    }
 
     for path in ["/v1/fills", "/v1/orders?status=all"] {
         api.signed(&buyer, "GET", path, "")
