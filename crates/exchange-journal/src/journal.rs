@@ -90,8 +90,17 @@ impl Journal {
     ) -> Result<(Journal, Recovery), JournalError> {
         fs::create_dir_all(dir).map_err(|e| io(dir, e))?;
         let mut names: Vec<(u64, PathBuf)> = Vec::new();
+        let mut purged = Vec::new();
         for item in fs::read_dir(dir).map_err(|e| io(dir, e))? {
             let path = item.map_err(|e| io(dir, e))?.path();
+            if path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.ends_with(PURGED_SUFFIX))
+            {
+                purged.push(path);
+                continue;
+            }
             let Some(stem) = path
                 .file_name()
                 .and_then(|n| n.to_str())
@@ -107,6 +116,9 @@ impl Journal {
             names.push((first, path));
         }
         names.sort();
+        if !purged.is_empty() {
+            delete_purged(purged);
+        }
         let mut recovery = Recovery::default();
         let mut segments = Vec::new();
         let count = names.len();
@@ -321,17 +333,56 @@ impl Journal {
 
     /// Deletes whole segments that hold only entries below `index` (they
     /// are covered by a snapshot). The active segment is always kept.
+    ///
+    /// The segments leave the log at once (renamed out of its namespace);
+    /// their files are deleted on another thread, see [`delete_purged`].
     pub fn purge_before(&mut self, index: u64) -> Result<usize, JournalError> {
-        let mut removed = 0;
+        let mut purged = Vec::new();
         while self.segments.len() > 1 && self.segments[1].first_index <= index {
             let segment = self.segments.remove(0);
-            fs::remove_file(&segment.path).map_err(|e| io(&segment.path, e))?;
-            removed += 1;
+            let doomed = purged_name(&segment.path);
+            fs::rename(&segment.path, &doomed).map_err(|e| io(&segment.path, e))?;
+            purged.push(doomed);
         }
+        let removed = purged.len();
         if removed > 0 {
             sync_dir(&self.dir)?;
+            delete_purged(purged);
         }
         Ok(removed)
+    }
+}
+
+/// A purged segment's name until its file is deleted: outside the `.log`
+/// names that opening and reading the journal look at.
+const PURGED_SUFFIX: &str = ".purged";
+
+fn purged_name(segment: &Path) -> PathBuf {
+    let mut name = segment.as_os_str().to_owned();
+    name.push(PURGED_SUFFIX);
+    PathBuf::from(name)
+}
+
+/// Deletes purged segment files on a thread of their own. Deleting a full
+/// segment frees its blocks, about 20 ms for 64 MiB on the benchmark
+/// machine's disk, and the caller (the Raft thread, compacting after a
+/// snapshot) must not stall every order in flight for that. A file a crash
+/// leaves behind is deleted when the journal is next opened.
+fn delete_purged(paths: Vec<PathBuf>) {
+    let delete = |paths: &[PathBuf]| {
+        for path in paths {
+            // Best effort: one left behind goes at the next open.
+            let _ = fs::remove_file(path);
+        }
+    };
+    let spawned = std::thread::Builder::new()
+        .name("journal-purge".into())
+        .spawn({
+            let paths = paths.clone();
+            move || delete(&paths)
+        });
+    if spawned.is_err() {
+        delete(&paths);
     }
 }
 

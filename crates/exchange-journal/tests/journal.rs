@@ -162,6 +162,53 @@ fn truncate_from_and_purge_before() {
     assert_eq!(journal.read(100, 1).unwrap()[0].index, 100);
 }
 
+/// Purged segments leave the log at once and their files soon after; one
+/// a crash left behind is ignored and deleted by the next open.
+#[test]
+fn purged_segment_files_are_deleted_and_leftovers_ignored() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut journal = filled(dir.path(), 300, 1_000);
+    let removed = journal.purge_before(200).unwrap();
+    assert!(removed > 0);
+    let leftovers = || {
+        fs::read_dir(dir.path())
+            .unwrap()
+            .filter(|e| {
+                e.as_ref()
+                    .unwrap()
+                    .file_name()
+                    .to_string_lossy()
+                    .ends_with(".purged")
+            })
+            .count()
+    };
+    let started = std::time::Instant::now();
+    while leftovers() > 0 {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(30),
+            "purged files were not deleted"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let first = journal.first_index();
+    drop(journal);
+
+    // As a crash between the rename and the delete leaves it.
+    let stale = dir.path().join(format!("{:020}.log.purged", 1));
+    fs::write(&stale, b"not a segment").unwrap();
+    let (journal, _) = Journal::open(dir.path(), 1, 1_000).unwrap();
+    assert_eq!(journal.first_index(), first);
+    assert_eq!(journal.read(first, 1).unwrap()[0].index, first);
+    let started = std::time::Instant::now();
+    while stale.exists() {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(30),
+            "a purged file left by a crash stayed"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
 #[test]
 fn snapshots_keep_the_newest_valid_one() {
     let dir = tempfile::tempdir().unwrap();
