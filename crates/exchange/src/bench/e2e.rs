@@ -292,20 +292,17 @@ async fn bench(args: E2eArgs) -> anyhow::Result<Figures> {
 }
 
 pub fn run(mut args: E2eArgs) -> anyhow::Result<()> {
-    if args.sequential {
-        (args.clients, args.inflight) = (1, 1);
-    }
-    super::check_shape(
-        args.clients,
-        args.inflight,
-        args.client_threads,
-        args.duration,
-        args.warmup,
-    )?;
     if args.url.is_some() && args.admin_token.is_none() {
         bail!("--url needs --admin-token to create the accounts");
     }
-    let runtime = super::load_generator_runtime(args.client_threads)?;
+    let runtime = super::load_generator(super::LoadShape {
+        sequential: args.sequential,
+        clients: &mut args.clients,
+        inflight: &mut args.inflight,
+        client_threads: args.client_threads,
+        duration: args.duration,
+        warmup: args.warmup,
+    })?;
     let json = args.json;
     let figures = runtime.block_on(bench(args))?;
     if json {

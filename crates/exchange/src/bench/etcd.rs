@@ -194,17 +194,14 @@ async fn bench(args: &EtcdArgs) -> anyhow::Result<(Totals, f64)> {
 }
 
 pub fn run(mut args: EtcdArgs) -> anyhow::Result<()> {
-    if args.sequential {
-        (args.clients, args.inflight) = (1, 1);
-    }
-    super::check_shape(
-        args.clients,
-        args.inflight,
-        args.client_threads,
-        args.duration,
-        args.warmup,
-    )?;
-    let runtime = super::load_generator_runtime(args.client_threads)?;
+    let runtime = super::load_generator(super::LoadShape {
+        sequential: args.sequential,
+        clients: &mut args.clients,
+        inflight: &mut args.inflight,
+        client_threads: args.client_threads,
+        duration: args.duration,
+        warmup: args.warmup,
+    })?;
     let (totals, seconds) = runtime.block_on(bench(&args))?;
     let per_sec = totals.acked() as f64 / seconds;
     if args.json {

@@ -23,41 +23,45 @@ mod workload;
 #[cfg(test)]
 mod tests;
 
-/// Checks the shape shared by `bench e2e` and `bench etcd` (after
-/// `--sequential` has set one client with one request in flight).
-fn check_shape(
-    clients: usize,
-    inflight: usize,
+/// The load shape `bench e2e` and `bench etcd` share.
+struct LoadShape<'a> {
+    sequential: bool,
+    clients: &'a mut usize,
+    inflight: &'a mut usize,
     client_threads: usize,
     duration: f64,
     warmup: f64,
-) -> anyhow::Result<()> {
-    if clients == 0 || inflight == 0 || client_threads == 0 {
-        anyhow::bail!("--clients, --inflight and --client-threads must be at least 1");
-    }
-    if !(duration > 0.0 && warmup >= 0.0) {
-        anyhow::bail!("--duration must be positive and --warmup not negative");
-    }
-    Ok(())
 }
 
-/// The load generator's runtime, the same for every system it drives so
-/// that side-by-side figures compare like with like. It shares the cores
-/// with what it measures; scheduled like the server's order path (see
-/// `exchange_server::threads`), it adds less of its own waiting to the
-/// latencies, as a client on its own machine would.
-fn load_generator_runtime(client_threads: usize) -> std::io::Result<tokio::runtime::Runtime> {
+/// Settles the shape (`--sequential`: one client with one request in
+/// flight), checks it, and builds the load generator's runtime: the same
+/// for every system driven, so that side-by-side figures compare like
+/// with like. It shares the cores with what it measures; scheduled like
+/// the server's order path (see `exchange_server::threads`), it adds less
+/// of its own waiting to the latencies, as a client on its own machine
+/// would.
+fn load_generator(shape: LoadShape<'_>) -> anyhow::Result<tokio::runtime::Runtime> {
+    if shape.sequential {
+        (*shape.clients, *shape.inflight) = (1, 1);
+    }
+    if *shape.clients == 0 || *shape.inflight == 0 || shape.client_threads == 0 {
+        anyhow::bail!("--clients, --inflight and --client-threads must be at least 1");
+    }
+    if !(shape.duration > 0.0 && shape.warmup >= 0.0) {
+        anyhow::bail!("--duration must be positive and --warmup not negative");
+    }
     exchange_server::threads::latency_sensitive();
-    match client_threads {
+    let runtime = match shape.client_threads {
         1 => tokio::runtime::Builder::new_current_thread()
             .enable_all()
-            .build(),
+            .build()?,
         n => tokio::runtime::Builder::new_multi_thread()
             .worker_threads(n)
             .enable_all()
             .on_thread_start(exchange_server::threads::latency_sensitive)
-            .build(),
-    }
+            .build()?,
+    };
+    Ok(runtime)
 }
 
 pub use workload::EngineArgs;
