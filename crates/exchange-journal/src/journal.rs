@@ -11,17 +11,61 @@
 //! at the tail of the last segment is what a crash mid-write leaves: it was
 //! never acknowledged, so it is cut off and reported. The same damage
 //! anywhere else means acknowledged data is gone, and opening fails.
+//!
+//! With preallocation on, segments after the first few MiB come from
+//! [`crate::spare`]: files written full of zeros ahead of need, so that
+//! appends overwrite allocated blocks. Records are therefore written at
+//! the segment's logical end, not the file's, and an all-zero remainder
+//! after the last record is unused room, not damage.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 use crate::error::JournalError;
-use crate::record::{self, Entry, Invalid, HEADER_BYTES, MAX_PAYLOAD_BYTES};
+use crate::record::{self, Entry, MAX_PAYLOAD_BYTES};
+use crate::scan::scan_segment;
+use crate::spare::Spares;
 
 pub(crate) const SEGMENT_MAGIC: &[u8; 8] = b"EXJRNL01";
 /// Default segment size before rolling over.
 pub const DEFAULT_SEGMENT_BYTES: u64 = 64 << 20;
+/// How much a segment that grows as it is written (the first one, or one
+/// cut by recovery or a truncation) takes before a preallocated spare is
+/// prepared, which the log then rolls onto as soon as it is ready. Below
+/// this a journal never writes a spare: a node that takes a few orders
+/// (every test) pays no 64 MiB of zeros.
+pub const DEFAULT_PREALLOCATE_AFTER: u64 = 4 << 20;
+
+/// How a journal lays out its files.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct JournalOptions {
+    /// Size at which a segment rolls over.
+    pub segment_bytes: u64,
+    /// Preallocate segments ([`crate::spare`]) once the active segment
+    /// holds this many bytes; `None`: segments grow as they are written.
+    pub preallocate_after: Option<u64>,
+}
+
+impl JournalOptions {
+    /// Growing segments of `segment_bytes`, nothing preallocated.
+    pub fn plain(segment_bytes: u64) -> JournalOptions {
+        JournalOptions {
+            segment_bytes,
+            preallocate_after: None,
+        }
+    }
+}
+
+impl Default for JournalOptions {
+    fn default() -> Self {
+        JournalOptions {
+            segment_bytes: DEFAULT_SEGMENT_BYTES,
+            preallocate_after: Some(DEFAULT_PREALLOCATE_AFTER),
+        }
+    }
+}
 
 /// What recovery found and did when the journal was opened.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -35,12 +79,13 @@ pub struct Recovery {
 }
 
 #[derive(Debug)]
-struct Segment {
-    path: PathBuf,
-    first_index: u64,
+pub(crate) struct Segment {
+    pub(crate) path: PathBuf,
+    pub(crate) first_index: u64,
     /// Byte offset of each record, in index order.
-    offsets: Vec<u64>,
-    len: u64,
+    pub(crate) offsets: Vec<u64>,
+    /// Where its records end (a preallocated file is longer).
+    pub(crate) len: u64,
 }
 
 impl Segment {
@@ -55,8 +100,15 @@ impl Segment {
 pub struct Journal {
     dir: PathBuf,
     segment_bytes: u64,
+    preallocate_after: Option<u64>,
+    spares: Spares,
     segments: Vec<Segment>,
+    /// The last segment's file; written at the segment's logical end.
     active: File,
+    /// Whether the active segment's file was written full of zeros to its
+    /// size ahead of need (a spare, or reopened at full size): if not, it
+    /// is left for a spare as soon as one is ready.
+    preallocated: bool,
     next_index: u64,
     buf: Vec<u8>,
     unsynced: bool,
@@ -66,7 +118,7 @@ fn segment_name(first_index: u64) -> String {
     format!("{first_index:020}.log")
 }
 
-fn io(path: &Path, source: std::io::Error) -> JournalError {
+pub(crate) fn io(path: &Path, source: std::io::Error) -> JournalError {
     JournalError::Io {
         path: path.to_path_buf(),
         source,
@@ -81,13 +133,25 @@ pub(crate) fn sync_dir(dir: &Path) -> Result<(), JournalError> {
 }
 
 impl Journal {
-    /// Opens (creating if needed) the journal in `dir`. An empty journal
-    /// starts at index `first_index`.
+    /// Opens (creating if needed) the journal in `dir` with growing
+    /// segments of `segment_bytes`. An empty journal starts at index
+    /// `first_index`.
     pub fn open(
         dir: &Path,
         first_index: u64,
         segment_bytes: u64,
     ) -> Result<(Journal, Recovery), JournalError> {
+        Journal::open_with(dir, first_index, JournalOptions::plain(segment_bytes))
+    }
+
+    /// Opens (creating if needed) the journal in `dir`. An empty journal
+    /// starts at index `first_index`.
+    pub fn open_with(
+        dir: &Path,
+        first_index: u64,
+        options: JournalOptions,
+    ) -> Result<(Journal, Recovery), JournalError> {
+        let segment_bytes = options.segment_bytes;
         fs::create_dir_all(dir).map_err(|e| io(dir, e))?;
         let mut names: Vec<(u64, PathBuf)> = Vec::new();
         let mut purged = Vec::new();
@@ -143,15 +207,16 @@ impl Journal {
         }
         let last = segments.last().expect("at least one segment");
         let next_index = last.last_index().map_or(last.first_index, |l| l + 1);
-        let active = OpenOptions::new()
-            .append(true)
-            .open(&last.path)
-            .map_err(|e| io(&last.path, e))?;
+        let active = open_active(&last.path)?;
+        let file_bytes = active.metadata().map_err(|e| io(&last.path, e))?.len();
         let journal = Journal {
             dir: dir.to_path_buf(),
             segment_bytes,
+            preallocate_after: options.preallocate_after,
+            spares: Spares::open(dir, segment_bytes, options.preallocate_after.is_some()),
             segments,
             active,
+            preallocated: file_bytes >= segment_bytes,
             next_index,
             buf: Vec::new(),
             unsynced: false,
@@ -180,10 +245,10 @@ impl Journal {
         payloads: &[P],
     ) -> Result<u64, JournalError> {
         let first = self.next_index;
-        if self
-            .segments
-            .last()
-            .is_some_and(|s| s.len >= self.segment_bytes)
+        let active_len = self.segments.last().map_or(0, |s| s.len);
+        let holds_records = active_len > SEGMENT_MAGIC.len() as u64;
+        if active_len >= self.segment_bytes
+            || (!self.preallocated && holds_records && self.spares.ready())
         {
             self.roll()?;
         }
@@ -198,7 +263,7 @@ impl Journal {
             record::encode(self.next_index, term, payload, &mut self.buf);
             self.next_index += 1;
         }
-        if let Err(e) = self.active.write_all(&self.buf) {
+        if let Err(e) = self.active.write_all_at(&self.buf, segment.len) {
             // Keep memory in line with what may be on disk: forget the batch.
             let kept = segment.offsets.len() - payloads.len();
             segment.offsets.truncate(kept);
@@ -207,6 +272,12 @@ impl Journal {
         }
         segment.len += self.buf.len() as u64;
         self.unsynced = true;
+        if self
+            .preallocate_after
+            .is_some_and(|after| segment.len >= after)
+        {
+            self.spares.want();
+        }
         Ok(first)
     }
 
@@ -222,11 +293,25 @@ impl Journal {
 
     fn roll(&mut self) -> Result<(), JournalError> {
         self.sync()?;
-        let segment = create_segment(&self.dir, self.next_index)?;
-        self.active = OpenOptions::new()
-            .append(true)
-            .open(&segment.path)
-            .map_err(|e| io(&segment.path, e))?;
+        let path = self.dir.join(segment_name(self.next_index));
+        let segment = if self.spares.take(&path)? {
+            sync_dir(&self.dir)?;
+            Segment {
+                path,
+                first_index: self.next_index,
+                offsets: Vec::new(),
+                len: SEGMENT_MAGIC.len() as u64,
+            }
+        } else {
+            create_segment(&self.dir, self.next_index)?
+        };
+        self.active = open_active(&segment.path)?;
+        self.preallocated = self
+            .active
+            .metadata()
+            .map_err(|e| io(&segment.path, e))?
+            .len()
+            >= self.segment_bytes;
         self.segments.push(segment);
         Ok(())
     }
@@ -295,13 +380,14 @@ impl Journal {
             .write(true)
             .open(&segment.path)
             .map_err(|e| io(&segment.path, e))?;
+        // Cut rather than zeroed: a crash halfway through zeroing would
+        // leave old records after the zeros. The segment then grows again
+        // until the next spare.
         file.set_len(cut)
             .and_then(|_| file.sync_all())
             .map_err(|e| io(&segment.path, e))?;
-        self.active = OpenOptions::new()
-            .append(true)
-            .open(&segment.path)
-            .map_err(|e| io(&segment.path, e))?;
+        self.active = open_active(&segment.path)?;
+        self.preallocated = false;
         self.next_index = segment.first_index + keep as u64;
         sync_dir(&self.dir)
     }
@@ -316,10 +402,8 @@ impl Journal {
         let path = self.dir.join(segment_name(next_index));
         fs::rename(&fresh, &path).map_err(|e| io(&path, e))?;
         sync_dir(&self.dir)?;
-        self.active = OpenOptions::new()
-            .append(true)
-            .open(&path)
-            .map_err(|e| io(&path, e))?;
+        self.active = open_active(&path)?;
+        self.preallocated = false;
         self.segments.push(Segment {
             path,
             first_index: next_index,
@@ -386,6 +470,15 @@ fn delete_purged(paths: Vec<PathBuf>) {
     }
 }
 
+/// Opens a segment for appending at its logical end (not the file's: a
+/// preallocated segment's file is longer than its records).
+fn open_active(path: &Path) -> Result<File, JournalError> {
+    OpenOptions::new()
+        .write(true)
+        .open(path)
+        .map_err(|e| io(path, e))
+}
+
 /// Creates a segment file holding only its header under `{index}.{suffix}`.
 fn create_segment_named(
     dir: &Path,
@@ -422,94 +515,5 @@ fn create_segment(dir: &Path, first_index: u64) -> Result<Segment, JournalError>
         first_index,
         offsets: Vec::new(),
         len: SEGMENT_MAGIC.len() as u64,
-    })
-}
-
-fn scan_segment(
-    path: &Path,
-    first_index: u64,
-    is_last: bool,
-    recovery: &mut Recovery,
-) -> Result<Segment, JournalError> {
-    let bytes = fs::read(path).map_err(|e| io(path, e))?;
-    let corrupt = |offset: u64, reason: String| JournalError::Corrupt {
-        path: path.to_path_buf(),
-        offset,
-        reason,
-    };
-    let header_ok =
-        bytes.len() >= SEGMENT_MAGIC.len() && &bytes[..SEGMENT_MAGIC.len()] == SEGMENT_MAGIC;
-    let mut segment = Segment {
-        path: path.to_path_buf(),
-        first_index,
-        offsets: Vec::new(),
-        len: 0,
-    };
-    if !header_ok {
-        // A crash while creating the newest segment leaves it short.
-        if is_last && bytes.len() < SEGMENT_MAGIC.len() && SEGMENT_MAGIC.starts_with(&bytes) {
-            let mut file = OpenOptions::new()
-                .write(true)
-                .truncate(true)
-                .open(path)
-                .map_err(|e| io(path, e))?;
-            file.write_all(SEGMENT_MAGIC)
-                .and_then(|_| file.sync_all())
-                .map_err(|e| io(path, e))?;
-            segment.len = SEGMENT_MAGIC.len() as u64;
-            recovery.truncated_bytes += bytes.len() as u64;
-            return Ok(segment);
-        }
-        return Err(corrupt(0, "bad segment header".into()));
-    }
-    let mut at = SEGMENT_MAGIC.len();
-    let mut index = first_index;
-    while at < bytes.len() {
-        match record::decode(&bytes[at..], index) {
-            Ok((_, used)) => {
-                segment.offsets.push(at as u64);
-                at += used;
-                index += 1;
-            }
-            Err(reason) => {
-                let tail_damage = matches!(
-                    reason,
-                    Invalid::Torn | Invalid::BadChecksum | Invalid::BadLength(_)
-                );
-                if !(is_last && tail_damage && is_final_record(&bytes[at..], index + 1)) {
-                    return Err(corrupt(at as u64, reason.to_string()));
-                }
-                let dropped = (bytes.len() - at) as u64;
-                let file = OpenOptions::new()
-                    .write(true)
-                    .open(path)
-                    .map_err(|e| io(path, e))?;
-                file.set_len(at as u64)
-                    .and_then(|_| file.sync_all())
-                    .map_err(|e| io(path, e))?;
-                recovery.truncated_bytes += dropped;
-                recovery.truncated_reason = Some(format!(
-                    "{}: {dropped} bytes at offset {at} dropped ({reason})",
-                    path.display()
-                ));
-                break;
-            }
-        }
-    }
-    recovery.entries += segment.offsets.len() as u64;
-    segment.len = at as u64;
-    Ok(segment)
-}
-
-/// Whether damaged bytes at the tail could be one interrupted write: a
-/// crash damages only the last record, so no valid record for the next
-/// index may follow anywhere after it.
-fn is_final_record(tail: &[u8], next_index: u64) -> bool {
-    let needle = next_index.to_le_bytes();
-    (1..tail.len().saturating_sub(HEADER_BYTES - 1)).all(|offset| {
-        // The index field sits 8 bytes into a header: a cheap filter before
-        // a checksum.
-        tail[offset + 8..offset + 16] != needle
-            || record::decode(&tail[offset..], next_index).is_err()
     })
 }

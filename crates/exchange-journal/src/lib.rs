@@ -10,9 +10,13 @@ mod error;
 mod journal;
 pub mod reader;
 mod record;
+mod scan;
 pub mod snapshots;
+mod spare;
 
 pub use error::JournalError;
-pub use journal::{Journal, Recovery, DEFAULT_SEGMENT_BYTES};
+pub use journal::{
+    Journal, JournalOptions, Recovery, DEFAULT_PREALLOCATE_AFTER, DEFAULT_SEGMENT_BYTES,
+};
 pub use record::{Entry, MAX_PAYLOAD_BYTES};
 pub use snapshots::Snapshot;

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 use crate::error::JournalError;
 use crate::journal::SEGMENT_MAGIC;
-use crate::record::{self, Entry};
+use crate::record::{self, Entry, HEADER_BYTES};
 
 fn io(path: &Path, source: std::io::Error) -> JournalError {
     JournalError::Io {
@@ -77,6 +77,11 @@ pub fn for_each_committed<E: From<JournalError>>(
         let mut at = SEGMENT_MAGIC.len();
         let mut index = *first;
         while index <= through && at < bytes.len() {
+            if bytes[at..].iter().take(HEADER_BYTES).all(|&b| b == 0) {
+                // Room of a preallocated segment: no record is written
+                // past its first all-zero header.
+                break;
+            }
             let (entry, used) =
                 record::decode(&bytes[at..], index).map_err(|reason| JournalError::Corrupt {
                     path: path.clone(),

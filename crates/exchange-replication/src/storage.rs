@@ -22,7 +22,10 @@ use std::collections::{BTreeSet, VecDeque};
 use std::path::{Path, PathBuf};
 
 use exchange_journal::snapshots::{self, Snapshot as SnapshotFile};
-use exchange_journal::{Journal, Recovery, DEFAULT_SEGMENT_BYTES, MAX_PAYLOAD_BYTES};
+use exchange_journal::{
+    Journal, JournalOptions, Recovery, DEFAULT_PREALLOCATE_AFTER, DEFAULT_SEGMENT_BYTES,
+    MAX_PAYLOAD_BYTES,
+};
 use raft::eraftpb::{ConfState, Entry, EntryType, HardState, Snapshot, SnapshotMetadata};
 use raft::{GetEntriesContext, RaftState, StorageError};
 
@@ -37,6 +40,8 @@ pub struct StorageOptions {
     /// process crashes (the page cache survives) turn this off.
     pub fsync: bool,
     pub segment_bytes: u64,
+    /// See [`JournalOptions::preallocate_after`].
+    pub preallocate_after: Option<u64>,
     /// Snapshots kept on disk; the log is compacted below the oldest kept
     /// one, so a newest snapshot that proves unreadable is not fatal.
     pub keep_snapshots: usize,
@@ -47,6 +52,7 @@ impl Default for StorageOptions {
         StorageOptions {
             fsync: true,
             segment_bytes: DEFAULT_SEGMENT_BYTES,
+            preallocate_after: Some(DEFAULT_PREALLOCATE_AFTER),
             keep_snapshots: 2,
         }
     }
@@ -157,8 +163,14 @@ impl DiskStorage {
             }
             None => (genesis(bootstrap), None),
         };
-        let (mut journal, journal_recovery) =
-            Journal::open(log_dir, meta.index + 1, options.segment_bytes)?;
+        let (mut journal, journal_recovery) = Journal::open_with(
+            log_dir,
+            meta.index + 1,
+            JournalOptions {
+                segment_bytes: options.segment_bytes,
+                preallocate_after: options.preallocate_after,
+            },
+        )?;
         recovery.journal = journal_recovery;
         let durable = state_file::load(log_dir)?;
         let last = journal.next_index() - 1;

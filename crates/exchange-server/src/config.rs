@@ -66,6 +66,9 @@ pub struct Config {
     /// restart replays at most this many commands (about 350,000 a second
     /// on the benchmark machine).
     pub snapshot_every: u64,
+    /// Write journal segments full of zeros ahead of need, so that the
+    /// log's syncs write data only, not the file's growing size.
+    pub journal_preallocate: bool,
     /// Sustained requests per second per API key.
     pub rate_limit_per_sec: u32,
     /// Burst allowance per API key.
@@ -172,6 +175,7 @@ impl ClusterConfig {
             election_ticks: self.election_ticks,
             heartbeat_ticks: self.heartbeat_ticks,
             join: self.join,
+            preallocate_journal: true,
         };
         settings.validate()?;
         Ok(settings)
@@ -318,6 +322,7 @@ impl Default for Config {
             core_queue: 1_024,
             events_buffer: 65_536,
             snapshot_every: 1_000_000,
+            journal_preallocate: true,
             rate_limit_per_sec: 2_000,
             rate_limit_burst: 4_000,
             max_body_bytes: 16 * 1024,

@@ -14,6 +14,7 @@ use crate::entry::LogEntry;
 use crate::http::{self, AppState};
 use crate::marketdata::{self, MarketDataError};
 use crate::node::{self, RecoveryError, RecoveryReport};
+use crate::replication::ClusterSettings;
 use crate::reporting::{Reporter, ReporterConfig, Reporting};
 use crate::sequencer::{Handle, PipelineConfig, SubmitError};
 
@@ -185,7 +186,10 @@ pub async fn run_with_gateways(
     let (token, generated) = admin_token(&config)?;
     let ready = Arc::new(AtomicBool::new(false));
     let data_dir = config.data_dir.clone();
-    let cluster = config.cluster.settings()?;
+    let cluster = ClusterSettings {
+        preallocate_journal: config.journal_preallocate,
+        ..config.cluster.settings()?
+    };
     let (stop_gateways, stopping) = tokio::sync::watch::channel(false);
     let (pipeline, report) = node::start_cluster(&data_dir, pipeline_config(&config), &cluster)?;
     report_recovery(&report);

@@ -198,6 +198,8 @@ pub fn options() -> StorageOptions {
         // Crashes here are process crashes: the page cache survives them.
         fsync: false,
         segment_bytes: 2_048,
+        // No spare-writing threads in a deterministic simulation.
+        preallocate_after: None,
         keep_snapshots: 2,
     }
 }

@@ -52,6 +52,9 @@ pub struct ClusterSettings {
     /// A node added to a running cluster: it starts with no voters and
     /// waits for the leader (admin `POST /admin/replication/voters`).
     pub join: bool,
+    /// Write journal segments full of zeros ahead of need (see
+    /// `exchange_journal::JournalOptions`).
+    pub preallocate_journal: bool,
 }
 
 impl Default for ClusterSettings {
@@ -63,6 +66,7 @@ impl Default for ClusterSettings {
             tick: Duration::from_millis(50),
             election_ticks: 8,
             heartbeat_ticks: 2,
+            preallocate_journal: true,
         }
     }
 }
@@ -151,7 +155,13 @@ impl ClusterSettings {
             .map(|d| d.as_nanos() as u64)
             .unwrap_or(0)
             ^ self.node_id.rotate_left(32);
-        config.storage = StorageOptions::default();
+        let defaults = StorageOptions::default();
+        config.storage = StorageOptions {
+            preallocate_after: defaults
+                .preallocate_after
+                .filter(|_| self.preallocate_journal),
+            ..defaults
+        };
         config
     }
 
