@@ -11,6 +11,7 @@
 mod e2e;
 mod etcd;
 mod generator;
+mod journal;
 mod marketdata;
 mod peer;
 mod report;
@@ -80,6 +81,9 @@ pub enum BenchCmd {
     /// A running etcd's put throughput and latency through its v3 JSON
     /// gateway, in `bench e2e`'s shape: the baseline for a Raft cluster.
     Etcd(etcd::EtcdArgs),
+    /// The journal alone: append + fdatasync latency of one group commit,
+    /// with growing segments and with preallocated ones, taking turns.
+    Journal(journal::JournalArgs),
 }
 
 pub fn run(cmd: BenchCmd) -> anyhow::Result<()> {
@@ -88,5 +92,6 @@ pub fn run(cmd: BenchCmd) -> anyhow::Result<()> {
         BenchCmd::Marketdata(args) => marketdata::run(args),
         BenchCmd::E2e(args) => e2e::run(args),
         BenchCmd::Etcd(args) => etcd::run(args),
+        BenchCmd::Journal(args) => journal::run(args),
     }
 }
