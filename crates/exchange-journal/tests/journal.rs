@@ -1,21 +1,14 @@
 use std::fs::{self, OpenOptions};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use exchange_journal::snapshots::{self, Snapshot};
 use exchange_journal::{Journal, JournalError};
 
+mod common;
+use common::segments;
+
 fn payload(i: u64) -> Vec<u8> {
     format!("command number {i}").into_bytes()
-}
-
-fn segments(dir: &Path) -> Vec<PathBuf> {
-    let mut all: Vec<_> = fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "log"))
-        .collect();
-    all.sort();
-    all
 }
 
 fn filled(dir: &Path, count: u64, segment_bytes: u64) -> Journal {

@@ -2,10 +2,13 @@
 //! and a zero remainder is room, never damage.
 
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use exchange_journal::{reader, Entry, Journal, JournalError, JournalOptions};
+
+mod common;
+use common::segments;
 
 const SEGMENT: u64 = 64 << 10;
 
@@ -20,16 +23,6 @@ fn options() -> JournalOptions {
 /// last byte of its last record.
 fn payload(i: u64) -> Vec<u8> {
     format!("command {i:06} {}", "x".repeat(80)).into_bytes()
-}
-
-fn segments(dir: &Path) -> Vec<PathBuf> {
-    let mut all: Vec<_> = fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "log"))
-        .collect();
-    all.sort();
-    all
 }
 
 fn file_len(path: &Path) -> u64 {
