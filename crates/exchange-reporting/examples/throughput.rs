@@ -14,7 +14,7 @@ use std::time::Instant;
 
 use exchange_core::Engine;
 use exchange_reporting::{EntryRecord, Store, Target};
-use exchange_types::Event;
+use exchange_types::{Event, EventKind};
 
 struct Lcg(u64);
 
@@ -91,8 +91,23 @@ fn main() {
             .count()
     };
     let trades = count("trade");
+    // Ledger rows: balance events that change a total (not holds).
+    let mut totals = std::collections::HashMap::new();
+    let ledger = applied
+        .iter()
+        .flat_map(|a| &a.3)
+        .filter(|e| match &e.kind {
+            EventKind::Balance {
+                account,
+                asset,
+                total,
+                ..
+            } => totals.insert((*account, *asset), *total).unwrap_or(0) != *total,
+            _ => false,
+        })
+        .count();
     // Rows the store ends with: audit, orders, trades, fills, ledger.
-    let rows = applied.len() + count("accepted") + 3 * trades + count("balance");
+    let rows = applied.len() + count("accepted") + 3 * trades + ledger;
 
     let mut store = Store::open(&target).expect("open the store");
     let cpu_before = thread_cpu_ns();
@@ -121,9 +136,11 @@ fn main() {
         _ => String::new(),
     };
     println!(
-        "{}: {} entries ({events} events, {trades} trades, {rows} rows) in batches of {batch}: {:.2} s, {:.0} entries/s, {:.0} events/s, {:.0} rows/s{cpu}",
+        "{}: {} entries ({events} events, {trades} trades, {rows} rows = {:.2}/entry, {ledger} in the ledger, {} balance events) in batches of {batch}: {:.2} s, {:.0} entries/s, {:.0} events/s, {:.0} rows/s{cpu}",
         target.describe(),
         applied.len(),
+        rows as f64 / applied.len() as f64,
+        count("balance"),
         secs,
         applied.len() as f64 / secs,
         events as f64 / secs,
