@@ -17,9 +17,10 @@
 //! when a transaction fails, since they may then be ahead of the store.
 
 use std::collections::hash_map::Entry;
-use std::collections::HashMap;
 
 use exchange_types::{AccountId, AssetCode, Event, EventKind, UNITS_PER_WHOLE};
+
+use rustc_hash::FxHashMap;
 
 use crate::batch::{write_kept, Appends};
 use crate::db::{Conn, Val};
@@ -48,13 +49,15 @@ pub struct EntryRecord<'a> {
 pub(crate) struct WriterCache {
     /// Balances as last written (the `balances` table), so each ledger row
     /// carries its change and a hold (no change of the total) is told
-    /// from one.
-    balances: HashMap<(AccountId, AssetCode), CachedBalance>,
+    /// from one. Both maps are looked up for almost every event and keyed
+    /// by ids the core assigned, so they hash with Fx rather than SipHash
+    /// (about 3% of the writer's instructions; no untrusted keys here).
+    balances: FxHashMap<(AccountId, AssetCode), CachedBalance>,
     /// Balances the current batch changed (each once).
     touched_balances: Vec<(AccountId, AssetCode)>,
     /// Rows of the open orders (and of those the current batch closed),
     /// so an event changes the row in memory instead of reading it back.
-    orders: HashMap<u64, CachedOrder>,
+    orders: FxHashMap<u64, CachedOrder>,
     /// Orders the current batch changed (each once: see
     /// [`CachedOrder::dirty`]).
     touched: Vec<u64>,
