@@ -618,7 +618,7 @@ fn a_hold_updates_balances_only_and_a_trade_adds_its_changes_to_the_ledger() {
         // A buy holds its notional and the largest fee (200 + 0.1 USD),
         // its cancel releases it: `balances` follows, the ledger does not.
         store.write(&records[3..4]).expect("write");
-        assert_eq!(balance(&mut store, 1, "USD"), (1000 * UNIT, 799_90_000_000));
+        assert_eq!(balance(&mut store, 1, "USD"), (1000 * UNIT, 79_990_000_000));
         store.write(&records[4..5]).expect("write");
         assert_eq!(balance(&mut store, 1, "USD"), (1000 * UNIT, 1000 * UNIT));
         assert_eq!(store.ledger(None, 0, u64::MAX).expect("ledger").len(), 2);
@@ -639,17 +639,17 @@ fn a_hold_updates_balances_only_and_a_trade_adds_its_changes_to_the_ledger() {
             })
             .collect();
         let expected = [
-            (1, -199_98_000_000, 800_02_000_000, "USD"),
+            (1, -19_998_000_000, 80_002_000_000, "USD"),
             (1, 2 * UNIT as i64, 2 * UNIT, "BTC"),
             (2, -2 * UNIT as i64, 8 * UNIT, "BTC"),
-            (2, 199_90_000_000, 199_90_000_000, "USD"),
+            (2, 19_990_000_000, 19_990_000_000, "USD"),
             (0, 8_000_000, 8_000_000, "USD"),
         ]
         .map(|(account, delta, total, asset)| (account, delta, total, asset.to_string()));
         assert_eq!(trade, expected);
         assert_eq!(
             balance(&mut store, 1, "USD"),
-            (800_02_000_000, 800_02_000_000)
+            (80_002_000_000, 80_002_000_000)
         );
         assert_eq!(balance(&mut store, 2, "BTC"), (8 * UNIT, 8 * UNIT));
         // The account's own ledger: its deposit and its side of the trade.
@@ -657,7 +657,7 @@ fn a_hold_updates_balances_only_and_a_trade_adds_its_changes_to_the_ledger() {
         let deltas: Vec<i64> = one.iter().map(|l| l.delta).collect();
         assert_eq!(
             deltas,
-            [1000 * UNIT as i64, -199_98_000_000, 2 * UNIT as i64]
+            [1000 * UNIT as i64, -19_998_000_000, 2 * UNIT as i64]
         );
     });
 }
