@@ -218,6 +218,8 @@ impl Store {
 }
 
 #[cfg(test)]
+mod ledger_tests;
+#[cfg(test)]
 mod migration_tests;
 #[cfg(test)]
 mod tests;

@@ -3,7 +3,8 @@
 //! the rows a store written at the latest version throughout has.
 
 use crate::db::Val;
-use crate::tests::{balance_changes, on_both, workload, write_in_batches, Entry};
+use crate::ledger_tests::balance_changes;
+use crate::tests::{on_both, workload, write_in_batches, Entry};
 use crate::{schema, Store, Target};
 
 /// Every table of the first schema, with its columns (the same in every
