@@ -8,13 +8,15 @@
 //! Without a URL it writes SQLite in a temporary directory (on the disk
 //! that holds `TMPDIR`). `ACCOUNTS=N` in the environment spreads the flow
 //! over N accounts instead of 100 (rows indexed by account then land all
-//! over their indexes, as in a market with many participants).
+//! over their indexes, as in a market with many participants). `FLOW=e2e`
+//! replaces the default flow (four places to a cancel, most of them
+//! crossing) with `exchange bench e2e`'s (see [`e2e_flow`]).
 
 use std::time::Instant;
 
 use exchange_core::Engine;
 use exchange_reporting::{EntryRecord, Store, Target};
-use exchange_types::Event;
+use exchange_types::{Event, EventKind};
 
 struct Lcg(u64);
 
@@ -55,6 +57,9 @@ fn main() {
         ));
     }
     let mut rng = Lcg(7);
+    if std::env::var("FLOW").is_ok_and(|f| f == "e2e") {
+        e2e_flow(&mut lines, entries, accounts, &mut rng);
+    }
     while lines.len() < entries {
         let n = lines.len();
         let account = 1 + rng.next(accounts);
@@ -91,8 +96,23 @@ fn main() {
             .count()
     };
     let trades = count("trade");
+    // Ledger rows: balance events that change a total (not holds).
+    let mut totals = std::collections::HashMap::new();
+    let ledger = applied
+        .iter()
+        .flat_map(|a| &a.3)
+        .filter(|e| match &e.kind {
+            EventKind::Balance {
+                account,
+                asset,
+                total,
+                ..
+            } => totals.insert((*account, *asset), *total).unwrap_or(0) != *total,
+            _ => false,
+        })
+        .count();
     // Rows the store ends with: audit, orders, trades, fills, ledger.
-    let rows = applied.len() + count("accepted") + 3 * trades + count("balance");
+    let rows = applied.len() + count("accepted") + 3 * trades + ledger;
 
     let mut store = Store::open(&target).expect("open the store");
     let cpu_before = thread_cpu_ns();
@@ -121,14 +141,53 @@ fn main() {
         _ => String::new(),
     };
     println!(
-        "{}: {} entries ({events} events, {trades} trades, {rows} rows) in batches of {batch}: {:.2} s, {:.0} entries/s, {:.0} events/s, {:.0} rows/s{cpu}",
+        "{}: {} entries ({events} events, {trades} trades, {rows} rows = {:.2}/entry, {ledger} in the ledger, {} balance events) in batches of {batch}: {:.2} s, {:.0} entries/s, {:.0} events/s, {:.0} rows/s{cpu}",
         target.describe(),
         applied.len(),
+        rows as f64 / applied.len() as f64,
+        count("balance"),
         secs,
         applied.len() as f64 / secs,
         events as f64 / secs,
         rows as f64 / secs
     );
+}
+
+/// `FLOW=e2e`: the order mix of `exchange bench e2e` (its `flow.rs`), one
+/// stream per account: resting limit orders 1 to 10 ticks from the mid
+/// (buys below, sells above), a cancel of the account's oldest once it
+/// has 16 resting, and one order in ten an IOC 20 ticks through the mid.
+/// About 45% places, 45% cancels and 10% IOCs, few of which trade, so most
+/// balance events are holds (the default flow crosses far more often).
+fn e2e_flow(lines: &mut Vec<String>, entries: usize, accounts: u64, rng: &mut Lcg) {
+    let mut resting = vec![std::collections::VecDeque::new(); accounts as usize + 1];
+    let mid = 6_000_000i64; // 60,000.00 in ticks of 0.01
+    while lines.len() < entries {
+        let n = lines.len();
+        let account = 1 + rng.next(accounts);
+        let mine = &mut resting[account as usize];
+        let buy = rng.next(2) == 0;
+        let side = if buy { "buy" } else { "sell" };
+        let (ticks, lots, tif) = if rng.next(100) < 10 {
+            (if buy { 20 } else { -20 }, 50 + rng.next(150), "ioc")
+        } else if mine.len() >= 16 {
+            let oldest: usize = mine.pop_front().unwrap_or_default();
+            lines.push(format!(
+                r#"{{"cmd":"cancel","account":{account},"client_order_id":"c{oldest}"}}"#
+            ));
+            continue;
+        } else {
+            let away = 1 + rng.next(9) as i64;
+            mine.push_back(n);
+            (if buy { -away } else { away }, 100 + rng.next(400), "gtc")
+        };
+        let price = mid + ticks;
+        lines.push(format!(
+            r#"{{"cmd":"place","account":{account},"client_order_id":"c{n}","symbol":"BTC-USD","side":"{side}","price":"{}.{:02}","qty":"0.{lots:04}","tif":"{tif}"}}"#,
+            price / 100,
+            price % 100
+        ));
+    }
 }
 
 /// CPU time of this thread (Linux; user and system), which does all the

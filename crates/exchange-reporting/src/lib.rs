@@ -30,8 +30,8 @@ use thiserror::Error;
 
 pub use db::Val;
 pub use query::{
-    AccountDay, AuditRow, CandleRow, Dump, FillRow, InstrumentDay, LedgerRow, OrderFilter,
-    OrderRow, TradeRow,
+    AccountDay, AuditRow, BalanceRow, CandleRow, Dump, FillRow, InstrumentDay, LedgerRow,
+    OrderFilter, OrderRow, TradeRow,
 };
 pub use writer::EntryRecord;
 
@@ -217,6 +217,8 @@ impl Store {
     }
 }
 
+#[cfg(test)]
+mod ledger_tests;
 #[cfg(test)]
 mod migration_tests;
 #[cfg(test)]

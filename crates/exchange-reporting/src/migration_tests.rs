@@ -3,7 +3,8 @@
 //! the rows a store written at the latest version throughout has.
 
 use crate::db::Val;
-use crate::tests::{on_both, workload, write_in_batches};
+use crate::ledger_tests::balance_changes;
+use crate::tests::{on_both, workload, write_in_batches, Entry};
 use crate::{schema, Store, Target};
 
 /// Every table of the first schema, with its columns (the same in every
@@ -36,6 +37,32 @@ const V1_TABLES: &[(&str, &str)] = &[
 
 fn rows(store: &mut Store, sql: &str) -> Vec<Vec<Val>> {
     store.conn.query(sql, &[]).expect("query")
+}
+
+/// Adds the hold rows a writer before version 3 wrote for `entries` (a
+/// `balance` event that left the total as it was, `delta` 0), which the
+/// current writer leaves out; returns how many.
+fn add_old_hold_rows(store: &mut Store, entries: &[Entry]) -> usize {
+    let (table, columns) = V1_TABLES[3];
+    assert_eq!(table, "ledger");
+    let insert = format!("INSERT INTO ledger ({columns}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)");
+    store.conn.script("BEGIN").expect("begin");
+    let mut added = 0;
+    for change in balance_changes(entries).iter().filter(|c| c.delta == 0) {
+        store
+            .conn
+            .exec(&insert, &change.ledger_row())
+            .expect("a hold row");
+        added += 1;
+    }
+    store.conn.script("COMMIT").expect("commit");
+    added
+}
+
+fn count(store: &mut Store, table: &str) -> i64 {
+    rows(store, &format!("SELECT COUNT(*) FROM {table}"))[0][0]
+        .int()
+        .expect("a count")
 }
 
 fn balances(store: &mut Store) -> Vec<Vec<Val>> {
@@ -80,6 +107,9 @@ fn a_store_written_at_version_1_migrates_with_its_rows() {
                     .expect("position");
             }
             old.conn.script("COMMIT").expect("commit");
+            // Version 1 also recorded holds; `balances` (version 2) is made
+            // from the last ledger row, a hold's included.
+            assert!(add_old_hold_rows(&mut old, &entries[..half]) > 50);
             let version = rows(
                 &mut old,
                 "SELECT value FROM report_meta WHERE name = 'schema_version'",
@@ -113,6 +143,39 @@ fn a_store_written_at_version_1_migrates_with_its_rows() {
         write_in_batches(&mut whole, &entries, 1_000);
         assert_eq!(migrated.dump().expect("dump"), whole.dump().expect("dump"));
         assert_eq!(balances(&mut migrated), balances(&mut whole));
+    });
+}
+
+#[test]
+fn version_3_drops_the_hold_rows_of_an_older_writer() {
+    on_both("version_3_drops_the_hold_rows", |target| {
+        let (entries, _) = workload(400);
+        let half = entries.len() / 2;
+        let dir = tempfile::tempdir().expect("temp dir");
+        let mut current =
+            Store::open(&Target::Sqlite(dir.path().join("current.sqlite"))).expect("open");
+        write_in_batches(&mut current, &entries[..half], 50);
+        let changes = count(&mut current, "ledger");
+        {
+            // A store at version 2 as its writer left it: the same rows,
+            // holds included in the ledger.
+            let mut old = Store::open_at(target, 2).expect("open at version 2");
+            write_in_batches(&mut old, &entries[..half], 50);
+            let holds = add_old_hold_rows(&mut old, &entries[..half]);
+            assert!(holds > 50, "the workload holds ({holds})");
+            assert_eq!(count(&mut old, "ledger"), changes + holds as i64);
+        }
+        let mut migrated = Store::open(target).expect("migrate");
+        assert_eq!(count(&mut migrated, "ledger"), changes);
+        assert_eq!(
+            migrated.dump().expect("dump"),
+            current.dump().expect("dump")
+        );
+        write_in_batches(&mut migrated, &entries[half..], 50);
+        let mut whole =
+            Store::open(&Target::Sqlite(dir.path().join("whole.sqlite"))).expect("open");
+        write_in_batches(&mut whole, &entries, 1_000);
+        assert_eq!(migrated.dump().expect("dump"), whole.dump().expect("dump"));
     });
 }
 

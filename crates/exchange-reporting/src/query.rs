@@ -149,6 +149,17 @@ pub struct LedgerRow {
     pub cause: String,
 }
 
+/// An account's current balances in an asset (`balances`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct BalanceRow {
+    pub account: u64,
+    pub asset: String,
+    pub total: u64,
+    pub available: u64,
+    /// The event sequence of the last `balance` event (a hold included).
+    pub seq: u64,
+}
+
 fn u(value: &Val) -> Result<u64, StoreError> {
     u64::try_from(value.int()?).map_err(|_| StoreError::Schema("negative value".into()))
 }
@@ -485,7 +496,8 @@ impl Store {
             .collect()
     }
 
-    /// Balance changes in `[from, to)`, of one account or all, in order.
+    /// Changes of a total (deposits, withdrawals, trades, fees; not
+    /// holds) in `[from, to)`, of one account or all, in order.
     pub fn ledger(
         &mut self,
         account: Option<u64>,
@@ -514,6 +526,26 @@ impl Store {
             .collect()
     }
 
+    /// Current balances, of one account or all, by account and asset.
+    pub fn balances(&mut self, account: Option<u64>) -> Result<Vec<BalanceRow>, StoreError> {
+        let rows = self.conn.query(
+            "SELECT account, asset, total, available, seq FROM balances \
+             WHERE (CAST(? AS BIGINT) IS NULL OR account = ?) ORDER BY account, asset",
+            &[opt_account(account), opt_account(account)],
+        )?;
+        rows.iter()
+            .map(|r| {
+                Ok(BalanceRow {
+                    account: u(&r[0])?,
+                    asset: r[1].text()?,
+                    total: u(&r[2])?,
+                    available: u(&r[3])?,
+                    seq: u(&r[4])?,
+                })
+            })
+            .collect()
+    }
+
     /// Every order, by id (for comparing two stores).
     pub fn all_orders(&mut self) -> Result<Vec<OrderRow>, StoreError> {
         let rows = self.conn.query(order_select!("ORDER BY order_id"), &[])?;
@@ -530,6 +562,7 @@ impl Store {
             orders: self.all_orders()?,
             audit: self.audit(0, u64::MAX)?,
             ledger: self.ledger(None, 0, u64::MAX)?,
+            balances: self.balances(None)?,
         })
     }
 }
@@ -543,4 +576,5 @@ pub struct Dump {
     pub orders: Vec<OrderRow>,
     pub audit: Vec<AuditRow>,
     pub ledger: Vec<LedgerRow>,
+    pub balances: Vec<BalanceRow>,
 }

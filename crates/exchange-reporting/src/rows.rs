@@ -200,14 +200,15 @@ impl Kept for CachedOrder {
     }
 }
 
-/// The balances of an account and asset as of its last ledger row.
+/// The balances of an account and asset as of its last `balance` event
+/// (a hold included, which has no ledger row).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct CachedBalance {
     pub account: i64,
     pub asset: AssetCode,
     pub total: i64,
     pub available: i64,
-    /// The event sequence of that ledger row.
+    /// The sequence of that event.
     pub seq: i64,
     /// As [`CachedOrder::stored`].
     pub stored: bool,

@@ -23,6 +23,10 @@ const MIGRATIONS: &[Migration] = &[
         sqlite: V2_SQLITE,
         postgres: V2_POSTGRES,
     },
+    Migration {
+        sqlite: V3,
+        postgres: V3,
+    },
 ];
 
 /// 1: the first schema.
@@ -262,6 +266,14 @@ const V2_POSTGRES: &str = "
         JOIN (SELECT MAX(seq) AS seq FROM ledger GROUP BY account, asset) m ON l.seq = m.seq;
     DROP INDEX ledger_by_account;
     ";
+
+/// 3: the ledger lists changes of a total only (deposits, withdrawals,
+/// trades, fees), not holds: a `balance` event that only moves
+/// `available` (an order placed, canceled or replaced) updates `balances`
+/// and gets no ledger row. Same tables; the hold rows an older writer left
+/// (exactly those whose `delta` is 0) go, so a migrated store holds what a
+/// store written by this version throughout does.
+const V3: &str = "DELETE FROM ledger WHERE delta = 0;";
 
 /// The schema version this binary writes.
 pub const LATEST: usize = MIGRATIONS.len();

@@ -3,8 +3,10 @@
 //!
 //! Per event kind: `accepted` creates an order; `trade` adds the trade, its
 //! two fills and advances both orders; `canceled`, `replaced` and `expired`
-//! change the order; `balance` appends to the ledger. Every entry, whatever
-//! it did, gets one audit row. Book, status and instrument events are
+//! change the order; `balance` updates the account's `balances` row and,
+//! when it changes the total (a deposit, withdrawal, trade or fee, not a
+//! hold), appends to the ledger. Every entry, whatever it did, gets one
+//! audit row. Book, status and instrument events are
 //! market data and are not stored here.
 //!
 //! Rows are collected while the batch is read and written at its end, in
@@ -15,9 +17,10 @@
 //! when a transaction fails, since they may then be ahead of the store.
 
 use std::collections::hash_map::Entry;
-use std::collections::HashMap;
 
 use exchange_types::{AccountId, AssetCode, Event, EventKind, UNITS_PER_WHOLE};
+
+use rustc_hash::FxHashMap;
 
 use crate::batch::{write_kept, Appends};
 use crate::db::{Conn, Val};
@@ -45,13 +48,16 @@ pub struct EntryRecord<'a> {
 #[derive(Default)]
 pub(crate) struct WriterCache {
     /// Balances as last written (the `balances` table), so each ledger row
-    /// carries its change.
-    balances: HashMap<(AccountId, AssetCode), CachedBalance>,
+    /// carries its change and a hold (no change of the total) is told
+    /// from one. Both maps are looked up for almost every event and keyed
+    /// by ids the core assigned, so they hash with Fx rather than SipHash
+    /// (about 3% of the writer's instructions; no untrusted keys here).
+    balances: FxHashMap<(AccountId, AssetCode), CachedBalance>,
     /// Balances the current batch changed (each once).
     touched_balances: Vec<(AccountId, AssetCode)>,
     /// Rows of the open orders (and of those the current batch closed),
     /// so an event changes the row in memory instead of reading it back.
-    orders: HashMap<u64, CachedOrder>,
+    orders: FxHashMap<u64, CachedOrder>,
     /// Orders the current batch changed (each once: see
     /// [`CachedOrder::dirty`]).
     touched: Vec<u64>,
@@ -455,6 +461,12 @@ impl Store {
                 balance.total = total;
                 balance.available = available;
                 balance.seq = seq;
+                if delta == 0 {
+                    // A hold or its release (an order placed, canceled or
+                    // replaced): only `available` moved, which `balances`
+                    // keeps; the ledger lists changes of the total.
+                    return Ok(1);
+                }
                 appends.ledger.push(NewLedger {
                     seq,
                     log_index: index,
@@ -466,7 +478,7 @@ impl Store {
                     delta,
                     cause: entry.command,
                 });
-                Ok(1)
+                Ok(2)
             }
             EventKind::InstrumentAdded { .. }
             | EventKind::Status { .. }
@@ -525,7 +537,7 @@ impl Store {
 }
 
 /// An account's balances in an asset as the store has them (zero before
-/// its first ledger row).
+/// its first `balance` event).
 fn load_balance(
     conn: &mut Conn,
     account: AccountId,

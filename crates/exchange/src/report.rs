@@ -22,7 +22,8 @@ pub enum Kind {
     DailyAccounts,
     /// Every command with its outcome (accepted, or rejected with the reason).
     Audit,
-    /// Every balance change, with its cause.
+    /// Every change of a balance's total (deposits, withdrawals, trades, fees; not
+    /// holds), with its cause.
     Ledger,
 }
 

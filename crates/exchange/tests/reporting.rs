@@ -225,6 +225,15 @@ fn crash_twice(dir: &Path, target: &Target, config: Option<&Path>) -> (PathBuf, 
     assert_eq!(dump.fills, reference.fills);
     assert_eq!(dump.orders, reference.orders);
     assert_eq!(dump.ledger, reference.ledger);
+    assert_eq!(dump.balances, reference.balances);
+    // The ledger lists changes of a total (deposits and trades here), not
+    // the holds of orders placed and canceled.
+    assert!(dump.ledger.iter().any(|l| l.cause == "deposit"));
+    assert!(dump.ledger.iter().any(|l| l.cause == "place"));
+    assert!(dump
+        .ledger
+        .iter()
+        .all(|l| l.delta != 0 && l.cause != "cancel"));
     (data, dump)
 }
 
@@ -299,6 +308,20 @@ fn sqlite_store_survives_kills_and_reports_read_it() {
     let (ok, csv, err) = report(&["audit", "--data-dir", data, "--format", "csv"]);
     assert!(ok, "{err}");
     assert_eq!(csv.lines().count(), dump.audit.len() + 1);
+
+    let (ok, csv, err) = report(&[
+        "ledger",
+        "--data-dir",
+        data,
+        "--account",
+        "2",
+        "--format",
+        "csv",
+    ]);
+    assert!(ok, "{err}");
+    let mine = dump.ledger.iter().filter(|l| l.account == 2).count();
+    assert!(mine > 1, "account 2's deposit and trades ({mine})");
+    assert_eq!(csv.lines().count(), mine + 1);
 
     // A range with nothing in it, and bad input.
     let (ok, table, _) = report(&[

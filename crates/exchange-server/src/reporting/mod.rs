@@ -53,6 +53,9 @@ struct Stats {
     events: AtomicU64,
     batches: AtomicU64,
     caught_up: AtomicU64,
+    /// Commands replayed into a scratch state to re-derive entries (those
+    /// before the gap included).
+    replayed: AtomicU64,
     errors: AtomicU64,
     commit_ns_total: AtomicU64,
 }
@@ -224,6 +227,7 @@ impl Reporting {
             inner: inner.clone(),
             replica_of_many: config.replica_of_many,
             background: config.background,
+            scratch: None,
         };
         let thread = std::thread::Builder::new()
             .name("reporter".into())
@@ -340,6 +344,12 @@ impl Reporting {
             "counter",
             "Entries re-derived from the journal rather than received live.",
             stats.caught_up.load(Ordering::Relaxed),
+        );
+        metric(
+            "exchange_reporting_replayed_commands_total",
+            "counter",
+            "Commands replayed from a snapshot or a kept scratch state to re-derive entries (those before the missing ones included).",
+            stats.replayed.load(Ordering::Relaxed),
         );
         metric(
             "exchange_reporting_errors_total",

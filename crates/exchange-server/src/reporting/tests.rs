@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use exchange_journal::snapshots;
 use exchange_reporting::{EntryRecord, Store, Target};
 
-use super::catch_up::committed_entries;
+use super::catch_up::{committed_entries, committed_entries_from};
 use super::{ReporterConfig, Reporting};
 use crate::entry::LogEntry;
 use crate::node;
@@ -274,4 +274,142 @@ async fn a_lag_in_the_middle_of_a_batch_is_filled_from_the_journal() {
     let dump = stop_and_dump(pipeline, handle, reporting, reporter, path);
     assert_eq!(dump.position.log_index, applied);
     assert_eq!(dump, replayed(dir.path(), applied));
+}
+
+/// Holds the store while `count` orders from `from` are applied (the
+/// reporter blocks in its next write and its receiver lags), then lets it
+/// catch up; returns the applied index it reached.
+async fn lag_once(
+    handle: &Handle,
+    reporting: &Reporting,
+    path: &std::path::Path,
+    from: u64,
+) -> u64 {
+    let lock = rusqlite::Connection::open(path).expect("open");
+    lock.execute_batch("BEGIN IMMEDIATE")
+        .expect("lock the store");
+    let caught_up = metric(reporting, "exchange_reporting_caught_up_entries_total");
+    orders(handle, from, 40).await;
+    lock.execute_batch("ROLLBACK").expect("unlock");
+    let applied = handle.query(|s| s.applied_index).await.expect("query");
+    assert!(reporting.wait_until(applied, DEADLINE).await, "caught up");
+    assert!(
+        metric(reporting, "exchange_reporting_caught_up_entries_total") > caught_up,
+        "the lag was filled from the journal"
+    );
+    applied
+}
+
+/// With no snapshot to start from, every catch-up would replay the log
+/// from its beginning; the scratch state the first one ended with is kept,
+/// so the second replays only what came after it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_lag_replays_from_where_the_first_catch_up_ended() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (pipeline, handle) = start_node(dir.path(), 1_000_000).await;
+    let (reporting, reporter, path) =
+        start_reporter(&handle, dir.path(), 64, Duration::from_millis(2));
+    let replayed_so_far = || metric(&reporting, "exchange_reporting_replayed_commands_total");
+
+    orders(&handle, 0, 200).await;
+    let first = lag_once(&handle, &reporting, &path, 200).await;
+    let after_first = replayed_so_far();
+    assert!(
+        after_first >= 200,
+        "the first catch-up replays the orders before the lag ({after_first})"
+    );
+    orders(&handle, 240, 200).await;
+    let second = lag_once(&handle, &reporting, &path, 440).await;
+    let replayed_second = replayed_so_far() - after_first;
+    // From the first catch-up's end: the 200 orders written live and the
+    // 40 of the second lag, not all the `second` entries of the log again.
+    assert!(
+        replayed_second >= 40 && replayed_second + 100 < second,
+        "replayed {replayed_second} commands to catch up to {second} (the first catch-up \
+         reached about {first})"
+    );
+
+    let dump = stop_and_dump(pipeline, handle, reporting, reporter, path);
+    assert_eq!(dump.position.log_index, second);
+    assert_eq!(dump, replayed(dir.path(), second));
+}
+
+/// Walks resumed from the scratch state the previous one ended with, each
+/// stopping wherever it is asked to (in the middle of a log record that
+/// holds several commands too), give exactly the entries one walk gives,
+/// and replay nothing twice.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn walks_resumed_from_a_kept_scratch_state_give_the_same_entries() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (pipeline, handle) = start_node(dir.path(), 1_000_000).await;
+    // Submitted at once: the sequencer puts several in one log record.
+    let burst: Vec<_> = (0..60u64)
+        .map(|n| {
+            let handle = handle.clone();
+            tokio::spawn(async move { orders(&handle, n, 1).await })
+        })
+        .collect();
+    for order in burst {
+        order.await.expect("order");
+    }
+    let applied = handle.query(|s| s.applied_index).await.expect("query");
+    drop(handle);
+    pipeline.join();
+
+    let mut whole: Vec<Applied> = Vec::new();
+    committed_entries(dir.path(), 0, applied, |a| {
+        whole.push(a);
+        Ok(())
+    })
+    .expect("one walk");
+    assert_eq!(whole.len() as u64, applied);
+    let records = {
+        let mut raft: Vec<u64> = whole.iter().map(|a| a.raft_index).collect();
+        raft.dedup();
+        raft
+    };
+    let inside_a_record: Vec<u64> = whole
+        .windows(2)
+        .filter(|w| w[0].raft_index == w[1].raft_index)
+        .map(|w| w[0].index)
+        .collect();
+    assert!(
+        records.len() < whole.len() && !inside_a_record.is_empty(),
+        "some log record holds several commands ({} records, {} commands)",
+        records.len(),
+        whole.len()
+    );
+
+    // Stops inside a record, at its end, and one command at a time.
+    let mid = inside_a_record[inside_a_record.len() / 2];
+    let mut stops = vec![2, mid, mid + 1, mid + 2, applied];
+    stops.sort_unstable();
+    stops.dedup();
+    let mut scratch = None;
+    let mut pieces: Vec<Applied> = Vec::new();
+    let mut after = 0;
+    for through in stops {
+        let replayed = committed_entries_from(dir.path(), after, through, &mut scratch, |a| {
+            pieces.push(a);
+            Ok(())
+        })
+        .expect("a walk");
+        // From the genesis the first time, from where the last one
+        // stopped after that.
+        assert_eq!(replayed, through - after, "walk {after}..={through}");
+        assert_eq!(scratch.as_ref().map(|s| s.applied_index()), Some(through));
+        after = through;
+    }
+    assert_eq!(pieces, whole);
+
+    // A kept state past the entries asked for is of no use: the walk
+    // starts from the beginning again.
+    let mut again = Vec::new();
+    let replayed = committed_entries_from(dir.path(), 10, 12, &mut scratch, |a| {
+        again.push(a);
+        Ok(())
+    })
+    .expect("a walk");
+    assert_eq!(replayed, 12);
+    assert_eq!(again, whole[10..12]);
 }

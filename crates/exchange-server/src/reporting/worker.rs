@@ -11,7 +11,7 @@ use exchange_reporting::{EntryRecord, Store, Target};
 use tokio::sync::broadcast;
 use tokio::sync::broadcast::error::{RecvError, TryRecvError};
 
-use super::catch_up::{committed_entries, CatchUpError};
+use super::catch_up::{committed_entries_from, CatchUpError, Scratch};
 use super::Inner;
 use crate::state::Applied;
 
@@ -36,6 +36,11 @@ pub(super) struct Worker {
     /// Run in the background once caught up with recovery (see
     /// [`Worker::run`]).
     pub(super) background: bool,
+    /// The scratch state the last catch-up ended with: the next one starts
+    /// from it rather than from a snapshot when it can (a second lag soon
+    /// after the first then replays only what came between). It holds a
+    /// copy of the exchange's state as of that catch-up.
+    pub(super) scratch: Option<Scratch>,
 }
 
 impl Worker {
@@ -190,17 +195,25 @@ impl Worker {
         let started = Instant::now();
         let mut pending: Vec<Applied> = Vec::with_capacity(self.max_batch.min(1_024));
         let data_dir = self.data_dir.clone();
+        let mut scratch = self.scratch.take();
         let mut read = |worker: &mut Worker, after: u64| {
-            committed_entries(&data_dir, after, through, |applied| {
-                pending.push(applied);
-                if pending.len() >= worker.max_batch.min(1_024) {
-                    worker.write(pending.iter(), true)?;
-                    pending.clear();
-                }
-                Ok(())
-            })
+            let replayed =
+                committed_entries_from(&data_dir, after, through, &mut scratch, |applied| {
+                    pending.push(applied);
+                    if pending.len() >= worker.max_batch.min(1_024) {
+                        worker.write(pending.iter(), true)?;
+                        pending.clear();
+                    }
+                    Ok(())
+                })?;
+            worker
+                .inner
+                .stats
+                .replayed
+                .fetch_add(replayed, Ordering::Relaxed);
+            Ok::<_, CatchUpError>(replayed)
         };
-        match read(self, after) {
+        let replayed = match read(self, after) {
             // A replica that joined by snapshot never had what came
             // before it, and a new store on a node that ran without one
             // ([reporting] enabled = false) finds the log compacted: the
@@ -218,14 +231,16 @@ impl Worker {
                 );
                 let skipped = self.store.skip_to(command, event_seq)?;
                 self.inner.written.send_replace(skipped.log_index);
-                read(self, skipped.log_index)?;
+                read(self, skipped.log_index)?
             }
             other => other?,
-        }
+        };
         self.write(pending.iter(), true)?;
+        self.scratch = scratch;
         tracing::info!(
             from = after + 1,
             through,
+            replayed,
             ms = started.elapsed().as_millis() as u64,
             "reporting store caught up from the journal"
         );
