@@ -255,7 +255,9 @@ async fn bench(args: E2eArgs) -> anyhow::Result<Figures> {
         server::cpu_by_thread(std::process::id()),
     );
     let counters_before = server::counters(addr).await?;
+    let machine_before = server::machine_ticks();
     tokio::time::sleep_until(window.to.into()).await;
+    let steal = server::steal_share(machine_before, server::machine_ticks());
     let cpu_after = (
         pid.map(server::cpu_by_thread),
         server::cpu_by_thread(std::process::id()),
@@ -288,6 +290,7 @@ async fn bench(args: E2eArgs) -> anyhow::Result<Figures> {
             cpu: server_cpu,
         },
         client_cpu,
+        steal,
     })
 }
 

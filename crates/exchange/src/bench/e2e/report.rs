@@ -30,6 +30,9 @@ pub struct Figures {
     pub server: ServerFigures,
     /// CPU seconds the load generator used over the window.
     pub client_cpu: f64,
+    /// Share of the machine's CPU time the hypervisor stole over the
+    /// window (`None` where `/proc/stat` does not say).
+    pub steal: Option<f64>,
 }
 
 impl Figures {
@@ -104,6 +107,7 @@ pub fn json(figures: &Figures) -> Value {
             "cores": server_cores,
         },
         "client_cores": figures.client_cpu / figures.seconds,
+        "steal_share": figures.steal,
         "target_met": figures.meets_target(),
     })
 }
@@ -193,6 +197,13 @@ pub fn text(figures: &Figures) -> String {
         "client cores    {:.2}",
         figures.client_cpu / figures.seconds
     );
+    if let Some(steal) = figures.steal {
+        let _ = writeln!(
+            out,
+            "machine         {:.1}% of CPU time stolen by the hypervisor",
+            steal * 100.0
+        );
+    }
     // The target is about load: a lone order at a time says nothing of it.
     if figures.transport == Transport::Ws && figures.clients * figures.inflight > 1 {
         let verdict = if figures.meets_target() {
@@ -240,6 +251,7 @@ mod tests {
                 cpu: BTreeMap::from([("core".to_owned(), 1.0), ("journal".to_owned(), 0.5)]),
             },
             client_cpu: 1.0,
+            steal: Some(0.02),
         }
     }
 

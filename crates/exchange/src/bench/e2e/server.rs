@@ -258,6 +258,32 @@ pub fn cpu_by_thread(pid: u32) -> BTreeMap<String, f64> {
     out
 }
 
+/// The machine's CPU time so far, from `/proc/stat`: (all, stolen) in
+/// clock ticks. Stolen time is what the hypervisor gave this virtual
+/// machine's CPUs to others while they had work: it lengthens every
+/// latency measured here, whatever the exchange does.
+pub fn machine_ticks() -> Option<(u64, u64)> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    let line = stat.lines().find(|l| l.starts_with("cpu "))?;
+    let fields: Vec<u64> = line
+        .split_whitespace()
+        .skip(1)
+        .map(|f| f.parse().unwrap_or(0))
+        .collect();
+    // user nice system idle iowait irq softirq steal (guest time is
+    // already in user).
+    let all = fields.iter().take(8).sum();
+    Some((all, fields.get(7).copied().unwrap_or(0)))
+}
+
+/// Share of the machine's CPU time stolen between two readings of
+/// [`machine_ticks`].
+pub fn steal_share(before: Option<(u64, u64)>, after: Option<(u64, u64)>) -> Option<f64> {
+    let ((all0, steal0), (all1, steal1)) = before.zip(after)?;
+    let all = all1.checked_sub(all0).filter(|&t| t > 0)?;
+    Some(steal1.saturating_sub(steal0) as f64 / all as f64)
+}
+
 /// What each thread spent between two readings.
 pub fn cpu_delta(
     before: &BTreeMap<String, f64>,
@@ -272,6 +298,18 @@ pub fn cpu_delta(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn steal_is_a_share_of_the_ticks_between_readings() {
+        assert_eq!(
+            steal_share(Some((1_000, 10)), Some((1_400, 110))),
+            Some(0.25)
+        );
+        assert_eq!(steal_share(Some((1_000, 10)), Some((1_000, 10))), None);
+        assert_eq!(steal_share(None, Some((1_000, 10))), None);
+        let now = machine_ticks().expect("/proc/stat on Linux");
+        assert!(now.0 >= now.1, "{now:?}");
+    }
 
     #[test]
     fn reads_the_sequencer_counters() {
