@@ -5,7 +5,7 @@
 use exchange_core::Engine;
 use exchange_types::{Event, EventKind};
 
-use crate::tests::{command_account, on_both, Entry, START};
+use crate::tests::{on_both, Entry};
 use crate::{EntryRecord, Store};
 
 /// What one `balance` event did to its account's total.
@@ -72,24 +72,7 @@ impl BalanceChange<'_> {
 
 /// One entry per command line, applied by a fresh engine in order.
 fn entries_of(lines: &[&str]) -> Vec<Entry> {
-    let mut engine = Engine::new();
-    lines
-        .iter()
-        .enumerate()
-        .map(|(i, line)| {
-            let mut stamped = exchange_codec::decode_command(line).expect("valid command");
-            stamped.ts = START + i as u64;
-            let mut events = Vec::new();
-            engine.apply(&stamped, &mut events);
-            Entry {
-                index: i as u64 + 1,
-                ts: stamped.ts,
-                command: stamped.command.name(),
-                account: command_account(&stamped.command),
-                events,
-            }
-        })
-        .collect()
+    crate::tests::apply_lines(&mut Engine::new(), lines, 1)
 }
 
 #[test]

@@ -121,11 +121,18 @@ pub(crate) fn workload(commands: usize) -> (Vec<Entry>, Engine) {
     }
     let mut engine = Engine::new();
     let step = 2 * DAY / lines.len() as u64;
-    let entries = lines
+    let entries = apply_lines(&mut engine, &lines, step);
+    (entries, engine)
+}
+
+/// One entry per command line, applied by `engine` in order; the `i`-th
+/// is stamped `START + i * step`.
+pub(crate) fn apply_lines(engine: &mut Engine, lines: &[impl AsRef<str>], step: u64) -> Vec<Entry> {
+    lines
         .iter()
         .enumerate()
         .map(|(i, line)| {
-            let mut stamped = exchange_codec::decode_command(line).expect("valid command");
+            let mut stamped = exchange_codec::decode_command(line.as_ref()).expect("valid command");
             stamped.ts = START + i as u64 * step;
             let mut events = Vec::new();
             engine.apply(&stamped, &mut events);
@@ -137,8 +144,7 @@ pub(crate) fn workload(commands: usize) -> (Vec<Entry>, Engine) {
                 events,
             }
         })
-        .collect();
-    (entries, engine)
+        .collect()
 }
 
 pub(crate) fn write_in_batches(store: &mut Store, entries: &[Entry], batch: usize) -> Position {

@@ -29,6 +29,20 @@ async fn submit(handle: &Handle, line: &str) {
     handle.submit(entry).await.expect("submitted");
 }
 
+/// Orders `numbers`, all submitted at once (so the sequencer puts
+/// several in one log record and the core applies them back to back).
+async fn burst(handle: &Handle, numbers: std::ops::Range<u64>) {
+    let sent: Vec<_> = numbers
+        .map(|n| {
+            let handle = handle.clone();
+            tokio::spawn(async move { orders(&handle, n, 1).await })
+        })
+        .collect();
+    for order in sent {
+        order.await.expect("order");
+    }
+}
+
 async fn orders(handle: &Handle, from: u64, count: u64) {
     for n in from..from + count {
         let (account, side) = if n % 2 == 0 { (1, "buy") } else { (2, "sell") };
@@ -252,15 +266,7 @@ async fn a_lag_in_the_middle_of_a_batch_is_filled_from_the_journal() {
     // One entry starts a batch; the burst (sent at once, so it is applied
     // back to back) overflows the buffer while the batch lingers.
     orders(&handle, 0, 1).await;
-    let burst: Vec<_> = (1..40u64)
-        .map(|n| {
-            let handle = handle.clone();
-            tokio::spawn(async move { orders(&handle, n, 1).await })
-        })
-        .collect();
-    for order in burst {
-        order.await.expect("order");
-    }
+    burst(&handle, 1..40).await;
     let applied = handle.query(|s| s.applied_index).await.expect("query");
     assert!(
         reporting.wait_until(applied, DEADLINE).await,
@@ -343,15 +349,7 @@ async fn walks_resumed_from_a_kept_scratch_state_give_the_same_entries() {
     let dir = tempfile::tempdir().expect("temp dir");
     let (pipeline, handle) = start_node(dir.path(), 1_000_000).await;
     // Submitted at once: the sequencer puts several in one log record.
-    let burst: Vec<_> = (0..60u64)
-        .map(|n| {
-            let handle = handle.clone();
-            tokio::spawn(async move { orders(&handle, n, 1).await })
-        })
-        .collect();
-    for order in burst {
-        order.await.expect("order");
-    }
+    burst(&handle, 0..60).await;
     let applied = handle.query(|s| s.applied_index).await.expect("query");
     drop(handle);
     pipeline.join();
