@@ -72,18 +72,24 @@ fn balances(store: &mut Store) -> Vec<Vec<Val>> {
     )
 }
 
+/// The test workload, where its halves split, and a store of the current
+/// version in `dir` holding the first half.
+fn first_half_written(dir: &std::path::Path) -> (Vec<Entry>, usize, Store) {
+    let (entries, _) = workload(400);
+    let half = entries.len() / 2;
+    let mut current = Store::open(&Target::Sqlite(dir.join("current.sqlite"))).expect("open");
+    write_in_batches(&mut current, &entries[..half], 50);
+    (entries, half, current)
+}
+
 #[test]
 fn a_store_written_at_version_1_migrates_with_its_rows() {
     on_both("a_store_written_at_version_1_migrates", |target| {
-        let (entries, _) = workload(400);
-        let half = entries.len() / 2;
         let dir = tempfile::tempdir().expect("temp dir");
         // What version 1 would hold after the first half: the same rows
         // (its tables have the same columns), copied into a store at
         // version 1.
-        let mut current =
-            Store::open(&Target::Sqlite(dir.path().join("current.sqlite"))).expect("open");
-        write_in_batches(&mut current, &entries[..half], 50);
+        let (entries, half, mut current) = first_half_written(dir.path());
         {
             let mut old = Store::open_at(target, 1).expect("open at version 1");
             old.conn.script("BEGIN").expect("begin");
@@ -149,12 +155,8 @@ fn a_store_written_at_version_1_migrates_with_its_rows() {
 #[test]
 fn version_3_drops_the_hold_rows_of_an_older_writer() {
     on_both("version_3_drops_the_hold_rows", |target| {
-        let (entries, _) = workload(400);
-        let half = entries.len() / 2;
         let dir = tempfile::tempdir().expect("temp dir");
-        let mut current =
-            Store::open(&Target::Sqlite(dir.path().join("current.sqlite"))).expect("open");
-        write_in_batches(&mut current, &entries[..half], 50);
+        let (entries, half, mut current) = first_half_written(dir.path());
         let changes = count(&mut current, "ledger");
         {
             // A store at version 2 as its writer left it: the same rows,
