@@ -77,17 +77,21 @@ pub fn for_each_committed<E: From<JournalError>>(
         let mut at = SEGMENT_MAGIC.len();
         let mut index = *first;
         while index <= through && at < bytes.len() {
-            if bytes[at..].iter().take(HEADER_BYTES).all(|&b| b == 0) {
+            let (entry, used) = match record::decode(&bytes[at..], index) {
+                Ok(decoded) => decoded,
                 // Room of a preallocated segment: no record is written
-                // past its first all-zero header.
-                break;
-            }
-            let (entry, used) =
-                record::decode(&bytes[at..], index).map_err(|reason| JournalError::Corrupt {
-                    path: path.clone(),
-                    offset: at as u64,
-                    reason: reason.to_string(),
-                })?;
+                // past its first all-zero header. Checked only when a
+                // record does not decode, not for every record read.
+                Err(_) if bytes[at..].iter().take(HEADER_BYTES).all(|&b| b == 0) => break,
+                Err(reason) => {
+                    return Err(JournalError::Corrupt {
+                        path: path.clone(),
+                        offset: at as u64,
+                        reason: reason.to_string(),
+                    }
+                    .into())
+                }
+            };
             at += used;
             index += 1;
             if entry.index >= next {
