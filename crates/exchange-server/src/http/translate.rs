@@ -74,76 +74,83 @@ pub struct PlaceRequest {
 }
 
 #[derive(Deserialize)]
-enum PlaceTag {
+enum EntryKind {
     #[serde(rename = "place")]
     Place,
-}
-
-#[derive(Deserialize)]
-enum CancelTag {
     #[serde(rename = "cancel")]
     Cancel,
 }
 
-/// A WebSocket `place`, read in one typed pass.
+/// A WebSocket `place` or `cancel`, read in one typed pass whichever it
+/// is: trying one shape and then the other would build (and format) a
+/// serde error for every message of the second kind.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct WsPlace {
+struct WsOrderEntry {
     #[serde(rename = "type")]
-    _tag: PlaceTag,
+    kind: EntryKind,
     #[serde(default)]
     request_id: Value,
-    symbol: String,
-    side: SideWire,
+    symbol: Option<String>,
+    side: Option<SideWire>,
     order_type: Option<TypeWire>,
     price: Option<String>,
-    qty: String,
+    qty: Option<String>,
     tif: Option<TifWire>,
     post_only: Option<bool>,
     stp: Option<StpWire>,
-    client_order_id: Option<String>,
-}
-
-/// A WebSocket `cancel`, read in one typed pass.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct WsCancel {
-    #[serde(rename = "type")]
-    _tag: CancelTag,
-    #[serde(default)]
-    request_id: Value,
     order_id: Option<u64>,
     client_order_id: Option<String>,
 }
 
 /// The request id and command of a well-formed WebSocket `place` or
 /// `cancel`, the bulk of the traffic, without the general path's JSON map.
-/// Anything else, and every mistake, is `None`: the general path reads it
-/// again and names the problem.
+/// Anything else, and every mistake (a field of the other kind included),
+/// is `None`: the general path reads it again and names the problem.
 pub fn ws_order_entry(account: AccountId, text: &str) -> Option<(Value, Command)> {
-    if let Ok(message) = serde_json::from_str::<WsPlace>(text) {
-        let request = PlaceRequest {
-            symbol: message.symbol,
-            side: message.side,
-            order_type: message.order_type,
-            price: message.price,
-            qty: message.qty,
-            tif: message.tif,
-            post_only: message.post_only,
-            stp: message.stp,
-            client_order_id: message.client_order_id,
-        };
-        return place(account, request)
-            .ok()
-            .map(|command| (message.request_id, command));
+    let message = serde_json::from_str::<WsOrderEntry>(text).ok()?;
+    match message.kind {
+        EntryKind::Place => {
+            let (Some(symbol), Some(side), Some(qty), None) =
+                (message.symbol, message.side, message.qty, message.order_id)
+            else {
+                return None;
+            };
+            let request = PlaceRequest {
+                symbol,
+                side,
+                order_type: message.order_type,
+                price: message.price,
+                qty,
+                tif: message.tif,
+                post_only: message.post_only,
+                stp: message.stp,
+                client_order_id: message.client_order_id,
+            };
+            place(account, request)
+                .ok()
+                .map(|command| (message.request_id, command))
+        }
+        EntryKind::Cancel => {
+            let place_fields = message.symbol.is_some()
+                || message.side.is_some()
+                || message.order_type.is_some()
+                || message.price.is_some()
+                || message.qty.is_some()
+                || message.tif.is_some()
+                || message.post_only.is_some()
+                || message.stp.is_some();
+            if place_fields {
+                return None;
+            }
+            let order = match (message.order_id, message.client_order_id) {
+                (Some(id), None) => OrderRef::Id(id),
+                (None, Some(client_order_id)) => by_client_id(&client_order_id).ok()?,
+                _ => return None,
+            };
+            Some((message.request_id, cancel(account, order)))
+        }
     }
-    let message = serde_json::from_str::<WsCancel>(text).ok()?;
-    let order = match (message.order_id, message.client_order_id) {
-        (Some(id), None) => OrderRef::Id(id),
-        (None, Some(client_order_id)) => by_client_id(&client_order_id).ok()?,
-        _ => return None,
-    };
-    Some((message.request_id, cancel(account, order)))
 }
 
 /// `POST /v1/orders/{id}/replace` and the WebSocket `replace` message.
