@@ -83,7 +83,10 @@ enum EntryKind {
 
 /// A WebSocket `place` or `cancel`, read in one typed pass whichever it
 /// is: trying one shape and then the other would build (and format) a
-/// serde error for every message of the second kind.
+/// serde error for every message of the second kind. Each field is
+/// `None` when absent and `Some(None)` when `null`: the general path
+/// refuses a field of the other kind even when it is null, and so must
+/// this one.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct WsOrderEntry {
@@ -91,16 +94,35 @@ struct WsOrderEntry {
     kind: EntryKind,
     #[serde(default)]
     request_id: Value,
-    symbol: Option<String>,
-    side: Option<SideWire>,
-    order_type: Option<TypeWire>,
-    price: Option<String>,
-    qty: Option<String>,
-    tif: Option<TifWire>,
-    post_only: Option<bool>,
-    stp: Option<StpWire>,
-    order_id: Option<u64>,
-    client_order_id: Option<String>,
+    #[serde(default, deserialize_with = "present")]
+    symbol: Option<Option<String>>,
+    #[serde(default, deserialize_with = "present")]
+    side: Option<Option<SideWire>>,
+    #[serde(default, deserialize_with = "present")]
+    order_type: Option<Option<TypeWire>>,
+    #[serde(default, deserialize_with = "present")]
+    price: Option<Option<String>>,
+    #[serde(default, deserialize_with = "present")]
+    qty: Option<Option<String>>,
+    #[serde(default, deserialize_with = "present")]
+    tif: Option<Option<TifWire>>,
+    #[serde(default, deserialize_with = "present")]
+    post_only: Option<Option<bool>>,
+    #[serde(default, deserialize_with = "present")]
+    stp: Option<Option<StpWire>>,
+    #[serde(default, deserialize_with = "present")]
+    order_id: Option<Option<u64>>,
+    #[serde(default, deserialize_with = "present")]
+    client_order_id: Option<Option<String>>,
+}
+
+/// A field that is there, `null` or not.
+fn present<'de, D, T>(deserializer: D) -> Result<Option<Option<T>>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    Option::<T>::deserialize(deserializer).map(Some)
 }
 
 /// The request id and command of a well-formed WebSocket `place` or
@@ -111,7 +133,7 @@ pub fn ws_order_entry(account: AccountId, text: &str) -> Option<(Value, Command)
     let message = serde_json::from_str::<WsOrderEntry>(text).ok()?;
     match message.kind {
         EntryKind::Place => {
-            let (Some(symbol), Some(side), Some(qty), None) =
+            let (Some(Some(symbol)), Some(Some(side)), Some(Some(qty)), None) =
                 (message.symbol, message.side, message.qty, message.order_id)
             else {
                 return None;
@@ -119,13 +141,13 @@ pub fn ws_order_entry(account: AccountId, text: &str) -> Option<(Value, Command)
             let request = PlaceRequest {
                 symbol,
                 side,
-                order_type: message.order_type,
-                price: message.price,
+                order_type: message.order_type.flatten(),
+                price: message.price.flatten(),
                 qty,
-                tif: message.tif,
-                post_only: message.post_only,
-                stp: message.stp,
-                client_order_id: message.client_order_id,
+                tif: message.tif.flatten(),
+                post_only: message.post_only.flatten(),
+                stp: message.stp.flatten(),
+                client_order_id: message.client_order_id.flatten(),
             };
             place(account, request)
                 .ok()
@@ -144,8 +166,8 @@ pub fn ws_order_entry(account: AccountId, text: &str) -> Option<(Value, Command)
                 return None;
             }
             let order = match (message.order_id, message.client_order_id) {
-                (Some(id), None) => OrderRef::Id(id),
-                (None, Some(client_order_id)) => by_client_id(&client_order_id).ok()?,
+                (Some(Some(id)), None) => OrderRef::Id(id),
+                (None, Some(Some(client_order_id))) => by_client_id(&client_order_id).ok()?,
                 _ => return None,
             };
             Some((message.request_id, cancel(account, order)))

@@ -381,6 +381,40 @@ fn refusal(request_id: &Value, error: ApiError) -> Value {
     serde_json::to_value(ws_entry::response(request_id, Op::Other, Err(error))).unwrap_or_default()
 }
 
+/// The command an order-entry message (`place`, `cancel`, `replace`,
+/// `mass_cancel`) asks for, its `type` and `request_id` taken out: the
+/// general path, which checks every field and names every mistake.
+/// [`translate::ws_order_entry`] may only ever agree with it.
+pub(crate) fn order_entry_command(
+    account: AccountId,
+    kind: &str,
+    mut fields: Map<String, Value>,
+) -> Result<Command, ApiError> {
+    Ok(match kind {
+        "place" => {
+            // `type` names the message, so the order's type travels as
+            // `order_type` here.
+            if let Some(order_type) = fields.remove("order_type") {
+                fields.insert("type".into(), order_type);
+            }
+            translate::place(account, from_fields(fields)?)?
+        }
+        "cancel" => {
+            let order = take_order_ref(&mut fields)?;
+            from_fields::<NoFields>(fields)?;
+            translate::cancel(account, order)
+        }
+        "replace" => {
+            let order = take_order_ref(&mut fields)?;
+            translate::replace(account, order, from_fields(fields)?)?
+        }
+        _ => {
+            let symbol = from_fields::<SymbolFields>(fields)?.symbol;
+            translate::mass_cancel(account, symbol.as_deref())?
+        }
+    })
+}
+
 impl Session {
     /// Handles one text message; returns an immediate reply, if any.
     /// Order entry answers later, through [`Session::answers`].
@@ -467,7 +501,7 @@ impl Session {
         &mut self,
         kind: &str,
         request_id: Value,
-        mut fields: Map<String, Value>,
+        fields: Map<String, Value>,
     ) -> Result<(), ApiError> {
         let Some((account, key)) = &self.auth else {
             return Err(ApiError::unauthorized(
@@ -477,29 +511,7 @@ impl Session {
         };
         let account = *account;
         auth::rate_limit(&self.app, key)?;
-        let command = match kind {
-            "place" => {
-                // `type` names the message, so the order's type travels as
-                // `order_type` here.
-                if let Some(order_type) = fields.remove("order_type") {
-                    fields.insert("type".into(), order_type);
-                }
-                translate::place(account, from_fields(fields)?)?
-            }
-            "cancel" => {
-                let order = take_order_ref(&mut fields)?;
-                from_fields::<NoFields>(fields)?;
-                translate::cancel(account, order)
-            }
-            "replace" => {
-                let order = take_order_ref(&mut fields)?;
-                translate::replace(account, order, from_fields(fields)?)?
-            }
-            _ => {
-                let symbol = from_fields::<SymbolFields>(fields)?.symbol;
-                translate::mass_cancel(account, symbol.as_deref())?
-            }
-        };
+        let command = order_entry_command(account, kind, fields)?;
         self.enqueue(request_id, command)
     }
 

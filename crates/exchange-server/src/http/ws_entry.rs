@@ -124,10 +124,11 @@ pub fn response<'a>(
 #[cfg(test)]
 mod tests {
     use exchange_types::{Command, Event, EventKind, OrderRef};
+    use proptest::prelude::*;
     use serde_json::json;
 
     use super::*;
-    use crate::http::translate;
+    use crate::http::{translate, ws};
 
     fn applied(kind: EventKind) -> Arc<Applied> {
         Arc::new(Applied {
@@ -141,19 +142,132 @@ mod tests {
         })
     }
 
-    /// What the general path makes of a `place`: the message as a map,
-    /// `order_type` read as the REST `type`.
-    fn general_place(text: &str) -> Option<Command> {
+    /// What the general path makes of a message: its request id and the
+    /// command, or why not.
+    fn general(text: &str) -> Option<(Value, Result<Command, ApiError>)> {
         let Ok(Value::Object(mut fields)) = serde_json::from_str::<Value>(text) else {
             return None;
         };
-        fields.remove("type");
-        fields.remove("request_id");
-        if let Some(order_type) = fields.remove("order_type") {
-            fields.insert("type".into(), order_type);
+        let request_id = fields.remove("request_id").unwrap_or(Value::Null);
+        let Some(Value::String(kind)) = fields.remove("type") else {
+            return None;
+        };
+        Some((request_id, ws::order_entry_command(7, &kind, fields)))
+    }
+
+    fn general_place(text: &str) -> Option<Command> {
+        general(text).and_then(|(_, command)| command.ok())
+    }
+
+    /// Candidate values per field: well-formed first, then ill-formed,
+    /// the wrong type, and null.
+    const FIELDS: &[(&str, &[&str])] = &[
+        (
+            "symbol",
+            &[r#""BTC-USD""#, r#""ETH-USD""#, r#""""#, "5", "null"],
+        ),
+        ("side", &[r#""buy""#, r#""sell""#, r#""up""#, "1", "null"]),
+        (
+            "qty",
+            &[r#""0.25""#, r#""3""#, r#""0""#, r#""abc""#, "2", "null"],
+        ),
+        (
+            "order_type",
+            &[r#""limit""#, r#""market""#, r#""stop""#, "null"],
+        ),
+        (
+            "price",
+            &[r#""60000.5""#, r#""1""#, r#""1e3""#, r#""-1""#, "1", "null"],
+        ),
+        (
+            "tif",
+            &[r#""gtc""#, r#""ioc""#, r#""fok""#, r#""day""#, "null"],
+        ),
+        ("post_only", &["true", "false", r#""yes""#, "null"]),
+        (
+            "stp",
+            &[r#""decrement""#, r#""cancel_both""#, r#""bogus""#, "null"],
+        ),
+        (
+            "client_order_id",
+            &[r#""a-1""#, r#""has space""#, r#""""#, "7", "null"],
+        ),
+        ("order_id", &["12", "0", "-1", r#""x""#, "null"]),
+        ("request_id", &["1", r#""x""#, "[2]", "null"]),
+        ("extra", &["1"]),
+    ];
+
+    /// The fields a well-formed message of each kind may carry, as indices
+    /// into [`FIELDS`]: a place's first three are required.
+    const PLACE_FIELDS: std::ops::Range<usize> = 0..9;
+    const CANCEL_BY_ID: usize = 9;
+    const CANCEL_BY_CLIENT_ID: usize = 8;
+    const REQUEST_ID: usize = 10;
+
+    /// A well-formed `place` or `cancel` (the first value of each field it
+    /// carries), then up to two mutations (a field set to any candidate,
+    /// of its kind or the other, or a field removed), in random order.
+    fn order_message() -> impl Strategy<Value = String> {
+        let keep = prop::collection::vec(any::<bool>(), FIELDS.len());
+        let mutation = (0..FIELDS.len(), 0..6usize, any::<bool>());
+        (any::<bool>(), keep, prop::collection::vec(mutation, 0..=2))
+            .prop_flat_map(|(is_place, keep, mutations)| {
+                let mut fields: Vec<(usize, &str)> = Vec::new();
+                let well_formed = |field: usize| (field, FIELDS[field].1[0]);
+                if is_place {
+                    for field in PLACE_FIELDS {
+                        if field < 3 || keep[field] {
+                            fields.push(well_formed(field));
+                        }
+                    }
+                } else if keep[0] {
+                    fields.push(well_formed(CANCEL_BY_ID));
+                } else {
+                    fields.push(well_formed(CANCEL_BY_CLIENT_ID));
+                }
+                if keep[REQUEST_ID] {
+                    fields.push(well_formed(REQUEST_ID));
+                }
+                for (field, value, remove) in mutations {
+                    fields.retain(|(present, _)| *present != field);
+                    if !remove {
+                        let values = FIELDS[field].1;
+                        fields.push((field, values[value % values.len()]));
+                    }
+                }
+                let kind = if is_place { "place" } else { "cancel" };
+                let mut pairs = vec![format!(r#""type":"{kind}""#)];
+                pairs.extend(
+                    fields
+                        .into_iter()
+                        .map(|(field, value)| format!(r#""{}":{value}"#, FIELDS[field].0)),
+                );
+                Just(pairs).prop_shuffle()
+            })
+            .prop_map(|pairs| format!("{{{}}}", pairs.join(",")))
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2048))]
+
+        /// The typed pass may only ever agree with the general path: what
+        /// it accepts, the general path accepts as the same command with
+        /// the same request id. (What it leaves, the general path reads.)
+        #[test]
+        fn the_typed_pass_accepts_only_what_the_general_path_does(text in order_message()) {
+            if let Some((request_id, command)) = translate::ws_order_entry(7, &text) {
+                let (general_id, general_command) = general(&text).expect("a JSON object with a type");
+                let mut general_command = general_command.ok();
+                // Without one, each path draws a random client order id.
+                if let (Some(Command::Place(theirs)), Command::Place(ours)) = (&mut general_command, &command) {
+                    if !text.contains(r#""client_order_id":""#) {
+                        theirs.client_order_id = ours.client_order_id;
+                    }
+                }
+                prop_assert_eq!(request_id, general_id, "{}", text);
+                prop_assert_eq!(general_command, Some(command), "{}", text);
+            }
         }
-        let request = serde_json::from_value(Value::Object(fields)).ok()?;
-        translate::place(7, request).ok()
     }
 
     #[test]
@@ -194,6 +308,9 @@ mod tests {
             r#"{"type":"place","symbol":"BTC-USD","side":"buy","price":"1","qty":"1","order_id":3}"#,
             r#"{"type":"place","symbol":"BTC-USD","price":"1","qty":"1"}"#,
             r#"{"type":"place","symbol":"BTC-USD","side":"buy","price":"1"}"#,
+            r#"{"type":"cancel","order_id":null,"client_order_id":"a"}"#,
+            r#"{"type":"cancel","order_id":1,"symbol":null}"#,
+            r#"{"type":"place","symbol":"BTC-USD","side":"buy","qty":"1","order_id":null}"#,
             r#"{"type":"replace","order_id":1,"qty":"1"}"#,
             r#"{"type":"mass_cancel"}"#,
             r#"[1]"#,
