@@ -262,7 +262,7 @@ impl Obj<'_> {
 
 /// Writes `value` in decimal, as `Display` does, without the formatting
 /// machinery that dominated the encoder's profile.
-fn push_u64(out: &mut Vec<u8>, value: u64) {
+pub(crate) fn push_u64(out: &mut Vec<u8>, value: u64) {
     out.extend_from_slice(itoa::Buffer::new().format(value).as_bytes());
 }
 
@@ -323,7 +323,7 @@ fn write_digits(buf: &mut [u8; 32], end: usize, mut value: u64) -> usize {
 
 /// Writes `value` as a JSON string. Identifiers are printable ASCII but
 /// may hold `"` or `\`, and error messages may quote anything.
-fn push_json_string(out: &mut Vec<u8>, value: &str) {
+pub(crate) fn push_json_string(out: &mut Vec<u8>, value: &str) {
     const HEX: &[u8; 16] = b"0123456789abcdef";
     out.push(b'"');
     let bytes = value.as_bytes();

@@ -4,14 +4,17 @@
 //! up to decimal normalisation (`"1.50"` is written `"1.5"`: same value).
 //!
 //! Written by hand rather than through `serde_json::Value`: the journal
-//! writes one line per command and benchmarks write millions.
+//! writes one line per command and benchmarks write millions. Strings and
+//! integers go through the event encoder's writers ([`crate::encode`]).
 
-use std::fmt::Write as _;
+use std::io::Write as _;
 
 use exchange_types::{Command, Dec, OrderRef, Stamped};
 
-/// Appends one command as a JSON object (no newline) to `out`.
-pub fn encode_command_into(stamped: &Stamped, out: &mut String) {
+use crate::encode::{push_json_string, push_u64};
+
+/// Appends one command as a JSON object (no newline) to `out` as UTF-8.
+pub fn encode_command_into(stamped: &Stamped, out: &mut Vec<u8>) {
     let mut w = ObjectWriter::new(out);
     w.str("cmd", stamped.command.name());
     w.u64("ts", stamped.ts);
@@ -77,55 +80,63 @@ pub fn encode_command_into(stamped: &Stamped, out: &mut String) {
 
 /// One command as one JSON object (no trailing newline).
 pub fn encode_command(stamped: &Stamped) -> String {
-    let mut out = String::with_capacity(192);
+    let mut out = Vec::with_capacity(192);
     encode_command_into(stamped, &mut out);
-    out
+    // Every byte written comes from a `&str` or is ASCII, so this is UTF-8.
+    String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
 }
 
 /// Writes `"key":value` pairs, comma-separated, inside braces.
 struct ObjectWriter<'a> {
-    out: &'a mut String,
+    out: &'a mut Vec<u8>,
     first: bool,
 }
 
 impl<'a> ObjectWriter<'a> {
-    fn new(out: &'a mut String) -> Self {
-        out.push('{');
+    fn new(out: &'a mut Vec<u8>) -> Self {
+        out.push(b'{');
         ObjectWriter { out, first: true }
     }
 
+    /// `key` is one of this file's literals: nothing in it needs escaping.
     fn key(&mut self, key: &str) {
         if !self.first {
-            self.out.push(',');
+            self.out.push(b',');
         }
         self.first = false;
-        push_json_str(self.out, key);
-        self.out.push(':');
+        self.out.push(b'"');
+        self.out.extend_from_slice(key.as_bytes());
+        self.out.extend_from_slice(b"\":");
     }
 
     fn str(&mut self, key: &str, value: &str) {
         self.key(key);
-        push_json_str(self.out, value);
+        push_json_string(self.out, value);
     }
 
     fn u64(&mut self, key: &str, value: u64) {
         self.key(key);
-        let _ = write!(self.out, "{value}");
+        push_u64(self.out, value);
     }
 
     fn i64(&mut self, key: &str, value: i64) {
         self.key(key);
-        let _ = write!(self.out, "{value}");
+        if value < 0 {
+            self.out.push(b'-');
+        }
+        push_u64(self.out, value.unsigned_abs());
     }
 
     fn bool(&mut self, key: &str, value: bool) {
         self.key(key);
-        self.out.push_str(if value { "true" } else { "false" });
+        self.out
+            .extend_from_slice(if value { b"true" } else { b"false" });
     }
 
     /// Decimals travel as strings so that no JSON parser rounds them.
     fn dec(&mut self, key: &str, value: Dec) {
         self.key(key);
+        // Writing to a Vec cannot fail.
         let _ = write!(self.out, "\"{value}\"");
     }
 
@@ -143,25 +154,8 @@ impl<'a> ObjectWriter<'a> {
     }
 
     fn close(self) {
-        self.out.push('}');
+        self.out.push(b'}');
     }
-}
-
-/// A JSON string literal. Identifiers are printable ASCII, but a `"` or a
-/// `\` in one must still be escaped.
-fn push_json_str(out: &mut String, text: &str) {
-    out.push('"');
-    for ch in text.chars() {
-        match ch {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            c if u32::from(c) < 0x20 => {
-                let _ = write!(out, "\\u{:04x}", u32::from(c));
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
 }
 
 #[cfg(test)]

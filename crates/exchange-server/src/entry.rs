@@ -60,7 +60,11 @@ impl LogEntry {
 
     pub fn encode(&self) -> Vec<u8> {
         match self {
-            LogEntry::Core(stamped) => exchange_codec::encode_command(stamped).into_bytes(),
+            LogEntry::Core(stamped) => {
+                let mut out = Vec::with_capacity(192);
+                exchange_codec::encode_command_into(stamped, &mut out);
+                out
+            }
             LogEntry::CreateAccount {
                 ts,
                 api_key,
@@ -76,22 +80,25 @@ impl LogEntry {
     }
 
     pub fn decode(bytes: &[u8]) -> Result<LogEntry, EntryError> {
-        // A cheap look for the one gateway command before full parsing.
-        if bytes.windows(16).any(|w| w == b"\"create_account\"") {
-            let wire: CreateAccountWire = serde_json::from_slice(bytes)?;
-            if wire.cmd == "create_account" {
-                return Ok(LogEntry::CreateAccount {
-                    ts: wire.ts,
-                    api_key: wire.api_key,
-                    api_secret: wire.api_secret,
-                });
-            }
-        }
         let text = std::str::from_utf8(bytes).map_err(|_| {
             EntryError::Json(serde_json::Error::io(std::io::Error::other(
                 "entry is not UTF-8",
             )))
         })?;
-        Ok(LogEntry::Core(exchange_codec::decode_command(text)?))
+        // Core commands first: the one gateway command is rare, and the
+        // command decoder names it when it meets it, so nothing scans for
+        // it in every entry.
+        match exchange_codec::decode_command(text) {
+            Ok(stamped) => Ok(LogEntry::Core(stamped)),
+            Err(exchange_codec::CodecError::UnknownCmd(name)) if name == "create_account" => {
+                let wire: CreateAccountWire = serde_json::from_str(text)?;
+                Ok(LogEntry::CreateAccount {
+                    ts: wire.ts,
+                    api_key: wire.api_key,
+                    api_secret: wire.api_secret,
+                })
+            }
+            Err(error) => Err(error.into()),
+        }
     }
 }

@@ -10,6 +10,24 @@ fn account(n: u64) -> LogEntry {
 }
 
 #[test]
+fn core_commands_and_accounts_share_a_batch() {
+    let place = exchange_codec::decode_command(
+        r#"{"cmd":"place","account":1,"client_order_id":"c\"1","symbol":"BTC-USD","side":"buy","type":"limit","price":"100.5","qty":"1.5","tif":"gtc","post_only":false,"stp":"cancel_newest","ts":4}"#,
+    )
+    .expect("a place line");
+    let entries = vec![account(1), LogEntry::Core(place), account(2)];
+    assert_eq!(decode_batch(&encode_batch(&entries)).unwrap(), entries);
+    // The gateway command is read strictly, as core commands are.
+    let odd = br#"{"cmd":"create_account","ts":1,"api_key":"k","api_secret":"s","extra":1}"#;
+    assert!(LogEntry::decode(odd).is_err());
+    let unknown = br#"{"cmd":"open_account","ts":1}"#;
+    assert!(matches!(
+        LogEntry::decode(unknown),
+        Err(EntryError::Command(_))
+    ));
+}
+
+#[test]
 fn batches_round_trip_and_damage_is_refused() {
     let entries: Vec<LogEntry> = (1..=3).map(account).collect();
     let bytes = encode_batch(&entries);

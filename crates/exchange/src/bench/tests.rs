@@ -93,7 +93,7 @@ fn bench_timed_run_from_the_base_reaches_the_scratch_state() {
 #[test]
 fn bench_written_commands_decode_to_the_same_commands() {
     let p = small(5);
-    let mut line = String::new();
+    let mut line = Vec::new();
     for stamped in p
         .setup
         .iter()
@@ -102,8 +102,9 @@ fn bench_written_commands_decode_to_the_same_commands() {
     {
         line.clear();
         encode_command(stamped, &mut line);
-        let decoded = exchange_codec::decode_command(&line).expect("decodes");
-        assert_eq!(&decoded, stamped, "line {line}");
+        let text = std::str::from_utf8(&line).expect("UTF-8");
+        let decoded = exchange_codec::decode_command(text).expect("decodes");
+        assert_eq!(&decoded, stamped, "line {text}");
     }
 }
 

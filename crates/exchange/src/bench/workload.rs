@@ -151,12 +151,12 @@ fn load(path: &Path, warmup: usize, with_peers: bool) -> anyhow::Result<Prepared
 fn write_commands(prepared: &Prepared, path: &Path) -> anyhow::Result<()> {
     let file = File::create(path).with_context(|| format!("creating {}", path.display()))?;
     let mut out = BufWriter::new(file);
-    let mut line = String::with_capacity(512);
+    let mut line = Vec::with_capacity(512);
     for stamped in prepared.setup.iter().chain(&prepared.timed) {
         line.clear();
         encode_command(stamped, &mut line);
-        line.push('\n');
-        out.write_all(line.as_bytes())
+        line.push(b'\n');
+        out.write_all(&line)
             .with_context(|| format!("writing {}", path.display()))?;
     }
     out.flush()
