@@ -15,7 +15,18 @@ fn core_commands_and_accounts_share_a_batch() {
         r#"{"cmd":"place","account":1,"client_order_id":"c\"1","symbol":"BTC-USD","side":"buy","type":"limit","price":"100.5","qty":"1.5","tif":"gtc","post_only":false,"stp":"cancel_newest","ts":4}"#,
     )
     .expect("a place line");
-    let entries = vec![account(1), LogEntry::Core(place), account(2)];
+    // A client order id may be any word, the gateway command's name too:
+    // such an order once stopped every follower that read it.
+    let named = exchange_codec::decode_command(
+        r#"{"cmd":"place","account":1,"client_order_id":"create_account","symbol":"BTC-USD","side":"sell","type":"limit","price":"101","qty":"1","tif":"gtc","post_only":false,"stp":"cancel_newest","ts":5}"#,
+    )
+    .expect("a place line");
+    let entries = vec![
+        account(1),
+        LogEntry::Core(place),
+        LogEntry::Core(named),
+        account(2),
+    ];
     assert_eq!(decode_batch(&encode_batch(&entries)).unwrap(), entries);
     // The gateway command is read strictly, as core commands are.
     let odd = br#"{"cmd":"create_account","ts":1,"api_key":"k","api_secret":"s","extra":1}"#;
