@@ -403,7 +403,9 @@ fn a_leader_stopped_gracefully_hands_leadership_over() {
 fn cluster_down_then_up_at_once_recovers_every_node() {
     let tmp = tempfile::tempdir().expect("temp dir");
     let cluster = Cluster::up(&tmp.path().join("cluster"));
-    let (_, account, placed) = order_on_the_leader(&cluster, "before-down");
+    // The gateway command's name as a client order id: every follower and
+    // every restart's replay must read it as the order it is.
+    let (_, account, placed) = order_on_the_leader(&cluster, "create_account");
     let dir = cluster.dir.display().to_string();
     let down = exchange(&["cluster", "down", "--data-dir", &dir]);
     assert!(
@@ -449,7 +451,7 @@ fn cluster_down_then_up_at_once_recovers_every_node() {
             found
         });
         let order = order.expect("answer").json();
-        assert_eq!(order["client_order_id"], "before-down");
+        assert_eq!(order["client_order_id"], "create_account");
         assert_eq!(order["status"], placed["status"]);
     }
 }
