@@ -7,8 +7,6 @@
 //! writes one line per command and benchmarks write millions. Strings and
 //! integers go through the event encoder's writers ([`crate::encode`]).
 
-use std::io::Write as _;
-
 use exchange_types::{Command, Dec, OrderRef, Stamped};
 
 use crate::encode::{push_json_string, push_u64};
@@ -136,8 +134,9 @@ impl<'a> ObjectWriter<'a> {
     /// Decimals travel as strings so that no JSON parser rounds them.
     fn dec(&mut self, key: &str, value: Dec) {
         self.key(key);
-        // Writing to a Vec cannot fail.
-        let _ = write!(self.out, "\"{value}\"");
+        self.out.push(b'"');
+        self.out.extend_from_slice(value.text().as_bytes());
+        self.out.push(b'"');
     }
 
     fn opt_dec(&mut self, key: &str, value: Option<Dec>) {

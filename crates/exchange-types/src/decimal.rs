@@ -241,24 +241,86 @@ impl Dec {
     }
 }
 
+/// Longest text of a [`Dec`]: a sign, `0.`, up to 254 zeros after the
+/// point (scale 255, one digit) or fewer with more digits, and the 20
+/// digits of a `u64`.
+const DEC_TEXT_MAX: usize = 1 + 2 + 255 + 20;
+
+/// A decimal as the shortest exact text (what `Display` writes), built on
+/// the stack: the journal writes two for every order.
+pub struct DecText {
+    buf: [u8; DEC_TEXT_MAX],
+    len: usize,
+}
+
+impl DecText {
+    fn push(&mut self, byte: u8) {
+        self.buf[self.len] = byte;
+        self.len += 1;
+    }
+
+    fn extend(&mut self, bytes: &[u8]) {
+        self.buf[self.len..self.len + bytes.len()].copy_from_slice(bytes);
+        self.len += bytes.len();
+    }
+
+    /// ASCII digits, `-` and `.`.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.buf[..self.len]
+    }
+
+    pub fn as_str(&self) -> &str {
+        std::str::from_utf8(self.as_bytes()).unwrap_or_default()
+    }
+}
+
+impl Dec {
+    /// The shortest exact text: `1.5`, `-0.0025`, `42`. Built by hand, not
+    /// through `core::fmt` (padding the fraction there was most of the
+    /// cost of writing a command).
+    pub fn text(self) -> DecText {
+        let d = self.normalized();
+        let mut digits = [0u8; 20];
+        let mut start = digits.len();
+        let mut rest = d.magnitude;
+        loop {
+            start -= 1;
+            digits[start] = b'0' + (rest % 10) as u8;
+            rest /= 10;
+            if rest == 0 {
+                break;
+            }
+        }
+        let digits = &digits[start..];
+        let scale = usize::from(d.scale);
+        let mut text = DecText {
+            buf: [0; DEC_TEXT_MAX],
+            len: 0,
+        };
+        if d.negative {
+            text.push(b'-');
+        }
+        if scale == 0 {
+            text.extend(digits);
+        } else if digits.len() > scale {
+            let point = digits.len() - scale;
+            text.extend(&digits[..point]);
+            text.push(b'.');
+            text.extend(&digits[point..]);
+        } else {
+            text.extend(b"0.");
+            for _ in digits.len()..scale {
+                text.push(b'0');
+            }
+            text.extend(digits);
+        }
+        text
+    }
+}
+
 impl fmt::Display for Dec {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let d = self.normalized();
-        let sign = if d.negative { "-" } else { "" };
-        if d.scale == 0 {
-            return write!(f, "{sign}{}", d.magnitude);
-        }
-        // Scales past 19 are possible (`0.000…001`); 10^19 is the largest
-        // power of ten a u64 holds, and beyond it the whole part is 0.
-        let (whole, fraction) = match 10u64.checked_pow(u32::from(d.scale)) {
-            Some(pow) => (d.magnitude / pow, d.magnitude % pow),
-            None => (0, d.magnitude),
-        };
-        write!(
-            f,
-            "{sign}{whole}.{fraction:0width$}",
-            width = usize::from(d.scale)
-        )
+        f.write_str(self.text().as_str())
     }
 }
 
@@ -419,6 +481,24 @@ mod tests {
             u64::try_from(units).map_err(|_| UnitsError::Overflow)
         }
 
+        /// `Display` as it was written with `core::fmt`: the model the
+        /// hand-built text must match byte for byte.
+        fn reference_display(d: Dec) -> String {
+            let d = d.normalized();
+            let sign = if d.is_negative() { "-" } else { "" };
+            if d.scale() == 0 {
+                return format!("{sign}{}", d.magnitude());
+            }
+            let (whole, fraction) = match 10u64.checked_pow(u32::from(d.scale())) {
+                Some(pow) => (d.magnitude() / pow, d.magnitude() % pow),
+                None => (0, d.magnitude()),
+            };
+            format!(
+                "{sign}{whole}.{fraction:0width$}",
+                width = usize::from(d.scale())
+            )
+        }
+
         proptest! {
             #[test]
             fn display_reads_back_as_the_same_value(
@@ -435,6 +515,20 @@ mod tests {
                 let back = Dec::parse(&text).expect("own output parses");
                 prop_assert_eq!(back.normalized(), d.normalized(), "{}", text);
                 prop_assert_eq!(back.to_units_allow_zero(), d.to_units_allow_zero());
+            }
+
+            #[test]
+            fn text_is_what_the_formatter_wrote(
+                magnitude in prop_oneof![any::<u64>(), 0u64..1_000_000, Just(0u64), Just(u64::MAX)],
+                scale in prop_oneof![0u8..=25, any::<u8>()],
+                negative in any::<bool>(),
+            ) {
+                let d = if negative && magnitude != 0 {
+                    Dec { magnitude, scale, negative }
+                } else {
+                    Dec::from_parts(magnitude, scale)
+                };
+                prop_assert_eq!(d.to_string(), reference_display(d));
             }
 
             #[test]
