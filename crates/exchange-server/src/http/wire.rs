@@ -7,48 +7,10 @@
 //! message (that, with its allocations, cost more than everything else a
 //! socket does per order).
 
-use exchange_types::{AccountId, Event, EventKind, AMOUNT_SCALE};
+use exchange_types::{AccountId, Dec, Event, EventKind, AMOUNT_SCALE};
 use serde::{Serialize, Serializer};
 
 use crate::history::{self, Fill, OrderRecord, OrderStatus};
-
-/// `units` (of `10^-AMOUNT_SCALE`) as the shortest exact decimal, as
-/// `Dec`'s `Display` writes it, with 64-bit arithmetic and no allocation:
-/// a busy socket writes several of these per order, and the general
-/// 128-bit formatting was a tenth of the gateway's time.
-fn units_text(negative: bool, units: u64, buf: &mut [u8; 32]) -> &str {
-    let one = 10u64.pow(AMOUNT_SCALE);
-    let (mut whole, mut frac) = (units / one, units % one);
-    let mut end = buf.len();
-    if frac != 0 {
-        let mut digits = AMOUNT_SCALE as usize;
-        while frac % 10 == 0 {
-            frac /= 10;
-            digits -= 1;
-        }
-        for _ in 0..digits {
-            end -= 1;
-            buf[end] = b'0' + (frac % 10) as u8;
-            frac /= 10;
-        }
-        end -= 1;
-        buf[end] = b'.';
-    }
-    loop {
-        end -= 1;
-        buf[end] = b'0' + (whole % 10) as u8;
-        whole /= 10;
-        if whole == 0 {
-            break;
-        }
-    }
-    if negative {
-        end -= 1;
-        buf[end] = b'-';
-    }
-    // Only ASCII digits, '.' and '-' were written.
-    std::str::from_utf8(&buf[end..]).unwrap_or_default()
-}
 
 /// Units written as a decimal string, without an intermediate `String`.
 #[derive(Clone, Copy, Debug)]
@@ -56,7 +18,7 @@ pub struct Units(pub u64);
 
 impl Serialize for Units {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(units_text(false, self.0, &mut [0; 32]))
+        serializer.serialize_str(Dec::from_units(self.0).text().as_str())
     }
 }
 
@@ -66,7 +28,7 @@ pub struct SignedUnits(pub i64);
 
 impl Serialize for SignedUnits {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(units_text(self.0 < 0, self.0.unsigned_abs(), &mut [0; 32]))
+        serializer.serialize_str(Dec::new(self.0, AMOUNT_SCALE as u8).text().as_str())
     }
 }
 
