@@ -186,6 +186,13 @@ impl ReplicaNode {
         self.raw.raft.raft_log.committed
     }
 
+    /// Whether the commit index includes an entry of the current term. A
+    /// new leader learns what was committed before it only then: until
+    /// its first entry commits, its commit index may be behind.
+    pub fn committed_in_current_term(&self) -> bool {
+        self.raw.raft.commit_to_current_term()
+    }
+
     /// The oldest log index still held (entries before it are in the
     /// snapshot).
     pub fn first_index(&self) -> u64 {

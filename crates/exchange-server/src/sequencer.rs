@@ -220,6 +220,11 @@ impl Handle {
     }
 
     /// Whether this node currently leads (and so takes writes).
+    /// See [`ClusterShared::caught_up`].
+    pub fn caught_up(&self) -> bool {
+        self.cluster.caught_up()
+    }
+
     pub fn is_leader(&self) -> bool {
         self.cluster.is_leader()
     }

@@ -179,11 +179,11 @@ pub async fn authenticate(
     if message.key.is_empty() || message.key.len() > MAX_KEY_LEN {
         return Err(invalid_key());
     }
-    let credential = app
-        .keys
-        .lookup(&app.handle, message.key)
-        .await?
-        .ok_or_else(invalid_key)?;
+    let credential = match app.keys.lookup(&app.handle, message.key).await? {
+        Some(credential) => credential,
+        None if !app.handle.caught_up() => return Err(ApiError::catching_up()),
+        None => return Err(invalid_key()),
+    };
     let good = signature_matches(
         &credential.secret,
         message.timestamp,

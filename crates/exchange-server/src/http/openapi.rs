@@ -225,7 +225,7 @@ fn error_responses() -> Value {
         "E413": error("body_too_large"),
         "E422": error("a business reject of the core; code is its reason (insufficient_funds, price_not_on_tick, ...)"),
         "E429": limited,
-        "E503": error("overloaded, unavailable or not_ready; see Retry-After"),
+        "E503": error("overloaded, unavailable, not_ready or catching_up; see Retry-After"),
     })
 }
 

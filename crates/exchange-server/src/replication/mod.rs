@@ -203,6 +203,10 @@ pub struct ClusterShared {
     leader: AtomicBool,
     leader_id: AtomicU64,
     pub(crate) raft_applied: AtomicU64,
+    /// The Raft index the core must have applied for this node's state to
+    /// hold everything the cluster committed (as far as this node knows);
+    /// `u64::MAX` on a new leader whose first entry has not committed.
+    complete_at: AtomicU64,
     urls: RwLock<BTreeMap<u64, String>>,
 }
 
@@ -213,6 +217,15 @@ impl ClusterShared {
 
     pub fn leader_id(&self) -> Option<u64> {
         Some(self.leader_id.load(Ordering::Acquire)).filter(|id| *id != 0)
+    }
+
+    /// Whether the core has applied every entry this node knows to be
+    /// committed. A node restarted from disk replays only up to the commit
+    /// index it had saved, and learns the rest from the leader (or, as a
+    /// new leader, once its first entry commits): until then its state may
+    /// lack an account the cluster already created.
+    pub fn caught_up(&self) -> bool {
+        self.raft_applied.load(Ordering::Acquire) >= self.complete_at.load(Ordering::Acquire)
     }
 
     pub(crate) fn set_urls(&self, urls: BTreeMap<u64, String>) {
@@ -242,6 +255,12 @@ impl ClusterShared {
         self.leader.store(node.is_leader(), Ordering::Release);
         self.leader_id
             .store(node.leader().unwrap_or(0), Ordering::Release);
+        let complete_at = if node.is_leader() && !node.committed_in_current_term() {
+            u64::MAX
+        } else {
+            node.commit_index()
+        };
+        self.complete_at.store(complete_at, Ordering::Release);
         let replica = node.status();
         if let Ok(mut status) = self.status.write() {
             *status = ReplicationStatus {

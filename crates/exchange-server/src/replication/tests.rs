@@ -120,3 +120,38 @@ async fn a_lone_voter_leads_and_numbers_commands_densely_in_rising_raft_entries(
     drop(handle);
     pipeline.join();
 }
+
+/// A node whose state may lack what the cluster committed must not refuse
+/// an API key it has not seen yet (the gateway answers `catching_up`): a
+/// new leader is caught up only once its first entry has committed and
+/// the core has applied up to it.
+#[test]
+fn a_new_leader_is_caught_up_once_its_first_entry_is_applied() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let config = ReplicaConfig::new(1, vec![1]);
+    let (mut node, _, _) = ReplicaNode::open(
+        &dir.path().join("log"),
+        &dir.path().join("snapshots"),
+        &config,
+    )
+    .expect("open");
+    node.campaign().expect("campaign");
+    assert!(node.is_leader());
+    let shared = ClusterShared::default();
+    // The core has applied all the node knew committed at start.
+    shared.raft_applied.store(node.applied(), Ordering::Release);
+    shared.publish(&node);
+    assert_eq!(node.applied(), node.commit_index());
+    assert!(!node.committed_in_current_term());
+    assert!(!shared.caught_up(), "a leader before its first commit");
+    for _ in 0..4 {
+        node.handle_ready(&mut |_| {}).expect("ready");
+    }
+    assert!(node.committed_in_current_term());
+    shared.publish(&node);
+    assert!(!shared.caught_up(), "committed but not yet applied");
+    shared
+        .raft_applied
+        .store(node.commit_index(), Ordering::Release);
+    assert!(shared.caught_up());
+}
