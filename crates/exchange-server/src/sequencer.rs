@@ -219,24 +219,30 @@ impl Handle {
         self.cluster.urls()
     }
 
-    /// Whether this node currently leads (and so takes writes).
     /// See [`ClusterShared::caught_up`].
     pub fn caught_up(&self) -> bool {
         self.cluster.caught_up()
     }
 
+    /// Whether this node currently leads (and so takes writes).
     pub fn is_leader(&self) -> bool {
         self.cluster.is_leader()
     }
 
-    fn enqueue(&self, submission: Submission) -> Result<(), SubmitError> {
-        if !self.cluster.is_leader() {
-            let leader = self.cluster.leader_id();
-            return Err(SubmitError::NotLeader {
-                leader,
-                leader_url: leader.and_then(|id| self.cluster.leader_url(id)),
-            });
+    /// `NotLeader`, naming the leader, unless this node leads.
+    pub fn check_leader(&self) -> Result<(), SubmitError> {
+        if self.cluster.is_leader() {
+            return Ok(());
         }
+        let leader = self.cluster.leader_id();
+        Err(SubmitError::NotLeader {
+            leader,
+            leader_url: leader.and_then(|id| self.cluster.leader_url(id)),
+        })
+    }
+
+    fn enqueue(&self, submission: Submission) -> Result<(), SubmitError> {
+        self.check_leader()?;
         match self.submit.try_send(submission) {
             Ok(()) => Ok(()),
             Err(TrySendError::Full(_)) => {

@@ -182,7 +182,15 @@ pub async fn authenticate(
     let credential = match app.keys.lookup(&app.handle, message.key).await? {
         Some(credential) => credential,
         None if !app.handle.caught_up() => return Err(ApiError::catching_up()),
-        None => return Err(invalid_key()),
+        None => {
+            // A write on a follower is the leader's to take, and the leader
+            // knows every account the cluster created; this node may have
+            // restarted with a commit index it does not yet know is behind.
+            if message.method != "GET" {
+                app.handle.check_leader()?;
+            }
+            return Err(invalid_key());
+        }
     };
     let good = signature_matches(
         &credential.secret,
