@@ -241,32 +241,26 @@ impl Dec {
     }
 }
 
-/// Longest text of a [`Dec`]: a sign, `0.`, up to 254 zeros after the
-/// point (scale 255, one digit) or fewer with more digits, and the 20
-/// digits of a `u64`.
-const DEC_TEXT_MAX: usize = 1 + 2 + 255 + 20;
+/// Room for the text of every decimal with at most 45 decimals after
+/// normalising (a sign, `0.` and 45 digits), all that `Dec::parse` can
+/// read (40 characters) and more: such text stays on the stack.
+const INLINE_TEXT: usize = 48;
 
-/// A decimal as the shortest exact text (what `Display` writes), built on
-/// the stack: the journal writes two for every order.
+/// A decimal as the shortest exact text (what `Display` writes): on the
+/// stack, but for a value built in code with more than 45 decimals.
 pub struct DecText {
-    buf: [u8; DEC_TEXT_MAX],
-    len: usize,
+    inline: [u8; INLINE_TEXT],
+    start: usize,
+    long: Option<Vec<u8>>,
 }
 
 impl DecText {
-    fn push(&mut self, byte: u8) {
-        self.buf[self.len] = byte;
-        self.len += 1;
-    }
-
-    fn extend(&mut self, bytes: &[u8]) {
-        self.buf[self.len..self.len + bytes.len()].copy_from_slice(bytes);
-        self.len += bytes.len();
-    }
-
     /// ASCII digits, `-` and `.`.
     pub fn as_bytes(&self) -> &[u8] {
-        &self.buf[..self.len]
+        match &self.long {
+            Some(text) => text,
+            None => &self.inline[self.start..],
+        }
     }
 
     pub fn as_str(&self) -> &str {
@@ -274,45 +268,58 @@ impl DecText {
     }
 }
 
+/// Writes `magnitude * 10^-scale`, trailing fractional zeros dropped, so
+/// that it ends at the end of `buf`; returns where it starts. Right to
+/// left, one digit per step, so nothing is copied twice. `buf` must hold
+/// a sign, the 20 digits of a `u64` and the point, or `scale + 3` bytes.
+fn write_text(buf: &mut [u8], negative: bool, mut magnitude: u64, mut scale: usize) -> usize {
+    while scale > 0 && magnitude.is_multiple_of(10) {
+        magnitude /= 10;
+        scale -= 1;
+    }
+    let mut pos = buf.len();
+    if scale > 0 {
+        for _ in 0..scale {
+            pos -= 1;
+            buf[pos] = b'0' + (magnitude % 10) as u8;
+            magnitude /= 10;
+        }
+        pos -= 1;
+        buf[pos] = b'.';
+    }
+    loop {
+        pos -= 1;
+        buf[pos] = b'0' + (magnitude % 10) as u8;
+        magnitude /= 10;
+        if magnitude == 0 {
+            break;
+        }
+    }
+    if negative {
+        pos -= 1;
+        buf[pos] = b'-';
+    }
+    pos
+}
+
 impl Dec {
     /// The shortest exact text: `1.5`, `-0.0025`, `42`. Built by hand, not
     /// through `core::fmt` (padding the fraction there was most of the
     /// cost of writing a command).
     pub fn text(self) -> DecText {
-        let d = self.normalized();
-        let mut digits = [0u8; 20];
-        let mut start = digits.len();
-        let mut rest = d.magnitude;
-        loop {
-            start -= 1;
-            digits[start] = b'0' + (rest % 10) as u8;
-            rest /= 10;
-            if rest == 0 {
-                break;
-            }
-        }
-        let digits = &digits[start..];
-        let scale = usize::from(d.scale);
+        let scale = usize::from(self.scale);
         let mut text = DecText {
-            buf: [0; DEC_TEXT_MAX],
-            len: 0,
+            inline: [0; INLINE_TEXT],
+            start: 0,
+            long: None,
         };
-        if d.negative {
-            text.push(b'-');
-        }
-        if scale == 0 {
-            text.extend(digits);
-        } else if digits.len() > scale {
-            let point = digits.len() - scale;
-            text.extend(&digits[..point]);
-            text.push(b'.');
-            text.extend(&digits[point..]);
+        if scale + 3 <= INLINE_TEXT {
+            text.start = write_text(&mut text.inline, self.negative, self.magnitude, scale);
         } else {
-            text.extend(b"0.");
-            for _ in digits.len()..scale {
-                text.push(b'0');
-            }
-            text.extend(digits);
+            let mut long = vec![0; scale + 3];
+            let start = write_text(&mut long, self.negative, self.magnitude, scale);
+            long.drain(..start);
+            text.long = Some(long);
         }
         text
     }
