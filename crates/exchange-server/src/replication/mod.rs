@@ -255,13 +255,13 @@ impl ClusterShared {
         self.leader.store(node.is_leader(), Ordering::Release);
         self.leader_id
             .store(node.leader().unwrap_or(0), Ordering::Release);
+        let replica = node.status();
         let complete_at = if node.is_leader() && !node.committed_in_current_term() {
             u64::MAX
         } else {
-            node.commit_index()
+            replica.commit_index
         };
         self.complete_at.store(complete_at, Ordering::Release);
-        let replica = node.status();
         if let Ok(mut status) = self.status.write() {
             *status = ReplicationStatus {
                 node_id: replica.id,
