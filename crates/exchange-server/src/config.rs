@@ -110,6 +110,11 @@ pub struct ReportingConfig {
     /// when the cores are busy, order entry goes first and the store
     /// falls behind, catching up when they are free.
     pub background: bool,
+    /// The CPUs the reporter thread keeps to once in the background:
+    /// `"auto"` (the last CPU the process may use, when it may use two or
+    /// more), `"any"`, or a list such as `"3"`, `"2-3"` or `"1,3"`. Its
+    /// pages stream through one CPU's caches, not every CPU's.
+    pub cpus: crate::threads::CpuPlacement,
 }
 
 impl Default for ReportingConfig {
@@ -121,6 +126,7 @@ impl Default for ReportingConfig {
             linger_ms: 5,
             read_wait_ms: 5_000,
             background: true,
+            cpus: crate::threads::CpuPlacement::Auto,
         }
     }
 }
@@ -373,6 +379,19 @@ mod tests {
         assert_eq!(parsed.reporting.url.as_deref(), Some("postgres://u@h/db"));
         assert_eq!(parsed.reporting.max_batch, 4_096);
         assert!(toml::from_str::<Config>("[reporting]\nurll = \"x\"\n").is_err());
+        assert_eq!(parsed.reporting.cpus, crate::threads::CpuPlacement::Auto);
+        let pinned: Config = toml::from_str("[reporting]\ncpus = \"1,3\"\n").unwrap();
+        assert_eq!(
+            pinned.reporting.cpus,
+            crate::threads::CpuPlacement::Cpus(vec![1, 3])
+        );
+        let refused = toml::from_str::<Config>("[reporting]\ncpus = \"last\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            refused.contains("\"last\" is not a CPU number"),
+            "{refused}"
+        );
     }
 
     #[test]

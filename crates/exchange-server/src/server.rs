@@ -318,6 +318,7 @@ pub fn start_reporting(
             linger: std::time::Duration::from_millis(config.reporting.linger_ms),
             read_wait: std::time::Duration::from_millis(config.reporting.read_wait_ms),
             background: config.reporting.background,
+            cpus: config.reporting.cpus.clone(),
             journal_tail_dropped,
             replica_of_many,
         },

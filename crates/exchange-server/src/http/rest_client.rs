@@ -35,6 +35,7 @@ pub fn app(node: &TestNode, tweak: impl FnOnce(&mut Config)) -> AppState {
             linger: std::time::Duration::from_millis(2),
             read_wait: std::time::Duration::from_secs(30),
             background: false,
+            cpus: crate::threads::CpuPlacement::Any,
             journal_tail_dropped: false,
             replica_of_many: false,
         },

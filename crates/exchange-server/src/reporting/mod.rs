@@ -126,8 +126,10 @@ pub struct ReporterConfig {
     /// How long a batch waits for more entries after its first.
     pub linger: Duration,
     pub read_wait: Duration,
-    /// The reporter thread runs under the idle scheduling policy.
+    /// The reporter thread runs under the idle scheduling policy...
     pub background: bool,
+    /// ...on these CPUs.
+    pub cpus: crate::threads::CpuPlacement,
     /// Recovery cut a damaged tail off this node's journal. A store ahead
     /// of the journal then holds entries the exchange has lost (they were
     /// durable, then damaged on disk), not another exchange's record.
@@ -226,7 +228,7 @@ impl Reporting {
             linger: config.linger,
             inner: inner.clone(),
             replica_of_many: config.replica_of_many,
-            background: config.background,
+            background: config.background.then_some(config.cpus),
             scratch: None,
         };
         let thread = std::thread::Builder::new()

@@ -124,6 +124,7 @@ fn start_reporter(
             linger,
             read_wait: Duration::from_secs(30),
             background: false,
+            cpus: crate::threads::CpuPlacement::Any,
             journal_tail_dropped: false,
             replica_of_many: false,
         },

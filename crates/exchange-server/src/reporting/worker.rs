@@ -33,9 +33,9 @@ pub(super) struct Worker {
     pub(super) inner: Arc<Inner>,
     /// See [`ReporterConfig::replica_of_many`].
     pub(super) replica_of_many: bool,
-    /// Run in the background once caught up with recovery (see
-    /// [`Worker::run`]).
-    pub(super) background: bool,
+    /// Run in the background, on these CPUs, once caught up with recovery
+    /// (see [`Worker::run`]).
+    pub(super) background: Option<crate::threads::CpuPlacement>,
     /// The scratch state the last catch-up ended with: the next one starts
     /// from it rather than from a snapshot when it can (a second lag soon
     /// after the first then replays only what came between). It holds a
@@ -51,8 +51,8 @@ impl Worker {
     /// (other processes, or a restart under load) could take minutes.
     pub(super) fn run(mut self, mut events: broadcast::Receiver<Arc<Applied>>, recovered: u64) {
         self.retry(&events, |worker| worker.catch_up(recovered));
-        if self.background {
-            crate::threads::background();
+        if let Some(cpus) = &self.background {
+            crate::threads::background(cpus);
         }
         // Only to wait for the next entry with a timeout.
         let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
