@@ -68,6 +68,10 @@ struct ServeArgs {
     /// Reporting store: postgres://... or sqlite:PATH (default: reporting.sqlite in the data directory).
     #[arg(long)]
     reporting_url: Option<String>,
+    /// CPUs the reporting writer keeps to in the background: auto, any, or
+    /// a list such as 1, 2-3, 1,3 (as `[reporting] cpus`).
+    #[arg(long)]
+    reporting_cpus: Option<exchange_server::threads::CpuPlacement>,
     /// This node's id in a Raft cluster (see docs/replication.md).
     #[arg(long)]
     node_id: Option<u64>,
@@ -102,6 +106,9 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
     }
     if args.reporting_url.is_some() {
         config.reporting.url = args.reporting_url;
+    }
+    if let Some(cpus) = args.reporting_cpus {
+        config.reporting.cpus = cpus;
     }
     if let Some(id) = args.node_id {
         config.cluster.node_id = id;

@@ -225,6 +225,17 @@ fn up(nodes: u64, dir: &Path, port_base: u16, config: Option<&Path>) -> anyhow::
     let layout = layout(dir, nodes, port_base)?;
     let token = admin_token(Some(dir))?;
     let exe = std::env::current_exe().context("locating the exchange binary")?;
+    // Every node of this cluster shares the machine: "auto" would keep
+    // all their reporters on one CPU, which measured slower than letting
+    // them roam (BENCHMARKS.md, eighth session). CPUs a config names are
+    // kept.
+    let reporters_roam = match config {
+        Some(path) => {
+            exchange_server::config::Config::load(path)?.reporting.cpus
+                == exchange_server::threads::CpuPlacement::Auto
+        }
+        None => true,
+    };
     let mut started = Vec::new();
     for id in layout.members().collect::<Vec<_>>() {
         let data = node_dir(dir, id);
@@ -260,6 +271,9 @@ fn up(nodes: u64, dir: &Path, port_base: u16, config: Option<&Path>) -> anyhow::
             .stderr(log);
         if let Some(config) = config {
             command.arg("--config").arg(config);
+        }
+        if reporters_roam {
+            command.arg("--reporting-cpus").arg("any");
         }
         if id > layout.initial {
             command.arg("--join");
