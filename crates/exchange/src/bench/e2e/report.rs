@@ -13,6 +13,10 @@ use super::Transport;
 /// the p99 ack latency it must stay under (nanoseconds).
 pub const TARGET_PER_SEC: f64 = 50_000.0;
 pub const TARGET_P99_NS: u64 = 2_000_000;
+/// Of the entries the core applied over the window, the share the
+/// reporting store must have written over it too: a store that falls
+/// ever further behind gives the order path cores it cannot keep.
+pub const STORE_KEEPS_UP: f64 = 0.95;
 
 pub struct ServerFigures {
     pub counters: ServerCounters,
@@ -44,6 +48,21 @@ impl Figures {
         self.transport == Transport::Ws
             && self.per_sec() >= TARGET_PER_SEC
             && self.totals.latency.value_at_quantile(0.99) < TARGET_P99_NS
+            && self
+                .store_share()
+                .is_none_or(|share| share >= STORE_KEEPS_UP)
+    }
+
+    /// Entries the reporting store wrote over the window, as a share of the
+    /// commands the core applied; `None` without a store.
+    fn store_share(&self) -> Option<f64> {
+        let counters = &self.server.counters;
+        let reported = counters.reported?;
+        Some(if counters.commands > 0.0 {
+            reported.entries / counters.commands
+        } else {
+            1.0
+        })
     }
 
     fn transport_name(&self) -> &'static str {
@@ -103,6 +122,11 @@ pub fn json(figures: &Figures) -> Value {
             "fsyncs_over_1ms": over_1ms,
             "fsyncs_over_5ms": over_5ms,
             "overloaded": figures.server.counters.overloaded,
+            "reporting": figures.server.counters.reported.map(|r| json!({
+                "entries_written": r.entries,
+                "lag_entries_at_end": r.lag,
+                "share_of_applied": figures.store_share(),
+            })),
             "cores_by_thread": figures.cores(),
             "cores": server_cores,
         },
@@ -178,6 +202,16 @@ pub fn text(figures: &Figures) -> String {
         over_1ms * 100.0,
         over_5ms * 100.0
     );
+    if let (Some(reported), Some(share)) = (figures.server.counters.reported, figures.store_share())
+    {
+        let _ = writeln!(
+            out,
+            "reporting store {:.0} entries/s written ({:.0}% of those applied), {:.0} behind at the end",
+            reported.entries / figures.seconds,
+            share * 100.0,
+            reported.lag
+        );
+    }
     let cores = figures.cores();
     if !cores.is_empty() {
         let busy: Vec<String> = cores
@@ -221,6 +255,7 @@ pub fn text(figures: &Figures) -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::super::server::ReportingCounters;
     use super::*;
 
     fn figures(per_sec: u64, p99_ns: u64) -> Figures {
@@ -247,6 +282,7 @@ mod tests {
                     fsyncs_over_1ms: 1.0,
                     fsyncs_over_5ms: 0.0,
                     overloaded: 0.0,
+                    reported: None,
                 },
                 cpu: BTreeMap::from([("core".to_owned(), 1.0), ("journal".to_owned(), 0.5)]),
             },
@@ -269,5 +305,30 @@ mod tests {
         assert_eq!(value["server"]["fsyncs_over_1ms"], 0.1);
         assert_eq!(value["server"]["cores"], 0.75);
         assert!(text(&figures(60_000, 1_000_000)).contains(": met"));
+    }
+
+    #[test]
+    fn the_target_needs_a_store_that_keeps_up() {
+        let with_store = |entries: f64| {
+            let mut f = figures(60_000, 1_000_000);
+            f.server.counters.reported = Some(ReportingCounters {
+                entries,
+                lag: 5_000.0,
+            });
+            f
+        };
+        // 1,000 commands applied over the window.
+        let kept_up = with_store(990.0);
+        assert!(kept_up.meets_target());
+        assert!(text(&kept_up)
+            .contains("reporting store 495 entries/s written (99% of those applied), 5000 behind"));
+        assert_eq!(
+            json(&kept_up)["server"]["reporting"]["entries_written"],
+            990.0
+        );
+        let behind = with_store(600.0);
+        assert!(!behind.meets_target());
+        assert!(text(&behind).contains("NOT met"));
+        assert!(json(&figures(60_000, 1_000_000))["server"]["reporting"].is_null());
     }
 }

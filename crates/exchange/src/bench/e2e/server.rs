@@ -166,6 +166,16 @@ pub struct ServerCounters {
     pub fsyncs_over_1ms: f64,
     pub fsyncs_over_5ms: f64,
     pub overloaded: f64,
+    /// Log entries the reporting store wrote, and how far behind the core
+    /// it was when read (a gauge: `since` keeps the later reading);
+    /// `None` for a server without a store.
+    pub reported: Option<ReportingCounters>,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct ReportingCounters {
+    pub entries: f64,
+    pub lag: f64,
 }
 
 impl ServerCounters {
@@ -177,6 +187,10 @@ impl ServerCounters {
             fsyncs_over_1ms: self.fsyncs_over_1ms - before.fsyncs_over_1ms,
             fsyncs_over_5ms: self.fsyncs_over_5ms - before.fsyncs_over_5ms,
             overloaded: self.overloaded - before.overloaded,
+            reported: self.reported.map(|now| ReportingCounters {
+                entries: now.entries - before.reported.map_or(0.0, |b| b.entries),
+                lag: now.lag,
+            }),
         }
     }
 }
@@ -191,17 +205,16 @@ pub async fn counters(addr: SocketAddr) -> anyhow::Result<ServerCounters> {
 
 /// The counters from Prometheus text; a missing one reads 0.
 fn parse_counters(text: &str) -> ServerCounters {
-    let value = |name: &str| {
-        text.lines()
-            .find_map(|line| {
-                line.strip_prefix(name)?
-                    .strip_prefix(' ')?
-                    .trim()
-                    .parse::<f64>()
-                    .ok()
-            })
-            .unwrap_or(0.0)
+    let present = |name: &str| {
+        text.lines().find_map(|line| {
+            line.strip_prefix(name)?
+                .strip_prefix(' ')?
+                .trim()
+                .parse::<f64>()
+                .ok()
+        })
     };
+    let value = |name: &str| present(name).unwrap_or(0.0);
     let fsyncs = value("exchange_fsync_seconds_count");
     ServerCounters {
         commands: value("exchange_commands_total"),
@@ -210,6 +223,10 @@ fn parse_counters(text: &str) -> ServerCounters {
         fsyncs_over_1ms: fsyncs - value("exchange_fsync_seconds_bucket{le=\"0.001\"}"),
         fsyncs_over_5ms: fsyncs - value("exchange_fsync_seconds_bucket{le=\"0.005\"}"),
         overloaded: value("exchange_overloaded_total"),
+        reported: present("exchange_reporting_lag_entries").map(|lag| ReportingCounters {
+            entries: value("exchange_reporting_entries_total"),
+            lag,
+        }),
     }
 }
 
@@ -323,11 +340,25 @@ mod tests {
             (1200.0, 40.0, 0.02, 0.0)
         );
         assert_eq!((c.fsyncs_over_1ms, c.fsyncs_over_5ms), (10.0, 2.0));
+        assert_eq!(c.reported, None, "no store, no store figures");
         let later = ServerCounters {
             commands: 1500.0,
             ..c
         };
         assert_eq!(later.since(&c).commands, 300.0);
+        let with_store = |entries: f64, lag: f64| {
+            parse_counters(&format!(
+                "{text}exchange_reporting_entries_total {entries}\nexchange_reporting_lag_entries {lag}\n"
+            ))
+        };
+        let (first, second) = (with_store(1_000.0, 50.0), with_store(1_900.0, 400.0));
+        assert_eq!(
+            second.since(&first).reported,
+            Some(ReportingCounters {
+                entries: 900.0,
+                lag: 400.0
+            })
+        );
     }
 
     #[test]
