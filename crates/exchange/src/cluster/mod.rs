@@ -221,21 +221,25 @@ fn running(pid_file: &Path) -> Option<u32> {
     (exists && !zombie).then_some(pid)
 }
 
-fn up(nodes: u64, dir: &Path, port_base: u16, config: Option<&Path>) -> anyhow::Result<()> {
-    let layout = layout(dir, nodes, port_base)?;
-    let token = admin_token(Some(dir))?;
-    let exe = std::env::current_exe().context("locating the exchange binary")?;
-    // Every node of this cluster shares the machine: "auto" would keep
-    // all their reporters on one CPU, which measured slower than letting
-    // them roam (BENCHMARKS.md, eighth session). CPUs a config names are
-    // kept.
-    let reporters_roam = match config {
+/// Whether `up` starts its nodes with `--reporting-cpus any`. Every node
+/// of this cluster shares the machine: "auto" would keep all their
+/// reporters on one CPU, which measured slower than letting them roam
+/// (BENCHMARKS.md, eighth session). CPUs a config names are kept.
+fn reporters_roam(config: Option<&Path>) -> anyhow::Result<bool> {
+    Ok(match config {
         Some(path) => {
             exchange_server::config::Config::load(path)?.reporting.cpus
                 == exchange_server::threads::CpuPlacement::Auto
         }
         None => true,
-    };
+    })
+}
+
+fn up(nodes: u64, dir: &Path, port_base: u16, config: Option<&Path>) -> anyhow::Result<()> {
+    let layout = layout(dir, nodes, port_base)?;
+    let token = admin_token(Some(dir))?;
+    let exe = std::env::current_exe().context("locating the exchange binary")?;
+    let reporters_roam = reporters_roam(config)?;
     let mut started = Vec::new();
     for id in layout.members().collect::<Vec<_>>() {
         let data = node_dir(dir, id);
@@ -588,3 +592,6 @@ pub fn status(url: &str, token: &str) -> anyhow::Result<Value> {
         "nodes": nodes,
     }))
 }
+
+#[cfg(test)]
+mod tests;
