@@ -94,6 +94,10 @@ pub struct E2eArgs {
     /// Print one JSON object instead of the table.
     #[arg(long)]
     pub json: bool,
+    /// Also write every acknowledged order's send time and latency (µs)
+    /// to this file, one line each: to see when the slow ones happened.
+    #[arg(long)]
+    pub latency_log: Option<std::path::PathBuf>,
 }
 
 /// When a connection sends: from `start` until `stop`, every `every` if
@@ -231,7 +235,8 @@ async fn bench(args: E2eArgs) -> anyhow::Result<Figures> {
             flow: Flow::new(seed(n), format!("c{n}")),
             inflight: args.inflight,
             pacing,
-            recorder: Recorder::new(window, answered.clone()),
+            recorder: Recorder::new(window, answered.clone())
+                .keeping_samples(args.latency_log.is_some()),
         };
         tasks.spawn(driver.run(socket));
     }
@@ -241,7 +246,8 @@ async fn bench(args: E2eArgs) -> anyhow::Result<Figures> {
             flow: Flow::new(seed(n), format!("r{n}")),
             credential,
             pacing,
-            recorder: Recorder::new(window, answered.clone()),
+            recorder: Recorder::new(window, answered.clone())
+                .keeping_samples(args.latency_log.is_some()),
         };
         tasks.spawn(driver.run(socket));
     }
@@ -270,6 +276,18 @@ async fn bench(args: E2eArgs) -> anyhow::Result<Figures> {
     }
     ticker.abort();
     bar.finish_and_clear();
+    if let Some(path) = &args.latency_log {
+        let mut file = std::fs::File::create(path)
+            .with_context(|| format!("creating the latency log {}", path.display()))?;
+        totals
+            .write_samples(&mut file)
+            .with_context(|| format!("writing the latency log {}", path.display()))?;
+        eprintln!(
+            "latency log: {} orders written to {}",
+            totals.samples.len(),
+            path.display()
+        );
+    }
     let seconds = window.to.duration_since(window.from).as_secs_f64();
     let server_cpu = match cpu_after.0.zip(cpu_before.0) {
         Some((after, before)) => server::cpu_delta(&before, &after),

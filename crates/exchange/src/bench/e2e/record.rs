@@ -46,6 +46,19 @@ pub struct Totals {
     pub rejects: BTreeMap<String, u64>,
     /// The gateway's refusals by code (not acknowledged).
     pub errors: BTreeMap<String, u64>,
+    /// Every acknowledgement's send time and latency, when kept
+    /// (`--latency-log`): what the histogram cannot say is *when* the
+    /// slow ones happened, together or spread out.
+    pub samples: Vec<Sample>,
+}
+
+/// One acknowledged order: when it was sent, in microseconds from the
+/// window's opening (negative for those sent during the warm-up), and
+/// how long its answer took, in microseconds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Sample {
+    pub sent_us: i64,
+    pub latency_us: u64,
 }
 
 impl Default for Totals {
@@ -56,6 +69,7 @@ impl Default for Totals {
             cancels: 0,
             rejects: BTreeMap::new(),
             errors: BTreeMap::new(),
+            samples: Vec::new(),
         }
     }
 }
@@ -76,6 +90,19 @@ impl Totals {
         for (code, n) in &other.errors {
             *self.errors.entry(code.clone()).or_default() += n;
         }
+        self.samples.extend_from_slice(&other.samples);
+    }
+
+    /// Writes the samples, oldest first, one `sent_us latency_us` line each.
+    pub fn write_samples(&mut self, out: impl std::io::Write) -> std::io::Result<()> {
+        use std::io::Write as _;
+        self.samples.sort_unstable();
+        let mut out = std::io::BufWriter::new(out);
+        writeln!(out, "# sent_us latency_us")?;
+        for sample in &self.samples {
+            writeln!(out, "{} {}", sample.sent_us, sample.latency_us)?;
+        }
+        out.flush()
     }
 }
 
@@ -85,6 +112,7 @@ pub struct Recorder {
     pub totals: Totals,
     /// Every answer, in or out of the window: drives the progress bar.
     answered: Arc<AtomicU64>,
+    keep_samples: bool,
 }
 
 impl Recorder {
@@ -93,7 +121,14 @@ impl Recorder {
             window,
             totals: Totals::default(),
             answered,
+            keep_samples: false,
         }
+    }
+
+    /// Keeps every acknowledgement's [`Sample`] too.
+    pub fn keeping_samples(mut self, keep: bool) -> Recorder {
+        self.keep_samples = keep;
+        self
     }
 
     pub fn record(&mut self, sent: Instant, now: Instant, place: bool, outcome: Outcome<'_>) {
@@ -125,6 +160,17 @@ impl Recorder {
         }
         let nanos = now.saturating_duration_since(sent).as_nanos() as u64;
         self.totals.latency.saturating_record(nanos.max(1_000));
+        if self.keep_samples {
+            let sent_us = if sent >= self.window.from {
+                sent.duration_since(self.window.from).as_micros() as i64
+            } else {
+                -(self.window.from.duration_since(sent).as_micros() as i64)
+            };
+            self.totals.samples.push(Sample {
+                sent_us,
+                latency_us: nanos / 1_000,
+            });
+        }
     }
 }
 
@@ -294,6 +340,47 @@ mod tests {
                 merged.rejects["order_not_open"]
             ),
             (4, 4, 2)
+        );
+    }
+
+    #[test]
+    fn keeps_samples_only_when_asked_and_writes_them_in_send_order() {
+        let start = Instant::now();
+        let window = Window {
+            from: start + Duration::from_secs(1),
+            to: start + Duration::from_secs(2),
+        };
+        let answered = Arc::new(AtomicU64::new(0));
+        let mut plain = Recorder::new(window, answered.clone());
+        let mut keeping = Recorder::new(window, answered).keeping_samples(true);
+        let at = |ms: u64| start + Duration::from_millis(ms);
+        for recorder in [&mut plain, &mut keeping] {
+            // Answered out of send order, as pipelined orders can be.
+            recorder.record(at(1_500), at(1_502), false, Outcome::Ok);
+            // Sent during the warm-up, answered inside: counted.
+            recorder.record(at(990), at(1_004), true, Outcome::Ok);
+            // Answered after the window: not counted.
+            recorder.record(at(1_999), at(2_001), true, Outcome::Ok);
+            // Refused by the gateway: not acknowledged, no sample.
+            recorder.record(
+                at(1_200),
+                at(1_201),
+                true,
+                Outcome::Refused {
+                    code: "overloaded",
+                    status: 503,
+                },
+            );
+        }
+        assert!(plain.totals.samples.is_empty());
+        let mut merged = Totals::default();
+        merged.merge(&keeping.totals);
+        merged.merge(&plain.totals);
+        let mut text = Vec::new();
+        merged.write_samples(&mut text).unwrap();
+        assert_eq!(
+            String::from_utf8(text).unwrap(),
+            "# sent_us latency_us\n-10000 14000\n500000 2000\n"
         );
     }
 }
