@@ -22,6 +22,7 @@ pub(super) mod record;
 pub(super) mod report;
 pub(super) mod rest;
 pub(super) mod server;
+mod windows;
 mod ws;
 
 use std::sync::atomic::{AtomicU64, Ordering};

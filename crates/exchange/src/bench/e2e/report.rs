@@ -7,6 +7,7 @@ use serde_json::{json, Value};
 
 use super::record::Totals;
 use super::server::ServerCounters;
+use super::windows::slow_windows;
 use super::Transport;
 
 /// The target: acknowledged orders per second over WebSocket, and
@@ -114,6 +115,13 @@ pub fn json(figures: &Figures) -> Value {
         "rejects": totals.rejects,
         "errors": totals.errors,
         "latency_us": latency_json(&totals.latency),
+        "slow_windows": slow_windows(&totals.samples).map(|w| json!({
+            "window_ms": super::windows::WINDOW_US / 1_000,
+            "windows": w.windows,
+            "slow_windows": w.slow_windows,
+            "share_of_slowest_1pct": w.share_in_slow,
+            "p99_outside_us": w.p99_outside_us,
+        })),
         "server": {
             "commands": figures.server.counters.commands,
             "group_commits": figures.server.counters.batches,
@@ -182,6 +190,9 @@ pub fn text(figures: &Figures) -> String {
         totals.cancels
     );
     let _ = writeln!(out, "{}", latency_line(&totals.latency));
+    if let Some(windows) = slow_windows(&totals.samples) {
+        let _ = writeln!(out, "{}", windows.line());
+    }
     let tally = |map: &BTreeMap<String, u64>| {
         if map.is_empty() {
             "none".to_owned()
@@ -330,5 +341,26 @@ mod tests {
         assert!(!behind.meets_target());
         assert!(text(&behind).contains("NOT met"));
         assert!(json(&figures(60_000, 1_000_000))["server"]["reporting"].is_null());
+    }
+
+    #[test]
+    fn slow_windows_show_only_with_samples() {
+        use super::super::record::Sample;
+        let plain = figures(60_000, 1_000_000);
+        assert!(!text(&plain).contains("slow windows"));
+        assert!(json(&plain)["slow_windows"].is_null());
+        let mut kept = figures(60_000, 1_000_000);
+        // 400 orders over four windows; the slowest four, all in the
+        // first.
+        kept.totals.samples = (0..400i64)
+            .map(|i| Sample {
+                sent_us: i * 1_000,
+                latency_us: if i < 4 { 9_000 } else { 400 },
+            })
+            .collect();
+        assert!(text(&kept).contains("slow windows    1 of 4 100 ms windows hold 100%"));
+        let value = json(&kept);
+        assert_eq!(value["slow_windows"]["slow_windows"], 1);
+        assert_eq!(value["slow_windows"]["p99_outside_us"], 400);
     }
 }
