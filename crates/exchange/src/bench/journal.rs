@@ -18,6 +18,7 @@ use hdrhistogram::Histogram;
 use serde_json::json;
 
 use super::e2e::progress;
+use super::spells::{self, Spell, SLOW_SYNC};
 
 #[derive(clap::Args)]
 pub struct JournalArgs {
@@ -60,6 +61,9 @@ impl Layout {
 struct Tally {
     histogram: Histogram<u64>,
     measured: Duration,
+    /// Syncs over [`SLOW_SYNC`], and the spells they came in.
+    slow_syncs: usize,
+    spells: Vec<Spell>,
 }
 
 pub fn run(args: JournalArgs) -> anyhow::Result<()> {
@@ -72,6 +76,8 @@ pub fn run(args: JournalArgs) -> anyhow::Result<()> {
         tallies.push(Tally {
             histogram: Histogram::new_with_bounds(1, 60_000_000_000, 3)?,
             measured: Duration::ZERO,
+            slow_syncs: 0,
+            spells: Vec::new(),
         });
     }
     let pass = Duration::from_secs_f64(args.duration / f64::from(args.passes));
@@ -119,13 +125,21 @@ fn measure(
         }
     }
     let start = Instant::now();
+    let mut slow = Vec::new();
     while start.elapsed() < pass {
         let began = Instant::now();
         append_and_sync(&mut journal, &record)?;
-        let ns = began.elapsed().as_nanos() as u64;
-        tally.histogram.saturating_record(ns.max(1));
+        let took = began.elapsed();
+        tally
+            .histogram
+            .saturating_record((took.as_nanos() as u64).max(1));
+        if took > SLOW_SYNC {
+            slow.push((began - start, took));
+        }
     }
     tally.measured += start.elapsed();
+    tally.slow_syncs += slow.len();
+    tally.spells.extend(spells::spells(&slow));
     Ok(())
 }
 
@@ -168,6 +182,10 @@ fn print(args: &JournalArgs, layouts: &[Layout], tallies: &[Tally]) -> anyhow::R
                 "p99_us": us(h.value_at_quantile(0.99)),
                 "p999_us": us(h.value_at_quantile(0.999)),
                 "max_us": us(h.max()),
+                "slow_syncs": tally.slow_syncs,
+                "slow_spells": tally.spells.len(),
+                "slow_syncs_in_spells": tally.spells.iter().map(|s| s.syncs).sum::<usize>(),
+                "spells_summary": spells::summary(tally.slow_syncs, &tally.spells, tally.measured),
             })
         })
         .collect();
@@ -198,6 +216,11 @@ fn print(args: &JournalArgs, layouts: &[Layout], tallies: &[Tally]) -> anyhow::R
             f("p99_us"),
             f("p999_us"),
             f("max_us"),
+        );
+        println!(
+            "{:<13} {}",
+            "",
+            row["spells_summary"].as_str().unwrap_or("")
         );
     }
     Ok(())

@@ -16,6 +16,7 @@ mod marketdata;
 mod peer;
 mod report;
 mod rng;
+mod spells;
 mod stream;
 mod timing;
 mod tracker;
