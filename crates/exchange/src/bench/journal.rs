@@ -8,6 +8,9 @@
 //! virtual disk shared with other machines) weighs on both alike. A
 //! preallocated pass measures only after the log has moved onto its first
 //! spare; later spares are written during the pass, as in the server.
+//! Syncs over a millisecond are kept by time as well, to tell a disk
+//! whose slow syncs come in spells from one where they are spread out
+//! ([`super::spells`]).
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
