@@ -71,7 +71,7 @@ pub fn summary(slow_syncs: usize, spells: &[Spell], measured: Duration) -> Strin
         )
     };
     format!(
-        "syncs over {} ms: {slow_syncs}, {:.0}% of them in {} spells ({every}, median {median_ms:.0} ms long)",
+        "syncs over {} ms: {slow_syncs}, {:.0}% of them in {} spell{} ({every}, median {median_ms:.0} ms long)",
         SLOW_SYNC.as_millis(),
         if slow_syncs == 0 {
             0.0
@@ -79,6 +79,7 @@ pub fn summary(slow_syncs: usize, spells: &[Spell], measured: Duration) -> Strin
             in_spells as f64 * 100.0 / slow_syncs as f64
         },
         spells.len(),
+        if spells.len() == 1 { "" } else { "s" },
     )
 }
 
@@ -143,6 +144,10 @@ mod tests {
         assert_eq!(
             summary(100, &found, ms(3_000)),
             "syncs over 1 ms: 100, 80% of them in 2 spells (one every 1.5 s, median 100 ms long)"
+        );
+        assert_eq!(
+            summary(40, &found[..1], ms(3_000)),
+            "syncs over 1 ms: 40, 75% of them in 1 spell (one every 3.0 s, median 60 ms long)"
         );
         assert_eq!(
             summary(0, &[], ms(3_000)),
