@@ -288,14 +288,19 @@ mod tests {
         );
     }
 
-    #[test]
-    fn counts_only_inside_the_window_and_splits_refusals() {
-        let start = Instant::now();
+    /// A window over the run's second second, and a fresh answer count.
+    fn second_second(start: Instant) -> (Window, Arc<AtomicU64>) {
         let window = Window {
             from: start + Duration::from_secs(1),
             to: start + Duration::from_secs(2),
         };
-        let answered = Arc::new(AtomicU64::new(0));
+        (window, Arc::new(AtomicU64::new(0)))
+    }
+
+    #[test]
+    fn counts_only_inside_the_window_and_splits_refusals() {
+        let start = Instant::now();
+        let (window, answered) = second_second(start);
         let mut recorder = Recorder::new(window, answered.clone());
         let inside = start + Duration::from_millis(1_500);
         recorder.record(start, start + Duration::from_millis(10), true, Outcome::Ok);
@@ -346,11 +351,7 @@ mod tests {
     #[test]
     fn keeps_samples_only_when_asked_and_writes_them_in_send_order() {
         let start = Instant::now();
-        let window = Window {
-            from: start + Duration::from_secs(1),
-            to: start + Duration::from_secs(2),
-        };
-        let answered = Arc::new(AtomicU64::new(0));
+        let (window, answered) = second_second(start);
         let mut plain = Recorder::new(window, answered.clone());
         let mut keeping = Recorder::new(window, answered).keeping_samples(true);
         let at = |ms: u64| start + Duration::from_millis(ms);
