@@ -22,6 +22,7 @@ mod rows;
 mod schema;
 pub mod testing;
 pub mod time;
+mod writeback;
 mod writer;
 
 use std::path::{Path, PathBuf};
@@ -61,6 +62,11 @@ pub enum StoreError {
     Ahead { store: u64, journal: u64 },
     #[error("value out of range for the store: {0}")]
     OutOfRange(&'static str),
+    #[error("writing the store's {file} file back to the disk: {source}")]
+    Writeback {
+        file: String,
+        source: std::io::Error,
+    },
     #[error("injected failure after {0} rows (test failpoint)")]
     Failpoint(usize),
 }
@@ -126,6 +132,8 @@ pub struct Store {
     fail_after_rows: Option<usize>,
     /// The connection has been set up for writing (see [`Store::write`]).
     writing: bool,
+    /// SQLite only: the writer's own checkpoints (see [`writeback`]).
+    writeback: Option<writeback::Writeback>,
 }
 
 impl Store {
@@ -164,12 +172,17 @@ impl Store {
                 }
             }
         };
+        let writeback = match target {
+            Target::Sqlite(path) => Some(writeback::Writeback::new(path)),
+            Target::Postgres(_) => None,
+        };
         let mut store = Store {
             conn,
             position: Position::default(),
             writer: Default::default(),
             fail_after_rows: None,
             writing: false,
+            writeback,
         };
         schema::migrate(&mut store.conn, version)?;
         store.position = store.read_position()?;
@@ -223,3 +236,5 @@ mod ledger_tests;
 mod migration_tests;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod writeback_tests;

@@ -107,6 +107,7 @@ impl Store {
         match result {
             Ok(next) => {
                 self.position = next;
+                self.committed()?;
                 Ok(next)
             }
             Err(error) => {
@@ -121,22 +122,30 @@ impl Store {
     /// Settings of the connection that writes (SQLite's are per
     /// connection; readers keep the defaults).
     fn prepare_for_writing(&mut self) -> Result<(), StoreError> {
-        if let Conn::Sqlite(sqlite) = &self.conn {
+        if let Conn::Sqlite(sqlite) = &mut self.conn {
             // - A 32 MiB page cache: the writer's pages (the last leaves of
             //   every table and index, the inner pages above them, and the
             //   leaves that rows indexed by account land on, all over those
             //   indexes) stay cached instead of being read back from the
             //   file and spilled to the log mid-transaction. It fills only
             //   as pages are used.
-            // - A checkpoint every 16,384 log pages (64 MiB) rather than
-            //   1,000: a checkpoint copies each page changed since the last
-            //   one once, however often it changed, and the index leaves
-            //   change in almost every transaction. The log file stays
-            //   around that size and is reused.
-            sqlite
-                .execute_batch("PRAGMA cache_size = -32768; PRAGMA wal_autocheckpoint = 16384;")?;
+            // - Checkpoints by the writer itself, paced (see
+            //   [`crate::writeback`]).
+            sqlite.execute_batch("PRAGMA cache_size = -32768;")?;
+            if let Some(writeback) = &self.writeback {
+                writeback.install(sqlite)?;
+            }
         }
         self.writing = true;
+        Ok(())
+    }
+
+    /// After a commit of this writer: its own write-back and checkpoints
+    /// (see [`crate::writeback`]).
+    fn committed(&mut self) -> Result<(), StoreError> {
+        if let (Conn::Sqlite(sqlite), Some(writeback)) = (&self.conn, &mut self.writeback) {
+            writeback.committed(sqlite)?;
+        }
         Ok(())
     }
 
@@ -166,6 +175,7 @@ impl Store {
         match result {
             Ok(()) => {
                 self.position = next;
+                self.committed()?;
                 Ok(next)
             }
             Err(error) => {
