@@ -1,6 +1,6 @@
 //! The SQLite writer's own checkpoints (see [`crate::writeback`]).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::db::Val;
 use crate::tests::{workload, write_in_batches, Entry};
@@ -16,14 +16,20 @@ fn log_bytes(database: &Path) -> u64 {
     std::fs::metadata(log).map(|m| m.len()).unwrap_or(0)
 }
 
-fn sqlite_store(database: &Path) -> Store {
-    let mut store = Store::open(&Target::Sqlite(database.to_path_buf())).expect("open");
+/// A fresh SQLite store checkpointing every [`EVERY`] pages (in a
+/// directory that lasts as long as the first value), and `commands`
+/// entries of the tests' workload.
+fn fresh_store(commands: usize) -> (tempfile::TempDir, PathBuf, Vec<Entry>, Store) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let database = dir.path().join("store.sqlite");
+    let (entries, _) = workload(commands);
+    let mut store = Store::open(&Target::Sqlite(database.clone())).expect("open");
     store
         .writeback
         .as_mut()
         .expect("a SQLite store paces its writes")
         .checkpoint_every(EVERY);
-    store
+    (dir, database, entries, store)
 }
 
 fn checkpoints(store: &Store) -> u64 {
@@ -32,10 +38,7 @@ fn checkpoints(store: &Store) -> u64 {
 
 #[test]
 fn the_writer_checkpoints_itself_and_its_log_stays_small() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let database = dir.path().join("store.sqlite");
-    let (entries, _) = workload(1_500);
-    let mut store = sqlite_store(&database);
+    let (_dir, database, entries, mut store) = fresh_store(1_500);
     let mut largest_log = 0;
     for chunk in entries.chunks(25) {
         let records: Vec<EntryRecord<'_>> = chunk.iter().map(Entry::record).collect();
@@ -67,10 +70,7 @@ fn the_writer_checkpoints_itself_and_its_log_stays_small() {
 
 #[test]
 fn a_checkpoint_leaves_the_database_file_complete_and_sync_at_normal() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let database = dir.path().join("store.sqlite");
-    let (entries, _) = workload(600);
-    let mut store = sqlite_store(&database);
+    let (_dir, database, entries, mut store) = fresh_store(600);
     let mut at_checkpoint = None;
     for chunk in entries.chunks(10) {
         let records: Vec<EntryRecord<'_>> = chunk.iter().map(Entry::record).collect();
