@@ -117,7 +117,7 @@ impl Writeback {
             Some(files) => files,
             None => self.files.insert(Files::open(&self.database)?),
         };
-        start_writeback(&files.log)?;
+        start_writeback(&files.log, "log")?;
         let pages = self.log_pages.load(Ordering::Relaxed);
         if pages < self.checkpoint_at {
             return Ok(());
@@ -167,7 +167,7 @@ fn checkpoint(conn: &rusqlite::Connection, files: &Files) -> Result<Checkpointed
     // the log, and must not do so with syncs off.
     conn.execute_batch("PRAGMA synchronous = NORMAL;")?;
     let copied = copied?;
-    write_back_paced(&files.database)?;
+    write_back_paced(&files.database, "database")?;
     sync(&files.database, "database")?;
     Ok(copied)
 }
@@ -185,19 +185,20 @@ fn failed(file: &str, source: std::io::Error) -> StoreError {
 
 /// Starts writing `file`'s dirty pages to the disk, without waiting and
 /// without a flush.
-fn start_writeback(file: &File) -> Result<(), StoreError> {
-    sync_range(file, 0, 0, WRITE)
+fn start_writeback(file: &File, what: &str) -> Result<(), StoreError> {
+    sync_range(file, 0, 0, WRITE).map_err(|source| failed(what, source))
 }
 
 /// Writes `file`'s dirty pages back [`CHUNK`] at a time, waiting for each.
-fn write_back_paced(file: &File) -> Result<(), StoreError> {
+fn write_back_paced(file: &File, what: &str) -> Result<(), StoreError> {
     let length = file
         .metadata()
-        .map_err(|source| failed("database", source))?
+        .map_err(|source| failed(what, source))?
         .len();
     let mut offset = 0;
     while offset < length {
-        sync_range(file, offset, CHUNK, WAIT_BEFORE | WRITE | WAIT_AFTER)?;
+        sync_range(file, offset, CHUNK, WAIT_BEFORE | WRITE | WAIT_AFTER)
+            .map_err(|source| failed(what, source))?;
         offset += CHUNK;
     }
     Ok(())
@@ -211,9 +212,9 @@ const WRITE: u32 = libc::SYNC_FILE_RANGE_WRITE;
 const WAIT_AFTER: u32 = libc::SYNC_FILE_RANGE_WAIT_AFTER;
 
 #[cfg(target_os = "linux")]
-fn sync_range(file: &File, offset: u64, bytes: u64, flags: u32) -> Result<(), StoreError> {
+fn sync_range(file: &File, offset: u64, bytes: u64, flags: u32) -> std::io::Result<()> {
     use std::os::fd::AsRawFd;
-    let range = |v: u64| i64::try_from(v).map_err(|_| StoreError::OutOfRange("file offset"));
+    let range = |v: u64| i64::try_from(v).map_err(|_| std::io::ErrorKind::InvalidInput);
     // SAFETY: the descriptor is open for as long as `file` is borrowed,
     // and the call only reads its arguments.
     let status =
@@ -221,7 +222,7 @@ fn sync_range(file: &File, offset: u64, bytes: u64, flags: u32) -> Result<(), St
     if status == 0 {
         Ok(())
     } else {
-        Err(failed("store", std::io::Error::last_os_error()))
+        Err(std::io::Error::last_os_error())
     }
 }
 
@@ -234,6 +235,6 @@ const WRITE: u32 = 0;
 const WAIT_AFTER: u32 = 0;
 
 #[cfg(not(target_os = "linux"))]
-fn sync_range(_: &File, _: u64, _: u64, _: u32) -> Result<(), StoreError> {
+fn sync_range(_: &File, _: u64, _: u64, _: u32) -> std::io::Result<()> {
     Ok(())
 }

@@ -94,3 +94,45 @@ fn a_checkpoint_leaves_the_database_file_complete_and_sync_at_normal() {
     let synchronous = store.conn.query("PRAGMA synchronous", &[]).expect("pragma");
     assert_eq!(synchronous, vec![vec![Val::Int(1)]], "1 is NORMAL");
 }
+
+#[test]
+fn a_checkpoint_a_reader_holds_back_is_retried_later_not_at_every_commit() {
+    let (_dir, database, entries, mut store) = fresh_store(4_000);
+    // Room for several one-entry commits between a held-back checkpoint
+    // and its retry, a quarter of this later.
+    let every = 256;
+    if let Some(writeback) = store.writeback.as_mut() {
+        writeback.checkpoint_every(every);
+    }
+    let records: Vec<EntryRecord<'_>> = entries.iter().map(Entry::record).collect();
+    let mut one_by_one = records.chunks(1);
+    let mut write_next = |store: &mut Store| {
+        store
+            .write(one_by_one.next().expect("entries left"))
+            .expect("write");
+    };
+    write_next(&mut store);
+    // A report reading while the writer goes on: its snapshot keeps the
+    // pages written after it out of the database file.
+    let reader = rusqlite::Connection::open(&database).expect("reader");
+    reader.execute_batch("BEGIN").expect("begin");
+    let _: i64 = reader
+        .query_row("SELECT count(*) FROM audit", [], |row| row.get(0))
+        .expect("read");
+    let before = checkpoints(&store);
+    while checkpoints(&store) == before {
+        write_next(&mut store);
+    }
+    let held = store.writeback.as_ref().and_then(|w| w.last).expect("one");
+    assert!(held.copied < held.log, "{held:?}");
+    // Retrying at every commit would sync twice per commit for nothing.
+    write_next(&mut store);
+    assert_eq!(checkpoints(&store), before + 1);
+    reader.execute_batch("COMMIT").expect("end the read");
+    while checkpoints(&store) == before + 1 {
+        write_next(&mut store);
+    }
+    let done = store.writeback.as_ref().and_then(|w| w.last).expect("two");
+    assert_eq!(done.copied, done.log, "the retry copies everything");
+    assert!(done.log >= held.log + every / 4, "{done:?} after {held:?}");
+}
