@@ -33,10 +33,17 @@ pub(crate) const SPARE_NAME: &str = "spare.seg";
 /// Names of spares being written: `spare.{pid}.{n}.tmp`.
 const PREPARING_PREFIX: &str = "spare.";
 const PREPARING_SUFFIX: &str = ".tmp";
-/// Zeros written (and synced) at a time.
-const CHUNK_BYTES: usize = 1 << 20;
-/// The pause between two chunks: a 64 MiB spare takes at least a third of
-/// a second to write, and the log's syncs get the device in between.
+/// Zeros written (and synced) at a time. Every flush of the disk waits
+/// for the zeros written before it, the log's too: beside a loop writing
+/// spares in 1 MiB chunks 5 ms apart, a probe's append + `fdatasync` had a
+/// p99 of 691 µs and a p99.9 of 4.0-4.3 ms, against 255 µs and 1.0 ms
+/// alone; in 256 KiB chunks, 250-399 µs and 1.1-2.0 ms (BENCHMARKS.md,
+/// `bench journal`).
+const CHUNK_BYTES: usize = 256 << 10;
+/// The pause between two chunks: a 64 MiB spare takes about 1.5 s to
+/// write, against the 5 s the log takes to fill a segment at 50,000
+/// orders/s (the spare is wanted once the segment holds 4 MiB), and the
+/// log's syncs get the device in between.
 const CHUNK_PAUSE: Duration = Duration::from_millis(5);
 
 /// Tells concurrent preparations in one process apart (tests open
