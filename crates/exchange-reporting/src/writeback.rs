@@ -9,7 +9,7 @@
 //! disk in one go, twice, every few seconds at full load. On a machine
 //! where the journal and the store share a disk, every journal flush in
 //! the meantime waited for them: 25-70 ms every 3-4 s at 50,000 entries/s
-//! (BENCHMARKS.md, "the reporter's checkpoints").
+//! (BENCHMARKS.md, "the store's checkpoints stalled the journal").
 //!
 //! So the writer paces its own writes:
 //! - after every commit it starts the write-back of the log's new pages
@@ -40,7 +40,7 @@ use crate::StoreError;
 /// page changed since the last one once, however often it changed, and
 /// the index leaves change in almost every transaction, so a larger log
 /// costs less CPU per entry.
-pub const CHECKPOINT_PAGES: i32 = 16_384;
+pub(crate) const CHECKPOINT_PAGES: i32 = 16_384;
 
 /// The database file is written back this much at a time, each part
 /// waited for before the next is started, so no flush of the journal finds
