@@ -451,10 +451,12 @@ fn purged_name(segment: &Path) -> PathBuf {
 /// segment frees its blocks, about 20 ms for 64 MiB on the benchmark
 /// machine's disk, and the caller (the Raft thread, compacting after a
 /// snapshot) must not stall every order in flight for that. Nor may the
-/// freeing stall the log's own flushes: on that disk, every `fdatasync` of
-/// the log waited 27-37 ms while three 64 MiB files were deleted at once,
-/// and at most 4-5 ms when each was first shortened [`PURGE_STEP`] at a
-/// time, [`PURGE_PAUSE`] apart (BENCHMARKS.md, `bench journal`). So the
+/// freeing stall the log's own flushes: on that disk, a loop of appends
+/// and `fdatasync`s stalled for up to 16-37 ms while three 64 MiB files
+/// were deleted at once, and for at most 4-7 ms when each was first
+/// shortened [`PURGE_STEP`] at a time, [`PURGE_PAUSE`] apart
+/// (BENCHMARKS.md, `bench journal`). A purge may take a few seconds; the
+/// space comes back as it goes. So the
 /// thread shortens each file step by step, then deletes it. A file a
 /// crash leaves behind is deleted when the journal is next opened.
 fn delete_purged(paths: Vec<PathBuf>) {
