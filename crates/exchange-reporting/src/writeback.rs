@@ -50,6 +50,8 @@ const CHUNK: u64 = 512 * 1024;
 /// The writer connection's write-back state.
 pub(crate) struct Writeback {
     database: PathBuf,
+    /// Installed on the writer's connection, which is in WAL mode.
+    active: bool,
     /// Opened on first use: the log file exists only once something was
     /// written.
     files: Option<Files>,
@@ -82,6 +84,7 @@ impl Writeback {
     pub(crate) fn new(database: &Path) -> Writeback {
         Writeback {
             database: database.to_path_buf(),
+            active: false,
             files: None,
             log_pages: Arc::new(AtomicI32::new(0)),
             checkpoint_at: CHECKPOINT_PAGES,
@@ -91,8 +94,15 @@ impl Writeback {
         }
     }
 
-    /// Takes over checkpoints from SQLite on the writer's connection.
-    pub(crate) fn install(&self, conn: &mut rusqlite::Connection) -> Result<(), StoreError> {
+    /// Takes over checkpoints from SQLite on the writer's connection, if
+    /// it is in WAL mode: SQLite stays in its rollback journal where the
+    /// file system cannot share the log's index, and then there is no log
+    /// to pace and SQLite syncs each commit itself.
+    pub(crate) fn install(&mut self, conn: &mut rusqlite::Connection) -> Result<(), StoreError> {
+        let mode: String = conn.query_row("PRAGMA journal_mode", [], |row| row.get(0))?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            return Ok(());
+        }
         // The pragma replaces the WAL hook, so it goes first.
         conn.execute_batch("PRAGMA wal_autocheckpoint = 0;")?;
         let log_pages = Arc::clone(&self.log_pages);
@@ -100,6 +110,7 @@ impl Writeback {
             log_pages.store(pages, Ordering::Relaxed);
             Ok(())
         }))?;
+        self.active = true;
         Ok(())
     }
 
@@ -113,6 +124,9 @@ impl Writeback {
     /// After each commit: starts writing the log's new pages back, and
     /// checkpoints when the log has grown enough.
     pub(crate) fn committed(&mut self, conn: &rusqlite::Connection) -> Result<(), StoreError> {
+        if !self.active {
+            return Ok(());
+        }
         let files = match &mut self.files {
             Some(files) => files,
             None => self.files.insert(Files::open(&self.database)?),

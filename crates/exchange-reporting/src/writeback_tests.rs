@@ -136,3 +136,18 @@ fn a_checkpoint_a_reader_holds_back_is_retried_later_not_at_every_commit() {
     assert_eq!(done.copied, done.log, "the retry copies everything");
     assert!(done.log >= held.log + every / 4, "{done:?} after {held:?}");
 }
+
+#[test]
+fn a_store_not_in_wal_mode_is_written_without_pacing() {
+    let (_dir, database, entries, mut store) = fresh_store(300);
+    // What SQLite leaves where the file system cannot hold WAL's index.
+    let mode = store
+        .conn
+        .query("PRAGMA journal_mode = DELETE", &[])
+        .expect("pragma");
+    assert_eq!(mode, vec![vec![Val::Text("delete".into())]]);
+    write_in_batches(&mut store, &entries, 20);
+    assert_eq!(checkpoints(&store), 0);
+    assert_eq!(log_bytes(&database), 0, "no log file");
+    assert_eq!(store.position().log_index, entries.len() as u64);
+}

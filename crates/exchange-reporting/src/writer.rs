@@ -132,7 +132,7 @@ impl Store {
             // - Checkpoints by the writer itself, paced (see
             //   [`crate::writeback`]).
             sqlite.execute_batch("PRAGMA cache_size = -32768;")?;
-            if let Some(writeback) = &self.writeback {
+            if let Some(writeback) = &mut self.writeback {
                 writeback.install(sqlite)?;
             }
         }
