@@ -153,12 +153,8 @@ impl Writeback {
 
 impl Files {
     fn open(database: &Path) -> Result<Files, StoreError> {
-        let open = |path: &Path| {
-            File::open(path).map_err(|source| StoreError::Writeback {
-                file: path.display().to_string(),
-                source,
-            })
-        };
+        let open =
+            |path: &Path| File::open(path).map_err(|e| failed(&path.display().to_string(), e));
         let mut log = database.as_os_str().to_owned();
         log.push("-wal");
         Ok(Files {
