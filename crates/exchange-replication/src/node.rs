@@ -8,7 +8,8 @@
 //! 1. messages that need nothing durable (a leader's appends, sent while
 //!    its own fsync runs) go out at once;
 //! 2. a snapshot from the leader is installed;
-//! 3. entries already committed are handed to the state machine;
+//! 3. entries already committed are handed to the state machine, before
+//!    the disk work below, which they need not wait for;
 //! 4. new entries are appended and synced, a changed term or vote synced;
 //! 5. only then do the messages that acknowledge them (append responses,
 //!    votes) go out;
@@ -326,19 +327,25 @@ impl ReplicaNode {
     }
 
     /// Persists, sends and hands over what Raft has ready (see the module
-    /// docs for the order). `send` is called with each outgoing message.
+    /// docs for the order). `send` is called with each outgoing message,
+    /// `apply` with what the state machine applies next, at most twice:
+    /// entries committed before this call, handed over before the append's
+    /// fsync so that they do not wait for the disk (they are durable on a
+    /// majority, this replica among them, already), then the entries the
+    /// append made committed.
     pub fn handle_ready(
         &mut self,
         send: &mut dyn FnMut(Message),
-    ) -> Result<ReadyOutcome, ReplicationError> {
-        let mut outcome = ReadyOutcome::default();
+        apply: &mut dyn FnMut(&ReplicaNode, ReadyOutcome),
+    ) -> Result<(), ReplicationError> {
         if !self.raw.has_ready() {
-            return Ok(outcome);
+            return Ok(());
         }
         let mut ready = self.raw.ready();
         for message in ready.take_messages() {
             send(message);
         }
+        let mut outcome = ReadyOutcome::default();
         if !ready.snapshot().is_empty() {
             let snapshot = ready.snapshot().clone();
             self.raw.mut_store().apply_snapshot(&snapshot)?;
@@ -350,6 +357,9 @@ impl ReplicaNode {
         }
         let committed = ready.take_committed_entries();
         self.hand_over(committed, &mut outcome)?;
+        if !outcome.is_empty() {
+            apply(self, outcome);
+        }
         self.raw.mut_store().append(ready.entries())?;
         if let Some(hard) = ready.hs() {
             self.raw.mut_store().set_hard_state(hard)?;
@@ -364,11 +374,15 @@ impl ReplicaNode {
         for message in light.take_messages() {
             send(message);
         }
+        let mut outcome = ReadyOutcome::default();
         let committed = light.take_committed_entries();
         self.hand_over(committed, &mut outcome)?;
         self.raw.advance_apply();
         self.after_call();
-        Ok(outcome)
+        if !outcome.is_empty() {
+            apply(self, outcome);
+        }
+        Ok(())
     }
 
     fn hand_over(

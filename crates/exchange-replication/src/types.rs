@@ -75,13 +75,19 @@ pub struct Committed {
     pub kind: CommittedKind,
 }
 
-/// What one `ReplicaNode::handle_ready` gives the state machine, to be
-/// applied in this order.
+/// What `ReplicaNode::handle_ready` gives the state machine at one time,
+/// to be applied in this order.
 #[derive(Debug, Default)]
 pub struct ReadyOutcome {
     /// Replace the state with this snapshot first.
     pub snapshot: Option<SnapshotData>,
     pub committed: Vec<Committed>,
+}
+
+impl ReadyOutcome {
+    pub fn is_empty(&self) -> bool {
+        self.snapshot.is_none() && self.committed.is_empty()
+    }
 }
 
 /// Membership changes an operator can ask for.

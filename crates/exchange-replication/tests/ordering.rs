@@ -72,13 +72,14 @@ fn acknowledgements_leave_only_after_the_write() {
         }
         for (node, dir) in nodes.iter_mut().zip(&dirs) {
             let mut out = Vec::new();
-            let outcome = node
-                .handle_ready(&mut |message| {
+            node.handle_ready(
+                &mut |message| {
                     check_durable(dir, &message);
                     out.push(message);
-                })
-                .expect("ready");
-            committed += outcome.committed.len();
+                },
+                &mut |_, outcome| committed += outcome.committed.len(),
+            )
+            .expect("ready");
             for message in &out {
                 match message.get_msg_type() {
                     MessageType::MsgAppendResponse if !message.reject => checked.0 += 1,

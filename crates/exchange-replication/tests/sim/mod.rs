@@ -443,7 +443,8 @@ impl Cluster {
     fn drain(&mut self, id: u64) {
         for _ in 0..8 {
             let mut out = Vec::new();
-            let outcome = {
+            let mut outcomes = Vec::new();
+            {
                 let Some(Some(live)) = self.nodes.get_mut(&id) else {
                     return;
                 };
@@ -451,49 +452,51 @@ impl Cluster {
                     return;
                 }
                 live.replica
-                    .handle_ready(&mut |m| out.push(m))
-                    .expect("handle ready")
-            };
+                    .handle_ready(&mut |m| out.push(m), &mut |_, o| outcomes.push(o))
+                    .expect("handle ready");
+            }
             for message in out {
                 self.send(message);
             }
-            if let Some(snapshot) = outcome.snapshot {
-                let live = self
-                    .nodes
-                    .get_mut(&id)
-                    .and_then(Option::as_mut)
-                    .expect("live");
-                let toy = Toy::restore(&snapshot.data);
-                live.toy = Toy {
-                    raft_index: snapshot.index,
-                    ..toy
-                };
-            }
-            for committed in outcome.committed {
-                self.check_agreement(id, committed.index, committed.term, &committed.kind);
-                self.trace.push((id, committed.index, committed.term));
-                let key = (id, committed.index, committed.term);
-                let live = self
-                    .nodes
-                    .get_mut(&id)
-                    .and_then(Option::as_mut)
-                    .expect("live");
-                match &committed.kind {
-                    CommittedKind::Normal(data) => {
-                        live.toy.apply(id, committed.index, data);
-                        if let Some(payload_id) = self.pending.remove(&key) {
-                            assert_eq!(
-                                data.as_slice(),
-                                payload_id.to_le_bytes(),
-                                "node {id}: acknowledged entry {} carries another payload",
-                                committed.index
-                            );
-                            self.acked.insert(payload_id);
-                        }
-                    }
-                    _ => live.toy.raft_index = committed.index,
+            for outcome in outcomes {
+                if let Some(snapshot) = outcome.snapshot {
+                    let live = self
+                        .nodes
+                        .get_mut(&id)
+                        .and_then(Option::as_mut)
+                        .expect("live");
+                    let toy = Toy::restore(&snapshot.data);
+                    live.toy = Toy {
+                        raft_index: snapshot.index,
+                        ..toy
+                    };
                 }
-                live.since_snapshot += 1;
+                for committed in outcome.committed {
+                    self.check_agreement(id, committed.index, committed.term, &committed.kind);
+                    self.trace.push((id, committed.index, committed.term));
+                    let key = (id, committed.index, committed.term);
+                    let live = self
+                        .nodes
+                        .get_mut(&id)
+                        .and_then(Option::as_mut)
+                        .expect("live");
+                    match &committed.kind {
+                        CommittedKind::Normal(data) => {
+                            live.toy.apply(id, committed.index, data);
+                            if let Some(payload_id) = self.pending.remove(&key) {
+                                assert_eq!(
+                                    data.as_slice(),
+                                    payload_id.to_le_bytes(),
+                                    "node {id}: acknowledged entry {} carries another payload",
+                                    committed.index
+                                );
+                                self.acked.insert(payload_id);
+                            }
+                        }
+                        _ => live.toy.raft_index = committed.index,
+                    }
+                    live.since_snapshot += 1;
+                }
             }
             let every = self.snapshot_every;
             let live = self

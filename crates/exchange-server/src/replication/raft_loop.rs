@@ -8,7 +8,9 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crossbeam_channel::{select, Receiver, Sender};
 use exchange_replication::transport::{Feedback, Transport};
-use exchange_replication::{CommittedKind, ConfState, Membership, Message, ReplicaNode};
+use exchange_replication::{
+    CommittedKind, ConfState, Membership, Message, ReadyOutcome, ReplicaNode,
+};
 
 use super::{
     decode_batch, encode_batch, load_learned_peers, save_learned_peers, ClusterShared,
@@ -157,116 +159,51 @@ impl RaftLoop {
     /// Runs one `handle_ready` and hands its outcome on; false on a
     /// failure that stops the node.
     fn ready(&mut self, progress: &mut Progress, proposed: bool) -> bool {
-        let Progress {
-            pending,
-            conf,
-            snapshot_asked,
-        } = progress;
         let started = Instant::now();
         let transport = &self.transport;
-        let outcome = match self.node.handle_ready(&mut |message| {
-            if let Some(transport) = transport {
-                transport.send(message);
-            }
-        }) {
-            Ok(outcome) => outcome,
-            Err(error) => {
-                tracing::error!(%error, "raft storage failed; refusing further commands");
-                return false;
-            }
+        let mut handoff = Handoff {
+            progress: &mut *progress,
+            core: &self.core,
+            shared: &self.shared,
+            metrics: &self.metrics,
+            last_ts: &mut self.last_ts,
+            learned: Vec::new(),
+            failed: false,
         };
+        let result = self.node.handle_ready(
+            &mut |message| {
+                if let Some(transport) = transport {
+                    transport.send(message);
+                }
+            },
+            &mut |node, outcome| handoff.deliver(node, outcome),
+        );
+        let Handoff {
+            learned, failed, ..
+        } = handoff;
+        if let Err(error) = result {
+            tracing::error!(%error, "raft storage failed; refusing further commands");
+            return false;
+        }
+        if failed {
+            return false;
+        }
         if proposed {
             self.metrics
                 .record_fsync(started.elapsed().as_nanos() as u64);
             self.metrics.batches.fetch_add(1, Ordering::Relaxed);
         }
-        let installed = outcome.snapshot.is_some();
-        if installed || !outcome.committed.is_empty() {
-            // Before the core answers anyone: a status read after an
-            // acknowledgement must not show an older commit index.
-            self.shared.publish(&self.node);
-        }
-        if let Some(snapshot) = outcome.snapshot {
-            pending.retain(|index, _| *index > snapshot.index);
-            *conf = Arc::new(self.node.conf_state().clone());
-            let meta = RaftMeta {
-                index: snapshot.index,
-                term: snapshot.term,
-                conf: conf.clone(),
-            };
-            if self
-                .core
-                .send(CoreMsg::Install {
-                    meta,
-                    data: snapshot.data,
-                })
-                .is_err()
-            {
-                return false;
-            }
+        for (id, context) in learned {
+            self.learn_peer(id, &context);
         }
         if self.node.take_snapshot_request()
-            && snapshot_asked.is_none_or(|at| at.elapsed() >= Duration::from_secs(1))
+            && progress
+                .snapshot_asked
+                .is_none_or(|at| at.elapsed() >= Duration::from_secs(1))
         {
             // At most once a second: the core copies its whole state.
-            *snapshot_asked = Some(Instant::now());
+            progress.snapshot_asked = Some(Instant::now());
             let _ = self.core.try_send(CoreMsg::SnapshotNow);
-        }
-        let committed_any = !outcome.committed.is_empty();
-        if committed_any {
-            let mut batches = Vec::with_capacity(outcome.committed.len());
-            for committed in outcome.committed {
-                let items = match committed.kind {
-                    CommittedKind::Normal(data) => {
-                        let mine = pending
-                            .remove(&committed.index)
-                            .filter(|p| p.term == committed.term);
-                        match mine {
-                            Some(p) => p.entries.into_iter().zip(p.replies).collect(),
-                            None if data.is_empty() => Vec::new(),
-                            None => match decode_batch(&data) {
-                                Ok(entries) => entries.into_iter().map(|e| (e, None)).collect(),
-                                Err(error) => {
-                                    tracing::error!(index = committed.index, %error, "a committed log entry does not decode; stopping");
-                                    return false;
-                                }
-                            },
-                        }
-                    }
-                    CommittedKind::ConfChange {
-                        conf: new_conf,
-                        change,
-                        context,
-                    } => {
-                        *conf = Arc::new(new_conf);
-                        if let Some(Membership::AddVoter(id)) = change {
-                            self.learn_peer(id, &context);
-                        }
-                        Vec::new()
-                    }
-                    CommittedKind::ConfChangeRefused(_) => Vec::new(),
-                };
-                // Anything proposed below an index that committed
-                // without it is lost.
-                *pending = pending.split_off(&(committed.index + 1));
-                if let Some(last) = items.iter().map(|(e, _): &(LogEntry, _)| e.ts()).max() {
-                    self.last_ts = self.last_ts.max(last);
-                }
-                batches.push(CommittedBatch {
-                    meta: RaftMeta {
-                        index: committed.index,
-                        term: committed.term,
-                        conf: conf.clone(),
-                    },
-                    items,
-                });
-            }
-            if self.core.send(CoreMsg::Entries(batches)).is_err() {
-                return false;
-            }
-            self.metrics
-                .core_queue_depth
-                .store(self.core.len() as u64, Ordering::Relaxed);
         }
         true
     }
@@ -409,5 +346,109 @@ impl RaftLoop {
                 tracing::warn!(%error, "proposal refused; its commands are answered unavailable");
             }
         }
+    }
+}
+
+/// Hands what Raft committed to the core, from inside `handle_ready`.
+struct Handoff<'a> {
+    progress: &'a mut Progress,
+    core: &'a Sender<CoreMsg>,
+    shared: &'a ClusterShared,
+    metrics: &'a Metrics,
+    last_ts: &'a mut u64,
+    /// Voters added, with the proposer's context (their Raft address):
+    /// the transport learns them once `handle_ready` is done with it.
+    learned: Vec<(u64, Vec<u8>)>,
+    /// The core is gone or an entry did not decode: the node stops.
+    failed: bool,
+}
+
+impl Handoff<'_> {
+    fn deliver(&mut self, node: &ReplicaNode, outcome: ReadyOutcome) {
+        if self.failed {
+            return;
+        }
+        // Before the core answers anyone: a status read after an
+        // acknowledgement must not show an older commit index.
+        self.shared.publish(node);
+        let Progress { pending, conf, .. } = &mut *self.progress;
+        if let Some(snapshot) = outcome.snapshot {
+            pending.retain(|index, _| *index > snapshot.index);
+            *conf = Arc::new(node.conf_state().clone());
+            let meta = RaftMeta {
+                index: snapshot.index,
+                term: snapshot.term,
+                conf: conf.clone(),
+            };
+            if self
+                .core
+                .send(CoreMsg::Install {
+                    meta,
+                    data: snapshot.data,
+                })
+                .is_err()
+            {
+                self.failed = true;
+                return;
+            }
+        }
+        if outcome.committed.is_empty() {
+            return;
+        }
+        let mut batches = Vec::with_capacity(outcome.committed.len());
+        for committed in outcome.committed {
+            let items = match committed.kind {
+                CommittedKind::Normal(data) => {
+                    let mine = pending
+                        .remove(&committed.index)
+                        .filter(|p| p.term == committed.term);
+                    match mine {
+                        Some(p) => p.entries.into_iter().zip(p.replies).collect(),
+                        None if data.is_empty() => Vec::new(),
+                        None => match decode_batch(&data) {
+                            Ok(entries) => entries.into_iter().map(|e| (e, None)).collect(),
+                            Err(error) => {
+                                tracing::error!(index = committed.index, %error, "a committed log entry does not decode; stopping");
+                                self.failed = true;
+                                return;
+                            }
+                        },
+                    }
+                }
+                CommittedKind::ConfChange {
+                    conf: new_conf,
+                    change,
+                    context,
+                } => {
+                    *conf = Arc::new(new_conf);
+                    if let Some(Membership::AddVoter(id)) = change {
+                        self.learned.push((id, context));
+                    }
+                    Vec::new()
+                }
+                CommittedKind::ConfChangeRefused(_) => Vec::new(),
+            };
+            // Anything proposed below an index that committed without it
+            // is lost.
+            *pending = pending.split_off(&(committed.index + 1));
+            if let Some(last) = items.iter().map(|(e, _): &(LogEntry, _)| e.ts()).max() {
+                *self.last_ts = (*self.last_ts).max(last);
+            }
+            batches.push(CommittedBatch {
+                meta: RaftMeta {
+                    index: committed.index,
+                    term: committed.term,
+                    conf: conf.clone(),
+                },
+                items,
+            });
+        }
+        if self.core.send(CoreMsg::Entries(batches)).is_err() {
+            self.failed = true;
+            return;
+        }
+        self.metrics
+            .core_queue_depth
+            .store(self.core.len() as u64, Ordering::Relaxed);
     }
 }
