@@ -191,6 +191,7 @@ async fn bench(args: E2eArgs) -> anyhow::Result<Figures> {
         }
     };
     server::wait_ready(addr, Duration::from_secs(60)).await?;
+    let voters = server::voters(addr, &token).await;
     let market = Arc::new(market(addr, &args.symbol).await?);
     let base = &args.symbol[..args.symbol.find('-').unwrap_or(args.symbol.len())];
     let mut credentials: Vec<Credential> = Vec::new();
@@ -310,6 +311,7 @@ async fn bench(args: E2eArgs) -> anyhow::Result<Figures> {
         },
         client_cpu,
         steal,
+        voters,
     })
 }
 

@@ -10,10 +10,13 @@ use super::server::ServerCounters;
 use super::windows::slow_windows;
 use super::Transport;
 
-/// The target: acknowledged orders per second over WebSocket, and
-/// the p99 ack latency it must stay under (nanoseconds).
+/// The issues' target: acknowledged orders per second over WebSocket, and
+/// the p99 ack latency it must stay under (nanoseconds): 2 ms for a single
+/// node, 5 ms for a cluster, whose every ack waits for a second replica's
+/// sync over the network.
 pub const TARGET_PER_SEC: f64 = 50_000.0;
 pub const TARGET_P99_NS: u64 = 2_000_000;
+pub const CLUSTER_TARGET_P99_NS: u64 = 5_000_000;
 /// Of the entries the core applied over the window, the share the
 /// reporting store must have written over it too: a store that falls
 /// ever further behind gives the order path cores it cannot keep.
@@ -38,6 +41,8 @@ pub struct Figures {
     /// Share of the machine's CPU time the hypervisor stole over the
     /// window (`None` where `/proc/stat` does not say).
     pub steal: Option<f64>,
+    /// Raft voters of the server measured: one for a single node.
+    pub voters: usize,
 }
 
 impl Figures {
@@ -45,10 +50,18 @@ impl Figures {
         self.totals.acked() as f64 / self.seconds
     }
 
+    fn target_p99_ns(&self) -> u64 {
+        if self.voters > 1 {
+            CLUSTER_TARGET_P99_NS
+        } else {
+            TARGET_P99_NS
+        }
+    }
+
     fn meets_target(&self) -> bool {
         self.transport == Transport::Ws
             && self.per_sec() >= TARGET_PER_SEC
-            && self.totals.latency.value_at_quantile(0.99) < TARGET_P99_NS
+            && self.totals.latency.value_at_quantile(0.99) < self.target_p99_ns()
             && self
                 .store_share()
                 .is_none_or(|share| share >= STORE_KEEPS_UP)
@@ -141,6 +154,8 @@ pub fn json(figures: &Figures) -> Value {
         "client_cores": figures.client_cpu / figures.seconds,
         "steal_share": figures.steal,
         "target_met": figures.meets_target(),
+        "target_p99_us": figures.target_p99_ns() / 1_000,
+        "voters": figures.voters,
     })
 }
 
@@ -256,9 +271,14 @@ pub fn text(figures: &Figures) -> String {
         } else {
             "NOT met"
         };
+        let cluster = match figures.voters {
+            0 | 1 => String::new(),
+            n => format!(", {n} voters"),
+        };
         let _ = writeln!(
             out,
-            "target (>= 50,000/s, p99 < 2 ms over WebSocket): {verdict}"
+            "target (>= 50,000/s, p99 < {} ms over WebSocket{cluster}): {verdict}",
+            figures.target_p99_ns() / 1_000_000
         );
     }
     out
@@ -299,7 +319,22 @@ mod tests {
             },
             client_cpu: 1.0,
             steal: Some(0.02),
+            voters: 1,
         }
+    }
+
+    #[test]
+    fn a_cluster_is_held_to_its_own_latency_target() {
+        let mut three = figures(60_000, 4_000_000);
+        three.voters = 3;
+        assert!(three.meets_target());
+        assert!(text(&three).contains("p99 < 5 ms over WebSocket, 3 voters): met"));
+        assert_eq!(json(&three)["target_p99_us"], 5_000);
+        // The single node's 2 ms does not hold at 4 ms.
+        assert!(!figures(60_000, 4_000_000).meets_target());
+        three.totals.latency.record(9_000_000).unwrap();
+        three.totals.latency.record(9_000_000).unwrap();
+        assert!(!three.meets_target());
     }
 
     #[test]

@@ -110,6 +110,15 @@ async fn http_json(
     Ok((status, serde_json::from_str(&text).unwrap_or(Value::Null)))
 }
 
+/// How many Raft voters the server counts (its `/admin/replication`); one
+/// where it does not say.
+pub async fn voters(addr: SocketAddr, token: &str) -> usize {
+    match http_json(addr, "GET", "/admin/replication", token, None).await {
+        Ok((200, status)) => status["voters"].as_array().map_or(1, Vec::len),
+        _ => 1,
+    }
+}
+
 /// Waits until the server answers `/ready`.
 pub async fn wait_ready(addr: SocketAddr, timeout: Duration) -> anyhow::Result<()> {
     let started = Instant::now();
