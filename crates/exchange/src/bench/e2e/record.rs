@@ -40,6 +40,10 @@ pub struct Window {
 #[derive(Clone)]
 pub struct Totals {
     pub latency: Histogram<u64>,
+    /// Latency counted from when each order was due rather than sent: the
+    /// same as `latency` unless paced, where an order that waited for a
+    /// free in-flight slot also counts its wait (coordinated omission).
+    pub from_due: Histogram<u64>,
     pub places: u64,
     pub cancels: u64,
     /// The core's refusals by code (acknowledged).
@@ -65,6 +69,7 @@ impl Default for Totals {
     fn default() -> Self {
         Totals {
             latency: histogram(),
+            from_due: histogram(),
             places: 0,
             cancels: 0,
             rejects: BTreeMap::new(),
@@ -82,6 +87,7 @@ impl Totals {
     pub fn merge(&mut self, other: &Totals) {
         // Both histograms have the same bounds, so adding cannot fail.
         let _ = self.latency.add(&other.latency);
+        let _ = self.from_due.add(&other.from_due);
         self.places += other.places;
         self.cancels += other.cancels;
         for (code, n) in &other.rejects {
@@ -132,6 +138,19 @@ impl Recorder {
     }
 
     pub fn record(&mut self, sent: Instant, now: Instant, place: bool, outcome: Outcome<'_>) {
+        self.record_paced(sent, sent, now, place, outcome);
+    }
+
+    /// As [`Recorder::record`], for an order that was due at `due` (paced
+    /// runs) and went out at `sent`, no earlier.
+    pub fn record_paced(
+        &mut self,
+        due: Instant,
+        sent: Instant,
+        now: Instant,
+        place: bool,
+        outcome: Outcome<'_>,
+    ) {
         self.answered.fetch_add(1, Ordering::Relaxed);
         if now < self.window.from || now >= self.window.to {
             return;
@@ -160,6 +179,8 @@ impl Recorder {
         }
         let nanos = now.saturating_duration_since(sent).as_nanos() as u64;
         self.totals.latency.saturating_record(nanos.max(1_000));
+        let from_due = now.saturating_duration_since(due.min(sent)).as_nanos() as u64;
+        self.totals.from_due.saturating_record(from_due.max(1_000));
         if self.keep_samples {
             let sent_us = if sent >= self.window.from {
                 sent.duration_since(self.window.from).as_micros() as i64
@@ -295,6 +316,23 @@ mod tests {
             to: start + Duration::from_secs(2),
         };
         (window, Arc::new(AtomicU64::new(0)))
+    }
+
+    #[test]
+    fn a_late_order_counts_its_wait_from_when_it_was_due() {
+        let start = Instant::now();
+        let (window, answered) = second_second(start);
+        let mut recorder = Recorder::new(window, answered);
+        let at = |ms: u64| start + Duration::from_millis(ms);
+        // Due at 1,200 ms, out at 1,205 (no free slot before), answered at 1,206.
+        recorder.record_paced(at(1_200), at(1_205), at(1_206), true, Outcome::Ok);
+        // Unpaced: both clocks start at the send.
+        recorder.record(at(1_300), at(1_301), true, Outcome::Ok);
+        let totals = &recorder.totals;
+        assert_eq!(totals.latency.len(), 2);
+        assert!(totals.latency.max() < 1_100_000);
+        assert!(totals.from_due.max() >= 5_990_000 && totals.from_due.max() <= 6_010_000);
+        assert!(totals.from_due.min() < 1_100_000);
     }
 
     #[test]

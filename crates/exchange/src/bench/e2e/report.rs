@@ -21,6 +21,9 @@ pub const CLUSTER_TARGET_P99_NS: u64 = 5_000_000;
 /// reporting store must have written over it too: a store that falls
 /// ever further behind gives the order path cores it cannot keep.
 pub const STORE_KEEPS_UP: f64 = 0.95;
+/// Median lateness (from due time) past which a paced run counts as behind
+/// its schedule: well over the pacing timer's 1 ms slack.
+const BEHIND_NS: u64 = 5_000_000;
 
 pub struct ServerFigures {
     pub counters: ServerCounters,
@@ -56,6 +59,13 @@ impl Figures {
         } else {
             TARGET_P99_NS
         }
+    }
+
+    /// A paced run whose median order left over 5 ms after it was due: the
+    /// schedule fell behind (in the warm-up, or for good) and the clients
+    /// sent whenever an answer freed a slot.
+    fn behind_schedule(&self) -> bool {
+        self.rate > 0 && self.totals.from_due.value_at_quantile(0.5) > BEHIND_NS
     }
 
     fn meets_target(&self) -> bool {
@@ -128,6 +138,8 @@ pub fn json(figures: &Figures) -> Value {
         "rejects": totals.rejects,
         "errors": totals.errors,
         "latency_us": latency_json(&totals.latency),
+        "latency_from_due_us": latency_json(&totals.from_due),
+        "behind_schedule": figures.behind_schedule(),
         "slow_windows": slow_windows(&totals.samples).map(|w| json!({
             "window_ms": super::windows::WINDOW_US / 1_000,
             "windows": w.windows,
@@ -205,6 +217,21 @@ pub fn text(figures: &Figures) -> String {
         totals.cancels
     );
     let _ = writeln!(out, "{}", latency_line(&totals.latency));
+    if figures.rate > 0 {
+        // The verdict is on ack latency, from the send. Counted from when
+        // each order was due, an order that waited for a free in-flight slot
+        // counts its wait too, and every order the pacing timer's slack
+        // (tokio's 1 ms) as well.
+        let from_due = latency_line(&totals.from_due).replacen("ack latency  ", "from due time", 1);
+        let _ = writeln!(out, "{from_due}");
+        if figures.behind_schedule() {
+            let _ = writeln!(
+                out,
+                "pacing          behind schedule: the in-flight cap held the rate back, so this was a closed loop at {} in flight and the rate a ceiling",
+                figures.clients * figures.inflight
+            );
+        }
+    }
     if let Some(windows) = slow_windows(&totals.samples) {
         let _ = writeln!(out, "{}", windows.line());
     }
@@ -296,8 +323,10 @@ mod tests {
         };
         for _ in 0..50 {
             totals.latency.record(p99_ns / 2).unwrap();
+            totals.from_due.record(p99_ns / 2).unwrap();
         }
         totals.latency.record(p99_ns).unwrap();
+        totals.from_due.record(p99_ns).unwrap();
         Figures {
             transport: Transport::Ws,
             clients: 16,
@@ -321,6 +350,30 @@ mod tests {
             steal: Some(0.02),
             voters: 1,
         }
+    }
+
+    #[test]
+    fn a_paced_run_shows_its_lateness_and_says_when_it_fell_behind() {
+        let mut paced = figures(60_000, 1_000_000);
+        paced.rate = 60_000;
+        let shown = text(&paced);
+        assert!(shown.contains("from due time   p50"), "{shown}");
+        assert!(!shown.contains("behind schedule"));
+        assert!(!text(&figures(60_000, 1_000_000)).contains("from due time"));
+        // Every order left 400 ms late: the clients never caught up.
+        paced.totals.from_due.reset();
+        for _ in 0..60 {
+            paced.totals.from_due.record(400_000_000).unwrap();
+        }
+        let shown = text(&paced);
+        assert!(
+            shown.contains("behind schedule: the in-flight cap held the rate back, so this was a closed loop at 128 in flight"),
+            "{shown}"
+        );
+        assert_eq!(json(&paced)["behind_schedule"], true);
+        assert!(json(&paced)["latency_from_due_us"]["p50"].as_f64() >= Some(399_000.0));
+        // The verdict stays on ack latency, from the send.
+        assert!(paced.meets_target());
     }
 
     #[test]

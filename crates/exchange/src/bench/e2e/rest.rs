@@ -77,12 +77,17 @@ impl Driver {
             (String::new(), Vec::new(), Vec::with_capacity(4096));
         let mut clock = (0u64, String::new());
         loop {
-            if let Some(every) = self.pacing.every {
-                if due > Instant::now() {
-                    tokio::time::sleep_until(due.min(self.pacing.stop).into()).await;
+            let order_due = match self.pacing.every {
+                Some(every) => {
+                    if due > Instant::now() {
+                        tokio::time::sleep_until(due.min(self.pacing.stop).into()).await;
+                    }
+                    let order_due = due;
+                    due += every;
+                    order_due
                 }
-                due += every;
-            }
+                None => Instant::now(),
+            };
             if Instant::now() >= self.pacing.stop {
                 break;
             }
@@ -130,8 +135,13 @@ impl Driver {
                     }
                 }
             };
-            self.recorder
-                .record(sent, Instant::now(), Flow::is_place(&action), outcome);
+            self.recorder.record_paced(
+                order_due,
+                sent,
+                Instant::now(),
+                Flow::is_place(&action),
+                outcome,
+            );
             buf.drain(..response.used);
         }
         Ok(self.recorder.totals)

@@ -59,7 +59,9 @@ pub struct Driver {
 }
 
 struct Pending {
-    sent: FxHashMap<u64, (Instant, bool)>,
+    /// By request id: when the order was due, when it went out, and
+    /// whether it was a place.
+    sent: FxHashMap<u64, (Instant, Instant, bool)>,
     next_id: u64,
 }
 
@@ -78,13 +80,18 @@ impl Driver {
             }
             let mut fed = false;
             while pending.sent.len() < self.inflight {
-                if let Some(every) = self.pacing.every {
-                    if due > now {
-                        break;
+                let order_due = match self.pacing.every {
+                    Some(every) => {
+                        if due > now {
+                            break;
+                        }
+                        let order_due = due;
+                        due += every;
+                        order_due
                     }
-                    due += every;
-                }
-                self.feed(&mut ws, &mut pending).await?;
+                    None => Instant::now(),
+                };
+                self.feed(&mut ws, &mut pending, order_due).await?;
                 fed = true;
             }
             if fed {
@@ -119,15 +126,21 @@ impl Driver {
         Ok(self.recorder.totals)
     }
 
-    async fn feed(&mut self, ws: &mut Ws, pending: &mut Pending) -> anyhow::Result<()> {
+    async fn feed(
+        &mut self,
+        ws: &mut Ws,
+        pending: &mut Pending,
+        due: Instant,
+    ) -> anyhow::Result<()> {
         let action = self.flow.next_action();
         pending.next_id += 1;
         let mut text = String::with_capacity(224);
         self.flow
             .ws_message(&self.market, &action, pending.next_id, &mut text);
-        pending
-            .sent
-            .insert(pending.next_id, (Instant::now(), Flow::is_place(&action)));
+        pending.sent.insert(
+            pending.next_id,
+            (due, Instant::now(), Flow::is_place(&action)),
+        );
         ws.feed(Message::text(text)).await?;
         Ok(())
     }
@@ -145,8 +158,9 @@ impl Driver {
         let text = text.as_str();
         match ws_response(text) {
             Some((id, outcome)) => {
-                if let Some((sent, place)) = pending.sent.remove(&id) {
-                    self.recorder.record(sent, Instant::now(), place, outcome);
+                if let Some((due, sent, place)) = pending.sent.remove(&id) {
+                    self.recorder
+                        .record_paced(due, sent, Instant::now(), place, outcome);
                 }
             }
             None if is_slow_consumer(text) => {
