@@ -106,8 +106,56 @@ pub struct E2eArgs {
 #[derive(Clone, Copy, Debug)]
 pub struct Pacing {
     pub start: Instant,
+    /// When the measured window opens.
+    pub warmed_up: Instant,
     pub stop: Instant,
     pub every: Option<Duration>,
+}
+
+/// One connection's send schedule under `--rate`: an order due every
+/// `every` from `start`. Orders the warm-up left unsent are forgiven when
+/// the window opens, so it opens on schedule; a backlog built inside the
+/// window is kept, and counts in the latency from due time.
+pub struct Schedule {
+    next: Instant,
+    every: Option<Duration>,
+    warmed_up: Instant,
+    forgiven: bool,
+}
+
+impl Schedule {
+    pub fn new(pacing: &Pacing) -> Schedule {
+        Schedule {
+            next: pacing.start,
+            every: pacing.every,
+            warmed_up: pacing.warmed_up,
+            forgiven: false,
+        }
+    }
+
+    /// The due time of the next order if it is due by `now`, moving on to
+    /// the one after; unpaced, every order is due `now`.
+    pub fn take(&mut self, now: Instant) -> Option<Instant> {
+        let every = match self.every {
+            Some(every) => every,
+            None => return Some(now),
+        };
+        if !self.forgiven && now >= self.warmed_up {
+            self.forgiven = true;
+            self.next = self.next.max(self.warmed_up);
+        }
+        if self.next > now {
+            return None;
+        }
+        let due = self.next;
+        self.next += every;
+        Some(due)
+    }
+
+    /// When the next order is due (paced runs).
+    pub fn next(&self) -> Instant {
+        self.next
+    }
 }
 
 pub(super) async fn resolve(url: &str) -> anyhow::Result<std::net::SocketAddr> {
@@ -227,6 +275,7 @@ async fn bench(args: E2eArgs) -> anyhow::Result<Figures> {
     };
     let pacing = Pacing {
         start,
+        warmed_up: window.from,
         stop: window.to,
         every,
     };
@@ -335,4 +384,50 @@ pub fn run(mut args: E2eArgs) -> anyhow::Result<()> {
         print!("{}", report::text(&figures));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod schedule_tests {
+    use super::*;
+
+    #[test]
+    fn the_window_opens_on_schedule_whatever_the_warm_up_left_unsent() {
+        let start = Instant::now();
+        let ms = |n: u64| start + Duration::from_millis(n);
+        let mut schedule = Schedule::new(&Pacing {
+            start,
+            warmed_up: ms(100),
+            stop: ms(200),
+            every: Some(Duration::from_millis(10)),
+        });
+        assert_eq!(schedule.take(start), Some(start));
+        assert_eq!(schedule.take(ms(5)), None);
+        // Late in the warm-up: what is due comes due, one at a time.
+        assert_eq!(schedule.take(ms(25)), Some(ms(10)));
+        assert_eq!(schedule.take(ms(25)), Some(ms(20)));
+        assert_eq!(schedule.take(ms(25)), None);
+        // The window opens with 30..100 unsent: forgiven.
+        assert_eq!(schedule.take(ms(103)), Some(ms(100)));
+        assert_eq!(schedule.take(ms(103)), None);
+        assert_eq!(schedule.next(), ms(110));
+        // A backlog inside the window is kept.
+        assert_eq!(schedule.take(ms(135)), Some(ms(110)));
+        assert_eq!(schedule.take(ms(135)), Some(ms(120)));
+        assert_eq!(schedule.take(ms(135)), Some(ms(130)));
+        assert_eq!(schedule.take(ms(135)), None);
+    }
+
+    #[test]
+    fn unpaced_every_order_is_due_at_once() {
+        let start = Instant::now();
+        let mut schedule = Schedule::new(&Pacing {
+            start,
+            warmed_up: start,
+            stop: start + Duration::from_secs(1),
+            every: None,
+        });
+        let now = start + Duration::from_millis(7);
+        assert_eq!(schedule.take(now), Some(now));
+        assert_eq!(schedule.take(now), Some(now));
+    }
 }

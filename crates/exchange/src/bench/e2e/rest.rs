@@ -12,7 +12,7 @@ use tokio::net::TcpStream;
 use super::flow::{Flow, Market};
 use super::record::{error_code, Outcome, Recorder, Totals};
 use super::server::Credential;
-use super::Pacing;
+use super::{Pacing, Schedule};
 
 pub async fn connect(addr: std::net::SocketAddr) -> anyhow::Result<TcpStream> {
     let stream = TcpStream::connect(addr).await?;
@@ -72,25 +72,19 @@ pub(in crate::bench) fn parse(buf: &[u8]) -> anyhow::Result<Option<Response>> {
 
 impl Driver {
     pub async fn run(mut self, mut stream: TcpStream) -> anyhow::Result<Totals> {
-        let mut due = self.pacing.start;
+        let mut schedule = Schedule::new(&self.pacing);
         let (mut body, mut request, mut buf) =
             (String::new(), Vec::new(), Vec::with_capacity(4096));
         let mut clock = (0u64, String::new());
         loop {
-            let order_due = match self.pacing.every {
-                Some(every) => {
-                    if due > Instant::now() {
-                        tokio::time::sleep_until(due.min(self.pacing.stop).into()).await;
-                    }
-                    let order_due = due;
-                    due += every;
-                    order_due
-                }
-                None => Instant::now(),
-            };
-            if Instant::now() >= self.pacing.stop {
+            let now = Instant::now();
+            if now >= self.pacing.stop {
                 break;
             }
+            let Some(order_due) = schedule.take(now) else {
+                tokio::time::sleep_until(schedule.next().min(self.pacing.stop).into()).await;
+                continue;
+            };
             let action = self.flow.next_action();
             let (method, path) = self.flow.rest_request(&self.market, &action, &mut body);
             let now = SystemTime::now().duration_since(UNIX_EPOCH)?.as_secs();

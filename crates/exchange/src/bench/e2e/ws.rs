@@ -14,7 +14,7 @@ use tokio_tungstenite::tungstenite::Message;
 use super::flow::{Flow, Market};
 use super::record::{is_slow_consumer, ws_response, Recorder, Totals};
 use super::server::Credential;
-use super::Pacing;
+use super::{Pacing, Schedule};
 
 type Ws = tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<TcpStream>>;
 
@@ -72,7 +72,7 @@ impl Driver {
             sent: FxHashMap::default(),
             next_id: 0,
         };
-        let mut due = self.pacing.start;
+        let mut schedule = Schedule::new(&self.pacing);
         loop {
             let now = Instant::now();
             if now >= self.pacing.stop {
@@ -80,18 +80,10 @@ impl Driver {
             }
             let mut fed = false;
             while pending.sent.len() < self.inflight {
-                let order_due = match self.pacing.every {
-                    Some(every) => {
-                        if due > now {
-                            break;
-                        }
-                        let order_due = due;
-                        due += every;
-                        order_due
-                    }
-                    None => Instant::now(),
+                let Some(due) = schedule.take(now) else {
+                    break;
                 };
-                self.feed(&mut ws, &mut pending, order_due).await?;
+                self.feed(&mut ws, &mut pending, due).await?;
                 fed = true;
             }
             if fed {
@@ -99,7 +91,7 @@ impl Driver {
             }
             let open = pending.sent.len() < self.inflight;
             let wake = match self.pacing.every {
-                Some(_) if open => due.min(self.pacing.stop),
+                Some(_) if open => schedule.next().min(self.pacing.stop),
                 _ => self.pacing.stop,
             };
             let Ok(message) = tokio::time::timeout_at(wake.into(), ws.next()).await else {
