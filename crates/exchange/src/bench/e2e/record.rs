@@ -179,7 +179,10 @@ impl Recorder {
         }
         let nanos = now.saturating_duration_since(sent).as_nanos() as u64;
         self.totals.latency.saturating_record(nanos.max(1_000));
-        let from_due = now.saturating_duration_since(due.min(sent)).as_nanos() as u64;
+        // Lateness the warm-up left is forgiven when the window opens (see
+        // `Schedule`): an order still in flight then counts from the opening.
+        let due = due.max(self.window.from).min(sent);
+        let from_due = now.saturating_duration_since(due).as_nanos() as u64;
         self.totals.from_due.saturating_record(from_due.max(1_000));
         if self.keep_samples {
             let sent_us = if sent >= self.window.from {
@@ -326,13 +329,18 @@ mod tests {
         let at = |ms: u64| start + Duration::from_millis(ms);
         // Due at 1,200 ms, out at 1,205 (no free slot before), answered at 1,206.
         recorder.record_paced(at(1_200), at(1_205), at(1_206), true, Outcome::Ok);
+        // Due in the warm-up, 400 ms before the window opened, and sent
+        // before it opened: the warm-up's lateness is forgiven, its 4 ms
+        // from the send count.
+        recorder.record_paced(at(600), at(998), at(1_002), false, Outcome::Ok);
         // Unpaced: both clocks start at the send.
         recorder.record(at(1_300), at(1_301), true, Outcome::Ok);
         let totals = &recorder.totals;
-        assert_eq!(totals.latency.len(), 2);
-        assert!(totals.latency.max() < 1_100_000);
+        assert_eq!(totals.latency.len(), 3);
+        assert!(totals.latency.max() >= 3_990_000 && totals.latency.max() <= 4_010_000);
         assert!(totals.from_due.max() >= 5_990_000 && totals.from_due.max() <= 6_010_000);
         assert!(totals.from_due.min() < 1_100_000);
+        assert_eq!(totals.from_due.count_between(3_900_000, 4_100_000), 1);
     }
 
     #[test]
