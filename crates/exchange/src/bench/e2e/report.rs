@@ -173,9 +173,15 @@ pub fn json(figures: &Figures) -> Value {
 
 /// The ack latency percentiles, one line; `bench etcd` prints the same.
 pub fn latency_line(latency: &hdrhistogram::Histogram<u64>) -> String {
+    percentiles_line("ack latency", latency)
+}
+
+/// `latency`'s percentiles in µs after a label, aligned with the report's
+/// other lines.
+fn percentiles_line(label: &str, latency: &hdrhistogram::Histogram<u64>) -> String {
     let us = |q: f64| latency.value_at_quantile(q) as f64 / 1e3;
     format!(
-        "ack latency     p50 {:.0} us   p90 {:.0} us   p99 {:.0} us   p99.9 {:.0} us   max {:.0} us",
+        "{label:<15} p50 {:.0} us   p90 {:.0} us   p99 {:.0} us   p99.9 {:.0} us   max {:.0} us",
         us(0.5),
         us(0.9),
         us(0.99),
@@ -222,8 +228,11 @@ pub fn text(figures: &Figures) -> String {
         // each order was due, an order that waited for a free in-flight slot
         // counts its wait too, and every order the pacing timer's slack
         // (tokio's 1 ms) as well.
-        let from_due = latency_line(&totals.from_due).replacen("ack latency  ", "from due time", 1);
-        let _ = writeln!(out, "{from_due}");
+        let _ = writeln!(
+            out,
+            "{}",
+            percentiles_line("from due time", &totals.from_due)
+        );
         if figures.behind_schedule() {
             let _ = writeln!(
                 out,
