@@ -15,6 +15,7 @@ pub mod marketdata;
 pub mod metrics;
 pub mod metrics_window;
 pub mod node;
+mod parked;
 pub mod replication;
 pub mod reporting;
 pub mod sequencer;

@@ -27,6 +27,7 @@ use tokio::sync::{broadcast, oneshot};
 
 use crate::entry::LogEntry;
 use crate::metrics::Metrics;
+use crate::parked;
 use crate::replication::{
     ClusterShared, MembershipError, RaftControl, RaftLoop, RaftMeta, ReplicationStatus,
 };
@@ -122,7 +123,7 @@ pub(crate) struct ReplicaParts {
 #[derive(Clone)]
 pub struct Handle {
     submit: Sender<Submission>,
-    core: Sender<CoreMsg>,
+    core: parked::Sender<CoreMsg>,
     events: broadcast::Sender<Arc<Applied>>,
     pub metrics: Arc<Metrics>,
     failed: Arc<AtomicBool>,
@@ -295,7 +296,7 @@ impl Pipeline {
         metrics: Arc<Metrics>,
     ) -> Pipeline {
         let (submit_tx, submit_rx) = bounded(config.submit_queue);
-        let (core_tx, core_rx) = bounded(config.core_queue);
+        let (core_tx, core_rx) = parked::bounded(config.core_queue);
         let (events, _) = broadcast::channel(config.events_buffer);
         let failed = Arc::new(AtomicBool::new(false));
         let cluster = Arc::new(ClusterShared::default());
@@ -374,7 +375,7 @@ impl Pipeline {
 /// that does not restore).
 fn core_loop(
     mut state: ServerState,
-    core: Receiver<CoreMsg>,
+    core: parked::Receiver<CoreMsg>,
     events: broadcast::Sender<Arc<Applied>>,
     config: PipelineConfig,
     metrics: Arc<Metrics>,

@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use crossbeam_channel::{select, Receiver, Sender};
+use crossbeam_channel::{select, Receiver};
 use exchange_replication::transport::{Feedback, Transport};
 use exchange_replication::{
     CommittedKind, ConfState, Membership, Message, ReadyOutcome, ReplicaNode,
@@ -18,6 +18,7 @@ use super::{
 };
 use crate::entry::LogEntry;
 use crate::metrics::Metrics;
+use crate::parked;
 use crate::sequencer::{CommittedBatch, CoreMsg, Reply, Submission, MAX_BATCH};
 
 struct Pending {
@@ -31,7 +32,7 @@ pub(crate) struct RaftLoop {
     pub transport: Option<Transport>,
     pub inbox: Receiver<Message>,
     pub submit: Receiver<Submission>,
-    pub core: Sender<CoreMsg>,
+    pub core: parked::Sender<CoreMsg>,
     pub snapshots_done: Receiver<RaftMeta>,
     pub control: Receiver<RaftControl>,
     /// Where learned peer addresses are kept.
@@ -352,7 +353,7 @@ impl RaftLoop {
 /// Hands what Raft committed to the core, from inside `handle_ready`.
 struct Handoff<'a> {
     progress: &'a mut Progress,
-    core: &'a Sender<CoreMsg>,
+    core: &'a parked::Sender<CoreMsg>,
     shared: &'a ClusterShared,
     metrics: &'a Metrics,
     last_ts: &'a mut u64,
