@@ -20,18 +20,21 @@
 //! either the receiver finds the message or the sender unparks it.
 //! `Thread::unpark` keeps a token, so an unpark that lands before the
 //! `park` is not lost; a spurious return from `park` only loops.
-//!
-//! Invariant: one thread receives (the first to call [`Receiver::recv`]).
 
+use std::cell::Cell;
+use std::marker::PhantomData;
 use std::sync::atomic::{fence, AtomicBool, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::Thread;
 
 use crossbeam_channel::{RecvError, SendError, TryRecvError, TrySendError};
 
 struct Bell {
     sleeping: AtomicBool,
-    receiver: OnceLock<Thread>,
+    /// The thread parked on the queue, or that last was: a receiver may
+    /// move between threads, but is not `Sync`, so one receives at a
+    /// time.
+    receiver: Mutex<Option<Thread>>,
 }
 
 impl Bell {
@@ -39,7 +42,12 @@ impl Bell {
     fn ring(&self) {
         fence(Ordering::SeqCst);
         if self.sleeping.load(Ordering::Relaxed) {
-            if let Some(thread) = self.receiver.get() {
+            let parked = self
+                .receiver
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .clone();
+            if let Some(thread) = parked {
                 thread.unpark();
             }
         }
@@ -55,10 +63,11 @@ pub struct Sender<T> {
     bell: Arc<Bell>,
 }
 
-/// The receiving half, for one thread.
+/// The receiving half: `Send`, not `Sync`.
 pub struct Receiver<T> {
     inner: crossbeam_channel::Receiver<T>,
     bell: Arc<Bell>,
+    not_sync: PhantomData<Cell<()>>,
 }
 
 /// A channel holding at most `capacity` messages.
@@ -66,14 +75,18 @@ pub fn bounded<T>(capacity: usize) -> (Sender<T>, Receiver<T>) {
     let (tx, rx) = crossbeam_channel::bounded(capacity);
     let bell = Arc::new(Bell {
         sleeping: AtomicBool::new(false),
-        receiver: OnceLock::new(),
+        receiver: Mutex::new(None),
     });
     (
         Sender {
             inner: Some(tx),
             bell: bell.clone(),
         },
-        Receiver { inner: rx, bell },
+        Receiver {
+            inner: rx,
+            bell,
+            not_sync: PhantomData,
+        },
     )
 }
 
@@ -127,14 +140,17 @@ impl<T> Receiver<T> {
     /// The next message, parking until one comes; an error once every
     /// sender is gone and the queue is empty.
     pub fn recv(&self) -> Result<T, RecvError> {
-        let me = self.bell.receiver.get_or_init(std::thread::current);
-        debug_assert_eq!(me.id(), std::thread::current().id(), "one receiving thread");
         loop {
             match self.inner.try_recv() {
                 Ok(message) => return Ok(message),
                 Err(TryRecvError::Disconnected) => return Err(RecvError),
                 Err(TryRecvError::Empty) => {}
             }
+            *self
+                .bell
+                .receiver
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner) = Some(std::thread::current());
             self.bell.sleeping.store(true, Ordering::Relaxed);
             fence(Ordering::SeqCst);
             let found = self.inner.try_recv();
@@ -248,12 +264,24 @@ mod tests {
     }
 
     #[test]
-    fn try_send_reports_a_full_queue() {
+    fn try_send_wakes_a_parked_receiver_and_reports_a_full_queue() {
         let (tx, rx) = bounded::<u8>(1);
-        tx.try_send(1).unwrap();
-        assert!(matches!(tx.try_send(2), Err(TrySendError::Full(2))));
-        assert_eq!(rx.recv(), Ok(1));
+        let sender = std::thread::spawn(move || {
+            // Long enough for the receiver to park first.
+            std::thread::sleep(Duration::from_millis(20));
+            tx.try_send(1).unwrap();
+            tx
+        });
+        let (rx, first) = within(move || {
+            let first = rx.recv();
+            (rx, first)
+        });
+        assert_eq!(first, Ok(1));
+        let tx = sender.join().unwrap();
+        tx.try_send(2).unwrap();
+        assert!(matches!(tx.try_send(3), Err(TrySendError::Full(3))));
+        assert_eq!(rx.recv(), Ok(2));
         drop(rx);
-        assert!(matches!(tx.try_send(3), Err(TrySendError::Disconnected(3))));
+        assert!(matches!(tx.try_send(4), Err(TrySendError::Disconnected(4))));
     }
 }
