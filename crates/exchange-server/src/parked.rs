@@ -56,11 +56,21 @@ impl Bell {
 
 /// The sending half; clones share the queue.
 pub struct Sender<T> {
-    /// `None` only while dropping: the queue must disconnect before the
-    /// bell rings, or a receiver woken by the ring could find it still
-    /// connected and park for good.
-    inner: Option<crossbeam_channel::Sender<T>>,
-    bell: Arc<Bell>,
+    // Fields drop in declaration order: the queue first (the last
+    // sender's drop disconnects it), then the bell rings, so a receiver
+    // it wakes sees the disconnection instead of parking for good.
+    inner: crossbeam_channel::Sender<T>,
+    bell: RingOnDrop,
+}
+
+/// A sender's share of the bell, rung when the sender goes.
+#[derive(Clone)]
+struct RingOnDrop(Arc<Bell>);
+
+impl Drop for RingOnDrop {
+    fn drop(&mut self) {
+        self.0.ring();
+    }
 }
 
 /// The receiving half: `Send`, not `Sync`.
@@ -79,8 +89,8 @@ pub fn bounded<T>(capacity: usize) -> (Sender<T>, Receiver<T>) {
     });
     (
         Sender {
-            inner: Some(tx),
-            bell: bell.clone(),
+            inner: tx,
+            bell: RingOnDrop(bell.clone()),
         },
         Receiver {
             inner: rx,
@@ -91,29 +101,22 @@ pub fn bounded<T>(capacity: usize) -> (Sender<T>, Receiver<T>) {
 }
 
 impl<T> Sender<T> {
-    fn queue(&self) -> &crossbeam_channel::Sender<T> {
-        // Only `drop` takes it, and nothing runs on a sender after that.
-        self.inner
-            .as_ref()
-            .expect("a sender's queue is taken only by its drop")
-    }
-
     /// Sends, waiting for room if the queue is full.
     pub fn send(&self, message: T) -> Result<(), SendError<T>> {
-        self.queue().send(message)?;
-        self.bell.ring();
+        self.inner.send(message)?;
+        self.bell.0.ring();
         Ok(())
     }
 
     /// Messages waiting (the queue depth the metrics show).
     pub fn len(&self) -> usize {
-        self.queue().len()
+        self.inner.len()
     }
 
     /// Sends if there is room now.
     pub fn try_send(&self, message: T) -> Result<(), TrySendError<T>> {
-        self.queue().try_send(message)?;
-        self.bell.ring();
+        self.inner.try_send(message)?;
+        self.bell.0.ring();
         Ok(())
     }
 }
@@ -124,15 +127,6 @@ impl<T> Clone for Sender<T> {
             inner: self.inner.clone(),
             bell: self.bell.clone(),
         }
-    }
-}
-
-impl<T> Drop for Sender<T> {
-    fn drop(&mut self) {
-        // The last sender's drop disconnects the queue; the receiver must
-        // wake to see it.
-        drop(self.inner.take());
-        self.bell.ring();
     }
 }
 
