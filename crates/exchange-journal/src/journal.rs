@@ -22,6 +22,7 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use crate::error::JournalError;
 use crate::record::{self, Entry, MAX_PAYLOAD_BYTES};
@@ -104,7 +105,8 @@ pub struct Journal {
     spares: Spares,
     segments: Vec<Segment>,
     /// The last segment's file; written at the segment's logical end.
-    active: File,
+    /// Shared with [`LogSync`]s still to run.
+    active: Arc<File>,
     /// Whether the active segment's file was written full of zeros to its
     /// size ahead of need (a spare, or reopened at full size): if not, it
     /// is left for a spare as soon as one is ready.
@@ -279,6 +281,24 @@ impl Journal {
             self.spares.want();
         }
         Ok(first)
+    }
+
+    /// What makes every entry appended so far durable, to run on another
+    /// thread while this one goes on appending; `None` when nothing is
+    /// unsynced. Whoever takes it owes the sync: [`Journal::sync`] no
+    /// longer covers those entries. A later roll or truncation need not
+    /// wait for it: they sync what they leave behind themselves, and a
+    /// sync of a file since cut or deleted is harmless.
+    pub fn take_sync(&mut self) -> Option<LogSync> {
+        if !self.unsynced {
+            return None;
+        }
+        self.unsynced = false;
+        let path = self.segments.last().map(|s| s.path.clone())?;
+        Some(LogSync {
+            file: self.active.clone(),
+            path,
+        })
     }
 
     /// Makes every appended entry durable.
@@ -500,11 +520,30 @@ fn shorten_then_delete(path: &Path, step: u64, pause: std::time::Duration) -> st
 
 /// Opens a segment for appending at its logical end (not the file's: a
 /// preallocated segment's file is longer than its records).
-fn open_active(path: &Path) -> Result<File, JournalError> {
+fn open_active(path: &Path) -> Result<Arc<File>, JournalError> {
     OpenOptions::new()
         .write(true)
         .open(path)
+        .map(Arc::new)
         .map_err(|e| io(path, e))
+}
+
+/// A pending `fdatasync` of one segment file (see [`Journal::take_sync`]).
+#[derive(Debug, Clone)]
+pub struct LogSync {
+    file: Arc<File>,
+    path: PathBuf,
+}
+
+impl LogSync {
+    pub fn run(&self) -> Result<(), JournalError> {
+        self.file.sync_data().map_err(|e| io(&self.path, e))
+    }
+
+    /// Whether two syncs are of the same file (one `fdatasync` covers both).
+    pub fn same_file(&self, other: &LogSync) -> bool {
+        Arc::ptr_eq(&self.file, &other.file)
+    }
 }
 
 /// Creates a segment file holding only its header under `{index}.{suffix}`.

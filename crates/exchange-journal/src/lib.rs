@@ -16,7 +16,7 @@ mod spare;
 
 pub use error::JournalError;
 pub use journal::{
-    Journal, JournalOptions, Recovery, DEFAULT_PREALLOCATE_AFTER, DEFAULT_SEGMENT_BYTES,
+    Journal, JournalOptions, LogSync, Recovery, DEFAULT_PREALLOCATE_AFTER, DEFAULT_SEGMENT_BYTES,
 };
 pub use record::{Entry, MAX_PAYLOAD_BYTES};
 pub use snapshots::Snapshot;

@@ -23,7 +23,7 @@ mod types;
 
 pub use conf::{decode_message, encode_message, is_snapshot};
 pub use error::{ProposeError, ReplicationError};
-pub use node::{ReplicaConfig, ReplicaNode};
+pub use node::{run_jobs, ReplicaConfig, ReplicaNode, SyncJob};
 pub use raft;
 pub use raft::eraftpb::ConfState;
 pub use raft::eraftpb::Message;

@@ -19,7 +19,10 @@
 //! timeout is drawn from a generator seeded by the owner, so a whole
 //! cluster can run deterministically in one thread.
 
+use std::collections::VecDeque;
 use std::path::Path;
+
+use exchange_journal::LogSync;
 
 use raft::eraftpb::{ConfChange, ConfChangeType, ConfState, Entry, EntryType, Message};
 use raft::{RawNode, SnapshotStatus, StateRole};
@@ -63,9 +66,52 @@ impl ReplicaConfig {
 
 pub struct ReplicaNode {
     raw: RawNode<DiskStorage>,
+    /// Readies whose sync job is out, with the messages that wait for it.
+    unsynced: VecDeque<(u64, Vec<Message>)>,
+    /// The last index handed to the state machine (an entry or a
+    /// snapshot's).
+    handed_over: u64,
     rng: u64,
     election_tick: usize,
     seen: (u64, StateRole),
+}
+
+/// A ready's entries still to be made durable (see
+/// [`ReplicaNode::handle_ready`]).
+#[derive(Debug)]
+#[must_use = "the acknowledgements wait until the job is run and reported"]
+pub struct SyncJob {
+    number: u64,
+    log: Option<LogSync>,
+}
+
+impl SyncJob {
+    pub fn number(&self) -> u64 {
+        self.number
+    }
+
+    pub fn run(&self) -> Result<(), ReplicationError> {
+        if let Some(log) = &self.log {
+            log.run()?;
+        }
+        Ok(())
+    }
+}
+
+/// Runs jobs handed out in this order with one `fdatasync` per file they
+/// wrote (a sync covers every earlier write to its file), and returns the
+/// number to report (`None` for no jobs).
+pub fn run_jobs(jobs: &[SyncJob]) -> Result<Option<u64>, ReplicationError> {
+    let mut files: Vec<&LogSync> = Vec::new();
+    for log in jobs.iter().filter_map(|job| job.log.as_ref()) {
+        if !files.iter().any(|known| known.same_file(log)) {
+            files.push(log);
+        }
+    }
+    for log in files {
+        log.run()?;
+    }
+    Ok(jobs.last().map(|job| job.number))
 }
 
 fn logger() -> slog::Logger {
@@ -133,6 +179,8 @@ impl ReplicaNode {
         raft_config.validate()?;
         let raw = RawNode::new(&raft_config, storage, &logger())?;
         let mut node = ReplicaNode {
+            unsynced: VecDeque::new(),
+            handed_over: commit,
             seen: (raw.raft.term, raw.raft.state),
             raw,
             rng: config.seed ^ 0x9e37_79b9_7f4a_7c15,
@@ -326,20 +374,24 @@ impl ReplicaNode {
         self.raw.has_ready()
     }
 
-    /// Persists, sends and hands over what Raft has ready (see the module
+    /// Sends, persists and hands over what Raft has ready (see the module
     /// docs for the order). `send` is called with each outgoing message,
-    /// `apply` with what the state machine applies next, at most twice:
-    /// entries committed before this call, handed over before the append's
-    /// fsync so that they do not wait for the disk (they are durable on a
-    /// majority, this replica among them, already), then the entries the
-    /// append made committed.
+    /// `apply` with what the state machine applies next.
+    ///
+    /// New entries are written but not synced: the returned job syncs
+    /// them, on whichever thread the owner likes, and the messages that
+    /// acknowledge them wait in this node until the job is reported done
+    /// with [`ReplicaNode::synced`]. Meanwhile the node goes on stepping
+    /// messages and making readies (a leader counts a follower's answer
+    /// while its own sync runs). Jobs must be run and reported in the order
+    /// they are handed out. `None`: nothing to sync, and nothing waits.
     pub fn handle_ready(
         &mut self,
         send: &mut dyn FnMut(Message),
         apply: &mut dyn FnMut(&ReplicaNode, ReadyOutcome),
-    ) -> Result<(), ReplicationError> {
+    ) -> Result<Option<SyncJob>, ReplicationError> {
         if !self.raw.has_ready() {
-            return Ok(());
+            return Ok(None);
         }
         let mut ready = self.raw.ready();
         for message in ready.take_messages() {
@@ -355,32 +407,89 @@ impl ReplicaNode {
                 data: snapshot.data.to_vec(),
             });
         }
+        // Committed entries are durable here already: Raft hands over only
+        // what this replica persisted.
         let committed = ready.take_committed_entries();
         self.hand_over(committed, &mut outcome)?;
-        if !outcome.is_empty() {
-            apply(self, outcome);
+        if let Some(last) = outcome
+            .committed
+            .last()
+            .map(|c| c.index)
+            .or(outcome.snapshot.as_ref().map(|s| s.index))
+        {
+            self.handed_over = self.handed_over.max(last);
         }
-        self.raw.mut_store().append(ready.entries())?;
+        let log = self.raw.mut_store().append_unsynced(ready.entries())?;
         if let Some(hard) = ready.hs() {
             self.raw.mut_store().set_hard_state(hard)?;
         }
-        for message in ready.take_persisted_messages() {
-            send(message);
-        }
-        let mut light = self.raw.advance(ready);
-        if let Some(commit) = light.commit_index() {
-            self.raw.mut_store().set_commit(commit);
-        }
-        for message in light.take_messages() {
-            send(message);
-        }
-        let mut outcome = ReadyOutcome::default();
-        let committed = light.take_committed_entries();
-        self.hand_over(committed, &mut outcome)?;
-        self.raw.advance_apply();
+        let acknowledgements = ready.take_persisted_messages();
+        let number = ready.number();
+        self.raw.advance_append_async(ready);
         self.after_call();
+        let done = log.is_none() && self.unsynced.is_empty();
+        if done {
+            self.raw.on_persist_ready(number);
+        }
+        self.advance_applied();
         if !outcome.is_empty() {
             apply(self, outcome);
+        }
+        if done {
+            for message in acknowledgements {
+                send(message);
+            }
+            return Ok(None);
+        }
+        self.unsynced.push_back((number, acknowledgements));
+        Ok(Some(SyncJob { number, log }))
+    }
+
+    /// Takes the report that every job up to `number` has run: Raft counts
+    /// those entries as this replica's, and the messages that acknowledge
+    /// them go out through `send`. What this made ready (entries committed
+    /// by this replica's vote) comes from the next `handle_ready`.
+    pub fn synced(&mut self, number: u64, send: &mut dyn FnMut(Message)) {
+        self.raw.on_persist_ready(number);
+        self.advance_applied();
+        while self.unsynced.front().is_some_and(|(n, _)| *n <= number) {
+            if let Some((_, messages)) = self.unsynced.pop_front() {
+                for message in messages {
+                    send(message);
+                }
+            }
+        }
+    }
+
+    /// Tells Raft how far the state machine has been handed entries, as
+    /// far as they are durable here: Raft refuses an applied index past its
+    /// persisted one, which a snapshot's ready is until its job is reported.
+    fn advance_applied(&mut self) {
+        let log = &self.raw.raft.raft_log;
+        let to = self.handed_over.min(log.persisted).min(log.committed);
+        if to > log.applied {
+            self.raw.advance_apply_to(to);
+        }
+    }
+
+    /// Jobs handed out and not yet reported.
+    pub fn unsynced_jobs(&self) -> usize {
+        self.unsynced.len()
+    }
+
+    /// [`ReplicaNode::handle_ready`] with its sync run on this thread, then
+    /// once more for what the sync made ready: one call does it all, for
+    /// owners with nothing to overlap the disk with (tests, simulations).
+    pub fn handle_ready_now(
+        &mut self,
+        send: &mut dyn FnMut(Message),
+        apply: &mut dyn FnMut(&ReplicaNode, ReadyOutcome),
+    ) -> Result<(), ReplicationError> {
+        for _ in 0..2 {
+            if let Some(job) = self.handle_ready(send, apply)? {
+                job.run()?;
+                self.synced(job.number(), send);
+            }
         }
         Ok(())
     }

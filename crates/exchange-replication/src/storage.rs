@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 
 use exchange_journal::snapshots::{self, Snapshot as SnapshotFile};
 use exchange_journal::{
-    Journal, JournalOptions, Recovery, DEFAULT_PREALLOCATE_AFTER, DEFAULT_SEGMENT_BYTES,
+    Journal, JournalOptions, LogSync, Recovery, DEFAULT_PREALLOCATE_AFTER, DEFAULT_SEGMENT_BYTES,
     MAX_PAYLOAD_BYTES,
 };
 use raft::eraftpb::{ConfState, Entry, EntryType, HardState, Snapshot, SnapshotMetadata};
@@ -317,8 +317,21 @@ impl DiskStorage {
     /// Appends entries from a Ready, first dropping any conflicting suffix,
     /// and makes them durable.
     pub fn append(&mut self, entries: &[Entry]) -> Result<(), ReplicationError> {
+        if let Some(sync) = self.append_unsynced(entries)? {
+            sync.run()?;
+        }
+        Ok(())
+    }
+
+    /// Appends entries from a Ready, first dropping any conflicting suffix.
+    /// They are durable once the returned sync has run (`None`: nothing to
+    /// sync). Reads see them at once.
+    pub fn append_unsynced(
+        &mut self,
+        entries: &[Entry],
+    ) -> Result<Option<LogSync>, ReplicationError> {
         let Some(head) = entries.first() else {
-            return Ok(());
+            return Ok(None);
         };
         if head.index < self.first || head.index > self.last() + 1 {
             return Err(ReplicationError::CorruptEntry {
@@ -360,9 +373,6 @@ impl DiskStorage {
             }
             at += run;
         }
-        if self.options.fsync {
-            self.journal.sync()?;
-        }
         for entry in entries {
             self.recent_bytes += entry.data.len();
             self.recent.push_back(entry.clone());
@@ -372,7 +382,11 @@ impl DiskStorage {
                 self.recent_bytes -= dropped.data.len();
             }
         }
-        Ok(())
+        Ok(if self.options.fsync {
+            self.journal.take_sync()
+        } else {
+            None
+        })
     }
 
     /// Takes Raft's new hard state. A changed term or vote is on disk when

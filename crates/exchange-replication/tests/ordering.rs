@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use exchange_journal::{Journal, DEFAULT_SEGMENT_BYTES};
 use exchange_replication::raft::eraftpb::MessageType;
-use exchange_replication::{state_file, Message, ReplicaConfig, ReplicaNode};
+use exchange_replication::{run_jobs, state_file, Message, ReplicaConfig, ReplicaNode, SyncJob};
 
 /// Asserts that `message`, about to leave `dir`'s replica, acknowledges
 /// only what is on disk.
@@ -72,7 +72,7 @@ fn acknowledgements_leave_only_after_the_write() {
         }
         for (node, dir) in nodes.iter_mut().zip(&dirs) {
             let mut out = Vec::new();
-            node.handle_ready(
+            node.handle_ready_now(
                 &mut |message| {
                     check_durable(dir, &message);
                     out.push(message);
@@ -105,4 +105,156 @@ fn acknowledgements_leave_only_after_the_write() {
     );
     assert!(checked.1 >= 2, "only {} votes checked", checked.1);
     assert!(committed > 100, "only {committed} entries committed");
+}
+
+/// Three replicas in `root`, node 1 leading with an entry of its term
+/// committed everywhere, every sync run inline.
+fn settled_cluster(root: &Path) -> Vec<ReplicaNode> {
+    let ids = [1u64, 2, 3];
+    let mut nodes: Vec<ReplicaNode> = ids
+        .iter()
+        .map(|&id| {
+            let dir = root.join(format!("n{id}"));
+            let config = ReplicaConfig::new(id, ids.to_vec());
+            ReplicaNode::open(&dir.join("log"), &dir.join("snapshots"), &config)
+                .expect("open")
+                .0
+        })
+        .collect();
+    nodes[0].campaign().expect("campaign");
+    for _ in 0..20 {
+        let mut network = Vec::new();
+        for node in &mut nodes {
+            node.handle_ready_now(&mut |m| network.push(m), &mut |_, _| {})
+                .expect("ready");
+        }
+        for message in network {
+            let to = message.to as usize - 1;
+            let _ = nodes[to].step(message);
+        }
+    }
+    assert!(nodes[0].is_leader());
+    assert!(nodes[0].committed_in_current_term());
+    let commit = nodes[0].commit_index();
+    assert!(nodes.iter().all(|n| n.applied() == commit));
+    nodes
+}
+
+/// One `handle_ready` without running its sync: what it sent, the indices
+/// it handed over, and its job.
+fn ready_unsynced(node: &mut ReplicaNode) -> (Vec<Message>, Vec<u64>, Option<SyncJob>) {
+    let mut sent = Vec::new();
+    let mut applied = Vec::new();
+    let job = node
+        .handle_ready(&mut |m| sent.push(m), &mut |_, outcome| {
+            applied.extend(outcome.committed.iter().map(|c| c.index))
+        })
+        .expect("ready");
+    (sent, applied, job)
+}
+
+fn answers(messages: &[Message]) -> Vec<&Message> {
+    messages
+        .iter()
+        .filter(|m| m.get_msg_type() == MessageType::MsgAppendResponse)
+        .collect()
+}
+
+/// With the sync left to the owner: a follower answers an append only
+/// once its job is reported, and the leader, whose followers' answers
+/// commit the entry while its own sync is still out, hands it over only
+/// once that sync is reported too.
+#[test]
+fn acknowledgements_and_apply_wait_for_the_sync_report() {
+    let root = tempfile::tempdir().expect("temp dir");
+    let mut nodes = settled_cluster(root.path());
+    let index = nodes[0].propose(b"held".to_vec()).expect("propose").0;
+
+    let (appends, applied, leader_job) = ready_unsynced(&mut nodes[0]);
+    let leader_job = leader_job.expect("the leader's append needs a sync");
+    assert!(applied.is_empty());
+    assert_eq!(nodes[0].unsynced_jobs(), 1);
+
+    let mut follower_answers = Vec::new();
+    for message in appends {
+        let to = message.to as usize - 1;
+        nodes[to].step(message).expect("step append");
+        let (sent, _, job) = ready_unsynced(&mut nodes[to]);
+        assert!(
+            answers(&sent).is_empty(),
+            "node {} answered before its sync was reported",
+            to + 1
+        );
+        let job = job.expect("a follower's append needs a sync");
+        job.run().expect("sync");
+        let mut released = Vec::new();
+        nodes[to].synced(job.number(), &mut |m| released.push(m));
+        let released = answers(&released).into_iter().cloned().collect::<Vec<_>>();
+        assert_eq!(released.len(), 1, "one answer once the sync is reported");
+        assert_eq!(released[0].index, index);
+        assert!(!released[0].reject);
+        follower_answers.extend(released);
+    }
+    assert_eq!(follower_answers.len(), 2);
+
+    for answer in follower_answers {
+        nodes[0].step(answer).expect("step answer");
+    }
+    let (_, applied, queued) = ready_unsynced(&mut nodes[0]);
+    assert!(
+        queued.is_some(),
+        "a ready keeps its place behind a job that is out"
+    );
+    assert_eq!(
+        nodes[0].commit_index(),
+        index,
+        "the followers' copies commit the entry"
+    );
+    assert!(
+        !applied.contains(&index),
+        "handed over before the leader's own sync was reported"
+    );
+
+    let jobs = [leader_job, queued.expect("checked")];
+    let last = run_jobs(&jobs).expect("sync").expect("a number");
+    nodes[0].synced(last, &mut |_| {});
+    assert_eq!(nodes[0].unsynced_jobs(), 0);
+    let (_, applied, _) = ready_unsynced(&mut nodes[0]);
+    assert_eq!(applied, vec![index]);
+}
+
+/// Jobs reported together: one report releases every earlier job's
+/// answers, in order, and `run_jobs` names the last job.
+#[test]
+fn one_report_releases_every_earlier_job() {
+    let root = tempfile::tempdir().expect("temp dir");
+    let mut nodes = settled_cluster(root.path());
+    let mut jobs = Vec::new();
+    let mut indices = Vec::new();
+    for round in 0..3 {
+        let index = nodes[0]
+            .propose(format!("batch {round}").into_bytes())
+            .expect("propose")
+            .0;
+        indices.push(index);
+        let (appends, _, leader_job) = ready_unsynced(&mut nodes[0]);
+        let _ = leader_job.expect("leader job");
+        let append = appends
+            .into_iter()
+            .find(|m| m.to == 2 && m.get_msg_type() == MessageType::MsgAppend)
+            .expect("an append to node 2");
+        nodes[1].step(append).expect("step");
+        let (sent, _, job) = ready_unsynced(&mut nodes[1]);
+        assert!(answers(&sent).is_empty());
+        jobs.push(job.expect("follower job"));
+    }
+    assert_eq!(nodes[1].unsynced_jobs(), 3);
+    let last = run_jobs(&jobs).expect("sync").expect("a number");
+    assert_eq!(last, jobs[2].number());
+    let mut released = Vec::new();
+    nodes[1].synced(last, &mut |m| released.push(m));
+    let acknowledged: Vec<u64> = answers(&released).iter().map(|m| m.index).collect();
+    assert_eq!(acknowledged, indices);
+    assert_eq!(nodes[1].unsynced_jobs(), 0);
+    assert_eq!(run_jobs(&[]).expect("nothing"), None);
 }

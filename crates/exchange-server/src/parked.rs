@@ -131,6 +131,11 @@ impl<T> Clone for Sender<T> {
 }
 
 impl<T> Receiver<T> {
+    /// The next message if one is queued.
+    pub fn try_recv(&self) -> Result<T, TryRecvError> {
+        self.inner.try_recv()
+    }
+
     /// The next message, parking until one comes; an error once every
     /// sender is gone and the queue is empty.
     pub fn recv(&self) -> Result<T, RecvError> {

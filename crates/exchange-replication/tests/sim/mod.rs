@@ -452,7 +452,7 @@ impl Cluster {
                     return;
                 }
                 live.replica
-                    .handle_ready(&mut |m| out.push(m), &mut |_, o| outcomes.push(o))
+                    .handle_ready_now(&mut |m| out.push(m), &mut |_, o| outcomes.push(o))
                     .expect("handle ready");
             }
             for message in out {

@@ -33,6 +33,7 @@ use tokio::sync::oneshot;
 
 use crate::entry::{EntryError, LogEntry};
 
+mod log_sync;
 mod raft_loop;
 #[cfg(test)]
 mod tests;

@@ -9,9 +9,10 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use crossbeam_channel::{select, Receiver};
 use exchange_replication::transport::{Feedback, Transport};
 use exchange_replication::{
-    CommittedKind, ConfState, Membership, Message, ReadyOutcome, ReplicaNode,
+    CommittedKind, ConfState, Membership, Message, ReadyOutcome, ReplicaNode, SyncJob,
 };
 
+use super::log_sync::{self, Synced};
 use super::{
     decode_batch, encode_batch, load_learned_peers, save_learned_peers, ClusterShared,
     MembershipError, RaftControl, RaftMeta,
@@ -50,6 +51,8 @@ struct Progress {
     /// The configuration after the last entry handed to the core.
     conf: Arc<ConfState>,
     snapshot_asked: Option<Instant>,
+    /// The log-sync thread's queue of sync jobs.
+    sync_jobs: parked::Sender<SyncJob>,
 }
 
 fn wall_clock_ns() -> u64 {
@@ -76,10 +79,18 @@ impl RaftLoop {
             Some(transport) => transport.feedback().clone(),
             None => crossbeam_channel::never(),
         };
+        let (sync_jobs, synced) = match log_sync::start(self.metrics.clone()) {
+            Ok(started) => started,
+            Err(error) => {
+                tracing::error!(%error, "could not start the log's sync thread");
+                return false;
+            }
+        };
         let mut progress = Progress {
             pending: BTreeMap::new(),
             conf: Arc::new(self.node.conf_state().clone()),
             snapshot_asked: None,
+            sync_jobs,
         };
         let mut batch: Vec<Submission> = Vec::with_capacity(MAX_BATCH);
         let mut next_tick = Instant::now() + self.tick;
@@ -95,7 +106,8 @@ impl RaftLoop {
                 recv(submit) -> submission => match submission {
                     Ok(submission) => batch.push(submission),
                     Err(_) => {
-                        self.hand_over(&mut progress, &inbox, &feedback);
+                        self.hand_over(&mut progress, &inbox, &feedback, &synced);
+                        self.wait_for_syncs(&synced);
                         if let Err(error) = self.node.flush() {
                             tracing::warn!(%error, "could not record the commit index at shutdown");
                         }
@@ -105,6 +117,11 @@ impl RaftLoop {
                 recv(inbox) -> message => {
                     if let Ok(message) = message {
                         let _ = self.node.step(message);
+                    }
+                }
+                recv(synced) -> report => {
+                    if !self.synced(report.ok()) {
+                        return false;
                     }
                 }
                 recv(feedback) -> report => {
@@ -128,6 +145,11 @@ impl RaftLoop {
             }
             while let Ok(message) = inbox.try_recv() {
                 let _ = self.node.step(message);
+            }
+            while let Ok(report) = synced.try_recv() {
+                if !self.synced(Some(report)) {
+                    return false;
+                }
             }
             while let Ok(report) = feedback.try_recv() {
                 self.feedback(report);
@@ -157,10 +179,48 @@ impl RaftLoop {
         }
     }
 
+    /// Takes the sync thread's report; false when the disk failed or the
+    /// thread is gone, which stops the node.
+    fn synced(&mut self, report: Option<Synced>) -> bool {
+        match report {
+            Some(Ok(number)) => {
+                let transport = &self.transport;
+                self.node.synced(number, &mut |message| {
+                    if let Some(transport) = transport {
+                        transport.send(message);
+                    }
+                });
+                true
+            }
+            Some(Err(error)) => {
+                tracing::error!(%error, "the log's sync failed; refusing further commands");
+                false
+            }
+            None => {
+                tracing::error!("the log's sync thread is gone; refusing further commands");
+                false
+            }
+        }
+    }
+
+    /// At a clean stop: the syncs handed out are waited for, so that what
+    /// this node wrote is on disk and its answers go out.
+    fn wait_for_syncs(&mut self, synced: &Receiver<Synced>) {
+        while self.node.unsynced_jobs() > 0 {
+            match synced.recv_timeout(Duration::from_secs(5)) {
+                Ok(report) => {
+                    if !self.synced(Some(report)) {
+                        return;
+                    }
+                }
+                Err(_) => return,
+            }
+        }
+    }
+
     /// Runs one `handle_ready` and hands its outcome on; false on a
     /// failure that stops the node.
     fn ready(&mut self, progress: &mut Progress, proposed: bool) -> bool {
-        let started = Instant::now();
         let transport = &self.transport;
         let mut handoff = Handoff {
             progress: &mut *progress,
@@ -182,16 +242,22 @@ impl RaftLoop {
         let Handoff {
             learned, failed, ..
         } = handoff;
-        if let Err(error) = result {
-            tracing::error!(%error, "raft storage failed; refusing further commands");
-            return false;
-        }
+        let job = match result {
+            Ok(job) => job,
+            Err(error) => {
+                tracing::error!(%error, "raft storage failed; refusing further commands");
+                return false;
+            }
+        };
         if failed {
             return false;
         }
+        if let Some(job) = job {
+            if !self.sync(job, progress) {
+                return false;
+            }
+        }
         if proposed {
-            self.metrics
-                .record_fsync(started.elapsed().as_nanos() as u64);
             self.metrics.batches.fetch_add(1, Ordering::Relaxed);
         }
         for (id, context) in learned {
@@ -209,6 +275,32 @@ impl RaftLoop {
         true
     }
 
+    /// Makes a ready's entries durable; false when that failed.
+    ///
+    /// A leader with followers hands the sync to the log-sync thread and
+    /// goes on counting their answers and proposing while it runs. Anyone
+    /// else syncs here: a follower's answer then goes out as soon as the
+    /// sync returns, without waking another thread, and all it could do
+    /// meanwhile is take the leader's next append, which the next sync
+    /// covers anyway; a lone voter has no answers to count, and the hand-off
+    /// would only add a wake-up to each commit. A job queued before a
+    /// change of role or membership keeps the queue's order.
+    fn sync(&mut self, job: SyncJob, progress: &Progress) -> bool {
+        let has_followers = self.node.is_leader() && progress.conf.voters.len() > 1;
+        if has_followers || self.node.unsynced_jobs() > 1 {
+            if progress.sync_jobs.send(job).is_err() {
+                tracing::error!("the log's sync thread is gone; refusing further commands");
+                return false;
+            }
+            return true;
+        }
+        let started = Instant::now();
+        let report = job.run().map(|()| job.number());
+        self.metrics
+            .record_fsync(started.elapsed().as_nanos() as u64);
+        self.synced(Some(report))
+    }
+
     /// On a clean stop, a leader hands leadership to its most up-to-date
     /// follower first, so the cluster does not wait an election timeout.
     fn hand_over(
@@ -216,6 +308,7 @@ impl RaftLoop {
         progress: &mut Progress,
         inbox: &Receiver<Message>,
         feedback: &Receiver<Feedback>,
+        synced: &Receiver<Synced>,
     ) {
         if !self.node.is_leader() || self.transport.is_none() {
             return;
@@ -237,10 +330,18 @@ impl RaftLoop {
             if !self.ready(progress, false) {
                 return;
             }
-            if let Ok(message) =
-                inbox.recv_timeout(next_tick.saturating_duration_since(Instant::now()))
-            {
-                let _ = self.node.step(message);
+            select! {
+                recv(inbox) -> message => {
+                    if let Ok(message) = message {
+                        let _ = self.node.step(message);
+                    }
+                }
+                recv(synced) -> report => {
+                    if !self.synced(report.ok()) {
+                        return;
+                    }
+                }
+                default(next_tick.saturating_duration_since(Instant::now())) => {}
             }
             while let Ok(report) = feedback.try_recv() {
                 self.feedback(report);

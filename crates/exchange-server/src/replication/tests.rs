@@ -145,7 +145,7 @@ fn a_new_leader_is_caught_up_once_its_first_entry_is_applied() {
     assert!(!node.committed_in_current_term());
     assert!(!shared.caught_up(), "a leader before its first commit");
     for _ in 0..4 {
-        node.handle_ready(&mut |_| {}, &mut |_, _| {})
+        node.handle_ready_now(&mut |_| {}, &mut |_, _| {})
             .expect("ready");
     }
     assert!(node.committed_in_current_term());
