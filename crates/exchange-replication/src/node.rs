@@ -10,10 +10,13 @@
 //! 2. a snapshot from the leader is installed;
 //! 3. entries already committed are handed to the state machine, before
 //!    the disk work below, which they need not wait for;
-//! 4. new entries are appended and synced, a changed term or vote synced;
-//! 5. only then do the messages that acknowledge them (append responses,
-//!    votes) go out;
-//! 6. entries that the append made committed are handed over.
+//! 4. new entries are written, a changed term or vote synced;
+//! 5. the entries' sync is returned to the owner as a [`SyncJob`], to run
+//!    on whichever thread it likes (a leader overlaps it with counting its
+//!    followers' answers), and only once it is reported with
+//!    [`ReplicaNode::synced`] do the messages that acknowledge them
+//!    (append responses, votes) go out, and does Raft count this
+//!    replica's copy or let it apply the entries.
 //!
 //! Nothing here reads a clock or a random source of its own: the election
 //! timeout is drawn from a generator seeded by the owner, so a whole

@@ -3,8 +3,10 @@
 //! The Raft thread owns the [`ReplicaNode`]. It takes whatever commands have
 //! queued (up to [`MAX_BATCH`]), stamps them with the time, and proposes
 //! them as **one** Raft entry whose payload is the batch
-//! ([`encode_batch`]). `handle_ready` appends and fsyncs it (one fsync per
-//! batch: group commit), replicates it, and hands back committed entries;
+//! ([`encode_batch`]). `handle_ready` writes it, replicates it, and hands
+//! back committed entries; the sync it owes (one per batch or more: group
+//! commit) runs on the `log-sync` thread on a leader with followers
+//! ([`log_sync`]), inline otherwise;
 //! only those go to the core thread, in log order, with the waiting
 //! gateways' reply channels attached when this node proposed them and they
 //! committed at the index *and term* it proposed them at. A proposal that
