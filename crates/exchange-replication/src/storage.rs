@@ -228,7 +228,9 @@ impl DiskStorage {
         storage.scan_terms()?;
         let last = storage.last();
         // A commit beyond the log means entries were lost (damage the
-        // journal cut off): Raft re-learns the commit from the leader.
+        // journal cut off, or a power cut took entries a leader's followers
+        // had committed while its own sync was out): Raft re-learns the
+        // commit from the leader.
         storage.state.hard.commit = storage.state.hard.commit.min(last);
         if storage.durable != storage.state {
             storage.persist()?;

@@ -258,3 +258,25 @@ fn one_report_releases_every_earlier_job() {
     assert_eq!(nodes[1].unsynced_jobs(), 0);
     assert_eq!(run_jobs(&[]).expect("nothing"), None);
 }
+
+/// A recorded commit index past the log's end: a leader's followers
+/// committed entries while its own sync was out, a term change recorded the
+/// hard state, and a power cut took the entries. The storage starts the
+/// replica from the log's end instead of Raft refusing to start.
+#[test]
+fn a_commit_index_past_the_log_starts_from_its_end() {
+    let root = tempfile::tempdir().expect("temp dir");
+    let nodes = settled_cluster(root.path());
+    let last = nodes[0].status().last_index;
+    drop(nodes);
+    let log = root.path().join("n1").join("log");
+    let mut state = state_file::load(&log)
+        .expect("state file")
+        .expect("a state file");
+    state.hard.commit = last + 50;
+    state_file::store(&log, &state, true).expect("store");
+    let config = ReplicaConfig::new(1, vec![1, 2, 3]);
+    let (node, _, _) = ReplicaNode::open(&log, &root.path().join("n1").join("snapshots"), &config)
+        .expect("reopen");
+    assert_eq!(node.commit_index(), last);
+}
