@@ -93,6 +93,12 @@ impl SyncJob {
         self.number
     }
 
+    /// Whether running it syncs a file (a ready with nothing new to write
+    /// still queues behind the jobs before it).
+    pub fn syncs_a_file(&self) -> bool {
+        self.log.is_some()
+    }
+
     pub fn run(&self) -> Result<(), ReplicationError> {
         if let Some(log) = &self.log {
             log.run()?;

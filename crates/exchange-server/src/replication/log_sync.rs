@@ -51,7 +51,9 @@ fn run(jobs: &parked::Receiver<SyncJob>, done: &Sender<Synced>, metrics: &Metric
         }
         let started = Instant::now();
         let result = run_jobs(&batch);
-        metrics.record_fsync(started.elapsed().as_nanos() as u64);
+        if batch.iter().any(SyncJob::syncs_a_file) {
+            metrics.record_fsync(started.elapsed().as_nanos() as u64);
+        }
         batch.clear();
         let report = match result {
             Ok(Some(number)) => Ok(number),

@@ -296,8 +296,10 @@ impl RaftLoop {
         }
         let started = Instant::now();
         let report = job.run().map(|()| job.number());
-        self.metrics
-            .record_fsync(started.elapsed().as_nanos() as u64);
+        if job.syncs_a_file() {
+            self.metrics
+                .record_fsync(started.elapsed().as_nanos() as u64);
+        }
         self.synced(Some(report))
     }
 
