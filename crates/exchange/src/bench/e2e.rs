@@ -280,6 +280,14 @@ async fn bench(args: E2eArgs) -> anyhow::Result<Figures> {
         every,
     };
     let seed = |n: usize| args.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ n as u64;
+    // What the schedule has each client send over the warm-up and the
+    // window, and a quarter more (a closed loop: room for 100,000/s in
+    // all), at most 2^24.
+    let samples_per_client = {
+        let rate = if args.rate > 0 { args.rate } else { 100_000 } as f64;
+        let per_client = rate / args.clients.max(1) as f64 * (args.warmup + args.duration) * 1.25;
+        (per_client as usize).min(1 << 24)
+    };
     for (n, socket) in ws_sockets.into_iter().enumerate() {
         let driver = ws::Driver {
             market: market.clone(),
@@ -287,7 +295,7 @@ async fn bench(args: E2eArgs) -> anyhow::Result<Figures> {
             inflight: args.inflight,
             pacing,
             recorder: Recorder::new(window, answered.clone())
-                .keeping_samples(args.latency_log.is_some()),
+                .keeping_samples(args.latency_log.is_some(), samples_per_client),
         };
         tasks.spawn(driver.run(socket));
     }
@@ -298,7 +306,7 @@ async fn bench(args: E2eArgs) -> anyhow::Result<Figures> {
             credential,
             pacing,
             recorder: Recorder::new(window, answered.clone())
-                .keeping_samples(args.latency_log.is_some()),
+                .keeping_samples(args.latency_log.is_some(), samples_per_client),
         };
         tasks.spawn(driver.run(socket));
     }
