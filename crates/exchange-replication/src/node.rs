@@ -383,7 +383,7 @@ impl ReplicaNode {
         self.raw.has_ready()
     }
 
-    /// Sends, persists and hands over what Raft has ready (see the module
+    /// Sends, writes and hands over what Raft has ready (see the module
     /// docs for the order). `send` is called with each outgoing message,
     /// `apply` with what the state machine applies next.
     ///
