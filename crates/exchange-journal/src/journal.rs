@@ -285,10 +285,11 @@ impl Journal {
 
     /// What makes every entry appended so far durable, to run on another
     /// thread while this one goes on appending; `None` when nothing is
-    /// unsynced. Whoever takes it owes the sync: [`Journal::sync`] no
-    /// longer covers those entries. A later roll or truncation need not
-    /// wait for it: they sync what they leave behind themselves, and a
-    /// sync of a file since cut or deleted is harmless.
+    /// unsynced. Whoever takes it owes the sync: [`Journal::sync`] (and so
+    /// a roll or a truncation) covers only what was written after it. The
+    /// sync keeps its segment's file open, so it still covers those entries
+    /// after a roll to a new segment; syncing a file since cut or deleted
+    /// is harmless.
     pub fn take_sync(&mut self) -> Option<LogSync> {
         if !self.unsynced {
             return None;
