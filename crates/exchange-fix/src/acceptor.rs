@@ -8,8 +8,8 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use exchange_server::config::FixConfig;
-use exchange_server::Handle;
+use exchange_node::config::FixConfig;
+use exchange_node::Handle;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, watch};

@@ -39,9 +39,9 @@ mod testkit;
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
-use exchange_server::config::{Config, FixConfig, FixSessionConfig};
-use exchange_server::server::GatewayStart;
-use exchange_server::Handle;
+use exchange_node::config::{Config, FixConfig, FixSessionConfig};
+use exchange_node::GatewayStart;
+use exchange_node::Handle;
 use thiserror::Error;
 
 #[derive(Debug, Error)]

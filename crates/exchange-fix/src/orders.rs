@@ -10,7 +10,7 @@
 
 use std::collections::{HashMap, VecDeque};
 
-use exchange_server::history::{OrderRecord, OrderStatus};
+use exchange_node::history::{OrderRecord, OrderStatus};
 use exchange_types::{
     AccountId, CancelReason, Event, EventKind, OrderId, OrderRef, OrderType, Side, TimeInForce,
     TradeId,

@@ -179,7 +179,7 @@ fn self_trade_decrement_shrinks_without_closing() {
 #[test]
 fn seeding_picks_up_open_orders_and_their_average_price() {
     let mut core = Core::new();
-    let mut history = exchange_server::history::History::default();
+    let mut history = exchange_node::history::History::default();
     for command in [
         place(1, "a", Side::Sell, Some("100"), "2", TimeInForce::Gtc),
         place(2, "b", Side::Buy, Some("100"), "0.5", TimeInForce::Gtc),

@@ -16,7 +16,7 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
 
-use exchange_server::{Applied, Handle, LogEntry, SubmitError};
+use exchange_node::{Applied, Handle, LogEntry, SubmitError};
 use exchange_types::{AccountId, Command, MassCancel, Stamped};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};

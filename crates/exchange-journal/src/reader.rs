@@ -5,7 +5,7 @@
 //! caller knows are durable (at or before the applied index): those are
 //! complete on disk, whatever the writer is appending after them. Segments
 //! may be deleted by compaction at any time; a caller that needs old ones
-//! keeps them with a retention floor (see `exchange-server`'s reporter).
+//! keeps them with a retention floor (see `exchange-reporter`).
 
 use std::fs;
 use std::path::{Path, PathBuf};

@@ -1,28 +1,286 @@
-//! The exchange server.
-//!
-//! Data flows one way: gateway → [`sequencer`] (journal, then core) →
-//! events → clients. [`node`] recovers a node's state from its data
-//! directory; [`state`] is the replicated state machine (core engine, API
-//! credentials, open orders); [`reporting`] writes
-//! the full record to the reporting store; [`entry`] is the log's vocabulary.
+//! `exchange serve`: recover, list the configured instruments, and serve
+//! HTTP and WebSocket until interrupted.
 
-pub mod config;
-pub mod demo;
-pub mod entry;
-pub mod history;
-pub mod http;
-pub mod marketdata;
-pub mod metrics;
-pub mod metrics_window;
-pub mod node;
-mod parked;
-pub mod replication;
-pub mod reporting;
-pub mod sequencer;
-pub mod server;
-pub mod state;
-pub mod threads;
+use std::io::Write;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 
-pub use entry::LogEntry;
-pub use sequencer::{Handle, Pipeline, PipelineConfig, SubmitError};
-pub use state::{Applied, ServerState};
+use exchange_reporting::Target;
+use thiserror::Error;
+
+use exchange_demo::DemoError;
+use exchange_gateway::{self as http, AppState};
+use exchange_marketdata_service::{self as marketdata, MarketDataError};
+use exchange_node::config::Config;
+use exchange_node::instruments::{ensure_instruments, InstrumentError};
+use exchange_node::recovery::{self, RecoveryError, RecoveryReport};
+use exchange_node::replication::ClusterSettings;
+use exchange_node::{random_hex, GatewayStart, Handle, PipelineConfig, SubmitError};
+use exchange_reporter::{Reporter, ReporterConfig, Reporting};
+
+#[derive(Debug, Error)]
+pub enum ServerError {
+    #[error("recovery failed: {0}")]
+    Recovery(#[from] RecoveryError),
+    #[error("I/O: {0}")]
+    Io(#[from] std::io::Error),
+    #[error(transparent)]
+    Instrument(#[from] InstrumentError),
+    #[error("demo: {0}")]
+    Demo(#[from] DemoError),
+    #[error("the sequencer stopped: {0}")]
+    Submit(#[from] SubmitError),
+    #[error("gateway: {0}")]
+    Gateway(String),
+    #[error(transparent)]
+    MarketData(#[from] MarketDataError),
+    #[error("reporting store: {0}")]
+    Reporting(#[from] exchange_reporting::StoreError),
+    #[error("cluster configuration: {0}")]
+    Cluster(#[from] exchange_node::replication::ClusterError),
+}
+
+/// The admin token: configured, from the environment, or generated once
+/// and kept (mode 0600) in the data directory.
+pub fn admin_token(config: &Config) -> Result<(String, bool), std::io::Error> {
+    if let Some(token) = config.admin_token.clone().filter(|t| !t.is_empty()) {
+        return Ok((token, false));
+    }
+    if let Some(token) = std::env::var("EXCHANGE_ADMIN_TOKEN")
+        .ok()
+        .filter(|t| !t.is_empty())
+    {
+        return Ok((token, false));
+    }
+    let path = config.data_dir.join("admin_token");
+    if let Ok(token) = std::fs::read_to_string(&path) {
+        let token = token.trim().to_string();
+        if !token.is_empty() {
+            return Ok((token, false));
+        }
+    }
+    std::fs::create_dir_all(&config.data_dir)?;
+    let token = random_hex(24);
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    let mut file = options.open(&path)?;
+    file.write_all(token.as_bytes())?;
+    file.sync_all()?;
+    Ok((token, true))
+}
+
+fn pipeline_config(config: &Config) -> PipelineConfig {
+    PipelineConfig {
+        submit_queue: config.submit_queue,
+        core_queue: config.core_queue,
+        events_buffer: config.events_buffer,
+        snapshot_every: config.snapshot_every,
+        snapshot_dir: recovery::snapshot_dir(&config.data_dir),
+    }
+}
+
+/// Prints what recovery did; an operator must see dropped bytes.
+pub fn report_recovery(report: &RecoveryReport) {
+    if let Some(index) = report.snapshot_index {
+        eprintln!("recovery: loaded snapshot at index {index}");
+    }
+    for path in &report.invalid_snapshots {
+        eprintln!(
+            "recovery: WARNING: ignored invalid snapshot {}",
+            path.display()
+        );
+    }
+    if let Some(reason) = &report.truncated_reason {
+        eprintln!("recovery: WARNING: dropped a torn or corrupt journal tail: {reason}");
+    }
+    eprintln!(
+        "recovery: replayed {} journal entries; applied index {}; state hash {}",
+        report.replayed, report.applied_index, report.state_hash
+    );
+}
+
+/// Runs the server until ctrl-c (or SIGTERM), then drains and stops.
+pub async fn run(config: Config, demo: bool) -> Result<(), ServerError> {
+    run_with_gateways(config, demo, Vec::new()).await
+}
+
+/// As [`run`], with more gateways.
+pub async fn run_with_gateways(
+    config: Config,
+    demo: bool,
+    gateways: Vec<GatewayStart>,
+) -> Result<(), ServerError> {
+    let (token, generated) = admin_token(&config)?;
+    let ready = Arc::new(AtomicBool::new(false));
+    let data_dir = config.data_dir.clone();
+    let cluster = ClusterSettings {
+        preallocate_journal: config.journal_preallocate,
+        ..config.cluster.settings()?
+    };
+    let (stop_gateways, stopping) = tokio::sync::watch::channel(false);
+    let (pipeline, report) =
+        recovery::start_cluster(&data_dir, pipeline_config(&config), &cluster)?;
+    report_recovery(&report);
+    let handle = pipeline.handle.clone();
+    let reporting = if config.reporting.enabled {
+        Some(start_reporting(
+            &handle,
+            &config,
+            report.truncated_bytes > 0,
+            cluster.voters().len() > 1 || cluster.join,
+        )?)
+    } else {
+        eprintln!(
+            "reporting store: disabled ([reporting] enabled = false); history reads answer 503"
+        );
+        None
+    };
+    let (reporting, reporter) = reporting.unzip();
+    handle.set_leader_urls(config.cluster.http_urls()?);
+    if let Some(addr) = cluster.peers.get(&cluster.node_id) {
+        eprintln!(
+            "raft: node {} of voters {:?}, raft address {addr}",
+            cluster.node_id,
+            cluster.voters()
+        );
+    }
+    if handle.is_leader() {
+        ensure_instruments(&handle, &config.instruments).await?;
+    } else {
+        // Whichever node leads lists them; this one does if it ever leads.
+        let (handle, instruments) = (handle.clone(), config.instruments.clone());
+        let mut stop = stopping.clone();
+        tokio::spawn(async move {
+            while !*stop.borrow() && handle.is_healthy() {
+                if handle.is_leader() && ensure_instruments(&handle, &instruments).await.is_ok() {
+                    break;
+                }
+                let pause = tokio::time::sleep(std::time::Duration::from_millis(100));
+                tokio::select! {
+                    _ = pause => {}
+                    _ = stop.changed() => {}
+                }
+            }
+        });
+    }
+    if generated {
+        eprintln!(
+            "admin token (generated, saved in {}): {token}",
+            data_dir.join("admin_token").display()
+        );
+    }
+    let market = marketdata::start(handle.clone(), &config.marketdata).await?;
+    if let Some(addr) = market.retransmit_addr {
+        eprintln!("market-data feed: retransmission and snapshots on tcp://{addr}");
+    }
+    let mut app = AppState::new(handle.clone(), config.clone(), token, ready.clone())
+        .with_market_data(market.market.clone());
+    if let Some(reporting) = &reporting {
+        app = app.with_reporting(reporting.clone());
+    }
+    let listener = tokio::net::TcpListener::bind(config.listen).await?;
+    eprintln!("exchange listening on http://{}", listener.local_addr()?);
+    if demo {
+        exchange_demo::start(handle.clone(), &data_dir, &config).await?;
+    }
+    let mut gateway_tasks = Vec::new();
+    for start in gateways {
+        gateway_tasks
+            .push(start(&handle, &config, stopping.clone()).map_err(ServerError::Gateway)?);
+    }
+    // History reads right after a restart must not wait on a long
+    // catch-up: the store first reaches what recovery applied.
+    if let Some(reporting) = &reporting {
+        if !reporting
+            .wait_until(report.applied_index, std::time::Duration::from_secs(600))
+            .await
+        {
+            eprintln!("reporting: WARNING: the store is still behind the journal; history reads may answer 503");
+        }
+    }
+    ready.store(true, std::sync::atomic::Ordering::Release);
+    // Small WebSocket frames (market data, order updates) must leave at
+    // once: Nagle's algorithm would hold them for the peer's delayed ACK.
+    let listener = axum::serve::ListenerExt::tap_io(listener, |tcp: &mut tokio::net::TcpStream| {
+        let _ = tcp.set_nodelay(true);
+    });
+    axum::serve(
+        listener,
+        http::router(app).into_make_service_with_connect_info::<std::net::SocketAddr>(),
+    )
+    .with_graceful_shutdown(shutdown_signal())
+    .await?;
+    // The service holds a sequencer handle: stop it before the pipeline.
+    market.shutdown().await;
+    let _ = stop_gateways.send(true);
+    for task in gateway_tasks {
+        let _ = task.await;
+    }
+    drop(handle);
+    let _ = tokio::task::spawn_blocking(move || {
+        pipeline.join();
+        // It writes what the core published last, then stops.
+        if let Some(reporter) = reporter {
+            reporter.join();
+        }
+    })
+    .await;
+    Ok(())
+}
+
+/// Opens the reporting store (`[reporting] url`, else SQLite in the data
+/// directory) and starts the reporter on the node's events.
+pub fn start_reporting(
+    handle: &Handle,
+    config: &Config,
+    journal_tail_dropped: bool,
+    replica_of_many: bool,
+) -> Result<(Reporting, Reporter), ServerError> {
+    let target = Target::resolve(config.reporting.url.as_deref(), &config.data_dir)?;
+    let (reporting, reporter) = Reporting::start(
+        handle,
+        ReporterConfig {
+            target: target.clone(),
+            data_dir: config.data_dir.clone(),
+            max_batch: config.reporting.max_batch,
+            linger: std::time::Duration::from_millis(config.reporting.linger_ms),
+            read_wait: std::time::Duration::from_millis(config.reporting.read_wait_ms),
+            background: config.reporting.background,
+            cpus: config.reporting.cpus.clone(),
+            journal_tail_dropped,
+            replica_of_many,
+        },
+    )?;
+    eprintln!(
+        "reporting store: {} (at log index {})",
+        target.describe(),
+        reporting.written()
+    );
+    Ok((reporting, reporter))
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        if let Ok(mut signal) =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        {
+            signal.recv().await;
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => {},
+        _ = terminate => {},
+    }
+    eprintln!("shutting down");
+}

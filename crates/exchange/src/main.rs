@@ -71,7 +71,7 @@ struct ServeArgs {
     /// CPUs the reporting writer keeps to in the background: auto, any, or
     /// a list such as 1, 2-3, 1,3 (as `[reporting] cpus`).
     #[arg(long)]
-    reporting_cpus: Option<exchange_server::threads::CpuPlacement>,
+    reporting_cpus: Option<exchange_node::threads::CpuPlacement>,
     /// This node's id in a Raft cluster (see docs/replication.md).
     #[arg(long)]
     node_id: Option<u64>,
@@ -90,7 +90,7 @@ struct ServeArgs {
 }
 
 fn serve(args: ServeArgs) -> anyhow::Result<()> {
-    use exchange_server::config::Config;
+    use exchange_node::config::Config;
     let mut config = match &args.config {
         Some(path) => Config::load(path)?,
         None => Config::default(),
@@ -132,10 +132,10 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
     // The gateway's workers are on every order's path.
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
-        .on_thread_start(exchange_server::threads::latency_sensitive)
+        .on_thread_start(exchange_node::threads::latency_sensitive)
         .build()?;
     let gateways = vec![exchange_fix::gateway()];
-    runtime.block_on(exchange_server::server::run_with_gateways(
+    runtime.block_on(exchange_server::run_with_gateways(
         config, args.demo, gateways,
     ))?;
     Ok(())

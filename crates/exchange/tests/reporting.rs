@@ -15,10 +15,10 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use exchange_node::Applied;
+use exchange_reporter::catch_up::committed_entries;
 use exchange_reporting::testing::fresh_postgres;
 use exchange_reporting::{Dump, EntryRecord, Store, Target};
-use exchange_server::reporting::catch_up::committed_entries;
-use exchange_server::Applied;
 use serde_json::{json, Value};
 use support::{wait_until, Account, Client, Server};
 

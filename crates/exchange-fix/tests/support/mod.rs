@@ -12,9 +12,11 @@ use std::time::Duration;
 use exchange_fix::frame::{next_frame, seal, Frame};
 use exchange_fix::message::Message;
 use exchange_fix::time;
-use exchange_server::config::{Config, FixConfig, FixSessionConfig};
-use exchange_server::sequencer::PipelineConfig;
-use exchange_server::{node, server, Handle, LogEntry, Pipeline};
+use exchange_node::config::{Config, FixConfig, FixSessionConfig};
+use exchange_node::instruments::ensure_instruments;
+use exchange_node::recovery;
+use exchange_node::sequencer::PipelineConfig;
+use exchange_node::{Handle, LogEntry, Pipeline};
 use exchange_types::{AssetCode, Command, Dec, Stamped, Transfer};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -63,11 +65,11 @@ impl Node {
             core_queue: 1_024,
             events_buffer: 65_536,
             snapshot_every: 0,
-            snapshot_dir: node::snapshot_dir(dir),
+            snapshot_dir: recovery::snapshot_dir(dir),
         };
-        let (pipeline, _) = node::start(dir, pipeline_config).expect("start the node");
+        let (pipeline, _) = recovery::start(dir, pipeline_config).expect("start the node");
         let handle = pipeline.handle.clone();
-        server::ensure_instruments(&handle, &Config::default().instruments)
+        ensure_instruments(&handle, &Config::default().instruments)
             .await
             .expect("instruments");
         for account in accounts {

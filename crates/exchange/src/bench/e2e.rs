@@ -223,7 +223,7 @@ async fn bench(args: E2eArgs) -> anyhow::Result<Figures> {
     let token = args
         .admin_token
         .clone()
-        .unwrap_or_else(|| exchange_server::server::random_hex(16));
+        .unwrap_or_else(|| exchange_node::random_hex(16));
     let dir = tempfile::tempdir()?;
     let (addr, process) = match &args.url {
         Some(url) => (resolve(url).await?, None),

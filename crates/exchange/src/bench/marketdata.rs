@@ -229,7 +229,7 @@ async fn bench(args: MarketdataArgs) -> anyhow::Result<()> {
     let token = args
         .admin_token
         .clone()
-        .unwrap_or_else(|| exchange_server::server::random_hex(16));
+        .unwrap_or_else(|| exchange_node::random_hex(16));
     let dir = tempfile::tempdir()?;
     let (addr, _server) = match &args.url {
         Some(url) => {

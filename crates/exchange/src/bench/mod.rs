@@ -39,7 +39,7 @@ struct LoadShape<'a> {
 /// flight), checks it, and builds the load generator's runtime: the same
 /// for every system driven, so that side-by-side figures compare like
 /// with like. It shares the cores with what it measures; scheduled like
-/// the server's order path (see `exchange_server::threads`), it adds less
+/// the server's order path (see `exchange_node::threads`), it adds less
 /// of its own waiting to the latencies, as a client on its own machine
 /// would.
 fn load_generator(shape: LoadShape<'_>) -> anyhow::Result<tokio::runtime::Runtime> {
@@ -52,7 +52,7 @@ fn load_generator(shape: LoadShape<'_>) -> anyhow::Result<tokio::runtime::Runtim
     if !(shape.duration > 0.0 && shape.warmup >= 0.0) {
         anyhow::bail!("--duration must be positive and --warmup not negative");
     }
-    exchange_server::threads::latency_sensitive();
+    exchange_node::threads::latency_sensitive();
     let runtime = match shape.client_threads {
         1 => tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -60,7 +60,7 @@ fn load_generator(shape: LoadShape<'_>) -> anyhow::Result<tokio::runtime::Runtim
         n => tokio::runtime::Builder::new_multi_thread()
             .worker_threads(n)
             .enable_all()
-            .on_thread_start(exchange_server::threads::latency_sensitive)
+            .on_thread_start(exchange_node::threads::latency_sensitive)
             .build()?,
     };
     Ok(runtime)

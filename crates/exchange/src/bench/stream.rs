@@ -98,7 +98,15 @@ pub struct Prepared {
     /// The measured commands.
     pub timed: Vec<Stamped>,
     /// Peer translations of `setup` and `timed` (empty without peers).
+    #[cfg_attr(
+        not(feature = "peer-books"),
+        allow(dead_code, reason = "read by the peer books")
+    )]
     pub setup_peer: Vec<PeerOp>,
+    #[cfg_attr(
+        not(feature = "peer-books"),
+        allow(dead_code, reason = "read by the peer books")
+    )]
     pub timed_peer: Vec<PeerOp>,
     /// The core's state after `setup`.
     pub base: Engine,

@@ -6,10 +6,14 @@ use exchange_core::Engine;
 use exchange_types::Command;
 
 use super::generator::{generate, Spec, CANCEL_PPM, GTC_PPM, IOC_PPM};
+#[cfg(feature = "peer-books")]
 use super::peer::lobster::Lobster;
+#[cfg(feature = "peer-books")]
 use super::peer::orderbook_rs::OrderbookRs;
+#[cfg(feature = "peer-books")]
 use super::peer::PeerOp;
 use super::stream::Prepared;
+#[cfg(feature = "peer-books")]
 use super::timing::run_setup;
 use exchange_codec::encode_command_into as encode_command;
 
@@ -108,6 +112,7 @@ fn bench_written_commands_decode_to_the_same_commands() {
     }
 }
 
+#[cfg(feature = "peer-books")]
 #[test]
 fn bench_peers_follow_the_core_book() {
     let p = small(9);

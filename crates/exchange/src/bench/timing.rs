@@ -124,6 +124,7 @@ pub fn run_untimed<S: Subject>(subject: &mut S, ops: &[S::Op], label: &str) -> S
 }
 
 /// Applies ops with no measurement at all (book pre-fill).
+#[cfg(feature = "peer-books")]
 pub fn run_setup<S: Subject>(subject: &mut S, ops: &[S::Op]) {
     for op in ops {
         subject.apply(op);

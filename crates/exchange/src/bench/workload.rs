@@ -10,9 +10,13 @@ use exchange_core::Engine;
 use exchange_types::{Event, Stamped};
 
 use super::generator::{self, Spec};
+#[cfg(feature = "peer-books")]
 use super::peer::lobster::Lobster;
+#[cfg(feature = "peer-books")]
 use super::peer::orderbook_rs::OrderbookRs;
-use super::peer::{PeerChoice, PeerOp, PeerSummary};
+use super::peer::PeerChoice;
+#[cfg(feature = "peer-books")]
+use super::peer::{PeerOp, PeerSummary};
 use super::report::{self, Figures, Report};
 use super::stream::{Phase, Prepared, Scratch};
 use super::timing::{self, progress_bar, Memory, Subject};
@@ -51,7 +55,7 @@ pub struct EngineArgs {
 }
 
 pub fn run(args: &EngineArgs) -> anyhow::Result<()> {
-    let with_peers = args.peer != PeerChoice::None;
+    let with_peers = cfg!(feature = "peer-books") && args.peer != PeerChoice::None;
     let prepared = match &args.commands {
         Some(path) => load(path, args.warmup, with_peers)?,
         None => {
@@ -79,7 +83,14 @@ pub fn run(args: &EngineArgs) -> anyhow::Result<()> {
     }
     let clock_overhead_ns = timing::clock_overhead_ns();
     let ours = measure_core(&prepared)?;
+    #[cfg_attr(not(feature = "peer-books"), allow(unused_mut))]
     let mut peers = Vec::new();
+    if !cfg!(feature = "peer-books") && args.peer != PeerChoice::None {
+        eprintln!(
+            "the peer order books are not in this build; for them: cargo build --release -p exchange --features peer-books"
+        );
+    }
+    #[cfg(feature = "peer-books")]
     if args.peer.includes_lobster() {
         peers.push(measure_peer(
             &prepared,
@@ -88,6 +99,7 @@ pub fn run(args: &EngineArgs) -> anyhow::Result<()> {
             Lobster::finish,
         )?);
     }
+    #[cfg(feature = "peer-books")]
     if args.peer.includes_orderbook_rs() {
         peers.push(measure_peer(
             &prepared,
@@ -219,6 +231,7 @@ fn measure_core(prepared: &Prepared) -> anyhow::Result<Figures> {
     ))
 }
 
+#[cfg(feature = "peer-books")]
 fn measure_peer<P: Subject<Op = PeerOp>>(
     prepared: &Prepared,
     name: &str,

@@ -98,7 +98,7 @@ fn admin_token(dir: Option<&Path>) -> anyhow::Result<String> {
         if let Ok(token) = std::fs::read_to_string(&path) {
             return Ok(token.trim().to_string());
         }
-        let token = exchange_server::server::random_hex(24);
+        let token = exchange_node::random_hex(24);
         std::fs::create_dir_all(dir)?;
         std::fs::write(&path, &token)?;
         #[cfg(unix)]
@@ -228,8 +228,8 @@ fn running(pid_file: &Path) -> Option<u32> {
 fn reporters_roam(config: Option<&Path>) -> anyhow::Result<bool> {
     Ok(match config {
         Some(path) => {
-            exchange_server::config::Config::load(path)?.reporting.cpus
-                == exchange_server::threads::CpuPlacement::Auto
+            exchange_node::config::Config::load(path)?.reporting.cpus
+                == exchange_node::threads::CpuPlacement::Auto
         }
         None => true,
     })
@@ -244,7 +244,7 @@ fn up(nodes: u64, dir: &Path, port_base: u16, config: Option<&Path>) -> anyhow::
     for id in layout.members().collect::<Vec<_>>() {
         let data = node_dir(dir, id);
         std::fs::create_dir_all(&data)?;
-        let pid_file = exchange_server::server::pid_file(&data);
+        let pid_file = exchange_node::pid_file(&data);
         if let Some(pid) = running(&pid_file) {
             println!(
                 "node {id}: http://{} (pid {pid}, already running)",
@@ -311,7 +311,7 @@ fn up(nodes: u64, dir: &Path, port_base: u16, config: Option<&Path>) -> anyhow::
                 }
                 break;
             }
-            if running(&exchange_server::server::pid_file(&node_dir(dir, id))).is_none() {
+            if running(&exchange_node::pid_file(&node_dir(dir, id))).is_none() {
                 bail!(
                     "node {id} exited during start-up; see {}",
                     node_dir(dir, id).join("log").display()
@@ -454,7 +454,7 @@ fn remove(dir: &Path, id: u64) -> anyhow::Result<()> {
     wait_voters(&layout, &token, |voters| !voters.contains(&id))?;
     layout.removed.push(id);
     layout.save(dir)?;
-    if let Some(pid) = running(&exchange_server::server::pid_file(&node_dir(dir, id))) {
+    if let Some(pid) = running(&exchange_node::pid_file(&node_dir(dir, id))) {
         // SAFETY: sends SIGTERM to a process this tool started.
         unsafe { libc::kill(pid as i32, libc::SIGTERM) };
     }
@@ -466,7 +466,7 @@ fn down(dir: &Path) -> anyhow::Result<()> {
     let layout = layout(dir, 0, 0).context("no cluster.json: not a cluster directory")?;
     let mut stopping = Vec::new();
     for id in layout.members() {
-        let pid_file = exchange_server::server::pid_file(&node_dir(dir, id));
+        let pid_file = exchange_node::pid_file(&node_dir(dir, id));
         if let Some(pid) = running(&pid_file) {
             // SAFETY: sends SIGTERM to a process we started.
             unsafe { libc::kill(pid as i32, libc::SIGTERM) };

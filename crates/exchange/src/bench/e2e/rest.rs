@@ -91,7 +91,7 @@ impl Driver {
             if clock.0 != now {
                 clock = (now, now.to_string());
             }
-            let signature = exchange_server::http::auth::sign(
+            let signature = exchange_gateway::auth::sign(
                 &self.credential.secret,
                 &clock.1,
                 method,

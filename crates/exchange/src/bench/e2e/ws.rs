@@ -35,7 +35,7 @@ pub async fn connect(addr: std::net::SocketAddr, credential: &Credential) -> any
         .as_secs()
         .to_string();
     let signature =
-        exchange_server::http::auth::sign(&credential.secret, &timestamp, "GET", "/v1/ws", b"");
+        exchange_gateway::auth::sign(&credential.secret, &timestamp, "GET", "/v1/ws", b"");
     let auth = serde_json::json!({
         "type": "auth", "key": credential.key, "timestamp": timestamp, "signature": signature,
     });

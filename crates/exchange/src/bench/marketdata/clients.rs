@@ -179,7 +179,7 @@ pub async fn trade(
         .duration_since(UNIX_EPOCH)?
         .as_secs()
         .to_string();
-    let signature = exchange_server::http::auth::sign(&secret, &timestamp, "GET", "/v1/ws", b"");
+    let signature = exchange_gateway::auth::sign(&secret, &timestamp, "GET", "/v1/ws", b"");
     let auth =
         json!({ "type": "auth", "key": key, "timestamp": timestamp, "signature": signature });
     ws.send(Message::text(auth.to_string())).await?;

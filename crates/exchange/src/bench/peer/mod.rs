@@ -10,7 +10,9 @@
 //! core's, so the peer's book follows ours step for step as long as the
 //! two match orders the same way.
 
+#[cfg(feature = "peer-books")]
 pub mod lobster;
+#[cfg(feature = "peer-books")]
 pub mod orderbook_rs;
 
 use exchange_types::{Command, Event, EventKind, OrderType, Side, Stamped, TimeInForce};
@@ -179,6 +181,7 @@ pub enum PeerChoice {
     None,
 }
 
+#[cfg(feature = "peer-books")]
 impl PeerChoice {
     pub fn includes_lobster(self) -> bool {
         matches!(self, PeerChoice::All | PeerChoice::Lobster)

@@ -1,0 +1,142 @@
+//! The demo against a real pipeline: it quotes, it trades, it lets the
+//! pipeline stop, and a restart reuses its accounts.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use exchange_types::Symbol;
+use tokio::sync::watch;
+
+use super::accounts::{self, DemoAccounts};
+use super::{funding, launch, markets, LEVELS};
+use exchange_node::config::Config;
+use exchange_node::instruments::ensure_instruments;
+use exchange_node::recovery;
+use exchange_node::sequencer::{Pipeline, PipelineConfig};
+
+fn open(dir: &Path) -> Pipeline {
+    let config = PipelineConfig {
+        submit_queue: 4_096,
+        core_queue: 64,
+        events_buffer: 1_024,
+        snapshot_every: 0,
+        snapshot_dir: recovery::snapshot_dir(dir),
+    };
+    recovery::start(dir, config).unwrap().0
+}
+
+/// Joins the pipeline's threads, failing if something still holds a
+/// handle after `limit`.
+async fn join_within(pipeline: Pipeline, limit: Duration) {
+    let joined =
+        tokio::time::timeout(limit, tokio::task::spawn_blocking(move || pipeline.join())).await;
+    assert!(
+        joined.is_ok(),
+        "the pipeline did not stop: a demo task still holds a handle"
+    );
+}
+
+fn saved(dir: &Path) -> DemoAccounts {
+    serde_json::from_str(&std::fs::read_to_string(accounts::accounts_file(dir)).unwrap()).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn demo_quotes_trades_stops_and_reuses_its_accounts() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = Config {
+        data_dir: dir.path().into(),
+        ..Config::default()
+    };
+    let pipeline = open(dir.path());
+    let handle = pipeline.handle.clone();
+    ensure_instruments(&handle, &config.instruments)
+        .await
+        .unwrap();
+    let (stop, stopped) = watch::channel(false);
+    launch(handle.clone(), dir.path(), &config, stopped)
+        .await
+        .unwrap();
+    let first = saved(dir.path());
+    assert_eq!(first.takers.len(), accounts::TAKERS);
+
+    let btc = Symbol::new("BTC-USD").unwrap();
+    let started = Instant::now();
+    let (mut depth, mut trades) = ((0, 0), 0);
+    while started.elapsed() < Duration::from_secs(20) && (depth != (LEVELS, LEVELS) || trades == 0)
+    {
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        (depth, trades) = handle
+            .query(move |s| {
+                let book = s.engine.book(&btc, 100).unwrap_or_default();
+                let trades = s.history.trades_of("BTC-USD", 1_000).len()
+                    + s.history.trades_of("ETH-USD", 1_000).len();
+                ((book.bids.len(), book.asks.len()), trades)
+            })
+            .await
+            .unwrap();
+    }
+    assert_eq!(
+        depth,
+        (LEVELS, LEVELS),
+        "the maker should quote every level"
+    );
+    assert!(trades > 0, "the takers should have traded within 20 s");
+    handle.query(|s| s.engine.audit()).await.unwrap().unwrap();
+    // None of the demo's own commands may break the instrument's rules.
+    let rejects = handle.metrics.rejects();
+    for reason in [
+        "price_not_on_tick",
+        "quantity_not_on_lot",
+        "price_outside_collar",
+        "duplicate_client_order_id",
+    ] {
+        assert_eq!(
+            rejects.get(reason),
+            None,
+            "demo sent a command refused for {reason}"
+        );
+    }
+
+    let maker = first.market_maker.account;
+    let maker_orders = move |s: &exchange_node::ServerState| {
+        s.engine
+            .open_orders()
+            .iter()
+            .filter(|o| o.account == maker)
+            .count()
+    };
+    assert!(handle.query(maker_orders).await.unwrap() <= 2 * LEVELS * 2);
+
+    stop.send_replace(true);
+    drop(handle);
+    join_within(pipeline, Duration::from_secs(10)).await;
+
+    let pipeline = open(dir.path());
+    let handle = pipeline.handle.clone();
+    let next_account = handle.query(|s| s.credentials.next_account).await.unwrap();
+    let plan = funding(&markets(&handle, &config).await.unwrap());
+    let (again, created) = accounts::load_or_create(&handle, dir.path(), &plan)
+        .await
+        .unwrap();
+    assert!(!created);
+    assert_eq!(again, first);
+    assert_eq!(
+        handle.query(|s| s.credentials.next_account).await.unwrap(),
+        next_account
+    );
+    // A second run clears the first one's quotes instead of stacking its
+    // own on top: two instruments, never more than a ladder each.
+    let (stop, stopped) = watch::channel(false);
+    launch(handle.clone(), dir.path(), &config, stopped)
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    let open = handle.query(maker_orders).await.unwrap();
+    assert!(
+        open > 0 && open <= 2 * LEVELS * 2,
+        "{open} maker orders after a restart"
+    );
+    stop.send_replace(true);
+    drop(handle);
+    join_within(pipeline, Duration::from_secs(10)).await;
+}

@@ -1,0 +1,185 @@
+//! Operator routes under `/admin`, behind the admin bearer token: accounts
+//! and their API credentials, deposits and withdrawals, listing, halting
+//! and resuming instruments. Each one goes through the log like any order.
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::Json;
+use exchange_types::{format_units, AccountId, Command, EventKind, Transfer};
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use super::auth::Admin;
+use super::error::{ApiError, ApiPath, JsonBody};
+use super::public::instrument_json;
+use super::translate::{decimal, entry, identifier, rejection};
+use super::AppState;
+use exchange_node::config::InstrumentConfig;
+use exchange_node::entry::LogEntry;
+use exchange_node::instruments::instrument_entry;
+use exchange_node::random_hex;
+use exchange_node::state::{Applied, Credential};
+
+type Created = Result<(StatusCode, Json<Value>), ApiError>;
+
+/// Submits an entry and turns a core refusal into an error.
+async fn submit(app: &AppState, entry: LogEntry) -> Result<std::sync::Arc<Applied>, ApiError> {
+    let applied = app.handle.submit(entry).await?;
+    match rejection(&applied.events) {
+        Some(reason) => Err(ApiError::reject(reason)),
+        None => Ok(applied),
+    }
+}
+
+pub async fn create_account(State(app): State<AppState>, _admin: Admin) -> Created {
+    let (api_key, api_secret) = (random_hex(16), random_hex(32));
+    let applied = app
+        .handle
+        .submit(LogEntry::CreateAccount {
+            ts: 0,
+            api_key: api_key.clone(),
+            api_secret: api_secret.clone(),
+        })
+        .await?;
+    let Some(account) = applied.account else {
+        return Err(ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal",
+            "no account id was assigned",
+        ));
+    };
+    app.keys.remember(
+        api_key.clone(),
+        Credential {
+            account,
+            secret: api_secret.clone(),
+        },
+    );
+    tracing::info!(account, "account created");
+    Ok((
+        StatusCode::CREATED,
+        Json(json!({ "account_id": account, "api_key": api_key, "api_secret": api_secret })),
+    ))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TransferRequest {
+    account_id: AccountId,
+    asset: String,
+    amount: String,
+}
+
+async fn transfer(
+    app: &AppState,
+    request: TransferRequest,
+    deposit: bool,
+) -> Result<Json<Value>, ApiError> {
+    let transfer = Transfer {
+        account: request.account_id,
+        asset: identifier("asset", &request.asset)?,
+        amount: decimal("amount", &request.amount)?,
+    };
+    let account = transfer.account;
+    if !app.handle.query(move |s| s.account_exists(account)).await? {
+        return Err(ApiError::not_found(
+            "unknown_account",
+            "no account has this id",
+        ));
+    }
+    let asset = transfer.asset;
+    let command = if deposit {
+        Command::Deposit(transfer)
+    } else {
+        Command::Withdraw(transfer)
+    };
+    let applied = submit(app, entry(command)).await?;
+    let (total, available) = applied
+        .events
+        .iter()
+        .find_map(|e| match &e.kind {
+            EventKind::Balance {
+                account: a,
+                asset: b,
+                total,
+                available,
+            } if *a == account && *b == asset => Some((*total, *available)),
+            _ => None,
+        })
+        .unwrap_or_default();
+    Ok(Json(json!({
+        "account_id": account,
+        "asset": asset.as_str(),
+        "total": format_units(total),
+        "available": format_units(available),
+    })))
+}
+
+pub async fn deposit(
+    State(app): State<AppState>,
+    _admin: Admin,
+    JsonBody(request): JsonBody<TransferRequest>,
+) -> Result<Json<Value>, ApiError> {
+    transfer(&app, request, true).await
+}
+
+pub async fn withdraw(
+    State(app): State<AppState>,
+    _admin: Admin,
+    JsonBody(request): JsonBody<TransferRequest>,
+) -> Result<Json<Value>, ApiError> {
+    transfer(&app, request, false).await
+}
+
+pub async fn add_instrument(
+    State(app): State<AppState>,
+    _admin: Admin,
+    JsonBody(spec): JsonBody<InstrumentConfig>,
+) -> Created {
+    let entry = instrument_entry(&spec)
+        .map_err(|e| ApiError::bad_request("invalid_value", e.to_string()))?;
+    submit(&app, entry).await?;
+    let symbol = spec.symbol;
+    let view = app
+        .handle
+        .query(move |s| {
+            s.engine
+                .instruments()
+                .into_iter()
+                .find(|i| i.symbol.as_str() == symbol)
+        })
+        .await?;
+    let body = view.as_ref().map(instrument_json).unwrap_or_default();
+    Ok((StatusCode::CREATED, Json(body)))
+}
+
+async fn set_status(app: &AppState, symbol: &str, halt: bool) -> Result<Json<Value>, ApiError> {
+    let symbol = identifier("symbol", symbol)?;
+    let command = if halt {
+        Command::Halt { symbol }
+    } else {
+        Command::Resume { symbol }
+    };
+    let applied = submit(app, entry(command)).await?;
+    let status = applied.events.iter().find_map(|e| match &e.kind {
+        EventKind::Status { status, .. } => Some(status.as_str()),
+        _ => None,
+    });
+    Ok(Json(json!({ "symbol": symbol.as_str(), "status": status })))
+}
+
+pub async fn halt(
+    State(app): State<AppState>,
+    _admin: Admin,
+    ApiPath(symbol): ApiPath<String>,
+) -> Result<Json<Value>, ApiError> {
+    set_status(&app, &symbol, true).await
+}
+
+pub async fn resume(
+    State(app): State<AppState>,
+    _admin: Admin,
+    ApiPath(symbol): ApiPath<String>,
+) -> Result<Json<Value>, ApiError> {
+    set_status(&app, &symbol, false).await
+}

@@ -1,0 +1,116 @@
+//! `GET /admin/replication`: this node's part in the Raft cluster, for
+//! operators and `exchange cluster status` (docs/replication.md).
+
+use axum::extract::{RawQuery, State};
+use axum::http::StatusCode;
+use axum::Json;
+use exchange_replication::Membership;
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use super::auth::Admin;
+use super::error::{ApiError, JsonBody};
+use super::AppState;
+use exchange_node::replication::MembershipError;
+
+/// `{"add": ID, "raft_addr": "HOST:PORT"}` or `{"remove": ID}`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VoterChange {
+    add: Option<u64>,
+    remove: Option<u64>,
+    raft_addr: Option<String>,
+}
+
+/// `POST /admin/replication/voters`: proposes adding or removing a voter.
+/// `202` once proposed; it takes effect when it commits (the voters in
+/// `GET /admin/replication` show it).
+pub async fn change_voters(
+    State(app): State<AppState>,
+    _admin: Admin,
+    JsonBody(request): JsonBody<VoterChange>,
+) -> Result<(StatusCode, Json<Value>), ApiError> {
+    let bad = |message: &str| ApiError::bad_request("invalid_value", message.to_string());
+    let change = match (request.add, request.remove) {
+        (Some(0), _) | (_, Some(0)) => return Err(bad("node id 0 is reserved")),
+        (Some(id), None) => Membership::AddVoter(id),
+        (None, Some(id)) => Membership::RemoveVoter(id),
+        _ => return Err(bad("give exactly one of add and remove")),
+    };
+    let raft_addr = match (&change, request.raft_addr.as_deref()) {
+        (Membership::AddVoter(_), Some(addr)) => Some(
+            addr.parse::<std::net::SocketAddr>()
+                .map_err(|_| bad("raft_addr must be IP:PORT"))?,
+        ),
+        (Membership::AddVoter(_), None) => return Err(bad("add needs raft_addr")),
+        (Membership::RemoveVoter(_), Some(_)) => return Err(bad("remove takes no raft_addr")),
+        (Membership::RemoveVoter(_), None) => None,
+    };
+    match app.handle.change_membership(change, raft_addr).await {
+        Ok(()) => {
+            let (what, id) = match change {
+                Membership::AddVoter(id) => ("add", id),
+                Membership::RemoveVoter(id) => ("remove", id),
+            };
+            Ok((
+                StatusCode::ACCEPTED,
+                Json(json!({ "proposed": what, "id": id })),
+            ))
+        }
+        Err(MembershipError::NotLeader { leader }) => {
+            Err(exchange_node::sequencer::SubmitError::NotLeader {
+                leader,
+                leader_url: leader.and_then(|id| app.handle.leader_urls().get(&id).cloned()),
+            }
+            .into())
+        }
+        Err(MembershipError::Stopped) => Err(exchange_node::sequencer::SubmitError::Stopped.into()),
+        Err(error) => Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "membership_refused",
+            error.to_string(),
+        )),
+    }
+}
+
+/// Role, term, leader and indices; with `?state_hash=true` also the hash
+/// of the state as of the applied index (equal on replicas that applied
+/// the same index; it serialises the whole state, so it is on request).
+pub async fn replication(
+    State(app): State<AppState>,
+    _admin: Admin,
+    RawQuery(query): RawQuery,
+) -> Result<Json<Value>, ApiError> {
+    let with_hash = match query.as_deref() {
+        None | Some("") => false,
+        Some("state_hash=true") => true,
+        Some(_) => {
+            return Err(ApiError::bad_request(
+                "invalid_query",
+                "the only query is state_hash=true",
+            ))
+        }
+    };
+    let (raft_index, commands, state_hash) = app
+        .handle
+        .query(move |state| {
+            let hash = with_hash.then(|| state.state_hash());
+            (state.raft_index, state.applied_index, hash)
+        })
+        .await?;
+    let status = app.handle.replication_status();
+    Ok(Json(json!({
+        "id": status.node_id,
+        "role": status.role,
+        "term": status.term,
+        "leader": status.leader_id,
+        "commit_index": status.commit_index,
+        "applied_index": raft_index,
+        "last_index": status.last_index,
+        "commands_applied": commands,
+        "state_hash": state_hash,
+        "voters": status.voters,
+        "urls": app.handle.leader_urls(),
+        "matched": status.matched.iter().map(|(id, index)| json!({"id": id, "index": index})).collect::<Vec<_>>(),
+    })))
+}

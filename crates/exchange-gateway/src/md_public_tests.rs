@@ -1,0 +1,197 @@
+//! The public channels as a client meets them on `/v1/ws`: a socket that
+//! begins with `subscribe` needs no credentials and cannot trade; refusals
+//! name the problem; tickers and candles follow trades; candles over REST.
+
+use std::sync::atomic::AtomicBool;
+
+use axum::body::Body;
+use futures_util::SinkExt;
+use serde_json::{json, Value};
+use tokio_tungstenite::tungstenite::Message as WsMessage;
+use tower::ServiceExt;
+
+use crate::md_test_support::{drive, next_json, node, serve, workload, Ws};
+use std::sync::Arc;
+
+use crate::{router, AppState};
+use exchange_marketdata_service::*;
+use exchange_node::config::Config;
+use exchange_node::config::MarketDataConfig;
+
+async fn send(ws: &mut Ws, message: Value) {
+    ws.send(WsMessage::text(message.to_string()))
+        .await
+        .expect("send");
+}
+
+/// The next message of `kind`, skipping others (heartbeats, updates).
+async fn next_of(ws: &mut Ws, kind: &str) -> Value {
+    loop {
+        let message = next_json(ws).await.expect("socket open");
+        if message["type"] == kind {
+            return message;
+        }
+    }
+}
+
+async fn get_text(app: &AppState, path: &str) -> (u16, String) {
+    let request = axum::http::Request::get(path)
+        .body(Body::empty())
+        .expect("request");
+    let response = router(app.clone())
+        .oneshot(request)
+        .await
+        .expect("response");
+    let status = response.status().as_u16();
+    let bytes = http_body_util::BodyExt::collect(response.into_body())
+        .await
+        .expect("body")
+        .to_bytes();
+    (status, String::from_utf8_lossy(&bytes).into_owned())
+}
+
+async fn get(app: &AppState, path: &str) -> (u16, Value) {
+    let (status, text) = get_text(app, path).await;
+    (status, serde_json::from_str(&text).unwrap_or(Value::Null))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_public_socket_subscribes_without_credentials() {
+    let node = node(65_536).await;
+    let handle = node.pipeline.handle.clone();
+    let config = MarketDataConfig {
+        heartbeat_ms: 100,
+        ..MarketDataConfig::default()
+    };
+    let service = start(handle.clone(), &config)
+        .await
+        .expect("market data starts");
+    let app = AppState::new(
+        handle.clone(),
+        Config::default(),
+        "t".into(),
+        Arc::new(AtomicBool::new(true)),
+    )
+    .with_market_data(service.market.clone());
+    let addr = serve(app.clone()).await;
+    let (mut ws, _) = tokio_tungstenite::connect_async(format!("ws://{addr}/v1/ws"))
+        .await
+        .expect("connect");
+
+    send(&mut ws, json!({ "type": "subscribe", "channel": "ticker", "symbols": ["BTC-USD"], "request_id": 7 })).await;
+    let ack = next_json(&mut ws).await.expect("ack");
+    assert_eq!(
+        ack,
+        json!({ "type": "subscribed", "channel": "ticker", "symbols": ["BTC-USD"], "request_id": 7 })
+    );
+    let ticker = next_json(&mut ws).await.expect("the current ticker");
+    assert_eq!(
+        (ticker["type"].as_str(), ticker["best_bid"].clone()),
+        (Some("ticker"), Value::Null)
+    );
+
+    let refusals = [
+        (
+            json!({ "type": "place", "request_id": 1, "symbol": "BTC-USD" }),
+            "auth_required",
+        ),
+        (
+            json!({ "type": "subscribe", "request_id": 2, "channel": "book", "symbols": ["BTC-USD"] }),
+            "unsupported",
+        ),
+        (
+            json!({ "type": "subscribe", "request_id": 3, "channel": "level2", "symbols": ["NOPE-USD"] }),
+            "unknown_instrument",
+        ),
+        (
+            json!({ "type": "subscribe", "request_id": 4, "channel": "level2", "symbols": [] }),
+            "invalid_value",
+        ),
+        (
+            json!({ "type": "subscribe", "request_id": 5, "channel": "trades", "symbols": ["BTC-USD"], "interval": "1m" }),
+            "invalid_value",
+        ),
+        (
+            json!({ "type": "subscribe", "request_id": 6, "channel": "level2" }),
+            "missing_field",
+        ),
+    ];
+    for (message, code) in refusals {
+        let id = message["request_id"].clone();
+        send(&mut ws, message).await;
+        let refusal = next_of(&mut ws, "error").await;
+        assert_eq!(
+            (refusal["code"].as_str(), &refusal["request_id"]),
+            (Some(code), &id),
+            "{refusal}"
+        );
+    }
+
+    send(&mut ws, json!({ "type": "subscribe", "channel": "candles", "interval": "5m", "symbols": ["BTC-USD"] })).await;
+    let ack = next_of(&mut ws, "subscribed").await;
+    assert_eq!(
+        (ack["channel"].as_str(), ack["interval"].as_str()),
+        (Some("candles"), Some("5m"))
+    );
+    let heartbeat = next_of(&mut ws, "heartbeat").await;
+    assert!(heartbeat["sequence"].is_u64(), "{heartbeat}");
+
+    drive(&handle, workload(400, 11)).await;
+    let core = snapshot(&handle).await.expect("state");
+    let btc = &core.instruments[0];
+    assert!(btc.sequences.trades > 0, "the workload traded");
+    let (mut ticker, mut candle) = (Value::Null, Value::Null);
+    while ticker["sequence"].as_u64() != Some(btc.sequences.book) {
+        let message = next_json(&mut ws).await.expect("socket open");
+        match message["type"].as_str() {
+            Some("ticker") => ticker = message,
+            Some("candle") => candle = message,
+            _ => {}
+        }
+    }
+    let best = |levels: &[(u64, u64)]| levels.first().map(|l| exchange_types::format_units(l.0));
+    assert_eq!(
+        ticker["best_bid"].as_str().map(str::to_owned),
+        best(&btc.book.bids)
+    );
+    assert_eq!(
+        ticker["best_ask"].as_str().map(str::to_owned),
+        best(&btc.book.asks)
+    );
+    assert!(
+        ticker["last_price"].is_string() && ticker["volume_24h"] != "0",
+        "{ticker}"
+    );
+    assert_eq!(
+        (candle["interval"].as_str(), candle["symbol"].as_str()),
+        (Some("5m"), Some("BTC-USD"))
+    );
+
+    let (status, candles) = get(&app, "/v1/markets/BTC-USD/candles?interval=1m&limit=5").await;
+    assert_eq!(status, 200, "{candles}");
+    let list = candles["candles"].as_array().expect("candles");
+    assert!(!list.is_empty() && list.len() <= 5);
+    assert!(list
+        .iter()
+        .all(|c| c["trades"].as_u64().is_some_and(|t| t > 0)));
+    let (status, none) = get(&app, "/v1/markets/BTC-USD/candles?interval=1d&end=1").await;
+    assert_eq!((status, none["candles"].clone()), (200, json!([])));
+    assert_eq!(
+        get(&app, "/v1/markets/BTC-USD/candles?interval=2m").await.1["code"],
+        "invalid_query"
+    );
+    assert_eq!(get(&app, "/v1/markets/NOPE-USD/candles").await.0, 404);
+    let (_, metrics) = get_text(&app, "/metrics").await;
+    assert!(
+        metrics.contains("exchange_marketdata_subscribers 1"),
+        "{metrics}"
+    );
+
+    send(
+        &mut ws,
+        json!({ "type": "unsubscribe", "channel": "ticker", "symbols": ["BTC-USD"] }),
+    )
+    .await;
+    assert_eq!(next_of(&mut ws, "unsubscribed").await["channel"], "ticker");
+    service.shutdown().await;
+}

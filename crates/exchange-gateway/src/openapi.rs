@@ -1,0 +1,300 @@
+//! `GET /openapi.json`: a hand-written OpenAPI 3 description of every
+//! route. docs/server.md is the prose version; a test checks that the two
+//! and the router name the same paths.
+
+use axum::Json;
+use serde_json::{json, Value};
+
+pub async fn serve() -> Json<Value> {
+    Json(document())
+}
+
+fn schema_ref(name: &str) -> Value {
+    json!({ "$ref": format!("#/components/schemas/{name}") })
+}
+
+fn content(schema: Value) -> Value {
+    json!({ "application/json": { "schema": schema } })
+}
+
+fn ok(description: &str, schema: Value) -> Value {
+    json!({ "description": description, "content": content(schema) })
+}
+
+/// Responses: the success ones given, plus the named shared error ones.
+fn responses(success: &[(&str, Value)], errors: &[&str]) -> Value {
+    let mut map = serde_json::Map::new();
+    for (status, response) in success {
+        map.insert((*status).into(), response.clone());
+    }
+    for status in errors {
+        map.insert(
+            (*status).into(),
+            json!({ "$ref": format!("#/components/responses/E{status}") }),
+        );
+    }
+    Value::Object(map)
+}
+
+fn body(schema: Value) -> Value {
+    json!({ "required": true, "content": content(schema) })
+}
+
+fn param(name: &str, location: &str, schema: Value, description: &str) -> Value {
+    json!({ "name": name, "in": location, "required": location == "path", "schema": schema, "description": description })
+}
+
+fn signed() -> Value {
+    json!([{ "apiKey": [], "apiTimestamp": [], "apiSign": [] }])
+}
+
+fn admin() -> Value {
+    json!([{ "adminToken": [] }])
+}
+
+/// Errors every signed route can return.
+const SIGNED_ERRORS: &[&str] = &["400", "401", "413", "429", "503"];
+const ADMIN_ERRORS: &[&str] = &["400", "401", "413", "422", "503"];
+
+fn paths() -> Value {
+    let order_id = param(
+        "order_id",
+        "path",
+        json!({ "type": "integer" }),
+        "exchange order id",
+    );
+    let symbol = param(
+        "symbol",
+        "path",
+        json!({ "type": "string" }),
+        "instrument symbol, e.g. BTC-USD",
+    );
+    let sym_q = param(
+        "symbol",
+        "query",
+        json!({ "type": "string" }),
+        "only this instrument",
+    );
+    let order = ok(
+        "the order and the fills this command caused",
+        schema_ref("OrderWithFills"),
+    );
+    let order_errors = ["400", "401", "404", "409", "413", "422", "429", "503"];
+    json!({
+        "/health": { "get": { "summary": "Liveness", "responses": { "200": { "description": "ok (text)" } } } },
+        "/ready": { "get": { "summary": "Readiness", "responses": {
+            "200": { "description": "ready (text)" }, "503": { "description": "recovering (text)" } } } },
+        "/metrics": { "get": { "summary": "Prometheus metrics", "responses": {
+            "200": { "description": "Prometheus text format", "content": { "text/plain": {} } } } } },
+        "/openapi.json": { "get": { "summary": "This document", "responses": { "200": ok("OpenAPI 3", json!({})) } } },
+        "/admin/accounts": { "post": { "summary": "Create an account with API credentials", "security": admin(),
+            "responses": responses(&[("201", ok("the new account; the secret is shown only here", schema_ref("NewAccount")))], &["401", "503"]) } },
+        "/admin/replication": { "get": { "summary": "This node's Raft role, term, leader and indices (docs/replication.md)", "security": admin(),
+            "parameters": [{ "name": "state_hash", "in": "query", "required": false, "schema": { "type": "string", "enum": ["true"] },
+                "description": "also hash the state (serialises it whole)" }],
+            "responses": responses(&[("200", ok("replication status", json!({ "type": "object" })))], &["400", "401", "503"]) } },
+        "/admin/replication/voters": { "post": { "summary": "Propose adding ({\"add\": ID, \"raft_addr\": \"IP:PORT\"}) or removing ({\"remove\": ID}) a voter", "security": admin(),
+            "requestBody": body(json!({ "type": "object", "properties": {
+                "add": { "type": "integer" }, "remove": { "type": "integer" }, "raft_addr": { "type": "string" } } })),
+            "responses": responses(&[("202", ok("proposed; effective once committed", json!({ "type": "object" })))], &["400", "401", "409", "413", "503"]) } },
+        "/admin/deposits": { "post": { "summary": "Credit an account", "security": admin(),
+            "requestBody": body(schema_ref("Transfer")),
+            "responses": responses(&[("200", ok("balance after", schema_ref("AccountBalance")))], &["400", "401", "404", "413", "422", "503"]) } },
+        "/admin/withdrawals": { "post": { "summary": "Debit an account's available balance", "security": admin(),
+            "requestBody": body(schema_ref("Transfer")),
+            "responses": responses(&[("200", ok("balance after", schema_ref("AccountBalance")))], &["400", "401", "404", "413", "422", "503"]) } },
+        "/admin/instruments": { "post": { "summary": "List an instrument", "security": admin(),
+            "requestBody": body(schema_ref("InstrumentSpec")),
+            "responses": responses(&[("201", ok("the listed instrument", schema_ref("Instrument")))], ADMIN_ERRORS) } },
+        "/admin/instruments/{symbol}/halt": { "post": { "summary": "Halt trading", "security": admin(),
+            "parameters": [symbol],
+            "responses": responses(&[("200", ok("new status", schema_ref("StatusChange")))], ADMIN_ERRORS) } },
+        "/admin/instruments/{symbol}/resume": { "post": { "summary": "Resume trading", "security": admin(),
+            "parameters": [symbol],
+            "responses": responses(&[("200", ok("new status", schema_ref("StatusChange")))], ADMIN_ERRORS) } },
+        "/admin/status": { "get": { "summary": "Node status for the operator dashboard (docs/ui.md)", "security": admin(),
+            "responses": responses(&[("200", ok("role, log position, throughput, latency percentiles, rejects, market data", json!({ "type": "object" })))], &["401", "503"]) } },
+        "/v1/orders": {
+            "post": { "summary": "Place an order", "security": signed(), "requestBody": body(schema_ref("PlaceRequest")),
+                "responses": responses(&[("201", order.clone())], &order_errors) },
+            "get": { "summary": "The account's orders, newest first", "security": signed(),
+                "parameters": [param("status", "query", json!({ "type": "string", "enum": ["open", "closed", "all"], "default": "open" }), "open orders (live state), closed ones (reporting store), or both"), sym_q],
+                "responses": responses(&[("200", ok("orders", json!({ "type": "object", "properties": { "orders": { "type": "array", "items": schema_ref("Order") } } })))], SIGNED_ERRORS) },
+            "delete": { "summary": "Cancel all the account's open orders (mass cancel)", "security": signed(),
+                "parameters": [sym_q],
+                "responses": responses(&[("200", ok("ids of the canceled orders", json!({ "type": "object", "properties": { "canceled": { "type": "array", "items": { "type": "integer" } } } })))], &["400", "401", "413", "422", "429", "503"]) } },
+        "/v1/orders/by-client-id/{client_order_id}": { "delete": { "summary": "Cancel an open order by client order id", "security": signed(),
+            "parameters": [param("client_order_id", "path", json!({ "type": "string" }), "the client's id")],
+            "responses": responses(&[("200", order.clone())], &order_errors) } },
+        "/v1/orders/{order_id}": {
+            "get": { "summary": "One of the account's orders", "security": signed(), "parameters": [order_id],
+                "responses": responses(&[("200", ok("the order", schema_ref("Order")))], &["400", "401", "404", "429", "503"]) },
+            "delete": { "summary": "Cancel an open order", "security": signed(), "parameters": [order_id],
+                "responses": responses(&[("200", order.clone())], &order_errors) } },
+        "/v1/orders/{order_id}/replace": { "post": { "summary": "Cancel-replace: new price, total quantity and/or client id", "security": signed(),
+            "parameters": [order_id], "requestBody": body(schema_ref("ReplaceRequest")),
+            "responses": responses(&[("200", order)], &order_errors) } },
+        "/v1/fills": { "get": { "summary": "The account's fills, newest first", "security": signed(),
+            "parameters": [sym_q, param("limit", "query", json!({ "type": "integer", "default": 100, "maximum": 1000 }), "most fills returned")],
+            "responses": responses(&[("200", ok("fills", json!({ "type": "object", "properties": { "fills": { "type": "array", "items": schema_ref("Fill") } } })))], SIGNED_ERRORS) } },
+        "/v1/balances": { "get": { "summary": "The account's balance in every listed asset", "security": signed(),
+            "responses": responses(&[("200", ok("balances", schema_ref("Balances")))], SIGNED_ERRORS) } },
+        "/v1/instruments": { "get": { "summary": "Listed instruments", "responses": responses(&[("200", ok("instruments",
+            json!({ "type": "object", "properties": { "instruments": { "type": "array", "items": schema_ref("Instrument") } } })))], &["503"]) } },
+        "/v1/markets/{symbol}/book": { "get": { "summary": "Aggregated order book, best first",
+            "parameters": [symbol, param("depth", "query", json!({ "type": "integer", "default": 50, "maximum": 1000 }), "levels per side")],
+            "responses": responses(&[("200", ok("the book", schema_ref("Book")))], &["400", "404", "503"]) } },
+        "/v1/markets/{symbol}/trades": { "get": { "summary": "Recent trades, newest first",
+            "parameters": [symbol, param("limit", "query", json!({ "type": "integer", "default": 100, "maximum": 1000 }), "most trades returned")],
+            "responses": responses(&[("200", ok("trades", schema_ref("Trades")))], &["400", "404", "503"]) } },
+        "/v1/markets/{symbol}/candles": { "get": { "summary": "Candles, newest first (intervals without trades have none)",
+            "parameters": [symbol,
+                param("interval", "query", json!({ "enum": ["1m", "5m", "1h", "1d"], "default": "1m" }), "candle interval"),
+                param("start", "query", json!({ "type": "integer" }), "candles starting at or after this time (ns since the Unix epoch)"),
+                param("end", "query", json!({ "type": "integer" }), "candles starting before this time (ns)"),
+                param("limit", "query", json!({ "type": "integer", "default": 300, "maximum": 1500 }), "most candles returned")],
+            "responses": responses(&[("200", ok("candles", schema_ref("Candles")))], &["400", "404", "503"]) } },
+        "/v1/ws": { "get": { "summary": "WebSocket: authenticate, private order/fill stream, order entry (see docs/server.md); public market-data channels (see docs/marketdata.md)",
+            "responses": { "101": { "description": "switching protocols" }, "400": { "$ref": "#/components/responses/E400" } } } },
+    })
+}
+
+fn schemas() -> Value {
+    let dec = json!({ "type": "string", "pattern": "^-?[0-9]*\\.?[0-9]+$", "example": "60000.5" });
+    let text = json!({ "type": "string" });
+    let int = json!({ "type": "integer" });
+    let object = |required: &[&str], properties: Value| json!({ "type": "object", "required": required, "properties": properties });
+    let order_props = json!({
+        "order_id": int, "client_order_id": text, "symbol": text, "side": { "enum": ["buy", "sell"] },
+        "type": { "enum": ["limit", "market"] }, "price": { "type": "string", "nullable": true }, "qty": dec,
+        "filled_qty": dec, "remaining_qty": dec, "tif": { "enum": ["gtc", "ioc", "fok"] },
+        "status": { "enum": ["new", "partially_filled", "filled", "canceled", "expired"] },
+        "created_ts": int, "updated_ts": int,
+    });
+    let mut with_fills = order_props.clone();
+    with_fills["fills"] = json!({ "type": "array", "items": schema_ref("Fill") });
+    json!({
+        "Error": object(&["code", "message"], json!({ "code": text, "message": text })),
+        "Decimal": dec,
+        "Order": object(&["order_id", "client_order_id", "symbol", "side", "price", "qty", "filled_qty", "status"], order_props),
+        "OrderWithFills": object(&["order_id", "status", "fills"], with_fills),
+        "Fill": object(&["trade_id", "order_id", "price", "qty"], json!({
+            "trade_id": int, "order_id": int, "symbol": text, "side": text, "price": dec, "qty": dec,
+            "fee": dec, "liquidity": { "enum": ["maker", "taker"] }, "ts": int })),
+        "PlaceRequest": object(&["symbol", "side", "qty"], json!({
+            "symbol": text, "side": { "enum": ["buy", "sell"] }, "type": { "enum": ["limit", "market"], "default": "limit" },
+            "price": dec, "qty": dec, "tif": { "enum": ["gtc", "ioc", "fok"] }, "post_only": { "type": "boolean" },
+            "stp": { "enum": ["cancel_newest", "cancel_oldest", "cancel_both", "decrement"] },
+            "client_order_id": { "type": "string", "maxLength": 36 } })),
+        "ReplaceRequest": object(&[], json!({ "price": dec, "qty": dec, "new_client_order_id": text })),
+        "Transfer": object(&["account_id", "asset", "amount"], json!({ "account_id": int, "asset": text, "amount": dec })),
+        "AccountBalance": object(&["account_id", "asset", "total", "available"], json!({ "account_id": int, "asset": text, "total": dec, "available": dec })),
+        "Balances": object(&["account_id", "balances"], json!({ "account_id": int, "balances": { "type": "array", "items":
+            object(&["asset", "total", "available"], json!({ "asset": text, "total": dec, "available": dec })) } })),
+        "NewAccount": object(&["account_id", "api_key", "api_secret"], json!({ "account_id": int, "api_key": text, "api_secret": text })),
+        "InstrumentSpec": object(&["symbol", "base", "quote", "tick_size", "lot_size", "maker_fee_bps", "taker_fee_bps"], json!({
+            "symbol": text, "base": text, "quote": text, "tick_size": dec, "lot_size": dec, "min_qty": dec, "max_qty": dec,
+            "price_collar_pct": dec, "reference_price": dec, "maker_fee_bps": int, "taker_fee_bps": int })),
+        "Instrument": object(&["symbol", "base", "quote", "tick_size", "lot_size", "status"], json!({
+            "symbol": text, "base": text, "quote": text, "tick_size": dec, "lot_size": dec,
+            "status": { "enum": ["trading", "halted"] }, "reference_price": { "type": "string", "nullable": true } })),
+        "StatusChange": object(&["symbol", "status"], json!({ "symbol": text, "status": { "enum": ["trading", "halted"] } })),
+        "Book": object(&["symbol", "sequence", "bids", "asks"], json!({ "symbol": text, "sequence": int,
+            "bids": { "type": "array", "items": { "type": "array", "items": dec, "minItems": 2, "maxItems": 2 } },
+            "asks": { "type": "array", "items": { "type": "array", "items": dec, "minItems": 2, "maxItems": 2 } } })),
+        "Candles": object(&["symbol", "interval", "candles"], json!({ "symbol": text, "interval": text, "candles": { "type": "array", "items":
+            object(&["start", "open", "high", "low", "close", "volume", "trades"], json!({ "start": int, "open": dec, "high": dec,
+                "low": dec, "close": dec, "volume": dec, "trades": int })) } })),
+        "Trades": object(&["symbol", "trades"], json!({ "symbol": text, "trades": { "type": "array", "items":
+            object(&["trade_id", "price", "qty", "side", "ts"], json!({ "trade_id": int, "price": dec, "qty": dec,
+                "side": { "enum": ["buy", "sell"], "description": "the aggressor's side" }, "ts": int })) } })),
+    })
+}
+
+fn error_responses() -> Value {
+    let error = |description: &str| ok(description, schema_ref("Error"));
+    let mut limited =
+        error("rate limit of the API key exceeded (code rate_limited); see Retry-After");
+    limited["headers"] =
+        json!({ "Retry-After": { "schema": { "type": "integer" }, "description": "seconds" } });
+    json!({
+        "E400": error("malformed request: malformed_json, unknown_field, missing_field, duplicate_field, invalid_type, invalid_value, invalid_decimal, invalid_path, invalid_query"),
+        "E401": error("missing_credentials, invalid_api_key, invalid_signature, invalid_timestamp, stale_timestamp, missing_token, invalid_token"),
+        "E404": error("unknown_order, unknown_instrument, unknown_account, not_found"),
+        "E409": error("duplicate_client_order_id"),
+        "E413": error("body_too_large"),
+        "E422": error("a business reject of the core; code is its reason (insufficient_funds, price_not_on_tick, ...)"),
+        "E429": limited,
+        "E503": error("overloaded, unavailable, not_ready or catching_up; see Retry-After"),
+    })
+}
+
+/// The whole document.
+pub fn document() -> Value {
+    json!({
+        "openapi": "3.0.3",
+        "info": {
+            "title": "Exchange API",
+            "version": env!("CARGO_PKG_VERSION"),
+            "description": "REST and WebSocket gateway of `exchange serve`. Prices, quantities and amounts are decimal strings. See docs/server.md.",
+        },
+        "paths": paths(),
+        "components": {
+            "schemas": schemas(),
+            "responses": error_responses(),
+            "securitySchemes": {
+                "adminToken": { "type": "http", "scheme": "bearer" },
+                "apiKey": { "type": "apiKey", "in": "header", "name": "EX-ACCESS-KEY" },
+                "apiTimestamp": { "type": "apiKey", "in": "header", "name": "EX-ACCESS-TIMESTAMP", "description": "Unix seconds" },
+                "apiSign": { "type": "apiKey", "in": "header", "name": "EX-ACCESS-SIGN",
+                    "description": "lowercase hex HMAC-SHA256 with the API secret over timestamp + METHOD + path?query + body" },
+            },
+        },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every `$ref` must point at something the document defines.
+    fn check_refs(value: &Value, root: &Value) {
+        match value {
+            Value::Object(map) => {
+                if let Some(Value::String(target)) = map.get("$ref") {
+                    let pointer = target.trim_start_matches('#');
+                    assert!(root.pointer(pointer).is_some(), "dangling {target}");
+                }
+                map.values().for_each(|v| check_refs(v, root));
+            }
+            Value::Array(items) => items.iter().for_each(|v| check_refs(v, root)),
+            _ => {}
+        }
+    }
+
+    #[test]
+    fn documents_every_route_and_resolves_every_ref() {
+        let doc = document();
+        check_refs(&doc, &doc);
+        let source = include_str!("lib.rs");
+        // The first string literal after each `.route(`, however formatted.
+        let routes: Vec<&str> = source
+            .split(".route(")
+            .skip(1)
+            .filter_map(|call| call.trim_start().strip_prefix('"'))
+            .filter_map(|call| call.split('"').next())
+            .collect();
+        assert!(routes.len() >= 20, "{routes:?}");
+        let docs = include_str!("../../../docs/server.md");
+        for route in routes {
+            assert!(
+                doc["paths"].get(route).is_some(),
+                "{route} is missing from openapi.json"
+            );
+            assert!(
+                docs.contains(route),
+                "{route} is missing from docs/server.md"
+            );
+        }
+    }
+}

@@ -1,0 +1,193 @@
+//! Public market routes: no credentials, read-only, each one consistent
+//! read on the core thread (candles: a read of the market-data service).
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::Json;
+use exchange_core::InstrumentView;
+use exchange_marketdata::{json as market_json, Interval};
+use exchange_types::{format_units, Symbol};
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use super::error::{ApiError, ApiPath, ApiQuery};
+use super::AppState;
+use exchange_node::history::TRADES_PER_SYMBOL;
+
+type Reply = Result<Json<Value>, ApiError>;
+
+/// Book levels per side when the client gives no `depth`.
+pub const DEFAULT_BOOK_DEPTH: usize = 50;
+/// Most book levels per side one request returns.
+pub const MAX_BOOK_DEPTH: usize = 1_000;
+/// Trades returned when the client gives no `limit`.
+pub const DEFAULT_TRADES_LIMIT: usize = 100;
+/// Candles returned when the client gives no `limit`, and at most.
+pub const DEFAULT_CANDLES_LIMIT: usize = 300;
+pub const MAX_CANDLES_LIMIT: usize = 1_500;
+
+pub fn instrument_json(view: &InstrumentView) -> Value {
+    json!({
+        "symbol": view.symbol.as_str(),
+        "base": view.base.as_str(),
+        "quote": view.quote.as_str(),
+        "tick_size": format_units(view.tick_size),
+        "lot_size": format_units(view.lot_size),
+        "status": view.status.as_str(),
+        "reference_price": view.reference_price.map(format_units),
+    })
+}
+
+pub async fn instruments(State(app): State<AppState>) -> Reply {
+    let list = app
+        .handle
+        .query(|s| {
+            s.engine
+                .instruments()
+                .iter()
+                .map(instrument_json)
+                .collect::<Vec<_>>()
+        })
+        .await?;
+    Ok(Json(json!({ "instruments": list })))
+}
+
+/// A symbol too long or malformed to exist is simply not listed.
+fn listed_symbol(text: &str) -> Result<Symbol, ApiError> {
+    Symbol::new(text).map_err(|_| ApiError::unknown_instrument())
+}
+
+fn levels(levels: &[(u64, u64)]) -> Vec<[String; 2]> {
+    levels
+        .iter()
+        .map(|&(price, qty)| [format_units(price), format_units(qty)])
+        .collect()
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DepthQuery {
+    depth: Option<usize>,
+}
+
+pub async fn book(
+    State(app): State<AppState>,
+    ApiPath(symbol): ApiPath<String>,
+    ApiQuery(query): ApiQuery<DepthQuery>,
+) -> Reply {
+    let symbol = listed_symbol(&symbol)?;
+    let depth = query
+        .depth
+        .unwrap_or(DEFAULT_BOOK_DEPTH)
+        .min(MAX_BOOK_DEPTH);
+    // The level2 channel's sequence for this very book (one consistent read).
+    let found = app
+        .handle
+        .query(move |s| {
+            s.engine
+                .book(&symbol, depth)
+                .map(|b| (b, s.market_sequences.get(symbol.as_str()).book))
+        })
+        .await?;
+    let (view, sequence) = found.ok_or_else(ApiError::unknown_instrument)?;
+    Ok(Json(json!({
+        "symbol": symbol.as_str(),
+        "sequence": sequence,
+        "bids": levels(&view.bids),
+        "asks": levels(&view.asks),
+    })))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LimitQuery {
+    limit: Option<usize>,
+}
+
+pub async fn trades(
+    State(app): State<AppState>,
+    ApiPath(symbol): ApiPath<String>,
+    ApiQuery(query): ApiQuery<LimitQuery>,
+) -> Reply {
+    let symbol = listed_symbol(&symbol)?;
+    let limit = query
+        .limit
+        .unwrap_or(DEFAULT_TRADES_LIMIT)
+        .min(TRADES_PER_SYMBOL);
+    let found = app
+        .handle
+        .query(move |s| {
+            s.engine.book(&symbol, 0)?;
+            Some(
+                s.history
+                    .trades_of(symbol.as_str(), limit)
+                    .into_iter()
+                    .map(|t| {
+                        json!({
+                            "trade_id": t.trade_id,
+                            "price": format_units(t.price),
+                            "qty": format_units(t.qty),
+                            "side": t.side,
+                            "ts": t.ts,
+                        })
+                    })
+                    .collect::<Vec<_>>(),
+            )
+        })
+        .await?;
+    let trades = found.ok_or_else(ApiError::unknown_instrument)?;
+    Ok(Json(json!({ "symbol": symbol.as_str(), "trades": trades })))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CandlesQuery {
+    pub interval: Option<String>,
+    /// Nanoseconds since the Unix epoch; candles starting at or after it.
+    pub start: Option<u64>,
+    /// Candles starting before it.
+    pub end: Option<u64>,
+    pub limit: Option<usize>,
+}
+
+fn market_data_unavailable() -> ApiError {
+    ApiError::new(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "unavailable",
+        "this node does not serve market data",
+    )
+    .with_retry_after(1)
+}
+
+/// Candles from the market-data projection, newest first.
+pub async fn candles(
+    State(app): State<AppState>,
+    ApiPath(symbol): ApiPath<String>,
+    ApiQuery(query): ApiQuery<CandlesQuery>,
+) -> Reply {
+    let symbol = listed_symbol(&symbol)?;
+    let interval = match query.interval.as_deref() {
+        None => Interval::M1,
+        Some(text) => Interval::parse(text).ok_or_else(|| {
+            ApiError::bad_request("invalid_query", "`interval` must be 1m, 5m, 1h or 1d")
+        })?,
+    };
+    let market = app.market.as_ref().ok_or_else(market_data_unavailable)?;
+    let limit = query
+        .limit
+        .unwrap_or(DEFAULT_CANDLES_LIMIT)
+        .min(MAX_CANDLES_LIMIT);
+    let start = query.start.unwrap_or(0);
+    let end = query.end.unwrap_or(u64::MAX);
+    let found = market
+        .candles(symbol.as_str(), interval, start, end, limit)
+        .await
+        .map_err(|_| market_data_unavailable())?;
+    let candles = found.ok_or_else(ApiError::unknown_instrument)?;
+    let candles: Vec<Value> = candles.iter().map(market_json::candle_value).collect();
+    Ok(Json(json!({
+        "symbol": symbol.as_str(),
+        "interval": interval.as_str(),
+        "candles": candles,
+    })))
+}

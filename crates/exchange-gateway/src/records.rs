@@ -1,0 +1,285 @@
+//! History routes served from the reporting store: `GET /v1/fills`,
+//! `GET /v1/orders?status=all|closed`, `GET /v1/orders/{id}` for an order
+//! no longer open, and `GET /v1/markets/{symbol}/candles`.
+//!
+//! Read-your-writes: each handler first asks the core thread for its
+//! applied index (which covers every command already acknowledged to
+//! anyone), then waits for the store to reach it before reading, so an
+//! order placed and answered is in the very next history read. A store
+//! that does not get there within `[reporting] read_wait_ms` gets a 503.
+//! Open orders are read from the live state, as trading needs them.
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::Json;
+use exchange_marketdata::{json as market_json, Candle, Interval};
+use exchange_reporting::{FillRow, OrderFilter, OrderRow, Store, StoreError};
+use exchange_types::Symbol;
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use super::auth::Signed;
+use super::error::{ApiError, ApiPath, ApiQuery};
+use super::public::{self, CandlesQuery, DEFAULT_CANDLES_LIMIT, MAX_CANDLES_LIMIT};
+use super::translate;
+use super::AppState;
+use exchange_node::history::{
+    Fill, OrderRecord, OrderStatus, CLOSED_ORDERS_PER_ACCOUNT, FILLS_PER_ACCOUNT,
+};
+use exchange_reporter::ReadError;
+
+type Reply = Result<Json<Value>, ApiError>;
+
+/// Fills returned when the client gives no `limit`.
+pub const DEFAULT_FILLS_LIMIT: usize = 100;
+
+/// No Retry-After: a node without a reporting store stays without one.
+fn reporting_unavailable() -> ApiError {
+    ApiError::new(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "reporting_disabled",
+        "this node keeps no reporting store ([reporting] enabled = false), so it serves no history",
+    )
+}
+
+impl From<ReadError> for ApiError {
+    fn from(error: ReadError) -> Self {
+        let code = match error {
+            ReadError::Behind => "reporting_behind",
+            ReadError::Store(_) | ReadError::Cancelled => "reporting_unavailable",
+        };
+        tracing::warn!(%error, "history read failed");
+        ApiError::new(StatusCode::SERVICE_UNAVAILABLE, code, error.to_string()).with_retry_after(1)
+    }
+}
+
+/// Reads the store once it holds everything the core had applied when
+/// `applied` was taken.
+async fn read<R: Send + 'static>(
+    app: &AppState,
+    applied: u64,
+    read: impl FnOnce(&mut Store) -> Result<R, StoreError> + Send + 'static,
+) -> Result<R, ApiError> {
+    let reporting = app.reporting.as_ref().ok_or_else(reporting_unavailable)?;
+    Ok(reporting.read_after(applied, read).await?)
+}
+
+fn order_record(row: OrderRow) -> OrderRecord {
+    let status = match row.status.as_str() {
+        "partially_filled" => OrderStatus::PartiallyFilled,
+        "filled" => OrderStatus::Filled,
+        "canceled" => OrderStatus::Canceled,
+        "expired" => OrderStatus::Expired,
+        _ => OrderStatus::New,
+    };
+    OrderRecord {
+        order_id: row.order_id,
+        account: row.account,
+        client_order_id: row.client_order_id,
+        symbol: row.symbol,
+        side: row.side,
+        order_type: row.order_type,
+        price: row.price,
+        qty: row.qty,
+        filled_qty: row.filled_qty,
+        status,
+        tif: row.tif,
+        created_ts: row.created_ts,
+        updated_ts: row.updated_ts,
+        // Not shown by the REST API.
+        fill_notional: 0,
+    }
+}
+
+fn fill(row: FillRow) -> Fill {
+    Fill {
+        trade_id: row.trade_id,
+        order_id: row.order_id,
+        symbol: row.symbol,
+        side: row.side,
+        price: row.price,
+        qty: row.qty,
+        fee: row.fee,
+        liquidity: row.liquidity,
+        ts: row.ts,
+    }
+}
+
+#[derive(Clone, Copy, Debug, Default, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum StatusFilter {
+    #[default]
+    Open,
+    Closed,
+    All,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OrdersQuery {
+    status: Option<StatusFilter>,
+    symbol: Option<String>,
+}
+
+/// The account's orders, newest first: open ones from the live state;
+/// `closed` and `all` from the store (at most
+/// [`CLOSED_ORDERS_PER_ACCOUNT`] closed ones).
+pub async fn list_orders(
+    State(app): State<AppState>,
+    ApiQuery(query): ApiQuery<OrdersQuery>,
+    signed: Signed,
+) -> Reply {
+    let account = signed.account;
+    let symbol = query.symbol.clone();
+    let (open, applied) = app
+        .handle
+        .query(move |s| {
+            let open: Vec<Value> = s
+                .history
+                .open_orders_of(account, symbol.as_deref())
+                .into_iter()
+                .map(translate::order_json)
+                .collect();
+            (open, s.applied_index)
+        })
+        .await?;
+    let filter = query.status.unwrap_or_default();
+    if matches!(filter, StatusFilter::Open) {
+        return Ok(Json(json!({ "orders": open })));
+    }
+    let symbol = query.symbol;
+    let closed = read(&app, applied, move |store| {
+        store.orders(
+            account,
+            OrderFilter::Closed,
+            symbol.as_deref(),
+            CLOSED_ORDERS_PER_ACCOUNT as u64,
+        )
+    })
+    .await?;
+    let closed = closed
+        .into_iter()
+        .map(|row| translate::order_json(&order_record(row)));
+    let orders: Vec<Value> = match filter {
+        StatusFilter::Closed => closed.collect(),
+        // Newest first across both: order ids rise with time.
+        _ => {
+            let mut all: Vec<Value> = open.into_iter().chain(closed).collect();
+            all.sort_by_key(|o| std::cmp::Reverse(o["order_id"].as_u64().unwrap_or(0)));
+            all
+        }
+    };
+    Ok(Json(json!({ "orders": orders })))
+}
+
+/// One of the account's orders: live while open, else from the store.
+pub async fn get_order(
+    State(app): State<AppState>,
+    ApiPath(order_id): ApiPath<u64>,
+    signed: Signed,
+) -> Reply {
+    let account = signed.account;
+    let (live, applied) = app
+        .handle
+        .query(move |s| {
+            let live = s
+                .history
+                .order(order_id)
+                .filter(|o| o.account == account)
+                .map(translate::order_json);
+            (live, s.applied_index)
+        })
+        .await?;
+    if let Some(order) = live {
+        return Ok(Json(order));
+    }
+    let stored = read(&app, applied, move |store| store.order(order_id)).await?;
+    stored
+        .filter(|o| o.account == account)
+        .map(|row| Json(translate::order_json(&order_record(row))))
+        .ok_or_else(ApiError::unknown_order)
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FillsQuery {
+    symbol: Option<String>,
+    limit: Option<usize>,
+}
+
+/// The account's fills, newest first.
+pub async fn fills(
+    State(app): State<AppState>,
+    ApiQuery(query): ApiQuery<FillsQuery>,
+    signed: Signed,
+) -> Reply {
+    let account = signed.account;
+    let limit = query
+        .limit
+        .unwrap_or(DEFAULT_FILLS_LIMIT)
+        .min(FILLS_PER_ACCOUNT);
+    let applied = app.handle.query(|s| s.applied_index).await?;
+    let rows = read(&app, applied, move |store| {
+        store.recent_fills(account, query.symbol.as_deref(), limit as u64)
+    })
+    .await?;
+    let fills: Vec<Value> = rows
+        .into_iter()
+        .map(|row| translate::fill_json(&fill(row)))
+        .collect();
+    Ok(Json(json!({ "fills": fills })))
+}
+
+/// Candles from the store, newest first; from the market-data service on
+/// a node without a reporting service.
+pub async fn candles(
+    State(app): State<AppState>,
+    ApiPath(symbol): ApiPath<String>,
+    ApiQuery(query): ApiQuery<CandlesQuery>,
+) -> Reply {
+    if app.reporting.is_none() {
+        return public::candles(State(app), ApiPath(symbol), ApiQuery(query)).await;
+    }
+    let symbol = Symbol::new(&symbol).map_err(|_| ApiError::unknown_instrument())?;
+    let interval = match query.interval.as_deref() {
+        None => Interval::M1,
+        Some(text) => Interval::parse(text).ok_or_else(|| {
+            ApiError::bad_request("invalid_query", "`interval` must be 1m, 5m, 1h or 1d")
+        })?,
+    };
+    let limit = query
+        .limit
+        .unwrap_or(DEFAULT_CANDLES_LIMIT)
+        .min(MAX_CANDLES_LIMIT);
+    let (start, end) = (query.start.unwrap_or(0), query.end.unwrap_or(u64::MAX));
+    let (listed, applied) = app
+        .handle
+        .query(move |s| (s.engine.book(&symbol, 0).is_some(), s.applied_index))
+        .await?;
+    if !listed {
+        return Err(ApiError::unknown_instrument());
+    }
+    let rows = read(&app, applied, move |store| {
+        store.candles(symbol.as_str(), interval.nanos(), start, end, limit as u64)
+    })
+    .await?;
+    let candles: Vec<Value> = rows
+        .iter()
+        .map(|row| {
+            market_json::candle_value(&Candle {
+                start: row.start,
+                open: row.open,
+                high: row.high,
+                low: row.low,
+                close: row.close,
+                volume: u128::from(row.volume),
+                trades: row.trades,
+            })
+        })
+        .collect();
+    Ok(Json(json!({
+        "symbol": symbol.as_str(),
+        "interval": interval.as_str(),
+        "candles": candles,
+    })))
+}

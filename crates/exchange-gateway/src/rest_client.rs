@@ -1,0 +1,118 @@
+//! Calling the router as a client would: signed, admin and plain requests.
+
+use std::sync::atomic::AtomicBool;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use axum::body::Body;
+use axum::http::{HeaderMap, Method, Request, StatusCode};
+use serde_json::Value;
+use tower::ServiceExt;
+
+use super::auth::sign;
+use super::test_support::{TestNode, KEYS};
+use super::{router, AppState, Config};
+use std::sync::Arc;
+
+pub const ADMIN: &str = "admin-token";
+
+pub fn app(node: &TestNode, tweak: impl FnOnce(&mut Config)) -> AppState {
+    let mut config = Config::default();
+    tweak(&mut config);
+    static STORES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let handle = node.pipeline.handle.clone();
+    let data_dir = node._dir.path().to_path_buf();
+    // History routes read the reporting store, as on a real node; each app
+    // has its own store (two writers of one store would step on each other).
+    let n = STORES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let (reporting, _detached) = exchange_reporter::Reporting::start(
+        &handle,
+        exchange_reporter::ReporterConfig {
+            target: exchange_reporting::Target::Sqlite(
+                data_dir.join(format!("reporting-{n}.sqlite")),
+            ),
+            data_dir,
+            max_batch: 1_024,
+            linger: std::time::Duration::from_millis(2),
+            read_wait: std::time::Duration::from_secs(30),
+            background: false,
+            cpus: exchange_node::threads::CpuPlacement::Any,
+            journal_tail_dropped: false,
+            replica_of_many: false,
+        },
+    )
+    .expect("reporting store");
+    AppState::new(
+        handle,
+        config,
+        ADMIN.into(),
+        Arc::new(AtomicBool::new(true)),
+    )
+    .with_reporting(reporting)
+}
+
+pub struct Reply {
+    pub status: StatusCode,
+    pub headers: HeaderMap,
+    pub json: Value,
+}
+
+pub async fn call(app: &AppState, request: Request<Body>) -> Reply {
+    let response = router(app.clone())
+        .oneshot(request)
+        .await
+        .expect("infallible");
+    let (parts, body) = response.into_parts();
+    let bytes = http_body_util::BodyExt::collect(body)
+        .await
+        .expect("body")
+        .to_bytes();
+    let json = serde_json::from_slice(&bytes)
+        .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into()));
+    Reply {
+        status: parts.status,
+        headers: parts.headers,
+        json,
+    }
+}
+
+pub fn now() -> String {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+        .to_string()
+}
+
+pub fn signed_at(
+    account: usize,
+    timestamp: &str,
+    method: Method,
+    path: &str,
+    body: &str,
+) -> Request<Body> {
+    let (key, secret) = KEYS[account - 1];
+    let signature = sign(secret, timestamp, method.as_str(), path, body.as_bytes());
+    Request::builder()
+        .method(method)
+        .uri(path)
+        .header("EX-ACCESS-KEY", key)
+        .header("EX-ACCESS-TIMESTAMP", timestamp)
+        .header("EX-ACCESS-SIGN", signature)
+        .body(Body::from(body.to_owned()))
+        .expect("request")
+}
+
+pub fn signed(account: usize, method: Method, path: &str, body: &str) -> Request<Body> {
+    signed_at(account, &now(), method, path, body)
+}
+
+pub fn admin(path: &str, body: Value) -> Request<Body> {
+    Request::post(path)
+        .header("Authorization", format!("Bearer {ADMIN}"))
+        .body(Body::from(body.to_string()))
+        .expect("request")
+}
+
+pub fn get(path: &str) -> Request<Body> {
+    Request::get(path).body(Body::empty()).expect("request")
+}

@@ -1,0 +1,439 @@
+//! The one translation between the wire and the core, shared by REST and
+//! WebSocket: JSON requests become [`Command`]s, and the events a command
+//! caused become the JSON answer.
+//!
+//! Only the shape is checked here (fields, types, decimal syntax, enum
+//! names, identifier syntax). Whether a value is acceptable — a price on the
+//! tick, enough funds, a known symbol — is the core's decision, so every
+//! replica decides the same way; its refusal comes back as a `rejected`
+//! event and becomes a 4xx here.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use exchange_types::ids::InlineStr;
+use exchange_types::{
+    AccountId, Cancel, Command, Dec, Event, EventKind, MassCancel, OrderId, OrderRef, OrderType,
+    Place, RejectReason, Replace, SelfTradePrevention, Side, Stamped, TimeInForce,
+};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::error::ApiError;
+use super::wire::{self, FillView, OrderView};
+use exchange_node::entry::LogEntry;
+use exchange_node::history::{Fill, OrderRecord};
+use exchange_node::sequencer::{Handle, SubmitError};
+use exchange_node::state::Applied;
+
+#[derive(Clone, Copy, Debug, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum SideWire {
+    Buy,
+    Sell,
+}
+
+#[derive(Clone, Copy, Debug, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum TypeWire {
+    Limit,
+    Market,
+}
+
+#[derive(Clone, Copy, Debug, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum TifWire {
+    Gtc,
+    Ioc,
+    Fok,
+}
+
+#[derive(Clone, Copy, Debug, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum StpWire {
+    CancelNewest,
+    CancelOldest,
+    CancelBoth,
+    Decrement,
+}
+
+/// `POST /v1/orders` and the WebSocket `place` message.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PlaceRequest {
+    symbol: String,
+    side: SideWire,
+    #[serde(rename = "type")]
+    order_type: Option<TypeWire>,
+    price: Option<String>,
+    qty: String,
+    tif: Option<TifWire>,
+    post_only: Option<bool>,
+    stp: Option<StpWire>,
+    client_order_id: Option<String>,
+}
+
+#[derive(Deserialize)]
+enum EntryKind {
+    #[serde(rename = "place")]
+    Place,
+    #[serde(rename = "cancel")]
+    Cancel,
+}
+
+/// A WebSocket `place` or `cancel`, read in one typed pass whichever it
+/// is: trying one shape and then the other would build (and format) a
+/// serde error for every message of the second kind. Each field is
+/// `None` when absent and `Some(None)` when `null`: the general path
+/// refuses a field of the other kind even when it is null, and so must
+/// this one.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct WsOrderEntry {
+    #[serde(rename = "type")]
+    kind: EntryKind,
+    #[serde(default)]
+    request_id: Value,
+    #[serde(default, deserialize_with = "present")]
+    symbol: Option<Option<String>>,
+    #[serde(default, deserialize_with = "present")]
+    side: Option<Option<SideWire>>,
+    #[serde(default, deserialize_with = "present")]
+    order_type: Option<Option<TypeWire>>,
+    #[serde(default, deserialize_with = "present")]
+    price: Option<Option<String>>,
+    #[serde(default, deserialize_with = "present")]
+    qty: Option<Option<String>>,
+    #[serde(default, deserialize_with = "present")]
+    tif: Option<Option<TifWire>>,
+    #[serde(default, deserialize_with = "present")]
+    post_only: Option<Option<bool>>,
+    #[serde(default, deserialize_with = "present")]
+    stp: Option<Option<StpWire>>,
+    #[serde(default, deserialize_with = "present")]
+    order_id: Option<Option<u64>>,
+    #[serde(default, deserialize_with = "present")]
+    client_order_id: Option<Option<String>>,
+}
+
+/// A field that is there, `null` or not.
+fn present<'de, D, T>(deserializer: D) -> Result<Option<Option<T>>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    Option::<T>::deserialize(deserializer).map(Some)
+}
+
+/// The request id and command of a well-formed WebSocket `place` or
+/// `cancel`, the bulk of the traffic, without the general path's JSON map.
+/// Anything else, and every mistake (a field of the other kind included),
+/// is `None`: the general path reads it again and names the problem.
+pub fn ws_order_entry(account: AccountId, text: &str) -> Option<(Value, Command)> {
+    let message = serde_json::from_str::<WsOrderEntry>(text).ok()?;
+    match message.kind {
+        EntryKind::Place => {
+            let (Some(Some(symbol)), Some(Some(side)), Some(Some(qty)), None) =
+                (message.symbol, message.side, message.qty, message.order_id)
+            else {
+                return None;
+            };
+            let request = PlaceRequest {
+                symbol,
+                side,
+                order_type: message.order_type.flatten(),
+                price: message.price.flatten(),
+                qty,
+                tif: message.tif.flatten(),
+                post_only: message.post_only.flatten(),
+                stp: message.stp.flatten(),
+                client_order_id: message.client_order_id.flatten(),
+            };
+            place(account, request)
+                .ok()
+                .map(|command| (message.request_id, command))
+        }
+        EntryKind::Cancel => {
+            let place_fields = message.symbol.is_some()
+                || message.side.is_some()
+                || message.order_type.is_some()
+                || message.price.is_some()
+                || message.qty.is_some()
+                || message.tif.is_some()
+                || message.post_only.is_some()
+                || message.stp.is_some();
+            if place_fields {
+                return None;
+            }
+            let order = match (message.order_id, message.client_order_id) {
+                (Some(Some(id)), None) => OrderRef::Id(id),
+                (None, Some(Some(client_order_id))) => by_client_id(&client_order_id).ok()?,
+                _ => return None,
+            };
+            Some((message.request_id, cancel(account, order)))
+        }
+    }
+}
+
+/// `POST /v1/orders/{id}/replace` and the WebSocket `replace` message.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReplaceRequest {
+    price: Option<String>,
+    qty: Option<String>,
+    new_client_order_id: Option<String>,
+}
+
+pub fn decimal(field: &str, text: &str) -> Result<Dec, ApiError> {
+    Dec::parse(text)
+        .map_err(|e| ApiError::bad_request("invalid_decimal", format!("field `{field}`: {e}")))
+}
+
+pub fn identifier<const N: usize>(field: &str, text: &str) -> Result<InlineStr<N>, ApiError> {
+    InlineStr::new(text)
+        .map_err(|e| ApiError::bad_request("invalid_value", format!("field `{field}`: {e}")))
+}
+
+fn optional_decimal(field: &str, text: Option<&str>) -> Result<Option<Dec>, ApiError> {
+    text.map(|t| decimal(field, t)).transpose()
+}
+
+pub fn place(account: AccountId, request: PlaceRequest) -> Result<Command, ApiError> {
+    let order_type = match request.order_type.unwrap_or(TypeWire::Limit) {
+        TypeWire::Limit => OrderType::Limit,
+        TypeWire::Market => OrderType::Market,
+    };
+    // A market order cannot rest, so its natural default is immediate.
+    let tif = match (request.tif, order_type) {
+        (Some(TifWire::Gtc), _) | (None, OrderType::Limit) => TimeInForce::Gtc,
+        (Some(TifWire::Ioc), _) | (None, OrderType::Market) => TimeInForce::Ioc,
+        (Some(TifWire::Fok), _) => TimeInForce::Fok,
+    };
+    let client_order_id = match &request.client_order_id {
+        Some(text) => identifier("client_order_id", text)?,
+        None => identifier("client_order_id", &exchange_node::random_hex(16))?,
+    };
+    Ok(Command::Place(Place {
+        account,
+        client_order_id,
+        symbol: identifier("symbol", &request.symbol)?,
+        side: match request.side {
+            SideWire::Buy => Side::Buy,
+            SideWire::Sell => Side::Sell,
+        },
+        order_type,
+        price: optional_decimal("price", request.price.as_deref())?,
+        qty: decimal("qty", &request.qty)?,
+        tif,
+        post_only: request.post_only.unwrap_or(false),
+        stp: match request.stp.unwrap_or(StpWire::CancelNewest) {
+            StpWire::CancelNewest => SelfTradePrevention::CancelNewest,
+            StpWire::CancelOldest => SelfTradePrevention::CancelOldest,
+            StpWire::CancelBoth => SelfTradePrevention::CancelBoth,
+            StpWire::Decrement => SelfTradePrevention::Decrement,
+        },
+    }))
+}
+
+pub fn by_client_id(client_order_id: &str) -> Result<OrderRef, ApiError> {
+    identifier("client_order_id", client_order_id).map(OrderRef::Client)
+}
+
+pub fn cancel(account: AccountId, order: OrderRef) -> Command {
+    Command::Cancel(Cancel { account, order })
+}
+
+pub fn replace(
+    account: AccountId,
+    order: OrderRef,
+    request: ReplaceRequest,
+) -> Result<Command, ApiError> {
+    Ok(Command::Replace(Replace {
+        account,
+        order,
+        new_client_order_id: request
+            .new_client_order_id
+            .as_deref()
+            .map(|text| identifier("new_client_order_id", text))
+            .transpose()?,
+        price: optional_decimal("price", request.price.as_deref())?,
+        qty: optional_decimal("qty", request.qty.as_deref())?,
+    }))
+}
+
+pub fn mass_cancel(account: AccountId, symbol: Option<&str>) -> Result<Command, ApiError> {
+    let symbol = symbol.map(|s| identifier("symbol", s)).transpose()?;
+    Ok(Command::MassCancel(MassCancel { account, symbol }))
+}
+
+pub fn entry(command: Command) -> LogEntry {
+    // The sequencer stamps the time.
+    LogEntry::Core(Stamped { ts: 0, command })
+}
+
+/// Enqueues `entry` now and returns a future for its result. Enqueuing
+/// before the first `.await` elsewhere keeps a connection's commands in the
+/// order it sent them even when their results are awaited concurrently.
+pub async fn submit_in_order(
+    handle: &Handle,
+    entry: LogEntry,
+) -> impl Future<Output = Result<Arc<Applied>, SubmitError>> + Send + 'static {
+    let handle = handle.clone();
+    let mut pending = Box::pin(async move { handle.submit(entry).await });
+    // The first poll runs `submit` up to its wait for the reply: the entry is
+    // in the queue (or refused) when this returns.
+    let first = std::future::poll_fn(|cx| std::task::Poll::Ready(pending.as_mut().poll(cx))).await;
+    async move {
+        match first {
+            std::task::Poll::Ready(result) => result,
+            std::task::Poll::Pending => pending.await,
+        }
+    }
+}
+
+/// The first refusal among a command's events (a refused command emits
+/// only that).
+pub fn rejection(events: &[Event]) -> Option<RejectReason> {
+    events.iter().find_map(|e| match &e.kind {
+        EventKind::Rejected { reason, .. } => Some(*reason),
+        _ => None,
+    })
+}
+
+/// What kind of answer a command gets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Op {
+    Place,
+    Cancel,
+    Replace,
+    MassCancel,
+    Other,
+}
+
+/// The body of a successful answer.
+#[derive(Serialize)]
+#[serde(untagged)]
+pub enum Answer<'a> {
+    /// The order with this command's fills.
+    Order(OrderView<'a>),
+    /// An order no longer in the history (only its id and fills).
+    Bare {
+        order_id: OrderId,
+        fills: Vec<FillView<'a>>,
+    },
+    /// What a mass cancel took off the books.
+    Canceled {
+        canceled: Vec<OrderId>,
+    },
+    Index {
+        index: u64,
+    },
+}
+
+impl Op {
+    pub fn of(command: &Command) -> Op {
+        match command {
+            Command::Place(_) => Op::Place,
+            Command::Cancel(_) => Op::Cancel,
+            Command::Replace(_) => Op::Replace,
+            Command::MassCancel(_) => Op::MassCancel,
+            _ => Op::Other,
+        }
+    }
+
+    /// The answer to a command from the events it caused: the order (with
+    /// this command's fills) or the ids a mass cancel took off the books.
+    pub fn respond(self, applied: &Applied) -> Result<Value, ApiError> {
+        self.answer(applied)
+            .map(|answer| serde_json::to_value(answer).unwrap_or_default())
+    }
+
+    /// As [`Op::respond`], before it becomes JSON. The order comes as the
+    /// entry left it (recorded on the core thread, [`Applied::order`]).
+    pub fn answer(self, applied: &Applied) -> Result<Answer<'_>, ApiError> {
+        let events = &applied.events;
+        match (self, rejection(events)) {
+            // An account that never held funds has no orders: nothing to do.
+            (Op::MassCancel, Some(RejectReason::UnknownAccount)) => {
+                return Ok(Answer::Canceled {
+                    canceled: Vec::new(),
+                })
+            }
+            (_, Some(reason)) => return Err(ApiError::reject(reason)),
+            _ => {}
+        }
+        let order = |order_id: OrderId| {
+            let fills = wire::fills_of_order(events, order_id);
+            match applied.order.as_deref().filter(|r| r.order_id == order_id) {
+                Some(record) => Answer::Order(OrderView::new(record, Some(fills))),
+                None => Answer::Bare { order_id, fills },
+            }
+        };
+        match self {
+            Op::Place => {
+                let placed = events.iter().find_map(|e| match &e.kind {
+                    EventKind::Accepted { order_id, .. } => Some(*order_id),
+                    _ => None,
+                });
+                placed.map(order).ok_or_else(|| {
+                    ApiError::new(
+                        axum::http::StatusCode::INTERNAL_SERVER_ERROR,
+                        "internal",
+                        "the order was neither accepted nor rejected",
+                    )
+                })
+            }
+            Op::Cancel | Op::Replace => events
+                .iter()
+                .find_map(|e| match &e.kind {
+                    EventKind::Canceled { order_id, .. } | EventKind::Replaced { order_id, .. } => {
+                        Some(*order_id)
+                    }
+                    _ => None,
+                })
+                .map(order)
+                .ok_or_else(ApiError::unknown_order),
+            Op::MassCancel => Ok(Answer::Canceled {
+                canceled: events
+                    .iter()
+                    .filter_map(|e| match &e.kind {
+                        EventKind::Canceled { order_id, .. } => Some(*order_id),
+                        _ => None,
+                    })
+                    .collect(),
+            }),
+            Op::Other => Ok(Answer::Index {
+                index: applied.index,
+            }),
+        }
+    }
+}
+
+/// Sequences one command and answers it (REST's whole path).
+pub async fn execute(handle: &Handle, command: Command) -> Result<Value, ApiError> {
+    let op = Op::of(&command);
+    let applied = handle.submit(entry(command)).await?;
+    op.respond(&applied)
+}
+
+pub fn order_json(record: &OrderRecord) -> Value {
+    serde_json::to_value(OrderView::new(record, None)).unwrap_or_default()
+}
+
+pub fn fill_json(fill: &Fill) -> Value {
+    serde_json::to_value(FillView::from(fill)).unwrap_or_default()
+}
+
+/// The WebSocket private stream: this account's order updates and fills
+/// among one entry's events, in event order (see [`wire::private_messages`]
+/// for the text the sockets get).
+pub fn private_messages(events: &[Event], account: AccountId) -> Vec<Value> {
+    wire::private_messages(events, account)
+        .iter()
+        .map(|message| serde_json::to_value(message).unwrap_or_default())
+        .collect()
+}
+
+#[cfg(test)]
+#[path = "translate_tests.rs"]
+mod tests;

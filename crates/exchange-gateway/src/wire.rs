@@ -1,0 +1,448 @@
+//! The JSON shapes of orders, fills and private-stream messages, written
+//! straight from the records and events that hold them.
+//!
+//! One definition serves both paths: REST turns these into
+//! [`serde_json::Value`] (see `translate`), and the WebSocket hot path
+//! serialises them directly to text, which skips building a map per
+//! message (that, with its allocations, cost more than everything else a
+//! socket does per order).
+
+use exchange_types::{AccountId, Dec, Event, EventKind, AMOUNT_SCALE};
+use serde::{Serialize, Serializer};
+
+use exchange_node::history::{self, Fill, OrderRecord, OrderStatus};
+
+/// Units written as a decimal string, without an intermediate `String`.
+#[derive(Clone, Copy, Debug)]
+pub struct Units(pub u64);
+
+impl Serialize for Units {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(Dec::from_units(self.0).text().as_str())
+    }
+}
+
+/// Signed units (fees: negative is a rebate).
+#[derive(Clone, Copy, Debug)]
+pub struct SignedUnits(pub i64);
+
+impl Serialize for SignedUnits {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(Dec::new(self.0, AMOUNT_SCALE as u8).text().as_str())
+    }
+}
+
+#[derive(Serialize)]
+pub struct FillView<'a> {
+    pub trade_id: u64,
+    pub order_id: u64,
+    pub symbol: &'a str,
+    pub side: &'a str,
+    pub price: Units,
+    pub qty: Units,
+    pub fee: SignedUnits,
+    pub liquidity: &'a str,
+    pub ts: u64,
+}
+
+impl<'a> From<&'a Fill> for FillView<'a> {
+    fn from(fill: &'a Fill) -> Self {
+        FillView {
+            trade_id: fill.trade_id,
+            order_id: fill.order_id,
+            symbol: &fill.symbol,
+            side: &fill.side,
+            price: Units(fill.price),
+            qty: Units(fill.qty),
+            fee: SignedUnits(fill.fee),
+            liquidity: &fill.liquidity,
+            ts: fill.ts,
+        }
+    }
+}
+
+/// The fills a trade event gives `account` (two when it traded with
+/// itself), read as the history reads them.
+pub fn fills_of_trade(event: &Event, account: AccountId) -> impl Iterator<Item = FillView<'_>> {
+    let trade = match &event.kind {
+        EventKind::Trade {
+            trade_id,
+            symbol,
+            price,
+            qty,
+            ..
+        } => Some((*trade_id, symbol.as_str(), *price, *qty)),
+        _ => None,
+    };
+    let sides = history::trade_sides(&event.kind).into_iter().flatten();
+    sides
+        .filter(move |side| side.account == account)
+        .filter_map(move |side| {
+            let (trade_id, symbol, price, qty) = trade?;
+            Some(FillView {
+                trade_id,
+                order_id: side.order_id,
+                symbol,
+                side: side.side.as_str(),
+                price: Units(price),
+                qty: Units(qty),
+                fee: SignedUnits(side.fee),
+                liquidity: side.liquidity,
+                ts: event.ts,
+            })
+        })
+}
+
+/// The fills among `events` of the order `order_id`.
+pub fn fills_of_order(events: &[Event], order_id: u64) -> Vec<FillView<'_>> {
+    let mut fills = Vec::new();
+    for event in events {
+        let side = history::trade_sides(&event.kind)
+            .and_then(|sides| sides.into_iter().find(|s| s.order_id == order_id));
+        if let Some(side) = side {
+            fills.extend(fills_of_trade(event, side.account).filter(|f| f.order_id == order_id));
+        }
+    }
+    fills
+}
+
+#[derive(Serialize)]
+pub struct OrderView<'a> {
+    pub order_id: u64,
+    pub client_order_id: &'a str,
+    pub symbol: &'a str,
+    pub side: &'a str,
+    #[serde(rename = "type")]
+    pub order_type: &'a str,
+    pub price: Option<Units>,
+    pub qty: Units,
+    pub filled_qty: Units,
+    pub remaining_qty: Units,
+    pub status: OrderStatus,
+    pub tif: &'a str,
+    pub created_ts: u64,
+    pub updated_ts: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fills: Option<Vec<FillView<'a>>>,
+}
+
+impl<'a> OrderView<'a> {
+    /// The order as recorded, with `fills` if given.
+    pub fn new(record: &'a OrderRecord, fills: Option<Vec<FillView<'a>>>) -> Self {
+        let remaining = if record.status.is_open() {
+            record.qty.saturating_sub(record.filled_qty)
+        } else {
+            0
+        };
+        OrderView {
+            order_id: record.order_id,
+            client_order_id: &record.client_order_id,
+            symbol: &record.symbol,
+            side: &record.side,
+            order_type: &record.order_type,
+            price: record.price.map(Units),
+            qty: Units(record.qty),
+            filled_qty: Units(record.filled_qty),
+            remaining_qty: Units(remaining),
+            status: record.status,
+            tif: &record.tif,
+            created_ts: record.created_ts,
+            updated_ts: record.updated_ts,
+            fills,
+        }
+    }
+}
+
+/// One message of the WebSocket private stream.
+#[derive(Serialize)]
+#[serde(untagged)]
+pub enum PrivateMessage<'a> {
+    Order(OrderUpdate<'a>),
+    Fill {
+        #[serde(rename = "type")]
+        kind: &'static str,
+        seq: u64,
+        #[serde(flatten)]
+        fill: FillView<'a>,
+    },
+}
+
+/// An order update: what is common to every event, then its own fields.
+#[derive(Serialize)]
+pub struct OrderUpdate<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    event: &'static str,
+    seq: u64,
+    ts: u64,
+    #[serde(flatten)]
+    fields: UpdateFields<'a>,
+}
+
+#[derive(Serialize)]
+#[serde(untagged)]
+pub enum UpdateFields<'a> {
+    Accepted {
+        order_id: u64,
+        client_order_id: &'a str,
+        symbol: &'a str,
+        side: &'static str,
+        order_type: &'static str,
+        price: Option<Units>,
+        qty: Units,
+        tif: &'static str,
+        post_only: bool,
+        stp: &'static str,
+    },
+    Rejected {
+        command: &'static str,
+        order_id: Option<u64>,
+        client_order_id: Option<&'a str>,
+        symbol: Option<&'a str>,
+        code: &'static str,
+        message: &'static str,
+    },
+    Canceled {
+        order_id: u64,
+        client_order_id: &'a str,
+        symbol: &'a str,
+        reason: &'static str,
+        canceled_qty: Units,
+        filled_qty: Units,
+        leaves_qty: Units,
+    },
+    Replaced {
+        order_id: u64,
+        old_client_order_id: &'a str,
+        client_order_id: &'a str,
+        symbol: &'a str,
+        price: Units,
+        qty: Units,
+        leaves_qty: Units,
+    },
+    Expired {
+        order_id: u64,
+        client_order_id: &'a str,
+        symbol: &'a str,
+        expired_qty: Units,
+        filled_qty: Units,
+    },
+}
+
+fn update<'a>(event: &Event, name: &'static str, fields: UpdateFields<'a>) -> PrivateMessage<'a> {
+    PrivateMessage::Order(OrderUpdate {
+        kind: "order",
+        event: name,
+        seq: event.seq,
+        ts: event.ts,
+        fields,
+    })
+}
+
+/// `account`'s order updates and fills among one entry's events, in event
+/// order.
+pub fn private_messages(events: &[Event], account: AccountId) -> Vec<PrivateMessage<'_>> {
+    let mut out = Vec::new();
+    for event in events {
+        let order_update = |name, fields| update(event, name, fields);
+        let message = match &event.kind {
+            EventKind::Accepted {
+                account: owner,
+                client_order_id,
+                order_id,
+                symbol,
+                side,
+                order_type,
+                price,
+                qty,
+                tif,
+                post_only,
+                stp,
+            } if *owner == account => order_update(
+                "accepted",
+                UpdateFields::Accepted {
+                    order_id: *order_id,
+                    client_order_id: client_order_id.as_str(),
+                    symbol: symbol.as_str(),
+                    side: side.as_str(),
+                    order_type: order_type.as_str(),
+                    price: price.map(Units),
+                    qty: Units(*qty),
+                    tif: tif.as_str(),
+                    post_only: *post_only,
+                    stp: stp.as_str(),
+                },
+            ),
+            EventKind::Rejected {
+                account: Some(owner),
+                command,
+                client_order_id,
+                order_id,
+                symbol,
+                reason,
+            } if *owner == account => order_update(
+                "rejected",
+                UpdateFields::Rejected {
+                    command,
+                    order_id: *order_id,
+                    client_order_id: client_order_id.as_ref().map(|c| c.as_str()),
+                    symbol: symbol.as_ref().map(|s| s.as_str()),
+                    code: reason.as_str(),
+                    message: reason.message(),
+                },
+            ),
+            EventKind::Canceled {
+                account: owner,
+                order_id,
+                client_order_id,
+                symbol,
+                reason,
+                canceled_qty,
+                filled_qty,
+                leaves_qty,
+            } if *owner == account => order_update(
+                "canceled",
+                UpdateFields::Canceled {
+                    order_id: *order_id,
+                    client_order_id: client_order_id.as_str(),
+                    symbol: symbol.as_str(),
+                    reason: reason.as_str(),
+                    canceled_qty: Units(*canceled_qty),
+                    filled_qty: Units(*filled_qty),
+                    leaves_qty: Units(*leaves_qty),
+                },
+            ),
+            EventKind::Replaced {
+                account: owner,
+                order_id,
+                old_client_order_id,
+                client_order_id,
+                symbol,
+                price,
+                qty,
+                leaves_qty,
+            } if *owner == account => order_update(
+                "replaced",
+                UpdateFields::Replaced {
+                    order_id: *order_id,
+                    old_client_order_id: old_client_order_id.as_str(),
+                    client_order_id: client_order_id.as_str(),
+                    symbol: symbol.as_str(),
+                    price: Units(*price),
+                    qty: Units(*qty),
+                    leaves_qty: Units(*leaves_qty),
+                },
+            ),
+            EventKind::Expired {
+                account: owner,
+                order_id,
+                client_order_id,
+                symbol,
+                expired_qty,
+                filled_qty,
+            } if *owner == account => order_update(
+                "expired",
+                UpdateFields::Expired {
+                    order_id: *order_id,
+                    client_order_id: client_order_id.as_str(),
+                    symbol: symbol.as_str(),
+                    expired_qty: Units(*expired_qty),
+                    filled_qty: Units(*filled_qty),
+                },
+            ),
+            EventKind::Trade { .. } => {
+                out.extend(
+                    fills_of_trade(event, account).map(|fill| PrivateMessage::Fill {
+                        kind: "fill",
+                        seq: event.seq,
+                        fill,
+                    }),
+                );
+                continue;
+            }
+            _ => continue,
+        };
+        out.push(message);
+    }
+    out
+}
+
+/// The accounts whose orders `events` touch, each once: who the private
+/// stream sends this entry to.
+pub fn accounts_of(events: &[Event], out: &mut Vec<AccountId>) {
+    out.clear();
+    let mut add = |account: AccountId| {
+        if !out.contains(&account) {
+            out.push(account);
+        }
+    };
+    for event in events {
+        match &event.kind {
+            EventKind::Accepted { account, .. }
+            | EventKind::Canceled { account, .. }
+            | EventKind::Replaced { account, .. }
+            | EventKind::Expired { account, .. }
+            | EventKind::Rejected {
+                account: Some(account),
+                ..
+            } => add(*account),
+            EventKind::Trade {
+                maker_account,
+                taker_account,
+                ..
+            } => {
+                add(*maker_account);
+                add(*taker_account);
+            }
+            _ => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use exchange_types::{format_signed_units, format_units};
+
+    use super::*;
+
+    #[test]
+    fn units_read_exactly_as_the_decimal_type_writes_them() {
+        let mut values = vec![
+            0,
+            1,
+            9,
+            10,
+            99_999_999,
+            100_000_000,
+            100_000_001,
+            6_000_000_000_000,
+            150_000,
+            u64::MAX,
+            u64::MAX - 1,
+        ];
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        for _ in 0..10_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            // Every magnitude, and round numbers (trailing zeros) often.
+            values.push(x >> (x % 64));
+            values.push((x % 1_000_000) * 10u64.pow((x % 12) as u32));
+        }
+        for units in values {
+            let text = serde_json::to_string(&Units(units)).expect("serialises");
+            assert_eq!(text, format!("\"{}\"", format_units(units)), "{units}");
+            let signed = units as i64;
+            let text = serde_json::to_string(&SignedUnits(signed)).expect("serialises");
+            assert_eq!(
+                text,
+                format!("\"{}\"", format_signed_units(signed)),
+                "{signed}"
+            );
+        }
+        assert_eq!(
+            serde_json::to_string(&SignedUnits(i64::MIN)).unwrap(),
+            format!("\"{}\"", format_signed_units(i64::MIN))
+        );
+    }
+}

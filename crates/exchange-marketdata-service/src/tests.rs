@@ -1,0 +1,158 @@
+//! The market-data service on a real node: a service that
+//! missed entries resynchronises with a new snapshot; a subscriber that
+//! stops reading is disconnected without slowing anyone.
+//! (The tests through the gateway's routes are in `exchange-gateway`.)
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use exchange_node::config::MarketDataConfig;
+use exchange_node::state::Applied;
+use serde_json::{json, Value};
+use tokio::sync::mpsc;
+
+use crate::testkit::{drive, node, workload, Level2Books, DEADLINE};
+use crate::*;
+
+fn text(delivery: Delivery) -> Value {
+    match delivery {
+        Delivery::Message(bytes) => serde_json::from_str(bytes.as_str()).expect("json"),
+        Delivery::Kicked(reason) => panic!("kicked: {reason}"),
+        Delivery::Closed => panic!("closed"),
+    }
+}
+
+#[tokio::test]
+async fn a_service_that_missed_entries_sends_subscribers_a_fresh_snapshot() {
+    let node = node(1_024).await;
+    let handle = node.pipeline.handle.clone();
+    let before = snapshot(&handle).await.expect("state");
+    drive(&handle, workload(300, 3)).await;
+    let now = snapshot(&handle).await.expect("state");
+
+    let stats = Arc::new(Stats::default());
+    let service = service::Service::new(
+        handle.clone(),
+        &before,
+        None,
+        &MarketDataConfig::default(),
+        stats.clone(),
+    );
+    // A broadcast the service has already fallen behind on.
+    let (events_tx, events) = tokio::sync::broadcast::channel(2);
+    for offset in 1..=5 {
+        let stale = Applied {
+            index: before.applied_index + offset,
+            ..Applied::default()
+        };
+        events_tx.send(Arc::new(stale)).expect("a receiver");
+    }
+    let (requests_tx, requests) = mpsc::channel(16);
+    let market = MarketData {
+        requests: requests_tx,
+        next_id: Arc::new(AtomicU64::new(1)),
+        subscriber_queue: 64,
+        stats: stats.clone(),
+    };
+    let (tx, rx) = mpsc::channel(64);
+    let (kick, kicked) = oneshot::channel();
+    let mut subscriber = Subscriber {
+        id: 1,
+        market: market.clone(),
+        rx,
+        kicked,
+    };
+    // Queued before the task starts: it serves requests before entries.
+    market
+        .requests
+        .send(Request::Attach { id: 1, tx, kick })
+        .await
+        .expect("queued");
+    let (reply, subscribed) = oneshot::channel();
+    let subscribe = Request::Subscribe {
+        id: 1,
+        subscribe: true,
+        channel: Channel::Level2,
+        symbols: vec!["BTC-USD".into()],
+        request_id: json!("r"),
+        reply,
+    };
+    market.requests.send(subscribe).await.expect("queued");
+    let (stop_tx, stop) = oneshot::channel();
+    let task = tokio::spawn(service.run(events, requests, stop, Duration::from_secs(3_600)));
+    subscribed.await.expect("answered").expect("subscribed");
+
+    assert_eq!(text(subscriber.next().await)["type"], "subscribed");
+    let stale = text(subscriber.next().await);
+    assert_eq!(
+        (stale["type"].as_str(), stale["sequence"].as_u64()),
+        (Some("snapshot"), Some(0))
+    );
+    let fresh = loop {
+        let msg = text(subscriber.next().await);
+        if msg["type"] == "snapshot" {
+            break msg;
+        }
+        assert_eq!(msg["type"], "heartbeat", "{msg}");
+    };
+    let btc = &now.instruments[0];
+    assert_eq!(fresh["sequence"].as_u64(), Some(btc.sequences.book));
+    assert!(btc.sequences.book > 0);
+    let mut books = Level2Books::default();
+    books.apply(&fresh);
+    assert_eq!(
+        books.view("BTC-USD"),
+        Some((btc.sequences.book, btc.book.clone()))
+    );
+    assert_eq!(stats.resyncs.load(Ordering::Relaxed), 1);
+    let _ = stop_tx.send(());
+    task.await.expect("service stops");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subscriber_that_stops_reading_is_dropped_and_nobody_else_waits() {
+    let node = node(65_536).await;
+    let handle = node.pipeline.handle.clone();
+    let config = MarketDataConfig {
+        subscriber_queue: 256,
+        ..MarketDataConfig::default()
+    };
+    let service = start(handle.clone(), &config)
+        .await
+        .expect("market data starts");
+    let mut stalled = service.market.attach().await.expect("attached");
+    let mut reader = service.market.attach().await.expect("attached");
+    for subscriber in [&stalled, &reader] {
+        subscriber
+            .subscribe(true, Channel::Level2, vec!["BTC-USD".into()], Value::Null)
+            .await
+            .expect("subscribed");
+    }
+    let read = tokio::spawn(async move {
+        let mut books = Level2Books::default();
+        let mut updates = 0u64;
+        loop {
+            let msg = text(reader.next().await);
+            books.apply(&msg);
+            updates += u64::from(msg["type"] == "update");
+            if updates > 0 && books.view("BTC-USD").is_some_and(|(seq, _)| seq >= 400) {
+                return books;
+            }
+        }
+    });
+    drive(&handle, workload(2_000, 5)).await;
+    let books = tokio::time::timeout(DEADLINE, read)
+        .await
+        .expect("in time")
+        .expect("reader");
+    assert!(books.view("BTC-USD").is_some_and(|(seq, _)| seq >= 400));
+    match tokio::time::timeout(DEADLINE, stalled.next())
+        .await
+        .expect("in time")
+    {
+        Delivery::Kicked(reason) => assert!(reason.contains("behind"), "{reason}"),
+        _ => panic!("the stalled subscriber should have been disconnected"),
+    }
+    assert_eq!(service.market.stats.kicked.load(Ordering::Relaxed), 1);
+    service.shutdown().await;
+}

@@ -1,0 +1,464 @@
+//! What the core thread keeps beside the engine for the gateways: every
+//! open order as the API shows it, and each market's recent public trades.
+//!
+//! A projection of the core's events, maintained on the core thread and
+//! saved in the server snapshot. It holds only what trading and the live
+//! market views need: an order leaves it when it closes (its record goes
+//! out once more with the entry that closed it, [`History::shared_order`]),
+//! and trades are kept up to a fixed count per symbol. Closed orders and
+//! fills are served from the reporting store (`exchange-reporter`), which
+//! keeps the full record.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
+
+use exchange_types::{AccountId, Event, EventKind, OrderId, Side};
+use serde::{Deserialize, Serialize};
+
+/// Fills returned by `GET /v1/fills` at most.
+pub const FILLS_PER_ACCOUNT: usize = 1_000;
+/// Closed orders returned by `GET /v1/orders?status=all|closed` at most.
+pub const CLOSED_ORDERS_PER_ACCOUNT: usize = 1_000;
+/// Trades remembered per symbol.
+pub const TRADES_PER_SYMBOL: usize = 1_000;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OrderStatus {
+    New,
+    PartiallyFilled,
+    Filled,
+    Canceled,
+    Expired,
+}
+
+impl OrderStatus {
+    pub fn is_open(self) -> bool {
+        matches!(self, OrderStatus::New | OrderStatus::PartiallyFilled)
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OrderRecord {
+    pub order_id: OrderId,
+    pub account: AccountId,
+    pub client_order_id: String,
+    pub symbol: String,
+    pub side: String,
+    #[serde(rename = "type")]
+    pub order_type: String,
+    /// Units; `None` for market orders.
+    pub price: Option<u64>,
+    pub qty: u64,
+    pub filled_qty: u64,
+    pub status: OrderStatus,
+    pub tif: String,
+    pub created_ts: u64,
+    pub updated_ts: u64,
+    /// Sum of price × quantity (units × units) over the order's fills, for
+    /// its average price (the FIX gateway's AvgPx after a restart).
+    #[serde(default)]
+    pub fill_notional: u128,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Fill {
+    pub trade_id: u64,
+    pub order_id: OrderId,
+    pub symbol: String,
+    pub side: String,
+    pub price: u64,
+    pub qty: u64,
+    /// Quote units; negative is a rebate.
+    pub fee: i64,
+    pub liquidity: String,
+    pub ts: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PublicTrade {
+    pub trade_id: u64,
+    pub price: u64,
+    pub qty: u64,
+    pub side: String,
+    pub ts: u64,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct History {
+    // Records are shared, so copying the history for a snapshot (on the
+    // core thread, between two commands) copies pointers, not thousands of
+    // strings; a record changed later is copied then.
+    #[serde(with = "shared::orders")]
+    orders: BTreeMap<OrderId, Arc<OrderRecord>>,
+    trades: BTreeMap<String, VecDeque<PublicTrade>>,
+    /// Orders closed by the entry being applied: the answer to it still
+    /// shows them. Emptied when the next entry is recorded.
+    #[serde(skip)]
+    just_closed: Vec<Arc<OrderRecord>>,
+}
+
+fn push_bounded<T>(queue: &mut VecDeque<T>, item: T, limit: usize) -> Option<T> {
+    queue.push_back(item);
+    if queue.len() > limit {
+        queue.pop_front()
+    } else {
+        None
+    }
+}
+
+impl History {
+    /// An open order.
+    pub fn order(&self, id: OrderId) -> Option<&OrderRecord> {
+        self.orders.get(&id).map(|o| &**o)
+    }
+
+    /// The record, shared rather than copied: an open order, or one the
+    /// entry just recorded closed.
+    pub fn shared_order(&self, id: OrderId) -> Option<Arc<OrderRecord>> {
+        self.orders.get(&id).cloned().or_else(|| {
+            self.just_closed
+                .iter()
+                .rev()
+                .find(|o| o.order_id == id)
+                .cloned()
+        })
+    }
+
+    /// The account's open orders, newest first.
+    pub fn open_orders_of(&self, account: AccountId, symbol: Option<&str>) -> Vec<&OrderRecord> {
+        self.orders
+            .values()
+            .rev()
+            .map(|o| &**o)
+            .filter(|o| o.account == account)
+            .filter(|o| symbol.is_none_or(|s| o.symbol == s))
+            .collect()
+    }
+
+    /// A market's trades, newest first.
+    pub fn trades_of(&self, symbol: &str, limit: usize) -> Vec<&PublicTrade> {
+        self.trades
+            .get(symbol)
+            .map(|t| t.iter().rev().take(limit).collect())
+            .unwrap_or_default()
+    }
+
+    pub fn record(&mut self, events: &[Event]) {
+        self.just_closed.clear();
+        for event in events {
+            self.record_one(event);
+        }
+    }
+
+    fn close(&mut self, id: OrderId, status: OrderStatus, ts: u64) {
+        let Some(mut order) = self.orders.remove(&id) else {
+            return;
+        };
+        let record = Arc::make_mut(&mut order);
+        record.status = status;
+        record.updated_ts = ts;
+        self.just_closed.push(order);
+    }
+
+    fn record_one(&mut self, event: &Event) {
+        let ts = event.ts;
+        match &event.kind {
+            EventKind::Accepted {
+                account,
+                client_order_id,
+                order_id,
+                symbol,
+                side,
+                order_type,
+                price,
+                qty,
+                tif,
+                ..
+            } => {
+                self.orders.insert(
+                    *order_id,
+                    Arc::new(OrderRecord {
+                        order_id: *order_id,
+                        account: *account,
+                        client_order_id: client_order_id.to_string(),
+                        symbol: symbol.to_string(),
+                        side: side.as_str().into(),
+                        order_type: order_type.as_str().into(),
+                        price: *price,
+                        qty: *qty,
+                        filled_qty: 0,
+                        status: OrderStatus::New,
+                        tif: tif.as_str().into(),
+                        created_ts: ts,
+                        updated_ts: ts,
+                        fill_notional: 0,
+                    }),
+                );
+            }
+            EventKind::Trade {
+                trade_id,
+                symbol,
+                price,
+                qty,
+                aggressor_side,
+                ..
+            } => {
+                for side in trade_sides(&event.kind).into_iter().flatten() {
+                    if let Some(order) = self.orders.get_mut(&side.order_id).map(Arc::make_mut) {
+                        order.filled_qty += qty;
+                        order.fill_notional += u128::from(*price) * u128::from(*qty);
+                        order.updated_ts = ts;
+                        order.status = OrderStatus::PartiallyFilled;
+                    }
+                    if side.leaves == 0 {
+                        self.close(side.order_id, OrderStatus::Filled, ts);
+                    }
+                }
+                let public = PublicTrade {
+                    trade_id: *trade_id,
+                    price: *price,
+                    qty: *qty,
+                    side: aggressor_side.as_str().into(),
+                    ts,
+                };
+                push_bounded(
+                    self.trades.entry(symbol.to_string()).or_default(),
+                    public,
+                    TRADES_PER_SYMBOL,
+                );
+            }
+            EventKind::Canceled {
+                order_id,
+                leaves_qty,
+                canceled_qty,
+                ..
+            } => {
+                if let Some(order) = self.orders.get_mut(order_id).map(Arc::make_mut) {
+                    // Only a self-trade decrement shrinks a live order; a
+                    // full cancel keeps the quantity the client asked for.
+                    if *leaves_qty > 0 {
+                        order.qty -= (*canceled_qty).min(order.qty);
+                    }
+                    order.updated_ts = ts;
+                }
+                if *leaves_qty == 0 {
+                    self.close(*order_id, OrderStatus::Canceled, ts);
+                }
+            }
+            EventKind::Expired { order_id, .. } => self.close(*order_id, OrderStatus::Expired, ts),
+            EventKind::Replaced {
+                order_id,
+                client_order_id,
+                price,
+                qty,
+                leaves_qty,
+                ..
+            } => {
+                if let Some(order) = self.orders.get_mut(order_id).map(Arc::make_mut) {
+                    order.client_order_id = client_order_id.to_string();
+                    order.price = Some(*price);
+                    order.qty = *qty;
+                    order.updated_ts = ts;
+                }
+                if *leaves_qty == 0 {
+                    self.close(*order_id, OrderStatus::Filled, ts);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// One order's part in a trade.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TradeSide {
+    pub order_id: OrderId,
+    pub account: AccountId,
+    /// Quote units; negative is a rebate.
+    pub fee: i64,
+    /// What the order still has open after the trade.
+    pub leaves: u64,
+    pub liquidity: &'static str,
+    pub side: Side,
+}
+
+/// The maker's and the taker's part in a trade event: the one reading of
+/// a trade that fills come from, live (the private stream, answers) and
+/// after the fact (this history).
+pub fn trade_sides(kind: &EventKind) -> Option<[TradeSide; 2]> {
+    let EventKind::Trade {
+        maker_order_id,
+        taker_order_id,
+        maker_account,
+        taker_account,
+        aggressor_side,
+        maker_fee,
+        taker_fee,
+        maker_leaves_qty,
+        taker_leaves_qty,
+        ..
+    } = kind
+    else {
+        return None;
+    };
+    Some([
+        TradeSide {
+            order_id: *maker_order_id,
+            account: *maker_account,
+            fee: *maker_fee,
+            leaves: *maker_leaves_qty,
+            liquidity: "maker",
+            side: aggressor_side.opposite(),
+        },
+        TradeSide {
+            order_id: *taker_order_id,
+            account: *taker_account,
+            fee: *taker_fee,
+            leaves: *taker_leaves_qty,
+            liquidity: "taker",
+            side: *aggressor_side,
+        },
+    ])
+}
+
+/// (De)serialisation of the shared records exactly as if they were plain
+/// values, so snapshots keep their format.
+mod shared {
+    use std::collections::BTreeMap;
+    use std::sync::Arc;
+
+    use serde::ser::Serializer;
+    use serde::{Deserialize, Deserializer};
+
+    pub mod orders {
+        use super::*;
+        use crate::history::OrderRecord;
+        use exchange_types::OrderId;
+
+        pub fn serialize<S: Serializer>(
+            map: &BTreeMap<OrderId, Arc<OrderRecord>>,
+            serializer: S,
+        ) -> Result<S::Ok, S::Error> {
+            serializer.collect_map(map.iter().map(|(id, record)| (id, &**record)))
+        }
+
+        pub fn deserialize<'de, D: Deserializer<'de>>(
+            deserializer: D,
+        ) -> Result<BTreeMap<OrderId, Arc<OrderRecord>>, D::Error> {
+            let plain = BTreeMap::<OrderId, OrderRecord>::deserialize(deserializer)?;
+            // Snapshots written before the reporting store also held
+            // closed orders; the store has those now.
+            Ok(plain
+                .into_iter()
+                .filter(|(_, record)| record.status.is_open())
+                .map(|(id, record)| (id, Arc::new(record)))
+                .collect())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use exchange_types::{OrderType, SelfTradePrevention, TimeInForce};
+
+    use super::*;
+
+    fn accepted(order_id: OrderId, account: AccountId, side: Side) -> Event {
+        let kind = EventKind::Accepted {
+            account,
+            client_order_id: exchange_types::ClientOrderId::new(&format!("c{order_id}"))
+                .expect("id"),
+            order_id,
+            symbol: exchange_types::Symbol::new("BTC-USD").expect("symbol"),
+            side,
+            order_type: OrderType::Limit,
+            price: Some(100),
+            qty: 10,
+            tif: TimeInForce::Gtc,
+            post_only: false,
+            stp: SelfTradePrevention::CancelNewest,
+        };
+        Event {
+            seq: order_id,
+            ts: order_id,
+            kind,
+        }
+    }
+
+    fn trade() -> Event {
+        let kind = EventKind::Trade {
+            trade_id: 1,
+            symbol: exchange_types::Symbol::new("BTC-USD").expect("symbol"),
+            price: 100,
+            qty: 4,
+            maker_order_id: 1,
+            taker_order_id: 2,
+            maker_account: 7,
+            taker_account: 8,
+            aggressor_side: Side::Buy,
+            maker_fee: -1,
+            taker_fee: 2,
+            maker_leaves_qty: 6,
+            taker_leaves_qty: 6,
+        };
+        Event {
+            seq: 3,
+            ts: 3,
+            kind,
+        }
+    }
+
+    #[test]
+    fn copies_share_records_and_closed_orders_leave() {
+        let mut history = History::default();
+        history.record(&[
+            accepted(1, 7, Side::Sell),
+            accepted(2, 8, Side::Buy),
+            trade(),
+        ]);
+        let copy = history.clone();
+        assert!(Arc::ptr_eq(&copy.orders[&1], &history.orders[&1]));
+        // A later change copies the record: the copy keeps what it had.
+        history.record(&[Event {
+            seq: 4,
+            ts: 4,
+            kind: EventKind::Expired {
+                account: 8,
+                order_id: 2,
+                client_order_id: exchange_types::ClientOrderId::new("c2").expect("id"),
+                symbol: exchange_types::Symbol::new("BTC-USD").expect("symbol"),
+                expired_qty: 6,
+                filled_qty: 4,
+            },
+        }]);
+        // Closed: out of the open orders, but still the answer to the
+        // entry that closed it.
+        assert_eq!(history.order(2), None);
+        assert_eq!(
+            history.shared_order(2).map(|o| o.status),
+            Some(OrderStatus::Expired)
+        );
+        assert_eq!(
+            copy.order(2).map(|o| (o.status, o.filled_qty)),
+            Some((OrderStatus::PartiallyFilled, 4))
+        );
+        assert!(Arc::ptr_eq(&copy.orders[&1], &history.orders[&1]));
+
+        let json = serde_json::to_value(&copy).expect("serialises");
+        assert_eq!(json["orders"]["1"]["client_order_id"], "c1");
+        assert_eq!(json["orders"]["2"]["filled_qty"], 4);
+        let back: History = serde_json::from_value(json.clone()).expect("deserialises");
+        assert_eq!(back, copy);
+
+        // A snapshot from before the reporting store, with closed orders
+        // and fills: the closed orders are dropped on load.
+        let mut old = json;
+        old["orders"]["2"]["status"] = "filled".into();
+        old["fills"] = serde_json::json!({"7": []});
+        old["closed"] = serde_json::json!({"8": [2]});
+        let back: History = serde_json::from_value(old).expect("old format");
+        assert!(back.order(1).is_some());
+        assert_eq!(back.order(2), None);
+    }
+}

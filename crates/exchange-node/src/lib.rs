@@ -1,0 +1,54 @@
+//! The exchange node: everything between a gateway's submission and the
+//! applied events, and nothing a client sees.
+//!
+//! Data flows one way: a gateway submits a [`LogEntry`] through the
+//! [`Handle`]; the Raft thread ([`replication`]) makes it durable on a
+//! majority; the core thread ([`sequencer`]) applies committed entries to
+//! the [`ServerState`] and publishes each [`Applied`] outcome, which the
+//! gateways, the market-data service and the reporter consume.
+//! [`recovery`] rebuilds a node's state from its data directory.
+//!
+//! Layers above this crate (gateway, market data, reporter, demo, server)
+//! depend on it; it depends on none of them.
+
+pub mod config;
+pub mod entry;
+pub mod history;
+pub mod instruments;
+pub mod metrics;
+pub mod metrics_window;
+mod parked;
+mod pipeline;
+pub mod recovery;
+pub mod replication;
+pub mod sequencer;
+pub mod state;
+pub mod threads;
+
+pub use entry::LogEntry;
+pub use sequencer::{Handle, Pipeline, PipelineConfig, SubmitError};
+pub use state::{Applied, ServerState};
+
+/// Random bytes as lowercase hex, for tokens, keys and secrets.
+pub fn random_hex(bytes: usize) -> String {
+    let mut buf = vec![0u8; bytes];
+    getrandom::fill(&mut buf).expect("the operating system's random source");
+    hex::encode(buf)
+}
+
+/// Starts a gateway beside the node once it has recovered (the FIX gateway
+/// is one). It gets a signal that turns true at shutdown and returns the
+/// task to wait for before the pipeline stops.
+pub type GatewayStart = Box<
+    dyn FnOnce(
+            &Handle,
+            &config::Config,
+            tokio::sync::watch::Receiver<bool>,
+        ) -> Result<tokio::task::JoinHandle<()>, String>
+        + Send,
+>;
+
+/// Path of the data directory's pid file (used by the cluster tooling).
+pub fn pid_file(data_dir: &std::path::Path) -> std::path::PathBuf {
+    data_dir.join("pid")
+}

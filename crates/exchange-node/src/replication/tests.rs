@@ -1,0 +1,158 @@
+//! Batch encoding and peer parsing.
+use super::*;
+
+fn account(n: u64) -> LogEntry {
+    LogEntry::CreateAccount {
+        ts: n,
+        api_key: format!("key{n}"),
+        api_secret: format!("secret{n}"),
+    }
+}
+
+#[test]
+fn core_commands_and_accounts_share_a_batch() {
+    let place = exchange_codec::decode_command(
+        r#"{"cmd":"place","account":1,"client_order_id":"c\"1","symbol":"BTC-USD","side":"buy","type":"limit","price":"100.5","qty":"1.5","tif":"gtc","post_only":false,"stp":"cancel_newest","ts":4}"#,
+    )
+    .expect("a place line");
+    // A client order id may be any word, the gateway command's name too:
+    // such an order once stopped every follower that read it.
+    let named = exchange_codec::decode_command(
+        r#"{"cmd":"place","account":1,"client_order_id":"create_account","symbol":"BTC-USD","side":"sell","type":"limit","price":"101","qty":"1","tif":"gtc","post_only":false,"stp":"cancel_newest","ts":5}"#,
+    )
+    .expect("a place line");
+    let entries = vec![
+        account(1),
+        LogEntry::Core(place),
+        LogEntry::Core(named),
+        account(2),
+    ];
+    assert_eq!(decode_batch(&encode_batch(&entries)).unwrap(), entries);
+    // The gateway command is read strictly, as core commands are.
+    let odd = br#"{"cmd":"create_account","ts":1,"api_key":"k","api_secret":"s","extra":1}"#;
+    assert!(LogEntry::decode(odd).is_err());
+    let unknown = br#"{"cmd":"open_account","ts":1}"#;
+    assert!(matches!(
+        LogEntry::decode(unknown),
+        Err(EntryError::Command(_))
+    ));
+}
+
+#[test]
+fn batches_round_trip_and_damage_is_refused() {
+    let entries: Vec<LogEntry> = (1..=3).map(account).collect();
+    let bytes = encode_batch(&entries);
+    assert_eq!(decode_batch(&bytes).unwrap(), entries);
+    assert!(decode_batch(&encode_batch(&[])).unwrap().is_empty());
+    assert!(matches!(
+        decode_batch(&bytes[..bytes.len() - 1]),
+        Err(BatchError::Truncated)
+    ));
+    let mut longer = bytes.clone();
+    longer.push(b' ');
+    assert!(matches!(
+        decode_batch(&longer),
+        Err(BatchError::Trailing(1))
+    ));
+    let mut huge_count = bytes.clone();
+    huge_count[..4].copy_from_slice(&u32::MAX.to_le_bytes());
+    assert!(matches!(
+        decode_batch(&huge_count),
+        Err(BatchError::Truncated)
+    ));
+    let mut payload = vec![0u8];
+    payload.extend_from_slice(&bytes);
+    assert_eq!(decode_entry_payload(&payload).unwrap(), entries);
+    assert!(decode_entry_payload(&[0]).unwrap().is_empty());
+    assert!(decode_entry_payload(&[1, 9, 9]).unwrap().is_empty());
+    assert!(matches!(decode_entry_payload(&[]), Err(BatchError::Empty)));
+}
+
+#[test]
+fn peers_parse_strictly() {
+    let peers = parse_peers(&["1=127.0.0.1:7001", " 2 = 127.0.0.1:7002 "]).unwrap();
+    assert_eq!(peers.len(), 2);
+    assert_eq!(
+        parse_peers(&["1=127.0.0.1:7001", "1=127.0.0.1:7002"]),
+        Err(ClusterError::DuplicatePeer(1))
+    );
+    assert_eq!(
+        parse_peers(&["0=127.0.0.1:7001"]),
+        Err(ClusterError::ZeroId)
+    );
+    assert!(matches!(
+        parse_peers(&["127.0.0.1:7001"]),
+        Err(ClusterError::BadPeer(_))
+    ));
+    assert!(matches!(
+        parse_peers(&["1=nowhere"]),
+        Err(ClusterError::BadPeer(_))
+    ));
+}
+
+#[tokio::test]
+async fn a_lone_voter_leads_and_numbers_commands_densely_in_rising_raft_entries() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = crate::sequencer::PipelineConfig {
+        submit_queue: 64,
+        core_queue: 16,
+        events_buffer: 64,
+        snapshot_every: 0,
+        snapshot_dir: dir.path().join("snapshots"),
+    };
+    let (pipeline, _) = crate::recovery::start(dir.path(), config).unwrap();
+    let handle = pipeline.handle.clone();
+    let status = handle.replication_status();
+    assert_eq!(
+        (status.role.as_str(), status.voters.clone()),
+        ("leader", vec![1])
+    );
+    let mut raft_indices = Vec::new();
+    for n in 1..=3 {
+        let applied = handle.submit(account(n)).await.unwrap();
+        assert_eq!(applied.index, n, "commands are numbered densely");
+        raft_indices.push(applied.raft_index);
+    }
+    assert!(
+        raft_indices.windows(2).all(|w| w[0] < w[1]),
+        "{raft_indices:?}"
+    );
+    drop(handle);
+    pipeline.join();
+}
+
+/// A node whose state may lack what the cluster committed must not refuse
+/// an API key it has not seen yet (the gateway answers `catching_up`): a
+/// new leader is caught up only once its first entry has committed and
+/// the core has applied up to it.
+#[test]
+fn a_new_leader_is_caught_up_once_its_first_entry_is_applied() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let config = ReplicaConfig::new(1, vec![1]);
+    let (mut node, _, _) = ReplicaNode::open(
+        &dir.path().join("log"),
+        &dir.path().join("snapshots"),
+        &config,
+    )
+    .expect("open");
+    node.campaign().expect("campaign");
+    assert!(node.is_leader());
+    let shared = ClusterShared::default();
+    // The core has applied all the node knew committed at start.
+    shared.raft_applied.store(node.applied(), Ordering::Release);
+    shared.publish(&node);
+    assert_eq!(node.applied(), node.commit_index());
+    assert!(!node.committed_in_current_term());
+    assert!(!shared.caught_up(), "a leader before its first commit");
+    for _ in 0..4 {
+        node.handle_ready_now(&mut |_| {}, &mut |_, _| {})
+            .expect("ready");
+    }
+    assert!(node.committed_in_current_term());
+    shared.publish(&node);
+    assert!(!shared.caught_up(), "committed but not yet applied");
+    shared
+        .raft_applied
+        .store(node.commit_index(), Ordering::Release);
+    assert!(shared.caught_up());
+}

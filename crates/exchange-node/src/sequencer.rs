@@ -1,0 +1,546 @@
+//! The path every command takes: gateway → Raft thread → core thread.
+//!
+//! The Raft thread ([`crate::replication`]) takes whatever commands have
+//! queued, stamps them with the time, proposes them as one Raft entry,
+//! makes it durable with one fsync (group commit: the batch is everything
+//! that arrived while the previous one was written) and replicates it.
+//! Only entries Raft reports committed reach the core thread, which applies
+//! each command to the state, answers the waiting gateway and publishes the
+//! events. The threads overlap: the core applies batch N while Raft syncs
+//! and replicates batch N+1.
+//!
+//! Every queue is bounded. A gateway that finds the submit queue full gets
+//! `Overloaded` at once instead of waiting; on a node that is not the
+//! leader it gets `NotLeader`.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Instant;
+
+use crossbeam_channel::{bounded, unbounded, Receiver, Sender, TrySendError};
+use exchange_replication::transport::Transport;
+use exchange_replication::{Message, ReplicaNode};
+use exchange_types::EventKind;
+use thiserror::Error;
+use tokio::sync::{broadcast, oneshot};
+
+use crate::entry::LogEntry;
+use crate::metrics::Metrics;
+use crate::parked;
+use crate::pipeline::{CoreMsg, Query, Reply, Submission};
+use crate::replication::{
+    ClusterShared, MembershipError, RaftControl, RaftLoop, RaftMeta, ReplicationStatus,
+};
+use crate::state::{Applied, ServerState, StateCopy};
+
+#[derive(Debug, Error, Clone, PartialEq, Eq)]
+pub enum SubmitError {
+    #[error("the exchange is overloaded; retry shortly")]
+    Overloaded,
+    #[error("the exchange is shutting down or its journal failed")]
+    Stopped,
+    #[error("this node is not the leader; send writes to the leader ({})", describe_leader(*leader, leader_url.as_deref()))]
+    NotLeader {
+        leader: Option<u64>,
+        leader_url: Option<String>,
+    },
+}
+
+fn describe_leader(leader: Option<u64>, url: Option<&str>) -> String {
+    match (leader, url) {
+        (Some(id), Some(url)) => format!("node {id} at {url}"),
+        (Some(id), None) => format!("node {id}"),
+        _ => "unknown: an election is under way; retry shortly".into(),
+    }
+}
+
+/// Tunables of the pipeline.
+#[derive(Clone, Debug)]
+pub struct PipelineConfig {
+    pub submit_queue: usize,
+    pub core_queue: usize,
+    pub events_buffer: usize,
+    /// Take a snapshot after this many entries (0: never).
+    pub snapshot_every: u64,
+    pub snapshot_dir: std::path::PathBuf,
+}
+
+/// What the Raft thread is started with.
+pub(crate) struct ReplicaParts {
+    pub node: ReplicaNode,
+    pub transport: Option<Transport>,
+    pub inbox: Receiver<Message>,
+    pub tick: std::time::Duration,
+    pub learned_peers: std::path::PathBuf,
+}
+
+/// A cloneable way in to a running node.
+#[derive(Clone)]
+pub struct Handle {
+    submit: Sender<Submission>,
+    core: parked::Sender<CoreMsg>,
+    events: broadcast::Sender<Arc<Applied>>,
+    pub metrics: Arc<Metrics>,
+    failed: Arc<AtomicBool>,
+    cluster: Arc<ClusterShared>,
+    control: Sender<RaftControl>,
+}
+
+/// Marks the pipeline failed if its thread unwinds or returns early, so
+/// `/ready` stops claiming a node that can no longer sequence.
+struct FailGuard {
+    failed: Arc<AtomicBool>,
+    clean: bool,
+}
+
+impl Drop for FailGuard {
+    fn drop(&mut self) {
+        if !self.clean || std::thread::panicking() {
+            self.failed.store(true, Ordering::Release);
+        }
+    }
+}
+
+impl Handle {
+    /// False once the journal or core thread has stopped on an error: the
+    /// node can no longer accept commands.
+    pub fn is_healthy(&self) -> bool {
+        !self.failed.load(Ordering::Acquire)
+    }
+
+    /// Sequences an entry and waits until it is durable and applied.
+    pub async fn submit(&self, entry: LogEntry) -> Result<Arc<Applied>, SubmitError> {
+        let (tx, rx) = oneshot::channel();
+        self.enqueue(Submission {
+            entry,
+            reply: Reply::new(tx),
+        })?;
+        rx.await.map_err(|_| SubmitError::Stopped)
+    }
+
+    /// Queues an entry and returns at once with the receiver of its
+    /// outcome. Entries queued by one caller are sequenced in the order of
+    /// these calls, which is what keeps one connection's commands in order.
+    pub fn enqueue_entry(
+        &self,
+        entry: LogEntry,
+    ) -> Result<oneshot::Receiver<Arc<Applied>>, SubmitError> {
+        let (tx, rx) = oneshot::channel();
+        self.enqueue(Submission {
+            entry,
+            reply: Reply::new(tx),
+        })?;
+        Ok(rx)
+    }
+
+    /// Sequences an entry without waiting for it (used for commands whose
+    /// sender has gone, such as cancel-on-disconnect).
+    pub fn submit_detached(&self, entry: LogEntry) -> Result<(), SubmitError> {
+        self.enqueue(Submission { entry, reply: None })
+    }
+
+    /// This node's replication state (role, term, leader, commit and
+    /// applied indices).
+    pub fn replication_status(&self) -> ReplicationStatus {
+        self.cluster.status()
+    }
+
+    /// The nodes' HTTP addresses, named to clients that write to a
+    /// follower.
+    pub fn set_leader_urls(&self, urls: std::collections::BTreeMap<u64, String>) {
+        self.cluster.set_urls(urls);
+    }
+
+    /// Proposes adding or removing a voter (on the leader). Returns once
+    /// the change is proposed; it takes effect when it commits (watch
+    /// [`Handle::replication_status`]).
+    pub async fn change_membership(
+        &self,
+        change: exchange_replication::Membership,
+        raft_addr: Option<std::net::SocketAddr>,
+    ) -> Result<(), MembershipError> {
+        let (reply, answer) = oneshot::channel();
+        self.control
+            .try_send(RaftControl::Membership {
+                change,
+                raft_addr,
+                reply,
+            })
+            .map_err(|_| MembershipError::Stopped)?;
+        answer.await.map_err(|_| MembershipError::Stopped)?
+    }
+
+    /// The nodes' HTTP addresses as configured.
+    pub fn leader_urls(&self) -> std::collections::BTreeMap<u64, String> {
+        self.cluster.urls()
+    }
+
+    /// See [`ClusterShared::caught_up`].
+    pub fn caught_up(&self) -> bool {
+        self.cluster.caught_up()
+    }
+
+    /// Whether this node currently leads (and so takes writes).
+    pub fn is_leader(&self) -> bool {
+        self.cluster.is_leader()
+    }
+
+    /// `NotLeader`, naming the leader, unless this node leads.
+    pub fn check_leader(&self) -> Result<(), SubmitError> {
+        if self.cluster.is_leader() {
+            return Ok(());
+        }
+        let leader = self.cluster.leader_id();
+        Err(SubmitError::NotLeader {
+            leader,
+            leader_url: leader.and_then(|id| self.cluster.leader_url(id)),
+        })
+    }
+
+    fn enqueue(&self, submission: Submission) -> Result<(), SubmitError> {
+        self.check_leader()?;
+        match self.submit.try_send(submission) {
+            Ok(()) => Ok(()),
+            Err(TrySendError::Full(_)) => {
+                self.metrics.overloaded.fetch_add(1, Ordering::Relaxed);
+                Err(SubmitError::Overloaded)
+            }
+            Err(TrySendError::Disconnected(_)) => Err(SubmitError::Stopped),
+        }
+    }
+
+    /// Runs `read` on the core thread, between batches, and returns what it
+    /// returns: a consistent view that includes every acknowledged command.
+    pub async fn query<R: Send + 'static>(
+        &self,
+        read: impl FnOnce(&ServerState) -> R + Send + 'static,
+    ) -> Result<R, SubmitError> {
+        let (tx, rx) = oneshot::channel();
+        let job: Query = Box::new(move |state| {
+            let _ = tx.send(read(state));
+        });
+        match self.core.try_send(CoreMsg::Query(job)) {
+            Ok(()) => rx.await.map_err(|_| SubmitError::Stopped),
+            Err(TrySendError::Full(_)) => {
+                self.metrics.overloaded.fetch_add(1, Ordering::Relaxed);
+                Err(SubmitError::Overloaded)
+            }
+            Err(TrySendError::Disconnected(_)) => Err(SubmitError::Stopped),
+        }
+    }
+
+    /// Every applied entry with its events, in log order.
+    pub fn subscribe(&self) -> broadcast::Receiver<Arc<Applied>> {
+        self.events.subscribe()
+    }
+}
+
+/// The running threads; dropping every [`Handle`] stops them.
+pub struct Pipeline {
+    pub handle: Handle,
+    threads: Vec<JoinHandle<()>>,
+}
+
+impl Pipeline {
+    /// Starts the Raft and core threads over a recovered state and the
+    /// replica it was recovered from.
+    pub(crate) fn start(
+        state: ServerState,
+        replica: ReplicaParts,
+        config: PipelineConfig,
+        metrics: Arc<Metrics>,
+    ) -> Pipeline {
+        let (submit_tx, submit_rx) = bounded(config.submit_queue);
+        let (core_tx, core_rx) = parked::bounded(config.core_queue);
+        let (events, _) = broadcast::channel(config.events_buffer);
+        let failed = Arc::new(AtomicBool::new(false));
+        let cluster = Arc::new(ClusterShared::default());
+        cluster.publish(&replica.node);
+        cluster
+            .raft_applied
+            .store(state.raft_index, Ordering::Release);
+        let (control_tx, control_rx) = bounded(64);
+        let handle = Handle {
+            control: control_tx,
+            submit: submit_tx,
+            core: core_tx.clone(),
+            events: events.clone(),
+            metrics: metrics.clone(),
+            failed: failed.clone(),
+            cluster: cluster.clone(),
+        };
+        let raft_failed = failed.clone();
+        // Snapshots written by the writer thread, for Raft to compact below.
+        let (done_tx, done_rx) = unbounded();
+        let snapshots =
+            SnapshotWriter::start(config.snapshot_dir.clone(), done_tx, metrics.clone());
+        let raft = RaftLoop {
+            node: replica.node,
+            transport: replica.transport,
+            inbox: replica.inbox,
+            submit: submit_rx,
+            core: core_tx,
+            snapshots_done: done_rx,
+            control: control_rx,
+            learned_peers: replica.learned_peers,
+            shared: cluster.clone(),
+            metrics: metrics.clone(),
+            tick: replica.tick,
+            last_ts: state.engine_now(),
+        };
+        let raft_thread = std::thread::Builder::new()
+            .name("raft".into())
+            .spawn(move || {
+                crate::threads::latency_sensitive();
+                let mut guard = FailGuard {
+                    failed: raft_failed,
+                    clean: false,
+                };
+                guard.clean = raft.run();
+            })
+            .expect("spawn raft thread");
+        let core_thread = std::thread::Builder::new()
+            .name("core".into())
+            .spawn(move || {
+                crate::threads::latency_sensitive();
+                let mut guard = FailGuard {
+                    failed,
+                    clean: false,
+                };
+                guard.clean =
+                    core_loop(state, core_rx, events, config, metrics, snapshots, cluster);
+            })
+            .expect("spawn core thread");
+        Pipeline {
+            handle,
+            threads: vec![raft_thread, core_thread],
+        }
+    }
+
+    /// Waits for the threads after every handle is gone.
+    pub fn join(self) {
+        drop(self.handle);
+        for thread in self.threads {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// Returns false when the state cannot go on (a snapshot from the leader
+/// that does not restore).
+fn core_loop(
+    mut state: ServerState,
+    core: parked::Receiver<CoreMsg>,
+    events: broadcast::Sender<Arc<Applied>>,
+    config: PipelineConfig,
+    metrics: Arc<Metrics>,
+    snapshots: SnapshotWriter,
+    cluster: Arc<ClusterShared>,
+) -> bool {
+    let mut since_snapshot = 0u64;
+    let mut last_meta: Option<RaftMeta> = None;
+    let mut done = Vec::with_capacity(PUBLISH_EVERY);
+    while let Ok(message) = core.recv() {
+        match message {
+            CoreMsg::Query(read) => read(&state),
+            CoreMsg::SnapshotNow => {
+                if let Some(meta) = &last_meta {
+                    since_snapshot = 0;
+                    snapshots.offer(meta, &state);
+                }
+            }
+            CoreMsg::Install { meta, data } => {
+                let restored = if data.is_empty() {
+                    Ok(ServerState::new())
+                } else {
+                    ServerState::restore(&data)
+                };
+                match restored {
+                    Ok(mut fresh) => {
+                        fresh.raft_index = meta.index;
+                        state = fresh;
+                        tracing::info!(index = meta.index, "installed a snapshot from the leader");
+                        cluster.raft_applied.store(meta.index, Ordering::Release);
+                        metrics
+                            .applied_index
+                            .store(state.applied_index, Ordering::Relaxed);
+                        last_meta = Some(meta);
+                    }
+                    Err(error) => {
+                        tracing::error!(%error, "the leader's snapshot does not restore; stopping");
+                        snapshots.finish_without();
+                        return false;
+                    }
+                }
+            }
+            CoreMsg::Entries(batches) => {
+                for batch in batches {
+                    for (entry, reply) in batch.items {
+                        let index = state.applied_index + 1;
+                        let mut applied = state.apply(index, &entry);
+                        applied.raft_index = batch.meta.index;
+                        let applied = Arc::new(applied);
+                        metrics.commands.fetch_add(1, Ordering::Relaxed);
+                        metrics
+                            .events
+                            .fetch_add(applied.events.len() as u64, Ordering::Relaxed);
+                        for event in &applied.events {
+                            if let EventKind::Rejected { reason, .. } = &event.kind {
+                                metrics.record_reject(reason.as_str());
+                            }
+                        }
+                        done.push((applied, reply));
+                        if done.len() == PUBLISH_EVERY {
+                            publish(&mut done, &events, &metrics);
+                        }
+                        since_snapshot += 1;
+                    }
+                    state.raft_index = batch.meta.index;
+                    last_meta = Some(batch.meta);
+                }
+                publish(&mut done, &events, &metrics);
+                metrics
+                    .applied_index
+                    .store(state.applied_index, Ordering::Relaxed);
+                cluster
+                    .raft_applied
+                    .store(state.raft_index, Ordering::Release);
+                if config.snapshot_every > 0 && since_snapshot >= config.snapshot_every {
+                    if let Some(meta) = &last_meta {
+                        since_snapshot = 0;
+                        // Copying the state is the only part on the core
+                        // thread; serialising and the disk work happen on
+                        // the writer's.
+                        snapshots.offer(meta, &state);
+                    }
+                }
+            }
+        }
+    }
+    // Leave a snapshot behind on a clean shutdown so the next start is fast.
+    match last_meta {
+        Some(meta) if since_snapshot > 0 && config.snapshot_every > 0 => {
+            snapshots.finish(&meta, &state)
+        }
+        _ => snapshots.finish_without(),
+    }
+    true
+}
+
+/// Applied entries answered and published together. Waking a gateway
+/// thread is a system call when it sleeps; after each entry it would
+/// sleep again in between, so the answers of a few entries go together.
+const PUBLISH_EVERY: usize = 64;
+
+/// Answers the waiting gateways and publishes the entries, in log order,
+/// and records how long each answered sender waited.
+fn publish(
+    done: &mut Vec<(Arc<Applied>, Option<Reply>)>,
+    events: &broadcast::Sender<Arc<Applied>>,
+    metrics: &Metrics,
+) {
+    if done.is_empty() {
+        return;
+    }
+    let now = Instant::now();
+    let mut acks = [0u64; PUBLISH_EVERY];
+    let (mut answered, commands) = (0, done.len() as u64);
+    for (applied, reply) in done.drain(..) {
+        if let Some(reply) = reply {
+            let _ = reply.tx.send(applied.clone());
+            if let Some(slot) = acks.get_mut(answered) {
+                *slot = now.saturating_duration_since(reply.since).as_nanos() as u64;
+                answered += 1;
+            }
+        }
+        // No subscriber is fine; a lagging one loses messages and is told
+        // so by its receiver.
+        let _ = events.send(applied);
+    }
+    metrics
+        .window
+        .record_commands(now, commands, &acks[..answered]);
+}
+
+/// Writes snapshots on its own thread so the core never waits on a disk,
+/// then tells the Raft thread, which compacts the log below the oldest
+/// kept snapshot. Two are kept (the newer one might yet prove
+/// unreadable), and also the newest at or below the floor a reader behind
+/// the core needs (`Metrics::retain_from_raft`: the reporting service).
+struct SnapshotWriter {
+    queue: Option<Sender<(RaftMeta, StateCopy)>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl SnapshotWriter {
+    fn start(
+        dir: std::path::PathBuf,
+        written: Sender<RaftMeta>,
+        metrics: Arc<Metrics>,
+    ) -> SnapshotWriter {
+        let (tx, rx) = bounded::<(RaftMeta, StateCopy)>(1);
+        let thread = std::thread::Builder::new()
+            .name("snapshots".into())
+            .spawn(move || {
+                while let Ok((meta, copy)) = rx.recv() {
+                    let bytes = copy.into_bytes();
+                    match exchange_replication::write_snapshot(
+                        &dir,
+                        meta.index,
+                        meta.term,
+                        &meta.conf,
+                        &bytes,
+                        usize::MAX,
+                    ) {
+                        Ok(path) => {
+                            metrics.snapshots.fetch_add(1, Ordering::Relaxed);
+                            tracing::info!(index = meta.index, path = %path.display(), "snapshot written");
+                            // 0: a reader whose floor is not known yet
+                            // needs everything kept.
+                            let floor = metrics.retain_from_raft.load(Ordering::Acquire);
+                            if floor > 0 {
+                                if let Err(error) =
+                                    exchange_journal::snapshots::prune(&dir, 2, floor)
+                                {
+                                    tracing::warn!(%error, "removing old snapshots failed");
+                                }
+                            }
+                            let _ = written.send(meta);
+                        }
+                        Err(error) => {
+                            tracing::warn!(%error, "snapshot failed; the log still holds everything")
+                        }
+                    }
+                }
+            })
+            .expect("spawn snapshot thread");
+        SnapshotWriter {
+            queue: Some(tx),
+            thread: Some(thread),
+        }
+    }
+
+    /// Hands a copy of the state to the writer, unless the previous one
+    /// is still waiting for it (the next one will do).
+    fn offer(&self, meta: &RaftMeta, state: &ServerState) {
+        if let Some(queue) = self.queue.as_ref().filter(|queue| queue.is_empty()) {
+            let _ = queue.try_send((meta.clone(), state.copy()));
+        }
+    }
+
+    /// Writes a last snapshot and waits for the writer to finish.
+    fn finish(mut self, meta: &RaftMeta, state: &ServerState) {
+        if let Some(queue) = self.queue.take() {
+            let _ = queue.send((meta.clone(), state.copy()));
+        }
+        self.finish_without();
+    }
+
+    fn finish_without(mut self) {
+        self.queue = None;
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
