@@ -476,7 +476,7 @@ fn purged_name(segment: &Path) -> PathBuf {
 /// and `fdatasync`s stalled for up to 16-37 ms while three 64 MiB files
 /// were deleted at once, and for at most 4-7 ms when each was first
 /// shortened [`PURGE_STEP`] at a time, [`PURGE_PAUSE`] apart
-/// (BENCHMARKS.md, `bench journal`). So the thread shortens each file
+/// (docs/benchmarking.md, `bench journal`). So the thread shortens each file
 /// step by step, then deletes it: about 0.8 s per 64 MiB segment, the
 /// space coming back as it goes. A file a crash leaves behind is deleted
 /// when the journal is next opened.

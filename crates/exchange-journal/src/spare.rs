@@ -37,8 +37,8 @@ const PREPARING_SUFFIX: &str = ".tmp";
 /// for the zeros written before it, the log's too: beside a loop writing
 /// spares in 1 MiB chunks 5 ms apart, a probe's append + `fdatasync` had a
 /// p99 of 691 µs and a p99.9 of 4.0-4.3 ms, against 255 µs and 1.0 ms
-/// alone; in 256 KiB chunks, 250-399 µs and 1.1-2.0 ms (BENCHMARKS.md,
-/// `bench journal`).
+/// alone; in 256 KiB chunks, 250-399 µs and 1.1-2.0 ms
+/// (docs/benchmarking.md, `bench journal`).
 const CHUNK_BYTES: usize = 256 << 10;
 /// The pause between two chunks: a 64 MiB spare takes about 1.5 s to
 /// write, against the 5 s the log takes to fill a segment at 50,000

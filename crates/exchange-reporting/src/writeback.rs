@@ -9,7 +9,7 @@
 //! disk in one go, twice, every few seconds at full load. On a machine
 //! where the journal and the store share a disk, every journal flush in
 //! the meantime waited for them: 25-70 ms every 3-4 s at 50,000 entries/s
-//! (BENCHMARKS.md, "the store's checkpoints stalled the journal").
+//! (docs/benchmarking.md, "The store's checkpoints and the log's flushes").
 //!
 //! So the writer paces its own writes:
 //! - after every commit it starts the write-back of the log's new pages

@@ -6,7 +6,7 @@
 //! [`peer`]). Everything that is not the measured call — generating or
 //! parsing commands, following the book, translating for the peers — is
 //! done before the clock starts. `BENCHMARKS.md` at the repository root
-//! records the method and the figures.
+//! records the figures, `docs/benchmarking.md` the method.
 
 mod e2e;
 mod etcd;

@@ -4,8 +4,8 @@
 //! which each flush takes 1-3 ms instead of 60-100 µs, for 50-100 ms. A
 //! percentile cannot tell those from slow syncs spread evenly, yet they
 //! cost a group-committing log much more: every command that arrives in
-//! a spell waits for the flush in progress and then its own (BENCHMARKS.md,
-//! `bench e2e`, ninth session).
+//! a spell waits for the flush in progress and then its own
+//! (docs/benchmarking.md, "The disk's slow spells").
 
 use std::time::Duration;
 

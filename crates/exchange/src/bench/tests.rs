@@ -1,4 +1,4 @@
-//! The workload is what BENCHMARKS.md says it is: reproducible from its
+//! The workload is what docs/benchmarking.md says it is: reproducible from its
 //! seed, in the published mix, with a book that stays put, and writable
 //! in the format the codec reads.
 

@@ -224,7 +224,8 @@ fn running(pid_file: &Path) -> Option<u32> {
 /// Whether `up` starts its nodes with `--reporting-cpus any`. Every node
 /// of this cluster shares the machine: "auto" would keep all their
 /// reporters on one CPU, which measured slower than letting them roam
-/// (BENCHMARKS.md, eighth session). CPUs a config names are kept.
+/// (docs/benchmarking.md, "Placement on one machine"). CPUs a config
+/// names are kept.
 fn reporters_roam(config: Option<&Path>) -> anyhow::Result<bool> {
     Ok(match config {
         Some(path) => {
