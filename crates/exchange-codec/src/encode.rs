@@ -2,9 +2,10 @@
 //! order is fixed and the same events always give the same bytes.
 //!
 //! Every object starts with `seq`, `ts` and `event`; the event's fields
-//! follow in the order of [`EventKind`]'s definition. Identifiers, counts
-//! and codes are JSON integers; prices, quantities, amounts and fees are
-//! exact decimal strings (the shortest form, as `format_units` writes).
+//! follow in the order of its payload struct's definition (the one an
+//! [`EventKind`] variant holds). Identifiers, counts and codes are JSON
+//! integers; prices, quantities, amounts and fees are exact decimal
+//! strings (the shortest form, as `format_units` writes).
 
 use exchange_types::{Event, EventKind, AMOUNT_SCALE, UNITS_PER_WHOLE};
 
@@ -33,189 +34,113 @@ pub fn encode_event_into(event: &Event, out: &mut Vec<u8>) {
     o.uint(key!("ts"), event.ts);
     o.str(key!("event"), event.kind.name());
     match &event.kind {
-        EventKind::InstrumentAdded {
-            symbol,
-            base,
-            quote,
-        } => {
-            o.str(key!("symbol"), symbol.as_str());
-            o.str(key!("base"), base.as_str());
-            o.str(key!("quote"), quote.as_str());
+        EventKind::InstrumentAdded(e) => {
+            o.str(key!("symbol"), e.symbol.as_str());
+            o.str(key!("base"), e.base.as_str());
+            o.str(key!("quote"), e.quote.as_str());
         }
-        EventKind::Status { symbol, status } => {
-            o.str(key!("symbol"), symbol.as_str());
-            o.str(key!("status"), status.as_str());
+        EventKind::Status(e) => {
+            o.str(key!("symbol"), e.symbol.as_str());
+            o.str(key!("status"), e.status.as_str());
         }
-        EventKind::Accepted {
-            account,
-            client_order_id,
-            order_id,
-            symbol,
-            side,
-            order_type,
-            price,
-            qty,
-            tif,
-            post_only,
-            stp,
-        } => {
-            o.uint(key!("account"), *account);
-            o.str(key!("client_order_id"), client_order_id.as_str());
-            o.uint(key!("order_id"), *order_id);
-            o.str(key!("symbol"), symbol.as_str());
-            o.str(key!("side"), side.as_str());
-            o.str(key!("type"), order_type.as_str());
-            if let Some(price) = price {
-                o.units(key!("price"), *price);
+        EventKind::Accepted(e) => {
+            o.uint(key!("account"), e.account);
+            o.str(key!("client_order_id"), e.client_order_id.as_str());
+            o.uint(key!("order_id"), e.order_id);
+            o.str(key!("symbol"), e.symbol.as_str());
+            o.str(key!("side"), e.side.as_str());
+            o.str(key!("type"), e.order_type.as_str());
+            if let Some(price) = e.price {
+                o.units(key!("price"), price);
             }
-            o.units(key!("qty"), *qty);
-            o.str(key!("tif"), tif.as_str());
-            o.bool(key!("post_only"), *post_only);
-            o.str(key!("stp"), stp.as_str());
+            o.units(key!("qty"), e.qty);
+            o.str(key!("tif"), e.tif.as_str());
+            o.bool(key!("post_only"), e.post_only);
+            o.str(key!("stp"), e.stp.as_str());
         }
-        EventKind::Rejected {
-            command,
-            account,
-            client_order_id,
-            order_id,
-            symbol,
-            reason,
-        } => {
-            o.str(key!("command"), command);
-            if let Some(account) = account {
-                o.uint(key!("account"), *account);
+        EventKind::Rejected(e) => {
+            o.str(key!("command"), e.command);
+            if let Some(account) = e.account {
+                o.uint(key!("account"), account);
             }
-            if let Some(coid) = client_order_id {
+            if let Some(coid) = &e.client_order_id {
                 o.str(key!("client_order_id"), coid.as_str());
             }
-            if let Some(order_id) = order_id {
-                o.uint(key!("order_id"), *order_id);
+            if let Some(order_id) = e.order_id {
+                o.uint(key!("order_id"), order_id);
             }
-            if let Some(symbol) = symbol {
+            if let Some(symbol) = &e.symbol {
                 o.str(key!("symbol"), symbol.as_str());
             }
-            o.str(key!("reason"), reason.as_str());
-            o.uint(key!("code"), u64::from(reason.code()));
-            o.str(key!("message"), reason.message());
+            o.str(key!("reason"), e.reason.as_str());
+            o.uint(key!("code"), u64::from(e.reason.code()));
+            o.str(key!("message"), e.reason.message());
         }
-        EventKind::Trade {
-            trade_id,
-            symbol,
-            price,
-            qty,
-            maker_order_id,
-            taker_order_id,
-            maker_account,
-            taker_account,
-            aggressor_side,
-            maker_fee,
-            taker_fee,
-            maker_leaves_qty,
-            taker_leaves_qty,
-        } => {
-            o.uint(key!("trade_id"), *trade_id);
-            o.str(key!("symbol"), symbol.as_str());
-            o.units(key!("price"), *price);
-            o.units(key!("qty"), *qty);
-            o.uint(key!("maker_order_id"), *maker_order_id);
-            o.uint(key!("taker_order_id"), *taker_order_id);
-            o.uint(key!("maker_account"), *maker_account);
-            o.uint(key!("taker_account"), *taker_account);
-            o.str(key!("aggressor_side"), aggressor_side.as_str());
-            o.signed_units(key!("maker_fee"), *maker_fee);
-            o.signed_units(key!("taker_fee"), *taker_fee);
-            o.units(key!("maker_leaves_qty"), *maker_leaves_qty);
-            o.units(key!("taker_leaves_qty"), *taker_leaves_qty);
+        EventKind::Trade(e) => {
+            o.uint(key!("trade_id"), e.trade_id);
+            o.str(key!("symbol"), e.symbol.as_str());
+            o.units(key!("price"), e.price);
+            o.units(key!("qty"), e.qty);
+            o.uint(key!("maker_order_id"), e.maker_order_id);
+            o.uint(key!("taker_order_id"), e.taker_order_id);
+            o.uint(key!("maker_account"), e.maker_account);
+            o.uint(key!("taker_account"), e.taker_account);
+            o.str(key!("aggressor_side"), e.aggressor_side.as_str());
+            o.signed_units(key!("maker_fee"), e.maker_fee);
+            o.signed_units(key!("taker_fee"), e.taker_fee);
+            o.units(key!("maker_leaves_qty"), e.maker_leaves_qty);
+            o.units(key!("taker_leaves_qty"), e.taker_leaves_qty);
         }
-        EventKind::Canceled {
-            account,
-            order_id,
-            client_order_id,
-            symbol,
-            reason,
-            canceled_qty,
-            filled_qty,
-            leaves_qty,
-        } => {
-            o.uint(key!("account"), *account);
-            o.uint(key!("order_id"), *order_id);
-            o.str(key!("client_order_id"), client_order_id.as_str());
-            o.str(key!("symbol"), symbol.as_str());
-            o.str(key!("reason"), reason.as_str());
-            o.units(key!("canceled_qty"), *canceled_qty);
-            o.units(key!("filled_qty"), *filled_qty);
-            o.units(key!("leaves_qty"), *leaves_qty);
+        EventKind::Canceled(e) => {
+            o.uint(key!("account"), e.account);
+            o.uint(key!("order_id"), e.order_id);
+            o.str(key!("client_order_id"), e.client_order_id.as_str());
+            o.str(key!("symbol"), e.symbol.as_str());
+            o.str(key!("reason"), e.reason.as_str());
+            o.units(key!("canceled_qty"), e.canceled_qty);
+            o.units(key!("filled_qty"), e.filled_qty);
+            o.units(key!("leaves_qty"), e.leaves_qty);
         }
-        EventKind::Replaced {
-            account,
-            order_id,
-            old_client_order_id,
-            client_order_id,
-            symbol,
-            price,
-            qty,
-            leaves_qty,
-        } => {
-            o.uint(key!("account"), *account);
-            o.uint(key!("order_id"), *order_id);
-            o.str(key!("old_client_order_id"), old_client_order_id.as_str());
-            o.str(key!("client_order_id"), client_order_id.as_str());
-            o.str(key!("symbol"), symbol.as_str());
-            o.units(key!("price"), *price);
-            o.units(key!("qty"), *qty);
-            o.units(key!("leaves_qty"), *leaves_qty);
+        EventKind::Replaced(e) => {
+            o.uint(key!("account"), e.account);
+            o.uint(key!("order_id"), e.order_id);
+            o.str(key!("old_client_order_id"), e.old_client_order_id.as_str());
+            o.str(key!("client_order_id"), e.client_order_id.as_str());
+            o.str(key!("symbol"), e.symbol.as_str());
+            o.units(key!("price"), e.price);
+            o.units(key!("qty"), e.qty);
+            o.units(key!("leaves_qty"), e.leaves_qty);
         }
-        EventKind::Expired {
-            account,
-            order_id,
-            client_order_id,
-            symbol,
-            expired_qty,
-            filled_qty,
-        } => {
-            o.uint(key!("account"), *account);
-            o.uint(key!("order_id"), *order_id);
-            o.str(key!("client_order_id"), client_order_id.as_str());
-            o.str(key!("symbol"), symbol.as_str());
-            o.units(key!("expired_qty"), *expired_qty);
-            o.units(key!("filled_qty"), *filled_qty);
+        EventKind::Expired(e) => {
+            o.uint(key!("account"), e.account);
+            o.uint(key!("order_id"), e.order_id);
+            o.str(key!("client_order_id"), e.client_order_id.as_str());
+            o.str(key!("symbol"), e.symbol.as_str());
+            o.units(key!("expired_qty"), e.expired_qty);
+            o.units(key!("filled_qty"), e.filled_qty);
         }
-        EventKind::Balance {
-            account,
-            asset,
-            total,
-            available,
-        } => {
-            o.uint(key!("account"), *account);
-            o.str(key!("asset"), asset.as_str());
-            o.units(key!("total"), *total);
-            o.units(key!("available"), *available);
+        EventKind::Balance(e) => {
+            o.uint(key!("account"), e.account);
+            o.str(key!("asset"), e.asset.as_str());
+            o.units(key!("total"), e.total);
+            o.units(key!("available"), e.available);
         }
-        EventKind::Book {
-            symbol,
-            side,
-            price,
-            qty,
-        } => {
-            o.str(key!("symbol"), symbol.as_str());
-            o.str(key!("side"), side.as_str());
-            o.units(key!("price"), *price);
-            o.units(key!("qty"), *qty);
+        EventKind::Book(e) => {
+            o.str(key!("symbol"), e.symbol.as_str());
+            o.str(key!("side"), e.side.as_str());
+            o.units(key!("price"), e.price);
+            o.units(key!("qty"), e.qty);
         }
-        EventKind::MassCanceled {
-            account,
-            symbol,
-            canceled,
-        } => {
-            o.uint(key!("account"), *account);
-            if let Some(symbol) = symbol {
+        EventKind::MassCanceled(e) => {
+            o.uint(key!("account"), e.account);
+            if let Some(symbol) = &e.symbol {
                 o.str(key!("symbol"), symbol.as_str());
             }
-            o.uint(key!("canceled"), u64::from(*canceled));
+            o.uint(key!("canceled"), u64::from(e.canceled));
         }
-        EventKind::Error { line, message } => {
-            o.uint(key!("line"), *line);
-            o.str(key!("message"), message);
+        EventKind::Error(e) => {
+            o.uint(key!("line"), e.line);
+            o.str(key!("message"), &e.message);
         }
     }
     o.out.push(b'}');

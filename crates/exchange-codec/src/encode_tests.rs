@@ -1,6 +1,7 @@
 use super::*;
 use crate::decode_command;
 use exchange_core::Engine;
+use exchange_types::event;
 use exchange_types::{
     format_signed_units, format_units, AssetCode, CancelReason, ClientOrderId, OrderType,
     RejectReason, SelfTradePrevention, Side, Symbol, TimeInForce, TradingStatus,
@@ -33,7 +34,7 @@ fn encoded(kind: EventKind) -> (String, Value) {
 
 #[test]
 fn trade_has_every_field_in_order_with_exact_decimals() {
-    let (text, _) = encoded(EventKind::Trade {
+    let (text, _) = encoded(EventKind::Trade(event::Trade {
         trade_id: 7,
         symbol: sym(),
         price: 10_050_000_000,
@@ -47,7 +48,7 @@ fn trade_has_every_field_in_order_with_exact_decimals() {
         taker_fee: 7_537,
         maker_leaves_qty: 0,
         taker_leaves_qty: 1,
-    });
+    }));
     assert_eq!(
         text,
         r#"{"seq":12,"ts":34,"event":"trade","trade_id":7,"symbol":"BTC-USD","price":"100.5","qty":"1.5","maker_order_id":1,"taker_order_id":2,"maker_account":3,"taker_account":4,"aggressor_side":"buy","maker_fee":"-0.00001507","taker_fee":"0.00007537","maker_leaves_qty":"0","taker_leaves_qty":"0.00000001"}"#
@@ -98,17 +99,17 @@ fn fast_number_writers_match_the_shared_formatters() {
 #[test]
 fn units_match_the_shared_formatters() {
     for units in [0, 1, 10, 99_999_999, 100_000_000, 123_456_789_012, u64::MAX] {
-        let (_, v) = encoded(EventKind::Balance {
+        let (_, v) = encoded(EventKind::Balance(event::Balance {
             account: 1,
             asset: AssetCode::new("USD").unwrap(),
             total: units,
             available: units / 3,
-        });
+        }));
         assert_eq!(v["total"], format_units(units));
         assert_eq!(v["available"], format_units(units / 3));
     }
     for fee in [i64::MIN, -1, 0, 1, i64::MAX] {
-        let (_, v) = encoded(EventKind::Trade {
+        let (_, v) = encoded(EventKind::Trade(event::Trade {
             trade_id: 1,
             symbol: sym(),
             price: 1,
@@ -122,34 +123,34 @@ fn units_match_the_shared_formatters() {
             taker_fee: fee,
             maker_leaves_qty: 0,
             taker_leaves_qty: 0,
-        });
+        }));
         assert_eq!(v["maker_fee"], format_signed_units(fee));
     }
 }
 
 #[test]
 fn rejected_omits_absent_ids_and_carries_reason_code_message() {
-    let (text, v) = encoded(EventKind::Rejected {
+    let (text, v) = encoded(EventKind::Rejected(event::Rejected {
         command: "halt",
         account: None,
         client_order_id: None,
         order_id: None,
         symbol: Some(sym()),
         reason: RejectReason::AlreadyInStatus,
-    });
+    }));
     assert_eq!(
         text,
         r#"{"seq":12,"ts":34,"event":"rejected","command":"halt","symbol":"BTC-USD","reason":"already_in_status","code":505,"message":"the instrument is already in the requested trading status"}"#
     );
     assert!(v.get("account").is_none());
-    let (_, v) = encoded(EventKind::Rejected {
+    let (_, v) = encoded(EventKind::Rejected(event::Rejected {
         command: "cancel",
         account: Some(5),
         client_order_id: Some(coid("c9")),
         order_id: Some(77),
         symbol: None,
         reason: RejectReason::UnknownOrder,
-    });
+    }));
     assert_eq!(v["account"], 5);
     assert_eq!(v["client_order_id"], "c9");
     assert_eq!(v["order_id"], 77);
@@ -159,18 +160,20 @@ fn rejected_omits_absent_ids_and_carries_reason_code_message() {
 
 #[test]
 fn accepted_omits_price_for_market_orders() {
-    let accepted = |order_type, price| EventKind::Accepted {
-        account: 1,
-        client_order_id: coid("c1"),
-        order_id: 3,
-        symbol: sym(),
-        side: Side::Sell,
-        order_type,
-        price,
-        qty: 50_000_000,
-        tif: TimeInForce::Ioc,
-        post_only: false,
-        stp: SelfTradePrevention::CancelBoth,
+    let accepted = |order_type, price| {
+        EventKind::Accepted(event::Accepted {
+            account: 1,
+            client_order_id: coid("c1"),
+            order_id: 3,
+            symbol: sym(),
+            side: Side::Sell,
+            order_type,
+            price,
+            qty: 50_000_000,
+            tif: TimeInForce::Ioc,
+            post_only: false,
+            stp: SelfTradePrevention::CancelBoth,
+        })
     };
     let (text, _) = encoded(accepted(OrderType::Market, None));
     assert_eq!(
@@ -184,7 +187,7 @@ fn accepted_omits_price_for_market_orders() {
 
 #[test]
 fn other_events_have_their_fields() {
-    let (_, v) = encoded(EventKind::Canceled {
+    let (_, v) = encoded(EventKind::Canceled(event::Canceled {
         account: 1,
         order_id: 2,
         client_order_id: coid("c"),
@@ -193,7 +196,7 @@ fn other_events_have_their_fields() {
         canceled_qty: 1,
         filled_qty: 2,
         leaves_qty: 3,
-    });
+    }));
     assert_eq!(v["event"], "canceled");
     assert_eq!(v["reason"], "self_trade_prevention");
     assert_eq!(
@@ -204,7 +207,7 @@ fn other_events_have_their_fields() {
             &Value::from("0.00000003")
         )
     );
-    let (_, v) = encoded(EventKind::Replaced {
+    let (_, v) = encoded(EventKind::Replaced(event::Replaced {
         account: 1,
         order_id: 2,
         old_client_order_id: coid("a"),
@@ -213,44 +216,44 @@ fn other_events_have_their_fields() {
         price: 100_000_000,
         qty: 200_000_000,
         leaves_qty: 100_000_000,
-    });
+    }));
     assert_eq!(
         (&v["old_client_order_id"], &v["client_order_id"]),
         (&Value::from("a"), &Value::from("b"))
     );
     assert_eq!(v["leaves_qty"], "1");
-    let (_, v) = encoded(EventKind::Expired {
+    let (_, v) = encoded(EventKind::Expired(event::Expired {
         account: 1,
         order_id: 2,
         client_order_id: coid("c"),
         symbol: sym(),
         expired_qty: 100_000_000,
         filled_qty: 0,
-    });
+    }));
     assert_eq!(
         (&v["event"], &v["expired_qty"]),
         (&Value::from("expired"), &Value::from("1"))
     );
-    let (text, _) = encoded(EventKind::Book {
+    let (text, _) = encoded(EventKind::Book(event::Book {
         symbol: sym(),
         side: Side::Buy,
         price: 1,
         qty: 0,
-    });
+    }));
     assert_eq!(
         text,
         r#"{"seq":12,"ts":34,"event":"book","symbol":"BTC-USD","side":"buy","price":"0.00000001","qty":"0"}"#
     );
-    let (_, v) = encoded(EventKind::Status {
+    let (_, v) = encoded(EventKind::Status(event::Status {
         symbol: sym(),
         status: TradingStatus::Halted,
-    });
+    }));
     assert_eq!(v["status"], "halted");
-    let (_, v) = encoded(EventKind::InstrumentAdded {
+    let (_, v) = encoded(EventKind::InstrumentAdded(event::InstrumentAdded {
         symbol: sym(),
         base: AssetCode::new("BTC").unwrap(),
         quote: AssetCode::new("USD").unwrap(),
-    });
+    }));
     assert_eq!(
         (&v["base"], &v["quote"]),
         (&Value::from("BTC"), &Value::from("USD"))
@@ -260,21 +263,21 @@ fn other_events_have_their_fields() {
 #[test]
 fn strings_are_escaped() {
     let message = "bad \"x\" \\ \n\t\r\u{1} é".to_string();
-    let (text, v) = encoded(EventKind::Error {
+    let (text, v) = encoded(EventKind::Error(event::Error {
         line: 9,
         message: message.clone(),
-    });
+    }));
     assert_eq!(v["message"], message);
     assert_eq!(v["line"], 9);
     assert!(text.contains(r#"\"x\" \\ \n\t\r\u0001 é"#), "{text}");
-    let (_, v) = encoded(EventKind::Rejected {
+    let (_, v) = encoded(EventKind::Rejected(event::Rejected {
         command: "cancel",
         account: Some(1),
         client_order_id: Some(coid("q\"\\")),
         order_id: None,
         symbol: None,
         reason: RejectReason::UnknownOrder,
-    });
+    }));
     assert_eq!(v["client_order_id"], "q\"\\");
 }
 

@@ -1,6 +1,7 @@
 //! Operator commands: listing instruments, moving money in and out,
 //! halting and resuming trading.
 
+use exchange_types::event;
 use exchange_types::limits::{MAX_ASSETS, MAX_INSTRUMENTS};
 use exchange_types::{
     AddInstrument, AssetCode, Event, EventKind, RejectReason, Symbol, TradingStatus, Transfer,
@@ -77,11 +78,11 @@ impl Engine {
         self.instrument_by_symbol.insert(spec.symbol, index);
         self.emit(
             out,
-            EventKind::InstrumentAdded {
+            EventKind::InstrumentAdded(event::InstrumentAdded {
                 symbol: spec.symbol,
                 base: spec.base,
                 quote: spec.quote,
-            },
+            }),
         );
     }
 
@@ -196,10 +197,10 @@ impl Engine {
         instrument.status = status;
         self.emit(
             out,
-            EventKind::Status {
+            EventKind::Status(event::Status {
                 symbol: *symbol,
                 status,
-            },
+            }),
         );
     }
 }

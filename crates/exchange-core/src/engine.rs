@@ -7,6 +7,7 @@
 //! the state. The same commands therefore give the same events and the same
 //! [`Engine::state_hash`] on every replica.
 
+use exchange_types::event;
 use exchange_types::{
     AccountId, AssetCode, ClientOrderId, Command, Event, EventKind, OrderId, RejectReason, Stamped,
     Symbol,
@@ -105,7 +106,7 @@ impl Engine {
     /// line in a replay file) so that it is numbered like every event.
     pub fn record_error(&mut self, ts: u64, line: u64, message: String, out: &mut Vec<Event>) {
         self.now = self.now.max(ts);
-        self.emit(out, EventKind::Error { line, message });
+        self.emit(out, EventKind::Error(event::Error { line, message }));
     }
 
     /// Timestamp of the latest command applied (never decreases).
@@ -153,12 +154,12 @@ impl Engine {
         self.emit_with(out, |e| {
             let acct = &e.accounts.list[account as usize];
             let balance = acct.balance(asset);
-            EventKind::Balance {
+            EventKind::Balance(event::Balance {
                 account: acct.id,
                 asset: e.assets[asset as usize],
                 total: balance.total,
                 available: balance.available,
-            }
+            })
         });
     }
 
@@ -172,12 +173,12 @@ impl Engine {
     ) {
         self.emit_with(out, |e| {
             let inst = &e.instruments[instrument as usize];
-            EventKind::Book {
+            EventKind::Book(event::Book {
                 symbol: inst.symbol,
                 side: order_side,
                 price: inst.price_units(price_ticks),
                 qty: inst.qty_units(qty_lots),
-            }
+            })
         });
     }
 
@@ -196,14 +197,14 @@ impl Engine {
         } = subject;
         self.emit(
             out,
-            EventKind::Rejected {
+            EventKind::Rejected(event::Rejected {
                 command,
                 account,
                 client_order_id,
                 order_id,
                 symbol,
                 reason,
-            },
+            }),
         );
     }
 

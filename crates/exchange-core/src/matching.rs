@@ -9,6 +9,7 @@
 //! Cost: `O(levels touched + orders filled)`; an order that does not cross
 //! costs one comparison with the best opposite price.
 
+use exchange_types::event;
 use exchange_types::{CancelReason, Event, EventKind, SelfTradePrevention, Side};
 
 use crate::engine::{Engine, FEE_ACCOUNT};
@@ -250,7 +251,7 @@ impl Engine {
         self.emit_with(out, |e| {
             let inst = &e.instruments[instrument as usize];
             let (t, m) = (e.orders.get(taker), e.orders.get(maker));
-            EventKind::Trade {
+            EventKind::Trade(event::Trade {
                 trade_id,
                 symbol: inst.symbol,
                 price: inst.price_units(price),
@@ -264,7 +265,7 @@ impl Engine {
                 taker_fee,
                 maker_leaves_qty: inst.qty_units(m.leaves()),
                 taker_leaves_qty: inst.qty_units(t.leaves()),
-            }
+            })
         });
         self.emit_balance(out, buyer_account, quote);
         self.emit_balance(out, buyer_account, base);
@@ -390,7 +391,7 @@ impl Engine {
         self.emit_with(out, |e| {
             let order = e.orders.get(slot);
             let inst = &e.instruments[order.instrument as usize];
-            EventKind::Canceled {
+            EventKind::Canceled(event::Canceled {
                 account: e.accounts.list[order.account as usize].id,
                 order_id: order.id,
                 client_order_id: order.client_order_id,
@@ -399,7 +400,7 @@ impl Engine {
                 canceled_qty: inst.qty_units(canceled_lots),
                 filled_qty: inst.qty_units(order.filled),
                 leaves_qty: inst.qty_units(order.leaves()),
-            }
+            })
         });
     }
 }

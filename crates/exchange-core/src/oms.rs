@@ -6,6 +6,7 @@
 //! a new price that crosses trades like a new order. A new total below the
 //! filled quantity is rejected; equal to it, the order is done.
 
+use exchange_types::event;
 use exchange_types::limits::MAX_PRICE_LEVELS_PER_SIDE;
 use exchange_types::{Cancel, CancelReason, Event, EventKind, MassCancel, RejectReason, Replace};
 
@@ -92,11 +93,11 @@ impl Engine {
         for (_, slot) in victims {
             self.cancel_resting(slot, CancelReason::MassCancel, out);
         }
-        let kind = EventKind::MassCanceled {
+        let kind = EventKind::MassCanceled(event::MassCanceled {
             account: mass.account,
             symbol: mass.symbol,
             canceled,
-        };
+        });
         self.emit(out, kind);
     }
 
@@ -217,7 +218,7 @@ impl Engine {
             (order.instrument, order.side, order.leaves(), order.id);
         self.emit_with(out, |e| {
             let inst = &e.instruments[instrument as usize];
-            EventKind::Replaced {
+            EventKind::Replaced(event::Replaced {
                 account: e.accounts.list[account as usize].id,
                 order_id,
                 old_client_order_id,
@@ -226,7 +227,7 @@ impl Engine {
                 price: inst.price_units(plan.price),
                 qty: inst.qty_units(plan.qty),
                 leaves_qty: inst.qty_units(leaves),
-            }
+            })
         });
         if !moves && leaves < old_leaves {
             let level_qty = self.books[instrument as usize]

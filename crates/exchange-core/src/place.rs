@@ -5,6 +5,7 @@
 //! it could spend (quote for a buy: notional at its limit plus the largest
 //! fee; base for a sell), trades, and then rests, expires or is done.
 
+use exchange_types::event;
 use exchange_types::limits::{
     MAX_OPEN_ORDERS, MAX_OPEN_ORDERS_PER_ACCOUNT, MAX_PRICE_LEVELS_PER_SIDE,
 };
@@ -160,7 +161,7 @@ impl Engine {
         let is_market = place.order_type == OrderType::Market;
         self.emit_with(out, |e| {
             let inst = &e.instruments[c.instrument as usize];
-            EventKind::Accepted {
+            EventKind::Accepted(event::Accepted {
                 account: place.account,
                 client_order_id: place.client_order_id,
                 order_id: id,
@@ -172,7 +173,7 @@ impl Engine {
                 tif: c.tif,
                 post_only: place.post_only,
                 stp: place.stp,
-            }
+            })
         });
         let slot = self.orders.insert(Order {
             id,
@@ -231,14 +232,14 @@ impl Engine {
         let order = self.close_order(slot);
         self.emit_with(out, |e| {
             let inst = &e.instruments[order.instrument as usize];
-            EventKind::Expired {
+            EventKind::Expired(event::Expired {
                 account: e.accounts.list[order.account as usize].id,
                 order_id: order.id,
                 client_order_id: order.client_order_id,
                 symbol: inst.symbol,
                 expired_qty: inst.qty_units(order.leaves()),
                 filled_qty: inst.qty_units(order.filled),
-            }
+            })
         });
     }
 }

@@ -9,6 +9,7 @@ mod model;
 
 use common::*;
 use exchange_core::Engine;
+use exchange_types::event;
 use exchange_types::*;
 use model::{Ev, Model, OpenOrder};
 use proptest::prelude::*;
@@ -19,14 +20,14 @@ pub fn normalize(events: &[Event]) -> Vec<Ev> {
     events
         .iter()
         .filter_map(|e| match &e.kind {
-            EventKind::Accepted { order_id, .. } => Some(Ev::Accepted(*order_id)),
-            EventKind::Rejected {
+            EventKind::Accepted(event::Accepted { order_id, .. }) => Some(Ev::Accepted(*order_id)),
+            EventKind::Rejected(event::Rejected {
                 command, reason, ..
-            } => {
+            }) => {
                 let modeled = !matches!(*command, "deposit" | "withdraw" | "add_instrument");
                 modeled.then_some(Ev::Rejected(command, *reason))
             }
-            EventKind::Trade {
+            EventKind::Trade(event::Trade {
                 symbol,
                 price,
                 qty,
@@ -36,7 +37,7 @@ pub fn normalize(events: &[Event]) -> Vec<Ev> {
                 taker_account,
                 aggressor_side,
                 ..
-            } => Some(Ev::Trade {
+            }) => Some(Ev::Trade {
                 symbol: *symbol,
                 price: *price,
                 qty: *qty,
@@ -46,50 +47,52 @@ pub fn normalize(events: &[Event]) -> Vec<Ev> {
                 taker_account: *taker_account,
                 aggressor_side: *aggressor_side,
             }),
-            EventKind::Canceled {
+            EventKind::Canceled(event::Canceled {
                 order_id,
                 reason,
                 canceled_qty,
                 filled_qty,
                 leaves_qty,
                 ..
-            } => Some(Ev::Canceled {
+            }) => Some(Ev::Canceled {
                 order_id: *order_id,
                 reason: *reason,
                 canceled_qty: *canceled_qty,
                 filled_qty: *filled_qty,
                 leaves_qty: *leaves_qty,
             }),
-            EventKind::Expired {
+            EventKind::Expired(event::Expired {
                 order_id,
                 expired_qty,
                 filled_qty,
                 ..
-            } => Some(Ev::Expired {
+            }) => Some(Ev::Expired {
                 order_id: *order_id,
                 expired_qty: *expired_qty,
                 filled_qty: *filled_qty,
             }),
-            EventKind::Replaced {
+            EventKind::Replaced(event::Replaced {
                 order_id,
                 client_order_id,
                 price,
                 qty,
                 leaves_qty,
                 ..
-            } => Some(Ev::Replaced {
+            }) => Some(Ev::Replaced {
                 order_id: *order_id,
                 client_order_id: *client_order_id,
                 price: *price,
                 qty: *qty,
                 leaves_qty: *leaves_qty,
             }),
-            EventKind::Status { symbol, status } => Some(Ev::Status(*symbol, *status)),
-            EventKind::InstrumentAdded { .. }
-            | EventKind::Balance { .. }
-            | EventKind::Book { .. }
-            | EventKind::MassCanceled { .. }
-            | EventKind::Error { .. } => None,
+            EventKind::Status(event::Status { symbol, status }) => {
+                Some(Ev::Status(*symbol, *status))
+            }
+            EventKind::InstrumentAdded(_)
+            | EventKind::Balance(_)
+            | EventKind::Book(_)
+            | EventKind::MassCanceled(_)
+            | EventKind::Error(_) => None,
         })
         .collect()
 }

@@ -5,6 +5,7 @@ mod common;
 mod support;
 
 use exchange_core::Engine;
+use exchange_types::event;
 use exchange_types::*;
 use support::*;
 
@@ -87,10 +88,10 @@ fn recorded_errors_are_numbered_and_timed_like_any_event() {
         [Event {
             seq: seq + 1,
             ts: 9_000,
-            kind: EventKind::Error {
+            kind: EventKind::Error(event::Error {
                 line: 17,
                 message: "bad line".to_string()
-            }
+            })
         }]
     );
 }
@@ -233,26 +234,26 @@ fn rejected_event_names_the_command_and_what_it_referred_to() {
     let place = exec(&mut h, limit(1, "a", Side::Buy, "0", "1"));
     assert_eq!(
         place[0].kind,
-        EventKind::Rejected {
+        EventKind::Rejected(event::Rejected {
             command: "place",
             account: Some(1),
             client_order_id: Some(coid("a")),
             order_id: None,
             symbol: Some(sym("BTC-USD")),
             reason: RejectReason::InvalidPrice,
-        }
+        })
     );
     let cancel = h.run_checked(cancel_id(1, 77));
     assert_eq!(
         cancel[0].kind,
-        EventKind::Rejected {
+        EventKind::Rejected(event::Rejected {
             command: "cancel",
             account: Some(1),
             client_order_id: None,
             order_id: Some(77),
             symbol: None,
             reason: RejectReason::UnknownOrder,
-        }
+        })
     );
 }
 
@@ -263,7 +264,7 @@ fn canceled_and_expired_events_carry_the_order_and_its_quantities() {
     exec(&mut h, limit(2, "t", Side::Buy, "100", "0.25"));
     let canceled = h.run_checked(cancel_client(1, "a"));
     assert!(canceled.iter().any(|e| e.kind
-        == EventKind::Canceled {
+        == EventKind::Canceled(event::Canceled {
             account: 1,
             order_id: 1,
             client_order_id: coid("a"),
@@ -272,17 +273,17 @@ fn canceled_and_expired_events_carry_the_order_and_its_quantities() {
             canceled_qty: units("0.75"),
             filled_qty: units("0.25"),
             leaves_qty: 0,
-        }));
+        })));
     let expired = exec(&mut h, ioc(limit(2, "i", Side::Buy, "100", "1")));
     assert!(expired.iter().any(|e| e.kind
-        == EventKind::Expired {
+        == EventKind::Expired(event::Expired {
             account: 2,
             order_id: 3,
             client_order_id: coid("i"),
             symbol: sym("BTC-USD"),
             expired_qty: units("1"),
             filled_qty: 0,
-        }));
+        })));
 }
 
 #[test]
@@ -291,25 +292,25 @@ fn listing_halting_and_resuming_are_announced() {
     let added = h.run_checked(add(btc_usd()));
     assert_eq!(
         added[0].kind,
-        EventKind::InstrumentAdded {
+        EventKind::InstrumentAdded(event::InstrumentAdded {
             symbol: sym("BTC-USD"),
             base: asset("BTC"),
             quote: asset("USD")
-        }
+        })
     );
     let halted = h.run_checked(halt("BTC-USD"));
     let resumed = h.run_checked(resume("BTC-USD"));
     assert_eq!(
         [&halted[0].kind, &resumed[0].kind],
         [
-            &EventKind::Status {
+            &EventKind::Status(event::Status {
                 symbol: sym("BTC-USD"),
                 status: TradingStatus::Halted
-            },
-            &EventKind::Status {
+            }),
+            &EventKind::Status(event::Status {
                 symbol: sym("BTC-USD"),
                 status: TradingStatus::Trading
-            },
+            }),
         ]
     );
 }

@@ -4,6 +4,7 @@
 mod common;
 mod support;
 
+use exchange_types::event;
 use exchange_types::*;
 use support::*;
 
@@ -154,11 +155,11 @@ fn every_mass_cancel_is_acknowledged_with_its_count() {
         events
             .iter()
             .filter_map(|e| match &e.kind {
-                EventKind::MassCanceled {
+                EventKind::MassCanceled(event::MassCanceled {
                     account,
                     symbol,
                     canceled,
-                } => Some((*account, *symbol, *canceled)),
+                }) => Some((*account, *symbol, *canceled)),
                 _ => None,
             })
             .collect()

@@ -4,6 +4,7 @@
 mod common;
 mod support;
 
+use exchange_types::event;
 use exchange_types::*;
 use support::*;
 
@@ -14,7 +15,7 @@ fn limit_order_that_does_not_cross_rests_and_reserves_notional_plus_fee() {
     assert_eq!(names(&events), ["accepted", "balance", "book"]);
     assert_eq!(
         events[0].kind,
-        EventKind::Accepted {
+        EventKind::Accepted(event::Accepted {
             account: 1,
             client_order_id: coid("b"),
             order_id: 1,
@@ -26,7 +27,7 @@ fn limit_order_that_does_not_cross_rests_and_reserves_notional_plus_fee() {
             tif: TimeInForce::Gtc,
             post_only: false,
             stp: SelfTradePrevention::CancelNewest,
-        }
+        })
     );
     // 100 notional + 5 bps taker fee, the largest fee the order may pay.
     assert_eq!(bal(&h, 1, "USD"), (units("1000000"), units("999899.95")));
@@ -176,12 +177,12 @@ fn market_order_has_no_price_and_good_till_canceled_becomes_ioc() {
         },
     );
     match &events[0].kind {
-        EventKind::Accepted {
+        EventKind::Accepted(event::Accepted {
             order_type,
             price,
             tif,
             ..
-        } => {
+        }) => {
             assert_eq!(
                 (*order_type, *price, *tif),
                 (OrderType::Market, None, TimeInForce::Ioc)
@@ -285,10 +286,10 @@ fn post_only_that_does_not_cross_rests() {
     let events = exec(&mut h, post_only(limit(2, "p", Side::Buy, "100", "1")));
     assert!(matches!(
         events[0].kind,
-        EventKind::Accepted {
+        EventKind::Accepted(event::Accepted {
             post_only: true,
             ..
-        }
+        })
     ));
     assert_eq!(book(&h).bids, [(units("100"), units("1"))]);
 }

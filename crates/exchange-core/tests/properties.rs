@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 
 use common::*;
 use exchange_core::Engine;
+use exchange_types::event;
 use exchange_types::*;
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
@@ -48,7 +49,7 @@ impl Ledger {
     fn follow(&mut self, command: &Command, events: &[Event]) -> Result<(), String> {
         let refused = events
             .iter()
-            .any(|e| matches!(e.kind, EventKind::Rejected { .. }));
+            .any(|e| matches!(e.kind, EventKind::Rejected(_)));
         match command {
             Command::Deposit(t) if !refused => {
                 *self.supply.entry(t.asset).or_default() += t.amount.to_units().unwrap();
@@ -73,13 +74,13 @@ impl Ledger {
 
     fn follow_event(&mut self, kind: &EventKind) -> Result<(), String> {
         match kind {
-            EventKind::Accepted {
+            EventKind::Accepted(event::Accepted {
                 order_id,
                 side,
                 price,
                 qty,
                 ..
-            } => {
+            }) => {
                 let tracked = Tracked {
                     side: *side,
                     price: *price,
@@ -91,7 +92,7 @@ impl Ledger {
                     return Err(format!("order id {order_id} accepted twice"));
                 }
             }
-            EventKind::Trade {
+            EventKind::Trade(event::Trade {
                 symbol,
                 price,
                 maker_fee,
@@ -105,7 +106,7 @@ impl Ledger {
                 maker_leaves_qty,
                 taker_leaves_qty,
                 ..
-            } => {
+            }) => {
                 let (maker_bps, taker_bps) = self.fees[symbol];
                 // A tick times a lot is a whole number of quote units, so the
                 // notional is exact; fees round toward zero.
@@ -149,48 +150,48 @@ impl Ledger {
                 taker.filled += qty;
                 check_leaves(*taker_order_id, taker, *taker_leaves_qty)?;
             }
-            EventKind::Canceled {
+            EventKind::Canceled(event::Canceled {
                 order_id,
                 canceled_qty,
                 filled_qty,
                 leaves_qty,
                 ..
-            } => {
+            }) => {
                 let order = self.order(*order_id)?;
                 order.gone += canceled_qty;
                 check_filled(*order_id, order, *filled_qty)?;
                 check_leaves(*order_id, order, *leaves_qty)?;
             }
-            EventKind::Expired {
+            EventKind::Expired(event::Expired {
                 order_id,
                 expired_qty,
                 filled_qty,
                 ..
-            } => {
+            }) => {
                 let order = self.order(*order_id)?;
                 order.gone += expired_qty;
                 check_filled(*order_id, order, *filled_qty)?;
                 check_leaves(*order_id, order, 0)?;
             }
-            EventKind::Replaced {
+            EventKind::Replaced(event::Replaced {
                 order_id,
                 price,
                 qty,
                 leaves_qty,
                 ..
-            } => {
+            }) => {
                 let order = self.order(*order_id)?;
                 order.price = Some(*price);
                 order.original = *qty;
                 order.gone = 0;
                 check_leaves(*order_id, order, *leaves_qty)?;
             }
-            EventKind::Balance {
+            EventKind::Balance(event::Balance {
                 account,
                 asset,
                 total,
                 available,
-            } if available > total => {
+            }) if available > total => {
                 return Err(format!(
                     "account {account} {asset}: available {available} above total {total}"
                 ));
@@ -267,20 +268,20 @@ fn events_match_state(engine: &Engine, events: &[Event]) -> Result<(), String> {
     let mut levels = BTreeMap::new();
     for event in events {
         match &event.kind {
-            EventKind::Balance {
+            EventKind::Balance(event::Balance {
                 account,
                 asset,
                 total,
                 available,
-            } => {
+            }) => {
                 balances.insert((*account, *asset), (*total, *available));
             }
-            EventKind::Book {
+            EventKind::Book(event::Book {
                 symbol,
                 side,
                 price,
                 qty,
-            } => {
+            }) => {
                 levels.insert((*symbol, *side, *price), *qty);
             }
             _ => {}
@@ -356,7 +357,7 @@ fn check_stream(commands: &[Command]) -> Result<(), String> {
                 let refused = matches!(
                     &events[..],
                     [Event {
-                        kind: EventKind::Rejected { .. },
+                        kind: EventKind::Rejected(_),
                         ..
                     }]
                 );
@@ -408,33 +409,33 @@ fn outcome_counts(profile: Profile, streams: usize) -> BTreeMap<String, usize> {
         for events in run_all(&mut engine, &commands) {
             for event in &events {
                 let key = match &event.kind {
-                    EventKind::Rejected {
+                    EventKind::Rejected(event::Rejected {
                         command, reason, ..
-                    } => format!("{command}:{reason}"),
-                    EventKind::Canceled {
+                    }) => format!("{command}:{reason}"),
+                    EventKind::Canceled(event::Canceled {
                         reason, leaves_qty, ..
-                    } => {
+                    }) => {
                         format!(
                             "canceled:{}{}",
                             reason.as_str(),
                             if *leaves_qty > 0 { ":partial" } else { "" }
                         )
                     }
-                    EventKind::Expired { filled_qty: 0, .. } => "expired:unfilled".to_string(),
-                    EventKind::Trade {
+                    EventKind::Expired(event::Expired { filled_qty: 0, .. }) => {
+                        "expired:unfilled".to_string()
+                    }
+                    EventKind::Trade(event::Trade {
                         maker_leaves_qty: 0,
                         ..
-                    } => "trade:maker_done".to_string(),
+                    }) => "trade:maker_done".to_string(),
                     other => other.name().to_string(),
                 };
                 *counts.entry(key).or_insert(0) += 1;
             }
             let replace_traded = events
                 .iter()
-                .any(|e| matches!(e.kind, EventKind::Replaced { .. }))
-                && events
-                    .iter()
-                    .any(|e| matches!(e.kind, EventKind::Trade { .. }));
+                .any(|e| matches!(e.kind, EventKind::Replaced(_)))
+                && events.iter().any(|e| matches!(e.kind, EventKind::Trade(_)));
             if replace_traded {
                 *counts.entry("replace_then_trade".to_string()).or_insert(0) += 1;
             }

@@ -5,6 +5,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use exchange_types::event;
 use exchange_types::{AccountId, AssetCode, EventKind};
 use serde::{Deserialize, Serialize};
 
@@ -160,7 +161,7 @@ async fn deposit(
     }
     let applied = submit_retrying(handle, deposit_entry(account, asset, units)).await?;
     for event in &applied.events {
-        if let EventKind::Rejected { reason, .. } = &event.kind {
+        if let EventKind::Rejected(event::Rejected { reason, .. }) = &event.kind {
             tracing::warn!(account, asset = %asset, %reason, "demo deposit refused");
         }
     }

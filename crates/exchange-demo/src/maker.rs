@@ -9,6 +9,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use exchange_types::event;
 use exchange_types::{
     AccountId, Cancel, ClientOrderId, Command, Dec, EventKind, MassCancel, OrderId, OrderRef,
     OrderType, Place, RejectReason, Replace, SelfTradePrevention, Side, TimeInForce, TradingStatus,
@@ -270,12 +271,12 @@ fn settle(slot: &mut Option<Resting>, action: &Action, applied: &Applied) -> Opt
         Action::Cancel(_) => *slot = None,
         Action::Place(_) => {
             *slot = applied.events.iter().find_map(|e| match &e.kind {
-                EventKind::Accepted {
+                EventKind::Accepted(event::Accepted {
                     order_id,
                     price,
                     qty,
                     ..
-                } => Some(Resting {
+                }) => Some(Resting {
                     order_id: *order_id,
                     price: price.unwrap_or(0),
                     qty: *qty,
@@ -287,12 +288,12 @@ fn settle(slot: &mut Option<Resting>, action: &Action, applied: &Applied) -> Opt
         Action::Replace(resting, _) => {
             for event in &applied.events {
                 match &event.kind {
-                    EventKind::Replaced {
+                    EventKind::Replaced(event::Replaced {
                         price,
                         qty,
                         leaves_qty,
                         ..
-                    } => {
+                    }) => {
                         *slot = (*leaves_qty > 0).then_some(Resting {
                             order_id: resting.order_id,
                             price: *price,
@@ -301,7 +302,7 @@ fn settle(slot: &mut Option<Resting>, action: &Action, applied: &Applied) -> Opt
                         });
                         return None;
                     }
-                    EventKind::Rejected { reason, .. } => match reason {
+                    EventKind::Rejected(event::Rejected { reason, .. }) => match reason {
                         RejectReason::OrderNotOpen | RejectReason::UnknownOrder => *slot = None,
                         // It filled past the new size and still rests.
                         RejectReason::ReplaceBelowFilled => {
@@ -338,14 +339,14 @@ mod tests {
     }
 
     fn rejected(reason: RejectReason) -> Applied {
-        applied(EventKind::Rejected {
+        applied(EventKind::Rejected(event::Rejected {
             command: "replace",
             account: Some(1),
             client_order_id: None,
             order_id: Some(7),
             symbol: None,
             reason,
-        })
+        }))
     }
 
     const RESTING: Resting = Resting {
@@ -364,7 +365,7 @@ mod tests {
         let replace = Action::Replace(RESTING, QUOTE);
         let mut slot = Some(RESTING);
         let replaced = |leaves_qty| {
-            applied(EventKind::Replaced {
+            applied(EventKind::Replaced(event::Replaced {
                 account: 1,
                 order_id: 7,
                 old_client_order_id: ClientOrderId::new("a").unwrap(),
@@ -373,7 +374,7 @@ mod tests {
                 price: 101,
                 qty: 14,
                 leaves_qty,
-            })
+            }))
         };
         assert_eq!(settle(&mut slot, &replace, &replaced(10)), None);
         let now = slot.unwrap();
@@ -421,7 +422,7 @@ mod tests {
         let rejected_place = rejected(RejectReason::PostOnlyWouldTake);
         settle(&mut slot, &Action::Place(QUOTE), &rejected_place);
         assert!(slot.is_none());
-        let accepted = applied(EventKind::Accepted {
+        let accepted = applied(EventKind::Accepted(event::Accepted {
             account: 1,
             client_order_id: ClientOrderId::new("a").unwrap(),
             order_id: 9,
@@ -433,7 +434,7 @@ mod tests {
             tif: TimeInForce::Gtc,
             post_only: true,
             stp: SelfTradePrevention::CancelNewest,
-        });
+        }));
         settle(&mut slot, &Action::Place(QUOTE), &accepted);
         assert_eq!(
             slot.map(|r| (r.order_id, r.price, r.qty)),

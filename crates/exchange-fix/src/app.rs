@@ -20,16 +20,12 @@ use crate::reports::{self, ResponseTo};
 /// command emits only that event).
 fn rejection(events: &[Event]) -> Option<(&Event, RejectReason, Option<OrderRef>)> {
     events.iter().find_map(|e| match &e.kind {
-        EventKind::Rejected {
-            reason,
-            order_id,
-            client_order_id,
-            ..
-        } => {
-            let order = order_id
+        EventKind::Rejected(rejected) => {
+            let order = rejected
+                .order_id
                 .map(OrderRef::Id)
-                .or(client_order_id.map(OrderRef::Client));
-            Some((e, *reason, order))
+                .or(rejected.client_order_id.map(OrderRef::Client));
+            Some((e, rejected.reason, order))
         }
         _ => None,
     })
@@ -132,7 +128,10 @@ impl App {
                     ReportKind::Canceled {
                         reason: CancelReason::Requested,
                         ..
-                    } => reports::execution_report(r, Some((&echo.cl_ord_id, &r.order.cl_ord_id))),
+                    } => {
+                        let orig = r.order.client_order_id.as_str();
+                        reports::execution_report(r, Some((&echo.cl_ord_id, orig)))
+                    }
                     _ => reports::execution_report(r, None),
                 })
                 .collect(),
@@ -148,7 +147,7 @@ impl App {
                             }
                         )
                     })
-                    .map(|r| (r.order.cl_ord_id.clone(), r.order.order_id))
+                    .map(|r| (r.order.client_order_id.to_string(), r.order.order_id))
                     .collect();
                 let ts = events.first().map_or(now, |e| e.ts);
                 let mut out = vec![reports::mass_cancel_report(

@@ -10,83 +10,25 @@
 
 use std::collections::{HashMap, VecDeque};
 
-use exchange_node::history::{OrderRecord, OrderStatus};
+use exchange_node::history::OrderRecord;
 use exchange_types::{
-    AccountId, CancelReason, Event, EventKind, OrderId, OrderRef, OrderType, Side, TimeInForce,
-    TradeId,
+    order_updates, AccountId, CancelReason, Change, ClientOrderId, Event, Liquidity, OrderId,
+    OrderRef, OrderType, Side, Symbol, TimeInForce, TradeId,
 };
+
+pub use exchange_types::{OrderState, OrderStatus};
 
 /// Closed orders remembered for answering a late cancel with their status.
 pub const CLOSED_REMEMBERED: usize = 4_096;
 
-/// OrdStatus (39).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Status {
-    New,
-    PartiallyFilled,
-    Filled,
-    Canceled,
-    Expired,
-}
-
-impl Status {
-    pub fn fix(self) -> char {
-        match self {
-            Status::New => '0',
-            Status::PartiallyFilled => '1',
-            Status::Filled => '2',
-            Status::Canceled => '4',
-            Status::Expired => 'C',
-        }
-    }
-
-    pub fn is_open(self) -> bool {
-        matches!(self, Status::New | Status::PartiallyFilled)
-    }
-}
-
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct OrderState {
-    pub order_id: OrderId,
-    pub account: AccountId,
-    pub cl_ord_id: String,
-    pub symbol: String,
-    pub side: Side,
-    pub ord_type: OrderType,
-    /// Units; `None` for market orders.
-    pub price: Option<u64>,
-    /// Total quantity, filled included (units).
-    pub qty: u64,
-    pub cum_qty: u64,
-    /// Sum of price × quantity over the fills, for AvgPx.
-    pub notional: u128,
-    pub tif: TimeInForce,
-    pub status: Status,
-}
-
-impl OrderState {
-    pub fn leaves_qty(&self) -> u64 {
-        if self.status.is_open() {
-            self.qty.saturating_sub(self.cum_qty)
-        } else {
-            0
-        }
-    }
-
-    /// Average fill price in units (rounded down); 0 before any fill.
-    pub fn avg_px(&self) -> u64 {
-        match u128::from(self.cum_qty) {
-            0 => 0,
-            cum => u64::try_from(self.notional / cum).unwrap_or(u64::MAX),
-        }
-    }
-
-    fn after_fill(&mut self) {
-        self.status = if self.cum_qty >= self.qty {
-            Status::Filled
-        } else {
-            Status::PartiallyFilled
-        };
+/// OrdStatus (39) of an order.
+pub fn ord_status(status: OrderStatus) -> char {
+    match status {
+        OrderStatus::New => '0',
+        OrderStatus::PartiallyFilled => '1',
+        OrderStatus::Filled => '2',
+        OrderStatus::Canceled => '4',
+        OrderStatus::Expired => 'C',
     }
 }
 
@@ -118,9 +60,34 @@ pub enum ReportKind {
         leaves_qty: u64,
     },
     Replaced {
-        old_cl_ord_id: String,
+        old_cl_ord_id: ClientOrderId,
     },
     Expired,
+}
+
+impl ReportKind {
+    /// The report of one change of the order fold.
+    pub fn of(change: &Change<'_>) -> ReportKind {
+        match change {
+            Change::New(_) => ReportKind::New,
+            Change::Fill(fill) => ReportKind::Fill {
+                trade_id: fill.trade.trade_id,
+                price: fill.trade.price,
+                qty: fill.trade.qty,
+                fee: fill.fee,
+                maker: fill.liquidity == Liquidity::Maker,
+            },
+            Change::Canceled(canceled) => ReportKind::Canceled {
+                reason: canceled.reason,
+                canceled_qty: canceled.canceled_qty,
+                leaves_qty: canceled.leaves_qty,
+            },
+            Change::Replaced(replaced) => ReportKind::Replaced {
+                old_cl_ord_id: replaced.old_client_order_id,
+            },
+            Change::Expired(_) => ReportKind::Expired,
+        }
+    }
 }
 
 fn side_from(text: &str) -> Side {
@@ -131,20 +98,33 @@ fn side_from(text: &str) -> Side {
     }
 }
 
-fn status_from(status: OrderStatus) -> Status {
-    match status {
-        OrderStatus::New => Status::New,
-        OrderStatus::PartiallyFilled => Status::PartiallyFilled,
-        OrderStatus::Filled => Status::Filled,
-        OrderStatus::Canceled => Status::Canceled,
-        OrderStatus::Expired => Status::Expired,
-    }
+/// The order a history record holds; `None` if its ids are not ones the
+/// core could have accepted.
+fn state_from(record: &OrderRecord) -> Option<OrderState> {
+    Some(OrderState {
+        order_id: record.order_id,
+        account: record.account,
+        client_order_id: ClientOrderId::new(&record.client_order_id).ok()?,
+        symbol: Symbol::new(&record.symbol).ok()?,
+        side: side_from(&record.side),
+        order_type: if record.order_type == "market" {
+            OrderType::Market
+        } else {
+            OrderType::Limit
+        },
+        tif: match record.tif.as_str() {
+            "ioc" => TimeInForce::Ioc,
+            "fok" => TimeInForce::Fok,
+            _ => TimeInForce::Gtc,
+        },
+        progress: record.progress(),
+    })
 }
 
 #[derive(Debug, Default)]
 pub struct OrderCache {
     open: HashMap<OrderId, OrderState>,
-    by_cl_ord_id: HashMap<(AccountId, String), OrderId>,
+    by_cl_ord_id: HashMap<(AccountId, ClientOrderId), OrderId>,
     closed: VecDeque<OrderState>,
 }
 
@@ -155,30 +135,8 @@ impl OrderCache {
     pub fn seed(&mut self, orders: &[OrderRecord]) {
         let mut sorted: Vec<&OrderRecord> = orders.iter().collect();
         sorted.sort_by_key(|o| o.order_id);
-        for record in sorted {
-            let state = OrderState {
-                order_id: record.order_id,
-                account: record.account,
-                cl_ord_id: record.client_order_id.clone(),
-                symbol: record.symbol.clone(),
-                side: side_from(&record.side),
-                ord_type: if record.order_type == "market" {
-                    OrderType::Market
-                } else {
-                    OrderType::Limit
-                },
-                price: record.price,
-                qty: record.qty,
-                cum_qty: record.filled_qty,
-                notional: record.fill_notional,
-                tif: match record.tif.as_str() {
-                    "ioc" => TimeInForce::Ioc,
-                    "fok" => TimeInForce::Fok,
-                    _ => TimeInForce::Gtc,
-                },
-                status: status_from(record.status),
-            };
-            if state.status.is_open() {
+        for state in sorted.into_iter().filter_map(state_from) {
+            if state.is_open() {
                 self.insert_open(state);
             } else {
                 self.remember_closed(state);
@@ -188,7 +146,7 @@ impl OrderCache {
 
     fn insert_open(&mut self, state: OrderState) {
         self.by_cl_ord_id
-            .insert((state.account, state.cl_ord_id.clone()), state.order_id);
+            .insert((state.account, state.client_order_id), state.order_id);
         self.open.insert(state.order_id, state);
     }
 
@@ -201,7 +159,7 @@ impl OrderCache {
 
     fn close(&mut self, order_id: OrderId) {
         if let Some(state) = self.open.remove(&order_id) {
-            let key = (state.account, state.cl_ord_id.clone());
+            let key = (state.account, state.client_order_id);
             if self.by_cl_ord_id.get(&key) == Some(&order_id) {
                 self.by_cl_ord_id.remove(&key);
             }
@@ -220,7 +178,7 @@ impl OrderCache {
             OrderRef::Id(id) => self.open.get(id).filter(|o| o.account == account),
             OrderRef::Client(cl) => self
                 .by_cl_ord_id
-                .get(&(account, cl.as_str().to_string()))
+                .get(&(account, *cl))
                 .and_then(|id| self.open.get(id)),
         };
         open.or_else(|| {
@@ -228,7 +186,7 @@ impl OrderCache {
                 o.account == account
                     && match order {
                         OrderRef::Id(id) => o.order_id == *id,
-                        OrderRef::Client(cl) => o.cl_ord_id == cl.as_str(),
+                        OrderRef::Client(cl) => o.client_order_id == *cl,
                     }
             })
         })
@@ -274,145 +232,30 @@ impl OrderCache {
         in_scope: &impl Fn(AccountId) -> bool,
         reports: &mut Vec<Report>,
     ) {
-        match &event.kind {
-            EventKind::Accepted {
-                account,
-                client_order_id,
-                order_id,
-                symbol,
-                side,
-                order_type,
-                price,
-                qty,
-                tif,
-                ..
-            } if in_scope(*account) => {
-                self.insert_open(OrderState {
-                    order_id: *order_id,
-                    account: *account,
-                    cl_ord_id: client_order_id.to_string(),
-                    symbol: symbol.to_string(),
-                    side: *side,
-                    ord_type: *order_type,
-                    price: *price,
-                    qty: *qty,
-                    cum_qty: 0,
-                    notional: 0,
-                    tif: *tif,
-                    status: Status::New,
-                });
-                self.report(event, *order_id, ReportKind::New, reports);
+        for update in order_updates(&event.kind) {
+            if !in_scope(update.account) {
+                continue;
             }
-            EventKind::Trade {
-                trade_id,
-                price,
-                qty,
-                maker_order_id,
-                taker_order_id,
-                maker_account,
-                taker_account,
-                maker_fee,
-                taker_fee,
-                ..
-            } => {
-                let sides = [
-                    (*maker_order_id, *maker_account, *maker_fee, true),
-                    (*taker_order_id, *taker_account, *taker_fee, false),
-                ];
-                for (order_id, account, fee, maker) in sides {
-                    if !in_scope(account) {
-                        continue;
-                    }
-                    let filled = match self.open.get_mut(&order_id) {
-                        Some(order) => {
-                            order.cum_qty += qty;
-                            order.notional += u128::from(*price) * u128::from(*qty);
-                            order.after_fill();
-                            order.status == Status::Filled
-                        }
-                        None => continue,
-                    };
-                    if filled {
-                        self.close(order_id);
-                    }
-                    let kind = ReportKind::Fill {
-                        trade_id: *trade_id,
-                        price: *price,
-                        qty: *qty,
-                        fee,
-                        maker,
-                    };
-                    self.report(event, order_id, kind, reports);
+            if let Change::New(accepted) = update.change {
+                self.insert_open(OrderState::new(accepted));
+            } else {
+                // Only orders seen open are followed (and reported).
+                let Some(order) = self.open.get_mut(&update.order_id) else {
+                    continue;
+                };
+                let old_key = (order.account, order.client_order_id);
+                order.apply(&update.change);
+                let (new_key, open) = ((order.account, order.client_order_id), order.is_open());
+                if new_key != old_key {
+                    self.by_cl_ord_id.remove(&old_key);
+                    self.by_cl_ord_id.insert(new_key, update.order_id);
+                }
+                if !open {
+                    self.close(update.order_id);
                 }
             }
-            EventKind::Canceled {
-                account,
-                order_id,
-                reason,
-                canceled_qty,
-                leaves_qty,
-                ..
-            } if in_scope(*account) => {
-                let Some(order) = self.open.get_mut(order_id) else {
-                    return;
-                };
-                if *leaves_qty > 0 {
-                    // A self-trade decrement: the order stays, smaller.
-                    order.qty = order.qty.saturating_sub(*canceled_qty);
-                } else {
-                    order.status = Status::Canceled;
-                    self.close(*order_id);
-                }
-                let kind = ReportKind::Canceled {
-                    reason: *reason,
-                    canceled_qty: *canceled_qty,
-                    leaves_qty: *leaves_qty,
-                };
-                self.report(event, *order_id, kind, reports);
-            }
-            EventKind::Replaced {
-                account,
-                order_id,
-                old_client_order_id,
-                client_order_id,
-                price,
-                qty,
-                leaves_qty,
-                ..
-            } if in_scope(*account) => {
-                let Some(order) = self.open.get_mut(order_id) else {
-                    return;
-                };
-                let old_key = (order.account, order.cl_ord_id.clone());
-                order.cl_ord_id = client_order_id.to_string();
-                order.price = Some(*price);
-                order.qty = *qty;
-                let new_key = (order.account, order.cl_ord_id.clone());
-                let done = *leaves_qty == 0;
-                if done {
-                    order.status = Status::Filled;
-                }
-                self.by_cl_ord_id.remove(&old_key);
-                self.by_cl_ord_id.insert(new_key, *order_id);
-                if done {
-                    self.close(*order_id);
-                }
-                let kind = ReportKind::Replaced {
-                    old_cl_ord_id: old_client_order_id.to_string(),
-                };
-                self.report(event, *order_id, kind, reports);
-            }
-            EventKind::Expired {
-                account, order_id, ..
-            } if in_scope(*account) => {
-                let Some(order) = self.open.get_mut(order_id) else {
-                    return;
-                };
-                order.status = Status::Expired;
-                self.close(*order_id);
-                self.report(event, *order_id, ReportKind::Expired, reports);
-            }
-            _ => {}
+            let kind = ReportKind::of(&update.change);
+            self.report(event, update.order_id, kind, reports);
         }
     }
 }

@@ -63,8 +63,11 @@ fn an_order_through_its_life() {
     );
     assert_eq!(fill.len(), 1, "account 2 is out of scope");
     assert_eq!(
-        (fill[0].order.cum_qty, fill[0].order.status),
-        (UNIT / 2, Status::PartiallyFilled)
+        (
+            fill[0].order.progress.filled_qty,
+            fill[0].order.progress.status
+        ),
+        (UNIT / 2, OrderStatus::PartiallyFilled)
     );
     assert!(matches!(fill[0].kind, ReportKind::Fill { maker: true, .. }));
     let replaced = run(
@@ -81,11 +84,14 @@ fn an_order_through_its_life() {
     assert_eq!(
         replaced[0].kind,
         ReportKind::Replaced {
-            old_cl_ord_id: "a".into()
+            old_cl_ord_id: ClientOrderId::new("a").unwrap()
         }
     );
     assert_eq!(
-        (replaced[0].order.qty, replaced[0].order.leaves_qty()),
+        (
+            replaced[0].order.progress.qty,
+            replaced[0].order.leaves_qty()
+        ),
         (UNIT, UNIT / 2)
     );
     let by_new_id = OrderRef::Client(ClientOrderId::new("a2").unwrap());
@@ -101,12 +107,12 @@ fn an_order_through_its_life() {
             order: by_new_id,
         }),
     );
-    assert_eq!(canceled[0].order.status, Status::Canceled);
+    assert_eq!(canceled[0].order.progress.status, OrderStatus::Canceled);
     assert_eq!(canceled[0].order.leaves_qty(), 0);
     assert_eq!(cache.open_orders(), 0);
     assert_eq!(
-        cache.find(1, &by_new_id).map(|o| o.status),
-        Some(Status::Canceled),
+        cache.find(1, &by_new_id).map(|o| o.progress.status),
+        Some(OrderStatus::Canceled),
         "remembered after closing"
     );
     assert_eq!(cache.find(2, &by_new_id), None, "another account's view");
@@ -146,8 +152,12 @@ fn market_remainder_expires_and_average_price_spans_levels() {
     );
     let last = &reports[3].order;
     assert_eq!(
-        (last.cum_qty, last.avg_px(), last.status),
-        (2 * UNIT, 1_015 * UNIT / 10, Status::Expired)
+        (
+            last.progress.filled_qty,
+            last.progress.avg_price(),
+            last.progress.status
+        ),
+        (2 * UNIT, 1_015 * UNIT / 10, OrderStatus::Expired)
     );
 }
 
@@ -167,12 +177,12 @@ fn self_trade_decrement_shrinks_without_closing() {
     );
     let resting = reports
         .iter()
-        .find(|r| r.order.cl_ord_id == "rest")
+        .find(|r| r.order.client_order_id.as_str() == "rest")
         .expect("the resting order is reported");
     assert!(matches!(resting.kind, ReportKind::Canceled { leaves_qty, .. } if leaves_qty > 0));
     assert_eq!(
-        (resting.order.qty, resting.order.status),
-        (UNIT * 3 / 2, Status::New)
+        (resting.order.progress.qty, resting.order.progress.status),
+        (UNIT * 3 / 2, OrderStatus::New)
     );
 }
 
@@ -203,8 +213,18 @@ fn seeding_picks_up_open_orders_and_their_average_price() {
         .find(1, &OrderRef::Client(ClientOrderId::new("a").unwrap()))
         .expect("open order");
     assert_eq!(
-        (open.cum_qty, open.avg_px(), open.side, open.status),
-        (UNIT / 2, 100 * UNIT, Side::Sell, Status::PartiallyFilled)
+        (
+            open.progress.filled_qty,
+            open.progress.avg_price(),
+            open.side,
+            open.progress.status
+        ),
+        (
+            UNIT / 2,
+            100 * UNIT,
+            Side::Sell,
+            OrderStatus::PartiallyFilled
+        )
     );
     // Closed before the seed: only the reporting store has it now.
     assert!(cache

@@ -11,7 +11,7 @@ use exchange_types::{
 };
 
 use crate::message::Outgoing;
-use crate::orders::{OrderState, Report, ReportKind};
+use crate::orders::{ord_status, OrderState, Report, ReportKind};
 use crate::tags::{self, msg};
 use crate::time;
 
@@ -108,7 +108,7 @@ pub struct MassCancelEcho {
 /// ClOrdID the core never sees).
 pub fn execution_report(report: &Report, ids: Option<(&str, &str)>) -> Outgoing {
     let order = &report.order;
-    let status = order.status.fix();
+    let status = ord_status(order.progress.status);
     let (exec_type, exec_id) = match &report.kind {
         ReportKind::New => ('0', format!("{}-{}", report.seq, order.order_id)),
         ReportKind::Fill { .. } => ('F', format!("{}-{}", report.seq, order.order_id)),
@@ -126,10 +126,10 @@ pub fn execution_report(report: &Report, ids: Option<(&str, &str)>) -> Outgoing 
             out.push(tags::ORIG_CL_ORD_ID, orig);
         }
         (ReportKind::Replaced { old_cl_ord_id }, None) => {
-            out.push(tags::CL_ORD_ID, &order.cl_ord_id);
+            out.push(tags::CL_ORD_ID, order.client_order_id);
             out.push(tags::ORIG_CL_ORD_ID, old_cl_ord_id);
         }
-        (_, None) => out.push(tags::CL_ORD_ID, &order.cl_ord_id),
+        (_, None) => out.push(tags::CL_ORD_ID, order.client_order_id),
     }
     out.push(tags::EXEC_ID, exec_id);
     out.push(tags::EXEC_TYPE, exec_type);
@@ -138,11 +138,11 @@ pub fn execution_report(report: &Report, ids: Option<(&str, &str)>) -> Outgoing 
         out.push(tags::EXEC_RESTATEMENT_REASON, 99);
     }
     out.push(tags::ACCOUNT, order.account);
-    out.push(tags::SYMBOL, &order.symbol);
+    out.push(tags::SYMBOL, order.symbol);
     out.push(tags::SIDE, side_char(order.side));
-    out.push(tags::ORDER_QTY, format_units(order.qty));
-    out.push(tags::ORD_TYPE, ord_type_char(order.ord_type));
-    out.push_opt(tags::PRICE, order.price.map(format_units));
+    out.push(tags::ORDER_QTY, format_units(order.progress.qty));
+    out.push(tags::ORD_TYPE, ord_type_char(order.order_type));
+    out.push_opt(tags::PRICE, order.progress.price.map(format_units));
     out.push(tags::TIME_IN_FORCE, tif_char(order.tif));
     if let ReportKind::Fill {
         trade_id,
@@ -160,8 +160,8 @@ pub fn execution_report(report: &Report, ids: Option<(&str, &str)>) -> Outgoing 
         out.push(tags::LAST_LIQUIDITY_IND, if *maker { 1 } else { 2 });
     }
     out.push(tags::LEAVES_QTY, format_units(order.leaves_qty()));
-    out.push(tags::CUM_QTY, format_units(order.cum_qty));
-    out.push(tags::AVG_PX, format_units(order.avg_px()));
+    out.push(tags::CUM_QTY, format_units(order.progress.filled_qty));
+    out.push(tags::AVG_PX, format_units(order.progress.avg_price()));
     out.push(tags::TRANSACT_TIME, time::format(report.ts));
     if let ReportKind::Canceled { reason, .. } = &report.kind {
         let text = match reason {
@@ -224,7 +224,7 @@ pub fn cancel_reject(
 ) -> Outgoing {
     let order_id = order.map_or_else(|| "NONE".to_string(), |o| o.order_id.to_string());
     // An order the exchange cannot find is reported as rejected.
-    let status = order.map_or('8', |o| o.status.fix());
+    let status = order.map_or('8', |o| ord_status(o.progress.status));
     Outgoing::new(msg::ORDER_CANCEL_REJECT)
         .field(tags::ORDER_ID, order_id)
         .field(tags::CL_ORD_ID, &echo.cl_ord_id)

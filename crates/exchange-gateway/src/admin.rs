@@ -98,12 +98,9 @@ async fn transfer(
         .events
         .iter()
         .find_map(|e| match &e.kind {
-            EventKind::Balance {
-                account: a,
-                asset: b,
-                total,
-                available,
-            } if *a == account && *b == asset => Some((*total, *available)),
+            EventKind::Balance(b) if b.account == account && b.asset == asset => {
+                Some((b.total, b.available))
+            }
             _ => None,
         })
         .unwrap_or_default();
@@ -162,7 +159,7 @@ async fn set_status(app: &AppState, symbol: &str, halt: bool) -> Result<Json<Val
     };
     let applied = submit(app, entry(command)).await?;
     let status = applied.events.iter().find_map(|e| match &e.kind {
-        EventKind::Status { status, .. } => Some(status.as_str()),
+        EventKind::Status(s) => Some(s.status.as_str()),
         _ => None,
     });
     Ok(Json(json!({ "symbol": symbol.as_str(), "status": status })))

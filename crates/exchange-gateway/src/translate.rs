@@ -13,8 +13,9 @@ use std::sync::Arc;
 
 use exchange_types::ids::InlineStr;
 use exchange_types::{
-    AccountId, Cancel, Command, Dec, Event, EventKind, MassCancel, OrderId, OrderRef, OrderType,
-    Place, RejectReason, Replace, SelfTradePrevention, Side, Stamped, TimeInForce,
+    order_updates, AccountId, Cancel, Change, Command, Dec, Event, EventKind, MassCancel, OrderId,
+    OrderRef, OrderType, Place, RejectReason, Replace, SelfTradePrevention, Side, Stamped,
+    TimeInForce,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -295,7 +296,7 @@ pub async fn submit_in_order(
 /// only that).
 pub fn rejection(events: &[Event]) -> Option<RejectReason> {
     events.iter().find_map(|e| match &e.kind {
-        EventKind::Rejected { reason, .. } => Some(*reason),
+        EventKind::Rejected(rejected) => Some(rejected.reason),
         _ => None,
     })
 }
@@ -370,43 +371,43 @@ impl Op {
             }
         };
         match self {
-            Op::Place => {
-                let placed = events.iter().find_map(|e| match &e.kind {
-                    EventKind::Accepted { order_id, .. } => Some(*order_id),
-                    _ => None,
-                });
-                placed.map(order).ok_or_else(|| {
+            Op::Place => changed(events, |c| matches!(c, Change::New(_)))
+                .next()
+                .map(order)
+                .ok_or_else(|| {
                     ApiError::new(
                         axum::http::StatusCode::INTERNAL_SERVER_ERROR,
                         "internal",
                         "the order was neither accepted nor rejected",
                     )
-                })
-            }
-            Op::Cancel | Op::Replace => events
-                .iter()
-                .find_map(|e| match &e.kind {
-                    EventKind::Canceled { order_id, .. } | EventKind::Replaced { order_id, .. } => {
-                        Some(*order_id)
-                    }
-                    _ => None,
-                })
-                .map(order)
-                .ok_or_else(ApiError::unknown_order),
+                }),
+            Op::Cancel | Op::Replace => changed(events, |c| {
+                matches!(c, Change::Canceled(_) | Change::Replaced(_))
+            })
+            .next()
+            .map(order)
+            .ok_or_else(ApiError::unknown_order),
             Op::MassCancel => Ok(Answer::Canceled {
-                canceled: events
-                    .iter()
-                    .filter_map(|e| match &e.kind {
-                        EventKind::Canceled { order_id, .. } => Some(*order_id),
-                        _ => None,
-                    })
-                    .collect(),
+                canceled: changed(events, |c| matches!(c, Change::Canceled(_))).collect(),
             }),
             Op::Other => Ok(Answer::Index {
                 index: applied.index,
             }),
         }
     }
+}
+
+/// The orders among `events` that a change of the kind `wanted` reached,
+/// in event order.
+fn changed(
+    events: &[Event],
+    wanted: fn(&Change<'_>) -> bool,
+) -> impl Iterator<Item = OrderId> + '_ {
+    events
+        .iter()
+        .flat_map(|e| order_updates(&e.kind))
+        .filter(move |update| wanted(&update.change))
+        .map(|update| update.order_id)
 }
 
 /// Sequences one command and answers it (REST's whole path).

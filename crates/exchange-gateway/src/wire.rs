@@ -7,10 +7,12 @@
 //! message (that, with its allocations, cost more than everything else a
 //! socket does per order).
 
-use exchange_types::{AccountId, Dec, Event, EventKind, AMOUNT_SCALE};
+use exchange_types::{
+    lifecycle, order_updates, AccountId, Change, Dec, Event, EventKind, Rejected, AMOUNT_SCALE,
+};
 use serde::{Serialize, Serializer};
 
-use exchange_node::history::{self, Fill, OrderRecord, OrderStatus};
+use exchange_node::history::{Fill, OrderRecord, OrderStatus};
 
 /// Units written as a decimal string, without an intermediate `String`.
 #[derive(Clone, Copy, Debug)]
@@ -61,49 +63,42 @@ impl<'a> From<&'a Fill> for FillView<'a> {
     }
 }
 
+/// One order's fill in a trade, from the order fold's update.
+fn fill_view<'a>(update: &lifecycle::OrderUpdate<'a>, ts: u64) -> Option<FillView<'a>> {
+    let Change::Fill(fill) = update.change else {
+        return None;
+    };
+    Some(FillView {
+        trade_id: fill.trade.trade_id,
+        order_id: update.order_id,
+        symbol: fill.trade.symbol.as_str(),
+        side: fill.side.as_str(),
+        price: Units(fill.trade.price),
+        qty: Units(fill.trade.qty),
+        fee: SignedUnits(fill.fee),
+        liquidity: fill.liquidity.as_str(),
+        ts,
+    })
+}
+
 /// The fills a trade event gives `account` (two when it traded with
 /// itself), read as the history reads them.
 pub fn fills_of_trade(event: &Event, account: AccountId) -> impl Iterator<Item = FillView<'_>> {
-    let trade = match &event.kind {
-        EventKind::Trade {
-            trade_id,
-            symbol,
-            price,
-            qty,
-            ..
-        } => Some((*trade_id, symbol.as_str(), *price, *qty)),
-        _ => None,
-    };
-    let sides = history::trade_sides(&event.kind).into_iter().flatten();
-    sides
-        .filter(move |side| side.account == account)
-        .filter_map(move |side| {
-            let (trade_id, symbol, price, qty) = trade?;
-            Some(FillView {
-                trade_id,
-                order_id: side.order_id,
-                symbol,
-                side: side.side.as_str(),
-                price: Units(price),
-                qty: Units(qty),
-                fee: SignedUnits(side.fee),
-                liquidity: side.liquidity,
-                ts: event.ts,
-            })
-        })
+    order_updates(&event.kind)
+        .filter(move |update| update.account == account)
+        .filter_map(move |update| fill_view(&update, event.ts))
 }
 
 /// The fills among `events` of the order `order_id`.
 pub fn fills_of_order(events: &[Event], order_id: u64) -> Vec<FillView<'_>> {
-    let mut fills = Vec::new();
-    for event in events {
-        let side = history::trade_sides(&event.kind)
-            .and_then(|sides| sides.into_iter().find(|s| s.order_id == order_id));
-        if let Some(side) = side {
-            fills.extend(fills_of_trade(event, side.account).filter(|f| f.order_id == order_id));
-        }
-    }
-    fills
+    events
+        .iter()
+        .flat_map(|event| {
+            order_updates(&event.kind)
+                .filter(move |update| update.order_id == order_id)
+                .filter_map(move |update| fill_view(&update, event.ts))
+        })
+        .collect()
 }
 
 #[derive(Serialize)]
@@ -244,157 +239,99 @@ fn update<'a>(event: &Event, name: &'static str, fields: UpdateFields<'a>) -> Pr
 pub fn private_messages(events: &[Event], account: AccountId) -> Vec<PrivateMessage<'_>> {
     let mut out = Vec::new();
     for event in events {
-        let order_update = |name, fields| update(event, name, fields);
-        let message = match &event.kind {
-            EventKind::Accepted {
-                account: owner,
-                client_order_id,
-                order_id,
-                symbol,
-                side,
-                order_type,
-                price,
-                qty,
-                tif,
-                post_only,
-                stp,
-            } if *owner == account => order_update(
-                "accepted",
-                UpdateFields::Accepted {
-                    order_id: *order_id,
-                    client_order_id: client_order_id.as_str(),
-                    symbol: symbol.as_str(),
-                    side: side.as_str(),
-                    order_type: order_type.as_str(),
-                    price: price.map(Units),
-                    qty: Units(*qty),
-                    tif: tif.as_str(),
-                    post_only: *post_only,
-                    stp: stp.as_str(),
-                },
-            ),
-            EventKind::Rejected {
-                account: Some(owner),
-                command,
-                client_order_id,
-                order_id,
-                symbol,
-                reason,
-            } if *owner == account => order_update(
-                "rejected",
-                UpdateFields::Rejected {
-                    command,
-                    order_id: *order_id,
-                    client_order_id: client_order_id.as_ref().map(|c| c.as_str()),
-                    symbol: symbol.as_ref().map(|s| s.as_str()),
-                    code: reason.as_str(),
-                    message: reason.message(),
-                },
-            ),
-            EventKind::Canceled {
-                account: owner,
-                order_id,
-                client_order_id,
-                symbol,
-                reason,
-                canceled_qty,
-                filled_qty,
-                leaves_qty,
-            } if *owner == account => order_update(
-                "canceled",
-                UpdateFields::Canceled {
-                    order_id: *order_id,
-                    client_order_id: client_order_id.as_str(),
-                    symbol: symbol.as_str(),
-                    reason: reason.as_str(),
-                    canceled_qty: Units(*canceled_qty),
-                    filled_qty: Units(*filled_qty),
-                    leaves_qty: Units(*leaves_qty),
-                },
-            ),
-            EventKind::Replaced {
-                account: owner,
-                order_id,
-                old_client_order_id,
-                client_order_id,
-                symbol,
-                price,
-                qty,
-                leaves_qty,
-            } if *owner == account => order_update(
-                "replaced",
-                UpdateFields::Replaced {
-                    order_id: *order_id,
-                    old_client_order_id: old_client_order_id.as_str(),
-                    client_order_id: client_order_id.as_str(),
-                    symbol: symbol.as_str(),
-                    price: Units(*price),
-                    qty: Units(*qty),
-                    leaves_qty: Units(*leaves_qty),
-                },
-            ),
-            EventKind::Expired {
-                account: owner,
-                order_id,
-                client_order_id,
-                symbol,
-                expired_qty,
-                filled_qty,
-            } if *owner == account => order_update(
-                "expired",
-                UpdateFields::Expired {
-                    order_id: *order_id,
-                    client_order_id: client_order_id.as_str(),
-                    symbol: symbol.as_str(),
-                    expired_qty: Units(*expired_qty),
-                    filled_qty: Units(*filled_qty),
-                },
-            ),
-            EventKind::Trade { .. } => {
-                out.extend(
-                    fills_of_trade(event, account).map(|fill| PrivateMessage::Fill {
-                        kind: "fill",
-                        seq: event.seq,
-                        fill,
-                    }),
-                );
-                continue;
+        if let EventKind::Rejected(rejected) = &event.kind {
+            if rejected.account == Some(account) {
+                out.push(update(event, "rejected", rejected_fields(rejected)));
             }
-            _ => continue,
-        };
-        out.push(message);
+            continue;
+        }
+        for order in order_updates(&event.kind).filter(|u| u.account == account) {
+            let message = match (fill_view(&order, event.ts), order_fields(order.change)) {
+                (Some(fill), _) => PrivateMessage::Fill {
+                    kind: "fill",
+                    seq: event.seq,
+                    fill,
+                },
+                (None, Some(fields)) => update(event, event.kind.name(), fields),
+                (None, None) => continue,
+            };
+            out.push(message);
+        }
     }
     out
+}
+
+fn rejected_fields(e: &Rejected) -> UpdateFields<'_> {
+    UpdateFields::Rejected {
+        command: e.command,
+        order_id: e.order_id,
+        client_order_id: e.client_order_id.as_ref().map(|c| c.as_str()),
+        symbol: e.symbol.as_ref().map(|s| s.as_str()),
+        code: e.reason.as_str(),
+        message: e.reason.message(),
+    }
+}
+
+/// The fields of an order's own event; `None` for a fill, which is a
+/// message of its own.
+fn order_fields(change: Change<'_>) -> Option<UpdateFields<'_>> {
+    let fields = match change {
+        Change::New(e) => UpdateFields::Accepted {
+            order_id: e.order_id,
+            client_order_id: e.client_order_id.as_str(),
+            symbol: e.symbol.as_str(),
+            side: e.side.as_str(),
+            order_type: e.order_type.as_str(),
+            price: e.price.map(Units),
+            qty: Units(e.qty),
+            tif: e.tif.as_str(),
+            post_only: e.post_only,
+            stp: e.stp.as_str(),
+        },
+        Change::Canceled(e) => UpdateFields::Canceled {
+            order_id: e.order_id,
+            client_order_id: e.client_order_id.as_str(),
+            symbol: e.symbol.as_str(),
+            reason: e.reason.as_str(),
+            canceled_qty: Units(e.canceled_qty),
+            filled_qty: Units(e.filled_qty),
+            leaves_qty: Units(e.leaves_qty),
+        },
+        Change::Replaced(e) => UpdateFields::Replaced {
+            order_id: e.order_id,
+            old_client_order_id: e.old_client_order_id.as_str(),
+            client_order_id: e.client_order_id.as_str(),
+            symbol: e.symbol.as_str(),
+            price: Units(e.price),
+            qty: Units(e.qty),
+            leaves_qty: Units(e.leaves_qty),
+        },
+        Change::Expired(e) => UpdateFields::Expired {
+            order_id: e.order_id,
+            client_order_id: e.client_order_id.as_str(),
+            symbol: e.symbol.as_str(),
+            expired_qty: Units(e.expired_qty),
+            filled_qty: Units(e.filled_qty),
+        },
+        Change::Fill(_) => return None,
+    };
+    Some(fields)
 }
 
 /// The accounts whose orders `events` touch, each once: who the private
 /// stream sends this entry to.
 pub fn accounts_of(events: &[Event], out: &mut Vec<AccountId>) {
     out.clear();
-    let mut add = |account: AccountId| {
-        if !out.contains(&account) {
-            out.push(account);
-        }
-    };
     for event in events {
-        match &event.kind {
-            EventKind::Accepted { account, .. }
-            | EventKind::Canceled { account, .. }
-            | EventKind::Replaced { account, .. }
-            | EventKind::Expired { account, .. }
-            | EventKind::Rejected {
-                account: Some(account),
-                ..
-            } => add(*account),
-            EventKind::Trade {
-                maker_account,
-                taker_account,
-                ..
-            } => {
-                add(*maker_account);
-                add(*taker_account);
+        let rejected = match &event.kind {
+            EventKind::Rejected(rejected) => rejected.account,
+            _ => None,
+        };
+        let touched = order_updates(&event.kind).map(|u| u.account);
+        for account in touched.chain(rejected) {
+            if !out.contains(&account) {
+                out.push(account);
             }
-            _ => {}
         }
     }
 }

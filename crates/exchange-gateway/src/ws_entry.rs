@@ -123,6 +123,7 @@ pub fn response<'a>(
 
 #[cfg(test)]
 mod tests {
+    use exchange_types::event;
     use exchange_types::{Command, Event, EventKind, OrderRef};
     use proptest::prelude::*;
     use serde_json::json;
@@ -331,19 +332,19 @@ mod tests {
         pending.push(json!(null), Op::Place, third);
         // The second is done first: still nothing until the first is.
         second_tx
-            .send(applied(EventKind::Error {
+            .send(applied(EventKind::Error(event::Error {
                 line: 0,
                 message: String::new(),
-            }))
+            })))
             .expect("send");
         let early =
             tokio::time::timeout(std::time::Duration::from_millis(20), pending.next()).await;
         assert!(early.is_err(), "answered out of order");
         first_tx
-            .send(applied(EventKind::Error {
+            .send(applied(EventKind::Error(event::Error {
                 line: 0,
                 message: String::new(),
-            }))
+            })))
             .expect("send");
         let text: Value = serde_json::from_str(&pending.next().await).expect("JSON");
         assert_eq!(

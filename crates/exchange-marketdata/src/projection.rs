@@ -19,6 +19,7 @@
 use std::collections::HashMap;
 
 use exchange_core::BookView;
+use exchange_types::event;
 use exchange_types::{EventKind, Side, Symbol, TradeId, TradingStatus};
 
 use crate::book::L2Book;
@@ -285,10 +286,10 @@ impl Projection {
         for event in events {
             self.now = self.now.max(event.ts);
             match &event.kind {
-                EventKind::InstrumentAdded { symbol, .. } => {
+                EventKind::InstrumentAdded(event::InstrumentAdded { symbol, .. }) => {
                     self.list(*symbol, out);
                 }
-                EventKind::Status { symbol, status } => {
+                EventKind::Status(event::Status { symbol, status }) => {
                     let locate = self.list(*symbol, out);
                     let halted = *status == TradingStatus::Halted;
                     self.instruments[usize::from(locate)].halted = halted;
@@ -299,12 +300,12 @@ impl Projection {
                         ts: event.ts,
                     });
                 }
-                EventKind::Book {
+                EventKind::Book(event::Book {
                     symbol,
                     side,
                     price,
                     qty,
-                } => {
+                }) => {
                     let locate = self.list(*symbol, out);
                     self.sequences.record_event(index, &event.kind);
                     let inst = &mut self.instruments[usize::from(locate)];
@@ -316,14 +317,14 @@ impl Projection {
                     });
                     self.touch(locate);
                 }
-                EventKind::Trade {
+                EventKind::Trade(event::Trade {
                     trade_id,
                     symbol,
                     price,
                     qty,
                     aggressor_side,
                     ..
-                } => {
+                }) => {
                     let locate = self.list(*symbol, out);
                     let sequence = self.sequences.record_event(index, &event.kind).unwrap_or(0);
                     let inst = &mut self.instruments[usize::from(locate)];

@@ -10,6 +10,7 @@
 
 use std::collections::BTreeMap;
 
+use exchange_types::event;
 use exchange_types::{EventKind, Symbol};
 use serde::{Deserialize, Serialize};
 
@@ -65,7 +66,7 @@ impl MarketSequences {
     /// for a `Trade`; `None` for every other event.
     pub fn record_event(&mut self, index: u64, kind: &EventKind) -> Option<u64> {
         match kind {
-            EventKind::Book { symbol, .. } => {
+            EventKind::Book(event::Book { symbol, .. }) => {
                 let counters = self.counters(symbol);
                 if counters.book_entry != index {
                     counters.book_entry = index;
@@ -73,7 +74,7 @@ impl MarketSequences {
                 }
                 Some(counters.seqs.book)
             }
-            EventKind::Trade { symbol, .. } => {
+            EventKind::Trade(event::Trade { symbol, .. }) => {
                 let counters = self.counters(symbol);
                 counters.seqs.trades += 1;
                 Some(counters.seqs.trades)
@@ -105,12 +106,12 @@ mod tests {
         Event {
             seq: 0,
             ts: 0,
-            kind: EventKind::Book {
+            kind: EventKind::Book(event::Book {
                 symbol: Symbol::new(symbol).unwrap(),
                 side: Side::Buy,
                 price,
                 qty: 1,
-            },
+            }),
         }
     }
 

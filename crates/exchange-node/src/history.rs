@@ -12,7 +12,8 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 
-use exchange_types::{AccountId, Event, EventKind, OrderId, Side};
+use exchange_types::lifecycle::{self, order_updates, Change, Progress};
+use exchange_types::{Accepted, AccountId, Event, EventKind, OrderId};
 use serde::{Deserialize, Serialize};
 
 /// Fills returned by `GET /v1/fills` at most.
@@ -34,7 +35,32 @@ pub enum OrderStatus {
 
 impl OrderStatus {
     pub fn is_open(self) -> bool {
-        matches!(self, OrderStatus::New | OrderStatus::PartiallyFilled)
+        lifecycle::OrderStatus::from(self).is_open()
+    }
+}
+
+// The order fold's status, here with its serde form.
+impl From<lifecycle::OrderStatus> for OrderStatus {
+    fn from(status: lifecycle::OrderStatus) -> Self {
+        match status {
+            lifecycle::OrderStatus::New => OrderStatus::New,
+            lifecycle::OrderStatus::PartiallyFilled => OrderStatus::PartiallyFilled,
+            lifecycle::OrderStatus::Filled => OrderStatus::Filled,
+            lifecycle::OrderStatus::Canceled => OrderStatus::Canceled,
+            lifecycle::OrderStatus::Expired => OrderStatus::Expired,
+        }
+    }
+}
+
+impl From<OrderStatus> for lifecycle::OrderStatus {
+    fn from(status: OrderStatus) -> Self {
+        match status {
+            OrderStatus::New => lifecycle::OrderStatus::New,
+            OrderStatus::PartiallyFilled => lifecycle::OrderStatus::PartiallyFilled,
+            OrderStatus::Filled => lifecycle::OrderStatus::Filled,
+            OrderStatus::Canceled => lifecycle::OrderStatus::Canceled,
+            OrderStatus::Expired => lifecycle::OrderStatus::Expired,
+        }
     }
 }
 
@@ -151,175 +177,93 @@ impl History {
         }
     }
 
-    fn close(&mut self, id: OrderId, status: OrderStatus, ts: u64) {
-        let Some(mut order) = self.orders.remove(&id) else {
-            return;
-        };
-        let record = Arc::make_mut(&mut order);
-        record.status = status;
-        record.updated_ts = ts;
-        self.just_closed.push(order);
+    /// Moves a closed order (its record already final) out of the open
+    /// ones.
+    fn close(&mut self, id: OrderId) {
+        if let Some(order) = self.orders.remove(&id) {
+            self.just_closed.push(order);
+        }
     }
 
     fn record_one(&mut self, event: &Event) {
         let ts = event.ts;
-        match &event.kind {
-            EventKind::Accepted {
-                account,
-                client_order_id,
-                order_id,
-                symbol,
-                side,
-                order_type,
-                price,
-                qty,
-                tif,
-                ..
-            } => {
-                self.orders.insert(
-                    *order_id,
-                    Arc::new(OrderRecord {
-                        order_id: *order_id,
-                        account: *account,
-                        client_order_id: client_order_id.to_string(),
-                        symbol: symbol.to_string(),
-                        side: side.as_str().into(),
-                        order_type: order_type.as_str().into(),
-                        price: *price,
-                        qty: *qty,
-                        filled_qty: 0,
-                        status: OrderStatus::New,
-                        tif: tif.as_str().into(),
-                        created_ts: ts,
-                        updated_ts: ts,
-                        fill_notional: 0,
-                    }),
-                );
-            }
-            EventKind::Trade {
-                trade_id,
-                symbol,
-                price,
-                qty,
-                aggressor_side,
-                ..
-            } => {
-                for side in trade_sides(&event.kind).into_iter().flatten() {
-                    if let Some(order) = self.orders.get_mut(&side.order_id).map(Arc::make_mut) {
-                        order.filled_qty += qty;
-                        order.fill_notional += u128::from(*price) * u128::from(*qty);
-                        order.updated_ts = ts;
-                        order.status = OrderStatus::PartiallyFilled;
+        for update in order_updates(&event.kind) {
+            match &update.change {
+                Change::New(accepted) => {
+                    let record = OrderRecord::accepted(accepted, ts);
+                    self.orders.insert(update.order_id, Arc::new(record));
+                }
+                change => {
+                    if let Some(order) = self.orders.get_mut(&update.order_id) {
+                        Arc::make_mut(order).apply(change, ts);
                     }
-                    if side.leaves == 0 {
-                        self.close(side.order_id, OrderStatus::Filled, ts);
+                    if update.closes() {
+                        self.close(update.order_id);
                     }
                 }
-                let public = PublicTrade {
-                    trade_id: *trade_id,
-                    price: *price,
-                    qty: *qty,
-                    side: aggressor_side.as_str().into(),
-                    ts,
-                };
-                push_bounded(
-                    self.trades.entry(symbol.to_string()).or_default(),
-                    public,
-                    TRADES_PER_SYMBOL,
-                );
             }
-            EventKind::Canceled {
-                order_id,
-                leaves_qty,
-                canceled_qty,
-                ..
-            } => {
-                if let Some(order) = self.orders.get_mut(order_id).map(Arc::make_mut) {
-                    // Only a self-trade decrement shrinks a live order; a
-                    // full cancel keeps the quantity the client asked for.
-                    if *leaves_qty > 0 {
-                        order.qty -= (*canceled_qty).min(order.qty);
-                    }
-                    order.updated_ts = ts;
-                }
-                if *leaves_qty == 0 {
-                    self.close(*order_id, OrderStatus::Canceled, ts);
-                }
-            }
-            EventKind::Expired { order_id, .. } => self.close(*order_id, OrderStatus::Expired, ts),
-            EventKind::Replaced {
-                order_id,
-                client_order_id,
-                price,
-                qty,
-                leaves_qty,
-                ..
-            } => {
-                if let Some(order) = self.orders.get_mut(order_id).map(Arc::make_mut) {
-                    order.client_order_id = client_order_id.to_string();
-                    order.price = Some(*price);
-                    order.qty = *qty;
-                    order.updated_ts = ts;
-                }
-                if *leaves_qty == 0 {
-                    self.close(*order_id, OrderStatus::Filled, ts);
-                }
-            }
-            _ => {}
+        }
+        if let EventKind::Trade(trade) = &event.kind {
+            let public = PublicTrade {
+                trade_id: trade.trade_id,
+                price: trade.price,
+                qty: trade.qty,
+                side: trade.aggressor_side.as_str().into(),
+                ts,
+            };
+            push_bounded(
+                self.trades.entry(trade.symbol.to_string()).or_default(),
+                public,
+                TRADES_PER_SYMBOL,
+            );
         }
     }
 }
 
-/// One order's part in a trade.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct TradeSide {
-    pub order_id: OrderId,
-    pub account: AccountId,
-    /// Quote units; negative is a rebate.
-    pub fee: i64,
-    /// What the order still has open after the trade.
-    pub leaves: u64,
-    pub liquidity: &'static str,
-    pub side: Side,
-}
+impl OrderRecord {
+    fn accepted(accepted: &Accepted, ts: u64) -> OrderRecord {
+        OrderRecord {
+            order_id: accepted.order_id,
+            account: accepted.account,
+            client_order_id: accepted.client_order_id.to_string(),
+            symbol: accepted.symbol.to_string(),
+            side: accepted.side.as_str().into(),
+            order_type: accepted.order_type.as_str().into(),
+            price: accepted.price,
+            qty: accepted.qty,
+            filled_qty: 0,
+            status: OrderStatus::New,
+            tif: accepted.tif.as_str().into(),
+            created_ts: ts,
+            updated_ts: ts,
+            fill_notional: 0,
+        }
+    }
 
-/// The maker's and the taker's part in a trade event: the one reading of
-/// a trade that fills come from, live (the private stream, answers) and
-/// after the fact (this history).
-pub fn trade_sides(kind: &EventKind) -> Option<[TradeSide; 2]> {
-    let EventKind::Trade {
-        maker_order_id,
-        taker_order_id,
-        maker_account,
-        taker_account,
-        aggressor_side,
-        maker_fee,
-        taker_fee,
-        maker_leaves_qty,
-        taker_leaves_qty,
-        ..
-    } = kind
-    else {
-        return None;
-    };
-    Some([
-        TradeSide {
-            order_id: *maker_order_id,
-            account: *maker_account,
-            fee: *maker_fee,
-            leaves: *maker_leaves_qty,
-            liquidity: "maker",
-            side: aggressor_side.opposite(),
-        },
-        TradeSide {
-            order_id: *taker_order_id,
-            account: *taker_account,
-            fee: *taker_fee,
-            leaves: *taker_leaves_qty,
-            liquidity: "taker",
-            side: *aggressor_side,
-        },
-    ])
+    /// The record's part that events change, as the order fold keeps it.
+    pub fn progress(&self) -> Progress {
+        Progress {
+            price: self.price,
+            qty: self.qty,
+            filled_qty: self.filled_qty,
+            fill_notional: self.fill_notional,
+            status: self.status.into(),
+        }
+    }
+
+    fn apply(&mut self, change: &Change<'_>, ts: u64) {
+        let mut progress = self.progress();
+        progress.apply(change);
+        self.price = progress.price;
+        self.qty = progress.qty;
+        self.filled_qty = progress.filled_qty;
+        self.fill_notional = progress.fill_notional;
+        self.status = progress.status.into();
+        if let Change::Replaced(replaced) = change {
+            self.client_order_id = replaced.client_order_id.to_string();
+        }
+        self.updated_ts = ts;
+    }
 }
 
 /// (De)serialisation of the shared records exactly as if they were plain
@@ -360,12 +304,12 @@ mod shared {
 
 #[cfg(test)]
 mod tests {
-    use exchange_types::{OrderType, SelfTradePrevention, TimeInForce};
+    use exchange_types::{Expired, OrderType, SelfTradePrevention, Side, TimeInForce, Trade};
 
     use super::*;
 
     fn accepted(order_id: OrderId, account: AccountId, side: Side) -> Event {
-        let kind = EventKind::Accepted {
+        let kind = EventKind::Accepted(Accepted {
             account,
             client_order_id: exchange_types::ClientOrderId::new(&format!("c{order_id}"))
                 .expect("id"),
@@ -378,7 +322,7 @@ mod tests {
             tif: TimeInForce::Gtc,
             post_only: false,
             stp: SelfTradePrevention::CancelNewest,
-        };
+        });
         Event {
             seq: order_id,
             ts: order_id,
@@ -387,7 +331,7 @@ mod tests {
     }
 
     fn trade() -> Event {
-        let kind = EventKind::Trade {
+        let kind = EventKind::Trade(Trade {
             trade_id: 1,
             symbol: exchange_types::Symbol::new("BTC-USD").expect("symbol"),
             price: 100,
@@ -401,7 +345,7 @@ mod tests {
             taker_fee: 2,
             maker_leaves_qty: 6,
             taker_leaves_qty: 6,
-        };
+        });
         Event {
             seq: 3,
             ts: 3,
@@ -423,14 +367,14 @@ mod tests {
         history.record(&[Event {
             seq: 4,
             ts: 4,
-            kind: EventKind::Expired {
+            kind: EventKind::Expired(Expired {
                 account: 8,
                 order_id: 2,
                 client_order_id: exchange_types::ClientOrderId::new("c2").expect("id"),
                 symbol: exchange_types::Symbol::new("BTC-USD").expect("symbol"),
                 expired_qty: 6,
                 filled_qty: 4,
-            },
+            }),
         }]);
         // Closed: out of the open orders, but still the answer to the
         // entry that closed it.

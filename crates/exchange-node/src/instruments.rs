@@ -50,8 +50,10 @@ pub async fn ensure_instruments(
         .filter(|spec| !listed.contains(&spec.symbol))
     {
         let applied = handle.submit(instrument_entry(spec)?).await?;
-        if let Some(exchange_types::EventKind::Rejected { reason, .. }) =
-            applied.events.first().map(|e| &e.kind)
+        if let Some(exchange_types::EventKind::Rejected(exchange_types::event::Rejected {
+            reason,
+            ..
+        })) = applied.events.first().map(|e| &e.kind)
         {
             return Err(InstrumentError::Invalid {
                 symbol: spec.symbol.clone(),

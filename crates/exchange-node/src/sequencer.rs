@@ -21,6 +21,7 @@ use std::time::Instant;
 use crossbeam_channel::{bounded, unbounded, Receiver, Sender, TrySendError};
 use exchange_replication::transport::Transport;
 use exchange_replication::{Message, ReplicaNode};
+use exchange_types::event;
 use exchange_types::EventKind;
 use thiserror::Error;
 use tokio::sync::{broadcast, oneshot};
@@ -386,7 +387,8 @@ fn core_loop(
                             .events
                             .fetch_add(applied.events.len() as u64, Ordering::Relaxed);
                         for event in &applied.events {
-                            if let EventKind::Rejected { reason, .. } = &event.kind {
+                            if let EventKind::Rejected(event::Rejected { reason, .. }) = &event.kind
+                            {
                                 metrics.record_reject(reason.as_str());
                             }
                         }

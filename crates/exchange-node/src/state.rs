@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use exchange_core::Engine;
 use exchange_marketdata::MarketSequences;
+use exchange_types::event;
 use exchange_types::{AccountId, Command, Event, EventKind, OrderId};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
@@ -230,10 +231,11 @@ fn answered_order(command: &Command, events: &[Event]) -> Option<OrderId> {
     events
         .iter()
         .find_map(|event| match (command, &event.kind) {
-            (Command::Place(_), EventKind::Accepted { order_id, .. })
+            (Command::Place(_), EventKind::Accepted(event::Accepted { order_id, .. }))
             | (
                 Command::Cancel(_) | Command::Replace(_),
-                EventKind::Canceled { order_id, .. } | EventKind::Replaced { order_id, .. },
+                EventKind::Canceled(event::Canceled { order_id, .. })
+                | EventKind::Replaced(event::Replaced { order_id, .. }),
             ) => Some(*order_id),
             _ => None,
         })

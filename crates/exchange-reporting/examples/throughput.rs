@@ -16,6 +16,7 @@ use std::time::Instant;
 
 use exchange_core::Engine;
 use exchange_reporting::{EntryRecord, Store, Target};
+use exchange_types::event;
 use exchange_types::{Event, EventKind};
 
 struct Lcg(u64);
@@ -102,12 +103,12 @@ fn main() {
         .iter()
         .flat_map(|a| &a.3)
         .filter(|e| match &e.kind {
-            EventKind::Balance {
+            EventKind::Balance(event::Balance {
                 account,
                 asset,
                 total,
                 ..
-            } => totals.insert((*account, *asset), *total).unwrap_or(0) != *total,
+            }) => totals.insert((*account, *asset), *total).unwrap_or(0) != *total,
             _ => false,
         })
         .count();

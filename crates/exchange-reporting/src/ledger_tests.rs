@@ -3,6 +3,7 @@
 //! with their exact deltas. Run on SQLite and on PostgreSQL.
 
 use exchange_core::Engine;
+use exchange_types::event;
 use exchange_types::{Event, EventKind};
 
 use crate::tests::{on_both, Entry};
@@ -28,12 +29,12 @@ pub(crate) fn balance_changes(entries: &[Entry]) -> Vec<BalanceChange<'_>> {
     let mut changes = Vec::new();
     for entry in entries {
         for event in &entry.events {
-            if let EventKind::Balance {
+            if let EventKind::Balance(event::Balance {
                 account,
                 asset,
                 total,
                 available,
-            } = &event.kind
+            }) = &event.kind
             {
                 let before = totals.insert((*account, *asset), *total).unwrap_or(0);
                 changes.push(BalanceChange {

@@ -4,51 +4,14 @@
 //! event to the statement.
 
 use exchange_types::{
-    AssetCode, ClientOrderId, Event, EventKind, OrderType, Side, Symbol, TimeInForce,
+    order_updates, AssetCode, Change, ClientOrderId, Event, EventKind, OrderState, OrderStatus,
+    OrderType, Progress, Side, Symbol, TimeInForce,
 };
 
 use crate::batch::{Kept, Row, Table};
 use crate::db::Param;
 use crate::writer::{int, EntryRecord};
 use crate::StoreError;
-
-/// The life of an order, as stored in `orders.status`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Status {
-    New,
-    PartiallyFilled,
-    Filled,
-    Canceled,
-    Expired,
-}
-
-impl Status {
-    pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            Status::New => "new",
-            Status::PartiallyFilled => "partially_filled",
-            Status::Filled => "filled",
-            Status::Canceled => "canceled",
-            Status::Expired => "expired",
-        }
-    }
-
-    fn parse(text: &str) -> Result<Status, StoreError> {
-        Ok(match text {
-            "new" => Status::New,
-            "partially_filled" => Status::PartiallyFilled,
-            "filled" => Status::Filled,
-            "canceled" => Status::Canceled,
-            "expired" => Status::Expired,
-            other => return Err(bad("status", other)),
-        })
-    }
-
-    /// Events can still reach the order.
-    pub(crate) fn is_open(self) -> bool {
-        matches!(self, Status::New | Status::PartiallyFilled)
-    }
-}
 
 fn bad(column: &str, value: &str) -> StoreError {
     StoreError::Schema(format!("unexpected orders.{column} {value:?}"))
@@ -57,17 +20,9 @@ fn bad(column: &str, value: &str) -> StoreError {
 /// An order's row as the writer last left it.
 #[derive(Clone, Debug)]
 pub(crate) struct CachedOrder {
-    pub order_id: i64,
-    pub account: i64,
-    pub client_order_id: ClientOrderId,
-    pub symbol: Symbol,
-    pub side: Side,
-    pub order_type: OrderType,
-    pub price: Option<i64>,
-    pub qty: i64,
-    pub filled_qty: i64,
-    pub status: Status,
-    pub tif: TimeInForce,
+    /// The order as its events left it. The store keeps no notional of
+    /// the fills, so one read back has none (the writer never needs it).
+    pub state: OrderState,
     pub created_ts: i64,
     pub updated_ts: i64,
     pub log_index: i64,
@@ -81,6 +36,18 @@ pub(crate) struct CachedOrder {
 /// The columns [`CachedOrder::read`] expects, in order.
 pub(crate) const ORDER_COLUMNS: &str = "order_id, account, client_order_id, symbol, side, \
      order_type, price, qty, filled_qty, status, tif, created_ts, updated_ts, log_index";
+
+/// A stored integer that the order fold keeps unsigned.
+fn unsigned(row: &[crate::db::Val], i: usize, column: &str) -> Result<u64, StoreError> {
+    let value = row[i].int()?;
+    u64::try_from(value).map_err(|_| bad(column, &value.to_string()))
+}
+
+/// A value for the store: [`CachedOrder::check`] refused any that does not
+/// fit when the order changed, so this never saturates.
+fn sql(value: u64) -> i64 {
+    i64::try_from(value).unwrap_or(i64::MAX)
+}
 
 impl CachedOrder {
     /// An order read back from the store (`SELECT` [`ORDER_COLUMNS`]).
@@ -102,27 +69,48 @@ impl CachedOrder {
             "fok" => TimeInForce::Fok,
             other => return Err(bad("tif", other)),
         };
+        let status = text(9)?;
         let client_order_id = text(2)?;
         let symbol = text(3)?;
+        let price = match row[6].opt_int()? {
+            Some(_) => Some(unsigned(row, 6, "price")?),
+            None => None,
+        };
         Ok(CachedOrder {
-            order_id: row[0].int()?,
-            account: row[1].int()?,
-            client_order_id: ClientOrderId::new(&client_order_id)
-                .map_err(|_| bad("client_order_id", &client_order_id))?,
-            symbol: Symbol::new(&symbol).map_err(|_| bad("symbol", &symbol))?,
-            side,
-            order_type,
-            price: row[6].opt_int()?,
-            qty: row[7].int()?,
-            filled_qty: row[8].int()?,
-            status: Status::parse(&text(9)?)?,
-            tif,
+            state: OrderState {
+                order_id: unsigned(row, 0, "order_id")?,
+                account: unsigned(row, 1, "account")?,
+                client_order_id: ClientOrderId::new(&client_order_id)
+                    .map_err(|_| bad("client_order_id", &client_order_id))?,
+                symbol: Symbol::new(&symbol).map_err(|_| bad("symbol", &symbol))?,
+                side,
+                order_type,
+                tif,
+                progress: Progress {
+                    price,
+                    qty: unsigned(row, 7, "qty")?,
+                    filled_qty: unsigned(row, 8, "filled_qty")?,
+                    fill_notional: 0,
+                    status: OrderStatus::parse(&status).ok_or_else(|| bad("status", &status))?,
+                },
+            },
             created_ts: row[11].int()?,
             updated_ts: row[12].int()?,
             log_index: row[13].int()?,
             stored: true,
             dirty: false,
         })
+    }
+
+    /// Refuses an order whose numbers the store cannot hold.
+    pub(crate) fn check(&self) -> Result<(), StoreError> {
+        let state = &self.state;
+        int(state.order_id, "order id")?;
+        int(state.account, "account")?;
+        state.progress.price.map(|p| int(p, "price")).transpose()?;
+        int(state.progress.qty, "quantity")?;
+        int(state.progress.filled_qty, "filled quantity")?;
+        Ok(())
     }
 }
 
@@ -148,18 +136,19 @@ impl Row for CachedOrder {
     };
 
     fn params<'a>(&'a self, out: &mut Vec<Param<'a>>) {
+        let (state, progress) = (&self.state, &self.state.progress);
         out.extend([
-            Param::Int(self.order_id),
-            Param::Int(self.account),
-            Param::Text(self.client_order_id.as_str()),
-            Param::Text(self.symbol.as_str()),
-            Param::Text(self.side.as_str()),
-            Param::Text(self.order_type.as_str()),
-            self.price.into(),
-            Param::Int(self.qty),
-            Param::Int(self.filled_qty),
-            Param::Text(self.status.as_str()),
-            Param::Text(self.tif.as_str()),
+            Param::Int(sql(state.order_id)),
+            Param::Int(sql(state.account)),
+            Param::Text(state.client_order_id.as_str()),
+            Param::Text(state.symbol.as_str()),
+            Param::Text(state.side.as_str()),
+            Param::Text(state.order_type.as_str()),
+            progress.price.map(sql).into(),
+            Param::Int(sql(progress.qty)),
+            Param::Int(sql(progress.filled_qty)),
+            Param::Text(progress.status.as_str()),
+            Param::Text(state.tif.as_str()),
             Param::Int(self.created_ts),
             Param::Int(self.updated_ts),
             Param::Int(self.log_index),
@@ -188,14 +177,15 @@ impl Kept for CachedOrder {
     }
 
     fn update_params<'a>(&'a self, out: &mut Vec<Param<'a>>) {
+        let (state, progress) = (&self.state, &self.state.progress);
         out.extend([
-            Param::Text(self.client_order_id.as_str()),
-            self.price.into(),
-            Param::Int(self.qty),
-            Param::Int(self.filled_qty),
-            Param::Text(self.status.as_str()),
+            Param::Text(state.client_order_id.as_str()),
+            progress.price.map(sql).into(),
+            Param::Int(sql(progress.qty)),
+            Param::Int(sql(progress.filled_qty)),
+            Param::Text(progress.status.as_str()),
             Param::Int(self.updated_ts),
-            Param::Int(self.order_id),
+            Param::Int(sql(state.order_id)),
         ]);
     }
 }
@@ -486,51 +476,32 @@ impl<'e> NewAudit<'e> {
         let mut trades = 0i64;
         for event in entry.events {
             match &event.kind {
-                EventKind::Rejected {
-                    reason: why,
-                    order_id: id,
-                    client_order_id: coid,
-                    symbol: sym,
-                    ..
-                } => {
+                EventKind::Rejected(rejected) => {
                     outcome = "rejected";
-                    reason = Some(why.as_str());
-                    reason_code = Some(i64::from(why.code()));
-                    order_id = order_id.or(*id);
-                    client_order_id = client_order_id.or(*coid);
-                    symbol = symbol.or(*sym);
+                    reason = Some(rejected.reason.as_str());
+                    reason_code = Some(i64::from(rejected.reason.code()));
+                    order_id = order_id.or(rejected.order_id);
+                    client_order_id = client_order_id.or(rejected.client_order_id);
+                    symbol = symbol.or(rejected.symbol);
                 }
-                EventKind::Accepted {
-                    order_id: id,
-                    client_order_id: coid,
-                    symbol: sym,
-                    ..
-                }
-                | EventKind::Canceled {
-                    order_id: id,
-                    client_order_id: coid,
-                    symbol: sym,
-                    ..
-                }
-                | EventKind::Replaced {
-                    order_id: id,
-                    client_order_id: coid,
-                    symbol: sym,
-                    ..
-                } if order_id.is_none() => {
-                    order_id = Some(*id);
-                    client_order_id = Some(*coid);
-                    symbol = Some(*sym);
-                }
-                EventKind::Trade { .. } => trades += 1,
-                EventKind::InstrumentAdded { symbol: sym, .. }
-                | EventKind::Status { symbol: sym, .. } => {
-                    symbol = symbol.or(Some(*sym));
-                }
-                EventKind::MassCanceled { symbol: sym, .. } => {
-                    symbol = symbol.or(*sym);
-                }
+                EventKind::Trade(_) => trades += 1,
+                EventKind::InstrumentAdded(e) => symbol = symbol.or(Some(e.symbol)),
+                EventKind::Status(e) => symbol = symbol.or(Some(e.symbol)),
+                EventKind::MassCanceled(e) => symbol = symbol.or(e.symbol),
                 _ => {}
+            }
+            // The order the entry was about: the first one it placed,
+            // canceled or replaced.
+            let named = order_updates(&event.kind).find(|u| {
+                matches!(
+                    u.change,
+                    Change::New(_) | Change::Canceled(_) | Change::Replaced(_)
+                )
+            });
+            if let (None, Some(update)) = (order_id, named) {
+                order_id = Some(update.order_id);
+                client_order_id = update.client_order_id().copied();
+                symbol = Some(*update.symbol());
             }
         }
         let seq = |event: Option<&Event>| event.map(|e| int(e.seq, "event sequence")).transpose();

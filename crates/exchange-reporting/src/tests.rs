@@ -3,6 +3,7 @@
 //! pseudo-random workload, so every event kind the core emits is covered.
 
 use exchange_core::Engine;
+use exchange_types::event;
 use exchange_types::{Command, Event, EventKind};
 
 use crate::ledger_tests::balance_changes;
@@ -491,10 +492,10 @@ fn event_kinds_not_stored_still_get_an_audit_row() {
     let events = vec![Event {
         seq: 1,
         ts: 5,
-        kind: EventKind::Status {
+        kind: EventKind::Status(event::Status {
             symbol,
             status: exchange_types::TradingStatus::Halted,
-        },
+        }),
     }];
     store
         .write(&[EntryRecord {

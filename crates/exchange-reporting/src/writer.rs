@@ -18,14 +18,18 @@
 
 use std::collections::hash_map::Entry;
 
-use exchange_types::{AccountId, AssetCode, Event, EventKind, UNITS_PER_WHOLE};
+use exchange_types::event::Balance;
+use exchange_types::{
+    order_updates, AccountId, AssetCode, Change, Event, EventKind, OrderState, OrderUpdate,
+    UNITS_PER_WHOLE,
+};
 
 use rustc_hash::FxHashMap;
 
 use crate::batch::{write_kept, Appends};
 use crate::db::{Conn, Val};
 use crate::rows::{
-    CachedBalance, CachedOrder, NewAudit, NewFill, NewLedger, NewTrade, Status, ORDER_COLUMNS,
+    CachedBalance, CachedOrder, NewAudit, NewFill, NewLedger, NewTrade, ORDER_COLUMNS,
 };
 use crate::{Position, Store, StoreError};
 
@@ -243,7 +247,7 @@ impl Store {
                 Some(order) => {
                     order.stored = true;
                     order.dirty = false;
-                    order.status.is_open()
+                    order.state.is_open()
                 }
                 None => continue,
             };
@@ -290,213 +294,132 @@ impl Store {
     ) -> Result<usize, StoreError> {
         let ts = int(event.ts, "timestamp")?;
         let index = int(entry.index, "log index")?;
+        let mut rows = 0;
         match &event.kind {
-            EventKind::Accepted {
-                account,
-                client_order_id,
-                order_id,
-                symbol,
-                side,
-                order_type,
-                price,
-                qty,
-                tif,
-                ..
-            } => {
+            EventKind::Trade(trade) => {
+                appends.trades.push(NewTrade {
+                    trade_id: int(trade.trade_id, "trade id")?,
+                    seq: int(event.seq, "event sequence")?,
+                    log_index: index,
+                    ts,
+                    symbol: trade.symbol,
+                    price: int(trade.price, "price")?,
+                    qty: int(trade.qty, "quantity")?,
+                    notional: notional(trade.price, trade.qty)?,
+                    aggressor_side: trade.aggressor_side,
+                    maker_order_id: int(trade.maker_order_id, "order id")?,
+                    taker_order_id: int(trade.taker_order_id, "order id")?,
+                    maker_account: int(trade.maker_account, "account")?,
+                    taker_account: int(trade.taker_account, "account")?,
+                    maker_fee: trade.maker_fee,
+                    taker_fee: trade.taker_fee,
+                });
+                rows += 1;
+            }
+            EventKind::Balance(balance) => {
+                return self.write_balance(appends, entry, (event.seq, ts, index), balance);
+            }
+            _ => {}
+        }
+        for update in order_updates(&event.kind) {
+            rows += self.write_order(appends, &update, ts, index)?;
+        }
+        Ok(rows)
+    }
+
+    /// One change to one order: its row (created, or changed as the order
+    /// fold says) and, for a fill, the fill's row.
+    fn write_order(
+        &mut self,
+        appends: &mut Appends<'_>,
+        update: &OrderUpdate<'_>,
+        ts: i64,
+        index: i64,
+    ) -> Result<usize, StoreError> {
+        let mut rows = 1;
+        match &update.change {
+            Change::New(accepted) => {
                 let order = CachedOrder {
-                    order_id: int(*order_id, "order id")?,
-                    account: int(*account, "account")?,
-                    client_order_id: *client_order_id,
-                    symbol: *symbol,
-                    side: *side,
-                    order_type: *order_type,
-                    price: price.map(|p| int(p, "price")).transpose()?,
-                    qty: int(*qty, "quantity")?,
-                    filled_qty: 0,
-                    status: Status::New,
-                    tif: *tif,
+                    state: OrderState::new(accepted),
                     created_ts: ts,
                     updated_ts: ts,
                     log_index: index,
                     stored: false,
                     dirty: true,
                 };
+                order.check()?;
                 // Inserted at the batch's end (an id the store already holds
                 // is refused there by the primary key).
-                self.writer.orders.insert(*order_id, order);
-                self.writer.touched.push(*order_id);
-                Ok(1)
+                self.writer.orders.insert(update.order_id, order);
+                self.writer.touched.push(update.order_id);
+                return Ok(rows);
             }
-            EventKind::Trade {
-                trade_id,
-                symbol,
-                price,
-                qty,
-                maker_order_id,
-                taker_order_id,
-                maker_account,
-                taker_account,
-                aggressor_side,
-                maker_fee,
-                taker_fee,
-                maker_leaves_qty,
-                taker_leaves_qty,
-            } => {
-                let notional = notional(*price, *qty)?;
-                let trade_id = int(*trade_id, "trade id")?;
-                let (price, qty) = (int(*price, "price")?, int(*qty, "quantity")?);
-                appends.trades.push(NewTrade {
-                    trade_id,
-                    seq: int(event.seq, "event sequence")?,
-                    log_index: index,
+            Change::Fill(fill) => {
+                let trade = fill.trade;
+                appends.fills.push(NewFill {
+                    trade_id: int(trade.trade_id, "trade id")?,
+                    liquidity: fill.liquidity.as_str(),
+                    order_id: int(update.order_id, "order id")?,
+                    account: int(update.account, "account")?,
+                    symbol: trade.symbol,
+                    side: fill.side,
+                    price: int(trade.price, "price")?,
+                    qty: int(trade.qty, "quantity")?,
+                    notional: notional(trade.price, trade.qty)?,
+                    fee: fill.fee,
                     ts,
-                    symbol: *symbol,
-                    price,
-                    qty,
-                    notional,
-                    aggressor_side: *aggressor_side,
-                    maker_order_id: int(*maker_order_id, "order id")?,
-                    taker_order_id: int(*taker_order_id, "order id")?,
-                    maker_account: int(*maker_account, "account")?,
-                    taker_account: int(*taker_account, "account")?,
-                    maker_fee: *maker_fee,
-                    taker_fee: *taker_fee,
                 });
-                let sides = [
-                    (
-                        "maker",
-                        *maker_order_id,
-                        *maker_account,
-                        aggressor_side.opposite(),
-                        *maker_fee,
-                        *maker_leaves_qty,
-                    ),
-                    (
-                        "taker",
-                        *taker_order_id,
-                        *taker_account,
-                        *aggressor_side,
-                        *taker_fee,
-                        *taker_leaves_qty,
-                    ),
-                ];
-                for (liquidity, order_id, account, side, fee, leaves) in sides {
-                    appends.fills.push(NewFill {
-                        trade_id,
-                        liquidity,
-                        order_id: int(order_id, "order id")?,
-                        account: int(account, "account")?,
-                        symbol: *symbol,
-                        side,
-                        price,
-                        qty,
-                        notional,
-                        fee,
-                        ts,
-                    });
-                    if let Some(order) = self.order_mut(order_id)? {
-                        order.filled_qty = order
-                            .filled_qty
-                            .checked_add(qty)
-                            .ok_or(StoreError::OutOfRange("filled quantity"))?;
-                        order.status = if leaves == 0 {
-                            Status::Filled
-                        } else {
-                            Status::PartiallyFilled
-                        };
-                        order.updated_ts = ts;
-                    }
-                }
-                Ok(5)
+                rows += 1;
             }
-            EventKind::Canceled {
-                order_id,
-                canceled_qty,
-                leaves_qty,
-                ..
-            } => {
-                let canceled = int(*canceled_qty, "quantity")?;
-                if let Some(order) = self.order_mut(*order_id)? {
-                    if *leaves_qty > 0 {
-                        // Self-trade prevention shrank a live order; a
-                        // full cancel keeps the quantity the client asked
-                        // for.
-                        order.qty = order.qty.saturating_sub(canceled).max(0);
-                    } else {
-                        order.status = Status::Canceled;
-                    }
-                    order.updated_ts = ts;
-                }
-                Ok(1)
-            }
-            EventKind::Expired { order_id, .. } => {
-                if let Some(order) = self.order_mut(*order_id)? {
-                    order.status = Status::Expired;
-                    order.updated_ts = ts;
-                }
-                Ok(1)
-            }
-            EventKind::Replaced {
-                order_id,
-                client_order_id,
-                price,
-                qty,
-                leaves_qty,
-                ..
-            } => {
-                let (price, qty) = (int(*price, "price")?, int(*qty, "quantity")?);
-                if let Some(order) = self.order_mut(*order_id)? {
-                    order.client_order_id = *client_order_id;
-                    order.price = Some(price);
-                    order.qty = qty;
-                    order.updated_ts = ts;
-                    if *leaves_qty == 0 {
-                        order.status = Status::Filled;
-                    }
-                }
-                Ok(1)
-            }
-            EventKind::Balance {
-                account,
-                asset,
-                total,
-                available,
-            } => {
-                let (total, available) = (int(*total, "balance")?, int(*available, "balance")?);
-                let seq = int(event.seq, "event sequence")?;
-                let balance = self.balance_mut(*account, asset)?;
-                let delta = total
-                    .checked_sub(balance.total)
-                    .ok_or(StoreError::OutOfRange("balance change"))?;
-                balance.total = total;
-                balance.available = available;
-                balance.seq = seq;
-                if delta == 0 {
-                    // A hold or its release (an order placed, canceled or
-                    // replaced): only `available` moved, which `balances`
-                    // keeps; the ledger lists changes of the total.
-                    return Ok(1);
-                }
-                appends.ledger.push(NewLedger {
-                    seq,
-                    log_index: index,
-                    ts,
-                    account: int(*account, "account")?,
-                    asset: *asset,
-                    total,
-                    available,
-                    delta,
-                    cause: entry.command,
-                });
-                Ok(2)
-            }
-            EventKind::InstrumentAdded { .. }
-            | EventKind::Status { .. }
-            | EventKind::Rejected { .. }
-            | EventKind::Book { .. }
-            | EventKind::MassCanceled { .. }
-            | EventKind::Error { .. } => Ok(0),
+            _ => {}
         }
+        if let Some(order) = self.order_mut(update.order_id)? {
+            order.state.apply(&update.change);
+            order.updated_ts = ts;
+            order.check()?;
+        }
+        Ok(rows)
+    }
+
+    /// A `balance` event: the account's row and, when the total changed,
+    /// a ledger row.
+    fn write_balance<'e>(
+        &mut self,
+        appends: &mut Appends<'e>,
+        entry: &EntryRecord<'e>,
+        (seq, ts, index): (u64, i64, i64),
+        event: &Balance,
+    ) -> Result<usize, StoreError> {
+        let (total, available) = (
+            int(event.total, "balance")?,
+            int(event.available, "balance")?,
+        );
+        let seq = int(seq, "event sequence")?;
+        let balance = self.balance_mut(event.account, &event.asset)?;
+        let delta = total
+            .checked_sub(balance.total)
+            .ok_or(StoreError::OutOfRange("balance change"))?;
+        balance.total = total;
+        balance.available = available;
+        balance.seq = seq;
+        if delta == 0 {
+            // A hold or its release (an order placed, canceled or
+            // replaced): only `available` moved, which `balances` keeps;
+            // the ledger lists changes of the total.
+            return Ok(1);
+        }
+        appends.ledger.push(NewLedger {
+            seq,
+            log_index: index,
+            ts,
+            account: int(event.account, "account")?,
+            asset: event.asset,
+            total,
+            available,
+            delta,
+            cause: entry.command,
+        });
+        Ok(2)
     }
 
     /// An order's row as this batch leaves it: from the cache, or read

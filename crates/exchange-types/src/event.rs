@@ -3,6 +3,10 @@
 //! Values are in `10^-AMOUNT_SCALE` units (prices and quantities already
 //! converted from ticks and lots), so an event can be written out without
 //! knowing the instrument it came from.
+//!
+//! Each kind's fields are a named struct, so a consumer can hand one kind
+//! to a function (an encoder, the order fold in [`crate::lifecycle`])
+//! instead of taking it apart field by field where it matches.
 
 use crate::ids::{AccountId, AssetCode, ClientOrderId, OrderId, Symbol, TradeId};
 use crate::order::{OrderType, SelfTradePrevention, Side, TimeInForce, TradingStatus};
@@ -19,130 +23,173 @@ pub struct Event {
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum EventKind {
-    InstrumentAdded {
-        symbol: Symbol,
-        base: AssetCode,
-        quote: AssetCode,
-    },
-    Status {
-        symbol: Symbol,
-        status: TradingStatus,
-    },
-    Accepted {
-        account: AccountId,
-        client_order_id: ClientOrderId,
-        order_id: OrderId,
-        symbol: Symbol,
-        side: Side,
-        order_type: OrderType,
-        price: Option<u64>,
-        qty: u64,
-        tif: TimeInForce,
-        post_only: bool,
-        stp: SelfTradePrevention,
-    },
-    Rejected {
-        command: &'static str,
-        account: Option<AccountId>,
-        client_order_id: Option<ClientOrderId>,
-        order_id: Option<OrderId>,
-        symbol: Option<Symbol>,
-        reason: RejectReason,
-    },
-    Trade {
-        trade_id: TradeId,
-        symbol: Symbol,
-        price: u64,
-        qty: u64,
-        maker_order_id: OrderId,
-        taker_order_id: OrderId,
-        maker_account: AccountId,
-        taker_account: AccountId,
-        aggressor_side: Side,
-        /// Fee paid by the maker in quote units; negative is a rebate.
-        maker_fee: i64,
-        /// Fee paid by the taker in quote units.
-        taker_fee: i64,
-        /// Quantity still open on the maker order after this trade.
-        maker_leaves_qty: u64,
-        /// Quantity still unfilled on the taker order after this trade.
-        taker_leaves_qty: u64,
-    },
-    Canceled {
-        account: AccountId,
-        order_id: OrderId,
-        client_order_id: ClientOrderId,
-        symbol: Symbol,
-        reason: CancelReason,
-        /// Quantity canceled by this event.
-        canceled_qty: u64,
-        filled_qty: u64,
-        /// Quantity still open afterwards: zero unless self-trade
-        /// prevention only decremented the order.
-        leaves_qty: u64,
-    },
-    Replaced {
-        account: AccountId,
-        order_id: OrderId,
-        old_client_order_id: ClientOrderId,
-        client_order_id: ClientOrderId,
-        symbol: Symbol,
-        price: u64,
-        /// New total quantity, filled included.
-        qty: u64,
-        leaves_qty: u64,
-    },
-    Expired {
-        account: AccountId,
-        order_id: OrderId,
-        client_order_id: ClientOrderId,
-        symbol: Symbol,
-        /// Quantity that could not be filled and will never rest.
-        expired_qty: u64,
-        filled_qty: u64,
-    },
-    Balance {
-        account: AccountId,
-        asset: AssetCode,
-        total: u64,
-        available: u64,
-    },
-    Book {
-        symbol: Symbol,
-        side: Side,
-        price: u64,
-        /// New aggregate quantity at this level; zero removes the level.
-        qty: u64,
-    },
-    /// A mass cancel finished: how many orders it canceled (each also has
-    /// its own `Canceled` event), so even one that found nothing is
-    /// acknowledged.
-    MassCanceled {
-        account: AccountId,
-        symbol: Option<Symbol>,
-        canceled: u32,
-    },
-    /// Input that never became a command (a malformed line); carries the
-    /// line number and the cause.
-    Error { line: u64, message: String },
+    InstrumentAdded(InstrumentAdded),
+    Status(Status),
+    Accepted(Accepted),
+    Rejected(Rejected),
+    Trade(Trade),
+    Canceled(Canceled),
+    Replaced(Replaced),
+    Expired(Expired),
+    Balance(Balance),
+    Book(Book),
+    MassCanceled(MassCanceled),
+    Error(Error),
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InstrumentAdded {
+    pub symbol: Symbol,
+    pub base: AssetCode,
+    pub quote: AssetCode,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Status {
+    pub symbol: Symbol,
+    pub status: TradingStatus,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Accepted {
+    pub account: AccountId,
+    pub client_order_id: ClientOrderId,
+    pub order_id: OrderId,
+    pub symbol: Symbol,
+    pub side: Side,
+    pub order_type: OrderType,
+    pub price: Option<u64>,
+    pub qty: u64,
+    pub tif: TimeInForce,
+    pub post_only: bool,
+    pub stp: SelfTradePrevention,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Rejected {
+    pub command: &'static str,
+    pub account: Option<AccountId>,
+    pub client_order_id: Option<ClientOrderId>,
+    pub order_id: Option<OrderId>,
+    pub symbol: Option<Symbol>,
+    pub reason: RejectReason,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Trade {
+    pub trade_id: TradeId,
+    pub symbol: Symbol,
+    pub price: u64,
+    pub qty: u64,
+    pub maker_order_id: OrderId,
+    pub taker_order_id: OrderId,
+    pub maker_account: AccountId,
+    pub taker_account: AccountId,
+    pub aggressor_side: Side,
+    /// Fee paid by the maker in quote units; negative is a rebate.
+    pub maker_fee: i64,
+    /// Fee paid by the taker in quote units.
+    pub taker_fee: i64,
+    /// Quantity still open on the maker order after this trade.
+    pub maker_leaves_qty: u64,
+    /// Quantity still unfilled on the taker order after this trade.
+    pub taker_leaves_qty: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Canceled {
+    pub account: AccountId,
+    pub order_id: OrderId,
+    pub client_order_id: ClientOrderId,
+    pub symbol: Symbol,
+    pub reason: CancelReason,
+    /// Quantity canceled by this event.
+    pub canceled_qty: u64,
+    pub filled_qty: u64,
+    /// Quantity still open afterwards: zero unless self-trade
+    /// prevention only decremented the order.
+    pub leaves_qty: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Replaced {
+    pub account: AccountId,
+    pub order_id: OrderId,
+    pub old_client_order_id: ClientOrderId,
+    pub client_order_id: ClientOrderId,
+    pub symbol: Symbol,
+    pub price: u64,
+    /// New total quantity, filled included.
+    pub qty: u64,
+    pub leaves_qty: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Expired {
+    pub account: AccountId,
+    pub order_id: OrderId,
+    pub client_order_id: ClientOrderId,
+    pub symbol: Symbol,
+    /// Quantity that could not be filled and will never rest.
+    pub expired_qty: u64,
+    pub filled_qty: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Balance {
+    pub account: AccountId,
+    pub asset: AssetCode,
+    pub total: u64,
+    pub available: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Book {
+    pub symbol: Symbol,
+    pub side: Side,
+    pub price: u64,
+    /// New aggregate quantity at this level; zero removes the level.
+    pub qty: u64,
+}
+
+/// A mass cancel finished: how many orders it canceled (each also has its
+/// own `Canceled` event), so even one that found nothing is acknowledged.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MassCanceled {
+    pub account: AccountId,
+    pub symbol: Option<Symbol>,
+    pub canceled: u32,
+}
+
+/// Input that never became a command (a malformed line): its line number
+/// and the cause.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Error {
+    pub line: u64,
+    pub message: String,
 }
 
 impl EventKind {
     /// The snake_case name used on the wire.
     pub fn name(&self) -> &'static str {
         match self {
-            EventKind::InstrumentAdded { .. } => "instrument_added",
-            EventKind::Status { .. } => "status",
-            EventKind::Accepted { .. } => "accepted",
-            EventKind::Rejected { .. } => "rejected",
-            EventKind::Trade { .. } => "trade",
-            EventKind::Canceled { .. } => "canceled",
-            EventKind::Replaced { .. } => "replaced",
-            EventKind::Expired { .. } => "expired",
-            EventKind::Balance { .. } => "balance",
-            EventKind::Book { .. } => "book",
-            EventKind::MassCanceled { .. } => "mass_canceled",
-            EventKind::Error { .. } => "error",
+            EventKind::InstrumentAdded(_) => "instrument_added",
+            EventKind::Status(_) => "status",
+            EventKind::Accepted(_) => "accepted",
+            EventKind::Rejected(_) => "rejected",
+            EventKind::Trade(_) => "trade",
+            EventKind::Canceled(_) => "canceled",
+            EventKind::Replaced(_) => "replaced",
+            EventKind::Expired(_) => "expired",
+            EventKind::Balance(_) => "balance",
+            EventKind::Book(_) => "book",
+            EventKind::MassCanceled(_) => "mass_canceled",
+            EventKind::Error(_) => "error",
         }
     }
 }
+
+// The core writes several of these per command into a reused buffer, at
+// millions a second: a payload that grows past this should be boxed if it
+// is rare (as `Command::AddInstrument` is), not make every event larger.
+const _: () = assert!(std::mem::size_of::<Event>() <= 160);

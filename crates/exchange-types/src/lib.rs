@@ -10,6 +10,7 @@ pub mod command;
 pub mod decimal;
 pub mod event;
 pub mod ids;
+pub mod lifecycle;
 pub mod limits;
 pub mod order;
 pub mod reject;
@@ -18,7 +19,13 @@ pub use command::{
     AddInstrument, Cancel, Command, MassCancel, OrderRef, Place, Replace, Stamped, Transfer,
 };
 pub use decimal::{format_signed_units, format_units, Dec, AMOUNT_SCALE, UNITS_PER_WHOLE};
-pub use event::{Event, EventKind};
+pub use event::{
+    Accepted, Canceled, Event, EventKind, Expired, InstrumentAdded, MassCanceled, Rejected,
+    Replaced, Trade,
+};
 pub use ids::{AccountId, AssetCode, ClientOrderId, IdError, OrderId, Symbol, TradeId};
+pub use lifecycle::{
+    order_updates, Change, Liquidity, OrderState, OrderStatus, OrderUpdate, Progress,
+};
 pub use order::{OrderType, SelfTradePrevention, Side, TimeInForce, TradingStatus};
 pub use reject::{CancelReason, RejectReason};

@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 use exchange_core::Engine;
+use exchange_types::event;
 use exchange_types::*;
 
 pub fn dec(text: &str) -> Dec {
@@ -148,13 +149,13 @@ pub fn trades(events: &[Event]) -> Vec<(u64, u64, OrderId, OrderId)> {
     events
         .iter()
         .filter_map(|e| match &e.kind {
-            EventKind::Trade {
+            EventKind::Trade(event::Trade {
                 price,
                 qty,
                 maker_order_id,
                 taker_order_id,
                 ..
-            } => Some((*price, *qty, *maker_order_id, *taker_order_id)),
+            }) => Some((*price, *qty, *maker_order_id, *taker_order_id)),
             _ => None,
         })
         .collect()
@@ -162,14 +163,14 @@ pub fn trades(events: &[Event]) -> Vec<(u64, u64, OrderId, OrderId)> {
 
 pub fn reject_reason(events: &[Event]) -> Option<RejectReason> {
     events.iter().find_map(|e| match &e.kind {
-        EventKind::Rejected { reason, .. } => Some(*reason),
+        EventKind::Rejected(event::Rejected { reason, .. }) => Some(*reason),
         _ => None,
     })
 }
 
 pub fn order_id(events: &[Event]) -> Option<OrderId> {
     events.iter().find_map(|e| match &e.kind {
-        EventKind::Accepted { order_id, .. } => Some(*order_id),
+        EventKind::Accepted(event::Accepted { order_id, .. }) => Some(*order_id),
         _ => None,
     })
 }

@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 use exchange_core::{BalanceView, BookView, Engine, InstrumentView, OrderView};
+use exchange_types::event;
 use exchange_types::*;
 
 // Re-exported by name so that suites import only this module: helpers
@@ -191,7 +192,7 @@ pub fn trade_fields(events: &[Event]) -> Vec<TradeFields> {
     events
         .iter()
         .filter_map(|e| match e.kind {
-            EventKind::Trade {
+            EventKind::Trade(event::Trade {
                 trade_id,
                 price,
                 qty,
@@ -205,7 +206,7 @@ pub fn trade_fields(events: &[Event]) -> Vec<TradeFields> {
                 maker_leaves_qty,
                 taker_leaves_qty,
                 ..
-            } => Some(TradeFields {
+            }) => Some(TradeFields {
                 trade_id,
                 price,
                 qty,
@@ -229,14 +230,14 @@ pub fn cancels(events: &[Event]) -> Vec<(OrderId, CancelReason, u64, u64, u64)> 
     events
         .iter()
         .filter_map(|e| match e.kind {
-            EventKind::Canceled {
+            EventKind::Canceled(event::Canceled {
                 order_id,
                 reason,
                 canceled_qty,
                 filled_qty,
                 leaves_qty,
                 ..
-            } => Some((order_id, reason, canceled_qty, filled_qty, leaves_qty)),
+            }) => Some((order_id, reason, canceled_qty, filled_qty, leaves_qty)),
             _ => None,
         })
         .collect()
@@ -247,12 +248,12 @@ pub fn expiries(events: &[Event]) -> Vec<(OrderId, u64, u64)> {
     events
         .iter()
         .filter_map(|e| match e.kind {
-            EventKind::Expired {
+            EventKind::Expired(event::Expired {
                 order_id,
                 expired_qty,
                 filled_qty,
                 ..
-            } => Some((order_id, expired_qty, filled_qty)),
+            }) => Some((order_id, expired_qty, filled_qty)),
             _ => None,
         })
         .collect()
@@ -263,9 +264,9 @@ pub fn book_updates(events: &[Event]) -> Vec<(Side, u64, u64)> {
     events
         .iter()
         .filter_map(|e| match e.kind {
-            EventKind::Book {
+            EventKind::Book(event::Book {
                 side, price, qty, ..
-            } => Some((side, price, qty)),
+            }) => Some((side, price, qty)),
             _ => None,
         })
         .collect()
@@ -276,12 +277,12 @@ pub fn balance_updates(events: &[Event]) -> Vec<(AccountId, String, u64, u64)> {
     events
         .iter()
         .filter_map(|e| match &e.kind {
-            EventKind::Balance {
+            EventKind::Balance(event::Balance {
                 account,
                 asset,
                 total,
                 available,
-            } => Some((*account, asset.to_string(), *total, *available)),
+            }) => Some((*account, asset.to_string(), *total, *available)),
             _ => None,
         })
         .collect()
@@ -291,7 +292,7 @@ pub fn balance_updates(events: &[Event]) -> Vec<(AccountId, String, u64, u64)> {
 /// `Replaced` event, if any.
 pub fn replaced(events: &[Event]) -> Option<(OrderId, String, String, u64, u64, u64)> {
     events.iter().find_map(|e| match &e.kind {
-        EventKind::Replaced {
+        EventKind::Replaced(event::Replaced {
             order_id,
             old_client_order_id,
             client_order_id,
@@ -299,7 +300,7 @@ pub fn replaced(events: &[Event]) -> Option<(OrderId, String, String, u64, u64, 
             qty,
             leaves_qty,
             ..
-        } => Some((
+        }) => Some((
             *order_id,
             old_client_order_id.to_string(),
             client_order_id.to_string(),
@@ -375,11 +376,11 @@ pub fn assert_rejected(h: &mut Harness, command: Command, reason: RejectReason) 
     let event = events.remove(0);
     assert_eq!(event.seq, seq + 1);
     match &event.kind {
-        EventKind::Rejected {
+        EventKind::Rejected(event::Rejected {
             command,
             reason: got,
             ..
-        } => {
+        }) => {
             assert_eq!(*got, reason, "wrong reason");
             assert_eq!(*command, name, "reject names another command");
         }

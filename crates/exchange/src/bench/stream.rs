@@ -184,20 +184,17 @@ impl Scratch {
         let trades = self
             .events
             .iter()
-            .filter(|e| matches!(e.kind, EventKind::Trade { .. }))
+            .filter(|e| matches!(e.kind, EventKind::Trade(_)))
             .count() as u64;
         stats.trades += trades;
         stats.events += self.events.len() as u64;
         stats.traded += u64::from(trades > 0);
         for event in &self.events {
             match &event.kind {
-                EventKind::Rejected { reason, .. } => {
-                    *stats.rejected.entry(reason.as_str()).or_default() += 1;
+                EventKind::Rejected(rejected) => {
+                    *stats.rejected.entry(rejected.reason.as_str()).or_default() += 1;
                 }
-                EventKind::Canceled {
-                    reason: CancelReason::SelfTrade,
-                    ..
-                } => {
+                EventKind::Canceled(canceled) if canceled.reason == CancelReason::SelfTrade => {
                     stats.self_trade_cancels += 1;
                 }
                 _ => {}

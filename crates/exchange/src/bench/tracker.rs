@@ -9,7 +9,10 @@
 
 use std::collections::BTreeMap;
 
-use exchange_types::{Event, EventKind, OrderId, OrderType, Side, Symbol};
+use exchange_types::{
+    order_updates, Change, Event, EventKind, OrderId, OrderState, OrderType, OrderUpdate, Side,
+    Symbol,
+};
 use rustc_hash::FxHashMap;
 
 use super::rng::SplitMix64;
@@ -19,12 +22,34 @@ use super::rng::SplitMix64;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct OpenOrder {
     pub book: u16,
-    pub account: u64,
-    pub side: Side,
-    pub price: u64,
+    pub state: OrderState,
+}
+
+impl OpenOrder {
+    pub fn account(&self) -> u64 {
+        self.state.account
+    }
+
+    pub fn side(&self) -> Side {
+        self.state.side
+    }
+
+    /// The limit price; 0 for a market order.
+    pub fn price(&self) -> u64 {
+        match self.state.order_type {
+            OrderType::Limit => self.state.progress.price.unwrap_or(0),
+            OrderType::Market => 0,
+        }
+    }
+
     /// Total quantity, filled included.
-    pub qty: u64,
-    pub filled: u64,
+    pub fn qty(&self) -> u64 {
+        self.state.progress.qty
+    }
+
+    pub fn filled(&self) -> u64 {
+        self.state.progress.filled_qty
+    }
 }
 
 /// One book's price levels: price to aggregate open quantity (from the
@@ -148,123 +173,69 @@ impl Tracker {
 
     fn observe_one(&mut self, kind: &EventKind) {
         match kind {
-            EventKind::InstrumentAdded { symbol, .. } => {
-                if self.book_index(symbol).is_none() {
-                    self.symbols.push(*symbol);
+            EventKind::InstrumentAdded(e) => {
+                if self.book_index(&e.symbol).is_none() {
+                    self.symbols.push(e.symbol);
                     self.books.push(Levels::default());
                 }
             }
-            EventKind::Accepted {
-                account,
-                order_id,
-                symbol,
-                side,
-                order_type,
-                price,
-                qty,
-                ..
-            } => {
-                let Some(book) = self.book_index(symbol) else {
-                    return;
-                };
-                let price = match order_type {
-                    OrderType::Limit => price.unwrap_or(0),
-                    OrderType::Market => 0,
-                };
-                let order = OpenOrder {
-                    book,
-                    account: *account,
-                    side: *side,
-                    price,
-                    qty: *qty,
-                    filled: 0,
-                };
-                self.books[usize::from(book)].add_order(*side, price, *order_id);
-                self.orders.insert(*order_id, (self.ids.len(), order));
-                self.ids.push(*order_id);
-            }
-            EventKind::Trade {
-                symbol,
-                price,
-                qty,
-                maker_order_id,
-                taker_order_id,
-                maker_leaves_qty,
-                taker_leaves_qty,
-                ..
-            } => {
-                if let Some(book) = self.book_index(symbol) {
-                    self.books[usize::from(book)].last_trade = Some(*price);
-                }
-                self.fill(*maker_order_id, *qty, *maker_leaves_qty);
-                self.fill(*taker_order_id, *qty, *taker_leaves_qty);
-            }
-            EventKind::Canceled {
-                order_id,
-                canceled_qty,
-                leaves_qty,
-                ..
-            } => {
-                if *leaves_qty == 0 {
-                    self.remove(*order_id);
-                } else if let Some((_, order)) = self.orders.get_mut(order_id) {
-                    order.qty -= canceled_qty;
+            EventKind::Trade(trade) => {
+                if let Some(book) = self.book_index(&trade.symbol) {
+                    self.books[usize::from(book)].last_trade = Some(trade.price);
                 }
             }
-            EventKind::Replaced {
-                order_id,
-                price,
-                qty,
-                leaves_qty,
-                ..
-            } => {
-                if *leaves_qty == 0 {
-                    self.remove(*order_id);
-                } else if let Some((_, order)) = self.orders.get_mut(order_id) {
-                    let (book, side, old_price) = (order.book, order.side, order.price);
-                    order.price = *price;
-                    order.qty = *qty;
-                    if old_price != *price {
-                        let levels = &mut self.books[usize::from(book)];
-                        levels.remove_order(side, old_price, *order_id);
-                        levels.add_order(side, *price, *order_id);
-                    }
-                }
-            }
-            EventKind::Expired { order_id, .. } => self.remove(*order_id),
-            EventKind::Book {
-                symbol,
-                side,
-                price,
-                qty,
-            } => {
-                let Some(book) = self.book_index(symbol) else {
+            EventKind::Book(e) => {
+                let Some(book) = self.book_index(&e.symbol) else {
                     return;
                 };
                 let levels = &mut self.books[usize::from(book)];
-                let map = match side {
+                let map = match e.side {
                     Side::Buy => &mut levels.bids,
                     Side::Sell => &mut levels.asks,
                 };
-                if *qty == 0 {
-                    map.remove(price);
+                if e.qty == 0 {
+                    map.remove(&e.price);
                 } else {
-                    map.insert(*price, *qty);
+                    map.insert(e.price, e.qty);
                 }
             }
-            EventKind::Status { .. }
-            | EventKind::MassCanceled { .. }
-            | EventKind::Rejected { .. }
-            | EventKind::Balance { .. }
-            | EventKind::Error { .. } => {}
+            _ => {}
+        }
+        for update in order_updates(kind) {
+            self.follow(&update);
         }
     }
 
-    fn fill(&mut self, id: OrderId, qty: u64, leaves: u64) {
-        if leaves == 0 {
+    /// One change to one order, as the order fold reads it.
+    fn follow(&mut self, update: &OrderUpdate<'_>) {
+        let id = update.order_id;
+        if let Change::New(accepted) = update.change {
+            let Some(book) = self.book_index(&accepted.symbol) else {
+                return;
+            };
+            let order = OpenOrder {
+                book,
+                state: OrderState::new(accepted),
+            };
+            self.books[usize::from(book)].add_order(order.side(), order.price(), id);
+            self.orders.insert(id, (self.ids.len(), order));
+            self.ids.push(id);
+            return;
+        }
+        if update.closes() {
             self.remove(id);
-        } else if let Some((_, order)) = self.orders.get_mut(&id) {
-            order.filled += qty;
+            return;
+        }
+        let Some((_, order)) = self.orders.get_mut(&id) else {
+            return;
+        };
+        let old_price = order.price();
+        order.state.apply(&update.change);
+        let (book, side, price) = (order.book, order.side(), order.price());
+        if price != old_price {
+            let levels = &mut self.books[usize::from(book)];
+            levels.remove_order(side, old_price, id);
+            levels.add_order(side, price, id);
         }
     }
 
@@ -272,7 +243,7 @@ impl Tracker {
         let Some((position, order)) = self.orders.remove(&id) else {
             return;
         };
-        self.books[usize::from(order.book)].remove_order(order.side, order.price, id);
+        self.books[usize::from(order.book)].remove_order(order.side(), order.price(), id);
         self.ids.swap_remove(position);
         if let Some(&moved) = self.ids.get(position) {
             if let Some((slot, _)) = self.orders.get_mut(&moved) {

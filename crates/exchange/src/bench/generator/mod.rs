@@ -187,7 +187,7 @@ impl Generator {
         } else if draw < GTC_PPM + IOC_PPM + CANCEL_PPM {
             match self.scratch.tracker.random_order(&mut self.rng) {
                 Some((id, order)) => Command::Cancel(Cancel {
-                    account: order.account,
+                    account: order.account(),
                     order: OrderRef::Id(id),
                 }),
                 None => Command::Place(self.gtc()?),

@@ -192,8 +192,8 @@ impl Generator {
             Some(found) => found,
             None => tracker.random_order(&mut self.rng)?,
         };
-        let old_price = order.price / TICK_UNITS;
-        let old_qty = order.qty / LOT_UNITS;
+        let old_price = order.price() / TICK_UNITS;
+        let old_qty = order.qty() / LOT_UNITS;
         let kind = self.rng.below(100);
         let mut price = old_price;
         if kind < 90 {
@@ -218,8 +218,8 @@ impl Generator {
             // A move that would cross turns back, so that the touch is not
             // a trap where moved orders pile up.
             price = match (
-                order.side,
-                self.best(order.side.opposite()),
+                order.side(),
+                self.best(order.side().opposite()),
                 self.rng.chance(500_000),
             ) {
                 (Side::Buy, Some(ask), true) if up < ask => up,
@@ -230,18 +230,18 @@ impl Generator {
         }
         let mut qty = old_qty;
         if kind >= 80 {
-            qty = order.filled / LOT_UNITS + MAKER_SCALE * self.size();
+            qty = order.filled() / LOT_UNITS + MAKER_SCALE * self.size();
         }
         if price == old_price && qty == old_qty {
             // Nothing would change (the price was pinned): resize by a lot.
-            qty = if old_qty > order.filled / LOT_UNITS + 1 {
+            qty = if old_qty > order.filled() / LOT_UNITS + 1 {
                 old_qty - 1
             } else {
                 old_qty + 1
             };
         }
         Some(Replace {
-            account: order.account,
+            account: order.account(),
             order: OrderRef::Id(id),
             new_client_order_id: None,
             price: (price != old_price).then(|| ticks(price)),

@@ -69,13 +69,10 @@ pub fn translate(stamped: &Stamped, events: &[Event], tracker: &Tracker) -> Peer
         Command::Cancel(_) => events
             .iter()
             .find_map(|e| match &e.kind {
-                EventKind::Canceled { order_id, .. } => {
-                    let book = tracker.order(*order_id)?.book;
-                    Some(PeerOp::Cancel {
-                        book,
-                        id: *order_id,
-                    })
-                }
+                EventKind::Canceled(canceled) => Some(PeerOp::Cancel {
+                    book: tracker.order(canceled.order_id)?.book,
+                    id: canceled.order_id,
+                }),
                 _ => None,
             })
             .unwrap_or(PeerOp::Noop),
@@ -87,9 +84,9 @@ pub fn translate(stamped: &Stamped, events: &[Event], tracker: &Tracker) -> Peer
             let orders: Box<[(u16, u64)]> = events
                 .iter()
                 .filter_map(|e| match &e.kind {
-                    EventKind::Canceled { order_id, .. } => {
-                        tracker.order(*order_id).map(|o| (o.book, *order_id))
-                    }
+                    EventKind::Canceled(canceled) => tracker
+                        .order(canceled.order_id)
+                        .map(|o| (o.book, canceled.order_id)),
                     _ => None,
                 })
                 .collect();
@@ -108,63 +105,48 @@ pub fn translate(stamped: &Stamped, events: &[Event], tracker: &Tracker) -> Peer
 }
 
 fn accepted(event: &Event, tracker: &Tracker) -> Option<PeerOp> {
-    let EventKind::Accepted {
-        order_id,
-        symbol,
-        side,
-        order_type,
-        price,
-        qty,
-        tif,
-        ..
-    } = &event.kind
-    else {
+    let EventKind::Accepted(accepted) = &event.kind else {
         return None;
     };
-    let book = tracker.book_index(symbol)?;
-    Some(match (order_type, price) {
+    let book = tracker.book_index(&accepted.symbol)?;
+    let (id, side, qty) = (accepted.order_id, accepted.side, accepted.qty);
+    Some(match (accepted.order_type, accepted.price) {
         (OrderType::Limit, Some(price)) => PeerOp::Limit {
             book,
-            id: *order_id,
-            side: *side,
-            price: *price,
-            qty: *qty,
-            tif: *tif,
+            id,
+            side,
+            price,
+            qty,
+            tif: accepted.tif,
         },
         _ => PeerOp::Market {
             book,
-            id: *order_id,
-            side: *side,
-            qty: *qty,
+            id,
+            side,
+            qty,
         },
     })
 }
 
 fn replaced(event: &Event, tracker: &Tracker) -> Option<PeerOp> {
-    let EventKind::Replaced {
-        order_id,
-        price,
-        qty,
-        leaves_qty,
-        ..
-    } = &event.kind
-    else {
+    let EventKind::Replaced(replaced) = &event.kind else {
         return None;
     };
-    let before = tracker.order(*order_id)?;
-    if *leaves_qty == 0 {
+    let (id, price) = (replaced.order_id, replaced.price);
+    let before = tracker.order(id)?;
+    if replaced.leaves_qty == 0 {
         return Some(PeerOp::Cancel {
             book: before.book,
-            id: *order_id,
+            id,
         });
     }
     Some(PeerOp::Replace {
         book: before.book,
-        id: *order_id,
-        side: before.side,
-        price: *price,
-        leaves: *leaves_qty,
-        keeps_priority: *price == before.price && *qty <= before.qty,
+        id,
+        side: before.side(),
+        price,
+        leaves: replaced.leaves_qty,
+        keeps_priority: price == before.price() && replaced.qty <= before.qty(),
     })
 }
 

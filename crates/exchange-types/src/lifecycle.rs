@@ -1,0 +1,346 @@
+//! An order's life, read from the core's events: the one reading that
+//! every follower of orders (the node's open orders, the reporting store,
+//! the FIX execution reports, the private stream, the bench) shares.
+//!
+//! [`order_updates`] turns one event into the changes it makes to orders:
+//! none for most kinds, one for an order's own events, two for a trade
+//! (the maker's fill and the taker's). [`Progress::apply`] and
+//! [`OrderState::apply`] fold those changes into an order's state, so a
+//! consumer only maps an [`OrderUpdate`] to its own output.
+
+use crate::event::{Accepted, Canceled, EventKind, Expired, Replaced, Trade};
+use crate::ids::{AccountId, ClientOrderId, OrderId, Symbol};
+use crate::order::{OrderType, Side, TimeInForce};
+
+/// Where an order stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum OrderStatus {
+    New,
+    PartiallyFilled,
+    Filled,
+    Canceled,
+    Expired,
+}
+
+impl OrderStatus {
+    pub const ALL: [OrderStatus; 5] = [
+        OrderStatus::New,
+        OrderStatus::PartiallyFilled,
+        OrderStatus::Filled,
+        OrderStatus::Canceled,
+        OrderStatus::Expired,
+    ];
+
+    /// The snake_case name used on the wire and in the reporting store.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OrderStatus::New => "new",
+            OrderStatus::PartiallyFilled => "partially_filled",
+            OrderStatus::Filled => "filled",
+            OrderStatus::Canceled => "canceled",
+            OrderStatus::Expired => "expired",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<OrderStatus> {
+        OrderStatus::ALL.into_iter().find(|s| s.as_str() == text)
+    }
+
+    /// Events can still reach the order.
+    pub fn is_open(self) -> bool {
+        matches!(self, OrderStatus::New | OrderStatus::PartiallyFilled)
+    }
+}
+
+/// Which side of a trade an order was on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Liquidity {
+    /// It rested on the book.
+    Maker,
+    /// It came in and took.
+    Taker,
+}
+
+impl Liquidity {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Liquidity::Maker => "maker",
+            Liquidity::Taker => "taker",
+        }
+    }
+}
+
+/// One order's part in a trade.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Fill<'a> {
+    pub trade: &'a Trade,
+    pub liquidity: Liquidity,
+    /// The order's side.
+    pub side: Side,
+    /// Quote units the order paid; negative is a rebate.
+    pub fee: i64,
+    /// What the order still has open after the trade.
+    pub leaves_qty: u64,
+}
+
+/// What an event did to one order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Change<'a> {
+    /// The order was accepted: it exists from here on.
+    New(&'a Accepted),
+    Fill(Fill<'a>),
+    /// The order left the book or, for a self-trade decrement with
+    /// quantity left, only shrank.
+    Canceled(&'a Canceled),
+    Replaced(&'a Replaced),
+    Expired(&'a Expired),
+}
+
+/// One change to one order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OrderUpdate<'a> {
+    pub order_id: OrderId,
+    pub account: AccountId,
+    pub change: Change<'a>,
+}
+
+impl<'a> OrderUpdate<'a> {
+    pub fn symbol(&self) -> &'a Symbol {
+        match self.change {
+            Change::New(e) => &e.symbol,
+            Change::Fill(f) => &f.trade.symbol,
+            Change::Canceled(e) => &e.symbol,
+            Change::Replaced(e) => &e.symbol,
+            Change::Expired(e) => &e.symbol,
+        }
+    }
+
+    /// The client's id for the order, as the event names it (after a
+    /// replace, the new one); a trade does not carry it.
+    pub fn client_order_id(&self) -> Option<&'a ClientOrderId> {
+        match self.change {
+            Change::New(e) => Some(&e.client_order_id),
+            Change::Fill(_) => None,
+            Change::Canceled(e) => Some(&e.client_order_id),
+            Change::Replaced(e) => Some(&e.client_order_id),
+            Change::Expired(e) => Some(&e.client_order_id),
+        }
+    }
+
+    /// Quantity open on the order afterwards.
+    pub fn leaves_qty(&self) -> u64 {
+        match self.change {
+            Change::New(e) => e.qty,
+            Change::Fill(f) => f.leaves_qty,
+            Change::Canceled(e) => e.leaves_qty,
+            Change::Replaced(e) => e.leaves_qty,
+            Change::Expired(_) => 0,
+        }
+    }
+
+    /// The order is closed afterwards: no event reaches it any more.
+    pub fn closes(&self) -> bool {
+        self.leaves_qty() == 0
+    }
+}
+
+/// The changes `kind` makes to orders, in the order a follower applies
+/// them (a trade: the maker's fill, then the taker's).
+pub fn order_updates(kind: &EventKind) -> impl Iterator<Item = OrderUpdate<'_>> + Clone {
+    let (first, second) = match kind {
+        EventKind::Accepted(e) => (Some(update(e.order_id, e.account, Change::New(e))), None),
+        EventKind::Trade(t) => {
+            let [maker, taker] = fills(t);
+            (Some(maker), Some(taker))
+        }
+        EventKind::Canceled(e) => (
+            Some(update(e.order_id, e.account, Change::Canceled(e))),
+            None,
+        ),
+        EventKind::Replaced(e) => (
+            Some(update(e.order_id, e.account, Change::Replaced(e))),
+            None,
+        ),
+        EventKind::Expired(e) => (
+            Some(update(e.order_id, e.account, Change::Expired(e))),
+            None,
+        ),
+        EventKind::InstrumentAdded(_)
+        | EventKind::Status(_)
+        | EventKind::Rejected(_)
+        | EventKind::Balance(_)
+        | EventKind::Book(_)
+        | EventKind::MassCanceled(_)
+        | EventKind::Error(_) => (None, None),
+    };
+    first.into_iter().chain(second)
+}
+
+fn update(order_id: OrderId, account: AccountId, change: Change<'_>) -> OrderUpdate<'_> {
+    OrderUpdate {
+        order_id,
+        account,
+        change,
+    }
+}
+
+/// The maker's and the taker's fill in a trade.
+pub fn fills(trade: &Trade) -> [OrderUpdate<'_>; 2] {
+    let maker = Fill {
+        trade,
+        liquidity: Liquidity::Maker,
+        side: trade.aggressor_side.opposite(),
+        fee: trade.maker_fee,
+        leaves_qty: trade.maker_leaves_qty,
+    };
+    let taker = Fill {
+        trade,
+        liquidity: Liquidity::Taker,
+        side: trade.aggressor_side,
+        fee: trade.taker_fee,
+        leaves_qty: trade.taker_leaves_qty,
+    };
+    [
+        update(
+            trade.maker_order_id,
+            trade.maker_account,
+            Change::Fill(maker),
+        ),
+        update(
+            trade.taker_order_id,
+            trade.taker_account,
+            Change::Fill(taker),
+        ),
+    ]
+}
+
+/// What an order's events change: the quantities, the price and the
+/// status. Kept apart from the order's fixed fields so that a consumer
+/// that keeps those in its own form (text, for an API record) still
+/// advances the order here.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Progress {
+    /// Units; `None` for a market order.
+    pub price: Option<u64>,
+    /// Total quantity, filled included (units).
+    pub qty: u64,
+    pub filled_qty: u64,
+    /// Sum of price × quantity (units × units) over the fills, for the
+    /// average price.
+    pub fill_notional: u128,
+    pub status: OrderStatus,
+}
+
+impl Progress {
+    pub fn new(accepted: &Accepted) -> Progress {
+        Progress {
+            price: accepted.price,
+            qty: accepted.qty,
+            filled_qty: 0,
+            fill_notional: 0,
+            status: OrderStatus::New,
+        }
+    }
+
+    /// Applies one change to this order.
+    pub fn apply(&mut self, change: &Change<'_>) {
+        match change {
+            Change::New(accepted) => *self = Progress::new(accepted),
+            Change::Fill(fill) => {
+                let (price, qty) = (fill.trade.price, fill.trade.qty);
+                self.filled_qty = self.filled_qty.saturating_add(qty);
+                self.fill_notional += u128::from(price) * u128::from(qty);
+                self.status = if fill.leaves_qty == 0 {
+                    OrderStatus::Filled
+                } else {
+                    OrderStatus::PartiallyFilled
+                };
+            }
+            Change::Canceled(canceled) => {
+                if canceled.leaves_qty > 0 {
+                    // Only a self-trade decrement leaves quantity: the
+                    // order stays, smaller. A full cancel keeps the
+                    // quantity the client asked for.
+                    self.qty = self.qty.saturating_sub(canceled.canceled_qty);
+                } else {
+                    self.status = OrderStatus::Canceled;
+                }
+            }
+            Change::Replaced(replaced) => {
+                self.price = Some(replaced.price);
+                self.qty = replaced.qty;
+                if replaced.leaves_qty == 0 {
+                    // Replaced down to what had already filled.
+                    self.status = OrderStatus::Filled;
+                }
+            }
+            Change::Expired(_) => self.status = OrderStatus::Expired,
+        }
+    }
+
+    /// Quantity still open: zero once the order is closed.
+    pub fn leaves_qty(&self) -> u64 {
+        if self.status.is_open() {
+            self.qty.saturating_sub(self.filled_qty)
+        } else {
+            0
+        }
+    }
+
+    /// Average fill price in units (rounded down); 0 before any fill.
+    pub fn avg_price(&self) -> u64 {
+        match u128::from(self.filled_qty) {
+            0 => 0,
+            filled => u64::try_from(self.fill_notional / filled).unwrap_or(u64::MAX),
+        }
+    }
+}
+
+/// An order as its events leave it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OrderState {
+    pub order_id: OrderId,
+    pub account: AccountId,
+    pub client_order_id: ClientOrderId,
+    pub symbol: Symbol,
+    pub side: Side,
+    pub order_type: OrderType,
+    pub tif: TimeInForce,
+    pub progress: Progress,
+}
+
+impl OrderState {
+    pub fn new(accepted: &Accepted) -> OrderState {
+        OrderState {
+            order_id: accepted.order_id,
+            account: accepted.account,
+            client_order_id: accepted.client_order_id,
+            symbol: accepted.symbol,
+            side: accepted.side,
+            order_type: accepted.order_type,
+            tif: accepted.tif,
+            progress: Progress::new(accepted),
+        }
+    }
+
+    /// Applies one change to this order (the caller matched the update's
+    /// order id to it).
+    pub fn apply(&mut self, change: &Change<'_>) {
+        match change {
+            Change::New(accepted) => *self = OrderState::new(accepted),
+            Change::Replaced(replaced) => {
+                self.client_order_id = replaced.client_order_id;
+                self.progress.apply(change);
+            }
+            _ => self.progress.apply(change),
+        }
+    }
+
+    pub fn is_open(&self) -> bool {
+        self.progress.status.is_open()
+    }
+
+    pub fn leaves_qty(&self) -> u64 {
+        self.progress.leaves_qty()
+    }
+}
