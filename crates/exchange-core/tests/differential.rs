@@ -9,7 +9,6 @@ mod model;
 
 use common::*;
 use exchange_core::Engine;
-use exchange_types::event;
 use exchange_types::*;
 use model::{Ev, Model, OpenOrder};
 use proptest::prelude::*;
@@ -20,74 +19,41 @@ pub fn normalize(events: &[Event]) -> Vec<Ev> {
     events
         .iter()
         .filter_map(|e| match &e.kind {
-            EventKind::Accepted(event::Accepted { order_id, .. }) => Some(Ev::Accepted(*order_id)),
-            EventKind::Rejected(event::Rejected {
-                command, reason, ..
-            }) => {
-                let modeled = !matches!(*command, "deposit" | "withdraw" | "add_instrument");
-                modeled.then_some(Ev::Rejected(command, *reason))
+            EventKind::Accepted(a) => Some(Ev::Accepted(a.order_id)),
+            EventKind::Rejected(r) => {
+                let modeled = !matches!(r.command, "deposit" | "withdraw" | "add_instrument");
+                modeled.then_some(Ev::Rejected(r.command, r.reason))
             }
-            EventKind::Trade(event::Trade {
-                symbol,
-                price,
-                qty,
-                maker_order_id,
-                taker_order_id,
-                maker_account,
-                taker_account,
-                aggressor_side,
-                ..
-            }) => Some(Ev::Trade {
-                symbol: *symbol,
-                price: *price,
-                qty: *qty,
-                maker_order_id: *maker_order_id,
-                taker_order_id: *taker_order_id,
-                maker_account: *maker_account,
-                taker_account: *taker_account,
-                aggressor_side: *aggressor_side,
+            EventKind::Trade(t) => Some(Ev::Trade {
+                symbol: t.symbol,
+                price: t.price,
+                qty: t.qty,
+                maker_order_id: t.maker_order_id,
+                taker_order_id: t.taker_order_id,
+                maker_account: t.maker_account,
+                taker_account: t.taker_account,
+                aggressor_side: t.aggressor_side,
             }),
-            EventKind::Canceled(event::Canceled {
-                order_id,
-                reason,
-                canceled_qty,
-                filled_qty,
-                leaves_qty,
-                ..
-            }) => Some(Ev::Canceled {
-                order_id: *order_id,
-                reason: *reason,
-                canceled_qty: *canceled_qty,
-                filled_qty: *filled_qty,
-                leaves_qty: *leaves_qty,
+            EventKind::Canceled(c) => Some(Ev::Canceled {
+                order_id: c.order_id,
+                reason: c.reason,
+                canceled_qty: c.canceled_qty,
+                filled_qty: c.filled_qty,
+                leaves_qty: c.leaves_qty,
             }),
-            EventKind::Expired(event::Expired {
-                order_id,
-                expired_qty,
-                filled_qty,
-                ..
-            }) => Some(Ev::Expired {
-                order_id: *order_id,
-                expired_qty: *expired_qty,
-                filled_qty: *filled_qty,
+            EventKind::Expired(e) => Some(Ev::Expired {
+                order_id: e.order_id,
+                expired_qty: e.expired_qty,
+                filled_qty: e.filled_qty,
             }),
-            EventKind::Replaced(event::Replaced {
-                order_id,
-                client_order_id,
-                price,
-                qty,
-                leaves_qty,
-                ..
-            }) => Some(Ev::Replaced {
-                order_id: *order_id,
-                client_order_id: *client_order_id,
-                price: *price,
-                qty: *qty,
-                leaves_qty: *leaves_qty,
+            EventKind::Replaced(r) => Some(Ev::Replaced {
+                order_id: r.order_id,
+                client_order_id: r.client_order_id,
+                price: r.price,
+                qty: r.qty,
+                leaves_qty: r.leaves_qty,
             }),
-            EventKind::Status(event::Status { symbol, status }) => {
-                Some(Ev::Status(*symbol, *status))
-            }
+            EventKind::Status(s) => Some(Ev::Status(s.symbol, s.status)),
             EventKind::InstrumentAdded(_)
             | EventKind::Balance(_)
             | EventKind::Book(_)

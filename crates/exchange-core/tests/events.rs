@@ -131,8 +131,9 @@ fn trade_event_names_both_orders_their_accounts_and_the_aggressor() {
     let events = exec(&mut h, limit(2, "b", Side::Buy, "101", "1"));
     assert_eq!(
         trade_fields(&events),
-        [TradeFields {
+        [Trade {
             trade_id: 1,
+            symbol: sym("BTC-USD"),
             price: units("100"),
             qty: units("1"),
             maker_order_id: 1,

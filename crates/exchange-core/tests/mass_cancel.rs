@@ -4,7 +4,6 @@
 mod common;
 mod support;
 
-use exchange_types::event;
 use exchange_types::*;
 use support::*;
 
@@ -155,11 +154,7 @@ fn every_mass_cancel_is_acknowledged_with_its_count() {
         events
             .iter()
             .filter_map(|e| match &e.kind {
-                EventKind::MassCanceled(event::MassCanceled {
-                    account,
-                    symbol,
-                    canceled,
-                }) => Some((*account, *symbol, *canceled)),
+                EventKind::MassCanceled(m) => Some((m.account, m.symbol, m.canceled)),
                 _ => None,
             })
             .collect()

@@ -177,14 +177,9 @@ fn market_order_has_no_price_and_good_till_canceled_becomes_ioc() {
         },
     );
     match &events[0].kind {
-        EventKind::Accepted(event::Accepted {
-            order_type,
-            price,
-            tif,
-            ..
-        }) => {
+        EventKind::Accepted(a) => {
             assert_eq!(
-                (*order_type, *price, *tif),
+                (a.order_type, a.price, a.tif),
                 (OrderType::Market, None, TimeInForce::Ioc)
             );
         }

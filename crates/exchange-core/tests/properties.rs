@@ -9,7 +9,6 @@ use std::collections::BTreeMap;
 
 use common::*;
 use exchange_core::Engine;
-use exchange_types::event;
 use exchange_types::*;
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
@@ -74,126 +73,89 @@ impl Ledger {
 
     fn follow_event(&mut self, kind: &EventKind) -> Result<(), String> {
         match kind {
-            EventKind::Accepted(event::Accepted {
-                order_id,
-                side,
-                price,
-                qty,
-                ..
-            }) => {
+            EventKind::Accepted(accepted) => {
                 let tracked = Tracked {
-                    side: *side,
-                    price: *price,
-                    original: *qty,
+                    side: accepted.side,
+                    price: accepted.price,
+                    original: accepted.qty,
                     filled: 0,
                     gone: 0,
                 };
-                if self.orders.insert(*order_id, tracked).is_some() {
-                    return Err(format!("order id {order_id} accepted twice"));
+                let id = accepted.order_id;
+                if self.orders.insert(id, tracked).is_some() {
+                    return Err(format!("order id {id} accepted twice"));
                 }
             }
-            EventKind::Trade(event::Trade {
-                symbol,
-                price,
-                maker_fee,
-                taker_fee,
-                qty,
-                maker_order_id,
-                taker_order_id,
-                maker_account,
-                taker_account,
-                aggressor_side,
-                maker_leaves_qty,
-                taker_leaves_qty,
-                ..
-            }) => {
-                let (maker_bps, taker_bps) = self.fees[symbol];
+            EventKind::Trade(t) => {
+                let (price, qty) = (t.price, t.qty);
+                let (maker_id, taker_id) = (t.maker_order_id, t.taker_order_id);
+                let (maker_bps, taker_bps) = self.fees[&t.symbol];
                 // A tick times a lot is a whole number of quote units, so the
                 // notional is exact; fees round toward zero.
-                let notional = i128::from(*price) * i128::from(*qty) / 100_000_000;
+                let notional = i128::from(price) * i128::from(qty) / 100_000_000;
                 let fee = |bps: i32| i64::try_from(notional * i128::from(bps) / 10_000).unwrap();
-                if (*maker_fee, *taker_fee) != (fee(maker_bps), fee(taker_bps)) {
+                if (t.maker_fee, t.taker_fee) != (fee(maker_bps), fee(taker_bps)) {
                     return Err(format!(
-                        "fees {maker_fee}/{taker_fee} on notional {notional} at {maker_bps}/{taker_bps} bps"
+                        "fees {}/{} on notional {notional} at {maker_bps}/{taker_bps} bps",
+                        t.maker_fee, t.taker_fee
                     ));
                 }
-                if maker_account == taker_account {
-                    return Err(format!("account {maker_account} traded with itself"));
+                if t.maker_account == t.taker_account {
+                    return Err(format!("account {} traded with itself", t.maker_account));
                 }
-                let maker = self.order(*maker_order_id)?;
-                if maker.price != Some(*price) {
+                let maker = self.order(maker_id)?;
+                if maker.price != Some(price) {
                     return Err(format!(
-                        "trade at {price} but maker {maker_order_id} rests at {:?}",
+                        "trade at {price} but maker {maker_id} rests at {:?}",
                         maker.price
                     ));
                 }
                 maker.filled += qty;
-                check_leaves(*maker_order_id, maker, *maker_leaves_qty)?;
-                let taker = self.order(*taker_order_id)?;
-                if taker.side != *aggressor_side {
+                check_leaves(maker_id, maker, t.maker_leaves_qty)?;
+                let taker = self.order(taker_id)?;
+                if taker.side != t.aggressor_side {
                     return Err(format!(
-                        "taker {taker_order_id} is a {:?} but the aggressor a {aggressor_side:?}",
-                        taker.side
+                        "taker {taker_id} is a {:?} but the aggressor a {:?}",
+                        taker.side, t.aggressor_side
                     ));
                 }
                 let within = match (taker.side, taker.price) {
                     (_, None) => true,
-                    (Side::Buy, Some(limit)) => *price <= limit,
-                    (Side::Sell, Some(limit)) => *price >= limit,
+                    (Side::Buy, Some(limit)) => price <= limit,
+                    (Side::Sell, Some(limit)) => price >= limit,
                 };
                 if !within {
                     return Err(format!(
-                        "trade at {price} beyond taker {taker_order_id}'s limit {:?}",
+                        "trade at {price} beyond taker {taker_id}'s limit {:?}",
                         taker.price
                     ));
                 }
                 taker.filled += qty;
-                check_leaves(*taker_order_id, taker, *taker_leaves_qty)?;
+                check_leaves(taker_id, taker, t.taker_leaves_qty)?;
             }
-            EventKind::Canceled(event::Canceled {
-                order_id,
-                canceled_qty,
-                filled_qty,
-                leaves_qty,
-                ..
-            }) => {
-                let order = self.order(*order_id)?;
-                order.gone += canceled_qty;
-                check_filled(*order_id, order, *filled_qty)?;
-                check_leaves(*order_id, order, *leaves_qty)?;
+            EventKind::Canceled(c) => {
+                let order = self.order(c.order_id)?;
+                order.gone += c.canceled_qty;
+                check_filled(c.order_id, order, c.filled_qty)?;
+                check_leaves(c.order_id, order, c.leaves_qty)?;
             }
-            EventKind::Expired(event::Expired {
-                order_id,
-                expired_qty,
-                filled_qty,
-                ..
-            }) => {
-                let order = self.order(*order_id)?;
-                order.gone += expired_qty;
-                check_filled(*order_id, order, *filled_qty)?;
-                check_leaves(*order_id, order, 0)?;
+            EventKind::Expired(e) => {
+                let order = self.order(e.order_id)?;
+                order.gone += e.expired_qty;
+                check_filled(e.order_id, order, e.filled_qty)?;
+                check_leaves(e.order_id, order, 0)?;
             }
-            EventKind::Replaced(event::Replaced {
-                order_id,
-                price,
-                qty,
-                leaves_qty,
-                ..
-            }) => {
-                let order = self.order(*order_id)?;
-                order.price = Some(*price);
-                order.original = *qty;
+            EventKind::Replaced(r) => {
+                let order = self.order(r.order_id)?;
+                order.price = Some(r.price);
+                order.original = r.qty;
                 order.gone = 0;
-                check_leaves(*order_id, order, *leaves_qty)?;
+                check_leaves(r.order_id, order, r.leaves_qty)?;
             }
-            EventKind::Balance(event::Balance {
-                account,
-                asset,
-                total,
-                available,
-            }) if available > total => {
+            EventKind::Balance(b) if b.available > b.total => {
                 return Err(format!(
-                    "account {account} {asset}: available {available} above total {total}"
+                    "account {} {}: available {} above total {}",
+                    b.account, b.asset, b.available, b.total
                 ));
             }
             _ => {}
@@ -268,21 +230,11 @@ fn events_match_state(engine: &Engine, events: &[Event]) -> Result<(), String> {
     let mut levels = BTreeMap::new();
     for event in events {
         match &event.kind {
-            EventKind::Balance(event::Balance {
-                account,
-                asset,
-                total,
-                available,
-            }) => {
-                balances.insert((*account, *asset), (*total, *available));
+            EventKind::Balance(b) => {
+                balances.insert((b.account, b.asset), (b.total, b.available));
             }
-            EventKind::Book(event::Book {
-                symbol,
-                side,
-                price,
-                qty,
-            }) => {
-                levels.insert((*symbol, *side, *price), *qty);
+            EventKind::Book(b) => {
+                levels.insert((b.symbol, b.side, b.price), b.qty);
             }
             _ => {}
         }
@@ -409,25 +361,18 @@ fn outcome_counts(profile: Profile, streams: usize) -> BTreeMap<String, usize> {
         for events in run_all(&mut engine, &commands) {
             for event in &events {
                 let key = match &event.kind {
-                    EventKind::Rejected(event::Rejected {
-                        command, reason, ..
-                    }) => format!("{command}:{reason}"),
-                    EventKind::Canceled(event::Canceled {
-                        reason, leaves_qty, ..
-                    }) => {
+                    EventKind::Rejected(r) => format!("{}:{}", r.command, r.reason),
+                    EventKind::Canceled(c) => {
                         format!(
                             "canceled:{}{}",
-                            reason.as_str(),
-                            if *leaves_qty > 0 { ":partial" } else { "" }
+                            c.reason.as_str(),
+                            if c.leaves_qty > 0 { ":partial" } else { "" }
                         )
                     }
-                    EventKind::Expired(event::Expired { filled_qty: 0, .. }) => {
-                        "expired:unfilled".to_string()
+                    EventKind::Expired(x) if x.filled_qty == 0 => "expired:unfilled".to_string(),
+                    EventKind::Trade(t) if t.maker_leaves_qty == 0 => {
+                        "trade:maker_done".to_string()
                     }
-                    EventKind::Trade(event::Trade {
-                        maker_leaves_qty: 0,
-                        ..
-                    }) => "trade:maker_done".to_string(),
                     other => other.name().to_string(),
                 };
                 *counts.entry(key).or_insert(0) += 1;

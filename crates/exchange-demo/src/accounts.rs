@@ -5,7 +5,6 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use exchange_types::event;
 use exchange_types::{AccountId, AssetCode, EventKind};
 use serde::{Deserialize, Serialize};
 
@@ -161,7 +160,8 @@ async fn deposit(
     }
     let applied = submit_retrying(handle, deposit_entry(account, asset, units)).await?;
     for event in &applied.events {
-        if let EventKind::Rejected(event::Rejected { reason, .. }) = &event.kind {
+        if let EventKind::Rejected(rejected) = &event.kind {
+            let reason = rejected.reason;
             tracing::warn!(account, asset = %asset, %reason, "demo deposit refused");
         }
     }

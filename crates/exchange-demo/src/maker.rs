@@ -9,7 +9,6 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use exchange_types::event;
 use exchange_types::{
     AccountId, Cancel, ClientOrderId, Command, Dec, EventKind, MassCancel, OrderId, OrderRef,
     OrderType, Place, RejectReason, Replace, SelfTradePrevention, Side, TimeInForce, TradingStatus,
@@ -271,15 +270,10 @@ fn settle(slot: &mut Option<Resting>, action: &Action, applied: &Applied) -> Opt
         Action::Cancel(_) => *slot = None,
         Action::Place(_) => {
             *slot = applied.events.iter().find_map(|e| match &e.kind {
-                EventKind::Accepted(event::Accepted {
-                    order_id,
-                    price,
-                    qty,
-                    ..
-                }) => Some(Resting {
-                    order_id: *order_id,
-                    price: price.unwrap_or(0),
-                    qty: *qty,
+                EventKind::Accepted(accepted) => Some(Resting {
+                    order_id: accepted.order_id,
+                    price: accepted.price.unwrap_or(0),
+                    qty: accepted.qty,
                     filled: 0,
                 }),
                 _ => None,
@@ -288,21 +282,16 @@ fn settle(slot: &mut Option<Resting>, action: &Action, applied: &Applied) -> Opt
         Action::Replace(resting, _) => {
             for event in &applied.events {
                 match &event.kind {
-                    EventKind::Replaced(event::Replaced {
-                        price,
-                        qty,
-                        leaves_qty,
-                        ..
-                    }) => {
-                        *slot = (*leaves_qty > 0).then_some(Resting {
+                    EventKind::Replaced(replaced) => {
+                        *slot = (replaced.leaves_qty > 0).then_some(Resting {
                             order_id: resting.order_id,
-                            price: *price,
-                            qty: *qty,
-                            filled: qty.saturating_sub(*leaves_qty),
+                            price: replaced.price,
+                            qty: replaced.qty,
+                            filled: replaced.qty.saturating_sub(replaced.leaves_qty),
                         });
                         return None;
                     }
-                    EventKind::Rejected(event::Rejected { reason, .. }) => match reason {
+                    EventKind::Rejected(rejected) => match rejected.reason {
                         RejectReason::OrderNotOpen | RejectReason::UnknownOrder => *slot = None,
                         // It filled past the new size and still rests.
                         RejectReason::ReplaceBelowFilled => {
@@ -322,7 +311,7 @@ fn settle(slot: &mut Option<Resting>, action: &Action, applied: &Applied) -> Opt
 
 #[cfg(test)]
 mod tests {
-    use exchange_types::Event;
+    use exchange_types::{Accepted, Event, Rejected, Replaced};
 
     use super::*;
 
@@ -339,7 +328,7 @@ mod tests {
     }
 
     fn rejected(reason: RejectReason) -> Applied {
-        applied(EventKind::Rejected(event::Rejected {
+        applied(EventKind::Rejected(Rejected {
             command: "replace",
             account: Some(1),
             client_order_id: None,
@@ -365,7 +354,7 @@ mod tests {
         let replace = Action::Replace(RESTING, QUOTE);
         let mut slot = Some(RESTING);
         let replaced = |leaves_qty| {
-            applied(EventKind::Replaced(event::Replaced {
+            applied(EventKind::Replaced(Replaced {
                 account: 1,
                 order_id: 7,
                 old_client_order_id: ClientOrderId::new("a").unwrap(),
@@ -422,7 +411,7 @@ mod tests {
         let rejected_place = rejected(RejectReason::PostOnlyWouldTake);
         settle(&mut slot, &Action::Place(QUOTE), &rejected_place);
         assert!(slot.is_none());
-        let accepted = applied(EventKind::Accepted(event::Accepted {
+        let accepted = applied(EventKind::Accepted(Accepted {
             account: 1,
             client_order_id: ClientOrderId::new("a").unwrap(),
             order_id: 9,

@@ -19,7 +19,6 @@
 use std::collections::HashMap;
 
 use exchange_core::BookView;
-use exchange_types::event;
 use exchange_types::{EventKind, Side, Symbol, TradeId, TradingStatus};
 
 use crate::book::L2Book;
@@ -286,59 +285,47 @@ impl Projection {
         for event in events {
             self.now = self.now.max(event.ts);
             match &event.kind {
-                EventKind::InstrumentAdded(event::InstrumentAdded { symbol, .. }) => {
-                    self.list(*symbol, out);
+                EventKind::InstrumentAdded(e) => {
+                    self.list(e.symbol, out);
                 }
-                EventKind::Status(event::Status { symbol, status }) => {
-                    let locate = self.list(*symbol, out);
-                    let halted = *status == TradingStatus::Halted;
+                EventKind::Status(e) => {
+                    let locate = self.list(e.symbol, out);
+                    let halted = e.status == TradingStatus::Halted;
                     self.instruments[usize::from(locate)].halted = halted;
                     out.push(Update::Status {
                         locate,
-                        symbol: *symbol,
+                        symbol: e.symbol,
                         halted,
                         ts: event.ts,
                     });
                 }
-                EventKind::Book(event::Book {
-                    symbol,
-                    side,
-                    price,
-                    qty,
-                }) => {
-                    let locate = self.list(*symbol, out);
+                EventKind::Book(e) => {
+                    let locate = self.list(e.symbol, out);
                     self.sequences.record_event(index, &event.kind);
                     let inst = &mut self.instruments[usize::from(locate)];
-                    inst.book.set(*side, *price, *qty);
+                    inst.book.set(e.side, e.price, e.qty);
                     inst.record_change(LevelChange {
-                        side: *side,
-                        price: *price,
-                        qty: *qty,
+                        side: e.side,
+                        price: e.price,
+                        qty: e.qty,
                     });
                     self.touch(locate);
                 }
-                EventKind::Trade(event::Trade {
-                    trade_id,
-                    symbol,
-                    price,
-                    qty,
-                    aggressor_side,
-                    ..
-                }) => {
-                    let locate = self.list(*symbol, out);
+                EventKind::Trade(e) => {
+                    let locate = self.list(e.symbol, out);
                     let sequence = self.sequences.record_event(index, &event.kind).unwrap_or(0);
                     let inst = &mut self.instruments[usize::from(locate)];
-                    inst.last_price = Some(*price);
-                    inst.candles.record(event.ts, *price, *qty);
+                    inst.last_price = Some(e.price);
+                    inst.candles.record(event.ts, e.price, e.qty);
                     inst.traded = true;
                     out.push(Update::Trade(TradeUpdate {
                         locate,
-                        symbol: *symbol,
+                        symbol: e.symbol,
                         sequence,
-                        trade_id: *trade_id,
-                        price: *price,
-                        qty: *qty,
-                        aggressor: *aggressor_side,
+                        trade_id: e.trade_id,
+                        price: e.price,
+                        qty: e.qty,
+                        aggressor: e.aggressor_side,
                         ts: event.ts,
                     }));
                     self.touch(locate);

@@ -10,7 +10,6 @@
 
 use std::collections::BTreeMap;
 
-use exchange_types::event;
 use exchange_types::{EventKind, Symbol};
 use serde::{Deserialize, Serialize};
 
@@ -66,16 +65,16 @@ impl MarketSequences {
     /// for a `Trade`; `None` for every other event.
     pub fn record_event(&mut self, index: u64, kind: &EventKind) -> Option<u64> {
         match kind {
-            EventKind::Book(event::Book { symbol, .. }) => {
-                let counters = self.counters(symbol);
+            EventKind::Book(book) => {
+                let counters = self.counters(&book.symbol);
                 if counters.book_entry != index {
                     counters.book_entry = index;
                     counters.seqs.book += 1;
                 }
                 Some(counters.seqs.book)
             }
-            EventKind::Trade(event::Trade { symbol, .. }) => {
-                let counters = self.counters(symbol);
+            EventKind::Trade(trade) => {
+                let counters = self.counters(&trade.symbol);
                 counters.seqs.trades += 1;
                 Some(counters.seqs.trades)
             }
@@ -106,7 +105,7 @@ mod tests {
         Event {
             seq: 0,
             ts: 0,
-            kind: EventKind::Book(event::Book {
+            kind: EventKind::Book(exchange_types::event::Book {
                 symbol: Symbol::new(symbol).unwrap(),
                 side: Side::Buy,
                 price,

@@ -21,7 +21,6 @@ use std::time::Instant;
 use crossbeam_channel::{bounded, unbounded, Receiver, Sender, TrySendError};
 use exchange_replication::transport::Transport;
 use exchange_replication::{Message, ReplicaNode};
-use exchange_types::event;
 use exchange_types::EventKind;
 use thiserror::Error;
 use tokio::sync::{broadcast, oneshot};
@@ -387,9 +386,8 @@ fn core_loop(
                             .events
                             .fetch_add(applied.events.len() as u64, Ordering::Relaxed);
                         for event in &applied.events {
-                            if let EventKind::Rejected(event::Rejected { reason, .. }) = &event.kind
-                            {
-                                metrics.record_reject(reason.as_str());
+                            if let EventKind::Rejected(rejected) = &event.kind {
+                                metrics.record_reject(rejected.reason.as_str());
                             }
                         }
                         done.push((applied, reply));

@@ -8,8 +8,7 @@ use std::sync::Arc;
 
 use exchange_core::Engine;
 use exchange_marketdata::MarketSequences;
-use exchange_types::event;
-use exchange_types::{AccountId, Command, Event, EventKind, OrderId};
+use exchange_types::{order_updates, AccountId, Change, Command, Event, OrderId};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
@@ -230,13 +229,13 @@ impl ServerState {
 fn answered_order(command: &Command, events: &[Event]) -> Option<OrderId> {
     events
         .iter()
-        .find_map(|event| match (command, &event.kind) {
-            (Command::Place(_), EventKind::Accepted(event::Accepted { order_id, .. }))
+        .flat_map(|event| order_updates(&event.kind))
+        .find_map(|update| match (command, update.change) {
+            (Command::Place(_), Change::New(_))
             | (
                 Command::Cancel(_) | Command::Replace(_),
-                EventKind::Canceled(event::Canceled { order_id, .. })
-                | EventKind::Replaced(event::Replaced { order_id, .. }),
-            ) => Some(*order_id),
+                Change::Canceled(_) | Change::Replaced(_),
+            ) => Some(update.order_id),
             _ => None,
         })
 }

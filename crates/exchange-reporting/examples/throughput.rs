@@ -16,7 +16,6 @@ use std::time::Instant;
 
 use exchange_core::Engine;
 use exchange_reporting::{EntryRecord, Store, Target};
-use exchange_types::event;
 use exchange_types::{Event, EventKind};
 
 struct Lcg(u64);
@@ -103,12 +102,9 @@ fn main() {
         .iter()
         .flat_map(|a| &a.3)
         .filter(|e| match &e.kind {
-            EventKind::Balance(event::Balance {
-                account,
-                asset,
-                total,
-                ..
-            }) => totals.insert((*account, *asset), *total).unwrap_or(0) != *total,
+            EventKind::Balance(b) => {
+                totals.insert((b.account, b.asset), b.total).unwrap_or(0) != b.total
+            }
             _ => false,
         })
         .count();

@@ -3,7 +3,6 @@
 //! with their exact deltas. Run on SQLite and on PostgreSQL.
 
 use exchange_core::Engine;
-use exchange_types::event;
 use exchange_types::{Event, EventKind};
 
 use crate::tests::{on_both, Entry};
@@ -29,22 +28,16 @@ pub(crate) fn balance_changes(entries: &[Entry]) -> Vec<BalanceChange<'_>> {
     let mut changes = Vec::new();
     for entry in entries {
         for event in &entry.events {
-            if let EventKind::Balance(event::Balance {
-                account,
-                asset,
-                total,
-                available,
-            }) = &event.kind
-            {
-                let before = totals.insert((*account, *asset), *total).unwrap_or(0);
+            if let EventKind::Balance(b) = &event.kind {
+                let before = totals.insert((b.account, b.asset), b.total).unwrap_or(0);
                 changes.push(BalanceChange {
                     entry,
                     event,
-                    account: *account,
-                    asset: *asset,
-                    total: *total,
-                    available: *available,
-                    delta: *total as i64 - before as i64,
+                    account: b.account,
+                    asset: b.asset,
+                    total: b.total,
+                    available: b.available,
+                    delta: b.total as i64 - before as i64,
                 });
             }
         }

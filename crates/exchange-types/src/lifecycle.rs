@@ -344,3 +344,266 @@ impl OrderState {
         self.progress.leaves_qty()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::event::Event;
+    use crate::order::SelfTradePrevention;
+    use crate::reject::CancelReason;
+
+    fn coid(text: &str) -> ClientOrderId {
+        ClientOrderId::new(text).unwrap()
+    }
+
+    fn sym() -> Symbol {
+        Symbol::new("BTC-USD").unwrap()
+    }
+
+    fn accepted(order_id: OrderId, account: AccountId, side: Side, qty: u64) -> Accepted {
+        Accepted {
+            account,
+            client_order_id: coid("a"),
+            order_id,
+            symbol: sym(),
+            side,
+            order_type: OrderType::Limit,
+            price: Some(100),
+            qty,
+            tif: TimeInForce::Gtc,
+            post_only: false,
+            stp: SelfTradePrevention::CancelNewest,
+        }
+    }
+
+    fn trade(qty: u64, maker_leaves_qty: u64, taker_leaves_qty: u64) -> Trade {
+        Trade {
+            trade_id: 9,
+            symbol: sym(),
+            price: 100,
+            qty,
+            maker_order_id: 1,
+            taker_order_id: 2,
+            maker_account: 7,
+            taker_account: 8,
+            aggressor_side: Side::Buy,
+            maker_fee: -1,
+            taker_fee: 2,
+            maker_leaves_qty,
+            taker_leaves_qty,
+        }
+    }
+
+    fn canceled(canceled_qty: u64, filled_qty: u64, leaves_qty: u64) -> Canceled {
+        Canceled {
+            account: 7,
+            order_id: 1,
+            client_order_id: coid("a"),
+            symbol: sym(),
+            reason: CancelReason::Requested,
+            canceled_qty,
+            filled_qty,
+            leaves_qty,
+        }
+    }
+
+    fn replaced(price: u64, qty: u64, leaves_qty: u64) -> Replaced {
+        Replaced {
+            account: 7,
+            order_id: 1,
+            old_client_order_id: coid("a"),
+            client_order_id: coid("b"),
+            symbol: sym(),
+            price,
+            qty,
+            leaves_qty,
+        }
+    }
+
+    #[test]
+    fn a_trade_updates_the_maker_then_the_taker() {
+        let kind = EventKind::Trade(trade(4, 6, 0));
+        let updates: Vec<_> = order_updates(&kind).collect();
+        let sides: Vec<_> = updates
+            .iter()
+            .map(|u| match u.change {
+                Change::Fill(f) => (u.order_id, u.account, f.liquidity, f.side, f.fee),
+                other => panic!("not a fill: {other:?}"),
+            })
+            .collect();
+        assert_eq!(
+            sides,
+            [
+                (1, 7, Liquidity::Maker, Side::Sell, -1),
+                (2, 8, Liquidity::Taker, Side::Buy, 2),
+            ]
+        );
+        assert_eq!(
+            updates.iter().map(|u| u.closes()).collect::<Vec<_>>(),
+            [false, true]
+        );
+        assert_eq!(updates[0].client_order_id(), None);
+        assert_eq!(updates[1].symbol(), &sym());
+    }
+
+    #[test]
+    fn only_order_events_update_orders() {
+        let book = EventKind::Book(crate::event::Book {
+            symbol: sym(),
+            side: Side::Buy,
+            price: 1,
+            qty: 1,
+        });
+        assert_eq!(order_updates(&book).count(), 0);
+        let accepted = accepted(1, 7, Side::Sell, 10);
+        let event = Event {
+            seq: 1,
+            ts: 1,
+            kind: EventKind::Accepted(accepted.clone()),
+        };
+        let updates: Vec<_> = order_updates(&event.kind).collect();
+        assert_eq!(
+            updates,
+            [OrderUpdate {
+                order_id: 1,
+                account: 7,
+                change: Change::New(&accepted),
+            }]
+        );
+        assert_eq!(updates[0].leaves_qty(), 10);
+        assert_eq!(updates[0].client_order_id(), Some(&coid("a")));
+    }
+
+    #[test]
+    fn an_order_through_fills_a_decrement_and_a_cancel() {
+        let mut order = OrderState::new(&accepted(1, 7, Side::Sell, 10));
+        assert_eq!(
+            (order.leaves_qty(), order.progress.status),
+            (10, OrderStatus::New)
+        );
+        let first = trade(4, 6, 0);
+        let [maker, _] = fills(&first);
+        order.apply(&maker.change);
+        assert_eq!(
+            (
+                order.progress.filled_qty,
+                order.leaves_qty(),
+                order.progress.status
+            ),
+            (4, 6, OrderStatus::PartiallyFilled)
+        );
+        // A self-trade decrement shrinks the order and leaves it open.
+        order.apply(&Change::Canceled(&canceled(2, 4, 4)));
+        assert_eq!(
+            (
+                order.progress.qty,
+                order.leaves_qty(),
+                order.progress.status
+            ),
+            (8, 4, OrderStatus::PartiallyFilled)
+        );
+        // A full cancel keeps the quantity asked and closes it.
+        order.apply(&Change::Canceled(&canceled(4, 4, 0)));
+        assert_eq!(
+            (
+                order.progress.qty,
+                order.leaves_qty(),
+                order.progress.status
+            ),
+            (8, 0, OrderStatus::Canceled)
+        );
+        assert_eq!(order.progress.avg_price(), 100);
+    }
+
+    #[test]
+    fn a_replace_changes_the_order_and_closes_it_at_its_fills() {
+        let mut order = OrderState::new(&accepted(1, 7, Side::Sell, 10));
+        let first = trade(4, 6, 0);
+        let [maker, _] = fills(&first);
+        order.apply(&maker.change);
+        order.apply(&Change::Replaced(&replaced(101, 12, 8)));
+        assert_eq!(
+            (
+                order.client_order_id,
+                order.progress.price,
+                order.progress.qty
+            ),
+            (coid("b"), Some(101), 12)
+        );
+        assert_eq!(
+            (order.leaves_qty(), order.progress.status),
+            (8, OrderStatus::PartiallyFilled)
+        );
+        order.apply(&Change::Replaced(&replaced(101, 4, 0)));
+        assert_eq!(
+            (order.leaves_qty(), order.progress.status),
+            (0, OrderStatus::Filled)
+        );
+    }
+
+    #[test]
+    fn statuses_read_back_from_their_names() {
+        for status in OrderStatus::ALL {
+            assert_eq!(OrderStatus::parse(status.as_str()), Some(status));
+        }
+        assert_eq!(OrderStatus::parse("open"), None);
+        assert!(OrderStatus::New.is_open() && OrderStatus::PartiallyFilled.is_open());
+        assert!(!OrderStatus::Expired.is_open());
+    }
+
+    proptest! {
+        /// Any run of fills, then a cancel or an expiry of the rest, keeps
+        /// filled + open + gone equal to the quantity, and the average
+        /// price between the lowest and the highest fill.
+        #[test]
+        fn fills_and_an_ending_account_for_every_unit(
+            qty in 1u64..1_000_000,
+            fills_in in proptest::collection::vec((1u64..1_000, 1u64..1_000_000), 0..20),
+            expire in any::<bool>(),
+        ) {
+            let mut order = OrderState::new(&accepted(1, 7, Side::Sell, qty));
+            let mut filled = 0;
+            let mut prices = Vec::new();
+            for (share, price) in fills_in {
+                let left = qty - filled;
+                if left == 0 {
+                    break;
+                }
+                let part = (share * left / 1_000).clamp(1, left);
+                filled += part;
+                prices.push(price);
+                let trade = Trade { price, ..trade(part, left - part, 0) };
+                let [maker, _] = fills(&trade);
+                order.apply(&maker.change);
+                prop_assert_eq!(order.progress.filled_qty + order.leaves_qty(), qty);
+                prop_assert_eq!(order.is_open(), filled < qty);
+            }
+            let rest = order.leaves_qty();
+            if rest > 0 {
+                let expired = Expired {
+                    account: 7,
+                    order_id: 1,
+                    client_order_id: coid("a"),
+                    symbol: sym(),
+                    expired_qty: rest,
+                    filled_qty: filled,
+                };
+                let cancel = canceled(rest, filled, 0);
+                let change = if expire { Change::Expired(&expired) } else { Change::Canceled(&cancel) };
+                order.apply(&change);
+                let want = if expire { OrderStatus::Expired } else { OrderStatus::Canceled };
+                prop_assert_eq!(order.progress.status, want);
+            } else {
+                prop_assert_eq!(order.progress.status, OrderStatus::Filled);
+            }
+            prop_assert_eq!(order.progress.filled_qty + rest, qty);
+            prop_assert_eq!(order.leaves_qty(), 0);
+            if let (Some(low), Some(high)) = (prices.iter().min(), prices.iter().max()) {
+                let avg = order.progress.avg_price();
+                prop_assert!(*low <= avg && avg <= *high, "{} outside {}..={}", avg, low, high);
+            }
+        }
+    }
+}

@@ -3,7 +3,6 @@
 #![allow(dead_code)]
 
 use exchange_core::Engine;
-use exchange_types::event;
 use exchange_types::*;
 
 pub fn dec(text: &str) -> Dec {
@@ -149,13 +148,7 @@ pub fn trades(events: &[Event]) -> Vec<(u64, u64, OrderId, OrderId)> {
     events
         .iter()
         .filter_map(|e| match &e.kind {
-            EventKind::Trade(event::Trade {
-                price,
-                qty,
-                maker_order_id,
-                taker_order_id,
-                ..
-            }) => Some((*price, *qty, *maker_order_id, *taker_order_id)),
+            EventKind::Trade(t) => Some((t.price, t.qty, t.maker_order_id, t.taker_order_id)),
             _ => None,
         })
         .collect()
@@ -163,14 +156,14 @@ pub fn trades(events: &[Event]) -> Vec<(u64, u64, OrderId, OrderId)> {
 
 pub fn reject_reason(events: &[Event]) -> Option<RejectReason> {
     events.iter().find_map(|e| match &e.kind {
-        EventKind::Rejected(event::Rejected { reason, .. }) => Some(*reason),
+        EventKind::Rejected(r) => Some(r.reason),
         _ => None,
     })
 }
 
 pub fn order_id(events: &[Event]) -> Option<OrderId> {
     events.iter().find_map(|e| match &e.kind {
-        EventKind::Accepted(event::Accepted { order_id, .. }) => Some(*order_id),
+        EventKind::Accepted(a) => Some(a.order_id),
         _ => None,
     })
 }

@@ -5,7 +5,6 @@
 #![allow(dead_code)]
 
 use exchange_core::{BalanceView, BookView, Engine, InstrumentView, OrderView};
-use exchange_types::event;
 use exchange_types::*;
 
 // Re-exported by name so that suites import only this module: helpers
@@ -171,55 +170,12 @@ pub fn open_order(h: &Harness, id: OrderId) -> Option<OrderView> {
         .find(|o| o.order_id == id)
 }
 
-/// One `Trade` event, field by field.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct TradeFields {
-    pub trade_id: TradeId,
-    pub price: u64,
-    pub qty: u64,
-    pub maker_order_id: OrderId,
-    pub taker_order_id: OrderId,
-    pub maker_account: AccountId,
-    pub taker_account: AccountId,
-    pub aggressor_side: Side,
-    pub maker_fee: i64,
-    pub taker_fee: i64,
-    pub maker_leaves_qty: u64,
-    pub taker_leaves_qty: u64,
-}
-
-pub fn trade_fields(events: &[Event]) -> Vec<TradeFields> {
+/// The `Trade` events among `events`.
+pub fn trade_fields(events: &[Event]) -> Vec<Trade> {
     events
         .iter()
-        .filter_map(|e| match e.kind {
-            EventKind::Trade(event::Trade {
-                trade_id,
-                price,
-                qty,
-                maker_order_id,
-                taker_order_id,
-                maker_account,
-                taker_account,
-                aggressor_side,
-                maker_fee,
-                taker_fee,
-                maker_leaves_qty,
-                taker_leaves_qty,
-                ..
-            }) => Some(TradeFields {
-                trade_id,
-                price,
-                qty,
-                maker_order_id,
-                taker_order_id,
-                maker_account,
-                taker_account,
-                aggressor_side,
-                maker_fee,
-                taker_fee,
-                maker_leaves_qty,
-                taker_leaves_qty,
-            }),
+        .filter_map(|e| match &e.kind {
+            EventKind::Trade(trade) => Some(trade.clone()),
             _ => None,
         })
         .collect()
@@ -229,15 +185,14 @@ pub fn trade_fields(events: &[Event]) -> Vec<TradeFields> {
 pub fn cancels(events: &[Event]) -> Vec<(OrderId, CancelReason, u64, u64, u64)> {
     events
         .iter()
-        .filter_map(|e| match e.kind {
-            EventKind::Canceled(event::Canceled {
-                order_id,
-                reason,
-                canceled_qty,
-                filled_qty,
-                leaves_qty,
-                ..
-            }) => Some((order_id, reason, canceled_qty, filled_qty, leaves_qty)),
+        .filter_map(|e| match &e.kind {
+            EventKind::Canceled(c) => Some((
+                c.order_id,
+                c.reason,
+                c.canceled_qty,
+                c.filled_qty,
+                c.leaves_qty,
+            )),
             _ => None,
         })
         .collect()
@@ -247,13 +202,8 @@ pub fn cancels(events: &[Event]) -> Vec<(OrderId, CancelReason, u64, u64, u64)> 
 pub fn expiries(events: &[Event]) -> Vec<(OrderId, u64, u64)> {
     events
         .iter()
-        .filter_map(|e| match e.kind {
-            EventKind::Expired(event::Expired {
-                order_id,
-                expired_qty,
-                filled_qty,
-                ..
-            }) => Some((order_id, expired_qty, filled_qty)),
+        .filter_map(|e| match &e.kind {
+            EventKind::Expired(x) => Some((x.order_id, x.expired_qty, x.filled_qty)),
             _ => None,
         })
         .collect()
@@ -263,10 +213,8 @@ pub fn expiries(events: &[Event]) -> Vec<(OrderId, u64, u64)> {
 pub fn book_updates(events: &[Event]) -> Vec<(Side, u64, u64)> {
     events
         .iter()
-        .filter_map(|e| match e.kind {
-            EventKind::Book(event::Book {
-                side, price, qty, ..
-            }) => Some((side, price, qty)),
+        .filter_map(|e| match &e.kind {
+            EventKind::Book(b) => Some((b.side, b.price, b.qty)),
             _ => None,
         })
         .collect()
@@ -277,12 +225,7 @@ pub fn balance_updates(events: &[Event]) -> Vec<(AccountId, String, u64, u64)> {
     events
         .iter()
         .filter_map(|e| match &e.kind {
-            EventKind::Balance(event::Balance {
-                account,
-                asset,
-                total,
-                available,
-            }) => Some((*account, asset.to_string(), *total, *available)),
+            EventKind::Balance(b) => Some((b.account, b.asset.to_string(), b.total, b.available)),
             _ => None,
         })
         .collect()
@@ -292,21 +235,13 @@ pub fn balance_updates(events: &[Event]) -> Vec<(AccountId, String, u64, u64)> {
 /// `Replaced` event, if any.
 pub fn replaced(events: &[Event]) -> Option<(OrderId, String, String, u64, u64, u64)> {
     events.iter().find_map(|e| match &e.kind {
-        EventKind::Replaced(event::Replaced {
-            order_id,
-            old_client_order_id,
-            client_order_id,
-            price,
-            qty,
-            leaves_qty,
-            ..
-        }) => Some((
-            *order_id,
-            old_client_order_id.to_string(),
-            client_order_id.to_string(),
-            *price,
-            *qty,
-            *leaves_qty,
+        EventKind::Replaced(r) => Some((
+            r.order_id,
+            r.old_client_order_id.to_string(),
+            r.client_order_id.to_string(),
+            r.price,
+            r.qty,
+            r.leaves_qty,
         )),
         _ => None,
     })
@@ -376,13 +311,9 @@ pub fn assert_rejected(h: &mut Harness, command: Command, reason: RejectReason) 
     let event = events.remove(0);
     assert_eq!(event.seq, seq + 1);
     match &event.kind {
-        EventKind::Rejected(event::Rejected {
-            command,
-            reason: got,
-            ..
-        }) => {
-            assert_eq!(*got, reason, "wrong reason");
-            assert_eq!(*command, name, "reject names another command");
+        EventKind::Rejected(rejected) => {
+            assert_eq!(rejected.reason, reason, "wrong reason");
+            assert_eq!(rejected.command, name, "reject names another command");
         }
         other => panic!("expected a reject ({reason}), got {other:?}"),
     }
