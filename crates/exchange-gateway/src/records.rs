@@ -65,13 +65,7 @@ async fn read<R: Send + 'static>(
 }
 
 fn order_record(row: OrderRow) -> OrderRecord {
-    let status = match row.status.as_str() {
-        "partially_filled" => OrderStatus::PartiallyFilled,
-        "filled" => OrderStatus::Filled,
-        "canceled" => OrderStatus::Canceled,
-        "expired" => OrderStatus::Expired,
-        _ => OrderStatus::New,
-    };
+    let status = OrderStatus::parse(&row.status).unwrap_or(OrderStatus::New);
     OrderRecord {
         order_id: row.order_id,
         account: row.account,

@@ -12,7 +12,7 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 
-use exchange_types::lifecycle::{self, order_updates, Change, Progress};
+use exchange_types::lifecycle::{order_updates, Change, Progress};
 use exchange_types::{Accepted, AccountId, Event, EventKind, OrderId};
 use serde::{Deserialize, Serialize};
 
@@ -23,46 +23,7 @@ pub const CLOSED_ORDERS_PER_ACCOUNT: usize = 1_000;
 /// Trades remembered per symbol.
 pub const TRADES_PER_SYMBOL: usize = 1_000;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum OrderStatus {
-    New,
-    PartiallyFilled,
-    Filled,
-    Canceled,
-    Expired,
-}
-
-impl OrderStatus {
-    pub fn is_open(self) -> bool {
-        lifecycle::OrderStatus::from(self).is_open()
-    }
-}
-
-// The order fold's status, here with its serde form.
-impl From<lifecycle::OrderStatus> for OrderStatus {
-    fn from(status: lifecycle::OrderStatus) -> Self {
-        match status {
-            lifecycle::OrderStatus::New => OrderStatus::New,
-            lifecycle::OrderStatus::PartiallyFilled => OrderStatus::PartiallyFilled,
-            lifecycle::OrderStatus::Filled => OrderStatus::Filled,
-            lifecycle::OrderStatus::Canceled => OrderStatus::Canceled,
-            lifecycle::OrderStatus::Expired => OrderStatus::Expired,
-        }
-    }
-}
-
-impl From<OrderStatus> for lifecycle::OrderStatus {
-    fn from(status: OrderStatus) -> Self {
-        match status {
-            OrderStatus::New => lifecycle::OrderStatus::New,
-            OrderStatus::PartiallyFilled => lifecycle::OrderStatus::PartiallyFilled,
-            OrderStatus::Filled => lifecycle::OrderStatus::Filled,
-            OrderStatus::Canceled => lifecycle::OrderStatus::Canceled,
-            OrderStatus::Expired => lifecycle::OrderStatus::Expired,
-        }
-    }
-}
+pub use exchange_types::OrderStatus;
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct OrderRecord {
@@ -247,7 +208,7 @@ impl OrderRecord {
             qty: self.qty,
             filled_qty: self.filled_qty,
             fill_notional: self.fill_notional,
-            status: self.status.into(),
+            status: self.status,
         }
     }
 
@@ -258,7 +219,7 @@ impl OrderRecord {
         self.qty = progress.qty;
         self.filled_qty = progress.filled_qty;
         self.fill_notional = progress.fill_notional;
-        self.status = progress.status.into();
+        self.status = progress.status;
         if let Change::Replaced(replaced) = change {
             self.client_order_id = replaced.client_order_id.to_string();
         }

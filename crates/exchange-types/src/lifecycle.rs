@@ -14,6 +14,11 @@ use crate::order::{OrderType, Side, TimeInForce};
 
 /// Where an order stands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize, serde::Deserialize),
+    serde(rename_all = "snake_case")
+)]
 pub enum OrderStatus {
     New,
     PartiallyFilled,
@@ -476,44 +481,26 @@ mod tests {
         assert_eq!(updates[0].client_order_id(), Some(&coid("a")));
     }
 
+    /// (qty, filled, leaves, status)
+    fn seen(order: &OrderState) -> (u64, u64, u64, OrderStatus) {
+        let p = &order.progress;
+        (p.qty, p.filled_qty, order.leaves_qty(), p.status)
+    }
+
     #[test]
     fn an_order_through_fills_a_decrement_and_a_cancel() {
         let mut order = OrderState::new(&accepted(1, 7, Side::Sell, 10));
-        assert_eq!(
-            (order.leaves_qty(), order.progress.status),
-            (10, OrderStatus::New)
-        );
+        assert_eq!(seen(&order), (10, 0, 10, OrderStatus::New));
         let first = trade(4, 6, 0);
         let [maker, _] = fills(&first);
         order.apply(&maker.change);
-        assert_eq!(
-            (
-                order.progress.filled_qty,
-                order.leaves_qty(),
-                order.progress.status
-            ),
-            (4, 6, OrderStatus::PartiallyFilled)
-        );
+        assert_eq!(seen(&order), (10, 4, 6, OrderStatus::PartiallyFilled));
         // A self-trade decrement shrinks the order and leaves it open.
         order.apply(&Change::Canceled(&canceled(2, 4, 4)));
-        assert_eq!(
-            (
-                order.progress.qty,
-                order.leaves_qty(),
-                order.progress.status
-            ),
-            (8, 4, OrderStatus::PartiallyFilled)
-        );
+        assert_eq!(seen(&order), (8, 4, 4, OrderStatus::PartiallyFilled));
         // A full cancel keeps the quantity asked and closes it.
         order.apply(&Change::Canceled(&canceled(4, 4, 0)));
-        assert_eq!(
-            (
-                order.progress.qty,
-                order.leaves_qty(),
-                order.progress.status
-            ),
-            (8, 0, OrderStatus::Canceled)
-        );
+        assert_eq!(seen(&order), (8, 4, 0, OrderStatus::Canceled));
         assert_eq!(order.progress.avg_price(), 100);
     }
 
@@ -525,22 +512,12 @@ mod tests {
         order.apply(&maker.change);
         order.apply(&Change::Replaced(&replaced(101, 12, 8)));
         assert_eq!(
-            (
-                order.client_order_id,
-                order.progress.price,
-                order.progress.qty
-            ),
-            (coid("b"), Some(101), 12)
+            (order.client_order_id, order.progress.price),
+            (coid("b"), Some(101))
         );
-        assert_eq!(
-            (order.leaves_qty(), order.progress.status),
-            (8, OrderStatus::PartiallyFilled)
-        );
+        assert_eq!(seen(&order), (12, 4, 8, OrderStatus::PartiallyFilled));
         order.apply(&Change::Replaced(&replaced(101, 4, 0)));
-        assert_eq!(
-            (order.leaves_qty(), order.progress.status),
-            (0, OrderStatus::Filled)
-        );
+        assert_eq!(seen(&order), (4, 4, 0, OrderStatus::Filled));
     }
 
     #[test]
