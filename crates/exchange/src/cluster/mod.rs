@@ -157,30 +157,50 @@ impl Layout {
     }
 }
 
+/// The layout `up` saved in `DIR/cluster.json`, if there is one.
+fn saved_layout(dir: &Path) -> anyhow::Result<Option<Layout>> {
+    let path = dir.join("cluster.json");
+    let text = match std::fs::read_to_string(&path) {
+        Ok(text) => text,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(error) => return Err(error).with_context(|| format!("reading {}", path.display())),
+    };
+    let bad = |what: &str| anyhow!("{}: no valid {what}", path.display());
+    let saved: Value =
+        serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
+    let nodes = saved["nodes"].as_u64().ok_or_else(|| bad("nodes"))?;
+    let port_base = saved["port_base"]
+        .as_u64()
+        .and_then(|p| u16::try_from(p).ok())
+        .ok_or_else(|| bad("port_base"))?;
+    let initial = saved["initial"].as_u64().unwrap_or(nodes);
+    let removed = saved["removed"]
+        .as_array()
+        .map(|ids| ids.iter().filter_map(Value::as_u64).collect())
+        .unwrap_or_default();
+    Ok(Some(Layout {
+        nodes,
+        initial,
+        port_base,
+        removed,
+    }))
+}
+
+/// The layout of the cluster in `dir`, for the commands that need one.
+fn existing_layout(dir: &Path) -> anyhow::Result<Layout> {
+    saved_layout(dir)?.ok_or_else(|| {
+        anyhow!(
+            "{} is not a cluster directory (no cluster.json; `exchange cluster up` makes one)",
+            dir.display()
+        )
+    })
+}
+
 /// The layout of an existing cluster wins over the flags: a restarted node
 /// must come back where its peers expect it.
 fn layout(dir: &Path, nodes: u64, port_base: u16) -> anyhow::Result<Layout> {
-    let path = dir.join("cluster.json");
-    if let Ok(text) = std::fs::read_to_string(&path) {
-        let saved: Value = serde_json::from_str(&text).context("cluster.json")?;
-        let nodes = saved["nodes"]
-            .as_u64()
-            .ok_or_else(|| anyhow!("cluster.json: nodes"))?;
-        let port_base = saved["port_base"]
-            .as_u64()
-            .and_then(|p| u16::try_from(p).ok())
-            .ok_or_else(|| anyhow!("cluster.json: port_base"))?;
-        let initial = saved["initial"].as_u64().unwrap_or(nodes);
-        let removed = saved["removed"]
-            .as_array()
-            .map(|ids| ids.iter().filter_map(Value::as_u64).collect())
-            .unwrap_or_default();
-        return Ok(Layout {
-            nodes,
-            initial,
-            port_base,
-            removed,
-        });
+    if let Some(layout) = saved_layout(dir)? {
+        return Ok(layout);
     }
     if !(1..=99).contains(&nodes) {
         bail!("--nodes must be 1 to 99");
@@ -405,7 +425,7 @@ fn wait_voters(layout: &Layout, token: &str, done: impl Fn(&[u64]) -> bool) -> a
 }
 
 fn add(dir: &Path, config: Option<&Path>) -> anyhow::Result<()> {
-    let mut layout = layout(dir, 0, 0).context("no cluster.json: not a cluster directory")?;
+    let mut layout = existing_layout(dir)?;
     let token = admin_token(Some(dir))?;
     layout.nodes += 1;
     let id = layout.nodes;
@@ -445,7 +465,7 @@ fn add(dir: &Path, config: Option<&Path>) -> anyhow::Result<()> {
 }
 
 fn remove(dir: &Path, id: u64) -> anyhow::Result<()> {
-    let mut layout = layout(dir, 0, 0).context("no cluster.json: not a cluster directory")?;
+    let mut layout = existing_layout(dir)?;
     if !layout.members().any(|m| m == id) {
         bail!("node {id} is not a member of this cluster");
     }
@@ -463,7 +483,7 @@ fn remove(dir: &Path, id: u64) -> anyhow::Result<()> {
 }
 
 fn down(dir: &Path) -> anyhow::Result<()> {
-    let layout = layout(dir, 0, 0).context("no cluster.json: not a cluster directory")?;
+    let layout = existing_layout(dir)?;
     let mut stopping = Vec::new();
     for id in layout.members() {
         let pid_file = exchange_server::server::pid_file(&node_dir(dir, id));
@@ -499,7 +519,8 @@ fn node_status(url: &str, token: &str) -> anyhow::Result<Value> {
         parse_addr(url)?,
         "/admin/replication?state_hash=true",
         Some(token),
-    )?;
+    )
+    .with_context(|| format!("asking {url} for its replication status"))?;
     if code != 200 {
         bail!("{url}: HTTP {code}: {}", String::from_utf8_lossy(&body));
     }
