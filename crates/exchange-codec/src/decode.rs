@@ -302,7 +302,7 @@ impl Fields<'_, '_> {
                     .map(Some)
                     .map_err(|e| self.invalid(field, format!("is not a decimal: {e}")))
             }
-            Some(number @ (Val::UInt(_) | Val::NegInt(_) | Val::Float(_))) => Err(self.invalid(
+            Some(number @ (Val::UInt(_) | Val::NegInt(_) | Val::Float)) => Err(self.invalid(
                 field,
                 format!(
                     "must be a decimal string such as \"1.25\", got {}; JSON numbers are refused \
@@ -328,7 +328,7 @@ impl Fields<'_, '_> {
         match self.get(field) {
             None => Ok(None),
             Some(Val::UInt(n)) => Ok(Some(*n)),
-            Some(Val::Float(_)) => Err(self.invalid(
+            Some(Val::Float) => Err(self.invalid(
                 field,
                 "must be a whole number from 0 to 18446744073709551615".into(),
             )),
