@@ -18,6 +18,7 @@ mod book;
 mod closed;
 mod engine;
 mod instrument;
+mod lookup;
 mod matching;
 mod oms;
 mod orders;
