@@ -9,12 +9,18 @@
 //! `keys`, no `IntoIterator`. Whatever must be walked lives in a `Vec` or a
 //! list with an order of its own.
 //!
-//! FxHash keeps the probes fast: it is not keyed, so it hashes the same on
-//! every replica too.
+//! This is the one module of the core allowed to name a hash map type
+//! (`clippy.toml` bans them elsewhere, since lints on iteration methods
+//! cannot see a `for` loop over a map). FxHash keeps the probes fast: it is
+//! not keyed, so it hashes the same on every replica too.
 
 use std::fmt;
 use std::hash::Hash;
 
+#[allow(
+    clippy::disallowed_types,
+    reason = "the map is private to `Lookup`, which exposes no iteration"
+)]
 type Map<K, V> = rustc_hash::FxHashMap<K, V>;
 
 /// A hash map from `K` to `V` without iteration.
