@@ -11,6 +11,17 @@ pub const MAX_SYMBOL_LEN: usize = 16;
 /// Longest asset code, in bytes.
 pub const MAX_ASSET_LEN: usize = 12;
 
+/// Longest decimal string accepted, in characters: a sign, the most digits
+/// and a point.
+pub const MAX_DECIMAL_LEN: usize = 40;
+/// Most digits in a decimal string at the JSON edge, leading and trailing
+/// zeros included: no amount the core can represent needs more than 28.
+pub const MAX_DECIMAL_DIGITS: usize = 38;
+/// Most decimal places of a value, trailing zeros aside: its written form
+/// (`0.` and the places) then has no more digits than the edge accepts,
+/// so every replica can read back what the log stores.
+pub const MAX_DECIMAL_PLACES: usize = MAX_DECIMAL_DIGITS - 1;
+
 /// Instruments the exchange lists at once.
 pub const MAX_INSTRUMENTS: usize = 1_024;
 /// Distinct assets across all instruments.
@@ -32,3 +43,11 @@ pub const RECENTLY_CLOSED_CAPACITY: usize = 65_536;
 pub const MAX_FEE_BPS: i32 = 10_000;
 /// Largest price collar, in basis points (a collar of 100% or more is none).
 pub const MAX_COLLAR_BPS: u32 = 10_000;
+
+// What `Dec::text` writes for any decimal `Dec::parse` accepted must parse
+// again and pass the edge's digit limit: a fraction is `0.` and at most
+// MAX_DECIMAL_PLACES places, anything else at most the 20 digits of a u64.
+const U64_DIGITS: usize = u64::MAX.ilog10() as usize + 1;
+const _: () = assert!(MAX_DECIMAL_PLACES < MAX_DECIMAL_DIGITS);
+const _: () = assert!(U64_DIGITS <= MAX_DECIMAL_DIGITS);
+const _: () = assert!(MAX_DECIMAL_DIGITS + 2 <= MAX_DECIMAL_LEN);
