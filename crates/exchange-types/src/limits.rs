@@ -1,8 +1,15 @@
-//! Every limit of the exchange, in one place.
+//! The limits of the protocol, the core and the log's commands, in one
+//! place, with the relations between them checked at compile time.
 //!
 //! Nothing in the core grows without bound: each collection has a ceiling
 //! here, and reaching it is a reject with its own reason, never an
 //! allocation failure or a slowdown for everybody else.
+//!
+//! Two limits live elsewhere because their crates stand alone: the
+//! journal's largest record (`exchange_journal::MAX_PAYLOAD_BYTES`) and
+//! the server's group-commit batch (`exchange_server::limits`), where the
+//! relations across crates are checked (a full batch of the longest
+//! commands fits one record).
 
 /// Longest client order id, in bytes (a UUID with dashes fits).
 pub const MAX_CLIENT_ORDER_ID_LEN: usize = 36;
@@ -24,8 +31,9 @@ pub const MAX_DECIMAL_PLACES: usize = MAX_DECIMAL_DIGITS - 1;
 
 /// Instruments the exchange lists at once.
 pub const MAX_INSTRUMENTS: usize = 1_024;
-/// Distinct assets across all instruments.
-pub const MAX_ASSETS: usize = 2_048;
+/// Distinct assets across all instruments: two per instrument, so that no
+/// listing is refused for its assets before the instruments run out.
+pub const MAX_ASSETS: usize = 2 * MAX_INSTRUMENTS;
 /// Accounts that may hold balances.
 pub const MAX_ACCOUNTS: usize = 1_000_000;
 /// Open orders one account may have across all instruments.
@@ -36,6 +44,11 @@ pub const MAX_OPEN_ORDERS: usize = 10_000_000;
 pub const MAX_PRICE_LEVELS_PER_SIDE: usize = 100_000;
 /// Bytes of one encoded command at the edge (a JSON line, a request body).
 pub const MAX_COMMAND_BYTES: usize = 4_096;
+/// Bytes of one command as the log stores it (`exchange_codec::
+/// encode_command`), at most: the longest, an `add_instrument` with every
+/// field at its widest, takes 528 (exchange-codec's tests check it); the
+/// rest is room for new fields, while a full batch still fits a record.
+pub const MAX_ENCODED_COMMAND_BYTES: usize = 1_000;
 /// Recently closed client order ids remembered, so that a late cancel gets
 /// "order not open" rather than "unknown order".
 pub const RECENTLY_CLOSED_CAPACITY: usize = 65_536;
@@ -51,3 +64,14 @@ const U64_DIGITS: usize = u64::MAX.ilog10() as usize + 1;
 const _: () = assert!(MAX_DECIMAL_PLACES < MAX_DECIMAL_DIGITS);
 const _: () = assert!(U64_DIGITS <= MAX_DECIMAL_DIGITS);
 const _: () = assert!(MAX_DECIMAL_DIGITS + 2 <= MAX_DECIMAL_LEN);
+
+// Replicas and replays read the log's commands with the edge's decoder,
+// which refuses longer lines.
+const _: () = assert!(MAX_ENCODED_COMMAND_BYTES <= MAX_COMMAND_BYTES);
+
+// The core numbers orders, accounts, instruments and assets with `u32`
+// indexes, `u32::MAX` meaning none.
+const _: () = assert!(MAX_OPEN_ORDERS < u32::MAX as usize);
+const _: () = assert!(MAX_ACCOUNTS < u32::MAX as usize);
+const _: () = assert!(MAX_INSTRUMENTS < u32::MAX as usize);
+const _: () = assert!(MAX_ASSETS < u32::MAX as usize);
