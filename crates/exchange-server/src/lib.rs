@@ -11,6 +11,7 @@ pub mod demo;
 pub mod entry;
 pub mod history;
 pub mod http;
+pub mod limits;
 pub mod marketdata;
 pub mod metrics;
 pub mod metrics_window;

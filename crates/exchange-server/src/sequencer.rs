@@ -33,9 +33,6 @@ use crate::replication::{
 };
 use crate::state::{Applied, ServerState, StateCopy};
 
-/// Commands taken into one group commit at most.
-pub const MAX_BATCH: usize = 4_096;
-
 #[derive(Debug, Error, Clone, PartialEq, Eq)]
 pub enum SubmitError {
     #[error("the exchange is overloaded; retry shortly")]
