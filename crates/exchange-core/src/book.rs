@@ -370,7 +370,14 @@ impl BookSide {
             pool.get_mut(old_tail).next = slot;
         }
         level.tail = slot;
-        level.qty += leaves;
+        // Cannot overflow from input: every order's open quantity is backed
+        // by a reservation, and all of them together by an asset supply
+        // capped at `i64::MAX` (a restored snapshot's levels are checked
+        // before they are built). Wrapping would corrupt the level silently.
+        level.qty = level
+            .qty
+            .checked_add(leaves)
+            .expect("a price level's quantity overflowed");
         level.qty
     }
 
@@ -383,10 +390,17 @@ impl BookSide {
             (order.price, order.leaves(), order.prev, order.next)
         };
         let key = self.key(price);
-        let Some(level) = self.level_mut(key) else {
-            debug_assert!(false, "resting order without a level");
-            return 0;
-        };
+        // Only resting orders are unlinked, found through the book or the
+        // order index, never named by a command without that lookup: a
+        // missing level, or an order its level does not link, is a broken
+        // book, and carrying on would leave the order reachable.
+        let level = self
+            .level_mut(key)
+            .unwrap_or_else(|| panic!("resting order at {price} without a level"));
+        assert!(
+            (prev == NIL) == (level.head == slot) && (next == NIL) == (level.tail == slot),
+            "order in slot {slot} is not linked into its level at {price}"
+        );
         if prev == NIL {
             level.head = next;
         } else {
@@ -397,9 +411,23 @@ impl BookSide {
         } else {
             pool.get_mut(next).prev = prev;
         }
-        level.qty -= leaves;
+        level.qty = level
+            .qty
+            .checked_sub(leaves)
+            .unwrap_or_else(|| panic!("level at {price} holds less than its order's {leaves}"));
         let remaining = level.qty;
         let emptied = level.head == NIL;
+        // A level's quantity is the sum of its orders' open quantities,
+        // each positive once resting: the sum is zero exactly when no order
+        // is left. Checked here, where a level empties, because a drifted
+        // aggregate would otherwise be published in book events and survive
+        // into the next level at this price.
+        assert_eq!(
+            remaining == 0,
+            emptied,
+            "level at {price} totals {remaining} with its queue {}",
+            if emptied { "empty" } else { "not empty" }
+        );
         let order = pool.get_mut(slot);
         order.prev = NIL;
         order.next = NIL;
@@ -413,16 +441,16 @@ impl BookSide {
     /// (the order itself shrank in place) and returns the new aggregate.
     pub fn reduce(&mut self, price: u64, lots: u64) -> u64 {
         let key = self.key(price);
-        match self.level_mut(key) {
-            Some(level) => {
-                level.qty -= lots;
-                level.qty
-            }
-            None => {
-                debug_assert!(false, "reducing a missing level");
-                0
-            }
-        }
+        // Only called for an order that rests at `price` and shrank by
+        // `lots`: a missing level or a smaller aggregate is a broken book.
+        let level = self
+            .level_mut(key)
+            .unwrap_or_else(|| panic!("reducing a missing level at {price}"));
+        level.qty = level
+            .qty
+            .checked_sub(lots)
+            .unwrap_or_else(|| panic!("level at {price} holds less than the {lots} it loses"));
+        level.qty
     }
 }
 

@@ -297,9 +297,17 @@ impl Engine {
             let order = self.orders.get(slot);
             (order.instrument, order.side, order.price)
         };
-        let qty = self.books[instrument as usize]
-            .side_mut(side)
-            .push_back(&mut self.orders, slot);
+        let book = &mut self.books[instrument as usize];
+        // An order rests only once nothing it could trade with is left (a
+        // post-only one was refused if it would have crossed), so the book
+        // is never crossed after matching. One look at the opposite best,
+        // which matching has just touched.
+        assert!(
+            !book.side(side.opposite()).crosses(price),
+            "resting order {} at {price} would cross the book",
+            self.orders.get(slot).id
+        );
+        let qty = book.side_mut(side).push_back(&mut self.orders, slot);
         self.index_order(slot);
         self.emit_book(out, instrument, side, price, qty);
     }

@@ -225,12 +225,16 @@ impl Engine {
             f.total += collected;
             f.available += collected;
         }
-        if let Some(level) = self.books[instrument as usize]
+        // The maker rests on the best level, whose aggregate includes its
+        // open quantity. Skipping a missing level, or wrapping a short
+        // aggregate, would publish wrong levels from here on.
+        let level = self.books[instrument as usize]
             .side_mut(taker_side.opposite())
             .best_mut()
-        {
-            level.qty -= lots;
-        }
+            .expect("a maker's side has a best level");
+        level.qty = level.qty.checked_sub(lots).unwrap_or_else(|| {
+            panic!("the best level at {price} holds less than a fill of {lots}")
+        });
         self.instruments[instrument as usize].reference_ticks = Some(price);
 
         // A limit buy keeps exactly what its remainder needs at its limit;
