@@ -221,14 +221,28 @@ impl Engine {
         if amount == 0 {
             return None;
         }
+        // Callers release at most what the order holds, and what it holds is
+        // part of its account's total. Either failing is a bug that, in a
+        // release build, would wrap a reservation or make funds spendable
+        // twice; each check is one comparison of values in hand.
         let order = self.orders.get_mut(slot);
-        debug_assert!(order.reserved >= amount);
+        assert!(
+            order.reserved >= amount,
+            "order {} releases {amount} but holds {}",
+            order.id,
+            order.reserved
+        );
         order.reserved -= amount;
         let account = order.account;
         let asset = self.reserved_asset(self.orders.get(slot));
         let balance = self.accounts.list[account as usize].balance_mut(asset);
         balance.available += amount;
-        debug_assert!(balance.available <= balance.total);
+        assert!(
+            balance.available <= balance.total,
+            "a release made available {} exceed total {}",
+            balance.available,
+            balance.total
+        );
         Some((account, asset))
     }
 
@@ -269,7 +283,12 @@ impl Engine {
     /// from the pool. Its reservation must already be released.
     pub(crate) fn close_order(&mut self, slot: u32) -> Order {
         let order = self.orders.remove(slot);
-        debug_assert_eq!(order.reserved, 0, "closing an order that still holds funds");
+        // Funds still held by a closed order could never be released again.
+        assert_eq!(
+            order.reserved, 0,
+            "closing order {} that still holds funds",
+            order.id
+        );
         if order.indexed {
             let acct = &mut self.accounts.list[order.account as usize];
             acct.open_orders -= 1;

@@ -230,3 +230,142 @@ fn a_fill_against_a_level_that_lost_its_quantity() {
     engine.books[0].asks.best_mut().expect("an ask").qty = 0;
     place(&mut engine, 1, "b1", Side::Buy, "100", "0.0001");
 }
+
+// --- funds -----------------------------------------------------------------
+
+#[test]
+#[should_panic(expected = "the notional of 1 lots at 9900 overflowed")]
+fn a_fill_whose_notional_overflows() {
+    let mut engine = engine();
+    place(&mut engine, 1, "b1", Side::Buy, "99", "0.0002");
+    // A sell reserves base units and never computes a notional: only the
+    // fill meets the broken rule.
+    engine.instruments[0].notional_per_tick_lot = u64::MAX / 2;
+    place(&mut engine, 2, "s1", Side::Sell, "99", "0.0001");
+}
+
+#[test]
+#[should_panic(expected = "a limit buy holds 0 but its fill needs")]
+fn a_limit_buy_that_cannot_pay_for_its_fill() {
+    let mut engine = engine();
+    place(&mut engine, 1, "b1", Side::Buy, "99", "0.0002");
+    let slot = slot(&engine, 1, "b1");
+    engine.orders.get_mut(slot).reserved = 0;
+    place(&mut engine, 2, "s1", Side::Sell, "99", "0.0001");
+}
+
+#[test]
+#[should_panic(expected = "a limit buy holds 0 after a fill but its remainder needs")]
+fn a_limit_buy_left_short_by_a_fill() {
+    let mut engine = engine();
+    place(&mut engine, 1, "b1", Side::Buy, "99", "0.0002");
+    let slot = slot(&engine, 1, "b1");
+    // Exactly what one lot costs the maker (its fee is a rebate, paid to
+    // available): the fill goes through, the second lot is left unfunded.
+    let one_lot = engine.instruments[0].notional(9_900, 1).expect("fits");
+    engine.orders.get_mut(slot).reserved = one_lot;
+    place(&mut engine, 2, "s1", Side::Sell, "99", "0.0001");
+}
+
+#[test]
+#[should_panic(expected = "a sell holds 0 but delivers 10000")]
+fn a_sell_that_cannot_deliver() {
+    let mut engine = engine();
+    place(&mut engine, 2, "s1", Side::Sell, "100", "0.0002");
+    let slot = slot(&engine, 2, "s1");
+    engine.orders.get_mut(slot).reserved = 0;
+    place(&mut engine, 1, "b1", Side::Buy, "100", "0.0001");
+}
+
+#[test]
+#[should_panic(expected = "a balance would become")]
+fn a_buyer_whose_total_goes_negative() {
+    let mut engine = engine();
+    place(&mut engine, 1, "b1", Side::Buy, "99", "0.0002");
+    let usd = engine.asset_by_code[&AssetCode::new("USD").expect("asset")];
+    engine.accounts.list[1].balance_mut(usd).total = 0;
+    place(&mut engine, 2, "s1", Side::Sell, "99", "0.0001");
+}
+
+#[test]
+#[should_panic(expected = "a seller's base total went negative")]
+fn a_seller_whose_total_goes_negative() {
+    let mut engine = engine();
+    place(&mut engine, 2, "s1", Side::Sell, "100", "0.0002");
+    let btc = engine.asset_by_code[&AssetCode::new("BTC").expect("asset")];
+    engine.accounts.list[2].balance_mut(btc).total = 0;
+    place(&mut engine, 1, "b1", Side::Buy, "100", "0.0001");
+}
+
+#[test]
+#[should_panic(expected = "the fee account would pay out")]
+fn fees_that_would_pay_out() {
+    let mut engine = engine();
+    engine.instruments[0].maker_fee_bps = -10;
+    place(&mut engine, 2, "s1", Side::Sell, "100", "0.0002");
+    place(&mut engine, 1, "b1", Side::Buy, "100", "0.0001");
+}
+
+#[test]
+#[should_panic(expected = "releases 1 but holds 0")]
+fn releasing_more_than_an_order_holds() {
+    let mut engine = engine();
+    place(&mut engine, 1, "b1", Side::Buy, "99", "0.0002");
+    let slot = slot(&engine, 1, "b1");
+    engine.orders.get_mut(slot).reserved = 0;
+    engine.release(slot, 1);
+}
+
+#[test]
+#[should_panic(expected = "a release made available")]
+fn a_release_above_the_total() {
+    let mut engine = engine();
+    place(&mut engine, 1, "b1", Side::Buy, "99", "0.0002");
+    let usd = engine.asset_by_code[&AssetCode::new("USD").expect("asset")];
+    let balance = engine.accounts.list[1].balance_mut(usd);
+    balance.total = balance.available;
+    cancel(&mut engine, 1, "b1");
+}
+
+#[test]
+#[should_panic(expected = "but its remainder needs")]
+fn trimming_an_order_that_holds_too_little() {
+    let mut engine = engine();
+    place(&mut engine, 2, "s1", Side::Sell, "100", "0.0002");
+    let slot = slot(&engine, 2, "s1");
+    engine.orders.get_mut(slot).reserved = 1;
+    engine.trim_reservation(slot, &mut Vec::new());
+}
+
+#[test]
+#[should_panic(expected = "withdrawing 60 from a total of 50")]
+fn a_withdrawal_beyond_the_total() {
+    let mut engine = engine();
+    run(
+        &mut engine,
+        Command::Deposit(transfer(9, "USD", "0.000001")),
+    );
+    let usd = engine.asset_by_code[&AssetCode::new("USD").expect("asset")];
+    let account = engine.accounts.index(9).expect("account 9");
+    engine.accounts.list[account as usize]
+        .balance_mut(usd)
+        .total = 50;
+    engine.accounts.list[account as usize]
+        .balance_mut(usd)
+        .available = 100;
+    run(
+        &mut engine,
+        Command::Withdraw(transfer(9, "USD", "0.0000006")),
+    );
+}
+
+#[test]
+#[should_panic(expected = "that still holds funds")]
+fn closing_an_order_that_holds_funds() {
+    let mut engine = engine();
+    place(&mut engine, 1, "b1", Side::Buy, "99", "0.0002");
+    let slot = slot(&engine, 1, "b1");
+    let mut out = Vec::new();
+    engine.unrest(slot, &mut out);
+    engine.close_order(slot);
+}

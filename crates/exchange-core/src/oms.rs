@@ -262,7 +262,13 @@ impl Engine {
             let extra = target - current;
             self.orders.get_mut(slot).reserved = target;
             let balance = self.accounts.list[account as usize].balance_mut(asset);
-            debug_assert!(balance.available >= extra);
+            // `check_replace` refused the replace unless this held; a
+            // release build would otherwise wrap available.
+            assert!(
+                balance.available >= extra,
+                "reserving {extra} more of {} available",
+                balance.available
+            );
             balance.available -= extra;
         }
         self.emit_balance(out, account, asset);
