@@ -81,7 +81,7 @@ impl Engine {
         };
         // The fee account always exists so that fees never need a branch.
         let fee = engine.accounts.get_or_create(FEE_ACCOUNT);
-        debug_assert_eq!(fee, Ok(0));
+        assert_eq!(fee, Ok(0), "the fee account is the first");
         engine
     }
 
@@ -263,6 +263,17 @@ impl Engine {
         }
         order.indexed = true;
         let (id, account, coid) = (order.id, order.account, order.client_order_id);
+        // Both keys were checked free before the order was accepted (or
+        // restored); an occupied one means two open orders share an id and
+        // one of them would become unreachable. The check is the insert's
+        // own return value.
+        let old_by_id = self.order_by_id.insert(id, slot);
+        assert!(old_by_id.is_none(), "order id {id} is already open");
+        let old_by_client = self.by_client_id.insert((account, coid), slot);
+        assert!(
+            old_by_client.is_none(),
+            "client order id {coid} of order {id} is already open"
+        );
         let acct = &mut self.accounts.list[account as usize];
         let old_head = acct.orders_head;
         acct.orders_head = slot;
@@ -275,8 +286,6 @@ impl Engine {
         if old_head != NIL {
             self.orders.get_mut(old_head).account_prev = slot;
         }
-        self.order_by_id.insert(id, slot);
-        self.by_client_id.insert((account, coid), slot);
     }
 
     /// Removes an order that is no longer on any book from every index and
@@ -300,9 +309,24 @@ impl Engine {
             if order.account_next != NIL {
                 self.orders.get_mut(order.account_next).account_prev = order.account_prev;
             }
-            self.order_by_id.remove(&order.id);
-            self.by_client_id
+            // An index entry naming another slot would outlive this order and
+            // resolve a later command to whatever reuses that slot.
+            let by_id = self.order_by_id.remove(&order.id);
+            assert_eq!(
+                by_id,
+                Some(slot),
+                "order {} was indexed elsewhere",
+                order.id
+            );
+            let by_client = self
+                .by_client_id
                 .remove(&(order.account, order.client_order_id));
+            assert_eq!(
+                by_client,
+                Some(slot),
+                "order {}'s client id was indexed elsewhere",
+                order.id
+            );
         }
         self.closed
             .record(order.account, order.client_order_id, order.id);

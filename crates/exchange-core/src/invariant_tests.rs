@@ -369,3 +369,58 @@ fn closing_an_order_that_holds_funds() {
     engine.unrest(slot, &mut out);
     engine.close_order(slot);
 }
+
+// --- orders and their indexes ------------------------------------------------
+
+#[test]
+#[should_panic(expected = "was indexed elsewhere")]
+fn closing_an_order_its_id_does_not_name() {
+    let mut engine = engine();
+    place(&mut engine, 1, "b1", Side::Buy, "99", "0.0002");
+    place(&mut engine, 2, "b2", Side::Buy, "98", "0.0002");
+    let (first, second) = (slot(&engine, 1, "b1"), slot(&engine, 2, "b2"));
+    let id = engine.orders.get(first).id;
+    engine.order_by_id.insert(id, second);
+    cancel(&mut engine, 1, "b1");
+}
+
+#[test]
+#[should_panic(expected = "order id 1 is already open")]
+fn an_order_id_handed_out_twice() {
+    let mut engine = engine();
+    place(&mut engine, 1, "b1", Side::Buy, "99", "0.0002");
+    engine.next_order_id = 1;
+    place(&mut engine, 2, "b2", Side::Buy, "98", "0.0002");
+}
+
+#[test]
+#[should_panic(expected = "client order id b1 of order 1 is already open")]
+fn a_client_order_id_indexed_twice() {
+    let mut engine = engine();
+    place(&mut engine, 1, "b1", Side::Buy, "99", "0.0002");
+    let slot = slot(&engine, 1, "b1");
+    // The order forgets it was indexed, and its id is free again, as if
+    // indexing had half failed: only the client id is still taken.
+    engine.orders.get_mut(slot).indexed = false;
+    engine.order_by_id.remove(&1);
+    engine.index_order(slot);
+}
+
+#[test]
+#[should_panic(expected = "a renamed order was indexed elsewhere")]
+fn renaming_an_order_its_client_id_does_not_name() {
+    let mut engine = engine();
+    place(&mut engine, 1, "b1", Side::Buy, "99", "0.0002");
+    let account = engine.accounts.index(1).expect("account 1");
+    engine.by_client_id.remove(&(account, coid("b1")));
+    run(
+        &mut engine,
+        Command::Replace(Replace {
+            account: 1,
+            order: OrderRef::Id(1),
+            new_client_order_id: Some(coid("b1-renamed")),
+            price: None,
+            qty: None,
+        }),
+    );
+}
