@@ -424,3 +424,27 @@ fn renaming_an_order_its_client_id_does_not_name() {
         }),
     );
 }
+
+// --- the full audit's counters ---------------------------------------------
+
+#[test]
+fn the_audit_refuses_counters_behind_the_ids_they_issued() {
+    let mut engine = engine();
+    place(&mut engine, 1, "b1", Side::Buy, "99", "0.0002");
+    cancel(&mut engine, 1, "b1");
+    assert_eq!(engine.audit(), Ok(()));
+
+    let mut broken = engine.clone();
+    broken.next_order_id = 0;
+    assert!(broken.audit().is_err(), "next order id 0");
+    let mut broken = engine.clone();
+    broken.next_trade_id = 0;
+    assert!(broken.audit().is_err(), "next trade id 0");
+    // Order 1 closed: its id is behind the counter, which must be past it.
+    let mut broken = engine.clone();
+    broken.next_order_id = 1;
+    assert_eq!(
+        broken.audit(),
+        Err("closed order 1 was never assigned".into())
+    );
+}
