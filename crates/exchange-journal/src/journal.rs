@@ -246,6 +246,17 @@ impl Journal {
         term: u64,
         payloads: &[P],
     ) -> Result<u64, JournalError> {
+        // Refused before anything changes: a payload refused halfway through
+        // the batch would leave the records before it counted but never
+        // written, and the next batch's records filed under the wrong
+        // indices (which recovery then reports as corruption).
+        if let Some(large) = payloads
+            .iter()
+            .map(|p| p.as_ref().len())
+            .find(|&len| len > MAX_PAYLOAD_BYTES)
+        {
+            return Err(JournalError::TooLarge(large));
+        }
         let first = self.next_index;
         let active_len = self.segments.last().map_or(0, |s| s.len);
         let holds_records = active_len > SEGMENT_MAGIC.len() as u64;
@@ -258,9 +269,6 @@ impl Journal {
         let segment = self.segments.last_mut().expect("an active segment");
         for payload in payloads {
             let payload = payload.as_ref();
-            if payload.len() > MAX_PAYLOAD_BYTES {
-                return Err(JournalError::TooLarge(payload.len()));
-            }
             segment.offsets.push(segment.len + self.buf.len() as u64);
             record::encode(self.next_index, term, payload, &mut self.buf);
             self.next_index += 1;
