@@ -254,17 +254,16 @@ impl BookSide {
     }
 
     /// Whether `price` on the opposite side would trade with this side.
+    /// Read from the cached best key, whose level need not be loaded.
     #[inline]
     pub fn crosses(&self, incoming_price: u64) -> bool {
-        match self.best() {
-            None => false,
-            Some(best) => match self.side {
-                // Incoming sell against bids.
-                Side::Buy => incoming_price <= best.price,
+        self.len > 0
+            && match self.side {
+                // Incoming sell against bids (keyed `!price`).
+                Side::Buy => incoming_price <= !self.best_key,
                 // Incoming buy against asks.
-                Side::Sell => incoming_price >= best.price,
-            },
-        }
+                Side::Sell => incoming_price >= self.best_key,
+            }
     }
 
     #[inline]
@@ -393,20 +392,26 @@ impl BookSide {
         // Only resting orders are unlinked, found through the book or the
         // order index, never named by a command without that lookup: a
         // missing level, or an order its level does not link, is a broken
-        // book, and carrying on would leave the order reachable.
+        // book, and carrying on would leave the order reachable. An end of
+        // the queue is checked where it is about to be overwritten, so the
+        // check costs a comparison in a branch taken anyway.
         let level = self
             .level_mut(key)
             .unwrap_or_else(|| panic!("resting order at {price} without a level"));
-        assert!(
-            (prev == NIL) == (level.head == slot) && (next == NIL) == (level.tail == slot),
-            "order in slot {slot} is not linked into its level at {price}"
-        );
         if prev == NIL {
+            assert!(
+                level.head == slot,
+                "order in slot {slot} is first at {price}, but its level starts elsewhere"
+            );
             level.head = next;
         } else {
             pool.get_mut(prev).next = next;
         }
         if next == NIL {
+            assert!(
+                level.tail == slot,
+                "order in slot {slot} is last at {price}, but its level ends elsewhere"
+            );
             level.tail = prev;
         } else {
             pool.get_mut(next).prev = prev;

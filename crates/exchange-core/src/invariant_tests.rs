@@ -170,7 +170,7 @@ fn an_order_whose_level_is_missing() {
 }
 
 #[test]
-#[should_panic(expected = "is not linked into its level at 9900")]
+#[should_panic(expected = "is first at 9900, but its level starts elsewhere")]
 fn an_order_its_level_does_not_link() {
     let mut engine = engine();
     place(&mut engine, 1, "b1", Side::Buy, "99", "0.0002");
@@ -179,6 +179,17 @@ fn an_order_its_level_does_not_link() {
     let second = slot(&engine, 2, "b2");
     engine.books[0].bids.best_mut().expect("a bid").head = second;
     cancel(&mut engine, 1, "b1");
+}
+
+#[test]
+#[should_panic(expected = "is last at 9900, but its level ends elsewhere")]
+fn an_order_its_level_does_not_end_with() {
+    let mut engine = engine();
+    place(&mut engine, 1, "b1", Side::Buy, "99", "0.0002");
+    place(&mut engine, 2, "b2", Side::Buy, "99", "0.0001");
+    let first = slot(&engine, 1, "b1");
+    engine.books[0].bids.best_mut().expect("a bid").tail = first;
+    cancel(&mut engine, 2, "b2");
 }
 
 #[test]
