@@ -394,14 +394,14 @@ impl BookSide {
         // missing level, or an order its level does not link, is a broken
         // book, and carrying on would leave the order reachable. An end of
         // the queue is checked where it is about to be overwritten, so the
-        // check costs a comparison in a branch taken anyway.
-        let level = self
-            .level_mut(key)
-            .unwrap_or_else(|| panic!("resting order at {price} without a level"));
+        // check costs a comparison in a branch taken anyway. This is the
+        // hottest function of the book: its messages carry no values, which
+        // would stay live in registers only to be printed.
+        let level = self.level_mut(key).expect("a resting order's level exists");
         if prev == NIL {
             assert!(
                 level.head == slot,
-                "order in slot {slot} is first at {price}, but its level starts elsewhere"
+                "an order that is first on its level is not the level's head"
             );
             level.head = next;
         } else {
@@ -410,7 +410,7 @@ impl BookSide {
         if next == NIL {
             assert!(
                 level.tail == slot,
-                "order in slot {slot} is last at {price}, but its level ends elsewhere"
+                "an order that is last on its level is not the level's tail"
             );
             level.tail = prev;
         } else {
@@ -419,7 +419,7 @@ impl BookSide {
         level.qty = level
             .qty
             .checked_sub(leaves)
-            .unwrap_or_else(|| panic!("level at {price} holds less than its order's {leaves}"));
+            .expect("a level holds at least its order's open quantity");
         let remaining = level.qty;
         let emptied = level.head == NIL;
         // A level's quantity is the sum of its orders' open quantities,
@@ -427,11 +427,9 @@ impl BookSide {
         // is left. Checked here, where a level empties, because a drifted
         // aggregate would otherwise be published in book events and survive
         // into the next level at this price.
-        assert_eq!(
-            remaining == 0,
-            emptied,
-            "level at {price} totals {remaining} with its queue {}",
-            if emptied { "empty" } else { "not empty" }
+        assert!(
+            (remaining == 0) == emptied,
+            "a level's quantity is zero exactly when its queue is empty"
         );
         let order = pool.get_mut(slot);
         order.prev = NIL;

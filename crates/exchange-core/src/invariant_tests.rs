@@ -132,7 +132,7 @@ fn the_starting_state_is_sound() {
 // --- the book ------------------------------------------------------------
 
 #[test]
-#[should_panic(expected = "level at 9900 totals 1 with its queue empty")]
+#[should_panic(expected = "a level's quantity is zero exactly when its queue is empty")]
 fn a_level_that_empties_with_quantity_left() {
     let mut engine = engine();
     place(&mut engine, 1, "b1", Side::Buy, "99", "0.0002");
@@ -141,7 +141,7 @@ fn a_level_that_empties_with_quantity_left() {
 }
 
 #[test]
-#[should_panic(expected = "level at 9900 totals 0 with its queue not empty")]
+#[should_panic(expected = "a level's quantity is zero exactly when its queue is empty")]
 fn a_level_that_runs_out_of_quantity_with_orders_left() {
     let mut engine = engine();
     place(&mut engine, 1, "b1", Side::Buy, "99", "0.0002");
@@ -151,7 +151,7 @@ fn a_level_that_runs_out_of_quantity_with_orders_left() {
 }
 
 #[test]
-#[should_panic(expected = "level at 9900 holds less than its order's 2")]
+#[should_panic(expected = "a level holds at least its order's open quantity")]
 fn a_level_below_an_order_it_loses() {
     let mut engine = engine();
     place(&mut engine, 1, "b1", Side::Buy, "99", "0.0002");
@@ -160,7 +160,7 @@ fn a_level_below_an_order_it_loses() {
 }
 
 #[test]
-#[should_panic(expected = "resting order at 9901 without a level")]
+#[should_panic(expected = "a resting order's level exists")]
 fn an_order_whose_level_is_missing() {
     let mut engine = engine();
     place(&mut engine, 1, "b1", Side::Buy, "99", "0.0002");
@@ -170,7 +170,7 @@ fn an_order_whose_level_is_missing() {
 }
 
 #[test]
-#[should_panic(expected = "is first at 9900, but its level starts elsewhere")]
+#[should_panic(expected = "an order that is first on its level is not the level's head")]
 fn an_order_its_level_does_not_link() {
     let mut engine = engine();
     place(&mut engine, 1, "b1", Side::Buy, "99", "0.0002");
@@ -182,7 +182,7 @@ fn an_order_its_level_does_not_link() {
 }
 
 #[test]
-#[should_panic(expected = "is last at 9900, but its level ends elsewhere")]
+#[should_panic(expected = "an order that is last on its level is not the level's tail")]
 fn an_order_its_level_does_not_end_with() {
     let mut engine = engine();
     place(&mut engine, 1, "b1", Side::Buy, "99", "0.0002");
