@@ -19,6 +19,7 @@ pub mod metrics;
 pub mod metrics_window;
 mod parked;
 mod pipeline;
+pub mod reads;
 pub mod recovery;
 pub mod replication;
 pub mod sequencer;
@@ -26,6 +27,7 @@ pub mod state;
 pub mod threads;
 
 pub use entry::LogEntry;
+pub use reads::{MarketQuery, OrderQuery};
 pub use sequencer::{Handle, Pipeline, PipelineConfig, SubmitError};
 pub use state::{Applied, ServerState};
 

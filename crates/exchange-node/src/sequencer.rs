@@ -28,11 +28,12 @@ use tokio::sync::{broadcast, oneshot};
 use crate::entry::LogEntry;
 use crate::metrics::Metrics;
 use crate::parked;
-use crate::pipeline::{CoreMsg, Query, Reply, Submission};
+use crate::pipeline::{CoreMsg, Reply, Submission};
+use crate::reads::{self, Read, SharedCredentials};
 use crate::replication::{
     ClusterShared, MembershipError, RaftControl, RaftLoop, RaftMeta, ReplicationStatus,
 };
-use crate::state::{Applied, ServerState, StateCopy};
+use crate::state::{Applied, Credential, ServerState, StateCopy};
 
 #[derive(Debug, Error, Clone, PartialEq, Eq)]
 pub enum SubmitError {
@@ -85,6 +86,7 @@ pub struct Handle {
     failed: Arc<AtomicBool>,
     cluster: Arc<ClusterShared>,
     control: Sender<RaftControl>,
+    credentials: Arc<SharedCredentials>,
 }
 
 /// Marks the pipeline failed if its thread unwinds or returns early, so
@@ -210,24 +212,20 @@ impl Handle {
         }
     }
 
-    /// Runs `read` on the core thread, between batches, and returns what it
-    /// returns: a consistent view that includes every acknowledged command.
-    pub async fn query<R: Send + 'static>(
-        &self,
-        read: impl FnOnce(&ServerState) -> R + Send + 'static,
-    ) -> Result<R, SubmitError> {
-        let (tx, rx) = oneshot::channel();
-        let job: Query = Box::new(move |state| {
-            let _ = tx.send(read(state));
-        });
-        match self.core.try_send(CoreMsg::Query(job)) {
-            Ok(()) => rx.await.map_err(|_| SubmitError::Stopped),
+    /// Queues a read for the core thread (see [`crate::reads`]).
+    pub(crate) fn send_read(&self, read: Read) -> Result<(), SubmitError> {
+        match self.core.try_send(CoreMsg::Read(read)) {
+            Ok(()) => Ok(()),
             Err(TrySendError::Full(_)) => {
                 self.metrics.overloaded.fetch_add(1, Ordering::Relaxed);
                 Err(SubmitError::Overloaded)
             }
             Err(TrySendError::Disconnected(_)) => Err(SubmitError::Stopped),
         }
+    }
+
+    pub(crate) fn credentials(&self) -> &SharedCredentials {
+        &self.credentials
     }
 
     /// Every applied entry with its events, in log order.
@@ -261,6 +259,7 @@ impl Pipeline {
             .raft_applied
             .store(state.raft_index, Ordering::Release);
         let (control_tx, control_rx) = bounded(64);
+        let credentials = Arc::new(SharedCredentials::new(&state.credentials));
         let handle = Handle {
             control: control_tx,
             submit: submit_tx,
@@ -269,6 +268,7 @@ impl Pipeline {
             metrics: metrics.clone(),
             failed: failed.clone(),
             cluster: cluster.clone(),
+            credentials: credentials.clone(),
         };
         let raft_failed = failed.clone();
         // Snapshots written by the writer thread, for Raft to compact below.
@@ -308,8 +308,14 @@ impl Pipeline {
                     failed,
                     clean: false,
                 };
-                guard.clean =
-                    core_loop(state, core_rx, events, config, metrics, snapshots, cluster);
+                let outlets = Outlets {
+                    events,
+                    metrics,
+                    snapshots,
+                    cluster,
+                    credentials,
+                };
+                guard.clean = core_loop(state, core_rx, config, outlets);
             })
             .expect("spawn core thread");
         Pipeline {
@@ -327,23 +333,36 @@ impl Pipeline {
     }
 }
 
+/// Where the core thread's results go besides the waiting gateways.
+struct Outlets {
+    events: broadcast::Sender<Arc<Applied>>,
+    metrics: Arc<Metrics>,
+    snapshots: SnapshotWriter,
+    cluster: Arc<ClusterShared>,
+    credentials: Arc<SharedCredentials>,
+}
+
 /// Returns false when the state cannot go on (a snapshot from the leader
 /// that does not restore).
 fn core_loop(
     mut state: ServerState,
     core: parked::Receiver<CoreMsg>,
-    events: broadcast::Sender<Arc<Applied>>,
     config: PipelineConfig,
-    metrics: Arc<Metrics>,
-    snapshots: SnapshotWriter,
-    cluster: Arc<ClusterShared>,
+    outlets: Outlets,
 ) -> bool {
+    let Outlets {
+        events,
+        metrics,
+        snapshots,
+        cluster,
+        credentials,
+    } = outlets;
     let mut since_snapshot = 0u64;
     let mut last_meta: Option<RaftMeta> = None;
     let mut done = Vec::with_capacity(PUBLISH_EVERY);
     while let Ok(message) = core.recv() {
         match message {
-            CoreMsg::Query(read) => read(&state),
+            CoreMsg::Read(read) => reads::answer(read, &state, &state.history),
             CoreMsg::SnapshotNow => {
                 if let Some(meta) = &last_meta {
                     since_snapshot = 0;
@@ -360,6 +379,7 @@ fn core_loop(
                     Ok(mut fresh) => {
                         fresh.raft_index = meta.index;
                         state = fresh;
+                        credentials.replace(&state.credentials);
                         tracing::info!(index = meta.index, "installed a snapshot from the leader");
                         cluster.raft_applied.store(meta.index, Ordering::Release);
                         metrics
@@ -380,6 +400,25 @@ fn core_loop(
                         let index = state.applied_index + 1;
                         let mut applied = state.apply(index, &entry);
                         applied.raft_index = batch.meta.index;
+                        // Before the answer goes out: whoever hears of the
+                        // account can sign with its key at once.
+                        if let (
+                            LogEntry::CreateAccount {
+                                api_key,
+                                api_secret,
+                                ..
+                            },
+                            Some(account),
+                        ) = (&entry, applied.account)
+                        {
+                            credentials.insert(
+                                api_key,
+                                Credential {
+                                    account,
+                                    secret: api_secret.clone(),
+                                },
+                            );
+                        }
                         let applied = Arc::new(applied);
                         metrics.commands.fetch_add(1, Ordering::Relaxed);
                         metrics

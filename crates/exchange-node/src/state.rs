@@ -258,6 +258,11 @@ pub struct StateCopy {
 }
 
 impl StateCopy {
+    /// The hash of the snapshot bytes.
+    pub fn hash(self) -> String {
+        blake3_hex(&self.into_bytes())
+    }
+
     /// The snapshot bytes.
     pub fn into_bytes(self) -> Vec<u8> {
         let gateway = serde_json::to_vec(&self.gateway).unwrap_or_default();
