@@ -126,20 +126,21 @@ pub struct SignedMessage<'a> {
     pub body: &'a [u8],
 }
 
-/// Checks a signed message and returns the account it speaks for.
-pub async fn authenticate(
-    app: &AppState,
-    message: &SignedMessage<'_>,
-) -> Result<AccountId, ApiError> {
+/// Checks a signed message and returns the account it speaks for. It
+/// spends one request of the key's allowance first, whether or not the key
+/// turns out to exist: a client cycling through made-up keys is limited
+/// like any other, per key, before its keys are looked up.
+pub fn authenticate(app: &AppState, message: &SignedMessage<'_>) -> Result<AccountId, ApiError> {
+    let invalid_key = || ApiError::unauthorized("invalid_api_key", "unknown API key");
+    if message.key.is_empty() || message.key.len() > MAX_KEY_LEN {
+        return Err(invalid_key());
+    }
+    rate_limit(app, message.key)?;
     check_timestamp(
         message.timestamp,
         unix_now(),
         app.config.signature_window_secs,
     )?;
-    let invalid_key = || ApiError::unauthorized("invalid_api_key", "unknown API key");
-    if message.key.is_empty() || message.key.len() > MAX_KEY_LEN {
-        return Err(invalid_key());
-    }
     let credential = match app.handle.credential(message.key) {
         Some(credential) => credential,
         None if !app.handle.caught_up() => return Err(ApiError::catching_up()),
@@ -218,8 +219,7 @@ impl FromRequest<AppState> for Signed {
             path_and_query,
             body: &body,
         };
-        let account = authenticate(app, &message).await?;
-        rate_limit(app, key)?;
+        let account = authenticate(app, &message)?;
         Ok(Signed { account, body })
     }
 }
