@@ -23,9 +23,10 @@ use exchange_marketdata::{InstrumentSequences, SnapshotTrade};
 use exchange_types::{AccountId, AssetCode, OrderId, Side, Symbol};
 use tokio::sync::oneshot;
 
+use crate::core_state::CoreState;
 use crate::history::{History, OrderRecord, PublicTrade};
 use crate::sequencer::{Handle, SubmitError};
-use crate::state::{Credential, Credentials, ServerState, StateCopy};
+use crate::state::{Credential, Credentials, ReplicatedCopy, ServerState};
 
 /// Where the node is in the log.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -99,7 +100,7 @@ pub struct Orders {
 /// The requests the core thread answers, each with where its answer goes.
 pub(crate) enum Read {
     Position(oneshot::Sender<Position>),
-    StateHash(oneshot::Sender<(Position, StateCopy)>),
+    StateHash(oneshot::Sender<(Position, ReplicatedCopy)>),
     AccountExists(AccountId, oneshot::Sender<bool>),
     Markets(MarketQuery, oneshot::Sender<Markets>),
     Balances(AccountId, oneshot::Sender<Vec<BalanceView>>),
@@ -109,7 +110,8 @@ pub(crate) enum Read {
 
 /// Answers `read` from the state (on the core thread). A caller that gave
 /// up waiting is no error.
-pub(crate) fn answer(read: Read, state: &ServerState, history: &History) {
+pub(crate) fn answer(read: Read, core: &CoreState) {
+    let (state, history) = (&core.state, &core.history);
     match read {
         Read::Position(reply) => {
             let _ = reply.send(position(state));
@@ -117,7 +119,7 @@ pub(crate) fn answer(read: Read, state: &ServerState, history: &History) {
         Read::StateHash(reply) => {
             // Copying is the part that must happen here; serialising and
             // hashing the copy happen on the caller's side.
-            let _ = reply.send((position(state), state.copy()));
+            let _ = reply.send((position(state), state.replicated()));
         }
         Read::AccountExists(account, reply) => {
             let _ = reply.send(state.account_exists(account));

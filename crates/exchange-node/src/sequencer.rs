@@ -25,6 +25,7 @@ use exchange_types::EventKind;
 use thiserror::Error;
 use tokio::sync::{broadcast, oneshot};
 
+use crate::core_state::CoreState;
 use crate::entry::LogEntry;
 use crate::metrics::Metrics;
 use crate::parked;
@@ -33,7 +34,7 @@ use crate::reads::{self, Read, SharedCredentials};
 use crate::replication::{
     ClusterShared, MembershipError, RaftControl, RaftLoop, RaftMeta, ReplicationStatus,
 };
-use crate::state::{Applied, Credential, ServerState, StateCopy};
+use crate::state::{Applied, Credential, StateCopy};
 
 #[derive(Debug, Error, Clone, PartialEq, Eq)]
 pub enum SubmitError {
@@ -244,7 +245,7 @@ impl Pipeline {
     /// Starts the Raft and core threads over a recovered state and the
     /// replica it was recovered from.
     pub(crate) fn start(
-        state: ServerState,
+        state: CoreState,
         replica: ReplicaParts,
         config: PipelineConfig,
         metrics: Arc<Metrics>,
@@ -257,9 +258,9 @@ impl Pipeline {
         cluster.publish(&replica.node);
         cluster
             .raft_applied
-            .store(state.raft_index, Ordering::Release);
+            .store(state.state.raft_index, Ordering::Release);
         let (control_tx, control_rx) = bounded(64);
-        let credentials = Arc::new(SharedCredentials::new(&state.credentials));
+        let credentials = Arc::new(SharedCredentials::new(&state.state.credentials));
         let handle = Handle {
             control: control_tx,
             submit: submit_tx,
@@ -287,7 +288,7 @@ impl Pipeline {
             shared: cluster.clone(),
             metrics: metrics.clone(),
             tick: replica.tick,
-            last_ts: state.engine_now(),
+            last_ts: state.state.engine_now(),
         };
         let raft_thread = std::thread::Builder::new()
             .name("raft".into())
@@ -345,7 +346,7 @@ struct Outlets {
 /// Returns false when the state cannot go on (a snapshot from the leader
 /// that does not restore).
 fn core_loop(
-    mut state: ServerState,
+    mut core_state: CoreState,
     core: parked::Receiver<CoreMsg>,
     config: PipelineConfig,
     outlets: Outlets,
@@ -362,29 +363,29 @@ fn core_loop(
     let mut done = Vec::with_capacity(PUBLISH_EVERY);
     while let Ok(message) = core.recv() {
         match message {
-            CoreMsg::Read(read) => reads::answer(read, &state, &state.history),
+            CoreMsg::Read(read) => reads::answer(read, &core_state),
             CoreMsg::SnapshotNow => {
                 if let Some(meta) = &last_meta {
                     since_snapshot = 0;
-                    snapshots.offer(meta, &state);
+                    snapshots.offer(meta, &core_state);
                 }
             }
             CoreMsg::Install { meta, data } => {
                 let restored = if data.is_empty() {
-                    Ok(ServerState::new())
+                    Ok(CoreState::new())
                 } else {
-                    ServerState::restore(&data)
+                    CoreState::restore(&data)
                 };
                 match restored {
                     Ok(mut fresh) => {
-                        fresh.raft_index = meta.index;
-                        state = fresh;
-                        credentials.replace(&state.credentials);
+                        fresh.state.raft_index = meta.index;
+                        core_state = fresh;
+                        credentials.replace(&core_state.state.credentials);
                         tracing::info!(index = meta.index, "installed a snapshot from the leader");
                         cluster.raft_applied.store(meta.index, Ordering::Release);
                         metrics
                             .applied_index
-                            .store(state.applied_index, Ordering::Relaxed);
+                            .store(core_state.state.applied_index, Ordering::Relaxed);
                         last_meta = Some(meta);
                     }
                     Err(error) => {
@@ -397,8 +398,8 @@ fn core_loop(
             CoreMsg::Entries(batches) => {
                 for batch in batches {
                     for (entry, reply) in batch.items {
-                        let index = state.applied_index + 1;
-                        let mut applied = state.apply(index, &entry);
+                        let index = core_state.state.applied_index + 1;
+                        let mut applied = core_state.apply(index, &entry);
                         applied.raft_index = batch.meta.index;
                         // Before the answer goes out: whoever hears of the
                         // account can sign with its key at once.
@@ -435,23 +436,23 @@ fn core_loop(
                         }
                         since_snapshot += 1;
                     }
-                    state.raft_index = batch.meta.index;
+                    core_state.state.raft_index = batch.meta.index;
                     last_meta = Some(batch.meta);
                 }
                 publish(&mut done, &events, &metrics);
                 metrics
                     .applied_index
-                    .store(state.applied_index, Ordering::Relaxed);
+                    .store(core_state.state.applied_index, Ordering::Relaxed);
                 cluster
                     .raft_applied
-                    .store(state.raft_index, Ordering::Release);
+                    .store(core_state.state.raft_index, Ordering::Release);
                 if config.snapshot_every > 0 && since_snapshot >= config.snapshot_every {
                     if let Some(meta) = &last_meta {
                         since_snapshot = 0;
                         // Copying the state is the only part on the core
                         // thread; serialising and the disk work happen on
                         // the writer's.
-                        snapshots.offer(meta, &state);
+                        snapshots.offer(meta, &core_state);
                     }
                 }
             }
@@ -460,7 +461,7 @@ fn core_loop(
     // Leave a snapshot behind on a clean shutdown so the next start is fast.
     match last_meta {
         Some(meta) if since_snapshot > 0 && config.snapshot_every > 0 => {
-            snapshots.finish(&meta, &state)
+            snapshots.finish(&meta, &core_state)
         }
         _ => snapshots.finish_without(),
     }
@@ -562,14 +563,14 @@ impl SnapshotWriter {
 
     /// Hands a copy of the state to the writer, unless the previous one
     /// is still waiting for it (the next one will do).
-    fn offer(&self, meta: &RaftMeta, state: &ServerState) {
+    fn offer(&self, meta: &RaftMeta, state: &CoreState) {
         if let Some(queue) = self.queue.as_ref().filter(|queue| queue.is_empty()) {
             let _ = queue.try_send((meta.clone(), state.copy()));
         }
     }
 
     /// Writes a last snapshot and waits for the writer to finish.
-    fn finish(mut self, meta: &RaftMeta, state: &ServerState) {
+    fn finish(mut self, meta: &RaftMeta, state: &CoreState) {
         if let Some(queue) = self.queue.take() {
             let _ = queue.send((meta.clone(), state.copy()));
         }
