@@ -17,6 +17,7 @@ pub mod core_state;
 pub mod entry;
 pub mod history;
 pub mod instruments;
+pub mod limits;
 pub mod metrics;
 pub mod metrics_window;
 mod parked;

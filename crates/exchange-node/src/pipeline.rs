@@ -10,9 +10,6 @@ use crate::reads::Read;
 use crate::replication::RaftMeta;
 use crate::state::Applied;
 
-/// Commands taken into one group commit at most.
-pub const MAX_BATCH: usize = 4_096;
-
 /// Where an entry's outcome goes, and since when its sender has waited
 /// (the acknowledgement latency the status page reports).
 pub(crate) struct Reply {
