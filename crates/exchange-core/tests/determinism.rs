@@ -8,7 +8,7 @@ mod common;
 use std::sync::OnceLock;
 
 use common::*;
-use exchange_core::Engine;
+use exchange_core::{Engine, SnapshotError};
 use exchange_types::*;
 use proptest::collection::vec as vec_of;
 use proptest::prelude::*;
@@ -276,5 +276,53 @@ fn restore_refuses_a_level_whose_orders_overflow() {
     match outcome {
         Ok(result) => assert!(result.is_err(), "restore accepted 2^64 lots at one level"),
         Err(_) => panic!("restore panicked on a level whose quantity overflows"),
+    }
+}
+
+/// The determinism lints are configured per crate (Clippy reads the
+/// clippy.toml beside each crate's manifest), so the three core crates
+/// each carry a copy; a ban added to one must reach the others.
+#[test]
+fn the_core_crates_share_one_lint_configuration() {
+    let core = include_str!("../clippy.toml");
+    assert!(core.contains("std::time::Instant::now"));
+    for (copy, text) in [
+        (
+            "exchange-types",
+            include_str!("../../exchange-types/clippy.toml"),
+        ),
+        (
+            "exchange-codec",
+            include_str!("../../exchange-codec/clippy.toml"),
+        ),
+    ] {
+        assert!(
+            text == core,
+            "crates/{copy}/clippy.toml differs from crates/exchange-core/clippy.toml"
+        );
+    }
+}
+
+/// Two open orders of one account under the same client order id: indexing
+/// them would trip the engine's own check that the key is free (a bug when
+/// the engine does it), so restore must refuse the bytes first.
+#[test]
+fn restore_refuses_two_open_orders_with_one_client_id() {
+    let mut h = Harness::funded(1);
+    h.place(limit(1, "dup-a", Side::Sell, "100", "0.0001"));
+    h.place(limit(1, "dup-b", Side::Sell, "101", "0.0001"));
+    let mut bytes = h.engine.snapshot();
+    let at = bytes
+        .windows(5)
+        .position(|w| w == b"dup-b")
+        .expect("the second client id in the snapshot");
+    bytes[at..at + 5].copy_from_slice(b"dup-a");
+    let outcome = std::panic::catch_unwind(|| Engine::restore(&bytes).map(|e| e.state_hash()));
+    match outcome {
+        Ok(result) => assert_eq!(
+            result.err(),
+            Some(SnapshotError::Invalid("duplicate client order id"))
+        ),
+        Err(_) => panic!("restore panicked on a client id open twice"),
     }
 }

@@ -407,6 +407,10 @@ fn cluster_down_then_up_at_once_recovers_every_node() {
     // every restart's replay must read it as the order it is.
     let (_, account, placed) = order_on_the_leader(&cluster, "create_account");
     let dir = cluster.dir.display().to_string();
+    // Read before `down`, which removes the pid files of stopped nodes.
+    let pids: Vec<i32> = (1..=NODES)
+        .map(|node| cluster.pid(node).expect("pid file"))
+        .collect();
     let down = exchange(&["cluster", "down", "--data-dir", &dir]);
     assert!(
         down.status.success(),
@@ -414,8 +418,11 @@ fn cluster_down_then_up_at_once_recovers_every_node() {
         String::from_utf8_lossy(&down.stdout),
         String::from_utf8_lossy(&down.stderr)
     );
-    for node in 1..=NODES {
-        let pid = cluster.pid(node).expect("pid file");
+    for (node, pid) in (1..=NODES).zip(pids) {
+        assert!(
+            cluster.pid(node).is_none(),
+            "node {node}'s pid file outlived cluster down"
+        );
         // `down` returned: every node has exited (or is an unreaped zombie).
         let alive = unsafe { libc::kill(pid, 0) } == 0
             && !std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
