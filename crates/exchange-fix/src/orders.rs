@@ -220,7 +220,7 @@ impl OrderCache {
             reports.push(Report {
                 seq: event.seq,
                 ts: event.ts,
-                order: order.clone(),
+                order: *order,
                 kind,
             });
         }

@@ -173,11 +173,9 @@ impl Tracker {
 
     fn observe_one(&mut self, kind: &EventKind) {
         match kind {
-            EventKind::InstrumentAdded(e) => {
-                if self.book_index(&e.symbol).is_none() {
-                    self.symbols.push(e.symbol);
-                    self.books.push(Levels::default());
-                }
+            EventKind::InstrumentAdded(e) if self.book_index(&e.symbol).is_none() => {
+                self.symbols.push(e.symbol);
+                self.books.push(Levels::default());
             }
             EventKind::Trade(trade) => {
                 if let Some(book) = self.book_index(&trade.symbol) {
