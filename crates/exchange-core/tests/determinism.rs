@@ -3,12 +3,10 @@
 //! it was taken from; and restore refuses damaged bytes with an error,
 //! never a panic and never an engine that breaks its own invariants.
 
-mod common;
-
 use std::sync::OnceLock;
 
-use common::*;
 use exchange_core::Engine;
+use exchange_testkit::engine::*;
 use exchange_types::*;
 use proptest::collection::vec as vec_of;
 use proptest::prelude::*;

@@ -3,12 +3,13 @@
 //! it survives, and the server carries on. Damage before the tail is not a
 //! crash artefact: the server refuses to start.
 
-mod support;
-
 use std::path::Path;
 
+use exchange_testkit::{last_segment, limit, Account, Server};
 use serde_json::Value;
-use support::{last_segment, limit, Account, Server};
+
+/// The binary under test.
+const EXCHANGE: &str = env!("CARGO_BIN_EXE_exchange");
 
 const ORDERS: usize = 8;
 
@@ -16,7 +17,7 @@ const ORDERS: usize = 8;
 /// the last placement), waits until the reporting store has them all (a
 /// history read waits for it), then kills the server.
 fn orders_then_crash(data: &Path) -> (Account, Vec<Value>) {
-    let mut server = Server::start(data);
+    let mut server = Server::start(EXCHANGE, data);
     let account = server.api.funded_account();
     let placed: Vec<Value> = (0..ORDERS)
         .map(|n| {
@@ -74,7 +75,7 @@ fn recovers_without_the_last_order(
     damaged_len: u64,
     reason: &str,
 ) {
-    let mut server = Server::start(data);
+    let mut server = Server::start(EXCHANGE, data);
     let stderr = server.stderr();
     let (bytes, offset, why) = dropped(&stderr);
     // The reporting store had recorded the damaged entry: it is set aside
@@ -139,7 +140,7 @@ fn recovers_without_the_last_order(
         .api
         .place(account, &limit("sell", "61000", "0.02", "after-repair"));
     server.kill();
-    let again = Server::start(data);
+    let again = Server::start(EXCHANGE, data);
     assert!(!again.stderr().contains("WARNING"), "{}", again.stderr());
     let now = again.api.signed(
         account,
@@ -210,7 +211,7 @@ fn damage_before_the_tail_refuses_to_start() {
         .expect("order o1 in the journal");
     bytes[at + 2] = b'9';
     std::fs::write(&segment, &bytes).expect("write segment");
-    let (status, stderr) = Server::start_refused(&data);
+    let (status, stderr) = Server::start_refused(EXCHANGE, &data);
     assert!(!status.success(), "{stderr}");
     assert!(stderr.contains("checksum mismatch"), "{stderr}");
     assert_eq!(
@@ -228,7 +229,7 @@ fn damage_before_the_tail_refuses_to_start() {
 fn damage_to_a_final_record_the_snapshot_covers_is_not_a_torn_tail() {
     let dir = tempfile::tempdir().expect("temp dir");
     let data = dir.path().join("data");
-    let mut server = Server::start(&data);
+    let mut server = Server::start(EXCHANGE, &data);
     let account = server.api.funded_account();
     let placed = server
         .api
@@ -241,7 +242,7 @@ fn damage_to_a_final_record_the_snapshot_covers_is_not_a_torn_tail() {
     bytes[last] ^= 0x5a;
     std::fs::write(&segment, &bytes).expect("write segment");
 
-    let Ok(mut restarted) = Server::try_start(&data, None) else {
+    let Ok(mut restarted) = Server::try_start(EXCHANGE, &data, None) else {
         return; // Refusing is a correct answer.
     };
     let order = restarted.api.signed(
@@ -265,7 +266,7 @@ fn damage_to_a_final_record_the_snapshot_covers_is_not_a_torn_tail() {
         restarted.stderr()
     );
     restarted.kill();
-    let again = Server::start(&data);
+    let again = Server::start(EXCHANGE, &data);
     let kept = again.api.signed(
         &account,
         "GET",

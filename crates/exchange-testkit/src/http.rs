@@ -1,95 +1,27 @@
-//! Shared helpers for the black-box tests of `exchange serve`: starting and
-//! stopping the real binary as a child process, a small HTTP/1.1 client over
-//! std sockets, HMAC request signing and the admin calls.
+//! A small HTTP/1.1 client over std sockets for `exchange serve`, HMAC
+//! request signing, and the account and admin calls the tests make.
 //!
 //! The client is deliberately primitive (one connection per request,
 //! `Connection: close`) so a test controls every byte it sends and nothing
 //! in a client library can hide or paper over a server fault.
 
-// Each test file uses a different subset of these helpers.
-#![allow(dead_code)]
-
 use std::io::{self, Read, Write};
-use std::net::{TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::net::TcpStream;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use hmac::{Hmac, Mac};
 use serde_json::{json, Value};
 use sha2::Sha256;
 
+/// The admin token every server and cluster of the kit is started with.
 pub const ADMIN_TOKEN: &str = "black-box-admin-token";
-/// Longest any single wait may take before the test fails.
-pub const DEADLINE: Duration = Duration::from_secs(30);
 const IO_TIMEOUT: Duration = Duration::from_secs(20);
-
-/// Polls `done` until it holds, failing the test at `DEADLINE`.
-pub fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !done() {
-        assert!(start.elapsed() < DEADLINE, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
 
 pub fn unix_now() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .expect("clock after 1970")
         .as_secs()
-}
-
-/// A port nobody listened on a moment ago, below the kernel's ephemeral
-/// range: a port from that range can become any outgoing connection's
-/// source port while a test's node is down for a restart, and the node
-/// then cannot listen on it again ("Address already in use").
-pub fn free_port() -> u16 {
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    let ephemeral_low = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
-        .ok()
-        .and_then(|range| range.split_whitespace().next()?.parse::<u32>().ok())
-        .unwrap_or(32_768);
-    const LOW: u32 = 10_000;
-    if ephemeral_low <= LOW + 1_000 {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind an ephemeral port");
-        return listener.local_addr().expect("local address").port();
-    }
-    // Spread over the range so parallel tests (and processes) rarely try
-    // the same port; a taken one is skipped.
-    let seed = u64::from(std::process::id()) << 32 ^ u64::from(unix_nanos_low());
-    for _ in 0..10_000 {
-        let mut x = seed
-            .wrapping_add(NEXT.fetch_add(1, Ordering::Relaxed))
-            .wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        x ^= x >> 31;
-        let port = (LOW + (x % u64::from(ephemeral_low - LOW)) as u32) as u16;
-        if TcpListener::bind(("127.0.0.1", port)).is_ok() {
-            return port;
-        }
-    }
-    panic!("no free port below {ephemeral_low}");
-}
-
-fn unix_nanos_low() -> u32 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.subsec_nanos())
-        .unwrap_or_default()
-}
-
-/// Runs its closure if dropped while the thread unwinds. A failed check
-/// inside `std::thread::scope` must stop the scope's load threads, or the
-/// scope waits for them forever instead of failing the test.
-pub struct OnPanic<F: FnMut()>(pub F);
-
-impl<F: FnMut()> Drop for OnPanic<F> {
-    fn drop(&mut self) {
-        if std::thread::panicking() {
-            (self.0)();
-        }
-    }
 }
 
 /// Lowercase hex HMAC-SHA256 over `timestamp + METHOD + path_and_query + body`.
@@ -418,24 +350,6 @@ pub fn limit(side: &str, price: &str, qty: &str, client_order_id: &str) -> Value
             "client_order_id": client_order_id })
 }
 
-/// Waits until `find_leader` names the port of a node that leads and lists
-/// the default instruments (start-up has listed them through the log), and
-/// returns a client for it.
-pub fn ready_leader(mut find_leader: impl FnMut() -> Option<u16>) -> Client {
-    let mut port = None;
-    wait_until("a leader with the instruments listed", || {
-        port = find_leader();
-        port.is_some_and(|p| {
-            Client { port: p }
-                .try_request("GET", "/v1/instruments", &[], b"")
-                .is_ok_and(|r| r.text().contains("BTC-USD"))
-        })
-    });
-    Client {
-        port: port.expect("leader"),
-    }
-}
-
 /// The `n`-th order of a load worker as a request body: buys below and
 /// sells above 60,000 that never cross, so every acknowledged order rests
 /// and must be found open afterwards.
@@ -446,243 +360,4 @@ pub fn resting_order(n: usize, client_order_id: &str) -> String {
         ("sell", 61_000 + n)
     };
     limit(side, &price.to_string(), "0.01", client_order_id).to_string()
-}
-
-/// A running `exchange serve`; killed (SIGKILL) when dropped, even when the
-/// test panics.
-pub struct Server {
-    child: Option<Child>,
-    pub api: Client,
-    pub data_dir: PathBuf,
-    log: PathBuf,
-}
-
-static STARTS: AtomicU32 = AtomicU32::new(0);
-
-/// Why a start attempt failed.
-enum StartFailure {
-    Exited(ExitStatus),
-    TimedOut,
-}
-
-impl Server {
-    /// Starts the binary on `data_dir` and waits for `/ready`.
-    pub fn start(data_dir: &Path) -> Server {
-        Server::start_with(data_dir, None)
-    }
-
-    /// As [`Server::start`], with a TOML configuration file.
-    pub fn start_with(data_dir: &Path, config: Option<&Path>) -> Server {
-        Server::try_start(data_dir, config).unwrap_or_else(|(status, stderr)| {
-            panic!("server exited during start-up ({status}):\n{stderr}")
-        })
-    }
-
-    /// Starts the binary and waits for `/ready`; a process that exits
-    /// instead gives its exit status and stderr.
-    pub fn try_start(
-        data_dir: &Path,
-        config: Option<&Path>,
-    ) -> Result<Server, (ExitStatus, String)> {
-        // Another process may take the free port before the server binds
-        // it; only that case is retried.
-        for _ in 0..3 {
-            let mut server = Server::spawn(data_dir, config, free_port());
-            match server.wait_ready() {
-                Ok(()) => return Ok(server),
-                Err(StartFailure::Exited(status)) if server.stderr().contains("in use") => {
-                    eprintln!("port taken ({status}); retrying on another");
-                }
-                Err(StartFailure::Exited(status)) => return Err((status, server.stderr())),
-                Err(StartFailure::TimedOut) => {
-                    panic!(
-                        "server neither ready nor exited in time:\n{}",
-                        server.stderr()
-                    )
-                }
-            }
-        }
-        panic!("could not find a free port for the server");
-    }
-
-    /// Starts the binary on a data directory it must refuse; returns its
-    /// exit status and stderr.
-    pub fn start_refused(data_dir: &Path) -> (ExitStatus, String) {
-        match Server::try_start(data_dir, None) {
-            Ok(server) => panic!(
-                "the server started on a directory it must refuse:\n{}",
-                server.stderr()
-            ),
-            Err(refused) => refused,
-        }
-    }
-
-    fn spawn(data_dir: &Path, config: Option<&Path>, port: u16) -> Server {
-        let n = STARTS.fetch_add(1, Ordering::Relaxed);
-        let log = PathBuf::from(format!("{}.start{n}.stderr", data_dir.display()));
-        let stderr = std::fs::File::create(&log).expect("create the stderr log");
-        let mut command = Command::new(env!("CARGO_BIN_EXE_exchange"));
-        command
-            .arg("serve")
-            .arg("--data-dir")
-            .arg(data_dir)
-            .arg("--listen")
-            .arg(format!("127.0.0.1:{port}"))
-            .arg("--admin-token")
-            .arg(ADMIN_TOKEN)
-            .env("RUST_LOG", "warn")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(stderr);
-        if let Some(config) = config {
-            command.arg("--config").arg(config);
-        }
-        let child = command.spawn().expect("spawn the exchange binary");
-        Server {
-            child: Some(child),
-            api: Client { port },
-            data_dir: data_dir.to_path_buf(),
-            log,
-        }
-    }
-
-    fn wait_ready(&mut self) -> Result<(), StartFailure> {
-        let start = Instant::now();
-        loop {
-            if let Some(status) = self
-                .child
-                .as_mut()
-                .and_then(|c| c.try_wait().ok().flatten())
-            {
-                return Err(StartFailure::Exited(status));
-            }
-            // Our own process says where it listens before it turns ready;
-            // without that line the answer came from whoever took the port.
-            let listening = format!("listening on http://127.0.0.1:{}\n", self.api.port);
-            if let Ok(ready) = self.api.try_request("GET", "/ready", &[], b"") {
-                if ready.status == 200
-                    && ready.text() == "ready"
-                    && self.stderr().contains(&listening)
-                {
-                    return Ok(());
-                }
-            }
-            if start.elapsed() > DEADLINE {
-                return Err(StartFailure::TimedOut);
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-
-    pub fn pid(&self) -> i32 {
-        let child = self.child.as_ref().expect("the server is running");
-        i32::try_from(child.id()).expect("pid fits in pid_t")
-    }
-
-    /// SIGKILL: the process gets no chance to flush or snapshot anything.
-    pub fn kill(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-
-    /// Sends `signal` and waits for the process to exit on its own.
-    pub fn stop_with(&mut self, signal: i32) -> ExitStatus {
-        let pid = self.pid();
-        // SAFETY: kill(2) on our own child's pid, which it still is: the
-        // child has not been waited for yet.
-        let sent = unsafe { libc::kill(pid, signal) };
-        assert_eq!(sent, 0, "kill({pid}, {signal})");
-        let mut child = self.child.take().expect("the server is running");
-        let start = Instant::now();
-        loop {
-            if let Some(status) = child.try_wait().expect("wait for the server") {
-                return status;
-            }
-            if start.elapsed() > DEADLINE {
-                let _ = child.kill();
-                let _ = child.wait();
-                panic!(
-                    "server ignored signal {signal}:\n{}",
-                    std::fs::read_to_string(&self.log).unwrap_or_default()
-                );
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-
-    /// Everything the process wrote on stderr so far.
-    pub fn stderr(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-
-    /// The `state hash` from the recovery line printed at start-up.
-    pub fn recovery_hash(&self) -> String {
-        let stderr = self.stderr();
-        let line = stderr
-            .lines()
-            .find(|l| l.starts_with("recovery: ") && l.contains("state hash "))
-            .unwrap_or_else(|| panic!("no recovery line on stderr:\n{stderr}"));
-        let hash = line
-            .rsplit("state hash ")
-            .next()
-            .unwrap_or_default()
-            .trim()
-            .to_owned();
-        assert_eq!(hash.len(), 64, "a BLAKE3 hex hash in {line:?}");
-        hash
-    }
-
-    /// The value after `label` in the recovery line (`replayed`, `applied index`).
-    pub fn recovery_number(&self, label: &str) -> u64 {
-        let stderr = self.stderr();
-        let line = stderr
-            .lines()
-            .find(|l| l.contains("state hash "))
-            .unwrap_or_default();
-        let after = line
-            .split(label)
-            .nth(1)
-            .unwrap_or_else(|| panic!("no {label:?} in {line:?}"));
-        let digits: String = after
-            .trim_start()
-            .chars()
-            .take_while(char::is_ascii_digit)
-            .collect();
-        digits
-            .parse()
-            .unwrap_or_else(|_| panic!("no number after {label:?} in {line:?}"))
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        self.kill();
-    }
-}
-
-/// Copies a directory tree (the data directory of a stopped server).
-pub fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).expect("create the copy");
-    for entry in std::fs::read_dir(from).expect("read the directory") {
-        let entry = entry.expect("directory entry");
-        let target = to.join(entry.file_name());
-        if entry.file_type().expect("file type").is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).expect("copy a file");
-        }
-    }
-}
-
-/// The highest-numbered (active) journal segment of a data directory.
-pub fn last_segment(data_dir: &Path) -> PathBuf {
-    let mut segments: Vec<PathBuf> = std::fs::read_dir(data_dir.join("journal"))
-        .expect("read the journal directory")
-        .map(|e| e.expect("directory entry").path())
-        .filter(|p| p.extension().is_some_and(|e| e == "log"))
-        .collect();
-    segments.sort();
-    segments.pop().expect("at least one journal segment")
 }

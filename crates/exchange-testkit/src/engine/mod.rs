@@ -1,9 +1,13 @@
-//! Builders shared by the core's integration tests: terse commands in the
-//! replay format's vocabulary, and an engine wrapper that numbers time.
-#![allow(dead_code)]
+//! Builders for the core's integration tests: terse commands in the
+//! replay format's vocabulary, an engine wrapper that numbers time, and
+//! random command streams; [`suite`]'s helpers for the example-based
+//! suites are re-exported here too.
 
 use exchange_core::Engine;
 use exchange_types::*;
+
+mod suite;
+pub use suite::*;
 
 pub fn dec(text: &str) -> Dec {
     Dec::parse(text).expect("test decimal")
@@ -96,6 +100,12 @@ pub fn replace(account: u64, id: &str, price: Option<&str>, qty: Option<&str>) -
 pub struct Harness {
     pub engine: Engine,
     pub ts: u64,
+}
+
+impl Default for Harness {
+    fn default() -> Self {
+        Harness::new()
+    }
 }
 
 impl Harness {
