@@ -246,6 +246,15 @@ impl Client {
         self.request("GET", path, &[], b"")
     }
 
+    /// The value of the metric `name` in `GET /metrics`.
+    pub fn metric(&self, name: &str) -> u64 {
+        let text = self.get("/metrics").text();
+        text.lines()
+            .find_map(|l| l.strip_prefix(&format!("{name} ")))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no {name} in /metrics:\n{text}"))
+    }
+
     /// `GET /health` answers `ok`: the process is alive and serving.
     pub fn assert_healthy(&self, after: &str) {
         let health = self.get("/health");

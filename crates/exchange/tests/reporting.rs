@@ -119,14 +119,6 @@ fn replayed(data_dir: &Path, through: u64, scratch: &Path) -> Dump {
     store.dump().expect("dump")
 }
 
-fn metric(server: &Server, name: &str) -> u64 {
-    let text = server.api.get("/metrics").text();
-    text.lines()
-        .find_map(|l| l.strip_prefix(&format!("{name} ")))
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or_else(|| panic!("no {name} in /metrics"))
-}
-
 /// Says how far behind the journal the store was found after a kill (it
 /// varies from run to run: the kill lands anywhere in a batch).
 fn report_restart(server: &Server) {
@@ -153,7 +145,7 @@ fn crash_twice(dir: &Path, target: &Target, config: Option<&Path>) -> (PathBuf, 
     let applied = server.recovery_number("applied index");
     report_restart(&server);
     // Ready means the store caught up with what recovery applied.
-    assert!(metric(&server, "exchange_reporting_position") >= applied);
+    assert!(server.api.metric("exchange_reporting_position") >= applied);
     load_then_kill(&mut server, &accounts, 2, 100);
 
     let mut server = Server::start_with(EXCHANGE, &data, config);
@@ -171,11 +163,11 @@ fn crash_twice(dir: &Path, target: &Target, config: Option<&Path>) -> (PathBuf, 
     assert!(closed.json()["orders"]
         .as_array()
         .is_some_and(|o| !o.is_empty()));
-    let last = metric(&server, "exchange_applied_index");
+    let last = server.api.metric("exchange_applied_index");
     wait_until("the store to reach the core", || {
-        metric(&server, "exchange_reporting_position") >= last
+        server.api.metric("exchange_reporting_position") >= last
     });
-    assert_eq!(metric(&server, "exchange_reporting_lag_entries"), 0);
+    assert_eq!(server.api.metric("exchange_reporting_lag_entries"), 0);
     server.stop_with(libc::SIGTERM);
 
     let dump = Store::open(target)

@@ -222,9 +222,10 @@ fn damage_before_the_tail_refuses_to_start() {
 }
 
 /// After a clean stop the snapshot covers the final record: that record was
-/// durable and acknowledged, so damage to it is no torn write. The server
-/// may refuse to start, or start from the snapshot; it must not start and
-/// then fail (or mis-number) every command that follows.
+/// durable and acknowledged, so damage to it loses nothing. The damaged
+/// record is dropped and reported like a torn tail, the server starts from
+/// the snapshot with nothing left to replay, and the log goes on after the
+/// snapshot: the next command is acknowledged and survives a restart.
 #[test]
 fn damage_to_a_final_record_the_snapshot_covers_is_not_a_torn_tail() {
     let dir = tempfile::tempdir().expect("temp dir");
@@ -234,17 +235,36 @@ fn damage_to_a_final_record_the_snapshot_covers_is_not_a_torn_tail() {
     let placed = server
         .api
         .place(&account, &limit("buy", "59000", "0.01", "covered"));
+    let applied = server.api.metric("exchange_applied_index");
     let status = server.stop_with(libc::SIGTERM);
     assert!(status.success(), "{}", server.stderr());
+    let snapshot = newest_snapshot_index(&data);
     let segment = last_segment(&data);
     let mut bytes = std::fs::read(&segment).expect("read segment");
     let last = bytes.len() - 1;
     bytes[last] ^= 0x5a;
     std::fs::write(&segment, &bytes).expect("write segment");
 
-    let Ok(mut restarted) = Server::try_start(EXCHANGE, &data, None) else {
-        return; // Refusing is a correct answer.
-    };
+    let mut restarted = Server::start(EXCHANGE, &data);
+    let stderr = restarted.stderr();
+    let (dropped_bytes, offset, reason) = dropped(&stderr);
+    assert_eq!(reason, "checksum mismatch", "{stderr}");
+    assert!(dropped_bytes > 0, "{stderr}");
+    assert_eq!(
+        offset + dropped_bytes,
+        bytes.len() as u64,
+        "the damaged final record, and only it, is dropped: {stderr}"
+    );
+    assert!(
+        stderr.contains(&format!("recovery: loaded snapshot at index {snapshot}\n")),
+        "recovery starts from the snapshot the clean stop wrote: {stderr}"
+    );
+    assert_eq!(restarted.recovery_number("replayed"), 0, "{stderr}");
+    assert_eq!(
+        restarted.recovery_number("applied index"),
+        applied,
+        "every command applied before the stop: {stderr}"
+    );
     let order = restarted.api.signed(
         &account,
         "GET",
@@ -252,6 +272,9 @@ fn damage_to_a_final_record_the_snapshot_covers_is_not_a_torn_tail() {
         "",
     );
     assert_eq!(order.status, 200, "the snapshot's order: {}", order.text());
+    let mut expected = placed.clone();
+    expected.as_object_mut().map(|o| o.remove("fills"));
+    assert_eq!(order.json(), expected);
     let next = restarted.api.signed(
         &account,
         "POST",
@@ -265,8 +288,14 @@ fn damage_to_a_final_record_the_snapshot_covers_is_not_a_torn_tail() {
         next.text(),
         restarted.stderr()
     );
+    assert_eq!(
+        next.json()["order_id"].as_u64(),
+        placed["order_id"].as_u64().map(|id| id + 1),
+        "order ids go on from the snapshot's"
+    );
     restarted.kill();
     let again = Server::start(EXCHANGE, &data);
+    assert!(!again.stderr().contains("WARNING"), "{}", again.stderr());
     let kept = again.api.signed(
         &account,
         "GET",
@@ -280,4 +309,20 @@ fn damage_to_a_final_record_the_snapshot_covers_is_not_a_torn_tail() {
         kept.text(),
         again.stderr()
     );
+}
+
+/// The index of the newest snapshot file in a data directory.
+fn newest_snapshot_index(data: &Path) -> u64 {
+    std::fs::read_dir(data.join("snapshots"))
+        .expect("the snapshot directory")
+        .filter_map(|e| {
+            let name = e.expect("directory entry").file_name();
+            let name = name.to_str()?;
+            name.strip_prefix("snapshot-")?
+                .strip_suffix(".snap")?
+                .parse()
+                .ok()
+        })
+        .max()
+        .expect("a snapshot written by the clean stop")
 }

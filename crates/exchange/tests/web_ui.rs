@@ -81,7 +81,9 @@ fn trading_screen_and_dashboard_in_headless_chromium() {
     ];
     // Only this run's screenshots may satisfy the check below.
     for page in PAGES {
-        let _ = std::fs::remove_file(screenshots.join(page));
+        if let Err(e) = std::fs::remove_file(screenshots.join(page)) {
+            assert_eq!(e.kind(), std::io::ErrorKind::NotFound, "remove {page}: {e}");
+        }
     }
 
     let output = Command::new(&python)
