@@ -315,10 +315,9 @@ impl Client {
     /// orders (open and closed) on this node: a replica must show every
     /// acknowledged order exactly once.
     pub fn order_counts(&self, account: &Account) -> std::collections::BTreeMap<String, usize> {
-        let listed = self.signed(account, "GET", "/v1/orders?status=all", "");
-        assert_eq!(listed.status, 200, "port {}: {}", self.port, listed.text());
+        let listed = self.read(account, "/v1/orders?status=all");
         let mut count = std::collections::BTreeMap::new();
-        for order in listed.json()["orders"].as_array().expect("orders") {
+        for order in listed["orders"].as_array().expect("orders") {
             let id = order["client_order_id"].as_str().unwrap_or_default();
             *count.entry(id.to_owned()).or_default() += 1;
         }
@@ -328,6 +327,19 @@ impl Client {
     pub fn signed(&self, account: &Account, method: &str, path: &str, body: &str) -> Response {
         self.try_signed(account, method, path, body)
             .unwrap_or_else(|e| panic!("{method} {path} on port {}: {e}", self.port))
+    }
+
+    /// A signed `GET path` as `account` that must answer 200, as JSON.
+    pub fn read(&self, account: &Account, path: &str) -> Value {
+        let response = self.signed(account, "GET", path, "");
+        assert_eq!(
+            response.status,
+            200,
+            "GET {path} on port {}: {}",
+            self.port,
+            response.text()
+        );
+        response.json()
     }
 
     /// Places an order and asserts it was accepted; returns the answer.
@@ -340,11 +352,7 @@ impl Client {
     /// Everything an account can read about itself, for before/after
     /// comparisons: all its orders, its fills and its balances.
     pub fn account_view(&self, account: &Account) -> Value {
-        let read = |path: &str| {
-            let response = self.signed(account, "GET", path, "");
-            assert_eq!(response.status, 200, "GET {path}: {}", response.text());
-            response.json()
-        };
+        let read = |path: &str| self.read(account, path);
         json!({
             "orders": read("/v1/orders?status=all"),
             "fills": read("/v1/fills?limit=1000"),

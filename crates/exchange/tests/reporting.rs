@@ -400,7 +400,7 @@ fn a_node_without_a_reporting_store_trades_and_refuses_history() {
     // Turned on, the node builds its store from the journal.
     std::fs::write(&config, "[reporting]\nenabled = true\n").expect("write config");
     let server = Server::start_with(EXCHANGE, &data, Some(&config));
-    let fills = server.api.signed(&buyer, "GET", "/v1/fills", "").json();
+    let fills = server.api.read(&buyer, "/v1/fills");
     let fills = fills["fills"].as_array().expect("fills");
     assert_eq!(fills.len(), 1, "{fills:?}");
     assert_eq!(fills[0]["price"], "60000", "{fills:?}");

@@ -161,7 +161,7 @@ fn another_accounts_orders_look_like_orders_that_do_not_exist() {
     }
     // Bob's own lists do not show Alice's order, and his mass cancel
     // leaves it alone.
-    let listed = api.signed(&bob, "GET", "/v1/orders?status=all", "").json();
+    let listed = api.read(&bob, "/v1/orders?status=all");
     assert_eq!(listed["orders"], json!([]));
     let mass = api.signed(&bob, "DELETE", "/v1/orders", "");
     assert_eq!(

@@ -228,12 +228,6 @@ fn load_and_kill(server: &mut Server, accounts: &[Account]) -> Vec<Report> {
     })
 }
 
-fn get_json(api: &Client, account: &Account, path: &str) -> Value {
-    let response = api.signed(account, "GET", path, "");
-    assert_eq!(response.status, 200, "GET {path}: {}", response.text());
-    response.json()
-}
-
 fn is_open(order: &Value) -> bool {
     matches!(order["status"].as_str(), Some("new" | "partially_filled"))
 }
@@ -256,7 +250,7 @@ fn check_orders(api: &Client, accounts: &[Account], reports: &[Report]) {
                 _ => None,
             })
             .collect();
-        let listed = get_json(api, account, "/v1/orders?status=all");
+        let listed = api.read(account, "/v1/orders?status=all");
         let orders = listed["orders"].as_array().expect("orders");
         let mut seen = BTreeSet::new();
         for order in orders {
@@ -289,7 +283,7 @@ fn check_orders(api: &Client, accounts: &[Account], reports: &[Report]) {
             last.insert(ack["order_id"].as_u64().expect("order_id"), ack);
         }
         for (id, acked) in last {
-            let now = get_json(api, account, &format!("/v1/orders/{id}"));
+            let now = api.read(account, &format!("/v1/orders/{id}"));
             for field in [
                 "client_order_id",
                 "symbol",
@@ -352,7 +346,7 @@ fn check_balances(api: &Client, accounts: &[Account]) {
     let mut usd_total = 0;
     let mut asks_by_accounts = 0;
     for account in accounts {
-        let balances = get_json(api, account, "/v1/balances");
+        let balances = api.read(account, "/v1/balances");
         let mut held = BTreeMap::new();
         for row in balances["balances"].as_array().expect("balances") {
             let (total, available) = (
@@ -371,7 +365,7 @@ fn check_balances(api: &Client, accounts: &[Account]) {
         }
         btc_total += held["BTC"].0;
         usd_total += held["USD"].0;
-        let open = get_json(api, account, "/v1/orders?symbol=BTC-USD");
+        let open = api.read(account, "/v1/orders?symbol=BTC-USD");
         let selling: i128 = open["orders"]
             .as_array()
             .expect("orders")

@@ -154,7 +154,7 @@ fn recovers_without_the_last_order(
         "{}",
         now.text()
     );
-    let open = again.api.signed(account, "GET", "/v1/orders", "").json();
+    let open = again.api.read(account, "/v1/orders");
     assert_eq!(
         open["orders"].as_array().map(Vec::len),
         Some(ORDERS),

@@ -189,7 +189,7 @@ fn orders_over_the_socket_get_answers_and_private_updates() {
 }
 
 fn open_orders(api: &Client, account: &Account) -> Vec<Value> {
-    let listed = api.signed(account, "GET", "/v1/orders", "").json();
+    let listed = api.read(account, "/v1/orders");
     listed["orders"].as_array().expect("orders").clone()
 }
 

@@ -118,13 +118,7 @@ impl Harness {
 
     /// BTC-USD listed; accounts 1..=n funded with 1,000,000 USD and 100 BTC.
     pub fn funded(accounts: u64) -> Self {
-        let mut h = Harness::new();
-        h.run(Command::AddInstrument(Box::new(btc_usd())));
-        for account in 1..=accounts {
-            h.run(deposit(account, "USD", "1000000"));
-            h.run(deposit(account, "BTC", "100"));
-        }
-        h
+        funded_with(btc_usd(), accounts)
     }
 
     pub fn run(&mut self, command: Command) -> Vec<Event> {
