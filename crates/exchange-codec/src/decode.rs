@@ -1,7 +1,7 @@
 //! Commands from JSON: one object per line, `"cmd"` naming the command.
 
 use exchange_types::ids::InlineStr;
-use exchange_types::limits::MAX_COMMAND_BYTES;
+use exchange_types::limits::{MAX_COMMAND_BYTES, MAX_DECIMAL_DIGITS};
 use exchange_types::{
     AddInstrument, Cancel, Command, Dec, MassCancel, OrderRef, OrderType, Place, Replace,
     SelfTradePrevention, Side, Stamped, TimeInForce, Transfer,
@@ -66,11 +66,6 @@ const REPLACE: &[&str] = &[
 ];
 const MASS_CANCEL: &[&str] = &["cmd", "ts", "account", "symbol"];
 const STATUS: &[&str] = &["cmd", "ts", "symbol"];
-
-/// Most digits a decimal may have, leading and trailing zeros included;
-/// `Dec::parse` itself refuses more than 19 significant ones. No amount the
-/// core can represent needs more than 28 digits in all.
-const MAX_DECIMAL_DIGITS: usize = 38;
 
 const SIDES: &[(&str, Side)] = &[("buy", Side::Buy), ("sell", Side::Sell)];
 const ORDER_TYPES: &[(&str, OrderType)] =
@@ -302,7 +297,7 @@ impl Fields<'_, '_> {
                     .map(Some)
                     .map_err(|e| self.invalid(field, format!("is not a decimal: {e}")))
             }
-            Some(number @ (Val::UInt(_) | Val::NegInt(_) | Val::Float(_))) => Err(self.invalid(
+            Some(number @ (Val::UInt(_) | Val::NegInt(_) | Val::Float)) => Err(self.invalid(
                 field,
                 format!(
                     "must be a decimal string such as \"1.25\", got {}; JSON numbers are refused \
@@ -328,7 +323,7 @@ impl Fields<'_, '_> {
         match self.get(field) {
             None => Ok(None),
             Some(Val::UInt(n)) => Ok(Some(*n)),
-            Some(Val::Float(_)) => Err(self.invalid(
+            Some(Val::Float) => Err(self.invalid(
                 field,
                 "must be a whole number from 0 to 18446744073709551615".into(),
             )),

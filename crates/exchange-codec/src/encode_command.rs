@@ -183,3 +183,7 @@ mod tests {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "command_size_tests.rs"]
+mod size_tests;

@@ -7,8 +7,8 @@
 
 use exchange_types::limits::MAX_ACCOUNTS;
 use exchange_types::{AccountId, RejectReason};
-use rustc_hash::FxHashMap;
 
+use crate::lookup::Lookup;
 use crate::orders::NIL;
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -59,15 +59,16 @@ impl Account {
 /// (at most 256 KiB, grown to the largest small id seen).
 const DENSE_IDS: AccountId = 1 << 16;
 
-/// All accounts, in creation order, with a lookup by id. The map is only
-/// ever probed, never iterated, so its order cannot leak into the state.
+/// All accounts, in creation order, with a lookup by id. The map is a
+/// [`Lookup`], probed and never iterated, so its order cannot leak into the
+/// state.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Accounts {
     pub list: Vec<Account>,
     /// Index + 1 of the account with each id below [`DENSE_IDS`]; 0: none.
     dense: Vec<u32>,
     /// The accounts with larger ids.
-    by_id: FxHashMap<AccountId, u32>,
+    by_id: Lookup<AccountId, u32>,
 }
 
 impl Accounts {

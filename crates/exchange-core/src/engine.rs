@@ -11,12 +11,12 @@ use exchange_types::{
     AccountId, AssetCode, ClientOrderId, Command, Event, EventKind, OrderId, RejectReason, Stamped,
     Symbol,
 };
-use rustc_hash::FxHashMap;
 
 use crate::accounts::Accounts;
 use crate::book::Book;
 use crate::closed::RecentlyClosed;
 use crate::instrument::Instrument;
+use crate::lookup::Lookup;
 use crate::orders::{Order, OrderPool, NIL};
 
 /// The account that collects fees and pays maker rebates. It may deposit
@@ -43,14 +43,14 @@ pub struct Engine {
     /// Sum of every account's total per asset: moved by deposits and
     /// withdrawals only, and capped so no balance can overflow.
     pub(crate) asset_supply: Vec<u64>,
-    pub(crate) asset_by_code: FxHashMap<AssetCode, u32>,
+    pub(crate) asset_by_code: Lookup<AssetCode, u32>,
     pub(crate) instruments: Vec<Instrument>,
     pub(crate) books: Vec<Book>,
-    pub(crate) instrument_by_symbol: FxHashMap<Symbol, u32>,
+    pub(crate) instrument_by_symbol: Lookup<Symbol, u32>,
     pub(crate) accounts: Accounts,
     pub(crate) orders: OrderPool,
-    pub(crate) order_by_id: FxHashMap<OrderId, u32>,
-    pub(crate) by_client_id: FxHashMap<(u32, ClientOrderId), u32>,
+    pub(crate) order_by_id: Lookup<OrderId, u32>,
+    pub(crate) by_client_id: Lookup<(u32, ClientOrderId), u32>,
     pub(crate) closed: RecentlyClosed,
 }
 
@@ -69,14 +69,14 @@ impl Engine {
             next_trade_id: 1,
             assets: Vec::new(),
             asset_supply: Vec::new(),
-            asset_by_code: FxHashMap::default(),
+            asset_by_code: Lookup::default(),
             instruments: Vec::new(),
             books: Vec::new(),
-            instrument_by_symbol: FxHashMap::default(),
+            instrument_by_symbol: Lookup::default(),
             accounts: Accounts::default(),
             orders: OrderPool::default(),
-            order_by_id: FxHashMap::default(),
-            by_client_id: FxHashMap::default(),
+            order_by_id: Lookup::default(),
+            by_client_id: Lookup::default(),
             closed: RecentlyClosed::default(),
         };
         // The fee account always exists so that fees never need a branch.

@@ -11,6 +11,26 @@
 //! Layout: `place` (entry and risk) → `matching` (trades, fees, self-trade
 //! prevention) → `oms` (cancel, replace, mass cancel), over `book` (levels),
 //! `orders` (the pool), `accounts` (balances) and `instrument` (units).
+//!
+//! # Determinism
+//!
+//! Clippy enforces the rules above in this crate, `exchange-types` and
+//! `exchange-codec`. Each has the same `clippy.toml` beside its
+//! `Cargo.toml`, which lists what is banned and why:
+//!
+//! - clocks (`Instant`, `SystemTime`): time is the command's `ts`;
+//! - threads, the process environment, files, sockets and subprocesses;
+//! - randomly seeded or release-dependent hashers (`RandomState`,
+//!   `DefaultHasher`);
+//! - hash map and set types, except inside `Lookup` (`src/lookup.rs`),
+//!   which can be probed but not iterated, so hash order never reaches
+//!   events, snapshots or the state hash;
+//! - `f32` and `f64`, and through `clippy::float_arithmetic` arithmetic
+//!   on float literals whose type is never written.
+//!
+//! The `[lints.clippy]` table of each crate's `Cargo.toml` makes a hit an
+//! error. A justified exception is an `#[allow(..., reason = "...")]` on
+//! the one item, saying why the result cannot vary between replicas.
 
 mod accounts;
 mod admin;
@@ -18,6 +38,7 @@ mod book;
 mod closed;
 mod engine;
 mod instrument;
+mod lookup;
 mod matching;
 mod oms;
 mod orders;

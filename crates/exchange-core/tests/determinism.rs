@@ -286,3 +286,27 @@ fn restore_refuses_a_level_whose_orders_overflow() {
         Err(_) => panic!("restore panicked on a level whose quantity overflows"),
     }
 }
+
+/// The determinism lints are configured per crate (Clippy reads the
+/// clippy.toml beside each crate's manifest), so the three core crates
+/// each carry a copy; a ban added to one must reach the others.
+#[test]
+fn the_core_crates_share_one_lint_configuration() {
+    let core = include_str!("../clippy.toml");
+    assert!(core.contains("std::time::Instant::now"));
+    for (copy, text) in [
+        (
+            "exchange-types",
+            include_str!("../../exchange-types/clippy.toml"),
+        ),
+        (
+            "exchange-codec",
+            include_str!("../../exchange-codec/clippy.toml"),
+        ),
+    ] {
+        assert!(
+            text == core,
+            "crates/{copy}/clippy.toml differs from crates/exchange-core/clippy.toml"
+        );
+    }
+}

@@ -8,7 +8,9 @@
 
 /// Bytes before the payload.
 pub const HEADER_BYTES: usize = 24;
-/// Largest payload a record may carry (a batch of commands).
+/// Largest payload a record may carry: the server's largest group commit
+/// fits (exchange-server checks it at compile time), and a length above it
+/// marks a garbled header rather than a record to read.
 pub const MAX_PAYLOAD_BYTES: usize = 4 << 20;
 
 /// A log entry: position, Raft term (0 for a single node that never

@@ -15,6 +15,7 @@ pub mod config;
 pub mod entry;
 pub mod history;
 pub mod instruments;
+pub mod limits;
 pub mod metrics;
 pub mod metrics_window;
 mod parked;

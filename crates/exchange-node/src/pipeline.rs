@@ -9,9 +9,6 @@ use crate::entry::LogEntry;
 use crate::replication::RaftMeta;
 use crate::state::{Applied, ServerState};
 
-/// Commands taken into one group commit at most.
-pub const MAX_BATCH: usize = 4_096;
-
 /// Where an entry's outcome goes, and since when its sender has waited
 /// (the acknowledgement latency the status page reports).
 pub(crate) struct Reply {

@@ -53,19 +53,6 @@ pub struct Applied {
     pub order: Option<Arc<OrderRecord>>,
 }
 
-impl Applied {
-    /// The entry as the reporting store takes it.
-    pub fn record(&self) -> exchange_reporting::EntryRecord<'_> {
-        exchange_reporting::EntryRecord {
-            index: self.index,
-            ts: self.ts,
-            command: self.command,
-            account: self.actor,
-            events: &self.events,
-        }
-    }
-}
-
 pub struct ServerState {
     pub engine: Engine,
     pub credentials: Credentials,

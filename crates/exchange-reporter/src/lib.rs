@@ -37,6 +37,17 @@ use exchange_node::metrics::Metrics;
 use exchange_node::Handle;
 use worker::Worker;
 
+/// An applied entry as the reporting store takes it.
+pub fn entry_record(applied: &exchange_node::Applied) -> exchange_reporting::EntryRecord<'_> {
+    exchange_reporting::EntryRecord {
+        index: applied.index,
+        ts: applied.ts,
+        command: applied.command,
+        account: applied.actor,
+        events: &applied.events,
+    }
+}
+
 #[derive(Debug, Error)]
 pub enum ReadError {
     #[error("the reporting store has not caught up with the exchange yet")]

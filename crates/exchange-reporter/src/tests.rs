@@ -9,7 +9,7 @@ use exchange_journal::snapshots;
 use exchange_reporting::{EntryRecord, Store, Target};
 
 use super::catch_up::{committed_entries, committed_entries_from};
-use super::{ReporterConfig, Reporting};
+use super::{entry_record, ReporterConfig, Reporting};
 use exchange_node::recovery;
 use exchange_node::Applied;
 use exchange_node::LogEntry;
@@ -82,7 +82,7 @@ fn replayed(data_dir: &std::path::Path, through: u64) -> exchange_reporting::Dum
         Ok(())
     })
     .expect("replay");
-    let records: Vec<EntryRecord<'_>> = all.iter().map(Applied::record).collect();
+    let records: Vec<EntryRecord<'_>> = all.iter().map(entry_record).collect();
     store.write(&records).expect("write");
     store.dump().expect("dump")
 }

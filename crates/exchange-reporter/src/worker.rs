@@ -256,7 +256,7 @@ impl Worker {
         let mut raft_index = None;
         let records: Vec<EntryRecord<'_>> = entries
             .inspect(|a| raft_index = Some(a.raft_index))
-            .map(Applied::record)
+            .map(crate::entry_record)
             .collect();
         if records.is_empty() {
             return Ok(());

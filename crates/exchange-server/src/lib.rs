@@ -24,6 +24,11 @@ pub enum ServerError {
     Recovery(#[from] RecoveryError),
     #[error("I/O: {0}")]
     Io(#[from] std::io::Error),
+    #[error("cannot listen on {addr}: {source}")]
+    Listen {
+        addr: std::net::SocketAddr,
+        source: std::io::Error,
+    },
     #[error(transparent)]
     Instrument(#[from] InstrumentError),
     #[error("demo: {0}")]
@@ -183,7 +188,12 @@ pub async fn run_with_gateways(
     if let Some(reporting) = &reporting {
         app = app.with_reporting(reporting.clone());
     }
-    let listener = tokio::net::TcpListener::bind(config.listen).await?;
+    let listener = tokio::net::TcpListener::bind(config.listen)
+        .await
+        .map_err(|source| ServerError::Listen {
+            addr: config.listen,
+            source,
+        })?;
     eprintln!("exchange listening on http://{}", listener.local_addr()?);
     if demo {
         exchange_demo::start(handle.clone(), &data_dir, &config).await?;

@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
 
-use crate::cli::{assert_success, run};
+use crate::cli::{assert_success, node_pid, run};
 use crate::http::{Client, ADMIN_TOKEN};
 use crate::ports::{cluster_port_base, free_port};
 use crate::wait::wait_until;
@@ -378,11 +378,7 @@ impl CliCluster {
 
     /// The pid that node `node`'s pid file names, if it has one.
     pub fn pid(&self, node: u64) -> Option<i32> {
-        std::fs::read_to_string(self.dir.join(format!("node-{node}/pid")))
-            .ok()?
-            .trim()
-            .parse()
-            .ok()
+        node_pid(&self.dir, node)
     }
 
     /// SIGKILL to node `node`.

@@ -27,7 +27,7 @@ pub mod engine;
 #[cfg(feature = "fix")]
 pub mod fix;
 
-pub use cli::{assert_success, run};
+pub use cli::{assert_success, node_pid, process_alive, run, run_within};
 pub use cluster::{
     converged, leader_among, leader_port, ready_leader, status, CliCluster, Node, ProxiedCluster,
     Proxy,

@@ -9,6 +9,8 @@
 use std::fmt;
 use thiserror::Error;
 
+use crate::limits::{MAX_DECIMAL_LEN, MAX_DECIMAL_PLACES};
+
 /// Decimal places of every asset amount inside the core (1e-8, a satoshi).
 pub const AMOUNT_SCALE: u32 = 8;
 /// `10^AMOUNT_SCALE`.
@@ -25,8 +27,6 @@ const POW10: [u64; AMOUNT_SCALE as usize + 1] = [
     10_000_000,
     100_000_000,
 ];
-/// Longest decimal string accepted at the edge; longer input is malformed.
-pub const MAX_DECIMAL_LEN: usize = 40;
 
 /// A decimal number exactly as written: `(-1 if negative) * magnitude *
 /// 10^-scale`.
@@ -59,6 +59,8 @@ pub enum DecParseError {
     MultiplePoints,
     #[error("number has too many significant digits (at most 19)")]
     TooManyDigits,
+    #[error("number has more than {MAX_DECIMAL_PLACES} decimal places")]
+    TooManyPlaces,
 }
 
 /// Why a decimal is not a valid amount of units.
@@ -187,11 +189,20 @@ impl Dec {
                 None => break,
             }
         }
-        Ok(Dec {
+        let dec = Dec {
             magnitude,
             scale,
             negative: negative && magnitude != 0,
-        })
+        };
+        // The log stores the written form, which puts `0.` before a bare
+        // fraction (`.5` is written `0.5`): with more places than this it
+        // would not read back, and a replica could not replay the entry.
+        if usize::from(scale) > MAX_DECIMAL_PLACES
+            && usize::from(dec.normalized().scale) > MAX_DECIMAL_PLACES
+        {
+            return Err(DecParseError::TooManyPlaces);
+        }
+        Ok(dec)
     }
 
     /// Drops trailing fractional zeros: `1.500` becomes `1.5`.
@@ -373,11 +384,30 @@ mod tests {
         assert_eq!(d.to_string(), "1");
         assert_eq!(Dec::parse("-0.00").unwrap(), Dec::new(0, 2));
         assert!(!Dec::parse("-0").unwrap().is_negative());
-        let tiny = format!(".{}1", "0".repeat(37));
+        let tiny = format!(".{}1", "0".repeat(36));
         let d = Dec::parse(&tiny).unwrap();
-        assert_eq!(d.scale(), 38);
-        assert_eq!(d.to_string(), format!("0.{}1", "0".repeat(37)));
+        assert_eq!(d.scale(), 37);
+        assert_eq!(d.to_string(), format!("0.{}1", "0".repeat(36)));
         assert_eq!(d.to_units(), Err(UnitsError::TooManyDecimals));
+        // One place more and the written form (`0.` and 38 places) would
+        // have more digits than a line of the log may carry.
+        assert_eq!(
+            Dec::parse(&format!(".{}1", "0".repeat(37))),
+            Err(DecParseError::TooManyPlaces)
+        );
+        assert_eq!(
+            Dec::parse(&format!("-.{}1", "0".repeat(37))),
+            Err(DecParseError::TooManyPlaces)
+        );
+        assert_eq!(
+            Dec::parse(&format!("0.{}1", "0".repeat(37))),
+            Err(DecParseError::TooManyPlaces)
+        );
+        // Trailing zeros are not places of the value.
+        assert_eq!(
+            Dec::parse(&format!("0.{}10", "0".repeat(36))).map(|d| d.normalized().scale()),
+            Ok(37)
+        );
         assert_eq!(
             Dec::parse(&format!(".{}", "0".repeat(39)))
                 .unwrap()
@@ -522,6 +552,32 @@ mod tests {
                 let back = Dec::parse(&text).expect("own output parses");
                 prop_assert_eq!(back.normalized(), d.normalized(), "{}", text);
                 prop_assert_eq!(back.to_units_allow_zero(), d.to_units_allow_zero());
+            }
+
+            /// The log stores commands with their decimals written out
+            /// and every replica parses them again, so whatever `parse`
+            /// accepts must come back from its own text, within the
+            /// edge's limits.
+            #[test]
+            fn what_parse_accepts_reads_back_from_its_text(
+                text in prop_oneof![
+                    "-?[0-9]{0,20}(\\.[0-9]{0,41})?",
+                    "-?0{0,3}[0-9]{0,3}(\\.0{30,40}[0-9]{0,3})?",
+                    // Around the last place that still reads back.
+                    "-?0?\\.0{34,38}[1-9]0?",
+                ],
+            ) {
+                if let Ok(d) = Dec::parse(&text) {
+                    let written = d.text();
+                    let written = written.as_str();
+                    prop_assert!(written.len() <= MAX_DECIMAL_LEN, "{} -> {}", text, written);
+                    let digits = written.bytes().filter(u8::is_ascii_digit).count();
+                    prop_assert!(
+                        digits <= crate::limits::MAX_DECIMAL_DIGITS,
+                        "{} -> {}", text, written
+                    );
+                    prop_assert_eq!(Dec::parse(written), Ok(d.normalized()), "{}", text);
+                }
             }
 
             #[test]

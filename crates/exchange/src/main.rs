@@ -6,7 +6,10 @@ mod feed;
 mod replay;
 mod report;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::Context;
 
 /// mimalloc's thread-local free lists suit the server's pattern: buffers
 /// allocated on one thread (a gateway worker) and freed on another (the
@@ -122,6 +125,14 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
     if let Some(urls) = &args.peer_urls {
         config.cluster.http = urls.split(',').map(str::to_string).collect();
     }
+    data_dir_usable(&config.data_dir)?;
+    // Checked here, before start-up recovers the journal and opens the
+    // reporting store, which would print their lines before the error.
+    config.cluster.settings().context("cluster configuration")?;
+    config
+        .cluster
+        .http_urls()
+        .context("cluster configuration: peer HTTP addresses")?;
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
@@ -141,14 +152,126 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn main() -> anyhow::Result<()> {
+/// Creates the data directory if needed and checks that it can be listed,
+/// so that a bad `--data-dir` is reported with its path rather than as a
+/// bare I/O error from deep inside start-up.
+fn data_dir_usable(dir: &Path) -> anyhow::Result<()> {
+    std::fs::create_dir_all(dir)
+        .and_then(|()| std::fs::read_dir(dir).map(drop))
+        .with_context(|| format!("data directory {}", dir.display()))
+}
+
+/// Usage errors are clap's: it prints them with the usage and exits with
+/// 2. Every other failure is one line on stderr and exit code 1; the
+/// backtrace anyhow captures under `RUST_BACKTRACE` is never printed, as
+/// it says nothing to an operator.
+fn main() -> ExitCode {
     let cli = Cli::parse();
-    match cli.command {
+    match run(cli.command) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("error: {}", one_line(&error));
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The error and its causes joined with ": ", as `{:#}` joins them, with
+/// two differences. A cause whose text the line already holds is left
+/// out: several library errors put their source in their own message and
+/// also return it from `source()`, which `{:#}` would print twice. And a
+/// multi-line message is folded into one line (see [`fold`]).
+fn one_line(error: &anyhow::Error) -> String {
+    let mut line = String::new();
+    for cause in error.chain() {
+        let text = fold(&cause.to_string());
+        if text.is_empty() || line.contains(&text) {
+            continue;
+        }
+        if !line.is_empty() {
+            line.push_str(": ");
+        }
+        line.push_str(&text);
+    }
+    if line.is_empty() {
+        line.push_str("failed without a message");
+    }
+    line
+}
+
+/// Joins a message's lines with "; ". TOML's parse errors quote the bad
+/// line with a caret under the column; those lines (`  |`, `3 | x =`)
+/// mean nothing once folded, and the first line already names the line
+/// and column, so they are dropped.
+fn fold(message: &str) -> String {
+    message
+        .lines()
+        .map(str::trim)
+        .filter(|line| !line.is_empty())
+        .filter(|line| {
+            let gutter = line.trim_start_matches(|c: char| c.is_ascii_digit());
+            !gutter.trim_start().starts_with('|')
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+fn run(command: Cmd) -> anyhow::Result<()> {
+    match command {
         Cmd::Replay { file, final_state } => replay::run(&file, final_state.as_deref()),
         Cmd::Serve(args) => serve(args),
         Cmd::Bench(cmd) => bench::run(cmd),
         Cmd::Feed(cmd) => feed::run(cmd),
         Cmd::Report(args) => report::run(args),
         Cmd::Cluster(cmd) => cluster::run(cmd),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An error that, like many thiserror types, quotes its source in its
+    /// own message and also returns it from `source()`.
+    #[derive(Debug)]
+    struct Quoting(std::io::Error);
+
+    impl std::fmt::Display for Quoting {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            write!(f, "cannot read config /etc/x.toml: {}", self.0)
+        }
+    }
+
+    impl std::error::Error for Quoting {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            Some(&self.0)
+        }
+    }
+
+    #[test]
+    fn a_cause_the_message_quotes_is_not_repeated() {
+        let io = std::io::Error::new(std::io::ErrorKind::NotFound, "no such file");
+        let error = anyhow::Error::new(Quoting(io)).context("starting");
+        assert_eq!(
+            one_line(&error),
+            "starting: cannot read config /etc/x.toml: no such file"
+        );
+    }
+
+    #[test]
+    fn causes_are_joined_like_the_alternate_format() {
+        let error = anyhow::anyhow!("connection refused")
+            .context("asking http://127.0.0.1:1")
+            .context("cluster status");
+        assert_eq!(one_line(&error), format!("{error:#}"));
+    }
+
+    #[test]
+    fn a_toml_error_folds_to_one_line_without_its_snippet() {
+        let message = "TOML parse error at line 1, column 7\n  |\n1 | foo = \n  |       ^\ninvalid string\nexpected `\"`, `'`\n";
+        assert_eq!(
+            fold(message),
+            "TOML parse error at line 1, column 7; invalid string; expected `\"`, `'`"
+        );
     }
 }

@@ -10,8 +10,8 @@ use std::sync::atomic::{AtomicBool, AtomicU16, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use exchange_testkit::{
-    assert_success, leader_port, limit, ready_leader, resting_order, wait_until, Account,
-    CliCluster, Client, OnPanic, DEADLINE,
+    assert_success, leader_port, limit, process_alive, ready_leader, resting_order, wait_until,
+    Account, CliCluster, Client, OnPanic, DEADLINE,
 };
 use serde_json::Value;
 
@@ -246,14 +246,7 @@ fn a_leader_stopped_gracefully_hands_leadership_over() {
     });
     eprintln!("new leader after {:?}", started.elapsed());
     let log = cluster.dir.join(format!("node-{old}/log"));
-    wait_until("the old leader to exit", || {
-        std::fs::read_to_string(&log).is_ok_and(|l| l.contains("shutting down"))
-            && unsafe { libc::kill(pid, 0) } != 0
-            || std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
-                s.rsplit_once(')')
-                    .is_some_and(|(_, r)| r.trim_start().starts_with('Z'))
-            })
-    });
+    wait_until("the old leader to exit", || !process_alive(pid));
     let text = std::fs::read_to_string(&log).expect("old leader's log");
     assert!(
         text.contains("handing leadership over before stopping"),
@@ -279,20 +272,22 @@ fn cluster_down_then_up_at_once_recovers_every_node() {
     // every restart's replay must read it as the order it is.
     let (_, account, placed) = order_on_the_leader(&cluster, "create_account");
     let dir = cluster.dir.display().to_string();
+    // Read before `down`, which removes the pid files of stopped nodes.
+    let pids: Vec<i32> = (1..=NODES)
+        .map(|node| cluster.pid(node).expect("pid file"))
+        .collect();
     assert_success(
         &cluster.exchange(&["cluster", "down", "--data-dir", &dir]),
         "cluster down",
     );
-    for node in 1..=NODES {
-        let pid = cluster.pid(node).expect("pid file");
-        // `down` returned: every node has exited (or is an unreaped zombie).
-        let alive = unsafe { libc::kill(pid, 0) } == 0
-            && !std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
-                s.rsplit_once(')')
-                    .is_some_and(|(_, r)| r.trim_start().starts_with('Z'))
-            });
+    for (node, pid) in (1..=NODES).zip(pids) {
         assert!(
-            !alive,
+            cluster.pid(node).is_none(),
+            "node {node}'s pid file outlived cluster down"
+        );
+        // `down` returned: every node has exited (or is an unreaped zombie).
+        assert!(
+            !process_alive(pid),
             "node {node} (pid {pid}) still runs after cluster down"
         );
     }

@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 
 use exchange_node::Applied;
 use exchange_reporter::catch_up::committed_entries;
+use exchange_reporter::entry_record;
 use exchange_reporting::testing::fresh_postgres;
 use exchange_reporting::{Dump, EntryRecord, Store, Target};
 use exchange_testkit::{limit, run, wait_until, Account, Client, Rng, Server};
@@ -103,7 +104,7 @@ fn replayed(data_dir: &Path, through: u64, scratch: &Path) -> Dump {
     let mut store = Store::open(&Target::Sqlite(scratch.join("replayed.sqlite"))).expect("scratch");
     let mut pending: Vec<Applied> = Vec::new();
     let flush = |pending: &mut Vec<Applied>, store: &mut Store| {
-        let records: Vec<EntryRecord<'_>> = pending.iter().map(Applied::record).collect();
+        let records: Vec<EntryRecord<'_>> = pending.iter().map(entry_record).collect();
         store.write(&records).expect("write the replay");
         pending.clear();
     };

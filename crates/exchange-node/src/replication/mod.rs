@@ -1,7 +1,7 @@
 //! The Raft stage of the pipeline: gateway → **Raft thread** → core thread.
 //!
 //! The Raft thread owns the [`ReplicaNode`]. It takes whatever commands have
-//! queued (up to [`MAX_BATCH`]), stamps them with the time, and proposes
+//! queued (up to [`MAX_BATCH`](crate::limits::MAX_BATCH)), stamps them with the time, and proposes
 //! them as **one** Raft entry whose payload is the batch
 //! ([`encode_batch`]). `handle_ready` writes it, replicates it, and hands
 //! back committed entries; the sync it owes (one per batch or more: group

@@ -18,9 +18,10 @@ use super::{
     MembershipError, RaftControl, RaftMeta,
 };
 use crate::entry::LogEntry;
+use crate::limits::MAX_BATCH;
 use crate::metrics::Metrics;
 use crate::parked;
-use crate::pipeline::{CommittedBatch, CoreMsg, Reply, Submission, MAX_BATCH};
+use crate::pipeline::{CommittedBatch, CoreMsg, Reply, Submission};
 
 struct Pending {
     term: u64,

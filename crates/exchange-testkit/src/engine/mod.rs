@@ -527,6 +527,10 @@ pub fn command_stream(profile: Profile) -> impl Strategy<Value = Vec<Command>> {
 /// Settings for the stream properties: `cases` runs (PROPTEST_CASES
 /// overrides it for a longer soak), and no regression files written beside
 /// the tests (a failure is turned into a named test instead).
+#[allow(
+    clippy::disallowed_methods,
+    reason = "sets how long the test runs, never what the engine sees"
+)]
 pub fn proptest_config(cases: u32) -> proptest::prelude::ProptestConfig {
     let cases = std::env::var("PROPTEST_CASES")
         .ok()

@@ -6,9 +6,11 @@
 //! `DIR/cluster.json`, and starts every node whose pid (`DIR/node-N/pid`)
 //! is not running — so running it again restarts nodes that died. The
 //! processes outlive the command (their own process group); `down` stops
-//! them.
+//! them and returns once they have exited.
 
+use std::ffi::OsStr;
 use std::net::SocketAddr;
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -53,7 +55,8 @@ pub enum ClusterCmd {
         #[arg(long)]
         id: u64,
     },
-    /// Stop a local cluster's nodes (SIGTERM).
+    /// Stop a local cluster's nodes: SIGTERM, then SIGKILL for any still
+    /// running after 30 s. Returns once they have exited.
     Down {
         #[arg(long)]
         data_dir: PathBuf,
@@ -157,30 +160,50 @@ impl Layout {
     }
 }
 
+/// The layout `up` saved in `DIR/cluster.json`, if there is one.
+fn saved_layout(dir: &Path) -> anyhow::Result<Option<Layout>> {
+    let path = dir.join("cluster.json");
+    let text = match std::fs::read_to_string(&path) {
+        Ok(text) => text,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(error) => return Err(error).with_context(|| format!("reading {}", path.display())),
+    };
+    let bad = |what: &str| anyhow!("{}: no valid {what}", path.display());
+    let saved: Value =
+        serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
+    let nodes = saved["nodes"].as_u64().ok_or_else(|| bad("nodes"))?;
+    let port_base = saved["port_base"]
+        .as_u64()
+        .and_then(|p| u16::try_from(p).ok())
+        .ok_or_else(|| bad("port_base"))?;
+    let initial = saved["initial"].as_u64().unwrap_or(nodes);
+    let removed = saved["removed"]
+        .as_array()
+        .map(|ids| ids.iter().filter_map(Value::as_u64).collect())
+        .unwrap_or_default();
+    Ok(Some(Layout {
+        nodes,
+        initial,
+        port_base,
+        removed,
+    }))
+}
+
+/// The layout of the cluster in `dir`, for the commands that need one.
+fn existing_layout(dir: &Path) -> anyhow::Result<Layout> {
+    saved_layout(dir)?.ok_or_else(|| {
+        anyhow!(
+            "{} is not a cluster directory (no cluster.json; `exchange cluster up` makes one)",
+            dir.display()
+        )
+    })
+}
+
 /// The layout of an existing cluster wins over the flags: a restarted node
 /// must come back where its peers expect it.
 fn layout(dir: &Path, nodes: u64, port_base: u16) -> anyhow::Result<Layout> {
-    let path = dir.join("cluster.json");
-    if let Ok(text) = std::fs::read_to_string(&path) {
-        let saved: Value = serde_json::from_str(&text).context("cluster.json")?;
-        let nodes = saved["nodes"]
-            .as_u64()
-            .ok_or_else(|| anyhow!("cluster.json: nodes"))?;
-        let port_base = saved["port_base"]
-            .as_u64()
-            .and_then(|p| u16::try_from(p).ok())
-            .ok_or_else(|| anyhow!("cluster.json: port_base"))?;
-        let initial = saved["initial"].as_u64().unwrap_or(nodes);
-        let removed = saved["removed"]
-            .as_array()
-            .map(|ids| ids.iter().filter_map(Value::as_u64).collect())
-            .unwrap_or_default();
-        return Ok(Layout {
-            nodes,
-            initial,
-            port_base,
-            removed,
-        });
+    if let Some(layout) = saved_layout(dir)? {
+        return Ok(layout);
     }
     if !(1..=99).contains(&nodes) {
         bail!("--nodes must be 1 to 99");
@@ -202,15 +225,30 @@ fn node_dir(dir: &Path, id: u64) -> PathBuf {
     dir.join(format!("node-{id}"))
 }
 
-fn running(pid_file: &Path) -> Option<u32> {
-    let pid: u32 = std::fs::read_to_string(pid_file)
+/// The pid in the pid file of the node whose data directory is `data`.
+fn recorded_pid(data: &Path) -> Option<u32> {
+    std::fs::read_to_string(exchange_node::pid_file(data))
         .ok()?
         .trim()
         .parse()
-        .ok()?;
+        .ok()
+}
+
+/// The node's pid if the node is running: the process its pid file names
+/// exists, and (pids are reused) is an `exchange serve` of that data
+/// directory.
+fn running(data: &Path) -> Option<u32> {
+    recorded_pid(data).filter(|&pid| alive(pid) && serves(pid, data))
+}
+
+/// Whether process `pid` exists and has not exited: a killed process that
+/// nobody has reaped yet still exists, as a zombie.
+fn alive(pid: u32) -> bool {
+    let Ok(pid_t) = i32::try_from(pid) else {
+        return false;
+    };
     // SAFETY: signal 0 only checks that the process exists.
-    let exists = unsafe { libc::kill(pid as i32, 0) } == 0;
-    // A killed node nobody has reaped yet still exists, as a zombie.
+    let exists = unsafe { libc::kill(pid_t, 0) } == 0;
     let zombie = std::fs::read_to_string(format!("/proc/{pid}/stat"))
         .ok()
         .and_then(|stat| {
@@ -218,14 +256,49 @@ fn running(pid_file: &Path) -> Option<u32> {
                 .map(|(_, rest)| rest.trim_start().starts_with('Z'))
         })
         .unwrap_or(false);
-    (exists && !zombie).then_some(pid)
+    exists && !zombie
+}
+
+/// Whether process `pid` runs `serve --data-dir DIR` for the directory
+/// `data`, a relative DIR taken from the process's working directory.
+/// Without /proc there is nothing to check, and the pid has to do.
+fn serves(pid: u32, data: &Path) -> bool {
+    if !Path::new("/proc/self").exists() {
+        return true;
+    }
+    let proc = PathBuf::from(format!("/proc/{pid}"));
+    let Ok(cmdline) = std::fs::read(proc.join("cmdline")) else {
+        return false;
+    };
+    let args: Vec<&OsStr> = cmdline.split(|&b| b == 0).map(OsStr::from_bytes).collect();
+    if !args.iter().skip(1).any(|&arg| arg == "serve") {
+        return false;
+    }
+    let Some(dir) = args
+        .windows(2)
+        .find(|pair| pair[0] == "--data-dir")
+        .map(|pair| Path::new(pair[1]))
+    else {
+        return false;
+    };
+    let dir = if dir.is_absolute() {
+        dir.to_path_buf()
+    } else {
+        match std::fs::read_link(proc.join("cwd")) {
+            Ok(cwd) => cwd.join(dir),
+            Err(_) => return false,
+        }
+    };
+    match (dir.canonicalize(), data.canonicalize()) {
+        (Ok(theirs), Ok(ours)) => theirs == ours,
+        _ => false,
+    }
 }
 
 /// Whether `up` starts its nodes with `--reporting-cpus any`. Every node
 /// of this cluster shares the machine: "auto" would keep all their
 /// reporters on one CPU, which measured slower than letting them roam
-/// (docs/benchmarking.md, "Placement on one machine"). CPUs a config
-/// names are kept.
+/// (BENCHMARKS.md, eighth session). CPUs a config names are kept.
 fn reporters_roam(config: Option<&Path>) -> anyhow::Result<bool> {
     Ok(match config {
         Some(path) => {
@@ -246,7 +319,7 @@ fn up(nodes: u64, dir: &Path, port_base: u16, config: Option<&Path>) -> anyhow::
         let data = node_dir(dir, id);
         std::fs::create_dir_all(&data)?;
         let pid_file = exchange_node::pid_file(&data);
-        if let Some(pid) = running(&pid_file) {
+        if let Some(pid) = running(&data) {
             println!(
                 "node {id}: http://{} (pid {pid}, already running)",
                 layout.http(id)
@@ -312,7 +385,9 @@ fn up(nodes: u64, dir: &Path, port_base: u16, config: Option<&Path>) -> anyhow::
                 }
                 break;
             }
-            if running(&exchange_node::pid_file(&node_dir(dir, id))).is_none() {
+            // Its own unreaped child: the pid cannot have been reused, and
+            // checking the command line could catch the exec half done.
+            if !alive(pid) {
                 bail!(
                     "node {id} exited during start-up; see {}",
                     node_dir(dir, id).join("log").display()
@@ -406,7 +481,7 @@ fn wait_voters(layout: &Layout, token: &str, done: impl Fn(&[u64]) -> bool) -> a
 }
 
 fn add(dir: &Path, config: Option<&Path>) -> anyhow::Result<()> {
-    let mut layout = layout(dir, 0, 0).context("no cluster.json: not a cluster directory")?;
+    let mut layout = existing_layout(dir)?;
     let token = admin_token(Some(dir))?;
     layout.nodes += 1;
     let id = layout.nodes;
@@ -446,7 +521,7 @@ fn add(dir: &Path, config: Option<&Path>) -> anyhow::Result<()> {
 }
 
 fn remove(dir: &Path, id: u64) -> anyhow::Result<()> {
-    let mut layout = layout(dir, 0, 0).context("no cluster.json: not a cluster directory")?;
+    let mut layout = existing_layout(dir)?;
     if !layout.members().any(|m| m == id) {
         bail!("node {id} is not a member of this cluster");
     }
@@ -455,52 +530,171 @@ fn remove(dir: &Path, id: u64) -> anyhow::Result<()> {
     wait_voters(&layout, &token, |voters| !voters.contains(&id))?;
     layout.removed.push(id);
     layout.save(dir)?;
-    if let Some(pid) = running(&exchange_node::pid_file(&node_dir(dir, id))) {
-        // SAFETY: sends SIGTERM to a process this tool started.
-        unsafe { libc::kill(pid as i32, libc::SIGTERM) };
+    let data = node_dir(dir, id);
+    if let Some(pid) = running(&data) {
+        let outcome = stop(&[pid], |pid| alive(pid) && serves(pid, &data), STOP_WAITS)
+            .pop()
+            .unwrap_or(Stopped::Stuck);
+        report_stop(dir, id, pid, &outcome);
+        if outcome == Stopped::Stuck {
+            bail!("node {id} was removed from the cluster but did not exit");
+        }
     }
     println!("node {id} removed");
     Ok(())
 }
 
-fn down(dir: &Path) -> anyhow::Result<()> {
-    let layout = layout(dir, 0, 0).context("no cluster.json: not a cluster directory")?;
-    let mut stopping = Vec::new();
-    for id in layout.members() {
-        let pid_file = exchange_node::pid_file(&node_dir(dir, id));
-        if let Some(pid) = running(&pid_file) {
-            // SAFETY: sends SIGTERM to a process we started.
-            unsafe { libc::kill(pid as i32, libc::SIGTERM) };
-            println!("node {id}: stopping (pid {pid})");
-            stopping.push((id, pid_file));
+/// How long `stop` waits for processes to exit after SIGTERM (a node
+/// hands leadership over and flushes first), and then after SIGKILL
+/// (immediate, unless the process is stuck in the kernel, e.g. on a hung
+/// disk).
+const STOP_WAITS: (Duration, Duration) = (Duration::from_secs(30), Duration::from_secs(5));
+
+/// How a process took `stop`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Stopped {
+    /// Exited this long after SIGTERM.
+    Exited(Duration),
+    /// Outlasted the wait after SIGTERM; SIGKILL ended it.
+    Killed,
+    /// Still there after SIGKILL.
+    Stuck,
+}
+
+/// Sends SIGTERM to every process, waits for them to exit, SIGKILLs those
+/// still there after the first wait and waits the second. `is_ours(pid)`
+/// says whether the process is still the one meant: a pid reused by
+/// another process is neither signalled nor waited for.
+fn stop(
+    pids: &[u32],
+    is_ours: impl Fn(u32) -> bool,
+    (term_wait, kill_wait): (Duration, Duration),
+) -> Vec<Stopped> {
+    let started = Instant::now();
+    let signal = |pid: u32, signal: i32| {
+        if let Ok(pid) = i32::try_from(pid) {
+            // SAFETY: signals a process this tool started (is_ours).
+            unsafe { libc::kill(pid, signal) };
+        }
+    };
+    let mut outcomes: Vec<Option<Stopped>> = vec![None; pids.len()];
+    let wait = |outcomes: &mut Vec<Option<Stopped>>, until: Instant, killed: bool| loop {
+        for (outcome, &pid) in outcomes.iter_mut().zip(pids) {
+            if outcome.is_none() && !is_ours(pid) {
+                *outcome = Some(if killed {
+                    Stopped::Killed
+                } else {
+                    Stopped::Exited(started.elapsed())
+                });
+            }
+        }
+        if outcomes.iter().all(Option::is_some) || Instant::now() >= until {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    for &pid in pids {
+        if is_ours(pid) {
+            signal(pid, libc::SIGTERM);
         }
     }
-    // A node hands leadership over and flushes before it exits: wait, so
-    // that a `cluster up` right after finds the ports and files free.
-    let deadline = std::time::Instant::now() + STOP_WAIT;
-    while !stopping.is_empty() && std::time::Instant::now() < deadline {
-        std::thread::sleep(std::time::Duration::from_millis(50));
-        stopping.retain(|(_, pid_file)| running(pid_file).is_some());
+    wait(&mut outcomes, started + term_wait, false);
+    for (outcome, &pid) in outcomes.iter_mut().zip(pids) {
+        if outcome.is_none() {
+            if is_ours(pid) {
+                signal(pid, libc::SIGKILL);
+            } else {
+                *outcome = Some(Stopped::Exited(started.elapsed()));
+            }
+        }
     }
-    for (id, _) in &stopping {
-        eprintln!("node {id}: still running after {} s", STOP_WAIT.as_secs());
+    wait(&mut outcomes, Instant::now() + kill_wait, true);
+    outcomes
+        .into_iter()
+        .map(|outcome| outcome.unwrap_or(Stopped::Stuck))
+        .collect()
+}
+
+/// Prints how node `id` stopped and, once its process is gone, removes
+/// its pid file.
+fn report_stop(dir: &Path, id: u64, pid: u32, outcome: &Stopped) {
+    match outcome {
+        Stopped::Exited(after) => {
+            println!(
+                "node {id}: stopped (pid {pid} exited {:.1} s after SIGTERM)",
+                after.as_secs_f64()
+            );
+        }
+        Stopped::Killed => println!(
+            "node {id}: killed (pid {pid} had not exited {} s after SIGTERM; SIGKILL)",
+            STOP_WAITS.0.as_secs()
+        ),
+        Stopped::Stuck => {
+            println!(
+                "node {id}: still running (pid {pid} {} s after SIGKILL; pid file kept)",
+                STOP_WAITS.1.as_secs()
+            );
+            return;
+        }
     }
-    if stopping.is_empty() {
-        Ok(())
-    } else {
-        bail!("{} node(s) did not stop", stopping.len())
+    remove_pid_file(dir, id);
+}
+
+fn remove_pid_file(dir: &Path, id: u64) {
+    let path = exchange_node::pid_file(&node_dir(dir, id));
+    if let Err(error) = std::fs::remove_file(&path) {
+        if error.kind() != std::io::ErrorKind::NotFound {
+            eprintln!("node {id}: cannot remove {}: {error}", path.display());
+        }
     }
 }
 
-/// How long `cluster down` waits for its nodes to exit.
-const STOP_WAIT: std::time::Duration = std::time::Duration::from_secs(15);
+fn down(dir: &Path) -> anyhow::Result<()> {
+    let layout = existing_layout(dir)?;
+    let mut targets = Vec::new();
+    // Removed nodes too: `remove` stops its node, but one that outlived
+    // it is still this cluster's process.
+    for id in 1..=layout.nodes {
+        let data = node_dir(dir, id);
+        match (recorded_pid(&data), running(&data)) {
+            (_, Some(pid)) => targets.push((id, pid, data)),
+            (Some(pid), None) => {
+                // The pid is gone, or now another process's.
+                println!("node {id}: not running (stale pid file for pid {pid} removed)");
+                remove_pid_file(dir, id);
+            }
+            (None, None) => {
+                if layout.members().any(|member| member == id) {
+                    println!("node {id}: not running");
+                }
+            }
+        }
+    }
+    let pids: Vec<u32> = targets.iter().map(|(_, pid, _)| *pid).collect();
+    let is_ours = |pid: u32| {
+        targets
+            .iter()
+            .any(|(_, target, data)| *target == pid && alive(pid) && serves(pid, data))
+    };
+    let outcomes = stop(&pids, is_ours, STOP_WAITS);
+    let mut stuck = 0;
+    for ((id, pid, _), outcome) in targets.iter().zip(&outcomes) {
+        report_stop(dir, *id, *pid, outcome);
+        stuck += usize::from(*outcome == Stopped::Stuck);
+    }
+    if stuck > 0 {
+        bail!("{stuck} node(s) did not exit, even after SIGKILL");
+    }
+    Ok(())
+}
 
 fn node_status(url: &str, token: &str) -> anyhow::Result<Value> {
     let (code, body) = http_get(
         parse_addr(url)?,
         "/admin/replication?state_hash=true",
         Some(token),
-    )?;
+    )
+    .with_context(|| format!("asking {url} for its replication status"))?;
     if code != 200 {
         bail!("{url}: HTTP {code}: {}", String::from_utf8_lossy(&body));
     }

@@ -1,0 +1,293 @@
+//! How long a line of the log can be: the longest command of each kind,
+//! and the bound (`MAX_ENCODED_COMMAND_BYTES`) the server sizes its
+//! batches by. Only commands the log can read back count, so decimals are
+//! those `Dec::parse` accepts.
+
+use exchange_types::ids::InlineStr;
+use exchange_types::limits::{
+    MAX_ASSET_LEN, MAX_CLIENT_ORDER_ID_LEN, MAX_DECIMAL_LEN, MAX_DECIMAL_PLACES,
+    MAX_ENCODED_COMMAND_BYTES, MAX_SYMBOL_LEN,
+};
+use exchange_types::{
+    AddInstrument, Cancel, Command, Dec, MassCancel, OrderRef, OrderType, Place, Replace,
+    SelfTradePrevention, Side, Stamped, TimeInForce, Transfer,
+};
+use proptest::prelude::*;
+
+use super::encode_command;
+use crate::{decode_command, COMMAND_NAMES};
+
+/// `N` double quotes: each is escaped, so no id of `N` characters makes a
+/// longer JSON string.
+fn longest_id<const N: usize>() -> InlineStr<N> {
+    InlineStr::new(&"\"".repeat(N)).unwrap()
+}
+
+/// The longest text a parsed decimal is written as: a sign, `0.` and every
+/// place there may be.
+fn longest_dec() -> Dec {
+    let dec = Dec::parse(&format!("-0.{}1", "0".repeat(MAX_DECIMAL_PLACES - 1))).unwrap();
+    assert_eq!(dec.text().as_str().len(), MAX_DECIMAL_LEN);
+    dec
+}
+
+/// For each kind of command, the one with the longest line: every optional
+/// field present, every id all escapes, every number at its widest and
+/// every choice at its longest name.
+fn largest_commands() -> Vec<Stamped> {
+    let dec = longest_dec();
+    let coid = longest_id::<MAX_CLIENT_ORDER_ID_LEN>();
+    let symbol = longest_id::<MAX_SYMBOL_LEN>();
+    let asset = longest_id::<MAX_ASSET_LEN>();
+    let account = u64::MAX;
+    let transfer = Transfer {
+        account,
+        asset,
+        amount: dec,
+    };
+    [
+        Command::AddInstrument(Box::new(AddInstrument {
+            symbol,
+            base: asset,
+            quote: asset,
+            tick_size: dec,
+            lot_size: dec,
+            min_qty: Some(dec),
+            max_qty: Some(dec),
+            collar_bps: Some(u32::MAX),
+            reference_price: Some(dec),
+            maker_fee_bps: i32::MIN,
+            taker_fee_bps: i32::MIN,
+        })),
+        Command::Deposit(transfer.clone()),
+        Command::Withdraw(transfer),
+        Command::Place(Place {
+            account,
+            client_order_id: coid,
+            symbol,
+            side: Side::Sell,
+            order_type: OrderType::Market,
+            price: Some(dec),
+            qty: dec,
+            tif: TimeInForce::Gtc,
+            post_only: false,
+            stp: SelfTradePrevention::CancelNewest,
+        }),
+        Command::Cancel(Cancel {
+            account,
+            order: OrderRef::Client(coid),
+        }),
+        Command::Replace(Replace {
+            account,
+            order: OrderRef::Client(coid),
+            new_client_order_id: Some(coid),
+            price: Some(dec),
+            qty: Some(dec),
+        }),
+        Command::MassCancel(MassCancel {
+            account,
+            symbol: Some(symbol),
+        }),
+        Command::Halt { symbol },
+        Command::Resume { symbol },
+    ]
+    .into_iter()
+    .map(|command| Stamped {
+        ts: u64::MAX,
+        command,
+    })
+    .collect()
+}
+
+fn largest_line_of(name: &str) -> usize {
+    largest_commands()
+        .iter()
+        .find(|c| c.command.name() == name)
+        .map(|c| encode_command(c).len())
+        .unwrap_or_else(|| panic!("no largest `{name}`"))
+}
+
+#[test]
+fn the_largest_command_of_each_kind_fits_the_bound_and_reads_back() {
+    let largest = largest_commands();
+    let names: Vec<&str> = largest.iter().map(|c| c.command.name()).collect();
+    assert_eq!(
+        names, COMMAND_NAMES,
+        "every kind of command has its largest"
+    );
+    for command in &largest {
+        let line = encode_command(command);
+        assert!(
+            line.len() <= MAX_ENCODED_COMMAND_BYTES,
+            "{} bytes, over MAX_ENCODED_COMMAND_BYTES ({MAX_ENCODED_COMMAND_BYTES}): {line}",
+            line.len()
+        );
+        assert_eq!(decode_command(&line).as_ref(), Ok(command), "{line}");
+    }
+}
+
+// The strategies below pick each field's widest value half the time, so
+// that a line near the longest of its kind comes up often: one longer
+// than the commands above means those are not the longest after all.
+
+fn id<const N: usize>() -> impl Strategy<Value = InlineStr<N>> {
+    prop_oneof![
+        Just(longest_id::<N>()),
+        proptest::string::string_regex(&format!("[!-~]{{1,{N}}}"))
+            .unwrap()
+            .prop_map(|text| InlineStr::new(&text).unwrap()),
+    ]
+}
+
+/// Decimals as a gateway reads them, written back as the log keeps them.
+fn dec() -> impl Strategy<Value = Dec> {
+    prop_oneof![
+        Just(longest_dec()),
+        prop_oneof!["-?[0-9]{1,20}(\\.[0-9]{1,20})?", "-?0?\\.0{0,36}[1-9]{1,2}"]
+            .prop_filter_map("not a decimal", |text| {
+                Dec::parse(&text).ok().map(Dec::normalized)
+            }),
+    ]
+}
+
+fn wide_u64() -> impl Strategy<Value = u64> {
+    prop_oneof![Just(u64::MAX), any::<u64>()]
+}
+
+fn wide_i32() -> impl Strategy<Value = i32> {
+    prop_oneof![Just(i32::MIN), any::<i32>()]
+}
+
+fn option<S: Strategy>(inner: S) -> impl Strategy<Value = Option<S::Value>> {
+    proptest::option::weighted(0.75, inner)
+}
+
+fn order_ref() -> impl Strategy<Value = OrderRef> {
+    prop_oneof![
+        wide_u64().prop_map(OrderRef::Id),
+        id().prop_map(OrderRef::Client)
+    ]
+}
+
+fn transfer() -> impl Strategy<Value = Transfer> {
+    (wide_u64(), id(), dec()).prop_map(|(account, asset, amount)| Transfer {
+        account,
+        asset,
+        amount,
+    })
+}
+
+fn command() -> impl Strategy<Value = Command> {
+    prop_oneof![
+        (
+            (id(), id(), id(), dec(), dec()),
+            option(dec()),
+            option(dec()),
+            option(any::<u32>()),
+            option(dec()),
+            wide_i32(),
+            wide_i32(),
+        )
+            .prop_map(
+                |(
+                    (symbol, base, quote, tick_size, lot_size),
+                    min_qty,
+                    max_qty,
+                    collar_bps,
+                    reference_price,
+                    maker_fee_bps,
+                    taker_fee_bps,
+                )| {
+                    Command::AddInstrument(Box::new(AddInstrument {
+                        symbol,
+                        base,
+                        quote,
+                        tick_size,
+                        lot_size,
+                        min_qty,
+                        max_qty,
+                        collar_bps,
+                        reference_price,
+                        maker_fee_bps,
+                        taker_fee_bps,
+                    }))
+                }
+            ),
+        transfer().prop_map(Command::Deposit),
+        transfer().prop_map(Command::Withdraw),
+        (
+            (wide_u64(), id(), id(), any::<bool>(), any::<bool>()),
+            (option(dec()), dec()),
+            (0..3usize, any::<bool>(), 0..4usize),
+        )
+            .prop_map(
+                |(
+                    (account, client_order_id, symbol, sell, market),
+                    (price, qty),
+                    (tif, post_only, stp),
+                )| {
+                    Command::Place(Place {
+                        account,
+                        client_order_id,
+                        symbol,
+                        side: if sell { Side::Sell } else { Side::Buy },
+                        order_type: if market {
+                            OrderType::Market
+                        } else {
+                            OrderType::Limit
+                        },
+                        price,
+                        qty,
+                        tif: [TimeInForce::Gtc, TimeInForce::Ioc, TimeInForce::Fok][tif],
+                        post_only,
+                        stp: [
+                            SelfTradePrevention::CancelNewest,
+                            SelfTradePrevention::CancelOldest,
+                            SelfTradePrevention::CancelBoth,
+                            SelfTradePrevention::Decrement,
+                        ][stp],
+                    })
+                }
+            ),
+        (wide_u64(), order_ref())
+            .prop_map(|(account, order)| Command::Cancel(Cancel { account, order })),
+        (
+            wide_u64(),
+            order_ref(),
+            option(id()),
+            option(dec()),
+            option(dec()),
+        )
+            .prop_map(|(account, order, new_client_order_id, price, qty)| {
+                Command::Replace(Replace {
+                    account,
+                    order,
+                    new_client_order_id,
+                    price,
+                    qty,
+                })
+            }),
+        (wide_u64(), option(id()))
+            .prop_map(|(account, symbol)| Command::MassCancel(MassCancel { account, symbol })),
+        id().prop_map(|symbol| Command::Halt { symbol }),
+        id().prop_map(|symbol| Command::Resume { symbol }),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(1_024))]
+
+    /// The largest commands above are the largest there are: no command
+    /// of the same kind makes a longer line, and every line reads back.
+    #[test]
+    fn no_command_is_longer_than_the_largest_of_its_kind(
+        ts in wide_u64(),
+        command in command(),
+    ) {
+        let stamped = Stamped { ts, command };
+        let line = encode_command(&stamped);
+        let name = stamped.command.name();
+        prop_assert!(line.len() <= largest_line_of(name), "{}", line);
+        prop_assert_eq!(decode_command(&line), Ok(stamped));
+    }
+}

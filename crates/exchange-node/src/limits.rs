@@ -1,0 +1,87 @@
+//! The pipeline's batch limit, and the relations between limits of crates
+//! that only the server sees together, checked at compile time.
+//!
+//! The protocol's and the core's limits are in `exchange_types::limits`;
+//! the journal's largest record is `exchange_journal::MAX_PAYLOAD_BYTES`.
+//! One group commit is one Raft entry: the replica's entry-type byte, then
+//! the batch ([`crate::replication::encode_batch`]: a count, and each
+//! command's line behind its length). The journal stores the entry as one
+//! record and a follower receives it inside one transport frame.
+
+use exchange_journal::MAX_PAYLOAD_BYTES;
+use exchange_replication::transport::MAX_FRAME_BYTES;
+use exchange_types::limits::MAX_ENCODED_COMMAND_BYTES;
+
+/// Commands taken into one group commit at most: far above the batches
+/// the benchmarks form at their peak rates (tens of commands), so it never
+/// holds a burst back, and a full batch of the longest commands still fits
+/// one record.
+pub const MAX_BATCH: usize = 4_096;
+
+/// The byte before a Raft entry's data in the journal (its entry type).
+const ENTRY_TYPE_BYTES: usize = 1;
+/// A batch's command count, and each command's length, are `u32`s.
+const COUNT_BYTES: usize = 4;
+const LENGTH_BYTES: usize = 4;
+
+/// Bytes of the journal record that holds `commands` commands whose lines
+/// take `line_bytes` each.
+pub const fn batch_record_bytes(commands: usize, line_bytes: usize) -> usize {
+    ENTRY_TYPE_BYTES + COUNT_BYTES + commands * (LENGTH_BYTES + line_bytes)
+}
+
+/// The largest record the pipeline writes: a full batch of the longest
+/// commands.
+pub const MAX_BATCH_RECORD_BYTES: usize = batch_record_bytes(MAX_BATCH, MAX_ENCODED_COMMAND_BYTES);
+
+// A proposal larger than a record is refused and all its commands are
+// answered `unavailable`: no batch the pipeline forms may be.
+const _: () = assert!(MAX_BATCH_RECORD_BYTES <= MAX_PAYLOAD_BYTES);
+// A follower receives an entry inside one frame, with Raft's message
+// around it: at least as much room again.
+const _: () = assert!(2 * MAX_PAYLOAD_BYTES <= MAX_FRAME_BYTES);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::entry::LogEntry;
+    use crate::random_hex;
+    use crate::replication::{decode_batch, encode_batch};
+
+    /// A `create_account` entry whose line is exactly `bytes` long.
+    fn entry_of(bytes: usize) -> LogEntry {
+        let entry = |key_len: usize| LogEntry::CreateAccount {
+            ts: u64::MAX,
+            api_key: "k".repeat(key_len),
+            api_secret: String::new(),
+        };
+        let bare = entry(0).encode().len();
+        let sized = entry(bytes - bare);
+        assert_eq!(sized.encode().len(), bytes);
+        sized
+    }
+
+    #[test]
+    fn a_full_batch_of_the_longest_commands_fits_one_record() {
+        let batch = vec![entry_of(MAX_ENCODED_COMMAND_BYTES); MAX_BATCH];
+        let data = encode_batch(&batch);
+        // The formula the compile-time check relies on is the real size.
+        assert_eq!(ENTRY_TYPE_BYTES + data.len(), MAX_BATCH_RECORD_BYTES);
+        assert!(ENTRY_TYPE_BYTES + data.len() <= MAX_PAYLOAD_BYTES);
+        assert_eq!(decode_batch(&data).unwrap().len(), MAX_BATCH);
+    }
+
+    /// The server's own entry is held to the command bound too, with
+    /// credentials as the admin API and the demo create them.
+    #[test]
+    fn an_account_entry_fits_the_command_bound() {
+        let entry = LogEntry::CreateAccount {
+            ts: u64::MAX,
+            api_key: random_hex(16),
+            api_secret: random_hex(32),
+        };
+        let line = entry.encode();
+        assert!(line.len() <= MAX_ENCODED_COMMAND_BYTES, "{}", line.len());
+        assert_eq!(LogEntry::decode(&line).unwrap(), entry);
+    }
+}
