@@ -157,6 +157,15 @@ impl Engine {
             Err(reason) => return self.reject_transfer(out, "withdraw", transfer, reason),
         };
         let balance = self.accounts.list[account as usize].balance_mut(asset);
+        // Available was checked above; total and the supply cover it by
+        // the invariants `available <= total` and supply = sum of totals,
+        // whose failure would wrap here in a release build.
+        assert!(
+            balance.total >= amount && self.asset_supply[asset as usize] >= amount,
+            "withdrawing {amount} from a total of {} (supply {})",
+            balance.total,
+            self.asset_supply[asset as usize]
+        );
         balance.total -= amount;
         balance.available -= amount;
         self.asset_supply[asset as usize] -= amount;

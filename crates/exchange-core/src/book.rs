@@ -254,17 +254,16 @@ impl BookSide {
     }
 
     /// Whether `price` on the opposite side would trade with this side.
+    /// Read from the cached best key, whose level need not be loaded.
     #[inline]
     pub fn crosses(&self, incoming_price: u64) -> bool {
-        match self.best() {
-            None => false,
-            Some(best) => match self.side {
-                // Incoming sell against bids.
-                Side::Buy => incoming_price <= best.price,
+        self.len > 0
+            && match self.side {
+                // Incoming sell against bids (keyed `!price`).
+                Side::Buy => incoming_price <= !self.best_key,
                 // Incoming buy against asks.
-                Side::Sell => incoming_price >= best.price,
-            },
-        }
+                Side::Sell => incoming_price >= self.best_key,
+            }
     }
 
     #[inline]
@@ -370,7 +369,14 @@ impl BookSide {
             pool.get_mut(old_tail).next = slot;
         }
         level.tail = slot;
-        level.qty += leaves;
+        // Cannot overflow from input: every order's open quantity is backed
+        // by a reservation, and all of them together by an asset supply
+        // capped at `i64::MAX` (a restored snapshot's levels are checked
+        // before they are built). Wrapping would corrupt the level silently.
+        level.qty = level
+            .qty
+            .checked_add(leaves)
+            .expect("a price level's quantity overflowed");
         level.qty
     }
 
@@ -383,23 +389,48 @@ impl BookSide {
             (order.price, order.leaves(), order.prev, order.next)
         };
         let key = self.key(price);
-        let Some(level) = self.level_mut(key) else {
-            debug_assert!(false, "resting order without a level");
-            return 0;
-        };
+        // Only resting orders are unlinked, found through the book or the
+        // order index, never named by a command without that lookup: a
+        // missing level, or an order its level does not link, is a broken
+        // book, and carrying on would leave the order reachable. An end of
+        // the queue is checked where it is about to be overwritten, so the
+        // check costs a comparison in a branch taken anyway. This is the
+        // hottest function of the book: its messages carry no values, which
+        // would stay live in registers only to be printed.
+        let level = self.level_mut(key).expect("a resting order's level exists");
         if prev == NIL {
+            assert!(
+                level.head == slot,
+                "an order that is first on its level is not the level's head"
+            );
             level.head = next;
         } else {
             pool.get_mut(prev).next = next;
         }
         if next == NIL {
+            assert!(
+                level.tail == slot,
+                "an order that is last on its level is not the level's tail"
+            );
             level.tail = prev;
         } else {
             pool.get_mut(next).prev = prev;
         }
-        level.qty -= leaves;
+        level.qty = level
+            .qty
+            .checked_sub(leaves)
+            .expect("a level holds at least its order's open quantity");
         let remaining = level.qty;
         let emptied = level.head == NIL;
+        // A level's quantity is the sum of its orders' open quantities,
+        // each positive once resting: the sum is zero exactly when no order
+        // is left. Checked here, where a level empties, because a drifted
+        // aggregate would otherwise be published in book events and survive
+        // into the next level at this price.
+        assert!(
+            (remaining == 0) == emptied,
+            "a level's quantity is zero exactly when its queue is empty"
+        );
         let order = pool.get_mut(slot);
         order.prev = NIL;
         order.next = NIL;
@@ -413,16 +444,16 @@ impl BookSide {
     /// (the order itself shrank in place) and returns the new aggregate.
     pub fn reduce(&mut self, price: u64, lots: u64) -> u64 {
         let key = self.key(price);
-        match self.level_mut(key) {
-            Some(level) => {
-                level.qty -= lots;
-                level.qty
-            }
-            None => {
-                debug_assert!(false, "reducing a missing level");
-                0
-            }
-        }
+        // Only called for an order that rests at `price` and shrank by
+        // `lots`: a missing level or a smaller aggregate is a broken book.
+        let level = self
+            .level_mut(key)
+            .unwrap_or_else(|| panic!("reducing a missing level at {price}"));
+        level.qty = level
+            .qty
+            .checked_sub(lots)
+            .unwrap_or_else(|| panic!("level at {price} holds less than the {lots} it loses"));
+        level.qty
     }
 }
 

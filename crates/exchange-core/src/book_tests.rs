@@ -44,6 +44,23 @@ fn check(book: &BookSide, pool: &OrderPool, model: &BTreeMap<u64, Vec<u32>>) {
     assert_eq!(prices, expected);
     assert_eq!(book.level_count(), expected.len());
     assert_eq!(book.best().map(|l| l.price), expected.first().copied());
+    // `crosses` reads the cached key: it must agree with the best level's
+    // price, at it, on either side of it, and at the ends of the range.
+    let best = expected.first().copied();
+    let near = best.map_or(vec![], |p| {
+        vec![p.saturating_sub(1), p, p.saturating_add(1)]
+    });
+    for incoming in near.into_iter().chain([1, u64::MAX]) {
+        let crosses = best.is_some_and(|best| match book.side() {
+            Side::Buy => incoming <= best,
+            Side::Sell => incoming >= best,
+        });
+        assert_eq!(
+            book.crosses(incoming),
+            crosses,
+            "{incoming} against {best:?}"
+        );
+    }
     for level in levels {
         let queue = &model[&level.price];
         let mut slot = level.head;

@@ -81,7 +81,7 @@ impl Engine {
         };
         // The fee account always exists so that fees never need a branch.
         let fee = engine.accounts.get_or_create(FEE_ACCOUNT);
-        debug_assert_eq!(fee, Ok(0));
+        assert_eq!(fee, Ok(0), "the fee account is the first");
         engine
     }
 
@@ -221,14 +221,28 @@ impl Engine {
         if amount == 0 {
             return None;
         }
+        // Callers release at most what the order holds, and what it holds is
+        // part of its account's total. Either failing is a bug that, in a
+        // release build, would wrap a reservation or make funds spendable
+        // twice; each check is one comparison of values in hand.
         let order = self.orders.get_mut(slot);
-        debug_assert!(order.reserved >= amount);
+        assert!(
+            order.reserved >= amount,
+            "order {} releases {amount} but holds {}",
+            order.id,
+            order.reserved
+        );
         order.reserved -= amount;
         let account = order.account;
         let asset = self.reserved_asset(self.orders.get(slot));
         let balance = self.accounts.list[account as usize].balance_mut(asset);
         balance.available += amount;
-        debug_assert!(balance.available <= balance.total);
+        assert!(
+            balance.available <= balance.total,
+            "a release made available {} exceed total {}",
+            balance.available,
+            balance.total
+        );
         Some((account, asset))
     }
 
@@ -249,6 +263,17 @@ impl Engine {
         }
         order.indexed = true;
         let (id, account, coid) = (order.id, order.account, order.client_order_id);
+        // Both keys were checked free before the order was accepted (or
+        // restored); an occupied one means two open orders share an id and
+        // one of them would become unreachable. The check is the insert's
+        // own return value.
+        let old_by_id = self.order_by_id.insert(id, slot);
+        assert!(old_by_id.is_none(), "order id {id} is already open");
+        let old_by_client = self.by_client_id.insert((account, coid), slot);
+        assert!(
+            old_by_client.is_none(),
+            "client order id {coid} of order {id} is already open"
+        );
         let acct = &mut self.accounts.list[account as usize];
         let old_head = acct.orders_head;
         acct.orders_head = slot;
@@ -261,15 +286,18 @@ impl Engine {
         if old_head != NIL {
             self.orders.get_mut(old_head).account_prev = slot;
         }
-        self.order_by_id.insert(id, slot);
-        self.by_client_id.insert((account, coid), slot);
     }
 
     /// Removes an order that is no longer on any book from every index and
     /// from the pool. Its reservation must already be released.
     pub(crate) fn close_order(&mut self, slot: u32) -> Order {
         let order = self.orders.remove(slot);
-        debug_assert_eq!(order.reserved, 0, "closing an order that still holds funds");
+        // Funds still held by a closed order could never be released again.
+        assert_eq!(
+            order.reserved, 0,
+            "closing order {} that still holds funds",
+            order.id
+        );
         if order.indexed {
             let acct = &mut self.accounts.list[order.account as usize];
             acct.open_orders -= 1;
@@ -281,9 +309,24 @@ impl Engine {
             if order.account_next != NIL {
                 self.orders.get_mut(order.account_next).account_prev = order.account_prev;
             }
-            self.order_by_id.remove(&order.id);
-            self.by_client_id
+            // An index entry naming another slot would outlive this order and
+            // resolve a later command to whatever reuses that slot.
+            let by_id = self.order_by_id.remove(&order.id);
+            assert_eq!(
+                by_id,
+                Some(slot),
+                "order {} was indexed elsewhere",
+                order.id
+            );
+            let by_client = self
+                .by_client_id
                 .remove(&(order.account, order.client_order_id));
+            assert_eq!(
+                by_client,
+                Some(slot),
+                "order {}'s client id was indexed elsewhere",
+                order.id
+            );
         }
         self.closed
             .record(order.account, order.client_order_id, order.id);
@@ -297,9 +340,17 @@ impl Engine {
             let order = self.orders.get(slot);
             (order.instrument, order.side, order.price)
         };
-        let qty = self.books[instrument as usize]
-            .side_mut(side)
-            .push_back(&mut self.orders, slot);
+        let book = &mut self.books[instrument as usize];
+        // An order rests only once nothing it could trade with is left (a
+        // post-only one was refused if it would have crossed), so the book
+        // is never crossed after matching. One look at the opposite best,
+        // which matching has just touched.
+        assert!(
+            !book.side(side.opposite()).crosses(price),
+            "resting order {} at {price} would cross the book",
+            self.orders.get(slot).id
+        );
+        let qty = book.side_mut(side).push_back(&mut self.orders, slot);
         self.index_order(slot);
         self.emit_book(out, instrument, side, price, qty);
     }

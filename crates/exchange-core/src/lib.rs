@@ -46,6 +46,9 @@ mod place;
 mod snapshot;
 mod views;
 
+#[cfg(test)]
+mod invariant_tests;
+
 pub use engine::{Engine, FEE_ACCOUNT};
 pub use snapshot::SnapshotError;
 pub use views::{BalanceView, BookView, InstrumentView, OrderView};

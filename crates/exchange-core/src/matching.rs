@@ -168,10 +168,14 @@ impl Engine {
         let instrument = t.instrument;
         let inst = &self.instruments[instrument as usize];
         let (base, quote, lot_units) = (inst.base, inst.quote, inst.lot_units);
-        let Some(notional) = inst.notional(price, lots) else {
-            debug_assert!(false, "a reserved notional overflowed");
-            return false;
-        };
+        // Not reachable from input: a resting buy's notional at its own
+        // price was reserved when it was placed or replaced, a limit taker's
+        // at a limit at least as good as `price`, and a market buy's whole
+        // walk was summed without overflow before it was accepted. Skipping
+        // the fill instead would leave a crossed book.
+        let notional = inst
+            .notional(price, lots)
+            .unwrap_or_else(|| panic!("the notional of {lots} lots at {price} overflowed"));
         let maker_fee = fee(notional, inst.maker_fee_bps);
         let taker_fee = fee(notional, inst.taker_fee_bps);
         let max_fee_bps = inst.max_fee_bps();
@@ -184,9 +188,15 @@ impl Engine {
         // rebate is paid to available instead.
         let from_reservation = notional + buyer_fee.max(0).unsigned_abs();
         if self.orders.get(buyer).reserved < from_reservation {
-            debug_assert!(
+            // A market buy reserved what the book offered when it arrived,
+            // and may stop short of it. A limit buy always holds its
+            // remainder at its limit plus the largest fee, which covers any
+            // fill at a price as good: falling short is a bug, and a trade
+            // it could not pay for would take another order's funds.
+            assert!(
                 self.orders.get(buyer).is_market,
-                "a limit buy under-reserved"
+                "a limit buy holds {} but its fill needs {from_reservation}",
+                self.orders.get(buyer).reserved
             );
             return false;
         }
@@ -197,6 +207,13 @@ impl Engine {
         buyer_order.filled += lots;
         let buyer_account = buyer_order.account;
         let seller_order = self.orders.get_mut(seller);
+        // A sell holds exactly its open quantity in base units; less would
+        // wrap below in a release build and invent funds.
+        assert!(
+            seller_order.reserved >= base_units,
+            "a sell holds {} but delivers {base_units}",
+            seller_order.reserved
+        );
         seller_order.reserved -= base_units;
         seller_order.filled += lots;
         let seller_account = seller_order.account;
@@ -212,36 +229,57 @@ impl Engine {
         }
         {
             let acct = &mut self.accounts.list[seller_account as usize];
-            acct.balance_mut(base).total -= base_units;
+            let b = acct.balance_mut(base);
+            // Covered by the seller's reservation, which is part of total.
+            assert!(b.total >= base_units, "a seller's base total went negative");
+            b.total -= base_units;
             let q = acct.balance_mut(quote);
             let proceeds = sub_signed(notional, 0, seller_fee);
             q.total += proceeds;
             q.available += proceeds;
         }
         {
+            // Instruments are refused (and snapshots too) unless the taker
+            // fee covers the maker rebate; paying out would take the fee
+            // account's balance below zero.
+            assert!(buyer_fee + seller_fee >= 0, "the fee account would pay out");
             let collected = (buyer_fee + seller_fee).unsigned_abs();
-            debug_assert!(buyer_fee + seller_fee >= 0, "fee account would pay out");
             let f = self.accounts.list[FEE_ACCOUNT as usize].balance_mut(quote);
             f.total += collected;
             f.available += collected;
         }
-        if let Some(level) = self.books[instrument as usize]
+        // The maker rests on the best level, whose aggregate includes its
+        // open quantity. Skipping a missing level, or wrapping a short
+        // aggregate, would publish wrong levels from here on.
+        let level = self.books[instrument as usize]
             .side_mut(taker_side.opposite())
             .best_mut()
-        {
-            level.qty -= lots;
-        }
+            .expect("a maker's side has a best level");
+        level.qty = level.qty.checked_sub(lots).unwrap_or_else(|| {
+            panic!("the best level at {price} holds less than a fill of {lots}")
+        });
         self.instruments[instrument as usize].reference_ticks = Some(price);
 
         // A limit buy keeps exactly what its remainder needs at its limit;
         // what a better price or a smaller fee left over goes back.
         let buyer_order = self.orders.get(buyer);
         if !buyer_order.is_market {
+            // Both hold from input: the remainder is smaller than what was
+            // reserved for at this limit, and what this fill took from the
+            // reservation is at most what those lots had set aside (the
+            // price is as good as the limit, and the fee at most the
+            // largest, each rounded down). Clamping would hide an order
+            // left holding less than its remainder needs.
             let needed = self.instruments[instrument as usize]
                 .notional(buyer_order.price, buyer_order.leaves())
                 .and_then(|n| buy_cost(n, max_fee_bps))
-                .unwrap_or(u64::MAX);
-            let excess = buyer_order.reserved.saturating_sub(needed);
+                .expect("a limit buy's remainder costs less than the whole");
+            let excess = buyer_order.reserved.checked_sub(needed).unwrap_or_else(|| {
+                panic!(
+                    "a limit buy holds {} after a fill but its remainder needs {needed}",
+                    buyer_order.reserved
+                )
+            });
             self.release(buyer, excess);
         }
 
@@ -358,10 +396,18 @@ impl Engine {
             // price; it is released whole when the order ends.
             return;
         }
+        // The order only shrank since its reservation was computed, at the
+        // same price: what its remainder needs is representable and no more
+        // than it holds. Clamping would hide an under-reserved order.
         let needed = self
             .reservation_for(slot, order.price, order.leaves())
-            .unwrap_or(u64::MAX);
-        let excess = self.orders.get(slot).reserved.saturating_sub(needed);
+            .expect("a shrunken order's reservation is representable");
+        let excess = order.reserved.checked_sub(needed).unwrap_or_else(|| {
+            panic!(
+                "an order holds {} but its remainder needs {needed}",
+                order.reserved
+            )
+        });
         if let Some((account, asset)) = self.release(slot, excess) {
             self.emit_balance(out, account, asset);
         }
@@ -410,9 +456,13 @@ pub(crate) enum SelfTradeOutcome {
 }
 
 /// `value - amount - fee` with a signed fee, in the range the supply cap
-/// guarantees.
+/// guarantees. Never negative from input: the buyer's total includes the
+/// reservation checked against the notional and fee, and a fee is at most
+/// the notional. A negative result is a bug; clamping it to zero would
+/// destroy funds and let replicas go on from a state no rule produced.
 fn sub_signed(value: u64, amount: u64, fee: i64) -> u64 {
     let result = i128::from(value) - i128::from(amount) - i128::from(fee);
-    debug_assert!(result >= 0, "a balance would go negative");
-    u64::try_from(result).unwrap_or(0)
+    u64::try_from(result).unwrap_or_else(|_| {
+        panic!("a balance would become {result}: {value} - {amount} - fee {fee}")
+    })
 }

@@ -201,8 +201,13 @@ impl Engine {
             (order.account, order.client_order_id, order.leaves())
         };
         if let Some(new) = plan.new_client_order_id {
-            self.by_client_id.remove(&(account, old_client_order_id));
-            self.by_client_id.insert((account, new), slot);
+            // `check_replace` found the new id free; the old one names this
+            // order while it is open. Otherwise an id would be left naming
+            // a slot that another order will reuse.
+            let old = self.by_client_id.remove(&(account, old_client_order_id));
+            assert_eq!(old, Some(slot), "a renamed order was indexed elsewhere");
+            let taken = self.by_client_id.insert((account, new), slot);
+            assert!(taken.is_none(), "client order id {new} is already open");
             self.orders.get_mut(slot).client_order_id = new;
         }
         let moves = !plan.keeps_priority;
@@ -262,7 +267,13 @@ impl Engine {
             let extra = target - current;
             self.orders.get_mut(slot).reserved = target;
             let balance = self.accounts.list[account as usize].balance_mut(asset);
-            debug_assert!(balance.available >= extra);
+            // `check_replace` refused the replace unless this held; a
+            // release build would otherwise wrap available.
+            assert!(
+                balance.available >= extra,
+                "reserving {extra} more of {} available",
+                balance.available
+            );
             balance.available -= extra;
         }
         self.emit_balance(out, account, asset);

@@ -201,6 +201,14 @@ impl Engine {
         if c.reserve > 0 {
             self.orders.get_mut(slot).reserved = c.reserve;
             let balance = self.accounts.list[c.account as usize].balance_mut(c.reserve_asset);
+            // `check_place` compared the same two numbers; nothing ran since
+            // that could lower available. A release build would wrap.
+            assert!(
+                balance.available >= c.reserve,
+                "reserving {} of {} available",
+                c.reserve,
+                balance.available
+            );
             balance.available -= c.reserve;
             self.emit_balance(out, c.account, c.reserve_asset);
         }

@@ -357,6 +357,13 @@ impl Engine {
             {
                 return Err(SnapshotError::Invalid("order"));
             }
+            // Indexing asserts both keys are free (a clash there is a bug of
+            // the engine); here it is damage to refuse.
+            if e.by_client_id
+                .contains_key(&(account, order.client_order_id))
+            {
+                return Err(SnapshotError::Invalid("duplicate client order id"));
+            }
             // A level's aggregate must fit, or the book itself would
             // overflow while being rebuilt.
             let leaves = order.qty - order.filled;

@@ -140,8 +140,29 @@ impl Engine {
     }
 
     /// Checks every invariant of the state; returns the first violation.
-    /// Costs a full pass: for tests and tools, not the hot path.
+    /// Costs a full pass: for tests and tools, not the hot path. Nor does
+    /// it run when a snapshot is taken: that pauses the core thread, and
+    /// this pass costs 6 to 20 times the snapshot's own (0.75-1.7 s
+    /// against 65-230 ms with a million open orders). It runs where a state
+    /// arrives instead, in [`Engine::restore`] (a restart, a follower
+    /// installing a snapshot); in between, the engine checks what each
+    /// operation touches as it goes.
     pub fn audit(&self) -> Result<(), String> {
+        // Ids are handed out from 1 and only ever counted up: every id
+        // issued, open or closed, is below the next one.
+        if self.next_order_id == 0 || self.next_trade_id == 0 {
+            return Err(format!(
+                "next order id {} / next trade id {} below the first",
+                self.next_order_id, self.next_trade_id
+            ));
+        }
+        if let Some((_, id)) = self
+            .closed
+            .entries()
+            .find(|&(_, id)| id == 0 || id >= self.next_order_id)
+        {
+            return Err(format!("closed order {id} was never assigned"));
+        }
         let mut reserved: BTreeMap<(u32, u32), u128> = BTreeMap::new();
         let mut per_account: BTreeMap<u32, u32> = BTreeMap::new();
         let mut resting = 0usize;

@@ -310,3 +310,27 @@ fn the_core_crates_share_one_lint_configuration() {
         );
     }
 }
+
+/// Two open orders of one account under the same client order id: indexing
+/// them would trip the engine's own check that the key is free (a bug when
+/// the engine does it), so restore must refuse the bytes first.
+#[test]
+fn restore_refuses_two_open_orders_with_one_client_id() {
+    let mut h = Harness::funded(1);
+    h.place(limit(1, "dup-a", Side::Sell, "100", "0.0001"));
+    h.place(limit(1, "dup-b", Side::Sell, "101", "0.0001"));
+    let mut bytes = h.engine.snapshot();
+    let at = bytes
+        .windows(5)
+        .position(|w| w == b"dup-b")
+        .expect("the second client id in the snapshot");
+    bytes[at..at + 5].copy_from_slice(b"dup-a");
+    let outcome = std::panic::catch_unwind(|| Engine::restore(&bytes).map(|e| e.state_hash()));
+    match outcome {
+        Ok(result) => assert_eq!(
+            result.err(),
+            Some(SnapshotError::Invalid("duplicate client order id"))
+        ),
+        Err(_) => panic!("restore panicked on a client id open twice"),
+    }
+}

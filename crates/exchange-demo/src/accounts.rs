@@ -56,16 +56,11 @@ pub async fn load_or_create(
             .all()
             .map(|a| (a.api_key.clone(), a.account))
             .collect();
-        let known = handle
-            .query(move |s| {
-                keys.iter().all(|(key, account)| {
-                    s.credentials
-                        .by_key
-                        .get(key)
-                        .is_some_and(|c| c.account == *account)
-                })
-            })
-            .await?;
+        let known = keys.iter().all(|(key, account)| {
+            handle
+                .credential(key)
+                .is_some_and(|c| c.account == *account)
+        });
         if known && !saved.takers.is_empty() {
             return Ok((saved, false));
         }

@@ -33,6 +33,7 @@ use exchange_node::config::Config;
 use exchange_node::sequencer::{Handle, SubmitError};
 use exchange_node::Applied;
 use exchange_node::LogEntry;
+use exchange_node::MarketQuery;
 use ladder::{percent_to_bps, units_of, LadderSpec};
 use rng::Rng;
 use thiserror::Error;
@@ -131,10 +132,14 @@ pub(crate) async fn launch(
 }
 
 async fn markets(handle: &Handle, config: &Config) -> Result<Vec<Market>, DemoError> {
-    let listed = handle.query(|s| s.engine.instruments()).await?;
+    let listed = handle.markets(MarketQuery::default()).await?.markets;
     let mut markets = Vec::new();
     for spec in &config.instruments {
-        let Some(view) = listed.iter().find(|v| v.symbol.as_str() == spec.symbol) else {
+        let Some(view) = listed
+            .iter()
+            .map(|m| &m.instrument)
+            .find(|v| v.symbol.as_str() == spec.symbol)
+        else {
             eprintln!("demo: {} is not listed; not quoting it", spec.symbol);
             continue;
         };
@@ -328,8 +333,11 @@ pub(crate) async fn top_up(
     floor: u64,
 ) -> Result<(), SubmitError> {
     let available = handle
-        .query(move |s| s.engine.balance(account, &asset).map_or(0, |(_, a)| a))
-        .await?;
+        .balances(account)
+        .await?
+        .into_iter()
+        .find(|b| b.asset == asset)
+        .map_or(0, |b| b.available);
     if available < floor && target > available {
         handle
             .submit(deposit_entry(account, asset, target - available))

@@ -12,7 +12,9 @@ use super::{funding, launch, markets, LEVELS};
 use exchange_node::config::Config;
 use exchange_node::instruments::ensure_instruments;
 use exchange_node::recovery;
-use exchange_node::sequencer::{Pipeline, PipelineConfig};
+use exchange_node::sequencer::{Handle, Pipeline, PipelineConfig};
+use exchange_node::{MarketQuery, OrderQuery};
+use exchange_types::AccountId;
 
 fn open(dir: &Path) -> Pipeline {
     let config = PipelineConfig {
@@ -34,6 +36,14 @@ async fn join_within(pipeline: Pipeline, limit: Duration) {
         joined.is_ok(),
         "the pipeline did not stop: a demo task still holds a handle"
     );
+}
+
+async fn open_orders(handle: &Handle, account: AccountId) -> usize {
+    let query = OrderQuery::Open {
+        accounts: vec![account],
+        symbol: None,
+    };
+    handle.orders(query).await.unwrap().orders.len()
 }
 
 fn saved(dir: &Path) -> DemoAccounts {
@@ -65,15 +75,22 @@ async fn demo_quotes_trades_stops_and_reuses_its_accounts() {
     while started.elapsed() < Duration::from_secs(20) && (depth != (LEVELS, LEVELS) || trades == 0)
     {
         tokio::time::sleep(Duration::from_millis(250)).await;
-        (depth, trades) = handle
-            .query(move |s| {
-                let book = s.engine.book(&btc, 100).unwrap_or_default();
-                let trades = s.history.trades_of("BTC-USD", 1_000).len()
-                    + s.history.trades_of("ETH-USD", 1_000).len();
-                ((book.bids.len(), book.asks.len()), trades)
+        let markets = handle
+            .markets(MarketQuery {
+                symbol: None,
+                depth: 100,
+                trades: 1_000,
             })
             .await
-            .unwrap();
+            .unwrap()
+            .markets;
+        let book = markets
+            .iter()
+            .find(|m| m.instrument.symbol == btc)
+            .map(|m| m.book.clone())
+            .unwrap_or_default();
+        depth = (book.bids.len(), book.asks.len());
+        trades = markets.iter().map(|m| m.trades.len()).sum();
     }
     assert_eq!(
         depth,
@@ -81,7 +98,7 @@ async fn demo_quotes_trades_stops_and_reuses_its_accounts() {
         "the maker should quote every level"
     );
     assert!(trades > 0, "the takers should have traded within 20 s");
-    handle.query(|s| s.engine.audit()).await.unwrap().unwrap();
+    handle.audit().await.unwrap().unwrap();
     // None of the demo's own commands may break the instrument's rules.
     let rejects = handle.metrics.rejects();
     for reason in [
@@ -98,14 +115,7 @@ async fn demo_quotes_trades_stops_and_reuses_its_accounts() {
     }
 
     let maker = first.market_maker.account;
-    let maker_orders = move |s: &exchange_node::ServerState| {
-        s.engine
-            .open_orders()
-            .iter()
-            .filter(|o| o.account == maker)
-            .count()
-    };
-    assert!(handle.query(maker_orders).await.unwrap() <= 2 * LEVELS * 2);
+    assert!(open_orders(&handle, maker).await <= 2 * LEVELS * 2);
 
     stop.send_replace(true);
     drop(handle);
@@ -113,16 +123,24 @@ async fn demo_quotes_trades_stops_and_reuses_its_accounts() {
 
     let pipeline = open(dir.path());
     let handle = pipeline.handle.clone();
-    let next_account = handle.query(|s| s.credentials.next_account).await.unwrap();
+    // Accounts are numbered in order of creation, the demo's from 1.
+    let newest = first
+        .takers
+        .iter()
+        .map(|t| t.account)
+        .chain([first.market_maker.account])
+        .max()
+        .unwrap();
     let plan = funding(&markets(&handle, &config).await.unwrap());
     let (again, created) = accounts::load_or_create(&handle, dir.path(), &plan)
         .await
         .unwrap();
     assert!(!created);
     assert_eq!(again, first);
-    assert_eq!(
-        handle.query(|s| s.credentials.next_account).await.unwrap(),
-        next_account
+    assert!(handle.account_exists(newest).await.unwrap());
+    assert!(
+        !handle.account_exists(newest + 1).await.unwrap(),
+        "reusing the accounts created another"
     );
     // A second run clears the first one's quotes instead of stacking its
     // own on top: two instruments, never more than a ladder each.
@@ -131,7 +149,7 @@ async fn demo_quotes_trades_stops_and_reuses_its_accounts() {
         .await
         .unwrap();
     tokio::time::sleep(Duration::from_millis(1_500)).await;
-    let open = handle.query(maker_orders).await.unwrap();
+    let open = open_orders(&handle, maker).await;
     assert!(
         open > 0 && open <= 2 * LEVELS * 2,
         "{open} maker orders after a restart"

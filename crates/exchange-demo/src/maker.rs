@@ -22,6 +22,7 @@ use super::{core_entry, pause, submit_in_order, top_up, Funding, Market, MAKER_Q
 use exchange_node::sequencer::{Handle, SubmitError};
 use exchange_node::Applied;
 use exchange_node::LogEntry;
+use exchange_node::MarketQuery;
 
 /// Refreshes between two checks of the maker's balances.
 const TOP_UP_EVERY: u64 = 50;
@@ -123,15 +124,14 @@ impl Maker {
         let symbol = market.symbol;
         let info = self
             .handle
-            .query(move |s| {
-                s.engine
-                    .instruments()
-                    .into_iter()
-                    .find(|i| i.symbol == symbol)
-                    .map(|i| (i.reference_price, i.status))
+            .markets(MarketQuery {
+                symbol: Some(symbol),
+                ..MarketQuery::default()
             })
             .await
-            .map_err(halt)?;
+            .map_err(halt)?
+            .into_one()
+            .map(|m| (m.instrument.reference_price, m.instrument.status));
         let Some((reference, TradingStatus::Trading)) = info else {
             return Ok(());
         };

@@ -15,6 +15,7 @@ use super::ladder::{collar_band, lots_for_notional, taker_price};
 use super::rng::Rng;
 use super::{core_entry, pause, top_up, Funding, Market, TAKER_QUOTE};
 use exchange_node::sequencer::{Handle, SubmitError};
+use exchange_node::MarketQuery;
 
 pub(crate) struct Takers {
     pub handle: Handle,
@@ -56,23 +57,21 @@ impl Takers {
             return Ok(());
         };
         let symbol = market.symbol;
-        let view = self
+        let live = self
             .handle
-            .query(move |s| {
-                let book = s.engine.book(&symbol, 1).unwrap_or_default();
-                let instrument = s
-                    .engine
-                    .instruments()
-                    .into_iter()
-                    .find(|i| i.symbol == symbol);
-                View {
-                    best_bid: book.bids.first().map(|l| l.0),
-                    best_ask: book.asks.first().map(|l| l.0),
-                    reference: instrument.as_ref().and_then(|i| i.reference_price),
-                    trading: instrument.is_some_and(|i| i.status == TradingStatus::Trading),
-                }
+            .markets(MarketQuery {
+                symbol: Some(symbol),
+                depth: 1,
+                trades: 0,
             })
-            .await?;
+            .await?
+            .into_one();
+        let view = View {
+            best_bid: live.as_ref().and_then(|m| m.book.bids.first().map(|l| l.0)),
+            best_ask: live.as_ref().and_then(|m| m.book.asks.first().map(|l| l.0)),
+            reference: live.as_ref().and_then(|m| m.instrument.reference_price),
+            trading: live.is_some_and(|m| m.instrument.status == TradingStatus::Trading),
+        };
         let side = if rng.chance(50) {
             Side::Buy
         } else {

@@ -152,8 +152,8 @@ impl OrderCache {
     /// Seeds the cache from the server's live state: its open `orders`,
     /// each with the notional of its fills (for the average price). Orders
     /// closed before the seed are not in it (the reporting store has them).
-    pub fn seed(&mut self, orders: &[OrderRecord]) {
-        let mut sorted: Vec<&OrderRecord> = orders.iter().collect();
+    pub fn seed<'a>(&mut self, orders: impl IntoIterator<Item = &'a OrderRecord>) {
+        let mut sorted: Vec<&OrderRecord> = orders.into_iter().collect();
         sorted.sort_by_key(|o| o.order_id);
         for record in sorted {
             let state = OrderState {

@@ -16,7 +16,8 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
 
-use exchange_node::{Applied, Handle, LogEntry, SubmitError};
+use exchange_node::reads::Orders;
+use exchange_node::{Applied, Handle, LogEntry, OrderQuery, SubmitError};
 use exchange_types::{AccountId, Command, MassCancel, Stamped};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
@@ -158,21 +159,17 @@ impl Runner {
     async fn seed(&mut self) {
         let accounts = accounts_of(&self.app.role);
         for attempt in 0..100u64 {
-            let accounts = accounts.clone();
-            let read = self
-                .handle
-                .query(move |state| {
-                    let orders: Vec<_> = accounts
-                        .iter()
-                        .flat_map(|a| state.history.open_orders_of(*a, None).into_iter().cloned())
-                        .collect();
-                    (state.applied_index, orders)
-                })
-                .await;
-            match read {
-                Ok((index, orders)) => {
+            let query = OrderQuery::Open {
+                accounts: accounts.clone(),
+                symbol: None,
+            };
+            match self.handle.orders(query).await {
+                Ok(Orders {
+                    applied_index: index,
+                    orders,
+                }) => {
                     self.app.cache = Default::default();
-                    self.app.cache.seed(&orders);
+                    self.app.cache.seed(orders.iter().map(|o| &**o));
                     self.seeded = index;
                     tracing::debug!(session = %self.name, index, open = self.app.cache.open_orders(), "FIX session seeded");
                     return;

@@ -39,11 +39,11 @@ async fn orders_fill_across_sessions_and_cancel_on_disconnect() {
     drop(a);
     let remaining = tokio::time::timeout(WAIT, async {
         loop {
-            let orders = node
-                .handle
-                .query(|s| s.history.open_orders_of(1, None).len())
-                .await
-                .unwrap();
+            let query = exchange_node::OrderQuery::Open {
+                accounts: vec![1],
+                symbol: None,
+            };
+            let orders = node.handle.orders(query).await.unwrap().orders.len();
             if orders == 0 {
                 return;
             }

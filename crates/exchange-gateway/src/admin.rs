@@ -5,7 +5,7 @@
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
-use exchange_types::{format_units, AccountId, Command, EventKind, Transfer};
+use exchange_types::{format_units, AccountId, Command, EventKind, Symbol, Transfer};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
@@ -18,7 +18,8 @@ use exchange_node::config::InstrumentConfig;
 use exchange_node::entry::LogEntry;
 use exchange_node::instruments::instrument_entry;
 use exchange_node::random_hex;
-use exchange_node::state::{Applied, Credential};
+use exchange_node::state::Applied;
+use exchange_node::MarketQuery;
 
 type Created = Result<(StatusCode, Json<Value>), ApiError>;
 
@@ -48,13 +49,6 @@ pub async fn create_account(State(app): State<AppState>, _admin: Admin) -> Creat
             "no account id was assigned",
         ));
     };
-    app.keys.remember(
-        api_key.clone(),
-        Credential {
-            account,
-            secret: api_secret.clone(),
-        },
-    );
     tracing::info!(account, "account created");
     Ok((
         StatusCode::CREATED,
@@ -81,7 +75,7 @@ async fn transfer(
         amount: decimal("amount", &request.amount)?,
     };
     let account = transfer.account;
-    if !app.handle.query(move |s| s.account_exists(account)).await? {
+    if !app.handle.account_exists(account).await? {
         return Err(ApiError::not_found(
             "unknown_account",
             "no account has this id",
@@ -139,17 +133,18 @@ pub async fn add_instrument(
     let entry = instrument_entry(&spec)
         .map_err(|e| ApiError::bad_request("invalid_value", e.to_string()))?;
     submit(&app, entry).await?;
-    let symbol = spec.symbol;
-    let view = app
+    let symbol = Symbol::new(&spec.symbol).ok();
+    let listed = app
         .handle
-        .query(move |s| {
-            s.engine
-                .instruments()
-                .into_iter()
-                .find(|i| i.symbol.as_str() == symbol)
+        .markets(MarketQuery {
+            symbol,
+            ..MarketQuery::default()
         })
-        .await?;
-    let body = view.as_ref().map(instrument_json).unwrap_or_default();
+        .await?
+        .into_one();
+    let body = listed
+        .map(|m| instrument_json(&m.instrument))
+        .unwrap_or_default();
     Ok((StatusCode::CREATED, Json(body)))
 }
 

@@ -10,6 +10,64 @@ use super::auth::sign;
 use super::rest_client::*;
 use super::test_support::funded_node;
 
+/// Made-up keys are limited before they are looked up, and looking one up
+/// never asks the core thread.
+#[tokio::test]
+async fn unknown_keys_are_limited_before_lookup_and_never_reach_the_core() {
+    let node = funded_node().await;
+    let app = app(&node, |c| {
+        c.rate_limit_per_sec = 1;
+        c.rate_limit_burst = 2;
+    });
+    let reads = || app.handle.metrics.reads.load(Ordering::Relaxed);
+    let before = reads();
+    let mut answers = Vec::new();
+    for _ in 0..5 {
+        let request = signed_with("made-up", "secret", &now(), Method::GET, "/v1/balances", "");
+        let reply = call(&app, request).await;
+        answers.push((reply.status, reply.json["code"].as_str().map(str::to_owned)));
+    }
+    let unknown = (StatusCode::UNAUTHORIZED, Some("invalid_api_key".to_owned()));
+    let limited = (
+        StatusCode::TOO_MANY_REQUESTS,
+        Some("rate_limited".to_owned()),
+    );
+    assert_eq!(
+        answers,
+        [
+            unknown.clone(),
+            unknown,
+            limited.clone(),
+            limited.clone(),
+            limited
+        ]
+    );
+    assert_eq!(
+        reads(),
+        before,
+        "an unknown key cost the core thread a read"
+    );
+    // Another made-up key has an allowance of its own.
+    let other = signed_with(
+        "made-up-2",
+        "secret",
+        &now(),
+        Method::GET,
+        "/v1/balances",
+        "",
+    );
+    assert_eq!(call(&app, other).await.status, StatusCode::UNAUTHORIZED);
+    // The counter does count: a genuine balance request is one core read.
+    assert_eq!(
+        call(&app, signed(1, Method::GET, "/v1/balances", ""))
+            .await
+            .status,
+        StatusCode::OK
+    );
+    assert_eq!(reads(), before + 1);
+    assert_eq!(app.limiter.keys(), 3);
+}
+
 #[tokio::test]
 async fn rate_limit_and_readiness() {
     let node = funded_node().await;

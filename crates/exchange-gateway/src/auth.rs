@@ -8,8 +8,6 @@
 //! `/v1/ws`. Signatures and tokens are compared in constant time; secrets
 //! never leave this module except inside the MAC.
 
-use std::collections::HashMap;
-use std::sync::RwLock;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use axum::body::Bytes;
@@ -23,8 +21,6 @@ use sha2::{Digest, Sha256};
 
 use super::error::{read_body, ApiError};
 use super::AppState;
-use exchange_node::sequencer::{Handle, SubmitError};
-use exchange_node::state::Credential;
 
 pub const KEY_HEADER: &str = "ex-access-key";
 pub const TIMESTAMP_HEADER: &str = "ex-access-timestamp";
@@ -120,41 +116,6 @@ pub fn check_timestamp(timestamp: &str, now: u64, window: u64) -> Result<(), Api
     Ok(())
 }
 
-/// API keys already seen. A credential never changes once created, so a
-/// cached one stays right forever; only unknown keys reach the core.
-#[derive(Default)]
-pub struct KeyCache {
-    known: RwLock<HashMap<String, Credential>>,
-}
-
-impl KeyCache {
-    pub fn remember(&self, key: String, credential: Credential) {
-        self.known
-            .write()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(key, credential);
-    }
-
-    async fn lookup(&self, handle: &Handle, key: &str) -> Result<Option<Credential>, SubmitError> {
-        if let Some(found) = self
-            .known
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(key)
-        {
-            return Ok(Some(found.clone()));
-        }
-        let owned = key.to_owned();
-        let found = handle
-            .query(move |state| state.credentials.by_key.get(&owned).cloned())
-            .await?;
-        if let Some(credential) = &found {
-            self.remember(key.to_owned(), credential.clone());
-        }
-        Ok(found)
-    }
-}
-
 /// One signed message to check.
 pub struct SignedMessage<'a> {
     pub key: &'a str,
@@ -165,21 +126,22 @@ pub struct SignedMessage<'a> {
     pub body: &'a [u8],
 }
 
-/// Checks a signed message and returns the account it speaks for.
-pub async fn authenticate(
-    app: &AppState,
-    message: &SignedMessage<'_>,
-) -> Result<AccountId, ApiError> {
+/// Checks a signed message and returns the account it speaks for. It
+/// spends one request of the key's allowance first, whether or not the key
+/// turns out to exist: a client cycling through made-up keys is limited
+/// like any other, per key, before its keys are looked up.
+pub fn authenticate(app: &AppState, message: &SignedMessage<'_>) -> Result<AccountId, ApiError> {
+    let invalid_key = || ApiError::unauthorized("invalid_api_key", "unknown API key");
+    if message.key.is_empty() || message.key.len() > MAX_KEY_LEN {
+        return Err(invalid_key());
+    }
+    rate_limit(app, message.key)?;
     check_timestamp(
         message.timestamp,
         unix_now(),
         app.config.signature_window_secs,
     )?;
-    let invalid_key = || ApiError::unauthorized("invalid_api_key", "unknown API key");
-    if message.key.is_empty() || message.key.len() > MAX_KEY_LEN {
-        return Err(invalid_key());
-    }
-    let credential = match app.keys.lookup(&app.handle, message.key).await? {
+    let credential = match app.handle.credential(message.key) {
         Some(credential) => credential,
         None if !app.handle.caught_up() => return Err(ApiError::catching_up()),
         None => {
@@ -257,8 +219,7 @@ impl FromRequest<AppState> for Signed {
             path_and_query,
             body: &body,
         };
-        let account = authenticate(app, &message).await?;
-        rate_limit(app, key)?;
+        let account = authenticate(app, &message)?;
         Ok(Signed { account, body })
     }
 }

@@ -91,13 +91,13 @@ pub async fn replication(
             ))
         }
     };
-    let (raft_index, commands, state_hash) = app
-        .handle
-        .query(move |state| {
-            let hash = with_hash.then(|| state.state_hash());
-            (state.raft_index, state.applied_index, hash)
-        })
-        .await?;
+    let (position, state_hash) = if with_hash {
+        let (position, hash) = app.handle.state_hash().await?;
+        (position, Some(hash))
+    } else {
+        (app.handle.position().await?, None)
+    };
+    let (raft_index, commands) = (position.raft_index, position.applied_index);
     let status = app.handle.replication_status();
     Ok(Json(json!({
         "id": status.node_id,

@@ -71,7 +71,6 @@ pub struct AppState {
     pub config: Arc<Config>,
     pub admin_token: Arc<str>,
     pub ready: Arc<AtomicBool>,
-    pub keys: Arc<auth::KeyCache>,
     pub limiter: Arc<ratelimit::RateLimiter>,
     pub stats: Arc<stats::HttpStats>,
     /// Each WebSocket's private stream, routed by account.
@@ -102,7 +101,6 @@ impl AppState {
             config: Arc::new(config),
             admin_token: admin_token.into(),
             ready,
-            keys: Arc::default(),
             limiter: Arc::new(limiter),
             stats: Arc::default(),
             market: None,

@@ -13,6 +13,7 @@ use serde_json::{json, Value};
 use super::error::{ApiError, ApiPath, ApiQuery};
 use super::AppState;
 use exchange_node::history::TRADES_PER_SYMBOL;
+use exchange_node::MarketQuery;
 
 type Reply = Result<Json<Value>, ApiError>;
 
@@ -39,16 +40,14 @@ pub fn instrument_json(view: &InstrumentView) -> Value {
 }
 
 pub async fn instruments(State(app): State<AppState>) -> Reply {
-    let list = app
+    let list: Vec<Value> = app
         .handle
-        .query(|s| {
-            s.engine
-                .instruments()
-                .iter()
-                .map(instrument_json)
-                .collect::<Vec<_>>()
-        })
-        .await?;
+        .markets(MarketQuery::default())
+        .await?
+        .markets
+        .iter()
+        .map(|m| instrument_json(&m.instrument))
+        .collect();
     Ok(Json(json!({ "instruments": list })))
 }
 
@@ -81,15 +80,17 @@ pub async fn book(
         .unwrap_or(DEFAULT_BOOK_DEPTH)
         .min(MAX_BOOK_DEPTH);
     // The level2 channel's sequence for this very book (one consistent read).
-    let found = app
+    let market = app
         .handle
-        .query(move |s| {
-            s.engine
-                .book(&symbol, depth)
-                .map(|b| (b, s.market_sequences.get(symbol.as_str()).book))
+        .markets(MarketQuery {
+            symbol: Some(symbol),
+            depth,
+            trades: 0,
         })
-        .await?;
-    let (view, sequence) = found.ok_or_else(ApiError::unknown_instrument)?;
+        .await?
+        .into_one()
+        .ok_or_else(ApiError::unknown_instrument)?;
+    let (view, sequence) = (market.book, market.sequences.book);
     Ok(Json(json!({
         "symbol": symbol.as_str(),
         "sequence": sequence,
@@ -114,28 +115,29 @@ pub async fn trades(
         .limit
         .unwrap_or(DEFAULT_TRADES_LIMIT)
         .min(TRADES_PER_SYMBOL);
-    let found = app
+    let market = app
         .handle
-        .query(move |s| {
-            s.engine.book(&symbol, 0)?;
-            Some(
-                s.history
-                    .trades_of(symbol.as_str(), limit)
-                    .into_iter()
-                    .map(|t| {
-                        json!({
-                            "trade_id": t.trade_id,
-                            "price": format_units(t.price),
-                            "qty": format_units(t.qty),
-                            "side": t.side,
-                            "ts": t.ts,
-                        })
-                    })
-                    .collect::<Vec<_>>(),
-            )
+        .markets(MarketQuery {
+            symbol: Some(symbol),
+            depth: 0,
+            trades: limit,
         })
-        .await?;
-    let trades = found.ok_or_else(ApiError::unknown_instrument)?;
+        .await?
+        .into_one()
+        .ok_or_else(ApiError::unknown_instrument)?;
+    let trades: Vec<Value> = market
+        .trades
+        .iter()
+        .map(|t| {
+            json!({
+                "trade_id": t.trade_id,
+                "price": format_units(t.price),
+                "qty": format_units(t.qty),
+                "side": t.aggressor.as_str(),
+                "ts": t.ts,
+            })
+        })
+        .collect();
     Ok(Json(json!({ "symbol": symbol.as_str(), "trades": trades })))
 }
 

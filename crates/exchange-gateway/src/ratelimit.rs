@@ -1,33 +1,56 @@
 //! Per-API-key token buckets: `burst` requests at once, refilled at
-//! `per_sec`. Shared by REST and WebSocket order entry, so a key gets one
-//! allowance however it connects.
+//! `per_sec`. Shared by REST and WebSocket, so a key gets one allowance
+//! however it connects.
 //!
-//! Buckets are keyed by verified API keys only (the check runs after the
-//! signature), so the map grows with the number of accounts, not with what
-//! strangers send.
+//! The check runs before the key is looked up (an unknown key costs no
+//! more than a known one), so buckets are keyed by whatever keys clients
+//! send, and their number is bounded ([`MAX_KEYS`]). A bucket refilled to
+//! the full burst is the same as no bucket, so when the map is full those
+//! are dropped; while none can be, a key without a bucket is refused
+//! (keys that have one keep their allowance). The map is swept only when
+//! it is full, and at most once per [`SWEEP_EVERY`], so a flood of new
+//! keys costs one pass over it per period, not one per request.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
+
+/// Keys with a bucket at most: with keys of up to 128 bytes, about 15 MB.
+pub const MAX_KEYS: usize = 65_536;
+/// Sweeps of a full map at most this often.
+pub const SWEEP_EVERY: Duration = Duration::from_secs(1);
 
 struct Bucket {
     tokens: f64,
     last: Instant,
 }
 
+#[derive(Default)]
+struct Buckets {
+    by_key: HashMap<String, Bucket>,
+    /// No sweep before this (a sweep that left the map full sets it).
+    next_sweep: Option<Instant>,
+}
+
 pub struct RateLimiter {
     per_sec: f64,
     burst: f64,
-    buckets: Mutex<HashMap<String, Bucket>>,
+    max_keys: usize,
+    buckets: Mutex<Buckets>,
 }
 
 impl RateLimiter {
     /// `per_sec == 0` turns limiting off.
     pub fn new(per_sec: u32, burst: u32) -> Self {
+        RateLimiter::with_max_keys(per_sec, burst, MAX_KEYS)
+    }
+
+    pub fn with_max_keys(per_sec: u32, burst: u32, max_keys: usize) -> Self {
         RateLimiter {
             per_sec: f64::from(per_sec),
             burst: f64::from(burst.max(1)),
-            buckets: Mutex::new(HashMap::new()),
+            max_keys: max_keys.max(1),
+            buckets: Mutex::default(),
         }
     }
 
@@ -39,15 +62,22 @@ impl RateLimiter {
         // A poisoned lock only means another request panicked mid-update;
         // the buckets are still usable.
         let mut buckets = self.buckets.lock().unwrap_or_else(|p| p.into_inner());
-        let bucket = match buckets.get_mut(key) {
-            Some(bucket) => bucket,
-            None => buckets.entry(key.to_owned()).or_insert(Bucket {
-                tokens: self.burst,
-                last: now,
-            }),
+        if !buckets.by_key.contains_key(key) {
+            if buckets.by_key.len() >= self.max_keys {
+                self.sweep(&mut buckets, now)?;
+            }
+            buckets.by_key.insert(
+                key.to_owned(),
+                Bucket {
+                    tokens: self.burst,
+                    last: now,
+                },
+            );
+        }
+        let Some(bucket) = buckets.by_key.get_mut(key) else {
+            return Ok(());
         };
-        let elapsed = now.saturating_duration_since(bucket.last).as_secs_f64();
-        bucket.tokens = (bucket.tokens + elapsed * self.per_sec).min(self.burst);
+        bucket.tokens = self.refilled(bucket, now);
         bucket.last = now;
         if bucket.tokens >= 1.0 {
             bucket.tokens -= 1.0;
@@ -56,6 +86,37 @@ impl RateLimiter {
             Err(Duration::from_secs_f64(
                 (1.0 - bucket.tokens) / self.per_sec,
             ))
+        }
+    }
+
+    /// Keys with a bucket now.
+    pub fn keys(&self) -> usize {
+        self.buckets
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .by_key
+            .len()
+    }
+
+    fn refilled(&self, bucket: &Bucket, now: Instant) -> f64 {
+        let elapsed = now.saturating_duration_since(bucket.last).as_secs_f64();
+        (bucket.tokens + elapsed * self.per_sec).min(self.burst)
+    }
+
+    /// Drops the buckets that have refilled; refuses (with the time to
+    /// the next sweep) when that leaves no room.
+    fn sweep(&self, buckets: &mut Buckets, now: Instant) -> Result<(), Duration> {
+        if let Some(next) = buckets.next_sweep.filter(|next| now < *next) {
+            return Err(next - now);
+        }
+        buckets
+            .by_key
+            .retain(|_, bucket| self.refilled(bucket, now) < self.burst);
+        buckets.next_sweep = Some(now + SWEEP_EVERY);
+        if buckets.by_key.len() < self.max_keys {
+            Ok(())
+        } else {
+            Err(SWEEP_EVERY)
         }
     }
 }
@@ -88,6 +149,41 @@ mod tests {
             assert_eq!(limiter.check("k", much_later), Ok(()));
         }
         assert!(limiter.check("k", much_later).is_err());
+    }
+
+    #[test]
+    fn the_number_of_keys_is_bounded() {
+        let limiter = RateLimiter::with_max_keys(10, 2, 3);
+        let start = Instant::now();
+        for key in ["a", "b", "c"] {
+            assert_eq!(limiter.check(key, start), Ok(()));
+        }
+        // Full, and every bucket still spent in part: a new key is refused
+        // until the next sweep, a known one keeps its allowance.
+        assert_eq!(limiter.check("d", start), Err(SWEEP_EVERY));
+        assert_eq!(limiter.check("a", start), Ok(()));
+        let soon = start + Duration::from_millis(500);
+        assert_eq!(
+            limiter.check("e", soon),
+            Err(SWEEP_EVERY - Duration::from_millis(500))
+        );
+        assert_eq!(limiter.keys(), 3);
+        // A second later every bucket has refilled: the sweep drops them
+        // all and new keys get buckets of their own.
+        let later = start + SWEEP_EVERY;
+        assert_eq!(limiter.check("d", later), Ok(()));
+        assert_eq!(limiter.keys(), 1);
+        for key in ["e", "f"] {
+            assert_eq!(limiter.check(key, later), Ok(()));
+        }
+        // A key that lost its bucket to a sweep starts with a full one.
+        assert_eq!(limiter.check("a", later), Err(SWEEP_EVERY));
+        let after = later + SWEEP_EVERY;
+        for _ in 0..2 {
+            assert_eq!(limiter.check("a", after), Ok(()));
+        }
+        assert!(limiter.check("a", after).is_err());
+        assert!(limiter.keys() <= 3);
     }
 
     #[test]

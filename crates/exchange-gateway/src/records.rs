@@ -26,6 +26,7 @@ use super::AppState;
 use exchange_node::history::{
     Fill, OrderRecord, OrderStatus, CLOSED_ORDERS_PER_ACCOUNT, FILLS_PER_ACCOUNT,
 };
+use exchange_node::{MarketQuery, OrderQuery};
 use exchange_reporter::ReadError;
 
 type Reply = Result<Json<Value>, ApiError>;
@@ -130,19 +131,19 @@ pub async fn list_orders(
     signed: Signed,
 ) -> Reply {
     let account = signed.account;
-    let symbol = query.symbol.clone();
-    let (open, applied) = app
+    let live = app
         .handle
-        .query(move |s| {
-            let open: Vec<Value> = s
-                .history
-                .open_orders_of(account, symbol.as_deref())
-                .into_iter()
-                .map(translate::order_json)
-                .collect();
-            (open, s.applied_index)
+        .orders(OrderQuery::Open {
+            accounts: vec![account],
+            symbol: query.symbol.clone(),
         })
         .await?;
+    let applied = live.applied_index;
+    let open: Vec<Value> = live
+        .orders
+        .iter()
+        .map(|o| translate::order_json(o))
+        .collect();
     let filter = query.status.unwrap_or_default();
     if matches!(filter, StatusFilter::Open) {
         return Ok(Json(json!({ "orders": open })));
@@ -179,20 +180,14 @@ pub async fn get_order(
     signed: Signed,
 ) -> Reply {
     let account = signed.account;
-    let (live, applied) = app
+    let live = app
         .handle
-        .query(move |s| {
-            let live = s
-                .history
-                .order(order_id)
-                .filter(|o| o.account == account)
-                .map(translate::order_json);
-            (live, s.applied_index)
-        })
+        .orders(OrderQuery::One { account, order_id })
         .await?;
-    if let Some(order) = live {
-        return Ok(Json(order));
+    if let Some(order) = live.orders.first() {
+        return Ok(Json(translate::order_json(order)));
     }
+    let applied = live.applied_index;
     let stored = read(&app, applied, move |store| store.order(order_id)).await?;
     stored
         .filter(|o| o.account == account)
@@ -218,7 +213,7 @@ pub async fn fills(
         .limit
         .unwrap_or(DEFAULT_FILLS_LIMIT)
         .min(FILLS_PER_ACCOUNT);
-    let applied = app.handle.query(|s| s.applied_index).await?;
+    let applied = app.handle.position().await?.applied_index;
     let rows = read(&app, applied, move |store| {
         store.recent_fills(account, query.symbol.as_deref(), limit as u64)
     })
@@ -252,13 +247,17 @@ pub async fn candles(
         .unwrap_or(DEFAULT_CANDLES_LIMIT)
         .min(MAX_CANDLES_LIMIT);
     let (start, end) = (query.start.unwrap_or(0), query.end.unwrap_or(u64::MAX));
-    let (listed, applied) = app
+    let markets = app
         .handle
-        .query(move |s| (s.engine.book(&symbol, 0).is_some(), s.applied_index))
+        .markets(MarketQuery {
+            symbol: Some(symbol),
+            ..MarketQuery::default()
+        })
         .await?;
-    if !listed {
+    if markets.markets.is_empty() {
         return Err(ApiError::unknown_instrument());
     }
+    let applied = markets.applied_index;
     let rows = read(&app, applied, move |store| {
         store.candles(symbol.as_str(), interval.nanos(), start, end, limit as u64)
     })

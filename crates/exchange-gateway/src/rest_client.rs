@@ -91,6 +91,18 @@ pub fn signed_at(
     body: &str,
 ) -> Request<Body> {
     let (key, secret) = KEYS[account - 1];
+    signed_with(key, secret, timestamp, method, path, body)
+}
+
+/// Signed with any key and secret, known to the exchange or not.
+pub fn signed_with(
+    key: &str,
+    secret: &str,
+    timestamp: &str,
+    method: Method,
+    path: &str,
+    body: &str,
+) -> Request<Body> {
     let signature = sign(secret, timestamp, method.as_str(), path, body.as_bytes());
     Request::builder()
         .method(method)

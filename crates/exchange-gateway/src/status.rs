@@ -102,10 +102,8 @@ impl StatusCache {
                 return Ok((*index, hash.clone()));
             }
         }
-        let (index, hash) = app
-            .handle
-            .query(|s| (s.applied_index, s.state_hash()))
-            .await?;
+        let (position, hash) = app.handle.state_hash().await?;
+        let index = position.applied_index;
         *self.hash.lock().unwrap_or_else(|p| p.into_inner()) = Some((now, index, hash.clone()));
         Ok((index, hash))
     }

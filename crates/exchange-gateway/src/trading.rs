@@ -6,7 +6,7 @@
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
-use exchange_types::{format_units, AssetCode, OrderRef};
+use exchange_types::{format_units, OrderRef};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
@@ -72,28 +72,13 @@ pub async fn mass_cancel(
 
 pub async fn balances(State(app): State<AppState>, signed: Signed) -> Reply {
     let account = signed.account;
-    let rows = app
+    let balances: Vec<Value> = app
         .handle
-        .query(move |s| {
-            // Only assets of listed instruments can hold funds.
-            let mut assets: Vec<AssetCode> = s
-                .engine
-                .instruments()
-                .iter()
-                .flat_map(|i| [i.base, i.quote])
-                .collect();
-            assets.sort_unstable();
-            assets.dedup();
-            assets
-                .into_iter()
-                .map(|asset| (asset, s.engine.balance(account, &asset).unwrap_or((0, 0))))
-                .collect::<Vec<_>>()
-        })
-        .await?;
-    let balances: Vec<Value> = rows
+        .balances(account)
+        .await?
         .into_iter()
-        .map(|(asset, (total, available))| {
-            json!({ "asset": asset.as_str(), "total": format_units(total), "available": format_units(available) })
+        .map(|b| {
+            json!({ "asset": b.asset.as_str(), "total": format_units(b.total), "available": format_units(b.available) })
         })
         .collect();
     Ok(Json(json!({ "account_id": account, "balances": balances })))

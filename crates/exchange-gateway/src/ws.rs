@@ -179,7 +179,7 @@ async fn authenticate(
             path_and_query: "/v1/ws",
             body: b"",
         };
-        let account = auth::authenticate(app, &signed).await?;
+        let account = auth::authenticate(app, &signed)?;
         Ok::<_, ApiError>((
             account,
             message.key,

@@ -276,15 +276,14 @@ async fn control_messages_and_bad_auth() {
 
 async fn open_orders(app: &AppState, account: u64) -> usize {
     app.handle
-        .query(move |s| {
-            s.engine
-                .open_orders()
-                .iter()
-                .filter(|o| o.account == account)
-                .count()
+        .orders(exchange_node::OrderQuery::Open {
+            accounts: vec![account],
+            symbol: None,
         })
         .await
-        .expect("query")
+        .expect("read")
+        .orders
+        .len()
 }
 
 #[tokio::test]

@@ -246,6 +246,17 @@ impl Journal {
         term: u64,
         payloads: &[P],
     ) -> Result<u64, JournalError> {
+        // Refused before anything changes: a payload refused halfway through
+        // the batch would leave the records before it counted but never
+        // written, and the next batch's records filed under the wrong
+        // indices (which recovery then reports as corruption).
+        if let Some(large) = payloads
+            .iter()
+            .map(|p| p.as_ref().len())
+            .find(|&len| len > MAX_PAYLOAD_BYTES)
+        {
+            return Err(JournalError::TooLarge(large));
+        }
         let first = self.next_index;
         let active_len = self.segments.last().map_or(0, |s| s.len);
         let holds_records = active_len > SEGMENT_MAGIC.len() as u64;
@@ -256,13 +267,32 @@ impl Journal {
         }
         self.buf.clear();
         let segment = self.segments.last_mut().expect("an active segment");
+        // Every record the segment lists was written before its end: an
+        // offset at or past it is a record counted and never written.
+        assert!(
+            segment.offsets.last().is_none_or(|&at| at < segment.len),
+            "{}: a record listed at or past the end {}",
+            segment.path.display(),
+            segment.len
+        );
         for payload in payloads {
             let payload = payload.as_ref();
-            if payload.len() > MAX_PAYLOAD_BYTES {
-                return Err(JournalError::TooLarge(payload.len()));
-            }
-            segment.offsets.push(segment.len + self.buf.len() as u64);
+            // Indices are dense: the record at position k of a segment has
+            // index first + k, which is what recovery and reads expect to
+            // find there. A skipped or repeated index would be written
+            // durably and only noticed as corruption on the next open.
+            assert_eq!(
+                self.next_index,
+                segment.first_index + segment.offsets.len() as u64,
+                "{}: appending out of sequence",
+                segment.path.display()
+            );
+            let at = self.buf.len();
+            segment.offsets.push(segment.len + at as u64);
             record::encode(self.next_index, term, payload, &mut self.buf);
+            // One more CRC pass over a payload already in cache, beside a
+            // write system call.
+            record::assert_reads_back(&self.buf[at..], self.next_index, term, payload);
             self.next_index += 1;
         }
         if let Err(e) = self.active.write_all_at(&self.buf, segment.len) {
@@ -584,6 +614,50 @@ fn create_segment(dir: &Path, first_index: u64) -> Result<Segment, JournalError>
         offsets: Vec::new(),
         len: SEGMENT_MAGIC.len() as u64,
     })
+}
+
+#[cfg(test)]
+mod append_tests {
+    use super::Journal;
+
+    fn journal(dir: &std::path::Path) -> Journal {
+        let (mut journal, _) = Journal::open(dir, 5, 1 << 20).expect("open");
+        journal.append(1, &[b"a", b"b"]).expect("append");
+        journal
+    }
+
+    #[test]
+    fn appends_keep_indices_dense_across_rolls_and_truncation() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let (mut journal, _) = Journal::open(dir.path(), 5, 200).expect("open");
+        for _ in 0..20 {
+            journal.append(1, &[[1u8; 40], [2u8; 40]]).expect("append");
+        }
+        journal.truncate_from(12).expect("truncate");
+        journal.append(2, &[b"after"]).expect("append");
+        assert_eq!(journal.next_index(), 13);
+        assert_eq!(journal.read(12, 1).expect("read")[0].payload, b"after");
+    }
+
+    #[test]
+    #[should_panic(expected = "appending out of sequence")]
+    fn an_index_that_skips_is_caught() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let mut journal = journal(dir.path());
+        journal.next_index += 1;
+        let _ = journal.append(1, &[b"c"]);
+    }
+
+    #[test]
+    #[should_panic(expected = "a record listed at or past the end")]
+    fn a_record_counted_but_never_written_is_caught() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let mut journal = journal(dir.path());
+        let segment = journal.segments.last_mut().expect("a segment");
+        segment.offsets.push(segment.len);
+        journal.next_index += 1;
+        let _ = journal.append(1, &[b"c"]);
+    }
 }
 
 #[cfg(test)]

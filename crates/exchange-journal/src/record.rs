@@ -28,14 +28,38 @@ fn checksum(index: u64, term: u64, payload: &[u8]) -> u32 {
     crc32c::crc32c_append(crc, payload)
 }
 
-/// Appends the encoded record to `buf`.
+/// Appends the encoded record to `buf`. The payload must be at most
+/// [`MAX_PAYLOAD_BYTES`] (callers refuse larger ones first).
 pub fn encode(index: u64, term: u64, payload: &[u8], buf: &mut Vec<u8>) {
-    debug_assert!(payload.len() <= MAX_PAYLOAD_BYTES);
+    // A longer payload's length would not fit the `u32` field, or would
+    // be refused as impossible when read: an acknowledged record that
+    // recovery then cuts off as a torn tail.
+    assert!(
+        payload.len() <= MAX_PAYLOAD_BYTES,
+        "encoding a payload of {} bytes",
+        payload.len()
+    );
     buf.extend_from_slice(&(payload.len() as u32).to_le_bytes());
     buf.extend_from_slice(&checksum(index, term, payload).to_le_bytes());
     buf.extend_from_slice(&index.to_le_bytes());
     buf.extend_from_slice(&term.to_le_bytes());
     buf.extend_from_slice(payload);
+}
+
+/// Panics unless `written` is exactly one record that reads back as
+/// `index`, `term` and `payload`: length, checksum and all. Run on every
+/// record before it is written, because a record that does not read back
+/// is only found when recovery meets it, after it was acknowledged, and
+/// is then cut off as a torn tail or refuses the whole log.
+pub fn assert_reads_back(written: &[u8], index: u64, term: u64, payload: &[u8]) {
+    match parse(written, index) {
+        Ok((read_term, read_payload, used))
+            if read_term == term && read_payload == payload && used == written.len() => {}
+        other => panic!(
+            "record {index} does not read back as written: {:?}",
+            other.map(|(term, payload, used)| (term, payload.len(), used))
+        ),
+    }
 }
 
 /// Why the bytes at some offset are not a valid record.
@@ -68,6 +92,20 @@ impl std::fmt::Display for Invalid {
 /// Decodes the record at the start of `bytes`, which must carry `expected`
 /// index. Returns the entry and the bytes it took.
 pub fn decode(bytes: &[u8], expected: u64) -> Result<(Entry, usize), Invalid> {
+    let (term, payload, total) = parse(bytes, expected)?;
+    Ok((
+        Entry {
+            index: expected,
+            term,
+            payload: payload.to_vec(),
+        },
+        total,
+    ))
+}
+
+/// Checks the record at the start of `bytes` as [`decode`] does, without
+/// copying its payload: its term, payload and the bytes it takes.
+pub fn parse(bytes: &[u8], expected: u64) -> Result<(u64, &[u8], usize), Invalid> {
     if bytes.len() < HEADER_BYTES {
         return Err(Invalid::Torn);
     }
@@ -97,14 +135,7 @@ pub fn decode(bytes: &[u8], expected: u64) -> Result<(Entry, usize), Invalid> {
             found: index,
         });
     }
-    Ok((
-        Entry {
-            index,
-            term,
-            payload: payload.to_vec(),
-        },
-        total,
-    ))
+    Ok((term, payload, total))
 }
 
 #[cfg(test)]
@@ -146,5 +177,47 @@ mod tests {
         let mut huge = buf.clone();
         huge[3] = 0xff;
         assert!(matches!(decode(&huge, 7), Err(Invalid::BadLength(_))));
+    }
+
+    #[test]
+    fn an_encoded_record_reads_back() {
+        let mut buf = Vec::new();
+        for (index, payload) in [(1, &b""[..]), (2, b"x"), (u64::MAX, &[7; 1000][..])] {
+            buf.clear();
+            encode(index, 3, payload, &mut buf);
+            assert_reads_back(&buf, index, 3, payload);
+        }
+    }
+
+    #[test]
+    #[should_panic(expected = "record 7 does not read back as written: Err(BadChecksum)")]
+    fn a_record_garbled_before_its_write_is_caught() {
+        let mut buf = Vec::new();
+        encode(7, 2, b"hello", &mut buf);
+        buf[HEADER_BYTES] ^= 1;
+        assert_reads_back(&buf, 7, 2, b"hello");
+    }
+
+    #[test]
+    #[should_panic(expected = "record 7 does not read back as written: Ok((3, 5, 29))")]
+    fn a_record_of_the_wrong_term_is_caught() {
+        let mut buf = Vec::new();
+        encode(7, 3, b"hello", &mut buf);
+        assert_reads_back(&buf, 7, 2, b"hello");
+    }
+
+    #[test]
+    #[should_panic(expected = "record 7 does not read back as written: Ok((2, 5, 29))")]
+    fn bytes_after_the_record_are_caught() {
+        let mut buf = Vec::new();
+        encode(7, 2, b"hello", &mut buf);
+        buf.push(0);
+        assert_reads_back(&buf, 7, 2, b"hello");
+    }
+
+    #[test]
+    #[should_panic(expected = "encoding a payload of 4194305 bytes")]
+    fn a_payload_over_the_limit_is_never_encoded() {
+        encode(1, 1, &vec![0; MAX_PAYLOAD_BYTES + 1], &mut Vec::new());
     }
 }

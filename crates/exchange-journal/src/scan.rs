@@ -50,8 +50,8 @@ pub(crate) fn scan_segment(
     let mut at = SEGMENT_MAGIC.len();
     let mut index = first_index;
     while at < bytes.len() {
-        match record::decode(&bytes[at..], index) {
-            Ok((_, used)) => {
+        match record::parse(&bytes[at..], index) {
+            Ok((_, _, used)) => {
                 segment.offsets.push(at as u64);
                 at += used;
                 index += 1;
@@ -108,6 +108,6 @@ fn is_final_record(tail: &[u8], written: usize, next_index: u64) -> bool {
         // The index field sits 8 bytes into a header: a cheap filter before
         // a checksum.
         tail[offset + 8..offset + 16] != needle
-            || record::decode(&tail[offset..], next_index).is_err()
+            || record::parse(&tail[offset..], next_index).is_err()
     })
 }

@@ -56,6 +56,34 @@ fn batch_append_is_one_range() {
     assert!(read.iter().all(|e| e.term == 3));
 }
 
+/// A batch with a payload over the limit is refused whole: nothing of it
+/// is counted, so the next batch takes its indices and the log reopens.
+#[test]
+fn an_oversized_payload_refuses_its_whole_batch() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut journal, _) = Journal::open(dir.path(), 1, 1 << 20).unwrap();
+    journal.append(1, &[payload(1)]).unwrap();
+    let huge = vec![0u8; exchange_journal::MAX_PAYLOAD_BYTES + 1];
+    let refused = journal.append(1, &[payload(2), huge, payload(3)]);
+    assert!(matches!(refused, Err(JournalError::TooLarge(len)) if len == MAX + 1));
+    assert_eq!(journal.next_index(), 2);
+    assert_eq!(journal.append(1, &[payload(2)]).unwrap(), 2);
+    journal.sync().unwrap();
+    assert_eq!(journal.read(1, 10).unwrap().len(), 2);
+    drop(journal);
+    let (journal, recovery) = Journal::open(dir.path(), 1, 1 << 20).unwrap();
+    assert_eq!((recovery.entries, recovery.truncated_bytes), (2, 0));
+    let read = journal.read(1, 10).unwrap();
+    assert_eq!(
+        read.iter()
+            .map(|e| (e.index, e.payload.clone()))
+            .collect::<Vec<_>>(),
+        vec![(1, payload(1)), (2, payload(2))]
+    );
+}
+
+const MAX: usize = exchange_journal::MAX_PAYLOAD_BYTES;
+
 #[test]
 fn torn_tail_is_cut_and_reported() {
     let dir = tempfile::tempdir().unwrap();

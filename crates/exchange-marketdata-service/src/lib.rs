@@ -27,10 +27,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::extract::ws::Utf8Bytes;
-use exchange_marketdata::{
-    Candle, Channel, InstrumentSnapshot, Interval, MarketSnapshot, SnapshotTrade,
-};
-use exchange_types::{Side, TradingStatus};
+use exchange_marketdata::{Candle, Channel, InstrumentSnapshot, Interval, MarketSnapshot};
+use exchange_types::TradingStatus;
 use serde_json::Value;
 use thiserror::Error;
 use tokio::sync::{mpsc, oneshot};
@@ -38,7 +36,7 @@ use tokio::task::JoinHandle;
 
 use exchange_node::config::MarketDataConfig;
 use exchange_node::history::TRADES_PER_SYMBOL;
-use exchange_node::{Handle, SubmitError};
+use exchange_node::{Handle, MarketQuery, SubmitError};
 
 /// Requests waiting for the service task.
 const REQUEST_QUEUE: usize = 4_096;
@@ -346,51 +344,35 @@ impl Drop for MarketDataService {
     }
 }
 
-fn side_of(text: &str) -> Side {
-    if text == "sell" {
-        Side::Sell
-    } else {
-        Side::Buy
-    }
-}
-
 /// The replicated state's market data as of one log index, read on the
 /// core thread between batches.
 pub async fn snapshot(handle: &Handle) -> Result<MarketSnapshot, SubmitError> {
-    handle
-        .query(|s| MarketSnapshot {
-            applied_index: s.applied_index,
-            now: s.engine.now(),
-            instruments: s
-                .engine
-                .instruments()
-                .iter()
-                .map(|inst| {
-                    let symbol = inst.symbol.as_str();
-                    let mut recent_trades: Vec<SnapshotTrade> = s
-                        .history
-                        .trades_of(symbol, TRADES_PER_SYMBOL)
-                        .into_iter()
-                        .map(|t| SnapshotTrade {
-                            trade_id: t.trade_id,
-                            price: t.price,
-                            qty: t.qty,
-                            aggressor: side_of(&t.side),
-                            ts: t.ts,
-                        })
-                        .collect();
-                    recent_trades.reverse();
-                    InstrumentSnapshot {
-                        symbol: inst.symbol,
-                        halted: inst.status == TradingStatus::Halted,
-                        book: s.engine.book(&inst.symbol, usize::MAX).unwrap_or_default(),
-                        sequences: s.market_sequences.get(symbol),
-                        recent_trades,
-                    }
-                })
-                .collect(),
+    let markets = handle
+        .markets(MarketQuery {
+            symbol: None,
+            depth: usize::MAX,
+            trades: TRADES_PER_SYMBOL,
         })
-        .await
+        .await?;
+    Ok(MarketSnapshot {
+        applied_index: markets.applied_index,
+        now: markets.now,
+        instruments: markets
+            .markets
+            .into_iter()
+            .map(|market| {
+                let mut recent_trades = market.trades;
+                recent_trades.reverse();
+                InstrumentSnapshot {
+                    symbol: market.instrument.symbol,
+                    halted: market.instrument.status == TradingStatus::Halted,
+                    book: market.book,
+                    sequences: market.sequences,
+                    recent_trades,
+                }
+            })
+            .collect(),
+    })
 }
 
 /// Snapshot, retrying while the core's queue is full.

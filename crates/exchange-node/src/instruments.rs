@@ -5,6 +5,7 @@ use thiserror::Error;
 
 use crate::config::InstrumentConfig;
 use crate::entry::LogEntry;
+use crate::reads::MarketQuery;
 use crate::sequencer::{Handle, SubmitError};
 
 #[derive(Debug, Error)]
@@ -36,19 +37,12 @@ pub async fn ensure_instruments(
     handle: &Handle,
     instruments: &[InstrumentConfig],
 ) -> Result<(), InstrumentError> {
-    let listed: Vec<String> = handle
-        .query(|s| {
-            s.engine
-                .instruments()
-                .iter()
-                .map(|i| i.symbol.to_string())
-                .collect()
-        })
-        .await?;
-    for spec in instruments
-        .iter()
-        .filter(|spec| !listed.contains(&spec.symbol))
-    {
+    let listed = handle.markets(MarketQuery::default()).await?.markets;
+    for spec in instruments.iter().filter(|spec| {
+        !listed
+            .iter()
+            .any(|m| m.instrument.symbol.as_str() == spec.symbol)
+    }) {
         let applied = handle.submit(instrument_entry(spec)?).await?;
         if let Some(exchange_types::EventKind::Rejected { reason, .. }) =
             applied.events.first().map(|e| &e.kind)

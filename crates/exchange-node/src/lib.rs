@@ -4,7 +4,8 @@
 //! Data flows one way: a gateway submits a [`LogEntry`] through the
 //! [`Handle`]; the Raft thread ([`replication`]) makes it durable on a
 //! majority; the core thread ([`sequencer`]) applies committed entries to
-//! the [`ServerState`] and publishes each [`Applied`] outcome, which the
+//! the [`ServerState`] (and the history beside it, [`core_state`]) and
+//! publishes each [`Applied`] outcome, which the
 //! gateways, the market-data service and the reporter consume.
 //! [`recovery`] rebuilds a node's state from its data directory.
 //!
@@ -12,6 +13,7 @@
 //! depend on it; it depends on none of them.
 
 pub mod config;
+pub mod core_state;
 pub mod entry;
 pub mod history;
 pub mod instruments;
@@ -20,13 +22,16 @@ pub mod metrics;
 pub mod metrics_window;
 mod parked;
 mod pipeline;
+pub mod reads;
 pub mod recovery;
 pub mod replication;
 pub mod sequencer;
 pub mod state;
 pub mod threads;
 
+pub use core_state::CoreState;
 pub use entry::LogEntry;
+pub use reads::{MarketQuery, OrderQuery};
 pub use sequencer::{Handle, Pipeline, PipelineConfig, SubmitError};
 pub use state::{Applied, ServerState};
 

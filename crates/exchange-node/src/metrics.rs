@@ -20,6 +20,8 @@ pub struct Metrics {
     pub core_queue_depth: AtomicU64,
     pub applied_index: AtomicU64,
     pub snapshots: AtomicU64,
+    /// Named reads sent to the core thread (`crate::reads`).
+    pub reads: AtomicU64,
     /// The position, as a command index, of a reader behind the core (the
     /// reporting service); `u64::MAX` when there is no such reader.
     /// Retention goes by [`Metrics::retain_from_raft`], since snapshots and
@@ -46,6 +48,7 @@ impl Default for Metrics {
             core_queue_depth: AtomicU64::new(0),
             applied_index: AtomicU64::new(0),
             snapshots: AtomicU64::new(0),
+            reads: AtomicU64::new(0),
             retain_from: AtomicU64::new(u64::MAX),
             retain_from_raft: AtomicU64::new(u64::MAX),
             fsync_ns: Mutex::new(
@@ -131,6 +134,13 @@ impl Metrics {
             "Snapshots written.",
             "counter",
             get(&self.snapshots),
+        );
+        counter(
+            &mut out,
+            "exchange_core_reads_total",
+            "Reads answered by the core thread between batches.",
+            "counter",
+            get(&self.reads),
         );
         counter(
             &mut out,

@@ -6,8 +6,9 @@ use std::time::Instant;
 use tokio::sync::oneshot;
 
 use crate::entry::LogEntry;
+use crate::reads::Read;
 use crate::replication::RaftMeta;
-use crate::state::{Applied, ServerState};
+use crate::state::Applied;
 
 /// Where an entry's outcome goes, and since when its sender has waited
 /// (the acknowledgement latency the status page reports).
@@ -24,8 +25,6 @@ impl Reply {
         })
     }
 }
-
-pub(crate) type Query = Box<dyn FnOnce(&ServerState) + Send>;
 
 pub(crate) struct Submission {
     pub entry: LogEntry,
@@ -49,5 +48,6 @@ pub(crate) enum CoreMsg {
     },
     /// A follower needs a snapshot newer than the newest on disk.
     SnapshotNow,
-    Query(Query),
+    /// A named read, answered between batches.
+    Read(Read),
 }

@@ -14,12 +14,13 @@ use exchange_replication::transport::Transport;
 use exchange_replication::{CommittedKind, ReplicaNode, ReplicationError};
 use thiserror::Error;
 
+use crate::core_state::CoreState;
 use crate::metrics::Metrics;
 use crate::replication::{
     decode_batch, load_learned_peers, BatchError, ClusterError, ClusterSettings,
 };
 use crate::sequencer::{Pipeline, PipelineConfig, ReplicaParts};
-use crate::state::{ServerState, StateSnapshotError};
+use crate::state::StateSnapshotError;
 
 #[derive(Debug, Error)]
 pub enum RecoveryError {
@@ -78,7 +79,7 @@ pub fn learned_peers_file(data_dir: &Path) -> PathBuf {
 pub fn recover(
     data_dir: &Path,
     cluster: &ClusterSettings,
-) -> Result<(ServerState, ReplicaNode, RecoveryReport), RecoveryError> {
+) -> Result<(CoreState, ReplicaNode, RecoveryReport), RecoveryError> {
     cluster.validate()?;
     let mut report = RecoveryReport::default();
     let (replica, snapshot, found) = ReplicaNode::open(
@@ -89,28 +90,28 @@ pub fn recover(
     report.invalid_snapshots = found.invalid_snapshots;
     report.truncated_bytes = found.journal.truncated_bytes;
     report.truncated_reason = found.journal.truncated_reason;
-    let mut state = match snapshot {
+    let mut core = match snapshot {
         Some(snapshot) => {
             report.snapshot_index = Some(snapshot.index);
-            let mut state = if snapshot.data.is_empty() {
-                ServerState::new()
+            let mut core = if snapshot.data.is_empty() {
+                CoreState::new()
             } else {
-                ServerState::restore(&snapshot.data).map_err(|source| RecoveryError::Snapshot {
+                CoreState::restore(&snapshot.data).map_err(|source| RecoveryError::Snapshot {
                     path: snapshot_dir(data_dir),
                     source,
                 })?
             };
-            state.raft_index = snapshot.index;
-            state
+            core.state.raft_index = snapshot.index;
+            core
         }
         None => {
             // The genesis: the empty state as of the replica's first index.
-            let mut state = ServerState::new();
-            state.raft_index = replica.snapshot_index().0;
-            state
+            let mut core = CoreState::new();
+            core.state.raft_index = replica.snapshot_index().0;
+            core
         }
     };
-    let mut next = state.raft_index + 1;
+    let mut next = core.state.raft_index + 1;
     while next <= replica.applied() {
         let committed = replica.read_committed(next, 1_024)?;
         if committed.is_empty() {
@@ -124,19 +125,19 @@ pub fn recover(
                         source,
                     })?;
                     for command in commands {
-                        state.apply(state.applied_index + 1, &command);
+                        core.apply(core.state.applied_index + 1, &command);
                         report.replayed += 1;
                     }
                 }
             }
-            state.raft_index = entry.index;
+            core.state.raft_index = entry.index;
             next = entry.index + 1;
         }
     }
-    report.applied_index = state.applied_index;
-    report.raft_index = state.raft_index;
-    report.state_hash = state.state_hash();
-    Ok((state, replica, report))
+    report.applied_index = core.state.applied_index;
+    report.raft_index = core.state.raft_index;
+    report.state_hash = core.state.state_hash();
+    Ok((core, replica, report))
 }
 
 /// Recovers and starts a single node (a cluster of one voter).
@@ -174,9 +175,10 @@ pub fn start_cluster(
     };
     config.snapshot_dir = snapshot_dir(data_dir);
     let metrics = Arc::new(Metrics::default());
-    metrics
-        .applied_index
-        .store(state.applied_index, std::sync::atomic::Ordering::Relaxed);
+    metrics.applied_index.store(
+        state.state.applied_index,
+        std::sync::atomic::Ordering::Relaxed,
+    );
     let parts = ReplicaParts {
         node: replica,
         transport,

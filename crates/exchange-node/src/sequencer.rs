@@ -25,14 +25,16 @@ use exchange_types::EventKind;
 use thiserror::Error;
 use tokio::sync::{broadcast, oneshot};
 
+use crate::core_state::CoreState;
 use crate::entry::LogEntry;
 use crate::metrics::Metrics;
 use crate::parked;
-use crate::pipeline::{CoreMsg, Query, Reply, Submission};
+use crate::pipeline::{CoreMsg, Reply, Submission};
+use crate::reads::{self, Read, SharedCredentials};
 use crate::replication::{
     ClusterShared, MembershipError, RaftControl, RaftLoop, RaftMeta, ReplicationStatus,
 };
-use crate::state::{Applied, ServerState, StateCopy};
+use crate::state::{Applied, Credential, StateCopy};
 
 #[derive(Debug, Error, Clone, PartialEq, Eq)]
 pub enum SubmitError {
@@ -85,6 +87,7 @@ pub struct Handle {
     failed: Arc<AtomicBool>,
     cluster: Arc<ClusterShared>,
     control: Sender<RaftControl>,
+    credentials: Arc<SharedCredentials>,
 }
 
 /// Marks the pipeline failed if its thread unwinds or returns early, so
@@ -210,24 +213,20 @@ impl Handle {
         }
     }
 
-    /// Runs `read` on the core thread, between batches, and returns what it
-    /// returns: a consistent view that includes every acknowledged command.
-    pub async fn query<R: Send + 'static>(
-        &self,
-        read: impl FnOnce(&ServerState) -> R + Send + 'static,
-    ) -> Result<R, SubmitError> {
-        let (tx, rx) = oneshot::channel();
-        let job: Query = Box::new(move |state| {
-            let _ = tx.send(read(state));
-        });
-        match self.core.try_send(CoreMsg::Query(job)) {
-            Ok(()) => rx.await.map_err(|_| SubmitError::Stopped),
+    /// Queues a read for the core thread (see [`crate::reads`]).
+    pub(crate) fn send_read(&self, read: Read) -> Result<(), SubmitError> {
+        match self.core.try_send(CoreMsg::Read(read)) {
+            Ok(()) => Ok(()),
             Err(TrySendError::Full(_)) => {
                 self.metrics.overloaded.fetch_add(1, Ordering::Relaxed);
                 Err(SubmitError::Overloaded)
             }
             Err(TrySendError::Disconnected(_)) => Err(SubmitError::Stopped),
         }
+    }
+
+    pub(crate) fn credentials(&self) -> &SharedCredentials {
+        &self.credentials
     }
 
     /// Every applied entry with its events, in log order.
@@ -246,7 +245,7 @@ impl Pipeline {
     /// Starts the Raft and core threads over a recovered state and the
     /// replica it was recovered from.
     pub(crate) fn start(
-        state: ServerState,
+        state: CoreState,
         replica: ReplicaParts,
         config: PipelineConfig,
         metrics: Arc<Metrics>,
@@ -259,8 +258,9 @@ impl Pipeline {
         cluster.publish(&replica.node);
         cluster
             .raft_applied
-            .store(state.raft_index, Ordering::Release);
+            .store(state.state.raft_index, Ordering::Release);
         let (control_tx, control_rx) = bounded(64);
+        let credentials = Arc::new(SharedCredentials::new(&state.state.credentials));
         let handle = Handle {
             control: control_tx,
             submit: submit_tx,
@@ -269,6 +269,7 @@ impl Pipeline {
             metrics: metrics.clone(),
             failed: failed.clone(),
             cluster: cluster.clone(),
+            credentials: credentials.clone(),
         };
         let raft_failed = failed.clone();
         // Snapshots written by the writer thread, for Raft to compact below.
@@ -287,7 +288,7 @@ impl Pipeline {
             shared: cluster.clone(),
             metrics: metrics.clone(),
             tick: replica.tick,
-            last_ts: state.engine_now(),
+            last_ts: state.state.engine_now(),
         };
         let raft_thread = std::thread::Builder::new()
             .name("raft".into())
@@ -308,8 +309,14 @@ impl Pipeline {
                     failed,
                     clean: false,
                 };
-                guard.clean =
-                    core_loop(state, core_rx, events, config, metrics, snapshots, cluster);
+                let outlets = Outlets {
+                    events,
+                    metrics,
+                    snapshots,
+                    cluster,
+                    credentials,
+                };
+                guard.clean = core_loop(state, core_rx, config, outlets);
             })
             .expect("spawn core thread");
         Pipeline {
@@ -327,44 +334,58 @@ impl Pipeline {
     }
 }
 
-/// Returns false when the state cannot go on (a snapshot from the leader
-/// that does not restore).
-fn core_loop(
-    mut state: ServerState,
-    core: parked::Receiver<CoreMsg>,
+/// Where the core thread's results go besides the waiting gateways.
+struct Outlets {
     events: broadcast::Sender<Arc<Applied>>,
-    config: PipelineConfig,
     metrics: Arc<Metrics>,
     snapshots: SnapshotWriter,
     cluster: Arc<ClusterShared>,
+    credentials: Arc<SharedCredentials>,
+}
+
+/// Returns false when the state cannot go on (a snapshot from the leader
+/// that does not restore).
+fn core_loop(
+    mut core_state: CoreState,
+    core: parked::Receiver<CoreMsg>,
+    config: PipelineConfig,
+    outlets: Outlets,
 ) -> bool {
+    let Outlets {
+        events,
+        metrics,
+        snapshots,
+        cluster,
+        credentials,
+    } = outlets;
     let mut since_snapshot = 0u64;
     let mut last_meta: Option<RaftMeta> = None;
     let mut done = Vec::with_capacity(PUBLISH_EVERY);
     while let Ok(message) = core.recv() {
         match message {
-            CoreMsg::Query(read) => read(&state),
+            CoreMsg::Read(read) => reads::answer(read, &core_state),
             CoreMsg::SnapshotNow => {
                 if let Some(meta) = &last_meta {
                     since_snapshot = 0;
-                    snapshots.offer(meta, &state);
+                    snapshots.offer(meta, &core_state);
                 }
             }
             CoreMsg::Install { meta, data } => {
                 let restored = if data.is_empty() {
-                    Ok(ServerState::new())
+                    Ok(CoreState::new())
                 } else {
-                    ServerState::restore(&data)
+                    CoreState::restore(&data)
                 };
                 match restored {
                     Ok(mut fresh) => {
-                        fresh.raft_index = meta.index;
-                        state = fresh;
+                        fresh.state.raft_index = meta.index;
+                        core_state = fresh;
+                        credentials.replace(&core_state.state.credentials);
                         tracing::info!(index = meta.index, "installed a snapshot from the leader");
                         cluster.raft_applied.store(meta.index, Ordering::Release);
                         metrics
                             .applied_index
-                            .store(state.applied_index, Ordering::Relaxed);
+                            .store(core_state.state.applied_index, Ordering::Relaxed);
                         last_meta = Some(meta);
                     }
                     Err(error) => {
@@ -377,9 +398,28 @@ fn core_loop(
             CoreMsg::Entries(batches) => {
                 for batch in batches {
                     for (entry, reply) in batch.items {
-                        let index = state.applied_index + 1;
-                        let mut applied = state.apply(index, &entry);
+                        let index = core_state.state.applied_index + 1;
+                        let mut applied = core_state.apply(index, &entry);
                         applied.raft_index = batch.meta.index;
+                        // Before the answer goes out: whoever hears of the
+                        // account can sign with its key at once.
+                        if let (
+                            LogEntry::CreateAccount {
+                                api_key,
+                                api_secret,
+                                ..
+                            },
+                            Some(account),
+                        ) = (&entry, applied.account)
+                        {
+                            credentials.insert(
+                                api_key,
+                                Credential {
+                                    account,
+                                    secret: api_secret.clone(),
+                                },
+                            );
+                        }
                         let applied = Arc::new(applied);
                         metrics.commands.fetch_add(1, Ordering::Relaxed);
                         metrics
@@ -396,23 +436,23 @@ fn core_loop(
                         }
                         since_snapshot += 1;
                     }
-                    state.raft_index = batch.meta.index;
+                    core_state.state.raft_index = batch.meta.index;
                     last_meta = Some(batch.meta);
                 }
                 publish(&mut done, &events, &metrics);
                 metrics
                     .applied_index
-                    .store(state.applied_index, Ordering::Relaxed);
+                    .store(core_state.state.applied_index, Ordering::Relaxed);
                 cluster
                     .raft_applied
-                    .store(state.raft_index, Ordering::Release);
+                    .store(core_state.state.raft_index, Ordering::Release);
                 if config.snapshot_every > 0 && since_snapshot >= config.snapshot_every {
                     if let Some(meta) = &last_meta {
                         since_snapshot = 0;
                         // Copying the state is the only part on the core
                         // thread; serialising and the disk work happen on
                         // the writer's.
-                        snapshots.offer(meta, &state);
+                        snapshots.offer(meta, &core_state);
                     }
                 }
             }
@@ -421,7 +461,7 @@ fn core_loop(
     // Leave a snapshot behind on a clean shutdown so the next start is fast.
     match last_meta {
         Some(meta) if since_snapshot > 0 && config.snapshot_every > 0 => {
-            snapshots.finish(&meta, &state)
+            snapshots.finish(&meta, &core_state)
         }
         _ => snapshots.finish_without(),
     }
@@ -523,14 +563,14 @@ impl SnapshotWriter {
 
     /// Hands a copy of the state to the writer, unless the previous one
     /// is still waiting for it (the next one will do).
-    fn offer(&self, meta: &RaftMeta, state: &ServerState) {
+    fn offer(&self, meta: &RaftMeta, state: &CoreState) {
         if let Some(queue) = self.queue.as_ref().filter(|queue| queue.is_empty()) {
             let _ = queue.try_send((meta.clone(), state.copy()));
         }
     }
 
     /// Writes a last snapshot and waits for the writer to finish.
-    fn finish(mut self, meta: &RaftMeta, state: &ServerState) {
+    fn finish(mut self, meta: &RaftMeta, state: &CoreState) {
         if let Some(queue) = self.queue.take() {
             let _ = queue.send((meta.clone(), state.copy()));
         }

@@ -1,7 +1,24 @@
 //! The replicated state machine of the server: the core engine, the API
-//! credentials and the history projection, advanced together by log
+//! credentials and the market-data sequences, advanced together by log
 //! entries. Applying the same entries from the same snapshot gives the same
-//! state on every node.
+//! state on every node, and the same [`ServerState::state_hash`].
+//!
+//! The API's view of orders and trades ([`History`]) is not part of it: it
+//! only presents what the events say, and no future event depends on it.
+//! The core thread keeps it beside this state ([`crate::core_state`]).
+//!
+//! Snapshot bytes (version 2): the tag `EXSNAP`, the version as a
+//! little-endian `u16`, the length of the replicated section as a
+//! little-endian `u64`, the replicated section (the engine's snapshot
+//! length as a `u64`, the engine's snapshot, then the credentials,
+//! market-data sequences and applied index as JSON), then the history as
+//! JSON. The state hash is BLAKE3 over the replicated section alone.
+//! Version 1 had no tag and no history section: it was the replicated
+//! section with the history inside its JSON. Both restore, so a data
+//! directory written before keeps starting; this matters because a
+//! snapshot that does not restore stops recovery (only a damaged snapshot
+//! file is passed over for an older one), and the log below the snapshot
+//! may be compacted away.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -14,6 +31,14 @@ use thiserror::Error;
 
 use crate::entry::LogEntry;
 use crate::history::{History, OrderRecord};
+
+/// What snapshot bytes start with, before the version. Version 1 started
+/// with the engine snapshot's length instead, as a little-endian `u64`:
+/// read as one, these bytes and any version are over 8 × 10^13 (80 TB),
+/// which no engine snapshot comes near, so the two cannot be confused.
+const SNAPSHOT_TAG: &[u8; 6] = b"EXSNAP";
+/// The snapshot format written.
+pub const SNAPSHOT_VERSION: u16 = 2;
 
 /// An account's API credential.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -56,13 +81,12 @@ pub struct Applied {
 pub struct ServerState {
     pub engine: Engine,
     pub credentials: Credentials,
-    pub history: History,
     /// Per-instrument market-data sequence numbers (see
     /// `exchange_marketdata::sequences`): replicated so that REST, the
     /// WebSocket channels and the binary feed agree across restarts.
     pub market_sequences: MarketSequences,
     /// Number of commands applied: the index of the last one in command
-    /// order (events, history and market-data sequences use it).
+    /// order (events and market-data sequences use it).
     pub applied_index: u64,
     /// Raft index of the last log entry (a batch of commands) applied. Not
     /// part of the snapshot bytes: the snapshot's Raft metadata carries it.
@@ -73,16 +97,22 @@ pub struct ServerState {
 pub enum StateSnapshotError {
     #[error("server snapshot is truncated")]
     Truncated,
+    #[error(
+        "server snapshot format version {0} is not one this build reads (it reads 1 and {SNAPSHOT_VERSION}); \
+         remove the snapshot to rebuild the state from the log, if the log still reaches back to its start"
+    )]
+    UnknownVersion(u16),
     #[error("core snapshot: {0}")]
     Core(#[from] exchange_core::SnapshotError),
     #[error("gateway state: {0}")]
     Json(#[from] serde_json::Error),
 }
 
-#[derive(Serialize, Deserialize)]
+/// The replicated state besides the engine. Version 1 snapshots also hold
+/// the history here, which is ignored when reading the state.
+#[derive(Clone, Serialize, Deserialize)]
 struct GatewayState {
     credentials: Credentials,
-    history: History,
     // Absent from snapshots written before market data existed.
     #[serde(default)]
     market_sequences: MarketSequences,
@@ -103,13 +133,14 @@ impl ServerState {
                 by_key: BTreeMap::new(),
                 next_account: 1,
             },
-            history: History::default(),
             market_sequences: MarketSequences::default(),
             applied_index: 0,
             raft_index: 0,
         }
     }
 
+    /// Applies one entry. `Applied::order` is left for the caller that
+    /// keeps the history ([`crate::core_state::CoreState::apply`]).
     pub fn apply(&mut self, index: u64, entry: &LogEntry) -> Applied {
         debug_assert!(index > self.applied_index, "entries apply in order, once");
         self.applied_index = index;
@@ -125,9 +156,6 @@ impl ServerState {
                 applied.command = stamped.command.name();
                 applied.actor = command_account(&stamped.command);
                 self.engine.apply(stamped, &mut applied.events);
-                self.history.record(&applied.events);
-                applied.order = answered_order(&stamped.command, &applied.events)
-                    .and_then(|id| self.history.shared_order(id));
                 self.market_sequences.record(index, &applied.events);
             }
             LogEntry::CreateAccount {
@@ -162,58 +190,113 @@ impl ServerState {
         account < self.credentials.next_account
     }
 
-    /// The core's canonical snapshot followed by the gateway state.
-    pub fn snapshot(&self) -> Vec<u8> {
-        self.copy().into_bytes()
-    }
-
-    /// What [`ServerState::snapshot`] writes, before it is written: quick
-    /// to take (the history is shared, not copied), so the core thread only
+    /// A copy of the replicated state: quick to take (the engine's
+    /// snapshot is the one part built here), so the core thread only
     /// pauses for this and another thread serialises it.
-    pub fn copy(&self) -> StateCopy {
-        StateCopy {
+    pub fn replicated(&self) -> ReplicatedCopy {
+        ReplicatedCopy {
             core: self.engine.snapshot(),
             gateway: GatewayState {
                 credentials: self.credentials.clone(),
-                history: self.history.clone(),
                 market_sequences: self.market_sequences.clone(),
                 applied_index: self.applied_index,
             },
         }
     }
 
+    /// The replicated state from snapshot bytes of either version (any
+    /// history in them is not read).
     pub fn restore(bytes: &[u8]) -> Result<ServerState, StateSnapshotError> {
-        let len_bytes: [u8; 8] = bytes
-            .get(..8)
-            .ok_or(StateSnapshotError::Truncated)?
-            .try_into()
-            .map_err(|_| StateSnapshotError::Truncated)?;
-        let core_len = usize::try_from(u64::from_le_bytes(len_bytes))
-            .map_err(|_| StateSnapshotError::Truncated)?;
-        let core = bytes
-            .get(8..8usize.saturating_add(core_len))
-            .ok_or(StateSnapshotError::Truncated)?;
-        let engine = Engine::restore(core)?;
-        let gateway: GatewayState = serde_json::from_slice(&bytes[8 + core_len..])?;
-        Ok(ServerState {
-            engine,
-            credentials: gateway.credentials,
-            history: gateway.history,
-            market_sequences: gateway.market_sequences,
-            applied_index: gateway.applied_index,
-            raft_index: 0,
-        })
+        restore_replicated(split(bytes)?.replicated)
     }
 
-    /// Hash of the whole replicated state (core and gateway).
+    /// Hash of the replicated state: equal on every node that applied the
+    /// same entries.
     pub fn state_hash(&self) -> String {
-        blake3_hex(&self.snapshot())
+        self.replicated().hash()
     }
+}
+
+/// Snapshot bytes, split.
+pub(crate) struct Sections<'a> {
+    /// What the state hash covers.
+    pub(crate) replicated: &'a [u8],
+    pub(crate) history: HistorySection<'a>,
+}
+
+pub(crate) enum HistorySection<'a> {
+    /// Version 2: the history as JSON.
+    Own(&'a [u8]),
+    /// Version 1: inside the replicated section's JSON.
+    InReplicated,
+}
+
+pub(crate) fn split(bytes: &[u8]) -> Result<Sections<'_>, StateSnapshotError> {
+    let Some(rest) = bytes.strip_prefix(SNAPSHOT_TAG) else {
+        return Ok(Sections {
+            replicated: bytes,
+            history: HistorySection::InReplicated,
+        });
+    };
+    let (version, rest) = rest
+        .split_first_chunk::<2>()
+        .ok_or(StateSnapshotError::Truncated)?;
+    let version = u16::from_le_bytes(*version);
+    if version != SNAPSHOT_VERSION {
+        return Err(StateSnapshotError::UnknownVersion(version));
+    }
+    let (len, rest) = take_len(rest)?;
+    if rest.len() < len {
+        return Err(StateSnapshotError::Truncated);
+    }
+    let (replicated, history) = rest.split_at(len);
+    Ok(Sections {
+        replicated,
+        history: HistorySection::Own(history),
+    })
+}
+
+/// A little-endian `u64` length, as a `usize`, and what follows it.
+fn take_len(bytes: &[u8]) -> Result<(usize, &[u8]), StateSnapshotError> {
+    let (len, rest) = bytes
+        .split_first_chunk::<8>()
+        .ok_or(StateSnapshotError::Truncated)?;
+    let len =
+        usize::try_from(u64::from_le_bytes(*len)).map_err(|_| StateSnapshotError::Truncated)?;
+    Ok((len, rest))
+}
+
+fn restore_replicated(bytes: &[u8]) -> Result<ServerState, StateSnapshotError> {
+    let (core_len, rest) = take_len(bytes)?;
+    if rest.len() < core_len {
+        return Err(StateSnapshotError::Truncated);
+    }
+    let (core, gateway) = rest.split_at(core_len);
+    let engine = Engine::restore(core)?;
+    let gateway: GatewayState = serde_json::from_slice(gateway)?;
+    Ok(ServerState {
+        engine,
+        credentials: gateway.credentials,
+        market_sequences: gateway.market_sequences,
+        applied_index: gateway.applied_index,
+        raft_index: 0,
+    })
+}
+
+/// The history a version 1 snapshot's replicated section holds.
+pub(crate) fn history_of_version_1(replicated: &[u8]) -> Result<History, StateSnapshotError> {
+    #[derive(Deserialize)]
+    struct WithHistory {
+        history: History,
+    }
+    let (core_len, rest) = take_len(replicated)?;
+    let json = rest.get(core_len..).ok_or(StateSnapshotError::Truncated)?;
+    Ok(serde_json::from_slice::<WithHistory>(json)?.history)
 }
 
 /// The order a command is answered with: the one a place created, or the
 /// one a cancel or replace acted on.
-fn answered_order(command: &Command, events: &[Event]) -> Option<OrderId> {
+pub(crate) fn answered_order(command: &Command, events: &[Event]) -> Option<OrderId> {
     events
         .iter()
         .find_map(|event| match (command, &event.kind) {
@@ -238,24 +321,47 @@ fn command_account(command: &Command) -> Option<AccountId> {
     }
 }
 
-/// A consistent copy of the state as of one log index.
-pub struct StateCopy {
+/// A consistent copy of the replicated state as of one log index.
+pub struct ReplicatedCopy {
     core: Vec<u8>,
     gateway: GatewayState,
 }
 
-impl StateCopy {
-    /// The snapshot bytes.
-    pub fn into_bytes(self) -> Vec<u8> {
+impl ReplicatedCopy {
+    /// BLAKE3 over the replicated section, as the snapshot holds it.
+    pub fn hash(&self) -> String {
         let gateway = serde_json::to_vec(&self.gateway).unwrap_or_default();
-        let mut bytes = Vec::with_capacity(8 + self.core.len() + gateway.len());
-        bytes.extend_from_slice(&(self.core.len() as u64).to_le_bytes());
-        bytes.extend_from_slice(&self.core);
-        bytes.extend_from_slice(&gateway);
-        bytes
+        let mut hasher = blake3::Hasher::new();
+        hasher.update(&(self.core.len() as u64).to_le_bytes());
+        hasher.update(&self.core);
+        hasher.update(&gateway);
+        hasher.finalize().to_hex().to_string()
     }
 }
 
-fn blake3_hex(bytes: &[u8]) -> String {
-    blake3::hash(bytes).to_hex().to_string()
+/// A consistent copy of the state and the history beside it, as of one
+/// log index: what a snapshot holds.
+pub struct StateCopy {
+    pub(crate) replicated: ReplicatedCopy,
+    pub(crate) history: History,
+}
+
+impl StateCopy {
+    /// The snapshot bytes (the current version).
+    pub fn into_bytes(self) -> Vec<u8> {
+        let ReplicatedCopy { core, gateway } = self.replicated;
+        let gateway = serde_json::to_vec(&gateway).unwrap_or_default();
+        let history = serde_json::to_vec(&self.history).unwrap_or_default();
+        let replicated_len = 8 + core.len() + gateway.len();
+        let mut bytes =
+            Vec::with_capacity(SNAPSHOT_TAG.len() + 2 + 8 + replicated_len + history.len());
+        bytes.extend_from_slice(SNAPSHOT_TAG);
+        bytes.extend_from_slice(&SNAPSHOT_VERSION.to_le_bytes());
+        bytes.extend_from_slice(&(replicated_len as u64).to_le_bytes());
+        bytes.extend_from_slice(&(core.len() as u64).to_le_bytes());
+        bytes.extend_from_slice(&core);
+        bytes.extend_from_slice(&gateway);
+        bytes.extend_from_slice(&history);
+        bytes
+    }
 }

@@ -161,7 +161,7 @@ async fn a_reporter_behind_and_lagging_still_writes_every_entry_once() {
     // Started behind: everything so far comes from the journal.
     let (reporting, reporter, path) =
         start_reporter(&handle, dir.path(), 64, Duration::from_millis(2));
-    let applied = handle.query(|s| s.applied_index).await.expect("query");
+    let applied = handle.position().await.expect("read").applied_index;
     assert!(reporting.wait_until(applied, DEADLINE).await, "caught up");
     // (The very last entry may still arrive live: it is published just
     // after its answer.)
@@ -229,7 +229,7 @@ async fn a_reporter_behind_and_lagging_still_writes_every_entry_once() {
     assert_eq!(needed.map(|s| s.index), Some(kept[0]));
 
     lock.execute_batch("ROLLBACK").expect("unlock");
-    let applied = handle.query(|s| s.applied_index).await.expect("query");
+    let applied = handle.position().await.expect("read").applied_index;
     assert!(
         reporting.wait_until(applied, DEADLINE).await,
         "caught up again"
@@ -260,7 +260,7 @@ async fn a_lag_in_the_middle_of_a_batch_is_filled_from_the_journal() {
     // A linger long enough that the burst below lands inside it.
     let (reporting, reporter, path) =
         start_reporter(&handle, dir.path(), 10_000, Duration::from_secs(2));
-    let applied = handle.query(|s| s.applied_index).await.expect("query");
+    let applied = handle.position().await.expect("read").applied_index;
     assert!(reporting.wait_until(applied, DEADLINE).await, "caught up");
     let caught_up = metric(&reporting, "exchange_reporting_caught_up_entries_total");
 
@@ -268,7 +268,7 @@ async fn a_lag_in_the_middle_of_a_batch_is_filled_from_the_journal() {
     // back to back) overflows the buffer while the batch lingers.
     orders(&handle, 0, 1).await;
     burst(&handle, 1..40).await;
-    let applied = handle.query(|s| s.applied_index).await.expect("query");
+    let applied = handle.position().await.expect("read").applied_index;
     assert!(
         reporting.wait_until(applied, DEADLINE).await,
         "caught up after the burst"
@@ -298,7 +298,7 @@ async fn lag_once(
     let caught_up = metric(reporting, "exchange_reporting_caught_up_entries_total");
     orders(handle, from, 40).await;
     lock.execute_batch("ROLLBACK").expect("unlock");
-    let applied = handle.query(|s| s.applied_index).await.expect("query");
+    let applied = handle.position().await.expect("read").applied_index;
     assert!(reporting.wait_until(applied, DEADLINE).await, "caught up");
     assert!(
         metric(reporting, "exchange_reporting_caught_up_entries_total") > caught_up,
@@ -351,7 +351,7 @@ async fn walks_resumed_from_a_kept_scratch_state_give_the_same_entries() {
     let (pipeline, handle) = start_node(dir.path(), 1_000_000).await;
     // Submitted at once: the sequencer puts several in one log record.
     burst(&handle, 0..60).await;
-    let applied = handle.query(|s| s.applied_index).await.expect("query");
+    let applied = handle.position().await.expect("read").applied_index;
     drop(handle);
     pipeline.join();
 

@@ -145,12 +145,7 @@ async fn status_reports_the_single_node_as_leader_with_its_figures() {
     assert_eq!(status["nodes"][0]["role"], "leader");
     // The state hash names the command it was taken after.
     assert_eq!(status["state_hash_index"], commands);
-    let expected_hash = node
-        .pipeline
-        .handle
-        .query(|s| s.state_hash())
-        .await
-        .expect("query");
+    let (_, expected_hash) = node.pipeline.handle.state_hash().await.expect("read");
     assert_eq!(status["state_hash"], expected_hash.as_str());
     assert_eq!(status["commands_total"], commands);
     assert_eq!(status["rejects"]["price_not_on_tick"], 1);

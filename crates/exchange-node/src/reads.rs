@@ -1,0 +1,342 @@
+//! What the rest of the system may read of a running node, by name.
+//!
+//! Every read is one of a handful of requests defined here, answered by
+//! code in this module: the core thread runs node code only, never a
+//! caller's. A read goes to the core thread between two batches, so it sees
+//! every command anyone has been answered, and costs that thread the time
+//! to copy out the answer; the requests are shaped so that this is all they
+//! cost (a bounded book depth, a bounded number of trades, shared order
+//! records rather than copies).
+//!
+//! API credentials are the exception: they are read on every signed
+//! request, most of them before anything says the sender is genuine, so
+//! they are served without the core thread at all, from
+//! [`SharedCredentials`], which the core thread updates as it applies each
+//! account creation, before it answers that entry.
+
+use std::collections::HashMap;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, RwLock};
+
+use exchange_core::{BalanceView, BookView, InstrumentView};
+use exchange_marketdata::{InstrumentSequences, SnapshotTrade};
+use exchange_types::{AccountId, AssetCode, OrderId, Side, Symbol};
+use tokio::sync::oneshot;
+
+use crate::core_state::CoreState;
+use crate::history::{History, OrderRecord, PublicTrade};
+use crate::sequencer::{Handle, SubmitError};
+use crate::state::{Credential, Credentials, ReplicatedCopy, ServerState};
+
+/// Where the node is in the log.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Position {
+    /// Commands applied: the index of the last one.
+    pub applied_index: u64,
+    /// The Raft entry (a batch of commands) last applied.
+    pub raft_index: u64,
+}
+
+/// Which markets to read, and how much of each.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct MarketQuery {
+    /// One market; `None`: every listed one.
+    pub symbol: Option<Symbol>,
+    /// Book levels per side, best first (0: none).
+    pub depth: usize,
+    /// Recent public trades, newest first (0: none).
+    pub trades: usize,
+}
+
+/// Markets as of one command.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Markets {
+    pub applied_index: u64,
+    /// The core's time at that command.
+    pub now: u64,
+    /// In listing order; empty when the symbol asked for is not listed.
+    pub markets: Vec<Market>,
+}
+
+impl Markets {
+    /// The one market asked for, if it is listed.
+    pub fn into_one(self) -> Option<Market> {
+        self.markets.into_iter().next()
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Market {
+    pub instrument: InstrumentView,
+    pub book: BookView,
+    /// The market-data sequences of this very book and trade list.
+    pub sequences: InstrumentSequences,
+    /// Newest first.
+    pub trades: Vec<SnapshotTrade>,
+}
+
+/// Which orders to read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum OrderQuery {
+    /// One order, if it is open and the account's.
+    One {
+        account: AccountId,
+        order_id: OrderId,
+    },
+    /// The accounts' open orders, newest first (on one symbol if given).
+    Open {
+        accounts: Vec<AccountId>,
+        symbol: Option<String>,
+    },
+}
+
+/// Open orders as of one command.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Orders {
+    pub applied_index: u64,
+    pub orders: Vec<Arc<OrderRecord>>,
+}
+
+/// The requests the core thread answers, each with where its answer goes.
+pub(crate) enum Read {
+    Position(oneshot::Sender<Position>),
+    StateHash(oneshot::Sender<(Position, ReplicatedCopy)>),
+    AccountExists(AccountId, oneshot::Sender<bool>),
+    Markets(MarketQuery, oneshot::Sender<Markets>),
+    Balances(AccountId, oneshot::Sender<Vec<BalanceView>>),
+    Orders(OrderQuery, oneshot::Sender<Orders>),
+    Audit(oneshot::Sender<Result<(), String>>),
+}
+
+/// Answers `read` from the state (on the core thread). A caller that gave
+/// up waiting is no error.
+pub(crate) fn answer(read: Read, core: &CoreState) {
+    let (state, history) = (&core.state, &core.history);
+    match read {
+        Read::Position(reply) => {
+            let _ = reply.send(position(state));
+        }
+        Read::StateHash(reply) => {
+            // Copying is the part that must happen here; serialising and
+            // hashing the copy happen on the caller's side.
+            let _ = reply.send((position(state), state.replicated()));
+        }
+        Read::AccountExists(account, reply) => {
+            let _ = reply.send(state.account_exists(account));
+        }
+        Read::Markets(query, reply) => {
+            let _ = reply.send(markets(state, history, &query));
+        }
+        Read::Balances(account, reply) => {
+            let _ = reply.send(balances(state, account));
+        }
+        Read::Orders(query, reply) => {
+            let _ = reply.send(orders(state, history, &query));
+        }
+        Read::Audit(reply) => {
+            let _ = reply.send(state.engine.audit());
+        }
+    }
+}
+
+fn position(state: &ServerState) -> Position {
+    Position {
+        applied_index: state.applied_index,
+        raft_index: state.raft_index,
+    }
+}
+
+fn markets(state: &ServerState, history: &History, query: &MarketQuery) -> Markets {
+    let markets = state
+        .engine
+        .instruments()
+        .into_iter()
+        .filter(|i| query.symbol.is_none_or(|s| i.symbol == s))
+        .map(|instrument| {
+            let symbol = instrument.symbol;
+            Market {
+                book: state.engine.book(&symbol, query.depth).unwrap_or_default(),
+                sequences: state.market_sequences.get(symbol.as_str()),
+                trades: history
+                    .trades_of(symbol.as_str(), query.trades)
+                    .into_iter()
+                    .map(snapshot_trade)
+                    .collect(),
+                instrument,
+            }
+        })
+        .collect();
+    Markets {
+        applied_index: state.applied_index,
+        now: state.engine.now(),
+        markets,
+    }
+}
+
+fn snapshot_trade(trade: &PublicTrade) -> SnapshotTrade {
+    SnapshotTrade {
+        trade_id: trade.trade_id,
+        price: trade.price,
+        qty: trade.qty,
+        aggressor: if trade.side == Side::Sell.as_str() {
+            Side::Sell
+        } else {
+            Side::Buy
+        },
+        ts: trade.ts,
+    }
+}
+
+/// The account's balance of every asset of a listed instrument (only
+/// those can hold funds), by asset code.
+fn balances(state: &ServerState, account: AccountId) -> Vec<BalanceView> {
+    let mut assets: Vec<AssetCode> = state
+        .engine
+        .instruments()
+        .iter()
+        .flat_map(|i| [i.base, i.quote])
+        .collect();
+    assets.sort_unstable();
+    assets.dedup();
+    assets
+        .into_iter()
+        .map(|asset| {
+            let (total, available) = state.engine.balance(account, &asset).unwrap_or((0, 0));
+            BalanceView {
+                account,
+                asset,
+                total,
+                available,
+            }
+        })
+        .collect()
+}
+
+fn orders(state: &ServerState, history: &History, query: &OrderQuery) -> Orders {
+    let orders = match query {
+        OrderQuery::One { account, order_id } => history
+            .shared_order(*order_id)
+            .filter(|o| o.account == *account && o.status.is_open())
+            .into_iter()
+            .collect(),
+        OrderQuery::Open { accounts, symbol } => {
+            let mut found: Vec<Arc<OrderRecord>> = accounts
+                .iter()
+                .flat_map(|&account| history.open_orders_of(account, symbol.as_deref()))
+                .filter_map(|o| history.shared_order(o.order_id))
+                .collect();
+            if accounts.len() > 1 {
+                found.sort_unstable_by_key(|o| std::cmp::Reverse(o.order_id));
+            }
+            found
+        }
+    };
+    Orders {
+        applied_index: state.applied_index,
+        orders,
+    }
+}
+
+/// Every API credential as of the last applied entry, readable from any
+/// thread. Credentials are only ever added (an account's never changes),
+/// so the core thread adds each new one in place, O(1), rather than
+/// publishing a fresh copy of them all.
+#[derive(Debug, Default)]
+pub(crate) struct SharedCredentials {
+    by_key: RwLock<HashMap<String, Credential>>,
+}
+
+impl SharedCredentials {
+    pub(crate) fn new(credentials: &Credentials) -> Self {
+        SharedCredentials {
+            by_key: RwLock::new(copy(credentials)),
+        }
+    }
+
+    pub(crate) fn insert(&self, key: &str, credential: Credential) {
+        // A poisoned lock only means a reader panicked; the map is whole.
+        self.by_key
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(key.to_owned(), credential);
+    }
+
+    /// After the state was replaced by a snapshot.
+    pub(crate) fn replace(&self, credentials: &Credentials) {
+        let fresh = copy(credentials);
+        *self.by_key.write().unwrap_or_else(|p| p.into_inner()) = fresh;
+    }
+
+    fn get(&self, key: &str) -> Option<Credential> {
+        self.by_key
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(key)
+            .cloned()
+    }
+}
+
+fn copy(credentials: &Credentials) -> HashMap<String, Credential> {
+    credentials
+        .by_key
+        .iter()
+        .map(|(key, credential)| (key.clone(), credential.clone()))
+        .collect()
+}
+
+/// The named reads.
+impl Handle {
+    /// The API key's credential: every account whose creation has been
+    /// answered. Served without the core thread.
+    pub fn credential(&self, api_key: &str) -> Option<Credential> {
+        self.credentials().get(api_key)
+    }
+
+    /// The command and Raft entry last applied.
+    pub async fn position(&self) -> Result<Position, SubmitError> {
+        self.ask(Read::Position).await
+    }
+
+    /// The hash of the replicated state ([`ServerState::state_hash`]) and
+    /// where in the log it was taken.
+    pub async fn state_hash(&self) -> Result<(Position, String), SubmitError> {
+        let (position, copy) = self.ask(Read::StateHash).await?;
+        let hash = tokio::task::spawn_blocking(move || copy.hash())
+            .await
+            .map_err(|_| SubmitError::Stopped)?;
+        Ok((position, hash))
+    }
+
+    pub async fn account_exists(&self, account: AccountId) -> Result<bool, SubmitError> {
+        self.ask(|reply| Read::AccountExists(account, reply)).await
+    }
+
+    pub async fn markets(&self, query: MarketQuery) -> Result<Markets, SubmitError> {
+        self.ask(|reply| Read::Markets(query, reply)).await
+    }
+
+    /// The account's balance of each asset of a listed instrument.
+    pub async fn balances(&self, account: AccountId) -> Result<Vec<BalanceView>, SubmitError> {
+        self.ask(|reply| Read::Balances(account, reply)).await
+    }
+
+    pub async fn orders(&self, query: OrderQuery) -> Result<Orders, SubmitError> {
+        self.ask(|reply| Read::Orders(query, reply)).await
+    }
+
+    /// Checks the engine's invariants (`Engine::audit`): a full pass over
+    /// the state on the core thread, for tests and tools.
+    pub async fn audit(&self) -> Result<Result<(), String>, SubmitError> {
+        self.ask(Read::Audit).await
+    }
+
+    async fn ask<R>(
+        &self,
+        read: impl FnOnce(oneshot::Sender<R>) -> Read,
+    ) -> Result<R, SubmitError> {
+        let (tx, rx) = oneshot::channel();
+        self.send_read(read(tx))?;
+        self.metrics.reads.fetch_add(1, Ordering::Relaxed);
+        rx.await.map_err(|_| SubmitError::Stopped)
+    }
+}
