@@ -4,11 +4,10 @@
 //! reasons, trades, cancels, expiries, replaces) and hold the same books
 //! and open orders.
 
-mod common;
 mod model;
 
-use common::*;
 use exchange_core::Engine;
+use exchange_testkit::engine::*;
 use exchange_types::*;
 use model::{Ev, Model, OpenOrder};
 use proptest::prelude::*;

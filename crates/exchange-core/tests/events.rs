@@ -1,13 +1,10 @@
 //! The event stream: numbering, time, and what book, trade and lifecycle
 //! events report.
 
-mod common;
-mod support;
-
 use exchange_core::Engine;
+use exchange_testkit::engine::*;
 use exchange_types::event;
 use exchange_types::*;
-use support::*;
 
 /// Applies `command` stamped `ts` (the harness clock is bypassed so tests
 /// can send time backwards) and checks the invariants.

@@ -4,11 +4,8 @@
 //! A fee is `notional * bps / 10000` in quote units (1e-8 USD), rounded
 //! toward zero; account 0 collects the taker fee and pays the rebate.
 
-mod common;
-mod support;
-
+use exchange_testkit::engine::*;
 use exchange_types::*;
-use support::*;
 
 #[test]
 fn taker_pays_the_fee_and_a_resting_seller_earns_the_rebate() {

@@ -1,11 +1,8 @@
 //! Mass cancel: every open order of one account, optionally on one
 //! instrument, in order-id order, and nothing of anybody else's.
 
-mod common;
-mod support;
-
+use exchange_testkit::engine::*;
 use exchange_types::*;
-use support::*;
 
 use CancelReason::MassCancel;
 

@@ -4,12 +4,10 @@
 //! order's quantity is accounted for (filled + open + canceled or expired
 //! = what was asked).
 
-mod common;
-
 use std::collections::BTreeMap;
 
-use common::*;
 use exchange_core::Engine;
+use exchange_testkit::engine::*;
 use exchange_types::*;
 use proptest::prelude::*;
 

@@ -1,12 +1,9 @@
 //! Order entry by type and time in force: limit, market, IOC, FOK and
 //! post-only, and price-time priority among them.
 
-mod common;
-mod support;
-
+use exchange_testkit::engine::*;
 use exchange_types::event;
 use exchange_types::*;
-use support::*;
 
 #[test]
 fn limit_order_that_does_not_cross_rests_and_reserves_notional_plus_fee() {

@@ -3,12 +3,10 @@
 //! the event stream, followed over the whole run, keeps every order's
 //! quantity and every asset's supply accounted for.
 
-mod common;
-
 use std::collections::BTreeMap;
 
-use common::*;
 use exchange_core::Engine;
+use exchange_testkit::engine::*;
 use exchange_types::*;
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;

@@ -2,11 +2,8 @@
 //! that trade, and every way a replace is refused. Priority is always
 //! proven by which order a later taker hits first.
 
-mod common;
-mod support;
-
+use exchange_testkit::engine::*;
 use exchange_types::*;
-use support::*;
 
 /// A sell of account 1 ("a") ahead of a sell of account 2 ("b"), both
 /// 1 BTC at 100; returns their ids.

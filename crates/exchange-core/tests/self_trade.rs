@@ -2,11 +2,8 @@
 //! meets a resting order of its own account, including how fill-or-kill
 //! feasibility and market-buy reservations account for it.
 
-mod common;
-mod support;
-
+use exchange_testkit::engine::*;
 use exchange_types::*;
-use support::*;
 
 use CancelReason::SelfTrade;
 use SelfTradePrevention::{CancelBoth, CancelNewest, CancelOldest, Decrement};

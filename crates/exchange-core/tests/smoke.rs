@@ -1,5 +1,4 @@
-mod common;
-use common::*;
+use exchange_testkit::engine::*;
 use exchange_types::*;
 
 #[test]

@@ -9,13 +9,10 @@
 //! never nears its open-order limit); DATA_DIR defaults to a temporary
 //! directory, and decides which disk the journal's fsync hits.
 
-#[path = "../tests/support/mod.rs"]
-mod support;
-
 use std::time::Instant;
 
+use exchange_testkit::fix::{session, Client, Node};
 use hdrhistogram::Histogram;
-use support::{session, Client, Node};
 
 const WARMUP: usize = 500;
 

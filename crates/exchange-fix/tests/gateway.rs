@@ -1,9 +1,7 @@
 //! The gateway end to end in-process: a real node (journal, core) and the
 //! FIX acceptor, over TCP.
 
-mod support;
-
-use support::{session, Client, Node, WAIT};
+use exchange_testkit::fix::{session, Client, Node, WAIT};
 
 const ORDER: &str = "55=BTC-USD|60=20240101-00:00:00|40=2|";
 

@@ -3,9 +3,7 @@ use std::path::Path;
 
 use exchange_journal::snapshots::{self, Snapshot};
 use exchange_journal::{Journal, JournalError};
-
-mod common;
-use common::segments;
+use exchange_testkit::segments;
 
 fn payload(i: u64) -> Vec<u8> {
     format!("command number {i}").into_bytes()

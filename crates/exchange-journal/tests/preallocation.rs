@@ -6,9 +6,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use exchange_journal::{reader, Entry, Journal, JournalError, JournalOptions};
-
-mod common;
-use common::segments;
+use exchange_testkit::segments;
 
 const SEGMENT: u64 = 64 << 10;
 

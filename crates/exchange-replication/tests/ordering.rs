@@ -91,7 +91,7 @@ fn acknowledgements_leave_only_after_the_write() {
         }
         while let Some(message) = network.pop_front() {
             let to = message.to as usize - 1;
-            let _ = nodes[to].step(message);
+            nodes[to].step(message).expect("step");
         }
         for node in &mut nodes {
             node.tick();
@@ -130,7 +130,7 @@ fn settled_cluster(root: &Path) -> Vec<ReplicaNode> {
         }
         for message in network {
             let to = message.to as usize - 1;
-            let _ = nodes[to].step(message);
+            nodes[to].step(message).expect("step");
         }
     }
     assert!(nodes[0].is_leader());

@@ -5,149 +5,24 @@
 //! acknowledged order is then present exactly once on every replica, and
 //! every replica reaches the same state hash.
 
-mod support;
-
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::atomic::{AtomicBool, AtomicU16, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+use exchange_testkit::{
+    assert_success, leader_port, limit, process_alive, ready_leader, resting_order, wait_until,
+    Account, CliCluster, Client, OnPanic, DEADLINE,
+};
 use serde_json::Value;
-use support::{wait_until, Account, Client, ADMIN_TOKEN};
+
+/// The binary under test.
+const EXCHANGE: &str = env!("CARGO_BIN_EXE_exchange");
 
 const NODES: u64 = 3;
 const WORKERS: usize = 4;
 const MAX_PLACES_PER_WORKER: usize = 150;
 const ACKS_BEFORE_KILL: usize = 60;
 const ACKS_AFTER_KILL: usize = 60;
-
-struct Cluster {
-    dir: PathBuf,
-    ports: Vec<u16>,
-}
-
-fn exchange(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_exchange"))
-        .args(args)
-        .env("EXCHANGE_ADMIN_TOKEN", ADMIN_TOKEN)
-        .output()
-        .expect("run exchange")
-}
-
-fn ports_free(base: u16) -> bool {
-    (1..=NODES as u16)
-        .flat_map(|n| [base + n, base + 100 + n])
-        .all(|port| std::net::TcpListener::bind(("127.0.0.1", port)).is_ok())
-}
-
-impl Cluster {
-    fn up(dir: &Path) -> Cluster {
-        // Tests of one binary run in parallel: each picks its own ports.
-        static CALLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-        let call = CALLS.fetch_add(1, Ordering::SeqCst);
-        let seed = (std::process::id() as u64 ^ support::unix_now()).wrapping_add(call * 7_777);
-        for attempt in 0..10u64 {
-            let base = 20_000 + ((seed.wrapping_mul(7919) + attempt * 977) % 30_000) as u16;
-            if !ports_free(base) {
-                continue;
-            }
-            let out = exchange(&[
-                "cluster",
-                "up",
-                "--nodes",
-                &NODES.to_string(),
-                "--data-dir",
-                &dir.display().to_string(),
-                "--port-base",
-                &base.to_string(),
-            ]);
-            let cluster = Cluster {
-                dir: dir.to_path_buf(),
-                ports: (1..=NODES as u16).map(|n| base + n).collect(),
-            };
-            if out.status.success() {
-                eprintln!("{}", String::from_utf8_lossy(&out.stdout));
-                return cluster;
-            }
-            eprintln!(
-                "cluster up failed (port race?): {}{}",
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            );
-            drop(cluster);
-            let _ = std::fs::remove_dir_all(dir);
-        }
-        panic!("could not start a cluster");
-    }
-
-    fn pid(&self, node: u64) -> Option<i32> {
-        std::fs::read_to_string(self.dir.join(format!("node-{node}/pid")))
-            .ok()?
-            .trim()
-            .parse()
-            .ok()
-    }
-
-    fn kill(&self, node: u64) {
-        if let Some(pid) = self.pid(node) {
-            // SAFETY: SIGKILL to a process this test started.
-            unsafe { libc::kill(pid, libc::SIGKILL) };
-        }
-    }
-
-    fn restart_dead(&self) {
-        let out = exchange(&[
-            "cluster",
-            "up",
-            "--data-dir",
-            &self.dir.display().to_string(),
-        ]);
-        assert!(
-            out.status.success(),
-            "restart: {}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
-
-    fn status(&self) -> Option<Value> {
-        let out = exchange(&[
-            "cluster",
-            "status",
-            "--url",
-            &format!("http://127.0.0.1:{}", self.ports[0]),
-        ]);
-        out.status
-            .success()
-            .then(|| serde_json::from_slice(&out.stdout).ok())
-            .flatten()
-    }
-}
-
-impl Drop for Cluster {
-    fn drop(&mut self) {
-        for node in 1..=NODES {
-            self.kill(node);
-        }
-    }
-}
-
-/// The port of the node that says it leads, if one does.
-fn leader_port(ports: &[u16]) -> Option<u16> {
-    ports.iter().copied().find(|&port| {
-        Client { port }
-            .try_request(
-                "GET",
-                "/admin/replication",
-                &[("Authorization", format!("Bearer {ADMIN_TOKEN}"))],
-                b"",
-            )
-            .ok()
-            .filter(|r| r.status == 200)
-            .is_some_and(|r| r.json()["role"] == "leader")
-    })
-}
 
 #[derive(Default, Debug)]
 struct Report {
@@ -173,10 +48,10 @@ fn worker(
             break;
         }
         let client_order_id = format!("{name}-{n}");
-        let body = support::resting_order(n, &client_order_id);
+        let body = resting_order(n, &client_order_id);
         let started = Instant::now();
         loop {
-            if started.elapsed() > support::DEADLINE {
+            if started.elapsed() > DEADLINE {
                 report
                     .failures
                     .push(format!("{client_order_id}: no answer within the deadline"));
@@ -224,7 +99,7 @@ fn worker(
 #[test]
 fn killing_the_leader_under_load_loses_no_acknowledged_order() {
     let tmp = tempfile::tempdir().expect("temp dir");
-    let cluster = Cluster::up(&tmp.path().join("cluster"));
+    let cluster = CliCluster::up(EXCHANGE, &tmp.path().join("cluster"), NODES, None);
     let mut port = None;
     wait_until("a leader", || {
         port = leader_port(&cluster.ports);
@@ -270,7 +145,7 @@ fn killing_the_leader_under_load_loses_no_acknowledged_order() {
                 })
             })
             .collect();
-        let _stop_workers = support::OnPanic(|| stop.store(true, Ordering::SeqCst));
+        let _stop_workers = OnPanic(|| stop.store(true, Ordering::SeqCst));
         wait_until("orders acknowledged before the kill", || {
             total.load(Ordering::SeqCst) >= ACKS_BEFORE_KILL
         });
@@ -342,25 +217,22 @@ fn killing_the_leader_under_load_loses_no_acknowledged_order() {
     }
 }
 
-/// SIGTERM to the leader: before it stops it hands leadership to a
-/// follower (no election timeout to wait out), and its last orders are on
-/// the new leader.
 /// Waits for a leader that lists the instruments, then rests one buy
 /// order there for a new funded account.
-fn order_on_the_leader(cluster: &Cluster, client_order_id: &str) -> (Client, Account, Value) {
-    let api = support::ready_leader(|| leader_port(&cluster.ports));
+fn order_on_the_leader(cluster: &CliCluster, client_order_id: &str) -> (Client, Account, Value) {
+    let api = ready_leader(|| leader_port(&cluster.ports));
     let account = api.funded_account();
-    let placed = api.place(
-        &account,
-        &support::limit("buy", "59000", "0.01", client_order_id),
-    );
+    let placed = api.place(&account, &limit("buy", "59000", "0.01", client_order_id));
     (api, account, placed)
 }
 
+/// SIGTERM to the leader: before it stops it hands leadership to a
+/// follower (no election timeout to wait out), and its last orders are on
+/// the new leader.
 #[test]
 fn a_leader_stopped_gracefully_hands_leadership_over() {
     let tmp = tempfile::tempdir().expect("temp dir");
-    let cluster = Cluster::up(&tmp.path().join("cluster"));
+    let cluster = CliCluster::up(EXCHANGE, &tmp.path().join("cluster"), NODES, None);
     let (api, account, placed) = order_on_the_leader(&cluster, "before-stop");
     let old = cluster.status().expect("status")["leader"]
         .as_u64()
@@ -374,14 +246,7 @@ fn a_leader_stopped_gracefully_hands_leadership_over() {
     });
     eprintln!("new leader after {:?}", started.elapsed());
     let log = cluster.dir.join(format!("node-{old}/log"));
-    wait_until("the old leader to exit", || {
-        std::fs::read_to_string(&log).is_ok_and(|l| l.contains("shutting down"))
-            && unsafe { libc::kill(pid, 0) } != 0
-            || std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
-                s.rsplit_once(')')
-                    .is_some_and(|(_, r)| r.trim_start().starts_with('Z'))
-            })
-    });
+    wait_until("the old leader to exit", || !process_alive(pid));
     let text = std::fs::read_to_string(&log).expect("old leader's log");
     assert!(
         text.contains("handing leadership over before stopping"),
@@ -402,7 +267,7 @@ fn a_leader_stopped_gracefully_hands_leadership_over() {
 #[test]
 fn cluster_down_then_up_at_once_recovers_every_node() {
     let tmp = tempfile::tempdir().expect("temp dir");
-    let cluster = Cluster::up(&tmp.path().join("cluster"));
+    let cluster = CliCluster::up(EXCHANGE, &tmp.path().join("cluster"), NODES, None);
     // The gateway command's name as a client order id: every follower and
     // every restart's replay must read it as the order it is.
     let (_, account, placed) = order_on_the_leader(&cluster, "create_account");
@@ -411,12 +276,9 @@ fn cluster_down_then_up_at_once_recovers_every_node() {
     let pids: Vec<i32> = (1..=NODES)
         .map(|node| cluster.pid(node).expect("pid file"))
         .collect();
-    let down = exchange(&["cluster", "down", "--data-dir", &dir]);
-    assert!(
-        down.status.success(),
-        "down: {}{}",
-        String::from_utf8_lossy(&down.stdout),
-        String::from_utf8_lossy(&down.stderr)
+    assert_success(
+        &cluster.exchange(&["cluster", "down", "--data-dir", &dir]),
+        "cluster down",
     );
     for (node, pid) in (1..=NODES).zip(pids) {
         assert!(
@@ -424,13 +286,8 @@ fn cluster_down_then_up_at_once_recovers_every_node() {
             "node {node}'s pid file outlived cluster down"
         );
         // `down` returned: every node has exited (or is an unreaped zombie).
-        let alive = unsafe { libc::kill(pid, 0) } == 0
-            && !std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
-                s.rsplit_once(')')
-                    .is_some_and(|(_, r)| r.trim_start().starts_with('Z'))
-            });
         assert!(
-            !alive,
+            !process_alive(pid),
             "node {node} (pid {pid}) still runs after cluster down"
         );
     }

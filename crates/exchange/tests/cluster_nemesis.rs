@@ -9,39 +9,22 @@
 //! `NEMESIS_SEED=N` replays a run; `NEMESIS_ROUNDS=N` (default 3) makes it
 //! longer (`NEMESIS_ROUNDS=50` for a soak).
 
-mod cluster_support;
-mod support;
-
 use std::sync::atomic::{AtomicBool, AtomicU16, AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use cluster_support::{status, ProxiedCluster};
-use support::{wait_until, Account, Client};
+use exchange_testkit::{
+    leader_port, ready_leader, resting_order, unix_now, wait_until, Account, Client, OnPanic,
+    ProxiedCluster, Rng, DEADLINE,
+};
 
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        (z ^ (z >> 31)) % n.max(1)
-    }
-}
+/// The binary under test.
+const EXCHANGE: &str = env!("CARGO_BIN_EXE_exchange");
 
 const WRITERS: usize = 2;
 const MAX_PER_WRITER: usize = 2_000;
 /// Pause between a writer's orders: a load that lasts a long soak.
 const PACE: Duration = Duration::from_millis(15);
-
-fn find_leader(ports: &[u16]) -> Option<u16> {
-    ports
-        .iter()
-        .copied()
-        .find(|&p| status(p).is_some_and(|s| s["role"] == "leader"))
-}
 
 struct Shared {
     ports: Vec<u16>,
@@ -65,7 +48,7 @@ fn writer(shared: &Shared, index: usize, account: &Account) {
         }
         shared.busy.fetch_add(1, Ordering::SeqCst);
         let id = format!("w{index}-{n}");
-        let body = support::resting_order(n, &id);
+        let body = resting_order(n, &id);
         let started = Instant::now();
         loop {
             let port = shared.leader.load(Ordering::SeqCst);
@@ -83,7 +66,7 @@ fn writer(shared: &Shared, index: usize, account: &Account) {
                 }
                 Err(_) => {}
             }
-            if started.elapsed() > support::DEADLINE {
+            if started.elapsed() > DEADLINE {
                 if let Ok(mut f) = shared.failures.lock() {
                     f.push(format!("{id}: unanswered within the deadline"));
                 }
@@ -91,7 +74,7 @@ fn writer(shared: &Shared, index: usize, account: &Account) {
                 return;
             }
             std::thread::sleep(Duration::from_millis(20));
-            if let Some(port) = find_leader(&shared.ports) {
+            if let Some(port) = leader_port(&shared.ports) {
                 shared.leader.store(port, Ordering::SeqCst);
             }
         }
@@ -108,7 +91,7 @@ fn nemesis_rounds_keep_every_acknowledged_order_and_one_history() {
     let seed = std::env::var("NEMESIS_SEED")
         .ok()
         .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| std::process::id() as u64 ^ support::unix_now());
+        .unwrap_or_else(|| std::process::id() as u64 ^ unix_now());
     let rounds: u64 = std::env::var("NEMESIS_ROUNDS")
         .ok()
         .and_then(|s| s.parse().ok())
@@ -116,9 +99,9 @@ fn nemesis_rounds_keep_every_acknowledged_order_and_one_history() {
     eprintln!("nemesis: seed {seed}, {rounds} rounds (NEMESIS_SEED={seed} replays the faults)");
     let mut rng = Rng(seed);
     let tmp = tempfile::tempdir().expect("temp dir");
-    let mut cluster = ProxiedCluster::start(tmp.path(), 3);
+    let mut cluster = ProxiedCluster::start(EXCHANGE, tmp.path(), 3);
     let ports: Vec<u16> = cluster.ids.iter().map(|id| cluster.http[id]).collect();
-    let api = support::ready_leader(|| find_leader(&ports));
+    let api = ready_leader(|| leader_port(&ports));
     let accounts: Vec<Account> = (0..WRITERS).map(|_| api.funded_account()).collect();
     let shared = Shared {
         ports: ports.clone(),
@@ -134,7 +117,7 @@ fn nemesis_rounds_keep_every_acknowledged_order_and_one_history() {
             let shared = &shared;
             scope.spawn(move || writer(shared, index, account));
         }
-        let _stop_writers = support::OnPanic(|| shared.stop.store(true, Ordering::SeqCst));
+        let _stop_writers = OnPanic(|| shared.stop.store(true, Ordering::SeqCst));
         for round in 0..rounds {
             std::thread::sleep(Duration::from_millis(100 + rng.below(400)));
             let victim = 1 + rng.below(3);

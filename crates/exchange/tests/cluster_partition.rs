@@ -6,19 +6,20 @@
 //! state, which holds every acknowledged order once and not the write the
 //! cut-off leader took.
 
-mod cluster_support;
-mod support;
-
 use std::collections::BTreeMap;
 
-use cluster_support::{leader_among, status, ProxiedCluster};
-use support::{limit, wait_until, Account, Client};
+use exchange_testkit::{
+    leader_among, limit, ready_leader, status, wait_until, Account, Client, ProxiedCluster,
+};
+
+/// The binary under test.
+const EXCHANGE: &str = env!("CARGO_BIN_EXE_exchange");
 
 #[test]
 fn a_partitioned_leader_takes_no_write_and_one_history_survives() {
     let tmp = tempfile::tempdir().expect("temp dir");
-    let cluster = ProxiedCluster::start(tmp.path(), 3);
-    let api = support::ready_leader(|| cluster.leader().map(|id| cluster.http[&id]));
+    let cluster = ProxiedCluster::start(EXCHANGE, tmp.path(), 3);
+    let api = ready_leader(|| cluster.leader().map(|id| cluster.http[&id]));
     let old = cluster
         .http
         .iter()

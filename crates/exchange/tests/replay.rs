@@ -1,46 +1,18 @@
 //! `exchange replay` end to end: the real binary on small command files.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::process::Output;
 
+use exchange_testkit::run;
 use serde_json::Value;
+
+/// The binary under test.
+const EXCHANGE: &str = env!("CARGO_BIN_EXE_exchange");
 
 const LIST: &str = r#"{"cmd":"add_instrument","symbol":"BTC-USD","base":"BTC","quote":"USD","tick_size":"0.01","lot_size":"0.0001","maker_fee_bps":-1,"taker_fee_bps":5}"#;
 const LIST_ETH: &str = r#"{"cmd":"add_instrument","symbol":"ETH-USD","base":"ETH","quote":"USD","tick_size":"0.01","lot_size":"0.001","maker_fee_bps":0,"taker_fee_bps":0}"#;
 const FUND_BUYER: &str = r#"{"cmd":"deposit","account":1,"asset":"USD","amount":"100000","ts":10}"#;
 const FUND_SELLER: &str = r#"{"cmd":"deposit","account":2,"asset":"BTC","amount":"10","ts":11}"#;
-
-/// A fresh directory per test, unique across tests and test processes,
-/// removed when the test ends.
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn new() -> Scratch {
-        static NEXT: AtomicU32 = AtomicU32::new(0);
-        let dir = std::env::temp_dir().join(format!(
-            "exchange-replay-test-{}-{}",
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::Relaxed)
-        ));
-        std::fs::create_dir_all(&dir).expect("create scratch dir");
-        Scratch(dir)
-    }
-}
-
-impl std::ops::Deref for Scratch {
-    type Target = Path;
-    fn deref(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 fn write_commands(dir: &Path, lines: &[&str]) -> PathBuf {
     let path = dir.join("commands.jsonl");
@@ -50,30 +22,11 @@ fn write_commands(dir: &Path, lines: &[&str]) -> PathBuf {
     path
 }
 
-fn exchange(args: &[&str], stdin: Option<&str>) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_exchange"))
-        .args(args)
-        .stdin(if stdin.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start exchange");
-    if let Some(input) = stdin {
-        let mut pipe = child.stdin.take().expect("stdin pipe");
-        pipe.write_all(input.as_bytes()).expect("write stdin");
-    }
-    child.wait_with_output().expect("exchange runs")
-}
-
 /// Replays `path` and returns its events, asserting a clean exit.
 fn replay(path: &Path, extra: &[&str]) -> (Output, Vec<Value>) {
     let mut args = vec!["replay", path.to_str().expect("utf-8 path")];
     args.extend_from_slice(extra);
-    let output = exchange(&args, None);
+    let output = run(EXCHANGE, &args, None);
     assert!(
         output.status.success(),
         "stderr: {}",
@@ -113,14 +66,15 @@ fn place(account: u64, coid: &str, side: &str, price: &str, qty: &str, ts: u64) 
 
 #[test]
 fn trades_and_rejects_with_reasons() {
-    let dir = Scratch::new();
+    let scratch = tempfile::tempdir().expect("temp dir");
+    let dir = scratch.path();
     let sell = place(2, "s1", "sell", "100.00", "2", 20);
     let off_tick = place(1, "bad-tick", "buy", "100.005", "1", 21);
     let zero_qty = place(1, "zero", "buy", "100", "0", 22);
     let duplicate = place(2, "s1", "sell", "101", "1", 23);
     let buy = place(1, "b1", "buy", "100.50", "1.5", 24);
     let path = write_commands(
-        &dir,
+        dir,
         &[
             LIST,
             FUND_BUYER,
@@ -181,10 +135,11 @@ fn trades_and_rejects_with_reasons() {
 
 #[test]
 fn malformed_lines_become_error_events_and_processing_goes_on() {
-    let dir = Scratch::new();
+    let scratch = tempfile::tempdir().expect("temp dir");
+    let dir = scratch.path();
     let float_price = r#"{"cmd":"place","account":1,"client_order_id":"f","symbol":"BTC-USD","side":"buy","price":100.5,"qty":"1","ts":50}"#;
     let path = write_commands(
-        &dir,
+        dir,
         &[
             LIST,
             FUND_BUYER,
@@ -240,10 +195,11 @@ fn trading_session() -> Vec<String> {
 
 #[test]
 fn final_state_lists_books_best_first_and_balances() {
-    let dir = Scratch::new();
+    let scratch = tempfile::tempdir().expect("temp dir");
+    let dir = scratch.path();
     let lines = trading_session();
     let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
-    let path = write_commands(&dir, &refs);
+    let path = write_commands(dir, &refs);
     let state_path = dir.join("final.json");
     replay(
         &path,
@@ -289,12 +245,13 @@ fn final_state_lists_books_best_first_and_balances() {
 
 #[test]
 fn stdin_dash_matches_file_and_output_is_byte_identical() {
-    let dir = Scratch::new();
+    let scratch = tempfile::tempdir().expect("temp dir");
+    let dir = scratch.path();
     let mut lines = trading_session();
     lines.push("{broken".to_string());
     lines.push(r#"{"cmd":"cancel","account":1,"client_order_id":"b1","ts":40}"#.to_string());
     let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
-    let path = write_commands(&dir, &refs);
+    let path = write_commands(dir, &refs);
 
     let (first, events) = replay(&path, &[]);
     let (second, _) = replay(&path, &[]);
@@ -303,7 +260,8 @@ fn stdin_dash_matches_file_and_output_is_byte_identical() {
 
     let input = std::fs::read_to_string(&path).expect("read commands");
     let state_path = dir.join("stdin-final.json");
-    let piped = exchange(
+    let piped = run(
+        EXCHANGE,
         &[
             "replay",
             "-",
@@ -326,9 +284,14 @@ fn stdin_dash_matches_file_and_output_is_byte_identical() {
 
 #[test]
 fn missing_file_fails_with_its_name() {
-    let dir = Scratch::new();
+    let scratch = tempfile::tempdir().expect("temp dir");
+    let dir = scratch.path();
     let missing = dir.join("nope.jsonl");
-    let output = exchange(&["replay", missing.to_str().expect("utf-8 path")], None);
+    let output = run(
+        EXCHANGE,
+        &["replay", missing.to_str().expect("utf-8 path")],
+        None,
+    );
     assert!(!output.status.success());
     assert!(output.stdout.is_empty());
     let stderr = String::from_utf8_lossy(&output.stderr);

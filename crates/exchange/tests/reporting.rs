@@ -7,10 +7,7 @@
 //! (`EXCHANGE_TEST_PG_URL`; without it the PostgreSQL run says so loudly
 //! and passes, unless CI=true).
 
-mod support;
-
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -20,22 +17,13 @@ use exchange_reporter::catch_up::committed_entries;
 use exchange_reporter::entry_record;
 use exchange_reporting::testing::fresh_postgres;
 use exchange_reporting::{Dump, EntryRecord, Store, Target};
+use exchange_testkit::{limit, run, wait_until, Account, Client, Rng, Server};
 use serde_json::{json, Value};
-use support::{wait_until, Account, Client, Server};
+
+/// The binary under test.
+const EXCHANGE: &str = env!("CARGO_BIN_EXE_exchange");
 
 const WORKERS: usize = 4;
-
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self, n: u64) -> u64 {
-        self.0 = self
-            .0
-            .wrapping_mul(6_364_136_223_846_793_005)
-            .wrapping_add(1_442_695_040_888_963_407);
-        (self.0 >> 33) % n
-    }
-}
 
 /// Places crossing orders, cancels some, sends some the core rejects,
 /// until `stop` or until the server is gone. Counts acknowledged commands.
@@ -45,10 +33,10 @@ fn worker(api: Client, account: Account, seed: u64, stop: Arc<AtomicBool>, acks:
     let mut n = 0u64;
     while !stop.load(Ordering::Relaxed) {
         n += 1;
-        let side = if rng.next(2) == 0 { "buy" } else { "sell" };
-        let (method, path, body) = match rng.next(10) {
+        let side = if rng.below(2) == 0 { "buy" } else { "sell" };
+        let (method, path, body) = match rng.below(10) {
             0 if !resting.is_empty() => {
-                let id = resting.swap_remove(rng.next(resting.len() as u64) as usize);
+                let id = resting.swap_remove(rng.below(resting.len() as u64) as usize);
                 ("DELETE", format!("/v1/orders/{id}"), String::new())
             }
             // Off the tick: the core rejects it, the audit records why.
@@ -60,8 +48,8 @@ fn worker(api: Client, account: Account, seed: u64, stop: Arc<AtomicBool>, acks:
                 .to_string(),
             ),
             _ => {
-                let price = format!("{}.{:02}", 59_995 + rng.next(10), rng.next(100));
-                let qty = format!("0.0{}", 1 + rng.next(9));
+                let price = format!("{}.{:02}", 59_995 + rng.below(10), rng.below(100));
+                let qty = format!("0.0{}", 1 + rng.below(9));
                 (
                     "POST",
                     "/v1/orders".to_string(),
@@ -132,14 +120,6 @@ fn replayed(data_dir: &Path, through: u64, scratch: &Path) -> Dump {
     store.dump().expect("dump")
 }
 
-fn metric(server: &Server, name: &str) -> u64 {
-    let text = server.api.get("/metrics").text();
-    text.lines()
-        .find_map(|l| l.strip_prefix(&format!("{name} ")))
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or_else(|| panic!("no {name} in /metrics"))
-}
-
 /// Says how far behind the journal the store was found after a kill (it
 /// varies from run to run: the kill lands anywhere in a batch).
 fn report_restart(server: &Server) {
@@ -158,24 +138,24 @@ fn report_restart(server: &Server) {
 /// directory (kept alive by `dir`) and the final dump.
 fn crash_twice(dir: &Path, target: &Target, config: Option<&Path>) -> (PathBuf, Dump) {
     let data = dir.join("data");
-    let mut server = Server::start_with(&data, config);
+    let mut server = Server::start_with(EXCHANGE, &data, config);
     let accounts: Vec<Account> = (0..3).map(|_| server.api.funded_account()).collect();
     load_then_kill(&mut server, &accounts, 1, 150);
 
-    let mut server = Server::start_with(&data, config);
+    let mut server = Server::start_with(EXCHANGE, &data, config);
     let applied = server.recovery_number("applied index");
     report_restart(&server);
     // Ready means the store caught up with what recovery applied.
-    assert!(metric(&server, "exchange_reporting_position") >= applied);
+    assert!(server.api.metric("exchange_reporting_position") >= applied);
     load_then_kill(&mut server, &accounts, 2, 100);
 
-    let mut server = Server::start_with(&data, config);
+    let mut server = Server::start_with(EXCHANGE, &data, config);
     report_restart(&server);
     // Read-your-writes right after an order, through the store.
     let taker = &accounts[0];
     server
         .api
-        .place(taker, &support::limit("sell", "59000", "0.01", "last-sell"));
+        .place(taker, &limit("sell", "59000", "0.01", "last-sell"));
     let fills = server.api.signed(taker, "GET", "/v1/fills?limit=5", "");
     assert_eq!(fills.status, 200, "{}", fills.text());
     let closed = server
@@ -184,11 +164,11 @@ fn crash_twice(dir: &Path, target: &Target, config: Option<&Path>) -> (PathBuf, 
     assert!(closed.json()["orders"]
         .as_array()
         .is_some_and(|o| !o.is_empty()));
-    let last = metric(&server, "exchange_applied_index");
+    let last = server.api.metric("exchange_applied_index");
     wait_until("the store to reach the core", || {
-        metric(&server, "exchange_reporting_position") >= last
+        server.api.metric("exchange_reporting_position") >= last
     });
-    assert_eq!(metric(&server, "exchange_reporting_lag_entries"), 0);
+    assert_eq!(server.api.metric("exchange_reporting_lag_entries"), 0);
     server.stop_with(libc::SIGTERM);
 
     let dump = Store::open(target)
@@ -239,11 +219,7 @@ fn crash_twice(dir: &Path, target: &Target, config: Option<&Path>) -> (PathBuf, 
 }
 
 fn report(args: &[&str]) -> (bool, String, String) {
-    let output = Command::new(env!("CARGO_BIN_EXE_exchange"))
-        .arg("report")
-        .args(args)
-        .output()
-        .expect("run exchange report");
+    let output = run(EXCHANGE, &[&["report"], args].concat(), None);
     (
         output.status.success(),
         String::from_utf8_lossy(&output.stdout).into_owned(),
@@ -365,7 +341,7 @@ fn postgres_store_survives_kills() {
 fn a_store_ahead_of_the_journal_is_refused() {
     let dir = tempfile::tempdir().expect("temp dir");
     let first = dir.path().join("first");
-    let mut server = Server::start(&first);
+    let mut server = Server::start(EXCHANGE, &first);
     server.api.funded_account();
     server.stop_with(libc::SIGTERM);
 
@@ -378,7 +354,7 @@ fn a_store_ahead_of_the_journal_is_refused() {
         format!("[reporting]\nurl = \"sqlite:{}\"\n", store.display()),
     )
     .expect("write config");
-    let refused = Server::try_start(&dir.path().join("second"), Some(&config));
+    let refused = Server::try_start(EXCHANGE, &dir.path().join("second"), Some(&config));
     let Err((status, stderr)) = refused else {
         panic!("the server started on another exchange's store");
     };
@@ -397,11 +373,11 @@ fn a_node_without_a_reporting_store_trades_and_refuses_history() {
     let config = dir.path().join("exchange.toml");
     std::fs::write(&config, "[reporting]\nenabled = false\n").expect("write config");
     let data = dir.path().join("data");
-    let mut server = Server::start_with(&data, Some(&config));
+    let mut server = Server::start_with(EXCHANGE, &data, Some(&config));
     let (buyer, seller) = (server.api.funded_account(), server.api.funded_account());
     let api = &server.api;
-    api.place(&seller, &support::limit("sell", "60000", "0.01", "ask-1"));
-    let taken = api.place(&buyer, &support::limit("buy", "60000", "0.01", "bid-1"));
+    api.place(&seller, &limit("sell", "60000", "0.01", "ask-1"));
+    let taken = api.place(&buyer, &limit("buy", "60000", "0.01", "bid-1"));
     assert_eq!(taken["status"], "filled", "{taken}");
     for path in ["/v1/orders?status=open", "/v1/balances"] {
         let live = api.signed(&seller, "GET", path, "");
@@ -424,8 +400,8 @@ fn a_node_without_a_reporting_store_trades_and_refuses_history() {
 
     // Turned on, the node builds its store from the journal.
     std::fs::write(&config, "[reporting]\nenabled = true\n").expect("write config");
-    let server = Server::start_with(&data, Some(&config));
-    let fills = server.api.signed(&buyer, "GET", "/v1/fills", "").json();
+    let server = Server::start_with(EXCHANGE, &data, Some(&config));
+    let fills = server.api.read(&buyer, "/v1/fills");
     let fills = fills["fills"].as_array().expect("fills");
     assert_eq!(fills.len(), 1, "{fills:?}");
     assert_eq!(fills[0]["price"], "60000", "{fills:?}");

@@ -3,10 +3,13 @@
 //! orders, admin routes without the right token. Each refusal has the
 //! documented status and code and changes nothing.
 
-mod support;
-
+use exchange_testkit::{
+    limit, sign, signature_headers, unix_now, Account, Client, Server, ADMIN_TOKEN,
+};
 use serde_json::{json, Value};
-use support::{limit, sign, signature_headers, unix_now, Account, Client, Server, ADMIN_TOKEN};
+
+/// The binary under test.
+const EXCHANGE: &str = env!("CARGO_BIN_EXE_exchange");
 
 /// What both accounts and the market look like, for before/after checks.
 fn world(api: &Client, accounts: &[&Account]) -> Value {
@@ -25,7 +28,7 @@ fn world(api: &Client, accounts: &[&Account]) -> Value {
 #[test]
 fn unsigned_and_badly_signed_requests_are_refused_and_change_nothing() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let server = Server::start(&dir.path().join("data"));
+    let server = Server::start(EXCHANGE, &dir.path().join("data"));
     let api = server.api;
     let alice = api.funded_account();
     let bob = api.funded_account();
@@ -124,7 +127,7 @@ fn unsigned_and_badly_signed_requests_are_refused_and_change_nothing() {
 #[test]
 fn another_accounts_orders_look_like_orders_that_do_not_exist() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let server = Server::start(&dir.path().join("data"));
+    let server = Server::start(EXCHANGE, &dir.path().join("data"));
     let api = server.api;
     let alice = api.funded_account();
     let bob = api.funded_account();
@@ -158,7 +161,7 @@ fn another_accounts_orders_look_like_orders_that_do_not_exist() {
     }
     // Bob's own lists do not show Alice's order, and his mass cancel
     // leaves it alone.
-    let listed = api.signed(&bob, "GET", "/v1/orders?status=all", "").json();
+    let listed = api.read(&bob, "/v1/orders?status=all");
     assert_eq!(listed["orders"], json!([]));
     let mass = api.signed(&bob, "DELETE", "/v1/orders", "");
     assert_eq!(
@@ -184,7 +187,7 @@ fn another_accounts_orders_look_like_orders_that_do_not_exist() {
 #[test]
 fn admin_routes_need_the_right_bearer_token() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let server = Server::start(&dir.path().join("data"));
+    let server = Server::start(EXCHANGE, &dir.path().join("data"));
     let api = server.api;
     let alice = api.funded_account();
     let before = world(&api, &[&alice]);

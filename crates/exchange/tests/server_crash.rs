@@ -6,15 +6,16 @@
 //! and replace, each recording every acknowledged answer and the one
 //! command it had in flight when the process died.
 
-mod support;
-
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+use exchange_testkit::{copy_dir, limit, units, wait_until, Account, Client, OnPanic, Rng, Server};
 use serde_json::{json, Value};
-use support::{copy_dir, units, wait_until, Account, Client, Server};
+
+/// The binary under test.
+const EXCHANGE: &str = env!("CARGO_BIN_EXE_exchange");
 
 const ACCOUNTS: usize = 3;
 const WORKERS_PER_ACCOUNT: usize = 2;
@@ -52,20 +53,6 @@ struct Report {
     placed: Vec<String>,
     in_flight: Option<Op>,
     failures: Vec<String>,
-}
-
-/// A small deterministic generator: the load differs per worker but needs
-/// no dependency.
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 = self
-            .0
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        (self.0 >> 33) % n
-    }
 }
 
 fn qty(rng: &mut Rng) -> String {
@@ -224,7 +211,7 @@ fn load_and_kill(server: &mut Server, accounts: &[Account]) -> Vec<Report> {
         // The workers stop when the server stops answering.
         let pid = server.pid();
         // SAFETY: kill(2) on the test's own child process.
-        let _kill_server = support::OnPanic(move || unsafe {
+        let _kill_server = OnPanic(move || unsafe {
             libc::kill(pid, libc::SIGKILL);
         });
         let start = Instant::now();
@@ -239,12 +226,6 @@ fn load_and_kill(server: &mut Server, accounts: &[Account]) -> Vec<Report> {
             .map(|h| h.join().expect("worker thread"))
             .collect()
     })
-}
-
-fn get_json(api: &Client, account: &Account, path: &str) -> Value {
-    let response = api.signed(account, "GET", path, "");
-    assert_eq!(response.status, 200, "GET {path}: {}", response.text());
-    response.json()
 }
 
 fn is_open(order: &Value) -> bool {
@@ -269,7 +250,7 @@ fn check_orders(api: &Client, accounts: &[Account], reports: &[Report]) {
                 _ => None,
             })
             .collect();
-        let listed = get_json(api, account, "/v1/orders?status=all");
+        let listed = api.read(account, "/v1/orders?status=all");
         let orders = listed["orders"].as_array().expect("orders");
         let mut seen = BTreeSet::new();
         for order in orders {
@@ -302,7 +283,7 @@ fn check_orders(api: &Client, accounts: &[Account], reports: &[Report]) {
             last.insert(ack["order_id"].as_u64().expect("order_id"), ack);
         }
         for (id, acked) in last {
-            let now = get_json(api, account, &format!("/v1/orders/{id}"));
+            let now = api.read(account, &format!("/v1/orders/{id}"));
             for field in [
                 "client_order_id",
                 "symbol",
@@ -365,7 +346,7 @@ fn check_balances(api: &Client, accounts: &[Account]) {
     let mut usd_total = 0;
     let mut asks_by_accounts = 0;
     for account in accounts {
-        let balances = get_json(api, account, "/v1/balances");
+        let balances = api.read(account, "/v1/balances");
         let mut held = BTreeMap::new();
         for row in balances["balances"].as_array().expect("balances") {
             let (total, available) = (
@@ -384,7 +365,7 @@ fn check_balances(api: &Client, accounts: &[Account]) {
         }
         btc_total += held["BTC"].0;
         usd_total += held["USD"].0;
-        let open = get_json(api, account, "/v1/orders?symbol=BTC-USD");
+        let open = api.read(account, "/v1/orders?symbol=BTC-USD");
         let selling: i128 = open["orders"]
             .as_array()
             .expect("orders")
@@ -435,7 +416,7 @@ fn sigkill_under_load_loses_no_acknowledged_order() {
     let dir = tempfile::tempdir().expect("temp dir");
     let data = dir.path().join("data");
     let config = write_config(dir.path());
-    let mut server = Server::start_with(&data, Some(&config));
+    let mut server = Server::start_with(EXCHANGE, &data, Some(&config));
     let accounts: Vec<Account> = (0..ACCOUNTS)
         .map(|_| {
             let account = server.api.create_account();
@@ -461,7 +442,7 @@ fn sigkill_under_load_loses_no_acknowledged_order() {
     copy_dir(&data, &full);
     copy_dir(&data.join("journal"), &journal_only.join("journal"));
 
-    let restarted = Server::start_with(&data, Some(&config));
+    let restarted = Server::start_with(EXCHANGE, &data, Some(&config));
     let hash = restarted.recovery_hash();
     eprintln!(
         "{}",
@@ -474,15 +455,14 @@ fn sigkill_under_load_loses_no_acknowledged_order() {
     );
     check_orders(&restarted.api, &accounts, &reports);
     check_balances(&restarted.api, &accounts);
-    let after = restarted.api.place(
-        &accounts[0],
-        &support::limit("buy", "59000", "0.01", "after-crash"),
-    );
+    let after = restarted
+        .api
+        .place(&accounts[0], &limit("buy", "59000", "0.01", "after-crash"));
     assert_eq!(after["status"], "new");
     let applied = restarted.recovery_number("applied index");
     drop(restarted);
 
-    let from_snapshot = Server::start_with(&full, Some(&config));
+    let from_snapshot = Server::start_with(EXCHANGE, &full, Some(&config));
     assert!(
         from_snapshot
             .stderr()
@@ -490,7 +470,7 @@ fn sigkill_under_load_loses_no_acknowledged_order() {
         "{}",
         from_snapshot.stderr()
     );
-    let from_scratch = Server::start_with(&journal_only, Some(&config));
+    let from_scratch = Server::start_with(EXCHANGE, &journal_only, Some(&config));
     assert_eq!(
         from_scratch.recovery_number("replayed"),
         applied,

@@ -2,10 +2,11 @@
 //! request gets its documented status and code (docs/server.md, "Errors"),
 //! changes nothing, and the server keeps serving.
 
-mod support;
-
+use exchange_testkit::{limit, send_raw, signature_headers, unix_now, Account, Client, Server};
 use serde_json::json;
-use support::{limit, signature_headers, unix_now, Account, Client, Server};
+
+/// The binary under test.
+const EXCHANGE: &str = env!("CARGO_BIN_EXE_exchange");
 
 /// Posts `body` as an order and checks the refusal, then that the server
 /// is still healthy.
@@ -18,7 +19,7 @@ fn refused_order(api: &Client, account: &Account, body: &str, status: u16, code:
 #[test]
 fn malformed_requests_get_their_specific_400_codes() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let server = Server::start(&dir.path().join("data"));
+    let server = Server::start(EXCHANGE, &dir.path().join("data"));
     let api = server.api;
     let account = api.funded_account();
     let before = api.account_view(&account);
@@ -114,7 +115,7 @@ fn malformed_requests_get_their_specific_400_codes() {
 #[test]
 fn wrong_type_in_an_enum_field_is_invalid_type() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let server = Server::start(&dir.path().join("data"));
+    let server = Server::start(EXCHANGE, &dir.path().join("data"));
     let api = server.api;
     let account = api.funded_account();
     let cases = [
@@ -141,7 +142,7 @@ fn wrong_type_in_an_enum_field_is_invalid_type() {
 #[test]
 fn values_the_core_refuses_get_422_with_its_reason() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let server = Server::start(&dir.path().join("data"));
+    let server = Server::start(EXCHANGE, &dir.path().join("data"));
     let api = server.api;
     let account = api.funded_account();
     let before = api.account_view(&account);
@@ -200,7 +201,7 @@ fn values_the_core_refuses_get_422_with_its_reason() {
 #[test]
 fn bodies_over_the_limit_are_413_and_the_server_keeps_serving() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let server = Server::start(&dir.path().join("data"));
+    let server = Server::start(EXCHANGE, &dir.path().join("data"));
     let api = server.api;
     let account = api.funded_account();
 
@@ -228,7 +229,7 @@ fn bodies_over_the_limit_are_413_and_the_server_keeps_serving() {
         ));
     }
     request.push_str("0\r\n\r\n");
-    let chunked = support::send_raw(api.port, request.as_bytes()).expect("chunked request");
+    let chunked = send_raw(api.port, request.as_bytes()).expect("chunked request");
     chunked.expect_error(413, "body_too_large", "a 20 KiB chunked order");
     api.assert_healthy("a chunked oversized body");
 

@@ -2,10 +2,11 @@
 //! and comes back with exactly the state it had: orders, fills, balances,
 //! books, credentials and the state hash.
 
-mod support;
-
+use exchange_testkit::{copy_dir, limit, Account, Client, Server};
 use serde_json::{json, Value};
-use support::{copy_dir, limit, Account, Client, Server};
+
+/// The binary under test.
+const EXCHANGE: &str = env!("CARGO_BIN_EXE_exchange");
 
 /// Everything observable through the API, for the accounts given.
 fn observable(api: &Client, accounts: &[Account]) -> Value {
@@ -66,7 +67,7 @@ fn trade(api: &Client) -> Vec<Account> {
 fn graceful_restarts_keep_the_state_exactly() {
     let dir = tempfile::tempdir().expect("temp dir");
     let data = dir.path().join("data");
-    let mut server = Server::start(&data);
+    let mut server = Server::start(EXCHANGE, &data);
     let accounts = trade(&server.api);
     let before = observable(&server.api, &accounts);
 
@@ -82,7 +83,7 @@ fn graceful_restarts_keep_the_state_exactly() {
         .collect();
     assert_eq!(snapshots.len(), 1, "one snapshot after a clean stop");
 
-    let mut restarted = Server::start(&data);
+    let mut restarted = Server::start(EXCHANGE, &data);
     let stderr = restarted.stderr();
     assert!(
         stderr.contains("recovery: loaded snapshot at index"),
@@ -101,7 +102,7 @@ fn graceful_restarts_keep_the_state_exactly() {
     // from nothing reaches the same state.
     let replay_dir = dir.path().join("journal-only");
     copy_dir(&data.join("journal"), &replay_dir.join("journal"));
-    let replayed = Server::start(&replay_dir);
+    let replayed = Server::start(EXCHANGE, &replay_dir);
     assert_eq!(
         replayed.recovery_hash(),
         hash,
@@ -121,7 +122,7 @@ fn graceful_restarts_keep_the_state_exactly() {
     // SIGINT is as graceful, and a restart with nothing new is a no-op.
     let status = restarted.stop_with(libc::SIGINT);
     assert!(status.success(), "SIGINT: {status}\n{}", restarted.stderr());
-    let again = Server::start(&data);
+    let again = Server::start(EXCHANGE, &data);
     assert_eq!(
         again.recovery_hash(),
         hash,

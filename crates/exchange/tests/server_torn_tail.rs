@@ -3,12 +3,13 @@
 //! it survives, and the server carries on. Damage before the tail is not a
 //! crash artefact: the server refuses to start.
 
-mod support;
-
 use std::path::Path;
 
+use exchange_testkit::{last_segment, limit, Account, Server};
 use serde_json::Value;
-use support::{last_segment, limit, Account, Server};
+
+/// The binary under test.
+const EXCHANGE: &str = env!("CARGO_BIN_EXE_exchange");
 
 const ORDERS: usize = 8;
 
@@ -16,7 +17,7 @@ const ORDERS: usize = 8;
 /// the last placement), waits until the reporting store has them all (a
 /// history read waits for it), then kills the server.
 fn orders_then_crash(data: &Path) -> (Account, Vec<Value>) {
-    let mut server = Server::start(data);
+    let mut server = Server::start(EXCHANGE, data);
     let account = server.api.funded_account();
     let placed: Vec<Value> = (0..ORDERS)
         .map(|n| {
@@ -74,7 +75,7 @@ fn recovers_without_the_last_order(
     damaged_len: u64,
     reason: &str,
 ) {
-    let mut server = Server::start(data);
+    let mut server = Server::start(EXCHANGE, data);
     let stderr = server.stderr();
     let (bytes, offset, why) = dropped(&stderr);
     // The reporting store had recorded the damaged entry: it is set aside
@@ -139,7 +140,7 @@ fn recovers_without_the_last_order(
         .api
         .place(account, &limit("sell", "61000", "0.02", "after-repair"));
     server.kill();
-    let again = Server::start(data);
+    let again = Server::start(EXCHANGE, data);
     assert!(!again.stderr().contains("WARNING"), "{}", again.stderr());
     let now = again.api.signed(
         account,
@@ -153,7 +154,7 @@ fn recovers_without_the_last_order(
         "{}",
         now.text()
     );
-    let open = again.api.signed(account, "GET", "/v1/orders", "").json();
+    let open = again.api.read(account, "/v1/orders");
     assert_eq!(
         open["orders"].as_array().map(Vec::len),
         Some(ORDERS),
@@ -210,7 +211,7 @@ fn damage_before_the_tail_refuses_to_start() {
         .expect("order o1 in the journal");
     bytes[at + 2] = b'9';
     std::fs::write(&segment, &bytes).expect("write segment");
-    let (status, stderr) = Server::start_refused(&data);
+    let (status, stderr) = Server::start_refused(EXCHANGE, &data);
     assert!(!status.success(), "{stderr}");
     assert!(stderr.contains("checksum mismatch"), "{stderr}");
     assert_eq!(
@@ -221,29 +222,49 @@ fn damage_before_the_tail_refuses_to_start() {
 }
 
 /// After a clean stop the snapshot covers the final record: that record was
-/// durable and acknowledged, so damage to it is no torn write. The server
-/// may refuse to start, or start from the snapshot; it must not start and
-/// then fail (or mis-number) every command that follows.
+/// durable and acknowledged, so damage to it loses nothing. The damaged
+/// record is dropped and reported like a torn tail, the server starts from
+/// the snapshot with nothing left to replay, and the log goes on after the
+/// snapshot: the next command is acknowledged and survives a restart.
 #[test]
 fn damage_to_a_final_record_the_snapshot_covers_is_not_a_torn_tail() {
     let dir = tempfile::tempdir().expect("temp dir");
     let data = dir.path().join("data");
-    let mut server = Server::start(&data);
+    let mut server = Server::start(EXCHANGE, &data);
     let account = server.api.funded_account();
     let placed = server
         .api
         .place(&account, &limit("buy", "59000", "0.01", "covered"));
+    let applied = server.api.metric("exchange_applied_index");
     let status = server.stop_with(libc::SIGTERM);
     assert!(status.success(), "{}", server.stderr());
+    let snapshot = newest_snapshot_index(&data);
     let segment = last_segment(&data);
     let mut bytes = std::fs::read(&segment).expect("read segment");
     let last = bytes.len() - 1;
     bytes[last] ^= 0x5a;
     std::fs::write(&segment, &bytes).expect("write segment");
 
-    let Ok(mut restarted) = Server::try_start(&data, None) else {
-        return; // Refusing is a correct answer.
-    };
+    let mut restarted = Server::start(EXCHANGE, &data);
+    let stderr = restarted.stderr();
+    let (dropped_bytes, offset, reason) = dropped(&stderr);
+    assert_eq!(reason, "checksum mismatch", "{stderr}");
+    assert!(dropped_bytes > 0, "{stderr}");
+    assert_eq!(
+        offset + dropped_bytes,
+        bytes.len() as u64,
+        "the damaged final record, and only it, is dropped: {stderr}"
+    );
+    assert!(
+        stderr.contains(&format!("recovery: loaded snapshot at index {snapshot}\n")),
+        "recovery starts from the snapshot the clean stop wrote: {stderr}"
+    );
+    assert_eq!(restarted.recovery_number("replayed"), 0, "{stderr}");
+    assert_eq!(
+        restarted.recovery_number("applied index"),
+        applied,
+        "every command applied before the stop: {stderr}"
+    );
     let order = restarted.api.signed(
         &account,
         "GET",
@@ -251,6 +272,9 @@ fn damage_to_a_final_record_the_snapshot_covers_is_not_a_torn_tail() {
         "",
     );
     assert_eq!(order.status, 200, "the snapshot's order: {}", order.text());
+    let mut expected = placed.clone();
+    expected.as_object_mut().map(|o| o.remove("fills"));
+    assert_eq!(order.json(), expected);
     let next = restarted.api.signed(
         &account,
         "POST",
@@ -264,8 +288,14 @@ fn damage_to_a_final_record_the_snapshot_covers_is_not_a_torn_tail() {
         next.text(),
         restarted.stderr()
     );
+    assert_eq!(
+        next.json()["order_id"].as_u64(),
+        placed["order_id"].as_u64().map(|id| id + 1),
+        "order ids go on from the snapshot's"
+    );
     restarted.kill();
-    let again = Server::start(&data);
+    let again = Server::start(EXCHANGE, &data);
+    assert!(!again.stderr().contains("WARNING"), "{}", again.stderr());
     let kept = again.api.signed(
         &account,
         "GET",
@@ -279,4 +309,20 @@ fn damage_to_a_final_record_the_snapshot_covers_is_not_a_torn_tail() {
         kept.text(),
         again.stderr()
     );
+}
+
+/// The index of the newest snapshot file in a data directory.
+fn newest_snapshot_index(data: &Path) -> u64 {
+    std::fs::read_dir(data.join("snapshots"))
+        .expect("the snapshot directory")
+        .filter_map(|e| {
+            let name = e.expect("directory entry").file_name();
+            let name = name.to_str()?;
+            name.strip_prefix("snapshot-")?
+                .strip_suffix(".snap")?
+                .parse()
+                .ok()
+        })
+        .max()
+        .expect("a snapshot written by the clean stop")
 }

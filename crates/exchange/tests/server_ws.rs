@@ -1,106 +1,12 @@
 //! `exchange serve` over WebSocket: authentication, order entry with
 //! request ids, the private stream, and cancel-on-disconnect.
 
-mod support;
-
-use std::net::TcpStream;
-use std::time::{Duration, Instant};
-
+use exchange_testkit::ws::{auth_message, authenticated, close_code, collect, connect, next, send};
+use exchange_testkit::{limit, sign, unix_now, wait_until, Account, Client, Server};
 use serde_json::{json, Value};
-use support::{limit, sign, unix_now, wait_until, Account, Client, Server, DEADLINE};
-use tungstenite::{Message, WebSocket};
 
-type Socket = WebSocket<TcpStream>;
-
-fn connect(api: &Client) -> Socket {
-    let stream = TcpStream::connect(("127.0.0.1", api.port)).expect("connect");
-    // A server that stops answering fails the test instead of hanging it.
-    stream
-        .set_read_timeout(Some(Duration::from_secs(10)))
-        .expect("read timeout");
-    let (socket, _) = tungstenite::client(format!("ws://127.0.0.1:{}/v1/ws", api.port), stream)
-        .expect("handshake");
-    socket
-}
-
-fn send(socket: &mut Socket, message: &Value) {
-    socket
-        .send(Message::text(message.to_string()))
-        .expect("send");
-}
-
-/// The next JSON message; `None` once the server closed the socket.
-fn next(socket: &mut Socket) -> Option<Value> {
-    loop {
-        match socket.read() {
-            Ok(Message::Text(text)) => {
-                return Some(serde_json::from_str(text.as_str()).expect("JSON message"))
-            }
-            Ok(Message::Close(_)) => return None,
-            Ok(_) => continue,
-            Err(
-                tungstenite::Error::ConnectionClosed
-                | tungstenite::Error::AlreadyClosed
-                | tungstenite::Error::Protocol(
-                    tungstenite::error::ProtocolError::ResetWithoutClosingHandshake,
-                ),
-            ) => return None,
-            Err(e) => panic!("reading the socket: {e}"),
-        }
-    }
-}
-
-/// The code of the close frame the server sends next.
-fn close_code(socket: &mut Socket) -> u16 {
-    loop {
-        match socket.read().expect("a close frame") {
-            Message::Close(Some(frame)) => return frame.code.into(),
-            Message::Close(None) => panic!("a close frame without a code"),
-            Message::Text(text) => panic!("expected a close frame, got {text}"),
-            _ => continue,
-        }
-    }
-}
-
-/// Reads until every predicate has matched some message; returns the
-/// messages that matched, in predicate order.
-fn collect(socket: &mut Socket, wanted: &[&dyn Fn(&Value) -> bool]) -> Vec<Value> {
-    let mut found: Vec<Option<Value>> = vec![None; wanted.len()];
-    let mut seen = Vec::new();
-    let start = Instant::now();
-    while found.iter().any(Option::is_none) {
-        assert!(
-            start.elapsed() < DEADLINE,
-            "missing messages; got {seen:#?}"
-        );
-        let message = next(socket).unwrap_or_else(|| panic!("socket closed; got {seen:#?}"));
-        for (slot, matches) in found.iter_mut().zip(wanted) {
-            if slot.is_none() && matches(&message) {
-                *slot = Some(message.clone());
-            }
-        }
-        seen.push(message);
-    }
-    found.into_iter().flatten().collect()
-}
-
-fn auth_message(account: &Account, cancel_on_disconnect: bool) -> Value {
-    let ts = unix_now();
-    json!({ "type": "auth", "key": account.key, "timestamp": ts,
-            "signature": sign(&account.secret, &ts.to_string(), "GET", "/v1/ws", b""),
-            "cancel_on_disconnect": cancel_on_disconnect })
-}
-
-fn authenticated(api: &Client, account: &Account, cancel_on_disconnect: bool) -> Socket {
-    let mut socket = connect(api);
-    send(&mut socket, &auth_message(account, cancel_on_disconnect));
-    let answer = next(&mut socket).expect("auth answer");
-    assert_eq!(
-        answer,
-        json!({ "type": "auth", "ok": true, "account_id": account.id })
-    );
-    socket
-}
+/// The binary under test.
+const EXCHANGE: &str = env!("CARGO_BIN_EXE_exchange");
 
 fn response_to(id: Value) -> impl Fn(&Value) -> bool {
     move |m| m["type"] == "response" && m["request_id"] == id
@@ -124,7 +30,7 @@ fn place_message(
 #[test]
 fn bad_authentication_is_refused_and_closed() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let server = Server::start(&dir.path().join("data"));
+    let server = Server::start(EXCHANGE, &dir.path().join("data"));
     let alice = server.api.funded_account();
 
     let mut forged = auth_message(&alice, false);
@@ -160,7 +66,7 @@ fn bad_authentication_is_refused_and_closed() {
 #[test]
 fn orders_over_the_socket_get_answers_and_private_updates() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let server = Server::start(&dir.path().join("data"));
+    let server = Server::start(EXCHANGE, &dir.path().join("data"));
     let api = server.api;
     let (alice, bob) = (api.funded_account(), api.funded_account());
     let mut socket = authenticated(&api, &alice, false);
@@ -283,14 +189,14 @@ fn orders_over_the_socket_get_answers_and_private_updates() {
 }
 
 fn open_orders(api: &Client, account: &Account) -> Vec<Value> {
-    let listed = api.signed(account, "GET", "/v1/orders", "").json();
+    let listed = api.read(account, "/v1/orders");
     listed["orders"].as_array().expect("orders").clone()
 }
 
 #[test]
 fn cancel_on_disconnect_cancels_the_accounts_open_orders() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let server = Server::start(&dir.path().join("data"));
+    let server = Server::start(EXCHANGE, &dir.path().join("data"));
     let api = server.api;
     let (alice, bob) = (api.funded_account(), api.funded_account());
     let bobs = api.place(&bob, &limit("buy", "58500", "0.2", "bob-rest"));

@@ -10,85 +10,14 @@
 //! would prove nothing. On a newcomer's machine it prints a loud warning
 //! and skips, so `cargo test --workspace` works anywhere.
 
-mod support;
-
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
 
+use exchange_testkit::{Server, ADMIN_TOKEN};
 use serde_json::Value;
-use support::{free_port, Client, DEADLINE};
 
-const ADMIN_TOKEN: &str = "web-ui-admin-token";
-
-/// `exchange serve --demo`, killed when dropped.
-struct DemoServer {
-    child: Child,
-    api: Client,
-    log: PathBuf,
-}
-
-impl Drop for DemoServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl DemoServer {
-    fn stderr(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-
-    /// Starts the demo and waits until it is ready and this process (not
-    /// whoever else took the port) answers.
-    fn start(data_dir: &Path) -> DemoServer {
-        for attempt in 0..3 {
-            let port = free_port();
-            let log = data_dir.with_extension(format!("stderr{attempt}"));
-            let stderr = std::fs::File::create(&log).expect("create the stderr log");
-            let child = Command::new(env!("CARGO_BIN_EXE_exchange"))
-                .args(["serve", "--demo", "--data-dir"])
-                .arg(data_dir)
-                .args(["--listen", &format!("127.0.0.1:{port}")])
-                .args(["--admin-token", ADMIN_TOKEN])
-                .env("RUST_LOG", "warn")
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(stderr)
-                .spawn()
-                .expect("spawn the exchange binary");
-            let mut server = DemoServer {
-                child,
-                api: Client { port },
-                log,
-            };
-            let listening = format!("listening on http://127.0.0.1:{port}\n");
-            let start = Instant::now();
-            loop {
-                if let Ok(Some(status)) = server.child.try_wait() {
-                    let stderr = server.stderr();
-                    assert!(
-                        stderr.contains("in use"),
-                        "the demo server exited ({status}):\n{stderr}"
-                    );
-                    break;
-                }
-                let ready = server.api.try_request("GET", "/ready", &[], b"");
-                if ready.is_ok_and(|r| r.status == 200) && server.stderr().contains(&listening) {
-                    return server;
-                }
-                assert!(
-                    start.elapsed() < DEADLINE,
-                    "the demo server did not get ready:\n{}",
-                    server.stderr()
-                );
-                std::thread::sleep(Duration::from_millis(50));
-            }
-        }
-        panic!("could not find a free port for the demo server");
-    }
-}
+/// The binary under test.
+const EXCHANGE: &str = env!("CARGO_BIN_EXE_exchange");
 
 /// Why the browser suite cannot run here, if it cannot.
 fn missing_prerequisite(python: &str, chromium: &str) -> Option<String> {
@@ -129,7 +58,7 @@ fn trading_screen_and_dashboard_in_headless_chromium() {
 
     let dir = tempfile::tempdir().expect("temp dir");
     let data_dir = dir.path().join("data");
-    let server = DemoServer::start(&data_dir);
+    let server = Server::start_demo(EXCHANGE, &data_dir);
     // The demo saves its accounts' credentials before the server is ready.
     let accounts: Value = serde_json::from_str(
         &std::fs::read_to_string(data_dir.join("demo_accounts.json"))
@@ -152,7 +81,9 @@ fn trading_screen_and_dashboard_in_headless_chromium() {
     ];
     // Only this run's screenshots may satisfy the check below.
     for page in PAGES {
-        let _ = std::fs::remove_file(screenshots.join(page));
+        if let Err(e) = std::fs::remove_file(screenshots.join(page)) {
+            assert_eq!(e.kind(), std::io::ErrorKind::NotFound, "remove {page}: {e}");
+        }
     }
 
     let output = Command::new(&python)

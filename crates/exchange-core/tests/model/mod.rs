@@ -14,7 +14,6 @@
 //!
 //! Its output is the order-lifecycle part of the event stream ([`Ev`]):
 //! everything but balances and book levels, which are compared as state.
-#![allow(dead_code)]
 
 use std::collections::BTreeSet;
 

@@ -4,8 +4,8 @@
 use exchange_types::limits::*;
 use exchange_types::*;
 
-use crate::support::*;
 use crate::R;
+use exchange_testkit::engine::*;
 
 #[test]
 pub fn too_many_open_orders() {

@@ -1,13 +1,8 @@
 //! One test per reject reason the core can produce, grouped by the code's
 //! hundreds. Every refused command must emit exactly one `rejected` event
-//! and change nothing else (see `support::assert_rejected`). The test below
+//! and change nothing else (see `exchange_testkit::engine::assert_rejected`). The test below
 //! keeps the suite honest: each `RejectReason` has a test here or a stated
 //! reason it has none.
-
-#[path = "../common/mod.rs"]
-mod common;
-#[path = "../support/mod.rs"]
-mod support;
 
 mod admin;
 mod entry;

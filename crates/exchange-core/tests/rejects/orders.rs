@@ -3,8 +3,8 @@
 use exchange_types::limits::RECENTLY_CLOSED_CAPACITY;
 use exchange_types::*;
 
-use crate::support::*;
 use crate::R;
+use exchange_testkit::engine::*;
 
 #[test]
 pub fn duplicate_client_order_id() {

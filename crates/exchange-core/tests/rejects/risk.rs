@@ -3,8 +3,8 @@
 
 use exchange_types::*;
 
-use crate::support::*;
 use crate::R;
+use exchange_testkit::engine::*;
 
 #[test]
 pub fn insufficient_funds() {

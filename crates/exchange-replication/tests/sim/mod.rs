@@ -8,8 +8,6 @@
 //! applied twice by one state machine; a proposal acknowledged to its
 //! proposer carries the payload proposed.
 
-#![allow(dead_code)]
-
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 

@@ -1,20 +1,10 @@
 //! Helpers for the example-based suites (orders, self-trade prevention,
-//! replace, fees, rejects, mass cancel, events), layered on `common`.
-//! Kept apart from `common` so that suite-specific helpers never collide
-//! with builders other suites rely on.
-#![allow(dead_code)]
+//! replace, fees, rejects, mass cancel, events), layered on the builders.
 
 use exchange_core::{BalanceView, BookView, Engine, InstrumentView, OrderView};
 use exchange_types::*;
 
-// Re-exported by name so that suites import only this module: helpers
-// added to `common` later can then never make a name ambiguous here.
-// Each suite uses a different subset.
-#[allow(unused_imports)]
-pub use crate::common::{
-    asset, btc_usd, cancel_client, coid, dec, deposit, eth_usd, limit, market, names, order_id,
-    reject_reason, replace, sym, trades, units, Harness,
-};
+use super::{asset, btc_usd, coid, dec, deposit, order_id, reject_reason, sym, Harness};
 
 pub fn cmd(place: Place) -> Command {
     Command::Place(place)

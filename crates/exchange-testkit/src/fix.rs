@@ -1,9 +1,6 @@
 //! An exchange node in-process (journal, core, FIX acceptor on an ephemeral
-//! port) and a minimal FIX client over TCP, for the gateway tests and the
-//! latency benchmark (`examples/fix_latency.rs`).
-
-// The benchmark and the tests use different parts.
-#![allow(dead_code)]
+//! port) and a minimal FIX client over TCP, for the FIX gateway's tests
+//! and its latency benchmark (`exchange-fix/examples/fix_latency.rs`).
 
 use std::net::SocketAddr;
 use std::path::Path;
@@ -23,8 +20,10 @@ use tokio::net::TcpStream;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
+/// Longest wait for one FIX message.
 pub const WAIT: Duration = Duration::from_secs(10);
 
+/// A running node with its FIX acceptor.
 pub struct Node {
     pub handle: Handle,
     pub addr: SocketAddr,
@@ -33,6 +32,8 @@ pub struct Node {
     pipeline: Pipeline,
 }
 
+/// A session `sender` -> `EXCHANGE` with password `pw-SENDER`, trading
+/// for `account`.
 pub fn session(sender: &str, account: u64, cancel_on_disconnect: bool) -> FixSessionConfig {
     FixSessionConfig {
         sender_comp_id: sender.into(),
@@ -44,6 +45,7 @@ pub fn session(sender: &str, account: u64, cancel_on_disconnect: bool) -> FixSes
     }
 }
 
+/// Credits `amount` of `asset` to `account` through the log.
 pub async fn deposit(handle: &Handle, account: u64, asset: &str, amount: &str) {
     let command = Command::Deposit(Transfer {
         account,
@@ -95,8 +97,10 @@ impl Node {
 
     /// Logs every session out and stops the pipeline.
     pub async fn stop(self) {
+        // The gateway may have stopped already; how it stopped is checked
+        // next.
         let _ = self.stop.send(true);
-        let _ = self.gateway.await;
+        self.gateway.await.expect("the FIX gateway stops cleanly");
         let Node {
             handle, pipeline, ..
         } = self;
@@ -107,6 +111,8 @@ impl Node {
     }
 }
 
+/// A FIX initiator over one TCP connection; messages are written with `|`
+/// for SOH.
 pub struct Client {
     stream: TcpStream,
     buf: Vec<u8>,
@@ -153,6 +159,7 @@ impl Client {
         client
     }
 
+    /// The next message of this session, sealed (length and checksum).
     pub fn encode(&mut self, msg_type: &str, body: &str) -> Vec<u8> {
         let fields = format!(
             "35={msg_type}|49={}|56=EXCHANGE|34={}|52={}|{body}",
@@ -164,11 +171,13 @@ impl Client {
         seal(&fields.replace('|', "\x01").into_bytes())
     }
 
+    /// Sends the next message of this session.
     pub async fn send(&mut self, msg_type: &str, body: &str) {
         let bytes = self.encode(msg_type, body);
         self.stream.write_all(&bytes).await.expect("write");
     }
 
+    /// Writes raw bytes, framed or not.
     pub async fn write(&mut self, bytes: &[u8]) {
         self.stream.write_all(bytes).await.expect("write");
     }
@@ -200,6 +209,7 @@ impl Client {
         }
     }
 
+    /// Reads until a message satisfies `wanted`, and returns it.
     pub async fn recv_until(&mut self, mut wanted: impl FnMut(&Message) -> bool) -> Message {
         loop {
             let message = self.recv().await;

@@ -1,9 +1,13 @@
-//! Builders shared by the core's integration tests: terse commands in the
-//! replay format's vocabulary, and an engine wrapper that numbers time.
-#![allow(dead_code)]
+//! Builders for the core's integration tests: terse commands in the
+//! replay format's vocabulary, an engine wrapper that numbers time, and
+//! random command streams; [`suite`]'s helpers for the example-based
+//! suites are re-exported here too.
 
 use exchange_core::Engine;
 use exchange_types::*;
+
+mod suite;
+pub use suite::*;
 
 pub fn dec(text: &str) -> Dec {
     Dec::parse(text).expect("test decimal")
@@ -98,6 +102,12 @@ pub struct Harness {
     pub ts: u64,
 }
 
+impl Default for Harness {
+    fn default() -> Self {
+        Harness::new()
+    }
+}
+
 impl Harness {
     pub fn new() -> Self {
         Harness {
@@ -108,13 +118,7 @@ impl Harness {
 
     /// BTC-USD listed; accounts 1..=n funded with 1,000,000 USD and 100 BTC.
     pub fn funded(accounts: u64) -> Self {
-        let mut h = Harness::new();
-        h.run(Command::AddInstrument(Box::new(btc_usd())));
-        for account in 1..=accounts {
-            h.run(deposit(account, "USD", "1000000"));
-            h.run(deposit(account, "BTC", "100"));
-        }
-        h
+        funded_with(btc_usd(), accounts)
     }
 
     pub fn run(&mut self, command: Command) -> Vec<Event> {

@@ -1,0 +1,42 @@
+//! Helpers shared by the workspace's integration tests.
+//!
+//! Most of the kit drives the real `exchange` binary from the outside:
+//! [`Server`] starts `exchange serve` on a data directory, [`Client`]
+//! speaks plain HTTP/1.1 to it and signs requests, [`ws`] is a WebSocket
+//! client, [`ProxiedCluster`] and [`CliCluster`] run Raft clusters of
+//! processes, and [`wait_until`] bounds every wait by [`DEADLINE`]. The
+//! path of the binary is a parameter: only the `exchange` crate's own tests
+//! know it (`env!("CARGO_BIN_EXE_exchange")`).
+//!
+//! With features, the kit also serves crates that test a library directly:
+//! `engine` has the core's command builders, a harness and random command
+//! streams; `fix` runs a node with the FIX gateway in-process and has a raw
+//! FIX client.
+
+mod cli;
+mod cluster;
+mod http;
+mod ports;
+mod rng;
+mod server;
+mod wait;
+pub mod ws;
+
+#[cfg(feature = "engine")]
+pub mod engine;
+#[cfg(feature = "fix")]
+pub mod fix;
+
+pub use cli::{assert_success, node_pid, process_alive, run, run_within};
+pub use cluster::{
+    converged, leader_among, leader_port, ready_leader, status, CliCluster, Node, ProxiedCluster,
+    Proxy,
+};
+pub use http::{
+    build_request, limit, parse_response, resting_order, send_raw, sign, signature_headers, units,
+    unix_now, Account, Client, Response, ADMIN_TOKEN,
+};
+pub use ports::{cluster_port_base, free_port};
+pub use rng::Rng;
+pub use server::{copy_dir, last_segment, segments, Server};
+pub use wait::{wait_until, OnPanic, DEADLINE};
