@@ -44,14 +44,12 @@ pub async fn ensure_instruments(
             .any(|m| m.instrument.symbol.as_str() == spec.symbol)
     }) {
         let applied = handle.submit(instrument_entry(spec)?).await?;
-        if let Some(exchange_types::EventKind::Rejected(exchange_types::event::Rejected {
-            reason,
-            ..
-        })) = applied.events.first().map(|e| &e.kind)
+        if let Some(exchange_types::EventKind::Rejected(rejected)) =
+            applied.events.first().map(|e| &e.kind)
         {
             return Err(InstrumentError::Invalid {
                 symbol: spec.symbol.clone(),
-                message: reason.message().into(),
+                message: rejected.reason.message().into(),
             });
         }
     }
