@@ -4,14 +4,18 @@
 //! feed's rebuilt books, with packets lost and recovered from the
 //! publisher's store). Every rebuilt book must equal the core's, with the
 //! sequence numbers the replicated state counts.
+//!
+//! The workload runs from several seeds and two generators (this file's
+//! xorshift and the test kit's), since each draws a different mix of
+//! crosses, sweeps and cancels from the same command shapes.
 
 use std::collections::BTreeMap;
 
 use exchange_core::{BookView, Engine};
-use exchange_marketdata::mold::{Packet, SESSION_LEN};
+use exchange_marketdata::mold::{Packet, Session, HEADER_LEN, SESSION_LEN};
 use exchange_marketdata::publisher::Publisher;
 use exchange_marketdata::rebuild::Rebuilder;
-use exchange_marketdata::wire;
+use exchange_marketdata::wire::{self, Message, LEVEL_LEN};
 use exchange_marketdata::{
     json, InstrumentSnapshot, MarketSequences, MarketSnapshot, Projection, Update,
 };
@@ -24,18 +28,22 @@ use serde_json::Value;
 const SYMBOLS: [&str; 2] = ["BTC-USD", "ETH-USD"];
 const SECOND: u64 = 1_000_000_000;
 
-struct Rng(u64);
+enum Rng {
+    Xorshift(u64),
+    Kit(exchange_testkit::Rng),
+}
 
 impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-
     fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
+        match self {
+            Rng::Xorshift(state) => {
+                *state ^= *state << 13;
+                *state ^= *state >> 7;
+                *state ^= *state << 17;
+                *state % n
+            }
+            Rng::Kit(rng) => rng.below(n),
+        }
     }
 }
 
@@ -117,8 +125,7 @@ fn random_command(rng: &mut Rng, n: u64) -> Command {
     }
 }
 
-fn commands(count: usize, seed: u64) -> Vec<Command> {
-    let mut rng = Rng(seed);
+fn commands(count: usize, mut rng: Rng) -> Vec<Command> {
     let mut all = setup();
     for n in 0..count as u64 {
         all.push(random_command(&mut rng, n));
@@ -138,8 +145,8 @@ fn apply(engine: &mut Engine, i: usize, command: Command) -> Vec<Event> {
 }
 
 /// The log: (index, events) of every entry, applied to `engine`.
-fn run(engine: &mut Engine, count: usize, seed: u64) -> Vec<(u64, Vec<Event>)> {
-    commands(count, seed)
+fn run(engine: &mut Engine, count: usize, rng: Rng) -> Vec<(u64, Vec<Event>)> {
+    commands(count, rng)
         .into_iter()
         .enumerate()
         .map(|(i, command)| (i as u64 + 1, apply(engine, i, command)))
@@ -232,14 +239,100 @@ impl JsonBooks {
     }
 }
 
+/// Books rebuilt from the publisher's packets as a receiver gets them
+/// when the packets `lost(n, total)` picks never arrive. A gap before a
+/// packet is fetched from the publisher's store, like the feed client
+/// does. The heartbeat after the last packet arrives too: it carries the
+/// next sequence number, and is the only way a receiver learns that the
+/// last packet was lost.
+fn receive(publisher: &mut Publisher, lost: impl Fn(usize, usize) -> bool) -> Rebuilder {
+    let session = publisher.session();
+    let packets = publisher.take_packets();
+    let heartbeat = publisher.heartbeat();
+    let total = packets.len();
+    let arriving = packets
+        .iter()
+        .enumerate()
+        .filter(|&(n, _)| !lost(n, total))
+        .map(|(_, packet)| packet)
+        .chain([&heartbeat]);
+    let mut rebuilt = Rebuilder::default();
+    let mut next = 1u64;
+    for packet in arriving {
+        let parsed = Packet::parse(packet).unwrap();
+        while next < parsed.seq {
+            let wanted = (parsed.seq - next).min(u64::from(u16::MAX)) as u16;
+            let again = publisher.retransmit(&session, next, wanted);
+            let again = Packet::parse(&again).unwrap();
+            assert!(!again.messages.is_empty(), "{next} is still stored");
+            for message in again.messages {
+                rebuilt.apply_bytes(message).unwrap();
+                next += 1;
+            }
+        }
+        assert_eq!(next, parsed.seq);
+        for message in parsed.messages {
+            rebuilt.apply_bytes(message).unwrap();
+            next += 1;
+        }
+    }
+    rebuilt
+}
+
 #[test]
-fn rebuilt_books_equal_the_core_after_a_random_workload() {
+fn a_lost_last_packet_is_fetched_after_the_heartbeat() {
+    let session: Session = [b'T'; SESSION_LEN];
+    // One level message per packet.
+    let mut publisher = Publisher::new(session, 100, HEADER_LEN + 2 + LEVEL_LEN);
+    let level = |book_seq, qty| Message::Level {
+        locate: 0,
+        book_seq,
+        ts: book_seq,
+        side: Side::Sell,
+        price: 10_010_000_000,
+        qty,
+        last: true,
+    };
+    publisher.push(&Message::Directory {
+        locate: 0,
+        symbol: symbol("BTC-USD"),
+    });
+    // An ask, then what a partial fill leaves of it.
+    publisher.push(&level(1, 8_200_000));
+    publisher.push(&level(2, 3_900_000));
+    publisher.flush();
+
+    let rebuilt = receive(&mut publisher, |n, total| n + 1 == total);
+    let book = rebuilt.by_symbol("BTC-USD").unwrap();
+    assert_eq!((book.book_seq, book.consistent), (2, true));
+    assert_eq!(
+        book.book.view(usize::MAX).asks,
+        vec![(10_010_000_000, 3_900_000)]
+    );
+}
+
+#[test]
+fn rebuilt_books_equal_the_core_after_random_workloads() {
+    let cases = [
+        ("xorshift 0x5eed", Rng::Xorshift(0x5eed), 400),
+        ("xorshift 22", Rng::Xorshift(22), 1_400),
+        ("kit 4", Rng::Kit(exchange_testkit::Rng(4)), 400),
+        ("kit 12", Rng::Kit(exchange_testkit::Rng(12)), 1_400),
+        ("kit 0x5eed", Rng::Kit(exchange_testkit::Rng(0x5eed)), 400),
+    ];
+    for (label, rng, max_packet) in cases {
+        check_pipeline(label, rng, max_packet);
+    }
+}
+
+/// Runs a 3,000-command workload from `rng` through the pipeline and
+/// compares every rebuilt book with the core's.
+fn check_pipeline(label: &str, rng: Rng, max_packet: usize) {
     let mut engine = Engine::new();
-    let log = run(&mut engine, 3_000, 0x5eed);
+    let log = run(&mut engine, 3_000, rng);
     let mut sequences = MarketSequences::default();
     let mut projection = Projection::default();
-    let session = [b'T'; SESSION_LEN];
-    let mut publisher = Publisher::new(session, 1_000_000, 400);
+    let mut publisher = Publisher::new([b'T'; SESSION_LEN], 1_000_000, max_packet);
     let mut json_books = JsonBooks::default();
     let mut updates = Vec::new();
     let mut messages = Vec::new();
@@ -264,58 +357,44 @@ fn rebuilt_books_equal_the_core_after_a_random_workload() {
         }
         publisher.flush();
     }
-    assert!(trades > 100, "the workload trades ({trades})");
+    assert!(trades > 100, "{label}: the workload trades ({trades})");
 
-    // The binary feed, losing every seventh packet and asking again.
-    let mut rebuilt = Rebuilder::default();
-    let mut next = 1u64;
-    for (n, packet) in publisher.take_packets().iter().enumerate() {
-        let parsed = Packet::parse(packet).unwrap();
-        if n % 7 == 3 {
-            continue;
-        }
-        while next < parsed.seq {
-            let wanted = (parsed.seq - next) as u16;
-            let again = publisher.retransmit(&session, next, wanted);
-            for message in Packet::parse(&again).unwrap().messages {
-                rebuilt.apply_bytes(message).unwrap();
-                next += 1;
-            }
-        }
-        assert_eq!(next, parsed.seq);
-        for message in parsed.messages {
-            rebuilt.apply_bytes(message).unwrap();
-            next += 1;
-        }
-    }
+    // The binary feed, losing every seventh packet and the last one.
+    let rebuilt = receive(&mut publisher, |n, total| n % 7 == 3 || n + 1 == total);
 
     for text in SYMBOLS {
         let core = engine.book(&symbol(text), usize::MAX).unwrap();
         let locate = projection.locate(&symbol(text)).unwrap();
         let info = projection.instrument(locate).unwrap();
-        assert_eq!(info.book.view(usize::MAX), core, "projection {text}");
+        assert_eq!(
+            info.book.view(usize::MAX),
+            core,
+            "{label}: projection {text}"
+        );
         assert_eq!(
             info.sequences,
             sequences.get(text),
-            "projection sequences {text}"
+            "{label}: projection sequences {text}"
         );
-        assert!(info.sequences.book > 100);
+        assert!(info.sequences.book > 100, "{label}");
         assert_eq!(
             json_books.view(text),
             (info.sequences.book, core.clone()),
-            "json {text}"
+            "{label}: json {text}"
         );
+        // Sequences first: a feed that fell behind reports as behind.
         let binary = rebuilt.by_symbol(text).unwrap();
-        assert_eq!(binary.book.view(usize::MAX), core, "binary {text}");
         assert_eq!(
-            (binary.book_seq, binary.trade_seq),
-            (info.sequences.book, info.sequences.trades)
+            (binary.book_seq, binary.trade_seq, binary.consistent),
+            (info.sequences.book, info.sequences.trades, true),
+            "{label}: binary sequences {text}"
         );
-        assert!(binary.consistent);
+        assert_eq!(binary.book.view(usize::MAX), core, "{label}: binary {text}");
         let ticker = projection.ticker(locate).unwrap();
         assert_eq!(
             (ticker.best_bid, ticker.best_ask),
-            (core.bids.first().copied(), core.asks.first().copied())
+            (core.bids.first().copied(), core.asks.first().copied()),
+            "{label}: ticker {text}"
         );
     }
 }
@@ -327,7 +406,7 @@ fn a_projection_that_missed_entries_resyncs_from_a_snapshot() {
     let mut projection = Projection::default();
     let mut updates = Vec::new();
     let (lag_from, lag_to) = (400, 900);
-    for (i, command) in commands(1_500, 7).into_iter().enumerate() {
+    for (i, command) in commands(1_500, Rng::Xorshift(7)).into_iter().enumerate() {
         let index = i as u64 + 1;
         let events = apply(&mut engine, i, command);
         sequences.record(index, &events);
