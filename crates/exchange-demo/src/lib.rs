@@ -80,13 +80,9 @@ pub enum DemoError {
 }
 
 /// Creates or reuses the demo accounts, prints them, and starts the market
-/// maker (one task per instrument) and the takers.
-pub async fn start(handle: Handle, data_dir: &Path, config: &Config) -> Result<(), DemoError> {
-    launch(handle, data_dir, config, stop_on_signal()).await
-}
-
-/// [`start`] with the stop flag given, so tests can stop the demo.
-pub(crate) async fn launch(
+/// maker (one task per instrument) and the takers, which run until `stop`
+/// turns true.
+pub async fn start(
     handle: Handle,
     data_dir: &Path,
     config: &Config,
@@ -265,33 +261,6 @@ fn print_banner(
         config.listen, config.listen
     );
     eprintln!("==============================================");
-}
-
-/// A flag raised on ctrl-c or SIGTERM. Every listener of a signal is told,
-/// so this does not take the signal away from the server's own shutdown.
-fn stop_on_signal() -> watch::Receiver<bool> {
-    let (tx, rx) = watch::channel(false);
-    tokio::spawn(async move {
-        let ctrl_c = async {
-            let _ = tokio::signal::ctrl_c().await;
-        };
-        #[cfg(unix)]
-        let terminate = async {
-            if let Ok(mut signal) =
-                tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-            {
-                signal.recv().await;
-            }
-        };
-        #[cfg(not(unix))]
-        let terminate = std::future::pending::<()>();
-        tokio::select! {
-            _ = ctrl_c => {},
-            _ = terminate => {},
-        }
-        tx.send_replace(true);
-    });
-    rx
 }
 
 /// Sleeps for `duration` unless the demo is stopping; false means stop.

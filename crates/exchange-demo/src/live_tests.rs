@@ -8,7 +8,7 @@ use exchange_types::Symbol;
 use tokio::sync::watch;
 
 use super::accounts::{self, DemoAccounts};
-use super::{funding, launch, markets, LEVELS};
+use super::{funding, markets, start, LEVELS};
 use exchange_node::config::Config;
 use exchange_node::instruments::ensure_instruments;
 use exchange_node::recovery;
@@ -63,7 +63,7 @@ async fn demo_quotes_trades_stops_and_reuses_its_accounts() {
         .await
         .unwrap();
     let (stop, stopped) = watch::channel(false);
-    launch(handle.clone(), dir.path(), &config, stopped)
+    start(handle.clone(), dir.path(), &config, stopped)
         .await
         .unwrap();
     let first = saved(dir.path());
@@ -145,7 +145,7 @@ async fn demo_quotes_trades_stops_and_reuses_its_accounts() {
     // A second run clears the first one's quotes instead of stacking its
     // own on top: two instruments, never more than a ladder each.
     let (stop, stopped) = watch::channel(false);
-    launch(handle.clone(), dir.path(), &config, stopped)
+    start(handle.clone(), dir.path(), &config, stopped)
         .await
         .unwrap();
     tokio::time::sleep(Duration::from_millis(1_500)).await;

@@ -196,7 +196,7 @@ pub async fn run_with_gateways(
         })?;
     eprintln!("exchange listening on http://{}", listener.local_addr()?);
     if demo {
-        exchange_demo::start(handle.clone(), &data_dir, &config).await?;
+        exchange_demo::start(handle.clone(), &data_dir, &config, stopping.clone()).await?;
     }
     let mut gateway_tasks = Vec::new();
     for start in gateways {
