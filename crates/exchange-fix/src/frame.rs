@@ -10,16 +10,15 @@
 //!
 //! Nothing here can panic on any input: every index is checked.
 
+use exchange_node::limits::MAX_FIX_MESSAGE_BYTES;
 use thiserror::Error;
 
 pub const SOH: u8 = 0x01;
 pub const BEGIN_STRING: &str = "FIX.4.4";
 const PREFIX: &[u8] = b"8=FIX.4.4\x019=";
-/// Largest message accepted; an order is a few hundred bytes.
-pub const MAX_MESSAGE_BYTES: usize = 8 * 1024;
 /// `10=CCC<SOH>`.
 const TRAILER_LEN: usize = 7;
-/// Digits of a BodyLength below `MAX_MESSAGE_BYTES`.
+/// Digits of a BodyLength below `MAX_FIX_MESSAGE_BYTES`.
 const MAX_LENGTH_DIGITS: usize = 5;
 
 /// The stream cannot be read any further.
@@ -29,7 +28,7 @@ pub enum FrameError {
     BadBeginString,
     #[error("BodyLength (9) is not a number")]
     BadBodyLength,
-    #[error("message is longer than {MAX_MESSAGE_BYTES} bytes")]
+    #[error("message is longer than {MAX_FIX_MESSAGE_BYTES} bytes")]
     TooLarge,
     #[error("no CheckSum (10) where BodyLength (9) says the message ends")]
     BadTrailer,
@@ -87,7 +86,7 @@ pub fn next_frame(buf: &[u8]) -> Result<Option<(Frame, usize)>, FrameError> {
     let body_start = PREFIX.len() + soh + 1;
     let body_end = body_start + body_len;
     let total = body_end + TRAILER_LEN;
-    if total > MAX_MESSAGE_BYTES {
+    if total > MAX_FIX_MESSAGE_BYTES {
         return Err(FrameError::TooLarge);
     }
     if buf.len() < total {

@@ -11,15 +11,13 @@
 use std::collections::{HashMap, VecDeque};
 
 use exchange_node::history::OrderRecord;
+use exchange_node::limits::FIX_CLOSED_REMEMBERED;
 use exchange_types::{
     order_updates, AccountId, CancelReason, Change, ClientOrderId, Event, Liquidity, OrderId,
     OrderRef, OrderType, Side, Symbol, TimeInForce, TradeId,
 };
 
 pub use exchange_types::{OrderState, OrderStatus};
-
-/// Closed orders remembered for answering a late cancel with their status.
-pub const CLOSED_REMEMBERED: usize = 4_096;
 
 /// OrdStatus (39) of an order.
 pub fn ord_status(status: OrderStatus) -> char {
@@ -152,7 +150,7 @@ impl OrderCache {
 
     fn remember_closed(&mut self, state: OrderState) {
         self.closed.push_back(state);
-        if self.closed.len() > CLOSED_REMEMBERED {
+        if self.closed.len() > FIX_CLOSED_REMEMBERED {
             self.closed.pop_front();
         }
     }

@@ -15,6 +15,7 @@ use axum::extract::{FromRequest, FromRequestParts, Request};
 use axum::http::header::AUTHORIZATION;
 use axum::http::request::Parts;
 use axum::http::HeaderMap;
+use exchange_node::limits::MAX_API_KEY_LEN;
 use exchange_types::AccountId;
 use hmac::{Hmac, Mac};
 use sha2::{Digest, Sha256};
@@ -25,9 +26,6 @@ use super::AppState;
 pub const KEY_HEADER: &str = "ex-access-key";
 pub const TIMESTAMP_HEADER: &str = "ex-access-timestamp";
 pub const SIGN_HEADER: &str = "ex-access-sign";
-
-/// Longest API key looked up; anything longer cannot be one of ours.
-const MAX_KEY_LEN: usize = 128;
 
 fn mac(
     secret: &str,
@@ -132,7 +130,7 @@ pub struct SignedMessage<'a> {
 /// like any other, per key, before its keys are looked up.
 pub fn authenticate(app: &AppState, message: &SignedMessage<'_>) -> Result<AccountId, ApiError> {
     let invalid_key = || ApiError::unauthorized("invalid_api_key", "unknown API key");
-    if message.key.is_empty() || message.key.len() > MAX_KEY_LEN {
+    if message.key.is_empty() || message.key.len() > MAX_API_KEY_LEN {
         return Err(invalid_key());
     }
     rate_limit(app, message.key)?;

@@ -6,26 +6,19 @@ use axum::http::StatusCode;
 use axum::Json;
 use exchange_core::InstrumentView;
 use exchange_marketdata::{json as market_json, Interval};
+use exchange_node::limits::{
+    DEFAULT_BOOK_DEPTH, DEFAULT_CANDLES_LIMIT, DEFAULT_TRADES_LIMIT, MAX_BOOK_DEPTH,
+    MAX_CANDLES_LIMIT, TRADES_PER_SYMBOL,
+};
 use exchange_types::{format_units, Symbol};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::error::{ApiError, ApiPath, ApiQuery};
 use super::AppState;
-use exchange_node::history::TRADES_PER_SYMBOL;
 use exchange_node::MarketQuery;
 
 type Reply = Result<Json<Value>, ApiError>;
-
-/// Book levels per side when the client gives no `depth`.
-pub const DEFAULT_BOOK_DEPTH: usize = 50;
-/// Most book levels per side one request returns.
-pub const MAX_BOOK_DEPTH: usize = 1_000;
-/// Trades returned when the client gives no `limit`.
-pub const DEFAULT_TRADES_LIMIT: usize = 100;
-/// Candles returned when the client gives no `limit`, and at most.
-pub const DEFAULT_CANDLES_LIMIT: usize = 300;
-pub const MAX_CANDLES_LIMIT: usize = 1_500;
 
 pub fn instrument_json(view: &InstrumentView) -> Value {
     json!({

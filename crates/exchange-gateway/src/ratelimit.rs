@@ -4,19 +4,18 @@
 //!
 //! The check runs before the key is looked up (an unknown key costs no
 //! more than a known one), so buckets are keyed by whatever keys clients
-//! send, and their number is bounded ([`MAX_KEYS`]). A bucket refilled to
+//! send, and their number is bounded ([`MAX_RATE_LIMITED_KEYS`]). A bucket refilled to
 //! the full burst is the same as no bucket, so when the map is full those
 //! are dropped; while none can be, a key without a bucket is refused
 //! (keys that have one keep their allowance). The map is swept only when
 //! it is full, and at most once per [`SWEEP_EVERY`], so a flood of new
 //! keys costs one pass over it per period, not one per request.
 
+use exchange_node::limits::MAX_RATE_LIMITED_KEYS;
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-/// Keys with a bucket at most: with keys of up to 128 bytes, about 15 MB.
-pub const MAX_KEYS: usize = 65_536;
 /// Sweeps of a full map at most this often.
 pub const SWEEP_EVERY: Duration = Duration::from_secs(1);
 
@@ -42,7 +41,7 @@ pub struct RateLimiter {
 impl RateLimiter {
     /// `per_sec == 0` turns limiting off.
     pub fn new(per_sec: u32, burst: u32) -> Self {
-        RateLimiter::with_max_keys(per_sec, burst, MAX_KEYS)
+        RateLimiter::with_max_keys(per_sec, burst, MAX_RATE_LIMITED_KEYS)
     }
 
     pub fn with_max_keys(per_sec: u32, burst: u32, max_keys: usize) -> Self {

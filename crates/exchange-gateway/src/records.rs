@@ -20,11 +20,12 @@ use serde_json::{json, Value};
 
 use super::auth::Signed;
 use super::error::{ApiError, ApiPath, ApiQuery};
-use super::public::{self, CandlesQuery, DEFAULT_CANDLES_LIMIT, MAX_CANDLES_LIMIT};
+use super::public::{self, CandlesQuery};
 use super::translate;
 use super::AppState;
-use exchange_node::history::{
-    Fill, OrderRecord, OrderStatus, CLOSED_ORDERS_PER_ACCOUNT, FILLS_PER_ACCOUNT,
+use exchange_node::history::{Fill, OrderRecord, OrderStatus};
+use exchange_node::limits::{
+    CLOSED_ORDERS_PER_ACCOUNT, DEFAULT_CANDLES_LIMIT, FILLS_PER_ACCOUNT, MAX_CANDLES_LIMIT,
 };
 use exchange_node::{MarketQuery, OrderQuery};
 use exchange_reporter::ReadError;

@@ -16,11 +16,11 @@
 //! Whatever is ready to go out is written with one flush.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use axum::extract::ws::{CloseFrame, Message, WebSocket, WebSocketUpgrade};
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
+use exchange_node::limits::WS_AUTH_TIMEOUT;
 use exchange_types::{AccountId, Command, MassCancel, OrderRef};
 use futures_util::SinkExt;
 use serde::Deserialize;
@@ -36,8 +36,6 @@ use super::{wire, ws_market};
 use exchange_marketdata_service::Subscriber;
 use exchange_node::state::Applied;
 
-/// How long a new socket may take to authenticate.
-pub const AUTH_TIMEOUT: Duration = Duration::from_secs(10);
 /// Bytes read from a socket at once. The library zeroes this much before
 /// every read, and a socket that streams market data is read (usually to
 /// find nothing) after every write: its 128 KiB default cost more than
@@ -135,9 +133,9 @@ struct Session {
     market: Option<Subscriber>,
 }
 
-/// The first message, within [`AUTH_TIMEOUT`]; on timeout says why and closes.
+/// The first message, within [`WS_AUTH_TIMEOUT`]; on timeout says why and closes.
 async fn first_message(socket: &mut WebSocket) -> Option<String> {
-    match tokio::time::timeout(AUTH_TIMEOUT, next_text(socket)).await {
+    match tokio::time::timeout(WS_AUTH_TIMEOUT, next_text(socket)).await {
         Ok(found) => found,
         Err(_) => {
             close(

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use axum::extract::ws::{Message, WebSocket};
 use exchange_marketdata::{Channel, Interval};
+use exchange_node::limits::MAX_SUBSCRIBE_SYMBOLS;
 use futures_util::SinkExt;
 use serde::Deserialize;
 use serde_json::{Map, Value};
@@ -20,8 +21,6 @@ use exchange_marketdata_service::{Delivery, SubscribeError, Subscriber};
 
 /// Queued messages written before one flush.
 const WRITE_BATCH: usize = 64;
-/// Symbols one subscribe message may name.
-const MAX_SYMBOLS: usize = 1_024;
 
 /// Whether a socket's first message asks for public channels.
 pub(super) fn is_market_request(text: &str) -> bool {
@@ -67,10 +66,10 @@ fn parse(fields: Map<String, Value>) -> Result<(Channel, Vec<String>), Value> {
             "`interval` applies to the candles channel only",
         ));
     }
-    if fields.symbols.is_empty() || fields.symbols.len() > MAX_SYMBOLS {
+    if fields.symbols.is_empty() || fields.symbols.len() > MAX_SUBSCRIBE_SYMBOLS {
         return Err(error_message(
             "invalid_value",
-            &format!("`symbols` must name 1 to {MAX_SYMBOLS} instruments"),
+            &format!("`symbols` must name 1 to {MAX_SUBSCRIBE_SYMBOLS} instruments"),
         ));
     }
     Ok((channel, fields.symbols))

@@ -28,6 +28,7 @@ use std::time::Duration;
 
 use axum::extract::ws::Utf8Bytes;
 use exchange_marketdata::{Candle, Channel, InstrumentSnapshot, Interval, MarketSnapshot};
+use exchange_node::limits::{MARKETDATA_REQUEST_QUEUE, TRADES_PER_SYMBOL};
 use exchange_types::TradingStatus;
 use serde_json::Value;
 use thiserror::Error;
@@ -35,11 +36,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
 use exchange_node::config::MarketDataConfig;
-use exchange_node::history::TRADES_PER_SYMBOL;
 use exchange_node::{Handle, MarketQuery, SubmitError};
-
-/// Requests waiting for the service task.
-const REQUEST_QUEUE: usize = 4_096;
 
 #[derive(Debug, Error)]
 pub enum MarketDataError {
@@ -395,7 +392,7 @@ pub async fn start(
     let snapshot = snapshot_patiently(&handle).await?;
     let stats = Arc::new(Stats::default());
     let feed = feed::Feed::open(config, stats.clone())?;
-    let (requests_tx, requests) = mpsc::channel(REQUEST_QUEUE);
+    let (requests_tx, requests) = mpsc::channel(MARKETDATA_REQUEST_QUEUE);
     let mut retransmit_addr = None;
     let mut listener = None;
     if let (Some(addr), Some(feed)) = (config.retransmit_listen, &feed) {

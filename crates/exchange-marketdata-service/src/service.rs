@@ -10,6 +10,7 @@ use std::time::Duration;
 use axum::extract::ws::Utf8Bytes;
 use exchange_marketdata::wire::{self, Message};
 use exchange_marketdata::{json, Channel, MarketSnapshot, Projection, Update};
+use exchange_node::limits::MARKETDATA_BATCH;
 use exchange_types::Symbol;
 use serde_json::{json as json_value, Value};
 use tokio::sync::broadcast::error::{RecvError, TryRecvError};
@@ -22,9 +23,6 @@ use super::{snapshot_patiently, Request, Stats, SubscribeError};
 use exchange_node::config::MarketDataConfig;
 use exchange_node::Applied;
 use exchange_node::Handle;
-
-/// Entries applied before the task looks at requests again.
-const MAX_BATCH: usize = 1_024;
 
 pub(crate) struct Service {
     handle: Handle,
@@ -94,7 +92,7 @@ impl Service {
                             }
                         }
                         applied += 1;
-                        if applied < MAX_BATCH {
+                        if applied < MARKETDATA_BATCH {
                             next = match events.try_recv() {
                                 Ok(entry) => Some(Ok(entry)),
                                 Err(TryRecvError::Lagged(missed)) => Some(Err(RecvError::Lagged(missed))),

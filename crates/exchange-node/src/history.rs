@@ -9,19 +9,13 @@
 //! fills are served from the reporting store (`exchange-reporter`), which
 //! keeps the full record.
 
+use crate::limits::TRADES_PER_SYMBOL;
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 
 use exchange_types::lifecycle::{order_updates, Change, Progress};
 use exchange_types::{Accepted, AccountId, Event, EventKind, OrderId};
 use serde::{Deserialize, Serialize};
-
-/// Fills returned by `GET /v1/fills` at most.
-pub const FILLS_PER_ACCOUNT: usize = 1_000;
-/// Closed orders returned by `GET /v1/orders?status=all|closed` at most.
-pub const CLOSED_ORDERS_PER_ACCOUNT: usize = 1_000;
-/// Trades remembered per symbol.
-pub const TRADES_PER_SYMBOL: usize = 1_000;
 
 pub use exchange_types::OrderStatus;
 

@@ -1,5 +1,6 @@
-//! The pipeline's batch limit, and the relations between limits of crates
-//! that only the server sees together, checked at compile time.
+//! Every bound of the server's layers (node, gateways, market data) in one
+//! place, and the relations between limits of crates that only the server
+//! sees together, checked at compile time.
 //!
 //! The protocol's and the core's limits are in `exchange_types::limits`;
 //! the journal's largest record is `exchange_journal::MAX_PAYLOAD_BYTES`.
@@ -10,6 +11,8 @@
 
 use exchange_journal::MAX_PAYLOAD_BYTES;
 use exchange_replication::transport::MAX_FRAME_BYTES;
+use std::time::Duration;
+
 use exchange_types::limits::MAX_ENCODED_COMMAND_BYTES;
 
 /// Commands taken into one group commit at most: far above the batches
@@ -40,6 +43,62 @@ const _: () = assert!(MAX_BATCH_RECORD_BYTES <= MAX_PAYLOAD_BYTES);
 // A follower receives an entry inside one frame, with Raft's message
 // around it: at least as much room again.
 const _: () = assert!(2 * MAX_PAYLOAD_BYTES <= MAX_FRAME_BYTES);
+
+// The API's view of orders and trades kept by each node.
+
+/// Fills returned by `GET /v1/fills` at most.
+pub const FILLS_PER_ACCOUNT: usize = 1_000;
+/// Closed orders returned by `GET /v1/orders?status=all|closed` at most.
+pub const CLOSED_ORDERS_PER_ACCOUNT: usize = 1_000;
+/// Trades remembered per symbol.
+pub const TRADES_PER_SYMBOL: usize = 1_000;
+
+// The leader's log-sync thread.
+
+/// Jobs queued at most; the Raft thread hands out one per ready, and a
+/// full queue makes it wait for the disk as it did before the thread.
+pub const LOG_SYNC_QUEUE: usize = 4_096;
+
+// The HTTP gateway.
+
+/// Longest API key looked up; anything longer cannot be one of ours.
+pub const MAX_API_KEY_LEN: usize = 128;
+/// Keys with a bucket at most: with keys of up to 128 bytes, about 15 MB.
+pub const MAX_RATE_LIMITED_KEYS: usize = 65_536;
+/// How long a new socket may take to authenticate.
+pub const WS_AUTH_TIMEOUT: Duration = Duration::from_secs(10);
+/// Symbols one subscribe message may name.
+pub const MAX_SUBSCRIBE_SYMBOLS: usize = 1_024;
+/// Book levels per side when the client gives no `depth`.
+pub const DEFAULT_BOOK_DEPTH: usize = 50;
+/// Most book levels per side one request returns.
+pub const MAX_BOOK_DEPTH: usize = 1_000;
+/// Trades returned when the client gives no `limit`.
+pub const DEFAULT_TRADES_LIMIT: usize = 100;
+/// Candles returned when the client gives no `limit`, and at most.
+pub const DEFAULT_CANDLES_LIMIT: usize = 300;
+pub const MAX_CANDLES_LIMIT: usize = 1_500;
+
+// The market-data service.
+
+/// Requests waiting for the service task.
+pub const MARKETDATA_REQUEST_QUEUE: usize = 4_096;
+/// Entries applied before the task looks at requests again.
+pub const MARKETDATA_BATCH: usize = 1_024;
+
+// The FIX gateway.
+
+/// Largest message accepted; an order is a few hundred bytes.
+pub const MAX_FIX_MESSAGE_BYTES: usize = 8 * 1024;
+/// Closed orders remembered for answering a late cancel with their status.
+pub const FIX_CLOSED_REMEMBERED: usize = 4_096;
+
+// What REST serves by default is within what it keeps or allows.
+const _: () = assert!(DEFAULT_TRADES_LIMIT <= TRADES_PER_SYMBOL);
+const _: () = assert!(DEFAULT_BOOK_DEPTH <= MAX_BOOK_DEPTH);
+const _: () = assert!(DEFAULT_CANDLES_LIMIT <= MAX_CANDLES_LIMIT);
+// A FIX message's BodyLength is read as at most five digits.
+const _: () = assert!(MAX_FIX_MESSAGE_BYTES < 100_000);
 
 #[cfg(test)]
 mod tests {

@@ -11,6 +11,7 @@
 //! hold, since the replica counts its own copy, and acknowledges anything,
 //! only once the job is reported (see `ReplicaNode::handle_ready`).
 
+use crate::limits::LOG_SYNC_QUEUE;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -20,10 +21,6 @@ use exchange_replication::{run_jobs, ReplicationError, SyncJob};
 use crate::metrics::Metrics;
 use crate::parked;
 
-/// Jobs queued at most; the Raft thread hands out one per ready, and a
-/// full queue makes it wait for the disk as it did before the thread.
-const QUEUE: usize = 4_096;
-
 /// What the thread reports: every job up to this number is durable, or
 /// the disk failed (the thread stops).
 pub(crate) type Synced = Result<u64, ReplicationError>;
@@ -31,7 +28,7 @@ pub(crate) type Synced = Result<u64, ReplicationError>;
 pub(crate) fn start(
     metrics: Arc<Metrics>,
 ) -> std::io::Result<(parked::Sender<SyncJob>, Receiver<Synced>)> {
-    let (jobs_tx, jobs) = parked::bounded(QUEUE);
+    let (jobs_tx, jobs) = parked::bounded(LOG_SYNC_QUEUE);
     let (done, done_rx) = unbounded();
     std::thread::Builder::new()
         .name("log-sync".into())
