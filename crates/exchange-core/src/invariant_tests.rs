@@ -118,6 +118,14 @@ fn slot(engine: &Engine, account: u64, id: &str) -> u32 {
         .expect("indexed")
 }
 
+/// The index of a listed asset.
+fn asset(engine: &Engine, code: &str) -> u32 {
+    *engine
+        .asset_by_code
+        .get(&AssetCode::new(code).expect("asset"))
+        .expect("listed asset")
+}
+
 /// The untouched engine passes its audit, so each test's failure is the
 /// corruption it made and nothing else.
 #[test]
@@ -296,10 +304,7 @@ fn a_sell_that_cannot_deliver() {
 fn a_buyer_whose_total_goes_negative() {
     let mut engine = engine();
     place(&mut engine, 1, "b1", Side::Buy, "99", "0.0002");
-    let usd = *engine
-        .asset_by_code
-        .get(&AssetCode::new("USD").expect("asset"))
-        .expect("listed asset");
+    let usd = asset(&engine, "USD");
     engine.accounts.list[1].balance_mut(usd).total = 0;
     place(&mut engine, 2, "s1", Side::Sell, "99", "0.0001");
 }
@@ -309,10 +314,7 @@ fn a_buyer_whose_total_goes_negative() {
 fn a_seller_whose_total_goes_negative() {
     let mut engine = engine();
     place(&mut engine, 2, "s1", Side::Sell, "100", "0.0002");
-    let btc = *engine
-        .asset_by_code
-        .get(&AssetCode::new("BTC").expect("asset"))
-        .expect("listed asset");
+    let btc = asset(&engine, "BTC");
     engine.accounts.list[2].balance_mut(btc).total = 0;
     place(&mut engine, 1, "b1", Side::Buy, "100", "0.0001");
 }
@@ -341,10 +343,7 @@ fn releasing_more_than_an_order_holds() {
 fn a_release_above_the_total() {
     let mut engine = engine();
     place(&mut engine, 1, "b1", Side::Buy, "99", "0.0002");
-    let usd = *engine
-        .asset_by_code
-        .get(&AssetCode::new("USD").expect("asset"))
-        .expect("listed asset");
+    let usd = asset(&engine, "USD");
     let balance = engine.accounts.list[1].balance_mut(usd);
     balance.total = balance.available;
     cancel(&mut engine, 1, "b1");
@@ -368,10 +367,7 @@ fn a_withdrawal_beyond_the_total() {
         &mut engine,
         Command::Deposit(transfer(9, "USD", "0.000001")),
     );
-    let usd = *engine
-        .asset_by_code
-        .get(&AssetCode::new("USD").expect("asset"))
-        .expect("listed asset");
+    let usd = asset(&engine, "USD");
     let account = engine.accounts.index(9).expect("account 9");
     engine.accounts.list[account as usize]
         .balance_mut(usd)
