@@ -3,7 +3,8 @@ simplefix: bad checksums and body lengths, missing and unknown tags,
 invalid values, wrong sequence numbers, bad CompIDs and SendingTimes,
 garbage, wrong credentials. Each gets the answer FIX 4.4 prescribes: a
 session Reject naming the tag, a Logout with the reason, or (for a garbled
-message) silence without counting it.
+message: wrong CheckSum or BodyLength, MsgType not third) silence without
+counting it.
 """
 
 import unittest
@@ -126,15 +127,22 @@ class Malformed(unittest.TestCase):
         copy = c.receive()
         self.assertEqual((copy[35], copy[34], copy[11], copy[43], copy[122]), ("8", "2", "r1", "Y", ack[52]))
 
-    def test_bad_body_length_logs_out_with_the_reason(self):
+    def test_bad_body_length_and_misplaced_msg_type_are_ignored_and_not_counted(self):
         c = self.raw("RAW7")
         c.logon()
-        good = c.build("0", [])
+        good = c.build("1", [(112, "short")], seq=2)
         head, rest = good.split(b"\x019=", 1)
         length, body = rest.split(b"\x01", 1)
         c.send_raw(head + b"\x019=" + str(int(length) - 3).encode() + b"\x01" + body)
-        seen = c.expect_closed()
-        self.assertIn("BodyLength", seen[-1].get(58, ""), seen)
+        c.expect_silence(1.0)
+        # The next good message, past the ignored one, asks for a resend.
+        c.send("1", [(112, "after-garbled")], seq=3)
+        request = c.receive_until(lambda m: m.get(35) == "2")
+        self.assertEqual((request[7], request[16]), ("2", "0"))
+        c.send("4", [(123, "Y"), (36, 4)], seq=2)
+        c.send("1", [(112, "in-sequence")], seq=4)
+        heartbeat = c.receive_until(lambda m: m.get(35) == "0" and m.get(112) == "in-sequence")
+        self.assertEqual(heartbeat[112], "in-sequence")
 
     def test_comp_id_and_sending_time_problems_reject_then_log_out(self):
         c = self.raw("RAW7")

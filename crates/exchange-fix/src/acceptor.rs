@@ -15,7 +15,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 
-use crate::frame::{next_frame, push_field, seal, Frame, FrameError};
+use crate::frame::{begins_like_fix, next_frame, push_field, seal, Frame, FrameError};
 use crate::inbound::Role;
 use crate::message::Message;
 use crate::runner::{self, SessionSpec};
@@ -137,6 +137,11 @@ async fn read_first(
     buf: &mut Vec<u8>,
 ) -> Result<(Vec<u8>, usize), FirstError> {
     loop {
+        // Whatever the first bytes of a connection are, they are not a FIX
+        // client's: within a session such bytes are skipped as garbled.
+        if !begins_like_fix(buf) {
+            return Err(FirstError::Frame(FrameError::BadBeginString));
+        }
         let mut start = 0;
         loop {
             match next_frame(&buf[start..]) {

@@ -2,11 +2,15 @@
 //!
 //! A message is `8=FIX.4.4|9=N|` followed by exactly N bytes of body and
 //! `10=CCC|`, where CCC is the byte sum of everything before it modulo 256.
-//! BodyLength says where the message ends, so a wrong one leaves the rest
-//! of the stream unreadable: that is fatal for the connection. A message
-//! that is framed correctly but whose CheckSum is wrong is "garbled": the
-//! FIX specification says to drop it without counting it, and the
-//! counterparty's resend mechanism repairs the gap.
+//! A message whose CheckSum is wrong, whose BodyLength does not lead to a
+//! `10=CCC<SOH>` trailer, or whose first three fields are not 8, 9 and 35
+//! is "garbled": the FIX specification says to drop it without counting
+//! it, and the counterparty's resend mechanism repairs the gap. A wrong
+//! BodyLength means the message's end is unknown, so reading resumes at
+//! the next `8=FIX.4.4<SOH>9=` after the garbled message's first byte.
+//! Only a BodyLength beyond `MAX_FIX_MESSAGE_BYTES` is fatal: the bytes
+//! it claims cannot be buffered, so the stream cannot be resynchronised
+//! safely.
 //!
 //! Nothing here can panic on any input: every index is checked.
 
@@ -24,14 +28,12 @@ const MAX_LENGTH_DIGITS: usize = 5;
 /// The stream cannot be read any further.
 #[derive(Clone, Debug, PartialEq, Eq, Error)]
 pub enum FrameError {
+    /// Only for the first bytes of a connection (see [`begins_like_fix`]):
+    /// within a session, such bytes are skipped as garbled.
     #[error("message does not begin with 8=FIX.4.4 followed by BodyLength (9)")]
     BadBeginString,
-    #[error("BodyLength (9) is not a number")]
-    BadBodyLength,
     #[error("message is longer than {MAX_FIX_MESSAGE_BYTES} bytes")]
     TooLarge,
-    #[error("no CheckSum (10) where BodyLength (9) says the message ends")]
-    BadTrailer,
 }
 
 /// One framed message.
@@ -39,8 +41,24 @@ pub enum FrameError {
 pub enum Frame {
     /// A well-formed message, all its bytes (header to trailer).
     Message(Vec<u8>),
-    /// Framed, but its CheckSum does not match: to be ignored.
-    Garbled { declared: u8, actual: u8 },
+    /// Bytes that are not a well-formed message: to be ignored, uncounted.
+    Garbled { reason: &'static str },
+}
+
+/// Whether `buf` starts as a FIX 4.4 message does (or could, once more
+/// bytes arrive).
+pub fn begins_like_fix(buf: &[u8]) -> bool {
+    let head = buf.len().min(PREFIX.len());
+    buf[..head] == PREFIX[..head]
+}
+
+/// Skips garbled bytes at the front of `buf`: up to the next place a
+/// message could begin, at least one byte on.
+fn resync(buf: &[u8], reason: &'static str) -> Option<(Frame, usize)> {
+    let skip = (1..buf.len())
+        .find(|&at| begins_like_fix(&buf[at..]))
+        .unwrap_or(buf.len());
+    Some((Frame::Garbled { reason }, skip))
 }
 
 /// The byte sum modulo 256 that CheckSum (10) carries.
@@ -60,9 +78,14 @@ fn digits_value(digits: &[u8]) -> Option<usize> {
 /// Takes the next message off the front of `buf`. `Ok(None)` means more
 /// bytes are needed; `Ok(Some((frame, used)))` consumed `used` bytes.
 pub fn next_frame(buf: &[u8]) -> Result<Option<(Frame, usize)>, FrameError> {
-    let head = buf.len().min(PREFIX.len());
-    if buf[..head] != PREFIX[..head] {
-        return Err(FrameError::BadBeginString);
+    if buf.is_empty() {
+        return Ok(None);
+    }
+    if !begins_like_fix(buf) {
+        return Ok(resync(
+            buf,
+            "does not begin with 8=FIX.4.4 and BodyLength (9)",
+        ));
     }
     if buf.len() < PREFIX.len() {
         return Ok(None);
@@ -73,16 +96,17 @@ pub fn next_frame(buf: &[u8]) -> Result<Option<(Frame, usize)>, FrameError> {
         .take(MAX_LENGTH_DIGITS + 1)
         .position(|b| *b == SOH)
     else {
-        if rest.len() > MAX_LENGTH_DIGITS || !rest.iter().all(u8::is_ascii_digit) {
-            return Err(if rest.iter().all(u8::is_ascii_digit) {
-                FrameError::TooLarge
-            } else {
-                FrameError::BadBodyLength
-            });
+        if !rest.iter().all(u8::is_ascii_digit) {
+            return Ok(resync(buf, "BodyLength (9) is not a number"));
+        }
+        if rest.len() > MAX_LENGTH_DIGITS {
+            return Err(FrameError::TooLarge);
         }
         return Ok(None);
     };
-    let body_len = digits_value(&rest[..soh]).ok_or(FrameError::BadBodyLength)?;
+    let Some(body_len) = digits_value(&rest[..soh]) else {
+        return Ok(resync(buf, "BodyLength (9) is not a number"));
+    };
     let body_start = PREFIX.len() + soh + 1;
     let body_end = body_start + body_len;
     let total = body_end + TRAILER_LEN;
@@ -95,19 +119,30 @@ pub fn next_frame(buf: &[u8]) -> Result<Option<(Frame, usize)>, FrameError> {
     // The body ends with a field's SOH; the trailer is `10=` three digits.
     let trailer = &buf[body_end..total];
     let ends_field = body_len > 0 && buf[body_end - 1] == SOH;
-    if !ends_field || &trailer[..3] != b"10=" || trailer[6] != SOH {
-        return Err(FrameError::BadTrailer);
+    let declared = digits_value(&trailer[3..6]).and_then(|v| u8::try_from(v).ok());
+    if !ends_field || &trailer[..3] != b"10=" || trailer[6] != SOH || declared.is_none() {
+        return Ok(resync(
+            buf,
+            "no CheckSum (10) where BodyLength (9) says the message ends",
+        ));
     }
-    let declared = digits_value(&trailer[3..6])
-        .and_then(|v| u8::try_from(v).ok())
-        .ok_or(FrameError::BadTrailer)?;
-    let actual = checksum(&buf[..body_end]);
-    let frame = if declared == actual {
-        Frame::Message(buf[..total].to_vec())
-    } else {
-        Frame::Garbled { declared, actual }
-    };
-    Ok(Some((frame, total)))
+    if declared != Some(checksum(&buf[..body_end])) {
+        return Ok(Some((
+            Frame::Garbled {
+                reason: "CheckSum (10) does not match",
+            },
+            total,
+        )));
+    }
+    if !buf[body_start..].starts_with(b"35=") {
+        return Ok(Some((
+            Frame::Garbled {
+                reason: "the third field is not MsgType (35)",
+            },
+            total,
+        )));
+    }
+    Ok(Some((Frame::Message(buf[..total].to_vec()), total)))
 }
 
 /// Appends `tag=value<SOH>`. A SOH inside a value would end the field
@@ -160,24 +195,25 @@ mod tests {
         assert_eq!(sealed, fix("8=FIX.4.4|9=5|35=0|10=163|"));
     }
 
+    fn skipped(buf: &[u8]) -> usize {
+        match next_frame(buf) {
+            Ok(Some((Frame::Garbled { .. }, used))) => used,
+            other => panic!("expected a garbled frame, got {other:?}"),
+        }
+    }
+
     #[test]
-    fn garbled_and_fatal_inputs() {
+    fn garbled_inputs_are_skipped_and_too_large_is_fatal() {
         let mut sealed = seal(&fix("35=0|34=2|"));
         let n = sealed.len();
         sealed[n - 2] = if sealed[n - 2] == b'0' { b'1' } else { b'0' };
-        assert!(matches!(
-            next_frame(&sealed),
-            Ok(Some((Frame::Garbled { .. }, _)))
-        ));
-        assert_eq!(
-            next_frame(b"8=FIX.4.2\x019=5\x01"),
-            Err(FrameError::BadBeginString)
-        );
-        assert_eq!(next_frame(b"hello"), Err(FrameError::BadBeginString));
-        assert_eq!(
-            next_frame(b"8=FIX.4.4\x019=x\x01"),
-            Err(FrameError::BadBodyLength)
-        );
+        assert_eq!(skipped(&sealed), n);
+        assert_eq!(skipped(b"8=FIX.4.2\x019=5\x01"), 14);
+        assert_eq!(skipped(b"hello"), 5);
+        assert_eq!(skipped(b"8=FIX.4.4\x019=x\x01"), 14);
+        assert_eq!(skipped(&fix("8=FIX.4.4|9=3|35=0|10=000|")), 26);
+        assert_eq!(skipped(&fix("8=FIX.4.4|9=0|10=000|")), 21);
+        assert_eq!(skipped(&fix("8=FIX.4.4|9=5|35=0|10=0x0|")), 26);
         assert_eq!(
             next_frame(b"8=FIX.4.4\x019=999999"),
             Err(FrameError::TooLarge)
@@ -186,18 +222,37 @@ mod tests {
             next_frame(b"8=FIX.4.4\x019=9000\x01"),
             Err(FrameError::TooLarge)
         );
-        assert_eq!(
-            next_frame(&fix("8=FIX.4.4|9=3|35=0|10=000|")),
-            Err(FrameError::BadTrailer)
-        );
-        assert_eq!(
-            next_frame(&fix("8=FIX.4.4|9=0|10=000|")),
-            Err(FrameError::BadTrailer)
-        );
-        assert_eq!(
-            next_frame(&fix("8=FIX.4.4|9=5|35=0|10=0x0|")),
-            Err(FrameError::BadTrailer)
-        );
+    }
+
+    #[test]
+    fn a_message_whose_third_field_is_not_msg_type_is_garbled() {
+        let sealed = seal(&fix("49=A|35=0|56=B|34=2|"));
+        assert_eq!(skipped(&sealed), sealed.len());
+    }
+
+    #[test]
+    fn resynchronises_on_the_next_begin_string() {
+        // BodyLength too short: the message's end is unknown, so the next
+        // message is found by its BeginString, wherever it starts.
+        let good = seal(&fix("35=0|34=3|"));
+        let mut buf = fix("8=FIX.4.4|9=4|35=0|34=2|10=000|");
+        buf.extend_from_slice(b"junk");
+        buf.extend_from_slice(&good);
+        let mut at = 0;
+        let mut messages = Vec::new();
+        while let Some((frame, used)) = next_frame(&buf[at..]).unwrap() {
+            if let Frame::Message(raw) = frame {
+                messages.push(raw);
+            }
+            at += used;
+        }
+        assert_eq!(at, buf.len());
+        assert_eq!(messages, vec![good.clone()]);
+        // A partial BeginString at the end is kept for the next read.
+        let mut tail = b"xx".to_vec();
+        tail.extend_from_slice(b"8=FIX");
+        assert_eq!(skipped(&tail), 2);
+        assert_eq!(next_frame(b"8=FIX"), Ok(None));
     }
 
     #[test]

@@ -226,12 +226,11 @@ impl<S: Store> Session<S> {
 
     pub fn on_frame(&mut self, now: u64, frame: Frame, out: &mut Vec<Action>) {
         match frame {
-            Frame::Garbled { declared, actual } => {
+            Frame::Garbled { reason } => {
                 tracing::warn!(
                     session = %self.settings.their_comp_id,
-                    declared,
-                    actual,
-                    "ignored a garbled message (CheckSum mismatch); it is not counted"
+                    reason,
+                    "ignored a garbled message; it is not counted"
                 );
             }
             Frame::Message(raw) => self.on_message(now, Message::parse(raw), out),

@@ -470,19 +470,18 @@ fn garbled_frames_are_ignored_and_not_counted() {
     session.on_frame(
         T0,
         Frame::Garbled {
-            declared: 1,
-            actual: 2,
+            reason: "CheckSum (10) does not match",
         },
         &mut out,
     );
     assert!(out.is_empty());
     assert_eq!(session.store().target, 2);
-    session.on_frame_error(T0, &FrameError::BadTrailer, &mut out);
+    session.on_frame_error(T0, &FrameError::TooLarge, &mut out);
     assert_eq!(types(&out), vec!["5"]);
     assert!(sent(&out)[0]
         .text(58)
         .unwrap_or_default()
-        .contains("CheckSum"));
+        .contains("longer than"));
 }
 
 #[test]
@@ -492,4 +491,64 @@ fn secrets_compare_exactly() {
     assert!(!same_secret(b"ab", b"abc"));
     assert!(!same_secret(b"abcd", b"abc"));
     assert!(!same_secret(b"", b"abc"));
+}
+
+/// Frames `bytes` as the connection does and hands every frame over.
+fn feed(session: &mut Session<MemoryStore>, bytes: &[u8], out: &mut Vec<Action>) {
+    let mut rest = bytes;
+    while let Some((frame, used)) = next_frame(rest).expect("no fatal framing error") {
+        rest = &rest[used..];
+        session.on_frame(T0, frame, out);
+    }
+    assert!(rest.is_empty(), "unframed bytes left: {rest:?}");
+}
+
+fn client_bytes(fields: &str) -> Vec<u8> {
+    seal(&fields.replace('|', "\x01").into_bytes())
+}
+
+#[test]
+fn garbled_bytes_are_skipped_then_the_next_good_message_shows_the_gap() {
+    let mut session = logged_on();
+    let mut out = Vec::new();
+    let sending_time = time::format(T0);
+    let mut stream = Vec::new();
+    // A wrong CheckSum.
+    let mut bad_sum = client_bytes(&format!(
+        "35=1|49=CLIENT|56=EX|34=2|52={sending_time}|112=a|"
+    ));
+    let n = bad_sum.len();
+    bad_sum[n - 2] = if bad_sum[n - 2] == b'0' { b'1' } else { b'0' };
+    stream.extend(bad_sum);
+    // A BodyLength that does not lead to the trailer.
+    let good = client_bytes(&format!(
+        "35=1|49=CLIENT|56=EX|34=2|52={sending_time}|112=b|"
+    ));
+    let text = String::from_utf8(good).unwrap();
+    let (head, rest) = text.split_once("\x019=").unwrap();
+    let (length, body) = rest.split_once('\x01').unwrap();
+    let short = length.parse::<usize>().unwrap() - 3;
+    stream.extend(format!("{head}\x019={short}\x01{body}").into_bytes());
+    // Noise between messages.
+    stream.extend_from_slice(b"noise");
+    // MsgType not the third field.
+    stream.extend(client_bytes(&format!(
+        "49=CLIENT|35=1|56=EX|34=2|52={sending_time}|112=c|"
+    )));
+    feed(&mut session, &stream, &mut out);
+    assert!(out.is_empty(), "garbled messages get no answer: {out:?}");
+    assert_eq!(session.store().target, 2);
+    assert!(session.is_connected());
+    // The next good message is numbered past them: a resend is asked for.
+    feed(
+        &mut session,
+        &client_bytes(&format!(
+            "35=1|49=CLIENT|56=EX|34=5|52={sending_time}|112=d|"
+        )),
+        &mut out,
+    );
+    let request = sent(&out);
+    assert_eq!(types(&out), vec!["2"]);
+    assert_eq!(request[0].uint(tags::BEGIN_SEQ_NO), Some(2));
+    assert_eq!(request[0].uint(tags::END_SEQ_NO), Some(0));
 }
