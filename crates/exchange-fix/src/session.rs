@@ -385,7 +385,11 @@ impl<S: Store> Session<S> {
         };
         let msg_type = message.msg_type().map(<[u8]>::to_vec);
         let msg_type = msg_type.as_deref();
-        if !self.comp_ids_ok(&message) {
+        // A missing CompID is a missing required header field, rejected by
+        // validation below; only a present and wrong one is a CompID problem.
+        let comp_ids_given = message.get(tags::SENDER_COMP_ID).is_some()
+            && message.get(tags::TARGET_COMP_ID).is_some();
+        if comp_ids_given && !self.comp_ids_ok(&message) {
             let problem = Problem::new(
                 Some(tags::SENDER_COMP_ID),
                 reason::COMP_ID_PROBLEM,

@@ -552,3 +552,73 @@ fn garbled_bytes_are_skipped_then_the_next_good_message_shows_the_gap() {
     assert_eq!(request[0].uint(tags::BEGIN_SEQ_NO), Some(2));
     assert_eq!(request[0].uint(tags::END_SEQ_NO), Some(0));
 }
+
+#[test]
+fn session_reject_reasons_follow_the_fix_table() {
+    let at = time::format(T0);
+    let order = format!("11=c1|55=BTC-USD|54=1|60={at}|38=1|40=2|");
+    // (header after MsgType, body, RefTagID, SessionRejectReason)
+    let cases: Vec<(String, String, Option<u64>, u64)> = vec![
+        // Not a FIX tag at all: invalid tag number.
+        (
+            "49=CLIENT|56=EX".into(),
+            format!("{order}9999=x|"),
+            Some(9999),
+            0,
+        ),
+        // A FIX tag, but not one of a NewOrderSingle.
+        (
+            "49=CLIENT|56=EX".into(),
+            format!("{order}262=x|"),
+            Some(262),
+            2,
+        ),
+        // A required header field missing is not a CompID problem.
+        ("49=CLIENT".into(), order.clone(), Some(56), 1),
+        ("56=EX".into(), order.clone(), Some(49), 1),
+        (
+            "49=CLIENT|56=EX".into(),
+            format!("11=|55=BTC-USD|54=1|60={at}|38=1|40=2|"),
+            Some(11),
+            4,
+        ),
+        (
+            "49=CLIENT|56=EX".into(),
+            "11=c1|55=BTC-USD|54=1|60=yesterday|38=1|40=2|".to_string(),
+            Some(60),
+            6,
+        ),
+        (
+            "49=CLIENT|56=EX".into(),
+            format!("{order}38=2|"),
+            Some(38),
+            13,
+        ),
+        (
+            "49=CLIENT|56=EX".into(),
+            format!("{order}43=N|"),
+            Some(43),
+            14,
+        ),
+    ];
+    for (header, body, ref_tag, code) in cases {
+        let mut session = logged_on();
+        let mut out = Vec::new();
+        let bytes = client_bytes(&format!("35=D|{header}|34=2|52={at}|{body}"));
+        feed(&mut session, &bytes, &mut out);
+        let answers = sent(&out);
+        assert_eq!(types(&out), vec!["3"], "{header} {body}");
+        assert_eq!(
+            (
+                answers[0].uint(tags::REF_TAG_ID),
+                answers[0].uint(tags::SESSION_REJECT_REASON),
+                answers[0].text(tags::REF_MSG_TYPE),
+                answers[0].uint(tags::REF_SEQ_NUM),
+            ),
+            (ref_tag, Some(code), Some("D"), Some(2)),
+            "{header} {body}"
+        );
+        assert!(disconnected(&out).is_none(), "{header} {body}");
+        assert_eq!(session.store().target, 3, "a rejected message is counted");
+    }
+}

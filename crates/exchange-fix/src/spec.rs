@@ -238,6 +238,13 @@ pub fn validate(msg: &Message) -> Result<(), Problem> {
                 Some(spec) => spec.required.contains(&tag) || spec.optional.contains(&tag),
                 None => true,
             };
+            if !tags::is_known(tag) {
+                return Err(Problem::new(
+                    Some(tag),
+                    reason::INVALID_TAG_NUMBER,
+                    format!("tag {tag} is not a FIX 4.4 tag"),
+                ));
+            }
             if !allowed {
                 return Err(Problem::new(
                     Some(tag),
@@ -301,7 +308,16 @@ mod tests {
         assert_eq!(check(&missing), Err((Some(38), 1)));
         let unknown =
             format!("{HEAD}11=c1|55=B|54=1|60=20240101-00:00:00|38=1|40=2|9999=x|10=000|");
-        assert_eq!(check(&unknown), Err((Some(9999), 2)));
+        assert_eq!(check(&unknown), Err((Some(9999), 0)));
+        let not_for_orders =
+            format!("{HEAD}11=c1|55=B|54=1|60=20240101-00:00:00|38=1|40=2|262=x|10=000|");
+        assert_eq!(check(&not_for_orders), Err((Some(262), 2)));
+        let no_value = format!("{HEAD}11=|55=B|10=000|");
+        assert_eq!(check(&no_value), Err((Some(11), 4)));
+        let bad_tag = format!("{HEAD}11=c1|x5=B|10=000|");
+        assert_eq!(check(&bad_tag), Err((None, 0)));
+        let no_target = "8=FIX.4.4|9=1|35=0|49=C|34=1|52=20240101-00:00:00|10=000|";
+        assert_eq!(check(no_target), Err((Some(56), 1)));
         let twice = format!("{HEAD}11=c1|11=c2|10=000|");
         assert_eq!(check(&twice), Err((Some(11), 13)));
         let format = format!("{HEAD}11=c1|55=B|54=1|60=yesterday|38=1|40=2|10=000|");

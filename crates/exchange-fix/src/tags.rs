@@ -80,6 +80,15 @@ pub const LAST_LIQUIDITY_IND: u32 = 851;
 pub const TRD_MATCH_ID: u32 = 880;
 /// User-defined: the exchange's self-trade prevention mode for an order.
 pub const SELF_TRADE_PREVENTION: u32 = 7928;
+/// The highest tag number FIX 4.4 defines.
+pub const LAST_FIX44_TAG: u32 = 956;
+
+/// Whether `tag` names a field at all: one FIX 4.4 defines, or one of the
+/// exchange's own. Any other number is an invalid tag, whatever the
+/// message.
+pub fn is_known(tag: u32) -> bool {
+    (1..=LAST_FIX44_TAG).contains(&tag) || tag == SELF_TRADE_PREVENTION
+}
 
 /// Message types.
 pub mod msg {
@@ -122,6 +131,7 @@ pub mod session_reject {
     pub const INVALID_TAG_NUMBER: u32 = 0;
     pub const REQUIRED_TAG_MISSING: u32 = 1;
     pub const TAG_NOT_DEFINED_FOR_MESSAGE: u32 = 2;
+    pub const UNDEFINED_TAG: u32 = 3;
     pub const TAG_WITHOUT_VALUE: u32 = 4;
     pub const VALUE_INCORRECT: u32 = 5;
     pub const INCORRECT_DATA_FORMAT: u32 = 6;
@@ -130,6 +140,9 @@ pub mod session_reject {
     pub const INVALID_MSG_TYPE: u32 = 11;
     pub const TAG_APPEARS_MORE_THAN_ONCE: u32 = 13;
     pub const TAG_OUT_OF_ORDER: u32 = 14;
+    pub const REPEATING_GROUP_OUT_OF_ORDER: u32 = 15;
+    pub const INCORRECT_NUM_IN_GROUP_COUNT: u32 = 16;
+    pub const FIELD_DELIMITER_IN_VALUE: u32 = 17;
     pub const OTHER: u32 = 99;
 }
 
