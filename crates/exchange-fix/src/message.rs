@@ -170,15 +170,49 @@ pub fn parse_uint(value: &[u8]) -> Option<u64> {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Outgoing {
     pub msg_type: &'static str,
+    /// Header fields beyond the ones the session writes: the routing of
+    /// the message this one answers.
+    pub routing: Vec<u8>,
     pub body: Vec<u8>,
+}
+
+/// Each third-party routing field of a received message, and the field
+/// that carries the same value back on its answers: whoever the message
+/// came on behalf of is whom the answer is delivered to, and the reverse.
+const ROUTING_REVERSED: [(u32, u32); 6] = [
+    (tags::ON_BEHALF_OF_COMP_ID, tags::DELIVER_TO_COMP_ID),
+    (tags::DELIVER_TO_COMP_ID, tags::ON_BEHALF_OF_COMP_ID),
+    (tags::ON_BEHALF_OF_SUB_ID, tags::DELIVER_TO_SUB_ID),
+    (tags::DELIVER_TO_SUB_ID, tags::ON_BEHALF_OF_SUB_ID),
+    (tags::ON_BEHALF_OF_LOCATION_ID, tags::DELIVER_TO_LOCATION_ID),
+    (tags::DELIVER_TO_LOCATION_ID, tags::ON_BEHALF_OF_LOCATION_ID),
+];
+
+/// The routing fields of an answer to `message`, encoded.
+pub fn answer_routing(message: &Message) -> Vec<u8> {
+    let mut routing = Vec::new();
+    for (received, answered) in ROUTING_REVERSED {
+        if let Some(value) = message.get(received) {
+            push_field(&mut routing, answered, value);
+        }
+    }
+    routing
 }
 
 impl Outgoing {
     pub fn new(msg_type: &'static str) -> Outgoing {
         Outgoing {
             msg_type,
+            routing: Vec::new(),
             body: Vec::with_capacity(256),
         }
+    }
+
+    /// This message answers one whose routing was `routing` (see
+    /// [`answer_routing`]).
+    pub fn routed(mut self, routing: &[u8]) -> Outgoing {
+        self.routing = routing.to_vec();
+        self
     }
 
     pub fn field(mut self, tag: u32, value: impl Display) -> Outgoing {

@@ -29,7 +29,7 @@ use crate::acceptor::{refuse, Connection};
 use crate::app::App;
 use crate::frame::next_frame;
 use crate::inbound::{self, Inbound, Request, Role, Submission};
-use crate::message::{Message, Outgoing};
+use crate::message::{answer_routing, Message, Outgoing};
 use crate::session::{Action, Session, Settings};
 use crate::store::FileStore;
 use crate::time::now_ns;
@@ -50,6 +50,8 @@ enum Pending {
         reply: oneshot::Receiver<Arc<Applied>>,
         applied: Option<Arc<Applied>>,
         request: Request,
+        /// The routing fields the answers carry (see `answer_routing`).
+        routing: Vec<u8>,
     },
     Local(Outgoing),
 }
@@ -228,18 +230,24 @@ impl Runner {
             return;
         }
         let now = now_ns();
-        let request = self.take_own(applied.index, actions);
+        let own = self.take_own(applied.index, actions);
+        let (request, routing) = match &own {
+            Some((request, routing)) => (Some(request), &routing[..]),
+            None => (None, &[][..]),
+        };
+        // Every report of this session's own entry answers its request:
+        // they all carry the request's routing.
         for message in self
             .app
-            .on_applied(applied.index, &applied.events, request.as_ref(), now)
+            .on_applied(applied.index, &applied.events, request, now)
         {
-            self.session.send_app(now, message, actions);
+            self.session.send_app(now, message.routed(routing), actions);
         }
         self.flush_local(actions);
     }
 
     /// The request whose entry is `index`, if it is the oldest pending one.
-    fn take_own(&mut self, index: u64, actions: &mut Vec<Action>) -> Option<Request> {
+    fn take_own(&mut self, index: u64, actions: &mut Vec<Action>) -> Option<(Request, Vec<u8>)> {
         loop {
             let Some(Pending::Core { reply, applied, .. }) = self.pending.front_mut() else {
                 return None;
@@ -249,12 +257,18 @@ impl Runner {
                     Ok(got) => *applied = Some(got),
                     Err(TryRecvError::Empty) => return None,
                     Err(TryRecvError::Closed) => {
-                        if let Some(Pending::Core { request, .. }) = self.pending.pop_front() {
-                            let answer = self.app.unavailable(
-                                &request,
-                                "the exchange stopped before applying this",
-                                now_ns(),
-                            );
+                        if let Some(Pending::Core {
+                            request, routing, ..
+                        }) = self.pending.pop_front()
+                        {
+                            let answer = self
+                                .app
+                                .unavailable(
+                                    &request,
+                                    "the exchange stopped before applying this",
+                                    now_ns(),
+                                )
+                                .routed(&routing);
                             self.session.send_app(now_ns(), answer, actions);
                         }
                         self.flush_local(actions);
@@ -266,11 +280,14 @@ impl Runner {
             if got > index {
                 return None;
             }
-            let Some(Pending::Core { request, .. }) = self.pending.pop_front() else {
+            let Some(Pending::Core {
+                request, routing, ..
+            }) = self.pending.pop_front()
+            else {
                 return None;
             };
             if got == index {
-                return Some(request);
+                return Some((request, routing));
             }
             // Only a lost broadcast (a lag, already logged) gets here.
             tracing::warn!(session = %self.name, got, index, "the answer to a FIX request was lost");
@@ -296,6 +313,7 @@ impl Runner {
 
     fn deliver(&mut self, message: Message, actions: &mut Vec<Action>) {
         let now = now_ns();
+        let routing = answer_routing(&message);
         match inbound::translate(&message, &self.app.role, now) {
             Inbound::Submit(submission) => {
                 let Submission { command, request } = *submission;
@@ -307,19 +325,16 @@ impl Runner {
                         reply,
                         applied: None,
                         request,
+                        routing,
                     }),
                     Err(error) => {
                         let answer = self.app.unavailable(&request, &error.to_string(), now);
-                        self.answer_now(answer, actions);
+                        self.answer_now(answer.routed(&routing), actions);
                     }
                 }
             }
-            Inbound::Reply(answer) => self.answer_now(answer, actions),
-            Inbound::Reject(problem) => {
-                let seq = message.seq_num().unwrap_or(0);
-                self.session
-                    .reject(now, seq, message.msg_type(), &problem, actions);
-            }
+            Inbound::Reply(answer) => self.answer_now(answer.routed(&routing), actions),
+            Inbound::Reject(problem) => self.session.reject(now, &message, &problem, actions),
         }
     }
 

@@ -12,7 +12,7 @@
 //! naming the tag, and Logout both ways.
 
 use crate::frame::{seal, Frame, FrameError};
-use crate::message::{Message, Outgoing, Problem};
+use crate::message::{answer_routing, Message, Outgoing, Problem};
 use crate::spec;
 use crate::store::Store;
 use crate::tags::{self, msg, session_reject as reason};
@@ -129,6 +129,7 @@ impl<S: Store> Session<S> {
         seq: u64,
         now: u64,
         orig_time: Option<&[u8]>,
+        routing: &[u8],
         body: &[u8],
     ) -> Vec<u8> {
         let mut fields = Vec::with_capacity(body.len() + 96);
@@ -153,6 +154,7 @@ impl<S: Store> Session<S> {
             crate::frame::push_field(&mut fields, tags::POSS_DUP_FLAG, b"Y");
             crate::frame::push_field(&mut fields, tags::ORIG_SENDING_TIME, orig);
         }
+        fields.extend_from_slice(routing);
         fields.extend_from_slice(body);
         seal(&fields)
     }
@@ -168,7 +170,14 @@ impl<S: Store> Session<S> {
             return;
         }
         let seq = self.store.next_sender_seq();
-        let bytes = self.encode(message.msg_type.as_bytes(), seq, now, None, &message.body);
+        let bytes = self.encode(
+            message.msg_type.as_bytes(),
+            seq,
+            now,
+            None,
+            &message.routing,
+            &message.body,
+        );
         self.store.set_next_sender_seq(seq + 1);
         self.transmit(now, bytes, out);
     }
@@ -177,7 +186,14 @@ impl<S: Store> Session<S> {
     /// while logged on, else it waits in the store for a resend request.
     pub fn send_app(&mut self, now: u64, message: Outgoing, out: &mut Vec<Action>) {
         let seq = self.store.next_sender_seq();
-        let bytes = self.encode(message.msg_type.as_bytes(), seq, now, None, &message.body);
+        let bytes = self.encode(
+            message.msg_type.as_bytes(),
+            seq,
+            now,
+            None,
+            &message.routing,
+            &message.body,
+        );
         self.store.save(seq, &bytes);
         self.store.set_next_sender_seq(seq + 1);
         if self.phase == Phase::Active {
@@ -335,17 +351,20 @@ impl<S: Store> Session<S> {
         }
     }
 
-    /// Sends a session-level Reject of message `seq` (also used by the
+    /// Sends a session-level Reject of `message` (also used by the
     /// application for a value no FIX field allows).
     pub fn reject(
         &mut self,
         now: u64,
-        seq: u64,
-        msg_type: Option<&[u8]>,
+        message: &Message,
         problem: &Problem,
         out: &mut Vec<Action>,
     ) {
-        let mut reject = Outgoing::new(msg::REJECT).field(tags::REF_SEQ_NUM, seq);
+        let seq = message.seq_num().unwrap_or(0);
+        let msg_type = message.msg_type();
+        let mut reject = Outgoing::new(msg::REJECT)
+            .routed(&answer_routing(message))
+            .field(tags::REF_SEQ_NUM, seq);
         reject.push_opt(tags::REF_TAG_ID, problem.tag);
         if let Some(msg_type) = msg_type.filter(|t| !t.is_empty() && t.len() <= 3) {
             reject.push(tags::REF_MSG_TYPE, String::from_utf8_lossy(msg_type));
@@ -395,7 +414,7 @@ impl<S: Store> Session<S> {
                 reason::COMP_ID_PROBLEM,
                 "CompID problem",
             );
-            self.reject(now, seq, msg_type, &problem, out);
+            self.reject(now, &message, &problem, out);
             return self.logout_and_close(
                 now,
                 "SenderCompID (49) or TargetCompID (56) does not match the session",
@@ -408,7 +427,7 @@ impl<S: Store> Session<S> {
                 reason::SENDING_TIME_ACCURACY,
                 "SendingTime accuracy problem",
             );
-            self.reject(now, seq, msg_type, &problem, out);
+            self.reject(now, &message, &problem, out);
             return self.logout_and_close(
                 now,
                 "SendingTime (52) is too far from the exchange's clock",
@@ -421,13 +440,13 @@ impl<S: Store> Session<S> {
             // Reset mode ignores MsgSeqNum: it is how a counterparty
             // recovers from lost sequence numbers.
             return match valid {
-                Err(problem) => self.reject(now, seq, msg_type, &problem, out),
-                Ok(()) => self.sequence_reset(now, seq, &message, out),
+                Err(problem) => self.reject(now, &message, &problem, out),
+                Ok(()) => self.sequence_reset(now, &message, out),
             };
         }
         if msg_type == Some(msg::RESEND_REQUEST.as_bytes()) && valid.is_ok() {
             // Answered even when its own number shows a gap.
-            self.answer_resend(now, seq, &message, out);
+            self.answer_resend(now, &message, out);
         }
         let expected = self.store.next_target_seq();
         if seq > expected {
@@ -452,7 +471,7 @@ impl<S: Store> Session<S> {
         }
         self.advance_target(seq + 1);
         if let Err(problem) = valid {
-            return self.reject(now, seq, msg_type, &problem, out);
+            return self.reject(now, &message, &problem, out);
         }
         if let (Some(orig), Some(sent)) = (
             message.get(tags::ORIG_SENDING_TIME).and_then(time::parse),
@@ -464,7 +483,7 @@ impl<S: Store> Session<S> {
                     reason::SENDING_TIME_ACCURACY,
                     "OrigSendingTime (122) is later than SendingTime (52)",
                 );
-                return self.reject(now, seq, msg_type, &problem, out);
+                return self.reject(now, &message, &problem, out);
             }
         }
         self.dispatch(now, seq, message, out);
@@ -499,7 +518,7 @@ impl<S: Store> Session<S> {
                         reason::VALUE_INCORRECT,
                         format!("NewSeqNo {new_seq} must be greater than MsgSeqNum {seq}"),
                     );
-                    self.reject(now, seq, Some(b"4"), &problem, out);
+                    self.reject(now, &message, &problem, out);
                 }
             }
             b"5" => match self.phase {
@@ -522,7 +541,7 @@ impl<S: Store> Session<S> {
         out.push(Action::Disconnect("the counterparty logged out".into()));
     }
 
-    fn sequence_reset(&mut self, now: u64, seq: u64, message: &Message, out: &mut Vec<Action>) {
+    fn sequence_reset(&mut self, now: u64, message: &Message, out: &mut Vec<Action>) {
         let new_seq = message.uint(tags::NEW_SEQ_NO).unwrap_or(0);
         let expected = self.store.next_target_seq();
         if new_seq > expected {
@@ -533,7 +552,7 @@ impl<S: Store> Session<S> {
                 reason::VALUE_INCORRECT,
                 format!("NewSeqNo {new_seq} is below the expected MsgSeqNum {expected}"),
             );
-            self.reject(now, seq, Some(b"4"), &problem, out);
+            self.reject(now, message, &problem, out);
         }
     }
 

@@ -15,20 +15,14 @@ impl<S: Store> Session<S> {
             .field(tags::GAP_FILL_FLAG, "Y")
             .field(tags::NEW_SEQ_NO, new_seq);
         let stamp = time::format(now);
-        let bytes = self.encode(b"4", seq, now, Some(stamp.as_bytes()), &body.body);
+        let bytes = self.encode(b"4", seq, now, Some(stamp.as_bytes()), &[], &body.body);
         self.transmit(now, bytes, out);
     }
 
     /// Resends stored application messages with PossDupFlag; everything
     /// else in the range (admin messages, anything not stored) becomes a
     /// gap fill.
-    pub(super) fn answer_resend(
-        &mut self,
-        now: u64,
-        seq: u64,
-        request: &Message,
-        out: &mut Vec<Action>,
-    ) {
+    pub(super) fn answer_resend(&mut self, now: u64, request: &Message, out: &mut Vec<Action>) {
         let begin = request.uint(tags::BEGIN_SEQ_NO).unwrap_or(0);
         let last_sent = self.store.next_sender_seq().saturating_sub(1);
         let end = match request.uint(tags::END_SEQ_NO).unwrap_or(0) {
@@ -41,7 +35,7 @@ impl<S: Store> Session<S> {
                 reason::VALUE_INCORRECT,
                 format!("BeginSeqNo {begin} is outside the messages sent (1 to {last_sent})"),
             );
-            return self.reject(now, seq, Some(b"2"), &problem, out);
+            return self.reject(now, request, &problem, out);
         }
         let mut next = begin;
         for (stored_seq, raw) in self.store.load(begin, end) {
@@ -54,7 +48,7 @@ impl<S: Store> Session<S> {
                 self.gap_fill(now, next, stored_seq, out);
             }
             let body = body_of(&stored);
-            let bytes = self.encode(msg_type, stored_seq, now, Some(orig), &body);
+            let bytes = self.encode(msg_type, stored_seq, now, Some(orig), &[], &body);
             self.transmit(now, bytes, out);
             next = stored_seq + 1;
         }

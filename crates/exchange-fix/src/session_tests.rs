@@ -622,3 +622,43 @@ fn session_reject_reasons_follow_the_fix_table() {
         assert_eq!(session.store().target, 3, "a rejected message is counted");
     }
 }
+
+#[test]
+fn location_routing_is_a_header_field_and_rejects_reverse_routing() {
+    let at = time::format(T0);
+    let mut session = logged_on();
+    let mut out = Vec::new();
+    let header = "115=DESK|116=SUB|144=NY|128=BROKER|129=TRADER|145=LDN";
+    // Accepted in the header: a TestRequest with all six is answered.
+    feed(
+        &mut session,
+        &client_bytes(&format!(
+            "35=1|49=CLIENT|56=EX|34=2|52={at}|{header}|112=t|"
+        )),
+        &mut out,
+    );
+    assert_eq!(types(&out), vec!["0"]);
+    // Rejected: the Reject carries each routing field reversed.
+    let mut out = Vec::new();
+    feed(
+        &mut session,
+        &client_bytes(&format!(
+            "35=0|49=CLIENT|56=EX|34=3|52={at}|{header}|9999=x|"
+        )),
+        &mut out,
+    );
+    let reject = &sent(&out)[0];
+    assert_eq!(reject.text(tags::MSG_TYPE), Some("3"));
+    let routing = [128, 129, 145, 115, 116, 144].map(|tag| reject.text(tag));
+    assert_eq!(
+        routing,
+        [
+            Some("DESK"),
+            Some("SUB"),
+            Some("NY"),
+            Some("BROKER"),
+            Some("TRADER"),
+            Some("LDN")
+        ]
+    );
+}

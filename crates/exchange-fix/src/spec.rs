@@ -89,6 +89,8 @@ const HEADER_OPTIONAL: &[u32] = &[
     tags::DELIVER_TO_SUB_ID,
     tags::SENDER_LOCATION_ID,
     tags::TARGET_LOCATION_ID,
+    tags::ON_BEHALF_OF_LOCATION_ID,
+    tags::DELIVER_TO_LOCATION_ID,
     tags::LAST_MSG_SEQ_NUM_PROCESSED,
 ];
 

@@ -117,3 +117,63 @@ async fn shutdown_logs_sessions_out() {
         .expect("the node stops")
         .expect("stop task");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn answers_carry_the_routing_fields_reversed() {
+    let dir = tempfile::tempdir().unwrap();
+    let node = Node::start(dir.path(), vec![session("A", 1, false)], &[1]).await;
+    let mut a = Client::logon(node.addr, "A").await;
+    let routing = |m: &exchange_fix::message::Message| {
+        [115, 116, 144, 128, 129, 145].map(|tag| m.text(tag).map(str::to_string))
+    };
+    let some = |v: &str| Some(v.to_string());
+
+    // Accepted by the core: the ExecutionReport.
+    a.send(
+        "D",
+        &format!("115=DESK|129=TRADER|144=NY|11=r1|54=1|38=0.1|44=59000|{ORDER}"),
+    )
+    .await;
+    let ack = a.recv().await;
+    assert_eq!((ack.text(35), ack.text(150)), (Some("8"), Some("0")));
+    assert_eq!(
+        routing(&ack),
+        [None, some("TRADER"), None, some("DESK"), None, some("NY")]
+    );
+
+    // Refused by the gateway itself: the rejected ExecutionReport.
+    a.send(
+        "D",
+        &format!("128=BROKER|116=SUB|145=LDN|11=r2|54=1|38=0.1|44=59000|59=0|{ORDER}"),
+    )
+    .await;
+    let refused = a.recv().await;
+    assert_eq!(
+        (refused.text(35), refused.text(150)),
+        (Some("8"), Some("8"))
+    );
+    assert_eq!(
+        routing(&refused),
+        [some("BROKER"), None, some("LDN"), None, some("SUB"), None]
+    );
+
+    // A value no FIX field allows: the session-level Reject.
+    a.send("D", &format!("115=DESK|11=r3|54=Z|38=0.1|44=59000|{ORDER}"))
+        .await;
+    let reject = a.recv().await;
+    assert_eq!((reject.text(35), reject.text(373)), (Some("3"), Some("5")));
+    assert_eq!(
+        routing(&reject),
+        [None, None, None, some("DESK"), None, None]
+    );
+
+    // A message type the exchange does not take: BusinessMessageReject.
+    a.send("V", "144=NY|262=md1|").await;
+    let business = a.recv().await;
+    assert_eq!(business.text(35), Some("j"));
+    assert_eq!(
+        routing(&business),
+        [None, None, None, None, None, some("NY")]
+    );
+    node.stop().await;
+}
