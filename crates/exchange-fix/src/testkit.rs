@@ -2,17 +2,15 @@
 //! written in the `tag=value|` notation.
 
 use exchange_core::Engine;
-use exchange_types::{AddInstrument, AssetCode, Command, Dec, Event, Stamped, Symbol, Transfer};
+pub use exchange_testkit::engine::dec;
+use exchange_testkit::engine::{asset, btc_usd};
+use exchange_types::{Command, Event, Stamped, Transfer};
 
 use crate::frame::seal;
 use crate::message::Message;
 use crate::time;
 
 pub const T0: u64 = 1_700_000_000_000_000_000;
-
-pub fn dec(text: &str) -> Dec {
-    Dec::parse(text).expect("test decimal")
-}
 
 /// The exchange's core with BTC-USD listed (tick 0.01, lot 0.0001, maker
 /// -1 bps, taker 5 bps) and accounts 1, 2 and 3 funded.
@@ -27,24 +25,12 @@ impl Core {
             engine: Engine::new(),
             ts: T0,
         };
-        core.apply(Command::AddInstrument(Box::new(AddInstrument {
-            symbol: Symbol::new("BTC-USD").expect("symbol"),
-            base: AssetCode::new("BTC").expect("asset"),
-            quote: AssetCode::new("USD").expect("asset"),
-            tick_size: dec("0.01"),
-            lot_size: dec("0.0001"),
-            min_qty: None,
-            max_qty: None,
-            collar_bps: None,
-            reference_price: None,
-            maker_fee_bps: -1,
-            taker_fee_bps: 5,
-        })));
+        core.apply(Command::AddInstrument(Box::new(btc_usd())));
         for account in [1, 2, 3] {
-            for (asset, amount) in [("USD", "1000000"), ("BTC", "100")] {
+            for (code, amount) in [("USD", "1000000"), ("BTC", "100")] {
                 core.apply(Command::Deposit(Transfer {
                     account,
-                    asset: AssetCode::new(asset).expect("asset"),
+                    asset: asset(code),
                     amount: dec(amount),
                 }));
             }
