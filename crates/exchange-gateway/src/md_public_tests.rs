@@ -2,20 +2,16 @@
 //! begins with `subscribe` needs no credentials and cannot trade; refusals
 //! name the problem; tickers and candles follow trades; candles over REST.
 
-use std::sync::atomic::AtomicBool;
-
 use axum::body::Body;
 use futures_util::SinkExt;
 use serde_json::{json, Value};
 use tokio_tungstenite::tungstenite::Message as WsMessage;
 use tower::ServiceExt;
 
-use crate::md_test_support::{drive, next_json, node, serve, workload, Ws};
-use std::sync::Arc;
+use crate::md_test_support::{app, drive, next_json, node, serve, workload, Ws};
 
 use crate::{router, AppState};
 use exchange_marketdata_service::*;
-use exchange_node::config::Config;
 use exchange_node::config::MarketDataConfig;
 
 async fn send(ws: &mut Ws, message: Value) {
@@ -66,13 +62,7 @@ async fn a_public_socket_subscribes_without_credentials() {
     let service = start(handle.clone(), &config)
         .await
         .expect("market data starts");
-    let app = AppState::new(
-        handle.clone(),
-        Config::default(),
-        "t".into(),
-        Arc::new(AtomicBool::new(true)),
-    )
-    .with_market_data(service.market.clone());
+    let app = app(&handle, &service);
     let addr = serve(app.clone()).await;
     let (mut ws, _) = tokio_tungstenite::connect_async(format!("ws://{addr}/v1/ws"))
         .await

@@ -7,6 +7,13 @@ use futures_util::{SinkExt, StreamExt};
 use serde_json::{json, Value};
 use tokio_tungstenite::tungstenite::Message as WsMessage;
 
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+use exchange_marketdata_service::MarketDataService;
+use exchange_node::config::Config;
+use exchange_node::Handle;
+
 use crate::{router, AppState};
 
 pub(super) use exchange_marketdata_service::testkit::*;
@@ -46,4 +53,15 @@ pub(super) async fn next_json(ws: &mut Ws) -> Option<Value> {
             Ok(_) => continue,
         }
     }
+}
+
+/// A ready gateway state whose public channels are `service`'s.
+pub(super) fn app(handle: &Handle, service: &MarketDataService) -> AppState {
+    AppState::new(
+        handle.clone(),
+        Config::default(),
+        "t".into(),
+        Arc::new(AtomicBool::new(true)),
+    )
+    .with_market_data(service.market.clone())
 }

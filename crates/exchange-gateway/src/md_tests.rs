@@ -6,7 +6,6 @@
 //! stops reading is disconnected without slowing anyone.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
 use axum::body::Body;
@@ -15,13 +14,11 @@ use serde_json::Value;
 use tower::ServiceExt;
 
 use crate::md_test_support::{
-    drive, next_json, node, serve, workload, ws_subscribe, Level2Books, DEADLINE, SYMBOLS,
+    app, drive, next_json, node, serve, workload, ws_subscribe, Level2Books, DEADLINE, SYMBOLS,
 };
-use std::sync::Arc;
 
-use crate::{router, AppState};
+use crate::router;
 use exchange_marketdata_service::*;
-use exchange_node::config::Config;
 use exchange_node::config::MarketDataConfig;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -41,13 +38,7 @@ async fn books_rebuilt_from_websocket_and_binary_feed_equal_the_core() {
     let service = start(handle.clone(), &config)
         .await
         .expect("market data starts");
-    let app = AppState::new(
-        handle.clone(),
-        Config::default(),
-        "t".into(),
-        Arc::new(AtomicBool::new(true)),
-    )
-    .with_market_data(service.market.clone());
+    let app = app(&handle, &service);
     let addr = serve(app.clone()).await;
     let mut level2 = ws_subscribe(addr, "level2").await;
     let mut trades = ws_subscribe(addr, "trades").await;
