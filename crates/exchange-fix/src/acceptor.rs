@@ -15,11 +15,11 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 
-use crate::frame::{begins_like_fix, next_frame, push_field, seal, Frame, FrameError};
+use crate::frame::{begins_like_fix, next_frame, Frame, FrameError};
 use crate::inbound::Role;
 use crate::message::Message;
 use crate::runner::{self, SessionSpec};
-use crate::session::Settings;
+use crate::session::{sessionless_logout, Settings, CREDENTIALS_REFUSED, NOT_A_LOGON};
 use crate::store::FileStore;
 use crate::{session_dir, tags, time, validate, FixError};
 
@@ -163,26 +163,7 @@ async fn read_first(
 /// A Logout outside any session (no sequence numbers to keep): for a
 /// connection that names no configured session or sends garbage.
 pub fn standalone_logout(first: Option<&Message>, text: &str) -> Vec<u8> {
-    let usable = |v: Option<&str>| {
-        v.filter(|v| !v.is_empty() && v.bytes().all(|b| b.is_ascii_graphic()))
-            .map(str::to_string)
-    };
-    let ours = usable(first.and_then(|m| m.text(tags::TARGET_COMP_ID)))
-        .unwrap_or_else(|| "EXCHANGE".into());
-    let theirs = usable(first.and_then(|m| m.text(tags::SENDER_COMP_ID)))
-        .unwrap_or_else(|| "UNKNOWN".into());
-    let mut fields = Vec::new();
-    push_field(&mut fields, tags::MSG_TYPE, b"5");
-    push_field(&mut fields, tags::SENDER_COMP_ID, ours.as_bytes());
-    push_field(&mut fields, tags::TARGET_COMP_ID, theirs.as_bytes());
-    push_field(&mut fields, tags::MSG_SEQ_NUM, b"1");
-    push_field(
-        &mut fields,
-        tags::SENDING_TIME,
-        time::format(time::now_ns()).as_bytes(),
-    );
-    push_field(&mut fields, tags::TEXT, text.as_bytes());
-    seal(&fields)
+    sessionless_logout(first, text, time::now_ns())
 }
 
 /// Says why in a Logout, then closes.
@@ -208,6 +189,12 @@ async fn handshake(mut stream: TcpStream, routes: Routes) {
         Err(_) => return refuse(stream, None, "no Logon within 10 seconds").await,
     };
     let first = Message::parse(raw);
+    // Everything checked before the CompIDs are looked up is checked the
+    // same way for every connection, so the answers do not tell whether
+    // a session exists.
+    if first.msg_type() != Some(tags::msg::LOGON.as_bytes()) {
+        return refuse(stream, Some(&first), NOT_A_LOGON).await;
+    }
     let key = (
         first
             .text(tags::SENDER_COMP_ID)
@@ -219,8 +206,7 @@ async fn handshake(mut stream: TcpStream, routes: Routes) {
             .to_string(),
     );
     let Some(session) = routes.get(&key) else {
-        let text = "logon refused: no session for this SenderCompID (49) and TargetCompID (56)";
-        return refuse(stream, Some(&first), text).await;
+        return refuse(stream, Some(&first), CREDENTIALS_REFUSED).await;
     };
     let rest = buf.get(used..).unwrap_or_default().to_vec();
     if let Err(refused) = session

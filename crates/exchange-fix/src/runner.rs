@@ -30,7 +30,7 @@ use crate::app::App;
 use crate::frame::next_frame;
 use crate::inbound::{self, Inbound, Request, Role, Submission};
 use crate::message::{answer_routing, Message, Outgoing};
-use crate::session::{Action, Session, Settings};
+use crate::session::{Action, Session, Settings, CREDENTIALS_REFUSED};
 use crate::store::FileStore;
 use crate::time::now_ns;
 
@@ -131,7 +131,13 @@ pub async fn run(
             connection = connections.recv(), if accepting && !stopped => match connection {
                 Some(connection) if live.is_none() => live = Some(runner.attach(connection, &mut actions)),
                 Some(connection) => {
-                    let text = "logon refused: this session is already logged on";
+                    // Only a counterparty that proves the credentials learns
+                    // that the session is in use.
+                    let text = if runner.session.credentials_ok(&connection.first) {
+                        "logon refused: this session is already logged on"
+                    } else {
+                        CREDENTIALS_REFUSED
+                    };
                     tokio::spawn(async move { refuse(connection.stream, Some(&connection.first), text).await });
                 }
                 // The acceptor stopped; the shutdown signal follows.
