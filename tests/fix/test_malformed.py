@@ -157,8 +157,9 @@ class Malformed(unittest.TestCase):
 
     def test_refused_connections_get_a_logout_with_the_reason(self):
         cases = [
-            (self.raw("NOBODY"), "no session for this SenderCompID"),
-            (self.raw("RAW1", password="wrong"), "invalid Password (554)"),
+            # One answer for both, so that it does not say which sessions exist.
+            (self.raw("NOBODY"), "unknown SenderCompID (49) and TargetCompID (56) or invalid Password (554)"),
+            (self.raw("RAW1", password="wrong"), "unknown SenderCompID (49) and TargetCompID (56) or invalid Password (554)"),
         ]
         for client, reason in cases:
             client.send("A", [(98, 0), (108, 30), (554, client.password), (141, "Y")])
