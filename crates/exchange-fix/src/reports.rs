@@ -118,6 +118,8 @@ pub fn execution_report(report: &Report, ids: Option<(&str, &str)>) -> Outgoing 
         ReportKind::Canceled { .. } => ('4', format!("{}-{}", report.seq, order.order_id)),
         ReportKind::Replaced { .. } => ('5', format!("{}-{}", report.seq, order.order_id)),
         ReportKind::Expired => ('C', format!("{}-{}", report.seq, order.order_id)),
+        // Not an event: named by when it was asked, apart from event ids.
+        ReportKind::Status => ('I', format!("S{}-{}", report.ts, order.order_id)),
     };
     let mut out = Outgoing::new(msg::EXECUTION_REPORT).field(tags::ORDER_ID, order.order_id);
     match (&report.kind, ids) {
@@ -172,6 +174,56 @@ pub fn execution_report(report: &Report, ids: Option<(&str, &str)>) -> Outgoing 
         };
         out.push(tags::TEXT, text);
     }
+    out
+}
+
+/// The answer to an OrderStatusRequest for an order the session knows:
+/// an ExecutionReport with ExecType I (order status).
+pub fn order_status(order: &OrderState, req_id: Option<&str>, now: u64) -> Outgoing {
+    let report = Report {
+        seq: 0,
+        ts: now,
+        order: *order,
+        kind: ReportKind::Status,
+    };
+    let mut out = execution_report(&report, None);
+    out.push_opt(tags::ORD_STATUS_REQ_ID, req_id);
+    out
+}
+
+/// What an OrderStatusRequest said, echoed when the order is unknown.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct StatusEcho {
+    pub order_id: Option<String>,
+    pub cl_ord_id: String,
+    pub symbol: String,
+    pub side: String,
+    pub req_id: Option<String>,
+}
+
+/// The answer to an OrderStatusRequest for an order the session does not
+/// know: ExecType I with OrdStatus 8 (rejected).
+pub fn unknown_order_status(
+    echo: &StatusEcho,
+    account: AccountId,
+    text: &str,
+    now: u64,
+) -> Outgoing {
+    let mut out = Outgoing::new(msg::EXECUTION_REPORT)
+        .field(tags::ORDER_ID, echo.order_id.as_deref().unwrap_or("NONE"))
+        .field(tags::CL_ORD_ID, &echo.cl_ord_id)
+        .field(tags::EXEC_ID, format!("S{now}"))
+        .field(tags::EXEC_TYPE, 'I')
+        .field(tags::ORD_STATUS, '8')
+        .field(tags::ACCOUNT, account)
+        .field(tags::SYMBOL, &echo.symbol)
+        .field(tags::SIDE, &echo.side)
+        .field(tags::LEAVES_QTY, 0)
+        .field(tags::CUM_QTY, 0)
+        .field(tags::AVG_PX, 0)
+        .field(tags::TRANSACT_TIME, time::format(now))
+        .field(tags::TEXT, text);
+    out.push_opt(tags::ORD_STATUS_REQ_ID, echo.req_id.as_ref());
     out
 }
 

@@ -449,7 +449,7 @@ impl<S: Store> Session<S> {
                 "OrigSendingTime (122) is later than SendingTime (52)",
             );
             self.reject(now, message, &problem, out);
-            return self.logout_and_close(
+            self.logout_and_close(
                 now,
                 "OrigSendingTime (122) is later than SendingTime (52)",
                 out,

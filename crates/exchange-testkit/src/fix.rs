@@ -161,8 +161,14 @@ impl Client {
 
     /// The next message of this session, sealed (length and checksum).
     pub fn encode(&mut self, msg_type: &str, body: &str) -> Vec<u8> {
+        self.encode_with_header(msg_type, "", body)
+    }
+
+    /// The next message of this session with more standard header fields
+    /// (`header`, `|`-separated) after SendingTime.
+    pub fn encode_with_header(&mut self, msg_type: &str, header: &str, body: &str) -> Vec<u8> {
         let fields = format!(
-            "35={msg_type}|49={}|56=EXCHANGE|34={}|52={}|{body}",
+            "35={msg_type}|49={}|56=EXCHANGE|34={}|52={}|{header}{body}",
             self.sender,
             self.seq,
             time::format(time::now_ns())
