@@ -246,3 +246,51 @@ fn a_refused_logon_neither_uses_nor_shows_the_outgoing_number() {
     let out = feed(&mut session, &client("A", 31, LOGON));
     assert_eq!(sent(&out)[0].seq_num(), Some(57));
 }
+
+#[test]
+fn a_resend_of_messages_no_longer_kept_is_a_gap_fill() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let store = crate::store::FileStore::open_retaining(dir.path(), 2).expect("a store");
+    let mut session = Session::new(settings(), store);
+    session.connected(T0);
+    let mut out = Vec::new();
+    session.on_frame(
+        T0,
+        next_frame(&client("A", 1, LOGON))
+            .ok()
+            .flatten()
+            .expect("a frame")
+            .0,
+        &mut out,
+    );
+    for n in 0..5 {
+        let report = Outgoing::new("8").field(tags::TEXT, format!("report {n}"));
+        session.send_app(T0, report, &mut out);
+    }
+    // Our Logon was 1, the reports 2 to 6; only 5 and 6 are kept.
+    let mut out = Vec::new();
+    let request = client("2", 2, "7=1|16=0|");
+    let (frame, _) = next_frame(&request).ok().flatten().expect("a frame");
+    session.on_frame(T0, frame, &mut out);
+    let answers = sent(&out);
+    let seen: Vec<_> = answers
+        .iter()
+        .map(|m| {
+            (
+                m.text(35).unwrap_or_default().to_string(),
+                m.seq_num(),
+                m.uint(36),
+                m.text(58).map(str::to_string),
+            )
+        })
+        .collect();
+    assert_eq!(
+        seen,
+        vec![
+            ("4".to_string(), Some(1), Some(5), None),
+            ("8".to_string(), Some(5), None, Some("report 3".to_string())),
+            ("8".to_string(), Some(6), None, Some("report 4".to_string())),
+        ]
+    );
+    assert_eq!(answers[0].text(123), Some("Y"));
+}

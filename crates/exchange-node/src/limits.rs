@@ -92,6 +92,9 @@ pub const MARKETDATA_BATCH: usize = 1_024;
 pub const MAX_FIX_MESSAGE_BYTES: usize = 8 * 1024;
 /// Closed orders remembered for answering a late cancel with their status.
 pub const FIX_CLOSED_REMEMBERED: usize = 4_096;
+/// Sent application messages a FIX session keeps for resends; older ones
+/// are dropped and a resend request for them gets a gap fill.
+pub const FIX_STORE_RETAINED: usize = 100_000;
 
 // What REST serves by default is within what it keeps or allows.
 const _: () = assert!(DEFAULT_TRADES_LIMIT <= TRADES_PER_SYMBOL);
