@@ -1,7 +1,8 @@
-//! The TCP side: accept connections, read each one's first message (the
-//! Logon), and hand the connection to the task of the session its CompIDs
-//! name. A connection that names no configured session, or sends nothing
-//! readable, gets a Logout saying why and is closed.
+//! The TCP side: accept connections (through a TLS handshake when
+//! configured), read each one's first message (the Logon), and hand the
+//! connection to the task of the session its CompIDs name. A connection
+//! that names no configured session, or sends nothing readable, gets a
+//! Logout saying why and is closed.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -10,10 +11,11 @@ use std::time::Duration;
 
 use exchange_node::config::FixConfig;
 use exchange_node::Handle;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
+use tokio_rustls::TlsAcceptor;
 
 use crate::frame::{begins_like_fix, next_frame, Frame, FrameError};
 use crate::inbound::Role;
@@ -28,9 +30,16 @@ pub const LOGON_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long we wait for the answer to our Logout.
 pub const LOGOUT_TIMEOUT: Duration = Duration::from_secs(2);
 
+/// A connection's byte stream: TCP, or TLS over TCP.
+pub trait FixStream: AsyncRead + AsyncWrite + Unpin + Send {}
+
+impl<T: AsyncRead + AsyncWrite + Unpin + Send> FixStream for T {}
+
+pub type BoxedStream = Box<dyn FixStream>;
+
 /// An accepted connection whose first message named a session.
 pub struct Connection {
-    pub stream: TcpStream,
+    pub stream: BoxedStream,
     pub first: Message,
     /// Bytes read after the first message.
     pub rest: Vec<u8>,
@@ -48,6 +57,7 @@ pub fn start(
     stopping: watch::Receiver<bool>,
 ) -> Result<(std::net::SocketAddr, JoinHandle<()>), FixError> {
     validate(config)?;
+    let tls = crate::tls::acceptor(config)?;
     let bind_error = |source| FixError::Bind {
         addr: config.listen,
         source,
@@ -94,12 +104,13 @@ pub fn start(
         )));
     }
     eprintln!(
-        "fix gateway listening on {addr} ({} sessions)",
+        "fix gateway listening on {addr} ({}, {} sessions)",
+        if tls.is_some() { "TLS" } else { "plain TCP" },
         config.sessions.len()
     );
     let routes: Routes = Arc::new(routes);
     let task = tokio::spawn(async move {
-        accept_loop(listener, routes, stopping).await;
+        accept_loop(listener, tls, routes, stopping).await;
         for task in tasks {
             let _ = task.await;
         }
@@ -107,13 +118,18 @@ pub fn start(
     Ok((addr, task))
 }
 
-async fn accept_loop(listener: TcpListener, routes: Routes, mut stopping: watch::Receiver<bool>) {
+async fn accept_loop(
+    listener: TcpListener,
+    tls: Option<TlsAcceptor>,
+    routes: Routes,
+    mut stopping: watch::Receiver<bool>,
+) {
     loop {
         tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok((stream, peer)) => {
                     tracing::debug!(%peer, "FIX connection accepted");
-                    tokio::spawn(handshake(stream, routes.clone()));
+                    tokio::spawn(handshake(stream, tls.clone(), routes.clone()));
                 }
                 Err(error) => {
                     // Out of file descriptors and the like: pause, keep serving.
@@ -133,7 +149,7 @@ enum FirstError {
 }
 
 async fn read_first(
-    stream: &mut TcpStream,
+    stream: &mut BoxedStream,
     buf: &mut Vec<u8>,
 ) -> Result<(Vec<u8>, usize), FirstError> {
     loop {
@@ -167,7 +183,7 @@ pub fn standalone_logout(first: Option<&Message>, text: &str) -> Vec<u8> {
 }
 
 /// Says why in a Logout, then closes.
-pub async fn refuse(mut stream: TcpStream, first: Option<&Message>, text: &str) {
+pub async fn refuse(mut stream: BoxedStream, first: Option<&Message>, text: &str) {
     tracing::info!(reason = text, "FIX connection refused");
     let _ = tokio::time::timeout(
         LOGOUT_TIMEOUT,
@@ -177,10 +193,23 @@ pub async fn refuse(mut stream: TcpStream, first: Option<&Message>, text: &str) 
     let _ = stream.shutdown().await;
 }
 
-async fn handshake(mut stream: TcpStream, routes: Routes) {
-    let _ = stream.set_nodelay(true);
+async fn handshake(tcp: TcpStream, tls: Option<TlsAcceptor>, routes: Routes) {
+    let _ = tcp.set_nodelay(true);
+    // One deadline for the TLS handshake and the Logon together.
+    let deadline = tokio::time::Instant::now() + LOGON_TIMEOUT;
+    let mut stream: BoxedStream = match tls {
+        None => Box::new(tcp),
+        Some(tls) => match tokio::time::timeout_at(deadline, tls.accept(tcp)).await {
+            Ok(Ok(stream)) => Box::new(stream),
+            Ok(Err(error)) => {
+                tracing::info!(%error, "FIX TLS handshake failed");
+                return;
+            }
+            Err(_) => return,
+        },
+    };
     let mut buf = Vec::with_capacity(1024);
-    let (raw, used) = match tokio::time::timeout(LOGON_TIMEOUT, read_first(&mut stream, &mut buf))
+    let (raw, used) = match tokio::time::timeout_at(deadline, read_first(&mut stream, &mut buf))
         .await
     {
         Ok(Ok(first)) => first,

@@ -19,13 +19,12 @@ use std::time::Duration;
 use exchange_node::reads::Orders;
 use exchange_node::{Applied, Handle, LogEntry, OrderQuery, SubmitError};
 use exchange_types::{AccountId, Command, MassCancel, Stamped};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::io::{AsyncReadExt, AsyncWriteExt, ReadHalf, WriteHalf};
 use tokio::sync::broadcast::error::RecvError;
 use tokio::sync::oneshot::error::TryRecvError;
 use tokio::sync::{mpsc, oneshot, watch};
 
-use crate::acceptor::{refuse, Connection};
+use crate::acceptor::{refuse, BoxedStream, Connection};
 use crate::app::App;
 use crate::frame::next_frame;
 use crate::inbound::{self, Inbound, Request, Role, Submission};
@@ -64,8 +63,8 @@ enum Pending {
 }
 
 struct Live {
-    reader: OwnedReadHalf,
-    writer: OwnedWriteHalf,
+    reader: ReadHalf<BoxedStream>,
+    writer: WriteHalf<BoxedStream>,
     buf: Vec<u8>,
     /// Whether this connection got as far as a Logon: only then does a
     /// disconnect cancel orders.
@@ -205,7 +204,7 @@ impl Runner {
             first,
             rest,
         } = connection;
-        let (reader, writer) = stream.into_split();
+        let (reader, writer) = tokio::io::split(stream);
         let now = now_ns();
         self.session.connected(now);
         self.session.on_message(now, first, actions);

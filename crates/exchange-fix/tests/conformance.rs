@@ -238,3 +238,54 @@ async fn a_resent_order_already_taken_is_answered_with_its_state_not_placed_twic
     assert_eq!(open_orders(&node, 1).await, 3);
     node.stop().await;
 }
+
+/// The Logout a Logon from `sender` with `password` gets, read until the
+/// exchange closes the connection.
+async fn refusal(addr: std::net::SocketAddr, sender: &str, password: &str) -> Message {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    let fields = format!(
+        "35=A|49={sender}|56=EXCHANGE|34=1|52={}|98=0|108=30|554={password}|",
+        exchange_fix::time::format(exchange_fix::time::now_ns())
+    );
+    let logon = exchange_fix::frame::seal(&fields.replace('|', "\x01").into_bytes());
+    stream.write_all(&logon).await.expect("write");
+    let mut answer = Vec::new();
+    tokio::time::timeout(exchange_testkit::fix::WAIT, stream.read_to_end(&mut answer))
+        .await
+        .expect("the exchange closes the connection")
+        .expect("read");
+    match exchange_fix::frame::next_frame(&answer) {
+        Ok(Some((exchange_fix::frame::Frame::Message(raw), _))) => Message::parse(raw),
+        other => panic!("no Logout: {other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unknown_comp_ids_and_a_wrong_password_get_the_same_answer() {
+    let dir = tempfile::tempdir().unwrap();
+    let node = Node::start(dir.path(), vec![session("A", 1, false)], &[1]).await;
+    let mut a = Client::logon(node.addr, "A").await;
+    for n in 0..3 {
+        a.send("1", &format!("112=t{n}|")).await;
+        a.recv().await;
+    }
+    let unknown = refusal(node.addr, "NOBODY", "pw-NOBODY").await;
+    let wrong = refusal(node.addr, "A", "guess").await;
+    for logout in [&unknown, &wrong] {
+        assert_eq!((logout.text(35), logout.seq_num()), (Some("5"), Some(1)));
+    }
+    assert_eq!(unknown.text(58), wrong.text(58));
+    assert!(unknown
+        .text(58)
+        .unwrap_or_default()
+        .contains("or invalid Password (554)"));
+    // The logged-on session is untouched and goes on in sequence.
+    a.send("1", "112=after|").await;
+    let heartbeat = a.recv().await;
+    assert_eq!(
+        (heartbeat.text(112), heartbeat.seq_num()),
+        (Some("after"), Some(5))
+    );
+    node.stop().await;
+}

@@ -211,6 +211,11 @@ pub struct FixConfig {
     pub listen: SocketAddr,
     /// Largest difference between a message's SendingTime and server time.
     pub max_clock_skew_secs: u64,
+    /// PEM certificate chain: with `tls_key`, the acceptor speaks TLS only;
+    /// without both, plain TCP.
+    pub tls_cert: Option<PathBuf>,
+    /// PEM private key of `tls_cert`.
+    pub tls_key: Option<PathBuf>,
     pub sessions: Vec<FixSessionConfig>,
 }
 
@@ -219,6 +224,8 @@ impl Default for FixConfig {
         FixConfig {
             listen: SocketAddr::from(([127, 0, 0, 1], 9878)),
             max_clock_skew_secs: 120,
+            tls_cert: None,
+            tls_key: None,
             sessions: Vec::new(),
         }
     }
