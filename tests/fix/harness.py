@@ -43,7 +43,7 @@ COMP_ID = "EXCHANGE"
 # Sessions and the accounts they trade for. Accounts are created in this
 # order, so account ids are 1, 2, ... as listed.
 TRADERS = {"CLIENT1": 1, "CLIENT2": 2}
-RAW_SESSIONS = {f"RAW{n}": 2 + n for n in range(1, 9)}
+RAW_SESSIONS = {f"RAW{n}": 2 + n for n in range(1, 12)}
 DROP_COPY = "DROP1"
 PASSWORDS = {name: f"pw-{name.lower()}" for name in [*TRADERS, *RAW_SESSIONS, DROP_COPY]}
 

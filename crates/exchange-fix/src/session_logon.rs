@@ -141,8 +141,8 @@ impl<S: Store> Session<S> {
         }
         self.store.reset();
         self.resend = None;
+        // The phase stays: a reset during our own logout does not undo it.
         self.heartbeat_ns = heartbeat * NANOS_PER_SEC;
-        self.phase = Phase::Active;
         self.send_admin(now, logon_reply(heartbeat, true), out);
         self.store.set_next_target_seq(2);
     }
