@@ -245,9 +245,11 @@ pub fn rejected_order(
         .field(tags::ORD_REJ_REASON, ord_rej)
         .field(tags::ACCOUNT, account)
         .field(tags::SYMBOL, &echo.symbol)
-        .field(tags::SIDE, &echo.side)
-        .field(tags::ORDER_QTY, &echo.qty)
-        .field(tags::ORD_TYPE, &echo.ord_type);
+        .field(tags::SIDE, &echo.side);
+    // An order refused for having no OrderQty echoes none: an empty
+    // field is not valid FIX.
+    out.push_opt(tags::ORDER_QTY, Some(&echo.qty).filter(|q| !q.is_empty()));
+    out.push(tags::ORD_TYPE, &echo.ord_type);
     out.push_opt(tags::PRICE, echo.price.as_ref());
     out.field(tags::LEAVES_QTY, 0)
         .field(tags::CUM_QTY, 0)

@@ -120,6 +120,7 @@ async fn order_quantity_data_is_refused_by_the_application_not_the_session() {
     for (qty, named) in cases {
         a.send("D", &format!("11=q1|{ORDER}{qty}")).await;
         let refused = a.recv().await;
+        assert_eq!(refused.problem(), None, "the answer is valid FIX");
         assert_eq!(
             (refused.text(35), refused.text(150), refused.text(39)),
             (Some("8"), Some("8"), Some("8")),
