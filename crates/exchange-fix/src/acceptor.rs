@@ -10,10 +10,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use exchange_node::config::FixConfig;
+use exchange_node::limits::FIX_PENDING_LOGONS;
 use exchange_node::Handle;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{mpsc, watch};
+use tokio::sync::{mpsc, watch, Semaphore};
 use tokio::task::JoinHandle;
 use tokio_rustls::TlsAcceptor;
 
@@ -110,7 +111,8 @@ pub fn start(
     );
     let routes: Routes = Arc::new(routes);
     let task = tokio::spawn(async move {
-        accept_loop(listener, tls, routes, stopping).await;
+        let pending = Arc::new(Semaphore::new(FIX_PENDING_LOGONS));
+        accept_loop(listener, tls, routes, pending, stopping).await;
         for task in tasks {
             let _ = task.await;
         }
@@ -122,6 +124,7 @@ async fn accept_loop(
     listener: TcpListener,
     tls: Option<TlsAcceptor>,
     routes: Routes,
+    pending: Arc<Semaphore>,
     mut stopping: watch::Receiver<bool>,
 ) {
     loop {
@@ -129,7 +132,18 @@ async fn accept_loop(
             accepted = listener.accept() => match accepted {
                 Ok((stream, peer)) => {
                     tracing::debug!(%peer, "FIX connection accepted");
-                    tokio::spawn(handshake(stream, tls.clone(), routes.clone()));
+                    // Connections that never log on must not pile up
+                    // tasks and TLS handshakes without bound.
+                    let Ok(permit) = pending.clone().try_acquire_owned() else {
+                        tracing::warn!(%peer, "FIX connection closed: too many connections waiting to log on");
+                        drop(stream);
+                        continue;
+                    };
+                    let (tls, routes) = (tls.clone(), routes.clone());
+                    tokio::spawn(async move {
+                        handshake(stream, tls, routes).await;
+                        drop(permit);
+                    });
                 }
                 Err(error) => {
                     // Out of file descriptors and the like: pause, keep serving.
@@ -248,5 +262,45 @@ async fn handshake(tcp: TcpStream, tls: Option<TlsAcceptor>, routes: Routes) {
     {
         let Connection { stream, first, .. } = refused.0;
         refuse(stream, Some(&first), "the exchange is shutting down").await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Reads until the acceptor closes the connection.
+    async fn until_closed(stream: &mut TcpStream) -> Vec<u8> {
+        let mut seen = Vec::new();
+        let read = tokio::time::timeout(Duration::from_secs(5), stream.read_to_end(&mut seen));
+        read.await.expect("closed in time").expect("read");
+        seen
+    }
+
+    #[tokio::test]
+    async fn connections_waiting_to_log_on_are_bounded() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addr = listener.local_addr().expect("address");
+        let (_stop, stopping) = watch::channel(false);
+        let pending = Arc::new(Semaphore::new(1));
+        let routes: Routes = Arc::new(HashMap::new());
+        tokio::spawn(accept_loop(listener, None, routes, pending, stopping));
+
+        let mut waiting = TcpStream::connect(addr).await.expect("connect");
+        // Past the limit: closed without a word while the first waits.
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let mut refused = TcpStream::connect(addr).await.expect("connect");
+        assert!(until_closed(&mut refused).await.is_empty());
+        // The first one is still served, and once it is done the next is.
+        waiting
+            .write_all(b"GET / HTTP/1.1\r\n\r\n")
+            .await
+            .expect("write");
+        assert!(until_closed(&mut waiting).await.starts_with(b"8=FIX.4.4"));
+        let mut next = TcpStream::connect(addr).await.expect("connect");
+        next.write_all(b"GET / HTTP/1.1\r\n\r\n")
+            .await
+            .expect("write");
+        assert!(until_closed(&mut next).await.starts_with(b"8=FIX.4.4"));
     }
 }

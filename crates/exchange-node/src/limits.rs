@@ -95,6 +95,9 @@ pub const FIX_CLOSED_REMEMBERED: usize = 4_096;
 /// Sent application messages a FIX session keeps for resends; older ones
 /// are dropped and a resend request for them gets a gap fill.
 pub const FIX_STORE_RETAINED: usize = 100_000;
+/// Connections the FIX acceptor serves before their Logon (TLS handshake
+/// included); more are closed at once until one finishes.
+pub const FIX_PENDING_LOGONS: usize = 256;
 
 // What REST serves by default is within what it keeps or allows.
 const _: () = assert!(DEFAULT_TRADES_LIMIT <= TRADES_PER_SYMBOL);
