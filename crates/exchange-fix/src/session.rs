@@ -414,7 +414,14 @@ impl<S: Store> Session<S> {
                     reason::SENDING_TIME_ACCURACY,
                     "OrigSendingTime (122) is later than SendingTime (52)",
                 );
-                return self.reject(now, &message, &problem, out);
+                // A copy claiming to predate itself: the counterparty's
+                // clock or resend logic is broken, as with a bad SendingTime.
+                self.reject(now, &message, &problem, out);
+                return self.logout_and_close(
+                    now,
+                    "OrigSendingTime (122) is later than SendingTime (52)",
+                    out,
+                );
             }
         }
         self.dispatch(now, seq, message, out);

@@ -200,6 +200,25 @@ fn a_possible_duplicate_sent_before_it_was_first_sent_is_rejected_then_logged_ou
 }
 
 #[test]
+fn an_in_sequence_copy_sent_before_it_was_first_sent_is_rejected_then_logged_out() {
+    let mut session = logged_on(MemoryStore::default());
+    let later = time::format(T0 + 5 * SEC);
+    let copy = bytes_from("CLIENT", "EX", "0", 2, &format!("43=Y|122={later}|"), "");
+    let out = feed(&mut session, &copy);
+    let replies = sent(&out);
+    let kinds: Vec<_> = replies
+        .iter()
+        .map(|m| m.text(35).unwrap_or_default().to_string())
+        .collect();
+    assert_eq!(kinds, vec!["3", "5"]);
+    assert_eq!(
+        (replies[0].text(373), replies[0].text(371)),
+        (Some("10"), Some("122"))
+    );
+    assert!(disconnected(&out));
+}
+
+#[test]
 fn a_plausible_possible_duplicate_is_ignored() {
     let mut session = logged_on(MemoryStore::default());
     feed(&mut session, &client("0", 2, ""));
