@@ -65,6 +65,28 @@ pub const LOG_SYNC_QUEUE: usize = 4_096;
 pub const MAX_API_KEY_LEN: usize = 128;
 /// Keys with a bucket at most: with keys of up to 128 bytes, about 15 MB.
 pub const MAX_RATE_LIMITED_KEYS: usize = 65_536;
+/// `[http] max_connections` at most: each connection holds a descriptor,
+/// buffers and a task.
+pub const MAX_HTTP_CONNECTIONS: usize = 65_536;
+/// Descriptors kept free beyond `[http] max_connections`, for the journal,
+/// snapshots, Raft and FIX peers, the reporting store and the
+/// `/metrics` listener: a flood of HTTP connections never starves them.
+pub const FD_HEADROOM: u64 = 512;
+/// Pause after `accept` fails (out of descriptors, say) before trying again.
+pub const ACCEPT_RETRY: Duration = Duration::from_millis(50);
+/// Entries queued for one socket's private stream; a socket further
+/// behind is told `slow_consumer` and closed. Each entry is shared with
+/// the sequencer's broadcast, but a socket that never reads would keep
+/// `events_buffer` of them alive on its own.
+pub const PRIVATE_STREAM_QUEUE: usize = 4_096;
+/// Bytes of outgoing WebSocket frames gathered before a write.
+pub const WS_WRITE_BUFFER: usize = 64 * 1024;
+/// Bytes one WebSocket may hold in outgoing frames beyond the kernel's
+/// buffers; a socket whose peer stops reading waits here, not in memory.
+pub const WS_MAX_WRITE_BUFFER: usize = 1024 * 1024;
+/// How long a closing WebSocket may take to take its close frame; a peer
+/// that no longer reads loses the TCP connection without it.
+pub const WS_CLOSE_TIMEOUT: Duration = Duration::from_secs(1);
 /// How long a new socket may take to authenticate.
 pub const WS_AUTH_TIMEOUT: Duration = Duration::from_secs(10);
 /// Symbols one subscribe message may name.
@@ -92,6 +114,9 @@ pub const MARKETDATA_BATCH: usize = 1_024;
 pub const MAX_FIX_MESSAGE_BYTES: usize = 8 * 1024;
 /// Closed orders remembered for answering a late cancel with their status.
 pub const FIX_CLOSED_REMEMBERED: usize = 4_096;
+
+// A close frame always fits what a socket may buffer.
+const _: () = assert!(WS_WRITE_BUFFER < WS_MAX_WRITE_BUFFER);
 
 // What REST serves by default is within what it keeps or allows.
 const _: () = assert!(DEFAULT_TRADES_LIMIT <= TRADES_PER_SYMBOL);
