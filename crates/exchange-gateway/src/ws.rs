@@ -14,13 +14,19 @@
 //! nothing after it is missed; a socket too slow to keep up is told
 //! `slow_consumer` and closed rather than silently skipping events.
 //! Whatever is ready to go out is written with one flush.
+//!
+//! Every socket is pinged and closed when its pong does not come back in
+//! time ([`super::ws_live`]); a message or frame over `max_body_bytes` is
+//! answered with close code 1009. Outgoing frames wait in a bounded buffer
+//! ([`WS_MAX_WRITE_BUFFER`]), so a peer that stops reading costs a bounded
+//! amount of memory until it is found out.
 
 use std::sync::Arc;
 
 use axum::extract::ws::{CloseFrame, Message, WebSocket, WebSocketUpgrade};
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
-use exchange_node::limits::WS_AUTH_TIMEOUT;
+use exchange_node::limits::{WS_AUTH_TIMEOUT, WS_MAX_WRITE_BUFFER, WS_WRITE_BUFFER};
 use exchange_types::{AccountId, Command, MassCancel, OrderRef};
 use futures_util::SinkExt;
 use serde::Deserialize;
@@ -31,6 +37,7 @@ use super::error::ApiError;
 use super::private::{Feed, FeedEnd};
 use super::translate::{self, Op};
 use super::ws_entry::{self, Pending};
+use super::ws_live::{self, Liveness, Verdict, CLOSE_POLICY, CLOSE_TOO_BIG};
 use super::AppState;
 use super::{wire, ws_market};
 use exchange_marketdata_service::Subscriber;
@@ -41,9 +48,7 @@ use exchange_node::state::Applied;
 /// find nothing) after every write: its 128 KiB default cost more than
 /// everything else the server does per message.
 const READ_BUFFER: usize = 4 * 1024;
-/// Close codes (RFC 6455): policy violation, and "try again later".
-const CLOSE_POLICY: u16 = 1008;
-pub(super) const CLOSE_TRY_AGAIN: u16 = 1013;
+pub(super) use super::ws_live::CLOSE_TRY_AGAIN;
 
 pub async fn handler(
     upgrade: Result<WebSocketUpgrade, axum::extract::ws::rejection::WebSocketUpgradeRejection>,
@@ -52,7 +57,10 @@ pub async fn handler(
     match upgrade {
         Ok(upgrade) => upgrade
             .max_message_size(app.config.max_body_bytes)
+            .max_frame_size(app.config.max_body_bytes)
             .read_buffer_size(READ_BUFFER)
+            .write_buffer_size(WS_WRITE_BUFFER)
+            .max_write_buffer_size(WS_MAX_WRITE_BUFFER)
             .on_upgrade(move |socket| session(app, socket)),
         Err(rejection) => ApiError::new(
             rejection.status(),
@@ -90,7 +98,7 @@ pub(super) async fn close(socket: &mut WebSocket, code: u16, error: &Value) {
 }
 
 /// The next text message; `None` once the socket is gone.
-async fn next_text(socket: &mut WebSocket) -> Option<String> {
+async fn next_text(socket: &mut WebSocket, limit: usize) -> Option<String> {
     loop {
         match socket.recv().await? {
             Ok(Message::Text(text)) => return Some(text.as_str().to_owned()),
@@ -98,9 +106,25 @@ async fn next_text(socket: &mut WebSocket) -> Option<String> {
                 return Some(String::from_utf8_lossy(&bytes).into_owned())
             }
             Ok(Message::Ping(_) | Message::Pong(_)) => continue,
+            Err(error) if ws_live::is_too_big(&error) => {
+                too_big(socket, limit).await;
+                return None;
+            }
             Ok(Message::Close(_)) | Err(_) => return None,
         }
     }
+}
+
+/// Refuses a message or frame over `limit` bytes with close code 1009.
+async fn too_big(socket: &mut WebSocket, limit: usize) {
+    let message = format!("a message may have at most {limit} bytes");
+    ws_live::close_within(
+        socket,
+        CLOSE_TOO_BIG,
+        &error_message("message_too_big", &message),
+    )
+    .await;
+    ws_live::linger(socket).await;
 }
 
 /// A timestamp as JSON number or string; signed as its decimal text.
@@ -134,8 +158,8 @@ struct Session {
 }
 
 /// The first message, within [`WS_AUTH_TIMEOUT`]; on timeout says why and closes.
-async fn first_message(socket: &mut WebSocket) -> Option<String> {
-    match tokio::time::timeout(WS_AUTH_TIMEOUT, next_text(socket)).await {
+async fn first_message(socket: &mut WebSocket, limit: usize) -> Option<String> {
+    match tokio::time::timeout(WS_AUTH_TIMEOUT, next_text(socket, limit)).await {
         Ok(found) => found,
         Err(_) => {
             close(
@@ -213,7 +237,8 @@ async fn private_entry(events: &mut Option<Feed>) -> Result<Arc<Applied>, FeedEn
 
 async fn session(app: AppState, mut socket: WebSocket) {
     let _open = app.stats.ws_opened();
-    let Some(first) = first_message(&mut socket).await else {
+    let limit = app.config.max_body_bytes;
+    let Some(first) = first_message(&mut socket, limit).await else {
         return;
     };
     let public = ws_market::is_market_request(&first);
@@ -236,6 +261,8 @@ async fn session(app: AppState, mut socket: WebSocket) {
         }
         (Some((account, key)), cancel_on_disconnect, Some(events))
     };
+    let live = Liveness::new(&app.config.http);
+    let lag = events.as_ref().map(Feed::lag);
     let mut session = Session {
         app,
         auth,
@@ -243,8 +270,6 @@ async fn session(app: AppState, mut socket: WebSocket) {
         answers: Pending::default(),
         market: None,
     };
-    let account = session.auth.as_ref().map_or(0, |(account, _)| *account);
-    let mut unflushed = false;
     if public {
         if let Some(reply) = session.handle(&first).await {
             if !send(&mut socket, &reply).await {
@@ -252,66 +277,34 @@ async fn session(app: AppState, mut socket: WebSocket) {
             }
         }
     }
-    loop {
-        tokio::select! {
-            // Output first, and one flush once nothing more is ready: a
-            // busy socket's answers and updates leave in one write.
-            biased;
-            text = session.answers.next() => {
-                if !feed(&mut socket, text).await {
-                    break;
-                }
-                unflushed = true;
-            }
-            applied = private_entry(&mut events) => match applied {
-                Ok(applied) => {
-                    let mut sent = true;
-                    for message in wire::private_messages(&applied.events, account) {
-                        let text = serde_json::to_string(&message).unwrap_or_default();
-                        sent = sent && feed(&mut socket, text).await;
-                    }
-                    if !sent {
-                        break;
-                    }
-                    unflushed = true;
-                }
-                Err(FeedEnd::Lagged) => {
-                    let text = "the socket fell too far behind the private stream";
-                    close(&mut socket, CLOSE_TRY_AGAIN, &error_message("slow_consumer", text)).await;
-                    break;
-                }
-                Err(FeedEnd::Closed) => break,
-            },
-            delivery = ws_market::next(&mut session.market) => {
-                if !ws_market::forward(&mut socket, &mut session.market, delivery).await {
-                    break;
-                }
-            }
-            () = std::future::ready(()), if unflushed => {
-                if socket.flush().await.is_err() {
-                    break;
-                }
-                unflushed = false;
-            }
-            incoming = socket.recv() => match incoming {
-                Some(Ok(Message::Text(text))) => {
-                    session.app.stats.ws_message_in();
-                    if let Some(reply) = session.handle(text.as_str()).await {
-                        if !send(&mut socket, &reply).await {
-                            break;
-                        }
-                    }
-                }
-                Some(Ok(Message::Binary(_))) => {
-                    if !send(&mut socket, &error_message("unsupported", "send JSON as text messages")).await {
-                        break;
-                    }
-                }
-                Some(Ok(Message::Ping(_) | Message::Pong(_))) => {}
-                Some(Ok(Message::Close(_)) | Err(_)) | None => break,
-            },
+    let verdict = tokio::select! {
+        _ = session.pump(&mut socket, &mut events, &live) => None,
+        verdict = ws_live::watch(&live, lag) => Some(verdict),
+    };
+    match verdict {
+        Some(Verdict::Unresponsive) => {
+            session.app.stats.ws_pong_timeout();
+            let text = "no pong came back in time";
+            ws_live::close_within(
+                &mut socket,
+                CLOSE_POLICY,
+                &error_message("pong_timeout", text),
+            )
+            .await;
         }
+        Some(Verdict::SlowConsumer) => {
+            session.app.stats.ws_slow_consumer();
+            let text = "the socket fell too far behind the private stream";
+            ws_live::close_within(
+                &mut socket,
+                CLOSE_TRY_AGAIN,
+                &error_message("slow_consumer", text),
+            )
+            .await;
+        }
+        None => {}
     }
+    drop(socket);
     if let (Some((account, _)), true) = (&session.auth, session.cancel_on_disconnect) {
         let command = Command::MassCancel(MassCancel {
             account: *account,
@@ -323,6 +316,87 @@ async fn session(app: AppState, mut socket: WebSocket) {
             .submit_detached(translate::entry(command))
         {
             tracing::warn!(account, %error, "cancel-on-disconnect could not be submitted");
+        }
+    }
+}
+
+impl Session {
+    /// Moves messages both ways until the socket ends or is closed.
+    async fn pump(&mut self, socket: &mut WebSocket, events: &mut Option<Feed>, live: &Liveness) {
+        let account = self.auth.as_ref().map_or(0, |(account, _)| *account);
+        let limit = self.app.config.max_body_bytes;
+        let mut unflushed = false;
+        loop {
+            tokio::select! {
+                // Output first, and one flush once nothing more is ready: a
+                // busy socket's answers and updates leave in one write.
+                biased;
+                text = self.answers.next() => {
+                    if !feed(socket, text).await {
+                        return;
+                    }
+                    unflushed = true;
+                }
+                applied = private_entry(events) => match applied {
+                    Ok(applied) => {
+                        let mut sent = true;
+                        for message in wire::private_messages(&applied.events, account) {
+                            let text = serde_json::to_string(&message).unwrap_or_default();
+                            sent = sent && feed(socket, text).await;
+                        }
+                        if !sent {
+                            return;
+                        }
+                        unflushed = true;
+                    }
+                    Err(FeedEnd::Lagged) => {
+                        self.app.stats.ws_slow_consumer();
+                        let text = "the socket fell too far behind the private stream";
+                        close(socket, CLOSE_TRY_AGAIN, &error_message("slow_consumer", text)).await;
+                        return;
+                    }
+                    Err(FeedEnd::Closed) => return,
+                },
+                delivery = ws_market::next(&mut self.market) => {
+                    if !ws_market::forward(socket, &mut self.market, delivery).await {
+                        return;
+                    }
+                }
+                () = live.ping_due() => {
+                    if socket.feed(Message::Ping(Default::default())).await.is_err() {
+                        return;
+                    }
+                    unflushed = true;
+                }
+                () = std::future::ready(()), if unflushed => {
+                    if socket.flush().await.is_err() {
+                        return;
+                    }
+                    unflushed = false;
+                }
+                incoming = socket.recv() => match incoming {
+                    Some(Ok(Message::Text(text))) => {
+                        self.app.stats.ws_message_in();
+                        if let Some(reply) = self.handle(text.as_str()).await {
+                            if !send(socket, &reply).await {
+                                return;
+                            }
+                        }
+                    }
+                    Some(Ok(Message::Binary(_))) => {
+                        if !send(socket, &error_message("unsupported", "send JSON as text messages")).await {
+                            return;
+                        }
+                    }
+                    Some(Ok(Message::Pong(_))) => live.pong(),
+                    Some(Ok(Message::Ping(_))) => {}
+                    Some(Err(error)) if ws_live::is_too_big(&error) => {
+                        too_big(socket, limit).await;
+                        return;
+                    }
+                    Some(Ok(Message::Close(_)) | Err(_)) | None => return,
+                },
+            }
         }
     }
 }
