@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::future::Future;
 use std::io;
-use std::net::IpAddr;
+use std::net::{IpAddr, Ipv6Addr};
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
@@ -55,6 +55,7 @@ impl ConnectionLimits {
 
     /// A place for a connection from `ip`, unless either limit is reached.
     pub fn admit(self: &Arc<Self>, ip: IpAddr) -> Option<Permit> {
+        let ip = source(ip);
         let mut open = self.open();
         if open.total >= self.max_total {
             return None;
@@ -74,15 +75,26 @@ impl ConnectionLimits {
     }
 
     /// Connections open now.
-    pub fn total(&self) -> usize {
+    #[cfg(test)]
+    fn total(&self) -> usize {
         self.open().total
     }
+}
 
-    /// Waits until every admitted connection has closed.
-    pub async fn drained(&self) {
-        while self.total() > 0 {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+/// The source a connection counts against: its IPv4 address (also when
+/// it arrives mapped into IPv6), or its IPv6 /64, since one subscriber
+/// commonly gets a whole /64 and could otherwise open the limit's worth of
+/// connections from each of its addresses.
+fn source(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V4(_) => ip,
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => IpAddr::V4(v4),
+            None => {
+                let prefix = u128::from(v6) & !((1u128 << 64) - 1);
+                IpAddr::V6(Ipv6Addr::from(prefix))
+            }
+        },
     }
 }
 
@@ -230,6 +242,23 @@ mod tests {
         assert_eq!(limits.total(), 2);
         assert!(limits.admit(ip(3)).is_some(), "a freed place is reused");
         assert!(limits.open().by_ip.len() <= 3);
+    }
+
+    #[test]
+    fn an_ipv6_64_counts_as_one_source_and_mapped_ipv4_as_itself() {
+        let limits = ConnectionLimits::new(10, 1, Arc::default());
+        let one: IpAddr = "2001:db8:1:2::1".parse().unwrap();
+        let same_64: IpAddr = "2001:db8:1:2:ffff::9".parse().unwrap();
+        let other_64: IpAddr = "2001:db8:1:3::1".parse().unwrap();
+        let _first = limits.admit(one).expect("first from the /64");
+        assert!(limits.admit(same_64).is_none(), "same /64");
+        assert!(limits.admit(other_64).is_some(), "another /64");
+        let _v4 = limits.admit(ip(9)).expect("an IPv4 address");
+        let mapped: IpAddr = "::ffff:127.0.0.9".parse().unwrap();
+        assert!(
+            limits.admit(mapped).is_none(),
+            "the same IPv4 address, mapped"
+        );
     }
 
     #[tokio::test]

@@ -88,6 +88,9 @@ pub struct AppState {
     /// The reporting service, which serves the history routes
     /// ([`records`]); see [`AppState::with_reporting`].
     pub reporting: Option<Reporting>,
+    /// Set when the server stops: every WebSocket closes (see
+    /// [`AppState::close_sockets`]).
+    pub closing: Arc<tokio::sync::watch::Sender<bool>>,
 }
 
 impl AppState {
@@ -111,7 +114,14 @@ impl AppState {
             market: None,
             status: Arc::default(),
             reporting: None,
+            closing: Arc::new(tokio::sync::watch::channel(false).0),
         }
+    }
+
+    /// Closes every WebSocket (code 1001): each holds a sequencer handle,
+    /// and the node stops only once they are gone.
+    pub fn close_sockets(&self) {
+        self.closing.send_replace(true);
     }
 
     /// Serves fills, closed orders and candles from the reporting store.

@@ -134,7 +134,8 @@ pub struct Listener {
 
 /// Serves `router` on the listener until `shutdown` completes, then lets
 /// every open request finish (kept-alive connections close at once) and
-/// returns once all connections are gone.
+/// returns once they have. WebSockets are not waited for: they end with
+/// the runtime.
 pub async fn serve(listener: Listener, router: Router, shutdown: impl Future<Output = ()>) {
     let Listener {
         tcp,
@@ -149,6 +150,9 @@ pub async fn serve(listener: Listener, router: Router, shutdown: impl Future<Out
         stats.clone(),
     );
     let (stop, stopping) = watch::channel(false);
+    // One clone per connection task, until its HTTP part ends: a
+    // WebSocket lives on in a task of its own and does not hold the stop.
+    let tasks = Arc::new(());
     let http = Arc::new(http);
     tokio::pin!(shutdown);
     loop {
@@ -178,6 +182,7 @@ pub async fn serve(listener: Listener, router: Router, shutdown: impl Future<Out
             router: router.clone(),
             http: http.clone(),
             stopping: stopping.clone(),
+            _task: tasks.clone(),
         };
         match tls.clone() {
             Some(tls) => tokio::spawn(connection.serve_tls(tls, io)),
@@ -186,7 +191,9 @@ pub async fn serve(listener: Listener, router: Router, shutdown: impl Future<Out
     }
     drop(tcp);
     let _ = stop.send(true);
-    limits.drained().await;
+    while Arc::strong_count(&tasks) > 1 {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }
 
 /// Nagle's algorithm would hold small frames (market data, order updates)
@@ -206,6 +213,7 @@ struct Connection {
     router: Router,
     http: Arc<HttpConfig>,
     stopping: watch::Receiver<bool>,
+    _task: Arc<()>,
 }
 
 impl Connection {

@@ -47,6 +47,11 @@ impl HttpStats {
         self.connections_open.fetch_add(1, Ordering::Relaxed);
     }
 
+    /// HTTP connections open now, WebSockets included.
+    pub fn open_connections(&self) -> u64 {
+        self.connections_open.load(Ordering::Relaxed)
+    }
+
     pub fn connection_closed(&self) {
         self.connections_open.fetch_sub(1, Ordering::Relaxed);
     }

@@ -37,7 +37,7 @@ use super::error::ApiError;
 use super::private::{Feed, FeedEnd};
 use super::translate::{self, Op};
 use super::ws_entry::{self, Pending};
-use super::ws_live::{self, Liveness, Verdict, CLOSE_POLICY, CLOSE_TOO_BIG};
+use super::ws_live::{self, Liveness, Verdict, CLOSE_GOING_AWAY, CLOSE_POLICY, CLOSE_TOO_BIG};
 use super::AppState;
 use super::{wire, ws_market};
 use exchange_marketdata_service::Subscriber;
@@ -277,9 +277,10 @@ async fn session(app: AppState, mut socket: WebSocket) {
             }
         }
     }
+    let closing = session.app.closing.subscribe();
     let verdict = tokio::select! {
         _ = session.pump(&mut socket, &mut events, &live) => None,
-        verdict = ws_live::watch(&live, lag) => Some(verdict),
+        verdict = ws_live::watch(&live, lag, closing) => Some(verdict),
     };
     match verdict {
         Some(Verdict::Unresponsive) => {
@@ -299,6 +300,15 @@ async fn session(app: AppState, mut socket: WebSocket) {
                 &mut socket,
                 CLOSE_TRY_AGAIN,
                 &error_message("slow_consumer", text),
+            )
+            .await;
+        }
+        Some(Verdict::Stopping) => {
+            let text = "the server is stopping";
+            ws_live::close_within(
+                &mut socket,
+                CLOSE_GOING_AWAY,
+                &error_message("shutting_down", text),
             )
             .await;
         }

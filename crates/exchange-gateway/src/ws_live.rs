@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use axum::extract::ws::WebSocket;
 use serde_json::Value;
-use tokio::sync::Notify;
+use tokio::sync::{watch, Notify};
 
 use super::private::Lag;
 use super::ws::close;
@@ -21,6 +21,7 @@ use exchange_node::config::HttpConfig;
 use exchange_node::limits::WS_CLOSE_TIMEOUT;
 
 /// Close codes (RFC 6455).
+pub(super) const CLOSE_GOING_AWAY: u16 = 1001;
 pub(super) const CLOSE_POLICY: u16 = 1008;
 pub(super) const CLOSE_TOO_BIG: u16 = 1009;
 pub(super) const CLOSE_TRY_AGAIN: u16 = 1013;
@@ -32,6 +33,8 @@ pub(super) enum Verdict {
     Unresponsive,
     /// Its private stream was cut off.
     SlowConsumer,
+    /// The server is stopping.
+    Stopping,
 }
 
 /// Shared by a socket's loop and its [`watch`].
@@ -76,17 +79,29 @@ impl Liveness {
     }
 }
 
-/// Completes with the reason the socket must end; never while it is well.
-pub(super) async fn watch(live: &Liveness, lag: Option<Arc<Lag>>) -> Verdict {
+/// Completes with the reason the socket must end; never while it is well
+/// and the server runs.
+pub(super) async fn watch(
+    live: &Liveness,
+    lag: Option<Arc<Lag>>,
+    mut closing: watch::Receiver<bool>,
+) -> Verdict {
     let lagged = async {
         match lag {
             Some(lag) => lag.wait().await,
             None => std::future::pending().await,
         }
     };
+    let stopping = async {
+        if closing.wait_for(|closing| *closing).await.is_err() {
+            // The state that could say so is gone: it never will.
+            std::future::pending::<()>().await;
+        }
+    };
     tokio::select! {
         () = live.unresponsive() => Verdict::Unresponsive,
         () = lagged => Verdict::SlowConsumer,
+        () = stopping => Verdict::Stopping,
     }
 }
 
@@ -137,8 +152,9 @@ mod tests {
             std::future::pending::<()>().await;
         };
         let started = tokio::time::Instant::now();
+        let (_closing, open) = watch::channel(false);
         let verdict = tokio::select! {
-            verdict = watch(&live, None) => verdict,
+            verdict = watch(&live, None, open) => verdict,
             () = answering => unreachable!("the peer never finishes"),
         };
         assert_eq!(verdict, Verdict::Unresponsive);
@@ -152,8 +168,9 @@ mod tests {
         let live = Liveness::new(&config(1_000, 500));
         let lag = Arc::new(Lag::default());
         let started = tokio::time::Instant::now();
+        let (_closing, open) = watch::channel(false);
         let verdict = tokio::select! {
-            verdict = watch(&live, Some(lag.clone())) => verdict,
+            verdict = watch(&live, Some(lag.clone()), open) => verdict,
             () = async {
                 tokio::time::sleep(Duration::from_millis(100)).await;
                 lag.set_for_tests();
@@ -162,5 +179,14 @@ mod tests {
         };
         assert_eq!(verdict, Verdict::SlowConsumer);
         assert_eq!(started.elapsed(), Duration::from_millis(100));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_stopping_server_ends_every_socket() {
+        let live = Liveness::new(&config(1_000, 500));
+        let (closing, open) = watch::channel(false);
+        closing.send_replace(true);
+        let verdict = watch(&live, None, open).await;
+        assert_eq!(verdict, Verdict::Stopping);
     }
 }

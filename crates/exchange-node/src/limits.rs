@@ -87,6 +87,8 @@ pub const WS_MAX_WRITE_BUFFER: usize = 1024 * 1024;
 /// How long a closing WebSocket may take to take its close frame; a peer
 /// that no longer reads loses the TCP connection without it.
 pub const WS_CLOSE_TIMEOUT: Duration = Duration::from_secs(1);
+/// How long a stopping server waits for its WebSockets to close.
+pub const WS_SHUTDOWN_WAIT: Duration = Duration::from_secs(5);
 /// How long a new socket may take to authenticate.
 pub const WS_AUTH_TIMEOUT: Duration = Duration::from_secs(10);
 /// Symbols one subscribe message may name.

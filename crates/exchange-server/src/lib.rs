@@ -13,6 +13,7 @@ use exchange_gateway::{self as http, AppState};
 use exchange_marketdata_service::{self as marketdata, MarketDataError};
 use exchange_node::config::Config;
 use exchange_node::instruments::{ensure_instruments, InstrumentError};
+use exchange_node::limits::WS_SHUTDOWN_WAIT;
 use exchange_node::recovery::{self, RecoveryError, RecoveryReport};
 use exchange_node::replication::ClusterSettings;
 use exchange_node::{random_hex, GatewayStart, Handle, PipelineConfig, SubmitError};
@@ -266,11 +267,20 @@ pub async fn run_with_gateways(
         max_connections,
         stats: app.stats.clone(),
     };
+    let sockets = app.clone();
     http::listener::serve(listener, http::router(app), shutdown_signal()).await;
     let _ = stop_metrics.send(true);
     if let Some(task) = metrics_task {
         let _ = task.await;
     }
+    // Each WebSocket holds a sequencer handle; its cancel-on-disconnect
+    // must still reach the log.
+    sockets.close_sockets();
+    let waited = std::time::Instant::now();
+    while sockets.stats.open_connections() > 0 && waited.elapsed() < WS_SHUTDOWN_WAIT {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    drop(sockets);
     // The service holds a sequencer handle: stop it before the pipeline.
     market.shutdown().await;
     let _ = stop_gateways.send(true);

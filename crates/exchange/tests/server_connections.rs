@@ -422,3 +422,28 @@ fn metrics_and_the_api_document_need_the_admin_token_or_their_own_listener() {
         .get("/metrics")
         .expect_error(401, "missing_token", "the main listener");
 }
+
+#[test]
+fn a_stop_does_not_wait_for_open_websockets() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut server = Server::start(EXCHANGE, &dir.path().join("data"));
+    let alice = server.api.funded_account();
+    let _trading = authenticated(&server.api, &alice, false);
+    let mut public = exchange_testkit::ws::connect(&server.api);
+    send(
+        &mut public,
+        &json!({ "type": "subscribe", "channel": "ticker", "symbols": ["BTC-USD"] }),
+    );
+    assert_eq!(next(&mut public).expect("an answer")["type"], "subscribed");
+    // A kept-alive HTTP connection that sends nothing more.
+    let mut kept = connect_from([127, 0, 0, 1], server.api.port);
+    let _ = kept.write_all(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n");
+    let asked = Instant::now();
+    let status = server.stop_with(libc::SIGTERM);
+    assert!(status.success(), "{}", server.stderr());
+    assert!(
+        asked.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        asked.elapsed()
+    );
+}
