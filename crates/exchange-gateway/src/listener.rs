@@ -376,6 +376,26 @@ mod tests {
         assert!(started.elapsed() >= Duration::from_millis(150));
     }
 
+    #[tokio::test]
+    async fn accepted_sockets_get_keepalive_and_no_delay() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let _client = TcpStream::connect(addr).await.unwrap();
+        let (accepted, _) = listener.accept().await.unwrap();
+        let http = HttpConfig {
+            tcp_keepalive_secs: 45,
+            ..HttpConfig::default()
+        };
+        configure(&accepted, &http);
+        let socket = socket2::SockRef::from(&accepted);
+        assert!(socket.keepalive().unwrap());
+        assert_eq!(
+            socket.tcp_keepalive_time().unwrap(),
+            Duration::from_secs(45)
+        );
+        assert!(accepted.nodelay().unwrap());
+    }
+
     #[test]
     fn the_connection_limit_leaves_descriptor_headroom() {
         assert_eq!(effective_max_connections(4_096, Some(1_024)), 1_024 - 512);
