@@ -46,6 +46,7 @@ pub mod translate;
 pub mod ui;
 pub mod wire;
 pub mod ws;
+mod ws_commands;
 mod ws_entry;
 mod ws_live;
 mod ws_market;

@@ -27,7 +27,7 @@ use axum::extract::ws::{CloseFrame, Message, WebSocket, WebSocketUpgrade};
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use exchange_node::limits::{WS_AUTH_TIMEOUT, WS_MAX_WRITE_BUFFER, WS_WRITE_BUFFER};
-use exchange_types::{AccountId, Command, MassCancel, OrderRef};
+use exchange_types::{AccountId, Command, MassCancel};
 use futures_util::SinkExt;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
@@ -36,6 +36,7 @@ use super::auth::{self, SignedMessage};
 use super::error::ApiError;
 use super::private::{Feed, FeedEnd};
 use super::translate::{self, Op};
+use super::ws_commands::{from_fields, order_entry_command};
 use super::ws_entry::{self, Pending};
 use super::ws_live::{self, Liveness, Verdict, CLOSE_GOING_AWAY, CLOSE_POLICY, CLOSE_TOO_BIG};
 use super::AppState;
@@ -411,47 +412,6 @@ impl Session {
     }
 }
 
-/// Takes `order_id` or `client_order_id` (exactly one) out of a message.
-fn take_order_ref(fields: &mut Map<String, Value>) -> Result<OrderRef, ApiError> {
-    let by_id = fields.remove("order_id");
-    let by_client = fields.remove("client_order_id");
-    match (by_id, by_client) {
-        (Some(Value::Number(n)), None) => n.as_u64().map(OrderRef::Id).ok_or_else(|| {
-            ApiError::bad_request(
-                "invalid_type",
-                "field `order_id` must be an unsigned integer",
-            )
-        }),
-        (None, Some(Value::String(text))) => translate::by_client_id(&text),
-        (Some(_), None) => Err(ApiError::bad_request(
-            "invalid_type",
-            "field `order_id` must be an unsigned integer",
-        )),
-        (None, Some(_)) => Err(ApiError::bad_request(
-            "invalid_type",
-            "field `client_order_id` must be a string",
-        )),
-        _ => Err(ApiError::bad_request(
-            "missing_field",
-            "give exactly one of `order_id` and `client_order_id`",
-        )),
-    }
-}
-
-fn from_fields<T: serde::de::DeserializeOwned>(fields: Map<String, Value>) -> Result<T, ApiError> {
-    serde_json::from_value(Value::Object(fields)).map_err(|e| ApiError::from_json(&e))
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct NoFields {}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct SymbolFields {
-    symbol: Option<String>,
-}
-
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct CancelOnDisconnect {
@@ -461,40 +421,6 @@ struct CancelOnDisconnect {
 /// The answer refusing an order-entry message at once.
 fn refusal(request_id: &Value, error: ApiError) -> Value {
     serde_json::to_value(ws_entry::response(request_id, Op::Other, Err(error))).unwrap_or_default()
-}
-
-/// The command an order-entry message (`place`, `cancel`, `replace`,
-/// `mass_cancel`) asks for, its `type` and `request_id` taken out: the
-/// general path, which checks every field and names every mistake.
-/// [`translate::ws_order_entry`] may only ever agree with it.
-pub(crate) fn order_entry_command(
-    account: AccountId,
-    kind: &str,
-    mut fields: Map<String, Value>,
-) -> Result<Command, ApiError> {
-    Ok(match kind {
-        "place" => {
-            // `type` names the message, so the order's type travels as
-            // `order_type` here.
-            if let Some(order_type) = fields.remove("order_type") {
-                fields.insert("type".into(), order_type);
-            }
-            translate::place(account, from_fields(fields)?)?
-        }
-        "cancel" => {
-            let order = take_order_ref(&mut fields)?;
-            from_fields::<NoFields>(fields)?;
-            translate::cancel(account, order)
-        }
-        "replace" => {
-            let order = take_order_ref(&mut fields)?;
-            translate::replace(account, order, from_fields(fields)?)?
-        }
-        _ => {
-            let symbol = from_fields::<SymbolFields>(fields)?.symbol;
-            translate::mass_cancel(account, symbol.as_deref())?
-        }
-    })
 }
 
 impl Session {

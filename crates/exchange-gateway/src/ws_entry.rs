@@ -129,7 +129,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::{translate, ws};
+    use crate::{translate, ws_commands};
 
     fn applied(kind: EventKind) -> Arc<Applied> {
         Arc::new(Applied {
@@ -153,7 +153,10 @@ mod tests {
         let Some(Value::String(kind)) = fields.remove("type") else {
             return None;
         };
-        Some((request_id, ws::order_entry_command(7, &kind, fields)))
+        Some((
+            request_id,
+            ws_commands::order_entry_command(7, &kind, fields),
+        ))
     }
 
     fn general_place(text: &str) -> Option<Command> {
