@@ -376,6 +376,46 @@ mod tests {
         assert!(started.elapsed() >= Duration::from_millis(150));
     }
 
+    /// Handlers see the peer's address as axum's `ConnectInfo`, and a
+    /// stop returns once the open requests are done.
+    #[tokio::test]
+    async fn handlers_see_the_peer_address_and_a_stop_returns() {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let tcp = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = tcp.local_addr().unwrap();
+        let router = Router::new().route(
+            "/peer",
+            axum::routing::get(|ConnectInfo(peer): ConnectInfo<SocketAddr>| async move {
+                peer.ip().to_string()
+            }),
+        );
+        let listener = Listener {
+            tcp,
+            tls: None,
+            http: HttpConfig::default(),
+            max_connections: 8,
+            stats: Arc::default(),
+        };
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let served = tokio::spawn(serve(listener, router, async move {
+            let _ = stopped.await;
+        }));
+        let mut client = TcpStream::connect(addr).await.unwrap();
+        client
+            .write_all(b"GET /peer HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            .await
+            .unwrap();
+        let mut answer = String::new();
+        client.read_to_string(&mut answer).await.unwrap();
+        assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+        assert!(answer.ends_with("127.0.0.1"), "{answer}");
+        stop.send(()).unwrap();
+        tokio::time::timeout(Duration::from_secs(5), served)
+            .await
+            .expect("the listener stops")
+            .unwrap();
+    }
+
     #[tokio::test]
     async fn accepted_sockets_get_keepalive_and_no_delay() {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
