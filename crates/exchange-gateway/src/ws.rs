@@ -26,7 +26,9 @@ use std::sync::Arc;
 use axum::extract::ws::{CloseFrame, Message, WebSocket, WebSocketUpgrade};
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
-use exchange_node::limits::{WS_AUTH_TIMEOUT, WS_MAX_WRITE_BUFFER, WS_WRITE_BUFFER};
+use exchange_node::limits::{
+    WS_AUTH_TIMEOUT, WS_MAX_IN_FLIGHT, WS_MAX_WRITE_BUFFER, WS_WRITE_BUFFER,
+};
 use exchange_types::{AccountId, Command, MassCancel};
 use futures_util::SinkExt;
 use serde::Deserialize;
@@ -524,10 +526,65 @@ impl Session {
     }
 
     /// Sequences a command; its answer follows through [`Session::answers`].
+    /// A client that sends faster than it reads its answers is refused
+    /// rather than queued without bound.
     fn enqueue(&mut self, request_id: Value, command: Command) -> Result<(), ApiError> {
+        if self.answers.len() >= WS_MAX_IN_FLIGHT {
+            return Err(ApiError::new(
+                axum::http::StatusCode::TOO_MANY_REQUESTS,
+                "too_many_in_flight",
+                format!(
+                    "{WS_MAX_IN_FLIGHT} orders on this socket await their answers; read them first"
+                ),
+            ));
+        }
         let op = Op::of(&command);
         let outcome = self.app.handle.enqueue_entry(translate::entry(command))?;
         self.answers.push(request_id, op, outcome);
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::AtomicBool;
+
+    use super::*;
+    use crate::test_support::funded_node;
+    use exchange_node::config::Config;
+
+    #[tokio::test]
+    async fn a_socket_with_too_many_answers_unread_is_refused_more_orders() {
+        let node = funded_node().await;
+        let app = AppState::new(
+            node.pipeline.handle.clone(),
+            Config::default(),
+            "t".into(),
+            Arc::new(AtomicBool::new(true)),
+        );
+        let mut session = Session {
+            app,
+            auth: Some((1, "key-1".into())),
+            cancel_on_disconnect: false,
+            answers: Pending::default(),
+            market: None,
+        };
+        // Answers that never come: the socket's reader is stuck.
+        let mut unanswered = Vec::new();
+        for n in 0..WS_MAX_IN_FLIGHT {
+            let (sender, outcome) = tokio::sync::oneshot::channel();
+            unanswered.push(sender);
+            session.answers.push(json!(n), Op::Place, outcome);
+        }
+        let place = r#"{"type":"place","request_id":"over","symbol":"BTC-USD","side":"buy","order_type":"limit","price":"99","qty":"0.01"}"#;
+        let reply = session.handle(place).await.expect("an immediate refusal");
+        assert_eq!(reply["request_id"], "over", "{reply}");
+        assert_eq!(reply["error"]["code"], "too_many_in_flight", "{reply}");
+        assert_eq!(session.answers.len(), WS_MAX_IN_FLIGHT);
+        // One answer read makes room for one more order.
+        drop(unanswered.remove(0));
+        session.answers.next().await;
+        assert!(session.handle(place).await.is_none(), "accepted");
+        assert_eq!(session.answers.len(), WS_MAX_IN_FLIGHT);
     }
 }

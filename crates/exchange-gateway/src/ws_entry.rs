@@ -31,6 +31,11 @@ pub struct Pending {
 }
 
 impl Pending {
+    /// Commands awaiting their answers.
+    pub fn len(&self) -> usize {
+        self.queue.len()
+    }
+
     pub fn push(&mut self, request_id: Value, op: Op, outcome: oneshot::Receiver<Arc<Applied>>) {
         self.queue.push_back(Waiting {
             request_id,

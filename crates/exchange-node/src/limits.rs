@@ -87,6 +87,9 @@ pub const WS_MAX_WRITE_BUFFER: usize = 1024 * 1024;
 /// How long a closing WebSocket may take to take its close frame; a peer
 /// that no longer reads loses the TCP connection without it.
 pub const WS_CLOSE_TIMEOUT: Duration = Duration::from_secs(1);
+/// Order-entry messages one WebSocket may have awaiting their answers;
+/// more are refused (`too_many_in_flight`) until answers have been read.
+pub const WS_MAX_IN_FLIGHT: usize = 4_096;
 /// How long a stopping server waits for its WebSockets to close.
 pub const WS_SHUTDOWN_WAIT: Duration = Duration::from_secs(5);
 /// How long a new socket may take to authenticate.
