@@ -26,7 +26,7 @@ fn certificate(dir: &Path) -> Certificate {
     let cert = dir.join("fix.crt");
     let key = dir.join("fix.key");
     std::fs::write(&cert, made.cert.pem()).expect("write the certificate");
-    std::fs::write(&key, made.key_pair.serialize_pem()).expect("write the key");
+    std::fs::write(&key, made.signing_key.serialize_pem()).expect("write the key");
     Certificate {
         der: made.cert.der().clone(),
         cert,

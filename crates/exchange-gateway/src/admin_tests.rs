@@ -111,7 +111,7 @@ async fn rate_limit_and_readiness() {
     );
     assert!(starting.headers.contains_key("retry-after"));
     assert_eq!(call(&app, get("/health")).await.status, StatusCode::OK);
-    let metrics = call(&app, get("/metrics")).await;
+    let metrics = call(&app, admin_get("/metrics")).await;
     let text = metrics.json.as_str().unwrap_or_default().to_owned();
     assert!(
         text.contains("exchange_http_responses_total{status=\"429\"} 1"),
@@ -258,6 +258,45 @@ async fn admin_and_public_routes() {
             (StatusCode::NOT_FOUND, Some("unknown_instrument"))
         );
     }
-    let doc = call(&app, get("/openapi.json")).await;
+    let doc = call(&app, admin_get("/openapi.json")).await;
     assert_eq!(doc.json["openapi"], "3.0.3");
+}
+
+/// `/metrics` and `/openapi.json` need the admin token unless the operator
+/// opens them; the separate metrics router never asks for it.
+#[tokio::test]
+async fn metrics_and_the_api_document_need_the_admin_token_by_default() {
+    let node = funded_node().await;
+    let app = app(&node, |_| {});
+    for path in ["/metrics", "/openapi.json"] {
+        let anonymous = call(&app, get(path)).await;
+        assert_eq!(
+            (anonymous.status, anonymous.json["code"].as_str()),
+            (StatusCode::UNAUTHORIZED, Some("missing_token")),
+            "{path}"
+        );
+        let mut wrong = get(path);
+        wrong
+            .headers_mut()
+            .insert("authorization", "Bearer wrong".parse().expect("header"));
+        assert_eq!(
+            call(&app, wrong).await.json["code"].as_str(),
+            Some("invalid_token")
+        );
+        assert_eq!(call(&app, admin_get(path)).await.status, StatusCode::OK);
+    }
+    let open = app_open_metrics(&node);
+    assert_eq!(call(&open, get("/metrics")).await.status, StatusCode::OK);
+    let scrape = tower::ServiceExt::oneshot(super::metrics_router(app.clone()), get("/metrics"))
+        .await
+        .expect("response");
+    assert_eq!(scrape.status(), StatusCode::OK);
+    let other = tower::ServiceExt::oneshot(super::metrics_router(app), get("/v1/balances"))
+        .await
+        .expect("response");
+    assert_eq!(other.status(), StatusCode::NOT_FOUND);
+}
+
+fn app_open_metrics(node: &super::test_support::TestNode) -> super::AppState {
+    app(node, |c| c.http.metrics_auth = false)
 }

@@ -194,6 +194,11 @@ pub async fn read_body(headers: &HeaderMap, body: Body, limit: usize) -> Result<
     match Limited::new(body, limit).collect().await {
         Ok(collected) => Ok(collected.to_bytes()),
         Err(error) if error.downcast_ref::<LengthLimitError>().is_some() => Err(too_large()),
+        Err(error) if crate::listener::is_body_timeout(error.as_ref()) => Err(ApiError::new(
+            StatusCode::REQUEST_TIMEOUT,
+            "body_timeout",
+            "the request body did not arrive in time",
+        )),
         Err(error) => Err(ApiError::bad_request(
             "malformed_body",
             format!("cannot read the request body: {error}"),

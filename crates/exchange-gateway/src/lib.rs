@@ -10,14 +10,18 @@
 //! (requests ↔ commands and events, shared by REST and WebSocket), the
 //! route groups [`admin`], [`trading`], [`records`] (history, from the
 //! reporting store) and [`public`], [`ws`] (and its
-//! public market-data channels, [`ws_market`]), [`openapi`].
+//! public market-data channels, [`ws_market`]), [`openapi`]; and
+//! [`listener`], which accepts connections and bounds them in number and
+//! time.
 
 pub mod admin;
 #[cfg(test)]
 mod admin_tests;
 pub mod auth;
 mod cluster;
+mod conn_io;
 pub mod error;
+pub mod listener;
 #[cfg(test)]
 mod md_public_tests;
 #[cfg(test)]
@@ -42,7 +46,9 @@ pub mod translate;
 pub mod ui;
 pub mod wire;
 pub mod ws;
+mod ws_commands;
 mod ws_entry;
+mod ws_live;
 mod ws_market;
 #[cfg(test)]
 mod ws_tests;
@@ -83,6 +89,9 @@ pub struct AppState {
     /// The reporting service, which serves the history routes
     /// ([`records`]); see [`AppState::with_reporting`].
     pub reporting: Option<Reporting>,
+    /// Set when the server stops: every WebSocket closes (see
+    /// [`AppState::close_sockets`]).
+    pub closing: Arc<tokio::sync::watch::Sender<bool>>,
 }
 
 impl AppState {
@@ -106,7 +115,14 @@ impl AppState {
             market: None,
             status: Arc::default(),
             reporting: None,
+            closing: Arc::new(tokio::sync::watch::channel(false).0),
         }
+    }
+
+    /// Closes every WebSocket (code 1001): each holds a sequencer handle,
+    /// and the node stops only once they are gone.
+    pub fn close_sockets(&self) {
+        self.closing.send_replace(true);
     }
 
     /// Serves fills, closed orders and candles from the reporting store.
@@ -126,8 +142,8 @@ pub fn router(app: AppState) -> Router {
     Router::new()
         .route("/health", get(health))
         .route("/ready", get(ready))
-        .route("/metrics", get(metrics))
-        .route("/openapi.json", get(openapi::serve))
+        .route("/metrics", get(guarded_metrics))
+        .route("/openapi.json", get(guarded_openapi))
         .route("/admin/accounts", post(admin::create_account))
         .route("/admin/replication", get(cluster::replication))
         .route("/admin/replication/voters", post(cluster::change_voters))
@@ -162,8 +178,55 @@ pub fn router(app: AppState) -> Router {
         .merge(ui::routes())
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
+        .layer(middleware::from_fn_with_state(
+            app.clone(),
+            listener::body_deadline,
+        ))
         .layer(middleware::from_fn_with_state(app.clone(), gate))
         .with_state(app)
+}
+
+/// The `[http] metrics_bind` listener: `/metrics`, `/openapi.json` and
+/// `/health`, without the admin token; bind it where only the scraper
+/// reaches.
+pub fn metrics_router(app: AppState) -> Router {
+    Router::new()
+        .route("/health", get(health))
+        .route("/metrics", get(metrics))
+        .route("/openapi.json", get(openapi::serve))
+        .fallback(not_found)
+        .with_state(app)
+}
+
+/// `/metrics` and `/openapi.json` on the main listener need the admin
+/// token unless `[http] metrics_auth = false`: both tell an attacker more
+/// than a trader needs.
+fn metrics_allowed(app: &AppState, admin: Result<auth::Admin, ApiError>) -> Result<(), ApiError> {
+    if app.config.http.metrics_auth {
+        admin.map(|_| ())
+    } else {
+        Ok(())
+    }
+}
+
+async fn guarded_metrics(
+    State(app): State<AppState>,
+    admin: Result<auth::Admin, ApiError>,
+) -> Response {
+    match metrics_allowed(&app, admin) {
+        Ok(()) => metrics(State(app)).await.into_response(),
+        Err(error) => error.into_response(),
+    }
+}
+
+async fn guarded_openapi(
+    State(app): State<AppState>,
+    admin: Result<auth::Admin, ApiError>,
+) -> Response {
+    match metrics_allowed(&app, admin) {
+        Ok(()) => openapi::serve().await.into_response(),
+        Err(error) => error.into_response(),
+    }
 }
 
 /// Routes that answer while the node is still starting.

@@ -84,9 +84,10 @@ fn paths() -> Value {
         "/health": { "get": { "summary": "Liveness", "responses": { "200": { "description": "ok (text)" } } } },
         "/ready": { "get": { "summary": "Readiness", "responses": {
             "200": { "description": "ready (text)" }, "503": { "description": "recovering (text)" } } } },
-        "/metrics": { "get": { "summary": "Prometheus metrics", "responses": {
-            "200": { "description": "Prometheus text format", "content": { "text/plain": {} } } } } },
-        "/openapi.json": { "get": { "summary": "This document", "responses": { "200": ok("OpenAPI 3", json!({})) } } },
+        "/metrics": { "get": { "summary": "Prometheus metrics (admin token unless [http] metrics_auth = false, or on [http] metrics_bind)", "security": admin(),
+            "responses": responses(&[("200", json!({ "description": "Prometheus text format", "content": { "text/plain": {} } }))], &["401"]) } },
+        "/openapi.json": { "get": { "summary": "This document (admin token, as /metrics)", "security": admin(),
+            "responses": responses(&[("200", ok("OpenAPI 3", json!({})))], &["401"]) } },
         "/admin/accounts": { "post": { "summary": "Create an account with API credentials", "security": admin(),
             "responses": responses(&[("201", ok("the new account; the secret is shown only here", schema_ref("NewAccount")))], &["401", "503"]) } },
         "/admin/replication": { "get": { "summary": "This node's Raft role, term, leader and indices (docs/replication.md)", "security": admin(),

@@ -125,6 +125,14 @@ pub fn admin(path: &str, body: Value) -> Request<Body> {
         .expect("request")
 }
 
+/// A `GET` with the admin token.
+pub fn admin_get(path: &str) -> Request<Body> {
+    Request::get(path)
+        .header("Authorization", format!("Bearer {ADMIN}"))
+        .body(Body::empty())
+        .expect("request")
+}
+
 pub fn get(path: &str) -> Request<Body> {
     Request::get(path).body(Body::empty()).expect("request")
 }

@@ -8,6 +8,8 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
+pub use crate::http_config::{HttpConfig, HttpConfigError, TlsConfig};
+
 #[derive(Debug, Error)]
 pub enum ConfigError {
     #[error("cannot read config {path}: {source}")]
@@ -85,6 +87,8 @@ pub struct Config {
     pub reporting: ReportingConfig,
     /// Raft replication (docs/replication.md); absent: a single node.
     pub cluster: ClusterConfig,
+    /// The REST and WebSocket listener's connections, TLS and `/metrics`.
+    pub http: HttpConfig,
 }
 
 /// The `[reporting]` section.
@@ -344,6 +348,7 @@ impl Default for Config {
             fix: FixConfig::default(),
             reporting: ReportingConfig::default(),
             cluster: ClusterConfig::default(),
+            http: HttpConfig::default(),
         }
     }
 }

@@ -65,6 +65,33 @@ pub const LOG_SYNC_QUEUE: usize = 4_096;
 pub const MAX_API_KEY_LEN: usize = 128;
 /// Keys with a bucket at most: with keys of up to 128 bytes, about 15 MB.
 pub const MAX_RATE_LIMITED_KEYS: usize = 65_536;
+/// `[http] max_connections` at most: each connection holds a descriptor,
+/// buffers and a task.
+pub const MAX_HTTP_CONNECTIONS: usize = 65_536;
+/// Descriptors kept free beyond `[http] max_connections`, for the journal,
+/// snapshots, Raft and FIX peers, the reporting store and the
+/// `/metrics` listener: a flood of HTTP connections never starves them.
+pub const FD_HEADROOM: u64 = 512;
+/// Pause after `accept` fails (out of descriptors, say) before trying again.
+pub const ACCEPT_RETRY: Duration = Duration::from_millis(50);
+/// Entries queued for one socket's private stream; a socket further
+/// behind is told `slow_consumer` and closed. Each entry is shared with
+/// the sequencer's broadcast, but a socket that never reads would keep
+/// `events_buffer` of them alive on its own.
+pub const PRIVATE_STREAM_QUEUE: usize = 4_096;
+/// Bytes of outgoing WebSocket frames gathered before a write.
+pub const WS_WRITE_BUFFER: usize = 64 * 1024;
+/// Bytes one WebSocket may hold in outgoing frames beyond the kernel's
+/// buffers; a socket whose peer stops reading waits here, not in memory.
+pub const WS_MAX_WRITE_BUFFER: usize = 1024 * 1024;
+/// How long a closing WebSocket may take to take its close frame; a peer
+/// that no longer reads loses the TCP connection without it.
+pub const WS_CLOSE_TIMEOUT: Duration = Duration::from_secs(1);
+/// Order-entry messages one WebSocket may have awaiting their answers;
+/// more are refused (`too_many_in_flight`) until answers have been read.
+pub const WS_MAX_IN_FLIGHT: usize = 4_096;
+/// How long a stopping server waits for its WebSockets to close.
+pub const WS_SHUTDOWN_WAIT: Duration = Duration::from_secs(5);
 /// How long a new socket may take to authenticate.
 pub const WS_AUTH_TIMEOUT: Duration = Duration::from_secs(10);
 /// Symbols one subscribe message may name.
@@ -98,6 +125,9 @@ pub const FIX_STORE_RETAINED: usize = 100_000;
 /// Connections the FIX acceptor serves before their Logon (TLS handshake
 /// included); more are closed at once until one finishes.
 pub const FIX_PENDING_LOGONS: usize = 256;
+
+// A close frame always fits what a socket may buffer.
+const _: () = assert!(WS_WRITE_BUFFER < WS_MAX_WRITE_BUFFER);
 
 // What REST serves by default is within what it keeps or allows.
 const _: () = assert!(DEFAULT_TRADES_LIMIT <= TRADES_PER_SYMBOL);

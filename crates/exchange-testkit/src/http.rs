@@ -246,9 +246,10 @@ impl Client {
         self.request("GET", path, &[], b"")
     }
 
-    /// The value of the metric `name` in `GET /metrics`.
+    /// The value of the metric `name` in `GET /metrics` (with the admin
+    /// token, which the route asks for by default).
     pub fn metric(&self, name: &str) -> u64 {
-        let text = self.get("/metrics").text();
+        let text = self.admin("GET", "/metrics", "").text();
         text.lines()
             .find_map(|l| l.strip_prefix(&format!("{name} ")))
             .and_then(|v| v.trim().parse().ok())

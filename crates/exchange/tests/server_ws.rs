@@ -273,9 +273,7 @@ fn cancel_on_disconnect_cancels_the_accounts_open_orders() {
     // The gauge drops when the session has ended, after it would have
     // queued its mass cancel; Bob's later command is sequenced behind that.
     wait_until("the session to end", || {
-        api.get("/metrics")
-            .text()
-            .contains("exchange_ws_connections 0\n")
+        api.metric("exchange_ws_connections") == 0
     });
     api.place(&bob, &limit("buy", "58000", "0.1", "canary"));
     let left = open_orders(&api, &alice);

@@ -319,7 +319,7 @@ async fn bench(args: E2eArgs) -> anyhow::Result<Figures> {
         pid.map(server::cpu_by_thread),
         server::cpu_by_thread(std::process::id()),
     );
-    let counters_before = server::counters(addr).await?;
+    let counters_before = server::counters(addr, &token).await?;
     let machine_before = server::machine_ticks();
     tokio::time::sleep_until(window.to.into()).await;
     let steal = server::steal_share(machine_before, server::machine_ticks());
@@ -327,7 +327,9 @@ async fn bench(args: E2eArgs) -> anyhow::Result<Figures> {
         pid.map(server::cpu_by_thread),
         server::cpu_by_thread(std::process::id()),
     );
-    let counters = server::counters(addr).await?.since(&counters_before);
+    let counters = server::counters(addr, &token)
+        .await?
+        .since(&counters_before);
 
     let mut totals = Totals::default();
     while let Some(done) = tasks.join_next().await {
