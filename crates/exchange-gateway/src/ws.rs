@@ -48,12 +48,13 @@ pub(super) const CLOSE_TRY_AGAIN: u16 = 1013;
 pub async fn handler(
     upgrade: Result<WebSocketUpgrade, axum::extract::ws::rejection::WebSocketUpgradeRejection>,
     State(app): State<AppState>,
+    auth::Source(source): auth::Source,
 ) -> Response {
     match upgrade {
         Ok(upgrade) => upgrade
             .max_message_size(app.config.max_body_bytes)
             .read_buffer_size(READ_BUFFER)
-            .on_upgrade(move |socket| session(app, socket)),
+            .on_upgrade(move |socket| session(app, source, socket)),
         Err(rejection) => ApiError::new(
             rejection.status(),
             "websocket_required",
@@ -152,6 +153,7 @@ async fn first_message(socket: &mut WebSocket) -> Option<String> {
 /// Checks the `auth` message; on failure says why and closes.
 async fn authenticate(
     app: &AppState,
+    source: std::net::IpAddr,
     socket: &mut WebSocket,
     text: &str,
 ) -> Option<(AccountId, String, bool)> {
@@ -170,6 +172,7 @@ async fn authenticate(
             Timestamp::Text(t) => t.clone(),
         };
         let signed = SignedMessage {
+            source,
             key: &message.key,
             timestamp: &timestamp,
             signature: &message.signature,
@@ -211,7 +214,7 @@ async fn private_entry(events: &mut Option<Feed>) -> Result<Arc<Applied>, FeedEn
     }
 }
 
-async fn session(app: AppState, mut socket: WebSocket) {
+async fn session(app: AppState, source: std::net::IpAddr, mut socket: WebSocket) {
     let _open = app.stats.ws_opened();
     let Some(first) = first_message(&mut socket).await else {
         return;
@@ -221,7 +224,7 @@ async fn session(app: AppState, mut socket: WebSocket) {
         (None, false, None)
     } else {
         let Some((account, key, cancel_on_disconnect)) =
-            authenticate(&app, &mut socket, &first).await
+            authenticate(&app, source, &mut socket, &first).await
         else {
             return;
         };
