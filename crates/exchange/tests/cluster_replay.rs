@@ -50,18 +50,28 @@ fn a_write_captured_on_one_node_is_refused_by_every_other() {
     let order = json!({ "symbol": "BTC-USD", "side": "buy", "type": "limit",
                         "price": "59000", "qty": "0.01" })
     .to_string();
-    let captured = signature_headers(
-        &alice,
-        unix_now_ms(),
-        "POST",
-        "/v1/orders",
-        order.as_bytes(),
-    );
-    let send = |api: Client| api.request("POST", "/v1/orders", &captured, order.as_bytes());
-    assert_eq!(send(leader).status, 201);
-    send(leader).expect_error(401, "replayed_request", "again to the leader");
+    // Two captured writes: one the leader took, sent again to followers;
+    // one the leader took and only it saw, kept for the next leader (each
+    // gateway remembers what it verified, so a follower that saw the first
+    // would refuse it as a replay whatever the leadership rule).
+    let capture = || {
+        signature_headers(
+            &alice,
+            unix_now_ms(),
+            "POST",
+            "/v1/orders",
+            order.as_bytes(),
+        )
+    };
+    let (shown, kept) = (capture(), capture());
+    let send = |api: Client, headers: &[(&str, String)]| {
+        api.request("POST", "/v1/orders", headers, order.as_bytes())
+    };
+    assert_eq!(send(leader, &shown).status, 201);
+    assert_eq!(send(leader, &kept).status, 201);
+    send(leader, &shown).expect_error(401, "replayed_request", "again to the leader");
     for follower in &followers {
-        send(*follower).expect_error(503, "not_leader", "to a follower");
+        send(*follower, &shown).expect_error(503, "not_leader", "to a follower");
         // A key no node knows: 401 on a follower too, never a 503.
         let stranger = Account {
             id: 0,
@@ -92,19 +102,19 @@ fn a_write_captured_on_one_node_is_refused_by_every_other() {
     let new_leader = Client {
         port: new_port.expect("new leader"),
     };
-    let refused = send(new_leader);
+    let refused = send(new_leader, &kept);
     refused.expect_error(401, "stale_timestamp", "to the new leader");
     assert!(
         refused.text().contains("became the leader"),
         "{}",
         refused.text()
     );
-    // Fresh requests are served by the new leader, and the order was
+    // Fresh requests are served by the new leader, and each order was
     // placed once.
     wait_until("the new leader answers reads", || {
         new_leader
             .try_signed(&alice, "GET", "/v1/orders", "")
             .is_ok_and(|r| r.status == 200)
     });
-    assert_eq!(open_orders(new_leader, &alice), 1);
+    assert_eq!(open_orders(new_leader, &alice), 2);
 }
