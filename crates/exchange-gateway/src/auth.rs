@@ -2,11 +2,17 @@
 //! administration.
 //!
 //! A signed request carries `EX-ACCESS-KEY`, `EX-ACCESS-TIMESTAMP` (Unix
-//! seconds) and `EX-ACCESS-SIGN`: lowercase hex of HMAC-SHA256, keyed with
-//! the API secret's UTF-8 bytes, over `timestamp + METHOD + path?query +
-//! body`. The WebSocket `auth` message signs the same way with `GET` and
+//! milliseconds) and `EX-ACCESS-SIGN`: lowercase hex of HMAC-SHA256, keyed
+//! with the API secret's UTF-8 bytes, over `timestamp + METHOD + path?query
+//! + body`. The WebSocket `auth` message signs the same way with `GET` and
 //! `/v1/ws`. Signatures and tokens are compared in constant time; secrets
 //! never leave this module except inside the MAC.
+//!
+//! The order of the checks is the point: a source address that has spent
+//! its budget of failures is refused before anything else; then the cheap
+//! checks (headers, timestamp, the key's lookup and its allowance); only
+//! then is the body read and the MAC computed; and a verified request is
+//! admitted once ([`super::replay`]). Every 401 is charged to the source.
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
