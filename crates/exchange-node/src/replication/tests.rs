@@ -121,10 +121,10 @@ async fn a_lone_voter_leads_and_numbers_commands_densely_in_rising_raft_entries(
     pipeline.join();
 }
 
-/// A node whose state may lack what the cluster committed must not refuse
-/// an API key it has not seen yet (the gateway answers `catching_up`): a
-/// new leader is caught up only once its first entry has committed and
-/// the core has applied up to it.
+/// A node whose state may lack what the cluster committed says so: a new
+/// leader is caught up only once its first entry has committed and the
+/// core has applied up to it. And it notes when it became leader, the
+/// moment before which writes may have gone to the previous one.
 #[test]
 fn a_new_leader_is_caught_up_once_its_first_entry_is_applied() {
     let dir = tempfile::tempdir().expect("temp dir");
