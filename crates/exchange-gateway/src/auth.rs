@@ -3,8 +3,8 @@
 //!
 //! A signed request carries `EX-ACCESS-KEY`, `EX-ACCESS-TIMESTAMP` (Unix
 //! milliseconds) and `EX-ACCESS-SIGN`: lowercase hex of HMAC-SHA256, keyed
-//! with the API secret's UTF-8 bytes, over `timestamp + METHOD + path?query
-//! + body`. The WebSocket `auth` message signs the same way with `GET` and
+//! with the API secret's UTF-8 bytes, over
+//! `timestamp + METHOD + path?query + body`. The WebSocket `auth` message signs the same way with `GET` and
 //! `/v1/ws`. Signatures and tokens are compared in constant time; secrets
 //! never leave this module except inside the MAC.
 //!
