@@ -102,9 +102,10 @@ class Exchange:
         with open(self.log_path, "a") as log:
             self.process = subprocess.Popen(
                 [self.binary, "serve", "--data-dir", self.data_dir, "--listen", f"127.0.0.1:{self.http_port}",
-                 "--admin-token", ADMIN_TOKEN, "--config", self.config],
+                 "--config", self.config],
                 stdout=subprocess.DEVNULL, stderr=log, stdin=subprocess.DEVNULL,
-                env={**os.environ, "RUST_LOG": os.environ.get("RUST_LOG", "warn")},
+                env={**os.environ, "RUST_LOG": os.environ.get("RUST_LOG", "warn"),
+                     "EXCHANGE_ADMIN_TOKEN": ADMIN_TOKEN},
             )
         deadline = time.time() + 60
         while time.time() < deadline:

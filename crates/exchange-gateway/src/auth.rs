@@ -2,25 +2,34 @@
 //! administration.
 //!
 //! A signed request carries `EX-ACCESS-KEY`, `EX-ACCESS-TIMESTAMP` (Unix
-//! seconds) and `EX-ACCESS-SIGN`: lowercase hex of HMAC-SHA256, keyed with
-//! the API secret's UTF-8 bytes, over `timestamp + METHOD + path?query +
-//! body`. The WebSocket `auth` message signs the same way with `GET` and
+//! milliseconds) and `EX-ACCESS-SIGN`: lowercase hex of HMAC-SHA256, keyed
+//! with the API secret's UTF-8 bytes, over
+//! `timestamp + METHOD + path?query + body`. The WebSocket `auth` message signs the same way with `GET` and
 //! `/v1/ws`. Signatures and tokens are compared in constant time; secrets
 //! never leave this module except inside the MAC.
+//!
+//! The order of the checks is the point: a source address that has spent
+//! its budget of failures is refused before anything else; then the cheap
+//! checks (headers, timestamp, the key's lookup and its allowance); only
+//! then is the body read and the MAC computed; and a verified request is
+//! admitted once ([`super::replay`]). Every 401 is charged to the source.
 
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use axum::body::Bytes;
-use axum::extract::{FromRequest, FromRequestParts, Request};
+use axum::extract::{ConnectInfo, FromRequest, FromRequestParts, Request};
 use axum::http::header::AUTHORIZATION;
 use axum::http::request::Parts;
-use axum::http::HeaderMap;
-use exchange_node::limits::MAX_API_KEY_LEN;
+use axum::http::{HeaderMap, StatusCode};
+use exchange_node::limits::{MAX_API_KEY_LEN, MAX_TIMESTAMP_AHEAD_MS};
+use exchange_node::state::Credential;
 use exchange_types::AccountId;
 use hmac::{Hmac, Mac};
 use sha2::{Digest, Sha256};
 
 use super::error::{read_body, ApiError};
+use super::replay::{self, Refusal};
 use super::AppState;
 
 pub const KEY_HEADER: &str = "ex-access-key";
@@ -85,37 +94,112 @@ pub fn ct_eq(a: &[u8], b: &[u8]) -> bool {
         == 0
 }
 
-fn unix_now() -> u64 {
+fn unix_now_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0)
+        .map_or(0, |d| d.as_millis() as u64)
 }
 
-/// Refuses a timestamp that is not plain digits or is further than
-/// `window` seconds from `now`, so a captured request cannot be replayed
-/// later.
-pub fn check_timestamp(timestamp: &str, now: u64, window: u64) -> Result<(), ApiError> {
+/// Timestamps below this are not milliseconds of this era: most likely
+/// seconds, which the protocol took before.
+const FIRST_PLAUSIBLE_MS: u64 = 100_000_000_000;
+
+/// Parses a timestamp (Unix milliseconds, plain digits) and refuses one
+/// older than `window_ms` or further ahead of `now_ms` than the clocks of
+/// client and server may differ ([`MAX_TIMESTAMP_AHEAD_MS`]).
+pub fn check_timestamp(timestamp: &str, now_ms: u64, window_ms: u64) -> Result<u64, ApiError> {
     let valid = !timestamp.is_empty()
         && timestamp.len() <= 20
         && timestamp.bytes().all(|b| b.is_ascii_digit());
     let Some(ts) = timestamp.parse::<u64>().ok().filter(|_| valid) else {
         return Err(ApiError::unauthorized(
             "invalid_timestamp",
-            "the timestamp must be Unix seconds",
+            "the timestamp must be Unix milliseconds, in decimal digits",
         ));
     };
-    if ts.abs_diff(now) > window {
+    if ts < FIRST_PLAUSIBLE_MS {
         return Err(ApiError::unauthorized(
-            "stale_timestamp",
-            format!("the timestamp is more than {window} seconds from server time ({now})"),
+            "invalid_timestamp",
+            "the timestamp must be Unix milliseconds (this looks like seconds)",
         ));
     }
-    Ok(())
+    if ts.saturating_add(window_ms) < now_ms {
+        return Err(ApiError::unauthorized(
+            "stale_timestamp",
+            format!("the timestamp is more than {window_ms} ms before server time ({now_ms} ms)"),
+        ));
+    }
+    if ts > now_ms.saturating_add(MAX_TIMESTAMP_AHEAD_MS) {
+        return Err(ApiError::unauthorized(
+            "stale_timestamp",
+            format!(
+                "the timestamp is more than {MAX_TIMESTAMP_AHEAD_MS} ms ahead of server time ({now_ms} ms)"
+            ),
+        ));
+    }
+    Ok(ts)
+}
+
+/// Where a request came from, as the failure budget counts it: an IPv4
+/// address, or an IPv6 address's /64 (what one host is usually given, so
+/// a host cannot escape its budget by changing the low bits).
+pub fn source_key(addr: IpAddr) -> String {
+    match addr {
+        IpAddr::V4(v4) => v4.to_string(),
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => v4.to_string(),
+            None => {
+                let s = v6.segments();
+                format!("{:x}:{:x}:{:x}:{:x}::/64", s[0], s[1], s[2], s[3])
+            }
+        },
+    }
+}
+
+/// The peer address of the connection a request came on (the
+/// unspecified address when the server was not given it, as in tests
+/// that call the router directly).
+pub struct Source(pub IpAddr);
+
+impl<S: Send + Sync> FromRequestParts<S> for Source {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
+        Ok(Source(
+            parts
+                .extensions
+                .get::<ConnectInfo<SocketAddr>>()
+                .map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |info| info.0.ip()),
+        ))
+    }
+}
+
+/// Refuses, before any other work, a source that has spent its budget of
+/// failed authentications ([`exchange_node::limits::AUTH_FAILURE_BURST`],
+/// refilled at [`exchange_node::limits::AUTH_FAILURES_PER_SEC`]).
+pub fn check_source(app: &AppState, source: IpAddr) -> Result<(), ApiError> {
+    app.auth_failures
+        .allows(&source_key(source), Instant::now())
+        .map_err(|wait| {
+            let mut error = ApiError::rate_limited(wait);
+            error.message = "too many failed authentications from this address".into();
+            error
+        })
+}
+
+/// Charges a failed authentication (any 401) to its source.
+fn counted<T>(app: &AppState, source: IpAddr, result: Result<T, ApiError>) -> Result<T, ApiError> {
+    if let Err(error) = &result {
+        if error.status == StatusCode::UNAUTHORIZED {
+            app.auth_failures.spend(&source_key(source), Instant::now());
+        }
+    }
+    result
 }
 
 /// One signed message to check.
 pub struct SignedMessage<'a> {
+    pub source: IpAddr,
     pub key: &'a str,
     pub timestamp: &'a str,
     pub signature: &'a str,
@@ -124,36 +208,41 @@ pub struct SignedMessage<'a> {
     pub body: &'a [u8],
 }
 
-/// Checks a signed message and returns the account it speaks for. It
-/// spends one request of the key's allowance first, whether or not the key
-/// turns out to exist: a client cycling through made-up keys is limited
-/// like any other, per key, before its keys are looked up.
-pub fn authenticate(app: &AppState, message: &SignedMessage<'_>) -> Result<AccountId, ApiError> {
+/// A known key with a timely timestamp, its signature still to check.
+pub struct Identified {
+    credential: Credential,
+    timestamp_ms: u64,
+}
+
+/// The cheap checks, before the body is read: the key's length, the
+/// timestamp, the key's credential (a map lookup, no core thread), then one
+/// request of the key's allowance. A key the node does not know is always
+/// `invalid_api_key`; allowances are kept only for keys that exist, so
+/// made-up keys cannot crowd out real ones.
+pub fn identify(app: &AppState, key: &str, timestamp: &str) -> Result<Identified, ApiError> {
     let invalid_key = || ApiError::unauthorized("invalid_api_key", "unknown API key");
-    if message.key.is_empty() || message.key.len() > MAX_API_KEY_LEN {
+    if key.is_empty() || key.len() > MAX_API_KEY_LEN {
         return Err(invalid_key());
     }
-    rate_limit(app, message.key)?;
-    check_timestamp(
-        message.timestamp,
-        unix_now(),
-        app.config.signature_window_secs,
-    )?;
-    let credential = match app.handle.credential(message.key) {
-        Some(credential) => credential,
-        None if !app.handle.caught_up() => return Err(ApiError::catching_up()),
-        None => {
-            // A write on a follower is the leader's to take, and the leader
-            // knows every account the cluster created; this node may have
-            // restarted with a commit index it does not yet know is behind.
-            if message.method != "GET" {
-                app.handle.check_leader()?;
-            }
-            return Err(invalid_key());
-        }
-    };
+    let timestamp_ms = check_timestamp(timestamp, unix_now_ms(), app.config.recv_window_ms)?;
+    let credential = app.handle.credential(key).ok_or_else(invalid_key)?;
+    rate_limit(app, key)?;
+    Ok(Identified {
+        credential,
+        timestamp_ms,
+    })
+}
+
+/// The signature, then that the request is new: not one this node has
+/// accepted, nor (for a write) one signed before this node led, which the
+/// previous leader may have accepted.
+pub fn verify(
+    app: &AppState,
+    identified: &Identified,
+    message: &SignedMessage<'_>,
+) -> Result<AccountId, ApiError> {
     let good = signature_matches(
-        &credential.secret,
+        &identified.credential.secret,
         message.timestamp,
         message.method,
         message.path_and_query,
@@ -166,7 +255,50 @@ pub fn authenticate(app: &AppState, message: &SignedMessage<'_>) -> Result<Accou
             "the signature does not match the request",
         ));
     }
-    Ok(credential.account)
+    let signed_ms = identified.timestamp_ms;
+    if message.method != "GET" && signed_ms < app.handle.leader_since_ms() {
+        return Err(ApiError::unauthorized(
+            "stale_timestamp",
+            "signed before this node became the leader; sign the request again",
+        ));
+    }
+    let fingerprint = replay::fingerprint(
+        message.key,
+        message.timestamp,
+        message.method,
+        message.path_and_query,
+        message.body,
+    );
+    let forget_after = signed_ms.saturating_add(app.config.recv_window_ms);
+    match app
+        .replay
+        .admit(fingerprint, signed_ms, forget_after, unix_now_ms())
+    {
+        Ok(()) => Ok(identified.credential.account),
+        Err(Refusal::Replayed) => Err(ApiError::unauthorized(
+            "replayed_request",
+            "this signed request was already accepted; sign every request afresh",
+        )),
+        Err(Refusal::BeforeStart) => Err(ApiError::unauthorized(
+            "stale_timestamp",
+            "signed before this node started; sign the request again",
+        )),
+        Err(Refusal::Full) => Err(ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "overloaded",
+            "too many signed requests in the receive window; retry shortly",
+        )
+        .with_retry_after(1)),
+    }
+}
+
+/// Checks a signed message whose body is at hand (the WebSocket `auth`
+/// message) and returns the account it speaks for.
+pub fn authenticate(app: &AppState, message: &SignedMessage<'_>) -> Result<AccountId, ApiError> {
+    check_source(app, message.source)?;
+    let checked = identify(app, message.key, message.timestamp)
+        .and_then(|identified| verify(app, &identified, message));
+    counted(app, message.source, checked)
 }
 
 /// Spends one request of the key's allowance.
@@ -197,19 +329,28 @@ fn header<'a>(headers: &'a HeaderMap, name: &str) -> Result<&'a str, ApiError> {
 impl FromRequest<AppState> for Signed {
     type Rejection = ApiError;
 
+    /// The source's budget first, then the headers and the key, and only
+    /// for a known key with a timely timestamp the body and the MAC.
     async fn from_request(req: Request, app: &AppState) -> Result<Self, ApiError> {
-        let (parts, body) = req.into_parts();
-        let (key, timestamp, signature) = (
-            header(&parts.headers, KEY_HEADER)?,
-            header(&parts.headers, TIMESTAMP_HEADER)?,
-            header(&parts.headers, SIGN_HEADER)?,
-        );
+        let (mut parts, body) = req.into_parts();
+        let Ok(Source(source)) = Source::from_request_parts(&mut parts, app).await;
+        check_source(app, source)?;
+        let headers = (|| {
+            Ok::<_, ApiError>((
+                header(&parts.headers, KEY_HEADER)?,
+                header(&parts.headers, TIMESTAMP_HEADER)?,
+                header(&parts.headers, SIGN_HEADER)?,
+            ))
+        })();
+        let (key, timestamp, signature) = counted(app, source, headers)?;
+        let identified = counted(app, source, identify(app, key, timestamp))?;
         let body = read_body(&parts.headers, body, app.config.max_body_bytes).await?;
         let path_and_query = parts
             .uri
             .path_and_query()
             .map_or_else(|| parts.uri.path(), |pq| pq.as_str());
         let message = SignedMessage {
+            source,
             key,
             timestamp,
             signature,
@@ -217,7 +358,7 @@ impl FromRequest<AppState> for Signed {
             path_and_query,
             body: &body,
         };
-        let account = authenticate(app, &message)?;
+        let account = counted(app, source, verify(app, &identified, &message))?;
         Ok(Signed { account, body })
     }
 }
@@ -325,33 +466,55 @@ mod tests {
     }
 
     #[test]
-    fn timestamps_outside_the_window_are_stale() {
-        let now = 1_700_000_000;
-        assert!(check_timestamp("1700000000", now, 30).is_ok());
-        assert!(check_timestamp("1699999970", now, 30).is_ok());
-        assert!(check_timestamp("1700000030", now, 30).is_ok());
+    fn timestamps_are_milliseconds_within_the_window() {
+        let now = 1_700_000_000_000;
+        assert_eq!(check_timestamp("1700000000000", now, 5_000), Ok(now));
+        assert!(check_timestamp("1699999995000", now, 5_000).is_ok());
+        assert!(check_timestamp("1700000001000", now, 5_000).is_ok());
         assert_eq!(
-            check_timestamp("1699999969", now, 30).map_err(|e| e.code),
+            check_timestamp("1699999994999", now, 5_000).map_err(|e| e.code),
             Err("stale_timestamp")
         );
+        // Ahead of server time by more than clocks may differ.
         assert_eq!(
-            check_timestamp("1700000031", now, 30).map_err(|e| e.code),
+            check_timestamp("1700000001001", now, 5_000).map_err(|e| e.code),
             Err("stale_timestamp")
+        );
+        // Seconds, as the protocol once took, are named as such.
+        let seconds = check_timestamp("1700000000", now, 5_000).unwrap_err();
+        assert_eq!(seconds.code, "invalid_timestamp");
+        assert!(
+            seconds.message.contains("milliseconds"),
+            "{}",
+            seconds.message
         );
         for bad in [
             "",
-            "+1700000000",
-            "17e8",
+            "+1700000000000",
+            "17e11",
             "-1",
-            "1700000000.5",
+            "1700000000000.5",
             "99999999999999999999999",
         ] {
             assert_eq!(
-                check_timestamp(bad, now, 30).map_err(|e| e.code),
+                check_timestamp(bad, now, 5_000).map_err(|e| e.code),
                 Err("invalid_timestamp"),
                 "{bad}"
             );
         }
+    }
+
+    #[test]
+    fn sources_are_counted_by_address_and_ipv6_by_its_64() {
+        let v4: IpAddr = "192.0.2.7".parse().unwrap();
+        assert_eq!(source_key(v4), "192.0.2.7");
+        let a: IpAddr = "2001:db8:1:2:aaaa::1".parse().unwrap();
+        let b: IpAddr = "2001:db8:1:2:bbbb::2".parse().unwrap();
+        let c: IpAddr = "2001:db8:1:3::1".parse().unwrap();
+        assert_eq!(source_key(a), source_key(b));
+        assert_ne!(source_key(a), source_key(c));
+        let mapped: IpAddr = "::ffff:192.0.2.7".parse().unwrap();
+        assert_eq!(source_key(mapped), "192.0.2.7");
     }
 
     #[test]

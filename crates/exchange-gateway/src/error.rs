@@ -71,17 +71,6 @@ impl ApiError {
         .with_retry_after(1)
     }
 
-    /// A key this node does not know yet may be one the cluster created
-    /// in entries the node has still to apply: not a refusal, a retry.
-    pub fn catching_up() -> Self {
-        ApiError::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "catching_up",
-            "this node is still applying the log; retry shortly",
-        )
-        .with_retry_after(1)
-    }
-
     pub fn rate_limited(wait: Duration) -> Self {
         let secs = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
         ApiError::new(

@@ -5,7 +5,7 @@
 //! request → sequencer → events → response. Every route, header, status and
 //! error code is documented in docs/server.md and in `/openapi.json`.
 //!
-//! Layout: [`auth`] (signatures, admin token), [`ratelimit`], [`error`]
+//! Layout: [`auth`] (signatures, admin token), [`ratelimit`], [`replay`], [`error`]
 //! (the JSON error shape and rejection-mapping extractors), [`translate`]
 //! (requests ↔ commands and events, shared by REST and WebSocket), the
 //! route groups [`admin`], [`trading`], [`records`] (history, from the
@@ -18,6 +18,8 @@ pub mod admin;
 #[cfg(test)]
 mod admin_tests;
 pub mod auth;
+#[cfg(test)]
+mod auth_tests;
 mod cluster;
 mod conn_io;
 pub mod error;
@@ -33,6 +35,7 @@ mod private;
 pub mod public;
 pub mod ratelimit;
 pub mod records;
+pub mod replay;
 #[cfg(test)]
 mod rest_client;
 #[cfg(test)]
@@ -67,6 +70,7 @@ use axum::Router;
 use error::ApiError;
 use exchange_marketdata_service::MarketData;
 use exchange_node::config::Config;
+use exchange_node::limits;
 use exchange_node::sequencer::Handle;
 use exchange_reporter::Reporting;
 
@@ -78,6 +82,10 @@ pub struct AppState {
     pub admin_token: Arc<str>,
     pub ready: Arc<AtomicBool>,
     pub limiter: Arc<ratelimit::RateLimiter>,
+    /// Failed authentications per source address ([`auth::check_source`]).
+    pub auth_failures: Arc<ratelimit::RateLimiter>,
+    /// Signed requests accepted within the receive window.
+    pub replay: Arc<replay::ReplayGuard>,
     pub stats: Arc<stats::HttpStats>,
     /// Each WebSocket's private stream, routed by account.
     pub private: Arc<private::PrivateStreams>,
@@ -111,6 +119,17 @@ impl AppState {
             admin_token: admin_token.into(),
             ready,
             limiter: Arc::new(limiter),
+            auth_failures: Arc::new(ratelimit::RateLimiter::with_max_keys(
+                limits::AUTH_FAILURES_PER_SEC,
+                limits::AUTH_FAILURE_BURST,
+                limits::MAX_LIMITED_ADDRESSES,
+            )),
+            replay: Arc::new(replay::ReplayGuard::new(
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_millis() as u64),
+                limits::MAX_REPLAY_ENTRIES,
+            )),
             stats: Arc::default(),
             market: None,
             status: Arc::default(),

@@ -226,7 +226,7 @@ fn error_responses() -> Value {
         "E413": error("body_too_large"),
         "E422": error("a business reject of the core; code is its reason (insufficient_funds, price_not_on_tick, ...)"),
         "E429": limited,
-        "E503": error("overloaded, unavailable, not_ready or catching_up; see Retry-After"),
+        "E503": error("overloaded, unavailable or not_ready; see Retry-After"),
     })
 }
 
@@ -246,7 +246,7 @@ pub fn document() -> Value {
             "securitySchemes": {
                 "adminToken": { "type": "http", "scheme": "bearer" },
                 "apiKey": { "type": "apiKey", "in": "header", "name": "EX-ACCESS-KEY" },
-                "apiTimestamp": { "type": "apiKey", "in": "header", "name": "EX-ACCESS-TIMESTAMP", "description": "Unix seconds" },
+                "apiTimestamp": { "type": "apiKey", "in": "header", "name": "EX-ACCESS-TIMESTAMP", "description": "Unix milliseconds, within recv_window_ms of server time; each signed request is accepted once" },
                 "apiSign": { "type": "apiKey", "in": "header", "name": "EX-ACCESS-SIGN",
                     "description": "lowercase hex HMAC-SHA256 with the API secret over timestamp + METHOD + path?query + body" },
             },

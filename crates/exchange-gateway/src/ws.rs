@@ -56,6 +56,7 @@ pub(super) use super::ws_live::CLOSE_TRY_AGAIN;
 pub async fn handler(
     upgrade: Result<WebSocketUpgrade, axum::extract::ws::rejection::WebSocketUpgradeRejection>,
     State(app): State<AppState>,
+    auth::Source(source): auth::Source,
 ) -> Response {
     match upgrade {
         Ok(upgrade) => upgrade
@@ -64,7 +65,7 @@ pub async fn handler(
             .read_buffer_size(READ_BUFFER)
             .write_buffer_size(WS_WRITE_BUFFER)
             .max_write_buffer_size(WS_MAX_WRITE_BUFFER)
-            .on_upgrade(move |socket| session(app, socket)),
+            .on_upgrade(move |socket| session(app, source, socket)),
         Err(rejection) => ApiError::new(
             rejection.status(),
             "websocket_required",
@@ -179,6 +180,7 @@ async fn first_message(socket: &mut WebSocket, limit: usize) -> Option<String> {
 /// Checks the `auth` message; on failure says why and closes.
 async fn authenticate(
     app: &AppState,
+    source: std::net::IpAddr,
     socket: &mut WebSocket,
     text: &str,
 ) -> Option<(AccountId, String, bool)> {
@@ -197,6 +199,7 @@ async fn authenticate(
             Timestamp::Text(t) => t.clone(),
         };
         let signed = SignedMessage {
+            source,
             key: &message.key,
             timestamp: &timestamp,
             signature: &message.signature,
@@ -238,7 +241,7 @@ async fn private_entry(events: &mut Option<Feed>) -> Result<Arc<Applied>, FeedEn
     }
 }
 
-async fn session(app: AppState, mut socket: WebSocket) {
+async fn session(app: AppState, source: std::net::IpAddr, mut socket: WebSocket) {
     let _open = app.stats.ws_opened();
     let limit = app.config.max_body_bytes;
     let Some(first) = first_message(&mut socket, limit).await else {
@@ -249,7 +252,7 @@ async fn session(app: AppState, mut socket: WebSocket) {
         (None, false, None)
     } else {
         let Some((account, key, cancel_on_disconnect)) =
-            authenticate(&app, &mut socket, &first).await
+            authenticate(&app, source, &mut socket, &first).await
         else {
             return;
         };

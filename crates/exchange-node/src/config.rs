@@ -22,6 +22,8 @@ pub enum ConfigError {
         path: PathBuf,
         source: toml::de::Error,
     },
+    #[error("invalid config {path}: {message}")]
+    Invalid { path: PathBuf, message: String },
 }
 
 /// One instrument listed at start-up (if not listed already), in the
@@ -53,8 +55,10 @@ pub struct Config {
     pub data_dir: PathBuf,
     /// HTTP and WebSocket address.
     pub listen: SocketAddr,
-    /// Admin bearer token; else `EXCHANGE_ADMIN_TOKEN`; else generated.
-    pub admin_token: Option<String>,
+    /// A file holding the admin bearer token; else `EXCHANGE_ADMIN_TOKEN`;
+    /// else one is generated into `DATA_DIR/admin_token`. Never the token
+    /// itself: a configuration file or command line is too easily read.
+    pub admin_token_file: Option<PathBuf>,
     /// Instruments listed at start-up if missing.
     pub instruments: Vec<InstrumentConfig>,
     /// Commands waiting for the journal before new ones get 503.
@@ -77,8 +81,9 @@ pub struct Config {
     pub rate_limit_burst: u32,
     /// Largest request body accepted, in bytes.
     pub max_body_bytes: usize,
-    /// How far a signed request's timestamp may be from server time.
-    pub signature_window_secs: u64,
+    /// How old (milliseconds) a signed request's timestamp may be; at
+    /// most [`crate::limits::MAX_RECV_WINDOW_MS`].
+    pub recv_window_ms: u64,
     /// Public market data: WebSocket channels and the binary feed.
     pub marketdata: MarketDataConfig,
     /// The FIX 4.4 gateway (crate `exchange-fix`, docs/fix.md).
@@ -330,7 +335,7 @@ impl Default for Config {
         Config {
             data_dir: PathBuf::from("./data"),
             listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
-            admin_token: None,
+            admin_token_file: None,
             instruments: vec![
                 instrument("BTC-USD", "BTC", "0.01", "0.0001", "60000.00"),
                 instrument("ETH-USD", "ETH", "0.01", "0.001", "3000.00"),
@@ -343,7 +348,7 @@ impl Default for Config {
             rate_limit_per_sec: 2_000,
             rate_limit_burst: 4_000,
             max_body_bytes: 16 * 1024,
-            signature_window_secs: 30,
+            recv_window_ms: 5_000,
             marketdata: MarketDataConfig::default(),
             fix: FixConfig::default(),
             reporting: ReportingConfig::default(),
@@ -359,10 +364,27 @@ impl Config {
             path: path.into(),
             source,
         })?;
-        toml::from_str(&text).map_err(|source| ConfigError::Parse {
+        let config: Config = toml::from_str(&text).map_err(|source| ConfigError::Parse {
             path: path.into(),
             source,
-        })
+        })?;
+        config.check().map_err(|message| ConfigError::Invalid {
+            path: path.into(),
+            message,
+        })?;
+        Ok(config)
+    }
+
+    /// Refuses values no server should run with, naming the field.
+    pub fn check(&self) -> Result<(), String> {
+        let most = crate::limits::MAX_RECV_WINDOW_MS;
+        if self.recv_window_ms == 0 || self.recv_window_ms > most {
+            return Err(format!(
+                "recv_window_ms must be between 1 and {most} (is {})",
+                self.recv_window_ms
+            ));
+        }
+        Ok(())
     }
 }
 
@@ -383,6 +405,34 @@ mod tests {
         assert_eq!(parsed.listen.port(), 9999);
         assert_eq!(parsed.instruments.len(), 2);
         assert!(toml::from_str::<Config>("lisen = \"x\"\n").is_err());
+    }
+
+    #[test]
+    fn recv_window_is_bounded_and_the_admin_token_is_never_inline() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("exchange.toml");
+        let load = |text: &str| {
+            std::fs::write(&path, text).unwrap();
+            Config::load(&path)
+        };
+        assert_eq!(
+            load("recv_window_ms = 60000\n").unwrap().recv_window_ms,
+            60_000
+        );
+        for bad in ["recv_window_ms = 0\n", "recv_window_ms = 60001\n"] {
+            let error = load(bad).unwrap_err().to_string();
+            assert!(
+                error.contains("recv_window_ms must be between 1 and 60000"),
+                "{error}"
+            );
+        }
+        assert!(load("admin_token = \"x\"\n").is_err());
+        assert_eq!(
+            load("admin_token_file = \"/run/secrets/admin\"\n")
+                .unwrap()
+                .admin_token_file,
+            Some(PathBuf::from("/run/secrets/admin"))
+        );
     }
 
     #[test]

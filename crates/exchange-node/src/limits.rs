@@ -92,6 +92,26 @@ pub const WS_CLOSE_TIMEOUT: Duration = Duration::from_secs(1);
 pub const WS_MAX_IN_FLIGHT: usize = 4_096;
 /// How long a stopping server waits for its WebSockets to close.
 pub const WS_SHUTDOWN_WAIT: Duration = Duration::from_secs(5);
+/// Source addresses whose failed authentications are counted at most
+/// (an IPv6 source counts as its /64). Past this a new address is not
+/// counted, so a flood from very many addresses can never lock out an
+/// address that has not failed.
+pub const MAX_LIMITED_ADDRESSES: usize = 65_536;
+/// Failed authentications one source address may make at once, and per
+/// second sustained, before its signed requests get 429 unread.
+pub const AUTH_FAILURE_BURST: u32 = 50;
+pub const AUTH_FAILURES_PER_SEC: u32 = 10;
+/// The longest receive window a server may be configured with
+/// (`recv_window_ms`), as Binance's `recvWindow`.
+pub const MAX_RECV_WINDOW_MS: u64 = 60_000;
+/// How far ahead of server time a signed timestamp may be: small, so a
+/// request is remembered by the replay guard only for about the window.
+pub const MAX_TIMESTAMP_AHEAD_MS: u64 = 1_000;
+/// Signatures the replay guard remembers at most (each about 50 bytes).
+/// With the default window a signature is remembered for 6 s: room for
+/// about 170,000 signed requests a second. When full, new signed requests
+/// get 503 `overloaded` until entries expire; none is forgotten early.
+pub const MAX_REPLAY_ENTRIES: usize = 1_048_576;
 /// How long a new socket may take to authenticate.
 pub const WS_AUTH_TIMEOUT: Duration = Duration::from_secs(10);
 /// Symbols one subscribe message may name.

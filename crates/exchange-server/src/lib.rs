@@ -42,6 +42,11 @@ pub enum ServerError {
     MarketData(#[from] MarketDataError),
     #[error("reporting store: {0}")]
     Reporting(#[from] exchange_reporting::StoreError),
+    #[error("admin token file {path}: {problem}")]
+    AdminToken {
+        path: std::path::PathBuf,
+        problem: String,
+    },
     #[error("cluster configuration: {0}")]
     Cluster(#[from] exchange_node::replication::ClusterError),
     #[error(transparent)]
@@ -50,11 +55,23 @@ pub enum ServerError {
     Tls(#[from] http::listener::TlsError),
 }
 
-/// The admin token: configured, from the environment, or generated once
-/// and kept (mode 0600) in the data directory.
-pub fn admin_token(config: &Config) -> Result<(String, bool), std::io::Error> {
-    if let Some(token) = config.admin_token.clone().filter(|t| !t.is_empty()) {
-        return Ok((token, false));
+/// The admin token: from the configured file, the environment, or
+/// generated once and kept (mode 0600) in the data directory. Never from
+/// the command line or the configuration itself, and never printed.
+pub fn admin_token(config: &Config) -> Result<(String, bool), ServerError> {
+    if let Some(path) = &config.admin_token_file {
+        let read = std::fs::read_to_string(path).map_err(|source| ServerError::AdminToken {
+            path: path.clone(),
+            problem: source.to_string(),
+        })?;
+        let token = read.trim();
+        if token.is_empty() {
+            return Err(ServerError::AdminToken {
+                path: path.clone(),
+                problem: "the file is empty".into(),
+            });
+        }
+        return Ok((token.to_string(), false));
     }
     if let Some(token) = std::env::var("EXCHANGE_ADMIN_TOKEN")
         .ok()
@@ -190,7 +207,7 @@ pub async fn run_with_gateways(
     }
     if generated {
         eprintln!(
-            "admin token (generated, saved in {}): {token}",
+            "admin token: generated, in {} (read it from there)",
             data_dir.join("admin_token").display()
         );
     }
