@@ -10,6 +10,7 @@ use exchange_types::{AccountId, RejectReason};
 
 use crate::lookup::Lookup;
 use crate::orders::NIL;
+use crate::risk::AccountRisk;
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Balance {
@@ -25,6 +26,9 @@ pub(crate) struct Account {
     pub open_orders: u32,
     /// Head of the intrusive list of this account's resting orders.
     pub orders_head: u32,
+    /// Limits, suspension and market-maker protection; `None` for the
+    /// many accounts without any, which the hot path then skips.
+    pub risk: Option<Box<AccountRisk>>,
 }
 
 impl Account {
@@ -34,6 +38,7 @@ impl Account {
             balances: Vec::new(),
             open_orders: 0,
             orders_head: NIL,
+            risk: None,
         }
     }
 

@@ -10,7 +10,9 @@
 //!
 //! Layout: `place` (entry and risk) → `matching` (trades, fees, self-trade
 //! prevention) → `oms` (cancel, replace, mass cancel), over `book` (levels),
-//! `orders` (the pool), `accounts` (balances) and `instrument` (units).
+//! `orders` (the pool), `accounts` (balances) and `instrument` (units);
+//! `risk` holds the member risk controls (limits, suspension, market-maker
+//! protection) that `place`, `oms` and `matching` consult.
 //!
 //! # Determinism
 //!
@@ -43,6 +45,7 @@ mod matching;
 mod oms;
 mod orders;
 mod place;
+mod risk;
 mod snapshot;
 mod views;
 
