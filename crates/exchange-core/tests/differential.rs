@@ -57,6 +57,9 @@ pub fn normalize(events: &[Event]) -> Vec<Ev> {
             | EventKind::Balance(_)
             | EventKind::Book(_)
             | EventKind::MassCanceled(_)
+            | EventKind::RiskLimits(_)
+            | EventKind::AccountStatus(_)
+            | EventKind::Mmp(_)
             | EventKind::Error(_) => None,
         })
         .collect()
