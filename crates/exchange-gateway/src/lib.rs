@@ -8,11 +8,15 @@
 //! Layout: [`auth`] (signatures, admin token), [`ratelimit`], [`error`]
 //! (the JSON error shape and rejection-mapping extractors), [`translate`]
 //! (requests ↔ commands and events, shared by REST and WebSocket), the
-//! route groups [`admin`], [`trading`], [`records`] (history, from the
+//! route groups [`admin`] (and its member risk controls, [`admin_risk`]),
+//! [`trading`], [`records`] (history, from the
 //! reporting store) and [`public`], [`ws`] (and its
 //! public market-data channels, [`ws_market`]), [`openapi`].
 
 pub mod admin;
+pub mod admin_risk;
+#[cfg(test)]
+mod admin_risk_tests;
 #[cfg(test)]
 mod admin_tests;
 pub mod auth;
@@ -55,7 +59,7 @@ use axum::http::header::CONTENT_TYPE;
 use axum::http::StatusCode;
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{delete, get, post};
+use axum::routing::{delete, get, post, put};
 use axum::Router;
 
 use error::ApiError;
@@ -137,6 +141,30 @@ pub fn router(app: AppState) -> Router {
         .route("/admin/instruments/{symbol}/halt", post(admin::halt))
         .route("/admin/instruments/{symbol}/resume", post(admin::resume))
         .route("/admin/status", get(status::status))
+        .route(
+            "/admin/accounts/{account}/risk-limits",
+            put(admin_risk::put_limits).delete(admin_risk::delete_limits),
+        )
+        .route(
+            "/admin/accounts/{account}/suspend",
+            post(admin_risk::suspend),
+        )
+        .route(
+            "/admin/accounts/{account}/reinstate",
+            post(admin_risk::reinstate),
+        )
+        .route(
+            "/admin/accounts/{account}/mmp/{symbol}",
+            put(admin_risk::put_mmp).delete(admin_risk::delete_mmp),
+        )
+        .route(
+            "/admin/accounts/{account}/mmp/{symbol}/reset",
+            post(admin_risk::admin_reset_mmp),
+        )
+        .route(
+            "/v1/mmp/{symbol}/reset",
+            post(admin_risk::account_reset_mmp),
+        )
         .route(
             "/v1/orders",
             post(trading::place)
