@@ -400,13 +400,13 @@ impl Model {
                         return Err(format!("order {} above the open-order limit", a.order_id));
                     }
                 }
-                EventKind::Replaced(r) => {
-                    if self.suspended.contains(&r.account) || self.tripped.contains(&r.account) {
-                        return Err(format!(
-                            "replaced order {} of a blocked account",
-                            r.order_id
-                        ));
-                    }
+                EventKind::Replaced(r)
+                    if self.suspended.contains(&r.account) || self.tripped.contains(&r.account) =>
+                {
+                    return Err(format!(
+                        "replaced order {} of a blocked account",
+                        r.order_id
+                    ));
                 }
                 EventKind::Trade(t) => self.last_trade = Some(t.price),
                 EventKind::RiskLimits(l) => {

@@ -161,7 +161,7 @@ pub fn too_many_mmp_configs() {
     use exchange_types::limits::MAX_MMP_CONFIGS;
     // 64 instruments times 1,024 accounts fill the ceiling exactly.
     const INSTRUMENTS: usize = 64;
-    const _: () = assert!(MAX_MMP_CONFIGS % INSTRUMENTS == 0);
+    const _: () = assert!(MAX_MMP_CONFIGS.is_multiple_of(INSTRUMENTS));
     let accounts = (MAX_MMP_CONFIGS / INSTRUMENTS) as u64;
     let mut h = Harness::new();
     for i in 0..INSTRUMENTS {
