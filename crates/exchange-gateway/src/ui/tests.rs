@@ -173,7 +173,10 @@ async fn ops_has_the_risk_controls_and_their_script_finds_every_element() {
     let app = app(&node, |_| {});
     let page = call(&app, get("/ops")).await;
     let html = page.json.as_str().unwrap_or_default().to_owned();
-    assert!(html.contains("/ui/ops_risk.js"), "the page loads the controls");
+    assert!(
+        html.contains("/ui/ops_risk.js"),
+        "the page loads the controls"
+    );
     let script = call(&app, get("/ui/ops_risk.js")).await;
     assert_eq!(script.status, StatusCode::OK);
     let js = script.json.as_str().unwrap_or_default().to_owned();
@@ -184,7 +187,10 @@ async fn ops_has_the_risk_controls_and_their_script_finds_every_element() {
         .collect();
     assert!(ids.contains(&"risk-suspend") && ids.contains(&"mmp-reset"));
     for id in ids {
-        assert!(html.contains(&format!("id=\"{id}\"")), "ops.html has no #{id}");
+        assert!(
+            html.contains(&format!("id=\"{id}\"")),
+            "ops.html has no #{id}"
+        );
     }
     for route in ["/suspend", "/reinstate", "/risk-limits", "/mmp/", "/reset"] {
         assert!(js.contains(route), "the script never calls {route}");
