@@ -42,6 +42,8 @@ pub fn cxl_rej_reason(reason: RejectReason) -> u32 {
         OrderNotOpen => 0,
         UnknownOrder | UnknownAccount => 1,
         InstrumentHalted | PriceOutsideCollar | PostOnlyWouldTake => 2,
+        OrderQtyOverLimit | OrderNotionalOverLimit | PriceOutsideBand => 2,
+        AccountSuspended | MmpTripped => 2,
         DuplicateClientOrderId => 6,
         _ => 99,
     }
