@@ -9,8 +9,8 @@ use exchange_types::limits::{
     MAX_ENCODED_COMMAND_BYTES, MAX_SYMBOL_LEN,
 };
 use exchange_types::{
-    AddInstrument, Cancel, Command, Dec, MassCancel, OrderRef, OrderType, Place, Replace,
-    SelfTradePrevention, SetMmp, SetRiskLimits, Side, Stamped, TimeInForce, Transfer,
+    AddInstrument, Cancel, Command, Dec, InternalTransfer, MassCancel, OrderRef, OrderType, Place,
+    Replace, SelfTradePrevention, SetMmp, SetRiskLimits, Side, Stamped, TimeInForce, Transfer,
 };
 use proptest::prelude::*;
 
@@ -107,6 +107,16 @@ fn largest_commands() -> Vec<Stamped> {
             max_count: Some(u32::MAX),
         })),
         Command::ResetMmp { account, symbol },
+        Command::LinkSubAccount {
+            owner: account,
+            sub: account,
+        },
+        Command::InternalTransfer(InternalTransfer {
+            from: account,
+            to: account,
+            asset,
+            amount: dec,
+        }),
     ]
     .into_iter()
     .map(|command| Stamped {
@@ -323,6 +333,15 @@ fn command() -> impl Strategy<Value = Command> {
                 }))
             }),
         (wide_u64(), id()).prop_map(|(account, symbol)| Command::ResetMmp { account, symbol }),
+        (wide_u64(), wide_u64()).prop_map(|(owner, sub)| Command::LinkSubAccount { owner, sub }),
+        (wide_u64(), wide_u64(), id(), dec()).prop_map(|(from, to, asset, amount)| {
+            Command::InternalTransfer(InternalTransfer {
+                from,
+                to,
+                asset,
+                amount,
+            })
+        }),
     ]
 }
 

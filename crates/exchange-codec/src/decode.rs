@@ -3,8 +3,8 @@
 use exchange_types::ids::InlineStr;
 use exchange_types::limits::{MAX_COMMAND_BYTES, MAX_DECIMAL_DIGITS};
 use exchange_types::{
-    AddInstrument, Cancel, Command, Dec, MassCancel, OrderRef, OrderType, Place, Replace,
-    SelfTradePrevention, SetMmp, SetRiskLimits, Side, Stamped, TimeInForce, Transfer,
+    AddInstrument, Cancel, Command, Dec, InternalTransfer, MassCancel, OrderRef, OrderType, Place,
+    Replace, SelfTradePrevention, SetMmp, SetRiskLimits, Side, Stamped, TimeInForce, Transfer,
 };
 
 use crate::raw::{parse_object, Val};
@@ -26,6 +26,8 @@ pub const COMMAND_NAMES: &[&str] = &[
     "reinstate",
     "set_mmp",
     "reset_mmp",
+    "link_sub_account",
+    "internal_transfer",
 ];
 
 const ADD_INSTRUMENT: &[&str] = &[
@@ -91,6 +93,8 @@ const SET_MMP: &[&str] = &[
     "max_count",
 ];
 const RESET_MMP: &[&str] = &["cmd", "ts", "account", "symbol"];
+const LINK_SUB: &[&str] = &["cmd", "ts", "owner", "sub"];
+const INTERNAL_TRANSFER: &[&str] = &["cmd", "ts", "from", "to", "asset", "amount"];
 
 const SIDES: &[(&str, Side)] = &[("buy", Side::Buy), ("sell", Side::Sell)];
 const ORDER_TYPES: &[(&str, OrderType)] =
@@ -141,6 +145,8 @@ pub fn decode_command(line: &str) -> Result<Stamped, CodecError> {
         "reinstate" => ("reinstate", ACCOUNT),
         "set_mmp" => ("set_mmp", SET_MMP),
         "reset_mmp" => ("reset_mmp", RESET_MMP),
+        "link_sub_account" => ("link_sub_account", LINK_SUB),
+        "internal_transfer" => ("internal_transfer", INTERNAL_TRANSFER),
         other => return Err(CodecError::UnknownCmd(other.to_owned())),
     };
     // Unknown fields first: a misspelt optional field must not pass as absent,
@@ -211,6 +217,16 @@ pub fn decode_command(line: &str) -> Result<Stamped, CodecError> {
             account: f.req_u64("account")?,
             symbol: f.req_id("symbol")?,
         },
+        "link_sub_account" => Command::LinkSubAccount {
+            owner: f.req_u64("owner")?,
+            sub: f.req_u64("sub")?,
+        },
+        "internal_transfer" => Command::InternalTransfer(InternalTransfer {
+            from: f.req_u64("from")?,
+            to: f.req_u64("to")?,
+            asset: f.req_id("asset")?,
+            amount: f.req_dec("amount")?,
+        }),
         _ => Command::Resume {
             symbol: f.req_id("symbol")?,
         },

@@ -184,6 +184,10 @@ pub fn encode_event_into(event: &Event, out: &mut Vec<u8>) {
                 MmpState::Removed | MmpState::Reset => {}
             }
         }
+        EventKind::SubAccountLinked(e) => {
+            o.uint(key!("owner"), e.owner);
+            o.uint(key!("sub"), e.sub);
+        }
         EventKind::Error(e) => {
             o.uint(key!("line"), e.line);
             o.str(key!("message"), &e.message);

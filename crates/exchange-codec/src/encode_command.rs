@@ -98,6 +98,16 @@ pub fn encode_command_into(stamped: &Stamped, out: &mut Vec<u8>) {
             w.u64("account", *account);
             w.str("symbol", symbol.as_str());
         }
+        Command::LinkSubAccount { owner, sub } => {
+            w.u64("owner", *owner);
+            w.u64("sub", *sub);
+        }
+        Command::InternalTransfer(t) => {
+            w.u64("from", t.from);
+            w.u64("to", t.to);
+            w.str("asset", t.asset.as_str());
+            w.dec("amount", t.amount);
+        }
     }
     w.close();
 }
@@ -207,6 +217,8 @@ mod tests {
             r#"{"cmd":"reinstate","account":1,"ts":14}"#,
             r#"{"cmd":"set_mmp","account":1,"symbol":"BTC-USD","window_ns":1000000000,"max_qty":"10","max_count":20,"ts":15}"#,
             r#"{"cmd":"reset_mmp","account":1,"symbol":"BTC-USD","ts":16}"#,
+            r#"{"cmd":"link_sub_account","owner":1,"sub":5,"ts":17}"#,
+            r#"{"cmd":"internal_transfer","from":1,"to":5,"asset":"USD","amount":"250.5","ts":18}"#,
         ];
         for line in lines {
             let command = decode_command(line).unwrap();

@@ -29,6 +29,10 @@ pub(crate) struct Account {
     /// Limits, suspension and market-maker protection; `None` for the
     /// many accounts without any, which the hot path then skips.
     pub risk: Option<Box<AccountRisk>>,
+    /// Index of the owning account, `NIL` for none.
+    pub owner: u32,
+    /// How many sub-accounts this account owns.
+    pub sub_accounts: u32,
 }
 
 impl Account {
@@ -39,6 +43,8 @@ impl Account {
             open_orders: 0,
             orders_head: NIL,
             risk: None,
+            owner: NIL,
+            sub_accounts: 0,
         }
     }
 

@@ -111,6 +111,8 @@ impl Engine {
             Command::Reinstate { account } => self.set_suspended(*account, false, out),
             Command::SetMmp(set) => self.set_mmp(set, out),
             Command::ResetMmp { account, symbol } => self.reset_mmp(*account, symbol, out),
+            Command::LinkSubAccount { owner, sub } => self.link_sub_account(*owner, *sub, out),
+            Command::InternalTransfer(t) => self.internal_transfer(t, out),
         }
     }
 

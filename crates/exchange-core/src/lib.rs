@@ -39,6 +39,7 @@ mod admin;
 mod book;
 mod closed;
 mod engine;
+mod family;
 mod instrument;
 mod lookup;
 mod matching;

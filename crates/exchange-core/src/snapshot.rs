@@ -20,6 +20,41 @@ use crate::orders::{Order, NIL};
 const MAGIC: &[u8; 8] = b"EXSNAP01";
 /// Tags the optional section of accounts' risk controls at the end.
 const RISK_SECTION: u8 = 1;
+/// Tags the optional section of sub-account links, after the risk one.
+const FAMILY_SECTION: u8 = 2;
+
+/// Reads the sub-account links: (sub, owner) by increasing sub, one level
+/// deep, each owner within its limit.
+fn read_family(r: &mut Reader, e: &mut Engine) -> Result<(), SnapshotError> {
+    use exchange_types::limits::{MAX_ACCOUNTS, MAX_SUB_ACCOUNTS};
+    let invalid = Err(SnapshotError::Invalid("sub-account"));
+    let count = r.count(MAX_ACCOUNTS)?;
+    if count == 0 {
+        return invalid;
+    }
+    let len = e.accounts.list.len() as u32;
+    let mut last = None;
+    for _ in 0..count {
+        let (sub, owner) = (r.u32()?, r.u32()?);
+        if sub >= len || owner >= len || sub == owner || sub == 0 || owner == 0 {
+            return invalid;
+        }
+        if last.is_some_and(|l| l >= sub) {
+            return invalid;
+        }
+        last = Some(sub);
+        e.accounts.list[sub as usize].owner = owner;
+        e.accounts.list[owner as usize].sub_accounts += 1;
+    }
+    for account in &e.accounts.list {
+        let nested = account.owner != NIL
+            && (account.sub_accounts > 0 || e.accounts.list[account.owner as usize].owner != NIL);
+        if nested || account.sub_accounts > MAX_SUB_ACCOUNTS {
+            return invalid;
+        }
+    }
+    Ok(())
+}
 
 #[derive(Debug, Error, PartialEq, Eq)]
 pub enum SnapshotError {
@@ -350,6 +385,20 @@ impl Engine {
             w.u8(RISK_SECTION);
             write_risk(&mut w, self);
         }
+        // Likewise absent while no account has an owner.
+        let owned: Vec<(u32, u32)> = (0u32..)
+            .zip(&self.accounts.list)
+            .filter(|(_, a)| a.owner != NIL)
+            .map(|(index, a)| (index, a.owner))
+            .collect();
+        if !owned.is_empty() {
+            w.u8(FAMILY_SECTION);
+            w.u64(owned.len() as u64);
+            for (sub, owner) in owned {
+                w.u32(sub);
+                w.u32(owner);
+            }
+        }
         w.0
     }
 
@@ -435,6 +484,8 @@ impl Engine {
                 open_orders: 0,
                 orders_head: NIL,
                 risk: None,
+                owner: NIL,
+                sub_accounts: 0,
             });
         }
         if e.accounts.list.first().map(|a| a.id) != Some(crate::engine::FEE_ACCOUNT) {
@@ -522,6 +573,10 @@ impl Engine {
         if r.at < bytes.len() && bytes[r.at] == RISK_SECTION {
             r.at += 1;
             read_risk(&mut r, &mut e)?;
+        }
+        if r.at < bytes.len() && bytes[r.at] == FAMILY_SECTION {
+            r.at += 1;
+            read_family(&mut r, &mut e)?;
         }
         if r.at != bytes.len() {
             return Err(SnapshotError::TrailingBytes(bytes.len() - r.at));

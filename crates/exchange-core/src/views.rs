@@ -303,6 +303,19 @@ impl Engine {
                 supply[asset] += u128::from(b.total);
             }
         }
+        let mut subs = vec![0u32; self.accounts.list.len()];
+        for acct in &self.accounts.list {
+            if let Some(n) = subs.get_mut(acct.owner as usize) {
+                *n += 1;
+            }
+        }
+        for (acct, &subs) in self.accounts.list.iter().zip(&subs) {
+            let nested = acct.owner != NIL
+                && (acct.sub_accounts > 0 || self.accounts.list[acct.owner as usize].owner != NIL);
+            if subs != acct.sub_accounts || nested {
+                return Err(format!("account {} has inconsistent sub-accounts", acct.id));
+            }
+        }
         let mmp_configs: usize = self
             .accounts
             .list

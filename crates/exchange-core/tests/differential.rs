@@ -60,6 +60,7 @@ pub fn normalize(events: &[Event]) -> Vec<Ev> {
             | EventKind::RiskLimits(_)
             | EventKind::AccountStatus(_)
             | EventKind::Mmp(_)
+            | EventKind::SubAccountLinked(_)
             | EventKind::Error(_) => None,
         })
         .collect()

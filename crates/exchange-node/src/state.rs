@@ -323,6 +323,8 @@ fn command_account(command: &Command) -> Option<AccountId> {
         Command::Suspend { account }
         | Command::Reinstate { account }
         | Command::ResetMmp { account, .. } => Some(*account),
+        Command::LinkSubAccount { owner, .. } => Some(*owner),
+        Command::InternalTransfer(t) => Some(t.from),
         Command::AddInstrument(_) | Command::Halt { .. } | Command::Resume { .. } => None,
     }
 }

@@ -51,6 +51,14 @@ pub enum Command {
         account: AccountId,
         symbol: Symbol,
     },
+    /// Operator: makes `sub` a sub-account of `owner`.
+    LinkSubAccount {
+        owner: AccountId,
+        sub: AccountId,
+    },
+    /// Moves available funds between an owner and its sub-accounts, or
+    /// between two sub-accounts of one owner.
+    InternalTransfer(InternalTransfer),
 }
 
 impl Command {
@@ -71,6 +79,8 @@ impl Command {
             Command::Reinstate { .. } => "reinstate",
             Command::SetMmp(_) => "set_mmp",
             Command::ResetMmp { .. } => "reset_mmp",
+            Command::LinkSubAccount { .. } => "link_sub_account",
+            Command::InternalTransfer(_) => "internal_transfer",
         }
     }
 }
@@ -98,6 +108,14 @@ pub struct AddInstrument {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Transfer {
     pub account: AccountId,
+    pub asset: AssetCode,
+    pub amount: Dec,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InternalTransfer {
+    pub from: AccountId,
+    pub to: AccountId,
     pub asset: AssetCode,
     pub amount: Dec,
 }

@@ -37,6 +37,7 @@ pub enum EventKind {
     RiskLimits(RiskLimits),
     AccountStatus(AccountStatus),
     Mmp(Mmp),
+    SubAccountLinked(SubAccountLinked),
     Error(Error),
 }
 
@@ -222,6 +223,13 @@ impl MmpState {
     }
 }
 
+/// `sub` is now a sub-account of `owner`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SubAccountLinked {
+    pub owner: AccountId,
+    pub sub: AccountId,
+}
+
 /// Input that never became a command (a malformed line): its line number
 /// and the cause.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -248,6 +256,7 @@ impl EventKind {
             EventKind::RiskLimits(_) => "risk_limits",
             EventKind::AccountStatus(_) => "account_status",
             EventKind::Mmp(_) => "mmp",
+            EventKind::SubAccountLinked(_) => "sub_account_linked",
             EventKind::Error(_) => "error",
         }
     }

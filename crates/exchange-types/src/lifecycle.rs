@@ -179,6 +179,7 @@ pub fn order_updates(kind: &EventKind) -> impl Iterator<Item = OrderUpdate<'_>> 
         | EventKind::RiskLimits(_)
         | EventKind::AccountStatus(_)
         | EventKind::Mmp(_)
+        | EventKind::SubAccountLinked(_)
         | EventKind::Error(_) => (None, None),
     };
     first.into_iter().chain(second)

@@ -62,6 +62,8 @@ pub const MAX_PRICE_BAND_BPS: u32 = 10_000;
 pub const MAX_RISK_OPEN_ORDERS: u32 = MAX_OPEN_ORDERS_PER_ACCOUNT;
 /// Largest fill count a market-maker protection may allow per window.
 pub const MAX_MMP_COUNT: u32 = 1_000_000;
+/// Sub-accounts one owner may have.
+pub const MAX_SUB_ACCOUNTS: u32 = 1_024;
 /// Largest fee magnitude, in basis points (100%).
 pub const MAX_FEE_BPS: i32 = 10_000;
 /// Largest price collar, in basis points (a collar of 100% or more is none).

@@ -59,6 +59,7 @@ reject_reasons! {
     PriceOutsideBand = 209, "price_outside_band", "the price is outside the account's band around the reference price";
     AccountSuspended = 210, "account_suspended", "the account is suspended";
     MmpTripped = 211, "mmp_tripped", "market-maker protection tripped on this instrument; reset it to trade again";
+    AccountsNotRelated = 212, "accounts_not_related", "transfers move funds only between an owner and its sub-accounts";
     DuplicateClientOrderId = 301, "duplicate_client_order_id", "the account already has an open order with this client order id";
     UnknownOrder = 302, "unknown_order", "no open order of this account has this id";
     OrderNotOpen = 303, "order_not_open", "the order is no longer open";
@@ -71,6 +72,7 @@ reject_reasons! {
     AmountOverflow = 406, "amount_overflow", "the amount is larger than the exchange can represent";
     ExchangeFull = 407, "exchange_full", "the exchange has reached its limit of open orders";
     TooManyMmpConfigs = 408, "too_many_mmp_configs", "the exchange has reached its limit of market-maker protection settings";
+    TooManySubAccounts = 409, "too_many_sub_accounts", "the owner has reached its limit of sub-accounts";
     InstrumentExists = 501, "instrument_exists", "an instrument with this symbol already exists";
     InvalidInstrument = 502, "invalid_instrument", "the instrument's tick, lot or quantity limits are inconsistent";
     InvalidFee = 503, "invalid_fee", "fees must lie within 100% and a maker rebate cannot exceed the taker fee";
@@ -80,6 +82,7 @@ reject_reasons! {
     AccountAlreadyInStatus = 507, "account_already_in_status", "the account is already suspended or already active";
     InvalidMmp = 508, "invalid_mmp", "market-maker protection needs a window and thresholds greater than zero";
     MmpNotConfigured = 509, "mmp_not_configured", "the account has no market-maker protection on this instrument";
+    InvalidSubAccount = 510, "invalid_sub_account", "a sub-account must be another account, without an owner or sub-accounts of its own";
 }
 
 impl std::fmt::Display for RejectReason {

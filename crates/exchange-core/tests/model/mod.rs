@@ -127,7 +127,9 @@ impl Model {
             | Command::Suspend { .. }
             | Command::Reinstate { .. }
             | Command::SetMmp(_)
-            | Command::ResetMmp { .. } => Ok(()),
+            | Command::ResetMmp { .. }
+            | Command::LinkSubAccount { .. }
+            | Command::InternalTransfer(_) => Ok(()),
         };
         if let Err(reason) = result {
             out.push(Ev::Rejected(command.name(), reason));

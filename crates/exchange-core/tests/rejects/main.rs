@@ -44,6 +44,7 @@ const TESTED: &[(RejectReason, fn())] = &[
     (R::PriceOutsideBand, member::price_outside_band),
     (R::AccountSuspended, member::account_suspended),
     (R::MmpTripped, member::mmp_tripped),
+    (R::AccountsNotRelated, member::accounts_not_related),
     (R::DuplicateClientOrderId, orders::duplicate_client_order_id),
     (R::UnknownOrder, orders::unknown_order),
     (R::OrderNotOpen, orders::order_not_open),
@@ -59,10 +60,12 @@ const TESTED: &[(RejectReason, fn())] = &[
     (R::InvalidCollar, admin::invalid_collar),
     (R::AlreadyInStatus, admin::already_in_status),
     (R::TooManyMmpConfigs, member::too_many_mmp_configs),
+    (R::TooManySubAccounts, member::too_many_sub_accounts),
     (R::InvalidRiskLimits, member::invalid_risk_limits),
     (R::AccountAlreadyInStatus, member::account_already_in_status),
     (R::InvalidMmp, member::invalid_mmp),
     (R::MmpNotConfigured, member::mmp_not_configured),
+    (R::InvalidSubAccount, member::invalid_sub_account),
 ];
 
 /// Reasons without a test, and why.

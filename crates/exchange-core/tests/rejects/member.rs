@@ -249,3 +249,54 @@ pub fn mmp_not_configured() {
     assert_eq!(reject_reason(&removed), None);
     assert_rejected(&mut h, reset_mmp(1, "BTC-USD"), R::MmpNotConfigured);
 }
+
+#[test]
+pub fn accounts_not_related() {
+    let mut h = Harness::funded(3);
+    h.run_checked(link_sub(1, 2));
+    // Unrelated, to itself, to an account the core has never seen.
+    for command in [
+        internal_transfer(1, 3, "USD", "1"),
+        internal_transfer(3, 2, "USD", "1"),
+        internal_transfer(1, 1, "USD", "1"),
+        internal_transfer(1, 42, "USD", "1"),
+    ] {
+        assert_rejected(&mut h, command, R::AccountsNotRelated);
+    }
+    assert_rejected(
+        &mut h,
+        internal_transfer(2, 1, "USD", "1000000.00000001"),
+        R::InsufficientFunds,
+    );
+    assert_rejected(&mut h, internal_transfer(2, 1, "XRP", "1"), R::UnknownAsset);
+    assert_rejected(&mut h, internal_transfer(2, 1, "USD", "0"), R::InvalidAmount);
+}
+
+#[test]
+pub fn too_many_sub_accounts() {
+    use exchange_types::limits::MAX_SUB_ACCOUNTS;
+    let mut h = Harness::funded(0);
+    for sub in 0..u64::from(MAX_SUB_ACCOUNTS) {
+        let events = h.run(link_sub(1, 100 + sub));
+        assert_eq!(reject_reason(&events), None);
+    }
+    assert_rejected(&mut h, link_sub(1, 99), R::TooManySubAccounts);
+}
+
+#[test]
+pub fn invalid_sub_account() {
+    let mut h = Harness::funded(4);
+    h.run_checked(link_sub(1, 2));
+    for command in [
+        link_sub(1, 1),
+        link_sub(0, 3),
+        link_sub(3, 0),
+        // Already someone's sub-account, or an owner itself.
+        link_sub(3, 2),
+        link_sub(3, 1),
+        // A sub-account cannot own.
+        link_sub(2, 4),
+    ] {
+        assert_rejected(&mut h, command, R::InvalidSubAccount);
+    }
+}

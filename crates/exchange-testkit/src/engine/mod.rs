@@ -618,6 +618,11 @@ pub fn describe(command: &Command) -> String {
             m.max_count.map_or("-".to_string(), |n| n.to_string())
         ),
         Command::ResetMmp { account, symbol } => format!("reset_mmp a{account} {symbol}"),
+        Command::LinkSubAccount { owner, sub } => format!("link_sub_account a{owner} a{sub}"),
+        Command::InternalTransfer(t) => format!(
+            "internal_transfer a{} a{} {} {}",
+            t.from, t.to, t.asset, t.amount
+        ),
     }
 }
 

@@ -146,6 +146,19 @@ pub fn reset_mmp(account: u64, symbol: &str) -> Command {
     }
 }
 
+pub fn link_sub(owner: u64, sub: u64) -> Command {
+    Command::LinkSubAccount { owner, sub }
+}
+
+pub fn internal_transfer(from: u64, to: u64, code: &str, amount: &str) -> Command {
+    Command::InternalTransfer(InternalTransfer {
+        from,
+        to,
+        asset: asset(code),
+        amount: dec(amount),
+    })
+}
+
 pub fn add(spec: AddInstrument) -> Command {
     Command::AddInstrument(Box::new(spec))
 }

@@ -105,7 +105,9 @@ pub fn translate(stamped: &Stamped, events: &[Event], tracker: &Tracker) -> Peer
         | Command::SetRiskLimits(_)
         | Command::Reinstate { .. }
         | Command::SetMmp(_)
-        | Command::ResetMmp { .. } => PeerOp::Noop,
+        | Command::ResetMmp { .. }
+        | Command::LinkSubAccount { .. }
+        | Command::InternalTransfer(_) => PeerOp::Noop,
     }
 }
 
