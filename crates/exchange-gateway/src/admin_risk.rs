@@ -1,13 +1,14 @@
-//! Member risk controls over HTTP: the operator's routes under
+//! Member controls over HTTP: the operator's routes under
 //! `/admin/accounts/{account}` (limits, kill switch, market-maker
-//! protection) and the account's own market-maker protection reset. Each
-//! is one logged command, answered with what the core made of it.
+//! protection, sub-accounts), the account's own market-maker protection
+//! reset and its transfers within its family. Each is one logged command,
+//! answered with what the core made of it.
 
 use axum::extract::State;
 use axum::Json;
 use exchange_types::{
-    format_units, AccountId, Command, Dec, Event, EventKind, MmpState, SetMmp, SetRiskLimits,
-    Symbol,
+    format_units, AccountId, Command, Dec, Event, EventKind, InternalTransfer, MmpState, SetMmp,
+    SetRiskLimits, Symbol,
 };
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -282,4 +283,65 @@ pub async fn account_reset_mmp(
     signed: Signed,
 ) -> Reply {
     reset_mmp(&app, signed.account, &symbol).await
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SubAccountRequest {
+    account_id: AccountId,
+}
+
+/// `POST /admin/accounts/{owner}/sub-accounts`: makes an existing account
+/// a sub-account of `owner`.
+pub async fn link_sub_account(
+    State(app): State<AppState>,
+    _admin: Admin,
+    ApiPath(owner): ApiPath<AccountId>,
+    JsonBody(request): JsonBody<SubAccountRequest>,
+) -> Reply {
+    let sub = request.account_id;
+    if !app.handle.account_exists(sub).await? {
+        return Err(ApiError::not_found(
+            "unknown_account",
+            "no account has this id",
+        ));
+    }
+    submit_for(&app, owner, Command::LinkSubAccount { owner, sub }).await?;
+    Ok(Json(json!({ "owner": owner, "sub_account": sub })))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InternalTransferRequest {
+    to_account_id: AccountId,
+    asset: String,
+    amount: String,
+}
+
+/// `POST /v1/transfers`: the signing account moves available funds to its
+/// owner, one of its sub-accounts or a sibling sub-account.
+pub async fn internal_transfer(State(app): State<AppState>, signed: Signed) -> Reply {
+    let request: InternalTransferRequest =
+        serde_json::from_slice(&signed.body).map_err(|e| ApiError::from_json(&e))?;
+    let transfer = InternalTransfer {
+        from: signed.account,
+        to: request.to_account_id,
+        asset: identifier("asset", &request.asset)?,
+        amount: decimal("amount", &request.amount)?,
+    };
+    let asset = transfer.asset;
+    let events = submit_for(&app, signed.account, Command::InternalTransfer(transfer)).await?;
+    let balances: Vec<Value> = events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::Balance(b) if b.asset == asset => Some(json!({
+                "account_id": b.account,
+                "asset": b.asset.as_str(),
+                "total": format_units(b.total),
+                "available": format_units(b.available),
+            })),
+            _ => None,
+        })
+        .collect();
+    Ok(Json(json!({ "balances": balances })))
 }

@@ -223,3 +223,38 @@ async fn mmp_trips_and_the_account_resets_it_itself() {
     .await;
     assert_eq!(gone.json["code"], "mmp_not_configured");
 }
+
+#[tokio::test]
+async fn an_owner_links_a_sub_account_and_moves_funds_to_it_only() {
+    let node = funded_node().await;
+    let app = app(&node, |_| {});
+    let linked = call(
+        &app,
+        admin("/admin/accounts/1/sub-accounts", json!({ "account_id": 2 })),
+    )
+    .await;
+    assert_eq!(linked.status, StatusCode::OK, "{}", linked.json);
+    assert_eq!(linked.json, json!({ "owner": 1, "sub_account": 2 }));
+    let body = r#"{"to_account_id":2,"asset":"USD","amount":"250"}"#;
+    let moved = call(&app, signed(1, Method::POST, "/v1/transfers", body)).await;
+    assert_eq!(moved.status, StatusCode::OK, "{}", moved.json);
+    assert_eq!(moved.json["balances"][1]["account_id"], 2);
+    assert_eq!(moved.json["balances"][1]["available"], "250");
+    // The sub-account can send it back; nobody can send to a stranger.
+    let back = r#"{"to_account_id":1,"asset":"USD","amount":"50"}"#;
+    let reply = call(&app, signed(2, Method::POST, "/v1/transfers", back)).await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.json);
+    let stranger = r#"{"to_account_id":9,"asset":"USD","amount":"1"}"#;
+    let refused = call(&app, signed(1, Method::POST, "/v1/transfers", stranger)).await;
+    assert_eq!(
+        refused.json["code"], "accounts_not_related",
+        "{}",
+        refused.json
+    );
+    let nested = call(
+        &app,
+        admin("/admin/accounts/2/sub-accounts", json!({ "account_id": 1 })),
+    )
+    .await;
+    assert_eq!(nested.json["code"], "invalid_sub_account");
+}

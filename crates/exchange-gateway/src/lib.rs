@@ -166,6 +166,11 @@ pub fn router(app: AppState) -> Router {
             post(admin_risk::account_reset_mmp),
         )
         .route(
+            "/admin/accounts/{account}/sub-accounts",
+            post(admin_risk::link_sub_account),
+        )
+        .route("/v1/transfers", post(admin_risk::internal_transfer))
+        .route(
             "/v1/orders",
             post(trading::place)
                 .get(records::list_orders)
