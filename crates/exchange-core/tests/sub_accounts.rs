@@ -19,12 +19,20 @@ fn transfers_move_available_funds_within_a_family_and_keep_the_supply() {
     let (total, available) = bal(&h, 1, "USD");
     let too_much = format!("{}", Dec::new(available as i64 + 1, AMOUNT_SCALE as u8));
     let refused = h.run_checked(internal_transfer(1, 5, "USD", &too_much));
-    assert_eq!(reject_reason(&refused), Some(RejectReason::InsufficientFunds));
+    assert_eq!(
+        reject_reason(&refused),
+        Some(RejectReason::InsufficientFunds)
+    );
     let events = h.run_checked(internal_transfer(1, 5, "USD", "1000"));
     assert_eq!(
         balance_updates(&events),
         vec![
-            (1, "USD".to_string(), total - units("1000"), available - units("1000")),
+            (
+                1,
+                "USD".to_string(),
+                total - units("1000"),
+                available - units("1000")
+            ),
             (5, "USD".to_string(), units("1000"), units("1000")),
         ]
     );

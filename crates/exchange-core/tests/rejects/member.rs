@@ -269,7 +269,11 @@ pub fn accounts_not_related() {
         R::InsufficientFunds,
     );
     assert_rejected(&mut h, internal_transfer(2, 1, "XRP", "1"), R::UnknownAsset);
-    assert_rejected(&mut h, internal_transfer(2, 1, "USD", "0"), R::InvalidAmount);
+    assert_rejected(
+        &mut h,
+        internal_transfer(2, 1, "USD", "0"),
+        R::InvalidAmount,
+    );
 }
 
 #[test]
