@@ -312,7 +312,15 @@ fn risk_command() -> impl Strategy<Value = Command> {
             prop::option::of(1u32..=3),
         )
             .prop_map(|(a, w, q, c)| set_mmp(a, "BTC-USD", w, q, c)),
-        3 => account.prop_map(|a| reset_mmp(a, "BTC-USD")),
+        3 => account.clone().prop_map(|a| reset_mmp(a, "BTC-USD")),
+        1 => (account.clone(), account.clone()).prop_map(|(o, s)| link_sub(o, s)),
+        2 => (
+            account.clone(),
+            account,
+            prop::sample::select(vec!["USD", "BTC"]),
+            prop::sample::select(vec!["0.5", "100", "5000"]),
+        )
+            .prop_map(|(f, t, asset, amount)| internal_transfer(f, t, asset, amount)),
     ]
 }
 
