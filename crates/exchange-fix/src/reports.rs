@@ -22,6 +22,7 @@ pub fn ord_rej_reason(reason: RejectReason) -> u32 {
         UnknownInstrument => 1,
         InstrumentHalted => 2,
         InsufficientFunds | TooManyOpenOrders => 3,
+        OrderQtyOverLimit | OrderNotionalOverLimit | OpenOrdersOverLimit => 3,
         UnknownOrder | OrderNotOpen => 5,
         DuplicateClientOrderId => 6,
         PostOnlyNotAllowed => 11,
@@ -29,6 +30,7 @@ pub fn ord_rej_reason(reason: RejectReason) -> u32 {
         UnknownAccount | FeeAccountCannotTrade => 15,
         // Exchange rules on the price: "broker / exchange option".
         PriceOutsideCollar | PostOnlyWouldTake => 0,
+        PriceOutsideBand | AccountSuspended | MmpTripped => 0,
         _ => 99,
     }
 }
@@ -40,6 +42,8 @@ pub fn cxl_rej_reason(reason: RejectReason) -> u32 {
         OrderNotOpen => 0,
         UnknownOrder | UnknownAccount => 1,
         InstrumentHalted | PriceOutsideCollar | PostOnlyWouldTake => 2,
+        OrderQtyOverLimit | OrderNotionalOverLimit | PriceOutsideBand => 2,
+        AccountSuspended | MmpTripped => 2,
         DuplicateClientOrderId => 6,
         _ => 99,
     }

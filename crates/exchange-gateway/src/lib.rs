@@ -8,13 +8,17 @@
 //! Layout: [`auth`] (signatures, admin token), [`ratelimit`], [`replay`], [`error`]
 //! (the JSON error shape and rejection-mapping extractors), [`translate`]
 //! (requests ↔ commands and events, shared by REST and WebSocket), the
-//! route groups [`admin`], [`trading`], [`records`] (history, from the
+//! route groups [`admin`] (and its member risk controls, [`admin_risk`]),
+//! [`trading`], [`records`] (history, from the
 //! reporting store) and [`public`], [`ws`] (and its
 //! public market-data channels, [`ws_market`]), [`openapi`]; and
 //! [`listener`], which accepts connections and bounds them in number and
 //! time.
 
 pub mod admin;
+pub mod admin_risk;
+#[cfg(test)]
+mod admin_risk_tests;
 #[cfg(test)]
 mod admin_tests;
 pub mod auth;
@@ -64,7 +68,7 @@ use axum::http::header::CONTENT_TYPE;
 use axum::http::StatusCode;
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{delete, get, post};
+use axum::routing::{delete, get, post, put};
 use axum::Router;
 
 use error::ApiError;
@@ -172,6 +176,35 @@ pub fn router(app: AppState) -> Router {
         .route("/admin/instruments/{symbol}/halt", post(admin::halt))
         .route("/admin/instruments/{symbol}/resume", post(admin::resume))
         .route("/admin/status", get(status::status))
+        .route(
+            "/admin/accounts/{account}/risk-limits",
+            put(admin_risk::put_limits).delete(admin_risk::delete_limits),
+        )
+        .route(
+            "/admin/accounts/{account}/suspend",
+            post(admin_risk::suspend),
+        )
+        .route(
+            "/admin/accounts/{account}/reinstate",
+            post(admin_risk::reinstate),
+        )
+        .route(
+            "/admin/accounts/{account}/mmp/{symbol}",
+            put(admin_risk::put_mmp).delete(admin_risk::delete_mmp),
+        )
+        .route(
+            "/admin/accounts/{account}/mmp/{symbol}/reset",
+            post(admin_risk::admin_reset_mmp),
+        )
+        .route(
+            "/v1/mmp/{symbol}/reset",
+            post(admin_risk::account_reset_mmp),
+        )
+        .route(
+            "/admin/accounts/{account}/sub-accounts",
+            post(admin_risk::link_sub_account),
+        )
+        .route("/v1/transfers", post(admin_risk::internal_transfer))
         .route(
             "/v1/orders",
             post(trading::place)

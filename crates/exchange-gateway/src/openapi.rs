@@ -63,6 +63,12 @@ fn paths() -> Value {
         json!({ "type": "integer" }),
         "exchange order id",
     );
+    let account_p = param(
+        "account",
+        "path",
+        json!({ "type": "integer" }),
+        "account id",
+    );
     let symbol = param(
         "symbol",
         "path",
@@ -113,6 +119,45 @@ fn paths() -> Value {
         "/admin/instruments/{symbol}/resume": { "post": { "summary": "Resume trading", "security": admin(),
             "parameters": [symbol],
             "responses": responses(&[("200", ok("new status", schema_ref("StatusChange")))], ADMIN_ERRORS) } },
+        "/admin/accounts/{account}/risk-limits": {
+            "put": { "summary": "Replace the account's pre-trade limits (absent field: no limit)", "security": admin(),
+                "parameters": [account_p.clone()],
+                "requestBody": body(json!({ "type": "object", "properties": {
+                    "max_order_qty": { "type": "string" }, "max_order_notional": { "type": "string" },
+                    "max_open_orders": { "type": "integer" }, "price_band_pct": { "type": "string" } } })),
+                "responses": responses(&[("200", ok("limits now in force", json!({ "type": "object" })))], ADMIN_ERRORS) },
+            "delete": { "summary": "Clear the account's pre-trade limits", "security": admin(),
+                "parameters": [account_p.clone()],
+                "responses": responses(&[("200", ok("limits now in force (none)", json!({ "type": "object" })))], ADMIN_ERRORS) } },
+        "/admin/accounts/{account}/suspend": { "post": { "summary": "Kill switch: cancel the account's open orders and refuse new ones", "security": admin(),
+            "parameters": [account_p.clone()],
+            "responses": responses(&[("200", ok("status and orders canceled", json!({ "type": "object" })))], ADMIN_ERRORS) } },
+        "/admin/accounts/{account}/reinstate": { "post": { "summary": "Lift a suspension", "security": admin(),
+            "parameters": [account_p.clone()],
+            "responses": responses(&[("200", ok("status", json!({ "type": "object" })))], ADMIN_ERRORS) } },
+        "/admin/accounts/{account}/mmp/{symbol}": {
+            "put": { "summary": "Set market-maker protection for the account on the instrument", "security": admin(),
+                "parameters": [account_p.clone(), symbol.clone()],
+                "requestBody": body(json!({ "type": "object", "required": ["window_ms"], "properties": {
+                    "window_ms": { "type": "integer" }, "max_qty": { "type": "string" }, "max_count": { "type": "integer" } } })),
+                "responses": responses(&[("200", ok("protection now in force", json!({ "type": "object" })))], ADMIN_ERRORS) },
+            "delete": { "summary": "Remove the protection", "security": admin(),
+                "parameters": [account_p.clone(), symbol.clone()],
+                "responses": responses(&[("200", ok("removed", json!({ "type": "object" })))], ADMIN_ERRORS) } },
+        "/admin/accounts/{account}/mmp/{symbol}/reset": { "post": { "summary": "Reset tripped market-maker protection", "security": admin(),
+            "parameters": [account_p.clone(), symbol.clone()],
+            "responses": responses(&[("200", ok("reset", json!({ "type": "object" })))], ADMIN_ERRORS) } },
+        "/admin/accounts/{account}/sub-accounts": { "post": { "summary": "Make an account a sub-account of this one", "security": admin(),
+            "parameters": [account_p.clone()],
+            "requestBody": body(json!({ "type": "object", "required": ["account_id"], "properties": { "account_id": { "type": "integer" } } })),
+            "responses": responses(&[("200", ok("linked", json!({ "type": "object" })))], ADMIN_ERRORS) } },
+        "/v1/transfers": { "post": { "summary": "Move available funds to the account's owner, a sub-account or a sibling", "security": signed(),
+            "requestBody": body(json!({ "type": "object", "required": ["to_account_id", "asset", "amount"], "properties": {
+                "to_account_id": { "type": "integer" }, "asset": { "type": "string" }, "amount": { "type": "string" } } })),
+            "responses": responses(&[("200", ok("both balances after", json!({ "type": "object" })))], SIGNED_ERRORS) } },
+        "/v1/mmp/{symbol}/reset": { "post": { "summary": "Reset the account's own tripped market-maker protection", "security": signed(),
+            "parameters": [symbol.clone()],
+            "responses": responses(&[("200", ok("reset", json!({ "type": "object" })))], SIGNED_ERRORS) } },
         "/admin/status": { "get": { "summary": "Node status for the operator dashboard (docs/ui.md)", "security": admin(),
             "responses": responses(&[("200", ok("role, log position, throughput, latency percentiles, rejects, market data", json!({ "type": "object" })))], &["401", "503"]) } },
         "/v1/orders": {

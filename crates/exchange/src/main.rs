@@ -1,5 +1,6 @@
 //! `exchange`: one binary, one subcommand per job.
 
+mod admin;
 mod bench;
 mod cluster;
 mod feed;
@@ -49,6 +50,9 @@ enum Cmd {
     /// A local Raft cluster (up, down) and any cluster's status.
     #[command(subcommand)]
     Cluster(cluster::ClusterCmd),
+    /// Member risk controls on a running server: suspend, reinstate,
+    /// limits, market-maker protection.
+    Admin(admin::AdminArgs),
 }
 
 #[derive(clap::Args)]
@@ -260,6 +264,7 @@ fn run(command: Cmd) -> anyhow::Result<()> {
         Cmd::Feed(cmd) => feed::run(cmd),
         Cmd::Report(args) => report::run(args),
         Cmd::Cluster(cmd) => cluster::run(cmd),
+        Cmd::Admin(args) => admin::run(args),
     }
 }
 
