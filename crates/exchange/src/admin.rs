@@ -1,6 +1,6 @@
 //! `exchange admin`: the operator's member risk controls on a running
 //! server, over its admin HTTP routes (docs/server.md). The token comes
-//! from `--token` or `EXCHANGE_ADMIN_TOKEN`; the answer is printed as
+//! from `--token-file` or `EXCHANGE_ADMIN_TOKEN`; the answer is printed as
 //! JSON, and a refusal is an error with the server's code and message.
 
 use anyhow::{anyhow, bail};
@@ -13,9 +13,10 @@ pub struct AdminArgs {
     /// The server's HTTP address.
     #[arg(long, default_value = "http://127.0.0.1:8080")]
     url: String,
-    /// Admin bearer token (else EXCHANGE_ADMIN_TOKEN).
+    /// A file holding the admin bearer token (else EXCHANGE_ADMIN_TOKEN);
+    /// a server that generated its token keeps it in DATA_DIR/admin_token.
     #[arg(long)]
-    token: Option<String>,
+    token_file: Option<std::path::PathBuf>,
     #[command(subcommand)]
     command: AdminCmd,
 }
@@ -154,15 +155,14 @@ fn request(command: &AdminCmd) -> (&'static str, String, Option<Value>) {
     }
 }
 
-fn token(given: Option<String>) -> anyhow::Result<String> {
-    given
-        .or_else(|| std::env::var("EXCHANGE_ADMIN_TOKEN").ok())
-        .filter(|t| !t.is_empty())
-        .ok_or_else(|| anyhow!("give --token or set EXCHANGE_ADMIN_TOKEN"))
+fn token(file: Option<&std::path::Path>) -> anyhow::Result<String> {
+    crate::admin_token::from_file_or_env(file)?.ok_or_else(|| {
+        anyhow!("give --token-file (a server keeps a generated token in DATA_DIR/admin_token) or set EXCHANGE_ADMIN_TOKEN")
+    })
 }
 
 pub fn run(args: AdminArgs) -> anyhow::Result<()> {
-    let token = token(args.token)?;
+    let token = token(args.token_file.as_deref())?;
     let addr = parse_addr(&args.url)?;
     let (method, path, body) = request(&args.command);
     let body = body.map(|b| b.to_string()).unwrap_or_default();

@@ -1,6 +1,7 @@
 //! `exchange`: one binary, one subcommand per job.
 
 mod admin;
+mod admin_token;
 mod bench;
 mod cluster;
 mod feed;
@@ -314,5 +315,42 @@ mod tests {
             fold(message),
             "TOML parse error at line 1, column 7; invalid string; expected `\"`, `'`"
         );
+    }
+
+    #[test]
+    fn the_admin_command_takes_its_token_from_a_file_never_the_command_line() {
+        use clap::Parser;
+        let inline = Cli::try_parse_from([
+            "exchange",
+            "admin",
+            "--token",
+            "t",
+            "suspend",
+            "--account",
+            "1",
+        ]);
+        assert!(inline.is_err(), "an inline admin token must be refused");
+        let from_file = Cli::try_parse_from([
+            "exchange",
+            "admin",
+            "--token-file",
+            "/run/secrets/admin",
+            "suspend",
+            "--account",
+            "1",
+        ]);
+        assert!(from_file.is_ok());
+    }
+
+    #[test]
+    fn an_admin_token_file_wins_and_an_empty_one_is_an_error() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let file = dir.path().join("token");
+        std::fs::write(&file, "  secret-token\n").expect("write");
+        let token = admin_token::from_file_or_env(Some(&file)).expect("read");
+        assert_eq!(token.as_deref(), Some("secret-token"));
+        std::fs::write(&file, "\n").expect("write");
+        let empty = admin_token::from_file_or_env(Some(&file));
+        assert!(empty.is_err_and(|e| e.to_string().contains("is empty")));
     }
 }
