@@ -1,21 +1,32 @@
-//! Who is asking: HMAC-signed requests for trading, a bearer token for
+//! Who is asking: signed requests for accounts, a bearer token for
 //! administration.
 //!
 //! A signed request carries `EX-ACCESS-KEY`, `EX-ACCESS-TIMESTAMP` (Unix
-//! seconds) and `EX-ACCESS-SIGN`: lowercase hex of HMAC-SHA256, keyed with
-//! the API secret's UTF-8 bytes, over `timestamp + METHOD + path?query +
-//! body`. The WebSocket `auth` message signs the same way with `GET` and
-//! `/v1/ws`. Signatures and tokens are compared in constant time; secrets
-//! never leave this module except inside the MAC.
+//! seconds) and `EX-ACCESS-SIGN`, a signature over `timestamp + METHOD +
+//! path?query + body`: for an HMAC key, lowercase hex of HMAC-SHA256 keyed
+//! with the API secret's UTF-8 bytes; for an Ed25519 key, the 64-byte
+//! Ed25519 signature in hex or standard base64. The WebSocket `auth`
+//! message signs the same way with `GET` and `/v1/ws`. Signatures and
+//! tokens are compared in constant time; secrets never leave this module
+//! except inside the MAC.
+//!
+//! A key that signs correctly is then held to its expiry (401), its
+//! allow-list of client addresses (403) and, route by route, its scopes
+//! (403).
 
+use std::convert::Infallible;
+use std::net::{IpAddr, SocketAddr};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use axum::body::Bytes;
-use axum::extract::{FromRequest, FromRequestParts, Request};
+use axum::extract::{ConnectInfo, FromRequest, FromRequestParts, Request};
 use axum::http::header::AUTHORIZATION;
 use axum::http::request::Parts;
-use axum::http::HeaderMap;
+use axum::http::{HeaderMap, StatusCode};
+use base64::Engine as _;
+use exchange_node::keys::{Scope, Scopes};
 use exchange_node::limits::MAX_API_KEY_LEN;
+use exchange_node::reads::{Credential, Verifier};
 use exchange_types::AccountId;
 use hmac::{Hmac, Mac};
 use sha2::{Digest, Sha256};
@@ -75,6 +86,40 @@ pub fn signature_matches(
     }
 }
 
+/// Whether `signature` (hex or standard base64 of the 64 signature bytes)
+/// is the Ed25519 signature of the message by `public_key`. Strict
+/// verification refuses the malleable and small-order forms.
+pub fn ed25519_matches(
+    public_key: &[u8; 32],
+    timestamp: &str,
+    method: &str,
+    path_and_query: &str,
+    body: &[u8],
+    signature: &str,
+) -> bool {
+    let Ok(key) = ed25519_dalek::VerifyingKey::from_bytes(public_key) else {
+        return false;
+    };
+    let bytes = if signature.len() == 128 {
+        hex::decode(signature).ok()
+    } else {
+        base64::engine::general_purpose::STANDARD
+            .decode(signature)
+            .ok()
+    };
+    let Some(signature) = bytes.and_then(|b| <[u8; 64]>::try_from(b).ok()) else {
+        return false;
+    };
+    let signature = ed25519_dalek::Signature::from_bytes(&signature);
+    let mut message =
+        Vec::with_capacity(timestamp.len() + method.len() + path_and_query.len() + body.len());
+    message.extend_from_slice(timestamp.as_bytes());
+    message.extend_from_slice(method.as_bytes());
+    message.extend_from_slice(path_and_query.as_bytes());
+    message.extend_from_slice(body);
+    key.verify_strict(&message, &signature).is_ok()
+}
+
 /// Constant-time equality of two secrets of any length: comparing their
 /// digests hides where (and whether the lengths) differ.
 pub fn ct_eq(a: &[u8], b: &[u8]) -> bool {
@@ -86,10 +131,14 @@ pub fn ct_eq(a: &[u8], b: &[u8]) -> bool {
 }
 
 fn unix_now() -> u64 {
+    unix_now_ns() / 1_000_000_000
+}
+
+/// On the log's clock (Unix nanoseconds), against which keys expire.
+fn unix_now_ns() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0)
+        .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
 }
 
 /// Refuses a timestamp that is not plain digits or is further than
@@ -122,13 +171,99 @@ pub struct SignedMessage<'a> {
     pub method: &'a str,
     pub path_and_query: &'a str,
     pub body: &'a [u8],
+    /// The client's address, when the listener gives it.
+    pub peer: Option<IpAddr>,
 }
 
-/// Checks a signed message and returns the account it speaks for. It
+/// The account a verified key speaks for, and what the key may do there.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Caller {
+    pub account: AccountId,
+    pub scopes: Scopes,
+}
+
+impl Caller {
+    /// Refuses a route the key's scopes do not cover.
+    pub fn require(&self, scope: Scope) -> Result<(), ApiError> {
+        require(self.scopes, scope)
+    }
+}
+
+fn require(scopes: Scopes, scope: Scope) -> Result<(), ApiError> {
+    if scopes.contains(scope) {
+        Ok(())
+    } else {
+        Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            "insufficient_scope",
+            format!(
+                "this API key lacks the `{}` scope (it has: {})",
+                scope.as_str(),
+                scopes.names().join(", ")
+            ),
+        ))
+    }
+}
+
+fn expired() -> ApiError {
+    ApiError::unauthorized("key_expired", "this API key has expired")
+}
+
+/// Refuses a key past its expiry or used from outside its allow-list.
+fn check_use(credential: &Credential, peer: Option<IpAddr>) -> Result<(), ApiError> {
+    if credential.expires_at.is_some_and(|at| unix_now_ns() >= at) {
+        return Err(expired());
+    }
+    if !credential.allows(peer) {
+        return Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            "address_not_allowed",
+            match peer {
+                Some(peer) => format!("this API key may not be used from {peer}"),
+                None => "this API key has an allow-list and the client's address is unknown".into(),
+            },
+        ));
+    }
+    Ok(())
+}
+
+/// For a socket authenticated earlier: whether its key still exists,
+/// has not expired, and has `scope` (a key revoked or expired since stops
+/// the socket's order entry at once).
+pub fn still_allows(app: &AppState, key: &str, scope: Scope) -> Result<(), ApiError> {
+    let credential = app
+        .handle
+        .credential(key)
+        .ok_or_else(|| ApiError::unauthorized("invalid_api_key", "unknown API key"))?;
+    if credential.expires_at.is_some_and(|at| unix_now_ns() >= at) {
+        return Err(expired());
+    }
+    require(credential.scopes, scope)
+}
+
+/// The client's address, if the listener recorded it.
+pub struct PeerAddr(pub Option<IpAddr>);
+
+impl<S: Send + Sync> FromRequestParts<S> for PeerAddr {
+    type Rejection = Infallible;
+
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Infallible> {
+        Ok(PeerAddr(peer_of(parts)))
+    }
+}
+
+fn peer_of(parts: &Parts) -> Option<IpAddr> {
+    parts
+        .extensions
+        .get::<ConnectInfo<SocketAddr>>()
+        .map(|info| info.0.ip())
+}
+
+/// Checks a signed message and returns who it speaks for. It
 /// spends one request of the key's allowance first, whether or not the key
 /// turns out to exist: a client cycling through made-up keys is limited
 /// like any other, per key, before its keys are looked up.
-pub fn authenticate(app: &AppState, message: &SignedMessage<'_>) -> Result<AccountId, ApiError> {
+pub fn authenticate(app: &AppState, message: &SignedMessage<'_>) -> Result<Caller, ApiError> {
     let invalid_key = || ApiError::unauthorized("invalid_api_key", "unknown API key");
     if message.key.is_empty() || message.key.len() > MAX_API_KEY_LEN {
         return Err(invalid_key());
@@ -152,21 +287,37 @@ pub fn authenticate(app: &AppState, message: &SignedMessage<'_>) -> Result<Accou
             return Err(invalid_key());
         }
     };
-    let good = signature_matches(
-        &credential.secret,
-        message.timestamp,
-        message.method,
-        message.path_and_query,
-        message.body,
-        message.signature,
-    );
+    let good = match &credential.verifier {
+        Verifier::Hmac(secret) => signature_matches(
+            secret,
+            message.timestamp,
+            message.method,
+            message.path_and_query,
+            message.body,
+            message.signature,
+        ),
+        Verifier::Ed25519(public_key) => ed25519_matches(
+            public_key,
+            message.timestamp,
+            message.method,
+            message.path_and_query,
+            message.body,
+            message.signature,
+        ),
+    };
     if !good {
         return Err(ApiError::unauthorized(
             "invalid_signature",
             "the signature does not match the request",
         ));
     }
-    Ok(credential.account)
+    // Only a genuine holder of the key learns that it expired or is bound
+    // to other addresses.
+    check_use(&credential, message.peer)?;
+    Ok(Caller {
+        account: credential.account,
+        scopes: credential.scopes,
+    })
 }
 
 /// Spends one request of the key's allowance.
@@ -176,10 +327,19 @@ pub fn rate_limit(app: &AppState, key: &str) -> Result<(), ApiError> {
         .map_err(ApiError::rate_limited)
 }
 
-/// A verified, rate-limited trading request: its account and raw body.
+/// A verified, rate-limited request: its account, its key's scopes and
+/// its raw body. Each route checks the scope it needs.
 pub struct Signed {
     pub account: AccountId,
+    pub caller: Caller,
     pub body: Bytes,
+}
+
+impl Signed {
+    pub fn require(&self, scope: Scope) -> Result<AccountId, ApiError> {
+        self.caller.require(scope)?;
+        Ok(self.account)
+    }
 }
 
 fn header<'a>(headers: &'a HeaderMap, name: &str) -> Result<&'a str, ApiError> {
@@ -216,9 +376,14 @@ impl FromRequest<AppState> for Signed {
             method: parts.method.as_str(),
             path_and_query,
             body: &body,
+            peer: peer_of(&parts),
         };
-        let account = authenticate(app, &message)?;
-        Ok(Signed { account, body })
+        let caller = authenticate(app, &message)?;
+        Ok(Signed {
+            account: caller.account,
+            caller,
+            body,
+        })
     }
 }
 

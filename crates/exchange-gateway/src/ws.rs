@@ -20,6 +20,7 @@ use std::sync::Arc;
 use axum::extract::ws::{CloseFrame, Message, WebSocket, WebSocketUpgrade};
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
+use exchange_node::keys::Scope;
 use exchange_node::limits::WS_AUTH_TIMEOUT;
 use exchange_types::{AccountId, Command, MassCancel, OrderRef};
 use futures_util::SinkExt;
@@ -48,12 +49,13 @@ pub(super) const CLOSE_TRY_AGAIN: u16 = 1013;
 pub async fn handler(
     upgrade: Result<WebSocketUpgrade, axum::extract::ws::rejection::WebSocketUpgradeRejection>,
     State(app): State<AppState>,
+    auth::PeerAddr(peer): auth::PeerAddr,
 ) -> Response {
     match upgrade {
         Ok(upgrade) => upgrade
             .max_message_size(app.config.max_body_bytes)
             .read_buffer_size(READ_BUFFER)
-            .on_upgrade(move |socket| session(app, socket)),
+            .on_upgrade(move |socket| session(app, socket, peer)),
         Err(rejection) => ApiError::new(
             rejection.status(),
             "websocket_required",
@@ -154,6 +156,7 @@ async fn authenticate(
     app: &AppState,
     socket: &mut WebSocket,
     text: &str,
+    peer: Option<std::net::IpAddr>,
 ) -> Option<(AccountId, String, bool)> {
     let checked = async {
         let value: Value = serde_json::from_str(text).map_err(|e| ApiError::from_json(&e))?;
@@ -176,10 +179,13 @@ async fn authenticate(
             method: "GET",
             path_and_query: "/v1/ws",
             body: b"",
+            peer,
         };
-        let account = auth::authenticate(app, &signed)?;
+        // The private stream is what a socket reads: `read` at least.
+        let caller = auth::authenticate(app, &signed)?;
+        caller.require(Scope::Read)?;
         Ok::<_, ApiError>((
-            account,
+            caller.account,
             message.key,
             message.cancel_on_disconnect.unwrap_or(false),
         ))
@@ -211,7 +217,7 @@ async fn private_entry(events: &mut Option<Feed>) -> Result<Arc<Applied>, FeedEn
     }
 }
 
-async fn session(app: AppState, mut socket: WebSocket) {
+async fn session(app: AppState, mut socket: WebSocket, peer: Option<std::net::IpAddr>) {
     let _open = app.stats.ws_opened();
     let Some(first) = first_message(&mut socket).await else {
         return;
@@ -221,7 +227,7 @@ async fn session(app: AppState, mut socket: WebSocket) {
         (None, false, None)
     } else {
         let Some((account, key, cancel_on_disconnect)) =
-            authenticate(&app, &mut socket, &first).await
+            authenticate(&app, &mut socket, &first, peer).await
         else {
             return;
         };
@@ -418,8 +424,13 @@ impl Session {
     /// Order entry answers later, through [`Session::answers`].
     async fn handle(&mut self, text: &str) -> Option<Value> {
         let fast = match &self.auth {
-            Some((account, key)) => translate::ws_order_entry(*account, text)
-                .map(|(id, command)| (id, command, auth::rate_limit(&self.app, key))),
+            Some((account, key)) => {
+                translate::ws_order_entry(*account, text).map(|(id, command)| {
+                    let allowed = auth::rate_limit(&self.app, key)
+                        .and_then(|()| auth::still_allows(&self.app, key, Scope::Trade));
+                    (id, command, allowed)
+                })
+            }
             None => None,
         };
         if let Some((request_id, command, allowed)) = fast {
@@ -509,6 +520,7 @@ impl Session {
         };
         let account = *account;
         auth::rate_limit(&self.app, key)?;
+        auth::still_allows(&self.app, key, Scope::Trade)?;
         let command = order_entry_command(account, kind, fields)?;
         self.enqueue(request_id, command)
     }

@@ -53,6 +53,12 @@ pub struct Config {
     pub listen: SocketAddr,
     /// Admin bearer token; else `EXCHANGE_ADMIN_TOKEN`; else generated.
     pub admin_token: Option<String>,
+    /// File holding the master key HMAC API secrets are derived from (64
+    /// hex digits, mode 0600 or 0400). `EXCHANGE_MASTER_KEY`, when set,
+    /// wins over it; with neither, the file `master_key` in the data
+    /// directory, generated on first start. Every node of a cluster needs
+    /// the same key.
+    pub master_key_file: Option<PathBuf>,
     /// Instruments listed at start-up if missing.
     pub instruments: Vec<InstrumentConfig>,
     /// Commands waiting for the journal before new ones get 503.
@@ -320,6 +326,7 @@ impl Default for Config {
             data_dir: PathBuf::from("./data"),
             listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
             admin_token: None,
+            master_key_file: None,
             instruments: vec![
                 instrument("BTC-USD", "BTC", "0.01", "0.0001", "60000.00"),
                 instrument("ETH-USD", "ETH", "0.01", "0.001", "3000.00"),

@@ -17,7 +17,11 @@ pub mod core_state;
 pub mod entry;
 pub mod history;
 pub mod instruments;
+pub mod keys;
+#[cfg(test)]
+mod keys_tests;
 pub mod limits;
+pub mod master_key;
 pub mod metrics;
 pub mod metrics_window;
 mod parked;
