@@ -65,6 +65,11 @@ struct ServeArgs {
     /// Admin bearer token (else EXCHANGE_ADMIN_TOKEN, else generated).
     #[arg(long)]
     admin_token: Option<String>,
+    /// File (mode 0600) with the 64-hex-digit master key API secrets are
+    /// derived from (EXCHANGE_MASTER_KEY wins; neither: DATA_DIR/master_key,
+    /// generated on first start).
+    #[arg(long)]
+    master_key_file: Option<PathBuf>,
     /// Create demo accounts and run a small market maker and takers.
     #[arg(long)]
     demo: bool,
@@ -106,6 +111,9 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
     }
     if args.admin_token.is_some() {
         config.admin_token = args.admin_token;
+    }
+    if args.master_key_file.is_some() {
+        config.master_key_file = args.master_key_file;
     }
     if args.reporting_url.is_some() {
         config.reporting.url = args.reporting_url;

@@ -139,3 +139,39 @@ fn a_revoked_key_stops_working_on_every_node() {
         assert_eq!(node.signed(&owner, "GET", "/v1/balances", "").status, 200);
     }
 }
+
+/// A master key file others may read, or that is not a key, stops the
+/// server before it serves anything, saying why.
+#[test]
+fn a_bad_master_key_file_is_refused_at_start() {
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let file = tmp.path().join("key");
+    std::fs::write(&file, "ab".repeat(32)).expect("write key");
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+    let data = tmp.path().join("data").display().to_string();
+    let file_arg = file.display().to_string();
+    let args = [
+        "serve",
+        "--data-dir",
+        &data,
+        "--listen",
+        "127.0.0.1:0",
+        "--master-key-file",
+        &file_arg,
+    ];
+    let out = exchange_testkit::run_within(EXCHANGE, &args, std::time::Duration::from_secs(60));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("master key") && stderr.contains("0600"),
+        "{stderr}"
+    );
+
+    std::fs::write(&file, "not a key").expect("write");
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    let out = exchange_testkit::run_within(EXCHANGE, &args, std::time::Duration::from_secs(60));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("64 hex digits"), "{stderr}");
+}
