@@ -435,12 +435,16 @@ async fn websockets_take_ed25519_keys_and_hold_keys_to_scope_and_address() {
     )
     .await;
     let timestamp: u64 = now().parse().expect("now");
-    let signature = signing.sign(format!("{timestamp}GET/v1/ws").as_bytes());
-    let auth = json!({ "type": "auth", "key": reader["api_key"], "timestamp": timestamp,
-                       "signature": hex::encode(signature.to_bytes()) });
+    // Each socket signs at another second: no two auth messages are alike.
+    let auth_at = |ago: u64| {
+        let at = timestamp - ago;
+        let signature = signing.sign(format!("{at}GET/v1/ws").as_bytes());
+        json!({ "type": "auth", "key": reader["api_key"], "timestamp": at,
+                "signature": hex::encode(signature.to_bytes()) })
+    };
     let place = json!({ "type": "place", "request_id": "p", "symbol": "BTC-USD", "side": "sell",
                         "order_type": "limit", "price": "105", "qty": "0.1" });
-    let seen = ws_reply(addr, auth, Some(place)).await;
+    let seen = ws_reply(addr, auth_at(0), Some(place)).await;
     assert_eq!(
         seen[0],
         json!({ "type": "auth", "ok": true, "account_id": 2 })
@@ -449,6 +453,14 @@ async fn websockets_take_ed25519_keys_and_hold_keys_to_scope_and_address() {
         .iter()
         .find(|m| m["error"]["code"] == "insufficient_scope");
     assert!(refusal.is_some(), "{seen:?}");
+    // Cancelling the account's orders on disconnect is trading too.
+    let mut with_cancel = auth_at(1);
+    with_cancel["cancel_on_disconnect"] = json!(true);
+    let seen = ws_reply(addr, with_cancel, None).await;
+    assert_eq!(seen[0]["code"], "insufficient_scope", "{seen:?}");
+    let setting = json!({ "type": "cancel_on_disconnect", "enabled": true });
+    let seen = ws_reply(addr, auth_at(2), Some(setting)).await;
+    assert_eq!(seen[1]["code"], "insufficient_scope", "{seen:?}");
 
     let fenced = new_key(
         &app,

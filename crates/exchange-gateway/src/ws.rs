@@ -184,11 +184,12 @@ async fn authenticate(
         // The private stream is what a socket reads: `read` at least.
         let caller = auth::authenticate(app, &signed)?;
         caller.require(Scope::Read)?;
-        Ok::<_, ApiError>((
-            caller.account,
-            message.key,
-            message.cancel_on_disconnect.unwrap_or(false),
-        ))
+        let cancel_on_disconnect = message.cancel_on_disconnect.unwrap_or(false);
+        // Cancelling the account's orders is trading.
+        if cancel_on_disconnect {
+            caller.require(Scope::Trade)?;
+        }
+        Ok::<_, ApiError>((caller.account, message.key, cancel_on_disconnect))
     };
     match checked.await {
         Ok(found) => Some(found),
@@ -475,7 +476,10 @@ impl Session {
                     Err(error) => Some(refusal(&request_id, error)),
                 }
             }
-            "cancel_on_disconnect" => match from_fields::<CancelOnDisconnect>(fields) {
+            "cancel_on_disconnect" => match from_fields::<CancelOnDisconnect>(fields).and_then(|s| {
+                let key = self.auth.as_ref().map(|(_, key)| key.as_str()).unwrap_or_default();
+                auth::still_allows(&self.app, key, Scope::Trade).map(|()| s)
+            }) {
                 Ok(setting) => {
                     self.cancel_on_disconnect = setting.enabled;
                     with_id(json!({ "type": "cancel_on_disconnect", "enabled": setting.enabled }))
