@@ -324,3 +324,47 @@ proptest! {
         }
     }
 }
+
+/// The map the gateway reads: derived secrets, the legacy secret as it
+/// was, public keys, and keys gone once revoked.
+#[test]
+fn the_shared_map_follows_the_state() {
+    use crate::reads::{SharedCredentials, Verifier};
+    let master = crate::master_key::MasterKey::from_bytes([4; 32]);
+    let ed = KeySpec {
+        ed25519: Some("22".repeat(32)),
+        allow: vec!["10.0.0.0/8".into()],
+        ..spec("ed", &[Scope::Read])
+    };
+    let legacy = LogEntry::CreateAccount {
+        ts: 1,
+        api_key: "old".into(),
+        legacy_secret: Some("plain".into()),
+    };
+    let mut core = apply_all(&[account(1, "a"), legacy, create(2, 1, ed)]);
+    let shared = SharedCredentials::new(&core.state.credentials, master.clone());
+    let a = shared.get("a").expect("a");
+    assert_eq!(a.verifier, Verifier::Hmac(master.derive_secret("a")));
+    assert_eq!(a.scopes, Scopes::all());
+    let old = shared.get("old").expect("old");
+    assert_eq!(old.verifier, Verifier::Hmac("plain".into()));
+    let ed = shared.get("ed").expect("ed");
+    assert_eq!(ed.verifier, Verifier::Ed25519([0x22; 32]));
+    assert!(ed.allows(Some("10.9.8.7".parse().unwrap())));
+    assert!(ed.allows(Some("::ffff:10.9.8.7".parse().unwrap())));
+    assert!(!ed.allows(Some("11.0.0.1".parse().unwrap())));
+    assert!(!ed.allows(None));
+    assert!(a.allows(None));
+
+    let revoke = LogEntry::RevokeKey {
+        ts: 3,
+        key_id: "ed".into(),
+        account: None,
+    };
+    core.apply(4, &revoke);
+    shared.refresh(&revoke.key_ids(), &core.state.credentials);
+    assert!(shared.get("ed").is_none());
+    assert!(shared.get("a").is_some());
+    // Secrets never show in a debug print.
+    assert!(!format!("{a:?}").contains(&master.derive_secret("a")));
+}

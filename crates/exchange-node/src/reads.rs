@@ -364,7 +364,7 @@ impl SharedCredentials {
         *self.by_key.write().unwrap_or_else(|p| p.into_inner()) = fresh;
     }
 
-    fn get(&self, key: &str) -> Option<Credential> {
+    pub(crate) fn get(&self, key: &str) -> Option<Credential> {
         self.by_key
             .read()
             .unwrap_or_else(|p| p.into_inner())
