@@ -24,7 +24,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::auth::{Admin, Signed};
-use super::error::{parse_json, ApiError, ApiPath, JsonBody};
+use super::error::{parse_json, read_body, ApiError, ApiPath, JsonBody};
 use super::AppState;
 
 type Created = Result<(StatusCode, Json<Value>), ApiError>;
@@ -265,8 +265,10 @@ pub async fn admin_rotate(
     State(app): State<AppState>,
     _admin: Admin,
     ApiPath(key_id): ApiPath<String>,
-    body: axum::body::Bytes,
+    request: axum::extract::Request,
 ) -> Created {
+    let (parts, body) = request.into_parts();
+    let body = read_body(&parts.headers, body, app.config.max_body_bytes).await?;
     rotate(&app, key_id, None, optional_json(&body)?).await
 }
 

@@ -209,6 +209,18 @@ async fn revoked_and_rotated_keys_stop_working_at_once() {
     let new = call(&app, hmac(&rotated.json, Method::GET, "/v1/balances", "")).await;
     assert_eq!(new.status, StatusCode::OK);
 
+    // A rotation's body is held to the body limit like any other.
+    let huge = json!({ "ed25519_public_key": "a".repeat(20_000) });
+    let refused = call(
+        &app,
+        admin_request(Method::POST, &format!("/admin/keys/{id}/rotate"), huge),
+    )
+    .await;
+    assert_eq!(
+        code(&refused),
+        (StatusCode::PAYLOAD_TOO_LARGE, Some("body_too_large"))
+    );
+
     let listed = call(
         &app,
         admin_request(Method::GET, "/admin/accounts/1/keys", Value::Null),
