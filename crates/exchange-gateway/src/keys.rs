@@ -15,7 +15,9 @@ use axum::http::StatusCode;
 use axum::Json;
 use base64::Engine as _;
 use exchange_node::entry::LogEntry;
-use exchange_node::keys::{normalise_allow, ApiKey, KeyError, KeySpec, Scope, Scopes};
+use exchange_node::keys::{
+    check_key_id, normalise_allow, ApiKey, KeyError, KeySpec, Scope, Scopes,
+};
 use exchange_node::random_hex;
 use exchange_node::reads::KeyQuery;
 use exchange_node::state::Applied;
@@ -175,6 +177,7 @@ async fn revoke(
     key_id: String,
     account: Option<AccountId>,
 ) -> Result<Json<Value>, ApiError> {
+    known_shape(&key_id)?;
     let applied = submit(
         app,
         LogEntry::RevokeKey {
@@ -196,6 +199,7 @@ async fn rotate(
     account: Option<AccountId>,
     request: RotateRequest,
 ) -> Created {
+    known_shape(&key_id)?;
     let new_key_id = random_hex(16);
     let ed25519 = request
         .ed25519_public_key
@@ -215,6 +219,12 @@ async fn rotate(
     .await?;
     tracing::info!(account, "API key rotated");
     answer_new(app, new_key_id).await
+}
+
+/// A key id no key can have is refused before it reaches the log (whose
+/// entries are bounded), as the unknown key it is.
+fn known_shape(key_id: &str) -> Result<(), ApiError> {
+    check_key_id(key_id).map_err(|_| key_error(KeyError::UnknownKey))
 }
 
 /// An empty body is an empty request (a rotation needs nothing else).

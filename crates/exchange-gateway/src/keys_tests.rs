@@ -253,6 +253,21 @@ async fn revoked_and_rotated_keys_stop_working_at_once() {
         code(&again),
         (StatusCode::NOT_FOUND, Some("unknown_api_key"))
     );
+    // An id longer than any key's never reaches the log.
+    let long = "k".repeat(2_000);
+    let position = || async { node.pipeline.handle.position().await.expect("position") };
+    let before = position().await;
+    for (method, path) in [
+        (Method::DELETE, format!("/admin/keys/{long}")),
+        (Method::POST, format!("/admin/keys/{long}/rotate")),
+    ] {
+        let refused = call(&app, admin_request(method, &path, Value::Null)).await;
+        assert_eq!(
+            code(&refused),
+            (StatusCode::NOT_FOUND, Some("unknown_api_key"))
+        );
+    }
+    assert_eq!(position().await, before);
 }
 
 #[tokio::test]
