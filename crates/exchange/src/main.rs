@@ -3,6 +3,7 @@
 mod bench;
 mod cluster;
 mod feed;
+mod keys;
 mod replay;
 mod report;
 
@@ -49,6 +50,9 @@ enum Cmd {
     /// A local Raft cluster (up, down) and any cluster's status.
     #[command(subcommand)]
     Cluster(cluster::ClusterCmd),
+    /// API keys: create, list, revoke, rotate (through a node's admin routes).
+    #[command(subcommand)]
+    Keys(keys::KeysCmd),
 }
 
 #[derive(clap::Args)]
@@ -232,6 +236,7 @@ fn run(command: Cmd) -> anyhow::Result<()> {
         Cmd::Feed(cmd) => feed::run(cmd),
         Cmd::Report(args) => report::run(args),
         Cmd::Cluster(cmd) => cluster::run(cmd),
+        Cmd::Keys(cmd) => keys::run(cmd),
     }
 }
 

@@ -175,3 +175,77 @@ fn a_bad_master_key_file_is_refused_at_start() {
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("64 hex digits"), "{stderr}");
 }
+
+/// `exchange keys` drives the admin key routes: a read-only key it creates
+/// reads but cannot trade, is listed without its secret, and once revoked
+/// is refused.
+#[test]
+fn the_keys_command_creates_lists_and_revokes() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let server = Server::start(EXCHANGE, &tmp.path().join("data"));
+    let owner = server.api.funded_account();
+    let url = format!("http://127.0.0.1:{}", server.api.port);
+    let id = owner.id.to_string();
+    let keys = |args: &[&str]| {
+        let out = exchange_testkit::run(EXCHANGE, args, None);
+        let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+        let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+        (out.status.code(), stdout, stderr)
+    };
+    let (status, stdout, stderr) = keys(&[
+        "keys",
+        "create",
+        "--url",
+        &url,
+        "--account",
+        &id,
+        "--scopes",
+        "read",
+        "--label",
+        "cli",
+    ]);
+    assert_eq!(status, Some(0), "{stderr}");
+    let made: Value = serde_json::from_str(&stdout).expect("JSON");
+    assert_eq!(made["scopes"], json!(["read"]));
+    let reader = Account {
+        id: owner.id,
+        key: made["api_key"].as_str().expect("api_key").to_owned(),
+        secret: made["api_secret"].as_str().expect("api_secret").to_owned(),
+    };
+    assert_eq!(
+        server.api.signed(&reader, "GET", "/v1/balances", "").status,
+        200
+    );
+    server
+        .api
+        .signed(&reader, "POST", "/v1/orders", &resting_order(3, "cli-1"))
+        .expect_error(403, "insufficient_scope", "a key the CLI made read-only");
+
+    let (status, stdout, _) = keys(&["keys", "list", "--url", &url, "--account", &id]);
+    assert_eq!(status, Some(0));
+    let listed: Value = serde_json::from_str(&stdout).expect("JSON");
+    assert_eq!(listed["keys"].as_array().map(Vec::len), Some(2));
+    assert!(!stdout.contains(&reader.secret) && !stdout.contains(&owner.secret));
+
+    let (status, _, stderr) = keys(&["keys", "revoke", "--url", &url, &reader.key]);
+    assert_eq!(status, Some(0), "{stderr}");
+    server
+        .api
+        .signed(&reader, "GET", "/v1/balances", "")
+        .expect_error(401, "invalid_api_key", "a key the CLI revoked");
+    let (status, _, stderr) = keys(&["keys", "revoke", "--url", &url, &reader.key]);
+    assert_eq!(status, Some(1));
+    assert!(stderr.contains("unknown_api_key"), "{stderr}");
+    let (status, _, stderr) = keys(&[
+        "keys",
+        "create",
+        "--url",
+        &url,
+        "--account",
+        &id,
+        "--scopes",
+        "fly",
+    ]);
+    assert_eq!(status, Some(1));
+    assert!(stderr.contains("unknown scope"), "{stderr}");
+}

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, bail, Context};
 use serde_json::{json, Value};
 
-mod http;
+pub(crate) mod http;
 
 use http::{http_get, http_send, parse_addr};
 
