@@ -43,7 +43,7 @@ COMP_ID = "EXCHANGE"
 # Sessions and the accounts they trade for. Accounts are created in this
 # order, so account ids are 1, 2, ... as listed.
 TRADERS = {"CLIENT1": 1, "CLIENT2": 2}
-RAW_SESSIONS = {f"RAW{n}": 2 + n for n in range(1, 9)}
+RAW_SESSIONS = {f"RAW{n}": 2 + n for n in range(1, 12)}
 DROP_COPY = "DROP1"
 PASSWORDS = {name: f"pw-{name.lower()}" for name in [*TRADERS, *RAW_SESSIONS, DROP_COPY]}
 
@@ -102,9 +102,10 @@ class Exchange:
         with open(self.log_path, "a") as log:
             self.process = subprocess.Popen(
                 [self.binary, "serve", "--data-dir", self.data_dir, "--listen", f"127.0.0.1:{self.http_port}",
-                 "--admin-token", ADMIN_TOKEN, "--config", self.config],
+                 "--config", self.config],
                 stdout=subprocess.DEVNULL, stderr=log, stdin=subprocess.DEVNULL,
-                env={**os.environ, "RUST_LOG": os.environ.get("RUST_LOG", "warn")},
+                env={**os.environ, "RUST_LOG": os.environ.get("RUST_LOG", "warn"),
+                     "EXCHANGE_ADMIN_TOKEN": ADMIN_TOKEN},
             )
         deadline = time.time() + 60
         while time.time() < deadline:

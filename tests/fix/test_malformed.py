@@ -18,7 +18,7 @@ def setUpModule():
     global EX
     EX = Exchange()
     EX.start()
-    EX.fund_accounts(10)
+    EX.fund_accounts(13)
 
 
 def tearDownModule():
@@ -54,9 +54,9 @@ class Malformed(unittest.TestCase):
     def test_missing_required_tag_is_rejected_naming_the_tag(self):
         c = self.raw("RAW2")
         c.logon()
-        c.send("D", [(11, "m1"), (55, "BTC-USD"), (54, 1), (60, utc_now()), (40, 2), (44, "59000")])
+        c.send("D", [(11, "m1"), (55, "BTC-USD"), (54, 1), (60, utc_now()), (38, "0.1"), (44, "59000")])
         reject = c.receive()
-        self.assertEqual((reject[35], reject[45], reject[371], reject[372], reject[373]), ("3", "2", "38", "D", "1"))
+        self.assertEqual((reject[35], reject[45], reject[371], reject[372], reject[373]), ("3", "2", "40", "D", "1"))
         # The session goes on and the rejected message was counted.
         c.send("1", [(112, "after-reject")])
         heartbeat = c.receive()
@@ -157,8 +157,9 @@ class Malformed(unittest.TestCase):
 
     def test_refused_connections_get_a_logout_with_the_reason(self):
         cases = [
-            (self.raw("NOBODY"), "no session for this SenderCompID"),
-            (self.raw("RAW1", password="wrong"), "invalid Password (554)"),
+            # One answer for both, so that it does not say which sessions exist.
+            (self.raw("NOBODY"), "unknown SenderCompID (49) and TargetCompID (56) or invalid Password (554)"),
+            (self.raw("RAW1", password="wrong"), "unknown SenderCompID (49) and TargetCompID (56) or invalid Password (554)"),
         ]
         for client, reason in cases:
             client.send("A", [(98, 0), (108, 30), (554, client.password), (141, "Y")])
@@ -185,6 +186,54 @@ class Malformed(unittest.TestCase):
         # Silent for 2.4 intervals: it gives up with a reason.
         seen = c.expect_closed(timeout=6)
         self.assertIn("HeartBtInt", seen[-1].get(58, ""))
+
+    def test_a_reset_logon_during_the_session_restarts_both_sides_at_one(self):
+        c = self.raw("RAW9")
+        c.logon()
+        for n in range(3):
+            c.send("1", [(112, f"t{n}")])
+            c.receive()
+        c.seq = 1
+        c.send("A", [(98, 0), (108, 30), (554, c.password), (141, "Y")])
+        reply = c.receive()
+        self.assertEqual((reply[35], reply[34], reply[141]), ("A", "1", "Y"))
+        c.send("1", [(112, "after-reset")])
+        heartbeat = c.receive()
+        self.assertEqual((heartbeat[35], heartbeat[34], heartbeat[112]), ("0", "2", "after-reset"))
+
+    def test_a_too_low_possible_duplicate_needs_a_plausible_orig_sending_time(self):
+        c = self.raw("RAW10")
+        c.logon()
+        c.send("0", [])
+        c.send("0", [], seq=2, header=[(43, "Y")])
+        reject = c.receive()
+        self.assertEqual((reject[35], reject[373], reject[371]), ("3", "1", "122"))
+        c.send("0", [], seq=2, header=[(43, "Y"), (122, utc_now(5))])
+        seen = c.expect_closed()
+        self.assertEqual([m[35] for m in seen], ["3", "5"])
+        self.assertEqual((seen[0][373], seen[0][371]), ("10", "122"))
+
+    def test_standard_fields_order_quantity_and_order_status(self):
+        c = self.raw("RAW11")
+        c.logon()
+        parties = [(453, 1), (448, "DESK"), (447, "D"), (452, 3)]
+        standard = [(1, 13), (21, 1), (48, "X1"), (22, "8"), (167, "FOR"), (58, "hi"), *parties]
+        c.send("D", order_fields("s1", 1, "0.1", "59000", extra=standard))
+        ack = c.receive()
+        self.assertEqual((ack[35], ack[150], ack[11]), ("8", "0", "s1"))
+        c.send("D", order_fields("s2", 1, "0.1", "59000", extra=[(167, "BOO")]))
+        reject = c.receive()
+        self.assertEqual((reject[35], reject[373], reject[371]), ("3", "5", "167"))
+        c.send("D", order_fields("s3", 1, "0.1", "59000", extra=[(453, 2), (448, "DESK"), (452, 3)]))
+        reject = c.receive()
+        self.assertEqual((reject[35], reject[373], reject[371]), ("3", "16", "453"))
+        c.send("D", [(11, "s4"), (55, "BTC-USD"), (54, 1), (60, utc_now()), (40, 2), (44, "59000")])
+        refused = c.receive()
+        self.assertEqual((refused[35], refused[150], refused[39]), ("8", "8", "8"))
+        self.assertIn("OrderQty (38)", refused[58])
+        c.send("H", [(11, "s1"), (55, "BTC-USD"), (54, 1), (790, "q1")])
+        status = c.receive()
+        self.assertEqual((status[35], status[150], status[39], status[37], status[790]), ("8", "I", "0", ack[37], "q1"))
 
 
 if __name__ == "__main__":

@@ -9,8 +9,8 @@ use exchange_types::limits::{
     MAX_ENCODED_COMMAND_BYTES, MAX_SYMBOL_LEN,
 };
 use exchange_types::{
-    AddInstrument, Cancel, Command, Dec, MassCancel, OrderRef, OrderType, Place, Replace,
-    SelfTradePrevention, Side, Stamped, TimeInForce, Transfer,
+    AddInstrument, Cancel, Command, Dec, InternalTransfer, MassCancel, OrderRef, OrderType, Place,
+    Replace, SelfTradePrevention, SetMmp, SetRiskLimits, Side, Stamped, TimeInForce, Transfer,
 };
 use proptest::prelude::*;
 
@@ -90,6 +90,33 @@ fn largest_commands() -> Vec<Stamped> {
         }),
         Command::Halt { symbol },
         Command::Resume { symbol },
+        Command::SetRiskLimits(Box::new(SetRiskLimits {
+            account,
+            max_order_qty: Some(dec),
+            max_order_notional: Some(dec),
+            max_open_orders: Some(u32::MAX),
+            price_band_bps: Some(u32::MAX),
+        })),
+        Command::Suspend { account },
+        Command::Reinstate { account },
+        Command::SetMmp(Box::new(SetMmp {
+            account,
+            symbol,
+            window_ns: u64::MAX,
+            max_qty: Some(dec),
+            max_count: Some(u32::MAX),
+        })),
+        Command::ResetMmp { account, symbol },
+        Command::LinkSubAccount {
+            owner: account,
+            sub: account,
+        },
+        Command::InternalTransfer(InternalTransfer {
+            from: account,
+            to: account,
+            asset,
+            amount: dec,
+        }),
     ]
     .into_iter()
     .map(|command| Stamped {
@@ -271,6 +298,50 @@ fn command() -> impl Strategy<Value = Command> {
             .prop_map(|(account, symbol)| Command::MassCancel(MassCancel { account, symbol })),
         id().prop_map(|symbol| Command::Halt { symbol }),
         id().prop_map(|symbol| Command::Resume { symbol }),
+        (
+            wide_u64(),
+            option(dec()),
+            option(dec()),
+            option(any::<u32>()),
+            option(any::<u32>()),
+        )
+            .prop_map(|(account, qty, notional, open, band)| {
+                Command::SetRiskLimits(Box::new(SetRiskLimits {
+                    account,
+                    max_order_qty: qty,
+                    max_order_notional: notional,
+                    max_open_orders: open,
+                    price_band_bps: band,
+                }))
+            }),
+        wide_u64().prop_map(|account| Command::Suspend { account }),
+        wide_u64().prop_map(|account| Command::Reinstate { account }),
+        (
+            wide_u64(),
+            id(),
+            wide_u64(),
+            option(dec()),
+            option(any::<u32>()),
+        )
+            .prop_map(|(account, symbol, window_ns, max_qty, max_count)| {
+                Command::SetMmp(Box::new(SetMmp {
+                    account,
+                    symbol,
+                    window_ns,
+                    max_qty,
+                    max_count,
+                }))
+            }),
+        (wide_u64(), id()).prop_map(|(account, symbol)| Command::ResetMmp { account, symbol }),
+        (wide_u64(), wide_u64()).prop_map(|(owner, sub)| Command::LinkSubAccount { owner, sub }),
+        (wide_u64(), wide_u64(), id(), dec()).prop_map(|(from, to, asset, amount)| {
+            Command::InternalTransfer(InternalTransfer {
+                from,
+                to,
+                asset,
+                amount,
+            })
+        }),
     ]
 }
 

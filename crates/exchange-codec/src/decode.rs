@@ -3,8 +3,8 @@
 use exchange_types::ids::InlineStr;
 use exchange_types::limits::{MAX_COMMAND_BYTES, MAX_DECIMAL_DIGITS};
 use exchange_types::{
-    AddInstrument, Cancel, Command, Dec, MassCancel, OrderRef, OrderType, Place, Replace,
-    SelfTradePrevention, Side, Stamped, TimeInForce, Transfer,
+    AddInstrument, Cancel, Command, Dec, InternalTransfer, MassCancel, OrderRef, OrderType, Place,
+    Replace, SelfTradePrevention, SetMmp, SetRiskLimits, Side, Stamped, TimeInForce, Transfer,
 };
 
 use crate::raw::{parse_object, Val};
@@ -21,6 +21,13 @@ pub const COMMAND_NAMES: &[&str] = &[
     "mass_cancel",
     "halt",
     "resume",
+    "set_risk_limits",
+    "suspend",
+    "reinstate",
+    "set_mmp",
+    "reset_mmp",
+    "link_sub_account",
+    "internal_transfer",
 ];
 
 const ADD_INSTRUMENT: &[&str] = &[
@@ -66,6 +73,28 @@ const REPLACE: &[&str] = &[
 ];
 const MASS_CANCEL: &[&str] = &["cmd", "ts", "account", "symbol"];
 const STATUS: &[&str] = &["cmd", "ts", "symbol"];
+const RISK_LIMITS: &[&str] = &[
+    "cmd",
+    "ts",
+    "account",
+    "max_order_qty",
+    "max_order_notional",
+    "max_open_orders",
+    "price_band_pct",
+];
+const ACCOUNT: &[&str] = &["cmd", "ts", "account"];
+const SET_MMP: &[&str] = &[
+    "cmd",
+    "ts",
+    "account",
+    "symbol",
+    "window_ns",
+    "max_qty",
+    "max_count",
+];
+const RESET_MMP: &[&str] = &["cmd", "ts", "account", "symbol"];
+const LINK_SUB: &[&str] = &["cmd", "ts", "owner", "sub"];
+const INTERNAL_TRANSFER: &[&str] = &["cmd", "ts", "from", "to", "asset", "amount"];
 
 const SIDES: &[(&str, Side)] = &[("buy", Side::Buy), ("sell", Side::Sell)];
 const ORDER_TYPES: &[(&str, OrderType)] =
@@ -111,6 +140,13 @@ pub fn decode_command(line: &str) -> Result<Stamped, CodecError> {
         "mass_cancel" => ("mass_cancel", MASS_CANCEL),
         "halt" => ("halt", STATUS),
         "resume" => ("resume", STATUS),
+        "set_risk_limits" => ("set_risk_limits", RISK_LIMITS),
+        "suspend" => ("suspend", ACCOUNT),
+        "reinstate" => ("reinstate", ACCOUNT),
+        "set_mmp" => ("set_mmp", SET_MMP),
+        "reset_mmp" => ("reset_mmp", RESET_MMP),
+        "link_sub_account" => ("link_sub_account", LINK_SUB),
+        "internal_transfer" => ("internal_transfer", INTERNAL_TRANSFER),
         other => return Err(CodecError::UnknownCmd(other.to_owned())),
     };
     // Unknown fields first: a misspelt optional field must not pass as absent,
@@ -154,6 +190,43 @@ pub fn decode_command(line: &str) -> Result<Stamped, CodecError> {
         "halt" => Command::Halt {
             symbol: f.req_id("symbol")?,
         },
+        "set_risk_limits" => Command::SetRiskLimits(Box::new(SetRiskLimits {
+            account: f.req_u64("account")?,
+            max_order_qty: f.opt_dec("max_order_qty")?,
+            max_order_notional: f.opt_dec("max_order_notional")?,
+            max_open_orders: f.opt_u32("max_open_orders")?,
+            price_band_bps: f
+                .opt_dec("price_band_pct")?
+                .map(|pct| percent_to_bps(&f, "price_band_pct", pct))
+                .transpose()?,
+        })),
+        "suspend" => Command::Suspend {
+            account: f.req_u64("account")?,
+        },
+        "reinstate" => Command::Reinstate {
+            account: f.req_u64("account")?,
+        },
+        "set_mmp" => Command::SetMmp(Box::new(SetMmp {
+            account: f.req_u64("account")?,
+            symbol: f.req_id("symbol")?,
+            window_ns: f.req_u64("window_ns")?,
+            max_qty: f.opt_dec("max_qty")?,
+            max_count: f.opt_u32("max_count")?,
+        })),
+        "reset_mmp" => Command::ResetMmp {
+            account: f.req_u64("account")?,
+            symbol: f.req_id("symbol")?,
+        },
+        "link_sub_account" => Command::LinkSubAccount {
+            owner: f.req_u64("owner")?,
+            sub: f.req_u64("sub")?,
+        },
+        "internal_transfer" => Command::InternalTransfer(InternalTransfer {
+            from: f.req_u64("from")?,
+            to: f.req_u64("to")?,
+            asset: f.req_id("asset")?,
+            amount: f.req_dec("amount")?,
+        }),
         _ => Command::Resume {
             symbol: f.req_id("symbol")?,
         },
@@ -172,7 +245,7 @@ fn add_instrument(f: &Fields) -> Result<AddInstrument, CodecError> {
         max_qty: f.opt_dec("max_qty")?,
         collar_bps: f
             .opt_dec("price_collar_pct")?
-            .map(|pct| percent_to_bps(f, pct))
+            .map(|pct| percent_to_bps(f, "price_collar_pct", pct))
             .transpose()?,
         reference_price: f.opt_dec("reference_price")?,
         maker_fee_bps: f.req_i32("maker_fee_bps")?,
@@ -182,22 +255,22 @@ fn add_instrument(f: &Fields) -> Result<AddInstrument, CodecError> {
 
 /// A percentage with at most two decimals is a whole number of basis
 /// points; anything finer would have to be rounded, so it is refused.
-fn percent_to_bps(f: &Fields, pct: Dec) -> Result<u32, CodecError> {
+fn percent_to_bps(f: &Fields, field: &'static str, pct: Dec) -> Result<u32, CodecError> {
     let pct = pct.normalized();
     if pct.is_negative() {
-        return Err(f.invalid("price_collar_pct", "must not be negative".into()));
+        return Err(f.invalid(field, "must not be negative".into()));
     }
     if pct.scale() > 2 {
         return Err(f.invalid(
-            "price_collar_pct",
-            "has more than 2 decimals; the collar is kept in whole basis points".into(),
+            field,
+            "has more than 2 decimals; it is kept in whole basis points".into(),
         ));
     }
     let bps = pct
         .magnitude()
         .checked_mul(10u64.pow(2 - u32::from(pct.scale())));
     bps.and_then(|bps| u32::try_from(bps).ok())
-        .ok_or_else(|| f.invalid("price_collar_pct", "is too large".into()))
+        .ok_or_else(|| f.invalid(field, "is too large".into()))
 }
 
 fn transfer(f: &Fields) -> Result<Transfer, CodecError> {
@@ -332,6 +405,14 @@ impl Fields<'_, '_> {
                 format!("must be a non-negative integer, got {}", other.kind()),
             )),
         }
+    }
+
+    fn opt_u32(&self, field: &'static str) -> Result<Option<u32>, CodecError> {
+        self.opt_u64(field)?
+            .map(|n| {
+                u32::try_from(n).map_err(|_| self.invalid(field, "is above 4294967295".into()))
+            })
+            .transpose()
     }
 
     fn req_u64(&self, field: &'static str) -> Result<u64, CodecError> {

@@ -7,7 +7,7 @@
 //! integers; prices, quantities, amounts and fees are exact decimal
 //! strings (the shortest form, as `format_units` writes).
 
-use exchange_types::{Event, EventKind, AMOUNT_SCALE, UNITS_PER_WHOLE};
+use exchange_types::{Event, EventKind, MmpState, AMOUNT_SCALE, UNITS_PER_WHOLE};
 
 /// The `,"name":` that starts a member after the first.
 macro_rules! key {
@@ -137,6 +137,56 @@ pub fn encode_event_into(event: &Event, out: &mut Vec<u8>) {
                 o.str(key!("symbol"), symbol.as_str());
             }
             o.uint(key!("canceled"), u64::from(e.canceled));
+        }
+        EventKind::RiskLimits(e) => {
+            o.uint(key!("account"), e.account);
+            if let Some(qty) = e.max_order_qty {
+                o.units(key!("max_order_qty"), qty);
+            }
+            if let Some(notional) = e.max_order_notional {
+                o.units(key!("max_order_notional"), notional);
+            }
+            if let Some(n) = e.max_open_orders {
+                o.uint(key!("max_open_orders"), u64::from(n));
+            }
+            if let Some(bps) = e.price_band_bps {
+                o.uint(key!("price_band_bps"), u64::from(bps));
+            }
+        }
+        EventKind::AccountStatus(e) => {
+            o.uint(key!("account"), e.account);
+            let status = if e.suspended { "suspended" } else { "active" };
+            o.str(key!("status"), status);
+            o.uint(key!("canceled"), u64::from(e.canceled));
+        }
+        EventKind::Mmp(e) => {
+            o.uint(key!("account"), e.account);
+            o.str(key!("symbol"), e.symbol.as_str());
+            o.str(key!("state"), e.state.as_str());
+            match &e.state {
+                MmpState::Set {
+                    window_ns,
+                    max_qty,
+                    max_count,
+                } => {
+                    o.uint(key!("window_ns"), *window_ns);
+                    if let Some(qty) = max_qty {
+                        o.units(key!("max_qty"), *qty);
+                    }
+                    if let Some(n) = max_count {
+                        o.uint(key!("max_count"), u64::from(*n));
+                    }
+                }
+                MmpState::Tripped { filled_qty, fills } => {
+                    o.units(key!("filled_qty"), *filled_qty);
+                    o.uint(key!("fills"), u64::from(*fills));
+                }
+                MmpState::Removed | MmpState::Reset => {}
+            }
+        }
+        EventKind::SubAccountLinked(e) => {
+            o.uint(key!("owner"), e.owner);
+            o.uint(key!("sub"), e.sub);
         }
         EventKind::Error(e) => {
             o.uint(key!("line"), e.line);

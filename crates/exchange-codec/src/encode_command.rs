@@ -72,6 +72,42 @@ pub fn encode_command_into(stamped: &Stamped, out: &mut Vec<u8>) {
             }
         }
         Command::Halt { symbol } | Command::Resume { symbol } => w.str("symbol", symbol.as_str()),
+        Command::SetRiskLimits(l) => {
+            w.u64("account", l.account);
+            w.opt_dec("max_order_qty", l.max_order_qty);
+            w.opt_dec("max_order_notional", l.max_order_notional);
+            if let Some(n) = l.max_open_orders {
+                w.u64("max_open_orders", u64::from(n));
+            }
+            w.opt_dec(
+                "price_band_pct",
+                l.price_band_bps.map(|bps| Dec::new(i64::from(bps), 2)),
+            );
+        }
+        Command::Suspend { account } | Command::Reinstate { account } => w.u64("account", *account),
+        Command::SetMmp(m) => {
+            w.u64("account", m.account);
+            w.str("symbol", m.symbol.as_str());
+            w.u64("window_ns", m.window_ns);
+            w.opt_dec("max_qty", m.max_qty);
+            if let Some(n) = m.max_count {
+                w.u64("max_count", u64::from(n));
+            }
+        }
+        Command::ResetMmp { account, symbol } => {
+            w.u64("account", *account);
+            w.str("symbol", symbol.as_str());
+        }
+        Command::LinkSubAccount { owner, sub } => {
+            w.u64("owner", *owner);
+            w.u64("sub", *sub);
+        }
+        Command::InternalTransfer(t) => {
+            w.u64("from", t.from);
+            w.u64("to", t.to);
+            w.str("asset", t.asset.as_str());
+            w.dec("amount", t.amount);
+        }
     }
     w.close();
 }
@@ -175,6 +211,14 @@ mod tests {
             r#"{"cmd":"mass_cancel","account":1,"symbol":"BTC-USD","ts":8}"#,
             r#"{"cmd":"halt","symbol":"BTC-USD","ts":9}"#,
             r#"{"cmd":"resume","symbol":"BTC-USD","ts":10}"#,
+            r#"{"cmd":"set_risk_limits","account":1,"max_order_qty":"5","max_order_notional":"100000","max_open_orders":50,"price_band_pct":"2.5","ts":11}"#,
+            r#"{"cmd":"set_risk_limits","account":1,"ts":12}"#,
+            r#"{"cmd":"suspend","account":1,"ts":13}"#,
+            r#"{"cmd":"reinstate","account":1,"ts":14}"#,
+            r#"{"cmd":"set_mmp","account":1,"symbol":"BTC-USD","window_ns":1000000000,"max_qty":"10","max_count":20,"ts":15}"#,
+            r#"{"cmd":"reset_mmp","account":1,"symbol":"BTC-USD","ts":16}"#,
+            r#"{"cmd":"link_sub_account","owner":1,"sub":5,"ts":17}"#,
+            r#"{"cmd":"internal_transfer","from":1,"to":5,"asset":"USD","amount":"250.5","ts":18}"#,
         ];
         for line in lines {
             let command = decode_command(line).unwrap();

@@ -326,3 +326,63 @@ fn engine_events_round_trip_through_the_codec() {
         format!("x{}", encode_event(&events[0])).into_bytes()
     );
 }
+
+#[test]
+fn member_risk_events_have_their_fields() {
+    let (text, _) = encoded(EventKind::RiskLimits(event::RiskLimits {
+        account: 7,
+        max_order_qty: Some(500_000_000),
+        max_order_notional: None,
+        max_open_orders: Some(3),
+        price_band_bps: Some(250),
+    }));
+    assert_eq!(
+        text,
+        r#"{"seq":12,"ts":34,"event":"risk_limits","account":7,"max_order_qty":"5","max_open_orders":3,"price_band_bps":250}"#
+    );
+    let (text, _) = encoded(EventKind::AccountStatus(event::AccountStatus {
+        account: 7,
+        suspended: true,
+        canceled: 2,
+    }));
+    assert_eq!(
+        text,
+        r#"{"seq":12,"ts":34,"event":"account_status","account":7,"status":"suspended","canceled":2}"#
+    );
+    let (text, _) = encoded(EventKind::Mmp(event::Mmp {
+        account: 7,
+        symbol: sym(),
+        state: exchange_types::MmpState::Set {
+            window_ns: 1_000,
+            max_qty: Some(100_000_000),
+            max_count: None,
+        },
+    }));
+    assert_eq!(
+        text,
+        r#"{"seq":12,"ts":34,"event":"mmp","account":7,"symbol":"BTC-USD","state":"set","window_ns":1000,"max_qty":"1"}"#
+    );
+    let (text, _) = encoded(EventKind::Mmp(event::Mmp {
+        account: 7,
+        symbol: sym(),
+        state: exchange_types::MmpState::Tripped {
+            filled_qty: 150_000_000,
+            fills: 2,
+        },
+    }));
+    assert_eq!(
+        text,
+        r#"{"seq":12,"ts":34,"event":"mmp","account":7,"symbol":"BTC-USD","state":"tripped","filled_qty":"1.5","fills":2}"#
+    );
+    let (_, v) = encoded(EventKind::Canceled(event::Canceled {
+        account: 1,
+        order_id: 2,
+        client_order_id: coid("c"),
+        symbol: sym(),
+        reason: CancelReason::AccountSuspended,
+        canceled_qty: 1,
+        filled_qty: 0,
+        leaves_qty: 0,
+    }));
+    assert_eq!(v["reason"], "account_suspended");
+}

@@ -10,6 +10,7 @@ use exchange_types::{AccountId, RejectReason};
 
 use crate::lookup::Lookup;
 use crate::orders::NIL;
+use crate::risk::AccountRisk;
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Balance {
@@ -25,6 +26,13 @@ pub(crate) struct Account {
     pub open_orders: u32,
     /// Head of the intrusive list of this account's resting orders.
     pub orders_head: u32,
+    /// Limits, suspension and market-maker protection; `None` for the
+    /// many accounts without any, which the hot path then skips.
+    pub risk: Option<Box<AccountRisk>>,
+    /// Index of the owning account, `NIL` for none.
+    pub owner: u32,
+    /// How many sub-accounts this account owns.
+    pub sub_accounts: u32,
 }
 
 impl Account {
@@ -34,6 +42,9 @@ impl Account {
             balances: Vec::new(),
             open_orders: 0,
             orders_head: NIL,
+            risk: None,
+            owner: NIL,
+            sub_accounts: 0,
         }
     }
 

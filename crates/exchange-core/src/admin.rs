@@ -214,7 +214,7 @@ impl Engine {
     }
 }
 
-fn amount_reason(e: exchange_types::decimal::UnitsError) -> RejectReason {
+pub(crate) fn amount_reason(e: exchange_types::decimal::UnitsError) -> RejectReason {
     use exchange_types::decimal::UnitsError;
     match e {
         UnitsError::Negative | UnitsError::Zero => RejectReason::InvalidAmount,

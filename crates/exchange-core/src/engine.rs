@@ -53,6 +53,11 @@ pub struct Engine {
     pub(crate) order_by_id: Lookup<OrderId, u32>,
     pub(crate) by_client_id: Lookup<(u32, ClientOrderId), u32>,
     pub(crate) closed: RecentlyClosed,
+    /// Market-maker protection settings across all accounts.
+    pub(crate) mmp_configs: usize,
+    /// (account, instrument) pairs whose protection tripped during the
+    /// current command; always empty between commands.
+    pub(crate) mmp_tripped: Vec<(u32, u32)>,
 }
 
 impl Default for Engine {
@@ -79,6 +84,8 @@ impl Engine {
             order_by_id: Lookup::default(),
             by_client_id: Lookup::default(),
             closed: RecentlyClosed::default(),
+            mmp_configs: 0,
+            mmp_tripped: Vec::new(),
         };
         // The fee account always exists so that fees never need a branch.
         let fee = engine.accounts.get_or_create(FEE_ACCOUNT);
@@ -99,6 +106,13 @@ impl Engine {
             Command::MassCancel(mass) => self.mass_cancel(mass, out),
             Command::Halt { symbol } => self.set_status(symbol, true, out),
             Command::Resume { symbol } => self.set_status(symbol, false, out),
+            Command::SetRiskLimits(set) => self.set_risk_limits(set, out),
+            Command::Suspend { account } => self.set_suspended(*account, true, out),
+            Command::Reinstate { account } => self.set_suspended(*account, false, out),
+            Command::SetMmp(set) => self.set_mmp(set, out),
+            Command::ResetMmp { account, symbol } => self.reset_mmp(*account, symbol, out),
+            Command::LinkSubAccount { owner, sub } => self.link_sub_account(*owner, *sub, out),
+            Command::InternalTransfer(t) => self.internal_transfer(t, out),
         }
     }
 

@@ -10,7 +10,9 @@
 //!
 //! Layout: `place` (entry and risk) → `matching` (trades, fees, self-trade
 //! prevention) → `oms` (cancel, replace, mass cancel), over `book` (levels),
-//! `orders` (the pool), `accounts` (balances) and `instrument` (units).
+//! `orders` (the pool), `accounts` (balances) and `instrument` (units);
+//! `risk` holds the member risk controls (limits, suspension, market-maker
+//! protection) that `place`, `oms` and `matching` consult.
 //!
 //! # Determinism
 //!
@@ -37,12 +39,14 @@ mod admin;
 mod book;
 mod closed;
 mod engine;
+mod family;
 mod instrument;
 mod lookup;
 mod matching;
 mod oms;
 mod orders;
 mod place;
+mod risk;
 mod snapshot;
 mod views;
 

@@ -310,6 +310,8 @@ impl Engine {
         self.emit_balance(out, seller_account, base);
         self.emit_balance(out, seller_account, quote);
         self.emit_balance(out, FEE_ACCOUNT as u32, quote);
+        self.count_fill(buyer_account, instrument, lots, out);
+        self.count_fill(seller_account, instrument, lots, out);
 
         if self.orders.get(maker).leaves() == 0 {
             let book_side = self.books[instrument as usize].side_mut(taker_side.opposite());

@@ -11,7 +11,6 @@ use exchange_types::limits::MAX_PRICE_LEVELS_PER_SIDE;
 use exchange_types::{Cancel, CancelReason, Event, EventKind, MassCancel, RejectReason, Replace};
 
 use crate::engine::{Engine, Subject};
-use crate::orders::NIL;
 
 impl Engine {
     pub(crate) fn cancel(&mut self, cancel: &Cancel, out: &mut Vec<Event>) {
@@ -77,22 +76,8 @@ impl Engine {
                 RejectReason::UnknownAccount,
             );
         };
-        // The account list's order is an artifact of history; cancel in
-        // order-id order so every replica, restored or not, agrees.
-        let mut victims = Vec::new();
-        let mut slot = self.accounts.list[account as usize].orders_head;
-        while slot != NIL {
-            let order = self.orders.get(slot);
-            if instrument.is_none_or(|i| i == order.instrument) {
-                victims.push((order.id, slot));
-            }
-            slot = order.account_next;
-        }
-        victims.sort_unstable();
-        let canceled = victims.len() as u32;
-        for (_, slot) in victims {
-            self.cancel_resting(slot, CancelReason::MassCancel, out);
-        }
+        let canceled =
+            self.cancel_account_orders(account, instrument, CancelReason::MassCancel, out);
         let kind = EventKind::MassCanceled(event::MassCanceled {
             account: mass.account,
             symbol: mass.symbol,
@@ -131,6 +116,10 @@ impl Engine {
         if inst.status == exchange_types::TradingStatus::Halted {
             return Err(RejectReason::InstrumentHalted);
         }
+        let risk = self.accounts.list[order.account as usize].risk.as_deref();
+        if let Some(risk) = risk {
+            risk.check_access(order.instrument)?;
+        }
         let price = match replace.price {
             Some(price) => inst.price_to_ticks(price)?,
             None => order.price,
@@ -157,6 +146,9 @@ impl Engine {
         }
         if qty < order.filled {
             return Err(RejectReason::ReplaceBelowFilled);
+        }
+        if let Some(risk) = risk {
+            risk.check_replace(inst, (order.price, order.qty), (price, qty))?;
         }
         if let Some(new) = new_client_order_id {
             if self.by_client_id.contains_key(&(order.account, new)) {

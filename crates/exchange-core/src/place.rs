@@ -61,6 +61,11 @@ impl Engine {
         if inst.status == exchange_types::TradingStatus::Halted {
             return Err(RejectReason::InstrumentHalted);
         }
+        // One test for the accounts without risk controls.
+        let risk = self.accounts.list[account as usize].risk.as_deref();
+        if let Some(risk) = risk {
+            risk.check_access(instrument)?;
+        }
         let is_market = place.order_type == OrderType::Market;
         let limit_price = match (place.order_type, place.price) {
             (OrderType::Limit, Some(price)) => Some(inst.price_to_ticks(price)?),
@@ -85,12 +90,23 @@ impl Engine {
             }
         }
         // A market order may trade down to (up to) the collar, no further.
-        let price = limit_price.unwrap_or(match (place.side, band) {
+        let mut price = limit_price.unwrap_or(match (place.side, band) {
             (Side::Buy, Some((_, high))) => high,
             (Side::Buy, None) => u64::MAX,
             (Side::Sell, Some((low, _))) => low,
             (Side::Sell, None) => 1,
         });
+        if let Some(risk) = risk {
+            price = risk.check_order(
+                inst,
+                place.side,
+                limit_price,
+                price,
+                lots,
+                tif == TimeInForce::Gtc,
+                self.accounts.list[account as usize].open_orders,
+            )?;
+        }
         if self
             .by_client_id
             .contains_key(&(account, place.client_order_id))
@@ -220,9 +236,18 @@ impl Engine {
     /// and then rests, expires or closes it.
     pub(crate) fn execute(&mut self, slot: u32, out: &mut Vec<Event>) {
         let canceled_by_stp = self.match_order(slot, out);
-        if canceled_by_stp {
-            return;
+        if !canceled_by_stp {
+            self.finish(slot, out);
         }
+        // The fills may have tripped market-maker protection; the order has
+        // matched to its end, and may now be one of those to cancel.
+        if !self.mmp_tripped.is_empty() {
+            self.sweep_tripped(out);
+        }
+    }
+
+    /// Rests, expires or closes an order that has matched.
+    fn finish(&mut self, slot: u32, out: &mut Vec<Event>) {
         let order = self.orders.get(slot);
         if order.leaves() == 0 {
             self.release_all(slot, out);

@@ -18,6 +18,43 @@ use crate::instrument::Instrument;
 use crate::orders::{Order, NIL};
 
 const MAGIC: &[u8; 8] = b"EXSNAP01";
+/// Tags the optional section of accounts' risk controls at the end.
+const RISK_SECTION: u8 = 1;
+/// Tags the optional section of sub-account links, after the risk one.
+const FAMILY_SECTION: u8 = 2;
+
+/// Reads the sub-account links: (sub, owner) by increasing sub, one level
+/// deep, each owner within its limit.
+fn read_family(r: &mut Reader, e: &mut Engine) -> Result<(), SnapshotError> {
+    use exchange_types::limits::{MAX_ACCOUNTS, MAX_SUB_ACCOUNTS};
+    let invalid = Err(SnapshotError::Invalid("sub-account"));
+    let count = r.count(MAX_ACCOUNTS)?;
+    if count == 0 {
+        return invalid;
+    }
+    let len = e.accounts.list.len() as u32;
+    let mut last = None;
+    for _ in 0..count {
+        let (sub, owner) = (r.u32()?, r.u32()?);
+        if sub >= len || owner >= len || sub == owner || sub == 0 || owner == 0 {
+            return invalid;
+        }
+        if last.is_some_and(|l| l >= sub) {
+            return invalid;
+        }
+        last = Some(sub);
+        e.accounts.list[sub as usize].owner = owner;
+        e.accounts.list[owner as usize].sub_accounts += 1;
+    }
+    for account in &e.accounts.list {
+        let nested = account.owner != NIL
+            && (account.sub_accounts > 0 || e.accounts.list[account.owner as usize].owner != NIL);
+        if nested || account.sub_accounts > MAX_SUB_ACCOUNTS {
+            return invalid;
+        }
+    }
+    Ok(())
+}
 
 #[derive(Debug, Error, PartialEq, Eq)]
 pub enum SnapshotError {
@@ -147,6 +184,131 @@ fn stp_code(stp: SelfTradePrevention) -> u8 {
     }
 }
 
+fn opt_u32(v: Option<u32>) -> Option<u64> {
+    v.map(u64::from)
+}
+
+fn write_risk(w: &mut Writer, e: &Engine) {
+    let with_risk: Vec<_> = e
+        .accounts
+        .list
+        .iter()
+        .enumerate()
+        .filter_map(|(index, a)| Some((index as u32, a.risk.as_deref()?)))
+        .collect();
+    w.u64(with_risk.len() as u64);
+    for (index, risk) in with_risk {
+        w.u32(index);
+        let l = &risk.limits;
+        w.opt_u64(l.max_qty);
+        w.opt_u64(l.max_notional);
+        w.opt_u64(opt_u32(l.max_open_orders));
+        w.opt_u64(opt_u32(l.band_bps));
+        w.u8(u8::from(risk.suspended));
+        w.u64(risk.mmp.len() as u64);
+        for m in &risk.mmp {
+            w.u32(m.instrument);
+            w.u64(m.window_ns);
+            w.opt_u64(m.max_qty);
+            w.opt_u64(opt_u32(m.max_count));
+            w.u64(m.window_start);
+            w.u64(m.filled);
+            w.u32(m.fills);
+            w.u8(u8::from(m.tripped));
+        }
+    }
+}
+
+fn read_opt_u32(r: &mut Reader, max: u32) -> Result<Option<u32>, SnapshotError> {
+    match r.opt_u64()? {
+        None => Ok(None),
+        Some(v) => u32::try_from(v)
+            .ok()
+            .filter(|&v| v >= 1 && v <= max)
+            .map(Some)
+            .ok_or(SnapshotError::Invalid("risk limit")),
+    }
+}
+
+fn read_bool(r: &mut Reader) -> Result<bool, SnapshotError> {
+    match r.u8()? {
+        0 => Ok(false),
+        1 => Ok(true),
+        _ => Err(SnapshotError::Invalid("flag")),
+    }
+}
+
+/// Reads the risk section; refuses anything the engine could not have
+/// reached (so the restored state is canonical too).
+fn read_risk(r: &mut Reader, e: &mut Engine) -> Result<(), SnapshotError> {
+    use crate::risk::{AccountRisk, Limits, Mmp};
+    use exchange_types::limits::{
+        MAX_ACCOUNTS, MAX_MMP_CONFIGS, MAX_MMP_COUNT, MAX_PRICE_BAND_BPS, MAX_RISK_OPEN_ORDERS,
+    };
+    let invalid = |what| Err(SnapshotError::Invalid(what));
+    let accounts = r.count(MAX_ACCOUNTS)?;
+    if accounts == 0 {
+        return invalid("empty risk section");
+    }
+    let mut last_account = None;
+    for _ in 0..accounts {
+        let index = r.u32()?;
+        if index as usize >= e.accounts.list.len() || last_account.is_some_and(|l| l >= index) {
+            return invalid("risk account");
+        }
+        last_account = Some(index);
+        let positive = |v: Option<u64>| v.is_none_or(|v| v > 0);
+        let limits = Limits {
+            max_qty: r.opt_u64()?,
+            max_notional: r.opt_u64()?,
+            max_open_orders: read_opt_u32(r, MAX_RISK_OPEN_ORDERS)?,
+            band_bps: read_opt_u32(r, MAX_PRICE_BAND_BPS)?,
+        };
+        if !positive(limits.max_qty) || !positive(limits.max_notional) {
+            return invalid("risk limit");
+        }
+        let suspended = read_bool(r)?;
+        let mut mmp: Vec<Mmp> = Vec::new();
+        for _ in 0..r.count(e.instruments.len())? {
+            let entry = Mmp {
+                instrument: r.u32()?,
+                window_ns: r.u64()?,
+                max_qty: r.opt_u64()?,
+                max_count: read_opt_u32(r, MAX_MMP_COUNT)?,
+                window_start: r.u64()?,
+                filled: r.u64()?,
+                fills: r.u32()?,
+                tripped: read_bool(r)?,
+            };
+            let ordered = mmp.last().is_none_or(|m| m.instrument < entry.instrument);
+            if !ordered
+                || entry.instrument as usize >= e.instruments.len()
+                || entry.window_ns == 0
+                || !positive(entry.max_qty)
+                || (entry.max_qty.is_none() && entry.max_count.is_none())
+                || (entry.fills == 0 && (entry.filled != 0 || entry.window_start != 0))
+            {
+                return invalid("market-maker protection");
+            }
+            mmp.push(entry);
+        }
+        e.mmp_configs += mmp.len();
+        if e.mmp_configs > MAX_MMP_CONFIGS {
+            return invalid("market-maker protection count");
+        }
+        let risk = AccountRisk {
+            limits,
+            suspended,
+            mmp,
+        };
+        if risk.is_empty() {
+            return invalid("empty risk controls");
+        }
+        e.accounts.list[index as usize].risk = Some(Box::new(risk));
+    }
+    Ok(())
+}
+
 impl Engine {
     /// The whole state as canonical bytes.
     pub fn snapshot(&self) -> Vec<u8> {
@@ -216,6 +378,26 @@ impl Engine {
             w.u32(*account);
             w.text(coid.as_bytes());
             w.u64(id);
+        }
+        // Absent when no account has risk controls, so such a state keeps
+        // the bytes (and the hash) it had before they existed.
+        if self.accounts.list.iter().any(|a| a.risk.is_some()) {
+            w.u8(RISK_SECTION);
+            write_risk(&mut w, self);
+        }
+        // Likewise absent while no account has an owner.
+        let owned: Vec<(u32, u32)> = (0u32..)
+            .zip(&self.accounts.list)
+            .filter(|(_, a)| a.owner != NIL)
+            .map(|(index, a)| (index, a.owner))
+            .collect();
+        if !owned.is_empty() {
+            w.u8(FAMILY_SECTION);
+            w.u64(owned.len() as u64);
+            for (sub, owner) in owned {
+                w.u32(sub);
+                w.u32(owner);
+            }
         }
         w.0
     }
@@ -301,6 +483,9 @@ impl Engine {
                 balances,
                 open_orders: 0,
                 orders_head: NIL,
+                risk: None,
+                owner: NIL,
+                sub_accounts: 0,
             });
         }
         if e.accounts.list.first().map(|a| a.id) != Some(crate::engine::FEE_ACCOUNT) {
@@ -384,6 +569,14 @@ impl Engine {
             let coid = r.client_order_id()?;
             let id = r.u64()?;
             e.closed.record(account, coid, id);
+        }
+        if r.at < bytes.len() && bytes[r.at] == RISK_SECTION {
+            r.at += 1;
+            read_risk(&mut r, &mut e)?;
+        }
+        if r.at < bytes.len() && bytes[r.at] == FAMILY_SECTION {
+            r.at += 1;
+            read_family(&mut r, &mut e)?;
         }
         if r.at != bytes.len() {
             return Err(SnapshotError::TrailingBytes(bytes.len() - r.at));

@@ -262,6 +262,19 @@ impl Engine {
                     acct.id, acct.open_orders
                 ));
             }
+            if let Some(risk) = acct.risk.as_deref() {
+                let mut slot = acct.orders_head;
+                while slot != NIL {
+                    let o = self.orders.get(slot);
+                    if risk.check_access(o.instrument).is_err() {
+                        return Err(format!(
+                            "account {} is suspended or tripped but order {} is open",
+                            acct.id, o.id
+                        ));
+                    }
+                    slot = o.account_next;
+                }
+            }
             if acct.balances.len() > self.assets.len() {
                 return Err(format!(
                     "account {} holds an asset that does not exist",
@@ -289,6 +302,32 @@ impl Engine {
                 }
                 supply[asset] += u128::from(b.total);
             }
+        }
+        let mut subs = vec![0u32; self.accounts.list.len()];
+        for acct in &self.accounts.list {
+            if let Some(n) = subs.get_mut(acct.owner as usize) {
+                *n += 1;
+            }
+        }
+        for (acct, &subs) in self.accounts.list.iter().zip(&subs) {
+            let nested = acct.owner != NIL
+                && (acct.sub_accounts > 0 || self.accounts.list[acct.owner as usize].owner != NIL);
+            if subs != acct.sub_accounts || nested {
+                return Err(format!("account {} has inconsistent sub-accounts", acct.id));
+            }
+        }
+        let mmp_configs: usize = self
+            .accounts
+            .list
+            .iter()
+            .filter_map(|a| a.risk.as_deref())
+            .map(|r| r.mmp.len())
+            .sum();
+        if mmp_configs != self.mmp_configs {
+            return Err(format!(
+                "{mmp_configs} market-maker protections but {} counted",
+                self.mmp_configs
+            ));
         }
         for (asset, total) in supply.iter().enumerate() {
             if *total != u128::from(self.asset_supply[asset]) {

@@ -57,6 +57,10 @@ pub fn normalize(events: &[Event]) -> Vec<Ev> {
             | EventKind::Balance(_)
             | EventKind::Book(_)
             | EventKind::MassCanceled(_)
+            | EventKind::RiskLimits(_)
+            | EventKind::AccountStatus(_)
+            | EventKind::Mmp(_)
+            | EventKind::SubAccountLinked(_)
             | EventKind::Error(_) => None,
         })
         .collect()

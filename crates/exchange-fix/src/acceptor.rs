@@ -1,7 +1,8 @@
-//! The TCP side: accept connections, read each one's first message (the
-//! Logon), and hand the connection to the task of the session its CompIDs
-//! name. A connection that names no configured session, or sends nothing
-//! readable, gets a Logout saying why and is closed.
+//! The TCP side: accept connections (through a TLS handshake when
+//! configured), read each one's first message (the Logon), and hand the
+//! connection to the task of the session its CompIDs name. A connection
+//! that names no configured session, or sends nothing readable, gets a
+//! Logout saying why and is closed.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -9,17 +10,19 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use exchange_node::config::FixConfig;
+use exchange_node::limits::FIX_PENDING_LOGONS;
 use exchange_node::Handle;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{mpsc, watch};
+use tokio::sync::{mpsc, watch, Semaphore};
 use tokio::task::JoinHandle;
+use tokio_rustls::TlsAcceptor;
 
-use crate::frame::{begins_like_fix, next_frame, push_field, seal, Frame, FrameError};
+use crate::frame::{begins_like_fix, next_frame, Frame, FrameError};
 use crate::inbound::Role;
 use crate::message::Message;
 use crate::runner::{self, SessionSpec};
-use crate::session::Settings;
+use crate::session::{sessionless_logout, Settings, CREDENTIALS_REFUSED, NOT_A_LOGON};
 use crate::store::FileStore;
 use crate::{session_dir, tags, time, validate, FixError};
 
@@ -28,9 +31,16 @@ pub const LOGON_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long we wait for the answer to our Logout.
 pub const LOGOUT_TIMEOUT: Duration = Duration::from_secs(2);
 
+/// A connection's byte stream: TCP, or TLS over TCP.
+pub trait FixStream: AsyncRead + AsyncWrite + Unpin + Send {}
+
+impl<T: AsyncRead + AsyncWrite + Unpin + Send> FixStream for T {}
+
+pub type BoxedStream = Box<dyn FixStream>;
+
 /// An accepted connection whose first message named a session.
 pub struct Connection {
-    pub stream: TcpStream,
+    pub stream: BoxedStream,
     pub first: Message,
     /// Bytes read after the first message.
     pub rest: Vec<u8>,
@@ -48,6 +58,7 @@ pub fn start(
     stopping: watch::Receiver<bool>,
 ) -> Result<(std::net::SocketAddr, JoinHandle<()>), FixError> {
     validate(config)?;
+    let tls = crate::tls::acceptor(config)?;
     let bind_error = |source| FixError::Bind {
         addr: config.listen,
         source,
@@ -94,12 +105,14 @@ pub fn start(
         )));
     }
     eprintln!(
-        "fix gateway listening on {addr} ({} sessions)",
+        "fix gateway listening on {addr} ({}, {} sessions)",
+        if tls.is_some() { "TLS" } else { "plain TCP" },
         config.sessions.len()
     );
     let routes: Routes = Arc::new(routes);
     let task = tokio::spawn(async move {
-        accept_loop(listener, routes, stopping).await;
+        let pending = Arc::new(Semaphore::new(FIX_PENDING_LOGONS));
+        accept_loop(listener, tls, routes, pending, stopping).await;
         for task in tasks {
             let _ = task.await;
         }
@@ -107,13 +120,30 @@ pub fn start(
     Ok((addr, task))
 }
 
-async fn accept_loop(listener: TcpListener, routes: Routes, mut stopping: watch::Receiver<bool>) {
+async fn accept_loop(
+    listener: TcpListener,
+    tls: Option<TlsAcceptor>,
+    routes: Routes,
+    pending: Arc<Semaphore>,
+    mut stopping: watch::Receiver<bool>,
+) {
     loop {
         tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok((stream, peer)) => {
                     tracing::debug!(%peer, "FIX connection accepted");
-                    tokio::spawn(handshake(stream, routes.clone()));
+                    // Connections that never log on must not pile up
+                    // tasks and TLS handshakes without bound.
+                    let Ok(permit) = pending.clone().try_acquire_owned() else {
+                        tracing::warn!(%peer, "FIX connection closed: too many connections waiting to log on");
+                        drop(stream);
+                        continue;
+                    };
+                    let (tls, routes) = (tls.clone(), routes.clone());
+                    tokio::spawn(async move {
+                        handshake(stream, tls, routes).await;
+                        drop(permit);
+                    });
                 }
                 Err(error) => {
                     // Out of file descriptors and the like: pause, keep serving.
@@ -133,7 +163,7 @@ enum FirstError {
 }
 
 async fn read_first(
-    stream: &mut TcpStream,
+    stream: &mut BoxedStream,
     buf: &mut Vec<u8>,
 ) -> Result<(Vec<u8>, usize), FirstError> {
     loop {
@@ -163,30 +193,11 @@ async fn read_first(
 /// A Logout outside any session (no sequence numbers to keep): for a
 /// connection that names no configured session or sends garbage.
 pub fn standalone_logout(first: Option<&Message>, text: &str) -> Vec<u8> {
-    let usable = |v: Option<&str>| {
-        v.filter(|v| !v.is_empty() && v.bytes().all(|b| b.is_ascii_graphic()))
-            .map(str::to_string)
-    };
-    let ours = usable(first.and_then(|m| m.text(tags::TARGET_COMP_ID)))
-        .unwrap_or_else(|| "EXCHANGE".into());
-    let theirs = usable(first.and_then(|m| m.text(tags::SENDER_COMP_ID)))
-        .unwrap_or_else(|| "UNKNOWN".into());
-    let mut fields = Vec::new();
-    push_field(&mut fields, tags::MSG_TYPE, b"5");
-    push_field(&mut fields, tags::SENDER_COMP_ID, ours.as_bytes());
-    push_field(&mut fields, tags::TARGET_COMP_ID, theirs.as_bytes());
-    push_field(&mut fields, tags::MSG_SEQ_NUM, b"1");
-    push_field(
-        &mut fields,
-        tags::SENDING_TIME,
-        time::format(time::now_ns()).as_bytes(),
-    );
-    push_field(&mut fields, tags::TEXT, text.as_bytes());
-    seal(&fields)
+    sessionless_logout(first, text, time::now_ns())
 }
 
 /// Says why in a Logout, then closes.
-pub async fn refuse(mut stream: TcpStream, first: Option<&Message>, text: &str) {
+pub async fn refuse(mut stream: BoxedStream, first: Option<&Message>, text: &str) {
     tracing::info!(reason = text, "FIX connection refused");
     let _ = tokio::time::timeout(
         LOGOUT_TIMEOUT,
@@ -196,10 +207,23 @@ pub async fn refuse(mut stream: TcpStream, first: Option<&Message>, text: &str) 
     let _ = stream.shutdown().await;
 }
 
-async fn handshake(mut stream: TcpStream, routes: Routes) {
-    let _ = stream.set_nodelay(true);
+async fn handshake(tcp: TcpStream, tls: Option<TlsAcceptor>, routes: Routes) {
+    let _ = tcp.set_nodelay(true);
+    // One deadline for the TLS handshake and the Logon together.
+    let deadline = tokio::time::Instant::now() + LOGON_TIMEOUT;
+    let mut stream: BoxedStream = match tls {
+        None => Box::new(tcp),
+        Some(tls) => match tokio::time::timeout_at(deadline, tls.accept(tcp)).await {
+            Ok(Ok(stream)) => Box::new(stream),
+            Ok(Err(error)) => {
+                tracing::info!(%error, "FIX TLS handshake failed");
+                return;
+            }
+            Err(_) => return,
+        },
+    };
     let mut buf = Vec::with_capacity(1024);
-    let (raw, used) = match tokio::time::timeout(LOGON_TIMEOUT, read_first(&mut stream, &mut buf))
+    let (raw, used) = match tokio::time::timeout_at(deadline, read_first(&mut stream, &mut buf))
         .await
     {
         Ok(Ok(first)) => first,
@@ -208,6 +232,12 @@ async fn handshake(mut stream: TcpStream, routes: Routes) {
         Err(_) => return refuse(stream, None, "no Logon within 10 seconds").await,
     };
     let first = Message::parse(raw);
+    // Everything checked before the CompIDs are looked up is checked the
+    // same way for every connection, so the answers do not tell whether
+    // a session exists.
+    if first.msg_type() != Some(tags::msg::LOGON.as_bytes()) {
+        return refuse(stream, Some(&first), NOT_A_LOGON).await;
+    }
     let key = (
         first
             .text(tags::SENDER_COMP_ID)
@@ -219,8 +249,7 @@ async fn handshake(mut stream: TcpStream, routes: Routes) {
             .to_string(),
     );
     let Some(session) = routes.get(&key) else {
-        let text = "logon refused: no session for this SenderCompID (49) and TargetCompID (56)";
-        return refuse(stream, Some(&first), text).await;
+        return refuse(stream, Some(&first), CREDENTIALS_REFUSED).await;
     };
     let rest = buf.get(used..).unwrap_or_default().to_vec();
     if let Err(refused) = session
@@ -233,5 +262,45 @@ async fn handshake(mut stream: TcpStream, routes: Routes) {
     {
         let Connection { stream, first, .. } = refused.0;
         refuse(stream, Some(&first), "the exchange is shutting down").await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Reads until the acceptor closes the connection.
+    async fn until_closed(stream: &mut TcpStream) -> Vec<u8> {
+        let mut seen = Vec::new();
+        let read = tokio::time::timeout(Duration::from_secs(5), stream.read_to_end(&mut seen));
+        read.await.expect("closed in time").expect("read");
+        seen
+    }
+
+    #[tokio::test]
+    async fn connections_waiting_to_log_on_are_bounded() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addr = listener.local_addr().expect("address");
+        let (_stop, stopping) = watch::channel(false);
+        let pending = Arc::new(Semaphore::new(1));
+        let routes: Routes = Arc::new(HashMap::new());
+        tokio::spawn(accept_loop(listener, None, routes, pending, stopping));
+
+        let mut waiting = TcpStream::connect(addr).await.expect("connect");
+        // Past the limit: closed without a word while the first waits.
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let mut refused = TcpStream::connect(addr).await.expect("connect");
+        assert!(until_closed(&mut refused).await.is_empty());
+        // The first one is still served, and once it is done the next is.
+        waiting
+            .write_all(b"GET / HTTP/1.1\r\n\r\n")
+            .await
+            .expect("write");
+        assert!(until_closed(&mut waiting).await.starts_with(b"8=FIX.4.4"));
+        let mut next = TcpStream::connect(addr).await.expect("connect");
+        next.write_all(b"GET / HTTP/1.1\r\n\r\n")
+            .await
+            .expect("write");
+        assert!(until_closed(&mut next).await.starts_with(b"8=FIX.4.4"));
     }
 }

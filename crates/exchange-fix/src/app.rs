@@ -9,12 +9,15 @@
 //! replace an OrderCancelReject, a mass cancel an OrderMassCancelReport,
 //! and a cancel's report carries the cancel request's ClOrdID.
 
-use exchange_types::{AccountId, CancelReason, Event, EventKind, OrderRef, RejectReason};
+use exchange_types::{
+    AccountId, CancelReason, ClientOrderId, Event, EventKind, OrderRef, RejectReason,
+};
 
 use crate::inbound::{Request, Role};
-use crate::message::Outgoing;
-use crate::orders::{OrderCache, Report, ReportKind};
-use crate::reports::{self, ResponseTo};
+use crate::message::{Message, Outgoing};
+use crate::orders::{OrderCache, OrderState, Report, ReportKind};
+use crate::reports::{self, ResponseTo, StatusEcho};
+use crate::tags;
 
 /// The refusal among an entry's events, with the order it names (a refused
 /// command emits only that event).
@@ -160,6 +163,64 @@ impl App {
                 out
             }
             (Request::Place(_) | Request::Replace(_), None) => generic(&order_reports),
+        }
+    }
+
+    fn accounts(&self) -> &[AccountId] {
+        match &self.role {
+            Role::Trading { account } => std::slice::from_ref(account),
+            Role::DropCopy { accounts } => accounts,
+        }
+    }
+
+    /// The session's order `order`, of whichever of its accounts holds it.
+    fn find(&self, order: &OrderRef) -> Option<&OrderState> {
+        self.accounts()
+            .iter()
+            .find_map(|account| self.cache.find(*account, order))
+    }
+
+    /// Whether an order of the session already has this ClOrdID (open or
+    /// recently closed).
+    pub fn knows_cl_ord_id(&self, cl_ord_id: &str) -> bool {
+        ClientOrderId::new(cl_ord_id).is_ok_and(|id| self.find(&OrderRef::Client(id)).is_some())
+    }
+
+    /// The answer to an OrderStatusRequest (or to an order resent with
+    /// PossResend that the session already has): the order named by
+    /// OrderID (37) when given, else by ClOrdID (11), as it stands.
+    pub fn order_status(&self, request: &Message, now: u64) -> Outgoing {
+        let req_id = request.text(tags::ORD_STATUS_REQ_ID);
+        let by_id = request.uint(tags::ORDER_ID).map(OrderRef::Id);
+        let by_client = request
+            .text(tags::CL_ORD_ID)
+            .and_then(|id| ClientOrderId::new(id).ok())
+            .map(OrderRef::Client);
+        let account_given = request.text(tags::ACCOUNT);
+        let found = by_id
+            .or(by_client)
+            .and_then(|order| self.find(&order))
+            .filter(|o| account_given.is_none_or(|a| a == o.account.to_string()));
+        match found {
+            Some(order) => reports::order_status(order, req_id, now),
+            None => {
+                let echo = StatusEcho {
+                    order_id: request.text(tags::ORDER_ID).map(str::to_string),
+                    cl_ord_id: request
+                        .text(tags::CL_ORD_ID)
+                        .unwrap_or_default()
+                        .to_string(),
+                    symbol: request.text(tags::SYMBOL).unwrap_or_default().to_string(),
+                    side: request.text(tags::SIDE).unwrap_or_default().to_string(),
+                    req_id: req_id.map(str::to_string),
+                };
+                reports::unknown_order_status(
+                    &echo,
+                    self.account(),
+                    "unknown_order (302): no order of this session has this OrderID (37) or ClOrdID (11)",
+                    now,
+                )
+            }
         }
     }
 

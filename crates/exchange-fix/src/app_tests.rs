@@ -42,6 +42,7 @@ impl Client {
             }
             Inbound::Reply(out) => vec![out],
             Inbound::Reject(problem) => panic!("session reject: {problem:?}"),
+            Inbound::Status => vec![self.app.order_status(&message, 0)],
         }
     }
 }

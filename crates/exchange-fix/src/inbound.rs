@@ -64,6 +64,9 @@ pub enum Inbound {
     Reply(Outgoing),
     /// A session-level Reject of the message.
     Reject(Problem),
+    /// Answer with the order's current state, from the session's order
+    /// cache, once every earlier request is answered.
+    Status,
 }
 
 /// Valid FIX 4.4 values of the enumerated fields the gateway reads.
@@ -122,6 +125,10 @@ fn identifier<const N: usize>(message: &Message, tag: u32) -> Option<InlineStr<N
 pub fn translate(message: &Message, role: &Role, now: u64) -> Inbound {
     let msg_type = message.text(tags::MSG_TYPE).unwrap_or_default();
     let seq = message.seq_num().unwrap_or(0);
+    if msg_type == tags::msg::ORDER_STATUS_REQUEST {
+        // Any session may ask about the orders it is told about.
+        return Inbound::Status;
+    }
     let account = match role {
         Role::Trading { account } => *account,
         Role::DropCopy { .. } => {
@@ -248,9 +255,7 @@ fn place(message: &Message, account: AccountId, now: u64) -> Result<Inbound, Inb
     let Some(symbol): Option<Symbol> = identifier(message, tags::SYMBOL) else {
         return Err(refuse(1, "Symbol (55) is not a symbol of this exchange"));
     };
-    let Some(qty) = decimal(message, tags::ORDER_QTY) else {
-        return Err(refuse(13, QTY_UNREADABLE));
-    };
+    let qty = order_qty(message).map_err(|(code, why)| refuse(code, why))?;
     let price =
         optional_decimal(message, tags::PRICE).map_err(|()| refuse(99, PRICE_UNREADABLE))?;
     let command = Command::Place(Place {
@@ -269,6 +274,31 @@ fn place(message: &Message, account: AccountId, now: u64) -> Result<Inbound, Inb
         command,
         request: Request::Place(echo),
     })))
+}
+
+/// The quantity of an order (OrderQtyData): FIX 4.4 lets it be given as
+/// OrderQty (38), CashOrderQty (152) or OrderPercent (516); the exchange
+/// takes only the first. A refusal is an OrdRejReason and why.
+fn order_qty(message: &Message) -> Result<Dec, (u32, &'static str)> {
+    if message.get(tags::CASH_ORDER_QTY).is_some() {
+        return Err((
+            11,
+            "CashOrderQty (152) is not supported: give the quantity in OrderQty (38)",
+        ));
+    }
+    if message.get(tags::ORDER_PERCENT).is_some() {
+        return Err((
+            11,
+            "OrderPercent (516) is not supported: give the quantity in OrderQty (38)",
+        ));
+    }
+    if message.get(tags::ORDER_QTY).is_none() {
+        return Err((
+            13,
+            "OrderQty (38) is missing: an order needs one of OrderQty (38), CashOrderQty (152) or OrderPercent (516), and the exchange takes OrderQty (38)",
+        ));
+    }
+    decimal(message, tags::ORDER_QTY).ok_or((13, QTY_UNREADABLE))
 }
 
 /// The order a cancel or replace names: OrderID (37) when given, else
@@ -351,9 +381,7 @@ fn replace(message: &Message, account: AccountId, now: u64) -> Result<Inbound, I
     let Some(new_id): Option<ClientOrderId> = identifier(message, tags::CL_ORD_ID) else {
         return Err(refuse(99, CL_ORD_ID_INVALID));
     };
-    let Some(qty) = decimal(message, tags::ORDER_QTY) else {
-        return Err(refuse(99, QTY_UNREADABLE));
-    };
+    let qty = order_qty(message).map_err(|(_, why)| refuse(99, why))?;
     let price =
         optional_decimal(message, tags::PRICE).map_err(|()| refuse(99, PRICE_UNREADABLE))?;
     let command = Command::Replace(Replace {

@@ -32,6 +32,7 @@ pub mod spec;
 pub mod store;
 pub mod tags;
 pub mod time;
+pub mod tls;
 
 #[cfg(test)]
 mod testkit;
@@ -55,6 +56,11 @@ pub enum FixError {
     },
     #[error(transparent)]
     Store(#[from] store::StoreError),
+    #[error("[fix] TLS: cannot use {path}: {reason}")]
+    Tls {
+        path: std::path::PathBuf,
+        reason: String,
+    },
 }
 
 /// A CompID must survive being a FIX value and part of a directory name.

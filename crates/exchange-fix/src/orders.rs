@@ -61,6 +61,9 @@ pub enum ReportKind {
         old_cl_ord_id: ClientOrderId,
     },
     Expired,
+    /// No change: the order as it stands, answering an OrderStatusRequest
+    /// (or a resent order already taken).
+    Status,
 }
 
 impl ReportKind {

@@ -22,6 +22,7 @@ pub fn ord_rej_reason(reason: RejectReason) -> u32 {
         UnknownInstrument => 1,
         InstrumentHalted => 2,
         InsufficientFunds | TooManyOpenOrders => 3,
+        OrderQtyOverLimit | OrderNotionalOverLimit | OpenOrdersOverLimit => 3,
         UnknownOrder | OrderNotOpen => 5,
         DuplicateClientOrderId => 6,
         PostOnlyNotAllowed => 11,
@@ -29,6 +30,7 @@ pub fn ord_rej_reason(reason: RejectReason) -> u32 {
         UnknownAccount | FeeAccountCannotTrade => 15,
         // Exchange rules on the price: "broker / exchange option".
         PriceOutsideCollar | PostOnlyWouldTake => 0,
+        PriceOutsideBand | AccountSuspended | MmpTripped => 0,
         _ => 99,
     }
 }
@@ -40,6 +42,8 @@ pub fn cxl_rej_reason(reason: RejectReason) -> u32 {
         OrderNotOpen => 0,
         UnknownOrder | UnknownAccount => 1,
         InstrumentHalted | PriceOutsideCollar | PostOnlyWouldTake => 2,
+        OrderQtyOverLimit | OrderNotionalOverLimit | PriceOutsideBand => 2,
+        AccountSuspended | MmpTripped => 2,
         DuplicateClientOrderId => 6,
         _ => 99,
     }
@@ -118,6 +122,8 @@ pub fn execution_report(report: &Report, ids: Option<(&str, &str)>) -> Outgoing 
         ReportKind::Canceled { .. } => ('4', format!("{}-{}", report.seq, order.order_id)),
         ReportKind::Replaced { .. } => ('5', format!("{}-{}", report.seq, order.order_id)),
         ReportKind::Expired => ('C', format!("{}-{}", report.seq, order.order_id)),
+        // Not an event: named by when it was asked, apart from event ids.
+        ReportKind::Status => ('I', format!("S{}-{}", report.ts, order.order_id)),
     };
     let mut out = Outgoing::new(msg::EXECUTION_REPORT).field(tags::ORDER_ID, order.order_id);
     match (&report.kind, ids) {
@@ -175,6 +181,56 @@ pub fn execution_report(report: &Report, ids: Option<(&str, &str)>) -> Outgoing 
     out
 }
 
+/// The answer to an OrderStatusRequest for an order the session knows:
+/// an ExecutionReport with ExecType I (order status).
+pub fn order_status(order: &OrderState, req_id: Option<&str>, now: u64) -> Outgoing {
+    let report = Report {
+        seq: 0,
+        ts: now,
+        order: *order,
+        kind: ReportKind::Status,
+    };
+    let mut out = execution_report(&report, None);
+    out.push_opt(tags::ORD_STATUS_REQ_ID, req_id);
+    out
+}
+
+/// What an OrderStatusRequest said, echoed when the order is unknown.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct StatusEcho {
+    pub order_id: Option<String>,
+    pub cl_ord_id: String,
+    pub symbol: String,
+    pub side: String,
+    pub req_id: Option<String>,
+}
+
+/// The answer to an OrderStatusRequest for an order the session does not
+/// know: ExecType I with OrdStatus 8 (rejected).
+pub fn unknown_order_status(
+    echo: &StatusEcho,
+    account: AccountId,
+    text: &str,
+    now: u64,
+) -> Outgoing {
+    let mut out = Outgoing::new(msg::EXECUTION_REPORT)
+        .field(tags::ORDER_ID, echo.order_id.as_deref().unwrap_or("NONE"))
+        .field(tags::CL_ORD_ID, &echo.cl_ord_id)
+        .field(tags::EXEC_ID, format!("S{now}"))
+        .field(tags::EXEC_TYPE, 'I')
+        .field(tags::ORD_STATUS, '8')
+        .field(tags::ACCOUNT, account)
+        .field(tags::SYMBOL, &echo.symbol)
+        .field(tags::SIDE, &echo.side)
+        .field(tags::LEAVES_QTY, 0)
+        .field(tags::CUM_QTY, 0)
+        .field(tags::AVG_PX, 0)
+        .field(tags::TRANSACT_TIME, time::format(now))
+        .field(tags::TEXT, text);
+    out.push_opt(tags::ORD_STATUS_REQ_ID, echo.req_id.as_ref());
+    out
+}
+
 /// An ExecutionReport refusing a NewOrderSingle.
 pub fn rejected_order(
     echo: &PlaceEcho,
@@ -193,9 +249,11 @@ pub fn rejected_order(
         .field(tags::ORD_REJ_REASON, ord_rej)
         .field(tags::ACCOUNT, account)
         .field(tags::SYMBOL, &echo.symbol)
-        .field(tags::SIDE, &echo.side)
-        .field(tags::ORDER_QTY, &echo.qty)
-        .field(tags::ORD_TYPE, &echo.ord_type);
+        .field(tags::SIDE, &echo.side);
+    // An order refused for having no OrderQty echoes none: an empty
+    // field is not valid FIX.
+    out.push_opt(tags::ORDER_QTY, Some(&echo.qty).filter(|q| !q.is_empty()));
+    out.push(tags::ORD_TYPE, &echo.ord_type);
     out.push_opt(tags::PRICE, echo.price.as_ref());
     out.field(tags::LEAVES_QTY, 0)
         .field(tags::CUM_QTY, 0)

@@ -19,19 +19,19 @@ use std::time::Duration;
 use exchange_node::reads::Orders;
 use exchange_node::{Applied, Handle, LogEntry, OrderQuery, SubmitError};
 use exchange_types::{AccountId, Command, MassCancel, Stamped};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::io::{AsyncReadExt, AsyncWriteExt, ReadHalf, WriteHalf};
 use tokio::sync::broadcast::error::RecvError;
 use tokio::sync::oneshot::error::TryRecvError;
 use tokio::sync::{mpsc, oneshot, watch};
 
-use crate::acceptor::{refuse, Connection};
+use crate::acceptor::{refuse, BoxedStream, Connection};
 use crate::app::App;
 use crate::frame::next_frame;
 use crate::inbound::{self, Inbound, Request, Role, Submission};
 use crate::message::{answer_routing, Message, Outgoing};
-use crate::session::{Action, Session, Settings};
+use crate::session::{Action, Session, Settings, CREDENTIALS_REFUSED};
 use crate::store::FileStore;
+use crate::tags;
 use crate::time::now_ns;
 
 /// How often the session's timers are looked at.
@@ -54,11 +54,17 @@ enum Pending {
         routing: Vec<u8>,
     },
     Local(Outgoing),
+    /// An order's state, read from the order cache when its turn comes, so
+    /// that it reflects every request sent before it.
+    Status {
+        request: Message,
+        routing: Vec<u8>,
+    },
 }
 
 struct Live {
-    reader: OwnedReadHalf,
-    writer: OwnedWriteHalf,
+    reader: ReadHalf<BoxedStream>,
+    writer: WriteHalf<BoxedStream>,
     buf: Vec<u8>,
     /// Whether this connection got as far as a Logon: only then does a
     /// disconnect cancel orders.
@@ -131,7 +137,13 @@ pub async fn run(
             connection = connections.recv(), if accepting && !stopped => match connection {
                 Some(connection) if live.is_none() => live = Some(runner.attach(connection, &mut actions)),
                 Some(connection) => {
-                    let text = "logon refused: this session is already logged on";
+                    // Only a counterparty that proves the credentials learns
+                    // that the session is in use.
+                    let text = if runner.session.credentials_ok(&connection.first) {
+                        "logon refused: this session is already logged on"
+                    } else {
+                        CREDENTIALS_REFUSED
+                    };
                     tokio::spawn(async move { refuse(connection.stream, Some(&connection.first), text).await });
                 }
                 // The acceptor stopped; the shutdown signal follows.
@@ -192,7 +204,7 @@ impl Runner {
             first,
             rest,
         } = connection;
-        let (reader, writer) = stream.into_split();
+        let (reader, writer) = tokio::io::split(stream);
         let now = now_ns();
         self.session.connected(now);
         self.session.on_message(now, first, actions);
@@ -296,11 +308,47 @@ impl Runner {
     }
 
     fn flush_local(&mut self, actions: &mut Vec<Action>) {
-        while let Some(Pending::Local(_)) = self.pending.front() {
-            if let Some(Pending::Local(message)) = self.pending.pop_front() {
-                self.session.send_app(now_ns(), message, actions);
-            }
+        while let Some(Pending::Local(_) | Pending::Status { .. }) = self.pending.front() {
+            let answer = match self.pending.pop_front() {
+                Some(Pending::Local(message)) => message,
+                Some(Pending::Status { request, routing }) => {
+                    self.app.order_status(&request, now_ns()).routed(&routing)
+                }
+                _ => continue,
+            };
+            self.session.send_app(now_ns(), answer, actions);
         }
+    }
+
+    fn answer_status(&mut self, request: Message, routing: Vec<u8>, actions: &mut Vec<Action>) {
+        self.pending.push_back(Pending::Status { request, routing });
+        if self.pending.len() == 1 {
+            self.flush_local(actions);
+        }
+    }
+
+    /// Whether an order entry resent with PossResend (97) repeats a
+    /// ClOrdID this session already sent: an order it already has, or one
+    /// still on its way to the core.
+    fn already_sent(&self, message: &Message) -> bool {
+        if !message.flag(tags::POSS_RESEND) || !matches!(message.msg_type(), Some(b"D" | b"G")) {
+            return false;
+        }
+        let Some(cl_ord_id) = message.text(tags::CL_ORD_ID) else {
+            return false;
+        };
+        self.app.knows_cl_ord_id(cl_ord_id)
+            || self.pending.iter().any(|p| match p {
+                Pending::Core {
+                    request: Request::Place(echo),
+                    ..
+                } => echo.cl_ord_id == cl_ord_id,
+                Pending::Core {
+                    request: Request::Replace(echo),
+                    ..
+                } => echo.cl_ord_id == cl_ord_id,
+                _ => false,
+            })
     }
 
     fn answer_now(&mut self, message: Outgoing, actions: &mut Vec<Action>) {
@@ -314,6 +362,10 @@ impl Runner {
     fn deliver(&mut self, message: Message, actions: &mut Vec<Action>) {
         let now = now_ns();
         let routing = answer_routing(&message);
+        if self.already_sent(&message) {
+            // Taken once already: its state is the answer, not a second order.
+            return self.answer_status(message, routing, actions);
+        }
         match inbound::translate(&message, &self.app.role, now) {
             Inbound::Submit(submission) => {
                 let Submission { command, request } = *submission;
@@ -335,6 +387,7 @@ impl Runner {
             }
             Inbound::Reply(answer) => self.answer_now(answer.routed(&routing), actions),
             Inbound::Reject(problem) => self.session.reject(now, &message, &problem, actions),
+            Inbound::Status => self.answer_status(message, routing, actions),
         }
     }
 

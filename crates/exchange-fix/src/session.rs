@@ -277,80 +277,6 @@ impl<S: Store> Session<S> {
             && message.get(tags::TARGET_COMP_ID) == Some(self.settings.our_comp_id.as_bytes())
     }
 
-    fn on_logon(&mut self, now: u64, logon: &Message, out: &mut Vec<Action>) {
-        let refuse = |session: &mut Self, text: &str, out: &mut Vec<Action>| {
-            session.logout_and_close(now, &format!("logon refused: {text}"), out)
-        };
-        let Some(seq) = logon.seq_num() else {
-            return refuse(self, "MsgSeqNum (34) is missing or not a number", out);
-        };
-        if logon.msg_type() != Some(msg::LOGON.as_bytes()) {
-            return refuse(self, "the first message must be a Logon (35=A)", out);
-        }
-        if let Err(problem) = spec::validate(logon) {
-            return refuse(self, &problem.text, out);
-        }
-        if !self.comp_ids_ok(logon) {
-            return refuse(
-                self,
-                "SenderCompID (49) or TargetCompID (56) does not match the session",
-                out,
-            );
-        }
-        let password = logon.get(tags::PASSWORD).unwrap_or_default();
-        if !same_secret(password, self.settings.password.as_bytes()) {
-            return refuse(self, "invalid Password (554)", out);
-        }
-        if !self.sending_time_ok(now, logon) {
-            return refuse(
-                self,
-                "SendingTime (52) is too far from the exchange's clock",
-                out,
-            );
-        }
-        if logon.uint(tags::ENCRYPT_METHOD) != Some(0) {
-            return refuse(self, "EncryptMethod (98) must be 0 (none)", out);
-        }
-        let heartbeat = logon.uint(tags::HEART_BT_INT).unwrap_or(0);
-        if !HEARTBEAT_RANGE.contains(&heartbeat) {
-            return refuse(
-                self,
-                "HeartBtInt (108) must be between 1 and 3600 seconds",
-                out,
-            );
-        }
-        let reset = logon.flag(tags::RESET_SEQ_NUM_FLAG);
-        if reset {
-            if seq != 1 {
-                return refuse(self, "ResetSeqNumFlag (141) needs MsgSeqNum (34) 1", out);
-            }
-            self.store.reset();
-        }
-        let expected = self.store.next_target_seq();
-        if seq < expected {
-            return refuse(
-                self,
-                &format!("MsgSeqNum too low, expecting {expected} but received {seq}"),
-                out,
-            );
-        }
-        self.heartbeat_ns = heartbeat * NANOS_PER_SEC;
-        self.phase = Phase::Active;
-        let mut reply = Outgoing::new(msg::LOGON)
-            .field(tags::ENCRYPT_METHOD, 0)
-            .field(tags::HEART_BT_INT, heartbeat);
-        if reset {
-            reply.push(tags::RESET_SEQ_NUM_FLAG, "Y");
-        }
-        self.send_admin(now, reply, out);
-        out.push(Action::LoggedOn);
-        if seq > expected {
-            self.request_resend(now, expected, seq, out);
-        } else {
-            self.store.set_next_target_seq(seq + 1);
-        }
-    }
-
     /// Sends a session-level Reject of `message` (also used by the
     /// application for a value no FIX field allows).
     pub fn reject(
@@ -434,6 +360,11 @@ impl<S: Store> Session<S> {
                 out,
             );
         }
+        if msg_type == Some(msg::LOGON.as_bytes()) && message.flag(tags::RESET_SEQ_NUM_FLAG) {
+            // Its MsgSeqNum is 1 by definition: it restarts the numbering
+            // rather than following it.
+            return self.reset_in_session(now, &message, out);
+        }
         let valid = spec::validate(&message);
         let gap_fill = message.flag(tags::GAP_FILL_FLAG);
         if msg_type == Some(msg::SEQUENCE_RESET.as_bytes()) && !gap_fill {
@@ -458,7 +389,7 @@ impl<S: Store> Session<S> {
         }
         if seq < expected {
             if message.flag(tags::POSS_DUP_FLAG) {
-                return;
+                return self.possible_duplicate(now, &message, out);
             }
             let text = format!("MsgSeqNum too low, expecting {expected} but received {seq}");
             return self.logout_and_close(now, &text, out);
@@ -483,10 +414,54 @@ impl<S: Store> Session<S> {
                     reason::SENDING_TIME_ACCURACY,
                     "OrigSendingTime (122) is later than SendingTime (52)",
                 );
-                return self.reject(now, &message, &problem, out);
+                // A copy claiming to predate itself: the counterparty's
+                // clock or resend logic is broken, as with a bad SendingTime.
+                self.reject(now, &message, &problem, out);
+                return self.logout_and_close(
+                    now,
+                    "OrigSendingTime (122) is later than SendingTime (52)",
+                    out,
+                );
             }
         }
         self.dispatch(now, seq, message, out);
+    }
+
+    /// A message numbered below the expected one but marked as a possible
+    /// duplicate: ignored, as already processed, once its OrigSendingTime
+    /// shows it is a plausible copy.
+    fn possible_duplicate(&mut self, now: u64, message: &Message, out: &mut Vec<Action>) {
+        let orig = message.get(tags::ORIG_SENDING_TIME);
+        let Some(orig) = orig else {
+            let problem = Problem::new(
+                Some(tags::ORIG_SENDING_TIME),
+                reason::REQUIRED_TAG_MISSING,
+                "OrigSendingTime (122) is required when PossDupFlag (43) is Y",
+            );
+            return self.reject(now, message, &problem, out);
+        };
+        let Some(orig) = time::parse(orig) else {
+            let problem = Problem::new(
+                Some(tags::ORIG_SENDING_TIME),
+                reason::INCORRECT_DATA_FORMAT,
+                "OrigSendingTime (122) is not a UTCTimestamp",
+            );
+            return self.reject(now, message, &problem, out);
+        };
+        let sent = message.get(tags::SENDING_TIME).and_then(time::parse);
+        if sent.is_some_and(|sent| orig > sent) {
+            let problem = Problem::new(
+                Some(tags::ORIG_SENDING_TIME),
+                reason::SENDING_TIME_ACCURACY,
+                "OrigSendingTime (122) is later than SendingTime (52)",
+            );
+            self.reject(now, message, &problem, out);
+            self.logout_and_close(
+                now,
+                "OrigSendingTime (122) is later than SendingTime (52)",
+                out,
+            );
+        }
     }
 
     fn dispatch(&mut self, now: u64, seq: u64, message: Message, out: &mut Vec<Action>) {
@@ -588,9 +563,17 @@ impl<S: Store> Session<S> {
     }
 }
 
+#[path = "session_logon.rs"]
+mod logon;
+pub use logon::{sessionless_logout, CREDENTIALS_REFUSED, NOT_A_LOGON};
+
 #[path = "session_resend.rs"]
 mod resend;
 
 #[cfg(test)]
 #[path = "session_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "session_conformance_tests.rs"]
+mod conformance_tests;

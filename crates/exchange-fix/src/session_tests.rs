@@ -117,8 +117,9 @@ fn wrong_password_gets_a_logout_with_a_reason() {
         .to_string();
     assert!(text.contains("Password"), "{text}");
     assert!(disconnected(&out).is_some());
-    // The refused Logon is not counted; our Logout is.
-    assert_eq!((session.store().sender, session.store().target), (2, 1));
+    // Neither the refused Logon nor our Logout, sent outside the
+    // session's numbering, is counted.
+    assert_eq!((session.store().sender, session.store().target), (1, 1));
     assert!(!session.is_logged_on());
 }
 
@@ -361,7 +362,7 @@ fn invalid_messages_get_a_reject_naming_the_tag_and_are_counted() {
             "D",
             2,
             T0,
-            "11=c1|55=BTC-USD|54=1|60=20240101-00:00:00|40=2|",
+            "11=c1|55=BTC-USD|54=1|60=20240101-00:00:00|38=1|",
         ),
         &mut out,
     );
@@ -374,7 +375,7 @@ fn invalid_messages_get_a_reject_naming_the_tag_and_are_counted() {
             reject.text(372),
             reject.uint(373)
         ),
-        (Some("3"), Some(2), Some(38), Some("D"), Some(1))
+        (Some("3"), Some(2), Some(40), Some("D"), Some(1))
     );
     assert_eq!(session.store().target, 3);
     assert!(disconnected(&out).is_none());

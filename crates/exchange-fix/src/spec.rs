@@ -4,12 +4,18 @@
 //!
 //! Strict on purpose: a tag the gateway does not know for a message type is
 //! refused rather than ignored, so a client never believes the exchange
-//! honoured an instruction it silently dropped. Repeating groups are not
-//! accepted inbound.
+//! honoured an instruction it silently dropped. The standard fields that
+//! carry no instruction here (identification, parties, free text) are
+//! accepted, checked for format and defined values, and not used. The one
+//! repeating group accepted inbound is Parties (453), whose NumInGroup must
+//! match its entries.
 
 use crate::message::{parse_uint, Message, Problem};
 use crate::tags::{self, session_reject as reason};
 use crate::time;
+
+#[path = "spec_values.rs"]
+mod values;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Format {
@@ -40,14 +46,18 @@ fn format_of(tag: u32) -> Format {
         | NEXT_EXPECTED_MSG_SEQ_NUM
         | MAX_MESSAGE_SIZE
         | LAST_MSG_SEQ_NUM_PROCESSED
-        | MASS_CANCEL_REQUEST_TYPE => Format::Uint,
+        | MASS_CANCEL_REQUEST_TYPE
+        | NO_PARTIES
+        | PARTY_ROLE => Format::Uint,
         POSS_DUP_FLAG
         | POSS_RESEND
         | GAP_FILL_FLAG
         | RESET_SEQ_NUM_FLAG
         | TEST_MESSAGE_INDICATOR => Format::Bool,
-        SIDE | ORD_TYPE | TIME_IN_FORCE | HANDL_INST | SELF_TRADE_PREVENTION => Format::Char,
-        PRICE | ORDER_QTY => Format::Float,
+        SIDE | ORD_TYPE | TIME_IN_FORCE | HANDL_INST | SELF_TRADE_PREVENTION | PARTY_ID_SOURCE => {
+            Format::Char
+        }
+        PRICE | ORDER_QTY | CASH_ORDER_QTY | ORDER_PERCENT => Format::Float,
         SENDING_TIME | ORIG_SENDING_TIME | TRANSACT_TIME => Format::Timestamp,
         _ => Format::Text,
     }
@@ -68,6 +78,83 @@ fn well_formed(format: Format, value: &[u8]) -> bool {
         Format::Timestamp => time::parse(value).is_some(),
         Format::Text => true,
     }
+}
+
+/// A field's data format (373=6), then, for the enumerated fields the
+/// gateway accepts without using, whether FIX 4.4 defines the value
+/// (373=5).
+fn check_value(tag: u32, value: &[u8]) -> Result<(), Problem> {
+    if !well_formed(format_of(tag), value) {
+        return Err(Problem::new(
+            Some(tag),
+            reason::INCORRECT_DATA_FORMAT,
+            format!("tag {tag} has an incorrect data format"),
+        ));
+    }
+    if !values::defined(tag, value) {
+        return Err(Problem::new(
+            Some(tag),
+            reason::VALUE_INCORRECT,
+            format!(
+                "{:?} is not a valid value for tag {tag}",
+                String::from_utf8_lossy(value)
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// A repeating group accepted inbound: its NumInGroup tag, and its
+/// members, the first of which opens each entry.
+struct Group {
+    count: u32,
+    members: &'static [u32],
+}
+
+const GROUPS: &[Group] = &[Group {
+    count: tags::NO_PARTIES,
+    members: &[tags::PARTY_ID, tags::PARTY_ID_SOURCE, tags::PARTY_ROLE],
+}];
+
+/// Checks the entries of `group` at the start of `rest` against the
+/// NumInGroup value `count`; returns how many fields they take.
+fn check_group(group: &Group, count: &[u8], rest: &[(u32, &[u8])]) -> Result<usize, Problem> {
+    let declared = parse_uint(count).unwrap_or(0);
+    let mut entries = 0u64;
+    let mut in_entry: Vec<u32> = Vec::with_capacity(group.members.len());
+    let mut used = 0;
+    for &(tag, value) in rest {
+        if !group.members.contains(&tag) {
+            break;
+        }
+        if tag == group.members[0] {
+            entries += 1;
+            in_entry.clear();
+        } else if entries == 0 || in_entry.contains(&tag) {
+            return Err(Problem::new(
+                Some(tag),
+                reason::REPEATING_GROUP_OUT_OF_ORDER,
+                format!(
+                    "tag {tag} is outside an entry of group {}: each entry begins with tag {}",
+                    group.count, group.members[0]
+                ),
+            ));
+        }
+        in_entry.push(tag);
+        check_value(tag, value)?;
+        used += 1;
+    }
+    if entries != declared {
+        return Err(Problem::new(
+            Some(group.count),
+            reason::INCORRECT_NUM_IN_GROUP_COUNT,
+            format!(
+                "NumInGroup {} says {declared} entries but {entries} follow",
+                group.count
+            ),
+        ));
+    }
+    Ok(used)
 }
 
 /// Standard header tags, in any order after BeginString, BodyLength, MsgType.
@@ -123,7 +210,7 @@ fn spec(msg_type: &[u8]) -> Option<MsgSpec> {
             ],
         ),
         b"D" => (
-            &[CL_ORD_ID, SYMBOL, SIDE, TRANSACT_TIME, ORDER_QTY, ORD_TYPE],
+            &[CL_ORD_ID, SYMBOL, SIDE, TRANSACT_TIME, ORD_TYPE],
             &[
                 ACCOUNT,
                 HANDL_INST,
@@ -132,11 +219,31 @@ fn spec(msg_type: &[u8]) -> Option<MsgSpec> {
                 EXEC_INST,
                 TEXT,
                 SELF_TRADE_PREVENTION,
+                ORDER_QTY,
+                CASH_ORDER_QTY,
+                ORDER_PERCENT,
+                SECONDARY_CL_ORD_ID,
+                SECURITY_ID,
+                SECURITY_ID_SOURCE,
+                SECURITY_TYPE,
+                NO_PARTIES,
             ],
         ),
         b"F" => (
             &[ORIG_CL_ORD_ID, CL_ORD_ID, SYMBOL, SIDE, TRANSACT_TIME],
-            &[ORDER_ID, ACCOUNT, ORDER_QTY, TEXT],
+            &[
+                ORDER_ID,
+                ACCOUNT,
+                ORDER_QTY,
+                CASH_ORDER_QTY,
+                ORDER_PERCENT,
+                TEXT,
+                SECONDARY_CL_ORD_ID,
+                SECURITY_ID,
+                SECURITY_ID_SOURCE,
+                SECURITY_TYPE,
+                NO_PARTIES,
+            ],
         ),
         b"G" => (
             &[
@@ -145,14 +252,47 @@ fn spec(msg_type: &[u8]) -> Option<MsgSpec> {
                 SYMBOL,
                 SIDE,
                 TRANSACT_TIME,
-                ORDER_QTY,
                 ORD_TYPE,
             ],
-            &[ORDER_ID, ACCOUNT, HANDL_INST, PRICE, TEXT],
+            &[
+                ORDER_ID,
+                ACCOUNT,
+                HANDL_INST,
+                PRICE,
+                TEXT,
+                ORDER_QTY,
+                CASH_ORDER_QTY,
+                ORDER_PERCENT,
+                SECONDARY_CL_ORD_ID,
+                SECURITY_ID,
+                SECURITY_ID_SOURCE,
+                SECURITY_TYPE,
+                NO_PARTIES,
+            ],
+        ),
+        b"H" => (
+            &[CL_ORD_ID, SYMBOL, SIDE],
+            &[
+                ORDER_ID,
+                ACCOUNT,
+                ORD_STATUS_REQ_ID,
+                SECONDARY_CL_ORD_ID,
+                SECURITY_ID,
+                SECURITY_ID_SOURCE,
+                SECURITY_TYPE,
+                NO_PARTIES,
+            ],
         ),
         b"q" => (
             &[CL_ORD_ID, MASS_CANCEL_REQUEST_TYPE, TRANSACT_TIME],
-            &[SYMBOL, ACCOUNT, TEXT],
+            &[
+                SYMBOL,
+                ACCOUNT,
+                TEXT,
+                SECURITY_ID,
+                SECURITY_ID_SOURCE,
+                SECURITY_TYPE,
+            ],
         ),
         _ => return None,
     };
@@ -208,7 +348,9 @@ pub fn validate(msg: &Message) -> Result<(), Problem> {
     let inner = fields
         .get(3..fields.len().saturating_sub(1))
         .unwrap_or_default();
-    for &(tag, value) in inner {
+    let mut at = 0;
+    while let Some(&(tag, value)) = inner.get(at) {
+        at += 1;
         if seen.contains(&tag)
             || matches!(tag, tags::BEGIN_STRING | tags::BODY_LENGTH | tags::MSG_TYPE)
         {
@@ -258,12 +400,11 @@ pub fn validate(msg: &Message) -> Result<(), Problem> {
                 ));
             }
         }
-        if !well_formed(format_of(tag), value) {
-            return Err(Problem::new(
-                Some(tag),
-                reason::INCORRECT_DATA_FORMAT,
-                format!("tag {tag} has an incorrect data format"),
-            ));
+        check_value(tag, value)?;
+        if body_spec.is_some() {
+            if let Some(group) = GROUPS.iter().find(|g| g.count == tag) {
+                at += check_group(group, value, &inner[at..])?;
+            }
         }
     }
     let required = HEADER_REQUIRED
@@ -275,6 +416,18 @@ pub fn validate(msg: &Message) -> Result<(), Problem> {
             reason::REQUIRED_TAG_MISSING,
             format!("required tag {missing} is missing"),
         ));
+    }
+    for (given, needs) in [
+        (tags::SECURITY_ID, tags::SECURITY_ID_SOURCE),
+        (tags::SECURITY_ID_SOURCE, tags::SECURITY_ID),
+    ] {
+        if seen.contains(&given) && !seen.contains(&needs) {
+            return Err(Problem::new(
+                Some(needs),
+                reason::REQUIRED_TAG_MISSING,
+                format!("tag {needs} is required with tag {given}"),
+            ));
+        }
     }
     if msg.flag(tags::POSS_DUP_FLAG) && !seen.contains(&tags::ORIG_SENDING_TIME) {
         return Err(Problem::new(
@@ -306,8 +459,8 @@ mod tests {
 
     #[test]
     fn names_the_offending_tag() {
-        let missing = format!("{HEAD}11=c1|55=BTC-USD|54=1|60=20240101-00:00:00|40=2|10=000|");
-        assert_eq!(check(&missing), Err((Some(38), 1)));
+        let missing = format!("{HEAD}11=c1|55=BTC-USD|54=1|60=20240101-00:00:00|38=1|10=000|");
+        assert_eq!(check(&missing), Err((Some(40), 1)));
         let unknown =
             format!("{HEAD}11=c1|55=B|54=1|60=20240101-00:00:00|38=1|40=2|9999=x|10=000|");
         assert_eq!(check(&unknown), Err((Some(9999), 0)));

@@ -7,6 +7,12 @@
 //! - `messages`: sent application messages, appended as
 //!   `SEQ LEN\n<LEN bytes>\n` records.
 //!
+//! Both files are readable by the exchange's user only (0600, in a 0700
+//! directory): they hold the counterparty's orders. The newest
+//! `FIX_STORE_RETAINED` messages are kept; older ones are dropped (the
+//! file is rewritten once it holds twice that many), and a resend request
+//! for them gets a gap fill, as FIX allows for messages not resent.
+//!
 //! Writes go to the operating system without fsync: they survive the
 //! process being killed, and a torn tail left by a machine crash is cut off
 //! when the file is opened again (the counterparty's resend request then
@@ -14,10 +20,12 @@
 //! resend replaces them with a gap fill anyway.
 
 use std::collections::BTreeMap;
-use std::fs::{File, OpenOptions};
+use std::fs::{File, OpenOptions, Permissions};
 use std::io::{Read, Write};
-use std::os::unix::fs::FileExt;
+use std::os::unix::fs::{DirBuilderExt, FileExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
+
+use exchange_node::limits::FIX_STORE_RETAINED;
 
 use thiserror::Error;
 
@@ -110,9 +118,26 @@ pub struct FileStore {
     /// Stored message offsets and lengths by sequence number.
     index: BTreeMap<u64, (u64, usize)>,
     end: u64,
+    /// Records in the messages file, kept or dropped.
+    records: usize,
+    /// How many messages are kept for resends.
+    retain: usize,
     sender: u64,
     target: u64,
     failure: Option<String>,
+}
+
+/// Opens (creating it 0600) a file of the store, and makes an existing
+/// one 0600 too.
+fn open_private(path: &Path, options: &mut OpenOptions) -> Result<File, StoreError> {
+    let file = options
+        .create(true)
+        .mode(0o600)
+        .open(path)
+        .map_err(io_error(path))?;
+    file.set_permissions(Permissions::from_mode(0o600))
+        .map_err(io_error(path))?;
+    Ok(file)
 }
 
 fn io_error(path: &Path) -> impl FnOnce(std::io::Error) -> StoreError + '_ {
@@ -152,15 +177,22 @@ fn scan(bytes: &[u8]) -> (BTreeMap<u64, (u64, usize)>, usize) {
 
 impl FileStore {
     pub fn open(dir: &Path) -> Result<FileStore, StoreError> {
-        std::fs::create_dir_all(dir).map_err(io_error(dir))?;
+        FileStore::open_retaining(dir, FIX_STORE_RETAINED)
+    }
+
+    /// A store that keeps the newest `retain` sent messages.
+    pub fn open_retaining(dir: &Path, retain: usize) -> Result<FileStore, StoreError> {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
+            .map_err(io_error(dir))?;
+        std::fs::set_permissions(dir, Permissions::from_mode(0o700)).map_err(io_error(dir))?;
         let seq_path = dir.join("seqnums");
-        let mut seqnums = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(&seq_path)
-            .map_err(io_error(&seq_path))?;
+        let mut seqnums = open_private(
+            &seq_path,
+            OpenOptions::new().read(true).write(true).truncate(false),
+        )?;
         let mut text = String::new();
         seqnums
             .read_to_string(&mut text)
@@ -180,17 +212,13 @@ impl FileStore {
             }
         };
         let msg_path = dir.join("messages");
-        let mut messages = OpenOptions::new()
-            .read(true)
-            .append(true)
-            .create(true)
-            .open(&msg_path)
-            .map_err(io_error(&msg_path))?;
+        let mut messages = open_private(&msg_path, OpenOptions::new().read(true).append(true))?;
         let mut bytes = Vec::new();
         messages
             .read_to_end(&mut bytes)
             .map_err(io_error(&msg_path))?;
-        let (index, whole) = scan(&bytes);
+        let (mut index, whole) = scan(&bytes);
+        let records = index.len();
         if whole < bytes.len() {
             tracing::warn!(path = %msg_path.display(), dropped = bytes.len() - whole, "cut a torn tail off the FIX message store");
             messages
@@ -202,12 +230,17 @@ impl FileStore {
         if let Some((last, _)) = index.last_key_value() {
             sender = sender.max(last + 1);
         }
+        while index.len() > retain.max(1) {
+            index.pop_first();
+        }
         let mut store = FileStore {
             dir: dir.to_path_buf(),
             seqnums,
             messages,
             index,
             end: whole as u64,
+            records,
+            retain: retain.max(1),
             sender,
             target,
             failure: None,
@@ -231,6 +264,53 @@ impl FileStore {
             tracing::error!(dir = %self.dir.display(), %error, "FIX store {what} failed");
             self.failure = Some(format!("{what}: {error}"));
         }
+    }
+
+    /// Drops the oldest messages beyond what is kept, and rewrites the
+    /// file once it holds twice as many records as are kept.
+    fn enforce_retention(&mut self) {
+        while self.index.len() > self.retain {
+            self.index.pop_first();
+        }
+        if self.records > 2 * self.retain {
+            if let Err(error) = self.compact() {
+                self.fail("rewriting the messages without the dropped ones", error);
+            }
+        }
+    }
+
+    fn compact(&mut self) -> std::io::Result<()> {
+        let (first, last) = match (self.index.first_key_value(), self.index.last_key_value()) {
+            (Some((first, _)), Some((last, _))) => (*first, *last),
+            _ => (1, 0),
+        };
+        let kept = self.load(first, last);
+        let path = self.dir.join("messages");
+        let fresh = self.dir.join("messages.new");
+        let mut file = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(&fresh)?;
+        let mut index = BTreeMap::new();
+        let mut end = 0u64;
+        let mut bytes = Vec::new();
+        for (seq, raw) in &kept {
+            let header = format!("{seq} {}\n", raw.len());
+            index.insert(*seq, (end + header.len() as u64, raw.len()));
+            bytes.extend_from_slice(header.as_bytes());
+            bytes.extend_from_slice(raw);
+            bytes.push(b'\n');
+            end = bytes.len() as u64;
+        }
+        file.write_all(&bytes)?;
+        std::fs::rename(&fresh, &path)?;
+        self.messages = OpenOptions::new().read(true).append(true).open(&path)?;
+        self.index = index;
+        self.end = end;
+        self.records = kept.len();
+        Ok(())
     }
 
     fn write_seqnums(&mut self) {
@@ -266,6 +346,8 @@ impl Store for FileStore {
             Ok(()) => {
                 self.index.insert(seq, (start, raw.len()));
                 self.end += record.len() as u64;
+                self.records += 1;
+                self.enforce_retention();
             }
             Err(error) => self.fail("appending a message", error),
         }
@@ -299,6 +381,7 @@ impl Store for FileStore {
         }
         self.index.clear();
         self.end = 0;
+        self.records = 0;
         self.sender = 1;
         self.target = 1;
         self.write_seqnums();
@@ -354,6 +437,43 @@ mod tests {
         }
         let store = FileStore::open(dir.path()).unwrap();
         assert_eq!(store.next_sender_seq(), 6);
+    }
+
+    #[test]
+    fn files_are_private_to_the_exchange_user() {
+        let dir = tempfile::tempdir().unwrap();
+        let session = dir.path().join("fix").join("A-EX");
+        std::fs::create_dir_all(&session).unwrap();
+        std::fs::write(session.join("messages"), "").unwrap();
+        std::fs::set_permissions(session.join("messages"), Permissions::from_mode(0o644)).unwrap();
+        let mut store = FileStore::open(&session).unwrap();
+        store.save(1, b"report");
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&session.join("seqnums")), 0o600);
+        assert_eq!(mode(&session.join("messages")), 0o600);
+        assert_eq!(mode(&session), 0o700);
+    }
+
+    #[test]
+    fn only_the_newest_messages_are_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = FileStore::open_retaining(dir.path(), 3).unwrap();
+        for seq in 1..=20u64 {
+            store.save(seq, format!("message {seq}").as_bytes());
+        }
+        let kept: Vec<u64> = store.load(1, 100).into_iter().map(|(s, _)| s).collect();
+        assert_eq!(kept, vec![18, 19, 20]);
+        assert_eq!(store.failure(), None);
+        // The file is rewritten rather than growing without bound.
+        let len = std::fs::metadata(dir.path().join("messages"))
+            .unwrap()
+            .len();
+        assert!(len < 7 * 20, "{len} bytes");
+        drop(store);
+        let mut store = FileStore::open_retaining(dir.path(), 3).unwrap();
+        assert_eq!(store.load(18, 18), vec![(18, b"message 18".to_vec())]);
+        assert_eq!(store.load(1, 17), vec![]);
+        assert_eq!(store.next_sender_seq(), 21);
     }
 
     #[test]

@@ -9,63 +9,107 @@ use serde_json::json;
 use super::auth::sign;
 use super::rest_client::*;
 use super::test_support::funded_node;
+use exchange_node::limits::AUTH_FAILURE_BURST;
 
-/// Made-up keys are limited before they are looked up, and looking one up
-/// never asks the core thread.
+/// Failed authentications are charged to the address they came from: past
+/// its budget that address gets 429 before its key is looked up or its body
+/// read, while another address is served as before. Made-up keys are
+/// answered 401, never reach the core and get no rate-limit bucket.
 #[tokio::test]
-async fn unknown_keys_are_limited_before_lookup_and_never_reach_the_core() {
+async fn failed_authentications_are_limited_per_address() {
     let node = funded_node().await;
-    let app = app(&node, |c| {
-        c.rate_limit_per_sec = 1;
-        c.rate_limit_burst = 2;
-    });
+    let app = app(&node, |_| {});
     let reads = || app.handle.metrics.reads.load(Ordering::Relaxed);
     let before = reads();
+    let flooder = "192.0.2.1";
+    // The budget refills slowly (a few tokens while this loop runs), so
+    // the flood is refused from about the burst on.
     let mut answers = Vec::new();
-    for _ in 0..5 {
-        let request = signed_with("made-up", "secret", &now(), Method::GET, "/v1/balances", "");
-        let reply = call(&app, request).await;
+    for i in 0..AUTH_FAILURE_BURST * 2 {
+        let request = if i % 2 == 0 {
+            let key = format!("made-up-{i}");
+            signed_with(&key, "secret", &now(), Method::GET, "/v1/balances", "")
+        } else {
+            let mut forged = signed(1, Method::GET, "/v1/balances", "");
+            forged
+                .headers_mut()
+                .insert("EX-ACCESS-SIGN", "00".repeat(32).parse().expect("header"));
+            forged
+        };
+        let reply = call(&app, from(flooder, request)).await;
         answers.push((reply.status, reply.json["code"].as_str().map(str::to_owned)));
     }
-    let unknown = (StatusCode::UNAUTHORIZED, Some("invalid_api_key".to_owned()));
-    let limited = (
-        StatusCode::TOO_MANY_REQUESTS,
-        Some("rate_limited".to_owned()),
+    let budget = AUTH_FAILURE_BURST as usize;
+    let first_limited = answers
+        .iter()
+        .position(|(status, _)| *status == StatusCode::TOO_MANY_REQUESTS)
+        .expect("the flood was limited");
+    assert!(
+        (budget..budget + 10).contains(&first_limited),
+        "{first_limited}: {answers:?}"
     );
-    assert_eq!(
-        answers,
-        [
-            unknown.clone(),
-            unknown,
-            limited.clone(),
-            limited.clone(),
-            limited
-        ]
-    );
+    for (i, answer) in answers[..first_limited].iter().enumerate() {
+        let code = if i % 2 == 0 {
+            "invalid_api_key"
+        } else {
+            "invalid_signature"
+        };
+        assert_eq!(
+            (answer.0, answer.1.as_deref()),
+            (StatusCode::UNAUTHORIZED, Some(code)),
+            "request {i}"
+        );
+    }
+    let limited = answers
+        .iter()
+        .filter(|(status, code)| {
+            *status == StatusCode::TOO_MANY_REQUESTS && code.as_deref() == Some("rate_limited")
+        })
+        .count();
+    assert!(limited >= budget - 10, "{answers:?}");
+    // Even a valid request from the flooding address waits: it is refused
+    // before anything about it is known.
+    let limited = call(
+        &app,
+        from(flooder, signed(1, Method::GET, "/v1/balances", "")),
+    )
+    .await;
+    assert_eq!(limited.status, StatusCode::TOO_MANY_REQUESTS);
+    assert!(limited.headers.contains_key("retry-after"));
     assert_eq!(
         reads(),
         before,
-        "an unknown key cost the core thread a read"
+        "a refused request cost the core thread a read"
     );
-    // Another made-up key has an allowance of its own.
-    let other = signed_with(
-        "made-up-2",
-        "secret",
-        &now(),
-        Method::GET,
-        "/v1/balances",
-        "",
-    );
-    assert_eq!(call(&app, other).await.status, StatusCode::UNAUTHORIZED);
-    // The counter does count: a genuine balance request is one core read.
-    assert_eq!(
-        call(&app, signed(1, Method::GET, "/v1/balances", ""))
-            .await
-            .status,
-        StatusCode::OK
-    );
-    assert_eq!(reads(), before + 1);
-    assert_eq!(app.limiter.keys(), 3);
+    // Another address is served.
+    for _ in 0..3 {
+        let reply = call(
+            &app,
+            from("192.0.2.2", signed(1, Method::GET, "/v1/balances", "")),
+        )
+        .await;
+        assert_eq!(reply.status, StatusCode::OK);
+    }
+    assert_eq!(reads(), before + 3);
+    // Only the real key has a request bucket; the made-up ones have none.
+    assert_eq!(app.limiter.keys(), 1);
+}
+
+/// An unknown key is 401 however the node stands: not 503, which would
+/// tell a prober to come back.
+#[tokio::test]
+async fn an_unknown_key_is_always_401() {
+    let node = funded_node().await;
+    let app = app(&node, |_| {});
+    for method in [Method::GET, Method::POST, Method::DELETE] {
+        let request = signed_with("nobody", "secret", &now(), method.clone(), "/v1/orders", "");
+        let reply = call(&app, request).await;
+        assert_eq!(
+            (reply.status, reply.json["code"].as_str()),
+            (StatusCode::UNAUTHORIZED, Some("invalid_api_key")),
+            "{method}"
+        );
+    }
 }
 
 #[tokio::test]
@@ -111,7 +155,7 @@ async fn rate_limit_and_readiness() {
     );
     assert!(starting.headers.contains_key("retry-after"));
     assert_eq!(call(&app, get("/health")).await.status, StatusCode::OK);
-    let metrics = call(&app, get("/metrics")).await;
+    let metrics = call(&app, admin_get("/metrics")).await;
     let text = metrics.json.as_str().unwrap_or_default().to_owned();
     assert!(
         text.contains("exchange_http_responses_total{status=\"429\"} 1"),
@@ -258,6 +302,45 @@ async fn admin_and_public_routes() {
             (StatusCode::NOT_FOUND, Some("unknown_instrument"))
         );
     }
-    let doc = call(&app, get("/openapi.json")).await;
+    let doc = call(&app, admin_get("/openapi.json")).await;
     assert_eq!(doc.json["openapi"], "3.0.3");
+}
+
+/// `/metrics` and `/openapi.json` need the admin token unless the operator
+/// opens them; the separate metrics router never asks for it.
+#[tokio::test]
+async fn metrics_and_the_api_document_need_the_admin_token_by_default() {
+    let node = funded_node().await;
+    let app = app(&node, |_| {});
+    for path in ["/metrics", "/openapi.json"] {
+        let anonymous = call(&app, get(path)).await;
+        assert_eq!(
+            (anonymous.status, anonymous.json["code"].as_str()),
+            (StatusCode::UNAUTHORIZED, Some("missing_token")),
+            "{path}"
+        );
+        let mut wrong = get(path);
+        wrong
+            .headers_mut()
+            .insert("authorization", "Bearer wrong".parse().expect("header"));
+        assert_eq!(
+            call(&app, wrong).await.json["code"].as_str(),
+            Some("invalid_token")
+        );
+        assert_eq!(call(&app, admin_get(path)).await.status, StatusCode::OK);
+    }
+    let open = app_open_metrics(&node);
+    assert_eq!(call(&open, get("/metrics")).await.status, StatusCode::OK);
+    let scrape = tower::ServiceExt::oneshot(super::metrics_router(app.clone()), get("/metrics"))
+        .await
+        .expect("response");
+    assert_eq!(scrape.status(), StatusCode::OK);
+    let other = tower::ServiceExt::oneshot(super::metrics_router(app), get("/v1/balances"))
+        .await
+        .expect("response");
+    assert_eq!(other.status(), StatusCode::NOT_FOUND);
+}
+
+fn app_open_metrics(node: &super::test_support::TestNode) -> super::AppState {
+    app(node, |c| c.http.metrics_auth = false)
 }

@@ -1,21 +1,25 @@
-//! Who is asking: signed requests for accounts, a bearer token for
+//! Who is asking: HMAC-signed requests for trading, a bearer token for
 //! administration.
 //!
 //! A signed request carries `EX-ACCESS-KEY`, `EX-ACCESS-TIMESTAMP` (Unix
-//! seconds) and `EX-ACCESS-SIGN`, a signature over `timestamp + METHOD +
-//! path?query + body`: for an HMAC key, lowercase hex of HMAC-SHA256 keyed
-//! with the API secret's UTF-8 bytes; for an Ed25519 key, the 64-byte
-//! Ed25519 signature in hex or standard base64. The WebSocket `auth`
-//! message signs the same way with `GET` and `/v1/ws`. Signatures and
-//! tokens are compared in constant time; secrets never leave this module
-//! except inside the MAC.
+//! milliseconds) and `EX-ACCESS-SIGN`: lowercase hex of HMAC-SHA256, keyed
+//! with the API secret's UTF-8 bytes, over
+//! `timestamp + METHOD + path?query + body`. The WebSocket `auth` message signs the same way with `GET` and
+//! `/v1/ws`. Signatures and tokens are compared in constant time; secrets
+//! never leave this module except inside the MAC. An Ed25519 key signs the
+//! same string instead: its 64-byte signature, in hex or standard base64.
 //!
 //! A key that signs correctly is then held to its expiry (401), its
 //! allow-list of client addresses (403) and, route by route, its scopes
 //! (403).
+//!
+//! The order of the checks is the point: a source address that has spent
+//! its budget of failures is refused before anything else; then the cheap
+//! checks (headers, timestamp, the key's lookup and its allowance); only
+//! then is the body read and the MAC computed; and a verified request is
+//! admitted once ([`super::replay`]). Every 401 is charged to the source.
 
-use std::convert::Infallible;
-use std::net::{IpAddr, SocketAddr};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use axum::body::Bytes;
@@ -25,13 +29,14 @@ use axum::http::request::Parts;
 use axum::http::{HeaderMap, StatusCode};
 use base64::Engine as _;
 use exchange_node::keys::{Scope, Scopes};
-use exchange_node::limits::MAX_API_KEY_LEN;
+use exchange_node::limits::{MAX_API_KEY_LEN, MAX_TIMESTAMP_AHEAD_MS};
 use exchange_node::reads::{Credential, Verifier};
 use exchange_types::AccountId;
 use hmac::{Hmac, Mac};
 use sha2::{Digest, Sha256};
 
 use super::error::{read_body, ApiError};
+use super::replay::{self, Refusal};
 use super::AppState;
 
 pub const KEY_HEADER: &str = "ex-access-key";
@@ -130,8 +135,10 @@ pub fn ct_eq(a: &[u8], b: &[u8]) -> bool {
         == 0
 }
 
-fn unix_now() -> u64 {
-    unix_now_ns() / 1_000_000_000
+fn unix_now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
 }
 
 /// On the log's clock (Unix nanoseconds), against which keys expire.
@@ -139,40 +146,6 @@ fn unix_now_ns() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
-}
-
-/// Refuses a timestamp that is not plain digits or is further than
-/// `window` seconds from `now`, so a captured request cannot be replayed
-/// later.
-pub fn check_timestamp(timestamp: &str, now: u64, window: u64) -> Result<(), ApiError> {
-    let valid = !timestamp.is_empty()
-        && timestamp.len() <= 20
-        && timestamp.bytes().all(|b| b.is_ascii_digit());
-    let Some(ts) = timestamp.parse::<u64>().ok().filter(|_| valid) else {
-        return Err(ApiError::unauthorized(
-            "invalid_timestamp",
-            "the timestamp must be Unix seconds",
-        ));
-    };
-    if ts.abs_diff(now) > window {
-        return Err(ApiError::unauthorized(
-            "stale_timestamp",
-            format!("the timestamp is more than {window} seconds from server time ({now})"),
-        ));
-    }
-    Ok(())
-}
-
-/// One signed message to check.
-pub struct SignedMessage<'a> {
-    pub key: &'a str,
-    pub timestamp: &'a str,
-    pub signature: &'a str,
-    pub method: &'a str,
-    pub path_and_query: &'a str,
-    pub body: &'a [u8],
-    /// The client's address, when the listener gives it.
-    pub peer: Option<IpAddr>,
 }
 
 /// The account a verified key speaks for, and what the key may do there.
@@ -209,11 +182,13 @@ fn expired() -> ApiError {
     ApiError::unauthorized("key_expired", "this API key has expired")
 }
 
-/// Refuses a key past its expiry or used from outside its allow-list.
-fn check_use(credential: &Credential, peer: Option<IpAddr>) -> Result<(), ApiError> {
+/// Refuses a key past its expiry or used from outside its allow-list (an
+/// unspecified source is an unknown one).
+fn check_use(credential: &Credential, source: IpAddr) -> Result<(), ApiError> {
     if credential.expires_at.is_some_and(|at| unix_now_ns() >= at) {
         return Err(expired());
     }
+    let peer = Some(source).filter(|s| !s.is_unspecified());
     if !credential.allows(peer) {
         return Err(ApiError::new(
             StatusCode::FORBIDDEN,
@@ -241,52 +216,148 @@ pub fn still_allows(app: &AppState, key: &str, scope: Scope) -> Result<(), ApiEr
     require(credential.scopes, scope)
 }
 
-/// The client's address, if the listener recorded it.
-pub struct PeerAddr(pub Option<IpAddr>);
+/// Timestamps below this are not milliseconds of this era: most likely
+/// seconds, which the protocol took before.
+const FIRST_PLAUSIBLE_MS: u64 = 100_000_000_000;
 
-impl<S: Send + Sync> FromRequestParts<S> for PeerAddr {
-    type Rejection = Infallible;
+/// Parses a timestamp (Unix milliseconds, plain digits) and refuses one
+/// older than `window_ms` or further ahead of `now_ms` than the clocks of
+/// client and server may differ ([`MAX_TIMESTAMP_AHEAD_MS`]).
+pub fn check_timestamp(timestamp: &str, now_ms: u64, window_ms: u64) -> Result<u64, ApiError> {
+    let valid = !timestamp.is_empty()
+        && timestamp.len() <= 20
+        && timestamp.bytes().all(|b| b.is_ascii_digit());
+    let Some(ts) = timestamp.parse::<u64>().ok().filter(|_| valid) else {
+        return Err(ApiError::unauthorized(
+            "invalid_timestamp",
+            "the timestamp must be Unix milliseconds, in decimal digits",
+        ));
+    };
+    if ts < FIRST_PLAUSIBLE_MS {
+        return Err(ApiError::unauthorized(
+            "invalid_timestamp",
+            "the timestamp must be Unix milliseconds (this looks like seconds)",
+        ));
+    }
+    if ts.saturating_add(window_ms) < now_ms {
+        return Err(ApiError::unauthorized(
+            "stale_timestamp",
+            format!("the timestamp is more than {window_ms} ms before server time ({now_ms} ms)"),
+        ));
+    }
+    if ts > now_ms.saturating_add(MAX_TIMESTAMP_AHEAD_MS) {
+        return Err(ApiError::unauthorized(
+            "stale_timestamp",
+            format!(
+                "the timestamp is more than {MAX_TIMESTAMP_AHEAD_MS} ms ahead of server time ({now_ms} ms)"
+            ),
+        ));
+    }
+    Ok(ts)
+}
 
-    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Infallible> {
-        Ok(PeerAddr(peer_of(parts)))
+/// Where a request came from, as the failure budget counts it: an IPv4
+/// address, or an IPv6 address's /64 (what one host is usually given, so
+/// a host cannot escape its budget by changing the low bits).
+pub fn source_key(addr: IpAddr) -> String {
+    match addr {
+        IpAddr::V4(v4) => v4.to_string(),
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => v4.to_string(),
+            None => {
+                let s = v6.segments();
+                format!("{:x}:{:x}:{:x}:{:x}::/64", s[0], s[1], s[2], s[3])
+            }
+        },
     }
 }
 
-fn peer_of(parts: &Parts) -> Option<IpAddr> {
-    parts
-        .extensions
-        .get::<ConnectInfo<SocketAddr>>()
-        .map(|info| info.0.ip())
+/// The peer address of the connection a request came on (the
+/// unspecified address when the server was not given it, as in tests
+/// that call the router directly).
+pub struct Source(pub IpAddr);
+
+impl<S: Send + Sync> FromRequestParts<S> for Source {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
+        Ok(Source(
+            parts
+                .extensions
+                .get::<ConnectInfo<SocketAddr>>()
+                .map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |info| info.0.ip()),
+        ))
+    }
 }
 
-/// Checks a signed message and returns who it speaks for. It
-/// spends one request of the key's allowance first, whether or not the key
-/// turns out to exist: a client cycling through made-up keys is limited
-/// like any other, per key, before its keys are looked up.
-pub fn authenticate(app: &AppState, message: &SignedMessage<'_>) -> Result<Caller, ApiError> {
+/// Refuses, before any other work, a source that has spent its budget of
+/// failed authentications ([`exchange_node::limits::AUTH_FAILURE_BURST`],
+/// refilled at [`exchange_node::limits::AUTH_FAILURES_PER_SEC`]).
+pub fn check_source(app: &AppState, source: IpAddr) -> Result<(), ApiError> {
+    app.auth_failures
+        .allows(&source_key(source), Instant::now())
+        .map_err(|wait| {
+            let mut error = ApiError::rate_limited(wait);
+            error.message = "too many failed authentications from this address".into();
+            error
+        })
+}
+
+/// Charges a failed authentication (any 401) to its source.
+fn counted<T>(app: &AppState, source: IpAddr, result: Result<T, ApiError>) -> Result<T, ApiError> {
+    if let Err(error) = &result {
+        if error.status == StatusCode::UNAUTHORIZED {
+            app.auth_failures.spend(&source_key(source), Instant::now());
+        }
+    }
+    result
+}
+
+/// One signed message to check.
+pub struct SignedMessage<'a> {
+    pub source: IpAddr,
+    pub key: &'a str,
+    pub timestamp: &'a str,
+    pub signature: &'a str,
+    pub method: &'a str,
+    pub path_and_query: &'a str,
+    pub body: &'a [u8],
+}
+
+/// A known key with a timely timestamp, its signature still to check.
+pub struct Identified {
+    credential: Credential,
+    timestamp_ms: u64,
+}
+
+/// The cheap checks, before the body is read: the key's length, the
+/// timestamp, the key's credential (a map lookup, no core thread), then one
+/// request of the key's allowance. A key the node does not know is always
+/// `invalid_api_key`; allowances are kept only for keys that exist, so
+/// made-up keys cannot crowd out real ones.
+pub fn identify(app: &AppState, key: &str, timestamp: &str) -> Result<Identified, ApiError> {
     let invalid_key = || ApiError::unauthorized("invalid_api_key", "unknown API key");
-    if message.key.is_empty() || message.key.len() > MAX_API_KEY_LEN {
+    if key.is_empty() || key.len() > MAX_API_KEY_LEN {
         return Err(invalid_key());
     }
-    rate_limit(app, message.key)?;
-    check_timestamp(
-        message.timestamp,
-        unix_now(),
-        app.config.signature_window_secs,
-    )?;
-    let credential = match app.handle.credential(message.key) {
-        Some(credential) => credential,
-        None if !app.handle.caught_up() => return Err(ApiError::catching_up()),
-        None => {
-            // A write on a follower is the leader's to take, and the leader
-            // knows every account the cluster created; this node may have
-            // restarted with a commit index it does not yet know is behind.
-            if message.method != "GET" {
-                app.handle.check_leader()?;
-            }
-            return Err(invalid_key());
-        }
-    };
+    let timestamp_ms = check_timestamp(timestamp, unix_now_ms(), app.config.recv_window_ms)?;
+    let credential = app.handle.credential(key).ok_or_else(invalid_key)?;
+    rate_limit(app, key)?;
+    Ok(Identified {
+        credential,
+        timestamp_ms,
+    })
+}
+
+/// The signature, then that the request is new: not one this node has
+/// accepted, nor (for a write) one signed before this node led, which the
+/// previous leader may have accepted.
+pub fn verify(
+    app: &AppState,
+    identified: &Identified,
+    message: &SignedMessage<'_>,
+) -> Result<Caller, ApiError> {
+    let credential = &identified.credential;
     let good = match &credential.verifier {
         Verifier::Hmac(secret) => signature_matches(
             secret,
@@ -313,11 +384,55 @@ pub fn authenticate(app: &AppState, message: &SignedMessage<'_>) -> Result<Calle
     }
     // Only a genuine holder of the key learns that it expired or is bound
     // to other addresses.
-    check_use(&credential, message.peer)?;
-    Ok(Caller {
+    check_use(credential, message.source)?;
+    let caller = Caller {
         account: credential.account,
         scopes: credential.scopes,
-    })
+    };
+    let signed_ms = identified.timestamp_ms;
+    if message.method != "GET" && signed_ms < app.handle.leader_since_ms() {
+        return Err(ApiError::unauthorized(
+            "stale_timestamp",
+            "signed before this node became the leader; sign the request again",
+        ));
+    }
+    let fingerprint = replay::fingerprint(
+        message.key,
+        message.timestamp,
+        message.method,
+        message.path_and_query,
+        message.body,
+    );
+    let forget_after = signed_ms.saturating_add(app.config.recv_window_ms);
+    match app
+        .replay
+        .admit(fingerprint, signed_ms, forget_after, unix_now_ms())
+    {
+        Ok(()) => Ok(caller),
+        Err(Refusal::Replayed) => Err(ApiError::unauthorized(
+            "replayed_request",
+            "this signed request was already accepted; sign every request afresh",
+        )),
+        Err(Refusal::BeforeStart) => Err(ApiError::unauthorized(
+            "stale_timestamp",
+            "signed before this node started; sign the request again",
+        )),
+        Err(Refusal::Full) => Err(ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "overloaded",
+            "too many signed requests in the receive window; retry shortly",
+        )
+        .with_retry_after(1)),
+    }
+}
+
+/// Checks a signed message whose body is at hand (the WebSocket `auth`
+/// message) and returns who it speaks for.
+pub fn authenticate(app: &AppState, message: &SignedMessage<'_>) -> Result<Caller, ApiError> {
+    check_source(app, message.source)?;
+    let checked = identify(app, message.key, message.timestamp)
+        .and_then(|identified| verify(app, &identified, message));
+    counted(app, message.source, checked)
 }
 
 /// Spends one request of the key's allowance.
@@ -357,28 +472,36 @@ fn header<'a>(headers: &'a HeaderMap, name: &str) -> Result<&'a str, ApiError> {
 impl FromRequest<AppState> for Signed {
     type Rejection = ApiError;
 
+    /// The source's budget first, then the headers and the key, and only
+    /// for a known key with a timely timestamp the body and the MAC.
     async fn from_request(req: Request, app: &AppState) -> Result<Self, ApiError> {
-        let (parts, body) = req.into_parts();
-        let (key, timestamp, signature) = (
-            header(&parts.headers, KEY_HEADER)?,
-            header(&parts.headers, TIMESTAMP_HEADER)?,
-            header(&parts.headers, SIGN_HEADER)?,
-        );
+        let (mut parts, body) = req.into_parts();
+        let Ok(Source(source)) = Source::from_request_parts(&mut parts, app).await;
+        check_source(app, source)?;
+        let headers = (|| {
+            Ok::<_, ApiError>((
+                header(&parts.headers, KEY_HEADER)?,
+                header(&parts.headers, TIMESTAMP_HEADER)?,
+                header(&parts.headers, SIGN_HEADER)?,
+            ))
+        })();
+        let (key, timestamp, signature) = counted(app, source, headers)?;
+        let identified = counted(app, source, identify(app, key, timestamp))?;
         let body = read_body(&parts.headers, body, app.config.max_body_bytes).await?;
         let path_and_query = parts
             .uri
             .path_and_query()
             .map_or_else(|| parts.uri.path(), |pq| pq.as_str());
         let message = SignedMessage {
+            source,
             key,
             timestamp,
             signature,
             method: parts.method.as_str(),
             path_and_query,
             body: &body,
-            peer: peer_of(&parts),
         };
-        let caller = authenticate(app, &message)?;
+        let caller = counted(app, source, verify(app, &identified, &message))?;
         Ok(Signed {
             account: caller.account,
             caller,
@@ -490,33 +613,55 @@ mod tests {
     }
 
     #[test]
-    fn timestamps_outside_the_window_are_stale() {
-        let now = 1_700_000_000;
-        assert!(check_timestamp("1700000000", now, 30).is_ok());
-        assert!(check_timestamp("1699999970", now, 30).is_ok());
-        assert!(check_timestamp("1700000030", now, 30).is_ok());
+    fn timestamps_are_milliseconds_within_the_window() {
+        let now = 1_700_000_000_000;
+        assert_eq!(check_timestamp("1700000000000", now, 5_000), Ok(now));
+        assert!(check_timestamp("1699999995000", now, 5_000).is_ok());
+        assert!(check_timestamp("1700000001000", now, 5_000).is_ok());
         assert_eq!(
-            check_timestamp("1699999969", now, 30).map_err(|e| e.code),
+            check_timestamp("1699999994999", now, 5_000).map_err(|e| e.code),
             Err("stale_timestamp")
         );
+        // Ahead of server time by more than clocks may differ.
         assert_eq!(
-            check_timestamp("1700000031", now, 30).map_err(|e| e.code),
+            check_timestamp("1700000001001", now, 5_000).map_err(|e| e.code),
             Err("stale_timestamp")
+        );
+        // Seconds, as the protocol once took, are named as such.
+        let seconds = check_timestamp("1700000000", now, 5_000).unwrap_err();
+        assert_eq!(seconds.code, "invalid_timestamp");
+        assert!(
+            seconds.message.contains("milliseconds"),
+            "{}",
+            seconds.message
         );
         for bad in [
             "",
-            "+1700000000",
-            "17e8",
+            "+1700000000000",
+            "17e11",
             "-1",
-            "1700000000.5",
+            "1700000000000.5",
             "99999999999999999999999",
         ] {
             assert_eq!(
-                check_timestamp(bad, now, 30).map_err(|e| e.code),
+                check_timestamp(bad, now, 5_000).map_err(|e| e.code),
                 Err("invalid_timestamp"),
                 "{bad}"
             );
         }
+    }
+
+    #[test]
+    fn sources_are_counted_by_address_and_ipv6_by_its_64() {
+        let v4: IpAddr = "192.0.2.7".parse().unwrap();
+        assert_eq!(source_key(v4), "192.0.2.7");
+        let a: IpAddr = "2001:db8:1:2:aaaa::1".parse().unwrap();
+        let b: IpAddr = "2001:db8:1:2:bbbb::2".parse().unwrap();
+        let c: IpAddr = "2001:db8:1:3::1".parse().unwrap();
+        assert_eq!(source_key(a), source_key(b));
+        assert_ne!(source_key(a), source_key(c));
+        let mapped: IpAddr = "::ffff:192.0.2.7".parse().unwrap();
+        assert_eq!(source_key(mapped), "192.0.2.7");
     }
 
     #[test]

@@ -71,17 +71,6 @@ impl ApiError {
         .with_retry_after(1)
     }
 
-    /// A key this node does not know yet may be one the cluster created
-    /// in entries the node has still to apply: not a refusal, a retry.
-    pub fn catching_up() -> Self {
-        ApiError::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "catching_up",
-            "this node is still applying the log; retry shortly",
-        )
-        .with_retry_after(1)
-    }
-
     pub fn rate_limited(wait: Duration) -> Self {
         let secs = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
         ApiError::new(
@@ -194,6 +183,11 @@ pub async fn read_body(headers: &HeaderMap, body: Body, limit: usize) -> Result<
     match Limited::new(body, limit).collect().await {
         Ok(collected) => Ok(collected.to_bytes()),
         Err(error) if error.downcast_ref::<LengthLimitError>().is_some() => Err(too_large()),
+        Err(error) if crate::listener::is_body_timeout(error.as_ref()) => Err(ApiError::new(
+            StatusCode::REQUEST_TIMEOUT,
+            "body_timeout",
+            "the request body did not arrive in time",
+        )),
         Err(error) => Err(ApiError::bad_request(
             "malformed_body",
             format!("cannot read the request body: {error}"),

@@ -5,22 +5,32 @@
 //! request → sequencer → events → response. Every route, header, status and
 //! error code is documented in docs/server.md and in `/openapi.json`.
 //!
-//! Layout: [`auth`] (signatures, admin token), [`ratelimit`], [`error`]
+//! Layout: [`auth`] (signatures, admin token), [`ratelimit`], [`replay`], [`error`]
 //! (the JSON error shape and rejection-mapping extractors), [`translate`]
 //! (requests ↔ commands and events, shared by REST and WebSocket), the
-//! route groups [`admin`], [`trading`], [`records`] (history, from the
+//! route groups [`admin`] (and its member risk controls, [`admin_risk`]),
+//! [`trading`], [`records`] (history, from the
 //! reporting store) and [`public`], [`ws`] (and its
-//! public market-data channels, [`ws_market`]), [`openapi`].
+//! public market-data channels, [`ws_market`]), [`openapi`]; and
+//! [`listener`], which accepts connections and bounds them in number and
+//! time.
 
 pub mod admin;
+pub mod admin_risk;
+#[cfg(test)]
+mod admin_risk_tests;
 #[cfg(test)]
 mod admin_tests;
 pub mod auth;
+#[cfg(test)]
+mod auth_tests;
 mod cluster;
+mod conn_io;
 pub mod error;
 pub mod keys;
 #[cfg(test)]
 mod keys_tests;
+pub mod listener;
 #[cfg(test)]
 mod md_public_tests;
 #[cfg(test)]
@@ -32,6 +42,7 @@ mod private;
 pub mod public;
 pub mod ratelimit;
 pub mod records;
+pub mod replay;
 #[cfg(test)]
 mod rest_client;
 #[cfg(test)]
@@ -45,7 +56,9 @@ pub mod translate;
 pub mod ui;
 pub mod wire;
 pub mod ws;
+mod ws_commands;
 mod ws_entry;
+mod ws_live;
 mod ws_market;
 #[cfg(test)]
 mod ws_tests;
@@ -58,12 +71,13 @@ use axum::http::header::CONTENT_TYPE;
 use axum::http::StatusCode;
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{delete, get, post};
+use axum::routing::{delete, get, post, put};
 use axum::Router;
 
 use error::ApiError;
 use exchange_marketdata_service::MarketData;
 use exchange_node::config::Config;
+use exchange_node::limits;
 use exchange_node::sequencer::Handle;
 use exchange_reporter::Reporting;
 
@@ -75,6 +89,10 @@ pub struct AppState {
     pub admin_token: Arc<str>,
     pub ready: Arc<AtomicBool>,
     pub limiter: Arc<ratelimit::RateLimiter>,
+    /// Failed authentications per source address ([`auth::check_source`]).
+    pub auth_failures: Arc<ratelimit::RateLimiter>,
+    /// Signed requests accepted within the receive window.
+    pub replay: Arc<replay::ReplayGuard>,
     pub stats: Arc<stats::HttpStats>,
     /// Each WebSocket's private stream, routed by account.
     pub private: Arc<private::PrivateStreams>,
@@ -86,6 +104,9 @@ pub struct AppState {
     /// The reporting service, which serves the history routes
     /// ([`records`]); see [`AppState::with_reporting`].
     pub reporting: Option<Reporting>,
+    /// Set when the server stops: every WebSocket closes (see
+    /// [`AppState::close_sockets`]).
+    pub closing: Arc<tokio::sync::watch::Sender<bool>>,
 }
 
 impl AppState {
@@ -105,11 +126,29 @@ impl AppState {
             admin_token: admin_token.into(),
             ready,
             limiter: Arc::new(limiter),
+            auth_failures: Arc::new(ratelimit::RateLimiter::with_max_keys(
+                limits::AUTH_FAILURES_PER_SEC,
+                limits::AUTH_FAILURE_BURST,
+                limits::MAX_LIMITED_ADDRESSES,
+            )),
+            replay: Arc::new(replay::ReplayGuard::new(
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_millis() as u64),
+                limits::MAX_REPLAY_ENTRIES,
+            )),
             stats: Arc::default(),
             market: None,
             status: Arc::default(),
             reporting: None,
+            closing: Arc::new(tokio::sync::watch::channel(false).0),
         }
+    }
+
+    /// Closes every WebSocket (code 1001): each holds a sequencer handle,
+    /// and the node stops only once they are gone.
+    pub fn close_sockets(&self) {
+        self.closing.send_replace(true);
     }
 
     /// Serves fills, closed orders and candles from the reporting store.
@@ -129,8 +168,8 @@ pub fn router(app: AppState) -> Router {
     Router::new()
         .route("/health", get(health))
         .route("/ready", get(ready))
-        .route("/metrics", get(metrics))
-        .route("/openapi.json", get(openapi::serve))
+        .route("/metrics", get(guarded_metrics))
+        .route("/openapi.json", get(guarded_openapi))
         .route("/admin/accounts", post(admin::create_account))
         .route(
             "/admin/accounts/{account_id}/keys",
@@ -146,6 +185,35 @@ pub fn router(app: AppState) -> Router {
         .route("/admin/instruments/{symbol}/halt", post(admin::halt))
         .route("/admin/instruments/{symbol}/resume", post(admin::resume))
         .route("/admin/status", get(status::status))
+        .route(
+            "/admin/accounts/{account}/risk-limits",
+            put(admin_risk::put_limits).delete(admin_risk::delete_limits),
+        )
+        .route(
+            "/admin/accounts/{account}/suspend",
+            post(admin_risk::suspend),
+        )
+        .route(
+            "/admin/accounts/{account}/reinstate",
+            post(admin_risk::reinstate),
+        )
+        .route(
+            "/admin/accounts/{account}/mmp/{symbol}",
+            put(admin_risk::put_mmp).delete(admin_risk::delete_mmp),
+        )
+        .route(
+            "/admin/accounts/{account}/mmp/{symbol}/reset",
+            post(admin_risk::admin_reset_mmp),
+        )
+        .route(
+            "/v1/mmp/{symbol}/reset",
+            post(admin_risk::account_reset_mmp),
+        )
+        .route(
+            "/admin/accounts/{account}/sub-accounts",
+            post(admin_risk::link_sub_account),
+        )
+        .route("/v1/transfers", post(admin_risk::internal_transfer))
         .route(
             "/v1/orders",
             post(trading::place)
@@ -175,8 +243,55 @@ pub fn router(app: AppState) -> Router {
         .merge(ui::routes())
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
+        .layer(middleware::from_fn_with_state(
+            app.clone(),
+            listener::body_deadline,
+        ))
         .layer(middleware::from_fn_with_state(app.clone(), gate))
         .with_state(app)
+}
+
+/// The `[http] metrics_bind` listener: `/metrics`, `/openapi.json` and
+/// `/health`, without the admin token; bind it where only the scraper
+/// reaches.
+pub fn metrics_router(app: AppState) -> Router {
+    Router::new()
+        .route("/health", get(health))
+        .route("/metrics", get(metrics))
+        .route("/openapi.json", get(openapi::serve))
+        .fallback(not_found)
+        .with_state(app)
+}
+
+/// `/metrics` and `/openapi.json` on the main listener need the admin
+/// token unless `[http] metrics_auth = false`: both tell an attacker more
+/// than a trader needs.
+fn metrics_allowed(app: &AppState, admin: Result<auth::Admin, ApiError>) -> Result<(), ApiError> {
+    if app.config.http.metrics_auth {
+        admin.map(|_| ())
+    } else {
+        Ok(())
+    }
+}
+
+async fn guarded_metrics(
+    State(app): State<AppState>,
+    admin: Result<auth::Admin, ApiError>,
+) -> Response {
+    match metrics_allowed(&app, admin) {
+        Ok(()) => metrics(State(app)).await.into_response(),
+        Err(error) => error.into_response(),
+    }
+}
+
+async fn guarded_openapi(
+    State(app): State<AppState>,
+    admin: Result<auth::Admin, ApiError>,
+) -> Response {
+    match metrics_allowed(&app, admin) {
+        Ok(()) => openapi::serve().await.into_response(),
+        Err(error) => error.into_response(),
+    }
 }
 
 /// Routes that answer while the node is still starting.

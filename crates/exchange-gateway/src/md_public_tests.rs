@@ -32,6 +32,7 @@ async fn next_of(ws: &mut Ws, kind: &str) -> Value {
 
 async fn get_text(app: &AppState, path: &str) -> (u16, String) {
     let request = axum::http::Request::get(path)
+        .header("Authorization", "Bearer t")
         .body(Body::empty())
         .expect("request");
     let response = router(app.clone())

@@ -63,6 +63,12 @@ fn paths() -> Value {
         json!({ "type": "integer" }),
         "exchange order id",
     );
+    let account_p = param(
+        "account",
+        "path",
+        json!({ "type": "integer" }),
+        "account id",
+    );
     let symbol = param(
         "symbol",
         "path",
@@ -84,9 +90,10 @@ fn paths() -> Value {
         "/health": { "get": { "summary": "Liveness", "responses": { "200": { "description": "ok (text)" } } } },
         "/ready": { "get": { "summary": "Readiness", "responses": {
             "200": { "description": "ready (text)" }, "503": { "description": "recovering (text)" } } } },
-        "/metrics": { "get": { "summary": "Prometheus metrics", "responses": {
-            "200": { "description": "Prometheus text format", "content": { "text/plain": {} } } } } },
-        "/openapi.json": { "get": { "summary": "This document", "responses": { "200": ok("OpenAPI 3", json!({})) } } },
+        "/metrics": { "get": { "summary": "Prometheus metrics (admin token unless [http] metrics_auth = false, or on [http] metrics_bind)", "security": admin(),
+            "responses": responses(&[("200", json!({ "description": "Prometheus text format", "content": { "text/plain": {} } }))], &["401"]) } },
+        "/openapi.json": { "get": { "summary": "This document (admin token, as /metrics)", "security": admin(),
+            "responses": responses(&[("200", ok("OpenAPI 3", json!({})))], &["401"]) } },
         "/admin/accounts": { "post": { "summary": "Create an account with API credentials", "security": admin(),
             "responses": responses(&[("201", ok("the new account; the secret is shown only here", schema_ref("NewAccount")))], &["401", "503"]) } },
         "/admin/replication": { "get": { "summary": "This node's Raft role, term, leader and indices (docs/replication.md)", "security": admin(),
@@ -112,6 +119,45 @@ fn paths() -> Value {
         "/admin/instruments/{symbol}/resume": { "post": { "summary": "Resume trading", "security": admin(),
             "parameters": [symbol],
             "responses": responses(&[("200", ok("new status", schema_ref("StatusChange")))], ADMIN_ERRORS) } },
+        "/admin/accounts/{account}/risk-limits": {
+            "put": { "summary": "Replace the account's pre-trade limits (absent field: no limit)", "security": admin(),
+                "parameters": [account_p.clone()],
+                "requestBody": body(json!({ "type": "object", "properties": {
+                    "max_order_qty": { "type": "string" }, "max_order_notional": { "type": "string" },
+                    "max_open_orders": { "type": "integer" }, "price_band_pct": { "type": "string" } } })),
+                "responses": responses(&[("200", ok("limits now in force", json!({ "type": "object" })))], ADMIN_ERRORS) },
+            "delete": { "summary": "Clear the account's pre-trade limits", "security": admin(),
+                "parameters": [account_p.clone()],
+                "responses": responses(&[("200", ok("limits now in force (none)", json!({ "type": "object" })))], ADMIN_ERRORS) } },
+        "/admin/accounts/{account}/suspend": { "post": { "summary": "Kill switch: cancel the account's open orders and refuse new ones", "security": admin(),
+            "parameters": [account_p.clone()],
+            "responses": responses(&[("200", ok("status and orders canceled", json!({ "type": "object" })))], ADMIN_ERRORS) } },
+        "/admin/accounts/{account}/reinstate": { "post": { "summary": "Lift a suspension", "security": admin(),
+            "parameters": [account_p.clone()],
+            "responses": responses(&[("200", ok("status", json!({ "type": "object" })))], ADMIN_ERRORS) } },
+        "/admin/accounts/{account}/mmp/{symbol}": {
+            "put": { "summary": "Set market-maker protection for the account on the instrument", "security": admin(),
+                "parameters": [account_p.clone(), symbol.clone()],
+                "requestBody": body(json!({ "type": "object", "required": ["window_ms"], "properties": {
+                    "window_ms": { "type": "integer" }, "max_qty": { "type": "string" }, "max_count": { "type": "integer" } } })),
+                "responses": responses(&[("200", ok("protection now in force", json!({ "type": "object" })))], ADMIN_ERRORS) },
+            "delete": { "summary": "Remove the protection", "security": admin(),
+                "parameters": [account_p.clone(), symbol.clone()],
+                "responses": responses(&[("200", ok("removed", json!({ "type": "object" })))], ADMIN_ERRORS) } },
+        "/admin/accounts/{account}/mmp/{symbol}/reset": { "post": { "summary": "Reset tripped market-maker protection", "security": admin(),
+            "parameters": [account_p.clone(), symbol.clone()],
+            "responses": responses(&[("200", ok("reset", json!({ "type": "object" })))], ADMIN_ERRORS) } },
+        "/admin/accounts/{account}/sub-accounts": { "post": { "summary": "Make an account a sub-account of this one", "security": admin(),
+            "parameters": [account_p.clone()],
+            "requestBody": body(json!({ "type": "object", "required": ["account_id"], "properties": { "account_id": { "type": "integer" } } })),
+            "responses": responses(&[("200", ok("linked", json!({ "type": "object" })))], ADMIN_ERRORS) } },
+        "/v1/transfers": { "post": { "summary": "Move available funds to the account's owner, a sub-account or a sibling", "security": signed(),
+            "requestBody": body(json!({ "type": "object", "required": ["to_account_id", "asset", "amount"], "properties": {
+                "to_account_id": { "type": "integer" }, "asset": { "type": "string" }, "amount": { "type": "string" } } })),
+            "responses": responses(&[("200", ok("both balances after", json!({ "type": "object" })))], SIGNED_ERRORS) } },
+        "/v1/mmp/{symbol}/reset": { "post": { "summary": "Reset the account's own tripped market-maker protection", "security": signed(),
+            "parameters": [symbol.clone()],
+            "responses": responses(&[("200", ok("reset", json!({ "type": "object" })))], SIGNED_ERRORS) } },
         "/admin/status": { "get": { "summary": "Node status for the operator dashboard (docs/ui.md)", "security": admin(),
             "responses": responses(&[("200", ok("role, log position, throughput, latency percentiles, rejects, market data", json!({ "type": "object" })))], &["401", "503"]) } },
         "/v1/orders": {
@@ -227,7 +273,7 @@ fn error_responses() -> Value {
         "E413": error("body_too_large"),
         "E422": error("a business reject of the core; code is its reason (insufficient_funds, price_not_on_tick, ...)"),
         "E429": limited,
-        "E503": error("overloaded, unavailable, not_ready or catching_up; see Retry-After"),
+        "E503": error("overloaded, unavailable or not_ready; see Retry-After"),
     })
 }
 
@@ -329,7 +375,7 @@ pub fn document() -> Value {
             "securitySchemes": {
                 "adminToken": { "type": "http", "scheme": "bearer" },
                 "apiKey": { "type": "apiKey", "in": "header", "name": "EX-ACCESS-KEY" },
-                "apiTimestamp": { "type": "apiKey", "in": "header", "name": "EX-ACCESS-TIMESTAMP", "description": "Unix seconds" },
+                "apiTimestamp": { "type": "apiKey", "in": "header", "name": "EX-ACCESS-TIMESTAMP", "description": "Unix milliseconds, within recv_window_ms of server time; each signed request is accepted once" },
                 "apiSign": { "type": "apiKey", "in": "header", "name": "EX-ACCESS-SIGN",
                     "description": "over timestamp + METHOD + path?query + body: lowercase hex HMAC-SHA256 with the API secret, or for an Ed25519 key the signature in hex or base64" },
             },

@@ -5,10 +5,12 @@
 //! Each socket reading the whole broadcast itself would wake every socket
 //! for every entry, to find nothing for it in most; with sixteen busy
 //! sockets that cost more than the orders did. Each socket gets a bounded
-//! queue of `events_buffer` entries, in log order. A socket whose queue
-//! overflows, or every socket if the router itself falls behind the
-//! broadcast, is cut off (its queue closes after what it holds) and told
-//! `slow_consumer`: it never silently misses an update.
+//! queue of entries ([`PRIVATE_STREAM_QUEUE`] at most), in log order. A
+//! socket whose queue overflows, or every socket if the router itself
+//! falls behind the broadcast, is cut off and told `slow_consumer`: it
+//! never silently misses an update. The cut is signalled at once
+//! ([`Feed::lag`]), so a socket stuck writing to a peer that stopped
+//! reading is closed without first working through its queue.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -17,8 +19,10 @@ use std::sync::{Arc, Mutex, Weak};
 use exchange_types::AccountId;
 use tokio::sync::broadcast::{self, error::RecvError};
 use tokio::sync::mpsc::{self, error::TrySendError};
+use tokio::sync::Notify;
 
 use super::wire;
+use exchange_node::limits::PRIVATE_STREAM_QUEUE;
 use exchange_node::sequencer::Handle;
 use exchange_node::state::Applied;
 
@@ -33,7 +37,38 @@ pub enum FeedEnd {
 
 struct Subscriber {
     queue: mpsc::Sender<Arc<Applied>>,
-    lagged: Arc<AtomicBool>,
+    lagged: Arc<Lag>,
+}
+
+/// Set once a socket's stream has been cut off.
+#[derive(Default)]
+pub struct Lag {
+    flag: AtomicBool,
+    notify: Notify,
+}
+
+impl Lag {
+    fn set(&self) {
+        self.flag.store(true, Ordering::Release);
+        // Stores a permit when nobody waits yet: the cut is never missed.
+        self.notify.notify_one();
+    }
+
+    #[cfg(test)]
+    pub fn set_for_tests(&self) {
+        self.set();
+    }
+
+    pub fn is_set(&self) -> bool {
+        self.flag.load(Ordering::Acquire)
+    }
+
+    /// Completes once the stream has been cut off.
+    pub async fn wait(&self) {
+        if !self.is_set() {
+            self.notify.notified().await;
+        }
+    }
 }
 
 #[derive(Default)]
@@ -52,7 +87,7 @@ pub struct PrivateStreams {
 /// One socket's private stream.
 pub struct Feed {
     entries: mpsc::Receiver<Arc<Applied>>,
-    lagged: Arc<AtomicBool>,
+    lagged: Arc<Lag>,
 }
 
 impl Feed {
@@ -60,18 +95,23 @@ impl Feed {
     pub async fn recv(&mut self) -> Result<Arc<Applied>, FeedEnd> {
         match self.entries.recv().await {
             Some(applied) => Ok(applied),
-            None if self.lagged.load(Ordering::Acquire) => Err(FeedEnd::Lagged),
+            None if self.lagged.is_set() => Err(FeedEnd::Lagged),
             None => Err(FeedEnd::Closed),
         }
+    }
+
+    /// The signal that this stream has been cut off.
+    pub fn lag(&self) -> Arc<Lag> {
+        self.lagged.clone()
     }
 }
 
 impl PrivateStreams {
-    /// `queue`: entries buffered per socket.
+    /// `queue`: entries buffered per socket, within [`PRIVATE_STREAM_QUEUE`].
     pub fn new(handle: Handle, queue: usize) -> Arc<PrivateStreams> {
         Arc::new(PrivateStreams {
             handle,
-            queue: queue.max(1),
+            queue: queue.clamp(1, PRIVATE_STREAM_QUEUE),
             registry: Mutex::default(),
         })
     }
@@ -86,7 +126,7 @@ impl PrivateStreams {
     /// within the server's runtime: the first call starts the router.
     pub fn subscribe(self: &Arc<Self>, account: AccountId) -> Feed {
         let (queue, entries) = mpsc::channel(self.queue);
-        let lagged = Arc::new(AtomicBool::new(false));
+        let lagged = Arc::new(Lag::default());
         let mut registry = self.registry();
         if !registry.routing {
             registry.routing = true;
@@ -107,7 +147,7 @@ impl PrivateStreams {
 /// Cuts every socket off after what its queue holds.
 fn lag_everyone(registry: &mut Registry) {
     for subscriber in registry.by_account.values().flatten() {
-        subscriber.lagged.store(true, Ordering::Release);
+        subscriber.lagged.set();
     }
     registry.by_account.clear();
 }
@@ -142,7 +182,7 @@ async fn route(mut events: broadcast::Receiver<Arc<Applied>>, streams: Weak<Priv
                 |subscriber| match subscriber.queue.try_send(applied.clone()) {
                     Ok(()) => true,
                     Err(TrySendError::Full(_)) => {
-                        subscriber.lagged.store(true, Ordering::Release);
+                        subscriber.lagged.set();
                         false
                     }
                     // The socket has gone.
@@ -153,5 +193,32 @@ async fn route(mut events: broadcast::Receiver<Arc<Applied>>, streams: Weak<Priv
                 registry.by_account.remove(account);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_cut_is_signalled_whether_or_not_someone_waits() {
+        let lag = Arc::new(Lag::default());
+        assert!(!lag.is_set());
+        let waiter = tokio::spawn({
+            let lag = lag.clone();
+            async move { lag.wait().await }
+        });
+        tokio::task::yield_now().await;
+        lag.set();
+        tokio::time::timeout(std::time::Duration::from_secs(1), waiter)
+            .await
+            .expect("the waiter wakes")
+            .expect("joins");
+        // Set before anyone waits: the wait completes at once.
+        let early = Lag::default();
+        early.set();
+        tokio::time::timeout(std::time::Duration::from_secs(1), early.wait())
+            .await
+            .expect("completes at once");
     }
 }

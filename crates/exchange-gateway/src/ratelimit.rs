@@ -88,6 +88,53 @@ impl RateLimiter {
         }
     }
 
+    /// Whether `key` has a token now, without taking it: for budgets
+    /// spent only by failures ([`RateLimiter::spend`]), checked before the
+    /// work that could fail.
+    pub fn allows(&self, key: &str, now: Instant) -> Result<(), Duration> {
+        if self.per_sec <= 0.0 {
+            return Ok(());
+        }
+        let buckets = self.buckets.lock().unwrap_or_else(|p| p.into_inner());
+        match buckets.by_key.get(key) {
+            Some(bucket) => {
+                let tokens = self.refilled(bucket, now);
+                if tokens >= 1.0 {
+                    Ok(())
+                } else {
+                    Err(Duration::from_secs_f64((1.0 - tokens) / self.per_sec))
+                }
+            }
+            None => Ok(()),
+        }
+    }
+
+    /// Takes a token from `key` if it has one. A key that cannot get a
+    /// bucket (the map full of spent ones) goes uncounted rather than
+    /// refused: the budget only ever slows down a key that spent it.
+    pub fn spend(&self, key: &str, now: Instant) {
+        if self.per_sec <= 0.0 {
+            return;
+        }
+        let mut buckets = self.buckets.lock().unwrap_or_else(|p| p.into_inner());
+        if !buckets.by_key.contains_key(key) {
+            if buckets.by_key.len() >= self.max_keys && self.sweep(&mut buckets, now).is_err() {
+                return;
+            }
+            buckets.by_key.insert(
+                key.to_owned(),
+                Bucket {
+                    tokens: self.burst,
+                    last: now,
+                },
+            );
+        }
+        if let Some(bucket) = buckets.by_key.get_mut(key) {
+            bucket.tokens = (self.refilled(bucket, now) - 1.0).max(0.0);
+            bucket.last = now;
+        }
+    }
+
     /// Keys with a bucket now.
     pub fn keys(&self) -> usize {
         self.buckets
@@ -183,6 +230,33 @@ mod tests {
         }
         assert!(limiter.check("a", after).is_err());
         assert!(limiter.keys() <= 3);
+    }
+
+    #[test]
+    fn a_failure_budget_is_checked_without_spending_and_spent_on_failure() {
+        let limiter = RateLimiter::with_max_keys(10, 2, 2);
+        let start = Instant::now();
+        // Checking never spends.
+        assert!((0..100).all(|_| limiter.allows("a", start).is_ok()));
+        assert_eq!(limiter.keys(), 0);
+        limiter.spend("a", start);
+        assert_eq!(limiter.allows("a", start), Ok(()));
+        limiter.spend("a", start);
+        let wait = limiter
+            .allows("a", start)
+            .expect_err("two failures spent it");
+        assert!(wait <= Duration::from_millis(100), "{wait:?}");
+        // Other keys are not affected, and refill at the rate.
+        assert_eq!(limiter.allows("b", start), Ok(()));
+        assert_eq!(
+            limiter.allows("a", start + Duration::from_millis(100)),
+            Ok(())
+        );
+        // A full map of spent buckets leaves a new key uncounted, never refused.
+        limiter.spend("b", start);
+        limiter.spend("c", start);
+        assert_eq!(limiter.keys(), 2);
+        assert_eq!(limiter.allows("c", start), Ok(()));
     }
 
     #[test]

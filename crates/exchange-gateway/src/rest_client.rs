@@ -75,12 +75,21 @@ pub async fn call(app: &AppState, request: Request<Body>) -> Reply {
     }
 }
 
+/// Unix milliseconds, distinct on every call: two identical requests
+/// signed in the same millisecond would be one request to the replay guard.
 pub fn now() -> String {
-    SystemTime::now()
+    static LAST: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let wall = SystemTime::now()
         .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0)
-        .to_string()
+        .map_or(0, |d| d.as_millis() as u64);
+    let previous = LAST
+        .fetch_update(
+            std::sync::atomic::Ordering::Relaxed,
+            std::sync::atomic::Ordering::Relaxed,
+            |last| Some(wall.max(last + 1)),
+        )
+        .unwrap_or(0);
+    wall.max(previous + 1).to_string()
 }
 
 pub fn signed_at(
@@ -118,10 +127,27 @@ pub fn signed(account: usize, method: Method, path: &str, body: &str) -> Request
     signed_at(account, &now(), method, path, body)
 }
 
+/// The request as if it came from `ip` (what the server's listener records).
+pub fn from(ip: &str, mut request: Request<Body>) -> Request<Body> {
+    let addr = std::net::SocketAddr::new(ip.parse().expect("ip"), 40_000);
+    request
+        .extensions_mut()
+        .insert(axum::extract::ConnectInfo(addr));
+    request
+}
+
 pub fn admin(path: &str, body: Value) -> Request<Body> {
     Request::post(path)
         .header("Authorization", format!("Bearer {ADMIN}"))
         .body(Body::from(body.to_string()))
+        .expect("request")
+}
+
+/// A `GET` with the admin token.
+pub fn admin_get(path: &str) -> Request<Body> {
+    Request::get(path)
+        .header("Authorization", format!("Bearer {ADMIN}"))
+        .body(Body::empty())
         .expect("request")
 }
 

@@ -195,9 +195,9 @@ async fn bad_credentials_are_refused() {
 
     let old = (SystemTime::now()
         .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs())
+        .map(|d| d.as_millis() as u64)
         .unwrap_or(0)
-        - 3_600)
+        - 3_600_000)
         .to_string();
     let stale = call(&app, signed_at(1, &old, Method::GET, "/v1/balances", "")).await;
     assert_eq!(

@@ -1,5 +1,5 @@
-//! Gateway counters for `/metrics`: responses by status code and
-//! WebSocket activity.
+//! Gateway counters for `/metrics`: responses by status code,
+//! connections, and WebSocket activity.
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -12,6 +12,10 @@ pub struct HttpStats {
     ws_open: AtomicU64,
     ws_total: AtomicU64,
     ws_messages_in: AtomicU64,
+    connections_open: AtomicU64,
+    connections_refused: AtomicU64,
+    ws_slow_consumers: AtomicU64,
+    ws_pong_timeouts: AtomicU64,
 }
 
 /// Counts one open socket until dropped.
@@ -37,6 +41,32 @@ impl HttpStats {
         self.ws_open.fetch_add(1, Ordering::Relaxed);
         self.ws_total.fetch_add(1, Ordering::Relaxed);
         OpenSocket(self.clone())
+    }
+
+    pub fn connection_opened(&self) {
+        self.connections_open.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// HTTP connections open now, WebSockets included.
+    pub fn open_connections(&self) -> u64 {
+        self.connections_open.load(Ordering::Relaxed)
+    }
+
+    pub fn connection_closed(&self) {
+        self.connections_open.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    /// A connection over the overall or per-IP limit, closed on accept.
+    pub fn connection_refused(&self) {
+        self.connections_refused.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub fn ws_slow_consumer(&self) {
+        self.ws_slow_consumers.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub fn ws_pong_timeout(&self) {
+        self.ws_pong_timeouts.fetch_add(1, Ordering::Relaxed);
     }
 
     pub fn ws_message_in(&self) {
@@ -77,6 +107,30 @@ impl HttpStats {
                 "counter",
                 "WebSocket text messages received.",
                 &self.ws_messages_in,
+            ),
+            (
+                "exchange_http_connections",
+                "gauge",
+                "HTTP connections open now (WebSockets included).",
+                &self.connections_open,
+            ),
+            (
+                "exchange_http_connections_refused_total",
+                "counter",
+                "Connections closed on accept: over the overall or per-IP limit.",
+                &self.connections_refused,
+            ),
+            (
+                "exchange_ws_slow_consumers_total",
+                "counter",
+                "WebSockets closed for falling behind their stream.",
+                &self.ws_slow_consumers,
+            ),
+            (
+                "exchange_ws_pong_timeouts_total",
+                "counter",
+                "WebSockets closed because no pong came back in time.",
+                &self.ws_pong_timeouts,
             ),
         ];
         for (name, kind, help, value) in gauges {

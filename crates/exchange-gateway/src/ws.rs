@@ -14,6 +14,12 @@
 //! nothing after it is missed; a socket too slow to keep up is told
 //! `slow_consumer` and closed rather than silently skipping events.
 //! Whatever is ready to go out is written with one flush.
+//!
+//! Every socket is pinged and closed when its pong does not come back in
+//! time ([`super::ws_live`]); a message or frame over `max_body_bytes` is
+//! answered with close code 1009. Outgoing frames wait in a bounded buffer
+//! ([`WS_MAX_WRITE_BUFFER`]), so a peer that stops reading costs a bounded
+//! amount of memory until it is found out.
 
 use std::sync::Arc;
 
@@ -21,8 +27,10 @@ use axum::extract::ws::{CloseFrame, Message, WebSocket, WebSocketUpgrade};
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use exchange_node::keys::Scope;
-use exchange_node::limits::WS_AUTH_TIMEOUT;
-use exchange_types::{AccountId, Command, MassCancel, OrderRef};
+use exchange_node::limits::{
+    WS_AUTH_TIMEOUT, WS_MAX_IN_FLIGHT, WS_MAX_WRITE_BUFFER, WS_WRITE_BUFFER,
+};
+use exchange_types::{AccountId, Command, MassCancel};
 use futures_util::SinkExt;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
@@ -31,7 +39,9 @@ use super::auth::{self, SignedMessage};
 use super::error::ApiError;
 use super::private::{Feed, FeedEnd};
 use super::translate::{self, Op};
+use super::ws_commands::{from_fields, order_entry_command};
 use super::ws_entry::{self, Pending};
+use super::ws_live::{self, Liveness, Verdict, CLOSE_GOING_AWAY, CLOSE_POLICY, CLOSE_TOO_BIG};
 use super::AppState;
 use super::{wire, ws_market};
 use exchange_marketdata_service::Subscriber;
@@ -42,20 +52,21 @@ use exchange_node::state::Applied;
 /// find nothing) after every write: its 128 KiB default cost more than
 /// everything else the server does per message.
 const READ_BUFFER: usize = 4 * 1024;
-/// Close codes (RFC 6455): policy violation, and "try again later".
-const CLOSE_POLICY: u16 = 1008;
-pub(super) const CLOSE_TRY_AGAIN: u16 = 1013;
+pub(super) use super::ws_live::CLOSE_TRY_AGAIN;
 
 pub async fn handler(
     upgrade: Result<WebSocketUpgrade, axum::extract::ws::rejection::WebSocketUpgradeRejection>,
     State(app): State<AppState>,
-    auth::PeerAddr(peer): auth::PeerAddr,
+    auth::Source(source): auth::Source,
 ) -> Response {
     match upgrade {
         Ok(upgrade) => upgrade
             .max_message_size(app.config.max_body_bytes)
+            .max_frame_size(app.config.max_body_bytes)
             .read_buffer_size(READ_BUFFER)
-            .on_upgrade(move |socket| session(app, socket, peer)),
+            .write_buffer_size(WS_WRITE_BUFFER)
+            .max_write_buffer_size(WS_MAX_WRITE_BUFFER)
+            .on_upgrade(move |socket| session(app, source, socket)),
         Err(rejection) => ApiError::new(
             rejection.status(),
             "websocket_required",
@@ -92,7 +103,7 @@ pub(super) async fn close(socket: &mut WebSocket, code: u16, error: &Value) {
 }
 
 /// The next text message; `None` once the socket is gone.
-async fn next_text(socket: &mut WebSocket) -> Option<String> {
+async fn next_text(socket: &mut WebSocket, limit: usize) -> Option<String> {
     loop {
         match socket.recv().await? {
             Ok(Message::Text(text)) => return Some(text.as_str().to_owned()),
@@ -100,9 +111,25 @@ async fn next_text(socket: &mut WebSocket) -> Option<String> {
                 return Some(String::from_utf8_lossy(&bytes).into_owned())
             }
             Ok(Message::Ping(_) | Message::Pong(_)) => continue,
+            Err(error) if ws_live::is_too_big(&error) => {
+                too_big(socket, limit).await;
+                return None;
+            }
             Ok(Message::Close(_)) | Err(_) => return None,
         }
     }
+}
+
+/// Refuses a message or frame over `limit` bytes with close code 1009.
+async fn too_big(socket: &mut WebSocket, limit: usize) {
+    let message = format!("a message may have at most {limit} bytes");
+    ws_live::close_within(
+        socket,
+        CLOSE_TOO_BIG,
+        &error_message("message_too_big", &message),
+    )
+    .await;
+    ws_live::linger(socket).await;
 }
 
 /// A timestamp as JSON number or string; signed as its decimal text.
@@ -136,8 +163,8 @@ struct Session {
 }
 
 /// The first message, within [`WS_AUTH_TIMEOUT`]; on timeout says why and closes.
-async fn first_message(socket: &mut WebSocket) -> Option<String> {
-    match tokio::time::timeout(WS_AUTH_TIMEOUT, next_text(socket)).await {
+async fn first_message(socket: &mut WebSocket, limit: usize) -> Option<String> {
+    match tokio::time::timeout(WS_AUTH_TIMEOUT, next_text(socket, limit)).await {
         Ok(found) => found,
         Err(_) => {
             close(
@@ -154,9 +181,9 @@ async fn first_message(socket: &mut WebSocket) -> Option<String> {
 /// Checks the `auth` message; on failure says why and closes.
 async fn authenticate(
     app: &AppState,
+    source: std::net::IpAddr,
     socket: &mut WebSocket,
     text: &str,
-    peer: Option<std::net::IpAddr>,
 ) -> Option<(AccountId, String, bool)> {
     let checked = async {
         let value: Value = serde_json::from_str(text).map_err(|e| ApiError::from_json(&e))?;
@@ -173,13 +200,13 @@ async fn authenticate(
             Timestamp::Text(t) => t.clone(),
         };
         let signed = SignedMessage {
+            source,
             key: &message.key,
             timestamp: &timestamp,
             signature: &message.signature,
             method: "GET",
             path_and_query: "/v1/ws",
             body: b"",
-            peer,
         };
         // The private stream is what a socket reads: `read` at least.
         let caller = auth::authenticate(app, &signed)?;
@@ -218,9 +245,10 @@ async fn private_entry(events: &mut Option<Feed>) -> Result<Arc<Applied>, FeedEn
     }
 }
 
-async fn session(app: AppState, mut socket: WebSocket, peer: Option<std::net::IpAddr>) {
+async fn session(app: AppState, source: std::net::IpAddr, mut socket: WebSocket) {
     let _open = app.stats.ws_opened();
-    let Some(first) = first_message(&mut socket).await else {
+    let limit = app.config.max_body_bytes;
+    let Some(first) = first_message(&mut socket, limit).await else {
         return;
     };
     let public = ws_market::is_market_request(&first);
@@ -228,7 +256,7 @@ async fn session(app: AppState, mut socket: WebSocket, peer: Option<std::net::Ip
         (None, false, None)
     } else {
         let Some((account, key, cancel_on_disconnect)) =
-            authenticate(&app, &mut socket, &first, peer).await
+            authenticate(&app, source, &mut socket, &first).await
         else {
             return;
         };
@@ -243,6 +271,8 @@ async fn session(app: AppState, mut socket: WebSocket, peer: Option<std::net::Ip
         }
         (Some((account, key)), cancel_on_disconnect, Some(events))
     };
+    let live = Liveness::new(&app.config.http);
+    let lag = events.as_ref().map(Feed::lag);
     let mut session = Session {
         app,
         auth,
@@ -250,8 +280,6 @@ async fn session(app: AppState, mut socket: WebSocket, peer: Option<std::net::Ip
         answers: Pending::default(),
         market: None,
     };
-    let account = session.auth.as_ref().map_or(0, |(account, _)| *account);
-    let mut unflushed = false;
     if public {
         if let Some(reply) = session.handle(&first).await {
             if !send(&mut socket, &reply).await {
@@ -259,66 +287,44 @@ async fn session(app: AppState, mut socket: WebSocket, peer: Option<std::net::Ip
             }
         }
     }
-    loop {
-        tokio::select! {
-            // Output first, and one flush once nothing more is ready: a
-            // busy socket's answers and updates leave in one write.
-            biased;
-            text = session.answers.next() => {
-                if !feed(&mut socket, text).await {
-                    break;
-                }
-                unflushed = true;
-            }
-            applied = private_entry(&mut events) => match applied {
-                Ok(applied) => {
-                    let mut sent = true;
-                    for message in wire::private_messages(&applied.events, account) {
-                        let text = serde_json::to_string(&message).unwrap_or_default();
-                        sent = sent && feed(&mut socket, text).await;
-                    }
-                    if !sent {
-                        break;
-                    }
-                    unflushed = true;
-                }
-                Err(FeedEnd::Lagged) => {
-                    let text = "the socket fell too far behind the private stream";
-                    close(&mut socket, CLOSE_TRY_AGAIN, &error_message("slow_consumer", text)).await;
-                    break;
-                }
-                Err(FeedEnd::Closed) => break,
-            },
-            delivery = ws_market::next(&mut session.market) => {
-                if !ws_market::forward(&mut socket, &mut session.market, delivery).await {
-                    break;
-                }
-            }
-            () = std::future::ready(()), if unflushed => {
-                if socket.flush().await.is_err() {
-                    break;
-                }
-                unflushed = false;
-            }
-            incoming = socket.recv() => match incoming {
-                Some(Ok(Message::Text(text))) => {
-                    session.app.stats.ws_message_in();
-                    if let Some(reply) = session.handle(text.as_str()).await {
-                        if !send(&mut socket, &reply).await {
-                            break;
-                        }
-                    }
-                }
-                Some(Ok(Message::Binary(_))) => {
-                    if !send(&mut socket, &error_message("unsupported", "send JSON as text messages")).await {
-                        break;
-                    }
-                }
-                Some(Ok(Message::Ping(_) | Message::Pong(_))) => {}
-                Some(Ok(Message::Close(_)) | Err(_)) | None => break,
-            },
+    let closing = session.app.closing.subscribe();
+    let verdict = tokio::select! {
+        _ = session.pump(&mut socket, &mut events, &live) => None,
+        verdict = ws_live::watch(&live, lag, closing) => Some(verdict),
+    };
+    match verdict {
+        Some(Verdict::Unresponsive) => {
+            session.app.stats.ws_pong_timeout();
+            let text = "no pong came back in time";
+            ws_live::close_within(
+                &mut socket,
+                CLOSE_POLICY,
+                &error_message("pong_timeout", text),
+            )
+            .await;
         }
+        Some(Verdict::SlowConsumer) => {
+            session.app.stats.ws_slow_consumer();
+            let text = "the socket fell too far behind the private stream";
+            ws_live::close_within(
+                &mut socket,
+                CLOSE_TRY_AGAIN,
+                &error_message("slow_consumer", text),
+            )
+            .await;
+        }
+        Some(Verdict::Stopping) => {
+            let text = "the server is stopping";
+            ws_live::close_within(
+                &mut socket,
+                CLOSE_GOING_AWAY,
+                &error_message("shutting_down", text),
+            )
+            .await;
+        }
+        None => {}
     }
+    drop(socket);
     if let (Some((account, _)), true) = (&session.auth, session.cancel_on_disconnect) {
         let command = Command::MassCancel(MassCancel {
             account: *account,
@@ -334,45 +340,85 @@ async fn session(app: AppState, mut socket: WebSocket, peer: Option<std::net::Ip
     }
 }
 
-/// Takes `order_id` or `client_order_id` (exactly one) out of a message.
-fn take_order_ref(fields: &mut Map<String, Value>) -> Result<OrderRef, ApiError> {
-    let by_id = fields.remove("order_id");
-    let by_client = fields.remove("client_order_id");
-    match (by_id, by_client) {
-        (Some(Value::Number(n)), None) => n.as_u64().map(OrderRef::Id).ok_or_else(|| {
-            ApiError::bad_request(
-                "invalid_type",
-                "field `order_id` must be an unsigned integer",
-            )
-        }),
-        (None, Some(Value::String(text))) => translate::by_client_id(&text),
-        (Some(_), None) => Err(ApiError::bad_request(
-            "invalid_type",
-            "field `order_id` must be an unsigned integer",
-        )),
-        (None, Some(_)) => Err(ApiError::bad_request(
-            "invalid_type",
-            "field `client_order_id` must be a string",
-        )),
-        _ => Err(ApiError::bad_request(
-            "missing_field",
-            "give exactly one of `order_id` and `client_order_id`",
-        )),
+impl Session {
+    /// Moves messages both ways until the socket ends or is closed.
+    async fn pump(&mut self, socket: &mut WebSocket, events: &mut Option<Feed>, live: &Liveness) {
+        let account = self.auth.as_ref().map_or(0, |(account, _)| *account);
+        let limit = self.app.config.max_body_bytes;
+        let mut unflushed = false;
+        loop {
+            tokio::select! {
+                // Output first, and one flush once nothing more is ready: a
+                // busy socket's answers and updates leave in one write.
+                biased;
+                text = self.answers.next() => {
+                    if !feed(socket, text).await {
+                        return;
+                    }
+                    unflushed = true;
+                }
+                applied = private_entry(events) => match applied {
+                    Ok(applied) => {
+                        let mut sent = true;
+                        for message in wire::private_messages(&applied.events, account) {
+                            let text = serde_json::to_string(&message).unwrap_or_default();
+                            sent = sent && feed(socket, text).await;
+                        }
+                        if !sent {
+                            return;
+                        }
+                        unflushed = true;
+                    }
+                    Err(FeedEnd::Lagged) => {
+                        self.app.stats.ws_slow_consumer();
+                        let text = "the socket fell too far behind the private stream";
+                        close(socket, CLOSE_TRY_AGAIN, &error_message("slow_consumer", text)).await;
+                        return;
+                    }
+                    Err(FeedEnd::Closed) => return,
+                },
+                delivery = ws_market::next(&mut self.market) => {
+                    if !ws_market::forward(socket, &mut self.market, delivery).await {
+                        return;
+                    }
+                }
+                () = live.ping_due() => {
+                    if socket.feed(Message::Ping(Default::default())).await.is_err() {
+                        return;
+                    }
+                    unflushed = true;
+                }
+                () = std::future::ready(()), if unflushed => {
+                    if socket.flush().await.is_err() {
+                        return;
+                    }
+                    unflushed = false;
+                }
+                incoming = socket.recv() => match incoming {
+                    Some(Ok(Message::Text(text))) => {
+                        self.app.stats.ws_message_in();
+                        if let Some(reply) = self.handle(text.as_str()).await {
+                            if !send(socket, &reply).await {
+                                return;
+                            }
+                        }
+                    }
+                    Some(Ok(Message::Binary(_))) => {
+                        if !send(socket, &error_message("unsupported", "send JSON as text messages")).await {
+                            return;
+                        }
+                    }
+                    Some(Ok(Message::Pong(_))) => live.pong(),
+                    Some(Ok(Message::Ping(_))) => {}
+                    Some(Err(error)) if ws_live::is_too_big(&error) => {
+                        too_big(socket, limit).await;
+                        return;
+                    }
+                    Some(Ok(Message::Close(_)) | Err(_)) | None => return,
+                },
+            }
+        }
     }
-}
-
-fn from_fields<T: serde::de::DeserializeOwned>(fields: Map<String, Value>) -> Result<T, ApiError> {
-    serde_json::from_value(Value::Object(fields)).map_err(|e| ApiError::from_json(&e))
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct NoFields {}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct SymbolFields {
-    symbol: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -384,40 +430,6 @@ struct CancelOnDisconnect {
 /// The answer refusing an order-entry message at once.
 fn refusal(request_id: &Value, error: ApiError) -> Value {
     serde_json::to_value(ws_entry::response(request_id, Op::Other, Err(error))).unwrap_or_default()
-}
-
-/// The command an order-entry message (`place`, `cancel`, `replace`,
-/// `mass_cancel`) asks for, its `type` and `request_id` taken out: the
-/// general path, which checks every field and names every mistake.
-/// [`translate::ws_order_entry`] may only ever agree with it.
-pub(crate) fn order_entry_command(
-    account: AccountId,
-    kind: &str,
-    mut fields: Map<String, Value>,
-) -> Result<Command, ApiError> {
-    Ok(match kind {
-        "place" => {
-            // `type` names the message, so the order's type travels as
-            // `order_type` here.
-            if let Some(order_type) = fields.remove("order_type") {
-                fields.insert("type".into(), order_type);
-            }
-            translate::place(account, from_fields(fields)?)?
-        }
-        "cancel" => {
-            let order = take_order_ref(&mut fields)?;
-            from_fields::<NoFields>(fields)?;
-            translate::cancel(account, order)
-        }
-        "replace" => {
-            let order = take_order_ref(&mut fields)?;
-            translate::replace(account, order, from_fields(fields)?)?
-        }
-        _ => {
-            let symbol = from_fields::<SymbolFields>(fields)?.symbol;
-            translate::mass_cancel(account, symbol.as_deref())?
-        }
-    })
 }
 
 impl Session {
@@ -530,10 +542,65 @@ impl Session {
     }
 
     /// Sequences a command; its answer follows through [`Session::answers`].
+    /// A client that sends faster than it reads its answers is refused
+    /// rather than queued without bound.
     fn enqueue(&mut self, request_id: Value, command: Command) -> Result<(), ApiError> {
+        if self.answers.len() >= WS_MAX_IN_FLIGHT {
+            return Err(ApiError::new(
+                axum::http::StatusCode::TOO_MANY_REQUESTS,
+                "too_many_in_flight",
+                format!(
+                    "{WS_MAX_IN_FLIGHT} orders on this socket await their answers; read them first"
+                ),
+            ));
+        }
         let op = Op::of(&command);
         let outcome = self.app.handle.enqueue_entry(translate::entry(command))?;
         self.answers.push(request_id, op, outcome);
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::AtomicBool;
+
+    use super::*;
+    use crate::test_support::funded_node;
+    use exchange_node::config::Config;
+
+    #[tokio::test]
+    async fn a_socket_with_too_many_answers_unread_is_refused_more_orders() {
+        let node = funded_node().await;
+        let app = AppState::new(
+            node.pipeline.handle.clone(),
+            Config::default(),
+            "t".into(),
+            Arc::new(AtomicBool::new(true)),
+        );
+        let mut session = Session {
+            app,
+            auth: Some((1, "key-1".into())),
+            cancel_on_disconnect: false,
+            answers: Pending::default(),
+            market: None,
+        };
+        // Answers that never come: the socket's reader is stuck.
+        let mut unanswered = Vec::new();
+        for n in 0..WS_MAX_IN_FLIGHT {
+            let (sender, outcome) = tokio::sync::oneshot::channel();
+            unanswered.push(sender);
+            session.answers.push(json!(n), Op::Place, outcome);
+        }
+        let place = r#"{"type":"place","request_id":"over","symbol":"BTC-USD","side":"buy","order_type":"limit","price":"99","qty":"0.01"}"#;
+        let reply = session.handle(place).await.expect("an immediate refusal");
+        assert_eq!(reply["request_id"], "over", "{reply}");
+        assert_eq!(reply["error"]["code"], "too_many_in_flight", "{reply}");
+        assert_eq!(session.answers.len(), WS_MAX_IN_FLIGHT);
+        // One answer read makes room for one more order.
+        drop(unanswered.remove(0));
+        session.answers.next().await;
+        assert!(session.handle(place).await.is_none(), "accepted");
+        assert_eq!(session.answers.len(), WS_MAX_IN_FLIGHT);
     }
 }

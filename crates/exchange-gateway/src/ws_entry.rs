@@ -31,6 +31,11 @@ pub struct Pending {
 }
 
 impl Pending {
+    /// Commands awaiting their answers.
+    pub fn len(&self) -> usize {
+        self.queue.len()
+    }
+
     pub fn push(&mut self, request_id: Value, op: Op, outcome: oneshot::Receiver<Arc<Applied>>) {
         self.queue.push_back(Waiting {
             request_id,
@@ -129,7 +134,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::{translate, ws};
+    use crate::{translate, ws_commands};
 
     fn applied(kind: EventKind) -> Arc<Applied> {
         Arc::new(Applied {
@@ -153,7 +158,10 @@ mod tests {
         let Some(Value::String(kind)) = fields.remove("type") else {
             return None;
         };
-        Some((request_id, ws::order_entry_command(7, &kind, fields)))
+        Some((
+            request_id,
+            ws_commands::order_entry_command(7, &kind, fields),
+        ))
     }
 
     fn general_place(text: &str) -> Option<Command> {

@@ -2,7 +2,7 @@
 
 use std::net::SocketAddr;
 use std::sync::atomic::AtomicBool;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use futures_util::{SinkExt, StreamExt};
 use serde_json::{json, Value};
@@ -35,10 +35,7 @@ async fn serve(node: &TestNode) -> (AppState, SocketAddr) {
 
 fn auth_message(account: usize, extra: Value) -> String {
     let (key, secret) = keys()[account - 1].clone();
-    let timestamp = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0);
+    let timestamp: u64 = super::rest_client::now().parse().expect("digits");
     let signature = sign(&secret, &timestamp.to_string(), "GET", "/v1/ws", b"");
     let mut message =
         json!({ "type": "auth", "key": key, "timestamp": timestamp, "signature": signature });
@@ -356,4 +353,35 @@ async fn a_lagging_socket_is_told_and_closed() {
         last.map(|m| m["code"].clone()),
         Some(json!("slow_consumer"))
     );
+}
+
+/// A captured `auth` message opens one socket, not a second.
+#[tokio::test]
+async fn a_replayed_auth_message_opens_no_second_socket() {
+    let node = funded_node().await;
+    let (_, addr) = serve(&node).await;
+    let captured = auth_message(1, json!({}));
+    let mut first = connect(addr).await;
+    first
+        .send(WsMessage::text(captured.clone()))
+        .await
+        .expect("send auth");
+    assert_eq!(
+        next(&mut first).await.expect("auth reply"),
+        json!({ "type": "auth", "ok": true, "account_id": 1 })
+    );
+    let mut second = connect(addr).await;
+    second
+        .send(WsMessage::text(captured))
+        .await
+        .expect("send auth");
+    let refused = next(&mut second).await.expect("auth reply");
+    assert_eq!(
+        (refused["ok"].as_bool(), refused["code"].as_str()),
+        (Some(false), Some("replayed_request")),
+        "{refused}"
+    );
+    // The genuine socket still works.
+    send(&mut first, json!({ "type": "ping" })).await;
+    assert_eq!(next_of(&mut first, "pong").await["type"], "pong");
 }

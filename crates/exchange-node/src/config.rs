@@ -8,6 +8,8 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
+pub use crate::http_config::{HttpConfig, HttpConfigError, TlsConfig};
+
 #[derive(Debug, Error)]
 pub enum ConfigError {
     #[error("cannot read config {path}: {source}")]
@@ -20,6 +22,8 @@ pub enum ConfigError {
         path: PathBuf,
         source: toml::de::Error,
     },
+    #[error("invalid config {path}: {message}")]
+    Invalid { path: PathBuf, message: String },
 }
 
 /// One instrument listed at start-up (if not listed already), in the
@@ -51,14 +55,16 @@ pub struct Config {
     pub data_dir: PathBuf,
     /// HTTP and WebSocket address.
     pub listen: SocketAddr,
-    /// Admin bearer token; else `EXCHANGE_ADMIN_TOKEN`; else generated.
-    pub admin_token: Option<String>,
     /// File holding the master key HMAC API secrets are derived from (64
     /// hex digits, mode 0600 or 0400). `EXCHANGE_MASTER_KEY`, when set,
     /// wins over it; with neither, the file `master_key` in the data
     /// directory, generated on first start. Every node of a cluster needs
     /// the same key.
     pub master_key_file: Option<PathBuf>,
+    /// A file holding the admin bearer token; else `EXCHANGE_ADMIN_TOKEN`;
+    /// else one is generated into `DATA_DIR/admin_token`. Never the token
+    /// itself: a configuration file or command line is too easily read.
+    pub admin_token_file: Option<PathBuf>,
     /// Instruments listed at start-up if missing.
     pub instruments: Vec<InstrumentConfig>,
     /// Commands waiting for the journal before new ones get 503.
@@ -81,8 +87,9 @@ pub struct Config {
     pub rate_limit_burst: u32,
     /// Largest request body accepted, in bytes.
     pub max_body_bytes: usize,
-    /// How far a signed request's timestamp may be from server time.
-    pub signature_window_secs: u64,
+    /// How old (milliseconds) a signed request's timestamp may be; at
+    /// most [`crate::limits::MAX_RECV_WINDOW_MS`].
+    pub recv_window_ms: u64,
     /// Public market data: WebSocket channels and the binary feed.
     pub marketdata: MarketDataConfig,
     /// The FIX 4.4 gateway (crate `exchange-fix`, docs/fix.md).
@@ -91,6 +98,8 @@ pub struct Config {
     pub reporting: ReportingConfig,
     /// Raft replication (docs/replication.md); absent: a single node.
     pub cluster: ClusterConfig,
+    /// The REST and WebSocket listener's connections, TLS and `/metrics`.
+    pub http: HttpConfig,
 }
 
 /// The `[reporting]` section.
@@ -217,6 +226,11 @@ pub struct FixConfig {
     pub listen: SocketAddr,
     /// Largest difference between a message's SendingTime and server time.
     pub max_clock_skew_secs: u64,
+    /// PEM certificate chain: with `tls_key`, the acceptor speaks TLS only;
+    /// without both, plain TCP.
+    pub tls_cert: Option<PathBuf>,
+    /// PEM private key of `tls_cert`.
+    pub tls_key: Option<PathBuf>,
     pub sessions: Vec<FixSessionConfig>,
 }
 
@@ -225,6 +239,8 @@ impl Default for FixConfig {
         FixConfig {
             listen: SocketAddr::from(([127, 0, 0, 1], 9878)),
             max_clock_skew_secs: 120,
+            tls_cert: None,
+            tls_key: None,
             sessions: Vec::new(),
         }
     }
@@ -325,8 +341,8 @@ impl Default for Config {
         Config {
             data_dir: PathBuf::from("./data"),
             listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
-            admin_token: None,
             master_key_file: None,
+            admin_token_file: None,
             instruments: vec![
                 instrument("BTC-USD", "BTC", "0.01", "0.0001", "60000.00"),
                 instrument("ETH-USD", "ETH", "0.01", "0.001", "3000.00"),
@@ -339,11 +355,12 @@ impl Default for Config {
             rate_limit_per_sec: 2_000,
             rate_limit_burst: 4_000,
             max_body_bytes: 16 * 1024,
-            signature_window_secs: 30,
+            recv_window_ms: 5_000,
             marketdata: MarketDataConfig::default(),
             fix: FixConfig::default(),
             reporting: ReportingConfig::default(),
             cluster: ClusterConfig::default(),
+            http: HttpConfig::default(),
         }
     }
 }
@@ -354,10 +371,27 @@ impl Config {
             path: path.into(),
             source,
         })?;
-        toml::from_str(&text).map_err(|source| ConfigError::Parse {
+        let config: Config = toml::from_str(&text).map_err(|source| ConfigError::Parse {
             path: path.into(),
             source,
-        })
+        })?;
+        config.check().map_err(|message| ConfigError::Invalid {
+            path: path.into(),
+            message,
+        })?;
+        Ok(config)
+    }
+
+    /// Refuses values no server should run with, naming the field.
+    pub fn check(&self) -> Result<(), String> {
+        let most = crate::limits::MAX_RECV_WINDOW_MS;
+        if self.recv_window_ms == 0 || self.recv_window_ms > most {
+            return Err(format!(
+                "recv_window_ms must be between 1 and {most} (is {})",
+                self.recv_window_ms
+            ));
+        }
+        Ok(())
     }
 }
 
@@ -378,6 +412,34 @@ mod tests {
         assert_eq!(parsed.listen.port(), 9999);
         assert_eq!(parsed.instruments.len(), 2);
         assert!(toml::from_str::<Config>("lisen = \"x\"\n").is_err());
+    }
+
+    #[test]
+    fn recv_window_is_bounded_and_the_admin_token_is_never_inline() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("exchange.toml");
+        let load = |text: &str| {
+            std::fs::write(&path, text).unwrap();
+            Config::load(&path)
+        };
+        assert_eq!(
+            load("recv_window_ms = 60000\n").unwrap().recv_window_ms,
+            60_000
+        );
+        for bad in ["recv_window_ms = 0\n", "recv_window_ms = 60001\n"] {
+            let error = load(bad).unwrap_err().to_string();
+            assert!(
+                error.contains("recv_window_ms must be between 1 and 60000"),
+                "{error}"
+            );
+        }
+        assert!(load("admin_token = \"x\"\n").is_err());
+        assert_eq!(
+            load("admin_token_file = \"/run/secrets/admin\"\n")
+                .unwrap()
+                .admin_token_file,
+            Some(PathBuf::from("/run/secrets/admin"))
+        );
     }
 
     #[test]

@@ -16,6 +16,7 @@ pub mod config;
 pub mod core_state;
 pub mod entry;
 pub mod history;
+pub mod http_config;
 pub mod instruments;
 pub mod keys;
 #[cfg(test)]

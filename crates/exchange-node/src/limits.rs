@@ -76,6 +76,53 @@ pub const MAX_KEY_ALLOW: usize = 8;
 pub const MAX_KEY_LIFETIME_SECS: u64 = 10 * 365 * 24 * 3600;
 /// Keys with a bucket at most: with keys of up to 128 bytes, about 15 MB.
 pub const MAX_RATE_LIMITED_KEYS: usize = 65_536;
+/// `[http] max_connections` at most: each connection holds a descriptor,
+/// buffers and a task.
+pub const MAX_HTTP_CONNECTIONS: usize = 65_536;
+/// Descriptors kept free beyond `[http] max_connections`, for the journal,
+/// snapshots, Raft and FIX peers, the reporting store and the
+/// `/metrics` listener: a flood of HTTP connections never starves them.
+pub const FD_HEADROOM: u64 = 512;
+/// Pause after `accept` fails (out of descriptors, say) before trying again.
+pub const ACCEPT_RETRY: Duration = Duration::from_millis(50);
+/// Entries queued for one socket's private stream; a socket further
+/// behind is told `slow_consumer` and closed. Each entry is shared with
+/// the sequencer's broadcast, but a socket that never reads would keep
+/// `events_buffer` of them alive on its own.
+pub const PRIVATE_STREAM_QUEUE: usize = 4_096;
+/// Bytes of outgoing WebSocket frames gathered before a write.
+pub const WS_WRITE_BUFFER: usize = 64 * 1024;
+/// Bytes one WebSocket may hold in outgoing frames beyond the kernel's
+/// buffers; a socket whose peer stops reading waits here, not in memory.
+pub const WS_MAX_WRITE_BUFFER: usize = 1024 * 1024;
+/// How long a closing WebSocket may take to take its close frame; a peer
+/// that no longer reads loses the TCP connection without it.
+pub const WS_CLOSE_TIMEOUT: Duration = Duration::from_secs(1);
+/// Order-entry messages one WebSocket may have awaiting their answers;
+/// more are refused (`too_many_in_flight`) until answers have been read.
+pub const WS_MAX_IN_FLIGHT: usize = 4_096;
+/// How long a stopping server waits for its WebSockets to close.
+pub const WS_SHUTDOWN_WAIT: Duration = Duration::from_secs(5);
+/// Source addresses whose failed authentications are counted at most
+/// (an IPv6 source counts as its /64). Past this a new address is not
+/// counted, so a flood from very many addresses can never lock out an
+/// address that has not failed.
+pub const MAX_LIMITED_ADDRESSES: usize = 65_536;
+/// Failed authentications one source address may make at once, and per
+/// second sustained, before its signed requests get 429 unread.
+pub const AUTH_FAILURE_BURST: u32 = 50;
+pub const AUTH_FAILURES_PER_SEC: u32 = 10;
+/// The longest receive window a server may be configured with
+/// (`recv_window_ms`), as Binance's `recvWindow`.
+pub const MAX_RECV_WINDOW_MS: u64 = 60_000;
+/// How far ahead of server time a signed timestamp may be: small, so a
+/// request is remembered by the replay guard only for about the window.
+pub const MAX_TIMESTAMP_AHEAD_MS: u64 = 1_000;
+/// Signatures the replay guard remembers at most (each about 50 bytes).
+/// With the default window a signature is remembered for 6 s: room for
+/// about 170,000 signed requests a second. When full, new signed requests
+/// get 503 `overloaded` until entries expire; none is forgotten early.
+pub const MAX_REPLAY_ENTRIES: usize = 1_048_576;
 /// How long a new socket may take to authenticate.
 pub const WS_AUTH_TIMEOUT: Duration = Duration::from_secs(10);
 /// Symbols one subscribe message may name.
@@ -103,6 +150,15 @@ pub const MARKETDATA_BATCH: usize = 1_024;
 pub const MAX_FIX_MESSAGE_BYTES: usize = 8 * 1024;
 /// Closed orders remembered for answering a late cancel with their status.
 pub const FIX_CLOSED_REMEMBERED: usize = 4_096;
+/// Sent application messages a FIX session keeps for resends; older ones
+/// are dropped and a resend request for them gets a gap fill.
+pub const FIX_STORE_RETAINED: usize = 100_000;
+/// Connections the FIX acceptor serves before their Logon (TLS handshake
+/// included); more are closed at once until one finishes.
+pub const FIX_PENDING_LOGONS: usize = 256;
+
+// A close frame always fits what a socket may buffer.
+const _: () = assert!(WS_WRITE_BUFFER < WS_MAX_WRITE_BUFFER);
 
 // What REST serves by default is within what it keeps or allows.
 const _: () = assert!(DEFAULT_TRADES_LIMIT <= TRADES_PER_SYMBOL);

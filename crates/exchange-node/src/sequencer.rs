@@ -186,6 +186,11 @@ impl Handle {
         self.cluster.caught_up()
     }
 
+    /// See [`ClusterShared::leader_since_ms`].
+    pub fn leader_since_ms(&self) -> u64 {
+        self.cluster.leader_since_ms()
+    }
+
     /// Whether this node currently leads (and so takes writes).
     pub fn is_leader(&self) -> bool {
         self.cluster.is_leader()

@@ -337,6 +337,13 @@ fn command_account(command: &Command) -> Option<AccountId> {
         Command::Cancel(c) => Some(c.account),
         Command::Replace(r) => Some(r.account),
         Command::MassCancel(m) => Some(m.account),
+        Command::SetRiskLimits(l) => Some(l.account),
+        Command::SetMmp(m) => Some(m.account),
+        Command::Suspend { account }
+        | Command::Reinstate { account }
+        | Command::ResetMmp { account, .. } => Some(*account),
+        Command::LinkSubAccount { owner, .. } => Some(*owner),
+        Command::InternalTransfer(t) => Some(t.from),
         Command::AddInstrument(_) | Command::Halt { .. } | Command::Resume { .. } => None,
     }
 }

@@ -141,3 +141,33 @@ fn a_hold_updates_balances_only_and_a_trade_adds_its_changes_to_the_ledger() {
         );
     });
 }
+
+#[test]
+fn an_internal_transfer_is_two_ledger_rows_that_sum_to_zero() {
+    const UNIT: i64 = 100_000_000;
+    let entries = entries_of(&[
+        r#"{"cmd":"add_instrument","symbol":"BTC-USD","base":"BTC","quote":"USD","tick_size":"0.01","lot_size":"0.0001","maker_fee_bps":-1,"taker_fee_bps":5}"#,
+        r#"{"cmd":"deposit","account":1,"asset":"USD","amount":"1000"}"#,
+        r#"{"cmd":"link_sub_account","owner":1,"sub":2}"#,
+        r#"{"cmd":"internal_transfer","from":1,"to":2,"asset":"USD","amount":"250"}"#,
+    ]);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let target = crate::Target::Sqlite(dir.path().join("s.sqlite"));
+    let mut store = Store::open(&target).expect("open");
+    let records: Vec<EntryRecord<'_>> = entries.iter().map(Entry::record).collect();
+    store.write(&records).expect("write");
+    let moved: Vec<(u64, i64, String)> = store
+        .ledger(None, 0, u64::MAX)
+        .expect("ledger")
+        .into_iter()
+        .filter(|l| l.cause == "internal_transfer")
+        .map(|l| (l.account, l.delta, l.asset))
+        .collect();
+    assert_eq!(
+        moved,
+        vec![
+            (1, -250 * UNIT, "USD".to_string()),
+            (2, 250 * UNIT, "USD".to_string())
+        ]
+    );
+}

@@ -512,3 +512,53 @@ fn event_kinds_not_stored_still_get_an_audit_row() {
     assert_eq!(audit[0].outcome, "accepted");
     assert!(store.trades(None, 0, u64::MAX).expect("trades").is_empty());
 }
+
+#[test]
+fn member_risk_entries_get_an_audit_row_with_their_account_and_symbol() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut store = Store::open(&Target::Sqlite(dir.path().join("s.sqlite"))).expect("open");
+    let symbol = exchange_types::Symbol::new("BTC-USD").expect("symbol");
+    let tripped = vec![Event {
+        seq: 1,
+        ts: 5,
+        kind: EventKind::Mmp(event::Mmp {
+            account: 7,
+            symbol,
+            state: exchange_types::MmpState::Reset,
+        }),
+    }];
+    let suspended = vec![Event {
+        seq: 2,
+        ts: 6,
+        kind: EventKind::AccountStatus(event::AccountStatus {
+            account: 7,
+            suspended: true,
+            canceled: 0,
+        }),
+    }];
+    store
+        .write(&[
+            EntryRecord {
+                index: 1,
+                ts: 5,
+                command: "reset_mmp",
+                account: Some(7),
+                events: &tripped,
+            },
+            EntryRecord {
+                index: 2,
+                ts: 6,
+                command: "suspend",
+                account: Some(7),
+                events: &suspended,
+            },
+        ])
+        .expect("write");
+    let audit = store.audit(0, u64::MAX).expect("audit");
+    assert_eq!(audit.len(), 2);
+    assert_eq!(audit[0].command, "reset_mmp");
+    assert_eq!(audit[0].symbol.as_deref(), Some("BTC-USD"));
+    assert_eq!(audit[1].command, "suspend");
+    assert_eq!(audit[1].account, Some(7));
+    assert_eq!(audit[1].outcome, "accepted");
+}

@@ -13,6 +13,7 @@ use exchange_gateway::{self as http, AppState};
 use exchange_marketdata_service::{self as marketdata, MarketDataError};
 use exchange_node::config::Config;
 use exchange_node::instruments::{ensure_instruments, InstrumentError};
+use exchange_node::limits::WS_SHUTDOWN_WAIT;
 use exchange_node::master_key::{MasterKey, MasterKeyError, MasterKeySource, MASTER_KEY_ENV};
 use exchange_node::recovery::{self, RecoveryError, RecoveryReport};
 use exchange_node::replication::ClusterSettings;
@@ -44,15 +45,36 @@ pub enum ServerError {
     Reporting(#[from] exchange_reporting::StoreError),
     #[error("master key: {0}")]
     MasterKey(#[from] MasterKeyError),
+    #[error("admin token file {path}: {problem}")]
+    AdminToken {
+        path: std::path::PathBuf,
+        problem: String,
+    },
     #[error("cluster configuration: {0}")]
     Cluster(#[from] exchange_node::replication::ClusterError),
+    #[error(transparent)]
+    Http(#[from] exchange_node::config::HttpConfigError),
+    #[error("TLS: {0}")]
+    Tls(#[from] http::listener::TlsError),
 }
 
-/// The admin token: configured, from the environment, or generated once
-/// and kept (mode 0600) in the data directory.
-pub fn admin_token(config: &Config) -> Result<(String, bool), std::io::Error> {
-    if let Some(token) = config.admin_token.clone().filter(|t| !t.is_empty()) {
-        return Ok((token, false));
+/// The admin token: from the configured file, the environment, or
+/// generated once and kept (mode 0600) in the data directory. Never from
+/// the command line or the configuration itself, and never printed.
+pub fn admin_token(config: &Config) -> Result<(String, bool), ServerError> {
+    if let Some(path) = &config.admin_token_file {
+        let read = std::fs::read_to_string(path).map_err(|source| ServerError::AdminToken {
+            path: path.clone(),
+            problem: source.to_string(),
+        })?;
+        let token = read.trim();
+        if token.is_empty() {
+            return Err(ServerError::AdminToken {
+                path: path.clone(),
+                problem: "the file is empty".into(),
+            });
+        }
+        return Ok((token.to_string(), false));
     }
     if let Some(token) = std::env::var("EXCHANGE_ADMIN_TOKEN")
         .ok()
@@ -134,6 +156,16 @@ pub async fn run_with_gateways(
     demo: bool,
     gateways: Vec<GatewayStart>,
 ) -> Result<(), ServerError> {
+    config.http.check()?;
+    // Before anything opens a descriptor: refused certificates stop the
+    // start, not the first client.
+    let tls = config
+        .http
+        .tls
+        .as_ref()
+        .map(http::listener::tls_acceptor)
+        .transpose()?;
+    let fd_limit = http::listener::raise_fd_limit();
     let (token, generated) = admin_token(&config)?;
     let ready = Arc::new(AtomicBool::new(false));
     let data_dir = config.data_dir.clone();
@@ -189,7 +221,7 @@ pub async fn run_with_gateways(
     }
     if generated {
         eprintln!(
-            "admin token (generated, saved in {}): {token}",
+            "admin token: generated, in {} (read it from there)",
             data_dir.join("admin_token").display()
         );
     }
@@ -202,13 +234,20 @@ pub async fn run_with_gateways(
     if let Some(reporting) = &reporting {
         app = app.with_reporting(reporting.clone());
     }
-    let listener = tokio::net::TcpListener::bind(config.listen)
-        .await
-        .map_err(|source| ServerError::Listen {
-            addr: config.listen,
-            source,
-        })?;
-    eprintln!("exchange listening on http://{}", listener.local_addr()?);
+    let listener = bind(config.listen).await?;
+    let scheme = if tls.is_some() { "https" } else { "http" };
+    eprintln!(
+        "exchange listening on {scheme}://{}",
+        listener.local_addr()?
+    );
+    let metrics_listener = match config.http.metrics_bind {
+        Some(addr) => {
+            let listener = bind(addr).await?;
+            eprintln!("metrics listening on http://{}", listener.local_addr()?);
+            Some(listener)
+        }
+        None => None,
+    };
     if demo {
         exchange_demo::start(handle.clone(), &data_dir, &config, stopping.clone()).await?;
     }
@@ -228,17 +267,51 @@ pub async fn run_with_gateways(
         }
     }
     ready.store(true, std::sync::atomic::Ordering::Release);
-    // Small WebSocket frames (market data, order updates) must leave at
-    // once: Nagle's algorithm would hold them for the peer's delayed ACK.
-    let listener = axum::serve::ListenerExt::tap_io(listener, |tcp: &mut tokio::net::TcpStream| {
-        let _ = tcp.set_nodelay(true);
+    let max_connections =
+        http::listener::effective_max_connections(config.http.max_connections, fd_limit);
+    if max_connections < config.http.max_connections {
+        eprintln!(
+            "http: WARNING: the open-file limit ({}) allows {max_connections} connections, not [http] max_connections = {}",
+            fd_limit.unwrap_or_default(),
+            config.http.max_connections
+        );
+    }
+    let (stop_metrics, metrics_stopping) = tokio::sync::watch::channel(false);
+    let metrics_task = metrics_listener.map(|tcp| {
+        let listener = http::listener::Listener {
+            tcp,
+            tls: None,
+            http: config.http.clone(),
+            max_connections,
+            stats: app.stats.clone(),
+        };
+        let router = http::metrics_router(app.clone());
+        let mut stopping = metrics_stopping;
+        tokio::spawn(http::listener::serve(listener, router, async move {
+            let _ = stopping.wait_for(|stop| *stop).await;
+        }))
     });
-    axum::serve(
-        listener,
-        http::router(app).into_make_service_with_connect_info::<std::net::SocketAddr>(),
-    )
-    .with_graceful_shutdown(shutdown_signal())
-    .await?;
+    let listener = http::listener::Listener {
+        tcp: listener,
+        tls,
+        http: config.http.clone(),
+        max_connections,
+        stats: app.stats.clone(),
+    };
+    let sockets = app.clone();
+    http::listener::serve(listener, http::router(app), shutdown_signal()).await;
+    let _ = stop_metrics.send(true);
+    if let Some(task) = metrics_task {
+        let _ = task.await;
+    }
+    // Each WebSocket holds a sequencer handle; its cancel-on-disconnect
+    // must still reach the log.
+    sockets.close_sockets();
+    let waited = std::time::Instant::now();
+    while sockets.stats.open_connections() > 0 && waited.elapsed() < WS_SHUTDOWN_WAIT {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    drop(sockets);
     // The service holds a sequencer handle: stop it before the pipeline.
     market.shutdown().await;
     let _ = stop_gateways.send(true);
@@ -255,6 +328,12 @@ pub async fn run_with_gateways(
     })
     .await;
     Ok(())
+}
+
+async fn bind(addr: std::net::SocketAddr) -> Result<tokio::net::TcpListener, ServerError> {
+    tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|source| ServerError::Listen { addr, source })
 }
 
 /// Opens the reporting store (`[reporting] url`, else SQLite in the data

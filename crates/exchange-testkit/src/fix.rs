@@ -6,6 +6,7 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::time::Duration;
 
+use exchange_fix::acceptor::BoxedStream;
 use exchange_fix::frame::{next_frame, seal, Frame};
 use exchange_fix::message::Message;
 use exchange_fix::time;
@@ -62,6 +63,16 @@ impl Node {
     /// A node on `dir` with the default instruments, `accounts` funded, and
     /// the FIX gateway serving `sessions`.
     pub async fn start(dir: &Path, sessions: Vec<FixSessionConfig>, accounts: &[u64]) -> Node {
+        let config = FixConfig {
+            sessions,
+            ..FixConfig::default()
+        };
+        Node::start_with(dir, config, accounts).await
+    }
+
+    /// The same with the gateway's whole `[fix]` section given (its listen
+    /// address is replaced by an ephemeral port).
+    pub async fn start_with(dir: &Path, config: FixConfig, accounts: &[u64]) -> Node {
         let pipeline_config = PipelineConfig {
             submit_queue: 65_536,
             core_queue: 1_024,
@@ -81,8 +92,7 @@ impl Node {
         }
         let config = FixConfig {
             listen: SocketAddr::from(([127, 0, 0, 1], 0)),
-            sessions,
-            ..FixConfig::default()
+            ..config
         };
         let (stop, stopping) = watch::channel(false);
         let (addr, gateway) =
@@ -115,7 +125,7 @@ impl Node {
 /// A FIX initiator over one TCP connection; messages are written with `|`
 /// for SOH.
 pub struct Client {
-    stream: TcpStream,
+    stream: BoxedStream,
     buf: Vec<u8>,
     pub seq: u64,
     sender: String,
@@ -126,6 +136,11 @@ impl Client {
     pub async fn logon(addr: SocketAddr, sender: &str) -> Client {
         let stream = TcpStream::connect(addr).await.expect("connect");
         stream.set_nodelay(true).expect("nodelay");
+        Client::logon_over(Box::new(stream), sender).await
+    }
+
+    /// Logs on with ResetSeqNumFlag over a connected stream (TLS, say).
+    pub async fn logon_over(stream: BoxedStream, sender: &str) -> Client {
         let mut client = Client {
             stream,
             buf: Vec::new(),
@@ -149,7 +164,7 @@ impl Client {
     pub async fn logon_raw(addr: SocketAddr, sender: &str) -> Client {
         let stream = TcpStream::connect(addr).await.expect("connect");
         let mut client = Client {
-            stream,
+            stream: Box::new(stream),
             buf: Vec::new(),
             seq: 1,
             sender: sender.into(),
@@ -162,8 +177,14 @@ impl Client {
 
     /// The next message of this session, sealed (length and checksum).
     pub fn encode(&mut self, msg_type: &str, body: &str) -> Vec<u8> {
+        self.encode_with_header(msg_type, "", body)
+    }
+
+    /// The next message of this session with more standard header fields
+    /// (`header`, `|`-separated) after SendingTime.
+    pub fn encode_with_header(&mut self, msg_type: &str, header: &str, body: &str) -> Vec<u8> {
         let fields = format!(
-            "35={msg_type}|49={}|56=EXCHANGE|34={}|52={}|{body}",
+            "35={msg_type}|49={}|56=EXCHANGE|34={}|52={}|{header}{body}",
             self.sender,
             self.seq,
             time::format(time::now_ns())

@@ -7,6 +7,7 @@
 
 use std::io::{self, Read, Write};
 use std::net::TcpStream;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use hmac::{Hmac, Mac};
@@ -20,11 +21,21 @@ pub const ADMIN_TOKEN: &str = "black-box-admin-token";
 pub const MASTER_KEY: &str = "6d61737465722d6b65792d6f662d7468652d746573742d636c75737465722121";
 const IO_TIMEOUT: Duration = Duration::from_secs(20);
 
-pub fn unix_now() -> u64 {
-    SystemTime::now()
+/// Unix milliseconds, as signed requests carry them; later on every call,
+/// since the server accepts a signed request once and two identical
+/// requests signed in the same millisecond would be the same request.
+pub fn unix_now_ms() -> u64 {
+    static LAST: AtomicU64 = AtomicU64::new(0);
+    let wall = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .expect("clock after 1970")
-        .as_secs()
+        .as_millis() as u64;
+    let previous = LAST
+        .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |last| {
+            Some(wall.max(last + 1))
+        })
+        .unwrap_or(0);
+    wall.max(previous + 1)
 }
 
 /// Lowercase hex HMAC-SHA256 over `timestamp + METHOD + path_and_query + body`.
@@ -163,7 +174,27 @@ pub fn parse_response(raw: &[u8]) -> io::Result<Response> {
 
 /// Sends raw request bytes on a fresh connection and reads the answer.
 pub fn send_raw(port: u16, request: &[u8]) -> io::Result<Response> {
-    let mut stream = TcpStream::connect_timeout(&([127, 0, 0, 1], port).into(), IO_TIMEOUT)?;
+    let stream = TcpStream::connect_timeout(&([127, 0, 0, 1], port).into(), IO_TIMEOUT)?;
+    exchange(stream, request)
+}
+
+/// As [`send_raw`], from another loopback address (`127.0.0.2`...): what
+/// the server sees as another client machine.
+pub fn send_raw_from(
+    source: std::net::Ipv4Addr,
+    port: u16,
+    request: &[u8],
+) -> io::Result<Response> {
+    let socket = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None)?;
+    socket.bind(&std::net::SocketAddr::from((source, 0)).into())?;
+    socket.connect_timeout(
+        &std::net::SocketAddr::from(([127, 0, 0, 1], port)).into(),
+        IO_TIMEOUT,
+    )?;
+    exchange(socket.into(), request)
+}
+
+fn exchange(mut stream: TcpStream, request: &[u8]) -> io::Result<Response> {
     stream.set_read_timeout(Some(IO_TIMEOUT))?;
     stream.set_write_timeout(Some(IO_TIMEOUT))?;
     stream.write_all(request)?;
@@ -198,7 +229,8 @@ pub struct Account {
     pub secret: String,
 }
 
-/// The three signature headers for a request signed at `timestamp`.
+/// The three signature headers for a request signed at `timestamp` (Unix
+/// milliseconds).
 pub fn signature_headers(
     account: &Account,
     timestamp: u64,
@@ -249,9 +281,10 @@ impl Client {
         self.request("GET", path, &[], b"")
     }
 
-    /// The value of the metric `name` in `GET /metrics`.
+    /// The value of the metric `name` in `GET /metrics` (with the admin
+    /// token, which the route asks for by default).
     pub fn metric(&self, name: &str) -> u64 {
-        let text = self.get("/metrics").text();
+        let text = self.admin("GET", "/metrics", "").text();
         text.lines()
             .find_map(|l| l.strip_prefix(&format!("{name} ")))
             .and_then(|v| v.trim().parse().ok())
@@ -310,7 +343,7 @@ impl Client {
         path: &str,
         body: &str,
     ) -> io::Result<Response> {
-        let headers = signature_headers(account, unix_now(), method, path, body.as_bytes());
+        let headers = signature_headers(account, unix_now_ms(), method, path, body.as_bytes());
         self.try_request(method, path, &headers, body.as_bytes())
     }
 

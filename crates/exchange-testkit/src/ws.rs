@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 use tungstenite::{Message, WebSocket};
 
-use crate::http::{sign, unix_now, Account, Client};
+use crate::http::{sign, unix_now_ms, Account, Client};
 use crate::wait::DEADLINE;
 
 /// A client socket to `/v1/ws`.
@@ -89,7 +89,7 @@ pub fn collect(socket: &mut Socket, wanted: &[&dyn Fn(&Value) -> bool]) -> Vec<V
 
 /// The `auth` message for `account`, signed now.
 pub fn auth_message(account: &Account, cancel_on_disconnect: bool) -> Value {
-    let ts = unix_now();
+    let ts = unix_now_ms();
     json!({ "type": "auth", "key": account.key, "timestamp": ts,
             "signature": sign(&account.secret, &ts.to_string(), "GET", "/v1/ws", b""),
             "cancel_on_disconnect": cancel_on_disconnect })

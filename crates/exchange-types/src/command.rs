@@ -34,6 +34,31 @@ pub enum Command {
     Resume {
         symbol: Symbol,
     },
+    /// Boxed for the same reason as a listing: operator-only and rare.
+    SetRiskLimits(Box<SetRiskLimits>),
+    /// Kill switch: cancels the account's open orders and refuses its new
+    /// orders and replaces until [`Command::Reinstate`].
+    Suspend {
+        account: AccountId,
+    },
+    Reinstate {
+        account: AccountId,
+    },
+    SetMmp(Box<SetMmp>),
+    /// Lets an account whose market-maker protection tripped trade the
+    /// instrument again (sent by the account or the operator).
+    ResetMmp {
+        account: AccountId,
+        symbol: Symbol,
+    },
+    /// Operator: makes `sub` a sub-account of `owner`.
+    LinkSubAccount {
+        owner: AccountId,
+        sub: AccountId,
+    },
+    /// Moves available funds between an owner and its sub-accounts, or
+    /// between two sub-accounts of one owner.
+    InternalTransfer(InternalTransfer),
 }
 
 impl Command {
@@ -49,6 +74,13 @@ impl Command {
             Command::MassCancel(_) => "mass_cancel",
             Command::Halt { .. } => "halt",
             Command::Resume { .. } => "resume",
+            Command::SetRiskLimits(_) => "set_risk_limits",
+            Command::Suspend { .. } => "suspend",
+            Command::Reinstate { .. } => "reinstate",
+            Command::SetMmp(_) => "set_mmp",
+            Command::ResetMmp { .. } => "reset_mmp",
+            Command::LinkSubAccount { .. } => "link_sub_account",
+            Command::InternalTransfer(_) => "internal_transfer",
         }
     }
 }
@@ -76,6 +108,14 @@ pub struct AddInstrument {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Transfer {
     pub account: AccountId,
+    pub asset: AssetCode,
+    pub amount: Dec,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InternalTransfer {
+    pub from: AccountId,
+    pub to: AccountId,
     pub asset: AssetCode,
     pub amount: Dec,
 }
@@ -118,6 +158,34 @@ pub struct Replace {
     pub price: Option<Dec>,
     /// New total quantity, filled quantity included; `None` keeps it.
     pub qty: Option<Dec>,
+}
+
+/// An account's pre-trade limits, replacing any it had; every field `None`
+/// clears them. Quantities are in the traded instrument's base asset and
+/// notionals in its quote asset, whichever instrument an order is for.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SetRiskLimits {
+    pub account: AccountId,
+    pub max_order_qty: Option<Dec>,
+    pub max_order_notional: Option<Dec>,
+    pub max_open_orders: Option<u32>,
+    /// Fat-finger band: half-width in basis points around the
+    /// instrument's reference price.
+    pub price_band_bps: Option<u32>,
+}
+
+/// Market-maker protection for one account on one instrument, replacing
+/// any it had; neither threshold set removes it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SetMmp {
+    pub account: AccountId,
+    pub symbol: Symbol,
+    /// Length of the window fills are counted in, nanoseconds of log time.
+    pub window_ns: u64,
+    /// Trips when the window's filled quantity exceeds this (base units).
+    pub max_qty: Option<Dec>,
+    /// Trips when the window's number of fills exceeds this.
+    pub max_count: Option<u32>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]

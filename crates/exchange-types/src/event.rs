@@ -34,6 +34,10 @@ pub enum EventKind {
     Balance(Balance),
     Book(Book),
     MassCanceled(MassCanceled),
+    RiskLimits(RiskLimits),
+    AccountStatus(AccountStatus),
+    Mmp(Mmp),
+    SubAccountLinked(SubAccountLinked),
     Error(Error),
 }
 
@@ -161,6 +165,71 @@ pub struct MassCanceled {
     pub canceled: u32,
 }
 
+/// An account's pre-trade limits as they now stand (`None`: no limit).
+/// Quantity in base units, notional in quote units of the instrument an
+/// order is for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RiskLimits {
+    pub account: AccountId,
+    pub max_order_qty: Option<u64>,
+    pub max_order_notional: Option<u64>,
+    pub max_open_orders: Option<u32>,
+    pub price_band_bps: Option<u32>,
+}
+
+/// An account was suspended (after its open orders were canceled, each
+/// with its own `Canceled` event) or reinstated.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AccountStatus {
+    pub account: AccountId,
+    pub suspended: bool,
+    /// Orders the suspension canceled; zero on reinstatement.
+    pub canceled: u32,
+}
+
+/// Market-maker protection of one account on one instrument changed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Mmp {
+    pub account: AccountId,
+    pub symbol: Symbol,
+    pub state: MmpState,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum MmpState {
+    /// Configured (or reconfigured, which restarts the window).
+    Set {
+        window_ns: u64,
+        max_qty: Option<u64>,
+        max_count: Option<u32>,
+    },
+    /// Removed by a configuration with no threshold.
+    Removed,
+    /// A fill exceeded a threshold: the account's orders on the instrument
+    /// were canceled and new ones are refused until a reset.
+    Tripped { filled_qty: u64, fills: u32 },
+    /// Reset: the account may trade the instrument again.
+    Reset,
+}
+
+impl MmpState {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            MmpState::Set { .. } => "set",
+            MmpState::Removed => "removed",
+            MmpState::Tripped { .. } => "tripped",
+            MmpState::Reset => "reset",
+        }
+    }
+}
+
+/// `sub` is now a sub-account of `owner`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SubAccountLinked {
+    pub owner: AccountId,
+    pub sub: AccountId,
+}
+
 /// Input that never became a command (a malformed line): its line number
 /// and the cause.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -184,6 +253,10 @@ impl EventKind {
             EventKind::Balance(_) => "balance",
             EventKind::Book(_) => "book",
             EventKind::MassCanceled(_) => "mass_canceled",
+            EventKind::RiskLimits(_) => "risk_limits",
+            EventKind::AccountStatus(_) => "account_status",
+            EventKind::Mmp(_) => "mmp",
+            EventKind::SubAccountLinked(_) => "sub_account_linked",
             EventKind::Error(_) => "error",
         }
     }

@@ -16,12 +16,13 @@ pub mod order;
 pub mod reject;
 
 pub use command::{
-    AddInstrument, Cancel, Command, MassCancel, OrderRef, Place, Replace, Stamped, Transfer,
+    AddInstrument, Cancel, Command, InternalTransfer, MassCancel, OrderRef, Place, Replace, SetMmp,
+    SetRiskLimits, Stamped, Transfer,
 };
 pub use decimal::{format_signed_units, format_units, Dec, AMOUNT_SCALE, UNITS_PER_WHOLE};
 pub use event::{
-    Accepted, Canceled, Event, EventKind, Expired, InstrumentAdded, MassCanceled, Rejected,
-    Replaced, Trade,
+    Accepted, AccountStatus, Canceled, Event, EventKind, Expired, InstrumentAdded, MassCanceled,
+    Mmp, MmpState, Rejected, Replaced, RiskLimits, SubAccountLinked, Trade,
 };
 pub use ids::{AccountId, AssetCode, ClientOrderId, IdError, OrderId, Symbol, TradeId};
 pub use lifecycle::{

@@ -176,6 +176,10 @@ pub fn order_updates(kind: &EventKind) -> impl Iterator<Item = OrderUpdate<'_>> 
         | EventKind::Balance(_)
         | EventKind::Book(_)
         | EventKind::MassCanceled(_)
+        | EventKind::RiskLimits(_)
+        | EventKind::AccountStatus(_)
+        | EventKind::Mmp(_)
+        | EventKind::SubAccountLinked(_)
         | EventKind::Error(_) => (None, None),
     };
     first.into_iter().chain(second)

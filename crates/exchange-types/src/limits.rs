@@ -52,6 +52,18 @@ pub const MAX_ENCODED_COMMAND_BYTES: usize = 1_000;
 /// Recently closed client order ids remembered, so that a late cancel gets
 /// "order not open" rather than "unknown order".
 pub const RECENTLY_CLOSED_CAPACITY: usize = 65_536;
+/// Market-maker protection settings (account and instrument pairs)
+/// across the exchange.
+pub const MAX_MMP_CONFIGS: usize = 65_536;
+/// Largest fat-finger band, in basis points (100%).
+pub const MAX_PRICE_BAND_BPS: u32 = 10_000;
+/// Largest risk limit of open orders: above the core's own per-account
+/// ceiling it would limit nothing.
+pub const MAX_RISK_OPEN_ORDERS: u32 = MAX_OPEN_ORDERS_PER_ACCOUNT;
+/// Largest fill count a market-maker protection may allow per window.
+pub const MAX_MMP_COUNT: u32 = 1_000_000;
+/// Sub-accounts one owner may have.
+pub const MAX_SUB_ACCOUNTS: u32 = 1_024;
 /// Largest fee magnitude, in basis points (100%).
 pub const MAX_FEE_BPS: i32 = 10_000;
 /// Largest price collar, in basis points (a collar of 100% or more is none).

@@ -53,6 +53,13 @@ reject_reasons! {
     InstrumentHalted = 203, "instrument_halted", "the instrument is halted";
     FeeAccountCannotTrade = 204, "fee_account_cannot_trade", "the fee account cannot place orders";
     PostOnlyWouldTake = 205, "post_only_would_take", "a post-only order would have taken liquidity";
+    OrderQtyOverLimit = 206, "order_qty_over_limit", "the quantity is above the account's limit per order";
+    OrderNotionalOverLimit = 207, "order_notional_over_limit", "the notional is above the account's limit per order";
+    OpenOrdersOverLimit = 208, "open_orders_over_limit", "the account has reached its risk limit of open orders";
+    PriceOutsideBand = 209, "price_outside_band", "the price is outside the account's band around the reference price";
+    AccountSuspended = 210, "account_suspended", "the account is suspended";
+    MmpTripped = 211, "mmp_tripped", "market-maker protection tripped on this instrument; reset it to trade again";
+    AccountsNotRelated = 212, "accounts_not_related", "transfers move funds only between an owner and its sub-accounts";
     DuplicateClientOrderId = 301, "duplicate_client_order_id", "the account already has an open order with this client order id";
     UnknownOrder = 302, "unknown_order", "no open order of this account has this id";
     OrderNotOpen = 303, "order_not_open", "the order is no longer open";
@@ -64,11 +71,18 @@ reject_reasons! {
     TooManyAssets = 405, "too_many_assets", "the exchange has reached its limit of assets";
     AmountOverflow = 406, "amount_overflow", "the amount is larger than the exchange can represent";
     ExchangeFull = 407, "exchange_full", "the exchange has reached its limit of open orders";
+    TooManyMmpConfigs = 408, "too_many_mmp_configs", "the exchange has reached its limit of market-maker protection settings";
+    TooManySubAccounts = 409, "too_many_sub_accounts", "the owner has reached its limit of sub-accounts";
     InstrumentExists = 501, "instrument_exists", "an instrument with this symbol already exists";
     InvalidInstrument = 502, "invalid_instrument", "the instrument's tick, lot or quantity limits are inconsistent";
     InvalidFee = 503, "invalid_fee", "fees must lie within 100% and a maker rebate cannot exceed the taker fee";
     InvalidCollar = 504, "invalid_collar", "the price collar must lie between 0 and 100%";
     AlreadyInStatus = 505, "already_in_status", "the instrument is already in the requested trading status";
+    InvalidRiskLimits = 506, "invalid_risk_limits", "risk limits must be greater than zero and a band within 100%";
+    AccountAlreadyInStatus = 507, "account_already_in_status", "the account is already suspended or already active";
+    InvalidMmp = 508, "invalid_mmp", "market-maker protection needs a window and thresholds greater than zero";
+    MmpNotConfigured = 509, "mmp_not_configured", "the account has no market-maker protection on this instrument";
+    InvalidSubAccount = 510, "invalid_sub_account", "a sub-account must be another account, without an owner or sub-accounts of its own";
 }
 
 impl std::fmt::Display for RejectReason {
@@ -86,6 +100,10 @@ pub enum CancelReason {
     MassCancel,
     /// Self-trade prevention.
     SelfTrade,
+    /// The operator suspended the account.
+    AccountSuspended,
+    /// The account's market-maker protection tripped on the instrument.
+    Mmp,
 }
 
 impl CancelReason {
@@ -94,6 +112,8 @@ impl CancelReason {
             CancelReason::Requested => "requested",
             CancelReason::MassCancel => "mass_cancel",
             CancelReason::SelfTrade => "self_trade_prevention",
+            CancelReason::AccountSuspended => "account_suspended",
+            CancelReason::Mmp => "mmp",
         }
     }
 }

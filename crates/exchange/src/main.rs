@@ -1,5 +1,6 @@
 //! `exchange`: one binary, one subcommand per job.
 
+mod admin;
 mod bench;
 mod cluster;
 mod feed;
@@ -53,6 +54,9 @@ enum Cmd {
     /// API keys: create, list, revoke, rotate (through a node's admin routes).
     #[command(subcommand)]
     Keys(keys::KeysCmd),
+    /// Member risk controls on a running server: suspend, reinstate,
+    /// limits, market-maker protection.
+    Admin(admin::AdminArgs),
 }
 
 #[derive(clap::Args)]
@@ -66,9 +70,11 @@ struct ServeArgs {
     /// TOML configuration file (see docs/server.md).
     #[arg(long)]
     config: Option<PathBuf>,
-    /// Admin bearer token (else EXCHANGE_ADMIN_TOKEN, else generated).
+    /// A file holding the admin bearer token (else EXCHANGE_ADMIN_TOKEN,
+    /// else one is generated into DATA_DIR/admin_token). The token itself
+    /// is never taken on the command line, where `ps` shows it.
     #[arg(long)]
-    admin_token: Option<String>,
+    admin_token_file: Option<PathBuf>,
     /// File (mode 0600) with the 64-hex-digit master key API secrets are
     /// derived from (EXCHANGE_MASTER_KEY wins; neither: DATA_DIR/master_key,
     /// generated on first start).
@@ -113,8 +119,8 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
     if let Some(listen) = args.listen {
         config.listen = listen;
     }
-    if args.admin_token.is_some() {
-        config.admin_token = args.admin_token;
+    if args.admin_token_file.is_some() {
+        config.admin_token_file = args.admin_token_file;
     }
     if args.master_key_file.is_some() {
         config.master_key_file = args.master_key_file;
@@ -167,10 +173,43 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
 /// Creates the data directory if needed and checks that it can be listed,
 /// so that a bad `--data-dir` is reported with its path rather than as a
 /// bare I/O error from deep inside start-up.
+/// Creates the data directory readable by this user only, and tightens
+/// one that exists with looser permissions: it holds the journal (every
+/// API secret is in it), the admin token and the reporting store.
 fn data_dir_usable(dir: &Path) -> anyhow::Result<()> {
-    std::fs::create_dir_all(dir)
-        .and_then(|()| std::fs::read_dir(dir).map(drop))
-        .with_context(|| format!("data directory {}", dir.display()))
+    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+    let context = || format!("data directory {}", dir.display());
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .with_context(context)?;
+    let mode = std::fs::metadata(dir)
+        .with_context(context)?
+        .permissions()
+        .mode()
+        & 0o777;
+    if mode & 0o077 != 0 {
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+            .with_context(context)?;
+        eprintln!(
+            "data directory {}: was mode {mode:o}, readable by others; now 700",
+            dir.display()
+        );
+    }
+    std::fs::read_dir(dir).map(drop).with_context(context)
+}
+
+/// Everything the process creates (journal, snapshots, reporting store,
+/// tokens, pid files, FIX store) is its user's alone, whichever library
+/// creates it and however.
+fn private_umask() {
+    // SAFETY: umask(2) only sets the process's file mode creation mask; it
+    // cannot fail and touches no memory. Called first thing in `main`,
+    // before any thread that could be creating a file exists.
+    unsafe {
+        libc::umask(0o077);
+    }
 }
 
 /// Usage errors are clap's: it prints them with the usage and exits with
@@ -178,6 +217,7 @@ fn data_dir_usable(dir: &Path) -> anyhow::Result<()> {
 /// backtrace anyhow captures under `RUST_BACKTRACE` is never printed, as
 /// it says nothing to an operator.
 fn main() -> ExitCode {
+    private_umask();
     let cli = Cli::parse();
     match run(cli.command) {
         Ok(()) => ExitCode::SUCCESS,
@@ -237,6 +277,7 @@ fn run(command: Cmd) -> anyhow::Result<()> {
         Cmd::Report(args) => report::run(args),
         Cmd::Cluster(cmd) => cluster::run(cmd),
         Cmd::Keys(cmd) => keys::run(cmd),
+        Cmd::Admin(args) => admin::run(args),
     }
 }
 

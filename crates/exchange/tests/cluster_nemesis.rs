@@ -14,7 +14,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use exchange_testkit::{
-    leader_port, ready_leader, resting_order, unix_now, wait_until, Account, Client, OnPanic,
+    leader_port, ready_leader, resting_order, unix_now_ms, wait_until, Account, Client, OnPanic,
     ProxiedCluster, Rng, DEADLINE,
 };
 
@@ -91,7 +91,7 @@ fn nemesis_rounds_keep_every_acknowledged_order_and_one_history() {
     let seed = std::env::var("NEMESIS_SEED")
         .ok()
         .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| std::process::id() as u64 ^ unix_now());
+        .unwrap_or_else(|| std::process::id() as u64 ^ unix_now_ms());
     let rounds: u64 = std::env::var("NEMESIS_ROUNDS")
         .ok()
         .and_then(|s| s.parse().ok())

@@ -2,7 +2,7 @@
 //! request gets its documented status and code (docs/server.md, "Errors"),
 //! changes nothing, and the server keeps serving.
 
-use exchange_testkit::{limit, send_raw, signature_headers, unix_now, Account, Client, Server};
+use exchange_testkit::{limit, send_raw, signature_headers, unix_now_ms, Account, Client, Server};
 use serde_json::json;
 
 /// The binary under test.
@@ -214,7 +214,13 @@ fn bodies_over_the_limit_are_413_and_the_server_keeps_serving() {
     api.assert_healthy("a declared oversized body");
 
     // Without a Content-Length the server must count as it reads.
-    let headers = signature_headers(&account, unix_now(), "POST", "/v1/orders", huge.as_bytes());
+    let headers = signature_headers(
+        &account,
+        unix_now_ms(),
+        "POST",
+        "/v1/orders",
+        huge.as_bytes(),
+    );
     let mut request =
         String::from("POST /v1/orders HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n");
     for (name, value) in &headers {

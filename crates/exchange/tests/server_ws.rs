@@ -2,7 +2,7 @@
 //! request ids, the private stream, and cancel-on-disconnect.
 
 use exchange_testkit::ws::{auth_message, authenticated, close_code, collect, connect, next, send};
-use exchange_testkit::{limit, sign, unix_now, wait_until, Account, Client, Server};
+use exchange_testkit::{limit, sign, unix_now_ms, wait_until, Account, Client, Server};
 use serde_json::{json, Value};
 
 /// The binary under test.
@@ -36,7 +36,7 @@ fn bad_authentication_is_refused_and_closed() {
     let mut forged = auth_message(&alice, false);
     forged["signature"] = json!("0".repeat(64));
     let mut stale = auth_message(&alice, false);
-    let old = unix_now() - 120;
+    let old = unix_now_ms() - 120_000;
     stale["timestamp"] = json!(old.to_string());
     stale["signature"] = json!(sign(&alice.secret, &old.to_string(), "GET", "/v1/ws", b""));
     let cases = [
@@ -273,9 +273,7 @@ fn cancel_on_disconnect_cancels_the_accounts_open_orders() {
     // The gauge drops when the session has ended, after it would have
     // queued its mass cancel; Bob's later command is sequenced behind that.
     wait_until("the session to end", || {
-        api.get("/metrics")
-            .text()
-            .contains("exchange_ws_connections 0\n")
+        api.metric("exchange_ws_connections") == 0
     });
     api.place(&bob, &limit("buy", "58000", "0.1", "canary"));
     let left = open_orders(&api, &alice);

@@ -121,6 +121,15 @@ impl Model {
             Command::MassCancel(m) => self.mass_cancel(m, &mut out),
             Command::Halt { symbol } => self.set_halted(symbol, true, &mut out),
             Command::Resume { symbol } => self.set_halted(symbol, false, &mut out),
+            // Member risk controls are not modeled: the differential
+            // streams never send them (tests/member_risk.rs covers them).
+            Command::SetRiskLimits(_)
+            | Command::Suspend { .. }
+            | Command::Reinstate { .. }
+            | Command::SetMmp(_)
+            | Command::ResetMmp { .. }
+            | Command::LinkSubAccount { .. }
+            | Command::InternalTransfer(_) => Ok(()),
         };
         if let Err(reason) = result {
             out.push(Ev::Rejected(command.name(), reason));

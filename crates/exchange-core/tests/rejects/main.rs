@@ -7,6 +7,7 @@
 mod admin;
 mod entry;
 mod limits;
+mod member;
 mod orders;
 mod risk;
 
@@ -37,6 +38,13 @@ const TESTED: &[(RejectReason, fn())] = &[
     (R::InstrumentHalted, risk::instrument_halted),
     (R::FeeAccountCannotTrade, risk::fee_account_cannot_trade),
     (R::PostOnlyWouldTake, risk::post_only_would_take),
+    (R::OrderQtyOverLimit, member::order_qty_over_limit),
+    (R::OrderNotionalOverLimit, member::order_notional_over_limit),
+    (R::OpenOrdersOverLimit, member::open_orders_over_limit),
+    (R::PriceOutsideBand, member::price_outside_band),
+    (R::AccountSuspended, member::account_suspended),
+    (R::MmpTripped, member::mmp_tripped),
+    (R::AccountsNotRelated, member::accounts_not_related),
     (R::DuplicateClientOrderId, orders::duplicate_client_order_id),
     (R::UnknownOrder, orders::unknown_order),
     (R::OrderNotOpen, orders::order_not_open),
@@ -51,6 +59,13 @@ const TESTED: &[(RejectReason, fn())] = &[
     (R::InvalidFee, admin::invalid_fee),
     (R::InvalidCollar, admin::invalid_collar),
     (R::AlreadyInStatus, admin::already_in_status),
+    (R::TooManyMmpConfigs, member::too_many_mmp_configs),
+    (R::TooManySubAccounts, member::too_many_sub_accounts),
+    (R::InvalidRiskLimits, member::invalid_risk_limits),
+    (R::AccountAlreadyInStatus, member::account_already_in_status),
+    (R::InvalidMmp, member::invalid_mmp),
+    (R::MmpNotConfigured, member::mmp_not_configured),
+    (R::InvalidSubAccount, member::invalid_sub_account),
 ];
 
 /// Reasons without a test, and why.

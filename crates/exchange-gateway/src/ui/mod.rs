@@ -62,6 +62,7 @@ static ASSETS: &[Asset] = &[
     asset!("trade.js", JS),
     asset!("orders.js", JS),
     asset!("ops.js", JS),
+    asset!("ops_risk.js", JS),
 ];
 
 /// Each asset's ETag, in the order of [`ASSETS`].

@@ -149,7 +149,7 @@ $("token-form").addEventListener("submit", (event) => {
   event.preventDefault();
   const value = $("token").value.trim();
   if (!value) {
-    $("ops-msg").textContent = "Paste the admin token (printed at start-up, or DATA_DIR/admin_token).";
+    $("ops-msg").textContent = "Paste the admin token (generated into DATA_DIR/admin_token unless set).";
     return;
   }
   sessionStorage.setItem(STORE, value);

@@ -1,16 +1,21 @@
 // Request signing, exactly as the server checks it (docs/server.md):
 // lowercase hex of HMAC-SHA256, keyed with the API secret's UTF-8 bytes,
-// over timestamp + METHOD + path_and_query + body. WebCrypto does the MAC;
+// over timestamp (Unix milliseconds) + METHOD + path_and_query + body.
+// WebCrypto does the MAC;
 // the secret stays in this tab (sessionStorage) and is never sent.
 
 import { ApiError, readJson } from "./common.js";
 
 const encoder = new TextEncoder();
 const STORE = "exchange.credentials";
-// Server time minus local time, in seconds, learnt from the Date header
-// of signed answers, so a slow local clock does not make every signature
-// stale.
+// Server time minus local time, in milliseconds, learnt from the Date
+// header of signed answers, so a local clock that is off does not make
+// every signature stale.
 let skew = 0;
+// The last timestamp given out: each is later than the one before, since
+// the server accepts a signed request once and two identical requests in
+// one millisecond would otherwise be the same request.
+let last = 0;
 
 function hex(buffer) {
   return Array.from(new Uint8Array(buffer), (b) => b.toString(16).padStart(2, "0")).join("");
@@ -47,16 +52,19 @@ export function forgetCredentials() {
   sessionStorage.removeItem(STORE);
 }
 
+/** Unix milliseconds (server time as best known), never repeated. */
 export function timestamp() {
-  return String(Math.floor(Date.now() / 1000) + skew);
+  last = Math.max(Date.now() + skew, last + 1);
+  return String(last);
 }
 
 function learnSkew(response) {
   const date = Date.parse(response.headers.get("date") || "");
   if (Number.isFinite(date)) {
-    const diff = Math.round((date - Date.now()) / 1000);
-    // The header has one-second resolution: only a real offset counts.
-    skew = Math.abs(diff) > 2 ? diff : 0;
+    // The header has one-second resolution (the server's time is within
+    // the second after it): only an offset beyond that counts.
+    const diff = Math.round(date + 500 - Date.now());
+    skew = Math.abs(diff) > 1000 ? diff : 0;
   }
 }
 

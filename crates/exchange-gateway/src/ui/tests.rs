@@ -163,3 +163,36 @@ async fn status_reports_the_single_node_as_leader_with_its_figures() {
     assert!(status["series"].is_array());
     assert!(status["commands_per_sec"].is_number());
 }
+
+/// The operator page carries the member risk controls, and every element
+/// its script looks up exists on the page (a missing one would only show
+/// as a dead button in a browser).
+#[tokio::test]
+async fn ops_has_the_risk_controls_and_their_script_finds_every_element() {
+    let node = funded_node().await;
+    let app = app(&node, |_| {});
+    let page = call(&app, get("/ops")).await;
+    let html = page.json.as_str().unwrap_or_default().to_owned();
+    assert!(
+        html.contains("/ui/ops_risk.js"),
+        "the page loads the controls"
+    );
+    let script = call(&app, get("/ui/ops_risk.js")).await;
+    assert_eq!(script.status, StatusCode::OK);
+    let js = script.json.as_str().unwrap_or_default().to_owned();
+    let ids: Vec<&str> = js
+        .split("$(\"")
+        .skip(1)
+        .filter_map(|rest| rest.split('"').next())
+        .collect();
+    assert!(ids.contains(&"risk-suspend") && ids.contains(&"mmp-reset"));
+    for id in ids {
+        assert!(
+            html.contains(&format!("id=\"{id}\"")),
+            "ops.html has no #{id}"
+        );
+    }
+    for route in ["/suspend", "/reinstate", "/risk-limits", "/mmp/", "/reset"] {
+        assert!(js.contains(route), "the script never calls {route}");
+    }
+}

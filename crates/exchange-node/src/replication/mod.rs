@@ -205,6 +205,8 @@ pub struct ClusterShared {
     status: RwLock<ReplicationStatus>,
     leader: AtomicBool,
     leader_id: AtomicU64,
+    /// Wall-clock milliseconds when this node last became leader (0: never).
+    leader_since_ms: AtomicU64,
     pub(crate) raft_applied: AtomicU64,
     /// The Raft index the core must have applied for this node's state to
     /// hold everything the cluster committed (as far as this node knows);
@@ -216,6 +218,13 @@ pub struct ClusterShared {
 impl ClusterShared {
     pub fn is_leader(&self) -> bool {
         self.leader.load(Ordering::Acquire)
+    }
+
+    /// When this node last became leader, in Unix milliseconds (0 if it
+    /// never has). A signed write timestamped earlier may have been taken
+    /// by the previous leader, whose replay guard this node does not share.
+    pub fn leader_since_ms(&self) -> u64 {
+        self.leader_since_ms.load(Ordering::Acquire)
     }
 
     pub fn leader_id(&self) -> Option<u64> {
@@ -255,7 +264,13 @@ impl ClusterShared {
     }
 
     pub(crate) fn publish(&self, node: &ReplicaNode) {
-        self.leader.store(node.is_leader(), Ordering::Release);
+        let was_leader = self.leader.swap(node.is_leader(), Ordering::AcqRel);
+        if node.is_leader() && !was_leader {
+            let now_ms = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_millis() as u64);
+            self.leader_since_ms.store(now_ms, Ordering::Release);
+        }
         self.leader_id
             .store(node.leader().unwrap_or(0), Ordering::Release);
         let replica = node.status();

@@ -122,10 +122,10 @@ async fn a_lone_voter_leads_and_numbers_commands_densely_in_rising_raft_entries(
     pipeline.join();
 }
 
-/// A node whose state may lack what the cluster committed must not refuse
-/// an API key it has not seen yet (the gateway answers `catching_up`): a
-/// new leader is caught up only once its first entry has committed and
-/// the core has applied up to it.
+/// A node whose state may lack what the cluster committed says so: a new
+/// leader is caught up only once its first entry has committed and the
+/// core has applied up to it. And it notes when it became leader, the
+/// moment before which writes may have gone to the previous one.
 #[test]
 fn a_new_leader_is_caught_up_once_its_first_entry_is_applied() {
     let dir = tempfile::tempdir().expect("temp dir");
@@ -139,12 +139,23 @@ fn a_new_leader_is_caught_up_once_its_first_entry_is_applied() {
     node.campaign().expect("campaign");
     assert!(node.is_leader());
     let shared = ClusterShared::default();
+    assert_eq!(shared.leader_since_ms(), 0, "never led");
+    let before_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_millis() as u64;
     // The core has applied all the node knew committed at start.
     shared.raft_applied.store(node.applied(), Ordering::Release);
     shared.publish(&node);
     assert_eq!(node.applied(), node.commit_index());
     assert!(!node.committed_in_current_term());
     assert!(!shared.caught_up(), "a leader before its first commit");
+    // The time it became leader: writes signed earlier may have gone to
+    // the previous leader.
+    let since = shared.leader_since_ms();
+    assert!(since >= before_ms, "{since} < {before_ms}");
+    shared.publish(&node);
+    assert_eq!(shared.leader_since_ms(), since, "still the same leadership");
     for _ in 0..4 {
         node.handle_ready_now(&mut |_| {}, &mut |_, _| {})
             .expect("ready");

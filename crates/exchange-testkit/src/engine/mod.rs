@@ -599,6 +599,30 @@ pub fn describe(command: &Command) -> String {
         ),
         Command::Halt { symbol } => format!("halt {symbol}"),
         Command::Resume { symbol } => format!("resume {symbol}"),
+        Command::SetRiskLimits(l) => format!(
+            "set_risk_limits a{} qty={} notional={} open={} band={}",
+            l.account,
+            opt(&l.max_order_qty),
+            opt(&l.max_order_notional),
+            l.max_open_orders.map_or("-".to_string(), |n| n.to_string()),
+            l.price_band_bps.map_or("-".to_string(), |n| n.to_string())
+        ),
+        Command::Suspend { account } => format!("suspend a{account}"),
+        Command::Reinstate { account } => format!("reinstate a{account}"),
+        Command::SetMmp(m) => format!(
+            "set_mmp a{} {} window={} qty={} count={}",
+            m.account,
+            m.symbol,
+            m.window_ns,
+            opt(&m.max_qty),
+            m.max_count.map_or("-".to_string(), |n| n.to_string())
+        ),
+        Command::ResetMmp { account, symbol } => format!("reset_mmp a{account} {symbol}"),
+        Command::LinkSubAccount { owner, sub } => format!("link_sub_account a{owner} a{sub}"),
+        Command::InternalTransfer(t) => format!(
+            "internal_transfer a{} a{} {} {}",
+            t.from, t.to, t.asset, t.amount
+        ),
     }
 }
 

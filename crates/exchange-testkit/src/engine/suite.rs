@@ -97,6 +97,68 @@ pub fn resume(symbol: &str) -> Command {
     }
 }
 
+/// Pre-trade limits for `account`: quantity, notional, open orders, band.
+pub fn set_limits(
+    account: u64,
+    max_qty: Option<&str>,
+    max_notional: Option<&str>,
+    max_open_orders: Option<u32>,
+    band_bps: Option<u32>,
+) -> Command {
+    Command::SetRiskLimits(Box::new(SetRiskLimits {
+        account,
+        max_order_qty: max_qty.map(dec),
+        max_order_notional: max_notional.map(dec),
+        max_open_orders,
+        price_band_bps: band_bps,
+    }))
+}
+
+pub fn suspend(account: u64) -> Command {
+    Command::Suspend { account }
+}
+
+pub fn reinstate(account: u64) -> Command {
+    Command::Reinstate { account }
+}
+
+/// Market-maker protection for `account` on `symbol`.
+pub fn set_mmp(
+    account: u64,
+    symbol: &str,
+    window_ns: u64,
+    max_qty: Option<&str>,
+    max_count: Option<u32>,
+) -> Command {
+    Command::SetMmp(Box::new(SetMmp {
+        account,
+        symbol: sym(symbol),
+        window_ns,
+        max_qty: max_qty.map(dec),
+        max_count,
+    }))
+}
+
+pub fn reset_mmp(account: u64, symbol: &str) -> Command {
+    Command::ResetMmp {
+        account,
+        symbol: sym(symbol),
+    }
+}
+
+pub fn link_sub(owner: u64, sub: u64) -> Command {
+    Command::LinkSubAccount { owner, sub }
+}
+
+pub fn internal_transfer(from: u64, to: u64, code: &str, amount: &str) -> Command {
+    Command::InternalTransfer(InternalTransfer {
+        from,
+        to,
+        asset: asset(code),
+        amount: dec(amount),
+    })
+}
+
 pub fn add(spec: AddInstrument) -> Command {
     Command::AddInstrument(Box::new(spec))
 }

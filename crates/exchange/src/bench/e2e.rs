@@ -74,11 +74,13 @@ pub struct E2eArgs {
     #[arg(long, default_value = "BTC-USD")]
     pub symbol: String,
     /// Use the server at this address (host:port) instead of starting one;
-    /// needs --admin-token, and a rate limit above the per-key load.
+    /// needs its admin token (--admin-token-file, or EXCHANGE_ADMIN_TOKEN),
+    /// and a rate limit above the per-key load.
     #[arg(long)]
     pub url: Option<String>,
+    /// A file holding the admin token of the server at --url.
     #[arg(long)]
-    pub admin_token: Option<String>,
+    pub admin_token_file: Option<std::path::PathBuf>,
     /// With --url: the server's process id, to report its CPU time.
     #[arg(long)]
     pub server_pid: Option<u32>,
@@ -220,9 +222,7 @@ pub(super) async fn show_progress(bar: ProgressBar, start: Instant, answered: Ar
 }
 
 async fn bench(args: E2eArgs) -> anyhow::Result<Figures> {
-    let token = args
-        .admin_token
-        .clone()
+    let token = super::admin_token(args.admin_token_file.as_deref())?
         .unwrap_or_else(|| exchange_node::random_hex(16));
     let dir = tempfile::tempdir()?;
     let (addr, process) = match &args.url {
@@ -319,7 +319,7 @@ async fn bench(args: E2eArgs) -> anyhow::Result<Figures> {
         pid.map(server::cpu_by_thread),
         server::cpu_by_thread(std::process::id()),
     );
-    let counters_before = server::counters(addr).await?;
+    let counters_before = server::counters(addr, &token).await?;
     let machine_before = server::machine_ticks();
     tokio::time::sleep_until(window.to.into()).await;
     let steal = server::steal_share(machine_before, server::machine_ticks());
@@ -327,7 +327,9 @@ async fn bench(args: E2eArgs) -> anyhow::Result<Figures> {
         pid.map(server::cpu_by_thread),
         server::cpu_by_thread(std::process::id()),
     );
-    let counters = server::counters(addr).await?.since(&counters_before);
+    let counters = server::counters(addr, &token)
+        .await?
+        .since(&counters_before);
 
     let mut totals = Totals::default();
     while let Some(done) = tasks.join_next().await {
@@ -373,8 +375,8 @@ async fn bench(args: E2eArgs) -> anyhow::Result<Figures> {
 }
 
 pub fn run(mut args: E2eArgs) -> anyhow::Result<()> {
-    if args.url.is_some() && args.admin_token.is_none() {
-        bail!("--url needs --admin-token to create the accounts");
+    if args.url.is_some() && super::admin_token(args.admin_token_file.as_deref())?.is_none() {
+        bail!("--url needs the server's admin token (--admin-token-file or EXCHANGE_ADMIN_TOKEN) to create the accounts");
     }
     let runtime = super::load_generator(super::LoadShape {
         sequential: args.sequential,

@@ -49,11 +49,13 @@ pub struct MarketdataArgs {
     #[arg(long, default_value = "BTC-USD")]
     pub symbol: String,
     /// Use the server at this address (host:port) instead of starting one;
-    /// it needs `--admin-token` and no rate limit for the traders' keys.
+    /// it needs its admin token (`--admin-token-file`, or
+    /// `EXCHANGE_ADMIN_TOKEN`) and no rate limit for the traders' keys.
     #[arg(long)]
     pub url: Option<String>,
+    /// A file holding the admin token of the server at --url.
     #[arg(long)]
-    pub admin_token: Option<String>,
+    pub admin_token_file: Option<std::path::PathBuf>,
     /// Seed of the order flow.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
@@ -226,9 +228,7 @@ async fn book_sequence(addr: std::net::SocketAddr, symbol: &str) -> anyhow::Resu
 }
 
 async fn bench(args: MarketdataArgs) -> anyhow::Result<()> {
-    let token = args
-        .admin_token
-        .clone()
+    let token = super::admin_token(args.admin_token_file.as_deref())?
         .unwrap_or_else(|| exchange_node::random_hex(16));
     let dir = tempfile::tempdir()?;
     let (addr, _server) = match &args.url {

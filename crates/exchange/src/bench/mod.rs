@@ -96,3 +96,24 @@ pub fn run(cmd: BenchCmd) -> anyhow::Result<()> {
         BenchCmd::Journal(args) => journal::run(args),
     }
 }
+
+/// The admin token of a running server the bench is pointed at: read from
+/// `file`, else `EXCHANGE_ADMIN_TOKEN`. Never a command-line value, which
+/// `ps` would show to every user of the machine.
+fn admin_token(file: Option<&std::path::Path>) -> anyhow::Result<Option<String>> {
+    use anyhow::Context;
+    if let Some(path) = file {
+        let token = std::fs::read_to_string(path)
+            .with_context(|| format!("admin token file {}", path.display()))?;
+        let token = token.trim();
+        anyhow::ensure!(
+            !token.is_empty(),
+            "admin token file {} is empty",
+            path.display()
+        );
+        return Ok(Some(token.to_owned()));
+    }
+    Ok(std::env::var("EXCHANGE_ADMIN_TOKEN")
+        .ok()
+        .filter(|t| !t.is_empty()))
+}

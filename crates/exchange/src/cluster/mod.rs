@@ -109,7 +109,7 @@ fn admin_token(dir: Option<&Path>) -> anyhow::Result<String> {
             use std::os::unix::fs::PermissionsExt;
             std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))?;
         }
-        eprintln!("admin token (saved in {}): {token}", path.display());
+        eprintln!("admin token: generated, in {}", path.display());
         return Ok(token);
     }
     bail!("set EXCHANGE_ADMIN_TOKEN to the cluster's admin token")

@@ -87,7 +87,9 @@ impl Driver {
             };
             let action = self.flow.next_action();
             let (method, path) = self.flow.rest_request(&self.market, &action, &mut body);
-            let now = SystemTime::now().duration_since(UNIX_EPOCH)?.as_secs();
+            // Every request of the flow differs (its client order id), so the
+            // replay guard never sees two alike in one millisecond.
+            let now = SystemTime::now().duration_since(UNIX_EPOCH)?.as_millis() as u64;
             if clock.0 != now {
                 clock = (now, now.to_string());
             }

@@ -23,7 +23,8 @@ pub struct ServerProcess {
 impl ServerProcess {
     /// Starts this very binary's `serve` on a free port. Rate limits are
     /// off: they are a per-key policy, and the bench measures capacity with
-    /// a handful of keys. Durability is not touched: every acknowledged
+    /// a handful of keys; so are the per-address connection limits, since
+    /// every client connects from loopback. Durability is not touched: every acknowledged
     /// command is fsync'd as in production.
     pub fn start(dir: &Path, admin_token: &str, reporting: bool) -> anyhow::Result<ServerProcess> {
         let port = TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
@@ -32,7 +33,7 @@ impl ServerProcess {
         std::fs::write(
             &config,
             format!(
-                "rate_limit_per_sec = 0\nrate_limit_burst = 1000000\n[reporting]\nenabled = {reporting}\n"
+                "rate_limit_per_sec = 0\nrate_limit_burst = 1000000\n[reporting]\nenabled = {reporting}\n[http]\nmax_connections = 65536\nmax_connections_per_ip = 65536\n"
             ),
         )?;
         let child = Command::new(std::env::current_exe()?)
@@ -41,10 +42,9 @@ impl ServerProcess {
             .arg(dir.join("data"))
             .arg("--listen")
             .arg(addr.to_string())
-            .arg("--admin-token")
-            .arg(admin_token)
             .arg("--config")
             .arg(&config)
+            .env("EXCHANGE_ADMIN_TOKEN", admin_token)
             .env("RUST_LOG", "warn")
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -204,8 +204,9 @@ impl ServerCounters {
     }
 }
 
-pub async fn counters(addr: SocketAddr) -> anyhow::Result<ServerCounters> {
-    let (status, text) = http(addr, "GET", "/metrics", None, None).await?;
+/// `/metrics` asks for the admin token unless the server opened it.
+pub async fn counters(addr: SocketAddr, token: &str) -> anyhow::Result<ServerCounters> {
+    let (status, text) = http(addr, "GET", "/metrics", Some(token), None).await?;
     if status != 200 {
         bail!("GET /metrics: {status}");
     }

@@ -32,7 +32,7 @@ pub async fn connect(addr: std::net::SocketAddr, credential: &Credential) -> any
     let (mut ws, _) = tokio_tungstenite::connect_async_with_config(url, Some(config), true).await?;
     let timestamp = SystemTime::now()
         .duration_since(UNIX_EPOCH)?
-        .as_secs()
+        .as_millis()
         .to_string();
     let signature =
         exchange_gateway::auth::sign(&credential.secret, &timestamp, "GET", "/v1/ws", b"");

@@ -177,7 +177,7 @@ pub async fn trade(
     let (mut ws, _) = connect(addr).await?;
     let timestamp = SystemTime::now()
         .duration_since(UNIX_EPOCH)?
-        .as_secs()
+        .as_millis()
         .to_string();
     let signature = exchange_gateway::auth::sign(&secret, &timestamp, "GET", "/v1/ws", b"");
     let auth =

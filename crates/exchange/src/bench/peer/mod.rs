@@ -80,7 +80,8 @@ pub fn translate(stamped: &Stamped, events: &[Event], tracker: &Tracker) -> Peer
             .iter()
             .find_map(|e| replaced(e, tracker))
             .unwrap_or(PeerOp::Noop),
-        Command::MassCancel(_) => {
+        // A suspension cancels like a mass cancel of every instrument.
+        Command::MassCancel(_) | Command::Suspend { .. } => {
             let orders: Box<[(u16, u64)]> = events
                 .iter()
                 .filter_map(|e| match &e.kind {
@@ -100,7 +101,13 @@ pub fn translate(stamped: &Stamped, events: &[Event], tracker: &Tracker) -> Peer
         | Command::Deposit(_)
         | Command::Withdraw(_)
         | Command::Halt { .. }
-        | Command::Resume { .. } => PeerOp::Noop,
+        | Command::Resume { .. }
+        | Command::SetRiskLimits(_)
+        | Command::Reinstate { .. }
+        | Command::SetMmp(_)
+        | Command::ResetMmp { .. }
+        | Command::LinkSubAccount { .. }
+        | Command::InternalTransfer(_) => PeerOp::Noop,
     }
 }
 

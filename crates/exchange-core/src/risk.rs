@@ -1,0 +1,543 @@
+//! Member risk controls: per-account pre-trade limits, the kill switch
+//! (suspension) and market-maker protection (MMP).
+//!
+//! All of an account's controls live in one `Option<Box<AccountRisk>>`
+//! on the account, `None` for an account without any, so an order from
+//! such an account pays one test of that option on entry and one per
+//! fill, nothing more. The box is dropped again as soon as it holds
+//! nothing, which also keeps the snapshot canonical.
+//!
+//! MMP counts an account's fills on one instrument in a window of log
+//! time that opens at the first fill after the previous window ended (or
+//! after a reset) and lasts `window_ns`. A fill that takes the window's
+//! quantity or count above its threshold trips the protection. The order
+//! being matched runs to its end (a fill-or-kill stays all or nothing);
+//! then, still within the same command, every open order of each tripped
+//! account on that instrument is canceled, and its new orders and
+//! replaces there are refused until a reset.
+
+use exchange_types::event;
+use exchange_types::limits::{
+    MAX_MMP_CONFIGS, MAX_MMP_COUNT, MAX_PRICE_BAND_BPS, MAX_RISK_OPEN_ORDERS,
+};
+use exchange_types::{
+    AccountId, CancelReason, Dec, Event, EventKind, MmpState, RejectReason, SetMmp, SetRiskLimits,
+    Side, Symbol,
+};
+
+use crate::engine::{Engine, Subject, FEE_ACCOUNT};
+use crate::instrument::Instrument;
+use crate::orders::NIL;
+
+/// Pre-trade limits in units (`None`: no limit).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Limits {
+    pub max_qty: Option<u64>,
+    pub max_notional: Option<u64>,
+    pub max_open_orders: Option<u32>,
+    pub band_bps: Option<u32>,
+}
+
+impl Limits {
+    pub fn is_empty(&self) -> bool {
+        *self == Limits::default()
+    }
+}
+
+/// One account's market-maker protection on one instrument.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Mmp {
+    pub instrument: u32,
+    pub window_ns: u64,
+    pub max_qty: Option<u64>,
+    pub max_count: Option<u32>,
+    /// Log time the current window opened; meaningless while `fills` is 0.
+    pub window_start: u64,
+    /// Base units filled in the current window.
+    pub filled: u64,
+    pub fills: u32,
+    pub tripped: bool,
+}
+
+impl Mmp {
+    fn new(instrument: u32, window_ns: u64, max_qty: Option<u64>, max_count: Option<u32>) -> Self {
+        Mmp {
+            instrument,
+            window_ns,
+            max_qty,
+            max_count,
+            window_start: 0,
+            filled: 0,
+            fills: 0,
+            tripped: false,
+        }
+    }
+
+    /// Counts a fill at log time `now`; true if it trips the protection.
+    fn count(&mut self, now: u64, units: u64) -> bool {
+        if self.fills > 0 && now.saturating_sub(self.window_start) >= self.window_ns {
+            self.fills = 0;
+            self.filled = 0;
+        }
+        if self.fills == 0 {
+            self.window_start = now;
+        }
+        self.fills = self.fills.saturating_add(1);
+        self.filled = self.filled.saturating_add(units);
+        let over = self.max_qty.is_some_and(|max| self.filled > max)
+            || self.max_count.is_some_and(|max| self.fills > max);
+        if over && !self.tripped {
+            self.tripped = true;
+            return true;
+        }
+        false
+    }
+
+    fn clear_window(&mut self) {
+        self.window_start = 0;
+        self.filled = 0;
+        self.fills = 0;
+    }
+}
+
+/// Everything an account's risk controls hold.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct AccountRisk {
+    pub limits: Limits,
+    pub suspended: bool,
+    /// Sorted by instrument index; at most one per instrument.
+    pub mmp: Vec<Mmp>,
+}
+
+impl AccountRisk {
+    pub fn is_empty(&self) -> bool {
+        self.limits.is_empty() && !self.suspended && self.mmp.is_empty()
+    }
+
+    fn mmp(&self, instrument: u32) -> Option<&Mmp> {
+        self.mmp
+            .binary_search_by_key(&instrument, |m| m.instrument)
+            .ok()
+            .map(|i| &self.mmp[i])
+    }
+
+    /// Whether the account may enter or change orders on `instrument`.
+    pub fn check_access(&self, instrument: u32) -> Result<(), RejectReason> {
+        if self.suspended {
+            return Err(RejectReason::AccountSuspended);
+        }
+        if self.mmp(instrument).is_some_and(|m| m.tripped) {
+            return Err(RejectReason::MmpTripped);
+        }
+        Ok(())
+    }
+
+    /// Checks a new order against the limits and returns the price it may
+    /// trade to: a market order is held inside the band as it is held
+    /// inside the collar.
+    #[allow(clippy::too_many_arguments)]
+    pub fn check_order(
+        &self,
+        inst: &Instrument,
+        side: Side,
+        limit_price: Option<u64>,
+        price: u64,
+        lots: u64,
+        rests: bool,
+        open_orders: u32,
+    ) -> Result<u64, RejectReason> {
+        let limits = &self.limits;
+        check_qty(limits, inst, lots)?;
+        if let Some(max) = limits.max_notional {
+            // A market order has no price of its own: it is valued at the
+            // reference price, and refused when there is none yet.
+            let valued_at = limit_price.or(inst.reference_ticks);
+            let notional = valued_at.and_then(|p| inst.notional(p, lots));
+            if notional.is_none_or(|n| n > max) {
+                return Err(RejectReason::OrderNotionalOverLimit);
+            }
+        }
+        let mut price = price;
+        if let Some((low, high)) = band(limits, inst) {
+            match limit_price {
+                Some(p) if p < low || p > high => return Err(RejectReason::PriceOutsideBand),
+                Some(_) => {}
+                None => {
+                    price = match side {
+                        Side::Buy => price.min(high),
+                        Side::Sell => price.max(low),
+                    }
+                }
+            }
+        }
+        if rests && limits.max_open_orders.is_some_and(|max| open_orders >= max) {
+            return Err(RejectReason::OpenOrdersOverLimit);
+        }
+        Ok(price)
+    }
+
+    /// Checks a replace: only what raises exposure is held to a limit
+    /// (a larger quantity, a larger notional, a new price), so an order
+    /// placed before its account's limits were lowered can always be
+    /// reduced.
+    pub fn check_replace(
+        &self,
+        inst: &Instrument,
+        old: (u64, u64),
+        new: (u64, u64),
+    ) -> Result<(), RejectReason> {
+        let ((old_price, old_lots), (price, lots)) = (old, new);
+        let limits = &self.limits;
+        if lots > old_lots {
+            check_qty(limits, inst, lots)?;
+        }
+        if let Some(max) = limits.max_notional {
+            let before = inst.notional(old_price, old_lots);
+            let after = inst.notional(price, lots);
+            let raised = match (before, after) {
+                (Some(b), Some(a)) => a > b,
+                (_, None) => true,
+                (None, Some(_)) => false,
+            };
+            if raised && after.is_none_or(|n| n > max) {
+                return Err(RejectReason::OrderNotionalOverLimit);
+            }
+        }
+        if price != old_price {
+            if let Some((low, high)) = band(limits, inst) {
+                if price < low || price > high {
+                    return Err(RejectReason::PriceOutsideBand);
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+fn check_qty(limits: &Limits, inst: &Instrument, lots: u64) -> Result<(), RejectReason> {
+    if let Some(max) = limits.max_qty {
+        if u128::from(lots) * u128::from(inst.lot_units) > u128::from(max) {
+            return Err(RejectReason::OrderQtyOverLimit);
+        }
+    }
+    Ok(())
+}
+
+/// The account's band around the instrument's reference price (the last
+/// trade, or the listing's reference until the first trade), in ticks;
+/// `None` when either is missing.
+fn band(limits: &Limits, inst: &Instrument) -> Option<(u64, u64)> {
+    let bps = limits.band_bps?;
+    let reference = inst.reference_ticks?;
+    let width = u128::from(reference) * u128::from(bps) / 10_000;
+    let width = u64::try_from(width).unwrap_or(u64::MAX);
+    Some((
+        reference.saturating_sub(width).max(1),
+        reference.saturating_add(width),
+    ))
+}
+
+fn mmp_state_set(set: &SetMmp, max_qty: Option<u64>) -> MmpState {
+    MmpState::Set {
+        window_ns: set.window_ns,
+        max_qty,
+        max_count: set.max_count,
+    }
+}
+
+/// A limit amount in units: greater than zero and representable.
+fn limit_units(value: Option<Dec>) -> Result<Option<u64>, RejectReason> {
+    use exchange_types::decimal::UnitsError;
+    value
+        .map(|v| {
+            v.to_units().map_err(|e| match e {
+                UnitsError::Negative | UnitsError::Zero => RejectReason::InvalidRiskLimits,
+                UnitsError::TooManyDecimals => RejectReason::TooManyDecimals,
+                UnitsError::Overflow => RejectReason::AmountOverflow,
+            })
+        })
+        .transpose()
+}
+
+impl Engine {
+    fn risk_subject(account: AccountId, symbol: Option<Symbol>) -> Subject {
+        Subject {
+            account: Some(account),
+            symbol,
+            ..Subject::default()
+        }
+    }
+
+    /// The account's risk controls, created empty if it has none.
+    fn risk_mut(&mut self, account: u32) -> &mut AccountRisk {
+        self.accounts.list[account as usize]
+            .risk
+            .get_or_insert_with(Box::default)
+    }
+
+    /// Drops an account's risk controls once they hold nothing.
+    fn tidy_risk(&mut self, account: u32) {
+        let slot = &mut self.accounts.list[account as usize].risk;
+        if slot.as_deref().is_some_and(AccountRisk::is_empty) {
+            *slot = None;
+        }
+    }
+
+    pub(crate) fn set_risk_limits(&mut self, set: &SetRiskLimits, out: &mut Vec<Event>) {
+        let checked = (|| {
+            if set.account == FEE_ACCOUNT {
+                return Err(RejectReason::FeeAccountCannotTrade);
+            }
+            let limits = Limits {
+                max_qty: limit_units(set.max_order_qty)?,
+                max_notional: limit_units(set.max_order_notional)?,
+                max_open_orders: set.max_open_orders,
+                band_bps: set.price_band_bps,
+            };
+            if limits
+                .max_open_orders
+                .is_some_and(|n| n == 0 || n > MAX_RISK_OPEN_ORDERS)
+                || limits
+                    .band_bps
+                    .is_some_and(|b| b == 0 || b > MAX_PRICE_BAND_BPS)
+            {
+                return Err(RejectReason::InvalidRiskLimits);
+            }
+            let account = self.accounts.get_or_create(set.account)?;
+            Ok((account, limits))
+        })();
+        let (account, limits) = match checked {
+            Ok(checked) => checked,
+            Err(reason) => {
+                let subject = Self::risk_subject(set.account, None);
+                return self.reject(out, "set_risk_limits", subject, reason);
+            }
+        };
+        self.risk_mut(account).limits = limits;
+        self.tidy_risk(account);
+        self.emit(
+            out,
+            EventKind::RiskLimits(event::RiskLimits {
+                account: set.account,
+                max_order_qty: limits.max_qty,
+                max_order_notional: limits.max_notional,
+                max_open_orders: limits.max_open_orders,
+                price_band_bps: limits.band_bps,
+            }),
+        );
+    }
+
+    pub(crate) fn set_suspended(&mut self, id: AccountId, suspend: bool, out: &mut Vec<Event>) {
+        let command = if suspend { "suspend" } else { "reinstate" };
+        let checked = if suspend {
+            self.accounts.get_or_create(id)
+        } else {
+            self.accounts.index(id).ok_or(RejectReason::UnknownAccount)
+        };
+        let account = match checked {
+            Ok(account) => account,
+            Err(reason) => {
+                return self.reject(out, command, Self::risk_subject(id, None), reason);
+            }
+        };
+        let suspended = self.accounts.list[account as usize]
+            .risk
+            .as_deref()
+            .is_some_and(|r| r.suspended);
+        if suspended == suspend {
+            let subject = Self::risk_subject(id, None);
+            return self.reject(out, command, subject, RejectReason::AccountAlreadyInStatus);
+        }
+        self.risk_mut(account).suspended = suspend;
+        self.tidy_risk(account);
+        let canceled = if suspend {
+            self.cancel_account_orders(account, None, CancelReason::AccountSuspended, out)
+        } else {
+            0
+        };
+        self.emit(
+            out,
+            EventKind::AccountStatus(event::AccountStatus {
+                account: id,
+                suspended: suspend,
+                canceled,
+            }),
+        );
+    }
+
+    /// Cancels the account's open orders (on one instrument, or all), in
+    /// order-id order so every replica, restored or not, agrees.
+    pub(crate) fn cancel_account_orders(
+        &mut self,
+        account: u32,
+        instrument: Option<u32>,
+        reason: CancelReason,
+        out: &mut Vec<Event>,
+    ) -> u32 {
+        let mut victims = Vec::new();
+        let mut slot = self.accounts.list[account as usize].orders_head;
+        while slot != NIL {
+            let order = self.orders.get(slot);
+            if instrument.is_none_or(|i| i == order.instrument) {
+                victims.push((order.id, slot));
+            }
+            slot = order.account_next;
+        }
+        victims.sort_unstable();
+        for &(_, slot) in &victims {
+            self.cancel_resting(slot, reason, out);
+        }
+        victims.len() as u32
+    }
+
+    pub(crate) fn set_mmp(&mut self, set: &SetMmp, out: &mut Vec<Event>) {
+        let subject = Self::risk_subject(set.account, Some(set.symbol));
+        let checked = (|| {
+            let &instrument = self
+                .instrument_by_symbol
+                .get(&set.symbol)
+                .ok_or(RejectReason::UnknownInstrument)?;
+            if set.account == FEE_ACCOUNT {
+                return Err(RejectReason::FeeAccountCannotTrade);
+            }
+            let max_qty = limit_units(set.max_qty).map_err(|reason| match reason {
+                RejectReason::InvalidRiskLimits => RejectReason::InvalidMmp,
+                other => other,
+            })?;
+            if set.window_ns == 0 || set.max_count.is_some_and(|c| c == 0 || c > MAX_MMP_COUNT) {
+                return Err(RejectReason::InvalidMmp);
+            }
+            let existing = self
+                .accounts
+                .index(set.account)
+                .and_then(|a| self.accounts.list[a as usize].risk.as_deref())
+                .is_some_and(|r| r.mmp(instrument).is_some());
+            let removing = max_qty.is_none() && set.max_count.is_none();
+            if removing && !existing {
+                return Err(RejectReason::MmpNotConfigured);
+            }
+            if !removing && !existing && self.mmp_configs >= MAX_MMP_CONFIGS {
+                return Err(RejectReason::TooManyMmpConfigs);
+            }
+            let account = self.accounts.get_or_create(set.account)?;
+            Ok((account, instrument, max_qty, removing))
+        })();
+        let (account, instrument, max_qty, removing) = match checked {
+            Ok(checked) => checked,
+            Err(reason) => return self.reject(out, "set_mmp", subject, reason),
+        };
+        // The field, not `risk_mut`, so the config count stays reachable.
+        let risk = self.accounts.list[account as usize]
+            .risk
+            .get_or_insert_with(Box::default);
+        let at = risk.mmp.binary_search_by_key(&instrument, |m| m.instrument);
+        let state = match (at, removing) {
+            (Ok(i), true) => {
+                risk.mmp.remove(i);
+                self.mmp_configs -= 1;
+                MmpState::Removed
+            }
+            (Ok(i), false) => {
+                // A new setting restarts the window but does not lift a
+                // trip: only a reset does.
+                let entry = &mut risk.mmp[i];
+                entry.window_ns = set.window_ns;
+                entry.max_qty = max_qty;
+                entry.max_count = set.max_count;
+                entry.clear_window();
+                mmp_state_set(set, max_qty)
+            }
+            (Err(i), _) => {
+                let entry = Mmp::new(instrument, set.window_ns, max_qty, set.max_count);
+                risk.mmp.insert(i, entry);
+                self.mmp_configs += 1;
+                mmp_state_set(set, max_qty)
+            }
+        };
+        self.tidy_risk(account);
+        self.emit(
+            out,
+            EventKind::Mmp(event::Mmp {
+                account: set.account,
+                symbol: set.symbol,
+                state,
+            }),
+        );
+    }
+
+    pub(crate) fn reset_mmp(&mut self, id: AccountId, symbol: &Symbol, out: &mut Vec<Event>) {
+        let subject = Self::risk_subject(id, Some(*symbol));
+        let Some(&instrument) = self.instrument_by_symbol.get(symbol) else {
+            return self.reject(out, "reset_mmp", subject, RejectReason::UnknownInstrument);
+        };
+        let entry = self.accounts.index(id).and_then(|a| {
+            let risk = self.accounts.list[a as usize].risk.as_deref_mut()?;
+            let i = risk
+                .mmp
+                .binary_search_by_key(&instrument, |m| m.instrument)
+                .ok()?;
+            Some(&mut risk.mmp[i])
+        });
+        let Some(entry) = entry else {
+            return self.reject(out, "reset_mmp", subject, RejectReason::MmpNotConfigured);
+        };
+        entry.tripped = false;
+        entry.clear_window();
+        self.emit(
+            out,
+            EventKind::Mmp(event::Mmp {
+                account: id,
+                symbol: *symbol,
+                state: MmpState::Reset,
+            }),
+        );
+    }
+
+    /// Counts a fill of `lots` on `instrument` against the account's
+    /// protection, if it has one there.
+    #[inline]
+    pub(crate) fn count_fill(
+        &mut self,
+        account: u32,
+        instrument: u32,
+        lots: u64,
+        out: &mut Vec<Event>,
+    ) {
+        let Some(risk) = self.accounts.list[account as usize].risk.as_deref_mut() else {
+            return;
+        };
+        let Ok(i) = risk.mmp.binary_search_by_key(&instrument, |m| m.instrument) else {
+            return;
+        };
+        let units = lots.saturating_mul(self.instruments[instrument as usize].lot_units);
+        let entry = &mut risk.mmp[i];
+        if !entry.count(self.now, units) {
+            return;
+        }
+        let (filled, fills) = (entry.filled, entry.fills);
+        self.mmp_tripped.push((account, instrument));
+        self.emit_with(out, |e| {
+            let inst = &e.instruments[instrument as usize];
+            EventKind::Mmp(event::Mmp {
+                account: e.accounts.list[account as usize].id,
+                symbol: inst.symbol,
+                state: MmpState::Tripped {
+                    filled_qty: filled,
+                    fills,
+                },
+            })
+        });
+    }
+
+    /// Cancels what the accounts whose protection tripped during this
+    /// command still have open on the instrument.
+    pub(crate) fn sweep_tripped(&mut self, out: &mut Vec<Event>) {
+        let tripped = std::mem::take(&mut self.mmp_tripped);
+        for &(account, instrument) in &tripped {
+            self.cancel_account_orders(account, Some(instrument), CancelReason::Mmp, out);
+        }
+        // Keep the allocation for the next trip.
+        self.mmp_tripped = tripped;
+        self.mmp_tripped.clear();
+    }
+}

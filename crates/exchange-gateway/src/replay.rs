@@ -1,0 +1,181 @@
+//! The replay guard: every signed request this gateway accepted, remembered
+//! until its timestamp falls out of the receive window, so the same signed
+//! request is accepted once. Past the window the timestamp check refuses it,
+//! so nothing older needs remembering.
+//!
+//! A request is remembered by a fingerprint of what it signs (key,
+//! timestamp, method, path and query, body), not by the signature's text:
+//! the same request with its hex signature in upper case, or any other
+//! encoding of a valid signature, is the same request. Only requests whose
+//! signature verified are remembered, so nobody without the secret can fill
+//! the guard or make a client's next request look like a replay.
+//!
+//! The guard starts empty, so it refuses anything signed before it existed
+//! (before this process started): a request accepted by an earlier run of
+//! the node cannot be replayed to the restarted one.
+
+use std::collections::{HashSet, VecDeque};
+use std::sync::Mutex;
+
+use sha2::{Digest, Sha256};
+
+/// Why a request was not admitted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Refusal {
+    /// Seen before within the window.
+    Replayed,
+    /// Signed before the guard started remembering.
+    BeforeStart,
+    /// Remembering it would exceed the bound.
+    Full,
+}
+
+#[derive(Default)]
+struct Seen {
+    fingerprints: HashSet<u128>,
+    /// Arrival order, each with the time (ms) after which it may be
+    /// forgotten. Arrival order is not expiry order, but an entry expires at
+    /// most a window after it arrived, so one kept behind a later-expiring
+    /// one costs memory for at most that long, never correctness.
+    expiries: VecDeque<(u64, u128)>,
+}
+
+pub struct ReplayGuard {
+    started_ms: u64,
+    capacity: usize,
+    seen: Mutex<Seen>,
+}
+
+impl ReplayGuard {
+    pub fn new(started_ms: u64, capacity: usize) -> Self {
+        ReplayGuard {
+            started_ms,
+            capacity: capacity.max(1),
+            seen: Mutex::default(),
+        }
+    }
+
+    /// Admits a request timestamped `timestamp_ms` once: remembers it until
+    /// `forget_after_ms` (the last moment its timestamp passes the window
+    /// check).
+    pub fn admit(
+        &self,
+        fingerprint: u128,
+        timestamp_ms: u64,
+        forget_after_ms: u64,
+        now_ms: u64,
+    ) -> Result<(), Refusal> {
+        if timestamp_ms < self.started_ms {
+            return Err(Refusal::BeforeStart);
+        }
+        // A poisoned lock only means another request panicked mid-update;
+        // the set is still usable.
+        let mut seen = self.seen.lock().unwrap_or_else(|p| p.into_inner());
+        while let Some(&(expiry, old)) = seen.expiries.front() {
+            if expiry >= now_ms {
+                break;
+            }
+            seen.expiries.pop_front();
+            seen.fingerprints.remove(&old);
+        }
+        if seen.fingerprints.contains(&fingerprint) {
+            return Err(Refusal::Replayed);
+        }
+        if seen.fingerprints.len() >= self.capacity {
+            return Err(Refusal::Full);
+        }
+        seen.fingerprints.insert(fingerprint);
+        seen.expiries.push_back((forget_after_ms, fingerprint));
+        Ok(())
+    }
+
+    /// Requests remembered now.
+    pub fn len(&self) -> usize {
+        self.seen
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .fingerprints
+            .len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// What identifies a signed request: 128 bits of SHA-256 over its signed
+/// parts, each behind its length so that no two different requests run
+/// together into the same bytes.
+pub fn fingerprint(
+    key: &str,
+    timestamp: &str,
+    method: &str,
+    path_and_query: &str,
+    body: &[u8],
+) -> u128 {
+    let mut hash = Sha256::new();
+    for part in [
+        key.as_bytes(),
+        timestamp.as_bytes(),
+        method.as_bytes(),
+        path_and_query.as_bytes(),
+        body,
+    ] {
+        hash.update((part.len() as u64).to_le_bytes());
+        hash.update(part);
+    }
+    let digest = hash.finalize();
+    let mut first = [0u8; 16];
+    first.copy_from_slice(&digest[..16]);
+    u128::from_le_bytes(first)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_request_is_admitted_once_within_its_window() {
+        let guard = ReplayGuard::new(1_000, 10);
+        let a = fingerprint("k", "1500", "POST", "/v1/orders", b"{}");
+        assert_eq!(guard.admit(a, 1_500, 6_500, 1_600), Ok(()));
+        assert_eq!(guard.admit(a, 1_500, 6_500, 1_601), Err(Refusal::Replayed));
+        assert_eq!(guard.admit(a, 1_500, 6_500, 6_500), Err(Refusal::Replayed));
+        // Another request of the same key and time is another request.
+        let b = fingerprint("k", "1500", "POST", "/v1/orders", b"{ }");
+        assert_eq!(guard.admit(b, 1_500, 6_500, 1_602), Ok(()));
+        // Once past the window it is forgotten (the timestamp check refuses
+        // it by then).
+        assert_eq!(guard.admit(b, 7_000, 12_000, 7_000), Ok(()));
+        assert_eq!(guard.len(), 1);
+    }
+
+    #[test]
+    fn nothing_signed_before_the_guard_started_is_admitted() {
+        let guard = ReplayGuard::new(1_000, 10);
+        let a = fingerprint("k", "999", "GET", "/v1/ws", b"");
+        assert_eq!(guard.admit(a, 999, 5_999, 1_001), Err(Refusal::BeforeStart));
+        assert!(guard.is_empty());
+    }
+
+    #[test]
+    fn a_full_guard_refuses_rather_than_forgets() {
+        let guard = ReplayGuard::new(0, 2);
+        for (i, body) in [b"1", b"2"].iter().enumerate() {
+            let f = fingerprint("k", "10", "POST", "/v1/orders", *body);
+            assert_eq!(guard.admit(f, 10, 100, 10 + i as u64), Ok(()));
+        }
+        let third = fingerprint("k", "10", "POST", "/v1/orders", b"3");
+        assert_eq!(guard.admit(third, 10, 100, 20), Err(Refusal::Full));
+        assert_eq!(guard.admit(third, 10, 100, 101), Ok(()));
+    }
+
+    #[test]
+    fn fingerprints_separate_the_parts() {
+        let base = fingerprint("k", "1", "GET", "/a", b"");
+        assert_ne!(base, fingerprint("k1", "", "GET", "/a", b""));
+        assert_ne!(base, fingerprint("k", "1", "GET", "/", b"a"));
+        assert_ne!(base, fingerprint("k", "1", "POST", "/a", b""));
+        assert_eq!(base, fingerprint("k", "1", "GET", "/a", b""));
+    }
+}
