@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{deposit_entry, submit_retrying, Funding};
 use exchange_node::random_hex;
+use exchange_node::reads::Verifier;
 use exchange_node::sequencer::Handle;
 use exchange_node::LogEntry;
 
@@ -52,14 +53,12 @@ pub async fn load_or_create(
 ) -> Result<(DemoAccounts, bool), DemoError> {
     let path = accounts_file(data_dir);
     if let Some(saved) = read(&path) {
-        let keys: Vec<(String, AccountId)> = saved
-            .all()
-            .map(|a| (a.api_key.clone(), a.account))
-            .collect();
-        let known = keys.iter().all(|(key, account)| {
-            handle
-                .credential(key)
-                .is_some_and(|c| c.account == *account)
+        // A secret derived from another master key no longer signs.
+        let known = saved.all().all(|saved| {
+            handle.credential(&saved.api_key).is_some_and(|c| {
+                c.account == saved.account
+                    && matches!(&c.verifier, Verifier::Hmac(secret) if *secret == saved.api_secret)
+            })
         });
         if known && !saved.takers.is_empty() {
             return Ok((saved, false));
@@ -121,11 +120,12 @@ fn write(path: &Path, accounts: &DemoAccounts) -> Result<(), std::io::Error> {
 }
 
 async fn create(handle: &Handle) -> Result<DemoAccount, DemoError> {
-    let (api_key, api_secret) = (random_hex(16), random_hex(32));
+    let api_key = random_hex(16);
+    let api_secret = handle.hmac_secret(&api_key);
     let entry = LogEntry::CreateAccount {
         ts: 0,
         api_key: api_key.clone(),
-        api_secret: api_secret.clone(),
+        legacy_secret: None,
     };
     let applied = submit_retrying(handle, entry).await?;
     // Applying create_account always assigns an id; its absence would be

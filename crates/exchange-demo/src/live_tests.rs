@@ -23,6 +23,7 @@ fn open(dir: &Path) -> Pipeline {
         events_buffer: 1_024,
         snapshot_every: 0,
         snapshot_dir: recovery::snapshot_dir(dir),
+        master_key: exchange_node::master_key::MasterKey::from_bytes([1; 32]),
     };
     recovery::start(dir, config).unwrap().0
 }

@@ -115,6 +115,7 @@ fn start_error(config: &FixConfig, dir: &Path) -> String {
                 events_buffer: 16,
                 snapshot_every: 0,
                 snapshot_dir: exchange_node::recovery::snapshot_dir(dir),
+                master_key: exchange_node::master_key::MasterKey::from_bytes([1; 32]),
             },
         )
         .expect("a node");

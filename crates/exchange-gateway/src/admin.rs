@@ -1,5 +1,5 @@
 //! Operator routes under `/admin`, behind the admin bearer token: accounts
-//! and their API credentials, deposits and withdrawals, listing, halting
+//! (their further API keys: [`super::keys`]), deposits and withdrawals, listing, halting
 //! and resuming instruments. Each one goes through the log like any order.
 
 use axum::extract::State;
@@ -17,6 +17,7 @@ use super::AppState;
 use exchange_node::config::InstrumentConfig;
 use exchange_node::entry::LogEntry;
 use exchange_node::instruments::instrument_entry;
+use exchange_node::keys::Scopes;
 use exchange_node::random_hex;
 use exchange_node::state::Applied;
 use exchange_node::MarketQuery;
@@ -33,15 +34,18 @@ async fn submit(app: &AppState, entry: LogEntry) -> Result<std::sync::Arc<Applie
 }
 
 pub async fn create_account(State(app): State<AppState>, _admin: Admin) -> Created {
-    let (api_key, api_secret) = (random_hex(16), random_hex(32));
+    let api_key = random_hex(16);
     let applied = app
         .handle
         .submit(LogEntry::CreateAccount {
             ts: 0,
             api_key: api_key.clone(),
-            api_secret: api_secret.clone(),
+            legacy_secret: None,
         })
         .await?;
+    if let Some(error) = applied.key_error.clone() {
+        return Err(super::keys::key_error(error));
+    }
     let Some(account) = applied.account else {
         return Err(ApiError::new(
             StatusCode::INTERNAL_SERVER_ERROR,
@@ -52,7 +56,12 @@ pub async fn create_account(State(app): State<AppState>, _admin: Admin) -> Creat
     tracing::info!(account, "account created");
     Ok((
         StatusCode::CREATED,
-        Json(json!({ "account_id": account, "api_key": api_key, "api_secret": api_secret })),
+        Json(json!({
+            "account_id": account,
+            "api_key": api_key,
+            "api_secret": app.handle.hmac_secret(&api_key),
+            "scopes": Scopes::all().names(),
+        })),
     ))
 }
 
@@ -64,15 +73,18 @@ pub struct TransferRequest {
     amount: String,
 }
 
-async fn transfer(
+/// Moves funds in or out of `account`.
+pub(crate) async fn transfer(
     app: &AppState,
-    request: TransferRequest,
+    account: AccountId,
+    asset: &str,
+    amount: &str,
     deposit: bool,
 ) -> Result<Json<Value>, ApiError> {
     let transfer = Transfer {
-        account: request.account_id,
-        asset: identifier("asset", &request.asset)?,
-        amount: decimal("amount", &request.amount)?,
+        account,
+        asset: identifier("asset", asset)?,
+        amount: decimal("amount", amount)?,
     };
     let account = transfer.account;
     if !app.handle.account_exists(account).await? {
@@ -111,7 +123,14 @@ pub async fn deposit(
     _admin: Admin,
     JsonBody(request): JsonBody<TransferRequest>,
 ) -> Result<Json<Value>, ApiError> {
-    transfer(&app, request, true).await
+    transfer(
+        &app,
+        request.account_id,
+        &request.asset,
+        &request.amount,
+        true,
+    )
+    .await
 }
 
 pub async fn withdraw(
@@ -119,7 +138,14 @@ pub async fn withdraw(
     _admin: Admin,
     JsonBody(request): JsonBody<TransferRequest>,
 ) -> Result<Json<Value>, ApiError> {
-    transfer(&app, request, false).await
+    transfer(
+        &app,
+        request.account_id,
+        &request.asset,
+        &request.amount,
+        false,
+    )
+    .await
 }
 
 pub async fn add_instrument(

@@ -13,6 +13,8 @@ use exchange_types::{
 use serde::Deserialize;
 use serde_json::{json, Value};
 
+use exchange_node::keys::Scope;
+
 use super::auth::{Admin, Signed};
 use super::error::{ApiError, ApiPath, JsonBody};
 use super::translate::{decimal, entry, identifier, rejection};
@@ -282,7 +284,7 @@ pub async fn account_reset_mmp(
     ApiPath(symbol): ApiPath<String>,
     signed: Signed,
 ) -> Reply {
-    reset_mmp(&app, signed.account, &symbol).await
+    reset_mmp(&app, signed.require(Scope::Trade)?, &symbol).await
 }
 
 #[derive(Debug, Deserialize)]
@@ -321,16 +323,17 @@ pub struct InternalTransferRequest {
 /// `POST /v1/transfers`: the signing account moves available funds to its
 /// owner, one of its sub-accounts or a sibling sub-account.
 pub async fn internal_transfer(State(app): State<AppState>, signed: Signed) -> Reply {
+    let from = signed.require(Scope::Transfer)?;
     let request: InternalTransferRequest =
         serde_json::from_slice(&signed.body).map_err(|e| ApiError::from_json(&e))?;
     let transfer = InternalTransfer {
-        from: signed.account,
+        from,
         to: request.to_account_id,
         asset: identifier("asset", &request.asset)?,
         amount: decimal("amount", &request.amount)?,
     };
     let asset = transfer.asset;
-    let events = submit_for(&app, signed.account, Command::InternalTransfer(transfer)).await?;
+    let events = submit_for(&app, from, Command::InternalTransfer(transfer)).await?;
     let balances: Vec<Value> = events
         .iter()
         .filter_map(|e| match &e.kind {

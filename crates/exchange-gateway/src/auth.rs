@@ -6,7 +6,12 @@
 //! with the API secret's UTF-8 bytes, over
 //! `timestamp + METHOD + path?query + body`. The WebSocket `auth` message signs the same way with `GET` and
 //! `/v1/ws`. Signatures and tokens are compared in constant time; secrets
-//! never leave this module except inside the MAC.
+//! never leave this module except inside the MAC. An Ed25519 key signs the
+//! same string instead: its 64-byte signature, in hex or standard base64.
+//!
+//! A key that signs correctly is then held to its expiry (401), its
+//! allow-list of client addresses (403) and, route by route, its scopes
+//! (403).
 //!
 //! The order of the checks is the point: a source address that has spent
 //! its budget of failures is refused before anything else; then the cheap
@@ -22,8 +27,10 @@ use axum::extract::{ConnectInfo, FromRequest, FromRequestParts, Request};
 use axum::http::header::AUTHORIZATION;
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, StatusCode};
+use base64::Engine as _;
+use exchange_node::keys::{Scope, Scopes};
 use exchange_node::limits::{MAX_API_KEY_LEN, MAX_TIMESTAMP_AHEAD_MS};
-use exchange_node::state::Credential;
+use exchange_node::reads::{Credential, Verifier};
 use exchange_types::AccountId;
 use hmac::{Hmac, Mac};
 use sha2::{Digest, Sha256};
@@ -84,6 +91,40 @@ pub fn signature_matches(
     }
 }
 
+/// Whether `signature` (hex or standard base64 of the 64 signature bytes)
+/// is the Ed25519 signature of the message by `public_key`. Strict
+/// verification refuses the malleable and small-order forms.
+pub fn ed25519_matches(
+    public_key: &[u8; 32],
+    timestamp: &str,
+    method: &str,
+    path_and_query: &str,
+    body: &[u8],
+    signature: &str,
+) -> bool {
+    let Ok(key) = ed25519_dalek::VerifyingKey::from_bytes(public_key) else {
+        return false;
+    };
+    let bytes = if signature.len() == 128 {
+        hex::decode(signature).ok()
+    } else {
+        base64::engine::general_purpose::STANDARD
+            .decode(signature)
+            .ok()
+    };
+    let Some(signature) = bytes.and_then(|b| <[u8; 64]>::try_from(b).ok()) else {
+        return false;
+    };
+    let signature = ed25519_dalek::Signature::from_bytes(&signature);
+    let mut message =
+        Vec::with_capacity(timestamp.len() + method.len() + path_and_query.len() + body.len());
+    message.extend_from_slice(timestamp.as_bytes());
+    message.extend_from_slice(method.as_bytes());
+    message.extend_from_slice(path_and_query.as_bytes());
+    message.extend_from_slice(body);
+    key.verify_strict(&message, &signature).is_ok()
+}
+
 /// Constant-time equality of two secrets of any length: comparing their
 /// digests hides where (and whether the lengths) differ.
 pub fn ct_eq(a: &[u8], b: &[u8]) -> bool {
@@ -98,6 +139,81 @@ fn unix_now_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as u64)
+}
+
+/// On the log's clock (Unix nanoseconds), against which keys expire.
+fn unix_now_ns() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+}
+
+/// The account a verified key speaks for, and what the key may do there.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Caller {
+    pub account: AccountId,
+    pub scopes: Scopes,
+}
+
+impl Caller {
+    /// Refuses a route the key's scopes do not cover.
+    pub fn require(&self, scope: Scope) -> Result<(), ApiError> {
+        require(self.scopes, scope)
+    }
+}
+
+fn require(scopes: Scopes, scope: Scope) -> Result<(), ApiError> {
+    if scopes.contains(scope) {
+        Ok(())
+    } else {
+        Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            "insufficient_scope",
+            format!(
+                "this API key lacks the `{}` scope (it has: {})",
+                scope.as_str(),
+                scopes.names().join(", ")
+            ),
+        ))
+    }
+}
+
+fn expired() -> ApiError {
+    ApiError::unauthorized("key_expired", "this API key has expired")
+}
+
+/// Refuses a key past its expiry or used from outside its allow-list (an
+/// unspecified source is an unknown one).
+fn check_use(credential: &Credential, source: IpAddr) -> Result<(), ApiError> {
+    if credential.expires_at.is_some_and(|at| unix_now_ns() >= at) {
+        return Err(expired());
+    }
+    let peer = Some(source).filter(|s| !s.is_unspecified());
+    if !credential.allows(peer) {
+        return Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            "address_not_allowed",
+            match peer {
+                Some(peer) => format!("this API key may not be used from {peer}"),
+                None => "this API key has an allow-list and the client's address is unknown".into(),
+            },
+        ));
+    }
+    Ok(())
+}
+
+/// For a socket authenticated earlier: whether its key still exists,
+/// has not expired, and has `scope` (a key revoked or expired since stops
+/// the socket's order entry at once).
+pub fn still_allows(app: &AppState, key: &str, scope: Scope) -> Result<(), ApiError> {
+    let credential = app
+        .handle
+        .credential(key)
+        .ok_or_else(|| ApiError::unauthorized("invalid_api_key", "unknown API key"))?;
+    if credential.expires_at.is_some_and(|at| unix_now_ns() >= at) {
+        return Err(expired());
+    }
+    require(credential.scopes, scope)
 }
 
 /// Timestamps below this are not milliseconds of this era: most likely
@@ -240,21 +356,39 @@ pub fn verify(
     app: &AppState,
     identified: &Identified,
     message: &SignedMessage<'_>,
-) -> Result<AccountId, ApiError> {
-    let good = signature_matches(
-        &identified.credential.secret,
-        message.timestamp,
-        message.method,
-        message.path_and_query,
-        message.body,
-        message.signature,
-    );
+) -> Result<Caller, ApiError> {
+    let credential = &identified.credential;
+    let good = match &credential.verifier {
+        Verifier::Hmac(secret) => signature_matches(
+            secret,
+            message.timestamp,
+            message.method,
+            message.path_and_query,
+            message.body,
+            message.signature,
+        ),
+        Verifier::Ed25519(public_key) => ed25519_matches(
+            public_key,
+            message.timestamp,
+            message.method,
+            message.path_and_query,
+            message.body,
+            message.signature,
+        ),
+    };
     if !good {
         return Err(ApiError::unauthorized(
             "invalid_signature",
             "the signature does not match the request",
         ));
     }
+    // Only a genuine holder of the key learns that it expired or is bound
+    // to other addresses.
+    check_use(credential, message.source)?;
+    let caller = Caller {
+        account: credential.account,
+        scopes: credential.scopes,
+    };
     let signed_ms = identified.timestamp_ms;
     if message.method != "GET" && signed_ms < app.handle.leader_since_ms() {
         return Err(ApiError::unauthorized(
@@ -274,7 +408,7 @@ pub fn verify(
         .replay
         .admit(fingerprint, signed_ms, forget_after, unix_now_ms())
     {
-        Ok(()) => Ok(identified.credential.account),
+        Ok(()) => Ok(caller),
         Err(Refusal::Replayed) => Err(ApiError::unauthorized(
             "replayed_request",
             "this signed request was already accepted; sign every request afresh",
@@ -293,8 +427,8 @@ pub fn verify(
 }
 
 /// Checks a signed message whose body is at hand (the WebSocket `auth`
-/// message) and returns the account it speaks for.
-pub fn authenticate(app: &AppState, message: &SignedMessage<'_>) -> Result<AccountId, ApiError> {
+/// message) and returns who it speaks for.
+pub fn authenticate(app: &AppState, message: &SignedMessage<'_>) -> Result<Caller, ApiError> {
     check_source(app, message.source)?;
     let checked = identify(app, message.key, message.timestamp)
         .and_then(|identified| verify(app, &identified, message));
@@ -308,10 +442,19 @@ pub fn rate_limit(app: &AppState, key: &str) -> Result<(), ApiError> {
         .map_err(ApiError::rate_limited)
 }
 
-/// A verified, rate-limited trading request: its account and raw body.
+/// A verified, rate-limited request: its account, its key's scopes and
+/// its raw body. Each route checks the scope it needs.
 pub struct Signed {
     pub account: AccountId,
+    pub caller: Caller,
     pub body: Bytes,
+}
+
+impl Signed {
+    pub fn require(&self, scope: Scope) -> Result<AccountId, ApiError> {
+        self.caller.require(scope)?;
+        Ok(self.account)
+    }
 }
 
 fn header<'a>(headers: &'a HeaderMap, name: &str) -> Result<&'a str, ApiError> {
@@ -358,8 +501,12 @@ impl FromRequest<AppState> for Signed {
             path_and_query,
             body: &body,
         };
-        let account = counted(app, source, verify(app, &identified, &message))?;
-        Ok(Signed { account, body })
+        let caller = counted(app, source, verify(app, &identified, &message))?;
+        Ok(Signed {
+            account: caller.account,
+            caller,
+            body,
+        })
     }
 }
 

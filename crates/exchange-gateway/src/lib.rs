@@ -27,6 +27,9 @@ mod auth_tests;
 mod cluster;
 mod conn_io;
 pub mod error;
+pub mod keys;
+#[cfg(test)]
+mod keys_tests;
 pub mod listener;
 #[cfg(test)]
 mod md_public_tests;
@@ -168,6 +171,12 @@ pub fn router(app: AppState) -> Router {
         .route("/metrics", get(guarded_metrics))
         .route("/openapi.json", get(guarded_openapi))
         .route("/admin/accounts", post(admin::create_account))
+        .route(
+            "/admin/accounts/{account_id}/keys",
+            post(keys::admin_create).get(keys::admin_list),
+        )
+        .route("/admin/keys/{key_id}", delete(keys::admin_revoke))
+        .route("/admin/keys/{key_id}/rotate", post(keys::admin_rotate))
         .route("/admin/replication", get(cluster::replication))
         .route("/admin/replication/voters", post(cluster::change_voters))
         .route("/admin/deposits", post(admin::deposit))
@@ -222,6 +231,10 @@ pub fn router(app: AppState) -> Router {
         .route("/v1/orders/{order_id}/replace", post(trading::replace))
         .route("/v1/fills", get(records::fills))
         .route("/v1/balances", get(trading::balances))
+        .route("/v1/withdrawals", post(trading::withdraw))
+        .route("/v1/keys", post(keys::own_create).get(keys::own_list))
+        .route("/v1/keys/{key_id}", delete(keys::own_revoke))
+        .route("/v1/keys/{key_id}/rotate", post(keys::own_rotate))
         .route("/v1/instruments", get(public::instruments))
         .route("/v1/markets/{symbol}/book", get(public::book))
         .route("/v1/markets/{symbol}/trades", get(public::trades))

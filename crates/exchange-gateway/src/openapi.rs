@@ -237,7 +237,8 @@ fn schemas() -> Value {
         "AccountBalance": object(&["account_id", "asset", "total", "available"], json!({ "account_id": int, "asset": text, "total": dec, "available": dec })),
         "Balances": object(&["account_id", "balances"], json!({ "account_id": int, "balances": { "type": "array", "items":
             object(&["asset", "total", "available"], json!({ "asset": text, "total": dec, "available": dec })) } })),
-        "NewAccount": object(&["account_id", "api_key", "api_secret"], json!({ "account_id": int, "api_key": text, "api_secret": text })),
+        "NewAccount": object(&["account_id", "api_key", "api_secret", "scopes"], json!({ "account_id": int, "api_key": text, "api_secret": text,
+            "scopes": { "type": "array", "items": text } })),
         "InstrumentSpec": object(&["symbol", "base", "quote", "tick_size", "lot_size", "maker_fee_bps", "taker_fee_bps"], json!({
             "symbol": text, "base": text, "quote": text, "tick_size": dec, "lot_size": dec, "min_qty": dec, "max_qty": dec,
             "price_collar_pct": dec, "reference_price": dec, "maker_fee_bps": int, "taker_fee_bps": int })),
@@ -265,14 +266,97 @@ fn error_responses() -> Value {
         json!({ "Retry-After": { "schema": { "type": "integer" }, "description": "seconds" } });
     json!({
         "E400": error("malformed request: malformed_json, unknown_field, missing_field, duplicate_field, invalid_type, invalid_value, invalid_decimal, invalid_path, invalid_query"),
-        "E401": error("missing_credentials, invalid_api_key, invalid_signature, invalid_timestamp, stale_timestamp, missing_token, invalid_token"),
-        "E404": error("unknown_order, unknown_instrument, unknown_account, not_found"),
-        "E409": error("duplicate_client_order_id"),
+        "E401": error("missing_credentials, invalid_api_key, invalid_signature, invalid_timestamp, stale_timestamp, key_expired, missing_token, invalid_token"),
+        "E403": error("insufficient_scope (the key lacks the route's scope), address_not_allowed (the client's address is outside the key's allow-list)"),
+        "E404": error("unknown_order, unknown_instrument, unknown_account, unknown_api_key, not_found"),
+        "E409": error("duplicate_client_order_id, too_many_keys, duplicate_api_key"),
         "E413": error("body_too_large"),
         "E422": error("a business reject of the core; code is its reason (insufficient_funds, price_not_on_tick, ...)"),
         "E429": limited,
         "E503": error("overloaded, unavailable or not_ready; see Retry-After"),
     })
+}
+
+/// The API key routes (docs/server.md, "API keys").
+fn key_paths() -> Value {
+    let key_id = param(
+        "key_id",
+        "path",
+        json!({ "type": "string" }),
+        "the API key's id",
+    );
+    let account_id = param(
+        "account_id",
+        "path",
+        json!({ "type": "integer" }),
+        "account id",
+    );
+    let created = ok(
+        "the key; an HMAC key's api_secret is shown only here",
+        schema_ref("ApiKey"),
+    );
+    let list = ok(
+        "the account's keys (no secrets)",
+        json!({ "type": "object", "properties": { "account_id": { "type": "integer" },
+            "keys": { "type": "array", "items": schema_ref("ApiKey") } } }),
+    );
+    let revoked = ok(
+        "revoked: refused from this answer on, on every node",
+        json!({ "type": "object", "properties": { "api_key": { "type": "string" },
+            "account_id": { "type": "integer" }, "revoked": { "type": "boolean" } } }),
+    );
+    let rotate_body = json!({ "required": false, "content": content(json!({ "type": "object",
+        "properties": { "ed25519_public_key": { "type": "string" } } })) });
+    let key_errors = ["400", "401", "403", "404", "409", "413", "429", "503"];
+    json!({
+        "/admin/accounts/{account_id}/keys": {
+            "post": { "summary": "Create an API key for the account", "security": admin(),
+                "parameters": [account_id.clone()], "requestBody": body(schema_ref("KeyRequest")),
+                "responses": responses(&[("201", created.clone())], &key_errors) },
+            "get": { "summary": "The account's API keys", "security": admin(), "parameters": [account_id],
+                "responses": responses(&[("200", list.clone())], &["401", "404", "503"]) } },
+        "/admin/keys/{key_id}": { "delete": { "summary": "Revoke an API key", "security": admin(),
+            "parameters": [key_id.clone()], "responses": responses(&[("200", revoked.clone())], &["401", "404", "503"]) } },
+        "/admin/keys/{key_id}/rotate": { "post": { "summary": "Replace an API key by a new id and secret (or Ed25519 public key) with the same scopes, label, expiry and allow-list", "security": admin(),
+            "parameters": [key_id.clone()], "requestBody": rotate_body.clone(),
+            "responses": responses(&[("201", created.clone())], &key_errors) } },
+        "/v1/keys": {
+            "post": { "summary": "Create an API key for the caller's account (scope transfer; no scope the caller lacks)", "security": signed(),
+                "requestBody": body(schema_ref("KeyRequest")), "responses": responses(&[("201", created.clone())], &key_errors) },
+            "get": { "summary": "The caller's account's API keys (scope read)", "security": signed(),
+                "responses": responses(&[("200", list)], &["401", "403", "429", "503"]) } },
+        "/v1/keys/{key_id}": { "delete": { "summary": "Revoke one of the account's API keys (scope transfer)", "security": signed(),
+            "parameters": [key_id.clone()], "responses": responses(&[("200", revoked)], &key_errors) } },
+        "/v1/keys/{key_id}/rotate": { "post": { "summary": "Rotate one of the account's API keys (scope transfer)", "security": signed(),
+            "parameters": [key_id], "requestBody": rotate_body, "responses": responses(&[("201", created)], &key_errors) } },
+        "/v1/withdrawals": { "post": { "summary": "Debit the caller's account (scope transfer)", "security": signed(),
+            "requestBody": body(json!({ "type": "object", "required": ["asset", "amount"],
+                "properties": { "asset": { "type": "string" }, "amount": { "type": "string" } } })),
+            "responses": responses(&[("200", ok("balance after", schema_ref("AccountBalance")))], &["400", "401", "403", "413", "422", "429", "503"]) } },
+    })
+}
+
+fn key_schemas() -> Value {
+    let text = json!({ "type": "string" });
+    let texts = json!({ "type": "array", "items": { "type": "string" } });
+    let scopes = json!({ "type": "array", "items": { "enum": ["read", "trade", "transfer"] } });
+    json!({
+        "KeyRequest": { "type": "object", "required": ["scopes"], "properties": {
+            "scopes": scopes, "label": text, "expires_in_secs": { "type": "integer", "minimum": 1 },
+            "allow": texts, "ed25519_public_key": { "type": "string", "description": "makes an Ed25519 key: 32 bytes, hex or base64" } } },
+        "ApiKey": { "type": "object", "required": ["api_key", "account_id", "type", "scopes"], "properties": {
+            "api_key": text, "account_id": { "type": "integer" }, "type": { "enum": ["hmac", "ed25519"] },
+            "label": text, "scopes": scopes, "created_at": { "type": "integer", "description": "Unix nanoseconds (log time)" },
+            "expires_at": { "type": "integer", "nullable": true, "description": "Unix nanoseconds" },
+            "allow": texts, "api_secret": text, "ed25519_public_key": text } },
+    })
+}
+
+fn merged(mut into: Value, more: Value) -> Value {
+    if let (Some(into), Value::Object(more)) = (into.as_object_mut(), more) {
+        into.extend(more);
+    }
+    into
 }
 
 /// The whole document.
@@ -284,16 +368,16 @@ pub fn document() -> Value {
             "version": env!("CARGO_PKG_VERSION"),
             "description": "REST and WebSocket gateway of `exchange serve`. Prices, quantities and amounts are decimal strings. See docs/server.md.",
         },
-        "paths": paths(),
+        "paths": merged(paths(), key_paths()),
         "components": {
-            "schemas": schemas(),
+            "schemas": merged(schemas(), key_schemas()),
             "responses": error_responses(),
             "securitySchemes": {
                 "adminToken": { "type": "http", "scheme": "bearer" },
                 "apiKey": { "type": "apiKey", "in": "header", "name": "EX-ACCESS-KEY" },
                 "apiTimestamp": { "type": "apiKey", "in": "header", "name": "EX-ACCESS-TIMESTAMP", "description": "Unix milliseconds, within recv_window_ms of server time; each signed request is accepted once" },
                 "apiSign": { "type": "apiKey", "in": "header", "name": "EX-ACCESS-SIGN",
-                    "description": "lowercase hex HMAC-SHA256 with the API secret over timestamp + METHOD + path?query + body" },
+                    "description": "over timestamp + METHOD + path?query + body: lowercase hex HMAC-SHA256 with the API secret, or for an Ed25519 key the signature in hex or base64" },
             },
         },
     })

@@ -18,6 +18,8 @@ use exchange_types::Symbol;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
+use exchange_node::keys::Scope;
+
 use super::auth::Signed;
 use super::error::{ApiError, ApiPath, ApiQuery};
 use super::public::{self, CandlesQuery};
@@ -125,7 +127,7 @@ pub async fn list_orders(
     ApiQuery(query): ApiQuery<OrdersQuery>,
     signed: Signed,
 ) -> Reply {
-    let account = signed.account;
+    let account = signed.require(Scope::Read)?;
     let live = app
         .handle
         .orders(OrderQuery::Open {
@@ -174,7 +176,7 @@ pub async fn get_order(
     ApiPath(order_id): ApiPath<u64>,
     signed: Signed,
 ) -> Reply {
-    let account = signed.account;
+    let account = signed.require(Scope::Read)?;
     let live = app
         .handle
         .orders(OrderQuery::One { account, order_id })
@@ -203,7 +205,7 @@ pub async fn fills(
     ApiQuery(query): ApiQuery<FillsQuery>,
     signed: Signed,
 ) -> Reply {
-    let account = signed.account;
+    let account = signed.require(Scope::Read)?;
     let limit = query
         .limit
         .unwrap_or(DEFAULT_FILLS_LIMIT)

@@ -9,7 +9,7 @@ use serde_json::Value;
 use tower::ServiceExt;
 
 use super::auth::sign;
-use super::test_support::{TestNode, KEYS};
+use super::test_support::{keys, TestNode};
 use super::{router, AppState, Config};
 use std::sync::Arc;
 
@@ -99,8 +99,8 @@ pub fn signed_at(
     path: &str,
     body: &str,
 ) -> Request<Body> {
-    let (key, secret) = KEYS[account - 1];
-    signed_with(key, secret, timestamp, method, path, body)
+    let (key, secret) = keys()[account - 1].clone();
+    signed_with(key, &secret, timestamp, method, path, body)
 }
 
 /// Signed with any key and secret, known to the exchange or not.

@@ -9,8 +9,17 @@ use exchange_node::sequencer::{Pipeline, PipelineConfig};
 
 pub const BTC_USD: &str = "BTC-USD";
 
-/// API credentials of accounts 1 and 2.
-pub const KEYS: [(&str, &str); 2] = [("key-1", "secret-1"), ("key-2", "secret-2")];
+/// The test nodes' master key.
+pub const MASTER_KEY: [u8; 32] = [1; 32];
+
+/// API key ids of accounts 1 and 2.
+pub const KEY_IDS: [&str; 2] = ["key-1", "key-2"];
+
+/// API keys and secrets of accounts 1 and 2.
+pub fn keys() -> [(&'static str, String); 2] {
+    let master = exchange_node::master_key::MasterKey::from_bytes(MASTER_KEY);
+    KEY_IDS.map(|id| (id, master.derive_secret(id)))
+}
 
 /// Lists BTC-USD around 100 and funds account 1 with USD, 2 with BTC.
 pub const SETUP: &[&str] = &[
@@ -38,13 +47,14 @@ pub async fn funded_node_with(events_buffer: usize) -> TestNode {
         events_buffer,
         snapshot_every: 0,
         snapshot_dir: dir.path().join("snapshots"),
+        master_key: exchange_node::master_key::MasterKey::from_bytes(MASTER_KEY),
     };
     let (pipeline, _) = recovery::start(dir.path(), config).expect("start a node");
-    for (key, secret) in KEYS {
+    for key in KEY_IDS {
         let entry = LogEntry::CreateAccount {
             ts: 0,
             api_key: key.into(),
-            api_secret: secret.into(),
+            legacy_secret: None,
         };
         pipeline.handle.submit(entry).await.expect("create account");
     }

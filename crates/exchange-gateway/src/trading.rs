@@ -1,5 +1,5 @@
-//! Signed trading routes under `/v1`: order entry and the account's
-//! balances (its orders and fills: [`super::records`]). Every handler acts for the account the
+//! Signed trading routes under `/v1`: order entry (scope `trade`), the
+//! account's balances (`read`) and withdrawals (`transfer`) (its orders and fills: [`super::records`]). Every handler acts for the account the
 //! signature proves; another account's orders are indistinguishable from
 //! orders that do not exist.
 
@@ -9,6 +9,8 @@ use axum::Json;
 use exchange_types::{format_units, OrderRef};
 use serde::Deserialize;
 use serde_json::{json, Value};
+
+use exchange_node::keys::Scope;
 
 use super::auth::Signed;
 use super::error::{parse_json, ApiError, ApiPath, ApiQuery};
@@ -21,8 +23,9 @@ pub async fn place(
     State(app): State<AppState>,
     signed: Signed,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
+    let account = signed.require(Scope::Trade)?;
     let request: PlaceRequest = parse_json(&signed.body)?;
-    let command = translate::place(signed.account, request)?;
+    let command = translate::place(account, request)?;
     let body = translate::execute(&app.handle, command).await?;
     Ok((StatusCode::CREATED, Json(body)))
 }
@@ -32,7 +35,7 @@ pub async fn cancel(
     ApiPath(order_id): ApiPath<u64>,
     signed: Signed,
 ) -> Reply {
-    let command = translate::cancel(signed.account, OrderRef::Id(order_id));
+    let command = translate::cancel(signed.require(Scope::Trade)?, OrderRef::Id(order_id));
     Ok(Json(translate::execute(&app.handle, command).await?))
 }
 
@@ -41,7 +44,8 @@ pub async fn cancel_by_client_id(
     ApiPath(client_order_id): ApiPath<String>,
     signed: Signed,
 ) -> Reply {
-    let command = translate::cancel(signed.account, translate::by_client_id(&client_order_id)?);
+    let account = signed.require(Scope::Trade)?;
+    let command = translate::cancel(account, translate::by_client_id(&client_order_id)?);
     Ok(Json(translate::execute(&app.handle, command).await?))
 }
 
@@ -50,8 +54,9 @@ pub async fn replace(
     ApiPath(order_id): ApiPath<u64>,
     signed: Signed,
 ) -> Reply {
+    let account = signed.require(Scope::Trade)?;
     let request: ReplaceRequest = parse_json(&signed.body)?;
-    let command = translate::replace(signed.account, OrderRef::Id(order_id), request)?;
+    let command = translate::replace(account, OrderRef::Id(order_id), request)?;
     Ok(Json(translate::execute(&app.handle, command).await?))
 }
 
@@ -66,12 +71,12 @@ pub async fn mass_cancel(
     ApiQuery(query): ApiQuery<SymbolQuery>,
     signed: Signed,
 ) -> Reply {
-    let command = translate::mass_cancel(signed.account, query.symbol.as_deref())?;
+    let command = translate::mass_cancel(signed.require(Scope::Trade)?, query.symbol.as_deref())?;
     Ok(Json(translate::execute(&app.handle, command).await?))
 }
 
 pub async fn balances(State(app): State<AppState>, signed: Signed) -> Reply {
-    let account = signed.account;
+    let account = signed.require(Scope::Read)?;
     let balances: Vec<Value> = app
         .handle
         .balances(account)
@@ -82,4 +87,18 @@ pub async fn balances(State(app): State<AppState>, signed: Signed) -> Reply {
         })
         .collect();
     Ok(Json(json!({ "account_id": account, "balances": balances })))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WithdrawRequest {
+    asset: String,
+    amount: String,
+}
+
+/// Takes funds out of the key's own account: needs `transfer`.
+pub async fn withdraw(State(app): State<AppState>, signed: Signed) -> Reply {
+    let account = signed.require(Scope::Transfer)?;
+    let request: WithdrawRequest = parse_json(&signed.body)?;
+    super::admin::transfer(&app, account, &request.asset, &request.amount, false).await
 }

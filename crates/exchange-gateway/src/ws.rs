@@ -26,6 +26,7 @@ use std::sync::Arc;
 use axum::extract::ws::{CloseFrame, Message, WebSocket, WebSocketUpgrade};
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
+use exchange_node::keys::Scope;
 use exchange_node::limits::{
     WS_AUTH_TIMEOUT, WS_MAX_IN_FLIGHT, WS_MAX_WRITE_BUFFER, WS_WRITE_BUFFER,
 };
@@ -207,12 +208,15 @@ async fn authenticate(
             path_and_query: "/v1/ws",
             body: b"",
         };
-        let account = auth::authenticate(app, &signed)?;
-        Ok::<_, ApiError>((
-            account,
-            message.key,
-            message.cancel_on_disconnect.unwrap_or(false),
-        ))
+        // The private stream is what a socket reads: `read` at least.
+        let caller = auth::authenticate(app, &signed)?;
+        caller.require(Scope::Read)?;
+        let cancel_on_disconnect = message.cancel_on_disconnect.unwrap_or(false);
+        // Cancelling the account's orders is trading.
+        if cancel_on_disconnect {
+            caller.require(Scope::Trade)?;
+        }
+        Ok::<_, ApiError>((caller.account, message.key, cancel_on_disconnect))
     };
     match checked.await {
         Ok(found) => Some(found),
@@ -433,8 +437,13 @@ impl Session {
     /// Order entry answers later, through [`Session::answers`].
     async fn handle(&mut self, text: &str) -> Option<Value> {
         let fast = match &self.auth {
-            Some((account, key)) => translate::ws_order_entry(*account, text)
-                .map(|(id, command)| (id, command, auth::rate_limit(&self.app, key))),
+            Some((account, key)) => {
+                translate::ws_order_entry(*account, text).map(|(id, command)| {
+                    let allowed = auth::rate_limit(&self.app, key)
+                        .and_then(|()| auth::still_allows(&self.app, key, Scope::Trade));
+                    (id, command, allowed)
+                })
+            }
             None => None,
         };
         if let Some((request_id, command, allowed)) = fast {
@@ -479,7 +488,10 @@ impl Session {
                     Err(error) => Some(refusal(&request_id, error)),
                 }
             }
-            "cancel_on_disconnect" => match from_fields::<CancelOnDisconnect>(fields) {
+            "cancel_on_disconnect" => match from_fields::<CancelOnDisconnect>(fields).and_then(|s| {
+                let key = self.auth.as_ref().map(|(_, key)| key.as_str()).unwrap_or_default();
+                auth::still_allows(&self.app, key, Scope::Trade).map(|()| s)
+            }) {
                 Ok(setting) => {
                     self.cancel_on_disconnect = setting.enabled;
                     with_id(json!({ "type": "cancel_on_disconnect", "enabled": setting.enabled }))
@@ -524,6 +536,7 @@ impl Session {
         };
         let account = *account;
         auth::rate_limit(&self.app, key)?;
+        auth::still_allows(&self.app, key, Scope::Trade)?;
         let command = order_entry_command(account, kind, fields)?;
         self.enqueue(request_id, command)
     }

@@ -11,7 +11,7 @@ use tokio_tungstenite::tungstenite::Message as WsMessage;
 use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 
 use super::auth::sign;
-use super::test_support::{funded_node, funded_node_with, TestNode, KEYS};
+use super::test_support::{funded_node, funded_node_with, keys, TestNode};
 use super::translate;
 use super::*;
 
@@ -34,9 +34,9 @@ async fn serve(node: &TestNode) -> (AppState, SocketAddr) {
 }
 
 fn auth_message(account: usize, extra: Value) -> String {
-    let (key, secret) = KEYS[account - 1];
+    let (key, secret) = keys()[account - 1].clone();
     let timestamp: u64 = super::rest_client::now().parse().expect("digits");
-    let signature = sign(secret, &timestamp.to_string(), "GET", "/v1/ws", b"");
+    let signature = sign(&secret, &timestamp.to_string(), "GET", "/v1/ws", b"");
     let mut message =
         json!({ "type": "auth", "key": key, "timestamp": timestamp, "signature": signature });
     if let (Some(message), Value::Object(extra)) = (message.as_object_mut(), extra) {

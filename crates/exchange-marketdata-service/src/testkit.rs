@@ -36,6 +36,7 @@ pub async fn node(events_buffer: usize) -> Node {
         events_buffer,
         snapshot_every: 0,
         snapshot_dir: dir.path().join("snapshots"),
+        master_key: exchange_node::master_key::MasterKey::from_bytes([1; 32]),
     };
     let (pipeline, _) = recovery::start(dir.path(), config).expect("start a node");
     for symbol in SYMBOLS {

@@ -55,6 +55,12 @@ pub struct Config {
     pub data_dir: PathBuf,
     /// HTTP and WebSocket address.
     pub listen: SocketAddr,
+    /// File holding the master key HMAC API secrets are derived from (64
+    /// hex digits, mode 0600 or 0400). `EXCHANGE_MASTER_KEY`, when set,
+    /// wins over it; with neither, the file `master_key` in the data
+    /// directory, generated on first start. Every node of a cluster needs
+    /// the same key.
+    pub master_key_file: Option<PathBuf>,
     /// A file holding the admin bearer token; else `EXCHANGE_ADMIN_TOKEN`;
     /// else one is generated into `DATA_DIR/admin_token`. Never the token
     /// itself: a configuration file or command line is too easily read.
@@ -335,6 +341,7 @@ impl Default for Config {
         Config {
             data_dir: PathBuf::from("./data"),
             listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
+            master_key_file: None,
             admin_token_file: None,
             instruments: vec![
                 instrument("BTC-USD", "BTC", "0.01", "0.0001", "60000.00"),

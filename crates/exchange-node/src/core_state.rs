@@ -102,7 +102,7 @@ mod tests {
             entries.push(LogEntry::CreateAccount {
                 ts: n,
                 api_key: format!("key-{n}"),
-                api_secret: format!("secret-{n}"),
+                legacy_secret: None,
             });
         }
         for (ts, line) in [

@@ -1,14 +1,17 @@
 //! What goes into the log: trading commands for the core, and the gateway
-//! facts that must survive and replicate with them (API credentials).
+//! facts that must survive and replicate with them (API keys).
 //!
 //! An entry is one JSON object: a core command in the replay format
-//! (`"cmd": "place"`, ...), or `"cmd": "create_account"`. Keeping the log in
+//! (`"cmd": "place"`, ...), or one of the key commands: `create_account`,
+//! `create_api_key`, `revoke_api_key`, `rotate_api_key`. Keeping the log in
 //! the same vocabulary as `exchange replay` means a journal can be read,
 //! diffed and replayed with the ordinary tools.
 
-use exchange_types::Stamped;
+use exchange_types::{AccountId, Stamped};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
+
+use crate::keys::KeySpec;
 
 // A core command is much larger than a credential entry, but entries are
 // built once and moved straight into a journal batch: boxing would cost an
@@ -17,12 +20,37 @@ use thiserror::Error;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum LogEntry {
     Core(Stamped),
-    /// Opens an account with API credentials; the account id is assigned
-    /// when the entry is applied, so every replica assigns the same one.
+    /// Opens an account with one HMAC key of every scope; the account id
+    /// is assigned when the entry is applied, so every replica assigns the
+    /// same one. The key's secret is derived from the master key, so the
+    /// entry carries none; `legacy_secret` is only read from logs written
+    /// before that.
     CreateAccount {
         ts: u64,
         api_key: String,
-        api_secret: String,
+        legacy_secret: Option<String>,
+    },
+    /// Adds a key to an account.
+    CreateKey {
+        ts: u64,
+        account: AccountId,
+        key: KeySpec,
+    },
+    /// Removes a key; `account`, when given, must own it (a key managing
+    /// its own account), else it is refused as unknown.
+    RevokeKey {
+        ts: u64,
+        key_id: String,
+        account: Option<AccountId>,
+    },
+    /// Replaces a key by `new_key_id`, keeping everything but the id and
+    /// (for Ed25519) the public key.
+    RotateKey {
+        ts: u64,
+        key_id: String,
+        account: Option<AccountId>,
+        new_key_id: String,
+        ed25519: Option<String>,
     },
 }
 
@@ -40,43 +68,130 @@ struct CreateAccountWire {
     cmd: String,
     ts: u64,
     api_key: String,
-    api_secret: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    api_secret: Option<String>,
 }
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CreateKeyWire {
+    cmd: String,
+    ts: u64,
+    account: AccountId,
+    key: KeySpec,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RevokeKeyWire {
+    cmd: String,
+    ts: u64,
+    key_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    account: Option<AccountId>,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RotateKeyWire {
+    cmd: String,
+    ts: u64,
+    key_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    account: Option<AccountId>,
+    new_key_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    ed25519: Option<String>,
+}
+
+const CREATE_ACCOUNT: &str = "create_account";
+const CREATE_KEY: &str = "create_api_key";
+const REVOKE_KEY: &str = "revoke_api_key";
+const ROTATE_KEY: &str = "rotate_api_key";
 
 impl LogEntry {
     pub fn ts(&self) -> u64 {
         match self {
             LogEntry::Core(stamped) => stamped.ts,
-            LogEntry::CreateAccount { ts, .. } => *ts,
+            LogEntry::CreateAccount { ts, .. }
+            | LogEntry::CreateKey { ts, .. }
+            | LogEntry::RevokeKey { ts, .. }
+            | LogEntry::RotateKey { ts, .. } => *ts,
         }
     }
 
     pub fn set_ts(&mut self, new_ts: u64) {
         match self {
             LogEntry::Core(stamped) => stamped.ts = new_ts,
-            LogEntry::CreateAccount { ts, .. } => *ts = new_ts,
+            LogEntry::CreateAccount { ts, .. }
+            | LogEntry::CreateKey { ts, .. }
+            | LogEntry::RevokeKey { ts, .. }
+            | LogEntry::RotateKey { ts, .. } => *ts = new_ts,
+        }
+    }
+
+    /// The API keys the entry adds, changes or removes.
+    pub fn key_ids(&self) -> Vec<&str> {
+        match self {
+            LogEntry::Core(_) => Vec::new(),
+            LogEntry::CreateAccount { api_key, .. } => vec![api_key],
+            LogEntry::CreateKey { key, .. } => vec![&key.key_id],
+            LogEntry::RevokeKey { key_id, .. } => vec![key_id],
+            LogEntry::RotateKey {
+                key_id, new_key_id, ..
+            } => vec![key_id, new_key_id],
         }
     }
 
     pub fn encode(&self) -> Vec<u8> {
-        match self {
+        let json = match self {
             LogEntry::Core(stamped) => {
                 let mut out = Vec::with_capacity(192);
                 exchange_codec::encode_command_into(stamped, &mut out);
-                out
+                return out;
             }
             LogEntry::CreateAccount {
                 ts,
                 api_key,
-                api_secret,
+                legacy_secret,
             } => serde_json::to_vec(&CreateAccountWire {
-                cmd: "create_account".into(),
+                cmd: CREATE_ACCOUNT.into(),
                 ts: *ts,
                 api_key: api_key.clone(),
-                api_secret: api_secret.clone(),
-            })
-            .unwrap_or_default(),
-        }
+                api_secret: legacy_secret.clone(),
+            }),
+            LogEntry::CreateKey { ts, account, key } => serde_json::to_vec(&CreateKeyWire {
+                cmd: CREATE_KEY.into(),
+                ts: *ts,
+                account: *account,
+                key: key.clone(),
+            }),
+            LogEntry::RevokeKey {
+                ts,
+                key_id,
+                account,
+            } => serde_json::to_vec(&RevokeKeyWire {
+                cmd: REVOKE_KEY.into(),
+                ts: *ts,
+                key_id: key_id.clone(),
+                account: *account,
+            }),
+            LogEntry::RotateKey {
+                ts,
+                key_id,
+                account,
+                new_key_id,
+                ed25519,
+            } => serde_json::to_vec(&RotateKeyWire {
+                cmd: ROTATE_KEY.into(),
+                ts: *ts,
+                key_id: key_id.clone(),
+                account: *account,
+                new_key_id: new_key_id.clone(),
+                ed25519: ed25519.clone(),
+            }),
+        };
+        json.unwrap_or_default()
     }
 
     pub fn decode(bytes: &[u8]) -> Result<LogEntry, EntryError> {
@@ -85,19 +200,48 @@ impl LogEntry {
                 "entry is not UTF-8",
             )))
         })?;
-        // Core commands first: the one gateway command is rare, and the
-        // command decoder names it when it meets it, so nothing scans for
-        // it in every entry.
+        // Core commands first: the key commands are rare, and the command
+        // decoder names them when it meets them, so nothing scans for
+        // them in every entry.
         match exchange_codec::decode_command(text) {
             Ok(stamped) => Ok(LogEntry::Core(stamped)),
-            Err(exchange_codec::CodecError::UnknownCmd(name)) if name == "create_account" => {
-                let wire: CreateAccountWire = serde_json::from_str(text)?;
-                Ok(LogEntry::CreateAccount {
-                    ts: wire.ts,
-                    api_key: wire.api_key,
-                    api_secret: wire.api_secret,
-                })
-            }
+            Err(exchange_codec::CodecError::UnknownCmd(name)) => match name.as_str() {
+                CREATE_ACCOUNT => {
+                    let wire: CreateAccountWire = serde_json::from_str(text)?;
+                    Ok(LogEntry::CreateAccount {
+                        ts: wire.ts,
+                        api_key: wire.api_key,
+                        legacy_secret: wire.api_secret,
+                    })
+                }
+                CREATE_KEY => {
+                    let wire: CreateKeyWire = serde_json::from_str(text)?;
+                    Ok(LogEntry::CreateKey {
+                        ts: wire.ts,
+                        account: wire.account,
+                        key: wire.key,
+                    })
+                }
+                REVOKE_KEY => {
+                    let wire: RevokeKeyWire = serde_json::from_str(text)?;
+                    Ok(LogEntry::RevokeKey {
+                        ts: wire.ts,
+                        key_id: wire.key_id,
+                        account: wire.account,
+                    })
+                }
+                ROTATE_KEY => {
+                    let wire: RotateKeyWire = serde_json::from_str(text)?;
+                    Ok(LogEntry::RotateKey {
+                        ts: wire.ts,
+                        key_id: wire.key_id,
+                        account: wire.account,
+                        new_key_id: wire.new_key_id,
+                        ed25519: wire.ed25519,
+                    })
+                }
+                _ => Err(exchange_codec::CodecError::UnknownCmd(name).into()),
+            },
             Err(error) => Err(error.into()),
         }
     }

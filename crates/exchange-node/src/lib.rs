@@ -18,7 +18,11 @@ pub mod entry;
 pub mod history;
 pub mod http_config;
 pub mod instruments;
+pub mod keys;
+#[cfg(test)]
+mod keys_tests;
 pub mod limits;
+pub mod master_key;
 pub mod metrics;
 pub mod metrics_window;
 mod parked;

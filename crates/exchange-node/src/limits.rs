@@ -63,6 +63,17 @@ pub const LOG_SYNC_QUEUE: usize = 4_096;
 
 /// Longest API key looked up; anything longer cannot be one of ours.
 pub const MAX_API_KEY_LEN: usize = 128;
+/// API keys one account holds at most: enough for a key per program and
+/// environment, few enough that listing them is one small answer.
+pub const MAX_KEYS_PER_ACCOUNT: usize = 32;
+/// Longest label of an API key, in bytes.
+pub const MAX_KEY_LABEL_LEN: usize = 64;
+/// Address ranges in one key's allow-list at most; with the longest IPv6
+/// ranges the key's log entry stays within the command bound.
+pub const MAX_KEY_ALLOW: usize = 8;
+/// Furthest expiry a key may be given, in seconds (ten years): keeps the
+/// expiry time far from overflowing the log's nanosecond clock.
+pub const MAX_KEY_LIFETIME_SECS: u64 = 10 * 365 * 24 * 3600;
 /// Keys with a bucket at most: with keys of up to 128 bytes, about 15 MB.
 pub const MAX_RATE_LIMITED_KEYS: usize = 65_536;
 /// `[http] max_connections` at most: each connection holds a descriptor,
@@ -168,7 +179,7 @@ mod tests {
         let entry = |key_len: usize| LogEntry::CreateAccount {
             ts: u64::MAX,
             api_key: "k".repeat(key_len),
-            api_secret: String::new(),
+            legacy_secret: None,
         };
         let bare = entry(0).encode().len();
         let sized = entry(bytes - bare);
@@ -186,17 +197,42 @@ mod tests {
         assert_eq!(decode_batch(&data).unwrap().len(), MAX_BATCH);
     }
 
-    /// The server's own entry is held to the command bound too, with
-    /// credentials as the admin API and the demo create them.
+    /// The server's own entries are held to the command bound too, each
+    /// at its largest.
     #[test]
-    fn an_account_entry_fits_the_command_bound() {
-        let entry = LogEntry::CreateAccount {
-            ts: u64::MAX,
-            api_key: random_hex(16),
-            api_secret: random_hex(32),
-        };
-        let line = entry.encode();
-        assert!(line.len() <= MAX_ENCODED_COMMAND_BYTES, "{}", line.len());
-        assert_eq!(LogEntry::decode(&line).unwrap(), entry);
+    fn key_entries_fit_the_command_bound() {
+        let longest_id = "k".repeat(MAX_API_KEY_LEN);
+        let widest_range = "ffff:ffff:ffff:ffff:ffff:ffff:ffff:ff00/120".to_string();
+        let entries = [
+            LogEntry::CreateAccount {
+                ts: u64::MAX,
+                api_key: random_hex(16),
+                legacy_secret: None,
+            },
+            LogEntry::CreateKey {
+                ts: u64::MAX,
+                account: u64::MAX,
+                key: crate::keys::KeySpec {
+                    key_id: longest_id.clone(),
+                    label: "l".repeat(MAX_KEY_LABEL_LEN),
+                    scopes: crate::keys::Scopes::all(),
+                    expires_in_secs: Some(MAX_KEY_LIFETIME_SECS),
+                    allow: vec![widest_range; MAX_KEY_ALLOW],
+                    ed25519: Some("ab".repeat(32)),
+                },
+            },
+            LogEntry::RotateKey {
+                ts: u64::MAX,
+                key_id: longest_id.clone(),
+                account: Some(u64::MAX),
+                new_key_id: longest_id,
+                ed25519: Some("ab".repeat(32)),
+            },
+        ];
+        for entry in entries {
+            let line = entry.encode();
+            assert!(line.len() <= MAX_ENCODED_COMMAND_BYTES, "{}", line.len());
+            assert_eq!(LogEntry::decode(&line).unwrap(), entry);
+        }
     }
 }

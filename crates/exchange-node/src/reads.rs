@@ -12,7 +12,7 @@
 //! request, most of them before anything says the sender is genuine, so
 //! they are served without the core thread at all, from
 //! [`SharedCredentials`], which the core thread updates as it applies each
-//! account creation, before it answers that entry.
+//! key command, before it answers that entry.
 
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
@@ -21,12 +21,15 @@ use std::sync::{Arc, RwLock};
 use exchange_core::{BalanceView, BookView, InstrumentView};
 use exchange_marketdata::{InstrumentSequences, SnapshotTrade};
 use exchange_types::{AccountId, AssetCode, OrderId, Side, Symbol};
+use ipnet::IpNet;
 use tokio::sync::oneshot;
 
 use crate::core_state::CoreState;
 use crate::history::{History, OrderRecord, PublicTrade};
+use crate::keys::{parse_allow, ApiKey, Credentials, Scopes};
+use crate::master_key::MasterKey;
 use crate::sequencer::{Handle, SubmitError};
-use crate::state::{Credential, Credentials, ReplicatedCopy, ServerState};
+use crate::state::{ReplicatedCopy, ServerState};
 
 /// Where the node is in the log.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -106,6 +109,16 @@ pub(crate) enum Read {
     Balances(AccountId, oneshot::Sender<Vec<BalanceView>>),
     Orders(OrderQuery, oneshot::Sender<Orders>),
     Audit(oneshot::Sender<Result<(), String>>),
+    ApiKeys(KeyQuery, oneshot::Sender<Vec<(String, ApiKey)>>),
+}
+
+/// Which API keys to list.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum KeyQuery {
+    /// Every key of the account.
+    Account(AccountId),
+    /// The one key, whichever account holds it.
+    One(String),
 }
 
 /// Answers `read` from the state (on the core thread). A caller that gave
@@ -136,7 +149,31 @@ pub(crate) fn answer(read: Read, core: &CoreState) {
         Read::Audit(reply) => {
             let _ = reply.send(state.engine.audit());
         }
+        Read::ApiKeys(query, reply) => {
+            let _ = reply.send(api_keys(&state.credentials, &query));
+        }
     }
+}
+
+/// The keys asked for, without any secret a key from an old log still
+/// holds in the clear.
+fn api_keys(credentials: &Credentials, query: &KeyQuery) -> Vec<(String, ApiKey)> {
+    let found: Vec<(&String, &ApiKey)> = match query {
+        KeyQuery::Account(account) => credentials.keys_of(*account).collect(),
+        KeyQuery::One(key_id) => credentials
+            .by_key
+            .get_key_value(key_id)
+            .into_iter()
+            .collect(),
+    };
+    found
+        .into_iter()
+        .map(|(id, key)| {
+            let mut key = key.clone();
+            key.secret = None;
+            (id.clone(), key)
+        })
+        .collect()
 }
 
 fn position(state: &ServerState) -> Position {
@@ -237,37 +274,97 @@ fn orders(state: &ServerState, history: &History, query: &OrderQuery) -> Orders 
     }
 }
 
-/// Every API credential as of the last applied entry, readable from any
-/// thread. Credentials are only ever added (an account's never changes),
-/// so the core thread adds each new one in place, O(1), rather than
-/// publishing a fresh copy of them all.
-#[derive(Debug, Default)]
+/// An API key as the gateway checks it: what it may do, and what verifies
+/// its signatures.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Credential {
+    pub account: AccountId,
+    pub scopes: Scopes,
+    /// Log time (Unix nanoseconds) from which it is refused.
+    pub expires_at: Option<u64>,
+    /// Address ranges it may be used from; empty: any.
+    pub allow: Vec<IpNet>,
+    pub verifier: Verifier,
+}
+
+impl Credential {
+    /// Whether a request from `peer` may use the key; an unknown address
+    /// passes only a key without an allow-list.
+    pub fn allows(&self, peer: Option<std::net::IpAddr>) -> bool {
+        if self.allow.is_empty() {
+            return true;
+        }
+        let Some(peer) = peer else {
+            return false;
+        };
+        // An IPv4 client reaching an IPv6 socket shows as ::ffff:a.b.c.d.
+        let peer = match peer {
+            std::net::IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(peer, std::net::IpAddr::V4),
+            v4 => v4,
+        };
+        self.allow.iter().any(|net| net.contains(&peer))
+    }
+}
+
+#[derive(Clone, PartialEq, Eq)]
+pub enum Verifier {
+    /// The HMAC secret (hex text, used as its UTF-8 bytes).
+    Hmac(String),
+    /// The Ed25519 public key.
+    Ed25519([u8; 32]),
+}
+
+// Secrets stay out of logs and panic messages.
+impl std::fmt::Debug for Verifier {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Verifier::Hmac(_) => f.write_str("Hmac(..)"),
+            Verifier::Ed25519(public_key) => write!(f, "Ed25519({})", hex::encode(public_key)),
+        }
+    }
+}
+
+/// Every API key as of the last applied entry, readable from any thread,
+/// with HMAC secrets derived from the master key. The core thread updates
+/// the keys each entry touches in place rather than publishing a fresh
+/// copy of them all.
+#[derive(Debug)]
 pub(crate) struct SharedCredentials {
+    master: MasterKey,
     by_key: RwLock<HashMap<String, Credential>>,
 }
 
 impl SharedCredentials {
-    pub(crate) fn new(credentials: &Credentials) -> Self {
-        SharedCredentials {
-            by_key: RwLock::new(copy(credentials)),
-        }
+    pub(crate) fn new(credentials: &Credentials, master: MasterKey) -> Self {
+        let by_key = RwLock::new(copy(credentials, &master));
+        SharedCredentials { master, by_key }
     }
 
-    pub(crate) fn insert(&self, key: &str, credential: Credential) {
+    /// Brings the keys `key_ids` in line with the state.
+    pub(crate) fn refresh(&self, key_ids: &[&str], credentials: &Credentials) {
         // A poisoned lock only means a reader panicked; the map is whole.
-        self.by_key
-            .write()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(key.to_owned(), credential);
+        let mut by_key = self.by_key.write().unwrap_or_else(|p| p.into_inner());
+        for &key_id in key_ids {
+            match credentials.by_key.get(key_id) {
+                Some(key) => {
+                    if let Some(credential) = credential(key_id, key, &self.master) {
+                        by_key.insert(key_id.to_owned(), credential);
+                    }
+                }
+                None => {
+                    by_key.remove(key_id);
+                }
+            }
+        }
     }
 
     /// After the state was replaced by a snapshot.
     pub(crate) fn replace(&self, credentials: &Credentials) {
-        let fresh = copy(credentials);
+        let fresh = copy(credentials, &self.master);
         *self.by_key.write().unwrap_or_else(|p| p.into_inner()) = fresh;
     }
 
-    fn get(&self, key: &str) -> Option<Credential> {
+    pub(crate) fn get(&self, key: &str) -> Option<Credential> {
         self.by_key
             .read()
             .unwrap_or_else(|p| p.into_inner())
@@ -276,20 +373,52 @@ impl SharedCredentials {
     }
 }
 
-fn copy(credentials: &Credentials) -> HashMap<String, Credential> {
+/// How the key is checked; `None` for a key the state holds but no
+/// request can use (an Ed25519 key or allow-list that does not parse,
+/// which the gateway never proposes).
+fn credential(key_id: &str, key: &ApiKey, master: &MasterKey) -> Option<Credential> {
+    let verifier = match (&key.ed25519, &key.secret) {
+        (Some(public_key), _) => {
+            let bytes: [u8; 32] = hex::decode(public_key).ok()?.try_into().ok()?;
+            Verifier::Ed25519(bytes)
+        }
+        (None, Some(secret)) => Verifier::Hmac(secret.clone()),
+        (None, None) => Verifier::Hmac(master.derive_secret(key_id)),
+    };
+    Some(Credential {
+        account: key.account,
+        scopes: key.scopes,
+        expires_at: key.expires_at,
+        allow: parse_allow(&key.allow).ok()?,
+        verifier,
+    })
+}
+
+fn copy(credentials: &Credentials, master: &MasterKey) -> HashMap<String, Credential> {
     credentials
         .by_key
         .iter()
-        .map(|(key, credential)| (key.clone(), credential.clone()))
+        .filter_map(|(id, key)| Some((id.clone(), credential(id, key, master)?)))
         .collect()
 }
 
 /// The named reads.
 impl Handle {
-    /// The API key's credential: every account whose creation has been
-    /// answered. Served without the core thread.
+    /// The API key's credential: every key whose creation has been
+    /// answered, until its revocation is. Served without the core thread.
     pub fn credential(&self, api_key: &str) -> Option<Credential> {
         self.credentials().get(api_key)
+    }
+
+    /// The HMAC secret of the key `key_id` (derived from the master key):
+    /// what the create and rotate answers show once.
+    pub fn hmac_secret(&self, key_id: &str) -> String {
+        self.credentials().master.derive_secret(key_id)
+    }
+
+    /// API keys as the state holds them (no secrets).
+    pub async fn api_keys(&self, query: KeyQuery) -> Result<Vec<(String, ApiKey)>, SubmitError> {
+        self.ask(|reply| Read::ApiKeys(query, reply)).await
     }
 
     /// The command and Raft entry last applied.

@@ -34,7 +34,7 @@ use crate::reads::{self, Read, SharedCredentials};
 use crate::replication::{
     ClusterShared, MembershipError, RaftControl, RaftLoop, RaftMeta, ReplicationStatus,
 };
-use crate::state::{Applied, Credential, StateCopy};
+use crate::state::{Applied, StateCopy};
 
 #[derive(Debug, Error, Clone, PartialEq, Eq)]
 pub enum SubmitError {
@@ -66,6 +66,8 @@ pub struct PipelineConfig {
     /// Take a snapshot after this many entries (0: never).
     pub snapshot_every: u64,
     pub snapshot_dir: std::path::PathBuf,
+    /// What HMAC API secrets are derived from ([`crate::master_key`]).
+    pub master_key: crate::master_key::MasterKey,
 }
 
 /// What the Raft thread is started with.
@@ -265,7 +267,10 @@ impl Pipeline {
             .raft_applied
             .store(state.state.raft_index, Ordering::Release);
         let (control_tx, control_rx) = bounded(64);
-        let credentials = Arc::new(SharedCredentials::new(&state.state.credentials));
+        let credentials = Arc::new(SharedCredentials::new(
+            &state.state.credentials,
+            config.master_key.clone(),
+        ));
         let handle = Handle {
             control: control_tx,
             submit: submit_tx,
@@ -406,24 +411,12 @@ fn core_loop(
                         let index = core_state.state.applied_index + 1;
                         let mut applied = core_state.apply(index, &entry);
                         applied.raft_index = batch.meta.index;
-                        // Before the answer goes out: whoever hears of the
-                        // account can sign with its key at once.
-                        if let (
-                            LogEntry::CreateAccount {
-                                api_key,
-                                api_secret,
-                                ..
-                            },
-                            Some(account),
-                        ) = (&entry, applied.account)
-                        {
-                            credentials.insert(
-                                api_key,
-                                Credential {
-                                    account,
-                                    secret: api_secret.clone(),
-                                },
-                            );
+                        // Before the answer goes out: whoever hears of a
+                        // new key can sign with it at once, and a revoked
+                        // one is refused from then on.
+                        let key_ids = entry.key_ids();
+                        if !key_ids.is_empty() {
+                            credentials.refresh(&key_ids, &core_state.state.credentials);
                         }
                         let applied = Arc::new(applied);
                         metrics.commands.fetch_add(1, Ordering::Relaxed);
@@ -444,13 +437,16 @@ fn core_loop(
                     core_state.state.raft_index = batch.meta.index;
                     last_meta = Some(batch.meta);
                 }
-                publish(&mut done, &events, &metrics);
                 metrics
                     .applied_index
                     .store(core_state.state.applied_index, Ordering::Relaxed);
+                // Before the answers: a gateway hearing of a revoked key
+                // must find this node caught up, and so call the key
+                // unknown rather than not yet known.
                 cluster
                     .raft_applied
                     .store(core_state.state.raft_index, Ordering::Release);
+                publish(&mut done, &events, &metrics);
                 if config.snapshot_every > 0 && since_snapshot >= config.snapshot_every {
                     if let Some(meta) = &last_meta {
                         since_snapshot = 0;

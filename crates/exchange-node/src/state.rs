@@ -20,7 +20,6 @@
 //! file is passed over for an older one), and the log below the snapshot
 //! may be compacted away.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use exchange_core::Engine;
@@ -40,19 +39,7 @@ const SNAPSHOT_TAG: &[u8; 6] = b"EXSNAP";
 /// The snapshot format written.
 pub const SNAPSHOT_VERSION: u16 = 2;
 
-/// An account's API credential.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Credential {
-    pub account: AccountId,
-    pub secret: String,
-}
-
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Credentials {
-    pub by_key: BTreeMap<String, Credential>,
-    /// Account ids are handed out in order; 0 is the fee account.
-    pub next_account: AccountId,
-}
+pub use crate::keys::{ApiKey, Credentials, KeyError};
 
 /// What applying one entry produced.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -65,14 +52,19 @@ pub struct Applied {
     /// reads the log files).
     pub raft_index: u64,
     /// The entry's timestamp, its command's name and the account that
-    /// issued it (for `create_account`, the new one): what the reporting
+    /// issued it (for `create_account`, the new one; for a key command,
+    /// the key's account): what the reporting
     /// service's audit record needs besides the events.
     pub ts: u64,
     pub command: &'static str,
     pub actor: Option<AccountId>,
     pub events: Vec<Event>,
-    /// For `create_account`: the new account's id.
+    /// For `create_account`: the new account's id; for a key command that
+    /// was applied, the key's account.
     pub account: Option<AccountId>,
+    /// For a key command the core refused: why (every replica refuses it
+    /// alike, and the state did not change).
+    pub key_error: Option<KeyError>,
     /// For a place, cancel or replace: its order as this entry left it,
     /// so the gateway answers without asking the core thread again.
     pub order: Option<Arc<OrderRecord>>,
@@ -129,10 +121,7 @@ impl ServerState {
     pub fn new() -> Self {
         ServerState {
             engine: Engine::new(),
-            credentials: Credentials {
-                by_key: BTreeMap::new(),
-                next_account: 1,
-            },
+            credentials: Credentials::new(),
             market_sequences: MarketSequences::default(),
             applied_index: 0,
             raft_index: 0,
@@ -159,22 +148,40 @@ impl ServerState {
                 self.market_sequences.record(index, &applied.events);
             }
             LogEntry::CreateAccount {
+                ts,
                 api_key,
-                api_secret,
-                ..
+                legacy_secret,
             } => {
-                let account = self.credentials.next_account;
-                self.credentials.next_account += 1;
-                self.credentials.by_key.insert(
-                    api_key.clone(),
-                    Credential {
-                        account,
-                        secret: api_secret.clone(),
-                    },
-                );
-                applied.account = Some(account);
                 applied.command = "create_account";
-                applied.actor = Some(account);
+                let created =
+                    self.credentials
+                        .create_account(*ts, api_key, legacy_secret.as_deref());
+                settle(&mut applied, created);
+            }
+            LogEntry::CreateKey { ts, account, key } => {
+                applied.command = "create_api_key";
+                let created = self.credentials.create_key(*ts, *account, key);
+                settle(&mut applied, created.map(|()| *account));
+            }
+            LogEntry::RevokeKey {
+                key_id, account, ..
+            } => {
+                applied.command = "revoke_api_key";
+                let revoked = self.credentials.revoke(key_id, *account);
+                settle(&mut applied, revoked.map(|key| key.account));
+            }
+            LogEntry::RotateKey {
+                ts,
+                key_id,
+                account,
+                new_key_id,
+                ed25519,
+            } => {
+                applied.command = "rotate_api_key";
+                let rotated =
+                    self.credentials
+                        .rotate(*ts, key_id, *account, new_key_id, ed25519.as_deref());
+                settle(&mut applied, rotated);
             }
         }
         applied
@@ -308,6 +315,18 @@ pub(crate) fn answered_order(command: &Command, events: &[Event]) -> Option<Orde
             ) => Some(update.order_id),
             _ => None,
         })
+}
+
+/// Records a key command's outcome: the account it acted for, or why it
+/// was refused.
+fn settle(applied: &mut Applied, outcome: Result<AccountId, KeyError>) {
+    match outcome {
+        Ok(account) => {
+            applied.account = Some(account);
+            applied.actor = Some(account);
+        }
+        Err(error) => applied.key_error = Some(error),
+    }
 }
 
 /// The account a command acts for, if any.

@@ -98,6 +98,7 @@ async fn start_node(dir: &std::path::Path, snapshot_every: u64) -> (Pipeline, Ha
         events_buffer: 8,
         snapshot_every,
         snapshot_dir: dir.join("snapshots"),
+        master_key: exchange_node::master_key::MasterKey::from_bytes([1; 32]),
     };
     let (pipeline, _) = recovery::start(dir, config).expect("start a node");
     let handle = pipeline.handle.clone();

@@ -14,6 +14,7 @@ use exchange_marketdata_service::{self as marketdata, MarketDataError};
 use exchange_node::config::Config;
 use exchange_node::instruments::{ensure_instruments, InstrumentError};
 use exchange_node::limits::WS_SHUTDOWN_WAIT;
+use exchange_node::master_key::{MasterKey, MasterKeyError, MasterKeySource, MASTER_KEY_ENV};
 use exchange_node::recovery::{self, RecoveryError, RecoveryReport};
 use exchange_node::replication::ClusterSettings;
 use exchange_node::{random_hex, GatewayStart, Handle, PipelineConfig, SubmitError};
@@ -42,6 +43,8 @@ pub enum ServerError {
     MarketData(#[from] MarketDataError),
     #[error("reporting store: {0}")]
     Reporting(#[from] exchange_reporting::StoreError),
+    #[error("master key: {0}")]
+    MasterKey(#[from] MasterKeyError),
     #[error("admin token file {path}: {problem}")]
     AdminToken {
         path: std::path::PathBuf,
@@ -101,14 +104,25 @@ pub fn admin_token(config: &Config) -> Result<(String, bool), ServerError> {
     Ok((token, true))
 }
 
-fn pipeline_config(config: &Config) -> PipelineConfig {
-    PipelineConfig {
+fn pipeline_config(config: &Config) -> Result<PipelineConfig, ServerError> {
+    let (master_key, source) =
+        MasterKey::load(config.master_key_file.as_deref(), &config.data_dir)?;
+    match source {
+        MasterKeySource::Generated(path) => eprintln!(
+            "master key (generated, saved in {}): give every node of a cluster the same one",
+            path.display()
+        ),
+        MasterKeySource::File(path) => eprintln!("master key: {}", path.display()),
+        MasterKeySource::Environment => eprintln!("master key: from {MASTER_KEY_ENV}"),
+    }
+    Ok(PipelineConfig {
         submit_queue: config.submit_queue,
         core_queue: config.core_queue,
         events_buffer: config.events_buffer,
         snapshot_every: config.snapshot_every,
         snapshot_dir: recovery::snapshot_dir(&config.data_dir),
-    }
+        master_key,
+    })
 }
 
 /// Prints what recovery did; an operator must see dropped bytes.
@@ -161,7 +175,7 @@ pub async fn run_with_gateways(
     };
     let (stop_gateways, stopping) = tokio::sync::watch::channel(false);
     let (pipeline, report) =
-        recovery::start_cluster(&data_dir, pipeline_config(&config), &cluster)?;
+        recovery::start_cluster(&data_dir, pipeline_config(&config)?, &cluster)?;
     report_recovery(&report);
     let handle = pipeline.handle.clone();
     let reporting = if config.reporting.enabled {

@@ -237,6 +237,7 @@ impl ProxiedCluster {
             .args(["--listen", &format!("127.0.0.1:{http}")])
             .args(["--node-id", &id.to_string(), "--peers", &peers.join(",")])
             .env("EXCHANGE_ADMIN_TOKEN", ADMIN_TOKEN)
+            .env("EXCHANGE_MASTER_KEY", crate::http::MASTER_KEY)
             .env("RUST_BACKTRACE", "0")
             .stdin(Stdio::null())
             .stdout(Stdio::null())

@@ -79,6 +79,7 @@ impl Node {
             events_buffer: 65_536,
             snapshot_every: 0,
             snapshot_dir: recovery::snapshot_dir(dir),
+            master_key: exchange_node::master_key::MasterKey::from_bytes([1; 32]),
         };
         let (pipeline, _) = recovery::start(dir, pipeline_config).expect("start the node");
         let handle = pipeline.handle.clone();

@@ -5,6 +5,7 @@ mod admin_token;
 mod bench;
 mod cluster;
 mod feed;
+mod keys;
 mod replay;
 mod report;
 
@@ -51,6 +52,9 @@ enum Cmd {
     /// A local Raft cluster (up, down) and any cluster's status.
     #[command(subcommand)]
     Cluster(cluster::ClusterCmd),
+    /// API keys: create, list, revoke, rotate (through a node's admin routes).
+    #[command(subcommand)]
+    Keys(keys::KeysCmd),
     /// Member risk controls on a running server: suspend, reinstate,
     /// limits, market-maker protection.
     Admin(admin::AdminArgs),
@@ -72,6 +76,11 @@ struct ServeArgs {
     /// is never taken on the command line, where `ps` shows it.
     #[arg(long)]
     admin_token_file: Option<PathBuf>,
+    /// File (mode 0600) with the 64-hex-digit master key API secrets are
+    /// derived from (EXCHANGE_MASTER_KEY wins; neither: DATA_DIR/master_key,
+    /// generated on first start).
+    #[arg(long)]
+    master_key_file: Option<PathBuf>,
     /// Create demo accounts and run a small market maker and takers.
     #[arg(long)]
     demo: bool,
@@ -113,6 +122,9 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
     }
     if args.admin_token_file.is_some() {
         config.admin_token_file = args.admin_token_file;
+    }
+    if args.master_key_file.is_some() {
+        config.master_key_file = args.master_key_file;
     }
     if args.reporting_url.is_some() {
         config.reporting.url = args.reporting_url;
@@ -265,6 +277,7 @@ fn run(command: Cmd) -> anyhow::Result<()> {
         Cmd::Feed(cmd) => feed::run(cmd),
         Cmd::Report(args) => report::run(args),
         Cmd::Cluster(cmd) => cluster::run(cmd),
+        Cmd::Keys(cmd) => keys::run(cmd),
         Cmd::Admin(args) => admin::run(args),
     }
 }

@@ -441,6 +441,8 @@ fn sigkill_under_load_loses_no_acknowledged_order() {
     let journal_only = dir.path().join("journal-only");
     copy_dir(&data, &full);
     copy_dir(&data.join("journal"), &journal_only.join("journal"));
+    // The API secrets are derived from the node's master key, not logged.
+    std::fs::copy(data.join("master_key"), journal_only.join("master_key")).expect("master key");
 
     let restarted = Server::start_with(EXCHANGE, &data, Some(&config));
     let hash = restarted.recovery_hash();

@@ -5,7 +5,7 @@ fn account(n: u64) -> LogEntry {
     LogEntry::CreateAccount {
         ts: n,
         api_key: format!("key{n}"),
-        api_secret: format!("secret{n}"),
+        legacy_secret: None,
     }
 }
 
@@ -99,6 +99,7 @@ async fn a_lone_voter_leads_and_numbers_commands_densely_in_rising_raft_entries(
         events_buffer: 64,
         snapshot_every: 0,
         snapshot_dir: dir.path().join("snapshots"),
+        master_key: crate::master_key::MasterKey::from_bytes([1; 32]),
     };
     let (pipeline, _) = crate::recovery::start(dir.path(), config).unwrap();
     let handle = pipeline.handle.clone();

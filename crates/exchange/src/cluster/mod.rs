@@ -115,6 +115,24 @@ fn admin_token(dir: Option<&Path>) -> anyhow::Result<String> {
     bail!("set EXCHANGE_ADMIN_TOKEN to the cluster's admin token")
 }
 
+/// The master key every node derives API secrets from:
+/// `EXCHANGE_MASTER_KEY`, else the one `up` saved (mode 0600) beside the
+/// nodes, else a new one saved there. Every node gets the same.
+fn master_key(dir: &Path) -> anyhow::Result<String> {
+    use exchange_node::master_key::{MasterKey, MASTER_KEY_ENV, MASTER_KEY_FILE};
+    if let Some(key) = std::env::var(MASTER_KEY_ENV)
+        .ok()
+        .filter(|k| !k.trim().is_empty())
+    {
+        MasterKey::from_hex(&key, MASTER_KEY_ENV)?;
+        return Ok(key.trim().to_string());
+    }
+    let (key, _) = MasterKey::load(None, dir)?;
+    let path = dir.join(MASTER_KEY_FILE);
+    eprintln!("master key: {} (every node uses it)", path.display());
+    Ok(key.to_hex())
+}
+
 struct Layout {
     nodes: u64,
     /// Nodes that founded the cluster; later ones joined it.
@@ -312,6 +330,7 @@ fn reporters_roam(config: Option<&Path>) -> anyhow::Result<bool> {
 fn up(nodes: u64, dir: &Path, port_base: u16, config: Option<&Path>) -> anyhow::Result<()> {
     let layout = layout(dir, nodes, port_base)?;
     let token = admin_token(Some(dir))?;
+    let master_key = master_key(dir)?;
     let exe = std::env::current_exe().context("locating the exchange binary")?;
     let reporters_roam = reporters_roam(config)?;
     let mut started = Vec::new();
@@ -344,6 +363,7 @@ fn up(nodes: u64, dir: &Path, port_base: u16, config: Option<&Path>) -> anyhow::
             .arg("--peer-urls")
             .arg(layout.urls())
             .env("EXCHANGE_ADMIN_TOKEN", &token)
+            .env(exchange_node::master_key::MASTER_KEY_ENV, &master_key)
             .stdin(Stdio::null())
             .stdout(log.try_clone()?)
             .stderr(log);
