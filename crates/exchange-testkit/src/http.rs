@@ -24,19 +24,30 @@ const IO_TIMEOUT: Duration = Duration::from_secs(20);
 /// Unix milliseconds, as signed requests carry them; later on every call,
 /// since the server accepts a signed request once and two identical
 /// requests signed in the same millisecond would be the same request.
+/// More than one call per millisecond runs the count ahead of the wall
+/// clock; past [`MAX_AHEAD_MS`] the caller waits for the clock, since the
+/// server refuses a timestamp more than a second ahead of its own time.
 pub fn unix_now_ms() -> u64 {
     static LAST: AtomicU64 = AtomicU64::new(0);
-    let wall = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .expect("clock after 1970")
-        .as_millis() as u64;
-    let previous = LAST
-        .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |last| {
-            Some(wall.max(last + 1))
-        })
-        .unwrap_or(0);
-    wall.max(previous + 1)
+    loop {
+        let wall = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .expect("clock after 1970")
+            .as_millis() as u64;
+        let taken = LAST.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |last| {
+            let next = wall.max(last + 1);
+            (next <= wall + MAX_AHEAD_MS).then_some(next)
+        });
+        match taken {
+            Ok(previous) => return wall.max(previous + 1),
+            Err(_) => std::thread::sleep(Duration::from_millis(1)),
+        }
+    }
 }
+
+/// How far [`unix_now_ms`] may run ahead of the wall clock: well inside
+/// the second the server allows.
+const MAX_AHEAD_MS: u64 = 250;
 
 /// Lowercase hex HMAC-SHA256 over `timestamp + METHOD + path_and_query + body`.
 pub fn sign(
@@ -413,4 +424,27 @@ pub fn resting_order(n: usize, client_order_id: &str) -> String {
         ("sell", 61_000 + n)
     };
     limit(side, &price.to_string(), "0.01", client_order_id).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn signing_times_increase_and_never_run_far_ahead_of_the_clock() {
+        let mut previous = 0;
+        for _ in 0..3_000 {
+            let ts = unix_now_ms();
+            let wall = SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .expect("clock after 1970")
+                .as_millis() as u64;
+            assert!(ts > previous, "{ts} after {previous}");
+            assert!(
+                ts <= wall + MAX_AHEAD_MS,
+                "{ts} is more than {MAX_AHEAD_MS} ms past {wall}"
+            );
+            previous = ts;
+        }
+    }
 }
