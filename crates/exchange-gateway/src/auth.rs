@@ -332,8 +332,8 @@ pub struct Identified {
 
 /// The cheap checks, before the body is read: the key's length, the
 /// timestamp, the key's credential (a map lookup, no core thread), then one
-/// request of the key's allowance. A key the node does not know is always
-/// `invalid_api_key`; allowances are kept only for keys that exist, so
+/// request of the key's allowance. A key the node does not know is
+/// `invalid_api_key` once the node has caught up (`catching_up` before); allowances are kept only for keys that exist, so
 /// made-up keys cannot crowd out real ones.
 pub fn identify(app: &AppState, key: &str, timestamp: &str) -> Result<Identified, ApiError> {
     let invalid_key = || ApiError::unauthorized("invalid_api_key", "unknown API key");
@@ -341,7 +341,14 @@ pub fn identify(app: &AppState, key: &str, timestamp: &str) -> Result<Identified
         return Err(invalid_key());
     }
     let timestamp_ms = check_timestamp(timestamp, unix_now_ms(), app.config.recv_window_ms)?;
-    let credential = app.handle.credential(key).ok_or_else(invalid_key)?;
+    let credential = match app.handle.credential(key) {
+        Some(credential) => credential,
+        // A restarted node or a new leader may not have applied the key's
+        // creation yet: "try again", not "no such key", which a client
+        // would take as final.
+        None if !app.handle.settled() => return Err(ApiError::catching_up()),
+        None => return Err(invalid_key()),
+    };
     rate_limit(app, key)?;
     Ok(Identified {
         credential,

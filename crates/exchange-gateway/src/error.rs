@@ -71,6 +71,15 @@ impl ApiError {
         .with_retry_after(1)
     }
 
+    pub fn catching_up() -> Self {
+        ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "catching_up",
+            "this node is still applying the log; retry shortly",
+        )
+        .with_retry_after(1)
+    }
+
     pub fn rate_limited(wait: Duration) -> Self {
         let secs = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
         ApiError::new(

@@ -186,6 +186,11 @@ impl Handle {
         self.cluster.caught_up()
     }
 
+    /// See [`ClusterShared::settled`].
+    pub fn settled(&self) -> bool {
+        self.cluster.settled()
+    }
+
     /// See [`ClusterShared::leader_since_ms`].
     pub fn leader_since_ms(&self) -> u64 {
         self.cluster.leader_since_ms()

@@ -212,6 +212,9 @@ pub struct ClusterShared {
     /// hold everything the cluster committed (as far as this node knows);
     /// `u64::MAX` on a new leader whose first entry has not committed.
     complete_at: AtomicU64,
+    /// Whether the core has been [`caught_up`](Self::caught_up) once since
+    /// the process started or this node last became leader.
+    settled: AtomicBool,
     urls: RwLock<BTreeMap<u64, String>>,
 }
 
@@ -240,6 +243,24 @@ impl ClusterShared {
         self.raft_applied.load(Ordering::Acquire) >= self.complete_at.load(Ordering::Acquire)
     }
 
+    /// Whether a key missing from this node's state is unknown to the
+    /// cluster (`true`) or may be one this node has not applied yet. Unlike
+    /// [`caught_up`](Self::caught_up), which under load is false whenever a
+    /// commit is ahead of the core, this stays true once the node has caught
+    /// up, until it becomes leader again: a restarted node or a new leader
+    /// says "not yet" until it holds what was committed before it, and a
+    /// busy one does not say it for keys that never existed.
+    pub fn settled(&self) -> bool {
+        if self.settled.load(Ordering::Acquire) {
+            return true;
+        }
+        let now = self.caught_up();
+        if now {
+            self.settled.store(true, Ordering::Release);
+        }
+        now
+    }
+
     pub(crate) fn set_urls(&self, urls: BTreeMap<u64, String>) {
         if let Ok(mut known) = self.urls.write() {
             *known = urls;
@@ -266,6 +287,7 @@ impl ClusterShared {
     pub(crate) fn publish(&self, node: &ReplicaNode) {
         let was_leader = self.leader.swap(node.is_leader(), Ordering::AcqRel);
         if node.is_leader() && !was_leader {
+            self.settled.store(false, Ordering::Release);
             let now_ms = std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.as_millis() as u64);

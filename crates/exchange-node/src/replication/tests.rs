@@ -150,6 +150,7 @@ fn a_new_leader_is_caught_up_once_its_first_entry_is_applied() {
     assert_eq!(node.applied(), node.commit_index());
     assert!(!node.committed_in_current_term());
     assert!(!shared.caught_up(), "a leader before its first commit");
+    assert!(!shared.settled(), "a new leader before its first commit");
     // The time it became leader: writes signed earlier may have gone to
     // the previous leader.
     let since = shared.leader_since_ms();
@@ -163,8 +164,20 @@ fn a_new_leader_is_caught_up_once_its_first_entry_is_applied() {
     assert!(node.committed_in_current_term());
     shared.publish(&node);
     assert!(!shared.caught_up(), "committed but not yet applied");
+    assert!(
+        !shared.settled(),
+        "a new leader before it applied its first commit"
+    );
     shared
         .raft_applied
         .store(node.commit_index(), Ordering::Release);
     assert!(shared.caught_up());
+    assert!(shared.settled());
+    // Under load the commit index runs ahead of the core: not caught up,
+    // but a key still missing was never created.
+    shared
+        .complete_at
+        .store(node.commit_index() + 5, Ordering::Release);
+    assert!(!shared.caught_up());
+    assert!(shared.settled(), "a busy node stays settled");
 }
