@@ -13,6 +13,10 @@ use exchange_types::{
     AccountId, CancelReason, ClientOrderId, Event, EventKind, OrderRef, RejectReason,
 };
 
+use std::collections::{HashSet, VecDeque};
+
+use exchange_node::limits::FIX_CLOSED_REMEMBERED;
+
 use crate::inbound::{Request, Role};
 use crate::message::{Message, Outgoing};
 use crate::orders::{OrderCache, OrderState, Report, ReportKind};
@@ -37,6 +41,30 @@ fn rejection(events: &[Event]) -> Option<(&Event, RejectReason, Option<OrderRef>
 pub struct App {
     pub role: Role,
     pub cache: OrderCache,
+    /// ClOrdIDs of this session's orders the core refused, newest last: a
+    /// copy resent with PossResend is answered, not submitted again.
+    refused: RefusedIds,
+}
+
+/// The most recent [`FIX_CLOSED_REMEMBERED`] refused ClOrdIDs.
+#[derive(Default)]
+struct RefusedIds {
+    order: VecDeque<String>,
+    known: HashSet<String>,
+}
+
+impl RefusedIds {
+    fn remember(&mut self, cl_ord_id: &str) {
+        if !self.known.insert(cl_ord_id.to_string()) {
+            return;
+        }
+        self.order.push_back(cl_ord_id.to_string());
+        if self.order.len() > FIX_CLOSED_REMEMBERED {
+            if let Some(oldest) = self.order.pop_front() {
+                self.known.remove(&oldest);
+            }
+        }
+    }
 }
 
 impl App {
@@ -44,6 +72,7 @@ impl App {
         App {
             role,
             cache: OrderCache::default(),
+            refused: RefusedIds::default(),
         }
     }
 
@@ -80,6 +109,7 @@ impl App {
         let refusal = rejection(events);
         match (request, refusal) {
             (Request::Place(echo), Some((event, reason, _))) => {
+                self.refused.remember(&echo.cl_ord_id);
                 let text = reports::reject_text(reason);
                 let exec_id = event.seq.to_string();
                 vec![reports::rejected_order(
@@ -180,10 +210,12 @@ impl App {
             .find_map(|account| self.cache.find(*account, order))
     }
 
-    /// Whether an order of the session already has this ClOrdID (open or
-    /// recently closed).
+    /// Whether an order of the session already had this ClOrdID: open,
+    /// recently closed, or recently refused.
     pub fn knows_cl_ord_id(&self, cl_ord_id: &str) -> bool {
-        ClientOrderId::new(cl_ord_id).is_ok_and(|id| self.find(&OrderRef::Client(id)).is_some())
+        self.refused.known.contains(cl_ord_id)
+            || ClientOrderId::new(cl_ord_id)
+                .is_ok_and(|id| self.find(&OrderRef::Client(id)).is_some())
     }
 
     /// The answer to an OrderStatusRequest (or to an order resent with

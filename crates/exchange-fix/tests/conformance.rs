@@ -237,6 +237,17 @@ async fn a_resent_order_already_taken_is_answered_with_its_state_not_placed_twic
     a.write(&fresh).await;
     assert_eq!(a.recv().await.text(150), Some("0"));
     assert_eq!(open_orders(&node, 1).await, 3);
+    // One the core refused is not submitted again either: the copy gets
+    // the order's status (rejected), not a second rejection.
+    let refused = format!("11=r4|38=100000000|{ORDER}");
+    a.send("D", &refused).await;
+    let first = a.recv().await;
+    assert_eq!((first.text(150), first.text(39)), (Some("8"), Some("8")));
+    let resent = a.encode_with_header("D", "97=Y|", &refused);
+    a.write(&resent).await;
+    let copy = a.recv().await;
+    assert_eq!((copy.text(150), copy.text(39)), (Some("I"), Some("8")));
+    assert_eq!(open_orders(&node, 1).await, 3);
     node.stop().await;
 }
 
