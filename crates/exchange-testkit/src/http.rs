@@ -196,13 +196,20 @@ pub fn send_raw_from(
     port: u16,
     request: &[u8],
 ) -> io::Result<Response> {
+    exchange(connect_from(source, port)?, request)
+}
+
+/// A blocking connection to the server on `port` from the loopback address
+/// `source`: the whole of 127/8 is local, so each address stands for
+/// another client machine.
+pub fn connect_from(source: std::net::Ipv4Addr, port: u16) -> io::Result<TcpStream> {
     let socket = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None)?;
     socket.bind(&std::net::SocketAddr::from((source, 0)).into())?;
     socket.connect_timeout(
         &std::net::SocketAddr::from(([127, 0, 0, 1], port)).into(),
         IO_TIMEOUT,
     )?;
-    exchange(socket.into(), request)
+    Ok(socket.into())
 }
 
 fn exchange(mut stream: TcpStream, request: &[u8]) -> io::Result<Response> {

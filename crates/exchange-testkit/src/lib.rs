@@ -33,8 +33,8 @@ pub use cluster::{
     Proxy,
 };
 pub use http::{
-    build_request, limit, parse_response, resting_order, send_raw, send_raw_from, sign,
-    signature_headers, units, unix_now_ms, Account, Client, Response, ADMIN_TOKEN,
+    build_request, connect_from, limit, parse_response, resting_order, send_raw, send_raw_from,
+    sign, signature_headers, units, unix_now_ms, Account, Client, Response, ADMIN_TOKEN,
 };
 pub use ports::{cluster_port_base, free_port};
 pub use rng::Rng;

@@ -22,18 +22,8 @@ fn start(dir: &Path, config: &str) -> Server {
     Server::start_with(EXCHANGE, &dir.join("data"), Some(&path))
 }
 
-/// A connection to the server from the loopback address `source`: the
-/// whole of 127/8 is local, so each stands for another client machine.
 fn connect_from(source: [u8; 4], port: u16) -> TcpStream {
-    let socket =
-        socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).expect("a socket");
-    socket
-        .bind(&SocketAddr::from((source, 0)).into())
-        .expect("bind the source address");
-    socket
-        .connect(&SocketAddr::from(([127, 0, 0, 1], port)).into())
-        .expect("connect");
-    let stream: TcpStream = socket.into();
+    let stream = exchange_testkit::connect_from(source.into(), port).expect("connect");
     stream.set_nonblocking(true).expect("non-blocking");
     stream
 }

@@ -7,7 +7,7 @@
 //! the server inherits.
 
 use std::io::{ErrorKind, Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::net::TcpStream;
 
 use exchange_testkit::{free_port, wait_until, Client, Server};
 
@@ -17,15 +17,7 @@ const EXCHANGE: &str = env!("CARGO_BIN_EXE_exchange");
 const FD_LIMIT: u64 = 1_100;
 
 fn connect_from(source: [u8; 4], port: u16) -> TcpStream {
-    let socket =
-        socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).expect("a socket");
-    socket
-        .bind(&SocketAddr::from((source, 0)).into())
-        .expect("bind the source address");
-    socket
-        .connect(&SocketAddr::from(([127, 0, 0, 1], port)).into())
-        .expect("connect");
-    let stream: TcpStream = socket.into();
+    let stream = exchange_testkit::connect_from(source.into(), port).expect("connect");
     stream.set_nonblocking(true).expect("non-blocking");
     stream
 }
