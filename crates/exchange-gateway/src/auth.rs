@@ -5,9 +5,10 @@
 //! milliseconds) and `EX-ACCESS-SIGN`: lowercase hex of HMAC-SHA256, keyed
 //! with the API secret's UTF-8 bytes, over
 //! `timestamp + METHOD + path?query + body`. The WebSocket `auth` message signs the same way with `GET` and
-//! `/v1/ws`. Signatures and tokens are compared in constant time; secrets
-//! never leave this module except inside the MAC. An Ed25519 key signs the
-//! same string instead: its 64-byte signature, in hex or standard base64.
+//! `/v1/ws`. Signatures and tokens are compared in constant time
+//! ([`super::signature`]); secrets never leave the gateway except inside
+//! the MAC. An Ed25519 key signs the same string instead: its 64-byte
+//! signature, in hex or standard base64.
 //!
 //! A key that signs correctly is then held to its expiry (401), its
 //! allow-list of client addresses (403) and, route by route, its scopes
@@ -27,13 +28,10 @@ use axum::extract::{ConnectInfo, FromRequest, FromRequestParts, Request};
 use axum::http::header::AUTHORIZATION;
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, StatusCode};
-use base64::Engine as _;
 use exchange_node::keys::{Scope, Scopes};
 use exchange_node::limits::{MAX_API_KEY_LEN, MAX_TIMESTAMP_AHEAD_MS};
 use exchange_node::reads::{Credential, Verifier};
 use exchange_types::AccountId;
-use hmac::{Hmac, Mac};
-use sha2::{Digest, Sha256};
 
 use super::error::{read_body, ApiError};
 use super::replay::{self, Refusal};
@@ -43,97 +41,7 @@ pub const KEY_HEADER: &str = "ex-access-key";
 pub const TIMESTAMP_HEADER: &str = "ex-access-timestamp";
 pub const SIGN_HEADER: &str = "ex-access-sign";
 
-fn mac(
-    secret: &str,
-    timestamp: &str,
-    method: &str,
-    path_and_query: &str,
-    body: &[u8],
-) -> Hmac<Sha256> {
-    let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(secret.as_bytes())
-        .expect("HMAC takes keys of any length");
-    mac.update(timestamp.as_bytes());
-    mac.update(method.as_bytes());
-    mac.update(path_and_query.as_bytes());
-    mac.update(body);
-    mac
-}
-
-/// The signature a client sends (lowercase hex).
-pub fn sign(
-    secret: &str,
-    timestamp: &str,
-    method: &str,
-    path_and_query: &str,
-    body: &[u8],
-) -> String {
-    hex::encode(
-        mac(secret, timestamp, method, path_and_query, body)
-            .finalize()
-            .into_bytes(),
-    )
-}
-
-/// Whether `signature` (hex) is right, compared in constant time.
-pub fn signature_matches(
-    secret: &str,
-    timestamp: &str,
-    method: &str,
-    path_and_query: &str,
-    body: &[u8],
-    signature: &str,
-) -> bool {
-    match hex::decode(signature) {
-        Ok(given) => mac(secret, timestamp, method, path_and_query, body)
-            .verify_slice(&given)
-            .is_ok(),
-        Err(_) => false,
-    }
-}
-
-/// Whether `signature` (hex or standard base64 of the 64 signature bytes)
-/// is the Ed25519 signature of the message by `public_key`. Strict
-/// verification refuses the malleable and small-order forms.
-pub fn ed25519_matches(
-    public_key: &[u8; 32],
-    timestamp: &str,
-    method: &str,
-    path_and_query: &str,
-    body: &[u8],
-    signature: &str,
-) -> bool {
-    let Ok(key) = ed25519_dalek::VerifyingKey::from_bytes(public_key) else {
-        return false;
-    };
-    let bytes = if signature.len() == 128 {
-        hex::decode(signature).ok()
-    } else {
-        base64::engine::general_purpose::STANDARD
-            .decode(signature)
-            .ok()
-    };
-    let Some(signature) = bytes.and_then(|b| <[u8; 64]>::try_from(b).ok()) else {
-        return false;
-    };
-    let signature = ed25519_dalek::Signature::from_bytes(&signature);
-    let mut message =
-        Vec::with_capacity(timestamp.len() + method.len() + path_and_query.len() + body.len());
-    message.extend_from_slice(timestamp.as_bytes());
-    message.extend_from_slice(method.as_bytes());
-    message.extend_from_slice(path_and_query.as_bytes());
-    message.extend_from_slice(body);
-    key.verify_strict(&message, &signature).is_ok()
-}
-
-/// Constant-time equality of two secrets of any length: comparing their
-/// digests hides where (and whether the lengths) differ.
-pub fn ct_eq(a: &[u8], b: &[u8]) -> bool {
-    let (da, db) = (Sha256::digest(a), Sha256::digest(b));
-    da.iter()
-        .zip(db.iter())
-        .fold(0u8, |acc, (x, y)| acc | (x ^ y))
-        == 0
-}
+pub use super::signature::{ct_eq, ed25519_matches, sign, signature_matches};
 
 fn unix_now_ms() -> u64 {
     SystemTime::now()

@@ -47,6 +47,7 @@ pub mod replay;
 mod rest_client;
 #[cfg(test)]
 mod router_tests;
+pub mod signature;
 pub mod stats;
 pub mod status;
 #[cfg(test)]
