@@ -269,6 +269,43 @@ fn private_stream_shows_only_the_accounts_own_updates() {
     assert!(private_messages(&events, 1).is_empty());
 }
 
+#[test]
+fn the_private_stream_tells_an_account_of_its_suspension() {
+    let mut engine = Engine::new();
+    for line in crate::test_support::SETUP {
+        let stamped = exchange_codec::decode_command(line).unwrap();
+        engine.apply(&stamped, &mut Vec::new());
+    }
+    let ask =
+        r#"{"symbol":"BTC-USD","side":"sell","price":"100","qty":"1","client_order_id":"ask"}"#;
+    engine_events(&mut engine, translate_place(2, ask).unwrap());
+    let events = engine_events(&mut engine, Command::Suspend { account: 2 });
+    let mut touched = Vec::new();
+    crate::wire::accounts_of(&events, &mut touched);
+    assert_eq!(touched, [2]);
+    let own = private_messages(&events, 2);
+    let kinds: Vec<(&str, &str)> = own
+        .iter()
+        .map(|m| {
+            (
+                m["type"].as_str().unwrap_or(""),
+                m["event"].as_str().unwrap_or(""),
+            )
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        [("order", "canceled"), ("account", "account_status")]
+    );
+    assert_eq!(
+        (own[1]["status"].as_str(), own[1]["canceled"].as_u64()),
+        (Some("suspended"), Some(1))
+    );
+    assert!(private_messages(&events, 1).is_empty());
+    let events = engine_events(&mut engine, Command::Reinstate { account: 2 });
+    assert_eq!(private_messages(&events, 2)[0]["status"], "active");
+}
+
 #[tokio::test]
 async fn responses_carry_the_order_and_its_fills() {
     let node = funded_node().await;

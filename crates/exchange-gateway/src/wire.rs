@@ -8,7 +8,8 @@
 //! socket does per order).
 
 use exchange_types::{
-    lifecycle, order_updates, AccountId, Change, Dec, Event, EventKind, Rejected, AMOUNT_SCALE,
+    lifecycle, order_updates, AccountId, Change, Dec, Event, EventKind, MmpState, Rejected,
+    AMOUNT_SCALE,
 };
 use serde::{Serialize, Serializer};
 
@@ -160,6 +161,64 @@ pub enum PrivateMessage<'a> {
         #[serde(flatten)]
         fill: FillView<'a>,
     },
+    /// What the operator or a protection did to the account itself: a
+    /// member must see its own suspension or tripped protection as it
+    /// happens, not only the cancels it caused.
+    Account {
+        #[serde(rename = "type")]
+        kind: &'static str,
+        event: &'static str,
+        seq: u64,
+        ts: u64,
+        #[serde(flatten)]
+        fields: AccountFields<'a>,
+    },
+}
+
+#[derive(Serialize)]
+#[serde(untagged)]
+pub enum AccountFields<'a> {
+    Status {
+        status: &'static str,
+        canceled: u32,
+    },
+    Mmp {
+        symbol: &'a str,
+        state: &'static str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        filled_qty: Option<Units>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        fills: Option<u32>,
+    },
+}
+
+/// The account a control event concerns, and its fields.
+fn account_event(kind: &EventKind) -> Option<(AccountId, AccountFields<'_>)> {
+    match kind {
+        EventKind::AccountStatus(e) => Some((
+            e.account,
+            AccountFields::Status {
+                status: if e.suspended { "suspended" } else { "active" },
+                canceled: e.canceled,
+            },
+        )),
+        EventKind::Mmp(e) => {
+            let (filled_qty, fills) = match e.state {
+                MmpState::Tripped { filled_qty, fills } => (Some(Units(filled_qty)), Some(fills)),
+                _ => (None, None),
+            };
+            Some((
+                e.account,
+                AccountFields::Mmp {
+                    symbol: e.symbol.as_str(),
+                    state: e.state.as_str(),
+                    filled_qty,
+                    fills,
+                },
+            ))
+        }
+        _ => None,
+    }
 }
 
 /// An order update: what is common to every event, then its own fields.
@@ -239,6 +298,18 @@ fn update<'a>(event: &Event, name: &'static str, fields: UpdateFields<'a>) -> Pr
 pub fn private_messages(events: &[Event], account: AccountId) -> Vec<PrivateMessage<'_>> {
     let mut out = Vec::new();
     for event in events {
+        if let Some((owner, fields)) = account_event(&event.kind) {
+            if owner == account {
+                out.push(PrivateMessage::Account {
+                    kind: "account",
+                    event: event.kind.name(),
+                    seq: event.seq,
+                    ts: event.ts,
+                    fields,
+                });
+            }
+            continue;
+        }
         if let EventKind::Rejected(rejected) = &event.kind {
             if rejected.account == Some(account) {
                 out.push(update(event, "rejected", rejected_fields(rejected)));
@@ -325,7 +396,7 @@ pub fn accounts_of(events: &[Event], out: &mut Vec<AccountId>) {
     for event in events {
         let rejected = match &event.kind {
             EventKind::Rejected(rejected) => rejected.account,
-            _ => None,
+            kind => account_event(kind).map(|(account, _)| account),
         };
         let touched = order_updates(&event.kind).map(|u| u.account);
         for account in touched.chain(rejected) {
