@@ -306,6 +306,53 @@ fn the_private_stream_tells_an_account_of_its_suspension() {
     assert_eq!(private_messages(&events, 2)[0]["status"], "active");
 }
 
+#[test]
+fn the_private_stream_tells_an_account_its_protection_tripped() {
+    let mut engine = Engine::new();
+    for line in crate::test_support::SETUP {
+        let stamped = exchange_codec::decode_command(line).unwrap();
+        engine.apply(&stamped, &mut Vec::new());
+    }
+    let symbol = Symbol::new("BTC-USD").unwrap();
+    let set = Command::SetMmp(Box::new(exchange_types::SetMmp {
+        account: 2,
+        symbol,
+        window_ns: 60_000_000_000,
+        max_qty: None,
+        max_count: Some(1),
+    }));
+    let events = engine_events(&mut engine, set);
+    assert_eq!(private_messages(&events, 2)[0]["state"], "set");
+    for id in ["a1", "a2", "a3"] {
+        let ask = format!(
+            r#"{{"symbol":"BTC-USD","side":"sell","price":"100","qty":"0.1","client_order_id":"{id}"}}"#
+        );
+        engine_events(&mut engine, translate_place(2, &ask).unwrap());
+    }
+    let bid =
+        r#"{"symbol":"BTC-USD","side":"buy","type":"market","qty":"0.2","client_order_id":"bid"}"#;
+    let events = engine_events(&mut engine, translate_place(1, bid).unwrap());
+    let own = private_messages(&events, 2);
+    let tripped: Vec<&Value> = own.iter().filter(|m| m["type"] == "account").collect();
+    assert_eq!(tripped.len(), 1, "{own:?}");
+    assert_eq!(
+        (
+            tripped[0]["event"].as_str(),
+            tripped[0]["symbol"].as_str(),
+            tripped[0]["state"].as_str(),
+            tripped[0]["fills"].as_u64()
+        ),
+        (Some("mmp"), Some("BTC-USD"), Some("tripped"), Some(2))
+    );
+    assert!(tripped[0]["filled_qty"].is_string());
+    assert!(
+        private_messages(&events, 1)
+            .iter()
+            .all(|m| m["type"] != "account"),
+        "the taker has no protection to hear of"
+    );
+}
+
 #[tokio::test]
 async fn responses_carry_the_order_and_its_fills() {
     let node = funded_node().await;
