@@ -75,7 +75,12 @@ async fn a_read_is_accepted_once_too() {
 #[tokio::test]
 async fn a_request_signed_before_the_node_started_is_stale() {
     let node = funded_node().await;
-    let before: u64 = now().parse().expect("digits");
+    // The wall clock itself: the signing clock `now()` may run ahead of it
+    // when many tests sign at once.
+    let before = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock after 1970")
+        .as_millis() as u64;
     tokio::time::sleep(std::time::Duration::from_millis(5)).await;
     let app = app(&node, |_| {});
     let early = signed_at(2, &before.to_string(), Method::POST, "/v1/orders", ORDER);

@@ -79,17 +79,22 @@ pub async fn call(app: &AppState, request: Request<Body>) -> Reply {
 /// signed in the same millisecond would be one request to the replay guard.
 pub fn now() -> String {
     static LAST: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let wall = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64);
-    let previous = LAST
-        .fetch_update(
+    // Strictly increasing, but never more than 250 ms ahead of the wall
+    // clock: the server refuses a timestamp a second ahead of its own.
+    loop {
+        let wall = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64);
+        let taken = LAST.fetch_update(
             std::sync::atomic::Ordering::Relaxed,
             std::sync::atomic::Ordering::Relaxed,
-            |last| Some(wall.max(last + 1)),
-        )
-        .unwrap_or(0);
-    wall.max(previous + 1).to_string()
+            |last| Some(wall.max(last + 1)).filter(|next| *next <= wall + 250),
+        );
+        match taken {
+            Ok(previous) => return wall.max(previous + 1).to_string(),
+            Err(_) => std::thread::sleep(std::time::Duration::from_millis(1)),
+        }
+    }
 }
 
 pub fn signed_at(
