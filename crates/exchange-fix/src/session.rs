@@ -164,11 +164,9 @@ impl<S: Store> Session<S> {
         out.push(Action::Send(bytes));
     }
 
-    /// Sends an admin message: sequenced, not stored (a resend gap-fills it).
-    fn send_admin(&mut self, now: u64, message: Outgoing, out: &mut Vec<Action>) {
-        if self.phase == Phase::Disconnected {
-            return;
-        }
+    /// `message` encoded as the next outgoing sequence number (not yet
+    /// counted: the caller decides whether it is stored).
+    fn encode_next(&self, now: u64, message: &Outgoing) -> (u64, Vec<u8>) {
         let seq = self.store.next_sender_seq();
         let bytes = self.encode(
             message.msg_type.as_bytes(),
@@ -178,6 +176,15 @@ impl<S: Store> Session<S> {
             &message.routing,
             &message.body,
         );
+        (seq, bytes)
+    }
+
+    /// Sends an admin message: sequenced, not stored (a resend gap-fills it).
+    fn send_admin(&mut self, now: u64, message: Outgoing, out: &mut Vec<Action>) {
+        if self.phase == Phase::Disconnected {
+            return;
+        }
+        let (seq, bytes) = self.encode_next(now, &message);
         self.store.set_next_sender_seq(seq + 1);
         self.transmit(now, bytes, out);
     }
@@ -185,15 +192,7 @@ impl<S: Store> Session<S> {
     /// Sequences and stores an application message; it is written out only
     /// while logged on, else it waits in the store for a resend request.
     pub fn send_app(&mut self, now: u64, message: Outgoing, out: &mut Vec<Action>) {
-        let seq = self.store.next_sender_seq();
-        let bytes = self.encode(
-            message.msg_type.as_bytes(),
-            seq,
-            now,
-            None,
-            &message.routing,
-            &message.body,
-        );
+        let (seq, bytes) = self.encode_next(now, &message);
         self.store.save(seq, &bytes);
         self.store.set_next_sender_seq(seq + 1);
         if self.phase == Phase::Active {
