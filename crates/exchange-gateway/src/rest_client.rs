@@ -1,7 +1,6 @@
 //! Calling the router as a client would: signed, admin and plain requests.
 
 use std::sync::atomic::AtomicBool;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use axum::body::Body;
 use axum::http::{HeaderMap, Method, Request, StatusCode};
@@ -78,23 +77,7 @@ pub async fn call(app: &AppState, request: Request<Body>) -> Reply {
 /// Unix milliseconds, distinct on every call: two identical requests
 /// signed in the same millisecond would be one request to the replay guard.
 pub fn now() -> String {
-    static LAST: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    // Strictly increasing, but never more than 250 ms ahead of the wall
-    // clock: the server refuses a timestamp a second ahead of its own.
-    loop {
-        let wall = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_millis() as u64);
-        let taken = LAST.fetch_update(
-            std::sync::atomic::Ordering::Relaxed,
-            std::sync::atomic::Ordering::Relaxed,
-            |last| Some(wall.max(last + 1)).filter(|next| *next <= wall + 250),
-        );
-        match taken {
-            Ok(previous) => return wall.max(previous + 1).to_string(),
-            Err(_) => std::thread::sleep(std::time::Duration::from_millis(1)),
-        }
-    }
+    exchange_testkit::unix_now_ms().to_string()
 }
 
 pub fn signed_at(
