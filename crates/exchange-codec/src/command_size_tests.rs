@@ -10,7 +10,8 @@ use exchange_types::limits::{
 };
 use exchange_types::{
     AddInstrument, Cancel, Command, Dec, InternalTransfer, MassCancel, OrderRef, OrderType, Place,
-    Replace, SelfTradePrevention, SetMmp, SetRiskLimits, Side, Stamped, TimeInForce, Transfer,
+    PlaceExt, Replace, SelfTradePrevention, SetMmp, SetRiskLimits, Side, Stamped, TimeInForce,
+    Trailing, Transfer,
 };
 use proptest::prelude::*;
 
@@ -66,12 +67,20 @@ fn largest_commands() -> Vec<Stamped> {
             client_order_id: coid,
             symbol,
             side: Side::Sell,
-            order_type: OrderType::Market,
+            order_type: OrderType::StopLimit,
             price: Some(dec),
             qty: dec,
-            tif: TimeInForce::Gtc,
+            tif: TimeInForce::AtClose,
             post_only: false,
             stp: SelfTradePrevention::CancelNewest,
+            ext: Some(Box::new(PlaceExt {
+                stop_price: Some(dec),
+                trailing: Some(Trailing::Amount(dec)),
+                display_qty: Some(dec),
+                funds: Some(dec),
+                expire_ts: Some(u64::MAX),
+                oco_with: Some(coid),
+            })),
         }),
         Command::Cancel(Cancel {
             account,
@@ -273,6 +282,7 @@ fn command() -> impl Strategy<Value = Command> {
                             SelfTradePrevention::CancelBoth,
                             SelfTradePrevention::Decrement,
                         ][stp],
+                        ext: None,
                     })
                 }
             ),

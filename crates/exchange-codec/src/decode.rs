@@ -4,7 +4,8 @@ use exchange_types::ids::InlineStr;
 use exchange_types::limits::{MAX_COMMAND_BYTES, MAX_DECIMAL_DIGITS};
 use exchange_types::{
     AddInstrument, Cancel, Command, Dec, InternalTransfer, MassCancel, OrderRef, OrderType, Place,
-    Replace, SelfTradePrevention, SetMmp, SetRiskLimits, Side, Stamped, TimeInForce, Transfer,
+    PlaceExt, Replace, SelfTradePrevention, SetMmp, SetRiskLimits, Side, Stamped, TimeInForce,
+    Trailing, Transfer,
 };
 
 use crate::raw::{parse_object, Val};
@@ -59,6 +60,13 @@ const PLACE: &[&str] = &[
     "tif",
     "post_only",
     "stp",
+    "stop_price",
+    "trailing_amount",
+    "trailing_bps",
+    "display_qty",
+    "funds",
+    "expire_ts",
+    "oco_with",
 ];
 const CANCEL: &[&str] = &["cmd", "ts", "account", "client_order_id", "order_id"];
 const REPLACE: &[&str] = &[
@@ -97,12 +105,20 @@ const LINK_SUB: &[&str] = &["cmd", "ts", "owner", "sub"];
 const INTERNAL_TRANSFER: &[&str] = &["cmd", "ts", "from", "to", "asset", "amount"];
 
 const SIDES: &[(&str, Side)] = &[("buy", Side::Buy), ("sell", Side::Sell)];
-const ORDER_TYPES: &[(&str, OrderType)] =
-    &[("limit", OrderType::Limit), ("market", OrderType::Market)];
+const ORDER_TYPES: &[(&str, OrderType)] = &[
+    ("limit", OrderType::Limit),
+    ("market", OrderType::Market),
+    ("stop", OrderType::Stop),
+    ("stop_limit", OrderType::StopLimit),
+];
 const TIFS: &[(&str, TimeInForce)] = &[
     ("gtc", TimeInForce::Gtc),
     ("ioc", TimeInForce::Ioc),
     ("fok", TimeInForce::Fok),
+    ("day", TimeInForce::Day),
+    ("gtd", TimeInForce::Gtd),
+    ("at_open", TimeInForce::AtOpen),
+    ("at_close", TimeInForce::AtClose),
 ];
 const STPS: &[(&str, SelfTradePrevention)] = &[
     ("cancel_newest", SelfTradePrevention::CancelNewest),
@@ -285,8 +301,34 @@ fn place(f: &Fields) -> Result<Place, CodecError> {
     let order_type = f.opt_enum("type", ORDER_TYPES)?.unwrap_or(OrderType::Limit);
     // A market order cannot rest, so its natural default is immediate.
     let default_tif = match order_type {
-        OrderType::Limit => TimeInForce::Gtc,
+        OrderType::Limit | OrderType::Stop | OrderType::StopLimit => TimeInForce::Gtc,
         OrderType::Market => TimeInForce::Ioc,
+    };
+    let trailing = match (f.opt_dec("trailing_amount")?, f.opt_u32("trailing_bps")?) {
+        (None, None) => None,
+        (Some(amount), None) => Some(Trailing::Amount(amount)),
+        (None, Some(bps)) => Some(Trailing::Bps(bps)),
+        (Some(_), Some(_)) => {
+            return Err(CodecError::InvalidField {
+                cmd: f.cmd,
+                field: "trailing_bps",
+                problem: "cannot be given with `trailing_amount`".into(),
+            })
+        }
+    };
+    let ext = PlaceExt {
+        stop_price: f.opt_dec("stop_price")?,
+        trailing,
+        display_qty: f.opt_dec("display_qty")?,
+        funds: f.opt_dec("funds")?,
+        expire_ts: f.opt_u64("expire_ts")?,
+        oco_with: f.opt_id("oco_with")?,
+    };
+    // An order sized by funds has no quantity of its own.
+    let qty = match (f.opt_dec("qty")?, ext.funds) {
+        (Some(qty), _) => qty,
+        (None, Some(_)) => Dec::from_units(0),
+        (None, None) => f.req_dec("qty")?,
     };
     Ok(Place {
         account: f.req_u64("account")?,
@@ -295,12 +337,13 @@ fn place(f: &Fields) -> Result<Place, CodecError> {
         side: f.req_enum("side", SIDES)?,
         order_type,
         price: f.opt_dec("price")?,
-        qty: f.req_dec("qty")?,
+        qty,
         tif: f.opt_enum("tif", TIFS)?.unwrap_or(default_tif),
         post_only: f.opt_bool("post_only")?.unwrap_or(false),
         stp: f
             .opt_enum("stp", STPS)?
             .unwrap_or(SelfTradePrevention::CancelNewest),
+        ext: (ext != PlaceExt::default()).then(|| Box::new(ext)),
     })
 }
 

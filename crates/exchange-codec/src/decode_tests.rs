@@ -311,11 +311,17 @@ fn wrong_types_and_values_are_named() {
         (r#""side":"buy""#, r#""side":1"#, "side", "must be a string"),
         (
             r#""type":"limit""#,
-            r#""type":"stop""#,
+            r#""type":"iceberg""#,
             "type",
-            "\"limit\", \"market\"",
+            "\"limit\", \"market\", \"stop\", \"stop_limit\"",
         ),
-        (r#""tif":"gtc""#, r#""tif":"day""#, "tif", "\"fok\""),
+        (r#""tif":"gtc""#, r#""tif":"gtx""#, "tif", "\"at_close\""),
+        (
+            r#""tif":"gtc""#,
+            r#""tif":"gtc","trailing_amount":"1","trailing_bps":5"#,
+            "trailing_bps",
+            "cannot be given with `trailing_amount`",
+        ),
         (
             r#""tif":"gtc""#,
             r#""tif":"gtc","stp":"none""#,

@@ -7,7 +7,7 @@
 //! integers; prices, quantities, amounts and fees are exact decimal
 //! strings (the shortest form, as `format_units` writes).
 
-use exchange_types::{Event, EventKind, MmpState, AMOUNT_SCALE, UNITS_PER_WHOLE};
+use exchange_types::{Event, EventKind, MmpState, TrailingUnits, AMOUNT_SCALE, UNITS_PER_WHOLE};
 
 /// The `,"name":` that starts a member after the first.
 macro_rules! key {
@@ -57,6 +57,28 @@ pub fn encode_event_into(event: &Event, out: &mut Vec<u8>) {
             o.str(key!("tif"), e.tif.as_str());
             o.bool(key!("post_only"), e.post_only);
             o.str(key!("stp"), e.stp.as_str());
+            if let Some(ext) = &e.ext {
+                if let Some(stop_price) = ext.stop_price {
+                    o.units(key!("stop_price"), stop_price);
+                }
+                match ext.trailing {
+                    Some(TrailingUnits::Amount(amount)) => o.units(key!("trailing_amount"), amount),
+                    Some(TrailingUnits::Bps(bps)) => o.uint(key!("trailing_bps"), u64::from(bps)),
+                    None => {}
+                }
+                if let Some(display_qty) = ext.display_qty {
+                    o.units(key!("display_qty"), display_qty);
+                }
+                if let Some(funds) = ext.funds {
+                    o.units(key!("funds"), funds);
+                }
+                if let Some(expire_ts) = ext.expire_ts {
+                    o.uint(key!("expire_ts"), expire_ts);
+                }
+                if let Some(other) = &ext.oco_with {
+                    o.str(key!("oco_with"), other.as_str());
+                }
+            }
         }
         EventKind::Rejected(e) => {
             o.str(key!("command"), e.command);

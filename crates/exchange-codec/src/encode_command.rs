@@ -7,7 +7,7 @@
 //! writes one line per command and benchmarks write millions. Strings and
 //! integers go through the event encoder's writers ([`crate::encode`]).
 
-use exchange_types::{Command, Dec, OrderRef, Stamped};
+use exchange_types::{Command, Dec, OrderRef, Stamped, Trailing};
 
 use crate::encode::{push_json_string, push_u64};
 
@@ -51,6 +51,22 @@ pub fn encode_command_into(stamped: &Stamped, out: &mut Vec<u8>) {
             w.str("tif", p.tif.as_str());
             w.bool("post_only", p.post_only);
             w.str("stp", p.stp.as_str());
+            if let Some(ext) = &p.ext {
+                w.opt_dec("stop_price", ext.stop_price);
+                match ext.trailing {
+                    Some(Trailing::Amount(amount)) => w.dec("trailing_amount", amount),
+                    Some(Trailing::Bps(bps)) => w.u64("trailing_bps", u64::from(bps)),
+                    None => {}
+                }
+                w.opt_dec("display_qty", ext.display_qty);
+                w.opt_dec("funds", ext.funds);
+                if let Some(expire_ts) = ext.expire_ts {
+                    w.u64("expire_ts", expire_ts);
+                }
+                if let Some(other) = &ext.oco_with {
+                    w.str("oco_with", other.as_str());
+                }
+            }
         }
         Command::Cancel(c) => {
             w.u64("account", c.account);
@@ -206,6 +222,8 @@ mod tests {
             r#"{"cmd":"withdraw","account":1,"asset":"USD","amount":"0.5","ts":3}"#,
             r#"{"cmd":"place","account":1,"client_order_id":"c1","symbol":"BTC-USD","side":"buy","type":"limit","price":"100.5","qty":"1.5","tif":"gtc","post_only":true,"stp":"decrement","ts":4}"#,
             r#"{"cmd":"place","account":1,"client_order_id":"m1","symbol":"BTC-USD","side":"sell","type":"market","qty":"1","tif":"fok","stp":"cancel_both","ts":5}"#,
+            r#"{"cmd":"place","account":1,"client_order_id":"s1","symbol":"BTC-USD","side":"sell","type":"stop_limit","price":"99","qty":"2","tif":"gtd","post_only":false,"stp":"cancel_newest","stop_price":"99.5","trailing_bps":25,"display_qty":"0.5","expire_ts":9000000000,"oco_with":"tp1","ts":5}"#,
+            r#"{"cmd":"place","account":1,"client_order_id":"f1","symbol":"BTC-USD","side":"buy","type":"market","qty":"0","tif":"ioc","post_only":false,"stp":"cancel_newest","funds":"1000","ts":5}"#,
             r#"{"cmd":"cancel","account":1,"order_id":42,"ts":6}"#,
             r#"{"cmd":"replace","account":1,"client_order_id":"c1","new_client_order_id":"c2","price":"101","qty":"1","ts":7}"#,
             r#"{"cmd":"mass_cancel","account":1,"symbol":"BTC-USD","ts":8}"#,

@@ -173,6 +173,7 @@ fn accepted_omits_price_for_market_orders() {
             tif: TimeInForce::Ioc,
             post_only: false,
             stp: SelfTradePrevention::CancelBoth,
+            ext: None,
         })
     };
     let (text, _) = encoded(accepted(OrderType::Market, None));

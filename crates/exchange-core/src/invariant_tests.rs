@@ -78,6 +78,7 @@ fn place(engine: &mut Engine, account: u64, id: &str, side: Side, price: &str, q
             tif: TimeInForce::Gtc,
             post_only: false,
             stp: SelfTradePrevention::CancelNewest,
+            ext: None,
         }),
     );
     assert!(

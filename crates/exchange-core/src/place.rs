@@ -53,6 +53,15 @@ impl Engine {
         if place.account == FEE_ACCOUNT {
             return Err(RejectReason::FeeAccountCannotTrade);
         }
+        if place.ext.is_some()
+            || !matches!(place.order_type, OrderType::Limit | OrderType::Market)
+            || !matches!(
+                place.tif,
+                TimeInForce::Gtc | TimeInForce::Ioc | TimeInForce::Fok
+            )
+        {
+            return Err(RejectReason::NotSupported);
+        }
         let account = self
             .accounts
             .index(place.account)
@@ -72,6 +81,7 @@ impl Engine {
             (OrderType::Limit, None) => return Err(RejectReason::PriceRequired),
             (OrderType::Market, Some(_)) => return Err(RejectReason::PriceNotAllowed),
             (OrderType::Market, None) => None,
+            (OrderType::Stop | OrderType::StopLimit, _) => return Err(RejectReason::NotSupported),
         };
         let lots = inst.qty_to_lots(place.qty)?;
         // A market order never rests: good-till-canceled means immediate.
@@ -189,6 +199,7 @@ impl Engine {
                 tif: c.tif,
                 post_only: place.post_only,
                 stp: place.stp,
+                ext: None,
             })
         });
         let slot = self.orders.insert(Order {

@@ -172,6 +172,10 @@ fn tif_code(tif: TimeInForce) -> u8 {
         TimeInForce::Gtc => 0,
         TimeInForce::Ioc => 1,
         TimeInForce::Fok => 2,
+        TimeInForce::Day => 3,
+        TimeInForce::Gtd => 4,
+        TimeInForce::AtOpen => 5,
+        TimeInForce::AtClose => 6,
     }
 }
 
@@ -505,6 +509,10 @@ impl Engine {
                 0 => TimeInForce::Gtc,
                 1 => TimeInForce::Ioc,
                 2 => TimeInForce::Fok,
+                3 => TimeInForce::Day,
+                4 => TimeInForce::Gtd,
+                5 => TimeInForce::AtOpen,
+                6 => TimeInForce::AtClose,
                 _ => return Err(SnapshotError::Invalid("time in force")),
             };
             let stp = match r.u8()? {

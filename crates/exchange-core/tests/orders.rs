@@ -24,6 +24,7 @@ fn limit_order_that_does_not_cross_rests_and_reserves_notional_plus_fee() {
             tif: TimeInForce::Gtc,
             post_only: false,
             stp: SelfTradePrevention::CancelNewest,
+            ext: None,
         })
     );
     // 100 notional + 5 bps taker fee, the largest fee the order may pay.

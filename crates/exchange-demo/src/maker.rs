@@ -249,6 +249,7 @@ impl Maker {
                     tif: TimeInForce::Gtc,
                     post_only: true,
                     stp: SelfTradePrevention::CancelNewest,
+                    ext: None,
                 })
             }
         };
@@ -423,6 +424,7 @@ mod tests {
             tif: TimeInForce::Gtc,
             post_only: true,
             stp: SelfTradePrevention::CancelNewest,
+            ext: None,
         }));
         settle(&mut slot, &Action::Place(QUOTE), &accepted);
         assert_eq!(

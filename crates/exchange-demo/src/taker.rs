@@ -132,6 +132,7 @@ impl Takers {
             tif: TimeInForce::Ioc,
             post_only: false,
             stp: SelfTradePrevention::CancelNewest,
+            ext: None,
         };
         self.handle
             .submit(core_entry(Command::Place(place)))

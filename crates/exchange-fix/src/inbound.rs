@@ -269,6 +269,7 @@ fn place(message: &Message, account: AccountId, now: u64) -> Result<Inbound, Inb
         tif,
         post_only,
         stp,
+        ext: None,
     });
     Ok(Inbound::Submit(Box::new(Submission {
         command,

@@ -27,6 +27,7 @@ fn place(
         tif,
         post_only: false,
         stp: SelfTradePrevention::Decrement,
+        ext: None,
     })
 }
 

@@ -70,14 +70,20 @@ fn ord_type_char(ord_type: OrderType) -> char {
     match ord_type {
         OrderType::Market => '1',
         OrderType::Limit => '2',
+        OrderType::Stop => '3',
+        OrderType::StopLimit => '4',
     }
 }
 
 fn tif_char(tif: TimeInForce) -> char {
     match tif {
+        TimeInForce::Day => '0',
         TimeInForce::Gtc => '1',
+        TimeInForce::AtOpen => '2',
         TimeInForce::Ioc => '3',
         TimeInForce::Fok => '4',
+        TimeInForce::Gtd => '6',
+        TimeInForce::AtClose => '7',
     }
 }
 

@@ -206,7 +206,8 @@ pub fn place(account: AccountId, request: PlaceRequest) -> Result<Command, ApiEr
     };
     // A market order cannot rest, so its natural default is immediate.
     let tif = match (request.tif, order_type) {
-        (Some(TifWire::Gtc), _) | (None, OrderType::Limit) => TimeInForce::Gtc,
+        (Some(TifWire::Gtc), _)
+        | (None, OrderType::Limit | OrderType::Stop | OrderType::StopLimit) => TimeInForce::Gtc,
         (Some(TifWire::Ioc), _) | (None, OrderType::Market) => TimeInForce::Ioc,
         (Some(TifWire::Fok), _) => TimeInForce::Fok,
     };
@@ -233,6 +234,7 @@ pub fn place(account: AccountId, request: PlaceRequest) -> Result<Command, ApiEr
             StpWire::CancelBoth => SelfTradePrevention::CancelBoth,
             StpWire::Decrement => SelfTradePrevention::Decrement,
         },
+        ext: None,
     }))
 }
 

@@ -33,6 +33,7 @@ fn place_request_becomes_the_command() {
         tif: TimeInForce::Fok,
         post_only: false,
         stp: SelfTradePrevention::Decrement,
+        ext: None,
     });
     assert_eq!(place_from(body).unwrap(), expected);
 }

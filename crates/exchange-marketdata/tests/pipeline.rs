@@ -112,6 +112,7 @@ fn random_command(rng: &mut Rng, n: u64) -> Command {
                 },
                 post_only: false,
                 stp: SelfTradePrevention::Decrement,
+                ext: None,
             })
         }
         13..=18 => Command::Cancel(Cancel {

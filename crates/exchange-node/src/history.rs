@@ -277,6 +277,7 @@ mod tests {
             tif: TimeInForce::Gtc,
             post_only: false,
             stp: SelfTradePrevention::CancelNewest,
+            ext: None,
         });
         Event {
             seq: order_id,

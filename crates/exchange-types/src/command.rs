@@ -133,6 +133,56 @@ pub struct Place {
     pub tif: TimeInForce,
     pub post_only: bool,
     pub stp: SelfTradePrevention,
+    /// What only stops, icebergs, orders sized by funds, good-till-date
+    /// and one-cancels-other orders carry. Boxed so that the plain limit
+    /// and market orders that are nearly all of the traffic stay small.
+    pub ext: Option<Box<PlaceExt>>,
+}
+
+/// The rarer parts of an order. An order whose `ext` has every field
+/// `None` is the same order as one without `ext`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PlaceExt {
+    /// Trigger price of a stop or stop-limit order.
+    pub stop_price: Option<Dec>,
+    /// A trailing stop: the stop price follows the best last trade price
+    /// at this distance.
+    pub trailing: Option<Trailing>,
+    /// An iceberg: the quantity shown on the book at a time.
+    pub display_qty: Option<Dec>,
+    /// A market order sized by quote amount instead of quantity; `qty`
+    /// is then zero.
+    pub funds: Option<Dec>,
+    /// Expire time of a good-till-date order, nanoseconds of log time.
+    pub expire_ts: Option<u64>,
+    /// One-cancels-other: the client order id of an open order of the same
+    /// account that is canceled when this one trades or triggers, and the
+    /// other way round.
+    pub oco_with: Option<ClientOrderId>,
+}
+
+/// How far a trailing stop's trigger stays from the price it follows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Trailing {
+    /// A fixed price distance.
+    Amount(Dec),
+    /// A distance in basis points of the followed price.
+    Bps(u32),
+}
+
+impl Place {
+    /// The order's rarer parts, or the default (all `None`).
+    pub fn ext(&self) -> &PlaceExt {
+        static NONE: PlaceExt = PlaceExt {
+            stop_price: None,
+            trailing: None,
+            display_qty: None,
+            funds: None,
+            expire_ts: None,
+            oco_with: None,
+        };
+        self.ext.as_deref().unwrap_or(&NONE)
+    }
 }
 
 /// Names an order either by the exchange's id or by the client's id.

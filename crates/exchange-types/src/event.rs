@@ -67,6 +67,27 @@ pub struct Accepted {
     pub tif: TimeInForce,
     pub post_only: bool,
     pub stp: SelfTradePrevention,
+    /// The rarer parts of the order, as accepted; boxed like the command's.
+    pub ext: Option<Box<AcceptedExt>>,
+}
+
+/// An accepted order's stop, iceberg, funds, expiry and one-cancels-other
+/// details, in units like every event value.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct AcceptedExt {
+    pub stop_price: Option<u64>,
+    pub trailing: Option<TrailingUnits>,
+    pub display_qty: Option<u64>,
+    pub funds: Option<u64>,
+    pub expire_ts: Option<u64>,
+    pub oco_with: Option<ClientOrderId>,
+}
+
+/// A trailing stop's distance: a price in units or basis points.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TrailingUnits {
+    Amount(u64),
+    Bps(u32),
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]

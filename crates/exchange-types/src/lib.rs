@@ -16,13 +16,14 @@ pub mod order;
 pub mod reject;
 
 pub use command::{
-    AddInstrument, Cancel, Command, InternalTransfer, MassCancel, OrderRef, Place, Replace, SetMmp,
-    SetRiskLimits, Stamped, Transfer,
+    AddInstrument, Cancel, Command, InternalTransfer, MassCancel, OrderRef, Place, PlaceExt,
+    Replace, SetMmp, SetRiskLimits, Stamped, Trailing, Transfer,
 };
 pub use decimal::{format_signed_units, format_units, Dec, AMOUNT_SCALE, UNITS_PER_WHOLE};
 pub use event::{
-    Accepted, AccountStatus, Canceled, Event, EventKind, Expired, InstrumentAdded, MassCanceled,
-    Mmp, MmpState, Rejected, Replaced, RiskLimits, SubAccountLinked, Trade,
+    Accepted, AcceptedExt, AccountStatus, Canceled, Event, EventKind, Expired, InstrumentAdded,
+    MassCanceled, Mmp, MmpState, Rejected, Replaced, RiskLimits, SubAccountLinked, Trade,
+    TrailingUnits,
 };
 pub use ids::{AccountId, AssetCode, ClientOrderId, IdError, OrderId, Symbol, TradeId};
 pub use lifecycle::{

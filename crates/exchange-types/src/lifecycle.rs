@@ -384,6 +384,7 @@ mod tests {
             tif: TimeInForce::Gtc,
             post_only: false,
             stp: SelfTradePrevention::CancelNewest,
+            ext: None,
         }
     }
 

@@ -27,6 +27,12 @@ impl Side {
 pub enum OrderType {
     Limit,
     Market,
+    /// Held off the book until the last trade price reaches its stop
+    /// price, then enters as a market order.
+    Stop,
+    /// Held off the book until the last trade price reaches its stop
+    /// price, then enters as a limit order at its price.
+    StopLimit,
 }
 
 impl OrderType {
@@ -34,6 +40,8 @@ impl OrderType {
         match self {
             OrderType::Limit => "limit",
             OrderType::Market => "market",
+            OrderType::Stop => "stop",
+            OrderType::StopLimit => "stop_limit",
         }
     }
 }
@@ -47,6 +55,16 @@ pub enum TimeInForce {
     Ioc,
     /// Fill or kill: fills completely at once, or expires whole.
     Fok,
+    /// Rests until the instrument's trading day closes, then expires.
+    Day,
+    /// Good till date: rests until its expire time (log time) passes.
+    Gtd,
+    /// Takes part in the opening auction only; what it does not fill there
+    /// expires.
+    AtOpen,
+    /// Takes part in the closing auction only; what it does not fill there
+    /// expires.
+    AtClose,
 }
 
 impl TimeInForce {
@@ -55,6 +73,10 @@ impl TimeInForce {
             TimeInForce::Gtc => "gtc",
             TimeInForce::Ioc => "ioc",
             TimeInForce::Fok => "fok",
+            TimeInForce::Day => "day",
+            TimeInForce::Gtd => "gtd",
+            TimeInForce::AtOpen => "at_open",
+            TimeInForce::AtClose => "at_close",
         }
     }
 }

@@ -48,6 +48,7 @@ reject_reasons! {
     InvalidAmount = 113, "invalid_amount", "the amount must be greater than zero";
     UnknownAsset = 114, "unknown_asset", "no listed instrument uses this asset";
     NothingToReplace = 115, "nothing_to_replace", "a replace must change the price, the quantity or the client order id";
+    NotSupported = 199, "not_supported", "this order type or time in force is not supported yet";
     InsufficientFunds = 201, "insufficient_funds", "the available balance does not cover the order";
     PriceOutsideCollar = 202, "price_outside_collar", "the price is outside the instrument's price collar";
     InstrumentHalted = 203, "instrument_halted", "the instrument is halted";

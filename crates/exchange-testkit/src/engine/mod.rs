@@ -59,6 +59,7 @@ pub fn limit(account: u64, id: &str, side: Side, price: &str, qty: &str) -> Plac
         tif: TimeInForce::Gtc,
         post_only: false,
         stp: SelfTradePrevention::CancelNewest,
+        ext: None,
     }
 }
 
@@ -377,6 +378,7 @@ fn place_command(instruments: usize, accounts: u64) -> impl Strategy<Value = Com
                 tif,
                 post_only,
                 stp,
+                ext: None,
             })
         },
     )

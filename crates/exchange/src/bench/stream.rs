@@ -82,6 +82,9 @@ impl StreamStats {
                 (OrderType::Limit, TimeInForce::Gtc) => &mut self.gtc,
                 (OrderType::Limit, TimeInForce::Ioc) => &mut self.ioc,
                 (OrderType::Limit, TimeInForce::Fok) => &mut self.fok,
+                (OrderType::Limit, _) | (OrderType::Stop | OrderType::StopLimit, _) => {
+                    &mut self.other
+                }
             },
             Command::Cancel(_) => &mut self.cancel,
             Command::Replace(_) => &mut self.replace,

@@ -37,8 +37,8 @@ impl OpenOrder {
     /// The limit price; 0 for a market order.
     pub fn price(&self) -> u64 {
         match self.state.order_type {
-            OrderType::Limit => self.state.progress.price.unwrap_or(0),
-            OrderType::Market => 0,
+            OrderType::Limit | OrderType::StopLimit => self.state.progress.price.unwrap_or(0),
+            OrderType::Market | OrderType::Stop => 0,
         }
     }
 

@@ -110,6 +110,7 @@ impl Generator {
             tif,
             post_only: false,
             stp: SelfTradePrevention::CancelNewest,
+            ext: None,
         })
     }
 

@@ -88,6 +88,11 @@ fn tif(tif: TimeInForce) -> orderbook_rs::TimeInForce {
         TimeInForce::Gtc => orderbook_rs::TimeInForce::Gtc,
         TimeInForce::Ioc => orderbook_rs::TimeInForce::Ioc,
         TimeInForce::Fok => orderbook_rs::TimeInForce::Fok,
+        // The peer runs only the standard workload, which rests nothing
+        // with a session-bound time in force.
+        TimeInForce::Day | TimeInForce::Gtd | TimeInForce::AtOpen | TimeInForce::AtClose => {
+            orderbook_rs::TimeInForce::Gtc
+        }
     }
 }
 
