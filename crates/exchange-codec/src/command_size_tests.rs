@@ -9,9 +9,9 @@ use exchange_types::limits::{
     MAX_ENCODED_COMMAND_BYTES, MAX_SYMBOL_LEN,
 };
 use exchange_types::{
-    AddInstrument, Cancel, Command, Dec, InternalTransfer, MassCancel, OrderRef, OrderType, Place,
-    PlaceExt, Replace, SelfTradePrevention, SetMmp, SetRiskLimits, Side, Stamped, TimeInForce,
-    Trailing, Transfer,
+    AddInstrument, Cancel, Command, Dec, InternalTransfer, MassCancel, OrderRef, OrderType, Phase,
+    Place, PlaceExt, Replace, SelfTradePrevention, SetMmp, SetRiskLimits, Side, Stamped,
+    TimeInForce, Trailing, Transfer,
 };
 use proptest::prelude::*;
 
@@ -99,6 +99,11 @@ fn largest_commands() -> Vec<Stamped> {
         }),
         Command::Halt { symbol },
         Command::Resume { symbol },
+        Command::SetPhase {
+            symbol,
+            phase: Phase::VolatilityAuction,
+        },
+        Command::Tick,
         Command::SetRiskLimits(Box::new(SetRiskLimits {
             account,
             max_order_qty: Some(dec),
@@ -308,6 +313,11 @@ fn command() -> impl Strategy<Value = Command> {
             .prop_map(|(account, symbol)| Command::MassCancel(MassCancel { account, symbol })),
         id().prop_map(|symbol| Command::Halt { symbol }),
         id().prop_map(|symbol| Command::Resume { symbol }),
+        (id(), 0..Phase::ALL.len()).prop_map(|(symbol, phase)| Command::SetPhase {
+            symbol,
+            phase: Phase::ALL[phase],
+        }),
+        Just(Command::Tick),
         (
             wide_u64(),
             option(dec()),

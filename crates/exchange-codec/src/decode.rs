@@ -3,9 +3,9 @@
 use exchange_types::ids::InlineStr;
 use exchange_types::limits::{MAX_COMMAND_BYTES, MAX_DECIMAL_DIGITS};
 use exchange_types::{
-    AddInstrument, Cancel, Command, Dec, InternalTransfer, MassCancel, OrderRef, OrderType, Place,
-    PlaceExt, Replace, SelfTradePrevention, SetMmp, SetRiskLimits, Side, Stamped, TimeInForce,
-    Trailing, Transfer,
+    AddInstrument, Cancel, Command, Dec, InternalTransfer, MassCancel, OrderRef, OrderType, Phase,
+    Place, PlaceExt, Replace, SelfTradePrevention, SetMmp, SetRiskLimits, Side, Stamped,
+    TimeInForce, Trailing, Transfer,
 };
 
 use crate::raw::{parse_object, Val};
@@ -22,6 +22,8 @@ pub const COMMAND_NAMES: &[&str] = &[
     "mass_cancel",
     "halt",
     "resume",
+    "set_phase",
+    "tick",
     "set_risk_limits",
     "suspend",
     "reinstate",
@@ -81,6 +83,8 @@ const REPLACE: &[&str] = &[
 ];
 const MASS_CANCEL: &[&str] = &["cmd", "ts", "account", "symbol"];
 const STATUS: &[&str] = &["cmd", "ts", "symbol"];
+const SET_PHASE: &[&str] = &["cmd", "ts", "symbol", "phase"];
+const TICK: &[&str] = &["cmd", "ts"];
 const RISK_LIMITS: &[&str] = &[
     "cmd",
     "ts",
@@ -120,6 +124,17 @@ const TIFS: &[(&str, TimeInForce)] = &[
     ("at_open", TimeInForce::AtOpen),
     ("at_close", TimeInForce::AtClose),
 ];
+const PHASES: &[(&str, Phase)] = &[
+    ("closed", Phase::Closed),
+    ("pre_open", Phase::PreOpen),
+    ("opening_auction", Phase::OpeningAuction),
+    ("continuous", Phase::Continuous),
+    ("closing_call", Phase::ClosingCall),
+    ("closing_auction", Phase::ClosingAuction),
+    ("post_close", Phase::PostClose),
+    ("halted", Phase::Halted),
+    ("volatility_auction", Phase::VolatilityAuction),
+];
 const STPS: &[(&str, SelfTradePrevention)] = &[
     ("cancel_newest", SelfTradePrevention::CancelNewest),
     ("cancel_oldest", SelfTradePrevention::CancelOldest),
@@ -155,6 +170,8 @@ pub fn decode_command(line: &str) -> Result<Stamped, CodecError> {
         "replace" => ("replace", REPLACE),
         "mass_cancel" => ("mass_cancel", MASS_CANCEL),
         "halt" => ("halt", STATUS),
+        "set_phase" => ("set_phase", SET_PHASE),
+        "tick" => ("tick", TICK),
         "resume" => ("resume", STATUS),
         "set_risk_limits" => ("set_risk_limits", RISK_LIMITS),
         "suspend" => ("suspend", ACCOUNT),
@@ -206,6 +223,11 @@ pub fn decode_command(line: &str) -> Result<Stamped, CodecError> {
         "halt" => Command::Halt {
             symbol: f.req_id("symbol")?,
         },
+        "set_phase" => Command::SetPhase {
+            symbol: f.req_id("symbol")?,
+            phase: f.req_enum("phase", PHASES)?,
+        },
+        "tick" => Command::Tick,
         "set_risk_limits" => Command::SetRiskLimits(Box::new(SetRiskLimits {
             account: f.req_u64("account")?,
             max_order_qty: f.opt_dec("max_order_qty")?,

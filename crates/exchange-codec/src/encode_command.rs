@@ -88,6 +88,11 @@ pub fn encode_command_into(stamped: &Stamped, out: &mut Vec<u8>) {
             }
         }
         Command::Halt { symbol } | Command::Resume { symbol } => w.str("symbol", symbol.as_str()),
+        Command::SetPhase { symbol, phase } => {
+            w.str("symbol", symbol.as_str());
+            w.str("phase", phase.as_str());
+        }
+        Command::Tick => {}
         Command::SetRiskLimits(l) => {
             w.u64("account", l.account);
             w.opt_dec("max_order_qty", l.max_order_qty);
@@ -229,6 +234,8 @@ mod tests {
             r#"{"cmd":"mass_cancel","account":1,"symbol":"BTC-USD","ts":8}"#,
             r#"{"cmd":"halt","symbol":"BTC-USD","ts":9}"#,
             r#"{"cmd":"resume","symbol":"BTC-USD","ts":10}"#,
+            r#"{"cmd":"set_phase","symbol":"BTC-USD","phase":"volatility_auction","ts":10}"#,
+            r#"{"cmd":"tick","ts":10}"#,
             r#"{"cmd":"set_risk_limits","account":1,"max_order_qty":"5","max_order_notional":"100000","max_open_orders":50,"price_band_pct":"2.5","ts":11}"#,
             r#"{"cmd":"set_risk_limits","account":1,"ts":12}"#,
             r#"{"cmd":"suspend","account":1,"ts":13}"#,

@@ -113,6 +113,16 @@ impl Engine {
             Command::ResetMmp { account, symbol } => self.reset_mmp(*account, symbol, out),
             Command::LinkSubAccount { owner, sub } => self.link_sub_account(*owner, *sub, out),
             Command::InternalTransfer(t) => self.internal_transfer(t, out),
+            Command::SetPhase { symbol, .. } => self.reject(
+                out,
+                "set_phase",
+                Subject {
+                    symbol: Some(*symbol),
+                    ..Subject::default()
+                },
+                RejectReason::NotSupported,
+            ),
+            Command::Tick => {}
         }
     }
 

@@ -344,7 +344,11 @@ fn command_account(command: &Command) -> Option<AccountId> {
         | Command::ResetMmp { account, .. } => Some(*account),
         Command::LinkSubAccount { owner, .. } => Some(*owner),
         Command::InternalTransfer(t) => Some(t.from),
-        Command::AddInstrument(_) | Command::Halt { .. } | Command::Resume { .. } => None,
+        Command::AddInstrument(_)
+        | Command::Halt { .. }
+        | Command::Resume { .. }
+        | Command::SetPhase { .. }
+        | Command::Tick => None,
     }
 }
 

@@ -7,7 +7,7 @@
 
 use crate::decimal::Dec;
 use crate::ids::{AccountId, AssetCode, ClientOrderId, OrderId, Symbol};
-use crate::order::{OrderType, SelfTradePrevention, Side, TimeInForce};
+use crate::order::{OrderType, Phase, SelfTradePrevention, Side, TimeInForce};
 
 /// A command with the timestamp its log entry carries (nanoseconds since
 /// the Unix epoch). The core never reads a clock.
@@ -59,6 +59,16 @@ pub enum Command {
     /// Moves available funds between an owner and its sub-accounts, or
     /// between two sub-accounts of one owner.
     InternalTransfer(InternalTransfer),
+    /// Moves an instrument to a phase of its trading day (sent by the
+    /// server's scheduler at the scheduled time, or by the operator).
+    SetPhase {
+        symbol: Symbol,
+        phase: Phase,
+    },
+    /// Carries only its time: lets the core act on what falls due with
+    /// time alone (good-till-date expiry, the end of a volatility
+    /// auction) when no other command arrives.
+    Tick,
 }
 
 impl Command {
@@ -81,6 +91,8 @@ impl Command {
             Command::ResetMmp { .. } => "reset_mmp",
             Command::LinkSubAccount { .. } => "link_sub_account",
             Command::InternalTransfer(_) => "internal_transfer",
+            Command::SetPhase { .. } => "set_phase",
+            Command::Tick => "tick",
         }
     }
 }

@@ -29,5 +29,5 @@ pub use ids::{AccountId, AssetCode, ClientOrderId, IdError, OrderId, Symbol, Tra
 pub use lifecycle::{
     order_updates, Change, Liquidity, OrderState, OrderStatus, OrderUpdate, Progress,
 };
-pub use order::{OrderType, SelfTradePrevention, Side, TimeInForce, TradingStatus};
+pub use order::{OrderType, Phase, SelfTradePrevention, Side, TimeInForce, TradingStatus};
 pub use reject::{CancelReason, RejectReason};

@@ -107,6 +107,59 @@ impl SelfTradePrevention {
     }
 }
 
+/// Where an instrument is in its trading day. An instrument without a
+/// schedule stays `Continuous` around the clock.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Phase {
+    /// No orders accepted; resting orders stay.
+    Closed,
+    /// Call phase before the open: orders, replaces and cancels are
+    /// accepted and nothing matches.
+    PreOpen,
+    /// The opening uncross is running.
+    OpeningAuction,
+    /// Continuous matching.
+    Continuous,
+    /// Call phase before the close.
+    ClosingCall,
+    /// The closing uncross is running.
+    ClosingAuction,
+    /// After the close: cancels only.
+    PostClose,
+    /// Stopped by the operator: cancels only; reopens through an auction.
+    Halted,
+    /// A call phase started by a price moving outside its band.
+    VolatilityAuction,
+}
+
+impl Phase {
+    pub const ALL: &'static [Phase] = &[
+        Phase::Closed,
+        Phase::PreOpen,
+        Phase::OpeningAuction,
+        Phase::Continuous,
+        Phase::ClosingCall,
+        Phase::ClosingAuction,
+        Phase::PostClose,
+        Phase::Halted,
+        Phase::VolatilityAuction,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Phase::Closed => "closed",
+            Phase::PreOpen => "pre_open",
+            Phase::OpeningAuction => "opening_auction",
+            Phase::Continuous => "continuous",
+            Phase::ClosingCall => "closing_call",
+            Phase::ClosingAuction => "closing_auction",
+            Phase::PostClose => "post_close",
+            Phase::Halted => "halted",
+            Phase::VolatilityAuction => "volatility_auction",
+        }
+    }
+}
+
 /// Whether an instrument accepts new orders.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum TradingStatus {

@@ -129,7 +129,9 @@ impl Model {
             | Command::SetMmp(_)
             | Command::ResetMmp { .. }
             | Command::LinkSubAccount { .. }
-            | Command::InternalTransfer(_) => Ok(()),
+            | Command::InternalTransfer(_)
+            | Command::SetPhase { .. }
+            | Command::Tick => Ok(()),
         };
         if let Err(reason) = result {
             out.push(Ev::Rejected(command.name(), reason));

@@ -601,6 +601,8 @@ pub fn describe(command: &Command) -> String {
         ),
         Command::Halt { symbol } => format!("halt {symbol}"),
         Command::Resume { symbol } => format!("resume {symbol}"),
+        Command::SetPhase { symbol, phase } => format!("set_phase {symbol} {}", phase.as_str()),
+        Command::Tick => "tick".to_string(),
         Command::SetRiskLimits(l) => format!(
             "set_risk_limits a{} qty={} notional={} open={} band={}",
             l.account,

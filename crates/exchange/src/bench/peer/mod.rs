@@ -107,7 +107,9 @@ pub fn translate(stamped: &Stamped, events: &[Event], tracker: &Tracker) -> Peer
         | Command::SetMmp(_)
         | Command::ResetMmp { .. }
         | Command::LinkSubAccount { .. }
-        | Command::InternalTransfer(_) => PeerOp::Noop,
+        | Command::InternalTransfer(_)
+        | Command::SetPhase { .. }
+        | Command::Tick => PeerOp::Noop,
     }
 }
 
