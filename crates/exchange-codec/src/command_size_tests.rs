@@ -59,6 +59,10 @@ fn largest_commands() -> Vec<Stamped> {
             reference_price: Some(dec),
             maker_fee_bps: i32::MIN,
             taker_fee_bps: i32::MIN,
+            min_notional: Some(dec),
+            static_band_bps: Some(u32::MAX),
+            dynamic_band_bps: Some(u32::MAX),
+            volatility_auction_ns: Some(u64::MAX),
         })),
         Command::Deposit(transfer.clone()),
         Command::Withdraw(transfer),
@@ -251,6 +255,10 @@ fn command() -> impl Strategy<Value = Command> {
                         reference_price,
                         maker_fee_bps,
                         taker_fee_bps,
+                        min_notional: None,
+                        static_band_bps: None,
+                        dynamic_band_bps: None,
+                        volatility_auction_ns: None,
                     }))
                 }
             ),

@@ -45,6 +45,10 @@ const ADD_INSTRUMENT: &[&str] = &[
     "max_qty",
     "price_collar_pct",
     "reference_price",
+    "min_notional",
+    "static_band_pct",
+    "dynamic_band_pct",
+    "volatility_auction_ns",
     "maker_fee_bps",
     "taker_fee_bps",
 ];
@@ -288,6 +292,16 @@ fn add_instrument(f: &Fields) -> Result<AddInstrument, CodecError> {
         reference_price: f.opt_dec("reference_price")?,
         maker_fee_bps: f.req_i32("maker_fee_bps")?,
         taker_fee_bps: f.req_i32("taker_fee_bps")?,
+        min_notional: f.opt_dec("min_notional")?,
+        static_band_bps: f
+            .opt_dec("static_band_pct")?
+            .map(|pct| percent_to_bps(f, "static_band_pct", pct))
+            .transpose()?,
+        dynamic_band_bps: f
+            .opt_dec("dynamic_band_pct")?
+            .map(|pct| percent_to_bps(f, "dynamic_band_pct", pct))
+            .transpose()?,
+        volatility_auction_ns: f.opt_u64("volatility_auction_ns")?,
     })
 }
 

@@ -34,6 +34,18 @@ pub fn encode_command_into(stamped: &Stamped, out: &mut Vec<u8>) {
             w.opt_dec("reference_price", spec.reference_price);
             w.i64("maker_fee_bps", i64::from(spec.maker_fee_bps));
             w.i64("taker_fee_bps", i64::from(spec.taker_fee_bps));
+            w.opt_dec("min_notional", spec.min_notional);
+            w.opt_dec(
+                "static_band_pct",
+                spec.static_band_bps.map(|bps| Dec::new(i64::from(bps), 2)),
+            );
+            w.opt_dec(
+                "dynamic_band_pct",
+                spec.dynamic_band_bps.map(|bps| Dec::new(i64::from(bps), 2)),
+            );
+            if let Some(ns) = spec.volatility_auction_ns {
+                w.u64("volatility_auction_ns", ns);
+            }
         }
         Command::Deposit(t) | Command::Withdraw(t) => {
             w.u64("account", t.account);
@@ -223,6 +235,7 @@ mod tests {
     fn every_command_round_trips() {
         let lines = [
             r#"{"cmd":"add_instrument","symbol":"BTC-USD","base":"BTC","quote":"USD","tick_size":"0.01","lot_size":"0.0001","min_qty":"0.001","max_qty":"100","price_collar_pct":"2.5","reference_price":"100","maker_fee_bps":-1,"taker_fee_bps":5,"ts":1}"#,
+            r#"{"cmd":"add_instrument","symbol":"BTC-USD","base":"BTC","quote":"USD","tick_size":"0.01","lot_size":"0.0001","maker_fee_bps":0,"taker_fee_bps":5,"min_notional":"10","static_band_pct":"10","dynamic_band_pct":"2.5","volatility_auction_ns":120000000000,"ts":1}"#,
             r#"{"cmd":"deposit","account":1,"asset":"USD","amount":"100000","ts":2}"#,
             r#"{"cmd":"withdraw","account":1,"asset":"USD","amount":"0.5","ts":3}"#,
             r#"{"cmd":"place","account":1,"client_order_id":"c1","symbol":"BTC-USD","side":"buy","type":"limit","price":"100.5","qty":"1.5","tif":"gtc","post_only":true,"stp":"decrement","ts":4}"#,

@@ -50,6 +50,13 @@ impl Instrument {
     /// Checks an add-instrument command; the asset indices are resolved by
     /// the caller.
     pub fn from_spec(spec: &AddInstrument, base: u32, quote: u32) -> Result<Self, RejectReason> {
+        if spec.min_notional.is_some()
+            || spec.static_band_bps.is_some()
+            || spec.dynamic_band_bps.is_some()
+            || spec.volatility_auction_ns.is_some()
+        {
+            return Err(RejectReason::NotSupported);
+        }
         let invalid = |_| RejectReason::InvalidInstrument;
         let tick_units = spec.tick_size.to_units().map_err(invalid)?;
         let lot_units = spec.lot_size.to_units().map_err(invalid)?;

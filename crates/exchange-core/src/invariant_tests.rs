@@ -49,6 +49,10 @@ fn engine() -> Engine {
             reference_price: None,
             maker_fee_bps: -1,
             taker_fee_bps: 5,
+            min_notional: None,
+            static_band_bps: None,
+            dynamic_band_bps: None,
+            volatility_auction_ns: None,
         })),
     );
     for account in 1..=3 {

@@ -66,6 +66,10 @@ fn setup() -> Vec<Command> {
             reference_price: None,
             maker_fee_bps: 0,
             taker_fee_bps: 0,
+            min_notional: None,
+            static_band_bps: None,
+            dynamic_band_bps: None,
+            volatility_auction_ns: None,
         })));
     }
     for account in 1..=4 {

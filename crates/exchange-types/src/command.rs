@@ -115,6 +115,19 @@ pub struct AddInstrument {
     pub reference_price: Option<Dec>,
     pub maker_fee_bps: i32,
     pub taker_fee_bps: i32,
+    /// Smallest notional (price times quantity, in quote units) an order
+    /// may have; `None`: no minimum beyond the minimum quantity.
+    pub min_notional: Option<Dec>,
+    /// Static volatility band: half-width in basis points around the
+    /// day's reference price (the last auction price, or the configured
+    /// reference); `None` or zero disables it.
+    pub static_band_bps: Option<u32>,
+    /// Dynamic volatility band: half-width in basis points around the
+    /// last trade; `None` or zero disables it.
+    pub dynamic_band_bps: Option<u32>,
+    /// How long a volatility auction's call phase lasts, nanoseconds of
+    /// log time.
+    pub volatility_auction_ns: Option<u64>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -43,6 +43,10 @@ pub fn btc_usd() -> AddInstrument {
         reference_price: None,
         maker_fee_bps: -1,
         taker_fee_bps: 5,
+        min_notional: None,
+        static_band_bps: None,
+        dynamic_band_bps: None,
+        volatility_auction_ns: None,
     }
 }
 
@@ -201,6 +205,10 @@ pub fn eth_usd() -> AddInstrument {
         reference_price: None,
         maker_fee_bps: 2,
         taker_fee_bps: 10,
+        min_notional: None,
+        static_band_bps: None,
+        dynamic_band_bps: None,
+        volatility_auction_ns: None,
     }
 }
 

@@ -154,6 +154,10 @@ impl Generator {
             reference_price: None,
             maker_fee_bps: -1,
             taker_fee_bps: 5,
+            min_notional: None,
+            static_band_bps: None,
+            dynamic_band_bps: None,
+            volatility_auction_ns: None,
         };
         self.push(Command::AddInstrument(Box::new(listing)), Phase::Setup);
         for account in 1..=self.spec.accounts {
