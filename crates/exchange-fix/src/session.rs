@@ -570,8 +570,16 @@ pub use logon::{sessionless_logout, CREDENTIALS_REFUSED, NOT_A_LOGON};
 mod resend;
 
 #[cfg(test)]
+#[path = "session_test_support.rs"]
+mod test_support;
+
+#[cfg(test)]
 #[path = "session_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "session_wire_tests.rs"]
+mod wire_tests;
 
 #[cfg(test)]
 #[path = "session_conformance_tests.rs"]

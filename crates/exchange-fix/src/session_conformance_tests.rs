@@ -1,22 +1,10 @@
 //! FIX 4.4 Volume 2 rules the session follows, each driven with the raw
 //! bytes a counterparty would write.
 
+use super::test_support::{settings, SEC, T0};
 use super::*;
 use crate::frame::next_frame;
 use crate::store::MemoryStore;
-
-const T0: u64 = 1_700_000_000 * NANOS_PER_SEC;
-const SEC: u64 = NANOS_PER_SEC;
-
-fn settings() -> Settings {
-    Settings {
-        our_comp_id: "EX".into(),
-        their_comp_id: "CLIENT".into(),
-        password: "pw".into(),
-        max_skew_ns: 120 * SEC,
-        logout_timeout_ns: 2 * SEC,
-    }
-}
 
 /// The bytes of a message from `sender` to `target`, `|` for SOH.
 fn bytes_from(
