@@ -174,3 +174,60 @@ async fn round(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core_state::CoreState;
+
+    fn entry(ts: u64, line: &str) -> LogEntry {
+        let mut stamped: Stamped = exchange_codec::decode_command(line).expect("command");
+        stamped.ts = ts;
+        LogEntry::Core(stamped)
+    }
+
+    const LIST: &str = r#"{"cmd":"add_instrument","symbol":"SAP-EUR","base":"SAP","quote":"EUR","tick_size":"0.01","lot_size":"1","maker_fee_bps":0,"taker_fee_bps":0}"#;
+
+    /// The phase the log last set is replicated state: in the hash and the
+    /// snapshot once set, and absent from both (as before schedules
+    /// existed) until then.
+    #[test]
+    fn logged_phases_are_kept_through_a_snapshot_and_hashed() {
+        let mut core = CoreState::new();
+        core.apply(1, &entry(1, LIST));
+        let before = core.state.state_hash();
+        let symbol = Symbol::new("SAP-EUR").unwrap();
+        assert!(core.state.phases.is_empty());
+        let set = |phase: Phase| {
+            LogEntry::Core(Stamped {
+                ts: 2,
+                command: Command::SetPhase { symbol, phase },
+            })
+        };
+        core.apply(2, &set(Phase::PreOpen));
+        core.apply(3, &set(Phase::OpeningAuction));
+        assert_eq!(core.state.phases.get(&symbol), Some(&Phase::OpeningAuction));
+        assert_ne!(core.state.state_hash(), before);
+        let restored = CoreState::restore(&core.snapshot()).expect("restore");
+        assert_eq!(restored.state.phases, core.state.phases);
+        assert_eq!(restored.state.state_hash(), core.state.state_hash());
+        // Without any set_phase the replicated bytes are as before.
+        let mut plain = CoreState::new();
+        plain.apply(1, &entry(1, LIST));
+        plain.apply(2, &entry(2, r#"{"cmd":"tick"}"#));
+        let bytes = plain.snapshot();
+        assert!(!bytes.windows(6).any(|w| w == b"phases"));
+        assert!(core.snapshot().windows(6).any(|w| w == b"phases"));
+        let restored = CoreState::restore(&bytes).expect("restore");
+        assert!(restored.state.phases.is_empty());
+    }
+
+    #[test]
+    fn a_manual_clock_reads_what_it_was_set_to() {
+        let clock = ManualClock::new(5);
+        assert_eq!(clock.now_ns(), 5);
+        clock.set(9);
+        assert_eq!(clock.now_ns(), 9);
+        assert!(SystemClock.now_ns() > 1_700_000_000_000_000_000);
+    }
+}
