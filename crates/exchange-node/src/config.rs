@@ -550,8 +550,10 @@ holidays = ["2026-12-24"]
         assert!(error.contains("schedule \"xetra\": time_zone"), "{error}");
         assert!(toml::from_str::<Config>(&text.replace("holidays", "holiday")).is_err());
         assert_eq!(Config::default().scheduler().unwrap().schedules.len(), 0);
-        let mut silent = Config::default();
-        silent.tick_ms = 0;
+        let silent = Config {
+            tick_ms: 0,
+            ..Config::default()
+        };
         assert_eq!(silent.scheduler().unwrap().tick_interval, None);
     }
 

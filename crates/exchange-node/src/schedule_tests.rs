@@ -174,7 +174,8 @@ fn skipped_and_repeated_local_times_have_one_instant_each() {
 
 #[test]
 fn invalid_schedules_name_the_field() {
-    let cases: [(fn(&mut ScheduleConfig), &str); 7] = [
+    type Change = fn(&mut ScheduleConfig);
+    let cases: [(Change, &str); 7] = [
         (|c| c.time_zone = "Europe/Atlantis".into(), "time_zone"),
         (
             |c| c.open = "07:00".into(),
