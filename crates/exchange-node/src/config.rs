@@ -100,6 +100,14 @@ pub struct Config {
     pub cluster: ClusterConfig,
     /// The REST and WebSocket listener's connections, TLS and `/metrics`.
     pub http: HttpConfig,
+    /// Trading-day schedules (`[[schedule]]`, docs/schedule.md); an
+    /// instrument in none trades continuously around the clock.
+    #[serde(rename = "schedule")]
+    pub schedules: Vec<crate::schedule::ScheduleConfig>,
+    /// The leader logs a `tick` when nothing was logged for this many
+    /// milliseconds, so that what falls due with time alone (expiry, the
+    /// end of a volatility auction) happens without traffic; 0: never.
+    pub tick_ms: u64,
 }
 
 /// The `[reporting]` section.
@@ -361,6 +369,8 @@ impl Default for Config {
             reporting: ReportingConfig::default(),
             cluster: ClusterConfig::default(),
             http: HttpConfig::default(),
+            schedules: Vec::new(),
+            tick_ms: 1_000,
         }
     }
 }
@@ -391,7 +401,19 @@ impl Config {
                 self.recv_window_ms
             ));
         }
+        crate::schedule::build(&self.schedules).map_err(|error| error.to_string())?;
         Ok(())
+    }
+
+    /// The scheduler's settings (schedules checked by [`Config::check`]).
+    pub fn scheduler(&self) -> Result<crate::scheduler::SchedulerConfig, String> {
+        Ok(crate::scheduler::SchedulerConfig {
+            schedules: crate::schedule::build(&self.schedules)
+                .map_err(|error| error.to_string())?,
+            tick_interval: (self.tick_ms > 0)
+                .then(|| std::time::Duration::from_millis(self.tick_ms)),
+            poll: std::time::Duration::from_millis(100),
+        })
     }
 }
 
@@ -494,6 +516,45 @@ mod tests {
             Config::default().cluster.settings().unwrap().voters(),
             vec![1]
         );
+    }
+
+    #[test]
+    fn schedule_sections_parse_and_are_checked_by_field() {
+        let text = r#"
+tick_ms = 500
+
+[[schedule]]
+name = "xetra"
+symbols = ["SAP-EUR"]
+time_zone = "Europe/Berlin"
+pre_open = "08:00"
+open = "09:00"
+closing_call = "17:30"
+close = "17:35"
+closed = "20:00"
+holidays = ["2026-12-24"]
+"#;
+        let parsed: Config = toml::from_str(text).unwrap();
+        assert_eq!(parsed.tick_ms, 500);
+        assert_eq!(parsed.schedules.len(), 1);
+        assert_eq!(parsed.schedules[0].trading_days.len(), 5);
+        parsed.check().unwrap();
+        let scheduler = parsed.scheduler().unwrap();
+        assert_eq!(scheduler.schedules[0].symbols, ["SAP-EUR"]);
+        assert_eq!(
+            scheduler.tick_interval,
+            Some(std::time::Duration::from_millis(500))
+        );
+        let bad: Config = toml::from_str(&text.replace("Europe/Berlin", "Mars/Olympus")).unwrap();
+        let error = bad.check().unwrap_err();
+        assert!(error.contains("schedule \"xetra\": time_zone"), "{error}");
+        assert!(toml::from_str::<Config>(&text.replace("holidays", "holiday")).is_err());
+        assert_eq!(Config::default().scheduler().unwrap().schedules.len(), 0);
+        let silent = Config {
+            tick_ms: 0,
+            ..Config::default()
+        };
+        assert_eq!(silent.scheduler().unwrap().tick_interval, None);
     }
 
     #[test]

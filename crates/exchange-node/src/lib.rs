@@ -30,6 +30,8 @@ mod pipeline;
 pub mod reads;
 pub mod recovery;
 pub mod replication;
+pub mod schedule;
+pub mod scheduler;
 pub mod sequencer;
 pub mod state;
 pub mod threads;

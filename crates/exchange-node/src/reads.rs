@@ -110,6 +110,16 @@ pub(crate) enum Read {
     Orders(OrderQuery, oneshot::Sender<Orders>),
     Audit(oneshot::Sender<Result<(), String>>),
     ApiKeys(KeyQuery, oneshot::Sender<Vec<(String, ApiKey)>>),
+    Phases(oneshot::Sender<Phases>),
+}
+
+/// What the scheduler compares its schedules with.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Phases {
+    /// Every listed instrument.
+    pub listed: std::collections::BTreeSet<Symbol>,
+    /// See [`ServerState::phases`].
+    pub phases: std::collections::BTreeMap<Symbol, exchange_types::Phase>,
 }
 
 /// Which API keys to list.
@@ -128,6 +138,17 @@ pub(crate) fn answer(read: Read, core: &CoreState) {
     match read {
         Read::Position(reply) => {
             let _ = reply.send(position(state));
+        }
+        Read::Phases(reply) => {
+            let _ = reply.send(Phases {
+                listed: state
+                    .engine
+                    .instruments()
+                    .into_iter()
+                    .map(|view| view.symbol)
+                    .collect(),
+                phases: state.phases.clone(),
+            });
         }
         Read::StateHash(reply) => {
             // Copying is the part that must happen here; serialising and
@@ -451,6 +472,11 @@ impl Handle {
 
     pub async fn orders(&self, query: OrderQuery) -> Result<Orders, SubmitError> {
         self.ask(|reply| Read::Orders(query, reply)).await
+    }
+
+    /// The listed instruments and the phase the log last set for each.
+    pub async fn phases(&self) -> Result<Phases, SubmitError> {
+        self.ask(Read::Phases).await
     }
 
     /// Checks the engine's invariants (`Engine::audit`): a full pass over

@@ -56,6 +56,8 @@ pub enum ServerError {
     Http(#[from] exchange_node::config::HttpConfigError),
     #[error("TLS: {0}")]
     Tls(#[from] http::listener::TlsError),
+    #[error("{0}")]
+    Schedule(String),
 }
 
 /// The admin token: from the configured file, the environment, or
@@ -157,6 +159,7 @@ pub async fn run_with_gateways(
     gateways: Vec<GatewayStart>,
 ) -> Result<(), ServerError> {
     config.http.check()?;
+    let scheduler = config.scheduler().map_err(ServerError::Schedule)?;
     // Before anything opens a descriptor: refused certificates stop the
     // start, not the first client.
     let tls = config
@@ -251,7 +254,12 @@ pub async fn run_with_gateways(
     if demo {
         exchange_demo::start(handle.clone(), &data_dir, &config, stopping.clone()).await?;
     }
-    let mut gateway_tasks = Vec::new();
+    let mut gateway_tasks = vec![exchange_node::scheduler::spawn(
+        handle.clone(),
+        scheduler,
+        std::sync::Arc::new(exchange_node::scheduler::SystemClock),
+        stopping.clone(),
+    )];
     for start in gateways {
         gateway_tasks
             .push(start(&handle, &config, stopping.clone()).map_err(ServerError::Gateway)?);
