@@ -210,6 +210,27 @@ pub fn encode_event_into(event: &Event, out: &mut Vec<u8>) {
             o.uint(key!("owner"), e.owner);
             o.uint(key!("sub"), e.sub);
         }
+        EventKind::Phase(e) => {
+            o.str(key!("symbol"), e.symbol.as_str());
+            o.str(key!("phase"), e.phase.as_str());
+        }
+        EventKind::Indicative(e) => {
+            o.str(key!("symbol"), e.symbol.as_str());
+            if let Some(price) = e.price {
+                o.units(key!("price"), price);
+            }
+            o.units(key!("volume"), e.volume);
+            if let Some(side) = e.imbalance_side {
+                o.str(key!("imbalance_side"), side.as_str());
+            }
+            o.units(key!("imbalance_qty"), e.imbalance_qty);
+        }
+        EventKind::Auction(e) => {
+            o.str(key!("symbol"), e.symbol.as_str());
+            o.str(key!("kind"), e.kind.as_str());
+            o.units(key!("price"), e.price);
+            o.units(key!("volume"), e.volume);
+        }
         EventKind::Error(e) => {
             o.uint(key!("line"), e.line);
             o.str(key!("message"), &e.message);

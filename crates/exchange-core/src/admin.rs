@@ -191,7 +191,7 @@ impl Engine {
         } else {
             TradingStatus::Trading
         };
-        let instrument = &mut self.instruments[index as usize];
+        let instrument = &self.instruments[index as usize];
         if instrument.status == status {
             return self.reject(
                 out,
@@ -203,7 +203,6 @@ impl Engine {
                 RejectReason::AlreadyInStatus,
             );
         }
-        instrument.status = status;
         self.emit(
             out,
             EventKind::Status(event::Status {
@@ -211,6 +210,15 @@ impl Engine {
                 status,
             }),
         );
+        // A halt is the halted phase; a resume reopens through an auction
+        // (the book may have been crossed by a call the halt interrupted)
+        // into continuous trading, whatever phase the halt interrupted.
+        let phase = if halt {
+            exchange_types::Phase::Halted
+        } else {
+            exchange_types::Phase::Continuous
+        };
+        self.enter_phase(index, phase, out);
     }
 }
 

@@ -19,6 +19,7 @@ use crate::closed::RecentlyClosed;
 use crate::instrument::Instrument;
 use crate::lookup::Lookup;
 use crate::orders::{Order, OrderPool, NIL};
+use crate::phase::Sessions;
 
 /// The account that collects fees and pays maker rebates. It may deposit
 /// and withdraw but never trade.
@@ -58,6 +59,8 @@ pub struct Engine {
     /// (account, instrument) pairs whose protection tripped during the
     /// current command; always empty between commands.
     pub(crate) mmp_tripped: Vec<(u32, u32)>,
+    /// Call phases and expiries.
+    pub(crate) sessions: Sessions,
 }
 
 impl Default for Engine {
@@ -86,6 +89,7 @@ impl Engine {
             closed: RecentlyClosed::default(),
             mmp_configs: 0,
             mmp_tripped: Vec::new(),
+            sessions: Sessions::default(),
         };
         // The fee account always exists so that fees never need a branch.
         let fee = engine.accounts.get_or_create(FEE_ACCOUNT);
@@ -96,6 +100,9 @@ impl Engine {
     /// Applies one command and appends the events it caused to `out`.
     pub fn apply(&mut self, stamped: &Stamped, out: &mut Vec<Event>) {
         self.now = self.now.max(stamped.ts);
+        if self.now >= self.sessions.next_expiry {
+            self.expire_due(out);
+        }
         match &stamped.command {
             Command::AddInstrument(spec) => self.add_instrument(spec, out),
             Command::Deposit(transfer) => self.deposit(transfer, out),
@@ -113,16 +120,11 @@ impl Engine {
             Command::ResetMmp { account, symbol } => self.reset_mmp(*account, symbol, out),
             Command::LinkSubAccount { owner, sub } => self.link_sub_account(*owner, *sub, out),
             Command::InternalTransfer(t) => self.internal_transfer(t, out),
-            Command::SetPhase { symbol, .. } => self.reject(
-                out,
-                "set_phase",
-                Subject {
-                    symbol: Some(*symbol),
-                    ..Subject::default()
-                },
-                RejectReason::NotSupported,
-            ),
+            Command::SetPhase { symbol, phase } => self.set_phase(symbol, *phase, out),
             Command::Tick => {}
+        }
+        if self.sessions.calls != 0 {
+            self.refresh_indicatives(out);
         }
     }
 
@@ -371,7 +373,8 @@ impl Engine {
         // is never crossed after matching. One look at the opposite best,
         // which matching has just touched.
         assert!(
-            !book.side(side.opposite()).crosses(price),
+            !book.side(side.opposite()).crosses(price)
+                || crate::phase::may_cross(self.instruments[instrument as usize].phase),
             "resting order {} at {price} would cross the book",
             self.orders.get(slot).id
         );

@@ -6,7 +6,11 @@
 
 use exchange_types::decimal::UnitsError;
 use exchange_types::limits::{MAX_COLLAR_BPS, MAX_FEE_BPS};
-use exchange_types::{AddInstrument, Dec, RejectReason, Symbol, TradingStatus, UNITS_PER_WHOLE};
+use exchange_types::{
+    AddInstrument, Dec, Phase, RejectReason, Symbol, TradingStatus, UNITS_PER_WHOLE,
+};
+
+use crate::auction::Uncross;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Instrument {
@@ -28,6 +32,10 @@ pub(crate) struct Instrument {
     pub maker_fee_bps: i32,
     pub taker_fee_bps: i32,
     pub status: TradingStatus,
+    /// Kept in step with `status`: halted exactly when `Halted`.
+    pub phase: Phase,
+    /// The indicative uncrossing last published during a call.
+    pub indicative: Option<Uncross>,
 }
 
 fn price_reason(e: UnitsError) -> RejectReason {
@@ -112,6 +120,8 @@ impl Instrument {
             maker_fee_bps: spec.maker_fee_bps,
             taker_fee_bps: spec.taker_fee_bps,
             status: TradingStatus::Trading,
+            phase: Phase::Continuous,
+            indicative: None,
         };
         if let Some(reference) = spec.reference_price {
             instrument.reference_ticks = Some(

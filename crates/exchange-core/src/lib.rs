@@ -36,6 +36,7 @@
 
 mod accounts;
 mod admin;
+mod auction;
 mod book;
 mod closed;
 mod engine;
@@ -45,6 +46,7 @@ mod lookup;
 mod matching;
 mod oms;
 mod orders;
+mod phase;
 mod place;
 mod risk;
 mod snapshot;

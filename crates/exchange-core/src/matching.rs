@@ -162,7 +162,13 @@ impl Engine {
     /// One trade between the taker and the maker at the head of the best
     /// level, for as much as both have. Returns false, changing nothing, if
     /// a market buy's reservation cannot pay for it.
-    fn fill(&mut self, taker: u32, maker: u32, price: u64, out: &mut Vec<Event>) -> bool {
+    pub(crate) fn fill(
+        &mut self,
+        taker: u32,
+        maker: u32,
+        price: u64,
+        out: &mut Vec<Event>,
+    ) -> bool {
         let t = self.orders.get(taker);
         let m = self.orders.get(maker);
         let lots = t.leaves().min(m.leaves());

@@ -113,8 +113,10 @@ impl Engine {
     fn check_replace(&self, slot: u32, replace: &Replace) -> Result<ReplacePlan, RejectReason> {
         let order = self.orders.get(slot);
         let inst = &self.instruments[order.instrument as usize];
-        if inst.status == exchange_types::TradingStatus::Halted {
-            return Err(RejectReason::InstrumentHalted);
+        if inst.phase != exchange_types::Phase::Continuous {
+            // A replace is a new order for the phase's rules, apart from
+            // the time in force it already passed.
+            Engine::check_phase_place(inst.phase, exchange_types::TimeInForce::Gtc, false)?;
         }
         let risk = self.accounts.list[order.account as usize].risk.as_deref();
         if let Some(risk) = risk {

@@ -9,11 +9,12 @@ use exchange_types::event;
 use exchange_types::limits::{
     MAX_OPEN_ORDERS, MAX_OPEN_ORDERS_PER_ACCOUNT, MAX_PRICE_LEVELS_PER_SIDE,
 };
-use exchange_types::{Event, EventKind, OrderType, Place, RejectReason, Side, TimeInForce};
+use exchange_types::{Event, EventKind, OrderType, Phase, Place, RejectReason, Side, TimeInForce};
 
 use crate::engine::{Engine, Subject, FEE_ACCOUNT};
 use crate::instrument::buy_cost;
 use crate::orders::{Order, NIL};
+use crate::phase::{check_session_tif, rests};
 
 /// What an order needs from its account before it may trade.
 struct Checked {
@@ -25,6 +26,7 @@ struct Checked {
     reserve: u64,
     reserve_asset: u32,
     fok_feasible: bool,
+    expire_ts: Option<u64>,
 }
 
 impl Engine {
@@ -53,22 +55,45 @@ impl Engine {
         if place.account == FEE_ACCOUNT {
             return Err(RejectReason::FeeAccountCannotTrade);
         }
-        if place.ext.is_some()
-            || !matches!(place.order_type, OrderType::Limit | OrderType::Market)
-            || !matches!(
-                place.tif,
-                TimeInForce::Gtc | TimeInForce::Ioc | TimeInForce::Fok
-            )
-        {
+        let expire_ts = match place.ext.as_deref() {
+            None => None,
+            Some(ext) => {
+                let only_expiry = ext.stop_price.is_none()
+                    && ext.trailing.is_none()
+                    && ext.display_qty.is_none()
+                    && ext.funds.is_none()
+                    && ext.oco_with.is_none();
+                if !only_expiry {
+                    return Err(RejectReason::NotSupported);
+                }
+                ext.expire_ts
+            }
+        };
+        if !matches!(place.order_type, OrderType::Limit | OrderType::Market) {
             return Err(RejectReason::NotSupported);
+        }
+        match (place.tif, expire_ts) {
+            (TimeInForce::Gtd, None) => return Err(RejectReason::ExpireTsRequired),
+            (TimeInForce::Gtd, Some(ts)) if ts <= self.now => {
+                return Err(RejectReason::ExpireTsPassed)
+            }
+            (TimeInForce::Gtd, Some(_)) | (_, None) => {}
+            (_, Some(_)) => return Err(RejectReason::ExpireTsNotAllowed),
         }
         let account = self
             .accounts
             .index(place.account)
             .ok_or(RejectReason::UnknownAccount)?;
         let inst = &self.instruments[instrument as usize];
-        if inst.status == exchange_types::TradingStatus::Halted {
-            return Err(RejectReason::InstrumentHalted);
+        // The one branch continuous trading pays for phases.
+        if inst.phase != Phase::Continuous {
+            Engine::check_phase_place(
+                inst.phase,
+                place.tif,
+                place.order_type == OrderType::Market,
+            )?;
+        } else if matches!(place.tif, TimeInForce::AtOpen | TimeInForce::AtClose) {
+            check_session_tif(inst.phase, place.tif)?;
         }
         // One test for the accounts without risk controls.
         let risk = self.accounts.list[account as usize].risk.as_deref();
@@ -84,13 +109,14 @@ impl Engine {
             (OrderType::Stop | OrderType::StopLimit, _) => return Err(RejectReason::NotSupported),
         };
         let lots = inst.qty_to_lots(place.qty)?;
-        // A market order never rests: good-till-canceled means immediate.
-        let tif = if is_market && place.tif == TimeInForce::Gtc {
+        // A market order never rests: any resting time in force means
+        // immediate.
+        let tif = if is_market && rests(place.tif) {
             TimeInForce::Ioc
         } else {
             place.tif
         };
-        if place.post_only && (is_market || tif != TimeInForce::Gtc) {
+        if place.post_only && (is_market || !rests(tif)) {
             return Err(RejectReason::PostOnlyNotAllowed);
         }
         let band = inst.collar_band();
@@ -113,7 +139,7 @@ impl Engine {
                 limit_price,
                 price,
                 lots,
-                tif == TimeInForce::Gtc,
+                rests(tif),
                 self.accounts.list[account as usize].open_orders,
             )?;
         }
@@ -127,7 +153,7 @@ impl Engine {
         if place.post_only && book.side(place.side.opposite()).crosses(price) {
             return Err(RejectReason::PostOnlyWouldTake);
         }
-        if tif == TimeInForce::Gtc {
+        if rests(tif) {
             if self.accounts.list[account as usize].open_orders >= MAX_OPEN_ORDERS_PER_ACCOUNT {
                 return Err(RejectReason::TooManyOpenOrders);
             }
@@ -178,6 +204,7 @@ impl Engine {
             reserve,
             reserve_asset,
             fok_feasible,
+            expire_ts,
         })
     }
 
@@ -199,7 +226,12 @@ impl Engine {
                 tif: c.tif,
                 post_only: place.post_only,
                 stp: place.stp,
-                ext: None,
+                ext: (c.tif == TimeInForce::Gtd).then(|| {
+                    Box::new(event::AcceptedExt {
+                        expire_ts: c.expire_ts,
+                        ..event::AcceptedExt::default()
+                    })
+                }),
             })
         });
         let slot = self.orders.insert(Order {
@@ -226,6 +258,9 @@ impl Engine {
             self.expire(slot, out);
             return;
         }
+        if let (TimeInForce::Gtd, Some(ts)) = (c.tif, c.expire_ts) {
+            self.sessions.add_expiry(ts, id);
+        }
         if c.reserve > 0 {
             self.orders.get_mut(slot).reserved = c.reserve;
             let balance = self.accounts.list[c.account as usize].balance_mut(c.reserve_asset);
@@ -246,7 +281,10 @@ impl Engine {
     /// Matches the order in `slot` (new, or a replace that lost priority)
     /// and then rests, expires or closes it.
     pub(crate) fn execute(&mut self, slot: u32, out: &mut Vec<Event>) {
-        let canceled_by_stp = self.match_order(slot, out);
+        let instrument = self.orders.get(slot).instrument;
+        // Nothing matches in a call: the order waits for the uncross.
+        let canceled_by_stp = self.instruments[instrument as usize].phase == Phase::Continuous
+            && self.match_order(slot, out);
         if !canceled_by_stp {
             self.finish(slot, out);
         }
@@ -263,7 +301,7 @@ impl Engine {
         if order.leaves() == 0 {
             self.release_all(slot, out);
             self.close_order(slot);
-        } else if order.tif == TimeInForce::Gtc {
+        } else if rests(order.tif) {
             self.rest(slot, out);
         } else {
             self.expire(slot, out);

@@ -17,6 +17,9 @@ use crate::engine::Engine;
 use crate::instrument::Instrument;
 use crate::orders::{Order, NIL};
 
+#[path = "snapshot_phase.rs"]
+mod phase_section;
+
 const MAGIC: &[u8; 8] = b"EXSNAP01";
 /// Tags the optional section of accounts' risk controls at the end.
 const RISK_SECTION: u8 = 1;
@@ -403,6 +406,7 @@ impl Engine {
                 w.u32(owner);
             }
         }
+        phase_section::write(&mut w, self);
         w.0
     }
 
@@ -452,6 +456,9 @@ impl Engine {
                 } else {
                     TradingStatus::Trading
                 },
+                // Set from the status, or the phase section, once read.
+                phase: exchange_types::Phase::Continuous,
+                indicative: None,
             };
             if inst.base as usize >= e.assets.len()
                 || inst.quote as usize >= e.assets.len()
@@ -586,6 +593,7 @@ impl Engine {
             r.at += 1;
             read_family(&mut r, &mut e)?;
         }
+        phase_section::read(&mut r, &mut e)?;
         if r.at != bytes.len() {
             return Err(SnapshotError::TrailingBytes(bytes.len() - r.at));
         }

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use exchange_types::{
-    AccountId, AssetCode, ClientOrderId, OrderId, Side, Symbol, TimeInForce, TradingStatus,
+    AccountId, AssetCode, ClientOrderId, OrderId, Phase, Side, Symbol, TimeInForce, TradingStatus,
 };
 
 use crate::engine::Engine;
@@ -47,6 +47,7 @@ pub struct InstrumentView {
     pub tick_size: u64,
     pub lot_size: u64,
     pub status: TradingStatus,
+    pub phase: Phase,
     pub reference_price: Option<u64>,
 }
 
@@ -61,9 +62,18 @@ impl Engine {
                 tick_size: inst.tick_units,
                 lot_size: inst.lot_units,
                 status: inst.status,
+                phase: inst.phase,
                 reference_price: inst.reference_ticks.map(|t| inst.price_units(t)),
             })
             .collect()
+    }
+
+    /// The indicative uncrossing of an instrument in a call phase, as last
+    /// published; `None` for an unknown symbol or outside a call.
+    pub fn indicative(&self, symbol: &Symbol) -> Option<exchange_types::Indicative> {
+        let &index = self.instrument_by_symbol.get(symbol)?;
+        crate::phase::is_call(self.instruments[index as usize].phase)
+            .then(|| self.indicative_event(index))
     }
 
     /// Up to `depth` levels per side, best first.
@@ -169,7 +179,7 @@ impl Engine {
         for (index, book) in self.books.iter().enumerate() {
             let inst = &self.instruments[index];
             if let (Some(bid), Some(ask)) = (book.bids.best(), book.asks.best()) {
-                if bid.price >= ask.price {
+                if bid.price >= ask.price && !crate::phase::may_cross(inst.phase) {
                     return Err(format!(
                         "{} is crossed: bid {} >= ask {}",
                         inst.symbol, bid.price, ask.price
@@ -329,6 +339,7 @@ impl Engine {
                 self.mmp_configs
             ));
         }
+        self.audit_phases()?;
         for (asset, total) in supply.iter().enumerate() {
             if *total != u128::from(self.asset_supply[asset]) {
                 return Err(format!(

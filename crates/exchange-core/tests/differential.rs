@@ -61,6 +61,9 @@ pub fn normalize(events: &[Event]) -> Vec<Ev> {
             | EventKind::AccountStatus(_)
             | EventKind::Mmp(_)
             | EventKind::SubAccountLinked(_)
+            | EventKind::Phase(_)
+            | EventKind::Indicative(_)
+            | EventKind::Auction(_)
             | EventKind::Error(_) => None,
         })
         .collect()

@@ -9,7 +9,7 @@
 //! instead of taking it apart field by field where it matches.
 
 use crate::ids::{AccountId, AssetCode, ClientOrderId, OrderId, Symbol, TradeId};
-use crate::order::{OrderType, SelfTradePrevention, Side, TimeInForce, TradingStatus};
+use crate::order::{OrderType, Phase, SelfTradePrevention, Side, TimeInForce, TradingStatus};
 use crate::reject::{CancelReason, RejectReason};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -38,6 +38,9 @@ pub enum EventKind {
     AccountStatus(AccountStatus),
     Mmp(Mmp),
     SubAccountLinked(SubAccountLinked),
+    Phase(PhaseChanged),
+    Indicative(Indicative),
+    Auction(Auction),
     Error(Error),
 }
 
@@ -251,6 +254,58 @@ pub struct SubAccountLinked {
     pub sub: AccountId,
 }
 
+/// An instrument entered a trading phase.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PhaseChanged {
+    pub symbol: Symbol,
+    pub phase: Phase,
+}
+
+/// The uncrossing an auction would run now, published during a call
+/// whenever it changes. All `None`/zero when nothing crosses.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Indicative {
+    pub symbol: Symbol,
+    pub price: Option<u64>,
+    /// Quantity that would execute at `price`.
+    pub volume: u64,
+    /// The side with quantity left over at `price`, if any.
+    pub imbalance_side: Option<Side>,
+    pub imbalance_qty: u64,
+}
+
+/// Which auction uncrossed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum AuctionKind {
+    Open,
+    Close,
+    Volatility,
+    /// After a halt.
+    Reopen,
+}
+
+impl AuctionKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AuctionKind::Open => "open",
+            AuctionKind::Close => "close",
+            AuctionKind::Volatility => "volatility",
+            AuctionKind::Reopen => "reopen",
+        }
+    }
+}
+
+/// An auction uncrossed: every `trade` that follows with this symbol up
+/// to `volume` executed in it, at `price`. Emitted before those trades,
+/// and only when something executes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Auction {
+    pub symbol: Symbol,
+    pub kind: AuctionKind,
+    pub price: u64,
+    pub volume: u64,
+}
+
 /// Input that never became a command (a malformed line): its line number
 /// and the cause.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -278,6 +333,9 @@ impl EventKind {
             EventKind::AccountStatus(_) => "account_status",
             EventKind::Mmp(_) => "mmp",
             EventKind::SubAccountLinked(_) => "sub_account_linked",
+            EventKind::Phase(_) => "phase",
+            EventKind::Indicative(_) => "indicative",
+            EventKind::Auction(_) => "auction",
             EventKind::Error(_) => "error",
         }
     }

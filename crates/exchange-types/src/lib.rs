@@ -21,9 +21,9 @@ pub use command::{
 };
 pub use decimal::{format_signed_units, format_units, Dec, AMOUNT_SCALE, UNITS_PER_WHOLE};
 pub use event::{
-    Accepted, AcceptedExt, AccountStatus, Canceled, Event, EventKind, Expired, InstrumentAdded,
-    MassCanceled, Mmp, MmpState, Rejected, Replaced, RiskLimits, SubAccountLinked, Trade,
-    TrailingUnits,
+    Accepted, AcceptedExt, AccountStatus, Auction, AuctionKind, Canceled, Event, EventKind,
+    Expired, Indicative, InstrumentAdded, MassCanceled, Mmp, MmpState, PhaseChanged, Rejected,
+    Replaced, RiskLimits, SubAccountLinked, Trade, TrailingUnits,
 };
 pub use ids::{AccountId, AssetCode, ClientOrderId, IdError, OrderId, Symbol, TradeId};
 pub use lifecycle::{

@@ -180,6 +180,9 @@ pub fn order_updates(kind: &EventKind) -> impl Iterator<Item = OrderUpdate<'_>> 
         | EventKind::AccountStatus(_)
         | EventKind::Mmp(_)
         | EventKind::SubAccountLinked(_)
+        | EventKind::Phase(_)
+        | EventKind::Indicative(_)
+        | EventKind::Auction(_)
         | EventKind::Error(_) => (None, None),
     };
     first.into_iter().chain(second)

@@ -48,6 +48,9 @@ reject_reasons! {
     InvalidAmount = 113, "invalid_amount", "the amount must be greater than zero";
     UnknownAsset = 114, "unknown_asset", "no listed instrument uses this asset";
     NothingToReplace = 115, "nothing_to_replace", "a replace must change the price, the quantity or the client order id";
+    ExpireTsRequired = 150, "expire_ts_required", "a good-till-date order needs expire_ts";
+    ExpireTsNotAllowed = 151, "expire_ts_not_allowed", "only a good-till-date order takes expire_ts";
+    ExpireTsPassed = 152, "expire_ts_passed", "expire_ts is not after the time of the order";
     NotSupported = 199, "not_supported", "this order type or time in force is not supported yet";
     InsufficientFunds = 201, "insufficient_funds", "the available balance does not cover the order";
     PriceOutsideCollar = 202, "price_outside_collar", "the price is outside the instrument's price collar";
@@ -61,6 +64,12 @@ reject_reasons! {
     AccountSuspended = 210, "account_suspended", "the account is suspended";
     MmpTripped = 211, "mmp_tripped", "market-maker protection tripped on this instrument; reset it to trade again";
     AccountsNotRelated = 212, "accounts_not_related", "transfers move funds only between an owner and its sub-accounts";
+    InstrumentClosed = 220, "instrument_closed", "the instrument is closed: no orders are accepted";
+    CancelsOnly = 221, "cancels_only", "in this phase the instrument accepts cancels only";
+    AtOpenOutsidePreOpen = 222, "at_open_outside_pre_open", "an at-the-open order is accepted only during the pre-open call";
+    AtCloseOutsideClosingCall = 223, "at_close_outside_closing_call", "an at-the-close order is accepted only during the closing call";
+    MarketInCall = 224, "market_in_call", "market orders are not accepted during a call phase";
+    ImmediateInCall = 225, "immediate_in_call", "nothing matches during a call phase, so immediate-or-cancel and fill-or-kill are refused";
     DuplicateClientOrderId = 301, "duplicate_client_order_id", "the account already has an open order with this client order id";
     UnknownOrder = 302, "unknown_order", "no open order of this account has this id";
     OrderNotOpen = 303, "order_not_open", "the order is no longer open";
@@ -83,6 +92,8 @@ reject_reasons! {
     AccountAlreadyInStatus = 507, "account_already_in_status", "the account is already suspended or already active";
     InvalidMmp = 508, "invalid_mmp", "market-maker protection needs a window and thresholds greater than zero";
     MmpNotConfigured = 509, "mmp_not_configured", "the account has no market-maker protection on this instrument";
+    InvalidPhaseTransition = 520, "invalid_phase_transition", "the instrument cannot move from its phase to the requested one";
+    AlreadyInPhase = 521, "already_in_phase", "the instrument is already in the requested phase";
     InvalidSubAccount = 510, "invalid_sub_account", "a sub-account must be another account, without an owner or sub-accounts of its own";
 }
 

@@ -9,6 +9,7 @@ mod entry;
 mod limits;
 mod member;
 mod orders;
+mod phases;
 mod risk;
 
 use exchange_types::limits::{MAX_ASSETS, MAX_INSTRUMENTS};
@@ -66,6 +67,20 @@ const TESTED: &[(RejectReason, fn())] = &[
     (R::InvalidMmp, member::invalid_mmp),
     (R::MmpNotConfigured, member::mmp_not_configured),
     (R::InvalidSubAccount, member::invalid_sub_account),
+    (R::ExpireTsRequired, phases::expire_ts_required),
+    (R::ExpireTsNotAllowed, phases::expire_ts_not_allowed),
+    (R::ExpireTsPassed, phases::expire_ts_passed),
+    (R::InstrumentClosed, phases::instrument_closed),
+    (R::CancelsOnly, phases::cancels_only),
+    (R::AtOpenOutsidePreOpen, phases::at_open_outside_pre_open),
+    (
+        R::AtCloseOutsideClosingCall,
+        phases::at_close_outside_closing_call,
+    ),
+    (R::MarketInCall, phases::market_in_call),
+    (R::ImmediateInCall, phases::immediate_in_call),
+    (R::InvalidPhaseTransition, phases::invalid_phase_transition),
+    (R::AlreadyInPhase, phases::already_in_phase),
 ];
 
 /// Reasons without a test, and why.

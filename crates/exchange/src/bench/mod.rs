@@ -8,6 +8,7 @@
 //! done before the clock starts. `BENCHMARKS.md` at the repository root
 //! records the figures, `docs/benchmarking.md` the method.
 
+mod auction;
 mod e2e;
 mod etcd;
 mod generator;
@@ -82,6 +83,9 @@ pub enum BenchCmd {
     /// A running etcd's put throughput and latency through its v3 JSON
     /// gateway, in `bench e2e`'s shape: the baseline for a Raft cluster.
     Etcd(etcd::EtcdArgs),
+    /// The opening uncross of a 100,000-order call book, and the cost of
+    /// an order during the call.
+    Auction(auction::AuctionArgs),
     /// The journal alone: append + fdatasync latency of one group commit,
     /// with growing segments and with preallocated ones, taking turns.
     Journal(journal::JournalArgs),
@@ -94,6 +98,7 @@ pub fn run(cmd: BenchCmd) -> anyhow::Result<()> {
         BenchCmd::E2e(args) => e2e::run(args),
         BenchCmd::Etcd(args) => etcd::run(args),
         BenchCmd::Journal(args) => journal::run(args),
+        BenchCmd::Auction(args) => auction::run(args),
     }
 }
 use crate::admin_token::from_file_or_env as admin_token;

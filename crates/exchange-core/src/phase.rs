@@ -1,0 +1,480 @@
+//! Trading phases: the call phases, their uncrossing, the indicative
+//! price published during a call, and the times in force that end with a
+//! phase or a time.
+//!
+//! An instrument starts `Continuous` and stays there unless an operator or
+//! the scheduler sends `set_phase`, so an exchange without a schedule
+//! trades as it always did. A book may be crossed only in a call phase
+//! (`pre_open`, `closing_call`, `volatility_auction`) or while halted out
+//! of one; every transition out of those into a phase that matches or
+//! rests uncrosses it first, as one auction at one price.
+//!
+//! The two auction phases (`opening_auction`, `closing_auction`) last no
+//! time in a core that runs each command to its end: asking for one runs
+//! the uncross and settles in `continuous` or `post_close`. Asking again
+//! for the phase the instrument settled in is `already_in_phase`, so a new
+//! leader's scheduler re-sending its last command changes nothing.
+
+use std::collections::BTreeSet;
+
+use exchange_types::event::{self, AuctionKind};
+use exchange_types::{Event, EventKind, OrderId, Phase, RejectReason, Side, Symbol, TimeInForce};
+
+use crate::auction::{uncross, LevelQty, Uncross};
+use crate::engine::{Engine, Subject};
+use crate::orders::NIL;
+
+/// Phase bookkeeping kept outside the instruments.
+#[derive(Clone, Debug)]
+pub(crate) struct Sessions {
+    /// Instruments in a call phase; while zero, no command pays for the
+    /// indicative price.
+    pub calls: u32,
+    /// Good-till-date orders by expiry. Entries of orders that closed
+    /// otherwise stay until their time and are skipped then: order ids are
+    /// never reused, and removing them on every close would cost the hot
+    /// path a lookup.
+    pub expiries: BTreeSet<(u64, OrderId)>,
+    /// The first expiry, or `u64::MAX`: the one comparison each command
+    /// makes.
+    pub next_expiry: u64,
+}
+
+impl Default for Sessions {
+    fn default() -> Self {
+        Sessions {
+            calls: 0,
+            expiries: BTreeSet::new(),
+            next_expiry: u64::MAX,
+        }
+    }
+}
+
+impl Sessions {
+    pub fn add_expiry(&mut self, ts: u64, id: OrderId) {
+        self.expiries.insert((ts, id));
+        self.next_expiry = self.next_expiry.min(ts);
+    }
+
+    pub fn refresh_next(&mut self) {
+        self.next_expiry = self.expiries.first().map_or(u64::MAX, |e| e.0);
+    }
+}
+
+/// Orders are collected in a call and nothing matches.
+pub(crate) fn is_call(phase: Phase) -> bool {
+    matches!(
+        phase,
+        Phase::PreOpen | Phase::ClosingCall | Phase::VolatilityAuction
+    )
+}
+
+/// The book may be crossed: collected in a call, or halted out of one.
+pub(crate) fn may_cross(phase: Phase) -> bool {
+    is_call(phase) || phase == Phase::Halted
+}
+
+/// Where a requested phase settles: the auction phases are instants.
+fn settles_in(target: Phase) -> Phase {
+    match target {
+        Phase::OpeningAuction => Phase::Continuous,
+        Phase::ClosingAuction => Phase::PostClose,
+        other => other,
+    }
+}
+
+/// Whether `from` may move to `target`, checked before anything changes.
+fn allowed(from: Phase, target: Phase) -> Result<Phase, RejectReason> {
+    use Phase::*;
+    let to = settles_in(target);
+    if to == from {
+        return Err(RejectReason::AlreadyInPhase);
+    }
+    let ok = match (from, target) {
+        (_, Halted) => true,
+        (Closed, PreOpen | Continuous) => true,
+        (PreOpen, OpeningAuction | Continuous | Closed) => true,
+        (Continuous, ClosingCall | VolatilityAuction | PostClose | Closed) => true,
+        (ClosingCall, ClosingAuction | PostClose | Closed) => true,
+        (VolatilityAuction, Continuous) => true,
+        (PostClose, Closed | PreOpen) => true,
+        (Halted, t) => !matches!(t, OpeningAuction | ClosingAuction),
+        _ => false,
+    };
+    if ok {
+        Ok(to)
+    } else {
+        Err(RejectReason::InvalidPhaseTransition)
+    }
+}
+
+fn auction_kind(from: Phase) -> AuctionKind {
+    match from {
+        Phase::PreOpen => AuctionKind::Open,
+        Phase::ClosingCall => AuctionKind::Close,
+        Phase::VolatilityAuction => AuctionKind::Volatility,
+        _ => AuctionKind::Reopen,
+    }
+}
+
+impl Engine {
+    pub(crate) fn set_phase(&mut self, symbol: &Symbol, target: Phase, out: &mut Vec<Event>) {
+        let checked = self
+            .instrument_by_symbol
+            .get(symbol)
+            .copied()
+            .ok_or(RejectReason::UnknownInstrument)
+            .and_then(|index| {
+                let from = self.instruments[index as usize].phase;
+                allowed(from, target).map(|to| (index, to))
+            });
+        match checked {
+            Ok((index, to)) => self.enter_phase(index, to, out),
+            Err(reason) => self.reject(
+                out,
+                "set_phase",
+                Subject {
+                    symbol: Some(*symbol),
+                    ..Subject::default()
+                },
+                reason,
+            ),
+        }
+    }
+
+    /// Moves an instrument to `to` (already checked): uncrosses if the
+    /// book may be crossed and `to` matches or rests, then expires what
+    /// ends with the phase left or entered.
+    pub(crate) fn enter_phase(&mut self, index: u32, to: Phase, out: &mut Vec<Event>) {
+        let from = self.instruments[index as usize].phase;
+        if may_cross(from) && !may_cross(to) {
+            let kind = auction_kind(from);
+            let transient = match kind {
+                AuctionKind::Open => Some(Phase::OpeningAuction),
+                AuctionKind::Close => Some(Phase::ClosingAuction),
+                _ => None,
+            };
+            if let Some(phase) = transient {
+                self.set_phase_state(index, phase, out);
+            }
+            self.run_auction(index, kind, out);
+        }
+        self.set_phase_state(index, to, out);
+        if from == Phase::PreOpen {
+            self.expire_where(index, |tif| tif == TimeInForce::AtOpen, out);
+        }
+        if from == Phase::ClosingCall {
+            self.expire_where(index, |tif| tif == TimeInForce::AtClose, out);
+        }
+        if matches!(to, Phase::PostClose | Phase::Closed) {
+            self.expire_where(index, |tif| tif == TimeInForce::Day, out);
+        }
+    }
+
+    fn set_phase_state(&mut self, index: u32, phase: Phase, out: &mut Vec<Event>) {
+        let inst = &mut self.instruments[index as usize];
+        let was_call = is_call(inst.phase);
+        inst.phase = phase;
+        inst.status = if phase == Phase::Halted {
+            exchange_types::TradingStatus::Halted
+        } else {
+            exchange_types::TradingStatus::Trading
+        };
+        if !is_call(phase) {
+            inst.indicative = None;
+        }
+        let symbol = inst.symbol;
+        match (was_call, is_call(phase)) {
+            (false, true) => self.sessions.calls += 1,
+            (true, false) => self.sessions.calls -= 1,
+            _ => {}
+        }
+        self.emit(out, EventKind::Phase(event::PhaseChanged { symbol, phase }));
+    }
+
+    /// The uncrossing the book of `index` would have now.
+    pub(crate) fn uncross_of(&self, index: u32) -> Option<Uncross> {
+        let book = &self.books[index as usize];
+        let (best_bid, best_ask) = (book.bids.best()?.price, book.asks.best()?.price);
+        if best_bid < best_ask {
+            return None;
+        }
+        // Only the crossing region can execute; the rest of the book
+        // changes no candidate that could win.
+        let bids: Vec<LevelQty> = book
+            .bids
+            .levels_best_first()
+            .take_while(|l| l.price >= best_ask)
+            .map(|l| LevelQty {
+                price: l.price,
+                qty: l.qty,
+            })
+            .collect();
+        let asks: Vec<LevelQty> = book
+            .asks
+            .levels_best_first()
+            .take_while(|l| l.price <= best_bid)
+            .map(|l| LevelQty {
+                price: l.price,
+                qty: l.qty,
+            })
+            .collect();
+        uncross(
+            &bids,
+            &asks,
+            0,
+            0,
+            self.instruments[index as usize].reference_ticks,
+        )
+    }
+
+    /// Executes the uncrossing at one price, price-time on each side. The
+    /// later order of each pair is the taker for fees, as it would have
+    /// been had both arrived in continuous trading.
+    fn run_auction(&mut self, index: u32, kind: AuctionKind, out: &mut Vec<Event>) {
+        let Some(u) = self.uncross_of(index) else {
+            return;
+        };
+        let price = u.price;
+        self.emit_with(out, |e| {
+            let inst = &e.instruments[index as usize];
+            EventKind::Auction(event::Auction {
+                symbol: inst.symbol,
+                kind,
+                price: inst.price_units(price),
+                volume: inst.qty_units(u.volume),
+            })
+        });
+        let mut touched: BTreeSet<(u8, u64)> = BTreeSet::new();
+        loop {
+            let book = &self.books[index as usize];
+            let bid = book.bids.best().filter(|l| l.price >= price);
+            let ask = book.asks.best().filter(|l| l.price <= price);
+            let (Some(bid), Some(ask)) = (bid, ask) else {
+                break;
+            };
+            let (b, a) = (bid.head, ask.head);
+            touched.insert((0, bid.price));
+            touched.insert((1, ask.price));
+            let (taker, maker) = if self.orders.get(b).id > self.orders.get(a).id {
+                (b, a)
+            } else {
+                (a, b)
+            };
+            let before = self.orders.get(taker).leaves();
+            // Both are limit orders (market orders are refused in a call),
+            // whose reservations cover any fill at a price as good as their
+            // limits: a fill that could not be paid for is a bug.
+            let filled = self.fill(taker, maker, price, out);
+            assert!(filled, "an auction fill between limit orders failed");
+            let (taker_side, taker_price, leaves) = {
+                let t = self.orders.get(taker);
+                (t.side, t.price, t.leaves())
+            };
+            let side = self.books[index as usize].side_mut(taker_side);
+            side.reduce(taker_price, before - leaves);
+            if leaves == 0 {
+                side.unlink(&mut self.orders, taker);
+                self.release_all(taker, out);
+                self.close_order(taker);
+            }
+        }
+        for (side, level_price) in touched {
+            let side = if side == 0 { Side::Buy } else { Side::Sell };
+            let qty = self.books[index as usize]
+                .side(side)
+                .levels_best_first()
+                .find(|l| l.price == level_price)
+                .map_or(0, |l| l.qty);
+            self.emit_book(out, index, side, level_price, qty);
+        }
+        if !self.mmp_tripped.is_empty() {
+            self.sweep_tripped(out);
+        }
+    }
+
+    /// Expires the resting orders of an instrument whose time in force
+    /// matches, in book order (bids then asks, best first).
+    fn expire_where(&mut self, index: u32, ends: fn(TimeInForce) -> bool, out: &mut Vec<Event>) {
+        let mut slots = Vec::new();
+        for side in [Side::Buy, Side::Sell] {
+            for level in self.books[index as usize].side(side).levels_best_first() {
+                let mut slot = level.head;
+                while slot != NIL {
+                    let order = self.orders.get(slot);
+                    if ends(order.tif) {
+                        slots.push(slot);
+                    }
+                    slot = order.next;
+                }
+            }
+        }
+        for slot in slots {
+            self.unrest(slot, out);
+            self.expire(slot, out);
+        }
+    }
+
+    /// Expires the good-till-date orders whose time has come.
+    pub(crate) fn expire_due(&mut self, out: &mut Vec<Event>) {
+        while let Some(&(ts, id)) = self.sessions.expiries.first() {
+            if ts > self.now {
+                break;
+            }
+            self.sessions.expiries.pop_first();
+            if let Some(&slot) = self.order_by_id.get(&id) {
+                self.unrest(slot, out);
+                self.expire(slot, out);
+            }
+        }
+        self.sessions.refresh_next();
+    }
+
+    /// Publishes the indicative uncrossing of every instrument in a call
+    /// whose figure changed.
+    pub(crate) fn refresh_indicatives(&mut self, out: &mut Vec<Event>) {
+        for index in 0..self.instruments.len() as u32 {
+            if !is_call(self.instruments[index as usize].phase) {
+                continue;
+            }
+            let now = self.uncross_of(index);
+            if now == self.instruments[index as usize].indicative {
+                continue;
+            }
+            self.instruments[index as usize].indicative = now;
+            self.emit_with(out, |e| EventKind::Indicative(e.indicative_event(index)));
+        }
+    }
+
+    pub(crate) fn indicative_event(&self, index: u32) -> event::Indicative {
+        let inst = &self.instruments[index as usize];
+        let u = inst.indicative;
+        let surplus = u.map_or(0, |u| u.surplus);
+        event::Indicative {
+            symbol: inst.symbol,
+            price: u.map(|u| inst.price_units(u.price)),
+            volume: inst.qty_units(u.map_or(0, |u| u.volume)),
+            imbalance_side: match surplus.signum() {
+                1 => Some(Side::Buy),
+                -1 => Some(Side::Sell),
+                _ => None,
+            },
+            imbalance_qty: inst
+                .qty_units(u64::try_from(surplus.unsigned_abs()).unwrap_or(u64::MAX)),
+        }
+    }
+
+    /// Checks an order against the phase of its instrument, which is not
+    /// `Continuous` (the caller's one branch).
+    pub(crate) fn check_phase_place(
+        phase: Phase,
+        tif: TimeInForce,
+        is_market: bool,
+    ) -> Result<(), RejectReason> {
+        match phase {
+            Phase::Halted => Err(RejectReason::InstrumentHalted),
+            Phase::Closed => Err(RejectReason::InstrumentClosed),
+            Phase::PostClose | Phase::OpeningAuction | Phase::ClosingAuction => {
+                Err(RejectReason::CancelsOnly)
+            }
+            Phase::Continuous => check_session_tif(phase, tif),
+            Phase::PreOpen | Phase::ClosingCall | Phase::VolatilityAuction => {
+                if is_market {
+                    return Err(RejectReason::MarketInCall);
+                }
+                if matches!(tif, TimeInForce::Ioc | TimeInForce::Fok) {
+                    return Err(RejectReason::ImmediateInCall);
+                }
+                check_session_tif(phase, tif)
+            }
+        }
+    }
+}
+
+/// At-the-open and at-the-close orders belong to the call before their
+/// auction.
+pub(crate) fn check_session_tif(phase: Phase, tif: TimeInForce) -> Result<(), RejectReason> {
+    match tif {
+        TimeInForce::AtOpen if phase != Phase::PreOpen => Err(RejectReason::AtOpenOutsidePreOpen),
+        TimeInForce::AtClose if phase != Phase::ClosingCall => {
+            Err(RejectReason::AtCloseOutsideClosingCall)
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Whether an order with this time in force rests after matching.
+#[inline]
+pub(crate) fn rests(tif: TimeInForce) -> bool {
+    !matches!(tif, TimeInForce::Ioc | TimeInForce::Fok)
+}
+
+impl Engine {
+    /// The invariants of phases and expiries, for [`Engine::audit`].
+    pub(crate) fn audit_phases(&self) -> Result<(), String> {
+        let mut calls = 0;
+        for (index, inst) in self.instruments.iter().enumerate() {
+            if (inst.status == exchange_types::TradingStatus::Halted)
+                != (inst.phase == Phase::Halted)
+            {
+                return Err(format!("{} has status and phase apart", inst.symbol));
+            }
+            if matches!(inst.phase, Phase::OpeningAuction | Phase::ClosingAuction) {
+                return Err(format!("{} rests in an instant phase", inst.symbol));
+            }
+            if is_call(inst.phase) {
+                calls += 1;
+                if inst.indicative != self.uncross_of(index as u32) {
+                    return Err(format!("{} published a stale indicative", inst.symbol));
+                }
+            } else if inst.indicative.is_some() {
+                return Err(format!("{} has an indicative outside a call", inst.symbol));
+            }
+        }
+        if calls != self.sessions.calls {
+            return Err(format!(
+                "{calls} instruments in a call but {} counted",
+                self.sessions.calls
+            ));
+        }
+        if self.sessions.next_expiry != self.sessions.expiries.first().map_or(u64::MAX, |e| e.0) {
+            return Err("the next expiry is not the first".into());
+        }
+        let mut gtd = 0usize;
+        for &(_, id) in &self.sessions.expiries {
+            if id == 0 || id >= self.next_order_id {
+                return Err(format!("expiry of order {id}, never assigned"));
+            }
+            if let Some(&slot) = self.order_by_id.get(&id) {
+                if self.orders.get(slot).tif != TimeInForce::Gtd {
+                    return Err(format!("expiry of order {id}, not good-till-date"));
+                }
+                gtd += 1;
+            }
+        }
+        // Each open good-till-date order has its expiry (ids are unique in
+        // the set only per time, so count rather than look up).
+        let open_gtd = self
+            .books
+            .iter()
+            .flat_map(|b| [&b.bids, &b.asks])
+            .flat_map(|s| s.levels_best_first())
+            .map(|level| {
+                let mut n = 0usize;
+                let mut slot = level.head;
+                while slot != NIL {
+                    let o = self.orders.get(slot);
+                    n += usize::from(o.tif == TimeInForce::Gtd);
+                    slot = o.next;
+                }
+                n
+            })
+            .sum::<usize>();
+        if gtd != open_gtd {
+            return Err(format!(
+                "{open_gtd} open good-till-date orders but {gtd} expiries"
+            ));
+        }
+        Ok(())
+    }
+}

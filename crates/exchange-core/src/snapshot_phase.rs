@@ -1,0 +1,119 @@
+//! The snapshot section of trading phases: phases other than what the
+//! status implies, published indicative uncrossings, and good-till-date
+//! expiries. Absent while every instrument trades continuously with no
+//! expiry pending, so such a state keeps the bytes (and the hash) it had
+//! before phases existed.
+
+use exchange_types::{Phase, TradingStatus};
+
+use super::{Reader, SnapshotError, Writer};
+use crate::auction::Uncross;
+use crate::engine::Engine;
+use crate::phase::is_call;
+
+/// Tags the section; far from the small tags so that sections added
+/// alongside it do not collide.
+pub(super) const PHASE_SECTION: u8 = 20;
+
+/// What `status` alone says the phase is (all a snapshot without this
+/// section can say).
+fn implied(status: TradingStatus) -> Phase {
+    match status {
+        TradingStatus::Halted => Phase::Halted,
+        TradingStatus::Trading => Phase::Continuous,
+    }
+}
+
+fn phase_code(phase: Phase) -> u8 {
+    Phase::ALL
+        .iter()
+        .position(|&p| p == phase)
+        .map_or(u8::MAX, |i| i as u8)
+}
+
+pub(super) fn write(w: &mut Writer, e: &Engine) {
+    let entries: Vec<(u32, Phase, Option<Uncross>)> = (0u32..)
+        .zip(&e.instruments)
+        .filter(|(_, inst)| inst.phase != implied(inst.status) || inst.indicative.is_some())
+        .map(|(index, inst)| (index, inst.phase, inst.indicative))
+        .collect();
+    if entries.is_empty() && e.sessions.expiries.is_empty() {
+        return;
+    }
+    w.u8(PHASE_SECTION);
+    w.u64(entries.len() as u64);
+    for (index, phase, indicative) in entries {
+        w.u32(index);
+        w.u8(phase_code(phase));
+        match indicative {
+            None => w.u8(0),
+            Some(u) => {
+                w.u8(1);
+                w.u64(u.price);
+                w.u64(u.volume);
+                let bits = u.surplus as u128;
+                w.u64((bits >> 64) as u64);
+                w.u64(bits as u64);
+            }
+        }
+    }
+    w.u64(e.sessions.expiries.len() as u64);
+    for &(ts, id) in &e.sessions.expiries {
+        w.u64(ts);
+        w.u64(id);
+    }
+}
+
+/// Reads the section if it is next, then derives what is not written.
+pub(super) fn read(r: &mut Reader, e: &mut Engine) -> Result<(), SnapshotError> {
+    for inst in &mut e.instruments {
+        inst.phase = implied(inst.status);
+    }
+    if r.at < r.bytes.len() && r.bytes[r.at] == PHASE_SECTION {
+        r.at += 1;
+        let invalid = || SnapshotError::Invalid("phase");
+        let mut last = None;
+        for _ in 0..r.count(e.instruments.len())? {
+            let index = r.u32()?;
+            if index as usize >= e.instruments.len() || last.is_some_and(|l| l >= index) {
+                return Err(invalid());
+            }
+            last = Some(index);
+            let phase = *Phase::ALL.get(usize::from(r.u8()?)).ok_or_else(invalid)?;
+            let indicative = match r.u8()? {
+                0 => None,
+                1 => {
+                    let price = r.u64()?;
+                    let volume = r.u64()?;
+                    let bits = (u128::from(r.u64()?) << 64) | u128::from(r.u64()?);
+                    Some(Uncross {
+                        price,
+                        volume,
+                        surplus: bits as i128,
+                    })
+                }
+                _ => return Err(invalid()),
+            };
+            let inst = &mut e.instruments[index as usize];
+            // The status follows the phase; a halted status with another
+            // phase is damage.
+            if (inst.status == TradingStatus::Halted) != (phase == Phase::Halted) {
+                return Err(invalid());
+            }
+            inst.phase = phase;
+            inst.indicative = indicative;
+        }
+        let mut last = None;
+        for _ in 0..r.count(usize::MAX)? {
+            let entry = (r.u64()?, r.u64()?);
+            if last.is_some_and(|l| l >= entry) {
+                return Err(invalid());
+            }
+            last = Some(entry);
+            e.sessions.expiries.insert(entry);
+        }
+    }
+    e.sessions.calls = e.instruments.iter().filter(|i| is_call(i.phase)).count() as u32;
+    e.sessions.refresh_next();
+    Ok(())
+}

@@ -1,0 +1,349 @@
+//! Trading phases: call phases collect orders without matching, the
+//! uncross executes them at one price, the indicative price follows the
+//! book during a call, and session times in force end with their phase.
+
+use exchange_core::Engine;
+use exchange_types::event::{Auction, AuctionKind, Indicative, PhaseChanged};
+use exchange_types::*;
+
+use exchange_testkit::engine::*;
+
+fn set_phase(phase: Phase) -> Command {
+    Command::SetPhase {
+        symbol: sym("BTC-USD"),
+        phase,
+    }
+}
+
+fn with_tif(place: Place, tif: TimeInForce, expire_ts: Option<u64>) -> Place {
+    Place {
+        tif,
+        ext: expire_ts.map(|ts| {
+            Box::new(PlaceExt {
+                expire_ts: Some(ts),
+                ..PlaceExt::default()
+            })
+        }),
+        ..place
+    }
+}
+
+fn phases(events: &[Event]) -> Vec<Phase> {
+    events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::Phase(PhaseChanged { phase, .. }) => Some(*phase),
+            _ => None,
+        })
+        .collect()
+}
+
+fn auctions(events: &[Event]) -> Vec<(AuctionKind, u64, u64)> {
+    events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::Auction(Auction {
+                kind,
+                price,
+                volume,
+                ..
+            }) => Some((*kind, *price, *volume)),
+            _ => None,
+        })
+        .collect()
+}
+
+fn indicatives(events: &[Event]) -> Vec<Indicative> {
+    events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::Indicative(i) => Some(i.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+fn expired_ids(events: &[Event]) -> Vec<OrderId> {
+    events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::Expired(x) => Some(x.order_id),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Pre-open with the worked example of docs/market-model.md: bids 2@101
+/// and 1@100, asks 1@99, 2@100 and 1@102. Returns the order ids in
+/// arrival order.
+fn pre_open_book(h: &mut Harness) -> [OrderId; 5] {
+    h.run_checked(set_phase(Phase::Closed));
+    h.run_checked(set_phase(Phase::PreOpen));
+    [
+        place_ok(h, limit(1, "b1", Side::Buy, "101", "2")),
+        place_ok(h, limit(2, "s1", Side::Sell, "99", "1")),
+        place_ok(h, limit(1, "b2", Side::Buy, "100", "1")),
+        place_ok(h, limit(2, "s2", Side::Sell, "100", "2")),
+        place_ok(h, limit(2, "s3", Side::Sell, "102", "1")),
+    ]
+}
+
+#[test]
+fn a_call_collects_crossing_orders_without_trading() {
+    let mut h = Harness::funded(2);
+    h.run_checked(set_phase(Phase::Closed));
+    h.run_checked(set_phase(Phase::PreOpen));
+    place_ok(&mut h, limit(1, "b1", Side::Buy, "101", "2"));
+    let events = h.run_checked(cmd(limit(2, "s1", Side::Sell, "99", "1")));
+    assert!(trades(&events).is_empty());
+    let b = book(&h);
+    assert_eq!(b.bids[0].0, units("101"));
+    assert_eq!(b.asks[0].0, units("99"));
+    // 101 and 99 both execute 1 with a buy surplus of 1: buy pressure
+    // takes the highest.
+    assert_eq!(
+        indicatives(&events),
+        [Indicative {
+            symbol: sym("BTC-USD"),
+            price: Some(units("101")),
+            volume: units("1"),
+            imbalance_side: Some(Side::Buy),
+            imbalance_qty: units("1"),
+        }]
+    );
+    assert_eq!(
+        h.engine.indicative(&sym("BTC-USD")),
+        indicatives(&events).pop()
+    );
+    // An order that changes nothing in the crossing region publishes
+    // nothing.
+    let quiet = h.run_checked(cmd(limit(1, "far", Side::Buy, "50", "1")));
+    assert!(indicatives(&quiet).is_empty());
+    assert_eq!(h.engine.instruments()[0].phase, Phase::PreOpen);
+}
+
+#[test]
+fn the_opening_auction_executes_at_one_price_in_price_time_order() {
+    let mut h = Harness::funded(2);
+    let [b1, s1, b2, s2, s3] = pre_open_book(&mut h);
+    let events = h.run_checked(set_phase(Phase::OpeningAuction));
+    assert_eq!(phases(&events), [Phase::OpeningAuction, Phase::Continuous]);
+    assert_eq!(
+        auctions(&events),
+        [(AuctionKind::Open, units("100"), units("3"))]
+    );
+    // The later order of each pair is the taker.
+    let p = units("100");
+    let q = units("1");
+    assert_eq!(
+        trades(&events),
+        [(p, q, b1, s1), (p, q, b1, s2), (p, q, b2, s2)]
+    );
+    assert_eq!(open_ids(&h), [s3]);
+    assert_eq!(h.engine.indicative(&sym("BTC-USD")), None);
+    assert_eq!(
+        h.engine.instruments()[0].reference_price,
+        Some(units("100"))
+    );
+    // Continuous trading resumes: a crossing order trades at once.
+    let events = exec(&mut h, limit(1, "t", Side::Buy, "102", "1"));
+    assert_eq!(trades(&events).len(), 1);
+}
+
+#[test]
+fn the_scheduler_may_send_continuous_to_open() {
+    let mut h = Harness::funded(2);
+    pre_open_book(&mut h);
+    let events = h.run_checked(set_phase(Phase::Continuous));
+    assert_eq!(auctions(&events).len(), 1);
+    assert_eq!(trades(&events).len(), 3);
+}
+
+#[test]
+fn a_remainder_rests_for_continuous_trading_and_at_open_expires() {
+    let mut h = Harness::funded(2);
+    h.run_checked(set_phase(Phase::Closed));
+    h.run_checked(set_phase(Phase::PreOpen));
+    let keep = place_ok(&mut h, limit(1, "b1", Side::Buy, "100", "3"));
+    let at_open = place_ok(
+        &mut h,
+        with_tif(
+            limit(1, "b2", Side::Buy, "100", "2"),
+            TimeInForce::AtOpen,
+            None,
+        ),
+    );
+    let s = place_ok(&mut h, limit(2, "s1", Side::Sell, "100", "4"));
+    let events = h.run_checked(set_phase(Phase::OpeningAuction));
+    // b1 fills 3 first (time priority), b2 gets 1, and its last lot
+    // expires with the auction.
+    assert_eq!(
+        trades(&events),
+        [
+            (units("100"), units("3"), keep, s),
+            (units("100"), units("1"), at_open, s)
+        ]
+    );
+    assert_eq!(expired_ids(&events), [at_open]);
+    assert!(open_ids(&h).is_empty());
+}
+
+#[test]
+fn nothing_crossing_opens_without_an_auction() {
+    let mut h = Harness::funded(2);
+    h.run_checked(set_phase(Phase::Closed));
+    h.run_checked(set_phase(Phase::PreOpen));
+    place_ok(&mut h, limit(1, "b", Side::Buy, "99", "1"));
+    place_ok(&mut h, limit(2, "s", Side::Sell, "100", "1"));
+    let events = h.run_checked(set_phase(Phase::OpeningAuction));
+    assert!(auctions(&events).is_empty());
+    assert_eq!(open_ids(&h).len(), 2);
+}
+
+#[test]
+fn the_close_runs_an_auction_and_expires_day_and_at_close_orders() {
+    let mut h = Harness::funded(2);
+    let day = place_ok(
+        &mut h,
+        with_tif(limit(1, "d", Side::Buy, "90", "1"), TimeInForce::Day, None),
+    );
+    let gtc = place_ok(&mut h, limit(1, "g", Side::Buy, "91", "1"));
+    h.run_checked(set_phase(Phase::ClosingCall));
+    let at_close = place_ok(
+        &mut h,
+        with_tif(
+            limit(1, "c", Side::Buy, "100", "2"),
+            TimeInForce::AtClose,
+            None,
+        ),
+    );
+    let s = place_ok(&mut h, limit(2, "s", Side::Sell, "100", "1"));
+    let events = h.run_checked(set_phase(Phase::ClosingAuction));
+    assert_eq!(phases(&events), [Phase::ClosingAuction, Phase::PostClose]);
+    assert_eq!(
+        auctions(&events),
+        [(AuctionKind::Close, units("100"), units("1"))]
+    );
+    assert_eq!(trades(&events), [(units("100"), units("1"), at_close, s)]);
+    assert_eq!(expired_ids(&events), [at_close, day]);
+    assert_eq!(open_ids(&h), [gtc]);
+}
+
+#[test]
+fn good_till_date_expires_when_log_time_passes_it() {
+    let mut h = Harness::funded(1);
+    let expire_at = h.ts + 3;
+    let events = h.run_checked(cmd(with_tif(
+        limit(1, "g", Side::Buy, "100", "1"),
+        TimeInForce::Gtd,
+        Some(expire_at),
+    )));
+    let id = order_id(&events).expect("accepted");
+    assert!(events.iter().any(|e| matches!(
+        &e.kind,
+        EventKind::Accepted(a) if a.ext.as_ref().and_then(|x| x.expire_ts) == Some(expire_at)
+    )));
+    // ts + 2: still open.
+    let events = h.run_checked(Command::Tick);
+    assert!(events.is_empty());
+    assert_eq!(open_ids(&h), [id]);
+    // ts + 3: a tick carries time to the expiry.
+    let events = h.run_checked(Command::Tick);
+    assert_eq!(expired_ids(&events), [id]);
+    assert!(open_ids(&h).is_empty());
+}
+
+#[test]
+fn a_canceled_good_till_date_order_does_not_expire_again() {
+    let mut h = Harness::funded(1);
+    let expire_at = h.ts + 3;
+    let id = place_ok(
+        &mut h,
+        with_tif(
+            limit(1, "g", Side::Buy, "100", "1"),
+            TimeInForce::Gtd,
+            Some(expire_at),
+        ),
+    );
+    h.run_checked(cancel_id(1, id));
+    let events = h.run_checked(Command::Tick);
+    let events2 = h.run_checked(Command::Tick);
+    assert!(expired_ids(&events).is_empty() && expired_ids(&events2).is_empty());
+}
+
+#[test]
+fn halt_in_a_call_keeps_the_crossed_book_and_resume_reopens_by_auction() {
+    let mut h = Harness::funded(2);
+    pre_open_book(&mut h);
+    let events = h.run_checked(halt("BTC-USD"));
+    assert_eq!(phases(&events), [Phase::Halted]);
+    assert!(trades(&events).is_empty());
+    let events = h.run_checked(resume("BTC-USD"));
+    assert_eq!(
+        auctions(&events),
+        [(AuctionKind::Reopen, units("100"), units("3"))]
+    );
+    assert_eq!(phases(&events), [Phase::Continuous]);
+}
+
+#[test]
+fn volatility_auction_set_by_the_operator_uncrosses_into_continuous() {
+    let mut h = Harness::funded(2);
+    h.run_checked(set_phase(Phase::VolatilityAuction));
+    place_ok(&mut h, limit(1, "b", Side::Buy, "105", "1"));
+    place_ok(&mut h, limit(2, "s", Side::Sell, "95", "1"));
+    let events = h.run_checked(set_phase(Phase::Continuous));
+    // A balanced book with no reference: the lowest candidate.
+    assert_eq!(
+        auctions(&events),
+        [(AuctionKind::Volatility, units("95"), units("1"))]
+    );
+}
+
+#[test]
+fn snapshot_in_the_middle_of_a_call_continues_exactly() {
+    let mut h = Harness::funded(2);
+    pre_open_book(&mut h);
+    let expire_at = h.ts + 5;
+    place_ok(
+        &mut h,
+        with_tif(
+            limit(1, "g", Side::Buy, "98", "1"),
+            TimeInForce::Gtd,
+            Some(expire_at),
+        ),
+    );
+    let bytes = h.engine.snapshot();
+    let mut restored = Engine::restore(&bytes).expect("restores");
+    assert_eq!(restored.state_hash(), h.engine.state_hash());
+    let rest = [
+        cmd(limit(1, "x", Side::Buy, "102", "1")),
+        Command::Tick,
+        Command::Tick,
+        Command::Tick,
+        set_phase(Phase::OpeningAuction),
+        cmd(limit(1, "y", Side::Buy, "103", "1")),
+    ];
+    for command in rest {
+        h.ts += 1;
+        let stamped = Stamped { ts: h.ts, command };
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        h.engine.apply(&stamped, &mut a);
+        restored.apply(&stamped, &mut b);
+        assert_eq!(a, b);
+        assert_eq!(h.engine.state_hash(), restored.state_hash());
+        h.engine.audit().expect("consistent");
+    }
+}
+
+#[test]
+fn continuous_only_state_keeps_its_snapshot_bytes() {
+    // No phase ever set and no expiry: the snapshot has no phase section,
+    // so restoring it gives the same bytes.
+    let mut h = Harness::funded(2);
+    place_ok(&mut h, limit(1, "b", Side::Buy, "99", "1"));
+    let bytes = h.engine.snapshot();
+    let restored = Engine::restore(&bytes).expect("restores");
+    assert_eq!(restored.snapshot(), bytes);
+    assert_eq!(restored.instruments()[0].phase, Phase::Continuous);
+}
