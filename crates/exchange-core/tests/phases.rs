@@ -347,3 +347,55 @@ fn continuous_only_state_keeps_its_snapshot_bytes() {
     assert_eq!(restored.snapshot(), bytes);
     assert_eq!(restored.instruments()[0].phase, Phase::Continuous);
 }
+
+mod properties {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(proptest_config(64))]
+
+        /// Any call book uncrosses at one price into an uncrossed book,
+        /// executing exactly the announced volume, with every invariant
+        /// holding; and a restored copy taken mid-call does the same.
+        #[test]
+        fn any_call_book_uncrosses_at_one_price(
+            orders in prop::collection::vec((any::<bool>(), 95u64..106, 1u64..5, 1u64..4), 1..40),
+        ) {
+            let mut h = Harness::funded(3);
+            h.run_checked(set_phase(Phase::Closed));
+            h.run_checked(set_phase(Phase::PreOpen));
+            for (n, (buy, price, qty, account)) in orders.iter().enumerate() {
+                let side = if *buy { Side::Buy } else { Side::Sell };
+                h.run_checked(cmd(limit(
+                    *account,
+                    &format!("o{n}"),
+                    side,
+                    &price.to_string(),
+                    &qty.to_string(),
+                )));
+            }
+            let indicative = h.engine.indicative(&sym("BTC-USD")).expect("in a call");
+            let mut restored = Engine::restore(&h.engine.snapshot()).expect("restores");
+            let events = h.run_checked(set_phase(Phase::OpeningAuction));
+            let mut copy = Vec::new();
+            restored.apply(&Stamped { ts: h.ts, command: set_phase(Phase::OpeningAuction) }, &mut copy);
+            prop_assert_eq!(&events, &copy);
+            prop_assert_eq!(h.engine.state_hash(), restored.state_hash());
+            let trades = trades(&events);
+            let auction = auctions(&events);
+            match indicative.price {
+                None => prop_assert!(auction.is_empty() && trades.is_empty()),
+                Some(price) => {
+                    prop_assert_eq!(&auction, &vec![(AuctionKind::Open, price, indicative.volume)]);
+                    prop_assert!(trades.iter().all(|t| t.0 == price));
+                    prop_assert_eq!(trades.iter().map(|t| t.1).sum::<u64>(), indicative.volume);
+                }
+            }
+            let b = book(&h);
+            if let (Some(bid), Some(ask)) = (b.bids.first(), b.asks.first()) {
+                prop_assert!(bid.0 < ask.0);
+            }
+        }
+    }
+}

@@ -81,7 +81,11 @@ fn round(
         dynamic_band_bps: None,
         volatility_auction_ns: None,
     };
-    apply(&mut engine, Command::AddInstrument(Box::new(listing)), &mut out);
+    apply(
+        &mut engine,
+        Command::AddInstrument(Box::new(listing)),
+        &mut out,
+    );
     for account in 1..=args.accounts {
         for (asset, amount) in [(quote, 1_000_000_000), (base, 10_000_000)] {
             let transfer = Transfer {
@@ -99,7 +103,11 @@ fn round(
     // cross in its middle.
     let low = 10_000 - (args.levels / 2) as i64;
     for n in 0..args.orders {
-        let side = if rng.below(2) == 0 { Side::Buy } else { Side::Sell };
+        let side = if rng.below(2) == 0 {
+            Side::Buy
+        } else {
+            Side::Sell
+        };
         let price = low + rng.below(args.levels) as i64;
         let place = Place {
             account: 1 + rng.below(args.accounts),
