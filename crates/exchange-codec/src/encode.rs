@@ -210,6 +210,14 @@ pub fn encode_event_into(event: &Event, out: &mut Vec<u8>) {
             o.uint(key!("owner"), e.owner);
             o.uint(key!("sub"), e.sub);
         }
+        EventKind::Triggered(e) => {
+            o.uint(key!("account"), e.account);
+            o.uint(key!("order_id"), e.order_id);
+            o.str(key!("client_order_id"), e.client_order_id.as_str());
+            o.str(key!("symbol"), e.symbol.as_str());
+            o.units(key!("stop_price"), e.stop_price);
+            o.units(key!("last_price"), e.last_price);
+        }
         EventKind::Error(e) => {
             o.uint(key!("line"), e.line);
             o.str(key!("message"), &e.message);

@@ -25,6 +25,8 @@ struct Checked {
     reserve: u64,
     reserve_asset: u32,
     fok_feasible: bool,
+    stop: Option<crate::stops::StopPlan>,
+    oco_with: Option<exchange_types::OrderId>,
 }
 
 impl Engine {
@@ -53,8 +55,7 @@ impl Engine {
         if place.account == FEE_ACCOUNT {
             return Err(RejectReason::FeeAccountCannotTrade);
         }
-        if place.ext.is_some()
-            || !matches!(place.order_type, OrderType::Limit | OrderType::Market)
+        if !crate::stops::ext_is_stop_or_oco_only(place)
             || !matches!(
                 place.tif,
                 TimeInForce::Gtc | TimeInForce::Ioc | TimeInForce::Fok
@@ -75,22 +76,31 @@ impl Engine {
         if let Some(risk) = risk {
             risk.check_access(instrument)?;
         }
-        let is_market = place.order_type == OrderType::Market;
+        let stop = self.check_stop(place, instrument)?;
+        // A stop market order is a market order once triggered; until then
+        // it trades nothing and needs no look at the book.
+        let is_market = matches!(place.order_type, OrderType::Market | OrderType::Stop);
         let limit_price = match (place.order_type, place.price) {
-            (OrderType::Limit, Some(price)) => Some(inst.price_to_ticks(price)?),
-            (OrderType::Limit, None) => return Err(RejectReason::PriceRequired),
-            (OrderType::Market, Some(_)) => return Err(RejectReason::PriceNotAllowed),
-            (OrderType::Market, None) => None,
-            (OrderType::Stop | OrderType::StopLimit, _) => return Err(RejectReason::NotSupported),
+            (OrderType::Limit | OrderType::StopLimit, Some(price)) => {
+                Some(inst.price_to_ticks(price)?)
+            }
+            (OrderType::Limit | OrderType::StopLimit, None) => {
+                return Err(RejectReason::PriceRequired)
+            }
+            (OrderType::Market | OrderType::Stop, Some(_)) => {
+                return Err(RejectReason::PriceNotAllowed)
+            }
+            (OrderType::Market | OrderType::Stop, None) => None,
         };
         let lots = inst.qty_to_lots(place.qty)?;
         // A market order never rests: good-till-canceled means immediate.
-        let tif = if is_market && place.tif == TimeInForce::Gtc {
+        // A stop keeps its time in force until it triggers.
+        let tif = if place.order_type == OrderType::Market && place.tif == TimeInForce::Gtc {
             TimeInForce::Ioc
         } else {
             place.tif
         };
-        if place.post_only && (is_market || tif != TimeInForce::Gtc) {
+        if place.post_only && (is_market || tif != TimeInForce::Gtc || stop.is_some()) {
             return Err(RejectReason::PostOnlyNotAllowed);
         }
         let band = inst.collar_band();
@@ -100,12 +110,15 @@ impl Engine {
             }
         }
         // A market order may trade down to (up to) the collar, no further.
-        let mut price = limit_price.unwrap_or(match (place.side, band) {
-            (Side::Buy, Some((_, high))) => high,
-            (Side::Buy, None) => u64::MAX,
-            (Side::Sell, Some((low, _))) => low,
-            (Side::Sell, None) => 1,
-        });
+        let mut price =
+            limit_price
+                .or(stop.and_then(|s| s.protection))
+                .unwrap_or(match (place.side, band) {
+                    (Side::Buy, Some((_, high))) => high,
+                    (Side::Buy, None) => u64::MAX,
+                    (Side::Sell, Some((low, _))) => low,
+                    (Side::Sell, None) => 1,
+                });
         if let Some(risk) = risk {
             price = risk.check_order(
                 inst,
@@ -113,7 +126,7 @@ impl Engine {
                 limit_price,
                 price,
                 lots,
-                tif == TimeInForce::Gtc,
+                tif == TimeInForce::Gtc || stop.is_some(),
                 self.accounts.list[account as usize].open_orders,
             )?;
         }
@@ -127,7 +140,8 @@ impl Engine {
         if place.post_only && book.side(place.side.opposite()).crosses(price) {
             return Err(RejectReason::PostOnlyWouldTake);
         }
-        if tif == TimeInForce::Gtc {
+        let oco_with = self.check_oco(place, account, instrument)?;
+        if tif == TimeInForce::Gtc || stop.is_some() {
             if self.accounts.list[account as usize].open_orders >= MAX_OPEN_ORDERS_PER_ACCOUNT {
                 return Err(RejectReason::TooManyOpenOrders);
             }
@@ -135,11 +149,15 @@ impl Engine {
                 return Err(RejectReason::ExchangeFull);
             }
             let own = book.side(place.side);
-            if own.level_count() >= MAX_PRICE_LEVELS_PER_SIDE && !own.has_level(price) {
+            if stop.is_none()
+                && own.level_count() >= MAX_PRICE_LEVELS_PER_SIDE
+                && !own.has_level(price)
+            {
                 return Err(RejectReason::TooManyPriceLevels);
             }
         }
-        let needs_walk = tif == TimeInForce::Fok || (is_market && place.side == Side::Buy);
+        let needs_walk =
+            stop.is_none() && (tif == TimeInForce::Fok || (is_market && place.side == Side::Buy));
         let walk =
             needs_walk.then(|| self.walk(instrument, place.side, account, place.stp, price, lots));
         let fok_feasible = tif != TimeInForce::Fok || walk.is_some_and(|w| w.traded_lots == lots);
@@ -150,7 +168,7 @@ impl Engine {
                 inst.base,
             ),
             Side::Buy => {
-                let notional = if is_market {
+                let notional = if is_market && stop.is_none() {
                     walk.map_or(Some(0), |w| w.notional)
                 } else {
                     inst.notional(price, lots)
@@ -178,6 +196,8 @@ impl Engine {
             reserve,
             reserve_asset,
             fok_feasible,
+            stop,
+            oco_with,
         })
     }
 
@@ -199,7 +219,7 @@ impl Engine {
                 tif: c.tif,
                 post_only: place.post_only,
                 stp: place.stp,
-                ext: None,
+                ext: Engine::accepted_ext(inst, c.stop.as_ref(), place),
             })
         });
         let slot = self.orders.insert(Order {
@@ -217,6 +237,8 @@ impl Engine {
             reserved: 0,
             client_order_id: place.client_order_id,
             indexed: false,
+            stop: false,
+            oco: false,
             prev: NIL,
             next: NIL,
             account_prev: NIL,
@@ -239,6 +261,16 @@ impl Engine {
             );
             balance.available -= c.reserve;
             self.emit_balance(out, c.account, c.reserve_asset);
+        }
+        if let Some(other) = c.oco_with {
+            if let Some(&other) = self.order_by_id.get(&other) {
+                self.link_oco(slot, other);
+            }
+        }
+        if let Some(plan) = c.stop {
+            self.index_order(slot);
+            self.hold_stop(slot, &plan);
+            return;
         }
         self.execute(slot, out);
     }

@@ -61,6 +61,7 @@ pub fn normalize(events: &[Event]) -> Vec<Ev> {
             | EventKind::AccountStatus(_)
             | EventKind::Mmp(_)
             | EventKind::SubAccountLinked(_)
+            | EventKind::Triggered(_)
             | EventKind::Error(_) => None,
         })
         .collect()

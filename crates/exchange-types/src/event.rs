@@ -38,7 +38,24 @@ pub enum EventKind {
     AccountStatus(AccountStatus),
     Mmp(Mmp),
     SubAccountLinked(SubAccountLinked),
+    Triggered(Triggered),
     Error(Error),
+}
+
+/// A stop or stop-limit order's trigger was reached: the order leaves the
+/// untriggered stops and enters the book (its trades, resting or expiry
+/// follow as for a new order).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Triggered {
+    pub account: AccountId,
+    pub order_id: OrderId,
+    pub client_order_id: ClientOrderId,
+    pub symbol: Symbol,
+    /// The stop price that was reached, in price units (for a trailing
+    /// stop, where it had trailed to).
+    pub stop_price: u64,
+    /// The last trade price that reached it, in price units.
+    pub last_price: u64,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -278,6 +295,7 @@ impl EventKind {
             EventKind::AccountStatus(_) => "account_status",
             EventKind::Mmp(_) => "mmp",
             EventKind::SubAccountLinked(_) => "sub_account_linked",
+            EventKind::Triggered(_) => "triggered",
             EventKind::Error(_) => "error",
         }
     }
