@@ -10,6 +10,7 @@ mod limits;
 mod member;
 mod orders;
 mod risk;
+mod stops;
 
 use exchange_types::limits::{MAX_ASSETS, MAX_INSTRUMENTS};
 use exchange_types::RejectReason;
@@ -66,6 +67,23 @@ const TESTED: &[(RejectReason, fn())] = &[
     (R::InvalidMmp, member::invalid_mmp),
     (R::MmpNotConfigured, member::mmp_not_configured),
     (R::InvalidSubAccount, member::invalid_sub_account),
+    (R::StopPriceRequired, stops::stop_price_required),
+    (R::StopPriceNotAllowed, stops::stop_price_not_allowed),
+    (
+        R::StopWouldTriggerImmediately,
+        stops::stop_would_trigger_immediately,
+    ),
+    (
+        R::StopMarketBuyNeedsCollar,
+        stops::stop_market_buy_needs_collar,
+    ),
+    (R::InvalidTrailing, stops::invalid_trailing),
+    (R::TrailingNeedsLastPrice, stops::trailing_needs_last_price),
+    (R::StopPriceNotOnTick, stops::stop_price_not_on_tick),
+    (R::OcoOrderNotFound, stops::oco_order_not_found),
+    (R::OcoAlreadyLinked, stops::oco_already_linked),
+    (R::TooManyStopOrders, stops::too_many_stop_orders),
+    (R::TooManyTrailingStops, stops::too_many_trailing_stops),
 ];
 
 /// Reasons without a test, and why.
