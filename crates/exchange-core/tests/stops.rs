@@ -2,6 +2,8 @@
 //! held off the book until the last trade price reaches them, then entered
 //! as market or limit orders in a fixed order.
 
+use std::collections::BTreeMap;
+
 use exchange_core::Engine;
 use exchange_testkit::engine::*;
 use exchange_types::*;
@@ -484,4 +486,96 @@ fn snapshot_with_untriggered_stops_and_pairs_restores_to_the_same_future() {
     }
     assert_eq!(h.engine.state_hash(), twin.engine.state_hash());
     assert_eq!(h.engine.audit(), Ok(()));
+}
+
+/// Turns some of a random stream's orders into stops, stop-limits and
+/// pairs, by a rule on each order's client id so a shrunk stream keeps the
+/// same shape.
+fn with_stops(commands: Vec<Command>) -> Vec<Command> {
+    let mut last_coid: BTreeMap<u64, ClientOrderId> = BTreeMap::new();
+    commands
+        .into_iter()
+        .map(|command| {
+            let Command::Place(place) = command else {
+                return command;
+            };
+            let key = place
+                .client_order_id
+                .as_bytes()
+                .iter()
+                .map(|&b| u32::from(b))
+                .sum::<u32>();
+            let earlier = last_coid.insert(place.account, place.client_order_id);
+            let place = match (key % 6, place.order_type, place.price) {
+                (0, OrderType::Limit, Some(price)) => ext(
+                    Place {
+                        order_type: OrderType::StopLimit,
+                        ..place
+                    },
+                    |e| e.stop_price = Some(price),
+                ),
+                (1, OrderType::Limit, Some(price)) => ext(
+                    Place {
+                        order_type: OrderType::Stop,
+                        price: None,
+                        ..place
+                    },
+                    |e| e.stop_price = Some(price),
+                ),
+                (2, _, _) => ext(
+                    Place {
+                        order_type: OrderType::Stop,
+                        price: None,
+                        ..place
+                    },
+                    |e| e.trailing = Some(Trailing::Bps(50 + key % 300)),
+                ),
+                _ => place,
+            };
+            let place = match earlier {
+                Some(other) if key % 5 == 3 => ext(place, |e| e.oco_with = Some(other)),
+                _ => place,
+            };
+            Command::Place(place)
+        })
+        .collect()
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest_config(48))]
+
+    /// With stops in the stream, after every command: reservations are the
+    /// sum of what open orders (stops included) hold, no book is crossed,
+    /// every stop is filed where its price says (the engine's audit); and a
+    /// snapshot taken mid-stream continues with the same events and hash.
+    #[test]
+    fn stops_keep_the_invariants_and_survive_a_snapshot(
+        commands in command_stream(Profile::Scarce),
+        cut in proptest::prelude::any::<proptest::sample::Index>(),
+    ) {
+        let commands = with_stops(commands);
+        let mut engine = Engine::new();
+        let at = cut.index(commands.len());
+        let mut twin = None;
+        for (index, command) in commands.iter().enumerate() {
+            if index == at {
+                twin = Some(Engine::restore(&engine.snapshot()).expect("restores"));
+            }
+            let stamped = Stamped { ts: index as u64 + 1, command: command.clone() };
+            let mut out = Vec::new();
+            engine.apply(&stamped, &mut out);
+            if let Err(violation) = engine.audit() {
+                return Err(proptest::test_runner::TestCaseError::fail(format!(
+                    "after {}: {violation}", describe(command)
+                )));
+            }
+            if let Some(twin) = twin.as_mut() {
+                let mut again = Vec::new();
+                twin.apply(&stamped, &mut again);
+                proptest::prop_assert_eq!(&out, &again);
+            }
+        }
+        let twin = twin.expect("cut within the stream");
+        proptest::prop_assert_eq!(twin.state_hash(), engine.state_hash());
+    }
 }
