@@ -217,6 +217,7 @@ pub fn encode_event_into(event: &Event, out: &mut Vec<u8>) {
             o.str(key!("symbol"), e.symbol.as_str());
             o.units(key!("stop_price"), e.stop_price);
             o.units(key!("last_price"), e.last_price);
+            o.units(key!("qty"), e.qty);
         }
         EventKind::Error(e) => {
             o.uint(key!("line"), e.line);

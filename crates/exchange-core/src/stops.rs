@@ -488,6 +488,7 @@ impl Engine {
                 symbol: inst.symbol,
                 stop_price: inst.price_units(info.stop),
                 last_price: inst.price_units(last),
+                qty: inst.qty_units(order.qty),
             })
         });
         if let Some(partner) = self.unlink_oco(slot) {

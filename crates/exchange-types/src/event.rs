@@ -56,6 +56,9 @@ pub struct Triggered {
     pub stop_price: u64,
     /// The last trade price that reached it, in price units.
     pub last_price: u64,
+    /// The order's quantity (units): an untriggered stop never fills, so
+    /// all of it enters the book.
+    pub qty: u64,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
