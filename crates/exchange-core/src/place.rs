@@ -205,6 +205,9 @@ impl Engine {
         let id = self.next_order_id;
         self.next_order_id += 1;
         let is_market = place.order_type == OrderType::Market;
+        // A stop market order's price is its protection, not a limit the
+        // client gave: like a market order's collar bound, not reported.
+        let priced = !is_market && place.order_type != OrderType::Stop;
         self.emit_with(out, |e| {
             let inst = &e.instruments[c.instrument as usize];
             EventKind::Accepted(event::Accepted {
@@ -214,7 +217,7 @@ impl Engine {
                 symbol: place.symbol,
                 side: place.side,
                 order_type: place.order_type,
-                price: (!is_market).then(|| inst.price_units(c.price)),
+                price: priced.then(|| inst.price_units(c.price)),
                 qty: inst.qty_units(c.lots),
                 tif: c.tif,
                 post_only: place.post_only,

@@ -82,7 +82,7 @@ fn websocket_entry_reads_the_stop_fields_on_its_fast_path() {
 #[test]
 fn the_private_stream_shows_a_stop_accepted_then_triggered() {
     let mut engine = Engine::new();
-    let mut apply = |engine: &mut Engine, command: Command| {
+    let apply = |engine: &mut Engine, command: Command| {
         let mut out = Vec::new();
         engine.apply(&Stamped { ts: 1, command }, &mut out);
         out
@@ -99,7 +99,7 @@ fn the_private_stream_shows_a_stop_accepted_then_triggered() {
     assert_eq!(accepted[0]["event"], "accepted");
     assert_eq!(accepted[0]["order_type"], "stop");
     assert_eq!(accepted[0]["stop_price"], "101");
-    assert!(accepted[0]["price"].is_null());
+    assert!(accepted[0]["price"].is_null(), "{}", accepted[0]);
 
     let ask = r#"{"symbol":"BTC-USD","side":"sell","price":"101","qty":"0.1"}"#;
     apply(&mut engine, place_from(2, ask).unwrap());
