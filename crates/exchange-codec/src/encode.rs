@@ -231,6 +231,15 @@ pub fn encode_event_into(event: &Event, out: &mut Vec<u8>) {
             o.units(key!("price"), e.price);
             o.units(key!("volume"), e.volume);
         }
+        EventKind::Triggered(e) => {
+            o.uint(key!("account"), e.account);
+            o.uint(key!("order_id"), e.order_id);
+            o.str(key!("client_order_id"), e.client_order_id.as_str());
+            o.str(key!("symbol"), e.symbol.as_str());
+            o.units(key!("stop_price"), e.stop_price);
+            o.units(key!("last_price"), e.last_price);
+            o.units(key!("qty"), e.qty);
+        }
         EventKind::Error(e) => {
             o.uint(key!("line"), e.line);
             o.str(key!("message"), &e.message);

@@ -21,6 +21,8 @@ fn order(side: Side, price: u64, qty: u64) -> Order {
         reserved: 0,
         client_order_id: ClientOrderId::new("c").expect("a valid id"),
         indexed: false,
+        stop: false,
+        oco: false,
         prev: NIL,
         next: NIL,
         account_prev: NIL,

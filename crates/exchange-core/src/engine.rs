@@ -61,6 +61,8 @@ pub struct Engine {
     pub(crate) mmp_tripped: Vec<(u32, u32)>,
     /// Call phases and expiries.
     pub(crate) sessions: Sessions,
+    /// Untriggered stops and one-cancels-other pairs.
+    pub(crate) stops: crate::stops::Stops,
 }
 
 impl Default for Engine {
@@ -90,6 +92,7 @@ impl Engine {
             mmp_configs: 0,
             mmp_tripped: Vec::new(),
             sessions: Sessions::default(),
+            stops: crate::stops::Stops::default(),
         };
         // The fee account always exists so that fees never need a branch.
         let fee = engine.accounts.get_or_create(FEE_ACCOUNT);
@@ -103,6 +106,16 @@ impl Engine {
         if self.now >= self.sessions.next_expiry {
             self.expire_due(out);
         }
+        let trades_before = self.next_trade_id;
+        self.dispatch(stamped, out);
+        // Stops trigger on trades, and pairs cancel on fills: nothing to do
+        // after a command that traded nothing.
+        if self.next_trade_id != trades_before && self.stops.is_active() {
+            self.after_trades(out);
+        }
+    }
+
+    fn dispatch(&mut self, stamped: &Stamped, out: &mut Vec<Event>) {
         match &stamped.command {
             Command::AddInstrument(spec) => self.add_instrument(spec, out),
             Command::Deposit(transfer) => self.deposit(transfer, out),
@@ -145,7 +158,7 @@ impl Engine {
         self.seq
     }
 
-    /// Number of orders resting on all books.
+    /// Number of open orders: resting on the books or untriggered stops.
     pub fn open_order_count(&self) -> usize {
         self.order_by_id.len()
     }
@@ -318,6 +331,10 @@ impl Engine {
     /// Removes an order that is no longer on any book from every index and
     /// from the pool. Its reservation must already be released.
     pub(crate) fn close_order(&mut self, slot: u32) -> Order {
+        if self.orders.get(slot).oco {
+            // A pair outlives neither order: the partner stays open alone.
+            self.unlink_oco(slot);
+        }
         let order = self.orders.remove(slot);
         // Funds still held by a closed order could never be released again.
         assert_eq!(

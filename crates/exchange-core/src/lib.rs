@@ -12,7 +12,8 @@
 //! prevention) → `oms` (cancel, replace, mass cancel), over `book` (levels),
 //! `orders` (the pool), `accounts` (balances) and `instrument` (units);
 //! `risk` holds the member risk controls (limits, suspension, market-maker
-//! protection) that `place`, `oms` and `matching` consult.
+//! protection) that `place`, `oms` and `matching` consult; `stops` holds
+//! untriggered stop orders off the books and one-cancels-other pairs.
 //!
 //! # Determinism
 //!
@@ -50,6 +51,7 @@ mod phase;
 mod place;
 mod risk;
 mod snapshot;
+mod stops;
 mod views;
 
 #[cfg(test)]

@@ -318,6 +318,12 @@ impl Engine {
         self.emit_balance(out, FEE_ACCOUNT as u32, quote);
         self.count_fill(buyer_account, instrument, lots, out);
         self.count_fill(seller_account, instrument, lots, out);
+        if self.orders.get(taker).oco {
+            self.note_oco_fill(taker);
+        }
+        if self.orders.get(maker).oco {
+            self.note_oco_fill(maker);
+        }
 
         if self.orders.get(maker).leaves() == 0 {
             let book_side = self.books[instrument as usize].side_mut(taker_side.opposite());

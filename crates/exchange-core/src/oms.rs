@@ -16,7 +16,14 @@ impl Engine {
     pub(crate) fn cancel(&mut self, cancel: &Cancel, out: &mut Vec<Event>) {
         let account = self.accounts.index(cancel.account);
         match self.resolve_order(account, &cancel.order) {
-            Ok(slot) => self.cancel_resting(slot, CancelReason::Requested, out),
+            Ok(slot) => {
+                // Canceling one of a pair by request cancels the other.
+                let partner = self.unlink_oco(slot);
+                self.cancel_resting(slot, CancelReason::Requested, out);
+                if let Some(&other) = partner.and_then(|id| self.order_by_id.get(&id)) {
+                    self.cancel_resting(other, CancelReason::OneCancelsOther, out);
+                }
+            }
             Err(reason) => {
                 let (order_id, client_order_id) = split_ref(&cancel.order);
                 self.reject(
@@ -37,7 +44,11 @@ impl Engine {
     /// Takes a resting order off the book, returns its reservation and
     /// reports it canceled.
     pub(crate) fn cancel_resting(&mut self, slot: u32, reason: CancelReason, out: &mut Vec<Event>) {
-        self.unrest(slot, out);
+        if self.orders.get(slot).stop {
+            self.unstop(slot);
+        } else {
+            self.unrest(slot, out);
+        }
         let leaves = self.orders.get(slot).leaves();
         self.orders.get_mut(slot).qty -= leaves;
         self.emit_canceled(slot, reason, leaves, out);
@@ -123,6 +134,11 @@ impl Engine {
             risk.check_access(order.instrument)?;
         }
         let price = match replace.price {
+            // A stop market order's price is its protection, not the
+            // owner's to set.
+            Some(_) if order.stop && self.stops.info[&order.id].market => {
+                return Err(RejectReason::PriceNotAllowed)
+            }
             Some(price) => inst.price_to_ticks(price)?,
             None => order.price,
         };
@@ -159,7 +175,7 @@ impl Engine {
         }
         let leaves = qty - order.filled;
         let book = &self.books[order.instrument as usize];
-        if leaves > 0 && price != order.price {
+        if leaves > 0 && price != order.price && !order.stop {
             if order.post_only && book.side(order.side.opposite()).crosses(price) {
                 return Err(RejectReason::PostOnlyWouldTake);
             }
@@ -205,7 +221,9 @@ impl Engine {
             assert!(taken.is_none(), "client order id {new} is already open");
             self.orders.get_mut(slot).client_order_id = new;
         }
-        let moves = !plan.keeps_priority;
+        // An untriggered stop has no place on a book to keep or lose.
+        let is_stop = self.orders.get(slot).stop;
+        let moves = !plan.keeps_priority && !is_stop;
         if moves {
             self.unrest(slot, out);
         }
@@ -228,7 +246,7 @@ impl Engine {
                 leaves_qty: inst.qty_units(leaves),
             })
         });
-        if !moves && leaves < old_leaves {
+        if !moves && !is_stop && leaves < old_leaves {
             let level_qty = self.books[instrument as usize]
                 .side_mut(side)
                 .reduce(old_price, old_leaves - leaves);
@@ -241,6 +259,9 @@ impl Engine {
         }
         self.set_reservation(slot, plan.reserve, out);
         if leaves == 0 {
+            if is_stop {
+                self.unstop(slot);
+            }
             self.close_order(slot);
         } else if moves {
             self.execute(slot, out);

@@ -33,6 +33,11 @@ pub(crate) struct Order {
     pub client_order_id: ClientOrderId,
     /// True once the order is findable by id and client id (it rests).
     pub indexed: bool,
+    /// An untriggered stop: open, but held in the stop table, not a book.
+    pub stop: bool,
+    /// One of a one-cancels-other pair (the partner is in the stop table's
+    /// pair map); a flag here so a fill looks no further unless set.
+    pub oco: bool,
     pub prev: u32,
     pub next: u32,
     pub account_prev: u32,

@@ -27,6 +27,8 @@ struct Checked {
     reserve_asset: u32,
     fok_feasible: bool,
     expire_ts: Option<u64>,
+    stop: Option<crate::stops::StopPlan>,
+    oco_with: Option<exchange_types::OrderId>,
 }
 
 impl Engine {
@@ -55,21 +57,8 @@ impl Engine {
         if place.account == FEE_ACCOUNT {
             return Err(RejectReason::FeeAccountCannotTrade);
         }
-        let expire_ts = match place.ext.as_deref() {
-            None => None,
-            Some(ext) => {
-                let only_expiry = ext.stop_price.is_none()
-                    && ext.trailing.is_none()
-                    && ext.display_qty.is_none()
-                    && ext.funds.is_none()
-                    && ext.oco_with.is_none();
-                if !only_expiry {
-                    return Err(RejectReason::NotSupported);
-                }
-                ext.expire_ts
-            }
-        };
-        if !matches!(place.order_type, OrderType::Limit | OrderType::Market) {
+        let expire_ts = place.ext().expire_ts;
+        if place.ext().display_qty.is_some() || place.ext().funds.is_some() {
             return Err(RejectReason::NotSupported);
         }
         match (place.tif, expire_ts) {
@@ -100,23 +89,31 @@ impl Engine {
         if let Some(risk) = risk {
             risk.check_access(instrument)?;
         }
-        let is_market = place.order_type == OrderType::Market;
+        let stop = self.check_stop(place, instrument)?;
+        // A stop market order is a market order once triggered; until then
+        // it trades nothing and needs no look at the book.
+        let is_market = matches!(place.order_type, OrderType::Market | OrderType::Stop);
         let limit_price = match (place.order_type, place.price) {
-            (OrderType::Limit, Some(price)) => Some(inst.price_to_ticks(price)?),
-            (OrderType::Limit, None) => return Err(RejectReason::PriceRequired),
-            (OrderType::Market, Some(_)) => return Err(RejectReason::PriceNotAllowed),
-            (OrderType::Market, None) => None,
-            (OrderType::Stop | OrderType::StopLimit, _) => return Err(RejectReason::NotSupported),
+            (OrderType::Limit | OrderType::StopLimit, Some(price)) => {
+                Some(inst.price_to_ticks(price)?)
+            }
+            (OrderType::Limit | OrderType::StopLimit, None) => {
+                return Err(RejectReason::PriceRequired)
+            }
+            (OrderType::Market | OrderType::Stop, Some(_)) => {
+                return Err(RejectReason::PriceNotAllowed)
+            }
+            (OrderType::Market | OrderType::Stop, None) => None,
         };
         let lots = inst.qty_to_lots(place.qty)?;
         // A market order never rests: any resting time in force means
-        // immediate.
-        let tif = if is_market && rests(place.tif) {
+        // immediate. A stop keeps its time in force until it triggers.
+        let tif = if place.order_type == OrderType::Market && rests(place.tif) {
             TimeInForce::Ioc
         } else {
             place.tif
         };
-        if place.post_only && (is_market || !rests(tif)) {
+        if place.post_only && (is_market || !rests(tif) || stop.is_some()) {
             return Err(RejectReason::PostOnlyNotAllowed);
         }
         let band = inst.collar_band();
@@ -126,12 +123,15 @@ impl Engine {
             }
         }
         // A market order may trade down to (up to) the collar, no further.
-        let mut price = limit_price.unwrap_or(match (place.side, band) {
-            (Side::Buy, Some((_, high))) => high,
-            (Side::Buy, None) => u64::MAX,
-            (Side::Sell, Some((low, _))) => low,
-            (Side::Sell, None) => 1,
-        });
+        let mut price =
+            limit_price
+                .or(stop.and_then(|s| s.protection))
+                .unwrap_or(match (place.side, band) {
+                    (Side::Buy, Some((_, high))) => high,
+                    (Side::Buy, None) => u64::MAX,
+                    (Side::Sell, Some((low, _))) => low,
+                    (Side::Sell, None) => 1,
+                });
         if let Some(risk) = risk {
             price = risk.check_order(
                 inst,
@@ -139,7 +139,7 @@ impl Engine {
                 limit_price,
                 price,
                 lots,
-                rests(tif),
+                rests(tif) || stop.is_some(),
                 self.accounts.list[account as usize].open_orders,
             )?;
         }
@@ -153,7 +153,8 @@ impl Engine {
         if place.post_only && book.side(place.side.opposite()).crosses(price) {
             return Err(RejectReason::PostOnlyWouldTake);
         }
-        if rests(tif) {
+        let oco_with = self.check_oco(place, account, instrument)?;
+        if rests(tif) || stop.is_some() {
             if self.accounts.list[account as usize].open_orders >= MAX_OPEN_ORDERS_PER_ACCOUNT {
                 return Err(RejectReason::TooManyOpenOrders);
             }
@@ -161,11 +162,15 @@ impl Engine {
                 return Err(RejectReason::ExchangeFull);
             }
             let own = book.side(place.side);
-            if own.level_count() >= MAX_PRICE_LEVELS_PER_SIDE && !own.has_level(price) {
+            if stop.is_none()
+                && own.level_count() >= MAX_PRICE_LEVELS_PER_SIDE
+                && !own.has_level(price)
+            {
                 return Err(RejectReason::TooManyPriceLevels);
             }
         }
-        let needs_walk = tif == TimeInForce::Fok || (is_market && place.side == Side::Buy);
+        let needs_walk =
+            stop.is_none() && (tif == TimeInForce::Fok || (is_market && place.side == Side::Buy));
         let walk =
             needs_walk.then(|| self.walk(instrument, place.side, account, place.stp, price, lots));
         let fok_feasible = tif != TimeInForce::Fok || walk.is_some_and(|w| w.traded_lots == lots);
@@ -176,7 +181,7 @@ impl Engine {
                 inst.base,
             ),
             Side::Buy => {
-                let notional = if is_market {
+                let notional = if is_market && stop.is_none() {
                     walk.map_or(Some(0), |w| w.notional)
                 } else {
                     inst.notional(price, lots)
@@ -205,6 +210,8 @@ impl Engine {
             reserve_asset,
             fok_feasible,
             expire_ts,
+            stop,
+            oco_with,
         })
     }
 
@@ -212,6 +219,9 @@ impl Engine {
         let id = self.next_order_id;
         self.next_order_id += 1;
         let is_market = place.order_type == OrderType::Market;
+        // A stop market order's price is its protection, not a limit the
+        // client gave: like a market order's collar bound, not reported.
+        let priced = !is_market && place.order_type != OrderType::Stop;
         self.emit_with(out, |e| {
             let inst = &e.instruments[c.instrument as usize];
             EventKind::Accepted(event::Accepted {
@@ -221,17 +231,12 @@ impl Engine {
                 symbol: place.symbol,
                 side: place.side,
                 order_type: place.order_type,
-                price: (!is_market).then(|| inst.price_units(c.price)),
+                price: priced.then(|| inst.price_units(c.price)),
                 qty: inst.qty_units(c.lots),
                 tif: c.tif,
                 post_only: place.post_only,
                 stp: place.stp,
-                ext: (c.tif == TimeInForce::Gtd).then(|| {
-                    Box::new(event::AcceptedExt {
-                        expire_ts: c.expire_ts,
-                        ..event::AcceptedExt::default()
-                    })
-                }),
+                ext: Engine::accepted_ext(inst, c.stop.as_ref(), place, c.expire_ts),
             })
         });
         let slot = self.orders.insert(Order {
@@ -249,6 +254,8 @@ impl Engine {
             reserved: 0,
             client_order_id: place.client_order_id,
             indexed: false,
+            stop: false,
+            oco: false,
             prev: NIL,
             next: NIL,
             account_prev: NIL,
@@ -274,6 +281,16 @@ impl Engine {
             );
             balance.available -= c.reserve;
             self.emit_balance(out, c.account, c.reserve_asset);
+        }
+        if let Some(other) = c.oco_with {
+            if let Some(&other) = self.order_by_id.get(&other) {
+                self.link_oco(slot, other);
+            }
+        }
+        if let Some(plan) = c.stop {
+            self.index_order(slot);
+            self.hold_stop(slot, &plan);
+            return;
         }
         self.execute(slot, out);
     }

@@ -25,6 +25,9 @@ const MAGIC: &[u8; 8] = b"EXSNAP01";
 const RISK_SECTION: u8 = 1;
 /// Tags the optional section of sub-account links, after the risk one.
 const FAMILY_SECTION: u8 = 2;
+/// Tags the optional section of untriggered stops and one-cancels-other
+/// pairs, after the sub-account one.
+const STOP_SECTION: u8 = 7;
 
 /// Reads the sub-account links: (sub, owner) by increasing sub, one level
 /// deep, each owner within its limit.
@@ -73,22 +76,22 @@ pub enum SnapshotError {
     Inconsistent(String),
 }
 
-struct Writer(Vec<u8>);
+pub(crate) struct Writer(Vec<u8>);
 
 impl Writer {
-    fn u8(&mut self, v: u8) {
+    pub(crate) fn u8(&mut self, v: u8) {
         self.0.push(v);
     }
-    fn u32(&mut self, v: u32) {
+    pub(crate) fn u32(&mut self, v: u32) {
         self.0.extend_from_slice(&v.to_le_bytes());
     }
-    fn u64(&mut self, v: u64) {
+    pub(crate) fn u64(&mut self, v: u64) {
         self.0.extend_from_slice(&v.to_le_bytes());
     }
-    fn i32(&mut self, v: i32) {
+    pub(crate) fn i32(&mut self, v: i32) {
         self.0.extend_from_slice(&v.to_le_bytes());
     }
-    fn opt_u64(&mut self, v: Option<u64>) {
+    pub(crate) fn opt_u64(&mut self, v: Option<u64>) {
         match v {
             None => self.u8(0),
             Some(v) => {
@@ -97,64 +100,64 @@ impl Writer {
             }
         }
     }
-    fn text(&mut self, bytes: &[u8]) {
+    pub(crate) fn text(&mut self, bytes: &[u8]) {
         self.u8(bytes.len() as u8);
         self.0.extend_from_slice(bytes);
     }
 }
 
-struct Reader<'a> {
+pub(crate) struct Reader<'a> {
     bytes: &'a [u8],
     at: usize,
 }
 
 impl<'a> Reader<'a> {
-    fn take(&mut self, n: usize) -> Result<&'a [u8], SnapshotError> {
+    pub(crate) fn take(&mut self, n: usize) -> Result<&'a [u8], SnapshotError> {
         let end = self.at.checked_add(n).filter(|&e| e <= self.bytes.len());
         let end = end.ok_or(SnapshotError::Truncated(self.at))?;
         let slice = &self.bytes[self.at..end];
         self.at = end;
         Ok(slice)
     }
-    fn u8(&mut self) -> Result<u8, SnapshotError> {
+    pub(crate) fn u8(&mut self) -> Result<u8, SnapshotError> {
         Ok(self.take(1)?[0])
     }
-    fn u32(&mut self) -> Result<u32, SnapshotError> {
+    pub(crate) fn u32(&mut self) -> Result<u32, SnapshotError> {
         let mut b = [0u8; 4];
         b.copy_from_slice(self.take(4)?);
         Ok(u32::from_le_bytes(b))
     }
-    fn u64(&mut self) -> Result<u64, SnapshotError> {
+    pub(crate) fn u64(&mut self) -> Result<u64, SnapshotError> {
         let mut b = [0u8; 8];
         b.copy_from_slice(self.take(8)?);
         Ok(u64::from_le_bytes(b))
     }
-    fn i32(&mut self) -> Result<i32, SnapshotError> {
+    pub(crate) fn i32(&mut self) -> Result<i32, SnapshotError> {
         let mut b = [0u8; 4];
         b.copy_from_slice(self.take(4)?);
         Ok(i32::from_le_bytes(b))
     }
-    fn opt_u64(&mut self) -> Result<Option<u64>, SnapshotError> {
+    pub(crate) fn opt_u64(&mut self) -> Result<Option<u64>, SnapshotError> {
         match self.u8()? {
             0 => Ok(None),
             1 => Ok(Some(self.u64()?)),
             _ => Err(SnapshotError::Invalid("option tag")),
         }
     }
-    fn text(&mut self) -> Result<&'a str, SnapshotError> {
+    pub(crate) fn text(&mut self) -> Result<&'a str, SnapshotError> {
         let len = usize::from(self.u8()?);
         std::str::from_utf8(self.take(len)?).map_err(|_| SnapshotError::Invalid("text"))
     }
-    fn symbol(&mut self) -> Result<Symbol, SnapshotError> {
+    pub(crate) fn symbol(&mut self) -> Result<Symbol, SnapshotError> {
         Symbol::new(self.text()?).map_err(|_| SnapshotError::Invalid("symbol"))
     }
-    fn asset(&mut self) -> Result<AssetCode, SnapshotError> {
+    pub(crate) fn asset(&mut self) -> Result<AssetCode, SnapshotError> {
         AssetCode::new(self.text()?).map_err(|_| SnapshotError::Invalid("asset"))
     }
-    fn client_order_id(&mut self) -> Result<ClientOrderId, SnapshotError> {
+    pub(crate) fn client_order_id(&mut self) -> Result<ClientOrderId, SnapshotError> {
         ClientOrderId::new(self.text()?).map_err(|_| SnapshotError::Invalid("client order id"))
     }
-    fn count(&mut self, limit: usize) -> Result<usize, SnapshotError> {
+    pub(crate) fn count(&mut self, limit: usize) -> Result<usize, SnapshotError> {
         let n = self.u64()?;
         usize::try_from(n)
             .ok()
@@ -163,14 +166,14 @@ impl<'a> Reader<'a> {
     }
 }
 
-fn side_code(side: Side) -> u8 {
+pub(crate) fn side_code(side: Side) -> u8 {
     match side {
         Side::Buy => 0,
         Side::Sell => 1,
     }
 }
 
-fn tif_code(tif: TimeInForce) -> u8 {
+pub(crate) fn tif_code(tif: TimeInForce) -> u8 {
     match tif {
         TimeInForce::Gtc => 0,
         TimeInForce::Ioc => 1,
@@ -182,13 +185,81 @@ fn tif_code(tif: TimeInForce) -> u8 {
     }
 }
 
-fn stp_code(stp: SelfTradePrevention) -> u8 {
+pub(crate) fn stp_code(stp: SelfTradePrevention) -> u8 {
     match stp {
         SelfTradePrevention::CancelNewest => 0,
         SelfTradePrevention::CancelOldest => 1,
         SelfTradePrevention::CancelBoth => 2,
         SelfTradePrevention::Decrement => 3,
     }
+}
+
+/// One open order's fields, as both the book and the stop sections write
+/// them.
+pub(crate) fn write_order(w: &mut Writer, o: &Order) {
+    w.u64(o.id);
+    w.u32(o.account);
+    w.u32(o.instrument);
+    w.u8(side_code(o.side));
+    w.u8(tif_code(o.tif));
+    w.u8(stp_code(o.stp));
+    w.u8(u8::from(o.post_only));
+    w.u64(o.price);
+    w.u64(o.qty);
+    w.u64(o.filled);
+    w.u64(o.reserved);
+    w.text(o.client_order_id.as_bytes());
+}
+
+pub(crate) fn read_order(r: &mut Reader) -> Result<Order, SnapshotError> {
+    let id = r.u64()?;
+    let account = r.u32()?;
+    let instrument = r.u32()?;
+    let side = match r.u8()? {
+        0 => Side::Buy,
+        1 => Side::Sell,
+        _ => return Err(SnapshotError::Invalid("side")),
+    };
+    let tif = match r.u8()? {
+        0 => TimeInForce::Gtc,
+        1 => TimeInForce::Ioc,
+        2 => TimeInForce::Fok,
+        3 => TimeInForce::Day,
+        4 => TimeInForce::Gtd,
+        5 => TimeInForce::AtOpen,
+        6 => TimeInForce::AtClose,
+        _ => return Err(SnapshotError::Invalid("time in force")),
+    };
+    let stp = match r.u8()? {
+        0 => SelfTradePrevention::CancelNewest,
+        1 => SelfTradePrevention::CancelOldest,
+        2 => SelfTradePrevention::CancelBoth,
+        3 => SelfTradePrevention::Decrement,
+        _ => return Err(SnapshotError::Invalid("self-trade prevention")),
+    };
+    let post_only = r.u8()? == 1;
+    Ok(Order {
+        id,
+        account,
+        instrument,
+        side,
+        tif,
+        stp,
+        post_only,
+        is_market: false,
+        price: r.u64()?,
+        qty: r.u64()?,
+        filled: r.u64()?,
+        reserved: r.u64()?,
+        client_order_id: r.client_order_id()?,
+        indexed: false,
+        stop: false,
+        oco: false,
+        prev: NIL,
+        next: NIL,
+        account_prev: NIL,
+        account_next: NIL,
+    })
 }
 
 fn opt_u32(v: Option<u32>) -> Option<u64> {
@@ -355,25 +426,16 @@ impl Engine {
                 w.u64(b.available);
             }
         }
-        w.u64(self.orders.len() as u64);
+        // Untriggered stops are open orders on no book: they have their own
+        // section below.
+        w.u64((self.orders.len() - self.stops.info.len()) as u64);
         for book in &self.books {
             for side in [&book.bids, &book.asks] {
                 for level in side.levels_best_first() {
                     let mut slot = level.head;
                     while slot != NIL {
                         let o = self.orders.get(slot);
-                        w.u64(o.id);
-                        w.u32(o.account);
-                        w.u32(o.instrument);
-                        w.u8(side_code(o.side));
-                        w.u8(tif_code(o.tif));
-                        w.u8(stp_code(o.stp));
-                        w.u8(u8::from(o.post_only));
-                        w.u64(o.price);
-                        w.u64(o.qty);
-                        w.u64(o.filled);
-                        w.u64(o.reserved);
-                        w.text(o.client_order_id.as_bytes());
+                        write_order(&mut w, o);
                         slot = o.next;
                     }
                 }
@@ -405,6 +467,10 @@ impl Engine {
                 w.u32(sub);
                 w.u32(owner);
             }
+        }
+        if !self.stops.info.is_empty() || !self.stops.oco.is_empty() {
+            w.u8(STOP_SECTION);
+            crate::stops::write_section(&mut w, self);
         }
         phase_section::write(&mut w, self);
         w.0
@@ -504,52 +570,9 @@ impl Engine {
         }
         let mut level_totals = std::collections::BTreeMap::new();
         for _ in 0..r.count(MAX_OPEN_ORDERS)? {
-            let id = r.u64()?;
-            let account = r.u32()?;
-            let instrument = r.u32()?;
-            let side = match r.u8()? {
-                0 => Side::Buy,
-                1 => Side::Sell,
-                _ => return Err(SnapshotError::Invalid("side")),
-            };
-            let tif = match r.u8()? {
-                0 => TimeInForce::Gtc,
-                1 => TimeInForce::Ioc,
-                2 => TimeInForce::Fok,
-                3 => TimeInForce::Day,
-                4 => TimeInForce::Gtd,
-                5 => TimeInForce::AtOpen,
-                6 => TimeInForce::AtClose,
-                _ => return Err(SnapshotError::Invalid("time in force")),
-            };
-            let stp = match r.u8()? {
-                0 => SelfTradePrevention::CancelNewest,
-                1 => SelfTradePrevention::CancelOldest,
-                2 => SelfTradePrevention::CancelBoth,
-                3 => SelfTradePrevention::Decrement,
-                _ => return Err(SnapshotError::Invalid("self-trade prevention")),
-            };
-            let post_only = r.u8()? == 1;
-            let order = Order {
-                id,
-                account,
-                instrument,
-                side,
-                tif,
-                stp,
-                post_only,
-                is_market: false,
-                price: r.u64()?,
-                qty: r.u64()?,
-                filled: r.u64()?,
-                reserved: r.u64()?,
-                client_order_id: r.client_order_id()?,
-                indexed: false,
-                prev: NIL,
-                next: NIL,
-                account_prev: NIL,
-                account_next: NIL,
-            };
+            let order = read_order(&mut r)?;
+            let (id, account, instrument, side) =
+                (order.id, order.account, order.instrument, order.side);
             if account as usize >= e.accounts.list.len()
                 || instrument as usize >= e.instruments.len()
                 || order.filled >= order.qty
@@ -592,6 +615,10 @@ impl Engine {
         if r.at < bytes.len() && bytes[r.at] == FAMILY_SECTION {
             r.at += 1;
             read_family(&mut r, &mut e)?;
+        }
+        if r.at < bytes.len() && bytes[r.at] == STOP_SECTION {
+            r.at += 1;
+            crate::stops::read_section(&mut r, &mut e)?;
         }
         phase_section::read(&mut r, &mut e)?;
         if r.at != bytes.len() {

@@ -37,6 +37,8 @@ pub struct OrderView {
     pub qty: u64,
     pub filled_qty: u64,
     pub reserved: u64,
+    /// An untriggered stop's trigger price (units); `None` on a book.
+    pub stop_price: Option<u64>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -118,7 +120,7 @@ impl Engine {
         Some((b.total, b.available))
     }
 
-    /// Every resting order, by order id.
+    /// Every open order (resting, or an untriggered stop), by order id.
     pub fn open_orders(&self) -> Vec<OrderView> {
         let mut all = Vec::new();
         for book in &self.books {
@@ -139,11 +141,29 @@ impl Engine {
                             qty: inst.qty_units(o.qty),
                             filled_qty: inst.qty_units(o.filled),
                             reserved: o.reserved,
+                            stop_price: None,
                         });
                         slot = o.next;
                     }
                 }
             }
+        }
+        for info in self.stops.info.values() {
+            let o = self.orders.get(info.slot);
+            let inst = &self.instruments[o.instrument as usize];
+            all.push(OrderView {
+                order_id: o.id,
+                account: self.accounts.list[o.account as usize].id,
+                client_order_id: o.client_order_id,
+                symbol: inst.symbol,
+                side: o.side,
+                tif: o.tif,
+                price: inst.price_units(o.price),
+                qty: inst.qty_units(o.qty),
+                filled_qty: inst.qty_units(o.filled),
+                reserved: o.reserved,
+                stop_price: Some(inst.price_units(info.stop)),
+            });
         }
         all.sort_by_key(|o| o.order_id);
         all
@@ -253,6 +273,7 @@ impl Engine {
                 }
             }
         }
+        resting += self.audit_stops(&mut reserved, &mut per_account)?;
         if resting != self.orders.len()
             || resting != self.order_by_id.len()
             || resting != self.by_client_id.len()

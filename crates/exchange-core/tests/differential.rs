@@ -64,6 +64,7 @@ pub fn normalize(events: &[Event]) -> Vec<Ev> {
             | EventKind::Phase(_)
             | EventKind::Indicative(_)
             | EventKind::Auction(_)
+            | EventKind::Triggered(_)
             | EventKind::Error(_) => None,
         })
         .collect()

@@ -52,7 +52,7 @@ fn follow(
         Change::Canceled(c) => order.gone += c.canceled_qty,
         Change::Expired(x) => order.gone += x.expired_qty,
         Change::Replaced(r) => (order.asked, order.gone) = (r.qty, 0),
-        Change::New(_) | Change::Fill(_) => {}
+        Change::New(_) | Change::Fill(_) | Change::Triggered(_) => {}
     }
     let progress = &order.state.progress;
     if order.state.leaves_qty() != update.leaves_qty() {

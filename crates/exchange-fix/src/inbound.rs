@@ -15,7 +15,7 @@ use exchange_types::ids::InlineStr;
 use exchange_types::limits::{MAX_CLIENT_ORDER_ID_LEN, MAX_SYMBOL_LEN};
 use exchange_types::{
     AccountId, Cancel, ClientOrderId, Command, Dec, MassCancel, OrderRef, OrderType, Place,
-    Replace, SelfTradePrevention, Side, Symbol, TimeInForce,
+    PlaceExt, Replace, SelfTradePrevention, Side, Symbol, TimeInForce,
 };
 
 use crate::message::{Message, Outgoing, Problem};
@@ -218,10 +218,19 @@ fn place(message: &Message, account: AccountId, now: u64) -> Result<Inbound, Inb
     let order_type = match ord_type {
         Some(b'1') => OrderType::Market,
         Some(b'2') => OrderType::Limit,
-        _ => return Err(refuse(11, "OrdType (40) must be 1 (market) or 2 (limit)")),
+        Some(b'3') => OrderType::Stop,
+        Some(b'4') => OrderType::StopLimit,
+        _ => {
+            return Err(refuse(
+                11,
+                "OrdType (40) must be 1 (market), 2 (limit), 3 (stop) or 4 (stop limit)",
+            ))
+        }
     };
     let tif = match (tif, order_type) {
-        (Some(b'1'), _) | (None, OrderType::Limit) => TimeInForce::Gtc,
+        (Some(b'1'), _) | (None, OrderType::Limit | OrderType::Stop | OrderType::StopLimit) => {
+            TimeInForce::Gtc
+        }
         (Some(b'3'), _) | (None, OrderType::Market) => TimeInForce::Ioc,
         (Some(b'4'), _) => TimeInForce::Fok,
         _ => {
@@ -258,6 +267,9 @@ fn place(message: &Message, account: AccountId, now: u64) -> Result<Inbound, Inb
     let qty = order_qty(message).map_err(|(code, why)| refuse(code, why))?;
     let price =
         optional_decimal(message, tags::PRICE).map_err(|()| refuse(99, PRICE_UNREADABLE))?;
+    // The core says which order types take a stop price and which need one.
+    let stop_price = optional_decimal(message, tags::STOP_PX)
+        .map_err(|()| refuse(99, "StopPx (99) is not a decimal number"))?;
     let command = Command::Place(Place {
         account,
         client_order_id,
@@ -269,7 +281,12 @@ fn place(message: &Message, account: AccountId, now: u64) -> Result<Inbound, Inb
         tif,
         post_only,
         stp,
-        ext: None,
+        ext: stop_price.map(|stop_price| {
+            Box::new(PlaceExt {
+                stop_price: Some(stop_price),
+                ..PlaceExt::default()
+            })
+        }),
     });
     Ok(Inbound::Submit(Box::new(Submission {
         command,

@@ -82,6 +82,51 @@ fn time_in_force_defaults_by_order_type() {
 }
 
 #[test]
+fn stop_and_stop_limit_orders_carry_their_stop_px() {
+    let stop = fix(
+        "D",
+        2,
+        "11=s1|55=BTC-USD|54=2|60=20240101-00:00:00|38=1|40=3|99=95.5|",
+    );
+    let (command, _) = submitted(translate(&stop, &TRADER, 0));
+    let Command::Place(place) = command else {
+        panic!("not a place")
+    };
+    assert_eq!(
+        (place.order_type, place.tif, place.price),
+        (OrderType::Stop, TimeInForce::Gtc, None)
+    );
+    assert_eq!(place.ext().stop_price, Some(dec("95.5")));
+    let stop_limit = fix(
+        "D",
+        2,
+        "11=s2|55=BTC-USD|54=1|60=20240101-00:00:00|38=1|40=4|44=106|99=105|59=3|",
+    );
+    let (command, _) = submitted(translate(&stop_limit, &TRADER, 0));
+    let Command::Place(place) = command else {
+        panic!("not a place")
+    };
+    assert_eq!(
+        (place.order_type, place.tif, place.price),
+        (OrderType::StopLimit, TimeInForce::Ioc, Some(dec("106")))
+    );
+    assert_eq!(place.ext().stop_price, Some(dec("105")));
+    // A limit order without StopPx carries no ext.
+    let (command, _) = submitted(translate(&order(""), &TRADER, 0));
+    let Command::Place(place) = command else {
+        panic!("not a place")
+    };
+    assert!(place.ext.is_none());
+    let unreadable = fix(
+        "D",
+        2,
+        "11=s3|55=BTC-USD|54=2|60=20240101-00:00:00|38=1|40=3|99=abc|",
+    );
+    let out = reply(translate(&unreadable, &TRADER, 0));
+    assert!(out.get(58).unwrap_or_default().contains("StopPx"));
+}
+
+#[test]
 fn unsupported_fix_values_refuse_the_order() {
     for (extra, tag) in [
         ("59=0|", "TimeInForce"),
@@ -104,7 +149,7 @@ fn unsupported_fix_values_refuse_the_order() {
     let stop = fix(
         "D",
         2,
-        "11=c1|55=BTC-USD|54=1|60=20240101-00:00:00|38=1|40=3|",
+        "11=c1|55=BTC-USD|54=1|60=20240101-00:00:00|38=1|40=P|",
     );
     assert_eq!(
         reply(translate(&stop, &TRADER, 0)).get(103).as_deref(),

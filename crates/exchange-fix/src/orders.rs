@@ -14,7 +14,7 @@ use exchange_node::history::OrderRecord;
 use exchange_node::limits::FIX_CLOSED_REMEMBERED;
 use exchange_types::{
     order_updates, AccountId, CancelReason, Change, ClientOrderId, Event, Liquidity, OrderId,
-    OrderRef, OrderType, Side, Symbol, TimeInForce, TradeId,
+    OrderRef, OrderType, Side, StopState, Symbol, TimeInForce, TradeId,
 };
 
 pub use exchange_types::{OrderState, OrderStatus};
@@ -42,7 +42,14 @@ pub struct Report {
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ReportKind {
-    New,
+    /// Accepted; a stop's trigger price (units) is echoed as StopPx (99).
+    New {
+        stop_price: Option<u64>,
+    },
+    /// A stop's trigger was reached (ExecType L): it enters the book now.
+    Triggered {
+        stop_price: u64,
+    },
     Fill {
         trade_id: TradeId,
         price: u64,
@@ -70,7 +77,12 @@ impl ReportKind {
     /// The report of one change of the order fold.
     pub fn of(change: &Change<'_>) -> ReportKind {
         match change {
-            Change::New(_) => ReportKind::New,
+            Change::New(accepted) => ReportKind::New {
+                stop_price: accepted.ext.as_ref().and_then(|e| e.stop_price),
+            },
+            Change::Triggered(triggered) => ReportKind::Triggered {
+                stop_price: triggered.stop_price,
+            },
             Change::Fill(fill) => ReportKind::Fill {
                 trade_id: fill.trade.trade_id,
                 price: fill.trade.price,
@@ -108,16 +120,22 @@ fn state_from(record: &OrderRecord) -> Option<OrderState> {
         client_order_id: ClientOrderId::new(&record.client_order_id).ok()?,
         symbol: Symbol::new(&record.symbol).ok()?,
         side: side_from(&record.side),
-        order_type: if record.order_type == "market" {
-            OrderType::Market
-        } else {
-            OrderType::Limit
+        order_type: match record.order_type.as_str() {
+            "market" => OrderType::Market,
+            "stop" => OrderType::Stop,
+            "stop_limit" => OrderType::StopLimit,
+            _ => OrderType::Limit,
         },
         tif: match record.tif.as_str() {
             "ioc" => TimeInForce::Ioc,
             "fok" => TimeInForce::Fok,
             _ => TimeInForce::Gtc,
         },
+        stop: StopState::of(match record.order_type.as_str() {
+            "stop" => OrderType::Stop,
+            "stop_limit" => OrderType::StopLimit,
+            _ => OrderType::Limit,
+        }),
         progress: record.progress(),
     })
 }

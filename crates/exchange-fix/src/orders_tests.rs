@@ -52,7 +52,7 @@ fn an_order_through_its_life() {
     assert!(matches!(
         &new[..],
         [Report {
-            kind: ReportKind::New,
+            kind: ReportKind::New { stop_price: None },
             ..
         }]
     ));
@@ -143,7 +143,7 @@ fn market_remainder_expires_and_average_price_spans_levels() {
         matches!(
             kinds[..],
             [
-                ReportKind::New,
+                ReportKind::New { stop_price: None },
                 ReportKind::Fill { .. },
                 ReportKind::Fill { .. },
                 ReportKind::Expired
@@ -231,4 +231,74 @@ fn seeding_picks_up_open_orders_and_their_average_price() {
     assert!(cache
         .find(1, &OrderRef::Client(ClientOrderId::new("gone").unwrap()))
         .is_none());
+}
+
+#[test]
+fn a_stop_reports_new_with_its_stop_px_then_triggered_as_exec_type_l() {
+    let mut core = Core::new();
+    let mut cache = OrderCache::default();
+    // Accounts 2 and 3 set a last price of 100.
+    run(
+        &mut core,
+        &mut cache,
+        place(2, "s0", Side::Sell, Some("100"), "1", TimeInForce::Gtc),
+    );
+    run(
+        &mut core,
+        &mut cache,
+        place(3, "b0", Side::Buy, Some("100"), "1", TimeInForce::Gtc),
+    );
+    let Command::Place(limit) = place(1, "sl", Side::Buy, Some("106"), "1", TimeInForce::Gtc)
+    else {
+        unreachable!()
+    };
+    let stop_limit = Command::Place(Place {
+        order_type: OrderType::StopLimit,
+        ext: Some(Box::new(exchange_types::PlaceExt {
+            stop_price: Some(dec("105")),
+            ..Default::default()
+        })),
+        ..limit
+    });
+    let new = run(&mut core, &mut cache, stop_limit);
+    assert_eq!(new.len(), 1);
+    let new_report = crate::reports::execution_report(&new[0], None);
+    assert_eq!(
+        (
+            new_report.get(150).as_deref(),
+            new_report.get(40).as_deref(),
+            new_report.get(99).as_deref()
+        ),
+        (Some("0"), Some("4"), Some("105"))
+    );
+    run(
+        &mut core,
+        &mut cache,
+        place(2, "s1", Side::Sell, Some("105"), "1", TimeInForce::Gtc),
+    );
+    let reports = run(
+        &mut core,
+        &mut cache,
+        place(3, "b1", Side::Buy, Some("105"), "1", TimeInForce::Gtc),
+    );
+    let [triggered] = &reports[..] else {
+        panic!("one report for account 1: {reports:?}")
+    };
+    assert_eq!(
+        triggered.kind,
+        ReportKind::Triggered {
+            stop_price: 105 * UNIT
+        }
+    );
+    assert_eq!(triggered.order.stop, StopState::Triggered);
+    let out = crate::reports::execution_report(triggered, None);
+    assert_eq!(
+        (
+            out.get(150).as_deref(),
+            out.get(39).as_deref(),
+            out.get(99).as_deref()
+        ),
+        (Some("L"), Some("0"), Some("105"))
+    );
+    assert_eq!(out.get(151).as_deref(), Some("1"));
 }

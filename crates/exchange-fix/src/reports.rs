@@ -120,7 +120,8 @@ pub fn execution_report(report: &Report, ids: Option<(&str, &str)>) -> Outgoing 
     let order = &report.order;
     let status = ord_status(order.progress.status);
     let (exec_type, exec_id) = match &report.kind {
-        ReportKind::New => ('0', format!("{}-{}", report.seq, order.order_id)),
+        ReportKind::New { .. } => ('0', format!("{}-{}", report.seq, order.order_id)),
+        ReportKind::Triggered { .. } => ('L', format!("{}-{}", report.seq, order.order_id)),
         ReportKind::Fill { .. } => ('F', format!("{}-{}", report.seq, order.order_id)),
         ReportKind::Canceled { leaves_qty, .. } if *leaves_qty > 0 => {
             ('D', format!("{}-{}", report.seq, order.order_id))
@@ -155,6 +156,12 @@ pub fn execution_report(report: &Report, ids: Option<(&str, &str)>) -> Outgoing 
     out.push(tags::ORDER_QTY, format_units(order.progress.qty));
     out.push(tags::ORD_TYPE, ord_type_char(order.order_type));
     out.push_opt(tags::PRICE, order.progress.price.map(format_units));
+    let stop_px = match &report.kind {
+        ReportKind::New { stop_price } => *stop_price,
+        ReportKind::Triggered { stop_price } => Some(*stop_price),
+        _ => None,
+    };
+    out.push_opt(tags::STOP_PX, stop_px.map(format_units));
     out.push(tags::TIME_IN_FORCE, tif_char(order.tif));
     if let ReportKind::Fill {
         trade_id,

@@ -14,8 +14,8 @@ use std::sync::Arc;
 use exchange_types::ids::InlineStr;
 use exchange_types::{
     order_updates, AccountId, Cancel, Change, Command, Dec, Event, EventKind, MassCancel, OrderId,
-    OrderRef, OrderType, Place, RejectReason, Replace, SelfTradePrevention, Side, Stamped,
-    TimeInForce,
+    OrderRef, OrderType, Place, PlaceExt, RejectReason, Replace, SelfTradePrevention, Side,
+    Stamped, TimeInForce, Trailing,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -39,6 +39,8 @@ enum SideWire {
 enum TypeWire {
     Limit,
     Market,
+    Stop,
+    StopLimit,
 }
 
 #[derive(Clone, Copy, Debug, Deserialize)]
@@ -72,6 +74,15 @@ pub struct PlaceRequest {
     post_only: Option<bool>,
     stp: Option<StpWire>,
     client_order_id: Option<String>,
+    /// Trigger price of a `stop` or `stop_limit` order.
+    stop_price: Option<String>,
+    /// A trailing stop's distance as a price amount...
+    trailing_amount: Option<String>,
+    /// ...or in basis points of the last price.
+    trailing_bps: Option<u32>,
+    /// Client order id of an open order of the account to pair with
+    /// (one-cancels-other).
+    oco_with: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -115,6 +126,14 @@ struct WsOrderEntry {
     order_id: Option<Option<u64>>,
     #[serde(default, deserialize_with = "present")]
     client_order_id: Option<Option<String>>,
+    #[serde(default, deserialize_with = "present")]
+    stop_price: Option<Option<String>>,
+    #[serde(default, deserialize_with = "present")]
+    trailing_amount: Option<Option<String>>,
+    #[serde(default, deserialize_with = "present")]
+    trailing_bps: Option<Option<u32>>,
+    #[serde(default, deserialize_with = "present")]
+    oco_with: Option<Option<String>>,
 }
 
 /// A field that is there, `null` or not.
@@ -149,6 +168,10 @@ pub fn ws_order_entry(account: AccountId, text: &str) -> Option<(Value, Command)
                 post_only: message.post_only.flatten(),
                 stp: message.stp.flatten(),
                 client_order_id: message.client_order_id.flatten(),
+                stop_price: message.stop_price.flatten(),
+                trailing_amount: message.trailing_amount.flatten(),
+                trailing_bps: message.trailing_bps.flatten(),
+                oco_with: message.oco_with.flatten(),
             };
             place(account, request)
                 .ok()
@@ -162,7 +185,11 @@ pub fn ws_order_entry(account: AccountId, text: &str) -> Option<(Value, Command)
                 || message.qty.is_some()
                 || message.tif.is_some()
                 || message.post_only.is_some()
-                || message.stp.is_some();
+                || message.stp.is_some()
+                || message.stop_price.is_some()
+                || message.trailing_amount.is_some()
+                || message.trailing_bps.is_some()
+                || message.oco_with.is_some();
             if place_fields {
                 return None;
             }
@@ -203,6 +230,8 @@ pub fn place(account: AccountId, request: PlaceRequest) -> Result<Command, ApiEr
     let order_type = match request.order_type.unwrap_or(TypeWire::Limit) {
         TypeWire::Limit => OrderType::Limit,
         TypeWire::Market => OrderType::Market,
+        TypeWire::Stop => OrderType::Stop,
+        TypeWire::StopLimit => OrderType::StopLimit,
     };
     // A market order cannot rest, so its natural default is immediate.
     let tif = match (request.tif, order_type) {
@@ -234,8 +263,35 @@ pub fn place(account: AccountId, request: PlaceRequest) -> Result<Command, ApiEr
             StpWire::CancelBoth => SelfTradePrevention::CancelBoth,
             StpWire::Decrement => SelfTradePrevention::Decrement,
         },
-        ext: None,
+        ext: place_ext(&request)?,
     }))
+}
+
+/// The stop and pair fields of a place, boxed only when one is given (the
+/// core refuses each where it does not apply, with its own reason).
+fn place_ext(request: &PlaceRequest) -> Result<Option<Box<PlaceExt>>, ApiError> {
+    let trailing = match (&request.trailing_amount, request.trailing_bps) {
+        (None, None) => None,
+        (Some(amount), None) => Some(Trailing::Amount(decimal("trailing_amount", amount)?)),
+        (None, Some(bps)) => Some(Trailing::Bps(bps)),
+        (Some(_), Some(_)) => {
+            return Err(ApiError::bad_request(
+                "invalid_value",
+                "give `trailing_amount` or `trailing_bps`, not both",
+            ))
+        }
+    };
+    let ext = PlaceExt {
+        stop_price: optional_decimal("stop_price", request.stop_price.as_deref())?,
+        trailing,
+        oco_with: request
+            .oco_with
+            .as_deref()
+            .map(|text| identifier("oco_with", text))
+            .transpose()?,
+        ..PlaceExt::default()
+    };
+    Ok((ext != PlaceExt::default()).then(|| Box::new(ext)))
 }
 
 pub fn by_client_id(client_order_id: &str) -> Result<OrderRef, ApiError> {
@@ -440,3 +496,7 @@ pub fn private_messages(events: &[Event], account: AccountId) -> Vec<Value> {
 #[cfg(test)]
 #[path = "translate_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "translate_stop_tests.rs"]
+mod stop_tests;

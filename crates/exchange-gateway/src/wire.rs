@@ -9,7 +9,7 @@
 
 use exchange_types::{
     lifecycle, order_updates, AccountId, Change, Dec, Event, EventKind, MmpState, Rejected,
-    AMOUNT_SCALE,
+    TrailingUnits, AMOUNT_SCALE,
 };
 use serde::{Serialize, Serializer};
 
@@ -247,6 +247,23 @@ pub enum UpdateFields<'a> {
         tif: &'static str,
         post_only: bool,
         stp: &'static str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        stop_price: Option<Units>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        trailing_amount: Option<Units>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        trailing_bps: Option<u32>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        oco_with: Option<&'a str>,
+    },
+    /// A stop's trigger was reached; the order now enters the book.
+    Triggered {
+        order_id: u64,
+        client_order_id: &'a str,
+        symbol: &'a str,
+        stop_price: Units,
+        last_price: Units,
+        qty: Units,
     },
     Rejected {
         command: &'static str,
@@ -358,6 +375,28 @@ fn order_fields(change: Change<'_>) -> Option<UpdateFields<'_>> {
             tif: e.tif.as_str(),
             post_only: e.post_only,
             stp: e.stp.as_str(),
+            stop_price: e.ext.as_ref().and_then(|x| x.stop_price).map(Units),
+            trailing_amount: e.ext.as_ref().and_then(|x| match x.trailing {
+                Some(TrailingUnits::Amount(amount)) => Some(Units(amount)),
+                _ => None,
+            }),
+            trailing_bps: e.ext.as_ref().and_then(|x| match x.trailing {
+                Some(TrailingUnits::Bps(bps)) => Some(bps),
+                _ => None,
+            }),
+            oco_with: e
+                .ext
+                .as_ref()
+                .and_then(|x| x.oco_with.as_ref())
+                .map(|c| c.as_str()),
+        },
+        Change::Triggered(e) => UpdateFields::Triggered {
+            order_id: e.order_id,
+            client_order_id: e.client_order_id.as_str(),
+            symbol: e.symbol.as_str(),
+            stop_price: Units(e.stop_price),
+            last_price: Units(e.last_price),
+            qty: Units(e.qty),
         },
         Change::Canceled(e) => UpdateFields::Canceled {
             order_id: e.order_id,

@@ -5,7 +5,7 @@
 
 use exchange_types::{
     order_updates, AssetCode, Change, ClientOrderId, Event, EventKind, OrderState, OrderStatus,
-    OrderType, Progress, Side, Symbol, TimeInForce,
+    OrderType, Progress, Side, StopState, Symbol, TimeInForce,
 };
 
 use crate::batch::{Kept, Row, Table};
@@ -61,6 +61,8 @@ impl CachedOrder {
         let order_type = match text(5)?.as_str() {
             "limit" => OrderType::Limit,
             "market" => OrderType::Market,
+            "stop" => OrderType::Stop,
+            "stop_limit" => OrderType::StopLimit,
             other => return Err(bad("order_type", other)),
         };
         let tif = match text(10)?.as_str() {
@@ -86,6 +88,9 @@ impl CachedOrder {
                 side,
                 order_type,
                 tif,
+                // The store keeps whether a stop triggered in its own
+                // column; the fold's copy only steers what comes next.
+                stop: StopState::of(order_type),
                 progress: Progress {
                     price,
                     qty: unsigned(row, 7, "qty")?,

@@ -41,7 +41,27 @@ pub enum EventKind {
     Phase(PhaseChanged),
     Indicative(Indicative),
     Auction(Auction),
+    Triggered(Triggered),
     Error(Error),
+}
+
+/// A stop or stop-limit order's trigger was reached: the order leaves the
+/// untriggered stops and enters the book (its trades, resting or expiry
+/// follow as for a new order).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Triggered {
+    pub account: AccountId,
+    pub order_id: OrderId,
+    pub client_order_id: ClientOrderId,
+    pub symbol: Symbol,
+    /// The stop price that was reached, in price units (for a trailing
+    /// stop, where it had trailed to).
+    pub stop_price: u64,
+    /// The last trade price that reached it, in price units.
+    pub last_price: u64,
+    /// The order's quantity (units): an untriggered stop never fills, so
+    /// all of it enters the book.
+    pub qty: u64,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -336,6 +356,7 @@ impl EventKind {
             EventKind::Phase(_) => "phase",
             EventKind::Indicative(_) => "indicative",
             EventKind::Auction(_) => "auction",
+            EventKind::Triggered(_) => "triggered",
             EventKind::Error(_) => "error",
         }
     }

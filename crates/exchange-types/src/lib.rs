@@ -27,7 +27,7 @@ pub use event::{
 };
 pub use ids::{AccountId, AssetCode, ClientOrderId, IdError, OrderId, Symbol, TradeId};
 pub use lifecycle::{
-    order_updates, Change, Liquidity, OrderState, OrderStatus, OrderUpdate, Progress,
+    order_updates, Change, Liquidity, OrderState, OrderStatus, OrderUpdate, Progress, StopState,
 };
 pub use order::{OrderType, Phase, SelfTradePrevention, Side, TimeInForce, TradingStatus};
 pub use reject::{CancelReason, RejectReason};

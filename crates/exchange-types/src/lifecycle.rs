@@ -8,7 +8,7 @@
 //! [`OrderState::apply`] fold those changes into an order's state, so a
 //! consumer only maps an [`OrderUpdate`] to its own output.
 
-use crate::event::{Accepted, Canceled, EventKind, Expired, Replaced, Trade};
+use crate::event::{Accepted, Canceled, EventKind, Expired, Replaced, Trade, Triggered};
 use crate::ids::{AccountId, ClientOrderId, OrderId, Symbol};
 use crate::order::{OrderType, Side, TimeInForce};
 
@@ -99,6 +99,28 @@ pub enum Change<'a> {
     Canceled(&'a Canceled),
     Replaced(&'a Replaced),
     Expired(&'a Expired),
+    /// A stop's trigger was reached: the order enters the book now.
+    Triggered(&'a Triggered),
+}
+
+/// Where a stop order stands; orders of other types are never stops.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum StopState {
+    NotStop,
+    /// Held off the book until the last price reaches its stop price.
+    Untriggered,
+    /// Its stop price was reached: from then on it is an order like others.
+    Triggered,
+}
+
+impl StopState {
+    /// An order of this type when accepted.
+    pub fn of(order_type: OrderType) -> StopState {
+        match order_type {
+            OrderType::Stop | OrderType::StopLimit => StopState::Untriggered,
+            OrderType::Limit | OrderType::Market => StopState::NotStop,
+        }
+    }
 }
 
 /// One change to one order.
@@ -117,6 +139,7 @@ impl<'a> OrderUpdate<'a> {
             Change::Canceled(e) => &e.symbol,
             Change::Replaced(e) => &e.symbol,
             Change::Expired(e) => &e.symbol,
+            Change::Triggered(e) => &e.symbol,
         }
     }
 
@@ -129,6 +152,7 @@ impl<'a> OrderUpdate<'a> {
             Change::Canceled(e) => Some(&e.client_order_id),
             Change::Replaced(e) => Some(&e.client_order_id),
             Change::Expired(e) => Some(&e.client_order_id),
+            Change::Triggered(e) => Some(&e.client_order_id),
         }
     }
 
@@ -140,6 +164,7 @@ impl<'a> OrderUpdate<'a> {
             Change::Canceled(e) => e.leaves_qty,
             Change::Replaced(e) => e.leaves_qty,
             Change::Expired(_) => 0,
+            Change::Triggered(e) => e.qty,
         }
     }
 
@@ -168,6 +193,10 @@ pub fn order_updates(kind: &EventKind) -> impl Iterator<Item = OrderUpdate<'_>> 
         ),
         EventKind::Expired(e) => (
             Some(update(e.order_id, e.account, Change::Expired(e))),
+            None,
+        ),
+        EventKind::Triggered(e) => (
+            Some(update(e.order_id, e.account, Change::Triggered(e))),
             None,
         ),
         EventKind::InstrumentAdded(_)
@@ -287,6 +316,8 @@ impl Progress {
                 }
             }
             Change::Expired(_) => self.status = OrderStatus::Expired,
+            // Nothing filled or changed size: the order is still new.
+            Change::Triggered(_) => {}
         }
     }
 
@@ -318,6 +349,7 @@ pub struct OrderState {
     pub side: Side,
     pub order_type: OrderType,
     pub tif: TimeInForce,
+    pub stop: StopState,
     pub progress: Progress,
 }
 
@@ -331,6 +363,7 @@ impl OrderState {
             side: accepted.side,
             order_type: accepted.order_type,
             tif: accepted.tif,
+            stop: StopState::of(accepted.order_type),
             progress: Progress::new(accepted),
         }
     }
@@ -344,6 +377,7 @@ impl OrderState {
                 self.client_order_id = replaced.client_order_id;
                 self.progress.apply(change);
             }
+            Change::Triggered(_) => self.stop = StopState::Triggered,
             _ => self.progress.apply(change),
         }
     }
@@ -433,6 +467,35 @@ mod tests {
             qty,
             leaves_qty,
         }
+    }
+
+    #[test]
+    fn a_stop_is_untriggered_until_its_triggered_event_and_stays_new() {
+        let stop = Accepted {
+            order_type: OrderType::StopLimit,
+            ..accepted(1, 7, Side::Buy, 5)
+        };
+        let mut state = OrderState::new(&stop);
+        assert_eq!(state.stop, StopState::Untriggered);
+        let kind = EventKind::Triggered(crate::event::Triggered {
+            account: 7,
+            order_id: 1,
+            client_order_id: coid("a"),
+            symbol: sym(),
+            stop_price: 105,
+            last_price: 106,
+            qty: 5,
+        });
+        let updates: Vec<_> = order_updates(&kind).collect();
+        assert_eq!(updates.len(), 1);
+        assert_eq!((updates[0].order_id, updates[0].leaves_qty()), (1, 5));
+        assert!(!updates[0].closes());
+        state.apply(&updates[0].change);
+        assert_eq!(state.stop, StopState::Triggered);
+        assert_eq!(state.progress.status, OrderStatus::New);
+        assert_eq!(state.leaves_qty(), 5);
+        let plain = OrderState::new(&accepted(2, 7, Side::Buy, 5));
+        assert_eq!(plain.stop, StopState::NotStop);
     }
 
     #[test]

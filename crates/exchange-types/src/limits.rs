@@ -64,6 +64,17 @@ pub const MAX_RISK_OPEN_ORDERS: u32 = MAX_OPEN_ORDERS_PER_ACCOUNT;
 pub const MAX_MMP_COUNT: u32 = 1_000_000;
 /// Sub-accounts one owner may have.
 pub const MAX_SUB_ACCOUNTS: u32 = 1_024;
+/// Untriggered stop orders on one side of one instrument: like the price
+/// levels of a book side, a bound on the side table a trade searches.
+pub const MAX_STOP_ORDERS_PER_SIDE: usize = 100_000;
+/// Trailing stops on one instrument: each trade that moves the last price
+/// visits every one of them, so they are bounded much lower than stops.
+pub const MAX_TRAILING_STOPS_PER_INSTRUMENT: usize = 1_000;
+/// Stops one command may trigger, cascade included (triggered orders
+/// trading and reaching further stops). Stops still reached past it stay
+/// untriggered and trigger, in the same order, after the next command
+/// that carries a trade, so no command does unbounded work.
+pub const MAX_TRIGGERS_PER_COMMAND: usize = 1_000;
 /// Largest fee magnitude, in basis points (100%).
 pub const MAX_FEE_BPS: i32 = 10_000;
 /// Largest price collar, in basis points (a collar of 100% or more is none).

@@ -51,6 +51,13 @@ reject_reasons! {
     ExpireTsRequired = 150, "expire_ts_required", "a good-till-date order needs expire_ts";
     ExpireTsNotAllowed = 151, "expire_ts_not_allowed", "only a good-till-date order takes expire_ts";
     ExpireTsPassed = 152, "expire_ts_passed", "expire_ts is not after the time of the order";
+    StopPriceRequired = 120, "stop_price_required", "a stop or stop-limit order needs a stop price or a trailing distance";
+    StopPriceNotAllowed = 121, "stop_price_not_allowed", "only stop and stop-limit orders take a stop price or a trailing distance";
+    StopWouldTriggerImmediately = 122, "stop_would_trigger_immediately", "the last price has already reached the stop price";
+    StopMarketBuyNeedsCollar = 123, "stop_market_buy_needs_collar", "a stop market buy needs an instrument with a price collar to bound what it reserves";
+    InvalidTrailing = 124, "invalid_trailing", "a trailing distance must be greater than zero, below 100% and not given with a stop price";
+    TrailingNeedsLastPrice = 125, "trailing_needs_last_price", "a trailing stop needs a last price to follow";
+    StopPriceNotOnTick = 126, "stop_price_not_on_tick", "the stop price must be greater than zero and a multiple of the tick size";
     NotSupported = 199, "not_supported", "this order type or time in force is not supported yet";
     InsufficientFunds = 201, "insufficient_funds", "the available balance does not cover the order";
     PriceOutsideCollar = 202, "price_outside_collar", "the price is outside the instrument's price collar";
@@ -73,6 +80,8 @@ reject_reasons! {
     DuplicateClientOrderId = 301, "duplicate_client_order_id", "the account already has an open order with this client order id";
     UnknownOrder = 302, "unknown_order", "no open order of this account has this id";
     OrderNotOpen = 303, "order_not_open", "the order is no longer open";
+    OcoOrderNotFound = 310, "oco_order_not_found", "one-cancels-other must name another open order of the account on the same instrument";
+    OcoAlreadyLinked = 311, "oco_already_linked", "the order named by one-cancels-other is already in a pair";
     ReplaceBelowFilled = 304, "replace_below_filled", "the new quantity is less than what has already filled";
     TooManyOpenOrders = 401, "too_many_open_orders", "the account has reached its limit of open orders";
     TooManyPriceLevels = 402, "too_many_price_levels", "the book side has reached its limit of price levels";
@@ -83,6 +92,8 @@ reject_reasons! {
     ExchangeFull = 407, "exchange_full", "the exchange has reached its limit of open orders";
     TooManyMmpConfigs = 408, "too_many_mmp_configs", "the exchange has reached its limit of market-maker protection settings";
     TooManySubAccounts = 409, "too_many_sub_accounts", "the owner has reached its limit of sub-accounts";
+    TooManyStopOrders = 410, "too_many_stop_orders", "the instrument has reached its limit of untriggered stop orders";
+    TooManyTrailingStops = 411, "too_many_trailing_stops", "the instrument has reached its limit of trailing stops";
     InstrumentExists = 501, "instrument_exists", "an instrument with this symbol already exists";
     InvalidInstrument = 502, "invalid_instrument", "the instrument's tick, lot or quantity limits are inconsistent";
     InvalidFee = 503, "invalid_fee", "fees must lie within 100% and a maker rebate cannot exceed the taker fee";
@@ -116,6 +127,9 @@ pub enum CancelReason {
     AccountSuspended,
     /// The account's market-maker protection tripped on the instrument.
     Mmp,
+    /// The other order of a one-cancels-other pair traded, triggered or
+    /// was canceled by request.
+    OneCancelsOther,
 }
 
 impl CancelReason {
@@ -126,6 +140,7 @@ impl CancelReason {
             CancelReason::SelfTrade => "self_trade_prevention",
             CancelReason::AccountSuspended => "account_suspended",
             CancelReason::Mmp => "mmp",
+            CancelReason::OneCancelsOther => "one_cancels_other",
         }
     }
 }

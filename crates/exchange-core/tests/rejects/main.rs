@@ -11,6 +11,7 @@ mod member;
 mod orders;
 mod phases;
 mod risk;
+mod stops;
 
 use exchange_types::limits::{MAX_ASSETS, MAX_INSTRUMENTS};
 use exchange_types::RejectReason;
@@ -81,6 +82,23 @@ const TESTED: &[(RejectReason, fn())] = &[
     (R::ImmediateInCall, phases::immediate_in_call),
     (R::InvalidPhaseTransition, phases::invalid_phase_transition),
     (R::AlreadyInPhase, phases::already_in_phase),
+    (R::StopPriceRequired, stops::stop_price_required),
+    (R::StopPriceNotAllowed, stops::stop_price_not_allowed),
+    (
+        R::StopWouldTriggerImmediately,
+        stops::stop_would_trigger_immediately,
+    ),
+    (
+        R::StopMarketBuyNeedsCollar,
+        stops::stop_market_buy_needs_collar,
+    ),
+    (R::InvalidTrailing, stops::invalid_trailing),
+    (R::TrailingNeedsLastPrice, stops::trailing_needs_last_price),
+    (R::StopPriceNotOnTick, stops::stop_price_not_on_tick),
+    (R::OcoOrderNotFound, stops::oco_order_not_found),
+    (R::OcoAlreadyLinked, stops::oco_already_linked),
+    (R::TooManyStopOrders, stops::too_many_stop_orders),
+    (R::TooManyTrailingStops, stops::too_many_trailing_stops),
 ];
 
 /// Reasons without a test, and why.

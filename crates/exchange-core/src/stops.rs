@@ -1,0 +1,713 @@
+//! Stop, stop-limit and trailing stop orders, and one-cancels-other pairs.
+//!
+//! An untriggered stop is an open order like any other (indexed by id and
+//! client id, counted against its account, holding its reservation) that
+//! sits in a per-instrument side table instead of a book, so market data
+//! never sees it. Buy stops are keyed by (stop price, order id) and
+//! trigger when the last trade price rises to their stop; sell stops by
+//! (reversed stop price, order id) and trigger when it falls to theirs.
+//!
+//! Triggers are evaluated after every command that carried a trade, one
+//! stop at a time: the buy stop with the lowest stop price or the sell stop
+//! with the highest that the last price has reached (between the two, the
+//! older order), which then enters the book as a new order would and may
+//! trade, moving the last price and reaching further stops. At most
+//! `MAX_TRIGGERS_PER_COMMAND` trigger per command; the rest stay reached
+//! and trigger, in the same order, after the next command with a trade.
+//!
+//! Nothing here runs for a plain limit or market order: the hot path pays
+//! one comparison of the trade counter per command and one flag test per
+//! fill.
+
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BTreeSet};
+
+use exchange_types::event;
+use exchange_types::limits::{
+    MAX_PRICE_LEVELS_PER_SIDE, MAX_STOP_ORDERS_PER_SIDE, MAX_TRAILING_STOPS_PER_INSTRUMENT,
+    MAX_TRIGGERS_PER_COMMAND,
+};
+use exchange_types::{
+    AcceptedExt, CancelReason, Event, EventKind, OrderId, OrderType, Place, RejectReason, Side,
+    TimeInForce, Trailing, TrailingUnits,
+};
+
+use crate::engine::Engine;
+use crate::instrument::Instrument;
+
+/// How far a trailing stop stays from the last price, in ticks or basis
+/// points of that price.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum TrailingTicks {
+    Amount(u64),
+    Bps(u32),
+}
+
+impl TrailingTicks {
+    /// The distance at `last`, in ticks.
+    fn distance(self, last: u64) -> u64 {
+        match self {
+            TrailingTicks::Amount(ticks) => ticks,
+            TrailingTicks::Bps(bps) => {
+                let d = u128::from(last) * u128::from(bps) / 10_000;
+                u64::try_from(d).unwrap_or(u64::MAX)
+            }
+        }
+    }
+
+    /// Where a stop of `side` trailing `last` by this distance sits, if
+    /// that is a price at all.
+    fn stop_for(self, side: Side, last: u64) -> Option<u64> {
+        let d = self.distance(last);
+        match side {
+            Side::Buy => last.checked_add(d),
+            Side::Sell => last.checked_sub(d).filter(|&p| p > 0),
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct StopInfo {
+    pub slot: u32,
+    pub instrument: u32,
+    pub side: Side,
+    /// The trigger, in ticks.
+    pub stop: u64,
+    /// A stop market order (enters as a market order), else stop-limit.
+    pub market: bool,
+    pub trailing: Option<TrailingTicks>,
+}
+
+/// One instrument's untriggered stops.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct StopBook {
+    pub buys: BTreeMap<(u64, OrderId), u32>,
+    pub sells: BTreeMap<(Reverse<u64>, OrderId), u32>,
+    pub trailing: BTreeSet<OrderId>,
+}
+
+impl StopBook {
+    fn is_empty(&self) -> bool {
+        self.buys.is_empty() && self.sells.is_empty()
+    }
+
+    fn insert(&mut self, id: OrderId, info: &StopInfo) {
+        match info.side {
+            Side::Buy => self.buys.insert((info.stop, id), info.slot),
+            Side::Sell => self.sells.insert((Reverse(info.stop), id), info.slot),
+        };
+    }
+
+    fn remove(&mut self, id: OrderId, info: &StopInfo) {
+        let removed = match info.side {
+            Side::Buy => self.buys.remove(&(info.stop, id)),
+            Side::Sell => self.sells.remove(&(Reverse(info.stop), id)),
+        };
+        // The table and the info map change together; a miss would leave a
+        // stop that triggers after it was canceled.
+        assert_eq!(removed, Some(info.slot), "stop {id} was not in its table");
+    }
+
+    fn side_len(&self, side: Side) -> usize {
+        match side {
+            Side::Buy => self.buys.len(),
+            Side::Sell => self.sells.len(),
+        }
+    }
+}
+
+/// Every untriggered stop and every one-cancels-other pair.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Stops {
+    pub books: BTreeMap<u32, StopBook>,
+    pub info: BTreeMap<OrderId, StopInfo>,
+    /// Both directions of every pair.
+    pub oco: BTreeMap<OrderId, OrderId>,
+    /// Partners of orders that traded during the current command, to cancel
+    /// once it has matched; always empty between commands.
+    pub oco_pending: Vec<OrderId>,
+}
+
+impl Stops {
+    /// Whether a command that traded has anything to do here.
+    #[inline]
+    pub fn is_active(&self) -> bool {
+        !self.info.is_empty() || !self.oco_pending.is_empty()
+    }
+}
+
+/// A checked stop, before the order exists.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct StopPlan {
+    pub stop: u64,
+    pub market: bool,
+    pub trailing: Option<TrailingTicks>,
+    /// What a stop market order trades up (down) to once triggered, and
+    /// what a buy reserves for: the collar band around its stop price.
+    pub protection: Option<u64>,
+}
+
+/// The parts of an order's `ext` that this module gives meaning to.
+impl Engine {
+    /// Validates a place's stop fields against `inst`; `Ok(None)` for an
+    /// order that is not a stop.
+    pub(crate) fn check_stop(
+        &self,
+        place: &Place,
+        instrument: u32,
+    ) -> Result<Option<StopPlan>, RejectReason> {
+        let ext = place.ext();
+        let inst = &self.instruments[instrument as usize];
+        let market = match place.order_type {
+            OrderType::Stop => true,
+            OrderType::StopLimit => false,
+            OrderType::Limit | OrderType::Market => {
+                if ext.stop_price.is_some() || ext.trailing.is_some() {
+                    return Err(RejectReason::StopPriceNotAllowed);
+                }
+                return Ok(None);
+            }
+        };
+        let last = inst.reference_ticks;
+        let (stop, trailing) = match (ext.stop_price, ext.trailing) {
+            (None, None) => return Err(RejectReason::StopPriceRequired),
+            (Some(_), Some(_)) => return Err(RejectReason::InvalidTrailing),
+            (Some(price), None) => (
+                inst.price_to_ticks(price)
+                    .map_err(|_| RejectReason::StopPriceNotOnTick)?,
+                None,
+            ),
+            (None, Some(t)) => {
+                let t = match t {
+                    Trailing::Amount(amount) => TrailingTicks::Amount(
+                        inst.price_to_ticks(amount)
+                            .map_err(|_| RejectReason::InvalidTrailing)?,
+                    ),
+                    Trailing::Bps(bps) if (1..10_000).contains(&bps) => TrailingTicks::Bps(bps),
+                    Trailing::Bps(_) => return Err(RejectReason::InvalidTrailing),
+                };
+                let last = last.ok_or(RejectReason::TrailingNeedsLastPrice)?;
+                let stop = t
+                    .stop_for(place.side, last)
+                    .ok_or(RejectReason::InvalidTrailing)?;
+                (stop, Some(t))
+            }
+        };
+        if let Some(last) = last {
+            let reached = match place.side {
+                Side::Buy => last >= stop,
+                Side::Sell => last <= stop,
+            };
+            if reached {
+                return Err(RejectReason::StopWouldTriggerImmediately);
+            }
+        }
+        let protection = match (market, place.side) {
+            (true, Side::Buy) => {
+                if inst.collar_bps == 0 {
+                    return Err(RejectReason::StopMarketBuyNeedsCollar);
+                }
+                let width = u128::from(stop) * u128::from(inst.collar_bps) / 10_000;
+                let width = u64::try_from(width).map_err(|_| RejectReason::AmountOverflow)?;
+                Some(
+                    stop.checked_add(width)
+                        .ok_or(RejectReason::AmountOverflow)?,
+                )
+            }
+            (true, Side::Sell) => Some(1),
+            (false, _) => None,
+        };
+        if let Some(book) = self.stops.books.get(&instrument) {
+            if book.side_len(place.side) >= MAX_STOP_ORDERS_PER_SIDE {
+                return Err(RejectReason::TooManyStopOrders);
+            }
+            if trailing.is_some() && book.trailing.len() >= MAX_TRAILING_STOPS_PER_INSTRUMENT {
+                return Err(RejectReason::TooManyTrailingStops);
+            }
+        }
+        Ok(Some(StopPlan {
+            stop,
+            market,
+            trailing,
+            protection,
+        }))
+    }
+
+    /// Validates `oco_with`: another open order of the account on the same
+    /// instrument, not yet in a pair. Returns its order id.
+    pub(crate) fn check_oco(
+        &self,
+        place: &Place,
+        account: u32,
+        instrument: u32,
+    ) -> Result<Option<OrderId>, RejectReason> {
+        let Some(other) = place.ext().oco_with else {
+            return Ok(None);
+        };
+        let &slot = self
+            .by_client_id
+            .get(&(account, other))
+            .ok_or(RejectReason::OcoOrderNotFound)?;
+        let order = self.orders.get(slot);
+        if order.instrument != instrument {
+            return Err(RejectReason::OcoOrderNotFound);
+        }
+        if order.oco {
+            return Err(RejectReason::OcoAlreadyLinked);
+        }
+        Ok(Some(order.id))
+    }
+
+    /// The stop, trailing and pair details an `accepted` event reports.
+    pub(crate) fn accepted_ext(
+        inst: &Instrument,
+        plan: Option<&StopPlan>,
+        place: &Place,
+        expire_ts: Option<u64>,
+    ) -> Option<Box<AcceptedExt>> {
+        if plan.is_none() && place.ext().oco_with.is_none() && expire_ts.is_none() {
+            return None;
+        }
+        Some(Box::new(AcceptedExt {
+            stop_price: plan.map(|p| inst.price_units(p.stop)),
+            trailing: plan.and_then(|p| p.trailing).map(|t| match t {
+                TrailingTicks::Amount(ticks) => TrailingUnits::Amount(inst.price_units(ticks)),
+                TrailingTicks::Bps(bps) => TrailingUnits::Bps(bps),
+            }),
+            oco_with: place.ext().oco_with,
+            expire_ts,
+            ..AcceptedExt::default()
+        }))
+    }
+
+    /// Files an accepted order (already indexed and holding its
+    /// reservation) as an untriggered stop.
+    pub(crate) fn hold_stop(&mut self, slot: u32, plan: &StopPlan) {
+        let order = self.orders.get_mut(slot);
+        order.stop = true;
+        let (id, instrument, side) = (order.id, order.instrument, order.side);
+        let info = StopInfo {
+            slot,
+            instrument,
+            side,
+            stop: plan.stop,
+            market: plan.market,
+            trailing: plan.trailing,
+        };
+        self.file_stop(id, info);
+    }
+
+    pub(crate) fn file_stop(&mut self, id: OrderId, info: StopInfo) {
+        let book = self.stops.books.entry(info.instrument).or_default();
+        book.insert(id, &info);
+        if info.trailing.is_some() {
+            book.trailing.insert(id);
+        }
+        let old = self.stops.info.insert(id, info);
+        assert!(old.is_none(), "stop {id} was filed twice");
+    }
+
+    /// Takes an untriggered stop out of the stop table (it stays open).
+    pub(crate) fn unstop(&mut self, slot: u32) -> StopInfo {
+        let order = self.orders.get_mut(slot);
+        order.stop = false;
+        let id = order.id;
+        let info = self
+            .stops
+            .info
+            .remove(&id)
+            .unwrap_or_else(|| panic!("stop order {id} has no stop entry"));
+        let book = self
+            .stops
+            .books
+            .get_mut(&info.instrument)
+            .expect("a stop's instrument has a stop table");
+        book.remove(id, &info);
+        if info.trailing.is_some() {
+            book.trailing.remove(&id);
+        }
+        if book.is_empty() {
+            self.stops.books.remove(&info.instrument);
+        }
+        info
+    }
+
+    /// Pairs two open orders as one-cancels-other.
+    pub(crate) fn link_oco(&mut self, a: u32, b: u32) {
+        let (ida, idb) = (self.orders.get(a).id, self.orders.get(b).id);
+        self.orders.get_mut(a).oco = true;
+        self.orders.get_mut(b).oco = true;
+        self.stops.oco.insert(ida, idb);
+        self.stops.oco.insert(idb, ida);
+    }
+
+    /// Dissolves the pair `slot` is in, returning the partner's id.
+    pub(crate) fn unlink_oco(&mut self, slot: u32) -> Option<OrderId> {
+        let order = self.orders.get_mut(slot);
+        if !order.oco {
+            return None;
+        }
+        order.oco = false;
+        let id = order.id;
+        let partner = self.stops.oco.remove(&id)?;
+        self.stops.oco.remove(&partner);
+        if let Some(&p) = self.order_by_id.get(&partner) {
+            self.orders.get_mut(p).oco = false;
+        }
+        Some(partner)
+    }
+
+    /// A fill touched an order of a pair: its partner is canceled once the
+    /// command has matched (not now: it may rest further along the very
+    /// level being matched).
+    #[cold]
+    pub(crate) fn note_oco_fill(&mut self, slot: u32) {
+        if let Some(partner) = self.unlink_oco(slot) {
+            self.stops.oco_pending.push(partner);
+        }
+    }
+
+    /// Cancels an open order by id, if it still is.
+    fn cancel_partner(&mut self, id: OrderId, out: &mut Vec<Event>) {
+        if let Some(&slot) = self.order_by_id.get(&id) {
+            self.cancel_resting(slot, CancelReason::OneCancelsOther, out);
+        }
+    }
+
+    /// The work a command that traded leaves for this module: cancel the
+    /// partners of paired orders that traded, then trigger the stops the
+    /// new last prices reached.
+    #[cold]
+    pub(crate) fn after_trades(&mut self, out: &mut Vec<Event>) {
+        self.cancel_oco_pending(out);
+        let mut budget = MAX_TRIGGERS_PER_COMMAND;
+        let instruments: Vec<u32> = self.stops.books.keys().copied().collect();
+        for instrument in instruments {
+            if self.instruments[instrument as usize].status == exchange_types::TradingStatus::Halted
+            {
+                continue;
+            }
+            self.trail(instrument);
+            while budget > 0 {
+                let Some(slot) = self.next_reached(instrument) else {
+                    break;
+                };
+                budget -= 1;
+                self.trigger(slot, out);
+                self.cancel_oco_pending(out);
+            }
+        }
+    }
+
+    fn cancel_oco_pending(&mut self, out: &mut Vec<Event>) {
+        while !self.stops.oco_pending.is_empty() {
+            let pending = std::mem::take(&mut self.stops.oco_pending);
+            for id in pending {
+                self.cancel_partner(id, out);
+            }
+        }
+    }
+
+    /// Moves the trailing stops of `instrument` after its last price: a
+    /// sell stop up, a buy stop down, never back.
+    fn trail(&mut self, instrument: u32) {
+        let Some(last) = self.instruments[instrument as usize].reference_ticks else {
+            return;
+        };
+        let Some(book) = self.stops.books.get(&instrument) else {
+            return;
+        };
+        if book.trailing.is_empty() {
+            return;
+        }
+        let ids: Vec<OrderId> = book.trailing.iter().copied().collect();
+        for id in ids {
+            let info = self.stops.info[&id];
+            let Some(t) = info.trailing else { continue };
+            let Some(candidate) = t.stop_for(info.side, last) else {
+                continue;
+            };
+            let better = match info.side {
+                Side::Buy => candidate < info.stop,
+                Side::Sell => candidate > info.stop,
+            };
+            if better {
+                let book = self
+                    .stops
+                    .books
+                    .get_mut(&instrument)
+                    .expect("checked above");
+                book.remove(id, &info);
+                let moved = StopInfo {
+                    stop: candidate,
+                    ..info
+                };
+                book.insert(id, &moved);
+                self.stops.info.insert(id, moved);
+            }
+        }
+    }
+
+    /// The next stop of `instrument` the last price has reached, if any.
+    fn next_reached(&self, instrument: u32) -> Option<u32> {
+        let last = self.instruments[instrument as usize].reference_ticks?;
+        let book = self.stops.books.get(&instrument)?;
+        let buy = book
+            .buys
+            .first_key_value()
+            .filter(|((stop, _), _)| last >= *stop)
+            .map(|((_, id), &slot)| (*id, slot));
+        let sell = book
+            .sells
+            .first_key_value()
+            .filter(|((Reverse(stop), _), _)| last <= *stop)
+            .map(|((_, id), &slot)| (*id, slot));
+        match (buy, sell) {
+            (Some(b), Some(s)) => Some(if b.0 < s.0 { b.1 } else { s.1 }),
+            (b, s) => b.or(s).map(|(_, slot)| slot),
+        }
+    }
+
+    /// Triggers the stop in `slot`: reports it, cancels its partner, and
+    /// enters it as a market or limit order.
+    fn trigger(&mut self, slot: u32, out: &mut Vec<Event>) {
+        let info = self.unstop(slot);
+        let last = self.instruments[info.instrument as usize]
+            .reference_ticks
+            .expect("a stop triggers only on a last price");
+        self.emit_with(out, |e| {
+            let order = e.orders.get(slot);
+            let inst = &e.instruments[info.instrument as usize];
+            EventKind::Triggered(event::Triggered {
+                account: e.accounts.list[order.account as usize].id,
+                order_id: order.id,
+                client_order_id: order.client_order_id,
+                symbol: inst.symbol,
+                stop_price: inst.price_units(info.stop),
+                last_price: inst.price_units(last),
+                qty: inst.qty_units(order.qty),
+            })
+        });
+        if let Some(partner) = self.unlink_oco(slot) {
+            self.cancel_partner(partner, out);
+        }
+        let inst = &self.instruments[info.instrument as usize];
+        let band = inst.collar_band();
+        let levels_full = {
+            let order = self.orders.get(slot);
+            let own = self.books[info.instrument as usize].side(order.side);
+            own.level_count() >= MAX_PRICE_LEVELS_PER_SIDE && !own.has_level(order.price)
+        };
+        let order = self.orders.get_mut(slot);
+        if info.market {
+            if order.tif == TimeInForce::Gtc {
+                order.tif = TimeInForce::Ioc;
+            }
+            if order.side == Side::Sell {
+                // A sell holds its quantity, not a price: it may go as low
+                // as a market sell may now.
+                order.is_market = true;
+                order.price = band.map_or(1, |(low, _)| low);
+            }
+            // A buy stays a limit at its protection price, which its
+            // reservation covers.
+        } else if order.tif == TimeInForce::Gtc && levels_full {
+            // No room for a new level: the remainder expires rather than
+            // push the book past its bound.
+            order.tif = TimeInForce::Ioc;
+        }
+        if order.tif == TimeInForce::Fok {
+            let o = self.orders.get(slot);
+            let (side, account, stp, price, lots) = (o.side, o.account, o.stp, o.price, o.leaves());
+            let walk = self.walk(info.instrument, side, account, stp, price, lots);
+            if walk.traded_lots != lots {
+                self.expire(slot, out);
+                return;
+            }
+        }
+        self.execute(slot, out);
+    }
+}
+
+/// The stop section: untriggered stops by order id (each order's fields,
+/// then its stop price, kind and trailing distance), then the pairs, each
+/// once as (lower id, higher id).
+pub(crate) fn write_section(w: &mut crate::snapshot::Writer, e: &Engine) {
+    w.u64(e.stops.info.len() as u64);
+    for info in e.stops.info.values() {
+        crate::snapshot::write_order(w, e.orders.get(info.slot));
+        w.u64(info.stop);
+        w.u8(u8::from(info.market));
+        match info.trailing {
+            None => {
+                w.u8(0);
+                w.u64(0);
+            }
+            Some(TrailingTicks::Amount(ticks)) => {
+                w.u8(1);
+                w.u64(ticks);
+            }
+            Some(TrailingTicks::Bps(bps)) => {
+                w.u8(2);
+                w.u64(u64::from(bps));
+            }
+        }
+    }
+    let pairs: Vec<(OrderId, OrderId)> = e
+        .stops
+        .oco
+        .iter()
+        .filter(|(a, b)| a < b)
+        .map(|(&a, &b)| (a, b))
+        .collect();
+    w.u64(pairs.len() as u64);
+    for (a, b) in pairs {
+        w.u64(a);
+        w.u64(b);
+    }
+}
+
+/// Reads the stop section; refuses what the engine could not have made
+/// (the audit that follows checks reservations and counts).
+pub(crate) fn read_section(
+    r: &mut crate::snapshot::Reader,
+    e: &mut Engine,
+) -> Result<(), crate::snapshot::SnapshotError> {
+    use crate::snapshot::SnapshotError::Invalid;
+    use exchange_types::limits::MAX_OPEN_ORDERS;
+    for _ in 0..r.count(MAX_OPEN_ORDERS)? {
+        let order = crate::snapshot::read_order(r)?;
+        let stop = r.u64()?;
+        let market = match r.u8()? {
+            0 => false,
+            1 => true,
+            _ => return Err(Invalid("stop kind")),
+        };
+        let trailing = match (r.u8()?, r.u64()?) {
+            (0, 0) => None,
+            (1, ticks) if ticks > 0 => Some(TrailingTicks::Amount(ticks)),
+            (2, bps) if (1..10_000).contains(&bps) => Some(TrailingTicks::Bps(bps as u32)),
+            _ => return Err(Invalid("trailing stop")),
+        };
+        let (id, account, instrument, side) =
+            (order.id, order.account, order.instrument, order.side);
+        if account as usize >= e.accounts.list.len()
+            || instrument as usize >= e.instruments.len()
+            || order.filled != 0
+            || order.qty == 0
+            || stop == 0
+            || e.order_by_id.contains_key(&id)
+            || e.by_client_id
+                .contains_key(&(account, order.client_order_id))
+        {
+            return Err(Invalid("stop order"));
+        }
+        let slot = e.orders.insert(order);
+        e.index_order(slot);
+        e.orders.get_mut(slot).stop = true;
+        e.file_stop(
+            id,
+            StopInfo {
+                slot,
+                instrument,
+                side,
+                stop,
+                market,
+                trailing,
+            },
+        );
+    }
+    for _ in 0..r.count(MAX_OPEN_ORDERS)? {
+        let (a, b) = (r.u64()?, r.u64()?);
+        let (Some(&sa), Some(&sb)) = (e.order_by_id.get(&a), e.order_by_id.get(&b)) else {
+            return Err(Invalid("one-cancels-other pair"));
+        };
+        let (oa, ob) = (e.orders.get(sa), e.orders.get(sb));
+        if a >= b || oa.oco || ob.oco || oa.account != ob.account || oa.instrument != ob.instrument
+        {
+            return Err(Invalid("one-cancels-other pair"));
+        }
+        e.link_oco(sa, sb);
+    }
+    Ok(())
+}
+
+impl Engine {
+    /// The audit's part for stops: each untriggered stop is open, off the
+    /// books, filed where its stop price says, and holds what its order
+    /// needs; each pair is two open orders of one account and instrument.
+    /// Adds what stops reserve and count to the audit's totals.
+    pub(crate) fn audit_stops(
+        &self,
+        reserved: &mut BTreeMap<(u32, u32), u128>,
+        per_account: &mut BTreeMap<u32, u32>,
+    ) -> Result<usize, String> {
+        let mut filed = 0usize;
+        for book in self.stops.books.values() {
+            filed += book.buys.len() + book.sells.len();
+            if book.is_empty() {
+                return Err("an empty stop table is kept".into());
+            }
+        }
+        if filed != self.stops.info.len() {
+            return Err(format!(
+                "{filed} stops filed but {} known",
+                self.stops.info.len()
+            ));
+        }
+        for (&id, info) in &self.stops.info {
+            let o = self.orders.get(info.slot);
+            let book = self.stops.books.get(&info.instrument);
+            let in_table = book.is_some_and(|b| match info.side {
+                Side::Buy => b.buys.get(&(info.stop, id)) == Some(&info.slot),
+                Side::Sell => b.sells.get(&(Reverse(info.stop), id)) == Some(&info.slot),
+            });
+            let trailing_ok =
+                book.is_some_and(|b| b.trailing.contains(&id)) == info.trailing.is_some();
+            if o.id != id
+                || !o.stop
+                || !o.indexed
+                || o.filled != 0
+                || o.side != info.side
+                || o.instrument != info.instrument
+                || !in_table
+                || !trailing_ok
+                || self.order_by_id.get(&id) != Some(&info.slot)
+            {
+                return Err(format!("stop order {id} is misfiled"));
+            }
+            let need = self.reservation_for(info.slot, o.price, o.leaves());
+            if need != Some(o.reserved) {
+                return Err(format!(
+                    "stop order {id} reserves {} but needs {need:?}",
+                    o.reserved
+                ));
+            }
+            *reserved
+                .entry((o.account, self.reserved_asset(o)))
+                .or_default() += u128::from(o.reserved);
+            *per_account.entry(o.account).or_default() += 1;
+        }
+        for (&a, &b) in &self.stops.oco {
+            let ok = self.stops.oco.get(&b) == Some(&a)
+                && a != b
+                && match (self.order_by_id.get(&a), self.order_by_id.get(&b)) {
+                    (Some(&sa), Some(&sb)) => {
+                        let (oa, ob) = (self.orders.get(sa), self.orders.get(sb));
+                        oa.oco
+                            && ob.oco
+                            && oa.account == ob.account
+                            && oa.instrument == ob.instrument
+                    }
+                    _ => false,
+                };
+            if !ok {
+                return Err(format!("one-cancels-other pair {a}/{b} is broken"));
+            }
+        }
+        if !self.stops.oco_pending.is_empty() {
+            return Err("one-cancels-other work left between commands".into());
+        }
+        Ok(self.stops.info.len())
+    }
+}
