@@ -25,6 +25,10 @@ struct Checked {
     reserve: u64,
     reserve_asset: u32,
     fok_feasible: bool,
+    /// An iceberg's display size in lots.
+    display: Option<u64>,
+    /// A market buy sized by funds: the funds in quote units.
+    funds: Option<u64>,
 }
 
 impl Engine {
@@ -53,7 +57,11 @@ impl Engine {
         if place.account == FEE_ACCOUNT {
             return Err(RejectReason::FeeAccountCannotTrade);
         }
-        if place.ext.is_some()
+        let ext = place.ext();
+        if ext.stop_price.is_some()
+            || ext.trailing.is_some()
+            || ext.expire_ts.is_some()
+            || ext.oco_with.is_some()
             || !matches!(place.order_type, OrderType::Limit | OrderType::Market)
             || !matches!(
                 place.tif,
@@ -83,7 +91,13 @@ impl Engine {
             (OrderType::Market, None) => None,
             (OrderType::Stop | OrderType::StopLimit, _) => return Err(RejectReason::NotSupported),
         };
-        let lots = inst.qty_to_lots(place.qty)?;
+        let funds = Self::check_funds(place, is_market)?;
+        // A funds order's quantity is what its funds buy, known once the
+        // book has been walked; the smallest order stands in until then.
+        let mut lots = match funds {
+            Some(_) => inst.min_lots.max(1),
+            None => inst.qty_to_lots(place.qty)?,
+        };
         // A market order never rests: good-till-canceled means immediate.
         let tif = if is_market && place.tif == TimeInForce::Gtc {
             TimeInForce::Ioc
@@ -93,6 +107,7 @@ impl Engine {
         if place.post_only && (is_market || tif != TimeInForce::Gtc) {
             return Err(RejectReason::PostOnlyNotAllowed);
         }
+        let display = Self::check_display(inst, place, lots, tif)?;
         let band = inst.collar_band();
         if let (Some(price), Some((low, high))) = (limit_price, band) {
             if price < low || price > high {
@@ -139,9 +154,53 @@ impl Engine {
                 return Err(RejectReason::TooManyPriceLevels);
             }
         }
+        if let Some(funds) = funds {
+            let walk = self.walk(
+                instrument,
+                place.side,
+                account,
+                place.stp,
+                price,
+                u64::MAX,
+                Some(funds),
+            );
+            lots = walk.traded_lots;
+            if let (Some(risk), true) = (risk, lots > 0) {
+                risk.check_order(
+                    inst,
+                    place.side,
+                    None,
+                    price,
+                    lots,
+                    false,
+                    self.accounts.list[account as usize].open_orders,
+                )?;
+            }
+            let available = self.accounts.list[account as usize]
+                .balance(inst.quote)
+                .available;
+            if available < funds {
+                return Err(RejectReason::InsufficientFunds);
+            }
+            return Ok(Checked {
+                instrument,
+                account,
+                price,
+                lots,
+                tif,
+                reserve: funds,
+                reserve_asset: inst.quote,
+                fok_feasible: true,
+                display: None,
+                funds: Some(funds),
+            });
+        }
         let needs_walk = tif == TimeInForce::Fok || (is_market && place.side == Side::Buy);
-        let walk =
-            needs_walk.then(|| self.walk(instrument, place.side, account, place.stp, price, lots));
+        let walk = needs_walk.then(|| {
+            self.walk(
+                instrument, place.side, account, place.stp, price, lots, None,
+            )
+        });
         let fok_feasible = tif != TimeInForce::Fok || walk.is_some_and(|w| w.traded_lots == lots);
         let (reserve, reserve_asset) = match place.side {
             Side::Sell => (
@@ -178,6 +237,8 @@ impl Engine {
             reserve,
             reserve_asset,
             fok_feasible,
+            display,
+            funds: None,
         })
     }
 
@@ -199,9 +260,18 @@ impl Engine {
                 tif: c.tif,
                 post_only: place.post_only,
                 stp: place.stp,
-                ext: None,
+                ext: (c.display.is_some() || c.funds.is_some()).then(|| {
+                    Box::new(event::AcceptedExt {
+                        display_qty: c.display.map(|d| inst.qty_units(d)),
+                        funds: c.funds,
+                        ..event::AcceptedExt::default()
+                    })
+                }),
             })
         });
+        if let Some(display) = c.display {
+            self.iceberg_display.insert(id, display);
+        }
         let slot = self.orders.insert(Order {
             id,
             account: c.account,
@@ -215,6 +285,7 @@ impl Engine {
             qty: c.lots,
             filled: 0,
             reserved: 0,
+            hidden: 0,
             client_order_id: place.client_order_id,
             indexed: false,
             prev: NIL,
@@ -222,7 +293,9 @@ impl Engine {
             account_prev: NIL,
             account_next: NIL,
         });
-        if !c.fok_feasible {
+        // A funds order its funds buy nothing of ends at once, as a
+        // market order facing an empty book does.
+        if !c.fok_feasible || (c.funds.is_some() && c.lots == 0) {
             self.expire(slot, out);
             return;
         }

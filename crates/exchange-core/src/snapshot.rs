@@ -22,6 +22,43 @@ const MAGIC: &[u8; 8] = b"EXSNAP01";
 const RISK_SECTION: u8 = 1;
 /// Tags the optional section of sub-account links, after the risk one.
 const FAMILY_SECTION: u8 = 2;
+/// Tags the optional section of icebergs (display size and hidden lots by
+/// order id), after the others.
+const ICEBERG_SECTION: u8 = 9;
+
+/// Reads the icebergs section: by increasing order id, each an open order
+/// that shows at least one lot and at most its display size.
+fn read_icebergs(r: &mut Reader, e: &mut Engine) -> Result<(), SnapshotError> {
+    use exchange_types::limits::MAX_OPEN_ORDERS;
+    let invalid = Err(SnapshotError::Invalid("iceberg"));
+    let count = r.count(MAX_OPEN_ORDERS)?;
+    if count == 0 {
+        return invalid;
+    }
+    let mut last = None;
+    for _ in 0..count {
+        let (id, display, hidden) = (r.u64()?, r.u64()?, r.u64()?);
+        if last.is_some_and(|l| l >= id) {
+            return invalid;
+        }
+        last = Some(id);
+        let Some(&slot) = e.order_by_id.get(&id) else {
+            return invalid;
+        };
+        let order = e.orders.get_mut(slot);
+        let leaves = order.leaves();
+        if display == 0 || hidden >= leaves || leaves - hidden > display {
+            return invalid;
+        }
+        order.hidden = hidden;
+        let (instrument, side, price) = (order.instrument, order.side, order.price);
+        e.books[instrument as usize]
+            .side_mut(side)
+            .reduce(price, hidden);
+        e.iceberg_display.insert(id, display);
+    }
+    Ok(())
+}
 
 /// Reads the sub-account links: (sub, owner) by increasing sub, one level
 /// deep, each owner within its limit.
@@ -403,6 +440,21 @@ impl Engine {
                 w.u32(owner);
             }
         }
+        // Likewise absent while no iceberg is open.
+        if !self.iceberg_display.is_empty() {
+            w.u8(ICEBERG_SECTION);
+            w.u64(self.iceberg_display.len() as u64);
+            for (&id, &display) in &self.iceberg_display {
+                // Every iceberg in the table is open (`audit` checks).
+                let hidden = self
+                    .order_by_id
+                    .get(&id)
+                    .map_or(0, |&slot| self.orders.get(slot).hidden);
+                w.u64(id);
+                w.u64(display);
+                w.u64(hidden);
+            }
+        }
         w.0
     }
 
@@ -536,6 +588,7 @@ impl Engine {
                 qty: r.u64()?,
                 filled: r.u64()?,
                 reserved: r.u64()?,
+                hidden: 0,
                 client_order_id: r.client_order_id()?,
                 indexed: false,
                 prev: NIL,
@@ -585,6 +638,10 @@ impl Engine {
         if r.at < bytes.len() && bytes[r.at] == FAMILY_SECTION {
             r.at += 1;
             read_family(&mut r, &mut e)?;
+        }
+        if r.at < bytes.len() && bytes[r.at] == ICEBERG_SECTION {
+            r.at += 1;
+            read_icebergs(&mut r, &mut e)?;
         }
         if r.at != bytes.len() {
             return Err(SnapshotError::TrailingBytes(bytes.len() - r.at));

@@ -48,6 +48,11 @@ reject_reasons! {
     InvalidAmount = 113, "invalid_amount", "the amount must be greater than zero";
     UnknownAsset = 114, "unknown_asset", "no listed instrument uses this asset";
     NothingToReplace = 115, "nothing_to_replace", "a replace must change the price, the quantity or the client order id";
+    DisplayQtyNotAllowed = 130, "display_qty_not_allowed", "a display quantity needs a limit order that is good till canceled";
+    InvalidDisplayQty = 131, "invalid_display_qty", "the display quantity must be on the lot, at least the minimum quantity and less than the quantity";
+    FundsNotAllowed = 132, "funds_not_allowed", "funds size a market buy only";
+    FundsWithQty = 133, "funds_with_qty", "an order sized by funds takes a quantity of zero";
+    InvalidFunds = 134, "invalid_funds", "the funds must be greater than zero";
     NotSupported = 199, "not_supported", "this order type or time in force is not supported yet";
     InsufficientFunds = 201, "insufficient_funds", "the available balance does not cover the order";
     PriceOutsideCollar = 202, "price_outside_collar", "the price is outside the instrument's price collar";
