@@ -38,7 +38,7 @@ impl Engine {
     /// included, without changing anything. With a `budget` (a market buy
     /// sized by funds) each fill is also held to what is left of it, taker
     /// fee included, and the walk stops at the first fill the budget cuts
-    /// short or at an own order it would have to decrement.
+    /// short or at the first own order, whatever the self-trade mode.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn walk(
         &self,
@@ -86,9 +86,12 @@ impl Engine {
                 let maker = self.orders.get(slot);
                 slot = maker.next;
                 if maker.account == account {
+                    if budget.is_some() {
+                        return walk;
+                    }
                     match stp {
                         SelfTradePrevention::CancelOldest => continue,
-                        SelfTradePrevention::Decrement if budget.is_none() => {
+                        SelfTradePrevention::Decrement => {
                             remaining -= remaining.min(maker.leaves());
                             if remaining == 0 {
                                 return walk;
