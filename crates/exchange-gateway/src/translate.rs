@@ -14,8 +14,8 @@ use std::sync::Arc;
 use exchange_types::ids::InlineStr;
 use exchange_types::{
     order_updates, AccountId, Cancel, Change, Command, Dec, Event, EventKind, MassCancel, OrderId,
-    OrderRef, OrderType, Place, RejectReason, Replace, SelfTradePrevention, Side, Stamped,
-    TimeInForce,
+    OrderRef, OrderType, Place, PlaceExt, RejectReason, Replace, SelfTradePrevention, Side,
+    Stamped, TimeInForce,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -72,6 +72,12 @@ pub struct PlaceRequest {
     post_only: Option<bool>,
     stp: Option<StpWire>,
     client_order_id: Option<String>,
+    /// An iceberg's shown quantity.
+    #[serde(default)]
+    display_qty: Option<String>,
+    /// A market buy's quote amount; `qty` is then "0".
+    #[serde(default)]
+    funds: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -149,6 +155,8 @@ pub fn ws_order_entry(account: AccountId, text: &str) -> Option<(Value, Command)
                 post_only: message.post_only.flatten(),
                 stp: message.stp.flatten(),
                 client_order_id: message.client_order_id.flatten(),
+                display_qty: None,
+                funds: None,
             };
             place(account, request)
                 .ok()
@@ -215,6 +223,15 @@ pub fn place(account: AccountId, request: PlaceRequest) -> Result<Command, ApiEr
         Some(text) => identifier("client_order_id", text)?,
         None => identifier("client_order_id", &exchange_node::random_hex(16))?,
     };
+    let display_qty = optional_decimal("display_qty", request.display_qty.as_deref())?;
+    let funds = optional_decimal("funds", request.funds.as_deref())?;
+    let ext = (display_qty.is_some() || funds.is_some()).then(|| {
+        Box::new(PlaceExt {
+            display_qty,
+            funds,
+            ..PlaceExt::default()
+        })
+    });
     Ok(Command::Place(Place {
         account,
         client_order_id,
@@ -234,7 +251,7 @@ pub fn place(account: AccountId, request: PlaceRequest) -> Result<Command, ApiEr
             StpWire::CancelBoth => SelfTradePrevention::CancelBoth,
             StpWire::Decrement => SelfTradePrevention::Decrement,
         },
-        ext: None,
+        ext,
     }))
 }
 

@@ -247,6 +247,10 @@ pub enum UpdateFields<'a> {
         tif: &'static str,
         post_only: bool,
         stp: &'static str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        display_qty: Option<Units>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        funds: Option<Units>,
     },
     Rejected {
         command: &'static str,
@@ -358,6 +362,8 @@ fn order_fields(change: Change<'_>) -> Option<UpdateFields<'_>> {
             tif: e.tif.as_str(),
             post_only: e.post_only,
             stp: e.stp.as_str(),
+            display_qty: e.ext.as_deref().and_then(|x| x.display_qty).map(Units),
+            funds: e.ext.as_deref().and_then(|x| x.funds).map(Units),
         },
         Change::Canceled(e) => UpdateFields::Canceled {
             order_id: e.order_id,
