@@ -402,7 +402,10 @@ impl Engine {
                         w.u8(side_code(o.side));
                         w.u8(tif_code(o.tif));
                         w.u8(stp_code(o.stp));
-                        w.u8(u8::from(o.post_only));
+                        // Bit 1 marks an iceberg, so a snapshot cut before
+                        // the icebergs section cannot pass for a whole one.
+                        let iceberg = self.iceberg_display.contains_key(&o.id);
+                        w.u8(u8::from(o.post_only) | (u8::from(iceberg) << 1));
                         w.u64(o.price);
                         w.u64(o.qty);
                         w.u64(o.filled);
@@ -548,6 +551,7 @@ impl Engine {
             return Err(SnapshotError::Invalid("fee account"));
         }
         let mut level_totals = std::collections::BTreeMap::new();
+        let mut icebergs_marked: Vec<u64> = Vec::new();
         for _ in 0..r.count(MAX_OPEN_ORDERS)? {
             let id = r.u64()?;
             let account = r.u32()?;
@@ -574,7 +578,11 @@ impl Engine {
                 3 => SelfTradePrevention::Decrement,
                 _ => return Err(SnapshotError::Invalid("self-trade prevention")),
             };
-            let post_only = r.u8()? == 1;
+            let flags = r.u8()?;
+            let post_only = flags & 1 == 1;
+            if flags & 2 != 0 {
+                icebergs_marked.push(id);
+            }
             let order = Order {
                 id,
                 account,
@@ -645,6 +653,14 @@ impl Engine {
         }
         if r.at != bytes.len() {
             return Err(SnapshotError::TrailingBytes(bytes.len() - r.at));
+        }
+        icebergs_marked.sort_unstable();
+        if !icebergs_marked
+            .iter()
+            .copied()
+            .eq(e.iceberg_display.keys().copied())
+        {
+            return Err(SnapshotError::Invalid("icebergs"));
         }
         // Every field parsed, but the whole must also be a state the engine
         // could have reached; a damaged snapshot must not become a replica.
