@@ -354,7 +354,7 @@ impl BookSide {
     pub fn push_back(&mut self, pool: &mut OrderPool, slot: u32) -> u64 {
         let (price, leaves) = {
             let order = pool.get(slot);
-            (order.price, order.leaves())
+            (order.price, order.displayed())
         };
         let level = self.level_or_insert(price);
         let old_tail = level.tail;
@@ -386,7 +386,7 @@ impl BookSide {
     pub fn unlink(&mut self, pool: &mut OrderPool, slot: u32) -> u64 {
         let (price, leaves, prev, next) = {
             let order = pool.get(slot);
-            (order.price, order.leaves(), order.prev, order.next)
+            (order.price, order.displayed(), order.prev, order.next)
         };
         let key = self.key(price);
         // Only resting orders are unlinked, found through the book or the
@@ -453,6 +453,41 @@ impl BookSide {
             .qty
             .checked_sub(lots)
             .unwrap_or_else(|| panic!("level at {price} holds less than the {lots} it loses"));
+        level.qty
+    }
+}
+
+impl BookSide {
+    /// Moves an iceberg whose shown slice has just filled to the back of
+    /// its level with a new slice of `shown` lots: the refill loses time
+    /// priority. The order's `hidden` must already exclude the new slice.
+    /// The level never empties on the way, so it is not removed and made
+    /// again.
+    pub fn requeue(&mut self, pool: &mut OrderPool, slot: u32, shown: u64) -> u64 {
+        let (price, prev, next) = {
+            let order = pool.get(slot);
+            (order.price, order.prev, order.next)
+        };
+        let key = self.key(price);
+        let level = self.level_mut(key).expect("an iceberg's level exists");
+        if next != NIL {
+            if prev == NIL {
+                level.head = next;
+            } else {
+                pool.get_mut(prev).next = next;
+            }
+            pool.get_mut(next).prev = prev;
+            let old_tail = level.tail;
+            pool.get_mut(old_tail).next = slot;
+            let order = pool.get_mut(slot);
+            order.prev = old_tail;
+            order.next = NIL;
+            level.tail = slot;
+        }
+        level.qty = level
+            .qty
+            .checked_add(shown)
+            .expect("a price level's quantity overflowed");
         level.qty
     }
 }

@@ -19,6 +19,7 @@ fn order(side: Side, price: u64, qty: u64) -> Order {
         qty,
         filled: 0,
         reserved: 0,
+        hidden: 0,
         client_order_id: ClientOrderId::new("c").expect("a valid id"),
         indexed: false,
         stop: false,

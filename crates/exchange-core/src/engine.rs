@@ -63,6 +63,9 @@ pub struct Engine {
     pub(crate) sessions: Sessions,
     /// Untriggered stops and one-cancels-other pairs.
     pub(crate) stops: crate::stops::Stops,
+    /// Open icebergs by order id: the lots each shows at a time. Rare, so
+    /// kept beside the pool rather than in every order.
+    pub(crate) iceberg_display: std::collections::BTreeMap<OrderId, u64>,
 }
 
 impl Default for Engine {
@@ -93,6 +96,7 @@ impl Engine {
             mmp_tripped: Vec::new(),
             sessions: Sessions::default(),
             stops: crate::stops::Stops::default(),
+            iceberg_display: std::collections::BTreeMap::new(),
         };
         // The fee account always exists so that fees never need a branch.
         let fee = engine.accounts.get_or_create(FEE_ACCOUNT);
@@ -372,6 +376,9 @@ impl Engine {
                 order.id
             );
         }
+        if !self.iceberg_display.is_empty() {
+            self.iceberg_display.remove(&order.id);
+        }
         self.closed
             .record(order.account, order.client_order_id, order.id);
         order
@@ -384,6 +391,9 @@ impl Engine {
             let order = self.orders.get(slot);
             (order.instrument, order.side, order.price)
         };
+        if !self.iceberg_display.is_empty() {
+            self.slice_iceberg(slot);
+        }
         let book = &mut self.books[instrument as usize];
         // An order rests only once nothing it could trade with is left (a
         // post-only one was refused if it would have crossed), so the book

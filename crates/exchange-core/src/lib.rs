@@ -42,6 +42,8 @@ mod book;
 mod closed;
 mod engine;
 mod family;
+mod funds;
+mod iceberg;
 mod instrument;
 mod lookup;
 mod matching;

@@ -13,7 +13,7 @@ use exchange_types::event;
 use exchange_types::{CancelReason, Event, EventKind, SelfTradePrevention, Side};
 
 use crate::engine::{Engine, FEE_ACCOUNT};
-use crate::instrument::{buy_cost, fee};
+use crate::instrument::{buy_cost, fee, Instrument};
 use crate::orders::NIL;
 
 /// What the taker could do against the book as it stands, computed before
@@ -34,8 +34,12 @@ fn within_limit(side: Side, level_price: u64, limit: u64) -> bool {
 }
 
 impl Engine {
-    /// Simulates the match of a taker, self-trade prevention included,
-    /// without changing anything.
+    /// Simulates the match of a taker, self-trade prevention and icebergs
+    /// included, without changing anything. With a `budget` (a market buy
+    /// sized by funds) each fill is also held to what is left of it, taker
+    /// fee included, and the walk stops at the first fill the budget cuts
+    /// short or at the first own order, whatever the self-trade mode.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn walk(
         &self,
         instrument: u32,
@@ -44,6 +48,7 @@ impl Engine {
         stp: SelfTradePrevention,
         limit: u64,
         lots: u64,
+        budget: Option<u64>,
     ) -> Walk {
         let inst = &self.instruments[instrument as usize];
         let mut walk = Walk {
@@ -51,6 +56,23 @@ impl Engine {
             notional: Some(0),
         };
         let mut remaining = lots;
+        let mut left = budget;
+        // Takes up to `available` lots at `price`; false once the taker is
+        // done (its quantity or its budget ran out).
+        let mut take = |walk: &mut Walk, remaining: &mut u64, price: u64, available: u64| {
+            let mut q = (*remaining).min(available);
+            if let Some(left) = left.as_mut() {
+                q = affordable(inst, price, q, *left);
+                *left -= funds_cost(inst, price, q).unwrap_or(*left);
+            }
+            *remaining -= q;
+            walk.traded_lots += q;
+            walk.notional = walk
+                .notional
+                .and_then(|n| n.checked_add(inst.notional(price, q)?));
+            q == available && *remaining > 0
+        };
+        let mut refills: Vec<u64> = Vec::new();
         for level in self.books[instrument as usize]
             .side(side.opposite())
             .levels_best_first()
@@ -58,28 +80,40 @@ impl Engine {
             if remaining == 0 || !within_limit(side, level.price, limit) {
                 break;
             }
+            refills.clear();
             let mut slot = level.head;
-            while slot != NIL && remaining > 0 {
+            while slot != NIL {
                 let maker = self.orders.get(slot);
                 slot = maker.next;
                 if maker.account == account {
+                    if budget.is_some() {
+                        return walk;
+                    }
                     match stp {
                         SelfTradePrevention::CancelOldest => continue,
                         SelfTradePrevention::Decrement => {
                             remaining -= remaining.min(maker.leaves());
+                            if remaining == 0 {
+                                return walk;
+                            }
                             continue;
                         }
-                        SelfTradePrevention::CancelNewest | SelfTradePrevention::CancelBoth => {
-                            return walk;
-                        }
+                        _ => return walk,
                     }
                 }
-                let q = remaining.min(maker.leaves());
-                remaining -= q;
-                walk.traded_lots += q;
-                walk.notional = walk
-                    .notional
-                    .and_then(|n| n.checked_add(inst.notional(level.price, q)?));
+                if !take(&mut walk, &mut remaining, level.price, maker.displayed()) {
+                    return walk;
+                }
+                if maker.hidden > 0 {
+                    refills.push(maker.hidden);
+                }
+            }
+            // Every shown lot at this price is gone: the icebergs' hidden
+            // quantity trades next, in the order they were refilled.
+            for &hidden in &refills {
+                if !take(&mut walk, &mut remaining, level.price, hidden) {
+                    return walk;
+                }
             }
         }
         walk
@@ -105,14 +139,21 @@ impl Engine {
             }
             let level_price = level.price;
             let mut maker = level.head;
+            // Orders behind the level's tail as matching found it are
+            // icebergs refilled by this taker: once it reaches them every
+            // shown lot at this price has traded, and they give it their
+            // hidden quantity too (see `fill`).
+            let last_shown = level.tail;
+            let mut deep = false;
             let mut traded_here = false;
             let mut stop = false;
             let mut taker_canceled = false;
             while maker != NIL && self.orders.get(taker).leaves() > 0 {
-                let (next, maker_account) = {
+                let (mut next, maker_account) = {
                     let m = self.orders.get(maker);
                     (m.next, m.account)
                 };
+                let at_last_shown = maker == last_shown;
                 if maker_account == account {
                     if traded_here {
                         // Report the level as trades left it before the
@@ -128,12 +169,22 @@ impl Engine {
                             break;
                         }
                     }
-                } else if self.fill(taker, maker, level_price, out) {
-                    traded_here = true;
                 } else {
-                    stop = true;
-                    break;
+                    match self.fill(taker, maker, level_price, deep, out) {
+                        Filled::Traded => traded_here = true,
+                        Filled::Refilled => {
+                            traded_here = true;
+                            if next == NIL {
+                                next = maker;
+                            }
+                        }
+                        Filled::Stopped => {
+                            stop = true;
+                            break;
+                        }
+                    }
                 }
+                deep |= at_last_shown;
                 maker = next;
             }
             if traded_here {
@@ -159,19 +210,24 @@ impl Engine {
         self.emit_book(out, instrument, side, price, qty);
     }
 
-    /// One trade between the taker and the maker at the head of the best
-    /// level, for as much as both have. Returns false, changing nothing, if
-    /// a market buy's reservation cannot pay for it.
+    /// One trade between the taker and a maker on the best level, for as
+    /// much as both have: what the maker shows, or with `deep` (every shown
+    /// lot at this price has traded) its hidden quantity as well. Changes
+    /// nothing and says `Stopped` if a market buy's reservation cannot pay
+    /// for it.
     pub(crate) fn fill(
         &mut self,
         taker: u32,
         maker: u32,
         price: u64,
+        deep: bool,
         out: &mut Vec<Event>,
-    ) -> bool {
+    ) -> Filled {
         let t = self.orders.get(taker);
         let m = self.orders.get(maker);
-        let lots = t.leaves().min(m.leaves());
+        let shown = m.displayed();
+        let lots = t.leaves().min(if deep { m.leaves() } else { shown });
+        let from_shown = lots.min(shown);
         let instrument = t.instrument;
         let inst = &self.instruments[instrument as usize];
         let (base, quote, lot_units) = (inst.base, inst.quote, inst.lot_units);
@@ -205,7 +261,7 @@ impl Engine {
                 "a limit buy holds {} but its fill needs {from_reservation}",
                 self.orders.get(buyer).reserved
             );
-            return false;
+            return Filled::Stopped;
         }
         let base_units = lots * lot_units;
 
@@ -224,6 +280,9 @@ impl Engine {
         seller_order.reserved -= base_units;
         seller_order.filled += lots;
         let seller_account = seller_order.account;
+        if lots > from_shown {
+            self.orders.get_mut(maker).hidden -= lots - from_shown;
+        }
 
         {
             let acct = &mut self.accounts.list[buyer_account as usize];
@@ -262,8 +321,8 @@ impl Engine {
             .side_mut(taker_side.opposite())
             .best_mut()
             .expect("a maker's side has a best level");
-        level.qty = level.qty.checked_sub(lots).unwrap_or_else(|| {
-            panic!("the best level at {price} holds less than a fill of {lots}")
+        level.qty = level.qty.checked_sub(from_shown).unwrap_or_else(|| {
+            panic!("the best level at {price} holds less than a fill of {from_shown}")
         });
         self.instruments[instrument as usize].reference_ticks = Some(price);
 
@@ -325,13 +384,17 @@ impl Engine {
             self.note_oco_fill(maker);
         }
 
-        if self.orders.get(maker).leaves() == 0 {
+        let m = self.orders.get(maker);
+        if m.leaves() == 0 {
             let book_side = self.books[instrument as usize].side_mut(taker_side.opposite());
             book_side.unlink(&mut self.orders, maker);
             self.release_all(maker, out);
             self.close_order(maker);
+        } else if m.hidden != 0 && m.hidden == m.leaves() {
+            self.refill_iceberg(maker);
+            return Filled::Refilled;
         }
-        true
+        Filled::Traded
     }
 
     fn prevent_self_trade(
@@ -373,15 +436,18 @@ impl Engine {
     }
 
     /// Shrinks a resting order in place (it keeps its priority).
+    /// An iceberg loses hidden lots first, so what it shows stays.
     fn decrement_resting(&mut self, slot: u32, lots: u64, out: &mut Vec<Event>) {
-        let (instrument, side, price) = {
+        let (instrument, side, price, from_shown) = {
             let o = self.orders.get_mut(slot);
+            let from_hidden = lots.min(o.hidden);
+            o.hidden -= from_hidden;
             o.qty -= lots;
-            (o.instrument, o.side, o.price)
+            (o.instrument, o.side, o.price, lots - from_hidden)
         };
         let level_qty = self.books[instrument as usize]
             .side_mut(side)
-            .reduce(price, lots);
+            .reduce(price, from_shown);
         self.emit_canceled(slot, CancelReason::SelfTrade, lots, out);
         self.emit_book(out, instrument, side, price, level_qty);
         self.trim_reservation(slot, out);
@@ -463,6 +529,43 @@ impl Engine {
             })
         });
     }
+}
+
+/// How a fill left the maker.
+pub(crate) enum Filled {
+    /// It traded; the maker is done or keeps its place.
+    Traded,
+    /// It traded and the maker, an iceberg whose shown slice filled, went
+    /// to the back of its level with a new slice.
+    Refilled,
+    /// Nothing traded: a market buy's reservation cannot pay.
+    Stopped,
+}
+
+/// The most of `lots` at `price` that `budget` pays for, notional and
+/// taker fee together (the fee is rounded down per fill, as `fill` does).
+pub(crate) fn affordable(inst: &Instrument, price: u64, lots: u64, budget: u64) -> u64 {
+    let fits = |q: u64| funds_cost(inst, price, q).is_some_and(|c| c <= budget);
+    if fits(lots) {
+        return lots;
+    }
+    // The cost grows with the lots: bisect for the largest that fits.
+    let (mut low, mut high) = (0u64, lots);
+    while high - low > 1 {
+        let mid = low + (high - low) / 2;
+        if fits(mid) {
+            low = mid;
+        } else {
+            high = mid;
+        }
+    }
+    low
+}
+
+/// What a taker buy of `lots` at `price` takes from its reservation.
+pub(crate) fn funds_cost(inst: &Instrument, price: u64, lots: u64) -> Option<u64> {
+    let notional = inst.notional(price, lots)?;
+    notional.checked_add(fee(notional, inst.taker_fee_bps).max(0).unsigned_abs())
 }
 
 pub(crate) enum SelfTradeOutcome {

@@ -4,7 +4,10 @@
 //! quantity at the same price keeps time priority; changing the price or
 //! raising the quantity sends the order to the back of its (new) level, and
 //! a new price that crosses trades like a new order. A new total below the
-//! filled quantity is rejected; equal to it, the order is done.
+//! filled quantity is rejected; equal to it, the order is done. An iceberg
+//! keeps its display size: lowering its quantity takes hidden lots first
+//! (the shown slice and its priority stay); a new price or a larger
+//! quantity sends it, like any order, to the back with a new slice.
 
 use exchange_types::event;
 use exchange_types::limits::MAX_PRICE_LEVELS_PER_SIDE;
@@ -226,6 +229,9 @@ impl Engine {
         let moves = !plan.keeps_priority && !is_stop;
         if moves {
             self.unrest(slot, out);
+            // A moved iceberg takes liquidity whole, then rests with a new
+            // slice (`rest`).
+            self.orders.get_mut(slot).hidden = 0;
         }
         let order = self.orders.get_mut(slot);
         let old_price = order.price;
@@ -247,13 +253,15 @@ impl Engine {
             })
         });
         if !moves && !is_stop && leaves < old_leaves {
+            // An iceberg gives up hidden lots first and keeps its slice.
+            let shown_lost = self.shrink_hidden_first(slot, old_leaves - leaves);
             let level_qty = self.books[instrument as usize]
                 .side_mut(side)
-                .reduce(old_price, old_leaves - leaves);
+                .reduce(old_price, shown_lost);
             if leaves == 0 {
                 // Replaced down to what already filled: the order is done.
                 self.unrest(slot, out);
-            } else {
+            } else if shown_lost > 0 {
                 self.emit_book(out, instrument, side, old_price, level_qty);
             }
         }

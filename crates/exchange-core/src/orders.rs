@@ -30,6 +30,9 @@ pub(crate) struct Order {
     /// What this order holds of its account's balance: quote units for a
     /// buy, base units for a sell.
     pub reserved: u64,
+    /// An iceberg's open lots not shown on the book; zero for every other
+    /// order, and for any order while it takes liquidity.
+    pub hidden: u64,
     pub client_order_id: ClientOrderId,
     /// True once the order is findable by id and client id (it rests).
     pub indexed: bool,
@@ -47,6 +50,12 @@ pub(crate) struct Order {
 impl Order {
     pub fn leaves(&self) -> u64 {
         self.qty - self.filled
+    }
+
+    /// Open lots shown on the book: what the level's aggregate counts.
+    #[inline]
+    pub fn displayed(&self) -> u64 {
+        self.leaves() - self.hidden
     }
 }
 

@@ -22,6 +22,7 @@ use exchange_types::{Event, EventKind, OrderId, Phase, RejectReason, Side, Symbo
 
 use crate::auction::{uncross, LevelQty, Uncross};
 use crate::engine::{Engine, Subject};
+use crate::matching::Filled;
 use crate::orders::NIL;
 
 /// Phase bookkeeping kept outside the instruments.
@@ -192,6 +193,21 @@ impl Engine {
         self.emit(out, EventKind::Phase(event::PhaseChanged { symbol, phase }));
     }
 
+    /// What a level can execute in an auction: its shown quantity and the
+    /// hidden volume of its icebergs, which take part whole.
+    fn auction_volume(&self, level: &crate::book::Level) -> u64 {
+        let mut qty = level.qty;
+        if !self.iceberg_display.is_empty() {
+            let mut slot = level.head;
+            while slot != NIL {
+                let order = self.orders.get(slot);
+                qty += order.hidden;
+                slot = order.next;
+            }
+        }
+        qty
+    }
+
     /// The uncrossing the book of `index` would have now.
     pub(crate) fn uncross_of(&self, index: u32) -> Option<Uncross> {
         let book = &self.books[index as usize];
@@ -207,7 +223,7 @@ impl Engine {
             .take_while(|l| l.price >= best_ask)
             .map(|l| LevelQty {
                 price: l.price,
-                qty: l.qty,
+                qty: self.auction_volume(l),
             })
             .collect();
         let asks: Vec<LevelQty> = book
@@ -216,7 +232,7 @@ impl Engine {
             .take_while(|l| l.price <= best_bid)
             .map(|l| LevelQty {
                 price: l.price,
-                qty: l.qty,
+                qty: self.auction_volume(l),
             })
             .collect();
         uncross(
@@ -261,18 +277,27 @@ impl Engine {
             } else {
                 (a, b)
             };
-            let before = self.orders.get(taker).leaves();
+            // An iceberg takes part with its whole volume (as on Xetra):
+            // its hidden lots trade first and its shown slice last, so the
+            // level loses only what the slice loses.
+            let shown_before = self.orders.get(taker).displayed();
+            self.orders.get_mut(taker).hidden = 0;
             // Both are limit orders (market orders are refused in a call),
             // whose reservations cover any fill at a price as good as their
             // limits: a fill that could not be paid for is a bug.
-            let filled = self.fill(taker, maker, price, out);
-            assert!(filled, "an auction fill between limit orders failed");
+            let filled = self.fill(taker, maker, price, true, out);
+            assert!(
+                !matches!(filled, Filled::Stopped),
+                "an auction fill between limit orders failed"
+            );
             let (taker_side, taker_price, leaves) = {
                 let t = self.orders.get(taker);
                 (t.side, t.price, t.leaves())
             };
+            let shown_after = leaves.min(shown_before);
+            self.orders.get_mut(taker).hidden = leaves - shown_after;
             let side = self.books[index as usize].side_mut(taker_side);
-            side.reduce(taker_price, before - leaves);
+            side.reduce(taker_price, shown_before - shown_after);
             if leaves == 0 {
                 side.unlink(&mut self.orders, taker);
                 self.release_all(taker, out);

@@ -29,6 +29,10 @@ struct Checked {
     expire_ts: Option<u64>,
     stop: Option<crate::stops::StopPlan>,
     oco_with: Option<exchange_types::OrderId>,
+    /// An iceberg's display size in lots.
+    display: Option<u64>,
+    /// A market buy sized by funds: the funds in quote units.
+    funds: Option<u64>,
 }
 
 impl Engine {
@@ -58,9 +62,6 @@ impl Engine {
             return Err(RejectReason::FeeAccountCannotTrade);
         }
         let expire_ts = place.ext().expire_ts;
-        if place.ext().display_qty.is_some() || place.ext().funds.is_some() {
-            return Err(RejectReason::NotSupported);
-        }
         match (place.tif, expire_ts) {
             (TimeInForce::Gtd, None) => return Err(RejectReason::ExpireTsRequired),
             (TimeInForce::Gtd, Some(ts)) if ts <= self.now => {
@@ -105,7 +106,13 @@ impl Engine {
             }
             (OrderType::Market | OrderType::Stop, None) => None,
         };
-        let lots = inst.qty_to_lots(place.qty)?;
+        let funds = Self::check_funds(place, place.order_type == OrderType::Market)?;
+        // A funds order's quantity is what its funds buy, known once the
+        // book has been walked; the smallest order stands in until then.
+        let mut lots = match funds {
+            Some(_) => inst.min_lots.max(1),
+            None => inst.qty_to_lots(place.qty)?,
+        };
         // A market order never rests: any resting time in force means
         // immediate. A stop keeps its time in force until it triggers.
         let tif = if place.order_type == OrderType::Market && rests(place.tif) {
@@ -116,6 +123,7 @@ impl Engine {
         if place.post_only && (is_market || !rests(tif) || stop.is_some()) {
             return Err(RejectReason::PostOnlyNotAllowed);
         }
+        let display = Self::check_display(inst, place, lots, tif)?;
         let band = inst.collar_band();
         if let (Some(price), Some((low, high))) = (limit_price, band) {
             if price < low || price > high {
@@ -169,10 +177,57 @@ impl Engine {
                 return Err(RejectReason::TooManyPriceLevels);
             }
         }
+        if let Some(funds) = funds {
+            let walk = self.walk(
+                instrument,
+                place.side,
+                account,
+                place.stp,
+                price,
+                u64::MAX,
+                Some(funds),
+            );
+            lots = walk.traded_lots;
+            if let (Some(risk), true) = (risk, lots > 0) {
+                risk.check_order(
+                    inst,
+                    place.side,
+                    None,
+                    price,
+                    lots,
+                    false,
+                    self.accounts.list[account as usize].open_orders,
+                )?;
+            }
+            let available = self.accounts.list[account as usize]
+                .balance(inst.quote)
+                .available;
+            if available < funds {
+                return Err(RejectReason::InsufficientFunds);
+            }
+            return Ok(Checked {
+                instrument,
+                account,
+                price,
+                lots,
+                tif,
+                reserve: funds,
+                reserve_asset: inst.quote,
+                fok_feasible: true,
+                expire_ts: None,
+                stop: None,
+                oco_with,
+                display: None,
+                funds: Some(funds),
+            });
+        }
         let needs_walk =
             stop.is_none() && (tif == TimeInForce::Fok || (is_market && place.side == Side::Buy));
-        let walk =
-            needs_walk.then(|| self.walk(instrument, place.side, account, place.stp, price, lots));
+        let walk = needs_walk.then(|| {
+            self.walk(
+                instrument, place.side, account, place.stp, price, lots, None,
+            )
+        });
         let fok_feasible = tif != TimeInForce::Fok || walk.is_some_and(|w| w.traded_lots == lots);
         let (reserve, reserve_asset) = match place.side {
             Side::Sell => (
@@ -212,6 +267,8 @@ impl Engine {
             expire_ts,
             stop,
             oco_with,
+            display,
+            funds: None,
         })
     }
 
@@ -236,9 +293,19 @@ impl Engine {
                 tif: c.tif,
                 post_only: place.post_only,
                 stp: place.stp,
-                ext: Engine::accepted_ext(inst, c.stop.as_ref(), place, c.expire_ts),
+                ext: Engine::accepted_ext(
+                    inst,
+                    c.stop.as_ref(),
+                    place,
+                    c.expire_ts,
+                    c.display,
+                    c.funds,
+                ),
             })
         });
+        if let Some(display) = c.display {
+            self.iceberg_display.insert(id, display);
+        }
         let slot = self.orders.insert(Order {
             id,
             account: c.account,
@@ -252,6 +319,7 @@ impl Engine {
             qty: c.lots,
             filled: 0,
             reserved: 0,
+            hidden: 0,
             client_order_id: place.client_order_id,
             indexed: false,
             stop: false,
@@ -261,7 +329,9 @@ impl Engine {
             account_prev: NIL,
             account_next: NIL,
         });
-        if !c.fok_feasible {
+        // A funds order its funds buy nothing of ends at once, as a
+        // market order facing an empty book does.
+        if !c.fok_feasible || (c.funds.is_some() && c.lots == 0) {
             self.expire(slot, out);
             return;
         }

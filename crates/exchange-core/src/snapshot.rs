@@ -28,6 +28,43 @@ const FAMILY_SECTION: u8 = 2;
 /// Tags the optional section of untriggered stops and one-cancels-other
 /// pairs, after the sub-account one.
 const STOP_SECTION: u8 = 7;
+/// Tags the optional section of icebergs (display size and hidden lots by
+/// order id), after the others.
+const ICEBERG_SECTION: u8 = 9;
+
+/// Reads the icebergs section: by increasing order id, each an open order
+/// that shows at least one lot and at most its display size.
+fn read_icebergs(r: &mut Reader, e: &mut Engine) -> Result<(), SnapshotError> {
+    use exchange_types::limits::MAX_OPEN_ORDERS;
+    let invalid = Err(SnapshotError::Invalid("iceberg"));
+    let count = r.count(MAX_OPEN_ORDERS)?;
+    if count == 0 {
+        return invalid;
+    }
+    let mut last = None;
+    for _ in 0..count {
+        let (id, display, hidden) = (r.u64()?, r.u64()?, r.u64()?);
+        if last.is_some_and(|l| l >= id) {
+            return invalid;
+        }
+        last = Some(id);
+        let Some(&slot) = e.order_by_id.get(&id) else {
+            return invalid;
+        };
+        let order = e.orders.get_mut(slot);
+        let leaves = order.leaves();
+        if display == 0 || hidden >= leaves || leaves - hidden > display {
+            return invalid;
+        }
+        order.hidden = hidden;
+        let (instrument, side, price) = (order.instrument, order.side, order.price);
+        e.books[instrument as usize]
+            .side_mut(side)
+            .reduce(price, hidden);
+        e.iceberg_display.insert(id, display);
+    }
+    Ok(())
+}
 
 /// Reads the sub-account links: (sub, owner) by increasing sub, one level
 /// deep, each owner within its limit.
@@ -196,14 +233,14 @@ pub(crate) fn stp_code(stp: SelfTradePrevention) -> u8 {
 
 /// One open order's fields, as both the book and the stop sections write
 /// them.
-pub(crate) fn write_order(w: &mut Writer, o: &Order) {
+pub(crate) fn write_order(w: &mut Writer, o: &Order, iceberg: bool) {
     w.u64(o.id);
     w.u32(o.account);
     w.u32(o.instrument);
     w.u8(side_code(o.side));
     w.u8(tif_code(o.tif));
     w.u8(stp_code(o.stp));
-    w.u8(u8::from(o.post_only));
+    w.u8(u8::from(o.post_only) | (u8::from(iceberg) << 1));
     w.u64(o.price);
     w.u64(o.qty);
     w.u64(o.filled);
@@ -211,7 +248,8 @@ pub(crate) fn write_order(w: &mut Writer, o: &Order) {
     w.text(o.client_order_id.as_bytes());
 }
 
-pub(crate) fn read_order(r: &mut Reader) -> Result<Order, SnapshotError> {
+/// An order and whether its flags mark it an iceberg.
+pub(crate) fn read_order(r: &mut Reader) -> Result<(Order, bool), SnapshotError> {
     let id = r.u64()?;
     let account = r.u32()?;
     let instrument = r.u32()?;
@@ -237,8 +275,13 @@ pub(crate) fn read_order(r: &mut Reader) -> Result<Order, SnapshotError> {
         3 => SelfTradePrevention::Decrement,
         _ => return Err(SnapshotError::Invalid("self-trade prevention")),
     };
-    let post_only = r.u8()? == 1;
-    Ok(Order {
+    let flags = r.u8()?;
+    if flags > 3 {
+        return Err(SnapshotError::Invalid("order flags"));
+    }
+    let post_only = flags & 1 == 1;
+    let iceberg = flags & 2 != 0;
+    let order = Order {
         id,
         account,
         instrument,
@@ -251,6 +294,7 @@ pub(crate) fn read_order(r: &mut Reader) -> Result<Order, SnapshotError> {
         qty: r.u64()?,
         filled: r.u64()?,
         reserved: r.u64()?,
+        hidden: 0,
         client_order_id: r.client_order_id()?,
         indexed: false,
         stop: false,
@@ -259,7 +303,8 @@ pub(crate) fn read_order(r: &mut Reader) -> Result<Order, SnapshotError> {
         next: NIL,
         account_prev: NIL,
         account_next: NIL,
-    })
+    };
+    Ok((order, iceberg))
 }
 
 fn opt_u32(v: Option<u32>) -> Option<u64> {
@@ -435,7 +480,10 @@ impl Engine {
                     let mut slot = level.head;
                     while slot != NIL {
                         let o = self.orders.get(slot);
-                        write_order(&mut w, o);
+                        // Bit 1 of the flags marks an iceberg, so a snapshot
+                        // cut before the icebergs section cannot pass for a
+                        // whole one.
+                        write_order(&mut w, o, self.iceberg_display.contains_key(&o.id));
                         slot = o.next;
                     }
                 }
@@ -471,6 +519,21 @@ impl Engine {
         if !self.stops.info.is_empty() || !self.stops.oco.is_empty() {
             w.u8(STOP_SECTION);
             crate::stops::write_section(&mut w, self);
+        }
+        // Likewise absent while no iceberg is open.
+        if !self.iceberg_display.is_empty() {
+            w.u8(ICEBERG_SECTION);
+            w.u64(self.iceberg_display.len() as u64);
+            for (&id, &display) in &self.iceberg_display {
+                // Every iceberg in the table is open (`audit` checks).
+                let hidden = self
+                    .order_by_id
+                    .get(&id)
+                    .map_or(0, |&slot| self.orders.get(slot).hidden);
+                w.u64(id);
+                w.u64(display);
+                w.u64(hidden);
+            }
         }
         phase_section::write(&mut w, self);
         w.0
@@ -569,10 +632,14 @@ impl Engine {
             return Err(SnapshotError::Invalid("fee account"));
         }
         let mut level_totals = std::collections::BTreeMap::new();
+        let mut icebergs_marked: Vec<u64> = Vec::new();
         for _ in 0..r.count(MAX_OPEN_ORDERS)? {
-            let order = read_order(&mut r)?;
+            let (order, iceberg) = read_order(&mut r)?;
             let (id, account, instrument, side) =
                 (order.id, order.account, order.instrument, order.side);
+            if iceberg {
+                icebergs_marked.push(id);
+            }
             if account as usize >= e.accounts.list.len()
                 || instrument as usize >= e.instruments.len()
                 || order.filled >= order.qty
@@ -620,9 +687,21 @@ impl Engine {
             r.at += 1;
             crate::stops::read_section(&mut r, &mut e)?;
         }
+        if r.at < bytes.len() && bytes[r.at] == ICEBERG_SECTION {
+            r.at += 1;
+            read_icebergs(&mut r, &mut e)?;
+        }
         phase_section::read(&mut r, &mut e)?;
         if r.at != bytes.len() {
             return Err(SnapshotError::TrailingBytes(bytes.len() - r.at));
+        }
+        icebergs_marked.sort_unstable();
+        if !icebergs_marked
+            .iter()
+            .copied()
+            .eq(e.iceberg_display.keys().copied())
+        {
+            return Err(SnapshotError::Invalid("icebergs"));
         }
         // Every field parsed, but the whole must also be a state the engine
         // could have reached; a damaged snapshot must not become a replica.

@@ -264,8 +264,15 @@ impl Engine {
         plan: Option<&StopPlan>,
         place: &Place,
         expire_ts: Option<u64>,
+        display_lots: Option<u64>,
+        funds: Option<u64>,
     ) -> Option<Box<AcceptedExt>> {
-        if plan.is_none() && place.ext().oco_with.is_none() && expire_ts.is_none() {
+        if plan.is_none()
+            && place.ext().oco_with.is_none()
+            && expire_ts.is_none()
+            && display_lots.is_none()
+            && funds.is_none()
+        {
             return None;
         }
         Some(Box::new(AcceptedExt {
@@ -276,7 +283,8 @@ impl Engine {
             }),
             oco_with: place.ext().oco_with,
             expire_ts,
-            ..AcceptedExt::default()
+            display_qty: display_lots.map(|lots| inst.qty_units(lots)),
+            funds,
         }))
     }
 
@@ -519,7 +527,7 @@ impl Engine {
         if order.tif == TimeInForce::Fok {
             let o = self.orders.get(slot);
             let (side, account, stp, price, lots) = (o.side, o.account, o.stp, o.price, o.leaves());
-            let walk = self.walk(info.instrument, side, account, stp, price, lots);
+            let walk = self.walk(info.instrument, side, account, stp, price, lots, None);
             if walk.traded_lots != lots {
                 self.expire(slot, out);
                 return;
@@ -535,7 +543,7 @@ impl Engine {
 pub(crate) fn write_section(w: &mut crate::snapshot::Writer, e: &Engine) {
     w.u64(e.stops.info.len() as u64);
     for info in e.stops.info.values() {
-        crate::snapshot::write_order(w, e.orders.get(info.slot));
+        crate::snapshot::write_order(w, e.orders.get(info.slot), false);
         w.u64(info.stop);
         w.u8(u8::from(info.market));
         match info.trailing {
@@ -576,7 +584,10 @@ pub(crate) fn read_section(
     use crate::snapshot::SnapshotError::Invalid;
     use exchange_types::limits::MAX_OPEN_ORDERS;
     for _ in 0..r.count(MAX_OPEN_ORDERS)? {
-        let order = crate::snapshot::read_order(r)?;
+        let (order, iceberg) = crate::snapshot::read_order(r)?;
+        if iceberg {
+            return Err(Invalid("stop marked as an iceberg"));
+        }
         let stop = r.u64()?;
         let market = match r.u8()? {
             0 => false,

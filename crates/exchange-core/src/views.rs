@@ -255,7 +255,10 @@ impl Engine {
                                 o.id, o.reserved, need
                             ));
                         }
-                        sum += u128::from(o.leaves());
+                        if o.hidden > 0 && !self.iceberg_display.contains_key(&o.id) {
+                            return Err(format!("order {} hides lots but is no iceberg", o.id));
+                        }
+                        sum += u128::from(o.displayed());
                         *reserved
                             .entry((o.account, self.reserved_asset(o)))
                             .or_default() += u128::from(o.reserved);
@@ -274,6 +277,7 @@ impl Engine {
             }
         }
         resting += self.audit_stops(&mut reserved, &mut per_account)?;
+        self.audit_icebergs()?;
         if resting != self.orders.len()
             || resting != self.order_by_id.len()
             || resting != self.by_client_id.len()

@@ -327,3 +327,45 @@ fn fill_or_kill_that_would_decrement_expires_whole() {
         }
     ));
 }
+
+/// Icebergs and a funds buy against the model: shown lots first, hidden in
+/// refill order, and a budget that stops part-way through a level.
+#[test]
+fn icebergs_and_funds_buys_agree_with_the_model() {
+    let mut commands = setup();
+    commands.extend([
+        deposit(3, "USD", "1000000"),
+        deposit(3, "BTC", "100"),
+        cmd(iceberg(
+            limit(1, "a", Side::Sell, "100", "0.0005"),
+            "0.0001",
+        )),
+        cmd(limit(2, "b", Side::Sell, "100", "0.0001")),
+        cmd(iceberg(
+            limit(2, "c", Side::Sell, "100", "0.0003"),
+            "0.0002",
+        )),
+        cmd(limit(2, "d", Side::Sell, "101", "0.0002")),
+        cmd(limit(3, "t", Side::Buy, "100", "0.0006")),
+        replace(2, "c", None, Some("0.0002")),
+        cmd(funds_buy(3, "f", "0.0404")),
+        cmd(iceberg(limit(3, "g", Side::Buy, "99", "0.0009"), "0.0002")),
+        cmd(limit(1, "s", Side::Sell, "99", "0.0005")),
+    ]);
+    compare(&commands).unwrap();
+    let events = model_events(&commands);
+    let makers = |evs: &[Ev]| -> Vec<OrderId> {
+        evs.iter()
+            .filter_map(|e| match e {
+                Ev::Trade { maker_order_id, .. } => Some(*maker_order_id),
+                _ => None,
+            })
+            .collect()
+    };
+    // Shown a, b, c (2 lots), then a's hidden: 1 + 1 + 2 + 2 = 6.
+    assert_eq!(makers(&events[11]), [1, 2, 3, 1]);
+    // 0.0404 buys a's last 2 lots at 100 (its slice, then its refill) for
+    // 0.02001 and 2 lots at 101 for 0.0202101: a third would cost more
+    // than is left.
+    assert_eq!(makers(&events[13]), [1, 1, 4]);
+}

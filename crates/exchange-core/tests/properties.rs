@@ -371,6 +371,11 @@ fn outcome_counts(profile: Profile, streams: usize) -> BTreeMap<String, usize> {
                     EventKind::Trade(t) if t.maker_leaves_qty == 0 => {
                         "trade:maker_done".to_string()
                     }
+                    EventKind::Accepted(a) => match a.ext.as_deref() {
+                        Some(x) if x.display_qty.is_some() => "accepted:iceberg".to_string(),
+                        Some(x) if x.funds.is_some() => "accepted:funds".to_string(),
+                        _ => "accepted".to_string(),
+                    },
                     other => other.name().to_string(),
                 };
                 *counts.entry(key).or_insert(0) += 1;
@@ -416,6 +421,10 @@ fn random_streams_reach_every_interesting_outcome() {
         "replace:replace_below_filled",
         "replace:nothing_to_replace",
         "replace:duplicate_client_order_id",
+        "accepted:iceberg",
+        "accepted:funds",
+        "place:invalid_display_qty",
+        "place:funds_not_allowed",
     ];
     for key in common {
         assert!(

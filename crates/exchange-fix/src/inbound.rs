@@ -264,12 +264,22 @@ fn place(message: &Message, account: AccountId, now: u64) -> Result<Inbound, Inb
     let Some(symbol): Option<Symbol> = identifier(message, tags::SYMBOL) else {
         return Err(refuse(1, "Symbol (55) is not a symbol of this exchange"));
     };
-    let qty = order_qty(message).map_err(|(code, why)| refuse(code, why))?;
+    let (qty, funds) = order_qty(message).map_err(|(code, why)| refuse(code, why))?;
     let price =
         optional_decimal(message, tags::PRICE).map_err(|()| refuse(99, PRICE_UNREADABLE))?;
     // The core says which order types take a stop price and which need one.
     let stop_price = optional_decimal(message, tags::STOP_PX)
         .map_err(|()| refuse(99, "StopPx (99) is not a decimal number"))?;
+    let display_qty = optional_decimal(message, tags::MAX_FLOOR)
+        .map_err(|()| refuse(13, "MaxFloor (111) is not a decimal"))?;
+    let ext = (stop_price.is_some() || display_qty.is_some() || funds.is_some()).then(|| {
+        Box::new(PlaceExt {
+            stop_price,
+            display_qty,
+            funds,
+            ..PlaceExt::default()
+        })
+    });
     let command = Command::Place(Place {
         account,
         client_order_id,
@@ -281,12 +291,7 @@ fn place(message: &Message, account: AccountId, now: u64) -> Result<Inbound, Inb
         tif,
         post_only,
         stp,
-        ext: stop_price.map(|stop_price| {
-            Box::new(PlaceExt {
-                stop_price: Some(stop_price),
-                ..PlaceExt::default()
-            })
-        }),
+        ext,
     });
     Ok(Inbound::Submit(Box::new(Submission {
         command,
@@ -295,28 +300,36 @@ fn place(message: &Message, account: AccountId, now: u64) -> Result<Inbound, Inb
 }
 
 /// The quantity of an order (OrderQtyData): FIX 4.4 lets it be given as
-/// OrderQty (38), CashOrderQty (152) or OrderPercent (516); the exchange
-/// takes only the first. A refusal is an OrdRejReason and why.
-fn order_qty(message: &Message) -> Result<Dec, (u32, &'static str)> {
-    if message.get(tags::CASH_ORDER_QTY).is_some() {
-        return Err((
-            11,
-            "CashOrderQty (152) is not supported: give the quantity in OrderQty (38)",
-        ));
-    }
+/// OrderQty (38), CashOrderQty (152) or OrderPercent (516). The exchange
+/// takes OrderQty, or CashOrderQty for a market buy sized by funds (the
+/// quantity is then zero and the amount is the funds; OrderQty beside it
+/// is passed on for the core to refuse), never OrderPercent. Returns the
+/// quantity and the funds, or an OrdRejReason and why.
+fn order_qty(message: &Message) -> Result<(Dec, Option<Dec>), (u32, &'static str)> {
     if message.get(tags::ORDER_PERCENT).is_some() {
         return Err((
             11,
             "OrderPercent (516) is not supported: give the quantity in OrderQty (38)",
         ));
     }
+    let funds = match message.get(tags::CASH_ORDER_QTY) {
+        None => None,
+        Some(_) => Some(
+            decimal(message, tags::CASH_ORDER_QTY)
+                .ok_or((13, "CashOrderQty (152) is not a decimal"))?,
+        ),
+    };
     if message.get(tags::ORDER_QTY).is_none() {
+        if funds.is_some() {
+            return Ok((Dec::new(0, 0), funds));
+        }
         return Err((
             13,
-            "OrderQty (38) is missing: an order needs one of OrderQty (38), CashOrderQty (152) or OrderPercent (516), and the exchange takes OrderQty (38)",
+            "OrderQty (38) is missing: an order needs OrderQty (38), or CashOrderQty (152) for a market buy sized by funds",
         ));
     }
-    decimal(message, tags::ORDER_QTY).ok_or((13, QTY_UNREADABLE))
+    let qty = decimal(message, tags::ORDER_QTY).ok_or((13, QTY_UNREADABLE))?;
+    Ok((qty, funds))
 }
 
 /// The order a cancel or replace names: OrderID (37) when given, else
@@ -399,7 +412,15 @@ fn replace(message: &Message, account: AccountId, now: u64) -> Result<Inbound, I
     let Some(new_id): Option<ClientOrderId> = identifier(message, tags::CL_ORD_ID) else {
         return Err(refuse(99, CL_ORD_ID_INVALID));
     };
-    let qty = order_qty(message).map_err(|(_, why)| refuse(99, why))?;
+    // A replace changes a quantity: an amount of funds has nothing to
+    // change.
+    if message.get(tags::CASH_ORDER_QTY).is_some() {
+        return Err(refuse(
+            99,
+            "CashOrderQty (152) is not supported on a replace: give the quantity in OrderQty (38)",
+        ));
+    }
+    let (qty, _) = order_qty(message).map_err(|(_, why)| refuse(99, why))?;
     let price =
         optional_decimal(message, tags::PRICE).map_err(|()| refuse(99, PRICE_UNREADABLE))?;
     let command = Command::Replace(Replace {

@@ -335,3 +335,27 @@ fn business_rejects_for_drop_copy_and_unsupported_types() {
     let out = reply(translate(&market_data, &TRADER, 0));
     assert_eq!((out.msg_type, out.get(380).as_deref()), ("j", Some("3")));
 }
+
+#[test]
+fn max_floor_makes_an_iceberg_and_cash_order_qty_a_funds_buy() {
+    let (command, _) = submitted(translate(&order("111=0.1|"), &TRADER, 0));
+    let Command::Place(berg) = command else {
+        panic!("not a place")
+    };
+    assert_eq!(berg.ext().display_qty, Some(dec("0.1")));
+    let funds = fix(
+        "D",
+        2,
+        "11=c2|55=BTC-USD|54=1|60=20240101-00:00:00|40=1|152=250.5|",
+    );
+    let (command, _) = submitted(translate(&funds, &TRADER, 0));
+    let Command::Place(buy) = command else {
+        panic!("not a place")
+    };
+    assert_eq!(buy.ext().funds, Some(dec("250.5")));
+    assert_eq!(buy.qty, Dec::new(0, 0));
+    assert_eq!(buy.order_type, OrderType::Market);
+    // Unreadable values are refused before the core sees them.
+    reply(translate(&order("111=x|"), &TRADER, 0));
+    reply(translate(&order("152=x|"), &TRADER, 0));
+}

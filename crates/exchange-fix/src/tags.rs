@@ -62,6 +62,8 @@ pub const DELIVER_TO_LOCATION_ID: u32 = 145;
 pub const EXEC_TYPE: u32 = 150;
 pub const LEAVES_QTY: u32 = 151;
 pub const CASH_ORDER_QTY: u32 = 152;
+/// The quantity an iceberg shows (display quantity).
+pub const MAX_FLOOR: u32 = 111;
 pub const SECURITY_TYPE: u32 = 167;
 pub const LAST_MSG_SEQ_NUM_PROCESSED: u32 = 369;
 pub const REF_TAG_ID: u32 = 371;

@@ -83,6 +83,12 @@ pub struct PlaceRequest {
     /// Client order id of an open order of the account to pair with
     /// (one-cancels-other).
     oco_with: Option<String>,
+    /// An iceberg's shown quantity.
+    #[serde(default)]
+    display_qty: Option<String>,
+    /// A market buy's quote amount; `qty` is then "0".
+    #[serde(default)]
+    funds: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -172,6 +178,8 @@ pub fn ws_order_entry(account: AccountId, text: &str) -> Option<(Value, Command)
                 trailing_amount: message.trailing_amount.flatten(),
                 trailing_bps: message.trailing_bps.flatten(),
                 oco_with: message.oco_with.flatten(),
+                display_qty: None,
+                funds: None,
             };
             place(account, request)
                 .ok()
@@ -289,6 +297,8 @@ fn place_ext(request: &PlaceRequest) -> Result<Option<Box<PlaceExt>>, ApiError> 
             .as_deref()
             .map(|text| identifier("oco_with", text))
             .transpose()?,
+        display_qty: optional_decimal("display_qty", request.display_qty.as_deref())?,
+        funds: optional_decimal("funds", request.funds.as_deref())?,
         ..PlaceExt::default()
     };
     Ok((ext != PlaceExt::default()).then(|| Box::new(ext)))

@@ -468,3 +468,29 @@ async fn responses_carry_the_order_and_its_fills() {
         (422, "unknown_instrument")
     );
 }
+
+#[test]
+fn display_qty_and_funds_reach_the_command() {
+    let Command::Place(berg) = place_from(
+        r#"{"symbol":"BTC-USD","side":"sell","price":"100","qty":"5","display_qty":"0.5"}"#,
+    )
+    .unwrap() else {
+        panic!("a place");
+    };
+    assert_eq!(berg.ext().display_qty, Some(Dec::new(5, 1)));
+    assert_eq!(berg.ext().funds, None);
+    let Command::Place(buy) = place_from(
+        r#"{"symbol":"BTC-USD","side":"buy","type":"market","qty":"0","funds":"250.5"}"#,
+    )
+    .unwrap() else {
+        panic!("a place");
+    };
+    assert_eq!(buy.ext().funds, Some(Dec::new(2505, 1)));
+    assert_eq!(buy.order_type, OrderType::Market);
+    assert_eq!(
+        code(place_from(
+            r#"{"symbol":"BTC-USD","side":"buy","type":"market","qty":"0","funds":"x"}"#
+        )),
+        "invalid_decimal"
+    );
+}

@@ -255,6 +255,10 @@ pub enum UpdateFields<'a> {
         trailing_bps: Option<u32>,
         #[serde(skip_serializing_if = "Option::is_none")]
         oco_with: Option<&'a str>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        display_qty: Option<Units>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        funds: Option<Units>,
     },
     /// A stop's trigger was reached; the order now enters the book.
     Triggered {
@@ -389,6 +393,8 @@ fn order_fields(change: Change<'_>) -> Option<UpdateFields<'_>> {
                 .as_ref()
                 .and_then(|x| x.oco_with.as_ref())
                 .map(|c| c.as_str()),
+            display_qty: e.ext.as_deref().and_then(|x| x.display_qty).map(Units),
+            funds: e.ext.as_deref().and_then(|x| x.funds).map(Units),
         },
         Change::Triggered(e) => UpdateFields::Triggered {
             order_id: e.order_id,

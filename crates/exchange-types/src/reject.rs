@@ -58,6 +58,11 @@ reject_reasons! {
     InvalidTrailing = 124, "invalid_trailing", "a trailing distance must be greater than zero, below 100% and not given with a stop price";
     TrailingNeedsLastPrice = 125, "trailing_needs_last_price", "a trailing stop needs a last price to follow";
     StopPriceNotOnTick = 126, "stop_price_not_on_tick", "the stop price must be greater than zero and a multiple of the tick size";
+    DisplayQtyNotAllowed = 130, "display_qty_not_allowed", "a display quantity needs a limit order that is good till canceled";
+    InvalidDisplayQty = 131, "invalid_display_qty", "the display quantity must be on the lot, at least the minimum quantity and less than the quantity";
+    FundsNotAllowed = 132, "funds_not_allowed", "funds size a market buy only";
+    FundsWithQty = 133, "funds_with_qty", "an order sized by funds takes a quantity of zero";
+    InvalidFunds = 134, "invalid_funds", "the funds must be greater than zero";
     NotSupported = 199, "not_supported", "this order type or time in force is not supported yet";
     InsufficientFunds = 201, "insufficient_funds", "the available balance does not cover the order";
     PriceOutsideCollar = 202, "price_outside_collar", "the price is outside the instrument's price collar";

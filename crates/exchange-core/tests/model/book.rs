@@ -21,11 +21,19 @@ pub(super) struct Order {
     pub(super) stp: SelfTradePrevention,
     pub(super) post_only: bool,
     pub(super) arrival: u64,
+    /// An iceberg's display size in lots.
+    pub(super) display: Option<u64>,
+    /// Open lots not shown (an iceberg's reserve).
+    pub(super) hidden: u64,
 }
 
 impl Order {
     pub(super) fn leaves(&self) -> u64 {
         self.qty - self.filled
+    }
+
+    pub(super) fn shown(&self) -> u64 {
+        self.leaves() - self.hidden
     }
 
     /// Whether this order, as a taker, may trade at `price`.
@@ -55,6 +63,8 @@ pub(super) struct Market {
     pub(super) tick_units: u64,
     pub(super) lot_units: u64,
     pub(super) halted: bool,
+    pub(super) min_lots: u64,
+    pub(super) taker_fee_bps: i32,
     pub(super) bids: Vec<Order>,
     pub(super) asks: Vec<Order>,
 }
@@ -109,12 +119,103 @@ impl Market {
         out.push(self.canceled(o, reason, leaves));
     }
 
-    /// Matches `taker` against the opposite side, best first. Orders that
+    /// Quote units a taker buy of `lots` at `price` ticks costs, fee
+    /// included (rounded down), or `None` past u64.
+    fn cost(&self, price: u64, lots: u64) -> Option<u64> {
+        let notional =
+            u128::from(price * self.tick_units) * u128::from(lots) * u128::from(self.lot_units)
+                / 100_000_000;
+        let fee = notional * u128::from(self.taker_fee_bps.max(0).unsigned_abs()) / 10_000;
+        u64::try_from(notional + fee).ok()
+    }
+
+    /// How many of `want` lots at `price` a budget of `left` pays for:
+    /// counted up from an estimate.
+    fn affordable(&self, price: u64, want: u64, left: u64) -> u64 {
+        let per_lot = self.cost(price, 1).unwrap_or(u64::MAX).max(1);
+        let mut lots = (left / per_lot).min(want);
+        while lots > 0 && self.cost(price, lots).is_none_or(|c| c > left) {
+            lots -= 1;
+        }
+        while lots < want && self.cost(price, lots + 1).is_some_and(|c| c <= left) {
+            lots += 1;
+        }
+        lots
+    }
+
+    /// One trade of up to `want` lots with the order at `pos`, shown lots
+    /// first; a spent budget cuts it. Returns the lots traded and whether
+    /// the budget cut it short.
+    #[allow(clippy::too_many_arguments)]
+    fn trade(
+        &mut self,
+        taker: &mut Order,
+        pos: usize,
+        want: u64,
+        budget: &mut Option<u64>,
+        arrival: &mut u64,
+        closed: &mut Vec<Order>,
+        out: &mut Vec<Ev>,
+    ) -> (bool, bool) {
+        let opposite = taker.side.opposite();
+        let maker = self.side(opposite)[pos].clone();
+        let price = maker.price.unwrap_or(0);
+        let mut qty = want.min(taker.leaves());
+        let mut cut = false;
+        if let Some(left) = budget.as_mut() {
+            let can = self.affordable(price, qty, *left);
+            cut = can < qty;
+            qty = can;
+            *left -= self.cost(price, qty).unwrap_or(0);
+        }
+        if qty > 0 {
+            taker.filled += qty;
+            let m = &mut self.side(opposite)[pos];
+            let from_shown = qty.min(m.shown());
+            m.filled += qty;
+            m.hidden -= qty - from_shown;
+            out.push(Ev::Trade {
+                symbol: self.symbol,
+                price: price * self.tick_units,
+                qty: qty * self.lot_units,
+                maker_order_id: maker.id,
+                taker_order_id: taker.id,
+                maker_account: maker.account,
+                taker_account: taker.account,
+                aggressor_side: taker.side,
+            });
+        }
+        let m = &mut self.side(opposite)[pos];
+        let mut refilled = false;
+        if m.leaves() == 0 {
+            let done = self.side(opposite).remove(pos);
+            closed.push(done);
+        } else if m.shown() == 0 {
+            // The slice is gone: a new one, at the back of the level.
+            let slice = m.display.unwrap_or(0).min(m.hidden);
+            m.hidden -= slice;
+            m.arrival = *arrival;
+            *arrival += 1;
+            self.side(opposite).sort_by_key(Order::priority);
+            refilled = true;
+        }
+        (cut, refilled)
+    }
+
+    /// Matches `taker` against the opposite side, best price first. At each
+    /// price every shown lot trades first, in priority order; then the
+    /// icebergs refilled on the way give their hidden lots, in the order
+    /// they were refilled. A `budget` (a buy sized by funds) caps each
+    /// trade and ends the match at the first trade it cuts, or at the
+    /// first own order. Orders that
     /// leave the book are added to `closed`. Returns true if self-trade
     /// prevention canceled the taker (its Canceled event already out).
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn match_taker(
         &mut self,
         taker: &mut Order,
+        mut budget: Option<u64>,
+        arrival: &mut u64,
         closed: &mut Vec<Order>,
         out: &mut Vec<Ev>,
     ) -> bool {
@@ -127,68 +228,115 @@ impl Market {
             if !taker.accepts(price) {
                 break;
             }
-            if best.account == taker.account {
-                let mut maker = best;
-                match taker.stp {
-                    SelfTradePrevention::CancelNewest => {
-                        self.cancel_all(taker, CancelReason::SelfTrade, out);
-                        return true;
-                    }
-                    SelfTradePrevention::CancelOldest => {
-                        self.side(opposite).remove(0);
-                        self.cancel_all(&mut maker, CancelReason::SelfTrade, out);
-                        closed.push(maker);
-                    }
-                    SelfTradePrevention::CancelBoth => {
-                        self.side(opposite).remove(0);
-                        self.cancel_all(&mut maker, CancelReason::SelfTrade, out);
-                        closed.push(maker);
-                        self.cancel_all(taker, CancelReason::SelfTrade, out);
-                        return true;
-                    }
-                    SelfTradePrevention::Decrement => {
-                        let smaller = maker.leaves().min(taker.leaves());
-                        maker.qty -= smaller;
-                        out.push(self.canceled(&maker, CancelReason::SelfTrade, smaller));
-                        if maker.leaves() == 0 {
-                            self.side(opposite).remove(0);
-                            closed.push(maker);
-                        } else {
-                            self.side(opposite)[0] = maker;
-                        }
-                        taker.qty -= smaller;
-                        out.push(self.canceled(taker, CancelReason::SelfTrade, smaller));
-                        if taker.leaves() == 0 {
-                            return true;
-                        }
-                    }
+            let at_price: Vec<OrderId> = self
+                .side(opposite)
+                .iter()
+                .filter(|o| o.price == Some(price))
+                .map(|o| o.id)
+                .collect();
+            let mut refilled = Vec::new();
+            for id in at_price {
+                if taker.leaves() == 0 {
+                    return false;
                 }
-                continue;
+                let Some(pos) = self.side(opposite).iter().position(|o| o.id == id) else {
+                    continue;
+                };
+                let maker = self.side(opposite)[pos].clone();
+                if maker.account == taker.account {
+                    if budget.is_some() {
+                        return false;
+                    }
+                    if self.prevent_self_trade(taker, pos, closed, out) {
+                        return true;
+                    }
+                    continue;
+                }
+                let (cut, again) =
+                    self.trade(taker, pos, maker.shown(), &mut budget, arrival, closed, out);
+                if cut {
+                    return false;
+                }
+                if again {
+                    refilled.push(id);
+                }
             }
-            let qty = best.leaves().min(taker.leaves());
-            taker.filled += qty;
-            let maker = &mut self.side(opposite)[0];
-            maker.filled += qty;
-            let maker_done = maker.leaves() == 0;
-            out.push(Ev::Trade {
-                symbol: self.symbol,
-                price: price * self.tick_units,
-                qty: qty * self.lot_units,
-                maker_order_id: best.id,
-                taker_order_id: taker.id,
-                maker_account: best.account,
-                taker_account: taker.account,
-                aggressor_side: taker.side,
-            });
-            if maker_done {
-                let maker = self.side(opposite).remove(0);
-                closed.push(maker);
+            for id in refilled {
+                if taker.leaves() == 0 {
+                    return false;
+                }
+                let Some(pos) = self.side(opposite).iter().position(|o| o.id == id) else {
+                    continue;
+                };
+                let want = self.side(opposite)[pos].leaves();
+                let (cut, _) = self.trade(taker, pos, want, &mut budget, arrival, closed, out);
+                if cut {
+                    return false;
+                }
             }
         }
         false
     }
 
-    pub(super) fn rest(&mut self, order: Order) {
+    /// Self-trade prevention against the own order at `pos`. Returns true
+    /// if the taker was canceled.
+    fn prevent_self_trade(
+        &mut self,
+        taker: &mut Order,
+        pos: usize,
+        closed: &mut Vec<Order>,
+        out: &mut Vec<Ev>,
+    ) -> bool {
+        let opposite = taker.side.opposite();
+        let mut maker = self.side(opposite)[pos].clone();
+        match taker.stp {
+            SelfTradePrevention::CancelNewest => {
+                self.cancel_all(taker, CancelReason::SelfTrade, out);
+                true
+            }
+            SelfTradePrevention::CancelOldest => {
+                self.side(opposite).remove(pos);
+                self.cancel_all(&mut maker, CancelReason::SelfTrade, out);
+                closed.push(maker);
+                false
+            }
+            SelfTradePrevention::CancelBoth => {
+                self.side(opposite).remove(pos);
+                self.cancel_all(&mut maker, CancelReason::SelfTrade, out);
+                closed.push(maker);
+                self.cancel_all(taker, CancelReason::SelfTrade, out);
+                true
+            }
+            SelfTradePrevention::Decrement => {
+                let smaller = maker.leaves().min(taker.leaves());
+                maker.qty -= smaller;
+                // An iceberg gives up hidden lots first.
+                maker.hidden -= smaller.min(maker.hidden);
+                out.push(self.canceled(&maker, CancelReason::SelfTrade, smaller));
+                if maker.leaves() == 0 {
+                    self.side(opposite).remove(pos);
+                    closed.push(maker);
+                } else {
+                    self.side(opposite)[pos] = maker;
+                }
+                taker.qty -= smaller;
+                out.push(self.canceled(taker, CancelReason::SelfTrade, smaller));
+                taker.leaves() == 0
+            }
+        }
+    }
+
+    /// Rests a new arrival; an iceberg shows one slice.
+    pub(super) fn rest(&mut self, mut order: Order) {
+        if let Some(display) = order.display {
+            order.hidden = order.leaves() - display.min(order.leaves());
+        }
+        self.put_back(order);
+    }
+
+    /// Puts an order back where its priority says, shown and hidden as
+    /// they are.
+    pub(super) fn put_back(&mut self, order: Order) {
         let side = self.side(order.side);
         side.push(order);
         side.sort_by_key(Order::priority);
@@ -204,8 +352,8 @@ impl Market {
         for o in orders {
             let price = o.price.unwrap_or(0) * self.tick_units;
             match levels.last_mut() {
-                Some((p, qty)) if *p == price => *qty += o.leaves() * self.lot_units,
-                _ => levels.push((price, o.leaves() * self.lot_units)),
+                Some((p, qty)) if *p == price => *qty += o.shown() * self.lot_units,
+                _ => levels.push((price, o.shown() * self.lot_units)),
             }
         }
         levels

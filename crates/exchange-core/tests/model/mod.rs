@@ -18,6 +18,7 @@
 use std::collections::BTreeSet;
 
 use exchange_core::BookView;
+use exchange_types::decimal::UnitsError;
 use exchange_types::*;
 
 mod book;
@@ -182,6 +183,8 @@ impl Model {
             tick_units: units(spec.tick_size),
             lot_units: units(spec.lot_size),
             halted: false,
+            min_lots: spec.min_qty.map_or(1, |q| units(q) / units(spec.lot_size)),
+            taker_fee_bps: spec.taker_fee_bps,
             bids: Vec::new(),
             asks: Vec::new(),
         });
@@ -278,7 +281,27 @@ impl Model {
             (true, Some(_)) => return Err(RejectReason::PriceNotAllowed),
             (true, None) => None,
         };
-        let qty = m.qty_lots(p.qty)?;
+        let funds = match p.ext().funds {
+            None => None,
+            Some(funds) => {
+                if !market_order || p.side != Side::Buy {
+                    return Err(RejectReason::FundsNotAllowed);
+                }
+                if p.qty.to_units_allow_zero() != Ok(0) {
+                    return Err(RejectReason::FundsWithQty);
+                }
+                Some(funds.to_units().map_err(|e| match e {
+                    UnitsError::TooManyDecimals => RejectReason::TooManyDecimals,
+                    UnitsError::Overflow => RejectReason::AmountOverflow,
+                    _ => RejectReason::InvalidFunds,
+                })?)
+            }
+        };
+        // What funds buy is found by the match itself.
+        let qty = match funds {
+            Some(_) => u64::MAX / 2,
+            None => m.qty_lots(p.qty)?,
+        };
         // A market order never rests.
         let tif = if market_order && p.tif == TimeInForce::Gtc {
             TimeInForce::Ioc
@@ -288,6 +311,24 @@ impl Model {
         if p.post_only && (market_order || tif != TimeInForce::Gtc) {
             return Err(RejectReason::PostOnlyNotAllowed);
         }
+        let display = match p.ext().display_qty {
+            None => None,
+            Some(_) if market_order || tif != TimeInForce::Gtc => {
+                return Err(RejectReason::DisplayQtyNotAllowed)
+            }
+            Some(display) => {
+                let lots = display.to_units().map_err(|e| match e {
+                    UnitsError::TooManyDecimals => RejectReason::TooManyDecimals,
+                    UnitsError::Overflow => RejectReason::AmountOverflow,
+                    _ => RejectReason::InvalidDisplayQty,
+                })?;
+                if lots % lot_units != 0 || lots / lot_units < m.min_lots || lots / lot_units >= qty
+                {
+                    return Err(RejectReason::InvalidDisplayQty);
+                }
+                Some(lots / lot_units)
+            }
+        };
         if self.is_open(p.account, &p.client_order_id) {
             return Err(RejectReason::DuplicateClientOrderId);
         }
@@ -309,7 +350,31 @@ impl Model {
             stp: p.stp,
             post_only: p.post_only,
             arrival: 0,
+            display,
+            hidden: 0,
         };
+        if let Some(funds) = funds {
+            let mut taker = taker;
+            let mut closed = Vec::new();
+            let m = &mut self.markets[index];
+            m.match_taker(
+                &mut taker,
+                Some(funds),
+                &mut self.next_arrival,
+                &mut closed,
+                out,
+            );
+            self.close(closed);
+            if taker.filled == 0 {
+                out.push(Ev::Expired {
+                    order_id: id,
+                    expired_qty: 0,
+                    filled_qty: 0,
+                });
+            }
+            self.close([taker]);
+            return Ok(());
+        }
         if tif == TimeInForce::Fok && !self.fills_completely(index, &taker) {
             out.push(Ev::Expired {
                 order_id: id,
@@ -331,14 +396,21 @@ impl Model {
         let mut scratch = self.markets[index].clone();
         let mut trial = taker.clone();
         let (mut closed, mut out) = (Vec::new(), Vec::new());
-        scratch.match_taker(&mut trial, &mut closed, &mut out);
+        let mut arrival = self.next_arrival;
+        scratch.match_taker(&mut trial, None, &mut arrival, &mut closed, &mut out);
         trial.filled == taker.qty
     }
 
     /// Matches a taker and then rests, expires or closes it.
     fn execute(&mut self, index: usize, mut taker: Order, tif: TimeInForce, out: &mut Vec<Ev>) {
         let mut closed = Vec::new();
-        let canceled = self.markets[index].match_taker(&mut taker, &mut closed, out);
+        let canceled = self.markets[index].match_taker(
+            &mut taker,
+            None,
+            &mut self.next_arrival,
+            &mut closed,
+            out,
+        );
         self.close(closed);
         if canceled || taker.leaves() == 0 {
             self.close([taker]);
@@ -434,11 +506,19 @@ impl Model {
         let mut order = self.take(at);
         order.client_order_id = coid;
         order.price = Some(price);
+        // An iceberg that keeps its place loses hidden lots first; one that
+        // moves takes whole and rests a new slice.
+        let shrink = order.qty - qty.min(order.qty);
+        order.hidden = if keeps_priority {
+            order.hidden - shrink.min(order.hidden)
+        } else {
+            0
+        };
         order.qty = qty;
         if leaves == 0 {
             self.close([order]);
         } else if keeps_priority {
-            self.markets[index].rest(order);
+            self.markets[index].put_back(order);
         } else {
             // A replace that loses priority is a new arrival, and trades
             // like a new order if it now crosses.

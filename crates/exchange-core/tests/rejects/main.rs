@@ -6,6 +6,7 @@
 
 mod admin;
 mod entry;
+mod iceberg;
 mod limits;
 mod member;
 mod orders;
@@ -35,6 +36,11 @@ const TESTED: &[(RejectReason, fn())] = &[
     (R::InvalidAmount, entry::invalid_amount),
     (R::UnknownAsset, entry::unknown_asset),
     (R::NothingToReplace, entry::nothing_to_replace),
+    (R::DisplayQtyNotAllowed, iceberg::display_qty_not_allowed),
+    (R::InvalidDisplayQty, iceberg::invalid_display_qty),
+    (R::FundsNotAllowed, iceberg::funds_not_allowed),
+    (R::FundsWithQty, iceberg::funds_with_qty),
+    (R::InvalidFunds, iceberg::invalid_funds),
     (R::InsufficientFunds, risk::insufficient_funds),
     (R::PriceOutsideCollar, risk::price_outside_collar),
     (R::InstrumentHalted, risk::instrument_halted),

@@ -392,6 +392,53 @@ fn place_command(instruments: usize, accounts: u64) -> impl Strategy<Value = Com
     )
 }
 
+/// An iceberg limit order (display drawn like a quantity, sometimes too
+/// large or off the lot), or a market buy sized by funds (now and then a
+/// sell, a limit or one with a quantity too, which are refused).
+fn iceberg_or_funds_command(instruments: usize, accounts: u64) -> impl Strategy<Value = Command> {
+    let iceberg =
+        (place_command(instruments, accounts), raw_num(1i64..=3)).prop_map(|(command, display)| {
+            let Command::Place(mut place) = command else {
+                return command;
+            };
+            let grid = GRIDS
+                .into_iter()
+                .find(|g| sym(g.symbol) == place.symbol)
+                .unwrap_or(GRIDS[0]);
+            place.order_type = OrderType::Limit;
+            if place.price.is_none() {
+                place.price = Some(grid.price(RawNum::On(0)));
+            }
+            place.ext = Some(Box::new(PlaceExt {
+                display_qty: Some(grid.qty(display)),
+                ..PlaceExt::default()
+            }));
+            Command::Place(place)
+        });
+    let funds = (
+        place_command(instruments, accounts),
+        select(&["0.5", "37.25", "150", "2500", "0", "0.000000001"][..]),
+        prop_oneof![12 => Just(None), 1 => Just(Some(Side::Sell)), 1 => Just(Some(Side::Buy))],
+    )
+        .prop_map(|(command, funds, odd)| {
+            let Command::Place(mut place) = command else {
+                return command;
+            };
+            place.order_type = OrderType::Market;
+            place.price = None;
+            place.side = odd.unwrap_or(Side::Buy);
+            if odd != Some(Side::Buy) {
+                place.qty = Dec::new(0, 0);
+            }
+            place.ext = Some(Box::new(PlaceExt {
+                funds: Some(dec(funds)),
+                ..PlaceExt::default()
+            }));
+            Command::Place(place)
+        });
+    prop_oneof![2 => iceberg, 1 => funds]
+}
+
 fn replace_command(instruments: usize, accounts: u64) -> impl Strategy<Value = Command> {
     // The target's instrument is unknown when the stream is drawn; a value
     // on the other instrument's grid is just one more way to be refused.
@@ -447,6 +494,7 @@ fn body_command(
     };
     prop_oneof![
         55 => place_command(instruments, accounts),
+        8 => iceberg_or_funds_command(instruments, accounts),
         10 => (account(accounts), order_ref())
             .prop_map(|(account, order)| Command::Cancel(Cancel { account, order })),
         16 => replace_command(instruments, accounts),

@@ -372,3 +372,24 @@ pub fn assert_rejected(h: &mut Harness, command: Command, reason: RejectReason) 
     assert_same_state(&before, &observe(&h.engine));
     event
 }
+
+/// `place` as an iceberg showing `display` at a time.
+pub fn iceberg(place: Place, display: &str) -> Place {
+    let mut ext = place.ext.clone().unwrap_or_default();
+    ext.display_qty = Some(dec(display));
+    Place {
+        ext: Some(ext),
+        ..place
+    }
+}
+
+/// A market buy of account `account` sized by `funds` quote units.
+pub fn funds_buy(account: u64, id: &str, funds: &str) -> Place {
+    Place {
+        ext: Some(Box::new(PlaceExt {
+            funds: Some(dec(funds)),
+            ..PlaceExt::default()
+        })),
+        ..super::market(account, id, Side::Buy, "0")
+    }
+}
