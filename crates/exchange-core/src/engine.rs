@@ -122,6 +122,8 @@ impl Engine {
                 },
                 RejectReason::NotSupported,
             ),
+            Command::SetInstrumentRules(set) => self.set_instrument_rules(set, out),
+            Command::Delist { symbol } => self.delist(symbol, out),
             Command::Tick => {}
         }
     }

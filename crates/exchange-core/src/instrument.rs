@@ -28,6 +28,9 @@ pub(crate) struct Instrument {
     pub maker_fee_bps: i32,
     pub taker_fee_bps: i32,
     pub status: TradingStatus,
+    /// Smallest notional an order may have, quote units; 0: none. Zero
+    /// keeps the check on the order path to one comparison when unset.
+    pub min_notional: u64,
 }
 
 fn price_reason(e: UnitsError) -> RejectReason {
@@ -50,8 +53,7 @@ impl Instrument {
     /// Checks an add-instrument command; the asset indices are resolved by
     /// the caller.
     pub fn from_spec(spec: &AddInstrument, base: u32, quote: u32) -> Result<Self, RejectReason> {
-        if spec.min_notional.is_some()
-            || spec.static_band_bps.is_some()
+        if spec.static_band_bps.is_some()
             || spec.dynamic_band_bps.is_some()
             || spec.volatility_auction_ns.is_some()
         {
@@ -98,6 +100,10 @@ impl Instrument {
         if collar_bps > MAX_COLLAR_BPS {
             return Err(RejectReason::InvalidCollar);
         }
+        let min_notional = match spec.min_notional {
+            None => 0,
+            Some(d) => d.to_units_allow_zero().map_err(invalid)?,
+        };
         let mut instrument = Instrument {
             symbol: spec.symbol,
             base,
@@ -112,6 +118,7 @@ impl Instrument {
             maker_fee_bps: spec.maker_fee_bps,
             taker_fee_bps: spec.taker_fee_bps,
             status: TradingStatus::Trading,
+            min_notional,
         };
         if let Some(reference) = spec.reference_price {
             instrument.reference_ticks = Some(
@@ -180,6 +187,21 @@ impl Instrument {
             .checked_mul(u128::from(lots))?
             .checked_mul(u128::from(self.notional_per_tick_lot))?;
         u64::try_from(n).ok()
+    }
+
+    /// Whether `lots` at `ticks` fall short of the minimum notional. An
+    /// unrepresentable notional is not short: it is refused elsewhere.
+    #[inline]
+    pub fn below_min_notional(&self, ticks: u64, lots: u64) -> bool {
+        self.min_notional != 0 && self.notional(ticks, lots).is_some_and(|n| n < self.min_notional)
+    }
+
+    /// Why an instrument that is not trading refuses orders.
+    pub fn status_reason(&self) -> RejectReason {
+        match self.status {
+            TradingStatus::Delisted => RejectReason::InstrumentDelisted,
+            TradingStatus::Halted | TradingStatus::Trading => RejectReason::InstrumentHalted,
+        }
     }
 
     /// The largest fee an order may pay, whichever role it ends up in.

@@ -47,6 +47,7 @@ mod oms;
 mod orders;
 mod place;
 mod risk;
+mod rules;
 mod snapshot;
 mod views;
 

@@ -113,8 +113,8 @@ impl Engine {
     fn check_replace(&self, slot: u32, replace: &Replace) -> Result<ReplacePlan, RejectReason> {
         let order = self.orders.get(slot);
         let inst = &self.instruments[order.instrument as usize];
-        if inst.status == exchange_types::TradingStatus::Halted {
-            return Err(RejectReason::InstrumentHalted);
+        if inst.status != exchange_types::TradingStatus::Trading {
+            return Err(inst.status_reason());
         }
         let risk = self.accounts.list[order.account as usize].risk.as_deref();
         if let Some(risk) = risk {
@@ -146,6 +146,11 @@ impl Engine {
         }
         if qty < order.filled {
             return Err(RejectReason::ReplaceBelowFilled);
+        }
+        // Replacing down to what has filled ends the order: nothing is
+        // left to hold to the minimum.
+        if qty > order.filled && inst.below_min_notional(price, qty) {
+            return Err(RejectReason::NotionalBelowMinimum);
         }
         if let Some(risk) = risk {
             risk.check_replace(inst, (order.price, order.qty), (price, qty))?;
@@ -247,7 +252,7 @@ impl Engine {
 
     /// Moves an order's reservation to exactly `target`, taking from or
     /// returning to available (checked by the caller).
-    fn set_reservation(&mut self, slot: u32, target: u64, out: &mut Vec<Event>) {
+    pub(crate) fn set_reservation(&mut self, slot: u32, target: u64, out: &mut Vec<Event>) {
         let order = self.orders.get(slot);
         let current = order.reserved;
         if target == current {

@@ -38,7 +38,29 @@ pub enum EventKind {
     AccountStatus(AccountStatus),
     Mmp(Mmp),
     SubAccountLinked(SubAccountLinked),
+    /// Boxed: rare, and inline it would make every event larger.
+    InstrumentRules(Box<InstrumentRules>),
     Error(Error),
+}
+
+/// An instrument's rules as they stand after a listing, a rule change or
+/// a delisting, in units like every other event.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InstrumentRules {
+    pub symbol: Symbol,
+    pub base: AssetCode,
+    pub quote: AssetCode,
+    pub tick_size: u64,
+    pub lot_size: u64,
+    pub min_qty: u64,
+    pub max_qty: u64,
+    /// Zero: no minimum beyond the minimum quantity.
+    pub min_notional: u64,
+    pub maker_fee_bps: i32,
+    pub taker_fee_bps: i32,
+    /// Zero: no collar.
+    pub collar_bps: u32,
+    pub status: TradingStatus,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -278,6 +300,7 @@ impl EventKind {
             EventKind::AccountStatus(_) => "account_status",
             EventKind::Mmp(_) => "mmp",
             EventKind::SubAccountLinked(_) => "sub_account_linked",
+            EventKind::InstrumentRules(_) => "instrument_rules",
             EventKind::Error(_) => "error",
         }
     }

@@ -17,11 +17,12 @@ pub mod reject;
 
 pub use command::{
     AddInstrument, Cancel, Command, InternalTransfer, MassCancel, OrderRef, Place, PlaceExt,
-    Replace, SetMmp, SetRiskLimits, Stamped, Trailing, Transfer,
+    Replace, SetInstrumentRules, SetMmp, SetRiskLimits, Stamped, Trailing, Transfer,
 };
 pub use decimal::{format_signed_units, format_units, Dec, AMOUNT_SCALE, UNITS_PER_WHOLE};
 pub use event::{
     Accepted, AcceptedExt, AccountStatus, Canceled, Event, EventKind, Expired, InstrumentAdded,
+    InstrumentRules,
     MassCanceled, Mmp, MmpState, Rejected, Replaced, RiskLimits, SubAccountLinked, Trade,
     TrailingUnits,
 };

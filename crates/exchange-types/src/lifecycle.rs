@@ -180,6 +180,7 @@ pub fn order_updates(kind: &EventKind) -> impl Iterator<Item = OrderUpdate<'_>> 
         | EventKind::AccountStatus(_)
         | EventKind::Mmp(_)
         | EventKind::SubAccountLinked(_)
+        | EventKind::InstrumentRules(_)
         | EventKind::Error(_) => (None, None),
     };
     first.into_iter().chain(second)

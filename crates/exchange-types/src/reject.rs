@@ -48,6 +48,7 @@ reject_reasons! {
     InvalidAmount = 113, "invalid_amount", "the amount must be greater than zero";
     UnknownAsset = 114, "unknown_asset", "no listed instrument uses this asset";
     NothingToReplace = 115, "nothing_to_replace", "a replace must change the price, the quantity or the client order id";
+    NotionalBelowMinimum = 140, "notional_below_minimum", "the order's notional (price times quantity) is below the instrument's minimum";
     NotSupported = 199, "not_supported", "this order type or time in force is not supported yet";
     InsufficientFunds = 201, "insufficient_funds", "the available balance does not cover the order";
     PriceOutsideCollar = 202, "price_outside_collar", "the price is outside the instrument's price collar";
@@ -84,6 +85,8 @@ reject_reasons! {
     InvalidMmp = 508, "invalid_mmp", "market-maker protection needs a window and thresholds greater than zero";
     MmpNotConfigured = 509, "mmp_not_configured", "the account has no market-maker protection on this instrument";
     InvalidSubAccount = 510, "invalid_sub_account", "a sub-account must be another account, without an owner or sub-accounts of its own";
+    InstrumentDelisted = 511, "instrument_delisted", "the instrument is delisted";
+    NoRuleChange = 512, "no_rule_change", "set_instrument_rules must change at least one rule";
 }
 
 impl std::fmt::Display for RejectReason {
@@ -105,6 +108,12 @@ pub enum CancelReason {
     AccountSuspended,
     /// The account's market-maker protection tripped on the instrument.
     Mmp,
+    /// The operator changed the instrument's rules and the order no
+    /// longer fits them (price off the tick, quantity off the lot or out
+    /// of bounds, notional below the minimum, fees its funds cannot cover).
+    RulesChanged,
+    /// The operator delisted the instrument.
+    Delisted,
 }
 
 impl CancelReason {
@@ -115,6 +124,8 @@ impl CancelReason {
             CancelReason::SelfTrade => "self_trade_prevention",
             CancelReason::AccountSuspended => "account_suspended",
             CancelReason::Mmp => "mmp",
+            CancelReason::RulesChanged => "rules_changed",
+            CancelReason::Delisted => "delisted",
         }
     }
 }
