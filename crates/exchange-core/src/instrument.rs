@@ -193,7 +193,10 @@ impl Instrument {
     /// unrepresentable notional is not short: it is refused elsewhere.
     #[inline]
     pub fn below_min_notional(&self, ticks: u64, lots: u64) -> bool {
-        self.min_notional != 0 && self.notional(ticks, lots).is_some_and(|n| n < self.min_notional)
+        self.min_notional != 0
+            && self
+                .notional(ticks, lots)
+                .is_some_and(|n| n < self.min_notional)
     }
 
     /// Why an instrument that is not trading refuses orders.

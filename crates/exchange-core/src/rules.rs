@@ -105,7 +105,9 @@ impl Engine {
             .and_then(|index| Ok((index, self.new_rules(index, set)?)));
         let (index, rules) = match checked {
             Ok(checked) => checked,
-            Err(reason) => return self.reject_symbol(out, "set_instrument_rules", set.symbol, reason),
+            Err(reason) => {
+                return self.reject_symbol(out, "set_instrument_rules", set.symbol, reason)
+            }
         };
         let old = self.instruments[index as usize].clone();
         let slots = self.resting_orders(index);
@@ -145,9 +147,8 @@ impl Engine {
             let available = self.accounts.list[order.account as usize]
                 .balance(inst.quote)
                 .available;
-            let affordable = needed.filter(|&n| {
-                n <= order.reserved || n - order.reserved <= available
-            });
+            let affordable =
+                needed.filter(|&n| n <= order.reserved || n - order.reserved <= available);
             match affordable {
                 Some(target) => self.set_reservation(slot, target, out),
                 None => self.cancel_resting(slot, CancelReason::RulesChanged, out),
@@ -174,9 +175,7 @@ impl Engine {
             symbol: old.symbol,
             base: self.assets[old.base as usize],
             quote: self.assets[old.quote as usize],
-            tick_size: set
-                .tick_size
-                .unwrap_or(Dec::from_units(old.tick_units)),
+            tick_size: set.tick_size.unwrap_or(Dec::from_units(old.tick_units)),
             lot_size: set.lot_size.unwrap_or(Dec::from_units(old.lot_units)),
             min_qty: Some(
                 set.min_qty
@@ -191,7 +190,10 @@ impl Engine {
             reference_price: None,
             maker_fee_bps: set.maker_fee_bps.unwrap_or(old.maker_fee_bps),
             taker_fee_bps: set.taker_fee_bps.unwrap_or(old.taker_fee_bps),
-            min_notional: Some(set.min_notional.unwrap_or(Dec::from_units(old.min_notional))),
+            min_notional: Some(
+                set.min_notional
+                    .unwrap_or(Dec::from_units(old.min_notional)),
+            ),
             static_band_bps: None,
             dynamic_band_bps: None,
             volatility_auction_ns: None,

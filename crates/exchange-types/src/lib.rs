@@ -22,9 +22,8 @@ pub use command::{
 pub use decimal::{format_signed_units, format_units, Dec, AMOUNT_SCALE, UNITS_PER_WHOLE};
 pub use event::{
     Accepted, AcceptedExt, AccountStatus, Canceled, Event, EventKind, Expired, InstrumentAdded,
-    InstrumentRules,
-    MassCanceled, Mmp, MmpState, Rejected, Replaced, RiskLimits, SubAccountLinked, Trade,
-    TrailingUnits,
+    InstrumentRules, MassCanceled, Mmp, MmpState, Rejected, Replaced, RiskLimits, SubAccountLinked,
+    Trade, TrailingUnits,
 };
 pub use ids::{AccountId, AssetCode, ClientOrderId, IdError, OrderId, Symbol, TradeId};
 pub use lifecycle::{

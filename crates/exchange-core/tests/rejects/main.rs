@@ -10,6 +10,7 @@ mod limits;
 mod member;
 mod orders;
 mod risk;
+mod rules;
 
 use exchange_types::limits::{MAX_ASSETS, MAX_INSTRUMENTS};
 use exchange_types::RejectReason;
@@ -66,6 +67,9 @@ const TESTED: &[(RejectReason, fn())] = &[
     (R::InvalidMmp, member::invalid_mmp),
     (R::MmpNotConfigured, member::mmp_not_configured),
     (R::InvalidSubAccount, member::invalid_sub_account),
+    (R::NotionalBelowMinimum, rules::notional_below_minimum),
+    (R::InstrumentDelisted, rules::instrument_delisted),
+    (R::NoRuleChange, rules::no_rule_change),
 ];
 
 /// Reasons without a test, and why.
