@@ -244,8 +244,8 @@ fn schemas() -> Value {
             "price_collar_pct": dec, "reference_price": dec, "maker_fee_bps": int, "taker_fee_bps": int })),
         "Instrument": object(&["symbol", "base", "quote", "tick_size", "lot_size", "status"], json!({
             "symbol": text, "base": text, "quote": text, "tick_size": dec, "lot_size": dec,
-            "status": { "enum": ["trading", "halted"] }, "reference_price": { "type": "string", "nullable": true } })),
-        "StatusChange": object(&["symbol", "status"], json!({ "symbol": text, "status": { "enum": ["trading", "halted"] } })),
+            "status": { "enum": ["trading", "halted", "delisted"] }, "reference_price": { "type": "string", "nullable": true } })),
+        "StatusChange": object(&["symbol", "status"], json!({ "symbol": text, "status": { "enum": ["trading", "halted", "delisted"] } })),
         "Book": object(&["symbol", "sequence", "bids", "asks"], json!({ "symbol": text, "sequence": int,
             "bids": { "type": "array", "items": { "type": "array", "items": dec, "minItems": 2, "maxItems": 2 } },
             "asks": { "type": "array", "items": { "type": "array", "items": dec, "minItems": 2, "maxItems": 2 } } })),
