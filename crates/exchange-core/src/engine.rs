@@ -208,6 +208,11 @@ impl Engine {
         });
     }
 
+    /// Cold and out of line: it keeps the accept paths it branches from
+    /// compact, and builds its event in place like the hot events, not
+    /// first on the stack and then copied into `out`.
+    #[cold]
+    #[inline(never)]
     pub(crate) fn reject(
         &mut self,
         out: &mut Vec<Event>,
@@ -215,14 +220,13 @@ impl Engine {
         subject: Subject,
         reason: RejectReason,
     ) {
-        let Subject {
-            account,
-            client_order_id,
-            order_id,
-            symbol,
-        } = subject;
-        self.emit(
-            out,
+        self.emit_with(out, move |_| {
+            let Subject {
+                account,
+                client_order_id,
+                order_id,
+                symbol,
+            } = subject;
             EventKind::Rejected(event::Rejected {
                 command,
                 account,
@@ -230,8 +234,8 @@ impl Engine {
                 order_id,
                 symbol,
                 reason,
-            }),
-        );
+            })
+        });
     }
 
     /// The asset an order of `side` reserves on `instrument`.
