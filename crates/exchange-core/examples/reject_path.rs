@@ -56,7 +56,10 @@ fn setup() -> (Engine, u64) {
     }
     // The first tenth closed, so that they are remembered as closed.
     for n in 0..RESTING / 10 {
-        run(&mut engine, cancel_client(1 + n % ACCOUNTS, &format!("o{n}")));
+        run(
+            &mut engine,
+            cancel_client(1 + n % ACCOUNTS, &format!("o{n}")),
+        );
     }
     (engine, ts)
 }

@@ -51,11 +51,20 @@ fn the_mixed_workload_adds_stops_icebergs_and_requests_racing_fills() {
         .filter(|s| matches!(&s.command, Command::Place(p) if p.ext().display_qty.is_some()))
         .count();
     let share = |n: usize| n as f64 / 40_000.0;
-    assert!((share(stops) - STOP_PPM as f64 / 1e6).abs() < 0.006, "{stops}");
-    assert!((share(icebergs) - ICEBERG_PPM as f64 / 1e6).abs() < 0.006, "{icebergs}");
+    assert!(
+        (share(stops) - STOP_PPM as f64 / 1e6).abs() < 0.006,
+        "{stops}"
+    );
+    assert!(
+        (share(icebergs) - ICEBERG_PPM as f64 / 1e6).abs() < 0.006,
+        "{icebergs}"
+    );
     // Requests naming a filled order are refused as too late.
     let too_late = p.stats.rejected.get("order_not_open").copied().unwrap_or(0);
-    assert!(share(too_late as usize) > RACE_PPM as f64 / 1e6 / 2.0, "{too_late}");
+    assert!(
+        share(too_late as usize) > RACE_PPM as f64 / 1e6 / 2.0,
+        "{too_late}"
+    );
     // The same seed gives the same stream, and the standard one is not it.
     let again = generate(&spec, true, false).expect("generate");
     assert_eq!(p.timed, again.timed);

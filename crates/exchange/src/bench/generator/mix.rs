@@ -3,8 +3,8 @@
 //! and the races it must answer cheaply:
 //! - stop and stop-limit orders triggering a few ticks beyond the touch;
 //! - icebergs: resting orders that show a fifth of their size;
-//! - cancels and replaces naming an order that has just filled, as a
-//!   client does whose request crossed the fill on the wire (refused
+//! - cancels and replaces naming an order that a trade has just closed,
+//!   as a client does whose request crossed the fill on the wire (refused
 //!   `order_not_open`).
 //!
 //! Nothing here assumes the core accepts stops or icebergs: what comes
@@ -111,19 +111,30 @@ impl Generator {
         })
     }
 
-    /// Remembers the makers the last command filled completely.
+    /// Remembers the orders the last command's trades closed: makers
+    /// filled completely (rare: they are ten times a taker's size) and
+    /// takers, which a trade leaves filled or, for the rest of an IOC,
+    /// expired.
     pub(super) fn note_fills(&mut self) {
+        let mut closed = Vec::new();
         for event in self.scratch.events() {
             if let EventKind::Trade(trade) = &event.kind {
-                if self.scratch.tracker.order(trade.maker_order_id).is_none() {
-                    if self.filled.0.len() == FILLED_MEMORY {
-                        self.filled.0.pop_front();
+                for (account, id) in [
+                    (trade.maker_account, trade.maker_order_id),
+                    (trade.taker_account, trade.taker_order_id),
+                ] {
+                    if self.scratch.tracker.order(id).is_none() && !closed.contains(&(account, id))
+                    {
+                        closed.push((account, id));
                     }
-                    self.filled
-                        .0
-                        .push_back((trade.maker_account, trade.maker_order_id));
                 }
             }
+        }
+        for entry in closed {
+            if self.filled.0.len() == FILLED_MEMORY {
+                self.filled.0.pop_front();
+            }
+            self.filled.0.push_back(entry);
         }
     }
 }
