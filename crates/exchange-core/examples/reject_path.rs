@@ -64,9 +64,10 @@ fn setup() -> (Engine, u64) {
     (engine, ts)
 }
 
-fn percentile(sorted: &[u64], p: f64) -> u64 {
-    let index = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted[index]
+/// The sample at `per_mille` thousandths (999 = p99.9) of the sorted
+/// samples.
+fn percentile(sorted: &[u64], per_mille: usize) -> u64 {
+    sorted[(sorted.len() - 1) * per_mille / 1_000]
 }
 
 fn measure(name: &str, base: &Engine, ts: u64, commands: &[Command]) {
@@ -84,9 +85,9 @@ fn measure(name: &str, base: &Engine, ts: u64, commands: &[Command]) {
     samples.sort_unstable();
     println!(
         "{name:<34} p50 {:>5} ns  p99 {:>6} ns  p99.9 {:>7} ns  max {:>9} ns",
-        percentile(&samples, 0.5),
-        percentile(&samples, 0.99),
-        percentile(&samples, 0.999),
+        percentile(&samples, 500),
+        percentile(&samples, 990),
+        percentile(&samples, 999),
         samples[samples.len() - 1]
     );
 }
