@@ -18,7 +18,7 @@ use exchange_types::{
     Cancel, Command, EventKind, OrderRef, OrderType, PlaceExt, Replace, Side, TimeInForce,
 };
 
-use super::{lots, ticks, Generator, MAKER_SCALE};
+use super::{lots, ticks, Generator};
 
 /// Shares of the timed commands, parts per million, taken before the
 /// standard mix draws for the rest.
@@ -84,7 +84,7 @@ impl Generator {
         };
         let mut place = self.passive(side, false)?;
         let qty = place.qty.to_units().context("bench iceberg size")? / 100_000_000;
-        let display = (qty / 5).max(1).min(MAKER_SCALE);
+        let display = (qty / 5).max(1);
         place.ext = Some(Box::new(PlaceExt {
             display_qty: Some(lots(display)),
             ..place.ext().clone()
