@@ -10,8 +10,8 @@ use exchange_types::limits::{
 };
 use exchange_types::{
     AddInstrument, Cancel, Command, Dec, InternalTransfer, MassCancel, OrderRef, OrderType, Phase,
-    Place, PlaceExt, Replace, SelfTradePrevention, SetMmp, SetRiskLimits, Side, Stamped,
-    TimeInForce, Trailing, Transfer,
+    Place, PlaceExt, Replace, SelfTradePrevention, SetInstrumentRules, SetMmp, SetRiskLimits, Side,
+    Stamped, TimeInForce, Trailing, Transfer,
 };
 use proptest::prelude::*;
 
@@ -135,6 +135,21 @@ fn largest_commands() -> Vec<Stamped> {
             asset,
             amount: dec,
         }),
+        Command::SetInstrumentRules(Box::new(SetInstrumentRules {
+            symbol,
+            tick_size: Some(dec),
+            lot_size: Some(dec),
+            min_qty: Some(dec),
+            max_qty: Some(dec),
+            min_notional: Some(dec),
+            maker_fee_bps: Some(i32::MIN),
+            taker_fee_bps: Some(i32::MIN),
+            collar_bps: Some(u32::MAX),
+            static_band_bps: Some(u32::MAX),
+            dynamic_band_bps: Some(u32::MAX),
+            volatility_auction_ns: Some(u64::MAX),
+        })),
+        Command::Delist { symbol },
     ]
     .into_iter()
     .map(|command| Stamped {

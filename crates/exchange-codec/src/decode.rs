@@ -4,8 +4,8 @@ use exchange_types::ids::InlineStr;
 use exchange_types::limits::{MAX_COMMAND_BYTES, MAX_DECIMAL_DIGITS};
 use exchange_types::{
     AddInstrument, Cancel, Command, Dec, InternalTransfer, MassCancel, OrderRef, OrderType, Phase,
-    Place, PlaceExt, Replace, SelfTradePrevention, SetMmp, SetRiskLimits, Side, Stamped,
-    TimeInForce, Trailing, Transfer,
+    Place, PlaceExt, Replace, SelfTradePrevention, SetInstrumentRules, SetMmp, SetRiskLimits, Side,
+    Stamped, TimeInForce, Trailing, Transfer,
 };
 
 use crate::raw::{parse_object, Val};
@@ -31,6 +31,25 @@ pub const COMMAND_NAMES: &[&str] = &[
     "reset_mmp",
     "link_sub_account",
     "internal_transfer",
+    "set_instrument_rules",
+    "delist",
+];
+
+const SET_RULES: &[&str] = &[
+    "cmd",
+    "ts",
+    "symbol",
+    "tick_size",
+    "lot_size",
+    "min_qty",
+    "max_qty",
+    "min_notional",
+    "maker_fee_bps",
+    "taker_fee_bps",
+    "price_collar_pct",
+    "static_band_pct",
+    "dynamic_band_pct",
+    "volatility_auction_ns",
 ];
 
 const ADD_INSTRUMENT: &[&str] = &[
@@ -184,6 +203,8 @@ pub fn decode_command(line: &str) -> Result<Stamped, CodecError> {
         "reset_mmp" => ("reset_mmp", RESET_MMP),
         "link_sub_account" => ("link_sub_account", LINK_SUB),
         "internal_transfer" => ("internal_transfer", INTERNAL_TRANSFER),
+        "set_instrument_rules" => ("set_instrument_rules", SET_RULES),
+        "delist" => ("delist", STATUS),
         other => return Err(CodecError::UnknownCmd(other.to_owned())),
     };
     // Unknown fields first: a misspelt optional field must not pass as absent,
@@ -232,6 +253,10 @@ pub fn decode_command(line: &str) -> Result<Stamped, CodecError> {
             phase: f.req_enum("phase", PHASES)?,
         },
         "tick" => Command::Tick,
+        "set_instrument_rules" => Command::SetInstrumentRules(Box::new(set_rules(&f)?)),
+        "delist" => Command::Delist {
+            symbol: f.req_id("symbol")?,
+        },
         "set_risk_limits" => Command::SetRiskLimits(Box::new(SetRiskLimits {
             account: f.req_u64("account")?,
             max_order_qty: f.opt_dec("max_order_qty")?,
@@ -301,6 +326,32 @@ fn add_instrument(f: &Fields) -> Result<AddInstrument, CodecError> {
             .opt_dec("dynamic_band_pct")?
             .map(|pct| percent_to_bps(f, "dynamic_band_pct", pct))
             .transpose()?,
+        volatility_auction_ns: f.opt_u64("volatility_auction_ns")?,
+    })
+}
+
+fn set_rules(f: &Fields) -> Result<SetInstrumentRules, CodecError> {
+    let opt_i32 = |field| match f.get(field) {
+        None => Ok(None),
+        Some(_) => f.req_i32(field).map(Some),
+    };
+    let pct = |field| {
+        f.opt_dec(field)?
+            .map(|pct| percent_to_bps(f, field, pct))
+            .transpose()
+    };
+    Ok(SetInstrumentRules {
+        symbol: f.req_id("symbol")?,
+        tick_size: f.opt_dec("tick_size")?,
+        lot_size: f.opt_dec("lot_size")?,
+        min_qty: f.opt_dec("min_qty")?,
+        max_qty: f.opt_dec("max_qty")?,
+        min_notional: f.opt_dec("min_notional")?,
+        maker_fee_bps: opt_i32("maker_fee_bps")?,
+        taker_fee_bps: opt_i32("taker_fee_bps")?,
+        collar_bps: pct("price_collar_pct")?,
+        static_band_bps: pct("static_band_pct")?,
+        dynamic_band_bps: pct("dynamic_band_pct")?,
         volatility_auction_ns: f.opt_u64("volatility_auction_ns")?,
     })
 }

@@ -240,6 +240,20 @@ pub fn encode_event_into(event: &Event, out: &mut Vec<u8>) {
             o.units(key!("last_price"), e.last_price);
             o.units(key!("qty"), e.qty);
         }
+        EventKind::InstrumentRules(e) => {
+            o.str(key!("symbol"), e.symbol.as_str());
+            o.str(key!("base"), e.base.as_str());
+            o.str(key!("quote"), e.quote.as_str());
+            o.units(key!("tick_size"), e.tick_size);
+            o.units(key!("lot_size"), e.lot_size);
+            o.units(key!("min_qty"), e.min_qty);
+            o.units(key!("max_qty"), e.max_qty);
+            o.units(key!("min_notional"), e.min_notional);
+            o.int(key!("maker_fee_bps"), i64::from(e.maker_fee_bps));
+            o.int(key!("taker_fee_bps"), i64::from(e.taker_fee_bps));
+            o.uint(key!("collar_bps"), u64::from(e.collar_bps));
+            o.str(key!("status"), e.status.as_str());
+        }
         EventKind::Error(e) => {
             o.uint(key!("line"), e.line);
             o.str(key!("message"), &e.message);
@@ -263,6 +277,14 @@ impl Obj<'_> {
     fn uint(&mut self, key: &str, value: u64) {
         self.key(key);
         push_u64(self.out, value);
+    }
+
+    fn int(&mut self, key: &str, value: i64) {
+        self.key(key);
+        if value < 0 {
+            self.out.push(b'-');
+        }
+        push_u64(self.out, value.unsigned_abs());
     }
 
     fn bool(&mut self, key: &str, value: bool) {

@@ -105,6 +105,28 @@ pub fn encode_command_into(stamped: &Stamped, out: &mut Vec<u8>) {
             w.str("phase", phase.as_str());
         }
         Command::Tick => {}
+        Command::Delist { symbol } => w.str("symbol", symbol.as_str()),
+        Command::SetInstrumentRules(r) => {
+            let pct = |bps: Option<u32>| bps.map(|bps| Dec::new(i64::from(bps), 2));
+            w.str("symbol", r.symbol.as_str());
+            w.opt_dec("tick_size", r.tick_size);
+            w.opt_dec("lot_size", r.lot_size);
+            w.opt_dec("min_qty", r.min_qty);
+            w.opt_dec("max_qty", r.max_qty);
+            w.opt_dec("min_notional", r.min_notional);
+            if let Some(bps) = r.maker_fee_bps {
+                w.i64("maker_fee_bps", i64::from(bps));
+            }
+            if let Some(bps) = r.taker_fee_bps {
+                w.i64("taker_fee_bps", i64::from(bps));
+            }
+            w.opt_dec("price_collar_pct", pct(r.collar_bps));
+            w.opt_dec("static_band_pct", pct(r.static_band_bps));
+            w.opt_dec("dynamic_band_pct", pct(r.dynamic_band_bps));
+            if let Some(ns) = r.volatility_auction_ns {
+                w.u64("volatility_auction_ns", ns);
+            }
+        }
         Command::SetRiskLimits(l) => {
             w.u64("account", l.account);
             w.opt_dec("max_order_qty", l.max_order_qty);

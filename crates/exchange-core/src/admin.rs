@@ -84,6 +84,7 @@ impl Engine {
                 quote: spec.quote,
             }),
         );
+        self.emit_instrument_rules(index, out);
     }
 
     /// The asset and amount of a transfer, or why it cannot be one.
@@ -191,7 +192,18 @@ impl Engine {
         } else {
             TradingStatus::Trading
         };
-        let instrument = &self.instruments[index as usize];
+        let instrument = &mut self.instruments[index as usize];
+        if instrument.status == TradingStatus::Delisted {
+            return self.reject(
+                out,
+                command,
+                Subject {
+                    symbol: Some(*symbol),
+                    ..Subject::default()
+                },
+                RejectReason::InstrumentDelisted,
+            );
+        }
         if instrument.status == status {
             return self.reject(
                 out,

@@ -138,6 +138,8 @@ impl Engine {
             Command::LinkSubAccount { owner, sub } => self.link_sub_account(*owner, *sub, out),
             Command::InternalTransfer(t) => self.internal_transfer(t, out),
             Command::SetPhase { symbol, phase } => self.set_phase(symbol, *phase, out),
+            Command::SetInstrumentRules(set) => self.set_instrument_rules(set, out),
+            Command::Delist { symbol } => self.delist(symbol, out),
             Command::Tick => {}
         }
         if self.sessions.calls != 0 {
@@ -225,6 +227,11 @@ impl Engine {
         });
     }
 
+    /// Cold and out of line: it keeps the accept paths it branches from
+    /// compact, and builds its event in place like the hot events, not
+    /// first on the stack and then copied into `out`.
+    #[cold]
+    #[inline(never)]
     pub(crate) fn reject(
         &mut self,
         out: &mut Vec<Event>,
@@ -232,14 +239,13 @@ impl Engine {
         subject: Subject,
         reason: RejectReason,
     ) {
-        let Subject {
-            account,
-            client_order_id,
-            order_id,
-            symbol,
-        } = subject;
-        self.emit(
-            out,
+        self.emit_with(out, move |_| {
+            let Subject {
+                account,
+                client_order_id,
+                order_id,
+                symbol,
+            } = subject;
             EventKind::Rejected(event::Rejected {
                 command,
                 account,
@@ -247,8 +253,8 @@ impl Engine {
                 order_id,
                 symbol,
                 reason,
-            }),
-        );
+            })
+        });
     }
 
     /// The asset an order of `side` reserves on `instrument`.

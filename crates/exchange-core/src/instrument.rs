@@ -36,6 +36,9 @@ pub(crate) struct Instrument {
     pub phase: Phase,
     /// The indicative uncrossing last published during a call.
     pub indicative: Option<Uncross>,
+    /// Smallest notional an order may have, quote units; 0: none. Zero
+    /// keeps the check on the order path to one comparison when unset.
+    pub min_notional: u64,
 }
 
 fn price_reason(e: UnitsError) -> RejectReason {
@@ -58,8 +61,7 @@ impl Instrument {
     /// Checks an add-instrument command; the asset indices are resolved by
     /// the caller.
     pub fn from_spec(spec: &AddInstrument, base: u32, quote: u32) -> Result<Self, RejectReason> {
-        if spec.min_notional.is_some()
-            || spec.static_band_bps.is_some()
+        if spec.static_band_bps.is_some()
             || spec.dynamic_band_bps.is_some()
             || spec.volatility_auction_ns.is_some()
         {
@@ -106,6 +108,10 @@ impl Instrument {
         if collar_bps > MAX_COLLAR_BPS {
             return Err(RejectReason::InvalidCollar);
         }
+        let min_notional = match spec.min_notional {
+            None => 0,
+            Some(d) => d.to_units_allow_zero().map_err(invalid)?,
+        };
         let mut instrument = Instrument {
             symbol: spec.symbol,
             base,
@@ -122,6 +128,7 @@ impl Instrument {
             status: TradingStatus::Trading,
             phase: Phase::Continuous,
             indicative: None,
+            min_notional,
         };
         if let Some(reference) = spec.reference_price {
             instrument.reference_ticks = Some(
@@ -190,6 +197,16 @@ impl Instrument {
             .checked_mul(u128::from(lots))?
             .checked_mul(u128::from(self.notional_per_tick_lot))?;
         u64::try_from(n).ok()
+    }
+
+    /// Whether `lots` at `ticks` fall short of the minimum notional. An
+    /// unrepresentable notional is not short: it is refused elsewhere.
+    #[inline]
+    pub fn below_min_notional(&self, ticks: u64, lots: u64) -> bool {
+        self.min_notional != 0
+            && self
+                .notional(ticks, lots)
+                .is_some_and(|n| n < self.min_notional)
     }
 
     /// The largest fee an order may pay, whichever role it ends up in.

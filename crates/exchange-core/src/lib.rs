@@ -52,6 +52,7 @@ mod orders;
 mod phase;
 mod place;
 mod risk;
+mod rules;
 mod snapshot;
 mod stops;
 mod views;

@@ -127,6 +127,9 @@ impl Engine {
     fn check_replace(&self, slot: u32, replace: &Replace) -> Result<ReplacePlan, RejectReason> {
         let order = self.orders.get(slot);
         let inst = &self.instruments[order.instrument as usize];
+        if inst.status == exchange_types::TradingStatus::Delisted {
+            return Err(RejectReason::InstrumentDelisted);
+        }
         if inst.phase != exchange_types::Phase::Continuous {
             // A replace is a new order for the phase's rules, apart from
             // the time in force it already passed.
@@ -167,6 +170,11 @@ impl Engine {
         }
         if qty < order.filled {
             return Err(RejectReason::ReplaceBelowFilled);
+        }
+        // Replacing down to what has filled ends the order: nothing is
+        // left to hold to the minimum.
+        if qty > order.filled && inst.below_min_notional(price, qty) {
+            return Err(RejectReason::NotionalBelowMinimum);
         }
         if let Some(risk) = risk {
             risk.check_replace(inst, (order.price, order.qty), (price, qty))?;
@@ -278,7 +286,7 @@ impl Engine {
 
     /// Moves an order's reservation to exactly `target`, taking from or
     /// returning to available (checked by the caller).
-    fn set_reservation(&mut self, slot: u32, target: u64, out: &mut Vec<Event>) {
+    pub(crate) fn set_reservation(&mut self, slot: u32, target: u64, out: &mut Vec<Event>) {
         let order = self.orders.get(slot);
         let current = order.reserved;
         if target == current {

@@ -75,6 +75,9 @@ impl Engine {
             .index(place.account)
             .ok_or(RejectReason::UnknownAccount)?;
         let inst = &self.instruments[instrument as usize];
+        if inst.status == exchange_types::TradingStatus::Delisted {
+            return Err(RejectReason::InstrumentDelisted);
+        }
         // The one branch continuous trading pays for phases.
         if inst.phase != Phase::Continuous {
             Engine::check_phase_place(
@@ -128,6 +131,15 @@ impl Engine {
         if let (Some(price), Some((low, high))) = (limit_price, band) {
             if price < low || price > high {
                 return Err(RejectReason::PriceOutsideCollar);
+            }
+        }
+        // A market order has no price of its own: it is held to the
+        // minimum at the reference price (last trade, or the configured
+        // one), as Binance's NOTIONAL filter applies to market orders at
+        // a recent average price; with no reference yet it is not held.
+        if let Some(at) = limit_price.or(inst.reference_ticks) {
+            if inst.below_min_notional(at, lots) {
+                return Err(RejectReason::NotionalBelowMinimum);
             }
         }
         // A market order may trade down to (up to) the collar, no further.

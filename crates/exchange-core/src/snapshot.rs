@@ -66,6 +66,42 @@ fn read_icebergs(r: &mut Reader, e: &mut Engine) -> Result<(), SnapshotError> {
     Ok(())
 }
 
+/// Tags the optional section of instruments' minimum notionals, after
+/// the family one; absent while no instrument has one.
+const RULES_SECTION: u8 = 10;
+
+fn status_code(status: TradingStatus) -> u8 {
+    match status {
+        TradingStatus::Trading => 0,
+        TradingStatus::Halted => 1,
+        TradingStatus::Delisted => 2,
+    }
+}
+
+/// Reads (instrument, minimum notional) by increasing instrument, each
+/// minimum above zero.
+fn read_rules(r: &mut Reader, e: &mut Engine) -> Result<(), SnapshotError> {
+    use exchange_types::limits::MAX_INSTRUMENTS;
+    let invalid = Err(SnapshotError::Invalid("instrument rules"));
+    let count = r.count(MAX_INSTRUMENTS)?;
+    if count == 0 {
+        return invalid;
+    }
+    let mut last = None;
+    for _ in 0..count {
+        let (index, min_notional) = (r.u32()?, r.u64()?);
+        if index as usize >= e.instruments.len() || min_notional == 0 {
+            return invalid;
+        }
+        if last.is_some_and(|l| l >= index) {
+            return invalid;
+        }
+        last = Some(index);
+        e.instruments[index as usize].min_notional = min_notional;
+    }
+    Ok(())
+}
+
 /// Reads the sub-account links: (sub, owner) by increasing sub, one level
 /// deep, each owner within its limit.
 fn read_family(r: &mut Reader, e: &mut Engine) -> Result<(), SnapshotError> {
@@ -460,7 +496,7 @@ impl Engine {
             w.opt_u64(inst.reference_ticks);
             w.i32(inst.maker_fee_bps);
             w.i32(inst.taker_fee_bps);
-            w.u8(u8::from(inst.status == TradingStatus::Halted));
+            w.u8(status_code(inst.status));
         }
         w.u64(self.accounts.list.len() as u64);
         for acct in &self.accounts.list {
@@ -535,6 +571,20 @@ impl Engine {
                 w.u64(hidden);
             }
         }
+        // Likewise absent while no instrument has a minimum notional.
+        let minimums: Vec<(u32, u64)> = (0u32..)
+            .zip(&self.instruments)
+            .filter(|(_, inst)| inst.min_notional != 0)
+            .map(|(index, inst)| (index, inst.min_notional))
+            .collect();
+        if !minimums.is_empty() {
+            w.u8(RULES_SECTION);
+            w.u64(minimums.len() as u64);
+            for (index, min_notional) in minimums {
+                w.u32(index);
+                w.u64(min_notional);
+            }
+        }
         phase_section::write(&mut w, self);
         w.0
     }
@@ -580,14 +630,16 @@ impl Engine {
                 reference_ticks: r.opt_u64()?,
                 maker_fee_bps: r.i32()?,
                 taker_fee_bps: r.i32()?,
-                status: if r.u8()? == 1 {
-                    TradingStatus::Halted
-                } else {
-                    TradingStatus::Trading
+                status: match r.u8()? {
+                    0 => TradingStatus::Trading,
+                    1 => TradingStatus::Halted,
+                    2 => TradingStatus::Delisted,
+                    _ => return Err(SnapshotError::Invalid("instrument status")),
                 },
                 // Set from the status, or the phase section, once read.
                 phase: exchange_types::Phase::Continuous,
                 indicative: None,
+                min_notional: 0,
             };
             if inst.base as usize >= e.assets.len()
                 || inst.quote as usize >= e.assets.len()
@@ -690,6 +742,10 @@ impl Engine {
         if r.at < bytes.len() && bytes[r.at] == ICEBERG_SECTION {
             r.at += 1;
             read_icebergs(&mut r, &mut e)?;
+        }
+        if r.at < bytes.len() && bytes[r.at] == RULES_SECTION {
+            r.at += 1;
+            read_rules(&mut r, &mut e)?;
         }
         phase_section::read(&mut r, &mut e)?;
         if r.at != bytes.len() {

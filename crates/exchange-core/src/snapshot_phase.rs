@@ -21,6 +21,7 @@ fn implied(status: TradingStatus) -> Phase {
     match status {
         TradingStatus::Halted => Phase::Halted,
         TradingStatus::Trading => Phase::Continuous,
+        TradingStatus::Delisted => Phase::Closed,
     }
 }
 

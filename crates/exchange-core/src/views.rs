@@ -51,6 +51,14 @@ pub struct InstrumentView {
     pub status: TradingStatus,
     pub phase: Phase,
     pub reference_price: Option<u64>,
+    pub min_qty: u64,
+    pub max_qty: u64,
+    /// Zero: no minimum.
+    pub min_notional: u64,
+    pub maker_fee_bps: i32,
+    pub taker_fee_bps: i32,
+    /// Zero: no collar.
+    pub collar_bps: u32,
 }
 
 impl Engine {
@@ -66,6 +74,12 @@ impl Engine {
                 status: inst.status,
                 phase: inst.phase,
                 reference_price: inst.reference_ticks.map(|t| inst.price_units(t)),
+                min_qty: inst.qty_units(inst.min_lots),
+                max_qty: inst.qty_units(inst.max_lots),
+                min_notional: inst.min_notional,
+                maker_fee_bps: inst.maker_fee_bps,
+                taker_fee_bps: inst.taker_fee_bps,
+                collar_bps: inst.collar_bps,
             })
             .collect()
     }
@@ -198,6 +212,12 @@ impl Engine {
         let mut resting = 0usize;
         for (index, book) in self.books.iter().enumerate() {
             let inst = &self.instruments[index];
+            // Delisting cancels every order and refuses new ones.
+            if inst.status == TradingStatus::Delisted
+                && (book.bids.level_count() > 0 || book.asks.level_count() > 0)
+            {
+                return Err(format!("delisted {} has resting orders", inst.symbol));
+            }
             if let (Some(bid), Some(ask)) = (book.bids.best(), book.asks.best()) {
                 if bid.price >= ask.price && !crate::phase::may_cross(inst.phase) {
                     return Err(format!(

@@ -54,6 +54,7 @@ pub fn normalize(events: &[Event]) -> Vec<Ev> {
             }),
             EventKind::Status(s) => Some(Ev::Status(s.symbol, s.status)),
             EventKind::InstrumentAdded(_)
+            | EventKind::InstrumentRules(_)
             | EventKind::Balance(_)
             | EventKind::Book(_)
             | EventKind::MassCanceled(_)

@@ -53,7 +53,7 @@ pub struct LimitsRequest {
 }
 
 /// A percentage with at most two decimals as whole basis points.
-fn percent_to_bps(field: &str, text: &str) -> Result<u32, ApiError> {
+pub(crate) fn percent_to_bps(field: &str, text: &str) -> Result<u32, ApiError> {
     let pct = decimal(field, text)?.normalized();
     let invalid = |problem: &str| {
         ApiError::bad_request("invalid_value", format!("field `{field}`: {problem}"))

@@ -19,6 +19,9 @@ pub mod admin;
 pub mod admin_risk;
 #[cfg(test)]
 mod admin_risk_tests;
+pub mod admin_rules;
+#[cfg(test)]
+mod admin_rules_tests;
 #[cfg(test)]
 mod admin_tests;
 pub mod auth;
@@ -200,6 +203,14 @@ pub fn router(app: AppState) -> Router {
         .route("/admin/instruments", post(admin::add_instrument))
         .route("/admin/instruments/{symbol}/halt", post(admin::halt))
         .route("/admin/instruments/{symbol}/resume", post(admin::resume))
+        .route(
+            "/admin/instruments/{symbol}/rules",
+            put(admin_rules::put_rules),
+        )
+        .route(
+            "/admin/instruments/{symbol}/delist",
+            post(admin_rules::delist),
+        )
         .route("/admin/status", get(status::status))
         .route(
             "/admin/accounts/{account}/risk-limits",

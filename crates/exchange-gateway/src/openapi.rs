@@ -69,6 +69,23 @@ fn paths() -> Value {
         json!({ "type": "integer" }),
         "account id",
     );
+    let rules_body = json!({ "type": "object", "properties": {
+        "tick_size": { "type": "string" }, "lot_size": { "type": "string" },
+        "min_qty": { "type": "string" }, "max_qty": { "type": "string" },
+        "min_notional": { "type": "string" }, "maker_fee_bps": { "type": "integer" },
+        "taker_fee_bps": { "type": "integer" }, "price_collar_pct": { "type": "string" },
+        "static_band_pct": { "type": "string" }, "dynamic_band_pct": { "type": "string" },
+        "volatility_auction_ns": { "type": "integer" } } });
+    let rules_reply = responses(
+        &[(
+            "200",
+            ok(
+                "the rules as they now stand and the orders canceled",
+                json!({ "type": "object" }),
+            ),
+        )],
+        ADMIN_ERRORS,
+    );
     let symbol = param(
         "symbol",
         "path",
@@ -86,7 +103,16 @@ fn paths() -> Value {
         schema_ref("OrderWithFills"),
     );
     let order_errors = ["400", "401", "404", "409", "413", "422", "429", "503"];
-    json!({
+    // Outside the one large `json!` below, which is at the macro's
+    // recursion limit.
+    let rules = json!({ "put": { "summary": "Change the instrument's rules (absent field: kept); resting orders that no longer fit are canceled", "security": admin(),
+        "parameters": [symbol.clone()],
+        "requestBody": body(rules_body),
+        "responses": rules_reply.clone() } });
+    let delist = json!({ "post": { "summary": "Delist: cancel every order and refuse new ones for good", "security": admin(),
+        "parameters": [symbol.clone()],
+        "responses": rules_reply } });
+    let mut paths = json!({
         "/health": { "get": { "summary": "Liveness", "responses": { "200": { "description": "ok (text)" } } } },
         "/ready": { "get": { "summary": "Readiness", "responses": {
             "200": { "description": "ready (text)" }, "503": { "description": "recovering (text)" } } } },
@@ -202,7 +228,10 @@ fn paths() -> Value {
             "responses": responses(&[("200", ok("candles", schema_ref("Candles")))], &["400", "404", "503"]) } },
         "/v1/ws": { "get": { "summary": "WebSocket: authenticate, private order/fill stream, order entry (see docs/server.md); public market-data channels (see docs/marketdata.md)",
             "responses": { "101": { "description": "switching protocols" }, "400": { "$ref": "#/components/responses/E400" } } } },
-    })
+    });
+    paths["/admin/instruments/{symbol}/rules"] = rules;
+    paths["/admin/instruments/{symbol}/delist"] = delist;
+    paths
 }
 
 fn schemas() -> Value {
@@ -244,8 +273,8 @@ fn schemas() -> Value {
             "price_collar_pct": dec, "reference_price": dec, "maker_fee_bps": int, "taker_fee_bps": int })),
         "Instrument": object(&["symbol", "base", "quote", "tick_size", "lot_size", "status"], json!({
             "symbol": text, "base": text, "quote": text, "tick_size": dec, "lot_size": dec,
-            "status": { "enum": ["trading", "halted"] }, "reference_price": { "type": "string", "nullable": true } })),
-        "StatusChange": object(&["symbol", "status"], json!({ "symbol": text, "status": { "enum": ["trading", "halted"] } })),
+            "status": { "enum": ["trading", "halted", "delisted"] }, "reference_price": { "type": "string", "nullable": true } })),
+        "StatusChange": object(&["symbol", "status"], json!({ "symbol": text, "status": { "enum": ["trading", "halted", "delisted"] } })),
         "Book": object(&["symbol", "sequence", "bids", "asks"], json!({ "symbol": text, "sequence": int,
             "bids": { "type": "array", "items": { "type": "array", "items": dec, "minItems": 2, "maxItems": 2 } },
             "asks": { "type": "array", "items": { "type": "array", "items": dec, "minItems": 2, "maxItems": 2 } } })),

@@ -29,6 +29,14 @@ pub fn instrument_json(view: &InstrumentView) -> Value {
         "lot_size": format_units(view.lot_size),
         "status": view.status.as_str(),
         "reference_price": view.reference_price.map(format_units),
+        "min_qty": format_units(view.min_qty),
+        "max_qty": format_units(view.max_qty),
+        // Zero: no minimum beyond the minimum quantity.
+        "min_notional": format_units(view.min_notional),
+        "maker_fee_bps": view.maker_fee_bps,
+        "taker_fee_bps": view.taker_fee_bps,
+        // Zero: no collar.
+        "collar_bps": view.collar_bps,
     })
 }
 

@@ -377,6 +377,8 @@ fn command_account(command: &Command) -> Option<AccountId> {
         | Command::Halt { .. }
         | Command::Resume { .. }
         | Command::SetPhase { .. }
+        | Command::SetInstrumentRules(_)
+        | Command::Delist { .. }
         | Command::Tick => None,
     }
 }

@@ -494,6 +494,7 @@ impl<'e> NewAudit<'e> {
                 EventKind::Status(e) => symbol = symbol.or(Some(e.symbol)),
                 EventKind::MassCanceled(e) => symbol = symbol.or(e.symbol),
                 EventKind::Mmp(e) => symbol = symbol.or(Some(e.symbol)),
+                EventKind::InstrumentRules(e) => symbol = symbol.or(Some(e.symbol)),
                 _ => {}
             }
             // The order the entry was about: the first one it placed,

@@ -65,6 +65,14 @@ pub enum Command {
         symbol: Symbol,
         phase: Phase,
     },
+    /// Operator: changes a listed instrument's rules from this log entry
+    /// on. Boxed like a listing.
+    SetInstrumentRules(Box<SetInstrumentRules>),
+    /// Operator: cancels every order of the instrument and refuses new
+    /// ones for good; the listing stays for history.
+    Delist {
+        symbol: Symbol,
+    },
     /// Carries only its time: lets the core act on what falls due with
     /// time alone (good-till-date expiry, the end of a volatility
     /// auction) when no other command arrives.
@@ -92,6 +100,8 @@ impl Command {
             Command::LinkSubAccount { .. } => "link_sub_account",
             Command::InternalTransfer(_) => "internal_transfer",
             Command::SetPhase { .. } => "set_phase",
+            Command::SetInstrumentRules(_) => "set_instrument_rules",
+            Command::Delist { .. } => "delist",
             Command::Tick => "tick",
         }
     }
@@ -128,6 +138,44 @@ pub struct AddInstrument {
     /// How long a volatility auction's call phase lasts, nanoseconds of
     /// log time.
     pub volatility_auction_ns: Option<u64>,
+}
+
+/// New rules for a listed instrument: each field given replaces the rule,
+/// each field left out keeps it. Resting orders that no longer fit are
+/// canceled, never altered.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SetInstrumentRules {
+    pub symbol: Symbol,
+    pub tick_size: Option<Dec>,
+    pub lot_size: Option<Dec>,
+    pub min_qty: Option<Dec>,
+    pub max_qty: Option<Dec>,
+    /// Zero removes the minimum.
+    pub min_notional: Option<Dec>,
+    pub maker_fee_bps: Option<i32>,
+    pub taker_fee_bps: Option<i32>,
+    /// Zero disables the collar.
+    pub collar_bps: Option<u32>,
+    pub static_band_bps: Option<u32>,
+    pub dynamic_band_bps: Option<u32>,
+    pub volatility_auction_ns: Option<u64>,
+}
+
+impl SetInstrumentRules {
+    /// A command that names only the symbol changes nothing.
+    pub fn is_empty(&self) -> bool {
+        self.tick_size.is_none()
+            && self.lot_size.is_none()
+            && self.min_qty.is_none()
+            && self.max_qty.is_none()
+            && self.min_notional.is_none()
+            && self.maker_fee_bps.is_none()
+            && self.taker_fee_bps.is_none()
+            && self.collar_bps.is_none()
+            && self.static_band_bps.is_none()
+            && self.dynamic_band_bps.is_none()
+            && self.volatility_auction_ns.is_none()
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -42,6 +42,8 @@ pub enum EventKind {
     Indicative(Indicative),
     Auction(Auction),
     Triggered(Triggered),
+    /// Boxed: rare, and inline it would make every event larger.
+    InstrumentRules(Box<InstrumentRules>),
     Error(Error),
 }
 
@@ -62,6 +64,26 @@ pub struct Triggered {
     /// The order's quantity (units): an untriggered stop never fills, so
     /// all of it enters the book.
     pub qty: u64,
+}
+
+/// An instrument's rules as they stand after a listing, a rule change or
+/// a delisting, in units like every other event.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InstrumentRules {
+    pub symbol: Symbol,
+    pub base: AssetCode,
+    pub quote: AssetCode,
+    pub tick_size: u64,
+    pub lot_size: u64,
+    pub min_qty: u64,
+    pub max_qty: u64,
+    /// Zero: no minimum beyond the minimum quantity.
+    pub min_notional: u64,
+    pub maker_fee_bps: i32,
+    pub taker_fee_bps: i32,
+    /// Zero: no collar.
+    pub collar_bps: u32,
+    pub status: TradingStatus,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -357,6 +379,7 @@ impl EventKind {
             EventKind::Indicative(_) => "indicative",
             EventKind::Auction(_) => "auction",
             EventKind::Triggered(_) => "triggered",
+            EventKind::InstrumentRules(_) => "instrument_rules",
             EventKind::Error(_) => "error",
         }
     }

@@ -17,13 +17,13 @@ pub mod reject;
 
 pub use command::{
     AddInstrument, Cancel, Command, InternalTransfer, MassCancel, OrderRef, Place, PlaceExt,
-    Replace, SetMmp, SetRiskLimits, Stamped, Trailing, Transfer,
+    Replace, SetInstrumentRules, SetMmp, SetRiskLimits, Stamped, Trailing, Transfer,
 };
 pub use decimal::{format_signed_units, format_units, Dec, AMOUNT_SCALE, UNITS_PER_WHOLE};
 pub use event::{
     Accepted, AcceptedExt, AccountStatus, Auction, AuctionKind, Canceled, Event, EventKind,
-    Expired, Indicative, InstrumentAdded, MassCanceled, Mmp, MmpState, PhaseChanged, Rejected,
-    Replaced, RiskLimits, SubAccountLinked, Trade, TrailingUnits,
+    Expired, Indicative, InstrumentAdded, InstrumentRules, MassCanceled, Mmp, MmpState,
+    PhaseChanged, Rejected, Replaced, RiskLimits, SubAccountLinked, Trade, TrailingUnits,
 };
 pub use ids::{AccountId, AssetCode, ClientOrderId, IdError, OrderId, Symbol, TradeId};
 pub use lifecycle::{

@@ -165,6 +165,9 @@ impl Phase {
 pub enum TradingStatus {
     Trading,
     Halted,
+    /// Taken off the exchange by the operator: every order was canceled
+    /// and none is accepted again; the listing stays for history.
+    Delisted,
 }
 
 impl TradingStatus {
@@ -172,6 +175,7 @@ impl TradingStatus {
         match self {
             TradingStatus::Trading => "trading",
             TradingStatus::Halted => "halted",
+            TradingStatus::Delisted => "delisted",
         }
     }
 }

@@ -63,6 +63,7 @@ reject_reasons! {
     FundsNotAllowed = 132, "funds_not_allowed", "funds size a market buy only";
     FundsWithQty = 133, "funds_with_qty", "an order sized by funds takes a quantity of zero";
     InvalidFunds = 134, "invalid_funds", "the funds must be greater than zero";
+    NotionalBelowMinimum = 140, "notional_below_minimum", "the order's notional (price times quantity) is below the instrument's minimum";
     NotSupported = 199, "not_supported", "this order type or time in force is not supported yet";
     InsufficientFunds = 201, "insufficient_funds", "the available balance does not cover the order";
     PriceOutsideCollar = 202, "price_outside_collar", "the price is outside the instrument's price collar";
@@ -111,6 +112,8 @@ reject_reasons! {
     InvalidPhaseTransition = 520, "invalid_phase_transition", "the instrument cannot move from its phase to the requested one";
     AlreadyInPhase = 521, "already_in_phase", "the instrument is already in the requested phase";
     InvalidSubAccount = 510, "invalid_sub_account", "a sub-account must be another account, without an owner or sub-accounts of its own";
+    InstrumentDelisted = 511, "instrument_delisted", "the instrument is delisted";
+    NoRuleChange = 512, "no_rule_change", "set_instrument_rules must change at least one rule";
 }
 
 impl std::fmt::Display for RejectReason {
@@ -135,6 +138,12 @@ pub enum CancelReason {
     /// The other order of a one-cancels-other pair traded, triggered or
     /// was canceled by request.
     OneCancelsOther,
+    /// The operator changed the instrument's rules and the order no
+    /// longer fits them (price off the tick, quantity off the lot or out
+    /// of bounds, notional below the minimum, fees its funds cannot cover).
+    RulesChanged,
+    /// The operator delisted the instrument.
+    Delisted,
 }
 
 impl CancelReason {
@@ -146,6 +155,8 @@ impl CancelReason {
             CancelReason::AccountSuspended => "account_suspended",
             CancelReason::Mmp => "mmp",
             CancelReason::OneCancelsOther => "one_cancels_other",
+            CancelReason::RulesChanged => "rules_changed",
+            CancelReason::Delisted => "delisted",
         }
     }
 }

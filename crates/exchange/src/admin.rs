@@ -1,5 +1,5 @@
-//! `exchange admin`: the operator's member risk controls on a running
-//! server, over its admin HTTP routes (docs/server.md). The token comes
+//! `exchange admin`: the operator's member risk controls and instrument
+//! rules on a running server, over its admin HTTP routes (docs/server.md). The token comes
 //! from `--token-file` or `EXCHANGE_ADMIN_TOKEN`; the answer is printed as
 //! JSON, and a refusal is an error with the server's code and message.
 
@@ -73,6 +73,41 @@ enum AdminCmd {
     MmpReset {
         #[arg(long)]
         account: u64,
+        #[arg(long)]
+        symbol: String,
+    },
+    /// Change a listed instrument's rules from now on (each one left out
+    /// is kept); resting orders that no longer fit are canceled.
+    Rules {
+        #[arg(long)]
+        symbol: String,
+        #[arg(long)]
+        tick_size: Option<String>,
+        #[arg(long)]
+        lot_size: Option<String>,
+        #[arg(long)]
+        min_qty: Option<String>,
+        #[arg(long)]
+        max_qty: Option<String>,
+        /// Smallest price times quantity; 0 removes it.
+        #[arg(long)]
+        min_notional: Option<String>,
+        #[arg(long, allow_hyphen_values = true)]
+        maker_fee_bps: Option<i32>,
+        #[arg(long)]
+        taker_fee_bps: Option<i32>,
+        /// Collar half-width in percent; 0 removes it.
+        #[arg(long)]
+        price_collar_pct: Option<String>,
+        #[arg(long)]
+        static_band_pct: Option<String>,
+        #[arg(long)]
+        dynamic_band_pct: Option<String>,
+        #[arg(long)]
+        volatility_auction_ns: Option<u64>,
+    },
+    /// Cancel every order of the instrument and refuse new ones for good.
+    Delist {
         #[arg(long)]
         symbol: String,
     },
@@ -152,6 +187,53 @@ fn request(command: &AdminCmd) -> (&'static str, String, Option<Value>) {
             account_path(*account, &format!("mmp/{symbol}/reset")),
             None,
         ),
+        AdminCmd::Rules {
+            symbol,
+            tick_size,
+            lot_size,
+            min_qty,
+            max_qty,
+            min_notional,
+            maker_fee_bps,
+            taker_fee_bps,
+            price_collar_pct,
+            static_band_pct,
+            dynamic_band_pct,
+            volatility_auction_ns,
+        } => {
+            let mut body = Map::new();
+            let mut put = |key: &str, value: Option<Value>| {
+                if let Some(value) = value {
+                    body.insert(key.to_string(), value);
+                }
+            };
+            for (key, text) in [
+                ("tick_size", tick_size),
+                ("lot_size", lot_size),
+                ("min_qty", min_qty),
+                ("max_qty", max_qty),
+                ("min_notional", min_notional),
+                ("price_collar_pct", price_collar_pct),
+                ("static_band_pct", static_band_pct),
+                ("dynamic_band_pct", dynamic_band_pct),
+            ] {
+                put(key, text.clone().map(Value::from));
+            }
+            put("maker_fee_bps", maker_fee_bps.map(Value::from));
+            put("taker_fee_bps", taker_fee_bps.map(Value::from));
+            put(
+                "volatility_auction_ns",
+                volatility_auction_ns.map(Value::from),
+            );
+            (
+                "PUT",
+                format!("/admin/instruments/{symbol}/rules"),
+                Some(Value::Object(body)),
+            )
+        }
+        AdminCmd::Delist { symbol } => {
+            ("POST", format!("/admin/instruments/{symbol}/delist"), None)
+        }
     }
 }
 

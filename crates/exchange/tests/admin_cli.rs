@@ -107,3 +107,41 @@ fn the_kill_switch_from_the_command_line_cancels_refuses_and_reinstates() {
         "reset"
     );
 }
+
+#[test]
+fn instrument_rules_and_delisting_from_the_command_line() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let server = Server::start(EXCHANGE, &dir.path().join("data"));
+    let api = &server.api;
+    let alice = api.funded_account();
+    api.place(&alice, &limit("buy", "59000", "0.5", "a-1"));
+    api.place(&alice, &limit("buy", "59000.01", "0.5", "a-2"));
+
+    let out = admin(
+        &server,
+        &[
+            "rules",
+            "--symbol",
+            "BTC-USD",
+            "--tick-size",
+            "1",
+            "--min-notional",
+            "100",
+        ],
+    );
+    let answer = json_of(&assert_success(&out, "admin rules"));
+    assert_eq!(answer["tick_size"], "1");
+    assert_eq!(answer["min_notional"], "100");
+    assert_eq!(answer["canceled"], 1, "{answer}");
+    let open = api.read(&alice, "/v1/orders");
+    assert_eq!(open["orders"].as_array().map(Vec::len), Some(1), "{open}");
+
+    let out = admin(&server, &["delist", "--symbol", "BTC-USD"]);
+    let answer = json_of(&assert_success(&out, "admin delist"));
+    assert_eq!(answer["status"], "delisted");
+    assert_eq!(answer["canceled"], 1);
+    let again = admin(&server, &["delist", "--symbol", "BTC-USD"]);
+    assert!(!again.status.success());
+    let stderr = String::from_utf8_lossy(&again.stderr);
+    assert!(stderr.contains("instrument_delisted"), "{stderr}");
+}

@@ -132,6 +132,8 @@ impl Model {
             | Command::LinkSubAccount { .. }
             | Command::InternalTransfer(_)
             | Command::SetPhase { .. }
+            | Command::SetInstrumentRules(_)
+            | Command::Delist { .. }
             | Command::Tick => Ok(()),
         };
         if let Err(reason) = result {

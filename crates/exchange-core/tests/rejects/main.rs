@@ -12,6 +12,7 @@ mod member;
 mod orders;
 mod phases;
 mod risk;
+mod rules;
 mod stops;
 
 use exchange_types::limits::{MAX_ASSETS, MAX_INSTRUMENTS};
@@ -105,6 +106,9 @@ const TESTED: &[(RejectReason, fn())] = &[
     (R::OcoAlreadyLinked, stops::oco_already_linked),
     (R::TooManyStopOrders, stops::too_many_stop_orders),
     (R::TooManyTrailingStops, stops::too_many_trailing_stops),
+    (R::NotionalBelowMinimum, rules::notional_below_minimum),
+    (R::InstrumentDelisted, rules::instrument_delisted),
+    (R::NoRuleChange, rules::no_rule_change),
 ];
 
 /// Reasons without a test, and why.

@@ -659,6 +659,8 @@ pub fn describe(command: &Command) -> String {
         Command::Resume { symbol } => format!("resume {symbol}"),
         Command::SetPhase { symbol, phase } => format!("set_phase {symbol} {}", phase.as_str()),
         Command::Tick => "tick".to_string(),
+        Command::SetInstrumentRules(r) => format!("set_instrument_rules {r:?}"),
+        Command::Delist { symbol } => format!("delist {symbol}"),
         Command::SetRiskLimits(l) => format!(
             "set_risk_limits a{} qty={} notional={} open={} band={}",
             l.account,

@@ -157,6 +157,11 @@ impl Scratch {
         }
     }
 
+    /// The events of the last command pushed.
+    pub fn events(&self) -> &[Event] {
+        &self.events
+    }
+
     /// Applies one command and records it with its peer translation.
     pub fn push(&mut self, stamped: Stamped, phase: Phase) {
         if phase == Phase::Timed && self.base.is_none() {

@@ -5,7 +5,9 @@
 use exchange_core::Engine;
 use exchange_types::Command;
 
-use super::generator::{generate, Spec, CANCEL_PPM, GTC_PPM, IOC_PPM};
+use super::generator::{
+    generate, Spec, Workload, CANCEL_PPM, GTC_PPM, ICEBERG_PPM, IOC_PPM, RACE_PPM, STOP_PPM,
+};
 #[cfg(feature = "peer-books")]
 use super::peer::lobster::Lobster;
 #[cfg(feature = "peer-books")]
@@ -23,8 +25,50 @@ fn small(seed: u64) -> Prepared {
         seed,
         accounts: 100,
         levels: 100,
+        workload: Workload::Standard,
     };
     generate(&spec, true, false).expect("generate")
+}
+
+#[test]
+fn the_mixed_workload_adds_stops_icebergs_and_requests_racing_fills() {
+    let spec = Spec {
+        ops: 40_000,
+        seed: 3,
+        accounts: 100,
+        levels: 100,
+        workload: Workload::Mix,
+    };
+    let p = generate(&spec, true, false).expect("generate");
+    let stops = p
+        .timed
+        .iter()
+        .filter(|s| matches!(&s.command, Command::Place(p) if p.ext().stop_price.is_some()))
+        .count();
+    let icebergs = p
+        .timed
+        .iter()
+        .filter(|s| matches!(&s.command, Command::Place(p) if p.ext().display_qty.is_some()))
+        .count();
+    let share = |n: usize| n as f64 / 40_000.0;
+    assert!(
+        (share(stops) - STOP_PPM as f64 / 1e6).abs() < 0.006,
+        "{stops}"
+    );
+    assert!(
+        (share(icebergs) - ICEBERG_PPM as f64 / 1e6).abs() < 0.006,
+        "{icebergs}"
+    );
+    // Requests naming a filled order are refused as too late.
+    let too_late = p.stats.rejected.get("order_not_open").copied().unwrap_or(0);
+    assert!(
+        share(too_late as usize) > RACE_PPM as f64 / 1e6 / 2.0,
+        "{too_late}"
+    );
+    // The same seed gives the same stream, and the standard one is not it.
+    let again = generate(&spec, true, false).expect("generate");
+    assert_eq!(p.timed, again.timed);
+    assert_ne!(p.timed, small(3).timed);
 }
 
 #[test]

@@ -9,7 +9,7 @@ use anyhow::Context;
 use exchange_core::Engine;
 use exchange_types::{Event, Stamped};
 
-use super::generator::{self, Spec};
+use super::generator::{self, Spec, Workload};
 #[cfg(feature = "peer-books")]
 use super::peer::lobster::Lobster;
 #[cfg(feature = "peer-books")]
@@ -27,6 +27,10 @@ pub struct EngineArgs {
     /// Timed operations of the generated workload.
     #[arg(long, default_value_t = 5_000_000)]
     pub ops: usize,
+    /// Which generated stream: the published mix, or the mix with stops,
+    /// icebergs and cancels/replaces racing fills.
+    #[arg(long, value_enum, default_value_t = Workload::Standard)]
+    pub workload: Workload,
     /// Seed of the generated workload.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
@@ -67,6 +71,7 @@ pub fn run(args: &EngineArgs) -> anyhow::Result<()> {
                 seed: args.seed,
                 accounts: args.accounts,
                 levels: args.levels,
+                workload: args.workload,
             };
             generator::generate(&spec, with_peers, true)?
         }

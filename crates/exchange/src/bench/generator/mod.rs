@@ -32,7 +32,11 @@ use super::rng::SplitMix64;
 use super::stream::{Phase, Prepared, Scratch};
 use super::timing::progress_bar;
 
+mod mix;
 mod orders;
+
+#[cfg(test)]
+pub use mix::{ICEBERG_PPM, RACE_PPM, STOP_PPM};
 
 pub const SYMBOL: &str = "BNCH-USD";
 const BASE: &str = "BNCH";
@@ -66,6 +70,17 @@ const NEAR_TOP_LEVELS: usize = 10;
 /// taker usually leaves the order it hits on the book.
 const MAKER_SCALE: u64 = 10;
 
+/// Which stream to generate.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum Workload {
+    /// The published mix, unchanged.
+    #[default]
+    Standard,
+    /// The published mix with stops, icebergs and requests racing fills
+    /// (see `mix.rs`).
+    Mix,
+}
+
 /// What to generate.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Spec {
@@ -75,6 +90,7 @@ pub struct Spec {
     pub accounts: u64,
     /// Price levels to keep on each side.
     pub levels: u64,
+    pub workload: Workload,
 }
 
 impl Spec {
@@ -93,6 +109,7 @@ pub fn generate(spec: &Spec, with_peers: bool, show_progress: bool) -> anyhow::R
         ts: 0,
         next_coid: 0,
         symbol: Symbol::new(SYMBOL).context("bench symbol")?,
+        filled: mix::Filled::default(),
     };
     g.setup()?;
     let bar = progress_bar(spec.ops, "generating");
@@ -116,6 +133,7 @@ struct Generator {
     ts: u64,
     next_coid: u64,
     symbol: Symbol,
+    filled: mix::Filled,
 }
 
 fn ticks(n: u64) -> Dec {
@@ -183,6 +201,14 @@ impl Generator {
 
     /// One timed command in the published mix.
     fn step(&mut self) -> anyhow::Result<()> {
+        // The standard stream draws nothing more, so it stays the same.
+        if self.spec.workload == Workload::Mix {
+            if let Some(command) = self.mixed()? {
+                self.push(command, Phase::Timed);
+                self.note_fills();
+                return Ok(());
+            }
+        }
         let draw = self.rng.below(1_000_000);
         let command = if draw < GTC_PPM {
             Command::Place(self.gtc()?)
@@ -203,6 +229,9 @@ impl Generator {
             }
         };
         self.push(command, Phase::Timed);
+        if self.spec.workload == Workload::Mix {
+            self.note_fills();
+        }
         Ok(())
     }
 }

@@ -22,7 +22,7 @@ impl Generator {
     }
 
     /// Best price of `side` in ticks.
-    fn best(&self, side: Side) -> Option<u64> {
+    pub(super) fn best(&self, side: Side) -> Option<u64> {
         let levels = self.scratch.tracker.levels(0)?;
         match side {
             Side::Buy => levels.best_bid(),
@@ -32,7 +32,7 @@ impl Generator {
     }
 
     /// Middle of the spread (or what is known of it) in ticks.
-    fn center(&self) -> u64 {
+    pub(super) fn center(&self) -> u64 {
         match (self.best(Side::Buy), self.best(Side::Sell)) {
             (Some(bid), Some(ask)) => (bid + ask) / 2,
             (Some(bid), None) => bid + 1,
@@ -63,13 +63,13 @@ impl Generator {
 
     /// A size for an order that takes liquidity, scaled so the takers
     /// remove about as many resting orders as the passive flow adds.
-    fn taker_size(&mut self) -> u64 {
+    pub(super) fn taker_size(&mut self) -> u64 {
         let percent = (100 + 20 * self.pressure()).clamp(5, 1_000) as u64;
         (self.size() * percent / 100).max(1)
     }
 
     /// Side of a taker: even odds, leaning against drift from the start.
-    fn taker_side(&mut self) -> Side {
+    pub(super) fn taker_side(&mut self) -> Side {
         let drift = self.last_trade() as i64 - START_TICKS as i64;
         let buy_ppm = (500_000 - drift * 500).clamp(250_000, 750_000) as u64;
         if self.rng.chance(buy_ppm) {
@@ -89,7 +89,7 @@ impl Generator {
         }
     }
 
-    fn place(
+    pub(super) fn place(
         &mut self,
         side: Side,
         price: u64,

@@ -109,6 +109,8 @@ pub fn translate(stamped: &Stamped, events: &[Event], tracker: &Tracker) -> Peer
         | Command::LinkSubAccount { .. }
         | Command::InternalTransfer(_)
         | Command::SetPhase { .. }
+        | Command::SetInstrumentRules(_)
+        | Command::Delist { .. }
         | Command::Tick => PeerOp::Noop,
     }
 }

@@ -1,0 +1,140 @@
+//! The mixed workload (`--workload mix`): the standard stream with, in
+//! place of some of its commands, the order types a real venue also sees
+//! and the races it must answer cheaply:
+//! - stop and stop-limit orders triggering a few ticks beyond the touch;
+//! - icebergs: resting orders that show a fifth of their size;
+//! - cancels and replaces naming an order that a trade has just closed,
+//!   as a client does whose request crossed the fill on the wire (refused
+//!   `order_not_open`).
+//!
+//! Nothing here assumes the core accepts stops or icebergs: what comes
+//! back is followed through the events like every other command, so the
+//! same stream is valid whether they rest, trigger or are refused.
+
+use std::collections::VecDeque;
+
+use anyhow::Context;
+use exchange_types::{
+    Cancel, Command, EventKind, OrderRef, OrderType, PlaceExt, Replace, Side, TimeInForce,
+};
+
+use super::{lots, ticks, Generator};
+
+/// Shares of the timed commands, parts per million, taken before the
+/// standard mix draws for the rest.
+pub const STOP_PPM: u64 = 30_000;
+pub const ICEBERG_PPM: u64 = 30_000;
+pub const RACE_PPM: u64 = 30_000;
+/// Orders that filled completely, remembered for the racing requests.
+const FILLED_MEMORY: usize = 256;
+
+/// Makers closed by the last command's fills, newest last.
+#[derive(Default)]
+pub(super) struct Filled(VecDeque<(u64, u64)>);
+
+impl Generator {
+    /// A mixed command, or `None` to fall back to the standard mix.
+    pub(super) fn mixed(&mut self) -> anyhow::Result<Option<Command>> {
+        let draw = self.rng.below(1_000_000);
+        if draw < STOP_PPM {
+            return Ok(Some(Command::Place(self.stop()?)));
+        }
+        if draw < STOP_PPM + ICEBERG_PPM {
+            return Ok(Some(Command::Place(self.iceberg()?)));
+        }
+        if draw < STOP_PPM + ICEBERG_PPM + RACE_PPM {
+            return Ok(self.race());
+        }
+        Ok(None)
+    }
+
+    fn stop(&mut self) -> anyhow::Result<exchange_types::Place> {
+        let side = self.taker_side();
+        let beyond = 1 + self.rng.below(20);
+        let touch = self.best(side.opposite()).unwrap_or_else(|| self.center());
+        let trigger = match side {
+            Side::Buy => touch + beyond,
+            Side::Sell => touch.saturating_sub(beyond).max(1),
+        };
+        let qty = self.taker_size();
+        let mut place = self.place(side, trigger, qty, TimeInForce::Gtc)?;
+        if self.rng.chance(500_000) {
+            place.order_type = OrderType::Stop;
+            place.price = None;
+        } else {
+            place.order_type = OrderType::StopLimit;
+            let limit = match side {
+                Side::Buy => trigger + 2,
+                Side::Sell => trigger.saturating_sub(2).max(1),
+            };
+            place.price = Some(ticks(limit));
+        }
+        place.ext = Some(Box::new(PlaceExt {
+            stop_price: Some(ticks(trigger)),
+            ..place.ext().clone()
+        }));
+        Ok(place)
+    }
+
+    fn iceberg(&mut self) -> anyhow::Result<exchange_types::Place> {
+        let side = if self.rng.chance(500_000) {
+            Side::Buy
+        } else {
+            Side::Sell
+        };
+        let mut place = self.passive(side, false)?;
+        let qty = place.qty.to_units().context("bench iceberg size")? / 100_000_000;
+        let display = (qty / 5).max(1);
+        place.ext = Some(Box::new(PlaceExt {
+            display_qty: Some(lots(display)),
+            ..place.ext().clone()
+        }));
+        Ok(place)
+    }
+
+    /// A cancel or replace naming an order that has just filled.
+    fn race(&mut self) -> Option<Command> {
+        let (account, id) = self.filled.0.pop_back()?;
+        Some(if self.rng.chance(500_000) {
+            Command::Cancel(Cancel {
+                account,
+                order: OrderRef::Id(id),
+            })
+        } else {
+            Command::Replace(Replace {
+                account,
+                order: OrderRef::Id(id),
+                new_client_order_id: None,
+                price: None,
+                qty: Some(lots(1 + self.rng.below(10))),
+            })
+        })
+    }
+
+    /// Remembers the orders the last command's trades closed: makers
+    /// filled completely (rare: they are ten times a taker's size) and
+    /// takers, which a trade leaves filled or, for the rest of an IOC,
+    /// expired.
+    pub(super) fn note_fills(&mut self) {
+        let mut closed = Vec::new();
+        for event in self.scratch.events() {
+            if let EventKind::Trade(trade) = &event.kind {
+                for (account, id) in [
+                    (trade.maker_account, trade.maker_order_id),
+                    (trade.taker_account, trade.taker_order_id),
+                ] {
+                    if self.scratch.tracker.order(id).is_none() && !closed.contains(&(account, id))
+                    {
+                        closed.push((account, id));
+                    }
+                }
+            }
+        }
+        for entry in closed {
+            if self.filled.0.len() == FILLED_MEMORY {
+                self.filled.0.pop_front();
+            }
+            self.filled.0.push_back(entry);
+        }
+    }
+}
