@@ -64,7 +64,7 @@ reject_reasons! {
     FundsWithQty = 133, "funds_with_qty", "an order sized by funds takes a quantity of zero";
     InvalidFunds = 134, "invalid_funds", "the funds must be greater than zero";
     NotionalBelowMinimum = 140, "notional_below_minimum", "the order's notional (price times quantity) is below the instrument's minimum";
-    NotSupported = 199, "not_supported", "this order type or time in force is not supported yet";
+    NotSupported = 199, "not_supported", "volatility bands are not supported yet";
     InsufficientFunds = 201, "insufficient_funds", "the available balance does not cover the order";
     PriceOutsideCollar = 202, "price_outside_collar", "the price is outside the instrument's price collar";
     InstrumentHalted = 203, "instrument_halted", "the instrument is halted";

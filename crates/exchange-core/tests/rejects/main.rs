@@ -108,6 +108,7 @@ const TESTED: &[(RejectReason, fn())] = &[
     (R::TooManyTrailingStops, stops::too_many_trailing_stops),
     (R::NotionalBelowMinimum, rules::notional_below_minimum),
     (R::InstrumentDelisted, rules::instrument_delisted),
+    (R::NotSupported, rules::not_supported),
     (R::NoRuleChange, rules::no_rule_change),
 ];
 

@@ -137,3 +137,27 @@ pub fn no_rule_change() {
         R::UnknownInstrument,
     );
 }
+
+#[test]
+pub fn not_supported() {
+    let mut h = Harness::funded(1);
+    let listing = AddInstrument {
+        symbol: sym("ETH-USD"),
+        base: asset("ETH"),
+        static_band_bps: Some(500),
+        ..btc_usd()
+    };
+    assert_rejected(
+        &mut h,
+        Command::AddInstrument(Box::new(listing)),
+        R::NotSupported,
+    );
+    assert_rejected(
+        &mut h,
+        set_rules(SetInstrumentRules {
+            dynamic_band_bps: Some(200),
+            ..rules("BTC-USD")
+        }),
+        R::NotSupported,
+    );
+}
