@@ -244,12 +244,13 @@ mod tests {
             .collect();
         assert_eq!((stats.lines, stats.commands, stats.errors), (6, 2, 2));
         assert_eq!(stats.events, events.len() as u64);
-        assert_eq!(events[1]["event"], "error");
-        assert_eq!(events[1]["line"], 4);
-        assert_eq!(events[1]["ts"], 5);
-        assert_eq!(events[2]["line"], 5);
-        assert_eq!(events[2]["message"], "line is not valid UTF-8");
-        assert_eq!(events[3]["event"], "status");
+        assert_eq!(events[1]["event"], "instrument_rules");
+        assert_eq!(events[2]["event"], "error");
+        assert_eq!(events[2]["line"], 4);
+        assert_eq!(events[2]["ts"], 5);
+        assert_eq!(events[3]["line"], 5);
+        assert_eq!(events[3]["message"], "line is not valid UTF-8");
+        assert_eq!(events[4]["event"], "status");
         let seqs: Vec<u64> = events.iter().filter_map(|e| e["seq"].as_u64()).collect();
         assert_eq!(seqs, (1..=events.len() as u64).collect::<Vec<_>>());
     }
