@@ -73,7 +73,7 @@ fn round(
         min_qty: None,
         max_qty: None,
         collar_bps: None,
-        reference_price: Some(Dec::new(100_00, 2)),
+        reference_price: Some(Dec::new(10_000, 2)),
         maker_fee_bps: -1,
         taker_fee_bps: 5,
         min_notional: None,
