@@ -233,12 +233,25 @@ fn place(message: &Message, account: AccountId, now: u64) -> Result<Inbound, Inb
         }
         (Some(b'3'), _) | (None, OrderType::Market) => TimeInForce::Ioc,
         (Some(b'4'), _) => TimeInForce::Fok,
+        (Some(b'0'), _) => TimeInForce::Day,
+        (Some(b'2'), _) => TimeInForce::AtOpen,
+        (Some(b'6'), _) => TimeInForce::Gtd,
+        (Some(b'7'), _) => TimeInForce::AtClose,
         _ => {
             return Err(refuse(
                 11,
-                "TimeInForce (59) must be 1 (GTC), 3 (IOC) or 4 (FOK)",
+                "TimeInForce (59) must be 0 (day), 1 (GTC), 2 (at the opening), 3 (IOC), 4 (FOK), 6 (GTD) or 7 (at the close)",
             ))
         }
+    };
+    // The core says which time in force takes an expire time and which
+    // needs one.
+    let expire_ts = match message.get(tags::EXPIRE_TIME) {
+        None => None,
+        Some(value) => Some(
+            crate::time::parse(value)
+                .ok_or_else(|| refuse(99, "ExpireTime (126) is not a UTCTimestamp"))?,
+        ),
     };
     let mut post_only = false;
     for instruction in exec_inst.split(' ').filter(|v| !v.is_empty()) {
@@ -272,14 +285,17 @@ fn place(message: &Message, account: AccountId, now: u64) -> Result<Inbound, Inb
         .map_err(|()| refuse(99, "StopPx (99) is not a decimal number"))?;
     let display_qty = optional_decimal(message, tags::MAX_FLOOR)
         .map_err(|()| refuse(13, "MaxFloor (111) is not a decimal"))?;
-    let ext = (stop_price.is_some() || display_qty.is_some() || funds.is_some()).then(|| {
-        Box::new(PlaceExt {
-            stop_price,
-            display_qty,
-            funds,
-            ..PlaceExt::default()
-        })
-    });
+    let ext =
+        (stop_price.is_some() || display_qty.is_some() || funds.is_some() || expire_ts.is_some())
+            .then(|| {
+                Box::new(PlaceExt {
+                    stop_price,
+                    expire_ts,
+                    display_qty,
+                    funds,
+                    ..PlaceExt::default()
+                })
+            });
     let command = Command::Place(Place {
         account,
         client_order_id,

@@ -359,3 +359,30 @@ fn max_floor_makes_an_iceberg_and_cash_order_qty_a_funds_buy() {
     reply(translate(&order("111=x|"), &TRADER, 0));
     reply(translate(&order("152=x|"), &TRADER, 0));
 }
+
+#[test]
+fn session_times_in_force_and_expire_time_reach_the_command() {
+    for (code, tif) in [
+        ("0", TimeInForce::Day),
+        ("2", TimeInForce::AtOpen),
+        ("7", TimeInForce::AtClose),
+    ] {
+        let (command, _) = submitted(translate(&order(&format!("59={code}|")), &TRADER, 0));
+        let Command::Place(place) = command else {
+            panic!("not a place")
+        };
+        assert_eq!(place.tif, tif);
+    }
+    let (command, _) = submitted(translate(&order("59=6|126=20270115-16:30:00|"), &TRADER, 0));
+    let Command::Place(gtd) = command else {
+        panic!("not a place")
+    };
+    assert_eq!(gtd.tif, TimeInForce::Gtd);
+    assert_eq!(
+        gtd.ext().expire_ts,
+        crate::time::parse(b"20270115-16:30:00")
+    );
+    assert!(gtd.ext().expire_ts.is_some());
+    reply(translate(&order("59=6|126=tomorrow|"), &TRADER, 0));
+    reply(translate(&order("59=5|"), &TRADER, 0));
+}

@@ -30,6 +30,7 @@ pub const ORIG_CL_ORD_ID: u32 = 41;
 pub const POSS_DUP_FLAG: u32 = 43;
 pub const PRICE: u32 = 44;
 pub const STOP_PX: u32 = 99;
+pub const EXPIRE_TIME: u32 = 126;
 pub const REF_SEQ_NUM: u32 = 45;
 pub const SECURITY_ID: u32 = 48;
 pub const SENDER_COMP_ID: u32 = 49;

@@ -49,6 +49,10 @@ enum TifWire {
     Gtc,
     Ioc,
     Fok,
+    Day,
+    Gtd,
+    AtOpen,
+    AtClose,
 }
 
 #[derive(Clone, Copy, Debug, Deserialize)]
@@ -76,6 +80,9 @@ pub struct PlaceRequest {
     client_order_id: Option<String>,
     /// Trigger price of a `stop` or `stop_limit` order.
     stop_price: Option<String>,
+    /// A good-till-date order's expire time, nanoseconds of log time.
+    #[serde(default)]
+    expire_ts: Option<u64>,
     /// A trailing stop's distance as a price amount...
     trailing_amount: Option<String>,
     /// ...or in basis points of the last price.
@@ -135,6 +142,8 @@ struct WsOrderEntry {
     #[serde(default, deserialize_with = "present")]
     stop_price: Option<Option<String>>,
     #[serde(default, deserialize_with = "present")]
+    expire_ts: Option<Option<u64>>,
+    #[serde(default, deserialize_with = "present")]
     trailing_amount: Option<Option<String>>,
     #[serde(default, deserialize_with = "present")]
     trailing_bps: Option<Option<u32>>,
@@ -175,6 +184,7 @@ pub fn ws_order_entry(account: AccountId, text: &str) -> Option<(Value, Command)
                 stp: message.stp.flatten(),
                 client_order_id: message.client_order_id.flatten(),
                 stop_price: message.stop_price.flatten(),
+                expire_ts: message.expire_ts.flatten(),
                 trailing_amount: message.trailing_amount.flatten(),
                 trailing_bps: message.trailing_bps.flatten(),
                 oco_with: message.oco_with.flatten(),
@@ -195,6 +205,7 @@ pub fn ws_order_entry(account: AccountId, text: &str) -> Option<(Value, Command)
                 || message.post_only.is_some()
                 || message.stp.is_some()
                 || message.stop_price.is_some()
+                || message.expire_ts.is_some()
                 || message.trailing_amount.is_some()
                 || message.trailing_bps.is_some()
                 || message.oco_with.is_some();
@@ -247,6 +258,10 @@ pub fn place(account: AccountId, request: PlaceRequest) -> Result<Command, ApiEr
         | (None, OrderType::Limit | OrderType::Stop | OrderType::StopLimit) => TimeInForce::Gtc,
         (Some(TifWire::Ioc), _) | (None, OrderType::Market) => TimeInForce::Ioc,
         (Some(TifWire::Fok), _) => TimeInForce::Fok,
+        (Some(TifWire::Day), _) => TimeInForce::Day,
+        (Some(TifWire::Gtd), _) => TimeInForce::Gtd,
+        (Some(TifWire::AtOpen), _) => TimeInForce::AtOpen,
+        (Some(TifWire::AtClose), _) => TimeInForce::AtClose,
     };
     let client_order_id = match &request.client_order_id {
         Some(text) => identifier("client_order_id", text)?,
@@ -291,6 +306,7 @@ fn place_ext(request: &PlaceRequest) -> Result<Option<Box<PlaceExt>>, ApiError> 
     };
     let ext = PlaceExt {
         stop_price: optional_decimal("stop_price", request.stop_price.as_deref())?,
+        expire_ts: request.expire_ts,
         trailing,
         oco_with: request
             .oco_with

@@ -494,3 +494,29 @@ fn display_qty_and_funds_reach_the_command() {
         "invalid_decimal"
     );
 }
+
+#[test]
+fn session_times_in_force_and_an_expire_time_reach_the_command() {
+    for (wire, tif) in [
+        ("day", TimeInForce::Day),
+        ("at_open", TimeInForce::AtOpen),
+        ("at_close", TimeInForce::AtClose),
+    ] {
+        let Command::Place(order) = place_from(&format!(
+            r#"{{"symbol":"BTC-USD","side":"buy","price":"100","qty":"1","tif":"{wire}"}}"#
+        ))
+        .unwrap() else {
+            panic!("a place");
+        };
+        assert_eq!(order.tif, tif);
+        assert_eq!(order.ext, None);
+    }
+    let Command::Place(gtd) = place_from(
+        r#"{"symbol":"BTC-USD","side":"buy","price":"100","qty":"1","tif":"gtd","expire_ts":1800000000000000000}"#,
+    )
+    .unwrap() else {
+        panic!("a place");
+    };
+    assert_eq!(gtd.tif, TimeInForce::Gtd);
+    assert_eq!(gtd.ext().expire_ts, Some(1_800_000_000_000_000_000));
+}
