@@ -315,7 +315,6 @@ fn place_ext(request: &PlaceRequest) -> Result<Option<Box<PlaceExt>>, ApiError> 
             .transpose()?,
         display_qty: optional_decimal("display_qty", request.display_qty.as_deref())?,
         funds: optional_decimal("funds", request.funds.as_deref())?,
-        ..PlaceExt::default()
     };
     Ok((ext != PlaceExt::default()).then(|| Box::new(ext)))
 }
