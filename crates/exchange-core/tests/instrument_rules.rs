@@ -284,7 +284,8 @@ proptest! {
         orders in prop::collection::vec((any::<bool>(), 9_000u64..11_000, 1u64..3_000), 1..40),
         tick in 0usize..TICKS.len(),
         lot in 0usize..LOTS.len(),
-        fee in 0i32..200,
+        // At least the listing's maker rebate, which the taker fee pays.
+        fee in 1i32..200,
         min_notional in 0u64..200,
         buy_after in any::<bool>(),
     ) {
