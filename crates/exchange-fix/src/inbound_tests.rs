@@ -129,7 +129,7 @@ fn stop_and_stop_limit_orders_carry_their_stop_px() {
 #[test]
 fn unsupported_fix_values_refuse_the_order() {
     for (extra, tag) in [
-        ("59=0|", "TimeInForce"),
+        ("59=5|", "TimeInForce"),
         ("18=G|", "ExecInst"),
         ("1=8|", "Account"),
     ] {

@@ -66,9 +66,9 @@ async fn answers_keep_request_order_and_a_second_logon_is_refused() {
     let node = Node::start(dir.path(), vec![session("A", 1, false)], &[1]).await;
     let mut a = Client::logon(node.addr, "A").await;
     // Pipelined: a valid order, one the gateway refuses itself (TimeInForce
-    // Day), then another valid one; the answers come back in that order.
+    // 5, good till crossing), then another valid one; the answers come back in that order.
     let mut burst = a.encode("D", &format!("11=p1|54=1|38=0.1|44=59000|{ORDER}"));
-    burst.extend(a.encode("D", &format!("11=p2|54=1|38=0.1|44=59000|59=0|{ORDER}")));
+    burst.extend(a.encode("D", &format!("11=p2|54=1|38=0.1|44=59000|59=5|{ORDER}")));
     burst.extend(a.encode("D", &format!("11=p3|54=1|38=0.1|44=59000|{ORDER}")));
     a.write(&burst).await;
     let ids: Vec<(String, String)> = [a.recv().await, a.recv().await, a.recv().await]
@@ -144,7 +144,7 @@ async fn answers_carry_the_routing_fields_reversed() {
     // Refused by the gateway itself: the rejected ExecutionReport.
     a.send(
         "D",
-        &format!("128=BROKER|116=SUB|145=LDN|11=r2|54=1|38=0.1|44=59000|59=0|{ORDER}"),
+        &format!("128=BROKER|116=SUB|145=LDN|11=r2|54=1|38=0.1|44=59000|59=5|{ORDER}"),
     )
     .await;
     let refused = a.recv().await;

@@ -106,7 +106,7 @@ fn malformed_place_requests_name_the_problem() {
     );
     assert_eq!(
         code(place_from(
-            r#"{"symbol":"BTC-USD","side":"buy","tif":"day","qty":"1"}"#
+            r#"{"symbol":"BTC-USD","side":"buy","tif":"gtx","qty":"1"}"#
         )),
         "invalid_value"
     );
