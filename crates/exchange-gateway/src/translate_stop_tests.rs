@@ -122,3 +122,46 @@ fn the_private_stream_shows_a_stop_accepted_then_triggered() {
     // Nothing left to buy within its protection: it expires.
     assert!(messages.iter().any(|m| m["event"] == "expired"));
 }
+
+#[test]
+fn a_good_till_date_order_is_announced_with_its_expiry() {
+    let mut engine = Engine::new();
+    let mut out = Vec::new();
+    for line in crate::test_support::SETUP {
+        let stamped = exchange_codec::decode_command(line).unwrap();
+        engine.apply(
+            &Stamped {
+                ts: 1,
+                command: stamped.command,
+            },
+            &mut out,
+        );
+    }
+    out.clear();
+    let gtd = r#"{"symbol":"BTC-USD","side":"buy","price":"90","qty":"0.1","tif":"gtd","expire_ts":5000}"#;
+    engine.apply(
+        &Stamped {
+            ts: 2,
+            command: place_from(1, gtd).unwrap(),
+        },
+        &mut out,
+    );
+    let accepted = private_messages(&out, 1);
+    assert_eq!(accepted[0]["event"], "accepted", "{out:?}");
+    assert_eq!(
+        (&accepted[0]["tif"], &accepted[0]["expire_ts"]),
+        (&json!("gtd"), &json!(5000))
+    );
+
+    out.clear();
+    let gtc = r#"{"symbol":"BTC-USD","side":"buy","price":"90","qty":"0.1"}"#;
+    engine.apply(
+        &Stamped {
+            ts: 3,
+            command: place_from(1, gtc).unwrap(),
+        },
+        &mut out,
+    );
+    let accepted = private_messages(&out, 1);
+    assert!(accepted[0].get("expire_ts").is_none(), "{}", accepted[0]);
+}

@@ -259,6 +259,9 @@ pub enum UpdateFields<'a> {
         display_qty: Option<Units>,
         #[serde(skip_serializing_if = "Option::is_none")]
         funds: Option<Units>,
+        /// Log time (ns) a good-till-date order expires at.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        expire_ts: Option<u64>,
     },
     /// A stop's trigger was reached; the order now enters the book.
     Triggered {
@@ -395,6 +398,7 @@ fn order_fields(change: Change<'_>) -> Option<UpdateFields<'_>> {
                 .map(|c| c.as_str()),
             display_qty: e.ext.as_deref().and_then(|x| x.display_qty).map(Units),
             funds: e.ext.as_deref().and_then(|x| x.funds).map(Units),
+            expire_ts: e.ext.as_deref().and_then(|x| x.expire_ts),
         },
         Change::Triggered(e) => UpdateFields::Triggered {
             order_id: e.order_id,
