@@ -8,9 +8,6 @@
 //! processes outlive the command (their own process group); `down` stops
 //! them and returns once they have exited.
 
-use std::ffi::OsStr;
-use std::net::SocketAddr;
-use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -19,8 +16,14 @@ use anyhow::{anyhow, bail, Context};
 use serde_json::{json, Value};
 
 pub(crate) mod http;
+mod layout;
+mod process;
 
 use http::{http_get, http_send, parse_addr};
+use layout::{existing_layout, layout, node_dir, Layout};
+use process::{
+    alive, recorded_pid, remove_pid_file, report_stop, running, serves, stop, Stopped, STOP_WAITS,
+};
 
 #[derive(clap::Subcommand)]
 pub enum ClusterCmd {
@@ -133,190 +136,10 @@ fn master_key(dir: &Path) -> anyhow::Result<String> {
     Ok(key.to_hex())
 }
 
-struct Layout {
-    nodes: u64,
-    /// Nodes that founded the cluster; later ones joined it.
-    initial: u64,
-    port_base: u16,
-    removed: Vec<u64>,
-}
-
-impl Layout {
-    fn http(&self, id: u64) -> SocketAddr {
-        SocketAddr::from(([127, 0, 0, 1], self.port_base + id as u16))
-    }
-    fn raft(&self, id: u64) -> SocketAddr {
-        SocketAddr::from(([127, 0, 0, 1], self.port_base + 100 + id as u16))
-    }
-    fn save(&self, dir: &Path) -> anyhow::Result<()> {
-        std::fs::create_dir_all(dir)?;
-        std::fs::write(
-            dir.join("cluster.json"),
-            serde_json::to_string_pretty(&json!({
-                "nodes": self.nodes,
-                "initial": self.initial,
-                "port_base": self.port_base,
-                "removed": self.removed,
-            }))?,
-        )?;
-        Ok(())
-    }
-    fn members(&self) -> impl Iterator<Item = u64> + '_ {
-        (1..=self.nodes).filter(|id| !self.removed.contains(id))
-    }
-    fn peers(&self) -> String {
-        self.members()
-            .map(|id| format!("{id}={}", self.raft(id)))
-            .collect::<Vec<_>>()
-            .join(",")
-    }
-    fn urls(&self) -> String {
-        self.members()
-            .map(|id| format!("{id}=http://{}", self.http(id)))
-            .collect::<Vec<_>>()
-            .join(",")
-    }
-}
-
-/// The layout `up` saved in `DIR/cluster.json`, if there is one.
-fn saved_layout(dir: &Path) -> anyhow::Result<Option<Layout>> {
-    let path = dir.join("cluster.json");
-    let text = match std::fs::read_to_string(&path) {
-        Ok(text) => text,
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(error) => return Err(error).with_context(|| format!("reading {}", path.display())),
-    };
-    let bad = |what: &str| anyhow!("{}: no valid {what}", path.display());
-    let saved: Value =
-        serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
-    let nodes = saved["nodes"].as_u64().ok_or_else(|| bad("nodes"))?;
-    let port_base = saved["port_base"]
-        .as_u64()
-        .and_then(|p| u16::try_from(p).ok())
-        .ok_or_else(|| bad("port_base"))?;
-    let initial = saved["initial"].as_u64().unwrap_or(nodes);
-    let removed = saved["removed"]
-        .as_array()
-        .map(|ids| ids.iter().filter_map(Value::as_u64).collect())
-        .unwrap_or_default();
-    Ok(Some(Layout {
-        nodes,
-        initial,
-        port_base,
-        removed,
-    }))
-}
-
-/// The layout of the cluster in `dir`, for the commands that need one.
-fn existing_layout(dir: &Path) -> anyhow::Result<Layout> {
-    saved_layout(dir)?.ok_or_else(|| {
-        anyhow!(
-            "{} is not a cluster directory (no cluster.json; `exchange cluster up` makes one)",
-            dir.display()
-        )
-    })
-}
-
-/// The layout of an existing cluster wins over the flags: a restarted node
-/// must come back where its peers expect it.
-fn layout(dir: &Path, nodes: u64, port_base: u16) -> anyhow::Result<Layout> {
-    if let Some(layout) = saved_layout(dir)? {
-        return Ok(layout);
-    }
-    if !(1..=99).contains(&nodes) {
-        bail!("--nodes must be 1 to 99");
-    }
-    if u32::from(port_base) + 100 + nodes as u32 > u32::from(u16::MAX) {
-        bail!("--port-base too high for {nodes} nodes");
-    }
-    let layout = Layout {
-        nodes,
-        initial: nodes,
-        port_base,
-        removed: Vec::new(),
-    };
-    layout.save(dir)?;
-    Ok(layout)
-}
-
-fn node_dir(dir: &Path, id: u64) -> PathBuf {
-    dir.join(format!("node-{id}"))
-}
-
-/// The pid in the pid file of the node whose data directory is `data`.
-fn recorded_pid(data: &Path) -> Option<u32> {
-    std::fs::read_to_string(exchange_node::pid_file(data))
-        .ok()?
-        .trim()
-        .parse()
-        .ok()
-}
-
-/// The node's pid if the node is running: the process its pid file names
-/// exists, and (pids are reused) is an `exchange serve` of that data
-/// directory.
-fn running(data: &Path) -> Option<u32> {
-    recorded_pid(data).filter(|&pid| alive(pid) && serves(pid, data))
-}
-
-/// Whether process `pid` exists and has not exited: a killed process that
-/// nobody has reaped yet still exists, as a zombie.
-fn alive(pid: u32) -> bool {
-    let Ok(pid_t) = i32::try_from(pid) else {
-        return false;
-    };
-    // SAFETY: signal 0 only checks that the process exists.
-    let exists = unsafe { libc::kill(pid_t, 0) } == 0;
-    let zombie = std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|stat| {
-            stat.rsplit_once(')')
-                .map(|(_, rest)| rest.trim_start().starts_with('Z'))
-        })
-        .unwrap_or(false);
-    exists && !zombie
-}
-
-/// Whether process `pid` runs `serve --data-dir DIR` for the directory
-/// `data`, a relative DIR taken from the process's working directory.
-/// Without /proc there is nothing to check, and the pid has to do.
-fn serves(pid: u32, data: &Path) -> bool {
-    if !Path::new("/proc/self").exists() {
-        return true;
-    }
-    let proc = PathBuf::from(format!("/proc/{pid}"));
-    let Ok(cmdline) = std::fs::read(proc.join("cmdline")) else {
-        return false;
-    };
-    let args: Vec<&OsStr> = cmdline.split(|&b| b == 0).map(OsStr::from_bytes).collect();
-    if !args.iter().skip(1).any(|&arg| arg == "serve") {
-        return false;
-    }
-    let Some(dir) = args
-        .windows(2)
-        .find(|pair| pair[0] == "--data-dir")
-        .map(|pair| Path::new(pair[1]))
-    else {
-        return false;
-    };
-    let dir = if dir.is_absolute() {
-        dir.to_path_buf()
-    } else {
-        match std::fs::read_link(proc.join("cwd")) {
-            Ok(cwd) => cwd.join(dir),
-            Err(_) => return false,
-        }
-    };
-    match (dir.canonicalize(), data.canonicalize()) {
-        (Ok(theirs), Ok(ours)) => theirs == ours,
-        _ => false,
-    }
-}
-
 /// Whether `up` starts its nodes with `--reporting-cpus any`. Every node
 /// of this cluster shares the machine: "auto" would keep all their
 /// reporters on one CPU, which measured slower than letting them roam
-/// (BENCHMARKS.md, eighth session). CPUs a config names are kept.
+/// (BENCHMARKS.md, the changelog). CPUs a config names are kept.
 fn reporters_roam(config: Option<&Path>) -> anyhow::Result<bool> {
     Ok(match config {
         Some(path) => {
@@ -562,111 +385,6 @@ fn remove(dir: &Path, id: u64) -> anyhow::Result<()> {
     }
     println!("node {id} removed");
     Ok(())
-}
-
-/// How long `stop` waits for processes to exit after SIGTERM (a node
-/// hands leadership over and flushes first), and then after SIGKILL
-/// (immediate, unless the process is stuck in the kernel, e.g. on a hung
-/// disk).
-const STOP_WAITS: (Duration, Duration) = (Duration::from_secs(30), Duration::from_secs(5));
-
-/// How a process took `stop`.
-#[derive(Clone, Copy, Debug, PartialEq)]
-enum Stopped {
-    /// Exited this long after SIGTERM.
-    Exited(Duration),
-    /// Outlasted the wait after SIGTERM; SIGKILL ended it.
-    Killed,
-    /// Still there after SIGKILL.
-    Stuck,
-}
-
-/// Sends SIGTERM to every process, waits for them to exit, SIGKILLs those
-/// still there after the first wait and waits the second. `is_ours(pid)`
-/// says whether the process is still the one meant: a pid reused by
-/// another process is neither signalled nor waited for.
-fn stop(
-    pids: &[u32],
-    is_ours: impl Fn(u32) -> bool,
-    (term_wait, kill_wait): (Duration, Duration),
-) -> Vec<Stopped> {
-    let started = Instant::now();
-    let signal = |pid: u32, signal: i32| {
-        if let Ok(pid) = i32::try_from(pid) {
-            // SAFETY: signals a process this tool started (is_ours).
-            unsafe { libc::kill(pid, signal) };
-        }
-    };
-    let mut outcomes: Vec<Option<Stopped>> = vec![None; pids.len()];
-    let wait = |outcomes: &mut Vec<Option<Stopped>>, until: Instant, killed: bool| loop {
-        for (outcome, &pid) in outcomes.iter_mut().zip(pids) {
-            if outcome.is_none() && !is_ours(pid) {
-                *outcome = Some(if killed {
-                    Stopped::Killed
-                } else {
-                    Stopped::Exited(started.elapsed())
-                });
-            }
-        }
-        if outcomes.iter().all(Option::is_some) || Instant::now() >= until {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    for &pid in pids {
-        if is_ours(pid) {
-            signal(pid, libc::SIGTERM);
-        }
-    }
-    wait(&mut outcomes, started + term_wait, false);
-    for (outcome, &pid) in outcomes.iter_mut().zip(pids) {
-        if outcome.is_none() {
-            if is_ours(pid) {
-                signal(pid, libc::SIGKILL);
-            } else {
-                *outcome = Some(Stopped::Exited(started.elapsed()));
-            }
-        }
-    }
-    wait(&mut outcomes, Instant::now() + kill_wait, true);
-    outcomes
-        .into_iter()
-        .map(|outcome| outcome.unwrap_or(Stopped::Stuck))
-        .collect()
-}
-
-/// Prints how node `id` stopped and, once its process is gone, removes
-/// its pid file.
-fn report_stop(dir: &Path, id: u64, pid: u32, outcome: &Stopped) {
-    match outcome {
-        Stopped::Exited(after) => {
-            println!(
-                "node {id}: stopped (pid {pid} exited {:.1} s after SIGTERM)",
-                after.as_secs_f64()
-            );
-        }
-        Stopped::Killed => println!(
-            "node {id}: killed (pid {pid} had not exited {} s after SIGTERM; SIGKILL)",
-            STOP_WAITS.0.as_secs()
-        ),
-        Stopped::Stuck => {
-            println!(
-                "node {id}: still running (pid {pid} {} s after SIGKILL; pid file kept)",
-                STOP_WAITS.1.as_secs()
-            );
-            return;
-        }
-    }
-    remove_pid_file(dir, id);
-}
-
-fn remove_pid_file(dir: &Path, id: u64) {
-    let path = exchange_node::pid_file(&node_dir(dir, id));
-    if let Err(error) = std::fs::remove_file(&path) {
-        if error.kind() != std::io::ErrorKind::NotFound {
-            eprintln!("node {id}: cannot remove {}: {error}", path.display());
-        }
-    }
 }
 
 fn down(dir: &Path) -> anyhow::Result<()> {

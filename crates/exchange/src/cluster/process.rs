@@ -1,0 +1,185 @@
+//! The node processes of a local cluster: whether one runs, and stopping
+//! them (SIGTERM, then SIGKILL) without ever signalling a reused pid.
+
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use super::layout::node_dir;
+
+/// The pid in the pid file of the node whose data directory is `data`.
+pub(super) fn recorded_pid(data: &Path) -> Option<u32> {
+    std::fs::read_to_string(exchange_node::pid_file(data))
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
+}
+
+/// The node's pid if the node is running: the process its pid file names
+/// exists, and (pids are reused) is an `exchange serve` of that data
+/// directory.
+pub(super) fn running(data: &Path) -> Option<u32> {
+    recorded_pid(data).filter(|&pid| alive(pid) && serves(pid, data))
+}
+
+/// Whether process `pid` exists and has not exited: a killed process that
+/// nobody has reaped yet still exists, as a zombie.
+pub(super) fn alive(pid: u32) -> bool {
+    let Ok(pid_t) = i32::try_from(pid) else {
+        return false;
+    };
+    // SAFETY: signal 0 only checks that the process exists.
+    let exists = unsafe { libc::kill(pid_t, 0) } == 0;
+    let zombie = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|stat| {
+            stat.rsplit_once(')')
+                .map(|(_, rest)| rest.trim_start().starts_with('Z'))
+        })
+        .unwrap_or(false);
+    exists && !zombie
+}
+
+/// Whether process `pid` runs `serve --data-dir DIR` for the directory
+/// `data`, a relative DIR taken from the process's working directory.
+/// Without /proc there is nothing to check, and the pid has to do.
+pub(super) fn serves(pid: u32, data: &Path) -> bool {
+    if !Path::new("/proc/self").exists() {
+        return true;
+    }
+    let proc = PathBuf::from(format!("/proc/{pid}"));
+    let Ok(cmdline) = std::fs::read(proc.join("cmdline")) else {
+        return false;
+    };
+    let args: Vec<&OsStr> = cmdline.split(|&b| b == 0).map(OsStr::from_bytes).collect();
+    if !args.iter().skip(1).any(|&arg| arg == "serve") {
+        return false;
+    }
+    let Some(dir) = args
+        .windows(2)
+        .find(|pair| pair[0] == "--data-dir")
+        .map(|pair| Path::new(pair[1]))
+    else {
+        return false;
+    };
+    let dir = if dir.is_absolute() {
+        dir.to_path_buf()
+    } else {
+        match std::fs::read_link(proc.join("cwd")) {
+            Ok(cwd) => cwd.join(dir),
+            Err(_) => return false,
+        }
+    };
+    match (dir.canonicalize(), data.canonicalize()) {
+        (Ok(theirs), Ok(ours)) => theirs == ours,
+        _ => false,
+    }
+}
+
+/// How long `stop` waits for processes to exit after SIGTERM (a node
+/// hands leadership over and flushes first), and then after SIGKILL
+/// (immediate, unless the process is stuck in the kernel, e.g. on a hung
+/// disk).
+pub(super) const STOP_WAITS: (Duration, Duration) =
+    (Duration::from_secs(30), Duration::from_secs(5));
+
+/// How a process took `stop`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(super) enum Stopped {
+    /// Exited this long after SIGTERM.
+    Exited(Duration),
+    /// Outlasted the wait after SIGTERM; SIGKILL ended it.
+    Killed,
+    /// Still there after SIGKILL.
+    Stuck,
+}
+
+/// Sends SIGTERM to every process, waits for them to exit, SIGKILLs those
+/// still there after the first wait and waits the second. `is_ours(pid)`
+/// says whether the process is still the one meant: a pid reused by
+/// another process is neither signalled nor waited for.
+pub(super) fn stop(
+    pids: &[u32],
+    is_ours: impl Fn(u32) -> bool,
+    (term_wait, kill_wait): (Duration, Duration),
+) -> Vec<Stopped> {
+    let started = Instant::now();
+    let signal = |pid: u32, signal: i32| {
+        if let Ok(pid) = i32::try_from(pid) {
+            // SAFETY: signals a process this tool started (is_ours).
+            unsafe { libc::kill(pid, signal) };
+        }
+    };
+    let mut outcomes: Vec<Option<Stopped>> = vec![None; pids.len()];
+    let wait = |outcomes: &mut Vec<Option<Stopped>>, until: Instant, killed: bool| loop {
+        for (outcome, &pid) in outcomes.iter_mut().zip(pids) {
+            if outcome.is_none() && !is_ours(pid) {
+                *outcome = Some(if killed {
+                    Stopped::Killed
+                } else {
+                    Stopped::Exited(started.elapsed())
+                });
+            }
+        }
+        if outcomes.iter().all(Option::is_some) || Instant::now() >= until {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    for &pid in pids {
+        if is_ours(pid) {
+            signal(pid, libc::SIGTERM);
+        }
+    }
+    wait(&mut outcomes, started + term_wait, false);
+    for (outcome, &pid) in outcomes.iter_mut().zip(pids) {
+        if outcome.is_none() {
+            if is_ours(pid) {
+                signal(pid, libc::SIGKILL);
+            } else {
+                *outcome = Some(Stopped::Exited(started.elapsed()));
+            }
+        }
+    }
+    wait(&mut outcomes, Instant::now() + kill_wait, true);
+    outcomes
+        .into_iter()
+        .map(|outcome| outcome.unwrap_or(Stopped::Stuck))
+        .collect()
+}
+
+/// Prints how node `id` stopped and, once its process is gone, removes
+/// its pid file.
+pub(super) fn report_stop(dir: &Path, id: u64, pid: u32, outcome: &Stopped) {
+    match outcome {
+        Stopped::Exited(after) => {
+            println!(
+                "node {id}: stopped (pid {pid} exited {:.1} s after SIGTERM)",
+                after.as_secs_f64()
+            );
+        }
+        Stopped::Killed => println!(
+            "node {id}: killed (pid {pid} had not exited {} s after SIGTERM; SIGKILL)",
+            STOP_WAITS.0.as_secs()
+        ),
+        Stopped::Stuck => {
+            println!(
+                "node {id}: still running (pid {pid} {} s after SIGKILL; pid file kept)",
+                STOP_WAITS.1.as_secs()
+            );
+            return;
+        }
+    }
+    remove_pid_file(dir, id);
+}
+
+pub(super) fn remove_pid_file(dir: &Path, id: u64) {
+    let path = exchange_node::pid_file(&node_dir(dir, id));
+    if let Err(error) = std::fs::remove_file(&path) {
+        if error.kind() != std::io::ErrorKind::NotFound {
+            eprintln!("node {id}: cannot remove {}: {error}", path.display());
+        }
+    }
+}
