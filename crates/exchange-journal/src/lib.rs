@@ -8,6 +8,7 @@
 
 mod error;
 mod journal;
+mod purge;
 pub mod reader;
 mod record;
 mod scan;
