@@ -86,6 +86,7 @@ pub fn trades(rows: &[TradeRow]) -> Table {
             "taker_account",
             "maker_fee",
             "taker_fee",
+            "auction",
         ],
         rows: rows
             .iter()
@@ -104,6 +105,7 @@ pub fn trades(rows: &[TradeRow]) -> Table {
                     int(t.taker_account),
                     signed(t.maker_fee),
                     signed(t.taker_fee),
+                    opt_text(&t.auction),
                 ]
             })
             .collect(),
