@@ -577,6 +577,33 @@ impl Store {
             .collect()
     }
 
+    /// Orders placed in `[from, to)`, of one account or all and of one
+    /// instrument or all, by id.
+    pub fn orders_placed(
+        &mut self,
+        account: Option<u64>,
+        symbol: Option<&str>,
+        from: u64,
+        to: u64,
+    ) -> Result<Vec<OrderRow>, StoreError> {
+        let rows = self.conn.query(
+            order_select!(
+                "WHERE (CAST(? AS BIGINT) IS NULL OR account = ?) \
+                 AND (CAST(? AS TEXT) IS NULL OR symbol = ?) \
+                 AND created_ts >= ? AND created_ts < ? ORDER BY order_id"
+            ),
+            &[
+                opt_account(account),
+                opt_account(account),
+                symbol.into(),
+                symbol.into(),
+                bound(from),
+                bound(to),
+            ],
+        )?;
+        rows.iter().map(|r| order_row(r)).collect()
+    }
+
     /// Every order, by id (for comparing two stores).
     pub fn all_orders(&mut self) -> Result<Vec<OrderRow>, StoreError> {
         let rows = self.conn.query(order_select!("ORDER BY order_id"), &[])?;

@@ -267,4 +267,46 @@ fn a_stop_placed_over_rest_triggers_on_fix_trades_and_is_reported_everywhere() {
         .find(|o| o.client_order_id == "ice-1")
         .expect("the iceberg's row");
     assert_eq!((iceberg.display_qty, iceberg.qty), (Some(U / 2), 5 * U));
+    drop(store);
+
+    // `exchange report orders` lists them with those columns.
+    let data_arg = data.to_str().expect("a UTF-8 path");
+    let out = exchange_testkit::run(
+        EXCHANGE,
+        &[
+            "report",
+            "orders",
+            "--data-dir",
+            data_arg,
+            "--account",
+            "1",
+            "--format",
+            "json",
+        ],
+        None,
+    );
+    let listed: Value =
+        serde_json::from_str(&exchange_testkit::assert_success(&out, "report")).expect("JSON rows");
+    let rows = listed.as_array().expect("rows");
+    let row = |id: &str| {
+        rows.iter()
+            .find(|r| r["client_order_id"] == id)
+            .unwrap_or_else(|| panic!("{id} in {listed:#}"))
+    };
+    let stop = row("stop-1");
+    assert_eq!(
+        (
+            &stop["type"],
+            &stop["stop_price"],
+            &stop["triggered_price"],
+            &stop["status"]
+        ),
+        (&json!("stop"), &json!("98"), &json!("98"), &json!("filled"))
+    );
+    assert!(stop["triggered_time"].is_string(), "{stop}");
+    let iceberg = row("ice-1");
+    assert_eq!(
+        (&iceberg["display_qty"], &iceberg["stop_price"]),
+        (&json!("0.5"), &Value::Null)
+    );
 }
