@@ -319,3 +319,51 @@ fn trades_of_an_auction_are_flagged_with_its_kind() {
         }
     });
 }
+
+#[test]
+fn the_orders_report_lists_the_rarer_columns_and_filters() {
+    on_both("the_orders_report", |target| {
+        let entries = order_types();
+        let mut store = Store::open(target).expect("open");
+        write_in_batches(&mut store, &entries, 1_000);
+        let all = store
+            .orders_placed(None, None, 0, u64::MAX)
+            .expect("orders");
+        assert_eq!(all, store.all_orders().expect("orders"));
+        let mine = store
+            .orders_placed(Some(1), Some("BTC-USD"), 0, u64::MAX)
+            .expect("orders");
+        let ids: Vec<&str> = mine.iter().map(|o| o.client_order_id.as_str()).collect();
+        assert_eq!(ids, ["stop", "stoplim", "trail"]);
+        assert!(store
+            .orders_placed(Some(1), Some("ETH-USD"), 0, u64::MAX)
+            .expect("orders")
+            .is_empty());
+        let stop_ts = mine[0].created_ts;
+        let later = store
+            .orders_placed(Some(1), None, stop_ts + 1, u64::MAX)
+            .expect("orders");
+        assert_eq!(later.len(), 2, "the range is by creation time");
+
+        let json: serde_json::Value =
+            serde_json::from_str(&crate::report::orders(&mine).to_json()).expect("JSON");
+        let stop = &json[0];
+        assert_eq!(
+            (
+                &stop["type"],
+                &stop["stop_price"],
+                &stop["triggered_price"],
+                &stop["price"]
+            ),
+            (
+                &serde_json::json!("stop"),
+                &serde_json::json!("95"),
+                &serde_json::json!("95"),
+                &serde_json::Value::Null
+            )
+        );
+        assert!(stop["triggered_time"].is_string());
+        assert_eq!(json[2]["trailing_amount"], "50");
+        assert!(json[1]["triggered_time"].is_null());
+    });
+}
