@@ -375,3 +375,62 @@ fn the_maker_sees_its_fills_from_someone_elses_order_via_drop_copy_too() {
         ]
     );
 }
+
+/// A drop-copy session gets what the trading session of the account
+/// gets for a stop: the stop price on its acceptance, the trigger
+/// (ExecType L, with the stop price reached), the fill; and an order that
+/// expires (ExecType C).
+#[test]
+fn drop_copy_reports_stop_triggers_and_expiries() {
+    let mut core = Core::new();
+    let mut drop_copy = App::new(Role::DropCopy { accounts: vec![1] });
+    let mut seen = Vec::new();
+    for (account, body) in [
+        // Account 1's stop sell at 95, a bid at 90 for it to sell into.
+        (
+            1,
+            "11=stop|54=2|38=1|40=3|99=95|55=BTC-USD|60=20240101-00:00:00|",
+        ),
+        (2, "11=bid|54=1|38=2|44=90|"),
+        // A trade at 94 between two other accounts reaches it.
+        (3, "11=s94|54=2|38=0.1|44=94|"),
+        (2, "11=b94|54=1|38=0.1|44=94|"),
+        // Immediate or cancel, below every ask: acknowledged, then expires.
+        (1, "11=ioc|54=1|38=1|44=80|59=3|"),
+    ] {
+        let body = if body.contains("40=") {
+            body.to_string()
+        } else {
+            format!("{body}{ORDER}")
+        };
+        let events = apply(&mut core, account, "D", &body);
+        seen.extend(drop_copy.on_applied(1, &events, None, 0));
+    }
+    let view: Vec<(String, String, String, String)> = seen
+        .iter()
+        .map(|o| (get(o, 11), get(o, 150), get(o, 39), get(o, 99)))
+        .collect();
+    let row = |c: &str, e: &str, s: &str, stop: &str| {
+        (
+            c.to_string(),
+            e.to_string(),
+            s.to_string(),
+            stop.to_string(),
+        )
+    };
+    assert_eq!(
+        view,
+        vec![
+            row("stop", "0", "0", "95"),
+            row("stop", "L", "0", "95"),
+            row("stop", "F", "2", ""),
+            row("ioc", "0", "0", ""),
+            row("ioc", "C", "C", ""),
+        ]
+    );
+    let fill = &seen[2];
+    assert_eq!(
+        (get(fill, 31), get(fill, 32), get(fill, 40)),
+        ("90".into(), "1".into(), "3".into())
+    );
+}

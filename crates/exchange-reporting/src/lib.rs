@@ -235,6 +235,8 @@ mod ledger_tests;
 #[cfg(test)]
 mod migration_tests;
 #[cfg(test)]
+mod order_types_tests;
+#[cfg(test)]
 mod tests;
 #[cfg(test)]
 mod writeback_tests;

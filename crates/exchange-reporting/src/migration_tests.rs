@@ -39,6 +39,37 @@ fn rows(store: &mut Store, sql: &str) -> Vec<Vec<Val>> {
     store.conn.query(sql, &[]).expect("query")
 }
 
+/// Copies what `current` holds into `old`, a store at an older version,
+/// as that version's writer would have written it: the columns of the
+/// first schema, `balances` from version 2 on, and the position. (The
+/// writer of this version writes columns an older store lacks, so it
+/// cannot fill one directly.)
+fn copy_as_old(current: &mut Store, old: &mut Store, version: usize) {
+    let balances = ("balances", "account, asset, total, available, seq");
+    let tables = V1_TABLES.iter().chain((version >= 2).then_some(&balances));
+    old.conn.script("BEGIN").expect("begin");
+    for (table, columns) in tables {
+        let placeholders = vec!["?"; columns.split(',').count()].join(", ");
+        let insert = format!("INSERT INTO {table} ({columns}) VALUES ({placeholders})");
+        for row in rows(current, &format!("SELECT {columns} FROM {table}")) {
+            old.conn.exec(&insert, &row).expect("copy a row");
+        }
+    }
+    let position = current.position();
+    for (name, value) in [
+        ("log_index", position.log_index),
+        ("event_seq", position.event_seq),
+    ] {
+        old.conn
+            .exec(
+                "UPDATE report_meta SET value = ? WHERE name = ?",
+                &[Val::Int(value as i64), name.into()],
+            )
+            .expect("position");
+    }
+    old.conn.script("COMMIT").expect("commit");
+}
+
 /// Adds the hold rows a writer before version 3 wrote for `entries` (a
 /// `balance` event that left the total as it was, `delta` 0), which the
 /// current writer leaves out; returns how many.
@@ -92,27 +123,7 @@ fn a_store_written_at_version_1_migrates_with_its_rows() {
         let (entries, half, mut current) = first_half_written(dir.path());
         {
             let mut old = Store::open_at(target, 1).expect("open at version 1");
-            old.conn.script("BEGIN").expect("begin");
-            for (table, columns) in V1_TABLES {
-                let placeholders = vec!["?"; columns.split(',').count()].join(", ");
-                let insert = format!("INSERT INTO {table} ({columns}) VALUES ({placeholders})");
-                for row in rows(&mut current, &format!("SELECT {columns} FROM {table}")) {
-                    old.conn.exec(&insert, &row).expect("copy a row");
-                }
-            }
-            let position = current.position();
-            for (name, value) in [
-                ("log_index", position.log_index),
-                ("event_seq", position.event_seq),
-            ] {
-                old.conn
-                    .exec(
-                        "UPDATE report_meta SET value = ? WHERE name = ?",
-                        &[Val::Int(value as i64), name.into()],
-                    )
-                    .expect("position");
-            }
-            old.conn.script("COMMIT").expect("commit");
+            copy_as_old(&mut current, &mut old, 1);
             // Version 1 also recorded holds; `balances` (version 2) is made
             // from the last ledger row, a hold's included.
             assert!(add_old_hold_rows(&mut old, &entries[..half]) > 50);
@@ -162,13 +173,54 @@ fn version_3_drops_the_hold_rows_of_an_older_writer() {
             // A store at version 2 as its writer left it: the same rows,
             // holds included in the ledger.
             let mut old = Store::open_at(target, 2).expect("open at version 2");
-            write_in_batches(&mut old, &entries[..half], 50);
+            copy_as_old(&mut current, &mut old, 2);
             let holds = add_old_hold_rows(&mut old, &entries[..half]);
             assert!(holds > 50, "the workload holds ({holds})");
             assert_eq!(count(&mut old, "ledger"), changes + holds as i64);
         }
         let mut migrated = Store::open(target).expect("migrate");
         assert_eq!(count(&mut migrated, "ledger"), changes);
+        assert_eq!(
+            migrated.dump().expect("dump"),
+            current.dump().expect("dump")
+        );
+        write_in_batches(&mut migrated, &entries[half..], 50);
+        let mut whole =
+            Store::open(&Target::Sqlite(dir.path().join("whole.sqlite"))).expect("open");
+        write_in_batches(&mut whole, &entries, 1_000);
+        assert_eq!(migrated.dump().expect("dump"), whole.dump().expect("dump"));
+    });
+}
+
+#[test]
+fn version_4_adds_the_order_type_and_auction_columns_empty() {
+    on_both("version_4_adds_columns", |target| {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let (entries, half, mut current) = first_half_written(dir.path());
+        {
+            let mut old = Store::open_at(target, 3).expect("open at version 3");
+            copy_as_old(&mut current, &mut old, 3);
+            let columns = rows(&mut old, "SELECT * FROM orders LIMIT 1");
+            assert_eq!(columns[0].len(), 14, "version 3 has the first columns only");
+        }
+        let mut migrated = Store::open(target).expect("migrate");
+        let version = rows(
+            &mut migrated,
+            "SELECT value FROM report_meta WHERE name = 'schema_version'",
+        );
+        assert_eq!(version, vec![vec![Val::Int(4)]]);
+        let filled = rows(
+            &mut migrated,
+            "SELECT COUNT(*) FROM orders WHERE stop_price IS NOT NULL OR display_qty IS NOT NULL \
+             OR funds IS NOT NULL OR expire_ts IS NOT NULL OR triggered_ts IS NOT NULL",
+        );
+        assert_eq!(filled, vec![vec![Val::Int(0)]]);
+        assert!(count(&mut migrated, "orders") > 100);
+        let flagged = rows(
+            &mut migrated,
+            "SELECT COUNT(*) FROM trades WHERE auction IS NOT NULL",
+        );
+        assert_eq!(flagged, vec![vec![Val::Int(0)]]);
         assert_eq!(
             migrated.dump().expect("dump"),
             current.dump().expect("dump")

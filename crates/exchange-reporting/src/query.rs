@@ -44,6 +44,23 @@ pub struct OrderRow {
     pub tif: String,
     pub created_ts: u64,
     pub updated_ts: u64,
+    /// A stop's trigger price as placed.
+    pub stop_price: Option<u64>,
+    /// A trailing stop's distance: a price, or basis points.
+    pub trailing_amount: Option<u64>,
+    pub trailing_bps: Option<u64>,
+    /// An iceberg's displayed quantity.
+    pub display_qty: Option<u64>,
+    /// A funds-sized market buy's quote amount.
+    pub funds: Option<u64>,
+    /// A good-till-date order's expire time.
+    pub expire_ts: Option<u64>,
+    /// The one-cancels-other partner's client order id.
+    pub oco_with: Option<String>,
+    /// When a stop triggered (`None`: not a stop, or not triggered).
+    pub triggered_ts: Option<u64>,
+    /// The stop price reached (a trailing stop's, where it had trailed to).
+    pub triggered_price: Option<u64>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -77,6 +94,9 @@ pub struct TradeRow {
     pub taker_account: u64,
     pub maker_fee: i64,
     pub taker_fee: i64,
+    /// `open`, `close`, `volatility` or `reopen` for a trade executed in
+    /// an auction; `None` in continuous trading.
+    pub auction: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -195,6 +215,15 @@ fn order_row(row: &[Val]) -> Result<OrderRow, StoreError> {
         tif: row[10].text()?,
         created_ts: u(&row[11])?,
         updated_ts: u(&row[12])?,
+        stop_price: opt_u(&row[13])?,
+        trailing_amount: opt_u(&row[14])?,
+        trailing_bps: opt_u(&row[15])?,
+        display_qty: opt_u(&row[16])?,
+        funds: opt_u(&row[17])?,
+        expire_ts: opt_u(&row[18])?,
+        oco_with: row[19].opt_text()?,
+        triggered_ts: opt_u(&row[20])?,
+        triggered_price: opt_u(&row[21])?,
     })
 }
 
@@ -217,7 +246,8 @@ fn fill_row(row: &[Val]) -> Result<FillRow, StoreError> {
 macro_rules! order_select {
     ($rest:literal) => {
         concat!(
-            "SELECT order_id, account, client_order_id, symbol, side, order_type, price, qty, filled_qty, status, tif, created_ts, updated_ts FROM orders ",
+            "SELECT order_id, account, client_order_id, symbol, side, order_type, price, qty, filled_qty, status, tif, created_ts, updated_ts, \
+             stop_price, trailing_amount, trailing_bps, display_qty, funds, expire_ts, oco_with, triggered_ts, triggered_price FROM orders ",
             $rest
         )
     };
@@ -317,7 +347,7 @@ impl Store {
     ) -> Result<Vec<TradeRow>, StoreError> {
         let rows = self.conn.query(
             "SELECT trade_id, ts, symbol, price, qty, notional, aggressor_side, maker_order_id, taker_order_id, \
-             maker_account, taker_account, maker_fee, taker_fee FROM trades \
+             maker_account, taker_account, maker_fee, taker_fee, auction FROM trades \
              WHERE (CAST(? AS TEXT) IS NULL OR symbol = ?) AND ts >= ? AND ts < ? ORDER BY trade_id",
             &[symbol.into(), symbol.into(), bound(from), bound(to)],
         )?;
@@ -337,6 +367,7 @@ impl Store {
                     taker_account: u(&r[10])?,
                     maker_fee: r[11].int()?,
                     taker_fee: r[12].int()?,
+                    auction: r[13].opt_text()?,
                 })
             })
             .collect()
@@ -544,6 +575,33 @@ impl Store {
                 })
             })
             .collect()
+    }
+
+    /// Orders placed in `[from, to)`, of one account or all and of one
+    /// instrument or all, by id.
+    pub fn orders_placed(
+        &mut self,
+        account: Option<u64>,
+        symbol: Option<&str>,
+        from: u64,
+        to: u64,
+    ) -> Result<Vec<OrderRow>, StoreError> {
+        let rows = self.conn.query(
+            order_select!(
+                "WHERE (CAST(? AS BIGINT) IS NULL OR account = ?) \
+                 AND (CAST(? AS TEXT) IS NULL OR symbol = ?) \
+                 AND created_ts >= ? AND created_ts < ? ORDER BY order_id"
+            ),
+            &[
+                opt_account(account),
+                opt_account(account),
+                symbol.into(),
+                symbol.into(),
+                bound(from),
+                bound(to),
+            ],
+        )?;
+        rows.iter().map(|r| order_row(r)).collect()
     }
 
     /// Every order, by id (for comparing two stores).

@@ -8,7 +8,7 @@ use std::fmt::Write;
 use exchange_types::{format_signed_units, format_units};
 use serde_json::{Map, Value};
 
-use crate::query::{AccountDay, AuditRow, FillRow, InstrumentDay, LedgerRow, TradeRow};
+use crate::query::{AccountDay, AuditRow, FillRow, InstrumentDay, LedgerRow, OrderRow, TradeRow};
 use crate::time::{format_date, format_time};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -86,6 +86,7 @@ pub fn trades(rows: &[TradeRow]) -> Table {
             "taker_account",
             "maker_fee",
             "taker_fee",
+            "auction",
         ],
         rows: rows
             .iter()
@@ -104,6 +105,75 @@ pub fn trades(rows: &[TradeRow]) -> Table {
                     int(t.taker_account),
                     signed(t.maker_fee),
                     signed(t.taker_fee),
+                    opt_text(&t.auction),
+                ]
+            })
+            .collect(),
+    }
+}
+
+fn opt_amount(v: Option<u64>) -> Cell {
+    v.map_or(Cell::Null, amount)
+}
+
+fn opt_time(v: Option<u64>) -> Cell {
+    v.map_or(Cell::Null, |ts| text(&format_time(ts)))
+}
+
+/// Orders with their current state; the stop, trailing, iceberg, funds,
+/// expiry and one-cancels-other columns are empty for orders without them.
+pub fn orders(rows: &[OrderRow]) -> Table {
+    Table {
+        columns: vec![
+            "order_id",
+            "time",
+            "account",
+            "client_order_id",
+            "symbol",
+            "side",
+            "type",
+            "tif",
+            "price",
+            "qty",
+            "filled_qty",
+            "status",
+            "stop_price",
+            "trailing_amount",
+            "trailing_bps",
+            "display_qty",
+            "funds",
+            "expire_time",
+            "oco_with",
+            "triggered_time",
+            "triggered_price",
+            "updated_time",
+        ],
+        rows: rows
+            .iter()
+            .map(|o| {
+                vec![
+                    int(o.order_id),
+                    text(&format_time(o.created_ts)),
+                    int(o.account),
+                    text(&o.client_order_id),
+                    text(&o.symbol),
+                    text(&o.side),
+                    text(&o.order_type),
+                    text(&o.tif),
+                    opt_amount(o.price),
+                    amount(o.qty),
+                    amount(o.filled_qty),
+                    text(&o.status),
+                    opt_amount(o.stop_price),
+                    opt_amount(o.trailing_amount),
+                    opt_int(o.trailing_bps),
+                    opt_amount(o.display_qty),
+                    opt_amount(o.funds),
+                    opt_time(o.expire_ts),
+                    opt_text(&o.oco_with),
+                    opt_time(o.triggered_ts),
+                    opt_amount(o.triggered_price),
+                    text(&format_time(o.updated_ts)),
                 ]
             })
             .collect(),

@@ -3,6 +3,7 @@
 //! borrows its fields ([`Param`]): a row costs no allocation from the
 //! event to the statement.
 
+use exchange_types::event::{AcceptedExt, TrailingUnits};
 use exchange_types::{
     order_updates, AssetCode, Change, ClientOrderId, Event, EventKind, OrderState, OrderStatus,
     OrderType, Progress, Side, StopState, Symbol, TimeInForce,
@@ -31,16 +32,89 @@ pub(crate) struct CachedOrder {
     pub stored: bool,
     /// The current batch changed it: it is written at the batch's end.
     pub dirty: bool,
+    /// Stop, iceberg, funds, expiry and one-cancels-other details, and
+    /// when a stop triggered; boxed, since most orders have none.
+    pub extra: Option<Box<OrderExtra>>,
 }
+
+/// An order's rarer columns (schema version 4).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct OrderExtra {
+    pub stop_price: Option<u64>,
+    pub trailing: Option<TrailingUnits>,
+    pub display_qty: Option<u64>,
+    pub funds: Option<u64>,
+    pub expire_ts: Option<u64>,
+    pub oco_with: Option<ClientOrderId>,
+    /// Log time the stop triggered.
+    pub triggered_ts: Option<i64>,
+    /// The stop price that was reached (a trailing stop's, where it had
+    /// trailed to).
+    pub triggered_price: Option<u64>,
+}
+
+impl OrderExtra {
+    /// The accepted order's details; `None` for a plain order.
+    pub(crate) fn of(ext: Option<&AcceptedExt>) -> Option<Box<OrderExtra>> {
+        let ext = ext?;
+        Some(Box::new(OrderExtra {
+            stop_price: ext.stop_price,
+            trailing: ext.trailing,
+            display_qty: ext.display_qty,
+            funds: ext.funds,
+            expire_ts: ext.expire_ts,
+            oco_with: ext.oco_with,
+            triggered_ts: None,
+            triggered_price: None,
+        }))
+    }
+
+    fn trailing_amount(&self) -> Option<u64> {
+        match self.trailing {
+            Some(TrailingUnits::Amount(amount)) => Some(amount),
+            _ => None,
+        }
+    }
+
+    fn trailing_bps(&self) -> Option<u32> {
+        match self.trailing {
+            Some(TrailingUnits::Bps(bps)) => Some(bps),
+            _ => None,
+        }
+    }
+}
+
+/// The empty extra of a plain order, so binding one needs no branch per
+/// column.
+static NO_EXTRA: OrderExtra = OrderExtra {
+    stop_price: None,
+    trailing: None,
+    display_qty: None,
+    funds: None,
+    expire_ts: None,
+    oco_with: None,
+    triggered_ts: None,
+    triggered_price: None,
+};
 
 /// The columns [`CachedOrder::read`] expects, in order.
 pub(crate) const ORDER_COLUMNS: &str = "order_id, account, client_order_id, symbol, side, \
-     order_type, price, qty, filled_qty, status, tif, created_ts, updated_ts, log_index";
+     order_type, price, qty, filled_qty, status, tif, created_ts, updated_ts, log_index, \
+     stop_price, trailing_amount, trailing_bps, display_qty, funds, expire_ts, oco_with, \
+     triggered_ts, triggered_price";
 
 /// A stored integer that the order fold keeps unsigned.
 fn unsigned(row: &[crate::db::Val], i: usize, column: &str) -> Result<u64, StoreError> {
     let value = row[i].int()?;
     u64::try_from(value).map_err(|_| bad(column, &value.to_string()))
+}
+
+/// A nullable stored integer that the order fold keeps unsigned.
+fn opt_unsigned(row: &[crate::db::Val], i: usize, column: &str) -> Result<Option<u64>, StoreError> {
+    match row[i].opt_int()? {
+        Some(_) => unsigned(row, i, column).map(Some),
+        None => Ok(None),
+    }
 }
 
 /// A value for the store: [`CachedOrder::check`] refused any that does not
@@ -69,14 +143,43 @@ impl CachedOrder {
             "gtc" => TimeInForce::Gtc,
             "ioc" => TimeInForce::Ioc,
             "fok" => TimeInForce::Fok,
+            "day" => TimeInForce::Day,
+            "gtd" => TimeInForce::Gtd,
+            "at_open" => TimeInForce::AtOpen,
+            "at_close" => TimeInForce::AtClose,
             other => return Err(bad("tif", other)),
         };
         let status = text(9)?;
         let client_order_id = text(2)?;
         let symbol = text(3)?;
-        let price = match row[6].opt_int()? {
-            Some(_) => Some(unsigned(row, 6, "price")?),
+        let price = opt_unsigned(row, 6, "price")?;
+        let trailing = match (
+            opt_unsigned(row, 15, "trailing_amount")?,
+            row[16].opt_int()?,
+        ) {
+            (Some(amount), _) => Some(TrailingUnits::Amount(amount)),
+            (None, Some(bps)) => Some(TrailingUnits::Bps(
+                u32::try_from(bps).map_err(|_| bad("trailing_bps", &bps.to_string()))?,
+            )),
+            (None, None) => None,
+        };
+        let oco_with = match row[20].opt_text()? {
+            Some(text) => Some(ClientOrderId::new(&text).map_err(|_| bad("oco_with", &text))?),
             None => None,
+        };
+        let extra = OrderExtra {
+            stop_price: opt_unsigned(row, 14, "stop_price")?,
+            trailing,
+            display_qty: opt_unsigned(row, 17, "display_qty")?,
+            funds: opt_unsigned(row, 18, "funds")?,
+            expire_ts: opt_unsigned(row, 19, "expire_ts")?,
+            oco_with,
+            triggered_ts: row[21].opt_int()?,
+            triggered_price: opt_unsigned(row, 22, "triggered_price")?,
+        };
+        let stop = match (StopState::of(order_type), extra.triggered_ts) {
+            (StopState::Untriggered, Some(_)) => StopState::Triggered,
+            (state, _) => state,
         };
         Ok(CachedOrder {
             state: OrderState {
@@ -88,9 +191,7 @@ impl CachedOrder {
                 side,
                 order_type,
                 tif,
-                // The store keeps whether a stop triggered in its own
-                // column; the fold's copy only steers what comes next.
-                stop: StopState::of(order_type),
+                stop,
                 progress: Progress {
                     price,
                     qty: unsigned(row, 7, "qty")?,
@@ -104,6 +205,7 @@ impl CachedOrder {
             log_index: row[13].int()?,
             stored: true,
             dirty: false,
+            extra: (extra != NO_EXTRA).then(|| Box::new(extra)),
         })
     }
 
@@ -115,6 +217,18 @@ impl CachedOrder {
         state.progress.price.map(|p| int(p, "price")).transpose()?;
         int(state.progress.qty, "quantity")?;
         int(state.progress.filled_qty, "filled quantity")?;
+        if let Some(extra) = &self.extra {
+            for (value, what) in [
+                (extra.stop_price, "stop price"),
+                (extra.trailing_amount(), "trailing distance"),
+                (extra.display_qty, "display quantity"),
+                (extra.funds, "funds"),
+                (extra.expire_ts, "expire time"),
+                (extra.triggered_price, "stop price"),
+            ] {
+                value.map(|v| int(v, what)).transpose()?;
+            }
+        }
         Ok(())
     }
 }
@@ -137,6 +251,15 @@ impl Row for CachedOrder {
             "created_ts",
             "updated_ts",
             "log_index",
+            "stop_price",
+            "trailing_amount",
+            "trailing_bps",
+            "display_qty",
+            "funds",
+            "expire_ts",
+            "oco_with",
+            "triggered_ts",
+            "triggered_price",
         ],
     };
 
@@ -158,6 +281,18 @@ impl Row for CachedOrder {
             Param::Int(self.updated_ts),
             Param::Int(self.log_index),
         ]);
+        let extra = self.extra.as_deref().unwrap_or(&NO_EXTRA);
+        out.extend::<[Param<'a>; 9]>([
+            extra.stop_price.map(sql).into(),
+            extra.trailing_amount().map(sql).into(),
+            extra.trailing_bps().map(i64::from).into(),
+            extra.display_qty.map(sql).into(),
+            extra.funds.map(sql).into(),
+            extra.expire_ts.map(sql).into(),
+            extra.oco_with.as_ref().map(|c| c.as_str()).into(),
+            extra.triggered_ts.into(),
+            extra.triggered_price.map(sql).into(),
+        ]);
     }
 }
 
@@ -167,15 +302,19 @@ impl Kept for CachedOrder {
     }
 
     const UPDATE: &'static str = "UPDATE orders SET client_order_id = ?, price = ?, qty = ?, \
-         filled_qty = ?, status = ?, updated_ts = ? WHERE order_id = ?";
+         filled_qty = ?, status = ?, updated_ts = ?, triggered_ts = ?, triggered_price = ? \
+         WHERE order_id = ?";
 
     fn update_postgres(rows: usize) -> String {
-        let row = "(?::TEXT, ?::BIGINT, ?::BIGINT, ?::BIGINT, ?::TEXT, ?::BIGINT, ?::BIGINT)";
+        let row = "(?::TEXT, ?::BIGINT, ?::BIGINT, ?::BIGINT, ?::TEXT, ?::BIGINT, ?::BIGINT, \
+                   ?::BIGINT, ?::BIGINT)";
         format!(
             "UPDATE orders SET client_order_id = v.client_order_id, price = v.price, qty = v.qty, \
-             filled_qty = v.filled_qty, status = v.status, updated_ts = v.updated_ts \
+             filled_qty = v.filled_qty, status = v.status, updated_ts = v.updated_ts, \
+             triggered_ts = v.triggered_ts, triggered_price = v.triggered_price \
              FROM (VALUES {}) \
-             AS v(client_order_id, price, qty, filled_qty, status, updated_ts, order_id) \
+             AS v(client_order_id, price, qty, filled_qty, status, updated_ts, triggered_ts, \
+             triggered_price, order_id) \
              WHERE orders.order_id = v.order_id",
             vec![row; rows].join(", ")
         )
@@ -190,6 +329,11 @@ impl Kept for CachedOrder {
             Param::Int(sql(progress.filled_qty)),
             Param::Text(progress.status.as_str()),
             Param::Int(self.updated_ts),
+        ]);
+        let extra = self.extra.as_deref().unwrap_or(&NO_EXTRA);
+        out.extend::<[Param<'a>; 3]>([
+            extra.triggered_ts.into(),
+            extra.triggered_price.map(sql).into(),
             Param::Int(sql(state.order_id)),
         ]);
     }
@@ -274,6 +418,8 @@ pub(crate) struct NewTrade {
     pub taker_account: i64,
     pub maker_fee: i64,
     pub taker_fee: i64,
+    /// The kind of auction it executed in; `None` in continuous trading.
+    pub auction: Option<&'static str>,
 }
 
 impl Row for NewTrade {
@@ -295,6 +441,7 @@ impl Row for NewTrade {
             "taker_account",
             "maker_fee",
             "taker_fee",
+            "auction",
         ],
     };
 
@@ -315,6 +462,7 @@ impl Row for NewTrade {
             Param::Int(self.taker_account),
             Param::Int(self.maker_fee),
             Param::Int(self.taker_fee),
+            self.auction.into(),
         ]);
     }
 }

@@ -27,6 +27,10 @@ const MIGRATIONS: &[Migration] = &[
         sqlite: V3,
         postgres: V3,
     },
+    Migration {
+        sqlite: V4,
+        postgres: V4,
+    },
 ];
 
 /// 1: the first schema.
@@ -274,6 +278,30 @@ const V2_POSTGRES: &str = "
 /// (exactly those whose `delta` is 0) go, so a migrated store holds what a
 /// store written by this version throughout does.
 const V3: &str = "DELETE FROM ledger WHERE delta = 0;";
+
+/// 4: the rarer parts of an order and the auction a trade executed in.
+/// `orders` gains the stop price, the trailing distance (a price or basis
+/// points), the iceberg's display quantity, the funds of a funds-sized
+/// market order, a good-till-date order's expire time, the one-cancels-other
+/// partner and, for a stop, when it triggered and at which stop price (for a
+/// trailing stop, where it had trailed to); `trades` gains `auction`, the
+/// kind of auction the trade executed in (`open`, `close`, `volatility`,
+/// `reopen`; NULL for continuous trading). Columns are added, NULL for the
+/// rows already there, which had none of these (a stop written by an older
+/// writer keeps a NULL stop price). `ADD COLUMN` means the same on both
+/// backends.
+const V4: &str = "
+    ALTER TABLE orders ADD COLUMN stop_price BIGINT;
+    ALTER TABLE orders ADD COLUMN trailing_amount BIGINT;
+    ALTER TABLE orders ADD COLUMN trailing_bps BIGINT;
+    ALTER TABLE orders ADD COLUMN display_qty BIGINT;
+    ALTER TABLE orders ADD COLUMN funds BIGINT;
+    ALTER TABLE orders ADD COLUMN expire_ts BIGINT;
+    ALTER TABLE orders ADD COLUMN oco_with TEXT;
+    ALTER TABLE orders ADD COLUMN triggered_ts BIGINT;
+    ALTER TABLE orders ADD COLUMN triggered_price BIGINT;
+    ALTER TABLE trades ADD COLUMN auction TEXT;
+    ";
 
 /// The schema version this binary writes.
 pub const LATEST: usize = MIGRATIONS.len();

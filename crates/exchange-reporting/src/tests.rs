@@ -419,7 +419,7 @@ fn reports_render_as_table_csv_and_json() {
     let mut lines = csv.lines();
     assert_eq!(
         lines.next(),
-        Some("trade_id,time,symbol,side,price,qty,notional,maker_order_id,taker_order_id,maker_account,taker_account,maker_fee,taker_fee")
+        Some("trade_id,time,symbol,side,price,qty,notional,maker_order_id,taker_order_id,maker_account,taker_account,maker_fee,taker_fee,auction")
     );
     let first: Vec<&str> = lines.next().expect("a row").split(',').collect();
     assert_eq!(first[0], trades[0].trade_id.to_string());

@@ -2,8 +2,9 @@
 //! the position updated inside it.
 //!
 //! Per event kind: `accepted` creates an order; `trade` adds the trade, its
-//! two fills and advances both orders; `canceled`, `replaced` and `expired`
-//! change the order; `balance` updates the account's `balances` row and,
+//! two fills and advances both orders; `canceled`, `replaced`, `expired`
+//! and `triggered` change the order; `auction` marks the trades of its
+//! symbol that follow it in the entry, up to its volume, with its kind; `balance` updates the account's `balances` row and,
 //! when it changes the total (a deposit, withdrawal, trade or fee, not a
 //! hold), appends to the ledger. Every entry, whatever it did, gets one
 //! audit row. Book, status and instrument events are
@@ -18,9 +19,9 @@
 
 use std::collections::hash_map::Entry;
 
-use exchange_types::event::Balance;
+use exchange_types::event::{Auction, Balance};
 use exchange_types::{
-    order_updates, AccountId, AssetCode, Change, Event, EventKind, OrderState, OrderUpdate,
+    order_updates, AccountId, AssetCode, Change, Event, EventKind, OrderState, OrderUpdate, Symbol,
     UNITS_PER_WHOLE,
 };
 
@@ -29,7 +30,7 @@ use rustc_hash::FxHashMap;
 use crate::batch::{write_kept, Appends};
 use crate::db::{Conn, Val};
 use crate::rows::{
-    CachedBalance, CachedOrder, NewAudit, NewFill, NewLedger, NewTrade, ORDER_COLUMNS,
+    CachedBalance, CachedOrder, NewAudit, NewFill, NewLedger, NewTrade, OrderExtra, ORDER_COLUMNS,
 };
 use crate::{Position, Store, StoreError};
 
@@ -65,6 +66,11 @@ pub(crate) struct WriterCache {
     /// Orders the current batch changed (each once: see
     /// [`CachedOrder::dirty`]).
     touched: Vec<u64>,
+    /// Auctions of the current entry whose trades are still to come: the
+    /// symbol, the kind and the volume not yet seen in trades. The core
+    /// emits an auction's trades in the same entry right after it, so
+    /// this starts empty with every entry.
+    auctions: Vec<(Symbol, &'static str, u64)>,
 }
 
 impl WriterCache {
@@ -73,6 +79,23 @@ impl WriterCache {
         self.touched_balances.clear();
         self.orders.clear();
         self.touched.clear();
+        self.auctions.clear();
+    }
+
+    /// The kind of auction a trade of `qty` in `symbol` executed in, if
+    /// one of the entry's auctions still has volume to come.
+    fn auction_of(&mut self, symbol: &Symbol, qty: u64) -> Option<&'static str> {
+        let i = self
+            .auctions
+            .iter()
+            .position(|(s, _, left)| s == symbol && *left > 0)?;
+        let (_, kind, left) = &mut self.auctions[i];
+        let kind = *kind;
+        *left = left.saturating_sub(qty);
+        if *left == 0 {
+            self.auctions.swap_remove(i);
+        }
+        Some(kind)
     }
 }
 
@@ -203,6 +226,7 @@ impl Store {
                     got: entry.index,
                 });
             }
+            self.writer.auctions.clear();
             for event in entry.events {
                 rows += self.write_event(&mut appends, entry, event)?;
                 self.failpoint(rows)?;
@@ -296,7 +320,21 @@ impl Store {
         let index = int(entry.index, "log index")?;
         let mut rows = 0;
         match &event.kind {
+            EventKind::Auction(Auction {
+                symbol,
+                kind,
+                volume,
+                ..
+            }) => {
+                self.writer.auctions.push((*symbol, kind.as_str(), *volume));
+                return Ok(0);
+            }
             EventKind::Trade(trade) => {
+                let auction = if self.writer.auctions.is_empty() {
+                    None
+                } else {
+                    self.writer.auction_of(&trade.symbol, trade.qty)
+                };
                 appends.trades.push(NewTrade {
                     trade_id: int(trade.trade_id, "trade id")?,
                     seq: int(event.seq, "event sequence")?,
@@ -313,6 +351,7 @@ impl Store {
                     taker_account: int(trade.taker_account, "account")?,
                     maker_fee: trade.maker_fee,
                     taker_fee: trade.taker_fee,
+                    auction,
                 });
                 rows += 1;
             }
@@ -346,6 +385,7 @@ impl Store {
                     log_index: index,
                     stored: false,
                     dirty: true,
+                    extra: OrderExtra::of(accepted.ext.as_deref()),
                 };
                 order.check()?;
                 // Inserted at the batch's end (an id the store already holds
@@ -375,6 +415,11 @@ impl Store {
         }
         if let Some(order) = self.order_mut(update.order_id)? {
             order.state.apply(&update.change);
+            if let Change::Triggered(triggered) = &update.change {
+                let extra = order.extra.get_or_insert_with(Box::default);
+                extra.triggered_ts = Some(ts);
+                extra.triggered_price = Some(triggered.stop_price);
+            }
             order.updated_ts = ts;
             order.check()?;
         }

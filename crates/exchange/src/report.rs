@@ -1,5 +1,5 @@
 //! `exchange report`: reads the reporting store (SQLite in the data
-//! directory, or `--reporting-url`) and prints trades, fills, daily
+//! directory, or `--reporting-url`) and prints trades, orders, fills, daily
 //! summaries, the audit trail or the balance ledger for a date range.
 
 use std::path::PathBuf;
@@ -12,8 +12,11 @@ use exchange_reporting::{Store, Target};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Kind {
-    /// Every trade.
+    /// Every trade, with the auction it executed in, if any.
     Trades,
+    /// Orders placed in the range, with their stop, iceberg, funds, expiry and
+    /// trigger details (--account and --symbol to filter).
+    Orders,
     /// Fills (both sides of each trade), of one account with --account.
     Fills,
     /// Per instrument and UTC day: open, high, low, close, volume, trades, notional.
@@ -51,10 +54,10 @@ pub struct ReportArgs {
     /// Last day, inclusive (YYYY-MM-DD, UTC), or an exclusive time or ns.
     #[arg(long)]
     to: Option<String>,
-    /// Only this account (fills, daily-accounts, ledger).
+    /// Only this account (orders, fills, daily-accounts, ledger).
     #[arg(long)]
     account: Option<u64>,
-    /// Only this instrument (trades).
+    /// Only this instrument (trades, orders).
     #[arg(long)]
     symbol: Option<String>,
     #[arg(long, value_enum, default_value = "table")]
@@ -83,10 +86,10 @@ pub fn run(args: ReportArgs) -> anyhow::Result<()> {
             Kind::Trades | Kind::DailyInstruments | Kind::Audit
         )
     {
-        bail!("--account applies to fills, daily-accounts and ledger");
+        bail!("--account applies to orders, fills, daily-accounts and ledger");
     }
-    if args.symbol.is_some() && args.kind != Kind::Trades {
-        bail!("--symbol applies to trades");
+    if args.symbol.is_some() && !matches!(args.kind, Kind::Trades | Kind::Orders) {
+        bail!("--symbol applies to trades and orders");
     }
     let target = Target::resolve(args.reporting_url.as_deref(), &args.data_dir)?;
     if let Target::Sqlite(path) = &target {
@@ -102,6 +105,9 @@ pub fn run(args: ReportArgs) -> anyhow::Result<()> {
         Store::open(&target).with_context(|| format!("opening {}", target.describe()))?;
     let table = match args.kind {
         Kind::Trades => report::trades(&store.trades(args.symbol.as_deref(), from, to)?),
+        Kind::Orders => {
+            report::orders(&store.orders_placed(args.account, args.symbol.as_deref(), from, to)?)
+        }
         Kind::Fills => report::fills(&store.fills(args.account, from, to)?),
         Kind::DailyInstruments => report::instrument_days(&store.instrument_days(from, to)?),
         Kind::DailyAccounts => report::account_days(&store.account_days(args.account, from, to)?),
