@@ -43,6 +43,7 @@ impl Client {
             Inbound::Reply(out) => vec![out],
             Inbound::Reject(problem) => panic!("session reject: {problem:?}"),
             Inbound::Status => vec![self.app.order_status(&message, 0)],
+            Inbound::SecurityStatus => panic!("not an order-entry message"),
         }
     }
 }

@@ -67,6 +67,10 @@ pub enum Inbound {
     /// Answer with the order's current state, from the session's order
     /// cache, once every earlier request is answered.
     Status,
+    /// A SecurityStatusRequest (35=e) with a valid 263: answered from the
+    /// session's own view of the markets
+    /// ([`crate::security_status::SecurityStatus`]).
+    SecurityStatus,
 }
 
 /// Valid FIX 4.4 values of the enumerated fields the gateway reads.
@@ -128,6 +132,13 @@ pub fn translate(message: &Message, role: &Role, now: u64) -> Inbound {
     if msg_type == tags::msg::ORDER_STATUS_REQUEST {
         // Any session may ask about the orders it is told about.
         return Inbound::Status;
+    }
+    if msg_type == tags::msg::SECURITY_STATUS_REQUEST {
+        // Public information: drop-copy sessions may ask too.
+        return match enum_char(message, tags::SUBSCRIPTION_REQUEST_TYPE, b"012") {
+            Ok(_) => Inbound::SecurityStatus,
+            Err(reject) => reject,
+        };
     }
     let account = match role {
         Role::Trading { account } => *account,

@@ -8,6 +8,7 @@
 //!   [`store`] that keeps sequence numbers and sent messages on disk;
 //! - [`inbound`], [`orders`], [`reports`], [`app`]: order entry to core
 //!   commands, and the core's events to ExecutionReports;
+//! - [`security_status`]: trading status requests and pushes (35=e/35=f);
 //! - [`acceptor`] and [`runner`]: the tokio acceptor and one task per
 //!   configured session, fed by the sequencer's broadcast of applied
 //!   entries.
@@ -27,6 +28,7 @@ pub mod message;
 pub mod orders;
 pub mod reports;
 pub mod runner;
+pub mod security_status;
 pub mod session;
 pub mod spec;
 pub mod store;

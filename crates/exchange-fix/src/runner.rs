@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use exchange_node::reads::Orders;
-use exchange_node::{Applied, Handle, LogEntry, OrderQuery, SubmitError};
+use exchange_node::{Applied, Handle, LogEntry, MarketQuery, OrderQuery, SubmitError};
 use exchange_types::{AccountId, Command, MassCancel, Stamped};
 use tokio::io::{AsyncReadExt, AsyncWriteExt, ReadHalf, WriteHalf};
 use tokio::sync::broadcast::error::RecvError;
@@ -29,6 +29,7 @@ use crate::app::App;
 use crate::frame::next_frame;
 use crate::inbound::{self, Inbound, Request, Role, Submission};
 use crate::message::{answer_routing, Message, Outgoing};
+use crate::security_status::SecurityStatus;
 use crate::session::{Action, Session, Settings, CREDENTIALS_REFUSED};
 use crate::store::FileStore;
 use crate::tags;
@@ -74,6 +75,8 @@ struct Live {
 struct Runner {
     session: Session<FileStore>,
     app: App,
+    /// Every instrument's status and this connection's subscriptions.
+    security: SecurityStatus,
     handle: Handle,
     pending: VecDeque<Pending>,
     /// Entries up to this index are already in the seeded order cache.
@@ -111,6 +114,7 @@ pub async fn run(
     let mut runner = Runner {
         session: Session::new(spec.settings, store),
         app: App::new(spec.role),
+        security: SecurityStatus::default(),
         handle,
         pending: VecDeque::new(),
         seeded: 0,
@@ -171,6 +175,9 @@ impl Runner {
     /// Fills the order cache from the server's live state: the session's
     /// accounts' open orders.
     async fn seed(&mut self) {
+        // Read before the orders, so that no entry falls between the two
+        // reads unseen: entries after this index update the statuses.
+        self.seed_markets().await;
         let accounts = accounts_of(&self.app.role);
         for attempt in 0..100u64 {
             let query = OrderQuery::Open {
@@ -196,6 +203,34 @@ impl Runner {
             }
         }
         tracing::error!(session = %self.name, "FIX session could not read its orders; reports start empty");
+    }
+
+    /// Fills the view of every instrument's status from the server's state.
+    async fn seed_markets(&mut self) {
+        let query = MarketQuery {
+            symbol: None,
+            depth: 0,
+            trades: 0,
+        };
+        for attempt in 0..100u64 {
+            match self.handle.markets(query.clone()).await {
+                Ok(markets) => {
+                    self.security.seed(
+                        markets.applied_index,
+                        markets
+                            .markets
+                            .iter()
+                            .map(|m| (m.instrument.symbol, &m.status)),
+                    );
+                    return;
+                }
+                Err(SubmitError::Overloaded | SubmitError::NotLeader { .. }) => {
+                    tokio::time::sleep(Duration::from_millis(10 * (attempt + 1))).await
+                }
+                Err(SubmitError::Stopped) => return,
+            }
+        }
+        tracing::error!(session = %self.name, "FIX session could not read the markets; trading status starts empty");
     }
 
     fn attach(&mut self, connection: Connection, actions: &mut Vec<Action>) -> Live {
@@ -238,10 +273,16 @@ impl Runner {
     }
 
     fn on_applied(&mut self, applied: &Applied, actions: &mut Vec<Action>) {
+        let now = now_ns();
+        for message in self
+            .security
+            .on_applied(applied.index, &applied.events, now)
+        {
+            self.session.send_app(now, message, actions);
+        }
         if applied.index <= self.seeded {
             return;
         }
-        let now = now_ns();
         let own = self.take_own(applied.index, actions);
         let (request, routing) = match &own {
             Some((request, routing)) => (Some(request), &routing[..]),
@@ -388,6 +429,13 @@ impl Runner {
             Inbound::Reply(answer) => self.answer_now(answer.routed(&routing), actions),
             Inbound::Reject(problem) => self.session.reject(now, &message, &problem, actions),
             Inbound::Status => self.answer_status(message, routing, actions),
+            // Public data, not an answer about orders: it need not wait
+            // behind them, and goes out in order with the pushes.
+            Inbound::SecurityStatus => {
+                if let Some(answer) = self.security.request(&message, now) {
+                    self.session.send_app(now, answer.routed(&routing), actions);
+                }
+            }
         }
     }
 
@@ -427,6 +475,7 @@ impl Runner {
             if let Some(mut conn) = live.take() {
                 let _ = conn.writer.shutdown().await;
                 self.session.disconnected();
+                self.security.disconnected();
                 if conn.logged_on {
                     self.cancel_on_disconnect();
                 }

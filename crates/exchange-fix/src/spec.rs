@@ -54,9 +54,13 @@ fn format_of(tag: u32) -> Format {
         | GAP_FILL_FLAG
         | RESET_SEQ_NUM_FLAG
         | TEST_MESSAGE_INDICATOR => Format::Bool,
-        SIDE | ORD_TYPE | TIME_IN_FORCE | HANDL_INST | SELF_TRADE_PREVENTION | PARTY_ID_SOURCE => {
-            Format::Char
-        }
+        SIDE
+        | ORD_TYPE
+        | TIME_IN_FORCE
+        | HANDL_INST
+        | SELF_TRADE_PREVENTION
+        | PARTY_ID_SOURCE
+        | SUBSCRIPTION_REQUEST_TYPE => Format::Char,
         PRICE | ORDER_QTY | CASH_ORDER_QTY | ORDER_PERCENT => Format::Float,
         SENDING_TIME | ORIG_SENDING_TIME | TRANSACT_TIME => Format::Timestamp,
         _ => Format::Text,
@@ -293,6 +297,10 @@ fn spec(msg_type: &[u8]) -> Option<MsgSpec> {
                 SECURITY_ID_SOURCE,
                 SECURITY_TYPE,
             ],
+        ),
+        b"e" => (
+            &[SECURITY_STATUS_REQ_ID, SYMBOL, SUBSCRIPTION_REQUEST_TYPE],
+            &[SECURITY_ID, SECURITY_ID_SOURCE, SECURITY_TYPE],
         ),
         _ => return None,
     };

@@ -66,6 +66,14 @@ pub const CASH_ORDER_QTY: u32 = 152;
 /// The quantity an iceberg shows (display quantity).
 pub const MAX_FLOOR: u32 = 111;
 pub const SECURITY_TYPE: u32 = 167;
+pub const SUBSCRIPTION_REQUEST_TYPE: u32 = 263;
+pub const SECURITY_STATUS_REQ_ID: u32 = 324;
+pub const UNSOLICITED_INDICATOR: u32 = 325;
+pub const SECURITY_TRADING_STATUS: u32 = 326;
+pub const BUY_VOLUME: u32 = 330;
+pub const SELL_VOLUME: u32 = 331;
+pub const HIGH_PX: u32 = 332;
+pub const LOW_PX: u32 = 333;
 pub const LAST_MSG_SEQ_NUM_PROCESSED: u32 = 369;
 pub const REF_TAG_ID: u32 = 371;
 pub const REF_MSG_TYPE: u32 = 372;
@@ -79,6 +87,7 @@ pub const PARTY_ID_SOURCE: u32 = 447;
 pub const PARTY_ID: u32 = 448;
 pub const PARTY_ROLE: u32 = 452;
 pub const NO_PARTIES: u32 = 453;
+pub const TRADING_SESSION_SUB_ID: u32 = 625;
 pub const TEST_MESSAGE_INDICATOR: u32 = 464;
 pub const ORDER_PERCENT: u32 = 516;
 pub const SECONDARY_CL_ORD_ID: u32 = 526;
@@ -125,6 +134,8 @@ pub mod msg {
     pub const BUSINESS_MESSAGE_REJECT: &str = "j";
     pub const ORDER_MASS_CANCEL_REQUEST: &str = "q";
     pub const ORDER_MASS_CANCEL_REPORT: &str = "r";
+    pub const SECURITY_STATUS_REQUEST: &str = "e";
+    pub const SECURITY_STATUS: &str = "f";
 
     /// Session-level (administrative) messages: never resent, gap-filled.
     pub fn is_admin(msg_type: &[u8]) -> bool {

@@ -177,3 +177,91 @@ async fn answers_carry_the_routing_fields_reversed() {
     );
     node.stop().await;
 }
+
+/// SecurityStatusRequest over a real session: the answer, a pushed change
+/// (the core's closing call, with its indicative uncrossing), and no more
+/// pushes once unsubscribed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn security_status_is_answered_pushed_and_stopped() {
+    use exchange_node::LogEntry;
+    use exchange_types::{Command, Phase, Stamped, Symbol};
+    let dir = tempfile::tempdir().unwrap();
+    let node = Node::start(dir.path(), vec![session("A", 1, false)], &[1]).await;
+    let mut a = Client::logon(node.addr, "A").await;
+    let set_phase = |symbol: &str, phase| {
+        LogEntry::Core(Stamped {
+            ts: 0,
+            command: Command::SetPhase {
+                symbol: Symbol::new(symbol).unwrap(),
+                phase,
+            },
+        })
+    };
+
+    a.send("e", "324=s1|55=BTC-USD|263=1|").await;
+    let answer = a.recv().await;
+    assert_eq!(
+        (
+            answer.text(35),
+            answer.text(324),
+            answer.text(326),
+            answer.text(325)
+        ),
+        (Some("f"), Some("s1"), Some("17"), Some("N"))
+    );
+    node.handle
+        .submit(set_phase("BTC-USD", Phase::ClosingCall))
+        .await
+        .unwrap();
+    let pushed = a.recv_until(|m| m.text(35) == Some("f")).await;
+    assert_eq!(
+        (pushed.text(326), pushed.text(625), pushed.text(325)),
+        (Some("21"), Some("4"), Some("Y"))
+    );
+    // A crossing buy and sell: the indication follows.
+    a.send("D", &format!("11=i1|54=1|38=0.2|44=60000|{ORDER}"))
+        .await;
+    a.send("D", &format!("11=i2|54=2|38=0.1|44=59000|{ORDER}"))
+        .await;
+    let indication = a
+        .recv_until(|m| m.text(35) == Some("f") && m.text(332).is_some())
+        .await;
+    let volumes = |m: &exchange_fix::message::Message| {
+        (
+            m.text(330).map(str::to_string),
+            m.text(331).map(str::to_string),
+        )
+    };
+    let (buy, sell) = volumes(&indication);
+    assert!(buy.is_some() && sell.is_some(), "{indication:?}");
+    assert_eq!(indication.text(332), indication.text(333));
+
+    // Unsubscribed from BTC-USD, subscribed to ETH-USD: a change of each,
+    // in that order, brings only ETH-USD's.
+    a.send("e", "324=s1|55=BTC-USD|263=2|").await;
+    a.send("e", "324=s2|55=ETH-USD|263=1|").await;
+    let eth = a.recv_until(|m| m.text(35) == Some("f")).await;
+    assert_eq!((eth.text(55), eth.text(325)), (Some("ETH-USD"), Some("N")));
+    node.handle
+        .submit(set_phase("BTC-USD", Phase::PostClose))
+        .await
+        .unwrap();
+    node.handle
+        .submit(set_phase("ETH-USD", Phase::ClosingCall))
+        .await
+        .unwrap();
+    let next = a.recv_until(|m| m.text(35) == Some("f")).await;
+    assert_eq!(
+        (next.text(55), next.text(324)),
+        (Some("ETH-USD"), Some("s2"))
+    );
+
+    // An unknown symbol: 326=20.
+    a.send("e", "324=s3|55=NOPE-USD|263=0|").await;
+    let unknown = a.recv_until(|m| m.text(35) == Some("f")).await;
+    assert_eq!(
+        (unknown.text(324), unknown.text(326)),
+        (Some("s3"), Some("20"))
+    );
+    node.stop().await;
+}

@@ -265,6 +265,7 @@ pub fn router(app: AppState) -> Router {
         .route("/v1/instruments", get(public::instruments))
         .route("/v1/markets/{symbol}/book", get(public::book))
         .route("/v1/markets/{symbol}/trades", get(public::trades))
+        .route("/v1/markets/{symbol}/status", get(public::status))
         .route("/v1/markets/{symbol}/candles", get(records::candles))
         .route("/v1/ws", get(ws::handler))
         .merge(ui::routes())

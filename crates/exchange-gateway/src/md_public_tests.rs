@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 use tokio_tungstenite::tungstenite::Message as WsMessage;
 use tower::ServiceExt;
 
-use crate::md_test_support::{app, drive, next_json, node, serve, workload, Ws};
+use crate::md_test_support::{app, drive, next_json, node, serve, submit, workload, Ws};
 
 use crate::{router, AppState};
 use exchange_marketdata_service::*;
@@ -184,5 +184,77 @@ async fn a_public_socket_subscribes_without_credentials() {
     )
     .await;
     assert_eq!(next_of(&mut ws, "unsubscribed").await["channel"], "ticker");
+    service.shutdown().await;
+}
+
+/// The status over REST and the `status` channel agree; instruments list
+/// their phase; trades of an auction say which.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_status_route_and_channel_tell_the_phase_and_the_auction() {
+    let node = node(65_536).await;
+    let handle = node.pipeline.handle.clone();
+    let service = start(handle.clone(), &MarketDataConfig::default())
+        .await
+        .expect("market data starts");
+    let app = app(&handle, &service);
+    let addr = serve(app.clone()).await;
+    let (mut ws, _) = tokio_tungstenite::connect_async(format!("ws://{addr}/v1/ws"))
+        .await
+        .expect("connect");
+    send(&mut ws, json!({ "type": "subscribe", "channel": "status", "symbols": ["BTC-USD"], "request_id": 1 })).await;
+    assert_eq!(next_of(&mut ws, "subscribed").await["channel"], "status");
+    let first = next_of(&mut ws, "status").await;
+    assert_eq!(
+        (first["phase"].as_str(), first["sequence"].as_u64()),
+        (Some("continuous"), Some(0))
+    );
+
+    for line in [
+        r#"{"cmd":"set_phase","symbol":"BTC-USD","phase":"closing_call"}"#,
+        r#"{"cmd":"place","account":1,"client_order_id":"p1","symbol":"BTC-USD","side":"buy","type":"limit","price":"101","qty":"2"}"#,
+        r#"{"cmd":"place","account":2,"client_order_id":"p2","symbol":"BTC-USD","side":"sell","type":"limit","price":"100","qty":"1"}"#,
+    ] {
+        submit(&handle, line).await;
+    }
+    let in_call = loop {
+        let msg = next_of(&mut ws, "status").await;
+        if !msg["indicative"].is_null() {
+            break msg;
+        }
+    };
+    assert_eq!(in_call["phase"], "closing_call");
+    assert_eq!(in_call["indicative"]["imbalance_side"], "buy");
+    assert_eq!(in_call["indicative"]["imbalance_qty"], "1");
+    let (code, rest) = get(&app, "/v1/markets/BTC-USD/status").await;
+    assert_eq!(code, 200);
+    for field in ["symbol", "sequence", "phase", "indicative", "last_auction"] {
+        assert_eq!(rest[field], in_call[field], "{field}: {rest} vs {in_call}");
+    }
+    assert!(rest.get("type").is_none());
+    let (_, listed) = get(&app, "/v1/instruments").await;
+    assert_eq!(listed["instruments"][0]["phase"], "closing_call");
+    assert_eq!(listed["instruments"][1]["phase"], "continuous");
+
+    submit(
+        &handle,
+        r#"{"cmd":"set_phase","symbol":"BTC-USD","phase":"closing_auction"}"#,
+    )
+    .await;
+    let (_, after) = get(&app, "/v1/markets/BTC-USD/status").await;
+    assert_eq!(after["phase"], "post_close");
+    assert_eq!(after["indicative"], Value::Null);
+    assert_eq!(after["last_auction"]["kind"], "close");
+    assert_eq!(after["last_auction"]["volume"], "1");
+    let (_, trades) = get(&app, "/v1/markets/BTC-USD/trades").await;
+    assert_eq!(trades["trades"][0]["auction"], "close");
+    let (_, other) = get(&app, "/v1/markets/ETH-USD/trades?limit=1").await;
+    assert!(other["trades"]
+        .as_array()
+        .is_some_and(|t| t.iter().all(|t| t.get("auction").is_none())));
+    let (missing, body) = get(&app, "/v1/markets/NOPE-USD/status").await;
+    assert_eq!(
+        (missing, body["code"].as_str()),
+        (404, Some("unknown_instrument"))
+    );
     service.shutdown().await;
 }

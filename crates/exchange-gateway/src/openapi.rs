@@ -106,11 +106,11 @@ fn paths() -> Value {
     // Outside the one large `json!` below, which is at the macro's
     // recursion limit.
     let rules = json!({ "put": { "summary": "Change the instrument's rules (absent field: kept); resting orders that no longer fit are canceled", "security": admin(),
-        "parameters": [symbol.clone()],
+        "parameters": [symbol],
         "requestBody": body(rules_body),
         "responses": rules_reply.clone() } });
     let delist = json!({ "post": { "summary": "Delist: cancel every order and refuse new ones for good", "security": admin(),
-        "parameters": [symbol.clone()],
+        "parameters": [symbol],
         "responses": rules_reply } });
     let mut paths = json!({
         "/health": { "get": { "summary": "Liveness", "responses": { "200": { "description": "ok (text)" } } } },
@@ -182,7 +182,7 @@ fn paths() -> Value {
                 "to_account_id": { "type": "integer" }, "asset": { "type": "string" }, "amount": { "type": "string" } } })),
             "responses": responses(&[("200", ok("both balances after", json!({ "type": "object" })))], SIGNED_ERRORS) } },
         "/v1/mmp/{symbol}/reset": { "post": { "summary": "Reset the account's own tripped market-maker protection", "security": signed(),
-            "parameters": [symbol.clone()],
+            "parameters": [symbol],
             "responses": responses(&[("200", ok("reset", json!({ "type": "object" })))], SIGNED_ERRORS) } },
         "/admin/status": { "get": { "summary": "Node status for the operator dashboard (docs/ui.md)", "security": admin(),
             "responses": responses(&[("200", ok("role, log position, throughput, latency percentiles, rejects, market data", json!({ "type": "object" })))], &["401", "503"]) } },
@@ -231,6 +231,11 @@ fn paths() -> Value {
     });
     paths["/admin/instruments/{symbol}/rules"] = rules;
     paths["/admin/instruments/{symbol}/delist"] = delist;
+    // Beside the big literal above, which is at the macro's recursion limit.
+    paths["/v1/markets/{symbol}/status"] = json!({ "get": {
+        "summary": "Trading phase, indicative uncrossing during a call, last auction",
+        "parameters": [symbol],
+        "responses": responses(&[("200", ok("the status", schema_ref("MarketStatus")))], &["400", "404", "503"]) } });
     paths
 }
 
@@ -238,6 +243,9 @@ fn schemas() -> Value {
     let dec = json!({ "type": "string", "pattern": "^-?[0-9]*\\.?[0-9]+$", "example": "60000.5" });
     let text = json!({ "type": "string" });
     let int = json!({ "type": "integer" });
+    let phase = json!({ "enum": exchange_types::Phase::ALL.iter().map(|p| p.as_str()).collect::<Vec<_>>(),
+        "description": "the trading phase the core has the instrument in" });
+    let auction = json!({ "enum": ["open", "close", "volatility", "reopen"] });
     let object = |required: &[&str], properties: Value| json!({ "type": "object", "required": required, "properties": properties });
     let order_props = json!({
         "order_id": int, "client_order_id": text, "symbol": text, "side": { "enum": ["buy", "sell"] },
@@ -273,7 +281,14 @@ fn schemas() -> Value {
             "price_collar_pct": dec, "reference_price": dec, "maker_fee_bps": int, "taker_fee_bps": int })),
         "Instrument": object(&["symbol", "base", "quote", "tick_size", "lot_size", "status"], json!({
             "symbol": text, "base": text, "quote": text, "tick_size": dec, "lot_size": dec,
-            "status": { "enum": ["trading", "halted", "delisted"] }, "reference_price": { "type": "string", "nullable": true } })),
+            "status": { "enum": ["trading", "halted", "delisted"] }, "reference_price": { "type": "string", "nullable": true },
+            "phase": phase })),
+        "MarketStatus": object(&["symbol", "sequence", "ts", "phase", "indicative", "last_auction"], json!({
+            "symbol": text, "sequence": int, "ts": int, "phase": phase,
+            "indicative": { "type": "object", "nullable": true, "description": "during a call, when something crosses",
+                "properties": { "price": dec, "volume": dec, "imbalance_side": { "enum": ["buy", "sell"], "nullable": true }, "imbalance_qty": dec } },
+            "last_auction": { "type": "object", "nullable": true,
+                "properties": { "kind": auction, "price": dec, "volume": dec, "ts": int } } })),
         "StatusChange": object(&["symbol", "status"], json!({ "symbol": text, "status": { "enum": ["trading", "halted", "delisted"] } })),
         "Book": object(&["symbol", "sequence", "bids", "asks"], json!({ "symbol": text, "sequence": int,
             "bids": { "type": "array", "items": { "type": "array", "items": dec, "minItems": 2, "maxItems": 2 } },
@@ -283,7 +298,8 @@ fn schemas() -> Value {
                 "low": dec, "close": dec, "volume": dec, "trades": int })) } })),
         "Trades": object(&["symbol", "trades"], json!({ "symbol": text, "trades": { "type": "array", "items":
             object(&["trade_id", "price", "qty", "side", "ts"], json!({ "trade_id": int, "price": dec, "qty": dec,
-                "side": { "enum": ["buy", "sell"], "description": "the aggressor's side" }, "ts": int })) } })),
+                "side": { "enum": ["buy", "sell"], "description": "the aggressor's side" }, "ts": int,
+                "auction": { "allOf": [auction], "description": "the auction the trade executed in; absent in continuous trading" } })) } })),
     })
 }
 

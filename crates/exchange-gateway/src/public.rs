@@ -28,6 +28,8 @@ pub fn instrument_json(view: &InstrumentView) -> Value {
         "tick_size": format_units(view.tick_size),
         "lot_size": format_units(view.lot_size),
         "status": view.status.as_str(),
+        // The core's phase (docs/market-model.md).
+        "phase": view.phase.as_str(),
         "reference_price": view.reference_price.map(format_units),
         "min_qty": format_units(view.min_qty),
         "max_qty": format_units(view.max_qty),
@@ -130,16 +132,45 @@ pub async fn trades(
         .trades
         .iter()
         .map(|t| {
-            json!({
+            let mut trade = json!({
                 "trade_id": t.trade_id,
                 "price": format_units(t.price),
                 "qty": format_units(t.qty),
                 "side": t.aggressor.as_str(),
                 "ts": t.ts,
-            })
+            });
+            if let Some(kind) = t.auction {
+                trade["auction"] = kind.as_str().into();
+            }
+            trade
         })
         .collect();
     Ok(Json(json!({ "symbol": symbol.as_str(), "trades": trades })))
+}
+
+/// The phase, the indicative uncrossing during a call and the last
+/// auction: the `status` channel's message without `type` and `channel`,
+/// as of one command (`ts` is the core's time then).
+pub async fn status(State(app): State<AppState>, ApiPath(symbol): ApiPath<String>) -> Reply {
+    let symbol = listed_symbol(&symbol)?;
+    let markets = app
+        .handle
+        .markets(MarketQuery {
+            symbol: Some(symbol),
+            depth: 0,
+            trades: 0,
+        })
+        .await?;
+    let now = markets.now;
+    let market = markets
+        .into_one()
+        .ok_or_else(ApiError::unknown_instrument)?;
+    Ok(Json(market_json::status_value(
+        symbol.as_str(),
+        market.sequences.status,
+        now,
+        &market.status,
+    )))
 }
 
 #[derive(Debug, Deserialize)]

@@ -55,7 +55,7 @@ fn parse(fields: Map<String, Value>) -> Result<(Channel, Vec<String>), Value> {
         error_message(
             "unsupported",
             &format!(
-                "unknown channel {:?}; the channels are level2, trades, ticker and candles",
+                "unknown channel {:?}; the channels are level2, trades, ticker, candles and status",
                 fields.channel
             ),
         )

@@ -363,6 +363,7 @@ pub async fn snapshot(handle: &Handle) -> Result<MarketSnapshot, SubmitError> {
                 InstrumentSnapshot {
                     symbol: market.instrument.symbol,
                     halted: market.instrument.status == TradingStatus::Halted,
+                    status: market.status,
                     book: market.book,
                     sequences: market.sequences,
                     recent_trades,

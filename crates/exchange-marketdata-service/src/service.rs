@@ -9,7 +9,9 @@ use std::time::Duration;
 
 use axum::extract::ws::Utf8Bytes;
 use exchange_marketdata::wire::{self, Message};
-use exchange_marketdata::{json, Channel, MarketSnapshot, Projection, Update};
+use exchange_marketdata::{
+    json, Channel, MarketSnapshot, Projection, StatusChange, StatusUpdate, Update,
+};
 use exchange_node::limits::MARKETDATA_BATCH;
 use exchange_types::Symbol;
 use serde_json::{json as json_value, Value};
@@ -191,6 +193,12 @@ impl Service {
                 .publish(key(Channel::Candles(*interval), *locate), false, || {
                     json::candle(symbol.as_str(), *interval, *sequence, candle)
                 }),
+            Update::MarketStatus(status) => {
+                self.fanout
+                    .publish(key(Channel::Status, status.locate), false, || {
+                        json::status(status)
+                    })
+            }
             Update::Listed { .. } | Update::Status { .. } => {}
         }
     }
@@ -222,6 +230,7 @@ impl Service {
             let sequence = match key.channel {
                 Channel::Level2 | Channel::Ticker => info.sequences.book,
                 Channel::Trades | Channel::Candles(_) => info.sequences.trades,
+                Channel::Status => info.sequences.status,
             };
             let symbol = info.symbol;
             self.fanout.publish(key, true, || {
@@ -322,6 +331,16 @@ impl Service {
                         &candle,
                     )))
                 }),
+                Channel::Status => self.projection.instrument(locate).map(|info| {
+                    Utf8Bytes::from(json::status(&StatusUpdate {
+                        locate,
+                        symbol: info.symbol,
+                        sequence: info.sequences.status,
+                        ts: self.projection.now(),
+                        status: info.status,
+                        change: StatusChange::Snapshot,
+                    }))
+                }),
                 Channel::Trades => None,
             };
             if let Some(first) = first {
@@ -347,6 +366,18 @@ impl Service {
                 ts: self.projection.now(),
                 halted: info.halted,
             });
+            messages.push(Message::Phase {
+                locate: info.locate,
+                ts: self.projection.now(),
+                phase: info.status.phase,
+            });
+            if exchange_marketdata::status::is_call(info.status.phase) {
+                messages.push(wire::indicative_message(
+                    info.locate,
+                    self.projection.now(),
+                    &info.status,
+                ));
+            }
             wire::book_messages(
                 info.locate,
                 info.sequences.book,

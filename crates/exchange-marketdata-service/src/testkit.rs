@@ -22,7 +22,7 @@ pub struct Node {
     _dir: TempDir,
 }
 
-async fn submit(handle: &Handle, line: &str) {
+pub async fn submit(handle: &Handle, line: &str) {
     let entry = LogEntry::Core(exchange_codec::decode_command(line).expect(line));
     handle.submit(entry).await.expect("submitted");
 }

@@ -156,3 +156,114 @@ async fn a_subscriber_that_stops_reading_is_dropped_and_nobody_else_waits() {
     assert_eq!(service.market.stats.kicked.load(Ordering::Relaxed), 1);
     service.shutdown().await;
 }
+
+/// The next message that is neither a heartbeat nor an acknowledgement.
+async fn next_message(subscriber: &mut Subscriber) -> Value {
+    loop {
+        let msg = text(
+            tokio::time::timeout(DEADLINE, subscriber.next())
+                .await
+                .expect("in time"),
+        );
+        if msg["type"] != "heartbeat" && msg["type"] != "subscribed" {
+            return msg;
+        }
+    }
+}
+
+/// The `status` channel on a real node: the current status on
+/// subscribing, then one numbered message per change through a call and
+/// its auction, whose trades the `trades` channel tags; the node's market
+/// read (the REST route's source) ends in the same status.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_status_channel_tells_a_call_and_its_auction() {
+    use crate::testkit::submit;
+    let node = node(1_024).await;
+    let handle = node.pipeline.handle.clone();
+    let service = start(handle.clone(), &MarketDataConfig::default())
+        .await
+        .expect("market data starts");
+    let mut subscriber = service.market.attach().await.expect("attached");
+    for channel in [Channel::Status, Channel::Trades] {
+        subscriber
+            .subscribe(true, channel, vec!["BTC-USD".into()], Value::Null)
+            .await
+            .expect("subscribed");
+    }
+    let first = next_message(&mut subscriber).await;
+    assert_eq!(first["type"], "status");
+    assert_eq!(first["phase"], "continuous");
+    assert_eq!(first["sequence"], 0);
+    assert_eq!(first["indicative"], Value::Null);
+
+    let place = |n: u32, account: u32, side: &str, price: &str| {
+        format!(
+            r#"{{"cmd":"place","account":{account},"client_order_id":"s{n}","symbol":"BTC-USD","side":"{side}","type":"limit","price":"{price}","qty":"1","tif":"gtc"}}"#
+        )
+    };
+    for line in [
+        r#"{"cmd":"set_phase","symbol":"BTC-USD","phase":"closing_call"}"#.to_string(),
+        place(1, 1, "buy", "101"),
+        place(2, 2, "sell", "100"),
+        r#"{"cmd":"set_phase","symbol":"BTC-USD","phase":"closing_auction"}"#.to_string(),
+    ] {
+        submit(&handle, &line).await;
+    }
+    let mut seen = Vec::new();
+    loop {
+        let msg = next_message(&mut subscriber).await;
+        let done = msg["type"] == "status" && msg["phase"] == "post_close";
+        seen.push(msg);
+        if done {
+            break;
+        }
+    }
+    let statuses: Vec<&Value> = seen.iter().filter(|m| m["type"] == "status").collect();
+    let sequences: Vec<u64> = statuses
+        .iter()
+        .map(|m| m["sequence"].as_u64().unwrap())
+        .collect();
+    assert_eq!(
+        sequences,
+        (1..=statuses.len() as u64).collect::<Vec<_>>(),
+        "{seen:?}"
+    );
+    assert_eq!(statuses[0]["phase"], "closing_call");
+    assert!(
+        statuses.iter().any(
+            |m| m["indicative"]["volume"] == "1" && m["indicative"]["imbalance_side"].is_null()
+        ),
+        "{statuses:?}"
+    );
+    let trade = seen
+        .iter()
+        .find(|m| m["type"] == "trade")
+        .expect("the auction traded");
+    assert_eq!(trade["auction"], "close");
+    let last = statuses.last().unwrap();
+    assert_eq!(last["last_auction"]["kind"], "close");
+    assert_eq!(last["last_auction"]["volume"], "1");
+    assert_eq!(last["indicative"], Value::Null);
+
+    let market = handle
+        .markets(exchange_node::MarketQuery {
+            symbol: exchange_types::Symbol::new("BTC-USD").ok(),
+            depth: 0,
+            trades: 1,
+        })
+        .await
+        .expect("read")
+        .into_one()
+        .expect("listed");
+    assert_eq!(market.sequences.status, *sequences.last().unwrap());
+    assert_eq!(market.status.phase, exchange_types::Phase::PostClose);
+    assert_eq!(
+        market.status.last_auction.map(|a| a.kind),
+        Some(exchange_types::event::AuctionKind::Close)
+    );
+    assert_eq!(
+        market.trades[0].auction,
+        Some(exchange_types::event::AuctionKind::Close)
+    );
+    service.shutdown().await;
+}

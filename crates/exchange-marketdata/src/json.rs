@@ -10,7 +10,8 @@ use serde::Serializer;
 
 use crate::book::L2Book;
 use crate::candles::{Candle, Interval};
-use crate::projection::{BookUpdate, Ticker, TradeUpdate};
+use crate::projection::{BookUpdate, StatusUpdate, Ticker, TradeUpdate};
+use crate::status::MarketStatus;
 use crate::Channel;
 
 /// An amount in units, written as its exact decimal string.
@@ -105,6 +106,9 @@ struct TradeMsg<'a> {
     qty: Units,
     side: &'static str,
     time: u64,
+    /// Absent for a trade of continuous trading.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    auction: Option<&'static str>,
 }
 
 pub fn trade(trade: &TradeUpdate) -> String {
@@ -118,6 +122,94 @@ pub fn trade(trade: &TradeUpdate) -> String {
         qty: units(trade.qty),
         side: trade.aggressor.as_str(),
         time: trade.ts,
+        auction: trade.auction.map(|k| k.as_str()),
+    })
+}
+
+#[derive(Serialize)]
+struct IndicativeFields {
+    price: Units,
+    volume: Units,
+    imbalance_side: Option<&'static str>,
+    imbalance_qty: Units,
+}
+
+#[derive(Serialize)]
+struct AuctionFields {
+    kind: &'static str,
+    price: Units,
+    volume: Units,
+    ts: u64,
+}
+
+#[derive(Serialize)]
+struct StatusFields<'a> {
+    symbol: &'a str,
+    sequence: u64,
+    ts: u64,
+    phase: &'static str,
+    indicative: Option<IndicativeFields>,
+    last_auction: Option<AuctionFields>,
+}
+
+fn status_fields<'a>(
+    symbol: &'a str,
+    sequence: u64,
+    ts: u64,
+    status: &MarketStatus,
+) -> StatusFields<'a> {
+    StatusFields {
+        symbol,
+        sequence,
+        ts,
+        phase: status.phase.as_str(),
+        indicative: status.indicative.map(|i| IndicativeFields {
+            price: units(i.price),
+            volume: units(i.volume),
+            imbalance_side: i.imbalance_side.map(Side::as_str),
+            imbalance_qty: units(i.imbalance_qty),
+        }),
+        last_auction: status.last_auction.map(|a| AuctionFields {
+            kind: a.kind.as_str(),
+            price: units(a.price),
+            volume: units(a.volume),
+            ts: a.ts,
+        }),
+    }
+}
+
+/// An instrument's status as `GET /v1/markets/{symbol}/status` answers it:
+/// the `status` message without `type` and `channel`.
+pub fn status_value(
+    symbol: &str,
+    sequence: u64,
+    ts: u64,
+    status: &MarketStatus,
+) -> serde_json::Value {
+    serde_json::to_value(status_fields(symbol, sequence, ts, status)).unwrap_or_default()
+}
+
+#[derive(Serialize)]
+struct StatusMsg<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    channel: &'static str,
+    #[serde(flatten)]
+    fields: StatusFields<'a>,
+}
+
+/// `{"type":"status","channel":"status",...}`: the instrument's status
+/// after a change (or on subscribing).
+pub fn status(update: &StatusUpdate) -> String {
+    to_string(&StatusMsg {
+        kind: "status",
+        channel: "status",
+        fields: status_fields(
+            update.symbol.as_str(),
+            update.sequence,
+            update.ts,
+            &update.status,
+        ),
     })
 }
 
@@ -267,6 +359,62 @@ mod tests {
             json!({"type":"update","channel":"level2","symbol":"A\"B","sequence":8,"time":5,
                    "changes":[["sell","101","0"]]})
         );
+    }
+
+    #[test]
+    fn status_and_auction_trade_shapes() {
+        use crate::status::{IndicativeView, LastAuction, StatusChange};
+        use exchange_types::event::AuctionKind;
+        use exchange_types::Phase;
+        let update = StatusUpdate {
+            locate: 0,
+            symbol: Symbol::new("BTC-USD").unwrap(),
+            sequence: 4,
+            ts: 7,
+            status: MarketStatus {
+                phase: Phase::PreOpen,
+                indicative: Some(IndicativeView {
+                    price: 10_150_000_000,
+                    volume: 300_000_000,
+                    imbalance_side: Some(Side::Buy),
+                    imbalance_qty: 200_000_000,
+                }),
+                last_auction: Some(LastAuction {
+                    kind: AuctionKind::Close,
+                    price: 10_000_000_000,
+                    volume: 100_000_000,
+                    ts: 3,
+                }),
+            },
+            change: StatusChange::Indicative,
+        };
+        assert_eq!(
+            parse(&status(&update)),
+            json!({"type":"status","channel":"status","symbol":"BTC-USD","sequence":4,"ts":7,
+                   "phase":"pre_open",
+                   "indicative":{"price":"101.5","volume":"3","imbalance_side":"buy","imbalance_qty":"2"},
+                   "last_auction":{"kind":"close","price":"100","volume":"1","ts":3}})
+        );
+        let plain = status_value("X", 0, 1, &MarketStatus::default());
+        assert_eq!(
+            plain,
+            json!({"symbol":"X","sequence":0,"ts":1,"phase":"continuous",
+                   "indicative":null,"last_auction":null})
+        );
+        let mut t = TradeUpdate {
+            locate: 0,
+            symbol: Symbol::new("X").unwrap(),
+            sequence: 1,
+            trade_id: 2,
+            price: 100_000_000,
+            qty: 100_000_000,
+            aggressor: Side::Sell,
+            ts: 3,
+            auction: None,
+        };
+        assert_eq!(parse(&trade(&t)).get("auction"), None);
+        t.auction = Some(AuctionKind::Open);
+        assert_eq!(parse(&trade(&t))["auction"], "open");
     }
 
     #[test]

@@ -9,6 +9,8 @@
 //!   numbers survive restarts.
 //! - [`projection`]: L2 books, trades, tickers and candles ([`candles`])
 //!   per instrument, advanced one log entry at a time into [`Update`]s.
+//! - [`status`]: each instrument's phase, indicative price and last
+//!   auction, folded from the core's events.
 //! - [`json`]: the WebSocket channel messages, serialized once per update.
 //! - [`wire`] and [`mold`]: the fixed-layout binary messages and their
 //!   MoldUDP64 packets, the TCP retransmission and snapshot requests;
@@ -26,15 +28,17 @@ pub mod projection;
 pub mod publisher;
 pub mod rebuild;
 pub mod sequences;
+pub mod status;
 pub mod wire;
 
 pub use book::L2Book;
 pub use candles::{Candle, Interval};
 pub use projection::{
-    BookUpdate, InstrumentSnapshot, LevelChange, MarketSnapshot, Projection, SnapshotTrade, Ticker,
-    TradeUpdate, Update,
+    BookUpdate, InstrumentSnapshot, LevelChange, MarketSnapshot, Projection, SnapshotTrade,
+    StatusUpdate, Ticker, TradeUpdate, Update,
 };
 pub use sequences::{InstrumentSequences, MarketSequences};
+pub use status::{IndicativeView, LastAuction, MarketStatus, StatusChange};
 
 /// A public WebSocket channel.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -43,6 +47,8 @@ pub enum Channel {
     Trades,
     Ticker,
     Candles(Interval),
+    /// Phase, indicative price and last auction.
+    Status,
 }
 
 impl Channel {
@@ -52,6 +58,7 @@ impl Channel {
             Channel::Trades => "trades",
             Channel::Ticker => "ticker",
             Channel::Candles(_) => "candles",
+            Channel::Status => "status",
         }
     }
 
@@ -62,6 +69,7 @@ impl Channel {
             "trades" => Some(Channel::Trades),
             "ticker" => Some(Channel::Ticker),
             "candles" => Some(Channel::Candles(interval.unwrap_or(Interval::M1))),
+            "status" => Some(Channel::Status),
             _ => None,
         }
     }

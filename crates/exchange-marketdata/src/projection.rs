@@ -19,11 +19,13 @@
 use std::collections::HashMap;
 
 use exchange_core::BookView;
+use exchange_types::event::AuctionKind;
 use exchange_types::{EventKind, Side, Symbol, TradeId, TradingStatus};
 
 use crate::book::L2Book;
 use crate::candles::{Candle, Candles, Interval};
 use crate::sequences::{InstrumentSequences, MarketSequences};
+use crate::status::{AuctionTrades, MarketStatus, StatusChange};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LevelChange {
@@ -53,6 +55,20 @@ pub struct TradeUpdate {
     pub qty: u64,
     pub aggressor: Side,
     pub ts: u64,
+    /// The auction the trade executed in; `None` in continuous trading.
+    pub auction: Option<AuctionKind>,
+}
+
+/// An instrument's status after one change (the `status` channel).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StatusUpdate {
+    pub locate: u16,
+    pub symbol: Symbol,
+    /// The instrument's status sequence.
+    pub sequence: u64,
+    pub ts: u64,
+    pub status: MarketStatus,
+    pub change: StatusChange,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -90,6 +106,8 @@ pub enum Update {
         ts: u64,
     },
     Trade(TradeUpdate),
+    /// Phase, indicative price or last auction changed.
+    MarketStatus(StatusUpdate),
     Ticker(Ticker),
     Candle {
         locate: u16,
@@ -109,12 +127,15 @@ pub struct SnapshotTrade {
     pub qty: u64,
     pub aggressor: Side,
     pub ts: u64,
+    pub auction: Option<AuctionKind>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct InstrumentSnapshot {
     pub symbol: Symbol,
     pub halted: bool,
+    /// Phase, indicative price and last auction.
+    pub status: MarketStatus,
     /// Every level, best first.
     pub book: BookView,
     pub sequences: InstrumentSequences,
@@ -140,6 +161,8 @@ struct Instrument {
     book: L2Book,
     last_price: Option<u64>,
     candles: Candles,
+    status: MarketStatus,
+    auction_trades: AuctionTrades,
     /// Level changes of the entry being applied.
     changes: Vec<LevelChange>,
     traded: bool,
@@ -153,6 +176,8 @@ impl Instrument {
             book: L2Book::default(),
             last_price: None,
             candles: Candles::default(),
+            status: MarketStatus::default(),
+            auction_trades: AuctionTrades::default(),
             changes: Vec::new(),
             traded: false,
         }
@@ -177,6 +202,7 @@ pub struct InstrumentInfo<'a> {
     pub locate: u16,
     pub symbol: Symbol,
     pub halted: bool,
+    pub status: MarketStatus,
     pub book: &'a L2Book,
     pub sequences: InstrumentSequences,
 }
@@ -222,6 +248,7 @@ impl Projection {
             locate,
             symbol: inst.symbol,
             halted: inst.halted,
+            status: inst.status,
             book: &inst.book,
             sequences: self.sequences.get(inst.symbol.as_str()),
         })
@@ -318,6 +345,7 @@ impl Projection {
                     inst.last_price = Some(e.price);
                     inst.candles.record(event.ts, e.price, e.qty);
                     inst.traded = true;
+                    let auction = inst.auction_trades.trade(e.qty);
                     out.push(Update::Trade(TradeUpdate {
                         locate,
                         symbol: e.symbol,
@@ -327,8 +355,30 @@ impl Projection {
                         qty: e.qty,
                         aggressor: e.aggressor_side,
                         ts: event.ts,
+                        auction,
                     }));
                     self.touch(locate);
+                }
+                kind @ (EventKind::Phase(_) | EventKind::Indicative(_) | EventKind::Auction(_)) => {
+                    let Some(symbol) = crate::status::status_symbol(kind) else {
+                        continue;
+                    };
+                    let locate = self.list(symbol, out);
+                    let sequence = self.sequences.record_event(index, kind).unwrap_or(0);
+                    let inst = &mut self.instruments[usize::from(locate)];
+                    if let EventKind::Auction(auction) = kind {
+                        inst.auction_trades.start(auction);
+                    }
+                    if let Some(change) = inst.status.apply(kind, event.ts) {
+                        out.push(Update::MarketStatus(StatusUpdate {
+                            locate,
+                            symbol,
+                            sequence,
+                            ts: event.ts,
+                            status: inst.status,
+                            change,
+                        }));
+                    }
                 }
                 _ => {}
             }
@@ -403,6 +453,25 @@ impl Projection {
                 });
             }
             inst.halted = inst_snap.halted;
+            let default = MarketStatus::default();
+            let status_changed = if known {
+                inst.status != inst_snap.status
+            } else {
+                inst_snap.status != default
+            };
+            inst.status = inst_snap.status;
+            // An auction cut short by the snapshot tags no later trade.
+            inst.auction_trades = AuctionTrades::default();
+            if status_changed {
+                out.push(Update::MarketStatus(StatusUpdate {
+                    locate,
+                    symbol,
+                    sequence: inst_snap.sequences.status,
+                    ts: snapshot.now,
+                    status: inst_snap.status,
+                    change: StatusChange::Snapshot,
+                }));
+            }
             for (i, trade) in inst_snap.recent_trades.iter().enumerate() {
                 let sequence = (newest + i as u64 + 1).saturating_sub(count);
                 if replay_missed && sequence <= seen {
@@ -421,6 +490,7 @@ impl Projection {
                         qty: trade.qty,
                         aggressor: trade.aggressor,
                         ts: trade.ts,
+                        auction: trade.auction,
                     }));
                 }
             }

@@ -12,12 +12,17 @@ use exchange_types::{format_units, Side, Symbol};
 use thiserror::Error;
 
 use crate::book::L2Book;
+use crate::status::{is_call, IndicativeView};
 use crate::wire::{Message, WireError};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RebuiltInstrument {
     pub symbol: Option<Symbol>,
     pub halted: bool,
+    /// The phase of the latest `P`; `None` before one arrived.
+    pub phase: Option<exchange_types::Phase>,
+    /// The indicative uncrossing of the current call, if something crosses.
+    pub indicative: Option<IndicativeView>,
     pub book: L2Book,
     /// Sequence of the latest book update applied.
     pub book_seq: u64,
@@ -36,6 +41,8 @@ impl Default for RebuiltInstrument {
         RebuiltInstrument {
             symbol: None,
             halted: false,
+            phase: None,
+            indicative: None,
             book: L2Book::default(),
             book_seq: 0,
             consistent: true,
@@ -76,6 +83,29 @@ impl Rebuilder {
             }
             Message::Status { locate, halted, .. } => {
                 self.instruments.entry(locate).or_default().halted = halted;
+            }
+            Message::Phase { locate, phase, .. } => {
+                let inst = self.instruments.entry(locate).or_default();
+                inst.phase = Some(phase);
+                if !is_call(phase) {
+                    inst.indicative = None;
+                }
+            }
+            Message::Indicative {
+                locate,
+                price,
+                volume,
+                imbalance_side,
+                imbalance_qty,
+                ..
+            } => {
+                self.instruments.entry(locate).or_default().indicative =
+                    (price != 0).then_some(IndicativeView {
+                        price,
+                        volume,
+                        imbalance_side,
+                        imbalance_qty,
+                    });
             }
             Message::Clear {
                 locate,
@@ -155,9 +185,23 @@ impl Rebuilder {
                 .last_trade
                 .map(|(p, q)| format!("{} x {}", format_units(p), format_units(q)))
                 .unwrap_or_else(|| "-".into());
+            let phase = inst
+                .phase
+                .map(|p| format!("  {}", p.as_str()))
+                .unwrap_or_default();
+            let indicative = inst
+                .indicative
+                .map(|i| {
+                    format!(
+                        "  indicative {} x {}",
+                        format_units(i.price),
+                        format_units(i.volume)
+                    )
+                })
+                .unwrap_or_default();
             let _ = writeln!(
                 out,
-                "{name}{}  book seq {}  trades {}  last {last}",
+                "{name}{}{phase}{indicative}  book seq {}  trades {}  last {last}",
                 if inst.halted { " (halted)" } else { "" },
                 inst.book_seq,
                 inst.trade_seq,
@@ -239,5 +283,36 @@ mod tests {
             vec![(12, 1)]
         );
         assert!(books.render(5).contains("X  book seq 9"));
+    }
+
+    #[test]
+    fn phases_and_indicative_prices_are_kept_until_the_call_ends() {
+        let mut books = Rebuilder::default();
+        let phase = |phase| Message::Phase {
+            locate: 0,
+            ts: 0,
+            phase,
+        };
+        let indicative = |price| Message::Indicative {
+            locate: 0,
+            ts: 0,
+            price,
+            volume: 4,
+            imbalance_side: Some(Side::Sell),
+            imbalance_qty: 1,
+        };
+        books.apply(&phase(exchange_types::Phase::PreOpen)).unwrap();
+        books.apply(&indicative(7)).unwrap();
+        let inst = books.instrument(0).unwrap();
+        assert_eq!(inst.phase, Some(exchange_types::Phase::PreOpen));
+        assert_eq!(inst.indicative.map(|i| (i.price, i.volume)), Some((7, 4)));
+        assert!(books.render(1).contains("pre_open  indicative"));
+        books.apply(&indicative(0)).unwrap();
+        assert_eq!(books.instrument(0).unwrap().indicative, None);
+        books.apply(&indicative(8)).unwrap();
+        books
+            .apply(&phase(exchange_types::Phase::Continuous))
+            .unwrap();
+        assert_eq!(books.instrument(0).unwrap().indicative, None);
     }
 }

@@ -20,6 +20,16 @@ pub struct InstrumentSequences {
     pub book: u64,
     /// Trades so far: the sequence of the latest.
     pub trades: u64,
+    /// Changes of phase, indicative price or last auction so far (one per
+    /// `phase`, `indicative` or `auction` event): the `status` channel's
+    /// sequence. Left out while zero, so a state without any phase event
+    /// serializes (and hashes) as before it existed.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub status: u64,
+}
+
+fn is_zero(value: &u64) -> bool {
+    *value == 0
 }
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
@@ -62,7 +72,8 @@ impl MarketSequences {
 
     /// Counts one event of log entry `index` and returns the sequence it
     /// belongs to: the book sequence for a `Book` event, the trade sequence
-    /// for a `Trade`; `None` for every other event.
+    /// for a `Trade`, the status sequence for a `Phase`, `Indicative` or
+    /// `Auction`; `None` for every other event.
     pub fn record_event(&mut self, index: u64, kind: &EventKind) -> Option<u64> {
         match kind {
             EventKind::Book(book) => {
@@ -78,7 +89,12 @@ impl MarketSequences {
                 counters.seqs.trades += 1;
                 Some(counters.seqs.trades)
             }
-            _ => None,
+            other => {
+                let symbol = crate::status::status_symbol(other)?;
+                let counters = self.counters(&symbol);
+                counters.seqs.status += 1;
+                Some(counters.seqs.status)
+            }
         }
     }
 
@@ -133,5 +149,28 @@ mod tests {
         let mut back: MarketSequences = serde_json::from_str(&text).unwrap();
         back.record(2, &[book("A", 1), book("A", 2)]);
         assert_eq!(back.get("A").book, 2);
+    }
+
+    #[test]
+    fn status_events_count_one_each_and_appear_once_counted() {
+        let mut seqs = MarketSequences::default();
+        let symbol = Symbol::new("A").unwrap();
+        let phase = Event {
+            seq: 0,
+            ts: 0,
+            kind: EventKind::Phase(exchange_types::event::PhaseChanged {
+                symbol,
+                phase: exchange_types::Phase::PreOpen,
+            }),
+        };
+        seqs.record(1, &[book("A", 1), phase.clone(), phase]);
+        assert_eq!(seqs.get("A").status, 2);
+        let text = serde_json::to_string(&seqs).unwrap();
+        assert_eq!(
+            text,
+            r#"{"by_symbol":{"A":{"book":1,"trades":0,"status":2}}}"#
+        );
+        let back: MarketSequences = serde_json::from_str(&text).unwrap();
+        assert_eq!(back.get("A"), seqs.get("A"));
     }
 }

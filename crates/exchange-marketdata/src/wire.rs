@@ -8,10 +8,11 @@
 //! the update's book sequence; the last carries [`LAST`], so a receiver
 //! knows when the book is consistent again.
 
-use exchange_types::{Side, Symbol};
+use exchange_types::{Phase, Side, Symbol};
 use thiserror::Error;
 
 use crate::projection::{Projection, Update};
+use crate::status::{is_call, MarketStatus, StatusChange};
 use crate::L2Book;
 
 /// Flag: the last message of a book update (or of a book snapshot).
@@ -24,6 +25,35 @@ pub const STATUS_LEN: usize = 12;
 pub const CLEAR_LEN: usize = 20;
 pub const LEVEL_LEN: usize = 37;
 pub const TRADE_LEN: usize = 44;
+pub const PHASE_LEN: usize = 12;
+pub const INDICATIVE_LEN: usize = 36;
+
+/// The `P` message's phase codes, in the order of a trading day.
+pub const PHASE_CODES: [(u8, Phase); 9] = [
+    (0, Phase::Closed),
+    (1, Phase::PreOpen),
+    (2, Phase::OpeningAuction),
+    (3, Phase::Continuous),
+    (4, Phase::ClosingCall),
+    (5, Phase::ClosingAuction),
+    (6, Phase::PostClose),
+    (7, Phase::Halted),
+    (8, Phase::VolatilityAuction),
+];
+
+pub fn phase_code(phase: Phase) -> u8 {
+    PHASE_CODES
+        .iter()
+        .find(|(_, p)| *p == phase)
+        .map_or(u8::MAX, |(code, _)| *code)
+}
+
+pub fn phase_of_code(code: u8) -> Option<Phase> {
+    PHASE_CODES
+        .iter()
+        .find(|(c, _)| *c == code)
+        .map(|(_, phase)| *phase)
+}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Message {
@@ -58,6 +88,18 @@ pub enum Message {
         price: u64,
         qty: u64,
         aggressor: Side,
+    },
+    /// `P`: the instrument entered `phase`.
+    Phase { locate: u16, ts: u64, phase: Phase },
+    /// `I`: the indicative uncrossing during a call; `price` 0 when
+    /// nothing crosses (volume and imbalance are then zero too).
+    Indicative {
+        locate: u16,
+        ts: u64,
+        price: u64,
+        volume: u64,
+        imbalance_side: Option<Side>,
+        imbalance_qty: u64,
     },
 }
 
@@ -157,6 +199,28 @@ impl Message {
                 out.extend_from_slice(&qty.to_be_bytes());
                 out.push(side_byte(aggressor));
             }
+            Message::Phase { locate, ts, phase } => {
+                out.push(b'P');
+                out.extend_from_slice(&locate.to_be_bytes());
+                out.extend_from_slice(&ts.to_be_bytes());
+                out.push(phase_code(phase));
+            }
+            Message::Indicative {
+                locate,
+                ts,
+                price,
+                volume,
+                imbalance_side,
+                imbalance_qty,
+            } => {
+                out.push(b'I');
+                out.extend_from_slice(&locate.to_be_bytes());
+                out.extend_from_slice(&ts.to_be_bytes());
+                out.extend_from_slice(&price.to_be_bytes());
+                out.extend_from_slice(&volume.to_be_bytes());
+                out.push(imbalance_side.map_or(b' ', side_byte));
+                out.extend_from_slice(&imbalance_qty.to_be_bytes());
+            }
         }
     }
 
@@ -174,6 +238,8 @@ impl Message {
             b'C' => CLEAR_LEN,
             b'L' => LEVEL_LEN,
             b'T' => TRADE_LEN,
+            b'P' => PHASE_LEN,
+            b'I' => INDICATIVE_LEN,
             other => return Err(WireError::UnknownType(other)),
         };
         if bytes.len() != expected {
@@ -216,6 +282,24 @@ impl Message {
                 price: r.u64(),
                 qty: r.u64(),
                 last: r.u8() & LAST != 0,
+            },
+            b'P' => {
+                let ts = r.u64();
+                let phase = phase_of_code(r.u8()).ok_or(WireError::Field("phase"))?;
+                Message::Phase { locate, ts, phase }
+            }
+            b'I' => Message::Indicative {
+                locate,
+                ts: r.u64(),
+                price: r.u64(),
+                volume: r.u64(),
+                imbalance_side: match r.u8() {
+                    b' ' => None,
+                    b'B' => Some(Side::Buy),
+                    b'S' => Some(Side::Sell),
+                    _ => return Err(WireError::Field("imbalance side")),
+                },
+                imbalance_qty: r.u64(),
             },
             _ => Message::Trade {
                 locate,
@@ -346,7 +430,42 @@ pub fn messages_of(update: &Update, projection: &Projection, out: &mut Vec<Messa
             qty: trade.qty,
             aggressor: trade.aggressor,
         }),
+        Update::MarketStatus(update) => {
+            let (locate, ts, status) = (update.locate, update.ts, &update.status);
+            let phase = Message::Phase {
+                locate,
+                ts,
+                phase: status.phase,
+            };
+            // A `P` into a phase that is not a call clears the indicative
+            // price at the receiver, as the core clears it: no `I` needed.
+            match update.change {
+                StatusChange::Phase => out.push(phase),
+                StatusChange::Indicative => out.push(indicative_message(locate, ts, status)),
+                StatusChange::Snapshot => {
+                    out.push(phase);
+                    if is_call(status.phase) {
+                        out.push(indicative_message(locate, ts, status));
+                    }
+                }
+                // Its trades follow, each a `T`.
+                StatusChange::Auction => {}
+            }
+        }
         Update::Ticker(_) | Update::Candle { .. } => {}
+    }
+}
+
+/// The `I` message of a status (price 0 when nothing crosses).
+pub fn indicative_message(locate: u16, ts: u64, status: &MarketStatus) -> Message {
+    let i = status.indicative;
+    Message::Indicative {
+        locate,
+        ts,
+        price: i.map_or(0, |i| i.price),
+        volume: i.map_or(0, |i| i.volume),
+        imbalance_side: i.and_then(|i| i.imbalance_side),
+        imbalance_qty: i.map_or(0, |i| i.imbalance_qty),
     }
 }
 
@@ -400,6 +519,36 @@ mod tests {
                 },
                 TRADE_LEN,
             ),
+            (
+                Message::Phase {
+                    locate: 3,
+                    ts: 9,
+                    phase: Phase::VolatilityAuction,
+                },
+                PHASE_LEN,
+            ),
+            (
+                Message::Indicative {
+                    locate: 3,
+                    ts: 9,
+                    price: 10,
+                    volume: 11,
+                    imbalance_side: Some(Side::Sell),
+                    imbalance_qty: 12,
+                },
+                INDICATIVE_LEN,
+            ),
+            (
+                Message::Indicative {
+                    locate: 3,
+                    ts: 9,
+                    price: 0,
+                    volume: 0,
+                    imbalance_side: None,
+                    imbalance_qty: 0,
+                },
+                INDICATIVE_LEN,
+            ),
         ];
         for (message, len) in all {
             let bytes = message.to_bytes();
@@ -412,6 +561,18 @@ mod tests {
             b"BTC-USD         "
         );
         assert_eq!(Message::decode(b"Z"), Err(WireError::UnknownType(b'Z')));
+        // Every phase has its own code, which reads back.
+        for &phase in Phase::ALL {
+            assert_eq!(phase_of_code(phase_code(phase)), Some(phase));
+        }
+        let mut bad = Message::Phase {
+            locate: 0,
+            ts: 0,
+            phase: Phase::Closed,
+        }
+        .to_bytes();
+        bad[PHASE_LEN - 1] = 99;
+        assert_eq!(Message::decode(&bad), Err(WireError::Field("phase")));
     }
 
     #[test]

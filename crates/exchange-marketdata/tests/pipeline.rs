@@ -168,6 +168,13 @@ fn snapshot_of(engine: &Engine, sequences: &MarketSequences, index: u64) -> Mark
             .map(|inst| InstrumentSnapshot {
                 symbol: inst.symbol,
                 halted: false,
+                status: exchange_marketdata::MarketStatus {
+                    phase: inst.phase,
+                    indicative: engine
+                        .indicative(&inst.symbol)
+                        .and_then(|i| exchange_marketdata::IndicativeView::of(&i)),
+                    last_auction: None,
+                },
                 book: engine.book(&inst.symbol, usize::MAX).unwrap_or_default(),
                 sequences: sequences.get(inst.symbol.as_str()),
                 recent_trades: Vec::new(),

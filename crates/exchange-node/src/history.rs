@@ -63,6 +63,31 @@ pub struct PublicTrade {
     pub qty: u64,
     pub side: String,
     pub ts: u64,
+    /// The auction it executed in (`open`, `close`, `volatility`,
+    /// `reopen`); absent for continuous trading and in snapshots written
+    /// before auctions were told.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auction: Option<String>,
+}
+
+/// A market's latest auction that executed something.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AuctionRecord {
+    pub kind: String,
+    pub price: u64,
+    pub volume: u64,
+    pub ts: u64,
+}
+
+impl AuctionRecord {
+    pub fn last_auction(&self) -> Option<exchange_marketdata::LastAuction> {
+        Some(exchange_marketdata::LastAuction {
+            kind: exchange_marketdata::status::parse_auction_kind(&self.kind)?,
+            price: self.price,
+            volume: self.volume,
+            ts: self.ts,
+        })
+    }
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -73,6 +98,16 @@ pub struct History {
     #[serde(with = "shared::orders")]
     orders: BTreeMap<OrderId, Arc<OrderRecord>>,
     trades: BTreeMap<String, VecDeque<PublicTrade>>,
+    /// Each market's latest auction (the core keeps none once it is over).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    auctions: BTreeMap<String, AuctionRecord>,
+    /// The auction whose trades follow in the entry being recorded (the
+    /// core emits an auction and its trades in one entry).
+    #[serde(skip)]
+    auction_trades: Option<(
+        exchange_types::Symbol,
+        exchange_marketdata::status::AuctionTrades,
+    )>,
     /// Orders closed by the entry being applied: the answer to it still
     /// shows them. Emptied when the next entry is recorded.
     #[serde(skip)]
@@ -125,8 +160,14 @@ impl History {
             .unwrap_or_default()
     }
 
+    /// A market's latest auction.
+    pub fn last_auction(&self, symbol: &str) -> Option<&AuctionRecord> {
+        self.auctions.get(symbol)
+    }
+
     pub fn record(&mut self, events: &[Event]) {
         self.just_closed.clear();
+        self.auction_trades = None;
         for event in events {
             self.record_one(event);
         }
@@ -158,13 +199,34 @@ impl History {
                 }
             }
         }
+        if let EventKind::Auction(auction) = &event.kind {
+            self.auctions.insert(
+                auction.symbol.to_string(),
+                AuctionRecord {
+                    kind: auction.kind.as_str().into(),
+                    price: auction.price,
+                    volume: auction.volume,
+                    ts,
+                },
+            );
+            let mut tags = exchange_marketdata::status::AuctionTrades::default();
+            tags.start(auction);
+            self.auction_trades = Some((auction.symbol, tags));
+        }
         if let EventKind::Trade(trade) = &event.kind {
+            let auction = match &mut self.auction_trades {
+                Some((symbol, tags)) if *symbol == trade.symbol => {
+                    tags.trade(trade.qty).map(|k| k.as_str().to_string())
+                }
+                _ => None,
+            };
             let public = PublicTrade {
                 trade_id: trade.trade_id,
                 price: trade.price,
                 qty: trade.qty,
                 side: trade.aggressor_side.as_str().into(),
                 ts,
+                auction,
             };
             push_bounded(
                 self.trades.entry(trade.symbol.to_string()).or_default(),
@@ -360,5 +422,52 @@ mod tests {
         let back: History = serde_json::from_value(old).expect("old format");
         assert!(back.order(1).is_some());
         assert_eq!(back.order(2), None);
+    }
+
+    /// An auction's trades are tagged with it up to its volume, and the
+    /// last auction survives a snapshot (and is absent from one written
+    /// before it existed).
+    #[test]
+    fn auction_trades_are_tagged_and_the_last_auction_kept() {
+        use exchange_types::event::{Auction, AuctionKind};
+        let auction = Event {
+            seq: 1,
+            ts: 3,
+            kind: EventKind::Auction(Auction {
+                symbol: exchange_types::Symbol::new("BTC-USD").expect("symbol"),
+                kind: AuctionKind::Open,
+                price: 100,
+                volume: 4,
+            }),
+        };
+        let mut history = History::default();
+        let plain = serde_json::to_value(&history).expect("serialises");
+        assert!(plain.get("auctions").is_none());
+        history.record(&[auction, trade(), trade()]);
+        let trades = history.trades_of("BTC-USD", 2);
+        // Newest first: the second trade is past the auction's volume.
+        assert_eq!(trades[0].auction, None);
+        assert_eq!(trades[1].auction.as_deref(), Some("open"));
+        let last = history
+            .last_auction("BTC-USD")
+            .and_then(|a| a.last_auction());
+        assert_eq!(
+            last.map(|a| (a.kind, a.price, a.volume, a.ts)),
+            Some((AuctionKind::Open, 100, 4, 3))
+        );
+        // The next entry's trades are continuous.
+        history.record(&[trade()]);
+        assert_eq!(history.trades_of("BTC-USD", 1)[0].auction, None);
+        let back: History =
+            serde_json::from_value(serde_json::to_value(&history).expect("serialises"))
+                .expect("deserialises");
+        assert_eq!(
+            back.last_auction("BTC-USD"),
+            history.last_auction("BTC-USD")
+        );
+        assert_eq!(
+            back.trades_of("BTC-USD", 3)[2].auction.as_deref(),
+            Some("open")
+        );
     }
 }

@@ -19,7 +19,7 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, RwLock};
 
 use exchange_core::{BalanceView, BookView, InstrumentView};
-use exchange_marketdata::{InstrumentSequences, SnapshotTrade};
+use exchange_marketdata::{IndicativeView, InstrumentSequences, MarketStatus, SnapshotTrade};
 use exchange_types::{AccountId, AssetCode, OrderId, Side, Symbol};
 use ipnet::IpNet;
 use tokio::sync::oneshot;
@@ -76,6 +76,10 @@ pub struct Market {
     pub sequences: InstrumentSequences,
     /// Newest first.
     pub trades: Vec<SnapshotTrade>,
+    /// The core's phase, its indicative uncrossing during a call and the
+    /// last auction, as of the same command (status sequence:
+    /// `sequences.status`).
+    pub status: MarketStatus,
 }
 
 /// Which orders to read.
@@ -118,7 +122,9 @@ pub(crate) enum Read {
 pub struct Phases {
     /// Every listed instrument.
     pub listed: std::collections::BTreeSet<Symbol>,
-    /// See [`ServerState::phases`].
+    /// The phase the core has each listed instrument in: what it moved
+    /// to on its own (an auction's uncross, a volatility interruption)
+    /// as well as what the log asked for.
     pub phases: std::collections::BTreeMap<Symbol, exchange_types::Phase>,
 }
 
@@ -140,14 +146,13 @@ pub(crate) fn answer(read: Read, core: &CoreState) {
             let _ = reply.send(position(state));
         }
         Read::Phases(reply) => {
+            let instruments = state.engine.instruments();
             let _ = reply.send(Phases {
-                listed: state
-                    .engine
-                    .instruments()
-                    .into_iter()
-                    .map(|view| view.symbol)
+                listed: instruments.iter().map(|view| view.symbol).collect(),
+                phases: instruments
+                    .iter()
+                    .map(|view| (view.symbol, view.phase))
                     .collect(),
-                phases: state.phases.clone(),
             });
         }
         Read::StateHash(reply) => {
@@ -220,6 +225,16 @@ fn markets(state: &ServerState, history: &History, query: &MarketQuery) -> Marke
                     .into_iter()
                     .map(snapshot_trade)
                     .collect(),
+                status: MarketStatus {
+                    phase: instrument.phase,
+                    indicative: state
+                        .engine
+                        .indicative(&symbol)
+                        .and_then(|i| IndicativeView::of(&i)),
+                    last_auction: history
+                        .last_auction(symbol.as_str())
+                        .and_then(|a| a.last_auction()),
+                },
                 instrument,
             }
         })
@@ -242,6 +257,10 @@ fn snapshot_trade(trade: &PublicTrade) -> SnapshotTrade {
             Side::Buy
         },
         ts: trade.ts,
+        auction: trade
+            .auction
+            .as_deref()
+            .and_then(exchange_marketdata::status::parse_auction_kind),
     }
 }
 
@@ -474,7 +493,7 @@ impl Handle {
         self.ask(|reply| Read::Orders(query, reply)).await
     }
 
-    /// The listed instruments and the phase the log last set for each.
+    /// The listed instruments and the phase the core has each in.
     pub async fn phases(&self) -> Result<Phases, SubmitError> {
         self.ask(Read::Phases).await
     }

@@ -3,10 +3,18 @@
 //! `tick` so that what falls due with time alone happens without traffic.
 //!
 //! It keeps no state of its own worth keeping. Every round it reads the
-//! phase the log last set for each scheduled instrument
-//! ([`crate::state::ServerState::phases`]) and logs the steps from there to
-//! the phase the schedule gives for now, each applied before the next is
-//! sent. A new leader therefore picks up where the old one stopped: what
+//! phase the core has each scheduled instrument in ([`crate::reads::Phases`])
+//! and logs one step from there towards the phase the schedule gives for
+//! now, reads the phase again once the step is applied, and so on. The
+//! core's phase, not the one last asked for, is what counts: the core
+//! also moves by itself (an opening or closing auction settles in
+//! continuous trading or post-close within the command that asked for
+//! it; a resume reopens into continuous trading; a volatility
+//! interruption comes and goes), so a step the core already made is
+//! never logged, and none it has not made is skipped. While an instrument
+//! is halted or in a volatility auction the schedule waits: those phases
+//! are the operator's and the core's to end. A new leader therefore picks
+//! up where the old one stopped: what
 //! the old one logged is applied before this node counts as settled, so
 //! nothing is sent twice, and a leader that was down across a change (or
 //! several) still sends every step in between, so an open missed by a
@@ -27,7 +35,7 @@ use exchange_types::{Command, Phase, Stamped, Symbol};
 use tokio::sync::watch;
 
 use crate::entry::LogEntry;
-use crate::schedule::{steps, Schedule};
+use crate::schedule::{steps, Schedule, DAY_CYCLE};
 use crate::sequencer::{Handle, SubmitError};
 
 /// Where the scheduler gets the time of day from.
@@ -132,9 +140,14 @@ fn core(command: Command) -> LogEntry {
     LogEntry::Core(Stamped { ts: 0, command })
 }
 
-/// Logs, for every scheduled instrument, the steps from the phase the log
-/// last set (continuous if none: an instrument's phase before any
-/// schedule) to the schedule's phase at `now`.
+/// The next `set_phase` that takes an instrument the core has in
+/// `current` towards `due`, if any.
+pub fn next_step(current: Phase, due: Phase) -> Option<Phase> {
+    steps(current, due).first().copied()
+}
+
+/// Logs, for every scheduled instrument, the steps from the core's phase
+/// to the schedule's phase at `now`, one at a time.
 async fn round(
     handle: &Handle,
     schedules: &[Schedule],
@@ -159,16 +172,25 @@ async fn round(
                 continue;
             }
             unlisted.remove(name);
-            let current = view
-                .phases
-                .get(&symbol)
-                .copied()
-                .unwrap_or(Phase::Continuous);
-            for phase in steps(current, due) {
+            let mut current = view.phases.get(&symbol).copied();
+            // A day has fewer steps than this; the bound only guards against
+            // a core that keeps refusing without changing phase.
+            for _ in 0..DAY_CYCLE.len() {
+                let Some(phase) = current.and_then(|c| next_step(c, due)) else {
+                    break;
+                };
                 handle
                     .submit(core(Command::SetPhase { symbol, phase }))
                     .await?;
                 tracing::info!(schedule = %schedule.name, symbol = %name, phase = phase.as_str(), "phase set");
+                let now_in = handle.phases().await?.phases.get(&symbol).copied();
+                if now_in == current {
+                    // Refused (someone else moved it first, or the core
+                    // would not): the next round looks again.
+                    tracing::debug!(symbol = %name, phase = phase.as_str(), "phase step changed nothing");
+                    break;
+                }
+                current = now_in;
             }
         }
     }
@@ -188,38 +210,63 @@ mod tests {
 
     const LIST: &str = r#"{"cmd":"add_instrument","symbol":"SAP-EUR","base":"SAP","quote":"EUR","tick_size":"0.01","lot_size":"1","maker_fee_bps":0,"taker_fee_bps":0}"#;
 
-    /// The phase the log last set is replicated state: in the hash and the
-    /// snapshot once set, and absent from both (as before schedules
-    /// existed) until then.
+    /// The scheduler reads the core's phase: an auction phase it asks for
+    /// settles at once, so the next step starts from where the core went,
+    /// and a halt (the operator's) stops the schedule.
     #[test]
-    fn logged_phases_are_kept_through_a_snapshot_and_hashed() {
+    fn steps_start_from_the_phase_the_core_is_in() {
         let mut core = CoreState::new();
         core.apply(1, &entry(1, LIST));
-        let before = core.state.state_hash();
         let symbol = Symbol::new("SAP-EUR").unwrap();
-        assert!(core.state.phases.is_empty());
-        let set = |phase: Phase| {
-            LogEntry::Core(Stamped {
-                ts: 2,
-                command: Command::SetPhase { symbol, phase },
-            })
+        let phase_of = |core: &CoreState| {
+            core.state
+                .engine
+                .instruments()
+                .iter()
+                .find(|i| i.symbol == symbol)
+                .map(|i| i.phase)
+                .unwrap()
         };
-        core.apply(2, &set(Phase::PreOpen));
-        core.apply(3, &set(Phase::OpeningAuction));
-        assert_eq!(core.state.phases.get(&symbol), Some(&Phase::OpeningAuction));
-        assert_ne!(core.state.state_hash(), before);
-        let restored = CoreState::restore(&core.snapshot()).expect("restore");
-        assert_eq!(restored.state.phases, core.state.phases);
-        assert_eq!(restored.state.state_hash(), core.state.state_hash());
-        // Without any set_phase the replicated bytes are as before.
-        let mut plain = CoreState::new();
-        plain.apply(1, &entry(1, LIST));
-        plain.apply(2, &entry(2, r#"{"cmd":"tick"}"#));
-        let bytes = plain.snapshot();
-        assert!(!bytes.windows(6).any(|w| w == b"phases"));
-        assert!(core.snapshot().windows(6).any(|w| w == b"phases"));
-        let restored = CoreState::restore(&bytes).expect("restore");
-        assert!(restored.state.phases.is_empty());
+        let mut index = 1;
+        let mut walk = |core: &mut CoreState, due: Phase| {
+            let mut logged = Vec::new();
+            while let Some(phase) = next_step(phase_of(core), due) {
+                index += 1;
+                core.apply(
+                    index,
+                    &LogEntry::Core(Stamped {
+                        ts: index,
+                        command: Command::SetPhase { symbol, phase },
+                    }),
+                );
+                logged.push(phase);
+                assert!(logged.len() <= DAY_CYCLE.len());
+            }
+            logged
+        };
+        assert_eq!(
+            walk(&mut core, Phase::PreOpen),
+            [
+                Phase::ClosingCall,
+                Phase::ClosingAuction,
+                Phase::Closed,
+                Phase::PreOpen
+            ]
+        );
+        // The opening auction settles in continuous trading by itself: no
+        // `continuous` is logged after it.
+        assert_eq!(walk(&mut core, Phase::Continuous), [Phase::OpeningAuction]);
+        assert_eq!(phase_of(&core), Phase::Continuous);
+        core.apply(
+            100,
+            &LogEntry::Core(Stamped {
+                ts: 100,
+                command: Command::Halt { symbol },
+            }),
+        );
+        assert_eq!(walk(&mut core, Phase::PostClose), Vec::<Phase>::new());
+        assert_eq!(phase_of(&core), Phase::Halted);
+        assert_eq!(next_step(Phase::VolatilityAuction, Phase::PostClose), None);
     }
 
     #[test]

@@ -24,7 +24,7 @@ use std::sync::Arc;
 
 use exchange_core::Engine;
 use exchange_marketdata::MarketSequences;
-use exchange_types::{order_updates, AccountId, Change, Command, Event, OrderId, Phase, Symbol};
+use exchange_types::{order_updates, AccountId, Change, Command, Event, OrderId};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
@@ -80,11 +80,6 @@ pub struct ServerState {
     /// Number of commands applied: the index of the last one in command
     /// order (events and market-data sequences use it).
     pub applied_index: u64,
-    /// The phase the log last asked each instrument to be in
-    /// (`set_phase`), whatever the core answered: what the scheduler
-    /// compares with its schedule ([`crate::scheduler`]). An instrument
-    /// never named is in none.
-    pub phases: std::collections::BTreeMap<Symbol, Phase>,
     /// Raft index of the last log entry (a batch of commands) applied. Not
     /// part of the snapshot bytes: the snapshot's Raft metadata carries it.
     pub raft_index: u64,
@@ -103,8 +98,6 @@ pub enum StateSnapshotError {
     Core(#[from] exchange_core::SnapshotError),
     #[error("gateway state: {0}")]
     Json(#[from] serde_json::Error),
-    #[error("gateway state: {0:?} is not a symbol or phase")]
-    Phase(String),
 }
 
 /// The replicated state besides the engine. Version 1 snapshots also hold
@@ -116,9 +109,9 @@ struct GatewayState {
     #[serde(default)]
     market_sequences: MarketSequences,
     applied_index: u64,
-    // Absent (and so not in the hash) until a `set_phase` is logged.
-    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
-    phases: std::collections::BTreeMap<String, String>,
+    // Snapshots written while the scheduler followed the phase the log
+    // last asked for (rather than the core's) may hold a `phases` map
+    // here: it is not read, and the engine's snapshot has the phases.
 }
 
 impl Default for ServerState {
@@ -134,7 +127,6 @@ impl ServerState {
             credentials: Credentials::new(),
             market_sequences: MarketSequences::default(),
             applied_index: 0,
-            phases: std::collections::BTreeMap::new(),
             raft_index: 0,
         }
     }
@@ -157,9 +149,6 @@ impl ServerState {
                 applied.actor = command_account(&stamped.command);
                 self.engine.apply(stamped, &mut applied.events);
                 self.market_sequences.record(index, &applied.events);
-                if let Command::SetPhase { symbol, phase } = &stamped.command {
-                    self.phases.insert(*symbol, *phase);
-                }
             }
             LogEntry::CreateAccount {
                 ts,
@@ -221,11 +210,6 @@ impl ServerState {
                 credentials: self.credentials.clone(),
                 market_sequences: self.market_sequences.clone(),
                 applied_index: self.applied_index,
-                phases: self
-                    .phases
-                    .iter()
-                    .map(|(symbol, phase)| (symbol.to_string(), phase.as_str().to_string()))
-                    .collect(),
             },
         }
     }
@@ -300,21 +284,11 @@ fn restore_replicated(bytes: &[u8]) -> Result<ServerState, StateSnapshotError> {
     let (core, gateway) = rest.split_at(core_len);
     let engine = Engine::restore(core)?;
     let gateway: GatewayState = serde_json::from_slice(gateway)?;
-    let mut phases = std::collections::BTreeMap::new();
-    for (symbol, phase) in &gateway.phases {
-        let symbol = Symbol::new(symbol).map_err(|_| StateSnapshotError::Phase(symbol.clone()))?;
-        let phase = Phase::ALL
-            .iter()
-            .find(|p| p.as_str() == phase)
-            .ok_or_else(|| StateSnapshotError::Phase(phase.clone()))?;
-        phases.insert(symbol, *phase);
-    }
     Ok(ServerState {
         engine,
         credentials: gateway.credentials,
         market_sequences: gateway.market_sequences,
         applied_index: gateway.applied_index,
-        phases,
         raft_index: 0,
     })
 }

@@ -227,16 +227,14 @@ async fn a_leader_stopped_before_the_open_leaves_each_change_logged_once_in_orde
         [
             ClosingCall,
             ClosingAuction,
-            PostClose,
             Closed,
             PreOpen,
             OpeningAuction,
-            Continuous,
             ClosingCall,
             ClosingAuction,
-            PostClose
         ],
-        "each change once, in the day's order"
+        "each change once, in the day's order; none the core made itself (an \
+         auction settles in continuous trading or post-close)"
     );
     // The log's clock stamps them, and never runs backwards.
     assert!(longest.windows(2).all(|pair| pair[0].0 <= pair[1].0));
@@ -246,7 +244,7 @@ async fn a_leader_stopped_before_the_open_leaves_each_change_logged_once_in_orde
     }
     assert_eq!(
         logs[index].len(),
-        5,
+        4,
         "the old leader stopped after the pre-open"
     );
 }
@@ -300,6 +298,109 @@ async fn an_idle_leader_ticks_once_an_interval_at_most() {
         "{} ticks in {elapsed:?}",
         ticks.len()
     );
+    tokio::task::spawn_blocking(move || pipeline.join())
+        .await
+        .expect("join");
+}
+
+/// The core leaves the schedule's phases by itself: a halt is the
+/// operator's and the scheduler waits it out (logging no step that would
+/// end it), and a resume reopens into continuous trading, from where the
+/// scheduler takes the day on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_halt_holds_the_schedule_until_the_resume() {
+    let dir = tempfile::tempdir().expect("dir");
+    let config = PipelineConfig {
+        submit_queue: 1_024,
+        core_queue: 64,
+        events_buffer: 1_024,
+        snapshot_every: 0,
+        snapshot_dir: dir.path().join("unused"),
+        master_key: MasterKey::from_bytes([7; 32]),
+    };
+    let (pipeline, _) = recovery::start(dir.path(), config).expect("start");
+    let handle = pipeline.handle.clone();
+    let mut applied = handle.subscribe();
+    // A Tuesday in continuous trading: a new listing is where it should be.
+    let clock = Arc::new(ManualClock::new(berlin("2026-12-01T10:00")));
+    let (stop, stopping) = watch::channel(false);
+    let task = scheduler::spawn(
+        handle.clone(),
+        SchedulerConfig {
+            schedules: schedule::build(&[xetra()]).expect("schedule"),
+            // The ticks show that rounds ran.
+            tick_interval: Some(Duration::from_millis(10)),
+            poll: Duration::from_millis(5),
+        },
+        clock.clone(),
+        stopping,
+    );
+    let symbol = Symbol::new("SAP-EUR").unwrap();
+    let command = |command| LogEntry::Core(exchange_types::Stamped { ts: 0, command });
+    let mut listing: exchange_types::Stamped = exchange_codec::decode_command(
+        r#"{"cmd":"add_instrument","symbol":"SAP-EUR","base":"SAP","quote":"EUR","tick_size":"0.01","lot_size":"1","maker_fee_bps":0,"taker_fee_bps":0}"#,
+    )
+    .expect("listing");
+    listing.ts = 0;
+    handle
+        .submit(LogEntry::Core(listing))
+        .await
+        .expect("listed");
+    handle
+        .submit(command(Command::Halt { symbol }))
+        .await
+        .expect("halted");
+    // The closing call falls due while halted.
+    clock.set(berlin("2026-12-01T17:31"));
+    let moved = handle.position().await.expect("position").applied_index;
+    let mut commands = Vec::new();
+    let mut ticks = 0;
+    // A tick applied after the clock moved was logged by a loop that then
+    // starts another round, which reads the new time: the second such
+    // tick follows that round.
+    while ticks < 2 {
+        let entry = tokio::time::timeout(Duration::from_secs(60), applied.recv())
+            .await
+            .expect("an entry within a minute")
+            .expect("applied");
+        if entry.command == "tick" && entry.index > moved {
+            ticks += 1;
+        }
+        commands.push(entry.command);
+    }
+    assert!(
+        !commands.contains(&"set_phase"),
+        "nothing logged while halted: {commands:?}"
+    );
+    assert_eq!(
+        handle.phases().await.expect("phases").phases.get(&symbol),
+        Some(&Phase::Halted)
+    );
+    // The resume reopens into continuous trading, and the closing call
+    // follows.
+    handle
+        .submit(command(Command::Resume { symbol }))
+        .await
+        .expect("resumed");
+    let mut set = Vec::new();
+    while set.is_empty() {
+        let entry = tokio::time::timeout(Duration::from_secs(60), applied.recv())
+            .await
+            .expect("an entry within a minute")
+            .expect("applied");
+        if entry.command == "set_phase" {
+            set.push(entry.events.clone());
+        }
+    }
+    assert!(
+        matches!(
+            set[0].first().map(|e| &e.kind),
+            Some(exchange_types::EventKind::Phase(p)) if p.phase == Phase::ClosingCall
+        ),
+        "{set:?}"
+    );
+    let _ = stop.send(true);
+    let _ = task.await;
     tokio::task::spawn_blocking(move || pipeline.join())
         .await
         .expect("join");
