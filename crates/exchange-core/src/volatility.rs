@@ -1,10 +1,9 @@
 //! Volatility interruptions: static and dynamic price bands, and the
 //! volatility auction a trade outside them starts instead of printing.
 //!
-//! This is Xetra's volatility interruption (Deutsche Börse, "Xetra
-//! Release ... Market Model Equities", section on volatility
-//! interruptions): before each execution in continuous trading the
-//! potential price is checked against
+//! This is Xetra's volatility interruption (Deutsche Börse, "Protective
+//! mechanisms in continuous trading", xetra.com): before each execution in
+//! continuous trading the potential price is checked against
 //!
 //! - the static band, around the static reference price: the price of the
 //!   last auction of the day (opening, closing, volatility or reopening),
@@ -16,12 +15,14 @@
 //!
 //! A price outside either does not print: matching stops, the trades
 //! already done stand, the rest of the incoming order waits in the book
-//! and the instrument enters `volatility_auction` for
-//! `volatility_auction_ns`. Euronext instead "reserves" the instrument
-//! (a call phase with the same effect on the book); Xetra's variant is
-//! chosen because it keeps the incoming order's remainder in the book at
-//! its limit, which is what a one-command-at-a-time core does naturally,
-//! and because its extension rule is explicit.
+//! (an immediate-or-cancel or market remainder expires; a fill-or-kill
+//! that would cross a band does not trade at all, as on Xetra) and the
+//! instrument enters `volatility_auction` for `volatility_auction_ns`.
+//! Euronext's dynamic and static collars instead "reserve" the instrument
+//! for a fixed period, with a static reference that only its operations
+//! team moves; Xetra's variant is chosen because it re-centres the static
+//! band on each auction without an operator and states what happens to the
+//! order that hit the band.
 //!
 //! The call ends at the first command (a `tick` the leader logs when idle
 //! is enough) whose `ts` reaches its end. If the indicative price is then
