@@ -336,3 +336,62 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn an_operator_volatility_call_is_timed_by_the_listed_length_and_a_halt_ends_it() {
+    let mut h = funded_with(listing(500, 200), 2);
+    let set = |phase| Command::SetPhase {
+        symbol: sym("BTC-USD"),
+        phase,
+    };
+    h.run_checked(set(Phase::VolatilityAuction));
+    let started = h.ts;
+    exec(&mut h, limit(2, "s", Side::Sell, "101", "1"));
+    exec(&mut h, limit(1, "b", Side::Buy, "101", "1"));
+    let events = tick_at(&mut h, started + AUCTION_NS);
+    assert_eq!(
+        auctions(&events),
+        vec![(AuctionKind::Volatility, units("101"), units("1"))]
+    );
+    assert_eq!(phase(&h), Phase::Continuous);
+
+    // Halted out of a volatility call: the call's end no longer applies,
+    // and resuming reopens through its own auction.
+    h.run_checked(set(Phase::VolatilityAuction));
+    let started = h.ts;
+    h.run_checked(set(Phase::Halted));
+    let events = tick_at(&mut h, started + 10 * AUCTION_NS);
+    assert!(phases(&events).is_empty());
+    assert_eq!(phase(&h), Phase::Halted);
+}
+
+#[test]
+fn a_rule_change_during_a_call_keeps_the_phase() {
+    let mut h = funded_with(listing(500, 200), 2);
+    exec(&mut h, limit(2, "s", Side::Sell, "108", "1"));
+    exec(&mut h, limit(1, "b", Side::Buy, "108", "1"));
+    assert_eq!(phase(&h), Phase::VolatilityAuction);
+    let events = h.run_checked(Command::SetInstrumentRules(Box::new(SetInstrumentRules {
+        symbol: sym("BTC-USD"),
+        tick_size: None,
+        lot_size: None,
+        min_qty: None,
+        max_qty: None,
+        min_notional: None,
+        maker_fee_bps: Some(0),
+        taker_fee_bps: None,
+        collar_bps: None,
+        static_band_bps: Some(1_000),
+        dynamic_band_bps: None,
+        volatility_auction_ns: None,
+    })));
+    assert_eq!(reject_reason(&events), None);
+    assert_eq!(phase(&h), Phase::VolatilityAuction);
+    // The static band is now 90-110: 108 uncrosses at the end, unextended.
+    let end = h.ts + AUCTION_NS;
+    let events = tick_at(&mut h, end);
+    assert_eq!(
+        auctions(&events),
+        vec![(AuctionKind::Volatility, units("108"), units("1"))]
+    );
+}
