@@ -252,6 +252,13 @@ pub fn encode_event_into(event: &Event, out: &mut Vec<u8>) {
             o.int(key!("maker_fee_bps"), i64::from(e.maker_fee_bps));
             o.int(key!("taker_fee_bps"), i64::from(e.taker_fee_bps));
             o.uint(key!("collar_bps"), u64::from(e.collar_bps));
+            // Written only for a listing with bands, so the events of every
+            // other listing keep the bytes they had before bands existed.
+            if e.volatility_auction_ns != 0 {
+                o.uint(key!("static_band_bps"), u64::from(e.static_band_bps));
+                o.uint(key!("dynamic_band_bps"), u64::from(e.dynamic_band_bps));
+                o.uint(key!("volatility_auction_ns"), e.volatility_auction_ns);
+            }
             o.str(key!("status"), e.status.as_str());
         }
         EventKind::Error(e) => {

@@ -76,6 +76,14 @@ impl Engine {
         self.instruments.push(instrument);
         self.books.push(Book::new());
         self.instrument_by_symbol.insert(spec.symbol, index);
+        if spec.static_band_bps.unwrap_or(0) != 0 || spec.dynamic_band_bps.unwrap_or(0) != 0 {
+            self.set_bands(
+                index,
+                spec.static_band_bps.unwrap_or(0),
+                spec.dynamic_band_bps.unwrap_or(0),
+                spec.volatility_auction_ns.unwrap_or(0),
+            );
+        }
         self.emit(
             out,
             EventKind::InstrumentAdded(event::InstrumentAdded {

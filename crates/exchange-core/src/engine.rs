@@ -66,6 +66,8 @@ pub struct Engine {
     /// Open icebergs by order id: the lots each shows at a time. Rare, so
     /// kept beside the pool rather than in every order.
     pub(crate) iceberg_display: std::collections::BTreeMap<OrderId, u64>,
+    /// Volatility bands and the interruptions they start.
+    pub(crate) volatility: crate::volatility::Volatility,
 }
 
 impl Default for Engine {
@@ -97,6 +99,7 @@ impl Engine {
             sessions: Sessions::default(),
             stops: crate::stops::Stops::default(),
             iceberg_display: std::collections::BTreeMap::new(),
+            volatility: crate::volatility::Volatility::default(),
         };
         // The fee account always exists so that fees never need a branch.
         let fee = engine.accounts.get_or_create(FEE_ACCOUNT);
@@ -109,6 +112,9 @@ impl Engine {
         self.now = self.now.max(stamped.ts);
         if self.now >= self.sessions.next_expiry {
             self.expire_due(out);
+        }
+        if self.now >= self.volatility.next_end {
+            self.end_volatility_auctions(out);
         }
         let trades_before = self.next_trade_id;
         self.dispatch(stamped, out);

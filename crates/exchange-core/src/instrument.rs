@@ -61,12 +61,11 @@ impl Instrument {
     /// Checks an add-instrument command; the asset indices are resolved by
     /// the caller.
     pub fn from_spec(spec: &AddInstrument, base: u32, quote: u32) -> Result<Self, RejectReason> {
-        if spec.static_band_bps.is_some()
-            || spec.dynamic_band_bps.is_some()
-            || spec.volatility_auction_ns.is_some()
-        {
-            return Err(RejectReason::NotSupported);
-        }
+        crate::volatility::check_bands(
+            spec.static_band_bps.unwrap_or(0),
+            spec.dynamic_band_bps.unwrap_or(0),
+            spec.volatility_auction_ns.unwrap_or(0),
+        )?;
         let invalid = |_| RejectReason::InvalidInstrument;
         let tick_units = spec.tick_size.to_units().map_err(invalid)?;
         let lot_units = spec.lot_size.to_units().map_err(invalid)?;

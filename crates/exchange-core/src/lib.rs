@@ -56,6 +56,7 @@ mod rules;
 mod snapshot;
 mod stops;
 mod views;
+mod volatility;
 
 #[cfg(test)]
 mod invariant_tests;

@@ -73,12 +73,20 @@ impl Engine {
             q == available && *remaining > 0
         };
         let mut refills: Vec<u64> = Vec::new();
+        let mut last = inst.reference_ticks;
         for level in self.books[instrument as usize]
             .side(side.opposite())
             .levels_best_first()
         {
             if remaining == 0 || !within_limit(side, level.price, limit) {
                 break;
+            }
+            // Matching will stop where a band interrupts it.
+            if self.volatility.banded != 0 {
+                if !self.band_allows_walk(instrument, level.price, last) {
+                    break;
+                }
+                last = Some(level.price);
             }
             refills.clear();
             let mut slot = level.head;
@@ -137,13 +145,18 @@ impl Engine {
             if !within_limit(side, level.price, limit) {
                 return false;
             }
-            let level_price = level.price;
-            let mut maker = level.head;
+            let (level_price, mut maker, last_shown) = (level.price, level.head, level.tail);
             // Orders behind the level's tail as matching found it are
             // icebergs refilled by this taker: once it reaches them every
             // shown lot at this price has traded, and they give it their
             // hidden quantity too (see `fill`).
-            let last_shown = level.tail;
+            //
+            // The one comparison matching pays for volatility bands while
+            // no instrument has any.
+            if self.volatility.banded != 0 && !self.band_allows(instrument, level_price) {
+                self.interrupt(instrument, out);
+                return false;
+            }
             let mut deep = false;
             let mut traded_here = false;
             let mut stop = false;

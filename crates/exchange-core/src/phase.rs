@@ -185,6 +185,9 @@ impl Engine {
             inst.indicative = None;
         }
         let symbol = inst.symbol;
+        if !self.volatility.bands.is_empty() {
+            self.volatility_phase_changed(index, phase);
+        }
         match (was_call, is_call(phase)) {
             (false, true) => self.sessions.calls += 1,
             (true, false) => self.sessions.calls -= 1,
@@ -252,6 +255,7 @@ impl Engine {
             return;
         };
         let price = u.price;
+        self.volatility_auctioned(index, price);
         self.emit_with(out, |e| {
             let inst = &e.instruments[index as usize];
             EventKind::Auction(event::Auction {

@@ -67,6 +67,9 @@ impl Engine {
                 maker_fee_bps: inst.maker_fee_bps,
                 taker_fee_bps: inst.taker_fee_bps,
                 collar_bps: inst.collar_bps,
+                static_band_bps: e.bands_of(instrument).static_bps,
+                dynamic_band_bps: e.bands_of(instrument).dynamic_bps,
+                volatility_auction_ns: e.bands_of(instrument).auction_ns,
                 status: inst.status,
             }))
         });
@@ -119,7 +122,20 @@ impl Engine {
             }
         }
         let regrid = rules.tick_units != old.tick_units || rules.lot_units != old.lot_units;
+        self.regrid_bands(index, &old, &rules);
         self.instruments[index as usize] = rules;
+        if set.static_band_bps.is_some()
+            || set.dynamic_band_bps.is_some()
+            || set.volatility_auction_ns.is_some()
+        {
+            let bands = self.bands_of(index);
+            self.set_bands(
+                index,
+                set.static_band_bps.unwrap_or(bands.static_bps),
+                set.dynamic_band_bps.unwrap_or(bands.dynamic_bps),
+                set.volatility_auction_ns.unwrap_or(bands.auction_ns),
+            );
+        }
         if regrid {
             // Levels keep their unit prices and their orders' order, so
             // rebuilding in the old priority order keeps every queue.
@@ -162,13 +178,12 @@ impl Engine {
         if set.is_empty() {
             return Err(RejectReason::NoRuleChange);
         }
-        // The volatility bands are not part of this core's rules yet.
-        if set.static_band_bps.is_some()
-            || set.dynamic_band_bps.is_some()
-            || set.volatility_auction_ns.is_some()
-        {
-            return Err(RejectReason::NotSupported);
-        }
+        let bands = self.bands_of(index);
+        crate::volatility::check_bands(
+            set.static_band_bps.unwrap_or(bands.static_bps),
+            set.dynamic_band_bps.unwrap_or(bands.dynamic_bps),
+            set.volatility_auction_ns.unwrap_or(bands.auction_ns),
+        )?;
         let old = &self.instruments[index as usize];
         let unbounded = old.max_lots == u64::MAX / old.lot_units;
         let spec = AddInstrument {
@@ -200,6 +215,9 @@ impl Engine {
         };
         let mut rules = Instrument::from_spec(&spec, old.base, old.quote)?;
         rules.status = old.status;
+        // The phase is state, not a rule: a change during a call keeps it.
+        rules.phase = old.phase;
+        rules.indicative = old.indicative;
         // The collar's reference is a price, not a rule: it is kept, on
         // the nearest tick at or below it (at least one tick).
         rules.reference_ticks = old

@@ -586,6 +586,7 @@ impl Engine {
             }
         }
         phase_section::write(&mut w, self);
+        phase_section::write_volatility(&mut w, self);
         w.0
     }
 
@@ -748,6 +749,7 @@ impl Engine {
             read_rules(&mut r, &mut e)?;
         }
         phase_section::read(&mut r, &mut e)?;
+        phase_section::read_volatility(&mut r, &mut e)?;
         if r.at != bytes.len() {
             return Err(SnapshotError::TrailingBytes(bytes.len() - r.at));
         }

@@ -10,10 +10,14 @@ use super::{Reader, SnapshotError, Writer};
 use crate::auction::Uncross;
 use crate::engine::Engine;
 use crate::phase::is_call;
+use crate::volatility::Bands;
 
 /// Tags the section; far from the small tags so that sections added
 /// alongside it do not collide.
 pub(super) const PHASE_SECTION: u8 = 20;
+
+/// Tags the volatility bands, written right after the phase section.
+pub(super) const VOLATILITY_SECTION: u8 = 21;
 
 /// What `status` alone says the phase is (all a snapshot without this
 /// section can say).
@@ -116,5 +120,87 @@ pub(super) fn read(r: &mut Reader, e: &mut Engine) -> Result<(), SnapshotError> 
     }
     e.sessions.calls = e.instruments.iter().filter(|i| is_call(i.phase)).count() as u32;
     e.sessions.refresh_next();
+    Ok(())
+}
+
+fn write_opt(w: &mut Writer, v: Option<u64>) {
+    match v {
+        None => w.u8(0),
+        Some(v) => {
+            w.u8(1);
+            w.u64(v);
+        }
+    }
+}
+
+fn read_opt(r: &mut Reader) -> Result<Option<u64>, SnapshotError> {
+    match r.u8()? {
+        0 => Ok(None),
+        1 => Ok(Some(r.u64()?)),
+        _ => Err(SnapshotError::Invalid("volatility")),
+    }
+}
+
+/// The bands and running interruptions; absent while no instrument has
+/// either, so such a state keeps the bytes it had before bands existed.
+pub(super) fn write_volatility(w: &mut Writer, e: &Engine) {
+    if e.volatility.bands.is_empty() {
+        return;
+    }
+    w.u8(VOLATILITY_SECTION);
+    w.u64(e.volatility.bands.len() as u64);
+    for (&index, b) in &e.volatility.bands {
+        w.u32(index);
+        w.u32(b.static_bps);
+        w.u32(b.dynamic_bps);
+        w.u64(b.auction_ns);
+        write_opt(w, b.static_ref);
+        write_opt(w, b.end);
+        w.u8(u8::from(b.extended));
+    }
+}
+
+/// Reads the bands if they are next; `audit` checks them against the
+/// phases once the whole state is read.
+pub(super) fn read_volatility(r: &mut Reader, e: &mut Engine) -> Result<(), SnapshotError> {
+    if r.at < r.bytes.len() && r.bytes[r.at] == VOLATILITY_SECTION {
+        r.at += 1;
+        let invalid = || SnapshotError::Invalid("volatility");
+        let mut last = None;
+        for _ in 0..r.count(e.instruments.len())? {
+            let index = r.u32()?;
+            if index as usize >= e.instruments.len() || last.is_some_and(|l| l >= index) {
+                return Err(invalid());
+            }
+            last = Some(index);
+            let static_bps = r.u32()?;
+            let dynamic_bps = r.u32()?;
+            let auction_ns = r.u64()?;
+            let static_ref = read_opt(r)?;
+            let end = read_opt(r)?;
+            let extended = match r.u8()? {
+                0 => false,
+                1 => true,
+                _ => return Err(invalid()),
+            };
+            e.volatility.bands.insert(
+                index,
+                Bands {
+                    static_bps,
+                    dynamic_bps,
+                    auction_ns,
+                    static_ref,
+                    end,
+                    extended,
+                },
+            );
+        }
+    }
+    let before = e.volatility.bands.len();
+    e.volatility.refresh();
+    // An entry `refresh` would drop was never written by a live engine.
+    if e.volatility.bands.len() != before {
+        return Err(SnapshotError::Invalid("volatility"));
+    }
     Ok(())
 }

@@ -59,13 +59,23 @@ pub struct InstrumentView {
     pub taker_fee_bps: i32,
     /// Zero: no collar.
     pub collar_bps: u32,
+    /// Volatility bands in basis points; zero: no such band.
+    pub static_band_bps: u32,
+    pub dynamic_band_bps: u32,
+    /// Length of a volatility auction's call; zero without bands.
+    pub volatility_auction_ns: u64,
+    /// The static band's centre (price units): the last auction price, or
+    /// the listing's reference before any.
+    pub static_reference_price: Option<u64>,
 }
 
 impl Engine {
     pub fn instruments(&self) -> Vec<InstrumentView> {
         self.instruments
             .iter()
-            .map(|inst| InstrumentView {
+            .zip(0u32..)
+            .map(|(inst, index)| (inst, self.bands_of(index)))
+            .map(|(inst, bands)| InstrumentView {
                 symbol: inst.symbol,
                 base: self.assets[inst.base as usize],
                 quote: self.assets[inst.quote as usize],
@@ -80,6 +90,14 @@ impl Engine {
                 maker_fee_bps: inst.maker_fee_bps,
                 taker_fee_bps: inst.taker_fee_bps,
                 collar_bps: inst.collar_bps,
+                static_band_bps: bands.static_bps,
+                dynamic_band_bps: bands.dynamic_bps,
+                volatility_auction_ns: bands.auction_ns,
+                static_reference_price: bands
+                    .banded()
+                    .then_some(bands.static_ref)
+                    .flatten()
+                    .map(|t| inst.price_units(t)),
             })
             .collect()
     }
@@ -385,6 +403,7 @@ impl Engine {
             ));
         }
         self.audit_phases()?;
+        self.audit_volatility()?;
         for (asset, total) in supply.iter().enumerate() {
             if *total != u128::from(self.asset_supply[asset]) {
                 return Err(format!(

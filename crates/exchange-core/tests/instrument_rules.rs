@@ -256,16 +256,33 @@ fn delisting_cancels_everything_and_keeps_the_listing() {
 }
 
 #[test]
-fn band_rules_are_refused_until_bands_exist() {
+fn band_rules_take_effect_and_are_published() {
     let mut h = Harness::funded(0);
-    assert_rejected(
-        &mut h,
-        Command::SetInstrumentRules(Box::new(SetInstrumentRules {
-            static_band_bps: Some(500),
-            ..rules()
-        })),
-        RejectReason::NotSupported,
+    let events = h.run_checked(Command::SetInstrumentRules(Box::new(SetInstrumentRules {
+        static_band_bps: Some(500),
+        dynamic_band_bps: Some(200),
+        volatility_auction_ns: Some(60_000_000_000),
+        ..rules()
+    })));
+    let published = published(&events).expect("rules");
+    assert_eq!(
+        (
+            published.static_band_bps,
+            published.dynamic_band_bps,
+            published.volatility_auction_ns
+        ),
+        (500, 200, 60_000_000_000)
     );
+    let view = &h.engine.instruments()[0];
+    assert_eq!(
+        (
+            view.static_band_bps,
+            view.dynamic_band_bps,
+            view.volatility_auction_ns
+        ),
+        (500, 200, 60_000_000_000)
+    );
+    assert_round_trips(&h);
 }
 
 const TICKS: [&str; 4] = ["0.01", "0.05", "0.1", "1"];

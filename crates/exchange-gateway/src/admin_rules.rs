@@ -85,6 +85,9 @@ pub(crate) fn rules_json(events: &[Event]) -> Value {
         "maker_fee_bps": r.maker_fee_bps,
         "taker_fee_bps": r.taker_fee_bps,
         "collar_bps": r.collar_bps,
+        "static_band_bps": r.static_band_bps,
+        "dynamic_band_bps": r.dynamic_band_bps,
+        "volatility_auction_ns": r.volatility_auction_ns,
         "status": r.status.as_str(),
         "canceled": canceled,
     })

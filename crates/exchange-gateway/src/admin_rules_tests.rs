@@ -105,3 +105,43 @@ async fn rule_changes_cancel_what_no_longer_fits_and_delisting_ends_trading() {
     let again = call(&app, admin("/admin/instruments/BTC-USD/delist", json!({}))).await;
     assert_eq!(again.json["code"], "instrument_delisted");
 }
+
+#[tokio::test]
+async fn volatility_bands_are_set_and_published() {
+    let node = funded_node().await;
+    let app = app(&node, |_| {});
+    let refused = call(
+        &app,
+        put(
+            "/admin/instruments/BTC-USD/rules",
+            json!({ "static_band_pct": "5" }),
+        ),
+    )
+    .await;
+    assert_eq!(refused.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(
+        refused.json["code"], "volatility_auction_required",
+        "{}",
+        refused.json
+    );
+    let changed = call(
+        &app,
+        put(
+            "/admin/instruments/BTC-USD/rules",
+            json!({
+                "static_band_pct": "5",
+                "dynamic_band_pct": "2",
+                "volatility_auction_ns": 120_000_000_000u64
+            }),
+        ),
+    )
+    .await;
+    assert_eq!(changed.status, StatusCode::OK, "{}", changed.json);
+    assert_eq!(changed.json["static_band_bps"], 500);
+    assert_eq!(changed.json["dynamic_band_bps"], 200);
+    let list = call(&app, get("/v1/instruments")).await;
+    let btc = &list.json["instruments"][0];
+    assert_eq!(btc["static_band_bps"], 500);
+    assert_eq!(btc["dynamic_band_bps"], 200);
+    assert_eq!(btc["volatility_auction_ns"], 120_000_000_000u64);
+}

@@ -39,6 +39,13 @@ pub fn instrument_json(view: &InstrumentView) -> Value {
         "taker_fee_bps": view.taker_fee_bps,
         // Zero: no collar.
         "collar_bps": view.collar_bps,
+        // Zero: no such band (and no volatility auctions without either).
+        "static_band_bps": view.static_band_bps,
+        "dynamic_band_bps": view.dynamic_band_bps,
+        "volatility_auction_ns": view.volatility_auction_ns,
+        // The static band's centre: the last auction price, or the
+        // listing's reference before any; null without a static band.
+        "static_reference_price": view.static_reference_price.map(format_units),
     })
 }
 

@@ -83,6 +83,11 @@ pub struct InstrumentRules {
     pub taker_fee_bps: i32,
     /// Zero: no collar.
     pub collar_bps: u32,
+    /// Volatility bands, basis points; zero: no band.
+    pub static_band_bps: u32,
+    pub dynamic_band_bps: u32,
+    /// How long a volatility auction's call lasts; zero without bands.
+    pub volatility_auction_ns: u64,
     pub status: TradingStatus,
 }
 

@@ -64,7 +64,6 @@ reject_reasons! {
     FundsWithQty = 133, "funds_with_qty", "an order sized by funds takes a quantity of zero";
     InvalidFunds = 134, "invalid_funds", "the funds must be greater than zero";
     NotionalBelowMinimum = 140, "notional_below_minimum", "the order's notional (price times quantity) is below the instrument's minimum";
-    NotSupported = 199, "not_supported", "volatility bands are not supported yet";
     InsufficientFunds = 201, "insufficient_funds", "the available balance does not cover the order";
     PriceOutsideCollar = 202, "price_outside_collar", "the price is outside the instrument's price collar";
     InstrumentHalted = 203, "instrument_halted", "the instrument is halted";
@@ -114,6 +113,9 @@ reject_reasons! {
     InvalidSubAccount = 510, "invalid_sub_account", "a sub-account must be another account, without an owner or sub-accounts of its own";
     InstrumentDelisted = 511, "instrument_delisted", "the instrument is delisted";
     NoRuleChange = 512, "no_rule_change", "set_instrument_rules must change at least one rule";
+    InvalidVolatilityBand = 522, "invalid_volatility_band", "a volatility band must lie between 0 and 100%";
+    VolatilityAuctionRequired = 523, "volatility_auction_required", "a volatility band needs volatility_auction_ns greater than zero";
+    VolatilityBandRequired = 524, "volatility_band_required", "volatility_auction_ns needs a static or dynamic band";
 }
 
 impl std::fmt::Display for RejectReason {

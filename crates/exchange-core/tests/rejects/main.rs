@@ -108,7 +108,12 @@ const TESTED: &[(RejectReason, fn())] = &[
     (R::TooManyTrailingStops, stops::too_many_trailing_stops),
     (R::NotionalBelowMinimum, rules::notional_below_minimum),
     (R::InstrumentDelisted, rules::instrument_delisted),
-    (R::NotSupported, rules::not_supported),
+    (R::InvalidVolatilityBand, rules::invalid_volatility_band),
+    (
+        R::VolatilityAuctionRequired,
+        rules::volatility_auction_required,
+    ),
+    (R::VolatilityBandRequired, rules::volatility_band_required),
     (R::NoRuleChange, rules::no_rule_change),
 ];
 

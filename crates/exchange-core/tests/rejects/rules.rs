@@ -138,19 +138,43 @@ pub fn no_rule_change() {
     );
 }
 
-#[test]
-pub fn not_supported() {
-    let mut h = Harness::funded(1);
-    let listing = AddInstrument {
+/// A listing with `band`, otherwise BTC-USD's rules, as ETH-USD.
+fn banded(band: impl FnOnce(&mut AddInstrument)) -> Command {
+    let mut listing = AddInstrument {
         symbol: sym("ETH-USD"),
         base: asset("ETH"),
-        static_band_bps: Some(500),
         ..btc_usd()
     };
+    band(&mut listing);
+    Command::AddInstrument(Box::new(listing))
+}
+
+#[test]
+pub fn invalid_volatility_band() {
+    let mut h = Harness::funded(1);
+    let listing = banded(|l| {
+        l.static_band_bps = Some(10_001);
+        l.volatility_auction_ns = Some(1);
+    });
+    assert_rejected(&mut h, listing, R::InvalidVolatilityBand);
     assert_rejected(
         &mut h,
-        Command::AddInstrument(Box::new(listing)),
-        R::NotSupported,
+        set_rules(SetInstrumentRules {
+            dynamic_band_bps: Some(10_001),
+            volatility_auction_ns: Some(1),
+            ..rules("BTC-USD")
+        }),
+        R::InvalidVolatilityBand,
+    );
+}
+
+#[test]
+pub fn volatility_auction_required() {
+    let mut h = Harness::funded(1);
+    assert_rejected(
+        &mut h,
+        banded(|l| l.static_band_bps = Some(500)),
+        R::VolatilityAuctionRequired,
     );
     assert_rejected(
         &mut h,
@@ -158,6 +182,24 @@ pub fn not_supported() {
             dynamic_band_bps: Some(200),
             ..rules("BTC-USD")
         }),
-        R::NotSupported,
+        R::VolatilityAuctionRequired,
+    );
+}
+
+#[test]
+pub fn volatility_band_required() {
+    let mut h = Harness::funded(1);
+    assert_rejected(
+        &mut h,
+        banded(|l| l.volatility_auction_ns = Some(60_000_000_000)),
+        R::VolatilityBandRequired,
+    );
+    assert_rejected(
+        &mut h,
+        set_rules(SetInstrumentRules {
+            volatility_auction_ns: Some(60_000_000_000),
+            ..rules("BTC-USD")
+        }),
+        R::VolatilityBandRequired,
     );
 }
