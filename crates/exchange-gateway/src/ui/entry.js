@@ -82,8 +82,10 @@ export function orderBody(symbol) {
     if (trigger === "trailing_bps") {
       if (!/^\d+$/.test(distance)) throw new EntryError("o-stop", "A trailing distance in bps is a whole number.");
       order.trailing_bps = Number(distance);
+    } else if (trigger === "trailing_amount") {
+      order.trailing_amount = distance;
     } else {
-      order[trigger] = distance;
+      order.stop_price = distance;
     }
   }
   if (type === "market" && side === "buy" && $("o-by-funds").checked) {
