@@ -15,11 +15,13 @@ exception; the only console errors tolerated are the browser's own notes
 about the HTTP error statuses a test provokes on purpose.
 """
 
+import datetime
 import json
 import os
 import re
 import time
 import unittest
+import urllib.error
 import urllib.request
 
 from playwright.sync_api import sync_playwright
@@ -49,6 +51,35 @@ def below_the_book(fraction):
     book = get_json("/v1/markets/BTC-USD/book?depth=1")
     best = float(book["bids"][0][0])
     return f"{int(best * (1 - fraction))}.37"
+
+
+def above_the_book(fraction):
+    """A BTC-USD price on the tick, `fraction` above the best ask, with two
+    decimals in its shortest form."""
+    book = get_json("/v1/markets/BTC-USD/book?depth=1")
+    best = float(book["asks"][0][0])
+    return f"{int(best * (1 + fraction))}.37"
+
+
+def stop_distance():
+    """How far from the market a test stop may be: inside the collar (its
+    limit price must be accepted), far enough that the demo's walk does
+    not reach it during a test."""
+    btc = next(i for i in get_json("/v1/instruments")["instruments"] if i["symbol"] == "BTC-USD")
+    collar = btc.get("collar_bps", 0) / 10_000
+    return min(0.03, collar / 3) if collar else 0.03
+
+
+def phases_reported():
+    """Whether this server reports trading phases (`GET
+    /v1/markets/{symbol}/status`); a 404 means it predates them."""
+    try:
+        get_json("/v1/markets/BTC-USD/status")
+        return True
+    except urllib.error.HTTPError as error:
+        if error.code == 404:
+            return False
+        raise
 
 
 class Page:
@@ -125,6 +156,19 @@ class WebUi(unittest.TestCase):
         p.keyboard.press("Tab")
         p.keyboard.type(qty)
         p.keyboard.press("Enter")
+        p.wait_for_function(
+            "/^(Order \\d+|Rejected)/.test(document.getElementById('o-msg').textContent)"
+        )
+        text = p.inner_text("#o-msg")
+        match = re.match(r"Order (\d+) new", text)
+        self.assertIsNotNone(match, f"the order was not accepted: {text}")
+        return match.group(1)
+
+    def submit_order(self, page):
+        """Submits the form as filled; returns the accepted order's id."""
+        p = page.page
+        p.evaluate("document.getElementById('o-msg').textContent = ''")
+        p.click("#o-submit")
         p.wait_for_function(
             "/^(Order \\d+|Rejected)/.test(document.getElementById('o-msg').textContent)"
         )
@@ -301,6 +345,134 @@ class WebUi(unittest.TestCase):
         p.wait_for_function(f"window.exchangeUi.feed.book.sequence > {seq}")
         self.assertEqual(p.evaluate("window.exchangeUi.feed.resyncs"), 1)
         page.assert_clean(self)
+
+    def test_form_shows_only_the_inputs_of_the_order_type(self):
+        page = self.open()
+        p = page.page
+        self.wait_live(page)
+        visible = lambda selector: p.locator(selector).is_visible()
+        # A limit GTC: price, quantity, display quantity, pair; no stop.
+        self.assertEqual(
+            [visible(s) for s in ["#o-price", "#o-qty", "#o-display", "#o-oco", "#o-stop", "#o-expire", "#o-funds"]],
+            [True, True, True, True, False, False, False],
+        )
+        p.select_option("#o-type", "stop")
+        self.assertEqual([visible(s) for s in ["#o-price", "#o-stop", "#o-display"]], [False, True, False])
+        p.select_option("#o-trigger", "trailing_bps")
+        self.assertIn("bps", p.inner_text("#o-stop-label"))
+        p.select_option("#o-type", "stop_limit")
+        self.assertEqual([visible(s) for s in ["#o-price", "#o-stop"]], [True, True])
+        # A market buy may be sized by the quote it spends instead.
+        p.select_option("#o-type", "market")
+        self.assertTrue(p.locator("#o-tif option[value=gtc]").is_disabled())
+        p.check("#o-by-funds")
+        self.assertEqual([visible(s) for s in ["#o-qty", "#o-funds", "#o-oco"]], [False, True, False])
+        p.check("input[name=side][value=sell]")
+        self.assertEqual([visible(s) for s in ["#o-by-funds", "#o-qty", "#o-funds"]], [False, True, False])
+        p.select_option("#o-type", "limit")
+        p.select_option("#o-tif", "gtd")
+        self.assertEqual([visible(s) for s in ["#o-expire", "#o-display"]], [True, False])
+        page.assert_clean(self)
+
+    def test_stop_limit_and_iceberg_from_the_form(self):
+        page = self.open()
+        p = page.page
+        self.wait_live(page)
+        self.connect(page)
+        distance = stop_distance()
+
+        # A buy stop-limit above the market: it waits for the last price.
+        stop = above_the_book(distance)
+        limit = above_the_book(distance * 1.2)
+        p.check("input[name=side][value=buy]")
+        p.select_option("#o-type", "stop_limit")
+        p.select_option("#o-tif", "gtc")
+        p.select_option("#o-trigger", "stop_price")
+        p.fill("#o-stop", stop)
+        p.fill("#o-price", limit)
+        p.fill("#o-qty", "0.0123")
+        stop_id = self.submit_order(page)
+        stop_row = p.locator(f"#orders tr[data-order-id='{stop_id}']")
+        stop_row.wait_for()
+        self.assertEqual(stop_row.get_attribute("data-type"), "stop_limit")
+        self.assertEqual(stop_row.locator("td[data-col=stop]").inner_text(), stop)
+        self.assertIn(limit, stop_row.inner_text())
+        self.assertEqual(stop_row.locator("td[data-col=status]").inner_text(), "waiting for trigger")
+        # Not on the book until it triggers.
+        self.assertEqual(self.book_level(page, "buy", limit).count(), 0)
+
+        # An iceberg: the book shows only its display quantity.
+        price = below_the_book(0.03)
+        p.select_option("#o-type", "limit")
+        p.fill("#o-price", price)
+        p.fill("#o-qty", "0.0500")
+        p.fill("#o-display", "0.0100")
+        iceberg_id = self.submit_order(page)
+        p.fill("#o-display", "")
+        iceberg_row = p.locator(f"#orders tr[data-order-id='{iceberg_id}']")
+        iceberg_row.wait_for()
+        self.assertEqual(iceberg_row.locator("td[data-col=qty]").inner_text().split(), ["0.0500", "shows", "0.0100"])
+        self.assertEqual(iceberg_row.locator("td[data-col=stop]").inner_text(), "")
+        level = self.book_level(page, "buy", price)
+        level.wait_for()
+        self.assertIn("0.0100", level.inner_text())
+        self.assertNotIn("0.0500", level.inner_text())
+
+        # A good-till-date order shows its expiry.
+        expiry = datetime.datetime.now().replace(microsecond=0) + datetime.timedelta(hours=1)
+        gtd_price = below_the_book(0.035)
+        p.select_option("#o-tif", "gtd")
+        p.fill("#o-expire", expiry.isoformat())
+        p.fill("#o-price", gtd_price)
+        p.fill("#o-qty", "0.0100")
+        gtd_id = self.submit_order(page)
+        gtd_row = p.locator(f"#orders tr[data-order-id='{gtd_id}']")
+        gtd_row.wait_for()
+        # (The date is shown too when the expiry is not today.)
+        self.assertRegex(
+            gtd_row.locator("td[data-col=tif]").text_content(),
+            rf"^gtd until (\S+ )?{expiry.strftime('%H:%M:%S')}$",
+        )
+        p.select_option("#o-tif", "gtc")
+
+        # Canceling the stop removes it; the others stay until canceled.
+        stop_row.locator("button[data-action=cancel]").click()
+        stop_row.wait_for(state="detached")
+        iceberg_row.wait_for()
+        for row in [iceberg_row, gtd_row]:
+            row.locator("button[data-action=cancel]").click()
+            row.wait_for(state="detached")
+        level.wait_for(state="detached")
+        page.assert_clean(self)
+
+    def test_phase_badge(self):
+        page = self.open()
+        p = page.page
+        self.wait_live(page)
+        badge = p.locator("#phase")
+        if phases_reported():
+            # The demo trades all day: its instruments are continuous.
+            p.wait_for_function("document.getElementById('phase').dataset.phase === 'continuous'")
+            self.assertTrue(badge.is_visible())
+            self.assertEqual(badge.text_content(), "continuous")
+            self.assertIn("phase-continuous", badge.get_attribute("class"))
+            self.assertFalse(p.locator("#indicative").is_visible())
+        else:
+            # A server without phases: no badge and no error.
+            time.sleep(1)
+            self.assertFalse(badge.is_visible())
+        ops = self.open("/ops")
+        rows = ops.page.locator("#instruments tr[data-symbol]")
+        ops.page.wait_for_selector("#instruments tr[data-symbol='ETH-USD']")
+        self.assertEqual(rows.count(), 2)
+        btc = ops.page.locator("#instruments tr[data-symbol='BTC-USD']")
+        self.assertEqual(btc.locator("td[data-col=status]").inner_text(), "trading")
+        if phases_reported():
+            ops.page.wait_for_selector("#instruments tr[data-symbol='BTC-USD'] [data-phase=continuous]")
+        else:
+            self.assertEqual(btc.locator("td[data-col=phase]").inner_text(), "—")
+        page.assert_clean(self)
+        ops.assert_clean(self)
 
     def test_ops_dashboard_shows_the_leader(self):
         page = self.open("/ops")

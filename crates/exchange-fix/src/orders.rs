@@ -42,9 +42,14 @@ pub struct Report {
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ReportKind {
-    /// Accepted; a stop's trigger price (units) is echoed as StopPx (99).
+    /// Accepted; a stop's trigger price (units) is echoed as StopPx (99),
+    /// an iceberg's display quantity as MaxFloor (111) and a funds-sized
+    /// market buy's quote amount as CashOrderQty (152): the client sees the
+    /// order was taken as it asked, not as a plain limit or a zero-qty market.
     New {
         stop_price: Option<u64>,
+        display_qty: Option<u64>,
+        funds: Option<u64>,
     },
     /// A stop's trigger was reached (ExecType L): it enters the book now.
     Triggered {
@@ -79,6 +84,8 @@ impl ReportKind {
         match change {
             Change::New(accepted) => ReportKind::New {
                 stop_price: accepted.ext.as_ref().and_then(|e| e.stop_price),
+                display_qty: accepted.ext.as_ref().and_then(|e| e.display_qty),
+                funds: accepted.ext.as_ref().and_then(|e| e.funds),
             },
             Change::Triggered(triggered) => ReportKind::Triggered {
                 stop_price: triggered.stop_price,

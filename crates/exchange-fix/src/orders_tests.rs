@@ -52,7 +52,10 @@ fn an_order_through_its_life() {
     assert!(matches!(
         &new[..],
         [Report {
-            kind: ReportKind::New { stop_price: None },
+            kind: ReportKind::New {
+                stop_price: None,
+                ..
+            },
             ..
         }]
     ));
@@ -143,7 +146,10 @@ fn market_remainder_expires_and_average_price_spans_levels() {
         matches!(
             kinds[..],
             [
-                ReportKind::New { stop_price: None },
+                ReportKind::New {
+                    stop_price: None,
+                    ..
+                },
                 ReportKind::Fill { .. },
                 ReportKind::Fill { .. },
                 ReportKind::Expired
@@ -301,4 +307,64 @@ fn a_stop_reports_new_with_its_stop_px_then_triggered_as_exec_type_l() {
         (Some("L"), Some("0"), Some("105"))
     );
     assert_eq!(out.get(151).as_deref(), Some("1"));
+}
+
+#[test]
+fn new_reports_echo_an_icebergs_max_floor_and_a_funds_buys_cash_order_qty() {
+    let mut core = Core::new();
+    let mut cache = OrderCache::default();
+    let Command::Place(limit) = place(1, "ice", Side::Buy, Some("90"), "5", TimeInForce::Gtc)
+    else {
+        unreachable!()
+    };
+    let iceberg = Command::Place(Place {
+        ext: Some(Box::new(exchange_types::PlaceExt {
+            display_qty: Some(dec("1")),
+            ..Default::default()
+        })),
+        ..limit
+    });
+    let new = run(&mut core, &mut cache, iceberg);
+    let [report] = &new[..] else {
+        panic!("one report: {new:?}")
+    };
+    let out = crate::reports::execution_report(report, None);
+    assert_eq!(
+        (
+            out.get(150).as_deref(),
+            out.get(111).as_deref(),
+            out.get(152)
+        ),
+        (Some("0"), Some("1"), None)
+    );
+
+    // Account 2 offers what the funds buy.
+    run(
+        &mut core,
+        &mut cache,
+        place(2, "offer", Side::Sell, Some("100"), "5", TimeInForce::Gtc),
+    );
+    let Command::Place(market) = place(1, "cash", Side::Buy, None, "0", TimeInForce::Ioc) else {
+        unreachable!()
+    };
+    let by_funds = Command::Place(Place {
+        ext: Some(Box::new(exchange_types::PlaceExt {
+            funds: Some(dec("250")),
+            ..Default::default()
+        })),
+        ..market
+    });
+    let reports = run(&mut core, &mut cache, by_funds);
+    let new = reports
+        .iter()
+        .find(|r| matches!(r.kind, ReportKind::New { .. }))
+        .unwrap_or_else(|| panic!("a New report: {reports:?}"));
+    let out = crate::reports::execution_report(new, None);
+    assert_eq!((out.get(152).as_deref(), out.get(111)), (Some("250"), None));
+    // Only the acceptance echoes them: a fill is about the fill.
+    let fill = reports
+        .iter()
+        .find(|r| matches!(r.kind, ReportKind::Fill { .. }))
+        .unwrap_or_else(|| panic!("the funds buy fills: {reports:?}"));
+    assert_eq!(crate::reports::execution_report(fill, None).get(152), None);
 }

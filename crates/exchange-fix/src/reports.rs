@@ -157,11 +157,18 @@ pub fn execution_report(report: &Report, ids: Option<(&str, &str)>) -> Outgoing 
     out.push(tags::ORD_TYPE, ord_type_char(order.order_type));
     out.push_opt(tags::PRICE, order.progress.price.map(format_units));
     let stop_px = match &report.kind {
-        ReportKind::New { stop_price } => *stop_price,
+        ReportKind::New { stop_price, .. } => *stop_price,
         ReportKind::Triggered { stop_price } => Some(*stop_price),
         _ => None,
     };
     out.push_opt(tags::STOP_PX, stop_px.map(format_units));
+    if let ReportKind::New {
+        display_qty, funds, ..
+    } = &report.kind
+    {
+        out.push_opt(tags::MAX_FLOOR, display_qty.map(format_units));
+        out.push_opt(tags::CASH_ORDER_QTY, funds.map(format_units));
+    }
     out.push(tags::TIME_IN_FORCE, tif_char(order.tif));
     if let ReportKind::Fill {
         trade_id,

@@ -61,8 +61,11 @@ static ASSETS: &[Asset] = &[
     asset!("charts.js", JS),
     asset!("trade.js", JS),
     asset!("orders.js", JS),
+    asset!("entry.js", JS),
+    asset!("status.js", JS),
     asset!("ops.js", JS),
     asset!("ops_risk.js", JS),
+    asset!("ops_phases.js", JS),
 ];
 
 /// Each asset's ETag, in the order of [`ASSETS`].

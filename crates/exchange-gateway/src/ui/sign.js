@@ -70,11 +70,11 @@ function learnSkew(response) {
 
 /**
  * A signed REST call with `credentials` ({key, secret}); `body` is an
- * object (sent as JSON) or undefined. Resolves to the JSON answer, rejects
+ * object (sent as JSON), JSON text (sent as is) or undefined. Resolves to the JSON answer, rejects
  * with an ApiError carrying the server's code and message.
  */
 export async function signedFetch(credentials, method, pathAndQuery, body) {
-  const text = body === undefined ? "" : JSON.stringify(body);
+  const text = body === undefined ? "" : typeof body === "string" ? body : JSON.stringify(body);
   const ts = timestamp();
   const signature = await sign(credentials.secret, ts, method, pathAndQuery, text);
   const headers = {

@@ -196,3 +196,54 @@ async fn ops_has_the_risk_controls_and_their_script_finds_every_element() {
         assert!(js.contains(route), "the script never calls {route}");
     }
 }
+
+/// Every element a page's scripts look up by id exists on that page, so
+/// a renamed input of the order form or a table the dashboard fills
+/// cannot silently go dead.
+#[test]
+fn every_element_the_scripts_look_up_is_on_their_page() {
+    let body = |name: &str| {
+        let asset = ASSETS
+            .iter()
+            .find(|a| a.name == name)
+            .unwrap_or_else(|| panic!("{name} is embedded"));
+        std::str::from_utf8(asset.body).expect("UTF-8")
+    };
+    for (page, scripts) in [
+        ("index.html", &["trade.js", "entry.js"][..]),
+        ("ops.html", &["ops.js", "ops_phases.js"][..]),
+    ] {
+        let html = body(page);
+        for script in scripts {
+            let js = body(script);
+            let ids: Vec<&str> = js
+                .split("$(\"")
+                .skip(1)
+                .filter_map(|rest| rest.split('"').next())
+                .collect();
+            assert!(
+                !ids.is_empty(),
+                "{script} looks up its elements with $(\"id\")"
+            );
+            for id in ids {
+                assert!(
+                    html.contains(&format!("id=\"{id}\"")),
+                    "{page} has no #{id}, which {script} uses"
+                );
+            }
+        }
+    }
+    // The new order fields are sent under the REST names (docs/server.md).
+    let entry = body("entry.js");
+    for field in [
+        "stop_price",
+        "trailing_amount",
+        "trailing_bps",
+        "display_qty",
+        "funds",
+        "expire_ts",
+        "oco_with",
+    ] {
+        assert!(entry.contains(field), "entry.js never sends {field}");
+    }
+}

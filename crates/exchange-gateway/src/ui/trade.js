@@ -7,6 +7,8 @@ import { $, el, fmt, decimalsOf, clock, compact, throttled, getJson } from "./co
 import { MarketFeed } from "./market.js";
 import { CandleChart, DepthChart } from "./charts.js";
 import { Account } from "./orders.js";
+import { updateEntryFields, watchEntryFields, orderBody, EntryError } from "./entry.js";
+import { StatusFeed, renderPhase } from "./status.js";
 
 const BOOK_ROWS = 40;
 const DEPTH_LEVELS = 60;
@@ -51,6 +53,17 @@ const feed = new MarketFeed({
   onResync(count) {
     $("book-resyncs").textContent = `resyncs ${count}`;
     $("book-status").textContent = "gap detected: resyncing";
+  },
+});
+
+// The instrument's trading phase and, during a call, its indicative price.
+const statusFeed = new StatusFeed({
+  onStatus(message) {
+    if (message.symbol === state.symbol) renderPhase($("phase"), $("indicative"), message);
+  },
+  onUnavailable() {
+    const inst = instrument();
+    if (!inst.phase) renderPhase($("phase"), $("indicative"), null);
   },
 });
 
@@ -218,6 +231,11 @@ function show(symbol) {
   const inst = instrument();
   $("o-quote").textContent = inst.quote ? `(${inst.quote})` : "";
   $("o-base").textContent = inst.base ? `(${inst.base})` : "";
+  $("o-funds-asset").textContent = inst.quote ? `(${inst.quote})` : "";
+  // The listing's phase until the status channel says more; none on a
+  // server that does not report phases.
+  renderPhase($("phase"), $("indicative"), inst.phase ? { phase: inst.phase, indicative: null } : null);
+  statusFeed.follow([symbol]);
   $("o-price").placeholder = Number(0).toFixed(priceDp());
   $("o-qty").placeholder = Number(inst.lot_size).toFixed(qtyDp());
   $("asks").replaceChildren();
@@ -261,11 +279,11 @@ function renderOrders(orders) {
   $("orders-msg").textContent = "";
   const body = $("orders");
   if (!account.connected) {
-    body.replaceChildren(el("tr", {}, el("td", { colspan: 8, class: "empty" }, "Connect an API key to see your orders")));
+    body.replaceChildren(el("tr", {}, el("td", { colspan: 11, class: "empty" }, "Connect an API key to see your orders")));
     return;
   }
   if (!orders.length) {
-    body.replaceChildren(el("tr", {}, el("td", { colspan: 8, class: "empty" }, "No open orders")));
+    body.replaceChildren(el("tr", {}, el("td", { colspan: 11, class: "empty" }, "No open orders")));
     return;
   }
   body.replaceChildren(
@@ -273,16 +291,26 @@ function renderOrders(orders) {
       const inst = state.instruments.get(o.symbol) || instrument();
       const pdp = decimalsOf(inst.tick_size);
       const qdp = decimalsOf(inst.lot_size);
+      const d = account.details.get(o.order_id) || {};
+      const waiting = isStop(o) && d.triggered === false;
       return el(
         "tr",
-        { "data-order-id": o.order_id, "data-client-order-id": o.client_order_id },
+        { "data-order-id": o.order_id, "data-client-order-id": o.client_order_id, "data-type": o.type },
         el("td", { class: "num muted hide-narrow" }, clock(o.created_ts)),
         el("td", {}, o.symbol),
         el("td", { class: o.side }, o.side),
+        el("td", { class: "left" }, (o.type || "limit").replace("_", " ")),
         el("td", { class: "num" }, o.price === null ? "market" : fmt(o.price, pdp)),
-        el("td", { class: "num" }, fmt(o.qty, qdp)),
+        el("td", { class: "num", "data-col": "stop" }, stopText(o, d, pdp)),
+        el(
+          "td",
+          { class: "num", "data-col": "qty" },
+          fmt(o.qty, qdp),
+          d.display_qty ? el("span", { class: "sub muted", "data-col": "display" }, `shows ${fmt(d.display_qty, qdp)}`) : null,
+        ),
         el("td", { class: "num hide-narrow" }, fmt(o.filled_qty, qdp)),
-        el("td", { class: "left" }, o.status.replace("_", " ")),
+        el("td", { class: "left hide-narrow", "data-col": "tif" }, tifText(o, d)),
+        el("td", { class: waiting ? "left waiting" : "left", "data-col": "status" }, waiting ? "waiting for trigger" : o.status.replace("_", " ")),
         el(
           "td",
           {},
@@ -293,6 +321,25 @@ function renderOrders(orders) {
       );
     }),
   );
+}
+
+const isStop = (o) => o.type === "stop" || o.type === "stop_limit";
+
+/** A stop's trigger: its price, or its trailing distance. */
+function stopText(o, d, pdp) {
+  if (!isStop(o)) return "";
+  if (d.trailing_bps) return `trail ${d.trailing_bps} bp`;
+  if (d.trailing_amount) return `trail ${fmt(d.trailing_amount, pdp)}`;
+  return d.stop_price ? fmt(d.stop_price, pdp) : "—";
+}
+
+/** The time in force, with a good-till-date order's expiry. */
+function tifText(o, d) {
+  const tif = (o.tif || "").replace("_", " ");
+  if (o.tif !== "gtd" || !d.expire_ts) return tif;
+  const when = new Date(Number(d.expire_ts) / 1e6);
+  const today = when.toDateString() === new Date().toDateString();
+  return `gtd until ${today ? "" : when.toLocaleDateString() + " "}${when.toLocaleTimeString([], { hour12: false })}`;
 }
 
 function renderFills(fills) {
@@ -391,19 +438,8 @@ function updateSubmitLabel() {
   button.classList.toggle("sell-btn", !buy);
 }
 
-function updateType() {
-  const market = $("o-type").value === "market";
-  $("o-price").disabled = market;
-  $("o-post").disabled = market;
-  if (market) {
-    $("o-post").checked = false;
-    if ($("o-tif").value === "gtc") $("o-tif").value = "ioc";
-  }
-  $("o-tif").querySelector("option[value=gtc]").disabled = market;
-}
-
 for (const radio of document.querySelectorAll("input[name=side]")) radio.addEventListener("change", updateSubmitLabel);
-$("o-type").addEventListener("change", updateType);
+watchEntryFields();
 
 function message(id, text, ok) {
   const node = $(id);
@@ -418,20 +454,13 @@ $("order-form").addEventListener("submit", async (event) => {
     $("c-key").focus();
     return;
   }
-  const type = $("o-type").value;
-  const order = { symbol: state.symbol, side: side(), type, qty: $("o-qty").value.trim(), tif: $("o-tif").value };
-  if (type === "limit") {
-    order.price = $("o-price").value.trim();
-    order.post_only = $("o-post").checked;
-    if (!order.price) {
-      message("o-msg", "Enter a price for a limit order.", false);
-      $("o-price").focus();
-      return;
-    }
-  }
-  if (!order.qty) {
-    message("o-msg", "Enter a quantity.", false);
-    $("o-qty").focus();
+  let order;
+  try {
+    order = orderBody(state.symbol);
+  } catch (error) {
+    if (!(error instanceof EntryError)) throw error;
+    message("o-msg", error.message, false);
+    $(error.field).focus();
     return;
   }
   const button = $("o-submit");
@@ -458,8 +487,8 @@ for (const id of ["asks", "bids"]) {
   $(id).addEventListener("click", (event) => {
     const row = event.target.closest("button.row");
     if (!row) return;
-    $("o-type").value = "limit";
-    updateType();
+    if ($("o-type").value !== "stop_limit") $("o-type").value = "limit";
+    updateEntryFields();
     $("o-price").value = row.dataset.price;
     $("o-qty").focus();
   });
@@ -528,7 +557,7 @@ async function start() {
   const wanted = new URL(location.href).searchParams.get("symbol");
   const symbol = state.instruments.has(wanted) ? wanted : instruments[0].symbol;
   $("symbol").value = symbol;
-  updateType();
+  updateEntryFields();
   if (account.connected) {
     $("c-key").value = account.credentials.key;
     message("c-msg", "connecting…", true);

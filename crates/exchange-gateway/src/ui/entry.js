@@ -1,0 +1,108 @@
+// The order form of the trading screen: which inputs apply to the chosen
+// type and time in force, and the REST place body (docs/server.md,
+// `POST /v1/orders`) they make. The form only shapes the request; whether
+// the order is acceptable is the exchange's decision, and its refusal is
+// shown as it comes.
+
+import { $ } from "./common.js";
+
+/** The inputs each choice needs, shown; the rest hidden (and not sent). */
+export function updateEntryFields() {
+  const type = $("o-type").value;
+  const tif = $("o-tif").value;
+  const buy = document.querySelector("input[name=side]:checked").value === "buy";
+  const market = type === "market";
+  const stop = type === "stop" || type === "stop_limit";
+  const priced = type === "limit" || type === "stop_limit";
+  // Only a market buy can be sized by the quote it spends.
+  const byFunds = market && buy && $("o-by-funds").checked;
+
+  // Immediate orders have no resting time in force.
+  const tifSelect = $("o-tif");
+  for (const value of ["gtc", "day", "gtd"]) tifSelect.querySelector(`option[value=${value}]`).disabled = market;
+  if (market && ["gtc", "day", "gtd"].includes(tif)) tifSelect.value = "ioc";
+
+  const show = (id, visible) => $(id).classList.toggle("hidden", !visible);
+  show("o-price-field", priced);
+  show("o-stop-row", stop);
+  show("o-funds-check", market && buy);
+  show("o-qty-field", !byFunds);
+  show("o-funds-field", byFunds);
+  show("o-display-field", type === "limit" && tifSelect.value === "gtc");
+  show("o-expire-field", tifSelect.value === "gtd");
+  show("o-oco-field", !market);
+  show("o-post-check", type === "limit");
+  if (type !== "limit") $("o-post").checked = false;
+  const trigger = $("o-trigger").value;
+  $("o-stop-label").textContent =
+    trigger === "trailing_bps" ? "Trailing distance (bps)" : trigger === "trailing_amount" ? "Trailing distance" : "Stop price";
+  $("o-stop").placeholder = trigger === "trailing_bps" ? "50" : "0.00";
+}
+
+/** Wires the inputs that change which others apply. */
+export function watchEntryFields() {
+  for (const id of ["o-type", "o-tif", "o-trigger", "o-by-funds"]) $(id).addEventListener("change", updateEntryFields);
+  for (const radio of document.querySelectorAll("input[name=side]")) radio.addEventListener("change", updateEntryFields);
+}
+
+/** A form problem the user can fix before anything is sent. */
+export class EntryError extends Error {
+  constructor(field, message) {
+    super(message);
+    this.field = field;
+  }
+}
+
+/** Nanoseconds since the epoch of a `datetime-local` value (local time), as digits. */
+export function expireNanos(value) {
+  const ms = new Date(value).getTime();
+  if (!Number.isFinite(ms)) return null;
+  return (BigInt(ms) * 1000000n).toString();
+}
+
+/**
+ * The place body of the form as JSON text: an object would lose the
+ * nanosecond `expire_ts` (above 2^53) to a float.
+ */
+export function orderBody(symbol) {
+  const value = (id) => $(id).value.trim();
+  const type = $("o-type").value;
+  const tif = $("o-tif").value;
+  const side = document.querySelector("input[name=side]:checked").value;
+  const order = { symbol, side, type, qty: value("o-qty"), tif };
+  if (type === "limit" || type === "stop_limit") {
+    order.price = value("o-price");
+    if (!order.price) throw new EntryError("o-price", `Enter a price for a ${type.replace("_", "-")} order.`);
+  }
+  if (type === "limit") order.post_only = $("o-post").checked;
+  if (type === "stop" || type === "stop_limit") {
+    const trigger = $("o-trigger").value;
+    const distance = value("o-stop");
+    if (!distance) throw new EntryError("o-stop", "Enter the stop price or the trailing distance.");
+    if (trigger === "trailing_bps") {
+      if (!/^\d+$/.test(distance)) throw new EntryError("o-stop", "A trailing distance in bps is a whole number.");
+      order.trailing_bps = Number(distance);
+    } else if (trigger === "trailing_amount") {
+      order.trailing_amount = distance;
+    } else {
+      order.stop_price = distance;
+    }
+  }
+  if (type === "market" && side === "buy" && $("o-by-funds").checked) {
+    order.funds = value("o-funds");
+    order.qty = "0";
+    if (!order.funds) throw new EntryError("o-funds", "Enter the amount to spend.");
+  } else if (!order.qty) {
+    throw new EntryError("o-qty", "Enter a quantity.");
+  }
+  if (type === "limit" && tif === "gtc" && value("o-display")) order.display_qty = value("o-display");
+  if (type !== "market" && value("o-oco")) order.oco_with = value("o-oco");
+  let expire = null;
+  if (tif === "gtd") {
+    expire = expireNanos($("o-expire").value);
+    if (expire === null) throw new EntryError("o-expire", "Choose when a good-till-date order expires.");
+    order.expire_ts = expire;
+  }
+  const text = JSON.stringify(order);
+  return expire === null ? text : text.replace(`"expire_ts":"${expire}"`, `"expire_ts":${expire}`);
+}
