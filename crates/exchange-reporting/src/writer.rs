@@ -4,11 +4,11 @@
 //! Per event kind: `accepted` creates an order; `trade` adds the trade, its
 //! two fills and advances both orders; `canceled`, `replaced`, `expired`
 //! and `triggered` change the order; `auction` marks the trades of its
-//! symbol that follow it in the entry, up to its volume, with its kind; `balance` updates the account's `balances` row and,
-//! when it changes the total (a deposit, withdrawal, trade or fee, not a
-//! hold), appends to the ledger. Every entry, whatever it did, gets one
-//! audit row. Book, status and instrument events are
-//! market data and are not stored here.
+//! symbol that follow it in the entry, up to its volume, with its kind;
+//! `balance` updates the account's `balances` row and, when it changes the
+//! total (a deposit, withdrawal, trade or fee, not a hold), appends to the
+//! ledger. Every entry, whatever it did, gets one audit row. Book, status,
+//! phase and instrument events are market data and are not stored here.
 //!
 //! Rows are collected while the batch is read and written at its end, in
 //! the same transaction (see [`crate::batch`] for the statements): the
