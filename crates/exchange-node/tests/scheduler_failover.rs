@@ -401,6 +401,8 @@ async fn a_halt_holds_the_schedule_until_the_resume() {
     );
     let _ = stop.send(true);
     let _ = task.await;
+    // The pipeline stops once no handle is left.
+    drop(handle);
     tokio::task::spawn_blocking(move || pipeline.join())
         .await
         .expect("join");
