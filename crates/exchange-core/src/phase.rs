@@ -97,7 +97,9 @@ fn allowed(from: Phase, target: Phase) -> Result<Phase, RejectReason> {
         (PreOpen, OpeningAuction | Continuous | Closed) => true,
         (Continuous, ClosingCall | VolatilityAuction | PostClose | Closed) => true,
         (ClosingCall, ClosingAuction | PostClose | Closed) => true,
-        (VolatilityAuction, Continuous) => true,
+        // A closing call falling due during a volatility call takes its
+        // orders over, as Xetra switches to the closing auction.
+        (VolatilityAuction, Continuous | ClosingCall | PostClose | Closed) => true,
         (PostClose, Closed | PreOpen) => true,
         (Halted, t) => !matches!(t, OpeningAuction | ClosingAuction),
         _ => false,

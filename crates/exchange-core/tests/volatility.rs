@@ -395,3 +395,28 @@ fn a_rule_change_during_a_call_keeps_the_phase() {
         vec![(AuctionKind::Volatility, units("108"), units("1"))]
     );
 }
+
+#[test]
+fn a_closing_call_due_during_a_volatility_call_takes_its_book() {
+    let mut h = funded_with(listing(500, 200), 2);
+    exec(&mut h, limit(2, "s", Side::Sell, "108", "1"));
+    exec(&mut h, limit(1, "b", Side::Buy, "108", "1"));
+    let started = h.ts;
+    let events = h.run_checked(Command::SetPhase {
+        symbol: sym("BTC-USD"),
+        phase: Phase::ClosingCall,
+    });
+    assert!(auctions(&events).is_empty());
+    assert_eq!(phases(&events), vec![Phase::ClosingCall]);
+    // The volatility call's end passes without an uncross.
+    let events = tick_at(&mut h, started + 3 * AUCTION_NS);
+    assert!(trades(&events).is_empty());
+    let events = h.run_checked(Command::SetPhase {
+        symbol: sym("BTC-USD"),
+        phase: Phase::ClosingAuction,
+    });
+    assert_eq!(
+        auctions(&events),
+        vec![(AuctionKind::Close, units("108"), units("1"))]
+    );
+}
