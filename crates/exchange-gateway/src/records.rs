@@ -25,7 +25,7 @@ use super::error::{ApiError, ApiPath, ApiQuery};
 use super::public::{self, CandlesQuery};
 use super::translate;
 use super::AppState;
-use exchange_node::history::{Fill, OrderRecord, OrderStatus};
+use exchange_node::history::{Fill, OrderDetails, OrderRecord, OrderStatus};
 use exchange_node::limits::{
     CLOSED_ORDERS_PER_ACCOUNT, DEFAULT_CANDLES_LIMIT, FILLS_PER_ACCOUNT, MAX_CANDLES_LIMIT,
 };
@@ -86,7 +86,23 @@ fn order_record(row: OrderRow) -> OrderRecord {
         updated_ts: row.updated_ts,
         // Not shown by the REST API.
         fill_notional: 0,
+        details: order_details(&row),
     }
+}
+
+fn order_details(row: &OrderRow) -> Option<Box<OrderDetails>> {
+    let details = OrderDetails {
+        stop_price: row.stop_price,
+        trailing_amount: row.trailing_amount,
+        trailing_bps: row.trailing_bps.and_then(|bps| u32::try_from(bps).ok()),
+        display_qty: row.display_qty,
+        funds: row.funds,
+        expire_ts: row.expire_ts,
+        oco_with: row.oco_with.clone(),
+        triggered_ts: row.triggered_ts,
+        triggered_price: row.triggered_price,
+    };
+    (details != OrderDetails::default()).then(|| Box::new(details))
 }
 
 fn fill(row: FillRow) -> Fill {

@@ -13,7 +13,7 @@ use exchange_types::{
 };
 use serde::{Serialize, Serializer};
 
-use exchange_node::history::{Fill, OrderRecord, OrderStatus};
+use exchange_node::history::{Fill, OrderDetails, OrderRecord, OrderStatus};
 
 /// Units written as a decimal string, without an intermediate `String`.
 #[derive(Clone, Copy, Debug)]
@@ -118,8 +118,50 @@ pub struct OrderView<'a> {
     pub tif: &'a str,
     pub created_ts: u64,
     pub updated_ts: u64,
+    #[serde(flatten)]
+    pub details: Option<DetailsView<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fills: Option<Vec<FillView<'a>>>,
+}
+
+/// A stop's, iceberg's, funds-sized, good-till-date or paired order's
+/// fields, each only when set; prices and quantities as decimals.
+#[derive(Serialize)]
+pub struct DetailsView<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stop_price: Option<Units>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trailing_amount: Option<Units>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trailing_bps: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub display_qty: Option<Units>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub funds: Option<Units>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expire_ts: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub oco_with: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub triggered_ts: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub triggered_price: Option<Units>,
+}
+
+impl<'a> DetailsView<'a> {
+    fn new(details: &'a OrderDetails) -> Self {
+        DetailsView {
+            stop_price: details.stop_price.map(Units),
+            trailing_amount: details.trailing_amount.map(Units),
+            trailing_bps: details.trailing_bps,
+            display_qty: details.display_qty.map(Units),
+            funds: details.funds.map(Units),
+            expire_ts: details.expire_ts,
+            oco_with: details.oco_with.as_deref(),
+            triggered_ts: details.triggered_ts,
+            triggered_price: details.triggered_price.map(Units),
+        }
+    }
 }
 
 impl<'a> OrderView<'a> {
@@ -144,6 +186,7 @@ impl<'a> OrderView<'a> {
             tif: &record.tif,
             created_ts: record.created_ts,
             updated_ts: record.updated_ts,
+            details: record.details.as_deref().map(DetailsView::new),
             fills,
         }
     }

@@ -46,6 +46,17 @@ pub struct InstrumentConfig {
     pub reference_price: Option<String>,
     pub maker_fee_bps: i32,
     pub taker_fee_bps: i32,
+    #[serde(default)]
+    pub min_notional: Option<String>,
+    /// Volatility bands (docs/market-model.md): half-widths in percent
+    /// around the last auction price and the last trade, and how long the
+    /// volatility auction a trade outside them starts lasts.
+    #[serde(default)]
+    pub static_band_pct: Option<String>,
+    #[serde(default)]
+    pub dynamic_band_pct: Option<String>,
+    #[serde(default)]
+    pub volatility_auction_ns: Option<u64>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -341,6 +352,10 @@ fn instrument(
         reference_price: Some(reference.into()),
         maker_fee_bps: -1,
         taker_fee_bps: 5,
+        min_notional: None,
+        static_band_pct: None,
+        dynamic_band_pct: None,
+        volatility_auction_ns: None,
     }
 }
 

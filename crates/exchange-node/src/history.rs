@@ -14,7 +14,7 @@ use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 
 use exchange_types::lifecycle::{order_updates, Change, Progress};
-use exchange_types::{Accepted, AccountId, Event, EventKind, OrderId};
+use exchange_types::{Accepted, AcceptedExt, AccountId, Event, EventKind, OrderId, TrailingUnits};
 use serde::{Deserialize, Serialize};
 
 pub use exchange_types::OrderStatus;
@@ -40,6 +40,56 @@ pub struct OrderRecord {
     /// its average price (the FIX gateway's AvgPx after a restart).
     #[serde(default)]
     pub fill_notional: u128,
+    /// What only stops, icebergs, funds-sized, good-till-date and paired
+    /// orders have; `None` for the plain orders that are most of them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub details: Option<Box<OrderDetails>>,
+}
+
+/// An order's rarer parts, in units (docs/server.md, order fields).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct OrderDetails {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stop_price: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trailing_amount: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trailing_bps: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub display_qty: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub funds: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expire_ts: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub oco_with: Option<String>,
+    /// When a stop triggered, and the trade price that reached it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub triggered_ts: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub triggered_price: Option<u64>,
+}
+
+impl OrderDetails {
+    fn of(ext: &AcceptedExt) -> OrderDetails {
+        let (trailing_amount, trailing_bps) = match ext.trailing {
+            Some(TrailingUnits::Amount(amount)) => (Some(amount), None),
+            Some(TrailingUnits::Bps(bps)) => (None, Some(bps)),
+            None => (None, None),
+        };
+        OrderDetails {
+            stop_price: ext.stop_price,
+            trailing_amount,
+            trailing_bps,
+            display_qty: ext.display_qty,
+            funds: ext.funds,
+            expire_ts: ext.expire_ts,
+            oco_with: ext.oco_with.as_ref().map(|c| c.to_string()),
+            triggered_ts: None,
+            triggered_price: None,
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -254,6 +304,10 @@ impl OrderRecord {
             created_ts: ts,
             updated_ts: ts,
             fill_notional: 0,
+            details: accepted
+                .ext
+                .as_deref()
+                .map(|ext| Box::new(OrderDetails::of(ext))),
         }
     }
 
@@ -276,8 +330,17 @@ impl OrderRecord {
         self.filled_qty = progress.filled_qty;
         self.fill_notional = progress.fill_notional;
         self.status = progress.status;
-        if let Change::Replaced(replaced) = change {
-            self.client_order_id = replaced.client_order_id.to_string();
+        match change {
+            Change::Replaced(replaced) => {
+                self.client_order_id = replaced.client_order_id.to_string();
+            }
+            Change::Triggered(triggered) => {
+                let details = self.details.get_or_insert_with(Default::default);
+                details.stop_price = Some(triggered.stop_price);
+                details.triggered_ts = Some(ts);
+                details.triggered_price = Some(triggered.last_price);
+            }
+            _ => {}
         }
         self.updated_ts = ts;
     }

@@ -55,3 +55,61 @@ pub async fn ensure_instruments(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use exchange_types::{Command, Dec};
+
+    use super::*;
+
+    fn listing(toml_table: &str) -> Command {
+        let spec: InstrumentConfig = toml::from_str(toml_table).expect("an instrument table");
+        match instrument_entry(&spec).expect("a listing") {
+            LogEntry::Core(stamped) => stamped.command,
+            other => panic!("not a core command: {other:?}"),
+        }
+    }
+
+    const BASE: &str = r#"
+symbol = "DAY-USD"
+base = "DAY"
+quote = "USD"
+tick_size = "0.01"
+lot_size = "0.01"
+reference_price = "100"
+maker_fee_bps = 0
+taker_fee_bps = 0
+"#;
+
+    #[test]
+    fn a_configured_instrument_takes_bands_and_a_minimum_notional() {
+        let command = listing(&format!(
+            "{BASE}min_notional = \"5\"\nstatic_band_pct = \"10\"\ndynamic_band_pct = \"2.5\"\n\
+             volatility_auction_ns = 2000000000\n"
+        ));
+        let Command::AddInstrument(add) = command else {
+            panic!("not a listing: {command:?}");
+        };
+        assert_eq!(
+            (
+                add.min_notional,
+                add.static_band_bps,
+                add.dynamic_band_bps,
+                add.volatility_auction_ns
+            ),
+            (
+                Some(Dec::new(5, 0)),
+                Some(1_000),
+                Some(250),
+                Some(2_000_000_000)
+            )
+        );
+    }
+
+    #[test]
+    fn an_unknown_field_in_an_instrument_table_is_refused() {
+        let bad = format!("{BASE}static_band = \"10\"\n");
+        let error = toml::from_str::<InstrumentConfig>(&bad).expect_err("unknown field");
+        assert!(error.to_string().contains("static_band"), "{error}");
+    }
+}

@@ -216,6 +216,12 @@ fn a_stop_placed_over_rest_triggers_on_fix_trades_and_is_reported_everywhere() {
         .and_then(|o| o.iter().find(|o| o["order_id"] == stop_id).cloned())
         .unwrap_or_else(|| panic!("the stop among closed orders: {closed}"));
     assert_eq!(listed["status"], "filled", "{listed}");
+    assert_eq!(
+        (&listed["stop_price"], &listed["triggered_price"]),
+        (&json!("98"), &json!("98")),
+        "{listed}"
+    );
+    assert!(listed["triggered_ts"].as_u64().is_some(), "{listed}");
 
     // An iceberg shows its display quantity only.
     server.api.place(
@@ -238,6 +244,17 @@ fn a_stop_placed_over_rest_triggers_on_fix_trades_and_is_reported_everywhere() {
         units(level[1].as_str().expect("qty")),
         units("0.5"),
         "{book}"
+    );
+
+    let open = server.api.read(owner, "/v1/orders");
+    let iceberg = open["orders"]
+        .as_array()
+        .and_then(|o| o.iter().find(|o| o["client_order_id"] == "ice-1").cloned())
+        .unwrap_or_else(|| panic!("the iceberg among open orders: {open}"));
+    assert_eq!(
+        (&iceberg["display_qty"], iceberg.get("stop_price")),
+        (&json!("0.5"), None),
+        "{iceberg}"
     );
 
     // The store, once the server has written everything and stopped.

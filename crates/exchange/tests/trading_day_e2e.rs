@@ -5,21 +5,25 @@
 //! in the opening call crossing orders rest without trading; at the open
 //! the call uncrosses at one price (the trades route shows it, the
 //! reporting store flags those trades `open`); continuous trading matches;
-//! the closing call collects and the closing auction uncrosses (`close`);
-//! after the close orders are refused again.
+//! a buy far above the last price would trade outside the volatility band,
+//! so the instrument enters a volatility auction instead (seen on the
+//! WebSocket `status` channel and in a FIX SecurityStatus), which
+//! uncrosses by itself when its time is up (`volatility`); the closing
+//! call collects and the closing auction uncrosses (`close`); after the
+//! close orders are refused again.
 //!
 //! Nothing here asserts on time: the test reads the phase the instrument
 //! is in from how an order is answered (see [`probe`]) and waits for each
-//! phase with generous deadlines. Each step is a function of its own, so
-//! another (a volatility auction in continuous trading, seen on the
-//! WebSocket `status` channel and FIX 35=f) can be added between them.
+//! phase with generous deadlines. Each step is a function of its own.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use exchange_fix::message::Message;
 use exchange_reporting::{Store, Target, SQLITE_FILE};
-use exchange_testkit::{units, Account, Server};
+use exchange_testkit::fix::Client as FixClient;
+use exchange_testkit::{free_port, units, ws, Account, Server};
 use serde_json::{json, Value};
 
 /// The binary under test.
@@ -28,8 +32,11 @@ const SYMBOL: &str = "DAY-USD";
 /// Units per whole (1e-8).
 const U: u64 = 100_000_000;
 /// Seconds after the configuration is written at which each of the five
-/// times falls: the pre-open leaves the server time to start.
-const OFFSETS: [u64; 5] = [12, 20, 28, 36, 42];
+/// times falls: the pre-open leaves the server time to start, continuous
+/// trading room for a volatility auction and its extension.
+const OFFSETS: [u64; 5] = [12, 20, 50, 58, 64];
+/// The volatility auction's call, as configured (3 s).
+const VOLATILITY_AUCTION_NS: u64 = 3_000_000_000;
 /// Longest wait for one phase: past its scheduled time, however slow the
 /// machine.
 const PHASE_WAIT: Duration = Duration::from_secs(90);
@@ -49,6 +56,7 @@ enum Seen {
 
 struct Day {
     server: Server,
+    fix_port: u16,
     buyer: Account,
     seller: Account,
     /// The five times, seconds since the Unix epoch.
@@ -88,7 +96,7 @@ fn day_times() -> [u64; 5] {
     OFFSETS.map(|offset| now + offset)
 }
 
-fn config(dir: &Path, times: &[u64; 5]) -> PathBuf {
+fn config(dir: &Path, times: &[u64; 5], fix_port: u16) -> PathBuf {
     let [pre_open, open, closing_call, close, closed] = times.map(hh_mm_ss);
     let path = dir.join("exchange.toml");
     std::fs::write(
@@ -103,10 +111,21 @@ base = "DAY"
 quote = "USD"
 tick_size = "0.01"
 lot_size = "0.01"
-price_collar_pct = "10"
+price_collar_pct = "20"
 reference_price = "100"
 maker_fee_bps = 0
 taker_fee_bps = 0
+static_band_pct = "5"
+dynamic_band_pct = "3"
+volatility_auction_ns = {VOLATILITY_AUCTION_NS}
+
+[fix]
+listen = "127.0.0.1:{fix_port}"
+
+[[fix.sessions]]
+sender_comp_id = "WATCHER"
+password = "pw-WATCHER"
+account = 1
 
 [[schedule]]
 name = "compressed"
@@ -135,7 +154,8 @@ fn order(side: &str, price: &str, qty: &str, tif: &str) -> Value {
 impl Day {
     fn start(dir: &Path) -> Day {
         let times = day_times();
-        let config = config(dir, &times);
+        let fix_port = free_port();
+        let config = config(dir, &times, fix_port);
         let server = Server::start_with(EXCHANGE, &dir.join("data"), Some(&config));
         let funded = || {
             let account = server.api.create_account();
@@ -146,6 +166,7 @@ impl Day {
         let (buyer, seller) = (funded(), funded());
         Day {
             server,
+            fix_port,
             buyer,
             seller,
             times,
@@ -303,6 +324,107 @@ fn continuous_trading(day: &Day, traded: usize) -> Value {
     last
 }
 
+/// Reads `status` messages of the public socket until one satisfies
+/// `wanted`.
+fn status_until(socket: &mut ws::Socket, wanted: impl Fn(&Value) -> bool) -> Value {
+    let start = Instant::now();
+    loop {
+        assert!(start.elapsed() < PHASE_WAIT, "no such status message");
+        let message = ws::next(socket).expect("the status socket closed");
+        if message["type"] == "status" && wanted(&message) {
+            return message;
+        }
+    }
+}
+
+fn is_security_status(message: &Message, trading_status: &str) -> bool {
+    message.text(35) == Some("f") && message.text(326) == Some(trading_status)
+}
+
+/// A buy far above the last trade (102) would print outside the dynamic
+/// band (3%): it rests instead, and the instrument enters a volatility
+/// auction, which the `status` channel and a FIX SecurityStatus show. Its
+/// indicative price (110) is outside the static band around the opening
+/// price (100, 5%), so the call is extended once; then it uncrosses at 110
+/// by itself, with no order sent, and continuous trading resumes. Returns
+/// the auction's trades.
+fn volatility_interruption(day: &Day, traded: usize) -> Vec<Value> {
+    let mut socket = ws::connect(&day.server.api);
+    ws::send(
+        &mut socket,
+        &json!({"type": "subscribe", "channel": "status", "symbols": [SYMBOL]}),
+    );
+    let current = status_until(&mut socket, |_| true);
+    assert_eq!(current["phase"], "continuous", "{current}");
+    assert_eq!(current["last_auction"]["kind"], "open", "{current}");
+
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let fix_addr = std::net::SocketAddr::from(([127, 0, 0, 1], day.fix_port));
+    let mut watcher = runtime.block_on(FixClient::logon(fix_addr, "WATCHER"));
+    let subscribed = runtime.block_on(async {
+        watcher
+            .send("e", &format!("324=vol-1|55={SYMBOL}|263=1|"))
+            .await;
+        watcher.recv_until(|m| m.text(35) == Some("f")).await
+    });
+    assert_eq!(
+        (subscribed.text(326), subscribed.text(625)),
+        (Some("17"), Some("3")),
+        "ready to trade, continuous: {subscribed:?}"
+    );
+
+    day.place_resting(&[(&day.seller, order("sell", "110", "0.5", "gtc"))]);
+    let spike = day
+        .server
+        .api
+        .place(&day.buyer, &order("buy", "110", "0.5", "gtc"));
+    assert_eq!(
+        (spike["status"].as_str(), filled(&spike)),
+        (Some("new"), 0),
+        "the spike does not print: {spike}"
+    );
+
+    let interrupted = status_until(&mut socket, |m| m["phase"] == "volatility_auction");
+    let indicative = status_until(&mut socket, |m| !m["indicative"].is_null());
+    assert_eq!(
+        (
+            units(indicative["indicative"]["price"].as_str().expect("price")),
+            units(indicative["indicative"]["volume"].as_str().expect("volume")),
+        ),
+        (units("110"), units("0.5")),
+        "{indicative}"
+    );
+    let fix_interrupted = runtime.block_on(watcher.recv_until(|m| is_security_status(m, "21")));
+    assert_eq!(
+        (fix_interrupted.text(625), fix_interrupted.text(325)),
+        (Some("6"), Some("Y")),
+        "intraday auction, unsolicited: {fix_interrupted:?}"
+    );
+    assert_eq!(day.probe(), Seen::Call, "nothing trades in the call");
+
+    // No order is needed to end the call: the leader's idle ticks carry
+    // the time, and the auction uncrosses once its (extended) call is over.
+    let auction = day.wait_for_volume(traded, "0.5", "the volatility auction");
+    assert_uncrossed(&auction, "110", "0.5");
+    let resumed = status_until(&mut socket, |m| m["phase"] == "continuous");
+    assert_eq!(resumed["last_auction"]["kind"], "volatility", "{resumed}");
+    let (start, end) = (
+        interrupted["ts"].as_u64().expect("ts"),
+        resumed["ts"].as_u64().expect("ts"),
+    );
+    assert!(
+        end >= start + 2 * VOLATILITY_AUCTION_NS,
+        "the call ran its length twice (extended once): {interrupted} .. {resumed}"
+    );
+    let fix_resumed = runtime.block_on(watcher.recv_until(|m| is_security_status(m, "17")));
+    assert_eq!(fix_resumed.text(625), Some("3"), "{fix_resumed:?}");
+    assert_eq!(day.probe(), Seen::Continuous);
+    auction
+}
+
 /// The closing call collects crossing orders without trading.
 fn closing_call(day: &Day, traded: usize) {
     day.wait_for(Seen::Call, "the closing call");
@@ -344,7 +466,8 @@ fn a_compressed_trading_day_runs_its_phases_and_auctions() {
     opening_call(&day);
     let open = opening_auction(&day);
     let continuous = continuous_trading(&day, open.len());
-    let traded = open.len() + 1;
+    let volatility = volatility_interruption(&day, open.len() + 1);
+    let traded = open.len() + 1 + volatility.len();
     closing_call(&day, traded);
     let close = closing_auction(&day, traded);
     after_close(&day);
@@ -371,6 +494,7 @@ fn a_compressed_trading_day_runs_its_phases_and_auctions() {
     };
     let mut expected = flagged(&open, Some("open"));
     expected.extend(flagged(std::slice::from_ref(&continuous), None));
+    expected.extend(flagged(&volatility, Some("volatility")));
     expected.extend(flagged(&close, Some("close")));
     let got: Vec<(u64, Option<String>)> = stored
         .iter()

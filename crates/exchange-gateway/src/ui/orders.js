@@ -8,25 +8,6 @@ import { signedFetch, sign, timestamp, loadCredentials, saveCredentials, forgetC
 import { ApiError } from "./common.js";
 
 const SLOW_POLL_MS = 10000;
-const DETAILS_STORE = "exchange.order_details";
-const DETAILS_KEPT = 500;
-
-// What `GET /v1/orders` does not say about an order (its stop, trailing
-// distance, display quantity, funds, pair, expiry, whether its stop has
-// triggered) is learnt from the private stream's `accepted` and
-// `triggered` messages and from the form's own request, and kept for the
-// tab like the credentials.
-const DETAIL_FIELDS = ["stop_price", "trailing_amount", "trailing_bps", "display_qty", "funds", "oco_with", "expire_ts"];
-
-function loadDetails() {
-  try {
-    const saved = JSON.parse(sessionStorage.getItem(DETAILS_STORE) || "[]");
-    if (Array.isArray(saved)) return new Map(saved);
-  } catch {
-    // Unreadable: start afresh.
-  }
-  return new Map();
-}
 
 export class Account {
   /** handlers: onData({orders, fills, balances, accountId}), onState(text, ok), onError(error). */
@@ -41,42 +22,6 @@ export class Account {
     this.refreshTimer = null;
     this.pollTimer = null;
     this.generation = 0;
-    /** order id -> {stop_price, trailing_amount, ..., triggered}: see DETAIL_FIELDS. */
-    this.details = loadDetails();
-  }
-
-  /** Merges what is known of order `orderId`; true if anything changed. */
-  note(orderId, fields) {
-    const known = this.details.get(orderId) || {};
-    const merged = { ...known };
-    for (const [name, value] of Object.entries(fields)) {
-      if (value !== undefined && value !== null) merged[name] = value;
-    }
-    // The place answer and the stream race; a trigger is never undone.
-    if (known.triggered) merged.triggered = true;
-    if (JSON.stringify(merged) === JSON.stringify(known)) return false;
-    this.details.delete(orderId);
-    this.details.set(orderId, merged);
-    // The newest orders are the ones worth remembering.
-    while (this.details.size > DETAILS_KEPT) this.details.delete(this.details.keys().next().value);
-    try {
-      sessionStorage.setItem(DETAILS_STORE, JSON.stringify(Array.from(this.details)));
-    } catch {
-      // Storage full or off: the details last as long as the page.
-    }
-    return true;
-  }
-
-  /** Records the extra fields of an `accepted` or `triggered` stream message. */
-  noteEvent(message) {
-    if (message.event === "accepted") {
-      const fields = {};
-      for (const name of DETAIL_FIELDS) fields[name] = message[name];
-      if (message.order_type === "stop" || message.order_type === "stop_limit") fields.triggered = false;
-      this.note(message.order_id, fields);
-    } else if (message.event === "triggered") {
-      this.note(message.order_id, { triggered: true, stop_price: message.stop_price, last_price: message.last_price });
-    }
   }
 
   get connected() {
@@ -98,8 +43,6 @@ export class Account {
 
   forget() {
     forgetCredentials();
-    sessionStorage.removeItem(DETAILS_STORE);
-    this.details = new Map();
     this.credentials = null;
     this.accountId = null;
     this.orders = [];
@@ -200,7 +143,6 @@ export class Account {
           this.handlers.onError(new ApiError(401, message.code, message.message));
         }
       } else if (message.type === "order" || message.type === "fill") {
-        if (message.type === "order") this.noteEvent(message);
         this.refreshSoon();
       }
     });
@@ -221,11 +163,6 @@ export class Account {
   /** Places `order` (an object, or JSON text as the form makes it). */
   async place(order) {
     const answer = await signedFetch(this.credentials, "POST", "/v1/orders", order);
-    const sent = typeof order === "string" ? JSON.parse(order) : order;
-    const fields = {};
-    for (const name of DETAIL_FIELDS) fields[name] = sent[name];
-    if (sent.type === "stop" || sent.type === "stop_limit") fields.triggered = false;
-    this.note(answer.order_id, fields);
     this.refreshSoon();
     return answer;
   }

@@ -291,8 +291,10 @@ function renderOrders(orders) {
       const inst = state.instruments.get(o.symbol) || instrument();
       const pdp = decimalsOf(inst.tick_size);
       const qdp = decimalsOf(inst.lot_size);
-      const d = account.details.get(o.order_id) || {};
-      const waiting = isStop(o) && d.triggered === false;
+      // An order's rarer fields (stop, trailing, display, expiry) come with
+      // it from `GET /v1/orders`, each only when set.
+      const d = o;
+      const waiting = isStop(o) && o.triggered_ts === undefined;
       return el(
         "tr",
         { "data-order-id": o.order_id, "data-client-order-id": o.client_order_id, "data-type": o.type },
