@@ -294,6 +294,8 @@ pub enum UpdateFields<'a> {
         price: Units,
         qty: Units,
         leaves_qty: Units,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        stop_price: Option<Units>,
     },
     Expired {
         order_id: u64,
@@ -421,6 +423,7 @@ fn order_fields(change: Change<'_>) -> Option<UpdateFields<'_>> {
             price: Units(e.price),
             qty: Units(e.qty),
             leaves_qty: Units(e.leaves_qty),
+            stop_price: e.stop_price.map(Units),
         },
         Change::Expired(e) => UpdateFields::Expired {
             order_id: e.order_id,

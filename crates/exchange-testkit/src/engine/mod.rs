@@ -92,13 +92,14 @@ pub fn cancel_client(account: u64, id: &str) -> Command {
 }
 
 pub fn replace(account: u64, id: &str, price: Option<&str>, qty: Option<&str>) -> Command {
-    Command::Replace(Replace {
+    Command::Replace(Box::new(Replace {
         account,
         order: OrderRef::Client(coid(id)),
         new_client_order_id: None,
         price: price.map(dec),
         qty: qty.map(dec),
-    })
+        stop_price: None,
+    }))
 }
 
 /// An engine with a clock that ticks once per command.
@@ -452,13 +453,14 @@ fn replace_command(instruments: usize, accounts: u64) -> impl Strategy<Value = C
     )
         .prop_map(|(inst, account, order, new_client_order_id, price, qty)| {
             let grid = GRIDS[inst];
-            Command::Replace(Replace {
+            Command::Replace(Box::new(Replace {
                 account,
                 order,
                 new_client_order_id,
                 price: price.map(|p| grid.price(p)),
                 qty: qty.map(|q| grid.qty(q)),
-            })
+                stop_price: None,
+            }))
         })
 }
 
