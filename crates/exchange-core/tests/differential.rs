@@ -1,8 +1,8 @@
 //! Differential tests: the engine against the reference matcher in
 //! `model`, on random streams with generous funding and no collar. After
 //! every command both must have said the same (accepts, rejects and their
-//! reasons, trades, cancels, expiries, replaces) and hold the same books
-//! and open orders.
+//! reasons, trades, cancels, expiries, replaces, stops triggered) and hold
+//! the same books and open orders (untriggered stops included).
 
 mod model;
 
@@ -51,8 +51,14 @@ pub fn normalize(events: &[Event]) -> Vec<Ev> {
                 price: r.price,
                 qty: r.qty,
                 leaves_qty: r.leaves_qty,
+                stop_price: r.stop_price,
             }),
             EventKind::Status(s) => Some(Ev::Status(s.symbol, s.status)),
+            EventKind::Triggered(t) => Some(Ev::Triggered {
+                order_id: t.order_id,
+                stop_price: t.stop_price,
+                last_price: t.last_price,
+            }),
             EventKind::InstrumentAdded(_)
             | EventKind::InstrumentRules(_)
             | EventKind::Balance(_)
@@ -65,7 +71,6 @@ pub fn normalize(events: &[Event]) -> Vec<Ev> {
             | EventKind::Phase(_)
             | EventKind::Indicative(_)
             | EventKind::Auction(_)
-            | EventKind::Triggered(_)
             | EventKind::Error(_) => None,
         })
         .collect()
@@ -84,6 +89,7 @@ fn engine_open_orders(engine: &Engine) -> Vec<OpenOrder> {
             price: o.price,
             qty: o.qty,
             filled_qty: o.filled_qty,
+            stop_price: o.stop_price,
         })
         .collect();
     all.sort();
