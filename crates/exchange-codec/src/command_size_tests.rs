@@ -325,16 +325,18 @@ fn command() -> impl Strategy<Value = Command> {
             option(dec()),
             option(dec()),
         )
-            .prop_map(|(account, order, new_client_order_id, price, qty, stop_price)| {
-                Command::Replace(Box::new(Replace {
-                    account,
-                    order,
-                    new_client_order_id,
-                    price,
-                    qty,
-                    stop_price,
-                }))
-            }),
+            .prop_map(
+                |(account, order, new_client_order_id, price, qty, stop_price)| {
+                    Command::Replace(Box::new(Replace {
+                        account,
+                        order,
+                        new_client_order_id,
+                        price,
+                        qty,
+                        stop_price,
+                    }))
+                }
+            ),
         (wide_u64(), option(id()))
             .prop_map(|(account, symbol)| Command::MassCancel(MassCancel { account, symbol })),
         id().prop_map(|symbol| Command::Halt { symbol }),

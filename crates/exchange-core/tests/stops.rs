@@ -268,6 +268,25 @@ fn replacing_a_stop_price_moves_the_trigger_and_keeps_the_order_id() {
 }
 
 #[test]
+fn a_fill_or_kill_stop_waits_for_its_trigger_then_fills_whole_or_expires() {
+    let mut h = Harness::funded(3);
+    print(&mut h, "100", "1");
+    let id = place_ok(
+        &mut h,
+        fok(stop_limit(3, "k", Side::Buy, "105", "106", "2")),
+    );
+    assert!(open_order(&h, id).is_some(), "expired before its trigger");
+    place_ok(&mut h, limit(1, "ask", Side::Sell, "106", "1"));
+    let events = print(&mut h, "105", "1");
+    assert_eq!(triggered(&events).len(), 1);
+    assert_eq!(
+        expiries(&events).iter().map(|e| e.0).collect::<Vec<_>>(),
+        [id]
+    );
+    assert!(trades(&events).iter().all(|t| t.3 != id), "{events:?}");
+}
+
+#[test]
 fn a_replaced_stop_triggers_in_the_order_of_its_new_stop_price() {
     let mut h = Harness::funded(3);
     print(&mut h, "100", "1");
@@ -297,7 +316,10 @@ fn replacing_a_stop_market_buy_moves_its_protection_and_reservation() {
     let usd = bal(&h, 3, "USD").1;
     h.run_checked(withdraw(3, "USD", &Dec::from_units(usd).to_string()));
     let events = h.run_checked(replace_stop(3, "sm", "102"));
-    assert_eq!(reject_reason(&events), Some(RejectReason::InsufficientFunds));
+    assert_eq!(
+        reject_reason(&events),
+        Some(RejectReason::InsufficientFunds)
+    );
 }
 
 #[test]

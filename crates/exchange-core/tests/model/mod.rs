@@ -531,7 +531,12 @@ impl Model {
         }
         let mut victims: Vec<OrderId> = (self.markets.iter().enumerate())
             .filter(|(index, _)| only.is_none_or(|only| only == *index))
-            .flat_map(|(_, m)| m.bids.iter().chain(&m.asks).chain(m.stops.iter().map(|s| &s.order)))
+            .flat_map(|(_, m)| {
+                m.bids
+                    .iter()
+                    .chain(&m.asks)
+                    .chain(m.stops.iter().map(|s| &s.order))
+            })
             .filter(|o| o.account == mc.account)
             .map(|o| o.id)
             .collect();

@@ -496,7 +496,7 @@ fn replace_command(instruments: usize, accounts: u64) -> impl Strategy<Value = C
         prop_oneof![2 => Just(None), 1 => client_id().prop_map(Some)],
         prop_oneof![1 => Just(None), 1 => raw_num(-3i64..=3).prop_map(Some)],
         prop_oneof![1 => Just(None), 2 => raw_num(1i64..=8).prop_map(Some)],
-        prop_oneof![4 => Just(None), 1 => raw_num(-4i64..=4).prop_map(Some)],
+        prop_oneof![7 => Just(None), 1 => raw_num(-4i64..=4).prop_map(Some)],
     )
         .prop_map(
             |(inst, account, order, new_client_order_id, price, qty, stop_price)| {
@@ -548,7 +548,7 @@ fn body_command(
         8 => iceberg_or_funds_command(instruments, accounts).boxed(),
         // Boxed: the deeper strategies' value trees overflow a test
         // thread's stack in a debug build when nested inline.
-        10 => stop_command(instruments, accounts).boxed(),
+        8 => stop_command(instruments, accounts).boxed(),
         10 => (account(accounts), order_ref())
             .prop_map(|(account, order)| Command::Cancel(Cancel { account, order })),
         16 => replace_command(instruments, accounts).boxed(),
