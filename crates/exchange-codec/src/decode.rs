@@ -103,6 +103,7 @@ const REPLACE: &[&str] = &[
     "new_client_order_id",
     "price",
     "qty",
+    "stop_price",
 ];
 const MASS_CANCEL: &[&str] = &["cmd", "ts", "account", "symbol"];
 const STATUS: &[&str] = &["cmd", "ts", "symbol"];
