@@ -93,11 +93,7 @@ impl Engine {
     /// Refiles the untriggered stop `id` under a new stop price.
     pub(crate) fn move_stop(&mut self, id: exchange_types::OrderId, stop: u64) {
         let info = self.stops.info[&id];
-        let book = self
-            .stops
-            .books
-            .get_mut(&info.instrument)
-            .expect("a stop's instrument has a stop table");
+        let book = self.stop_book_mut(info.instrument);
         book.remove(id, &info);
         let moved = StopInfo { stop, ..info };
         book.insert(id, &moved);

@@ -304,6 +304,14 @@ impl Engine {
         assert!(old.is_none(), "stop {id} was filed twice");
     }
 
+    /// The stop table of an instrument that has untriggered stops.
+    pub(crate) fn stop_book_mut(&mut self, instrument: u32) -> &mut StopBook {
+        self.stops
+            .books
+            .get_mut(&instrument)
+            .expect("a stop's instrument has a stop table")
+    }
+
     /// Takes an untriggered stop out of the stop table (it stays open).
     pub(crate) fn unstop(&mut self, slot: u32) -> StopInfo {
         let order = self.orders.get_mut(slot);
@@ -314,11 +322,7 @@ impl Engine {
             .info
             .remove(&id)
             .unwrap_or_else(|| panic!("stop order {id} has no stop entry"));
-        let book = self
-            .stops
-            .books
-            .get_mut(&info.instrument)
-            .expect("a stop's instrument has a stop table");
+        let book = self.stop_book_mut(info.instrument);
         book.remove(id, &info);
         if info.trailing.is_some() {
             book.trailing.remove(&id);

@@ -291,6 +291,14 @@ impl Grid {
     }
 }
 
+/// The grid of the instrument `symbol` names (BTC-USD's for another).
+fn grid_of(symbol: &Symbol) -> Grid {
+    GRIDS
+        .into_iter()
+        .find(|g| sym(g.symbol) == *symbol)
+        .unwrap_or(GRIDS[0])
+}
+
 fn raw_num(valid: impl Strategy<Value = i64> + 'static) -> impl Strategy<Value = RawNum> {
     prop_oneof![
         240 => valid.prop_map(RawNum::On),
@@ -404,10 +412,7 @@ fn iceberg_or_funds_command(instruments: usize, accounts: u64) -> impl Strategy<
             let Command::Place(mut place) = command else {
                 return command;
             };
-            let grid = GRIDS
-                .into_iter()
-                .find(|g| sym(g.symbol) == place.symbol)
-                .unwrap_or(GRIDS[0]);
+            let grid = grid_of(&place.symbol);
             place.order_type = OrderType::Limit;
             if place.price.is_none() {
                 place.price = Some(grid.price(RawNum::On(0)));
@@ -461,10 +466,7 @@ fn stop_command(instruments: usize, accounts: u64) -> impl Strategy<Value = Comm
             let Command::Place(mut place) = command else {
                 return command;
             };
-            let grid = GRIDS
-                .into_iter()
-                .find(|g| sym(g.symbol) == place.symbol)
-                .unwrap_or(GRIDS[0]);
+            let grid = grid_of(&place.symbol);
             // A buy stop waits above the center, a sell stop below it.
             let stop = match (place.side, stop) {
                 (Side::Sell, RawNum::On(n)) => RawNum::On(-n),
