@@ -90,13 +90,14 @@ fn largest_commands() -> Vec<Stamped> {
             account,
             order: OrderRef::Client(coid),
         }),
-        Command::Replace(Replace {
+        Command::Replace(Box::new(Replace {
             account,
             order: OrderRef::Client(coid),
             new_client_order_id: Some(coid),
             price: Some(dec),
             qty: Some(dec),
-        }),
+            stop_price: Some(dec),
+        })),
         Command::MassCancel(MassCancel {
             account,
             symbol: Some(symbol),
@@ -322,16 +323,20 @@ fn command() -> impl Strategy<Value = Command> {
             option(id()),
             option(dec()),
             option(dec()),
+            option(dec()),
         )
-            .prop_map(|(account, order, new_client_order_id, price, qty)| {
-                Command::Replace(Replace {
-                    account,
-                    order,
-                    new_client_order_id,
-                    price,
-                    qty,
-                })
-            }),
+            .prop_map(
+                |(account, order, new_client_order_id, price, qty, stop_price)| {
+                    Command::Replace(Box::new(Replace {
+                        account,
+                        order,
+                        new_client_order_id,
+                        price,
+                        qty,
+                        stop_price,
+                    }))
+                }
+            ),
         (wide_u64(), option(id()))
             .prop_map(|(account, symbol)| Command::MassCancel(MassCancel { account, symbol })),
         id().prop_map(|symbol| Command::Halt { symbol }),

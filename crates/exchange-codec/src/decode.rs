@@ -103,6 +103,7 @@ const REPLACE: &[&str] = &[
     "new_client_order_id",
     "price",
     "qty",
+    "stop_price",
 ];
 const MASS_CANCEL: &[&str] = &["cmd", "ts", "account", "symbol"];
 const STATUS: &[&str] = &["cmd", "ts", "symbol"];
@@ -234,13 +235,14 @@ pub fn decode_command(line: &str) -> Result<Stamped, CodecError> {
             account: f.req_u64("account")?,
             order: order_ref(&f)?,
         }),
-        "replace" => Command::Replace(Replace {
+        "replace" => Command::Replace(Box::new(Replace {
             account: f.req_u64("account")?,
             order: order_ref(&f)?,
             new_client_order_id: f.opt_id("new_client_order_id")?,
             price: f.opt_dec("price")?,
             qty: f.opt_dec("qty")?,
-        }),
+            stop_price: f.opt_dec("stop_price")?,
+        })),
         "mass_cancel" => Command::MassCancel(MassCancel {
             account: f.req_u64("account")?,
             symbol: f.opt_id("symbol")?,

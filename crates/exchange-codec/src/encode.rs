@@ -132,6 +132,9 @@ pub fn encode_event_into(event: &Event, out: &mut Vec<u8>) {
             o.units(key!("price"), e.price);
             o.units(key!("qty"), e.qty);
             o.units(key!("leaves_qty"), e.leaves_qty);
+            if let Some(stop_price) = e.stop_price {
+                o.units(key!("stop_price"), stop_price);
+            }
         }
         EventKind::Expired(e) => {
             o.uint(key!("account"), e.account);

@@ -92,6 +92,7 @@ pub fn encode_command_into(stamped: &Stamped, out: &mut Vec<u8>) {
             }
             w.opt_dec("price", r.price);
             w.opt_dec("qty", r.qty);
+            w.opt_dec("stop_price", r.stop_price);
         }
         Command::MassCancel(m) => {
             w.u64("account", m.account);

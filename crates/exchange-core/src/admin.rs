@@ -184,45 +184,33 @@ impl Engine {
 
     pub(crate) fn set_status(&mut self, symbol: &Symbol, halt: bool, out: &mut Vec<Event>) {
         let command = if halt { "halt" } else { "resume" };
-        let Some(&index) = self.instrument_by_symbol.get(symbol) else {
-            return self.reject(
-                out,
-                command,
-                Subject {
-                    symbol: Some(*symbol),
-                    ..Subject::default()
-                },
-                RejectReason::UnknownInstrument,
-            );
-        };
         let status = if halt {
             TradingStatus::Halted
         } else {
             TradingStatus::Trading
         };
-        let instrument = &mut self.instruments[index as usize];
-        if instrument.status == TradingStatus::Delisted {
-            return self.reject(
-                out,
-                command,
-                Subject {
-                    symbol: Some(*symbol),
-                    ..Subject::default()
-                },
-                RejectReason::InstrumentDelisted,
-            );
-        }
-        if instrument.status == status {
-            return self.reject(
-                out,
-                command,
-                Subject {
-                    symbol: Some(*symbol),
-                    ..Subject::default()
-                },
-                RejectReason::AlreadyInStatus,
-            );
-        }
+        let checked = match self.instrument_by_symbol.get(symbol) {
+            None => Err(RejectReason::UnknownInstrument),
+            Some(&index) => match self.instruments[index as usize].status {
+                TradingStatus::Delisted => Err(RejectReason::InstrumentDelisted),
+                current if current == status => Err(RejectReason::AlreadyInStatus),
+                _ => Ok(index),
+            },
+        };
+        let index = match checked {
+            Ok(index) => index,
+            Err(reason) => {
+                return self.reject(
+                    out,
+                    command,
+                    Subject {
+                        symbol: Some(*symbol),
+                        ..Subject::default()
+                    },
+                    reason,
+                )
+            }
+        };
         self.emit(
             out,
             EventKind::Status(event::Status {

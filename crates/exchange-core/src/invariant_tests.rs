@@ -104,13 +104,14 @@ fn cancel(engine: &mut Engine, account: u64, id: &str) {
 fn shrink(engine: &mut Engine, account: u64, id: &str, qty: &str) {
     run(
         engine,
-        Command::Replace(Replace {
+        Command::Replace(Box::new(Replace {
             account,
             order: OrderRef::Client(coid(id)),
             new_client_order_id: None,
             price: None,
             qty: Some(dec(qty)),
-        }),
+            stop_price: None,
+        })),
     );
 }
 
@@ -442,13 +443,14 @@ fn renaming_an_order_its_client_id_does_not_name() {
     engine.by_client_id.remove(&(account, coid("b1")));
     run(
         &mut engine,
-        Command::Replace(Replace {
+        Command::Replace(Box::new(Replace {
             account: 1,
             order: OrderRef::Id(1),
             new_client_order_id: Some(coid("b1-renamed")),
             price: None,
             qty: None,
-        }),
+            stop_price: None,
+        })),
     );
 }
 

@@ -54,6 +54,7 @@ mod place;
 mod risk;
 mod rules;
 mod snapshot;
+mod stop_replace;
 mod stops;
 mod views;
 mod volatility;

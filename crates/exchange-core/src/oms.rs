@@ -148,6 +148,10 @@ impl Engine {
             Some(price) => inst.price_to_ticks(price)?,
             None => order.price,
         };
+        let new_stop = self.check_replace_stop(slot, replace.stop_price)?;
+        // A stop market buy's price is its protection, which follows the
+        // stop.
+        let price = new_stop.and_then(|s| s.price).unwrap_or(price);
         let qty = match replace.qty {
             Some(qty) => inst.qty_to_lots(qty)?,
             None => order.qty,
@@ -158,10 +162,12 @@ impl Engine {
             .new_client_order_id
             .is_some_and(|new| new != order.client_order_id);
         let new_client_order_id = replace.new_client_order_id.filter(|_| renamed);
-        if price == order.price && qty == order.qty && !renamed {
+        if price == order.price && qty == order.qty && !renamed && new_stop.is_none() {
             return Err(RejectReason::NothingToReplace);
         }
-        if price != order.price {
+        // Only a price the owner gave is held to the collar: a stop market
+        // buy's protection is not, on entry either.
+        if price != order.price && replace.price.is_some() {
             if let Some((low, high)) = inst.collar_band() {
                 if price < low || price > high {
                     return Err(RejectReason::PriceOutsideCollar);
@@ -214,6 +220,7 @@ impl Engine {
             new_client_order_id,
             reserve,
             keeps_priority,
+            stop: new_stop.map(|s| s.stop),
         })
     }
 
@@ -247,9 +254,17 @@ impl Engine {
         order.qty = plan.qty;
         let (instrument, side, leaves, order_id) =
             (order.instrument, order.side, order.leaves(), order.id);
+        if let Some(stop) = plan.stop {
+            self.move_stop(order_id, stop);
+        }
+        let stop_price = if is_stop {
+            self.reported_stop(slot)
+        } else {
+            None
+        };
         self.emit_with(out, |e| {
             let inst = &e.instruments[instrument as usize];
-            EventKind::Replaced(event::Replaced {
+            EventKind::Replaced(Box::new(event::Replaced {
                 account: e.accounts.list[account as usize].id,
                 order_id,
                 old_client_order_id,
@@ -258,7 +273,8 @@ impl Engine {
                 price: inst.price_units(plan.price),
                 qty: inst.qty_units(plan.qty),
                 leaves_qty: inst.qty_units(leaves),
-            })
+                stop_price,
+            }))
         });
         if !moves && !is_stop && leaves < old_leaves {
             // An iceberg gives up hidden lots first and keeps its slice.
@@ -319,6 +335,8 @@ struct ReplacePlan {
     new_client_order_id: Option<exchange_types::ClientOrderId>,
     reserve: u64,
     keeps_priority: bool,
+    /// An untriggered stop's new stop price.
+    stop: Option<u64>,
 }
 
 fn split_ref(

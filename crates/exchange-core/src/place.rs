@@ -240,7 +240,11 @@ impl Engine {
                 instrument, place.side, account, place.stp, price, lots, None,
             )
         });
-        let fok_feasible = tif != TimeInForce::Fok || walk.is_some_and(|w| w.traded_lots == lots);
+        // A fill-or-kill stop is judged when it triggers (`trigger`), not
+        // against the book it does not trade with yet.
+        let fok_feasible = tif != TimeInForce::Fok
+            || stop.is_some()
+            || walk.is_some_and(|w| w.traded_lots == lots);
         let (reserve, reserve_asset) = match place.side {
             Side::Sell => (
                 lots.checked_mul(inst.lot_units)

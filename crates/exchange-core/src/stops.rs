@@ -91,14 +91,14 @@ impl StopBook {
         self.buys.is_empty() && self.sells.is_empty()
     }
 
-    fn insert(&mut self, id: OrderId, info: &StopInfo) {
+    pub(crate) fn insert(&mut self, id: OrderId, info: &StopInfo) {
         match info.side {
             Side::Buy => self.buys.insert((info.stop, id), info.slot),
             Side::Sell => self.sells.insert((Reverse(info.stop), id), info.slot),
         };
     }
 
-    fn remove(&mut self, id: OrderId, info: &StopInfo) {
+    pub(crate) fn remove(&mut self, id: OrderId, info: &StopInfo) {
         let removed = match info.side {
             Side::Buy => self.buys.remove(&(info.stop, id)),
             Side::Sell => self.sells.remove(&(Reverse(info.stop), id)),
@@ -203,19 +203,8 @@ impl Engine {
             }
         }
         let protection = match (market, place.side) {
-            (true, Side::Buy) => {
-                if inst.collar_bps == 0 {
-                    return Err(RejectReason::StopMarketBuyNeedsCollar);
-                }
-                let width = u128::from(stop) * u128::from(inst.collar_bps) / 10_000;
-                let width = u64::try_from(width).map_err(|_| RejectReason::AmountOverflow)?;
-                Some(
-                    stop.checked_add(width)
-                        .ok_or(RejectReason::AmountOverflow)?,
-                )
-            }
             (true, Side::Sell) => Some(1),
-            (false, _) => None,
+            _ => crate::stop_replace::protection(inst, market, place.side, stop)?,
         };
         if let Some(book) = self.stops.books.get(&instrument) {
             if book.side_len(place.side) >= MAX_STOP_ORDERS_PER_SIDE {
@@ -315,6 +304,14 @@ impl Engine {
         assert!(old.is_none(), "stop {id} was filed twice");
     }
 
+    /// The stop table of an instrument that has untriggered stops.
+    pub(crate) fn stop_book_mut(&mut self, instrument: u32) -> &mut StopBook {
+        self.stops
+            .books
+            .get_mut(&instrument)
+            .expect("a stop's instrument has a stop table")
+    }
+
     /// Takes an untriggered stop out of the stop table (it stays open).
     pub(crate) fn unstop(&mut self, slot: u32) -> StopInfo {
         let order = self.orders.get_mut(slot);
@@ -325,11 +322,7 @@ impl Engine {
             .info
             .remove(&id)
             .unwrap_or_else(|| panic!("stop order {id} has no stop entry"));
-        let book = self
-            .stops
-            .books
-            .get_mut(&info.instrument)
-            .expect("a stop's instrument has a stop table");
+        let book = self.stop_book_mut(info.instrument);
         book.remove(id, &info);
         if info.trailing.is_some() {
             book.trailing.remove(&id);
@@ -440,18 +433,7 @@ impl Engine {
                 Side::Sell => candidate > info.stop,
             };
             if better {
-                let book = self
-                    .stops
-                    .books
-                    .get_mut(&instrument)
-                    .expect("checked above");
-                book.remove(id, &info);
-                let moved = StopInfo {
-                    stop: candidate,
-                    ..info
-                };
-                book.insert(id, &moved);
-                self.stops.info.insert(id, moved);
+                self.move_stop(id, candidate);
             }
         }
     }

@@ -160,45 +160,37 @@ impl Engine {
                 for level in side.levels_best_first() {
                     let mut slot = level.head;
                     while slot != NIL {
-                        let o = self.orders.get(slot);
-                        let inst = &self.instruments[o.instrument as usize];
-                        all.push(OrderView {
-                            order_id: o.id,
-                            account: self.accounts.list[o.account as usize].id,
-                            client_order_id: o.client_order_id,
-                            symbol: inst.symbol,
-                            side: o.side,
-                            tif: o.tif,
-                            price: inst.price_units(o.price),
-                            qty: inst.qty_units(o.qty),
-                            filled_qty: inst.qty_units(o.filled),
-                            reserved: o.reserved,
-                            stop_price: None,
-                        });
-                        slot = o.next;
+                        all.push(self.order_view(slot, None));
+                        slot = self.orders.get(slot).next;
                     }
                 }
             }
         }
         for info in self.stops.info.values() {
-            let o = self.orders.get(info.slot);
-            let inst = &self.instruments[o.instrument as usize];
-            all.push(OrderView {
-                order_id: o.id,
-                account: self.accounts.list[o.account as usize].id,
-                client_order_id: o.client_order_id,
-                symbol: inst.symbol,
-                side: o.side,
-                tif: o.tif,
-                price: inst.price_units(o.price),
-                qty: inst.qty_units(o.qty),
-                filled_qty: inst.qty_units(o.filled),
-                reserved: o.reserved,
-                stop_price: Some(inst.price_units(info.stop)),
-            });
+            all.push(self.order_view(info.slot, Some(info.stop)));
         }
         all.sort_by_key(|o| o.order_id);
         all
+    }
+
+    /// The view of the order in `slot`; `stop` (ticks) for an untriggered
+    /// stop.
+    fn order_view(&self, slot: u32, stop: Option<u64>) -> OrderView {
+        let o = self.orders.get(slot);
+        let inst = &self.instruments[o.instrument as usize];
+        OrderView {
+            order_id: o.id,
+            account: self.accounts.list[o.account as usize].id,
+            client_order_id: o.client_order_id,
+            symbol: inst.symbol,
+            side: o.side,
+            tif: o.tif,
+            price: inst.price_units(o.price),
+            qty: inst.qty_units(o.qty),
+            filled_qty: inst.qty_units(o.filled),
+            reserved: o.reserved,
+            stop_price: stop.map(|ticks| inst.price_units(ticks)),
+        }
     }
 
     /// Checks every invariant of the state; returns the first violation.

@@ -1,8 +1,8 @@
 //! Differential tests: the engine against the reference matcher in
 //! `model`, on random streams with generous funding and no collar. After
 //! every command both must have said the same (accepts, rejects and their
-//! reasons, trades, cancels, expiries, replaces) and hold the same books
-//! and open orders.
+//! reasons, trades, cancels, expiries, replaces, stops triggered) and hold
+//! the same books and open orders (untriggered stops included).
 
 mod model;
 
@@ -51,8 +51,14 @@ pub fn normalize(events: &[Event]) -> Vec<Ev> {
                 price: r.price,
                 qty: r.qty,
                 leaves_qty: r.leaves_qty,
+                stop_price: r.stop_price,
             }),
             EventKind::Status(s) => Some(Ev::Status(s.symbol, s.status)),
+            EventKind::Triggered(t) => Some(Ev::Triggered {
+                order_id: t.order_id,
+                stop_price: t.stop_price,
+                last_price: t.last_price,
+            }),
             EventKind::InstrumentAdded(_)
             | EventKind::InstrumentRules(_)
             | EventKind::Balance(_)
@@ -65,7 +71,6 @@ pub fn normalize(events: &[Event]) -> Vec<Ev> {
             | EventKind::Phase(_)
             | EventKind::Indicative(_)
             | EventKind::Auction(_)
-            | EventKind::Triggered(_)
             | EventKind::Error(_) => None,
         })
         .collect()
@@ -84,6 +89,7 @@ fn engine_open_orders(engine: &Engine) -> Vec<OpenOrder> {
             price: o.price,
             qty: o.qty,
             filled_qty: o.filled_qty,
+            stop_price: o.stop_price,
         })
         .collect();
     all.sort();
@@ -369,4 +375,122 @@ fn icebergs_and_funds_buys_agree_with_the_model() {
     // 0.02001 and 2 lots at 101 for 0.0202101: a third would cost more
     // than is left.
     assert_eq!(makers(&events[13]), [1, 1, 4]);
+}
+
+fn stop_place(
+    mut place: Place,
+    order_type: OrderType,
+    stop: &str,
+    oco_with: Option<&str>,
+) -> Command {
+    place.order_type = order_type;
+    if order_type == OrderType::Stop {
+        place.price = None;
+    }
+    place.ext = Some(Box::new(PlaceExt {
+        stop_price: Some(dec(stop)),
+        oco_with: oco_with.map(coid),
+        ..PlaceExt::default()
+    }));
+    Command::Place(place)
+}
+
+fn triggered_ids(events: &[Ev]) -> Vec<OrderId> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            Ev::Triggered { order_id, .. } => Some(*order_id),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Stops against the model: stops reached together trigger lowest buy
+/// stop first, a triggered stop's trades reach further stops in the same
+/// command, a moved stop triggers where it now stands, a fill-or-kill stop
+/// is judged when it triggers, and the partner of a pair is canceled.
+#[test]
+fn stops_and_pairs_agree_with_the_model() {
+    let mut commands = setup();
+    commands.extend([
+        deposit(3, "USD", "1000000"),
+        deposit(3, "BTC", "100"),
+        cmd(limit(1, "p1", Side::Sell, "100", "0.0001")),
+        cmd(limit(2, "p2", Side::Buy, "100", "0.0001")),
+        // Ids 3..=5: buy stops at 102, 101, and 103 (moved to 101.5).
+        stop_place(
+            limit(3, "a", Side::Buy, "105", "0.0001"),
+            OrderType::StopLimit,
+            "102",
+            None,
+        ),
+        stop_place(
+            limit(3, "b", Side::Buy, "105", "0.0001"),
+            OrderType::StopLimit,
+            "101",
+            None,
+        ),
+        stop_place(
+            limit(3, "c", Side::Buy, "105", "0.0001"),
+            OrderType::StopLimit,
+            "103",
+            None,
+        ),
+        replace_stop(3, "c", "101.5"),
+        // Id 6: a fill-or-kill sell stop that will find too little.
+        stop_place(
+            fok(limit(3, "k", Side::Sell, "90", "0.0009")),
+            OrderType::StopLimit,
+            "95",
+            None,
+        ),
+        // Ids 7, 8: a take-profit and a stop loss of account 2, paired.
+        cmd(limit(2, "tp", Side::Sell, "104", "0.0001")),
+        stop_place(
+            limit(2, "sl", Side::Sell, "1", "0.0001"),
+            OrderType::Stop,
+            "96",
+            Some("tp"),
+        ),
+        // Liquidity for the triggered buys, then a print at 101: b, c, a.
+        cmd(limit(1, "ask", Side::Sell, "103", "0.0003")),
+        cmd(limit(1, "x", Side::Sell, "101", "0.0001")),
+        cmd(limit(2, "y", Side::Buy, "101", "0.0001")),
+    ]);
+    compare(&commands).unwrap();
+    let events = model_events(&commands);
+    let last = events.last().unwrap();
+    // b (101) is reached by the print; its trade at 103 reaches c (101.5)
+    // and a (102).
+    assert_eq!(triggered_ids(last), [4, 5, 3], "{last:?}");
+    // The take-profit trades (a buy at 104): the stop loss is canceled.
+    commands.push(cmd(limit(3, "lift", Side::Buy, "104", "0.0001")));
+    compare(&commands).unwrap();
+    let events = model_events(&commands);
+    let last = events.last().unwrap();
+    assert!(
+        last.contains(&Ev::Canceled {
+            order_id: 8,
+            reason: CancelReason::OneCancelsOther,
+            canceled_qty: units("0.0001"),
+            filled_qty: 0,
+            leaves_qty: 0,
+        }),
+        "{last:?}"
+    );
+    // A print at 95 triggers the fill-or-kill stop, which expires whole.
+    commands.push(cmd(limit(1, "bid", Side::Buy, "95", "0.0002")));
+    commands.push(cmd(limit(2, "hit", Side::Sell, "95", "0.0001")));
+    compare(&commands).unwrap();
+    let events = model_events(&commands);
+    let last = events.last().unwrap();
+    assert_eq!(triggered_ids(last), [6], "{last:?}");
+    assert_eq!(
+        last.last(),
+        Some(&Ev::Expired {
+            order_id: 6,
+            expired_qty: units("0.0009"),
+            filled_qty: 0,
+        })
+    );
 }

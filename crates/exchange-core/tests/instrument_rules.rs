@@ -7,25 +7,8 @@ use exchange_testkit::engine::*;
 use exchange_types::*;
 use proptest::prelude::*;
 
-fn rules() -> SetInstrumentRules {
-    SetInstrumentRules {
-        symbol: sym("BTC-USD"),
-        tick_size: None,
-        lot_size: None,
-        min_qty: None,
-        max_qty: None,
-        min_notional: None,
-        maker_fee_bps: None,
-        taker_fee_bps: None,
-        collar_bps: None,
-        static_band_bps: None,
-        dynamic_band_bps: None,
-        volatility_auction_ns: None,
-    }
-}
-
 fn set(h: &mut Harness, set: SetInstrumentRules) -> Vec<Event> {
-    let events = h.run_checked(Command::SetInstrumentRules(Box::new(set)));
+    let events = h.run_checked(set_rules(set));
     assert_eq!(reject_reason(&events), None, "{events:?}");
     events
 }
@@ -88,7 +71,7 @@ fn a_coarser_tick_cancels_the_orders_off_it_and_keeps_the_rest() {
         &mut h,
         SetInstrumentRules {
             tick_size: Some(dec("0.1")),
-            ..rules()
+            ..rules("BTC-USD")
         },
     );
     let canceled = cancels(&events);
@@ -136,7 +119,7 @@ fn a_coarser_lot_keeps_time_priority_of_the_orders_that_fit() {
         SetInstrumentRules {
             lot_size: Some(dec("0.001")),
             min_qty: Some(dec("0.001")),
-            ..rules()
+            ..rules("BTC-USD")
         },
     );
     assert_eq!(
@@ -164,7 +147,7 @@ fn bounds_and_minimum_notional_cancel_what_no_longer_fits() {
         SetInstrumentRules {
             min_notional: Some(dec("10")),
             max_qty: Some(dec("50")),
-            ..rules()
+            ..rules("BTC-USD")
         },
     );
     let mut gone: Vec<OrderId> = cancels(&events).iter().map(|c| c.0).collect();
@@ -176,7 +159,7 @@ fn bounds_and_minimum_notional_cancel_what_no_longer_fits() {
         &mut h,
         SetInstrumentRules {
             min_notional: Some(dec("0")),
-            ..rules()
+            ..rules("BTC-USD")
         },
     );
     place_ok(&mut h, limit(1, "s2", Side::Sell, "100", "0.05"));
@@ -195,7 +178,7 @@ fn a_fee_change_moves_resting_buys_reservations_or_cancels_them() {
         &mut h,
         SetInstrumentRules {
             taker_fee_bps: Some(100),
-            ..rules()
+            ..rules("BTC-USD")
         },
     );
     // 1% of 999 is 9.99 more than account 1 has left.
@@ -219,7 +202,7 @@ fn a_fee_change_moves_resting_buys_reservations_or_cancels_them() {
         SetInstrumentRules {
             taker_fee_bps: Some(0),
             maker_fee_bps: Some(0),
-            ..rules()
+            ..rules("BTC-USD")
         },
     );
     assert_eq!(
@@ -262,7 +245,7 @@ fn band_rules_take_effect_and_are_published() {
         static_band_bps: Some(500),
         dynamic_band_bps: Some(200),
         volatility_auction_ns: Some(60_000_000_000),
-        ..rules()
+        ..rules("BTC-USD")
     })));
     let published = published(&events).expect("rules");
     assert_eq!(
@@ -323,7 +306,7 @@ proptest! {
             min_qty: Some(dec(LOTS[lot])),
             taker_fee_bps: Some(fee),
             min_notional: Some(Dec::from_units(min_notional * 100_000_000)),
-            ..rules()
+            ..rules("BTC-USD")
         })));
         prop_assert_eq!(reject_reason(&events), None);
         let canceled: Vec<OrderId> = cancels(&events).iter().map(|c| c.0).collect();

@@ -8,26 +8,6 @@ use exchange_types::*;
 
 use exchange_testkit::engine::*;
 
-fn set_phase(phase: Phase) -> Command {
-    Command::SetPhase {
-        symbol: sym("BTC-USD"),
-        phase,
-    }
-}
-
-fn with_tif(place: Place, tif: TimeInForce, expire_ts: Option<u64>) -> Place {
-    Place {
-        tif,
-        ext: expire_ts.map(|ts| {
-            Box::new(PlaceExt {
-                expire_ts: Some(ts),
-                ..PlaceExt::default()
-            })
-        }),
-        ..place
-    }
-}
-
 fn phases(events: &[Event]) -> Vec<Phase> {
     events
         .iter()

@@ -394,8 +394,8 @@ fn outcome_counts(profile: Profile, streams: usize) -> BTreeMap<String, usize> {
 
 #[test]
 fn random_streams_reach_every_interesting_outcome() {
-    let scarce = outcome_counts(Profile::Scarce, 16);
-    let generous = outcome_counts(Profile::Generous, 16);
+    let scarce = outcome_counts(Profile::Scarce, 24);
+    let generous = outcome_counts(Profile::Generous, 24);
     eprintln!("scarce: {scarce:#?}\ngenerous: {generous:#?}");
     let common = [
         "trade",
@@ -425,6 +425,10 @@ fn random_streams_reach_every_interesting_outcome() {
         "accepted:funds",
         "place:invalid_display_qty",
         "place:funds_not_allowed",
+        "triggered",
+        "canceled:one_cancels_other",
+        "place:stop_would_trigger_immediately",
+        "replace:stop_price_not_allowed",
     ];
     for key in common {
         assert!(

@@ -241,6 +241,87 @@ fn replacing_a_stop_limit_changes_its_limit_and_quantity_and_reservation() {
     assert_eq!(reject_reason(&events), Some(RejectReason::PriceNotAllowed));
 }
 
+fn replaced_stop(events: &[Event]) -> Option<u64> {
+    events.iter().find_map(|e| match &e.kind {
+        EventKind::Replaced(r) => r.stop_price,
+        _ => None,
+    })
+}
+
+#[test]
+fn replacing_a_stop_price_moves_the_trigger_and_keeps_the_order_id() {
+    let mut h = Harness::funded(3);
+    print(&mut h, "100", "1");
+    let id = place_ok(&mut h, stop_limit(3, "sl", Side::Buy, "105", "106", "1"));
+    // A stop-limit reserves for its limit, which does not move.
+    let events = h.run_checked(replace_stop(3, "sl", "103"));
+    assert_eq!(names(&events), ["replaced"]);
+    assert_eq!(replaced_stop(&events), Some(units("103")));
+    let o = open_order(&h, id).expect("still open");
+    assert_eq!((o.price, o.stop_price), (units("106"), Some(units("103"))));
+    // A plain replace of a stop reports the stop price it keeps.
+    let events = h.run_checked(replace(3, "sl", None, Some("2")));
+    assert_eq!(replaced_stop(&events), Some(units("103")));
+    assert!(triggered(&print(&mut h, "102", "1")).is_empty());
+    let events = print(&mut h, "103", "1");
+    assert_eq!(triggered(&events), [(id, units("103"), units("103"))]);
+}
+
+#[test]
+fn a_fill_or_kill_stop_waits_for_its_trigger_then_fills_whole_or_expires() {
+    let mut h = Harness::funded(3);
+    print(&mut h, "100", "1");
+    let id = place_ok(
+        &mut h,
+        fok(stop_limit(3, "k", Side::Buy, "105", "106", "2")),
+    );
+    assert!(open_order(&h, id).is_some(), "expired before its trigger");
+    place_ok(&mut h, limit(1, "ask", Side::Sell, "106", "1"));
+    let events = print(&mut h, "105", "1");
+    assert_eq!(triggered(&events).len(), 1);
+    assert_eq!(
+        expiries(&events).iter().map(|e| e.0).collect::<Vec<_>>(),
+        [id]
+    );
+    assert!(trades(&events).iter().all(|t| t.3 != id), "{events:?}");
+}
+
+#[test]
+fn a_replaced_stop_triggers_in_the_order_of_its_new_stop_price() {
+    let mut h = Harness::funded(3);
+    print(&mut h, "100", "1");
+    let a = place_ok(&mut h, stop_limit(3, "a", Side::Buy, "105", "110", "1"));
+    let b = place_ok(&mut h, stop_limit(3, "b", Side::Buy, "104", "110", "1"));
+    h.run_checked(replace_stop(3, "a", "103"));
+    let events = print(&mut h, "105", "1");
+    let order: Vec<OrderId> = triggered(&events).iter().map(|t| t.0).collect();
+    assert_eq!(order, [a, b]);
+}
+
+#[test]
+fn replacing_a_stop_market_buy_moves_its_protection_and_reservation() {
+    let mut h = funded_with(collared(1_000, "100"), 3);
+    let id = place_ok(&mut h, stop_market(3, "sm", Side::Buy, "100.01", "1"));
+    let reserved = |h: &Harness| open_order(h, id).map(|o| o.reserved);
+    let events = h.run_checked(replace_stop(3, "sm", "105"));
+    assert_eq!(names(&events), ["replaced", "balance"]);
+    // Protection: 105 plus the 10% collar, 115.5.
+    let protection = units("115.5");
+    assert_eq!(reserved(&h), Some(protection + protection / 2_000));
+    let events = h.run_checked(replace_stop(3, "sm", "101"));
+    assert_eq!(replaced_stop(&events), Some(units("101")));
+    let protection = units("111.1");
+    assert_eq!(reserved(&h), Some(protection + protection / 2_000));
+    // Funds the account no longer has refuse a higher stop.
+    let usd = bal(&h, 3, "USD").1;
+    h.run_checked(withdraw(3, "USD", &Dec::from_units(usd).to_string()));
+    let events = h.run_checked(replace_stop(3, "sm", "102"));
+    assert_eq!(
+        reject_reason(&events),
+        Some(RejectReason::InsufficientFunds)
+    );
+}
+
 #[test]
 fn trailing_sell_stop_follows_the_price_up_and_triggers_on_the_way_down() {
     let mut h = Harness::funded(3);

@@ -228,13 +228,14 @@ impl Maker {
                 account,
                 order: OrderRef::Id(*order_id),
             }),
-            Action::Replace(resting, quote) => Command::Replace(Replace {
+            Action::Replace(resting, quote) => Command::Replace(Box::new(Replace {
                 account,
                 order: OrderRef::Id(resting.order_id),
                 new_client_order_id: None,
                 price: Some(Dec::from_units(quote.price)),
                 qty: Some(Dec::from_units(resting.filled + quote.qty)),
-            }),
+                stop_price: None,
+            })),
             Action::Place(quote) => {
                 *next_id += 1;
                 Command::Place(Place {
@@ -355,7 +356,7 @@ mod tests {
         let replace = Action::Replace(RESTING, QUOTE);
         let mut slot = Some(RESTING);
         let replaced = |leaves_qty| {
-            applied(EventKind::Replaced(Replaced {
+            applied(EventKind::Replaced(Box::new(Replaced {
                 account: 1,
                 order_id: 7,
                 old_client_order_id: ClientOrderId::new("a").unwrap(),
@@ -364,7 +365,8 @@ mod tests {
                 price: 101,
                 qty: 14,
                 leaves_qty,
-            }))
+                stop_price: None,
+            })))
         };
         assert_eq!(settle(&mut slot, &replace, &replaced(10)), None);
         let now = slot.unwrap();

@@ -427,10 +427,13 @@ fn replace(message: &Message, account: AccountId, now: u64) -> Result<Inbound, I
             "Account (1) must be the session's account or absent",
         ));
     }
-    if ord_type != Some(b'2') {
+    // An untriggered stop (OrdType 3 or 4) waits like a resting order and
+    // may be replaced too; whether the order really is one is the core's
+    // call.
+    if !matches!(ord_type, Some(b'2' | b'3' | b'4')) {
         return Err(refuse(
             2,
-            "only limit orders (OrdType 2) rest and can be replaced",
+            "only limit orders (OrdType 2) and untriggered stops (OrdType 3, 4) can be replaced",
         ));
     }
     let Some(order) = order_ref(message) else {
@@ -450,13 +453,16 @@ fn replace(message: &Message, account: AccountId, now: u64) -> Result<Inbound, I
     let (qty, _) = order_qty(message).map_err(|(_, why)| refuse(99, why))?;
     let price =
         optional_decimal(message, tags::PRICE).map_err(|()| refuse(99, PRICE_UNREADABLE))?;
-    let command = Command::Replace(Replace {
+    let stop_price = optional_decimal(message, tags::STOP_PX)
+        .map_err(|()| refuse(99, "StopPx (99) is not a decimal number"))?;
+    let command = Command::Replace(Box::new(Replace {
         account,
         order,
         new_client_order_id: Some(new_id),
         price,
         qty: Some(qty),
-    });
+        stop_price,
+    }));
     Ok(Inbound::Submit(Box::new(Submission {
         command,
         request: Request::Replace(echo),

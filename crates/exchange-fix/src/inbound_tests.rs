@@ -284,6 +284,39 @@ fn replace_carries_the_new_id_price_and_quantity() {
 }
 
 #[test]
+fn replace_of_a_stop_carries_the_new_stop_price() {
+    let message = fix(
+        "G",
+        3,
+        "41=s1|11=s2|55=BTC-USD|54=1|60=20240101-00:00:00|38=2|40=4|44=106|99=105.5|",
+    );
+    let (Command::Replace(replace), _) = submitted(translate(&message, &TRADER, 0)) else {
+        panic!("a stop-limit replace is submitted")
+    };
+    assert_eq!(
+        (replace.stop_price, replace.price),
+        (Some(dec("105.5")), Some(dec("106")))
+    );
+    let stop = fix(
+        "G",
+        3,
+        "41=s1|11=s2|55=BTC-USD|54=2|60=20240101-00:00:00|38=2|40=3|99=95|",
+    );
+    let (Command::Replace(replace), _) = submitted(translate(&stop, &TRADER, 0)) else {
+        panic!("a stop replace is submitted")
+    };
+    assert_eq!((replace.stop_price, replace.price), (Some(dec("95")), None));
+    let unreadable = fix(
+        "G",
+        3,
+        "41=s1|11=s2|55=BTC-USD|54=2|60=20240101-00:00:00|38=2|40=3|99=x|",
+    );
+    let out = reply(translate(&unreadable, &TRADER, 0));
+    assert_eq!(out.msg_type, "9");
+    assert!(out.get(58).unwrap_or_default().contains("StopPx"));
+}
+
+#[test]
 fn mass_cancel_by_symbol_or_all() {
     let all = fix("q", 3, "11=m1|530=7|60=20240101-00:00:00|");
     let (Command::MassCancel(mass), _) = submitted(translate(&all, &TRADER, 0)) else {

@@ -69,8 +69,11 @@ pub enum ReportKind {
         canceled_qty: u64,
         leaves_qty: u64,
     },
+    /// Replaced; an untriggered stop's trigger price (units, new or kept)
+    /// is echoed as StopPx (99).
     Replaced {
         old_cl_ord_id: ClientOrderId,
+        stop_price: Option<u64>,
     },
     Expired,
     /// No change: the order as it stands, answering an OrderStatusRequest
@@ -104,6 +107,7 @@ impl ReportKind {
             },
             Change::Replaced(replaced) => ReportKind::Replaced {
                 old_cl_ord_id: replaced.old_client_order_id,
+                stop_price: replaced.stop_price,
             },
             Change::Expired(_) => ReportKind::Expired,
         }

@@ -77,18 +77,20 @@ fn an_order_through_its_life() {
     let replaced = run(
         &mut core,
         &mut cache,
-        Command::Replace(Replace {
+        Command::Replace(Box::new(Replace {
             account: 1,
             order: OrderRef::Id(order_id),
             new_client_order_id: Some(ClientOrderId::new("a2").unwrap()),
             price: None,
             qty: Some(dec("1")),
-        }),
+            stop_price: None,
+        })),
     );
     assert_eq!(
         replaced[0].kind,
         ReportKind::Replaced {
-            old_cl_ord_id: ClientOrderId::new("a").unwrap()
+            old_cl_ord_id: ClientOrderId::new("a").unwrap(),
+            stop_price: None,
         }
     );
     assert_eq!(
@@ -277,6 +279,32 @@ fn a_stop_reports_new_with_its_stop_px_then_triggered_as_exec_type_l() {
         ),
         (Some("0"), Some("4"), Some("105"))
     );
+    // Moving the trigger down is a replace (ExecType 5) that echoes it.
+    let replaced = run(
+        &mut core,
+        &mut cache,
+        Command::Replace(Box::new(Replace {
+            account: 1,
+            order: OrderRef::Client(ClientOrderId::new("sl").unwrap()),
+            new_client_order_id: Some(ClientOrderId::new("sl2").unwrap()),
+            price: None,
+            qty: None,
+            stop_price: Some(dec("104")),
+        })),
+    );
+    let [replaced] = &replaced[..] else {
+        panic!("one report for the replace: {replaced:?}")
+    };
+    let out = crate::reports::execution_report(replaced, None);
+    assert_eq!(
+        (
+            out.get(150).as_deref(),
+            out.get(11).as_deref(),
+            out.get(41).as_deref(),
+            out.get(99).as_deref()
+        ),
+        (Some("5"), Some("sl2"), Some("sl"), Some("104"))
+    );
     run(
         &mut core,
         &mut cache,
@@ -293,7 +321,7 @@ fn a_stop_reports_new_with_its_stop_px_then_triggered_as_exec_type_l() {
     assert_eq!(
         triggered.kind,
         ReportKind::Triggered {
-            stop_price: 105 * UNIT
+            stop_price: 104 * UNIT
         }
     );
     assert_eq!(triggered.order.stop, StopState::Triggered);
@@ -304,7 +332,7 @@ fn a_stop_reports_new_with_its_stop_px_then_triggered_as_exec_type_l() {
             out.get(39).as_deref(),
             out.get(99).as_deref()
         ),
-        (Some("L"), Some("0"), Some("105"))
+        (Some("L"), Some("0"), Some("104"))
     );
     assert_eq!(out.get(151).as_deref(), Some("1"));
 }

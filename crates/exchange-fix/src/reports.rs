@@ -138,7 +138,7 @@ pub fn execution_report(report: &Report, ids: Option<(&str, &str)>) -> Outgoing 
             out.push(tags::CL_ORD_ID, cl_ord_id);
             out.push(tags::ORIG_CL_ORD_ID, orig);
         }
-        (ReportKind::Replaced { old_cl_ord_id }, None) => {
+        (ReportKind::Replaced { old_cl_ord_id, .. }, None) => {
             out.push(tags::CL_ORD_ID, order.client_order_id);
             out.push(tags::ORIG_CL_ORD_ID, old_cl_ord_id);
         }
@@ -159,6 +159,7 @@ pub fn execution_report(report: &Report, ids: Option<(&str, &str)>) -> Outgoing 
     let stop_px = match &report.kind {
         ReportKind::New { stop_price, .. } => *stop_price,
         ReportKind::Triggered { stop_price } => Some(*stop_price),
+        ReportKind::Replaced { stop_price, .. } => *stop_price,
         _ => None,
     };
     out.push_opt(tags::STOP_PX, stop_px.map(format_units));

@@ -203,7 +203,7 @@ fn paths() -> Value {
                 "responses": responses(&[("200", ok("the order", schema_ref("Order")))], &["400", "401", "404", "429", "503"]) },
             "delete": { "summary": "Cancel an open order", "security": signed(), "parameters": [order_id],
                 "responses": responses(&[("200", order.clone())], &order_errors) } },
-        "/v1/orders/{order_id}/replace": { "post": { "summary": "Cancel-replace: new price, total quantity and/or client id", "security": signed(),
+        "/v1/orders/{order_id}/replace": { "post": { "summary": "Cancel-replace: new price, total quantity, stop price and/or client id", "security": signed(),
             "parameters": [order_id], "requestBody": body(schema_ref("ReplaceRequest")),
             "responses": responses(&[("200", order)], &order_errors) } },
         "/v1/fills": { "get": { "summary": "The account's fills, newest first", "security": signed(),
@@ -269,7 +269,7 @@ fn schemas() -> Value {
             "price": dec, "qty": dec, "tif": { "enum": ["gtc", "ioc", "fok"] }, "post_only": { "type": "boolean" },
             "stp": { "enum": ["cancel_newest", "cancel_oldest", "cancel_both", "decrement"] },
             "client_order_id": { "type": "string", "maxLength": 36 } })),
-        "ReplaceRequest": object(&[], json!({ "price": dec, "qty": dec, "new_client_order_id": text })),
+        "ReplaceRequest": object(&[], json!({ "price": dec, "qty": dec, "new_client_order_id": text, "stop_price": dec })),
         "Transfer": object(&["account_id", "asset", "amount"], json!({ "account_id": int, "asset": text, "amount": dec })),
         "AccountBalance": object(&["account_id", "asset", "total", "available"], json!({ "account_id": int, "asset": text, "total": dec, "available": dec })),
         "Balances": object(&["account_id", "balances"], json!({ "account_id": int, "balances": { "type": "array", "items":

@@ -70,6 +70,7 @@ async fn read<R: Send + 'static>(
 
 fn order_record(row: OrderRow) -> OrderRecord {
     let status = OrderStatus::parse(&row.status).unwrap_or(OrderStatus::New);
+    let details = order_details(&row);
     OrderRecord {
         order_id: row.order_id,
         account: row.account,
@@ -86,7 +87,7 @@ fn order_record(row: OrderRow) -> OrderRecord {
         updated_ts: row.updated_ts,
         // Not shown by the REST API.
         fill_notional: 0,
-        details: order_details(&row),
+        details,
     }
 }
 

@@ -229,6 +229,8 @@ pub struct ReplaceRequest {
     price: Option<String>,
     qty: Option<String>,
     new_client_order_id: Option<String>,
+    /// A new trigger for an untriggered stop or stop-limit order.
+    stop_price: Option<String>,
 }
 
 pub fn decimal(field: &str, text: &str) -> Result<Dec, ApiError> {
@@ -332,7 +334,7 @@ pub fn replace(
     order: OrderRef,
     request: ReplaceRequest,
 ) -> Result<Command, ApiError> {
-    Ok(Command::Replace(Replace {
+    Ok(Command::Replace(Box::new(Replace {
         account,
         order,
         new_client_order_id: request
@@ -342,7 +344,8 @@ pub fn replace(
             .transpose()?,
         price: optional_decimal("price", request.price.as_deref())?,
         qty: optional_decimal("qty", request.qty.as_deref())?,
-    }))
+        stop_price: optional_decimal("stop_price", request.stop_price.as_deref())?,
+    })))
 }
 
 pub fn mass_cancel(account: AccountId, symbol: Option<&str>) -> Result<Command, ApiError> {

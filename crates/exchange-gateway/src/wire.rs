@@ -340,6 +340,8 @@ pub enum UpdateFields<'a> {
         price: Units,
         qty: Units,
         leaves_qty: Units,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        stop_price: Option<Units>,
     },
     Expired {
         order_id: u64,
@@ -468,6 +470,7 @@ fn order_fields(change: Change<'_>) -> Option<UpdateFields<'_>> {
             price: Units(e.price),
             qty: Units(e.qty),
             leaves_qty: Units(e.leaves_qty),
+            stop_price: e.stop_price.map(Units),
         },
         Change::Expired(e) => UpdateFields::Expired {
             order_id: e.order_id,
@@ -544,5 +547,30 @@ mod tests {
             serde_json::to_string(&SignedUnits(i64::MIN)).unwrap(),
             format!("\"{}\"", format_signed_units(i64::MIN))
         );
+    }
+    #[test]
+    fn a_replaced_stop_carries_its_stop_price_and_another_order_none() {
+        let id = |text: &str| exchange_types::ClientOrderId::new(text).unwrap();
+        let stop = exchange_types::event::Replaced {
+            account: 1,
+            order_id: 2,
+            old_client_order_id: id("a"),
+            client_order_id: id("a"),
+            symbol: exchange_types::Symbol::new("BTC-USD").unwrap(),
+            price: 10_600_000_000,
+            qty: 100_000_000,
+            leaves_qty: 100_000_000,
+            stop_price: Some(9_550_000_000),
+        };
+        let json = |r: &exchange_types::event::Replaced| {
+            let fields = order_fields(Change::Replaced(r)).expect("an order update");
+            serde_json::to_value(fields).expect("serialises")
+        };
+        assert_eq!(json(&stop)["stop_price"], "95.5");
+        let plain = exchange_types::event::Replaced {
+            stop_price: None,
+            ..stop
+        };
+        assert!(json(&plain).get("stop_price").is_none());
     }
 }

@@ -26,7 +26,8 @@ pub enum Command {
     Withdraw(Transfer),
     Place(Place),
     Cancel(Cancel),
-    Replace(Replace),
+    /// Boxed: the largest command, and rarer than place and cancel.
+    Replace(Box<Replace>),
     MassCancel(MassCancel),
     Halt {
         symbol: Symbol,
@@ -281,6 +282,9 @@ pub struct Replace {
     pub price: Option<Dec>,
     /// New total quantity, filled quantity included; `None` keeps it.
     pub qty: Option<Dec>,
+    /// New stop price of an untriggered stop or stop-limit order; `None`
+    /// keeps it. Refused on any other order.
+    pub stop_price: Option<Dec>,
 }
 
 /// An account's pre-trade limits, replacing any it had; every field `None`

@@ -29,7 +29,8 @@ pub enum EventKind {
     Rejected(Rejected),
     Trade(Trade),
     Canceled(Canceled),
-    Replaced(Replaced),
+    /// Boxed: the largest event, and rarer than the others of an order.
+    Replaced(Box<Replaced>),
     Expired(Expired),
     Balance(Balance),
     Book(Book),
@@ -197,6 +198,9 @@ pub struct Replaced {
     /// New total quantity, filled included.
     pub qty: u64,
     pub leaves_qty: u64,
+    /// The stop price of an order that is still an untriggered stop
+    /// (changed by this replace or not); `None` for any other order.
+    pub stop_price: Option<u64>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -467,6 +467,7 @@ mod tests {
             price,
             qty,
             leaves_qty,
+            stop_price: None,
         }
     }
 

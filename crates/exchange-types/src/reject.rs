@@ -47,7 +47,7 @@ reject_reasons! {
     PostOnlyNotAllowed = 112, "post_only_not_allowed", "post-only needs a limit order that is good till canceled";
     InvalidAmount = 113, "invalid_amount", "the amount must be greater than zero";
     UnknownAsset = 114, "unknown_asset", "no listed instrument uses this asset";
-    NothingToReplace = 115, "nothing_to_replace", "a replace must change the price, the quantity or the client order id";
+    NothingToReplace = 115, "nothing_to_replace", "a replace must change the price, the quantity, the stop price or the client order id";
     ExpireTsRequired = 150, "expire_ts_required", "a good-till-date order needs expire_ts";
     ExpireTsNotAllowed = 151, "expire_ts_not_allowed", "only a good-till-date order takes expire_ts";
     ExpireTsPassed = 152, "expire_ts_passed", "expire_ts is not after the time of the order";

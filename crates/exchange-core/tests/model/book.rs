@@ -67,6 +67,10 @@ pub(super) struct Market {
     pub(super) taker_fee_bps: i32,
     pub(super) bids: Vec<Order>,
     pub(super) asks: Vec<Order>,
+    /// The last trade price in ticks: what stops wait for.
+    pub(super) last: Option<u64>,
+    /// Untriggered stops, in no particular order.
+    pub(super) stops: Vec<super::stops::Stop>,
 }
 
 impl Market {
@@ -169,6 +173,7 @@ impl Market {
             *left -= self.cost(price, qty).unwrap_or(0);
         }
         if qty > 0 {
+            self.last = Some(price);
             taker.filled += qty;
             let m = &mut self.side(opposite)[pos];
             let from_shown = qty.min(m.shown());

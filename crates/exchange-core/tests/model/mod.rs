@@ -11,17 +11,21 @@
 //! book; post-only is refused if it would cross; self-trade prevention by
 //! the taker's mode; replace keeps priority only when the price is the same
 //! and the quantity does not grow; ids count accepted orders from 1.
+//! Stops and one-cancels-other pairs follow docs/market-model.md, written
+//! as plainly (`stops`): every stop is checked after each command that
+//! traded, and the one to trigger is found by a scan of all of them.
 //!
 //! Its output is the order-lifecycle part of the event stream ([`Ev`]):
 //! everything but balances and book levels, which are compared as state.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use exchange_core::BookView;
 use exchange_types::decimal::UnitsError;
 use exchange_types::*;
 
 mod book;
+mod stops;
 use book::{Market, Order};
 
 /// An event reduced to what the model can predict.
@@ -58,8 +62,14 @@ pub enum Ev {
         price: u64,
         qty: u64,
         leaves_qty: u64,
+        stop_price: Option<u64>,
     },
     Status(Symbol, TradingStatus),
+    Triggered {
+        order_id: OrderId,
+        stop_price: u64,
+        last_price: u64,
+    },
 }
 
 /// A resting order as the tests compare it with `Engine::open_orders`.
@@ -73,6 +83,7 @@ pub struct OpenOrder {
     pub price: u64,
     pub qty: u64,
     pub filled_qty: u64,
+    pub stop_price: Option<u64>,
 }
 
 #[derive(Clone, Debug)]
@@ -83,6 +94,13 @@ pub struct Model {
     next_arrival: u64,
     /// Every (account, client id) an order has closed under.
     closed: BTreeSet<(AccountId, ClientOrderId)>,
+    /// One-cancels-other pairs, both ways. A pair whose order closed
+    /// lingers until the end of the command; canceling a closed partner
+    /// does nothing, so that is the same as dissolving it at once.
+    pairs: BTreeMap<OrderId, OrderId>,
+    /// Partners of paired orders that traded, to cancel once the command
+    /// has matched.
+    pending: Vec<OrderId>,
 }
 
 impl Default for Model {
@@ -94,12 +112,27 @@ impl Default for Model {
             next_order_id: 1,
             next_arrival: 0,
             closed: BTreeSet::new(),
+            pairs: BTreeMap::new(),
+            pending: Vec::new(),
         }
     }
 }
 
-/// Where an open order sits: market index, side, position.
-type Location = (usize, Side, usize);
+/// Where an open order sits: on a book (market index, side, position) or
+/// among the untriggered stops (market index, position).
+#[derive(Clone, Copy, Debug)]
+enum At {
+    Book(usize, Side, usize),
+    Stop(usize, usize),
+}
+
+impl At {
+    fn market(self) -> usize {
+        match self {
+            At::Book(index, _, _) | At::Stop(index, _) => index,
+        }
+    }
+}
 
 impl Model {
     pub fn apply(&mut self, command: &Command) -> Vec<Ev> {
@@ -139,6 +172,10 @@ impl Model {
         if let Err(reason) = result {
             out.push(Ev::Rejected(command.name(), reason));
         }
+        if out.iter().any(|e| matches!(e, Ev::Trade { .. })) {
+            self.after_trades(&mut out);
+        }
+        self.prune_pairs();
         out
     }
 
@@ -160,7 +197,9 @@ impl Model {
             .markets
             .iter()
             .flat_map(|m| {
-                m.bids.iter().chain(&m.asks).map(move |o| OpenOrder {
+                let resting = m.bids.iter().chain(&m.asks).map(|o| (o, None));
+                let stops = m.stops.iter().map(|s| (&s.order, Some(s.stop)));
+                resting.chain(stops).map(move |(o, stop)| OpenOrder {
                     order_id: o.id,
                     account: o.account,
                     client_order_id: o.client_order_id.to_string(),
@@ -169,6 +208,7 @@ impl Model {
                     price: o.price.unwrap_or(0) * m.tick_units,
                     qty: o.qty * m.lot_units,
                     filled_qty: o.filled * m.lot_units,
+                    stop_price: stop.map(|ticks| ticks * m.tick_units),
                 })
             })
             .collect();
@@ -189,6 +229,8 @@ impl Model {
             taker_fee_bps: spec.taker_fee_bps,
             bids: Vec::new(),
             asks: Vec::new(),
+            last: None,
+            stops: Vec::new(),
         });
     }
 
@@ -205,18 +247,21 @@ impl Model {
             .ok_or(RejectReason::UnknownInstrument)
     }
 
-    fn find(&self, matches: impl Fn(&Order) -> bool) -> Option<Location> {
+    fn find(&self, matches: impl Fn(&Order) -> bool) -> Option<At> {
         for (index, m) in self.markets.iter().enumerate() {
             for (side, orders) in [(Side::Buy, &m.bids), (Side::Sell, &m.asks)] {
                 if let Some(pos) = orders.iter().position(&matches) {
-                    return Some((index, side, pos));
+                    return Some(At::Book(index, side, pos));
                 }
+            }
+            if let Some(pos) = m.stops.iter().position(|s| matches(&s.order)) {
+                return Some(At::Stop(index, pos));
             }
         }
         None
     }
 
-    fn resolve(&self, account: AccountId, reference: &OrderRef) -> Result<Location, RejectReason> {
+    fn resolve(&self, account: AccountId, reference: &OrderRef) -> Result<At, RejectReason> {
         match reference {
             OrderRef::Id(id) => match self.find(|o| o.id == *id) {
                 Some(at) if self.order(at).account == account => Ok(at),
@@ -240,16 +285,19 @@ impl Model {
         }
     }
 
-    fn order(&self, (index, side, pos): Location) -> &Order {
-        let m = &self.markets[index];
-        match side {
-            Side::Buy => &m.bids[pos],
-            Side::Sell => &m.asks[pos],
+    fn order(&self, at: At) -> &Order {
+        match at {
+            At::Book(index, Side::Buy, pos) => &self.markets[index].bids[pos],
+            At::Book(index, Side::Sell, pos) => &self.markets[index].asks[pos],
+            At::Stop(index, pos) => &self.markets[index].stops[pos].order,
         }
     }
 
-    fn take(&mut self, (index, side, pos): Location) -> Order {
-        self.markets[index].side(side).remove(pos)
+    fn take(&mut self, at: At) -> Order {
+        match at {
+            At::Book(index, side, pos) => self.markets[index].side(side).remove(pos),
+            At::Stop(index, pos) => self.markets[index].stops.remove(pos).order,
+        }
     }
 
     fn close(&mut self, orders: impl IntoIterator<Item = Order>) {
@@ -276,8 +324,12 @@ impl Model {
         if m.halted {
             return Err(RejectReason::InstrumentHalted);
         }
+        let stop = self.check_stop(index, p)?;
+        let m = &self.markets[index];
         let market_order = p.order_type == OrderType::Market;
-        let price = match (market_order, p.price) {
+        // A stop market order has no price of its own either.
+        let priceless = matches!(p.order_type, OrderType::Market | OrderType::Stop);
+        let price = match (priceless, p.price) {
             (false, Some(price)) => Some(m.price_ticks(price)?),
             (false, None) => return Err(RejectReason::PriceRequired),
             (true, Some(_)) => return Err(RejectReason::PriceNotAllowed),
@@ -310,7 +362,7 @@ impl Model {
         } else {
             p.tif
         };
-        if p.post_only && (market_order || tif != TimeInForce::Gtc) {
+        if p.post_only && (priceless || tif != TimeInForce::Gtc || stop.is_some()) {
             return Err(RejectReason::PostOnlyNotAllowed);
         }
         let display = match p.ext().display_qty {
@@ -337,6 +389,7 @@ impl Model {
         if p.post_only && price.is_some_and(|price| m.would_cross(p.side, price)) {
             return Err(RejectReason::PostOnlyWouldTake);
         }
+        let partner = self.check_oco(index, p)?;
 
         let id = self.next_order_id;
         self.next_order_id += 1;
@@ -358,6 +411,7 @@ impl Model {
         if let Some(funds) = funds {
             let mut taker = taker;
             let mut closed = Vec::new();
+            let from = out.len();
             let m = &mut self.markets[index];
             m.match_taker(
                 &mut taker,
@@ -373,8 +427,27 @@ impl Model {
                     expired_qty: 0,
                     filled_qty: 0,
                 });
+            } else {
+                // Funds that buy nothing end the order before it pairs.
+                self.pair(id, partner);
             }
+            self.note_fills(from, out);
             self.close([taker]);
+            return Ok(());
+        }
+        if let Some(stop) = stop {
+            self.pair(id, partner);
+            self.markets[index].stops.push(stops::Stop {
+                order: Order {
+                    // A stop market sell is held at the lowest price, which
+                    // is what the engine shows for it until it triggers.
+                    price: if stop.market { Some(1) } else { price },
+                    ..taker
+                },
+                stop: stop.stop,
+                market: stop.market,
+                tif,
+            });
             return Ok(());
         }
         if tif == TimeInForce::Fok && !self.fills_completely(index, &taker) {
@@ -386,7 +459,10 @@ impl Model {
             self.close([taker]);
             return Ok(());
         }
+        self.pair(id, partner);
+        let from = out.len();
         self.execute(index, taker, tif, out);
+        self.note_fills(from, out);
         Ok(())
     }
 
@@ -433,9 +509,14 @@ impl Model {
 
     fn cancel(&mut self, c: &Cancel, out: &mut Vec<Ev>) -> Result<(), RejectReason> {
         let at = self.resolve(c.account, &c.order)?;
+        // Canceling one of a pair by request cancels the other.
+        let partner = self.unpair(self.order(at).id);
         let mut order = self.take(at);
-        self.markets[at.0].cancel_all(&mut order, CancelReason::Requested, out);
+        self.markets[at.market()].cancel_all(&mut order, CancelReason::Requested, out);
         self.close([order]);
+        if let Some(partner) = partner {
+            self.cancel_open(partner, CancelReason::OneCancelsOther, out);
+        }
         Ok(())
     }
 
@@ -450,39 +531,53 @@ impl Model {
         }
         let mut victims: Vec<OrderId> = (self.markets.iter().enumerate())
             .filter(|(index, _)| only.is_none_or(|only| only == *index))
-            .flat_map(|(_, m)| m.bids.iter().chain(&m.asks))
+            .flat_map(|(_, m)| {
+                m.bids
+                    .iter()
+                    .chain(&m.asks)
+                    .chain(m.stops.iter().map(|s| &s.order))
+            })
             .filter(|o| o.account == mc.account)
             .map(|o| o.id)
             .collect();
         victims.sort();
         for id in victims {
-            if let Some(at) = self.find(|o| o.id == id) {
-                let mut order = self.take(at);
-                self.markets[at.0].cancel_all(&mut order, CancelReason::MassCancel, out);
-                self.close([order]);
-            }
+            self.cancel_open(id, CancelReason::MassCancel, out);
         }
         Ok(())
     }
 
     fn replace(&mut self, r: &Replace, out: &mut Vec<Ev>) -> Result<(), RejectReason> {
         let at = self.resolve(r.account, &r.order)?;
-        let (index, side, _) = at;
+        let index = at.market();
         let m = &self.markets[index];
         if m.halted {
             return Err(RejectReason::InstrumentHalted);
         }
         let old = self.order(at).clone();
+        let side = old.side;
         let old_price = old.price.unwrap_or(0);
+        let stop = match at {
+            At::Stop(_, pos) => Some(m.stops[pos].clone()),
+            At::Book(..) => None,
+        };
+        if r.price.is_some() && stop.as_ref().is_some_and(|s| s.market) {
+            return Err(RejectReason::PriceNotAllowed);
+        }
         let price = r
             .price
             .map(|p| m.price_ticks(p))
             .transpose()?
             .unwrap_or(old_price);
+        let new_stop = match (r.stop_price, &stop) {
+            (None, _) => None,
+            (Some(_), None) => return Err(RejectReason::StopPriceNotAllowed),
+            (Some(to), Some(s)) => m.check_new_stop(to, s)?,
+        };
         let qty = r.qty.map(|q| m.qty_lots(q)).transpose()?.unwrap_or(old.qty);
         let coid = r.new_client_order_id.unwrap_or(old.client_order_id);
         let renamed = coid != old.client_order_id;
-        if price == old_price && qty == old.qty && !renamed {
+        if price == old_price && qty == old.qty && !renamed && new_stop.is_none() {
             return Err(RejectReason::NothingToReplace);
         }
         if qty < old.filled {
@@ -492,7 +587,12 @@ impl Model {
             return Err(RejectReason::DuplicateClientOrderId);
         }
         let leaves = qty - old.filled;
-        if leaves > 0 && price != old_price && old.post_only && m.would_cross(side, price) {
+        if leaves > 0
+            && price != old_price
+            && old.post_only
+            && stop.is_none()
+            && m.would_cross(side, price)
+        {
             return Err(RejectReason::PostOnlyWouldTake);
         }
 
@@ -502,8 +602,20 @@ impl Model {
             price: price * m.tick_units,
             qty: qty * m.lot_units,
             leaves_qty: leaves * m.lot_units,
+            stop_price: stop
+                .as_ref()
+                .map(|s| new_stop.unwrap_or(s.stop) * m.tick_units),
         };
         out.push(replaced);
+        if let At::Stop(_, pos) = at {
+            // A stop has no place on a book to keep or lose.
+            let s = &mut self.markets[index].stops[pos];
+            s.order.client_order_id = coid;
+            s.order.price = Some(price);
+            s.order.qty = qty;
+            s.stop = new_stop.unwrap_or(s.stop);
+            return Ok(());
+        }
         let keeps_priority = price == old_price && qty <= old.qty;
         let mut order = self.take(at);
         order.client_order_id = coid;
@@ -524,7 +636,9 @@ impl Model {
         } else {
             // A replace that loses priority is a new arrival, and trades
             // like a new order if it now crosses.
+            let from = out.len();
             self.execute(index, order, TimeInForce::Gtc, out);
+            self.note_fills(from, out);
         }
         Ok(())
     }

@@ -195,4 +195,15 @@ pub fn nothing_to_replace() {
         replace(1, "a", Some("100.00"), Some("1.0")),
         R::NothingToReplace,
     );
+    // The stop price a stop already has is no change either.
+    let stop_limit = Place {
+        order_type: OrderType::StopLimit,
+        ext: Some(Box::new(PlaceExt {
+            stop_price: Some(dec("105")),
+            ..PlaceExt::default()
+        })),
+        ..limit(1, "sl", Side::Buy, "106", "1")
+    };
+    place_ok(&mut h, stop_limit);
+    assert_rejected(&mut h, replace_stop(1, "sl", "105.0"), R::NothingToReplace);
 }

@@ -6,26 +6,6 @@ use exchange_types::*;
 use crate::R;
 use exchange_testkit::engine::*;
 
-pub fn set_phase(phase: Phase) -> Command {
-    Command::SetPhase {
-        symbol: sym("BTC-USD"),
-        phase,
-    }
-}
-
-fn with_tif(place: Place, tif: TimeInForce, expire_ts: Option<u64>) -> Place {
-    Place {
-        tif,
-        ext: expire_ts.map(|ts| {
-            Box::new(PlaceExt {
-                expire_ts: Some(ts),
-                ..PlaceExt::default()
-            })
-        }),
-        ..place
-    }
-}
-
 #[test]
 pub fn expire_ts_required() {
     let mut h = Harness::funded(1);

@@ -6,27 +6,6 @@ use exchange_types::*;
 use crate::R;
 use exchange_testkit::engine::*;
 
-pub fn rules(symbol: &str) -> SetInstrumentRules {
-    SetInstrumentRules {
-        symbol: sym(symbol),
-        tick_size: None,
-        lot_size: None,
-        min_qty: None,
-        max_qty: None,
-        min_notional: None,
-        maker_fee_bps: None,
-        taker_fee_bps: None,
-        collar_bps: None,
-        static_band_bps: None,
-        dynamic_band_bps: None,
-        volatility_auction_ns: None,
-    }
-}
-
-pub fn set_rules(set: SetInstrumentRules) -> Command {
-    Command::SetInstrumentRules(Box::new(set))
-}
-
 #[test]
 pub fn notional_below_minimum() {
     let spec = AddInstrument {

@@ -68,6 +68,9 @@ pub fn stop_price_not_allowed() {
         e.trailing = Some(Trailing::Bps(10))
     });
     assert_rejected(&mut h, cmd(place), R::StopPriceNotAllowed);
+    // Nor may a replace give one to an order that is not a stop.
+    place_ok(&mut h, limit(1, "l", Side::Buy, "90", "1"));
+    assert_rejected(&mut h, replace_stop(1, "l", "95"), R::StopPriceNotAllowed);
 }
 
 #[test]
@@ -83,6 +86,15 @@ pub fn stop_would_trigger_immediately() {
         cmd(stop(1, "a", Side::Sell, "101")),
         R::StopWouldTriggerImmediately,
     );
+    // A replace that moves a stop to where the price already is.
+    place_ok(&mut h, stop(1, "st", Side::Sell, "90"));
+    for to in ["100", "100.5"] {
+        assert_rejected(
+            &mut h,
+            replace_stop(1, "st", to),
+            R::StopWouldTriggerImmediately,
+        );
+    }
 }
 
 #[test]
@@ -107,6 +119,9 @@ pub fn invalid_trailing() {
     ] {
         assert_rejected(&mut h, cmd(trailing(1, "a", t)), R::InvalidTrailing);
     }
+    // A trailing stop's stop price follows the last price: it is not set.
+    place_ok(&mut h, trailing(1, "t", Trailing::Bps(100)));
+    assert_rejected(&mut h, replace_stop(1, "t", "95"), R::InvalidTrailing);
 }
 
 #[test]
@@ -128,6 +143,10 @@ pub fn stop_price_not_on_tick() {
             cmd(stop(1, "a", Side::Sell, price)),
             R::StopPriceNotOnTick,
         );
+    }
+    place_ok(&mut h, stop(1, "st", Side::Sell, "90"));
+    for price in ["90.001", "0", "-5"] {
+        assert_rejected(&mut h, replace_stop(1, "st", price), R::StopPriceNotOnTick);
     }
 }
 

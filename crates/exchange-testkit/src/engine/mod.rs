@@ -6,7 +6,9 @@
 use exchange_core::Engine;
 use exchange_types::*;
 
+mod admin;
 mod suite;
+pub use admin::*;
 pub use suite::*;
 
 pub fn dec(text: &str) -> Dec {
@@ -92,13 +94,14 @@ pub fn cancel_client(account: u64, id: &str) -> Command {
 }
 
 pub fn replace(account: u64, id: &str, price: Option<&str>, qty: Option<&str>) -> Command {
-    Command::Replace(Replace {
+    Command::Replace(Box::new(Replace {
         account,
         order: OrderRef::Client(coid(id)),
         new_client_order_id: None,
         price: price.map(dec),
         qty: qty.map(dec),
-    })
+        stop_price: None,
+    }))
 }
 
 /// An engine with a clock that ticks once per command.
@@ -288,6 +291,14 @@ impl Grid {
     }
 }
 
+/// The grid of the instrument `symbol` names (BTC-USD's for another).
+fn grid_of(symbol: &Symbol) -> Grid {
+    GRIDS
+        .into_iter()
+        .find(|g| sym(g.symbol) == *symbol)
+        .unwrap_or(GRIDS[0])
+}
+
 fn raw_num(valid: impl Strategy<Value = i64> + 'static) -> impl Strategy<Value = RawNum> {
     prop_oneof![
         240 => valid.prop_map(RawNum::On),
@@ -401,10 +412,7 @@ fn iceberg_or_funds_command(instruments: usize, accounts: u64) -> impl Strategy<
             let Command::Place(mut place) = command else {
                 return command;
             };
-            let grid = GRIDS
-                .into_iter()
-                .find(|g| sym(g.symbol) == place.symbol)
-                .unwrap_or(GRIDS[0]);
+            let grid = grid_of(&place.symbol);
             place.order_type = OrderType::Limit;
             if place.price.is_none() {
                 place.price = Some(grid.price(RawNum::On(0)));
@@ -439,6 +447,47 @@ fn iceberg_or_funds_command(instruments: usize, accounts: u64) -> impl Strategy<
     prop_oneof![2 => iceberg, 1 => funds]
 }
 
+/// A stop-limit or stop market order (its stop a few ticks beyond the
+/// band's center, where the last price gets now and then; rarely off the
+/// grid), or a limit order; now and then in a one-cancels-other pair with
+/// an order the pool of client ids names.
+fn stop_command(instruments: usize, accounts: u64) -> impl Strategy<Value = Command> {
+    (
+        place_command(instruments, accounts),
+        raw_num(0i64..=4),
+        prop_oneof![
+            4 => Just(OrderType::StopLimit),
+            2 => Just(OrderType::Stop),
+            1 => Just(OrderType::Limit),
+        ],
+        prop_oneof![3 => Just(None), 1 => client_id().prop_map(Some)],
+    )
+        .prop_map(|(command, stop, order_type, oco_with)| {
+            let Command::Place(mut place) = command else {
+                return command;
+            };
+            let grid = grid_of(&place.symbol);
+            // A buy stop waits above the center, a sell stop below it.
+            let stop = match (place.side, stop) {
+                (Side::Sell, RawNum::On(n)) => RawNum::On(-n),
+                (_, other) => other,
+            };
+            place.order_type = order_type;
+            match order_type {
+                OrderType::Stop => place.price = None,
+                _ if place.price.is_none() => place.price = Some(grid.price(RawNum::On(0))),
+                _ => {}
+            }
+            let stop_price = (order_type != OrderType::Limit).then(|| grid.price(stop));
+            place.ext = Some(Box::new(PlaceExt {
+                stop_price,
+                oco_with,
+                ..PlaceExt::default()
+            }));
+            Command::Place(place)
+        })
+}
+
 fn replace_command(instruments: usize, accounts: u64) -> impl Strategy<Value = Command> {
     // The target's instrument is unknown when the stream is drawn; a value
     // on the other instrument's grid is just one more way to be refused.
@@ -449,17 +498,21 @@ fn replace_command(instruments: usize, accounts: u64) -> impl Strategy<Value = C
         prop_oneof![2 => Just(None), 1 => client_id().prop_map(Some)],
         prop_oneof![1 => Just(None), 1 => raw_num(-3i64..=3).prop_map(Some)],
         prop_oneof![1 => Just(None), 2 => raw_num(1i64..=8).prop_map(Some)],
+        prop_oneof![7 => Just(None), 1 => raw_num(-4i64..=4).prop_map(Some)],
     )
-        .prop_map(|(inst, account, order, new_client_order_id, price, qty)| {
-            let grid = GRIDS[inst];
-            Command::Replace(Replace {
-                account,
-                order,
-                new_client_order_id,
-                price: price.map(|p| grid.price(p)),
-                qty: qty.map(|q| grid.qty(q)),
-            })
-        })
+        .prop_map(
+            |(inst, account, order, new_client_order_id, price, qty, stop_price)| {
+                let grid = GRIDS[inst];
+                Command::Replace(Box::new(Replace {
+                    account,
+                    order,
+                    new_client_order_id,
+                    price: price.map(|p| grid.price(p)),
+                    qty: qty.map(|q| grid.qty(q)),
+                    stop_price: stop_price.map(|p| grid.price(p)),
+                }))
+            },
+        )
 }
 
 fn transfer(
@@ -493,11 +546,14 @@ fn body_command(
         Profile::Scarce => &["0.001", "0.05", "3"],
     };
     prop_oneof![
-        55 => place_command(instruments, accounts),
-        8 => iceberg_or_funds_command(instruments, accounts),
+        55 => place_command(instruments, accounts).boxed(),
+        8 => iceberg_or_funds_command(instruments, accounts).boxed(),
+        // Boxed: the deeper strategies' value trees overflow a test
+        // thread's stack in a debug build when nested inline.
+        8 => stop_command(instruments, accounts).boxed(),
         10 => (account(accounts), order_ref())
             .prop_map(|(account, order)| Command::Cancel(Cancel { account, order })),
-        16 => replace_command(instruments, accounts),
+        16 => replace_command(instruments, accounts).boxed(),
         3 => (
             account(accounts),
             prop_oneof![
@@ -627,28 +683,48 @@ pub fn describe(command: &Command) -> String {
         Command::AddInstrument(a) => format!("add_instrument {}", a.symbol),
         Command::Deposit(t) => format!("deposit a{} {} {}", t.account, t.asset, t.amount),
         Command::Withdraw(t) => format!("withdraw a{} {} {}", t.account, t.asset, t.amount),
-        Command::Place(p) => format!(
-            "place a{} {} {} {} {} {} x {} {}{} stp={}",
-            p.account,
-            p.client_order_id,
-            p.symbol,
-            p.side.as_str(),
-            p.order_type.as_str(),
-            opt(&p.price),
-            p.qty,
-            p.tif.as_str(),
-            if p.post_only { " post_only" } else { "" },
-            p.stp.as_str()
-        ),
+        Command::Place(p) => {
+            let ext = p.ext();
+            let mut line = format!(
+                "place a{} {} {} {} {} {} x {} {}{} stp={}",
+                p.account,
+                p.client_order_id,
+                p.symbol,
+                p.side.as_str(),
+                p.order_type.as_str(),
+                opt(&p.price),
+                p.qty,
+                p.tif.as_str(),
+                if p.post_only { " post_only" } else { "" },
+                p.stp.as_str()
+            );
+            for (name, value) in [
+                ("stop", ext.stop_price),
+                ("display", ext.display_qty),
+                ("funds", ext.funds),
+            ] {
+                if let Some(value) = value {
+                    line += &format!(" {name}={value}");
+                }
+            }
+            if let Some(t) = ext.trailing {
+                line += &format!(" trailing={t:?}");
+            }
+            if let Some(with) = ext.oco_with {
+                line += &format!(" oco={with}");
+            }
+            line
+        }
         Command::Cancel(c) => format!("cancel a{} {}", c.account, order_ref(&c.order)),
         Command::Replace(r) => format!(
-            "replace a{} {} new_id={} price={} qty={}",
+            "replace a{} {} new_id={} price={} qty={} stop={}",
             r.account,
             order_ref(&r.order),
             r.new_client_order_id
                 .map_or("-".to_string(), |c| c.to_string()),
             opt(&r.price),
-            opt(&r.qty)
+            opt(&r.qty),
+            opt(&r.stop_price)
         ),
         Command::MassCancel(m) => format!(
             "mass_cancel a{} {}",

@@ -101,13 +101,14 @@ impl Generator {
                 order: OrderRef::Id(id),
             })
         } else {
-            Command::Replace(Replace {
+            Command::Replace(Box::new(Replace {
                 account,
                 order: OrderRef::Id(id),
                 new_client_order_id: None,
                 price: None,
                 qty: Some(lots(1 + self.rng.below(10))),
-            })
+                stop_price: None,
+            }))
         })
     }
 

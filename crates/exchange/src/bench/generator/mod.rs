@@ -224,7 +224,7 @@ impl Generator {
             }
         } else {
             match self.replace() {
-                Some(replace) => Command::Replace(replace),
+                Some(replace) => Command::Replace(Box::new(replace)),
                 None => Command::Place(self.gtc()?),
             }
         };

@@ -247,6 +247,7 @@ impl Generator {
             new_client_order_id: None,
             price: (price != old_price).then(|| ticks(price)),
             qty: (qty != old_qty).then(|| lots(qty)),
+            stop_price: None,
         })
     }
 }
