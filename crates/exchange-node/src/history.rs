@@ -333,6 +333,9 @@ impl OrderRecord {
         match change {
             Change::Replaced(replaced) => {
                 self.client_order_id = replaced.client_order_id.to_string();
+                if let Some(stop_price) = replaced.stop_price {
+                    self.details.get_or_insert_with(Default::default).stop_price = Some(stop_price);
+                }
             }
             Change::Triggered(triggered) => {
                 let details = self.details.get_or_insert_with(Default::default);
@@ -532,5 +535,71 @@ mod tests {
             back.trades_of("BTC-USD", 3)[2].auction.as_deref(),
             Some("open")
         );
+    }
+
+    /// A stop's details come with its acceptance, follow a replace of its
+    /// stop price and record its trigger; they survive a snapshot, and a
+    /// plain order has none.
+    #[test]
+    fn a_stop_keeps_its_details_through_replace_and_trigger() {
+        use exchange_types::{AcceptedExt, Replaced, Triggered};
+        let symbol = exchange_types::Symbol::new("BTC-USD").expect("symbol");
+        let id = |c: &str| exchange_types::ClientOrderId::new(c).expect("id");
+        let mut stop = accepted(5, 7, Side::Sell);
+        if let EventKind::Accepted(a) = &mut stop.kind {
+            a.order_type = OrderType::Stop;
+            a.price = None;
+            a.ext = Some(Box::new(AcceptedExt {
+                stop_price: Some(95),
+                expire_ts: Some(1_000),
+                ..AcceptedExt::default()
+            }));
+        }
+        let mut history = History::default();
+        history.record(&[stop, accepted(6, 7, Side::Buy)]);
+        let details = |h: &History| h.order(5).and_then(|o| o.details.as_deref().cloned());
+        assert_eq!(
+            details(&history).map(|d| (d.stop_price, d.expire_ts, d.triggered_ts)),
+            Some((Some(95), Some(1_000), None))
+        );
+        assert_eq!(history.order(6).map(|o| o.details.is_none()), Some(true));
+
+        history.record(&[Event {
+            seq: 7,
+            ts: 7,
+            kind: EventKind::Replaced(Box::new(Replaced {
+                account: 7,
+                order_id: 5,
+                old_client_order_id: id("c5"),
+                client_order_id: id("c5"),
+                symbol,
+                price: 0,
+                qty: 10,
+                leaves_qty: 10,
+                stop_price: Some(94),
+            })),
+        }]);
+        history.record(&[Event {
+            seq: 8,
+            ts: 8,
+            kind: EventKind::Triggered(Triggered {
+                account: 7,
+                order_id: 5,
+                client_order_id: id("c5"),
+                symbol,
+                stop_price: 94,
+                last_price: 93,
+                qty: 10,
+            }),
+        }]);
+        let after = details(&history).expect("details");
+        assert_eq!(
+            (after.stop_price, after.triggered_ts, after.triggered_price),
+            (Some(94), Some(8), Some(93))
+        );
+        let back: History =
+            serde_json::from_value(serde_json::to_value(&history).expect("serialises"))
+                .expect("deserialises");
+        assert_eq!(details(&back), Some(after));
     }
 }
