@@ -542,7 +542,8 @@ mod tests {
     /// plain order has none.
     #[test]
     fn a_stop_keeps_its_details_through_replace_and_trigger() {
-        use exchange_types::{AcceptedExt, Replaced, Triggered};
+        use exchange_types::event::Triggered;
+        use exchange_types::{AcceptedExt, Replaced};
         let symbol = exchange_types::Symbol::new("BTC-USD").expect("symbol");
         let id = |c: &str| exchange_types::ClientOrderId::new(c).expect("id");
         let mut stop = accepted(5, 7, Side::Sell);
