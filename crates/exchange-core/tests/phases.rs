@@ -8,31 +8,6 @@ use exchange_types::*;
 
 use exchange_testkit::engine::*;
 
-fn phases(events: &[Event]) -> Vec<Phase> {
-    events
-        .iter()
-        .filter_map(|e| match &e.kind {
-            EventKind::Phase(PhaseChanged { phase, .. }) => Some(*phase),
-            _ => None,
-        })
-        .collect()
-}
-
-fn auctions(events: &[Event]) -> Vec<(AuctionKind, u64, u64)> {
-    events
-        .iter()
-        .filter_map(|e| match &e.kind {
-            EventKind::Auction(Auction {
-                kind,
-                price,
-                volume,
-                ..
-            }) => Some((*kind, *price, *volume)),
-            _ => None,
-        })
-        .collect()
-}
-
 fn indicatives(events: &[Event]) -> Vec<Indicative> {
     events
         .iter()

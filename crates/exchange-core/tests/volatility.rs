@@ -23,31 +23,6 @@ fn listing(static_bps: u32, dynamic_bps: u32) -> AddInstrument {
     }
 }
 
-fn phases(events: &[Event]) -> Vec<Phase> {
-    events
-        .iter()
-        .filter_map(|e| match &e.kind {
-            EventKind::Phase(PhaseChanged { phase, .. }) => Some(*phase),
-            _ => None,
-        })
-        .collect()
-}
-
-fn auctions(events: &[Event]) -> Vec<(AuctionKind, u64, u64)> {
-    events
-        .iter()
-        .filter_map(|e| match &e.kind {
-            EventKind::Auction(Auction {
-                kind,
-                price,
-                volume,
-                ..
-            }) => Some((*kind, *price, *volume)),
-            _ => None,
-        })
-        .collect()
-}
-
 fn prices(events: &[Event]) -> Vec<u64> {
     trades(events).iter().map(|t| t.0).collect()
 }
@@ -223,20 +198,12 @@ fn removing_the_bands_during_an_auction_lets_it_run_to_its_end() {
     exec(&mut h, limit(1, "b2", Side::Buy, "110", "1"));
     assert_eq!(phase(&h), Phase::VolatilityAuction);
     let started = h.ts;
-    let events = h.run_checked(Command::SetInstrumentRules(Box::new(SetInstrumentRules {
-        symbol: sym("BTC-USD"),
-        tick_size: None,
-        lot_size: None,
-        min_qty: None,
-        max_qty: None,
-        min_notional: None,
-        maker_fee_bps: None,
-        taker_fee_bps: None,
-        collar_bps: None,
+    let events = h.run_checked(set_rules(SetInstrumentRules {
         static_band_bps: Some(0),
         dynamic_band_bps: Some(0),
         volatility_auction_ns: Some(0),
-    })));
+        ..rules("BTC-USD")
+    }));
     assert_eq!(reject_reason(&events), None);
     assert_eq!(phase(&h), Phase::VolatilityAuction);
     tick_at(&mut h, started + AUCTION_NS);

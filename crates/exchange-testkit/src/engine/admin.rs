@@ -1,6 +1,7 @@
 //! Operator commands and order shapes that the phase and instrument-rule
 //! tests share.
 
+use exchange_types::event::{Auction, AuctionKind, PhaseChanged};
 use exchange_types::*;
 
 use super::sym;
@@ -47,4 +48,31 @@ pub fn rules(symbol: &str) -> SetInstrumentRules {
 
 pub fn set_rules(set: SetInstrumentRules) -> Command {
     Command::SetInstrumentRules(Box::new(set))
+}
+
+/// The phases the events enter, in order.
+pub fn phases(events: &[Event]) -> Vec<Phase> {
+    events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::Phase(PhaseChanged { phase, .. }) => Some(*phase),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The auctions the events uncross: kind, price and volume.
+pub fn auctions(events: &[Event]) -> Vec<(AuctionKind, u64, u64)> {
+    events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::Auction(Auction {
+                kind,
+                price,
+                volume,
+                ..
+            }) => Some((*kind, *price, *volume)),
+            _ => None,
+        })
+        .collect()
 }
