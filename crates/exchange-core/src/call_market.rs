@@ -15,10 +15,11 @@
 //! lower ends, or not at all. Bounds are not candidate prices: the auction
 //! price comes from limit prices and the reference only, as at Xetra.
 //!
-//! What an auction leaves of a market order expires with the call, the
-//! rule for market orders of Euronext's opening auction; Xetra instead
-//! carries them into continuous trading, which here would make them
-//! immediate orders a second time after their owner stopped watching.
+//! What an auction leaves of a market order expires with the call. Xetra
+//! carries unexecuted market orders into continuous trading instead; here
+//! a market order in continuous trading is immediate, so carried over it
+//! would sweep the book the instant the call ends, unseen by its owner.
+//! docs/market-model.md has the rules and their sources.
 
 use std::collections::BTreeMap;
 

@@ -397,6 +397,73 @@ mod properties {
                 prop_assert!(bid.0 < ask.0);
             }
         }
+
+        /// The same with market orders among the limit orders (collared
+        /// 90-110): the auction executes the announced volume, market
+        /// orders before any limit order of their side, and none is left
+        /// open after it.
+        #[test]
+        fn a_call_book_with_market_orders_uncrosses_at_one_price(
+            orders in prop::collection::vec(
+                (any::<bool>(), prop_oneof![3 => (95u64..106).prop_map(Some), 1 => Just(None)], 1u64..5, 1u64..4),
+                1..40,
+            ),
+        ) {
+            let mut h = funded_with(collared(1000, "100"), 3);
+            h.run_checked(set_phase(Phase::Closed));
+            h.run_checked(set_phase(Phase::PreOpen));
+            let mut markets = Vec::new();
+            for (n, (buy, price, qty, account)) in orders.iter().enumerate() {
+                let side = if *buy { Side::Buy } else { Side::Sell };
+                let (id, qty) = (format!("o{n}"), qty.to_string());
+                let place = match price {
+                    Some(p) => limit(*account, &id, side, &p.to_string(), &qty),
+                    None => with_tif(market(*account, &id, side, &qty), TimeInForce::Gtc, None),
+                };
+                let events = h.run_checked(cmd(place));
+                prop_assert_eq!(reject_reason(&events), None);
+                if price.is_none() {
+                    markets.push(order_id(&events).expect("accepted"));
+                }
+            }
+            let indicative = h.engine.indicative(&sym("BTC-USD")).expect("in a call");
+            let mut restored = Engine::restore(&h.engine.snapshot()).expect("restores");
+            let events = h.run_checked(set_phase(Phase::OpeningAuction));
+            let mut copy = Vec::new();
+            restored.apply(&Stamped { ts: h.ts, command: set_phase(Phase::OpeningAuction) }, &mut copy);
+            prop_assert_eq!(&events, &copy);
+            prop_assert_eq!(h.engine.state_hash(), restored.state_hash());
+            let trades = trades(&events);
+            match indicative.price {
+                None => prop_assert!(trades.is_empty()),
+                Some(price) => {
+                    prop_assert!(trades.iter().all(|t| t.0 == price));
+                    prop_assert_eq!(trades.iter().map(|t| t.1).sum::<u64>(), indicative.volume);
+                }
+            }
+            // Market orders trade first: once a trade has no market order
+            // on a side, no later trade has one on that side.
+            let is_market = |id: &OrderId| markets.contains(id);
+            let mut sides_done = [false, false];
+            for e in &events {
+                if let EventKind::Trade(t) = &e.kind {
+                    let (buyer, seller) = match t.aggressor_side {
+                        Side::Buy => (t.taker_order_id, t.maker_order_id),
+                        Side::Sell => (t.maker_order_id, t.taker_order_id),
+                    };
+                    for (done, id) in sides_done.iter_mut().zip([buyer, seller]) {
+                        prop_assert!(!(*done && is_market(&id)));
+                        *done |= !is_market(&id);
+                    }
+                }
+            }
+            let open = open_ids(&h);
+            prop_assert!(markets.iter().all(|m| !open.contains(m)));
+            let b = book(&h);
+            if let (Some(bid), Some(ask)) = (b.bids.first(), b.asks.first()) {
+                prop_assert!(bid.0 < ask.0);
+            }
+        }
     }
 }
 
