@@ -591,7 +591,12 @@ impl Engine {
                 }
                 n
             })
-            .sum::<usize>();
+            .sum::<usize>()
+            + self
+                .call_markets
+                .values()
+                .filter(|&&slot| self.orders.get(slot).tif == TimeInForce::Gtd)
+                .count();
         if gtd != open_gtd {
             return Err(format!(
                 "{open_gtd} open good-till-date orders but {gtd} expiries"

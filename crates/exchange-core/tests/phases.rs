@@ -603,6 +603,44 @@ fn a_market_remainder_expires_after_the_auction() {
 }
 
 #[test]
+fn a_good_till_date_market_order_expires_in_the_call_at_its_time() {
+    let mut h = collared_pre_open();
+    let at = h.ts + 3;
+    let m = place_ok(
+        &mut h,
+        with_tif(mkt(3, "m", Side::Buy, "1"), TimeInForce::Gtd, Some(at)),
+    );
+    h.engine.audit().expect("consistent");
+    let snapshot = Engine::restore(&h.engine.snapshot()).expect("restores");
+    assert_eq!(snapshot.state_hash(), h.engine.state_hash());
+    h.run_checked(Command::Tick);
+    let events = h.run_checked(Command::Tick);
+    assert_eq!(expired_ids(&events), [m]);
+    assert!(book_updates(&events).is_empty());
+    assert!(open_ids(&h).is_empty());
+    let (total, available) = h.engine.balance(3, &asset("USD")).expect("funded");
+    assert_eq!(total, available);
+}
+
+#[test]
+fn a_waiting_market_order_changes_quantity_but_takes_no_price() {
+    let mut h = collared_pre_open();
+    place_ok(&mut h, mkt(3, "m", Side::Buy, "1"));
+    let events = h.run_checked(replace(3, "m", Some("100"), None));
+    assert_eq!(reject_reason(&events), Some(RejectReason::PriceNotAllowed));
+    let events = h.run_checked(replace(3, "m", None, Some("2")));
+    assert_eq!(reject_reason(&events), None);
+    assert!(book_updates(&events).is_empty());
+    // Reserved at the bound (110) for both lots.
+    let (total, available) = h.engine.balance(3, &asset("USD")).expect("funded");
+    assert!(total - available >= units("220"));
+    let s = place_ok(&mut h, limit(2, "s", Side::Sell, "100", "3"));
+    let events = h.run_checked(set_phase(Phase::OpeningAuction));
+    assert_eq!(open_ids(&h), [s]);
+    assert_eq!(trades(&events).iter().map(|t| t.1).sum::<u64>(), units("2"));
+}
+
+#[test]
 fn mass_cancel_sweeps_market_orders_waiting_in_a_call() {
     let mut h = collared_pre_open();
     let m = place_ok(&mut h, mkt(3, "m", Side::Buy, "1"));
