@@ -25,7 +25,7 @@ use std::collections::BTreeMap;
 
 use exchange_types::{CancelReason, Event, OrderId, Side};
 
-use crate::auction::LevelQty;
+use crate::auction::{uncross, LevelQty, Uncross};
 use crate::engine::Engine;
 
 /// Market orders waiting for their instrument's uncrossing, by instrument
@@ -84,6 +84,31 @@ impl Engine {
             buys.into_iter().rev().map(level).collect(),
             sells.into_iter().map(level).collect(),
         ))
+    }
+
+    /// The uncrossing with market orders waiting: they may execute against
+    /// a book that does not cross, so every level is a candidate.
+    pub(crate) fn uncross_with_markets(
+        &self,
+        index: u32,
+        (market_bids, market_asks): &(Vec<LevelQty>, Vec<LevelQty>),
+    ) -> Option<Uncross> {
+        let book = &self.books[index as usize];
+        let levels = |side: &crate::book::BookSide| -> Vec<LevelQty> {
+            side.levels_best_first()
+                .map(|l| LevelQty {
+                    price: l.price,
+                    qty: self.auction_volume(l),
+                })
+                .collect()
+        };
+        uncross(
+            &levels(&book.bids),
+            &levels(&book.asks),
+            market_bids,
+            market_asks,
+            self.instruments[index as usize].reference_ticks,
+        )
     }
 
     /// The market orders that execute at `price`, in time priority: buys

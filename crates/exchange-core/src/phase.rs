@@ -201,7 +201,7 @@ impl Engine {
 
     /// What a level can execute in an auction: its shown quantity and the
     /// hidden volume of its icebergs, which take part whole.
-    fn auction_volume(&self, level: &crate::book::Level) -> u64 {
+    pub(crate) fn auction_volume(&self, level: &crate::book::Level) -> u64 {
         let mut qty = level.qty;
         if !self.iceberg_display.is_empty() {
             let mut slot = level.head;
@@ -251,31 +251,6 @@ impl Engine {
             &asks,
             &[],
             &[],
-            self.instruments[index as usize].reference_ticks,
-        )
-    }
-
-    /// The uncrossing with market orders waiting: they may execute against
-    /// a book that does not cross, so every level is a candidate.
-    fn uncross_with_markets(
-        &self,
-        index: u32,
-        (market_bids, market_asks): &(Vec<LevelQty>, Vec<LevelQty>),
-    ) -> Option<Uncross> {
-        let book = &self.books[index as usize];
-        let levels = |side: &crate::book::BookSide| -> Vec<LevelQty> {
-            side.levels_best_first()
-                .map(|l| LevelQty {
-                    price: l.price,
-                    qty: self.auction_volume(l),
-                })
-                .collect()
-        };
-        uncross(
-            &levels(&book.bids),
-            &levels(&book.asks),
-            market_bids,
-            market_asks,
             self.instruments[index as usize].reference_ticks,
         )
     }
