@@ -14,8 +14,8 @@
 //!
 //! Candidates are the limit prices on the book plus the reference price,
 //! so that, as at Xetra, the reference itself is the auction price when
-//! it ties on the first rules. Market orders count at every price, which is
-//! their priority.
+//! it ties on the first rules. Market orders count at every price within
+//! their bound (see `call_market.rs`), which is their priority.
 //!
 //! Cost: one merge over the aggregated price levels of the crossing
 //! region, `O(levels)`, however many orders each level holds.
@@ -93,12 +93,15 @@ fn choose(points: &[Point], reference: Option<u64>) -> Option<Uncross> {
 }
 
 /// The uncrossing of a book: `bids` best (highest) first, `asks` best
-/// (lowest) first, each price once, plus market quantities.
+/// (lowest) first, each price once, plus market orders by their bounds
+/// (`market_bids` highest first, `market_asks` lowest first). A market
+/// order counts at every candidate price within its bound, but its bound
+/// is no candidate: it is a protection, not a price anyone asked for.
 pub(crate) fn uncross(
     bids: &[LevelQty],
     asks: &[LevelQty],
-    market_buy: u64,
-    market_sell: u64,
+    market_bids: &[LevelQty],
+    market_asks: &[LevelQty],
     reference: Option<u64>,
 ) -> Option<Uncross> {
     // Candidate prices ascending: every limit price and the reference.
@@ -121,25 +124,33 @@ pub(crate) fn uncross(
         merged.insert(at, r);
     }
     merged.dedup();
-    // Supply at p: market sells plus asks at or below p (ascending walk).
+    // Supply at p: asks and market sells at or below p (ascending walk).
     let mut supply = Vec::with_capacity(merged.len());
-    let mut sum = u128::from(market_sell);
-    let mut k = 0;
+    let mut sum = 0u128;
+    let (mut k, mut m) = (0, 0);
     for &p in &merged {
         while k < asks.len() && asks[k].price <= p {
             sum += u128::from(asks[k].qty);
             k += 1;
         }
+        while m < market_asks.len() && market_asks[m].price <= p {
+            sum += u128::from(market_asks[m].qty);
+            m += 1;
+        }
         supply.push(sum);
     }
-    // Demand at p: market buys plus bids at or above p (descending walk).
+    // Demand at p: bids and market buys at or above p (descending walk).
     let mut points = Vec::with_capacity(merged.len());
-    let mut demand = u128::from(market_buy);
-    let mut k = 0;
+    let mut demand = 0u128;
+    let (mut k, mut m) = (0, 0);
     for (index, &p) in merged.iter().enumerate().rev() {
         while k < bids.len() && bids[k].price >= p {
             demand += u128::from(bids[k].qty);
             k += 1;
+        }
+        while m < market_bids.len() && market_bids[m].price >= p {
+            demand += u128::from(market_bids[m].qty);
+            m += 1;
         }
         points.push(Point {
             price: p,
@@ -160,11 +171,12 @@ mod tests {
     }
 
     /// Every candidate evaluated from the orders themselves.
+    /// `mb` and `ms` are market orders as (bound, qty).
     fn naive(
         bids: &[(u64, u64)],
         asks: &[(u64, u64)],
-        mb: u64,
-        ms: u64,
+        mb: &[(u64, u64)],
+        ms: &[(u64, u64)],
         reference: Option<u64>,
     ) -> Option<Uncross> {
         let mut candidates: Vec<u64> = bids.iter().chain(asks).map(|o| o.0).collect();
@@ -175,18 +187,18 @@ mod tests {
             .into_iter()
             .map(|p| Point {
                 price: p,
-                demand: u128::from(mb)
-                    + bids
-                        .iter()
-                        .filter(|o| o.0 >= p)
-                        .map(|o| u128::from(o.1))
-                        .sum::<u128>(),
-                supply: u128::from(ms)
-                    + asks
-                        .iter()
-                        .filter(|o| o.0 <= p)
-                        .map(|o| u128::from(o.1))
-                        .sum::<u128>(),
+                demand: bids
+                    .iter()
+                    .chain(mb)
+                    .filter(|o| o.0 >= p)
+                    .map(|o| u128::from(o.1))
+                    .sum::<u128>(),
+                supply: asks
+                    .iter()
+                    .chain(ms)
+                    .filter(|o| o.0 <= p)
+                    .map(|o| u128::from(o.1))
+                    .sum::<u128>(),
             })
             .collect();
         choose(&points, reference)
@@ -208,7 +220,13 @@ mod tests {
     fn maximum_volume_wins() {
         // Bids 100@10, 50@11; asks 80@9, 60@10. At 10: demand 150,
         // supply 140 -> 140; at 11: demand 50; at 9: supply 80.
-        let u = uncross(&[l(11, 50), l(10, 100)], &[l(9, 80), l(10, 60)], 0, 0, None);
+        let u = uncross(
+            &[l(11, 50), l(10, 100)],
+            &[l(9, 80), l(10, 60)],
+            &[],
+            &[],
+            None,
+        );
         assert_eq!(
             u,
             Some(Uncross {
@@ -222,13 +240,13 @@ mod tests {
     #[test]
     fn buy_pressure_takes_the_highest_price() {
         // 10 and 11 both execute 100 with a buy surplus of 20.
-        let u = uncross(&[l(11, 120)], &[l(10, 100)], 0, 0, None).map(|u| u.price);
+        let u = uncross(&[l(11, 120)], &[l(10, 100)], &[], &[], None).map(|u| u.price);
         assert_eq!(u, Some(11));
     }
 
     #[test]
     fn sell_pressure_takes_the_lowest_price() {
-        let u = uncross(&[l(11, 100)], &[l(10, 120)], 0, 0, None).map(|u| u.price);
+        let u = uncross(&[l(11, 100)], &[l(10, 120)], &[], &[], None).map(|u| u.price);
         assert_eq!(u, Some(10));
     }
 
@@ -236,34 +254,46 @@ mod tests {
     fn balanced_book_takes_the_reference_within_the_range() {
         let book = (&[l(12, 100)][..], &[l(8, 100)][..]);
         assert_eq!(
-            uncross(book.0, book.1, 0, 0, Some(10)).map(|u| u.price),
+            uncross(book.0, book.1, &[], &[], Some(10)).map(|u| u.price),
             Some(10)
         );
         assert_eq!(
-            uncross(book.0, book.1, 0, 0, Some(20)).map(|u| u.price),
+            uncross(book.0, book.1, &[], &[], Some(20)).map(|u| u.price),
             Some(12)
         );
         assert_eq!(
-            uncross(book.0, book.1, 0, 0, Some(3)).map(|u| u.price),
+            uncross(book.0, book.1, &[], &[], Some(3)).map(|u| u.price),
             Some(8)
         );
         assert_eq!(
-            uncross(book.0, book.1, 0, 0, None).map(|u| u.price),
+            uncross(book.0, book.1, &[], &[], None).map(|u| u.price),
             Some(8)
         );
     }
 
     #[test]
     fn nothing_crosses_nothing_executes() {
-        assert_eq!(uncross(&[l(9, 10)], &[l(10, 10)], 0, 0, Some(9)), None);
-        assert_eq!(uncross(&[], &[l(10, 10)], 0, 0, None), None);
+        assert_eq!(uncross(&[l(9, 10)], &[l(10, 10)], &[], &[], Some(9)), None);
+        assert_eq!(uncross(&[], &[l(10, 10)], &[], &[], None), None);
     }
 
     #[test]
     fn market_orders_count_at_every_price() {
         // A market buy of 30 against asks 20@10 and 20@11: 11 executes 30.
-        let u = uncross(&[], &[l(10, 20), l(11, 20)], 30, 0, None);
+        let u = uncross(&[], &[l(10, 20), l(11, 20)], &[l(u64::MAX, 30)], &[], None);
         assert_eq!(u.map(|u| (u.price, u.volume)), Some((11, 30)));
+    }
+
+    #[test]
+    fn a_market_buy_counts_only_up_to_its_bound() {
+        // Bounded at 10, the market buy of 30 cannot take the ask at 11:
+        // 10 executes 20, and 11 executes nothing.
+        let u = uncross(&[], &[l(10, 20), l(11, 20)], &[l(10, 30)], &[], None);
+        assert_eq!(u.map(|u| (u.price, u.volume)), Some((10, 20)));
+        // Its bound is no candidate: against one ask at 10 the price is 10
+        // even with a buy surplus, not the bound 15.
+        let u = uncross(&[], &[l(10, 20)], &[l(15, 30)], &[], None);
+        assert_eq!(u.map(|u| (u.price, u.volume)), Some((10, 20)));
     }
 
     proptest! {
@@ -271,12 +301,18 @@ mod tests {
         fn matches_the_naive_evaluation_of_every_candidate(
             bids in prop::collection::vec((1u64..30, 1u64..50), 0..25),
             asks in prop::collection::vec((1u64..30, 1u64..50), 0..25),
-            mb in prop_oneof![Just(0u64), 1u64..100],
-            ms in prop_oneof![Just(0u64), 1u64..100],
+            mb in prop::collection::vec((prop_oneof![Just(u64::MAX), 1u64..30], 1u64..100), 0..4),
+            ms in prop::collection::vec((prop_oneof![Just(0u64), 1u64..30], 1u64..100), 0..4),
             reference in prop::option::of(1u64..30),
         ) {
-            let fast = uncross(&aggregate(&bids, true), &aggregate(&asks, false), mb, ms, reference);
-            prop_assert_eq!(fast, naive(&bids, &asks, mb, ms, reference));
+            let fast = uncross(
+                &aggregate(&bids, true),
+                &aggregate(&asks, false),
+                &aggregate(&mb, true),
+                &aggregate(&ms, false),
+                reference,
+            );
+            prop_assert_eq!(fast, naive(&bids, &asks, &mb, &ms, reference));
         }
     }
 }

@@ -68,6 +68,8 @@ pub struct Engine {
     pub(crate) iceberg_display: std::collections::BTreeMap<OrderId, u64>,
     /// Volatility bands and the interruptions they start.
     pub(crate) volatility: crate::volatility::Volatility,
+    /// Market orders waiting for a call's uncrossing, off the books.
+    pub(crate) call_markets: crate::call_market::CallMarkets,
 }
 
 impl Default for Engine {
@@ -100,6 +102,7 @@ impl Engine {
             stops: crate::stops::Stops::default(),
             iceberg_display: std::collections::BTreeMap::new(),
             volatility: crate::volatility::Volatility::default(),
+            call_markets: std::collections::BTreeMap::new(),
         };
         // The fee account always exists so that fees never need a branch.
         let fee = engine.accounts.get_or_create(FEE_ACCOUNT);
@@ -424,10 +427,16 @@ impl Engine {
 
     /// Takes a resting order off its book and reports the level.
     pub(crate) fn unrest(&mut self, slot: u32, out: &mut Vec<Event>) {
-        let (instrument, side, price) = {
+        let (instrument, side, price, is_market) = {
             let order = self.orders.get(slot);
-            (order.instrument, order.side, order.price)
+            (order.instrument, order.side, order.price, order.is_market)
         };
+        // The only open market orders wait off the book for a call's
+        // uncrossing.
+        if is_market {
+            self.unhold_call_market(slot);
+            return;
+        }
         let qty = self.books[instrument as usize]
             .side_mut(side)
             .unlink(&mut self.orders, slot);

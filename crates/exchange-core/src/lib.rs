@@ -39,6 +39,7 @@ mod accounts;
 mod admin;
 mod auction;
 mod book;
+mod call_market;
 mod closed;
 mod engine;
 mod family;

@@ -330,13 +330,17 @@ impl Engine {
         // The maker rests on the best level, whose aggregate includes its
         // open quantity. Skipping a missing level, or wrapping a short
         // aggregate, would publish wrong levels from here on.
-        let level = self.books[instrument as usize]
-            .side_mut(taker_side.opposite())
-            .best_mut()
-            .expect("a maker's side has a best level");
-        level.qty = level.qty.checked_sub(from_shown).unwrap_or_else(|| {
-            panic!("the best level at {price} holds less than a fill of {from_shown}")
-        });
+        // A market maker (an auction's, the only kind) is on no level.
+        let maker_market = self.orders.get(maker).is_market;
+        if !maker_market {
+            let level = self.books[instrument as usize]
+                .side_mut(taker_side.opposite())
+                .best_mut()
+                .expect("a maker's side has a best level");
+            level.qty = level.qty.checked_sub(from_shown).unwrap_or_else(|| {
+                panic!("the best level at {price} holds less than a fill of {from_shown}")
+            });
+        }
         self.instruments[instrument as usize].reference_ticks = Some(price);
 
         // A limit buy keeps exactly what its remainder needs at its limit;
@@ -399,8 +403,12 @@ impl Engine {
 
         let m = self.orders.get(maker);
         if m.leaves() == 0 {
-            let book_side = self.books[instrument as usize].side_mut(taker_side.opposite());
-            book_side.unlink(&mut self.orders, maker);
+            if maker_market {
+                self.unhold_call_market(maker);
+            } else {
+                let book_side = self.books[instrument as usize].side_mut(taker_side.opposite());
+                book_side.unlink(&mut self.orders, maker);
+            }
             self.release_all(maker, out);
             self.close_order(maker);
         } else if m.hidden != 0 && m.hidden == m.leaves() {

@@ -145,6 +145,8 @@ impl Engine {
             Some(_) if order.stop && self.stops.info[&order.id].market => {
                 return Err(RejectReason::PriceNotAllowed)
             }
+            // Nor is a market order's bound, waiting in a call.
+            Some(_) if order.is_market => return Err(RejectReason::PriceNotAllowed),
             Some(price) => inst.price_to_ticks(price)?,
             None => order.price,
         };
@@ -241,7 +243,9 @@ impl Engine {
         }
         // An untriggered stop has no place on a book to keep or lose.
         let is_stop = self.orders.get(slot).stop;
-        let moves = !plan.keeps_priority && !is_stop;
+        // Nor has a market order waiting in a call: it keeps its time.
+        let is_market = self.orders.get(slot).is_market;
+        let moves = !plan.keeps_priority && !is_stop && !is_market;
         if moves {
             self.unrest(slot, out);
             // A moved iceberg takes liquidity whole, then rests with a new
@@ -276,7 +280,7 @@ impl Engine {
                 stop_price,
             }))
         });
-        if !moves && !is_stop && leaves < old_leaves {
+        if !moves && !is_stop && !is_market && leaves < old_leaves {
             // An iceberg gives up hidden lots first and keeps its slice.
             let shown_lost = self.shrink_hidden_first(slot, old_leaves - leaves);
             let level_qty = self.books[instrument as usize]
@@ -293,6 +297,9 @@ impl Engine {
         if leaves == 0 {
             if is_stop {
                 self.unstop(slot);
+            }
+            if is_market {
+                self.unhold_call_market(slot);
             }
             self.close_order(slot);
         } else if moves {

@@ -161,6 +161,7 @@ impl Engine {
                 self.set_phase_state(index, phase, out);
             }
             self.run_auction(index, kind, out);
+            self.expire_call_markets(index, out);
         }
         self.set_phase_state(index, to, out);
         if from == Phase::PreOpen {
@@ -200,7 +201,7 @@ impl Engine {
 
     /// What a level can execute in an auction: its shown quantity and the
     /// hidden volume of its icebergs, which take part whole.
-    fn auction_volume(&self, level: &crate::book::Level) -> u64 {
+    pub(crate) fn auction_volume(&self, level: &crate::book::Level) -> u64 {
         let mut qty = level.qty;
         if !self.iceberg_display.is_empty() {
             let mut slot = level.head;
@@ -215,6 +216,11 @@ impl Engine {
 
     /// The uncrossing the book of `index` would have now.
     pub(crate) fn uncross_of(&self, index: u32) -> Option<Uncross> {
+        if !self.call_markets.is_empty() {
+            if let Some(markets) = self.call_market_levels(index) {
+                return self.uncross_with_markets(index, &markets);
+            }
+        }
         let book = &self.books[index as usize];
         let (best_bid, best_ask) = (book.bids.best()?.price, book.asks.best()?.price);
         if best_bid < best_ask {
@@ -243,8 +249,8 @@ impl Engine {
         uncross(
             &bids,
             &asks,
-            0,
-            0,
+            &[],
+            &[],
             self.instruments[index as usize].reference_ticks,
         )
     }
@@ -268,34 +274,92 @@ impl Engine {
             })
         });
         let mut touched: BTreeSet<(u8, u64)> = BTreeSet::new();
+        // Market orders first on each side, in time priority, then the
+        // book in price-time priority.
+        let (market_buys, market_sells) = if self.call_markets.is_empty() {
+            (Vec::new(), Vec::new())
+        } else {
+            self.call_markets_at(index, price)
+        };
+        let (mut mb, mut ms) = (market_buys.into_iter(), market_sells.into_iter());
+        let (mut buy_market, mut sell_market) = (mb.next(), ms.next());
         loop {
             let book = &self.books[index as usize];
-            let bid = book.bids.best().filter(|l| l.price >= price);
-            let ask = book.asks.best().filter(|l| l.price <= price);
-            let (Some(bid), Some(ask)) = (bid, ask) else {
+            let bid = buy_market.or_else(|| {
+                book.bids
+                    .best()
+                    .filter(|l| l.price >= price)
+                    .map(|l| l.head)
+            });
+            let ask = sell_market.or_else(|| {
+                book.asks
+                    .best()
+                    .filter(|l| l.price <= price)
+                    .map(|l| l.head)
+            });
+            let (Some(b), Some(a)) = (bid, ask) else {
                 break;
             };
-            let (b, a) = (bid.head, ask.head);
-            touched.insert((0, bid.price));
-            touched.insert((1, ask.price));
-            let (taker, maker) = if self.orders.get(b).id > self.orders.get(a).id {
+            // A market order takes: it is on no level a maker's fill could
+            // reduce, and it would have taken in continuous trading too.
+            // Between two market orders, or two limit orders, the later one
+            // takes.
+            let (b_market, a_market) = (buy_market.is_some(), sell_market.is_some());
+            let (taker, maker) = if b_market != a_market {
+                if b_market {
+                    (b, a)
+                } else {
+                    (a, b)
+                }
+            } else if self.orders.get(b).id > self.orders.get(a).id {
                 (b, a)
             } else {
                 (a, b)
             };
+            let maker_market = b_market && a_market;
+            let taker_market = b_market || a_market;
+            if !taker_market {
+                touched.insert((0, self.orders.get(b).price));
+                touched.insert((1, self.orders.get(a).price));
+            } else if !maker_market {
+                let m = self.orders.get(maker);
+                touched.insert((u8::from(m.side == Side::Sell), m.price));
+            }
+            let maker_id = self.orders.get(maker).id;
             // An iceberg takes part with its whole volume (as on Xetra):
             // its hidden lots trade first and its shown slice last, so the
             // level loses only what the slice loses.
             let shown_before = self.orders.get(taker).displayed();
             self.orders.get_mut(taker).hidden = 0;
-            // Both are limit orders (market orders are refused in a call),
-            // whose reservations cover any fill at a price as good as their
-            // limits: a fill that could not be paid for is a bug.
+            // Limit orders hold a reservation at their limit and market
+            // buys at their bound, which the uncrossing price never passes:
+            // a fill that could not be paid for is a bug.
             let filled = self.fill(taker, maker, price, true, out);
             assert!(
                 !matches!(filled, Filled::Stopped),
-                "an auction fill between limit orders failed"
+                "an auction fill within the orders' prices failed"
             );
+            // `fill` closes a maker it fills whole.
+            if maker_market && !self.order_by_id.contains_key(&maker_id) {
+                if maker == b {
+                    buy_market = mb.next();
+                } else {
+                    sell_market = ms.next();
+                }
+            }
+            if taker_market {
+                if self.orders.get(taker).leaves() == 0 {
+                    self.unhold_call_market(taker);
+                    self.release_all(taker, out);
+                    self.close_order(taker);
+                    if taker == b {
+                        buy_market = mb.next();
+                    } else {
+                        sell_market = ms.next();
+                    }
+                }
+                continue;
+            }
             let (taker_side, taker_price, leaves) = {
                 let t = self.orders.get(taker);
                 (t.side, t.price, t.leaves())
@@ -400,7 +464,7 @@ impl Engine {
     pub(crate) fn check_phase_place(
         phase: Phase,
         tif: TimeInForce,
-        is_market: bool,
+        is_funds: bool,
     ) -> Result<(), RejectReason> {
         match phase {
             Phase::Halted => Err(RejectReason::InstrumentHalted),
@@ -410,7 +474,9 @@ impl Engine {
             }
             Phase::Continuous => check_session_tif(phase, tif),
             Phase::PreOpen | Phase::ClosingCall | Phase::VolatilityAuction => {
-                if is_market {
+                // A funds order's quantity is what the book sells for its
+                // funds, which a call cannot say before its uncrossing.
+                if is_funds {
                     return Err(RejectReason::MarketInCall);
                 }
                 if matches!(tif, TimeInForce::Ioc | TimeInForce::Fok) {
@@ -500,7 +566,12 @@ impl Engine {
                 }
                 n
             })
-            .sum::<usize>();
+            .sum::<usize>()
+            + self
+                .call_markets
+                .values()
+                .filter(|&&slot| self.orders.get(slot).tif == TimeInForce::Gtd)
+                .count();
         if gtd != open_gtd {
             return Err(format!(
                 "{open_gtd} open good-till-date orders but {gtd} expiries"

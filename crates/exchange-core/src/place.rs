@@ -83,7 +83,7 @@ impl Engine {
             Engine::check_phase_place(
                 inst.phase,
                 place.tif,
-                place.order_type == OrderType::Market,
+                place.order_type == OrderType::Market && place.ext().funds.is_some(),
             )?;
         } else if matches!(place.tif, TimeInForce::AtOpen | TimeInForce::AtClose) {
             check_session_tif(inst.phase, place.tif)?;
@@ -118,7 +118,11 @@ impl Engine {
         };
         // A market order never rests: any resting time in force means
         // immediate. A stop keeps its time in force until it triggers.
-        let tif = if place.order_type == OrderType::Market && rests(place.tif) {
+        // In a call a market order waits for the uncrossing instead, with
+        // the time in force it was given (`call_market.rs`).
+        let call_market =
+            place.order_type == OrderType::Market && crate::phase::is_call(inst.phase);
+        let tif = if place.order_type == OrderType::Market && rests(place.tif) && !call_market {
             TimeInForce::Ioc
         } else {
             place.tif
@@ -143,7 +147,9 @@ impl Engine {
             }
         }
         // A market order may trade down to (up to) the collar, no further.
-        let mut price =
+        let mut price = if call_market {
+            self.call_market_bound(instrument, place.side)?
+        } else {
             limit_price
                 .or(stop.and_then(|s| s.protection))
                 .unwrap_or(match (place.side, band) {
@@ -151,7 +157,8 @@ impl Engine {
                     (Side::Buy, None) => u64::MAX,
                     (Side::Sell, Some((low, _))) => low,
                     (Side::Sell, None) => 1,
-                });
+                })
+        };
         if let Some(risk) = risk {
             price = risk.check_order(
                 inst,
@@ -183,6 +190,7 @@ impl Engine {
             }
             let own = book.side(place.side);
             if stop.is_none()
+                && !call_market
                 && own.level_count() >= MAX_PRICE_LEVELS_PER_SIDE
                 && !own.has_level(price)
             {
@@ -233,8 +241,9 @@ impl Engine {
                 funds: Some(funds),
             });
         }
-        let needs_walk =
-            stop.is_none() && (tif == TimeInForce::Fok || (is_market && place.side == Side::Buy));
+        let needs_walk = stop.is_none()
+            && !call_market
+            && (tif == TimeInForce::Fok || (is_market && place.side == Side::Buy));
         let walk = needs_walk.then(|| {
             self.walk(
                 instrument, place.side, account, place.stp, price, lots, None,
@@ -252,7 +261,7 @@ impl Engine {
                 inst.base,
             ),
             Side::Buy => {
-                let notional = if is_market && stop.is_none() {
+                let notional = if is_market && stop.is_none() && !call_market {
                     walk.map_or(Some(0), |w| w.notional)
                 } else {
                     inst.notional(price, lots)
@@ -378,7 +387,31 @@ impl Engine {
             self.hold_stop(slot, &plan);
             return;
         }
+        if is_market && crate::phase::is_call(self.instruments[c.instrument as usize].phase) {
+            self.hold_call_market(slot);
+            return;
+        }
         self.execute(slot, out);
+    }
+
+    /// The price a market order in a call is reserved at and never
+    /// executes beyond: the tighter end of the collar and the static band;
+    /// a buy without either could cost anything and is refused.
+    fn call_market_bound(&self, instrument: u32, side: Side) -> Result<u64, RejectReason> {
+        let collar = self.instruments[instrument as usize].collar_band();
+        let band = self
+            .volatility
+            .bands
+            .get(&instrument)
+            .and_then(|b| b.static_band());
+        let ends = collar.into_iter().chain(band);
+        match side {
+            Side::Buy => ends
+                .map(|(_, high)| high)
+                .min()
+                .ok_or(RejectReason::MarketInCallNeedsBound),
+            Side::Sell => Ok(ends.map(|(low, _)| low).max().unwrap_or(1)),
+        }
     }
 
     /// Matches the order in `slot` (new, or a replace that lost priority)

@@ -113,6 +113,8 @@ impl Engine {
             }
         };
         let old = self.instruments[index as usize].clone();
+        // A market order's bound and reservation are in the old grid.
+        self.cancel_call_markets(index, CancelReason::RulesChanged, out);
         let slots = self.resting_orders(index);
         let mut kept = Vec::with_capacity(slots.len());
         for slot in slots {
@@ -231,6 +233,7 @@ impl Engine {
             Ok(index) => index,
             Err(reason) => return self.reject_symbol(out, "delist", *symbol, reason),
         };
+        self.cancel_call_markets(index, CancelReason::Delisted, out);
         for slot in self.resting_orders(index) {
             self.cancel_resting(slot, CancelReason::Delisted, out);
         }

@@ -509,7 +509,7 @@ impl Engine {
         }
         // Untriggered stops are open orders on no book: they have their own
         // section below.
-        w.u64((self.orders.len() - self.stops.info.len()) as u64);
+        w.u64((self.orders.len() - self.stops.info.len() - self.call_markets.len()) as u64);
         for book in &self.books {
             for side in [&book.bids, &book.asks] {
                 for level in side.levels_best_first() {
@@ -587,6 +587,7 @@ impl Engine {
         }
         phase_section::write(&mut w, self);
         phase_section::write_volatility(&mut w, self);
+        crate::call_market::write_section(&mut w, self);
         w.0
     }
 
@@ -750,6 +751,10 @@ impl Engine {
         }
         phase_section::read(&mut r, &mut e)?;
         phase_section::read_volatility(&mut r, &mut e)?;
+        if r.at < bytes.len() && bytes[r.at] == crate::call_market::CALL_MARKET_SECTION {
+            r.at += 1;
+            crate::call_market::read_section(&mut r, &mut e)?;
+        }
         if r.at != bytes.len() {
             return Err(SnapshotError::TrailingBytes(bytes.len() - r.at));
         }

@@ -352,5 +352,300 @@ mod properties {
                 prop_assert!(bid.0 < ask.0);
             }
         }
+
+        /// The same with market orders among the limit orders (collared
+        /// 90-110): the auction executes the announced volume, market
+        /// orders before any limit order of their side, and none is left
+        /// open after it.
+        #[test]
+        fn a_call_book_with_market_orders_uncrosses_at_one_price(
+            orders in prop::collection::vec(
+                (any::<bool>(), prop_oneof![3 => (95u64..106).prop_map(Some), 1 => Just(None)], 1u64..5, 1u64..4),
+                1..40,
+            ),
+        ) {
+            let mut h = funded_with(collared(1000, "100"), 3);
+            h.run_checked(set_phase(Phase::Closed));
+            h.run_checked(set_phase(Phase::PreOpen));
+            let mut markets = Vec::new();
+            for (n, (buy, price, qty, account)) in orders.iter().enumerate() {
+                let side = if *buy { Side::Buy } else { Side::Sell };
+                let (id, qty) = (format!("o{n}"), qty.to_string());
+                let place = match price {
+                    Some(p) => limit(*account, &id, side, &p.to_string(), &qty),
+                    None => with_tif(market(*account, &id, side, &qty), TimeInForce::Gtc, None),
+                };
+                let events = h.run_checked(cmd(place));
+                prop_assert_eq!(reject_reason(&events), None);
+                if price.is_none() {
+                    markets.push(order_id(&events).expect("accepted"));
+                }
+            }
+            let indicative = h.engine.indicative(&sym("BTC-USD")).expect("in a call");
+            let mut restored = Engine::restore(&h.engine.snapshot()).expect("restores");
+            let events = h.run_checked(set_phase(Phase::OpeningAuction));
+            let mut copy = Vec::new();
+            restored.apply(&Stamped { ts: h.ts, command: set_phase(Phase::OpeningAuction) }, &mut copy);
+            prop_assert_eq!(&events, &copy);
+            prop_assert_eq!(h.engine.state_hash(), restored.state_hash());
+            let trades = trades(&events);
+            match indicative.price {
+                None => prop_assert!(trades.is_empty()),
+                Some(price) => {
+                    prop_assert!(trades.iter().all(|t| t.0 == price));
+                    prop_assert_eq!(trades.iter().map(|t| t.1).sum::<u64>(), indicative.volume);
+                }
+            }
+            // Market orders trade first: once a trade has no market order
+            // on a side, no later trade has one on that side.
+            let is_market = |id: &OrderId| markets.contains(id);
+            let mut sides_done = [false, false];
+            for e in &events {
+                if let EventKind::Trade(t) = &e.kind {
+                    let (buyer, seller) = match t.aggressor_side {
+                        Side::Buy => (t.taker_order_id, t.maker_order_id),
+                        Side::Sell => (t.maker_order_id, t.taker_order_id),
+                    };
+                    for (done, id) in sides_done.iter_mut().zip([buyer, seller]) {
+                        prop_assert!(!(*done && is_market(&id)));
+                        *done |= !is_market(&id);
+                    }
+                }
+            }
+            let open = open_ids(&h);
+            prop_assert!(markets.iter().all(|m| !open.contains(m)));
+            let b = book(&h);
+            if let (Some(bid), Some(ask)) = (b.bids.first(), b.asks.first()) {
+                prop_assert!(bid.0 < ask.0);
+            }
+        }
     }
+}
+
+/// A market order for a call: good till canceled, as immediate ones are
+/// refused there.
+fn mkt(account: u64, id: &str, side: Side, qty: &str) -> Place {
+    with_tif(market(account, id, side, qty), TimeInForce::Gtc, None)
+}
+
+/// A pre-open call on BTC-USD collared 10% around 100 (bounds 90 and 110),
+/// with four funded accounts.
+fn collared_pre_open() -> Harness {
+    let mut h = funded_with(collared(1000, "100"), 4);
+    h.run_checked(set_phase(Phase::Closed));
+    h.run_checked(set_phase(Phase::PreOpen));
+    h
+}
+
+#[test]
+fn market_orders_in_a_call_execute_first_at_the_uncrossing_price() {
+    let mut h = collared_pre_open();
+    let b1 = place_ok(&mut h, limit(1, "b1", Side::Buy, "101", "2"));
+    let s1 = place_ok(&mut h, limit(2, "s1", Side::Sell, "99", "1"));
+    let s2 = place_ok(&mut h, limit(2, "s2", Side::Sell, "100", "2"));
+    let book_before = book(&h);
+    let buy = h.run_checked(cmd(mkt(3, "mb", Side::Buy, "1")));
+    let mb = order_id(&buy).expect("accepted");
+    // Off the book: no level moves, but the indicative counts it.
+    assert!(book_updates(&buy).is_empty());
+    assert_eq!(indicatives(&buy).pop().map(|i| i.volume), Some(units("3")));
+    let sell = h.run_checked(cmd(mkt(4, "ms", Side::Sell, "1")));
+    let ms = order_id(&sell).expect("accepted");
+    assert!(book_updates(&sell).is_empty());
+    assert_eq!(book(&h), book_before);
+    // Open orders: listed, and reserved at the buy's bound (110).
+    assert_eq!(open_ids(&h), [b1, s1, s2, mb, ms]);
+    let (total, available) = h.engine.balance(3, &asset("USD")).expect("funded");
+    assert!(total - available >= units("110"));
+    // Demand 3 at 99, 100 and 101; supply 2 at 99 and 4 from 100: 100
+    // and 101 execute 3 with a sell surplus of 1, the lowest wins.
+    let events = h.run_checked(set_phase(Phase::OpeningAuction));
+    assert_eq!(
+        auctions(&events),
+        [(AuctionKind::Open, units("100"), units("3"))]
+    );
+    // The market orders trade first, with each other, though a limit
+    // sell at 99 was better than every other; then the book in
+    // price-time priority.
+    let (p, q) = (units("100"), units("1"));
+    assert_eq!(
+        trades(&events),
+        [(p, q, mb, ms), (p, q, b1, s1), (p, q, b1, s2)]
+    );
+    assert_eq!(open_ids(&h), [s2]);
+    // The buy paid 100 and holds nothing more.
+    let (total, available) = h.engine.balance(3, &asset("USD")).expect("funded");
+    assert_eq!(total, available);
+    h.engine.audit().expect("consistent");
+}
+
+#[test]
+fn a_market_buy_never_executes_above_its_bound() {
+    let mut h = collared_pre_open();
+    let b = place_ok(&mut h, limit(1, "b", Side::Buy, "108", "1"));
+    let s = place_ok(&mut h, limit(2, "s", Side::Sell, "107", "2"));
+    // A tighter collar: 1% around 100 bounds new market buys at 101,
+    // below the crossing limit orders.
+    let events = h.run_checked(Command::SetInstrumentRules(Box::new(SetInstrumentRules {
+        symbol: sym("BTC-USD"),
+        tick_size: None,
+        lot_size: None,
+        min_qty: None,
+        max_qty: None,
+        min_notional: None,
+        maker_fee_bps: None,
+        taker_fee_bps: None,
+        collar_bps: Some(100),
+        static_band_bps: None,
+        dynamic_band_bps: None,
+        volatility_auction_ns: None,
+    })));
+    assert_eq!(reject_reason(&events), None);
+    let m = place_ok(&mut h, mkt(3, "m", Side::Buy, "1"));
+    // At 107 and 108 the market buy does not count: 1 executes at 107.
+    assert_eq!(
+        h.engine
+            .indicative(&sym("BTC-USD"))
+            .map(|i| (i.price, i.volume)),
+        Some((Some(units("107")), units("1")))
+    );
+    let events = h.run_checked(set_phase(Phase::OpeningAuction));
+    assert_eq!(
+        auctions(&events),
+        [(AuctionKind::Open, units("107"), units("1"))]
+    );
+    assert_eq!(trades(&events), [(units("107"), units("1"), b, s)]);
+    // Unexecuted, it expires with the call and gives its funds back.
+    assert_eq!(expired_ids(&events), [m]);
+    let (total, available) = h.engine.balance(3, &asset("USD")).expect("funded");
+    assert_eq!(total, available);
+    assert_eq!(total, units("1000000"));
+}
+
+#[test]
+fn a_market_remainder_expires_after_the_auction() {
+    let mut h = collared_pre_open();
+    let s = place_ok(&mut h, limit(2, "s", Side::Sell, "100", "1"));
+    let m = place_ok(&mut h, mkt(3, "m", Side::Buy, "3"));
+    let events = h.run_checked(set_phase(Phase::OpeningAuction));
+    assert_eq!(trades(&events), [(units("100"), units("1"), s, m)]);
+    let expired: Vec<_> = events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::Expired(x) => Some((x.order_id, x.expired_qty, x.filled_qty)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(expired, [(m, units("2"), units("1"))]);
+    assert!(open_ids(&h).is_empty());
+    // Paid 100 and the taker fee (5 bps), nothing held.
+    let (total, available) = h.engine.balance(3, &asset("USD")).expect("funded");
+    assert_eq!(total, available);
+    assert_eq!(total, units("1000000") - units("100.05"));
+    // A market sell with nothing to meet expires whole, and a canceled
+    // one is gone before the auction.
+    h.run_checked(set_phase(Phase::ClosingCall));
+    let lone = place_ok(&mut h, mkt(4, "lone", Side::Sell, "1"));
+    let gone = place_ok(&mut h, mkt(4, "gone", Side::Sell, "1"));
+    let events = h.run_checked(cancel_client(4, "gone"));
+    assert_eq!(reject_reason(&events), None);
+    assert!(!open_ids(&h).contains(&gone));
+    let events = h.run_checked(set_phase(Phase::ClosingAuction));
+    assert!(auctions(&events).is_empty());
+    assert_eq!(expired_ids(&events), [lone]);
+    let (total, available) = h.engine.balance(4, &asset("BTC")).expect("funded");
+    assert_eq!((total, available), (units("100"), units("100")));
+}
+
+#[test]
+fn a_good_till_date_market_order_expires_in_the_call_at_its_time() {
+    let mut h = collared_pre_open();
+    let at = h.ts + 3;
+    let m = place_ok(
+        &mut h,
+        with_tif(mkt(3, "m", Side::Buy, "1"), TimeInForce::Gtd, Some(at)),
+    );
+    h.engine.audit().expect("consistent");
+    let snapshot = Engine::restore(&h.engine.snapshot()).expect("restores");
+    assert_eq!(snapshot.state_hash(), h.engine.state_hash());
+    h.run_checked(Command::Tick);
+    let events = h.run_checked(Command::Tick);
+    assert_eq!(expired_ids(&events), [m]);
+    assert!(book_updates(&events).is_empty());
+    assert!(open_ids(&h).is_empty());
+    let (total, available) = h.engine.balance(3, &asset("USD")).expect("funded");
+    assert_eq!(total, available);
+}
+
+#[test]
+fn a_waiting_market_order_changes_quantity_but_takes_no_price() {
+    let mut h = collared_pre_open();
+    place_ok(&mut h, mkt(3, "m", Side::Buy, "1"));
+    let events = h.run_checked(replace(3, "m", Some("100"), None));
+    assert_eq!(reject_reason(&events), Some(RejectReason::PriceNotAllowed));
+    let events = h.run_checked(replace(3, "m", None, Some("2")));
+    assert_eq!(reject_reason(&events), None);
+    assert!(book_updates(&events).is_empty());
+    // Reserved at the bound (110) for both lots.
+    let (total, available) = h.engine.balance(3, &asset("USD")).expect("funded");
+    assert!(total - available >= units("220"));
+    let s = place_ok(&mut h, limit(2, "s", Side::Sell, "100", "3"));
+    let events = h.run_checked(set_phase(Phase::OpeningAuction));
+    assert_eq!(open_ids(&h), [s]);
+    assert_eq!(trades(&events).iter().map(|t| t.1).sum::<u64>(), units("2"));
+}
+
+#[test]
+fn mass_cancel_sweeps_market_orders_waiting_in_a_call() {
+    let mut h = collared_pre_open();
+    let m = place_ok(&mut h, mkt(3, "m", Side::Buy, "1"));
+    place_ok(&mut h, limit(3, "l", Side::Buy, "95", "1"));
+    let events = h.run_checked(mass_cancel(3, None));
+    let canceled: Vec<_> = events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::Canceled(c) => Some(c.order_id),
+            _ => None,
+        })
+        .collect();
+    assert!(canceled.contains(&m));
+    assert!(open_ids(&h).is_empty());
+    let (total, available) = h.engine.balance(3, &asset("USD")).expect("funded");
+    assert_eq!(total, available);
+}
+
+#[test]
+fn snapshot_in_a_call_with_market_orders_continues_exactly() {
+    let mut h = collared_pre_open();
+    place_ok(&mut h, limit(1, "b1", Side::Buy, "101", "2"));
+    place_ok(&mut h, limit(2, "s1", Side::Sell, "99", "1"));
+    place_ok(&mut h, mkt(3, "mb", Side::Buy, "2"));
+    place_ok(&mut h, mkt(4, "ms", Side::Sell, "1"));
+    let bytes = h.engine.snapshot();
+    let mut restored = Engine::restore(&bytes).expect("restores");
+    assert_eq!(restored.state_hash(), h.engine.state_hash());
+    assert_eq!(restored.open_orders(), h.engine.open_orders());
+    let rest = [
+        cmd(mkt(3, "mb2", Side::Buy, "1")),
+        cancel_client(3, "mb2"),
+        cmd(limit(2, "s2", Side::Sell, "100", "3")),
+        set_phase(Phase::OpeningAuction),
+        cmd(limit(1, "y", Side::Buy, "103", "1")),
+    ];
+    for command in rest {
+        h.ts += 1;
+        let stamped = Stamped { ts: h.ts, command };
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        h.engine.apply(&stamped, &mut a);
+        restored.apply(&stamped, &mut b);
+        assert_eq!(a, b);
+        assert_eq!(h.engine.state_hash(), restored.state_hash());
+        h.engine.audit().expect("consistent");
+    }
+    // The market orders traded in the auction.
+    assert!(h
+        .engine
+        .open_orders()
+        .iter()
+        .all(|o| o.client_order_id != coid("mb")));
 }

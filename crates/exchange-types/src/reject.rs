@@ -80,8 +80,9 @@ reject_reasons! {
     CancelsOnly = 221, "cancels_only", "in this phase the instrument accepts cancels only";
     AtOpenOutsidePreOpen = 222, "at_open_outside_pre_open", "an at-the-open order is accepted only during the pre-open call";
     AtCloseOutsideClosingCall = 223, "at_close_outside_closing_call", "an at-the-close order is accepted only during the closing call";
-    MarketInCall = 224, "market_in_call", "market orders are not accepted during a call phase";
+    MarketInCall = 224, "market_in_call", "a market buy sized by funds is not accepted during a call phase";
     ImmediateInCall = 225, "immediate_in_call", "nothing matches during a call phase, so immediate-or-cancel and fill-or-kill are refused";
+    MarketInCallNeedsBound = 226, "market_in_call_needs_bound", "a market buy in a call needs a price collar or static band to bound it";
     DuplicateClientOrderId = 301, "duplicate_client_order_id", "the account already has an open order with this client order id";
     UnknownOrder = 302, "unknown_order", "no open order of this account has this id";
     OrderNotOpen = 303, "order_not_open", "the order is no longer open";

@@ -86,6 +86,10 @@ const TESTED: &[(RejectReason, fn())] = &[
         phases::at_close_outside_closing_call,
     ),
     (R::MarketInCall, phases::market_in_call),
+    (
+        R::MarketInCallNeedsBound,
+        phases::market_in_call_needs_bound,
+    ),
     (R::ImmediateInCall, phases::immediate_in_call),
     (R::InvalidPhaseTransition, phases::invalid_phase_transition),
     (R::AlreadyInPhase, phases::already_in_phase),

@@ -1,5 +1,5 @@
 //! Trading phases and session times in force: 15x validation of an
-//! expiry, 22x what a phase refuses, 52x phase transitions.
+//! expiry, 22x what a phase refuses (and 226), 52x phase transitions.
 
 use exchange_types::*;
 
@@ -101,11 +101,34 @@ pub fn at_close_outside_closing_call() {
 pub fn market_in_call() {
     let mut h = Harness::funded(1);
     h.run_checked(set_phase(Phase::ClosingCall));
+    // A funds order's size needs the book; a plain market sell is taken.
+    assert_rejected(&mut h, cmd(funds_buy(1, "f", "100")), R::MarketInCall);
+    let events = h.run_checked(cmd(gtc(market(1, "m", Side::Sell, "1"))));
+    assert_eq!(reject_reason(&events), None);
+}
+
+fn gtc(place: Place) -> Place {
+    Place {
+        tif: TimeInForce::Gtc,
+        ..place
+    }
+}
+
+#[test]
+pub fn market_in_call_needs_bound() {
+    // No collar and no band: a market buy could cost anything.
+    let mut h = Harness::funded(1);
+    h.run_checked(set_phase(Phase::ClosingCall));
     assert_rejected(
         &mut h,
-        cmd(market(1, "m", Side::Sell, "1")),
-        R::MarketInCall,
+        cmd(gtc(market(1, "m", Side::Buy, "1"))),
+        R::MarketInCallNeedsBound,
     );
+    // With a collar it is bounded, and taken.
+    let mut h = funded_with(collared(1000, "100"), 1);
+    h.run_checked(set_phase(Phase::ClosingCall));
+    let events = h.run_checked(cmd(gtc(market(1, "m", Side::Buy, "1"))));
+    assert_eq!(reject_reason(&events), None);
 }
 
 #[test]
