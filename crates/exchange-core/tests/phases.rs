@@ -3,7 +3,7 @@
 //! book during a call, and session times in force end with their phase.
 
 use exchange_core::Engine;
-use exchange_types::event::{Auction, AuctionKind, Indicative, PhaseChanged};
+use exchange_types::event::{AuctionKind, Indicative};
 use exchange_types::*;
 
 use exchange_testkit::engine::*;

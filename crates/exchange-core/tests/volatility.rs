@@ -4,7 +4,7 @@
 //! static band, then uncrosses and trades continuously again.
 
 use exchange_core::Engine;
-use exchange_types::event::{Auction, AuctionKind, PhaseChanged};
+use exchange_types::event::AuctionKind;
 use exchange_types::*;
 use proptest::prelude::*;
 
