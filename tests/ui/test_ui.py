@@ -70,18 +70,6 @@ def stop_distance():
     return min(0.03, collar / 3) if collar else 0.03
 
 
-def phases_reported():
-    """Whether this server reports trading phases (`GET
-    /v1/markets/{symbol}/status`); a 404 means it predates them."""
-    try:
-        get_json("/v1/markets/BTC-USD/status")
-        return True
-    except urllib.error.HTTPError as error:
-        if error.code == 404:
-            return False
-        raise
-
-
 class Page:
     """A page with its console errors and uncaught exceptions recorded."""
 
@@ -450,27 +438,19 @@ class WebUi(unittest.TestCase):
         p = page.page
         self.wait_live(page)
         badge = p.locator("#phase")
-        if phases_reported():
-            # The demo trades all day: its instruments are continuous.
-            p.wait_for_function("document.getElementById('phase').dataset.phase === 'continuous'")
-            self.assertTrue(badge.is_visible())
-            self.assertEqual(badge.text_content(), "continuous")
-            self.assertIn("phase-continuous", badge.get_attribute("class"))
-            self.assertFalse(p.locator("#indicative").is_visible())
-        else:
-            # A server without phases: no badge and no error.
-            time.sleep(1)
-            self.assertFalse(badge.is_visible())
+        # The demo trades all day: its instruments are continuous.
+        p.wait_for_function("document.getElementById('phase').dataset.phase === 'continuous'")
+        self.assertTrue(badge.is_visible())
+        self.assertEqual(badge.text_content(), "continuous")
+        self.assertIn("phase-continuous", badge.get_attribute("class"))
+        self.assertFalse(p.locator("#indicative").is_visible())
         ops = self.open("/ops")
         rows = ops.page.locator("#instruments tr[data-symbol]")
         ops.page.wait_for_selector("#instruments tr[data-symbol='ETH-USD']")
         self.assertEqual(rows.count(), 2)
         btc = ops.page.locator("#instruments tr[data-symbol='BTC-USD']")
         self.assertEqual(btc.locator("td[data-col=status]").inner_text(), "trading")
-        if phases_reported():
-            ops.page.wait_for_selector("#instruments tr[data-symbol='BTC-USD'] [data-phase=continuous]")
-        else:
-            self.assertEqual(btc.locator("td[data-col=phase]").inner_text(), "—")
+        ops.page.wait_for_selector("#instruments tr[data-symbol='BTC-USD'] [data-phase=continuous]")
         page.assert_clean(self)
         ops.assert_clean(self)
 
