@@ -133,7 +133,7 @@ pub fn encode_event_into(event: &Event, out: &mut Vec<u8>) {
             o.units(key!("qty"), e.qty);
             o.units(key!("leaves_qty"), e.leaves_qty);
             if let Some(stop_price) = e.stop_price {
-                o.units(key!("stop_price"), stop_price);
+                o.units(key!("stop_price"), stop_price.get());
             }
         }
         EventKind::Expired(e) => {

@@ -208,7 +208,7 @@ fn other_events_have_their_fields() {
             &Value::from("0.00000003")
         )
     );
-    let (_, v) = encoded(EventKind::Replaced(Box::new(event::Replaced {
+    let (_, v) = encoded(EventKind::Replaced(event::Replaced {
         account: 1,
         order_id: 2,
         old_client_order_id: coid("a"),
@@ -218,14 +218,14 @@ fn other_events_have_their_fields() {
         qty: 200_000_000,
         leaves_qty: 100_000_000,
         stop_price: None,
-    })));
+    }));
     assert_eq!(
         (&v["old_client_order_id"], &v["client_order_id"]),
         (&Value::from("a"), &Value::from("b"))
     );
     assert_eq!(v["leaves_qty"], "1");
     assert!(v.get("stop_price").is_none(), "{v}");
-    let (_, v) = encoded(EventKind::Replaced(Box::new(event::Replaced {
+    let (_, v) = encoded(EventKind::Replaced(event::Replaced {
         account: 1,
         order_id: 2,
         old_client_order_id: coid("a"),
@@ -234,8 +234,8 @@ fn other_events_have_their_fields() {
         price: 100_000_000,
         qty: 100_000_000,
         leaves_qty: 100_000_000,
-        stop_price: Some(9_550_000_000),
-    })));
+        stop_price: std::num::NonZeroU64::new(9_550_000_000),
+    }));
     assert_eq!(v["stop_price"], "95.5");
     let (_, v) = encoded(EventKind::Expired(event::Expired {
         account: 1,

@@ -268,7 +268,7 @@ impl Engine {
         };
         self.emit_with(out, |e| {
             let inst = &e.instruments[instrument as usize];
-            EventKind::Replaced(Box::new(event::Replaced {
+            EventKind::Replaced(event::Replaced {
                 account: e.accounts.list[account as usize].id,
                 order_id,
                 old_client_order_id,
@@ -277,8 +277,8 @@ impl Engine {
                 price: inst.price_units(plan.price),
                 qty: inst.qty_units(plan.qty),
                 leaves_qty: inst.qty_units(leaves),
-                stop_price,
-            }))
+                stop_price: stop_price.and_then(std::num::NonZeroU64::new),
+            })
         });
         if !moves && !is_stop && !is_market && leaves < old_leaves {
             // An iceberg gives up hidden lots first and keeps its slice.

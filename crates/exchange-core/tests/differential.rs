@@ -51,7 +51,7 @@ pub fn normalize(events: &[Event]) -> Vec<Ev> {
                 price: r.price,
                 qty: r.qty,
                 leaves_qty: r.leaves_qty,
-                stop_price: r.stop_price,
+                stop_price: r.stop_price.map(std::num::NonZeroU64::get),
             }),
             EventKind::Status(s) => Some(Ev::Status(s.symbol, s.status)),
             EventKind::Triggered(t) => Some(Ev::Triggered {

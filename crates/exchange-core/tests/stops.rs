@@ -243,7 +243,7 @@ fn replacing_a_stop_limit_changes_its_limit_and_quantity_and_reservation() {
 
 fn replaced_stop(events: &[Event]) -> Option<u64> {
     events.iter().find_map(|e| match &e.kind {
-        EventKind::Replaced(r) => r.stop_price,
+        EventKind::Replaced(r) => r.stop_price.map(std::num::NonZeroU64::get),
         _ => None,
     })
 }

@@ -356,7 +356,7 @@ mod tests {
         let replace = Action::Replace(RESTING, QUOTE);
         let mut slot = Some(RESTING);
         let replaced = |leaves_qty| {
-            applied(EventKind::Replaced(Box::new(Replaced {
+            applied(EventKind::Replaced(Replaced {
                 account: 1,
                 order_id: 7,
                 old_client_order_id: ClientOrderId::new("a").unwrap(),
@@ -366,7 +366,7 @@ mod tests {
                 qty: 14,
                 leaves_qty,
                 stop_price: None,
-            })))
+            }))
         };
         assert_eq!(settle(&mut slot, &replace, &replaced(10)), None);
         let now = slot.unwrap();

@@ -107,7 +107,7 @@ impl ReportKind {
             },
             Change::Replaced(replaced) => ReportKind::Replaced {
                 old_cl_ord_id: replaced.old_client_order_id,
-                stop_price: replaced.stop_price,
+                stop_price: replaced.stop_price.map(std::num::NonZeroU64::get),
             },
             Change::Expired(_) => ReportKind::Expired,
         }

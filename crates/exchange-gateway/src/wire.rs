@@ -470,7 +470,7 @@ fn order_fields(change: Change<'_>) -> Option<UpdateFields<'_>> {
             price: Units(e.price),
             qty: Units(e.qty),
             leaves_qty: Units(e.leaves_qty),
-            stop_price: e.stop_price.map(Units),
+            stop_price: e.stop_price.map(|p| Units(p.get())),
         },
         Change::Expired(e) => UpdateFields::Expired {
             order_id: e.order_id,
@@ -560,7 +560,7 @@ mod tests {
             price: 10_600_000_000,
             qty: 100_000_000,
             leaves_qty: 100_000_000,
-            stop_price: Some(9_550_000_000),
+            stop_price: std::num::NonZeroU64::new(9_550_000_000),
         };
         let json = |r: &exchange_types::event::Replaced| {
             let fields = order_fields(Change::Replaced(r)).expect("an order update");

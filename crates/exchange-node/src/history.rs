@@ -334,7 +334,8 @@ impl OrderRecord {
             Change::Replaced(replaced) => {
                 self.client_order_id = replaced.client_order_id.to_string();
                 if let Some(stop_price) = replaced.stop_price {
-                    self.details.get_or_insert_with(Default::default).stop_price = Some(stop_price);
+                    self.details.get_or_insert_with(Default::default).stop_price =
+                        Some(stop_price.get());
                 }
             }
             Change::Triggered(triggered) => {
@@ -568,7 +569,7 @@ mod tests {
         history.record(&[Event {
             seq: 7,
             ts: 7,
-            kind: EventKind::Replaced(Box::new(Replaced {
+            kind: EventKind::Replaced(Replaced {
                 account: 7,
                 order_id: 5,
                 old_client_order_id: id("c5"),
@@ -577,8 +578,8 @@ mod tests {
                 price: 0,
                 qty: 10,
                 leaves_qty: 10,
-                stop_price: Some(94),
-            })),
+                stop_price: std::num::NonZeroU64::new(94),
+            }),
         }]);
         history.record(&[Event {
             seq: 8,

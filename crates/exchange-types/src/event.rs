@@ -8,6 +8,8 @@
 //! to a function (an encoder, the order fold in [`crate::lifecycle`])
 //! instead of taking it apart field by field where it matches.
 
+use std::num::NonZeroU64;
+
 use crate::ids::{AccountId, AssetCode, ClientOrderId, OrderId, Symbol, TradeId};
 use crate::order::{OrderType, Phase, SelfTradePrevention, Side, TimeInForce, TradingStatus};
 use crate::reject::{CancelReason, RejectReason};
@@ -29,8 +31,7 @@ pub enum EventKind {
     Rejected(Rejected),
     Trade(Trade),
     Canceled(Canceled),
-    /// Boxed: the largest event, and rarer than the others of an order.
-    Replaced(Box<Replaced>),
+    Replaced(Replaced),
     Expired(Expired),
     Balance(Balance),
     Book(Book),
@@ -200,7 +201,8 @@ pub struct Replaced {
     pub leaves_qty: u64,
     /// The stop price of an order that is still an untriggered stop
     /// (changed by this replace or not); `None` for any other order.
-    pub stop_price: Option<u64>,
+    /// Non-zero, so that the commonest command's event needs no box.
+    pub stop_price: Option<NonZeroU64>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -397,4 +399,6 @@ impl EventKind {
 // The core writes several of these per command into a reused buffer, at
 // millions a second: a payload that grows past this should be boxed if it
 // is rare (as `Command::AddInstrument` is), not make every event larger.
-const _: () = assert!(std::mem::size_of::<Event>() <= 160);
+// `Replaced` sets the size: replaces are the commonest command, and a box
+// would allocate on every one of them.
+const _: () = assert!(std::mem::size_of::<Event>() <= 168);
