@@ -398,6 +398,8 @@ pub enum Op {
 }
 
 /// The body of a successful answer.
+// One per response, built and serialised at once: not worth a box.
+#[allow(clippy::large_enum_variant)]
 #[derive(Serialize)]
 #[serde(untagged)]
 pub enum Answer<'a> {
