@@ -79,11 +79,7 @@ pub(super) fn read(r: &mut Reader, e: &mut Engine) -> Result<(), SnapshotError> 
         let invalid = || SnapshotError::Invalid("phase");
         let mut last = None;
         for _ in 0..r.count(e.instruments.len())? {
-            let index = r.u32()?;
-            if index as usize >= e.instruments.len() || last.is_some_and(|l| l >= index) {
-                return Err(invalid());
-            }
-            last = Some(index);
+            let index = next_instrument(r, e, &mut last, "phase")?;
             let phase = *Phase::ALL.get(usize::from(r.u8()?)).ok_or_else(invalid)?;
             let indicative = match r.u8()? {
                 0 => None,
@@ -168,11 +164,7 @@ pub(super) fn read_volatility(r: &mut Reader, e: &mut Engine) -> Result<(), Snap
         let invalid = || SnapshotError::Invalid("volatility");
         let mut last = None;
         for _ in 0..r.count(e.instruments.len())? {
-            let index = r.u32()?;
-            if index as usize >= e.instruments.len() || last.is_some_and(|l| l >= index) {
-                return Err(invalid());
-            }
-            last = Some(index);
+            let index = next_instrument(r, e, &mut last, "volatility")?;
             let static_bps = r.u32()?;
             let dynamic_bps = r.u32()?;
             let auction_ns = r.u64()?;
@@ -203,4 +195,20 @@ pub(super) fn read_volatility(r: &mut Reader, e: &mut Engine) -> Result<(), Snap
         return Err(SnapshotError::Invalid("volatility"));
     }
     Ok(())
+}
+
+/// The next instrument index of a per-instrument section: listed, and
+/// after the one before (`last`), so that no instrument appears twice.
+fn next_instrument(
+    r: &mut Reader,
+    e: &Engine,
+    last: &mut Option<u32>,
+    section: &'static str,
+) -> Result<u32, SnapshotError> {
+    let index = r.u32()?;
+    if index as usize >= e.instruments.len() || last.is_some_and(|l| l >= index) {
+        return Err(SnapshotError::Invalid(section));
+    }
+    *last = Some(index);
+    Ok(index)
 }

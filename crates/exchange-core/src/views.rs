@@ -167,21 +167,7 @@ impl Engine {
             }
         }
         for &slot in self.call_markets.values() {
-            let o = self.orders.get(slot);
-            let inst = &self.instruments[o.instrument as usize];
-            all.push(OrderView {
-                order_id: o.id,
-                account: self.accounts.list[o.account as usize].id,
-                client_order_id: o.client_order_id,
-                symbol: inst.symbol,
-                side: o.side,
-                tif: o.tif,
-                price: inst.price_units(o.price),
-                qty: inst.qty_units(o.qty),
-                filled_qty: inst.qty_units(o.filled),
-                reserved: o.reserved,
-                stop_price: None,
-            });
+            all.push(self.order_view(slot, None));
         }
         for info in self.stops.info.values() {
             all.push(self.order_view(info.slot, Some(info.stop)));
