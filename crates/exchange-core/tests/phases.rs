@@ -486,20 +486,10 @@ fn a_market_buy_never_executes_above_its_bound() {
     let s = place_ok(&mut h, limit(2, "s", Side::Sell, "107", "2"));
     // A tighter collar: 1% around 100 bounds new market buys at 101,
     // below the crossing limit orders.
-    let events = h.run_checked(Command::SetInstrumentRules(Box::new(SetInstrumentRules {
-        symbol: sym("BTC-USD"),
-        tick_size: None,
-        lot_size: None,
-        min_qty: None,
-        max_qty: None,
-        min_notional: None,
-        maker_fee_bps: None,
-        taker_fee_bps: None,
+    let events = h.run_checked(set_rules(SetInstrumentRules {
         collar_bps: Some(100),
-        static_band_bps: None,
-        dynamic_band_bps: None,
-        volatility_auction_ns: None,
-    })));
+        ..rules("BTC-USD")
+    }));
     assert_eq!(reject_reason(&events), None);
     let m = place_ok(&mut h, mkt(3, "m", Side::Buy, "1"));
     // At 107 and 108 the market buy does not count: 1 executes at 107.

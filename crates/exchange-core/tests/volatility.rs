@@ -338,20 +338,11 @@ fn a_rule_change_during_a_call_keeps_the_phase() {
     exec(&mut h, limit(2, "s", Side::Sell, "108", "1"));
     exec(&mut h, limit(1, "b", Side::Buy, "108", "1"));
     assert_eq!(phase(&h), Phase::VolatilityAuction);
-    let events = h.run_checked(Command::SetInstrumentRules(Box::new(SetInstrumentRules {
-        symbol: sym("BTC-USD"),
-        tick_size: None,
-        lot_size: None,
-        min_qty: None,
-        max_qty: None,
-        min_notional: None,
+    let events = h.run_checked(set_rules(SetInstrumentRules {
         maker_fee_bps: Some(0),
-        taker_fee_bps: None,
-        collar_bps: None,
         static_band_bps: Some(1_000),
-        dynamic_band_bps: None,
-        volatility_auction_ns: None,
-    })));
+        ..rules("BTC-USD")
+    }));
     assert_eq!(reject_reason(&events), None);
     assert_eq!(phase(&h), Phase::VolatilityAuction);
     // The static band is now 90-110: 108 uncrosses at the end, unextended.
