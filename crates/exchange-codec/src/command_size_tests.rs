@@ -90,14 +90,16 @@ fn largest_commands() -> Vec<Stamped> {
             account,
             order: OrderRef::Client(coid),
         }),
-        Command::Replace(Box::new(Replace {
-            account,
-            order: OrderRef::Client(coid),
-            new_client_order_id: Some(coid),
-            price: Some(dec),
-            qty: Some(dec),
-            stop_price: Some(dec),
-        })),
+        Command::replace(
+            Replace {
+                account,
+                order: OrderRef::Client(coid),
+                new_client_order_id: Some(coid),
+                price: Some(dec),
+                qty: Some(dec),
+            },
+            Some(dec),
+        ),
         Command::MassCancel(MassCancel {
             account,
             symbol: Some(symbol),
@@ -327,14 +329,16 @@ fn command() -> impl Strategy<Value = Command> {
         )
             .prop_map(
                 |(account, order, new_client_order_id, price, qty, stop_price)| {
-                    Command::Replace(Box::new(Replace {
-                        account,
-                        order,
-                        new_client_order_id,
-                        price,
-                        qty,
+                    Command::replace(
+                        Replace {
+                            account,
+                            order,
+                            new_client_order_id,
+                            price,
+                            qty,
+                        },
                         stop_price,
-                    }))
+                    )
                 }
             ),
         (wide_u64(), option(id()))

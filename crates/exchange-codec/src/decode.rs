@@ -235,14 +235,16 @@ pub fn decode_command(line: &str) -> Result<Stamped, CodecError> {
             account: f.req_u64("account")?,
             order: order_ref(&f)?,
         }),
-        "replace" => Command::Replace(Box::new(Replace {
-            account: f.req_u64("account")?,
-            order: order_ref(&f)?,
-            new_client_order_id: f.opt_id("new_client_order_id")?,
-            price: f.opt_dec("price")?,
-            qty: f.opt_dec("qty")?,
-            stop_price: f.opt_dec("stop_price")?,
-        })),
+        "replace" => Command::replace(
+            Replace {
+                account: f.req_u64("account")?,
+                order: order_ref(&f)?,
+                new_client_order_id: f.opt_id("new_client_order_id")?,
+                price: f.opt_dec("price")?,
+                qty: f.opt_dec("qty")?,
+            },
+            f.opt_dec("stop_price")?,
+        ),
         "mass_cancel" => Command::MassCancel(MassCancel {
             account: f.req_u64("account")?,
             symbol: f.opt_id("symbol")?,

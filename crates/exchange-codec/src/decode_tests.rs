@@ -1,5 +1,5 @@
 use super::*;
-use exchange_types::{AssetCode, ClientOrderId, Symbol};
+use exchange_types::{AssetCode, ClientOrderId, ReplaceStop, Symbol};
 
 fn decode(line: &str) -> Command {
     decode_command(line)
@@ -145,35 +145,35 @@ fn decodes_every_other_command() {
         decode(
             r#"{"cmd":"replace","account":1,"client_order_id":"c1","new_client_order_id":"c2","price":"101.00","qty":"1.0"}"#
         ),
-        Command::Replace(Box::new(Replace {
+        Command::Replace(Replace {
             account: 1,
             order: OrderRef::Client(coid("c1")),
             new_client_order_id: Some(coid("c2")),
             price: Some(Dec::new(10100, 2)),
             qty: Some(Dec::new(10, 1)),
-            stop_price: None,
-        }))
+        })
     );
     assert_eq!(
         decode(r#"{"cmd":"replace","account":1,"order_id":9,"qty":"2"}"#),
-        Command::Replace(Box::new(Replace {
+        Command::Replace(Replace {
             account: 1,
             order: OrderRef::Id(9),
             new_client_order_id: None,
             price: None,
             qty: Some(dec("2")),
-            stop_price: None,
-        }))
+        })
     );
     assert_eq!(
         decode(r#"{"cmd":"replace","account":1,"order_id":9,"stop_price":"95.5"}"#),
-        Command::Replace(Box::new(Replace {
-            account: 1,
-            order: OrderRef::Id(9),
-            new_client_order_id: None,
-            price: None,
-            qty: None,
-            stop_price: Some(dec("95.5")),
+        Command::ReplaceStop(Box::new(ReplaceStop {
+            replace: Replace {
+                account: 1,
+                order: OrderRef::Id(9),
+                new_client_order_id: None,
+                price: None,
+                qty: None,
+            },
+            stop_price: dec("95.5"),
         }))
     );
     assert_eq!(

@@ -7,7 +7,7 @@
 //! writes one line per command and benchmarks write millions. Strings and
 //! integers go through the event encoder's writers ([`crate::encode`]).
 
-use exchange_types::{Command, Dec, OrderRef, Stamped, Trailing};
+use exchange_types::{Command, Dec, OrderRef, Replace, Stamped, Trailing};
 
 use crate::encode::{push_json_string, push_u64};
 
@@ -84,16 +84,8 @@ pub fn encode_command_into(stamped: &Stamped, out: &mut Vec<u8>) {
             w.u64("account", c.account);
             w.order_ref(&c.order);
         }
-        Command::Replace(r) => {
-            w.u64("account", r.account);
-            w.order_ref(&r.order);
-            if let Some(id) = &r.new_client_order_id {
-                w.str("new_client_order_id", id.as_str());
-            }
-            w.opt_dec("price", r.price);
-            w.opt_dec("qty", r.qty);
-            w.opt_dec("stop_price", r.stop_price);
-        }
+        Command::Replace(r) => replace(&mut w, r, None),
+        Command::ReplaceStop(r) => replace(&mut w, &r.replace, Some(r.stop_price)),
         Command::MassCancel(m) => {
             w.u64("account", m.account);
             if let Some(symbol) = &m.symbol {
@@ -166,6 +158,17 @@ pub fn encode_command_into(stamped: &Stamped, out: &mut Vec<u8>) {
         }
     }
     w.close();
+}
+
+fn replace(w: &mut ObjectWriter<'_>, r: &Replace, stop_price: Option<Dec>) {
+    w.u64("account", r.account);
+    w.order_ref(&r.order);
+    if let Some(id) = &r.new_client_order_id {
+        w.str("new_client_order_id", id.as_str());
+    }
+    w.opt_dec("price", r.price);
+    w.opt_dec("qty", r.qty);
+    w.opt_dec("stop_price", stop_price);
 }
 
 /// One command as one JSON object (no trailing newline).

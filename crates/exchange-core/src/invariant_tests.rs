@@ -104,14 +104,13 @@ fn cancel(engine: &mut Engine, account: u64, id: &str) {
 fn shrink(engine: &mut Engine, account: u64, id: &str, qty: &str) {
     run(
         engine,
-        Command::Replace(Box::new(Replace {
+        Command::Replace(Replace {
             account,
             order: OrderRef::Client(coid(id)),
             new_client_order_id: None,
             price: None,
             qty: Some(dec(qty)),
-            stop_price: None,
-        })),
+        }),
     );
 }
 
@@ -443,14 +442,13 @@ fn renaming_an_order_its_client_id_does_not_name() {
     engine.by_client_id.remove(&(account, coid("b1")));
     run(
         &mut engine,
-        Command::Replace(Box::new(Replace {
+        Command::Replace(Replace {
             account: 1,
             order: OrderRef::Id(1),
             new_client_order_id: Some(coid("b1-renamed")),
             price: None,
             qty: None,
-            stop_price: None,
-        })),
+        }),
     );
 }
 

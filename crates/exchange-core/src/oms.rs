@@ -11,7 +11,9 @@
 
 use exchange_types::event;
 use exchange_types::limits::MAX_PRICE_LEVELS_PER_SIDE;
-use exchange_types::{Cancel, CancelReason, Event, EventKind, MassCancel, RejectReason, Replace};
+use exchange_types::{
+    Cancel, CancelReason, Dec, Event, EventKind, MassCancel, RejectReason, Replace,
+};
 
 use crate::engine::{Engine, Subject};
 
@@ -100,11 +102,20 @@ impl Engine {
         self.emit(out, kind);
     }
 
-    pub(crate) fn replace(&mut self, replace: &Replace, out: &mut Vec<Event>) {
+    /// `stop_price` moves an untriggered stop's trigger as well.
+    pub(crate) fn replace(
+        &mut self,
+        replace: &Replace,
+        stop_price: Option<Dec>,
+        out: &mut Vec<Event>,
+    ) {
         let account = self.accounts.index(replace.account);
         let checked = self
             .resolve_order(account, &replace.order)
-            .and_then(|slot| self.check_replace(slot, replace).map(|plan| (slot, plan)));
+            .and_then(|slot| {
+                self.check_replace(slot, replace, stop_price)
+                    .map(|plan| (slot, plan))
+            });
         match checked {
             Ok((slot, plan)) => self.apply_replace(slot, plan, out),
             Err(reason) => {
@@ -124,7 +135,12 @@ impl Engine {
         }
     }
 
-    fn check_replace(&self, slot: u32, replace: &Replace) -> Result<ReplacePlan, RejectReason> {
+    fn check_replace(
+        &self,
+        slot: u32,
+        replace: &Replace,
+        stop_price: Option<Dec>,
+    ) -> Result<ReplacePlan, RejectReason> {
         let order = self.orders.get(slot);
         let inst = &self.instruments[order.instrument as usize];
         if inst.status == exchange_types::TradingStatus::Delisted {
@@ -150,7 +166,7 @@ impl Engine {
             Some(price) => inst.price_to_ticks(price)?,
             None => order.price,
         };
-        let new_stop = self.check_replace_stop(slot, replace.stop_price)?;
+        let new_stop = self.check_replace_stop(slot, stop_price)?;
         // A stop market buy's price is its protection, which follows the
         // stop.
         let price = new_stop.and_then(|s| s.price).unwrap_or(price);

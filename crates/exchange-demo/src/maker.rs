@@ -228,14 +228,13 @@ impl Maker {
                 account,
                 order: OrderRef::Id(*order_id),
             }),
-            Action::Replace(resting, quote) => Command::Replace(Box::new(Replace {
+            Action::Replace(resting, quote) => Command::Replace(Replace {
                 account,
                 order: OrderRef::Id(resting.order_id),
                 new_client_order_id: None,
                 price: Some(Dec::from_units(quote.price)),
                 qty: Some(Dec::from_units(resting.filled + quote.qty)),
-                stop_price: None,
-            })),
+            }),
             Action::Place(quote) => {
                 *next_id += 1;
                 Command::Place(Place {

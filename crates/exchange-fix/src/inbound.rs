@@ -455,14 +455,16 @@ fn replace(message: &Message, account: AccountId, now: u64) -> Result<Inbound, I
         optional_decimal(message, tags::PRICE).map_err(|()| refuse(99, PRICE_UNREADABLE))?;
     let stop_price = optional_decimal(message, tags::STOP_PX)
         .map_err(|()| refuse(99, "StopPx (99) is not a decimal number"))?;
-    let command = Command::Replace(Box::new(Replace {
-        account,
-        order,
-        new_client_order_id: Some(new_id),
-        price,
-        qty: Some(qty),
+    let command = Command::replace(
+        Replace {
+            account,
+            order,
+            new_client_order_id: Some(new_id),
+            price,
+            qty: Some(qty),
+        },
         stop_price,
-    }));
+    );
     Ok(Inbound::Submit(Box::new(Submission {
         command,
         request: Request::Replace(echo),

@@ -290,11 +290,11 @@ fn replace_of_a_stop_carries_the_new_stop_price() {
         3,
         "41=s1|11=s2|55=BTC-USD|54=1|60=20240101-00:00:00|38=2|40=4|44=106|99=105.5|",
     );
-    let (Command::Replace(replace), _) = submitted(translate(&message, &TRADER, 0)) else {
+    let (Command::ReplaceStop(replace), _) = submitted(translate(&message, &TRADER, 0)) else {
         panic!("a stop-limit replace is submitted")
     };
     assert_eq!(
-        (replace.stop_price, replace.price),
+        (Some(replace.stop_price), replace.replace.price),
         (Some(dec("105.5")), Some(dec("106")))
     );
     let stop = fix(
@@ -302,10 +302,13 @@ fn replace_of_a_stop_carries_the_new_stop_price() {
         3,
         "41=s1|11=s2|55=BTC-USD|54=2|60=20240101-00:00:00|38=2|40=3|99=95|",
     );
-    let (Command::Replace(replace), _) = submitted(translate(&stop, &TRADER, 0)) else {
+    let (Command::ReplaceStop(replace), _) = submitted(translate(&stop, &TRADER, 0)) else {
         panic!("a stop replace is submitted")
     };
-    assert_eq!((replace.stop_price, replace.price), (Some(dec("95")), None));
+    assert_eq!(
+        (Some(replace.stop_price), replace.replace.price),
+        (Some(dec("95")), None)
+    );
     let unreadable = fix(
         "G",
         3,

@@ -77,14 +77,13 @@ fn an_order_through_its_life() {
     let replaced = run(
         &mut core,
         &mut cache,
-        Command::Replace(Box::new(Replace {
+        Command::Replace(Replace {
             account: 1,
             order: OrderRef::Id(order_id),
             new_client_order_id: Some(ClientOrderId::new("a2").unwrap()),
             price: None,
             qty: Some(dec("1")),
-            stop_price: None,
-        })),
+        }),
     );
     assert_eq!(
         replaced[0].kind,
@@ -283,14 +282,16 @@ fn a_stop_reports_new_with_its_stop_px_then_triggered_as_exec_type_l() {
     let replaced = run(
         &mut core,
         &mut cache,
-        Command::Replace(Box::new(Replace {
-            account: 1,
-            order: OrderRef::Client(ClientOrderId::new("sl").unwrap()),
-            new_client_order_id: Some(ClientOrderId::new("sl2").unwrap()),
-            price: None,
-            qty: None,
-            stop_price: Some(dec("104")),
-        })),
+        Command::replace(
+            Replace {
+                account: 1,
+                order: OrderRef::Client(ClientOrderId::new("sl").unwrap()),
+                new_client_order_id: Some(ClientOrderId::new("sl2").unwrap()),
+                price: None,
+                qty: None,
+            },
+            Some(dec("104")),
+        ),
     );
     let [replaced] = &replaced[..] else {
         panic!("one report for the replace: {replaced:?}")

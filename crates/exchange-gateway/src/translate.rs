@@ -334,18 +334,20 @@ pub fn replace(
     order: OrderRef,
     request: ReplaceRequest,
 ) -> Result<Command, ApiError> {
-    Ok(Command::Replace(Box::new(Replace {
-        account,
-        order,
-        new_client_order_id: request
-            .new_client_order_id
-            .as_deref()
-            .map(|text| identifier("new_client_order_id", text))
-            .transpose()?,
-        price: optional_decimal("price", request.price.as_deref())?,
-        qty: optional_decimal("qty", request.qty.as_deref())?,
-        stop_price: optional_decimal("stop_price", request.stop_price.as_deref())?,
-    })))
+    Ok(Command::replace(
+        Replace {
+            account,
+            order,
+            new_client_order_id: request
+                .new_client_order_id
+                .as_deref()
+                .map(|text| identifier("new_client_order_id", text))
+                .transpose()?,
+            price: optional_decimal("price", request.price.as_deref())?,
+            qty: optional_decimal("qty", request.qty.as_deref())?,
+        },
+        optional_decimal("stop_price", request.stop_price.as_deref())?,
+    ))
 }
 
 pub fn mass_cancel(account: AccountId, symbol: Option<&str>) -> Result<Command, ApiError> {
@@ -424,7 +426,7 @@ impl Op {
         match command {
             Command::Place(_) => Op::Place,
             Command::Cancel(_) => Op::Cancel,
-            Command::Replace(_) => Op::Replace,
+            Command::Replace(_) | Command::ReplaceStop(_) => Op::Replace,
             Command::MassCancel(_) => Op::MassCancel,
             _ => Op::Other,
         }

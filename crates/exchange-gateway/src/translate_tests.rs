@@ -160,21 +160,20 @@ fn malformed_place_requests_name_the_problem() {
 fn replace_cancel_and_mass_cancel_translate() {
     let request: ReplaceRequest =
         parse_json(br#"{"price":"10.5","new_client_order_id":"n-1"}"#).unwrap();
-    let expected = Command::Replace(Box::new(Replace {
+    let expected = Command::Replace(Replace {
         account: 3,
         order: OrderRef::Id(42),
         new_client_order_id: Some(ClientOrderId::new("n-1").unwrap()),
         price: Some(Dec::new(105, 1)),
         qty: None,
-        stop_price: None,
-    }));
+    });
     assert_eq!(replace(3, OrderRef::Id(42), request).unwrap(), expected);
     let request: ReplaceRequest = parse_json(br#"{"stop_price":"95.5"}"#).unwrap();
-    let Command::Replace(stop) = replace(3, OrderRef::Id(42), request).unwrap() else {
-        panic!("a replace translates to a replace");
+    let Command::ReplaceStop(stop) = replace(3, OrderRef::Id(42), request).unwrap() else {
+        panic!("a replace of the stop price translates to a stop replace");
     };
     assert_eq!(
-        (stop.stop_price, stop.price, stop.qty),
+        (Some(stop.stop_price), stop.replace.price, stop.replace.qty),
         (Some(Dec::new(955, 1)), None, None)
     );
     let bad: ReplaceRequest = parse_json(br#"{"stop_price":"x"}"#).unwrap();

@@ -313,7 +313,7 @@ pub(crate) fn answered_order(command: &Command, events: &[Event]) -> Option<Orde
         .find_map(|update| match (command, update.change) {
             (Command::Place(_), Change::New(_))
             | (
-                Command::Cancel(_) | Command::Replace(_),
+                Command::Cancel(_) | Command::Replace(_) | Command::ReplaceStop(_),
                 Change::Canceled(_) | Change::Replaced(_),
             ) => Some(update.order_id),
             _ => None,
@@ -339,6 +339,7 @@ fn command_account(command: &Command) -> Option<AccountId> {
         Command::Place(p) => Some(p.account),
         Command::Cancel(c) => Some(c.account),
         Command::Replace(r) => Some(r.account),
+        Command::ReplaceStop(r) => Some(r.replace.account),
         Command::MassCancel(m) => Some(m.account),
         Command::SetRiskLimits(l) => Some(l.account),
         Command::SetMmp(m) => Some(m.account),

@@ -26,8 +26,13 @@ pub enum Command {
     Withdraw(Transfer),
     Place(Place),
     Cancel(Cancel),
-    /// Boxed: the largest command, and rarer than place and cancel.
-    Replace(Box<Replace>),
+    /// Inline: replaces are the commonest command of a quoting market
+    /// maker, and a pointer to chase on each costs the core its cache.
+    Replace(Replace),
+    /// A replace that also moves an untriggered stop's stop price: rare,
+    /// so boxed, keeping [`Command::Replace`] within the size budget. Named
+    /// `replace` on the wire like any other.
+    ReplaceStop(Box<ReplaceStop>),
     MassCancel(MassCancel),
     Halt {
         symbol: Symbol,
@@ -81,6 +86,26 @@ pub enum Command {
 }
 
 impl Command {
+    /// A replace of either kind, with the new stop price if it moves one.
+    pub fn as_replace(&self) -> Option<(&Replace, Option<Dec>)> {
+        match self {
+            Command::Replace(replace) => Some((replace, None)),
+            Command::ReplaceStop(stop) => Some((&stop.replace, Some(stop.stop_price))),
+            _ => None,
+        }
+    }
+
+    /// A replace that moves the stop price to `stop_price` when given.
+    pub fn replace(replace: Replace, stop_price: Option<Dec>) -> Command {
+        match stop_price {
+            None => Command::Replace(replace),
+            Some(stop_price) => Command::ReplaceStop(Box::new(ReplaceStop {
+                replace,
+                stop_price,
+            })),
+        }
+    }
+
     /// The snake_case name used on the wire and in reject events.
     pub fn name(&self) -> &'static str {
         match self {
@@ -89,7 +114,7 @@ impl Command {
             Command::Withdraw(_) => "withdraw",
             Command::Place(_) => "place",
             Command::Cancel(_) => "cancel",
-            Command::Replace(_) => "replace",
+            Command::Replace(_) | Command::ReplaceStop(_) => "replace",
             Command::MassCancel(_) => "mass_cancel",
             Command::Halt { .. } => "halt",
             Command::Resume { .. } => "resume",
@@ -282,9 +307,14 @@ pub struct Replace {
     pub price: Option<Dec>,
     /// New total quantity, filled quantity included; `None` keeps it.
     pub qty: Option<Dec>,
-    /// New stop price of an untriggered stop or stop-limit order; `None`
-    /// keeps it. Refused on any other order.
-    pub stop_price: Option<Dec>,
+}
+
+/// A replace with a new stop price for an untriggered stop or stop-limit
+/// order; refused on any other order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReplaceStop {
+    pub replace: Replace,
+    pub stop_price: Dec,
 }
 
 /// An account's pre-trade limits, replacing any it had; every field `None`

@@ -17,7 +17,7 @@ pub mod reject;
 
 pub use command::{
     AddInstrument, Cancel, Command, InternalTransfer, MassCancel, OrderRef, Place, PlaceExt,
-    Replace, SetInstrumentRules, SetMmp, SetRiskLimits, Stamped, Trailing, Transfer,
+    Replace, ReplaceStop, SetInstrumentRules, SetMmp, SetRiskLimits, Stamped, Trailing, Transfer,
 };
 pub use decimal::{format_signed_units, format_units, Dec, AMOUNT_SCALE, UNITS_PER_WHOLE};
 pub use event::{

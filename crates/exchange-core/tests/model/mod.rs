@@ -151,7 +151,8 @@ impl Model {
             Command::Withdraw(_) => Ok(()),
             Command::Place(p) => self.place(p, &mut out),
             Command::Cancel(c) => self.cancel(c, &mut out),
-            Command::Replace(r) => self.replace(r, &mut out),
+            Command::Replace(r) => self.replace(r, None, &mut out),
+            Command::ReplaceStop(r) => self.replace(&r.replace, Some(r.stop_price), &mut out),
             Command::MassCancel(m) => self.mass_cancel(m, &mut out),
             Command::Halt { symbol } => self.set_halted(symbol, true, &mut out),
             Command::Resume { symbol } => self.set_halted(symbol, false, &mut out),
@@ -547,7 +548,12 @@ impl Model {
         Ok(())
     }
 
-    fn replace(&mut self, r: &Replace, out: &mut Vec<Ev>) -> Result<(), RejectReason> {
+    fn replace(
+        &mut self,
+        r: &Replace,
+        stop_price: Option<Dec>,
+        out: &mut Vec<Ev>,
+    ) -> Result<(), RejectReason> {
         let at = self.resolve(r.account, &r.order)?;
         let index = at.market();
         let m = &self.markets[index];
@@ -569,7 +575,7 @@ impl Model {
             .map(|p| m.price_ticks(p))
             .transpose()?
             .unwrap_or(old_price);
-        let new_stop = match (r.stop_price, &stop) {
+        let new_stop = match (stop_price, &stop) {
             (None, _) => None,
             (Some(_), None) => return Err(RejectReason::StopPriceNotAllowed),
             (Some(to), Some(s)) => m.check_new_stop(to, s)?,

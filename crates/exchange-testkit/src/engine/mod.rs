@@ -94,14 +94,13 @@ pub fn cancel_client(account: u64, id: &str) -> Command {
 }
 
 pub fn replace(account: u64, id: &str, price: Option<&str>, qty: Option<&str>) -> Command {
-    Command::Replace(Box::new(Replace {
+    Command::Replace(Replace {
         account,
         order: OrderRef::Client(coid(id)),
         new_client_order_id: None,
         price: price.map(dec),
         qty: qty.map(dec),
-        stop_price: None,
-    }))
+    })
 }
 
 /// An engine with a clock that ticks once per command.
@@ -503,14 +502,16 @@ fn replace_command(instruments: usize, accounts: u64) -> impl Strategy<Value = C
         .prop_map(
             |(inst, account, order, new_client_order_id, price, qty, stop_price)| {
                 let grid = GRIDS[inst];
-                Command::Replace(Box::new(Replace {
-                    account,
-                    order,
-                    new_client_order_id,
-                    price: price.map(|p| grid.price(p)),
-                    qty: qty.map(|q| grid.qty(q)),
-                    stop_price: stop_price.map(|p| grid.price(p)),
-                }))
+                Command::replace(
+                    Replace {
+                        account,
+                        order,
+                        new_client_order_id,
+                        price: price.map(|p| grid.price(p)),
+                        qty: qty.map(|q| grid.qty(q)),
+                    },
+                    stop_price.map(|p| grid.price(p)),
+                )
             },
         )
 }
@@ -674,10 +675,6 @@ pub fn run_all(engine: &mut Engine, commands: &[Command]) -> Vec<Vec<Event>> {
 /// One line per command in the replay format's vocabulary, for failure
 /// messages that a person can turn into a regression test.
 pub fn describe(command: &Command) -> String {
-    let order_ref = |r: &OrderRef| match r {
-        OrderRef::Id(id) => format!("#{id}"),
-        OrderRef::Client(c) => c.to_string(),
-    };
     let opt = |d: &Option<Dec>| d.map_or("-".to_string(), |d| d.to_string());
     match command {
         Command::AddInstrument(a) => format!("add_instrument {}", a.symbol),
@@ -715,17 +712,9 @@ pub fn describe(command: &Command) -> String {
             }
             line
         }
-        Command::Cancel(c) => format!("cancel a{} {}", c.account, order_ref(&c.order)),
-        Command::Replace(r) => format!(
-            "replace a{} {} new_id={} price={} qty={} stop={}",
-            r.account,
-            order_ref(&r.order),
-            r.new_client_order_id
-                .map_or("-".to_string(), |c| c.to_string()),
-            opt(&r.price),
-            opt(&r.qty),
-            opt(&r.stop_price)
-        ),
+        Command::Cancel(c) => format!("cancel a{} {}", c.account, describe_order(&c.order)),
+        Command::Replace(r) => describe_replace(r, None),
+        Command::ReplaceStop(r) => describe_replace(&r.replace, Some(r.stop_price)),
         Command::MassCancel(m) => format!(
             "mass_cancel a{} {}",
             m.account,
@@ -765,6 +754,27 @@ pub fn describe(command: &Command) -> String {
 }
 
 /// `describe` for a whole stream, numbered from zero.
+fn describe_order(order: &OrderRef) -> String {
+    match order {
+        OrderRef::Id(id) => format!("#{id}"),
+        OrderRef::Client(c) => c.to_string(),
+    }
+}
+
+fn describe_replace(r: &Replace, stop_price: Option<Dec>) -> String {
+    let opt = |d: Option<Dec>| d.map_or("-".to_string(), |d| d.to_string());
+    format!(
+        "replace a{} {} new_id={} price={} qty={} stop={}",
+        r.account,
+        describe_order(&r.order),
+        r.new_client_order_id
+            .map_or("-".to_string(), |c| c.to_string()),
+        opt(r.price),
+        opt(r.qty),
+        opt(stop_price)
+    )
+}
+
 pub fn describe_all(commands: &[Command]) -> String {
     commands
         .iter()

@@ -58,38 +58,38 @@ pub fn cancel_id(account: u64, id: OrderId) -> Command {
 }
 
 pub fn replace_id(account: u64, id: OrderId, price: Option<&str>, qty: Option<&str>) -> Command {
-    Command::Replace(Box::new(Replace {
+    Command::Replace(Replace {
         account,
         order: OrderRef::Id(id),
         new_client_order_id: None,
         price: price.map(dec),
         qty: qty.map(dec),
-        stop_price: None,
-    }))
+    })
 }
 
 /// A replace that only moves an untriggered stop's stop price.
 pub fn replace_stop(account: u64, id: &str, stop_price: &str) -> Command {
-    Command::Replace(Box::new(Replace {
-        account,
-        order: OrderRef::Client(coid(id)),
-        new_client_order_id: None,
-        price: None,
-        qty: None,
-        stop_price: Some(dec(stop_price)),
-    }))
+    Command::replace(
+        Replace {
+            account,
+            order: OrderRef::Client(coid(id)),
+            new_client_order_id: None,
+            price: None,
+            qty: None,
+        },
+        Some(dec(stop_price)),
+    )
 }
 
 /// A replace that only gives the order a new client order id.
 pub fn rename(account: u64, id: &str, new_id: &str) -> Command {
-    Command::Replace(Box::new(Replace {
+    Command::Replace(Replace {
         account,
         order: OrderRef::Client(coid(id)),
         new_client_order_id: Some(coid(new_id)),
         price: None,
         qty: None,
-        stop_price: None,
-    }))
+    })
 }
 
 pub fn mass_cancel(account: u64, symbol: Option<&str>) -> Command {

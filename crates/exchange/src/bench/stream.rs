@@ -87,7 +87,7 @@ impl StreamStats {
                 }
             },
             Command::Cancel(_) => &mut self.cancel,
-            Command::Replace(_) => &mut self.replace,
+            Command::Replace(_) | Command::ReplaceStop(_) => &mut self.replace,
             _ => &mut self.other,
         };
         *counter += 1;

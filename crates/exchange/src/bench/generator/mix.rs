@@ -101,14 +101,13 @@ impl Generator {
                 order: OrderRef::Id(id),
             })
         } else {
-            Command::Replace(Box::new(Replace {
+            Command::Replace(Replace {
                 account,
                 order: OrderRef::Id(id),
                 new_client_order_id: None,
                 price: None,
                 qty: Some(lots(1 + self.rng.below(10))),
-                stop_price: None,
-            }))
+            })
         })
     }
 

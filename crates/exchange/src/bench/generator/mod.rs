@@ -224,7 +224,7 @@ impl Generator {
             }
         } else {
             match self.replace() {
-                Some(replace) => Command::Replace(Box::new(replace)),
+                Some(replace) => Command::Replace(replace),
                 None => Command::Place(self.gtc()?),
             }
         };

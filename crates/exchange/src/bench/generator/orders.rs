@@ -247,7 +247,6 @@ impl Generator {
             new_client_order_id: None,
             price: (price != old_price).then(|| ticks(price)),
             qty: (qty != old_qty).then(|| lots(qty)),
-            stop_price: None,
         })
     }
 }

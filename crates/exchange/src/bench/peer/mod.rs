@@ -76,7 +76,7 @@ pub fn translate(stamped: &Stamped, events: &[Event], tracker: &Tracker) -> Peer
                 _ => None,
             })
             .unwrap_or(PeerOp::Noop),
-        Command::Replace(_) => events
+        Command::Replace(_) | Command::ReplaceStop(_) => events
             .iter()
             .find_map(|e| replaced(e, tracker))
             .unwrap_or(PeerOp::Noop),
