@@ -139,7 +139,7 @@ impl Engine {
             Command::Place(place) => self.place(place, out),
             Command::Cancel(cancel) => self.cancel(cancel, out),
             Command::Replace(replace) => self.replace(replace, None, out),
-            Command::ReplaceStop(stop) => self.replace_stop(stop, out),
+            Command::ReplaceStop(stop) => self.replace(&stop.replace, Some(stop.stop_price), out),
             Command::MassCancel(mass) => self.mass_cancel(mass, out),
             Command::Halt { symbol } => self.set_status(symbol, true, out),
             Command::Resume { symbol } => self.set_status(symbol, false, out),

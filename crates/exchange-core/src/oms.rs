@@ -12,7 +12,7 @@
 use exchange_types::event;
 use exchange_types::limits::MAX_PRICE_LEVELS_PER_SIDE;
 use exchange_types::{
-    Cancel, CancelReason, Dec, Event, EventKind, MassCancel, RejectReason, Replace, ReplaceStop,
+    Cancel, CancelReason, Dec, Event, EventKind, MassCancel, RejectReason, Replace,
 };
 
 use crate::engine::{Engine, Subject};
@@ -102,18 +102,7 @@ impl Engine {
         self.emit(out, kind);
     }
 
-    /// A replace that moves a stop price too: rare, so out of line, which
-    /// keeps the one inlined copy of `replace` in `apply`.
-    #[cold]
-    #[inline(never)]
-    pub(crate) fn replace_stop(&mut self, stop: &ReplaceStop, out: &mut Vec<Event>) {
-        self.replace(&stop.replace, Some(stop.stop_price), out);
-    }
-
-    /// `stop_price` moves an untriggered stop's trigger as well. Inlined
-    /// into `apply`: replaces are the commonest command of a quoting
-    /// market maker, and the call alone measured several percent of one.
-    #[inline(always)]
+    /// `stop_price` moves an untriggered stop's trigger as well.
     pub(crate) fn replace(
         &mut self,
         replace: &Replace,

@@ -411,6 +411,7 @@ impl Engine {
     }
 
     /// Expires the good-till-date orders whose time has come.
+    #[cold]
     pub(crate) fn expire_due(&mut self, out: &mut Vec<Event>) {
         while let Some(&(ts, id)) = self.sessions.expiries.first() {
             if ts > self.now {
@@ -427,6 +428,7 @@ impl Engine {
 
     /// Publishes the indicative uncrossing of every instrument in a call
     /// whose figure changed.
+    #[cold]
     pub(crate) fn refresh_indicatives(&mut self, out: &mut Vec<Event>) {
         for index in 0..self.instruments.len() as u32 {
             if !is_call(self.instruments[index as usize].phase) {

@@ -209,6 +209,7 @@ impl Engine {
     }
 
     /// Ends (or extends once) every volatility auction whose time is up.
+    #[cold]
     pub(crate) fn end_volatility_auctions(&mut self, out: &mut Vec<Event>) {
         let now = self.now;
         let due: Vec<u32> = self
