@@ -25,7 +25,8 @@ use exchange_types::{EventKind, Side, Symbol, TradeId, TradingStatus};
 use crate::book::L2Book;
 use crate::candles::{Candle, Candles, Interval};
 use crate::sequences::{InstrumentSequences, MarketSequences};
-use crate::status::{AuctionTrades, MarketStatus, StatusChange};
+use crate::status::{MarketStatus, StatusChange};
+use exchange_types::AuctionTrades;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LevelChange {

@@ -120,30 +120,6 @@ pub fn status_symbol(kind: &EventKind) -> Option<exchange_types::Symbol> {
     }
 }
 
-/// Tags the trades that follow an `auction` event with its kind: the
-/// core emits the auction, then its trades, up to its volume.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct AuctionTrades {
-    left: u64,
-    kind: Option<AuctionKind>,
-}
-
-impl AuctionTrades {
-    pub fn start(&mut self, auction: &event::Auction) {
-        self.left = auction.volume;
-        self.kind = Some(auction.kind);
-    }
-
-    /// The auction a trade of `qty` executed in, if any.
-    pub fn trade(&mut self, qty: u64) -> Option<AuctionKind> {
-        if self.left == 0 {
-            return None;
-        }
-        self.left = self.left.saturating_sub(qty);
-        self.kind
-    }
-}
-
 /// The snake_case name of an auction kind, parsed back.
 pub fn parse_auction_kind(text: &str) -> Option<AuctionKind> {
     [
@@ -230,18 +206,7 @@ mod tests {
     }
 
     #[test]
-    fn trades_are_tagged_up_to_the_auction_volume() {
-        let mut tags = AuctionTrades::default();
-        assert_eq!(tags.trade(1), None);
-        tags.start(&event::Auction {
-            symbol: sym(),
-            kind: AuctionKind::Close,
-            price: 1,
-            volume: 5,
-        });
-        assert_eq!(tags.trade(2), Some(AuctionKind::Close));
-        assert_eq!(tags.trade(3), Some(AuctionKind::Close));
-        assert_eq!(tags.trade(1), None);
+    fn auction_kinds_parse_back_from_their_names() {
         assert_eq!(parse_auction_kind("reopen"), Some(AuctionKind::Reopen));
         assert_eq!(parse_auction_kind("x"), None);
     }

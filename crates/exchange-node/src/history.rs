@@ -154,10 +154,7 @@ pub struct History {
     /// The auction whose trades follow in the entry being recorded (the
     /// core emits an auction and its trades in one entry).
     #[serde(skip)]
-    auction_trades: Option<(
-        exchange_types::Symbol,
-        exchange_marketdata::status::AuctionTrades,
-    )>,
+    auction_trades: Option<(exchange_types::Symbol, exchange_types::AuctionTrades)>,
     /// Orders closed by the entry being applied: the answer to it still
     /// shows them. Emptied when the next entry is recorded.
     #[serde(skip)]
@@ -259,7 +256,7 @@ impl History {
                     ts,
                 },
             );
-            let mut tags = exchange_marketdata::status::AuctionTrades::default();
+            let mut tags = exchange_types::AuctionTrades::default();
             tags.start(auction);
             self.auction_trades = Some((auction.symbol, tags));
         }

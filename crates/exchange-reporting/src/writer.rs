@@ -19,7 +19,7 @@
 
 use std::collections::hash_map::Entry;
 
-use exchange_types::event::{Auction, Balance};
+use exchange_types::event::{AuctionTrades, Balance};
 use exchange_types::{
     order_updates, AccountId, AssetCode, Change, Event, EventKind, OrderState, OrderUpdate, Symbol,
     UNITS_PER_WHOLE,
@@ -66,11 +66,10 @@ pub(crate) struct WriterCache {
     /// Orders the current batch changed (each once: see
     /// [`CachedOrder::dirty`]).
     touched: Vec<u64>,
-    /// Auctions of the current entry whose trades are still to come: the
-    /// symbol, the kind and the volume not yet seen in trades. The core
-    /// emits an auction's trades in the same entry right after it, so
-    /// this starts empty with every entry.
-    auctions: Vec<(Symbol, &'static str, u64)>,
+    /// Auctions of the current entry whose trades are still to come. The
+    /// core emits an auction's trades in the same entry right after it,
+    /// so this starts empty with every entry.
+    auctions: Vec<(Symbol, AuctionTrades)>,
 }
 
 impl WriterCache {
@@ -85,17 +84,9 @@ impl WriterCache {
     /// The kind of auction a trade of `qty` in `symbol` executed in, if
     /// one of the entry's auctions still has volume to come.
     fn auction_of(&mut self, symbol: &Symbol, qty: u64) -> Option<&'static str> {
-        let i = self
-            .auctions
-            .iter()
-            .position(|(s, _, left)| s == symbol && *left > 0)?;
-        let (_, kind, left) = &mut self.auctions[i];
-        let kind = *kind;
-        *left = left.saturating_sub(qty);
-        if *left == 0 {
-            self.auctions.swap_remove(i);
-        }
-        Some(kind)
+        // An instrument's trades follow its latest auction.
+        let (_, tags) = self.auctions.iter_mut().rev().find(|(s, _)| s == symbol)?;
+        tags.trade(qty).map(|kind| kind.as_str())
     }
 }
 
@@ -320,13 +311,10 @@ impl Store {
         let index = int(entry.index, "log index")?;
         let mut rows = 0;
         match &event.kind {
-            EventKind::Auction(Auction {
-                symbol,
-                kind,
-                volume,
-                ..
-            }) => {
-                self.writer.auctions.push((*symbol, kind.as_str(), *volume));
+            EventKind::Auction(auction) => {
+                let mut tags = AuctionTrades::default();
+                tags.start(auction);
+                self.writer.auctions.push((auction.symbol, tags));
                 return Ok(0);
             }
             EventKind::Trade(trade) => {

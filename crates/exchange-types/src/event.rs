@@ -359,6 +359,30 @@ pub struct Auction {
     pub volume: u64,
 }
 
+/// Tags the trades that follow an `auction` event with its kind: the
+/// core emits the auction, then its trades, up to its volume.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct AuctionTrades {
+    left: u64,
+    kind: Option<AuctionKind>,
+}
+
+impl AuctionTrades {
+    pub fn start(&mut self, auction: &Auction) {
+        self.left = auction.volume;
+        self.kind = Some(auction.kind);
+    }
+
+    /// The auction a trade of `qty` executed in, if any.
+    pub fn trade(&mut self, qty: u64) -> Option<AuctionKind> {
+        if self.left == 0 {
+            return None;
+        }
+        self.left = self.left.saturating_sub(qty);
+        self.kind
+    }
+}
+
 /// Input that never became a command (a malformed line): its line number
 /// and the cause.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -402,3 +426,23 @@ impl EventKind {
 // `Replaced` sets the size: replaces are the commonest command, and a box
 // would allocate on every one of them.
 const _: () = assert!(std::mem::size_of::<Event>() <= 168);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn trades_are_tagged_up_to_the_auction_volume() {
+        let mut tags = AuctionTrades::default();
+        assert_eq!(tags.trade(1), None);
+        tags.start(&Auction {
+            symbol: Symbol::new("X").unwrap(),
+            kind: AuctionKind::Close,
+            price: 1,
+            volume: 5,
+        });
+        assert_eq!(tags.trade(2), Some(AuctionKind::Close));
+        assert_eq!(tags.trade(3), Some(AuctionKind::Close));
+        assert_eq!(tags.trade(1), None);
+    }
+}

@@ -21,8 +21,8 @@ pub use command::{
 };
 pub use decimal::{format_signed_units, format_units, Dec, AMOUNT_SCALE, UNITS_PER_WHOLE};
 pub use event::{
-    Accepted, AcceptedExt, AccountStatus, Auction, AuctionKind, Canceled, Event, EventKind,
-    Expired, Indicative, InstrumentAdded, InstrumentRules, MassCanceled, Mmp, MmpState,
+    Accepted, AcceptedExt, AccountStatus, Auction, AuctionKind, AuctionTrades, Canceled, Event,
+    EventKind, Expired, Indicative, InstrumentAdded, InstrumentRules, MassCanceled, Mmp, MmpState,
     PhaseChanged, Rejected, Replaced, RiskLimits, SubAccountLinked, Trade, TrailingUnits,
 };
 pub use ids::{AccountId, AssetCode, ClientOrderId, IdError, OrderId, Symbol, TradeId};
