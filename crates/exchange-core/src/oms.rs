@@ -102,11 +102,7 @@ impl Engine {
         self.emit(out, kind);
     }
 
-    /// `stop_price` moves an untriggered stop's trigger as well. Always
-    /// inlined, with its check and its application: replaces are the
-    /// commonest command of a quoting market maker, and as a call of its
-    /// own it cost 3% more instructions per command.
-    #[inline(always)]
+    /// `stop_price` moves an untriggered stop's trigger as well.
     pub(crate) fn replace(
         &mut self,
         replace: &Replace,
@@ -114,12 +110,12 @@ impl Engine {
         out: &mut Vec<Event>,
     ) {
         let account = self.accounts.index(replace.account);
-        let checked = match self.resolve_order(account, &replace.order) {
-            Ok(slot) => self
-                .check_replace(slot, replace, stop_price)
-                .map(|plan| (slot, plan)),
-            Err(reason) => Err(reason),
-        };
+        let checked = self
+            .resolve_order(account, &replace.order)
+            .and_then(|slot| {
+                self.check_replace(slot, replace, stop_price)
+                    .map(|plan| (slot, plan))
+            });
         match checked {
             Ok((slot, plan)) => self.apply_replace(slot, plan, out),
             Err(reason) => {
@@ -139,7 +135,6 @@ impl Engine {
         }
     }
 
-    #[inline(always)]
     fn check_replace(
         &self,
         slot: u32,
@@ -247,7 +242,6 @@ impl Engine {
         })
     }
 
-    #[inline(always)]
     fn apply_replace(&mut self, slot: u32, plan: ReplacePlan, out: &mut Vec<Event>) {
         let (account, old_client_order_id, old_leaves) = {
             let order = self.orders.get(slot);
