@@ -138,8 +138,13 @@ impl Engine {
             Command::Withdraw(transfer) => self.withdraw(transfer, out),
             Command::Place(place) => self.place(place, out),
             Command::Cancel(cancel) => self.cancel(cancel, out),
-            Command::Replace(replace) => self.replace(replace, None, out),
-            Command::ReplaceStop(stop) => self.replace(&stop.replace, Some(stop.stop_price), out),
+            // One call for both kinds: LLVM inlines a function's only call,
+            // and a replace's call of its own cost 2% of the instructions.
+            command @ (Command::Replace(_) | Command::ReplaceStop(_)) => {
+                if let Some((replace, stop_price)) = command.as_replace() {
+                    self.replace(replace, stop_price, out);
+                }
+            }
             Command::MassCancel(mass) => self.mass_cancel(mass, out),
             Command::Halt { symbol } => self.set_status(symbol, true, out),
             Command::Resume { symbol } => self.set_status(symbol, false, out),
