@@ -417,9 +417,17 @@ impl Engine {
     /// Matches the order in `slot` (new, or a replace that lost priority)
     /// and then rests, expires or closes it.
     pub(crate) fn execute(&mut self, slot: u32, out: &mut Vec<Event>) {
-        let instrument = self.orders.get(slot).instrument;
-        // Nothing matches in a call: the order waits for the uncross.
+        let (instrument, side, price) = {
+            let order = self.orders.get(slot);
+            (order.instrument, order.side, order.price)
+        };
+        // Most orders (a quote moved, a passive order) cross nothing: one
+        // look at the opposite best spares them matching's set-up. Nothing
+        // matches in a call either: the order waits for the uncross.
         let canceled_by_stp = self.instruments[instrument as usize].phase == Phase::Continuous
+            && self.books[instrument as usize]
+                .side(side.opposite())
+                .crosses(price)
             && self.match_order(slot, out);
         if !canceled_by_stp {
             self.finish(slot, out);
