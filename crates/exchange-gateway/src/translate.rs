@@ -247,6 +247,13 @@ fn optional_decimal(field: &str, text: Option<&str>) -> Result<Option<Dec>, ApiE
     text.map(|t| decimal(field, t)).transpose()
 }
 
+fn optional_identifier<const N: usize>(
+    field: &str,
+    text: Option<&str>,
+) -> Result<Option<InlineStr<N>>, ApiError> {
+    text.map(|t| identifier(field, t)).transpose()
+}
+
 pub fn place(account: AccountId, request: PlaceRequest) -> Result<Command, ApiError> {
     let order_type = match request.order_type.unwrap_or(TypeWire::Limit) {
         TypeWire::Limit => OrderType::Limit,
@@ -310,11 +317,7 @@ fn place_ext(request: &PlaceRequest) -> Result<Option<Box<PlaceExt>>, ApiError> 
         stop_price: optional_decimal("stop_price", request.stop_price.as_deref())?,
         expire_ts: request.expire_ts,
         trailing,
-        oco_with: request
-            .oco_with
-            .as_deref()
-            .map(|text| identifier("oco_with", text))
-            .transpose()?,
+        oco_with: optional_identifier("oco_with", request.oco_with.as_deref())?,
         display_qty: optional_decimal("display_qty", request.display_qty.as_deref())?,
         funds: optional_decimal("funds", request.funds.as_deref())?,
     };
@@ -338,11 +341,10 @@ pub fn replace(
         Replace {
             account,
             order,
-            new_client_order_id: request
-                .new_client_order_id
-                .as_deref()
-                .map(|text| identifier("new_client_order_id", text))
-                .transpose()?,
+            new_client_order_id: optional_identifier(
+                "new_client_order_id",
+                request.new_client_order_id.as_deref(),
+            )?,
             price: optional_decimal("price", request.price.as_deref())?,
             qty: optional_decimal("qty", request.qty.as_deref())?,
         },
