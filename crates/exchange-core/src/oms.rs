@@ -243,9 +243,17 @@ impl Engine {
     }
 
     fn apply_replace(&mut self, slot: u32, plan: ReplacePlan, out: &mut Vec<Event>) {
-        let (account, old_client_order_id, old_leaves) = {
+        // An untriggered stop has no place on a book to keep or lose, nor
+        // has a market order waiting in a call: it keeps its time.
+        let (account, old_client_order_id, old_leaves, is_stop, is_market) = {
             let order = self.orders.get(slot);
-            (order.account, order.client_order_id, order.leaves())
+            (
+                order.account,
+                order.client_order_id,
+                order.leaves(),
+                order.stop,
+                order.is_market,
+            )
         };
         if let Some(new) = plan.new_client_order_id {
             // `check_replace` found the new id free; the old one names this
@@ -257,18 +265,16 @@ impl Engine {
             assert!(taken.is_none(), "client order id {new} is already open");
             self.orders.get_mut(slot).client_order_id = new;
         }
-        // An untriggered stop has no place on a book to keep or lose.
-        let is_stop = self.orders.get(slot).stop;
-        // Nor has a market order waiting in a call: it keeps its time.
-        let is_market = self.orders.get(slot).is_market;
         let moves = !plan.keeps_priority && !is_stop && !is_market;
         if moves {
             self.unrest(slot, out);
-            // A moved iceberg takes liquidity whole, then rests with a new
-            // slice (`rest`).
-            self.orders.get_mut(slot).hidden = 0;
         }
         let order = self.orders.get_mut(slot);
+        if moves {
+            // A moved iceberg takes liquidity whole, then rests with a new
+            // slice (`rest`).
+            order.hidden = 0;
+        }
         let old_price = order.price;
         order.price = plan.price;
         order.qty = plan.qty;
@@ -324,7 +330,9 @@ impl Engine {
     }
 
     /// Moves an order's reservation to exactly `target`, taking from or
-    /// returning to available (checked by the caller).
+    /// returning to available (checked by the caller). Inlined: every
+    /// replace calls it, most often to find nothing to move.
+    #[inline]
     pub(crate) fn set_reservation(&mut self, slot: u32, target: u64, out: &mut Vec<Event>) {
         let order = self.orders.get(slot);
         let current = order.reserved;
