@@ -1,6 +1,7 @@
 """The exchange's FIX gateway against QuickFIX, an independent FIX engine,
 as the initiator: logon, orders, fills, replaces, cancels, mass cancel,
-drop copy, disconnect and resend, cancel on disconnect, wrong credentials.
+drop copy, disconnect and resend, cancel on disconnect, security status
+with its updates, wrong credentials.
 
 QuickFIX validates every message it receives against the standard FIX 4.4
 dictionary and answers a non-conformant one with a session Reject, which
@@ -129,6 +130,28 @@ class QuickFixSessions(unittest.TestCase):
         trader.logouts.get(timeout=10)
         canceled = drop.next_app(lambda m: m.get(11) == "cod1" and m.get(150) == "4")
         self.assertEqual((canceled[1], canceled[58]), ("1", "mass_cancel"))
+
+    def test_security_status_answers_and_follows_a_halt(self):
+        # ETH-USD: the other tests trade BTC-USD, and a resume reopens
+        # the instrument through an auction.
+        watcher = self.client("CLIENT2")
+        watcher.start()
+        watcher.send("e", [(324, "ss1"), (55, "ETH-USD"), (263, 1)])
+        status = watcher.next_app(lambda m: m.get(35) == "f" and m.get(324) == "ss1")
+        self.assertEqual((status[55], status[325], status[326], status[625]), ("ETH-USD", "N", "17", "3"))
+
+        EX.admin("/admin/instruments/ETH-USD/halt")
+        halted = watcher.next_app(lambda m: m.get(35) == "f" and m.get(325) == "Y")
+        self.assertEqual((halted[324], halted[55], halted[326]), ("ss1", "ETH-USD", "2"))
+        self.assertNotIn(625, halted, "a halt is no trading session")
+        EX.admin("/admin/instruments/ETH-USD/resume")
+        resumed = watcher.next_app(lambda m: m.get(35) == "f" and m.get(325) == "Y")
+        self.assertEqual((resumed[324], resumed[326]), ("ss1", "3"))
+
+        watcher.send("e", [(324, "ss2"), (55, "NONE-USD"), (263, 0)])
+        unknown = watcher.next_app(lambda m: m.get(35) == "f" and m.get(324) == "ss2")
+        self.assertEqual((unknown[55], unknown[326]), ("NONE-USD", "20"))
+        self.assertTrue(unknown[58].startswith("unknown_instrument"), unknown[58])
 
     def test_wrong_password_gets_a_logout_with_the_reason(self):
         intruder = self.client("RAW8", password="not-the-password", store_dir=os.path.join(EX.dir, "intruder"))
