@@ -22,7 +22,6 @@ use crate::engine::Engine;
 
 impl Engine {
     /// Validates an order's funds; returns them in quote units.
-    #[inline]
     pub(crate) fn check_funds(place: &Place, is_market: bool) -> Result<Option<u64>, RejectReason> {
         let Some(funds) = place.ext().funds else {
             return Ok(None);

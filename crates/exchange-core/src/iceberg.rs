@@ -25,7 +25,6 @@ use crate::instrument::Instrument;
 
 impl Engine {
     /// Validates an order's display quantity; returns it in lots.
-    #[inline]
     pub(crate) fn check_display(
         inst: &Instrument,
         place: &Place,

@@ -150,15 +150,14 @@ pub(crate) struct StopPlan {
 /// The parts of an order's `ext` that this module gives meaning to.
 impl Engine {
     /// Validates a place's stop fields against `inst`; `Ok(None)` for an
-    /// order that is not a stop. Inlined: most orders are not, and pay
-    /// one look at the type for it.
-    #[inline]
+    /// order that is not a stop.
     pub(crate) fn check_stop(
         &self,
         place: &Place,
         instrument: u32,
     ) -> Result<Option<StopPlan>, RejectReason> {
         let ext = place.ext();
+        let inst = &self.instruments[instrument as usize];
         let market = match place.order_type {
             OrderType::Stop => true,
             OrderType::StopLimit => false,
@@ -169,17 +168,6 @@ impl Engine {
                 return Ok(None);
             }
         };
-        self.check_stop_fields(place, instrument, market).map(Some)
-    }
-
-    fn check_stop_fields(
-        &self,
-        place: &Place,
-        instrument: u32,
-        market: bool,
-    ) -> Result<StopPlan, RejectReason> {
-        let ext = place.ext();
-        let inst = &self.instruments[instrument as usize];
         let last = inst.reference_ticks;
         let (stop, trailing) = match (ext.stop_price, ext.trailing) {
             (None, None) => return Err(RejectReason::StopPriceRequired),
@@ -226,17 +214,16 @@ impl Engine {
                 return Err(RejectReason::TooManyTrailingStops);
             }
         }
-        Ok(StopPlan {
+        Ok(Some(StopPlan {
             stop,
             market,
             trailing,
             protection,
-        })
+        }))
     }
 
     /// Validates `oco_with`: another open order of the account on the same
     /// instrument, not yet in a pair. Returns its order id.
-    #[inline]
     pub(crate) fn check_oco(
         &self,
         place: &Place,

@@ -64,6 +64,7 @@ pub(crate) fn command_account(command: &Command) -> Option<u64> {
         Command::Place(p) => Some(p.account),
         Command::Cancel(c) => Some(c.account),
         Command::Replace(r) => Some(r.account),
+        Command::ReplaceStop(r) => Some(r.replace.account),
         Command::MassCancel(m) => Some(m.account),
         _ => None,
     }
