@@ -6,7 +6,7 @@
 //! core's decision. Enumerated values are split three ways:
 //! - not a FIX 4.4 value at all: session-level Reject, "value is
 //!   incorrect", naming the tag (the message is meaningless);
-//! - a FIX value the exchange does not offer (a stop order, Day orders):
+//! - a FIX value the exchange does not offer (a pegged order, GTX):
 //!   the order is refused with OrdRejReason 11, "unsupported order
 //!   characteristic", and a Text saying what is offered;
 //! - a supported value: used.
@@ -19,6 +19,7 @@ use exchange_types::{
 };
 
 use crate::message::{Message, Outgoing, Problem};
+use crate::place_ext;
 use crate::reports::{self, CancelEcho, MassCancelEcho, PlaceEcho, ResponseTo};
 use crate::tags::{self, business_reject, session_reject};
 
@@ -264,14 +265,15 @@ fn place(message: &Message, account: AccountId, now: u64) -> Result<Inbound, Inb
                 .ok_or_else(|| refuse(99, "ExpireTime (126) is not a UTCTimestamp"))?,
         ),
     };
-    let mut post_only = false;
+    let (mut post_only, mut trailing_peg) = (false, false);
     for instruction in exec_inst.split(' ').filter(|v| !v.is_empty()) {
         match instruction {
             "6" => post_only = true,
+            "a" => trailing_peg = true,
             _ => {
                 return Err(refuse(
                     11,
-                    "ExecInst (18) may only be 6 (participate, do not initiate: post-only)",
+                    "ExecInst (18) may only be 6 (participate, do not initiate: post-only) and a (trailing stop peg)",
                 ))
             }
         }
@@ -296,17 +298,17 @@ fn place(message: &Message, account: AccountId, now: u64) -> Result<Inbound, Inb
         .map_err(|()| refuse(99, "StopPx (99) is not a decimal number"))?;
     let display_qty = optional_decimal(message, tags::MAX_FLOOR)
         .map_err(|()| refuse(13, "MaxFloor (111) is not a decimal"))?;
-    let ext =
-        (stop_price.is_some() || display_qty.is_some() || funds.is_some() || expire_ts.is_some())
-            .then(|| {
-                Box::new(PlaceExt {
-                    stop_price,
-                    expire_ts,
-                    display_qty,
-                    funds,
-                    ..PlaceExt::default()
-                })
-            });
+    let trailing = place_ext::trailing(message, trailing_peg).map_err(|(c, why)| refuse(c, why))?;
+    let oco_with = place_ext::oco_with(message).map_err(|(c, why)| refuse(c, why))?;
+    let ext = PlaceExt {
+        stop_price,
+        expire_ts,
+        trailing,
+        oco_with,
+        display_qty,
+        funds,
+    };
+    let ext = (ext != PlaceExt::default()).then(|| Box::new(ext));
     let command = Command::Place(Place {
         account,
         client_order_id,

@@ -26,6 +26,7 @@ pub mod fuzzing;
 pub mod inbound;
 pub mod message;
 pub mod orders;
+pub mod place_ext;
 pub mod reports;
 pub mod runner;
 pub mod security_status;

@@ -48,7 +48,9 @@ fn format_of(tag: u32) -> Format {
         | LAST_MSG_SEQ_NUM_PROCESSED
         | MASS_CANCEL_REQUEST_TYPE
         | NO_PARTIES
-        | PARTY_ROLE => Format::Uint,
+        | PARTY_ROLE
+        | PEG_OFFSET_TYPE
+        | CONTINGENCY_TYPE => Format::Uint,
         POSS_DUP_FLAG
         | POSS_RESEND
         | GAP_FILL_FLAG
@@ -61,8 +63,9 @@ fn format_of(tag: u32) -> Format {
         | SELF_TRADE_PREVENTION
         | PARTY_ID_SOURCE
         | SUBSCRIPTION_REQUEST_TYPE => Format::Char,
-        PRICE | ORDER_QTY | CASH_ORDER_QTY | ORDER_PERCENT => Format::Float,
-        SENDING_TIME | ORIG_SENDING_TIME | TRANSACT_TIME => Format::Timestamp,
+        PRICE | ORDER_QTY | CASH_ORDER_QTY | ORDER_PERCENT | STOP_PX | MAX_FLOOR
+        | PEG_OFFSET_VALUE => Format::Float,
+        SENDING_TIME | ORIG_SENDING_TIME | TRANSACT_TIME | EXPIRE_TIME => Format::Timestamp,
         _ => Format::Text,
     }
 }
@@ -226,6 +229,13 @@ fn spec(msg_type: &[u8]) -> Option<MsgSpec> {
                 ORDER_QTY,
                 CASH_ORDER_QTY,
                 ORDER_PERCENT,
+                STOP_PX,
+                EXPIRE_TIME,
+                MAX_FLOOR,
+                PEG_OFFSET_VALUE,
+                PEG_OFFSET_TYPE,
+                CONTINGENCY_TYPE,
+                CL_ORD_LINK_ID,
                 SECONDARY_CL_ORD_ID,
                 SECURITY_ID,
                 SECURITY_ID_SOURCE,
@@ -263,6 +273,7 @@ fn spec(msg_type: &[u8]) -> Option<MsgSpec> {
                 ACCOUNT,
                 HANDL_INST,
                 PRICE,
+                STOP_PX,
                 TEXT,
                 ORDER_QTY,
                 CASH_ORDER_QTY,
@@ -497,6 +508,35 @@ mod tests {
         assert_eq!(check(poss_dup), Err((Some(122), 1)));
         let type_late = "8=FIX.4.4|9=1|49=C|35=0|56=X|34=1|52=20240101-00:00:00|10=000|";
         assert_eq!(check(type_late), Err((Some(35), 14)));
+    }
+
+    #[test]
+    fn every_order_type_field_is_taken() {
+        let body = "11=c1|55=BTC-USD|54=1|60=20240101-00:00:00|38=1";
+        for fields in [
+            "40=3|99=95.5",
+            "40=4|44=96|99=95",
+            "40=2|44=100|59=6|126=20270115-16:30:00",
+            "40=2|44=100|111=0.1",
+            "40=3|18=a|211=5|836=0",
+            "40=3|18=a|211=50|836=1",
+            "40=2|44=100|1385=1|583=other",
+        ] {
+            let order = format!("{HEAD}{body}|{fields}|10=000|");
+            assert_eq!(check(&order), Ok(()), "{fields}");
+        }
+        let cash = format!("{HEAD}11=c1|55=B|54=1|60=20240101-00:00:00|40=1|152=100|10=000|");
+        assert_eq!(check(&cash), Ok(()));
+        let replace = "8=FIX.4.4|9=1|35=G|49=C|56=X|34=2|52=20240101-00:00:00|41=a|11=b|55=B|54=1|60=20240101-00:00:00|38=1|40=3|99=94|10=000|";
+        assert_eq!(check(replace), Ok(()));
+        let bad_stop = format!("{HEAD}{body}|40=3|99=x|10=000|");
+        assert_eq!(check(&bad_stop), Err((Some(99), 6)));
+        let bad_expiry = format!("{HEAD}{body}|40=2|59=6|126=soon|10=000|");
+        assert_eq!(check(&bad_expiry), Err((Some(126), 6)));
+        let bad_offset_type = format!("{HEAD}{body}|40=3|18=a|211=5|836=9|10=000|");
+        assert_eq!(check(&bad_offset_type), Err((Some(836), 5)));
+        let bad_contingency = format!("{HEAD}{body}|40=2|1385=7|583=x|10=000|");
+        assert_eq!(check(&bad_contingency), Err((Some(1385), 5)));
     }
 
     #[test]

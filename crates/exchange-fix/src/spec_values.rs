@@ -1,6 +1,7 @@
-//! The values FIX 4.4 defines for the enumerated fields the gateway
-//! accepts without using: a value outside them is "value is incorrect"
-//! (373=5), as for the fields it does use.
+//! The values FIX defines for the enumerated fields the gateway accepts
+//! without using, and for those whose values it checks before the order
+//! is read (PegOffsetType, ContingencyType): a value outside them is
+//! "value is incorrect" (373=5), as for the other fields it uses.
 
 use crate::tags;
 
@@ -117,6 +118,11 @@ pub fn defined(tag: u32, value: &[u8]) -> bool {
         tags::SECURITY_TYPE => SECURITY_TYPES.iter().any(|t| t.as_bytes() == value),
         tags::SECURITY_ID_SOURCE => matches!(value, [c] if SECURITY_ID_SOURCES.contains(c)),
         tags::PARTY_ID_SOURCE => matches!(value, [c] if PARTY_ID_SOURCES.contains(c)),
+        // PegOffsetType (FIX 4.4): price, basis points, ticks, price tier.
+        tags::PEG_OFFSET_TYPE => matches!(value, b"0" | b"1" | b"2" | b"3"),
+        // ContingencyType (FIX 5.0 SP1): OCO, OTO, OUO absolute and
+        // proportional, bid and offer, bid and offer OCO.
+        tags::CONTINGENCY_TYPE => matches!(value, [b'1'..=b'6']),
         tags::PARTY_ROLE => {
             crate::message::parse_uint(value).is_some_and(|r| PARTY_ROLES.contains(&r))
         }

@@ -66,6 +66,15 @@ pub const CASH_ORDER_QTY: u32 = 152;
 /// The quantity an iceberg shows (display quantity).
 pub const MAX_FLOOR: u32 = 111;
 pub const SECURITY_TYPE: u32 = 167;
+/// A trailing stop's distance (PegInstructions), with ExecInst `a`.
+pub const PEG_OFFSET_VALUE: u32 = 211;
+/// What PegOffsetValue counts: 0 price, 1 basis points.
+pub const PEG_OFFSET_TYPE: u32 = 836;
+/// The ClOrdID of the open order a one-cancels-other order pairs with.
+pub const CL_ORD_LINK_ID: u32 = 583;
+/// FIX 5.0 SP1's ContingencyType, accepted on a 4.4 NewOrderSingle: 1
+/// one-cancels-other.
+pub const CONTINGENCY_TYPE: u32 = 1385;
 pub const SUBSCRIPTION_REQUEST_TYPE: u32 = 263;
 pub const SECURITY_STATUS_REQ_ID: u32 = 324;
 pub const UNSOLICITED_INDICATOR: u32 = 325;
@@ -109,11 +118,12 @@ pub const SELF_TRADE_PREVENTION: u32 = 7928;
 /// The highest tag number FIX 4.4 defines.
 pub const LAST_FIX44_TAG: u32 = 956;
 
-/// Whether `tag` names a field at all: one FIX 4.4 defines, or one of the
-/// exchange's own. Any other number is an invalid tag, whatever the
-/// message.
+/// Whether `tag` names a field at all: one FIX 4.4 defines, one of the
+/// exchange's own, or ContingencyType, borrowed from FIX 5.0 SP1 for
+/// one-cancels-other orders. Any other number is an invalid tag, whatever
+/// the message.
 pub fn is_known(tag: u32) -> bool {
-    (1..=LAST_FIX44_TAG).contains(&tag) || tag == SELF_TRADE_PREVENTION
+    (1..=LAST_FIX44_TAG).contains(&tag) || tag == SELF_TRADE_PREVENTION || tag == CONTINGENCY_TYPE
 }
 
 /// Message types.
