@@ -10,24 +10,23 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use exchange_node::config::FixConfig;
-use exchange_node::limits::FIX_PENDING_LOGONS;
 use exchange_node::Handle;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{mpsc, watch, Semaphore};
+use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 use tokio_rustls::TlsAcceptor;
 
+use crate::admission::{Admission, Full};
 use crate::frame::{begins_like_fix, next_frame, Frame, FrameError};
 use crate::inbound::Role;
 use crate::message::Message;
 use crate::runner::{self, SessionSpec};
 use crate::session::{sessionless_logout, Settings, CREDENTIALS_REFUSED, NOT_A_LOGON};
 use crate::store::FileStore;
+use crate::throttle::Throttle;
 use crate::{session_dir, tags, time, validate, FixError};
 
-/// How long a new connection may take to send its Logon.
-pub const LOGON_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long we wait for the answer to our Logout.
 pub const LOGOUT_TIMEOUT: Duration = Duration::from_secs(2);
 
@@ -47,6 +46,14 @@ pub struct Connection {
 }
 
 type Routes = Arc<HashMap<(String, String), mpsc::Sender<Connection>>>;
+
+/// What the acceptor allows connections that have not logged on.
+#[derive(Clone)]
+struct Gate {
+    admission: Admission,
+    /// For the TLS handshake and the Logon together.
+    logon_timeout: Duration,
+}
 
 /// Binds the acceptor, opens every session's store and starts one task per
 /// session. Returns the address it listens on and a task that ends after
@@ -95,6 +102,7 @@ pub fn start(
             },
             role,
             cancel_on_disconnect: session.cancel_on_disconnect,
+            throttle: Throttle::new(config.messages_per_sec, config.message_burst),
         };
         tasks.push(tokio::spawn(runner::run(
             spec,
@@ -110,9 +118,15 @@ pub fn start(
         config.sessions.len()
     );
     let routes: Routes = Arc::new(routes);
+    let gate = Gate {
+        admission: Admission::new(
+            config.max_pending_logons,
+            config.max_pending_logons_per_source,
+        ),
+        logon_timeout: Duration::from_millis(config.logon_timeout_ms),
+    };
     let task = tokio::spawn(async move {
-        let pending = Arc::new(Semaphore::new(FIX_PENDING_LOGONS));
-        accept_loop(listener, tls, routes, pending, stopping).await;
+        accept_loop(listener, tls, routes, gate, stopping).await;
         for task in tasks {
             let _ = task.await;
         }
@@ -124,7 +138,7 @@ async fn accept_loop(
     listener: TcpListener,
     tls: Option<TlsAcceptor>,
     routes: Routes,
-    pending: Arc<Semaphore>,
+    gate: Gate,
     mut stopping: watch::Receiver<bool>,
 ) {
     loop {
@@ -133,16 +147,24 @@ async fn accept_loop(
                 Ok((stream, peer)) => {
                     tracing::debug!(%peer, "FIX connection accepted");
                     // Connections that never log on must not pile up
-                    // tasks and TLS handshakes without bound.
-                    let Ok(permit) = pending.clone().try_acquire_owned() else {
-                        tracing::warn!(%peer, "FIX connection closed: too many connections waiting to log on");
-                        drop(stream);
-                        continue;
+                    // tasks and TLS handshakes without bound, nor one
+                    // source take every slot.
+                    let slot = match gate.admission.admit(peer.ip()) {
+                        Ok(slot) => slot,
+                        Err(full) => {
+                            let why = match full {
+                                Full::All => "too many connections waiting to log on",
+                                Full::Source => "too many connections from this source waiting to log on",
+                            };
+                            tracing::warn!(%peer, "FIX connection closed: {why}");
+                            drop(stream);
+                            continue;
+                        }
                     };
-                    let (tls, routes) = (tls.clone(), routes.clone());
+                    let (tls, routes, timeout) = (tls.clone(), routes.clone(), gate.logon_timeout);
                     tokio::spawn(async move {
-                        handshake(stream, tls, routes).await;
-                        drop(permit);
+                        handshake(stream, tls, routes, timeout).await;
+                        drop(slot);
                     });
                 }
                 Err(error) => {
@@ -207,10 +229,15 @@ pub async fn refuse(mut stream: BoxedStream, first: Option<&Message>, text: &str
     let _ = stream.shutdown().await;
 }
 
-async fn handshake(tcp: TcpStream, tls: Option<TlsAcceptor>, routes: Routes) {
+async fn handshake(
+    tcp: TcpStream,
+    tls: Option<TlsAcceptor>,
+    routes: Routes,
+    logon_timeout: Duration,
+) {
     let _ = tcp.set_nodelay(true);
     // One deadline for the TLS handshake and the Logon together.
-    let deadline = tokio::time::Instant::now() + LOGON_TIMEOUT;
+    let deadline = tokio::time::Instant::now() + logon_timeout;
     let mut stream: BoxedStream = match tls {
         None => Box::new(tcp),
         Some(tls) => match tokio::time::timeout_at(deadline, tls.accept(tcp)).await {
@@ -229,7 +256,10 @@ async fn handshake(tcp: TcpStream, tls: Option<TlsAcceptor>, routes: Routes) {
         Ok(Ok(first)) => first,
         Ok(Err(FirstError::Frame(error))) => return refuse(stream, None, &error.to_string()).await,
         Ok(Err(FirstError::Io)) => return,
-        Err(_) => return refuse(stream, None, "no Logon within 10 seconds").await,
+        Err(_) => {
+            let text = format!("no Logon within {} ms", logon_timeout.as_millis());
+            return refuse(stream, None, &text).await;
+        }
     };
     let first = Message::parse(raw);
     // Everything checked before the CompIDs are looked up is checked the
@@ -282,9 +312,12 @@ mod tests {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let addr = listener.local_addr().expect("address");
         let (_stop, stopping) = watch::channel(false);
-        let pending = Arc::new(Semaphore::new(1));
+        let gate = Gate {
+            admission: Admission::new(1, 1),
+            logon_timeout: Duration::from_secs(10),
+        };
         let routes: Routes = Arc::new(HashMap::new());
-        tokio::spawn(accept_loop(listener, None, routes, pending, stopping));
+        tokio::spawn(accept_loop(listener, None, routes, gate, stopping));
 
         let mut waiting = TcpStream::connect(addr).await.expect("connect");
         // Past the limit: closed without a word while the first waits.
@@ -302,5 +335,57 @@ mod tests {
             .await
             .expect("write");
         assert!(until_closed(&mut next).await.starts_with(b"8=FIX.4.4"));
+    }
+
+    async fn connect_from(source: [u8; 4], to: std::net::SocketAddr) -> TcpStream {
+        let socket = tokio::net::TcpSocket::new_v4().expect("socket");
+        socket
+            .bind(std::net::SocketAddr::from((source, 0)))
+            .expect("bind a loopback source");
+        socket.connect(to).await.expect("connect")
+    }
+
+    #[tokio::test]
+    async fn one_source_cannot_take_the_slots_of_others() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addr = listener.local_addr().expect("address");
+        let (_stop, stopping) = watch::channel(false);
+        let gate = Gate {
+            admission: Admission::new(8, 2),
+            logon_timeout: Duration::from_secs(10),
+        };
+        tokio::spawn(accept_loop(listener, None, Arc::default(), gate, stopping));
+
+        let mut idle = Vec::new();
+        for _ in 0..2 {
+            idle.push(connect_from([127, 0, 0, 2], addr).await);
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        // The flooding source's next connection is closed without a word...
+        let mut refused = connect_from([127, 0, 0, 2], addr).await;
+        assert!(until_closed(&mut refused).await.is_empty());
+        // ...while another source is served.
+        let mut other = connect_from([127, 0, 0, 3], addr).await;
+        other
+            .write_all(b"GET / HTTP/1.1\r\n\r\n")
+            .await
+            .expect("write");
+        assert!(until_closed(&mut other).await.starts_with(b"8=FIX.4.4"));
+    }
+
+    #[tokio::test]
+    async fn a_connection_without_a_logon_is_closed_at_the_logon_timeout() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addr = listener.local_addr().expect("address");
+        let (_stop, stopping) = watch::channel(false);
+        let gate = Gate {
+            admission: Admission::new(8, 2),
+            logon_timeout: Duration::from_millis(200),
+        };
+        tokio::spawn(accept_loop(listener, None, Arc::default(), gate, stopping));
+        let mut idle = TcpStream::connect(addr).await.expect("connect");
+        let said = until_closed(&mut idle).await;
+        let said = String::from_utf8_lossy(&said);
+        assert!(said.contains("no Logon within 200 ms"), "{said}");
     }
 }

@@ -20,6 +20,7 @@
 //! its next logon.
 
 pub mod acceptor;
+pub mod admission;
 pub mod app;
 pub mod frame;
 pub mod fuzzing;
@@ -34,6 +35,7 @@ pub mod session;
 pub mod spec;
 pub mod store;
 pub mod tags;
+pub mod throttle;
 pub mod time;
 pub mod tls;
 
@@ -44,6 +46,7 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use exchange_node::config::{Config, FixConfig, FixSessionConfig};
+use exchange_node::limits::{MAX_FIX_LOGON_TIMEOUT_MS, MAX_FIX_PENDING_LOGONS};
 use exchange_node::GatewayStart;
 use exchange_node::Handle;
 use thiserror::Error;
@@ -78,6 +81,7 @@ fn valid_comp_id(id: &str) -> bool {
 /// Checks the `[fix]` section: every session's CompIDs are valid and
 /// unique, and it is either an order-entry or a drop-copy session.
 pub fn validate(config: &FixConfig) -> Result<(), FixError> {
+    validate_limits(config)?;
     let mut seen = HashSet::new();
     for session in &config.sessions {
         let name = format!("{}->{}", session.sender_comp_id, session.target_comp_id);
@@ -113,6 +117,32 @@ pub fn validate(config: &FixConfig) -> Result<(), FixError> {
                 )))
             }
         }
+    }
+    Ok(())
+}
+
+/// Checks the bounds on connections that have not logged on and on a
+/// session's message rate.
+fn validate_limits(config: &FixConfig) -> Result<(), FixError> {
+    if !(100..=MAX_FIX_LOGON_TIMEOUT_MS).contains(&config.logon_timeout_ms) {
+        return Err(FixError::Config(format!(
+            "logon_timeout_ms must be 100 to {MAX_FIX_LOGON_TIMEOUT_MS}"
+        )));
+    }
+    if !(1..=MAX_FIX_PENDING_LOGONS).contains(&config.max_pending_logons) {
+        return Err(FixError::Config(format!(
+            "max_pending_logons must be 1 to {MAX_FIX_PENDING_LOGONS}"
+        )));
+    }
+    if !(1..=config.max_pending_logons).contains(&config.max_pending_logons_per_source) {
+        return Err(FixError::Config(
+            "max_pending_logons_per_source must be 1 to max_pending_logons".into(),
+        ));
+    }
+    if config.messages_per_sec > 0 && config.message_burst == 0 {
+        return Err(FixError::Config(
+            "message_burst must be at least 1 when messages_per_sec is set".into(),
+        ));
     }
     Ok(())
 }
@@ -175,5 +205,39 @@ mod tests {
         dc.cancel_on_disconnect = true;
         config.sessions = vec![dc];
         assert!(validate(&config).is_err());
+    }
+
+    #[test]
+    fn connection_and_rate_limits_are_checked() {
+        let ok = FixConfig {
+            sessions: vec![session("A", Some(1), vec![])],
+            ..FixConfig::default()
+        };
+        assert!(validate(&ok).is_ok());
+        let bad = [
+            FixConfig {
+                logon_timeout_ms: 0,
+                ..ok.clone()
+            },
+            FixConfig {
+                max_pending_logons: 0,
+                ..ok.clone()
+            },
+            FixConfig {
+                max_pending_logons_per_source: ok.max_pending_logons + 1,
+                ..ok.clone()
+            },
+            FixConfig {
+                max_pending_logons_per_source: 0,
+                ..ok.clone()
+            },
+            FixConfig {
+                message_burst: 0,
+                ..ok.clone()
+            },
+        ];
+        for config in bad {
+            assert!(validate(&config).is_err(), "{config:?}");
+        }
     }
 }

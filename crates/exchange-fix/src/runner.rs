@@ -29,10 +29,12 @@ use crate::app::App;
 use crate::frame::next_frame;
 use crate::inbound::{self, Inbound, Request, Role, Submission};
 use crate::message::{answer_routing, Message, Outgoing};
+use crate::reports;
 use crate::security_status::SecurityStatus;
 use crate::session::{Action, Session, Settings, CREDENTIALS_REFUSED};
 use crate::store::FileStore;
-use crate::tags;
+use crate::tags::{self, business_reject};
+use crate::throttle::{Throttle, Verdict};
 use crate::time::now_ns;
 
 /// How often the session's timers are looked at.
@@ -44,6 +46,8 @@ pub struct SessionSpec {
     pub settings: Settings,
     pub role: Role,
     pub cancel_on_disconnect: bool,
+    /// The session's application message rate.
+    pub throttle: Throttle,
 }
 
 enum Pending {
@@ -82,6 +86,7 @@ struct Runner {
     /// Entries up to this index are already in the seeded order cache.
     seeded: u64,
     cancel_on_disconnect: bool,
+    throttle: Throttle,
     name: String,
 }
 
@@ -119,6 +124,7 @@ pub async fn run(
         pending: VecDeque::new(),
         seeded: 0,
         cancel_on_disconnect: spec.cancel_on_disconnect,
+        throttle: spec.throttle,
         name,
     };
     runner.seed().await;
@@ -403,6 +409,16 @@ impl Runner {
     fn deliver(&mut self, message: Message, actions: &mut Vec<Action>) {
         let now = now_ns();
         let routing = answer_routing(&message);
+        match self.throttle.take(std::time::Instant::now()) {
+            Verdict::Pass => {}
+            Verdict::Refuse => return self.throttled(&message, routing, actions),
+            Verdict::LogOut => {
+                tracing::warn!(session = %self.name, "FIX session logged out: message rate far above the limit");
+                self.throttled(&message, routing, actions);
+                let text = "logged out: message rate far above the limit";
+                return self.session.logout(now, text, actions);
+            }
+        }
         if self.already_sent(&message) {
             // Taken once already: its state is the answer, not a second order.
             return self.answer_status(message, routing, actions);
@@ -437,6 +453,34 @@ impl Runner {
                 }
             }
         }
+    }
+
+    /// Refuses a message over the session's rate, as FIX 4.4 refuses such
+    /// a message: an order with a rejected ExecutionReport, a cancel or
+    /// replace with an OrderCancelReject, a mass cancel with its report,
+    /// anything else with a BusinessMessageReject (380=0, other). Nothing
+    /// reaches the core.
+    fn throttled(&mut self, message: &Message, routing: Vec<u8>, actions: &mut Vec<Action>) {
+        let now = now_ns();
+        let text = self.throttle.refusal();
+        let answer = match inbound::translate(message, &self.app.role, now) {
+            Inbound::Submit(submission) => self.app.unavailable(&submission.request, &text, now),
+            // Refused anyway, by the same cheap checks.
+            Inbound::Reply(answer) => answer,
+            Inbound::Reject(problem) => {
+                return self.session.reject(now, message, &problem, actions)
+            }
+            Inbound::Status | Inbound::SecurityStatus => reports::business_reject(
+                message.seq_num().unwrap_or(0),
+                message.text(tags::MSG_TYPE).unwrap_or_default(),
+                message
+                    .text(tags::CL_ORD_ID)
+                    .or(message.text(tags::SECURITY_STATUS_REQ_ID)),
+                business_reject::OTHER,
+                &text,
+            ),
+        };
+        self.answer_now(answer.routed(&routing), actions);
     }
 
     /// Carries out the session's actions: delivers application messages,

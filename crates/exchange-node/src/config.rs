@@ -250,6 +250,20 @@ pub struct FixConfig {
     pub tls_cert: Option<PathBuf>,
     /// PEM private key of `tls_cert`.
     pub tls_key: Option<PathBuf>,
+    /// Milliseconds a new connection has for its TLS handshake and Logon
+    /// together; a connection that has not logged on by then is closed.
+    pub logon_timeout_ms: u64,
+    /// Connections served before their Logon at a time, all sources
+    /// together; more are closed at once.
+    pub max_pending_logons: usize,
+    /// Of those, from one source (an IPv4 address, or an IPv6 /64): one
+    /// source cannot take the slots every other counterparty needs.
+    pub max_pending_logons_per_source: usize,
+    /// Application messages a logged-on session may send per second
+    /// (token bucket); 0 turns the limit off.
+    pub messages_per_sec: u32,
+    /// Messages a session may send at once before the rate applies.
+    pub message_burst: u32,
     pub sessions: Vec<FixSessionConfig>,
 }
 
@@ -260,6 +274,11 @@ impl Default for FixConfig {
             max_clock_skew_secs: 120,
             tls_cert: None,
             tls_key: None,
+            logon_timeout_ms: 2_000,
+            max_pending_logons: crate::limits::FIX_PENDING_LOGONS,
+            max_pending_logons_per_source: 8,
+            messages_per_sec: 2_000,
+            message_burst: 4_000,
             sessions: Vec::new(),
         }
     }

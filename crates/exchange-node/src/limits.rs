@@ -154,8 +154,14 @@ pub const FIX_CLOSED_REMEMBERED: usize = 4_096;
 /// are dropped and a resend request for them gets a gap fill.
 pub const FIX_STORE_RETAINED: usize = 100_000;
 /// Connections the FIX acceptor serves before their Logon (TLS handshake
-/// included); more are closed at once until one finishes.
+/// included) by default (`[fix] max_pending_logons`); more are closed at
+/// once until one finishes.
 pub const FIX_PENDING_LOGONS: usize = 256;
+/// `[fix] max_pending_logons` at most: each holds a descriptor and a task.
+pub const MAX_FIX_PENDING_LOGONS: usize = 16_384;
+/// `[fix] logon_timeout_ms` at most: longer lets idle connections hold
+/// their slots for longer than any real counterparty needs.
+pub const MAX_FIX_LOGON_TIMEOUT_MS: u64 = 60_000;
 
 // A close frame always fits what a socket may buffer.
 const _: () = assert!(WS_WRITE_BUFFER < WS_MAX_WRITE_BUFFER);
