@@ -11,6 +11,7 @@
 
 use std::time::Instant;
 
+use exchange_node::config::FixConfig;
 use exchange_testkit::fix::{session, Client, Node};
 use hdrhistogram::Histogram;
 
@@ -42,7 +43,14 @@ fn main() {
         .build()
         .expect("runtime");
     runtime.block_on(async move {
-        let node = Node::start(&dir, vec![session("LAT", 1, false)], &[1]).await;
+        // Latency, not the message rate limit, is measured: the session
+        // sends far more than the default rate over the run.
+        let config = FixConfig {
+            sessions: vec![session("LAT", 1, false)],
+            messages_per_sec: 0,
+            ..FixConfig::default()
+        };
+        let node = Node::start_with(&dir, config, &[1]).await;
         let mut client = Client::logon(node.addr, "LAT").await;
         let mut place = Histogram::<u64>::new(3).expect("histogram");
         let mut cancel = Histogram::<u64>::new(3).expect("histogram");
