@@ -213,6 +213,30 @@ fn throttled(message: &Message) -> bool {
     message.text(58).is_some_and(|t| t.starts_with("throttled"))
 }
 
+/// The answers to a burst of 30 orders and a status request, 20 of them
+/// within the burst: the rest refused, each the FIX way for its type.
+fn check_burst_answers(seen: &[Message]) {
+    let accepted = seen.iter().filter(|m| m.text(150) == Some("0")).count();
+    let refused: Vec<&Message> = seen.iter().filter(|m| throttled(m)).collect();
+    assert!(accepted >= 20, "the burst passes: {accepted}");
+    assert!(refused.len() >= 9, "{} refused", refused.len());
+    // Orders are refused as orders, FIX 4.4 style; the rest with a
+    // BusinessMessageReject.
+    for refusal in &refused {
+        match refusal.text(35) {
+            Some("8") => assert_eq!(
+                (refusal.text(150), refusal.text(39), refusal.text(103)),
+                (Some("8"), Some("8"), Some("99"))
+            ),
+            _ => assert_eq!(
+                (refusal.text(372), refusal.text(380), refusal.text(379)),
+                (Some("H"), Some("0"), Some("f0"))
+            ),
+        }
+    }
+    assert!(refused.iter().any(|m| m.text(35) == Some("j")));
+}
+
 #[test]
 fn a_session_flooding_messages_is_refused_and_its_neighbour_is_not() {
     let tmp = tempfile::tempdir().expect("temp dir");
@@ -232,26 +256,7 @@ fn a_session_flooding_messages_is_refused_and_its_neighbour_is_not() {
         }
         burst.extend(flood.encode("H", &format!("11=f0|55={SYMBOL}|54=1|")));
         flood.write(&burst).await;
-        let seen = answers(&mut flood, 31).await;
-        let accepted = seen.iter().filter(|m| m.text(150) == Some("0")).count();
-        let refused: Vec<&Message> = seen.iter().filter(|m| throttled(m)).collect();
-        assert!(accepted >= 20, "the burst passes: {accepted}");
-        assert!(refused.len() >= 9, "{} refused", refused.len());
-        // Orders are refused as orders, FIX 4.4 style; the rest with a
-        // BusinessMessageReject.
-        for refusal in &refused {
-            match refusal.text(35) {
-                Some("8") => assert_eq!(
-                    (refusal.text(150), refusal.text(39), refusal.text(103)),
-                    (Some("8"), Some("8"), Some("99"))
-                ),
-                _ => assert_eq!(
-                    (refusal.text(372), refusal.text(380), refusal.text(379)),
-                    (Some("H"), Some("0"), Some("f0"))
-                ),
-            }
-        }
-        assert!(refused.iter().any(|m| m.text(35) == Some("j")));
+        check_burst_answers(&answers(&mut flood, 31).await);
 
         // The neighbour is served meanwhile.
         calm.send("D", &limit_order("c1", "1", "0.01", "55000"))
@@ -293,55 +298,26 @@ fn stops_trailing_stops_and_pairs_entered_over_fix_are_accepted_and_trigger() {
         let mut stopper = FixClient::logon(fix, "STOPPER").await;
         let mut seller = FixClient::logon(fix, "SELLER").await;
         let mut buyer = FixClient::logon(fix, "BUYER").await;
-        let now = now();
-        // A stop: sell 1 at market once the last trade is 59000 or below;
-        // a trailing stop 1000 below the last price (60000, the reference).
-        stopper
-            .send(
-                "D",
-                &format!("11=stop-1|55={SYMBOL}|54=2|38=1|40=3|99=59000|60={now}|"),
-            )
-            .await;
-        let new = answer_to(&mut stopper, "stop-1").await;
-        assert_eq!(new.text(99), Some("59000"));
-        stopper
-            .send(
-                "D",
-                &format!("11=trail-1|55={SYMBOL}|54=2|38=1|40=3|18=a|211=1000|60={now}|"),
-            )
-            .await;
-        answer_to(&mut stopper, "trail-1").await;
-        // An iceberg and a good-till-date order are taken too.
         let expiry = exchange_fix::time::format(exchange_fix::time::now_ns() + 3_600_000_000_000);
-        stopper
-            .send(
-                "D",
-                &format!("11=berg-1|55={SYMBOL}|54=2|38=2|40=2|44=65000|111=0.5|60={now}|"),
-            )
-            .await;
-        answer_to(&mut stopper, "berg-1").await;
-        stopper
-            .send(
-                "D",
-                &format!(
-                    "11=gtd-1|55={SYMBOL}|54=2|38=1|40=2|44=65000|59=6|126={expiry}|60={now}|"
-                ),
-            )
-            .await;
-        answer_to(&mut stopper, "gtd-1").await;
-
-        // A one-cancels-other pair: a take-profit and a stop-loss.
-        stopper
-            .send("D", &limit_order("tp", "2", "1", "65000"))
-            .await;
-        answer_to(&mut stopper, "tp").await;
-        stopper
-            .send(
-                "D",
-                &format!("11=sl|55={SYMBOL}|54=2|38=1|40=3|99=59000|1385=1|583=tp|60={now}|"),
-            )
-            .await;
-        answer_to(&mut stopper, "sl").await;
+        for (id, fields) in [
+            // Sell 1 at market once the last trade is 59000 or below.
+            ("stop-1", "38=1|40=3|99=59000"),
+            // 1000 below the last price (60000, the reference), following it.
+            ("trail-1", "38=1|40=3|18=a|211=1000"),
+            // An iceberg and a good-till-date order are taken too.
+            ("berg-1", "38=2|40=2|44=65000|111=0.5"),
+            ("gtd-1", &format!("38=1|40=2|44=65000|59=6|126={expiry}")),
+            // A one-cancels-other pair: a take-profit and a stop-loss.
+            ("tp", "38=1|40=2|44=65000"),
+            ("sl", "38=1|40=3|99=59000|1385=1|583=tp"),
+        ] {
+            let now = now();
+            let order = format!("11={id}|55={SYMBOL}|54=2|{fields}|60={now}|");
+            stopper.send("D", &order).await;
+            let new = answer_to(&mut stopper, id).await;
+            // A stop's New report carries its stop price (a trailing one's start).
+            assert_eq!(new.text(99), fields.contains("40=3").then_some("59000"));
+        }
 
         // A bid for the stops to sell into, then a trade at 59000.
         buyer
