@@ -174,8 +174,8 @@ fn idle_connections_from_one_address_lock_no_one_out() {
     server.api.assert_healthy("the connection flood");
 }
 
-/// The next `n` answers to requests: ExecutionReports and
-/// BusinessMessageRejects (the flood's answers name it when some are
+/// The next `n` answers to requests: ExecutionReports,
+/// OrderCancelRejects and BusinessMessageRejects (the flood's answers name it when some are
 /// missing).
 async fn answers(client: &mut FixClient, n: usize) -> Vec<Message> {
     let mut seen = Vec::new();
@@ -188,7 +188,7 @@ async fn answers(client: &mut FixClient, n: usize) -> Vec<Message> {
                 .collect();
             panic!("{} of {n} answers: {got:#?}", seen.len());
         };
-        if matches!(message.text(35), Some("8" | "j")) {
+        if matches!(message.text(35), Some("8" | "9" | "j")) {
             seen.push(message);
         }
     }
@@ -213,8 +213,9 @@ fn throttled(message: &Message) -> bool {
     message.text(58).is_some_and(|t| t.starts_with("throttled"))
 }
 
-/// The answers to a burst of 30 orders and a status request, 20 of them
-/// within the burst: the rest refused, each the FIX way for its type.
+/// The answers to a burst of 30 orders, a status request and a cancel,
+/// 20 of them within the burst: the rest refused, each the FIX way for
+/// its type.
 fn check_burst_answers(seen: &[Message]) {
     let accepted = seen.iter().filter(|m| m.text(150) == Some("0")).count();
     let refused: Vec<&Message> = seen.iter().filter(|m| throttled(m)).collect();
@@ -228,13 +229,19 @@ fn check_burst_answers(seen: &[Message]) {
                 (refusal.text(150), refusal.text(39), refusal.text(103)),
                 (Some("8"), Some("8"), Some("99"))
             ),
+            Some("9") => assert_eq!(
+                (refusal.text(41), refusal.text(434), refusal.text(102)),
+                (Some("f0"), Some("1"), Some("99"))
+            ),
             _ => assert_eq!(
                 (refusal.text(372), refusal.text(380), refusal.text(379)),
                 (Some("H"), Some("0"), Some("f0"))
             ),
         }
     }
-    assert!(refused.iter().any(|m| m.text(35) == Some("j")));
+    for kind in ["9", "j"] {
+        assert!(refused.iter().any(|m| m.text(35) == Some(kind)), "{kind}");
+    }
 }
 
 #[test]
@@ -255,8 +262,11 @@ fn a_session_flooding_messages_is_refused_and_its_neighbour_is_not() {
             burst.extend(flood.encode("D", &limit_order(&format!("f{i}"), "1", "0.01", "55000")));
         }
         burst.extend(flood.encode("H", &format!("11=f0|55={SYMBOL}|54=1|")));
+        let now = now();
+        let cancel = format!("41=f0|11=x0|55={SYMBOL}|54=1|60={now}|");
+        burst.extend(flood.encode("F", &cancel));
         flood.write(&burst).await;
-        check_burst_answers(&answers(&mut flood, 31).await);
+        check_burst_answers(&answers(&mut flood, 32).await);
 
         // The neighbour is served meanwhile.
         calm.send("D", &limit_order("c1", "1", "0.01", "55000"))
