@@ -138,6 +138,59 @@ mod tests {
         );
     }
 
+    /// The worked example of docs/server.md and docs/protocol.md, its
+    /// values computed with Python's hmac and hashlib.
+    #[test]
+    fn the_documented_example_signs_as_documented() {
+        let body =
+            r#"{"symbol":"BTC-USD","side":"buy","type":"limit","price":"60000","qty":"0.01"}"#;
+        assert_eq!(
+            signed_string("1700000000123", "POST", "/v1/orders", body.as_bytes()),
+            format!("1700000000123\nPOST\n/v1/orders\n{body}").into_bytes()
+        );
+        for (method, path, body, expected) in [
+            (
+                "POST",
+                "/v1/orders",
+                body,
+                "e009276d084eab369e262f5d48183ebaad01540757724bf8669a75fad5c05565",
+            ),
+            (
+                "DELETE",
+                "/v1/orders/12",
+                "",
+                "98020b7a7dab5d9e96d619f31756af9cc45e7197c3277789bb820d8ae3449500",
+            ),
+            (
+                "GET",
+                "/v1/ws",
+                "",
+                "bb228cdd4adf5350093e542f037f7733ee88e4b7a249c1240c5a65b02fb79b51",
+            ),
+        ] {
+            assert_eq!(
+                sign("abc", "1700000000123", method, path, body.as_bytes()),
+                expected,
+                "{method} {path}"
+            );
+        }
+    }
+
+    #[test]
+    fn ed25519_signs_the_same_string() {
+        use ed25519_dalek::Signer as _;
+        let key = ed25519_dalek::SigningKey::from_bytes(&[7; 32]);
+        let public = key.verifying_key().to_bytes();
+        let signed = signed_string("1700000000123", "DELETE", "/v1/orders/12", b"");
+        let signature = hex::encode(key.sign(&signed).to_bytes());
+        assert!(ed25519_matches(&public, &signed, &signature));
+        let recut = signed_string("1700000000123", "DELETE", "/v1/orders/1", b"2");
+        assert!(!ed25519_matches(&public, &recut, &signature));
+        // A signature of the old, separator-free string is refused.
+        let old = key.sign(b"1700000000123DELETE/v1/orders/12").to_bytes();
+        assert!(!ed25519_matches(&public, &signed, &hex::encode(old)));
+    }
+
     #[test]
     fn verification_refuses_any_change() {
         let good = "5272fac8f9434ff56c8fd8764189f268ea3cf86ef7af471d55e9acebdf6aa8c1";
