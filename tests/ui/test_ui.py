@@ -219,7 +219,7 @@ class WebUi(unittest.TestCase):
             "import('/ui/sign.js').then(m => m.sign('abc', '1700000000', 'GET', '/v1/ws', ''))"
         )
         self.assertEqual(
-            signature, "cb82575a9902acaf74a491a3214721676aaed65f0c291db4069979d43305d278"
+            signature, "4aa5ece134aec15d804f514fbcf9e83be02671e815c0bda8513af2cba693f2e2"
         )
         page.assert_clean(self)
 

@@ -1,10 +1,11 @@
-//! Replay: a captured signed request, sent again, is refused and changes
-//! nothing, over REST and WebSocket.
+//! Replay: a captured signed request, sent again (as it was or cut
+//! elsewhere), is refused and changes nothing, and spends nothing of its
+//! key's allowance; refusals are charged to their address.
 
 use axum::http::{Method, Request, StatusCode};
 
 use super::rest_client::*;
-use super::test_support::funded_node;
+use super::test_support::{funded_node, keys};
 
 const ORDER: &str =
     r#"{"symbol":"BTC-USD","side":"sell","price":"100.50","qty":"1","client_order_id":"r-1"}"#;
@@ -128,4 +129,94 @@ async fn the_receive_window_is_the_configured_one() {
         "{}",
         reply.json
     );
+}
+
+/// A captured cancel, cut elsewhere (a digit of the path moved into the
+/// body), is refused for its body before its signature is looked at.
+#[tokio::test]
+async fn a_request_cut_elsewhere_is_refused() {
+    let node = funded_node().await;
+    let app = app(&node, |_| {});
+    let original = signed(2, Method::DELETE, "/v1/orders/12", "");
+    let mut recut = copy(&original, "2");
+    *recut.uri_mut() = "/v1/orders/1".parse().expect("uri");
+    let refused = call(&app, recut).await;
+    assert_eq!(
+        (refused.status, refused.json["code"].as_str()),
+        (StatusCode::BAD_REQUEST, Some("body_not_allowed")),
+        "{}",
+        refused.json
+    );
+}
+
+/// Requests naming a key with a bad signature (or too big a body) are
+/// charged to their address; the key's allowance is spent only by requests
+/// that verified, so its holder is still served.
+#[tokio::test]
+async fn refusals_naming_a_key_spend_its_address_not_its_allowance() {
+    let node = funded_node().await;
+    let app = app(&node, |c| {
+        c.rate_limit_per_sec = 1;
+        c.rate_limit_burst = 3;
+        c.max_body_bytes = 64;
+    });
+    let (key, _) = keys()[0].clone();
+    let mut last = None;
+    for n in 0..60 {
+        let body = if n % 2 == 0 {
+            "x".repeat(100)
+        } else {
+            String::new()
+        };
+        let junk = signed_with(
+            key,
+            "not the secret",
+            &now(),
+            Method::POST,
+            "/v1/orders",
+            &body,
+        );
+        last = Some(call(&app, from("192.0.2.9", junk)).await);
+    }
+    let last = last.expect("answers");
+    assert_eq!(
+        (last.status, last.json["code"].as_str()),
+        (StatusCode::TOO_MANY_REQUESTS, Some("rate_limited")),
+        "{}",
+        last.json
+    );
+    for _ in 0..3 {
+        let reply = call(
+            &app,
+            from("192.0.2.1", signed(1, Method::GET, "/v1/balances", "")),
+        )
+        .await;
+        assert_eq!(reply.status, StatusCode::OK, "{}", reply.json);
+    }
+    // And the allowance still holds for its own key.
+    let limited = call(
+        &app,
+        from("192.0.2.1", signed(1, Method::GET, "/v1/balances", "")),
+    )
+    .await;
+    assert_eq!(limited.status, StatusCode::TOO_MANY_REQUESTS);
+}
+
+/// A replay of a captured request spends nothing of its key's allowance.
+#[tokio::test]
+async fn replays_spend_no_allowance() {
+    let node = funded_node().await;
+    let app = app(&node, |c| {
+        c.rate_limit_per_sec = 1;
+        c.rate_limit_burst = 2;
+    });
+    let original = signed(1, Method::GET, "/v1/balances", "");
+    let copies: Vec<_> = (0..5).map(|_| copy(&original, "")).collect();
+    assert_eq!(call(&app, original).await.status, StatusCode::OK);
+    for replay in copies {
+        let refused = call(&app, from("192.0.2.7", replay)).await;
+        assert_eq!(refused.json["code"], "replayed_request");
+    }
+    let reply = call(&app, signed(1, Method::GET, "/v1/balances", "")).await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.json);
 }

@@ -329,7 +329,7 @@ fn ed25519_request(
     base64: bool,
 ) -> Request<Body> {
     let timestamp = now();
-    let message = format!("{timestamp}{}{path}{body}", method.as_str());
+    let message = format!("{timestamp}\n{}\n{path}\n{body}", method.as_str());
     let signature = signing.sign(message.as_bytes()).to_bytes();
     let signature = if base64 {
         base64::engine::general_purpose::STANDARD.encode(signature)
@@ -465,7 +465,7 @@ async fn websockets_take_ed25519_keys_and_hold_keys_to_scope_and_address() {
     // Each socket signs at another second: no two auth messages are alike.
     let auth_at = |ago: u64| {
         let at = timestamp - ago;
-        let signature = signing.sign(format!("{at}GET/v1/ws").as_bytes());
+        let signature = signing.sign(format!("{at}\nGET\n/v1/ws\n").as_bytes());
         json!({ "type": "auth", "key": reader["api_key"], "timestamp": at,
                 "signature": hex::encode(signature.to_bytes()) })
     };

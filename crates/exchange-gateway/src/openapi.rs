@@ -422,7 +422,7 @@ pub fn document() -> Value {
                 "apiKey": { "type": "apiKey", "in": "header", "name": "EX-ACCESS-KEY" },
                 "apiTimestamp": { "type": "apiKey", "in": "header", "name": "EX-ACCESS-TIMESTAMP", "description": "Unix milliseconds, within recv_window_ms of server time; each signed request is accepted once" },
                 "apiSign": { "type": "apiKey", "in": "header", "name": "EX-ACCESS-SIGN",
-                    "description": "over timestamp + METHOD + path?query + body: lowercase hex HMAC-SHA256 with the API secret, or for an Ed25519 key the signature in hex or base64" },
+                    "description": "over timestamp + \"\\n\" + METHOD + \"\\n\" + path?query + \"\\n\" + body: lowercase hex HMAC-SHA256 with the API secret, or for an Ed25519 key the signature in hex or base64" },
             },
         },
     })

@@ -2,9 +2,12 @@
 //! `per_sec`. Shared by REST and WebSocket, so a key gets one allowance
 //! however it connects.
 //!
-//! The check runs before the key is looked up (an unknown key costs no
-//! more than a known one), so buckets are keyed by whatever keys clients
-//! send, and their number is bounded ([`MAX_RATE_LIMITED_KEYS`]). A bucket refilled to
+//! A key's allowance is looked at ([`RateLimiter::allows`]) once the key
+//! is found, before its body is read and its signature checked, but spent
+//! ([`RateLimiter::check`]) only by a request whose signature verified:
+//! key ids travel in clear, so whatever is spent before that could be
+//! spent by anyone on anyone's key ([`super::auth`]). The number of
+//! buckets is bounded all the same ([`MAX_RATE_LIMITED_KEYS`]). A bucket refilled to
 //! the full burst is the same as no bucket, so when the map is full those
 //! are dropped; while none can be, a key without a bucket is refused
 //! (keys that have one keep their allowance). The map is swept only when

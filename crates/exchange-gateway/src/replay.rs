@@ -3,10 +3,13 @@
 //! request is accepted once. Past the window the timestamp check refuses it,
 //! so nothing older needs remembering.
 //!
-//! A request is remembered by a fingerprint of what it signs (key,
-//! timestamp, method, path and query, body), not by the signature's text:
-//! the same request with its hex signature in upper case, or any other
-//! encoding of a valid signature, is the same request. Only requests whose
+//! A request is remembered by a fingerprint of its key and the exact bytes
+//! its signature covers ([`super::signature::signed_string`]), not by the
+//! signature's text: the same request with its hex signature in upper
+//! case, or any other encoding of a valid signature, is the same request.
+//! Nor by the request's parts: two requests whose parts differ but whose
+//! signed bytes are the same carry the same signature, and must count as
+//! one request, not two. Only requests whose
 //! signature verified are remembered, so nobody without the secret can fill
 //! the guard or make a client's next request look like a replay.
 //!
@@ -103,27 +106,14 @@ impl ReplayGuard {
     }
 }
 
-/// What identifies a signed request: 128 bits of SHA-256 over its signed
-/// parts, each behind its length so that no two different requests run
-/// together into the same bytes.
-pub fn fingerprint(
-    key: &str,
-    timestamp: &str,
-    method: &str,
-    path_and_query: &str,
-    body: &[u8],
-) -> u128 {
+/// What identifies a signed request: 128 bits of SHA-256 over its key
+/// (behind its length, so that key and signed bytes cannot run together)
+/// and the bytes it signed.
+pub fn fingerprint(key: &str, signed: &[u8]) -> u128 {
     let mut hash = Sha256::new();
-    for part in [
-        key.as_bytes(),
-        timestamp.as_bytes(),
-        method.as_bytes(),
-        path_and_query.as_bytes(),
-        body,
-    ] {
-        hash.update((part.len() as u64).to_le_bytes());
-        hash.update(part);
-    }
+    hash.update((key.len() as u64).to_le_bytes());
+    hash.update(key.as_bytes());
+    hash.update(signed);
     let digest = hash.finalize();
     let mut first = [0u8; 16];
     first.copy_from_slice(&digest[..16]);
@@ -133,16 +123,21 @@ pub fn fingerprint(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::signature::signed_string;
+
+    fn request(key: &str, timestamp: &str, method: &str, path: &str, body: &[u8]) -> u128 {
+        fingerprint(key, &signed_string(timestamp, method, path, body))
+    }
 
     #[test]
     fn a_request_is_admitted_once_within_its_window() {
         let guard = ReplayGuard::new(1_000, 10);
-        let a = fingerprint("k", "1500", "POST", "/v1/orders", b"{}");
+        let a = request("k", "1500", "POST", "/v1/orders", b"{}");
         assert_eq!(guard.admit(a, 1_500, 6_500, 1_600), Ok(()));
         assert_eq!(guard.admit(a, 1_500, 6_500, 1_601), Err(Refusal::Replayed));
         assert_eq!(guard.admit(a, 1_500, 6_500, 6_500), Err(Refusal::Replayed));
         // Another request of the same key and time is another request.
-        let b = fingerprint("k", "1500", "POST", "/v1/orders", b"{ }");
+        let b = request("k", "1500", "POST", "/v1/orders", b"{ }");
         assert_eq!(guard.admit(b, 1_500, 6_500, 1_602), Ok(()));
         // Once past the window it is forgotten (the timestamp check refuses
         // it by then).
@@ -153,7 +148,7 @@ mod tests {
     #[test]
     fn nothing_signed_before_the_guard_started_is_admitted() {
         let guard = ReplayGuard::new(1_000, 10);
-        let a = fingerprint("k", "999", "GET", "/v1/ws", b"");
+        let a = request("k", "999", "GET", "/v1/ws", b"");
         assert_eq!(guard.admit(a, 999, 5_999, 1_001), Err(Refusal::BeforeStart));
         assert!(guard.is_empty());
     }
@@ -162,20 +157,37 @@ mod tests {
     fn a_full_guard_refuses_rather_than_forgets() {
         let guard = ReplayGuard::new(0, 2);
         for (i, body) in [b"1", b"2"].iter().enumerate() {
-            let f = fingerprint("k", "10", "POST", "/v1/orders", *body);
+            let f = request("k", "10", "POST", "/v1/orders", *body);
             assert_eq!(guard.admit(f, 10, 100, 10 + i as u64), Ok(()));
         }
-        let third = fingerprint("k", "10", "POST", "/v1/orders", b"3");
+        let third = request("k", "10", "POST", "/v1/orders", b"3");
         assert_eq!(guard.admit(third, 10, 100, 20), Err(Refusal::Full));
         assert_eq!(guard.admit(third, 10, 100, 101), Ok(()));
     }
 
     #[test]
     fn fingerprints_separate_the_parts() {
-        let base = fingerprint("k", "1", "GET", "/a", b"");
-        assert_ne!(base, fingerprint("k1", "", "GET", "/a", b""));
-        assert_ne!(base, fingerprint("k", "1", "GET", "/", b"a"));
-        assert_ne!(base, fingerprint("k", "1", "POST", "/a", b""));
-        assert_eq!(base, fingerprint("k", "1", "GET", "/a", b""));
+        let base = request("k", "1", "GET", "/a", b"");
+        assert_ne!(base, request("k1", "", "GET", "/a", b""));
+        assert_ne!(base, request("k", "1", "GET", "/", b"a"));
+        assert_ne!(base, request("k", "1", "POST", "/a", b""));
+        assert_eq!(base, request("k", "1", "GET", "/a", b""));
+        // The key cannot borrow from the signed bytes either.
+        assert_ne!(fingerprint("k", b"1\nGET"), fingerprint("k1", b"\nGET"));
+    }
+
+    /// What was signed is what is remembered: the same bytes are the same
+    /// request however they are cut into parts.
+    #[test]
+    fn fingerprints_are_of_the_signed_bytes() {
+        let signed = signed_string("1", "DELETE", "/v1/orders/12", b"");
+        assert_eq!(
+            fingerprint("k", &signed),
+            request("k", "1", "DELETE", "/v1/orders/12", b"")
+        );
+        assert_ne!(
+            fingerprint("k", &signed),
+            request("k", "1", "DELETE", "/v1/orders/1", b"2")
+        );
     }
 }

@@ -3,7 +3,8 @@
 //! public market-data channels ([`super::ws_market`]).
 //!
 //! The first message must be `auth`, signed like a REST request over
-//! `timestamp + "GET" + "/v1/ws"`, or `subscribe`: a socket that begins
+//! `timestamp + "\nGET\n/v1/ws\n"` (method GET, path `/v1/ws`, no
+//! body), or `subscribe`: a socket that begins
 //! with `subscribe` is public and needs no credentials (it cannot enter
 //! orders). Any socket may subscribe to the public channels.
 //!

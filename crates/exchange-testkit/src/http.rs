@@ -49,7 +49,8 @@ pub fn unix_now_ms() -> u64 {
 /// the second the server allows.
 const MAX_AHEAD_MS: u64 = 250;
 
-/// Lowercase hex HMAC-SHA256 over `timestamp + METHOD + path_and_query + body`.
+/// Lowercase hex HMAC-SHA256 over
+/// `timestamp + "\n" + METHOD + "\n" + path_and_query + "\n" + body`.
 pub fn sign(
     secret: &str,
     timestamp: &str,
@@ -58,9 +59,10 @@ pub fn sign(
     body: &[u8],
 ) -> String {
     let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(secret.as_bytes()).expect("any key length");
-    mac.update(timestamp.as_bytes());
-    mac.update(method.as_bytes());
-    mac.update(path_and_query.as_bytes());
+    for part in [timestamp, method, path_and_query] {
+        mac.update(part.as_bytes());
+        mac.update(b"\n");
+    }
     mac.update(body);
     hex::encode(mac.finalize().into_bytes())
 }

@@ -1,6 +1,8 @@
 // Request signing, exactly as the server checks it (docs/server.md):
 // lowercase hex of HMAC-SHA256, keyed with the API secret's UTF-8 bytes,
-// over timestamp (Unix milliseconds) + METHOD + path_and_query + body.
+// over timestamp (Unix milliseconds) + "\n" + METHOD + "\n" +
+// path_and_query + "\n" + body. The newlines keep a captured request's
+// path and body from being cut elsewhere; GET and DELETE carry no body.
 // WebCrypto does the MAC;
 // the secret stays in this tab (sessionStorage) and is never sent.
 
@@ -30,7 +32,7 @@ export async function sign(secret, timestamp, method, pathAndQuery, body) {
   const key = await crypto.subtle.importKey(
     "raw", encoder.encode(secret), { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
   const mac = await crypto.subtle.sign(
-    "HMAC", key, encoder.encode(`${timestamp}${method}${pathAndQuery}${body}`));
+    "HMAC", key, encoder.encode(`${timestamp}\n${method}\n${pathAndQuery}\n${body}`));
   return hex(mac);
 }
 
