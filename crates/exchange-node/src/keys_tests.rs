@@ -377,10 +377,37 @@ fn the_shared_map_follows_the_state() {
         account: None,
         by: None,
     };
+    let mut removals = shared.removals();
+    shared.refresh(&["a"], &core.state.credentials);
+    assert!(!removals.has_changed().unwrap(), "nothing was removed");
     core.apply(4, &revoke);
     shared.refresh(&revoke.key_ids(), &core.state.credentials);
+    assert!(removals.has_changed().unwrap(), "a removal is signalled");
+    removals.mark_unchanged();
     assert!(shared.get("ed").is_none());
     assert!(shared.get("a").is_some());
     // Secrets never show in a debug print.
     assert!(!format!("{a:?}").contains(&master.derive_secret("a")));
+}
+
+/// An allow-list entry stored IPv4-mapped (before entries were normalised
+/// at creation) matches the IPv4 peers it maps.
+#[test]
+fn mapped_entries_stored_earlier_match_ipv4_peers() {
+    use crate::reads::SharedCredentials;
+    let key = KeySpec {
+        allow: vec!["::ffff:10.0.0.0/104".into()],
+        ..spec("m", &[Scope::Read])
+    };
+    let core = apply_all(&[account(1, "a"), create(2, 1, key)]);
+    assert_eq!(
+        core.state.credentials.by_key["m"].allow,
+        ["::ffff:10.0.0.0/104"]
+    );
+    let master = crate::master_key::MasterKey::from_bytes([4; 32]);
+    let shared = SharedCredentials::new(&core.state.credentials, master);
+    let m = shared.get("m").expect("m");
+    assert!(m.allows(Some("10.9.8.7".parse().unwrap())));
+    assert!(m.allows(Some("::ffff:10.9.8.7".parse().unwrap())));
+    assert!(!m.allows(Some("11.0.0.1".parse().unwrap())));
 }
