@@ -128,3 +128,64 @@ pub(super) async fn close(socket: &mut WebSocket, end: KeyEnd) {
     };
     close_within(socket, CLOSE_POLICY, &error_message(code, message)).await;
 }
+
+#[cfg(test)]
+mod tests {
+    use axum::body::Body;
+    use axum::http::{Request, StatusCode};
+    use serde_json::{json, Value};
+
+    use super::super::rest_client::{admin, app, call, ADMIN};
+    use super::super::test_support::funded_node;
+    use super::*;
+
+    async fn new_key(app: &AppState, request: Value) -> String {
+        let made = call(app, admin("/admin/accounts/1/keys", request)).await;
+        assert_eq!(made.status, StatusCode::CREATED, "{}", made.json);
+        made.json["api_key"].as_str().expect("api_key").to_owned()
+    }
+
+    async fn ends(watch: &KeyWatch) -> KeyEnd {
+        let mut watch = watch.clone();
+        let ended = tokio::time::timeout(Duration::from_secs(10), watch.end()).await;
+        ended.expect("the watch ends")
+    }
+
+    #[tokio::test]
+    async fn a_watch_ends_with_its_key_not_with_others() {
+        let node = funded_node().await;
+        let app = app(&node, |_| {});
+        let kept = new_key(&app, json!({ "scopes": ["read"] })).await;
+        let revoked = new_key(&app, json!({ "scopes": ["read"] })).await;
+        let mut kept_watch = KeyWatch::new(&app, &kept);
+        let mut watch = KeyWatch::new(&app, &revoked);
+        assert_eq!(watch.ended(), None);
+
+        let waiting = tokio::spawn({
+            let watch = watch.clone();
+            async move { ends(&watch).await }
+        });
+        let revoke = Request::delete(format!("/admin/keys/{revoked}"))
+            .header("Authorization", format!("Bearer {ADMIN}"))
+            .body(Body::empty())
+            .expect("request");
+        assert_eq!(call(&app, revoke).await.status, StatusCode::OK);
+        assert_eq!(watch.ended(), Some(KeyEnd::Revoked));
+        assert_eq!(waiting.await.expect("joined"), KeyEnd::Revoked);
+        // Another key's removal ends nothing.
+        assert_eq!(kept_watch.ended(), None);
+        // A watch begun after the key was gone ends at once.
+        assert_eq!(KeyWatch::new(&app, &revoked).ended(), Some(KeyEnd::Revoked));
+    }
+
+    #[tokio::test]
+    async fn a_watch_ends_when_its_key_expires() {
+        let node = funded_node().await;
+        let app = app(&node, |_| {});
+        let key = new_key(&app, json!({ "scopes": ["read"], "expires_in_secs": 1 })).await;
+        let mut watch = KeyWatch::new(&app, &key);
+        assert_eq!(watch.ended(), None);
+        assert_eq!(ends(&watch).await, KeyEnd::Expired);
+        assert_eq!(watch.ended(), Some(KeyEnd::Expired));
+    }
+}
