@@ -1,7 +1,9 @@
 //! API key routes: create, list, revoke and rotate, for any account under
 //! `/admin` (admin token), and for its own account under `/v1/keys` (a key
-//! with the `transfer` scope; listing needs `read`). A key never grants
-//! more than the key that creates it holds.
+//! with the `transfer` scope; listing needs `read`). A key manages only
+//! keys it covers, and its children inherit its restrictions: the entry
+//! names the key that asks, and the core holds it to that when applying it
+//! ([`exchange_node::key_rules`]).
 //!
 //! Each change is a log entry, applied on every replica at the same index;
 //! its answer comes once the key works (or stops working) on this node.
@@ -11,13 +13,12 @@
 use std::sync::Arc;
 
 use axum::extract::State;
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode};
 use axum::Json;
 use base64::Engine as _;
 use exchange_node::entry::LogEntry;
-use exchange_node::keys::{
-    check_key_id, normalise_allow, ApiKey, KeyError, KeySpec, Scope, Scopes,
-};
+use exchange_node::key_rules::{canonical_allow, check_label};
+use exchange_node::keys::{check_key_id, ApiKey, KeyError, KeySpec, Scope, Scopes};
 use exchange_node::random_hex;
 use exchange_node::reads::KeyQuery;
 use exchange_node::state::Applied;
@@ -25,7 +26,7 @@ use exchange_types::AccountId;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::auth::{Admin, Signed};
+use super::auth::{Admin, Signed, KEY_HEADER};
 use super::error::{parse_json, read_body, ApiError, ApiPath, JsonBody};
 use super::AppState;
 
@@ -59,13 +60,17 @@ pub fn key_error(error: KeyError) -> ApiError {
     let status = match error {
         KeyError::UnknownKey | KeyError::UnknownAccount => StatusCode::NOT_FOUND,
         KeyError::DuplicateKey | KeyError::TooManyKeys => StatusCode::CONFLICT,
+        KeyError::NotCovered => StatusCode::FORBIDDEN,
+        KeyError::ManagerGone => StatusCode::UNAUTHORIZED,
         _ => StatusCode::BAD_REQUEST,
     };
     ApiError::new(status, error.code(), error.to_string())
 }
 
 /// The public key as the log carries it (hex), from hex or base64, once
-/// it is known to be a valid Ed25519 point.
+/// it is known to be a valid Ed25519 point of large order: a small-order
+/// point (the identity, or one of order 2, 4 or 8) verifies no signature
+/// under strict verification, so its key could never sign.
 fn public_key(text: &str) -> Result<String, ApiError> {
     let text = text.trim();
     let bytes = if text.len() == 64 {
@@ -73,25 +78,32 @@ fn public_key(text: &str) -> Result<String, ApiError> {
     } else {
         base64::engine::general_purpose::STANDARD.decode(text).ok()
     };
-    bytes
+    let point = bytes
         .and_then(|b| <[u8; 32]>::try_from(b).ok())
-        .filter(|b| ed25519_dalek::VerifyingKey::from_bytes(b).is_ok())
-        .map(hex::encode)
+        .and_then(|b| ed25519_dalek::VerifyingKey::from_bytes(&b).ok())
         .ok_or_else(|| {
             ApiError::bad_request(
                 "invalid_value",
                 "ed25519_public_key must be a valid 32-byte Ed25519 public key, as 64 hex digits or base64",
             )
-        })
+        })?;
+    if point.is_weak() {
+        return Err(ApiError::bad_request(
+            "weak_public_key",
+            "ed25519_public_key is a point of small order, with which no signature verifies",
+        ));
+    }
+    Ok(hex::encode(point.as_bytes()))
 }
 
 fn spec(request: KeyRequest) -> Result<KeySpec, ApiError> {
+    check_label(&request.label).map_err(key_error)?;
     let spec = KeySpec {
         key_id: random_hex(16),
         label: request.label,
         scopes: Scopes::parse(&request.scopes).map_err(key_error)?,
         expires_in_secs: request.expires_in_secs,
-        allow: normalise_allow(&request.allow).map_err(key_error)?,
+        allow: canonical_allow(&request.allow).map_err(key_error)?,
         ed25519: request
             .ed25519_public_key
             .as_deref()
@@ -145,7 +157,13 @@ async fn answer_new(app: &AppState, key_id: String) -> Created {
     ))
 }
 
-async fn create(app: &AppState, account: AccountId, request: KeyRequest) -> Created {
+/// `by`: the account's key asking, which the new key must not exceed.
+async fn create(
+    app: &AppState,
+    account: AccountId,
+    request: KeyRequest,
+    by: Option<String>,
+) -> Created {
     let key = spec(request)?;
     let key_id = key.key_id.clone();
     submit(
@@ -154,6 +172,7 @@ async fn create(app: &AppState, account: AccountId, request: KeyRequest) -> Crea
             ts: 0,
             account,
             key,
+            by,
         },
     )
     .await?;
@@ -172,18 +191,30 @@ async fn list(app: &AppState, account: AccountId) -> Result<Json<Value>, ApiErro
     Ok(Json(json!({ "account_id": account, "keys": keys })))
 }
 
+/// Who manages a key: the operator (`None`), or a key of the account.
+struct Manager {
+    account: AccountId,
+    key: String,
+}
+
+fn split(manager: Option<Manager>) -> (Option<AccountId>, Option<String>) {
+    manager.map_or((None, None), |m| (Some(m.account), Some(m.key)))
+}
+
 async fn revoke(
     app: &AppState,
     key_id: String,
-    account: Option<AccountId>,
+    manager: Option<Manager>,
 ) -> Result<Json<Value>, ApiError> {
     known_shape(&key_id)?;
+    let (account, by) = split(manager);
     let applied = submit(
         app,
         LogEntry::RevokeKey {
             ts: 0,
             key_id: key_id.clone(),
             account,
+            by,
         },
     )
     .await?;
@@ -196,10 +227,11 @@ async fn revoke(
 async fn rotate(
     app: &AppState,
     key_id: String,
-    account: Option<AccountId>,
+    manager: Option<Manager>,
     request: RotateRequest,
 ) -> Created {
     known_shape(&key_id)?;
+    let (account, by) = split(manager);
     let new_key_id = random_hex(16);
     let ed25519 = request
         .ed25519_public_key
@@ -214,6 +246,7 @@ async fn rotate(
             account,
             new_key_id: new_key_id.clone(),
             ed25519,
+            by,
         },
     )
     .await?;
@@ -251,7 +284,7 @@ pub async fn admin_create(
     JsonBody(request): JsonBody<KeyRequest>,
 ) -> Created {
     account_known(&app, account).await?;
-    create(&app, account, request).await
+    create(&app, account, request, None).await
 }
 
 pub async fn admin_list(
@@ -282,8 +315,26 @@ pub async fn admin_rotate(
     rotate(&app, key_id, None, optional_json(&body)?).await
 }
 
-pub async fn own_create(State(app): State<AppState>, signed: Signed) -> Created {
+/// The key a verified request was signed with, managing its account's
+/// keys.
+fn manager(headers: &HeaderMap, signed: &Signed) -> Result<Manager, ApiError> {
     let account = signed.require(Scope::Transfer)?;
+    let key = headers
+        .get(KEY_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .ok_or_else(|| key_error(KeyError::ManagerGone))?;
+    Ok(Manager {
+        account,
+        key: key.to_owned(),
+    })
+}
+
+pub async fn own_create(
+    State(app): State<AppState>,
+    headers: HeaderMap,
+    signed: Signed,
+) -> Created {
+    let manager = manager(&headers, &signed)?;
     let request: KeyRequest = parse_json(&signed.body)?;
     let wanted = Scopes::parse(&request.scopes).map_err(key_error)?;
     if !signed.caller.scopes.covers(wanted) {
@@ -293,7 +344,7 @@ pub async fn own_create(State(app): State<AppState>, signed: Signed) -> Created 
             "a key can only create keys with scopes it holds itself",
         ));
     }
-    create(&app, account, request).await
+    create(&app, manager.account, request, Some(manager.key)).await
 }
 
 pub async fn own_list(
@@ -307,18 +358,20 @@ pub async fn own_list(
 pub async fn own_revoke(
     State(app): State<AppState>,
     ApiPath(key_id): ApiPath<String>,
+    headers: HeaderMap,
     signed: Signed,
 ) -> Result<Json<Value>, ApiError> {
-    let account = signed.require(Scope::Transfer)?;
-    revoke(&app, key_id, Some(account)).await
+    let manager = manager(&headers, &signed)?;
+    revoke(&app, key_id, Some(manager)).await
 }
 
 pub async fn own_rotate(
     State(app): State<AppState>,
     ApiPath(key_id): ApiPath<String>,
+    headers: HeaderMap,
     signed: Signed,
 ) -> Created {
-    let account = signed.require(Scope::Transfer)?;
+    let manager = manager(&headers, &signed)?;
     let request = optional_json(&signed.body)?;
-    rotate(&app, key_id, Some(account), request).await
+    rotate(&app, key_id, Some(manager), request).await
 }

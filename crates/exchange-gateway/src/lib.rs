@@ -62,6 +62,7 @@ pub mod wire;
 pub mod ws;
 mod ws_commands;
 mod ws_entry;
+mod ws_key;
 mod ws_live;
 mod ws_market;
 #[cfg(test)]

@@ -17,7 +17,8 @@
 //! Whatever is ready to go out is written with one flush.
 //!
 //! Every socket is pinged and closed when its pong does not come back in
-//! time ([`super::ws_live`]); a message or frame over `max_body_bytes` is
+//! time ([`super::ws_live`]), and closed once the key it authenticated
+//! with is revoked or expires ([`super::ws_key`]); a message or frame over `max_body_bytes` is
 //! answered with close code 1009. Outgoing frames wait in a bounded buffer
 //! ([`WS_MAX_WRITE_BUFFER`]), so a peer that stops reading costs a bounded
 //! amount of memory until it is found out.
@@ -42,7 +43,8 @@ use super::private::{Feed, FeedEnd};
 use super::translate::{self, Op};
 use super::ws_commands::{from_fields, order_entry_command};
 use super::ws_entry::{self, Pending};
-use super::ws_live::{self, Liveness, Verdict, CLOSE_GOING_AWAY, CLOSE_POLICY, CLOSE_TOO_BIG};
+use super::ws_key::{self, KeyWatch};
+use super::ws_live::{self, Liveness, Verdict, CLOSE_POLICY, CLOSE_TOO_BIG};
 use super::AppState;
 use super::{wire, ws_market};
 use exchange_marketdata_service::Subscriber;
@@ -161,6 +163,8 @@ struct Session {
     answers: Pending,
     /// Public channel subscriptions, once the socket has any.
     market: Option<Subscriber>,
+    /// The key it authenticated with; `None` on a public socket.
+    key: Option<KeyWatch>,
 }
 
 /// The first message, within [`WS_AUTH_TIMEOUT`]; on timeout says why and closes.
@@ -274,12 +278,15 @@ async fn session(app: AppState, source: std::net::IpAddr, mut socket: WebSocket)
     };
     let live = Liveness::new(&app.config.http);
     let lag = events.as_ref().map(Feed::lag);
+    let key = auth.as_ref().map(|(_, key)| KeyWatch::new(&app, key));
+    let mut key_end = key.clone();
     let mut session = Session {
         app,
         auth,
         cancel_on_disconnect,
         answers: Pending::default(),
         market: None,
+        key,
     };
     if public {
         if let Some(reply) = session.handle(&first).await {
@@ -292,38 +299,10 @@ async fn session(app: AppState, source: std::net::IpAddr, mut socket: WebSocket)
     let verdict = tokio::select! {
         _ = session.pump(&mut socket, &mut events, &live) => None,
         verdict = ws_live::watch(&live, lag, closing) => Some(verdict),
+        end = ws_key::ended(key_end.as_mut()) => Some(Verdict::KeyEnded(end)),
     };
-    match verdict {
-        Some(Verdict::Unresponsive) => {
-            session.app.stats.ws_pong_timeout();
-            let text = "no pong came back in time";
-            ws_live::close_within(
-                &mut socket,
-                CLOSE_POLICY,
-                &error_message("pong_timeout", text),
-            )
-            .await;
-        }
-        Some(Verdict::SlowConsumer) => {
-            session.app.stats.ws_slow_consumer();
-            let text = "the socket fell too far behind the private stream";
-            ws_live::close_within(
-                &mut socket,
-                CLOSE_TRY_AGAIN,
-                &error_message("slow_consumer", text),
-            )
-            .await;
-        }
-        Some(Verdict::Stopping) => {
-            let text = "the server is stopping";
-            ws_live::close_within(
-                &mut socket,
-                CLOSE_GOING_AWAY,
-                &error_message("shutting_down", text),
-            )
-            .await;
-        }
-        None => {}
+    if let Some(verdict) = verdict {
+        ws_live::close_for(&mut socket, &session.app, verdict).await;
     }
     drop(socket);
     if let (Some((account, _)), true) = (&session.auth, session.cancel_on_disconnect) {
@@ -360,6 +339,11 @@ impl Session {
                 }
                 applied = private_entry(events) => match applied {
                     Ok(applied) => {
+                        // Nothing of the account leaves once the key is gone.
+                        if let Some(end) = self.key.as_mut().and_then(KeyWatch::ended) {
+                            ws_key::close(socket, end).await;
+                            return;
+                        }
                         let mut sent = true;
                         for message in wire::private_messages(&applied.events, account) {
                             let text = serde_json::to_string(&message).unwrap_or_default();
@@ -585,6 +569,7 @@ mod tests {
             cancel_on_disconnect: false,
             answers: Pending::default(),
             market: None,
+            key: None,
         };
         // Answers that never come: the socket's reader is stuck.
         let mut unanswered = Vec::new();

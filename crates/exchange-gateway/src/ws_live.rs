@@ -16,7 +16,8 @@ use serde_json::Value;
 use tokio::sync::{watch, Notify};
 
 use super::private::Lag;
-use super::ws::close;
+use super::ws::{close, error_message};
+use super::AppState;
 use exchange_node::config::HttpConfig;
 use exchange_node::limits::WS_CLOSE_TIMEOUT;
 
@@ -35,6 +36,8 @@ pub(super) enum Verdict {
     SlowConsumer,
     /// The server is stopping.
     Stopping,
+    /// The API key it authenticated with was revoked or expired.
+    KeyEnded(super::ws_key::KeyEnd),
 }
 
 /// Shared by a socket's loop and its [`watch`].
@@ -109,6 +112,24 @@ pub(super) async fn watch(
 /// [`WS_CLOSE_TIMEOUT`] before the connection is simply dropped.
 pub(super) async fn close_within(socket: &mut WebSocket, code: u16, error: &Value) {
     let _ = tokio::time::timeout(WS_CLOSE_TIMEOUT, close(socket, code, error)).await;
+}
+
+/// Counts the verdict, says why to the peer and closes the socket.
+pub(super) async fn close_for(socket: &mut WebSocket, app: &AppState, verdict: Verdict) {
+    let (code, reason, text) = match verdict {
+        Verdict::Unresponsive => {
+            app.stats.ws_pong_timeout();
+            (CLOSE_POLICY, "pong_timeout", "no pong came back in time")
+        }
+        Verdict::SlowConsumer => {
+            app.stats.ws_slow_consumer();
+            let text = "the socket fell too far behind the private stream";
+            (CLOSE_TRY_AGAIN, "slow_consumer", text)
+        }
+        Verdict::Stopping => (CLOSE_GOING_AWAY, "shutting_down", "the server is stopping"),
+        Verdict::KeyEnded(end) => return super::ws_key::close(socket, end).await,
+    };
+    close_within(socket, code, &error_message(reason, text)).await;
 }
 
 /// Whether a read failed because a frame or message was over the limit.

@@ -30,18 +30,23 @@ pub enum LogEntry {
         api_key: String,
         legacy_secret: Option<String>,
     },
-    /// Adds a key to an account.
+    /// Adds a key to an account. `by`: the account's key that asks for
+    /// it, which must cover it ([`crate::key_rules`]); absent, the
+    /// operator (and every entry written before keys were held to it).
     CreateKey {
         ts: u64,
         account: AccountId,
         key: KeySpec,
+        by: Option<String>,
     },
     /// Removes a key; `account`, when given, must own it (a key managing
-    /// its own account), else it is refused as unknown.
+    /// its own account), else it is refused as unknown; `by` as for
+    /// `CreateKey`.
     RevokeKey {
         ts: u64,
         key_id: String,
         account: Option<AccountId>,
+        by: Option<String>,
     },
     /// Replaces a key by `new_key_id`, keeping everything but the id and
     /// (for Ed25519) the public key.
@@ -51,6 +56,7 @@ pub enum LogEntry {
         account: Option<AccountId>,
         new_key_id: String,
         ed25519: Option<String>,
+        by: Option<String>,
     },
 }
 
@@ -79,6 +85,8 @@ struct CreateKeyWire {
     ts: u64,
     account: AccountId,
     key: KeySpec,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    by: Option<String>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -89,6 +97,8 @@ struct RevokeKeyWire {
     key_id: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     account: Option<AccountId>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    by: Option<String>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -102,6 +112,8 @@ struct RotateKeyWire {
     new_key_id: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     ed25519: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    by: Option<String>,
 }
 
 const CREATE_ACCOUNT: &str = "create_account";
@@ -160,21 +172,29 @@ impl LogEntry {
                 api_key: api_key.clone(),
                 api_secret: legacy_secret.clone(),
             }),
-            LogEntry::CreateKey { ts, account, key } => serde_json::to_vec(&CreateKeyWire {
+            LogEntry::CreateKey {
+                ts,
+                account,
+                key,
+                by,
+            } => serde_json::to_vec(&CreateKeyWire {
                 cmd: CREATE_KEY.into(),
                 ts: *ts,
                 account: *account,
                 key: key.clone(),
+                by: by.clone(),
             }),
             LogEntry::RevokeKey {
                 ts,
                 key_id,
                 account,
+                by,
             } => serde_json::to_vec(&RevokeKeyWire {
                 cmd: REVOKE_KEY.into(),
                 ts: *ts,
                 key_id: key_id.clone(),
                 account: *account,
+                by: by.clone(),
             }),
             LogEntry::RotateKey {
                 ts,
@@ -182,6 +202,7 @@ impl LogEntry {
                 account,
                 new_key_id,
                 ed25519,
+                by,
             } => serde_json::to_vec(&RotateKeyWire {
                 cmd: ROTATE_KEY.into(),
                 ts: *ts,
@@ -189,6 +210,7 @@ impl LogEntry {
                 account: *account,
                 new_key_id: new_key_id.clone(),
                 ed25519: ed25519.clone(),
+                by: by.clone(),
             }),
         };
         json.unwrap_or_default()
@@ -220,6 +242,7 @@ impl LogEntry {
                         ts: wire.ts,
                         account: wire.account,
                         key: wire.key,
+                        by: wire.by,
                     })
                 }
                 REVOKE_KEY => {
@@ -228,6 +251,7 @@ impl LogEntry {
                         ts: wire.ts,
                         key_id: wire.key_id,
                         account: wire.account,
+                        by: wire.by,
                     })
                 }
                 ROTATE_KEY => {
@@ -238,6 +262,7 @@ impl LogEntry {
                         account: wire.account,
                         new_key_id: wire.new_key_id,
                         ed25519: wire.ed25519,
+                        by: wire.by,
                     })
                 }
                 _ => Err(exchange_codec::CodecError::UnknownCmd(name).into()),

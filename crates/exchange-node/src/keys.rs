@@ -19,6 +19,7 @@ use ipnet::IpNet;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use thiserror::Error;
 
+use crate::key_rules::{covers, Reach};
 use crate::limits::{
     MAX_API_KEY_LEN, MAX_KEYS_PER_ACCOUNT, MAX_KEY_ALLOW, MAX_KEY_LABEL_LEN, MAX_KEY_LIFETIME_SECS,
 };
@@ -150,6 +151,13 @@ pub enum KeyError {
     TooManyAllowed,
     #[error("an Ed25519 public key is 32 bytes, as 64 hex digits")]
     InvalidPublicKey,
+    #[error(
+        "a key may only create, rotate or revoke keys it covers: scopes among its own, \
+         an allow-list within its own, an expiry no later than its own"
+    )]
+    NotCovered,
+    #[error("the key managing keys was revoked or expired before its request was applied")]
+    ManagerGone,
 }
 
 impl KeyError {
@@ -160,6 +168,9 @@ impl KeyError {
             KeyError::DuplicateKey => "duplicate_api_key",
             KeyError::UnknownAccount => "unknown_account",
             KeyError::TooManyKeys => "too_many_keys",
+            KeyError::InvalidLabel => "invalid_label",
+            KeyError::NotCovered => "key_not_covered",
+            KeyError::ManagerGone => "invalid_api_key",
             _ => "invalid_value",
         }
     }
@@ -341,11 +352,15 @@ impl Credentials {
         Ok(account)
     }
 
+    /// Adds a key. Made `by` a key of the account, it is held to that
+    /// key: what the spec leaves open (allow-list, expiry) it inherits,
+    /// and what it asks for must be covered ([`crate::key_rules`]).
     pub fn create_key(
         &mut self,
         ts: u64,
         account: AccountId,
         spec: &KeySpec,
+        by: Option<&str>,
     ) -> Result<(), KeyError> {
         spec.check()?;
         if !self.is_client_account(account) {
@@ -357,9 +372,25 @@ impl Credentials {
         if self.keys_of(account).count() >= MAX_KEYS_PER_ACCOUNT {
             return Err(KeyError::TooManyKeys);
         }
-        let expires_at = spec
+        let mut allow = normalise_allow(&spec.allow)?;
+        let mut expires_at = spec
             .expires_in_secs
             .map(|secs| ts.saturating_add(secs.saturating_mul(1_000_000_000)));
+        if let Some(by) = by {
+            let manager = self.manager(ts, by, account)?;
+            if allow.is_empty() {
+                allow.clone_from(&manager.allow);
+            }
+            expires_at = expires_at.or(manager.expires_at);
+            let wanted = Reach {
+                scopes: spec.scopes,
+                allow: &allow,
+                expires_at,
+            };
+            if !covers(&Reach::of(manager), &wanted) {
+                return Err(KeyError::NotCovered);
+            }
+        }
         self.by_key.insert(
             spec.key_id.clone(),
             ApiKey {
@@ -368,7 +399,7 @@ impl Credentials {
                 label: spec.label.clone(),
                 created_at: ts,
                 expires_at,
-                allow: normalise_allow(&spec.allow)?,
+                allow,
                 ed25519: spec.ed25519.clone(),
                 secret: None,
             },
@@ -385,8 +416,42 @@ impl Credentials {
             .ok_or(KeyError::UnknownKey)
     }
 
-    pub fn revoke(&mut self, key_id: &str, account: Option<AccountId>) -> Result<ApiKey, KeyError> {
-        self.owned(key_id, account)?;
+    /// The key `by`, managing keys of `account` at log time `ts`: it must
+    /// still exist, be the account's and not have expired.
+    fn manager(&self, ts: u64, by: &str, account: AccountId) -> Result<&ApiKey, KeyError> {
+        self.by_key
+            .get(by)
+            .filter(|k| k.account == account && !k.is_expired(ts))
+            .ok_or(KeyError::ManagerGone)
+    }
+
+    /// The key `key_id` of `account` (any account's, for the operator),
+    /// which the key `by`, when given, must cover.
+    fn managed(
+        &self,
+        ts: u64,
+        key_id: &str,
+        account: Option<AccountId>,
+        by: Option<&str>,
+    ) -> Result<&ApiKey, KeyError> {
+        let key = self.owned(key_id, account)?;
+        if let Some(by) = by {
+            let manager = self.manager(ts, by, key.account)?;
+            if !covers(&Reach::of(manager), &Reach::of(key)) {
+                return Err(KeyError::NotCovered);
+            }
+        }
+        Ok(key)
+    }
+
+    pub fn revoke(
+        &mut self,
+        ts: u64,
+        key_id: &str,
+        account: Option<AccountId>,
+        by: Option<&str>,
+    ) -> Result<ApiKey, KeyError> {
+        self.managed(ts, key_id, account, by)?;
         self.by_key.remove(key_id).ok_or(KeyError::UnknownKey)
     }
 
@@ -400,9 +465,10 @@ impl Credentials {
         account: Option<AccountId>,
         new_key_id: &str,
         ed25519: Option<&str>,
+        by: Option<&str>,
     ) -> Result<AccountId, KeyError> {
         check_key_id(new_key_id)?;
-        let old = self.owned(key_id, account)?;
+        let old = self.managed(ts, key_id, account, by)?;
         if self.by_key.contains_key(new_key_id) {
             return Err(KeyError::DuplicateKey);
         }

@@ -29,7 +29,12 @@ fn spec(key_id: &str, scopes: &[Scope]) -> KeySpec {
 }
 
 fn create(ts: u64, account: u64, key: KeySpec) -> LogEntry {
-    LogEntry::CreateKey { ts, account, key }
+    LogEntry::CreateKey {
+        ts,
+        account,
+        key,
+        by: None,
+    }
 }
 
 fn apply_all(entries: &[LogEntry]) -> CoreState {
@@ -105,6 +110,7 @@ fn refused_key_commands_change_nothing_and_say_why() {
                 ts: 3,
                 key_id: "b".into(),
                 account: Some(1),
+                by: None,
             },
             KeyError::UnknownKey,
         ),
@@ -115,6 +121,7 @@ fn refused_key_commands_change_nothing_and_say_why() {
                 account: Some(1),
                 new_key_id: "b".into(),
                 ed25519: None,
+                by: None,
             },
             KeyError::DuplicateKey,
         ),
@@ -166,6 +173,7 @@ fn revoking_and_rotating_act_on_the_owners_key_only() {
         account: Some(1),
         new_key_id: "t2".into(),
         ed25519: None,
+        by: None,
     };
     let applied = core.apply(4, &rotate);
     assert_eq!(
@@ -188,6 +196,7 @@ fn revoking_and_rotating_act_on_the_owners_key_only() {
         ts: 30,
         key_id: "t2".into(),
         account,
+        by: None,
     };
     let applied = core.apply(5, &revoke(Some(2)));
     assert_eq!(applied.key_error, Some(KeyError::UnknownKey));
@@ -210,6 +219,7 @@ fn an_ed25519_key_rotates_only_to_a_new_public_key() {
         account: None,
         new_key_id: "ed2".into(),
         ed25519,
+        by: None,
     };
     let applied = core.apply(3, &rotate(None));
     assert_eq!(applied.key_error, Some(KeyError::InvalidPublicKey));
@@ -270,6 +280,7 @@ fn keys_from_before_scopes_still_load() {
 fn key_entry() -> impl Strategy<Value = LogEntry> {
     let id = prop::sample::select(vec!["a", "b", "c", "d", "e"]);
     let scopes = prop::sample::subsequence(Scope::ALL.to_vec(), 0..=3);
+    let by = prop::option::of(id.clone());
     prop_oneof![
         id.clone().prop_map(|id| account(1, id)),
         (id.clone(), 0u64..4, scopes, prop::option::of(1u64..100)).prop_map(
@@ -281,18 +292,22 @@ fn key_entry() -> impl Strategy<Value = LogEntry> {
                 create(2, account, key)
             }
         ),
-        (id.clone(), prop::option::of(0u64..4)).prop_map(|(id, account)| LogEntry::RevokeKey {
-            ts: 3,
-            key_id: id.into(),
-            account,
+        (id.clone(), prop::option::of(0u64..4), by.clone()).prop_map(|(id, account, by)| {
+            LogEntry::RevokeKey {
+                ts: 3,
+                key_id: id.into(),
+                account,
+                by: by.map(Into::into),
+            }
         }),
-        (id.clone(), id, prop::option::of(0u64..4)).prop_map(|(from, to, account)| {
+        (id.clone(), id, prop::option::of(0u64..4), by).prop_map(|(from, to, account, by)| {
             LogEntry::RotateKey {
                 ts: 4,
                 key_id: from.into(),
                 account,
                 new_key_id: to.into(),
                 ed25519: None,
+                by: by.map(Into::into),
             }
         }),
     ]
@@ -360,11 +375,39 @@ fn the_shared_map_follows_the_state() {
         ts: 3,
         key_id: "ed".into(),
         account: None,
+        by: None,
     };
+    let mut removals = shared.removals();
+    shared.refresh(&["a"], &core.state.credentials);
+    assert!(!removals.has_changed().unwrap(), "nothing was removed");
     core.apply(4, &revoke);
     shared.refresh(&revoke.key_ids(), &core.state.credentials);
+    assert!(removals.has_changed().unwrap(), "a removal is signalled");
+    removals.mark_unchanged();
     assert!(shared.get("ed").is_none());
     assert!(shared.get("a").is_some());
     // Secrets never show in a debug print.
     assert!(!format!("{a:?}").contains(&master.derive_secret("a")));
+}
+
+/// An allow-list entry stored IPv4-mapped (before entries were normalised
+/// at creation) matches the IPv4 peers it maps.
+#[test]
+fn mapped_entries_stored_earlier_match_ipv4_peers() {
+    use crate::reads::SharedCredentials;
+    let key = KeySpec {
+        allow: vec!["::ffff:10.0.0.0/104".into()],
+        ..spec("m", &[Scope::Read])
+    };
+    let core = apply_all(&[account(1, "a"), create(2, 1, key)]);
+    assert_eq!(
+        core.state.credentials.by_key["m"].allow,
+        ["::ffff:10.0.0.0/104"]
+    );
+    let master = crate::master_key::MasterKey::from_bytes([4; 32]);
+    let shared = SharedCredentials::new(&core.state.credentials, master);
+    let m = shared.get("m").expect("m");
+    assert!(m.allows(Some("10.9.8.7".parse().unwrap())));
+    assert!(m.allows(Some("::ffff:10.9.8.7".parse().unwrap())));
+    assert!(!m.allows(Some("11.0.0.1".parse().unwrap())));
 }

@@ -18,6 +18,9 @@ pub mod entry;
 pub mod history;
 pub mod http_config;
 pub mod instruments;
+pub mod key_rules;
+#[cfg(test)]
+mod key_rules_tests;
 pub mod keys;
 #[cfg(test)]
 mod keys_tests;

@@ -226,13 +226,21 @@ mod tests {
                     allow: vec![widest_range; MAX_KEY_ALLOW],
                     ed25519: Some("ab".repeat(32)),
                 },
+                by: Some(longest_id.clone()),
+            },
+            LogEntry::RevokeKey {
+                ts: u64::MAX,
+                key_id: longest_id.clone(),
+                account: Some(u64::MAX),
+                by: Some(longest_id.clone()),
             },
             LogEntry::RotateKey {
                 ts: u64::MAX,
                 key_id: longest_id.clone(),
                 account: Some(u64::MAX),
-                new_key_id: longest_id,
+                new_key_id: longest_id.clone(),
                 ed25519: Some("ab".repeat(32)),
+                by: Some(longest_id),
             },
         ];
         for entry in entries {

@@ -22,11 +22,12 @@ use exchange_core::{BalanceView, BookView, InstrumentView};
 use exchange_marketdata::{IndicativeView, InstrumentSequences, MarketStatus, SnapshotTrade};
 use exchange_types::{AccountId, AssetCode, OrderId, Side, Symbol};
 use ipnet::IpNet;
-use tokio::sync::oneshot;
+use tokio::sync::{oneshot, watch};
 
 use crate::core_state::CoreState;
 use crate::history::{History, OrderRecord, PublicTrade};
-use crate::keys::{parse_allow, ApiKey, Credentials, Scopes};
+use crate::key_rules::parse_allow_mapped;
+use crate::keys::{ApiKey, Credentials, Scopes};
 use crate::master_key::MasterKey;
 use crate::sequencer::{Handle, SubmitError};
 use crate::state::{ReplicatedCopy, ServerState};
@@ -337,11 +338,7 @@ impl Credential {
         let Some(peer) = peer else {
             return false;
         };
-        // An IPv4 client reaching an IPv6 socket shows as ::ffff:a.b.c.d.
-        let peer = match peer {
-            std::net::IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(peer, std::net::IpAddr::V4),
-            v4 => v4,
-        };
+        let peer = crate::key_rules::peer_address(peer);
         self.allow.iter().any(|net| net.contains(&peer))
     }
 }
@@ -372,29 +369,53 @@ impl std::fmt::Debug for Verifier {
 pub(crate) struct SharedCredentials {
     master: MasterKey,
     by_key: RwLock<HashMap<String, Credential>>,
+    /// Counts the times keys were removed (revoked, rotated away, or
+    /// replaced by a snapshot's), so that whatever was opened with a key
+    /// (a WebSocket) can look again at once, without polling.
+    removals: watch::Sender<u64>,
 }
 
 impl SharedCredentials {
     pub(crate) fn new(credentials: &Credentials, master: MasterKey) -> Self {
         let by_key = RwLock::new(copy(credentials, &master));
-        SharedCredentials { master, by_key }
+        let (removals, _) = watch::channel(0);
+        SharedCredentials {
+            master,
+            by_key,
+            removals,
+        }
+    }
+
+    /// Changes each time keys were removed.
+    pub(crate) fn removals(&self) -> watch::Receiver<u64> {
+        self.removals.subscribe()
+    }
+
+    fn removed(&self) {
+        self.removals
+            .send_modify(|count| *count = count.wrapping_add(1));
     }
 
     /// Brings the keys `key_ids` in line with the state.
     pub(crate) fn refresh(&self, key_ids: &[&str], credentials: &Credentials) {
-        // A poisoned lock only means a reader panicked; the map is whole.
-        let mut by_key = self.by_key.write().unwrap_or_else(|p| p.into_inner());
-        for &key_id in key_ids {
-            match credentials.by_key.get(key_id) {
-                Some(key) => {
-                    if let Some(credential) = credential(key_id, key, &self.master) {
-                        by_key.insert(key_id.to_owned(), credential);
+        let mut removed = false;
+        {
+            // A poisoned lock only means a reader panicked; the map is whole.
+            let mut by_key = self.by_key.write().unwrap_or_else(|p| p.into_inner());
+            for &key_id in key_ids {
+                match credentials.by_key.get(key_id) {
+                    Some(key) => {
+                        if let Some(credential) = credential(key_id, key, &self.master) {
+                            by_key.insert(key_id.to_owned(), credential);
+                        }
                     }
-                }
-                None => {
-                    by_key.remove(key_id);
+                    None => removed |= by_key.remove(key_id).is_some(),
                 }
             }
+        }
+        // Told once the map no longer holds the key, so a look finds it gone.
+        if removed {
+            self.removed();
         }
     }
 
@@ -402,6 +423,7 @@ impl SharedCredentials {
     pub(crate) fn replace(&self, credentials: &Credentials) {
         let fresh = copy(credentials, &self.master);
         *self.by_key.write().unwrap_or_else(|p| p.into_inner()) = fresh;
+        self.removed();
     }
 
     pub(crate) fn get(&self, key: &str) -> Option<Credential> {
@@ -429,7 +451,9 @@ fn credential(key_id: &str, key: &ApiKey, master: &MasterKey) -> Option<Credenti
         account: key.account,
         scopes: key.scopes,
         expires_at: key.expires_at,
-        allow: parse_allow(&key.allow).ok()?,
+        // Entries stored before they were normalised at creation may be
+        // IPv4-mapped; they are meant for the IPv4 peers they map.
+        allow: parse_allow_mapped(&key.allow).ok()?,
         verifier,
     })
 }
@@ -448,6 +472,13 @@ impl Handle {
     /// answered, until its revocation is. Served without the core thread.
     pub fn credential(&self, api_key: &str) -> Option<Credential> {
         self.credentials().get(api_key)
+    }
+
+    /// Changes each time API keys were removed (revoked or rotated away)
+    /// on this node: what was opened with a key looks again whether it
+    /// still exists.
+    pub fn key_removals(&self) -> watch::Receiver<u64> {
+        self.credentials().removals()
     }
 
     /// The HMAC secret of the key `key_id` (derived from the master key):

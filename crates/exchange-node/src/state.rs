@@ -161,16 +161,28 @@ impl ServerState {
                         .create_account(*ts, api_key, legacy_secret.as_deref());
                 settle(&mut applied, created);
             }
-            LogEntry::CreateKey { ts, account, key } => {
+            LogEntry::CreateKey {
+                ts,
+                account,
+                key,
+                by,
+            } => {
                 applied.command = "create_api_key";
-                let created = self.credentials.create_key(*ts, *account, key);
+                let created = self
+                    .credentials
+                    .create_key(*ts, *account, key, by.as_deref());
                 settle(&mut applied, created.map(|()| *account));
             }
             LogEntry::RevokeKey {
-                key_id, account, ..
+                ts,
+                key_id,
+                account,
+                by,
             } => {
                 applied.command = "revoke_api_key";
-                let revoked = self.credentials.revoke(key_id, *account);
+                let revoked = self
+                    .credentials
+                    .revoke(*ts, key_id, *account, by.as_deref());
                 settle(&mut applied, revoked.map(|key| key.account));
             }
             LogEntry::RotateKey {
@@ -179,11 +191,17 @@ impl ServerState {
                 account,
                 new_key_id,
                 ed25519,
+                by,
             } => {
                 applied.command = "rotate_api_key";
-                let rotated =
-                    self.credentials
-                        .rotate(*ts, key_id, *account, new_key_id, ed25519.as_deref());
+                let rotated = self.credentials.rotate(
+                    *ts,
+                    key_id,
+                    *account,
+                    new_key_id,
+                    ed25519.as_deref(),
+                    by.as_deref(),
+                );
                 settle(&mut applied, rotated);
             }
         }
