@@ -168,6 +168,34 @@ fn a_short_admin_token_stops_the_start() {
     stop(child);
 }
 
+/// `cluster up` would hand a short token to every node, each of which
+/// would refuse it: it says so itself, and starts nothing.
+#[test]
+fn cluster_up_refuses_a_short_admin_token() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let cluster = dir.path().join("cluster");
+    let port_base = exchange_testkit::cluster_port_base(1);
+    let out = Command::new(EXCHANGE)
+        .args(["cluster", "up", "--nodes", "1", "--port-base"])
+        .arg(port_base.to_string())
+        .arg("--data-dir")
+        .arg(&cluster)
+        .env("EXCHANGE_ADMIN_TOKEN", "short")
+        .env_remove("EXCHANGE_MASTER_KEY")
+        .output()
+        .expect("run cluster up");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("5 bytes") && stderr.contains("at least 32"),
+        "{stderr}"
+    );
+    let node_dirs = std::fs::read_dir(&cluster)
+        .map(|dir| dir.flatten().filter(|e| e.path().is_dir()).count())
+        .unwrap_or(0);
+    assert_eq!(node_dirs, 0, "a node directory was created: {stderr}");
+}
+
 /// `serve --demo` with no token given generates one that passes its own
 /// rules, and it opens the admin routes.
 #[test]
