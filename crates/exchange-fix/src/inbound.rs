@@ -520,3 +520,7 @@ fn mass_cancel(message: &Message, account: AccountId, now: u64) -> Result<Inboun
 #[cfg(test)]
 #[path = "inbound_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "inbound_float_tests.rs"]
+mod float_tests;
