@@ -36,7 +36,7 @@ except ImportError as error:  # pragma: no cover - the message is the point
         "install them with: pip install -r tests/fix/requirements.txt"
     )
 
-ADMIN_TOKEN = "fix-test-admin-token"
+ADMIN_TOKEN = "fix-test-admin-token-of-at-least-32-bytes"
 WAIT = 10.0
 COMP_ID = "EXCHANGE"
 

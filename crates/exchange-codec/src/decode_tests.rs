@@ -271,12 +271,22 @@ fn malformed_decimals_name_the_field_and_the_cause() {
         panic!("wrong command")
     };
     assert_eq!(place.price, Some(Dec::from_parts(10u64.pow(19) - 1, 0)));
-    // Leading and trailing zeros are not significant.
-    let padded = format!("{}1.5{}", "0".repeat(18), "0".repeat(18));
+    // Trailing zeros are not significant.
+    let padded = format!("1.5{}", "0".repeat(34));
     let Command::Place(place) = decode(&PLACE_LINE.replace("100.00", &padded)) else {
         panic!("wrong command")
     };
     assert_eq!(place.price.map(Dec::normalized), Some(Dec::new(15, 1)));
+    // One value, one spelling: no leading zero, a digit on each side of a
+    // point.
+    for (text, cause) in [
+        ("0100", "zero"),
+        ("100.", "no digit after"),
+        (".5", "no digit before"),
+    ] {
+        let message = error_names(&PLACE_LINE.replace("100.00", text), "price");
+        assert!(message.contains(cause), "{text}: {message}");
+    }
 }
 
 #[test]

@@ -106,6 +106,11 @@ impl Engine {
             if from == to || self.family_root(from) != self.family_root(to) {
                 return Err(RejectReason::AccountsNotRelated);
             }
+            // Otherwise a suspended account's funds would trade on from a
+            // sub-account or sibling, around the kill switch.
+            if self.is_suspended(from) {
+                return Err(RejectReason::TransferFromSuspended);
+            }
             if self.accounts.list[from as usize].balance(asset).available < amount {
                 return Err(RejectReason::InsufficientFunds);
             }

@@ -329,7 +329,10 @@ impl Engine {
 
     pub(crate) fn set_suspended(&mut self, id: AccountId, suspend: bool, out: &mut Vec<Event>) {
         let command = if suspend { "suspend" } else { "reinstate" };
-        let checked = if suspend {
+        let checked = if suspend && id == FEE_ACCOUNT {
+            // It cannot trade; a suspension would only say otherwise.
+            Err(RejectReason::FeeAccountNotSuspendable)
+        } else if suspend {
             self.accounts.get_or_create(id)
         } else {
             self.accounts.index(id).ok_or(RejectReason::UnknownAccount)
@@ -340,11 +343,7 @@ impl Engine {
                 return self.reject(out, command, Self::risk_subject(id, None), reason);
             }
         };
-        let suspended = self.accounts.list[account as usize]
-            .risk
-            .as_deref()
-            .is_some_and(|r| r.suspended);
-        if suspended == suspend {
+        if self.is_suspended(account) == suspend {
             let subject = Self::risk_subject(id, None);
             return self.reject(out, command, subject, RejectReason::AccountAlreadyInStatus);
         }
@@ -363,6 +362,14 @@ impl Engine {
                 canceled,
             }),
         );
+    }
+
+    /// Whether the account (an index) is suspended.
+    pub(crate) fn is_suspended(&self, account: u32) -> bool {
+        self.accounts.list[account as usize]
+            .risk
+            .as_deref()
+            .is_some_and(|r| r.suspended)
     }
 
     /// Cancels the account's open orders (on one instrument, or all), in

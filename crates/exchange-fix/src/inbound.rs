@@ -109,7 +109,7 @@ const PRICE_UNREADABLE: &str = "Price (44) is not a number the exchange can read
 
 /// A decimal field that must be present and readable.
 fn decimal(message: &Message, tag: u32) -> Option<Dec> {
-    message.text(tag).and_then(|t| Dec::parse(t).ok())
+    message.text(tag).and_then(|t| Dec::parse_fix_float(t).ok())
 }
 
 /// A decimal field that may be absent but, if present, must be readable:
@@ -117,7 +117,7 @@ fn decimal(message: &Message, tag: u32) -> Option<Dec> {
 fn optional_decimal(message: &Message, tag: u32) -> Result<Option<Dec>, ()> {
     message
         .text(tag)
-        .map(|t| Dec::parse(t).map_err(|_| ()))
+        .map(|t| Dec::parse_fix_float(t).map_err(|_| ()))
         .transpose()
 }
 
@@ -522,3 +522,7 @@ fn mass_cancel(message: &Message, account: AccountId, now: u64) -> Result<Inboun
 #[cfg(test)]
 #[path = "inbound_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "inbound_float_tests.rs"]
+mod float_tests;

@@ -123,22 +123,31 @@ fn io_error(path: &Path) -> impl FnOnce(std::io::Error) -> MasterKeyError + '_ {
     }
 }
 
-fn read(path: &Path) -> Result<MasterKey, MasterKeyError> {
-    let text = std::fs::read_to_string(path).map_err(io_error(path))?;
+/// The permission bits of a secret's file when group or others have any
+/// access to it, `None` when only its owner has. Shared by every file
+/// that holds a credential (this key, the admin token), so they are all
+/// held to the same rule.
+pub fn exposed_mode(path: &Path) -> std::io::Result<Option<u32>> {
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
-        let mode = std::fs::metadata(path)
-            .map_err(io_error(path))?
-            .permissions()
-            .mode()
-            & 0o777;
+        let mode = std::fs::metadata(path)?.permissions().mode() & 0o777;
         if mode & 0o077 != 0 {
-            return Err(MasterKeyError::Exposed {
-                path: path.to_path_buf(),
-                mode,
-            });
+            return Ok(Some(mode));
         }
+    }
+    #[cfg(not(unix))]
+    let _ = path;
+    Ok(None)
+}
+
+fn read(path: &Path) -> Result<MasterKey, MasterKeyError> {
+    let text = std::fs::read_to_string(path).map_err(io_error(path))?;
+    if let Some(mode) = exposed_mode(path).map_err(io_error(path))? {
+        return Err(MasterKeyError::Exposed {
+            path: path.to_path_buf(),
+            mode,
+        });
     }
     MasterKey::from_hex(&text, &path.display().to_string())
 }

@@ -1,10 +1,12 @@
 //! `exchange serve`: recover, list the configured instruments, and serve
 //! HTTP and WebSocket until interrupted.
 
-use std::io::Write;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
+mod admin_token;
+
+pub use admin_token::{admin_token, ADMIN_TOKEN_ENV, MIN_ADMIN_TOKEN_LEN};
 use exchange_reporting::Target;
 use thiserror::Error;
 
@@ -17,7 +19,7 @@ use exchange_node::limits::WS_SHUTDOWN_WAIT;
 use exchange_node::master_key::{MasterKey, MasterKeyError, MasterKeySource, MASTER_KEY_ENV};
 use exchange_node::recovery::{self, RecoveryError, RecoveryReport};
 use exchange_node::replication::ClusterSettings;
-use exchange_node::{random_hex, GatewayStart, Handle, PipelineConfig, SubmitError};
+use exchange_node::{GatewayStart, Handle, PipelineConfig, SubmitError};
 use exchange_reporter::{Reporter, ReporterConfig, Reporting};
 
 #[derive(Debug, Error)]
@@ -50,6 +52,8 @@ pub enum ServerError {
         path: std::path::PathBuf,
         problem: String,
     },
+    #[error("{ADMIN_TOKEN_ENV}: {0}")]
+    AdminTokenEnv(String),
     #[error("cluster configuration: {0}")]
     Cluster(#[from] exchange_node::replication::ClusterError),
     #[error(transparent)]
@@ -58,52 +62,6 @@ pub enum ServerError {
     Tls(#[from] http::listener::TlsError),
     #[error("{0}")]
     Schedule(String),
-}
-
-/// The admin token: from the configured file, the environment, or
-/// generated once and kept (mode 0600) in the data directory. Never from
-/// the command line or the configuration itself, and never printed.
-pub fn admin_token(config: &Config) -> Result<(String, bool), ServerError> {
-    if let Some(path) = &config.admin_token_file {
-        let read = std::fs::read_to_string(path).map_err(|source| ServerError::AdminToken {
-            path: path.clone(),
-            problem: source.to_string(),
-        })?;
-        let token = read.trim();
-        if token.is_empty() {
-            return Err(ServerError::AdminToken {
-                path: path.clone(),
-                problem: "the file is empty".into(),
-            });
-        }
-        return Ok((token.to_string(), false));
-    }
-    if let Some(token) = std::env::var("EXCHANGE_ADMIN_TOKEN")
-        .ok()
-        .filter(|t| !t.is_empty())
-    {
-        return Ok((token, false));
-    }
-    let path = config.data_dir.join("admin_token");
-    if let Ok(token) = std::fs::read_to_string(&path) {
-        let token = token.trim().to_string();
-        if !token.is_empty() {
-            return Ok((token, false));
-        }
-    }
-    std::fs::create_dir_all(&config.data_dir)?;
-    let token = random_hex(24);
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create(true).truncate(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.mode(0o600);
-    }
-    let mut file = options.open(&path)?;
-    file.write_all(token.as_bytes())?;
-    file.sync_all()?;
-    Ok((token, true))
 }
 
 fn pipeline_config(config: &Config) -> Result<PipelineConfig, ServerError> {

@@ -15,7 +15,7 @@ use serde_json::{json, Value};
 use sha2::Sha256;
 
 /// The admin token every server and cluster of the kit is started with.
-pub const ADMIN_TOKEN: &str = "black-box-admin-token";
+pub const ADMIN_TOKEN: &str = "black-box-admin-token-of-at-least-32-bytes";
 /// The master key every node of a test cluster shares (as
 /// `EXCHANGE_MASTER_KEY`), so a key created on one verifies on all.
 pub const MASTER_KEY: &str = "6d61737465722d6b65792d6f662d7468652d746573742d636c75737465722121";

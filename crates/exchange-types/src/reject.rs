@@ -76,6 +76,7 @@ reject_reasons! {
     AccountSuspended = 210, "account_suspended", "the account is suspended";
     MmpTripped = 211, "mmp_tripped", "market-maker protection tripped on this instrument; reset it to trade again";
     AccountsNotRelated = 212, "accounts_not_related", "transfers move funds only between an owner and its sub-accounts";
+    TransferFromSuspended = 213, "transfer_from_suspended", "a suspended account cannot move funds to another account until it is reinstated";
     InstrumentClosed = 220, "instrument_closed", "the instrument is closed: no orders are accepted";
     CancelsOnly = 221, "cancels_only", "in this phase the instrument accepts cancels only";
     AtOpenOutsidePreOpen = 222, "at_open_outside_pre_open", "an at-the-open order is accepted only during the pre-open call";
@@ -114,6 +115,7 @@ reject_reasons! {
     InvalidSubAccount = 510, "invalid_sub_account", "a sub-account must be another account, without an owner or sub-accounts of its own";
     InstrumentDelisted = 511, "instrument_delisted", "the instrument is delisted";
     NoRuleChange = 512, "no_rule_change", "set_instrument_rules must change at least one rule";
+    FeeAccountNotSuspendable = 513, "fee_account_not_suspendable", "the fee account places no orders, so it cannot be suspended";
     InvalidVolatilityBand = 522, "invalid_volatility_band", "a volatility band must lie between 0 and 100%";
     VolatilityAuctionRequired = 523, "volatility_auction_required", "a volatility band needs volatility_auction_ns greater than zero";
     VolatilityBandRequired = 524, "volatility_band_required", "volatility_auction_ns needs a static or dynamic band";

@@ -154,7 +154,8 @@ fn the_admin_token_comes_from_a_file_or_the_environment_only() {
     assert!(!dir.path().join("never").exists());
 
     let file = dir.path().join("token");
-    std::fs::write(&file, "from-a-file\n").expect("token file");
+    std::fs::write(&file, "from-a-file-with-at-least-32-bytes\n").expect("token file");
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).expect("chmod");
     let data = dir.path().join("data");
     let log = dir.path().join("serve.log");
     let port = free_port();
@@ -163,26 +164,42 @@ fn the_admin_token_comes_from_a_file_or_the_environment_only() {
         &log,
         port,
         &["--admin-token-file", file.to_str().expect("utf-8")],
-        Some("from-the-environment"),
+        Some("from-the-environment-at-least-32-bytes"),
     );
     let api = Client { port };
     ready(api);
     // The file wins over the environment; nothing is generated.
-    assert_eq!(create_account(api, "from-a-file"), 201);
-    assert_eq!(create_account(api, "from-the-environment"), 401);
+    assert_eq!(
+        create_account(api, "from-a-file-with-at-least-32-bytes"),
+        201
+    );
+    assert_eq!(
+        create_account(api, "from-the-environment-at-least-32-bytes"),
+        401
+    );
     assert!(!data.join("admin_token").exists());
     stop(child);
 
     let data = dir.path().join("data-env");
     let port = free_port();
-    let child = spawn(&data, &log, port, &[], Some("from-the-environment"));
+    let child = spawn(
+        &data,
+        &log,
+        port,
+        &[],
+        Some("from-the-environment-at-least-32-bytes"),
+    );
     let api = Client { port };
     ready(api);
-    assert_eq!(create_account(api, "from-the-environment"), 201);
+    assert_eq!(
+        create_account(api, "from-the-environment-at-least-32-bytes"),
+        201
+    );
     stop(child);
 
     let empty = dir.path().join("empty");
     std::fs::write(&empty, "\n").expect("empty file");
+    std::fs::set_permissions(&empty, std::fs::Permissions::from_mode(0o600)).expect("chmod");
     let out = Command::new(EXCHANGE)
         .args([
             "serve",

@@ -54,6 +54,11 @@ const TESTED: &[(RejectReason, fn())] = &[
     (R::AccountSuspended, member::account_suspended),
     (R::MmpTripped, member::mmp_tripped),
     (R::AccountsNotRelated, member::accounts_not_related),
+    (R::TransferFromSuspended, member::transfer_from_suspended),
+    (
+        R::FeeAccountNotSuspendable,
+        member::fee_account_not_suspendable,
+    ),
     (R::DuplicateClientOrderId, orders::duplicate_client_order_id),
     (R::UnknownOrder, orders::unknown_order),
     (R::OrderNotOpen, orders::order_not_open),

@@ -276,6 +276,71 @@ pub fn accounts_not_related() {
     );
 }
 
+/// The kill switch holds the account's funds where it is: a suspended
+/// account cannot pass them to a sub-account, its owner or a sibling to
+/// trade there. Funds may still come in, and leave by a withdrawal.
+#[test]
+pub fn transfer_from_suspended() {
+    let mut h = Harness::funded(1);
+    h.run_checked(link_sub(1, 5));
+    h.run_checked(link_sub(1, 6));
+    h.run_checked(internal_transfer(1, 6, "USD", "10"));
+    h.run_checked(suspend(1));
+    assert_rejected(
+        &mut h,
+        internal_transfer(1, 5, "USD", "1000"),
+        R::TransferFromSuspended,
+    );
+    assert_rejected(
+        &mut h,
+        internal_transfer(1, 6, "BTC", "1"),
+        R::TransferFromSuspended,
+    );
+    // The sub-account holds nothing of the owner's to trade with.
+    assert_rejected(
+        &mut h,
+        cmd(limit(5, "b", Side::Buy, "1", "1")),
+        R::InsufficientFunds,
+    );
+    // A sibling's funds move to the suspended owner, and the owner may
+    // withdraw.
+    let events = h.run_checked(internal_transfer(6, 1, "USD", "10"));
+    assert_eq!(reject_reason(&events), None);
+    let events = h.run_checked(withdraw(1, "USD", "1"));
+    assert_eq!(reject_reason(&events), None);
+    // A suspended sub-account cannot pass its funds up either.
+    h.run_checked(reinstate(1));
+    h.run_checked(internal_transfer(1, 5, "USD", "1000"));
+    h.run_checked(suspend(5));
+    assert_rejected(
+        &mut h,
+        internal_transfer(5, 1, "USD", "1000"),
+        R::TransferFromSuspended,
+    );
+    assert_rejected(
+        &mut h,
+        internal_transfer(5, 6, "USD", "1"),
+        R::TransferFromSuspended,
+    );
+    h.run_checked(reinstate(5));
+    let events = h.run_checked(internal_transfer(5, 1, "USD", "1000"));
+    assert_eq!(reject_reason(&events), None);
+}
+
+/// The fee account places no orders; suspending it would record a kill
+/// switch that does nothing. Refused, and nothing changes.
+#[test]
+pub fn fee_account_not_suspendable() {
+    let mut h = Harness::funded(2);
+    place_ok(&mut h, limit(2, "s", Side::Sell, "100", "1"));
+    // A trade puts fees in the fee account: it then has balances.
+    let events = exec(&mut h, limit(1, "b", Side::Buy, "100", "1"));
+    assert_eq!(trades(&events).len(), 1);
+    assert_rejected(&mut h, suspend(0), R::FeeAccountNotSuspendable);
+    // Still not suspended: reinstating it has nothing to lift.
+    assert_rejected(&mut h, reinstate(0), R::AccountAlreadyInStatus);
+}
+
 #[test]
 pub fn too_many_sub_accounts() {
     use exchange_types::limits::MAX_SUB_ACCOUNTS;

@@ -153,6 +153,14 @@ fn reporters_roam(config: Option<&Path>) -> anyhow::Result<bool> {
 fn up(nodes: u64, dir: &Path, port_base: u16, config: Option<&Path>) -> anyhow::Result<()> {
     let layout = layout(dir, nodes, port_base)?;
     let token = admin_token(Some(dir))?;
+    // Every node would refuse it at its start: say so once, before any.
+    let min = exchange_server::MIN_ADMIN_TOKEN_LEN;
+    if token.len() < min {
+        bail!(
+            "the admin token is {} bytes; a node needs at least {min} (e.g. `openssl rand -hex 24`)",
+            token.len()
+        );
+    }
     let master_key = master_key(dir)?;
     let exe = std::env::current_exe().context("locating the exchange binary")?;
     let reporters_roam = reporters_roam(config)?;
