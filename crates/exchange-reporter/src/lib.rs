@@ -370,11 +370,16 @@ impl Reporting {
             "Failed reporting store writes or catch-ups (each retried).",
             stats.errors.load(Ordering::Relaxed),
         );
-        metric(
-            "exchange_reporting_commit_nanoseconds_total",
-            "counter",
-            "Time spent writing and committing reporting batches.",
-            stats.commit_ns_total.load(Ordering::Relaxed),
+        // Prometheus wants base units: seconds, written exactly from the
+        // nanosecond count.
+        let commit_ns = stats.commit_ns_total.load(Ordering::Relaxed);
+        let _ = writeln!(
+            out,
+            "# HELP exchange_reporting_commit_seconds_total Time spent writing and committing reporting batches.\n\
+             # TYPE exchange_reporting_commit_seconds_total counter\n\
+             exchange_reporting_commit_seconds_total {}.{:09}",
+            commit_ns / 1_000_000_000,
+            commit_ns % 1_000_000_000
         );
         out
     }
