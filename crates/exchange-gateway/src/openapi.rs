@@ -54,7 +54,7 @@ fn admin() -> Value {
 
 /// Errors every signed route can return.
 const SIGNED_ERRORS: &[&str] = &["400", "401", "413", "429", "503"];
-const ADMIN_ERRORS: &[&str] = &["400", "401", "413", "422", "503"];
+const ADMIN_ERRORS: &[&str] = &["400", "401", "404", "413", "422", "503"];
 
 fn paths() -> Value {
     let order_id = param(
@@ -183,7 +183,7 @@ fn paths() -> Value {
             "responses": responses(&[("200", ok("both balances after", json!({ "type": "object" })))], SIGNED_ERRORS) } },
         "/v1/mmp/{symbol}/reset": { "post": { "summary": "Reset the account's own tripped market-maker protection", "security": signed(),
             "parameters": [symbol],
-            "responses": responses(&[("200", ok("reset", json!({ "type": "object" })))], SIGNED_ERRORS) } },
+            "responses": responses(&[("200", ok("reset", json!({ "type": "object" })))], &["400", "401", "403", "413", "422", "429", "503"]) } },
         "/admin/status": { "get": { "summary": "Node status for the operator dashboard (docs/ui.md)", "security": admin(),
             "responses": responses(&[("200", ok("role, log position, throughput, latency percentiles, rejects, market data", json!({ "type": "object" })))], &["401", "503"]) } },
         "/v1/orders": {
@@ -246,7 +246,14 @@ fn schemas() -> Value {
     let phase = json!({ "enum": exchange_types::Phase::ALL.iter().map(|p| p.as_str()).collect::<Vec<_>>(),
         "description": "the trading phase the core has the instrument in" });
     let auction = json!({ "enum": ["open", "close", "volatility", "reopen"] });
-    let object = |required: &[&str], properties: Value| json!({ "type": "object", "required": required, "properties": properties });
+    // OpenAPI 3.0 forbids an empty `required`: left out when nothing is.
+    let object = |required: &[&str], properties: Value| {
+        let mut object = json!({ "type": "object", "properties": properties });
+        if !required.is_empty() {
+            object["required"] = json!(required);
+        }
+        object
+    };
     let order_props = json!({
         "order_id": int, "client_order_id": text, "symbol": text, "side": { "enum": ["buy", "sell"] },
         "type": { "enum": ["limit", "market"] }, "price": { "type": "string", "nullable": true }, "qty": dec,
@@ -359,7 +366,7 @@ fn key_paths() -> Value {
                 "parameters": [account_id.clone()], "requestBody": body(schema_ref("KeyRequest")),
                 "responses": responses(&[("201", created.clone())], &key_errors) },
             "get": { "summary": "The account's API keys", "security": admin(), "parameters": [account_id],
-                "responses": responses(&[("200", list.clone())], &["401", "404", "503"]) } },
+                "responses": responses(&[("200", list.clone())], &["400", "401", "404", "503"]) } },
         "/admin/keys/{key_id}": { "delete": { "summary": "Revoke an API key", "security": admin(),
             "parameters": [key_id.clone()], "responses": responses(&[("200", revoked.clone())], &["401", "404", "503"]) } },
         "/admin/keys/{key_id}/rotate": { "post": { "summary": "Replace an API key by a new id and secret (or Ed25519 public key) with the same scopes, label, expiry and allow-list", "security": admin(),
