@@ -52,8 +52,9 @@ fn admin() -> Value {
     json!([{ "adminToken": [] }])
 }
 
-/// Errors every signed route can return.
-const SIGNED_ERRORS: &[&str] = &["400", "401", "413", "429", "503"];
+/// Errors every signed route can return (403: a key without the route's
+/// scope, or used from outside its allow-list).
+const SIGNED_ERRORS: &[&str] = &["400", "401", "403", "413", "429", "503"];
 const ADMIN_ERRORS: &[&str] = &["400", "401", "404", "413", "422", "503"];
 
 fn paths() -> Value {
@@ -102,7 +103,9 @@ fn paths() -> Value {
         "the order and the fills this command caused",
         schema_ref("OrderWithFills"),
     );
-    let order_errors = ["400", "401", "404", "409", "413", "422", "429", "503"];
+    let order_errors = [
+        "400", "401", "403", "404", "409", "413", "422", "429", "503",
+    ];
     // Outside the one large `json!` below, which is at the macro's
     // recursion limit.
     let rules = json!({ "put": { "summary": "Change the instrument's rules (absent field: kept); resting orders that no longer fit are canceled", "security": admin(),
@@ -194,13 +197,13 @@ fn paths() -> Value {
                 "responses": responses(&[("200", ok("orders", json!({ "type": "object", "properties": { "orders": { "type": "array", "items": schema_ref("Order") } } })))], SIGNED_ERRORS) },
             "delete": { "summary": "Cancel all the account's open orders (mass cancel)", "security": signed(),
                 "parameters": [sym_q],
-                "responses": responses(&[("200", ok("ids of the canceled orders", json!({ "type": "object", "properties": { "canceled": { "type": "array", "items": { "type": "integer" } } } })))], &["400", "401", "413", "422", "429", "503"]) } },
+                "responses": responses(&[("200", ok("ids of the canceled orders", json!({ "type": "object", "properties": { "canceled": { "type": "array", "items": { "type": "integer" } } } })))], &["400", "401", "403", "413", "422", "429", "503"]) } },
         "/v1/orders/by-client-id/{client_order_id}": { "delete": { "summary": "Cancel an open order by client order id", "security": signed(),
             "parameters": [param("client_order_id", "path", json!({ "type": "string" }), "the client's id")],
             "responses": responses(&[("200", order.clone())], &order_errors) } },
         "/v1/orders/{order_id}": {
             "get": { "summary": "One of the account's orders", "security": signed(), "parameters": [order_id],
-                "responses": responses(&[("200", ok("the order", schema_ref("Order")))], &["400", "401", "404", "429", "503"]) },
+                "responses": responses(&[("200", ok("the order", schema_ref("Order")))], &["400", "401", "403", "404", "429", "503"]) },
             "delete": { "summary": "Cancel an open order", "security": signed(), "parameters": [order_id],
                 "responses": responses(&[("200", order.clone())], &order_errors) } },
         "/v1/orders/{order_id}/replace": { "post": { "summary": "Cancel-replace: new price, total quantity, stop price and/or client id", "security": signed(),
