@@ -26,6 +26,16 @@ use exchange_testkit::{limit, Server, ADMIN_TOKEN};
 /// The binary under test.
 const EXCHANGE: &str = env!("CARGO_BIN_EXE_exchange");
 
+/// Held by the tests that load the machine (schemathesis) or measure
+/// timing (the feed's heartbeats), so neither runs beside the other.
+static HEAVY: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn heavy() -> std::sync::MutexGuard<'static, ()> {
+    HEAVY
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
 fn in_ci() -> bool {
     std::env::var("CI").is_ok_and(|v| v == "true")
 }
@@ -71,6 +81,7 @@ fn openapi_document_validates_and_every_answer_matches_it() {
     ) {
         return;
     }
+    let _alone = heavy();
     let dir = tempfile::tempdir().expect("temp dir");
     let server = Server::start(EXCHANGE, &dir.path().join("data"));
     let api = server.api;
@@ -206,10 +217,11 @@ fn message_count(packet: &[u8]) -> Option<u16> {
 
 #[test]
 fn idle_binary_feed_heartbeats_once_per_interval() {
-    const HEARTBEAT_MS: u64 = 100;
+    const HEARTBEAT_MS: u64 = 200;
     // Scheduling on a busy machine, not protocol slack: without the fix a
     // gap reaches twice the interval.
-    const TOLERANCE_MS: u64 = 50;
+    const TOLERANCE_MS: u64 = 100;
+    let _alone = heavy();
     let dir = tempfile::tempdir().expect("temp dir");
     let receiver = UdpSocket::bind("127.0.0.1:0").expect("feed receiver");
     receiver
@@ -229,7 +241,7 @@ fn idle_binary_feed_heartbeats_once_per_interval() {
     let mut packet = [0u8; 2048];
     let mut arrivals = Vec::new();
     let listen = Instant::now();
-    while listen.elapsed() < Duration::from_secs(3) {
+    while listen.elapsed() < Duration::from_secs(5) {
         let (len, _) = receiver
             .recv_from(&mut packet)
             .unwrap_or_else(|e| panic!("no feed packet for 5 s: {e}\n{}", server.stderr()));
@@ -244,7 +256,7 @@ fn idle_binary_feed_heartbeats_once_per_interval() {
         .windows(2)
         .map(|pair| (pair[1] - pair[0]).as_millis() as u64)
         .collect();
-    assert!(gaps.len() >= 10, "too few heartbeats in 3 s: {gaps:?}");
+    assert!(gaps.len() >= 10, "too few heartbeats in 5 s: {gaps:?}");
     let longest = gaps.iter().copied().max().unwrap_or(0);
     assert!(
         longest <= HEARTBEAT_MS + TOLERANCE_MS,
