@@ -44,6 +44,12 @@ fn param(name: &str, location: &str, schema: Value, description: &str) -> Value 
     json!({ "name": name, "in": location, "required": location == "path", "schema": schema, "description": description })
 }
 
+/// Order and account ids: up to i64::MAX, the largest an SQL column or a
+/// signed client takes; larger ones are refused at the edge with a 400.
+fn id_schema() -> Value {
+    json!({ "type": "integer", "format": "int64", "minimum": 0, "maximum": i64::MAX })
+}
+
 fn signed() -> Value {
     json!([{ "apiKey": [], "apiTimestamp": [], "apiSign": [] }])
 }
@@ -58,18 +64,8 @@ const SIGNED_ERRORS: &[&str] = &["400", "401", "403", "413", "429", "503"];
 const ADMIN_ERRORS: &[&str] = &["400", "401", "404", "413", "422", "503"];
 
 fn paths() -> Value {
-    let order_id = param(
-        "order_id",
-        "path",
-        json!({ "type": "integer" }),
-        "exchange order id",
-    );
-    let account_p = param(
-        "account",
-        "path",
-        json!({ "type": "integer" }),
-        "account id",
-    );
+    let order_id = param("order_id", "path", id_schema(), "exchange order id");
+    let account_p = param("account", "path", id_schema(), "account id");
     let rules_body = json!({ "type": "object", "properties": {
         "tick_size": { "type": "string" }, "lot_size": { "type": "string" },
         "min_qty": { "type": "string" }, "max_qty": { "type": "string" },
@@ -243,7 +239,9 @@ fn paths() -> Value {
 }
 
 fn schemas() -> Value {
-    let dec = json!({ "type": "string", "pattern": "^-?[0-9]*\\.?[0-9]+$", "example": "60000.5" });
+    // docs/protocol.md's one decimal grammar: no leading zero, no bare point.
+    let dec = json!({ "type": "string", "pattern": "^-?(0|[1-9][0-9]*)(\\.[0-9]+)?$",
+        "maxLength": 40, "example": "60000.5" });
     let text = json!({ "type": "string" });
     let int = json!({ "type": "integer" });
     let phase = json!({ "enum": exchange_types::Phase::ALL.iter().map(|p| p.as_str()).collect::<Vec<_>>(),
@@ -340,12 +338,7 @@ fn key_paths() -> Value {
         json!({ "type": "string" }),
         "the API key's id",
     );
-    let account_id = param(
-        "account_id",
-        "path",
-        json!({ "type": "integer" }),
-        "account id",
-    );
+    let account_id = param("account_id", "path", id_schema(), "account id");
     let created = ok(
         "the key; an HMAC key's api_secret is shown only here",
         schema_ref("ApiKey"),
