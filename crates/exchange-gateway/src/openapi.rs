@@ -44,6 +44,12 @@ fn param(name: &str, location: &str, schema: Value, description: &str) -> Value 
     json!({ "name": name, "in": location, "required": location == "path", "schema": schema, "description": description })
 }
 
+/// Order and account ids: up to i64::MAX, the largest an SQL column or a
+/// signed client takes; larger ones are refused at the edge with a 400.
+fn id_schema() -> Value {
+    json!({ "type": "integer", "format": "int64", "minimum": 0, "maximum": i64::MAX })
+}
+
 fn signed() -> Value {
     json!([{ "apiKey": [], "apiTimestamp": [], "apiSign": [] }])
 }
@@ -52,23 +58,14 @@ fn admin() -> Value {
     json!([{ "adminToken": [] }])
 }
 
-/// Errors every signed route can return.
-const SIGNED_ERRORS: &[&str] = &["400", "401", "413", "429", "503"];
-const ADMIN_ERRORS: &[&str] = &["400", "401", "413", "422", "503"];
+/// Errors every signed route can return (403: a key without the route's
+/// scope, or used from outside its allow-list).
+const SIGNED_ERRORS: &[&str] = &["400", "401", "403", "413", "429", "503"];
+const ADMIN_ERRORS: &[&str] = &["400", "401", "404", "413", "422", "503"];
 
 fn paths() -> Value {
-    let order_id = param(
-        "order_id",
-        "path",
-        json!({ "type": "integer" }),
-        "exchange order id",
-    );
-    let account_p = param(
-        "account",
-        "path",
-        json!({ "type": "integer" }),
-        "account id",
-    );
+    let order_id = param("order_id", "path", id_schema(), "exchange order id");
+    let account_p = param("account", "path", id_schema(), "account id");
     let rules_body = json!({ "type": "object", "properties": {
         "tick_size": { "type": "string" }, "lot_size": { "type": "string" },
         "min_qty": { "type": "string" }, "max_qty": { "type": "string" },
@@ -102,7 +99,9 @@ fn paths() -> Value {
         "the order and the fills this command caused",
         schema_ref("OrderWithFills"),
     );
-    let order_errors = ["400", "401", "404", "409", "413", "422", "429", "503"];
+    let order_errors = [
+        "400", "401", "403", "404", "409", "413", "422", "429", "503",
+    ];
     // Outside the one large `json!` below, which is at the macro's
     // recursion limit.
     let rules = json!({ "put": { "summary": "Change the instrument's rules (absent field: kept); resting orders that no longer fit are canceled", "security": admin(),
@@ -183,7 +182,7 @@ fn paths() -> Value {
             "responses": responses(&[("200", ok("both balances after", json!({ "type": "object" })))], SIGNED_ERRORS) } },
         "/v1/mmp/{symbol}/reset": { "post": { "summary": "Reset the account's own tripped market-maker protection", "security": signed(),
             "parameters": [symbol],
-            "responses": responses(&[("200", ok("reset", json!({ "type": "object" })))], SIGNED_ERRORS) } },
+            "responses": responses(&[("200", ok("reset", json!({ "type": "object" })))], &["400", "401", "403", "413", "422", "429", "503"]) } },
         "/admin/status": { "get": { "summary": "Node status for the operator dashboard (docs/ui.md)", "security": admin(),
             "responses": responses(&[("200", ok("role, log position, throughput, latency percentiles, rejects, market data", json!({ "type": "object" })))], &["401", "503"]) } },
         "/v1/orders": {
@@ -194,13 +193,13 @@ fn paths() -> Value {
                 "responses": responses(&[("200", ok("orders", json!({ "type": "object", "properties": { "orders": { "type": "array", "items": schema_ref("Order") } } })))], SIGNED_ERRORS) },
             "delete": { "summary": "Cancel all the account's open orders (mass cancel)", "security": signed(),
                 "parameters": [sym_q],
-                "responses": responses(&[("200", ok("ids of the canceled orders", json!({ "type": "object", "properties": { "canceled": { "type": "array", "items": { "type": "integer" } } } })))], &["400", "401", "413", "422", "429", "503"]) } },
+                "responses": responses(&[("200", ok("ids of the canceled orders", json!({ "type": "object", "properties": { "canceled": { "type": "array", "items": { "type": "integer" } } } })))], &["400", "401", "403", "413", "422", "429", "503"]) } },
         "/v1/orders/by-client-id/{client_order_id}": { "delete": { "summary": "Cancel an open order by client order id", "security": signed(),
             "parameters": [param("client_order_id", "path", json!({ "type": "string" }), "the client's id")],
             "responses": responses(&[("200", order.clone())], &order_errors) } },
         "/v1/orders/{order_id}": {
             "get": { "summary": "One of the account's orders", "security": signed(), "parameters": [order_id],
-                "responses": responses(&[("200", ok("the order", schema_ref("Order")))], &["400", "401", "404", "429", "503"]) },
+                "responses": responses(&[("200", ok("the order", schema_ref("Order")))], &["400", "401", "403", "404", "429", "503"]) },
             "delete": { "summary": "Cancel an open order", "security": signed(), "parameters": [order_id],
                 "responses": responses(&[("200", order.clone())], &order_errors) } },
         "/v1/orders/{order_id}/replace": { "post": { "summary": "Cancel-replace: new price, total quantity, stop price and/or client id", "security": signed(),
@@ -240,13 +239,22 @@ fn paths() -> Value {
 }
 
 fn schemas() -> Value {
-    let dec = json!({ "type": "string", "pattern": "^-?[0-9]*\\.?[0-9]+$", "example": "60000.5" });
+    // docs/protocol.md's one decimal grammar: no leading zero, no bare point.
+    let dec = json!({ "type": "string", "pattern": "^-?(0|[1-9][0-9]*)(\\.[0-9]+)?$",
+        "maxLength": 40, "example": "60000.5" });
     let text = json!({ "type": "string" });
     let int = json!({ "type": "integer" });
     let phase = json!({ "enum": exchange_types::Phase::ALL.iter().map(|p| p.as_str()).collect::<Vec<_>>(),
         "description": "the trading phase the core has the instrument in" });
     let auction = json!({ "enum": ["open", "close", "volatility", "reopen"] });
-    let object = |required: &[&str], properties: Value| json!({ "type": "object", "required": required, "properties": properties });
+    // OpenAPI 3.0 forbids an empty `required`: left out when nothing is.
+    let object = |required: &[&str], properties: Value| {
+        let mut object = json!({ "type": "object", "properties": properties });
+        if !required.is_empty() {
+            object["required"] = json!(required);
+        }
+        object
+    };
     let order_props = json!({
         "order_id": int, "client_order_id": text, "symbol": text, "side": { "enum": ["buy", "sell"] },
         "type": { "enum": ["limit", "market"] }, "price": { "type": "string", "nullable": true }, "qty": dec,
@@ -330,12 +338,7 @@ fn key_paths() -> Value {
         json!({ "type": "string" }),
         "the API key's id",
     );
-    let account_id = param(
-        "account_id",
-        "path",
-        json!({ "type": "integer" }),
-        "account id",
-    );
+    let account_id = param("account_id", "path", id_schema(), "account id");
     let created = ok(
         "the key; an HMAC key's api_secret is shown only here",
         schema_ref("ApiKey"),
@@ -359,7 +362,7 @@ fn key_paths() -> Value {
                 "parameters": [account_id.clone()], "requestBody": body(schema_ref("KeyRequest")),
                 "responses": responses(&[("201", created.clone())], &key_errors) },
             "get": { "summary": "The account's API keys", "security": admin(), "parameters": [account_id],
-                "responses": responses(&[("200", list.clone())], &["401", "404", "503"]) } },
+                "responses": responses(&[("200", list.clone())], &["400", "401", "404", "503"]) } },
         "/admin/keys/{key_id}": { "delete": { "summary": "Revoke an API key", "security": admin(),
             "parameters": [key_id.clone()], "responses": responses(&[("200", revoked.clone())], &["401", "404", "503"]) } },
         "/admin/keys/{key_id}/rotate": { "post": { "summary": "Replace an API key by a new id and secret (or Ed25519 public key) with the same scopes, label, expiry and allow-list", "security": admin(),

@@ -141,9 +141,15 @@ impl Feed {
         self.last_sent = Instant::now();
     }
 
+    /// When the next heartbeat is due: `interval` after the last packet of
+    /// any kind, so an idle feed never goes longer than that in silence.
+    pub fn heartbeat_due(&self, interval: Duration) -> Instant {
+        self.last_sent + interval
+    }
+
     /// A heartbeat if nothing went out for `interval`.
     pub fn heartbeat(&mut self, interval: Duration) {
-        if self.last_sent.elapsed() >= interval {
+        if Instant::now() >= self.heartbeat_due(interval) {
             let beat = lock(&self.publisher).heartbeat();
             self.send(&beat);
         }

@@ -168,60 +168,36 @@ impl MarketData {
         answer.await.map_err(|_| SubscribeError::Stopped)
     }
 
-    /// Prometheus text for `/metrics`.
+    /// Prometheus text for `/metrics`, each metric with its HELP and TYPE
+    /// (`promtool check metrics` runs on it in CI).
     pub fn render_metrics(&self) -> String {
         let s = &self.stats;
         let get = |v: &AtomicU64| v.load(Ordering::Relaxed);
         let lines = [
-            (
-                "exchange_marketdata_subscribers",
-                "gauge",
-                get(&s.subscribers),
-            ),
-            (
-                "exchange_marketdata_messages_total",
-                "counter",
-                get(&s.messages),
-            ),
-            (
-                "exchange_marketdata_conflated_total",
-                "counter",
-                get(&s.conflated),
-            ),
-            (
-                "exchange_marketdata_slow_consumers_total",
-                "counter",
-                get(&s.kicked),
-            ),
-            (
-                "exchange_marketdata_resyncs_total",
-                "counter",
-                get(&s.resyncs),
-            ),
-            (
-                "exchange_marketdata_applied_index",
-                "gauge",
-                get(&s.applied_index),
-            ),
-            (
-                "exchange_feed_next_sequence",
-                "gauge",
-                get(&s.feed_next_seq),
-            ),
-            (
-                "exchange_feed_packets_total",
-                "counter",
-                get(&s.feed_packets),
-            ),
-            (
-                "exchange_feed_send_errors_total",
-                "counter",
-                get(&s.feed_send_errors),
-            ),
+            ("exchange_marketdata_subscribers", "gauge",
+                "WebSocket market-data subscribers attached.", get(&s.subscribers)),
+            ("exchange_marketdata_messages_total", "counter",
+                "Market-data messages queued to WebSocket subscribers.", get(&s.messages)),
+            ("exchange_marketdata_conflated_total", "counter",
+                "Conflatable messages skipped because a subscriber's queue was full.", get(&s.conflated)),
+            ("exchange_marketdata_slow_consumers_total", "counter",
+                "Subscribers disconnected for falling behind the market-data stream.", get(&s.kicked)),
+            ("exchange_marketdata_resyncs_total", "counter",
+                "Times the market-data projection fell behind the event stream and restarted from a snapshot.", get(&s.resyncs)),
+            ("exchange_marketdata_applied_index", "gauge",
+                "Last log index applied to the market-data projection.", get(&s.applied_index)),
+            ("exchange_feed_next_sequence", "gauge",
+                "Sequence number of the binary feed's next message.", get(&s.feed_next_seq)),
+            ("exchange_feed_packets_total", "counter",
+                "Binary feed packets sent, heartbeats excluded.", get(&s.feed_packets)),
+            ("exchange_feed_send_errors_total", "counter",
+                "Binary feed packets the kernel refused for a target (dropped; receivers recover them by retransmission).", get(&s.feed_send_errors)),
         ];
         let mut text = String::new();
-        for (name, kind, value) in lines {
-            text.push_str(&format!("# TYPE {name} {kind}\n{name} {value}\n"));
+        for (name, kind, help, value) in lines {
+            text.push_str(&format!(
+                "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}\n"
+            ));
         }
         text
     }

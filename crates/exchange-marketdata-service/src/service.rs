@@ -71,12 +71,24 @@ impl Service {
     ) {
         let mut beat = tokio::time::interval(heartbeat);
         beat.set_missed_tick_behavior(MissedTickBehavior::Skip);
+        // The feed's own timer: a fixed tick would find the last packet just
+        // under an interval old and wait a second interval (docs/marketdata.md
+        // promises one heartbeat per interval of silence).
+        let feed_beat = tokio::time::sleep(heartbeat);
+        tokio::pin!(feed_beat);
         loop {
             tokio::select! {
                 biased;
                 _ = &mut stop => break,
                 Some(request) = requests.recv() => self.handle(request),
-                _ = beat.tick() => self.heartbeat(heartbeat),
+                _ = beat.tick() => self.heartbeat(),
+                _ = &mut feed_beat, if self.feed.is_some() => {
+                    if let Some(feed) = self.feed.as_mut() {
+                        feed.heartbeat(heartbeat);
+                        let due = feed.heartbeat_due(heartbeat);
+                        feed_beat.as_mut().reset(tokio::time::Instant::from_std(due));
+                    }
+                }
                 received = events.recv() => {
                     let mut next = Some(received);
                     let mut applied = 0;
@@ -222,7 +234,7 @@ impl Service {
         }
     }
 
-    fn heartbeat(&mut self, interval: Duration) {
+    fn heartbeat(&mut self) {
         for key in self.fanout.keys() {
             let Some(info) = self.projection.instrument(key.locate) else {
                 continue;
@@ -236,9 +248,6 @@ impl Service {
             self.fanout.publish(key, true, || {
                 json::heartbeat(key.channel, symbol.as_str(), sequence)
             });
-        }
-        if let Some(feed) = self.feed.as_mut() {
-            feed.heartbeat(interval);
         }
     }
 

@@ -370,12 +370,27 @@ impl Reporting {
             "Failed reporting store writes or catch-ups (each retried).",
             stats.errors.load(Ordering::Relaxed),
         );
-        metric(
-            "exchange_reporting_commit_nanoseconds_total",
-            "counter",
-            "Time spent writing and committing reporting batches.",
-            stats.commit_ns_total.load(Ordering::Relaxed),
+        let _ = writeln!(
+            out,
+            "# HELP exchange_reporting_commit_seconds_total Time spent writing and committing reporting batches.\n\
+             # TYPE exchange_reporting_commit_seconds_total counter\n\
+             exchange_reporting_commit_seconds_total {}",
+            seconds(stats.commit_ns_total.load(Ordering::Relaxed))
         );
         out
     }
+}
+
+/// Nanoseconds as decimal seconds, exactly: Prometheus wants base units.
+fn seconds(ns: u64) -> String {
+    format!("{}.{:09}", ns / 1_000_000_000, ns % 1_000_000_000)
+}
+
+#[cfg(test)]
+#[test]
+fn seconds_are_exact() {
+    assert_eq!(seconds(0), "0.000000000");
+    assert_eq!(seconds(1_500), "0.000001500");
+    assert_eq!(seconds(12_000_000_001), "12.000000001");
+    assert_eq!(seconds(u64::MAX), "18446744073.709551615");
 }
