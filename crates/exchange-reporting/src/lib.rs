@@ -231,6 +231,8 @@ impl Store {
 }
 
 #[cfg(test)]
+mod extreme_tests;
+#[cfg(test)]
 mod ledger_tests;
 #[cfg(test)]
 mod migration_tests;
