@@ -88,3 +88,38 @@ fn the_extremes_of_every_id_and_amount_round_trip() {
         assert_eq!(again.audit(0, u64::MAX).expect("audit"), audit);
     });
 }
+
+#[test]
+fn a_dead_letter_skips_its_entry_and_is_kept() {
+    on_both("a_dead_letter_skips_its_entry", |target| {
+        let mut engine = Engine::new();
+        let entries = apply_lines(&mut engine, &lines(), DAY / 100);
+        let mut store = Store::open(target).expect("open");
+        write_in_batches(&mut store, &entries[..2], 2);
+        // Only the entry after the position can be skipped.
+        let gap = store.dead_letter(&entries[3].record(), "not next");
+        assert!(matches!(gap, Err(crate::StoreError::Gap { .. })), "{gap:?}");
+        let skipped = store
+            .dead_letter(&entries[2].record(), "refused by the test")
+            .expect("dead letter");
+        assert_eq!(skipped.log_index, entries[2].index);
+        let position = write_in_batches(&mut store, &entries[3..], 4);
+        assert_eq!(position.log_index, entries.len() as u64);
+
+        drop(store);
+        let mut again = Store::open(target).expect("reopen");
+        assert_eq!(again.position(), position);
+        assert_eq!(again.dead_letter_count().expect("count"), 1);
+        let letters = again.dead_letters().expect("dead letters");
+        assert_eq!(letters.len(), 1);
+        assert_eq!(
+            (letters[0].log_index, letters[0].command.as_str()),
+            (entries[2].index, entries[2].command)
+        );
+        assert_eq!(letters[0].error, "refused by the test");
+        // The skipped entry has no audit row; those around it have.
+        let audit = again.audit(0, u64::MAX).expect("audit");
+        assert_eq!(audit.len(), entries.len() - 1);
+        assert!(audit.iter().all(|row| row.log_index != entries[2].index));
+    });
+}
