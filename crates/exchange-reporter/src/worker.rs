@@ -24,6 +24,9 @@ const IDLE: Duration = Duration::from_millis(50);
 /// waits for its commit.
 const LINGER_SLICE: Duration = Duration::from_millis(10);
 
+/// How often a pause between retries looks whether the node is stopping.
+const STOP_CHECK: Duration = Duration::from_millis(50);
+
 pub(super) struct Worker {
     pub(super) store: Store,
     pub(super) target: Target,
@@ -139,28 +142,33 @@ impl Worker {
     /// Runs `step` until it succeeds, reconnecting in between with a
     /// growing pause: a store that is down delays the record, never loses
     /// it, and never slows the core. Once the node is stopping it gives up
-    /// after a few tries: the next start catches up from the journal.
+    /// at the first failure, and a pause ends as the node stops: the next
+    /// start catches up from the journal, and a store that is down must not
+    /// hold up the shutdown.
     fn retry(
         &mut self,
         events: &broadcast::Receiver<Arc<Applied>>,
         mut step: impl FnMut(&mut Worker) -> Result<(), CatchUpError>,
     ) {
         let mut pause = Duration::from_millis(50);
-        let mut failed_while_stopping = 0;
         loop {
             match step(self) {
                 Ok(()) => return,
                 Err(error) => {
                     self.inner.stats.errors.fetch_add(1, Ordering::Relaxed);
                     if events.is_closed() {
-                        failed_while_stopping += 1;
-                        if failed_while_stopping >= 3 {
-                            tracing::error!(%error, "reporting store unavailable at shutdown; the next start catches up from the journal");
-                            return;
-                        }
+                        tracing::error!(%error, "reporting store unavailable at shutdown; the next start catches up from the journal");
+                        return;
                     }
                     tracing::error!(%error, retry_in_ms = pause.as_millis() as u64, "reporting store write failed");
-                    std::thread::sleep(pause);
+                    let until = Instant::now() + pause;
+                    while !events.is_closed() {
+                        let left = until.saturating_duration_since(Instant::now());
+                        if left.is_zero() {
+                            break;
+                        }
+                        std::thread::sleep(left.min(STOP_CHECK));
+                    }
                     pause = (pause * 2).min(Duration::from_secs(5));
                     match Store::open(&self.target) {
                         Ok(store) => self.store = store,
