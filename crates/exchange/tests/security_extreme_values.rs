@@ -264,6 +264,24 @@ fn every_route_refuses_ids_and_numbers_beyond_their_range() {
         );
     }
 
+    // Key ids are text: a number names no key.
+    for n in NUMBERS {
+        for (method, path) in [
+            ("DELETE", format!("/v1/keys/{n}")),
+            ("POST", format!("/v1/keys/{n}/rotate")),
+        ] {
+            let what = format!("{method} {path}");
+            assert_refused(&api.signed(&alice, method, &path, ""), &what);
+        }
+        for (method, path) in [
+            ("DELETE", format!("/admin/keys/{n}")),
+            ("POST", format!("/admin/keys/{n}/rotate")),
+        ] {
+            let what = format!("{method} {path}");
+            assert_refused(&api.admin(method, &path, ""), &what);
+        }
+    }
+
     // The WebSocket's order entry takes the same ids.
     let mut socket = authenticated(&api, &alice, false);
     let ws_ids: Vec<(Value, Option<&str>)> = vec![
@@ -451,8 +469,8 @@ fn a_store_that_cannot_catch_up_holds_up_neither_health_nor_trading() {
         .expect("hold the store's write lock");
     api.place(&alice, &limit("sell", "60000", "0.5", "a-1"));
     api.place(&bob, &limit("buy", "60000", "0.5", "b-1"));
-    let status = server.stop_with(libc::SIGTERM);
-    assert!(status.success(), "stop: {status}");
+    // Acknowledged, so in the journal: the store is behind it.
+    server.kill();
 
     // Still locked: the restart must answer and trade all the same.
     let server = Server::start(EXCHANGE, &data);
@@ -469,4 +487,58 @@ fn a_store_that_cannot_catch_up_holds_up_neither_health_nor_trading() {
     });
     let fills = api.read(&alice, "/v1/fills");
     assert_eq!(fills["fills"].as_array().map(Vec::len), Some(1), "{fills}");
+}
+
+#[test]
+fn fix_refuses_an_order_id_beyond_range_and_names_in_range_ones() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let fix_port = exchange_testkit::free_port();
+    let config = tmp.path().join("exchange.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[fix]\nlisten = \"127.0.0.1:{fix_port}\"\n\n[[fix.sessions]]\n\
+             sender_comp_id = \"TRADER\"\npassword = \"pw-TRADER\"\naccount = 1\n"
+        ),
+    )
+    .expect("write the config");
+    let data = tmp.path().join("data");
+    let mut server = Server::start_with(EXCHANGE, &data, Some(&config));
+    let alice = server.api.funded_account();
+    assert_eq!(alice.id, 1, "the session's account");
+
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let fix_addr = std::net::SocketAddr::from(([127, 0, 0, 1], fix_port));
+    runtime.block_on(async {
+        let mut fix = exchange_testkit::fix::Client::logon(fix_addr, "TRADER").await;
+        let now = exchange_fix::time::format(exchange_fix::time::now_ns());
+        let cases = [
+            (MAX_ID, "1"),
+            (TWO_63, "99"),
+            (U64_MAX, "99"),
+            (BEYOND_U64, "99"),
+        ];
+        for (n, (id, reason)) in cases.into_iter().enumerate() {
+            for (kind, extra) in [("F", ""), ("G", "40=2|38=1|44=60000|21=1|")] {
+                let cl_ord_id = format!("x{kind}{n}");
+                let body =
+                    format!("37={id}|41=nothing|11={cl_ord_id}|55=BTC-USD|54=1|60={now}|{extra}");
+                fix.send(kind, &body).await;
+                let answer = fix
+                    .recv_until(|m| m.text(35) == Some("9") && m.text(11) == Some(&cl_ord_id))
+                    .await;
+                assert_eq!(answer.text(102), Some(reason), "{kind} 37={id}");
+            }
+        }
+    });
+
+    assert_history_served(&server.api, &alice, "FIX ids beyond range");
+    let status = server.stop_with(libc::SIGTERM);
+    assert!(status.success(), "stop: {status}");
+    let server = Server::start_with(EXCHANGE, &data, Some(&config));
+    server.api.assert_healthy("restart");
+    assert_history_served(&server.api, &alice, "restart");
 }
