@@ -164,59 +164,59 @@ fn account_bodies(
     ]
 }
 
-#[test]
-fn every_route_refuses_ids_and_numbers_beyond_their_range() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let server = Server::start(EXCHANGE, &dir.path().join("data"));
-    let api = server.api;
-    let alice = api.funded_account();
-    let before = api.account_view(&alice);
-
+/// Order ids in paths: in range 404, beyond 400, not numbers 400.
+fn order_ids(api: &Client, alice: &Account) {
     for id in IN_RANGE_IDS {
-        for (what, response) in order_routes(&api, &alice, id) {
+        for (what, response) in order_routes(api, alice, id) {
             response.expect_error(404, "unknown_order", &what);
         }
     }
     for id in OUT_OF_RANGE_IDS.iter().chain(&["0"]) {
-        for (what, response) in order_routes(&api, &alice, id) {
+        for (what, response) in order_routes(api, alice, id) {
             assert_out_of_range(&response, "order_id_out_of_range", &what);
         }
     }
     for id in NOT_IDS {
-        for (what, response) in order_routes(&api, &alice, id) {
+        for (what, response) in order_routes(api, alice, id) {
             assert_refused(&response, &what);
         }
     }
+}
 
+/// Account ids in admin paths and bodies.
+fn account_ids(api: &Client, alice: &Account) {
     for id in ["0", "1", MAX_ID] {
-        for (what, response) in admin_account_routes(&api, id) {
+        for (what, response) in admin_account_routes(api, id) {
             assert_no_server_error(&response, &what);
         }
-        for (what, response) in account_bodies(&api, &alice, alice.id, id) {
+        for (what, response) in account_bodies(api, alice, alice.id, id) {
             assert_no_server_error(&response, &what);
         }
     }
     for id in [TWO_63, U64_MAX, BEYOND_U64] {
-        for (what, response) in admin_account_routes(&api, id) {
+        for (what, response) in admin_account_routes(api, id) {
             assert_out_of_range(&response, "account_id_out_of_range", &what);
         }
     }
     for id in [TWO_63, U64_MAX] {
-        for (what, response) in account_bodies(&api, &alice, alice.id, id) {
+        for (what, response) in account_bodies(api, alice, alice.id, id) {
             assert_out_of_range(&response, "account_id_out_of_range", &what);
         }
     }
     for id in ["-1", "1.5", BEYOND_U64, "\"7\""] {
-        for (what, response) in account_bodies(&api, &alice, alice.id, id) {
+        for (what, response) in account_bodies(api, alice, alice.id, id) {
             assert_refused(&response, &what);
         }
-        for (what, response) in admin_account_routes(&api, &id.replace('"', "")) {
+        for (what, response) in admin_account_routes(api, &id.replace('"', "")) {
             if id.contains('-') || id.contains('.') {
                 assert_refused(&response, &what);
             }
         }
     }
+}
 
+/// Query parameters, order fields and amounts.
+fn query_and_order_numbers(api: &Client, alice: &Account) {
     for n in NUMBERS {
         for path in [
             format!("/v1/fills?limit={n}"),
@@ -226,7 +226,7 @@ fn every_route_refuses_ids_and_numbers_beyond_their_range() {
             format!("/v1/markets/BTC-USD/candles?limit={n}"),
             format!("/v1/markets/BTC-USD/candles?start={n}&end={n}"),
         ] {
-            let response = api.signed(&alice, "GET", &path, "");
+            let response = api.signed(alice, "GET", &path, "");
             assert_no_server_error(&response, &path);
             if response.status >= 400 {
                 assert_refused(&response, &path);
@@ -236,7 +236,7 @@ fn every_route_refuses_ids_and_numbers_beyond_their_range() {
             let mut order = limit("buy", "1", "1", "x-num");
             order["type"] = json!("trailing_stop");
             order[field] = serde_json::from_str(n).unwrap_or(json!(n));
-            let response = api.signed(&alice, "POST", "/v1/orders", &order.to_string());
+            let response = api.signed(alice, "POST", "/v1/orders", &order.to_string());
             assert_refused(&response, &format!("{field} = {n}"));
         }
     }
@@ -246,24 +246,72 @@ fn every_route_refuses_ids_and_numbers_beyond_their_range() {
             order[field] = json!(d);
             let what = format!("order {field} = {d}");
             assert_refused(
-                &api.signed(&alice, "POST", "/v1/orders", &order.to_string()),
+                &api.signed(alice, "POST", "/v1/orders", &order.to_string()),
                 &what,
             );
         }
         let transfer = json!({ "to_account_id": alice.id, "asset": "USD", "amount": d });
         let what = format!("transfer amount {d}");
         assert_refused(
-            &api.signed(&alice, "POST", "/v1/transfers", &transfer.to_string()),
+            &api.signed(alice, "POST", "/v1/transfers", &transfer.to_string()),
             &what,
         );
         let withdrawal = json!({ "asset": "USD", "amount": d });
         let what = format!("withdrawal amount {d}");
         assert_no_server_error(
-            &api.signed(&alice, "POST", "/v1/withdrawals", &withdrawal.to_string()),
+            &api.signed(alice, "POST", "/v1/withdrawals", &withdrawal.to_string()),
             &what,
         );
     }
+}
 
+/// Numbers and decimals of the admin risk controls.
+fn admin_numbers(api: &Client, alice: &Account) {
+    // Numbers and decimals of the admin risk controls, on a real account:
+    // refused or taken, never a server error, and whatever is taken the
+    // store records (history is still served below).
+    let id = alice.id;
+    for n in NUMBERS {
+        let bodies = [
+            (
+                "PUT",
+                "risk-limits",
+                format!(r#"{{"max_open_orders":{n}}}"#),
+            ),
+            (
+                "PUT",
+                "mmp/BTC-USD",
+                format!(r#"{{"window_ms":{n},"max_count":{n}}}"#),
+            ),
+        ];
+        for (method, route, body) in bodies {
+            let path = format!("/admin/accounts/{id}/{route}");
+            let what = format!("{method} {path} {body}");
+            assert_no_server_error(&api.admin(method, &path, &body), &what);
+        }
+    }
+    for d in DECIMALS {
+        let bodies = [
+            ("risk-limits", json!({ "max_order_qty": d })),
+            ("risk-limits", json!({ "max_order_notional": d })),
+            ("risk-limits", json!({ "price_band_pct": d })),
+            ("mmp/BTC-USD", json!({ "window_ms": 1000, "max_qty": d })),
+        ];
+        for (route, body) in bodies {
+            let path = format!("/admin/accounts/{id}/{route}");
+            let what = format!("PUT {path} {body}");
+            assert_no_server_error(&api.admin("PUT", &path, &body.to_string()), &what);
+        }
+    }
+    for route in ["risk-limits", "mmp/BTC-USD"] {
+        let path = format!("/admin/accounts/{id}/{route}");
+        let removed = api.admin("DELETE", &path, "");
+        assert_eq!(removed.status, 200, "DELETE {path}: {}", removed.text());
+    }
+}
+
+/// Key ids in paths.
+fn key_ids(api: &Client, alice: &Account) {
     // Key ids are text: a number names no key.
     for n in NUMBERS {
         for (method, path) in [
@@ -271,7 +319,7 @@ fn every_route_refuses_ids_and_numbers_beyond_their_range() {
             ("POST", format!("/v1/keys/{n}/rotate")),
         ] {
             let what = format!("{method} {path}");
-            assert_refused(&api.signed(&alice, method, &path, ""), &what);
+            assert_refused(&api.signed(alice, method, &path, ""), &what);
         }
         for (method, path) in [
             ("DELETE", format!("/admin/keys/{n}")),
@@ -281,9 +329,12 @@ fn every_route_refuses_ids_and_numbers_beyond_their_range() {
             assert_refused(&api.admin(method, &path, ""), &what);
         }
     }
+}
 
+/// Order ids in the WebSocket's order entry.
+fn ws_ids(api: &Client, alice: &Account) {
     // The WebSocket's order entry takes the same ids.
-    let mut socket = authenticated(&api, &alice, false);
+    let mut socket = authenticated(api, alice, false);
     let ws_ids: Vec<(Value, Option<&str>)> = vec![
         (json!(1), None),
         (json!(9_223_372_036_854_775_807u64), None),
@@ -313,10 +364,28 @@ fn every_route_refuses_ids_and_numbers_beyond_their_range() {
             }
         }
     }
+}
 
-    // Nothing above changed the account, and the node still serves.
+#[test]
+fn every_route_refuses_ids_and_numbers_beyond_their_range() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let server = Server::start(EXCHANGE, &dir.path().join("data"));
+    let api = server.api;
+    let alice = api.funded_account();
+    let before = api.account_view(&alice);
+
+    order_ids(&api, &alice);
+    account_ids(&api, &alice);
+    query_and_order_numbers(&api, &alice);
+    admin_numbers(&api, &alice);
+    key_ids(&api, &alice);
+    ws_ids(&api, &alice);
+
+    // Nothing above changed the account, and the node still serves,
+    // history included.
     assert_eq!(api.account_view(&alice), before);
     api.assert_healthy("extreme values");
+    assert_history_served(&api, &alice, "extreme values");
 }
 
 /// The history reads a member makes: both must answer 200.
