@@ -361,13 +361,38 @@ fn order_qty(message: &Message) -> Result<(Dec, Option<Dec>), (u32, &'static str
     Ok((qty, funds))
 }
 
+/// Why a cancel or replace names no order: its CxlRejReason (102) and
+/// text.
+type NoOrder = (u32, &'static str);
+
+const ORDER_ID_OUT_OF_RANGE: NoOrder = (
+    99,
+    "OrderID (37) must be an order id from 1 to 9223372036854775807",
+);
+const NO_ORIG_CL_ORD_ID: NoOrder = (1, "no order has this OrigClOrdID (41)");
+
 /// The order a cancel or replace names: OrderID (37) when given, else
-/// OrigClOrdID (41).
-fn order_ref(message: &Message) -> Option<OrderRef> {
-    if let Some(id) = message.uint(tags::ORDER_ID) {
-        return Some(OrderRef::Id(id));
+/// OrigClOrdID (41). An OrderID of digits beyond the ids the exchange
+/// assigns is refused here, so it never reaches the log; 0 and text
+/// (engines send them for "unknown") fall back to OrigClOrdID as before.
+fn order_ref(message: &Message) -> Result<OrderRef, NoOrder> {
+    if let Some(raw) = message.get(tags::ORDER_ID) {
+        let digits = !raw.is_empty() && raw.iter().all(u8::is_ascii_digit);
+        // Not `Message::uint`, which stops at 18 digits: 19-digit ids are
+        // in range up to 2^63 - 1.
+        let id = std::str::from_utf8(raw)
+            .ok()
+            .and_then(|t| t.parse::<u64>().ok());
+        match id.filter(|_| digits) {
+            Some(id) if exchange_types::order_id_in_range(id) => return Ok(OrderRef::Id(id)),
+            Some(0) => {}
+            _ if digits => return Err(ORDER_ID_OUT_OF_RANGE),
+            _ => {}
+        }
     }
-    identifier::<MAX_CLIENT_ORDER_ID_LEN>(message, tags::ORIG_CL_ORD_ID).map(OrderRef::Client)
+    identifier::<MAX_CLIENT_ORDER_ID_LEN>(message, tags::ORIG_CL_ORD_ID)
+        .map(OrderRef::Client)
+        .ok_or(NO_ORIG_CL_ORD_ID)
 }
 
 fn cancel_echo(message: &Message) -> CancelEcho {
@@ -397,9 +422,7 @@ fn cancel(message: &Message, account: AccountId, now: u64) -> Result<Inbound, In
             "Account (1) must be the session's account or absent",
         ));
     }
-    let Some(order) = order_ref(message) else {
-        return Err(refuse(1, "no order has this OrigClOrdID (41)"));
-    };
+    let order = order_ref(message).map_err(|(reason, why)| refuse(reason, why))?;
     let command = Command::Cancel(Cancel { account, order });
     Ok(Inbound::Submit(Box::new(Submission {
         command,
@@ -438,9 +461,7 @@ fn replace(message: &Message, account: AccountId, now: u64) -> Result<Inbound, I
             "only limit orders (OrdType 2) and untriggered stops (OrdType 3, 4) can be replaced",
         ));
     }
-    let Some(order) = order_ref(message) else {
-        return Err(refuse(1, "no order has this OrigClOrdID (41)"));
-    };
+    let order = order_ref(message).map_err(|(reason, why)| refuse(reason, why))?;
     let Some(new_id): Option<ClientOrderId> = identifier(message, tags::CL_ORD_ID) else {
         return Err(refuse(99, CL_ORD_ID_INVALID));
     };

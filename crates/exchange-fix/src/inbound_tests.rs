@@ -257,6 +257,52 @@ fn cancel_names_the_order_by_order_id_or_orig_cl_ord_id() {
 }
 
 #[test]
+fn an_order_id_beyond_the_exchange_range_is_refused_before_the_log() {
+    for (id, refused) in [
+        ("9223372036854775807", false),
+        ("9223372036854775808", true),
+        ("18446744073709551615", true),
+        ("18446744073709551616", true),
+    ] {
+        for kind in ["F", "G"] {
+            let message = fix(
+                kind,
+                3,
+                &format!(
+                    "37={id}|41=c1|11=x1|55=BTC-USD|54=1|40=2|21=1|38=1|44=1|60=20240101-00:00:00|"
+                ),
+            );
+            let inbound = translate(&message, &TRADER, 0);
+            if refused {
+                let out = reply(inbound);
+                assert_eq!(out.msg_type, "9", "{kind} {id}");
+                assert_eq!(out.get(102).as_deref(), Some("99"), "{kind} {id}");
+            } else {
+                let (command, _) = submitted(inbound);
+                let order = match command {
+                    Command::Cancel(cancel) => cancel.order,
+                    other => other.as_replace().map(|(r, _)| r.order).expect("replace"),
+                };
+                assert_eq!(order, OrderRef::Id(exchange_types::MAX_ID), "{kind}");
+            }
+        }
+    }
+    // 0 is engines' "unknown": the order is named by OrigClOrdID.
+    let zero = fix(
+        "F",
+        3,
+        "37=0|41=c1|11=x1|55=BTC-USD|54=1|60=20240101-00:00:00|",
+    );
+    let (Command::Cancel(cancel), _) = submitted(translate(&zero, &TRADER, 0)) else {
+        panic!()
+    };
+    assert_eq!(
+        cancel.order,
+        OrderRef::Client(ClientOrderId::new("c1").unwrap())
+    );
+}
+
+#[test]
 fn replace_carries_the_new_id_price_and_quantity() {
     let message = fix(
         "G",

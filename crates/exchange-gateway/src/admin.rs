@@ -82,7 +82,7 @@ pub(crate) async fn transfer(
     deposit: bool,
 ) -> Result<Json<Value>, ApiError> {
     let transfer = Transfer {
-        account,
+        account: crate::ids::account_id("account_id", account)?,
         asset: identifier("asset", asset)?,
         amount: decimal("amount", amount)?,
     };

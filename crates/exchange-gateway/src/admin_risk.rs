@@ -301,7 +301,7 @@ pub async fn link_sub_account(
     ApiPath(owner): ApiPath<AccountId>,
     JsonBody(request): JsonBody<SubAccountRequest>,
 ) -> Reply {
-    let sub = request.account_id;
+    let sub = crate::ids::account_id("account_id", request.account_id)?;
     if !app.handle.account_exists(sub).await? {
         return Err(ApiError::not_found(
             "unknown_account",
@@ -328,7 +328,7 @@ pub async fn internal_transfer(State(app): State<AppState>, signed: Signed) -> R
         serde_json::from_slice(&signed.body).map_err(|e| ApiError::from_json(&e))?;
     let transfer = InternalTransfer {
         from,
-        to: request.to_account_id,
+        to: crate::ids::account_id("to_account_id", request.to_account_id)?,
         asset: identifier("asset", &request.asset)?,
         amount: decimal("amount", &request.amount)?,
     };

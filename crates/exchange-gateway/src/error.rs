@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use axum::body::{Body, Bytes};
-use axum::extract::{FromRequest, FromRequestParts, Path, Query, Request};
+use axum::extract::{FromRequest, FromRequestParts, Path, Query, RawPathParams, Request};
 use axum::http::header::{CONTENT_LENGTH, RETRY_AFTER};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
@@ -224,6 +224,9 @@ impl<T: DeserializeOwned + Send> FromRequestParts<AppState> for ApiPath<T> {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, app: &AppState) -> Result<Self, ApiError> {
+        if let Ok(raw) = RawPathParams::from_request_parts(parts, app).await {
+            crate::ids::check_path(&raw)?;
+        }
         match Path::<T>::from_request_parts(parts, app).await {
             Ok(Path(value)) => Ok(ApiPath(value)),
             Err(rejection) => Err(ApiError::bad_request("invalid_path", rejection.body_text())),

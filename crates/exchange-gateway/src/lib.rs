@@ -30,6 +30,7 @@ mod auth_tests;
 mod cluster;
 mod conn_io;
 pub mod error;
+pub mod ids;
 pub mod keys;
 #[cfg(test)]
 mod keys_tests;

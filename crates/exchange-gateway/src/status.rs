@@ -170,6 +170,9 @@ pub async fn assemble(app: &AppState) -> Result<Value, ApiError> {
                 .load(Ordering::Relaxed)
                 .saturating_sub(reporting.written())
         }),
+        // Log entries the store could not write and skipped: an alarm
+        // (see docs/reporting.md, "Dead letters").
+        "reporting_dead_letters": app.reporting.as_ref().map(|r| r.dead_letters()),
         "series": series,
     }))
 }

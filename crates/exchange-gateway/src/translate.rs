@@ -213,7 +213,8 @@ pub fn ws_order_entry(account: AccountId, text: &str) -> Option<(Value, Command)
                 return None;
             }
             let order = match (message.order_id, message.client_order_id) {
-                (Some(Some(id)), None) => OrderRef::Id(id),
+                // Out of range: the general path names the refusal.
+                (Some(Some(id)), None) if exchange_types::order_id_in_range(id) => OrderRef::Id(id),
                 (None, Some(Some(client_order_id))) => by_client_id(&client_order_id).ok()?,
                 _ => return None,
             };

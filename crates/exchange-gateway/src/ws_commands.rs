@@ -15,12 +15,18 @@ fn take_order_ref(fields: &mut Map<String, Value>) -> Result<OrderRef, ApiError>
     let by_id = fields.remove("order_id");
     let by_client = fields.remove("client_order_id");
     match (by_id, by_client) {
-        (Some(Value::Number(n)), None) => n.as_u64().map(OrderRef::Id).ok_or_else(|| {
-            ApiError::bad_request(
+        (Some(Value::Number(n)), None) => match n.as_u64() {
+            Some(id) => crate::ids::order_id("order_id", id).map(OrderRef::Id),
+            // A whole number beyond u64 (read as a float) is out of
+            // range, not mistyped.
+            None if n.as_f64().is_some_and(|f| f >= 1.0 && f.fract() == 0.0) => {
+                crate::ids::order_id("order_id", 0).map(OrderRef::Id)
+            }
+            None => Err(ApiError::bad_request(
                 "invalid_type",
                 "field `order_id` must be an unsigned integer",
-            )
-        }),
+            )),
+        },
         (None, Some(Value::String(text))) => translate::by_client_id(&text),
         (Some(_), None) => Err(ApiError::bad_request(
             "invalid_type",

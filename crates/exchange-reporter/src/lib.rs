@@ -68,6 +68,8 @@ struct Stats {
     /// before the gap included).
     replayed: AtomicU64,
     errors: AtomicU64,
+    /// Entries the store could not write, skipped (over the store's life).
+    dead_letters: AtomicU64,
     commit_ns_total: AtomicU64,
 }
 
@@ -214,6 +216,11 @@ impl Reporting {
             }
             Ok(store)
         })?;
+        // Off the runtime, as the opening (PostgreSQL).
+        let (store, dead_letters) = off_runtime(move || {
+            let mut store = store;
+            store.dead_letter_count().map(|count| (store, count))
+        })?;
         let position = store.position().log_index;
         handle
             .metrics
@@ -226,7 +233,10 @@ impl Reporting {
         let inner = Arc::new(Inner {
             target: config.target.clone(),
             written,
-            stats: Stats::default(),
+            stats: Stats {
+                dead_letters: AtomicU64::new(dead_letters),
+                ..Stats::default()
+            },
             core: handle.metrics.clone(),
             readers: Mutex::new(Vec::new()),
             read_wait: config.read_wait,
@@ -256,6 +266,12 @@ impl Reporting {
 
     pub fn target(&self) -> &Target {
         &self.inner.target
+    }
+
+    /// Log entries the store could not write and skipped (its
+    /// `dead_letters` table): an alarm for the operator.
+    pub fn dead_letters(&self) -> u64 {
+        self.inner.stats.dead_letters.load(Ordering::Relaxed)
     }
 
     /// The last log index the store holds.
@@ -369,6 +385,12 @@ impl Reporting {
             "counter",
             "Failed reporting store writes or catch-ups (each retried).",
             stats.errors.load(Ordering::Relaxed),
+        );
+        metric(
+            "exchange_reporting_dead_letters",
+            "gauge",
+            "Log entries the reporting store could not write, skipped and kept in its dead_letters table (alarm when above 0).",
+            stats.dead_letters.load(Ordering::Relaxed),
         );
         let _ = writeln!(
             out,

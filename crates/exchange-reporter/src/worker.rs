@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use exchange_reporting::{EntryRecord, Store, Target};
+use exchange_reporting::{EntryRecord, Position, Store, StoreError, Target};
 use tokio::sync::broadcast;
 use tokio::sync::broadcast::error::{RecvError, TryRecvError};
 
@@ -23,6 +23,9 @@ const IDLE: Duration = Duration::from_millis(50);
 /// default linger is one sleep); at most this much more than a full batch
 /// waits for its commit.
 const LINGER_SLICE: Duration = Duration::from_millis(10);
+
+/// How often a pause between retries looks whether the node is stopping.
+const STOP_CHECK: Duration = Duration::from_millis(50);
 
 pub(super) struct Worker {
     pub(super) store: Store,
@@ -139,28 +142,33 @@ impl Worker {
     /// Runs `step` until it succeeds, reconnecting in between with a
     /// growing pause: a store that is down delays the record, never loses
     /// it, and never slows the core. Once the node is stopping it gives up
-    /// after a few tries: the next start catches up from the journal.
+    /// at the first failure, and a pause ends as the node stops: the next
+    /// start catches up from the journal, and a store that is down must not
+    /// hold up the shutdown.
     fn retry(
         &mut self,
         events: &broadcast::Receiver<Arc<Applied>>,
         mut step: impl FnMut(&mut Worker) -> Result<(), CatchUpError>,
     ) {
         let mut pause = Duration::from_millis(50);
-        let mut failed_while_stopping = 0;
         loop {
             match step(self) {
                 Ok(()) => return,
                 Err(error) => {
                     self.inner.stats.errors.fetch_add(1, Ordering::Relaxed);
                     if events.is_closed() {
-                        failed_while_stopping += 1;
-                        if failed_while_stopping >= 3 {
-                            tracing::error!(%error, "reporting store unavailable at shutdown; the next start catches up from the journal");
-                            return;
-                        }
+                        tracing::error!(%error, "reporting store unavailable at shutdown; the next start catches up from the journal");
+                        return;
                     }
                     tracing::error!(%error, retry_in_ms = pause.as_millis() as u64, "reporting store write failed");
-                    std::thread::sleep(pause);
+                    let until = Instant::now() + pause;
+                    while !events.is_closed() {
+                        let left = until.saturating_duration_since(Instant::now());
+                        if left.is_zero() {
+                            break;
+                        }
+                        std::thread::sleep(left.min(STOP_CHECK));
+                    }
                     pause = (pause * 2).min(Duration::from_secs(5));
                     match Store::open(&self.target) {
                         Ok(store) => self.store = store,
@@ -263,7 +271,10 @@ impl Worker {
         }
         let before = self.store.position().log_index;
         let started = Instant::now();
-        let position = self.store.write(&records)?;
+        let position = match self.store.write(&records) {
+            Ok(position) => position,
+            Err(error) => self.write_apart(&records, error)?,
+        };
         let stats = &self.inner.stats;
         stats
             .commit_ns_total
@@ -298,5 +309,63 @@ impl Worker {
             self.inner.written.send_replace(position.log_index);
         }
         Ok(())
+    }
+
+    /// A batch that failed, written entry by entry, so that an entry the
+    /// store cannot take is found and skipped rather than retried forever
+    /// with everything after it.
+    fn write_apart(
+        &mut self,
+        records: &[EntryRecord<'_>],
+        batch_error: StoreError,
+    ) -> Result<Position, CatchUpError> {
+        let mut position = self.store.position();
+        if records.len() == 1 {
+            return self.undeliverable(&records[0], batch_error);
+        }
+        for record in records {
+            if record.index <= position.log_index {
+                continue;
+            }
+            position = match self.store.write(std::slice::from_ref(record)) {
+                Ok(position) => position,
+                Err(error) => self.undeliverable(record, error)?,
+            };
+        }
+        Ok(position)
+    }
+
+    /// `record` failed on its own with `error`: skipped into the store's
+    /// dead letters when the error is the entry's own (a value or a
+    /// constraint the store refuses, which no retry changes); otherwise
+    /// the error, for the caller to retry (the store may be down, and an
+    /// entry is never skipped for that). If the store cannot take the dead
+    /// letter either, the error too.
+    fn undeliverable(
+        &mut self,
+        record: &EntryRecord<'_>,
+        error: StoreError,
+    ) -> Result<Position, CatchUpError> {
+        if !error.is_entry_error() {
+            return Err(error.into());
+        }
+        let why = error.to_string();
+        match self.store.dead_letter(record, &why) {
+            Ok(position) => {
+                self.inner
+                    .stats
+                    .dead_letters
+                    .fetch_add(1, Ordering::Relaxed);
+                tracing::error!(
+                    index = record.index,
+                    command = record.command,
+                    error = %why,
+                    "reporting store cannot write this log entry: skipped, recorded in its \
+                     dead_letters table"
+                );
+                Ok(position)
+            }
+            Err(_) => Err(error.into()),
+        }
     }
 }

@@ -14,6 +14,22 @@ use rusqlite::types::{ToSqlOutput, ValueRef};
 
 use crate::StoreError;
 
+/// A `u64` of the log as the store keeps it: the `BIGINT` with the same 64
+/// bits. Every value below 2^63 (every amount, time and id the core
+/// assigns) is stored as itself, so stores written before keep their
+/// meaning and SQL compares and sums them as before; a larger one (an id a
+/// client named in a refused command) is stored as a negative number and
+/// read back exactly by [`loaded`]. Only SQL's order of such values is off
+/// (they sort first), and no query orders by a client-named value.
+pub fn stored(value: u64) -> i64 {
+    value as i64
+}
+
+/// The `u64` a `BIGINT` written by [`stored`] holds.
+pub fn loaded(value: i64) -> u64 {
+    value as u64
+}
+
 /// A parameter or a column value.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Val {

@@ -16,6 +16,7 @@
 
 mod batch;
 mod db;
+mod dead_letter;
 pub mod query;
 pub mod report;
 mod rows;
@@ -30,6 +31,7 @@ use std::path::{Path, PathBuf};
 use thiserror::Error;
 
 pub use db::Val;
+pub use dead_letter::DeadLetter;
 pub use query::{
     AccountDay, AuditRow, BalanceRow, CandleRow, Dump, FillRow, InstrumentDay, LedgerRow,
     OrderFilter, OrderRow, TradeRow,
@@ -230,6 +232,8 @@ impl Store {
     }
 }
 
+#[cfg(test)]
+mod extreme_tests;
 #[cfg(test)]
 mod ledger_tests;
 #[cfg(test)]

@@ -208,7 +208,7 @@ fn version_4_adds_the_order_type_and_auction_columns_empty() {
             &mut migrated,
             "SELECT value FROM report_meta WHERE name = 'schema_version'",
         );
-        assert_eq!(version, vec![vec![Val::Int(4)]]);
+        assert_eq!(version, vec![vec![Val::Int(schema::LATEST as i64)]]);
         let filled = rows(
             &mut migrated,
             "SELECT COUNT(*) FROM orders WHERE stop_price IS NOT NULL OR display_qty IS NOT NULL \
@@ -262,4 +262,14 @@ fn account_history_reads_use_an_index_in_order() {
         assert!(plan.contains(index), "{sql}: {plan}");
         assert!(!plan.contains("TEMP B-TREE"), "{sql}: {plan}");
     }
+}
+
+#[test]
+fn version_5_adds_an_empty_dead_letter_table() {
+    on_both("version_5_adds_dead_letters", |target| {
+        drop(Store::open_at(target, 4).expect("open at version 4"));
+        let mut migrated = Store::open(target).expect("migrate");
+        assert_eq!(migrated.dead_letter_count().expect("count"), 0);
+        assert!(migrated.dead_letters().expect("dead letters").is_empty());
+    });
 }

@@ -180,15 +180,18 @@ pub struct BalanceRow {
     pub seq: u64,
 }
 
+/// A `u64` column (see [`crate::db::stored`]).
 fn u(value: &Val) -> Result<u64, StoreError> {
-    u64::try_from(value.int()?).map_err(|_| StoreError::Schema("negative value".into()))
+    value.int().map(crate::db::loaded)
 }
 
 fn opt_u(value: &Val) -> Result<Option<u64>, StoreError> {
-    value
-        .opt_int()?
-        .map(|v| u64::try_from(v).map_err(|_| StoreError::Schema("negative value".into())))
-        .transpose()
+    Ok(value.opt_int()?.map(crate::db::loaded))
+}
+
+/// An id to look up: stored as the writer stored it, whatever its size.
+fn id(value: u64) -> Val {
+    Val::Int(crate::db::stored(value))
 }
 
 /// A bound as a parameter; beyond `i64::MAX` means "no bound".
@@ -197,7 +200,7 @@ fn bound(value: u64) -> Val {
 }
 
 fn opt_account(account: Option<u64>) -> Val {
-    account.map_or(Val::Null, bound)
+    account.map_or(Val::Null, id)
 }
 
 fn order_row(row: &[Val]) -> Result<OrderRow, StoreError> {
@@ -279,7 +282,7 @@ impl Store {
                  AND (CAST(? AS TEXT) IS NULL OR symbol = ?) ORDER BY order_id DESC LIMIT ?"
             ),
             &[
-                bound(account),
+                id(account),
                 Val::Int(i64::from(all)),
                 a.into(),
                 b.into(),
@@ -295,7 +298,7 @@ impl Store {
     pub fn order(&mut self, order_id: u64) -> Result<Option<OrderRow>, StoreError> {
         let rows = self
             .conn
-            .query(order_select!("WHERE order_id = ?"), &[bound(order_id)])?;
+            .query(order_select!("WHERE order_id = ?"), &[id(order_id)])?;
         rows.first().map(|r| order_row(r)).transpose()
     }
 
@@ -311,7 +314,7 @@ impl Store {
                 "WHERE account = ? AND (CAST(? AS TEXT) IS NULL OR symbol = ?) \
                  ORDER BY trade_id DESC, liquidity DESC LIMIT ?"
             ),
-            &[bound(account), symbol.into(), symbol.into(), bound(limit)],
+            &[id(account), symbol.into(), symbol.into(), bound(limit)],
         )?;
         rows.iter().map(|r| fill_row(r)).collect()
     }

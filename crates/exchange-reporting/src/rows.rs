@@ -104,9 +104,8 @@ pub(crate) const ORDER_COLUMNS: &str = "order_id, account, client_order_id, symb
      triggered_ts, triggered_price";
 
 /// A stored integer that the order fold keeps unsigned.
-fn unsigned(row: &[crate::db::Val], i: usize, column: &str) -> Result<u64, StoreError> {
-    let value = row[i].int()?;
-    u64::try_from(value).map_err(|_| bad(column, &value.to_string()))
+fn unsigned(row: &[crate::db::Val], i: usize, _column: &str) -> Result<u64, StoreError> {
+    row[i].int().map(crate::db::loaded)
 }
 
 /// A nullable stored integer that the order fold keeps unsigned.
@@ -117,10 +116,9 @@ fn opt_unsigned(row: &[crate::db::Val], i: usize, column: &str) -> Result<Option
     }
 }
 
-/// A value for the store: [`CachedOrder::check`] refused any that does not
-/// fit when the order changed, so this never saturates.
+/// A value for the store (every `u64` fits: see [`crate::db::stored`]).
 fn sql(value: u64) -> i64 {
-    i64::try_from(value).unwrap_or(i64::MAX)
+    crate::db::stored(value)
 }
 
 impl CachedOrder {

@@ -31,6 +31,10 @@ const MIGRATIONS: &[Migration] = &[
         sqlite: V4,
         postgres: V4,
     },
+    Migration {
+        sqlite: V5,
+        postgres: V5,
+    },
 ];
 
 /// 1: the first schema.
@@ -301,6 +305,18 @@ const V4: &str = "
     ALTER TABLE orders ADD COLUMN triggered_ts BIGINT;
     ALTER TABLE orders ADD COLUMN triggered_price BIGINT;
     ALTER TABLE trades ADD COLUMN auction TEXT;
+    ";
+
+/// 5: `dead_letters`, the entries the store could not write: each was
+/// skipped (the position moved past it) so the entries after it are
+/// written, and is kept here with the error, for the operator.
+const V5: &str = "
+    CREATE TABLE dead_letters (
+        log_index BIGINT PRIMARY KEY,
+        ts BIGINT NOT NULL,
+        command TEXT NOT NULL,
+        error TEXT NOT NULL
+    );
     ";
 
 /// The schema version this binary writes.

@@ -11,7 +11,7 @@ use crate::report::{self, Format};
 use crate::testing::fresh_postgres;
 use crate::{EntryRecord, OrderFilter, Position, Store, StoreError, Target};
 
-const DAY: u64 = 86_400_000_000_000;
+pub(crate) const DAY: u64 = 86_400_000_000_000;
 /// 2026-11-28T00:00:00Z
 pub(crate) const START: u64 = 1_795_824_000_000_000_000;
 

@@ -90,14 +90,20 @@ impl WriterCache {
     }
 }
 
-pub(crate) fn int(value: u64, what: &'static str) -> Result<i64, StoreError> {
-    i64::try_from(value).map_err(|_| StoreError::OutOfRange(what))
+/// A `u64` of the log as a column value: every one fits (see
+/// [`crate::db::stored`]). Fallible only so the call sites read as the
+/// checks they once were; `_what` names the value in the code.
+pub(crate) fn int(value: u64, _what: &'static str) -> Result<i64, StoreError> {
+    Ok(crate::db::stored(value))
 }
 
-/// Quote units a trade of `qty` at `price` moves.
+/// Quote units a trade of `qty` at `price` moves: within `u64`, as the
+/// core's balances are, or the entry is out of range.
 pub fn notional(price: u64, qty: u64) -> Result<i64, StoreError> {
     let value = u128::from(price) * u128::from(qty) / u128::from(UNITS_PER_WHOLE);
-    i64::try_from(value).map_err(|_| StoreError::OutOfRange("notional"))
+    u64::try_from(value)
+        .map(crate::db::stored)
+        .map_err(|_| StoreError::OutOfRange("notional"))
 }
 
 impl Store {
@@ -429,9 +435,11 @@ impl Store {
         );
         let seq = int(seq, "event sequence")?;
         let balance = self.balance_mut(event.account, &event.asset)?;
-        let delta = total
-            .checked_sub(balance.total)
-            .ok_or(StoreError::OutOfRange("balance change"))?;
+        // Totals are `u64`s as stored (see `crate::db::stored`); their
+        // difference is a signed column, which a change of 2^63 units or
+        // more cannot fit.
+        let delta = i128::from(event.total) - i128::from(crate::db::loaded(balance.total));
+        let delta = i64::try_from(delta).map_err(|_| StoreError::OutOfRange("balance change"))?;
         balance.total = total;
         balance.available = available;
         balance.seq = seq;

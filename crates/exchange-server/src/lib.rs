@@ -222,17 +222,15 @@ pub async fn run_with_gateways(
         gateway_tasks
             .push(start(&handle, &config, stopping.clone()).map_err(ServerError::Gateway)?);
     }
-    // History reads right after a restart must not wait on a long
-    // catch-up: the store first reaches what recovery applied.
-    if let Some(reporting) = &reporting {
-        if !reporting
-            .wait_until(report.applied_index, std::time::Duration::from_secs(600))
-            .await
-        {
-            eprintln!("reporting: WARNING: the store is still behind the journal; history reads may answer 503");
-        }
-    }
-    ready.store(true, std::sync::atomic::Ordering::Release);
+    // History reads right after a restart should not wait on a long
+    // catch-up, so readiness first waits for the store to reach what
+    // recovery applied, but only so long: reporting never holds up
+    // trading. Meanwhile the listener serves `/health` and `/ready`.
+    tokio::spawn(ready_after_reporting(
+        reporting.clone(),
+        report.applied_index,
+        ready.clone(),
+    ));
     let max_connections =
         http::listener::effective_max_connections(config.http.max_connections, fd_limit);
     if max_connections < config.http.max_connections {
@@ -294,6 +292,28 @@ pub async fn run_with_gateways(
     })
     .await;
     Ok(())
+}
+
+/// How long readiness waits for the reporting store to reach what
+/// recovery applied; past it the node trades, and history reads answer
+/// 503 `reporting_behind` until the store catches up.
+const REPORTING_READY_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+async fn ready_after_reporting(
+    reporting: Option<Reporting>,
+    recovered: u64,
+    ready: Arc<AtomicBool>,
+) {
+    if let Some(reporting) = reporting {
+        if !reporting.wait_until(recovered, REPORTING_READY_WAIT).await {
+            eprintln!(
+                "reporting: WARNING: the store is still behind the journal after {} s; trading \
+                 starts, history reads answer 503 until it catches up",
+                REPORTING_READY_WAIT.as_secs()
+            );
+        }
+    }
+    ready.store(true, std::sync::atomic::Ordering::Release);
 }
 
 async fn bind(addr: std::net::SocketAddr) -> Result<tokio::net::TcpListener, ServerError> {

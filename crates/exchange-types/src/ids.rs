@@ -16,6 +16,26 @@ pub type OrderId = u64;
 /// Exchange-assigned trade id: unique, increasing, never reused.
 pub type TradeId = u64;
 
+/// The largest order, trade or account id the exchange takes from a
+/// client: 2^63 - 1. The core numbers orders and trades from 1 upwards
+/// (2^63 of them is beyond any venue's lifetime) and accounts from 0 (the
+/// fee account) upwards, so a larger id can only name nothing; refusing it
+/// at the edge keeps it out of the log, and every signed 64-bit client
+/// (SQL `BIGINT`, Java `long`, most FIX engines) can hold every id.
+pub const MAX_ID: u64 = i64::MAX as u64;
+
+/// An order or trade id a client may name: 1 to [`MAX_ID`] (0 is never
+/// assigned).
+pub fn order_id_in_range(id: u64) -> bool {
+    (1..=MAX_ID).contains(&id)
+}
+
+/// An account id a client or the operator may name: 0 (the fee account)
+/// to [`MAX_ID`].
+pub fn account_id_in_range(id: u64) -> bool {
+    id <= MAX_ID
+}
+
 /// Why a text identifier was refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Error)]
 pub enum IdError {
@@ -102,5 +122,17 @@ mod tests {
             Err(IdError::TooLong(MAX_CLIENT_ORDER_ID_LEN))
         );
         assert!(Symbol::new("BTC-USD").unwrap() < Symbol::new("ETH-USD").unwrap());
+    }
+
+    #[test]
+    fn id_ranges_stop_at_the_signed_64_bit_limit() {
+        assert!(!order_id_in_range(0));
+        assert!(order_id_in_range(1));
+        assert!(order_id_in_range(MAX_ID));
+        assert!(!order_id_in_range(MAX_ID + 1));
+        assert!(!order_id_in_range(u64::MAX));
+        assert!(account_id_in_range(0));
+        assert!(account_id_in_range(MAX_ID));
+        assert!(!account_id_in_range(MAX_ID + 1));
     }
 }

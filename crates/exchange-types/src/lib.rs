@@ -25,7 +25,10 @@ pub use event::{
     EventKind, Expired, Indicative, InstrumentAdded, InstrumentRules, MassCanceled, Mmp, MmpState,
     PhaseChanged, Rejected, Replaced, RiskLimits, SubAccountLinked, Trade, TrailingUnits,
 };
-pub use ids::{AccountId, AssetCode, ClientOrderId, IdError, OrderId, Symbol, TradeId};
+pub use ids::{
+    account_id_in_range, order_id_in_range, AccountId, AssetCode, ClientOrderId, IdError, OrderId,
+    Symbol, TradeId, MAX_ID,
+};
 pub use lifecycle::{
     order_updates, Change, Liquidity, OrderState, OrderStatus, OrderUpdate, Progress, StopState,
 };

@@ -63,6 +63,9 @@ function render(s) {
   $("q-submit").textContent = int(s.queues.submit);
   $("q-core").textContent = int(s.queues.core);
   $("reporting").textContent = s.reporting_lag === null ? "n/a" : int(s.reporting_lag);
+  const dead = s.reporting_dead_letters || 0;
+  if (dead > 0) $("reporting").textContent += ` (ALARM: ${int(dead)} entries not recorded)`;
+  $("reporting").classList.toggle("alarm", dead > 0);
   percentiles("ack", s.ack_latency_us);
   percentiles("fsync", s.fsync_latency_us);
   const md = s.marketdata;

@@ -1,0 +1,132 @@
+//! Entries the store cannot write: recorded in `dead_letters` with the
+//! error and skipped, in one transaction that also moves the position past
+//! them, so one bad entry never holds up the record of those after it.
+
+use crate::db::Val;
+use crate::writer::{int, EntryRecord};
+use crate::{Position, Store, StoreError};
+
+/// An entry the store skipped.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DeadLetter {
+    pub log_index: u64,
+    pub ts: u64,
+    pub command: String,
+    pub error: String,
+}
+
+impl StoreError {
+    /// The entry itself cannot be written, whatever the store's health: a
+    /// value out of range or refused by a constraint. Anything else (the
+    /// connection, the disk, a lock) may pass and is retried.
+    pub fn is_entry_error(&self) -> bool {
+        match self {
+            StoreError::OutOfRange(_) => true,
+            StoreError::Sqlite(error) => {
+                matches!(
+                    error,
+                    rusqlite::Error::ToSqlConversionFailure(_)
+                        | rusqlite::Error::IntegralValueOutOfRange(..)
+                ) || error.sqlite_error_code() == Some(rusqlite::ErrorCode::ConstraintViolation)
+            }
+            // SQLSTATE classes 22 (data exception) and 23 (integrity).
+            StoreError::Postgres(error) => error
+                .code()
+                .is_some_and(|code| matches!(&code.code()[..2], "22" | "23")),
+            _ => false,
+        }
+    }
+}
+
+impl Store {
+    /// Records `entry`, the next one after the position, as not written
+    /// because of `error`, and moves the position past it.
+    pub fn dead_letter(
+        &mut self,
+        entry: &EntryRecord<'_>,
+        error: &str,
+    ) -> Result<Position, StoreError> {
+        let position = self.position;
+        if entry.index != position.log_index + 1 {
+            return Err(StoreError::Gap {
+                position: position.log_index,
+                got: entry.index,
+            });
+        }
+        let next = Position {
+            log_index: entry.index,
+            event_seq: entry
+                .events
+                .last()
+                .map_or(position.event_seq, |e| e.seq.max(position.event_seq)),
+        };
+        // The caches may hold what a failed transaction left half done.
+        self.writer.clear();
+        self.conn.script("BEGIN")?;
+        let result = self.record_dead_letter(entry, error, next);
+        match result.and_then(|()| self.conn.script("COMMIT")) {
+            Ok(()) => {
+                self.position = next;
+                Ok(next)
+            }
+            Err(error) => {
+                let _ = self.conn.script("ROLLBACK");
+                Err(error)
+            }
+        }
+    }
+
+    fn record_dead_letter(
+        &mut self,
+        entry: &EntryRecord<'_>,
+        error: &str,
+        next: Position,
+    ) -> Result<(), StoreError> {
+        self.conn.exec(
+            "INSERT INTO dead_letters (log_index, ts, command, error) VALUES (?, ?, ?, ?)",
+            &[
+                Val::Int(int(entry.index, "log index")?),
+                Val::Int(int(entry.ts, "timestamp")?),
+                entry.command.into(),
+                error.into(),
+            ],
+        )?;
+        self.conn.exec(
+            "UPDATE report_meta SET value = ? WHERE name = 'log_index'",
+            &[Val::Int(int(next.log_index, "log index")?)],
+        )?;
+        self.conn.exec(
+            "UPDATE report_meta SET value = ? WHERE name = 'event_seq'",
+            &[Val::Int(int(next.event_seq, "event sequence")?)],
+        )?;
+        Ok(())
+    }
+
+    /// Every entry skipped, oldest first.
+    pub fn dead_letters(&mut self) -> Result<Vec<DeadLetter>, StoreError> {
+        let rows = self.conn.query(
+            "SELECT log_index, ts, command, error FROM dead_letters ORDER BY log_index",
+            &[],
+        )?;
+        rows.iter()
+            .map(|row| {
+                Ok(DeadLetter {
+                    log_index: crate::db::loaded(row[0].int()?),
+                    ts: crate::db::loaded(row[1].int()?),
+                    command: row[2].text()?,
+                    error: row[3].text()?,
+                })
+            })
+            .collect()
+    }
+
+    /// How many entries were skipped.
+    pub fn dead_letter_count(&mut self) -> Result<u64, StoreError> {
+        let rows = self
+            .conn
+            .query("SELECT CAST(COUNT(*) AS BIGINT) FROM dead_letters", &[])?;
+        rows.first()
+            .map_or(Ok(0), |row| row[0].int())
+            .map(crate::db::loaded)
+    }
+}
