@@ -30,6 +30,7 @@ pub mod metrics;
 pub mod metrics_window;
 mod parked;
 mod pipeline;
+pub mod prometheus;
 pub mod reads;
 pub mod recovery;
 pub mod replication;
