@@ -84,6 +84,7 @@ use error::ApiError;
 use exchange_marketdata_service::MarketData;
 use exchange_node::config::Config;
 use exchange_node::limits;
+use exchange_node::prometheus::Exposition;
 use exchange_node::sequencer::Handle;
 use exchange_reporter::Reporting;
 
@@ -370,16 +371,17 @@ async fn ready(State(app): State<AppState>) -> (StatusCode, &'static str) {
 }
 
 async fn metrics(State(app): State<AppState>) -> impl IntoResponse {
-    let mut text = app.handle.metrics.render();
-    text.push_str(&app.stats.render());
+    let mut page = Exposition::new();
+    app.handle.metrics.write_metrics(&mut page);
+    app.stats.write_metrics(&mut page);
     if let Some(market) = &app.market {
-        text.push_str(&market.render_metrics());
+        market.write_metrics(&mut page);
     }
     if let Some(reporting) = &app.reporting {
-        text.push_str(&reporting.render_metrics());
+        reporting.write_metrics(&mut page);
     }
     (
         [(CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")],
-        text,
+        page.finish(),
     )
 }

@@ -2,9 +2,10 @@
 //! connections, and WebSocket activity.
 
 use std::collections::BTreeMap;
-use std::fmt::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+
+use exchange_node::prometheus::{Exposition, Kind};
 
 #[derive(Default)]
 pub struct HttpStats {
@@ -73,80 +74,81 @@ impl HttpStats {
         self.ws_messages_in.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// Prometheus text exposition of these counters.
-    pub fn render(&self) -> String {
-        let mut out = String::new();
-        out.push_str("# HELP exchange_http_responses_total HTTP responses by status code.\n");
-        out.push_str("# TYPE exchange_http_responses_total counter\n");
+    /// Adds these counters' families to a `/metrics` page.
+    pub fn write_metrics(&self, page: &mut Exposition) {
+        let mut responses = page.family(
+            "exchange_http_responses_total",
+            Kind::Counter,
+            "HTTP responses by status code.",
+        );
         for (status, count) in self
             .responses
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .iter()
         {
-            let _ = writeln!(
-                out,
-                "exchange_http_responses_total{{status=\"{status}\"}} {count}"
-            );
+            responses.sample(&[("status", &status.to_string())], *count);
         }
         let gauges = [
             (
                 "exchange_ws_connections",
-                "gauge",
+                Kind::Gauge,
                 "WebSocket connections open now.",
                 &self.ws_open,
             ),
             (
                 "exchange_ws_connections_total",
-                "counter",
+                Kind::Counter,
                 "WebSocket connections accepted.",
                 &self.ws_total,
             ),
             (
                 "exchange_ws_messages_received_total",
-                "counter",
+                Kind::Counter,
                 "WebSocket text messages received.",
                 &self.ws_messages_in,
             ),
             (
                 "exchange_http_connections",
-                "gauge",
+                Kind::Gauge,
                 "HTTP connections open now (WebSockets included).",
                 &self.connections_open,
             ),
             (
                 "exchange_http_connections_refused_total",
-                "counter",
+                Kind::Counter,
                 "Connections closed on accept: over the overall or per-IP limit.",
                 &self.connections_refused,
             ),
             (
                 "exchange_ws_slow_consumers_total",
-                "counter",
+                Kind::Counter,
                 "WebSockets closed for falling behind their stream.",
                 &self.ws_slow_consumers,
             ),
             (
                 "exchange_ws_pong_timeouts_total",
-                "counter",
+                Kind::Counter,
                 "WebSockets closed because no pong came back in time.",
                 &self.ws_pong_timeouts,
             ),
         ];
         for (name, kind, help, value) in gauges {
-            let _ = writeln!(
-                out,
-                "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {}",
-                value.load(Ordering::Relaxed)
-            );
+            page.family(name, kind, help)
+                .sample(&[], value.load(Ordering::Relaxed));
         }
-        out
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn render(stats: &HttpStats) -> String {
+        let mut page = Exposition::new();
+        stats.write_metrics(&mut page);
+        page.finish()
+    }
 
     #[test]
     fn counts_responses_and_open_sockets() {
@@ -155,7 +157,7 @@ mod tests {
         stats.record_response(200);
         stats.record_response(429);
         let socket = stats.ws_opened();
-        let text = stats.render();
+        let text = render(&stats);
         assert!(
             text.contains("exchange_http_responses_total{status=\"200\"} 2\n"),
             "{text}"
@@ -166,7 +168,7 @@ mod tests {
         );
         assert!(text.contains("exchange_ws_connections 1\n"), "{text}");
         drop(socket);
-        let text = stats.render();
+        let text = render(&stats);
         assert!(text.contains("exchange_ws_connections 0\n"), "{text}");
         assert!(text.contains("exchange_ws_connections_total 1\n"), "{text}");
     }

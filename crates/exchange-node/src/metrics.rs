@@ -3,13 +3,13 @@
 //! critical sections; read by the HTTP layer.
 
 use std::collections::BTreeMap;
-use std::fmt::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
 use hdrhistogram::Histogram;
 
 use crate::metrics_window::RecentWindow;
+use crate::prometheus::{Exposition, Kind};
 
 pub struct Metrics {
     pub commands: AtomicU64,
@@ -91,103 +91,87 @@ impl Metrics {
         self.rejects.lock().map(|r| r.clone()).unwrap_or_default()
     }
 
-    pub fn render(&self) -> String {
-        let mut out = String::new();
-        let counter = |out: &mut String, name: &str, help: &str, kind: &str, value: u64| {
-            let _ = writeln!(
-                out,
-                "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}"
-            );
-        };
+    /// Adds the node's families to a `/metrics` page.
+    pub fn write_metrics(&self, page: &mut Exposition) {
         let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
-        counter(
-            &mut out,
-            "exchange_commands_total",
-            "Log entries applied.",
-            "counter",
-            get(&self.commands),
+        let counters = [
+            (
+                "exchange_commands_total",
+                "Log entries applied.",
+                &self.commands,
+            ),
+            (
+                "exchange_batches_total",
+                "Group commits (one fsync each).",
+                &self.batches,
+            ),
+            (
+                "exchange_events_total",
+                "Events emitted by the core.",
+                &self.events,
+            ),
+            (
+                "exchange_overloaded_total",
+                "Requests refused because a queue was full.",
+                &self.overloaded,
+            ),
+            (
+                "exchange_snapshots_total",
+                "Snapshots written.",
+                &self.snapshots,
+            ),
+            (
+                "exchange_core_reads_total",
+                "Reads answered by the core thread between batches.",
+                &self.reads,
+            ),
+        ];
+        for (name, help, value) in counters {
+            page.counter(name, help, get(value));
+        }
+        let gauges = [
+            (
+                "exchange_submit_queue_depth",
+                "Commands waiting for the journal.",
+                &self.submit_queue_depth,
+            ),
+            (
+                "exchange_core_queue_depth",
+                "Batches waiting for the core.",
+                &self.core_queue_depth,
+            ),
+            (
+                "exchange_applied_index",
+                "Last log index applied.",
+                &self.applied_index,
+            ),
+        ];
+        for (name, help, value) in gauges {
+            page.gauge(name, help, get(value));
+        }
+        let mut rejects = page.family(
+            "exchange_rejects_total",
+            Kind::Counter,
+            "Rejected commands by reason.",
         );
-        counter(
-            &mut out,
-            "exchange_batches_total",
-            "Group commits (one fsync each).",
-            "counter",
-            get(&self.batches),
-        );
-        counter(
-            &mut out,
-            "exchange_events_total",
-            "Events emitted by the core.",
-            "counter",
-            get(&self.events),
-        );
-        counter(
-            &mut out,
-            "exchange_overloaded_total",
-            "Requests refused because a queue was full.",
-            "counter",
-            get(&self.overloaded),
-        );
-        counter(
-            &mut out,
-            "exchange_snapshots_total",
-            "Snapshots written.",
-            "counter",
-            get(&self.snapshots),
-        );
-        counter(
-            &mut out,
-            "exchange_core_reads_total",
-            "Reads answered by the core thread between batches.",
-            "counter",
-            get(&self.reads),
-        );
-        counter(
-            &mut out,
-            "exchange_submit_queue_depth",
-            "Commands waiting for the journal.",
-            "gauge",
-            get(&self.submit_queue_depth),
-        );
-        counter(
-            &mut out,
-            "exchange_core_queue_depth",
-            "Batches waiting for the core.",
-            "gauge",
-            get(&self.core_queue_depth),
-        );
-        counter(
-            &mut out,
-            "exchange_applied_index",
-            "Last log index applied.",
-            "gauge",
-            get(&self.applied_index),
-        );
-        let _ = writeln!(out, "# HELP exchange_rejects_total Rejected commands by reason.\n# TYPE exchange_rejects_total counter");
         for (reason, count) in self.rejects() {
-            let _ = writeln!(out, "exchange_rejects_total{{reason=\"{reason}\"}} {count}");
+            rejects.sample(&[("reason", reason)], count);
         }
+        self.write_fsync(page);
+    }
+
+    fn write_fsync(&self, page: &mut Exposition) {
         if let Ok(h) = self.fsync_ns.lock() {
-            let _ = writeln!(out, "# HELP exchange_fsync_seconds Journal fsync latency.\n# TYPE exchange_fsync_seconds histogram");
-            for bound in FSYNC_BUCKETS {
-                let count = h.count_between(0, (bound * 1e9) as u64);
-                let _ = writeln!(
-                    out,
-                    "exchange_fsync_seconds_bucket{{le=\"{bound}\"}} {count}"
-                );
-            }
-            let _ = writeln!(
-                out,
-                "exchange_fsync_seconds_bucket{{le=\"+Inf\"}} {}",
-                h.len()
-            );
+            let buckets =
+                FSYNC_BUCKETS.map(|bound| (bound, h.count_between(0, (bound * 1e9) as u64)));
             let sum_secs = h.mean() * h.len() as f64 / 1e9;
-            let _ = writeln!(
-                out,
-                "exchange_fsync_seconds_sum {sum_secs}\nexchange_fsync_seconds_count {}",
-                h.len()
+            page.histogram(
+                "exchange_fsync_seconds",
+                "Journal fsync latency.",
+                buckets,
+                h.len(),
+                sum_secs,
             );
         }
-        out
     }
 }

@@ -29,11 +29,11 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use exchange_reporting::{Store, StoreError, Target};
-use std::fmt::Write;
 use thiserror::Error;
 use tokio::sync::watch;
 
 use exchange_node::metrics::Metrics;
+use exchange_node::prometheus::{Exposition, Value};
 use exchange_node::Handle;
 use worker::Worker;
 
@@ -326,93 +326,49 @@ impl Reporting {
         .map_err(|_| ReadError::Cancelled)?
     }
 
-    /// Prometheus text for `/metrics`.
-    pub fn render_metrics(&self) -> String {
+    /// Adds the reporting service's families to a `/metrics` page.
+    pub fn write_metrics(&self, page: &mut Exposition) {
         let stats = &self.inner.stats;
         let written = self.written();
         let applied = self.inner.core.applied_index.load(Ordering::Relaxed);
-        let mut out = String::new();
-        let mut metric = |name: &str, kind: &str, help: &str, value: u64| {
-            let _ = writeln!(
-                out,
-                "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}"
-            );
-        };
-        metric(
+        let get = |v: &AtomicU64| v.load(Ordering::Relaxed);
+        page.gauge(
             "exchange_reporting_position",
-            "gauge",
             "Last log index written to the reporting store.",
             written,
         );
-        metric(
+        page.gauge(
             "exchange_reporting_lag_entries",
-            "gauge",
             "Log entries applied by the core but not yet in the reporting store.",
             applied.saturating_sub(written),
         );
-        metric(
-            "exchange_reporting_entries_total",
-            "counter",
-            "Log entries written to the reporting store by this process.",
-            stats.entries.load(Ordering::Relaxed),
-        );
-        metric(
-            "exchange_reporting_events_total",
-            "counter",
-            "Events written to the reporting store by this process.",
-            stats.events.load(Ordering::Relaxed),
-        );
-        metric(
-            "exchange_reporting_batches_total",
-            "counter",
-            "Reporting store transactions committed.",
-            stats.batches.load(Ordering::Relaxed),
-        );
-        metric(
-            "exchange_reporting_caught_up_entries_total",
-            "counter",
-            "Entries re-derived from the journal rather than received live.",
-            stats.caught_up.load(Ordering::Relaxed),
-        );
-        metric(
-            "exchange_reporting_replayed_commands_total",
-            "counter",
-            "Commands replayed from a snapshot or a kept scratch state to re-derive entries (those before the missing ones included).",
-            stats.replayed.load(Ordering::Relaxed),
-        );
-        metric(
-            "exchange_reporting_errors_total",
-            "counter",
-            "Failed reporting store writes or catch-ups (each retried).",
-            stats.errors.load(Ordering::Relaxed),
-        );
-        metric(
+        let counters = [
+            ("exchange_reporting_entries_total",
+                "Log entries written to the reporting store by this process.", &stats.entries),
+            ("exchange_reporting_events_total",
+                "Events written to the reporting store by this process.", &stats.events),
+            ("exchange_reporting_batches_total",
+                "Reporting store transactions committed.", &stats.batches),
+            ("exchange_reporting_caught_up_entries_total",
+                "Entries re-derived from the journal rather than received live.", &stats.caught_up),
+            ("exchange_reporting_replayed_commands_total",
+                "Commands replayed from a snapshot or a kept scratch state to re-derive entries (those before the missing ones included).",
+                &stats.replayed),
+            ("exchange_reporting_errors_total",
+                "Failed reporting store writes or catch-ups (each retried).", &stats.errors),
+        ];
+        for (name, help, value) in counters {
+            page.counter(name, help, get(value));
+        }
+        page.gauge(
             "exchange_reporting_dead_letters",
-            "gauge",
             "Log entries the reporting store could not write, skipped and kept in its dead_letters table (alarm when above 0).",
-            stats.dead_letters.load(Ordering::Relaxed),
+            get(&stats.dead_letters),
         );
-        let _ = writeln!(
-            out,
-            "# HELP exchange_reporting_commit_seconds_total Time spent writing and committing reporting batches.\n\
-             # TYPE exchange_reporting_commit_seconds_total counter\n\
-             exchange_reporting_commit_seconds_total {}",
-            seconds(stats.commit_ns_total.load(Ordering::Relaxed))
+        page.counter(
+            "exchange_reporting_commit_seconds_total",
+            "Time spent writing and committing reporting batches.",
+            Value::NanosAsSeconds(get(&stats.commit_ns_total)),
         );
-        out
     }
-}
-
-/// Nanoseconds as decimal seconds, exactly: Prometheus wants base units.
-fn seconds(ns: u64) -> String {
-    format!("{}.{:09}", ns / 1_000_000_000, ns % 1_000_000_000)
-}
-
-#[cfg(test)]
-#[test]
-fn seconds_are_exact() {
-    assert_eq!(seconds(0), "0.000000000");
-    assert_eq!(seconds(1_500), "0.000001500");
-    assert_eq!(seconds(12_000_000_001), "12.000000001");
-    assert_eq!(seconds(u64::MAX), "18446744073.709551615");
 }

@@ -58,8 +58,9 @@ async fn orders(handle: &Handle, from: u64, count: u64) {
 }
 
 fn metric(reporting: &Reporting, name: &str) -> u64 {
-    reporting
-        .render_metrics()
+    let mut page = exchange_node::prometheus::Exposition::new();
+    reporting.write_metrics(&mut page);
+    page.finish()
         .lines()
         .find_map(|l| l.strip_prefix(&format!("{name} ")))
         .and_then(|v| v.parse().ok())
