@@ -9,6 +9,7 @@ use exchange_types::{
 
 use crate::batch::{Kept, Row, Table};
 use crate::db::Param;
+use crate::record::Record;
 use crate::writer::int;
 use crate::StoreError;
 
@@ -95,63 +96,64 @@ static NO_EXTRA: OrderExtra = OrderExtra {
     triggered_price: None,
 };
 
-/// The columns [`CachedOrder::read`] expects, in order.
+/// The columns [`CachedOrder::read`] reads, in any order.
 pub(crate) const ORDER_COLUMNS: &str = "order_id, account, client_order_id, symbol, side, \
      order_type, price, qty, filled_qty, status, tif, created_ts, updated_ts, log_index, \
      stop_price, trailing_amount, trailing_bps, display_qty, funds, expire_ts, oco_with, \
      triggered_ts, triggered_price";
-
-/// A stored integer that the order fold keeps unsigned.
-fn unsigned(row: &[crate::db::Val], i: usize, _column: &str) -> Result<u64, StoreError> {
-    row[i].int().map(crate::db::loaded)
-}
-
-/// A nullable stored integer that the order fold keeps unsigned.
-fn opt_unsigned(row: &[crate::db::Val], i: usize, column: &str) -> Result<Option<u64>, StoreError> {
-    match row[i].opt_int()? {
-        Some(_) => unsigned(row, i, column).map(Some),
-        None => Ok(None),
-    }
-}
 
 /// A value for the store (every `u64` fits: see [`crate::db::stored`]).
 fn sql(value: u64) -> i64 {
     crate::db::stored(value)
 }
 
-impl CachedOrder {
-    /// An order read back from the store (`SELECT` [`ORDER_COLUMNS`]).
-    pub(crate) fn read(row: &[crate::db::Val]) -> Result<CachedOrder, StoreError> {
-        let text = |i: usize| row[i].text();
-        let side = match text(4)?.as_str() {
-            "buy" => Side::Buy,
-            "sell" => Side::Sell,
-            other => return Err(bad("side", other)),
-        };
-        let order_type = match text(5)?.as_str() {
-            "limit" => OrderType::Limit,
-            "market" => OrderType::Market,
-            "stop" => OrderType::Stop,
-            "stop_limit" => OrderType::StopLimit,
-            other => return Err(bad("order_type", other)),
-        };
-        let tif = match text(10)?.as_str() {
-            "gtc" => TimeInForce::Gtc,
-            "ioc" => TimeInForce::Ioc,
-            "fok" => TimeInForce::Fok,
-            "day" => TimeInForce::Day,
-            "gtd" => TimeInForce::Gtd,
-            "at_open" => TimeInForce::AtOpen,
-            "at_close" => TimeInForce::AtClose,
-            other => return Err(bad("tif", other)),
-        };
-        let status = text(9)?;
-        let client_order_id = text(2)?;
-        let symbol = text(3)?;
-        let price = opt_unsigned(row, 6, "price")?;
+/// A text column the writer wrote from one of its types, read back as it.
+fn parsed<T>(
+    row: &dyn Record,
+    column: &'static str,
+    parse: impl FnOnce(&str) -> Option<T>,
+) -> Result<T, StoreError> {
+    let text = row.text(column)?;
+    parse(&text).ok_or_else(|| bad(column, &text))
+}
+
+fn side(text: &str) -> Option<Side> {
+    match text {
+        "buy" => Some(Side::Buy),
+        "sell" => Some(Side::Sell),
+        _ => None,
+    }
+}
+
+fn order_type(text: &str) -> Option<OrderType> {
+    match text {
+        "limit" => Some(OrderType::Limit),
+        "market" => Some(OrderType::Market),
+        "stop" => Some(OrderType::Stop),
+        "stop_limit" => Some(OrderType::StopLimit),
+        _ => None,
+    }
+}
+
+fn tif(text: &str) -> Option<TimeInForce> {
+    match text {
+        "gtc" => Some(TimeInForce::Gtc),
+        "ioc" => Some(TimeInForce::Ioc),
+        "fok" => Some(TimeInForce::Fok),
+        "day" => Some(TimeInForce::Day),
+        "gtd" => Some(TimeInForce::Gtd),
+        "at_open" => Some(TimeInForce::AtOpen),
+        "at_close" => Some(TimeInForce::AtClose),
+        _ => None,
+    }
+}
+
+impl OrderExtra {
+    /// The rarer columns of an order read back from the store.
+    fn read(row: &dyn Record) -> Result<OrderExtra, StoreError> {
         let trailing = match (
-            opt_unsigned(row, 15, "trailing_amount")?,
-            row[16].opt_int()?,
+            row.opt_u64("trailing_amount")?,
+            row.opt_i64("trailing_bps")?,
         ) {
             (Some(amount), _) => Some(TrailingUnits::Amount(amount)),
             (None, Some(bps)) => Some(TrailingUnits::Bps(
@@ -159,46 +161,54 @@ impl CachedOrder {
             )),
             (None, None) => None,
         };
-        let oco_with = match row[20].opt_text()? {
+        let oco_with = match row.opt_text("oco_with")? {
             Some(text) => Some(ClientOrderId::new(&text).map_err(|_| bad("oco_with", &text))?),
             None => None,
         };
-        let extra = OrderExtra {
-            stop_price: opt_unsigned(row, 14, "stop_price")?,
+        Ok(OrderExtra {
+            stop_price: row.opt_u64("stop_price")?,
             trailing,
-            display_qty: opt_unsigned(row, 17, "display_qty")?,
-            funds: opt_unsigned(row, 18, "funds")?,
-            expire_ts: opt_unsigned(row, 19, "expire_ts")?,
+            display_qty: row.opt_u64("display_qty")?,
+            funds: row.opt_u64("funds")?,
+            expire_ts: row.opt_u64("expire_ts")?,
             oco_with,
-            triggered_ts: row[21].opt_int()?,
-            triggered_price: opt_unsigned(row, 22, "triggered_price")?,
-        };
+            triggered_ts: row.opt_i64("triggered_ts")?,
+            triggered_price: row.opt_u64("triggered_price")?,
+        })
+    }
+}
+
+impl CachedOrder {
+    /// An order read back from the store (`SELECT` [`ORDER_COLUMNS`]).
+    pub(crate) fn read(row: &dyn Record) -> Result<CachedOrder, StoreError> {
+        let order_type = parsed(row, "order_type", order_type)?;
+        let extra = OrderExtra::read(row)?;
         let stop = match (StopState::of(order_type), extra.triggered_ts) {
             (StopState::Untriggered, Some(_)) => StopState::Triggered,
             (state, _) => state,
         };
+        let progress = Progress {
+            price: row.opt_u64("price")?,
+            qty: row.u64("qty")?,
+            filled_qty: row.u64("filled_qty")?,
+            fill_notional: 0,
+            status: parsed(row, "status", OrderStatus::parse)?,
+        };
         Ok(CachedOrder {
             state: OrderState {
-                order_id: unsigned(row, 0, "order_id")?,
-                account: unsigned(row, 1, "account")?,
-                client_order_id: ClientOrderId::new(&client_order_id)
-                    .map_err(|_| bad("client_order_id", &client_order_id))?,
-                symbol: Symbol::new(&symbol).map_err(|_| bad("symbol", &symbol))?,
-                side,
+                order_id: row.u64("order_id")?,
+                account: row.u64("account")?,
+                client_order_id: parsed(row, "client_order_id", |t| ClientOrderId::new(t).ok())?,
+                symbol: parsed(row, "symbol", |t| Symbol::new(t).ok())?,
+                side: parsed(row, "side", side)?,
                 order_type,
-                tif,
+                tif: parsed(row, "tif", tif)?,
                 stop,
-                progress: Progress {
-                    price,
-                    qty: unsigned(row, 7, "qty")?,
-                    filled_qty: unsigned(row, 8, "filled_qty")?,
-                    fill_notional: 0,
-                    status: OrderStatus::parse(&status).ok_or_else(|| bad("status", &status))?,
-                },
+                progress,
             },
-            created_ts: row[11].int()?,
-            updated_ts: row[12].int()?,
-            log_index: row[13].int()?,
+            created_ts: row.i64("created_ts")?,
+            updated_ts: row.i64("updated_ts")?,
+            log_index: row.i64("log_index")?,
             stored: true,
             dirty: false,
             extra: (extra != NO_EXTRA).then(|| Box::new(extra)),
