@@ -45,6 +45,7 @@ impl Columns {
         Columns(names)
     }
 
+    #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
         self.0.len()
     }
