@@ -245,6 +245,8 @@ mod migration_tests;
 #[cfg(test)]
 mod order_types_tests;
 #[cfg(test)]
+mod record_tests;
+#[cfg(test)]
 mod tests;
 #[cfg(test)]
 mod writeback_tests;

@@ -22,7 +22,7 @@ pub struct InstrumentDay {
 }
 
 impl InstrumentDay {
-    fn read(row: &dyn Record) -> Result<InstrumentDay, StoreError> {
+    pub(crate) fn read(row: &dyn Record) -> Result<InstrumentDay, StoreError> {
         Ok(InstrumentDay {
             day: row.u64("day")?,
             symbol: row.text("symbol")?,
@@ -51,7 +51,7 @@ pub struct AccountDay {
 }
 
 impl AccountDay {
-    fn read(row: &dyn Record) -> Result<AccountDay, StoreError> {
+    pub(crate) fn read(row: &dyn Record) -> Result<AccountDay, StoreError> {
         Ok(AccountDay {
             day: row.u64("day")?,
             account: row.u64("account")?,

@@ -25,7 +25,7 @@ pub struct AuditRow {
 }
 
 impl AuditRow {
-    fn read(row: &dyn Record) -> Result<AuditRow, StoreError> {
+    pub(crate) fn read(row: &dyn Record) -> Result<AuditRow, StoreError> {
         Ok(AuditRow {
             log_index: row.u64("log_index")?,
             ts: row.u64("ts")?,
@@ -59,7 +59,7 @@ pub struct LedgerRow {
 }
 
 impl LedgerRow {
-    fn read(row: &dyn Record) -> Result<LedgerRow, StoreError> {
+    pub(crate) fn read(row: &dyn Record) -> Result<LedgerRow, StoreError> {
         Ok(LedgerRow {
             seq: row.u64("seq")?,
             log_index: row.u64("log_index")?,
@@ -86,7 +86,7 @@ pub struct BalanceRow {
 }
 
 impl BalanceRow {
-    fn read(row: &dyn Record) -> Result<BalanceRow, StoreError> {
+    pub(crate) fn read(row: &dyn Record) -> Result<BalanceRow, StoreError> {
         Ok(BalanceRow {
             account: row.u64("account")?,
             asset: row.text("asset")?,

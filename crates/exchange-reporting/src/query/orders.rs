@@ -59,7 +59,7 @@ pub struct OrderRow {
 }
 
 impl OrderRow {
-    fn read(row: &dyn Record) -> Result<OrderRow, StoreError> {
+    pub(crate) fn read(row: &dyn Record) -> Result<OrderRow, StoreError> {
         Ok(OrderRow {
             order_id: row.u64("order_id")?,
             account: row.u64("account")?,

@@ -23,7 +23,7 @@ pub struct FillRow {
 }
 
 impl FillRow {
-    fn read(row: &dyn Record) -> Result<FillRow, StoreError> {
+    pub(crate) fn read(row: &dyn Record) -> Result<FillRow, StoreError> {
         Ok(FillRow {
             trade_id: row.u64("trade_id")?,
             order_id: row.u64("order_id")?,
@@ -61,7 +61,7 @@ pub struct TradeRow {
 }
 
 impl TradeRow {
-    fn read(row: &dyn Record) -> Result<TradeRow, StoreError> {
+    pub(crate) fn read(row: &dyn Record) -> Result<TradeRow, StoreError> {
         Ok(TradeRow {
             trade_id: row.u64("trade_id")?,
             ts: row.u64("ts")?,
@@ -94,7 +94,7 @@ pub struct CandleRow {
 }
 
 impl CandleRow {
-    fn read(row: &dyn Record) -> Result<CandleRow, StoreError> {
+    pub(crate) fn read(row: &dyn Record) -> Result<CandleRow, StoreError> {
         Ok(CandleRow {
             start: row.u64("start")?,
             open: row.u64("open")?,
