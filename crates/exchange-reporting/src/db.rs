@@ -12,6 +12,7 @@ use std::collections::HashMap;
 use postgres::types::{IsNull, ToSql, Type};
 use rusqlite::types::{ToSqlOutput, ValueRef};
 
+use crate::record::{Columns, PgRecord, Record, SqliteRecord};
 use crate::StoreError;
 
 /// A `u64` of the log as the store keeps it: the `BIGINT` with the same 64
@@ -238,59 +239,62 @@ impl Conn {
         }
     }
 
-    /// Runs one query and returns every row.
-    pub fn query(&mut self, sql: &str, params: &[Val]) -> Result<Vec<Vec<Val>>, StoreError> {
+    /// Runs one query and decodes every row with `decode`, which reads
+    /// the row's columns by name.
+    pub fn rows<T>(
+        &mut self,
+        sql: &str,
+        params: &[Val],
+        mut decode: impl FnMut(&dyn Record) -> Result<T, StoreError>,
+    ) -> Result<Vec<T>, StoreError> {
         match self {
             Conn::Sqlite(conn) => {
                 let mut statement = conn.prepare_cached(sql)?;
-                let columns = statement.column_count();
+                let columns = Columns::new(statement.column_names().map(String::from).collect());
                 let mut rows = statement.query(rusqlite::params_from_iter(params.iter()))?;
                 let mut out = Vec::new();
                 while let Some(row) = rows.next()? {
-                    let mut values = Vec::with_capacity(columns);
-                    for i in 0..columns {
-                        values.push(match row.get_ref(i)? {
-                            ValueRef::Null => Val::Null,
-                            ValueRef::Integer(v) => Val::Int(v),
-                            ValueRef::Text(t) => Val::Text(String::from_utf8_lossy(t).into_owned()),
-                            other => {
-                                return Err(StoreError::Schema(format!(
-                                    "unexpected column type {:?}",
-                                    other.data_type()
-                                )))
-                            }
-                        });
-                    }
-                    out.push(values);
+                    let columns = &columns;
+                    out.push(decode(&SqliteRecord { row, columns })?);
                 }
                 Ok(out)
             }
             Conn::Postgres { client, prepared } => {
                 let statement = pg_prepare(client, prepared, sql)?;
+                let columns = Columns::new(
+                    statement
+                        .columns()
+                        .iter()
+                        .map(|c| c.name().to_string())
+                        .collect(),
+                );
                 let rows = client.query(&statement, &pg_params(params))?;
-                let mut out = Vec::with_capacity(rows.len());
-                for row in rows {
-                    let mut values = Vec::with_capacity(row.len());
-                    for (i, column) in row.columns().iter().enumerate() {
-                        let value = match *column.type_() {
-                            Type::INT8 => row.try_get::<_, Option<i64>>(i)?.into(),
-                            Type::INT4 => row.try_get::<_, Option<i32>>(i)?.map(i64::from).into(),
-                            Type::TEXT | Type::VARCHAR => {
-                                row.try_get::<_, Option<String>>(i)?.into()
-                            }
-                            ref other => {
-                                return Err(StoreError::Schema(format!(
-                                    "unexpected column type {other}"
-                                )))
-                            }
-                        };
-                        values.push(value);
-                    }
-                    out.push(values);
-                }
-                Ok(out)
+                let columns = &columns;
+                rows.iter()
+                    .map(|row| decode(&PgRecord { row, columns }))
+                    .collect()
             }
         }
+    }
+
+    /// The first row of a query (a lookup by key, an aggregate), decoded
+    /// as by [`Conn::rows`].
+    pub fn row<T>(
+        &mut self,
+        sql: &str,
+        params: &[Val],
+        decode: impl FnMut(&dyn Record) -> Result<T, StoreError>,
+    ) -> Result<Option<T>, StoreError> {
+        Ok(self.rows(sql, params, decode)?.into_iter().next())
+    }
+
+    /// Every row as its values in the statement's order: for the tests
+    /// that look at a pragma or the schema itself, never to decode a row.
+    #[cfg(test)]
+    pub fn query(&mut self, sql: &str, params: &[Val]) -> Result<Vec<Vec<Val>>, StoreError> {
+        self.rows(sql, params, |row| {
+            (0..row.columns().len()).map(|i| row.value_at(i)).collect()
+        })
     }
 }
 

@@ -104,29 +104,27 @@ impl Store {
 
     /// Every entry skipped, oldest first.
     pub fn dead_letters(&mut self) -> Result<Vec<DeadLetter>, StoreError> {
-        let rows = self.conn.query(
+        self.conn.rows(
             "SELECT log_index, ts, command, error FROM dead_letters ORDER BY log_index",
             &[],
-        )?;
-        rows.iter()
-            .map(|row| {
+            |row| {
                 Ok(DeadLetter {
-                    log_index: crate::db::loaded(row[0].int()?),
-                    ts: crate::db::loaded(row[1].int()?),
-                    command: row[2].text()?,
-                    error: row[3].text()?,
+                    log_index: row.u64("log_index")?,
+                    ts: row.u64("ts")?,
+                    command: row.text("command")?,
+                    error: row.text("error")?,
                 })
-            })
-            .collect()
+            },
+        )
     }
 
     /// How many entries were skipped.
     pub fn dead_letter_count(&mut self) -> Result<u64, StoreError> {
-        let rows = self
-            .conn
-            .query("SELECT CAST(COUNT(*) AS BIGINT) FROM dead_letters", &[])?;
-        rows.first()
-            .map_or(Ok(0), |row| row[0].int())
-            .map(crate::db::loaded)
+        let count = self.conn.row(
+            "SELECT CAST(COUNT(*) AS BIGINT) AS n FROM dead_letters",
+            &[],
+            |row| row.u64("n"),
+        )?;
+        Ok(count.unwrap_or(0))
     }
 }

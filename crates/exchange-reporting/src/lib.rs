@@ -18,6 +18,7 @@ mod batch;
 mod db;
 mod dead_letter;
 pub mod query;
+mod record;
 pub mod report;
 mod rows;
 mod schema;
@@ -36,6 +37,7 @@ pub use query::{
     AccountDay, AuditRow, BalanceRow, CandleRow, Dump, FillRow, InstrumentDay, LedgerRow,
     OrderFilter, OrderRow, TradeRow,
 };
+pub use record::ColumnError;
 pub use writer::EntryRecord;
 
 use db::Conn;
@@ -49,6 +51,8 @@ pub enum StoreError {
     Sqlite(#[from] rusqlite::Error),
     #[error("PostgreSQL: {0}")]
     Postgres(#[from] postgres::Error),
+    #[error("reading the reporting store: {0}")]
+    Column(#[from] ColumnError),
     #[error("reporting store schema: {0}")]
     Schema(String),
     #[error("reporting URL {0:?} is neither postgres://... nor sqlite:PATH")]
@@ -208,15 +212,15 @@ impl Store {
     }
 
     fn read_position(&mut self) -> Result<Position, StoreError> {
-        let rows = self.conn.query(
+        let rows = self.conn.rows(
             "SELECT name, value FROM report_meta WHERE name IN ('log_index', 'event_seq')",
             &[],
+            |row| Ok((row.text("name")?, row.i64("value")?)),
         )?;
         let mut position = Position::default();
-        for row in rows {
-            let value =
-                u64::try_from(row[1].int()?).map_err(|_| StoreError::OutOfRange("position"))?;
-            match row[0].text()?.as_str() {
+        for (name, value) in rows {
+            let value = u64::try_from(value).map_err(|_| StoreError::OutOfRange("position"))?;
+            match name.as_str() {
                 "log_index" => position.log_index = value,
                 _ => position.event_seq = value,
             }
@@ -240,6 +244,8 @@ mod ledger_tests;
 mod migration_tests;
 #[cfg(test)]
 mod order_types_tests;
+#[cfg(test)]
+mod record_tests;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]

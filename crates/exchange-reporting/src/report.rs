@@ -62,6 +62,14 @@ fn text(v: &str) -> Cell {
     Cell::Text(v.to_string())
 }
 
+fn time(ts: u64) -> Cell {
+    text(&format_time(ts))
+}
+
+fn date(ts: u64) -> Cell {
+    text(&format_date(ts))
+}
+
 fn opt_text(v: &Option<String>) -> Cell {
     v.as_deref().map_or(Cell::Null, text)
 }
@@ -70,264 +78,160 @@ fn opt_int(v: Option<u64>) -> Cell {
     v.map_or(Cell::Null, int)
 }
 
-pub fn trades(rows: &[TradeRow]) -> Table {
-    Table {
-        columns: vec![
-            "trade_id",
-            "time",
-            "symbol",
-            "side",
-            "price",
-            "qty",
-            "notional",
-            "maker_order_id",
-            "taker_order_id",
-            "maker_account",
-            "taker_account",
-            "maker_fee",
-            "taker_fee",
-            "auction",
-        ],
-        rows: rows
-            .iter()
-            .map(|t| {
-                vec![
-                    int(t.trade_id),
-                    text(&format_time(t.ts)),
-                    text(&t.symbol),
-                    text(&t.aggressor_side),
-                    amount(t.price),
-                    amount(t.qty),
-                    amount(t.notional),
-                    int(t.maker_order_id),
-                    int(t.taker_order_id),
-                    int(t.maker_account),
-                    int(t.taker_account),
-                    signed(t.maker_fee),
-                    signed(t.taker_fee),
-                    opt_text(&t.auction),
-                ]
-            })
-            .collect(),
-    }
-}
-
 fn opt_amount(v: Option<u64>) -> Cell {
     v.map_or(Cell::Null, amount)
 }
 
 fn opt_time(v: Option<u64>) -> Cell {
-    v.map_or(Cell::Null, |ts| text(&format_time(ts)))
+    v.map_or(Cell::Null, time)
 }
+
+/// A report's column: its header and the cell a row gives it, side by
+/// side, so a column added or moved takes its values with it.
+type Column<R> = (&'static str, fn(&R) -> Cell);
+
+fn table<R>(columns: &[Column<R>], rows: &[R]) -> Table {
+    Table {
+        columns: columns.iter().map(|(name, _)| *name).collect(),
+        rows: rows
+            .iter()
+            .map(|row| columns.iter().map(|(_, cell)| cell(row)).collect())
+            .collect(),
+    }
+}
+
+const TRADES: &[Column<TradeRow>] = &[
+    ("trade_id", |t| int(t.trade_id)),
+    ("time", |t| time(t.ts)),
+    ("symbol", |t| text(&t.symbol)),
+    ("side", |t| text(&t.aggressor_side)),
+    ("price", |t| amount(t.price)),
+    ("qty", |t| amount(t.qty)),
+    ("notional", |t| amount(t.notional)),
+    ("maker_order_id", |t| int(t.maker_order_id)),
+    ("taker_order_id", |t| int(t.taker_order_id)),
+    ("maker_account", |t| int(t.maker_account)),
+    ("taker_account", |t| int(t.taker_account)),
+    ("maker_fee", |t| signed(t.maker_fee)),
+    ("taker_fee", |t| signed(t.taker_fee)),
+    ("auction", |t| opt_text(&t.auction)),
+];
+
+pub fn trades(rows: &[TradeRow]) -> Table {
+    table(TRADES, rows)
+}
+
+const ORDERS: &[Column<OrderRow>] = &[
+    ("order_id", |o| int(o.order_id)),
+    ("time", |o| time(o.created_ts)),
+    ("account", |o| int(o.account)),
+    ("client_order_id", |o| text(&o.client_order_id)),
+    ("symbol", |o| text(&o.symbol)),
+    ("side", |o| text(&o.side)),
+    ("type", |o| text(&o.order_type)),
+    ("tif", |o| text(&o.tif)),
+    ("price", |o| opt_amount(o.price)),
+    ("qty", |o| amount(o.qty)),
+    ("filled_qty", |o| amount(o.filled_qty)),
+    ("status", |o| text(&o.status)),
+    ("stop_price", |o| opt_amount(o.stop_price)),
+    ("trailing_amount", |o| opt_amount(o.trailing_amount)),
+    ("trailing_bps", |o| opt_int(o.trailing_bps)),
+    ("display_qty", |o| opt_amount(o.display_qty)),
+    ("funds", |o| opt_amount(o.funds)),
+    ("expire_time", |o| opt_time(o.expire_ts)),
+    ("oco_with", |o| opt_text(&o.oco_with)),
+    ("triggered_time", |o| opt_time(o.triggered_ts)),
+    ("triggered_price", |o| opt_amount(o.triggered_price)),
+    ("updated_time", |o| time(o.updated_ts)),
+];
 
 /// Orders with their current state; the stop, trailing, iceberg, funds,
 /// expiry and one-cancels-other columns are empty for orders without them.
 pub fn orders(rows: &[OrderRow]) -> Table {
-    Table {
-        columns: vec![
-            "order_id",
-            "time",
-            "account",
-            "client_order_id",
-            "symbol",
-            "side",
-            "type",
-            "tif",
-            "price",
-            "qty",
-            "filled_qty",
-            "status",
-            "stop_price",
-            "trailing_amount",
-            "trailing_bps",
-            "display_qty",
-            "funds",
-            "expire_time",
-            "oco_with",
-            "triggered_time",
-            "triggered_price",
-            "updated_time",
-        ],
-        rows: rows
-            .iter()
-            .map(|o| {
-                vec![
-                    int(o.order_id),
-                    text(&format_time(o.created_ts)),
-                    int(o.account),
-                    text(&o.client_order_id),
-                    text(&o.symbol),
-                    text(&o.side),
-                    text(&o.order_type),
-                    text(&o.tif),
-                    opt_amount(o.price),
-                    amount(o.qty),
-                    amount(o.filled_qty),
-                    text(&o.status),
-                    opt_amount(o.stop_price),
-                    opt_amount(o.trailing_amount),
-                    opt_int(o.trailing_bps),
-                    opt_amount(o.display_qty),
-                    opt_amount(o.funds),
-                    opt_time(o.expire_ts),
-                    opt_text(&o.oco_with),
-                    opt_time(o.triggered_ts),
-                    opt_amount(o.triggered_price),
-                    text(&format_time(o.updated_ts)),
-                ]
-            })
-            .collect(),
-    }
+    table(ORDERS, rows)
 }
+
+const FILLS: &[Column<FillRow>] = &[
+    ("trade_id", |f| int(f.trade_id)),
+    ("time", |f| time(f.ts)),
+    ("account", |f| int(f.account)),
+    ("order_id", |f| int(f.order_id)),
+    ("symbol", |f| text(&f.symbol)),
+    ("side", |f| text(&f.side)),
+    ("liquidity", |f| text(&f.liquidity)),
+    ("price", |f| amount(f.price)),
+    ("qty", |f| amount(f.qty)),
+    ("notional", |f| amount(f.notional)),
+    ("fee", |f| signed(f.fee)),
+];
 
 pub fn fills(rows: &[FillRow]) -> Table {
-    Table {
-        columns: vec![
-            "trade_id",
-            "time",
-            "account",
-            "order_id",
-            "symbol",
-            "side",
-            "liquidity",
-            "price",
-            "qty",
-            "notional",
-            "fee",
-        ],
-        rows: rows
-            .iter()
-            .map(|f| {
-                vec![
-                    int(f.trade_id),
-                    text(&format_time(f.ts)),
-                    int(f.account),
-                    int(f.order_id),
-                    text(&f.symbol),
-                    text(&f.side),
-                    text(&f.liquidity),
-                    amount(f.price),
-                    amount(f.qty),
-                    amount(f.notional),
-                    signed(f.fee),
-                ]
-            })
-            .collect(),
-    }
+    table(FILLS, rows)
 }
+
+const INSTRUMENT_DAYS: &[Column<InstrumentDay>] = &[
+    ("date", |d| date(d.day)),
+    ("symbol", |d| text(&d.symbol)),
+    ("open", |d| amount(d.open)),
+    ("high", |d| amount(d.high)),
+    ("low", |d| amount(d.low)),
+    ("close", |d| amount(d.close)),
+    ("volume", |d| amount(d.volume)),
+    ("trades", |d| int(d.trades)),
+    ("notional", |d| amount(d.notional)),
+];
 
 pub fn instrument_days(rows: &[InstrumentDay]) -> Table {
-    Table {
-        columns: vec![
-            "date", "symbol", "open", "high", "low", "close", "volume", "trades", "notional",
-        ],
-        rows: rows
-            .iter()
-            .map(|d| {
-                vec![
-                    text(&format_date(d.day)),
-                    text(&d.symbol),
-                    amount(d.open),
-                    amount(d.high),
-                    amount(d.low),
-                    amount(d.close),
-                    amount(d.volume),
-                    int(d.trades),
-                    amount(d.notional),
-                ]
-            })
-            .collect(),
-    }
+    table(INSTRUMENT_DAYS, rows)
 }
+
+const ACCOUNT_DAYS: &[Column<AccountDay>] = &[
+    ("date", |d| date(d.day)),
+    ("account", |d| int(d.account)),
+    ("symbol", |d| text(&d.symbol)),
+    ("fills", |d| int(d.fills)),
+    ("volume", |d| amount(d.volume)),
+    ("notional", |d| amount(d.notional)),
+    ("fees", |d| signed(d.fees)),
+];
 
 pub fn account_days(rows: &[AccountDay]) -> Table {
-    Table {
-        columns: vec![
-            "date", "account", "symbol", "fills", "volume", "notional", "fees",
-        ],
-        rows: rows
-            .iter()
-            .map(|d| {
-                vec![
-                    text(&format_date(d.day)),
-                    int(d.account),
-                    text(&d.symbol),
-                    int(d.fills),
-                    amount(d.volume),
-                    amount(d.notional),
-                    signed(d.fees),
-                ]
-            })
-            .collect(),
-    }
+    table(ACCOUNT_DAYS, rows)
 }
+
+const AUDIT: &[Column<AuditRow>] = &[
+    ("log_index", |a| int(a.log_index)),
+    ("time", |a| time(a.ts)),
+    ("command", |a| text(&a.command)),
+    ("account", |a| opt_int(a.account)),
+    ("outcome", |a| text(&a.outcome)),
+    ("reason", |a| opt_text(&a.reason)),
+    ("order_id", |a| opt_int(a.order_id)),
+    ("client_order_id", |a| opt_text(&a.client_order_id)),
+    ("symbol", |a| opt_text(&a.symbol)),
+    ("trades", |a| int(a.trades)),
+    ("events", |a| int(a.events)),
+];
 
 pub fn audit(rows: &[AuditRow]) -> Table {
-    Table {
-        columns: vec![
-            "log_index",
-            "time",
-            "command",
-            "account",
-            "outcome",
-            "reason",
-            "order_id",
-            "client_order_id",
-            "symbol",
-            "trades",
-            "events",
-        ],
-        rows: rows
-            .iter()
-            .map(|a| {
-                vec![
-                    int(a.log_index),
-                    text(&format_time(a.ts)),
-                    text(&a.command),
-                    opt_int(a.account),
-                    text(&a.outcome),
-                    opt_text(&a.reason),
-                    opt_int(a.order_id),
-                    opt_text(&a.client_order_id),
-                    opt_text(&a.symbol),
-                    int(a.trades),
-                    int(a.events),
-                ]
-            })
-            .collect(),
-    }
+    table(AUDIT, rows)
 }
 
+const LEDGER: &[Column<LedgerRow>] = &[
+    ("seq", |l| int(l.seq)),
+    ("log_index", |l| int(l.log_index)),
+    ("time", |l| time(l.ts)),
+    ("account", |l| int(l.account)),
+    ("asset", |l| text(&l.asset)),
+    ("delta", |l| signed(l.delta)),
+    ("total", |l| amount(l.total)),
+    ("available", |l| amount(l.available)),
+    ("cause", |l| text(&l.cause)),
+];
+
 pub fn ledger(rows: &[LedgerRow]) -> Table {
-    Table {
-        columns: vec![
-            "seq",
-            "log_index",
-            "time",
-            "account",
-            "asset",
-            "delta",
-            "total",
-            "available",
-            "cause",
-        ],
-        rows: rows
-            .iter()
-            .map(|l| {
-                vec![
-                    int(l.seq),
-                    int(l.log_index),
-                    text(&format_time(l.ts)),
-                    int(l.account),
-                    text(&l.asset),
-                    signed(l.delta),
-                    amount(l.total),
-                    amount(l.available),
-                    text(&l.cause),
-                ]
-            })
-            .collect(),
-    }
+    table(LEDGER, rows)
 }
 
 fn plain(cell: &Cell) -> String {

@@ -377,9 +377,10 @@ fn apply(conn: &mut Conn, script: &str, number: i64) -> Result<(), StoreError> {
 }
 
 fn current_version(conn: &mut Conn) -> Result<i64, StoreError> {
-    let rows = conn.query(
+    let version = conn.row(
         "SELECT value FROM report_meta WHERE name = 'schema_version'",
         &[],
+        |row| row.i64("value"),
     )?;
-    rows.first().map_or(Ok(0), |row| row[0].int())
+    Ok(version.unwrap_or(0))
 }

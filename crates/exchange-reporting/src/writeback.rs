@@ -99,7 +99,8 @@ impl Writeback {
     /// file system cannot share the log's index, and then there is no log
     /// to pace and SQLite syncs each commit itself.
     pub(crate) fn install(&mut self, conn: &mut rusqlite::Connection) -> Result<(), StoreError> {
-        let mode: String = conn.query_row("PRAGMA journal_mode", [], |row| row.get(0))?;
+        let mode: String =
+            conn.query_row("PRAGMA journal_mode", [], |row| row.get("journal_mode"))?;
         if !mode.eq_ignore_ascii_case("wal") {
             return Ok(());
         }
@@ -169,8 +170,10 @@ fn checkpoint(conn: &rusqlite::Connection, files: &Files) -> Result<Checkpointed
     conn.execute_batch("PRAGMA synchronous = OFF;")?;
     let copied = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |row| {
         Ok(Checkpointed {
-            log: row.get(1)?,
-            copied: row.get(2)?,
+            // The pragma's columns: busy, log (frames in the log),
+            // checkpointed (frames copied to the database).
+            log: row.get("log")?,
+            copied: row.get("checkpointed")?,
         })
     });
     // Back to NORMAL whatever happened: the next transaction may restart

@@ -468,13 +468,14 @@ impl Store {
     /// dropped. Marks it to be written at the batch's end.
     fn order_mut(&mut self, order_id: u64) -> Result<Option<&mut CachedOrder>, StoreError> {
         if !self.writer.orders.contains_key(&order_id) {
-            let rows = self.conn.query(
+            let order = self.conn.row(
                 &format!("SELECT {ORDER_COLUMNS} FROM orders WHERE order_id = ?"),
                 &[Val::Int(int(order_id, "order id")?)],
+                CachedOrder::read,
             )?;
-            match rows.first() {
-                Some(row) => {
-                    self.writer.orders.insert(order_id, CachedOrder::read(row)?);
+            match order {
+                Some(order) => {
+                    self.writer.orders.insert(order_id, order);
                 }
                 None => return Ok(None),
             }
@@ -518,13 +519,14 @@ fn load_balance(
     asset: &AssetCode,
 ) -> Result<CachedBalance, StoreError> {
     let account = int(account, "account")?;
-    let rows = conn.query(
+    let stored = conn.row(
         "SELECT total, available, seq FROM balances WHERE account = ? AND asset = ?",
         &[Val::Int(account), asset.as_str().into()],
+        |row| Ok((row.i64("total")?, row.i64("available")?, row.i64("seq")?)),
     )?;
-    let (total, available, seq, stored) = match rows.first() {
-        Some(row) => (row[0].int()?, row[1].int()?, row[2].int()?, true),
-        None => (0, 0, 0, false),
+    let ((total, available, seq), stored) = match stored {
+        Some(values) => (values, true),
+        None => ((0, 0, 0), false),
     };
     Ok(CachedBalance {
         account,
