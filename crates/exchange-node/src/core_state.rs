@@ -229,4 +229,17 @@ mod tests {
             Some(StateSnapshotError::Truncated)
         ));
     }
+
+    /// Release builds check it too (`assert!`, not `debug_assert!`): an
+    /// entry applied twice would leave this replica unlike the others.
+    #[test]
+    #[should_panic(expected = "entries apply in order, once")]
+    fn an_entry_applied_again_stops_the_replica() {
+        let mut core = traded();
+        let again = entry(
+            8,
+            r#"{"cmd":"deposit","account":1,"asset":"USD","amount":"1"}"#,
+        );
+        core.apply(7, &again);
+    }
 }

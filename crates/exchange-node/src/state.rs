@@ -134,7 +134,9 @@ impl ServerState {
     /// Applies one entry. `Applied::order` is left for the caller that
     /// keeps the history ([`crate::core_state::CoreState::apply`]).
     pub fn apply(&mut self, index: u64, entry: &LogEntry) -> Applied {
-        debug_assert!(index > self.applied_index, "entries apply in order, once");
+        // Checked in release builds too: an entry applied twice or out of
+        // order would leave this replica's state unlike every other's.
+        assert!(index > self.applied_index, "entries apply in order, once");
         self.applied_index = index;
         // Room for a typical command's events (acceptance, balances, book).
         let mut applied = Applied {
