@@ -346,7 +346,7 @@ impl Session {
                         }
                         let mut sent = true;
                         for message in wire::private_messages(&applied.events, account) {
-                            let text = serde_json::to_string(&message).unwrap_or_default();
+                            let text = ws_entry::frame_text(&message, &Value::Null);
                             sent = sent && feed(socket, text).await;
                         }
                         if !sent {
@@ -414,7 +414,10 @@ struct CancelOnDisconnect {
 
 /// The answer refusing an order-entry message at once.
 fn refusal(request_id: &Value, error: ApiError) -> Value {
-    serde_json::to_value(ws_entry::response(request_id, Op::Other, Err(error))).unwrap_or_default()
+    ws_entry::frame_value(
+        &ws_entry::response(request_id, Op::Other, Err(error)),
+        request_id,
+    )
 }
 
 impl Session {
