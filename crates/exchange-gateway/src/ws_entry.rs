@@ -162,6 +162,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::ws_kind::MessageType;
     use crate::{translate, ws_commands};
 
     fn applied(kind: EventKind) -> Arc<Applied> {
@@ -186,9 +187,12 @@ mod tests {
         let Some(Value::String(kind)) = fields.remove("type") else {
             return None;
         };
+        let Some(MessageType::Order(kind)) = MessageType::parse(&kind) else {
+            return None;
+        };
         Some((
             request_id,
-            ws_commands::order_entry_command(7, &kind, fields),
+            ws_commands::order_entry_command(7, kind, fields),
         ))
     }
 

@@ -14,6 +14,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::ws::{close, error_message, CLOSE_TRY_AGAIN};
+use super::ws_kind::MessageType;
 use super::AppState;
 use exchange_marketdata_service::{Delivery, SubscribeError, Subscriber};
 
@@ -24,8 +25,8 @@ const WRITE_BATCH: usize = 64;
 pub(super) fn is_market_request(text: &str) -> bool {
     serde_json::from_str::<Value>(text).is_ok_and(|v| {
         matches!(
-            v.get("type").and_then(Value::as_str),
-            Some("subscribe" | "unsubscribe")
+            MessageType::of(&v),
+            Some(MessageType::Subscribe | MessageType::Unsubscribe)
         )
     })
 }
