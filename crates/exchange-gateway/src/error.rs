@@ -17,6 +17,7 @@ use serde::de::DeserializeOwned;
 use serde_json::json;
 
 use super::AppState;
+use exchange_node::reads::StateHashError;
 use exchange_node::sequencer::SubmitError;
 
 /// A refusal: HTTP status, stable snake_case code, human message.
@@ -135,6 +136,19 @@ impl From<SubmitError> for ApiError {
             SubmitError::NotLeader { .. } => "not_leader",
         };
         ApiError::new(StatusCode::SERVICE_UNAVAILABLE, code, error.to_string()).with_retry_after(1)
+    }
+}
+
+impl From<StateHashError> for ApiError {
+    fn from(error: StateHashError) -> Self {
+        match error {
+            StateHashError::Submit(error) => error.into(),
+            StateHashError::Section(error) => ApiError::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "internal",
+                error.to_string(),
+            ),
+        }
     }
 }
 

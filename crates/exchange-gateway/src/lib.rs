@@ -64,6 +64,7 @@ pub mod ws;
 mod ws_commands;
 mod ws_entry;
 mod ws_key;
+mod ws_kind;
 mod ws_live;
 mod ws_market;
 #[cfg(test)]

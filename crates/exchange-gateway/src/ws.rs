@@ -44,6 +44,7 @@ use super::translate::{self, Op};
 use super::ws_commands::{from_fields, order_entry_command};
 use super::ws_entry::{self, Pending};
 use super::ws_key::{self, KeyWatch};
+use super::ws_kind::{EntryType, MessageType};
 use super::ws_live::{self, Liveness, Verdict, CLOSE_POLICY, CLOSE_TOO_BIG};
 use super::AppState;
 use super::{wire, ws_market};
@@ -192,7 +193,7 @@ async fn authenticate(
 ) -> Option<(AccountId, String, bool)> {
     let checked = async {
         let value: Value = serde_json::from_str(text).map_err(|e| ApiError::from_json(&e))?;
-        if value.get("type").and_then(Value::as_str) != Some("auth") {
+        if MessageType::of(&value) != Some(MessageType::Auth) {
             return Err(ApiError::unauthorized(
                 "auth_required",
                 "the first message must be {\"type\":\"auth\",...}",
@@ -346,7 +347,7 @@ impl Session {
                         }
                         let mut sent = true;
                         for message in wire::private_messages(&applied.events, account) {
-                            let text = serde_json::to_string(&message).unwrap_or_default();
+                            let text = ws_entry::frame_text(&message, &Value::Null);
                             sent = sent && feed(socket, text).await;
                         }
                         if !sent {
@@ -414,7 +415,10 @@ struct CancelOnDisconnect {
 
 /// The answer refusing an order-entry message at once.
 fn refusal(request_id: &Value, error: ApiError) -> Value {
-    serde_json::to_value(ws_entry::response(request_id, Op::Other, Err(error))).unwrap_or_default()
+    ws_entry::frame_value(
+        &ws_entry::response(request_id, Op::Other, Err(error)),
+        request_id,
+    )
 }
 
 impl Session {
@@ -459,21 +463,27 @@ impl Session {
             reply["request_id"] = request_id.clone();
             Some(reply)
         };
+        let Some(message_type) = MessageType::parse(&kind) else {
+            return with_id(error_message(
+                "unknown_type",
+                &format!("unknown message type {kind:?}"),
+            ));
+        };
         let public = self.auth.is_none();
-        match kind.as_str() {
-            "place" | "cancel" | "replace" | "mass_cancel" | "cancel_on_disconnect" if public => {
+        match message_type {
+            MessageType::Order(_) | MessageType::CancelOnDisconnect if public => {
                 with_id(error_message(
                     "auth_required",
                     "this socket began with subscribe and is public; authenticate on a new socket to trade",
                 ))
             }
-            "place" | "cancel" | "replace" | "mass_cancel" => {
-                match self.order_entry(&kind, request_id.clone(), fields) {
+            MessageType::Order(entry) => {
+                match self.order_entry(entry, request_id.clone(), fields) {
                     Ok(()) => None,
                     Err(error) => Some(refusal(&request_id, error)),
                 }
             }
-            "cancel_on_disconnect" => match from_fields::<CancelOnDisconnect>(fields).and_then(|s| {
+            MessageType::CancelOnDisconnect => match from_fields::<CancelOnDisconnect>(fields).and_then(|s| {
                 let key = self.auth.as_ref().map(|(_, key)| key.as_str()).unwrap_or_default();
                 auth::still_allows(&self.app, key, Scope::Trade).map(|()| s)
             }) {
@@ -483,24 +493,20 @@ impl Session {
                 }
                 Err(error) => with_id(error_message(error.code, &error.message)),
             },
-            "ping" => with_id(json!({ "type": "pong" })),
-            "subscribe" | "unsubscribe" => {
-                let subscribe = kind == "subscribe";
+            MessageType::Ping => with_id(json!({ "type": "pong" })),
+            MessageType::Subscribe | MessageType::Unsubscribe => {
+                let subscribe = message_type == MessageType::Subscribe;
                 ws_market::handle(&self.app, &mut self.market, subscribe, fields, request_id.clone())
                     .await
                     .and_then(with_id)
             }
-            "auth" if public => with_id(error_message(
+            MessageType::Auth if public => with_id(error_message(
                 "auth_required",
                 "authenticate with the first message of a socket",
             )),
-            "auth" => with_id(error_message(
+            MessageType::Auth => with_id(error_message(
                 "already_authenticated",
                 "this socket is already authenticated",
-            )),
-            other => with_id(error_message(
-                "unknown_type",
-                &format!("unknown message type {other:?}"),
             )),
         }
     }
@@ -509,7 +515,7 @@ impl Session {
     /// follows through [`Session::answers`] once it has been applied.
     fn order_entry(
         &mut self,
-        kind: &str,
+        kind: EntryType,
         request_id: Value,
         fields: Map<String, Value>,
     ) -> Result<(), ApiError> {

@@ -9,6 +9,7 @@ use serde_json::{Map, Value};
 
 use super::error::ApiError;
 use super::translate;
+use super::ws_kind::EntryType;
 
 /// Takes `order_id` or `client_order_id` (exactly one) out of a message.
 fn take_order_ref(fields: &mut Map<String, Value>) -> Result<OrderRef, ApiError> {
@@ -65,11 +66,11 @@ struct SymbolFields {
 /// [`translate::ws_order_entry`] may only ever agree with it.
 pub(crate) fn order_entry_command(
     account: AccountId,
-    kind: &str,
+    kind: EntryType,
     mut fields: Map<String, Value>,
 ) -> Result<Command, ApiError> {
     Ok(match kind {
-        "place" => {
+        EntryType::Place => {
             // `type` names the message, so the order's type travels as
             // `order_type` here.
             if let Some(order_type) = fields.remove("order_type") {
@@ -77,16 +78,16 @@ pub(crate) fn order_entry_command(
             }
             translate::place(account, from_fields(fields)?)?
         }
-        "cancel" => {
+        EntryType::Cancel => {
             let order = take_order_ref(&mut fields)?;
             from_fields::<NoFields>(fields)?;
             translate::cancel(account, order)
         }
-        "replace" => {
+        EntryType::Replace => {
             let order = take_order_ref(&mut fields)?;
             translate::replace(account, order, from_fields(fields)?)?
         }
-        _ => {
+        EntryType::MassCancel => {
             let symbol = from_fields::<SymbolFields>(fields)?.symbol;
             translate::mass_cancel(account, symbol.as_deref())?
         }

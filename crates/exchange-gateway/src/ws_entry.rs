@@ -10,7 +10,7 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 
 use serde::Serialize;
-use serde_json::Value;
+use serde_json::{json, Value};
 use tokio::sync::oneshot;
 
 use super::error::ApiError;
@@ -54,20 +54,48 @@ impl Pending {
         let Some(done) = self.queue.pop_front() else {
             return std::future::pending().await;
         };
-        let text = match outcome {
-            Ok(applied) => serde_json::to_string(&response(
+        match outcome {
+            Ok(applied) => frame_text(
+                &response(&done.request_id, done.op, done.op.answer(&applied)),
                 &done.request_id,
-                done.op,
-                done.op.answer(&applied),
-            )),
+            ),
             Err(_) => {
                 let stopped: Result<Answer<'_>, ApiError> = Err(SubmitError::Stopped.into());
-                serde_json::to_string(&response(&done.request_id, done.op, stopped))
+                frame_text(
+                    &response(&done.request_id, done.op, stopped),
+                    &done.request_id,
+                )
             }
-        };
-        // These types always serialise; a failure would be a bug here.
-        text.unwrap_or_else(|e| format!(r#"{{"type":"error","code":"internal","message":"{e}"}}"#))
+        }
     }
+}
+
+/// A frame's JSON; should it not serialise (its types always do, so a
+/// bug), an `internal` error frame instead: never `null`, which a client
+/// cannot tell from an answer.
+pub fn frame_value<T: Serialize>(message: &T, request_id: &Value) -> Value {
+    serde_json::to_value(message).unwrap_or_else(|error| unwritable(request_id, &error))
+}
+
+/// [`frame_value`] as text, written once: never empty, never broken JSON.
+pub fn frame_text<T: Serialize>(message: &T, request_id: &Value) -> String {
+    serde_json::to_string(message)
+        .unwrap_or_else(|error| unwritable(request_id, &error).to_string())
+}
+
+/// The error frame standing in for one that did not serialise, carrying
+/// the request id, if any, so the client knows which message it answers.
+fn unwritable(request_id: &Value, error: &serde_json::Error) -> Value {
+    tracing::error!(%error, "a WebSocket frame did not serialise");
+    let mut frame = json!({
+        "type": "error",
+        "code": "internal",
+        "message": format!("the answer could not be written: {error}"),
+    });
+    if !request_id.is_null() {
+        frame["request_id"] = request_id.clone();
+    }
+    frame
 }
 
 #[derive(Serialize)]
@@ -134,6 +162,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::ws_kind::MessageType;
     use crate::{translate, ws_commands};
 
     fn applied(kind: EventKind) -> Arc<Applied> {
@@ -158,9 +187,12 @@ mod tests {
         let Some(Value::String(kind)) = fields.remove("type") else {
             return None;
         };
+        let Some(MessageType::Order(kind)) = MessageType::parse(&kind) else {
+            return None;
+        };
         Some((
             request_id,
-            ws_commands::order_entry_command(7, &kind, fields),
+            ws_commands::order_entry_command(7, kind, fields),
         ))
     }
 
@@ -377,5 +409,30 @@ mod tests {
             text["error"],
             json!({ "code": "unavailable", "message": SubmitError::Stopped.to_string(), "status": 503, "retry_after": 1 })
         );
+    }
+
+    /// A value whose serialisation fails, with quotes in its reason (which
+    /// text pasted into a JSON template would break on).
+    struct Unwritable;
+
+    impl Serialize for Unwritable {
+        fn serialize<S: serde::Serializer>(&self, _: S) -> Result<S::Ok, S::Error> {
+            Err(serde::ser::Error::custom(r#"a "quoted" reason"#))
+        }
+    }
+
+    #[test]
+    fn a_frame_that_does_not_serialise_goes_out_as_an_error_frame() {
+        let value = frame_value(&Unwritable, &json!("r-1"));
+        assert_eq!(value["type"], "error", "{value}");
+        assert_eq!(value["code"], "internal");
+        assert_eq!(value["request_id"], "r-1");
+        let message = value["message"].as_str().expect("a message");
+        assert!(message.contains(r#"a "quoted" reason"#), "{message}");
+        let text = frame_text(&Unwritable, &Value::Null);
+        let parsed: Value = serde_json::from_str(&text).expect("well-formed JSON");
+        assert_eq!(parsed["type"], "error", "{text}");
+        assert_eq!(parsed["code"], "internal");
+        assert!(parsed.get("request_id").is_none(), "{text}");
     }
 }

@@ -6,16 +6,15 @@
 //! itself, ahead of the channel's updates, so a client always sees
 //! `subscribed`, then the snapshot, then the updates that follow it.
 
-use std::time::Duration;
-
 use axum::extract::ws::{Message, WebSocket};
 use exchange_marketdata::{Channel, Interval};
-use exchange_node::limits::MAX_SUBSCRIBE_SYMBOLS;
+use exchange_node::limits::{MAX_SUBSCRIBE_SYMBOLS, WS_CLOSE_TIMEOUT};
 use futures_util::SinkExt;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::ws::{close, error_message, CLOSE_TRY_AGAIN};
+use super::ws_kind::MessageType;
 use super::AppState;
 use exchange_marketdata_service::{Delivery, SubscribeError, Subscriber};
 
@@ -26,8 +25,8 @@ const WRITE_BATCH: usize = 64;
 pub(super) fn is_market_request(text: &str) -> bool {
     serde_json::from_str::<Value>(text).is_ok_and(|v| {
         matches!(
-            v.get("type").and_then(Value::as_str),
-            Some("subscribe" | "unsubscribe")
+            MessageType::of(&v),
+            Some(MessageType::Subscribe | MessageType::Unsubscribe)
         )
     })
 }
@@ -123,9 +122,6 @@ pub(super) async fn next(link: &mut Option<Subscriber>) -> Delivery {
     }
 }
 
-/// How long a close frame may take to a client that stopped reading.
-const CLOSE_TIMEOUT: Duration = Duration::from_secs(1);
-
 /// Writes a delivery, and what is queued behind it, with one flush.
 /// False once the socket is to be closed.
 pub(super) async fn forward(
@@ -159,6 +155,6 @@ pub(super) async fn forward(
         _ => error_message("unavailable", "the market-data service has stopped"),
     };
     *link = None;
-    let _ = tokio::time::timeout(CLOSE_TIMEOUT, close(socket, CLOSE_TRY_AGAIN, &error)).await;
+    let _ = tokio::time::timeout(WS_CLOSE_TIMEOUT, close(socket, CLOSE_TRY_AGAIN, &error)).await;
     false
 }

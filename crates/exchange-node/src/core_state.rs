@@ -22,8 +22,8 @@
 use crate::entry::LogEntry;
 use crate::history::History;
 use crate::state::{
-    answered_order, history_of_version_1, split, Applied, HistorySection, ServerState, StateCopy,
-    StateSnapshotError,
+    answered_order, history_of_version_1, split, Applied, HistorySection, SectionError,
+    ServerState, StateCopy, StateSnapshotError,
 };
 
 #[derive(Default)]
@@ -61,7 +61,7 @@ impl CoreState {
     }
 
     /// The snapshot bytes: the replicated state, then the history.
-    pub fn snapshot(&self) -> Vec<u8> {
+    pub fn snapshot(&self) -> Result<Vec<u8>, SectionError> {
         self.copy().into_bytes()
     }
 
@@ -145,33 +145,36 @@ mod tests {
     #[test]
     fn the_state_hash_does_not_cover_the_history() {
         let core = traded();
-        let hash = core.state.state_hash();
-        let bytes = core.snapshot();
+        let hash = core.state.state_hash().unwrap();
+        let bytes = core.snapshot().unwrap();
 
         // The same replicated state beside an empty history: same hash.
         let mut other = CoreState::restore(&bytes).expect("restores");
         other.history = History::default();
-        assert_eq!(other.state.state_hash(), hash);
-        let other_bytes = other.snapshot();
+        assert_eq!(other.state.state_hash().unwrap(), hash);
+        let other_bytes = other.snapshot().unwrap();
         assert_ne!(other_bytes, bytes, "the files differ in the history");
         let state = ServerState::restore(&other_bytes).expect("restores");
-        assert_eq!(state.state_hash(), hash);
+        assert_eq!(state.state_hash().unwrap(), hash);
 
         // A change to the replicated state does change it.
         let mut changed = CoreState::restore(&bytes).expect("restores");
         deposit(&mut changed);
-        assert_ne!(changed.state.state_hash(), hash);
+        assert_ne!(changed.state.state_hash().unwrap(), hash);
     }
 
     #[test]
     fn a_snapshot_restores_state_and_history_exactly() {
         let mut core = traded();
-        let bytes = core.snapshot();
+        let bytes = core.snapshot().unwrap();
         let mut restored = CoreState::restore(&bytes).expect("restores");
         assert_eq!(history_json(&restored.history), history_json(&core.history));
-        assert_eq!(restored.state.state_hash(), core.state.state_hash());
+        assert_eq!(
+            restored.state.state_hash().unwrap(),
+            core.state.state_hash().unwrap()
+        );
         assert_eq!(restored.state.applied_index, core.state.applied_index);
-        assert_eq!(restored.snapshot(), bytes);
+        assert_eq!(restored.snapshot().unwrap(), bytes);
         // Both go on alike: the same entry gives the same outcome.
         let next = entry(
             8,
@@ -185,7 +188,7 @@ mod tests {
         );
         assert_eq!(restored.apply(index, &next), applied);
         assert_eq!(restored.history, core.history);
-        assert_eq!(restored.snapshot(), core.snapshot());
+        assert_eq!(restored.snapshot().unwrap(), core.snapshot().unwrap());
     }
 
     /// The layout snapshots had before the history left the replicated
@@ -207,15 +210,21 @@ mod tests {
 
         let restored = CoreState::restore(&old).expect("restores");
         assert_eq!(history_json(&restored.history), history_json(&core.history));
-        assert_eq!(restored.state.state_hash(), core.state.state_hash());
-        assert_eq!(restored.snapshot(), core.snapshot());
+        assert_eq!(
+            restored.state.state_hash().unwrap(),
+            core.state.state_hash().unwrap()
+        );
+        assert_eq!(restored.snapshot().unwrap(), core.snapshot().unwrap());
         let state = ServerState::restore(&old).expect("restores");
-        assert_eq!(state.state_hash(), core.state.state_hash());
+        assert_eq!(
+            state.state_hash().unwrap(),
+            core.state.state_hash().unwrap()
+        );
     }
 
     #[test]
     fn an_unknown_version_is_refused_by_name() {
-        let bytes = traded().snapshot();
+        let bytes = traded().snapshot().unwrap();
         let mut later = bytes.clone();
         later[6] = 9;
         let error = CoreState::restore(&later).err().expect("refused");
@@ -228,5 +237,18 @@ mod tests {
             CoreState::restore(&bytes[..20]).err(),
             Some(StateSnapshotError::Truncated)
         ));
+    }
+
+    /// Release builds check it too (`assert!`, not `debug_assert!`): an
+    /// entry applied twice would leave this replica unlike the others.
+    #[test]
+    #[should_panic(expected = "entries apply in order, once")]
+    fn an_entry_applied_again_stops_the_replica() {
+        let mut core = traded();
+        let again = entry(
+            8,
+            r#"{"cmd":"deposit","account":1,"asset":"USD","amount":"1"}"#,
+        );
+        core.apply(7, &again);
     }
 }

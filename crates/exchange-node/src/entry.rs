@@ -66,6 +66,10 @@ pub enum EntryError {
     Json(#[from] serde_json::Error),
     #[error("log entry holds an invalid command: {0}")]
     Command(#[from] exchange_codec::CodecError),
+    /// Its types always serialise, so this is a bug; the entry is not
+    /// proposed rather than written as empty bytes no replica could read.
+    #[error("log entry does not serialise: {0}")]
+    Unwritable(#[source] serde_json::Error),
 }
 
 #[derive(Serialize, Deserialize)]
@@ -155,12 +159,12 @@ impl LogEntry {
         }
     }
 
-    pub fn encode(&self) -> Vec<u8> {
+    pub fn encode(&self) -> Result<Vec<u8>, EntryError> {
         let json = match self {
             LogEntry::Core(stamped) => {
                 let mut out = Vec::with_capacity(192);
                 exchange_codec::encode_command_into(stamped, &mut out);
-                return out;
+                return Ok(out);
             }
             LogEntry::CreateAccount {
                 ts,
@@ -213,7 +217,7 @@ impl LogEntry {
                 by: by.clone(),
             }),
         };
-        json.unwrap_or_default()
+        json.map_err(EntryError::Unwritable)
     }
 
     pub fn decode(bytes: &[u8]) -> Result<LogEntry, EntryError> {

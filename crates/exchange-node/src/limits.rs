@@ -187,16 +187,16 @@ mod tests {
             api_key: "k".repeat(key_len),
             legacy_secret: None,
         };
-        let bare = entry(0).encode().len();
+        let bare = entry(0).encode().unwrap().len();
         let sized = entry(bytes - bare);
-        assert_eq!(sized.encode().len(), bytes);
+        assert_eq!(sized.encode().unwrap().len(), bytes);
         sized
     }
 
     #[test]
     fn a_full_batch_of_the_longest_commands_fits_one_record() {
         let batch = vec![entry_of(MAX_ENCODED_COMMAND_BYTES); MAX_BATCH];
-        let data = encode_batch(&batch);
+        let data = encode_batch(&batch).unwrap();
         // The formula the compile-time check relies on is the real size.
         assert_eq!(ENTRY_TYPE_BYTES + data.len(), MAX_BATCH_RECORD_BYTES);
         assert!(ENTRY_TYPE_BYTES + data.len() <= MAX_PAYLOAD_BYTES);
@@ -244,7 +244,7 @@ mod tests {
             },
         ];
         for entry in entries {
-            let line = entry.encode();
+            let line = entry.encode().unwrap();
             assert!(line.len() <= MAX_ENCODED_COMMAND_BYTES, "{}", line.len());
             assert_eq!(LogEntry::decode(&line).unwrap(), entry);
         }

@@ -30,7 +30,17 @@ use crate::key_rules::parse_allow_mapped;
 use crate::keys::{ApiKey, Credentials, Scopes};
 use crate::master_key::MasterKey;
 use crate::sequencer::{Handle, SubmitError};
-use crate::state::{ReplicatedCopy, ServerState};
+use crate::state::{ReplicatedCopy, SectionError, ServerState};
+
+/// Why the state hash was not read: the node did not answer, or the state
+/// would not serialise (a hash of part of it would match no other replica).
+#[derive(Debug, thiserror::Error)]
+pub enum StateHashError {
+    #[error(transparent)]
+    Submit(#[from] SubmitError),
+    #[error(transparent)]
+    Section(#[from] SectionError),
+}
 
 /// Where the node is in the log.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -499,11 +509,11 @@ impl Handle {
 
     /// The hash of the replicated state ([`ServerState::state_hash`]) and
     /// where in the log it was taken.
-    pub async fn state_hash(&self) -> Result<(Position, String), SubmitError> {
+    pub async fn state_hash(&self) -> Result<(Position, String), StateHashError> {
         let (position, copy) = self.ask(Read::StateHash).await?;
         let hash = tokio::task::spawn_blocking(move || copy.hash())
             .await
-            .map_err(|_| SubmitError::Stopped)?;
+            .map_err(|_| SubmitError::Stopped)??;
         Ok((position, hash))
     }
 

@@ -20,7 +20,7 @@ use crate::replication::{
     decode_batch, load_learned_peers, BatchError, ClusterError, ClusterSettings,
 };
 use crate::sequencer::{Pipeline, PipelineConfig, ReplicaParts};
-use crate::state::StateSnapshotError;
+use crate::state::{SectionError, StateSnapshotError};
 
 #[derive(Debug, Error)]
 pub enum RecoveryError {
@@ -42,6 +42,10 @@ pub enum RecoveryError {
         addr: std::net::SocketAddr,
         source: std::io::Error,
     },
+    /// The state rebuilt would not serialise: it could be neither hashed
+    /// nor snapshotted, so the node does not start on it.
+    #[error("the recovered state: {0}")]
+    Unwritable(#[from] SectionError),
 }
 
 /// What recovery found, for the operator.
@@ -136,7 +140,7 @@ pub fn recover(
     }
     report.applied_index = core.state.applied_index;
     report.raft_index = core.state.raft_index;
-    report.state_hash = core.state.state_hash();
+    report.state_hash = core.state.state_hash()?;
     Ok((core, replica, report))
 }
 

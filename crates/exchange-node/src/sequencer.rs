@@ -530,7 +530,16 @@ impl SnapshotWriter {
             .name("snapshots".into())
             .spawn(move || {
                 while let Ok((meta, copy)) = rx.recv() {
-                    let bytes = copy.into_bytes();
+                    // Nothing is written rather than a snapshot missing a
+                    // section: the log still holds everything, so the node
+                    // and its replicas go on as after a failed write.
+                    let bytes = match copy.into_bytes() {
+                        Ok(bytes) => bytes,
+                        Err(error) => {
+                            tracing::error!(%error, index = meta.index, "snapshot not written");
+                            continue;
+                        }
+                    };
                     match exchange_replication::write_snapshot(
                         &dir,
                         meta.index,

@@ -329,15 +329,15 @@ pub struct RaftMeta {
 
 /// The payload of one Raft entry: `u32` count, then each command as a
 /// `u32` length and the log entry's JSON.
-pub fn encode_batch(entries: &[LogEntry]) -> Vec<u8> {
+pub fn encode_batch(entries: &[LogEntry]) -> Result<Vec<u8>, EntryError> {
     let mut out = Vec::with_capacity(4 + entries.len() * 160);
     out.extend_from_slice(&(entries.len() as u32).to_le_bytes());
     for entry in entries {
-        let bytes = entry.encode();
+        let bytes = entry.encode()?;
         out.extend_from_slice(&(bytes.len() as u32).to_le_bytes());
         out.extend_from_slice(&bytes);
     }
-    out
+    Ok(out)
 }
 
 #[derive(Debug, Error)]

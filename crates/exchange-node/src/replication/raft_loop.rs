@@ -436,7 +436,16 @@ impl RaftLoop {
             entries.push(submission.entry);
             replies.push(submission.reply);
         }
-        match self.node.propose(encode_batch(&entries)) {
+        let data = match encode_batch(&entries) {
+            Ok(data) => data,
+            // Nothing of the batch reaches the log, so no replica differs;
+            // dropping the replies answers its commands `unavailable`.
+            Err(error) => {
+                tracing::error!(%error, "a batch did not serialise; its commands are answered unavailable");
+                return;
+            }
+        };
+        match self.node.propose(data) {
             Ok((index, term)) => {
                 pending.insert(
                     index,

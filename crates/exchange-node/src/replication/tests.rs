@@ -27,7 +27,10 @@ fn core_commands_and_accounts_share_a_batch() {
         LogEntry::Core(named),
         account(2),
     ];
-    assert_eq!(decode_batch(&encode_batch(&entries)).unwrap(), entries);
+    assert_eq!(
+        decode_batch(&encode_batch(&entries).unwrap()).unwrap(),
+        entries
+    );
     // The gateway command is read strictly, as core commands are.
     let odd = br#"{"cmd":"create_account","ts":1,"api_key":"k","api_secret":"s","extra":1}"#;
     assert!(LogEntry::decode(odd).is_err());
@@ -41,9 +44,11 @@ fn core_commands_and_accounts_share_a_batch() {
 #[test]
 fn batches_round_trip_and_damage_is_refused() {
     let entries: Vec<LogEntry> = (1..=3).map(account).collect();
-    let bytes = encode_batch(&entries);
+    let bytes = encode_batch(&entries).unwrap();
     assert_eq!(decode_batch(&bytes).unwrap(), entries);
-    assert!(decode_batch(&encode_batch(&[])).unwrap().is_empty());
+    assert!(decode_batch(&encode_batch(&[]).unwrap())
+        .unwrap()
+        .is_empty());
     assert!(matches!(
         decode_batch(&bytes[..bytes.len() - 1]),
         Err(BatchError::Truncated)
