@@ -86,7 +86,6 @@ struct Runner {
     /// Entries up to this index are already in the seeded order cache.
     seeded: u64,
     cancel_on_disconnect: bool,
-    throttle: Throttle,
     name: String,
 }
 
@@ -117,14 +116,13 @@ pub async fn run(
     );
     let mut events = handle.subscribe();
     let mut runner = Runner {
-        session: Session::new(spec.settings, store),
+        session: Session::new(spec.settings, store).with_throttle(spec.throttle),
         app: App::new(spec.role),
         security: SecurityStatus::default(),
         handle,
         pending: VecDeque::new(),
         seeded: 0,
         cancel_on_disconnect: spec.cancel_on_disconnect,
-        throttle: spec.throttle,
         name,
     };
     runner.seed().await;
@@ -409,7 +407,7 @@ impl Runner {
     fn deliver(&mut self, message: Message, actions: &mut Vec<Action>) {
         let now = now_ns();
         let routing = answer_routing(&message);
-        match self.throttle.take(std::time::Instant::now()) {
+        match self.session.throttle().take(now) {
             Verdict::Pass => {}
             Verdict::Refuse => return self.throttled(&message, routing, actions),
             Verdict::LogOut => {
@@ -462,7 +460,7 @@ impl Runner {
     /// reaches the core.
     fn throttled(&mut self, message: &Message, routing: Vec<u8>, actions: &mut Vec<Action>) {
         let now = now_ns();
-        let text = self.throttle.refusal();
+        let text = self.session.throttle().refusal();
         let answer = match inbound::translate(message, &self.app.role, now) {
             Inbound::Submit(submission) => self.app.unavailable(&submission.request, &text, now),
             // Refused anyway, by the same cheap checks.

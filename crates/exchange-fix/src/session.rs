@@ -16,6 +16,7 @@ use crate::message::{answer_routing, Message, Outgoing, Problem};
 use crate::spec;
 use crate::store::Store;
 use crate::tags::{self, msg, session_reject as reason};
+use crate::throttle::Throttle;
 use crate::time;
 
 const NANOS_PER_SEC: u64 = 1_000_000_000;
@@ -67,6 +68,8 @@ pub struct Session<S: Store> {
     /// An outstanding ResendRequest: the highest sequence number seen past
     /// the gap, and when we asked.
     resend: Option<(u64, u64)>,
+    /// The session's message rate, which its resends are charged to too.
+    throttle: Throttle,
 }
 
 fn same_secret(given: &[u8], expected: &[u8]) -> bool {
@@ -89,6 +92,7 @@ impl<S: Store> Session<S> {
             last_received: 0,
             test_request_pending: false,
             resend: None,
+            throttle: Throttle::new(0, 1),
         }
     }
 

@@ -1,15 +1,30 @@
 //! Answering a ResendRequest: stored application messages go out again
 //! with PossDupFlag and their original SendingTime as OrigSendingTime;
 //! everything else in the range (admin messages, anything not stored)
-//! becomes a SequenceReset in gap-fill mode.
+//! becomes a SequenceReset in gap-fill mode. The range is charged to the
+//! session's message rate first (see `throttle`): a request the rate cannot
+//! pay for is refused with a Reject, so that a few bytes cannot make the
+//! gateway send the whole store again and again.
 
 use super::{Action, Session};
 use crate::message::{Message, Outgoing, Problem};
 use crate::store::Store;
 use crate::tags::{self, msg, session_reject as reason};
+use crate::throttle::Throttle;
 use crate::time;
 
 impl<S: Store> Session<S> {
+    /// The session with this message rate (by default, none).
+    pub fn with_throttle(mut self, throttle: Throttle) -> Session<S> {
+        self.throttle = throttle;
+        self
+    }
+
+    /// The session's message rate, for the application's messages.
+    pub fn throttle(&mut self) -> &mut Throttle {
+        &mut self.throttle
+    }
+
     fn gap_fill(&mut self, now: u64, seq: u64, new_seq: u64, out: &mut Vec<Action>) {
         let body = Outgoing::new(msg::SEQUENCE_RESET)
             .field(tags::GAP_FILL_FLAG, "Y")
@@ -35,6 +50,20 @@ impl<S: Store> Session<S> {
                 reason::VALUE_INCORRECT,
                 format!("BeginSeqNo {begin} is outside the messages sent (1 to {last_sent})"),
             );
+            return self.reject(now, request, &problem, out);
+        }
+        let count = end - begin + 1;
+        if !self.throttle.take_resend(now, count) {
+            // Not served: the counterparty asks again later, as after any
+            // rejected ResendRequest.
+            tracing::warn!(
+                session = %self.settings.their_comp_id,
+                begin,
+                end,
+                "refused a ResendRequest over the session's message rate"
+            );
+            let text = self.throttle.resend_refusal(count);
+            let problem = Problem::new(None, reason::OTHER, text);
             return self.reject(now, request, &problem, out);
         }
         let mut next = begin;

@@ -415,3 +415,56 @@ fn secrets_compare_exactly() {
     assert!(!same_secret(b"abcd", b"abc"));
     assert!(!same_secret(b"", b"abc"));
 }
+
+#[test]
+fn resend_requests_are_charged_to_the_message_rate() {
+    let mut session = logged_on().with_throttle(crate::throttle::Throttle::new(10, 20));
+    let mut out = Vec::new();
+    for i in 0..30 {
+        session.send_app(T0, Outgoing::new("8").field(11, i), &mut out);
+    }
+    // Sent: 1 Logon, 2 to 31 reports. A full bucket serves the whole
+    // history, even past the burst; the excess is owed.
+    out.clear();
+    let whole = "7=1|16=0|";
+    session.on_message(T0, from_client("2", 2, T0, whole), &mut out);
+    let served = sent(&out);
+    assert_eq!(
+        served.iter().filter(|m| m.text(35) == Some("8")).count(),
+        30
+    );
+    // Asking again at once is refused, FIX-style, and resends nothing.
+    for seq in 3..6 {
+        out.clear();
+        session.on_message(T0, from_client("2", seq, T0, whole), &mut out);
+        let answer = sent(&out);
+        assert_eq!(answer.len(), 1, "{:?}", types(&out));
+        let reject = &answer[0];
+        assert_eq!(
+            (
+                reject.text(35),
+                reject.uint(45),
+                reject.text(372),
+                reject.uint(373)
+            ),
+            (Some("3"), Some(seq), Some("2"), Some(99))
+        );
+        assert!(reject.text(58).is_some_and(|t| t.starts_with("throttled:")));
+        assert!(disconnected(&out).is_none());
+    }
+    assert_eq!(
+        session.store().next_target_seq(),
+        6,
+        "the requests are counted"
+    );
+    // Application messages pay the same debt.
+    let verdict = session.throttle().take(T0 + SEC);
+    assert_eq!(verdict, crate::throttle::Verdict::Refuse);
+    // Once the rate has repaid it, an ordinary gap is served in full.
+    let later = T0 + 4 * SEC;
+    out.clear();
+    session.on_message(later, from_client("2", 6, later, "7=12|16=31|"), &mut out);
+    let resent = sent(&out);
+    let seqs: Vec<Option<u64>> = resent.iter().map(Message::seq_num).collect();
+    assert_eq!(seqs, (12..=31).map(Some).collect::<Vec<_>>());
+}

@@ -362,3 +362,106 @@ fn stops_trailing_stops_and_pairs_entered_over_fix_are_accepted_and_trigger() {
     });
     server.api.assert_healthy("stop orders");
 }
+
+/// Reads the answer to the ResendRequest sent as `request` for messages up
+/// to `end`: the number of messages resent, or the Reject refusing it.
+async fn resend_answer(client: &mut FixClient, request: u64, end: u64) -> Result<usize, Message> {
+    let mut resent = 0;
+    loop {
+        let message = client.recv().await;
+        if message.text(35) == Some("3") && message.uint(45) == Some(request) {
+            return Err(message);
+        }
+        if message.text(43) != Some("Y") {
+            continue;
+        }
+        if message.text(35) == Some("4") {
+            if message.uint(36).is_some_and(|next| next > end) {
+                return Ok(resent);
+            }
+            continue;
+        }
+        resent += 1;
+        if message.seq_num() == Some(end) {
+            return Ok(resent);
+        }
+    }
+}
+
+/// Orders `n` resting orders and returns the sequence number of the last
+/// report.
+async fn make_history(client: &mut FixClient, prefix: &str, n: usize) -> u64 {
+    let mut orders = Vec::new();
+    for i in 0..n {
+        let order = limit_order(&format!("{prefix}{i}"), "1", "0.01", "55000");
+        orders.extend(client.encode("D", &order));
+    }
+    client.write(&orders).await;
+    let reports = answers(client, n).await;
+    for report in &reports {
+        assert_eq!(report.text(150), Some("0"), "{:?}", report.text(58));
+    }
+    reports
+        .iter()
+        .filter_map(Message::seq_num)
+        .max()
+        .expect("reports")
+}
+
+#[test]
+fn resend_requests_are_charged_to_the_session_rate() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let (server, fix) = start(
+        tmp.path(),
+        "messages_per_sec = 2\nmessage_burst = 100",
+        &["AMPLIFY", "CALM"],
+    );
+    runtime().block_on(async {
+        let mut amplify = FixClient::logon(fix, "AMPLIFY").await;
+        let mut calm = FixClient::logon(fix, "CALM").await;
+        let last = make_history(&mut amplify, "a", 10).await;
+
+        // An ordinary gap is served in full.
+        let request = amplify.seq;
+        amplify.send("2", "7=2|16=0|").await;
+        let resent = resend_answer(&mut amplify, request, last).await;
+        assert_eq!(resent.map_err(|m| m.text(58).map(str::to_string)), Ok(10));
+
+        // Twenty requests for the whole history in one write: served while
+        // the session's budget lasts, then refused, the FIX 4.4 way.
+        let first = amplify.seq;
+        let mut flood = Vec::new();
+        for _ in 0..20 {
+            flood.extend(amplify.encode("2", "7=1|16=0|"));
+        }
+        amplify.write(&flood).await;
+        let (mut served, mut refused) = (0, 0);
+        for request in first..first + 20 {
+            match resend_answer(&mut amplify, request, last).await {
+                Ok(resent) => {
+                    assert_eq!(refused, 0, "served after a refusal");
+                    assert_eq!(resent, 10);
+                    served += 1;
+                }
+                Err(reject) => {
+                    assert_eq!(
+                        (reject.text(372), reject.text(373)),
+                        (Some("2"), Some("99"))
+                    );
+                    assert!(throttled(&reject), "{:?}", reject.text(58));
+                    refused += 1;
+                }
+            }
+        }
+        assert!(served >= 1, "the budget serves some");
+        assert!(refused >= 10, "{served} served, {refused} refused");
+
+        // The neighbour is served meanwhile, resends included.
+        let calm_last = make_history(&mut calm, "c", 3).await;
+        let request = calm.seq;
+        calm.send("2", "7=1|16=0|").await;
+        let resent = resend_answer(&mut calm, request, calm_last).await;
+        assert_eq!(resent.map_err(|m| m.text(58).map(str::to_string)), Ok(3));
+    });
+    server.api.assert_healthy("the resend flood");
+}
