@@ -103,6 +103,10 @@ pub const WS_CLOSE_TIMEOUT: Duration = Duration::from_secs(1);
 pub const WS_MAX_IN_FLIGHT: usize = 4_096;
 /// How long a stopping server waits for its WebSockets to close.
 pub const WS_SHUTDOWN_WAIT: Duration = Duration::from_secs(5);
+/// How long readiness waits for the reporting store to reach what
+/// recovery applied; past it the node trades, and history reads answer
+/// 503 `reporting_behind` until the store catches up.
+pub const REPORTING_READY_WAIT: Duration = Duration::from_secs(10);
 /// Source addresses whose failed authentications are counted at most
 /// (an IPv6 source counts as its /64). Past this a new address is not
 /// counted, so a flood from very many addresses can never lock out an

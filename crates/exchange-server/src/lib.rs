@@ -15,7 +15,7 @@ use exchange_gateway::{self as http, AppState};
 use exchange_marketdata_service::{self as marketdata, MarketDataError};
 use exchange_node::config::Config;
 use exchange_node::instruments::{ensure_instruments, InstrumentError};
-use exchange_node::limits::WS_SHUTDOWN_WAIT;
+use exchange_node::limits::{REPORTING_READY_WAIT, WS_SHUTDOWN_WAIT};
 use exchange_node::master_key::{MasterKey, MasterKeyError, MasterKeySource, MASTER_KEY_ENV};
 use exchange_node::recovery::{self, RecoveryError, RecoveryReport};
 use exchange_node::replication::ClusterSettings;
@@ -293,11 +293,6 @@ pub async fn run_with_gateways(
     .await;
     Ok(())
 }
-
-/// How long readiness waits for the reporting store to reach what
-/// recovery applied; past it the node trades, and history reads answer
-/// 503 `reporting_behind` until the store catches up.
-const REPORTING_READY_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 
 async fn ready_after_reporting(
     reporting: Option<Reporting>,

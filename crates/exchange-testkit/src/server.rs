@@ -250,6 +250,38 @@ impl Drop for Server {
     }
 }
 
+/// `exchange serve` on `data_dir` at `port` with `args`, as a bare child
+/// that is not waited for: for tests of how the server finds, makes or
+/// refuses its admin token, which it gets from the environment only when
+/// `token` gives one. Its stderr goes to `log`, its stdout beside it
+/// (`log` with the extension `out`).
+pub fn spawn_serve(
+    bin: impl AsRef<Path>,
+    data_dir: &Path,
+    port: u16,
+    args: &[&str],
+    token: Option<&str>,
+    log: &Path,
+) -> Child {
+    let mut command = Command::new(bin.as_ref());
+    command
+        .arg("serve")
+        .arg("--data-dir")
+        .arg(data_dir)
+        .arg("--listen")
+        .arg(format!("127.0.0.1:{port}"))
+        .args(args)
+        .env_remove("EXCHANGE_ADMIN_TOKEN")
+        .env("RUST_LOG", "warn")
+        .stdin(Stdio::null())
+        .stdout(std::fs::File::create(log.with_extension("out")).expect("stdout log"))
+        .stderr(std::fs::File::create(log).expect("stderr log"));
+    if let Some(token) = token {
+        command.env("EXCHANGE_ADMIN_TOKEN", token);
+    }
+    command.spawn().expect("spawn the exchange binary")
+}
+
 /// Copies a directory tree (the data directory of a stopped server).
 pub fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).expect("create the copy");

@@ -5,10 +5,12 @@
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::time::Instant;
 
-use exchange_testkit::{free_port, limit, wait_until, Account, Client, Server, DEADLINE};
+use exchange_testkit::{
+    free_port, limit, spawn_serve, wait_until, Account, Client, Server, DEADLINE,
+};
 use serde_json::{json, Value};
 
 const EXCHANGE: &str = env!("CARGO_BIN_EXE_exchange");
@@ -16,24 +18,14 @@ const EXCHANGE: &str = env!("CARGO_BIN_EXE_exchange");
 /// `exchange serve` on `data`, with `args`, and the admin token in the
 /// environment if `env_token` gives one; stderr goes to `data.stderr`.
 fn serve(data: &Path, port: u16, args: &[&str], env_token: Option<&str>) -> Child {
-    let log = data.with_extension("stderr");
-    let mut command = Command::new(EXCHANGE);
-    command
-        .arg("serve")
-        .arg("--data-dir")
-        .arg(data)
-        .arg("--listen")
-        .arg(format!("127.0.0.1:{port}"))
-        .args(args)
-        .env_remove("EXCHANGE_ADMIN_TOKEN")
-        .env("RUST_LOG", "warn")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(log).expect("stderr log"));
-    if let Some(token) = env_token {
-        command.env("EXCHANGE_ADMIN_TOKEN", token);
-    }
-    command.spawn().expect("spawn the exchange binary")
+    spawn_serve(
+        EXCHANGE,
+        data,
+        port,
+        args,
+        env_token,
+        &data.with_extension("stderr"),
+    )
 }
 
 /// Runs `exchange serve` that must refuse to start: its exit code and

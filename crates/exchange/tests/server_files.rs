@@ -5,9 +5,9 @@
 
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 
-use exchange_testkit::{free_port, limit, wait_until, Client, Server};
+use exchange_testkit::{free_port, limit, spawn_serve, wait_until, Client, Server};
 
 /// The binary under test.
 const EXCHANGE: &str = env!("CARGO_BIN_EXE_exchange");
@@ -67,25 +67,10 @@ fn the_data_directory_and_every_file_in_it_are_private() {
     }
 }
 
-/// `exchange serve` on `data` with `env` and `args`, its stderr in `log`.
+/// `exchange serve` on `data` with `args` and the admin token `token` in
+/// the environment, its stderr in `log`.
 fn spawn(data: &Path, log: &Path, port: u16, args: &[&str], token: Option<&str>) -> Child {
-    let mut command = Command::new(EXCHANGE);
-    command
-        .arg("serve")
-        .arg("--data-dir")
-        .arg(data)
-        .arg("--listen")
-        .arg(format!("127.0.0.1:{port}"))
-        .args(args)
-        .env_remove("EXCHANGE_ADMIN_TOKEN")
-        .env("RUST_LOG", "warn")
-        .stdin(Stdio::null())
-        .stdout(std::fs::File::create(log.with_extension("out")).expect("log"))
-        .stderr(std::fs::File::create(log).expect("log"));
-    if let Some(token) = token {
-        command.env("EXCHANGE_ADMIN_TOKEN", token);
-    }
-    command.spawn().expect("spawn")
+    spawn_serve(EXCHANGE, data, port, args, token, log)
 }
 
 fn ready(api: Client) {
