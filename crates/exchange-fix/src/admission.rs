@@ -5,29 +5,20 @@
 //! slot, so nothing here can ever displace it.
 
 use std::collections::HashMap;
-use std::net::{IpAddr, Ipv4Addr};
+use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
 
-/// Where a connection comes from, as the per-source bound counts it: an
-/// IPv4 address (an IPv4-mapped IPv6 peer included), or an IPv6 /64,
-/// what one host is usually given, so that changing the low bits does not
-/// buy a host more slots. The same grouping as the HTTP gateway's failure
-/// budget.
+use exchange_node::source::source_of;
+
+/// Where a connection comes from, as the per-source bound counts it
+/// ([`source_of`]: an IPv4 address, or an IPv6 /64), the same grouping as
+/// the HTTP gateway's connection limit and failure budget.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Source {
-    V4(Ipv4Addr),
-    V6Prefix(u64),
-}
+pub struct Source(IpAddr);
 
 impl Source {
     pub fn of(addr: IpAddr) -> Source {
-        match addr {
-            IpAddr::V4(v4) => Source::V4(v4),
-            IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
-                Some(v4) => Source::V4(v4),
-                None => Source::V6Prefix((v6.to_bits() >> 64) as u64),
-            },
-        }
+        Source(source_of(addr))
     }
 }
 

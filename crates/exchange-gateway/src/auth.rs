@@ -40,6 +40,7 @@ use axum::http::{HeaderMap, StatusCode};
 use exchange_node::keys::{Scope, Scopes};
 use exchange_node::limits::{MAX_API_KEY_LEN, MAX_TIMESTAMP_AHEAD_MS};
 use exchange_node::reads::{Credential, Verifier};
+use exchange_node::source::source_of;
 use exchange_types::AccountId;
 
 use super::error::{read_body, ApiError};
@@ -177,15 +178,9 @@ pub fn check_timestamp(timestamp: &str, now_ms: u64, window_ms: u64) -> Result<u
 /// address, or an IPv6 address's /64 (what one host is usually given, so
 /// a host cannot escape its budget by changing the low bits).
 pub fn source_key(addr: IpAddr) -> String {
-    match addr {
-        IpAddr::V4(v4) => v4.to_string(),
-        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
-            Some(v4) => v4.to_string(),
-            None => {
-                let s = v6.segments();
-                format!("{:x}:{:x}:{:x}:{:x}::/64", s[0], s[1], s[2], s[3])
-            }
-        },
+    match source_of(addr) {
+        IpAddr::V6(prefix) => format!("{prefix}/64"),
+        v4 => v4.to_string(),
     }
 }
 

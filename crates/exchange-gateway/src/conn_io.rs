@@ -5,12 +5,13 @@
 use std::collections::HashMap;
 use std::future::Future;
 use std::io;
-use std::net::{IpAddr, Ipv6Addr};
+use std::net::IpAddr;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
+use exchange_node::source::source_of;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 use tokio::time::{Instant, Sleep};
@@ -55,7 +56,7 @@ impl ConnectionLimits {
 
     /// A place for a connection from `ip`, unless either limit is reached.
     pub fn admit(self: &Arc<Self>, ip: IpAddr) -> Option<Permit> {
-        let ip = source(ip);
+        let ip = source_of(ip);
         let mut open = self.open();
         if open.total >= self.max_total {
             return None;
@@ -78,23 +79,6 @@ impl ConnectionLimits {
     #[cfg(test)]
     fn total(&self) -> usize {
         self.open().total
-    }
-}
-
-/// The source a connection counts against: its IPv4 address (also when
-/// it arrives mapped into IPv6), or its IPv6 /64, since one subscriber
-/// commonly gets a whole /64 and could otherwise open the limit's worth of
-/// connections from each of its addresses.
-fn source(ip: IpAddr) -> IpAddr {
-    match ip {
-        IpAddr::V4(_) => ip,
-        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
-            Some(v4) => IpAddr::V4(v4),
-            None => {
-                let prefix = u128::from(v6) & !((1u128 << 64) - 1);
-                IpAddr::V6(Ipv6Addr::from(prefix))
-            }
-        },
     }
 }
 

@@ -11,9 +11,9 @@
 //! against the keys as they stand at that log index: a managing key
 //! revoked or expired just before its request is applied manages nothing.
 
-use std::net::IpAddr;
-
 use ipnet::{IpNet, Ipv4Net};
+
+pub use crate::source::peer_address;
 
 use crate::keys::{parse_allow, ApiKey, KeyError, Scopes};
 use crate::limits::MAX_KEY_LABEL_LEN;
@@ -89,15 +89,6 @@ pub fn canonical_allow(allow: &[String]) -> Result<Vec<String>, KeyError> {
         .into_iter()
         .map(|net| net.to_string())
         .collect())
-}
-
-/// A peer address as allow-lists see it (an IPv4 client reaching an IPv6
-/// socket shows as `::ffff:a.b.c.d`).
-pub fn peer_address(peer: IpAddr) -> IpAddr {
-    match peer {
-        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(peer, IpAddr::V4),
-        v4 => v4,
-    }
 }
 
 /// Format characters (Unicode category Cf): invisible, and some reorder

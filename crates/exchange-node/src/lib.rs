@@ -37,6 +37,7 @@ pub mod replication;
 pub mod schedule;
 pub mod scheduler;
 pub mod sequencer;
+pub mod source;
 pub mod state;
 pub mod threads;
 
