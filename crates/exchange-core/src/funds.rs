@@ -15,27 +15,34 @@
 //! A sell sized by funds is refused (`funds_not_allowed`): raising an
 //! amount means reserving base the order cannot size before it trades.
 
-use exchange_types::decimal::UnitsError;
-use exchange_types::{OrderType, Place, RejectReason, Side};
+//! The funds' shape is checked by `exchange_types::validate`; the walk that
+//! sizes the order is reservation's (`reserve.rs`).
 
-use crate::engine::Engine;
+use crate::instrument::fee;
+use crate::instrument::Instrument;
 
-impl Engine {
-    /// Validates an order's funds; returns them in quote units.
-    pub(crate) fn check_funds(place: &Place, is_market: bool) -> Result<Option<u64>, RejectReason> {
-        let Some(funds) = place.ext().funds else {
-            return Ok(None);
-        };
-        if !is_market || place.order_type != OrderType::Market || place.side != Side::Buy {
-            return Err(RejectReason::FundsNotAllowed);
-        }
-        if place.qty.to_units_allow_zero() != Ok(0) {
-            return Err(RejectReason::FundsWithQty);
-        }
-        funds.to_units().map(Some).map_err(|e| match e {
-            UnitsError::TooManyDecimals => RejectReason::TooManyDecimals,
-            UnitsError::Overflow => RejectReason::AmountOverflow,
-            UnitsError::Negative | UnitsError::Zero => RejectReason::InvalidFunds,
-        })
+/// The most of `lots` at `price` that `budget` pays for, notional and
+/// taker fee together (the fee is rounded down per fill, as `fill` does).
+pub(crate) fn affordable(inst: &Instrument, price: u64, lots: u64, budget: u64) -> u64 {
+    let fits = |q: u64| funds_cost(inst, price, q).is_some_and(|c| c <= budget);
+    if fits(lots) {
+        return lots;
     }
+    // The cost grows with the lots: bisect for the largest that fits.
+    let (mut low, mut high) = (0u64, lots);
+    while high - low > 1 {
+        let mid = low + (high - low) / 2;
+        if fits(mid) {
+            low = mid;
+        } else {
+            high = mid;
+        }
+    }
+    low
+}
+
+/// What a taker buy of `lots` at `price` takes from its reservation.
+pub(crate) fn funds_cost(inst: &Instrument, price: u64, lots: u64) -> Option<u64> {
+    let notional = inst.notional(price, lots)?;
+    notional.checked_add(fee(notional, inst.taker_fee_bps).max(0).unsigned_abs())
 }

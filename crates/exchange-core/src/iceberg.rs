@@ -17,31 +17,24 @@
 //! order, so the book's arithmetic for them is unchanged); the display
 //! size, needed only at a refill, lives in `Engine::iceberg_display`.
 
-use exchange_types::decimal::UnitsError;
-use exchange_types::{OrderType, Place, RejectReason, TimeInForce};
+use exchange_types::RejectReason;
 
 use crate::engine::Engine;
 use crate::instrument::Instrument;
 
 impl Engine {
-    /// Validates an order's display quantity; returns it in lots.
-    pub(crate) fn check_display(
+    /// An iceberg's display quantity (in units, its shape already checked)
+    /// in whole lots of `inst`, at least its minimum and less than the
+    /// order's `lots`.
+    #[inline(always)]
+    pub(crate) fn display_lots(
         inst: &Instrument,
-        place: &Place,
+        display_units: Option<u64>,
         lots: u64,
-        tif: TimeInForce,
     ) -> Result<Option<u64>, RejectReason> {
-        let Some(display) = place.ext().display_qty else {
+        let Some(units) = display_units else {
             return Ok(None);
         };
-        if place.order_type != OrderType::Limit || tif != TimeInForce::Gtc {
-            return Err(RejectReason::DisplayQtyNotAllowed);
-        }
-        let units = display.to_units().map_err(|e| match e {
-            UnitsError::TooManyDecimals => RejectReason::TooManyDecimals,
-            UnitsError::Overflow => RejectReason::AmountOverflow,
-            UnitsError::Negative | UnitsError::Zero => RejectReason::InvalidDisplayQty,
-        })?;
         if units % inst.lot_units != 0 {
             return Err(RejectReason::InvalidDisplayQty);
         }

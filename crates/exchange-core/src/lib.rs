@@ -37,6 +37,7 @@
 
 mod accounts;
 mod admin;
+mod admit;
 mod auction;
 mod book;
 mod call_market;
@@ -52,6 +53,7 @@ mod oms;
 mod orders;
 mod phase;
 mod place;
+mod reserve;
 mod risk;
 mod rules;
 mod snapshot;

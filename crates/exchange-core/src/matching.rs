@@ -13,7 +13,7 @@ use exchange_types::event;
 use exchange_types::{CancelReason, Event, EventKind, SelfTradePrevention, Side};
 
 use crate::engine::{Engine, FEE_ACCOUNT};
-use crate::instrument::{buy_cost, fee, Instrument};
+use crate::instrument::{buy_cost, fee};
 use crate::orders::NIL;
 
 /// What the taker could do against the book as it stands, computed before
@@ -62,8 +62,8 @@ impl Engine {
         let mut take = |walk: &mut Walk, remaining: &mut u64, price: u64, available: u64| {
             let mut q = (*remaining).min(available);
             if let Some(left) = left.as_mut() {
-                q = affordable(inst, price, q, *left);
-                *left -= funds_cost(inst, price, q).unwrap_or(*left);
+                q = crate::funds::affordable(inst, price, q, *left);
+                *left -= crate::funds::funds_cost(inst, price, q).unwrap_or(*left);
             }
             *remaining -= q;
             walk.traded_lots += q;
@@ -561,32 +561,6 @@ pub(crate) enum Filled {
     Refilled,
     /// Nothing traded: a market buy's reservation cannot pay.
     Stopped,
-}
-
-/// The most of `lots` at `price` that `budget` pays for, notional and
-/// taker fee together (the fee is rounded down per fill, as `fill` does).
-pub(crate) fn affordable(inst: &Instrument, price: u64, lots: u64, budget: u64) -> u64 {
-    let fits = |q: u64| funds_cost(inst, price, q).is_some_and(|c| c <= budget);
-    if fits(lots) {
-        return lots;
-    }
-    // The cost grows with the lots: bisect for the largest that fits.
-    let (mut low, mut high) = (0u64, lots);
-    while high - low > 1 {
-        let mid = low + (high - low) / 2;
-        if fits(mid) {
-            low = mid;
-        } else {
-            high = mid;
-        }
-    }
-    low
-}
-
-/// What a taker buy of `lots` at `price` takes from its reservation.
-pub(crate) fn funds_cost(inst: &Instrument, price: u64, lots: u64) -> Option<u64> {
-    let notional = inst.notional(price, lots)?;
-    notional.checked_add(fee(notional, inst.taker_fee_bps).max(0).unsigned_abs())
 }
 
 pub(crate) enum SelfTradeOutcome {

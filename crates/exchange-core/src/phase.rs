@@ -502,11 +502,7 @@ pub(crate) fn check_session_tif(phase: Phase, tif: TimeInForce) -> Result<(), Re
     }
 }
 
-/// Whether an order with this time in force rests after matching.
-#[inline]
-pub(crate) fn rests(tif: TimeInForce) -> bool {
-    !matches!(tif, TimeInForce::Ioc | TimeInForce::Fok)
-}
+pub(crate) use exchange_types::validate::rests;
 
 impl Engine {
     /// The invariants of phases and expiries, for [`Engine::audit`].

@@ -27,6 +27,7 @@ use exchange_types::limits::{
     MAX_PRICE_LEVELS_PER_SIDE, MAX_STOP_ORDERS_PER_SIDE, MAX_TRAILING_STOPS_PER_INSTRUMENT,
     MAX_TRIGGERS_PER_COMMAND,
 };
+use exchange_types::validate;
 use exchange_types::{
     AcceptedExt, CancelReason, Event, EventKind, OrderId, OrderType, Place, RejectReason, Side,
     TimeInForce, Trailing, TrailingUnits,
@@ -157,21 +158,18 @@ impl Engine {
         instrument: u32,
     ) -> Result<Option<StopPlan>, RejectReason> {
         let ext = place.ext();
+        validate::stop_shape(place.order_type, ext)?;
         let inst = &self.instruments[instrument as usize];
         let market = match place.order_type {
             OrderType::Stop => true,
             OrderType::StopLimit => false,
-            OrderType::Limit | OrderType::Market => {
-                if ext.stop_price.is_some() || ext.trailing.is_some() {
-                    return Err(RejectReason::StopPriceNotAllowed);
-                }
-                return Ok(None);
-            }
+            OrderType::Limit | OrderType::Market => return Ok(None),
         };
         let last = inst.reference_ticks;
+        // The shape passed: exactly one of the two is given, and a
+        // distance in basis points is in range.
         let (stop, trailing) = match (ext.stop_price, ext.trailing) {
-            (None, None) => return Err(RejectReason::StopPriceRequired),
-            (Some(_), Some(_)) => return Err(RejectReason::InvalidTrailing),
+            (None, None) | (Some(_), Some(_)) => return Err(RejectReason::StopPriceRequired),
             (Some(price), None) => (
                 inst.price_to_ticks(price)
                     .map_err(|_| RejectReason::StopPriceNotOnTick)?,
@@ -183,8 +181,7 @@ impl Engine {
                         inst.price_to_ticks(amount)
                             .map_err(|_| RejectReason::InvalidTrailing)?,
                     ),
-                    Trailing::Bps(bps) if (1..10_000).contains(&bps) => TrailingTicks::Bps(bps),
-                    Trailing::Bps(_) => return Err(RejectReason::InvalidTrailing),
+                    Trailing::Bps(bps) => TrailingTicks::Bps(bps),
                 };
                 let last = last.ok_or(RejectReason::TrailingNeedsLastPrice)?;
                 let stop = t

@@ -494,3 +494,48 @@ fn stops_and_pairs_agree_with_the_model() {
         })
     );
 }
+
+/// The edges refuse with `exchange_types::validate::place` before the log;
+/// that must never refuse an order the core would take, or a client could
+/// not send what the venue trades.
+fn edge_refusals_are_core_refusals(commands: &[Command]) -> Result<usize, String> {
+    let mut engine = Engine::new();
+    let mut refused_at_edge = 0;
+    for (index, command) in commands.iter().enumerate() {
+        let mut events = Vec::new();
+        engine.apply(
+            &Stamped {
+                ts: index as u64 + 1,
+                command: command.clone(),
+            },
+            &mut events,
+        );
+        let Command::Place(place) = command else {
+            continue;
+        };
+        if exchange_types::validate::place(place).is_ok() {
+            continue;
+        }
+        refused_at_edge += 1;
+        let rejected = matches!(events.last().map(|e| &e.kind), Some(EventKind::Rejected(_)));
+        if !rejected || events.len() != 1 {
+            return Err(format!(
+                "command {index} fails validation ({:?}) but the core gave {events:?}",
+                exchange_types::validate::place(place)
+            ));
+        }
+    }
+    Ok(refused_at_edge)
+}
+
+proptest! {
+    #![proptest_config(proptest_config(128))]
+
+    #[test]
+    fn what_the_edge_refuses_the_core_refuses(commands in command_stream(Profile::Generous)) {
+        match edge_refusals_are_core_refusals(&commands) {
+            Ok(_) => {}
+            Err(divergence) => prop_assert!(false, "{}", divergence),
+        }
+    }
+}

@@ -14,6 +14,7 @@ pub mod lifecycle;
 pub mod limits;
 pub mod order;
 pub mod reject;
+pub mod validate;
 
 pub use command::{
     AddInstrument, Cancel, Command, InternalTransfer, MassCancel, OrderRef, Place, PlaceExt,

@@ -1,0 +1,258 @@
+//! The first stage of an order's way through the venue: its shape, judged
+//! from the command alone.
+//!
+//! [`place`] needs no state (no instrument, account, book or clock), so the
+//! REST, WebSocket and FIX edges call it before a command reaches the log,
+//! and the core calls it again first when it applies the command: a log
+//! written by any other path (a replay file, an older gateway) is held to
+//! the same rules. Whatever depends on state (an instrument's tick and lot,
+//! the phase, balances, the expire time against the log's clock) is judged
+//! by the core's later stages.
+//!
+//! Each rule is its own function. [`place`] runs them all, for the edges.
+//! The core runs each at the point of admission where the venue has always
+//! checked it, between the checks that need state, so that a command with
+//! several faults is refused for the same reason on every replica and in
+//! every replay, as it always was. Whatever [`place`] refuses, the core
+//! refuses too (possibly naming another of the command's faults).
+
+use crate::decimal::UnitsError;
+use crate::{OrderType, Place, PlaceExt, RejectReason, Side, TimeInForce, Trailing};
+
+/// Whether an order with this time in force may rest after matching.
+#[inline]
+pub fn rests(tif: TimeInForce) -> bool {
+    !matches!(tif, TimeInForce::Ioc | TimeInForce::Fok)
+}
+
+/// Judges a place command's shape. Pure: the same command always gets the
+/// same answer, on every edge and every replica.
+pub fn place(place: &Place) -> Result<(), RejectReason> {
+    let ext = place.ext();
+    expire_shape(place.tif, ext.expire_ts)?;
+    stop_shape(place.order_type, ext)?;
+    price_shape(place.order_type, place.price.is_some())?;
+    funds_shape(place)?;
+    post_only_shape(place)?;
+    display_shape(place)?;
+    Ok(())
+}
+
+/// A good-till-date order needs its expire time, and only it may carry one.
+#[inline]
+pub fn expire_shape(tif: TimeInForce, expire_ts: Option<u64>) -> Result<(), RejectReason> {
+    match (tif, expire_ts) {
+        (TimeInForce::Gtd, None) => Err(RejectReason::ExpireTsRequired),
+        (TimeInForce::Gtd, Some(_)) | (_, None) => Ok(()),
+        (_, Some(_)) => Err(RejectReason::ExpireTsNotAllowed),
+    }
+}
+
+/// Stops carry exactly one of a stop price and a trailing distance; other
+/// orders carry neither.
+#[inline]
+pub fn stop_shape(order_type: OrderType, ext: &PlaceExt) -> Result<(), RejectReason> {
+    match (order_type, ext.stop_price.is_some(), ext.trailing) {
+        (OrderType::Limit | OrderType::Market, false, None) => Ok(()),
+        (OrderType::Limit | OrderType::Market, _, _) => Err(RejectReason::StopPriceNotAllowed),
+        (OrderType::Stop | OrderType::StopLimit, false, None) => {
+            Err(RejectReason::StopPriceRequired)
+        }
+        (OrderType::Stop | OrderType::StopLimit, true, Some(_)) => {
+            Err(RejectReason::InvalidTrailing)
+        }
+        (OrderType::Stop | OrderType::StopLimit, _, Some(Trailing::Bps(bps)))
+            if !(1..10_000).contains(&bps) =>
+        {
+            Err(RejectReason::InvalidTrailing)
+        }
+        (OrderType::Stop | OrderType::StopLimit, _, _) => Ok(()),
+    }
+}
+
+/// Limit and stop-limit orders need a price; market and stop orders take
+/// none.
+#[inline]
+pub fn price_shape(order_type: OrderType, has_price: bool) -> Result<(), RejectReason> {
+    match (order_type, has_price) {
+        (OrderType::Limit | OrderType::StopLimit, true)
+        | (OrderType::Market | OrderType::Stop, false) => Ok(()),
+        (OrderType::Limit | OrderType::StopLimit, false) => Err(RejectReason::PriceRequired),
+        (OrderType::Market | OrderType::Stop, true) => Err(RejectReason::PriceNotAllowed),
+    }
+}
+
+/// Post-only belongs to a limit order that may rest.
+#[inline]
+pub fn post_only_shape(place: &Place) -> Result<(), RejectReason> {
+    if place.post_only && (place.order_type != OrderType::Limit || !rests(place.tif)) {
+        return Err(RejectReason::PostOnlyNotAllowed);
+    }
+    Ok(())
+}
+
+/// Funds size only a market buy, which then gives no quantity; returns
+/// them in quote units.
+#[inline]
+pub fn funds_shape(place: &Place) -> Result<Option<u64>, RejectReason> {
+    let Some(funds) = place.ext().funds else {
+        return Ok(None);
+    };
+    if place.order_type != OrderType::Market || place.side != Side::Buy {
+        return Err(RejectReason::FundsNotAllowed);
+    }
+    if place.qty.to_units_allow_zero() != Ok(0) {
+        return Err(RejectReason::FundsWithQty);
+    }
+    funds
+        .to_units()
+        .map(Some)
+        .map_err(|e| amount_reason(e, RejectReason::InvalidFunds))
+}
+
+/// A display quantity belongs to a good-till-canceled limit order;
+/// returns it in units (whole lots are the instrument's to judge).
+#[inline]
+pub fn display_shape(place: &Place) -> Result<Option<u64>, RejectReason> {
+    let Some(display) = place.ext().display_qty else {
+        return Ok(None);
+    };
+    if place.order_type != OrderType::Limit || place.tif != TimeInForce::Gtc {
+        return Err(RejectReason::DisplayQtyNotAllowed);
+    }
+    display
+        .to_units()
+        .map(Some)
+        .map_err(|e| amount_reason(e, RejectReason::InvalidDisplayQty))
+}
+
+/// The reason an amount that is not a positive number of units is
+/// refused for; `not_positive` names the field.
+fn amount_reason(error: UnitsError, not_positive: RejectReason) -> RejectReason {
+    match error {
+        UnitsError::TooManyDecimals => RejectReason::TooManyDecimals,
+        UnitsError::Overflow => RejectReason::AmountOverflow,
+        UnitsError::Negative | UnitsError::Zero => not_positive,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{ClientOrderId, Dec, SelfTradePrevention, Symbol};
+
+    fn dec(text: &str) -> Dec {
+        Dec::parse(text).unwrap()
+    }
+
+    fn limit() -> Place {
+        Place {
+            account: 1,
+            client_order_id: ClientOrderId::new("c1").unwrap(),
+            symbol: Symbol::new("BTC-USD").unwrap(),
+            side: Side::Buy,
+            order_type: OrderType::Limit,
+            price: Some(dec("100")),
+            qty: dec("1"),
+            tif: TimeInForce::Gtc,
+            post_only: false,
+            stp: SelfTradePrevention::CancelNewest,
+            ext: None,
+        }
+    }
+
+    fn with_ext(mut place: Place, ext: PlaceExt) -> Place {
+        place.ext = Some(Box::new(ext));
+        place
+    }
+
+    #[test]
+    fn a_plain_limit_order_passes() {
+        assert_eq!(place(&limit()), Ok(()));
+    }
+
+    #[test]
+    fn each_rule_names_its_fault() {
+        let mut no_price = limit();
+        no_price.price = None;
+        let mut priced_market = limit();
+        priced_market.order_type = OrderType::Market;
+        let mut gtd = limit();
+        gtd.tif = TimeInForce::Gtd;
+        let mut post_only_ioc = limit();
+        (post_only_ioc.post_only, post_only_ioc.tif) = (true, TimeInForce::Ioc);
+        let stop_on_limit = with_ext(
+            limit(),
+            PlaceExt {
+                stop_price: Some(dec("90")),
+                ..PlaceExt::default()
+            },
+        );
+        let funds_on_sell = {
+            let mut p = with_ext(
+                limit(),
+                PlaceExt {
+                    funds: Some(dec("10")),
+                    ..PlaceExt::default()
+                },
+            );
+            (p.order_type, p.price, p.side, p.qty) =
+                (OrderType::Market, None, Side::Sell, dec("0"));
+            p
+        };
+        let display_on_day = {
+            let mut p = with_ext(
+                limit(),
+                PlaceExt {
+                    display_qty: Some(dec("0.1")),
+                    ..PlaceExt::default()
+                },
+            );
+            p.tif = TimeInForce::Day;
+            p
+        };
+        let cases = [
+            (no_price, RejectReason::PriceRequired),
+            (priced_market, RejectReason::PriceNotAllowed),
+            (gtd, RejectReason::ExpireTsRequired),
+            (post_only_ioc, RejectReason::PostOnlyNotAllowed),
+            (stop_on_limit, RejectReason::StopPriceNotAllowed),
+            (funds_on_sell, RejectReason::FundsNotAllowed),
+            (display_on_day, RejectReason::DisplayQtyNotAllowed),
+        ];
+        for (command, reason) in cases {
+            assert_eq!(place(&command), Err(reason), "{command:?}");
+        }
+    }
+
+    #[test]
+    fn stops_need_exactly_one_trigger_in_range() {
+        let mut stop = limit();
+        stop.order_type = OrderType::StopLimit;
+        assert_eq!(place(&stop), Err(RejectReason::StopPriceRequired));
+        let both = with_ext(
+            stop.clone(),
+            PlaceExt {
+                stop_price: Some(dec("90")),
+                trailing: Some(Trailing::Bps(100)),
+                ..PlaceExt::default()
+            },
+        );
+        assert_eq!(place(&both), Err(RejectReason::InvalidTrailing));
+        for (bps, verdict) in [
+            (0, Err(RejectReason::InvalidTrailing)),
+            (1, Ok(())),
+            (9_999, Ok(())),
+            (10_000, Err(RejectReason::InvalidTrailing)),
+        ] {
+            let trailing = with_ext(
+                stop.clone(),
+                PlaceExt {
+                    trailing: Some(Trailing::Bps(bps)),
+                    ..PlaceExt::default()
+                },
+            );
+            assert_eq!(place(&trailing), verdict, "{bps} bps");
+        }
+    }
+}
