@@ -56,6 +56,7 @@ mod place;
 mod reserve;
 mod risk;
 mod rules;
+mod settle;
 mod snapshot;
 mod stop_replace;
 mod stops;
