@@ -39,6 +39,7 @@ mod accounts;
 mod admin;
 mod admit;
 mod auction;
+mod audit;
 mod book;
 mod call_market;
 mod closed;
