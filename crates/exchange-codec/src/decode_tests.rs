@@ -511,3 +511,9 @@ fn mangled_lines_never_panic_and_always_explain() {
     // Both outcomes occur, so the mutations reach past the JSON parser.
     assert!(ok > 100 && failed > 100, "ok {ok}, failed {failed}");
 }
+
+#[test]
+fn every_command_name_has_a_decoder_in_the_same_order() {
+    let names: Vec<&str> = DECODERS.iter().map(|decoder| decoder.cmd).collect();
+    assert_eq!(names, COMMAND_NAMES);
+}
