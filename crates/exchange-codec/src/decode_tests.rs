@@ -132,9 +132,8 @@ fn decodes_place_exactly_with_defaults() {
 }
 
 #[test]
-fn decodes_every_other_command() {
+fn decodes_transfers_and_cancels() {
     let coid = |s: &str| ClientOrderId::new(s).unwrap();
-    let sym = |s: &str| Symbol::new(s).unwrap();
     assert_eq!(
         decode(r#"{"cmd":"deposit","account":1,"asset":"USD","amount":"100000"}"#),
         Command::Deposit(Transfer {
@@ -161,6 +160,11 @@ fn decodes_every_other_command() {
             order: OrderRef::Id(42)
         })
     );
+}
+
+#[test]
+fn decodes_replace_with_and_without_a_stop_price() {
+    let coid = |s: &str| ClientOrderId::new(s).unwrap();
     assert_eq!(
         decode(concat!(
             r#"{"cmd":"replace","account":1,"client_order_id":"c1","#,
@@ -197,6 +201,11 @@ fn decodes_every_other_command() {
             stop_price: dec("95.5"),
         }))
     );
+}
+
+#[test]
+fn decodes_mass_cancel_halt_and_resume() {
+    let sym = |s: &str| Symbol::new(s).unwrap();
     assert_eq!(
         decode(r#"{"cmd":"mass_cancel","account":4}"#),
         Command::MassCancel(MassCancel {
@@ -336,87 +345,90 @@ fn every_missing_required_field_is_named() {
     );
 }
 
+/// Edits of `PLACE_LINE` that make one field wrong: what to replace, with
+/// what, the field the error must name, and what its message must say.
+const WRONG_PLACE_FIELDS: &[(&str, &str, &str, &str)] = &[
+    (
+        r#""account":1"#,
+        r#""account":"1""#,
+        "account",
+        "got a string",
+    ),
+    (r#""account":1"#, r#""account":-1"#, "account", "negative"),
+    (
+        r#""account":1"#,
+        r#""account":1.5"#,
+        "account",
+        "whole number",
+    ),
+    (
+        r#""side":"buy""#,
+        r#""side":"up""#,
+        "side",
+        "\"buy\", \"sell\", got \"up\"",
+    ),
+    (r#""side":"buy""#, r#""side":1"#, "side", "must be a string"),
+    (
+        r#""type":"limit""#,
+        r#""type":"iceberg""#,
+        "type",
+        "\"limit\", \"market\", \"stop\", \"stop_limit\"",
+    ),
+    (r#""tif":"gtc""#, r#""tif":"gtx""#, "tif", "\"at_close\""),
+    (
+        r#""tif":"gtc""#,
+        r#""tif":"gtc","trailing_amount":"1","trailing_bps":5"#,
+        "trailing_bps",
+        "cannot be given with `trailing_amount`",
+    ),
+    (
+        r#""tif":"gtc""#,
+        r#""tif":"gtc","stp":"none""#,
+        "stp",
+        "\"decrement\"",
+    ),
+    (
+        r#""tif":"gtc""#,
+        r#""tif":"gtc","post_only":"yes""#,
+        "post_only",
+        "true or false",
+    ),
+    (
+        r#""symbol":"BTC-USD""#,
+        r#""symbol":"BTC USD""#,
+        "symbol",
+        "printable ASCII",
+    ),
+    (r#""symbol":"BTC-USD""#, r#""symbol":"""#, "symbol", "empty"),
+    (
+        r#""client_order_id":"c1""#,
+        r#""client_order_id":["c1"]"#,
+        "client_order_id",
+        "array",
+    ),
+    (
+        r#""client_order_id":"c1""#,
+        r#""client_order_id":{"a":1}"#,
+        "client_order_id",
+        "object",
+    ),
+    (
+        r#""tif":"gtc""#,
+        r#""tif":"gtc","ts":-5"#,
+        "ts",
+        "non-negative integer",
+    ),
+    (
+        r#""tif":"gtc""#,
+        r#""tif":"gtc","ts":"5""#,
+        "ts",
+        "got a string",
+    ),
+];
+
 #[test]
 fn wrong_types_and_values_are_named() {
-    let cases = [
-        (
-            r#""account":1"#,
-            r#""account":"1""#,
-            "account",
-            "got a string",
-        ),
-        (r#""account":1"#, r#""account":-1"#, "account", "negative"),
-        (
-            r#""account":1"#,
-            r#""account":1.5"#,
-            "account",
-            "whole number",
-        ),
-        (
-            r#""side":"buy""#,
-            r#""side":"up""#,
-            "side",
-            "\"buy\", \"sell\", got \"up\"",
-        ),
-        (r#""side":"buy""#, r#""side":1"#, "side", "must be a string"),
-        (
-            r#""type":"limit""#,
-            r#""type":"iceberg""#,
-            "type",
-            "\"limit\", \"market\", \"stop\", \"stop_limit\"",
-        ),
-        (r#""tif":"gtc""#, r#""tif":"gtx""#, "tif", "\"at_close\""),
-        (
-            r#""tif":"gtc""#,
-            r#""tif":"gtc","trailing_amount":"1","trailing_bps":5"#,
-            "trailing_bps",
-            "cannot be given with `trailing_amount`",
-        ),
-        (
-            r#""tif":"gtc""#,
-            r#""tif":"gtc","stp":"none""#,
-            "stp",
-            "\"decrement\"",
-        ),
-        (
-            r#""tif":"gtc""#,
-            r#""tif":"gtc","post_only":"yes""#,
-            "post_only",
-            "true or false",
-        ),
-        (
-            r#""symbol":"BTC-USD""#,
-            r#""symbol":"BTC USD""#,
-            "symbol",
-            "printable ASCII",
-        ),
-        (r#""symbol":"BTC-USD""#, r#""symbol":"""#, "symbol", "empty"),
-        (
-            r#""client_order_id":"c1""#,
-            r#""client_order_id":["c1"]"#,
-            "client_order_id",
-            "array",
-        ),
-        (
-            r#""client_order_id":"c1""#,
-            r#""client_order_id":{"a":1}"#,
-            "client_order_id",
-            "object",
-        ),
-        (
-            r#""tif":"gtc""#,
-            r#""tif":"gtc","ts":-5"#,
-            "ts",
-            "non-negative integer",
-        ),
-        (
-            r#""tif":"gtc""#,
-            r#""tif":"gtc","ts":"5""#,
-            "ts",
-            "got a string",
-        ),
-    ];
-    for (from, to, field, expect) in cases {
+    for &(from, to, field, expect) in WRONG_PLACE_FIELDS {
         let line = PLACE_LINE.replace(from, to);
         assert_ne!(line, PLACE_LINE, "case {to} did not apply");
         let message = error_names(&line, field);

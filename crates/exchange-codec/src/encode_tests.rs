@@ -201,7 +201,7 @@ fn accepted_omits_price_for_market_orders() {
 }
 
 #[test]
-fn other_events_have_their_fields() {
+fn order_events_have_their_fields() {
     let (_, v) = encoded(EventKind::Canceled(event::Canceled {
         account: 1,
         order_id: 2,
@@ -263,6 +263,10 @@ fn other_events_have_their_fields() {
         (&v["event"], &v["expired_qty"]),
         (&Value::from("expired"), &Value::from("1"))
     );
+}
+
+#[test]
+fn book_status_and_listing_events_have_their_fields() {
     let (text, _) = encoded(EventKind::Book(event::Book {
         symbol: sym(),
         side: Side::Buy,
