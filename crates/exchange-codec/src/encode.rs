@@ -43,9 +43,9 @@ pub fn encode_event_into(event: &Event, out: &mut Vec<u8>) {
 }
 
 /// A payload that writes its own members after `seq`, `ts` and `event`, in
-/// the order of its struct's fields. Each impl is `#[inline]` so that
-/// `encode_event_into` compiles to the one match it would be if written
-/// out in full: the encoder runs for every event the server sends.
+/// the order of its struct's fields. The impls are `#[inline]` to keep
+/// `encode_event_into` one function with one match, as it was when written
+/// out in full: it runs for every event the server sends.
 trait EncodeFields {
     fn encode_fields(&self, o: &mut Obj<'_>);
 }
