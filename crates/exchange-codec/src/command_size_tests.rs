@@ -32,21 +32,40 @@ fn longest_dec() -> Dec {
     dec
 }
 
-/// For each kind of command, the one with the longest line: every optional
-/// field present, every id all escapes, every number at its widest and
-/// every choice at its longest name.
-fn largest_commands() -> Vec<Stamped> {
-    let dec = longest_dec();
-    let coid = longest_id::<MAX_CLIENT_ORDER_ID_LEN>();
-    let symbol = longest_id::<MAX_SYMBOL_LEN>();
-    let asset = longest_id::<MAX_ASSET_LEN>();
-    let account = u64::MAX;
-    let transfer = Transfer {
-        account,
-        asset,
-        amount: dec,
-    };
-    [
+/// The widest value of each kind of field: every id all escapes and every
+/// number at its widest.
+#[derive(Clone, Copy)]
+struct Widest {
+    dec: Dec,
+    coid: InlineStr<MAX_CLIENT_ORDER_ID_LEN>,
+    symbol: InlineStr<MAX_SYMBOL_LEN>,
+    asset: InlineStr<MAX_ASSET_LEN>,
+    account: u64,
+}
+
+impl Widest {
+    fn new() -> Self {
+        Widest {
+            dec: longest_dec(),
+            coid: longest_id(),
+            symbol: longest_id(),
+            asset: longest_id(),
+            account: u64::MAX,
+        }
+    }
+
+    fn transfer(self) -> Transfer {
+        Transfer {
+            account: self.account,
+            asset: self.asset,
+            amount: self.dec,
+        }
+    }
+
+    fn add_instrument(self) -> Command {
+        let Widest {
+            dec, symbol, asset, ..
+        } = self;
         Command::AddInstrument(Box::new(AddInstrument {
             symbol,
             base: asset,
@@ -63,9 +82,17 @@ fn largest_commands() -> Vec<Stamped> {
             static_band_bps: Some(u32::MAX),
             dynamic_band_bps: Some(u32::MAX),
             volatility_auction_ns: Some(u64::MAX),
-        })),
-        Command::Deposit(transfer.clone()),
-        Command::Withdraw(transfer),
+        }))
+    }
+
+    fn place(self) -> Command {
+        let Widest {
+            dec,
+            coid,
+            symbol,
+            account,
+            ..
+        } = self;
         Command::Place(Place {
             account,
             client_order_id: coid,
@@ -85,11 +112,13 @@ fn largest_commands() -> Vec<Stamped> {
                 expire_ts: Some(u64::MAX),
                 oco_with: Some(coid),
             })),
-        }),
-        Command::Cancel(Cancel {
-            account,
-            order: OrderRef::Client(coid),
-        }),
+        })
+    }
+
+    fn replace(self) -> Command {
+        let Widest {
+            dec, coid, account, ..
+        } = self;
         Command::replace(
             Replace {
                 account,
@@ -99,47 +128,33 @@ fn largest_commands() -> Vec<Stamped> {
                 qty: Some(dec),
             },
             Some(dec),
-        ),
-        Command::MassCancel(MassCancel {
-            account,
-            symbol: Some(symbol),
-        }),
-        Command::Halt { symbol },
-        Command::Resume { symbol },
-        Command::SetPhase {
-            symbol,
-            phase: Phase::VolatilityAuction,
-        },
-        Command::Tick,
+        )
+    }
+
+    fn set_risk_limits(self) -> Command {
         Command::SetRiskLimits(Box::new(SetRiskLimits {
-            account,
-            max_order_qty: Some(dec),
-            max_order_notional: Some(dec),
+            account: self.account,
+            max_order_qty: Some(self.dec),
+            max_order_notional: Some(self.dec),
             max_open_orders: Some(u32::MAX),
             price_band_bps: Some(u32::MAX),
-        })),
-        Command::Suspend { account },
-        Command::Reinstate { account },
+        }))
+    }
+
+    fn set_mmp(self) -> Command {
         Command::SetMmp(Box::new(SetMmp {
-            account,
-            symbol,
+            account: self.account,
+            symbol: self.symbol,
             window_ns: u64::MAX,
-            max_qty: Some(dec),
+            max_qty: Some(self.dec),
             max_count: Some(u32::MAX),
-        })),
-        Command::ResetMmp { account, symbol },
-        Command::LinkSubAccount {
-            owner: account,
-            sub: account,
-        },
-        Command::InternalTransfer(InternalTransfer {
-            from: account,
-            to: account,
-            asset,
-            amount: dec,
-        }),
+        }))
+    }
+
+    fn set_instrument_rules(self) -> Command {
+        let dec = self.dec;
         Command::SetInstrumentRules(Box::new(SetInstrumentRules {
-            symbol,
+            symbol: self.symbol,
             tick_size: Some(dec),
             lot_size: Some(dec),
             min_qty: Some(dec),
@@ -151,7 +166,59 @@ fn largest_commands() -> Vec<Stamped> {
             static_band_bps: Some(u32::MAX),
             dynamic_band_bps: Some(u32::MAX),
             volatility_auction_ns: Some(u64::MAX),
-        })),
+        }))
+    }
+}
+
+/// For each kind of command, the one with the longest line: every optional
+/// field present, every id all escapes, every number at its widest and
+/// every choice at its longest name.
+fn largest_commands() -> Vec<Stamped> {
+    let widest = Widest::new();
+    let Widest {
+        dec,
+        coid,
+        symbol,
+        asset,
+        account,
+    } = widest;
+    [
+        widest.add_instrument(),
+        Command::Deposit(widest.transfer()),
+        Command::Withdraw(widest.transfer()),
+        widest.place(),
+        Command::Cancel(Cancel {
+            account,
+            order: OrderRef::Client(coid),
+        }),
+        widest.replace(),
+        Command::MassCancel(MassCancel {
+            account,
+            symbol: Some(symbol),
+        }),
+        Command::Halt { symbol },
+        Command::Resume { symbol },
+        Command::SetPhase {
+            symbol,
+            phase: Phase::VolatilityAuction,
+        },
+        Command::Tick,
+        widest.set_risk_limits(),
+        Command::Suspend { account },
+        Command::Reinstate { account },
+        widest.set_mmp(),
+        Command::ResetMmp { account, symbol },
+        Command::LinkSubAccount {
+            owner: account,
+            sub: account,
+        },
+        Command::InternalTransfer(InternalTransfer {
+            from: account,
+            to: account,
+            asset,
+            amount: dec,
+        }),
+        widest.set_instrument_rules(),
         Command::Delist { symbol },
     ]
     .into_iter()
@@ -240,107 +307,168 @@ fn transfer() -> impl Strategy<Value = Transfer> {
     })
 }
 
-fn command() -> impl Strategy<Value = Command> {
-    prop_oneof![
-        (
-            (id(), id(), id(), dec(), dec()),
-            option(dec()),
-            option(dec()),
-            option(any::<u32>()),
-            option(dec()),
-            wide_i32(),
-            wide_i32(),
-        )
-            .prop_map(
-                |(
-                    (symbol, base, quote, tick_size, lot_size),
+fn add_instrument_command() -> impl Strategy<Value = Command> {
+    (
+        (id(), id(), id(), dec(), dec()),
+        option(dec()),
+        option(dec()),
+        option(any::<u32>()),
+        option(dec()),
+        wide_i32(),
+        wide_i32(),
+    )
+        .prop_map(
+            |(
+                (symbol, base, quote, tick_size, lot_size),
+                min_qty,
+                max_qty,
+                collar_bps,
+                reference_price,
+                maker_fee_bps,
+                taker_fee_bps,
+            )| {
+                Command::AddInstrument(Box::new(AddInstrument {
+                    symbol,
+                    base,
+                    quote,
+                    tick_size,
+                    lot_size,
                     min_qty,
                     max_qty,
                     collar_bps,
                     reference_price,
                     maker_fee_bps,
                     taker_fee_bps,
-                )| {
-                    Command::AddInstrument(Box::new(AddInstrument {
-                        symbol,
-                        base,
-                        quote,
-                        tick_size,
-                        lot_size,
-                        min_qty,
-                        max_qty,
-                        collar_bps,
-                        reference_price,
-                        maker_fee_bps,
-                        taker_fee_bps,
-                        min_notional: None,
-                        static_band_bps: None,
-                        dynamic_band_bps: None,
-                        volatility_auction_ns: None,
-                    }))
-                }
-            ),
-        transfer().prop_map(Command::Deposit),
-        transfer().prop_map(Command::Withdraw),
-        (
-            (wide_u64(), id(), id(), any::<bool>(), any::<bool>()),
-            (option(dec()), dec()),
-            (0..3usize, any::<bool>(), 0..4usize),
+                    min_notional: None,
+                    static_band_bps: None,
+                    dynamic_band_bps: None,
+                    volatility_auction_ns: None,
+                }))
+            },
         )
-            .prop_map(
-                |(
-                    (account, client_order_id, symbol, sell, market),
-                    (price, qty),
-                    (tif, post_only, stp),
-                )| {
-                    Command::Place(Place {
+}
+
+fn place_command() -> impl Strategy<Value = Command> {
+    (
+        (wide_u64(), id(), id(), any::<bool>(), any::<bool>()),
+        (option(dec()), dec()),
+        (0..3usize, any::<bool>(), 0..4usize),
+    )
+        .prop_map(
+            |(
+                (account, client_order_id, symbol, sell, market),
+                (price, qty),
+                (tif, post_only, stp),
+            )| {
+                Command::Place(Place {
+                    account,
+                    client_order_id,
+                    symbol,
+                    side: if sell { Side::Sell } else { Side::Buy },
+                    order_type: if market {
+                        OrderType::Market
+                    } else {
+                        OrderType::Limit
+                    },
+                    price,
+                    qty,
+                    tif: [TimeInForce::Gtc, TimeInForce::Ioc, TimeInForce::Fok][tif],
+                    post_only,
+                    stp: [
+                        SelfTradePrevention::CancelNewest,
+                        SelfTradePrevention::CancelOldest,
+                        SelfTradePrevention::CancelBoth,
+                        SelfTradePrevention::Decrement,
+                    ][stp],
+                    ext: None,
+                })
+            },
+        )
+}
+
+fn replace_command() -> impl Strategy<Value = Command> {
+    (
+        wide_u64(),
+        order_ref(),
+        option(id()),
+        option(dec()),
+        option(dec()),
+        option(dec()),
+    )
+        .prop_map(
+            |(account, order, new_client_order_id, price, qty, stop_price)| {
+                Command::replace(
+                    Replace {
                         account,
-                        client_order_id,
-                        symbol,
-                        side: if sell { Side::Sell } else { Side::Buy },
-                        order_type: if market {
-                            OrderType::Market
-                        } else {
-                            OrderType::Limit
-                        },
+                        order,
+                        new_client_order_id,
                         price,
                         qty,
-                        tif: [TimeInForce::Gtc, TimeInForce::Ioc, TimeInForce::Fok][tif],
-                        post_only,
-                        stp: [
-                            SelfTradePrevention::CancelNewest,
-                            SelfTradePrevention::CancelOldest,
-                            SelfTradePrevention::CancelBoth,
-                            SelfTradePrevention::Decrement,
-                        ][stp],
-                        ext: None,
-                    })
-                }
-            ),
+                    },
+                    stop_price,
+                )
+            },
+        )
+}
+
+fn set_risk_limits_command() -> impl Strategy<Value = Command> {
+    (
+        wide_u64(),
+        option(dec()),
+        option(dec()),
+        option(any::<u32>()),
+        option(any::<u32>()),
+    )
+        .prop_map(|(account, qty, notional, open, band)| {
+            Command::SetRiskLimits(Box::new(SetRiskLimits {
+                account,
+                max_order_qty: qty,
+                max_order_notional: notional,
+                max_open_orders: open,
+                price_band_bps: band,
+            }))
+        })
+}
+
+fn set_mmp_command() -> impl Strategy<Value = Command> {
+    (
+        wide_u64(),
+        id(),
+        wide_u64(),
+        option(dec()),
+        option(any::<u32>()),
+    )
+        .prop_map(|(account, symbol, window_ns, max_qty, max_count)| {
+            Command::SetMmp(Box::new(SetMmp {
+                account,
+                symbol,
+                window_ns,
+                max_qty,
+                max_count,
+            }))
+        })
+}
+
+fn internal_transfer_command() -> impl Strategy<Value = Command> {
+    (wide_u64(), wide_u64(), id(), dec()).prop_map(|(from, to, asset, amount)| {
+        Command::InternalTransfer(InternalTransfer {
+            from,
+            to,
+            asset,
+            amount,
+        })
+    })
+}
+
+fn command() -> impl Strategy<Value = Command> {
+    prop_oneof![
+        add_instrument_command(),
+        transfer().prop_map(Command::Deposit),
+        transfer().prop_map(Command::Withdraw),
+        place_command(),
         (wide_u64(), order_ref())
             .prop_map(|(account, order)| Command::Cancel(Cancel { account, order })),
-        (
-            wide_u64(),
-            order_ref(),
-            option(id()),
-            option(dec()),
-            option(dec()),
-            option(dec()),
-        )
-            .prop_map(
-                |(account, order, new_client_order_id, price, qty, stop_price)| {
-                    Command::replace(
-                        Replace {
-                            account,
-                            order,
-                            new_client_order_id,
-                            price,
-                            qty,
-                        },
-                        stop_price,
-                    )
-                }
-            ),
+        replace_command(),
         (wide_u64(), option(id()))
             .prop_map(|(account, symbol)| Command::MassCancel(MassCancel { account, symbol })),
         id().prop_map(|symbol| Command::Halt { symbol }),
@@ -350,50 +478,13 @@ fn command() -> impl Strategy<Value = Command> {
             phase: Phase::ALL[phase],
         }),
         Just(Command::Tick),
-        (
-            wide_u64(),
-            option(dec()),
-            option(dec()),
-            option(any::<u32>()),
-            option(any::<u32>()),
-        )
-            .prop_map(|(account, qty, notional, open, band)| {
-                Command::SetRiskLimits(Box::new(SetRiskLimits {
-                    account,
-                    max_order_qty: qty,
-                    max_order_notional: notional,
-                    max_open_orders: open,
-                    price_band_bps: band,
-                }))
-            }),
+        set_risk_limits_command(),
         wide_u64().prop_map(|account| Command::Suspend { account }),
         wide_u64().prop_map(|account| Command::Reinstate { account }),
-        (
-            wide_u64(),
-            id(),
-            wide_u64(),
-            option(dec()),
-            option(any::<u32>()),
-        )
-            .prop_map(|(account, symbol, window_ns, max_qty, max_count)| {
-                Command::SetMmp(Box::new(SetMmp {
-                    account,
-                    symbol,
-                    window_ns,
-                    max_qty,
-                    max_count,
-                }))
-            }),
+        set_mmp_command(),
         (wide_u64(), id()).prop_map(|(account, symbol)| Command::ResetMmp { account, symbol }),
         (wide_u64(), wide_u64()).prop_map(|(owner, sub)| Command::LinkSubAccount { owner, sub }),
-        (wide_u64(), wide_u64(), id(), dec()).prop_map(|(from, to, asset, amount)| {
-            Command::InternalTransfer(InternalTransfer {
-                from,
-                to,
-                asset,
-                amount,
-            })
-        }),
+        internal_transfer_command(),
     ]
 }
 

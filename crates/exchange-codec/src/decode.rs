@@ -185,124 +185,173 @@ pub fn decode_command(line: &str) -> Result<Stamped, CodecError> {
         Some((_, Val::Str(name))) => name.as_ref(),
         Some((_, other)) => return Err(CodecError::CmdNotString(other.kind())),
     };
-    let (cmd, allowed): (&'static str, &'static [&'static str]) = match name {
-        "add_instrument" => ("add_instrument", ADD_INSTRUMENT),
-        "deposit" => ("deposit", TRANSFER),
-        "withdraw" => ("withdraw", TRANSFER),
-        "place" => ("place", PLACE),
-        "cancel" => ("cancel", CANCEL),
-        "replace" => ("replace", REPLACE),
-        "mass_cancel" => ("mass_cancel", MASS_CANCEL),
-        "halt" => ("halt", STATUS),
-        "set_phase" => ("set_phase", SET_PHASE),
-        "tick" => ("tick", TICK),
-        "resume" => ("resume", STATUS),
-        "set_risk_limits" => ("set_risk_limits", RISK_LIMITS),
-        "suspend" => ("suspend", ACCOUNT),
-        "reinstate" => ("reinstate", ACCOUNT),
-        "set_mmp" => ("set_mmp", SET_MMP),
-        "reset_mmp" => ("reset_mmp", RESET_MMP),
-        "link_sub_account" => ("link_sub_account", LINK_SUB),
-        "internal_transfer" => ("internal_transfer", INTERNAL_TRANSFER),
-        "set_instrument_rules" => ("set_instrument_rules", SET_RULES),
-        "delist" => ("delist", STATUS),
-        other => return Err(CodecError::UnknownCmd(other.to_owned())),
-    };
+    let decoder = DECODERS
+        .iter()
+        .find(|decoder| decoder.cmd == name)
+        .ok_or_else(|| CodecError::UnknownCmd(name.to_owned()))?;
     // Unknown fields first: a misspelt optional field must not pass as absent,
     // and a misspelt required one reads better as "unknown" than "missing".
     if let Some((field, _)) = object
         .members
         .iter()
-        .find(|(k, _)| !allowed.contains(&k.as_ref()))
+        .find(|(k, _)| !decoder.allowed.contains(&k.as_ref()))
     {
         return Err(CodecError::UnknownField {
-            cmd,
+            cmd: decoder.cmd,
             field: field.to_string(),
-            allowed,
+            allowed: decoder.allowed,
         });
     }
     let f = Fields {
-        cmd,
+        cmd: decoder.cmd,
         members: &object.members,
     };
     let ts = f.opt_u64("ts")?.unwrap_or(0);
-    let command = match cmd {
-        "add_instrument" => Command::AddInstrument(Box::new(add_instrument(&f)?)),
-        "deposit" => Command::Deposit(transfer(&f)?),
-        "withdraw" => Command::Withdraw(transfer(&f)?),
-        "place" => Command::Place(place(&f)?),
-        "cancel" => Command::Cancel(Cancel {
-            account: f.req_u64("account")?,
-            order: order_ref(&f)?,
-        }),
-        "replace" => Command::replace(
-            Replace {
-                account: f.req_u64("account")?,
-                order: order_ref(&f)?,
-                new_client_order_id: f.opt_id("new_client_order_id")?,
-                price: f.opt_dec("price")?,
-                qty: f.opt_dec("qty")?,
-            },
-            f.opt_dec("stop_price")?,
-        ),
-        "mass_cancel" => Command::MassCancel(MassCancel {
-            account: f.req_u64("account")?,
-            symbol: f.opt_id("symbol")?,
-        }),
-        "halt" => Command::Halt {
+    let command = (decoder.build)(&f)?;
+    Ok(Stamped { ts, command })
+}
+
+/// How one command is read: its name, the fields it may carry, and how it
+/// is built from them once they are known to be all allowed.
+struct Decoder {
+    cmd: &'static str,
+    allowed: &'static [&'static str],
+    build: fn(&Fields<'_, '_>) -> Result<Command, CodecError>,
+}
+
+const fn decoder(
+    cmd: &'static str,
+    allowed: &'static [&'static str],
+    build: fn(&Fields<'_, '_>) -> Result<Command, CodecError>,
+) -> Decoder {
+    Decoder {
+        cmd,
+        allowed,
+        build,
+    }
+}
+
+/// One decoder per command, in the order of [`COMMAND_NAMES`].
+const DECODERS: &[Decoder] = &[
+    decoder("add_instrument", ADD_INSTRUMENT, |f| {
+        Ok(Command::AddInstrument(Box::new(add_instrument(f)?)))
+    }),
+    decoder("deposit", TRANSFER, |f| Ok(Command::Deposit(transfer(f)?))),
+    decoder("withdraw", TRANSFER, |f| {
+        Ok(Command::Withdraw(transfer(f)?))
+    }),
+    decoder("place", PLACE, |f| Ok(Command::Place(place(f)?))),
+    decoder("cancel", CANCEL, cancel),
+    decoder("replace", REPLACE, replace),
+    decoder("mass_cancel", MASS_CANCEL, mass_cancel),
+    decoder("halt", STATUS, |f| {
+        Ok(Command::Halt {
             symbol: f.req_id("symbol")?,
-        },
-        "set_phase" => Command::SetPhase {
+        })
+    }),
+    decoder("resume", STATUS, |f| {
+        Ok(Command::Resume {
+            symbol: f.req_id("symbol")?,
+        })
+    }),
+    decoder("set_phase", SET_PHASE, |f| {
+        Ok(Command::SetPhase {
             symbol: f.req_id("symbol")?,
             phase: f.req_enum("phase", PHASES)?,
-        },
-        "tick" => Command::Tick,
-        "set_instrument_rules" => Command::SetInstrumentRules(Box::new(set_rules(&f)?)),
-        "delist" => Command::Delist {
-            symbol: f.req_id("symbol")?,
-        },
-        "set_risk_limits" => Command::SetRiskLimits(Box::new(SetRiskLimits {
+        })
+    }),
+    decoder("tick", TICK, |_| Ok(Command::Tick)),
+    decoder("set_risk_limits", RISK_LIMITS, set_risk_limits),
+    decoder("suspend", ACCOUNT, |f| {
+        Ok(Command::Suspend {
             account: f.req_u64("account")?,
-            max_order_qty: f.opt_dec("max_order_qty")?,
-            max_order_notional: f.opt_dec("max_order_notional")?,
-            max_open_orders: f.opt_u32("max_open_orders")?,
-            price_band_bps: f
-                .opt_dec("price_band_pct")?
-                .map(|pct| percent_to_bps(&f, "price_band_pct", pct))
-                .transpose()?,
-        })),
-        "suspend" => Command::Suspend {
+        })
+    }),
+    decoder("reinstate", ACCOUNT, |f| {
+        Ok(Command::Reinstate {
             account: f.req_u64("account")?,
-        },
-        "reinstate" => Command::Reinstate {
-            account: f.req_u64("account")?,
-        },
-        "set_mmp" => Command::SetMmp(Box::new(SetMmp {
+        })
+    }),
+    decoder("set_mmp", SET_MMP, set_mmp),
+    decoder("reset_mmp", RESET_MMP, |f| {
+        Ok(Command::ResetMmp {
             account: f.req_u64("account")?,
             symbol: f.req_id("symbol")?,
-            window_ns: f.req_u64("window_ns")?,
-            max_qty: f.opt_dec("max_qty")?,
-            max_count: f.opt_u32("max_count")?,
-        })),
-        "reset_mmp" => Command::ResetMmp {
-            account: f.req_u64("account")?,
-            symbol: f.req_id("symbol")?,
-        },
-        "link_sub_account" => Command::LinkSubAccount {
+        })
+    }),
+    decoder("link_sub_account", LINK_SUB, |f| {
+        Ok(Command::LinkSubAccount {
             owner: f.req_u64("owner")?,
             sub: f.req_u64("sub")?,
-        },
-        "internal_transfer" => Command::InternalTransfer(InternalTransfer {
-            from: f.req_u64("from")?,
-            to: f.req_u64("to")?,
-            asset: f.req_id("asset")?,
-            amount: f.req_dec("amount")?,
-        }),
-        _ => Command::Resume {
+        })
+    }),
+    decoder("internal_transfer", INTERNAL_TRANSFER, internal_transfer),
+    decoder("set_instrument_rules", SET_RULES, |f| {
+        Ok(Command::SetInstrumentRules(Box::new(set_rules(f)?)))
+    }),
+    decoder("delist", STATUS, |f| {
+        Ok(Command::Delist {
             symbol: f.req_id("symbol")?,
+        })
+    }),
+];
+
+fn cancel(f: &Fields) -> Result<Command, CodecError> {
+    Ok(Command::Cancel(Cancel {
+        account: f.req_u64("account")?,
+        order: order_ref(f)?,
+    }))
+}
+
+/// A replace that moves a stop price is a [`Command::ReplaceStop`];
+/// [`Command::replace`] picks the variant.
+fn replace(f: &Fields) -> Result<Command, CodecError> {
+    Ok(Command::replace(
+        Replace {
+            account: f.req_u64("account")?,
+            order: order_ref(f)?,
+            new_client_order_id: f.opt_id("new_client_order_id")?,
+            price: f.opt_dec("price")?,
+            qty: f.opt_dec("qty")?,
         },
-    };
-    Ok(Stamped { ts, command })
+        f.opt_dec("stop_price")?,
+    ))
+}
+
+fn mass_cancel(f: &Fields) -> Result<Command, CodecError> {
+    Ok(Command::MassCancel(MassCancel {
+        account: f.req_u64("account")?,
+        symbol: f.opt_id("symbol")?,
+    }))
+}
+
+fn set_risk_limits(f: &Fields) -> Result<Command, CodecError> {
+    Ok(Command::SetRiskLimits(Box::new(SetRiskLimits {
+        account: f.req_u64("account")?,
+        max_order_qty: f.opt_dec("max_order_qty")?,
+        max_order_notional: f.opt_dec("max_order_notional")?,
+        max_open_orders: f.opt_u32("max_open_orders")?,
+        price_band_bps: f.opt_bps("price_band_pct")?,
+    })))
+}
+
+fn set_mmp(f: &Fields) -> Result<Command, CodecError> {
+    Ok(Command::SetMmp(Box::new(SetMmp {
+        account: f.req_u64("account")?,
+        symbol: f.req_id("symbol")?,
+        window_ns: f.req_u64("window_ns")?,
+        max_qty: f.opt_dec("max_qty")?,
+        max_count: f.opt_u32("max_count")?,
+    })))
+}
+
+fn internal_transfer(f: &Fields) -> Result<Command, CodecError> {
+    Ok(Command::InternalTransfer(InternalTransfer {
+        from: f.req_u64("from")?,
+        to: f.req_u64("to")?,
+        asset: f.req_id("asset")?,
+        amount: f.req_dec("amount")?,
+    }))
 }
 
 fn add_instrument(f: &Fields) -> Result<AddInstrument, CodecError> {
@@ -314,22 +363,13 @@ fn add_instrument(f: &Fields) -> Result<AddInstrument, CodecError> {
         lot_size: f.req_dec("lot_size")?,
         min_qty: f.opt_dec("min_qty")?,
         max_qty: f.opt_dec("max_qty")?,
-        collar_bps: f
-            .opt_dec("price_collar_pct")?
-            .map(|pct| percent_to_bps(f, "price_collar_pct", pct))
-            .transpose()?,
+        collar_bps: f.opt_bps("price_collar_pct")?,
         reference_price: f.opt_dec("reference_price")?,
         maker_fee_bps: f.req_i32("maker_fee_bps")?,
         taker_fee_bps: f.req_i32("taker_fee_bps")?,
         min_notional: f.opt_dec("min_notional")?,
-        static_band_bps: f
-            .opt_dec("static_band_pct")?
-            .map(|pct| percent_to_bps(f, "static_band_pct", pct))
-            .transpose()?,
-        dynamic_band_bps: f
-            .opt_dec("dynamic_band_pct")?
-            .map(|pct| percent_to_bps(f, "dynamic_band_pct", pct))
-            .transpose()?,
+        static_band_bps: f.opt_bps("static_band_pct")?,
+        dynamic_band_bps: f.opt_bps("dynamic_band_pct")?,
         volatility_auction_ns: f.opt_u64("volatility_auction_ns")?,
     })
 }
@@ -338,11 +378,6 @@ fn set_rules(f: &Fields) -> Result<SetInstrumentRules, CodecError> {
     let opt_i32 = |field| match f.get(field) {
         None => Ok(None),
         Some(_) => f.req_i32(field).map(Some),
-    };
-    let pct = |field| {
-        f.opt_dec(field)?
-            .map(|pct| percent_to_bps(f, field, pct))
-            .transpose()
     };
     Ok(SetInstrumentRules {
         symbol: f.req_id("symbol")?,
@@ -353,9 +388,9 @@ fn set_rules(f: &Fields) -> Result<SetInstrumentRules, CodecError> {
         min_notional: f.opt_dec("min_notional")?,
         maker_fee_bps: opt_i32("maker_fee_bps")?,
         taker_fee_bps: opt_i32("taker_fee_bps")?,
-        collar_bps: pct("price_collar_pct")?,
-        static_band_bps: pct("static_band_pct")?,
-        dynamic_band_bps: pct("dynamic_band_pct")?,
+        collar_bps: f.opt_bps("price_collar_pct")?,
+        static_band_bps: f.opt_bps("static_band_pct")?,
+        dynamic_band_bps: f.opt_bps("dynamic_band_pct")?,
         volatility_auction_ns: f.opt_u64("volatility_auction_ns")?,
     })
 }
@@ -520,6 +555,13 @@ impl Fields<'_, '_> {
                 ),
             )),
         }
+    }
+
+    /// A percentage, read as the whole basis points it must be.
+    fn opt_bps(&self, field: &'static str) -> Result<Option<u32>, CodecError> {
+        self.opt_dec(field)?
+            .map(|pct| percent_to_bps(self, field, pct))
+            .transpose()
     }
 
     fn req_dec(&self, field: &'static str) -> Result<Dec, CodecError> {

@@ -31,11 +31,19 @@ fn dec(text: &str) -> Dec {
     Dec::parse(text).expect("test decimal")
 }
 
-const PLACE_LINE: &str = r#"{"cmd":"place","account":1,"client_order_id":"c1","symbol":"BTC-USD","side":"buy","type":"limit","price":"100.00","qty":"1.5","tif":"gtc"}"#;
+const PLACE_LINE: &str = concat!(
+    r#"{"cmd":"place","account":1,"client_order_id":"c1","symbol":"BTC-USD","side":"buy","#,
+    r#""type":"limit","price":"100.00","qty":"1.5","tif":"gtc"}"#,
+);
 
 #[test]
 fn decodes_add_instrument_with_every_option() {
-    let line = r#"{"cmd":"add_instrument","symbol":"BTC-USD","base":"BTC","quote":"USD","tick_size":"0.01","lot_size":"0.0001","maker_fee_bps":-1,"taker_fee_bps":5,"min_qty":"0.001","max_qty":"100","price_collar_pct":"2.5","reference_price":"100.00","ts":7}"#;
+    let line = concat!(
+        r#"{"cmd":"add_instrument","symbol":"BTC-USD","base":"BTC","quote":"USD","#,
+        r#""tick_size":"0.01","lot_size":"0.0001","maker_fee_bps":-1,"taker_fee_bps":5,"#,
+        r#""min_qty":"0.001","max_qty":"100","price_collar_pct":"2.5","#,
+        r#""reference_price":"100.00","ts":7}"#,
+    );
     let stamped = decode_command(line).expect("decodes");
     assert_eq!(stamped.ts, 7);
     let Command::AddInstrument(spec) = stamped.command else {
@@ -56,7 +64,12 @@ fn decodes_add_instrument_with_every_option() {
 fn collar_percentages_convert_exactly() {
     let with_collar = |pct: &str| {
         format!(
-            r#"{{"cmd":"add_instrument","symbol":"X-Y","base":"X","quote":"Y","tick_size":"1","lot_size":"1","maker_fee_bps":0,"taker_fee_bps":0,"price_collar_pct":"{pct}"}}"#
+            concat!(
+                r#"{{"cmd":"add_instrument","symbol":"X-Y","base":"X","quote":"Y","#,
+                r#""tick_size":"1","lot_size":"1","maker_fee_bps":0,"taker_fee_bps":0,"#,
+                r#""price_collar_pct":"{pct}"}}"#,
+            ),
+            pct = pct
         )
     };
     let bps = |pct: &str| match decode(&with_collar(pct)) {
@@ -89,7 +102,10 @@ fn decodes_place_exactly_with_defaults() {
     assert!(!place.post_only);
     assert_eq!(place.stp, SelfTradePrevention::CancelNewest);
 
-    let minimal = r#"{"cmd":"place","account":2,"client_order_id":"m","symbol":"S","side":"sell","type":"market","qty":"0.00000001"}"#;
+    let minimal = concat!(
+        r#"{"cmd":"place","account":2,"client_order_id":"m","symbol":"S","side":"sell","#,
+        r#""type":"market","qty":"0.00000001"}"#,
+    );
     let Command::Place(market) = decode(minimal) else {
         panic!("wrong command")
     };
@@ -99,7 +115,11 @@ fn decodes_place_exactly_with_defaults() {
     assert_eq!(market.qty, Dec::new(1, 8));
     assert_eq!(decode_command(minimal).unwrap().ts, 0);
 
-    let full = r#"{"cmd":"place","account":2,"client_order_id":"p","symbol":"S","side":"buy","price":"1","qty":"1","tif":"fok","post_only":true,"stp":"decrement","ts":18446744073709551615}"#;
+    let full = concat!(
+        r#"{"cmd":"place","account":2,"client_order_id":"p","symbol":"S","side":"buy","#,
+        r#""price":"1","qty":"1","tif":"fok","post_only":true,"stp":"decrement","#,
+        r#""ts":18446744073709551615}"#,
+    );
     let stamped = decode_command(full).expect("decodes");
     assert_eq!(stamped.ts, u64::MAX);
     let Command::Place(place) = stamped.command else {
@@ -112,9 +132,8 @@ fn decodes_place_exactly_with_defaults() {
 }
 
 #[test]
-fn decodes_every_other_command() {
+fn decodes_transfers_and_cancels() {
     let coid = |s: &str| ClientOrderId::new(s).unwrap();
-    let sym = |s: &str| Symbol::new(s).unwrap();
     assert_eq!(
         decode(r#"{"cmd":"deposit","account":1,"asset":"USD","amount":"100000"}"#),
         Command::Deposit(Transfer {
@@ -141,10 +160,16 @@ fn decodes_every_other_command() {
             order: OrderRef::Id(42)
         })
     );
+}
+
+#[test]
+fn decodes_replace_with_and_without_a_stop_price() {
+    let coid = |s: &str| ClientOrderId::new(s).unwrap();
     assert_eq!(
-        decode(
-            r#"{"cmd":"replace","account":1,"client_order_id":"c1","new_client_order_id":"c2","price":"101.00","qty":"1.0"}"#
-        ),
+        decode(concat!(
+            r#"{"cmd":"replace","account":1,"client_order_id":"c1","#,
+            r#""new_client_order_id":"c2","price":"101.00","qty":"1.0"}"#,
+        )),
         Command::Replace(Replace {
             account: 1,
             order: OrderRef::Client(coid("c1")),
@@ -176,6 +201,11 @@ fn decodes_every_other_command() {
             stop_price: dec("95.5"),
         }))
     );
+}
+
+#[test]
+fn decodes_mass_cancel_halt_and_resume() {
+    let sym = |s: &str| Symbol::new(s).unwrap();
     assert_eq!(
         decode(r#"{"cmd":"mass_cancel","account":4}"#),
         Command::MassCancel(MassCancel {
@@ -206,7 +236,10 @@ fn decodes_every_other_command() {
 
 #[test]
 fn null_means_absent_for_optional_fields_only() {
-    let line = r#"{"cmd":"place","account":1,"client_order_id":"c","symbol":"S","side":"buy","price":"1","qty":"1","tif":null,"stp":null}"#;
+    let line = concat!(
+        r#"{"cmd":"place","account":1,"client_order_id":"c","symbol":"S","side":"buy","#,
+        r#""price":"1","qty":"1","tif":null,"stp":null}"#,
+    );
     let Command::Place(place) = decode(line) else {
         panic!("wrong command")
     };
@@ -304,92 +337,98 @@ fn every_missing_required_field_is_named() {
     error_names(r#"{"cmd":"deposit","account":1,"asset":"USD"}"#, "amount");
     error_names(r#"{"cmd":"halt"}"#, "symbol");
     error_names(
-        r#"{"cmd":"add_instrument","symbol":"S","base":"B","quote":"Q","tick_size":"1","lot_size":"1","maker_fee_bps":0}"#,
+        concat!(
+            r#"{"cmd":"add_instrument","symbol":"S","base":"B","quote":"Q","#,
+            r#""tick_size":"1","lot_size":"1","maker_fee_bps":0}"#,
+        ),
         "taker_fee_bps",
     );
 }
 
+/// Edits of `PLACE_LINE` that make one field wrong: what to replace, with
+/// what, the field the error must name, and what its message must say.
+const WRONG_PLACE_FIELDS: &[(&str, &str, &str, &str)] = &[
+    (
+        r#""account":1"#,
+        r#""account":"1""#,
+        "account",
+        "got a string",
+    ),
+    (r#""account":1"#, r#""account":-1"#, "account", "negative"),
+    (
+        r#""account":1"#,
+        r#""account":1.5"#,
+        "account",
+        "whole number",
+    ),
+    (
+        r#""side":"buy""#,
+        r#""side":"up""#,
+        "side",
+        "\"buy\", \"sell\", got \"up\"",
+    ),
+    (r#""side":"buy""#, r#""side":1"#, "side", "must be a string"),
+    (
+        r#""type":"limit""#,
+        r#""type":"iceberg""#,
+        "type",
+        "\"limit\", \"market\", \"stop\", \"stop_limit\"",
+    ),
+    (r#""tif":"gtc""#, r#""tif":"gtx""#, "tif", "\"at_close\""),
+    (
+        r#""tif":"gtc""#,
+        r#""tif":"gtc","trailing_amount":"1","trailing_bps":5"#,
+        "trailing_bps",
+        "cannot be given with `trailing_amount`",
+    ),
+    (
+        r#""tif":"gtc""#,
+        r#""tif":"gtc","stp":"none""#,
+        "stp",
+        "\"decrement\"",
+    ),
+    (
+        r#""tif":"gtc""#,
+        r#""tif":"gtc","post_only":"yes""#,
+        "post_only",
+        "true or false",
+    ),
+    (
+        r#""symbol":"BTC-USD""#,
+        r#""symbol":"BTC USD""#,
+        "symbol",
+        "printable ASCII",
+    ),
+    (r#""symbol":"BTC-USD""#, r#""symbol":"""#, "symbol", "empty"),
+    (
+        r#""client_order_id":"c1""#,
+        r#""client_order_id":["c1"]"#,
+        "client_order_id",
+        "array",
+    ),
+    (
+        r#""client_order_id":"c1""#,
+        r#""client_order_id":{"a":1}"#,
+        "client_order_id",
+        "object",
+    ),
+    (
+        r#""tif":"gtc""#,
+        r#""tif":"gtc","ts":-5"#,
+        "ts",
+        "non-negative integer",
+    ),
+    (
+        r#""tif":"gtc""#,
+        r#""tif":"gtc","ts":"5""#,
+        "ts",
+        "got a string",
+    ),
+];
+
 #[test]
 fn wrong_types_and_values_are_named() {
-    let cases = [
-        (
-            r#""account":1"#,
-            r#""account":"1""#,
-            "account",
-            "got a string",
-        ),
-        (r#""account":1"#, r#""account":-1"#, "account", "negative"),
-        (
-            r#""account":1"#,
-            r#""account":1.5"#,
-            "account",
-            "whole number",
-        ),
-        (
-            r#""side":"buy""#,
-            r#""side":"up""#,
-            "side",
-            "\"buy\", \"sell\", got \"up\"",
-        ),
-        (r#""side":"buy""#, r#""side":1"#, "side", "must be a string"),
-        (
-            r#""type":"limit""#,
-            r#""type":"iceberg""#,
-            "type",
-            "\"limit\", \"market\", \"stop\", \"stop_limit\"",
-        ),
-        (r#""tif":"gtc""#, r#""tif":"gtx""#, "tif", "\"at_close\""),
-        (
-            r#""tif":"gtc""#,
-            r#""tif":"gtc","trailing_amount":"1","trailing_bps":5"#,
-            "trailing_bps",
-            "cannot be given with `trailing_amount`",
-        ),
-        (
-            r#""tif":"gtc""#,
-            r#""tif":"gtc","stp":"none""#,
-            "stp",
-            "\"decrement\"",
-        ),
-        (
-            r#""tif":"gtc""#,
-            r#""tif":"gtc","post_only":"yes""#,
-            "post_only",
-            "true or false",
-        ),
-        (
-            r#""symbol":"BTC-USD""#,
-            r#""symbol":"BTC USD""#,
-            "symbol",
-            "printable ASCII",
-        ),
-        (r#""symbol":"BTC-USD""#, r#""symbol":"""#, "symbol", "empty"),
-        (
-            r#""client_order_id":"c1""#,
-            r#""client_order_id":["c1"]"#,
-            "client_order_id",
-            "array",
-        ),
-        (
-            r#""client_order_id":"c1""#,
-            r#""client_order_id":{"a":1}"#,
-            "client_order_id",
-            "object",
-        ),
-        (
-            r#""tif":"gtc""#,
-            r#""tif":"gtc","ts":-5"#,
-            "ts",
-            "non-negative integer",
-        ),
-        (
-            r#""tif":"gtc""#,
-            r#""tif":"gtc","ts":"5""#,
-            "ts",
-            "got a string",
-        ),
-    ];
-    for (from, to, field, expect) in cases {
+    for &(from, to, field, expect) in WRONG_PLACE_FIELDS {
         let line = PLACE_LINE.replace(from, to);
         assert_ne!(line, PLACE_LINE, "case {to} did not apply");
         let message = error_names(&line, field);
@@ -398,7 +437,10 @@ fn wrong_types_and_values_are_named() {
     let long_id = PLACE_LINE.replace("\"c1\"", &format!("\"{}\"", "x".repeat(37)));
     let message = error_names(&long_id, "client_order_id");
     assert!(message.contains("longer than 36"), "{message}");
-    let fee = r#"{"cmd":"add_instrument","symbol":"S","base":"B","quote":"Q","tick_size":"1","lot_size":"1","maker_fee_bps":0,"taker_fee_bps":3000000000}"#;
+    let fee = concat!(
+        r#"{"cmd":"add_instrument","symbol":"S","base":"B","quote":"Q","tick_size":"1","#,
+        r#""lot_size":"1","maker_fee_bps":0,"taker_fee_bps":3000000000}"#,
+    );
     error_names(fee, "taker_fee_bps");
     error_names(&fee.replace("3000000000", "\"5\""), "taker_fee_bps");
 }
@@ -471,8 +513,15 @@ fn malformed_json_and_oversized_lines_are_errors() {
 fn mangled_lines_never_panic_and_always_explain() {
     let seeds = [
         PLACE_LINE,
-        r#"{"cmd":"add_instrument","symbol":"X-Y","base":"X","quote":"Y","tick_size":"0.01","lot_size":"1","maker_fee_bps":-1,"taker_fee_bps":5,"price_collar_pct":"2.5"}"#,
-        r#"{"cmd":"replace","account":1,"order_id":9,"new_client_order_id":"n","price":"1","qty":"2","ts":3}"#,
+        concat!(
+            r#"{"cmd":"add_instrument","symbol":"X-Y","base":"X","quote":"Y","#,
+            r#""tick_size":"0.01","lot_size":"1","maker_fee_bps":-1,"taker_fee_bps":5,"#,
+            r#""price_collar_pct":"2.5"}"#,
+        ),
+        concat!(
+            r#"{"cmd":"replace","account":1,"order_id":9,"new_client_order_id":"n","#,
+            r#""price":"1","qty":"2","ts":3}"#,
+        ),
     ];
     let junk = b"0123456789.-\"{}[],: eE+\\nul\x01\xc3\xa9";
     let mut x: u64 = 42;
@@ -510,4 +559,10 @@ fn mangled_lines_never_panic_and_always_explain() {
     }
     // Both outcomes occur, so the mutations reach past the JSON parser.
     assert!(ok > 100 && failed > 100, "ok {ok}, failed {failed}");
+}
+
+#[test]
+fn every_command_name_has_a_decoder_in_the_same_order() {
+    let names: Vec<&str> = DECODERS.iter().map(|decoder| decoder.cmd).collect();
+    assert_eq!(names, COMMAND_NAMES);
 }

@@ -7,6 +7,11 @@
 //! integers; prices, quantities, amounts and fees are exact decimal
 //! strings (the shortest form, as `format_units` writes).
 
+use exchange_types::event::{
+    self, Accepted, AcceptedExt, AccountStatus, Auction, Balance, Book, Canceled, Expired,
+    Indicative, InstrumentAdded, InstrumentRules, MassCanceled, Mmp, PhaseChanged, Rejected,
+    Replaced, RiskLimits, Status, SubAccountLinked, Trade, Triggered,
+};
 use exchange_types::{Event, EventKind, MmpState, TrailingUnits, AMOUNT_SCALE, UNITS_PER_WHOLE};
 
 /// The `,"name":` that starts a member after the first.
@@ -33,243 +38,386 @@ pub fn encode_event_into(event: &Event, out: &mut Vec<u8>) {
     push_u64(o.out, event.seq);
     o.uint(key!("ts"), event.ts);
     o.str(key!("event"), event.kind.name());
-    match &event.kind {
-        EventKind::InstrumentAdded(e) => {
-            o.str(key!("symbol"), e.symbol.as_str());
-            o.str(key!("base"), e.base.as_str());
-            o.str(key!("quote"), e.quote.as_str());
-        }
-        EventKind::Status(e) => {
-            o.str(key!("symbol"), e.symbol.as_str());
-            o.str(key!("status"), e.status.as_str());
-        }
-        EventKind::Accepted(e) => {
-            o.uint(key!("account"), e.account);
-            o.str(key!("client_order_id"), e.client_order_id.as_str());
-            o.uint(key!("order_id"), e.order_id);
-            o.str(key!("symbol"), e.symbol.as_str());
-            o.str(key!("side"), e.side.as_str());
-            o.str(key!("type"), e.order_type.as_str());
-            if let Some(price) = e.price {
-                o.units(key!("price"), price);
-            }
-            o.units(key!("qty"), e.qty);
-            o.str(key!("tif"), e.tif.as_str());
-            o.bool(key!("post_only"), e.post_only);
-            o.str(key!("stp"), e.stp.as_str());
-            if let Some(ext) = &e.ext {
-                if let Some(stop_price) = ext.stop_price {
-                    o.units(key!("stop_price"), stop_price);
-                }
-                match ext.trailing {
-                    Some(TrailingUnits::Amount(amount)) => o.units(key!("trailing_amount"), amount),
-                    Some(TrailingUnits::Bps(bps)) => o.uint(key!("trailing_bps"), u64::from(bps)),
-                    None => {}
-                }
-                if let Some(display_qty) = ext.display_qty {
-                    o.units(key!("display_qty"), display_qty);
-                }
-                if let Some(funds) = ext.funds {
-                    o.units(key!("funds"), funds);
-                }
-                if let Some(expire_ts) = ext.expire_ts {
-                    o.uint(key!("expire_ts"), expire_ts);
-                }
-                if let Some(other) = &ext.oco_with {
-                    o.str(key!("oco_with"), other.as_str());
-                }
-            }
-        }
-        EventKind::Rejected(e) => {
-            o.str(key!("command"), e.command);
-            if let Some(account) = e.account {
-                o.uint(key!("account"), account);
-            }
-            if let Some(coid) = &e.client_order_id {
-                o.str(key!("client_order_id"), coid.as_str());
-            }
-            if let Some(order_id) = e.order_id {
-                o.uint(key!("order_id"), order_id);
-            }
-            if let Some(symbol) = &e.symbol {
-                o.str(key!("symbol"), symbol.as_str());
-            }
-            o.str(key!("reason"), e.reason.as_str());
-            o.uint(key!("code"), u64::from(e.reason.code()));
-            o.str(key!("message"), e.reason.message());
-        }
-        EventKind::Trade(e) => {
-            o.uint(key!("trade_id"), e.trade_id);
-            o.str(key!("symbol"), e.symbol.as_str());
-            o.units(key!("price"), e.price);
-            o.units(key!("qty"), e.qty);
-            o.uint(key!("maker_order_id"), e.maker_order_id);
-            o.uint(key!("taker_order_id"), e.taker_order_id);
-            o.uint(key!("maker_account"), e.maker_account);
-            o.uint(key!("taker_account"), e.taker_account);
-            o.str(key!("aggressor_side"), e.aggressor_side.as_str());
-            o.signed_units(key!("maker_fee"), e.maker_fee);
-            o.signed_units(key!("taker_fee"), e.taker_fee);
-            o.units(key!("maker_leaves_qty"), e.maker_leaves_qty);
-            o.units(key!("taker_leaves_qty"), e.taker_leaves_qty);
-        }
-        EventKind::Canceled(e) => {
-            o.uint(key!("account"), e.account);
-            o.uint(key!("order_id"), e.order_id);
-            o.str(key!("client_order_id"), e.client_order_id.as_str());
-            o.str(key!("symbol"), e.symbol.as_str());
-            o.str(key!("reason"), e.reason.as_str());
-            o.units(key!("canceled_qty"), e.canceled_qty);
-            o.units(key!("filled_qty"), e.filled_qty);
-            o.units(key!("leaves_qty"), e.leaves_qty);
-        }
-        EventKind::Replaced(e) => {
-            o.uint(key!("account"), e.account);
-            o.uint(key!("order_id"), e.order_id);
-            o.str(key!("old_client_order_id"), e.old_client_order_id.as_str());
-            o.str(key!("client_order_id"), e.client_order_id.as_str());
-            o.str(key!("symbol"), e.symbol.as_str());
-            o.units(key!("price"), e.price);
-            o.units(key!("qty"), e.qty);
-            o.units(key!("leaves_qty"), e.leaves_qty);
-            if let Some(stop_price) = e.stop_price {
-                o.units(key!("stop_price"), stop_price.get());
-            }
-        }
-        EventKind::Expired(e) => {
-            o.uint(key!("account"), e.account);
-            o.uint(key!("order_id"), e.order_id);
-            o.str(key!("client_order_id"), e.client_order_id.as_str());
-            o.str(key!("symbol"), e.symbol.as_str());
-            o.units(key!("expired_qty"), e.expired_qty);
-            o.units(key!("filled_qty"), e.filled_qty);
-        }
-        EventKind::Balance(e) => {
-            o.uint(key!("account"), e.account);
-            o.str(key!("asset"), e.asset.as_str());
-            o.units(key!("total"), e.total);
-            o.units(key!("available"), e.available);
-        }
-        EventKind::Book(e) => {
-            o.str(key!("symbol"), e.symbol.as_str());
-            o.str(key!("side"), e.side.as_str());
-            o.units(key!("price"), e.price);
-            o.units(key!("qty"), e.qty);
-        }
-        EventKind::MassCanceled(e) => {
-            o.uint(key!("account"), e.account);
-            if let Some(symbol) = &e.symbol {
-                o.str(key!("symbol"), symbol.as_str());
-            }
-            o.uint(key!("canceled"), u64::from(e.canceled));
-        }
-        EventKind::RiskLimits(e) => {
-            o.uint(key!("account"), e.account);
-            if let Some(qty) = e.max_order_qty {
-                o.units(key!("max_order_qty"), qty);
-            }
-            if let Some(notional) = e.max_order_notional {
-                o.units(key!("max_order_notional"), notional);
-            }
-            if let Some(n) = e.max_open_orders {
-                o.uint(key!("max_open_orders"), u64::from(n));
-            }
-            if let Some(bps) = e.price_band_bps {
-                o.uint(key!("price_band_bps"), u64::from(bps));
-            }
-        }
-        EventKind::AccountStatus(e) => {
-            o.uint(key!("account"), e.account);
-            let status = if e.suspended { "suspended" } else { "active" };
-            o.str(key!("status"), status);
-            o.uint(key!("canceled"), u64::from(e.canceled));
-        }
-        EventKind::Mmp(e) => {
-            o.uint(key!("account"), e.account);
-            o.str(key!("symbol"), e.symbol.as_str());
-            o.str(key!("state"), e.state.as_str());
-            match &e.state {
-                MmpState::Set {
-                    window_ns,
-                    max_qty,
-                    max_count,
-                } => {
-                    o.uint(key!("window_ns"), *window_ns);
-                    if let Some(qty) = max_qty {
-                        o.units(key!("max_qty"), *qty);
-                    }
-                    if let Some(n) = max_count {
-                        o.uint(key!("max_count"), u64::from(*n));
-                    }
-                }
-                MmpState::Tripped { filled_qty, fills } => {
-                    o.units(key!("filled_qty"), *filled_qty);
-                    o.uint(key!("fills"), u64::from(*fills));
-                }
-                MmpState::Removed | MmpState::Reset => {}
-            }
-        }
-        EventKind::SubAccountLinked(e) => {
-            o.uint(key!("owner"), e.owner);
-            o.uint(key!("sub"), e.sub);
-        }
-        EventKind::Phase(e) => {
-            o.str(key!("symbol"), e.symbol.as_str());
-            o.str(key!("phase"), e.phase.as_str());
-        }
-        EventKind::Indicative(e) => {
-            o.str(key!("symbol"), e.symbol.as_str());
-            if let Some(price) = e.price {
-                o.units(key!("price"), price);
-            }
-            o.units(key!("volume"), e.volume);
-            if let Some(side) = e.imbalance_side {
-                o.str(key!("imbalance_side"), side.as_str());
-            }
-            o.units(key!("imbalance_qty"), e.imbalance_qty);
-        }
-        EventKind::Auction(e) => {
-            o.str(key!("symbol"), e.symbol.as_str());
-            o.str(key!("kind"), e.kind.as_str());
-            o.units(key!("price"), e.price);
-            o.units(key!("volume"), e.volume);
-        }
-        EventKind::Triggered(e) => {
-            o.uint(key!("account"), e.account);
-            o.uint(key!("order_id"), e.order_id);
-            o.str(key!("client_order_id"), e.client_order_id.as_str());
-            o.str(key!("symbol"), e.symbol.as_str());
-            o.units(key!("stop_price"), e.stop_price);
-            o.units(key!("last_price"), e.last_price);
-            o.units(key!("qty"), e.qty);
-        }
-        EventKind::InstrumentRules(e) => {
-            o.str(key!("symbol"), e.symbol.as_str());
-            o.str(key!("base"), e.base.as_str());
-            o.str(key!("quote"), e.quote.as_str());
-            o.units(key!("tick_size"), e.tick_size);
-            o.units(key!("lot_size"), e.lot_size);
-            o.units(key!("min_qty"), e.min_qty);
-            o.units(key!("max_qty"), e.max_qty);
-            o.units(key!("min_notional"), e.min_notional);
-            o.int(key!("maker_fee_bps"), i64::from(e.maker_fee_bps));
-            o.int(key!("taker_fee_bps"), i64::from(e.taker_fee_bps));
-            o.uint(key!("collar_bps"), u64::from(e.collar_bps));
-            // Written only for a listing with bands, so the events of every
-            // other listing keep the bytes they had before bands existed.
-            if e.volatility_auction_ns != 0 {
-                o.uint(key!("static_band_bps"), u64::from(e.static_band_bps));
-                o.uint(key!("dynamic_band_bps"), u64::from(e.dynamic_band_bps));
-                o.uint(key!("volatility_auction_ns"), e.volatility_auction_ns);
-            }
-            o.str(key!("status"), e.status.as_str());
-        }
-        EventKind::Error(e) => {
-            o.uint(key!("line"), e.line);
-            o.str(key!("message"), &e.message);
+    event.kind.encode_fields(&mut o);
+    o.out.push(b'}');
+}
+
+/// A payload that writes its own members after `seq`, `ts` and `event`, in
+/// the order of its struct's fields. The impls are `#[inline]` to keep
+/// `encode_event_into` one function with one match, as it was when written
+/// out in full: it runs for every event the server sends.
+trait EncodeFields {
+    fn encode_fields(&self, o: &mut Obj<'_>);
+}
+
+impl EncodeFields for EventKind {
+    #[inline]
+    fn encode_fields(&self, o: &mut Obj<'_>) {
+        match self {
+            EventKind::InstrumentAdded(e) => e.encode_fields(o),
+            EventKind::Status(e) => e.encode_fields(o),
+            EventKind::Accepted(e) => e.encode_fields(o),
+            EventKind::Rejected(e) => e.encode_fields(o),
+            EventKind::Trade(e) => e.encode_fields(o),
+            EventKind::Canceled(e) => e.encode_fields(o),
+            EventKind::Replaced(e) => e.encode_fields(o),
+            EventKind::Expired(e) => e.encode_fields(o),
+            EventKind::Balance(e) => e.encode_fields(o),
+            EventKind::Book(e) => e.encode_fields(o),
+            EventKind::MassCanceled(e) => e.encode_fields(o),
+            EventKind::RiskLimits(e) => e.encode_fields(o),
+            EventKind::AccountStatus(e) => e.encode_fields(o),
+            EventKind::Mmp(e) => e.encode_fields(o),
+            EventKind::SubAccountLinked(e) => e.encode_fields(o),
+            EventKind::Phase(e) => e.encode_fields(o),
+            EventKind::Indicative(e) => e.encode_fields(o),
+            EventKind::Auction(e) => e.encode_fields(o),
+            EventKind::Triggered(e) => e.encode_fields(o),
+            EventKind::InstrumentRules(e) => e.encode_fields(o),
+            EventKind::Error(e) => e.encode_fields(o),
         }
     }
-    o.out.push(b'}');
+}
+
+impl EncodeFields for InstrumentAdded {
+    #[inline]
+    fn encode_fields(&self, o: &mut Obj<'_>) {
+        o.str(key!("symbol"), self.symbol.as_str());
+        o.str(key!("base"), self.base.as_str());
+        o.str(key!("quote"), self.quote.as_str());
+    }
+}
+
+impl EncodeFields for Status {
+    #[inline]
+    fn encode_fields(&self, o: &mut Obj<'_>) {
+        o.str(key!("symbol"), self.symbol.as_str());
+        o.str(key!("status"), self.status.as_str());
+    }
+}
+
+impl EncodeFields for Accepted {
+    #[inline]
+    fn encode_fields(&self, o: &mut Obj<'_>) {
+        o.uint(key!("account"), self.account);
+        o.str(key!("client_order_id"), self.client_order_id.as_str());
+        o.uint(key!("order_id"), self.order_id);
+        o.str(key!("symbol"), self.symbol.as_str());
+        o.str(key!("side"), self.side.as_str());
+        o.str(key!("type"), self.order_type.as_str());
+        if let Some(price) = self.price {
+            o.units(key!("price"), price);
+        }
+        o.units(key!("qty"), self.qty);
+        o.str(key!("tif"), self.tif.as_str());
+        o.bool(key!("post_only"), self.post_only);
+        o.str(key!("stp"), self.stp.as_str());
+        if let Some(ext) = &self.ext {
+            ext.encode_fields(o);
+        }
+    }
+}
+
+impl EncodeFields for AcceptedExt {
+    #[inline]
+    fn encode_fields(&self, o: &mut Obj<'_>) {
+        if let Some(stop_price) = self.stop_price {
+            o.units(key!("stop_price"), stop_price);
+        }
+        match self.trailing {
+            Some(TrailingUnits::Amount(amount)) => o.units(key!("trailing_amount"), amount),
+            Some(TrailingUnits::Bps(bps)) => o.uint(key!("trailing_bps"), u64::from(bps)),
+            None => {}
+        }
+        if let Some(display_qty) = self.display_qty {
+            o.units(key!("display_qty"), display_qty);
+        }
+        if let Some(funds) = self.funds {
+            o.units(key!("funds"), funds);
+        }
+        if let Some(expire_ts) = self.expire_ts {
+            o.uint(key!("expire_ts"), expire_ts);
+        }
+        if let Some(other) = &self.oco_with {
+            o.str(key!("oco_with"), other.as_str());
+        }
+    }
+}
+
+impl EncodeFields for Rejected {
+    #[inline]
+    fn encode_fields(&self, o: &mut Obj<'_>) {
+        o.str(key!("command"), self.command);
+        if let Some(account) = self.account {
+            o.uint(key!("account"), account);
+        }
+        if let Some(coid) = &self.client_order_id {
+            o.str(key!("client_order_id"), coid.as_str());
+        }
+        if let Some(order_id) = self.order_id {
+            o.uint(key!("order_id"), order_id);
+        }
+        if let Some(symbol) = &self.symbol {
+            o.str(key!("symbol"), symbol.as_str());
+        }
+        o.str(key!("reason"), self.reason.as_str());
+        o.uint(key!("code"), u64::from(self.reason.code()));
+        o.str(key!("message"), self.reason.message());
+    }
+}
+
+impl EncodeFields for Trade {
+    #[inline]
+    fn encode_fields(&self, o: &mut Obj<'_>) {
+        o.uint(key!("trade_id"), self.trade_id);
+        o.str(key!("symbol"), self.symbol.as_str());
+        o.units(key!("price"), self.price);
+        o.units(key!("qty"), self.qty);
+        o.uint(key!("maker_order_id"), self.maker_order_id);
+        o.uint(key!("taker_order_id"), self.taker_order_id);
+        o.uint(key!("maker_account"), self.maker_account);
+        o.uint(key!("taker_account"), self.taker_account);
+        o.str(key!("aggressor_side"), self.aggressor_side.as_str());
+        o.signed_units(key!("maker_fee"), self.maker_fee);
+        o.signed_units(key!("taker_fee"), self.taker_fee);
+        o.units(key!("maker_leaves_qty"), self.maker_leaves_qty);
+        o.units(key!("taker_leaves_qty"), self.taker_leaves_qty);
+    }
+}
+
+impl EncodeFields for Canceled {
+    #[inline]
+    fn encode_fields(&self, o: &mut Obj<'_>) {
+        o.uint(key!("account"), self.account);
+        o.uint(key!("order_id"), self.order_id);
+        o.str(key!("client_order_id"), self.client_order_id.as_str());
+        o.str(key!("symbol"), self.symbol.as_str());
+        o.str(key!("reason"), self.reason.as_str());
+        o.units(key!("canceled_qty"), self.canceled_qty);
+        o.units(key!("filled_qty"), self.filled_qty);
+        o.units(key!("leaves_qty"), self.leaves_qty);
+    }
+}
+
+impl EncodeFields for Replaced {
+    #[inline]
+    fn encode_fields(&self, o: &mut Obj<'_>) {
+        o.uint(key!("account"), self.account);
+        o.uint(key!("order_id"), self.order_id);
+        o.str(
+            key!("old_client_order_id"),
+            self.old_client_order_id.as_str(),
+        );
+        o.str(key!("client_order_id"), self.client_order_id.as_str());
+        o.str(key!("symbol"), self.symbol.as_str());
+        o.units(key!("price"), self.price);
+        o.units(key!("qty"), self.qty);
+        o.units(key!("leaves_qty"), self.leaves_qty);
+        if let Some(stop_price) = self.stop_price {
+            o.units(key!("stop_price"), stop_price.get());
+        }
+    }
+}
+
+impl EncodeFields for Expired {
+    #[inline]
+    fn encode_fields(&self, o: &mut Obj<'_>) {
+        o.uint(key!("account"), self.account);
+        o.uint(key!("order_id"), self.order_id);
+        o.str(key!("client_order_id"), self.client_order_id.as_str());
+        o.str(key!("symbol"), self.symbol.as_str());
+        o.units(key!("expired_qty"), self.expired_qty);
+        o.units(key!("filled_qty"), self.filled_qty);
+    }
+}
+
+impl EncodeFields for Balance {
+    #[inline]
+    fn encode_fields(&self, o: &mut Obj<'_>) {
+        o.uint(key!("account"), self.account);
+        o.str(key!("asset"), self.asset.as_str());
+        o.units(key!("total"), self.total);
+        o.units(key!("available"), self.available);
+    }
+}
+
+impl EncodeFields for Book {
+    #[inline]
+    fn encode_fields(&self, o: &mut Obj<'_>) {
+        o.str(key!("symbol"), self.symbol.as_str());
+        o.str(key!("side"), self.side.as_str());
+        o.units(key!("price"), self.price);
+        o.units(key!("qty"), self.qty);
+    }
+}
+
+impl EncodeFields for MassCanceled {
+    #[inline]
+    fn encode_fields(&self, o: &mut Obj<'_>) {
+        o.uint(key!("account"), self.account);
+        if let Some(symbol) = &self.symbol {
+            o.str(key!("symbol"), symbol.as_str());
+        }
+        o.uint(key!("canceled"), u64::from(self.canceled));
+    }
+}
+
+impl EncodeFields for RiskLimits {
+    #[inline]
+    fn encode_fields(&self, o: &mut Obj<'_>) {
+        o.uint(key!("account"), self.account);
+        if let Some(qty) = self.max_order_qty {
+            o.units(key!("max_order_qty"), qty);
+        }
+        if let Some(notional) = self.max_order_notional {
+            o.units(key!("max_order_notional"), notional);
+        }
+        if let Some(n) = self.max_open_orders {
+            o.uint(key!("max_open_orders"), u64::from(n));
+        }
+        if let Some(bps) = self.price_band_bps {
+            o.uint(key!("price_band_bps"), u64::from(bps));
+        }
+    }
+}
+
+impl EncodeFields for AccountStatus {
+    #[inline]
+    fn encode_fields(&self, o: &mut Obj<'_>) {
+        o.uint(key!("account"), self.account);
+        let status = if self.suspended {
+            "suspended"
+        } else {
+            "active"
+        };
+        o.str(key!("status"), status);
+        o.uint(key!("canceled"), u64::from(self.canceled));
+    }
+}
+
+impl EncodeFields for Mmp {
+    #[inline]
+    fn encode_fields(&self, o: &mut Obj<'_>) {
+        o.uint(key!("account"), self.account);
+        o.str(key!("symbol"), self.symbol.as_str());
+        o.str(key!("state"), self.state.as_str());
+        self.state.encode_fields(o);
+    }
+}
+
+/// The members of the state's variant; `state` itself is written by
+/// [`Mmp`], before them.
+impl EncodeFields for MmpState {
+    #[inline]
+    fn encode_fields(&self, o: &mut Obj<'_>) {
+        match self {
+            MmpState::Set {
+                window_ns,
+                max_qty,
+                max_count,
+            } => {
+                o.uint(key!("window_ns"), *window_ns);
+                if let Some(qty) = max_qty {
+                    o.units(key!("max_qty"), *qty);
+                }
+                if let Some(n) = max_count {
+                    o.uint(key!("max_count"), u64::from(*n));
+                }
+            }
+            MmpState::Tripped { filled_qty, fills } => {
+                o.units(key!("filled_qty"), *filled_qty);
+                o.uint(key!("fills"), u64::from(*fills));
+            }
+            MmpState::Removed | MmpState::Reset => {}
+        }
+    }
+}
+
+impl EncodeFields for SubAccountLinked {
+    #[inline]
+    fn encode_fields(&self, o: &mut Obj<'_>) {
+        o.uint(key!("owner"), self.owner);
+        o.uint(key!("sub"), self.sub);
+    }
+}
+
+impl EncodeFields for PhaseChanged {
+    #[inline]
+    fn encode_fields(&self, o: &mut Obj<'_>) {
+        o.str(key!("symbol"), self.symbol.as_str());
+        o.str(key!("phase"), self.phase.as_str());
+    }
+}
+
+impl EncodeFields for Indicative {
+    #[inline]
+    fn encode_fields(&self, o: &mut Obj<'_>) {
+        o.str(key!("symbol"), self.symbol.as_str());
+        if let Some(price) = self.price {
+            o.units(key!("price"), price);
+        }
+        o.units(key!("volume"), self.volume);
+        if let Some(side) = self.imbalance_side {
+            o.str(key!("imbalance_side"), side.as_str());
+        }
+        o.units(key!("imbalance_qty"), self.imbalance_qty);
+    }
+}
+
+impl EncodeFields for Auction {
+    #[inline]
+    fn encode_fields(&self, o: &mut Obj<'_>) {
+        o.str(key!("symbol"), self.symbol.as_str());
+        o.str(key!("kind"), self.kind.as_str());
+        o.units(key!("price"), self.price);
+        o.units(key!("volume"), self.volume);
+    }
+}
+
+impl EncodeFields for Triggered {
+    #[inline]
+    fn encode_fields(&self, o: &mut Obj<'_>) {
+        o.uint(key!("account"), self.account);
+        o.uint(key!("order_id"), self.order_id);
+        o.str(key!("client_order_id"), self.client_order_id.as_str());
+        o.str(key!("symbol"), self.symbol.as_str());
+        o.units(key!("stop_price"), self.stop_price);
+        o.units(key!("last_price"), self.last_price);
+        o.units(key!("qty"), self.qty);
+    }
+}
+
+impl EncodeFields for InstrumentRules {
+    #[inline]
+    fn encode_fields(&self, o: &mut Obj<'_>) {
+        o.str(key!("symbol"), self.symbol.as_str());
+        o.str(key!("base"), self.base.as_str());
+        o.str(key!("quote"), self.quote.as_str());
+        o.units(key!("tick_size"), self.tick_size);
+        o.units(key!("lot_size"), self.lot_size);
+        o.units(key!("min_qty"), self.min_qty);
+        o.units(key!("max_qty"), self.max_qty);
+        o.units(key!("min_notional"), self.min_notional);
+        o.int(key!("maker_fee_bps"), i64::from(self.maker_fee_bps));
+        o.int(key!("taker_fee_bps"), i64::from(self.taker_fee_bps));
+        o.uint(key!("collar_bps"), u64::from(self.collar_bps));
+        // Written only for a listing with bands, so the events of every
+        // other listing keep the bytes they had before bands existed.
+        if self.volatility_auction_ns != 0 {
+            o.uint(key!("static_band_bps"), u64::from(self.static_band_bps));
+            o.uint(key!("dynamic_band_bps"), u64::from(self.dynamic_band_bps));
+            o.uint(key!("volatility_auction_ns"), self.volatility_auction_ns);
+        }
+        o.str(key!("status"), self.status.as_str());
+    }
+}
+
+impl EncodeFields for event::Error {
+    #[inline]
+    fn encode_fields(&self, o: &mut Obj<'_>) {
+        o.uint(key!("line"), self.line);
+        o.str(key!("message"), &self.message);
+    }
 }
 
 /// The members after the first of one JSON object being written.

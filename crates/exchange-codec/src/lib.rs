@@ -49,7 +49,10 @@ pub enum CodecError {
     MissingCmd,
     #[error("field `cmd` must be a string, got {0}")]
     CmdNotString(&'static str),
-    #[error("unknown command {0:?} in field `cmd`; expected one of: {names}", names = COMMAND_NAMES.join(", "))]
+    #[error(
+        "unknown command {0:?} in field `cmd`; expected one of: {names}",
+        names = COMMAND_NAMES.join(", ")
+    )]
     UnknownCmd(String),
     #[error("{cmd}: unknown field `{field}`; allowed: {}", allowed.join(", "))]
     UnknownField {

@@ -84,8 +84,14 @@ mod tests {
         engine
     }
 
-    const LIST: &str = r#"{"cmd":"add_instrument","symbol":"BTC-USD","base":"BTC","quote":"USD","tick_size":"0.01","lot_size":"0.0001","maker_fee_bps":-1,"taker_fee_bps":5}"#;
-    const LIST_ETH: &str = r#"{"cmd":"add_instrument","symbol":"ETH-USD","base":"ETH","quote":"USD","tick_size":"0.01","lot_size":"0.001","maker_fee_bps":0,"taker_fee_bps":0}"#;
+    const LIST: &str = concat!(
+        r#"{"cmd":"add_instrument","symbol":"BTC-USD","base":"BTC","quote":"USD","#,
+        r#""tick_size":"0.01","lot_size":"0.0001","maker_fee_bps":-1,"taker_fee_bps":5}"#,
+    );
+    const LIST_ETH: &str = concat!(
+        r#"{"cmd":"add_instrument","symbol":"ETH-USD","base":"ETH","quote":"USD","#,
+        r#""tick_size":"0.01","lot_size":"0.001","maker_fee_bps":0,"taker_fee_bps":0}"#,
+    );
 
     #[test]
     fn books_best_first_balances_by_account_and_empty_books_listed() {
@@ -94,10 +100,22 @@ mod tests {
             LIST_ETH,
             r#"{"cmd":"deposit","account":1,"asset":"USD","amount":"1000"}"#,
             r#"{"cmd":"deposit","account":10,"asset":"BTC","amount":"2"}"#,
-            r#"{"cmd":"place","account":1,"client_order_id":"b1","symbol":"BTC-USD","side":"buy","price":"99.5","qty":"1"}"#,
-            r#"{"cmd":"place","account":1,"client_order_id":"b2","symbol":"BTC-USD","side":"buy","price":"100","qty":"1.5"}"#,
-            r#"{"cmd":"place","account":10,"client_order_id":"a1","symbol":"BTC-USD","side":"sell","price":"101","qty":"0.25"}"#,
-            r#"{"cmd":"place","account":10,"client_order_id":"a2","symbol":"BTC-USD","side":"sell","price":"100.5","qty":"0.5"}"#,
+            concat!(
+                r#"{"cmd":"place","account":1,"client_order_id":"b1","symbol":"BTC-USD","#,
+                r#""side":"buy","price":"99.5","qty":"1"}"#,
+            ),
+            concat!(
+                r#"{"cmd":"place","account":1,"client_order_id":"b2","symbol":"BTC-USD","#,
+                r#""side":"buy","price":"100","qty":"1.5"}"#,
+            ),
+            concat!(
+                r#"{"cmd":"place","account":10,"client_order_id":"a1","symbol":"BTC-USD","#,
+                r#""side":"sell","price":"101","qty":"0.25"}"#,
+            ),
+            concat!(
+                r#"{"cmd":"place","account":10,"client_order_id":"a2","symbol":"BTC-USD","#,
+                r#""side":"sell","price":"100.5","qty":"0.5"}"#,
+            ),
         ]);
         let state = final_state(&engine);
         let btc = &state.books["BTC-USD"];
@@ -125,8 +143,14 @@ mod tests {
             LIST,
             r#"{"cmd":"deposit","account":1,"asset":"USD","amount":"1000"}"#,
             r#"{"cmd":"deposit","account":2,"asset":"BTC","amount":"1"}"#,
-            r#"{"cmd":"place","account":2,"client_order_id":"a","symbol":"BTC-USD","side":"sell","price":"100","qty":"1"}"#,
-            r#"{"cmd":"place","account":1,"client_order_id":"b","symbol":"BTC-USD","side":"buy","price":"100","qty":"1"}"#,
+            concat!(
+                r#"{"cmd":"place","account":2,"client_order_id":"a","symbol":"BTC-USD","#,
+                r#""side":"sell","price":"100","qty":"1"}"#,
+            ),
+            concat!(
+                r#"{"cmd":"place","account":1,"client_order_id":"b","symbol":"BTC-USD","#,
+                r#""side":"buy","price":"100","qty":"1"}"#,
+            ),
         ]);
         let state = final_state(&engine);
         // Taker pays 5 bps of 100 = 0.05, maker earns 1 bp = 0.01 back.

@@ -257,7 +257,11 @@ mod properties {
             let expected = if d.magnitude() == 0 { "0" } else { text.as_str() };
             prop_assert_eq!(d.to_string(), expected);
             // Trailing zeros are in the grammar and keep the value.
-            let padded = if fraction.is_some() { format!("{text}00") } else { format!("{text}.00") };
+            let padded = if fraction.is_some() {
+                format!("{text}00")
+            } else {
+                format!("{text}.00")
+            };
             prop_assert_eq!(Dec::parse(&padded).map(Dec::normalized), Ok(d.normalized()));
         }
 

@@ -641,7 +641,11 @@ mod tests {
                     filled_qty: filled,
                 };
                 let cancel = canceled(rest, filled, 0);
-                let change = if expire { Change::Expired(&expired) } else { Change::Canceled(&cancel) };
+                let change = if expire {
+                    Change::Expired(&expired)
+                } else {
+                    Change::Canceled(&cancel)
+                };
                 order.apply(&change);
                 let want = if expire { OrderStatus::Expired } else { OrderStatus::Canceled };
                 prop_assert_eq!(order.progress.status, want);
