@@ -87,7 +87,7 @@ async fn measure(dir: &Path, orders: usize) {
 /// Order `i` and its cancel, one at a time; returns how long each took to
 /// be answered.
 async fn round_trip(client: &mut Client, i: usize) -> (Duration, Duration) {
-    let (side, price) = if i % 2 == 0 {
+    let (side, price) = if i.is_multiple_of(2) {
         ("1", "59000")
     } else {
         ("2", "61000")
