@@ -154,7 +154,9 @@ async fn accept_loop(
                         Err(full) => {
                             let why = match full {
                                 Full::All => "too many connections waiting to log on",
-                                Full::Source => "too many connections from this source waiting to log on",
+                                Full::Source => {
+                                    "too many connections from this source waiting to log on"
+                                }
                             };
                             tracing::warn!(%peer, "FIX connection closed: {why}");
                             drop(stream);

@@ -38,6 +38,65 @@ fn rejection(events: &[Event]) -> Option<(&Event, RejectReason, Option<OrderRef>
     })
 }
 
+fn execution_reports(reports: &[Report]) -> Vec<Outgoing> {
+    reports
+        .iter()
+        .map(|r| reports::execution_report(r, None))
+        .collect::<Vec<_>>()
+}
+
+/// The answer to the session's own request that the core applied: its
+/// order reports, a requested cancel's carrying the cancel request's
+/// ClOrdID, and a mass cancel's OrderMassCancelReport before them.
+fn accepted_request(
+    index: u64,
+    request: &Request,
+    events: &[Event],
+    order_reports: &[Report],
+    now: u64,
+) -> Vec<Outgoing> {
+    match request {
+        Request::Cancel(echo) => order_reports
+            .iter()
+            .map(|r| match r.kind {
+                ReportKind::Canceled {
+                    reason: CancelReason::Requested,
+                    ..
+                } => {
+                    let orig = r.order.client_order_id.as_str();
+                    reports::execution_report(r, Some((&echo.cl_ord_id, orig)))
+                }
+                _ => reports::execution_report(r, None),
+            })
+            .collect(),
+        Request::MassCancel(echo) => {
+            let canceled: Vec<(String, u64)> = order_reports
+                .iter()
+                .filter(|r| {
+                    matches!(
+                        r.kind,
+                        ReportKind::Canceled {
+                            reason: CancelReason::MassCancel,
+                            ..
+                        }
+                    )
+                })
+                .map(|r| (r.order.client_order_id.to_string(), r.order.order_id))
+                .collect();
+            let ts = events.first().map_or(now, |e| e.ts);
+            let mut out = vec![reports::mass_cancel_report(
+                echo,
+                &format!("MC{index}"),
+                Ok(&canceled),
+                ts,
+            )];
+            out.extend(execution_reports(order_reports));
+            out
+        }
+        Request::Place(_) | Request::Replace(_) => execution_reports(order_reports),
+    }
+}
+
 pub struct App {
     pub role: Role,
     pub cache: OrderCache,
@@ -96,19 +155,30 @@ impl App {
         let role = &self.role;
         self.cache
             .apply(events, |account| role.covers(account), &mut order_reports);
-        let generic = |reports: &[Report]| {
-            reports
-                .iter()
-                .map(|r| reports::execution_report(r, None))
-                .collect::<Vec<_>>()
-        };
         let Some(request) = request else {
-            return generic(&order_reports);
+            return execution_reports(&order_reports);
         };
+        match rejection(events) {
+            Some((event, reason, order)) => {
+                self.refused_request(index, request, event, reason, order)
+            }
+            None => accepted_request(index, request, events, &order_reports, now),
+        }
+    }
+
+    /// The answer to the session's own request that the core refused
+    /// (`event`), naming `order` when the refusal does.
+    fn refused_request(
+        &mut self,
+        index: u64,
+        request: &Request,
+        event: &Event,
+        reason: RejectReason,
+        order: Option<OrderRef>,
+    ) -> Vec<Outgoing> {
         let account = self.account();
-        let refusal = rejection(events);
-        match (request, refusal) {
-            (Request::Place(echo), Some((event, reason, _))) => {
+        match request {
+            Request::Place(echo) => {
                 self.refused.remember(&echo.cl_ord_id);
                 let text = reports::reject_text(reason);
                 let exec_id = event.seq.to_string();
@@ -121,7 +191,7 @@ impl App {
                     event.ts,
                 )]
             }
-            (Request::Cancel(echo) | Request::Replace(echo), Some((event, reason, order))) => {
+            Request::Cancel(echo) | Request::Replace(echo) => {
                 let to = if matches!(request, Request::Cancel(_)) {
                     ResponseTo::Cancel
                 } else {
@@ -139,7 +209,7 @@ impl App {
                     event.ts,
                 )]
             }
-            (Request::MassCancel(echo), Some((event, reason, _))) => {
+            Request::MassCancel(echo) => {
                 let outcome = match reason {
                     // An account that never held funds has no orders.
                     RejectReason::UnknownAccount => Ok(&[][..]),
@@ -155,44 +225,6 @@ impl App {
                     echo, &report_id, outcome, event.ts,
                 )]
             }
-            (Request::Cancel(echo), None) => order_reports
-                .iter()
-                .map(|r| match r.kind {
-                    ReportKind::Canceled {
-                        reason: CancelReason::Requested,
-                        ..
-                    } => {
-                        let orig = r.order.client_order_id.as_str();
-                        reports::execution_report(r, Some((&echo.cl_ord_id, orig)))
-                    }
-                    _ => reports::execution_report(r, None),
-                })
-                .collect(),
-            (Request::MassCancel(echo), None) => {
-                let canceled: Vec<(String, u64)> = order_reports
-                    .iter()
-                    .filter(|r| {
-                        matches!(
-                            r.kind,
-                            ReportKind::Canceled {
-                                reason: CancelReason::MassCancel,
-                                ..
-                            }
-                        )
-                    })
-                    .map(|r| (r.order.client_order_id.to_string(), r.order.order_id))
-                    .collect();
-                let ts = events.first().map_or(now, |e| e.ts);
-                let mut out = vec![reports::mass_cancel_report(
-                    echo,
-                    &format!("MC{index}"),
-                    Ok(&canceled),
-                    ts,
-                )];
-                out.extend(generic(&order_reports));
-                out
-            }
-            (Request::Place(_) | Request::Replace(_), None) => generic(&order_reports),
         }
     }
 
@@ -249,7 +281,10 @@ impl App {
                 reports::unknown_order_status(
                     &echo,
                     self.account(),
-                    "unknown_order (302): no order of this session has this OrderID (37) or ClOrdID (11)",
+                    concat!(
+                        "unknown_order (302): no order of this session has this OrderID (37) ",
+                        "or ClOrdID (11)"
+                    ),
                     now,
                 )
             }

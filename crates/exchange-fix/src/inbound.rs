@@ -184,7 +184,48 @@ fn account_matches(message: &Message, account: AccountId) -> bool {
         .is_none_or(|given| given == account.to_string().as_bytes())
 }
 
+/// The enumerated fields of a NewOrderSingle, each a FIX 4.4 value or
+/// absent, before the exchange decides which it offers.
+struct PlaceEnums {
+    side: Option<u8>,
+    ord_type: Option<u8>,
+    tif: Option<u8>,
+    stp: Option<u8>,
+    exec_inst: String,
+}
+
+/// Why an order is refused: its OrdRejReason (103) and Text.
+type OrderRefusal = (u32, &'static str);
+
 fn place(message: &Message, account: AccountId, now: u64) -> Result<Inbound, Inbound> {
+    let enums = place_enums(message)?;
+    let echo = PlaceEcho {
+        cl_ord_id: text(message, tags::CL_ORD_ID),
+        symbol: text(message, tags::SYMBOL),
+        side: text(message, tags::SIDE),
+        qty: text(message, tags::ORDER_QTY),
+        ord_type: text(message, tags::ORD_TYPE),
+        price: message.text(tags::PRICE).map(str::to_string),
+    };
+    match place_command(message, account, &enums) {
+        Ok(command) => Ok(Inbound::Submit(Box::new(Submission {
+            command,
+            request: Request::Place(echo),
+        }))),
+        Err((ord_rej, why)) => Err(Inbound::Reply(reports::rejected_order(
+            &echo,
+            account,
+            &format!("G{now}"),
+            ord_rej,
+            why,
+            now,
+        ))),
+    }
+}
+
+/// Reads the enumerated fields, or the session-level Reject of one that is
+/// not a FIX 4.4 value at all.
+fn place_enums(message: &Message) -> Result<PlaceEnums, Inbound> {
     let side = enum_char(message, tags::SIDE, SIDES)?;
     let ord_type = enum_char(message, tags::ORD_TYPE, ORD_TYPES)?;
     let tif = enum_char(message, tags::TIME_IN_FORCE, TIFS)?;
@@ -198,118 +239,48 @@ fn place(message: &Message, account: AccountId, now: u64) -> Result<Inbound, Inb
     {
         return Err(out_of_range(tags::EXEC_INST, bad));
     }
-    let echo = PlaceEcho {
-        cl_ord_id: text(message, tags::CL_ORD_ID),
-        symbol: text(message, tags::SYMBOL),
-        side: text(message, tags::SIDE),
-        qty: text(message, tags::ORDER_QTY),
-        ord_type: text(message, tags::ORD_TYPE),
-        price: message.text(tags::PRICE).map(str::to_string),
-    };
-    let refuse = |ord_rej: u32, why: &str| {
-        Inbound::Reply(reports::rejected_order(
-            &echo,
-            account,
-            &format!("G{now}"),
-            ord_rej,
-            why,
-            now,
-        ))
-    };
+    Ok(PlaceEnums {
+        side,
+        ord_type,
+        tif,
+        stp,
+        exec_inst,
+    })
+}
+
+/// The core's Place for a NewOrderSingle, or why the exchange refuses it.
+/// The checks run in a fixed order, so the first problem is the one named.
+fn place_command(
+    message: &Message,
+    account: AccountId,
+    enums: &PlaceEnums,
+) -> Result<Command, OrderRefusal> {
     if !account_matches(message, account) {
-        return Err(refuse(
-            15,
-            "Account (1) must be the session's account or absent",
-        ));
+        return Err((15, "Account (1) must be the session's account or absent"));
     }
-    let side = match side {
-        Some(b'1') => Side::Buy,
-        Some(b'2') => Side::Sell,
-        _ => return Err(refuse(11, "Side (54) must be 1 (buy) or 2 (sell)")),
-    };
-    let order_type = match ord_type {
-        Some(b'1') => OrderType::Market,
-        Some(b'2') => OrderType::Limit,
-        Some(b'3') => OrderType::Stop,
-        Some(b'4') => OrderType::StopLimit,
-        _ => {
-            return Err(refuse(
-                11,
-                "OrdType (40) must be 1 (market), 2 (limit), 3 (stop) or 4 (stop limit)",
-            ))
-        }
-    };
-    let tif = match (tif, order_type) {
-        (Some(b'1'), _) | (None, OrderType::Limit | OrderType::Stop | OrderType::StopLimit) => {
-            TimeInForce::Gtc
-        }
-        (Some(b'3'), _) | (None, OrderType::Market) => TimeInForce::Ioc,
-        (Some(b'4'), _) => TimeInForce::Fok,
-        (Some(b'0'), _) => TimeInForce::Day,
-        (Some(b'2'), _) => TimeInForce::AtOpen,
-        (Some(b'6'), _) => TimeInForce::Gtd,
-        (Some(b'7'), _) => TimeInForce::AtClose,
-        _ => {
-            return Err(refuse(
-                11,
-                "TimeInForce (59) must be 0 (day), 1 (GTC), 2 (at the opening), 3 (IOC), 4 (FOK), 6 (GTD) or 7 (at the close)",
-            ))
-        }
-    };
+    let side = order_side(enums.side)?;
+    let order_type = order_type_of(enums.ord_type)?;
+    let tif = time_in_force(enums.tif, order_type)?;
     // The core says which time in force takes an expire time and which
     // needs one.
     let expire_ts = match message.get(tags::EXPIRE_TIME) {
         None => None,
-        Some(value) => Some(
-            crate::time::parse(value)
-                .ok_or_else(|| refuse(99, "ExpireTime (126) is not a UTCTimestamp"))?,
-        ),
-    };
-    let (mut post_only, mut trailing_peg) = (false, false);
-    for instruction in exec_inst.split(' ').filter(|v| !v.is_empty()) {
-        match instruction {
-            "6" => post_only = true,
-            "a" => trailing_peg = true,
-            _ => {
-                return Err(refuse(
-                    11,
-                    "ExecInst (18) may only be 6 (participate, do not initiate: post-only) and a (trailing stop peg)",
-                ))
-            }
+        Some(value) => {
+            Some(crate::time::parse(value).ok_or((99, "ExpireTime (126) is not a UTCTimestamp"))?)
         }
-    }
-    let stp = match stp {
-        Some(b'O') => SelfTradePrevention::CancelOldest,
-        Some(b'B') => SelfTradePrevention::CancelBoth,
-        Some(b'D') => SelfTradePrevention::Decrement,
-        _ => SelfTradePrevention::CancelNewest,
     };
+    let (post_only, trailing_peg) = exec_instructions(&enums.exec_inst)?;
+    let stp = self_trade_prevention(enums.stp);
     let Some(client_order_id): Option<ClientOrderId> = identifier(message, tags::CL_ORD_ID) else {
-        return Err(refuse(99, CL_ORD_ID_INVALID));
+        return Err((99, CL_ORD_ID_INVALID));
     };
     let Some(symbol): Option<Symbol> = identifier(message, tags::SYMBOL) else {
-        return Err(refuse(1, "Symbol (55) is not a symbol of this exchange"));
+        return Err((1, "Symbol (55) is not a symbol of this exchange"));
     };
-    let (qty, funds) = order_qty(message).map_err(|(code, why)| refuse(code, why))?;
-    let price =
-        optional_decimal(message, tags::PRICE).map_err(|()| refuse(99, PRICE_UNREADABLE))?;
-    // The core says which order types take a stop price and which need one.
-    let stop_price = optional_decimal(message, tags::STOP_PX)
-        .map_err(|()| refuse(99, "StopPx (99) is not a decimal number"))?;
-    let display_qty = optional_decimal(message, tags::MAX_FLOOR)
-        .map_err(|()| refuse(13, "MaxFloor (111) is not a decimal"))?;
-    let trailing = place_ext::trailing(message, trailing_peg).map_err(|(c, why)| refuse(c, why))?;
-    let oco_with = place_ext::oco_with(message).map_err(|(c, why)| refuse(c, why))?;
-    let ext = PlaceExt {
-        stop_price,
-        expire_ts,
-        trailing,
-        oco_with,
-        display_qty,
-        funds,
-    };
-    let ext = (ext != PlaceExt::default()).then(|| Box::new(ext));
-    let command = Command::Place(Place {
+    let (qty, funds) = order_qty(message)?;
+    let price = optional_decimal(message, tags::PRICE).map_err(|()| (99, PRICE_UNREADABLE))?;
+    let ext = place_extension(message, expire_ts, trailing_peg, funds)?;
+    Ok(Command::Place(Place {
         account,
         client_order_id,
         symbol,
@@ -321,11 +292,107 @@ fn place(message: &Message, account: AccountId, now: u64) -> Result<Inbound, Inb
         post_only,
         stp,
         ext,
-    });
-    Ok(Inbound::Submit(Box::new(Submission {
-        command,
-        request: Request::Place(echo),
-    })))
+    }))
+}
+
+fn order_side(side: Option<u8>) -> Result<Side, OrderRefusal> {
+    match side {
+        Some(b'1') => Ok(Side::Buy),
+        Some(b'2') => Ok(Side::Sell),
+        _ => Err((11, "Side (54) must be 1 (buy) or 2 (sell)")),
+    }
+}
+
+fn order_type_of(ord_type: Option<u8>) -> Result<OrderType, OrderRefusal> {
+    match ord_type {
+        Some(b'1') => Ok(OrderType::Market),
+        Some(b'2') => Ok(OrderType::Limit),
+        Some(b'3') => Ok(OrderType::Stop),
+        Some(b'4') => Ok(OrderType::StopLimit),
+        _ => Err((
+            11,
+            "OrdType (40) must be 1 (market), 2 (limit), 3 (stop) or 4 (stop limit)",
+        )),
+    }
+}
+
+/// TimeInForce (59); when absent, GTC for orders that rest and IOC for a
+/// market order.
+fn time_in_force(tif: Option<u8>, order_type: OrderType) -> Result<TimeInForce, OrderRefusal> {
+    match (tif, order_type) {
+        (Some(b'1'), _) | (None, OrderType::Limit | OrderType::Stop | OrderType::StopLimit) => {
+            Ok(TimeInForce::Gtc)
+        }
+        (Some(b'3'), _) | (None, OrderType::Market) => Ok(TimeInForce::Ioc),
+        (Some(b'4'), _) => Ok(TimeInForce::Fok),
+        (Some(b'0'), _) => Ok(TimeInForce::Day),
+        (Some(b'2'), _) => Ok(TimeInForce::AtOpen),
+        (Some(b'6'), _) => Ok(TimeInForce::Gtd),
+        (Some(b'7'), _) => Ok(TimeInForce::AtClose),
+        _ => Err((
+            11,
+            concat!(
+                "TimeInForce (59) must be 0 (day), 1 (GTC), 2 (at the opening), 3 (IOC), ",
+                "4 (FOK), 6 (GTD) or 7 (at the close)"
+            ),
+        )),
+    }
+}
+
+/// The ExecInst (18) values the exchange offers: post-only and a
+/// trailing stop peg. Returns whether each is given.
+fn exec_instructions(exec_inst: &str) -> Result<(bool, bool), OrderRefusal> {
+    let (mut post_only, mut trailing_peg) = (false, false);
+    for instruction in exec_inst.split(' ').filter(|v| !v.is_empty()) {
+        match instruction {
+            "6" => post_only = true,
+            "a" => trailing_peg = true,
+            _ => {
+                return Err((
+                    11,
+                    concat!(
+                        "ExecInst (18) may only be 6 (participate, do not initiate: post-only) ",
+                        "and a (trailing stop peg)"
+                    ),
+                ))
+            }
+        }
+    }
+    Ok((post_only, trailing_peg))
+}
+
+fn self_trade_prevention(stp: Option<u8>) -> SelfTradePrevention {
+    match stp {
+        Some(b'O') => SelfTradePrevention::CancelOldest,
+        Some(b'B') => SelfTradePrevention::CancelBoth,
+        Some(b'D') => SelfTradePrevention::Decrement,
+        _ => SelfTradePrevention::CancelNewest,
+    }
+}
+
+/// The order's rarer fields, boxed only when any is given.
+fn place_extension(
+    message: &Message,
+    expire_ts: Option<u64>,
+    trailing_peg: bool,
+    funds: Option<Dec>,
+) -> Result<Option<Box<PlaceExt>>, OrderRefusal> {
+    // The core says which order types take a stop price and which need one.
+    let stop_price = optional_decimal(message, tags::STOP_PX)
+        .map_err(|()| (99, "StopPx (99) is not a decimal number"))?;
+    let display_qty = optional_decimal(message, tags::MAX_FLOOR)
+        .map_err(|()| (13, "MaxFloor (111) is not a decimal"))?;
+    let trailing = place_ext::trailing(message, trailing_peg)?;
+    let oco_with = place_ext::oco_with(message)?;
+    let ext = PlaceExt {
+        stop_price,
+        expire_ts,
+        trailing,
+        oco_with,
+        display_qty,
+        funds,
+    };
+    Ok((ext != PlaceExt::default()).then(|| Box::new(ext)))
 }
 
 /// The quantity of an order (OrderQtyData): FIX 4.4 lets it be given as
@@ -354,7 +421,10 @@ fn order_qty(message: &Message) -> Result<(Dec, Option<Dec>), (u32, &'static str
         }
         return Err((
             13,
-            "OrderQty (38) is missing: an order needs OrderQty (38), or CashOrderQty (152) for a market buy sized by funds",
+            concat!(
+                "OrderQty (38) is missing: an order needs OrderQty (38), ",
+                "or CashOrderQty (152) for a market buy sized by funds"
+            ),
         ));
     }
     let qty = decimal(message, tags::ORDER_QTY).ok_or((13, QTY_UNREADABLE))?;

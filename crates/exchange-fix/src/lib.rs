@@ -113,7 +113,8 @@ pub fn validate(config: &FixConfig) -> Result<(), FixError> {
             }
             _ => {
                 return Err(FixError::Config(format!(
-                    "session {name}: give exactly one of `account` (order entry) and `drop_copy_accounts`"
+                    "session {name}: give exactly one of `account` (order entry) \
+                     and `drop_copy_accounts`"
                 )))
             }
         }

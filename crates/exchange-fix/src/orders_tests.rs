@@ -44,9 +44,17 @@ const UNIT: u64 = 100_000_000;
 fn an_order_through_its_life() {
     let mut core = Core::new();
     let mut cache = OrderCache::default();
+    let order_id = rests_then_fills_in_part(&mut core, &mut cache);
+    let by_new_id = replaced_under_a_new_cl_ord_id(&mut core, &mut cache, order_id);
+    canceled_and_remembered(&mut core, &mut cache, by_new_id);
+}
+
+/// Account 1's sell of 2 rests, then account 2 takes half of it; returns
+/// its order id.
+fn rests_then_fills_in_part(core: &mut Core, cache: &mut OrderCache) -> u64 {
     let new = run(
-        &mut core,
-        &mut cache,
+        core,
+        cache,
         place(1, "a", Side::Sell, Some("100"), "2", TimeInForce::Gtc),
     );
     assert!(matches!(
@@ -61,8 +69,8 @@ fn an_order_through_its_life() {
     ));
     let order_id = new[0].order.order_id;
     let fill = run(
-        &mut core,
-        &mut cache,
+        core,
+        cache,
         place(2, "b", Side::Buy, Some("100"), "0.5", TimeInForce::Gtc),
     );
     assert_eq!(fill.len(), 1, "account 2 is out of scope");
@@ -74,9 +82,19 @@ fn an_order_through_its_life() {
         (UNIT / 2, OrderStatus::PartiallyFilled)
     );
     assert!(matches!(fill[0].kind, ReportKind::Fill { maker: true, .. }));
+    order_id
+}
+
+/// The partly filled order replaced down to 1 as "a2"; returns the
+/// reference by its new ClOrdID.
+fn replaced_under_a_new_cl_ord_id(
+    core: &mut Core,
+    cache: &mut OrderCache,
+    order_id: u64,
+) -> OrderRef {
     let replaced = run(
-        &mut core,
-        &mut cache,
+        core,
+        cache,
         Command::Replace(Replace {
             account: 1,
             order: OrderRef::Id(order_id),
@@ -104,9 +122,15 @@ fn an_order_through_its_life() {
         cache.find(1, &by_new_id).map(|o| o.order_id),
         Some(order_id)
     );
+    by_new_id
+}
+
+/// Canceling it closes it; the cache still answers for it, to its own
+/// account only.
+fn canceled_and_remembered(core: &mut Core, cache: &mut OrderCache, by_new_id: OrderRef) {
     let canceled = run(
-        &mut core,
-        &mut cache,
+        core,
+        cache,
         Command::Cancel(Cancel {
             account: 1,
             order: by_new_id,
@@ -255,6 +279,13 @@ fn a_stop_reports_new_with_its_stop_px_then_triggered_as_exec_type_l() {
         &mut cache,
         place(3, "b0", Side::Buy, Some("100"), "1", TimeInForce::Gtc),
     );
+    stop_limit_reports_new_with_its_stop_px(&mut core, &mut cache);
+    replace_moves_the_trigger_down(&mut core, &mut cache);
+    a_trade_at_the_trigger_reports_triggered(&mut core, &mut cache);
+}
+
+/// Account 1's stop limit buy "sl": limit 106, stop 105.
+fn stop_limit_reports_new_with_its_stop_px(core: &mut Core, cache: &mut OrderCache) {
     let Command::Place(limit) = place(1, "sl", Side::Buy, Some("106"), "1", TimeInForce::Gtc)
     else {
         unreachable!()
@@ -267,7 +298,7 @@ fn a_stop_reports_new_with_its_stop_px_then_triggered_as_exec_type_l() {
         })),
         ..limit
     });
-    let new = run(&mut core, &mut cache, stop_limit);
+    let new = run(core, cache, stop_limit);
     assert_eq!(new.len(), 1);
     let new_report = crate::reports::execution_report(&new[0], None);
     assert_eq!(
@@ -278,10 +309,13 @@ fn a_stop_reports_new_with_its_stop_px_then_triggered_as_exec_type_l() {
         ),
         (Some("0"), Some("4"), Some("105"))
     );
-    // Moving the trigger down is a replace (ExecType 5) that echoes it.
+}
+
+/// Moving the trigger down is a replace (ExecType 5) that echoes it.
+fn replace_moves_the_trigger_down(core: &mut Core, cache: &mut OrderCache) {
     let replaced = run(
-        &mut core,
-        &mut cache,
+        core,
+        cache,
         Command::replace(
             Replace {
                 account: 1,
@@ -306,14 +340,18 @@ fn a_stop_reports_new_with_its_stop_px_then_triggered_as_exec_type_l() {
         ),
         (Some("5"), Some("sl2"), Some("sl"), Some("104"))
     );
+}
+
+/// Accounts 2 and 3 trade at 105, past the trigger of 104.
+fn a_trade_at_the_trigger_reports_triggered(core: &mut Core, cache: &mut OrderCache) {
     run(
-        &mut core,
-        &mut cache,
+        core,
+        cache,
         place(2, "s1", Side::Sell, Some("105"), "1", TimeInForce::Gtc),
     );
     let reports = run(
-        &mut core,
-        &mut cache,
+        core,
+        cache,
         place(3, "b1", Side::Buy, Some("105"), "1", TimeInForce::Gtc),
     );
     let [triggered] = &reports[..] else {

@@ -30,25 +30,39 @@ pub fn trailing(message: &Message, trailing_peg: bool) -> Result<Option<Trailing
             (false, false) => Ok(None),
             (false, true) => Err((
                 UNSUPPORTED,
-                "PegOffsetValue (211) and PegOffsetType (836) are a trailing stop's: give ExecInst (18) a with them",
+                concat!(
+                    "PegOffsetValue (211) and PegOffsetType (836) are a trailing stop's: ",
+                    "give ExecInst (18) a with them"
+                ),
             )),
             (true, _) => Err((
                 UNSUPPORTED,
-                "ExecInst (18) a (trailing stop peg) needs PegOffsetValue (211), the trailing distance",
+                concat!(
+                    "ExecInst (18) a (trailing stop peg) needs PegOffsetValue (211), ",
+                    "the trailing distance"
+                ),
             )),
         };
     };
     match kind {
         None | Some(b"0") => Dec::parse(offset)
             .map(|amount| Some(Trailing::Amount(amount)))
-            .map_err(|_| (OTHER, "PegOffsetValue (211) is not a decimal the exchange can read")),
+            .map_err(|_| {
+                (
+                    OTHER,
+                    "PegOffsetValue (211) is not a decimal the exchange can read",
+                )
+            }),
         Some(b"1") => offset
             .parse::<u32>()
             .map(|bps| Some(Trailing::Bps(bps)))
             .map_err(|_| {
                 (
                     OTHER,
-                    "with PegOffsetType (836) 1, PegOffsetValue (211) is a whole number of basis points",
+                    concat!(
+                        "with PegOffsetType (836) 1, PegOffsetValue (211) is a whole number ",
+                        "of basis points"
+                    ),
                 )
             }),
         Some(_) => Err((
@@ -71,7 +85,10 @@ pub fn oco_with(message: &Message) -> Result<Option<ClientOrderId>, Refusal> {
         }),
         (Some(b"1"), None) => Err((
             UNSUPPORTED,
-            "ContingencyType (1385) 1 needs ClOrdLinkID (583): the ClOrdID of the open order to pair with",
+            concat!(
+                "ContingencyType (1385) 1 needs ClOrdLinkID (583): ",
+                "the ClOrdID of the open order to pair with"
+            ),
         )),
         (Some(_), _) => Err((
             UNSUPPORTED,
@@ -79,7 +96,10 @@ pub fn oco_with(message: &Message) -> Result<Option<ClientOrderId>, Refusal> {
         )),
         (None, Some(_)) => Err((
             UNSUPPORTED,
-            "ClOrdLinkID (583) names the other order of a one-cancels-other pair: give ContingencyType (1385) 1 with it",
+            concat!(
+                "ClOrdLinkID (583) names the other order of a one-cancels-other pair: ",
+                "give ContingencyType (1385) 1 with it"
+            ),
         )),
     }
 }

@@ -119,31 +119,9 @@ pub struct MassCancelEcho {
 pub fn execution_report(report: &Report, ids: Option<(&str, &str)>) -> Outgoing {
     let order = &report.order;
     let status = ord_status(order.progress.status);
-    let (exec_type, exec_id) = match &report.kind {
-        ReportKind::New { .. } => ('0', format!("{}-{}", report.seq, order.order_id)),
-        ReportKind::Triggered { .. } => ('L', format!("{}-{}", report.seq, order.order_id)),
-        ReportKind::Fill { .. } => ('F', format!("{}-{}", report.seq, order.order_id)),
-        ReportKind::Canceled { leaves_qty, .. } if *leaves_qty > 0 => {
-            ('D', format!("{}-{}", report.seq, order.order_id))
-        }
-        ReportKind::Canceled { .. } => ('4', format!("{}-{}", report.seq, order.order_id)),
-        ReportKind::Replaced { .. } => ('5', format!("{}-{}", report.seq, order.order_id)),
-        ReportKind::Expired => ('C', format!("{}-{}", report.seq, order.order_id)),
-        // Not an event: named by when it was asked, apart from event ids.
-        ReportKind::Status => ('I', format!("S{}-{}", report.ts, order.order_id)),
-    };
+    let (exec_type, exec_id) = exec_type_and_id(report);
     let mut out = Outgoing::new(msg::EXECUTION_REPORT).field(tags::ORDER_ID, order.order_id);
-    match (&report.kind, ids) {
-        (_, Some((cl_ord_id, orig))) => {
-            out.push(tags::CL_ORD_ID, cl_ord_id);
-            out.push(tags::ORIG_CL_ORD_ID, orig);
-        }
-        (ReportKind::Replaced { old_cl_ord_id, .. }, None) => {
-            out.push(tags::CL_ORD_ID, order.client_order_id);
-            out.push(tags::ORIG_CL_ORD_ID, old_cl_ord_id);
-        }
-        (_, None) => out.push(tags::CL_ORD_ID, order.client_order_id),
-    }
+    push_cl_ord_ids(&mut out, report, ids);
     out.push(tags::EXEC_ID, exec_id);
     out.push(tags::EXEC_TYPE, exec_type);
     out.push(tags::ORD_STATUS, status);
@@ -200,6 +178,42 @@ pub fn execution_report(report: &Report, ids: Option<(&str, &str)>) -> Outgoing 
         out.push(tags::TEXT, text);
     }
     out
+}
+
+/// ExecType (150) and ExecID (17) of a report: event reports are named by
+/// the event, a status by when it was asked.
+fn exec_type_and_id(report: &Report) -> (char, String) {
+    let order = &report.order;
+    match &report.kind {
+        ReportKind::New { .. } => ('0', format!("{}-{}", report.seq, order.order_id)),
+        ReportKind::Triggered { .. } => ('L', format!("{}-{}", report.seq, order.order_id)),
+        ReportKind::Fill { .. } => ('F', format!("{}-{}", report.seq, order.order_id)),
+        ReportKind::Canceled { leaves_qty, .. } if *leaves_qty > 0 => {
+            ('D', format!("{}-{}", report.seq, order.order_id))
+        }
+        ReportKind::Canceled { .. } => ('4', format!("{}-{}", report.seq, order.order_id)),
+        ReportKind::Replaced { .. } => ('5', format!("{}-{}", report.seq, order.order_id)),
+        ReportKind::Expired => ('C', format!("{}-{}", report.seq, order.order_id)),
+        // Not an event: named by when it was asked, apart from event ids.
+        ReportKind::Status => ('I', format!("S{}-{}", report.ts, order.order_id)),
+    }
+}
+
+/// ClOrdID (11), and OrigClOrdID (41) for a replace or when `ids` names
+/// the cancel request's.
+fn push_cl_ord_ids(out: &mut Outgoing, report: &Report, ids: Option<(&str, &str)>) {
+    let order = &report.order;
+    match (&report.kind, ids) {
+        (_, Some((cl_ord_id, orig))) => {
+            out.push(tags::CL_ORD_ID, cl_ord_id);
+            out.push(tags::ORIG_CL_ORD_ID, orig);
+        }
+        (ReportKind::Replaced { old_cl_ord_id, .. }, None) => {
+            out.push(tags::CL_ORD_ID, order.client_order_id);
+            out.push(tags::ORIG_CL_ORD_ID, old_cl_ord_id);
+        }
+        (_, None) => out.push(tags::CL_ORD_ID, order.client_order_id),
+    }
 }
 
 /// The answer to an OrderStatusRequest for an order the session knows:

@@ -110,21 +110,8 @@ pub async fn run(
     mut connections: mpsc::Receiver<Connection>,
     mut stopping: watch::Receiver<bool>,
 ) {
-    let name = format!(
-        "{}->{}",
-        spec.settings.their_comp_id, spec.settings.our_comp_id
-    );
     let mut events = handle.subscribe();
-    let mut runner = Runner {
-        session: Session::new(spec.settings, store).with_throttle(spec.throttle),
-        app: App::new(spec.role),
-        security: SecurityStatus::default(),
-        handle,
-        pending: VecDeque::new(),
-        seeded: 0,
-        cancel_on_disconnect: spec.cancel_on_disconnect,
-        name,
-    };
+    let mut runner = Runner::new(spec, store, handle);
     runner.seed().await;
     let mut live: Option<Live> = None;
     let mut tick = tokio::time::interval(TICK);
@@ -137,13 +124,19 @@ pub async fn run(
             applied = events.recv() => match applied {
                 Ok(applied) => runner.on_applied(&applied, &mut actions),
                 Err(RecvError::Lagged(missed)) => {
-                    tracing::error!(session = %runner.name, missed, "FIX session fell behind the event stream; reports were lost");
+                    tracing::error!(
+                        session = %runner.name,
+                        missed,
+                        "FIX session fell behind the event stream; reports were lost"
+                    );
                     runner.seed().await;
                 }
                 Err(RecvError::Closed) => break,
             },
             connection = connections.recv(), if accepting && !stopped => match connection {
-                Some(connection) if live.is_none() => live = Some(runner.attach(connection, &mut actions)),
+                Some(connection) if live.is_none() => {
+                    live = Some(runner.attach(connection, &mut actions));
+                }
                 Some(connection) => {
                     // Only a counterparty that proves the credentials learns
                     // that the session is in use.
@@ -152,7 +145,9 @@ pub async fn run(
                     } else {
                         CREDENTIALS_REFUSED
                     };
-                    tokio::spawn(async move { refuse(connection.stream, Some(&connection.first), text).await });
+                    tokio::spawn(async move {
+                        refuse(connection.stream, Some(&connection.first), text).await
+                    });
                 }
                 // The acceptor stopped; the shutdown signal follows.
                 None => accepting = false,
@@ -163,7 +158,9 @@ pub async fn run(
                         runner.on_bytes(conn, &mut actions);
                     }
                 }
-                _ => actions.push(Action::Disconnect("the counterparty closed the connection".into())),
+                _ => actions.push(Action::Disconnect(
+                    "the counterparty closed the connection".into(),
+                )),
             },
             _ = tick.tick() => runner.session.on_tick(now_ns(), &mut actions),
             _ = stopping.changed(), if !stopped => {
@@ -176,6 +173,23 @@ pub async fn run(
 }
 
 impl Runner {
+    fn new(spec: SessionSpec, store: FileStore, handle: Handle) -> Runner {
+        let name = format!(
+            "{}->{}",
+            spec.settings.their_comp_id, spec.settings.our_comp_id
+        );
+        Runner {
+            session: Session::new(spec.settings, store).with_throttle(spec.throttle),
+            app: App::new(spec.role),
+            security: SecurityStatus::default(),
+            handle,
+            pending: VecDeque::new(),
+            seeded: 0,
+            cancel_on_disconnect: spec.cancel_on_disconnect,
+            name,
+        }
+    }
+
     /// Fills the order cache from the server's live state: the session's
     /// accounts' open orders.
     async fn seed(&mut self) {
@@ -196,7 +210,12 @@ impl Runner {
                     self.app.cache = Default::default();
                     self.app.cache.seed(orders.iter().map(|o| &**o));
                     self.seeded = index;
-                    tracing::debug!(session = %self.name, index, open = self.app.cache.open_orders(), "FIX session seeded");
+                    tracing::debug!(
+                        session = %self.name,
+                        index,
+                        open = self.app.cache.open_orders(),
+                        "FIX session seeded"
+                    );
                     return;
                 }
                 // Queries run on any node; `NotLeader` cannot come back.
@@ -206,7 +225,10 @@ impl Runner {
                 Err(SubmitError::Stopped) => return,
             }
         }
-        tracing::error!(session = %self.name, "FIX session could not read its orders; reports start empty");
+        tracing::error!(
+            session = %self.name,
+            "FIX session could not read its orders; reports start empty"
+        );
     }
 
     /// Fills the view of every instrument's status from the server's state.
@@ -234,7 +256,10 @@ impl Runner {
                 Err(SubmitError::Stopped) => return,
             }
         }
-        tracing::error!(session = %self.name, "FIX session could not read the markets; trading status starts empty");
+        tracing::error!(
+            session = %self.name,
+            "FIX session could not read the markets; trading status starts empty"
+        );
     }
 
     fn attach(&mut self, connection: Connection, actions: &mut Vec<Action>) -> Live {
@@ -347,7 +372,12 @@ impl Runner {
                 return Some((request, routing));
             }
             // Only a lost broadcast (a lag, already logged) gets here.
-            tracing::warn!(session = %self.name, got, index, "the answer to a FIX request was lost");
+            tracing::warn!(
+                session = %self.name,
+                got,
+                index,
+                "the answer to a FIX request was lost"
+            );
             self.flush_local(actions);
         }
     }
@@ -411,7 +441,10 @@ impl Runner {
             Verdict::Pass => {}
             Verdict::Refuse => return self.throttled(&message, routing, actions),
             Verdict::LogOut => {
-                tracing::warn!(session = %self.name, "FIX session logged out: message rate far above the limit");
+                tracing::warn!(
+                    session = %self.name,
+                    "FIX session logged out: message rate far above the limit"
+                );
                 self.throttled(&message, routing, actions);
                 let text = "logged out: message rate far above the limit";
                 return self.session.logout(now, text, actions);
@@ -537,7 +570,11 @@ impl Runner {
             .handle
             .submit_detached(LogEntry::Core(Stamped { ts: 0, command }))
         {
-            tracing::warn!(session = %self.name, %error, "cancel-on-disconnect could not be submitted");
+            tracing::warn!(
+                session = %self.name,
+                %error,
+                "cancel-on-disconnect could not be submitted"
+            );
         }
     }
 }

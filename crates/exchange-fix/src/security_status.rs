@@ -201,7 +201,9 @@ impl SecurityStatus {
                         Some(req_id),
                         business_reject::OTHER,
                         &format!(
-                            "a session may subscribe to the status of at most {MAX_STATUS_SUBSCRIPTIONS} instruments; unsubscribe (263=2) from one first"
+                            "a session may subscribe to the status of at most \
+                             {MAX_STATUS_SUBSCRIPTIONS} instruments; \
+                             unsubscribe (263=2) from one first"
                         ),
                     ));
                 }

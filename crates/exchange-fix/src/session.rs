@@ -333,35 +333,8 @@ impl<S: Store> Session<S> {
         };
         let msg_type = message.msg_type().map(<[u8]>::to_vec);
         let msg_type = msg_type.as_deref();
-        // A missing CompID is a missing required header field, rejected by
-        // validation below; only a present and wrong one is a CompID problem.
-        let comp_ids_given = message.get(tags::SENDER_COMP_ID).is_some()
-            && message.get(tags::TARGET_COMP_ID).is_some();
-        if comp_ids_given && !self.comp_ids_ok(&message) {
-            let problem = Problem::new(
-                Some(tags::SENDER_COMP_ID),
-                reason::COMP_ID_PROBLEM,
-                "CompID problem",
-            );
-            self.reject(now, &message, &problem, out);
-            return self.logout_and_close(
-                now,
-                "SenderCompID (49) or TargetCompID (56) does not match the session",
-                out,
-            );
-        }
-        if !self.sending_time_ok(now, &message) {
-            let problem = Problem::new(
-                Some(tags::SENDING_TIME),
-                reason::SENDING_TIME_ACCURACY,
-                "SendingTime accuracy problem",
-            );
-            self.reject(now, &message, &problem, out);
-            return self.logout_and_close(
-                now,
-                "SendingTime (52) is too far from the exchange's clock",
-                out,
-            );
+        if self.header_refused(now, &message, out) {
+            return;
         }
         if msg_type == Some(msg::LOGON.as_bytes()) && message.flag(tags::RESET_SEQ_NUM_FLAG) {
             // Its MsgSeqNum is 1 by definition: it restarts the numbering
@@ -407,6 +380,58 @@ impl<S: Store> Session<S> {
         if let Err(problem) = valid {
             return self.reject(now, &message, &problem, out);
         }
+        if self.orig_sending_time_refused(now, &message, out) {
+            return;
+        }
+        self.dispatch(now, seq, message, out);
+    }
+
+    /// Rejects a message whose CompIDs or SendingTime do not fit the
+    /// session, and ends the session; returns whether it did.
+    fn header_refused(&mut self, now: u64, message: &Message, out: &mut Vec<Action>) -> bool {
+        // A missing CompID is a missing required header field, rejected by
+        // validation later; only a present and wrong one is a CompID problem.
+        let comp_ids_given = message.get(tags::SENDER_COMP_ID).is_some()
+            && message.get(tags::TARGET_COMP_ID).is_some();
+        if comp_ids_given && !self.comp_ids_ok(message) {
+            let problem = Problem::new(
+                Some(tags::SENDER_COMP_ID),
+                reason::COMP_ID_PROBLEM,
+                "CompID problem",
+            );
+            self.reject(now, message, &problem, out);
+            self.logout_and_close(
+                now,
+                "SenderCompID (49) or TargetCompID (56) does not match the session",
+                out,
+            );
+            return true;
+        }
+        if !self.sending_time_ok(now, message) {
+            let problem = Problem::new(
+                Some(tags::SENDING_TIME),
+                reason::SENDING_TIME_ACCURACY,
+                "SendingTime accuracy problem",
+            );
+            self.reject(now, message, &problem, out);
+            self.logout_and_close(
+                now,
+                "SendingTime (52) is too far from the exchange's clock",
+                out,
+            );
+            return true;
+        }
+        false
+    }
+
+    /// Rejects a copy whose OrigSendingTime is later than its SendingTime,
+    /// and ends the session; returns whether it did.
+    fn orig_sending_time_refused(
+        &mut self,
+        now: u64,
+        message: &Message,
+        out: &mut Vec<Action>,
+    ) -> bool {
         if let (Some(orig), Some(sent)) = (
             message.get(tags::ORIG_SENDING_TIME).and_then(time::parse),
             message.get(tags::SENDING_TIME).and_then(time::parse),
@@ -419,15 +444,16 @@ impl<S: Store> Session<S> {
                 );
                 // A copy claiming to predate itself: the counterparty's
                 // clock or resend logic is broken, as with a bad SendingTime.
-                self.reject(now, &message, &problem, out);
-                return self.logout_and_close(
+                self.reject(now, message, &problem, out);
+                self.logout_and_close(
                     now,
                     "OrigSendingTime (122) is later than SendingTime (52)",
                     out,
                 );
+                return true;
             }
         }
-        self.dispatch(now, seq, message, out);
+        false
     }
 
     /// A message numbered below the expected one but marked as a possible

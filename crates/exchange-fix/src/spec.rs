@@ -193,6 +193,121 @@ struct MsgSpec {
     optional: &'static [u32],
 }
 
+/// The order-entry messages' fields, one constant a message type.
+mod order_entry {
+    use super::MsgSpec;
+    use crate::tags::*;
+
+    /// NewOrderSingle (35=D).
+    pub(super) const NEW_ORDER: MsgSpec = MsgSpec {
+        required: &[CL_ORD_ID, SYMBOL, SIDE, TRANSACT_TIME, ORD_TYPE],
+        optional: &[
+            ACCOUNT,
+            HANDL_INST,
+            PRICE,
+            TIME_IN_FORCE,
+            EXEC_INST,
+            TEXT,
+            SELF_TRADE_PREVENTION,
+            ORDER_QTY,
+            CASH_ORDER_QTY,
+            ORDER_PERCENT,
+            STOP_PX,
+            EXPIRE_TIME,
+            MAX_FLOOR,
+            PEG_OFFSET_VALUE,
+            PEG_OFFSET_TYPE,
+            CONTINGENCY_TYPE,
+            CL_ORD_LINK_ID,
+            SECONDARY_CL_ORD_ID,
+            SECURITY_ID,
+            SECURITY_ID_SOURCE,
+            SECURITY_TYPE,
+            NO_PARTIES,
+        ],
+    };
+
+    /// OrderCancelRequest (35=F).
+    pub(super) const CANCEL: MsgSpec = MsgSpec {
+        required: &[ORIG_CL_ORD_ID, CL_ORD_ID, SYMBOL, SIDE, TRANSACT_TIME],
+        optional: &[
+            ORDER_ID,
+            ACCOUNT,
+            ORDER_QTY,
+            CASH_ORDER_QTY,
+            ORDER_PERCENT,
+            TEXT,
+            SECONDARY_CL_ORD_ID,
+            SECURITY_ID,
+            SECURITY_ID_SOURCE,
+            SECURITY_TYPE,
+            NO_PARTIES,
+        ],
+    };
+
+    /// OrderCancelReplaceRequest (35=G).
+    pub(super) const REPLACE: MsgSpec = MsgSpec {
+        required: &[
+            ORIG_CL_ORD_ID,
+            CL_ORD_ID,
+            SYMBOL,
+            SIDE,
+            TRANSACT_TIME,
+            ORD_TYPE,
+        ],
+        optional: &[
+            ORDER_ID,
+            ACCOUNT,
+            HANDL_INST,
+            PRICE,
+            STOP_PX,
+            TEXT,
+            ORDER_QTY,
+            CASH_ORDER_QTY,
+            ORDER_PERCENT,
+            SECONDARY_CL_ORD_ID,
+            SECURITY_ID,
+            SECURITY_ID_SOURCE,
+            SECURITY_TYPE,
+            NO_PARTIES,
+        ],
+    };
+
+    /// OrderStatusRequest (35=H).
+    pub(super) const STATUS: MsgSpec = MsgSpec {
+        required: &[CL_ORD_ID, SYMBOL, SIDE],
+        optional: &[
+            ORDER_ID,
+            ACCOUNT,
+            ORD_STATUS_REQ_ID,
+            SECONDARY_CL_ORD_ID,
+            SECURITY_ID,
+            SECURITY_ID_SOURCE,
+            SECURITY_TYPE,
+            NO_PARTIES,
+        ],
+    };
+
+    /// OrderMassCancelRequest (35=q).
+    pub(super) const MASS_CANCEL: MsgSpec = MsgSpec {
+        required: &[CL_ORD_ID, MASS_CANCEL_REQUEST_TYPE, TRANSACT_TIME],
+        optional: &[
+            SYMBOL,
+            ACCOUNT,
+            TEXT,
+            SECURITY_ID,
+            SECURITY_ID_SOURCE,
+            SECURITY_TYPE,
+        ],
+    };
+
+    /// SecurityStatusRequest (35=e).
+    pub(super) const SECURITY_STATUS: MsgSpec = MsgSpec {
+        required: &[SECURITY_STATUS_REQ_ID, SYMBOL, SUBSCRIPTION_REQUEST_TYPE],
+        optional: &[SECURITY_ID, SECURITY_ID_SOURCE, SECURITY_TYPE],
+    };
+}
+
 fn spec(msg_type: &[u8]) -> Option<MsgSpec> {
     use tags::*;
     let (required, optional): (&[u32], &[u32]) = match msg_type {
@@ -216,103 +331,12 @@ fn spec(msg_type: &[u8]) -> Option<MsgSpec> {
                 TEST_MESSAGE_INDICATOR,
             ],
         ),
-        b"D" => (
-            &[CL_ORD_ID, SYMBOL, SIDE, TRANSACT_TIME, ORD_TYPE],
-            &[
-                ACCOUNT,
-                HANDL_INST,
-                PRICE,
-                TIME_IN_FORCE,
-                EXEC_INST,
-                TEXT,
-                SELF_TRADE_PREVENTION,
-                ORDER_QTY,
-                CASH_ORDER_QTY,
-                ORDER_PERCENT,
-                STOP_PX,
-                EXPIRE_TIME,
-                MAX_FLOOR,
-                PEG_OFFSET_VALUE,
-                PEG_OFFSET_TYPE,
-                CONTINGENCY_TYPE,
-                CL_ORD_LINK_ID,
-                SECONDARY_CL_ORD_ID,
-                SECURITY_ID,
-                SECURITY_ID_SOURCE,
-                SECURITY_TYPE,
-                NO_PARTIES,
-            ],
-        ),
-        b"F" => (
-            &[ORIG_CL_ORD_ID, CL_ORD_ID, SYMBOL, SIDE, TRANSACT_TIME],
-            &[
-                ORDER_ID,
-                ACCOUNT,
-                ORDER_QTY,
-                CASH_ORDER_QTY,
-                ORDER_PERCENT,
-                TEXT,
-                SECONDARY_CL_ORD_ID,
-                SECURITY_ID,
-                SECURITY_ID_SOURCE,
-                SECURITY_TYPE,
-                NO_PARTIES,
-            ],
-        ),
-        b"G" => (
-            &[
-                ORIG_CL_ORD_ID,
-                CL_ORD_ID,
-                SYMBOL,
-                SIDE,
-                TRANSACT_TIME,
-                ORD_TYPE,
-            ],
-            &[
-                ORDER_ID,
-                ACCOUNT,
-                HANDL_INST,
-                PRICE,
-                STOP_PX,
-                TEXT,
-                ORDER_QTY,
-                CASH_ORDER_QTY,
-                ORDER_PERCENT,
-                SECONDARY_CL_ORD_ID,
-                SECURITY_ID,
-                SECURITY_ID_SOURCE,
-                SECURITY_TYPE,
-                NO_PARTIES,
-            ],
-        ),
-        b"H" => (
-            &[CL_ORD_ID, SYMBOL, SIDE],
-            &[
-                ORDER_ID,
-                ACCOUNT,
-                ORD_STATUS_REQ_ID,
-                SECONDARY_CL_ORD_ID,
-                SECURITY_ID,
-                SECURITY_ID_SOURCE,
-                SECURITY_TYPE,
-                NO_PARTIES,
-            ],
-        ),
-        b"q" => (
-            &[CL_ORD_ID, MASS_CANCEL_REQUEST_TYPE, TRANSACT_TIME],
-            &[
-                SYMBOL,
-                ACCOUNT,
-                TEXT,
-                SECURITY_ID,
-                SECURITY_ID_SOURCE,
-                SECURITY_TYPE,
-            ],
-        ),
-        b"e" => (
-            &[SECURITY_STATUS_REQ_ID, SYMBOL, SUBSCRIPTION_REQUEST_TYPE],
-            &[SECURITY_ID, SECURITY_ID_SOURCE, SECURITY_TYPE],
-        ),
+        b"D" => return Some(order_entry::NEW_ORDER),
+        b"F" => return Some(order_entry::CANCEL),
+        b"G" => return Some(order_entry::REPLACE),
+        b"H" => return Some(order_entry::STATUS),
+        b"q" => return Some(order_entry::MASS_CANCEL),
+        b"e" => return Some(order_entry::SECURITY_STATUS),
         _ => return None,
     };
     Some(MsgSpec { required, optional })
@@ -332,6 +356,18 @@ pub fn validate(msg: &Message) -> Result<(), Problem> {
         return Err(problem.clone());
     }
     let fields: Vec<(u32, &[u8])> = msg.fields().collect();
+    let msg_type = check_msg_type(msg, &fields)?;
+    let body_spec = spec(msg_type);
+    // BeginString, BodyLength and MsgType are checked; CheckSum is last by framing.
+    let inner = fields
+        .get(3..fields.len().saturating_sub(1))
+        .unwrap_or_default();
+    let seen = check_fields(inner, msg_type, body_spec.as_ref())?;
+    check_required(msg, &seen, body_spec.as_ref())
+}
+
+/// MsgType (35) must be the third field and a FIX 4.4 message type.
+fn check_msg_type<'m>(msg: &'m Message, fields: &[(u32, &[u8])]) -> Result<&'m [u8], Problem> {
     let third = fields.get(2).map(|(tag, _)| *tag);
     if third != Some(tags::MSG_TYPE) {
         let problem = if msg.msg_type().is_some() {
@@ -360,13 +396,19 @@ pub fn validate(msg: &Message) -> Result<(), Problem> {
             ),
         ));
     }
-    let body_spec = spec(msg_type);
-    let mut seen: Vec<u32> = Vec::with_capacity(fields.len());
+    Ok(msg_type)
+}
+
+/// Checks the fields between MsgType and CheckSum in order: each tag once,
+/// the header before the body, body tags the message type takes, values
+/// well formed and groups as counted. Returns the tags seen.
+fn check_fields(
+    inner: &[(u32, &[u8])],
+    msg_type: &[u8],
+    body_spec: Option<&MsgSpec>,
+) -> Result<Vec<u32>, Problem> {
+    let mut seen: Vec<u32> = Vec::with_capacity(inner.len());
     let mut in_body = false;
-    // BeginString, BodyLength and MsgType are checked; CheckSum is last by framing.
-    let inner = fields
-        .get(3..fields.len().saturating_sub(1))
-        .unwrap_or_default();
     let mut at = 0;
     while let Some(&(tag, value)) = inner.get(at) {
         at += 1;
@@ -390,34 +432,7 @@ pub fn validate(msg: &Message) -> Result<(), Problem> {
         }
         if !in_header {
             in_body = true;
-            if tag == tags::CHECK_SUM {
-                return Err(Problem::new(
-                    Some(tag),
-                    reason::TAG_OUT_OF_ORDER,
-                    "CheckSum (10) before the end",
-                ));
-            }
-            let allowed = match &body_spec {
-                Some(spec) => spec.required.contains(&tag) || spec.optional.contains(&tag),
-                None => true,
-            };
-            if !tags::is_known(tag) {
-                return Err(Problem::new(
-                    Some(tag),
-                    reason::INVALID_TAG_NUMBER,
-                    format!("tag {tag} is not a FIX 4.4 tag"),
-                ));
-            }
-            if !allowed {
-                return Err(Problem::new(
-                    Some(tag),
-                    reason::TAG_NOT_DEFINED_FOR_MESSAGE,
-                    format!(
-                        "tag {tag} is not accepted in MsgType {}",
-                        String::from_utf8_lossy(msg_type)
-                    ),
-                ));
-            }
+            check_body_tag(tag, msg_type, body_spec)?;
         }
         check_value(tag, value)?;
         if body_spec.is_some() {
@@ -426,9 +441,49 @@ pub fn validate(msg: &Message) -> Result<(), Problem> {
             }
         }
     }
+    Ok(seen)
+}
+
+/// A body tag must be a FIX 4.4 tag the message type takes (any, for a
+/// type the gateway does not take), and never CheckSum.
+fn check_body_tag(tag: u32, msg_type: &[u8], body_spec: Option<&MsgSpec>) -> Result<(), Problem> {
+    if tag == tags::CHECK_SUM {
+        return Err(Problem::new(
+            Some(tag),
+            reason::TAG_OUT_OF_ORDER,
+            "CheckSum (10) before the end",
+        ));
+    }
+    let allowed = match body_spec {
+        Some(spec) => spec.required.contains(&tag) || spec.optional.contains(&tag),
+        None => true,
+    };
+    if !tags::is_known(tag) {
+        return Err(Problem::new(
+            Some(tag),
+            reason::INVALID_TAG_NUMBER,
+            format!("tag {tag} is not a FIX 4.4 tag"),
+        ));
+    }
+    if !allowed {
+        return Err(Problem::new(
+            Some(tag),
+            reason::TAG_NOT_DEFINED_FOR_MESSAGE,
+            format!(
+                "tag {tag} is not accepted in MsgType {}",
+                String::from_utf8_lossy(msg_type)
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// The header's and the message type's required tags, the tags required
+/// with another, and OrigSendingTime on a possible duplicate.
+fn check_required(msg: &Message, seen: &[u32], body_spec: Option<&MsgSpec>) -> Result<(), Problem> {
     let required = HEADER_REQUIRED
         .iter()
-        .chain(body_spec.as_ref().map_or(&[][..], |s| s.required));
+        .chain(body_spec.map_or(&[][..], |s| s.required));
     if let Some(missing) = required.copied().find(|tag| !seen.contains(tag)) {
         return Err(Problem::new(
             Some(missing),
@@ -527,7 +582,10 @@ mod tests {
         }
         let cash = format!("{HEAD}11=c1|55=B|54=1|60=20240101-00:00:00|40=1|152=100|10=000|");
         assert_eq!(check(&cash), Ok(()));
-        let replace = "8=FIX.4.4|9=1|35=G|49=C|56=X|34=2|52=20240101-00:00:00|41=a|11=b|55=B|54=1|60=20240101-00:00:00|38=1|40=3|99=94|10=000|";
+        let replace = concat!(
+            "8=FIX.4.4|9=1|35=G|49=C|56=X|34=2|52=20240101-00:00:00|",
+            "41=a|11=b|55=B|54=1|60=20240101-00:00:00|38=1|40=3|99=94|10=000|"
+        );
         assert_eq!(check(replace), Ok(()));
         let bad_stop = format!("{HEAD}{body}|40=3|99=x|10=000|");
         assert_eq!(check(&bad_stop), Err((Some(99), 6)));

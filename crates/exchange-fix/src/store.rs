@@ -175,6 +175,30 @@ fn scan(bytes: &[u8]) -> (BTreeMap<u64, (u64, usize)>, usize) {
     (index, at)
 }
 
+/// The sequence numbers file, and the next sender and target numbers it
+/// holds (1 and 1 when it is new).
+fn open_seqnums(seq_path: &Path) -> Result<(File, u64, u64), StoreError> {
+    let mut seqnums = open_private(
+        seq_path,
+        OpenOptions::new().read(true).write(true).truncate(false),
+    )?;
+    let mut text = String::new();
+    seqnums
+        .read_to_string(&mut text)
+        .map_err(io_error(seq_path))?;
+    if text.trim().is_empty() {
+        return Ok((seqnums, 1, 1));
+    }
+    let mut numbers = text.split_whitespace().map(str::parse::<u64>);
+    match (numbers.next(), numbers.next(), numbers.next()) {
+        (Some(Ok(s)), Some(Ok(t)), None) if s > 0 && t > 0 => Ok((seqnums, s, t)),
+        _ => Err(StoreError::Corrupt {
+            path: seq_path.to_path_buf(),
+            text,
+        }),
+    }
+}
+
 impl FileStore {
     pub fn open(dir: &Path) -> Result<FileStore, StoreError> {
         FileStore::open_retaining(dir, FIX_STORE_RETAINED)
@@ -189,28 +213,7 @@ impl FileStore {
             .map_err(io_error(dir))?;
         std::fs::set_permissions(dir, Permissions::from_mode(0o700)).map_err(io_error(dir))?;
         let seq_path = dir.join("seqnums");
-        let mut seqnums = open_private(
-            &seq_path,
-            OpenOptions::new().read(true).write(true).truncate(false),
-        )?;
-        let mut text = String::new();
-        seqnums
-            .read_to_string(&mut text)
-            .map_err(io_error(&seq_path))?;
-        let (mut sender, target) = if text.trim().is_empty() {
-            (1, 1)
-        } else {
-            let mut numbers = text.split_whitespace().map(str::parse::<u64>);
-            match (numbers.next(), numbers.next(), numbers.next()) {
-                (Some(Ok(s)), Some(Ok(t)), None) if s > 0 && t > 0 => (s, t),
-                _ => {
-                    return Err(StoreError::Corrupt {
-                        path: seq_path,
-                        text,
-                    })
-                }
-            }
-        };
+        let (seqnums, mut sender, target) = open_seqnums(&seq_path)?;
         let msg_path = dir.join("messages");
         let mut messages = open_private(&msg_path, OpenOptions::new().read(true).append(true))?;
         let mut bytes = Vec::new();
@@ -220,7 +223,11 @@ impl FileStore {
         let (mut index, whole) = scan(&bytes);
         let records = index.len();
         if whole < bytes.len() {
-            tracing::warn!(path = %msg_path.display(), dropped = bytes.len() - whole, "cut a torn tail off the FIX message store");
+            tracing::warn!(
+                path = %msg_path.display(),
+                dropped = bytes.len() - whole,
+                "cut a torn tail off the FIX message store"
+            );
             messages
                 .set_len(whole as u64)
                 .map_err(io_error(&msg_path))?;

@@ -1,7 +1,9 @@
 //! The gateway end to end in-process: a real node (journal, core) and the
 //! FIX acceptor, over TCP.
 
+use exchange_node::LogEntry;
 use exchange_testkit::fix::{session, Client, Node, WAIT};
+use exchange_types::{Command, Phase, Stamped, Symbol};
 
 const ORDER: &str = "55=BTC-USD|60=20240101-00:00:00|40=2|";
 
@@ -178,26 +180,40 @@ async fn answers_carry_the_routing_fields_reversed() {
     node.stop().await;
 }
 
+fn set_phase(symbol: &str, phase: Phase) -> LogEntry {
+    LogEntry::Core(Stamped {
+        ts: 0,
+        command: Command::SetPhase {
+            symbol: Symbol::new(symbol).unwrap(),
+            phase,
+        },
+    })
+}
+
 /// SecurityStatusRequest over a real session: the answer, a pushed change
 /// (the core's closing call, with its indicative uncrossing), and no more
 /// pushes once unsubscribed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn security_status_is_answered_pushed_and_stopped() {
-    use exchange_node::LogEntry;
-    use exchange_types::{Command, Phase, Stamped, Symbol};
     let dir = tempfile::tempdir().unwrap();
     let node = Node::start(dir.path(), vec![session("A", 1, false)], &[1]).await;
     let mut a = Client::logon(node.addr, "A").await;
-    let set_phase = |symbol: &str, phase| {
-        LogEntry::Core(Stamped {
-            ts: 0,
-            command: Command::SetPhase {
-                symbol: Symbol::new(symbol).unwrap(),
-                phase,
-            },
-        })
-    };
 
+    answered_then_pushed_the_closing_call(&mut a, &node).await;
+    crossing_orders_bring_an_indication(&mut a).await;
+    only_subscribed_symbols_are_pushed(&mut a, &node).await;
+
+    // An unknown symbol: 326=20.
+    a.send("e", "324=s3|55=NOPE-USD|263=0|").await;
+    let unknown = a.recv_until(|m| m.text(35) == Some("f")).await;
+    assert_eq!(
+        (unknown.text(324), unknown.text(326)),
+        (Some("s3"), Some("20"))
+    );
+    node.stop().await;
+}
+
+async fn answered_then_pushed_the_closing_call(a: &mut Client, node: &Node) {
     a.send("e", "324=s1|55=BTC-USD|263=1|").await;
     let answer = a.recv().await;
     assert_eq!(
@@ -218,7 +234,10 @@ async fn security_status_is_answered_pushed_and_stopped() {
         (pushed.text(326), pushed.text(625), pushed.text(325)),
         (Some("21"), Some("4"), Some("Y"))
     );
-    // A crossing buy and sell: the indication follows.
+}
+
+/// A crossing buy and sell: the indication follows.
+async fn crossing_orders_bring_an_indication(a: &mut Client) {
     a.send("D", &format!("11=i1|54=1|38=0.2|44=60000|{ORDER}"))
         .await;
     a.send("D", &format!("11=i2|54=2|38=0.1|44=59000|{ORDER}"))
@@ -235,9 +254,11 @@ async fn security_status_is_answered_pushed_and_stopped() {
     let (buy, sell) = volumes(&indication);
     assert!(buy.is_some() && sell.is_some(), "{indication:?}");
     assert_eq!(indication.text(332), indication.text(333));
+}
 
-    // Unsubscribed from BTC-USD, subscribed to ETH-USD: a change of each,
-    // in that order, brings only ETH-USD's.
+/// Unsubscribed from BTC-USD, subscribed to ETH-USD: a change of each, in
+/// that order, brings only ETH-USD's.
+async fn only_subscribed_symbols_are_pushed(a: &mut Client, node: &Node) {
     a.send("e", "324=s1|55=BTC-USD|263=2|").await;
     a.send("e", "324=s2|55=ETH-USD|263=1|").await;
     let eth = a.recv_until(|m| m.text(35) == Some("f")).await;
@@ -255,13 +276,4 @@ async fn security_status_is_answered_pushed_and_stopped() {
         (next.text(55), next.text(324)),
         (Some("ETH-USD"), Some("s2"))
     );
-
-    // An unknown symbol: 326=20.
-    a.send("e", "324=s3|55=NOPE-USD|263=0|").await;
-    let unknown = a.recv_until(|m| m.text(35) == Some("f")).await;
-    assert_eq!(
-        (unknown.text(324), unknown.text(326)),
-        (Some("s3"), Some("20"))
-    );
-    node.stop().await;
 }

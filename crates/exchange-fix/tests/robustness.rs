@@ -113,17 +113,26 @@ proptest! {
     }
 
     #[test]
-    fn mutated_messages_never_panic(bytes in seed(), mutations in proptest::collection::vec(mutation(), 1..6)) {
+    fn mutated_messages_never_panic(
+        bytes in seed(),
+        mutations in proptest::collection::vec(mutation(), 1..6),
+    ) {
         exercise_stream(&apply(bytes, &mutations));
     }
 
     #[test]
     fn random_field_lists_reach_the_session_and_never_panic(
-        msg_type in proptest::sample::select(vec!["0", "1", "2", "3", "4", "5", "A", "D", "F", "G", "q", "V", "ZZ"]),
+        msg_type in proptest::sample::select(
+            vec!["0", "1", "2", "3", "4", "5", "A", "D", "F", "G", "q", "V", "ZZ"],
+        ),
         seq in 0u64..5,
         fields in proptest::collection::vec(field(), 0..14),
     ) {
-        let mut body = format!("35={msg_type}\x0149=CLIENT\x0156=EX\x0134={seq}\x0152=20231114-22:13:20\x01").into_bytes();
+        let mut body = format!(
+            "35={msg_type}\x0149=CLIENT\x0156=EX\x01\
+             34={seq}\x0152=20231114-22:13:20\x01"
+        )
+        .into_bytes();
         for f in fields {
             body.extend(f);
         }
