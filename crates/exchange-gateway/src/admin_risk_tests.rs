@@ -7,6 +7,7 @@ use serde_json::{json, Value};
 
 use super::rest_client::*;
 use super::test_support::funded_node;
+use super::AppState;
 
 fn admin_with(method: Method, path: &str, body: Option<Value>) -> Request<Body> {
     Request::builder()
@@ -19,7 +20,8 @@ fn admin_with(method: Method, path: &str, body: Option<Value>) -> Request<Body> 
 
 fn sell(id: &str, price: &str, qty: &str) -> String {
     format!(
-        r#"{{"symbol":"BTC-USD","side":"sell","price":"{price}","qty":"{qty}","client_order_id":"{id}"}}"#
+        "{{\"symbol\":\"BTC-USD\",\"side\":\"sell\",\"price\":\"{price}\",\
+         \"qty\":\"{qty}\",\"client_order_id\":\"{id}\"}}"
     )
 }
 
@@ -95,52 +97,8 @@ async fn risk_limits_are_set_enforced_and_cleared() {
         json!({ "account_id": 2, "max_order_qty": "1.5", "max_order_notional": null,
                 "max_open_orders": 1, "price_band_bps": 500 })
     );
-    let big = call(
-        &app,
-        signed(2, Method::POST, "/v1/orders", &sell("a", "101", "2")),
-    )
-    .await;
-    assert_eq!(big.json["code"], "order_qty_over_limit");
-    // The listing's reference (100) stands in for the last trade: 105.01
-    // is outside a 5% band.
-    let far = call(
-        &app,
-        signed(2, Method::POST, "/v1/orders", &sell("a", "105.01", "1")),
-    )
-    .await;
-    assert_eq!(far.json["code"], "price_outside_band");
-    let ok = call(
-        &app,
-        signed(2, Method::POST, "/v1/orders", &sell("a", "105", "1")),
-    )
-    .await;
-    assert_eq!(ok.status, StatusCode::CREATED, "{}", ok.json);
-    let second = call(
-        &app,
-        signed(2, Method::POST, "/v1/orders", &sell("b", "104", "1")),
-    )
-    .await;
-    assert_eq!(second.json["code"], "open_orders_over_limit");
-    let bad = call(
-        &app,
-        admin_with(
-            Method::PUT,
-            "/admin/accounts/2/risk-limits",
-            Some(json!({ "price_band_pct": "0.001" })),
-        ),
-    )
-    .await;
-    assert_eq!(bad.status, StatusCode::BAD_REQUEST, "{}", bad.json);
-    let zero = call(
-        &app,
-        admin_with(
-            Method::PUT,
-            "/admin/accounts/2/risk-limits",
-            Some(json!({ "max_open_orders": 0 })),
-        ),
-    )
-    .await;
-    assert_eq!(zero.json["code"], "invalid_risk_limits");
+    orders_beyond_the_limits_are_refused(&app).await;
+    invalid_limits_are_refused(&app).await;
     let cleared = call(
         &app,
         admin_with(Method::DELETE, "/admin/accounts/2/risk-limits", None),
@@ -186,7 +144,10 @@ async fn mmp_trips_and_the_account_resets_it_itself() {
         .await;
         assert_eq!(placed.status, StatusCode::CREATED, "{}", placed.json);
     }
-    let take = r#"{"symbol":"BTC-USD","side":"buy","price":"101","qty":"2","client_order_id":"t","tif":"ioc"}"#;
+    let take = concat!(
+        r#"{"symbol":"BTC-USD","side":"buy","price":"101","qty":"2","#,
+        r#""client_order_id":"t","tif":"ioc"}"#
+    );
     let taken = call(&app, signed(1, Method::POST, "/v1/orders", take)).await;
     assert_eq!(taken.status, StatusCode::CREATED, "{}", taken.json);
     let open = call(&app, signed(2, Method::GET, "/v1/orders", "")).await;
@@ -257,4 +218,59 @@ async fn an_owner_links_a_sub_account_and_moves_funds_to_it_only() {
     )
     .await;
     assert_eq!(nested.json["code"], "invalid_sub_account");
+}
+
+/// With at most 1.5 per order, one open order and a 5% band: each limit
+/// refuses what exceeds it, and an order within all of them rests.
+async fn orders_beyond_the_limits_are_refused(app: &AppState) {
+    let big = call(
+        app,
+        signed(2, Method::POST, "/v1/orders", &sell("a", "101", "2")),
+    )
+    .await;
+    assert_eq!(big.json["code"], "order_qty_over_limit");
+    // The listing's reference (100) stands in for the last trade: 105.01
+    // is outside a 5% band.
+    let far = call(
+        app,
+        signed(2, Method::POST, "/v1/orders", &sell("a", "105.01", "1")),
+    )
+    .await;
+    assert_eq!(far.json["code"], "price_outside_band");
+    let ok = call(
+        app,
+        signed(2, Method::POST, "/v1/orders", &sell("a", "105", "1")),
+    )
+    .await;
+    assert_eq!(ok.status, StatusCode::CREATED, "{}", ok.json);
+    let second = call(
+        app,
+        signed(2, Method::POST, "/v1/orders", &sell("b", "104", "1")),
+    )
+    .await;
+    assert_eq!(second.json["code"], "open_orders_over_limit");
+}
+
+/// A band finer than a basis point and a zero order count are refused.
+async fn invalid_limits_are_refused(app: &AppState) {
+    let bad = call(
+        app,
+        admin_with(
+            Method::PUT,
+            "/admin/accounts/2/risk-limits",
+            Some(json!({ "price_band_pct": "0.001" })),
+        ),
+    )
+    .await;
+    assert_eq!(bad.status, StatusCode::BAD_REQUEST, "{}", bad.json);
+    let zero = call(
+        app,
+        admin_with(
+            Method::PUT,
+            "/admin/accounts/2/risk-limits",
+            Some(json!({ "max_open_orders": 0 })),
+        ),
+    )
+    .await;
+    assert_eq!(zero.json["code"], "invalid_risk_limits");
 }

@@ -19,7 +19,8 @@ fn put(path: &str, body: Value) -> Request<Body> {
 
 fn sell(id: &str, price: &str, qty: &str) -> String {
     format!(
-        r#"{{"symbol":"BTC-USD","side":"sell","price":"{price}","qty":"{qty}","client_order_id":"{id}"}}"#
+        "{{\"symbol\":\"BTC-USD\",\"side\":\"sell\",\"price\":\"{price}\",\
+         \"qty\":\"{qty}\",\"client_order_id\":\"{id}\"}}"
     )
 }
 

@@ -9,6 +9,7 @@ use serde_json::json;
 use super::auth::sign;
 use super::rest_client::*;
 use super::test_support::funded_node;
+use super::AppState;
 use exchange_node::limits::AUTH_FAILURE_BURST;
 
 /// Failed authentications are charged to the address they came from: past
@@ -179,52 +180,7 @@ async fn admin_and_public_routes() {
         created.json["api_secret"].as_str().unwrap_or(""),
     );
     assert!(key.len() >= 32 && secret.len() >= 64);
-
-    let deposit = call(
-        &app,
-        admin(
-            "/admin/deposits",
-            json!({ "account_id": 3, "asset": "USD", "amount": "250.5" }),
-        ),
-    )
-    .await;
-    assert_eq!(
-        (deposit.status, deposit.json["available"].as_str()),
-        (StatusCode::OK, Some("250.5"))
-    );
-    let nobody = call(
-        &app,
-        admin(
-            "/admin/deposits",
-            json!({ "account_id": 4, "asset": "USD", "amount": "1" }),
-        ),
-    )
-    .await;
-    assert_eq!(
-        (nobody.status, nobody.json["code"].as_str()),
-        (StatusCode::NOT_FOUND, Some("unknown_account"))
-    );
-    let overdraw = call(
-        &app,
-        admin(
-            "/admin/withdrawals",
-            json!({ "account_id": 3, "asset": "USD", "amount": "300" }),
-        ),
-    )
-    .await;
-    assert_eq!(
-        (overdraw.status, overdraw.json["code"].as_str()),
-        (StatusCode::UNPROCESSABLE_ENTITY, Some("insufficient_funds"))
-    );
-    let withdraw = call(
-        &app,
-        admin(
-            "/admin/withdrawals",
-            json!({ "account_id": 3, "asset": "USD", "amount": "50" }),
-        ),
-    )
-    .await;
-    assert_eq!(withdraw.json["total"], "200.5");
+    deposit_and_withdraw_for_the_new_account(&app).await;
 
     // The new key signs at once.
     let timestamp = now();
@@ -239,50 +195,112 @@ async fn admin_and_public_routes() {
         .expect("request");
     assert_eq!(call(&app, request).await.json["account_id"], 3);
 
-    let spec = json!({ "symbol": "ETH-USD", "base": "ETH", "quote": "USD", "tick_size": "0.01", "lot_size": "0.001",
-                       "maker_fee_bps": 0, "taker_fee_bps": 10 });
-    let listed = call(&app, admin("/admin/instruments", spec.clone())).await;
+    list_halt_and_resume_an_instrument(&app).await;
+    public_book_and_trades(&app).await;
+    let doc = call(&app, admin_get("/openapi.json")).await;
+    assert_eq!(doc.json["openapi"], "3.0.3");
+}
+
+/// Account 3 (just created) is credited, refused an overdraft, then debited;
+/// an account that does not exist cannot be credited.
+async fn deposit_and_withdraw_for_the_new_account(app: &AppState) {
+    let deposit = call(
+        app,
+        admin(
+            "/admin/deposits",
+            json!({ "account_id": 3, "asset": "USD", "amount": "250.5" }),
+        ),
+    )
+    .await;
+    assert_eq!(
+        (deposit.status, deposit.json["available"].as_str()),
+        (StatusCode::OK, Some("250.5"))
+    );
+    let nobody = call(
+        app,
+        admin(
+            "/admin/deposits",
+            json!({ "account_id": 4, "asset": "USD", "amount": "1" }),
+        ),
+    )
+    .await;
+    assert_eq!(
+        (nobody.status, nobody.json["code"].as_str()),
+        (StatusCode::NOT_FOUND, Some("unknown_account"))
+    );
+    let overdraw = call(
+        app,
+        admin(
+            "/admin/withdrawals",
+            json!({ "account_id": 3, "asset": "USD", "amount": "300" }),
+        ),
+    )
+    .await;
+    assert_eq!(
+        (overdraw.status, overdraw.json["code"].as_str()),
+        (StatusCode::UNPROCESSABLE_ENTITY, Some("insufficient_funds"))
+    );
+    let withdraw = call(
+        app,
+        admin(
+            "/admin/withdrawals",
+            json!({ "account_id": 3, "asset": "USD", "amount": "50" }),
+        ),
+    )
+    .await;
+    assert_eq!(withdraw.json["total"], "200.5");
+}
+
+/// ETH-USD is listed once (not twice), halted and resumed.
+async fn list_halt_and_resume_an_instrument(app: &AppState) {
+    let spec = json!({ "symbol": "ETH-USD", "base": "ETH", "quote": "USD", "tick_size": "0.01",
+                       "lot_size": "0.001", "maker_fee_bps": 0, "taker_fee_bps": 10 });
+    let listed = call(app, admin("/admin/instruments", spec.clone())).await;
     assert_eq!(
         (listed.status, listed.json["tick_size"].as_str()),
         (StatusCode::CREATED, Some("0.01"))
     );
-    let twice = call(&app, admin("/admin/instruments", spec)).await;
+    let twice = call(app, admin("/admin/instruments", spec)).await;
     assert_eq!(
         (twice.status, twice.json["code"].as_str()),
         (StatusCode::UNPROCESSABLE_ENTITY, Some("instrument_exists"))
     );
-    let halted = call(&app, admin("/admin/instruments/ETH-USD/halt", json!({}))).await;
+    let halted = call(app, admin("/admin/instruments/ETH-USD/halt", json!({}))).await;
     assert_eq!(
         halted.json,
         json!({ "symbol": "ETH-USD", "status": "halted" })
     );
-    let resumed = call(&app, admin("/admin/instruments/ETH-USD/resume", json!({}))).await;
+    let resumed = call(app, admin("/admin/instruments/ETH-USD/resume", json!({}))).await;
     assert_eq!(resumed.json["status"], "trading");
+}
 
-    let list = call(&app, get("/v1/instruments")).await;
+/// The instruments, book and trades, without credentials; unknown or
+/// malformed symbols are unknown instruments.
+async fn public_book_and_trades(app: &AppState) {
+    let list = call(app, get("/v1/instruments")).await;
     assert_eq!(list.json["instruments"].as_array().map(Vec::len), Some(2));
     for (price, qty) in [("99", "1"), ("98", "2"), ("97", "3")] {
         let body =
             format!(r#"{{"symbol":"BTC-USD","side":"buy","price":"{price}","qty":"{qty}"}}"#);
         assert_eq!(
-            call(&app, signed(1, Method::POST, "/v1/orders", &body))
+            call(app, signed(1, Method::POST, "/v1/orders", &body))
                 .await
                 .status,
             StatusCode::CREATED
         );
     }
-    let book = call(&app, get("/v1/markets/BTC-USD/book?depth=2")).await;
+    let book = call(app, get("/v1/markets/BTC-USD/book?depth=2")).await;
     assert_eq!(book.json["bids"], json!([["99", "1"], ["98", "2"]]));
     assert_eq!(book.json["asks"], json!([]));
     assert!(book.json["sequence"].as_u64().is_some_and(|s| s > 0));
     let sell = r#"{"symbol":"BTC-USD","side":"sell","type":"market","qty":"1.5"}"#;
     assert_eq!(
-        call(&app, signed(2, Method::POST, "/v1/orders", sell))
+        call(app, signed(2, Method::POST, "/v1/orders", sell))
             .await
             .status,
         StatusCode::CREATED
     );
-    let trades = call(&app, get("/v1/markets/BTC-USD/trades?limit=1")).await;
+    let trades = call(app, get("/v1/markets/BTC-USD/trades?limit=1")).await;
     assert_eq!(trades.json["trades"].as_array().map(Vec::len), Some(1));
     assert_eq!(
         (
@@ -296,14 +314,12 @@ async fn admin_and_public_routes() {
         "/v1/markets/NOPE-USD/trades",
         "/v1/markets/THIS-SYMBOL-IS-TOO-LONG/book",
     ] {
-        let unknown = call(&app, get(path)).await;
+        let unknown = call(app, get(path)).await;
         assert_eq!(
             (unknown.status, unknown.json["code"].as_str()),
             (StatusCode::NOT_FOUND, Some("unknown_instrument"))
         );
     }
-    let doc = call(&app, admin_get("/openapi.json")).await;
-    assert_eq!(doc.json["openapi"], "3.0.3");
 }
 
 /// `/metrics` and `/openapi.json` need the admin token unless the operator

@@ -167,7 +167,8 @@ pub fn check_timestamp(timestamp: &str, now_ms: u64, window_ms: u64) -> Result<u
         return Err(ApiError::unauthorized(
             "stale_timestamp",
             format!(
-                "the timestamp is more than {MAX_TIMESTAMP_AHEAD_MS} ms ahead of server time ({now_ms} ms)"
+                "the timestamp is more than {MAX_TIMESTAMP_AHEAD_MS} ms ahead of server time \
+                 ({now_ms} ms)"
             ),
         ));
     }

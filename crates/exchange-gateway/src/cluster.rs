@@ -111,6 +111,8 @@ pub async fn replication(
         "state_hash": state_hash,
         "voters": status.voters,
         "urls": app.handle.leader_urls(),
-        "matched": status.matched.iter().map(|(id, index)| json!({"id": id, "index": index})).collect::<Vec<_>>(),
+        "matched": status.matched.iter()
+            .map(|(id, index)| json!({"id": id, "index": index}))
+            .collect::<Vec<_>>(),
     })))
 }

@@ -84,7 +84,10 @@ fn public_key(text: &str) -> Result<String, ApiError> {
         .ok_or_else(|| {
             ApiError::bad_request(
                 "invalid_value",
-                "ed25519_public_key must be a valid 32-byte Ed25519 public key, as 64 hex digits or base64",
+                concat!(
+                    "ed25519_public_key must be a valid 32-byte Ed25519 public key, ",
+                    "as 64 hex digits or base64"
+                ),
             )
         })?;
     if point.is_weak() {

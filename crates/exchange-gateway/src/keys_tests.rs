@@ -187,40 +187,7 @@ async fn revoked_and_rotated_keys_stop_working_at_once() {
     .await;
     let id = key["api_key"].as_str().expect("id").to_string();
 
-    let rotated = call(
-        &app,
-        admin_request(
-            Method::POST,
-            &format!("/admin/keys/{id}/rotate"),
-            Value::Null,
-        ),
-    )
-    .await;
-    assert_eq!(rotated.status, StatusCode::CREATED, "{}", rotated.json);
-    assert_ne!(rotated.json["api_key"], key["api_key"]);
-    assert_ne!(rotated.json["api_secret"], key["api_secret"]);
-    assert_eq!(rotated.json["label"], "bot");
-    assert_eq!(rotated.json["scopes"], json!(["read", "trade"]));
-    let old = call(&app, hmac(&key, Method::GET, "/v1/balances", "")).await;
-    assert_eq!(
-        code(&old),
-        (StatusCode::UNAUTHORIZED, Some("invalid_api_key"))
-    );
-    let new = call(&app, hmac(&rotated.json, Method::GET, "/v1/balances", "")).await;
-    assert_eq!(new.status, StatusCode::OK);
-
-    // A rotation's body is held to the body limit like any other.
-    let huge = json!({ "ed25519_public_key": "a".repeat(20_000) });
-    let refused = call(
-        &app,
-        admin_request(Method::POST, &format!("/admin/keys/{id}/rotate"), huge),
-    )
-    .await;
-    assert_eq!(
-        code(&refused),
-        (StatusCode::PAYLOAD_TOO_LARGE, Some("body_too_large"))
-    );
-
+    let rotated = rotate_with_the_label_and_scopes(&app, &key, &id).await;
     let listed = call(
         &app,
         admin_request(Method::GET, "/admin/accounts/1/keys", Value::Null),
@@ -253,21 +220,7 @@ async fn revoked_and_rotated_keys_stop_working_at_once() {
         code(&again),
         (StatusCode::NOT_FOUND, Some("unknown_api_key"))
     );
-    // An id longer than any key's never reaches the log.
-    let long = "k".repeat(2_000);
-    let position = || async { node.pipeline.handle.position().await.expect("position") };
-    let before = position().await;
-    for (method, path) in [
-        (Method::DELETE, format!("/admin/keys/{long}")),
-        (Method::POST, format!("/admin/keys/{long}/rotate")),
-    ] {
-        let refused = call(&app, admin_request(method, &path, Value::Null)).await;
-        assert_eq!(
-            code(&refused),
-            (StatusCode::NOT_FOUND, Some("unknown_api_key"))
-        );
-    }
-    assert_eq!(position().await, before);
+    over_long_key_ids_never_reach_the_log(&app, &node).await;
 }
 
 #[tokio::test]
@@ -501,4 +454,62 @@ async fn websockets_take_ed25519_keys_and_hold_keys_to_scope_and_address() {
                        "signature": signature });
     let seen = ws_reply(addr, auth, None).await;
     assert_eq!(seen[0]["code"], "address_not_allowed", "{seen:?}");
+}
+
+/// The rotated key keeps the label and scopes under a new id and secret;
+/// the old key stops working at once. Returns the rotated key.
+async fn rotate_with_the_label_and_scopes(app: &AppState, key: &Value, id: &str) -> Reply {
+    let rotated = call(
+        app,
+        admin_request(
+            Method::POST,
+            &format!("/admin/keys/{id}/rotate"),
+            Value::Null,
+        ),
+    )
+    .await;
+    assert_eq!(rotated.status, StatusCode::CREATED, "{}", rotated.json);
+    assert_ne!(rotated.json["api_key"], key["api_key"]);
+    assert_ne!(rotated.json["api_secret"], key["api_secret"]);
+    assert_eq!(rotated.json["label"], "bot");
+    assert_eq!(rotated.json["scopes"], json!(["read", "trade"]));
+    let old = call(app, hmac(key, Method::GET, "/v1/balances", "")).await;
+    assert_eq!(
+        code(&old),
+        (StatusCode::UNAUTHORIZED, Some("invalid_api_key"))
+    );
+    let new = call(app, hmac(&rotated.json, Method::GET, "/v1/balances", "")).await;
+    assert_eq!(new.status, StatusCode::OK);
+
+    // A rotation's body is held to the body limit like any other.
+    let huge = json!({ "ed25519_public_key": "a".repeat(20_000) });
+    let refused = call(
+        app,
+        admin_request(Method::POST, &format!("/admin/keys/{id}/rotate"), huge),
+    )
+    .await;
+    assert_eq!(
+        code(&refused),
+        (StatusCode::PAYLOAD_TOO_LARGE, Some("body_too_large"))
+    );
+    rotated
+}
+
+/// An id longer than any key's is unknown to revocation and rotation
+/// alike, and never reaches the log.
+async fn over_long_key_ids_never_reach_the_log(app: &AppState, node: &TestNode) {
+    let long = "k".repeat(2_000);
+    let position = || async { node.pipeline.handle.position().await.expect("position") };
+    let before = position().await;
+    for (method, path) in [
+        (Method::DELETE, format!("/admin/keys/{long}")),
+        (Method::POST, format!("/admin/keys/{long}/rotate")),
+    ] {
+        let refused = call(app, admin_request(method, &path, Value::Null)).await;
+        assert_eq!(
+            code(&refused),
+            (StatusCode::NOT_FOUND, Some("unknown_api_key"))
+        );
+    }
+    assert_eq!(position().await, before);
 }

@@ -188,11 +188,32 @@ impl AppState {
 }
 
 pub fn router(app: AppState) -> Router {
-    Router::new()
+    let routes = Router::new()
         .route("/health", get(health))
         .route("/ready", get(ready))
         .route("/metrics", get(guarded_metrics))
-        .route("/openapi.json", get(guarded_openapi))
+        .route("/openapi.json", get(guarded_openapi));
+    account_routes(admin_routes(routes))
+        .route("/v1/instruments", get(public::instruments))
+        .route("/v1/markets/{symbol}/book", get(public::book))
+        .route("/v1/markets/{symbol}/trades", get(public::trades))
+        .route("/v1/markets/{symbol}/status", get(public::status))
+        .route("/v1/markets/{symbol}/candles", get(records::candles))
+        .route("/v1/ws", get(ws::handler))
+        .merge(ui::routes())
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(middleware::from_fn_with_state(
+            app.clone(),
+            listener::body_deadline,
+        ))
+        .layer(middleware::from_fn_with_state(app.clone(), gate))
+        .with_state(app)
+}
+
+/// The operator's routes, behind the admin token.
+fn admin_routes(routes: Router<AppState>) -> Router<AppState> {
+    routes
         .route("/admin/accounts", post(admin::create_account))
         .route(
             "/admin/accounts/{account_id}/keys",
@@ -237,12 +258,17 @@ pub fn router(app: AppState) -> Router {
             post(admin_risk::admin_reset_mmp),
         )
         .route(
-            "/v1/mmp/{symbol}/reset",
-            post(admin_risk::account_reset_mmp),
-        )
-        .route(
             "/admin/accounts/{account}/sub-accounts",
             post(admin_risk::link_sub_account),
+        )
+}
+
+/// The signed routes of an account: its orders, fills, balances, keys and funds.
+fn account_routes(routes: Router<AppState>) -> Router<AppState> {
+    routes
+        .route(
+            "/v1/mmp/{symbol}/reset",
+            post(admin_risk::account_reset_mmp),
         )
         .route("/v1/transfers", post(admin_risk::internal_transfer))
         .route(
@@ -266,21 +292,6 @@ pub fn router(app: AppState) -> Router {
         .route("/v1/keys", post(keys::own_create).get(keys::own_list))
         .route("/v1/keys/{key_id}", delete(keys::own_revoke))
         .route("/v1/keys/{key_id}/rotate", post(keys::own_rotate))
-        .route("/v1/instruments", get(public::instruments))
-        .route("/v1/markets/{symbol}/book", get(public::book))
-        .route("/v1/markets/{symbol}/trades", get(public::trades))
-        .route("/v1/markets/{symbol}/status", get(public::status))
-        .route("/v1/markets/{symbol}/candles", get(records::candles))
-        .route("/v1/ws", get(ws::handler))
-        .merge(ui::routes())
-        .fallback(not_found)
-        .method_not_allowed_fallback(method_not_allowed)
-        .layer(middleware::from_fn_with_state(
-            app.clone(),
-            listener::body_deadline,
-        ))
-        .layer(middleware::from_fn_with_state(app.clone(), gate))
-        .with_state(app)
 }
 
 /// The `[http] metrics_bind` listener: `/metrics`, `/openapi.json` and

@@ -69,29 +69,57 @@ async fn a_public_socket_subscribes_without_credentials() {
         .await
         .expect("connect");
 
-    send(&mut ws, json!({ "type": "subscribe", "channel": "ticker", "symbols": ["BTC-USD"], "request_id": 7 })).await;
-    let ack = next_json(&mut ws).await.expect("ack");
+    subscribes_to_the_ticker(&mut ws).await;
+    refuses_what_a_public_socket_cannot_do(&mut ws).await;
+    subscribes_to_candles(&mut ws).await;
+    ticker_and_candles_follow_trades(&mut ws, &handle).await;
+    candles_over_rest(&app).await;
+
+    send(
+        &mut ws,
+        json!({ "type": "unsubscribe", "channel": "ticker", "symbols": ["BTC-USD"] }),
+    )
+    .await;
+    assert_eq!(next_of(&mut ws, "unsubscribed").await["channel"], "ticker");
+    service.shutdown().await;
+}
+
+/// Without credentials: acknowledged, then the current ticker (no bid yet).
+async fn subscribes_to_the_ticker(ws: &mut Ws) {
+    send(
+        ws,
+        json!({ "type": "subscribe", "channel": "ticker", "symbols": ["BTC-USD"],
+            "request_id": 7 }),
+    )
+    .await;
+    let ack = next_json(ws).await.expect("ack");
     assert_eq!(
         ack,
-        json!({ "type": "subscribed", "channel": "ticker", "symbols": ["BTC-USD"], "request_id": 7 })
+        json!({ "type": "subscribed", "channel": "ticker", "symbols": ["BTC-USD"],
+            "request_id": 7 })
     );
-    let ticker = next_json(&mut ws).await.expect("the current ticker");
+    let ticker = next_json(ws).await.expect("the current ticker");
     assert_eq!(
         (ticker["type"].as_str(), ticker["best_bid"].clone()),
         (Some("ticker"), Value::Null)
     );
+}
 
+/// Order entry and malformed subscriptions are refused, each naming why.
+async fn refuses_what_a_public_socket_cannot_do(ws: &mut Ws) {
     let refusals = [
         (
             json!({ "type": "place", "request_id": 1, "symbol": "BTC-USD" }),
             "auth_required",
         ),
         (
-            json!({ "type": "subscribe", "request_id": 2, "channel": "book", "symbols": ["BTC-USD"] }),
+            json!({ "type": "subscribe", "request_id": 2, "channel": "book",
+                "symbols": ["BTC-USD"] }),
             "unsupported",
         ),
         (
-            json!({ "type": "subscribe", "request_id": 3, "channel": "level2", "symbols": ["NOPE-USD"] }),
+            json!({ "type": "subscribe", "request_id": 3, "channel": "level2",
+                "symbols": ["NOPE-USD"] }),
             "unknown_instrument",
         ),
         (
@@ -99,7 +127,8 @@ async fn a_public_socket_subscribes_without_credentials() {
             "invalid_value",
         ),
         (
-            json!({ "type": "subscribe", "request_id": 5, "channel": "trades", "symbols": ["BTC-USD"], "interval": "1m" }),
+            json!({ "type": "subscribe", "request_id": 5, "channel": "trades",
+                "symbols": ["BTC-USD"], "interval": "1m" }),
             "invalid_value",
         ),
         (
@@ -109,31 +138,43 @@ async fn a_public_socket_subscribes_without_credentials() {
     ];
     for (message, code) in refusals {
         let id = message["request_id"].clone();
-        send(&mut ws, message).await;
-        let refusal = next_of(&mut ws, "error").await;
+        send(ws, message).await;
+        let refusal = next_of(ws, "error").await;
         assert_eq!(
             (refusal["code"].as_str(), &refusal["request_id"]),
             (Some(code), &id),
             "{refusal}"
         );
     }
+}
 
-    send(&mut ws, json!({ "type": "subscribe", "channel": "candles", "interval": "5m", "symbols": ["BTC-USD"] })).await;
-    let ack = next_of(&mut ws, "subscribed").await;
+/// Candles of an interval; heartbeats carry the sequence.
+async fn subscribes_to_candles(ws: &mut Ws) {
+    send(
+        ws,
+        json!({ "type": "subscribe", "channel": "candles", "interval": "5m",
+            "symbols": ["BTC-USD"] }),
+    )
+    .await;
+    let ack = next_of(ws, "subscribed").await;
     assert_eq!(
         (ack["channel"].as_str(), ack["interval"].as_str()),
         (Some("candles"), Some("5m"))
     );
-    let heartbeat = next_of(&mut ws, "heartbeat").await;
+    let heartbeat = next_of(ws, "heartbeat").await;
     assert!(heartbeat["sequence"].is_u64(), "{heartbeat}");
+}
 
-    drive(&handle, workload(400, 11)).await;
-    let core = snapshot(&handle).await.expect("state");
+/// After a workload, the ticker shows the core's best prices and a
+/// candle of the subscribed interval has come.
+async fn ticker_and_candles_follow_trades(ws: &mut Ws, handle: &exchange_node::Handle) {
+    drive(handle, workload(400, 11)).await;
+    let core = snapshot(handle).await.expect("state");
     let btc = &core.instruments[0];
     assert!(btc.sequences.trades > 0, "the workload traded");
     let (mut ticker, mut candle) = (Value::Null, Value::Null);
     while ticker["sequence"].as_u64() != Some(btc.sequences.book) {
-        let message = next_json(&mut ws).await.expect("socket open");
+        let message = next_json(ws).await.expect("socket open");
         match message["type"].as_str() {
             Some("ticker") => ticker = message,
             Some("candle") => candle = message,
@@ -157,34 +198,30 @@ async fn a_public_socket_subscribes_without_credentials() {
         (candle["interval"].as_str(), candle["symbol"].as_str()),
         (Some("5m"), Some("BTC-USD"))
     );
+}
 
-    let (status, candles) = get(&app, "/v1/markets/BTC-USD/candles?interval=1m&limit=5").await;
+/// The REST candles of the traded instrument, its refusals, and the
+/// subscriber counted in the metrics.
+async fn candles_over_rest(app: &AppState) {
+    let (status, candles) = get(app, "/v1/markets/BTC-USD/candles?interval=1m&limit=5").await;
     assert_eq!(status, 200, "{candles}");
     let list = candles["candles"].as_array().expect("candles");
     assert!(!list.is_empty() && list.len() <= 5);
     assert!(list
         .iter()
         .all(|c| c["trades"].as_u64().is_some_and(|t| t > 0)));
-    let (status, none) = get(&app, "/v1/markets/BTC-USD/candles?interval=1d&end=1").await;
+    let (status, none) = get(app, "/v1/markets/BTC-USD/candles?interval=1d&end=1").await;
     assert_eq!((status, none["candles"].clone()), (200, json!([])));
     assert_eq!(
-        get(&app, "/v1/markets/BTC-USD/candles?interval=2m").await.1["code"],
+        get(app, "/v1/markets/BTC-USD/candles?interval=2m").await.1["code"],
         "invalid_query"
     );
-    assert_eq!(get(&app, "/v1/markets/NOPE-USD/candles").await.0, 404);
-    let (_, metrics) = get_text(&app, "/metrics").await;
+    assert_eq!(get(app, "/v1/markets/NOPE-USD/candles").await.0, 404);
+    let (_, metrics) = get_text(app, "/metrics").await;
     assert!(
         metrics.contains("exchange_marketdata_subscribers 1"),
         "{metrics}"
     );
-
-    send(
-        &mut ws,
-        json!({ "type": "unsubscribe", "channel": "ticker", "symbols": ["BTC-USD"] }),
-    )
-    .await;
-    assert_eq!(next_of(&mut ws, "unsubscribed").await["channel"], "ticker");
-    service.shutdown().await;
 }
 
 /// The status over REST and the `status` channel agree; instruments list
@@ -201,7 +238,12 @@ async fn the_status_route_and_channel_tell_the_phase_and_the_auction() {
     let (mut ws, _) = tokio_tungstenite::connect_async(format!("ws://{addr}/v1/ws"))
         .await
         .expect("connect");
-    send(&mut ws, json!({ "type": "subscribe", "channel": "status", "symbols": ["BTC-USD"], "request_id": 1 })).await;
+    send(
+        &mut ws,
+        json!({ "type": "subscribe", "channel": "status", "symbols": ["BTC-USD"],
+            "request_id": 1 }),
+    )
+    .await;
     assert_eq!(next_of(&mut ws, "subscribed").await["channel"], "status");
     let first = next_of(&mut ws, "status").await;
     assert_eq!(
@@ -209,13 +251,7 @@ async fn the_status_route_and_channel_tell_the_phase_and_the_auction() {
         (Some("continuous"), Some(0))
     );
 
-    for line in [
-        r#"{"cmd":"set_phase","symbol":"BTC-USD","phase":"closing_call"}"#,
-        r#"{"cmd":"place","account":1,"client_order_id":"p1","symbol":"BTC-USD","side":"buy","type":"limit","price":"101","qty":"2"}"#,
-        r#"{"cmd":"place","account":2,"client_order_id":"p2","symbol":"BTC-USD","side":"sell","type":"limit","price":"100","qty":"1"}"#,
-    ] {
-        submit(&handle, line).await;
-    }
+    enter_the_closing_call_with_a_cross(&handle).await;
     let in_call = loop {
         let msg = next_of(&mut ws, "status").await;
         if !msg["indicative"].is_null() {
@@ -257,4 +293,22 @@ async fn the_status_route_and_channel_tell_the_phase_and_the_auction() {
         (404, Some("unknown_instrument"))
     );
     service.shutdown().await;
+}
+
+/// The closing call, with a buy of 2 at 101 and a sell of 1 at 100: they
+/// cross, leaving 1 to buy.
+async fn enter_the_closing_call_with_a_cross(handle: &exchange_node::Handle) {
+    for line in [
+        r#"{"cmd":"set_phase","symbol":"BTC-USD","phase":"closing_call"}"#,
+        concat!(
+            r#"{"cmd":"place","account":1,"client_order_id":"p1","symbol":"BTC-USD","#,
+            r#""side":"buy","type":"limit","price":"101","qty":"2"}"#
+        ),
+        concat!(
+            r#"{"cmd":"place","account":2,"client_order_id":"p2","symbol":"BTC-USD","#,
+            r#""side":"sell","type":"limit","price":"100","qty":"1"}"#
+        ),
+    ] {
+        submit(handle, line).await;
+    }
 }

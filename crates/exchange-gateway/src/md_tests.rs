@@ -14,10 +14,11 @@ use serde_json::Value;
 use tower::ServiceExt;
 
 use crate::md_test_support::{
-    app, drive, next_json, node, serve, workload, ws_subscribe, Level2Books, DEADLINE, SYMBOLS,
+    app, drive, next_json, node, serve, workload, ws_subscribe, Level2Books, Ws, DEADLINE, SYMBOLS,
 };
 
-use crate::router;
+use crate::{router, AppState};
+use exchange_marketdata::InstrumentSequences;
 use exchange_marketdata_service::*;
 use exchange_node::config::MarketDataConfig;
 
@@ -28,14 +29,7 @@ async fn books_rebuilt_from_websocket_and_binary_feed_equal_the_core() {
     let feed_port = std::net::UdpSocket::bind("127.0.0.1:0")
         .and_then(|s| s.local_addr())
         .expect("a free port");
-    let config = MarketDataConfig {
-        feed_targets: vec![feed_port],
-        retransmit_listen: Some("127.0.0.1:0".parse().expect("address")),
-        max_packet_bytes: 600,
-        heartbeat_ms: 50,
-        ..MarketDataConfig::default()
-    };
-    let service = start(handle.clone(), &config)
+    let service = start(handle.clone(), &feed_config(feed_port))
         .await
         .expect("market data starts");
     let app = app(&handle, &service);
@@ -49,76 +43,20 @@ async fn books_rebuilt_from_websocket_and_binary_feed_equal_the_core() {
         "{ack}"
     );
 
-    let client_config = ClientConfig {
-        listen: feed_port,
-        multicast: None,
-        service: service.retransmit_addr.expect("retransmission address"),
-        drop_one_in: 4,
-        seed: 42,
-    };
-    let mut feed = tokio::task::spawn_blocking(move || FeedClient::connect(&client_config))
-        .await
-        .expect("joined")
-        .expect("feed client connects");
+    let feed = lossy_feed_client(feed_port, &service).await;
 
     drive(&handle, workload(2_500, 9)).await;
     let core = snapshot(&handle).await.expect("core state");
-    let targets: BTreeMap<String, exchange_marketdata::InstrumentSequences> = core
+    let targets: BTreeMap<String, InstrumentSequences> = core
         .instruments
         .iter()
         .map(|i| (i.symbol.to_string(), i.sequences))
         .collect();
     let target = move |symbol: &str| targets[symbol];
 
-    let mut books = Level2Books::default();
-    books.apply(&next_json(&mut level2).await.expect("first snapshot"));
-    while SYMBOLS
-        .iter()
-        .any(|s| books.view(s).map(|v| v.0) != Some(target(s).book))
-    {
-        books.apply(&next_json(&mut level2).await.expect("level2 stream"));
-    }
-    let mut last_trade: BTreeMap<String, u64> = BTreeMap::new();
-    while SYMBOLS
-        .iter()
-        .any(|s| last_trade.get(*s).copied().unwrap_or(0) != target(s).trades)
-    {
-        let msg = next_json(&mut trades).await.expect("trades stream");
-        if msg["type"] == "trade" {
-            let last = last_trade
-                .entry(msg["symbol"].as_str().expect("symbol").to_owned())
-                .or_default();
-            assert_eq!(
-                msg["sequence"].as_u64(),
-                Some(*last + 1),
-                "trade gap at {msg}"
-            );
-            *last += 1;
-        }
-    }
-
-    let feed = tokio::task::spawn_blocking(move || {
-        let started = Instant::now();
-        let caught_up = |feed: &FeedClient| {
-            SYMBOLS.iter().all(|s| {
-                feed.books()
-                    .by_symbol(s)
-                    .is_some_and(|b| b.book_seq == target(s).book && b.consistent)
-            })
-        };
-        while !caught_up(&feed) {
-            assert!(
-                started.elapsed() < DEADLINE,
-                "feed stuck at {}: {:?}",
-                feed.next_seq(),
-                feed.stats()
-            );
-            feed.poll(Duration::from_millis(100)).expect("feed");
-        }
-        feed
-    })
-    .await
-    .expect("feed client");
+    let books = level2_books_up_to(&mut level2, &target).await;
+    read_gapless_trades_up_to(&mut trades, &target).await;
+    let feed = feed_caught_up(feed, target).await;
 
     for inst in &core.instruments {
         let symbol = inst.symbol.as_str();
@@ -139,19 +77,7 @@ async fn books_rebuilt_from_websocket_and_binary_feed_equal_the_core() {
             "binary feed {symbol}"
         );
         assert_eq!(rebuilt.trade_seq, inst.sequences.trades);
-        let rest = router(app.clone())
-            .oneshot(
-                axum::http::Request::get(format!("/v1/markets/{symbol}/book?depth=1000"))
-                    .body(Body::empty())
-                    .expect("request"),
-            )
-            .await
-            .expect("response");
-        let bytes = http_body_util::BodyExt::collect(rest.into_body())
-            .await
-            .expect("body")
-            .to_bytes();
-        let rest: Value = serde_json::from_slice(&bytes).expect("json");
+        let rest = rest_book(&app, symbol).await;
         assert_eq!(
             rest["sequence"].as_u64(),
             Some(inst.sequences.book),
@@ -168,4 +94,120 @@ async fn books_rebuilt_from_websocket_and_binary_feed_equal_the_core() {
         "recovered by retransmission alone: {stats:?}"
     );
     service.shutdown().await;
+}
+
+/// Small packets and frequent heartbeats: the feed spans many packets.
+fn feed_config(feed_port: std::net::SocketAddr) -> MarketDataConfig {
+    MarketDataConfig {
+        feed_targets: vec![feed_port],
+        retransmit_listen: Some("127.0.0.1:0".parse().expect("address")),
+        max_packet_bytes: 600,
+        heartbeat_ms: 50,
+        ..MarketDataConfig::default()
+    }
+}
+
+/// A feed client on `feed_port` that drops one packet in four, to be
+/// recovered from `service` by retransmission.
+async fn lossy_feed_client(
+    feed_port: std::net::SocketAddr,
+    service: &MarketDataService,
+) -> FeedClient {
+    let client_config = ClientConfig {
+        listen: feed_port,
+        multicast: None,
+        service: service.retransmit_addr.expect("retransmission address"),
+        drop_one_in: 4,
+        seed: 42,
+    };
+    tokio::task::spawn_blocking(move || FeedClient::connect(&client_config))
+        .await
+        .expect("joined")
+        .expect("feed client connects")
+}
+
+/// Reads the level2 channel until every book reaches the core's sequence.
+async fn level2_books_up_to(
+    level2: &mut Ws,
+    target: &impl Fn(&str) -> InstrumentSequences,
+) -> Level2Books {
+    let mut books = Level2Books::default();
+    books.apply(&next_json(level2).await.expect("first snapshot"));
+    while SYMBOLS
+        .iter()
+        .any(|s| books.view(s).map(|v| v.0) != Some(target(s).book))
+    {
+        books.apply(&next_json(level2).await.expect("level2 stream"));
+    }
+    books
+}
+
+/// Reads the trades channel until every instrument reaches the core's
+/// trade sequence, checking that none is skipped.
+async fn read_gapless_trades_up_to(trades: &mut Ws, target: &impl Fn(&str) -> InstrumentSequences) {
+    let mut last_trade: BTreeMap<String, u64> = BTreeMap::new();
+    while SYMBOLS
+        .iter()
+        .any(|s| last_trade.get(*s).copied().unwrap_or(0) != target(s).trades)
+    {
+        let msg = next_json(trades).await.expect("trades stream");
+        if msg["type"] == "trade" {
+            let last = last_trade
+                .entry(msg["symbol"].as_str().expect("symbol").to_owned())
+                .or_default();
+            assert_eq!(
+                msg["sequence"].as_u64(),
+                Some(*last + 1),
+                "trade gap at {msg}"
+            );
+            *last += 1;
+        }
+    }
+}
+
+/// Polls the binary feed until every book it rebuilt reaches the core's
+/// sequence, consistent.
+async fn feed_caught_up(
+    mut feed: FeedClient,
+    target: impl Fn(&str) -> InstrumentSequences + Send + 'static,
+) -> FeedClient {
+    tokio::task::spawn_blocking(move || {
+        let started = Instant::now();
+        let caught_up = |feed: &FeedClient| {
+            SYMBOLS.iter().all(|s| {
+                feed.books()
+                    .by_symbol(s)
+                    .is_some_and(|b| b.book_seq == target(s).book && b.consistent)
+            })
+        };
+        while !caught_up(&feed) {
+            assert!(
+                started.elapsed() < DEADLINE,
+                "feed stuck at {}: {:?}",
+                feed.next_seq(),
+                feed.stats()
+            );
+            feed.poll(Duration::from_millis(100)).expect("feed");
+        }
+        feed
+    })
+    .await
+    .expect("feed client")
+}
+
+/// The REST book of `symbol`, at full depth.
+async fn rest_book(app: &AppState, symbol: &str) -> Value {
+    let rest = router(app.clone())
+        .oneshot(
+            axum::http::Request::get(format!("/v1/markets/{symbol}/book?depth=1000"))
+                .body(Body::empty())
+                .expect("request"),
+        )
+        .await
+        .expect("response");
+    let bytes = http_body_util::BodyExt::collect(rest.into_body())
+        .await
+        .expect("body")
+        .to_bytes();
+    serde_json::from_slice(&bytes).expect("json")
 }

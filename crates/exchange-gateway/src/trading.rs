@@ -1,5 +1,6 @@
 //! Signed trading routes under `/v1`: order entry (scope `trade`), the
-//! account's balances (`read`) and withdrawals (`transfer`) (its orders and fills: [`super::records`]). Every handler acts for the account the
+//! account's balances (`read`) and withdrawals (`transfer`) (its orders and
+//! fills: [`super::records`]). Every handler acts for the account the
 //! signature proves; another account's orders are indistinguishable from
 //! orders that do not exist.
 
@@ -83,7 +84,8 @@ pub async fn balances(State(app): State<AppState>, signed: Signed) -> Reply {
         .await?
         .into_iter()
         .map(|b| {
-            json!({ "asset": b.asset.as_str(), "total": format_units(b.total), "available": format_units(b.available) })
+            json!({ "asset": b.asset.as_str(), "total": format_units(b.total),
+                "available": format_units(b.available) })
         })
         .collect();
     Ok(Json(json!({ "account_id": account, "balances": balances })))

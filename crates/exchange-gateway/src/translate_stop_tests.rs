@@ -61,7 +61,10 @@ fn stop_fields_become_the_commands_ext() {
 
 #[test]
 fn conflicting_or_malformed_stop_fields_are_refused_at_the_edge() {
-    let both = r#"{"symbol":"BTC-USD","side":"sell","type":"stop","qty":"1","trailing_bps":1,"trailing_amount":"1"}"#;
+    let both = concat!(
+        r#"{"symbol":"BTC-USD","side":"sell","type":"stop","qty":"1","#,
+        r#""trailing_bps":1,"trailing_amount":"1"}"#
+    );
     assert_eq!(place_from(7, both).unwrap_err().code, "invalid_value");
     let bad = r#"{"symbol":"BTC-USD","side":"sell","type":"stop","qty":"1","stop_price":"x"}"#;
     assert_eq!(place_from(7, bad).unwrap_err().code, "invalid_decimal");
@@ -71,7 +74,10 @@ fn conflicting_or_malformed_stop_fields_are_refused_at_the_edge() {
 
 #[test]
 fn websocket_entry_reads_the_stop_fields_on_its_fast_path() {
-    let text = r#"{"type":"place","request_id":1,"symbol":"BTC-USD","side":"buy","order_type":"stop","qty":"1","stop_price":"101"}"#;
+    let text = concat!(
+        r#"{"type":"place","request_id":1,"symbol":"BTC-USD","side":"buy","#,
+        r#""order_type":"stop","qty":"1","stop_price":"101"}"#
+    );
     let (_, command) = ws_order_entry(7, text).expect("fast path");
     assert_eq!(ext_of(&command).stop_price, Some(Dec::new(101, 0)));
     // A cancel with a place's stop field is left to the general path.
@@ -92,7 +98,10 @@ fn the_private_stream_shows_a_stop_accepted_then_triggered() {
         let out = apply(&mut engine, stamped.command);
         assert!(rejection(&out).is_none(), "{line}: {out:?}");
     }
-    let stop = r#"{"symbol":"BTC-USD","side":"buy","type":"stop","qty":"0.1","stop_price":"101","client_order_id":"sb"}"#;
+    let stop = concat!(
+        r#"{"symbol":"BTC-USD","side":"buy","type":"stop","qty":"0.1","stop_price":"101","#,
+        r#""client_order_id":"sb"}"#
+    );
     let events = apply(&mut engine, place_from(1, stop).unwrap());
     assert!(rejection(&events).is_none(), "{events:?}");
     let accepted = private_messages(&events, 1);
@@ -138,7 +147,10 @@ fn a_good_till_date_order_is_announced_with_its_expiry() {
         );
     }
     out.clear();
-    let gtd = r#"{"symbol":"BTC-USD","side":"buy","price":"90","qty":"0.1","tif":"gtd","expire_ts":5000}"#;
+    let gtd = concat!(
+        r#"{"symbol":"BTC-USD","side":"buy","price":"90","qty":"0.1","#,
+        r#""tif":"gtd","expire_ts":5000}"#
+    );
     engine.apply(
         &Stamped {
             ts: 2,

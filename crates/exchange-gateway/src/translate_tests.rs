@@ -80,36 +80,7 @@ fn place_defaults_follow_the_replay_format() {
 
 #[test]
 fn malformed_place_requests_name_the_problem() {
-    assert_eq!(
-        code(place_from(
-            r#"{"symbol":"BTC-USD","side":"buy","price":"1e3","qty":"1"}"#
-        )),
-        "invalid_decimal"
-    );
-    assert_eq!(
-        code(place_from(
-            r#"{"symbol":"BTC-USD","side":"buy","price":"1","qty":""}"#
-        )),
-        "invalid_decimal"
-    );
-    assert_eq!(
-        code(place_from(
-            r#"{"symbol":"BTC-USD","side":"buy","price":1.5,"qty":"1"}"#
-        )),
-        "invalid_type"
-    );
-    assert_eq!(
-        code(place_from(
-            r#"{"symbol":"BTC-USD","side":"up","price":"1","qty":"1"}"#
-        )),
-        "invalid_value"
-    );
-    assert_eq!(
-        code(place_from(
-            r#"{"symbol":"BTC-USD","side":"buy","tif":"gtx","qty":"1"}"#
-        )),
-        "invalid_value"
-    );
+    values_of_the_wrong_form_are_named();
     assert_eq!(
         code(place_from(
             r#"{"symbol":"BTC-USD","side":"buy","pirce":"1","qty":"1"}"#
@@ -153,6 +124,40 @@ fn malformed_place_requests_name_the_problem() {
             r#"{"symbol":"NOPE","side":"buy","price":"1","qty":"0"}"#
         )),
         "ok"
+    );
+}
+
+/// Decimals, types and enumerations not as the protocol has them.
+fn values_of_the_wrong_form_are_named() {
+    assert_eq!(
+        code(place_from(
+            r#"{"symbol":"BTC-USD","side":"buy","price":"1e3","qty":"1"}"#
+        )),
+        "invalid_decimal"
+    );
+    assert_eq!(
+        code(place_from(
+            r#"{"symbol":"BTC-USD","side":"buy","price":"1","qty":""}"#
+        )),
+        "invalid_decimal"
+    );
+    assert_eq!(
+        code(place_from(
+            r#"{"symbol":"BTC-USD","side":"buy","price":1.5,"qty":"1"}"#
+        )),
+        "invalid_type"
+    );
+    assert_eq!(
+        code(place_from(
+            r#"{"symbol":"BTC-USD","side":"up","price":"1","qty":"1"}"#
+        )),
+        "invalid_value"
+    );
+    assert_eq!(
+        code(place_from(
+            r#"{"symbol":"BTC-USD","side":"buy","tif":"gtx","qty":"1"}"#
+        )),
+        "invalid_value"
     );
 }
 
@@ -338,7 +343,8 @@ fn the_private_stream_tells_an_account_its_protection_tripped() {
     assert_eq!(private_messages(&events, 2)[0]["state"], "set");
     for id in ["a1", "a2", "a3"] {
         let ask = format!(
-            r#"{{"symbol":"BTC-USD","side":"sell","price":"100","qty":"0.1","client_order_id":"{id}"}}"#
+            "{{\"symbol\":\"BTC-USD\",\"side\":\"sell\",\"price\":\"100\",\"qty\":\"0.1\",\
+             \"client_order_id\":\"{id}\"}}"
         );
         engine_events(&mut engine, translate_place(2, &ask).unwrap());
     }
@@ -405,6 +411,29 @@ async fn responses_carry_the_order_and_its_fills() {
     );
     assert_eq!(fills[0]["order_id"], taken["order_id"]);
 
+    replace_below_what_has_filled_is_refused(handle, ask_id).await;
+
+    // Another account cannot touch the order: it does not exist for them.
+    let foreign = execute(handle, cancel(1, OrderRef::Id(ask_id)))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        (foreign.status.as_u16(), foreign.code),
+        (404, "unknown_order")
+    );
+
+    let canceled = execute(handle, cancel(2, OrderRef::Id(ask_id)))
+        .await
+        .unwrap();
+    assert_eq!(
+        (canceled["status"].as_str(), canceled["order_id"].as_u64()),
+        (Some("canceled"), Some(ask_id))
+    );
+    mass_cancel_of_an_account_or_none(handle).await;
+}
+
+/// The partly filled ask may grow to 0.5 but not shrink below the 0.3 filled.
+async fn replace_below_what_has_filled_is_refused(handle: &Handle, ask_id: u64) {
     let replaced = execute(
         handle,
         replace(
@@ -439,24 +468,11 @@ async fn responses_carry_the_order_and_its_fills() {
         (refused.status.as_u16(), refused.code),
         (422, "replace_below_filled")
     );
+}
 
-    // Another account cannot touch the order: it does not exist for them.
-    let foreign = execute(handle, cancel(1, OrderRef::Id(ask_id)))
-        .await
-        .unwrap_err();
-    assert_eq!(
-        (foreign.status.as_u16(), foreign.code),
-        (404, "unknown_order")
-    );
-
-    let canceled = execute(handle, cancel(2, OrderRef::Id(ask_id)))
-        .await
-        .unwrap();
-    assert_eq!(
-        (canceled["status"].as_str(), canceled["order_id"].as_u64()),
-        (Some("canceled"), Some(ask_id))
-    );
-
+/// Mass cancel: the account's open bids, nothing for an account without
+/// orders, and an unknown instrument refused.
+async fn mass_cancel_of_an_account_or_none(handle: &Handle) {
     for price in ["95", "96"] {
         let body = format!(r#"{{"symbol":"BTC-USD","side":"buy","price":"{price}","qty":"1"}}"#);
         execute(handle, translate_place(1, &body).unwrap())
@@ -523,9 +539,10 @@ fn session_times_in_force_and_an_expire_time_reach_the_command() {
         assert_eq!(order.tif, tif);
         assert_eq!(order.ext, None);
     }
-    let Command::Place(gtd) = place_from(
-        r#"{"symbol":"BTC-USD","side":"buy","price":"100","qty":"1","tif":"gtd","expire_ts":1800000000000000000}"#,
-    )
+    let Command::Place(gtd) = place_from(concat!(
+        r#"{"symbol":"BTC-USD","side":"buy","price":"100","qty":"1","tif":"gtd","#,
+        r#""expire_ts":1800000000000000000}"#
+    ))
     .unwrap() else {
         panic!("a place");
     };

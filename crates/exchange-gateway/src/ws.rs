@@ -338,31 +338,12 @@ impl Session {
                     }
                     unflushed = true;
                 }
-                applied = private_entry(events) => match applied {
-                    Ok(applied) => {
-                        // Nothing of the account leaves once the key is gone.
-                        if let Some(end) = self.key.as_mut().and_then(KeyWatch::ended) {
-                            ws_key::close(socket, end).await;
-                            return;
-                        }
-                        let mut sent = true;
-                        for message in wire::private_messages(&applied.events, account) {
-                            let text = ws_entry::frame_text(&message, &Value::Null);
-                            sent = sent && feed(socket, text).await;
-                        }
-                        if !sent {
-                            return;
-                        }
-                        unflushed = true;
-                    }
-                    Err(FeedEnd::Lagged) => {
-                        self.app.stats.ws_slow_consumer();
-                        let text = "the socket fell too far behind the private stream";
-                        close(socket, CLOSE_TRY_AGAIN, &error_message("slow_consumer", text)).await;
+                applied = private_entry(events) => {
+                    if !self.forward_private(socket, applied, account).await {
                         return;
                     }
-                    Err(FeedEnd::Closed) => return,
-                },
+                    unflushed = true;
+                }
                 delivery = ws_market::next(&mut self.market) => {
                     if !ws_market::forward(socket, &mut self.market, delivery).await {
                         return;
@@ -380,29 +361,82 @@ impl Session {
                     }
                     unflushed = false;
                 }
-                incoming = socket.recv() => match incoming {
-                    Some(Ok(Message::Text(text))) => {
-                        self.app.stats.ws_message_in();
-                        if let Some(reply) = self.handle(text.as_str()).await {
-                            if !send(socket, &reply).await {
-                                return;
-                            }
-                        }
-                    }
-                    Some(Ok(Message::Binary(_))) => {
-                        if !send(socket, &error_message("unsupported", "send JSON as text messages")).await {
-                            return;
-                        }
-                    }
-                    Some(Ok(Message::Pong(_))) => live.pong(),
-                    Some(Ok(Message::Ping(_))) => {}
-                    Some(Err(error)) if ws_live::is_too_big(&error) => {
-                        too_big(socket, limit).await;
+                incoming = socket.recv() => {
+                    if !self.receive(socket, incoming, live, limit).await {
                         return;
                     }
-                    Some(Ok(Message::Close(_)) | Err(_)) | None => return,
-                },
+                }
             }
+        }
+    }
+
+    /// Writes the account's share of one applied entry; false once the
+    /// socket is done: write failed, key gone, or too far behind.
+    async fn forward_private(
+        &mut self,
+        socket: &mut WebSocket,
+        applied: Result<Arc<Applied>, FeedEnd>,
+        account: AccountId,
+    ) -> bool {
+        match applied {
+            Ok(applied) => {
+                // Nothing of the account leaves once the key is gone.
+                if let Some(end) = self.key.as_mut().and_then(KeyWatch::ended) {
+                    ws_key::close(socket, end).await;
+                    return false;
+                }
+                let mut sent = true;
+                for message in wire::private_messages(&applied.events, account) {
+                    let text = ws_entry::frame_text(&message, &Value::Null);
+                    sent = sent && feed(socket, text).await;
+                }
+                sent
+            }
+            Err(FeedEnd::Lagged) => {
+                self.app.stats.ws_slow_consumer();
+                let text = "the socket fell too far behind the private stream";
+                close(
+                    socket,
+                    CLOSE_TRY_AGAIN,
+                    &error_message("slow_consumer", text),
+                )
+                .await;
+                false
+            }
+            Err(FeedEnd::Closed) => false,
+        }
+    }
+
+    /// Acts on one frame from the client; false once the socket is done.
+    async fn receive(
+        &mut self,
+        socket: &mut WebSocket,
+        incoming: Option<Result<Message, axum::Error>>,
+        live: &Liveness,
+        limit: usize,
+    ) -> bool {
+        match incoming {
+            Some(Ok(Message::Text(text))) => {
+                self.app.stats.ws_message_in();
+                match self.handle(text.as_str()).await {
+                    Some(reply) => send(socket, &reply).await,
+                    None => true,
+                }
+            }
+            Some(Ok(Message::Binary(_))) => {
+                let reply = error_message("unsupported", "send JSON as text messages");
+                send(socket, &reply).await
+            }
+            Some(Ok(Message::Pong(_))) => {
+                live.pong();
+                true
+            }
+            Some(Ok(Message::Ping(_))) => true,
+            Some(Err(error)) if ws_live::is_too_big(&error) => {
+                too_big(socket, limit).await;
+                false
+            }
+            Some(Ok(Message::Close(_)) | Err(_)) | None => false,
         }
     }
 }
@@ -421,43 +455,42 @@ fn refusal(request_id: &Value, error: ApiError) -> Value {
     )
 }
 
+/// Splits a message into its request id, its type and its other fields,
+/// or the reply refusing it.
+fn split_message(text: &str) -> Result<(Value, String, Map<String, Value>), Value> {
+    let mut fields = match serde_json::from_str::<Value>(text) {
+        Ok(Value::Object(fields)) => fields,
+        Ok(_) => {
+            return Err(error_message(
+                "malformed_json",
+                "a message must be a JSON object",
+            ))
+        }
+        Err(e) => return Err(error_message("malformed_json", &e.to_string())),
+    };
+    let request_id = fields.remove("request_id").unwrap_or(Value::Null);
+    let kind = match fields.remove("type") {
+        Some(Value::String(kind)) => kind,
+        _ => {
+            return Err(error_message(
+                "missing_field",
+                "a message needs a string field `type`",
+            ))
+        }
+    };
+    Ok((request_id, kind, fields))
+}
+
 impl Session {
     /// Handles one text message; returns an immediate reply, if any.
     /// Order entry answers later, through [`Session::answers`].
     async fn handle(&mut self, text: &str) -> Option<Value> {
-        let fast = match &self.auth {
-            Some((account, key)) => {
-                translate::ws_order_entry(*account, text).map(|(id, command)| {
-                    let allowed = auth::rate_limit(&self.app, key)
-                        .and_then(|()| auth::still_allows(&self.app, key, Scope::Trade));
-                    (id, command, allowed)
-                })
-            }
-            None => None,
-        };
-        if let Some((request_id, command, allowed)) = fast {
-            let queued = allowed.and_then(|()| self.enqueue(request_id.clone(), command));
-            return queued.err().map(|error| refusal(&request_id, error));
+        if let Some(refused) = self.fast_order_entry(text) {
+            return refused;
         }
-        let mut fields = match serde_json::from_str::<Value>(text) {
-            Ok(Value::Object(fields)) => fields,
-            Ok(_) => {
-                return Some(error_message(
-                    "malformed_json",
-                    "a message must be a JSON object",
-                ))
-            }
-            Err(e) => return Some(error_message("malformed_json", &e.to_string())),
-        };
-        let request_id = fields.remove("request_id").unwrap_or(Value::Null);
-        let kind = match fields.remove("type") {
-            Some(Value::String(kind)) => kind,
-            _ => {
-                return Some(error_message(
-                    "missing_field",
-                    "a message needs a string field `type`",
-                ))
-            }
+        let (request_id, kind, fields) = match split_message(text) {
+            Ok(parts) => parts,
+            Err(reply) => return Some(reply),
         };
         let with_id = |mut reply: Value| {
             reply["request_id"] = request_id.clone();
@@ -474,7 +507,10 @@ impl Session {
             MessageType::Order(_) | MessageType::CancelOnDisconnect if public => {
                 with_id(error_message(
                     "auth_required",
-                    "this socket began with subscribe and is public; authenticate on a new socket to trade",
+                    concat!(
+                        "this socket began with subscribe and is public; ",
+                        "authenticate on a new socket to trade"
+                    ),
                 ))
             }
             MessageType::Order(entry) => {
@@ -483,22 +519,24 @@ impl Session {
                     Err(error) => Some(refusal(&request_id, error)),
                 }
             }
-            MessageType::CancelOnDisconnect => match from_fields::<CancelOnDisconnect>(fields).and_then(|s| {
-                let key = self.auth.as_ref().map(|(_, key)| key.as_str()).unwrap_or_default();
-                auth::still_allows(&self.app, key, Scope::Trade).map(|()| s)
-            }) {
-                Ok(setting) => {
-                    self.cancel_on_disconnect = setting.enabled;
-                    with_id(json!({ "type": "cancel_on_disconnect", "enabled": setting.enabled }))
+            MessageType::CancelOnDisconnect => match self.set_cancel_on_disconnect(fields) {
+                Ok(enabled) => {
+                    with_id(json!({ "type": "cancel_on_disconnect", "enabled": enabled }))
                 }
                 Err(error) => with_id(error_message(error.code, &error.message)),
             },
             MessageType::Ping => with_id(json!({ "type": "pong" })),
             MessageType::Subscribe | MessageType::Unsubscribe => {
                 let subscribe = message_type == MessageType::Subscribe;
-                ws_market::handle(&self.app, &mut self.market, subscribe, fields, request_id.clone())
-                    .await
-                    .and_then(with_id)
+                ws_market::handle(
+                    &self.app,
+                    &mut self.market,
+                    subscribe,
+                    fields,
+                    request_id.clone(),
+                )
+                .await
+                .and_then(with_id)
             }
             MessageType::Auth if public => with_id(error_message(
                 "auth_required",
@@ -509,6 +547,31 @@ impl Session {
                 "this socket is already authenticated",
             )),
         }
+    }
+
+    /// The fast path for order entry on an authenticated socket: `None` when
+    /// the text is not an order-entry message it recognises, else the
+    /// immediate refusal, if any.
+    fn fast_order_entry(&mut self, text: &str) -> Option<Option<Value>> {
+        let (account, key) = self.auth.as_ref()?;
+        let (request_id, command) = translate::ws_order_entry(*account, text)?;
+        let allowed = auth::rate_limit(&self.app, key)
+            .and_then(|()| auth::still_allows(&self.app, key, Scope::Trade));
+        let queued = allowed.and_then(|()| self.enqueue(request_id.clone(), command));
+        Some(queued.err().map(|error| refusal(&request_id, error)))
+    }
+
+    /// Applies a `cancel_on_disconnect` message; returns the setting now in force.
+    fn set_cancel_on_disconnect(&mut self, fields: Map<String, Value>) -> Result<bool, ApiError> {
+        let setting = from_fields::<CancelOnDisconnect>(fields)?;
+        let key = self
+            .auth
+            .as_ref()
+            .map(|(_, key)| key.as_str())
+            .unwrap_or_default();
+        auth::still_allows(&self.app, key, Scope::Trade)?;
+        self.cancel_on_disconnect = setting.enabled;
+        Ok(setting.enabled)
     }
 
     /// Translates, rate-limits and sequences one command; its answer
@@ -584,7 +647,10 @@ mod tests {
             unanswered.push(sender);
             session.answers.push(json!(n), Op::Place, outcome);
         }
-        let place = r#"{"type":"place","request_id":"over","symbol":"BTC-USD","side":"buy","order_type":"limit","price":"99","qty":"0.01"}"#;
+        let place = concat!(
+            r#"{"type":"place","request_id":"over","symbol":"BTC-USD","side":"buy","#,
+            r#""order_type":"limit","price":"99","qty":"0.01"}"#
+        );
         let reply = session.handle(place).await.expect("an immediate refusal");
         assert_eq!(reply["request_id"], "over", "{reply}");
         assert_eq!(reply["error"]["code"], "too_many_in_flight", "{reply}");

@@ -297,10 +297,13 @@ mod tests {
         #[test]
         fn the_typed_pass_accepts_only_what_the_general_path_does(text in order_message()) {
             if let Some((request_id, command)) = translate::ws_order_entry(7, &text) {
-                let (general_id, general_command) = general(&text).expect("a JSON object with a type");
+                let (general_id, general_command) =
+                    general(&text).expect("a JSON object with a type");
                 let mut general_command = general_command.ok();
                 // Without one, each path draws a random client order id.
-                if let (Some(Command::Place(theirs)), Command::Place(ours)) = (&mut general_command, &command) {
+                if let (Some(Command::Place(theirs)), Command::Place(ours)) =
+                    (&mut general_command, &command)
+                {
                     if !text.contains(r#""client_order_id":""#) {
                         theirs.client_order_id = ours.client_order_id;
                     }
@@ -314,9 +317,19 @@ mod tests {
     #[test]
     fn the_typed_pass_reads_orders_as_the_general_path_does() {
         let places = [
-            r#"{"type":"place","request_id":1,"symbol":"BTC-USD","side":"buy","order_type":"limit","price":"60000.5","qty":"0.25","client_order_id":"a-1"}"#,
-            r#"{"request_id":"x","side":"sell","symbol":"ETH-USD","type":"place","qty":"3","price":"10","tif":"ioc","post_only":true,"stp":"decrement","client_order_id":"b"}"#,
-            r#"{"type":"place","symbol":"BTC-USD","side":"buy","order_type":"market","qty":"1","tif":null,"client_order_id":"c"}"#,
+            concat!(
+                r#"{"type":"place","request_id":1,"symbol":"BTC-USD","side":"buy","#,
+                r#""order_type":"limit","price":"60000.5","qty":"0.25","client_order_id":"a-1"}"#
+            ),
+            concat!(
+                r#"{"request_id":"x","side":"sell","symbol":"ETH-USD","type":"place","qty":"3","#,
+                r#""price":"10","tif":"ioc","post_only":true,"stp":"decrement","#,
+                r#""client_order_id":"b"}"#
+            ),
+            concat!(
+                r#"{"type":"place","symbol":"BTC-USD","side":"buy","order_type":"market","#,
+                r#""qty":"1","tif":null,"client_order_id":"c"}"#
+            ),
         ];
         for text in places {
             let (_, fast) = translate::ws_order_entry(7, text).expect("well formed");
@@ -340,13 +353,19 @@ mod tests {
             r#"{"type":"place","symbol":"BTC-USD","side":"up","price":"1","qty":"1"}"#,
             r#"{"type":"place","symbol":"BTC-USD","side":"buy","price":1,"qty":"1"}"#,
             r#"{"type":"place","symbol":"BTC-USD","side":"buy","price":"1e3","qty":"1"}"#,
-            r#"{"type":"place","symbol":"BTC-USD","side":"buy","price":"1","qty":"1","client_order_id":"has space"}"#,
+            concat!(
+                r#"{"type":"place","symbol":"BTC-USD","side":"buy","price":"1","qty":"1","#,
+                r#""client_order_id":"has space"}"#
+            ),
             r#"{"type":"cancel","order_id":1,"client_order_id":"a"}"#,
             r#"{"type":"cancel"}"#,
             r#"{"type":"cancel","order_id":-1}"#,
             r#"{"type":"cancel","order_id":1,"symbol":"BTC-USD"}"#,
             r#"{"type":"cancel","order_id":1,"qty":"1"}"#,
-            r#"{"type":"place","symbol":"BTC-USD","side":"buy","price":"1","qty":"1","order_id":3}"#,
+            concat!(
+                r#"{"type":"place","symbol":"BTC-USD","side":"buy","price":"1","qty":"1","#,
+                r#""order_id":3}"#
+            ),
             r#"{"type":"place","symbol":"BTC-USD","price":"1","qty":"1"}"#,
             r#"{"type":"place","symbol":"BTC-USD","side":"buy","price":"1"}"#,
             r#"{"type":"cancel","order_id":null,"client_order_id":"a"}"#,
@@ -407,7 +426,8 @@ mod tests {
         let text: Value = serde_json::from_str(&pending.next().await).expect("JSON");
         assert_eq!(
             text["error"],
-            json!({ "code": "unavailable", "message": SubmitError::Stopped.to_string(), "status": 503, "retry_after": 1 })
+            json!({ "code": "unavailable", "message": SubmitError::Stopped.to_string(),
+                "status": 503, "retry_after": 1 })
         );
     }
 

@@ -113,7 +113,8 @@ async fn pipelined_orders_are_sequenced_in_order_and_streamed() {
     let (_, addr) = serve(&node).await;
     let mut client = authenticated(addr, 2, json!({})).await;
     let place = json!({ "type": "place", "request_id": "r1", "symbol": "BTC-USD", "side": "sell",
-                        "order_type": "limit", "price": "105", "qty": "1", "client_order_id": "w-1" });
+                        "order_type": "limit", "price": "105", "qty": "1",
+                        "client_order_id": "w-1" });
     send(&mut client, place).await;
     // Sent before the place is answered: must still be applied after it.
     send(
@@ -154,9 +155,18 @@ async fn pipelined_orders_are_sequenced_in_order_and_streamed() {
         .collect();
     assert_eq!(events, ["accepted", "canceled"]);
 
-    // Refusals come back on the same request id, with the REST error shape.
-    send(&mut client, json!({ "type": "place", "request_id": 3, "symbol": "BTC-USD", "side": "sell", "price": "105.001", "qty": "1" })).await;
-    let refused = next_of(&mut client, "response").await;
+    refusals_answer_on_their_request_id(&mut client).await;
+}
+
+/// Refusals come back on the same request id, with the REST error shape.
+async fn refusals_answer_on_their_request_id(client: &mut Client) {
+    send(
+        client,
+        json!({ "type": "place", "request_id": 3, "symbol": "BTC-USD", "side": "sell",
+            "price": "105.001", "qty": "1" }),
+    )
+    .await;
+    let refused = next_of(client, "response").await;
     assert_eq!(refused["ok"], false);
     assert_eq!(
         (
@@ -166,11 +176,11 @@ async fn pipelined_orders_are_sequenced_in_order_and_streamed() {
         (Some("price_not_on_tick"), Some(422))
     );
     send(
-        &mut client,
+        client,
         json!({ "type": "place", "request_id": 4, "symbol": "BTC-USD", "side": "sell", "qty": 1 }),
     )
     .await;
-    let malformed = next_of(&mut client, "response").await;
+    let malformed = next_of(client, "response").await;
     assert_eq!(
         (
             malformed["request_id"].as_u64(),
@@ -291,7 +301,12 @@ async fn cancel_on_disconnect_cancels_only_when_asked() {
         let mut client = authenticated(addr, account, extra).await;
         let side = if account == 1 { "buy" } else { "sell" };
         let price = if account == 1 { "95" } else { "105" };
-        send(&mut client, json!({ "type": "place", "request_id": 1, "symbol": "BTC-USD", "side": side, "price": price, "qty": "1" })).await;
+        send(
+            &mut client,
+            json!({ "type": "place", "request_id": 1, "symbol": "BTC-USD", "side": side,
+                "price": price, "qty": "1" }),
+        )
+        .await;
         let answer = next_of(&mut client, "response").await;
         assert_eq!(answer["ok"], true, "{answer}");
         client.close(None).await.expect("close");
