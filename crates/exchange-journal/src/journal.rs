@@ -156,33 +156,7 @@ impl Journal {
     ) -> Result<(Journal, Recovery), JournalError> {
         let segment_bytes = options.segment_bytes;
         fs::create_dir_all(dir).map_err(|e| io(dir, e))?;
-        let mut names: Vec<(u64, PathBuf)> = Vec::new();
-        let mut purged = Vec::new();
-        for item in fs::read_dir(dir).map_err(|e| io(dir, e))? {
-            let path = item.map_err(|e| io(dir, e))?.path();
-            if path
-                .file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| n.ends_with(PURGED_SUFFIX))
-            {
-                purged.push(path);
-                continue;
-            }
-            let Some(stem) = path
-                .file_name()
-                .and_then(|n| n.to_str())
-                .and_then(|n| n.strip_suffix(".log"))
-            else {
-                continue;
-            };
-            let first = stem.parse::<u64>().map_err(|_| JournalError::Corrupt {
-                path: path.clone(),
-                offset: 0,
-                reason: "segment name is not an index".into(),
-            })?;
-            names.push((first, path));
-        }
-        names.sort();
+        let (names, purged) = list_segments(dir)?;
         if !purged.is_empty() {
             delete_purged(purged);
         }
@@ -491,6 +465,42 @@ impl Journal {
 
 /// Opens a segment for appending at its logical end (not the file's: a
 /// preallocated segment's file is longer than its records).
+/// Segment files by first index.
+type SegmentNames = Vec<(u64, PathBuf)>;
+
+/// The directory's segments by first index, in order, and the files
+/// left behind by a purge.
+fn list_segments(dir: &Path) -> Result<(SegmentNames, Vec<PathBuf>), JournalError> {
+    let mut names: SegmentNames = Vec::new();
+    let mut purged = Vec::new();
+    for item in fs::read_dir(dir).map_err(|e| io(dir, e))? {
+        let path = item.map_err(|e| io(dir, e))?.path();
+        if path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| n.ends_with(PURGED_SUFFIX))
+        {
+            purged.push(path);
+            continue;
+        }
+        let Some(stem) = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .and_then(|n| n.strip_suffix(".log"))
+        else {
+            continue;
+        };
+        let first = stem.parse::<u64>().map_err(|_| JournalError::Corrupt {
+            path: path.clone(),
+            offset: 0,
+            reason: "segment name is not an index".into(),
+        })?;
+        names.push((first, path));
+    }
+    names.sort();
+    Ok((names, purged))
+}
+
 fn open_active(path: &Path) -> Result<Arc<File>, JournalError> {
     OpenOptions::new()
         .write(true)

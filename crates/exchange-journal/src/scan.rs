@@ -33,14 +33,7 @@ pub(crate) fn scan_segment(
     if !header_ok {
         // A crash while creating the newest segment leaves it short.
         if is_last && bytes.len() < SEGMENT_MAGIC.len() && SEGMENT_MAGIC.starts_with(&bytes) {
-            let mut file = OpenOptions::new()
-                .write(true)
-                .truncate(true)
-                .open(path)
-                .map_err(|e| io(path, e))?;
-            file.write_all(SEGMENT_MAGIC)
-                .and_then(|_| file.sync_all())
-                .map_err(|e| io(path, e))?;
+            rewrite_header(path)?;
             segment.len = SEGMENT_MAGIC.len() as u64;
             recovery.truncated_bytes += bytes.len() as u64;
             return Ok(segment);
@@ -73,13 +66,7 @@ pub(crate) fn scan_segment(
                     return Err(corrupt(at as u64, reason.to_string()));
                 }
                 let dropped = (written - at) as u64;
-                let file = OpenOptions::new()
-                    .write(true)
-                    .open(path)
-                    .map_err(|e| io(path, e))?;
-                file.set_len(at as u64)
-                    .and_then(|_| file.sync_all())
-                    .map_err(|e| io(path, e))?;
+                cut_at(path, at as u64)?;
                 recovery.truncated_bytes += dropped;
                 recovery.truncated_reason = Some(format!(
                     "{}: {dropped} bytes at offset {at} dropped ({reason})",
@@ -92,6 +79,29 @@ pub(crate) fn scan_segment(
     recovery.entries += segment.offsets.len() as u64;
     segment.len = at as u64;
     Ok(segment)
+}
+
+/// Gives a segment cut short while it was created its full header.
+fn rewrite_header(path: &Path) -> Result<(), JournalError> {
+    let mut file = OpenOptions::new()
+        .write(true)
+        .truncate(true)
+        .open(path)
+        .map_err(|e| io(path, e))?;
+    file.write_all(SEGMENT_MAGIC)
+        .and_then(|_| file.sync_all())
+        .map_err(|e| io(path, e))
+}
+
+/// Cuts the segment's torn tail off, durably.
+fn cut_at(path: &Path, len: u64) -> Result<(), JournalError> {
+    let file = OpenOptions::new()
+        .write(true)
+        .open(path)
+        .map_err(|e| io(path, e))?;
+    file.set_len(len)
+        .and_then(|_| file.sync_all())
+        .map_err(|e| io(path, e))
 }
 
 /// Whether damaged bytes at the tail could be one interrupted write: a

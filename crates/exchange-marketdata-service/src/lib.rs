@@ -174,24 +174,62 @@ impl MarketData {
         let s = &self.stats;
         let get = |v: &AtomicU64| v.load(Ordering::Relaxed);
         let lines = [
-            ("exchange_marketdata_subscribers", Kind::Gauge,
-                "WebSocket market-data subscribers attached.", get(&s.subscribers)),
-            ("exchange_marketdata_messages_total", Kind::Counter,
-                "Market-data messages queued to WebSocket subscribers.", get(&s.messages)),
-            ("exchange_marketdata_conflated_total", Kind::Counter,
-                "Conflatable messages skipped because a subscriber's queue was full.", get(&s.conflated)),
-            ("exchange_marketdata_slow_consumers_total", Kind::Counter,
-                "Subscribers disconnected for falling behind the market-data stream.", get(&s.kicked)),
-            ("exchange_marketdata_resyncs_total", Kind::Counter,
-                "Times the market-data projection fell behind the event stream and restarted from a snapshot.", get(&s.resyncs)),
-            ("exchange_marketdata_applied_index", Kind::Gauge,
-                "Last log index applied to the market-data projection.", get(&s.applied_index)),
-            ("exchange_feed_next_sequence", Kind::Gauge,
-                "Sequence number of the binary feed's next message.", get(&s.feed_next_seq)),
-            ("exchange_feed_packets_total", Kind::Counter,
-                "Binary feed packets sent, heartbeats excluded.", get(&s.feed_packets)),
-            ("exchange_feed_send_errors_total", Kind::Counter,
-                "Binary feed packets the kernel refused for a target (dropped; receivers recover them by retransmission).", get(&s.feed_send_errors)),
+            (
+                "exchange_marketdata_subscribers",
+                Kind::Gauge,
+                "WebSocket market-data subscribers attached.",
+                get(&s.subscribers),
+            ),
+            (
+                "exchange_marketdata_messages_total",
+                Kind::Counter,
+                "Market-data messages queued to WebSocket subscribers.",
+                get(&s.messages),
+            ),
+            (
+                "exchange_marketdata_conflated_total",
+                Kind::Counter,
+                "Conflatable messages skipped because a subscriber's queue was full.",
+                get(&s.conflated),
+            ),
+            (
+                "exchange_marketdata_slow_consumers_total",
+                Kind::Counter,
+                "Subscribers disconnected for falling behind the market-data stream.",
+                get(&s.kicked),
+            ),
+            (
+                "exchange_marketdata_resyncs_total",
+                Kind::Counter,
+                "Times the market-data projection fell behind the event stream and restarted \
+                 from a snapshot.",
+                get(&s.resyncs),
+            ),
+            (
+                "exchange_marketdata_applied_index",
+                Kind::Gauge,
+                "Last log index applied to the market-data projection.",
+                get(&s.applied_index),
+            ),
+            (
+                "exchange_feed_next_sequence",
+                Kind::Gauge,
+                "Sequence number of the binary feed's next message.",
+                get(&s.feed_next_seq),
+            ),
+            (
+                "exchange_feed_packets_total",
+                Kind::Counter,
+                "Binary feed packets sent, heartbeats excluded.",
+                get(&s.feed_packets),
+            ),
+            (
+                "exchange_feed_send_errors_total",
+                Kind::Counter,
+                "Binary feed packets the kernel refused for a target (dropped; receivers \
+                 recover them by retransmission).",
+                get(&s.feed_send_errors),
+            ),
         ];
         for (name, kind, help, value) in lines {
             page.family(name, kind, help).sample(&[], value);

@@ -109,13 +109,17 @@ impl Service {
                         if applied < MARKETDATA_BATCH {
                             next = match events.try_recv() {
                                 Ok(entry) => Some(Ok(entry)),
-                                Err(TryRecvError::Lagged(missed)) => Some(Err(RecvError::Lagged(missed))),
+                                Err(TryRecvError::Lagged(missed)) => {
+                                    Some(Err(RecvError::Lagged(missed)))
+                                }
                                 Err(TryRecvError::Empty | TryRecvError::Closed) => None,
                             };
                         }
                     }
                     self.flush_feed();
-                    self.stats.applied_index.store(self.projection.applied_index(), Ordering::Relaxed);
+                    self.stats
+                        .applied_index
+                        .store(self.projection.applied_index(), Ordering::Relaxed);
                 }
             }
         }

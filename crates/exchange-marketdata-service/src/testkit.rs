@@ -41,11 +41,22 @@ pub async fn node(events_buffer: usize) -> Node {
     let (pipeline, _) = recovery::start(dir.path(), config).expect("start a node");
     for symbol in SYMBOLS {
         let base = &symbol[..3];
-        submit(&pipeline.handle, &format!(r#"{{"cmd":"add_instrument","symbol":"{symbol}","base":"{base}","quote":"USD","tick_size":"0.01","lot_size":"0.001","maker_fee_bps":0,"taker_fee_bps":0}}"#)).await;
+        let listing = format!(
+            concat!(
+                r#"{{"cmd":"add_instrument","symbol":"{symbol}","base":"{base}","quote":"USD","#,
+                r#""tick_size":"0.01","lot_size":"0.001","maker_fee_bps":0,"taker_fee_bps":0}}"#,
+            ),
+            symbol = symbol,
+            base = base,
+        );
+        submit(&pipeline.handle, &listing).await;
     }
     for account in 1..=4 {
         for asset in ["USD", "BTC", "ETH"] {
-            submit(&pipeline.handle, &format!(r#"{{"cmd":"deposit","account":{account},"asset":"{asset}","amount":"1000000000"}}"#)).await;
+            let deposit = format!(
+                r#"{{"cmd":"deposit","account":{account},"asset":"{asset}","amount":"1000000000"}}"#
+            );
+            submit(&pipeline.handle, &deposit).await;
         }
     }
     Node {
@@ -77,10 +88,33 @@ pub fn workload(count: usize, seed: u64) -> Vec<String> {
                     let side = if rng.below(2) == 0 { "buy" } else { "sell" };
                     let qty = format!("0.0{:02}", 1 + rng.below(60));
                     if rng.below(10) == 0 {
-                        format!(r#"{{"cmd":"place","account":{account},"client_order_id":"c{n}","symbol":"{symbol}","side":"{side}","type":"market","qty":"{qty}"}}"#)
+                        format!(
+                            concat!(
+                                r#"{{"cmd":"place","account":{account},"client_order_id":"c{n}","#,
+                                r#""symbol":"{symbol}","side":"{side}","type":"market","#,
+                                r#""qty":"{qty}"}}"#,
+                            ),
+                            account = account,
+                            n = n,
+                            symbol = symbol,
+                            side = side,
+                            qty = qty,
+                        )
                     } else {
                         let price = format!("{}.{:02}", 99 + rng.below(2), rng.below(100));
-                        format!(r#"{{"cmd":"place","account":{account},"client_order_id":"c{n}","symbol":"{symbol}","side":"{side}","type":"limit","price":"{price}","qty":"{qty}","stp":"decrement"}}"#)
+                        format!(
+                            concat!(
+                                r#"{{"cmd":"place","account":{account},"client_order_id":"c{n}","#,
+                                r#""symbol":"{symbol}","side":"{side}","type":"limit","#,
+                                r#""price":"{price}","qty":"{qty}","stp":"decrement"}}"#,
+                            ),
+                            account = account,
+                            n = n,
+                            symbol = symbol,
+                            side = side,
+                            price = price,
+                            qty = qty,
+                        )
                     }
                 }
                 14..=18 => {

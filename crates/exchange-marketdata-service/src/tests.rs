@@ -22,6 +22,36 @@ fn text(delivery: Delivery) -> Value {
     }
 }
 
+/// A broadcast of five entries after `applied`, with room for two: a
+/// receiver has lagged before it reads anything.
+fn lagged_broadcast(
+    applied: u64,
+) -> (
+    tokio::sync::broadcast::Sender<Arc<Applied>>,
+    tokio::sync::broadcast::Receiver<Arc<Applied>>,
+) {
+    let (events_tx, events) = tokio::sync::broadcast::channel(2);
+    for offset in 1..=5 {
+        let stale = Applied {
+            index: applied + offset,
+            ..Applied::default()
+        };
+        events_tx.send(Arc::new(stale)).expect("a receiver");
+    }
+    (events_tx, events)
+}
+
+/// The next snapshot, with nothing but heartbeats before it.
+async fn snapshot_after_heartbeats(subscriber: &mut Subscriber) -> Value {
+    loop {
+        let msg = text(subscriber.next().await);
+        if msg["type"] == "snapshot" {
+            break msg;
+        }
+        assert_eq!(msg["type"], "heartbeat", "{msg}");
+    }
+}
+
 #[tokio::test]
 async fn a_service_that_missed_entries_sends_subscribers_a_fresh_snapshot() {
     let node = node(1_024).await;
@@ -38,15 +68,9 @@ async fn a_service_that_missed_entries_sends_subscribers_a_fresh_snapshot() {
         &MarketDataConfig::default(),
         stats.clone(),
     );
-    // A broadcast the service has already fallen behind on.
-    let (events_tx, events) = tokio::sync::broadcast::channel(2);
-    for offset in 1..=5 {
-        let stale = Applied {
-            index: before.applied_index + offset,
-            ..Applied::default()
-        };
-        events_tx.send(Arc::new(stale)).expect("a receiver");
-    }
+    // A broadcast the service has already fallen behind on; its sender
+    // stays open, as the node's does.
+    let (_events_tx, events) = lagged_broadcast(before.applied_index);
     let (requests_tx, requests) = mpsc::channel(16);
     let market = MarketData {
         requests: requests_tx,
@@ -88,13 +112,7 @@ async fn a_service_that_missed_entries_sends_subscribers_a_fresh_snapshot() {
         (stale["type"].as_str(), stale["sequence"].as_u64()),
         (Some("snapshot"), Some(0))
     );
-    let fresh = loop {
-        let msg = text(subscriber.next().await);
-        if msg["type"] == "snapshot" {
-            break msg;
-        }
-        assert_eq!(msg["type"], "heartbeat", "{msg}");
-    };
+    let fresh = snapshot_after_heartbeats(&mut subscriber).await;
     let btc = &now.instruments[0];
     assert_eq!(fresh["sequence"].as_u64(), Some(btc.sequences.book));
     assert!(btc.sequences.book > 0);
@@ -171,6 +189,67 @@ async fn next_message(subscriber: &mut Subscriber) -> Value {
     }
 }
 
+/// A closing call in which two orders cross, then its auction.
+fn closing_call_and_auction() -> Vec<String> {
+    let place = |n: u32, account: u32, side: &str, price: &str| {
+        format!(
+            concat!(
+                r#"{{"cmd":"place","account":{account},"client_order_id":"s{n}","#,
+                r#""symbol":"BTC-USD","side":"{side}","type":"limit","price":"{price}","#,
+                r#""qty":"1","tif":"gtc"}}"#,
+            ),
+            account = account,
+            n = n,
+            side = side,
+            price = price,
+        )
+    };
+    vec![
+        r#"{"cmd":"set_phase","symbol":"BTC-USD","phase":"closing_call"}"#.to_string(),
+        place(1, 1, "buy", "101"),
+        place(2, 2, "sell", "100"),
+        r#"{"cmd":"set_phase","symbol":"BTC-USD","phase":"closing_auction"}"#.to_string(),
+    ]
+}
+
+/// Messages up to the status that tells of the post-close phase.
+async fn messages_through_post_close(subscriber: &mut Subscriber) -> Vec<Value> {
+    let mut seen = Vec::new();
+    loop {
+        let msg = next_message(subscriber).await;
+        let done = msg["type"] == "status" && msg["phase"] == "post_close";
+        seen.push(msg);
+        if done {
+            break;
+        }
+    }
+    seen
+}
+
+/// The node's market read ends where the status channel did.
+async fn assert_market_read_after_close(handle: &exchange_node::Handle, status_sequence: u64) {
+    let market = handle
+        .markets(exchange_node::MarketQuery {
+            symbol: exchange_types::Symbol::new("BTC-USD").ok(),
+            depth: 0,
+            trades: 1,
+        })
+        .await
+        .expect("read")
+        .into_one()
+        .expect("listed");
+    assert_eq!(market.sequences.status, status_sequence);
+    assert_eq!(market.status.phase, exchange_types::Phase::PostClose);
+    assert_eq!(
+        market.status.last_auction.map(|a| a.kind),
+        Some(exchange_types::event::AuctionKind::Close)
+    );
+    assert_eq!(
+        market.trades[0].auction,
+        Some(exchange_types::event::AuctionKind::Close)
+    );
+}
+
 /// The `status` channel on a real node: the current status on
 /// subscribing, then one numbered message per change through a call and
 /// its auction, whose trades the `trades` channel tags; the node's market
@@ -196,28 +275,10 @@ async fn the_status_channel_tells_a_call_and_its_auction() {
     assert_eq!(first["sequence"], 0);
     assert_eq!(first["indicative"], Value::Null);
 
-    let place = |n: u32, account: u32, side: &str, price: &str| {
-        format!(
-            r#"{{"cmd":"place","account":{account},"client_order_id":"s{n}","symbol":"BTC-USD","side":"{side}","type":"limit","price":"{price}","qty":"1","tif":"gtc"}}"#
-        )
-    };
-    for line in [
-        r#"{"cmd":"set_phase","symbol":"BTC-USD","phase":"closing_call"}"#.to_string(),
-        place(1, 1, "buy", "101"),
-        place(2, 2, "sell", "100"),
-        r#"{"cmd":"set_phase","symbol":"BTC-USD","phase":"closing_auction"}"#.to_string(),
-    ] {
+    for line in closing_call_and_auction() {
         submit(&handle, &line).await;
     }
-    let mut seen = Vec::new();
-    loop {
-        let msg = next_message(&mut subscriber).await;
-        let done = msg["type"] == "status" && msg["phase"] == "post_close";
-        seen.push(msg);
-        if done {
-            break;
-        }
-    }
+    let seen = messages_through_post_close(&mut subscriber).await;
     let statuses: Vec<&Value> = seen.iter().filter(|m| m["type"] == "status").collect();
     let sequences: Vec<u64> = statuses
         .iter()
@@ -245,25 +306,6 @@ async fn the_status_channel_tells_a_call_and_its_auction() {
     assert_eq!(last["last_auction"]["volume"], "1");
     assert_eq!(last["indicative"], Value::Null);
 
-    let market = handle
-        .markets(exchange_node::MarketQuery {
-            symbol: exchange_types::Symbol::new("BTC-USD").ok(),
-            depth: 0,
-            trades: 1,
-        })
-        .await
-        .expect("read")
-        .into_one()
-        .expect("listed");
-    assert_eq!(market.sequences.status, *sequences.last().unwrap());
-    assert_eq!(market.status.phase, exchange_types::Phase::PostClose);
-    assert_eq!(
-        market.status.last_auction.map(|a| a.kind),
-        Some(exchange_types::event::AuctionKind::Close)
-    );
-    assert_eq!(
-        market.trades[0].auction,
-        Some(exchange_types::event::AuctionKind::Close)
-    );
+    assert_market_read_after_close(&handle, *sequences.last().unwrap()).await;
     service.shutdown().await;
 }

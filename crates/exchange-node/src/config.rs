@@ -521,7 +521,11 @@ mod tests {
 
     #[test]
     fn cluster_section_parses_and_is_checked() {
-        let text = "[cluster]\nnode_id = 2\npeers = [\"1=127.0.0.1:7001\", \"2=127.0.0.1:7002\", \"3=127.0.0.1:7003\"]\ntick_ms = 20\n";
+        let text = concat!(
+            "[cluster]\nnode_id = 2\n",
+            "peers = [\"1=127.0.0.1:7001\", \"2=127.0.0.1:7002\", \"3=127.0.0.1:7003\"]\n",
+            "tick_ms = 20\n",
+        );
         let parsed: Config = toml::from_str(text).unwrap();
         let settings = parsed.cluster.settings().unwrap();
         assert_eq!(settings.node_id, 2);
@@ -593,7 +597,10 @@ holidays = ["2026-12-24"]
 
     #[test]
     fn marketdata_section_parses() {
-        let text = "[marketdata]\nfeed_targets = [\"127.0.0.1:30001\"]\nretransmit_listen = \"127.0.0.1:30002\"\nheartbeat_ms = 50\n";
+        let text = concat!(
+            "[marketdata]\nfeed_targets = [\"127.0.0.1:30001\"]\n",
+            "retransmit_listen = \"127.0.0.1:30002\"\nheartbeat_ms = 50\n",
+        );
         let parsed: Config = toml::from_str(text).unwrap();
         assert_eq!(parsed.marketdata.feed_targets.len(), 1);
         assert_eq!(parsed.marketdata.heartbeat_ms, 50);

@@ -108,7 +108,11 @@ mod tests {
         for (ts, line) in [
             (
                 3,
-                r#"{"cmd":"add_instrument","symbol":"BTC-USD","base":"BTC","quote":"USD","tick_size":"1","lot_size":"1","maker_fee_bps":0,"taker_fee_bps":0,"price_collar_pct":"50","reference_price":"100"}"#,
+                concat!(
+                    r#"{"cmd":"add_instrument","symbol":"BTC-USD","base":"BTC","quote":"USD","#,
+                    r#""tick_size":"1","lot_size":"1","maker_fee_bps":0,"taker_fee_bps":0,"#,
+                    r#""price_collar_pct":"50","reference_price":"100"}"#,
+                ),
             ),
             (
                 4,
@@ -120,11 +124,17 @@ mod tests {
             ),
             (
                 6,
-                r#"{"cmd":"place","account":2,"client_order_id":"s","symbol":"BTC-USD","side":"sell","type":"limit","price":"100","qty":"5","tif":"gtc"}"#,
+                concat!(
+                    r#"{"cmd":"place","account":2,"client_order_id":"s","symbol":"BTC-USD","#,
+                    r#""side":"sell","type":"limit","price":"100","qty":"5","tif":"gtc"}"#,
+                ),
             ),
             (
                 7,
-                r#"{"cmd":"place","account":1,"client_order_id":"b","symbol":"BTC-USD","side":"buy","type":"limit","price":"100","qty":"2","tif":"gtc"}"#,
+                concat!(
+                    r#"{"cmd":"place","account":1,"client_order_id":"b","symbol":"BTC-USD","#,
+                    r#""side":"buy","type":"limit","price":"100","qty":"2","tif":"gtc"}"#,
+                ),
             ),
         ] {
             entries.push(entry(ts, line));
@@ -178,7 +188,10 @@ mod tests {
         // Both go on alike: the same entry gives the same outcome.
         let next = entry(
             8,
-            r#"{"cmd":"place","account":1,"client_order_id":"b2","symbol":"BTC-USD","side":"buy","type":"limit","price":"100","qty":"1","tif":"gtc"}"#,
+            concat!(
+                r#"{"cmd":"place","account":1,"client_order_id":"b2","symbol":"BTC-USD","#,
+                r#""side":"buy","type":"limit","price":"100","qty":"1","tif":"gtc"}"#,
+            ),
         );
         let index = core.state.applied_index + 1;
         let applied = core.apply(index, &next);

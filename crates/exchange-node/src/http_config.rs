@@ -21,7 +21,10 @@ pub enum HttpConfigError {
     TooManyConnections(usize),
     #[error("[http] max_connections_per_ip ({per_ip}) exceeds max_connections ({total})")]
     PerIpAboveTotal { per_ip: usize, total: usize },
-    #[error("[http] idle_timeout_ms ({idle}) must exceed ws_ping_interval_ms + ws_pong_timeout_ms ({ping}): live WebSockets would be cut")]
+    #[error(
+        "[http] idle_timeout_ms ({idle}) must exceed ws_ping_interval_ms + ws_pong_timeout_ms \
+             ({ping}): live WebSockets would be cut"
+    )]
     IdleBelowPing { idle: u64, ping: u64 },
 }
 
@@ -197,7 +200,10 @@ mod tests {
 
     #[test]
     fn the_section_parses_with_tls() {
-        let text = "header_timeout_ms = 500\nmetrics_bind = \"127.0.0.1:9100\"\n[tls]\ncert_path = \"c.pem\"\nkey_path = \"k.pem\"\n";
+        let text = concat!(
+            "header_timeout_ms = 500\nmetrics_bind = \"127.0.0.1:9100\"\n",
+            "[tls]\ncert_path = \"c.pem\"\nkey_path = \"k.pem\"\n",
+        );
         let parsed: HttpConfig = toml::from_str(text).unwrap();
         assert_eq!(parsed.header_timeout(), Duration::from_millis(500));
         assert_eq!(parsed.tls.unwrap().key_path, PathBuf::from("k.pem"));

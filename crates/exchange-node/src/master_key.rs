@@ -29,7 +29,8 @@ pub enum MasterKeyError {
     #[error("{origin}: a master key is 64 hex digits (32 bytes)")]
     Malformed { origin: String },
     #[error(
-        "{path}: the master key file may be read by other users (mode {mode:o}); make it 0600 or 0400"
+        "{path}: the master key file may be read by other users (mode {mode:o}); \
+         make it 0600 or 0400"
     )]
     Exposed { path: PathBuf, mode: u32 },
     #[error("{path}: {source}")]

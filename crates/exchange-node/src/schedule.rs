@@ -107,6 +107,42 @@ pub struct Schedule {
     times: [Time; 5],
 }
 
+/// The weekdays a schedule trades on, Monday first.
+fn trading_days(config: &ScheduleConfig) -> Result<[bool; 7], ScheduleError> {
+    let mut days = [false; 7];
+    for day in &config.trading_days {
+        let index = match day.to_ascii_lowercase().as_str() {
+            "mon" => 0,
+            "tue" => 1,
+            "wed" => 2,
+            "thu" => 3,
+            "fri" => 4,
+            "sat" => 5,
+            "sun" => 6,
+            _ => {
+                return Err(field_error(
+                    config,
+                    "trading_days",
+                    format!("{day:?} is not one of mon, tue, wed, thu, fri, sat, sun"),
+                ))
+            }
+        };
+        days[index] = true;
+    }
+    if !days.contains(&true) {
+        return Err(field_error(config, "trading_days", "names no day".into()));
+    }
+    Ok(days)
+}
+
+fn field_error(config: &ScheduleConfig, field: &'static str, message: String) -> ScheduleError {
+    ScheduleError::Field {
+        name: config.name.clone(),
+        field,
+        message,
+    }
+}
+
 /// Where a schedule puts an instrument at an instant.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Position {
@@ -118,11 +154,7 @@ pub struct Position {
 
 impl Schedule {
     pub fn new(config: &ScheduleConfig) -> Result<Schedule, ScheduleError> {
-        let field = |field: &'static str, message: String| ScheduleError::Field {
-            name: config.name.clone(),
-            field,
-            message,
-        };
+        let field = |field: &'static str, message: String| field_error(config, field, message);
         if config.symbols.is_empty() {
             return Err(field("symbols", "names no instrument".into()));
         }
@@ -132,28 +164,7 @@ impl Schedule {
                 format!("{:?} is not a known IANA time zone", config.time_zone),
             )
         })?;
-        let mut days = [false; 7];
-        for day in &config.trading_days {
-            let index = match day.to_ascii_lowercase().as_str() {
-                "mon" => 0,
-                "tue" => 1,
-                "wed" => 2,
-                "thu" => 3,
-                "fri" => 4,
-                "sat" => 5,
-                "sun" => 6,
-                _ => {
-                    return Err(field(
-                        "trading_days",
-                        format!("{day:?} is not one of mon, tue, wed, thu, fri, sat, sun"),
-                    ))
-                }
-            };
-            days[index] = true;
-        }
-        if !days.contains(&true) {
-            return Err(field("trading_days", "names no day".into()));
-        }
+        let days = trading_days(config)?;
         let names = ["pre_open", "open", "closing_call", "close", "closed"];
         let texts = [
             &config.pre_open,

@@ -182,12 +182,21 @@ async fn round(
                 handle
                     .submit(core(Command::SetPhase { symbol, phase }))
                     .await?;
-                tracing::info!(schedule = %schedule.name, symbol = %name, phase = phase.as_str(), "phase set");
+                tracing::info!(
+                    schedule = %schedule.name,
+                    symbol = %name,
+                    phase = phase.as_str(),
+                    "phase set"
+                );
                 let now_in = handle.phases().await?.phases.get(&symbol).copied();
                 if now_in == current {
                     // Refused (someone else moved it first, or the core
                     // would not): the next round looks again.
-                    tracing::debug!(symbol = %name, phase = phase.as_str(), "phase step changed nothing");
+                    tracing::debug!(
+                        symbol = %name,
+                        phase = phase.as_str(),
+                        "phase step changed nothing"
+                    );
                     break;
                 }
                 current = now_in;
@@ -208,7 +217,10 @@ mod tests {
         LogEntry::Core(stamped)
     }
 
-    const LIST: &str = r#"{"cmd":"add_instrument","symbol":"SAP-EUR","base":"SAP","quote":"EUR","tick_size":"0.01","lot_size":"1","maker_fee_bps":0,"taker_fee_bps":0}"#;
+    const LIST: &str = concat!(
+        r#"{"cmd":"add_instrument","symbol":"SAP-EUR","base":"SAP","quote":"EUR","#,
+        r#""tick_size":"0.01","lot_size":"1","maker_fee_bps":0,"taker_fee_bps":0}"#,
+    );
 
     /// The scheduler reads the core's phase: an auction phase it asks for
     /// settles at once, so the next step starts from where the core went,

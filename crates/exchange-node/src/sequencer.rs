@@ -29,7 +29,7 @@ use crate::core_state::CoreState;
 use crate::entry::LogEntry;
 use crate::metrics::Metrics;
 use crate::parked;
-use crate::pipeline::{CoreMsg, Reply, Submission};
+use crate::pipeline::{CommittedBatch, CoreMsg, Reply, Submission};
 use crate::reads::{self, Read, SharedCredentials};
 use crate::replication::{
     ClusterShared, MembershipError, RaftControl, RaftLoop, RaftMeta, ReplicationStatus,
@@ -42,7 +42,10 @@ pub enum SubmitError {
     Overloaded,
     #[error("the exchange is shutting down or its journal failed")]
     Stopped,
-    #[error("this node is not the leader; send writes to the leader ({})", describe_leader(*leader, leader_url.as_deref()))]
+    #[error(
+        "this node is not the leader; send writes to the leader ({})",
+        describe_leader(*leader, leader_url.as_deref())
+    )]
     NotLeader {
         leader: Option<u64>,
         leader_url: Option<String>,
@@ -305,35 +308,15 @@ impl Pipeline {
             tick: replica.tick,
             last_ts: state.state.engine_now(),
         };
-        let raft_thread = std::thread::Builder::new()
-            .name("raft".into())
-            .spawn(move || {
-                crate::threads::latency_sensitive();
-                let mut guard = FailGuard {
-                    failed: raft_failed,
-                    clean: false,
-                };
-                guard.clean = raft.run();
-            })
-            .expect("spawn raft thread");
-        let core_thread = std::thread::Builder::new()
-            .name("core".into())
-            .spawn(move || {
-                crate::threads::latency_sensitive();
-                let mut guard = FailGuard {
-                    failed,
-                    clean: false,
-                };
-                let outlets = Outlets {
-                    events,
-                    metrics,
-                    snapshots,
-                    cluster,
-                    credentials,
-                };
-                guard.clean = core_loop(state, core_rx, config, outlets);
-            })
-            .expect("spawn core thread");
+        let raft_thread = spawn_raft_thread(raft, raft_failed);
+        let outlets = Outlets {
+            events,
+            metrics,
+            snapshots,
+            cluster,
+            credentials,
+        };
+        let core_thread = spawn_core_thread(state, core_rx, config, outlets, failed);
         Pipeline {
             handle,
             threads: vec![raft_thread, core_thread],
@@ -349,6 +332,42 @@ impl Pipeline {
     }
 }
 
+/// The Raft thread; a failure marks the pipeline failed.
+fn spawn_raft_thread(raft: RaftLoop, failed: Arc<AtomicBool>) -> JoinHandle<()> {
+    std::thread::Builder::new()
+        .name("raft".into())
+        .spawn(move || {
+            crate::threads::latency_sensitive();
+            let mut guard = FailGuard {
+                failed,
+                clean: false,
+            };
+            guard.clean = raft.run();
+        })
+        .expect("spawn raft thread")
+}
+
+/// The core thread; a failure marks the pipeline failed.
+fn spawn_core_thread(
+    state: CoreState,
+    core: parked::Receiver<CoreMsg>,
+    config: PipelineConfig,
+    outlets: Outlets,
+    failed: Arc<AtomicBool>,
+) -> JoinHandle<()> {
+    std::thread::Builder::new()
+        .name("core".into())
+        .spawn(move || {
+            crate::threads::latency_sensitive();
+            let mut guard = FailGuard {
+                failed,
+                clean: false,
+            };
+            guard.clean = core_loop(state, core, config, outlets);
+        })
+        .expect("spawn core thread")
+}
+
 /// Where the core thread's results go besides the waiting gateways.
 struct Outlets {
     events: broadcast::Sender<Arc<Applied>>,
@@ -361,7 +380,7 @@ struct Outlets {
 /// Returns false when the state cannot go on (a snapshot from the leader
 /// that does not restore).
 fn core_loop(
-    mut core_state: CoreState,
+    core_state: CoreState,
     core: parked::Receiver<CoreMsg>,
     config: PipelineConfig,
     outlets: Outlets,
@@ -373,97 +392,36 @@ fn core_loop(
         cluster,
         credentials,
     } = outlets;
-    let mut since_snapshot = 0u64;
-    let mut last_meta: Option<RaftMeta> = None;
-    let mut done = Vec::with_capacity(PUBLISH_EVERY);
+    let mut thread = CoreThread {
+        core_state,
+        since_snapshot: 0,
+        last_meta: None,
+        done: Vec::with_capacity(PUBLISH_EVERY),
+        snapshot_every: config.snapshot_every,
+        events: &events,
+        metrics: &metrics,
+        cluster: &cluster,
+        credentials: &credentials,
+    };
     while let Ok(message) = core.recv() {
         match message {
-            CoreMsg::Read(read) => reads::answer(read, &core_state),
-            CoreMsg::SnapshotNow => {
-                if let Some(meta) = &last_meta {
-                    since_snapshot = 0;
-                    snapshots.offer(meta, &core_state);
-                }
-            }
+            CoreMsg::Read(read) => reads::answer(read, &thread.core_state),
+            CoreMsg::SnapshotNow => thread.snapshot_now(&snapshots),
             CoreMsg::Install { meta, data } => {
-                let restored = if data.is_empty() {
-                    Ok(CoreState::new())
-                } else {
-                    CoreState::restore(&data)
-                };
-                match restored {
-                    Ok(mut fresh) => {
-                        fresh.state.raft_index = meta.index;
-                        core_state = fresh;
-                        credentials.replace(&core_state.state.credentials);
-                        tracing::info!(index = meta.index, "installed a snapshot from the leader");
-                        cluster.raft_applied.store(meta.index, Ordering::Release);
-                        metrics
-                            .applied_index
-                            .store(core_state.state.applied_index, Ordering::Relaxed);
-                        last_meta = Some(meta);
-                    }
-                    Err(error) => {
-                        tracing::error!(%error, "the leader's snapshot does not restore; stopping");
-                        snapshots.finish_without();
-                        return false;
-                    }
+                if !thread.install(meta, &data) {
+                    snapshots.finish_without();
+                    return false;
                 }
             }
-            CoreMsg::Entries(batches) => {
-                for batch in batches {
-                    for (entry, reply) in batch.items {
-                        let index = core_state.state.applied_index + 1;
-                        let mut applied = core_state.apply(index, &entry);
-                        applied.raft_index = batch.meta.index;
-                        // Before the answer goes out: whoever hears of a
-                        // new key can sign with it at once, and a revoked
-                        // one is refused from then on.
-                        let key_ids = entry.key_ids();
-                        if !key_ids.is_empty() {
-                            credentials.refresh(&key_ids, &core_state.state.credentials);
-                        }
-                        let applied = Arc::new(applied);
-                        metrics.commands.fetch_add(1, Ordering::Relaxed);
-                        metrics
-                            .events
-                            .fetch_add(applied.events.len() as u64, Ordering::Relaxed);
-                        for event in &applied.events {
-                            if let EventKind::Rejected(rejected) = &event.kind {
-                                metrics.record_reject(rejected.reason.as_str());
-                            }
-                        }
-                        done.push((applied, reply));
-                        if done.len() == PUBLISH_EVERY {
-                            publish(&mut done, &events, &metrics);
-                        }
-                        since_snapshot += 1;
-                    }
-                    core_state.state.raft_index = batch.meta.index;
-                    last_meta = Some(batch.meta);
-                }
-                metrics
-                    .applied_index
-                    .store(core_state.state.applied_index, Ordering::Relaxed);
-                // Before the answers: a gateway hearing of a revoked key
-                // must find this node caught up, and so call the key
-                // unknown rather than not yet known.
-                cluster
-                    .raft_applied
-                    .store(core_state.state.raft_index, Ordering::Release);
-                publish(&mut done, &events, &metrics);
-                if config.snapshot_every > 0 && since_snapshot >= config.snapshot_every {
-                    if let Some(meta) = &last_meta {
-                        since_snapshot = 0;
-                        // Copying the state is the only part on the core
-                        // thread; serialising and the disk work happen on
-                        // the writer's.
-                        snapshots.offer(meta, &core_state);
-                    }
-                }
-            }
+            CoreMsg::Entries(batches) => thread.apply(batches, &snapshots),
         }
     }
+    let CoreThread {
+        core_state,
+        since_snapshot,
+        last_meta,
+        ..
+    } = thread;
     // Leave a snapshot behind on a clean shutdown so the next start is fast.
     match last_meta {
         Some(meta) if since_snapshot > 0 && config.snapshot_every > 0 => {
@@ -472,6 +430,115 @@ fn core_loop(
         _ => snapshots.finish_without(),
     }
     true
+}
+
+/// What the core thread keeps between messages, and where its results go.
+struct CoreThread<'a> {
+    core_state: CoreState,
+    since_snapshot: u64,
+    last_meta: Option<RaftMeta>,
+    /// Applied entries waiting to be answered and published together.
+    done: Vec<(Arc<Applied>, Option<Reply>)>,
+    snapshot_every: u64,
+    events: &'a broadcast::Sender<Arc<Applied>>,
+    metrics: &'a Metrics,
+    cluster: &'a ClusterShared,
+    credentials: &'a SharedCredentials,
+}
+
+impl CoreThread<'_> {
+    /// Offers the writer a snapshot as of the last entry applied.
+    fn snapshot_now(&mut self, snapshots: &SnapshotWriter) {
+        if let Some(meta) = &self.last_meta {
+            self.since_snapshot = 0;
+            snapshots.offer(meta, &self.core_state);
+        }
+    }
+
+    /// Replaces the state with the leader's snapshot; false when it does
+    /// not restore.
+    fn install(&mut self, meta: RaftMeta, data: &[u8]) -> bool {
+        let restored = if data.is_empty() {
+            Ok(CoreState::new())
+        } else {
+            CoreState::restore(data)
+        };
+        match restored {
+            Ok(mut fresh) => {
+                fresh.state.raft_index = meta.index;
+                self.core_state = fresh;
+                self.credentials.replace(&self.core_state.state.credentials);
+                tracing::info!(index = meta.index, "installed a snapshot from the leader");
+                self.cluster
+                    .raft_applied
+                    .store(meta.index, Ordering::Release);
+                self.metrics
+                    .applied_index
+                    .store(self.core_state.state.applied_index, Ordering::Relaxed);
+                self.last_meta = Some(meta);
+                true
+            }
+            Err(error) => {
+                tracing::error!(%error, "the leader's snapshot does not restore; stopping");
+                false
+            }
+        }
+    }
+
+    /// Applies what Raft committed, answers and publishes it, and offers
+    /// a snapshot when one is due.
+    fn apply(&mut self, batches: Vec<CommittedBatch>, snapshots: &SnapshotWriter) {
+        for batch in batches {
+            for (entry, reply) in batch.items {
+                self.apply_entry(&entry, reply, batch.meta.index);
+            }
+            self.core_state.state.raft_index = batch.meta.index;
+            self.last_meta = Some(batch.meta);
+        }
+        self.metrics
+            .applied_index
+            .store(self.core_state.state.applied_index, Ordering::Relaxed);
+        // Before the answers: a gateway hearing of a revoked key
+        // must find this node caught up, and so call the key
+        // unknown rather than not yet known.
+        self.cluster
+            .raft_applied
+            .store(self.core_state.state.raft_index, Ordering::Release);
+        publish(&mut self.done, self.events, self.metrics);
+        if self.snapshot_every > 0 && self.since_snapshot >= self.snapshot_every {
+            // Copying the state is the only part on the core thread;
+            // serialising and the disk work happen on the writer's.
+            self.snapshot_now(snapshots);
+        }
+    }
+
+    fn apply_entry(&mut self, entry: &LogEntry, reply: Option<Reply>, raft_index: u64) {
+        let index = self.core_state.state.applied_index + 1;
+        let mut applied = self.core_state.apply(index, entry);
+        applied.raft_index = raft_index;
+        // Before the answer goes out: whoever hears of a new key can sign
+        // with it at once, and a revoked one is refused from then on.
+        let key_ids = entry.key_ids();
+        if !key_ids.is_empty() {
+            self.credentials
+                .refresh(&key_ids, &self.core_state.state.credentials);
+        }
+        let applied = Arc::new(applied);
+        self.metrics.commands.fetch_add(1, Ordering::Relaxed);
+        self.metrics
+            .events
+            .fetch_add(applied.events.len() as u64, Ordering::Relaxed);
+        for event in &applied.events {
+            if let EventKind::Rejected(rejected) = &event.kind {
+                self.metrics.record_reject(rejected.reason.as_str());
+            }
+        }
+        self.done.push((applied, reply));
+        if self.done.len() == PUBLISH_EVERY {
+            publish(&mut self.done, self.events, self.metrics);
+        }
+        self.since_snapshot += 1;
+    }
 }
 
 /// Applied entries answered and published together. Waking a gateway
@@ -550,7 +617,11 @@ impl SnapshotWriter {
                     ) {
                         Ok(path) => {
                             metrics.snapshots.fetch_add(1, Ordering::Relaxed);
-                            tracing::info!(index = meta.index, path = %path.display(), "snapshot written");
+                            tracing::info!(
+                                index = meta.index,
+                                path = %path.display(),
+                                "snapshot written"
+                            );
                             // 0: a reader whose floor is not known yet
                             // needs everything kept.
                             let floor = metrics.retain_from_raft.load(Ordering::Acquire);
@@ -564,7 +635,10 @@ impl SnapshotWriter {
                             let _ = written.send(meta);
                         }
                         Err(error) => {
-                            tracing::warn!(%error, "snapshot failed; the log still holds everything")
+                            tracing::warn!(
+                                %error,
+                                "snapshot failed; the log still holds everything"
+                            )
                         }
                     }
                 }

@@ -24,7 +24,7 @@ use std::sync::Arc;
 
 use exchange_core::Engine;
 use exchange_marketdata::MarketSequences;
-use exchange_types::{order_updates, AccountId, Change, Command, Event, OrderId};
+use exchange_types::{order_updates, AccountId, Change, Command, Event, OrderId, Stamped};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
@@ -90,8 +90,9 @@ pub enum StateSnapshotError {
     #[error("server snapshot is truncated")]
     Truncated,
     #[error(
-        "server snapshot format version {0} is not one this build reads (it reads 1 and {SNAPSHOT_VERSION}); \
-         remove the snapshot to rebuild the state from the log, if the log still reaches back to its start"
+        "server snapshot format version {0} is not one this build reads \
+         (it reads 1 and {SNAPSHOT_VERSION}); remove the snapshot to rebuild the state \
+         from the log, if the log still reaches back to its start"
     )]
     UnknownVersion(u16),
     #[error("core snapshot: {0}")]
@@ -163,12 +164,7 @@ impl ServerState {
             ..Applied::default()
         };
         match entry {
-            LogEntry::Core(stamped) => {
-                applied.command = stamped.command.name();
-                applied.actor = command_account(&stamped.command);
-                self.engine.apply(stamped, &mut applied.events);
-                self.market_sequences.record(index, &applied.events);
-            }
+            LogEntry::Core(stamped) => self.apply_command(index, stamped, &mut applied),
             LogEntry::CreateAccount {
                 ts,
                 api_key,
@@ -225,6 +221,14 @@ impl ServerState {
             }
         }
         applied
+    }
+
+    /// Runs a trading command through the engine.
+    fn apply_command(&mut self, index: u64, stamped: &Stamped, applied: &mut Applied) {
+        applied.command = stamped.command.name();
+        applied.actor = command_account(&stamped.command);
+        self.engine.apply(stamped, &mut applied.events);
+        self.market_sequences.record(index, &applied.events);
     }
 
     /// Time of the last applied entry, so the sequencer's clock resumes

@@ -116,7 +116,10 @@ impl CpuPlacement {
 
 #[derive(Debug, Error, PartialEq, Eq)]
 pub enum CpuListError {
-    #[error("{0:?} is not a CPU number (\"auto\", \"any\", or a list such as \"3\", \"2-3\" or \"1,3\")")]
+    #[error(
+        "{0:?} is not a CPU number (\"auto\", \"any\", or a list such as \"3\", \"2-3\" or \
+             \"1,3\")"
+    )]
     NotANumber(String),
     #[error("CPU {0} is above the largest CPU number, {MAX_CPU}")]
     TooHigh(usize),

@@ -13,10 +13,10 @@ use exchange_node::recovery::{self, journal_dir, snapshot_dir};
 use exchange_node::replication::{decode_batch, ClusterSettings};
 use exchange_node::schedule::{self, ScheduleConfig};
 use exchange_node::scheduler::{self, ManualClock, SchedulerConfig};
-use exchange_node::{Handle, LogEntry, Pipeline, PipelineConfig};
+use exchange_node::{Applied, Handle, LogEntry, Pipeline, PipelineConfig};
 use exchange_replication::{CommittedKind, ReplicaNode};
 use exchange_types::{Command, Phase, Symbol};
-use tokio::sync::watch;
+use tokio::sync::{broadcast, watch};
 
 struct Node {
     pipeline: Pipeline,
@@ -184,9 +184,10 @@ async fn a_leader_stopped_before_the_open_leaves_each_change_logged_once_in_orde
 
     // Not listed yet: the scheduler waits for it.
     let leader = on_leader(&nodes, |handle| Some(handle.clone()), "a leader").await;
-    let mut listing: exchange_types::Stamped = exchange_codec::decode_command(
-        r#"{"cmd":"add_instrument","symbol":"SAP-EUR","base":"SAP","quote":"EUR","tick_size":"0.01","lot_size":"1","maker_fee_bps":0,"taker_fee_bps":0}"#,
-    )
+    let mut listing: exchange_types::Stamped = exchange_codec::decode_command(concat!(
+        r#"{"cmd":"add_instrument","symbol":"SAP-EUR","base":"SAP","quote":"EUR","#,
+        r#""tick_size":"0.01","lot_size":"1","maker_fee_bps":0,"taker_fee_bps":0}"#,
+    ))
     .expect("listing");
     listing.ts = 0;
     leader
@@ -337,15 +338,7 @@ async fn a_halt_holds_the_schedule_until_the_resume() {
     );
     let symbol = Symbol::new("SAP-EUR").unwrap();
     let command = |command| LogEntry::Core(exchange_types::Stamped { ts: 0, command });
-    let mut listing: exchange_types::Stamped = exchange_codec::decode_command(
-        r#"{"cmd":"add_instrument","symbol":"SAP-EUR","base":"SAP","quote":"EUR","tick_size":"0.01","lot_size":"1","maker_fee_bps":0,"taker_fee_bps":0}"#,
-    )
-    .expect("listing");
-    listing.ts = 0;
-    handle
-        .submit(LogEntry::Core(listing))
-        .await
-        .expect("listed");
+    list_sap_eur(&handle).await;
     handle
         .submit(command(Command::Halt { symbol }))
         .await
@@ -353,6 +346,58 @@ async fn a_halt_holds_the_schedule_until_the_resume() {
     // The closing call falls due while halted.
     clock.set(berlin("2026-12-01T17:31"));
     let moved = handle.position().await.expect("position").applied_index;
+    let commands = commands_through_a_round_after(&mut applied, moved).await;
+    assert!(
+        !commands.contains(&"set_phase"),
+        "nothing logged while halted: {commands:?}"
+    );
+    assert_eq!(
+        handle.phases().await.expect("phases").phases.get(&symbol),
+        Some(&Phase::Halted)
+    );
+    // The resume reopens into continuous trading, and the closing call
+    // follows.
+    handle
+        .submit(command(Command::Resume { symbol }))
+        .await
+        .expect("resumed");
+    let set = first_set_phase(&mut applied).await;
+    assert!(
+        matches!(
+            set[0].first().map(|e| &e.kind),
+            Some(exchange_types::EventKind::Phase(p)) if p.phase == Phase::ClosingCall
+        ),
+        "{set:?}"
+    );
+    let _ = stop.send(true);
+    let _ = task.await;
+    // The pipeline stops once no handle is left.
+    drop(handle);
+    tokio::task::spawn_blocking(move || pipeline.join())
+        .await
+        .expect("join");
+}
+
+/// Lists SAP-EUR with the log's clock at zero.
+async fn list_sap_eur(handle: &Handle) {
+    let mut listing: exchange_types::Stamped = exchange_codec::decode_command(concat!(
+        r#"{"cmd":"add_instrument","symbol":"SAP-EUR","base":"SAP","quote":"EUR","#,
+        r#""tick_size":"0.01","lot_size":"1","maker_fee_bps":0,"taker_fee_bps":0}"#,
+    ))
+    .expect("listing");
+    listing.ts = 0;
+    handle
+        .submit(LogEntry::Core(listing))
+        .await
+        .expect("listed");
+}
+
+/// The commands applied until a scheduler round has run that read the
+/// clock after it moved (applied index `moved`).
+async fn commands_through_a_round_after(
+    applied: &mut broadcast::Receiver<Arc<Applied>>,
+    moved: u64,
+) -> Vec<&'static str> {
     let mut commands = Vec::new();
     let mut ticks = 0;
     // A tick applied after the clock moved was logged by a loop that then
@@ -368,20 +413,13 @@ async fn a_halt_holds_the_schedule_until_the_resume() {
         }
         commands.push(entry.command);
     }
-    assert!(
-        !commands.contains(&"set_phase"),
-        "nothing logged while halted: {commands:?}"
-    );
-    assert_eq!(
-        handle.phases().await.expect("phases").phases.get(&symbol),
-        Some(&Phase::Halted)
-    );
-    // The resume reopens into continuous trading, and the closing call
-    // follows.
-    handle
-        .submit(command(Command::Resume { symbol }))
-        .await
-        .expect("resumed");
+    commands
+}
+
+/// The events of the next `set_phase` applied, alone in a list.
+async fn first_set_phase(
+    applied: &mut broadcast::Receiver<Arc<Applied>>,
+) -> Vec<Vec<exchange_types::Event>> {
     let mut set = Vec::new();
     while set.is_empty() {
         let entry = tokio::time::timeout(Duration::from_secs(60), applied.recv())
@@ -392,18 +430,5 @@ async fn a_halt_holds_the_schedule_until_the_resume() {
             set.push(entry.events.clone());
         }
     }
-    assert!(
-        matches!(
-            set[0].first().map(|e| &e.kind),
-            Some(exchange_types::EventKind::Phase(p)) if p.phase == Phase::ClosingCall
-        ),
-        "{set:?}"
-    );
-    let _ = stop.send(true);
-    let _ = task.await;
-    // The pipeline stops once no handle is left.
-    drop(handle);
-    tokio::task::spawn_blocking(move || pipeline.join())
-        .await
-        .expect("join");
+    set
 }

@@ -135,6 +135,51 @@ pub(crate) fn decode_record(record: exchange_journal::Entry) -> Result<Entry, Re
     Ok(entry)
 }
 
+/// Brings the log in line with the snapshot it continues; true when it
+/// dropped entries that contradict the snapshot.
+fn reconcile_log(journal: &mut Journal, meta: &SnapshotMetadata) -> Result<bool, ReplicationError> {
+    let last = journal.next_index() - 1;
+    let contradicts = meta.index > 0
+        && last >= meta.index
+        && journal.first_index() <= meta.index
+        && journal
+            .read(meta.index, 1)?
+            .first()
+            .is_some_and(|e| e.term != meta.term);
+    if last < meta.index || contradicts {
+        // Everything the log held up to the snapshot is in it; what
+        // contradicts it was never committed.
+        journal.reset(meta.index + 1)?;
+    } else if journal.first_index() > meta.index + 1 {
+        return Err(ReplicationError::Gap {
+            snapshot: meta.index,
+            log_first: journal.first_index(),
+        });
+    }
+    Ok(contradicts)
+}
+
+/// The Raft state to start from: what was recorded, unless the snapshot
+/// is newer, whose term, commit and configuration then win.
+fn starting_state(durable: Option<&DurableState>, meta: &SnapshotMetadata) -> DurableState {
+    let mut state = DurableState::default();
+    match durable {
+        Some(found) if found.conf_index >= meta.index => state = found.clone(),
+        Some(found) => {
+            state.hard = found.hard.clone();
+            state.conf = meta.get_conf_state().clone();
+            state.conf_index = meta.index;
+        }
+        None => {
+            state.conf = meta.get_conf_state().clone();
+            state.conf_index = meta.index;
+        }
+    }
+    state.hard.term = state.hard.term.max(meta.term);
+    state.hard.commit = state.hard.commit.max(meta.index);
+    state
+}
+
 /// A snapshot the state machine restores from.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SnapshotData {
@@ -173,41 +218,9 @@ impl DiskStorage {
         )?;
         recovery.journal = journal_recovery;
         let durable = state_file::load(log_dir)?;
-        let last = journal.next_index() - 1;
-        let contradicts = meta.index > 0
-            && last >= meta.index
-            && journal.first_index() <= meta.index
-            && journal
-                .read(meta.index, 1)?
-                .first()
-                .is_some_and(|e| e.term != meta.term);
-        if last < meta.index || contradicts {
-            // Everything the log held up to the snapshot is in it; what
-            // contradicts it was never committed.
-            recovery.discarded_log = contradicts;
-            journal.reset(meta.index + 1)?;
-        } else if journal.first_index() > meta.index + 1 {
-            return Err(ReplicationError::Gap {
-                snapshot: meta.index,
-                log_first: journal.first_index(),
-            });
-        }
+        recovery.discarded_log = reconcile_log(&mut journal, &meta)?;
         let first = meta.index + 1;
-        let mut state = DurableState::default();
-        match &durable {
-            Some(found) if found.conf_index >= meta.index => state = found.clone(),
-            Some(found) => {
-                state.hard = found.hard.clone();
-                state.conf = meta.get_conf_state().clone();
-                state.conf_index = meta.index;
-            }
-            None => {
-                state.conf = meta.get_conf_state().clone();
-                state.conf_index = meta.index;
-            }
-        }
-        state.hard.term = state.hard.term.max(meta.term);
-        state.hard.commit = state.hard.commit.max(meta.index);
+        let state = starting_state(durable.as_ref(), &meta);
         let mut storage = DiskStorage {
             log_dir: log_dir.to_path_buf(),
             snapshot_dir: snapshot_dir.to_path_buf(),

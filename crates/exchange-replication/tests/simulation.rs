@@ -105,7 +105,8 @@ fn a_lagging_node_catches_up_by_snapshot_after_compaction() {
         .expect("lagging state");
     assert!(
         live_first > stopped_at + 30,
-        "seed {seed}: the log was not compacted past the lagging node ({live_first} vs {stopped_at})"
+        "seed {seed}: the log was not compacted past the lagging node \
+         ({live_first} vs {stopped_at})"
     );
     let log_files = std::fs::read_dir(dir.path().join(format!("node-{leader}/log")))
         .expect("leader log")

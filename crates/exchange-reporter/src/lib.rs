@@ -343,26 +343,45 @@ impl Reporting {
             applied.saturating_sub(written),
         );
         let counters = [
-            ("exchange_reporting_entries_total",
-                "Log entries written to the reporting store by this process.", &stats.entries),
-            ("exchange_reporting_events_total",
-                "Events written to the reporting store by this process.", &stats.events),
-            ("exchange_reporting_batches_total",
-                "Reporting store transactions committed.", &stats.batches),
-            ("exchange_reporting_caught_up_entries_total",
-                "Entries re-derived from the journal rather than received live.", &stats.caught_up),
-            ("exchange_reporting_replayed_commands_total",
-                "Commands replayed from a snapshot or a kept scratch state to re-derive entries (those before the missing ones included).",
-                &stats.replayed),
-            ("exchange_reporting_errors_total",
-                "Failed reporting store writes or catch-ups (each retried).", &stats.errors),
+            (
+                "exchange_reporting_entries_total",
+                "Log entries written to the reporting store by this process.",
+                &stats.entries,
+            ),
+            (
+                "exchange_reporting_events_total",
+                "Events written to the reporting store by this process.",
+                &stats.events,
+            ),
+            (
+                "exchange_reporting_batches_total",
+                "Reporting store transactions committed.",
+                &stats.batches,
+            ),
+            (
+                "exchange_reporting_caught_up_entries_total",
+                "Entries re-derived from the journal rather than received live.",
+                &stats.caught_up,
+            ),
+            (
+                "exchange_reporting_replayed_commands_total",
+                "Commands replayed from a snapshot or a kept scratch state to re-derive entries \
+                 (those before the missing ones included).",
+                &stats.replayed,
+            ),
+            (
+                "exchange_reporting_errors_total",
+                "Failed reporting store writes or catch-ups (each retried).",
+                &stats.errors,
+            ),
         ];
         for (name, help, value) in counters {
             page.counter(name, help, get(value));
         }
         page.gauge(
             "exchange_reporting_dead_letters",
-            "Log entries the reporting store could not write, skipped and kept in its dead_letters table (alarm when above 0).",
+            "Log entries the reporting store could not write, skipped and kept in its \
+             dead_letters table (alarm when above 0).",
             get(&stats.dead_letters),
         );
         page.counter(

@@ -19,7 +19,11 @@ const DEADLINE: Duration = Duration::from_secs(60);
 
 /// Lists BTC-USD around 100 and funds account 1 with USD, 2 with BTC.
 const SETUP: &[&str] = &[
-    r#"{"cmd":"add_instrument","symbol":"BTC-USD","base":"BTC","quote":"USD","tick_size":"0.01","lot_size":"0.0001","maker_fee_bps":-1,"taker_fee_bps":5,"price_collar_pct":"10","reference_price":"100.00"}"#,
+    concat!(
+        r#"{"cmd":"add_instrument","symbol":"BTC-USD","base":"BTC","quote":"USD","#,
+        r#""tick_size":"0.01","lot_size":"0.0001","maker_fee_bps":-1,"taker_fee_bps":5,"#,
+        r#""price_collar_pct":"10","reference_price":"100.00"}"#,
+    ),
     r#"{"cmd":"deposit","account":1,"asset":"USD","amount":"100000"}"#,
     r#"{"cmd":"deposit","account":2,"asset":"BTC","amount":"10"}"#,
 ];
@@ -50,7 +54,14 @@ async fn orders(handle: &Handle, from: u64, count: u64) {
         submit(
             handle,
             &format!(
-                r#"{{"cmd":"place","account":{account},"client_order_id":"o{n}","symbol":"BTC-USD","side":"{side}","price":"{price}","qty":"0.1"}}"#
+                concat!(
+                    r#"{{"cmd":"place","account":{account},"client_order_id":"o{n}","#,
+                    r#""symbol":"BTC-USD","side":"{side}","price":"{price}","qty":"0.1"}}"#,
+                ),
+                account = account,
+                n = n,
+                side = side,
+                price = price,
             ),
         )
         .await;
@@ -154,6 +165,60 @@ fn stop_and_dump(
         .expect("dump")
 }
 
+fn snapshots_taken(handle: &Handle) -> u64 {
+    handle
+        .metrics
+        .snapshots
+        .load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// The Raft indexes of the snapshot files in the node's directory, in
+/// order.
+fn kept_snapshots(dir: &std::path::Path) -> Vec<u64> {
+    let mut kept: Vec<u64> = std::fs::read_dir(dir.join("snapshots"))
+        .expect("snapshots")
+        .filter_map(|e| {
+            let name = e.ok()?.file_name().into_string().ok()?;
+            name.strip_prefix("snapshot-")?
+                .strip_suffix(".snap")?
+                .parse()
+                .ok()
+        })
+        .collect();
+    kept.sort_unstable();
+    kept
+}
+
+/// A reporter held at `held_at` keeps the log and the snapshot it would
+/// catch up from.
+fn assert_floor_kept(handle: &Handle, dir: &std::path::Path, held_at: u64) {
+    assert_eq!(
+        handle
+            .metrics
+            .retain_from
+            .load(std::sync::atomic::Ordering::Relaxed),
+        held_at
+    );
+    // Snapshot files are named by Raft index: the floor is kept as one too.
+    let held_raft = handle
+        .metrics
+        .retain_from_raft
+        .load(std::sync::atomic::Ordering::Relaxed);
+    assert!(held_raft > 1 && held_raft < u64::MAX, "{held_raft}");
+    // The snapshot it needs to catch up from is kept, beside the newest two.
+    let kept = kept_snapshots(dir);
+    assert!(
+        kept.len() >= 3 && kept[0] <= held_raft,
+        "kept {kept:?}, reporter's floor at Raft index {held_raft}"
+    );
+    assert!(
+        kept[1] > held_raft,
+        "kept {kept:?}, reporter's floor at Raft index {held_raft}"
+    );
+    let needed = snapshots::load_at_or_before(&dir.join("snapshots"), held_raft).expect("load");
+    assert_eq!(needed.map(|s| s.index), Some(kept[0]));
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reporter_behind_and_lagging_still_writes_every_entry_once() {
     let dir = tempfile::tempdir().expect("temp dir");
@@ -179,56 +244,14 @@ async fn a_reporter_behind_and_lagging_still_writes_every_entry_once() {
     lock.execute_batch("BEGIN IMMEDIATE")
         .expect("lock the store");
     let held_at = reporting.written();
-    let snapshots_before = handle
-        .metrics
-        .snapshots
-        .load(std::sync::atomic::Ordering::Relaxed);
+    let snapshots_before = snapshots_taken(&handle);
     orders(&handle, 30, 100).await;
     wait("snapshots past the reporter", || {
-        handle
-            .metrics
-            .snapshots
-            .load(std::sync::atomic::Ordering::Relaxed)
-            >= snapshots_before + 3
+        snapshots_taken(&handle) >= snapshots_before + 3
     })
     .await;
     assert_eq!(reporting.written(), held_at, "the reporter is held");
-    assert_eq!(
-        handle
-            .metrics
-            .retain_from
-            .load(std::sync::atomic::Ordering::Relaxed),
-        held_at
-    );
-    // Snapshot files are named by Raft index: the floor is kept as one too.
-    let held_raft = handle
-        .metrics
-        .retain_from_raft
-        .load(std::sync::atomic::Ordering::Relaxed);
-    assert!(held_raft > 1 && held_raft < u64::MAX, "{held_raft}");
-    // The snapshot it needs to catch up from is kept, beside the newest two.
-    let mut kept: Vec<u64> = std::fs::read_dir(dir.path().join("snapshots"))
-        .expect("snapshots")
-        .filter_map(|e| {
-            let name = e.ok()?.file_name().into_string().ok()?;
-            name.strip_prefix("snapshot-")?
-                .strip_suffix(".snap")?
-                .parse()
-                .ok()
-        })
-        .collect();
-    kept.sort_unstable();
-    assert!(
-        kept.len() >= 3 && kept[0] <= held_raft,
-        "kept {kept:?}, reporter's floor at Raft index {held_raft}"
-    );
-    assert!(
-        kept[1] > held_raft,
-        "kept {kept:?}, reporter's floor at Raft index {held_raft}"
-    );
-    let needed =
-        snapshots::load_at_or_before(&dir.path().join("snapshots"), held_raft).expect("load");
-    assert_eq!(needed.map(|s| s.index), Some(kept[0]));
+    assert_floor_kept(&handle, dir.path(), held_at);
 
     lock.execute_batch("ROLLBACK").expect("unlock");
     let applied = handle.position().await.expect("read").applied_index;

@@ -157,10 +157,18 @@ impl Worker {
                 Err(error) => {
                     self.inner.stats.errors.fetch_add(1, Ordering::Relaxed);
                     if events.is_closed() {
-                        tracing::error!(%error, "reporting store unavailable at shutdown; the next start catches up from the journal");
+                        tracing::error!(
+                            %error,
+                            "reporting store unavailable at shutdown; \
+                             the next start catches up from the journal"
+                        );
                         return;
                     }
-                    tracing::error!(%error, retry_in_ms = pause.as_millis() as u64, "reporting store write failed");
+                    tracing::error!(
+                        %error,
+                        retry_in_ms = pause.as_millis() as u64,
+                        "reporting store write failed"
+                    );
                     let until = Instant::now() + pause;
                     while !events.is_closed() {
                         let left = until.saturating_duration_since(Instant::now());

@@ -3,7 +3,8 @@
 //! Applies a generated order flow to the real engine, then times writing
 //! the entries to a store in batches, as the reporter does:
 //!
-//!     cargo run --release -p exchange-reporting --example throughput -- [ENTRIES] [BATCH] [postgres://...]
+//!     cargo run --release -p exchange-reporting --example throughput -- \
+//!         [ENTRIES] [BATCH] [postgres://...]
 //!
 //! Without a URL it writes SQLite in a temporary directory (on the disk
 //! that holds `TMPDIR`). `ACCOUNTS=N` in the environment spreads the flow
@@ -45,48 +46,8 @@ fn main() {
         None => Target::Sqlite(dir.path().join("throughput.sqlite")),
     };
 
-    let mut lines = vec![
-        r#"{"cmd":"add_instrument","symbol":"BTC-USD","base":"BTC","quote":"USD","tick_size":"0.01","lot_size":"0.0001","maker_fee_bps":-1,"taker_fee_bps":5}"#.to_string(),
-    ];
-    for account in 1..=accounts {
-        lines.push(format!(
-            r#"{{"cmd":"deposit","account":{account},"asset":"USD","amount":"100000000"}}"#
-        ));
-        lines.push(format!(
-            r#"{{"cmd":"deposit","account":{account},"asset":"BTC","amount":"100000"}}"#
-        ));
-    }
-    let mut rng = Lcg(7);
-    if std::env::var("FLOW").is_ok_and(|f| f == "e2e") {
-        e2e_flow(&mut lines, entries, accounts, &mut rng);
-    }
-    while lines.len() < entries {
-        let n = lines.len();
-        let account = 1 + rng.next(accounts);
-        let side = if rng.next(2) == 0 { "buy" } else { "sell" };
-        lines.push(if rng.next(5) == 0 {
-            format!(r#"{{"cmd":"cancel","account":{account},"client_order_id":"c{}"}}"#, n - 1 - rng.next(50.min(n as u64 - 1)) as usize)
-        } else {
-            format!(
-                r#"{{"cmd":"place","account":{account},"client_order_id":"c{n}","symbol":"BTC-USD","side":"{side}","price":"{}.{:02}","qty":"0.{:02}"}}"#,
-                59_990 + rng.next(20),
-                rng.next(100),
-                1 + rng.next(99)
-            )
-        });
-    }
-    let mut engine = Engine::new();
-    let applied: Vec<(u64, &'static str, Option<u64>, Vec<Event>)> = lines
-        .iter()
-        .enumerate()
-        .map(|(i, line)| {
-            let mut stamped = exchange_codec::decode_command(line).expect("valid command");
-            stamped.ts = 1_800_000_000_000_000_000 + i as u64 * 1_000_000;
-            let mut events = Vec::new();
-            engine.apply(&stamped, &mut events);
-            (stamped.ts, stamped.command.name(), None, events)
-        })
-        .collect();
+    let lines = command_lines(entries, accounts);
+    let applied = apply_all(&lines);
     let events: usize = applied.iter().map(|a| a.3.len()).sum();
     let count = |kind: &str| {
         applied
@@ -111,7 +72,91 @@ fn main() {
     // Rows the store ends with: audit, orders, trades, fills, ledger.
     let rows = applied.len() + count("accepted") + 3 * trades + ledger;
 
-    let mut store = Store::open(&target).expect("open the store");
+    let (secs, cpu) = write_timed(&target, &applied, batch);
+    println!(
+        "{}: {} entries ({events} events, {trades} trades, {rows} rows = {:.2}/entry, \
+         {ledger} in the ledger, {} balance events) in batches of {batch}: {:.2} s, \
+         {:.0} entries/s, {:.0} events/s, {:.0} rows/s{cpu}",
+        target.describe(),
+        applied.len(),
+        rows as f64 / applied.len() as f64,
+        count("balance"),
+        secs,
+        applied.len() as f64 / secs,
+        events as f64 / secs,
+        rows as f64 / secs
+    );
+}
+
+/// The listing, the deposits and the order flow, `entries` lines in all.
+fn command_lines(entries: usize, accounts: u64) -> Vec<String> {
+    let mut lines = vec![concat!(
+        r#"{"cmd":"add_instrument","symbol":"BTC-USD","base":"BTC","quote":"USD","#,
+        r#""tick_size":"0.01","lot_size":"0.0001","maker_fee_bps":-1,"taker_fee_bps":5}"#,
+    )
+    .to_string()];
+    for account in 1..=accounts {
+        lines.push(format!(
+            r#"{{"cmd":"deposit","account":{account},"asset":"USD","amount":"100000000"}}"#
+        ));
+        lines.push(format!(
+            r#"{{"cmd":"deposit","account":{account},"asset":"BTC","amount":"100000"}}"#
+        ));
+    }
+    let mut rng = Lcg(7);
+    if std::env::var("FLOW").is_ok_and(|f| f == "e2e") {
+        e2e_flow(&mut lines, entries, accounts, &mut rng);
+    }
+    while lines.len() < entries {
+        let n = lines.len();
+        let account = 1 + rng.next(accounts);
+        let side = if rng.next(2) == 0 { "buy" } else { "sell" };
+        lines.push(if rng.next(5) == 0 {
+            format!(
+                r#"{{"cmd":"cancel","account":{account},"client_order_id":"c{}"}}"#,
+                n - 1 - rng.next(50.min(n as u64 - 1)) as usize
+            )
+        } else {
+            format!(
+                concat!(
+                    r#"{{"cmd":"place","account":{account},"client_order_id":"c{n}","#,
+                    r#""symbol":"BTC-USD","side":"{side}","price":"{}.{:02}","qty":"0.{:02}"}}"#,
+                ),
+                59_990 + rng.next(20),
+                rng.next(100),
+                1 + rng.next(99),
+                account = account,
+                n = n,
+                side = side,
+            )
+        });
+    }
+    lines
+}
+
+/// A command's time, name, account and events, as the store takes them.
+type AppliedEntry = (u64, &'static str, Option<u64>, Vec<Event>);
+
+/// Applies every line to a fresh engine, one millisecond apart.
+fn apply_all(lines: &[String]) -> Vec<AppliedEntry> {
+    let mut engine = Engine::new();
+    lines
+        .iter()
+        .enumerate()
+        .map(|(i, line)| {
+            let mut stamped = exchange_codec::decode_command(line).expect("valid command");
+            stamped.ts = 1_800_000_000_000_000_000 + i as u64 * 1_000_000;
+            let mut events = Vec::new();
+            engine.apply(&stamped, &mut events);
+            (stamped.ts, stamped.command.name(), None, events)
+        })
+        .collect()
+}
+
+/// Writes the entries in batches of `batch`; the seconds it took and, where
+/// known, the thread's CPU time.
+fn write_timed(target: &Target, applied: &[AppliedEntry], batch: usize) -> (f64, String) {
+    let mut store = Store::open(target).expect("open the store");
     let cpu_before = thread_cpu_ns();
     let started = Instant::now();
     for (chunk_index, chunk) in applied.chunks(batch).enumerate() {
@@ -137,17 +182,7 @@ fn main() {
         ),
         _ => String::new(),
     };
-    println!(
-        "{}: {} entries ({events} events, {trades} trades, {rows} rows = {:.2}/entry, {ledger} in the ledger, {} balance events) in batches of {batch}: {:.2} s, {:.0} entries/s, {:.0} events/s, {:.0} rows/s{cpu}",
-        target.describe(),
-        applied.len(),
-        rows as f64 / applied.len() as f64,
-        count("balance"),
-        secs,
-        applied.len() as f64 / secs,
-        events as f64 / secs,
-        rows as f64 / secs
-    );
+    (secs, cpu)
 }
 
 /// `FLOW=e2e`: the order mix of `exchange bench e2e` (its `flow.rs`), one
@@ -180,9 +215,18 @@ fn e2e_flow(lines: &mut Vec<String>, entries: usize, accounts: u64, rng: &mut Lc
         };
         let price = mid + ticks;
         lines.push(format!(
-            r#"{{"cmd":"place","account":{account},"client_order_id":"c{n}","symbol":"BTC-USD","side":"{side}","price":"{}.{:02}","qty":"0.{lots:04}","tif":"{tif}"}}"#,
+            concat!(
+                r#"{{"cmd":"place","account":{account},"client_order_id":"c{n}","#,
+                r#""symbol":"BTC-USD","side":"{side}","price":"{}.{:02}","qty":"0.{lots:04}","#,
+                r#""tif":"{tif}"}}"#,
+            ),
             price / 100,
-            price % 100
+            price % 100,
+            account = account,
+            n = n,
+            side = side,
+            lots = lots,
+            tif = tif,
         ));
     }
 }

@@ -14,9 +14,11 @@ const HALF: u64 = 1 << 63;
 const MAX_SUPPLY: &str = "92233720368.54775807";
 
 fn lines() -> Vec<String> {
-    let mut lines = vec![
-        r#"{"cmd":"add_instrument","symbol":"BTC-USD","base":"BTC","quote":"USD","tick_size":"0.01","lot_size":"0.0001","maker_fee_bps":0,"taker_fee_bps":0}"#.to_string(),
-    ];
+    let mut lines = vec![concat!(
+        r#"{"cmd":"add_instrument","symbol":"BTC-USD","base":"BTC","quote":"USD","#,
+        r#""tick_size":"0.01","lot_size":"0.0001","maker_fee_bps":0,"taker_fee_bps":0}"#,
+    )
+    .to_string()];
     for _ in 0..2 {
         lines.push(format!(
             r#"{{"cmd":"deposit","account":{TOP},"asset":"USD","amount":"{MAX_SUPPLY}"}}"#
@@ -26,10 +28,18 @@ fn lines() -> Vec<String> {
         r#"{{"cmd":"deposit","account":{HALF},"asset":"BTC","amount":"10"}}"#
     ));
     lines.push(format!(
-        r#"{{"cmd":"place","account":{HALF},"client_order_id":"s","symbol":"BTC-USD","side":"sell","price":"100","qty":"1"}}"#
+        concat!(
+            r#"{{"cmd":"place","account":{HALF},"client_order_id":"s","symbol":"BTC-USD","#,
+            r#""side":"sell","price":"100","qty":"1"}}"#,
+        ),
+        HALF = HALF,
     ));
     lines.push(format!(
-        r#"{{"cmd":"place","account":{TOP},"client_order_id":"b","symbol":"BTC-USD","side":"buy","price":"100","qty":"1"}}"#
+        concat!(
+            r#"{{"cmd":"place","account":{TOP},"client_order_id":"b","symbol":"BTC-USD","#,
+            r#""side":"buy","price":"100","qty":"1"}}"#,
+        ),
+        TOP = TOP,
     ));
     // Refused: order ids that name nothing, at both extremes.
     for order_id in [HALF, TOP, 0, HALF - 1] {

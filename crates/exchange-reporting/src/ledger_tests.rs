@@ -74,13 +74,25 @@ fn a_hold_updates_balances_only_and_a_trade_adds_its_changes_to_the_ledger() {
     on_both("a_hold_updates_balances_only", |target| {
         const UNIT: u64 = 100_000_000;
         let entries = entries_of(&[
-            r#"{"cmd":"add_instrument","symbol":"BTC-USD","base":"BTC","quote":"USD","tick_size":"0.01","lot_size":"0.0001","maker_fee_bps":-1,"taker_fee_bps":5}"#,
+            concat!(
+                r#"{"cmd":"add_instrument","symbol":"BTC-USD","base":"BTC","quote":"USD","#,
+                r#""tick_size":"0.01","lot_size":"0.0001","maker_fee_bps":-1,"taker_fee_bps":5}"#,
+            ),
             r#"{"cmd":"deposit","account":1,"asset":"USD","amount":"1000"}"#,
             r#"{"cmd":"deposit","account":2,"asset":"BTC","amount":"10"}"#,
-            r#"{"cmd":"place","account":1,"client_order_id":"a","symbol":"BTC-USD","side":"buy","price":"100","qty":"2"}"#,
+            concat!(
+                r#"{"cmd":"place","account":1,"client_order_id":"a","symbol":"BTC-USD","#,
+                r#""side":"buy","price":"100","qty":"2"}"#,
+            ),
             r#"{"cmd":"cancel","account":1,"client_order_id":"a"}"#,
-            r#"{"cmd":"place","account":1,"client_order_id":"b","symbol":"BTC-USD","side":"buy","price":"100","qty":"2"}"#,
-            r#"{"cmd":"place","account":2,"client_order_id":"c","symbol":"BTC-USD","side":"sell","price":"100","qty":"2"}"#,
+            concat!(
+                r#"{"cmd":"place","account":1,"client_order_id":"b","symbol":"BTC-USD","#,
+                r#""side":"buy","price":"100","qty":"2"}"#,
+            ),
+            concat!(
+                r#"{"cmd":"place","account":2,"client_order_id":"c","symbol":"BTC-USD","#,
+                r#""side":"sell","price":"100","qty":"2"}"#,
+            ),
         ]);
         let mut store = Store::open(target).expect("open");
         let records: Vec<EntryRecord<'_>> = entries.iter().map(Entry::record).collect();
@@ -146,7 +158,10 @@ fn a_hold_updates_balances_only_and_a_trade_adds_its_changes_to_the_ledger() {
 fn an_internal_transfer_is_two_ledger_rows_that_sum_to_zero() {
     const UNIT: i64 = 100_000_000;
     let entries = entries_of(&[
-        r#"{"cmd":"add_instrument","symbol":"BTC-USD","base":"BTC","quote":"USD","tick_size":"0.01","lot_size":"0.0001","maker_fee_bps":-1,"taker_fee_bps":5}"#,
+        concat!(
+            r#"{"cmd":"add_instrument","symbol":"BTC-USD","base":"BTC","quote":"USD","#,
+            r#""tick_size":"0.01","lot_size":"0.0001","maker_fee_bps":-1,"taker_fee_bps":5}"#,
+        ),
         r#"{"cmd":"deposit","account":1,"asset":"USD","amount":"1000"}"#,
         r#"{"cmd":"link_sub_account","owner":1,"sub":2}"#,
         r#"{"cmd":"internal_transfer","from":1,"to":2,"asset":"USD","amount":"250"}"#,

@@ -246,7 +246,8 @@ fn account_history_reads_use_an_index_in_order() {
             "orders_by_account",
         ),
         (
-            "SELECT trade_id FROM fills WHERE account = 1 ORDER BY trade_id DESC, liquidity DESC LIMIT 10",
+            "SELECT trade_id FROM fills WHERE account = 1 ORDER BY trade_id DESC, liquidity DESC \
+             LIMIT 10",
             "fills_by_account",
         ),
         (

@@ -15,9 +15,11 @@ const NS: u64 = 1_000_000_000;
 const U: u64 = 100_000_000;
 
 fn setup() -> Vec<String> {
-    let mut lines = vec![
-        r#"{"cmd":"add_instrument","symbol":"BTC-USD","base":"BTC","quote":"USD","tick_size":"0.01","lot_size":"0.0001","maker_fee_bps":0,"taker_fee_bps":0}"#.to_string(),
-    ];
+    let mut lines = vec![concat!(
+        r#"{"cmd":"add_instrument","symbol":"BTC-USD","base":"BTC","quote":"USD","#,
+        r#""tick_size":"0.01","lot_size":"0.0001","maker_fee_bps":0,"taker_fee_bps":0}"#,
+    )
+    .to_string()];
     for account in 1..=3 {
         for (asset, amount) in [("USD", "1000000"), ("BTC", "100")] {
             lines.push(format!(
@@ -30,7 +32,13 @@ fn setup() -> Vec<String> {
 
 fn place(account: u64, id: &str, rest: &str) -> String {
     format!(
-        r#"{{"cmd":"place","account":{account},"client_order_id":"{id}","symbol":"BTC-USD",{rest}}}"#
+        concat!(
+            r#"{{"cmd":"place","account":{account},"client_order_id":"{id}","#,
+            r#""symbol":"BTC-USD",{rest}}}"#,
+        ),
+        account = account,
+        id = id,
+        rest = rest,
     )
 }
 
@@ -61,16 +69,19 @@ fn order_types() -> Vec<Entry> {
             "gtd",
             &format!(r#""side":"buy","price":"10","qty":"1","tif":"gtd","expire_ts":{gtd_expiry}"#),
         ),
-        place(2, "day", r#""side":"buy","price":"11","qty":"1","tif":"day""#),
         place(
             2,
-            "oco-a",
-            r#""side":"buy","price":"12","qty":"1""#,
+            "day",
+            r#""side":"buy","price":"11","qty":"1","tif":"day""#,
         ),
+        place(2, "oco-a", r#""side":"buy","price":"12","qty":"1""#),
         place(
             2,
             "oco-b",
-            r#""side":"buy","type":"stop_limit","stop_price":"150","price":"151","qty":"1","oco_with":"oco-a""#,
+            concat!(
+                r#""side":"buy","type":"stop_limit","stop_price":"150","price":"151","qty":"1","#,
+                r#""oco_with":"oco-a""#,
+            ),
         ),
         // Trades at 100 then 94: the sell stop at 95 triggers and sells
         // into the iceberg at 90.
@@ -131,82 +142,93 @@ fn order_rows_carry_the_rarer_fields_and_the_stop_trigger() {
         write_in_batches(&mut store, &entries, 4);
         let orders = store.all_orders().expect("orders");
 
-        let stop = order(&orders, "stop");
-        assert_eq!(
-            (stop.order_type.as_str(), stop.stop_price, stop.price),
-            ("stop", Some(95 * U), None)
-        );
-        assert_eq!(stop.triggered_price, Some(95 * U));
-        assert_eq!(
-            stop.triggered_ts,
-            Some(event_ts(&entries, "triggered", "stop"))
-        );
-        assert_eq!((stop.status.as_str(), stop.filled_qty), ("filled", U));
-
-        let stop_limit = order(&orders, "stoplim");
-        assert_eq!(
-            (
-                stop_limit.order_type.as_str(),
-                stop_limit.stop_price,
-                stop_limit.price
-            ),
-            ("stop_limit", Some(80 * U), Some(79 * U))
-        );
-        assert_eq!(
-            (stop_limit.triggered_ts, stop_limit.triggered_price),
-            (None, None),
-            "not reached"
-        );
-        assert_eq!(stop_limit.status, "new");
-
-        let trail = order(&orders, "trail");
-        assert_eq!(
-            (
-                trail.trailing_amount,
-                trail.trailing_bps,
-                trail.triggered_ts
-            ),
-            (Some(50 * U), None, None)
-        );
-
-        let ice = order(&orders, "ice");
-        assert_eq!((ice.display_qty, ice.qty), (Some(U), 5 * U));
-        assert_eq!(ice.filled_qty, U, "the triggered stop sold into it");
-
-        let funds = order(&orders, "funds");
-        assert_eq!(
-            (funds.order_type.as_str(), funds.funds),
-            ("market", Some(50 * U))
-        );
-
-        let gtd = order(&orders, "gtd");
-        assert_eq!(gtd.tif, "gtd");
-        assert!(gtd.expire_ts.is_some());
-        assert_eq!(gtd.status, "expired");
-        assert_eq!(gtd.updated_ts, event_ts(&entries, "expired", "gtd"));
-
-        let day = order(&orders, "day");
-        assert_eq!((day.tif.as_str(), day.expire_ts), ("day", None));
-        assert_eq!(order(&orders, "oco-a").oco_with, None);
-        let oco_b = order(&orders, "oco-b");
-        assert_eq!(
-            (oco_b.oco_with.as_deref(), oco_b.stop_price),
-            (Some("oco-a"), Some(150 * U))
-        );
-
-        // A plain order has none of it.
-        let plain = order(&orders, "s100");
-        assert_eq!(
-            (
-                plain.stop_price,
-                plain.display_qty,
-                plain.funds,
-                plain.expire_ts,
-                plain.triggered_ts
-            ),
-            (None, None, None, None, None)
-        );
+        assert_stop_orders(&orders, &entries);
+        assert_other_order_types(&orders, &entries);
     });
+}
+
+/// Stops carry their stop price, and the one triggered when and where it
+/// was.
+fn assert_stop_orders(orders: &[OrderRow], entries: &[Entry]) {
+    let stop = order(orders, "stop");
+    assert_eq!(
+        (stop.order_type.as_str(), stop.stop_price, stop.price),
+        ("stop", Some(95 * U), None)
+    );
+    assert_eq!(stop.triggered_price, Some(95 * U));
+    assert_eq!(
+        stop.triggered_ts,
+        Some(event_ts(entries, "triggered", "stop"))
+    );
+    assert_eq!((stop.status.as_str(), stop.filled_qty), ("filled", U));
+
+    let stop_limit = order(orders, "stoplim");
+    assert_eq!(
+        (
+            stop_limit.order_type.as_str(),
+            stop_limit.stop_price,
+            stop_limit.price
+        ),
+        ("stop_limit", Some(80 * U), Some(79 * U))
+    );
+    assert_eq!(
+        (stop_limit.triggered_ts, stop_limit.triggered_price),
+        (None, None),
+        "not reached"
+    );
+    assert_eq!(stop_limit.status, "new");
+
+    let trail = order(orders, "trail");
+    assert_eq!(
+        (
+            trail.trailing_amount,
+            trail.trailing_bps,
+            trail.triggered_ts
+        ),
+        (Some(50 * U), None, None)
+    );
+}
+
+/// Icebergs, funds-sized, good-till-date, day and one-cancels-other orders
+/// carry their own fields, and a plain order has none of them.
+fn assert_other_order_types(orders: &[OrderRow], entries: &[Entry]) {
+    let ice = order(orders, "ice");
+    assert_eq!((ice.display_qty, ice.qty), (Some(U), 5 * U));
+    assert_eq!(ice.filled_qty, U, "the triggered stop sold into it");
+
+    let funds = order(orders, "funds");
+    assert_eq!(
+        (funds.order_type.as_str(), funds.funds),
+        ("market", Some(50 * U))
+    );
+
+    let gtd = order(orders, "gtd");
+    assert_eq!(gtd.tif, "gtd");
+    assert!(gtd.expire_ts.is_some());
+    assert_eq!(gtd.status, "expired");
+    assert_eq!(gtd.updated_ts, event_ts(entries, "expired", "gtd"));
+
+    let day = order(orders, "day");
+    assert_eq!((day.tif.as_str(), day.expire_ts), ("day", None));
+    assert_eq!(order(orders, "oco-a").oco_with, None);
+    let oco_b = order(orders, "oco-b");
+    assert_eq!(
+        (oco_b.oco_with.as_deref(), oco_b.stop_price),
+        (Some("oco-a"), Some(150 * U))
+    );
+
+    // A plain order has none of it.
+    let plain = order(orders, "s100");
+    assert_eq!(
+        (
+            plain.stop_price,
+            plain.display_qty,
+            plain.funds,
+            plain.expire_ts,
+            plain.triggered_ts
+        ),
+        (None, None, None, None, None)
+    );
 }
 
 /// The writer reads an open order back from the store when its cache was

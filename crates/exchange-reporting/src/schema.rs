@@ -365,7 +365,8 @@ fn apply(conn: &mut Conn, script: &str, number: i64) -> Result<(), StoreError> {
     conn.script(script)?;
     if number == 1 {
         conn.exec(
-            "INSERT INTO report_meta (name, value) VALUES ('log_index', 0), ('event_seq', 0), ('schema_version', 0)",
+            "INSERT INTO report_meta (name, value) VALUES ('log_index', 0), ('event_seq', 0), \
+             ('schema_version', 0)",
             &[],
         )?;
     }

@@ -74,8 +74,16 @@ pub(crate) fn command_account(command: &Command) -> Option<u64> {
 /// over two days, and returns the entries with their events.
 pub(crate) fn workload(commands: usize) -> (Vec<Entry>, Engine) {
     let mut lines = vec![
-        r#"{"cmd":"add_instrument","symbol":"BTC-USD","base":"BTC","quote":"USD","tick_size":"0.01","lot_size":"0.0001","maker_fee_bps":-1,"taker_fee_bps":5}"#.to_string(),
-        r#"{"cmd":"add_instrument","symbol":"ETH-USD","base":"ETH","quote":"USD","tick_size":"0.01","lot_size":"0.001","maker_fee_bps":0,"taker_fee_bps":10}"#.to_string(),
+        concat!(
+            r#"{"cmd":"add_instrument","symbol":"BTC-USD","base":"BTC","quote":"USD","#,
+            r#""tick_size":"0.01","lot_size":"0.0001","maker_fee_bps":-1,"taker_fee_bps":5}"#,
+        )
+        .to_string(),
+        concat!(
+            r#"{"cmd":"add_instrument","symbol":"ETH-USD","base":"ETH","quote":"USD","#,
+            r#""tick_size":"0.01","lot_size":"0.001","maker_fee_bps":0,"taker_fee_bps":10}"#,
+        )
+        .to_string(),
     ];
     for account in 1..=4 {
         for (asset, amount) in [("USD", "1000000"), ("BTC", "100"), ("ETH", "1000")] {
@@ -86,45 +94,77 @@ pub(crate) fn workload(commands: usize) -> (Vec<Entry>, Engine) {
     }
     let mut rng = Lcg(42);
     for n in 0..commands {
-        let account = 1 + rng.next(4);
-        let symbol = if rng.next(3) == 0 {
-            "ETH-USD"
-        } else {
-            "BTC-USD"
-        };
-        let side = if rng.next(2) == 0 { "buy" } else { "sell" };
-        let line = match rng.next(10) {
-            0 => format!(
-                r#"{{"cmd":"cancel","account":{account},"client_order_id":"c{}"}}"#,
-                n.saturating_sub(1 + rng.next(20) as usize)
-            ),
-            1 => format!(
-                r#"{{"cmd":"replace","account":{account},"client_order_id":"c{}","new_client_order_id":"r{n}","price":"{}.00","qty":"0.5"}}"#,
-                n.saturating_sub(1 + rng.next(10) as usize),
-                95 + rng.next(10)
-            ),
-            // Off-tick: rejected.
-            2 => format!(
-                r#"{{"cmd":"place","account":{account},"client_order_id":"c{n}","symbol":"{symbol}","side":"{side}","price":"100.001","qty":"1"}}"#
-            ),
-            3 => format!(
-                r#"{{"cmd":"place","account":{account},"client_order_id":"c{n}","symbol":"{symbol}","side":"{side}","type":"market","qty":"0.3"}}"#
-            ),
-            _ => format!(
-                r#"{{"cmd":"place","account":{account},"client_order_id":"c{n}","symbol":"{symbol}","side":"{side}","price":"{}.{:02}","qty":"{}.{}","tif":"{}"}}"#,
-                95 + rng.next(10),
-                rng.next(100),
-                rng.next(3),
-                1 + rng.next(9),
-                if rng.next(5) == 0 { "ioc" } else { "gtc" }
-            ),
-        };
-        lines.push(line);
+        lines.push(random_line(&mut rng, n));
     }
     let mut engine = Engine::new();
     let step = 2 * DAY / lines.len() as u64;
     let entries = apply_lines(&mut engine, &lines, step);
     (entries, engine)
+}
+
+/// One random order-flow command: mostly places (some off-tick, some
+/// market), with cancels and replaces of recent orders.
+fn random_line(rng: &mut Lcg, n: usize) -> String {
+    let account = 1 + rng.next(4);
+    let symbol = if rng.next(3) == 0 {
+        "ETH-USD"
+    } else {
+        "BTC-USD"
+    };
+    let side = if rng.next(2) == 0 { "buy" } else { "sell" };
+    match rng.next(10) {
+        0 => format!(
+            r#"{{"cmd":"cancel","account":{account},"client_order_id":"c{}"}}"#,
+            n.saturating_sub(1 + rng.next(20) as usize)
+        ),
+        1 => format!(
+            concat!(
+                r#"{{"cmd":"replace","account":{account},"client_order_id":"c{}","#,
+                r#""new_client_order_id":"r{n}","price":"{}.00","qty":"0.5"}}"#,
+            ),
+            n.saturating_sub(1 + rng.next(10) as usize),
+            95 + rng.next(10),
+            account = account,
+            n = n,
+        ),
+        // Off-tick: rejected.
+        2 => format!(
+            concat!(
+                r#"{{"cmd":"place","account":{account},"client_order_id":"c{n}","#,
+                r#""symbol":"{symbol}","side":"{side}","price":"100.001","qty":"1"}}"#,
+            ),
+            account = account,
+            n = n,
+            symbol = symbol,
+            side = side,
+        ),
+        3 => format!(
+            concat!(
+                r#"{{"cmd":"place","account":{account},"client_order_id":"c{n}","#,
+                r#""symbol":"{symbol}","side":"{side}","type":"market","qty":"0.3"}}"#,
+            ),
+            account = account,
+            n = n,
+            symbol = symbol,
+            side = side,
+        ),
+        _ => format!(
+            concat!(
+                r#"{{"cmd":"place","account":{account},"client_order_id":"c{n}","#,
+                r#""symbol":"{symbol}","side":"{side}","price":"{}.{:02}","qty":"{}.{}","#,
+                r#""tif":"{}"}}"#,
+            ),
+            95 + rng.next(10),
+            rng.next(100),
+            rng.next(3),
+            1 + rng.next(9),
+            if rng.next(5) == 0 { "ioc" } else { "gtc" },
+            account = account,
+            n = n,
+            symbol = symbol,
+            side = side,
+        ),
+    }
 }
 
 /// One entry per command line, applied by `engine` in order; the `i`-th
@@ -170,6 +210,69 @@ fn count(entries: &[Entry], kind: &str) -> usize {
         .count()
 }
 
+/// The ledger lists changes of a total, and nothing else: holds (most
+/// balance events of a flow of orders) are left out.
+fn assert_ledger_lists_changes_only(entries: &[Entry], all: &crate::Dump) {
+    let changes = balance_changes(entries);
+    let moved: Vec<(u64, i64)> = changes
+        .iter()
+        .filter(|c| c.delta != 0)
+        .map(|c| (c.event.seq, c.delta))
+        .collect();
+    let holds = changes.len() - moved.len();
+    assert!(holds > 100, "the workload holds ({holds})");
+    let stored: Vec<(u64, i64)> = all.ledger.iter().map(|l| (l.seq, l.delta)).collect();
+    assert_eq!(stored, moved);
+}
+
+fn assert_open_orders_agree(engine: &Engine, all: &crate::Dump) {
+    let open: Vec<(u64, u64, u64)> = all
+        .orders
+        .iter()
+        .filter(|o| o.status == "new" || o.status == "partially_filled")
+        .map(|o| (o.order_id, o.qty, o.filled_qty))
+        .collect();
+    let mut live: Vec<(u64, u64, u64)> = engine
+        .open_orders()
+        .iter()
+        .map(|o| (o.order_id, o.qty, o.filled_qty))
+        .collect();
+    live.sort_unstable();
+    assert!(!live.is_empty());
+    assert_eq!(open, live, "open orders agree with the engine");
+}
+
+/// The ledger ends at the engine's totals and `balances` holds the
+/// engine's balances.
+fn assert_balances_agree(engine: &Engine, all: &crate::Dump) {
+    for account in 1..=4u64 {
+        for asset in ["USD", "BTC", "ETH"] {
+            let last = all
+                .ledger
+                .iter()
+                .rev()
+                .find(|l| l.account == account && l.asset == asset)
+                .expect("a ledger row");
+            let code = exchange_types::AssetCode::new(asset).expect("asset");
+            let (total, available) = engine.balance(account, &code).expect("a balance");
+            assert_eq!(last.total, total);
+            let current = all
+                .balances
+                .iter()
+                .find(|b| b.account == account && b.asset == asset)
+                .expect("a balances row");
+            assert_eq!((current.total, current.available), (total, available));
+            let deltas: i64 = all
+                .ledger
+                .iter()
+                .filter(|l| l.account == account && l.asset == asset)
+                .map(|l| l.delta)
+                .sum();
+            assert_eq!(deltas, last.total as i64, "deltas add up to the balance");
+        }
+    }
+}
+
 #[test]
 fn every_event_is_stored_once() {
     on_both("every_event_is_stored_once", |target| {
@@ -186,18 +289,7 @@ fn every_event_is_stored_once() {
         assert!(count(&entries, "rejected") > 10);
         assert_eq!(all.trades.len(), trades);
         assert_eq!(all.fills.len(), 2 * trades);
-        // The ledger lists changes of a total, and nothing else: holds
-        // (most balance events of a flow of orders) are left out.
-        let changes = balance_changes(&entries);
-        let moved: Vec<(u64, i64)> = changes
-            .iter()
-            .filter(|c| c.delta != 0)
-            .map(|c| (c.event.seq, c.delta))
-            .collect();
-        let holds = changes.len() - moved.len();
-        assert!(holds > 100, "the workload holds ({holds})");
-        let stored: Vec<(u64, i64)> = all.ledger.iter().map(|l| (l.seq, l.delta)).collect();
-        assert_eq!(stored, moved);
+        assert_ledger_lists_changes_only(&entries, &all);
         assert!(all.ledger.iter().all(|l| l.cause != "cancel"));
         assert_eq!(all.orders.len(), count(&entries, "accepted"));
         let indices: Vec<u64> = all.audit.iter().map(|a| a.log_index).collect();
@@ -211,46 +303,8 @@ fn every_event_is_stored_once() {
 
         // Open orders agree with the engine, the ledger ends at the
         // engine's totals and `balances` holds the engine's balances.
-        let open: Vec<(u64, u64, u64)> = all
-            .orders
-            .iter()
-            .filter(|o| o.status == "new" || o.status == "partially_filled")
-            .map(|o| (o.order_id, o.qty, o.filled_qty))
-            .collect();
-        let mut live: Vec<(u64, u64, u64)> = engine
-            .open_orders()
-            .iter()
-            .map(|o| (o.order_id, o.qty, o.filled_qty))
-            .collect();
-        live.sort_unstable();
-        assert!(!live.is_empty());
-        assert_eq!(open, live, "open orders agree with the engine");
-        for account in 1..=4u64 {
-            for asset in ["USD", "BTC", "ETH"] {
-                let last = all
-                    .ledger
-                    .iter()
-                    .rev()
-                    .find(|l| l.account == account && l.asset == asset)
-                    .expect("a ledger row");
-                let code = exchange_types::AssetCode::new(asset).expect("asset");
-                let (total, available) = engine.balance(account, &code).expect("a balance");
-                assert_eq!(last.total, total);
-                let current = all
-                    .balances
-                    .iter()
-                    .find(|b| b.account == account && b.asset == asset)
-                    .expect("a balances row");
-                assert_eq!((current.total, current.available), (total, available));
-                let deltas: i64 = all
-                    .ledger
-                    .iter()
-                    .filter(|l| l.account == account && l.asset == asset)
-                    .map(|l| l.delta)
-                    .sum();
-                assert_eq!(deltas, last.total as i64, "deltas add up to the balance");
-            }
-        }
+        assert_open_orders_agree(&engine, &all);
+        assert_balances_agree(&engine, &all);
     });
 }
 
@@ -323,88 +377,101 @@ fn candles_and_daily_summaries_add_up() {
         let (entries, _) = workload(500);
         let mut store = Store::open(target).expect("open");
         write_in_batches(&mut store, &entries, 100);
-        let trades = store.trades(Some("BTC-USD"), 0, u64::MAX).expect("trades");
-        let hour = 3_600_000_000_000u64;
-        let candles = store
-            .candles("BTC-USD", hour, START + 3 * hour, START + 30 * hour, 10)
-            .expect("candles");
-        assert_eq!(candles.len(), 10, "newest ten of the hours that traded");
-        assert!(
-            candles.windows(2).all(|w| w[0].start > w[1].start),
-            "newest first"
-        );
-        for candle in &candles {
-            let inside: Vec<_> = trades
-                .iter()
-                .filter(|t| t.ts / hour * hour == candle.start)
-                .collect();
-            assert!(candle.start >= START + 3 * hour && candle.start < START + 30 * hour);
-            assert_eq!(candle.trades, inside.len() as u64);
-            assert_eq!(candle.open, inside[0].price);
-            assert_eq!(candle.close, inside[inside.len() - 1].price);
-            assert_eq!(
-                candle.high,
-                inside.iter().map(|t| t.price).max().unwrap_or(0)
-            );
-            assert_eq!(
-                candle.low,
-                inside.iter().map(|t| t.price).min().unwrap_or(0)
-            );
-            assert_eq!(candle.volume, inside.iter().map(|t| t.qty).sum::<u64>());
-        }
-
-        let days = store.instrument_days(0, u64::MAX).expect("days");
-        let all_trades = store.trades(None, 0, u64::MAX).expect("trades");
-        assert_eq!(
-            days.iter().map(|d| d.trades).sum::<u64>(),
-            all_trades.len() as u64
-        );
-        assert_eq!(
-            days.iter().map(|d| d.notional).sum::<u64>(),
-            all_trades.iter().map(|t| t.notional).sum::<u64>()
-        );
-        assert!(days.iter().any(|d| d.day == START) && days.iter().any(|d| d.day == START + DAY));
-        // One day only.
-        let first = store.instrument_days(START, START + DAY).expect("days");
-        assert!(first.iter().all(|d| d.day == START) && !first.is_empty());
-
-        let accounts = store.account_days(None, 0, u64::MAX).expect("accounts");
-        let fills = store.fills(None, 0, u64::MAX).expect("fills");
-        assert_eq!(
-            accounts.iter().map(|a| a.fills).sum::<u64>(),
-            fills.len() as u64
-        );
-        assert_eq!(
-            accounts.iter().map(|a| a.fees).sum::<i64>(),
-            fills.iter().map(|f| f.fee).sum::<i64>()
-        );
-        let two = store.account_days(Some(2), 0, u64::MAX).expect("account 2");
-        assert!(!two.is_empty() && two.iter().all(|a| a.account == 2));
-
+        assert_hourly_candles(&mut store);
+        assert_daily_summaries(&mut store);
         // REST reads: newest first, filtered.
-        let recent = store.recent_fills(3, Some("ETH-USD"), 5).expect("fills");
-        assert!(
-            recent.len() <= 5
-                && recent
-                    .iter()
-                    .all(|f| f.account == 3 && f.symbol == "ETH-USD")
-        );
-        assert!(recent.windows(2).all(|w| w[0].trade_id >= w[1].trade_id));
-        let closed = store
-            .orders(1, OrderFilter::Closed, None, 1_000)
-            .expect("closed");
-        assert!(closed
-            .iter()
-            .all(|o| ["filled", "canceled", "expired"].contains(&o.status.as_str())));
-        let open = store
-            .orders(1, OrderFilter::Open, None, 1_000)
-            .expect("open");
-        let all = store.orders(1, OrderFilter::All, None, 1_000).expect("all");
-        assert_eq!(open.len() + closed.len(), all.len());
-        let one = store.order(all[0].order_id).expect("order");
-        assert_eq!(one.as_ref(), Some(&all[0]));
-        assert_eq!(store.order(999_999).expect("none"), None);
+        assert_rest_reads(&mut store);
     });
+}
+
+/// The newest ten hourly candles of a window, each adding up the trades
+/// inside it.
+fn assert_hourly_candles(store: &mut Store) {
+    let trades = store.trades(Some("BTC-USD"), 0, u64::MAX).expect("trades");
+    let hour = 3_600_000_000_000u64;
+    let candles = store
+        .candles("BTC-USD", hour, START + 3 * hour, START + 30 * hour, 10)
+        .expect("candles");
+    assert_eq!(candles.len(), 10, "newest ten of the hours that traded");
+    assert!(
+        candles.windows(2).all(|w| w[0].start > w[1].start),
+        "newest first"
+    );
+    for candle in &candles {
+        let inside: Vec<_> = trades
+            .iter()
+            .filter(|t| t.ts / hour * hour == candle.start)
+            .collect();
+        assert!(candle.start >= START + 3 * hour && candle.start < START + 30 * hour);
+        assert_eq!(candle.trades, inside.len() as u64);
+        assert_eq!(candle.open, inside[0].price);
+        assert_eq!(candle.close, inside[inside.len() - 1].price);
+        assert_eq!(
+            candle.high,
+            inside.iter().map(|t| t.price).max().unwrap_or(0)
+        );
+        assert_eq!(
+            candle.low,
+            inside.iter().map(|t| t.price).min().unwrap_or(0)
+        );
+        assert_eq!(candle.volume, inside.iter().map(|t| t.qty).sum::<u64>());
+    }
+}
+
+/// Per-instrument and per-account days add up to the trades and fills.
+fn assert_daily_summaries(store: &mut Store) {
+    let days = store.instrument_days(0, u64::MAX).expect("days");
+    let all_trades = store.trades(None, 0, u64::MAX).expect("trades");
+    assert_eq!(
+        days.iter().map(|d| d.trades).sum::<u64>(),
+        all_trades.len() as u64
+    );
+    assert_eq!(
+        days.iter().map(|d| d.notional).sum::<u64>(),
+        all_trades.iter().map(|t| t.notional).sum::<u64>()
+    );
+    assert!(days.iter().any(|d| d.day == START) && days.iter().any(|d| d.day == START + DAY));
+    // One day only.
+    let first = store.instrument_days(START, START + DAY).expect("days");
+    assert!(first.iter().all(|d| d.day == START) && !first.is_empty());
+
+    let accounts = store.account_days(None, 0, u64::MAX).expect("accounts");
+    let fills = store.fills(None, 0, u64::MAX).expect("fills");
+    assert_eq!(
+        accounts.iter().map(|a| a.fills).sum::<u64>(),
+        fills.len() as u64
+    );
+    assert_eq!(
+        accounts.iter().map(|a| a.fees).sum::<i64>(),
+        fills.iter().map(|f| f.fee).sum::<i64>()
+    );
+    let two = store.account_days(Some(2), 0, u64::MAX).expect("account 2");
+    assert!(!two.is_empty() && two.iter().all(|a| a.account == 2));
+}
+
+fn assert_rest_reads(store: &mut Store) {
+    let recent = store.recent_fills(3, Some("ETH-USD"), 5).expect("fills");
+    assert!(
+        recent.len() <= 5
+            && recent
+                .iter()
+                .all(|f| f.account == 3 && f.symbol == "ETH-USD")
+    );
+    assert!(recent.windows(2).all(|w| w[0].trade_id >= w[1].trade_id));
+    let closed = store
+        .orders(1, OrderFilter::Closed, None, 1_000)
+        .expect("closed");
+    assert!(closed
+        .iter()
+        .all(|o| ["filled", "canceled", "expired"].contains(&o.status.as_str())));
+    let open = store
+        .orders(1, OrderFilter::Open, None, 1_000)
+        .expect("open");
+    let all = store.orders(1, OrderFilter::All, None, 1_000).expect("all");
+    assert_eq!(open.len() + closed.len(), all.len());
+    let one = store.order(all[0].order_id).expect("order");
+    assert_eq!(one.as_ref(), Some(&all[0]));
+    assert_eq!(store.order(999_999).expect("none"), None);
 }
 
 #[test]
@@ -420,7 +487,10 @@ fn reports_render_as_table_csv_and_json() {
     let mut lines = csv.lines();
     assert_eq!(
         lines.next(),
-        Some("trade_id,time,symbol,side,price,qty,notional,maker_order_id,taker_order_id,maker_account,taker_account,maker_fee,taker_fee,auction")
+        Some(concat!(
+            "trade_id,time,symbol,side,price,qty,notional,maker_order_id,taker_order_id,",
+            "maker_account,taker_account,maker_fee,taker_fee,auction",
+        ))
     );
     let first: Vec<&str> = lines.next().expect("a row").split(',').collect();
     assert_eq!(first[0], trades[0].trade_id.to_string());

@@ -9,17 +9,21 @@ mod admin_token;
 pub use admin_token::{admin_token, ADMIN_TOKEN_ENV, MIN_ADMIN_TOKEN_LEN};
 use exchange_reporting::Target;
 use thiserror::Error;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
 
 use exchange_demo::DemoError;
 use exchange_gateway::{self as http, AppState};
-use exchange_marketdata_service::{self as marketdata, MarketDataError};
+use exchange_marketdata_service::{self as marketdata, MarketDataError, MarketDataService};
 use exchange_node::config::Config;
 use exchange_node::instruments::{ensure_instruments, InstrumentError};
 use exchange_node::limits::{REPORTING_READY_WAIT, WS_SHUTDOWN_WAIT};
 use exchange_node::master_key::{MasterKey, MasterKeyError, MasterKeySource, MASTER_KEY_ENV};
 use exchange_node::recovery::{self, RecoveryError, RecoveryReport};
 use exchange_node::replication::ClusterSettings;
-use exchange_node::{GatewayStart, Handle, PipelineConfig, SubmitError};
+use exchange_node::scheduler::SchedulerConfig;
+use exchange_node::{GatewayStart, Handle, Pipeline, PipelineConfig, SubmitError};
 use exchange_reporter::{Reporter, ReporterConfig, Reporting};
 
 #[derive(Debug, Error)]
@@ -129,20 +133,80 @@ pub async fn run_with_gateways(
     let fd_limit = http::listener::raise_fd_limit();
     let (token, generated) = admin_token(&config)?;
     let ready = Arc::new(AtomicBool::new(false));
-    let data_dir = config.data_dir.clone();
+    let (stop_gateways, stopping) = watch::channel(false);
+    let OpenedState {
+        pipeline,
+        report,
+        reporting,
+        reporter,
+    } = open_state(&config)?;
+    let handle = pipeline.handle.clone();
+    list_instruments(&handle, &config, &stopping).await?;
+    if generated {
+        announce_generated_token(&config);
+    }
+    let market = start_market_data(&handle, &config).await?;
+    let mut app = AppState::new(handle.clone(), config.clone(), token, ready.clone())
+        .with_market_data(market.market.clone());
+    if let Some(reporting) = &reporting {
+        app = app.with_reporting(reporting.clone());
+    }
+    let (listener, metrics_listener) = bind_listeners(&config, tls.is_some()).await?;
+    if demo {
+        exchange_demo::start(handle.clone(), &config.data_dir, &config, stopping.clone()).await?;
+    }
+    let gateway_tasks = start_gateways(&handle, &config, scheduler, gateways, &stopping)?;
+    tokio::spawn(ready_after_reporting(
+        reporting.clone(),
+        report.applied_index,
+        ready.clone(),
+    ));
+    let max_connections = max_connections(&config, fd_limit);
+    let listener = http::listener::Listener {
+        tcp: listener,
+        tls,
+        http: config.http.clone(),
+        max_connections,
+        stats: app.stats.clone(),
+    };
+    serve_until_signal(app, listener, metrics_listener, &config, max_connections).await;
+    let gateways = StartedGateways {
+        stop: stop_gateways,
+        tasks: gateway_tasks,
+    };
+    stop_in_order(market, gateways, handle, pipeline, reporter).await;
+    Ok(())
+}
+
+fn announce_generated_token(config: &Config) {
+    eprintln!(
+        "admin token: generated, in {} (read it from there)",
+        config.data_dir.join("admin_token").display()
+    );
+}
+
+/// The node's recovered pipeline and, when enabled, its reporting store.
+struct OpenedState {
+    pipeline: Pipeline,
+    report: RecoveryReport,
+    reporting: Option<Reporting>,
+    reporter: Option<Reporter>,
+}
+
+/// Recovers the node into its cluster and opens the reporting store.
+fn open_state(config: &Config) -> Result<OpenedState, ServerError> {
     let cluster = ClusterSettings {
         preallocate_journal: config.journal_preallocate,
         ..config.cluster.settings()?
     };
-    let (stop_gateways, stopping) = tokio::sync::watch::channel(false);
     let (pipeline, report) =
-        recovery::start_cluster(&data_dir, pipeline_config(&config)?, &cluster)?;
+        recovery::start_cluster(&config.data_dir, pipeline_config(config)?, &cluster)?;
     report_recovery(&report);
-    let handle = pipeline.handle.clone();
+    let handle = &pipeline.handle;
     let reporting = if config.reporting.enabled {
         Some(start_reporting(
-            &handle,
-            &config,
+            handle,
+            config,
             report.truncated_bytes > 0,
             cluster.voters().len() > 1 || cluster.join,
         )?)
@@ -161,42 +225,61 @@ pub async fn run_with_gateways(
             cluster.voters()
         );
     }
+    Ok(OpenedState {
+        pipeline,
+        report,
+        reporting,
+        reporter,
+    })
+}
+
+/// Lists the configured instruments now if this node leads, else in the
+/// background once it does.
+async fn list_instruments(
+    handle: &Handle,
+    config: &Config,
+    stopping: &watch::Receiver<bool>,
+) -> Result<(), ServerError> {
     if handle.is_leader() {
-        ensure_instruments(&handle, &config.instruments).await?;
-    } else {
-        // Whichever node leads lists them; this one does if it ever leads.
-        let (handle, instruments) = (handle.clone(), config.instruments.clone());
-        let mut stop = stopping.clone();
-        tokio::spawn(async move {
-            while !*stop.borrow() && handle.is_healthy() {
-                if handle.is_leader() && ensure_instruments(&handle, &instruments).await.is_ok() {
-                    break;
-                }
-                let pause = tokio::time::sleep(std::time::Duration::from_millis(100));
-                tokio::select! {
-                    _ = pause => {}
-                    _ = stop.changed() => {}
-                }
+        ensure_instruments(handle, &config.instruments).await?;
+        return Ok(());
+    }
+    // Whichever node leads lists them; this one does if it ever leads.
+    let (handle, instruments) = (handle.clone(), config.instruments.clone());
+    let mut stop = stopping.clone();
+    tokio::spawn(async move {
+        while !*stop.borrow() && handle.is_healthy() {
+            if handle.is_leader() && ensure_instruments(&handle, &instruments).await.is_ok() {
+                break;
             }
-        });
-    }
-    if generated {
-        eprintln!(
-            "admin token: generated, in {} (read it from there)",
-            data_dir.join("admin_token").display()
-        );
-    }
+            let pause = tokio::time::sleep(std::time::Duration::from_millis(100));
+            tokio::select! {
+                _ = pause => {}
+                _ = stop.changed() => {}
+            }
+        }
+    });
+    Ok(())
+}
+
+async fn start_market_data(
+    handle: &Handle,
+    config: &Config,
+) -> Result<MarketDataService, ServerError> {
     let market = marketdata::start(handle.clone(), &config.marketdata).await?;
     if let Some(addr) = market.retransmit_addr {
         eprintln!("market-data feed: retransmission and snapshots on tcp://{addr}");
     }
-    let mut app = AppState::new(handle.clone(), config.clone(), token, ready.clone())
-        .with_market_data(market.market.clone());
-    if let Some(reporting) = &reporting {
-        app = app.with_reporting(reporting.clone());
-    }
+    Ok(market)
+}
+
+/// Binds the client listener and, when configured, the metrics one.
+async fn bind_listeners(
+    config: &Config,
+    tls: bool,
+) -> Result<(TcpListener, Option<TcpListener>), ServerError> {
     let listener = bind(config.listen).await?;
-    let scheme = if tls.is_some() { "https" } else { "http" };
+    let scheme = if tls { "https" } else { "http" };
     eprintln!(
         "exchange listening on {scheme}://{}",
         listener.local_addr()?
@@ -209,9 +292,18 @@ pub async fn run_with_gateways(
         }
         None => None,
     };
-    if demo {
-        exchange_demo::start(handle.clone(), &data_dir, &config, stopping.clone()).await?;
-    }
+    Ok((listener, metrics_listener))
+}
+
+/// Starts the trading scheduler and each extra gateway; every task ends
+/// once `stopping` turns true.
+fn start_gateways(
+    handle: &Handle,
+    config: &Config,
+    scheduler: SchedulerConfig,
+    gateways: Vec<GatewayStart>,
+    stopping: &watch::Receiver<bool>,
+) -> Result<Vec<JoinHandle<()>>, ServerError> {
     let mut gateway_tasks = vec![exchange_node::scheduler::spawn(
         handle.clone(),
         scheduler,
@@ -219,28 +311,37 @@ pub async fn run_with_gateways(
         stopping.clone(),
     )];
     for start in gateways {
-        gateway_tasks
-            .push(start(&handle, &config, stopping.clone()).map_err(ServerError::Gateway)?);
+        gateway_tasks.push(start(handle, config, stopping.clone()).map_err(ServerError::Gateway)?);
     }
-    // History reads right after a restart should not wait on a long
-    // catch-up, so readiness first waits for the store to reach what
-    // recovery applied, but only so long: reporting never holds up
-    // trading. Meanwhile the listener serves `/health` and `/ready`.
-    tokio::spawn(ready_after_reporting(
-        reporting.clone(),
-        report.applied_index,
-        ready.clone(),
-    ));
+    Ok(gateway_tasks)
+}
+
+/// The configured connection limit, lowered to what the open-file limit
+/// allows.
+fn max_connections(config: &Config, fd_limit: Option<u64>) -> usize {
     let max_connections =
         http::listener::effective_max_connections(config.http.max_connections, fd_limit);
     if max_connections < config.http.max_connections {
         eprintln!(
-            "http: WARNING: the open-file limit ({}) allows {max_connections} connections, not [http] max_connections = {}",
+            "http: WARNING: the open-file limit ({}) allows {max_connections} connections, \
+             not [http] max_connections = {}",
             fd_limit.unwrap_or_default(),
             config.http.max_connections
         );
     }
-    let (stop_metrics, metrics_stopping) = tokio::sync::watch::channel(false);
+    max_connections
+}
+
+/// Serves clients, and metrics when bound, until ctrl-c or SIGTERM; then
+/// closes the WebSockets and waits a little for them to go.
+async fn serve_until_signal(
+    app: AppState,
+    listener: http::listener::Listener,
+    metrics_listener: Option<TcpListener>,
+    config: &Config,
+    max_connections: usize,
+) {
+    let (stop_metrics, metrics_stopping) = watch::channel(false);
     let metrics_task = metrics_listener.map(|tcp| {
         let listener = http::listener::Listener {
             tcp,
@@ -255,13 +356,6 @@ pub async fn run_with_gateways(
             let _ = stopping.wait_for(|stop| *stop).await;
         }))
     });
-    let listener = http::listener::Listener {
-        tcp: listener,
-        tls,
-        http: config.http.clone(),
-        max_connections,
-        stats: app.stats.clone(),
-    };
     let sockets = app.clone();
     http::listener::serve(listener, http::router(app), shutdown_signal()).await;
     let _ = stop_metrics.send(true);
@@ -275,11 +369,27 @@ pub async fn run_with_gateways(
     while sockets.stats.open_connections() > 0 && waited.elapsed() < WS_SHUTDOWN_WAIT {
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
-    drop(sockets);
+}
+
+/// The scheduler and gateway tasks, and the signal that stops them.
+struct StartedGateways {
+    stop: watch::Sender<bool>,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+/// Stops whatever holds a sequencer handle, then the pipeline, then the
+/// reporter it feeds.
+async fn stop_in_order(
+    market: MarketDataService,
+    gateways: StartedGateways,
+    handle: Handle,
+    pipeline: Pipeline,
+    reporter: Option<Reporter>,
+) {
     // The service holds a sequencer handle: stop it before the pipeline.
     market.shutdown().await;
-    let _ = stop_gateways.send(true);
-    for task in gateway_tasks {
+    let _ = gateways.stop.send(true);
+    for task in gateways.tasks {
         let _ = task.await;
     }
     drop(handle);
@@ -291,9 +401,12 @@ pub async fn run_with_gateways(
         }
     })
     .await;
-    Ok(())
 }
 
+/// Marks the node ready. History reads right after a restart should not
+/// wait on a long catch-up, so readiness first waits for the store to
+/// reach what recovery applied, but only so long: reporting never holds up
+/// trading. Meanwhile the listener serves `/health` and `/ready`.
 async fn ready_after_reporting(
     reporting: Option<Reporting>,
     recovered: u64,

@@ -84,7 +84,10 @@ pub enum ClusterError {
     ZeroId,
     #[error("node {0} is not in the peer list, which must give its own Raft address")]
     SelfMissing(u64),
-    #[error("timings: heartbeat ticks ({heartbeat}) must be below election ticks ({election}), tick > 0")]
+    #[error(
+        "timings: heartbeat ticks ({heartbeat}) must be below election ticks \
+             ({election}), tick > 0"
+    )]
     Timings { heartbeat: usize, election: usize },
     #[error("a joining node needs the peer list (its own Raft address and the others')")]
     JoinAlone,

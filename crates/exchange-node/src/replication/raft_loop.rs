@@ -2,6 +2,7 @@
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
+use std::ops::ControlFlow;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -9,7 +10,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use crossbeam_channel::{select, Receiver};
 use exchange_replication::transport::{Feedback, Transport};
 use exchange_replication::{
-    CommittedKind, ConfState, Membership, Message, ReadyOutcome, ReplicaNode, SyncJob,
+    Committed, CommittedKind, ConfState, Membership, Message, ReadyOutcome, ReplicaNode,
+    SnapshotData, SyncJob,
 };
 
 use super::log_sync::{self, Synced};
@@ -22,6 +24,16 @@ use crate::limits::MAX_BATCH;
 use crate::metrics::Metrics;
 use crate::parked;
 use crate::pipeline::{CommittedBatch, CoreMsg, Reply, Submission};
+
+/// The channels the loop waits on, taken once at the start.
+struct Inputs {
+    submit: Receiver<Submission>,
+    inbox: Receiver<Message>,
+    synced: Receiver<Synced>,
+    feedback: Receiver<Feedback>,
+    snapshots_done: Receiver<RaftMeta>,
+    control: Receiver<RaftControl>,
+}
 
 struct Pending {
     term: u64,
@@ -66,6 +78,55 @@ fn wall_clock_ns() -> u64 {
 impl RaftLoop {
     /// Runs until every handle is gone (true) or on a failure (false).
     pub fn run(mut self) -> bool {
+        let Some((inputs, mut progress)) = self.start() else {
+            return false;
+        };
+        let mut batch: Vec<Submission> = Vec::with_capacity(MAX_BATCH);
+        let mut next_tick = Instant::now() + self.tick;
+        self.shared.publish(&self.node);
+        loop {
+            // Work Raft has ready (after an election, say) is done first.
+            let wait = if self.node.has_ready() {
+                Duration::ZERO
+            } else {
+                next_tick.saturating_duration_since(Instant::now())
+            };
+            if let ControlFlow::Break(clean) =
+                self.wait_for_input(&inputs, &mut progress, &mut batch, wait)
+            {
+                return clean;
+            }
+            if !self.drain_inputs(&inputs) {
+                return false;
+            }
+            let mut role_may_change = false;
+            if Instant::now() >= next_tick {
+                self.node.tick();
+                next_tick = Instant::now() + self.tick;
+                role_may_change = true;
+            }
+            while batch.len() < MAX_BATCH {
+                match inputs.submit.try_recv() {
+                    Ok(next) => batch.push(next),
+                    Err(_) => break,
+                }
+            }
+            let proposed = !batch.is_empty();
+            if proposed {
+                self.propose(&mut batch, &mut progress.pending);
+            }
+            if !self.ready(&mut progress, proposed) {
+                return false;
+            }
+            if role_may_change || proposed || self.shared.is_leader() != self.node.is_leader() {
+                self.shared.publish(&self.node);
+            }
+        }
+    }
+
+    /// Takes the channels the loop waits on and starts the log's sync
+    /// thread; None when that thread could not start.
+    fn start(&mut self) -> Option<(Inputs, Progress)> {
         let submit = self.submit.clone();
         // A lone voter has no transport, so nothing sends to its inbox: a
         // disconnected channel is always ready, and selecting on it would
@@ -84,99 +145,101 @@ impl RaftLoop {
             Ok(started) => started,
             Err(error) => {
                 tracing::error!(%error, "could not start the log's sync thread");
-                return false;
+                return None;
             }
         };
-        let mut progress = Progress {
+        let progress = Progress {
             pending: BTreeMap::new(),
             conf: Arc::new(self.node.conf_state().clone()),
             snapshot_asked: None,
             sync_jobs,
         };
-        let mut batch: Vec<Submission> = Vec::with_capacity(MAX_BATCH);
-        let mut next_tick = Instant::now() + self.tick;
-        self.shared.publish(&self.node);
-        loop {
-            // Work Raft has ready (after an election, say) is done first.
-            let wait = if self.node.has_ready() {
-                Duration::ZERO
-            } else {
-                next_tick.saturating_duration_since(Instant::now())
-            };
-            select! {
-                recv(submit) -> submission => match submission {
-                    Ok(submission) => batch.push(submission),
-                    Err(_) => {
-                        self.hand_over(&mut progress, &inbox, &feedback, &synced);
-                        self.wait_for_syncs(&synced);
-                        if let Err(error) = self.node.flush() {
-                            tracing::warn!(%error, "could not record the commit index at shutdown");
-                        }
-                        return true;
+        let inputs = Inputs {
+            submit,
+            inbox,
+            synced,
+            feedback,
+            snapshots_done,
+            control,
+        };
+        Some((inputs, progress))
+    }
+
+    /// Waits up to `wait` for one input and takes it; breaks with the
+    /// loop's result when the node stops (true once every handle is gone).
+    fn wait_for_input(
+        &mut self,
+        inputs: &Inputs,
+        progress: &mut Progress,
+        batch: &mut Vec<Submission>,
+        wait: Duration,
+    ) -> ControlFlow<bool> {
+        select! {
+            recv(inputs.submit) -> submission => match submission {
+                Ok(submission) => batch.push(submission),
+                Err(_) => {
+                    self.hand_over(progress, &inputs.inbox, &inputs.feedback, &inputs.synced);
+                    self.wait_for_syncs(&inputs.synced);
+                    if let Err(error) = self.node.flush() {
+                        tracing::warn!(%error, "could not record the commit index at shutdown");
                     }
-                },
-                recv(inbox) -> message => {
-                    if let Ok(message) = message {
-                        let _ = self.node.step(message);
-                    }
+                    return ControlFlow::Break(true);
                 }
-                recv(synced) -> report => {
-                    if !self.synced(report.ok()) {
-                        return false;
-                    }
-                }
-                recv(feedback) -> report => {
-                    if let Ok(report) = report {
-                        self.feedback(report);
-                    }
-                }
-                recv(snapshots_done) -> meta => {
-                    if let Ok(meta) = meta {
-                        if let Err(error) = self.node.snapshot_written(meta.index, meta.term, &meta.conf) {
-                            tracing::warn!(%error, "log compaction failed; the log keeps its old segments");
-                        }
-                    }
-                }
-                recv(control) -> request => {
-                    if let Ok(request) = request {
-                        self.control(request);
-                    }
-                }
-                default(wait) => {}
-            }
-            while let Ok(message) = inbox.try_recv() {
-                let _ = self.node.step(message);
-            }
-            while let Ok(report) = synced.try_recv() {
-                if !self.synced(Some(report)) {
-                    return false;
+            },
+            recv(inputs.inbox) -> message => {
+                if let Ok(message) = message {
+                    let _ = self.node.step(message);
                 }
             }
-            while let Ok(report) = feedback.try_recv() {
-                self.feedback(report);
-            }
-            let mut role_may_change = false;
-            if Instant::now() >= next_tick {
-                self.node.tick();
-                next_tick = Instant::now() + self.tick;
-                role_may_change = true;
-            }
-            while batch.len() < MAX_BATCH {
-                match submit.try_recv() {
-                    Ok(next) => batch.push(next),
-                    Err(_) => break,
+            recv(inputs.synced) -> report => {
+                if !self.synced(report.ok()) {
+                    return ControlFlow::Break(false);
                 }
             }
-            let proposed = !batch.is_empty();
-            if proposed {
-                self.propose(&mut batch, &mut progress.pending);
+            recv(inputs.feedback) -> report => {
+                if let Ok(report) = report {
+                    self.feedback(report);
+                }
             }
-            if !self.ready(&mut progress, proposed) {
+            recv(inputs.snapshots_done) -> meta => {
+                if let Ok(meta) = meta {
+                    self.snapshot_written(&meta);
+                }
+            }
+            recv(inputs.control) -> request => {
+                if let Ok(request) = request {
+                    self.control(request);
+                }
+            }
+            default(wait) => {}
+        }
+        ControlFlow::Continue(())
+    }
+
+    /// Takes whatever else arrived meanwhile from peers, the sync thread
+    /// and the transport; false when the node stops.
+    fn drain_inputs(&mut self, inputs: &Inputs) -> bool {
+        while let Ok(message) = inputs.inbox.try_recv() {
+            let _ = self.node.step(message);
+        }
+        while let Ok(report) = inputs.synced.try_recv() {
+            if !self.synced(Some(report)) {
                 return false;
             }
-            if role_may_change || proposed || self.shared.is_leader() != self.node.is_leader() {
-                self.shared.publish(&self.node);
-            }
+        }
+        while let Ok(report) = inputs.feedback.try_recv() {
+            self.feedback(report);
+        }
+        true
+    }
+
+    /// The core wrote a snapshot: the log may drop what it covers.
+    fn snapshot_written(&mut self, meta: &RaftMeta) {
+        if let Err(error) = self
+            .node
+            .snapshot_written(meta.index, meta.term, &meta.conf)
+        {
+            tracing::warn!(%error, "log compaction failed; the log keeps its old segments");
         }
     }
 
@@ -441,7 +504,10 @@ impl RaftLoop {
             // Nothing of the batch reaches the log, so no replica differs;
             // dropping the replies answers its commands `unavailable`.
             Err(error) => {
-                tracing::error!(%error, "a batch did not serialise; its commands are answered unavailable");
+                tracing::error!(
+                    %error,
+                    "a batch did not serialise; its commands are answered unavailable"
+                );
                 return;
             }
         };
@@ -485,23 +551,8 @@ impl Handoff<'_> {
         // Before the core answers anyone: a status read after an
         // acknowledgement must not show an older commit index.
         self.shared.publish(node);
-        let Progress { pending, conf, .. } = &mut *self.progress;
         if let Some(snapshot) = outcome.snapshot {
-            pending.retain(|index, _| *index > snapshot.index);
-            *conf = Arc::new(node.conf_state().clone());
-            let meta = RaftMeta {
-                index: snapshot.index,
-                term: snapshot.term,
-                conf: conf.clone(),
-            };
-            if self
-                .core
-                .send(CoreMsg::Install {
-                    meta,
-                    data: snapshot.data,
-                })
-                .is_err()
-            {
+            if !self.install(node, snapshot) {
                 self.failed = true;
                 return;
             }
@@ -509,8 +560,44 @@ impl Handoff<'_> {
         if outcome.committed.is_empty() {
             return;
         }
-        let mut batches = Vec::with_capacity(outcome.committed.len());
-        for committed in outcome.committed {
+        let Some(batches) = self.committed_batches(outcome.committed) else {
+            self.failed = true;
+            return;
+        };
+        if self.core.send(CoreMsg::Entries(batches)).is_err() {
+            self.failed = true;
+            return;
+        }
+        self.metrics
+            .core_queue_depth
+            .store(self.core.len() as u64, Ordering::Relaxed);
+    }
+
+    /// Hands a snapshot Raft received to the core; false when the core is
+    /// gone.
+    fn install(&mut self, node: &ReplicaNode, snapshot: SnapshotData) -> bool {
+        let Progress { pending, conf, .. } = &mut *self.progress;
+        pending.retain(|index, _| *index > snapshot.index);
+        *conf = Arc::new(node.conf_state().clone());
+        let meta = RaftMeta {
+            index: snapshot.index,
+            term: snapshot.term,
+            conf: conf.clone(),
+        };
+        self.core
+            .send(CoreMsg::Install {
+                meta,
+                data: snapshot.data,
+            })
+            .is_ok()
+    }
+
+    /// The committed entries as the core takes them, with this node's
+    /// replies where it proposed them; None when one does not decode.
+    fn committed_batches(&mut self, committed: Vec<Committed>) -> Option<Vec<CommittedBatch>> {
+        let Progress { pending, conf, .. } = &mut *self.progress;
+        let mut batches = Vec::with_capacity(committed.len());
+        for committed in committed {
             let items = match committed.kind {
                 CommittedKind::Normal(data) => {
                     let mine = pending
@@ -522,9 +609,12 @@ impl Handoff<'_> {
                         None => match decode_batch(&data) {
                             Ok(entries) => entries.into_iter().map(|e| (e, None)).collect(),
                             Err(error) => {
-                                tracing::error!(index = committed.index, %error, "a committed log entry does not decode; stopping");
-                                self.failed = true;
-                                return;
+                                tracing::error!(
+                                    index = committed.index,
+                                    %error,
+                                    "a committed log entry does not decode; stopping"
+                                );
+                                return None;
                             }
                         },
                     }
@@ -557,12 +647,6 @@ impl Handoff<'_> {
                 items,
             });
         }
-        if self.core.send(CoreMsg::Entries(batches)).is_err() {
-            self.failed = true;
-            return;
-        }
-        self.metrics
-            .core_queue_depth
-            .store(self.core.len() as u64, Ordering::Relaxed);
+        Some(batches)
     }
 }

@@ -11,15 +11,19 @@ fn account(n: u64) -> LogEntry {
 
 #[test]
 fn core_commands_and_accounts_share_a_batch() {
-    let place = exchange_codec::decode_command(
-        r#"{"cmd":"place","account":1,"client_order_id":"c\"1","symbol":"BTC-USD","side":"buy","type":"limit","price":"100.5","qty":"1.5","tif":"gtc","post_only":false,"stp":"cancel_newest","ts":4}"#,
-    )
+    let place = exchange_codec::decode_command(concat!(
+        r#"{"cmd":"place","account":1,"client_order_id":"c\"1","symbol":"BTC-USD","#,
+        r#""side":"buy","type":"limit","price":"100.5","qty":"1.5","tif":"gtc","#,
+        r#""post_only":false,"stp":"cancel_newest","ts":4}"#,
+    ))
     .expect("a place line");
     // A client order id may be any word, the gateway command's name too:
     // such an order once stopped every follower that read it.
-    let named = exchange_codec::decode_command(
-        r#"{"cmd":"place","account":1,"client_order_id":"create_account","symbol":"BTC-USD","side":"sell","type":"limit","price":"101","qty":"1","tif":"gtc","post_only":false,"stp":"cancel_newest","ts":5}"#,
-    )
+    let named = exchange_codec::decode_command(concat!(
+        r#"{"cmd":"place","account":1,"client_order_id":"create_account","symbol":"BTC-USD","#,
+        r#""side":"sell","type":"limit","price":"101","qty":"1","tif":"gtc","post_only":false,"#,
+        r#""stp":"cancel_newest","ts":5}"#,
+    ))
     .expect("a place line");
     let entries = vec![
         account(1),

@@ -12,7 +12,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use exchange_replication::{
-    is_snapshot, CommittedKind, Membership, Message, ReplicaConfig, ReplicaNode, StorageOptions,
+    is_snapshot, CommittedKind, Membership, Message, ReadyOutcome, ReplicaConfig, ReplicaNode,
+    StorageOptions,
 };
 
 /// A small seeded generator (splitmix64).
@@ -457,64 +458,75 @@ impl Cluster {
                 self.send(message);
             }
             for outcome in outcomes {
-                if let Some(snapshot) = outcome.snapshot {
-                    let live = self
-                        .nodes
-                        .get_mut(&id)
-                        .and_then(Option::as_mut)
-                        .expect("live");
-                    let toy = Toy::restore(&snapshot.data);
-                    live.toy = Toy {
-                        raft_index: snapshot.index,
-                        ..toy
-                    };
-                }
-                for committed in outcome.committed {
-                    self.check_agreement(id, committed.index, committed.term, &committed.kind);
-                    self.trace.push((id, committed.index, committed.term));
-                    let key = (id, committed.index, committed.term);
-                    let live = self
-                        .nodes
-                        .get_mut(&id)
-                        .and_then(Option::as_mut)
-                        .expect("live");
-                    match &committed.kind {
-                        CommittedKind::Normal(data) => {
-                            live.toy.apply(id, committed.index, data);
-                            if let Some(payload_id) = self.pending.remove(&key) {
-                                assert_eq!(
-                                    data.as_slice(),
-                                    payload_id.to_le_bytes(),
-                                    "node {id}: acknowledged entry {} carries another payload",
-                                    committed.index
-                                );
-                                self.acked.insert(payload_id);
-                            }
-                        }
-                        _ => live.toy.raft_index = committed.index,
-                    }
-                    live.since_snapshot += 1;
-                }
+                self.apply_outcome(id, outcome);
             }
-            let every = self.snapshot_every;
+            self.snapshot_when_due(id);
+        }
+    }
+
+    /// Checks and applies what one `handle_ready` committed on a node.
+    fn apply_outcome(&mut self, id: u64, outcome: ReadyOutcome) {
+        if let Some(snapshot) = outcome.snapshot {
             let live = self
                 .nodes
                 .get_mut(&id)
                 .and_then(Option::as_mut)
                 .expect("live");
-            if every > 0 && live.since_snapshot >= every {
-                live.since_snapshot = 0;
-                let index = live.toy.raft_index;
-                let data = live.toy.snapshot();
-                live.replica
-                    .save_snapshot(index, &data)
-                    .expect("save snapshot");
-            }
-            // Proposals overtaken by another term at their index are lost.
-            let applied = live.replica.applied();
-            self.pending
-                .retain(|(proposer, index, _), _| *proposer != id || *index > applied);
+            let toy = Toy::restore(&snapshot.data);
+            live.toy = Toy {
+                raft_index: snapshot.index,
+                ..toy
+            };
         }
+        for committed in outcome.committed {
+            self.check_agreement(id, committed.index, committed.term, &committed.kind);
+            self.trace.push((id, committed.index, committed.term));
+            let key = (id, committed.index, committed.term);
+            let live = self
+                .nodes
+                .get_mut(&id)
+                .and_then(Option::as_mut)
+                .expect("live");
+            match &committed.kind {
+                CommittedKind::Normal(data) => {
+                    live.toy.apply(id, committed.index, data);
+                    if let Some(payload_id) = self.pending.remove(&key) {
+                        assert_eq!(
+                            data.as_slice(),
+                            payload_id.to_le_bytes(),
+                            "node {id}: acknowledged entry {} carries another payload",
+                            committed.index
+                        );
+                        self.acked.insert(payload_id);
+                    }
+                }
+                _ => live.toy.raft_index = committed.index,
+            }
+            live.since_snapshot += 1;
+        }
+    }
+
+    /// Snapshots a node whose snapshot is due, and forgets its lost
+    /// proposals.
+    fn snapshot_when_due(&mut self, id: u64) {
+        let every = self.snapshot_every;
+        let live = self
+            .nodes
+            .get_mut(&id)
+            .and_then(Option::as_mut)
+            .expect("live");
+        if every > 0 && live.since_snapshot >= every {
+            live.since_snapshot = 0;
+            let index = live.toy.raft_index;
+            let data = live.toy.snapshot();
+            live.replica
+                .save_snapshot(index, &data)
+                .expect("save snapshot");
+        }
+        // Proposals overtaken by another term at their index are lost.
+        let applied = live.replica.applied();
+        self.pending
+            .retain(|(proposer, index, _), _| *proposer != id || *index > applied);
     }
 
     fn send(&mut self, message: Message) {

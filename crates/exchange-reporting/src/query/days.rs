@@ -76,18 +76,14 @@ impl Store {
             "SELECT g.day AS day, g.symbol AS symbol, o.price AS open, g.high AS high, \
              g.low AS low, c.price AS close, g.volume AS volume, g.n AS trades, \
              g.notional AS notional FROM \
-             (SELECT (ts / ?) * ? AS day, symbol, MIN(trade_id) AS first_id, MAX(trade_id) AS last_id, \
-              MAX(price) AS high, MIN(price) AS low, CAST(SUM(qty) AS BIGINT) AS volume, COUNT(*) AS n, \
+             (SELECT (ts / ?) * ? AS day, symbol, MIN(trade_id) AS first_id, \
+              MAX(trade_id) AS last_id, MAX(price) AS high, MIN(price) AS low, \
+              CAST(SUM(qty) AS BIGINT) AS volume, COUNT(*) AS n, \
               CAST(SUM(notional) AS BIGINT) AS notional \
               FROM trades WHERE ts >= ? AND ts < ? GROUP BY day, symbol) g \
              JOIN trades o ON o.trade_id = g.first_id JOIN trades c ON c.trade_id = g.last_id \
              ORDER BY g.day, g.symbol",
-            &[
-                bound(DAY_NS),
-                bound(DAY_NS),
-                bound(from),
-                bound(to),
-            ],
+            &[bound(DAY_NS), bound(DAY_NS), bound(from), bound(to)],
             InstrumentDay::read,
         )
     }

@@ -195,7 +195,8 @@ impl Store {
             "SELECT g.bucket AS start, o.price AS open, g.high AS high, g.low AS low, \
              c.price AS close, g.volume AS volume, g.n AS trades, g.notional AS notional FROM \
              (SELECT (ts / ?) * ? AS bucket, MIN(trade_id) AS first_id, MAX(trade_id) AS last_id, \
-              MAX(price) AS high, MIN(price) AS low, CAST(SUM(qty) AS BIGINT) AS volume, COUNT(*) AS n, \
+              MAX(price) AS high, MIN(price) AS low, CAST(SUM(qty) AS BIGINT) AS volume, \
+              COUNT(*) AS n, \
               CAST(SUM(notional) AS BIGINT) AS notional \
               FROM trades WHERE symbol = ? AND ts >= ? AND ts < ? GROUP BY bucket) g \
              JOIN trades o ON o.trade_id = g.first_id JOIN trades c ON c.trade_id = g.last_id \

@@ -332,7 +332,11 @@ fn setup_amount(profile: Profile, code: &str) -> BoxedStrategy<Option<&'static s
 
 fn account(accounts: u64) -> impl Strategy<Value = AccountId> {
     // The fee account and a never-funded one are refused in their own ways.
-    prop_oneof![80 => 1..=accounts, 1 => Just(exchange_core::FEE_ACCOUNT), 1 => Just(UNFUNDED_ACCOUNT)]
+    prop_oneof![
+        80 => 1..=accounts,
+        1 => Just(exchange_core::FEE_ACCOUNT),
+        1 => Just(UNFUNDED_ACCOUNT),
+    ]
 }
 
 /// An account that streams use but never fund.
@@ -344,7 +348,10 @@ fn client_id() -> impl Strategy<Value = ClientOrderId> {
 }
 
 fn order_ref() -> impl Strategy<Value = OrderRef> {
-    prop_oneof![4 => client_id().prop_map(OrderRef::Client), 1 => (0u64..=120).prop_map(OrderRef::Id)]
+    prop_oneof![
+        4 => client_id().prop_map(OrderRef::Client),
+        1 => (0u64..=120).prop_map(OrderRef::Id),
+    ]
 }
 
 fn symbol_of(instrument: usize) -> Symbol {
@@ -357,7 +364,11 @@ fn place_command(instruments: usize, accounts: u64) -> impl Strategy<Value = Com
         account(accounts),
         select(&[Side::Buy, Side::Sell][..]),
         prop_oneof![5 => Just(OrderType::Limit), 1 => Just(OrderType::Market)],
-        prop_oneof![7 => Just(TimeInForce::Gtc), 2 => Just(TimeInForce::Ioc), 2 => Just(TimeInForce::Fok)],
+        prop_oneof![
+            7 => Just(TimeInForce::Gtc),
+            2 => Just(TimeInForce::Ioc),
+            2 => Just(TimeInForce::Fok),
+        ],
         prop_oneof![9 => Just(false), 1 => Just(true)],
         select(
             &[
@@ -564,7 +575,8 @@ fn body_command(
             ],
         )
             .prop_map(|(account, symbol)| Command::MassCancel(MassCancel { account, symbol })),
-        4 => transfer(instruments, accounts, profile, &["0.0001", "0.001", "0.5", "20"]).prop_map(Command::Withdraw),
+        4 => transfer(instruments, accounts, profile, &["0.0001", "0.001", "0.5", "20"])
+            .prop_map(Command::Withdraw),
         2 => transfer(instruments, accounts, profile, deposits).prop_map(Command::Deposit),
     ]
 }
@@ -680,38 +692,7 @@ pub fn describe(command: &Command) -> String {
         Command::AddInstrument(a) => format!("add_instrument {}", a.symbol),
         Command::Deposit(t) => format!("deposit a{} {} {}", t.account, t.asset, t.amount),
         Command::Withdraw(t) => format!("withdraw a{} {} {}", t.account, t.asset, t.amount),
-        Command::Place(p) => {
-            let ext = p.ext();
-            let mut line = format!(
-                "place a{} {} {} {} {} {} x {} {}{} stp={}",
-                p.account,
-                p.client_order_id,
-                p.symbol,
-                p.side.as_str(),
-                p.order_type.as_str(),
-                opt(&p.price),
-                p.qty,
-                p.tif.as_str(),
-                if p.post_only { " post_only" } else { "" },
-                p.stp.as_str()
-            );
-            for (name, value) in [
-                ("stop", ext.stop_price),
-                ("display", ext.display_qty),
-                ("funds", ext.funds),
-            ] {
-                if let Some(value) = value {
-                    line += &format!(" {name}={value}");
-                }
-            }
-            if let Some(t) = ext.trailing {
-                line += &format!(" trailing={t:?}");
-            }
-            if let Some(with) = ext.oco_with {
-                line += &format!(" oco={with}");
-            }
-            line
-        }
+        Command::Place(p) => describe_place(p),
         Command::Cancel(c) => format!("cancel a{} {}", c.account, describe_order(&c.order)),
         Command::Replace(r) => describe_replace(r, None),
         Command::ReplaceStop(r) => describe_replace(&r.replace, Some(r.stop_price)),
@@ -751,6 +732,40 @@ pub fn describe(command: &Command) -> String {
             t.from, t.to, t.asset, t.amount
         ),
     }
+}
+
+fn describe_place(p: &Place) -> String {
+    let opt = |d: &Option<Dec>| d.map_or("-".to_string(), |d| d.to_string());
+    let ext = p.ext();
+    let mut line = format!(
+        "place a{} {} {} {} {} {} x {} {}{} stp={}",
+        p.account,
+        p.client_order_id,
+        p.symbol,
+        p.side.as_str(),
+        p.order_type.as_str(),
+        opt(&p.price),
+        p.qty,
+        p.tif.as_str(),
+        if p.post_only { " post_only" } else { "" },
+        p.stp.as_str()
+    );
+    for (name, value) in [
+        ("stop", ext.stop_price),
+        ("display", ext.display_qty),
+        ("funds", ext.funds),
+    ] {
+        if let Some(value) = value {
+            line += &format!(" {name}={value}");
+        }
+    }
+    if let Some(t) = ext.trailing {
+        line += &format!(" trailing={t:?}");
+    }
+    if let Some(with) = ext.oco_with {
+        line += &format!(" oco={with}");
+    }
+    line
 }
 
 /// `describe` for a whole stream, numbered from zero.
