@@ -503,8 +503,19 @@ fn changed(
         .map(|update| update.order_id)
 }
 
+/// The core's first stage, run at the edge: an order of the wrong shape is
+/// answered as the core would answer it, without a trip through the log.
+/// Only shapes are judged here; everything that needs state is the core's.
+pub fn validate(command: &Command) -> Result<(), ApiError> {
+    match command {
+        Command::Place(place) => exchange_types::validate::place(place).map_err(ApiError::reject),
+        _ => Ok(()),
+    }
+}
+
 /// Sequences one command and answers it (REST's whole path).
 pub async fn execute(handle: &Handle, command: Command) -> Result<Value, ApiError> {
+    validate(&command)?;
     let op = Op::of(&command);
     let applied = handle.submit(entry(command)).await?;
     op.respond(&applied)

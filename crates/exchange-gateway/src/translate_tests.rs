@@ -549,3 +549,59 @@ fn session_times_in_force_and_an_expire_time_reach_the_command() {
     assert_eq!(gtd.tif, TimeInForce::Gtd);
     assert_eq!(gtd.ext().expire_ts, Some(1_800_000_000_000_000_000));
 }
+
+/// The edge runs the core's shape rules: an order of the wrong shape gets
+/// the core's own refusal and never takes a place in the log.
+#[tokio::test]
+async fn a_malformed_order_is_refused_at_the_edge_and_never_logged() {
+    let node = funded_node().await;
+    let handle = &node.pipeline.handle;
+    let logged = |applied: std::sync::Arc<exchange_node::Applied>| applied.index;
+    let mass_cancel = || mass_cancel(1, None).expect("mass cancel");
+    let before = logged(
+        handle
+            .submit(entry(mass_cancel()))
+            .await
+            .expect("sequenced"),
+    );
+    let malformed = [
+        (
+            concat!(
+                r#"{"symbol":"BTC-USD","side":"buy","price":"100","qty":"1","#,
+                r#""tif":"ioc","post_only":true}"#
+            ),
+            "post_only_not_allowed",
+        ),
+        (
+            r#"{"symbol":"BTC-USD","side":"buy","qty":"1"}"#,
+            "price_required",
+        ),
+        (
+            r#"{"symbol":"BTC-USD","side":"buy","price":"100","qty":"1","tif":"gtd"}"#,
+            "expire_ts_required",
+        ),
+    ];
+    for (body, expected) in malformed {
+        let command = place_from(body).expect("translates");
+        let error = execute(handle, command).await.expect_err(body);
+        assert_eq!(
+            (error.code, error.status.as_u16()),
+            (expected, 422),
+            "{body}"
+        );
+    }
+    let after = logged(
+        handle
+            .submit(entry(mass_cancel()))
+            .await
+            .expect("sequenced"),
+    );
+    assert_eq!(
+        after,
+        before + 1,
+        "no refused order took a place in the log"
+    );
+    let well_formed = r#"{"symbol":"BTC-USD","side":"buy","price":"100","qty":"1"}"#;
+    let placed = execute(handle, translate_place(1, well_formed).expect("translates")).await;
+    assert!(placed.is_ok(), "{placed:?}");
+}

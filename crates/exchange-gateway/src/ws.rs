@@ -608,6 +608,7 @@ impl Session {
                 ),
             ));
         }
+        translate::validate(&command)?;
         let op = Op::of(&command);
         let outcome = self.app.handle.enqueue_entry(translate::entry(command))?;
         self.answers.push(request_id, op, outcome);
