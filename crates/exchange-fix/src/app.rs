@@ -291,6 +291,25 @@ impl App {
         }
     }
 
+    /// The answer to an order refused at the edge by the core's own shape
+    /// rules (`exchange_types::validate`): the report the core's refusal
+    /// would give, with a gateway execution id, as nothing was logged.
+    pub fn refused_at_edge(
+        &mut self,
+        request: &Request,
+        reason: RejectReason,
+        now: u64,
+    ) -> Outgoing {
+        let account = self.account();
+        if let Request::Place(echo) = request {
+            self.refused.remember(&echo.cl_ord_id);
+            let text = reports::reject_text(reason);
+            let code = reports::ord_rej_reason(reason);
+            return reports::rejected_order(echo, account, &format!("G{now}"), code, &text, now);
+        }
+        self.unavailable(request, reason.message(), now)
+    }
+
     /// The answer to a request the sequencer would not take (overloaded or
     /// stopping): nothing happened to any order.
     pub fn unavailable(&self, request: &Request, why: &str, now: u64) -> Outgoing {

@@ -435,3 +435,32 @@ fn drop_copy_reports_stop_triggers_and_expiries() {
         ("90".into(), "1".into(), "3".into())
     );
 }
+
+/// An order refused at the edge by the core's shape rules is answered with
+/// the report the core's own refusal gives, field for field, but for the
+/// execution id: nothing was logged.
+#[test]
+fn an_edge_refusal_reads_as_the_core_refusal() {
+    let body = format!("11=p1|54=1|38=1|44=100|59=3|18=6|{ORDER}");
+    let mut core = Core::new();
+    let mut alice = Client::new(1);
+    let from_core = alice.send(&mut core, "D", &body, &mut []);
+    let mut edge = Client::new(1);
+    let message: Message = fix("D", alice.seq, &body);
+    let Inbound::Submit(submission) = translate(&message, &edge.app.role, 0) else {
+        panic!("an order to submit");
+    };
+    let exchange_types::Command::Place(place) = &submission.command else {
+        panic!("a place");
+    };
+    let reason = exchange_types::validate::place(place).expect_err("post-only IOC");
+    let at_edge = edge.app.refused_at_edge(&submission.request, reason, 0);
+    let fields = |out: &Outgoing| [11, 39, 150, 103, 58, 37, 54, 38].map(|tag| get(out, tag));
+    assert_eq!(summary(&at_edge), ("8".into(), "8".into(), "8".into()));
+    assert_eq!(fields(&at_edge), fields(&from_core[0]));
+    assert!(
+        get(&at_edge, 58).starts_with("post_only_not_allowed"),
+        "{}",
+        get(&at_edge, 58)
+    );
+}

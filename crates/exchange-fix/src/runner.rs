@@ -457,6 +457,14 @@ impl Runner {
         match inbound::translate(&message, &self.app.role, now) {
             Inbound::Submit(submission) => {
                 let Submission { command, request } = *submission;
+                // The core's first stage, run here: a malformed order is
+                // answered as the core would answer it, without the log.
+                if let Command::Place(place) = &command {
+                    if let Err(reason) = exchange_types::validate::place(place) {
+                        let answer = self.app.refused_at_edge(&request, reason, now);
+                        return self.answer_now(answer.routed(&routing), actions);
+                    }
+                }
                 match self
                     .handle
                     .enqueue_entry(LogEntry::Core(Stamped { ts: 0, command }))
