@@ -61,6 +61,7 @@ mod settle;
 mod snapshot;
 mod stop_replace;
 mod stops;
+mod uncrossing;
 mod views;
 mod volatility;
 

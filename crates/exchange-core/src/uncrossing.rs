@@ -1,0 +1,224 @@
+//! Executing an uncrossing: once `auction.rs` has chosen the price, the
+//! orders that cross at it trade, pair by pair, until one side has none
+//! left at that price.
+//!
+//! Each side is taken in priority: market orders first, in time priority,
+//! then the book in price-time priority. Of each pair, the later order is
+//! the taker for fees, as it would have been had both arrived in
+//! continuous trading; a market order always takes. An iceberg takes part
+//! with its whole volume (as on Xetra): its hidden lots trade first and
+//! its shown slice last, so its level loses only what the slice loses.
+//!
+//! Every fill is within both orders' prices, so it is always paid for:
+//! a fill that is not is a bug, asserted in release builds.
+
+use std::collections::BTreeSet;
+
+use exchange_types::event::{self, AuctionKind};
+use exchange_types::{Event, EventKind, Side};
+
+use crate::engine::Engine;
+use crate::matching::Filled;
+
+/// One side's market orders waiting for the uncrossing, in time priority.
+struct MarketQueue {
+    rest: std::vec::IntoIter<u32>,
+    head: Option<u32>,
+}
+
+impl MarketQueue {
+    fn new(slots: Vec<u32>) -> MarketQueue {
+        let mut rest = slots.into_iter();
+        let head = rest.next();
+        MarketQueue { rest, head }
+    }
+
+    fn advance(&mut self) {
+        self.head = self.rest.next();
+    }
+}
+
+/// The uncrossing in progress on one instrument.
+struct Uncrossing {
+    index: u32,
+    price: u64,
+    buys: MarketQueue,
+    sells: MarketQueue,
+    /// Levels a fill changed, (0 for bids or 1 for asks, price), reported
+    /// once at the end.
+    touched: BTreeSet<(u8, u64)>,
+}
+
+/// A buy and a sell that cross at the uncrossing price, and which takes.
+#[derive(Clone, Copy)]
+struct Pair {
+    buy: u32,
+    sell: u32,
+    taker: u32,
+    maker: u32,
+    taker_market: bool,
+    maker_market: bool,
+}
+
+impl Engine {
+    /// Executes the uncrossing of instrument `index` at one price.
+    pub(crate) fn run_auction(&mut self, index: u32, kind: AuctionKind, out: &mut Vec<Event>) {
+        let Some(u) = self.uncross_of(index) else {
+            return;
+        };
+        let price = u.price;
+        self.volatility_auctioned(index, price);
+        self.emit_with(out, |e| {
+            let inst = &e.instruments[index as usize];
+            EventKind::Auction(event::Auction {
+                symbol: inst.symbol,
+                kind,
+                price: inst.price_units(price),
+                volume: inst.qty_units(u.volume),
+            })
+        });
+        let (market_buys, market_sells) = if self.call_markets.is_empty() {
+            (Vec::new(), Vec::new())
+        } else {
+            self.call_markets_at(index, price)
+        };
+        let mut run = Uncrossing {
+            index,
+            price,
+            buys: MarketQueue::new(market_buys),
+            sells: MarketQueue::new(market_sells),
+            touched: BTreeSet::new(),
+        };
+        while let Some(pair) = self.next_pair(&run) {
+            self.trade_pair(&mut run, pair, out);
+        }
+        for &(side, level_price) in &run.touched {
+            let side = if side == 0 { Side::Buy } else { Side::Sell };
+            let qty = self.books[index as usize]
+                .side(side)
+                .levels_best_first()
+                .find(|l| l.price == level_price)
+                .map_or(0, |l| l.qty);
+            self.emit_book(out, index, side, level_price, qty);
+        }
+        if !self.mmp_tripped.is_empty() {
+            self.sweep_tripped(out);
+        }
+    }
+
+    /// The next buy and sell to trade at the price, if both sides have one.
+    fn next_pair(&self, run: &Uncrossing) -> Option<Pair> {
+        let book = &self.books[run.index as usize];
+        let price = run.price;
+        let buy = run.buys.head.or_else(|| {
+            book.bids
+                .best()
+                .filter(|l| l.price >= price)
+                .map(|l| l.head)
+        });
+        let sell = run.sells.head.or_else(|| {
+            book.asks
+                .best()
+                .filter(|l| l.price <= price)
+                .map(|l| l.head)
+        });
+        let (buy, sell) = (buy?, sell?);
+        // A market order takes: it is on no level a maker's fill could
+        // reduce, and it would have taken in continuous trading too.
+        // Between two market orders, or two limit orders, the later one
+        // takes.
+        let (buy_market, sell_market) = (run.buys.head.is_some(), run.sells.head.is_some());
+        let (taker, maker) = if buy_market != sell_market {
+            if buy_market {
+                (buy, sell)
+            } else {
+                (sell, buy)
+            }
+        } else if self.orders.get(buy).id > self.orders.get(sell).id {
+            (buy, sell)
+        } else {
+            (sell, buy)
+        };
+        Some(Pair {
+            buy,
+            sell,
+            taker,
+            maker,
+            taker_market: buy_market || sell_market,
+            maker_market: buy_market && sell_market,
+        })
+    }
+
+    /// Trades one pair for as much as both have, then moves past whichever
+    /// of them is done.
+    fn trade_pair(&mut self, run: &mut Uncrossing, pair: Pair, out: &mut Vec<Event>) {
+        let Pair { taker, maker, .. } = pair;
+        if !pair.taker_market {
+            run.touched.insert((0, self.orders.get(pair.buy).price));
+            run.touched.insert((1, self.orders.get(pair.sell).price));
+        } else if !pair.maker_market {
+            let m = self.orders.get(maker);
+            run.touched
+                .insert((u8::from(m.side == Side::Sell), m.price));
+        }
+        let maker_id = self.orders.get(maker).id;
+        let shown_before = self.orders.get(taker).displayed();
+        self.orders.get_mut(taker).hidden = 0;
+        // Limit orders hold a reservation at their limit and market buys
+        // at their bound, which the uncrossing price never passes.
+        let filled = self.fill(taker, maker, run.price, true, out);
+        assert!(
+            !matches!(filled, Filled::Stopped),
+            "an auction fill within the orders' prices failed"
+        );
+        // `fill` closes a maker it fills whole.
+        if pair.maker_market && !self.order_by_id.contains_key(&maker_id) {
+            run.queue_of(pair, maker).advance();
+        }
+        if pair.taker_market {
+            if self.orders.get(taker).leaves() == 0 {
+                self.unhold_call_market(taker);
+                self.release_all(taker, out);
+                self.close_order(taker);
+                run.queue_of(pair, taker).advance();
+            }
+            return;
+        }
+        self.settle_limit_taker(run.index, taker, shown_before, out);
+    }
+
+    /// A limit taker shows again what is left of its slice, and leaves its
+    /// level when done.
+    fn settle_limit_taker(
+        &mut self,
+        index: u32,
+        taker: u32,
+        shown_before: u64,
+        out: &mut Vec<Event>,
+    ) {
+        let (taker_side, taker_price, leaves) = {
+            let t = self.orders.get(taker);
+            (t.side, t.price, t.leaves())
+        };
+        let shown_after = leaves.min(shown_before);
+        self.orders.get_mut(taker).hidden = leaves - shown_after;
+        let side = self.books[index as usize].side_mut(taker_side);
+        side.reduce(taker_price, shown_before - shown_after);
+        if leaves == 0 {
+            side.unlink(&mut self.orders, taker);
+            self.release_all(taker, out);
+            self.close_order(taker);
+        }
+    }
+}
+
+impl Uncrossing {
+    /// The market queue `slot` of `pair` came from.
+    fn queue_of(&mut self, pair: Pair, slot: u32) -> &mut MarketQueue {
+        if slot == pair.buy {
+            &mut self.buys
+        } else {
+            &mut self.sells
+        }
+    }
+}
