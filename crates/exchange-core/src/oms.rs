@@ -16,6 +16,7 @@ use exchange_types::{
 };
 
 use crate::engine::{Engine, Subject};
+use crate::orders::Order;
 
 impl Engine {
     pub(crate) fn cancel(&mut self, cancel: &Cancel, out: &mut Vec<Event>) {
@@ -135,6 +136,9 @@ impl Engine {
         }
     }
 
+    /// A replace's stages, as an order's: admission of the order as it
+    /// stands, its new terms, their admission, then the reservation they
+    /// need. Only reads: a refused replace leaves no trace.
     fn check_replace(
         &self,
         slot: u32,
@@ -142,6 +146,24 @@ impl Engine {
         stop_price: Option<Dec>,
     ) -> Result<ReplacePlan, RejectReason> {
         let order = self.orders.get(slot);
+        self.admit_replace(order)?;
+        let terms = self.replace_terms(slot, replace, stop_price)?;
+        self.admit_replace_terms(order, replace, &terms)?;
+        let reserve = self.reserve_replace(slot, &terms)?;
+        Ok(ReplacePlan {
+            price: terms.price,
+            qty: terms.qty,
+            new_client_order_id: terms.new_client_order_id,
+            reserve,
+            keeps_priority: terms.price == order.price && terms.qty <= order.qty,
+            stop: terms.stop,
+        })
+    }
+
+    /// The order's instrument is listed, in a phase that takes a new
+    /// order, and the account may trade it.
+    #[inline(always)]
+    fn admit_replace(&self, order: &Order) -> Result<(), RejectReason> {
         let inst = &self.instruments[order.instrument as usize];
         if inst.status == exchange_types::TradingStatus::Delisted {
             return Err(RejectReason::InstrumentDelisted);
@@ -151,10 +173,23 @@ impl Engine {
             // the time in force it already passed.
             Engine::check_phase_place(inst.phase, exchange_types::TimeInForce::Gtc, false)?;
         }
-        let risk = self.accounts.list[order.account as usize].risk.as_deref();
-        if let Some(risk) = risk {
+        if let Some(risk) = self.accounts.list[order.account as usize].risk.as_deref() {
             risk.check_access(order.instrument)?;
         }
+        Ok(())
+    }
+
+    /// The replace's price, quantity, client id and stop in the
+    /// instrument's units; refused if it changes nothing.
+    #[inline(always)]
+    fn replace_terms(
+        &self,
+        slot: u32,
+        replace: &Replace,
+        stop_price: Option<Dec>,
+    ) -> Result<ReplaceTerms, RejectReason> {
+        let order = self.orders.get(slot);
+        let inst = &self.instruments[order.instrument as usize];
         let price = match replace.price {
             // A stop market order's price is its protection, not the
             // owner's to set.
@@ -183,6 +218,25 @@ impl Engine {
         if price == order.price && qty == order.qty && !renamed && new_stop.is_none() {
             return Err(RejectReason::NothingToReplace);
         }
+        Ok(ReplaceTerms {
+            price,
+            qty,
+            new_client_order_id,
+            stop: new_stop.map(|s| s.stop),
+        })
+    }
+
+    /// The new terms against the collar, the minimum, the member's limits,
+    /// the account's open client ids and the book.
+    #[inline(always)]
+    fn admit_replace_terms(
+        &self,
+        order: &Order,
+        replace: &Replace,
+        terms: &ReplaceTerms,
+    ) -> Result<(), RejectReason> {
+        let inst = &self.instruments[order.instrument as usize];
+        let (price, qty) = (terms.price, terms.qty);
         // Only a price the owner gave is held to the collar: a stop market
         // buy's protection is not, on entry either.
         if price != order.price && replace.price.is_some() {
@@ -200,17 +254,16 @@ impl Engine {
         if qty > order.filled && inst.below_min_notional(price, qty) {
             return Err(RejectReason::NotionalBelowMinimum);
         }
-        if let Some(risk) = risk {
+        if let Some(risk) = self.accounts.list[order.account as usize].risk.as_deref() {
             risk.check_replace(inst, (order.price, order.qty), (price, qty))?;
         }
-        if let Some(new) = new_client_order_id {
+        if let Some(new) = terms.new_client_order_id {
             if self.by_client_id.contains_key(&(order.account, new)) {
                 return Err(RejectReason::DuplicateClientOrderId);
             }
         }
-        let leaves = qty - order.filled;
         let book = &self.books[order.instrument as usize];
-        if leaves > 0 && price != order.price && !order.stop {
+        if qty > order.filled && price != order.price && !order.stop {
             if order.post_only && book.side(order.side.opposite()).crosses(price) {
                 return Err(RejectReason::PostOnlyWouldTake);
             }
@@ -219,8 +272,16 @@ impl Engine {
                 return Err(RejectReason::TooManyPriceLevels);
             }
         }
+        Ok(())
+    }
+
+    /// What the order must hold under its new terms; any increase must be
+    /// available.
+    #[inline(always)]
+    fn reserve_replace(&self, slot: u32, terms: &ReplaceTerms) -> Result<u64, RejectReason> {
+        let order = self.orders.get(slot);
         let reserve = self
-            .reservation_for(slot, price, leaves)
+            .reservation_for(slot, terms.price, terms.qty - order.filled)
             .ok_or(RejectReason::AmountOverflow)?;
         if reserve > order.reserved {
             let asset = self.reserved_asset(order);
@@ -231,15 +292,7 @@ impl Engine {
                 return Err(RejectReason::InsufficientFunds);
             }
         }
-        let keeps_priority = price == order.price && qty <= order.qty;
-        Ok(ReplacePlan {
-            price,
-            qty,
-            new_client_order_id,
-            reserve,
-            keeps_priority,
-            stop: new_stop.map(|s| s.stop),
-        })
+        Ok(reserve)
     }
 
     fn apply_replace(&mut self, slot: u32, plan: ReplacePlan, out: &mut Vec<Event>) {
@@ -357,6 +410,16 @@ impl Engine {
         }
         self.emit_balance(out, account, asset);
     }
+}
+
+/// A replace's new terms, in the instrument's units.
+struct ReplaceTerms {
+    price: u64,
+    qty: u64,
+    /// Only when the client id actually changes.
+    new_client_order_id: Option<exchange_types::ClientOrderId>,
+    /// An untriggered stop's new stop price.
+    stop: Option<u64>,
 }
 
 struct ReplacePlan {
