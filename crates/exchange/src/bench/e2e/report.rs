@@ -395,7 +395,10 @@ mod tests {
         }
         let shown = text(&paced);
         assert!(
-            shown.contains("behind schedule: the in-flight cap held the rate back, so this was a closed loop at 128 in flight"),
+            shown.contains(
+                "behind schedule: the in-flight cap held the rate back, \
+                 so this was a closed loop at 128 in flight"
+            ),
             "{shown}"
         );
         assert_eq!(json(&paced)["behind_schedule"], true);

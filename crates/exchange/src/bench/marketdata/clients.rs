@@ -200,7 +200,8 @@ pub async fn trade(
             .flatten();
         let message = tokio::select! {
             message = ws.next() => message,
-            _ = tokio::time::sleep_until(next_send.unwrap_or(started)), if next_send.is_some() => continue,
+            _ = tokio::time::sleep_until(next_send.unwrap_or(started)),
+                if next_send.is_some() => continue,
         };
         let Some(message) = message else {
             bail!("a trader's socket closed");
