@@ -97,7 +97,8 @@ fn a_trickled_body_is_answered_408_and_its_connection_closed() {
     let before = server.api.read(&account, "/v1/balances");
     let body = json!({ "account_id": account.id, "asset": "USD", "amount": "5" }).to_string();
     let head = format!(
-        "POST /admin/deposits HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {ADMIN_TOKEN}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+        "POST /admin/deposits HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {ADMIN_TOKEN}\r\n\
+         Content-Type: application/json\r\nContent-Length: {}\r\n\r\n",
         body.len()
     );
     let mut stream = connect_from([127, 0, 0, 1], server.api.port);

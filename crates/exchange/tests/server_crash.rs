@@ -78,8 +78,8 @@ fn next_op(rng: &mut Rng, open: &[Open], placed: usize, name: &str) -> Op {
     let can_place = placed < MAX_PLACES_PER_WORKER;
     if can_place && (open.len() < 2 || roll < 40) {
         let client_order_id = format!("{name}-{placed}");
-        let body = json!({ "symbol": "BTC-USD", "side": side, "price": resting_price(rng, side), "qty": qty(rng),
-                           "client_order_id": client_order_id });
+        let body = json!({ "symbol": "BTC-USD", "side": side, "price": resting_price(rng, side),
+                           "qty": qty(rng), "client_order_id": client_order_id });
         Op::Place {
             client_order_id,
             body,
@@ -87,8 +87,8 @@ fn next_op(rng: &mut Rng, open: &[Open], placed: usize, name: &str) -> Op {
     } else if can_place && roll < 60 {
         let client_order_id = format!("{name}-{placed}");
         let price = if side == "buy" { "60150" } else { "59850" };
-        let body = json!({ "symbol": "BTC-USD", "side": side, "price": price, "qty": qty(rng), "tif": "ioc",
-                           "client_order_id": client_order_id });
+        let body = json!({ "symbol": "BTC-USD", "side": side, "price": price, "qty": qty(rng),
+                           "tif": "ioc", "client_order_id": client_order_id });
         Op::Place {
             client_order_id,
             body,

@@ -18,7 +18,8 @@ fn observable(api: &Client, accounts: &[Account]) -> Value {
         markets.push(api.get(&format!("/v1/markets/{symbol}/book")).json());
         markets.push(api.get(&format!("/v1/markets/{symbol}/trades")).json());
     }
-    json!({ "accounts": views, "markets": markets, "instruments": api.get("/v1/instruments").json() })
+    json!({ "accounts": views, "markets": markets,
+            "instruments": api.get("/v1/instruments").json() })
 }
 
 /// Some of every kind of state: resting and filled orders, a partial
@@ -56,7 +57,11 @@ fn trade(api: &Client) -> Vec<Account> {
         let replaced = api.signed(&alice, "POST", &path, &change.to_string());
         assert_eq!(replaced.status, 200, "{change}: {}", replaced.text());
     }
-    api.place(&carol, &json!({ "symbol": "ETH-USD", "side": "buy", "price": "2990", "qty": "2", "client_order_id": "c-eth" }));
+    api.place(
+        &carol,
+        &json!({ "symbol": "ETH-USD", "side": "buy", "price": "2990", "qty": "2",
+                 "client_order_id": "c-eth" }),
+    );
     let halted = api.admin("POST", "/admin/instruments/ETH-USD/halt", "");
     assert_eq!(
         halted.json(),

@@ -23,8 +23,8 @@ fn place_message(
     qty: &str,
     client_order_id: &str,
 ) -> Value {
-    json!({ "type": "place", "request_id": request_id, "symbol": "BTC-USD", "side": side, "order_type": "limit",
-            "price": price, "qty": qty, "client_order_id": client_order_id })
+    json!({ "type": "place", "request_id": request_id, "symbol": "BTC-USD", "side": side,
+            "order_type": "limit", "price": price, "qty": qty, "client_order_id": client_order_id })
 }
 
 #[test]
