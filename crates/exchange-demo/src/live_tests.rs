@@ -70,29 +70,7 @@ async fn demo_quotes_trades_stops_and_reuses_its_accounts() {
     let first = saved(dir.path());
     assert_eq!(first.takers.len(), accounts::TAKERS);
 
-    let btc = Symbol::new("BTC-USD").unwrap();
-    let started = Instant::now();
-    let (mut depth, mut trades) = ((0, 0), 0);
-    while started.elapsed() < Duration::from_secs(20) && (depth != (LEVELS, LEVELS) || trades == 0)
-    {
-        tokio::time::sleep(Duration::from_millis(250)).await;
-        let markets = handle
-            .markets(MarketQuery {
-                symbol: None,
-                depth: 100,
-                trades: 1_000,
-            })
-            .await
-            .unwrap()
-            .markets;
-        let book = markets
-            .iter()
-            .find(|m| m.instrument.symbol == btc)
-            .map(|m| m.book.clone())
-            .unwrap_or_default();
-        depth = (book.bids.len(), book.asks.len());
-        trades = markets.iter().map(|m| m.trades.len()).sum();
-    }
+    let (depth, trades) = wait_for_a_full_book_and_trades(&handle).await;
     assert_eq!(
         depth,
         (LEVELS, LEVELS),
@@ -122,7 +100,41 @@ async fn demo_quotes_trades_stops_and_reuses_its_accounts() {
     drop(handle);
     join_within(pipeline, Duration::from_secs(10)).await;
 
-    let pipeline = open(dir.path());
+    a_restart_reuses_the_accounts(dir.path(), &config, &first).await;
+}
+
+/// The BTC-USD book's depth and the trades of every instrument, once the
+/// book is full and something traded, or after 20 s.
+async fn wait_for_a_full_book_and_trades(handle: &Handle) -> ((usize, usize), usize) {
+    let btc = Symbol::new("BTC-USD").unwrap();
+    let started = Instant::now();
+    let (mut depth, mut trades) = ((0, 0), 0);
+    while started.elapsed() < Duration::from_secs(20) && (depth != (LEVELS, LEVELS) || trades == 0)
+    {
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        let markets = handle
+            .markets(MarketQuery {
+                symbol: None,
+                depth: 100,
+                trades: 1_000,
+            })
+            .await
+            .unwrap()
+            .markets;
+        let book = markets
+            .iter()
+            .find(|m| m.instrument.symbol == btc)
+            .map(|m| m.book.clone())
+            .unwrap_or_default();
+        depth = (book.bids.len(), book.asks.len());
+        trades = markets.iter().map(|m| m.trades.len()).sum();
+    }
+    (depth, trades)
+}
+
+async fn a_restart_reuses_the_accounts(dir: &Path, config: &Config, first: &DemoAccounts) {
+    let maker = first.market_maker.account;
+    let pipeline = open(dir);
     let handle = pipeline.handle.clone();
     // Accounts are numbered in order of creation, the demo's from 1.
     let newest = first
@@ -132,12 +144,10 @@ async fn demo_quotes_trades_stops_and_reuses_its_accounts() {
         .chain([first.market_maker.account])
         .max()
         .unwrap();
-    let plan = funding(&markets(&handle, &config).await.unwrap());
-    let (again, created) = accounts::load_or_create(&handle, dir.path(), &plan)
-        .await
-        .unwrap();
+    let plan = funding(&markets(&handle, config).await.unwrap());
+    let (again, created) = accounts::load_or_create(&handle, dir, &plan).await.unwrap();
     assert!(!created);
-    assert_eq!(again, first);
+    assert_eq!(&again, first);
     assert!(handle.account_exists(newest).await.unwrap());
     assert!(
         !handle.account_exists(newest + 1).await.unwrap(),
@@ -146,9 +156,7 @@ async fn demo_quotes_trades_stops_and_reuses_its_accounts() {
     // A second run clears the first one's quotes instead of stacking its
     // own on top: two instruments, never more than a ladder each.
     let (stop, stopped) = watch::channel(false);
-    start(handle.clone(), dir.path(), &config, stopped)
-        .await
-        .unwrap();
+    start(handle.clone(), dir, config, stopped).await.unwrap();
     tokio::time::sleep(Duration::from_millis(1_500)).await;
     let open = open_orders(&handle, maker).await;
     assert!(

@@ -16,7 +16,7 @@ use exchange_types::{
 };
 use tokio::sync::watch;
 
-use super::ladder::{collar_band, ladder, next_fair, Quote};
+use super::ladder::{collar_band, ladder, next_fair, Ladder, Quote};
 use super::rng::Rng;
 use super::{core_entry, pause, submit_in_order, top_up, Funding, Market, MAKER_QUOTE};
 use exchange_node::sequencer::{Handle, SubmitError};
@@ -105,27 +105,49 @@ impl Maker {
     }
 
     async fn refresh(&self, rng: &mut Rng, quoting: &mut Quoting, cycle: u64) -> Result<(), Halt> {
-        let market = &self.market;
         if cycle.is_multiple_of(TOP_UP_EVERY) {
-            for asset in [market.base, market.quote] {
-                if let Some(grant) = self.funding.iter().find(|f| f.asset == asset) {
-                    top_up(
-                        &self.handle,
-                        self.account,
-                        asset,
-                        grant.maker,
-                        grant.maker / 4,
-                    )
-                    .await
-                    .map_err(halt)?;
-                }
+            self.top_up_balances().await?;
+        }
+        let Some(reference) = self.trading_reference().await? else {
+            return Ok(());
+        };
+        let before = quoting.fair;
+        let quotes = self.next_ladder(rng, quoting, reference);
+        let order = if quoting.fair >= before {
+            [Side::Sell, Side::Buy]
+        } else {
+            [Side::Buy, Side::Sell]
+        };
+        let (plan, entries) = self.plan(quoting, &quotes, order);
+        let results = submit_in_order(&self.handle, entries).await;
+        self.settle_all(quoting, plan, results).await
+    }
+
+    async fn top_up_balances(&self) -> Result<(), Halt> {
+        let market = &self.market;
+        for asset in [market.base, market.quote] {
+            if let Some(grant) = self.funding.iter().find(|f| f.asset == asset) {
+                top_up(
+                    &self.handle,
+                    self.account,
+                    asset,
+                    grant.maker,
+                    grant.maker / 4,
+                )
+                .await
+                .map_err(halt)?;
             }
         }
-        let symbol = market.symbol;
+        Ok(())
+    }
+
+    /// The price to quote around, or `None` while the instrument is not
+    /// trading.
+    async fn trading_reference(&self) -> Result<Option<u64>, Halt> {
         let info = self
             .handle
             .markets(MarketQuery {
-                symbol: Some(symbol),
+                symbol: Some(self.market.symbol),
                 ..MarketQuery::default()
             })
             .await
@@ -133,9 +155,14 @@ impl Maker {
             .into_one()
             .map(|m| (m.instrument.reference_price, m.instrument.status));
         let Some((reference, TradingStatus::Trading)) = info else {
-            return Ok(());
+            return Ok(None);
         };
-        let reference = reference.unwrap_or(market.anchor);
+        Ok(Some(reference.unwrap_or(self.market.anchor)))
+    }
+
+    /// Moves the fair price and the level sizes, and lays out the ladder.
+    fn next_ladder(&self, rng: &mut Rng, quoting: &mut Quoting, reference: u64) -> Ladder {
+        let market = &self.market;
         let tick = market.spec.tick;
         let band = collar_band(reference, market.collar_bps, tick);
         // Half the collar leaves the ladder room on both sides of the fair.
@@ -157,12 +184,17 @@ impl Maker {
                 *notional = level_notional / 100 * rng.between(20, 120) * deeper / 4;
             }
         }
-        let quotes = ladder(quoting.fair, &market.spec, &quoting.notionals, band);
-        let order = if quoting.fair >= before {
-            [Side::Sell, Side::Buy]
-        } else {
-            [Side::Buy, Side::Sell]
-        };
+        ladder(quoting.fair, &market.spec, &quoting.notionals, band)
+    }
+
+    /// The action each level needs to reach `quotes`, sides in `order`,
+    /// with the commands that carry them out.
+    fn plan(
+        &self,
+        quoting: &mut Quoting,
+        quotes: &Ladder,
+        order: [Side; 2],
+    ) -> (Vec<(Side, usize, Action)>, Vec<LogEntry>) {
         let mut plan: Vec<(Side, usize, Action)> = Vec::new();
         let mut entries = Vec::new();
         for side in order {
@@ -189,7 +221,17 @@ impl Maker {
                 }
             }
         }
-        let results = submit_in_order(&self.handle, entries).await;
+        (plan, entries)
+    }
+
+    /// Records what the core did with each planned command, cancelling any
+    /// order a replace left unmanaged.
+    async fn settle_all(
+        &self,
+        quoting: &mut Quoting,
+        plan: Vec<(Side, usize, Action)>,
+        results: Vec<Result<Arc<Applied>, SubmitError>>,
+    ) -> Result<(), Halt> {
         let mut outcome = Ok(());
         for ((side, level, action), result) in plan.into_iter().zip(results) {
             let slot = match side {

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use exchange_types::{
-    AccountId, ClientOrderId, Command, Dec, OrderType, Place, SelfTradePrevention, Side,
+    AccountId, ClientOrderId, Command, Dec, OrderType, Place, SelfTradePrevention, Side, Symbol,
     TimeInForce, TradingStatus, UNITS_PER_WHOLE,
 };
 use tokio::sync::watch;
@@ -57,21 +57,7 @@ impl Takers {
             return Ok(());
         };
         let symbol = market.symbol;
-        let live = self
-            .handle
-            .markets(MarketQuery {
-                symbol: Some(symbol),
-                depth: 1,
-                trades: 0,
-            })
-            .await?
-            .into_one();
-        let view = View {
-            best_bid: live.as_ref().and_then(|m| m.book.bids.first().map(|l| l.0)),
-            best_ask: live.as_ref().and_then(|m| m.book.asks.first().map(|l| l.0)),
-            reference: live.as_ref().and_then(|m| m.instrument.reference_price),
-            trading: live.is_some_and(|m| m.instrument.status == TradingStatus::Trading),
-        };
+        let view = self.view(symbol).await?;
         let side = if rng.chance(50) {
             Side::Buy
         } else {
@@ -117,27 +103,57 @@ impl Takers {
         let Ok(client_order_id) = ClientOrderId::new(&format!("{}{next_id}", self.prefix)) else {
             return Ok(());
         };
-        let place = Place {
-            account,
-            client_order_id,
-            symbol,
-            side,
-            order_type: if price.is_some() {
-                OrderType::Limit
-            } else {
-                OrderType::Market
-            },
-            price: price.map(Dec::from_units),
-            qty: Dec::from_units(qty),
-            tif: TimeInForce::Ioc,
-            post_only: false,
-            stp: SelfTradePrevention::CancelNewest,
-            ext: None,
-        };
+        let place = immediate_or_cancel(account, client_order_id, symbol, side, price, qty);
         self.handle
             .submit(core_entry(Command::Place(place)))
             .await?;
         Ok(())
+    }
+
+    async fn view(&self, symbol: Symbol) -> Result<View, SubmitError> {
+        let live = self
+            .handle
+            .markets(MarketQuery {
+                symbol: Some(symbol),
+                depth: 1,
+                trades: 0,
+            })
+            .await?
+            .into_one();
+        Ok(View {
+            best_bid: live.as_ref().and_then(|m| m.book.bids.first().map(|l| l.0)),
+            best_ask: live.as_ref().and_then(|m| m.book.asks.first().map(|l| l.0)),
+            reference: live.as_ref().and_then(|m| m.instrument.reference_price),
+            trading: live.is_some_and(|m| m.instrument.status == TradingStatus::Trading),
+        })
+    }
+}
+
+/// A taker's order: a limit at `price` if it has one, else a market order.
+fn immediate_or_cancel(
+    account: AccountId,
+    client_order_id: ClientOrderId,
+    symbol: Symbol,
+    side: Side,
+    price: Option<u64>,
+    qty: u64,
+) -> Place {
+    Place {
+        account,
+        client_order_id,
+        symbol,
+        side,
+        order_type: if price.is_some() {
+            OrderType::Limit
+        } else {
+            OrderType::Market
+        },
+        price: price.map(Dec::from_units),
+        qty: Dec::from_units(qty),
+        tif: TimeInForce::Ioc,
+        post_only: false,
+        stp: SelfTradePrevention::CancelNewest,
+        ext: None,
     }
 }
 

@@ -392,7 +392,8 @@ mod tests {
             parse(&status(&update)),
             json!({"type":"status","channel":"status","symbol":"BTC-USD","sequence":4,"ts":7,
                    "phase":"pre_open",
-                   "indicative":{"price":"101.5","volume":"3","imbalance_side":"buy","imbalance_qty":"2"},
+                   "indicative":{"price":"101.5","volume":"3","imbalance_side":"buy",
+                                 "imbalance_qty":"2"},
                    "last_auction":{"kind":"close","price":"100","volume":"1","ts":3}})
         );
         let plain = status_value("X", 0, 1, &MarketStatus::default());
@@ -441,7 +442,8 @@ mod tests {
         );
         assert_eq!(
             parse(&heartbeat(Channel::Candles(Interval::M5), "X", 4)),
-            json!({"type":"heartbeat","channel":"candles","symbol":"X","interval":"5m","sequence":4})
+            json!({"type":"heartbeat","channel":"candles","symbol":"X","interval":"5m",
+                   "sequence":4})
         );
     }
 }

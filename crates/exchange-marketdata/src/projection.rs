@@ -339,51 +339,76 @@ impl Projection {
                     });
                     self.touch(locate);
                 }
-                EventKind::Trade(e) => {
-                    let locate = self.list(e.symbol, out);
-                    let sequence = self.sequences.record_event(index, &event.kind).unwrap_or(0);
-                    let inst = &mut self.instruments[usize::from(locate)];
-                    inst.last_price = Some(e.price);
-                    inst.candles.record(event.ts, e.price, e.qty);
-                    inst.traded = true;
-                    let auction = inst.auction_trades.trade(e.qty);
-                    out.push(Update::Trade(TradeUpdate {
-                        locate,
-                        symbol: e.symbol,
-                        sequence,
-                        trade_id: e.trade_id,
-                        price: e.price,
-                        qty: e.qty,
-                        aggressor: e.aggressor_side,
-                        ts: event.ts,
-                        auction,
-                    }));
-                    self.touch(locate);
-                }
+                EventKind::Trade(e) => self.apply_trade(index, event, e, out),
                 kind @ (EventKind::Phase(_) | EventKind::Indicative(_) | EventKind::Auction(_)) => {
-                    let Some(symbol) = crate::status::status_symbol(kind) else {
-                        continue;
-                    };
-                    let locate = self.list(symbol, out);
-                    let sequence = self.sequences.record_event(index, kind).unwrap_or(0);
-                    let inst = &mut self.instruments[usize::from(locate)];
-                    if let EventKind::Auction(auction) = kind {
-                        inst.auction_trades.start(auction);
-                    }
-                    if let Some(change) = inst.status.apply(kind, event.ts) {
-                        out.push(Update::MarketStatus(StatusUpdate {
-                            locate,
-                            symbol,
-                            sequence,
-                            ts: event.ts,
-                            status: inst.status,
-                            change,
-                        }));
-                    }
+                    self.apply_market_status(index, kind, event.ts, out);
                 }
                 _ => {}
             }
         }
+        self.flush_touched(out);
+    }
+
+    fn apply_trade(
+        &mut self,
+        index: u64,
+        event: &exchange_types::Event,
+        e: &exchange_types::event::Trade,
+        out: &mut Vec<Update>,
+    ) {
+        let locate = self.list(e.symbol, out);
+        let sequence = self.sequences.record_event(index, &event.kind).unwrap_or(0);
+        let inst = &mut self.instruments[usize::from(locate)];
+        inst.last_price = Some(e.price);
+        inst.candles.record(event.ts, e.price, e.qty);
+        inst.traded = true;
+        let auction = inst.auction_trades.trade(e.qty);
+        out.push(Update::Trade(TradeUpdate {
+            locate,
+            symbol: e.symbol,
+            sequence,
+            trade_id: e.trade_id,
+            price: e.price,
+            qty: e.qty,
+            aggressor: e.aggressor_side,
+            ts: event.ts,
+            auction,
+        }));
+        self.touch(locate);
+    }
+
+    /// A phase, indicative or auction event: the market status it changes.
+    fn apply_market_status(
+        &mut self,
+        index: u64,
+        kind: &EventKind,
+        ts: u64,
+        out: &mut Vec<Update>,
+    ) {
+        let Some(symbol) = crate::status::status_symbol(kind) else {
+            return;
+        };
+        let locate = self.list(symbol, out);
+        let sequence = self.sequences.record_event(index, kind).unwrap_or(0);
+        let inst = &mut self.instruments[usize::from(locate)];
+        if let EventKind::Auction(auction) = kind {
+            inst.auction_trades.start(auction);
+        }
+        if let Some(change) = inst.status.apply(kind, ts) {
+            out.push(Update::MarketStatus(StatusUpdate {
+                locate,
+                symbol,
+                sequence,
+                ts,
+                status: inst.status,
+                change,
+            }));
+        }
+    }
+
+    /// One aggregated book update, then the summaries, per instrument the
+    /// entry touched.
+    fn flush_touched(&mut self, out: &mut Vec<Update>) {
         let touched = std::mem::take(&mut self.touched);
         for &locate in &touched {
             let inst = &mut self.instruments[usize::from(locate)];
@@ -400,6 +425,7 @@ impl Projection {
             }
             self.summaries(locate, out);
         }
+        // The buffer is kept, emptied, so the next entry reuses its allocation.
         self.touched = touched;
         self.touched.clear();
     }

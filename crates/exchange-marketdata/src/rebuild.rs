@@ -126,21 +126,7 @@ impl Rebuilder {
                 qty,
                 last,
                 ..
-            } => {
-                let inst = self.instruments.entry(locate).or_default();
-                let continues = book_seq == inst.book_seq && !inst.consistent;
-                let next = book_seq == inst.book_seq + 1 && inst.consistent;
-                if !continues && !next {
-                    return Err(RebuildError::BookGap {
-                        locate,
-                        current: inst.book_seq,
-                        got: book_seq,
-                    });
-                }
-                inst.book.set(side, price, qty);
-                inst.book_seq = book_seq;
-                inst.consistent = last;
-            }
+            } => self.apply_level(locate, book_seq, side, price, qty, last)?,
             Message::Trade {
                 locate,
                 trade_seq,
@@ -156,6 +142,33 @@ impl Rebuilder {
                 inst.last_trade = Some((price, qty));
             }
         }
+        Ok(())
+    }
+
+    /// One level of a book message: it continues the book being sent, or
+    /// starts the next one; anything else is a gap.
+    fn apply_level(
+        &mut self,
+        locate: u16,
+        book_seq: u64,
+        side: Side,
+        price: u64,
+        qty: u64,
+        last: bool,
+    ) -> Result<(), RebuildError> {
+        let inst = self.instruments.entry(locate).or_default();
+        let continues = book_seq == inst.book_seq && !inst.consistent;
+        let next = book_seq == inst.book_seq + 1 && inst.consistent;
+        if !continues && !next {
+            return Err(RebuildError::BookGap {
+                locate,
+                current: inst.book_seq,
+                got: book_seq,
+            });
+        }
+        inst.book.set(side, price, qty);
+        inst.book_seq = book_seq;
+        inst.consistent = last;
         Ok(())
     }
 

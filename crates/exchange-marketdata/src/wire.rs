@@ -119,6 +119,7 @@ pub enum WireError {
     Field(&'static str),
 }
 
+#[inline]
 fn side_byte(side: Side) -> u8 {
     match side {
         Side::Buy => b'B',
@@ -126,6 +127,7 @@ fn side_byte(side: Side) -> u8 {
     }
 }
 
+#[inline]
 fn flag(last: bool) -> u8 {
     if last {
         LAST
@@ -163,64 +165,82 @@ impl Message {
                 out.extend_from_slice(&ts.to_be_bytes());
                 out.push(flag(last));
             }
-            Message::Level {
-                locate,
-                book_seq,
-                ts,
-                side,
-                price,
-                qty,
-                last,
-            } => {
-                out.push(b'L');
-                out.extend_from_slice(&locate.to_be_bytes());
-                out.extend_from_slice(&book_seq.to_be_bytes());
-                out.extend_from_slice(&ts.to_be_bytes());
-                out.push(side_byte(side));
-                out.extend_from_slice(&price.to_be_bytes());
-                out.extend_from_slice(&qty.to_be_bytes());
-                out.push(flag(last));
-            }
-            Message::Trade {
-                locate,
-                trade_seq,
-                ts,
-                trade_id,
-                price,
-                qty,
-                aggressor,
-            } => {
-                out.push(b'T');
-                out.extend_from_slice(&locate.to_be_bytes());
-                out.extend_from_slice(&trade_seq.to_be_bytes());
-                out.extend_from_slice(&ts.to_be_bytes());
-                out.extend_from_slice(&trade_id.to_be_bytes());
-                out.extend_from_slice(&price.to_be_bytes());
-                out.extend_from_slice(&qty.to_be_bytes());
-                out.push(side_byte(aggressor));
-            }
+            Message::Level { .. } => self.encode_level(out),
+            Message::Trade { .. } => self.encode_trade(out),
             Message::Phase { locate, ts, phase } => {
                 out.push(b'P');
                 out.extend_from_slice(&locate.to_be_bytes());
                 out.extend_from_slice(&ts.to_be_bytes());
                 out.push(phase_code(phase));
             }
-            Message::Indicative {
-                locate,
-                ts,
-                price,
-                volume,
-                imbalance_side,
-                imbalance_qty,
-            } => {
-                out.push(b'I');
-                out.extend_from_slice(&locate.to_be_bytes());
-                out.extend_from_slice(&ts.to_be_bytes());
-                out.extend_from_slice(&price.to_be_bytes());
-                out.extend_from_slice(&volume.to_be_bytes());
-                out.push(imbalance_side.map_or(b' ', side_byte));
-                out.extend_from_slice(&imbalance_qty.to_be_bytes());
-            }
+            Message::Indicative { .. } => self.encode_indicative(out),
+        }
+    }
+
+    #[inline]
+    fn encode_level(&self, out: &mut Vec<u8>) {
+        if let Message::Level {
+            locate,
+            book_seq,
+            ts,
+            side,
+            price,
+            qty,
+            last,
+        } = *self
+        {
+            out.push(b'L');
+            out.extend_from_slice(&locate.to_be_bytes());
+            out.extend_from_slice(&book_seq.to_be_bytes());
+            out.extend_from_slice(&ts.to_be_bytes());
+            out.push(side_byte(side));
+            out.extend_from_slice(&price.to_be_bytes());
+            out.extend_from_slice(&qty.to_be_bytes());
+            out.push(flag(last));
+        }
+    }
+
+    #[inline]
+    fn encode_trade(&self, out: &mut Vec<u8>) {
+        if let Message::Trade {
+            locate,
+            trade_seq,
+            ts,
+            trade_id,
+            price,
+            qty,
+            aggressor,
+        } = *self
+        {
+            out.push(b'T');
+            out.extend_from_slice(&locate.to_be_bytes());
+            out.extend_from_slice(&trade_seq.to_be_bytes());
+            out.extend_from_slice(&ts.to_be_bytes());
+            out.extend_from_slice(&trade_id.to_be_bytes());
+            out.extend_from_slice(&price.to_be_bytes());
+            out.extend_from_slice(&qty.to_be_bytes());
+            out.push(side_byte(aggressor));
+        }
+    }
+
+    #[inline]
+    fn encode_indicative(&self, out: &mut Vec<u8>) {
+        if let Message::Indicative {
+            locate,
+            ts,
+            price,
+            volume,
+            imbalance_side,
+            imbalance_qty,
+        } = *self
+        {
+            out.push(b'I');
+            out.extend_from_slice(&locate.to_be_bytes());
+            out.extend_from_slice(&ts.to_be_bytes());
+            out.extend_from_slice(&price.to_be_bytes());
+            out.extend_from_slice(&volume.to_be_bytes());
+            out.push(imbalance_side.map_or(b' ', side_byte));
+            out.extend_from_slice(&imbalance_qty.to_be_bytes());
         }
     }
 
@@ -231,24 +251,7 @@ impl Message {
     }
 
     pub fn decode(bytes: &[u8]) -> Result<Message, WireError> {
-        let kind = *bytes.first().ok_or(WireError::Empty)?;
-        let expected = match kind {
-            b'D' => DIRECTORY_LEN,
-            b'H' => STATUS_LEN,
-            b'C' => CLEAR_LEN,
-            b'L' => LEVEL_LEN,
-            b'T' => TRADE_LEN,
-            b'P' => PHASE_LEN,
-            b'I' => INDICATIVE_LEN,
-            other => return Err(WireError::UnknownType(other)),
-        };
-        if bytes.len() != expected {
-            return Err(WireError::Length {
-                kind: char::from(kind),
-                expected,
-                got: bytes.len(),
-            });
-        }
+        let kind = checked_kind(bytes)?;
         let mut r = Reader { bytes, at: 1 };
         let locate = r.u16();
         Ok(match kind {
@@ -288,19 +291,7 @@ impl Message {
                 let phase = phase_of_code(r.u8()).ok_or(WireError::Field("phase"))?;
                 Message::Phase { locate, ts, phase }
             }
-            b'I' => Message::Indicative {
-                locate,
-                ts: r.u64(),
-                price: r.u64(),
-                volume: r.u64(),
-                imbalance_side: match r.u8() {
-                    b' ' => None,
-                    b'B' => Some(Side::Buy),
-                    b'S' => Some(Side::Sell),
-                    _ => return Err(WireError::Field("imbalance side")),
-                },
-                imbalance_qty: r.u64(),
-            },
+            b'I' => decode_indicative(locate, &mut r)?,
             _ => Message::Trade {
                 locate,
                 trade_seq: r.u64(),
@@ -312,6 +303,47 @@ impl Message {
             },
         })
     }
+}
+
+/// The message type of `bytes`, once its length is known to match that type.
+#[inline]
+fn checked_kind(bytes: &[u8]) -> Result<u8, WireError> {
+    let kind = *bytes.first().ok_or(WireError::Empty)?;
+    let expected = match kind {
+        b'D' => DIRECTORY_LEN,
+        b'H' => STATUS_LEN,
+        b'C' => CLEAR_LEN,
+        b'L' => LEVEL_LEN,
+        b'T' => TRADE_LEN,
+        b'P' => PHASE_LEN,
+        b'I' => INDICATIVE_LEN,
+        other => return Err(WireError::UnknownType(other)),
+    };
+    if bytes.len() != expected {
+        return Err(WireError::Length {
+            kind: char::from(kind),
+            expected,
+            got: bytes.len(),
+        });
+    }
+    Ok(kind)
+}
+
+#[inline]
+fn decode_indicative(locate: u16, r: &mut Reader<'_>) -> Result<Message, WireError> {
+    Ok(Message::Indicative {
+        locate,
+        ts: r.u64(),
+        price: r.u64(),
+        volume: r.u64(),
+        imbalance_side: match r.u8() {
+            b' ' => None,
+            b'B' => Some(Side::Buy),
+            b'S' => Some(Side::Sell),
+            _ => return Err(WireError::Field("imbalance side")),
+        },
+        imbalance_qty: r.u64(),
+    })
 }
 
 /// Reads fields of a message whose length was checked beforehand.
@@ -473,10 +505,9 @@ pub fn indicative_message(locate: u16, ts: u64, status: &MarketStatus) -> Messag
 mod tests {
     use super::*;
 
-    #[test]
-    fn every_message_round_trips_at_its_documented_length() {
-        let symbol = Symbol::new("BTC-USD").unwrap();
-        let all = [
+    /// Every message type, with its documented encoded length.
+    fn one_of_each_message(symbol: Symbol) -> [(Message, usize); 8] {
+        [
             (Message::Directory { locate: 3, symbol }, DIRECTORY_LEN),
             (
                 Message::Status {
@@ -527,30 +558,31 @@ mod tests {
                 },
                 PHASE_LEN,
             ),
-            (
-                Message::Indicative {
-                    locate: 3,
-                    ts: 9,
-                    price: 10,
-                    volume: 11,
-                    imbalance_side: Some(Side::Sell),
-                    imbalance_qty: 12,
-                },
-                INDICATIVE_LEN,
-            ),
-            (
-                Message::Indicative {
-                    locate: 3,
-                    ts: 9,
-                    price: 0,
-                    volume: 0,
-                    imbalance_side: None,
-                    imbalance_qty: 0,
-                },
-                INDICATIVE_LEN,
-            ),
-        ];
-        for (message, len) in all {
+            (indicative(10, 11, Some(Side::Sell), 12), INDICATIVE_LEN),
+            (indicative(0, 0, None, 0), INDICATIVE_LEN),
+        ]
+    }
+
+    fn indicative(
+        price: u64,
+        volume: u64,
+        imbalance_side: Option<Side>,
+        imbalance_qty: u64,
+    ) -> Message {
+        Message::Indicative {
+            locate: 3,
+            ts: 9,
+            price,
+            volume,
+            imbalance_side,
+            imbalance_qty,
+        }
+    }
+
+    #[test]
+    fn every_message_round_trips_at_its_documented_length() {
+        let symbol = Symbol::new("BTC-USD").unwrap();
+        for (message, len) in one_of_each_message(symbol) {
             let bytes = message.to_bytes();
             assert_eq!(bytes.len(), len, "{message:?}");
             assert_eq!(Message::decode(&bytes), Ok(message));

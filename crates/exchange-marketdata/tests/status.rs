@@ -172,9 +172,22 @@ fn a_call_and_its_auction_are_told_in_order() {
     log.run(day());
     let mut projection = Projection::default();
     let mut all = updates(&mut projection, &log.entries);
+    during_the_call(&log, &projection, &all);
 
+    // The open: the auction, its trades tagged, then continuous trading.
+    let before = log.entries.len();
+    log.run(open());
+    let mut later = updates(&mut projection, &log.entries[before..]);
+    at_the_open(&log, &projection, &later);
+
+    // The binary feed: a receiver rebuilds the phase and indicative.
+    all.append(&mut later);
+    the_feed_rebuilds_phase_and_indicative(&log, before);
+}
+
+fn during_the_call(log: &Log, projection: &Projection, all: &[Update]) {
     // During the call: pre-open, with the indicative price the book has.
-    let status = status_of(&projection);
+    let status = status_of(projection);
     assert_eq!(status.phase, Phase::PreOpen);
     let indicative = status.indicative.expect("the book crosses");
     assert_eq!(indicative.volume, 3 * 100_000_000);
@@ -212,13 +225,11 @@ fn a_call_and_its_auction_are_told_in_order() {
 
     // A projection started from a snapshot mid-call holds the same.
     let from_snapshot = Projection::from_snapshot(&log.snapshot(None));
-    assert_eq!(status_of(&from_snapshot), status_of(&projection));
+    assert_eq!(status_of(&from_snapshot), status_of(projection));
+}
 
-    // The open: the auction, its trades tagged, then continuous trading.
-    let before = log.entries.len();
-    log.run(open());
-    let mut later = updates(&mut projection, &log.entries[before..]);
-    let status = status_of(&projection);
+fn at_the_open(log: &Log, projection: &Projection, later: &[Update]) {
+    let status = status_of(projection);
     assert_eq!(status.phase, Phase::Continuous);
     assert_eq!(status.indicative, None);
     let auction = status.last_auction.expect("the open executed");
@@ -253,9 +264,11 @@ fn a_call_and_its_auction_are_told_in_order() {
     // The same status from a snapshot given the auction the node kept.
     let from_snapshot = Projection::from_snapshot(&log.snapshot(Some(auction)));
     assert_eq!(status_of(&from_snapshot), status);
+}
 
-    // The binary feed: a receiver rebuilds the phase and indicative.
-    all.append(&mut later);
+/// Replays the whole log through a fresh projection and the binary feed;
+/// `before` is the last entry of the call.
+fn the_feed_rebuilds_phase_and_indicative(log: &Log, before: usize) {
     let mut feed_projection = Projection::default();
     let mut rebuilt = Rebuilder::default();
     let mut messages = Vec::new();

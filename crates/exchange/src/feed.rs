@@ -62,7 +62,8 @@ pub fn run(cmd: FeedCmd) -> anyhow::Result<()> {
         if now >= next_print {
             let stats = client.stats();
             println!(
-                "--- next sequence {}  packets {}  dropped {}  gaps {}  retransmitted {}  snapshots {}",
+                "--- next sequence {}  packets {}  dropped {}  gaps {}  \
+                 retransmitted {}  snapshots {}",
                 client.next_seq(),
                 stats.packets,
                 stats.dropped,

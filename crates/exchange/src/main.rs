@@ -84,7 +84,8 @@ struct ServeArgs {
     /// Create demo accounts and run a small market maker and takers.
     #[arg(long)]
     demo: bool,
-    /// Reporting store: postgres://... or sqlite:PATH (default: reporting.sqlite in the data directory).
+    /// Reporting store: postgres://... or sqlite:PATH (default: reporting.sqlite in the data
+    /// directory).
     #[arg(long)]
     reporting_url: Option<String>,
     /// CPUs the reporting writer keeps to in the background: auto, any, or
@@ -323,7 +324,8 @@ mod tests {
 
     #[test]
     fn a_toml_error_folds_to_one_line_without_its_snippet() {
-        let message = "TOML parse error at line 1, column 7\n  |\n1 | foo = \n  |       ^\ninvalid string\nexpected `\"`, `'`\n";
+        let message = "TOML parse error at line 1, column 7\n  |\n1 | foo = \n  |       ^\n\
+            invalid string\nexpected `\"`, `'`\n";
         assert_eq!(
             fold(message),
             "TOML parse error at line 1, column 7; invalid string; expected `\"`, `'`"

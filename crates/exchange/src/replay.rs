@@ -184,7 +184,8 @@ fn summary(stats: &Stats, elapsed: Duration) -> String {
         0.0
     };
     format!(
-        "replay: {} lines read, {} commands applied, {} errors, {} events in {:.3}s ({:.0} lines/s)",
+        "replay: {} lines read, {} commands applied, {} errors, \
+         {} events in {:.3}s ({:.0} lines/s)",
         stats.lines, stats.commands, stats.errors, stats.events, secs, rate
     )
 }
@@ -222,7 +223,8 @@ mod tests {
     #[test]
     fn replay_numbers_errors_among_events_and_goes_on() {
         let input = concat!(
-            r#"{"cmd":"add_instrument","symbol":"A-B","base":"A","quote":"B","tick_size":"1","lot_size":"1","maker_fee_bps":0,"taker_fee_bps":0,"ts":5}"#,
+            r#"{"cmd":"add_instrument","symbol":"A-B","base":"A","quote":"B","#,
+            r#""tick_size":"1","lot_size":"1","maker_fee_bps":0,"taker_fee_bps":0,"ts":5}"#,
             "\n\n   \nnot json\n\u{ff}\n",
             r#"{"cmd":"halt","symbol":"A-B"}"#,
             "\n"

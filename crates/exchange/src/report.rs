@@ -95,7 +95,8 @@ pub fn run(args: ReportArgs) -> anyhow::Result<()> {
     if let Target::Sqlite(path) = &target {
         if !path.exists() {
             bail!(
-                "no reporting store at {} (run `exchange serve --data-dir {}` first, or pass --reporting-url)",
+                "no reporting store at {} \
+                 (run `exchange serve --data-dir {}` first, or pass --reporting-url)",
                 path.display(),
                 args.data_dir.display()
             );

@@ -2,7 +2,7 @@
 //! and the other member risk controls from the command line, each
 //! checked through the trading API.
 
-use exchange_testkit::{assert_success, limit, run, Server};
+use exchange_testkit::{assert_success, limit, run, Account, Server};
 use serde_json::Value;
 
 /// The binary under test.
@@ -31,28 +31,7 @@ fn the_kill_switch_from_the_command_line_cancels_refuses_and_reinstates() {
     api.place(&bob, &limit("buy", "57000", "0.5", "b-1"));
     let id = alice.id.to_string();
 
-    let out = admin(&server, &["suspend", "--account", &id]);
-    let answer = json_of(&assert_success(&out, "admin suspend"));
-    assert_eq!(answer["status"], "suspended");
-    assert_eq!(answer["canceled"], 2);
-    let open = api.read(&alice, "/v1/orders");
-    assert_eq!(open["orders"].as_array().map(Vec::len), Some(0), "{open}");
-    // Others are untouched.
-    let theirs = api.read(&bob, "/v1/orders");
-    assert_eq!(theirs["orders"].as_array().map(Vec::len), Some(1));
-    let refused = api.signed(
-        &alice,
-        "POST",
-        "/v1/orders",
-        &limit("buy", "59000", "0.1", "a-3").to_string(),
-    );
-    refused.expect_error(422, "account_suspended", "an order of a suspended account");
-
-    // A refusal is a failed run that names the reason.
-    let again = admin(&server, &["suspend", "--account", &id]);
-    assert!(!again.status.success());
-    let stderr = String::from_utf8_lossy(&again.stderr);
-    assert!(stderr.contains("account_already_in_status"), "{stderr}");
+    suspend_cancels_and_refuses(&server, &alice, &bob);
 
     let out = admin(&server, &["reinstate", "--account", &id]);
     assert_eq!(
@@ -61,9 +40,46 @@ fn the_kill_switch_from_the_command_line_cancels_refuses_and_reinstates() {
     );
     api.place(&alice, &limit("buy", "59000", "0.1", "a-3"));
 
+    limits_hold_and_clear(&server, &alice);
+
+    mmp_sets_and_resets(&server, &id);
+}
+
+/// Suspending cancels the account's orders and refuses new ones; a
+/// second suspension is a failed run.
+fn suspend_cancels_and_refuses(server: &Server, alice: &Account, bob: &Account) {
+    let api = &server.api;
+    let id = alice.id.to_string();
+    let out = admin(server, &["suspend", "--account", &id]);
+    let answer = json_of(&assert_success(&out, "admin suspend"));
+    assert_eq!(answer["status"], "suspended");
+    assert_eq!(answer["canceled"], 2);
+    let open = api.read(alice, "/v1/orders");
+    assert_eq!(open["orders"].as_array().map(Vec::len), Some(0), "{open}");
+    // Others are untouched.
+    let theirs = api.read(bob, "/v1/orders");
+    assert_eq!(theirs["orders"].as_array().map(Vec::len), Some(1));
+    let refused = api.signed(
+        alice,
+        "POST",
+        "/v1/orders",
+        &limit("buy", "59000", "0.1", "a-3").to_string(),
+    );
+    refused.expect_error(422, "account_suspended", "an order of a suspended account");
+
+    // A refusal is a failed run that names the reason.
+    let again = admin(server, &["suspend", "--account", &id]);
+    assert!(!again.status.success());
+    let stderr = String::from_utf8_lossy(&again.stderr);
+    assert!(stderr.contains("account_already_in_status"), "{stderr}");
+}
+
+fn limits_hold_and_clear(server: &Server, alice: &Account) {
+    let api = &server.api;
+    let id = alice.id.to_string();
     // Limits from the command line hold too, and clear.
     let out = admin(
-        &server,
+        server,
         &["limits", "--account", &id, "--max-order-qty", "0.2"],
     );
     assert_eq!(
@@ -71,24 +87,26 @@ fn the_kill_switch_from_the_command_line_cancels_refuses_and_reinstates() {
         "0.2"
     );
     let big = api.signed(
-        &alice,
+        alice,
         "POST",
         "/v1/orders",
         &limit("buy", "59000", "0.3", "a-4").to_string(),
     );
     big.expect_error(422, "order_qty_over_limit", "an order above the limit");
-    let out = admin(&server, &["limits", "--account", &id, "--clear"]);
+    let out = admin(server, &["limits", "--account", &id, "--clear"]);
     assert_success(&out, "admin limits --clear");
-    api.place(&alice, &limit("buy", "59000", "0.3", "a-4"));
+    api.place(alice, &limit("buy", "59000", "0.3", "a-4"));
+}
 
+fn mmp_sets_and_resets(server: &Server, id: &str) {
     // Market-maker protection: set, then reset (nothing tripped: the
     // window restarts).
     let out = admin(
-        &server,
+        server,
         &[
             "mmp",
             "--account",
-            &id,
+            id,
             "--symbol",
             "BTC-USD",
             "--window-ms",
@@ -99,8 +117,8 @@ fn the_kill_switch_from_the_command_line_cancels_refuses_and_reinstates() {
     );
     assert_eq!(json_of(&assert_success(&out, "admin mmp"))["state"], "set");
     let out = admin(
-        &server,
-        &["mmp-reset", "--account", &id, "--symbol", "BTC-USD"],
+        server,
+        &["mmp-reset", "--account", id, "--symbol", "BTC-USD"],
     );
     assert_eq!(
         json_of(&assert_success(&out, "admin mmp-reset"))["state"],

@@ -100,20 +100,7 @@ fn worker(
 fn killing_the_leader_under_load_loses_no_acknowledged_order() {
     let tmp = tempfile::tempdir().expect("temp dir");
     let cluster = CliCluster::up(EXCHANGE, &tmp.path().join("cluster"), NODES, None);
-    let mut port = None;
-    wait_until("a leader", || {
-        port = leader_port(&cluster.ports);
-        port.is_some()
-    });
-    let leader_api = Client {
-        port: port.expect("leader"),
-    };
-    // The leader lists the configured instruments once it leads.
-    wait_until("the instruments listed", || {
-        leader_api
-            .try_request("GET", "/v1/instruments", &[], b"")
-            .is_ok_and(|r| r.status == 200 && r.text().contains("BTC-USD"))
-    });
+    let leader_api = listed_leader(&cluster);
     let accounts: Vec<Account> = (0..WORKERS).map(|_| leader_api.funded_account()).collect();
     let status = cluster.status().expect("cluster status");
     let old_leader = status["leader"].as_u64().expect("a leader in the status");
@@ -175,6 +162,31 @@ fn killing_the_leader_under_load_loses_no_acknowledged_order() {
     );
 
     cluster.restart_dead();
+    every_replica_converges(&cluster);
+
+    every_replica_holds_each_acked_order_once(&cluster, &accounts, &reports);
+}
+
+/// The leader, once it lists the configured instruments.
+fn listed_leader(cluster: &CliCluster) -> Client {
+    let mut port = None;
+    wait_until("a leader", || {
+        port = leader_port(&cluster.ports);
+        port.is_some()
+    });
+    let leader_api = Client {
+        port: port.expect("leader"),
+    };
+    // The leader lists the configured instruments once it leads.
+    wait_until("the instruments listed", || {
+        leader_api
+            .try_request("GET", "/v1/instruments", &[], b"")
+            .is_ok_and(|r| r.status == 200 && r.text().contains("BTC-USD"))
+    });
+    leader_api
+}
+
+fn every_replica_converges(cluster: &CliCluster) {
     let mut last = Value::Null;
     wait_until("every replica at the same index and state hash", || {
         let Some(status) = cluster.status() else {
@@ -195,17 +207,24 @@ fn killing_the_leader_under_load_loses_no_acknowledged_order() {
         done
     });
     eprintln!("converged: {last}");
+}
 
+fn every_replica_holds_each_acked_order_once(
+    cluster: &CliCluster,
+    accounts: &[Account],
+    reports: &[Report],
+) {
     // Every replica serves the orders from its own applied state.
     for &port in &cluster.ports {
         let api = Client { port };
-        for (i, (account, report)) in accounts.iter().zip(&reports).enumerate() {
+        for (i, (account, report)) in accounts.iter().zip(reports).enumerate() {
             let count = api.order_counts(account);
             for id in &report.acked {
                 assert_eq!(
                     count.get(id).copied(),
                     Some(1),
-                    "node on port {port}: acknowledged order {id} of worker {i} must be there exactly once"
+                    "node on port {port}: acknowledged order {id} of worker {i} \
+                     must be there exactly once"
                 );
             }
             let prefix = format!("w{i}-");

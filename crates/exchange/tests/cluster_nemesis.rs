@@ -86,6 +86,64 @@ fn writer(shared: &Shared, index: usize, account: &Account) {
     }
 }
 
+/// After a random pause, one random fault held for a random time: a
+/// node killed, a node isolated, or the leader isolated.
+fn inject_a_fault(cluster: &mut ProxiedCluster, rng: &mut Rng, round: u64) {
+    std::thread::sleep(Duration::from_millis(100 + rng.below(400)));
+    let victim = 1 + rng.below(3);
+    let fault = rng.below(3);
+    let hold = Duration::from_millis(200 + rng.below(1_300));
+    match fault {
+        0 => {
+            eprintln!("round {round}: kill -9 node {victim} for {hold:?}");
+            cluster.kill(victim);
+            std::thread::sleep(hold);
+            cluster.spawn(victim);
+        }
+        1 => {
+            eprintln!("round {round}: isolate node {victim} for {hold:?}");
+            cluster.isolate(victim, true);
+            std::thread::sleep(hold);
+            cluster.heal();
+        }
+        _ => {
+            let leader = cluster.leader().unwrap_or(victim);
+            eprintln!("round {round}: isolate the leader (node {leader}) for {hold:?}");
+            cluster.isolate(leader, true);
+            std::thread::sleep(hold);
+            cluster.heal();
+        }
+    }
+}
+
+fn every_acked_order_once_everywhere(
+    cluster: &ProxiedCluster,
+    shared: &Shared,
+    accounts: &[Account],
+    seed: u64,
+    round: u64,
+) {
+    let acked = shared.acked.lock().map(|a| a.clone()).unwrap_or_default();
+    for node in cluster.nodes.values() {
+        for (index, account) in accounts.iter().enumerate() {
+            let count = Client { port: node.http }.order_counts(account);
+            for id in &acked[index] {
+                assert_eq!(
+                    count.get(id),
+                    Some(&1),
+                    "seed {seed} round {round}: acknowledged order {id} on node at port {}",
+                    node.http
+                );
+            }
+            let prefix = format!("w{index}-");
+            assert!(
+                count.keys().all(|id| id.starts_with(&prefix)) && count.values().all(|c| *c == 1),
+                "seed {seed} round {round}: unexpected orders {count:?}"
+            );
+        }
+    }
+}
+
 #[test]
 fn nemesis_rounds_keep_every_acknowledged_order_and_one_history() {
     let seed = std::env::var("NEMESIS_SEED")
@@ -119,57 +177,14 @@ fn nemesis_rounds_keep_every_acknowledged_order_and_one_history() {
         }
         let _stop_writers = OnPanic(|| shared.stop.store(true, Ordering::SeqCst));
         for round in 0..rounds {
-            std::thread::sleep(Duration::from_millis(100 + rng.below(400)));
-            let victim = 1 + rng.below(3);
-            let fault = rng.below(3);
-            let hold = Duration::from_millis(200 + rng.below(1_300));
-            match fault {
-                0 => {
-                    eprintln!("round {round}: kill -9 node {victim} for {hold:?}");
-                    cluster.kill(victim);
-                    std::thread::sleep(hold);
-                    cluster.spawn(victim);
-                }
-                1 => {
-                    eprintln!("round {round}: isolate node {victim} for {hold:?}");
-                    cluster.isolate(victim, true);
-                    std::thread::sleep(hold);
-                    cluster.heal();
-                }
-                _ => {
-                    let leader = cluster.leader().unwrap_or(victim);
-                    eprintln!("round {round}: isolate the leader (node {leader}) for {hold:?}");
-                    cluster.isolate(leader, true);
-                    std::thread::sleep(hold);
-                    cluster.heal();
-                }
-            }
+            inject_a_fault(&mut cluster, &mut rng, round);
             // Quiesce the clients, then check.
             shared.paused.store(true, Ordering::SeqCst);
             wait_until("the clients between orders", || {
                 shared.busy.load(Ordering::SeqCst) == 0
             });
             wait_until("one history on every replica", || cluster.converged());
-            let acked = shared.acked.lock().map(|a| a.clone()).unwrap_or_default();
-            for node in cluster.nodes.values() {
-                for (index, account) in accounts.iter().enumerate() {
-                    let count = Client { port: node.http }.order_counts(account);
-                    for id in &acked[index] {
-                        assert_eq!(
-                            count.get(id),
-                            Some(&1),
-                            "seed {seed} round {round}: acknowledged order {id} on node at port {}",
-                            node.http
-                        );
-                    }
-                    let prefix = format!("w{index}-");
-                    assert!(
-                        count.keys().all(|id| id.starts_with(&prefix))
-                            && count.values().all(|c| *c == 1),
-                        "seed {seed} round {round}: unexpected orders {count:?}"
-                    );
-                }
-            }
+            every_acked_order_once_everywhere(&cluster, &shared, &accounts, seed, round);
             shared.paused.store(false, Ordering::SeqCst);
         }
         shared.stop.store(true, Ordering::SeqCst);

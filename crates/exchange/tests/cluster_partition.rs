@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 
 use exchange_testkit::{
-    leader_among, limit, ready_leader, status, wait_until, Account, Client, ProxiedCluster,
+    leader_among, limit, ready_leader, status, wait_until, Account, Client, Node, ProxiedCluster,
 };
 
 /// The binary under test.
@@ -28,14 +28,7 @@ fn a_partitioned_leader_takes_no_write_and_one_history_survives() {
         .expect("the leader's id");
     let account: Account = api.funded_account();
     let mut acked = Vec::new();
-    for n in 0..10 {
-        let id = format!("before-{n}");
-        api.place(
-            &account,
-            &limit("buy", &(59_000 + n).to_string(), "0.01", &id),
-        );
-        acked.push(id);
-    }
+    place_ten(&api, &account, "before", 59_000, &mut acked);
 
     // Cut the leader off from both followers, both ways.
     cluster.isolate(old, true);
@@ -60,22 +53,8 @@ fn a_partitioned_leader_takes_no_write_and_one_history_survives() {
             .map(|r| r.status)
         }
     });
-    let mut new = None;
-    wait_until("a new leader on the majority side", || {
-        new = leader_among(&majority).filter(|id| *id != old);
-        new.is_some()
-    });
-    let new_api = Client {
-        port: cluster.http[&new.expect("new leader")],
-    };
-    for n in 0..10 {
-        let id = format!("during-{n}");
-        new_api.place(
-            &account,
-            &limit("buy", &(59_100 + n).to_string(), "0.01", &id),
-        );
-        acked.push(id);
-    }
+    let new_api = new_leader_among(&cluster, &majority, old);
+    place_ten(&new_api, &account, "during", 59_100, &mut acked);
     // The old leader has stepped down (check-quorum): no writes there.
     wait_until("the cut-off node to stop leading", || {
         status(cluster.http[&old]).is_some_and(|s| s["role"] != "leader")
@@ -100,5 +79,34 @@ fn a_partitioned_leader_takes_no_write_and_one_history_survives() {
         let count = Client { port: node.http }.order_counts(&account);
         let expected: BTreeMap<String, usize> = acked.iter().map(|id| (id.clone(), 1)).collect();
         assert_eq!(count, expected, "orders on node at port {}", node.http);
+    }
+}
+
+/// Ten resting buys a tick apart from `from_price`, each acknowledged.
+fn place_ten(
+    api: &Client,
+    account: &Account,
+    prefix: &str,
+    from_price: i32,
+    acked: &mut Vec<String>,
+) {
+    for n in 0..10 {
+        let id = format!("{prefix}-{n}");
+        api.place(
+            account,
+            &limit("buy", &(from_price + n).to_string(), "0.01", &id),
+        );
+        acked.push(id);
+    }
+}
+
+fn new_leader_among(cluster: &ProxiedCluster, majority: &[&Node], old: u64) -> Client {
+    let mut new = None;
+    wait_until("a new leader on the majority side", || {
+        new = leader_among(majority).filter(|id| *id != old);
+        new.is_some()
+    });
+    Client {
+        port: cluster.http[&new.expect("new leader")],
     }
 }

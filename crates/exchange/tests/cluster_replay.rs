@@ -26,19 +26,7 @@ fn a_write_captured_on_one_node_is_refused_by_every_other() {
     let config = tmp.path().join("exchange.toml");
     std::fs::write(&config, "recv_window_ms = 60000\n").expect("config");
     let cluster = CliCluster::up(EXCHANGE, &tmp.path().join("cluster"), 3, Some(&config));
-    let mut port = None;
-    wait_until("a leader", || {
-        port = leader_port(&cluster.ports);
-        port.is_some()
-    });
-    let leader = Client {
-        port: port.expect("leader"),
-    };
-    wait_until("the instruments listed", || {
-        leader
-            .try_request("GET", "/v1/instruments", &[], b"")
-            .is_ok_and(|r| r.status == 200 && r.text().contains("BTC-USD"))
-    });
+    let leader = listed_leader(&cluster);
     let alice = leader.funded_account();
     let followers: Vec<Client> = cluster
         .ports
@@ -72,36 +60,10 @@ fn a_write_captured_on_one_node_is_refused_by_every_other() {
     send(leader, &shown).expect_error(401, "replayed_request", "again to the leader");
     for follower in &followers {
         send(*follower, &shown).expect_error(503, "not_leader", "to a follower");
-        // A key no node knows: 401 on a follower too, never a 503.
-        let stranger = Account {
-            id: 0,
-            key: "0".repeat(32),
-            secret: "s".into(),
-        };
-        let headers = signature_headers(
-            &stranger,
-            unix_now_ms(),
-            "POST",
-            "/v1/orders",
-            order.as_bytes(),
-        );
-        follower
-            .request("POST", "/v1/orders", &headers, order.as_bytes())
-            .expect_error(401, "invalid_api_key", "an unknown key on a follower");
+        an_unknown_key_is_refused_by(*follower, &order);
     }
 
-    let old_leader = cluster.status().expect("status")["leader"]
-        .as_u64()
-        .expect("a leader");
-    cluster.kill(old_leader);
-    let mut new_port = None;
-    wait_until("a new leader", || {
-        new_port = leader_port(&followers.iter().map(|c| c.port).collect::<Vec<_>>());
-        new_port.is_some()
-    });
-    let new_leader = Client {
-        port: new_port.expect("new leader"),
-    };
+    let new_leader = new_leader_after_killing_the_old(&cluster, &followers);
     let refused = send(new_leader, &kept);
     refused.expect_error(401, "stale_timestamp", "to the new leader");
     assert!(
@@ -117,4 +79,56 @@ fn a_write_captured_on_one_node_is_refused_by_every_other() {
             .is_ok_and(|r| r.status == 200)
     });
     assert_eq!(open_orders(new_leader, &alice), 2);
+}
+
+/// The leader, once it lists the configured instruments.
+fn listed_leader(cluster: &CliCluster) -> Client {
+    let mut port = None;
+    wait_until("a leader", || {
+        port = leader_port(&cluster.ports);
+        port.is_some()
+    });
+    let leader = Client {
+        port: port.expect("leader"),
+    };
+    wait_until("the instruments listed", || {
+        leader
+            .try_request("GET", "/v1/instruments", &[], b"")
+            .is_ok_and(|r| r.status == 200 && r.text().contains("BTC-USD"))
+    });
+    leader
+}
+
+fn an_unknown_key_is_refused_by(follower: Client, order: &str) {
+    // A key no node knows: 401 on a follower too, never a 503.
+    let stranger = Account {
+        id: 0,
+        key: "0".repeat(32),
+        secret: "s".into(),
+    };
+    let headers = signature_headers(
+        &stranger,
+        unix_now_ms(),
+        "POST",
+        "/v1/orders",
+        order.as_bytes(),
+    );
+    follower
+        .request("POST", "/v1/orders", &headers, order.as_bytes())
+        .expect_error(401, "invalid_api_key", "an unknown key on a follower");
+}
+
+fn new_leader_after_killing_the_old(cluster: &CliCluster, followers: &[Client]) -> Client {
+    let old_leader = cluster.status().expect("status")["leader"]
+        .as_u64()
+        .expect("a leader");
+    cluster.kill(old_leader);
+    let mut new_port = None;
+    wait_until("a new leader", || {
+        new_port = leader_port(&followers.iter().map(|c| c.port).collect::<Vec<_>>());
+        new_port.is_some()
+    });
+    Client {
+        port: new_port.expect("new leader"),
+    }
 }

@@ -138,8 +138,35 @@ fn a_stop_placed_over_rest_triggers_on_fix_trades_and_is_reported_everywhere() {
     let stop_id = stop["order_id"].as_u64().expect("order_id");
     assert_eq!(stop["status"], "new", "{stop}");
 
-    // Over FIX: a bid at 97 for the stop to sell into, then two orders
-    // crossing at 98.
+    fix_trades_trigger_the_stop(&runtime, &mut buyer, &mut seller);
+
+    the_stream_shows_the_trigger_then_the_fill(&mut socket, stop_id);
+
+    the_drop_copy_reports_the_stop(&runtime, &mut drop_copy);
+
+    the_history_routes_show_the_stop(&server, owner, stop_id);
+
+    an_iceberg_shows_its_display_quantity_only(&server, owner);
+
+    // The store, once the server has written everything and stopped.
+    let last = server.api.metric("exchange_applied_index");
+    exchange_testkit::wait_until("the store to reach the core", || {
+        server.api.metric("exchange_reporting_position") >= last
+    });
+    server.stop_with(libc::SIGTERM);
+    the_store_holds_the_stop_and_the_iceberg(&data, owner.id, stop_id);
+
+    // `exchange report orders` lists them with those columns.
+    report_orders_lists_the_stop_and_the_iceberg(&data);
+}
+
+/// Over FIX: a bid at 97 for the stop to sell into, then two orders
+/// crossing at 98.
+fn fix_trades_trigger_the_stop(
+    runtime: &tokio::runtime::Runtime,
+    buyer: &mut FixClient,
+    seller: &mut FixClient,
+) {
     runtime.block_on(async {
         buyer.send("D", &fix_order("bid-97", "1", "2", "97")).await;
         buyer.recv_until(|m| is_report(m, "bid-97", "0")).await;
@@ -156,9 +183,11 @@ fn a_stop_placed_over_rest_triggers_on_fix_trades_and_is_reported_everywhere() {
         let hit = buyer.recv_until(|m| is_report(m, "bid-97", "F")).await;
         assert_eq!((hit.text(31), hit.text(32)), (Some("97"), Some("1")));
     });
+}
 
+fn the_stream_shows_the_trigger_then_the_fill(socket: &mut ws::Socket, stop_id: u64) {
     // The stop's account sees the trigger, then the stop's fill.
-    let stream = read_until(&mut socket, |seen| {
+    let stream = read_until(socket, |seen| {
         seen.iter()
             .any(|m| m["type"] == "fill" && m["order_id"] == stop_id)
     });
@@ -188,7 +217,9 @@ fn a_stop_placed_over_rest_triggers_on_fix_trades_and_is_reported_everywhere() {
         units(stream[fill]["qty"].as_str().expect("qty")),
         units("1")
     );
+}
 
+fn the_drop_copy_reports_the_stop(runtime: &tokio::runtime::Runtime, drop_copy: &mut FixClient) {
     // The drop copy of the account: acceptance with StopPx, trigger, fill.
     runtime.block_on(async {
         let new = drop_copy.recv_until(|m| is_report(m, "stop-1", "0")).await;
@@ -201,7 +232,9 @@ fn a_stop_placed_over_rest_triggers_on_fix_trades_and_is_reported_everywhere() {
         let fill = drop_copy.recv_until(|m| is_report(m, "stop-1", "F")).await;
         assert_eq!((fill.text(31), fill.text(39)), (Some("97"), Some("2")));
     });
+}
 
+fn the_history_routes_show_the_stop(server: &Server, owner: &Account, stop_id: u64) {
     // The history routes, read from the reporting store.
     let fills = server.api.read(owner, "/v1/fills?limit=10");
     let fills = fills["fills"].as_array().expect("fills").clone();
@@ -222,7 +255,9 @@ fn a_stop_placed_over_rest_triggers_on_fix_trades_and_is_reported_everywhere() {
         "{listed}"
     );
     assert!(listed["triggered_ts"].as_u64().is_some(), "{listed}");
+}
 
+fn an_iceberg_shows_its_display_quantity_only(server: &Server, owner: &Account) {
     // An iceberg shows its display quantity only.
     server.api.place(
         owner,
@@ -256,13 +291,9 @@ fn a_stop_placed_over_rest_triggers_on_fix_trades_and_is_reported_everywhere() {
         (&json!("0.5"), None),
         "{iceberg}"
     );
+}
 
-    // The store, once the server has written everything and stopped.
-    let last = server.api.metric("exchange_applied_index");
-    exchange_testkit::wait_until("the store to reach the core", || {
-        server.api.metric("exchange_reporting_position") >= last
-    });
-    server.stop_with(libc::SIGTERM);
+fn the_store_holds_the_stop_and_the_iceberg(data: &Path, owner: u64, stop_id: u64) {
     let mut store = Store::open(&Target::Sqlite(data.join(SQLITE_FILE))).expect("the store");
     let row = store.order(stop_id).expect("read").expect("the stop's row");
     assert_eq!(
@@ -271,7 +302,7 @@ fn a_stop_placed_over_rest_triggers_on_fix_trades_and_is_reported_everywhere() {
     );
     assert_eq!((row.filled_qty, row.triggered_price), (U, Some(98 * U)));
     assert!(row.triggered_ts.is_some_and(|ts| ts >= row.created_ts));
-    let store_fills = store.fills(Some(owner.id), 0, u64::MAX).expect("fills");
+    let store_fills = store.fills(Some(owner), 0, u64::MAX).expect("fills");
     assert!(
         store_fills
             .iter()
@@ -285,8 +316,9 @@ fn a_stop_placed_over_rest_triggers_on_fix_trades_and_is_reported_everywhere() {
         .expect("the iceberg's row");
     assert_eq!((iceberg.display_qty, iceberg.qty), (Some(U / 2), 5 * U));
     drop(store);
+}
 
-    // `exchange report orders` lists them with those columns.
+fn report_orders_lists_the_stop_and_the_iceberg(data: &Path) {
     let data_arg = data.to_str().expect("a UTF-8 path");
     let out = exchange_testkit::run(
         EXCHANGE,

@@ -9,8 +9,14 @@ use serde_json::Value;
 /// The binary under test.
 const EXCHANGE: &str = env!("CARGO_BIN_EXE_exchange");
 
-const LIST: &str = r#"{"cmd":"add_instrument","symbol":"BTC-USD","base":"BTC","quote":"USD","tick_size":"0.01","lot_size":"0.0001","maker_fee_bps":-1,"taker_fee_bps":5}"#;
-const LIST_ETH: &str = r#"{"cmd":"add_instrument","symbol":"ETH-USD","base":"ETH","quote":"USD","tick_size":"0.01","lot_size":"0.001","maker_fee_bps":0,"taker_fee_bps":0}"#;
+const LIST: &str = concat!(
+    r#"{"cmd":"add_instrument","symbol":"BTC-USD","base":"BTC","quote":"USD","#,
+    r#""tick_size":"0.01","lot_size":"0.0001","maker_fee_bps":-1,"taker_fee_bps":5}"#
+);
+const LIST_ETH: &str = concat!(
+    r#"{"cmd":"add_instrument","symbol":"ETH-USD","base":"ETH","quote":"USD","#,
+    r#""tick_size":"0.01","lot_size":"0.001","maker_fee_bps":0,"taker_fee_bps":0}"#
+);
 const FUND_BUYER: &str = r#"{"cmd":"deposit","account":1,"asset":"USD","amount":"100000","ts":10}"#;
 const FUND_SELLER: &str = r#"{"cmd":"deposit","account":2,"asset":"BTC","amount":"10","ts":11}"#;
 
@@ -60,7 +66,17 @@ fn of_kind<'a>(events: &'a [Value], kind: &str) -> Vec<&'a Value> {
 
 fn place(account: u64, coid: &str, side: &str, price: &str, qty: &str, ts: u64) -> String {
     format!(
-        r#"{{"cmd":"place","account":{account},"client_order_id":"{coid}","symbol":"BTC-USD","side":"{side}","type":"limit","price":"{price}","qty":"{qty}","tif":"gtc","ts":{ts}}}"#
+        concat!(
+            r#"{{"cmd":"place","account":{account},"client_order_id":"{coid}","#,
+            r#""symbol":"BTC-USD","side":"{side}","type":"limit","#,
+            r#""price":"{price}","qty":"{qty}","tif":"gtc","ts":{ts}}}"#
+        ),
+        account = account,
+        coid = coid,
+        side = side,
+        price = price,
+        qty = qty,
+        ts = ts
     )
 }
 
@@ -137,7 +153,10 @@ fn trades_and_rejects_with_reasons() {
 fn malformed_lines_become_error_events_and_processing_goes_on() {
     let scratch = tempfile::tempdir().expect("temp dir");
     let dir = scratch.path();
-    let float_price = r#"{"cmd":"place","account":1,"client_order_id":"f","symbol":"BTC-USD","side":"buy","price":100.5,"qty":"1","ts":50}"#;
+    let float_price = concat!(
+        r#"{"cmd":"place","account":1,"client_order_id":"f","symbol":"BTC-USD","#,
+        r#""side":"buy","price":100.5,"qty":"1","ts":50}"#
+    );
     let path = write_commands(
         dir,
         &[

@@ -171,6 +171,18 @@ fn crash_twice(dir: &Path, target: &Target, config: Option<&Path>) -> (PathBuf, 
     assert_eq!(server.api.metric("exchange_reporting_lag_entries"), 0);
     server.stop_with(libc::SIGTERM);
 
+    let dump = the_store_holds_what_a_replay_writes(target, &data, last, dir);
+    (data, dump)
+}
+
+/// The store after the crashes: every entry and trade once, and the
+/// same rows as a store written by replaying the journal.
+fn the_store_holds_what_a_replay_writes(
+    target: &Target,
+    data: &Path,
+    last: u64,
+    dir: &Path,
+) -> Dump {
     let dump = Store::open(target)
         .expect("open the store")
         .dump()
@@ -199,7 +211,7 @@ fn crash_twice(dir: &Path, target: &Target, config: Option<&Path>) -> (PathBuf, 
         .iter()
         .any(|a| a.reason.as_deref() == Some("price_not_on_tick")));
 
-    let reference = replayed(&data, last, dir);
+    let reference = replayed(data, last, dir);
     assert_eq!(dump.position, reference.position);
     assert_eq!(dump.audit, reference.audit);
     assert_eq!(dump.trades, reference.trades);
@@ -215,7 +227,7 @@ fn crash_twice(dir: &Path, target: &Target, config: Option<&Path>) -> (PathBuf, 
         .ledger
         .iter()
         .all(|l| l.delta != 0 && l.cause != "cancel"));
-    (data, dump)
+    dump
 }
 
 fn report(args: &[&str]) -> (bool, String, String) {
@@ -225,6 +237,34 @@ fn report(args: &[&str]) -> (bool, String, String) {
         String::from_utf8_lossy(&output.stdout).into_owned(),
         String::from_utf8_lossy(&output.stderr).into_owned(),
     )
+}
+
+fn daily_reports_count_every_trade_and_fill(data: &str, dump: &Dump) {
+    let (ok, table, err) = report(&["daily-instruments", "--data-dir", data]);
+    assert!(ok, "{err}");
+    let mut lines = table.lines();
+    assert!(lines
+        .next()
+        .is_some_and(|h| h.starts_with("date ") && h.contains("notional")));
+    let rows: Vec<Vec<&str>> = lines
+        .skip(1)
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert!(rows.iter().all(|r| r[1] == "BTC-USD"), "{table}");
+    let traded: usize = rows
+        .iter()
+        .map(|r| r[7].parse::<usize>().expect("trades"))
+        .sum();
+    assert_eq!(traded, dump.trades.len(), "trade counts of the days");
+
+    let (ok, json, err) = report(&["daily-accounts", "--data-dir", data, "--format", "json"]);
+    assert!(ok, "{err}");
+    let days: Value = serde_json::from_str(&json).expect("JSON");
+    let fills_counted: u64 = days
+        .as_array()
+        .map(|d| d.iter().filter_map(|d| d["fills"].as_u64()).sum())
+        .unwrap_or(0);
+    assert_eq!(fills_counted, dump.fills.len() as u64);
 }
 
 #[test]
@@ -256,31 +296,7 @@ fn sqlite_store_survives_kills_and_reports_read_it() {
         .as_array()
         .is_some_and(|f| f.iter().all(|f| f["account"] == 2)));
 
-    let (ok, table, err) = report(&["daily-instruments", "--data-dir", data]);
-    assert!(ok, "{err}");
-    let mut lines = table.lines();
-    assert!(lines
-        .next()
-        .is_some_and(|h| h.starts_with("date ") && h.contains("notional")));
-    let rows: Vec<Vec<&str>> = lines
-        .skip(1)
-        .map(|l| l.split_whitespace().collect())
-        .collect();
-    assert!(rows.iter().all(|r| r[1] == "BTC-USD"), "{table}");
-    let traded: usize = rows
-        .iter()
-        .map(|r| r[7].parse::<usize>().expect("trades"))
-        .sum();
-    assert_eq!(traded, dump.trades.len(), "trade counts of the days");
-
-    let (ok, json, err) = report(&["daily-accounts", "--data-dir", data, "--format", "json"]);
-    assert!(ok, "{err}");
-    let days: Value = serde_json::from_str(&json).expect("JSON");
-    let fills_counted: u64 = days
-        .as_array()
-        .map(|d| d.iter().filter_map(|d| d["fills"].as_u64()).sum())
-        .unwrap_or(0);
-    assert_eq!(fills_counted, dump.fills.len() as u64);
+    daily_reports_count_every_trade_and_fill(data, &dump);
 
     let (ok, csv, err) = report(&["audit", "--data-dir", data, "--format", "csv"]);
     assert!(ok, "{err}");

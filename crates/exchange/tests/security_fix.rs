@@ -24,7 +24,8 @@ fn config(dir: &Path, fix_port: u16, fix_settings: &str, names: &[&str]) -> Path
     let mut text = format!("[fix]\nlisten = \"127.0.0.1:{fix_port}\"\n{fix_settings}\n");
     for (i, name) in names.iter().enumerate() {
         text.push_str(&format!(
-            "[[fix.sessions]]\nsender_comp_id = \"{name}\"\npassword = \"pw-{name}\"\naccount = {}\n",
+            "[[fix.sessions]]\nsender_comp_id = \"{name}\"\n\
+             password = \"pw-{name}\"\naccount = {}\n",
             i + 1
         ));
     }

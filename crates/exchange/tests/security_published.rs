@@ -260,6 +260,7 @@ fn idle_binary_feed_heartbeats_once_per_interval() {
     let longest = gaps.iter().copied().max().unwrap_or(0);
     assert!(
         longest <= HEARTBEAT_MS + TOLERANCE_MS,
-        "an idle feed went {longest} ms without a heartbeat (heartbeat_ms = {HEARTBEAT_MS}); gaps: {gaps:?}"
+        "an idle feed went {longest} ms without a heartbeat \
+         (heartbeat_ms = {HEARTBEAT_MS}); gaps: {gaps:?}"
     );
 }

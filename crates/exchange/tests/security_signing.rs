@@ -221,6 +221,34 @@ fn address_refused(answer: &Response) -> bool {
             .is_some_and(|m| m.contains("from this address"))
 }
 
+fn bob_is_served_from(bystander: Ipv4Addr, port: u16, bob: &Account, n: i32) {
+    let order = limit("sell", "61000", "0.01", &format!("bob-{n}")).to_string();
+    let headers = signature_headers(bob, unix_now_ms(), "POST", "/v1/orders", order.as_bytes());
+    let request = build_request("POST", "/v1/orders", &headers, order.as_bytes());
+    let placed = send_raw_from(bystander, port, &request).expect("bob's answer");
+    assert_eq!(
+        placed.status,
+        201,
+        "bob during the flood: {}",
+        placed.text()
+    );
+}
+
+fn oversized_bodies_alone_are_charged(port: u16, victim: &Account) {
+    // Oversized bodies alone are charged as well.
+    let second = Ipv4Addr::new(127, 0, 0, 4);
+    let refused = (0..120).find(|_| {
+        let answer = send_raw_from(second, port, &junk_oversized(victim)).expect("an answer");
+        let as_address = address_refused(&answer);
+        assert!(answer.status == 413 || as_address, "{}", answer.text());
+        as_address
+    });
+    assert!(
+        refused.is_some(),
+        "oversized requests are never charged to their address"
+    );
+}
+
 #[test]
 fn junk_signed_floods_naming_a_key_are_charged_to_their_address_not_the_key() {
     let dir = tempfile::tempdir().expect("temp dir");
@@ -246,17 +274,7 @@ fn junk_signed_floods_naming_a_key_are_charged_to_their_address_not_the_key() {
         statuses.push((answer.status, answer.code(), address_refused(&answer)));
         // Another member, from another address, is served throughout.
         if n % 30 == 0 {
-            let order = limit("sell", "61000", "0.01", &format!("bob-{n}")).to_string();
-            let headers =
-                signature_headers(&bob, unix_now_ms(), "POST", "/v1/orders", order.as_bytes());
-            let request = build_request("POST", "/v1/orders", &headers, order.as_bytes());
-            let placed = send_raw_from(bystander, api.port, &request).expect("bob's answer");
-            assert_eq!(
-                placed.status,
-                201,
-                "bob during the flood: {}",
-                placed.text()
-            );
+            bob_is_served_from(bystander, api.port, &bob, n);
         }
     }
     assert_eq!(
@@ -280,18 +298,7 @@ fn junk_signed_floods_naming_a_key_are_charged_to_their_address_not_the_key() {
         "the flooding address must end up refused: {statuses:?}"
     );
 
-    // Oversized bodies alone are charged as well.
-    let second = Ipv4Addr::new(127, 0, 0, 4);
-    let refused = (0..120).find(|_| {
-        let answer = send_raw_from(second, api.port, &junk_oversized(&victim)).expect("an answer");
-        let as_address = address_refused(&answer);
-        assert!(answer.status == 413 || as_address, "{}", answer.text());
-        as_address
-    });
-    assert!(
-        refused.is_some(),
-        "oversized requests are never charged to their address"
-    );
+    oversized_bodies_alone_are_charged(api.port, &victim);
 
     // The victim's key kept its whole allowance: its burst of orders goes
     // through, none refused with 429.

@@ -38,6 +38,25 @@ fn unsigned_and_badly_signed_requests_are_refused_and_change_nothing() {
     let order = limit("buy", "59500", "0.1", "forged").to_string();
     let body = order.as_bytes();
     let good = signature_headers(&alice, unix_now_ms(), "POST", "/v1/orders", body);
+    malformed_or_foreign_credentials_are_refused(&api, &alice, &bob, body, &good);
+    a_signature_does_not_carry_over(&api, &alice, &order, &good, &resting);
+
+    assert_eq!(
+        world(&api, &[&alice, &bob]),
+        before,
+        "a refused request changed the state"
+    );
+}
+
+/// Missing, malformed, stale, unknown or mismatched credentials on an
+/// otherwise good signed placement.
+fn malformed_or_foreign_credentials_are_refused(
+    api: &Client,
+    alice: &Account,
+    bob: &Account,
+    body: &[u8],
+    good: &[(&'static str, String)],
+) {
     let without = |skip: &str| -> Vec<(&str, String)> {
         good.iter().filter(|(n, _)| *n != skip).cloned().collect()
     };
@@ -72,7 +91,7 @@ fn unsigned_and_badly_signed_requests_are_refused_and_change_nothing() {
         ("stale", unix_now_ms() - 120_000),
         ("future", unix_now_ms() + 120_000),
     ] {
-        let headers = signature_headers(&alice, ts, "POST", "/v1/orders", body);
+        let headers = signature_headers(alice, ts, "POST", "/v1/orders", body);
         post(&headers).expect_error(401, "stale_timestamp", what);
     }
 
@@ -97,9 +116,23 @@ fn unsigned_and_badly_signed_requests_are_refused_and_change_nothing() {
         "invalid_signature",
         "key/secret mismatch",
     );
-    // A valid signature does not carry over to another body or path.
+}
+
+/// A valid signature does not carry over to another body, path or method.
+fn a_signature_does_not_carry_over(
+    api: &Client,
+    alice: &Account,
+    order: &str,
+    good: &[(&'static str, String)],
+    resting: &Value,
+) {
+    let with = |name: &str, value: String| -> Vec<(&str, String)> {
+        good.iter()
+            .map(|(n, v)| (*n, if *n == name { value.clone() } else { v.clone() }))
+            .collect()
+    };
     let tampered = order.replace("0.1", "0.2");
-    api.request("POST", "/v1/orders", &good, tampered.as_bytes())
+    api.request("POST", "/v1/orders", good, tampered.as_bytes())
         .expect_error(401, "invalid_signature", "body changed after signing");
     let ts = good
         .iter()
@@ -119,12 +152,6 @@ fn unsigned_and_badly_signed_requests_are_refused_and_change_nothing() {
         b"",
     );
     unsigned_cancel.expect_error(401, "missing_credentials", "unsigned cancel");
-
-    assert_eq!(
-        world(&api, &[&alice, &bob]),
-        before,
-        "a refused request changed the state"
-    );
 }
 
 #[test]

@@ -97,7 +97,8 @@ fn a_trickled_body_is_answered_408_and_its_connection_closed() {
     let before = server.api.read(&account, "/v1/balances");
     let body = json!({ "account_id": account.id, "asset": "USD", "amount": "5" }).to_string();
     let head = format!(
-        "POST /admin/deposits HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {ADMIN_TOKEN}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+        "POST /admin/deposits HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {ADMIN_TOKEN}\r\n\
+         Content-Type: application/json\r\nContent-Length: {}\r\n\r\n",
         body.len()
     );
     let mut stream = connect_from([127, 0, 0, 1], server.api.port);
@@ -299,41 +300,29 @@ fn authenticated_small_buffer(api: &Client, account: &exchange_testkit::Account)
     socket
 }
 
-#[test]
-fn a_private_socket_that_stops_reading_is_cut_off_and_its_orders_stay() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    // Rate limits off: the test produces events as fast as it can.
-    let server = start(
-        dir.path(),
-        "rate_limit_per_sec = 0\nrate_limit_burst = 1000000\n",
-    );
-    let api = &server.api;
-    let alice = api.funded_account();
-    for n in 0..5 {
-        api.place(&alice, &limit("buy", "59000", "0.01", &format!("keep-{n}")));
-    }
-    let mut silent = authenticated_small_buffer(api, &alice);
-    // Another socket of the same account places and cancels orders, each
-    // an update for the silent one too, until the server gives up on it.
-    let mut trader = authenticated(api, &alice, false);
+/// Places and cancels in batches of 500 entries until the server cut a
+/// slow consumer off or 40 batches were sent: the entries produced, and
+/// whether it did.
+fn trade_until_a_slow_consumer_is_cut(api: &Client, trader: &mut Socket) -> (usize, bool) {
     let mut produced = 0;
     let mut cut = false;
     for batch in 0..40 {
         for n in 0..250 {
             let id = format!("n-{batch}-{n}");
             send(
-                &mut trader,
+                trader,
                 &json!({ "type": "place", "request_id": 2 * n, "symbol": "BTC-USD", "side": "buy",
-                         "order_type": "limit", "price": "59000", "qty": "0.01", "client_order_id": id }),
+                         "order_type": "limit", "price": "59000", "qty": "0.01",
+                         "client_order_id": id }),
             );
             send(
-                &mut trader,
+                trader,
                 &json!({ "type": "cancel", "request_id": 2 * n + 1, "client_order_id": id }),
             );
         }
         let mut answered = 0;
         while answered < 500 {
-            let message = next(&mut trader).expect("the trader's socket stays open");
+            let message = next(trader).expect("the trader's socket stays open");
             if message["type"] == "response" {
                 answered += 1;
             }
@@ -344,12 +333,12 @@ fn a_private_socket_that_stops_reading_is_cut_off_and_its_orders_stay() {
             break;
         }
     }
-    assert!(
-        cut,
-        "the silent socket was never cut off ({produced} entries)"
-    );
-    // What reached the silent client before the cut is bounded, and then
-    // its connection ends.
+    (produced, cut)
+}
+
+/// Reads for up to 20 s: the text messages received before the
+/// connection ended, and whether it did.
+fn read_until_closed(silent: &mut Socket) -> (usize, bool) {
     let mut received = 0;
     let mut ended = false;
     let started = Instant::now();
@@ -371,6 +360,34 @@ fn a_private_socket_that_stops_reading_is_cut_off_and_its_orders_stay() {
             }
         }
     }
+    (received, ended)
+}
+
+#[test]
+fn a_private_socket_that_stops_reading_is_cut_off_and_its_orders_stay() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    // Rate limits off: the test produces events as fast as it can.
+    let server = start(
+        dir.path(),
+        "rate_limit_per_sec = 0\nrate_limit_burst = 1000000\n",
+    );
+    let api = &server.api;
+    let alice = api.funded_account();
+    for n in 0..5 {
+        api.place(&alice, &limit("buy", "59000", "0.01", &format!("keep-{n}")));
+    }
+    let mut silent = authenticated_small_buffer(api, &alice);
+    // Another socket of the same account places and cancels orders, each
+    // an update for the silent one too, until the server gives up on it.
+    let mut trader = authenticated(api, &alice, false);
+    let (produced, cut) = trade_until_a_slow_consumer_is_cut(api, &mut trader);
+    assert!(
+        cut,
+        "the silent socket was never cut off ({produced} entries)"
+    );
+    // What reached the silent client before the cut is bounded, and then
+    // its connection ends.
+    let (received, ended) = read_until_closed(&mut silent);
     assert!(ended, "the silent socket is still open");
     assert!(
         received < produced,

@@ -11,7 +11,9 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use exchange_testkit::{copy_dir, limit, units, wait_until, Account, Client, OnPanic, Rng, Server};
+use exchange_testkit::{
+    copy_dir, limit, units, wait_until, Account, Client, OnPanic, Response, Rng, Server,
+};
 use serde_json::{json, Value};
 
 /// The binary under test.
@@ -76,8 +78,8 @@ fn next_op(rng: &mut Rng, open: &[Open], placed: usize, name: &str) -> Op {
     let can_place = placed < MAX_PLACES_PER_WORKER;
     if can_place && (open.len() < 2 || roll < 40) {
         let client_order_id = format!("{name}-{placed}");
-        let body = json!({ "symbol": "BTC-USD", "side": side, "price": resting_price(rng, side), "qty": qty(rng),
-                           "client_order_id": client_order_id });
+        let body = json!({ "symbol": "BTC-USD", "side": side, "price": resting_price(rng, side),
+                           "qty": qty(rng), "client_order_id": client_order_id });
         Op::Place {
             client_order_id,
             body,
@@ -85,8 +87,8 @@ fn next_op(rng: &mut Rng, open: &[Open], placed: usize, name: &str) -> Op {
     } else if can_place && roll < 60 {
         let client_order_id = format!("{name}-{placed}");
         let price = if side == "buy" { "60150" } else { "59850" };
-        let body = json!({ "symbol": "BTC-USD", "side": side, "price": price, "qty": qty(rng), "tif": "ioc",
-                           "client_order_id": client_order_id });
+        let body = json!({ "symbol": "BTC-USD", "side": side, "price": price, "qty": qty(rng),
+                           "tif": "ioc", "client_order_id": client_order_id });
         Op::Place {
             client_order_id,
             body,
@@ -149,46 +151,58 @@ fn worker(
                 return report;
             }
         };
-        let target = match &op {
-            Op::Cancel(id) | Op::Replace(id, _) => Some(*id),
-            _ => None,
-        };
-        match (&op, response.status) {
-            (Op::Read, 200) => {}
-            (Op::Place { .. }, 201) | (Op::Cancel(_) | Op::Replace(..), 200) => {
-                let body = response.json();
-                let id = body["order_id"].as_u64().unwrap_or_default();
-                let is_open = matches!(body["status"].as_str(), Some("new" | "partially_filled"));
-                if let Op::Place {
-                    client_order_id,
-                    body: sent,
-                } = &op
-                {
-                    report.placed.push(client_order_id.clone());
-                    if is_open {
-                        open.push(Open {
-                            id,
-                            side: sent["side"].as_str().unwrap_or_default().to_owned(),
-                        });
-                    }
-                } else if !is_open {
-                    open.retain(|o| o.id != id);
+        record_answer(&op, &response, &mut report, &mut open, acked);
+    }
+}
+
+/// What an answer tells of the worker's orders, or a failure if the
+/// protocol does not allow it.
+fn record_answer(
+    op: &Op,
+    response: &Response,
+    report: &mut Report,
+    open: &mut Vec<Open>,
+    acked: &AtomicUsize,
+) {
+    let target = match op {
+        Op::Cancel(id) | Op::Replace(id, _) => Some(*id),
+        _ => None,
+    };
+    match (op, response.status) {
+        (Op::Read, 200) => {}
+        (Op::Place { .. }, 201) | (Op::Cancel(_) | Op::Replace(..), 200) => {
+            let body = response.json();
+            let id = body["order_id"].as_u64().unwrap_or_default();
+            let is_open = matches!(body["status"].as_str(), Some("new" | "partially_filled"));
+            if let Op::Place {
+                client_order_id,
+                body: sent,
+            } = op
+            {
+                report.placed.push(client_order_id.clone());
+                if is_open {
+                    open.push(Open {
+                        id,
+                        side: sent["side"].as_str().unwrap_or_default().to_owned(),
+                    });
                 }
-                report.acks.push(body);
-                acked.fetch_add(1, Ordering::Relaxed);
+            } else if !is_open {
+                open.retain(|o| o.id != id);
             }
-            // The order filled or was canceled by a trade before this
-            // command reached it: a race the protocol answers this way.
-            (Op::Cancel(_) | Op::Replace(..), 422) if response.code() == "order_not_open" => {
-                open.retain(|o| Some(o.id) != target);
-            }
-            // A random replace may repeat the order's current price or
-            // quantity; the core refuses it and nothing changes.
-            (Op::Replace(..), 422) if response.code() == "nothing_to_replace" => {}
-            (_, status) => report
-                .failures
-                .push(format!("{op:?}: {status} {}", response.text())),
+            report.acks.push(body);
+            acked.fetch_add(1, Ordering::Relaxed);
         }
+        // The order filled or was canceled by a trade before this
+        // command reached it: a race the protocol answers this way.
+        (Op::Cancel(_) | Op::Replace(..), 422) if response.code() == "order_not_open" => {
+            open.retain(|o| Some(o.id) != target);
+        }
+        // A random replace may repeat the order's current price or
+        // quantity; the core refuses it and nothing changes.
+        (Op::Replace(..), 422) if response.code() == "nothing_to_replace" => {}
+        (_, status) => report
+            .failures
+            .push(format!("{op:?}: {status} {}", response.text())),
     }
 }
 
@@ -232,9 +246,9 @@ fn is_open(order: &Value) -> bool {
     matches!(order["status"].as_str(), Some("new" | "partially_filled"))
 }
 
-/// Orders: nothing acknowledged is lost or regressed, nothing is doubled,
-/// nothing appears that no client sent.
-fn check_orders(api: &Client, accounts: &[Account], reports: &[Report]) {
+/// Every acknowledged placement is there once, and nothing else but what
+/// was in flight at the kill.
+fn no_placement_lost_or_doubled(api: &Client, accounts: &[Account], reports: &[Report]) {
     for (index, account) in accounts.iter().enumerate() {
         let mine: Vec<&Report> = reports.iter().filter(|r| r.account == index).collect();
         let acked: BTreeSet<&str> = mine
@@ -271,7 +285,68 @@ fn check_orders(api: &Client, accounts: &[Account], reports: &[Report]) {
         );
         assert!(orders.len() <= acked.len() + maybe.len());
     }
+}
 
+/// An order as recovered against its last acknowledgement; `in_flight`
+/// if a command on it was unanswered at the kill.
+fn check_recovered_order(id: u64, acked: &Value, now: &Value, in_flight: bool) {
+    for field in [
+        "client_order_id",
+        "symbol",
+        "side",
+        "type",
+        "tif",
+        "created_ts",
+    ] {
+        assert_eq!(
+            now[field], acked[field],
+            "order {id} {field}: acked {acked}, recovered {now}"
+        );
+    }
+    let (filled_then, filled_now) = (
+        units(acked["filled_qty"].as_str().expect("filled")),
+        units(now["filled_qty"].as_str().expect("filled")),
+    );
+    assert!(
+        filled_now >= filled_then,
+        "order {id} lost fills: acked {acked}, recovered {now}"
+    );
+    if in_flight {
+        // The command in flight may or may not have been applied.
+        return;
+    }
+    if !is_open(acked) {
+        for field in ["status", "filled_qty", "qty", "price"] {
+            assert_eq!(
+                now[field], acked[field],
+                "closed order {id} {field}: acked {acked}, recovered {now}"
+            );
+        }
+        return;
+    }
+    // Open when acknowledged: only other accounts' trades may have
+    // moved it since, and only forward.
+    assert_eq!(
+        (&now["price"], &now["qty"]),
+        (&acked["price"], &acked["qty"]),
+        "order {id}: acked {acked}, recovered {now}"
+    );
+    let qty = units(now["qty"].as_str().expect("qty"));
+    let expected = match filled_now {
+        0 => "new",
+        f if f == qty => "filled",
+        _ => "partially_filled",
+    };
+    assert_eq!(
+        now["status"], expected,
+        "order {id}: acked {acked}, recovered {now}"
+    );
+}
+
+/// Orders: nothing acknowledged is lost or regressed, nothing is doubled,
+/// nothing appears that no client sent.
+fn check_orders(api: &Client, accounts: &[Account], reports: &[Report]) {
+    no_placement_lost_or_doubled(api, accounts, reports);
     for report in reports {
         let account = &accounts[report.account];
         let in_flight_on = match &report.in_flight {
@@ -284,57 +359,7 @@ fn check_orders(api: &Client, accounts: &[Account], reports: &[Report]) {
         }
         for (id, acked) in last {
             let now = api.read(account, &format!("/v1/orders/{id}"));
-            for field in [
-                "client_order_id",
-                "symbol",
-                "side",
-                "type",
-                "tif",
-                "created_ts",
-            ] {
-                assert_eq!(
-                    now[field], acked[field],
-                    "order {id} {field}: acked {acked}, recovered {now}"
-                );
-            }
-            let (filled_then, filled_now) = (
-                units(acked["filled_qty"].as_str().expect("filled")),
-                units(now["filled_qty"].as_str().expect("filled")),
-            );
-            assert!(
-                filled_now >= filled_then,
-                "order {id} lost fills: acked {acked}, recovered {now}"
-            );
-            if in_flight_on == Some(id) {
-                // The command in flight may or may not have been applied.
-                continue;
-            }
-            if !is_open(acked) {
-                for field in ["status", "filled_qty", "qty", "price"] {
-                    assert_eq!(
-                        now[field], acked[field],
-                        "closed order {id} {field}: acked {acked}, recovered {now}"
-                    );
-                }
-                continue;
-            }
-            // Open when acknowledged: only other accounts' trades may have
-            // moved it since, and only forward.
-            assert_eq!(
-                (&now["price"], &now["qty"]),
-                (&acked["price"], &acked["qty"]),
-                "order {id}: acked {acked}, recovered {now}"
-            );
-            let qty = units(now["qty"].as_str().expect("qty"));
-            let expected = match filled_now {
-                0 => "new",
-                f if f == qty => "filled",
-                _ => "partially_filled",
-            };
-            assert_eq!(
-                now["status"], expected,
-                "order {id}: acked {acked}, recovered {now}"
-            );
+            check_recovered_order(id, acked, &now, in_flight_on == Some(id));
         }
     }
 }

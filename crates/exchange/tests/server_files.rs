@@ -138,15 +138,21 @@ fn the_admin_token_comes_from_a_file_or_the_environment_only() {
     assert!(String::from_utf8_lossy(&refused.stderr).contains("--admin-token"));
     assert!(!dir.path().join("never").exists());
 
-    let file = dir.path().join("token");
+    let log = dir.path().join("serve.log");
+    the_file_wins_over_the_environment(dir.path(), &log);
+    the_environment_alone_serves(dir.path(), &log);
+    an_empty_token_file_is_refused(dir.path());
+}
+
+fn the_file_wins_over_the_environment(dir: &Path, log: &Path) {
+    let file = dir.join("token");
     std::fs::write(&file, "from-a-file-with-at-least-32-bytes\n").expect("token file");
     std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).expect("chmod");
-    let data = dir.path().join("data");
-    let log = dir.path().join("serve.log");
+    let data = dir.join("data");
     let port = free_port();
     let child = spawn(
         &data,
-        &log,
+        log,
         port,
         &["--admin-token-file", file.to_str().expect("utf-8")],
         Some("from-the-environment-at-least-32-bytes"),
@@ -164,12 +170,14 @@ fn the_admin_token_comes_from_a_file_or_the_environment_only() {
     );
     assert!(!data.join("admin_token").exists());
     stop(child);
+}
 
-    let data = dir.path().join("data-env");
+fn the_environment_alone_serves(dir: &Path, log: &Path) {
+    let data = dir.join("data-env");
     let port = free_port();
     let child = spawn(
         &data,
-        &log,
+        log,
         port,
         &[],
         Some("from-the-environment-at-least-32-bytes"),
@@ -181,8 +189,10 @@ fn the_admin_token_comes_from_a_file_or_the_environment_only() {
         201
     );
     stop(child);
+}
 
-    let empty = dir.path().join("empty");
+fn an_empty_token_file_is_refused(dir: &Path) {
+    let empty = dir.join("empty");
     std::fs::write(&empty, "\n").expect("empty file");
     std::fs::set_permissions(&empty, std::fs::Permissions::from_mode(0o600)).expect("chmod");
     let out = Command::new(EXCHANGE)
@@ -192,7 +202,7 @@ fn the_admin_token_comes_from_a_file_or_the_environment_only() {
             empty.to_str().expect("utf-8"),
         ])
         .arg("--data-dir")
-        .arg(dir.path().join("data-empty"))
+        .arg(dir.join("data-empty"))
         .arg("--listen")
         .arg(format!("127.0.0.1:{}", free_port()))
         .env_remove("EXCHANGE_ADMIN_TOKEN")

@@ -16,83 +16,78 @@ fn refused_order(api: &Client, account: &Account, body: &str, status: u16, code:
     api.assert_healthy(body);
 }
 
-#[test]
-fn malformed_requests_get_their_specific_400_codes() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let server = Server::start(EXCHANGE, &dir.path().join("data"));
-    let api = server.api;
-    let account = api.funded_account();
-    let before = api.account_view(&account);
+/// Bodies a placement refuses before the core sees them, with the code
+/// of each.
+const MALFORMED_BODIES: &[(&str, &str)] = &[
+    (r#"{"symbol":"BTC-USD","side":"buy""#, "malformed_json"),
+    ("not json at all", "malformed_json"),
+    (r#"["BTC-USD","buy"]"#, "malformed_json"),
+    ("", "malformed_json"),
+    (
+        r#"{"symbol":1,"side":"buy","price":"60000","qty":"1"}"#,
+        "invalid_type",
+    ),
+    (
+        r#"{"symbol":"BTC-USD","side":"buy","price":"60000","qty":"1","post_only":"yes"}"#,
+        "invalid_type",
+    ),
+    // A number where a decimal string belongs is refused, not rounded.
+    (
+        r#"{"symbol":"BTC-USD","side":"buy","price":"60000","qty":0.5}"#,
+        "invalid_type",
+    ),
+    (
+        r#"{"symbol":"BTC-USD","side":"buy","price":60000,"qty":"0.5"}"#,
+        "invalid_type",
+    ),
+    (
+        r#"{"symbol":"BTC-USD","side":"buy","price":"60000","qty":"1","pirce":"1"}"#,
+        "unknown_field",
+    ),
+    (
+        r#"{"symbol":"BTC-USD","side":"buy","price":"60000"}"#,
+        "missing_field",
+    ),
+    (
+        r#"{"symbol":"BTC-USD","side":"buy","price":"60000","qty":"1","qty":"2"}"#,
+        "duplicate_field",
+    ),
+    (
+        r#"{"symbol":"BTC-USD","side":"up","price":"60000","qty":"1"}"#,
+        "invalid_value",
+    ),
+    (
+        r#"{"symbol":"BTC-USD","side":"buy","tif":"forever","price":"60000","qty":"1"}"#,
+        "invalid_value",
+    ),
+    (
+        concat!(
+            r#"{"symbol":"BTC-USD","side":"buy","price":"60000","qty":"1","#,
+            r#""client_order_id":"has space"}"#
+        ),
+        "invalid_value",
+    ),
+    (
+        r#"{"symbol":"BTC-USD","side":"buy","price":"60000","qty":"1e2"}"#,
+        "invalid_decimal",
+    ),
+    (
+        r#"{"symbol":"BTC-USD","side":"buy","price":"six","qty":"1"}"#,
+        "invalid_decimal",
+    ),
+    (
+        r#"{"symbol":"BTC-USD","side":"buy","price":"60000","qty":"+1"}"#,
+        "invalid_decimal",
+    ),
+];
 
-    let cases: &[(&str, &str)] = &[
-        (r#"{"symbol":"BTC-USD","side":"buy""#, "malformed_json"),
-        ("not json at all", "malformed_json"),
-        (r#"["BTC-USD","buy"]"#, "malformed_json"),
-        ("", "malformed_json"),
-        (
-            r#"{"symbol":1,"side":"buy","price":"60000","qty":"1"}"#,
-            "invalid_type",
-        ),
-        (
-            r#"{"symbol":"BTC-USD","side":"buy","price":"60000","qty":"1","post_only":"yes"}"#,
-            "invalid_type",
-        ),
-        // A number where a decimal string belongs is refused, not rounded.
-        (
-            r#"{"symbol":"BTC-USD","side":"buy","price":"60000","qty":0.5}"#,
-            "invalid_type",
-        ),
-        (
-            r#"{"symbol":"BTC-USD","side":"buy","price":60000,"qty":"0.5"}"#,
-            "invalid_type",
-        ),
-        (
-            r#"{"symbol":"BTC-USD","side":"buy","price":"60000","qty":"1","pirce":"1"}"#,
-            "unknown_field",
-        ),
-        (
-            r#"{"symbol":"BTC-USD","side":"buy","price":"60000"}"#,
-            "missing_field",
-        ),
-        (
-            r#"{"symbol":"BTC-USD","side":"buy","price":"60000","qty":"1","qty":"2"}"#,
-            "duplicate_field",
-        ),
-        (
-            r#"{"symbol":"BTC-USD","side":"up","price":"60000","qty":"1"}"#,
-            "invalid_value",
-        ),
-        (
-            r#"{"symbol":"BTC-USD","side":"buy","tif":"forever","price":"60000","qty":"1"}"#,
-            "invalid_value",
-        ),
-        (
-            r#"{"symbol":"BTC-USD","side":"buy","price":"60000","qty":"1","client_order_id":"has space"}"#,
-            "invalid_value",
-        ),
-        (
-            r#"{"symbol":"BTC-USD","side":"buy","price":"60000","qty":"1e2"}"#,
-            "invalid_decimal",
-        ),
-        (
-            r#"{"symbol":"BTC-USD","side":"buy","price":"six","qty":"1"}"#,
-            "invalid_decimal",
-        ),
-        (
-            r#"{"symbol":"BTC-USD","side":"buy","price":"60000","qty":"+1"}"#,
-            "invalid_decimal",
-        ),
-    ];
-    for (body, code) in cases {
-        refused_order(&api, &account, body, 400, code);
-    }
-
+fn path_and_query_errors(api: &Client, account: &Account) {
     // Path and query parameters are checked too.
-    let bad_path = api.signed(&account, "GET", "/v1/orders/not-a-number", "");
+    let bad_path = api.signed(account, "GET", "/v1/orders/not-a-number", "");
     bad_path.expect_error(400, "invalid_path", "non-numeric order id");
-    let bad_query = api.signed(&account, "GET", "/v1/orders?state=open", "");
+    let bad_query = api.signed(account, "GET", "/v1/orders?state=open", "");
     bad_query.expect_error(400, "invalid_query", "unknown query parameter");
-    let bad_status = api.signed(&account, "GET", "/v1/orders?status=sometimes", "");
+    let bad_status = api.signed(account, "GET", "/v1/orders?status=sometimes", "");
     bad_status.expect_error(400, "invalid_query", "unknown status filter");
     api.get("/v1/nowhere")
         .expect_error(404, "not_found", "unknown route");
@@ -101,6 +96,21 @@ fn malformed_requests_get_their_specific_400_codes() {
         "method_not_allowed",
         "PUT /v1/orders",
     );
+}
+
+#[test]
+fn malformed_requests_get_their_specific_400_codes() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let server = Server::start(EXCHANGE, &dir.path().join("data"));
+    let api = server.api;
+    let account = api.funded_account();
+    let before = api.account_view(&account);
+
+    for (body, code) in MALFORMED_BODIES {
+        refused_order(&api, &account, body, 400, code);
+    }
+
+    path_and_query_errors(&api, &account);
     api.assert_healthy("path and query errors");
 
     assert_eq!(

@@ -2,6 +2,8 @@
 //! and comes back with exactly the state it had: orders, fills, balances,
 //! books, credentials and the state hash.
 
+use std::path::Path;
+
 use exchange_testkit::{copy_dir, limit, Account, Client, Server};
 use serde_json::{json, Value};
 
@@ -16,7 +18,8 @@ fn observable(api: &Client, accounts: &[Account]) -> Value {
         markets.push(api.get(&format!("/v1/markets/{symbol}/book")).json());
         markets.push(api.get(&format!("/v1/markets/{symbol}/trades")).json());
     }
-    json!({ "accounts": views, "markets": markets, "instruments": api.get("/v1/instruments").json() })
+    json!({ "accounts": views, "markets": markets,
+            "instruments": api.get("/v1/instruments").json() })
 }
 
 /// Some of every kind of state: resting and filled orders, a partial
@@ -54,13 +57,49 @@ fn trade(api: &Client) -> Vec<Account> {
         let replaced = api.signed(&alice, "POST", &path, &change.to_string());
         assert_eq!(replaced.status, 200, "{change}: {}", replaced.text());
     }
-    api.place(&carol, &json!({ "symbol": "ETH-USD", "side": "buy", "price": "2990", "qty": "2", "client_order_id": "c-eth" }));
+    api.place(
+        &carol,
+        &json!({ "symbol": "ETH-USD", "side": "buy", "price": "2990", "qty": "2",
+                 "client_order_id": "c-eth" }),
+    );
     let halted = api.admin("POST", "/admin/instruments/ETH-USD/halt", "");
     assert_eq!(
         halted.json(),
         json!({ "symbol": "ETH-USD", "status": "halted" })
     );
     vec![alice, bob, carol]
+}
+
+fn a_full_replay_reaches_the_same_state(
+    dir: &Path,
+    data: &Path,
+    accounts: &[Account],
+    before: &Value,
+    restarted: &Server,
+    hash: &str,
+) {
+    // The snapshot is an optimisation only: replaying the whole journal
+    // from nothing reaches the same state.
+    let replay_dir = dir.join("journal-only");
+    copy_dir(&data.join("journal"), &replay_dir.join("journal"));
+    // The API secrets are derived from the node's master key, not logged.
+    std::fs::copy(data.join("master_key"), replay_dir.join("master_key")).expect("master key");
+    let replayed = Server::start(EXCHANGE, &replay_dir);
+    assert_eq!(
+        replayed.recovery_hash(),
+        hash,
+        "snapshot and full replay disagree"
+    );
+    assert_eq!(
+        replayed.recovery_number("replayed"),
+        restarted.recovery_number("applied index")
+    );
+    assert_eq!(
+        observable(&replayed.api, accounts),
+        *before,
+        "full replay serves another state"
+    );
+    drop(replayed);
 }
 
 #[test]
@@ -98,28 +137,7 @@ fn graceful_restarts_keep_the_state_exactly() {
         "state changed across SIGTERM"
     );
 
-    // The snapshot is an optimisation only: replaying the whole journal
-    // from nothing reaches the same state.
-    let replay_dir = dir.path().join("journal-only");
-    copy_dir(&data.join("journal"), &replay_dir.join("journal"));
-    // The API secrets are derived from the node's master key, not logged.
-    std::fs::copy(data.join("master_key"), replay_dir.join("master_key")).expect("master key");
-    let replayed = Server::start(EXCHANGE, &replay_dir);
-    assert_eq!(
-        replayed.recovery_hash(),
-        hash,
-        "snapshot and full replay disagree"
-    );
-    assert_eq!(
-        replayed.recovery_number("replayed"),
-        restarted.recovery_number("applied index")
-    );
-    assert_eq!(
-        observable(&replayed.api, &accounts),
-        before,
-        "full replay serves another state"
-    );
-    drop(replayed);
+    a_full_replay_reaches_the_same_state(dir.path(), &data, &accounts, &before, &restarted, &hash);
 
     // SIGINT is as graceful, and a restart with nothing new is a no-op.
     let status = restarted.stop_with(libc::SIGINT);

@@ -118,7 +118,9 @@ fn request(
 ) -> Response {
     let mut stream = tls_stream(port, trusted);
     let head = format!(
-        "{method} {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\nAuthorization: Bearer {ADMIN_TOKEN}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+        "{method} {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\
+         Authorization: Bearer {ADMIN_TOKEN}\r\n\
+         Content-Type: application/json\r\nContent-Length: {}\r\n\r\n",
         body.len()
     );
     stream.write_all(head.as_bytes()).expect("send the head");
@@ -155,7 +157,8 @@ fn rest_and_websocket_are_served_over_tls_and_plain_text_is_not() {
     let stream = tls_stream(port, &trusted);
     let (mut socket, _) = tungstenite::client(format!("wss://localhost:{port}/v1/ws"), stream)
         .expect("WebSocket handshake over TLS");
-    let subscribe = json!({ "type": "subscribe", "channel": "ticker", "symbols": ["BTC-USD"], "request_id": 1 });
+    let subscribe = json!({ "type": "subscribe", "channel": "ticker", "symbols": ["BTC-USD"],
+                            "request_id": 1 });
     socket
         .send(Message::text(subscribe.to_string()))
         .expect("send");

@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use exchange_testkit::{last_segment, limit, Account, Server};
+use exchange_testkit::{last_segment, limit, Account, Response, Server};
 use serde_json::Value;
 
 /// The binary under test.
@@ -77,37 +77,7 @@ fn recovers_without_the_last_order(
 ) {
     let mut server = Server::start(EXCHANGE, data);
     let stderr = server.stderr();
-    let (bytes, offset, why) = dropped(&stderr);
-    // The reporting store had recorded the damaged entry: it is set aside
-    // (kept as evidence) and rebuilt, so the lost order is not served from
-    // it either.
-    assert!(
-        stderr.contains("reporting: WARNING: the store was at log entry")
-            && stderr.contains("is rebuilt from the journal"),
-        "{stderr}"
-    );
-    let aside = std::fs::read_dir(data)
-        .expect("data dir")
-        .filter_map(Result::ok)
-        .any(|e| e.file_name().to_string_lossy().contains("ahead-of-journal"));
-    assert!(aside, "the old store is kept beside the new one");
-    assert_eq!(why, reason, "{stderr}");
-    assert!(bytes > 0, "{stderr}");
-    assert_eq!(
-        offset + bytes,
-        damaged_len,
-        "the whole damaged tail, and only it, is dropped: {stderr}"
-    );
-    // The file is cut at the offset; a Raft leader may since have appended
-    // the empty entry of its new term after it. (That the damage is gone
-    // is checked below: the next start finds nothing to repair.)
-    assert!(
-        std::fs::metadata(last_segment(data))
-            .expect("segment")
-            .len()
-            >= offset,
-        "the file is cut"
-    );
+    the_damaged_tail_is_reported_and_cut(data, &stderr, damaged_len, reason);
 
     let (lost, kept) = placed.split_last().expect("orders were placed");
     for order in kept {
@@ -247,23 +217,12 @@ fn damage_to_a_final_record_the_snapshot_covers_is_not_a_torn_tail() {
 
     let mut restarted = Server::start(EXCHANGE, &data);
     let stderr = restarted.stderr();
-    let (dropped_bytes, offset, reason) = dropped(&stderr);
-    assert_eq!(reason, "checksum mismatch", "{stderr}");
-    assert!(dropped_bytes > 0, "{stderr}");
-    assert_eq!(
-        offset + dropped_bytes,
+    recovery_drops_the_record_and_starts_from_the_snapshot(
+        &restarted,
+        &stderr,
         bytes.len() as u64,
-        "the damaged final record, and only it, is dropped: {stderr}"
-    );
-    assert!(
-        stderr.contains(&format!("recovery: loaded snapshot at index {snapshot}\n")),
-        "recovery starts from the snapshot the clean stop wrote: {stderr}"
-    );
-    assert_eq!(restarted.recovery_number("replayed"), 0, "{stderr}");
-    assert_eq!(
-        restarted.recovery_number("applied index"),
+        snapshot,
         applied,
-        "every command applied before the stop: {stderr}"
     );
     let order = restarted.api.signed(
         &account,
@@ -294,10 +253,75 @@ fn damage_to_a_final_record_the_snapshot_covers_is_not_a_torn_tail() {
         "order ids go on from the snapshot's"
     );
     restarted.kill();
-    let again = Server::start(EXCHANGE, &data);
+    the_next_order_survives_a_restart(&data, &account, &next);
+}
+
+fn the_damaged_tail_is_reported_and_cut(data: &Path, stderr: &str, damaged_len: u64, reason: &str) {
+    let (bytes, offset, why) = dropped(stderr);
+    // The reporting store had recorded the damaged entry: it is set aside
+    // (kept as evidence) and rebuilt, so the lost order is not served from
+    // it either.
+    assert!(
+        stderr.contains("reporting: WARNING: the store was at log entry")
+            && stderr.contains("is rebuilt from the journal"),
+        "{stderr}"
+    );
+    let aside = std::fs::read_dir(data)
+        .expect("data dir")
+        .filter_map(Result::ok)
+        .any(|e| e.file_name().to_string_lossy().contains("ahead-of-journal"));
+    assert!(aside, "the old store is kept beside the new one");
+    assert_eq!(why, reason, "{stderr}");
+    assert!(bytes > 0, "{stderr}");
+    assert_eq!(
+        offset + bytes,
+        damaged_len,
+        "the whole damaged tail, and only it, is dropped: {stderr}"
+    );
+    // The file is cut at the offset; a Raft leader may since have appended
+    // the empty entry of its new term after it. (That the damage is gone
+    // is checked below: the next start finds nothing to repair.)
+    assert!(
+        std::fs::metadata(last_segment(data))
+            .expect("segment")
+            .len()
+            >= offset,
+        "the file is cut"
+    );
+}
+
+fn recovery_drops_the_record_and_starts_from_the_snapshot(
+    restarted: &Server,
+    stderr: &str,
+    segment_len: u64,
+    snapshot: u64,
+    applied: u64,
+) {
+    let (dropped_bytes, offset, reason) = dropped(stderr);
+    assert_eq!(reason, "checksum mismatch", "{stderr}");
+    assert!(dropped_bytes > 0, "{stderr}");
+    assert_eq!(
+        offset + dropped_bytes,
+        segment_len,
+        "the damaged final record, and only it, is dropped: {stderr}"
+    );
+    assert!(
+        stderr.contains(&format!("recovery: loaded snapshot at index {snapshot}\n")),
+        "recovery starts from the snapshot the clean stop wrote: {stderr}"
+    );
+    assert_eq!(restarted.recovery_number("replayed"), 0, "{stderr}");
+    assert_eq!(
+        restarted.recovery_number("applied index"),
+        applied,
+        "every command applied before the stop: {stderr}"
+    );
+}
+
+fn the_next_order_survives_a_restart(data: &Path, account: &Account, next: &Response) {
+    let again = Server::start(EXCHANGE, data);
     assert!(!again.stderr().contains("WARNING"), "{}", again.stderr());
     let kept = again.api.signed(
-        &account,
+        account,
         "GET",
         &format!("/v1/orders/{}", next.json()["order_id"]),
         "",

@@ -39,6 +39,27 @@ fn missing_prerequisite(python: &str, chromium: &str) -> Option<String> {
     }
 }
 
+const PAGES: [&str; 4] = [
+    "trading-desktop.png",
+    "trading-phone.png",
+    "ops-desktop.png",
+    "ops-phone.png",
+];
+
+/// The screenshot directory, without the screenshots of an earlier run:
+/// only this run's may satisfy the check of the pages.
+fn fresh_screenshots(root: &Path) -> PathBuf {
+    let screenshots = root.join("target/ui-screenshots");
+    std::fs::create_dir_all(&screenshots).expect("screenshot directory");
+    let screenshots = screenshots.canonicalize().expect("screenshot directory");
+    for page in PAGES {
+        if let Err(e) = std::fs::remove_file(screenshots.join(page)) {
+            assert_eq!(e.kind(), std::io::ErrorKind::NotFound, "remove {page}: {e}");
+        }
+    }
+    screenshots
+}
+
 #[test]
 fn trading_screen_and_dashboard_in_headless_chromium() {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
@@ -70,21 +91,7 @@ fn trading_screen_and_dashboard_in_headless_chromium() {
         .as_array()
         .and_then(|takers| takers.last())
         .expect("demo takers");
-    let screenshots = root.join("target/ui-screenshots");
-    std::fs::create_dir_all(&screenshots).expect("screenshot directory");
-    let screenshots = screenshots.canonicalize().expect("screenshot directory");
-    const PAGES: [&str; 4] = [
-        "trading-desktop.png",
-        "trading-phone.png",
-        "ops-desktop.png",
-        "ops-phone.png",
-    ];
-    // Only this run's screenshots may satisfy the check below.
-    for page in PAGES {
-        if let Err(e) = std::fs::remove_file(screenshots.join(page)) {
-            assert_eq!(e.kind(), std::io::ErrorKind::NotFound, "remove {page}: {e}");
-        }
-    }
+    let screenshots = fresh_screenshots(&root);
 
     let output = Command::new(&python)
         .args(["-m", "unittest", "-v", "test_ui.py"])

@@ -13,8 +13,8 @@ use std::time::Instant;
 use anyhow::Context;
 use exchange_core::Engine;
 use exchange_types::{
-    AddInstrument, AssetCode, ClientOrderId, Command, Dec, EventKind, OrderType, Phase, Place,
-    SelfTradePrevention, Side, Stamped, Symbol, TimeInForce, Transfer,
+    AddInstrument, AssetCode, ClientOrderId, Command, Dec, Event, EventKind, OrderType, Phase,
+    Place, SelfTradePrevention, Side, Stamped, Symbol, TimeInForce, Transfer,
 };
 use hdrhistogram::Histogram;
 use serde_json::json;
@@ -54,51 +54,9 @@ fn round(
     places: &mut Histogram<u64>,
 ) -> anyhow::Result<Round> {
     let symbol = Symbol::new("AUCT-USD").context("bench symbol")?;
-    let base = AssetCode::new("AUCT").context("bench asset")?;
-    let quote = AssetCode::new("USD").context("bench asset")?;
     let mut engine = Engine::new();
-    let mut ts = 0;
     let mut out = Vec::new();
-    let mut apply = |engine: &mut Engine, command: Command, out: &mut Vec<_>| {
-        ts += 1;
-        out.clear();
-        engine.apply(&Stamped { ts, command }, out);
-    };
-    let listing = AddInstrument {
-        symbol,
-        base,
-        quote,
-        tick_size: Dec::new(1, 2),
-        lot_size: Dec::new(1, 0),
-        min_qty: None,
-        max_qty: None,
-        collar_bps: None,
-        reference_price: Some(Dec::new(10_000, 2)),
-        maker_fee_bps: -1,
-        taker_fee_bps: 5,
-        min_notional: None,
-        static_band_bps: None,
-        dynamic_band_bps: None,
-        volatility_auction_ns: None,
-    };
-    apply(
-        &mut engine,
-        Command::AddInstrument(Box::new(listing)),
-        &mut out,
-    );
-    for account in 1..=args.accounts {
-        for (asset, amount) in [(quote, 1_000_000_000), (base, 10_000_000)] {
-            let transfer = Transfer {
-                account,
-                asset,
-                amount: Dec::new(amount, 0),
-            };
-            apply(&mut engine, Command::Deposit(transfer), &mut out);
-        }
-    }
-    for phase in [Phase::Closed, Phase::PreOpen] {
-        apply(&mut engine, Command::SetPhase { symbol, phase }, &mut out);
-    }
+    let mut ts = pre_open(args, symbol, &mut engine, &mut out)?;
     // Prices 100.00 +- levels/2 ticks: buys and sells over the same range
     // cross in its middle.
     let low = 10_000 - (args.levels / 2) as i64;
@@ -152,6 +110,56 @@ fn round(
         anyhow::bail!("the uncross executed nothing");
     }
     Ok(Round { uncross_ns, trades })
+}
+
+/// Lists the instrument, funds every account and opens the call; the
+/// timestamp of the last command applied.
+fn pre_open(
+    args: &AuctionArgs,
+    symbol: Symbol,
+    engine: &mut Engine,
+    out: &mut Vec<Event>,
+) -> anyhow::Result<u64> {
+    let base = AssetCode::new("AUCT").context("bench asset")?;
+    let quote = AssetCode::new("USD").context("bench asset")?;
+    let mut ts = 0;
+    let mut apply = |engine: &mut Engine, command: Command, out: &mut Vec<_>| {
+        ts += 1;
+        out.clear();
+        engine.apply(&Stamped { ts, command }, out);
+    };
+    let listing = AddInstrument {
+        symbol,
+        base,
+        quote,
+        tick_size: Dec::new(1, 2),
+        lot_size: Dec::new(1, 0),
+        min_qty: None,
+        max_qty: None,
+        collar_bps: None,
+        reference_price: Some(Dec::new(10_000, 2)),
+        maker_fee_bps: -1,
+        taker_fee_bps: 5,
+        min_notional: None,
+        static_band_bps: None,
+        dynamic_band_bps: None,
+        volatility_auction_ns: None,
+    };
+    apply(engine, Command::AddInstrument(Box::new(listing)), out);
+    for account in 1..=args.accounts {
+        for (asset, amount) in [(quote, 1_000_000_000), (base, 10_000_000)] {
+            let transfer = Transfer {
+                account,
+                asset,
+                amount: Dec::new(amount, 0),
+            };
+            apply(engine, Command::Deposit(transfer), out);
+        }
+    }
+    for phase in [Phase::Closed, Phase::PreOpen] {
+        apply(engine, Command::SetPhase { symbol, phase }, out);
+    }
+    Ok(ts)
 }
 
 pub fn run(args: AuctionArgs) -> anyhow::Result<()> {

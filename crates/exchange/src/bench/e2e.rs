@@ -225,19 +225,7 @@ async fn bench(args: E2eArgs) -> anyhow::Result<Figures> {
     let token = super::admin_token(args.admin_token_file.as_deref())?
         .unwrap_or_else(|| exchange_node::random_hex(16));
     let dir = tempfile::tempdir()?;
-    let (addr, process) = match &args.url {
-        Some(url) => (resolve(url).await?, None),
-        None => {
-            if server::on_tmpfs(dir.path()) {
-                eprintln!(
-                    "warning: {} is on tmpfs, where fsync does nothing: point TMPDIR at a disk to measure durable acks",
-                    dir.path().display()
-                );
-            }
-            let process = ServerProcess::start(dir.path(), &token, !args.no_reporting)?;
-            (process.addr, Some(process))
-        }
-    };
+    let (addr, process) = server_to_load(&args, dir.path(), &token).await?;
     server::wait_ready(addr, Duration::from_secs(60)).await?;
     let voters = server::voters(addr, &token).await;
     let market = Arc::new(market(addr, &args.symbol).await?);
@@ -247,6 +235,7 @@ async fn bench(args: E2eArgs) -> anyhow::Result<Figures> {
         let assets = [("USD", "1000000000"), (base, "100000")];
         credentials.push(server::funded_account(addr, &token, &assets).await?);
     }
+    let (ws_sockets, rest_sockets) = connect_all(&args, addr, &credentials).await?;
     let connections = match args.transport {
         Transport::Ws => args.clients,
         Transport::Rest => args.clients * args.inflight,
@@ -254,18 +243,6 @@ async fn bench(args: E2eArgs) -> anyhow::Result<Figures> {
     let every =
         (args.rate > 0).then(|| Duration::from_secs_f64(connections as f64 / args.rate as f64));
     let answered = Arc::new(AtomicU64::new(0));
-    let mut tasks = tokio::task::JoinSet::new();
-    let (mut ws_sockets, mut rest_sockets) = (Vec::new(), Vec::new());
-    for credential in &credentials {
-        match args.transport {
-            Transport::Ws => ws_sockets.push(ws::connect(addr, credential).await?),
-            Transport::Rest => {
-                for _ in 0..args.inflight {
-                    rest_sockets.push((credential.clone(), rest::connect(addr).await?));
-                }
-            }
-        }
-    }
     // Every connection is open: the clock starts now, for all of them.
     let start = Instant::now() + Duration::from_millis(20);
     let from = start + Duration::from_secs_f64(args.warmup);
@@ -279,6 +256,54 @@ async fn bench(args: E2eArgs) -> anyhow::Result<Figures> {
         stop: window.to,
         every,
     };
+    let mut tasks = spawn_drivers(
+        &args,
+        &market,
+        (ws_sockets, rest_sockets),
+        pacing,
+        window,
+        &answered,
+    );
+    let bar = progress("e2e", window.to - start);
+    let ticker = tokio::spawn(show_progress(bar.clone(), start, answered));
+
+    let pid = process.as_ref().map(ServerProcess::pid).or(args.server_pid);
+    let (server_figures, client_cpu, steal) = measure(window, pid, addr, &token).await?;
+
+    let mut totals = Totals::default();
+    while let Some(done) = tasks.join_next().await {
+        totals.merge(&done.context("a client task failed")??);
+    }
+    ticker.abort();
+    bar.finish_and_clear();
+    if let Some(path) = &args.latency_log {
+        write_latency_log(&mut totals, path)?;
+    }
+    let seconds = window.to.duration_since(window.from).as_secs_f64();
+    Ok(Figures {
+        transport: args.transport,
+        clients: args.clients,
+        inflight: args.inflight,
+        rate: args.rate,
+        seconds,
+        totals,
+        server: server_figures,
+        client_cpu,
+        steal,
+        voters,
+    })
+}
+
+/// One driver per connection, each with its own flow and recorder.
+fn spawn_drivers(
+    args: &E2eArgs,
+    market: &Arc<Market>,
+    (ws_sockets, rest_sockets): (Vec<ws::Ws>, Vec<(Credential, tokio::net::TcpStream)>),
+    pacing: Pacing,
+    window: Window,
+    answered: &Arc<AtomicU64>,
+) -> tokio::task::JoinSet<anyhow::Result<Totals>> {
+    let mut tasks = tokio::task::JoinSet::new();
     let seed = |n: usize| args.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ n as u64;
     // What the schedule has each client send over the warm-up and the
     // window, and a quarter more (a closed loop: room for 100,000/s in
@@ -310,16 +335,24 @@ async fn bench(args: E2eArgs) -> anyhow::Result<Figures> {
         };
         tasks.spawn(driver.run(socket));
     }
-    let bar = progress("e2e", window.to - start);
-    let ticker = tokio::spawn(show_progress(bar.clone(), start, answered));
+    tasks
+}
 
+/// Waits out the warm-up and the window, reading the server's counters
+/// and the CPU of both sides at its edges: the server's figures, the
+/// client's cores and the share the hypervisor stole.
+async fn measure(
+    window: Window,
+    pid: Option<u32>,
+    addr: std::net::SocketAddr,
+    token: &str,
+) -> anyhow::Result<(ServerFigures, f64, Option<f64>)> {
     tokio::time::sleep_until(window.from.into()).await;
-    let pid = process.as_ref().map(ServerProcess::pid).or(args.server_pid);
     let cpu_before = (
         pid.map(server::cpu_by_thread),
         server::cpu_by_thread(std::process::id()),
     );
-    let counters_before = server::counters(addr, &token).await?;
+    let counters_before = server::counters(addr, token).await?;
     let machine_before = server::machine_ticks();
     tokio::time::sleep_until(window.to.into()).await;
     let steal = server::steal_share(machine_before, server::machine_ticks());
@@ -327,29 +360,7 @@ async fn bench(args: E2eArgs) -> anyhow::Result<Figures> {
         pid.map(server::cpu_by_thread),
         server::cpu_by_thread(std::process::id()),
     );
-    let counters = server::counters(addr, &token)
-        .await?
-        .since(&counters_before);
-
-    let mut totals = Totals::default();
-    while let Some(done) = tasks.join_next().await {
-        totals.merge(&done.context("a client task failed")??);
-    }
-    ticker.abort();
-    bar.finish_and_clear();
-    if let Some(path) = &args.latency_log {
-        let mut file = std::fs::File::create(path)
-            .with_context(|| format!("creating the latency log {}", path.display()))?;
-        totals
-            .write_samples(&mut file)
-            .with_context(|| format!("writing the latency log {}", path.display()))?;
-        eprintln!(
-            "latency log: {} orders written to {}",
-            totals.samples.len(),
-            path.display()
-        );
-    }
-    let seconds = window.to.duration_since(window.from).as_secs_f64();
+    let counters = server::counters(addr, token).await?.since(&counters_before);
     let server_cpu = match cpu_after.0.zip(cpu_before.0) {
         Some((after, before)) => server::cpu_delta(&before, &after),
         None => Default::default(),
@@ -357,26 +368,76 @@ async fn bench(args: E2eArgs) -> anyhow::Result<Figures> {
     let client_cpu: f64 = server::cpu_delta(&cpu_before.1, &cpu_after.1)
         .values()
         .sum();
-    Ok(Figures {
-        transport: args.transport,
-        clients: args.clients,
-        inflight: args.inflight,
-        rate: args.rate,
-        seconds,
-        totals,
-        server: ServerFigures {
-            counters,
-            cpu: server_cpu,
-        },
-        client_cpu,
-        steal,
-        voters,
+    let figures = ServerFigures {
+        counters,
+        cpu: server_cpu,
+    };
+    Ok((figures, client_cpu, steal))
+}
+
+/// The server's address, and the process if the bench started its own.
+async fn server_to_load(
+    args: &E2eArgs,
+    dir: &std::path::Path,
+    token: &str,
+) -> anyhow::Result<(std::net::SocketAddr, Option<ServerProcess>)> {
+    Ok(match &args.url {
+        Some(url) => (resolve(url).await?, None),
+        None => {
+            if server::on_tmpfs(dir) {
+                eprintln!(
+                    "warning: {} is on tmpfs, where fsync does nothing: \
+                     point TMPDIR at a disk to measure durable acks",
+                    dir.display()
+                );
+            }
+            let process = ServerProcess::start(dir, token, !args.no_reporting)?;
+            (process.addr, Some(process))
+        }
     })
+}
+
+/// Every client's connections, opened before the clock starts: one
+/// WebSocket each, or one REST connection per order in flight.
+async fn connect_all(
+    args: &E2eArgs,
+    addr: std::net::SocketAddr,
+    credentials: &[Credential],
+) -> anyhow::Result<(Vec<ws::Ws>, Vec<(Credential, tokio::net::TcpStream)>)> {
+    let (mut ws_sockets, mut rest_sockets) = (Vec::new(), Vec::new());
+    for credential in credentials {
+        match args.transport {
+            Transport::Ws => ws_sockets.push(ws::connect(addr, credential).await?),
+            Transport::Rest => {
+                for _ in 0..args.inflight {
+                    rest_sockets.push((credential.clone(), rest::connect(addr).await?));
+                }
+            }
+        }
+    }
+    Ok((ws_sockets, rest_sockets))
+}
+
+fn write_latency_log(totals: &mut Totals, path: &std::path::Path) -> anyhow::Result<()> {
+    let mut file = std::fs::File::create(path)
+        .with_context(|| format!("creating the latency log {}", path.display()))?;
+    totals
+        .write_samples(&mut file)
+        .with_context(|| format!("writing the latency log {}", path.display()))?;
+    eprintln!(
+        "latency log: {} orders written to {}",
+        totals.samples.len(),
+        path.display()
+    );
+    Ok(())
 }
 
 pub fn run(mut args: E2eArgs) -> anyhow::Result<()> {
     if args.url.is_some() && super::admin_token(args.admin_token_file.as_deref())?.is_none() {
-        bail!("--url needs the server's admin token (--admin-token-file or EXCHANGE_ADMIN_TOKEN) to create the accounts");
+        bail!(
+            "--url needs the server's admin token \
+             (--admin-token-file or EXCHANGE_ADMIN_TOKEN) to create the accounts"
+        );
     }
     let runtime = super::load_generator(super::LoadShape {
         sequential: args.sequential,

@@ -89,7 +89,8 @@ pub fn base64(data: &[u8]) -> String {
 pub fn put_request(host: &str, key: &[u8], value: &[u8]) -> Vec<u8> {
     let body = json!({ "key": base64(key), "value": base64(value) }).to_string();
     format!(
-        "POST /v3/kv/put HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        "POST /v3/kv/put HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\n\r\n{body}",
         body.len()
     )
     .into_bytes()
@@ -268,7 +269,10 @@ mod tests {
         let answer =
             r#"{"header":{"cluster_id":"828","member_id":"848","revision":"42","raft_term":"2"}}"#;
         assert_eq!(put_revision(answer), Some(42));
-        let refused = r#"{"error":"etcdserver: request timed out","message":"etcdserver: request timed out","code":14}"#;
+        let refused = concat!(
+            r#"{"error":"etcdserver: request timed out","#,
+            r#""message":"etcdserver: request timed out","code":14}"#
+        );
         assert_eq!(put_revision(refused), None);
         assert_eq!(put_revision("not json"), None);
     }

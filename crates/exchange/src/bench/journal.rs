@@ -211,7 +211,8 @@ fn print(args: &JournalArgs, layouts: &[Layout], tallies: &[Tally]) -> anyhow::R
     for row in &rows {
         let f = |k: &str| row[k].as_f64().unwrap_or(0.0);
         println!(
-            "{:<13} {:>7.0} syncs/s   mean {:>5.0} us   p50 {:>5.0} us   p99 {:>6.0} us   p99.9 {:>6.0} us   max {:>7.0} us",
+            "{:<13} {:>7.0} syncs/s   mean {:>5.0} us   p50 {:>5.0} us   \
+             p99 {:>6.0} us   p99.9 {:>6.0} us   max {:>7.0} us",
             row["layout"].as_str().unwrap_or(""),
             f("syncs_per_sec"),
             f("mean_us"),

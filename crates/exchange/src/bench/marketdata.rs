@@ -80,7 +80,8 @@ fn raise_fd_limit(needed: u64) -> anyhow::Result<()> {
     }
     if limit.rlim_max < needed {
         bail!(
-            "{needed} open files needed but the hard limit is {}; raise it (ulimit -Hn) or use fewer --subscribers",
+            "{needed} open files needed but the hard limit is {}; \
+             raise it (ulimit -Hn) or use fewer --subscribers",
             limit.rlim_max
         );
     }
@@ -112,12 +113,16 @@ fn order_flow(symbol: &str, trader: usize, count: usize, seed: u64) -> Vec<Value
         let side = if rng.below(2) == 0 { "buy" } else { "sell" };
         let offset = rng.below(200) as i64 - 100 + if side == "buy" { -30 } else { 30 };
         let price = 6_000_000 + offset;
-        flow.push(json!({ "type": "place", "request_id": n, "symbol": symbol, "side": side,
+        flow.push(
+            json!({ "type": "place", "request_id": n, "symbol": symbol, "side": side,
             "order_type": "limit", "price": format!("{}.{:02}", price / 100, price % 100),
-            "qty": format!("0.0{:03}", 1 + rng.below(500)), "client_order_id": format!("t{trader}-{n}") }));
+            "qty": format!("0.0{:03}", 1 + rng.below(500)),
+            "client_order_id": format!("t{trader}-{n}") }),
+        );
         if n % 4 == 3 {
             let old = n - rng.below(4) as usize;
-            flow.push(json!({ "type": "cancel", "request_id": format!("x{n}"), "client_order_id": format!("t{trader}-{old}") }));
+            flow.push(json!({ "type": "cancel", "request_id": format!("x{n}"),
+                "client_order_id": format!("t{trader}-{old}") }));
         }
     }
     flow
@@ -142,7 +147,8 @@ fn report(figures: &Figures, json_out: bool) {
             "subscribers": figures.subscribers, "connect_ms": figures.connected_ms,
             "updates": figures.updates, "updates_received_by_all": figures.complete,
             "slow_consumers": figures.kicked, "publish_per_sec": figures.publish_per_sec,
-            "delivered_per_sec": figures.delivered_per_sec, "commands_per_sec": figures.orders_per_sec,
+            "delivered_per_sec": figures.delivered_per_sec,
+            "commands_per_sec": figures.orders_per_sec,
             "spread_us": { "p50": p50, "p99": p99, "p99_9": p999, "max": max },
         });
         println!("{value}");
@@ -165,7 +171,10 @@ fn report(figures: &Figures, json_out: bool) {
         "messages delivered      {:>12.0} /s",
         figures.delivered_per_sec
     );
-    println!("first-to-last spread    p50 {p50:.0} us   p99 {p99:.0} us   p99.9 {p999:.0} us   max {max:.0} us");
+    println!(
+        "first-to-last spread    p50 {p50:.0} us   p99 {p99:.0} us   \
+         p99.9 {p999:.0} us   max {max:.0} us"
+    );
 }
 
 fn figures(
@@ -227,11 +236,13 @@ async fn book_sequence(addr: std::net::SocketAddr, symbol: &str) -> anyhow::Resu
     book["sequence"].as_u64().context("the book's sequence")
 }
 
-async fn bench(args: MarketdataArgs) -> anyhow::Result<()> {
-    let token = super::admin_token(args.admin_token_file.as_deref())?
-        .unwrap_or_else(|| exchange_node::random_hex(16));
-    let dir = tempfile::tempdir()?;
-    let (addr, _server) = match &args.url {
+/// The server's address, and the process if the bench started its own.
+async fn server_to_load(
+    args: &MarketdataArgs,
+    dir: &std::path::Path,
+    token: &str,
+) -> anyhow::Result<(std::net::SocketAddr, Option<ServerProcess>)> {
+    Ok(match &args.url {
         Some(url) => {
             let host = url
                 .trim_start_matches("http://")
@@ -244,21 +255,18 @@ async fn bench(args: MarketdataArgs) -> anyhow::Result<()> {
             (addr, None)
         }
         None => {
-            let server = ServerProcess::start(dir.path(), &token, true)?;
+            let server = ServerProcess::start(dir, token, true)?;
             (server.addr, Some(server))
         }
-    };
-    clients::wait_ready(addr, Duration::from_secs(30)).await?;
-    let mut traders = Vec::new();
-    for _ in 0..args.traders {
-        let assets = [
-            ("USD", "1000000000"),
-            (&args.symbol[..args.symbol.find('-').unwrap_or(3)], "100000"),
-        ];
-        traders.push(clients::funded_account(addr, &token, &assets).await?);
-    }
+    })
+}
 
-    let started = Instant::now();
+/// Every subscriber's socket, connected a hundred at a time, and the
+/// highest sequence their snapshots reached.
+async fn connect_subscribers(
+    addr: std::net::SocketAddr,
+    args: &MarketdataArgs,
+) -> anyhow::Result<(Vec<clients::Ws>, u64)> {
     let mut sockets = Vec::with_capacity(args.subscribers);
     let mut base = 0;
     for chunk in (0..args.subscribers).collect::<Vec<_>>().chunks(100) {
@@ -271,6 +279,41 @@ async fn bench(args: MarketdataArgs) -> anyhow::Result<()> {
             sockets.push(ws);
         }
     }
+    Ok((sockets, base))
+}
+
+/// Until every subscriber saw the last update, or a minute passed.
+async fn wait_for_subscribers(shared: &Shared, subscribers: usize) {
+    let waiting = Instant::now();
+    while (shared.done.load(Ordering::Relaxed) as usize) < subscribers {
+        if waiting.elapsed() > Duration::from_secs(60) {
+            eprintln!(
+                "warning: {} subscribers did not see the last update",
+                subscribers - shared.done.load(Ordering::Relaxed) as usize
+            );
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+async fn bench(args: MarketdataArgs) -> anyhow::Result<()> {
+    let token = super::admin_token(args.admin_token_file.as_deref())?
+        .unwrap_or_else(|| exchange_node::random_hex(16));
+    let dir = tempfile::tempdir()?;
+    let (addr, _server) = server_to_load(&args, dir.path(), &token).await?;
+    clients::wait_ready(addr, Duration::from_secs(30)).await?;
+    let mut traders = Vec::new();
+    for _ in 0..args.traders {
+        let assets = [
+            ("USD", "1000000000"),
+            (&args.symbol[..args.symbol.find('-').unwrap_or(3)], "100000"),
+        ];
+        traders.push(clients::funded_account(addr, &token, &assets).await?);
+    }
+
+    let started = Instant::now();
+    let (sockets, base) = connect_subscribers(addr, &args).await?;
     let connected = started.elapsed();
     let shared = Arc::new(Shared {
         start: Instant::now(),
@@ -302,17 +345,7 @@ async fn bench(args: MarketdataArgs) -> anyhow::Result<()> {
     let trading = trading.elapsed();
     let last = book_sequence(addr, &args.symbol).await?;
     shared.last.store(last, Ordering::Release);
-    let waiting = Instant::now();
-    while (shared.done.load(Ordering::Relaxed) as usize) < args.subscribers {
-        if waiting.elapsed() > Duration::from_secs(60) {
-            eprintln!(
-                "warning: {} subscribers did not see the last update",
-                args.subscribers - shared.done.load(Ordering::Relaxed) as usize
-            );
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    wait_for_subscribers(&shared, args.subscribers).await;
     let updates = last.saturating_sub(base);
     report(
         &figures(&shared, &args, updates, connected, trading)?,

@@ -164,9 +164,10 @@ fn micros(ns: u64) -> String {
     }
 }
 
-pub fn text(report: &Report) -> String {
+/// What was timed: where the commands came from, their mix, what they
+/// did to the book, and what every figure includes.
+fn workload_lines(report: &Report, out: &mut String) {
     let s = report.stats;
-    let mut out = String::new();
     let origin = match (&report.source, report.seed) {
         (Some(path), _) => format!("commands from {path}"),
         (None, Some(seed)) => format!("standard workload, seed {seed}"),
@@ -203,8 +204,8 @@ pub fn text(report: &Report) -> String {
     let (bid_levels, ask_levels, open_orders) = s.mean_depth();
     let _ = writeln!(
         out,
-        "book: mean {bid_levels:.0} bid / {ask_levels:.0} ask levels, {open_orders:.0} open orders, \
-         spread {}; final best bid {} / ask {}",
+        "book: mean {bid_levels:.0} bid / {ask_levels:.0} ask levels, \
+         {open_orders:.0} open orders, spread {}; final best bid {} / ask {}",
         price(Some(s.mean_spread())),
         price(report.final_best.0),
         price(report.final_best.1)
@@ -216,6 +217,12 @@ pub fn text(report: &Report) -> String {
         report.clock_overhead_ns,
         mib(report.command_bytes as u64)
     );
+}
+
+pub fn text(report: &Report) -> String {
+    let s = report.stats;
+    let mut out = String::new();
+    workload_lines(report, &mut out);
     let _ = writeln!(out);
     let _ = writeln!(
         out,

@@ -71,7 +71,8 @@ pub fn summary(slow_syncs: usize, spells: &[Spell], measured: Duration) -> Strin
         )
     };
     format!(
-        "syncs over {} ms: {slow_syncs}, {:.0}% of them in {} spell{} ({every}, median {median_ms:.0} ms long)",
+        "syncs over {} ms: {slow_syncs}, {:.0}% of them in {} spell{} \
+         ({every}, median {median_ms:.0} ms long)",
         SLOW_SYNC.as_millis(),
         if slow_syncs == 0 {
             0.0

@@ -60,26 +60,12 @@ pub struct EngineArgs {
 
 pub fn run(args: &EngineArgs) -> anyhow::Result<()> {
     let with_peers = cfg!(feature = "peer-books") && args.peer != PeerChoice::None;
-    let prepared = match &args.commands {
-        Some(path) => load(path, args.warmup, with_peers)?,
-        None => {
-            if args.accounts == 0 || args.levels == 0 {
-                anyhow::bail!("--accounts and --levels must be at least 1");
-            }
-            let spec = Spec {
-                ops: args.ops,
-                seed: args.seed,
-                accounts: args.accounts,
-                levels: args.levels,
-                workload: args.workload,
-            };
-            generator::generate(&spec, with_peers, true)?
-        }
-    };
+    let prepared = prepare(args, with_peers)?;
     if let Some(path) = &args.write_commands {
         write_commands(&prepared, path)?;
         eprintln!(
-            "wrote {} commands to {}; time them with: exchange bench engine --commands {} --warmup {}",
+            "wrote {} commands to {}; \
+             time them with: exchange bench engine --commands {} --warmup {}",
             prepared.setup.len() + prepared.timed.len(),
             path.display(),
             path.display(),
@@ -92,7 +78,8 @@ pub fn run(args: &EngineArgs) -> anyhow::Result<()> {
     let mut peers = Vec::new();
     if !cfg!(feature = "peer-books") && args.peer != PeerChoice::None {
         eprintln!(
-            "the peer order books are not in this build; for them: cargo build --release -p exchange --features peer-books"
+            "the peer order books are not in this build; \
+             for them: cargo build --release -p exchange --features peer-books"
         );
     }
     #[cfg(feature = "peer-books")]
@@ -131,6 +118,26 @@ pub fn run(args: &EngineArgs) -> anyhow::Result<()> {
         print!("{}", report::text(&report));
     }
     Ok(())
+}
+
+/// The commands to time: the file given, or the standard workload.
+fn prepare(args: &EngineArgs, with_peers: bool) -> anyhow::Result<Prepared> {
+    Ok(match &args.commands {
+        Some(path) => load(path, args.warmup, with_peers)?,
+        None => {
+            if args.accounts == 0 || args.levels == 0 {
+                anyhow::bail!("--accounts and --levels must be at least 1");
+            }
+            let spec = Spec {
+                ops: args.ops,
+                seed: args.seed,
+                accounts: args.accounts,
+                levels: args.levels,
+                workload: args.workload,
+            };
+            generator::generate(&spec, with_peers, true)?
+        }
+    })
 }
 
 /// Reads and decodes a command file completely before anything is timed.

@@ -150,17 +150,23 @@ fn reporters_roam(config: Option<&Path>) -> anyhow::Result<bool> {
     })
 }
 
-fn up(nodes: u64, dir: &Path, port_base: u16, config: Option<&Path>) -> anyhow::Result<()> {
-    let layout = layout(dir, nodes, port_base)?;
+fn long_enough_admin_token(dir: &Path) -> anyhow::Result<String> {
     let token = admin_token(Some(dir))?;
     // Every node would refuse it at its start: say so once, before any.
     let min = exchange_server::MIN_ADMIN_TOKEN_LEN;
     if token.len() < min {
         bail!(
-            "the admin token is {} bytes; a node needs at least {min} (e.g. `openssl rand -hex 24`)",
+            "the admin token is {} bytes; \
+             a node needs at least {min} (e.g. `openssl rand -hex 24`)",
             token.len()
         );
     }
+    Ok(token)
+}
+
+fn up(nodes: u64, dir: &Path, port_base: u16, config: Option<&Path>) -> anyhow::Result<()> {
+    let layout = layout(dir, nodes, port_base)?;
+    let token = long_enough_admin_token(dir)?;
     let master_key = master_key(dir)?;
     let exe = std::env::current_exe().context("locating the exchange binary")?;
     let reporters_roam = reporters_roam(config)?;
@@ -219,41 +225,61 @@ fn up(nodes: u64, dir: &Path, port_base: u16, config: Option<&Path>) -> anyhow::
         started.push((id, child.id()));
     }
     for (id, pid) in started {
-        let addr = layout.http(id);
-        let deadline = Instant::now() + Duration::from_secs(60);
-        loop {
-            if matches!(http_get(addr, "/ready", None), Ok((200, _))) {
-                // Ready, and really this node: not another process that
-                // holds the port while this one failed to bind it.
-                let me = node_status(&format!("http://{addr}"), &token)
-                    .ok()
-                    .and_then(|s| s["id"].as_u64());
-                if me != Some(id) {
-                    bail!(
-                        "{addr} answers as node {me:?}, not node {id}: the port is taken; see {}",
-                        node_dir(dir, id).join("log").display()
-                    );
-                }
-                break;
-            }
-            // Its own unreaped child: the pid cannot have been reused, and
-            // checking the command line could catch the exec half done.
-            if !alive(pid) {
-                bail!(
-                    "node {id} exited during start-up; see {}",
-                    node_dir(dir, id).join("log").display()
-                );
-            }
-            if Instant::now() > deadline {
-                bail!("node {id} not ready after 60 s");
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        println!("node {id}: http://{addr} (pid {pid})");
+        wait_node_ready(&layout, dir, id, pid, &token)?;
+        println!("node {id}: http://{} (pid {pid})", layout.http(id));
     }
     // Ready means serving reads; writes need a leader, which lists the
     // configured instruments once it leads.
     let leader = wait_leader(&layout, &token)?;
+    wait_listed(&layout, leader);
+    println!("leader: node {leader}");
+    Ok(())
+}
+
+/// Until node `id` answers as ready, and as itself; an error if it
+/// exited or took over a minute.
+fn wait_node_ready(
+    layout: &Layout,
+    dir: &Path,
+    id: u64,
+    pid: u32,
+    token: &str,
+) -> anyhow::Result<()> {
+    let addr = layout.http(id);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        if matches!(http_get(addr, "/ready", None), Ok((200, _))) {
+            // Ready, and really this node: not another process that
+            // holds the port while this one failed to bind it.
+            let me = node_status(&format!("http://{addr}"), token)
+                .ok()
+                .and_then(|s| s["id"].as_u64());
+            if me != Some(id) {
+                bail!(
+                    "{addr} answers as node {me:?}, not node {id}: the port is taken; see {}",
+                    node_dir(dir, id).join("log").display()
+                );
+            }
+            return Ok(());
+        }
+        // Its own unreaped child: the pid cannot have been reused, and
+        // checking the command line could catch the exec half done.
+        if !alive(pid) {
+            bail!(
+                "node {id} exited during start-up; see {}",
+                node_dir(dir, id).join("log").display()
+            );
+        }
+        if Instant::now() > deadline {
+            bail!("node {id} not ready after 60 s");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Until the leader lists the configured instruments, for ten seconds at
+/// most.
+fn wait_listed(layout: &Layout, leader: u64) {
     let deadline = Instant::now() + Duration::from_secs(10);
     while Instant::now() < deadline {
         let listed = http_get(layout.http(leader), "/v1/instruments", None)
@@ -265,8 +291,6 @@ fn up(nodes: u64, dir: &Path, port_base: u16, config: Option<&Path>) -> anyhow::
         }
         std::thread::sleep(Duration::from_millis(50));
     }
-    println!("leader: node {leader}");
-    Ok(())
 }
 
 fn wait_leader(layout: &Layout, token: &str) -> anyhow::Result<u64> {
@@ -450,8 +474,9 @@ fn node_status(url: &str, token: &str) -> anyhow::Result<Value> {
 /// The cluster as the node at `url` and every peer it names see it:
 /// `{"leader", "term", "commit_index", "nodes": [{"id", "role",
 /// "applied_index", "lag", "state_hash", ...}]}`.
-pub fn status(url: &str, token: &str) -> anyhow::Result<Value> {
-    let first = node_status(url, token)?;
+/// Every member the first node knows of, with its HTTP address: empty
+/// for a voter whose address it was not told.
+fn member_urls(first: &Value, first_id: u64, url: &str) -> Vec<(u64, String)> {
     let mut urls: Vec<(u64, String)> = first["urls"]
         .as_object()
         .map(|urls| {
@@ -460,7 +485,6 @@ pub fn status(url: &str, token: &str) -> anyhow::Result<Value> {
                 .collect()
         })
         .unwrap_or_default();
-    let first_id = first["id"].as_u64().unwrap_or(0);
     if !urls.iter().any(|(id, _)| *id == first_id) {
         urls.push((first_id, url.to_string()));
     }
@@ -471,6 +495,38 @@ pub fn status(url: &str, token: &str) -> anyhow::Result<Value> {
             }
         }
     }
+    urls
+}
+
+/// One node's row of the cluster status, its lag counted against `commit`.
+fn node_row(id: u64, node_url: &str, answer: &anyhow::Result<Value>, commit: u64) -> Value {
+    match answer {
+        Ok(a) => {
+            let applied = a["applied_index"].as_u64().unwrap_or(0);
+            json!({
+                "id": id,
+                "url": node_url,
+                "role": a["role"],
+                "term": a["term"],
+                "applied_index": applied,
+                "commit_index": a["commit_index"],
+                "lag": commit.saturating_sub(applied),
+                "state_hash": a["state_hash"],
+            })
+        }
+        Err(error) => json!({
+            "id": id,
+            "url": node_url,
+            "role": "unreachable",
+            "error": error.to_string(),
+        }),
+    }
+}
+
+pub fn status(url: &str, token: &str) -> anyhow::Result<Value> {
+    let first = node_status(url, token)?;
+    let first_id = first["id"].as_u64().unwrap_or(0);
+    let mut urls = member_urls(&first, first_id, url);
     urls.sort();
     let mut seen = Vec::new();
     for (id, node_url) in &urls {
@@ -504,27 +560,7 @@ pub fn status(url: &str, token: &str) -> anyhow::Result<Value> {
         .unwrap_or(0);
     let nodes: Vec<Value> = seen
         .iter()
-        .map(|(id, node_url, answer)| match answer {
-            Ok(a) => {
-                let applied = a["applied_index"].as_u64().unwrap_or(0);
-                json!({
-                    "id": id,
-                    "url": node_url,
-                    "role": a["role"],
-                    "term": a["term"],
-                    "applied_index": applied,
-                    "commit_index": a["commit_index"],
-                    "lag": commit.saturating_sub(applied),
-                    "state_hash": a["state_hash"],
-                })
-            }
-            Err(error) => json!({
-                "id": id,
-                "url": node_url,
-                "role": "unreachable",
-                "error": error.to_string(),
-            }),
-        })
+        .map(|(id, node_url, answer)| node_row(*id, node_url, answer, commit))
         .collect();
     Ok(json!({
         "leader": leader.map(|l| l["id"].clone()).unwrap_or(Value::Null),

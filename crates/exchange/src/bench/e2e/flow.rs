@@ -204,9 +204,13 @@ impl Flow {
             } => {
                 let _ = write!(
                     out,
-                    r#"{{"type":"place","request_id":{request_id},"symbol":"{}","side":"{}","order_type":"limit","price":""#,
+                    concat!(
+                        r#"{{"type":"place","request_id":{request_id},"symbol":"{}","side":"{}","#,
+                        r#""order_type":"limit","price":""#
+                    ),
                     market.symbol,
-                    if buy { "buy" } else { "sell" }
+                    if buy { "buy" } else { "sell" },
+                    request_id = request_id
                 );
                 self.order_fields(market, ticks, lots, ioc, id, out);
             }

@@ -280,9 +280,15 @@ mod tests {
 
     #[test]
     fn reads_answers_whatever_the_key_order() {
-        let ok = r#"{"ok":true,"order":{"order_id":5,"status":"new"},"request_id":17,"type":"response"}"#;
+        let ok = concat!(
+            r#"{"ok":true,"order":{"order_id":5,"status":"new"},"#,
+            r#""request_id":17,"type":"response"}"#
+        );
         assert_eq!(ws_response(ok), Some((17, Outcome::Ok)));
-        let refused = r#"{"type":"response","request_id":3,"ok":false,"error":{"code":"order_not_open","message":"m","status":422}}"#;
+        let refused = concat!(
+            r#"{"type":"response","request_id":3,"ok":false,"#,
+            r#""error":{"code":"order_not_open","message":"m","status":422}}"#
+        );
         assert_eq!(
             ws_response(refused),
             Some((
@@ -299,7 +305,10 @@ mod tests {
         );
         let fast = r#"{"type":"response","request_id":12,"ok":true,"order":{"order_id":5}}"#;
         assert_eq!(ws_response(fast), Some((12, Outcome::Ok)));
-        let refused = r#"{"type":"response","request_id":4,"ok":false,"error":{"code":"overloaded","message":"m","status":503,"retry_after":1}}"#;
+        let refused = concat!(
+            r#"{"type":"response","request_id":4,"ok":false,"#,
+            r#""error":{"code":"overloaded","message":"m","status":503,"retry_after":1}}"#
+        );
         let outcome = Outcome::Refused {
             code: "overloaded",
             status: 503,

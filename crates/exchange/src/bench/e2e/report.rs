@@ -201,8 +201,33 @@ pub fn latency_json(latency: &hdrhistogram::Histogram<u64>) -> Value {
 }
 
 pub fn text(figures: &Figures) -> String {
-    let totals = &figures.totals;
     let mut out = String::new();
+    load_lines(figures, &mut out);
+    outcome_lines(figures, &mut out);
+    machine_lines(figures, &mut out);
+    // The target is about load: a lone order at a time says nothing of it.
+    if figures.transport == Transport::Ws && figures.clients * figures.inflight > 1 {
+        let verdict = if figures.meets_target() {
+            "met"
+        } else {
+            "NOT met"
+        };
+        let cluster = match figures.voters {
+            0 | 1 => String::new(),
+            n => format!(", {n} voters"),
+        };
+        let _ = writeln!(
+            out,
+            "target (>= 50,000/s, p99 < {} ms over WebSocket{cluster}): {verdict}",
+            figures.target_p99_ns() / 1_000_000
+        );
+    }
+    out
+}
+
+/// What was asked of the server, the rate it acknowledged and how fast.
+fn load_lines(figures: &Figures, out: &mut String) {
+    let totals = &figures.totals;
     let rate = match figures.rate {
         0 => "as fast as answered".to_owned(),
         r => format!("{r}/s target"),
@@ -236,7 +261,8 @@ pub fn text(figures: &Figures) -> String {
         if figures.behind_schedule() {
             let _ = writeln!(
                 out,
-                "pacing          behind schedule: the in-flight cap held the rate back, so this was a closed loop at {} in flight and the rate a ceiling",
+                "pacing          behind schedule: the in-flight cap held the rate back, \
+                 so this was a closed loop at {} in flight and the rate a ceiling",
                 figures.clients * figures.inflight
             );
         }
@@ -244,6 +270,11 @@ pub fn text(figures: &Figures) -> String {
     if let Some(windows) = slow_windows(&totals.samples) {
         let _ = writeln!(out, "{}", windows.line());
     }
+}
+
+/// Refusals and errors, then what the journal and the reporting store did.
+fn outcome_lines(figures: &Figures, out: &mut String) {
+    let totals = &figures.totals;
     let tally = |map: &BTreeMap<String, u64>| {
         if map.is_empty() {
             "none".to_owned()
@@ -259,7 +290,8 @@ pub fn text(figures: &Figures) -> String {
     let (batch, fsync_us, over_1ms, over_5ms) = figures.batching();
     let _ = writeln!(
         out,
-        "group commits   {:.0}/s, {batch:.1} entries each; fsync {fsync_us:.0} us on average, {:.1}% over 1 ms, {:.1}% over 5 ms",
+        "group commits   {:.0}/s, {batch:.1} entries each; fsync {fsync_us:.0} us on average, \
+         {:.1}% over 1 ms, {:.1}% over 5 ms",
         figures.server.counters.batches / figures.seconds,
         over_1ms * 100.0,
         over_5ms * 100.0
@@ -268,12 +300,17 @@ pub fn text(figures: &Figures) -> String {
     {
         let _ = writeln!(
             out,
-            "reporting store {:.0} entries/s written ({:.0}% of those applied), {:.0} behind at the end",
+            "reporting store {:.0} entries/s written ({:.0}% of those applied), \
+             {:.0} behind at the end",
             reported.entries / figures.seconds,
             share * 100.0,
             reported.lag
         );
     }
+}
+
+/// The CPU the server and the clients used, and what the hypervisor took.
+fn machine_lines(figures: &Figures, out: &mut String) {
     let cores = figures.cores();
     if !cores.is_empty() {
         let busy: Vec<String> = cores
@@ -300,24 +337,6 @@ pub fn text(figures: &Figures) -> String {
             steal * 100.0
         );
     }
-    // The target is about load: a lone order at a time says nothing of it.
-    if figures.transport == Transport::Ws && figures.clients * figures.inflight > 1 {
-        let verdict = if figures.meets_target() {
-            "met"
-        } else {
-            "NOT met"
-        };
-        let cluster = match figures.voters {
-            0 | 1 => String::new(),
-            n => format!(", {n} voters"),
-        };
-        let _ = writeln!(
-            out,
-            "target (>= 50,000/s, p99 < {} ms over WebSocket{cluster}): {verdict}",
-            figures.target_p99_ns() / 1_000_000
-        );
-    }
-    out
 }
 
 #[cfg(test)]
@@ -376,7 +395,10 @@ mod tests {
         }
         let shown = text(&paced);
         assert!(
-            shown.contains("behind schedule: the in-flight cap held the rate back, so this was a closed loop at 128 in flight"),
+            shown.contains(
+                "behind schedule: the in-flight cap held the rate back, \
+                 so this was a closed loop at 128 in flight"
+            ),
             "{shown}"
         );
         assert_eq!(json(&paced)["behind_schedule"], true);

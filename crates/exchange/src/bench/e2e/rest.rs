@@ -93,23 +93,7 @@ impl Driver {
             if clock.0 != now {
                 clock = (now, now.to_string());
             }
-            let signature = exchange_gateway::auth::sign(
-                &self.credential.secret,
-                &clock.1,
-                method,
-                &path,
-                body.as_bytes(),
-            );
-            request.clear();
-            request.extend_from_slice(
-                format!(
-                    "{method} {path} HTTP/1.1\r\nHost: bench\r\nContent-Type: application/json\r\nContent-Length: {}\r\nEX-ACCESS-KEY: {}\r\nEX-ACCESS-TIMESTAMP: {}\r\nEX-ACCESS-SIGN: {signature}\r\n\r\n",
-                    body.len(),
-                    self.credential.key,
-                    clock.1
-                )
-                .as_bytes(),
-            );
+            self.signed_head(method, &path, &body, &clock.1, &mut request);
             request.extend_from_slice(body.as_bytes());
             let sent = Instant::now();
             stream.write_all(&request).await?;
@@ -142,6 +126,38 @@ impl Driver {
         }
         Ok(self.recorder.totals)
     }
+
+    /// The head of a signed request for `body`, in `request`.
+    #[inline]
+    fn signed_head(
+        &self,
+        method: &str,
+        path: &str,
+        body: &str,
+        timestamp: &str,
+        request: &mut Vec<u8>,
+    ) {
+        let signature = exchange_gateway::auth::sign(
+            &self.credential.secret,
+            timestamp,
+            method,
+            path,
+            body.as_bytes(),
+        );
+        request.clear();
+        request.extend_from_slice(
+            format!(
+                "{method} {path} HTTP/1.1\r\nHost: bench\r\n\
+                 Content-Type: application/json\r\nContent-Length: {}\r\n\
+                 EX-ACCESS-KEY: {}\r\nEX-ACCESS-TIMESTAMP: {}\r\n\
+                 EX-ACCESS-SIGN: {signature}\r\n\r\n",
+                body.len(),
+                self.credential.key,
+                timestamp
+            )
+            .as_bytes(),
+        );
+    }
 }
 
 #[cfg(test)]
@@ -150,7 +166,8 @@ mod tests {
 
     #[test]
     fn reads_a_response_only_once_it_is_whole() {
-        let raw = b"HTTP/1.1 422 Unprocessable Entity\r\ncontent-type: application/json\r\ncontent-length: 9\r\n\r\n{\"a\":12}\nHTTP/1.1";
+        let raw = b"HTTP/1.1 422 Unprocessable Entity\r\ncontent-type: application/json\r\n\
+            content-length: 9\r\n\r\n{\"a\":12}\nHTTP/1.1";
         assert!(parse(&raw[..40]).unwrap().is_none());
         assert!(parse(&raw[..raw.len() - 12]).unwrap().is_none());
         let response = parse(raw).unwrap().expect("a whole response");

@@ -33,7 +33,9 @@ impl ServerProcess {
         std::fs::write(
             &config,
             format!(
-                "rate_limit_per_sec = 0\nrate_limit_burst = 1000000\n[reporting]\nenabled = {reporting}\n[http]\nmax_connections = 65536\nmax_connections_per_ip = 65536\n"
+                "rate_limit_per_sec = 0\nrate_limit_burst = 1000000\n\
+                 [reporting]\nenabled = {reporting}\n\
+                 [http]\nmax_connections = 65536\nmax_connections_per_ip = 65536\n"
             ),
         )?;
         let child = Command::new(std::env::current_exe()?)
@@ -83,7 +85,8 @@ pub async fn http(
         .map(|t| format!("Authorization: Bearer {t}\r\n"))
         .unwrap_or_default();
     let request = format!(
-        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n{auth}Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\
+         {auth}Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
         body.len()
     );
     stream.write_all(request.as_bytes()).await?;
@@ -340,8 +343,10 @@ mod tests {
 
     #[test]
     fn reads_the_sequencer_counters() {
-        let text = "# HELP exchange_commands_total x\nexchange_commands_total 1200\nexchange_batches_total 40\n\
-            exchange_fsync_seconds_bucket{le=\"0.0005\"} 20\nexchange_fsync_seconds_bucket{le=\"0.001\"} 30\n\
+        let text = "# HELP exchange_commands_total x\nexchange_commands_total 1200\n\
+            exchange_batches_total 40\n\
+            exchange_fsync_seconds_bucket{le=\"0.0005\"} 20\n\
+            exchange_fsync_seconds_bucket{le=\"0.001\"} 30\n\
             exchange_fsync_seconds_bucket{le=\"0.005\"} 38\nexchange_fsync_seconds_sum 0.02\n\
             exchange_fsync_seconds_count 40\n";
         let c = parse_counters(text);
@@ -358,7 +363,8 @@ mod tests {
         assert_eq!(later.since(&c).commands, 300.0);
         let with_store = |entries: f64, lag: f64| {
             parse_counters(&format!(
-                "{text}exchange_reporting_entries_total {entries}\nexchange_reporting_lag_entries {lag}\n"
+                "{text}exchange_reporting_entries_total {entries}\n\
+                 exchange_reporting_lag_entries {lag}\n"
             ))
         };
         let (first, second) = (with_store(1_000.0, 50.0), with_store(1_900.0, 400.0));

@@ -85,7 +85,8 @@ pub fn slow_windows(samples: &[Sample]) -> Option<SlowWindows> {
 impl SlowWindows {
     pub fn line(&self) -> String {
         format!(
-            "slow windows    {} of {} {} ms windows hold {:.0}% of the slowest 1% of orders; p99 outside them {} us",
+            "slow windows    {} of {} {} ms windows hold {:.0}% of the slowest 1% of orders; \
+             p99 outside them {} us",
             self.slow_windows,
             self.windows,
             WINDOW_US / 1_000,
@@ -134,7 +135,8 @@ mod tests {
         );
         assert_eq!(
             figures.line(),
-            "slow windows    1 of 10 100 ms windows hold 80% of the slowest 1% of orders; p99 outside them 500 us"
+            "slow windows    1 of 10 100 ms windows hold 80% of the slowest 1% of orders; \
+             p99 outside them 500 us"
         );
     }
 

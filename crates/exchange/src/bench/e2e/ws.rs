@@ -16,7 +16,7 @@ use super::record::{is_slow_consumer, ws_response, Recorder, Totals};
 use super::server::Credential;
 use super::{Pacing, Schedule};
 
-type Ws = tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<TcpStream>>;
+pub type Ws = tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<TcpStream>>;
 
 /// How long answers still outstanding at the end are waited for.
 pub const DRAIN: Duration = Duration::from_secs(10);

@@ -15,7 +15,7 @@ use tokio::sync::Barrier;
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use tokio_tungstenite::tungstenite::Message;
 
-type Ws = tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<TcpStream>>;
+pub type Ws = tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<TcpStream>>;
 
 // Started and stopped as `bench e2e` does (same binary, same settings).
 pub use super::super::e2e::server::{wait_ready, ServerProcess};
@@ -200,7 +200,8 @@ pub async fn trade(
             .flatten();
         let message = tokio::select! {
             message = ws.next() => message,
-            _ = tokio::time::sleep_until(next_send.unwrap_or(started)), if next_send.is_some() => continue,
+            _ = tokio::time::sleep_until(next_send.unwrap_or(started)),
+                if next_send.is_some() => continue,
         };
         let Some(message) = message else {
             bail!("a trader's socket closed");
