@@ -57,6 +57,21 @@ fn qty_reason(e: UnitsError) -> RejectReason {
     }
 }
 
+/// Fees are within the venue's bounds, and the taker fee pays any maker
+/// rebate: the fee account pays a rebate out of the taker fee of the same
+/// trade, so it can never go negative.
+fn check_fees(maker_fee_bps: i32, taker_fee_bps: i32) -> Result<(), RejectReason> {
+    let fee_ok = |bps: i32| (-MAX_FEE_BPS..=MAX_FEE_BPS).contains(&bps);
+    if !fee_ok(maker_fee_bps)
+        || !fee_ok(taker_fee_bps)
+        || taker_fee_bps < 0
+        || taker_fee_bps < -maker_fee_bps
+    {
+        return Err(RejectReason::InvalidFee);
+    }
+    Ok(())
+}
+
 impl Instrument {
     /// Checks an add-instrument command; the asset indices are resolved by
     /// the caller.
@@ -93,16 +108,7 @@ impl Instrument {
         if min_lots > max_lots || base == quote {
             return Err(RejectReason::InvalidInstrument);
         }
-        let fee_ok = |bps: i32| (-MAX_FEE_BPS..=MAX_FEE_BPS).contains(&bps);
-        // The fee account pays a maker rebate out of the taker fee of the
-        // same trade, so it can never go negative.
-        if !fee_ok(spec.maker_fee_bps)
-            || !fee_ok(spec.taker_fee_bps)
-            || spec.taker_fee_bps < 0
-            || spec.taker_fee_bps < -spec.maker_fee_bps
-        {
-            return Err(RejectReason::InvalidFee);
-        }
+        check_fees(spec.maker_fee_bps, spec.taker_fee_bps)?;
         let collar_bps = spec.collar_bps.unwrap_or(0);
         if collar_bps > MAX_COLLAR_BPS {
             return Err(RejectReason::InvalidCollar);

@@ -139,24 +139,15 @@ impl Engine {
             if self.orders.get(taker).leaves() == 0 {
                 return false;
             }
-            let Some(level) = self.books[instrument as usize].side(opposite).best() else {
+            let Some((level_price, mut maker, last_shown)) =
+                self.next_level(instrument, side, limit, out)
+            else {
                 return false;
             };
-            if !within_limit(side, level.price, limit) {
-                return false;
-            }
-            let (level_price, mut maker, last_shown) = (level.price, level.head, level.tail);
             // Orders behind the level's tail as matching found it are
             // icebergs refilled by this taker: once it reaches them every
             // shown lot at this price has traded, and they give it their
             // hidden quantity too (see `fill`).
-            //
-            // The one comparison matching pays for volatility bands while
-            // no instrument has any.
-            if self.volatility.banded != 0 && !self.band_allows(instrument, level_price) {
-                self.interrupt(instrument, out);
-                return false;
-            }
             let mut deep = false;
             let mut traded_here = false;
             let mut stop = false;
@@ -211,6 +202,34 @@ impl Engine {
                 return false;
             }
         }
+    }
+
+    /// The best opposite level a taker on `side` with `limit` may trade
+    /// at, as (price, head, tail); `None` when there is none, or when its
+    /// price would break a volatility band (the instrument is then
+    /// interrupted).
+    #[inline(always)]
+    fn next_level(
+        &mut self,
+        instrument: u32,
+        side: Side,
+        limit: u64,
+        out: &mut Vec<Event>,
+    ) -> Option<(u64, u32, u32)> {
+        let level = self.books[instrument as usize]
+            .side(side.opposite())
+            .best()?;
+        if !within_limit(side, level.price, limit) {
+            return None;
+        }
+        let found = (level.price, level.head, level.tail);
+        // The one comparison matching pays for volatility bands while no
+        // instrument has any.
+        if self.volatility.banded != 0 && !self.band_allows(instrument, found.0) {
+            self.interrupt(instrument, out);
+            return None;
+        }
+        Some(found)
     }
 
     /// Reports the aggregate now at `price` on `side` (zero if it is gone).

@@ -309,14 +309,7 @@ impl Engine {
             )
         };
         if let Some(new) = plan.new_client_order_id {
-            // `check_replace` found the new id free; the old one names this
-            // order while it is open. Otherwise an id would be left naming
-            // a slot that another order will reuse.
-            let old = self.by_client_id.remove(&(account, old_client_order_id));
-            assert_eq!(old, Some(slot), "a renamed order was indexed elsewhere");
-            let taken = self.by_client_id.insert((account, new), slot);
-            assert!(taken.is_none(), "client order id {new} is already open");
-            self.orders.get_mut(slot).client_order_id = new;
+            self.rename_order(slot, account, old_client_order_id, new);
         }
         let moves = !plan.keeps_priority && !is_stop && !is_market;
         if moves {
@@ -331,7 +324,7 @@ impl Engine {
         let old_price = order.price;
         order.price = plan.price;
         order.qty = plan.qty;
-        let (instrument, side, leaves, order_id) =
+        let (instrument, _, leaves, order_id) =
             (order.instrument, order.side, order.leaves(), order.id);
         if let Some(stop) = plan.stop {
             self.move_stop(order_id, stop);
@@ -356,17 +349,7 @@ impl Engine {
             })
         });
         if !moves && !is_stop && !is_market && leaves < old_leaves {
-            // An iceberg gives up hidden lots first and keeps its slice.
-            let shown_lost = self.shrink_hidden_first(slot, old_leaves - leaves);
-            let level_qty = self.books[instrument as usize]
-                .side_mut(side)
-                .reduce(old_price, shown_lost);
-            if leaves == 0 {
-                // Replaced down to what already filled: the order is done.
-                self.unrest(slot, out);
-            } else if shown_lost > 0 {
-                self.emit_book(out, instrument, side, old_price, level_qty);
-            }
+            self.shrink_in_place(slot, old_price, old_leaves, out);
         }
         self.set_reservation(slot, plan.reserve, out);
         if leaves == 0 {
@@ -380,6 +363,50 @@ impl Engine {
         } else if moves {
             self.execute(slot, out);
         }
+    }
+
+    /// A resting order replaced down at its price keeps its place: its
+    /// level loses what it showed of the difference (an iceberg gives up
+    /// hidden lots first and keeps its slice).
+    fn shrink_in_place(
+        &mut self,
+        slot: u32,
+        old_price: u64,
+        old_leaves: u64,
+        out: &mut Vec<Event>,
+    ) {
+        let (instrument, side, leaves) = {
+            let order = self.orders.get(slot);
+            (order.instrument, order.side, order.leaves())
+        };
+        let shown_lost = self.shrink_hidden_first(slot, old_leaves - leaves);
+        let level_qty = self.books[instrument as usize]
+            .side_mut(side)
+            .reduce(old_price, shown_lost);
+        if leaves == 0 {
+            // Replaced down to what already filled: the order is done.
+            self.unrest(slot, out);
+        } else if shown_lost > 0 {
+            self.emit_book(out, instrument, side, old_price, level_qty);
+        }
+    }
+
+    /// Gives an open order a new client id. Replace admission found the
+    /// new id free; the old one names this order while it is open.
+    /// Otherwise an id would be left naming a slot that another order will
+    /// reuse.
+    fn rename_order(
+        &mut self,
+        slot: u32,
+        account: u32,
+        old: exchange_types::ClientOrderId,
+        new: exchange_types::ClientOrderId,
+    ) {
+        let indexed = self.by_client_id.remove(&(account, old));
+        assert_eq!(indexed, Some(slot), "a renamed order was indexed elsewhere");
+        let taken = self.by_client_id.insert((account, new), slot);
+        assert!(taken.is_none(), "client order id {new} is already open");
+        self.orders.get_mut(slot).client_order_id = new;
     }
 
     /// Moves an order's reservation to exactly `target`, taking from or
