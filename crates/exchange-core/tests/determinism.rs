@@ -37,7 +37,9 @@ proptest! {
     #![proptest_config(proptest_config(64))]
 
     #[test]
-    fn the_same_stream_gives_the_same_events_and_state(commands in command_stream(Profile::Scarce)) {
+    fn the_same_stream_gives_the_same_events_and_state(
+        commands in command_stream(Profile::Scarce)
+    ) {
         let (mut a, mut b) = (Engine::new(), Engine::new());
         let events_a = apply(&mut a, &commands, 0);
         let events_b = apply(&mut b, &commands, 0);
@@ -61,7 +63,9 @@ proptest! {
         let bytes = before.snapshot();
         let mut restored = match Engine::restore(&bytes) {
             Ok(engine) => engine,
-            Err(e) => return Err(TestCaseError::fail(format!("own snapshot refused at {cut}: {e}"))),
+            Err(e) => {
+                return Err(TestCaseError::fail(format!("own snapshot refused at {cut}: {e}")))
+            }
         };
         prop_assert_eq!(restored.audit(), Ok(()));
         prop_assert_eq!(restored.snapshot(), bytes);
@@ -210,7 +214,8 @@ fn restore_refuses_held_funds_that_no_order_explains() {
         ),
         Err(other) => panic!("refused for another reason: {other}"),
         Ok(restored) => panic!(
-            "restore accepted total 1000000 USD, available 999999 and no open order: audit says {:?}",
+            "restore accepted total 1000000 USD, available 999999 and no open order: \
+             audit says {:?}",
             restored.audit()
         ),
     }

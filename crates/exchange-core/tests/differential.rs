@@ -405,14 +405,10 @@ fn triggered_ids(events: &[Ev]) -> Vec<OrderId> {
         .collect()
 }
 
-/// Stops against the model: stops reached together trigger lowest buy
-/// stop first, a triggered stop's trades reach further stops in the same
-/// command, a moved stop triggers where it now stands, a fill-or-kill stop
-/// is judged when it triggers, and the partner of a pair is canceled.
-#[test]
-fn stops_and_pairs_agree_with_the_model() {
-    let mut commands = setup();
-    commands.extend([
+/// Three buy stops, a fill-or-kill sell stop and a pair of account 2,
+/// then the print at 101 that starts the cascade.
+fn stops_and_pairs() -> Vec<Command> {
+    vec![
         deposit(3, "USD", "1000000"),
         deposit(3, "BTC", "100"),
         cmd(limit(1, "p1", Side::Sell, "100", "0.0001")),
@@ -456,7 +452,17 @@ fn stops_and_pairs_agree_with_the_model() {
         cmd(limit(1, "ask", Side::Sell, "103", "0.0003")),
         cmd(limit(1, "x", Side::Sell, "101", "0.0001")),
         cmd(limit(2, "y", Side::Buy, "101", "0.0001")),
-    ]);
+    ]
+}
+
+/// Stops against the model: stops reached together trigger lowest buy
+/// stop first, a triggered stop's trades reach further stops in the same
+/// command, a moved stop triggers where it now stands, a fill-or-kill stop
+/// is judged when it triggers, and the partner of a pair is canceled.
+#[test]
+fn stops_and_pairs_agree_with_the_model() {
+    let mut commands = setup();
+    commands.extend(stops_and_pairs());
     compare(&commands).unwrap();
     let events = model_events(&commands);
     let last = events.last().unwrap();

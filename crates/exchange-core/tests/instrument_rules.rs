@@ -317,7 +317,10 @@ proptest! {
             match open_order(&h, old.order_id) {
                 Some(now) => {
                     prop_assert!(!canceled.contains(&old.order_id));
-                    prop_assert_eq!((now.price, now.qty, now.filled_qty), (old.price, old.qty, old.filled_qty));
+                    prop_assert_eq!(
+                        (now.price, now.qty, now.filled_qty),
+                        (old.price, old.qty, old.filled_qty)
+                    );
                     prop_assert_eq!(now.price % tick_units, 0);
                     prop_assert_eq!(now.qty % lot_units, 0);
                 }

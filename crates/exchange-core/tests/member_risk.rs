@@ -148,9 +148,11 @@ fn mmp_counts_fills_per_window_of_log_time() {
     assert!(!events.iter().any(|e| matches!(e.kind, EventKind::Mmp(_))));
     fill(&mut h, "t4");
     let events = fill(&mut h, "t5");
-    assert!(events.iter().any(
-        |e| matches!(&e.kind, EventKind::Mmp(m) if m.state == MmpState::Tripped { filled_qty: units("0.3"), fills: 3 })
-    ));
+    assert!(events.iter().any(|e| matches!(
+        &e.kind,
+        EventKind::Mmp(m)
+            if m.state == MmpState::Tripped { filled_qty: units("0.3"), fills: 3 }
+    )));
     assert!(open_ids(&h).is_empty());
 }
 
@@ -327,7 +329,14 @@ fn risk_command() -> impl Strategy<Value = Command> {
 fn trading_command() -> impl Strategy<Value = Command> {
     let coid = (0u8..5).prop_map(|i| format!("c{i}"));
     prop_oneof![
-        10 => (1u64..=3, coid.clone(), any::<bool>(), -6i64..=6, prop::sample::select(vec!["0.3", "1", "2", "4"]), 0u8..4)
+        10 => (
+            1u64..=3,
+            coid.clone(),
+            any::<bool>(),
+            -6i64..=6,
+            prop::sample::select(vec!["0.3", "1", "2", "4"]),
+            0u8..4,
+        )
             .prop_map(|(a, id, buy, off, qty, kind)| {
                 let side = if buy { Side::Buy } else { Side::Sell };
                 let place = limit(a, &id, side, &price(off), qty);
@@ -337,7 +346,12 @@ fn trading_command() -> impl Strategy<Value = Command> {
                     _ => place,
                 })
             }),
-        4 => (1u64..=3, coid.clone(), prop::option::of(-6i64..=6), prop::option::of(prop::sample::select(vec!["0.5", "1", "3"])))
+        4 => (
+            1u64..=3,
+            coid.clone(),
+            prop::option::of(-6i64..=6),
+            prop::option::of(prop::sample::select(vec!["0.5", "1", "3"])),
+        )
             .prop_map(|(a, id, p, q)| replace(a, &id, p.map(price).as_deref(), q)),
         2 => (1u64..=3, coid).prop_map(|(a, id)| cancel_client(a, &id)),
     ]
@@ -368,6 +382,41 @@ impl Model {
         (low..=high).contains(&u128::from(price))
     }
 
+    /// Checks an accepted order against its account's controls.
+    fn check_accepted(
+        &self,
+        a: &Accepted,
+        open_before: &BTreeMap<AccountId, u32>,
+    ) -> Result<(), String> {
+        if self.suspended.contains(&a.account) || self.tripped.contains(&a.account) {
+            return Err(format!(
+                "accepted order {} of a blocked account",
+                a.order_id
+            ));
+        }
+        let Some(l) = self.limits.get(&a.account) else {
+            return Ok(());
+        };
+        if l.max_order_qty.is_some_and(|m| a.qty > m) {
+            return Err(format!("order {} above the quantity limit", a.order_id));
+        }
+        if let (Some(m), Some(p)) = (l.max_order_notional, a.price) {
+            if u128::from(p) * u128::from(a.qty) / u128::from(UNITS_PER_WHOLE) > u128::from(m) {
+                return Err(format!("order {} above the notional limit", a.order_id));
+            }
+        }
+        if a.price.is_some_and(|p| !self.band_ok(a.account, p)) {
+            return Err(format!("order {} outside the band", a.order_id));
+        }
+        if a.tif == TimeInForce::Gtc
+            && l.max_open_orders
+                .is_some_and(|m| open_before.get(&a.account).copied().unwrap_or(0) >= m)
+        {
+            return Err(format!("order {} above the open-order limit", a.order_id));
+        }
+        Ok(())
+    }
+
     /// Checks one command's events against the controls as they stood
     /// before it, then learns what they changed.
     fn check(
@@ -378,36 +427,7 @@ impl Model {
     ) -> Result<(), String> {
         for event in events {
             match &event.kind {
-                EventKind::Accepted(a) => {
-                    if self.suspended.contains(&a.account) || self.tripped.contains(&a.account) {
-                        return Err(format!(
-                            "accepted order {} of a blocked account",
-                            a.order_id
-                        ));
-                    }
-                    let Some(l) = self.limits.get(&a.account) else {
-                        continue;
-                    };
-                    if l.max_order_qty.is_some_and(|m| a.qty > m) {
-                        return Err(format!("order {} above the quantity limit", a.order_id));
-                    }
-                    if let (Some(m), Some(p)) = (l.max_order_notional, a.price) {
-                        if u128::from(p) * u128::from(a.qty) / u128::from(UNITS_PER_WHOLE)
-                            > u128::from(m)
-                        {
-                            return Err(format!("order {} above the notional limit", a.order_id));
-                        }
-                    }
-                    if a.price.is_some_and(|p| !self.band_ok(a.account, p)) {
-                        return Err(format!("order {} outside the band", a.order_id));
-                    }
-                    if a.tif == TimeInForce::Gtc
-                        && l.max_open_orders
-                            .is_some_and(|m| open_before.get(&a.account).copied().unwrap_or(0) >= m)
-                    {
-                        return Err(format!("order {} above the open-order limit", a.order_id));
-                    }
-                }
+                EventKind::Accepted(a) => self.check_accepted(a, open_before)?,
                 EventKind::Replaced(r)
                     if self.suspended.contains(&r.account) || self.tripped.contains(&r.account) =>
                 {
@@ -464,7 +484,10 @@ proptest! {
 
     #[test]
     fn random_streams_with_controls_keep_invariants_and_never_pass_a_limit(
-        body in prop::collection::vec(prop_oneof![1 => risk_command(), 4 => trading_command()], 50..200)
+        body in prop::collection::vec(
+            prop_oneof![1 => risk_command(), 4 => trading_command()],
+            50..200,
+        )
     ) {
         let mut engine = Engine::new();
         let mut setup = vec![add(btc_usd())];
@@ -482,7 +505,13 @@ proptest! {
                 prop_assert!(false, "after {}: {}", describe(command), violation);
             }
             if let Err(violation) = model.check(&out, &before, &engine) {
-                prop_assert!(false, "after {}: {}\n{}", describe(command), violation, describe_all(&body[..=i]));
+                prop_assert!(
+                    false,
+                    "after {}: {}\n{}",
+                    describe(command),
+                    violation,
+                    describe_all(&body[..=i])
+                );
             }
         }
         let restored = Engine::restore(&engine.snapshot());

@@ -334,7 +334,8 @@ mod properties {
             let mut restored = Engine::restore(&h.engine.snapshot()).expect("restores");
             let events = h.run_checked(set_phase(Phase::OpeningAuction));
             let mut copy = Vec::new();
-            restored.apply(&Stamped { ts: h.ts, command: set_phase(Phase::OpeningAuction) }, &mut copy);
+            let opening = Stamped { ts: h.ts, command: set_phase(Phase::OpeningAuction) };
+            restored.apply(&opening, &mut copy);
             prop_assert_eq!(&events, &copy);
             prop_assert_eq!(h.engine.state_hash(), restored.state_hash());
             let trades = trades(&events);
@@ -360,7 +361,12 @@ mod properties {
         #[test]
         fn a_call_book_with_market_orders_uncrosses_at_one_price(
             orders in prop::collection::vec(
-                (any::<bool>(), prop_oneof![3 => (95u64..106).prop_map(Some), 1 => Just(None)], 1u64..5, 1u64..4),
+                (
+                    any::<bool>(),
+                    prop_oneof![3 => (95u64..106).prop_map(Some), 1 => Just(None)],
+                    1u64..5,
+                    1u64..4,
+                ),
                 1..40,
             ),
         ) {
@@ -385,7 +391,8 @@ mod properties {
             let mut restored = Engine::restore(&h.engine.snapshot()).expect("restores");
             let events = h.run_checked(set_phase(Phase::OpeningAuction));
             let mut copy = Vec::new();
-            restored.apply(&Stamped { ts: h.ts, command: set_phase(Phase::OpeningAuction) }, &mut copy);
+            let opening = Stamped { ts: h.ts, command: set_phase(Phase::OpeningAuction) };
+            restored.apply(&opening, &mut copy);
             prop_assert_eq!(&events, &copy);
             prop_assert_eq!(h.engine.state_hash(), restored.state_hash());
             let trades = trades(&events);

@@ -84,53 +84,7 @@ impl Ledger {
                     return Err(format!("order id {id} accepted twice"));
                 }
             }
-            EventKind::Trade(t) => {
-                let (price, qty) = (t.price, t.qty);
-                let (maker_id, taker_id) = (t.maker_order_id, t.taker_order_id);
-                let (maker_bps, taker_bps) = self.fees[&t.symbol];
-                // A tick times a lot is a whole number of quote units, so the
-                // notional is exact; fees round toward zero.
-                let notional = i128::from(price) * i128::from(qty) / 100_000_000;
-                let fee = |bps: i32| i64::try_from(notional * i128::from(bps) / 10_000).unwrap();
-                if (t.maker_fee, t.taker_fee) != (fee(maker_bps), fee(taker_bps)) {
-                    return Err(format!(
-                        "fees {}/{} on notional {notional} at {maker_bps}/{taker_bps} bps",
-                        t.maker_fee, t.taker_fee
-                    ));
-                }
-                if t.maker_account == t.taker_account {
-                    return Err(format!("account {} traded with itself", t.maker_account));
-                }
-                let maker = self.order(maker_id)?;
-                if maker.price != Some(price) {
-                    return Err(format!(
-                        "trade at {price} but maker {maker_id} rests at {:?}",
-                        maker.price
-                    ));
-                }
-                maker.filled += qty;
-                check_leaves(maker_id, maker, t.maker_leaves_qty)?;
-                let taker = self.order(taker_id)?;
-                if taker.side != t.aggressor_side {
-                    return Err(format!(
-                        "taker {taker_id} is a {:?} but the aggressor a {:?}",
-                        taker.side, t.aggressor_side
-                    ));
-                }
-                let within = match (taker.side, taker.price) {
-                    (_, None) => true,
-                    (Side::Buy, Some(limit)) => price <= limit,
-                    (Side::Sell, Some(limit)) => price >= limit,
-                };
-                if !within {
-                    return Err(format!(
-                        "trade at {price} beyond taker {taker_id}'s limit {:?}",
-                        taker.price
-                    ));
-                }
-                taker.filled += qty;
-                check_leaves(taker_id, taker, t.taker_leaves_qty)?;
-            }
+            EventKind::Trade(t) => self.follow_trade(t)?,
             EventKind::Canceled(c) => {
                 let order = self.order(c.order_id)?;
                 order.gone += c.canceled_qty;
@@ -161,6 +115,56 @@ impl Ledger {
         Ok(())
     }
 
+    /// Checks a trade against both orders as their events left them.
+    fn follow_trade(&mut self, t: &Trade) -> Result<(), String> {
+        let (price, qty) = (t.price, t.qty);
+        let (maker_id, taker_id) = (t.maker_order_id, t.taker_order_id);
+        let (maker_bps, taker_bps) = self.fees[&t.symbol];
+        // A tick times a lot is a whole number of quote units, so the
+        // notional is exact; fees round toward zero.
+        let notional = i128::from(price) * i128::from(qty) / 100_000_000;
+        let fee = |bps: i32| i64::try_from(notional * i128::from(bps) / 10_000).unwrap();
+        if (t.maker_fee, t.taker_fee) != (fee(maker_bps), fee(taker_bps)) {
+            return Err(format!(
+                "fees {}/{} on notional {notional} at {maker_bps}/{taker_bps} bps",
+                t.maker_fee, t.taker_fee
+            ));
+        }
+        if t.maker_account == t.taker_account {
+            return Err(format!("account {} traded with itself", t.maker_account));
+        }
+        let maker = self.order(maker_id)?;
+        if maker.price != Some(price) {
+            return Err(format!(
+                "trade at {price} but maker {maker_id} rests at {:?}",
+                maker.price
+            ));
+        }
+        maker.filled += qty;
+        check_leaves(maker_id, maker, t.maker_leaves_qty)?;
+        let taker = self.order(taker_id)?;
+        if taker.side != t.aggressor_side {
+            return Err(format!(
+                "taker {taker_id} is a {:?} but the aggressor a {:?}",
+                taker.side, t.aggressor_side
+            ));
+        }
+        let within = match (taker.side, taker.price) {
+            (_, None) => true,
+            (Side::Buy, Some(limit)) => price <= limit,
+            (Side::Sell, Some(limit)) => price >= limit,
+        };
+        if !within {
+            return Err(format!(
+                "trade at {price} beyond taker {taker_id}'s limit {:?}",
+                taker.price
+            ));
+        }
+        taker.filled += qty;
+        check_leaves(taker_id, taker, t.taker_leaves_qty)?;
+        Ok(())
+    }
+
     /// Checks the ledger against the engine's state after a command.
     fn reconcile(&self, engine: &Engine) -> Result<(), String> {
         let open: BTreeMap<OrderId, _> = engine
@@ -175,7 +179,8 @@ impl Ledger {
             };
             if filled != order.filled || order.filled + leaves + order.gone != order.original {
                 return Err(format!(
-                    "order {id}: filled {} (engine {filled}) + open {leaves} + canceled/expired {} != {}",
+                    "order {id}: filled {} (engine {filled}) + open {leaves} \
+                     + canceled/expired {} != {}",
                     order.filled, order.gone, order.original
                 ));
             }
@@ -333,7 +338,9 @@ proptest! {
     #![proptest_config(proptest_config(128))]
 
     #[test]
-    fn every_command_keeps_the_books_and_the_money_straight(commands in command_stream(Profile::Scarce)) {
+    fn every_command_keeps_the_books_and_the_money_straight(
+        commands in command_stream(Profile::Scarce)
+    ) {
         if let Err(violation) = check_stream(&commands) {
             prop_assert!(false, "{}", violation);
         }

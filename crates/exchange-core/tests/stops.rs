@@ -429,26 +429,35 @@ fn one_cancels_other_cancel_by_request_cancels_both() {
 #[test]
 fn reject_reasons_of_stops_change_nothing() {
     let mut h = Harness::funded(3);
+    refuse_stop_fields_of_the_wrong_shape(&mut h);
+    refuse_trailing_stops_without_a_usable_distance(&mut h);
+    refuse_stops_against_the_last_price_and_their_pairs(&mut h);
+}
+
+/// Before any trade: stop prices missing, misplaced or off the tick.
+fn refuse_stop_fields_of_the_wrong_shape(h: &mut Harness) {
     let no_stop = Place {
         order_type: OrderType::StopLimit,
         ..limit(3, "x", Side::Buy, "100", "1")
     };
-    assert_eq!(rejected(&mut h, no_stop), RejectReason::StopPriceRequired);
+    assert_eq!(rejected(h, no_stop), RejectReason::StopPriceRequired);
     let on_limit = ext(limit(3, "x", Side::Buy, "100", "1"), |e| {
         e.stop_price = Some(dec("100"))
     });
+    assert_eq!(rejected(h, on_limit), RejectReason::StopPriceNotAllowed);
     assert_eq!(
-        rejected(&mut h, on_limit),
-        RejectReason::StopPriceNotAllowed
-    );
-    assert_eq!(
-        rejected(&mut h, stop_limit(3, "x", Side::Buy, "100.001", "101", "1")),
+        rejected(h, stop_limit(3, "x", Side::Buy, "100.001", "101", "1")),
         RejectReason::StopPriceNotOnTick
     );
     assert_eq!(
-        rejected(&mut h, stop_market(3, "x", Side::Buy, "100", "1")),
+        rejected(h, stop_market(3, "x", Side::Buy, "100", "1")),
         RejectReason::StopMarketBuyNeedsCollar
     );
+}
+
+/// Trailing stops refused first for want of a last price, then for their
+/// distance; leaves a last price of 100 behind.
+fn refuse_trailing_stops_without_a_usable_distance(h: &mut Harness) {
     let trailing = |t: Trailing| {
         ext(
             Place {
@@ -460,50 +469,46 @@ fn reject_reasons_of_stops_change_nothing() {
         )
     };
     assert_eq!(
-        rejected(&mut h, trailing(Trailing::Bps(100))),
+        rejected(h, trailing(Trailing::Bps(100))),
         RejectReason::TrailingNeedsLastPrice
     );
-    print(&mut h, "100", "1");
+    print(h, "100", "1");
     assert_eq!(
-        rejected(&mut h, trailing(Trailing::Bps(0))),
+        rejected(h, trailing(Trailing::Bps(0))),
         RejectReason::InvalidTrailing
     );
     let both = ext(stop_market(3, "x", Side::Sell, "90", "1"), |e| {
         e.trailing = Some(Trailing::Bps(100))
     });
-    assert_eq!(rejected(&mut h, both), RejectReason::InvalidTrailing);
+    assert_eq!(rejected(h, both), RejectReason::InvalidTrailing);
+}
+
+/// With a last price of 100: stops that would trigger at once, post-only
+/// stops, and one-cancels-other partners missing or already paired.
+fn refuse_stops_against_the_last_price_and_their_pairs(h: &mut Harness) {
     assert_eq!(
-        rejected(&mut h, stop_limit(3, "x", Side::Buy, "100", "101", "1")),
+        rejected(h, stop_limit(3, "x", Side::Buy, "100", "101", "1")),
         RejectReason::StopWouldTriggerImmediately
     );
     assert_eq!(
-        rejected(&mut h, stop_market(3, "x", Side::Sell, "100.5", "1")),
+        rejected(h, stop_market(3, "x", Side::Sell, "100.5", "1")),
         RejectReason::StopWouldTriggerImmediately
     );
     assert_eq!(
         rejected(
-            &mut h,
+            h,
             post_only(stop_limit(3, "x", Side::Buy, "105", "101", "1"))
         ),
         RejectReason::PostOnlyNotAllowed
     );
     assert_eq!(
-        rejected(
-            &mut h,
-            oco(stop_market(3, "x", Side::Sell, "90", "1"), "nope")
-        ),
+        rejected(h, oco(stop_market(3, "x", Side::Sell, "90", "1"), "nope")),
         RejectReason::OcoOrderNotFound
     );
-    place_ok(&mut h, limit(3, "tp", Side::Sell, "110", "1"));
-    place_ok(
-        &mut h,
-        oco(stop_market(3, "sl", Side::Sell, "90", "1"), "tp"),
-    );
+    place_ok(h, limit(3, "tp", Side::Sell, "110", "1"));
+    place_ok(h, oco(stop_market(3, "sl", Side::Sell, "90", "1"), "tp"));
     assert_eq!(
-        rejected(
-            &mut h,
-            oco(stop_market(3, "x", Side::Sell, "80", "1"), "tp")
-        ),
+        rejected(h, oco(stop_market(3, "x", Side::Sell, "80", "1"), "tp")),
         RejectReason::OcoAlreadyLinked
     );
 }

@@ -287,10 +287,18 @@ proptest! {
                     EventKind::Phase(_) => in_auction = false,
                     EventKind::Trade(t) => {
                         if !in_auction {
-                            prop_assert!(within(t.price, static_ref, static_bps),
-                                "trade at {} outside the static band around {}", t.price, static_ref);
-                            prop_assert!(within(t.price, last, dynamic_bps),
-                                "trade at {} outside the dynamic band around {}", t.price, last);
+                            prop_assert!(
+                                within(t.price, static_ref, static_bps),
+                                "trade at {} outside the static band around {}",
+                                t.price,
+                                static_ref
+                            );
+                            prop_assert!(
+                                within(t.price, last, dynamic_bps),
+                                "trade at {} outside the dynamic band around {}",
+                                t.price,
+                                last
+                            );
                         }
                         last = t.price;
                     }

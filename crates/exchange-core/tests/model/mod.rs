@@ -27,6 +27,7 @@ use exchange_types::*;
 mod book;
 mod stops;
 use book::{Market, Order};
+use stops::StopPlan;
 
 /// An event reduced to what the model can predict.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -131,6 +132,40 @@ impl At {
         match self {
             At::Book(index, _, _) | At::Stop(index, _) => index,
         }
+    }
+}
+
+/// A place that passed every check, in ticks and lots.
+struct Admitted {
+    index: usize,
+    price: Option<u64>,
+    qty: u64,
+    /// Quote to spend, for a market buy by funds.
+    funds: Option<u64>,
+    tif: TimeInForce,
+    display: Option<u64>,
+    stop: Option<StopPlan>,
+    /// The order to pair with as one-cancels-other.
+    partner: Option<OrderId>,
+}
+
+/// A replace that passed every check, in ticks and lots.
+struct Amend {
+    at: At,
+    /// The order as it was before the replace.
+    old: Order,
+    price: u64,
+    qty: u64,
+    coid: ClientOrderId,
+    /// The stop as it was, when the order is an untriggered stop.
+    stop: Option<stops::Stop>,
+    /// The stop price it moves to, if it moves.
+    new_stop: Option<u64>,
+}
+
+impl Amend {
+    fn leaves(&self) -> u64 {
+        self.qty - self.old.filled
     }
 }
 
@@ -313,6 +348,58 @@ impl Model {
     }
 
     fn place(&mut self, p: &Place, out: &mut Vec<Ev>) -> Result<(), RejectReason> {
+        let admitted = self.admit(p)?;
+        let Admitted {
+            index,
+            qty,
+            tif,
+            partner,
+            ..
+        } = admitted;
+        let id = self.next_order_id;
+        self.next_order_id += 1;
+        out.push(Ev::Accepted(id));
+        let taker = Order {
+            id,
+            account: p.account,
+            client_order_id: p.client_order_id,
+            side: p.side,
+            price: admitted.price,
+            qty,
+            filled: 0,
+            stp: p.stp,
+            post_only: p.post_only,
+            arrival: 0,
+            display: admitted.display,
+            hidden: 0,
+        };
+        if let Some(funds) = admitted.funds {
+            self.buy_with_funds(index, taker, funds, partner, out);
+            return Ok(());
+        }
+        if let Some(stop) = admitted.stop {
+            self.pair(id, partner);
+            self.hold_stop(index, taker, stop, tif);
+            return Ok(());
+        }
+        if tif == TimeInForce::Fok && !self.fills_completely(index, &taker) {
+            out.push(Ev::Expired {
+                order_id: id,
+                expired_qty: qty * self.markets[index].lot_units,
+                filled_qty: 0,
+            });
+            self.close([taker]);
+            return Ok(());
+        }
+        self.pair(id, partner);
+        let from = out.len();
+        self.execute(index, taker, tif, out);
+        self.note_fills(from, out);
+        Ok(())
+    }
+
+    /// Every check of a place, in the order the refusals are documented.
+    fn admit(&self, p: &Place) -> Result<Admitted, RejectReason> {
         let index = self.market_index(&p.symbol)?;
         if p.account == exchange_core::FEE_ACCOUNT {
             return Err(RejectReason::FeeAccountCannotTrade);
@@ -320,9 +407,7 @@ impl Model {
         if !self.accounts.contains(&p.account) {
             return Err(RejectReason::UnknownAccount);
         }
-        let m = &self.markets[index];
-        let lot_units = m.lot_units;
-        if m.halted {
+        if self.markets[index].halted {
             return Err(RejectReason::InstrumentHalted);
         }
         let stop = self.check_stop(index, p)?;
@@ -336,22 +421,7 @@ impl Model {
             (true, Some(_)) => return Err(RejectReason::PriceNotAllowed),
             (true, None) => None,
         };
-        let funds = match p.ext().funds {
-            None => None,
-            Some(funds) => {
-                if !market_order || p.side != Side::Buy {
-                    return Err(RejectReason::FundsNotAllowed);
-                }
-                if p.qty.to_units_allow_zero() != Ok(0) {
-                    return Err(RejectReason::FundsWithQty);
-                }
-                Some(funds.to_units().map_err(|e| match e {
-                    UnitsError::TooManyDecimals => RejectReason::TooManyDecimals,
-                    UnitsError::Overflow => RejectReason::AmountOverflow,
-                    _ => RejectReason::InvalidFunds,
-                })?)
-            }
-        };
+        let funds = funds_units(p, market_order)?;
         // What funds buy is found by the match itself.
         let qty = match funds {
             Some(_) => u64::MAX / 2,
@@ -366,24 +436,7 @@ impl Model {
         if p.post_only && (priceless || tif != TimeInForce::Gtc || stop.is_some()) {
             return Err(RejectReason::PostOnlyNotAllowed);
         }
-        let display = match p.ext().display_qty {
-            None => None,
-            Some(_) if market_order || tif != TimeInForce::Gtc => {
-                return Err(RejectReason::DisplayQtyNotAllowed)
-            }
-            Some(display) => {
-                let lots = display.to_units().map_err(|e| match e {
-                    UnitsError::TooManyDecimals => RejectReason::TooManyDecimals,
-                    UnitsError::Overflow => RejectReason::AmountOverflow,
-                    _ => RejectReason::InvalidDisplayQty,
-                })?;
-                if lots % lot_units != 0 || lots / lot_units < m.min_lots || lots / lot_units >= qty
-                {
-                    return Err(RejectReason::InvalidDisplayQty);
-                }
-                Some(lots / lot_units)
-            }
-        };
+        let display = m.display_lots(p, market_order, tif, qty)?;
         if self.is_open(p.account, &p.client_order_id) {
             return Err(RejectReason::DuplicateClientOrderId);
         }
@@ -391,80 +444,66 @@ impl Model {
             return Err(RejectReason::PostOnlyWouldTake);
         }
         let partner = self.check_oco(index, p)?;
-
-        let id = self.next_order_id;
-        self.next_order_id += 1;
-        out.push(Ev::Accepted(id));
-        let taker = Order {
-            id,
-            account: p.account,
-            client_order_id: p.client_order_id,
-            side: p.side,
+        Ok(Admitted {
+            index,
             price,
             qty,
-            filled: 0,
-            stp: p.stp,
-            post_only: p.post_only,
-            arrival: 0,
+            funds,
+            tif,
             display,
-            hidden: 0,
-        };
-        if let Some(funds) = funds {
-            let mut taker = taker;
-            let mut closed = Vec::new();
-            let from = out.len();
-            let m = &mut self.markets[index];
-            m.match_taker(
-                &mut taker,
-                Some(funds),
-                &mut self.next_arrival,
-                &mut closed,
-                out,
-            );
-            self.close(closed);
-            if taker.filled == 0 {
-                out.push(Ev::Expired {
-                    order_id: id,
-                    expired_qty: 0,
-                    filled_qty: 0,
-                });
-            } else {
-                // Funds that buy nothing end the order before it pairs.
-                self.pair(id, partner);
-            }
-            self.note_fills(from, out);
-            self.close([taker]);
-            return Ok(());
-        }
-        if let Some(stop) = stop {
-            self.pair(id, partner);
-            self.markets[index].stops.push(stops::Stop {
-                order: Order {
-                    // A stop market sell is held at the lowest price, which
-                    // is what the engine shows for it until it triggers.
-                    price: if stop.market { Some(1) } else { price },
-                    ..taker
-                },
-                stop: stop.stop,
-                market: stop.market,
-                tif,
-            });
-            return Ok(());
-        }
-        if tif == TimeInForce::Fok && !self.fills_completely(index, &taker) {
+            stop,
+            partner,
+        })
+    }
+
+    /// A market buy for an amount of quote: it trades what the funds buy
+    /// and never rests.
+    fn buy_with_funds(
+        &mut self,
+        index: usize,
+        mut taker: Order,
+        funds: u64,
+        partner: Option<OrderId>,
+        out: &mut Vec<Ev>,
+    ) {
+        let id = taker.id;
+        let mut closed = Vec::new();
+        let from = out.len();
+        let m = &mut self.markets[index];
+        m.match_taker(
+            &mut taker,
+            Some(funds),
+            &mut self.next_arrival,
+            &mut closed,
+            out,
+        );
+        self.close(closed);
+        if taker.filled == 0 {
             out.push(Ev::Expired {
                 order_id: id,
-                expired_qty: qty * lot_units,
+                expired_qty: 0,
                 filled_qty: 0,
             });
-            self.close([taker]);
-            return Ok(());
+        } else {
+            // Funds that buy nothing end the order before it pairs.
+            self.pair(id, partner);
         }
-        self.pair(id, partner);
-        let from = out.len();
-        self.execute(index, taker, tif, out);
         self.note_fills(from, out);
-        Ok(())
+        self.close([taker]);
+    }
+
+    fn hold_stop(&mut self, index: usize, taker: Order, stop: StopPlan, tif: TimeInForce) {
+        self.markets[index].stops.push(stops::Stop {
+            order: Order {
+                // A stop market sell is held at the lowest price, which
+                // is what the engine shows for it until it triggers.
+                price: if stop.market { Some(1) } else { taker.price },
+                ..taker
+            },
+            stop: stop.stop,
+            market: stop.market,
+            tif,
+        });
     }
 
     /// Whether `taker` would fill entirely by trades now: the match is
@@ -554,14 +593,39 @@ impl Model {
         stop_price: Option<Dec>,
         out: &mut Vec<Ev>,
     ) -> Result<(), RejectReason> {
+        let amend = self.check_replace(r, stop_price)?;
+        let m = &self.markets[amend.at.market()];
+        out.push(Ev::Replaced {
+            order_id: amend.old.id,
+            client_order_id: amend.coid,
+            price: amend.price * m.tick_units,
+            qty: amend.qty * m.lot_units,
+            leaves_qty: amend.leaves() * m.lot_units,
+            stop_price: (amend.stop.as_ref())
+                .map(|s| amend.new_stop.unwrap_or(s.stop) * m.tick_units),
+        });
+        match amend.at {
+            At::Stop(index, pos) => {
+                // A stop has no place on a book to keep or lose.
+                let s = &mut self.markets[index].stops[pos];
+                s.order.client_order_id = amend.coid;
+                s.order.price = Some(amend.price);
+                s.order.qty = amend.qty;
+                s.stop = amend.new_stop.unwrap_or(s.stop);
+            }
+            At::Book(..) => self.amend_resting(&amend, out),
+        }
+        Ok(())
+    }
+
+    /// Every check of a replace, in the order the refusals are documented.
+    fn check_replace(&self, r: &Replace, stop_price: Option<Dec>) -> Result<Amend, RejectReason> {
         let at = self.resolve(r.account, &r.order)?;
-        let index = at.market();
-        let m = &self.markets[index];
+        let m = &self.markets[at.market()];
         if m.halted {
             return Err(RejectReason::InstrumentHalted);
         }
         let old = self.order(at).clone();
-        let side = old.side;
         let old_price = old.price.unwrap_or(0);
         let stop = match at {
             At::Stop(_, pos) => Some(m.stops[pos].clone()),
@@ -597,34 +661,29 @@ impl Model {
             && price != old_price
             && old.post_only
             && stop.is_none()
-            && m.would_cross(side, price)
+            && m.would_cross(old.side, price)
         {
             return Err(RejectReason::PostOnlyWouldTake);
         }
+        Ok(Amend {
+            at,
+            old,
+            price,
+            qty,
+            coid,
+            stop,
+            new_stop,
+        })
+    }
 
-        let replaced = Ev::Replaced {
-            order_id: old.id,
-            client_order_id: coid,
-            price: price * m.tick_units,
-            qty: qty * m.lot_units,
-            leaves_qty: leaves * m.lot_units,
-            stop_price: stop
-                .as_ref()
-                .map(|s| new_stop.unwrap_or(s.stop) * m.tick_units),
-        };
-        out.push(replaced);
-        if let At::Stop(_, pos) = at {
-            // A stop has no place on a book to keep or lose.
-            let s = &mut self.markets[index].stops[pos];
-            s.order.client_order_id = coid;
-            s.order.price = Some(price);
-            s.order.qty = qty;
-            s.stop = new_stop.unwrap_or(s.stop);
-            return Ok(());
-        }
-        let keeps_priority = price == old_price && qty <= old.qty;
-        let mut order = self.take(at);
-        order.client_order_id = coid;
+    /// Applies a checked replace to an order on a book.
+    fn amend_resting(&mut self, amend: &Amend, out: &mut Vec<Ev>) {
+        let index = amend.at.market();
+        let (price, qty) = (amend.price, amend.qty);
+        let old_price = amend.old.price.unwrap_or(0);
+        let keeps_priority = price == old_price && qty <= amend.old.qty;
+        let mut order = self.take(amend.at);
+        order.client_order_id = amend.coid;
         order.price = Some(price);
         // An iceberg that keeps its place loses hidden lots first; one that
         // moves takes whole and rests a new slice.
@@ -635,7 +694,7 @@ impl Model {
             0
         };
         order.qty = qty;
-        if leaves == 0 {
+        if amend.leaves() == 0 {
             self.close([order]);
         } else if keeps_priority {
             self.markets[index].put_back(order);
@@ -646,7 +705,6 @@ impl Model {
             self.execute(index, order, TimeInForce::Gtc, out);
             self.note_fills(from, out);
         }
-        Ok(())
     }
 
     fn set_halted(
@@ -667,5 +725,57 @@ impl Model {
         };
         out.push(Ev::Status(*symbol, status));
         Ok(())
+    }
+}
+
+/// The quote a market buy by funds spends, in units.
+fn funds_units(p: &Place, market_order: bool) -> Result<Option<u64>, RejectReason> {
+    let Some(funds) = p.ext().funds else {
+        return Ok(None);
+    };
+    if !market_order || p.side != Side::Buy {
+        return Err(RejectReason::FundsNotAllowed);
+    }
+    if p.qty.to_units_allow_zero() != Ok(0) {
+        return Err(RejectReason::FundsWithQty);
+    }
+    Some(funds.to_units().map_err(|e| match e {
+        UnitsError::TooManyDecimals => RejectReason::TooManyDecimals,
+        UnitsError::Overflow => RejectReason::AmountOverflow,
+        _ => RejectReason::InvalidFunds,
+    }))
+    .transpose()
+}
+
+impl Market {
+    /// The lots an iceberg shows at a time, of the `qty` lots it holds.
+    fn display_lots(
+        &self,
+        p: &Place,
+        market_order: bool,
+        tif: TimeInForce,
+        qty: u64,
+    ) -> Result<Option<u64>, RejectReason> {
+        let lot_units = self.lot_units;
+        match p.ext().display_qty {
+            None => Ok(None),
+            Some(_) if market_order || tif != TimeInForce::Gtc => {
+                Err(RejectReason::DisplayQtyNotAllowed)
+            }
+            Some(display) => {
+                let lots = display.to_units().map_err(|e| match e {
+                    UnitsError::TooManyDecimals => RejectReason::TooManyDecimals,
+                    UnitsError::Overflow => RejectReason::AmountOverflow,
+                    _ => RejectReason::InvalidDisplayQty,
+                })?;
+                if lots % lot_units != 0
+                    || lots / lot_units < self.min_lots
+                    || lots / lot_units >= qty
+                {
+                    return Err(RejectReason::InvalidDisplayQty);
+                }
+                Ok(Some(lots / lot_units))
+            }
+        }
     }
 }
