@@ -8,12 +8,15 @@
 //! same [`Engine::state_hash`]. [`Engine::snapshot`] and [`Engine::restore`]
 //! round-trip the whole state exactly.
 //!
-//! Layout: `place` (entry and risk) → `matching` (trades, fees, self-trade
-//! prevention) → `oms` (cancel, replace, mass cancel), over `book` (levels),
-//! `orders` (the pool), `accounts` (balances) and `instrument` (units);
-//! `risk` holds the member risk controls (limits, suspension, market-maker
-//! protection) that `place`, `oms` and `matching` consult; `stops` holds
-//! untriggered stop orders off the books and one-cancels-other pairs.
+//! Layout: an order's stages are `exchange_types::validate` (shape) →
+//! `admit` (instrument, phase, account, member controls, capacity) →
+//! `reserve` (funds) → `place` (acceptance) → `matching` (continuous) or
+//! `uncrossing` (a call) → `settle` (each fill's orders, balances, fees and
+//! levels); `oms` runs cancel, replace (through the same stages) and mass
+//! cancel. They work over `book` (levels), `orders` (the pool), `accounts`
+//! (balances) and `instrument` (units); `risk` holds the member risk
+//! controls, `stops` untriggered stop orders and one-cancels-other pairs,
+//! `audit` one check per invariant. docs/architecture.md has the table.
 //!
 //! # Determinism
 //!
