@@ -116,6 +116,20 @@ impl Accounts {
         Ok(index)
     }
 
+    /// Holds `amount` of an account's available `asset` back for an
+    /// order. The caller checked it is available; a release build would
+    /// otherwise wrap available and invent funds.
+    #[inline(always)]
+    pub fn hold(&mut self, account: u32, asset: u32, amount: u64) {
+        let balance = self.list[account as usize].balance_mut(asset);
+        assert!(
+            balance.available >= amount,
+            "holding {amount} of {} available",
+            balance.available
+        );
+        balance.available -= amount;
+    }
+
     pub fn push_restored(&mut self, account: Account) {
         self.link(account.id, self.list.len() as u32);
         self.list.push(account);

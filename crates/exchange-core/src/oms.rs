@@ -423,17 +423,9 @@ impl Engine {
         if target < current {
             self.release(slot, current - target);
         } else {
-            let extra = target - current;
             self.orders.get_mut(slot).reserved = target;
-            let balance = self.accounts.list[account as usize].balance_mut(asset);
-            // `check_replace` refused the replace unless this held; a
-            // release build would otherwise wrap available.
-            assert!(
-                balance.available >= extra,
-                "reserving {extra} more of {} available",
-                balance.available
-            );
-            balance.available -= extra;
+            // `check_replace` refused the replace unless this held.
+            self.accounts.hold(account, asset, target - current);
         }
         self.emit_balance(out, account, asset);
     }

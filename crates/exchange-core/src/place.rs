@@ -154,15 +154,9 @@ impl Engine {
         let order = self.orders.get_mut(slot);
         order.reserved = amount;
         let account = order.account;
-        let balance = self.accounts.list[account as usize].balance_mut(asset);
         // Reservation compared the same two numbers; nothing ran since
-        // that could lower available. A release build would wrap.
-        assert!(
-            balance.available >= amount,
-            "reserving {amount} of {} available",
-            balance.available
-        );
-        balance.available -= amount;
+        // that could lower available.
+        self.accounts.hold(account, asset, amount);
         self.emit_balance(out, account, asset);
     }
 

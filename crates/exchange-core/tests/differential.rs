@@ -97,18 +97,22 @@ fn engine_open_orders(engine: &Engine) -> Vec<OpenOrder> {
 }
 
 /// Runs `commands` through both and describes the first disagreement.
+/// Applies the stream's `index`th command, stamped with its position.
+fn apply_at(engine: &mut Engine, index: usize, command: &Command) -> Vec<Event> {
+    let mut events = Vec::new();
+    let stamped = Stamped {
+        ts: index as u64 + 1,
+        command: command.clone(),
+    };
+    engine.apply(&stamped, &mut events);
+    events
+}
+
 fn compare(commands: &[Command]) -> Result<(), String> {
     let mut engine = Engine::new();
     let mut model = Model::default();
     for (index, command) in commands.iter().enumerate() {
-        let mut events = Vec::new();
-        engine.apply(
-            &Stamped {
-                ts: index as u64 + 1,
-                command: command.clone(),
-            },
-            &mut events,
-        );
+        let events = apply_at(&mut engine, index, command);
         let expected = model.apply(command);
         let actual = normalize(&events);
         let context = || {
@@ -508,14 +512,7 @@ fn edge_refusals_are_core_refusals(commands: &[Command]) -> Result<usize, String
     let mut engine = Engine::new();
     let mut refused_at_edge = 0;
     for (index, command) in commands.iter().enumerate() {
-        let mut events = Vec::new();
-        engine.apply(
-            &Stamped {
-                ts: index as u64 + 1,
-                command: command.clone(),
-            },
-            &mut events,
-        );
+        let events = apply_at(&mut engine, index, command);
         let Command::Place(place) = command else {
             continue;
         };
