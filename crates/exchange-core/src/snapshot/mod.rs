@@ -17,8 +17,7 @@ use crate::engine::Engine;
 use crate::instrument::Instrument;
 use crate::orders::{Order, NIL};
 
-#[path = "snapshot_phase.rs"]
-mod phase_section;
+mod phase;
 
 const MAGIC: &[u8; 8] = b"EXSNAP01";
 /// Tags the optional section of accounts' risk controls at the end.
@@ -585,8 +584,8 @@ impl Engine {
                 w.u64(min_notional);
             }
         }
-        phase_section::write(&mut w, self);
-        phase_section::write_volatility(&mut w, self);
+        phase::write(&mut w, self);
+        phase::write_volatility(&mut w, self);
         crate::call_market::write_section(&mut w, self);
         w.0
     }
@@ -749,8 +748,8 @@ impl Engine {
             r.at += 1;
             read_rules(&mut r, &mut e)?;
         }
-        phase_section::read(&mut r, &mut e)?;
-        phase_section::read_volatility(&mut r, &mut e)?;
+        phase::read(&mut r, &mut e)?;
+        phase::read_volatility(&mut r, &mut e)?;
         if r.at < bytes.len() && bytes[r.at] == crate::call_market::CALL_MARKET_SECTION {
             r.at += 1;
             crate::call_market::read_section(&mut r, &mut e)?;
