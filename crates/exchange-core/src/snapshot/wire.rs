@@ -87,6 +87,14 @@ impl<'a> Reader<'a> {
     pub(crate) fn client_order_id(&mut self) -> Result<ClientOrderId, SnapshotError> {
         ClientOrderId::new(self.text()?).map_err(|_| SnapshotError::Invalid("client order id"))
     }
+    /// Steps over the tag of an optional section if that section is next.
+    pub(super) fn next_is(&mut self, tag: u8) -> bool {
+        let found = self.bytes.get(self.at) == Some(&tag);
+        if found {
+            self.at += 1;
+        }
+        found
+    }
     pub(crate) fn count(&mut self, limit: usize) -> Result<usize, SnapshotError> {
         let n = self.u64()?;
         usize::try_from(n)
