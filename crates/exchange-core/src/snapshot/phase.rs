@@ -74,8 +74,7 @@ pub(super) fn read(r: &mut Reader, e: &mut Engine) -> Result<(), SnapshotError> 
     for inst in &mut e.instruments {
         inst.phase = implied(inst.status);
     }
-    if r.at < r.bytes.len() && r.bytes[r.at] == PHASE_SECTION {
-        r.at += 1;
+    if r.next_is(PHASE_SECTION) {
         let invalid = || SnapshotError::Invalid("phase");
         let mut last = None;
         for _ in 0..r.count(e.instruments.len())? {
@@ -159,8 +158,7 @@ pub(super) fn write_volatility(w: &mut Writer, e: &Engine) {
 /// Reads the bands if they are next; `audit` checks them against the
 /// phases once the whole state is read.
 pub(super) fn read_volatility(r: &mut Reader, e: &mut Engine) -> Result<(), SnapshotError> {
-    if r.at < r.bytes.len() && r.bytes[r.at] == VOLATILITY_SECTION {
-        r.at += 1;
+    if r.next_is(VOLATILITY_SECTION) {
         let invalid = || SnapshotError::Invalid("volatility");
         let mut last = None;
         for _ in 0..r.count(e.instruments.len())? {

@@ -1,0 +1,86 @@
+//! Listed instruments in listing order, each with an empty book to be
+//! filled by the resting orders' section.
+
+use exchange_types::limits::MAX_INSTRUMENTS;
+use exchange_types::TradingStatus;
+
+use super::{Reader, SnapshotError, Writer};
+use crate::book::Book;
+use crate::engine::Engine;
+use crate::instrument::Instrument;
+
+fn status_code(status: TradingStatus) -> u8 {
+    match status {
+        TradingStatus::Trading => 0,
+        TradingStatus::Halted => 1,
+        TradingStatus::Delisted => 2,
+    }
+}
+
+pub(super) fn write_instruments(w: &mut Writer, e: &Engine) {
+    w.u64(e.instruments.len() as u64);
+    for inst in &e.instruments {
+        w.text(inst.symbol.as_bytes());
+        w.u32(inst.base);
+        w.u32(inst.quote);
+        w.u64(inst.tick_units);
+        w.u64(inst.lot_units);
+        w.u64(inst.notional_per_tick_lot);
+        w.u64(inst.min_lots);
+        w.u64(inst.max_lots);
+        w.u32(inst.collar_bps);
+        w.opt_u64(inst.reference_ticks);
+        w.i32(inst.maker_fee_bps);
+        w.i32(inst.taker_fee_bps);
+        w.u8(status_code(inst.status));
+    }
+}
+
+pub(super) fn read_instruments(r: &mut Reader, e: &mut Engine) -> Result<(), SnapshotError> {
+    for index in 0..r.count(MAX_INSTRUMENTS)? {
+        let inst = read_instrument(r)?;
+        if inst.base as usize >= e.assets.len()
+            || inst.quote as usize >= e.assets.len()
+            || !inst.is_consistent()
+        {
+            return Err(SnapshotError::Invalid("instrument"));
+        }
+        let symbol = inst.symbol;
+        e.instruments.push(inst);
+        e.books.push(Book::new());
+        if e.instrument_by_symbol
+            .insert(symbol, index as u32)
+            .is_some()
+        {
+            return Err(SnapshotError::Invalid("duplicate symbol"));
+        }
+    }
+    Ok(())
+}
+
+fn read_instrument(r: &mut Reader) -> Result<Instrument, SnapshotError> {
+    Ok(Instrument {
+        symbol: r.symbol()?,
+        base: r.u32()?,
+        quote: r.u32()?,
+        tick_units: r.u64()?,
+        lot_units: r.u64()?,
+        notional_per_tick_lot: r.u64()?,
+        min_lots: r.u64()?,
+        max_lots: r.u64()?,
+        collar_bps: r.u32()?,
+        reference_ticks: r.opt_u64()?,
+        maker_fee_bps: r.i32()?,
+        taker_fee_bps: r.i32()?,
+        status: match r.u8()? {
+            0 => TradingStatus::Trading,
+            1 => TradingStatus::Halted,
+            2 => TradingStatus::Delisted,
+            _ => return Err(SnapshotError::Invalid("instrument status")),
+        },
+        // Set from the status, or the phase section, once read.
+        phase: exchange_types::Phase::Continuous,
+        indicative: None,
+        min_notional: 0,
+    })
+}
