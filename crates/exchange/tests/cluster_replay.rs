@@ -2,7 +2,8 @@
 //! guard, so what stops a request captured on one node from being sent to
 //! another is that only the leader takes writes, and that a new leader
 //! refuses writes signed before it led (the old leader may have taken
-//! them). An unknown key is 401 on every node, leader or not.
+//! them). An unknown key is 401 on every node, leader or not, once the
+//! node has caught up.
 
 use exchange_testkit::{
     leader_port, signature_headers, unix_now_ms, wait_until, Account, CliCluster, Client,
@@ -100,22 +101,29 @@ fn listed_leader(cluster: &CliCluster) -> Client {
 }
 
 fn an_unknown_key_is_refused_by(follower: Client, order: &str) {
-    // A key no node knows: 401 on a follower too, never a 503.
+    // A key no node knows: 401 on a follower too, never `not_leader`. A
+    // follower still applying what was committed before it says "not yet"
+    // (503 `catching_up`) instead, as it may lack a key the cluster has.
     let stranger = Account {
         id: 0,
         key: "0".repeat(32),
         secret: "s".into(),
     };
-    let headers = signature_headers(
-        &stranger,
-        unix_now_ms(),
-        "POST",
-        "/v1/orders",
-        order.as_bytes(),
-    );
-    follower
-        .request("POST", "/v1/orders", &headers, order.as_bytes())
-        .expect_error(401, "invalid_api_key", "an unknown key on a follower");
+    let refusal = || {
+        let headers = signature_headers(
+            &stranger,
+            unix_now_ms(),
+            "POST",
+            "/v1/orders",
+            order.as_bytes(),
+        );
+        follower.request("POST", "/v1/orders", &headers, order.as_bytes())
+    };
+    wait_until("the follower has caught up", || {
+        let answer = refusal();
+        !(answer.status == 503 && answer.text().contains("catching_up"))
+    });
+    refusal().expect_error(401, "invalid_api_key", "an unknown key on a follower");
 }
 
 fn new_leader_after_killing_the_old(cluster: &CliCluster, followers: &[Client]) -> Client {
