@@ -8,9 +8,9 @@
 use exchange_types::limits::MAX_ACCOUNTS;
 use exchange_types::{AccountId, RejectReason};
 
+use crate::controls::AccountRisk;
 use crate::lookup::Lookup;
 use crate::orders::NIL;
-use crate::risk::AccountRisk;
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Balance {

@@ -25,8 +25,8 @@ use exchange_types::{
 
 use crate::engine::{Engine, FEE_ACCOUNT};
 use crate::instrument::Instrument;
-use crate::phase::check_session_tif;
-use crate::stops::StopPlan;
+use crate::sessions::check_session_tif;
+use crate::stop_book::StopPlan;
 
 /// An admitted order, before its reservation is priced.
 pub(crate) struct Admitted {
@@ -144,7 +144,7 @@ impl Engine {
         // In a call a market order waits for the uncrossing instead, with
         // the time in force it was given (`call_market.rs`).
         let call_market =
-            place.order_type == OrderType::Market && crate::phase::is_call(inst.phase);
+            place.order_type == OrderType::Market && crate::sessions::is_call(inst.phase);
         let tif = if place.order_type == OrderType::Market && rests(place.tif) && !call_market {
             TimeInForce::Ioc
         } else {

@@ -79,7 +79,7 @@ impl Engine {
             return Err(format!("delisted {} has resting orders", inst.symbol));
         }
         if let (Some(bid), Some(ask)) = (book.bids.best(), book.asks.best()) {
-            if bid.price >= ask.price && !crate::phase::may_cross(inst.phase) {
+            if bid.price >= ask.price && !crate::sessions::may_cross(inst.phase) {
                 return Err(format!(
                     "{} is crossed: bid {} >= ask {}",
                     inst.symbol, bid.price, ask.price

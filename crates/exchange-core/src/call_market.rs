@@ -28,10 +28,6 @@ use exchange_types::{CancelReason, Event, OrderId, Side};
 use crate::auction::{uncross, LevelQty, Uncross};
 use crate::engine::Engine;
 
-/// Market orders waiting for their instrument's uncrossing, by instrument
-/// and then order id, which is their time priority.
-pub(crate) type CallMarkets = BTreeMap<(u32, OrderId), u32>;
-
 impl Engine {
     /// Files an accepted market order (holding its reservation) for the
     /// uncrossing of its instrument.
@@ -165,7 +161,7 @@ impl Engine {
             if o.id != id || o.instrument != instrument || !o.is_market || !o.indexed || o.stop {
                 return Err(format!("market order {id} is misfiled"));
             }
-            if !crate::phase::may_cross(inst.phase) {
+            if !crate::sessions::may_cross(inst.phase) {
                 return Err(format!(
                     "market order {id} waits on {} outside a call",
                     inst.symbol
@@ -193,57 +189,4 @@ impl Engine {
         }
         Ok(self.call_markets.len())
     }
-}
-
-/// Tags the snapshot section of market orders in a call, after the
-/// volatility section; absent while there are none, so other states keep
-/// their bytes and hash.
-pub(crate) const CALL_MARKET_SECTION: u8 = 22;
-
-pub(crate) fn write_section(w: &mut crate::snapshot::Writer, e: &Engine) {
-    if e.call_markets.is_empty() {
-        return;
-    }
-    w.u8(CALL_MARKET_SECTION);
-    w.u64(e.call_markets.len() as u64);
-    for &slot in e.call_markets.values() {
-        crate::snapshot::write_order(w, e.orders.get(slot), false);
-    }
-}
-
-/// Reads the section after its tag.
-pub(crate) fn read_section(
-    r: &mut crate::snapshot::Reader,
-    e: &mut Engine,
-) -> Result<(), crate::snapshot::SnapshotError> {
-    use crate::snapshot::SnapshotError;
-    let count = r.count(exchange_types::limits::MAX_OPEN_ORDERS)?;
-    if count == 0 {
-        return Err(SnapshotError::Invalid("empty call market section"));
-    }
-    let mut last = None;
-    for _ in 0..count {
-        let (mut order, iceberg) = crate::snapshot::read_order(r)?;
-        if iceberg
-            || order.account as usize >= e.accounts.list.len()
-            || order.instrument as usize >= e.instruments.len()
-            || order.filled >= order.qty
-            || e.order_by_id.contains_key(&order.id)
-            || e.by_client_id
-                .contains_key(&(order.account, order.client_order_id))
-        {
-            return Err(SnapshotError::Invalid("call market order"));
-        }
-        // Written in (instrument, id) order: anything else was not written
-        // by this engine.
-        let key = (order.instrument, order.id);
-        if last.is_some_and(|l| l >= key) {
-            return Err(SnapshotError::Invalid("call market order"));
-        }
-        last = Some(key);
-        order.is_market = true;
-        let slot = e.orders.insert(order);
-        e.hold_call_market(slot);
-    }
-    Ok(())
 }

@@ -19,7 +19,7 @@ use crate::closed::RecentlyClosed;
 use crate::instrument::Instrument;
 use crate::lookup::Lookup;
 use crate::orders::{Order, OrderPool, NIL};
-use crate::phase::Sessions;
+use crate::sessions::Sessions;
 
 /// The account that collects fees and pays maker rebates. It may deposit
 /// and withdraw but never trade.
@@ -62,14 +62,14 @@ pub struct Engine {
     /// Call phases and expiries.
     pub(crate) sessions: Sessions,
     /// Untriggered stops and one-cancels-other pairs.
-    pub(crate) stops: crate::stops::Stops,
+    pub(crate) stops: crate::stop_book::Stops,
     /// Open icebergs by order id: the lots each shows at a time. Rare, so
     /// kept beside the pool rather than in every order.
     pub(crate) iceberg_display: std::collections::BTreeMap<OrderId, u64>,
     /// Volatility bands and the interruptions they start.
-    pub(crate) volatility: crate::volatility::Volatility,
+    pub(crate) volatility: crate::bands::Volatility,
     /// Market orders waiting for a call's uncrossing, off the books.
-    pub(crate) call_markets: crate::call_market::CallMarkets,
+    pub(crate) call_markets: crate::sessions::CallMarkets,
 }
 
 impl Default for Engine {
@@ -99,9 +99,9 @@ impl Engine {
             mmp_configs: 0,
             mmp_tripped: Vec::new(),
             sessions: Sessions::default(),
-            stops: crate::stops::Stops::default(),
+            stops: crate::stop_book::Stops::default(),
             iceberg_display: std::collections::BTreeMap::new(),
-            volatility: crate::volatility::Volatility::default(),
+            volatility: crate::bands::Volatility::default(),
             call_markets: std::collections::BTreeMap::new(),
         };
         // The fee account always exists so that fees never need a branch.
@@ -425,7 +425,7 @@ impl Engine {
         // which matching has just touched.
         assert!(
             !book.side(side.opposite()).crosses(price)
-                || crate::phase::may_cross(self.instruments[instrument as usize].phase),
+                || crate::sessions::may_cross(self.instruments[instrument as usize].phase),
             "resting order {} at {price} would cross the book",
             self.orders.get(slot).id
         );

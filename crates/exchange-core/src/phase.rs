@@ -15,64 +15,13 @@
 //! for the phase the instrument settled in is `already_in_phase`, so a new
 //! leader's scheduler re-sending its last command changes nothing.
 
-use std::collections::BTreeSet;
-
 use exchange_types::event::{self, AuctionKind};
-use exchange_types::{Event, EventKind, OrderId, Phase, RejectReason, Side, Symbol, TimeInForce};
+use exchange_types::{Event, EventKind, Phase, RejectReason, Side, Symbol, TimeInForce};
 
 use crate::auction::{uncross, LevelQty, Uncross};
 use crate::engine::{Engine, Subject};
 use crate::orders::NIL;
-
-/// Phase bookkeeping kept outside the instruments.
-#[derive(Clone, Debug)]
-pub(crate) struct Sessions {
-    /// Instruments in a call phase; while zero, no command pays for the
-    /// indicative price.
-    pub calls: u32,
-    /// Good-till-date orders by expiry. Entries of orders that closed
-    /// otherwise stay until their time and are skipped then: order ids are
-    /// never reused, and removing them on every close would cost the hot
-    /// path a lookup.
-    pub expiries: BTreeSet<(u64, OrderId)>,
-    /// The first expiry, or `u64::MAX`: the one comparison each command
-    /// makes.
-    pub next_expiry: u64,
-}
-
-impl Default for Sessions {
-    fn default() -> Self {
-        Sessions {
-            calls: 0,
-            expiries: BTreeSet::new(),
-            next_expiry: u64::MAX,
-        }
-    }
-}
-
-impl Sessions {
-    pub fn add_expiry(&mut self, ts: u64, id: OrderId) {
-        self.expiries.insert((ts, id));
-        self.next_expiry = self.next_expiry.min(ts);
-    }
-
-    pub fn refresh_next(&mut self) {
-        self.next_expiry = self.expiries.first().map_or(u64::MAX, |e| e.0);
-    }
-}
-
-/// Orders are collected in a call and nothing matches.
-pub(crate) fn is_call(phase: Phase) -> bool {
-    matches!(
-        phase,
-        Phase::PreOpen | Phase::ClosingCall | Phase::VolatilityAuction
-    )
-}
-
-/// The book may be crossed: collected in a call, or halted out of one.
-pub(crate) fn may_cross(phase: Phase) -> bool {
-    is_call(phase) || phase == Phase::Halted
-}
+use crate::sessions::{check_session_tif, is_call, may_cross};
 
 /// Where a requested phase settles: the auction phases are instants.
 fn settles_in(target: Phase) -> Phase {
@@ -355,20 +304,6 @@ impl Engine {
         }
     }
 }
-
-/// At-the-open and at-the-close orders belong to the call before their
-/// auction.
-pub(crate) fn check_session_tif(phase: Phase, tif: TimeInForce) -> Result<(), RejectReason> {
-    match tif {
-        TimeInForce::AtOpen if phase != Phase::PreOpen => Err(RejectReason::AtOpenOutsidePreOpen),
-        TimeInForce::AtClose if phase != Phase::ClosingCall => {
-            Err(RejectReason::AtCloseOutsideClosingCall)
-        }
-        _ => Ok(()),
-    }
-}
-
-pub(crate) use exchange_types::validate::rests;
 
 impl Engine {
     /// The invariants of phases and expiries, for [`Engine::audit`].

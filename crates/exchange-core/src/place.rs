@@ -22,8 +22,8 @@ use exchange_types::{Event, EventKind, OrderType, Phase, Place, TimeInForce};
 
 use crate::engine::{Engine, Subject};
 use crate::orders::{Order, NIL};
-use crate::phase::rests;
 use crate::reserve::Reserved;
+use crate::sessions::rests;
 
 impl Engine {
     pub(crate) fn place(&mut self, place: &Place, out: &mut Vec<Event>) {
@@ -77,7 +77,7 @@ impl Engine {
             return;
         }
         if place.order_type == OrderType::Market
-            && crate::phase::is_call(self.instruments[a.instrument as usize].phase)
+            && crate::sessions::is_call(self.instruments[a.instrument as usize].phase)
         {
             self.hold_call_market(slot);
             return;

@@ -14,7 +14,7 @@ use exchange_types::{Dec, RejectReason, Side};
 
 use crate::engine::Engine;
 use crate::instrument::Instrument;
-use crate::stops::StopInfo;
+use crate::stop_book::StopInfo;
 
 /// Where a stop market buy trades up to once triggered, and what it
 /// reserves for: `stop` plus the instrument's collar width at `stop`.

@@ -103,7 +103,7 @@ impl Engine {
     /// published; `None` for an unknown symbol or outside a call.
     pub fn indicative(&self, symbol: &Symbol) -> Option<exchange_types::Indicative> {
         let &index = self.instrument_by_symbol.get(symbol)?;
-        crate::phase::is_call(self.instruments[index as usize].phase)
+        crate::sessions::is_call(self.instruments[index as usize].phase)
             .then(|| self.indicative_event(index))
     }
 

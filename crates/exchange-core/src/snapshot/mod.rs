@@ -20,6 +20,7 @@ use crate::engine::Engine;
 mod accounts;
 mod assets;
 mod books;
+mod call_markets;
 mod closed;
 mod counters;
 mod family;
@@ -28,6 +29,7 @@ mod instruments;
 mod phase;
 mod risk;
 mod rules;
+mod stops;
 mod wire;
 
 pub(crate) use wire::{read_order, write_order, Reader, Writer};
@@ -82,7 +84,7 @@ fn read_tagged(
 fn write_stops(w: &mut Writer, e: &Engine) {
     if !e.stops.info.is_empty() || !e.stops.oco.is_empty() {
         w.u8(STOP_SECTION);
-        crate::stops::write_section(w, e);
+        stops::write_section(w, e);
     }
 }
 
@@ -104,7 +106,7 @@ impl Engine {
         rules::write_rules(&mut w, self);
         phase::write(&mut w, self);
         phase::write_volatility(&mut w, self);
-        crate::call_market::write_section(&mut w, self);
+        call_markets::write_section(&mut w, self);
         w.0
     }
 
@@ -129,18 +131,13 @@ impl Engine {
         closed::read_closed(&mut r, &mut e)?;
         read_tagged(&mut r, &mut e, RISK_SECTION, risk::read_risk)?;
         read_tagged(&mut r, &mut e, FAMILY_SECTION, family::read_family)?;
-        read_tagged(&mut r, &mut e, STOP_SECTION, crate::stops::read_section)?;
+        read_tagged(&mut r, &mut e, STOP_SECTION, stops::read_section)?;
         read_tagged(&mut r, &mut e, ICEBERG_SECTION, icebergs::read_icebergs)?;
         read_tagged(&mut r, &mut e, RULES_SECTION, rules::read_rules)?;
         phase::read(&mut r, &mut e)?;
         phase::read_volatility(&mut r, &mut e)?;
-        let call_markets = crate::call_market::CALL_MARKET_SECTION;
-        read_tagged(
-            &mut r,
-            &mut e,
-            call_markets,
-            crate::call_market::read_section,
-        )?;
+        let call_markets = call_markets::CALL_MARKET_SECTION;
+        read_tagged(&mut r, &mut e, call_markets, call_markets::read_section)?;
         if r.at != bytes.len() {
             return Err(SnapshotError::TrailingBytes(bytes.len() - r.at));
         }

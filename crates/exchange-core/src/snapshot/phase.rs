@@ -8,9 +8,9 @@ use exchange_types::{Phase, TradingStatus};
 
 use super::{Reader, SnapshotError, Writer};
 use crate::auction::Uncross;
+use crate::bands::Bands;
 use crate::engine::Engine;
-use crate::phase::is_call;
-use crate::volatility::Bands;
+use crate::sessions::is_call;
 
 /// Tags the section; far from the small tags so that sections added
 /// alongside it do not collide.

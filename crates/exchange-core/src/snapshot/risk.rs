@@ -7,8 +7,8 @@ use exchange_types::limits::{
 };
 
 use super::{Reader, SnapshotError, Writer, RISK_SECTION};
+use crate::controls::{AccountRisk, Limits, Mmp};
 use crate::engine::Engine;
-use crate::risk::{AccountRisk, Limits, Mmp};
 
 fn opt_u32(v: Option<u32>) -> Option<u64> {
     v.map(u64::from)

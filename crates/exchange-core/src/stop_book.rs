@@ -1,0 +1,123 @@
+//! The state of untriggered stops and one-cancels-other pairs: per
+//! instrument, buy stops by (stop price, order id) and sell stops by
+//! (reversed stop price, order id), so the next to trigger is first; each
+//! stop's trigger details by order id; and the pairs.
+//!
+//! Data only: entry, triggering and pairs are `stops.rs`.
+
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BTreeSet};
+
+use exchange_types::{OrderId, Side};
+
+/// How far a trailing stop stays from the last price, in ticks or basis
+/// points of that price.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum TrailingTicks {
+    Amount(u64),
+    Bps(u32),
+}
+
+impl TrailingTicks {
+    /// The distance at `last`, in ticks.
+    pub(crate) fn distance(self, last: u64) -> u64 {
+        match self {
+            TrailingTicks::Amount(ticks) => ticks,
+            TrailingTicks::Bps(bps) => {
+                let d = u128::from(last) * u128::from(bps) / 10_000;
+                u64::try_from(d).unwrap_or(u64::MAX)
+            }
+        }
+    }
+
+    /// Where a stop of `side` trailing `last` by this distance sits, if
+    /// that is a price at all.
+    pub(crate) fn stop_for(self, side: Side, last: u64) -> Option<u64> {
+        let d = self.distance(last);
+        match side {
+            Side::Buy => last.checked_add(d),
+            Side::Sell => last.checked_sub(d).filter(|&p| p > 0),
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct StopInfo {
+    pub slot: u32,
+    pub instrument: u32,
+    pub side: Side,
+    /// The trigger, in ticks.
+    pub stop: u64,
+    /// A stop market order (enters as a market order), else stop-limit.
+    pub market: bool,
+    pub trailing: Option<TrailingTicks>,
+}
+
+/// One instrument's untriggered stops.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct StopBook {
+    pub buys: BTreeMap<(u64, OrderId), u32>,
+    pub sells: BTreeMap<(Reverse<u64>, OrderId), u32>,
+    pub trailing: BTreeSet<OrderId>,
+}
+
+impl StopBook {
+    pub(crate) fn is_empty(&self) -> bool {
+        self.buys.is_empty() && self.sells.is_empty()
+    }
+
+    pub(crate) fn insert(&mut self, id: OrderId, info: &StopInfo) {
+        match info.side {
+            Side::Buy => self.buys.insert((info.stop, id), info.slot),
+            Side::Sell => self.sells.insert((Reverse(info.stop), id), info.slot),
+        };
+    }
+
+    pub(crate) fn remove(&mut self, id: OrderId, info: &StopInfo) {
+        let removed = match info.side {
+            Side::Buy => self.buys.remove(&(info.stop, id)),
+            Side::Sell => self.sells.remove(&(Reverse(info.stop), id)),
+        };
+        // The table and the info map change together; a miss would leave a
+        // stop that triggers after it was canceled.
+        assert_eq!(removed, Some(info.slot), "stop {id} was not in its table");
+    }
+
+    pub(crate) fn side_len(&self, side: Side) -> usize {
+        match side {
+            Side::Buy => self.buys.len(),
+            Side::Sell => self.sells.len(),
+        }
+    }
+}
+
+/// Every untriggered stop and every one-cancels-other pair.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Stops {
+    pub books: BTreeMap<u32, StopBook>,
+    pub info: BTreeMap<OrderId, StopInfo>,
+    /// Both directions of every pair.
+    pub oco: BTreeMap<OrderId, OrderId>,
+    /// Partners of orders that traded during the current command, to cancel
+    /// once it has matched; always empty between commands.
+    pub oco_pending: Vec<OrderId>,
+}
+
+impl Stops {
+    /// Whether a command that traded has anything to do here.
+    #[inline]
+    pub fn is_active(&self) -> bool {
+        !self.info.is_empty() || !self.oco_pending.is_empty()
+    }
+}
+
+/// A checked stop, before the order exists.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct StopPlan {
+    pub stop: u64,
+    pub market: bool,
+    pub trailing: Option<TrailingTicks>,
+    /// What a stop market order trades up (down) to once triggered, and
+    /// what a buy reserves for: the collar band around its stop price.
+    pub protection: Option<u64>,
+}
