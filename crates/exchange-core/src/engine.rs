@@ -113,7 +113,7 @@ impl Engine {
     /// Applies one command and appends the events it caused to `out`.
     pub fn apply(&mut self, stamped: &Stamped, out: &mut Vec<Event>) {
         self.now = self.now.max(stamped.ts);
-        if self.now >= self.sessions.next_expiry {
+        if self.sessions.expiry_due(self.now) {
             self.expire_due(out);
         }
         if self.now >= self.volatility.next_end {
@@ -160,7 +160,7 @@ impl Engine {
             Command::Delist { symbol } => self.delist(symbol, out),
             Command::Tick => {}
         }
-        if self.sessions.calls != 0 {
+        if self.sessions.any_call() {
             self.refresh_indicatives(out);
         }
     }

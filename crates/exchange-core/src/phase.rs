@@ -139,10 +139,8 @@ impl Engine {
         if !self.volatility.bands.is_empty() {
             self.volatility_phase_changed(index, phase);
         }
-        match (was_call, is_call(phase)) {
-            (false, true) => self.sessions.calls += 1,
-            (true, false) => self.sessions.calls -= 1,
-            _ => {}
+        if was_call != is_call(phase) {
+            self.sessions.count_call(is_call(phase));
         }
         self.emit(out, EventKind::Phase(event::PhaseChanged { symbol, phase }));
     }
@@ -228,11 +226,7 @@ impl Engine {
     /// Expires the good-till-date orders whose time has come.
     #[cold]
     pub(crate) fn expire_due(&mut self, out: &mut Vec<Event>) {
-        while let Some(&(ts, id)) = self.sessions.expiries.first() {
-            if ts > self.now {
-                break;
-            }
-            self.sessions.expiries.pop_first();
+        while let Some(id) = self.sessions.pop_due(self.now) {
             if let Some(&slot) = self.order_by_id.get(&id) {
                 self.unrest(slot, out);
                 self.expire(slot, out);
@@ -327,17 +321,17 @@ impl Engine {
                 return Err(format!("{} has an indicative outside a call", inst.symbol));
             }
         }
-        if calls != self.sessions.calls {
+        if calls != self.sessions.calls() {
             return Err(format!(
                 "{calls} instruments in a call but {} counted",
-                self.sessions.calls
+                self.sessions.calls()
             ));
         }
-        if self.sessions.next_expiry != self.sessions.expiries.first().map_or(u64::MAX, |e| e.0) {
+        if !self.sessions.next_expiry_is_first() {
             return Err("the next expiry is not the first".into());
         }
         let mut gtd = 0usize;
-        for &(_, id) in &self.sessions.expiries {
+        for (_, id) in self.sessions.expiries() {
             if id == 0 || id >= self.next_order_id {
                 return Err(format!("expiry of order {id}, never assigned"));
             }

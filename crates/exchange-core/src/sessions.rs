@@ -10,20 +10,24 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use exchange_types::{OrderId, Phase, RejectReason, TimeInForce};
 
-/// Phase bookkeeping kept outside the instruments.
+/// Phase bookkeeping kept outside the instruments: how many instruments
+/// are in a call, and the good-till-date expiries in time order.
+///
+/// Invariant (checked by `Engine::audit`): `next_expiry` is the time of the
+/// first expiry, or `u64::MAX` when there is none.
 #[derive(Clone, Debug)]
 pub(crate) struct Sessions {
     /// Instruments in a call phase; while zero, no command pays for the
     /// indicative price.
-    pub calls: u32,
+    calls: u32,
     /// Good-till-date orders by expiry. Entries of orders that closed
     /// otherwise stay until their time and are skipped then: order ids are
     /// never reused, and removing them on every close would cost the hot
     /// path a lookup.
-    pub expiries: BTreeSet<(u64, OrderId)>,
+    expiries: BTreeSet<(u64, OrderId)>,
     /// The first expiry, or `u64::MAX`: the one comparison each command
     /// makes.
-    pub next_expiry: u64,
+    next_expiry: u64,
 }
 
 impl Default for Sessions {
@@ -37,9 +41,71 @@ impl Default for Sessions {
 }
 
 impl Sessions {
+    /// Whether some instrument is in a call (the indicative price is then
+    /// published after each command).
+    #[inline(always)]
+    pub fn any_call(&self) -> bool {
+        self.calls != 0
+    }
+
+    /// Instruments in a call phase.
+    pub fn calls(&self) -> u32 {
+        self.calls
+    }
+
+    /// Counts an instrument's move into (`true`) or out of a call.
+    pub fn count_call(&mut self, entering: bool) {
+        if entering {
+            self.calls += 1;
+        } else {
+            assert!(self.calls > 0, "an instrument left a call none was in");
+            self.calls -= 1;
+        }
+    }
+
+    /// Sets the count of instruments in a call (a restored state).
+    pub fn set_calls(&mut self, calls: u32) {
+        self.calls = calls;
+    }
+
+    /// Whether an expiry is due at `now`: the one comparison each command
+    /// makes.
+    #[inline(always)]
+    pub fn expiry_due(&self, now: u64) -> bool {
+        now >= self.next_expiry
+    }
+
     pub fn add_expiry(&mut self, ts: u64, id: OrderId) {
         self.expiries.insert((ts, id));
         self.next_expiry = self.next_expiry.min(ts);
+    }
+
+    /// Takes the first expiry due at `now`, if any.
+    pub fn pop_due(&mut self, now: u64) -> Option<OrderId> {
+        let &(ts, id) = self.expiries.first()?;
+        if ts > now {
+            return None;
+        }
+        self.expiries.pop_first();
+        Some(id)
+    }
+
+    /// The expiries in time order: (expire time, order id).
+    pub fn expiries(&self) -> impl Iterator<Item = (u64, OrderId)> + '_ {
+        self.expiries.iter().copied()
+    }
+
+    pub fn has_expiries(&self) -> bool {
+        !self.expiries.is_empty()
+    }
+
+    pub fn expiry_count(&self) -> usize {
+        self.expiries.len()
+    }
+
+    /// Whether the cached next expiry is the first one.
+    pub fn next_expiry_is_first(&self) -> bool {
+        self.next_expiry == self.expiries.first().map_or(u64::MAX, |e| e.0)
     }
 
     pub fn refresh_next(&mut self) {

@@ -42,7 +42,7 @@ pub(super) fn write(w: &mut Writer, e: &Engine) {
         .filter(|(_, inst)| inst.phase != implied(inst.status) || inst.indicative.is_some())
         .map(|(index, inst)| (index, inst.phase, inst.indicative))
         .collect();
-    if entries.is_empty() && e.sessions.expiries.is_empty() {
+    if entries.is_empty() && !e.sessions.has_expiries() {
         return;
     }
     w.u8(PHASE_SECTION);
@@ -62,8 +62,8 @@ pub(super) fn write(w: &mut Writer, e: &Engine) {
             }
         }
     }
-    w.u64(e.sessions.expiries.len() as u64);
-    for &(ts, id) in &e.sessions.expiries {
+    w.u64(e.sessions.expiry_count() as u64);
+    for (ts, id) in e.sessions.expiries() {
         w.u64(ts);
         w.u64(id);
     }
@@ -110,10 +110,11 @@ pub(super) fn read(r: &mut Reader, e: &mut Engine) -> Result<(), SnapshotError> 
                 return Err(invalid());
             }
             last = Some(entry);
-            e.sessions.expiries.insert(entry);
+            e.sessions.add_expiry(entry.0, entry.1);
         }
     }
-    e.sessions.calls = e.instruments.iter().filter(|i| is_call(i.phase)).count() as u32;
+    let calls = e.instruments.iter().filter(|i| is_call(i.phase)).count() as u32;
+    e.sessions.set_calls(calls);
     e.sessions.refresh_next();
     Ok(())
 }
