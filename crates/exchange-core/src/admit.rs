@@ -275,11 +275,7 @@ impl Engine {
     /// a buy without either could cost anything and is refused.
     fn call_market_bound(&self, instrument: u32, side: Side) -> Result<u64, RejectReason> {
         let collar = self.instruments[instrument as usize].collar_band();
-        let band = self
-            .volatility
-            .bands
-            .get(&instrument)
-            .and_then(|b| b.static_band());
+        let band = self.volatility.static_band(instrument);
         let ends = collar.into_iter().chain(band);
         match side {
             Side::Buy => ends

@@ -67,7 +67,7 @@ pub struct Engine {
     /// kept beside the pool rather than in every order.
     pub(crate) iceberg_display: std::collections::BTreeMap<OrderId, u64>,
     /// Volatility bands and the interruptions they start.
-    pub(crate) volatility: crate::bands::Volatility,
+    pub(crate) volatility: crate::volatility::bands::Volatility,
     /// Market orders waiting for a call's uncrossing, off the books.
     pub(crate) call_markets: crate::sessions::CallMarkets,
 }
@@ -101,7 +101,7 @@ impl Engine {
             sessions: Sessions::default(),
             stops: crate::stop_book::Stops::default(),
             iceberg_display: std::collections::BTreeMap::new(),
-            volatility: crate::bands::Volatility::default(),
+            volatility: crate::volatility::bands::Volatility::default(),
             call_markets: std::collections::BTreeMap::new(),
         };
         // The fee account always exists so that fees never need a branch.
@@ -116,7 +116,7 @@ impl Engine {
         if self.sessions.expiry_due(self.now) {
             self.expire_due(out);
         }
-        if self.now >= self.volatility.next_end {
+        if self.volatility.end_due(self.now) {
             self.end_volatility_auctions(out);
         }
         let trades_before = self.next_trade_id;

@@ -76,7 +76,7 @@ impl Instrument {
     /// Checks an add-instrument command; the asset indices are resolved by
     /// the caller.
     pub fn from_spec(spec: &AddInstrument, base: u32, quote: u32) -> Result<Self, RejectReason> {
-        crate::bands::check_bands(
+        crate::volatility::bands::check_bands(
             spec.static_band_bps.unwrap_or(0),
             spec.dynamic_band_bps.unwrap_or(0),
             spec.volatility_auction_ns.unwrap_or(0),

@@ -43,7 +43,6 @@ mod admin;
 mod admit;
 mod auction;
 mod audit;
-mod bands;
 mod book;
 mod call_market;
 mod closed;

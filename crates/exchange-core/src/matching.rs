@@ -82,7 +82,7 @@ impl Engine {
                 break;
             }
             // Matching will stop where a band interrupts it.
-            if self.volatility.banded != 0 {
+            if self.volatility.any_banded() {
                 if !self.band_allows_walk(instrument, level.price, last) {
                     break;
                 }
@@ -225,7 +225,7 @@ impl Engine {
         let found = (level.price, level.head, level.tail);
         // The one comparison matching pays for volatility bands while no
         // instrument has any.
-        if self.volatility.banded != 0 && !self.band_allows(instrument, found.0) {
+        if self.volatility.any_banded() && !self.band_allows(instrument, found.0) {
             self.interrupt(instrument, out);
             return None;
         }

@@ -136,7 +136,7 @@ impl Engine {
             inst.indicative = None;
         }
         let symbol = inst.symbol;
-        if !self.volatility.bands.is_empty() {
+        if self.volatility.has_bands() {
             self.volatility_phase_changed(index, phase);
         }
         if was_call != is_call(phase) {

@@ -181,7 +181,7 @@ impl Engine {
             return Err(RejectReason::NoRuleChange);
         }
         let bands = self.bands_of(index);
-        crate::bands::check_bands(
+        crate::volatility::bands::check_bands(
             set.static_band_bps.unwrap_or(bands.static_bps),
             set.dynamic_band_bps.unwrap_or(bands.dynamic_bps),
             set.volatility_auction_ns.unwrap_or(bands.auction_ns),

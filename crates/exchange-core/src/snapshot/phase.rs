@@ -8,9 +8,9 @@ use exchange_types::{Phase, TradingStatus};
 
 use super::{Reader, SnapshotError, Writer};
 use crate::auction::Uncross;
-use crate::bands::Bands;
 use crate::engine::Engine;
 use crate::sessions::is_call;
+use crate::volatility::bands::Bands;
 
 /// Tags the section; far from the small tags so that sections added
 /// alongside it do not collide.
@@ -140,12 +140,12 @@ fn read_opt(r: &mut Reader) -> Result<Option<u64>, SnapshotError> {
 /// The bands and running interruptions; absent while no instrument has
 /// either, so such a state keeps the bytes it had before bands existed.
 pub(super) fn write_volatility(w: &mut Writer, e: &Engine) {
-    if e.volatility.bands.is_empty() {
+    if !e.volatility.has_bands() {
         return;
     }
     w.u8(VOLATILITY_SECTION);
-    w.u64(e.volatility.bands.len() as u64);
-    for (&index, b) in &e.volatility.bands {
+    w.u64(e.volatility.len() as u64);
+    for (index, b) in e.volatility.iter() {
         w.u32(index);
         w.u32(b.static_bps);
         w.u32(b.dynamic_bps);
@@ -174,7 +174,7 @@ pub(super) fn read_volatility(r: &mut Reader, e: &mut Engine) -> Result<(), Snap
                 1 => true,
                 _ => return Err(invalid()),
             };
-            e.volatility.bands.insert(
+            e.volatility.restore(
                 index,
                 Bands {
                     static_bps,
@@ -187,10 +187,10 @@ pub(super) fn read_volatility(r: &mut Reader, e: &mut Engine) -> Result<(), Snap
             );
         }
     }
-    let before = e.volatility.bands.len();
+    let before = e.volatility.len();
     e.volatility.refresh();
     // An entry `refresh` would drop was never written by a live engine.
-    if e.volatility.bands.len() != before {
+    if e.volatility.len() != before {
         return Err(SnapshotError::Invalid("volatility"));
     }
     Ok(())

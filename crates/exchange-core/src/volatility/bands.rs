@@ -69,12 +69,12 @@ pub(crate) fn band(centre: u64, bps: u32) -> (u64, u64) {
 pub(crate) struct Volatility {
     /// By instrument index; an instrument without bands and without a
     /// running call has no entry.
-    pub bands: BTreeMap<u32, Bands>,
+    pub(super) bands: BTreeMap<u32, Bands>,
     /// Instruments with a band: while zero, matching pays one comparison.
-    pub banded: u32,
+    pub(super) banded: u32,
     /// The earliest end of a running volatility auction, or `u64::MAX`:
     /// the one comparison each command makes.
-    pub next_end: u64,
+    pub(super) next_end: u64,
 }
 
 impl Default for Volatility {
@@ -88,6 +88,45 @@ impl Default for Volatility {
 }
 
 impl Volatility {
+    /// Whether some instrument has a band: while not, matching pays this
+    /// one comparison.
+    #[inline(always)]
+    pub fn any_banded(&self) -> bool {
+        self.banded != 0
+    }
+
+    /// Whether some instrument has bands or a running interruption.
+    pub fn has_bands(&self) -> bool {
+        !self.bands.is_empty()
+    }
+
+    /// Whether a running volatility auction ends at `now`: the one
+    /// comparison each command makes.
+    #[inline(always)]
+    pub fn end_due(&self, now: u64) -> bool {
+        now >= self.next_end
+    }
+
+    /// An instrument's static band, if it has one with a centre.
+    pub fn static_band(&self, instrument: u32) -> Option<(u64, u64)> {
+        self.bands.get(&instrument).and_then(Bands::static_band)
+    }
+
+    /// Every instrument's bands, by instrument index.
+    pub fn iter(&self) -> impl Iterator<Item = (u32, &Bands)> + '_ {
+        self.bands.iter().map(|(&index, b)| (index, b))
+    }
+
+    pub fn len(&self) -> usize {
+        self.bands.len()
+    }
+
+    /// Files an instrument's bands read from a snapshot; `refresh` once
+    /// all are read.
+    pub fn restore(&mut self, instrument: u32, bands: Bands) {
+        self.bands.insert(instrument, bands);
+    }
+
     /// Recomputes what is derived from the table.
     pub fn refresh(&mut self) {
         self.bands.retain(|_, b| b.banded() || b.end.is_some());

@@ -37,9 +37,11 @@
 
 use exchange_types::{Event, Phase};
 
-use crate::bands::{check_bands, Bands};
+pub(crate) mod bands;
+
 use crate::engine::Engine;
 use crate::instrument::Instrument;
+use bands::{check_bands, Bands};
 
 impl Engine {
     /// Whether the trade at `price` that matching is about to make may
