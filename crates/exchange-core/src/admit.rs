@@ -26,7 +26,7 @@ use exchange_types::{
 use crate::engine::{Engine, FEE_ACCOUNT};
 use crate::instrument::Instrument;
 use crate::sessions::check_session_tif;
-use crate::stop_book::StopPlan;
+use crate::stops::book::StopPlan;
 
 /// An admitted order, before its reservation is priced.
 pub(crate) struct Admitted {

@@ -62,7 +62,7 @@ pub struct Engine {
     /// Call phases and expiries.
     pub(crate) sessions: Sessions,
     /// Untriggered stops and one-cancels-other pairs.
-    pub(crate) stops: crate::stop_book::Stops,
+    pub(crate) stops: crate::stops::book::Stops,
     /// Open icebergs by order id: the lots each shows at a time. Rare, so
     /// kept beside the pool rather than in every order.
     pub(crate) iceberg_display: std::collections::BTreeMap<OrderId, u64>,
@@ -99,7 +99,7 @@ impl Engine {
             mmp_configs: 0,
             mmp_tripped: Vec::new(),
             sessions: Sessions::default(),
-            stops: crate::stop_book::Stops::default(),
+            stops: crate::stops::book::Stops::default(),
             iceberg_display: std::collections::BTreeMap::new(),
             volatility: crate::volatility::bands::Volatility::default(),
             call_markets: std::collections::BTreeMap::new(),

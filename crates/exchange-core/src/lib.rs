@@ -64,8 +64,6 @@ mod rules;
 mod sessions;
 mod settle;
 mod snapshot;
-mod stop_book;
-mod stop_replace;
 mod stops;
 mod uncrossing;
 mod views;

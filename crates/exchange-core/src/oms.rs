@@ -193,7 +193,7 @@ impl Engine {
         let price = match replace.price {
             // A stop market order's price is its protection, not the
             // owner's to set.
-            Some(_) if order.stop && self.stops.info[&order.id].market => {
+            Some(_) if order.stop && self.stops.is_market_stop(order.id) => {
                 return Err(RejectReason::PriceNotAllowed)
             }
             // Nor is a market order's bound, waiting in a call.

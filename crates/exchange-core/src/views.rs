@@ -166,7 +166,7 @@ impl Engine {
         for &slot in self.call_markets.values() {
             all.push(self.order_view(slot, None));
         }
-        for info in self.stops.info.values() {
+        for info in self.stops.untriggered() {
             all.push(self.order_view(info.slot, Some(info.stop)));
         }
         all.sort_by_key(|o| o.order_id);

@@ -14,7 +14,7 @@ use crate::orders::NIL;
 pub(super) fn write_books(w: &mut Writer, e: &Engine) {
     // Untriggered stops and market orders in a call are open orders on no
     // book: they have sections of their own.
-    w.u64((e.orders.len() - e.stops.info.len() - e.call_markets.len()) as u64);
+    w.u64((e.orders.len() - e.stops.untriggered_count() - e.call_markets.len()) as u64);
     for book in &e.books {
         for side in [&book.bids, &book.asks] {
             for level in side.levels_best_first() {

@@ -82,7 +82,7 @@ fn read_tagged(
 /// Untriggered stops and one-cancels-other pairs, in the stop book's own
 /// encoding; absent while there are none.
 fn write_stops(w: &mut Writer, e: &Engine) {
-    if !e.stops.info.is_empty() || !e.stops.oco.is_empty() {
+    if e.stops.has_any() {
         w.u8(STOP_SECTION);
         stops::write_section(w, e);
     }

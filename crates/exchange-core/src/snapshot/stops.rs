@@ -4,15 +4,15 @@
 use super::wire::{read_order, write_order, Reader, Writer};
 use super::SnapshotError;
 use crate::engine::Engine;
-use crate::stop_book::{StopInfo, TrailingTicks};
+use crate::stops::book::{StopInfo, TrailingTicks};
 use exchange_types::OrderId;
 
 /// The stop section: untriggered stops by order id (each order's fields,
 /// then its stop price, kind and trailing distance), then the pairs, each
 /// once as (lower id, higher id).
 pub(crate) fn write_section(w: &mut Writer, e: &Engine) {
-    w.u64(e.stops.info.len() as u64);
-    for info in e.stops.info.values() {
+    w.u64(e.stops.untriggered_count() as u64);
+    for info in e.stops.untriggered() {
         write_order(w, e.orders.get(info.slot), false);
         w.u64(info.stop);
         w.u8(u8::from(info.market));
@@ -31,13 +31,7 @@ pub(crate) fn write_section(w: &mut Writer, e: &Engine) {
             }
         }
     }
-    let pairs: Vec<(OrderId, OrderId)> = e
-        .stops
-        .oco
-        .iter()
-        .filter(|(a, b)| a < b)
-        .map(|(&a, &b)| (a, b))
-        .collect();
+    let pairs: Vec<(OrderId, OrderId)> = e.stops.pairs().collect();
     w.u64(pairs.len() as u64);
     for (a, b) in pairs {
         w.u64(a);

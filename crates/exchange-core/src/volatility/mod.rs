@@ -35,9 +35,9 @@
 //! the same command: a random end would need a seed in the log, and the
 //! gain is small next to the published end time being deterministic.
 
-use exchange_types::{Event, Phase};
-
 pub(crate) mod bands;
+
+use exchange_types::{Event, Phase};
 
 use crate::engine::Engine;
 use crate::instrument::Instrument;

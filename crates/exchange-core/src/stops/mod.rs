@@ -19,6 +19,9 @@
 //! one comparison of the trade counter per command and one flag test per
 //! fill.
 
+pub(crate) mod book;
+mod replace;
+
 use std::cmp::Reverse;
 use std::collections::BTreeMap;
 
@@ -35,7 +38,7 @@ use exchange_types::{
 
 use crate::engine::Engine;
 use crate::instrument::Instrument;
-use crate::stop_book::{StopBook, StopInfo, StopPlan, TrailingTicks};
+use book::{StopBook, StopInfo, StopPlan, TrailingTicks};
 
 /// The parts of an order's `ext` that this module gives meaning to.
 impl Engine {
@@ -90,7 +93,7 @@ impl Engine {
         }
         let protection = match (market, place.side) {
             (true, Side::Sell) => Some(1),
-            _ => crate::stop_replace::protection(inst, market, place.side, stop)?,
+            _ => replace::protection(inst, market, place.side, stop)?,
         };
         if let Some(book) = self.stops.books.get(&instrument) {
             if book.side_len(place.side) >= MAX_STOP_ORDERS_PER_SIDE {

@@ -94,16 +94,44 @@ impl StopBook {
 /// Every untriggered stop and every one-cancels-other pair.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Stops {
-    pub books: BTreeMap<u32, StopBook>,
-    pub info: BTreeMap<OrderId, StopInfo>,
+    pub(super) books: BTreeMap<u32, StopBook>,
+    pub(super) info: BTreeMap<OrderId, StopInfo>,
     /// Both directions of every pair.
-    pub oco: BTreeMap<OrderId, OrderId>,
+    pub(super) oco: BTreeMap<OrderId, OrderId>,
     /// Partners of orders that traded during the current command, to cancel
     /// once it has matched; always empty between commands.
-    pub oco_pending: Vec<OrderId>,
+    pub(super) oco_pending: Vec<OrderId>,
 }
 
 impl Stops {
+    /// The untriggered stops, by order id.
+    pub fn untriggered(&self) -> impl Iterator<Item = &StopInfo> + '_ {
+        self.info.values()
+    }
+
+    pub fn untriggered_count(&self) -> usize {
+        self.info.len()
+    }
+
+    /// Whether there is any untriggered stop or pair (the snapshot then
+    /// has a stop section).
+    pub fn has_any(&self) -> bool {
+        !self.info.is_empty() || !self.oco.is_empty()
+    }
+
+    /// Whether the untriggered stop `id` is a stop market order.
+    pub fn is_market_stop(&self, id: OrderId) -> bool {
+        self.info.get(&id).is_some_and(|info| info.market)
+    }
+
+    /// Every pair once, as (lower id, higher id), in id order.
+    pub fn pairs(&self) -> impl Iterator<Item = (OrderId, OrderId)> + '_ {
+        self.oco
+            .iter()
+            .filter(|(a, b)| a < b)
+            .map(|(&a, &b)| (a, b))
+    }
+
     /// Whether a command that traded has anything to do here.
     #[inline]
     pub fn is_active(&self) -> bool {

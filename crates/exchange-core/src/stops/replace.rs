@@ -12,9 +12,9 @@
 
 use exchange_types::{Dec, RejectReason, Side};
 
+use super::book::StopInfo;
 use crate::engine::Engine;
 use crate::instrument::Instrument;
-use crate::stop_book::StopInfo;
 
 /// Where a stop market buy trades up to once triggered, and what it
 /// reserves for: `stop` plus the instrument's collar width at `stop`.
