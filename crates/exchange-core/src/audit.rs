@@ -74,11 +74,11 @@ impl Engine {
     fn audit_book(&self, inst: &Instrument, book: &Book, tally: &mut Tally) -> Result<(), String> {
         // Delisting cancels every order and refuses new ones.
         if inst.status == TradingStatus::Delisted
-            && (book.bids.level_count() > 0 || book.asks.level_count() > 0)
+            && (book.bids().level_count() > 0 || book.asks().level_count() > 0)
         {
             return Err(format!("delisted {} has resting orders", inst.symbol));
         }
-        if let (Some(bid), Some(ask)) = (book.bids.best(), book.asks.best()) {
+        if let (Some(bid), Some(ask)) = (book.bids().best(), book.asks().best()) {
             if bid.price >= ask.price && !crate::sessions::may_cross(inst.phase) {
                 return Err(format!(
                     "{} is crossed: bid {} >= ask {}",
@@ -86,7 +86,7 @@ impl Engine {
                 ));
             }
         }
-        for side in [&book.bids, &book.asks] {
+        for side in book.sides() {
             let mut last_price = None;
             for level in side.levels_best_first() {
                 if let Some(prev) = last_price {

@@ -227,8 +227,32 @@ impl BookSide {
         self.overflow.get(&self.best_key)
     }
 
+    /// Lowers the best level's aggregate by `lots` that filled from its
+    /// front, and returns the new aggregate (the level stays, even at
+    /// zero, until its last order is unlinked). A missing level or a
+    /// smaller aggregate is a broken book: publishing from it would be
+    /// wrong from here on.
     #[inline]
-    pub fn best_mut(&mut self) -> Option<&mut Level> {
+    pub fn fill_best(&mut self, lots: u64) -> u64 {
+        let level = self.best_mut().expect("a filled side has a best level");
+        level.qty = level.qty.checked_sub(lots).unwrap_or_else(|| {
+            panic!(
+                "the best level at {} holds less than a fill of {lots}",
+                level.price
+            )
+        });
+        level.qty
+    }
+
+    /// The best level, to change by hand: for tests that break the book
+    /// on purpose.
+    #[cfg(test)]
+    pub fn best_level_mut(&mut self) -> Option<&mut Level> {
+        self.best_mut()
+    }
+
+    #[inline]
+    fn best_mut(&mut self) -> Option<&mut Level> {
         if self.len == 0 {
             return None;
         }
@@ -532,8 +556,8 @@ fn rebase(window: &mut Window, overflow: &mut BTreeMap<u64, Level>, base: u64) {
 
 #[derive(Clone, Debug)]
 pub(crate) struct Book {
-    pub bids: BookSide,
-    pub asks: BookSide,
+    bids: BookSide,
+    asks: BookSide,
 }
 
 impl Book {
@@ -542,6 +566,19 @@ impl Book {
             bids: BookSide::new(Side::Buy),
             asks: BookSide::new(Side::Sell),
         }
+    }
+
+    pub fn bids(&self) -> &BookSide {
+        &self.bids
+    }
+
+    pub fn asks(&self) -> &BookSide {
+        &self.asks
+    }
+
+    /// Both sides, bids first.
+    pub fn sides(&self) -> [&BookSide; 2] {
+        [&self.bids, &self.asks]
     }
 
     pub fn side(&self, side: Side) -> &BookSide {

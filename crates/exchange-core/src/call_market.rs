@@ -99,8 +99,8 @@ impl Engine {
                 .collect()
         };
         uncross(
-            &levels(&book.bids),
-            &levels(&book.asks),
+            &levels(book.bids()),
+            &levels(book.asks()),
             market_bids,
             market_asks,
             self.instruments[index as usize].reference_ticks,

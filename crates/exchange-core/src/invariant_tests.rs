@@ -152,7 +152,11 @@ fn the_starting_state_is_sound() {
 fn a_level_that_empties_with_quantity_left() {
     let mut engine = engine();
     place(&mut engine, 1, "b1", Side::Buy, "99", "0.0002");
-    engine.books[0].bids.best_mut().expect("a bid").qty += 1;
+    engine.books[0]
+        .side_mut(Side::Buy)
+        .best_level_mut()
+        .expect("a bid")
+        .qty += 1;
     cancel(&mut engine, 1, "b1");
 }
 
@@ -162,7 +166,11 @@ fn a_level_that_runs_out_of_quantity_with_orders_left() {
     let mut engine = engine();
     place(&mut engine, 1, "b1", Side::Buy, "99", "0.0002");
     place(&mut engine, 2, "b2", Side::Buy, "99", "0.0001");
-    engine.books[0].bids.best_mut().expect("a bid").qty -= 1;
+    engine.books[0]
+        .side_mut(Side::Buy)
+        .best_level_mut()
+        .expect("a bid")
+        .qty -= 1;
     cancel(&mut engine, 1, "b1");
 }
 
@@ -171,7 +179,11 @@ fn a_level_that_runs_out_of_quantity_with_orders_left() {
 fn a_level_below_an_order_it_loses() {
     let mut engine = engine();
     place(&mut engine, 1, "b1", Side::Buy, "99", "0.0002");
-    engine.books[0].bids.best_mut().expect("a bid").qty = 1;
+    engine.books[0]
+        .side_mut(Side::Buy)
+        .best_level_mut()
+        .expect("a bid")
+        .qty = 1;
     cancel(&mut engine, 1, "b1");
 }
 
@@ -193,7 +205,11 @@ fn an_order_its_level_does_not_link() {
     place(&mut engine, 2, "b2", Side::Buy, "99", "0.0001");
     // The level skips its first order, which still believes it is first.
     let second = slot(&engine, 2, "b2");
-    engine.books[0].bids.best_mut().expect("a bid").head = second;
+    engine.books[0]
+        .side_mut(Side::Buy)
+        .best_level_mut()
+        .expect("a bid")
+        .head = second;
     cancel(&mut engine, 1, "b1");
 }
 
@@ -204,7 +220,11 @@ fn an_order_its_level_does_not_end_with() {
     place(&mut engine, 1, "b1", Side::Buy, "99", "0.0002");
     place(&mut engine, 2, "b2", Side::Buy, "99", "0.0001");
     let first = slot(&engine, 1, "b1");
-    engine.books[0].bids.best_mut().expect("a bid").tail = first;
+    engine.books[0]
+        .side_mut(Side::Buy)
+        .best_level_mut()
+        .expect("a bid")
+        .tail = first;
     cancel(&mut engine, 2, "b2");
 }
 
@@ -223,7 +243,11 @@ fn shrinking_an_order_whose_level_is_missing() {
 fn shrinking_an_order_below_its_level() {
     let mut engine = engine();
     place(&mut engine, 1, "b1", Side::Buy, "99", "0.0002");
-    engine.books[0].bids.best_mut().expect("a bid").qty = 0;
+    engine.books[0]
+        .side_mut(Side::Buy)
+        .best_level_mut()
+        .expect("a bid")
+        .qty = 0;
     shrink(&mut engine, 1, "b1", "0.0001");
 }
 
@@ -232,7 +256,11 @@ fn shrinking_an_order_below_its_level() {
 fn a_level_that_overflows() {
     let mut engine = engine();
     place(&mut engine, 1, "b1", Side::Buy, "99", "0.0002");
-    engine.books[0].bids.best_mut().expect("a bid").qty = u64::MAX;
+    engine.books[0]
+        .side_mut(Side::Buy)
+        .best_level_mut()
+        .expect("a bid")
+        .qty = u64::MAX;
     place(&mut engine, 2, "b2", Side::Buy, "99", "0.0001");
 }
 
@@ -254,7 +282,11 @@ fn resting_across_the_book() {
 fn a_fill_against_a_level_that_lost_its_quantity() {
     let mut engine = engine();
     place(&mut engine, 2, "s1", Side::Sell, "100", "0.0002");
-    engine.books[0].asks.best_mut().expect("an ask").qty = 0;
+    engine.books[0]
+        .side_mut(Side::Sell)
+        .best_level_mut()
+        .expect("an ask")
+        .qty = 0;
     place(&mut engine, 1, "b1", Side::Buy, "100", "0.0001");
 }
 

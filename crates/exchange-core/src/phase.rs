@@ -168,14 +168,14 @@ impl Engine {
             }
         }
         let book = &self.books[index as usize];
-        let (best_bid, best_ask) = (book.bids.best()?.price, book.asks.best()?.price);
+        let (best_bid, best_ask) = (book.bids().best()?.price, book.asks().best()?.price);
         if best_bid < best_ask {
             return None;
         }
         // Only the crossing region can execute; the rest of the book
         // changes no candidate that could win.
         let bids: Vec<LevelQty> = book
-            .bids
+            .bids()
             .levels_best_first()
             .take_while(|l| l.price >= best_ask)
             .map(|l| LevelQty {
@@ -184,7 +184,7 @@ impl Engine {
             })
             .collect();
         let asks: Vec<LevelQty> = book
-            .asks
+            .asks()
             .levels_best_first()
             .take_while(|l| l.price <= best_bid)
             .map(|l| LevelQty {
@@ -347,7 +347,7 @@ impl Engine {
         let open_gtd = self
             .books
             .iter()
-            .flat_map(|b| [&b.bids, &b.asks])
+            .flat_map(|b| b.sides())
             .flat_map(|s| s.levels_best_first())
             .map(|level| {
                 let mut n = 0usize;

@@ -40,7 +40,7 @@ impl Engine {
     pub(crate) fn resting_orders(&self, instrument: u32) -> Vec<u32> {
         let book = &self.books[instrument as usize];
         let mut slots = Vec::new();
-        for side in [&book.bids, &book.asks] {
+        for side in book.sides() {
             for level in side.levels_best_first() {
                 let mut slot = level.head;
                 while slot != NIL {

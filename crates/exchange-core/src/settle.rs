@@ -217,16 +217,9 @@ impl Engine {
         // aggregate, would publish wrong levels from here on.
         let maker_market = self.orders.get(fill.maker).is_market;
         if !maker_market {
-            let level = self.books[fill.instrument as usize]
+            self.books[fill.instrument as usize]
                 .side_mut(fill.taker_side.opposite())
-                .best_mut()
-                .expect("a maker's side has a best level");
-            level.qty = level.qty.checked_sub(fill.from_shown).unwrap_or_else(|| {
-                panic!(
-                    "the best level at {} holds less than a fill of {}",
-                    fill.price, fill.from_shown
-                )
-            });
+                .fill_best(fill.from_shown);
         }
         self.instruments[fill.instrument as usize].reference_ticks = Some(fill.price);
         maker_market

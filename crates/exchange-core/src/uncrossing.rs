@@ -111,13 +111,13 @@ impl Engine {
         let book = &self.books[run.index as usize];
         let price = run.price;
         let buy = run.buys.head.or_else(|| {
-            book.bids
+            book.bids()
                 .best()
                 .filter(|l| l.price >= price)
                 .map(|l| l.head)
         });
         let sell = run.sells.head.or_else(|| {
-            book.asks
+            book.asks()
                 .best()
                 .filter(|l| l.price <= price)
                 .map(|l| l.head)

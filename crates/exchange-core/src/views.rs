@@ -119,8 +119,8 @@ impl Engine {
                 .collect()
         };
         Some(BookView {
-            bids: levels(&book.bids),
-            asks: levels(&book.asks),
+            bids: levels(book.bids()),
+            asks: levels(book.asks()),
         })
     }
 
@@ -153,7 +153,7 @@ impl Engine {
     pub fn open_orders(&self) -> Vec<OrderView> {
         let mut all = Vec::new();
         for book in &self.books {
-            for side in [&book.bids, &book.asks] {
+            for side in book.sides() {
                 for level in side.levels_best_first() {
                     let mut slot = level.head;
                     while slot != NIL {

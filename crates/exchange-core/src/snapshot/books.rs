@@ -16,7 +16,7 @@ pub(super) fn write_books(w: &mut Writer, e: &Engine) {
     // book: they have sections of their own.
     w.u64((e.orders.len() - e.stops.untriggered_count() - e.call_markets.len()) as u64);
     for book in &e.books {
-        for side in [&book.bids, &book.asks] {
+        for side in book.sides() {
             for level in side.levels_best_first() {
                 let mut slot = level.head;
                 while slot != NIL {
