@@ -22,7 +22,9 @@ pub(crate) struct Balance {
 pub(crate) struct Account {
     pub id: AccountId,
     /// Indexed by asset index; grows as the account touches new assets.
-    pub balances: Vec<Balance>,
+    /// Only `Accounts` moves them, which keeps `available <= total` and
+    /// every debit covered.
+    balances: Vec<Balance>,
     pub open_orders: u32,
     /// Head of the intrusive list of this account's resting orders.
     pub orders_head: u32,
@@ -48,6 +50,21 @@ impl Account {
         }
     }
 
+    /// An account as a snapshot holds it, before its orders, controls and
+    /// family are restored.
+    pub fn restored(id: AccountId, balances: Vec<Balance>) -> Self {
+        Account {
+            balances,
+            ..Account::new(id)
+        }
+    }
+
+    /// The balances, by asset index (assets it never held may be missing
+    /// at the end).
+    pub fn balances(&self) -> &[Balance] {
+        &self.balances
+    }
+
     pub fn balance(&self, asset: u32) -> Balance {
         self.balances
             .get(asset as usize)
@@ -55,7 +72,14 @@ impl Account {
             .unwrap_or_default()
     }
 
-    pub fn balance_mut(&mut self, asset: u32) -> &mut Balance {
+    /// A balance to change by hand: for tests that break the state on
+    /// purpose.
+    #[cfg(test)]
+    pub fn balance_mut_for_test(&mut self, asset: u32) -> &mut Balance {
+        self.balance_mut(asset)
+    }
+
+    fn balance_mut(&mut self, asset: u32) -> &mut Balance {
         let index = asset as usize;
         if self.balances.len() <= index {
             self.balances.resize(index + 1, Balance::default());
@@ -116,6 +140,37 @@ impl Accounts {
         Ok(index)
     }
 
+    /// An account's balance of `asset` (zero if it never held any).
+    #[inline(always)]
+    pub fn balance(&self, account: u32, asset: u32) -> Balance {
+        self.list[account as usize].balance(asset)
+    }
+
+    /// Adds `amount` to an account's total and available `asset`: a
+    /// deposit, a transfer in, a fill's proceeds, a fee or a rebate.
+    #[inline(always)]
+    pub fn credit(&mut self, account: u32, asset: u32, amount: u64) {
+        let balance = self.list[account as usize].balance_mut(asset);
+        balance.total += amount;
+        balance.available += amount;
+    }
+
+    /// Takes `amount` of an account's available `asset` out of the venue:
+    /// a withdrawal or a transfer out. The caller checked it is available;
+    /// total covers it since available never exceeds total.
+    #[inline(always)]
+    pub fn debit(&mut self, account: u32, asset: u32, amount: u64) {
+        let balance = self.list[account as usize].balance_mut(asset);
+        assert!(
+            balance.available >= amount && balance.total >= amount,
+            "debiting {amount} from {} available of {}",
+            balance.available,
+            balance.total
+        );
+        balance.available -= amount;
+        balance.total -= amount;
+    }
+
     /// Holds `amount` of an account's available `asset` back for an
     /// order. The caller checked it is available; a release build would
     /// otherwise wrap available and invent funds.
@@ -130,10 +185,57 @@ impl Accounts {
         balance.available -= amount;
     }
 
+    /// Makes `amount` an order held of `asset` available again.
+    #[inline(always)]
+    pub fn release(&mut self, account: u32, asset: u32, amount: u64) {
+        let balance = self.list[account as usize].balance_mut(asset);
+        balance.available += amount;
+        assert!(
+            balance.available <= balance.total,
+            "a release made available {} exceed total {}",
+            balance.available,
+            balance.total
+        );
+    }
+
+    /// A buyer's leg of a fill in the quote asset: pays `notional` and
+    /// its `fee` out of what the order held; a negative fee is a rebate,
+    /// paid to available.
+    #[inline(always)]
+    pub fn pay_for_fill(&mut self, account: u32, asset: u32, notional: u64, fee: i64) {
+        let balance = self.list[account as usize].balance_mut(asset);
+        balance.total = sub_signed(balance.total, notional, fee);
+        balance.available += fee.min(0).unsigned_abs();
+    }
+
+    /// A seller's leg of a fill: delivers `units` of `asset` it held.
+    #[inline(always)]
+    pub fn deliver_held(&mut self, account: u32, asset: u32, units: u64) {
+        let balance = self.list[account as usize].balance_mut(asset);
+        // Covered by the seller's reservation, which is part of total.
+        assert!(
+            balance.total >= units,
+            "a seller's base total went negative"
+        );
+        balance.total -= units;
+    }
+
     pub fn push_restored(&mut self, account: Account) {
         self.link(account.id, self.list.len() as u32);
         self.list.push(account);
     }
+}
+
+/// `value - amount - fee` with a signed fee, in the range the supply cap
+/// guarantees. Never negative from input: the buyer's total includes the
+/// reservation checked against the notional and fee, and a fee is at most
+/// the notional. A negative result is a bug; clamping it to zero would
+/// destroy funds and let replicas go on from a state no rule produced.
+pub(crate) fn sub_signed(value: u64, amount: u64, fee: i64) -> u64 {
+    let result = i128::from(value) - i128::from(amount) - i128::from(fee);
+    u64::try_from(result).unwrap_or_else(|_| {
+        panic!("a balance would become {result}: {value} - {amount} - fee {fee}")
+    })
 }
 
 #[cfg(test)]

@@ -139,9 +139,7 @@ impl Engine {
             Err(reason) => return self.reject_transfer(out, "deposit", transfer, reason),
         };
         self.asset_supply[asset as usize] += amount;
-        let balance = self.accounts.list[account as usize].balance_mut(asset);
-        balance.total += amount;
-        balance.available += amount;
+        self.accounts.credit(account, asset, amount);
         self.emit_balance(out, account, asset);
     }
 
@@ -153,11 +151,7 @@ impl Engine {
                 .ok_or(RejectReason::UnknownAccount)?;
             // Read, don't touch: `balance_mut` would grow the account's
             // balance list, and a refused command must change nothing.
-            if self.accounts.list[account as usize]
-                .balance(asset)
-                .available
-                < amount
-            {
+            if self.accounts.balance(account, asset).available < amount {
                 return Err(RejectReason::InsufficientFunds);
             }
             Ok((asset, amount, account))
@@ -166,18 +160,16 @@ impl Engine {
             Ok(checked) => checked,
             Err(reason) => return self.reject_transfer(out, "withdraw", transfer, reason),
         };
-        let balance = self.accounts.list[account as usize].balance_mut(asset);
         // Available was checked above; total and the supply cover it by
         // the invariants `available <= total` and supply = sum of totals,
         // whose failure would wrap here in a release build.
+        let total = self.accounts.balance(account, asset).total;
         assert!(
-            balance.total >= amount && self.asset_supply[asset as usize] >= amount,
-            "withdrawing {amount} from a total of {} (supply {})",
-            balance.total,
+            total >= amount && self.asset_supply[asset as usize] >= amount,
+            "withdrawing {amount} from a total of {total} (supply {})",
             self.asset_supply[asset as usize]
         );
-        balance.total -= amount;
-        balance.available -= amount;
+        self.accounts.debit(account, asset, amount);
         self.asset_supply[asset as usize] -= amount;
         self.emit_balance(out, account, asset);
     }

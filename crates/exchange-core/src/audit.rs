@@ -237,13 +237,13 @@ impl Engine {
     /// account's orders reserve.
     fn audit_balances(&self, index: u32, tally: &Tally, supply: &mut [u128]) -> Result<(), String> {
         let acct = &self.accounts.list[index as usize];
-        if acct.balances.len() > self.assets.len() {
+        if acct.balances().len() > self.assets.len() {
             return Err(format!(
                 "account {} holds an asset that does not exist",
                 acct.id
             ));
         }
-        for (asset, b) in acct.balances.iter().enumerate() {
+        for (asset, b) in acct.balances().iter().enumerate() {
             if b.available > b.total {
                 return Err(format!(
                     "account {} asset {} available above total",

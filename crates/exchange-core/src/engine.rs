@@ -303,14 +303,7 @@ impl Engine {
         order.reserved -= amount;
         let account = order.account;
         let asset = self.reserved_asset(self.orders.get(slot));
-        let balance = self.accounts.list[account as usize].balance_mut(asset);
-        balance.available += amount;
-        assert!(
-            balance.available <= balance.total,
-            "a release made available {} exceed total {}",
-            balance.available,
-            balance.total
-        );
+        self.accounts.release(account, asset, amount);
         Some((account, asset))
     }
 

@@ -111,7 +111,7 @@ impl Engine {
             if self.is_suspended(from) {
                 return Err(RejectReason::TransferFromSuspended);
             }
-            if self.accounts.list[from as usize].balance(asset).available < amount {
+            if self.accounts.balance(from, asset).available < amount {
                 return Err(RejectReason::InsufficientFunds);
             }
             Ok((asset, amount, from, to))
@@ -126,15 +126,11 @@ impl Engine {
                 return self.reject(out, "internal_transfer", subject, reason);
             }
         };
-        let source = self.accounts.list[from as usize].balance_mut(asset);
-        // Available was checked, and available never exceeds total.
-        source.available -= amount;
-        source.total -= amount;
-        // The supply cap bounds every total, so the receiver cannot
-        // overflow: both balances are part of the same supply.
-        let target = self.accounts.list[to as usize].balance_mut(asset);
-        target.available += amount;
-        target.total += amount;
+        // Available was checked. The supply cap bounds every total, so the
+        // receiver cannot overflow: both balances are part of the same
+        // supply.
+        self.accounts.debit(from, asset, amount);
+        self.accounts.credit(to, asset, amount);
         self.emit_balance(out, from, asset);
         self.emit_balance(out, to, asset);
     }

@@ -285,9 +285,7 @@ impl Engine {
             .ok_or(RejectReason::AmountOverflow)?;
         if reserve > order.reserved {
             let asset = self.reserved_asset(order);
-            let available = self.accounts.list[order.account as usize]
-                .balance(asset)
-                .available;
+            let available = self.accounts.balance(order.account, asset).available;
             if available < reserve - order.reserved {
                 return Err(RejectReason::InsufficientFunds);
             }

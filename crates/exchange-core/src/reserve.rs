@@ -135,9 +135,7 @@ impl Engine {
 
     #[inline(always)]
     fn check_available(&self, account: u32, asset: u32, amount: u64) -> Result<(), RejectReason> {
-        let available = self.accounts.list[account as usize]
-            .balance(asset)
-            .available;
+        let available = self.accounts.balance(account, asset).available;
         if available < amount {
             return Err(RejectReason::InsufficientFunds);
         }

@@ -162,9 +162,7 @@ impl Engine {
             let needed = inst
                 .notional(order.price, order.leaves())
                 .and_then(|n| buy_cost(n, inst.max_fee_bps()));
-            let available = self.accounts.list[order.account as usize]
-                .balance(inst.quote)
-                .available;
+            let available = self.accounts.balance(order.account, inst.quote).available;
             let affordable =
                 needed.filter(|&n| n <= order.reserved || n - order.reserved <= available);
             match affordable {

@@ -24,6 +24,7 @@
 use exchange_types::event;
 use exchange_types::{Event, EventKind, Side};
 
+use crate::accounts::sub_signed;
 use crate::engine::{Engine, FEE_ACCOUNT};
 use crate::instrument::{buy_cost, fee};
 use crate::matching::Filled;
@@ -173,26 +174,12 @@ impl Engine {
     fn settle_balances(&mut self, fill: &Fill, legs: Legs) {
         let inst = &self.instruments[fill.instrument as usize];
         let (base, quote) = (inst.base, inst.quote);
-        let buyer = &mut self.accounts.list[legs.buyer_account as usize];
-        let q = buyer.balance_mut(quote);
-        q.total = sub_signed(q.total, fill.notional, fill.buyer_fee);
-        q.available += fill.buyer_fee.min(0).unsigned_abs();
-        let b = buyer.balance_mut(base);
-        b.total += fill.base_units;
-        b.available += fill.base_units;
-
-        let seller = &mut self.accounts.list[legs.seller_account as usize];
-        let b = seller.balance_mut(base);
-        // Covered by the seller's reservation, which is part of total.
-        assert!(
-            b.total >= fill.base_units,
-            "a seller's base total went negative"
-        );
-        b.total -= fill.base_units;
-        let q = seller.balance_mut(quote);
+        let accounts = &mut self.accounts;
+        accounts.pay_for_fill(legs.buyer_account, quote, fill.notional, fill.buyer_fee);
+        accounts.credit(legs.buyer_account, base, fill.base_units);
+        accounts.deliver_held(legs.seller_account, base, fill.base_units);
         let proceeds = sub_signed(fill.notional, 0, fill.seller_fee);
-        q.total += proceeds;
-        q.available += proceeds;
+        accounts.credit(legs.seller_account, quote, proceeds);
 
         // Instruments are refused (and snapshots too) unless the taker
         // fee covers the maker rebate; paying out would take the fee
@@ -202,9 +189,7 @@ impl Engine {
             "the fee account would pay out"
         );
         let collected = (fill.buyer_fee + fill.seller_fee).unsigned_abs();
-        let f = self.accounts.list[FEE_ACCOUNT as usize].balance_mut(quote);
-        f.total += collected;
-        f.available += collected;
+        accounts.credit(FEE_ACCOUNT as u32, quote, collected);
     }
 
     /// Takes the shown lots off the maker's level and makes the fill's
@@ -318,16 +303,4 @@ impl Engine {
         }
         Filled::Traded
     }
-}
-
-/// `value - amount - fee` with a signed fee, in the range the supply cap
-/// guarantees. Never negative from input: the buyer's total includes the
-/// reservation checked against the notional and fee, and a fee is at most
-/// the notional. A negative result is a bug; clamping it to zero would
-/// destroy funds and let replicas go on from a state no rule produced.
-fn sub_signed(value: u64, amount: u64, fee: i64) -> u64 {
-    let result = i128::from(value) - i128::from(amount) - i128::from(fee);
-    u64::try_from(result).unwrap_or_else(|_| {
-        panic!("a balance would become {result}: {value} - {amount} - fee {fee}")
-    })
 }

@@ -128,7 +128,7 @@ impl Engine {
     pub fn balances(&self) -> Vec<BalanceView> {
         let mut all = Vec::new();
         for acct in &self.accounts.list {
-            for (asset, b) in acct.balances.iter().enumerate() {
+            for (asset, b) in acct.balances().iter().enumerate() {
                 if b.total > 0 || b.available > 0 {
                     all.push(BalanceView {
                         account: acct.id,

@@ -6,14 +6,13 @@ use exchange_types::limits::MAX_ACCOUNTS;
 use super::{Reader, SnapshotError, Writer};
 use crate::accounts::{Account, Balance};
 use crate::engine::Engine;
-use crate::orders::NIL;
 
 pub(super) fn write_accounts(w: &mut Writer, e: &Engine) {
     w.u64(e.accounts.list.len() as u64);
     for acct in &e.accounts.list {
         w.u64(acct.id);
-        w.u64(acct.balances.len() as u64);
-        for b in &acct.balances {
+        w.u64(acct.balances().len() as u64);
+        for b in acct.balances() {
             w.u64(b.total);
             w.u64(b.available);
         }
@@ -35,15 +34,7 @@ pub(super) fn read_accounts(r: &mut Reader, e: &mut Engine) -> Result<(), Snapsh
         if e.accounts.index(id).is_some() {
             return Err(SnapshotError::Invalid("duplicate account"));
         }
-        e.accounts.push_restored(Account {
-            id,
-            balances,
-            open_orders: 0,
-            orders_head: NIL,
-            risk: None,
-            owner: NIL,
-            sub_accounts: 0,
-        });
+        e.accounts.push_restored(Account::restored(id, balances));
     }
     if e.accounts.list.first().map(|a| a.id) != Some(crate::engine::FEE_ACCOUNT) {
         return Err(SnapshotError::Invalid("fee account"));
