@@ -10,7 +10,7 @@ use exchange_types::{AccountId, RejectReason};
 
 use crate::controls::AccountRisk;
 use crate::lookup::Lookup;
-use crate::orders::NIL;
+use crate::orders::{Order, OrderPool, NIL};
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Balance {
@@ -20,21 +20,21 @@ pub(crate) struct Balance {
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Account {
-    pub id: AccountId,
+    id: AccountId,
     /// Indexed by asset index; grows as the account touches new assets.
     /// Only `Accounts` moves them, which keeps `available <= total` and
     /// every debit covered.
     balances: Vec<Balance>,
-    pub open_orders: u32,
+    open_orders: u32,
     /// Head of the intrusive list of this account's resting orders.
-    pub orders_head: u32,
+    orders_head: u32,
     /// Limits, suspension and market-maker protection; `None` for the
     /// many accounts without any, which the hot path then skips.
-    pub risk: Option<Box<AccountRisk>>,
+    risk: Option<Box<AccountRisk>>,
     /// Index of the owning account, `NIL` for none.
-    pub owner: u32,
+    owner: u32,
     /// How many sub-accounts this account owns.
-    pub sub_accounts: u32,
+    sub_accounts: u32,
 }
 
 impl Account {
@@ -59,6 +59,38 @@ impl Account {
         }
     }
 
+    #[inline(always)]
+    pub fn id(&self) -> AccountId {
+        self.id
+    }
+
+    /// Open orders: resting, untriggered stops and market orders in a call.
+    #[inline(always)]
+    pub fn open_orders(&self) -> u32 {
+        self.open_orders
+    }
+
+    /// The first of the account's open orders (`NIL` if none); the rest
+    /// follow through each order's `account_next`.
+    pub fn orders_head(&self) -> u32 {
+        self.orders_head
+    }
+
+    /// Limits, suspension and market-maker protection, if any.
+    #[inline(always)]
+    pub fn risk(&self) -> Option<&AccountRisk> {
+        self.risk.as_deref()
+    }
+
+    /// The owning account's index, `NIL` for none.
+    pub fn owner(&self) -> u32 {
+        self.owner
+    }
+
+    pub fn sub_accounts(&self) -> u32 {
+        self.sub_accounts
+    }
+
     /// The balances, by asset index (assets it never held may be missing
     /// at the end).
     pub fn balances(&self) -> &[Balance] {
@@ -70,13 +102,6 @@ impl Account {
             .get(asset as usize)
             .copied()
             .unwrap_or_default()
-    }
-
-    /// A balance to change by hand: for tests that break the state on
-    /// purpose.
-    #[cfg(test)]
-    pub fn balance_mut_for_test(&mut self, asset: u32) -> &mut Balance {
-        self.balance_mut(asset)
     }
 
     fn balance_mut(&mut self, asset: u32) -> &mut Balance {
@@ -99,7 +124,7 @@ const DENSE_IDS: AccountId = 1 << 16;
 /// state.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Accounts {
-    pub list: Vec<Account>,
+    list: Vec<Account>,
     /// Index + 1 of the account with each id below [`DENSE_IDS`]; 0: none.
     dense: Vec<u32>,
     /// The accounts with larger ids.
@@ -138,6 +163,71 @@ impl Accounts {
         self.list.push(Account::new(id));
         self.link(id, index);
         Ok(index)
+    }
+
+    /// The account at `index`.
+    #[inline(always)]
+    pub fn get(&self, index: u32) -> &Account {
+        &self.list[index as usize]
+    }
+
+    /// Every account, in opening order (the fee account first).
+    pub fn iter(&self) -> impl Iterator<Item = &Account> + '_ {
+        self.list.iter()
+    }
+
+    pub fn len(&self) -> usize {
+        self.list.len()
+    }
+
+    /// The account's risk controls, for the risk module to set, count and
+    /// drop (`None` for an account without any).
+    pub fn controls_mut(&mut self, index: u32) -> &mut Option<Box<AccountRisk>> {
+        &mut self.list[index as usize].risk
+    }
+
+    /// Files `sub` under `owner`; the family rules were checked.
+    pub fn link_sub(&mut self, sub: u32, owner: u32) {
+        self.list[sub as usize].owner = owner;
+        self.list[owner as usize].sub_accounts += 1;
+    }
+
+    /// Puts an open order at the head of its account's list of orders.
+    #[inline(always)]
+    pub fn link_order(&mut self, pool: &mut OrderPool, slot: u32) {
+        let account = &mut self.list[pool.get(slot).account as usize];
+        let old_head = account.orders_head;
+        account.orders_head = slot;
+        account.open_orders += 1;
+        let order = pool.get_mut(slot);
+        order.account_prev = NIL;
+        order.account_next = old_head;
+        if old_head != NIL {
+            pool.get_mut(old_head).account_prev = slot;
+        }
+    }
+
+    /// Takes a closed order (already out of the pool) off its account's
+    /// list of orders.
+    #[inline(always)]
+    pub fn unlink_order(&mut self, pool: &mut OrderPool, order: &Order) {
+        let account = &mut self.list[order.account as usize];
+        account.open_orders -= 1;
+        if order.account_prev == NIL {
+            account.orders_head = order.account_next;
+        } else {
+            pool.get_mut(order.account_prev).account_next = order.account_next;
+        }
+        if order.account_next != NIL {
+            pool.get_mut(order.account_next).account_prev = order.account_prev;
+        }
+    }
+
+    /// A balance to change by hand: for tests that break the state on
+    /// purpose.
+    #[cfg(test)]
+    pub fn balance_mut_for_test(&mut self, account: u32, asset: u32) -> &mut Balance {
+        self.list[account as usize].balance_mut(asset)
     }
 
     /// An account's balance of `asset` (zero if it never held any).

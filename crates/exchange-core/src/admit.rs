@@ -105,7 +105,7 @@ impl Engine {
             check_session_tif(inst.phase, place.tif)?;
         }
         // One test for the accounts without risk controls.
-        if let Some(risk) = self.accounts.list[account as usize].risk.as_deref() {
+        if let Some(risk) = self.accounts.get(account).risk() {
             risk.check_access(instrument)?;
         }
         Ok(Parties {
@@ -219,8 +219,8 @@ impl Engine {
         limit_price: Option<u64>,
         mut admitted: Admitted,
     ) -> Result<Admitted, RejectReason> {
-        let account = &self.accounts.list[admitted.account as usize];
-        if let Some(risk) = account.risk.as_deref() {
+        let account = &self.accounts.get(admitted.account);
+        if let Some(risk) = account.risk() {
             admitted.price = risk.check_order(
                 inst,
                 place.side,
@@ -228,7 +228,7 @@ impl Engine {
                 admitted.price,
                 admitted.lots,
                 rests(admitted.tif) || admitted.stop.is_some(),
-                account.open_orders,
+                account.open_orders(),
             )?;
         }
         Ok(admitted)
@@ -252,7 +252,7 @@ impl Engine {
         }
         admitted.oco_with = self.check_oco(place, account, instrument)?;
         if rests(admitted.tif) || admitted.stop.is_some() {
-            if self.accounts.list[account as usize].open_orders >= MAX_OPEN_ORDERS_PER_ACCOUNT {
+            if self.accounts.get(account).open_orders() >= MAX_OPEN_ORDERS_PER_ACCOUNT {
                 return Err(RejectReason::TooManyOpenOrders);
             }
             if self.orders.len() >= MAX_OPEN_ORDERS {

@@ -198,12 +198,13 @@ impl Engine {
     /// Returns the sum of every account's total per asset.
     fn audit_accounts(&self, tally: &Tally) -> Result<Vec<u128>, String> {
         let mut supply = vec![0u128; self.assets.len()];
-        for (index, acct) in self.accounts.list.iter().enumerate() {
+        for (index, acct) in self.accounts.iter().enumerate() {
             let index = index as u32;
-            if acct.open_orders != tally.per_account.get(&index).copied().unwrap_or(0) {
+            if acct.open_orders() != tally.per_account.get(&index).copied().unwrap_or(0) {
                 return Err(format!(
                     "account {} counts {} open orders",
-                    acct.id, acct.open_orders
+                    acct.id(),
+                    acct.open_orders()
                 ));
             }
             self.audit_access(index)?;
@@ -215,17 +216,18 @@ impl Engine {
     /// A suspended or tripped account has no open order where it may not
     /// trade.
     fn audit_access(&self, index: u32) -> Result<(), String> {
-        let acct = &self.accounts.list[index as usize];
-        let Some(risk) = acct.risk.as_deref() else {
+        let acct = &self.accounts.get(index);
+        let Some(risk) = acct.risk() else {
             return Ok(());
         };
-        let mut slot = acct.orders_head;
+        let mut slot = acct.orders_head();
         while slot != NIL {
             let o = self.orders.get(slot);
             if risk.check_access(o.instrument).is_err() {
                 return Err(format!(
                     "account {} is suspended or tripped but order {} is open",
-                    acct.id, o.id
+                    acct.id(),
+                    o.id
                 ));
             }
             slot = o.account_next;
@@ -236,18 +238,19 @@ impl Engine {
     /// Available never exceeds total, and the difference is what the
     /// account's orders reserve.
     fn audit_balances(&self, index: u32, tally: &Tally, supply: &mut [u128]) -> Result<(), String> {
-        let acct = &self.accounts.list[index as usize];
+        let acct = &self.accounts.get(index);
         if acct.balances().len() > self.assets.len() {
             return Err(format!(
                 "account {} holds an asset that does not exist",
-                acct.id
+                acct.id()
             ));
         }
         for (asset, b) in acct.balances().iter().enumerate() {
             if b.available > b.total {
                 return Err(format!(
                     "account {} asset {} available above total",
-                    acct.id, asset
+                    acct.id(),
+                    asset
                 ));
             }
             let held = tally
@@ -258,7 +261,7 @@ impl Engine {
             if u128::from(b.total - b.available) != held {
                 return Err(format!(
                     "account {} asset {}: total - available = {} but orders reserve {held}",
-                    acct.id,
+                    acct.id(),
                     self.assets[asset],
                     b.total - b.available
                 ));
@@ -270,17 +273,20 @@ impl Engine {
 
     /// Sub-accounts are one level deep and each owner counts its own.
     fn audit_sub_accounts(&self) -> Result<(), String> {
-        let mut subs = vec![0u32; self.accounts.list.len()];
-        for acct in &self.accounts.list {
-            if let Some(n) = subs.get_mut(acct.owner as usize) {
+        let mut subs = vec![0u32; self.accounts.len()];
+        for acct in self.accounts.iter() {
+            if let Some(n) = subs.get_mut(acct.owner() as usize) {
                 *n += 1;
             }
         }
-        for (acct, &subs) in self.accounts.list.iter().zip(&subs) {
-            let nested = acct.owner != NIL
-                && (acct.sub_accounts > 0 || self.accounts.list[acct.owner as usize].owner != NIL);
-            if subs != acct.sub_accounts || nested {
-                return Err(format!("account {} has inconsistent sub-accounts", acct.id));
+        for (acct, &subs) in self.accounts.iter().zip(&subs) {
+            let nested = acct.owner() != NIL
+                && (acct.sub_accounts() > 0 || self.accounts.get(acct.owner()).owner() != NIL);
+            if subs != acct.sub_accounts() || nested {
+                return Err(format!(
+                    "account {} has inconsistent sub-accounts",
+                    acct.id()
+                ));
             }
         }
         Ok(())
@@ -290,9 +296,8 @@ impl Engine {
     fn audit_mmp_count(&self) -> Result<(), String> {
         let mmp_configs: usize = self
             .accounts
-            .list
             .iter()
-            .filter_map(|a| a.risk.as_deref())
+            .filter_map(|a| a.risk())
             .map(|r| r.mmp.len())
             .sum();
         if mmp_configs != self.mmp_configs {

@@ -18,7 +18,7 @@ use crate::book::Book;
 use crate::closed::RecentlyClosed;
 use crate::instrument::Instrument;
 use crate::lookup::Lookup;
-use crate::orders::{Order, OrderPool, NIL};
+use crate::orders::{Order, OrderPool};
 use crate::sessions::Sessions;
 
 /// The account that collects fees and pays maker rebates. It may deposit
@@ -215,10 +215,10 @@ impl Engine {
 
     pub(crate) fn emit_balance(&mut self, out: &mut Vec<Event>, account: u32, asset: u32) {
         self.emit_with(out, |e| {
-            let acct = &e.accounts.list[account as usize];
+            let acct = &e.accounts.get(account);
             let balance = acct.balance(asset);
             EventKind::Balance(event::Balance {
-                account: acct.id,
+                account: acct.id(),
                 asset: e.assets[asset as usize],
                 total: balance.total,
                 available: balance.available,
@@ -335,18 +335,7 @@ impl Engine {
             old_by_client.is_none(),
             "client order id {coid} of order {id} is already open"
         );
-        let acct = &mut self.accounts.list[account as usize];
-        let old_head = acct.orders_head;
-        acct.orders_head = slot;
-        acct.open_orders += 1;
-        {
-            let order = self.orders.get_mut(slot);
-            order.account_prev = NIL;
-            order.account_next = old_head;
-        }
-        if old_head != NIL {
-            self.orders.get_mut(old_head).account_prev = slot;
-        }
+        self.accounts.link_order(&mut self.orders, slot);
     }
 
     /// Removes an order that is no longer on any book from every index and
@@ -364,16 +353,7 @@ impl Engine {
             order.id
         );
         if order.indexed {
-            let acct = &mut self.accounts.list[order.account as usize];
-            acct.open_orders -= 1;
-            if order.account_prev == NIL {
-                acct.orders_head = order.account_next;
-            } else {
-                self.orders.get_mut(order.account_prev).account_next = order.account_next;
-            }
-            if order.account_next != NIL {
-                self.orders.get_mut(order.account_next).account_prev = order.account_prev;
-            }
+            self.accounts.unlink_order(&mut self.orders, &order);
             // An index entry naming another slot would outlive this order and
             // resolve a later command to whatever reuses that slot.
             let by_id = self.order_by_id.remove(&order.id);

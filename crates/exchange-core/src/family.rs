@@ -18,7 +18,7 @@ impl Engine {
     /// The account at the top of `account`'s family (itself if it has no
     /// owner).
     fn family_root(&self, account: u32) -> u32 {
-        match self.accounts.list[account as usize].owner {
+        match self.accounts.get(account).owner() {
             NIL => account,
             owner => owner,
         }
@@ -36,24 +36,24 @@ impl Engine {
             }
             let (o, s) = (self.accounts.index(owner), self.accounts.index(sub));
             if let Some(o) = o {
-                let o = &self.accounts.list[o as usize];
-                if o.owner != NIL {
+                let o = &self.accounts.get(o);
+                if o.owner() != NIL {
                     return Err(RejectReason::InvalidSubAccount);
                 }
-                if o.sub_accounts >= MAX_SUB_ACCOUNTS {
+                if o.sub_accounts() >= MAX_SUB_ACCOUNTS {
                     return Err(RejectReason::TooManySubAccounts);
                 }
             }
             if let Some(s) = s {
-                let s = &self.accounts.list[s as usize];
-                if s.owner != NIL || s.sub_accounts > 0 {
+                let s = &self.accounts.get(s);
+                if s.owner() != NIL || s.sub_accounts() > 0 {
                     return Err(RejectReason::InvalidSubAccount);
                 }
             }
             // Both accounts are created if new; refuse before creating
             // either, so a refusal changes nothing.
             let new = usize::from(o.is_none()) + usize::from(s.is_none());
-            if self.accounts.list.len() + new > MAX_ACCOUNTS {
+            if self.accounts.len() + new > MAX_ACCOUNTS {
                 return Err(RejectReason::TooManyAccounts);
             }
             Ok(())
@@ -80,8 +80,7 @@ impl Engine {
                 return self.reject(out, "link_sub_account", subject, reason);
             }
         };
-        self.accounts.list[s as usize].owner = o;
-        self.accounts.list[o as usize].sub_accounts += 1;
+        self.accounts.link_sub(s, o);
         self.emit(
             out,
             EventKind::SubAccountLinked(event::SubAccountLinked { owner, sub }),

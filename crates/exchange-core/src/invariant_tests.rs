@@ -342,7 +342,7 @@ fn a_buyer_whose_total_goes_negative() {
     let mut engine = engine();
     place(&mut engine, 1, "b1", Side::Buy, "99", "0.0002");
     let usd = asset(&engine, "USD");
-    engine.accounts.list[1].balance_mut_for_test(usd).total = 0;
+    engine.accounts.balance_mut_for_test(1, usd).total = 0;
     place(&mut engine, 2, "s1", Side::Sell, "99", "0.0001");
 }
 
@@ -352,7 +352,7 @@ fn a_seller_whose_total_goes_negative() {
     let mut engine = engine();
     place(&mut engine, 2, "s1", Side::Sell, "100", "0.0002");
     let btc = asset(&engine, "BTC");
-    engine.accounts.list[2].balance_mut_for_test(btc).total = 0;
+    engine.accounts.balance_mut_for_test(2, btc).total = 0;
     place(&mut engine, 1, "b1", Side::Buy, "100", "0.0001");
 }
 
@@ -381,7 +381,7 @@ fn a_release_above_the_total() {
     let mut engine = engine();
     place(&mut engine, 1, "b1", Side::Buy, "99", "0.0002");
     let usd = asset(&engine, "USD");
-    let balance = engine.accounts.list[1].balance_mut_for_test(usd);
+    let balance = engine.accounts.balance_mut_for_test(1, usd);
     balance.total = balance.available;
     cancel(&mut engine, 1, "b1");
 }
@@ -406,12 +406,8 @@ fn a_withdrawal_beyond_the_total() {
     );
     let usd = asset(&engine, "USD");
     let account = engine.accounts.index(9).expect("account 9");
-    engine.accounts.list[account as usize]
-        .balance_mut_for_test(usd)
-        .total = 50;
-    engine.accounts.list[account as usize]
-        .balance_mut_for_test(usd)
-        .available = 100;
+    engine.accounts.balance_mut_for_test(account, usd).total = 50;
+    engine.accounts.balance_mut_for_test(account, usd).available = 100;
     run(
         &mut engine,
         Command::Withdraw(transfer(9, "USD", "0.0000006")),

@@ -363,7 +363,7 @@ impl Engine {
             let order = e.orders.get(slot);
             let inst = &e.instruments[order.instrument as usize];
             EventKind::Canceled(event::Canceled {
-                account: e.accounts.list[order.account as usize].id,
+                account: e.accounts.get(order.account).id(),
                 order_id: order.id,
                 client_order_id: order.client_order_id,
                 symbol: inst.symbol,

@@ -173,7 +173,7 @@ impl Engine {
             // the time in force it already passed.
             Engine::check_phase_place(inst.phase, exchange_types::TimeInForce::Gtc, false)?;
         }
-        if let Some(risk) = self.accounts.list[order.account as usize].risk.as_deref() {
+        if let Some(risk) = self.accounts.get(order.account).risk() {
             risk.check_access(order.instrument)?;
         }
         Ok(())
@@ -254,7 +254,7 @@ impl Engine {
         if qty > order.filled && inst.below_min_notional(price, qty) {
             return Err(RejectReason::NotionalBelowMinimum);
         }
-        if let Some(risk) = self.accounts.list[order.account as usize].risk.as_deref() {
+        if let Some(risk) = self.accounts.get(order.account).risk() {
             risk.check_replace(inst, (order.price, order.qty), (price, qty))?;
         }
         if let Some(new) = terms.new_client_order_id {
@@ -335,7 +335,7 @@ impl Engine {
         self.emit_with(out, |e| {
             let inst = &e.instruments[instrument as usize];
             EventKind::Replaced(event::Replaced {
-                account: e.accounts.list[account as usize].id,
+                account: e.accounts.get(account).id(),
                 order_id,
                 old_client_order_id,
                 client_order_id: plan.new_client_order_id.unwrap_or(old_client_order_id),

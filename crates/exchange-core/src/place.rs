@@ -205,7 +205,7 @@ impl Engine {
         self.emit_with(out, |e| {
             let inst = &e.instruments[order.instrument as usize];
             EventKind::Expired(event::Expired {
-                account: e.accounts.list[order.account as usize].id,
+                account: e.accounts.get(order.account).id(),
                 order_id: order.id,
                 client_order_id: order.client_order_id,
                 symbol: inst.symbol,

@@ -109,8 +109,8 @@ impl Engine {
             Some(funds),
         );
         admitted.lots = walk.traded_lots;
-        let account = &self.accounts.list[admitted.account as usize];
-        if let (Some(risk), true) = (account.risk.as_deref(), admitted.lots > 0) {
+        let account = &self.accounts.get(admitted.account);
+        if let (Some(risk), true) = (account.risk(), admitted.lots > 0) {
             risk.check_order(
                 &self.instruments[admitted.instrument as usize],
                 place.side,
@@ -118,7 +118,7 @@ impl Engine {
                 admitted.price,
                 admitted.lots,
                 false,
-                account.open_orders,
+                account.open_orders(),
             )?;
         }
         let quote = self.instruments[admitted.instrument as usize].quote;

@@ -62,14 +62,14 @@ impl Engine {
 
     /// The account's risk controls, created empty if it has none.
     fn risk_mut(&mut self, account: u32) -> &mut AccountRisk {
-        self.accounts.list[account as usize]
-            .risk
+        self.accounts
+            .controls_mut(account)
             .get_or_insert_with(Box::default)
     }
 
     /// Drops an account's risk controls once they hold nothing.
     fn tidy_risk(&mut self, account: u32) {
-        let slot = &mut self.accounts.list[account as usize].risk;
+        let slot = self.accounts.controls_mut(account);
         if slot.as_deref().is_some_and(AccountRisk::is_empty) {
             *slot = None;
         }
@@ -158,9 +158,9 @@ impl Engine {
 
     /// Whether the account (an index) is suspended.
     pub(crate) fn is_suspended(&self, account: u32) -> bool {
-        self.accounts.list[account as usize]
-            .risk
-            .as_deref()
+        self.accounts
+            .get(account)
+            .risk()
             .is_some_and(|r| r.suspended)
     }
 
@@ -174,7 +174,7 @@ impl Engine {
         out: &mut Vec<Event>,
     ) -> u32 {
         let mut victims = Vec::new();
-        let mut slot = self.accounts.list[account as usize].orders_head;
+        let mut slot = self.accounts.get(account).orders_head();
         while slot != NIL {
             let order = self.orders.get(slot);
             if instrument.is_none_or(|i| i == order.instrument) {
@@ -209,7 +209,7 @@ impl Engine {
             let existing = self
                 .accounts
                 .index(set.account)
-                .and_then(|a| self.accounts.list[a as usize].risk.as_deref())
+                .and_then(|a| self.accounts.get(a).risk())
                 .is_some_and(|r| r.mmp(instrument).is_some());
             let removing = max_qty.is_none() && set.max_count.is_none();
             if removing && !existing {
@@ -226,8 +226,9 @@ impl Engine {
             Err(reason) => return self.reject(out, "set_mmp", subject, reason),
         };
         // The field, not `risk_mut`, so the config count stays reachable.
-        let risk = self.accounts.list[account as usize]
-            .risk
+        let risk = self
+            .accounts
+            .controls_mut(account)
             .get_or_insert_with(Box::default);
         let at = risk.mmp.binary_search_by_key(&instrument, |m| m.instrument);
         let state = match (at, removing) {
@@ -270,7 +271,7 @@ impl Engine {
             return self.reject(out, "reset_mmp", subject, RejectReason::UnknownInstrument);
         };
         let entry = self.accounts.index(id).and_then(|a| {
-            let risk = self.accounts.list[a as usize].risk.as_deref_mut()?;
+            let risk = self.accounts.controls_mut(a).as_deref_mut()?;
             let i = risk
                 .mmp
                 .binary_search_by_key(&instrument, |m| m.instrument)
@@ -302,7 +303,7 @@ impl Engine {
         lots: u64,
         out: &mut Vec<Event>,
     ) {
-        let Some(risk) = self.accounts.list[account as usize].risk.as_deref_mut() else {
+        let Some(risk) = self.accounts.controls_mut(account).as_deref_mut() else {
             return;
         };
         let Ok(i) = risk.mmp.binary_search_by_key(&instrument, |m| m.instrument) else {
@@ -318,7 +319,7 @@ impl Engine {
         self.emit_with(out, |e| {
             let inst = &e.instruments[instrument as usize];
             EventKind::Mmp(event::Mmp {
-                account: e.accounts.list[account as usize].id,
+                account: e.accounts.get(account).id(),
                 symbol: inst.symbol,
                 state: MmpState::Tripped {
                     filled_qty: filled,

@@ -127,11 +127,11 @@ impl Engine {
     /// Every non-empty balance, by account id then asset code.
     pub fn balances(&self) -> Vec<BalanceView> {
         let mut all = Vec::new();
-        for acct in &self.accounts.list {
+        for acct in self.accounts.iter() {
             for (asset, b) in acct.balances().iter().enumerate() {
                 if b.total > 0 || b.available > 0 {
                     all.push(BalanceView {
-                        account: acct.id,
+                        account: acct.id(),
                         asset: self.assets[asset],
                         total: b.total,
                         available: b.available,
@@ -144,7 +144,7 @@ impl Engine {
     }
 
     pub fn balance(&self, account: AccountId, asset: &AssetCode) -> Option<(u64, u64)> {
-        let acct = &self.accounts.list[self.accounts.index(account)? as usize];
+        let acct = self.accounts.get(self.accounts.index(account)?);
         let b = acct.balance(*self.asset_by_code.get(asset)?);
         Some((b.total, b.available))
     }
@@ -180,7 +180,7 @@ impl Engine {
         let inst = &self.instruments[o.instrument as usize];
         OrderView {
             order_id: o.id,
-            account: self.accounts.list[o.account as usize].id,
+            account: self.accounts.get(o.account).id(),
             client_order_id: o.client_order_id,
             symbol: inst.symbol,
             side: o.side,

@@ -8,9 +8,9 @@ use crate::accounts::{Account, Balance};
 use crate::engine::Engine;
 
 pub(super) fn write_accounts(w: &mut Writer, e: &Engine) {
-    w.u64(e.accounts.list.len() as u64);
-    for acct in &e.accounts.list {
-        w.u64(acct.id);
+    w.u64(e.accounts.len() as u64);
+    for acct in e.accounts.iter() {
+        w.u64(acct.id());
         w.u64(acct.balances().len() as u64);
         for b in acct.balances() {
             w.u64(b.total);
@@ -36,7 +36,7 @@ pub(super) fn read_accounts(r: &mut Reader, e: &mut Engine) -> Result<(), Snapsh
         }
         e.accounts.push_restored(Account::restored(id, balances));
     }
-    if e.accounts.list.first().map(|a| a.id) != Some(crate::engine::FEE_ACCOUNT) {
+    if e.accounts.iter().next().map(|a| a.id()) != Some(crate::engine::FEE_ACCOUNT) {
         return Err(SnapshotError::Invalid("fee account"));
     }
     Ok(())

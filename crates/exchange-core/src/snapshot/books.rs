@@ -44,7 +44,7 @@ pub(super) fn read_books(r: &mut Reader, e: &mut Engine) -> Result<Vec<u64>, Sna
         if iceberg {
             icebergs_marked.push(id);
         }
-        if account as usize >= e.accounts.list.len()
+        if account as usize >= e.accounts.len()
             || instrument as usize >= e.instruments.len()
             || order.filled >= order.qty
             || e.order_by_id.contains_key(&id)

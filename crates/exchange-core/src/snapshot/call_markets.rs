@@ -32,7 +32,7 @@ pub(crate) fn read_section(r: &mut Reader, e: &mut Engine) -> Result<(), Snapsho
     for _ in 0..count {
         let (mut order, iceberg) = read_order(r)?;
         if iceberg
-            || order.account as usize >= e.accounts.list.len()
+            || order.account as usize >= e.accounts.len()
             || order.instrument as usize >= e.instruments.len()
             || order.filled >= order.qty
             || e.order_by_id.contains_key(&order.id)

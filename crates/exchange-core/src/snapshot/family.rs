@@ -9,9 +9,9 @@ use crate::orders::NIL;
 
 pub(super) fn write_family(w: &mut Writer, e: &Engine) {
     let owned: Vec<(u32, u32)> = (0u32..)
-        .zip(&e.accounts.list)
-        .filter(|(_, a)| a.owner != NIL)
-        .map(|(index, a)| (index, a.owner))
+        .zip(e.accounts.iter())
+        .filter(|(_, a)| a.owner() != NIL)
+        .map(|(index, a)| (index, a.owner()))
         .collect();
     if owned.is_empty() {
         return;
@@ -32,7 +32,7 @@ pub(super) fn read_family(r: &mut Reader, e: &mut Engine) -> Result<(), Snapshot
     if count == 0 {
         return invalid;
     }
-    let len = e.accounts.list.len() as u32;
+    let len = e.accounts.len() as u32;
     let mut last = None;
     for _ in 0..count {
         let (sub, owner) = (r.u32()?, r.u32()?);
@@ -43,13 +43,12 @@ pub(super) fn read_family(r: &mut Reader, e: &mut Engine) -> Result<(), Snapshot
             return invalid;
         }
         last = Some(sub);
-        e.accounts.list[sub as usize].owner = owner;
-        e.accounts.list[owner as usize].sub_accounts += 1;
+        e.accounts.link_sub(sub, owner);
     }
-    for account in &e.accounts.list {
-        let nested = account.owner != NIL
-            && (account.sub_accounts > 0 || e.accounts.list[account.owner as usize].owner != NIL);
-        if nested || account.sub_accounts > MAX_SUB_ACCOUNTS {
+    for account in e.accounts.iter() {
+        let nested = account.owner() != NIL
+            && (account.sub_accounts() > 0 || e.accounts.get(account.owner()).owner() != NIL);
+        if nested || account.sub_accounts() > MAX_SUB_ACCOUNTS {
             return invalid;
         }
     }

@@ -17,10 +17,9 @@ fn opt_u32(v: Option<u32>) -> Option<u64> {
 pub(super) fn write_risk(w: &mut Writer, e: &Engine) {
     let with_risk: Vec<_> = e
         .accounts
-        .list
         .iter()
         .enumerate()
-        .filter_map(|(index, a)| Some((index as u32, a.risk.as_deref()?)))
+        .filter_map(|(index, a)| Some((index as u32, a.risk()?)))
         .collect();
     if with_risk.is_empty() {
         return;
@@ -83,7 +82,7 @@ pub(super) fn read_risk(r: &mut Reader, e: &mut Engine) -> Result<(), SnapshotEr
     let mut last_account = None;
     for _ in 0..accounts {
         let index = r.u32()?;
-        if index as usize >= e.accounts.list.len() || last_account.is_some_and(|l| l >= index) {
+        if index as usize >= e.accounts.len() || last_account.is_some_and(|l| l >= index) {
             return invalid("risk account");
         }
         last_account = Some(index);
@@ -110,7 +109,7 @@ pub(super) fn read_risk(r: &mut Reader, e: &mut Engine) -> Result<(), SnapshotEr
         if risk.is_empty() {
             return invalid("empty risk controls");
         }
-        e.accounts.list[index as usize].risk = Some(Box::new(risk));
+        *e.accounts.controls_mut(index) = Some(Box::new(risk));
     }
     Ok(())
 }

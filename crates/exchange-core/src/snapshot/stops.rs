@@ -63,7 +63,7 @@ pub(crate) fn read_section(r: &mut Reader, e: &mut Engine) -> Result<(), Snapsho
         };
         let (id, account, instrument, side) =
             (order.id, order.account, order.instrument, order.side);
-        if account as usize >= e.accounts.list.len()
+        if account as usize >= e.accounts.len()
             || instrument as usize >= e.instruments.len()
             || order.filled != 0
             || order.qty == 0

@@ -358,7 +358,7 @@ impl Engine {
             let order = e.orders.get(slot);
             let inst = &e.instruments[info.instrument as usize];
             EventKind::Triggered(event::Triggered {
-                account: e.accounts.list[order.account as usize].id,
+                account: e.accounts.get(order.account).id(),
                 order_id: order.id,
                 client_order_id: order.client_order_id,
                 symbol: inst.symbol,
