@@ -12,7 +12,10 @@ use exchange_types::event::{
     Indicative, InstrumentAdded, InstrumentRules, MassCanceled, Mmp, PhaseChanged, Rejected,
     Replaced, RiskLimits, Status, SubAccountLinked, Trade, Triggered,
 };
-use exchange_types::{Event, EventKind, MmpState, TrailingUnits, AMOUNT_SCALE, UNITS_PER_WHOLE};
+use exchange_types::{
+    AccountId, ClientOrderId, Event, EventKind, MmpState, OrderId, Symbol, TrailingUnits,
+    AMOUNT_SCALE, UNITS_PER_WHOLE,
+};
 
 /// The `,"name":` that starts a member after the first.
 macro_rules! key {
@@ -188,10 +191,12 @@ impl EncodeFields for Trade {
 impl EncodeFields for Canceled {
     #[inline]
     fn encode_fields(&self, o: &mut Obj<'_>) {
-        o.uint(key!("account"), self.account);
-        o.uint(key!("order_id"), self.order_id);
-        o.str(key!("client_order_id"), self.client_order_id.as_str());
-        o.str(key!("symbol"), self.symbol.as_str());
+        o.order(
+            self.account,
+            self.order_id,
+            &self.client_order_id,
+            &self.symbol,
+        );
         o.str(key!("reason"), self.reason.as_str());
         o.units(key!("canceled_qty"), self.canceled_qty);
         o.units(key!("filled_qty"), self.filled_qty);
@@ -222,10 +227,12 @@ impl EncodeFields for Replaced {
 impl EncodeFields for Expired {
     #[inline]
     fn encode_fields(&self, o: &mut Obj<'_>) {
-        o.uint(key!("account"), self.account);
-        o.uint(key!("order_id"), self.order_id);
-        o.str(key!("client_order_id"), self.client_order_id.as_str());
-        o.str(key!("symbol"), self.symbol.as_str());
+        o.order(
+            self.account,
+            self.order_id,
+            &self.client_order_id,
+            &self.symbol,
+        );
         o.units(key!("expired_qty"), self.expired_qty);
         o.units(key!("filled_qty"), self.filled_qty);
     }
@@ -377,10 +384,12 @@ impl EncodeFields for Auction {
 impl EncodeFields for Triggered {
     #[inline]
     fn encode_fields(&self, o: &mut Obj<'_>) {
-        o.uint(key!("account"), self.account);
-        o.uint(key!("order_id"), self.order_id);
-        o.str(key!("client_order_id"), self.client_order_id.as_str());
-        o.str(key!("symbol"), self.symbol.as_str());
+        o.order(
+            self.account,
+            self.order_id,
+            &self.client_order_id,
+            &self.symbol,
+        );
         o.units(key!("stop_price"), self.stop_price);
         o.units(key!("last_price"), self.last_price);
         o.units(key!("qty"), self.qty);
@@ -426,6 +435,22 @@ struct Obj<'a> {
 }
 
 impl Obj<'_> {
+    /// The fields that name an order, in the order every order event
+    /// writes them.
+    #[inline]
+    fn order(
+        &mut self,
+        account: AccountId,
+        order_id: OrderId,
+        client_order_id: &ClientOrderId,
+        symbol: &Symbol,
+    ) {
+        self.uint(key!("account"), account);
+        self.uint(key!("order_id"), order_id);
+        self.str(key!("client_order_id"), client_order_id.as_str());
+        self.str(key!("symbol"), symbol.as_str());
+    }
+
     /// `key` is a member's `,"name":` prefix, built by `key!`.
     #[inline]
     fn key(&mut self, key: &str) {
