@@ -12,7 +12,7 @@
 //! 5. **match** (`matching.rs` continuously, `call_market.rs` and
 //!    `phase.rs` in a call);
 //! 6. **settle** (`settle.rs`): each fill's balances, fees and levels, then
-//!    the stops it triggers (`stops.rs`, after the command).
+//!    the stops it triggers (`stops/`, after the command).
 //!
 //! The first three only read, so a rejected order leaves no trace but its
 //! `rejected` event; from acceptance on nothing can refuse it.

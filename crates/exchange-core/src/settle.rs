@@ -12,7 +12,7 @@
 //! 7. the **maker** closed when done, or its iceberg refilled.
 //!
 //! Stops that the trade triggers are handled after the command
-//! (`stops.rs`), so settlement never re-enters matching.
+//! (`stops/`), so settlement never re-enters matching.
 //!
 //! Asserted in release builds, since a wrong answer would move funds that
 //! are not there: a limit buy's reservation pays for every fill and, after

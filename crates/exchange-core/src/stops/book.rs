@@ -3,7 +3,7 @@
 //! (reversed stop price, order id), so the next to trigger is first; each
 //! stop's trigger details by order id; and the pairs.
 //!
-//! Data only: entry, triggering and pairs are `stops.rs`.
+//! Data only: entry, triggering and pairs are `stops/mod.rs`.
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet};

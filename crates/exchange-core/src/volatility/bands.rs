@@ -2,7 +2,7 @@
 //! dynamic bands and its interruption, and the bounds a listing may set.
 //!
 //! Data only: what the engine does with it (checking a trade, starting and
-//! ending an interruption) is `volatility.rs`, which also gives the rules'
+//! ending an interruption) is `volatility/mod.rs`, which also gives the rules'
 //! sources.
 
 use std::collections::BTreeMap;
