@@ -52,7 +52,7 @@ struct Closed {
     order_id: OrderId,
 }
 
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub(crate) struct RecentlyClosed {
     ring: VecDeque<Closed>,
     /// Entries ever pushed (mod 2^32); the front of the ring is entry
@@ -61,10 +61,26 @@ pub(crate) struct RecentlyClosed {
     buckets: Box<[Bucket]>,
 }
 
+/// A copy keeps the ring's whole capacity, as `default` reserves it.
+impl Clone for RecentlyClosed {
+    fn clone(&self) -> Self {
+        let mut ring = VecDeque::with_capacity(RECENTLY_CLOSED_CAPACITY);
+        ring.extend(self.ring.iter().cloned());
+        RecentlyClosed {
+            ring,
+            pushed: self.pushed,
+            buckets: self.buckets.clone(),
+        }
+    }
+}
+
 impl Default for RecentlyClosed {
     fn default() -> Self {
         RecentlyClosed {
-            ring: VecDeque::new(),
+            // Reserved whole, once: grown by doubling, the ring was copied
+            // inside the command that filled it (0.2-0.9 ms at 16k, 32k and
+            // 64k entries).
+            ring: VecDeque::with_capacity(RECENTLY_CLOSED_CAPACITY),
             pushed: 0,
             buckets: vec![Bucket([Way::default(); WAYS]); BUCKETS].into_boxed_slice(),
         }

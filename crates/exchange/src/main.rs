@@ -16,7 +16,10 @@ use anyhow::Context;
 
 /// mimalloc's thread-local free lists suit the server's pattern: buffers
 /// allocated on one thread (a gateway worker) and freed on another (the
-/// core or the reporter).
+/// core or the reporter). Built without transparent huge pages
+/// (`no_thp`): faulting in a fresh huge page stalled the core thread for
+/// 6-7 ms inside one command (`bench engine`'s max); on a host whose THP
+/// mode is `always` rather than `madvise`, run with `MIMALLOC_ALLOW_THP=0`.
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
