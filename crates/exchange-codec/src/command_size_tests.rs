@@ -5,8 +5,8 @@
 
 use exchange_types::ids::InlineStr;
 use exchange_types::limits::{
-    MAX_ASSET_LEN, MAX_CLIENT_ORDER_ID_LEN, MAX_DECIMAL_LEN, MAX_DECIMAL_PLACES,
-    MAX_ENCODED_COMMAND_BYTES, MAX_SYMBOL_LEN,
+    MAX_ASSET_LEN, MAX_CLIENT_ORDER_ID_LEN, MAX_DECIMAL_LEN, MAX_ENCODED_COMMAND_BYTES,
+    MAX_SYMBOL_LEN,
 };
 use exchange_types::{
     AddInstrument, Cancel, Command, Dec, InternalTransfer, MassCancel, OrderRef, OrderType, Phase,
@@ -16,21 +16,8 @@ use exchange_types::{
 use proptest::prelude::*;
 
 use super::encode_command;
+use crate::strategies::{command, longest_dec, longest_id, wide_u64};
 use crate::{decode_command, COMMAND_NAMES};
-
-/// `N` double quotes: each is escaped, so no id of `N` characters makes a
-/// longer JSON string.
-fn longest_id<const N: usize>() -> InlineStr<N> {
-    InlineStr::new(&"\"".repeat(N)).unwrap()
-}
-
-/// The longest text a parsed decimal is written as: a sign, `0.` and every
-/// place there may be.
-fn longest_dec() -> Dec {
-    let dec = Dec::parse(&format!("-0.{}1", "0".repeat(MAX_DECIMAL_PLACES - 1))).unwrap();
-    assert_eq!(dec.text().as_str().len(), MAX_DECIMAL_LEN);
-    dec
-}
 
 /// The widest value of each kind of field: every id all escapes and every
 /// number at its widest.
@@ -46,7 +33,11 @@ struct Widest {
 impl Widest {
     fn new() -> Self {
         Widest {
-            dec: longest_dec(),
+            dec: {
+                let dec = longest_dec();
+                assert_eq!(dec.text().as_str().len(), MAX_DECIMAL_LEN);
+                dec
+            },
             coid: longest_id(),
             symbol: longest_id(),
             asset: longest_id(),
@@ -173,7 +164,7 @@ impl Widest {
 /// For each kind of command, the one with the longest line: every optional
 /// field present, every id all escapes, every number at its widest and
 /// every choice at its longest name.
-fn largest_commands() -> Vec<Stamped> {
+pub(crate) fn largest_commands() -> Vec<Stamped> {
     let widest = Widest::new();
     let Widest {
         dec,
@@ -254,238 +245,6 @@ fn the_largest_command_of_each_kind_fits_the_bound_and_reads_back() {
         );
         assert_eq!(decode_command(&line).as_ref(), Ok(command), "{line}");
     }
-}
-
-// The strategies below pick each field's widest value half the time, so
-// that a line near the longest of its kind comes up often: one longer
-// than the commands above means those are not the longest after all.
-
-fn id<const N: usize>() -> impl Strategy<Value = InlineStr<N>> {
-    prop_oneof![
-        Just(longest_id::<N>()),
-        proptest::string::string_regex(&format!("[!-~]{{1,{N}}}"))
-            .unwrap()
-            .prop_map(|text| InlineStr::new(&text).unwrap()),
-    ]
-}
-
-/// Decimals as a gateway reads them, written back as the log keeps them.
-fn dec() -> impl Strategy<Value = Dec> {
-    prop_oneof![
-        Just(longest_dec()),
-        prop_oneof!["-?[0-9]{1,20}(\\.[0-9]{1,20})?", "-?0?\\.0{0,36}[1-9]{1,2}"]
-            .prop_filter_map("not a decimal", |text| {
-                Dec::parse(&text).ok().map(Dec::normalized)
-            }),
-    ]
-}
-
-fn wide_u64() -> impl Strategy<Value = u64> {
-    prop_oneof![Just(u64::MAX), any::<u64>()]
-}
-
-fn wide_i32() -> impl Strategy<Value = i32> {
-    prop_oneof![Just(i32::MIN), any::<i32>()]
-}
-
-fn option<S: Strategy>(inner: S) -> impl Strategy<Value = Option<S::Value>> {
-    proptest::option::weighted(0.75, inner)
-}
-
-fn order_ref() -> impl Strategy<Value = OrderRef> {
-    prop_oneof![
-        wide_u64().prop_map(OrderRef::Id),
-        id().prop_map(OrderRef::Client)
-    ]
-}
-
-fn transfer() -> impl Strategy<Value = Transfer> {
-    (wide_u64(), id(), dec()).prop_map(|(account, asset, amount)| Transfer {
-        account,
-        asset,
-        amount,
-    })
-}
-
-fn add_instrument_command() -> impl Strategy<Value = Command> {
-    (
-        (id(), id(), id(), dec(), dec()),
-        option(dec()),
-        option(dec()),
-        option(any::<u32>()),
-        option(dec()),
-        wide_i32(),
-        wide_i32(),
-    )
-        .prop_map(
-            |(
-                (symbol, base, quote, tick_size, lot_size),
-                min_qty,
-                max_qty,
-                collar_bps,
-                reference_price,
-                maker_fee_bps,
-                taker_fee_bps,
-            )| {
-                Command::AddInstrument(Box::new(AddInstrument {
-                    symbol,
-                    base,
-                    quote,
-                    tick_size,
-                    lot_size,
-                    min_qty,
-                    max_qty,
-                    collar_bps,
-                    reference_price,
-                    maker_fee_bps,
-                    taker_fee_bps,
-                    min_notional: None,
-                    static_band_bps: None,
-                    dynamic_band_bps: None,
-                    volatility_auction_ns: None,
-                }))
-            },
-        )
-}
-
-fn place_command() -> impl Strategy<Value = Command> {
-    (
-        (wide_u64(), id(), id(), any::<bool>(), any::<bool>()),
-        (option(dec()), dec()),
-        (0..3usize, any::<bool>(), 0..4usize),
-    )
-        .prop_map(
-            |(
-                (account, client_order_id, symbol, sell, market),
-                (price, qty),
-                (tif, post_only, stp),
-            )| {
-                Command::Place(Place {
-                    account,
-                    client_order_id,
-                    symbol,
-                    side: if sell { Side::Sell } else { Side::Buy },
-                    order_type: if market {
-                        OrderType::Market
-                    } else {
-                        OrderType::Limit
-                    },
-                    price,
-                    qty,
-                    tif: [TimeInForce::Gtc, TimeInForce::Ioc, TimeInForce::Fok][tif],
-                    post_only,
-                    stp: [
-                        SelfTradePrevention::CancelNewest,
-                        SelfTradePrevention::CancelOldest,
-                        SelfTradePrevention::CancelBoth,
-                        SelfTradePrevention::Decrement,
-                    ][stp],
-                    ext: None,
-                })
-            },
-        )
-}
-
-fn replace_command() -> impl Strategy<Value = Command> {
-    (
-        wide_u64(),
-        order_ref(),
-        option(id()),
-        option(dec()),
-        option(dec()),
-        option(dec()),
-    )
-        .prop_map(
-            |(account, order, new_client_order_id, price, qty, stop_price)| {
-                Command::replace(
-                    Replace {
-                        account,
-                        order,
-                        new_client_order_id,
-                        price,
-                        qty,
-                    },
-                    stop_price,
-                )
-            },
-        )
-}
-
-fn set_risk_limits_command() -> impl Strategy<Value = Command> {
-    (
-        wide_u64(),
-        option(dec()),
-        option(dec()),
-        option(any::<u32>()),
-        option(any::<u32>()),
-    )
-        .prop_map(|(account, qty, notional, open, band)| {
-            Command::SetRiskLimits(Box::new(SetRiskLimits {
-                account,
-                max_order_qty: qty,
-                max_order_notional: notional,
-                max_open_orders: open,
-                price_band_bps: band,
-            }))
-        })
-}
-
-fn set_mmp_command() -> impl Strategy<Value = Command> {
-    (
-        wide_u64(),
-        id(),
-        wide_u64(),
-        option(dec()),
-        option(any::<u32>()),
-    )
-        .prop_map(|(account, symbol, window_ns, max_qty, max_count)| {
-            Command::SetMmp(Box::new(SetMmp {
-                account,
-                symbol,
-                window_ns,
-                max_qty,
-                max_count,
-            }))
-        })
-}
-
-fn internal_transfer_command() -> impl Strategy<Value = Command> {
-    (wide_u64(), wide_u64(), id(), dec()).prop_map(|(from, to, asset, amount)| {
-        Command::InternalTransfer(InternalTransfer {
-            from,
-            to,
-            asset,
-            amount,
-        })
-    })
-}
-
-fn command() -> impl Strategy<Value = Command> {
-    prop_oneof![
-        add_instrument_command(),
-        transfer().prop_map(Command::Deposit),
-        transfer().prop_map(Command::Withdraw),
-        place_command(),
-        (wide_u64(), order_ref())
-            .prop_map(|(account, order)| Command::Cancel(Cancel { account, order })),
-        replace_command(),
-        (wide_u64(), option(id()))
-            .prop_map(|(account, symbol)| Command::MassCancel(MassCancel { account, symbol })),
-        id().prop_map(|symbol| Command::Halt { symbol }),
-        id().prop_map(|symbol| Command::Resume { symbol }),
-        (id(), 0..Phase::ALL.len()).prop_map(|(symbol, phase)| Command::SetPhase {
-            symbol,
-            phase: Phase::ALL[phase],
-        }),
-        Just(Command::Tick),
-        set_risk_limits_command(),
-        wide_u64().prop_map(|account| Command::Suspend { account }),
-        wide_u64().prop_map(|account| Command::Reinstate { account }),
-        set_mmp_command(),
-        (wide_u64(), id()).prop_map(|(account, symbol)| Command::ResetMmp { account, symbol }),
-        (wide_u64(), wide_u64()).prop_map(|(owner, sub)| Command::LinkSubAccount { owner, sub }),
-        internal_transfer_command(),
-    ]
 }
 
 proptest! {

@@ -398,4 +398,4 @@ mod tests {
 
 #[cfg(test)]
 #[path = "command_size_tests.rs"]
-mod size_tests;
+pub(crate) mod size_tests;

@@ -20,11 +20,14 @@
 //! Events are written by hand in a fixed field order, so the same events
 //! always give the same bytes.
 
+pub mod binary;
 mod decode;
 mod encode;
 mod encode_command;
 mod raw;
 mod state;
+#[cfg(test)]
+mod strategies;
 
 use exchange_types::limits::MAX_COMMAND_BYTES;
 use thiserror::Error;

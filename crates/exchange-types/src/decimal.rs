@@ -103,6 +103,17 @@ impl Dec {
         }
     }
 
+    /// `-magnitude * 10^-scale` when `negative`, else `magnitude *
+    /// 10^-scale`: a decimal from its parts as a binary message carries
+    /// them. Zero is never negative.
+    pub const fn from_sign_parts(magnitude: u64, scale: u8, negative: bool) -> Self {
+        Dec {
+            magnitude,
+            scale,
+            negative: negative && magnitude != 0,
+        }
+    }
+
     /// A whole amount of units as a decimal (scale [`AMOUNT_SCALE`]).
     pub const fn from_units(units: u64) -> Self {
         Dec {
