@@ -50,11 +50,44 @@ pub fn for_each_committed<E: From<JournalError>>(
     dir: &Path,
     from: u64,
     through: u64,
-    mut each: impl FnMut(Entry) -> Result<(), E>,
+    each: impl FnMut(Entry) -> Result<(), E>,
 ) -> Result<(), E> {
     if from > through {
         return Ok(());
     }
+    let next = walk(dir, from, through, each)?;
+    if next > through {
+        return Ok(());
+    }
+    Err(JournalError::Corrupt {
+        path: dir.to_path_buf(),
+        offset: 0,
+        reason: format!("entry {next} is not in the journal yet"),
+    }
+    .into())
+}
+
+/// Calls `each` with every entry the journal in `dir` holds, oldest
+/// first, and returns how many there were. For a journal no process
+/// writes to (a record being appended reads as a torn one).
+pub fn for_each_entry<E: From<JournalError>>(
+    dir: &Path,
+    each: impl FnMut(Entry) -> Result<(), E>,
+) -> Result<u64, E> {
+    let Some(first) = first_index(dir)? else {
+        return Ok(0);
+    };
+    Ok(walk(dir, first, u64::MAX, each)? - first)
+}
+
+/// Walks the entries `from..=through` that are on disk, in order, and
+/// returns the index after the last one given to `each`.
+fn walk<E: From<JournalError>>(
+    dir: &Path,
+    from: u64,
+    through: u64,
+    mut each: impl FnMut(Entry) -> Result<(), E>,
+) -> Result<u64, E> {
     let all = segments(dir)?;
     let missing = |reason: String| JournalError::Corrupt {
         path: dir.to_path_buf(),
@@ -100,8 +133,8 @@ pub fn for_each_committed<E: From<JournalError>>(
             }
         }
         if next > through {
-            return Ok(());
+            return Ok(next);
         }
     }
-    Err(missing(format!("entry {next} is not in the journal yet")).into())
+    Ok(next)
 }

@@ -1,11 +1,16 @@
 //! What goes into the log: trading commands for the core, and the gateway
 //! facts that must survive and replicate with them (API keys).
 //!
-//! An entry is one JSON object: a core command in the replay format
-//! (`"cmd": "place"`, ...), or one of the key commands: `create_account`,
-//! `create_api_key`, `revoke_api_key`, `rotate_api_key`. Keeping the log in
-//! the same vocabulary as `exchange replay` means a journal can be read,
-//! diffed and replayed with the ordinary tools.
+//! An entry is a core command in the binary encoding
+//! ([`exchange_codec::binary`]), or one of the key commands as a JSON
+//! object: `create_account`, `create_api_key`, `revoke_api_key`,
+//! `rotate_api_key`. Commands are nearly every entry, and reading them is
+//! on the core thread, so they take the encoding that is read without
+//! parsing; the key commands are rare and carry nested, growing
+//! structures, so they keep JSON. Journals written when commands were JSON
+//! lines in the replay format (`"cmd": "place"`, ...) still read: the
+//! first byte tells the forms apart. `exchange log dump` prints any
+//! journal as JSON lines, for the ordinary tools.
 
 use exchange_types::{AccountId, Stamped};
 use serde::{Deserialize, Serialize};
@@ -66,6 +71,8 @@ pub enum EntryError {
     Json(#[from] serde_json::Error),
     #[error("log entry holds an invalid command: {0}")]
     Command(#[from] exchange_codec::CodecError),
+    #[error("log entry holds an invalid binary command: {0}")]
+    Binary(#[from] exchange_codec::binary::BinaryError),
     /// Its types always serialise, so this is a bug; the entry is not
     /// proposed rather than written as empty bytes no replica could read.
     #[error("log entry does not serialise: {0}")]
@@ -161,11 +168,7 @@ impl LogEntry {
 
     pub fn encode(&self) -> Result<Vec<u8>, EntryError> {
         let json = match self {
-            LogEntry::Core(stamped) => {
-                let mut out = Vec::with_capacity(192);
-                exchange_codec::encode_command_into(stamped, &mut out);
-                return Ok(out);
-            }
+            LogEntry::Core(stamped) => return Ok(exchange_codec::binary::encode_command(stamped)),
             LogEntry::CreateAccount {
                 ts,
                 api_key,
@@ -220,7 +223,25 @@ impl LogEntry {
         json.map_err(EntryError::Unwritable)
     }
 
+    /// The entry as a JSON line, whichever form the log holds it in: what
+    /// `exchange log dump` prints.
+    pub fn to_json(&self) -> Result<Vec<u8>, EntryError> {
+        match self {
+            LogEntry::Core(stamped) => {
+                let mut out = Vec::with_capacity(192);
+                exchange_codec::encode_command_into(stamped, &mut out);
+                Ok(out)
+            }
+            other => other.encode(),
+        }
+    }
+
     pub fn decode(bytes: &[u8]) -> Result<LogEntry, EntryError> {
+        if exchange_codec::binary::is_binary(bytes) {
+            return Ok(LogEntry::Core(exchange_codec::binary::decode_command(
+                bytes,
+            )?));
+        }
         let text = std::str::from_utf8(bytes).map_err(|_| {
             EntryError::Json(serde_json::Error::io(std::io::Error::other(
                 "entry is not UTF-8",

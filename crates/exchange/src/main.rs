@@ -6,6 +6,7 @@ mod bench;
 mod cluster;
 mod feed;
 mod keys;
+mod log;
 mod replay;
 mod report;
 
@@ -61,6 +62,9 @@ enum Cmd {
     /// Member risk controls on a running server: suspend, reinstate,
     /// limits, market-maker protection.
     Admin(admin::AdminArgs),
+    /// A node's journal: print it as JSON Lines.
+    #[command(subcommand)]
+    Log(log::LogCmd),
 }
 
 #[derive(clap::Args)]
@@ -283,6 +287,7 @@ fn run(command: Cmd) -> anyhow::Result<()> {
         Cmd::Cluster(cmd) => cluster::run(cmd),
         Cmd::Keys(cmd) => keys::run(cmd),
         Cmd::Admin(args) => admin::run(args),
+        Cmd::Log(cmd) => log::run(cmd),
     }
 }
 

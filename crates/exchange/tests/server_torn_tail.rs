@@ -174,12 +174,13 @@ fn damage_before_the_tail_refuses_to_start() {
     orders_then_crash(&data);
     let segment = last_segment(&data);
     let mut bytes = std::fs::read(&segment).expect("read segment");
-    // The client order id of an early order, well before the final record.
+    // The client order id of an early order, well before the final record
+    // (a binary command pads it with NUL bytes).
     let at = bytes
         .windows(4)
-        .position(|w| w == b"\"o1\"")
+        .position(|w| w == b"o1\0\0")
         .expect("order o1 in the journal");
-    bytes[at + 2] = b'9';
+    bytes[at + 1] = b'9';
     std::fs::write(&segment, &bytes).expect("write segment");
     let (status, stderr) = Server::start_refused(EXCHANGE, &data);
     assert!(!status.success(), "{stderr}");

@@ -45,6 +45,44 @@ fn core_commands_and_accounts_share_a_batch() {
     ));
 }
 
+/// A journal written before commands were binary holds them as JSON
+/// lines; entries of both forms read alike, and new ones are binary.
+#[test]
+fn json_and_binary_commands_read_alike() {
+    let line = concat!(
+        r#"{"cmd":"place","account":7,"client_order_id":"a1","symbol":"BTC-USD","#,
+        r#""side":"buy","type":"limit","price":"100.5","qty":"2","tif":"gtc","#,
+        r#""post_only":false,"stp":"cancel_newest","ts":9}"#,
+    );
+    let from_json = LogEntry::decode(line.as_bytes()).expect("a JSON entry");
+    let binary = from_json.encode().unwrap();
+    assert!(exchange_codec::binary::is_binary(&binary));
+    assert!(binary.len() < line.len());
+    assert_eq!(LogEntry::decode(&binary).unwrap(), from_json);
+    assert_eq!(
+        LogEntry::decode(&from_json.to_json().unwrap()).unwrap(),
+        from_json
+    );
+
+    let mut mixed = Vec::new();
+    mixed.extend_from_slice(&2u32.to_le_bytes());
+    for body in [line.as_bytes(), &binary] {
+        mixed.extend_from_slice(&(body.len() as u32).to_le_bytes());
+        mixed.extend_from_slice(body);
+    }
+    assert_eq!(
+        decode_batch(&mixed).unwrap(),
+        vec![from_json.clone(), from_json]
+    );
+
+    let mut damaged = binary.clone();
+    damaged[1] = 0;
+    assert!(matches!(
+        LogEntry::decode(&damaged),
+        Err(EntryError::Binary(_))
+    ));
+}
+
 #[test]
 fn batches_round_trip_and_damage_is_refused() {
     let entries: Vec<LogEntry> = (1..=3).map(account).collect();
