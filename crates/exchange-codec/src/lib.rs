@@ -24,6 +24,8 @@ pub mod binary;
 mod decode;
 mod encode;
 mod encode_command;
+#[cfg(test)]
+mod event_strategies;
 mod raw;
 mod state;
 #[cfg(test)]

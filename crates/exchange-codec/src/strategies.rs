@@ -48,11 +48,11 @@ pub(crate) fn wide_u64() -> impl Strategy<Value = u64> {
     prop_oneof![Just(u64::MAX), any::<u64>()]
 }
 
-fn wide_i32() -> impl Strategy<Value = i32> {
+pub(crate) fn wide_i32() -> impl Strategy<Value = i32> {
     prop_oneof![Just(i32::MIN), any::<i32>()]
 }
 
-fn option<S: Strategy>(inner: S) -> impl Strategy<Value = Option<S::Value>> {
+pub(crate) fn option<S: Strategy>(inner: S) -> impl Strategy<Value = Option<S::Value>> {
     proptest::option::weighted(0.75, inner)
 }
 

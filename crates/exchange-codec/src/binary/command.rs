@@ -36,14 +36,14 @@ pub const TEMPLATES: &[&str] = &[
     "tick",
 ];
 
-const SIDES: &[Side] = &[Side::Buy, Side::Sell];
-const ORDER_TYPES: &[OrderType] = &[
+pub(super) const SIDES: &[Side] = &[Side::Buy, Side::Sell];
+pub(super) const ORDER_TYPES: &[OrderType] = &[
     OrderType::Limit,
     OrderType::Market,
     OrderType::Stop,
     OrderType::StopLimit,
 ];
-const TIFS: &[TimeInForce] = &[
+pub(super) const TIFS: &[TimeInForce] = &[
     TimeInForce::Gtc,
     TimeInForce::Ioc,
     TimeInForce::Fok,
@@ -52,7 +52,7 @@ const TIFS: &[TimeInForce] = &[
     TimeInForce::AtOpen,
     TimeInForce::AtClose,
 ];
-const STPS: &[SelfTradePrevention] = &[
+pub(super) const STPS: &[SelfTradePrevention] = &[
     SelfTradePrevention::CancelNewest,
     SelfTradePrevention::CancelOldest,
     SelfTradePrevention::CancelBoth,
@@ -61,7 +61,7 @@ const STPS: &[SelfTradePrevention] = &[
 
 /// A value's code: its index in its table. Every value is in its table
 /// (the tests read each one back), so the fallback is never taken.
-fn code_of<T: PartialEq>(table: &[T], value: &T) -> u8 {
+pub(super) fn code_of<T: PartialEq>(table: &[T], value: &T) -> u8 {
     table
         .iter()
         .position(|v| v == value)

@@ -1,9 +1,10 @@
-//! The binary encoding of commands: versioned, fixed-layout and
-//! little-endian, in the spirit of Simple Binary Encoding (SBE). The log
-//! stores commands this way, and it is what the venue's tiers speak to the
-//! cluster.
+//! The binary encoding of commands and events: versioned, fixed-layout
+//! and little-endian, in the spirit of Simple Binary Encoding (SBE). The
+//! log stores commands this way, and it is what the venue's tiers speak to
+//! the cluster; the cluster's events go back to the gateways (each its
+//! sessions' events, market-data gateways the whole stream) the same way.
 //!
-//! A message is a 16-byte header and one block:
+//! A command is a 16-byte header and one block:
 //!
 //! | offset | type | field |
 //! |---|---|---|
@@ -25,26 +26,84 @@
 //! decimals keep their scale, identifiers their bytes. A message holds the
 //! same command the JSON line of [`crate::encode_command`] holds, so
 //! journals written in either form replay to the same events.
+//!
+//! An event is a 24-byte header, one block and, for the one event with
+//! free text, var-data after the block:
+//!
+//! | offset | type | field |
+//! |---|---|---|
+//! | 0 | `u8` | marker `0xB5`, as for a command |
+//! | 1 | `u8` | schema version ([`SCHEMA_VERSION`]) |
+//! | 2 | `u16` | template: which event, from 101 ([`EVENT_TEMPLATES`]) |
+//! | 4 | `u16` | block length in bytes, var-data not included |
+//! | 6 | `u16` | flags: bit 0, an `accepted` order's rarer part follows its common one |
+//! | 8 | `u64` | `ts` of the command that caused the event |
+//! | 16 | `u64` | `seq`, the event's number in the stream |
+//!
+//! Event templates start at [`FIRST_EVENT_TEMPLATE`] (101) so that they
+//! never collide with a command's: the marker alone says "binary", the
+//! template says which of the two, and each reader refuses the other's
+//! messages by their template. `ts` sits where a command has it. The
+//! blocks, with the JSON line's field order and values in units:
+//!
+//! | template | event | block bytes |
+//! |---|---|---|
+//! | 101 | `instrument_added` | 40 |
+//! | 102 | `status` | 17 |
+//! | 103 | `accepted` | 90, or 175 with its rarer part |
+//! | 104 | `rejected` | 74 |
+//! | 105 | `trade` | 105 |
+//! | 106 | `canceled` | 93 |
+//! | 107 | `replaced` | 136 |
+//! | 108 | `expired` | 84 |
+//! | 109 | `balance` | 36 |
+//! | 110 | `book` | 33 |
+//! | 111 | `mass_canceled` | 28 |
+//! | 112 | `risk_limits` | 36 |
+//! | 113 | `account_status` | 13 |
+//! | 114 | `mmp` | 59 |
+//! | 115 | `sub_account_linked` | 16 |
+//! | 116 | `phase` | 17 |
+//! | 117 | `indicative` | 42 |
+//! | 118 | `auction` | 33 |
+//! | 119 | `triggered` | 92 |
+//! | 120 | `instrument_rules` | 109 |
+//! | 121 | `error` | 8 (the line), then the message as var-data |
+//!
+//! Var-data, as in SBE, is what has no fixed width: a `u16` byte length,
+//! then that many bytes of UTF-8, at most [`MAX_TEXT_BYTES`].
+//!
+//! `decode_event(encode_event(e)) == e` for every event (an error message
+//! longer than [`MAX_TEXT_BYTES`] is cut to it), and as for commands each
+//! event has exactly one encoding.
 
 mod command;
+mod event;
+mod event_market;
+mod event_orders;
 mod wire;
 
 use exchange_types::Stamped;
 use thiserror::Error;
 
 pub use command::TEMPLATES;
+pub use event::{
+    decode_event, encode_event, encode_event_into, EVENT_HEADER_BYTES, EVENT_TEMPLATES,
+    FIRST_EVENT_TEMPLATE, MAX_TEXT_BYTES,
+};
 
 /// The first byte of every binary message.
 pub const MARKER: u8 = 0xB5;
 /// The layout this build writes and reads.
 pub const SCHEMA_VERSION: u8 = 1;
-/// The header before each block.
+/// The header before each command's block.
 pub const HEADER_BYTES: usize = 16;
 
-/// Header flag: a `place` carries its rarer fields after the common ones.
+/// Header flag: a `place` (or an `accepted`) carries its rarer fields
+/// after the common ones.
 const FLAG_EXT: u16 = 1;
 
-/// Why bytes are not a binary command. Each names what is wrong.
+/// Why bytes are not a binary command or event. Each names what is wrong.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum BinaryError {
     #[error("message is truncated")]
@@ -65,6 +124,12 @@ pub enum BinaryError {
     Field {
         field: &'static str,
         problem: &'static str,
+    },
+    #[error("field `{field}` is {len} bytes long; the limit is {max}")]
+    TextTooLong {
+        field: &'static str,
+        len: usize,
+        max: usize,
     },
 }
 
@@ -110,6 +175,11 @@ pub fn decode_command(bytes: &[u8]) -> Result<Stamped, BinaryError> {
         return Err(BinaryError::Version(header[1]));
     }
     let template = u16::from_le_bytes([header[2], header[3]]);
+    // Before the lengths: an event's longer header would otherwise be
+    // reported as bytes after a block.
+    if event::is_event_template(template) {
+        return Err(BinaryError::UnknownTemplate(template));
+    }
     let block_len = usize::from(u16::from_le_bytes([header[4], header[5]]));
     let flags = u16::from_le_bytes([header[6], header[7]]);
     if flags & !FLAG_EXT != 0 {
@@ -131,5 +201,7 @@ pub fn decode_command(bytes: &[u8]) -> Result<Stamped, BinaryError> {
     })
 }
 
+#[cfg(test)]
+mod event_tests;
 #[cfg(test)]
 mod tests;

@@ -3,10 +3,14 @@
 //!
 //! | type | bytes | layout |
 //! |---|---|---|
-//! | `u8`, `u32`, `u64`, `i32` | 1, 4, 8, 4 | little-endian |
+//! | `u8`, `u16`, `u32`, `u64`, `i32`, `i64` | 1, 2, 4, 8, 4, 8 | little-endian |
 //! | optional integer | 1 + width | presence byte (0 or 1), then the value (zero when absent) |
 //! | decimal | 10 | `u64` magnitude, `u8` scale (no trailing zeros), `u8` flags: bit 0 present, bit 1 negative |
 //! | identifier of at most `N` bytes | `N` | printable ASCII, padded with NUL bytes; all NUL: absent |
+//!
+//! Text of no fixed length (an event's message) is var-data, as in SBE:
+//! it follows the fixed block, a `u16` byte length then UTF-8 bytes, and
+//! each such field has a bound a reader holds it to.
 //!
 //! A reader never trusts a byte: every enum code, flag, scale and
 //! identifier is checked, and a short block is an error, never a panic.
@@ -37,6 +41,10 @@ impl Writer<'_> {
         self.out.push(u8::from(value));
     }
 
+    pub(crate) fn u16(&mut self, value: u16) {
+        self.out.extend_from_slice(&value.to_le_bytes());
+    }
+
     pub(crate) fn u32(&mut self, value: u32) {
         self.out.extend_from_slice(&value.to_le_bytes());
     }
@@ -46,6 +54,10 @@ impl Writer<'_> {
     }
 
     pub(crate) fn u64(&mut self, value: u64) {
+        self.out.extend_from_slice(&value.to_le_bytes());
+    }
+
+    pub(crate) fn i64(&mut self, value: i64) {
         self.out.extend_from_slice(&value.to_le_bytes());
     }
 
@@ -95,6 +107,20 @@ impl Writer<'_> {
             None => self.out.resize(self.out.len() + N, 0),
         }
     }
+
+    /// Var-data text: its byte length as a `u16`, then its bytes. Text
+    /// longer than `max` (which must fit a `u16`) is cut to the last
+    /// character boundary within it, so a reader holding the field to
+    /// `max` reads every message written.
+    pub(crate) fn text(&mut self, value: &str, max: usize) {
+        let end = (0..=max.min(value.len()))
+            .rev()
+            .find(|&at| value.is_char_boundary(at))
+            .unwrap_or(0);
+        let kept = &value.as_bytes()[..end];
+        self.u16(u16::try_from(kept.len()).unwrap_or(u16::MAX));
+        self.out.extend_from_slice(kept);
+    }
 }
 
 /// Reads fields from one message's block, front to back.
@@ -140,6 +166,10 @@ impl<'a> Reader<'a> {
         }
     }
 
+    pub(crate) fn u16(&mut self) -> Result<u16, BinaryError> {
+        Ok(u16::from_le_bytes(self.take()?))
+    }
+
     pub(crate) fn u32(&mut self) -> Result<u32, BinaryError> {
         Ok(u32::from_le_bytes(self.take()?))
     }
@@ -150,6 +180,26 @@ impl<'a> Reader<'a> {
 
     pub(crate) fn u64(&mut self) -> Result<u64, BinaryError> {
         Ok(u64::from_le_bytes(self.take()?))
+    }
+
+    pub(crate) fn i64(&mut self) -> Result<i64, BinaryError> {
+        Ok(i64::from_le_bytes(self.take()?))
+    }
+
+    /// Var-data text of at most `max` bytes of UTF-8.
+    pub(crate) fn text(&mut self, field: &'static str, max: usize) -> Result<String, BinaryError> {
+        let len = usize::from(self.u16()?);
+        if len > max {
+            return Err(BinaryError::TextTooLong { field, len, max });
+        }
+        let bytes = self
+            .bytes
+            .get(self.at..self.at + len)
+            .ok_or(BinaryError::Truncated)?;
+        self.at += len;
+        std::str::from_utf8(bytes)
+            .map(str::to_owned)
+            .map_err(|_| invalid(field, "is not UTF-8"))
     }
 
     /// An optional value's presence byte and value; an absent value must be
