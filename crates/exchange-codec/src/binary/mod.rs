@@ -16,7 +16,7 @@
 //! | 8 | `u64` | `ts`, nanoseconds since the Unix epoch |
 //!
 //! Each template's block is a fixed sequence of fixed-width fields (see
-//! [`wire`] for the field types), so every field sits at a fixed offset
+//! `wire.rs` for the field types), so every field sits at a fixed offset
 //! and a reader needs no parsing, only bounds and range checks. As in SBE,
 //! the block length lets a later schema version append fields a reader
 //! can skip; this version refuses any version but its own, so a replica
