@@ -14,7 +14,7 @@ use exchange_node::history::OrderRecord;
 use exchange_node::limits::FIX_CLOSED_REMEMBERED;
 use exchange_types::{
     order_updates, AccountId, CancelReason, Change, ClientOrderId, Event, Liquidity, OrderId,
-    OrderRef, OrderType, Side, StopState, Symbol, TimeInForce, TradeId,
+    OrderRef, StopState, TradeId,
 };
 
 pub use exchange_types::{OrderState, OrderStatus};
@@ -114,41 +114,19 @@ impl ReportKind {
     }
 }
 
-fn side_from(text: &str) -> Side {
-    if text == "sell" {
-        Side::Sell
-    } else {
-        Side::Buy
-    }
-}
-
-/// The order a history record holds; `None` if its ids are not ones the
-/// core could have accepted.
-fn state_from(record: &OrderRecord) -> Option<OrderState> {
-    Some(OrderState {
+/// The order a history record holds.
+fn state_from(record: &OrderRecord) -> OrderState {
+    OrderState {
         order_id: record.order_id,
         account: record.account,
-        client_order_id: ClientOrderId::new(&record.client_order_id).ok()?,
-        symbol: Symbol::new(&record.symbol).ok()?,
-        side: side_from(&record.side),
-        order_type: match record.order_type.as_str() {
-            "market" => OrderType::Market,
-            "stop" => OrderType::Stop,
-            "stop_limit" => OrderType::StopLimit,
-            _ => OrderType::Limit,
-        },
-        tif: match record.tif.as_str() {
-            "ioc" => TimeInForce::Ioc,
-            "fok" => TimeInForce::Fok,
-            _ => TimeInForce::Gtc,
-        },
-        stop: StopState::of(match record.order_type.as_str() {
-            "stop" => OrderType::Stop,
-            "stop_limit" => OrderType::StopLimit,
-            _ => OrderType::Limit,
-        }),
+        client_order_id: record.client_order_id,
+        symbol: record.symbol,
+        side: record.side,
+        order_type: record.order_type,
+        tif: record.tif,
+        stop: StopState::of(record.order_type),
         progress: record.progress(),
-    })
+    }
 }
 
 #[derive(Debug, Default)]
@@ -165,7 +143,7 @@ impl OrderCache {
     pub fn seed<'a>(&mut self, orders: impl IntoIterator<Item = &'a OrderRecord>) {
         let mut sorted: Vec<&OrderRecord> = orders.into_iter().collect();
         sorted.sort_by_key(|o| o.order_id);
-        for state in sorted.into_iter().filter_map(state_from) {
+        for state in sorted.into_iter().map(state_from) {
             if state.is_open() {
                 self.insert_open(state);
             } else {

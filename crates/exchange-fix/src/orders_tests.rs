@@ -2,7 +2,10 @@
 
 use super::*;
 use crate::testkit::{dec, Core};
-use exchange_types::{Cancel, ClientOrderId, Command, Place, Replace, SelfTradePrevention, Symbol};
+use exchange_types::{
+    Cancel, ClientOrderId, Command, OrderType, Place, Replace, SelfTradePrevention, Side, Symbol,
+    TimeInForce,
+};
 
 fn place(
     account: AccountId,

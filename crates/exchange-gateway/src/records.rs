@@ -14,7 +14,7 @@ use axum::http::StatusCode;
 use axum::Json;
 use exchange_marketdata::{json as market_json, Candle, Interval};
 use exchange_reporting::{FillRow, OrderFilter, OrderRow, Store, StoreError};
-use exchange_types::Symbol;
+use exchange_types::{ClientOrderId, OrderType, Side, Symbol, TimeInForce};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
@@ -68,30 +68,47 @@ async fn read<R: Send + 'static>(
     Ok(reporting.read_after(applied, read).await?)
 }
 
-fn order_record(row: OrderRow) -> OrderRecord {
+/// An order as the store keeps it, in the record the live orders are
+/// shown from. The store only holds what the core accepted, so a value
+/// that does not read back is a damaged store, answered as an error
+/// rather than shown wrong.
+fn order_record(row: OrderRow) -> Result<OrderRecord, ApiError> {
+    let unreadable = || {
+        ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal",
+            "the reporting store holds an order this server cannot read",
+        )
+    };
     let status = OrderStatus::parse(&row.status).unwrap_or(OrderStatus::New);
-    let details = order_details(&row);
-    OrderRecord {
+    let details = order_details(&row).ok_or_else(unreadable)?;
+    Ok(OrderRecord {
         order_id: row.order_id,
         account: row.account,
-        client_order_id: row.client_order_id,
-        symbol: row.symbol,
-        side: row.side,
-        order_type: row.order_type,
+        client_order_id: ClientOrderId::new(&row.client_order_id).map_err(|_| unreadable())?,
+        symbol: Symbol::new(&row.symbol).map_err(|_| unreadable())?,
+        side: Side::parse(&row.side).ok_or_else(unreadable)?,
+        order_type: OrderType::parse(&row.order_type).ok_or_else(unreadable)?,
         price: row.price,
         qty: row.qty,
         filled_qty: row.filled_qty,
         status,
-        tif: row.tif,
+        tif: TimeInForce::parse(&row.tif).ok_or_else(unreadable)?,
         created_ts: row.created_ts,
         updated_ts: row.updated_ts,
         // Not shown by the REST API.
         fill_notional: 0,
         details,
-    }
+    })
 }
 
-fn order_details(row: &OrderRow) -> Option<Box<OrderDetails>> {
+/// The order's rarer parts; `None` if its one-cancels-other id does not
+/// read back.
+fn order_details(row: &OrderRow) -> Option<Option<Box<OrderDetails>>> {
+    let oco_with = match &row.oco_with {
+        Some(id) => Some(ClientOrderId::new(id).ok()?),
+        None => None,
+    };
     let details = OrderDetails {
         stop_price: row.stop_price,
         trailing_amount: row.trailing_amount,
@@ -99,11 +116,11 @@ fn order_details(row: &OrderRow) -> Option<Box<OrderDetails>> {
         display_qty: row.display_qty,
         funds: row.funds,
         expire_ts: row.expire_ts,
-        oco_with: row.oco_with.clone(),
+        oco_with,
         triggered_ts: row.triggered_ts,
         triggered_price: row.triggered_price,
     };
-    (details != OrderDetails::default()).then(|| Box::new(details))
+    Some((details != OrderDetails::default()).then(|| Box::new(details)))
 }
 
 fn fill(row: FillRow) -> Fill {
@@ -174,7 +191,9 @@ pub async fn list_orders(
     .await?;
     let closed = closed
         .into_iter()
-        .map(|row| translate::order_json(&order_record(row)));
+        .map(|row| order_record(row).map(|order| translate::order_json(&order)))
+        .collect::<Result<Vec<Value>, ApiError>>()?
+        .into_iter();
     let orders: Vec<Value> = match filter {
         StatusFilter::Closed => closed.collect(),
         // Newest first across both: order ids rise with time.
@@ -203,10 +222,10 @@ pub async fn get_order(
     }
     let applied = live.applied_index;
     let stored = read(&app, applied, move |store| store.order(order_id)).await?;
-    stored
+    let row = stored
         .filter(|o| o.account == account)
-        .map(|row| Json(translate::order_json(&order_record(row))))
-        .ok_or_else(ApiError::unknown_order)
+        .ok_or_else(ApiError::unknown_order)?;
+    Ok(Json(translate::order_json(&order_record(row)?)))
 }
 
 #[derive(Debug, Deserialize)]

@@ -14,7 +14,10 @@ use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 
 use exchange_types::lifecycle::{order_updates, Change, Progress};
-use exchange_types::{Accepted, AcceptedExt, AccountId, Event, EventKind, OrderId, TrailingUnits};
+use exchange_types::{
+    Accepted, AcceptedExt, AccountId, ClientOrderId, Event, EventKind, OrderId, OrderType, Side,
+    Symbol, TimeInForce, TrailingUnits,
+};
 use serde::{Deserialize, Serialize};
 
 pub use exchange_types::OrderStatus;
@@ -23,17 +26,17 @@ pub use exchange_types::OrderStatus;
 pub struct OrderRecord {
     pub order_id: OrderId,
     pub account: AccountId,
-    pub client_order_id: String,
-    pub symbol: String,
-    pub side: String,
+    pub client_order_id: ClientOrderId,
+    pub symbol: Symbol,
+    pub side: Side,
     #[serde(rename = "type")]
-    pub order_type: String,
+    pub order_type: OrderType,
     /// Units; `None` for market orders.
     pub price: Option<u64>,
     pub qty: u64,
     pub filled_qty: u64,
     pub status: OrderStatus,
-    pub tif: String,
+    pub tif: TimeInForce,
     pub created_ts: u64,
     pub updated_ts: u64,
     /// Sum of price × quantity (units × units) over the order's fills, for
@@ -63,7 +66,7 @@ pub struct OrderDetails {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub expire_ts: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub oco_with: Option<String>,
+    pub oco_with: Option<ClientOrderId>,
     /// When a stop triggered, and the trade price that reached it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub triggered_ts: Option<u64>,
@@ -85,7 +88,7 @@ impl OrderDetails {
             display_qty: ext.display_qty,
             funds: ext.funds,
             expire_ts: ext.expire_ts,
-            oco_with: ext.oco_with.as_ref().map(|c| c.to_string()),
+            oco_with: ext.oco_with,
             triggered_ts: None,
             triggered_price: None,
         }
@@ -195,7 +198,7 @@ impl History {
             .rev()
             .map(|o| &**o)
             .filter(|o| o.account == account)
-            .filter(|o| symbol.is_none_or(|s| o.symbol == s))
+            .filter(|o| symbol.is_none_or(|s| o.symbol.as_str() == s))
             .collect()
     }
 
@@ -289,15 +292,15 @@ impl OrderRecord {
         OrderRecord {
             order_id: accepted.order_id,
             account: accepted.account,
-            client_order_id: accepted.client_order_id.to_string(),
-            symbol: accepted.symbol.to_string(),
-            side: accepted.side.as_str().into(),
-            order_type: accepted.order_type.as_str().into(),
+            client_order_id: accepted.client_order_id,
+            symbol: accepted.symbol,
+            side: accepted.side,
+            order_type: accepted.order_type,
             price: accepted.price,
             qty: accepted.qty,
             filled_qty: 0,
             status: OrderStatus::New,
-            tif: accepted.tif.as_str().into(),
+            tif: accepted.tif,
             created_ts: ts,
             updated_ts: ts,
             fill_notional: 0,
@@ -329,7 +332,7 @@ impl OrderRecord {
         self.status = progress.status;
         match change {
             Change::Replaced(replaced) => {
-                self.client_order_id = replaced.client_order_id.to_string();
+                self.client_order_id = replaced.client_order_id;
                 if let Some(stop_price) = replaced.stop_price {
                     self.details.get_or_insert_with(Default::default).stop_price =
                         Some(stop_price.get());

@@ -86,6 +86,23 @@ impl<const N: usize> InlineStr<N> {
     }
 }
 
+/// Written as the string it holds, and read back only if it is a valid one
+/// (as the node's snapshots keep order records).
+#[cfg(feature = "serde")]
+impl<const N: usize> serde::Serialize for InlineStr<N> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+#[cfg(feature = "serde")]
+impl<'de, const N: usize> serde::Deserialize<'de> for InlineStr<N> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = <std::borrow::Cow<'de, str>>::deserialize(deserializer)?;
+        InlineStr::new(&text).map_err(serde::de::Error::custom)
+    }
+}
+
 impl<const N: usize> fmt::Debug for InlineStr<N> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{:?}", self.as_str())

@@ -1,6 +1,11 @@
 //! Small enums that describe an order.
 
 /// Which side of the book an order is on.
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize, serde::Deserialize),
+    serde(rename_all = "snake_case")
+)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Side {
     Buy,
@@ -8,6 +13,16 @@ pub enum Side {
 }
 
 impl Side {
+    pub const ALL: &'static [Side] = &[Side::Buy, Side::Sell];
+
+    /// The value [`Side::as_str`] names.
+    pub fn parse(name: &str) -> Option<Side> {
+        Self::ALL
+            .iter()
+            .copied()
+            .find(|value| value.as_str() == name)
+    }
+
     pub fn opposite(self) -> Side {
         match self {
             Side::Buy => Side::Sell,
@@ -23,6 +38,11 @@ impl Side {
     }
 }
 
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize, serde::Deserialize),
+    serde(rename_all = "snake_case")
+)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum OrderType {
     Limit,
@@ -36,6 +56,21 @@ pub enum OrderType {
 }
 
 impl OrderType {
+    pub const ALL: &'static [OrderType] = &[
+        OrderType::Limit,
+        OrderType::Market,
+        OrderType::Stop,
+        OrderType::StopLimit,
+    ];
+
+    /// The value [`OrderType::as_str`] names.
+    pub fn parse(name: &str) -> Option<OrderType> {
+        Self::ALL
+            .iter()
+            .copied()
+            .find(|value| value.as_str() == name)
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             OrderType::Limit => "limit",
@@ -47,6 +82,11 @@ impl OrderType {
 }
 
 /// Time in force.
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize, serde::Deserialize),
+    serde(rename_all = "snake_case")
+)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum TimeInForce {
     /// Good till canceled: the remainder rests on the book.
@@ -68,6 +108,24 @@ pub enum TimeInForce {
 }
 
 impl TimeInForce {
+    pub const ALL: &'static [TimeInForce] = &[
+        TimeInForce::Gtc,
+        TimeInForce::Ioc,
+        TimeInForce::Fok,
+        TimeInForce::Day,
+        TimeInForce::Gtd,
+        TimeInForce::AtOpen,
+        TimeInForce::AtClose,
+    ];
+
+    /// The value [`TimeInForce::as_str`] names.
+    pub fn parse(name: &str) -> Option<TimeInForce> {
+        Self::ALL
+            .iter()
+            .copied()
+            .find(|value| value.as_str() == name)
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             TimeInForce::Gtc => "gtc",
@@ -177,5 +235,29 @@ impl TradingStatus {
             TradingStatus::Halted => "halted",
             TradingStatus::Delisted => "delisted",
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_name_parses_back_to_its_value_and_no_other_name_does() {
+        for side in Side::ALL {
+            assert_eq!(Side::parse(side.as_str()), Some(*side));
+        }
+        for order_type in OrderType::ALL {
+            assert_eq!(OrderType::parse(order_type.as_str()), Some(*order_type));
+        }
+        for tif in TimeInForce::ALL {
+            assert_eq!(TimeInForce::parse(tif.as_str()), Some(*tif));
+        }
+        assert_eq!(Side::ALL.len(), 2);
+        assert_eq!(OrderType::ALL.len(), 4);
+        assert_eq!(TimeInForce::ALL.len(), 7);
+        assert_eq!(Side::parse("BUY"), None);
+        assert_eq!(OrderType::parse("stoplimit"), None);
+        assert_eq!(TimeInForce::parse(""), None);
     }
 }
