@@ -17,6 +17,7 @@ mod marketdata;
 mod peer;
 mod report;
 mod rng;
+mod sequenced;
 mod spells;
 mod stream;
 mod timing;
@@ -89,6 +90,10 @@ pub enum BenchCmd {
     /// The journal alone: append + fdatasync latency of one group commit,
     /// with growing segments and with preallocated ones, taking turns.
     Journal(journal::JournalArgs),
+    /// The sequenced path alone, without gateways: commands built in
+    /// advance handed to the leader of an in-process cluster, committed
+    /// (fsync on) and applied; throughput and commit latency.
+    Sequenced(sequenced::SequencedArgs),
 }
 
 pub fn run(cmd: BenchCmd) -> anyhow::Result<()> {
@@ -99,6 +104,7 @@ pub fn run(cmd: BenchCmd) -> anyhow::Result<()> {
         BenchCmd::Etcd(args) => etcd::run(args),
         BenchCmd::Journal(args) => journal::run(args),
         BenchCmd::Auction(args) => auction::run(args),
+        BenchCmd::Sequenced(args) => sequenced::run(args),
     }
 }
 use crate::admin_token::from_file_or_env as admin_token;
