@@ -9,6 +9,7 @@
 //! records the figures, `docs/benchmarking.md` the method.
 
 mod auction;
+mod codec;
 mod e2e;
 mod etcd;
 mod generator;
@@ -94,6 +95,9 @@ pub enum BenchCmd {
     /// advance handed to the leader of an in-process cluster, committed
     /// (fsync on) and applied; throughput and commit latency.
     Sequenced(sequenced::SequencedArgs),
+    /// Writing and reading a command in the log's two forms, JSON line
+    /// and binary, on the standard workload.
+    Codec(codec::CodecArgs),
 }
 
 pub fn run(cmd: BenchCmd) -> anyhow::Result<()> {
@@ -105,6 +109,7 @@ pub fn run(cmd: BenchCmd) -> anyhow::Result<()> {
         BenchCmd::Journal(args) => journal::run(args),
         BenchCmd::Auction(args) => auction::run(args),
         BenchCmd::Sequenced(args) => sequenced::run(args),
+        BenchCmd::Codec(args) => codec::run(args),
     }
 }
 use crate::admin_token::from_file_or_env as admin_token;
