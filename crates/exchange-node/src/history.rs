@@ -13,6 +13,8 @@ use crate::limits::TRADES_PER_SYMBOL;
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 
+use rustc_hash::FxHashMap;
+
 use exchange_types::lifecycle::{order_updates, Change, Progress};
 use exchange_types::{
     Accepted, AcceptedExt, AccountId, ClientOrderId, Event, EventKind, OrderId, OrderType, Side,
@@ -147,9 +149,13 @@ impl AuctionRecord {
 pub struct History {
     // Records are shared, so copying the history for a snapshot (on the
     // core thread, between two commands) copies pointers, not thousands of
-    // strings; a record changed later is copied then.
+    // records; a record changed later is copied then. Hashed rather than
+    // ordered: every order event looks its order up on the core thread,
+    // and with a hundred thousand open orders a tree's walk was a cache
+    // miss per level. The rare reads that list orders sort what they
+    // find, and a snapshot writes them in id order.
     #[serde(with = "shared::orders")]
-    orders: BTreeMap<OrderId, Arc<OrderRecord>>,
+    orders: FxHashMap<OrderId, Arc<OrderRecord>>,
     trades: BTreeMap<String, VecDeque<PublicTrade>>,
     /// Each market's latest auction (the core keeps none once it is over).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
@@ -193,13 +199,15 @@ impl History {
 
     /// The account's open orders, newest first.
     pub fn open_orders_of(&self, account: AccountId, symbol: Option<&str>) -> Vec<&OrderRecord> {
-        self.orders
+        let mut found: Vec<&OrderRecord> = self
+            .orders
             .values()
-            .rev()
             .map(|o| &**o)
             .filter(|o| o.account == account)
             .filter(|o| symbol.is_none_or(|s| o.symbol.as_str() == s))
-            .collect()
+            .collect();
+        found.sort_unstable_by_key(|o| std::cmp::Reverse(o.order_id));
+        found
     }
 
     /// A market's trades, newest first.
@@ -356,6 +364,8 @@ mod shared {
     use std::collections::BTreeMap;
     use std::sync::Arc;
 
+    use rustc_hash::FxHashMap;
+
     use serde::ser::Serializer;
     use serde::{Deserialize, Deserializer};
 
@@ -364,16 +374,19 @@ mod shared {
         use crate::history::OrderRecord;
         use exchange_types::OrderId;
 
+        /// In id order, so every replica writes the same bytes.
         pub fn serialize<S: Serializer>(
-            map: &BTreeMap<OrderId, Arc<OrderRecord>>,
+            map: &FxHashMap<OrderId, Arc<OrderRecord>>,
             serializer: S,
         ) -> Result<S::Ok, S::Error> {
-            serializer.collect_map(map.iter().map(|(id, record)| (id, &**record)))
+            let ordered: BTreeMap<&OrderId, &OrderRecord> =
+                map.iter().map(|(id, record)| (id, &**record)).collect();
+            serializer.collect_map(ordered)
         }
 
         pub fn deserialize<'de, D: Deserializer<'de>>(
             deserializer: D,
-        ) -> Result<BTreeMap<OrderId, Arc<OrderRecord>>, D::Error> {
+        ) -> Result<FxHashMap<OrderId, Arc<OrderRecord>>, D::Error> {
             let plain = BTreeMap::<OrderId, OrderRecord>::deserialize(deserializer)?;
             // Snapshots written before the reporting store also held
             // closed orders; the store has those now.
