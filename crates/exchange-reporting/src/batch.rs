@@ -248,7 +248,7 @@ impl<'s, 'c, 'p> SqliteRows<'s, 'c, 'p> {
 /// `INSERT` (parameters, executor) per row: measured, about 30% less of
 /// its CPU per entry than 64-row `INSERT`s. Fewer rows go by `INSERT`,
 /// which takes one round trip where `COPY` takes two.
-const COPY_FROM: usize = 16;
+pub(crate) const COPY_FROM: usize = 16;
 
 /// PostgreSQL: `rows` by binary `COPY` into `table` (theirs, or a
 /// staging table of the same columns).
