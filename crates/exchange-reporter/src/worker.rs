@@ -274,6 +274,7 @@ impl Worker {
             .inspect(|a| raft_index = Some(a.raft_index))
             .map(crate::entry_record)
             .collect();
+        let last_ts = records.last().map(|r| (r.index, r.ts));
         if records.is_empty() {
             return Ok(());
         }
@@ -313,6 +314,12 @@ impl Worker {
                     .core
                     .retain_from_raft
                     .store(base, Ordering::Release);
+            }
+            // Before the position: a reader may pair the old position with
+            // the new time (understating the lag by one batch, briefly),
+            // never the new position with an older time.
+            if let Some((_, ts)) = last_ts.filter(|&(index, _)| index == position.log_index) {
+                self.inner.written_ts.store(ts, Ordering::Relaxed);
             }
             self.inner.written.send_replace(position.log_index);
         }
