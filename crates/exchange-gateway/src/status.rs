@@ -164,12 +164,9 @@ pub async fn assemble(app: &AppState) -> Result<Value, ApiError> {
         "marketdata": market,
         // How far the reporting store's copy of the log is behind the
         // applied index; null on a node that runs no reporting service.
-        "reporting_lag": app.reporting.as_ref().map(|reporting| {
-            metrics
-                .applied_index
-                .load(Ordering::Relaxed)
-                .saturating_sub(reporting.written())
-        }),
+        "reporting_lag": app.reporting.as_ref().map(|r| r.lag().entries),
+        // The same lag in log time (see `exchange_reporting_lag_seconds`).
+        "reporting_lag_seconds": app.reporting.as_ref().map(|r| r.lag().seconds()),
         // Log entries the store could not write and skipped: an alarm
         // (see docs/reporting.md, "Dead letters").
         "reporting_dead_letters": app.reporting.as_ref().map(|r| r.dead_letters()),

@@ -19,6 +19,9 @@ pub struct Metrics {
     pub submit_queue_depth: AtomicU64,
     pub core_queue_depth: AtomicU64,
     pub applied_index: AtomicU64,
+    /// The timestamp (ns since the Unix epoch, log time) of the last entry
+    /// the core applied since this process started; 0 before the first.
+    pub applied_ts: AtomicU64,
     pub snapshots: AtomicU64,
     /// Named reads sent to the core thread (`crate::reads`).
     pub reads: AtomicU64,
@@ -47,6 +50,7 @@ impl Default for Metrics {
             submit_queue_depth: AtomicU64::new(0),
             core_queue_depth: AtomicU64::new(0),
             applied_index: AtomicU64::new(0),
+            applied_ts: AtomicU64::new(0),
             snapshots: AtomicU64::new(0),
             reads: AtomicU64::new(0),
             retain_from: AtomicU64::new(u64::MAX),

@@ -525,6 +525,7 @@ impl CoreThread<'_> {
         }
         let applied = Arc::new(applied);
         self.metrics.commands.fetch_add(1, Ordering::Relaxed);
+        self.metrics.applied_ts.store(applied.ts, Ordering::Relaxed);
         self.metrics
             .events
             .fetch_add(applied.events.len() as u64, Ordering::Relaxed);

@@ -48,6 +48,28 @@ pub fn entry_record(applied: &exchange_node::Applied) -> exchange_reporting::Ent
     }
 }
 
+/// How far the reporting store is behind the core.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Lag {
+    /// Log entries applied by the core and not yet in the store.
+    pub entries: u64,
+    /// Log time between the last entry the core applied and the last one
+    /// in the store: the difference of their timestamps, in nanoseconds.
+    /// 0 when the store holds every applied entry, and while either time is
+    /// unknown (the core has applied nothing since this process started,
+    /// or the store is empty). Log time, not wall-clock time: an idle
+    /// exchange does not age a backlog, and a backlog of entries applied
+    /// within one millisecond is one millisecond behind however long the
+    /// store takes to write them.
+    pub seconds_ns: u64,
+}
+
+impl Lag {
+    pub fn seconds(&self) -> f64 {
+        self.seconds_ns as f64 / 1e9
+    }
+}
+
 #[derive(Debug, Error)]
 pub enum ReadError {
     #[error("the reporting store has not caught up with the exchange yet")]
@@ -77,6 +99,9 @@ struct Inner {
     target: Target,
     /// The store's position (last log index written), as committed.
     written: watch::Sender<u64>,
+    /// The timestamp (ns, log time) of the entry at that position; 0 while
+    /// unknown (an empty store, before its first write).
+    written_ts: AtomicU64,
     stats: Stats,
     core: Arc<Metrics>,
     /// Idle read connections.
@@ -217,9 +242,11 @@ impl Reporting {
             Ok(store)
         })?;
         // Off the runtime, as the opening (PostgreSQL).
-        let (store, dead_letters) = off_runtime(move || {
+        let (store, dead_letters, written_ts) = off_runtime(move || {
             let mut store = store;
-            store.dead_letter_count().map(|count| (store, count))
+            let count = store.dead_letter_count()?;
+            let ts = store.position_ts()?;
+            Ok::<_, StoreError>((store, count, ts.unwrap_or(0)))
         })?;
         let position = store.position().log_index;
         handle
@@ -233,6 +260,7 @@ impl Reporting {
         let inner = Arc::new(Inner {
             target: config.target.clone(),
             written,
+            written_ts: AtomicU64::new(written_ts),
             stats: Stats {
                 dead_letters: AtomicU64::new(dead_letters),
                 ..Stats::default()
@@ -277,6 +305,28 @@ impl Reporting {
     /// The last log index the store holds.
     pub fn written(&self) -> u64 {
         *self.inner.written.borrow()
+    }
+
+    /// How far the store is behind the core: see [`Lag`].
+    pub fn lag(&self) -> Lag {
+        let applied = self.inner.core.applied_index.load(Ordering::Relaxed);
+        let entries = applied.saturating_sub(self.written());
+        let seconds_ns = if entries == 0 {
+            0
+        } else {
+            let applied_ts = self.inner.core.applied_ts.load(Ordering::Relaxed);
+            let written_ts = self.inner.written_ts.load(Ordering::Relaxed);
+            // Either time unknown: nothing to measure by (not "forever").
+            if applied_ts == 0 || written_ts == 0 {
+                0
+            } else {
+                applied_ts.saturating_sub(written_ts)
+            }
+        };
+        Lag {
+            entries,
+            seconds_ns,
+        }
     }
 
     /// Waits (up to the configured bound) until the store holds entry
@@ -330,7 +380,7 @@ impl Reporting {
     pub fn write_metrics(&self, page: &mut Exposition) {
         let stats = &self.inner.stats;
         let written = self.written();
-        let applied = self.inner.core.applied_index.load(Ordering::Relaxed);
+        let lag = self.lag();
         let get = |v: &AtomicU64| v.load(Ordering::Relaxed);
         page.gauge(
             "exchange_reporting_position",
@@ -340,7 +390,14 @@ impl Reporting {
         page.gauge(
             "exchange_reporting_lag_entries",
             "Log entries applied by the core but not yet in the reporting store.",
-            applied.saturating_sub(written),
+            lag.entries,
+        );
+        page.gauge(
+            "exchange_reporting_lag_seconds",
+            "Log time between the last entry applied by the core and the last entry in the \
+             reporting store (difference of their timestamps; 0 when none is missing or while \
+             either time is unknown).",
+            Value::NanosAsSeconds(lag.seconds_ns),
         );
         let counters = [
             (

@@ -69,6 +69,10 @@ async fn orders(handle: &Handle, from: u64, count: u64) {
 }
 
 fn metric(reporting: &Reporting, name: &str) -> u64 {
+    metric_as(reporting, name)
+}
+
+fn metric_as<T: std::str::FromStr>(reporting: &Reporting, name: &str) -> T {
     let mut page = exchange_node::prometheus::Exposition::new();
     reporting.write_metrics(&mut page);
     page.finish()
@@ -252,6 +256,15 @@ async fn a_reporter_behind_and_lagging_still_writes_every_entry_once() {
     .await;
     assert_eq!(reporting.written(), held_at, "the reporter is held");
     assert_floor_kept(&handle, dir.path(), held_at);
+    // Behind in entries and in log time: the entries applied since span
+    // some time after the last one written.
+    let lag = reporting.lag();
+    assert!(lag.entries >= 100, "{lag:?}");
+    assert!(lag.seconds_ns > 0, "{lag:?}");
+    assert!(
+        lag.seconds() < 60.0,
+        "log time, not since the epoch: {lag:?}"
+    );
 
     lock.execute_batch("ROLLBACK").expect("unlock");
     let applied = handle.position().await.expect("read").applied_index;
@@ -264,6 +277,11 @@ async fn a_reporter_behind_and_lagging_still_writes_every_entry_once() {
         "the lost live messages came from the journal"
     );
     assert_eq!(metric(&reporting, "exchange_reporting_lag_entries"), 0);
+    assert_eq!(
+        metric_as::<f64>(&reporting, "exchange_reporting_lag_seconds"),
+        0.0
+    );
+    assert_eq!(reporting.lag(), crate::Lag::default());
 
     let dump = stop_and_dump(pipeline, handle, reporting, reporter, path);
     assert_eq!(dump.position.log_index, applied);

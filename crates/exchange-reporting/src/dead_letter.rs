@@ -127,4 +127,23 @@ impl Store {
         )?;
         Ok(count.unwrap_or(0))
     }
+
+    /// The timestamp of the entry at the store's position, from its audit
+    /// row (or its dead letter); `None` for an empty store or a position
+    /// moved past entries this store never had ([`Store::skip_to`]).
+    pub fn position_ts(&mut self) -> Result<Option<u64>, StoreError> {
+        let index = Val::Int(crate::db::stored(self.position().log_index));
+        for sql in [
+            "SELECT ts FROM audit WHERE log_index = ?",
+            "SELECT ts FROM dead_letters WHERE log_index = ?",
+        ] {
+            if let Some(ts) = self
+                .conn
+                .row(sql, std::slice::from_ref(&index), |row| row.u64("ts"))?
+            {
+                return Ok(Some(ts));
+            }
+        }
+        Ok(None)
+    }
 }

@@ -73,7 +73,7 @@ pub enum StoreError {
         file: String,
         source: std::io::Error,
     },
-    #[error("injected failure after {0} rows (test failpoint)")]
+    #[error("injected failure at row or flush step {0} (test failpoint)")]
     Failpoint(usize),
 }
 
@@ -136,6 +136,9 @@ pub struct Store {
     /// Test failpoint: fail the next write after this many row writes, in
     /// the middle of its transaction.
     fail_after_rows: Option<usize>,
+    /// Test failpoint: fail the next write at this step of its flush (see
+    /// [`Store::fail_in_flush`]).
+    fail_in_flush: Option<usize>,
     /// The connection has been set up for writing (see [`Store::write`]).
     writing: bool,
     /// SQLite only: the writer's own checkpoints (see [`writeback`]).
@@ -187,6 +190,7 @@ impl Store {
             position: Position::default(),
             writer: Default::default(),
             fail_after_rows: None,
+            fail_in_flush: None,
             writing: false,
             writeback,
         };
@@ -234,8 +238,18 @@ impl Store {
     pub fn fail_after_rows(&mut self, rows: usize) {
         self.fail_after_rows = Some(rows);
     }
+
+    /// Test failpoint: the next [`Store::write`] fails at `step` of the
+    /// end of its transaction, after the statements before it ran: 1 after
+    /// the orders, 2 after the balances, 3 after the appended rows (trades,
+    /// fills, ledger, audit), 4 after the position's log index.
+    pub fn fail_in_flush(&mut self, step: usize) {
+        self.fail_in_flush = Some(step);
+    }
 }
 
+#[cfg(test)]
+mod bulk_tests;
 #[cfg(test)]
 mod extreme_tests;
 #[cfg(test)]

@@ -31,21 +31,44 @@ fn skip(test: &str, why: &str) -> Option<Target> {
 /// connections use it; `None` (after the loud message) when there is no
 /// server to test against.
 pub fn fresh_postgres(test: &str) -> Option<Target> {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
     let Some(url) = std::env::var(PG_URL_VAR).ok().filter(|u| !u.is_empty()) else {
         return skip(test, &format!("{PG_URL_VAR} is not set"));
     };
-    let mut admin = match postgres::Client::connect(&url, postgres::NoTls) {
-        Ok(client) => client,
-        Err(error) => return skip(test, &format!("cannot connect to {url}: {error}")),
-    };
+    match fresh_schema(&url, test) {
+        Ok(target) => Some(target),
+        Err(FreshSchemaError::Connect(error)) => {
+            skip(test, &format!("cannot connect to {url}: {error}"))
+        }
+        Err(FreshSchemaError::Create(schema, error)) => {
+            panic!("{test}: cannot create schema {schema} on {url}: {error}")
+        }
+    }
+}
+
+/// Why [`fresh_schema`] gave no schema.
+#[derive(Debug, thiserror::Error)]
+pub enum FreshSchemaError {
+    #[error("cannot connect: {0}")]
+    Connect(postgres::Error),
+    /// The schema's name, and why it could not be created.
+    #[error("cannot create schema {0}: {1}")]
+    Create(String, postgres::Error),
+}
+
+/// A fresh, empty schema named after `name` on the server at `url`, as a
+/// target whose connections use it (for the tests and the throughput
+/// example, whose every run must start from an empty store).
+pub fn fresh_schema(url: &str, name: &str) -> Result<Target, FreshSchemaError> {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let mut admin =
+        postgres::Client::connect(url, postgres::NoTls).map_err(FreshSchemaError::Connect)?;
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.subsec_nanos())
         .unwrap_or(0);
     let schema = format!(
         "t_{}_{}_{}_{nanos}",
-        test.chars()
+        name.chars()
             .map(|c| if c.is_ascii_alphanumeric() {
                 c.to_ascii_lowercase()
             } else {
@@ -57,10 +80,10 @@ pub fn fresh_postgres(test: &str) -> Option<Target> {
         COUNTER.fetch_add(1, Ordering::Relaxed)
     );
     if let Err(error) = admin.batch_execute(&format!("CREATE SCHEMA {schema}")) {
-        panic!("{test}: cannot create schema {schema} on {url}: {error}");
+        return Err(FreshSchemaError::Create(schema, error));
     }
     let separator = if url.contains('?') { '&' } else { '?' };
-    Some(Target::Postgres(format!(
+    Ok(Target::Postgres(format!(
         "{url}{separator}options=-c%20search_path%3D{schema}"
     )))
 }

@@ -237,12 +237,16 @@ impl Store {
             }
         }
         self.flush_orders()?;
+        self.flush_failpoint(1)?;
         self.flush_balances()?;
+        self.flush_failpoint(2)?;
         appends.flush(&mut self.conn)?;
+        self.flush_failpoint(3)?;
         self.conn.exec(
             "UPDATE report_meta SET value = ? WHERE name = 'log_index'",
             &[Val::Int(int(position.log_index, "log index")?)],
         )?;
+        self.flush_failpoint(4)?;
         self.conn.exec(
             "UPDATE report_meta SET value = ? WHERE name = 'event_seq'",
             &[Val::Int(int(position.event_seq, "event sequence")?)],
@@ -294,6 +298,14 @@ impl Store {
                 balance.stored = true;
                 balance.dirty = false;
             }
+        }
+        Ok(())
+    }
+
+    fn flush_failpoint(&mut self, step: usize) -> Result<(), StoreError> {
+        if self.fail_in_flush == Some(step) {
+            self.fail_in_flush = None;
+            return Err(StoreError::Failpoint(step));
         }
         Ok(())
     }

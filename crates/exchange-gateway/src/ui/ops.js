@@ -62,7 +62,10 @@ function render(s) {
   $("commands").textContent = int(s.commands_total);
   $("q-submit").textContent = int(s.queues.submit);
   $("q-core").textContent = int(s.queues.core);
-  $("reporting").textContent = s.reporting_lag === null ? "n/a" : int(s.reporting_lag);
+  $("reporting").textContent =
+    s.reporting_lag === null
+      ? "n/a"
+      : `${int(s.reporting_lag)} entries, ${(s.reporting_lag_seconds || 0).toFixed(3)} s`;
   const dead = s.reporting_dead_letters || 0;
   if (dead > 0) $("reporting").textContent += ` (ALARM: ${int(dead)} entries not recorded)`;
   $("reporting").classList.toggle("alarm", dead > 0);

@@ -149,8 +149,10 @@ async fn status_reports_the_single_node_as_leader_with_its_figures() {
     assert_eq!(status["state_hash"], expected_hash.as_str());
     assert_eq!(status["commands_total"], commands);
     assert_eq!(status["rejects"]["price_not_on_tick"], 1);
-    // The test app runs a reporting store: its lag is a count.
+    // The test app runs a reporting store: its lag is a count, and a time
+    // in seconds.
     assert!(status["reporting_lag"].is_u64(), "{status}");
+    assert!(status["reporting_lag_seconds"].is_f64(), "{status}");
     assert!(
         status["marketdata"].is_null(),
         "no market data service here"

@@ -55,15 +55,8 @@ impl Kept for CachedBalance {
     const UPDATE: &'static str =
         "UPDATE balances SET total = ?, available = ?, seq = ? WHERE account = ? AND asset = ?";
 
-    fn update_postgres(rows: usize) -> String {
-        let row = "(?::BIGINT, ?::BIGINT, ?::BIGINT, ?::BIGINT, ?::TEXT)";
-        format!(
-            "UPDATE balances SET total = v.total, available = v.available, seq = v.seq \
-             FROM (VALUES {}) AS v(total, available, seq, account, asset) \
-             WHERE balances.account = v.account AND balances.asset = v.asset",
-            vec![row; rows].join(", ")
-        )
-    }
+    const KEY: &'static str = "account, asset";
+    const CHANGING: &'static [&'static str] = &["total", "available", "seq"];
 
     fn update_params<'a>(&'a self, out: &mut Vec<Param<'a>>) {
         out.extend([

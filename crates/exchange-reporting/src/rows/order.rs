@@ -311,20 +311,17 @@ impl Kept for CachedOrder {
          filled_qty = ?, status = ?, updated_ts = ?, triggered_ts = ?, triggered_price = ? \
          WHERE order_id = ?";
 
-    fn update_postgres(rows: usize) -> String {
-        let row = "(?::TEXT, ?::BIGINT, ?::BIGINT, ?::BIGINT, ?::TEXT, ?::BIGINT, ?::BIGINT, \
-                   ?::BIGINT, ?::BIGINT)";
-        format!(
-            "UPDATE orders SET client_order_id = v.client_order_id, price = v.price, qty = v.qty, \
-             filled_qty = v.filled_qty, status = v.status, updated_ts = v.updated_ts, \
-             triggered_ts = v.triggered_ts, triggered_price = v.triggered_price \
-             FROM (VALUES {}) \
-             AS v(client_order_id, price, qty, filled_qty, status, updated_ts, triggered_ts, \
-             triggered_price, order_id) \
-             WHERE orders.order_id = v.order_id",
-            vec![row; rows].join(", ")
-        )
-    }
+    const KEY: &'static str = "order_id";
+    const CHANGING: &'static [&'static str] = &[
+        "client_order_id",
+        "price",
+        "qty",
+        "filled_qty",
+        "status",
+        "updated_ts",
+        "triggered_ts",
+        "triggered_price",
+    ];
 
     fn update_params<'a>(&'a self, out: &mut Vec<Param<'a>>) {
         let (state, progress) = (&self.state, &self.state.progress);

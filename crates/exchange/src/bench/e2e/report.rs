@@ -21,6 +21,12 @@ pub const CLUSTER_TARGET_P99_NS: u64 = 5_000_000;
 /// reporting store must have written over it too: a store that falls
 /// ever further behind gives the order path cores it cannot keep.
 pub const STORE_KEEPS_UP: f64 = 0.95;
+/// The reporting store's backlog at the end of the window, in seconds of
+/// the run: at most this many seconds' worth of the entries the core
+/// applied per second over the window, and (from a server that publishes
+/// it) at most this far behind in log time. A store that kept 95% of the
+/// pace but ends ever further behind has not kept up.
+pub const STORE_BACKLOG_SECS: f64 = 1.0;
 /// Median lateness (from due time) past which a paced run counts as behind
 /// its schedule: well over the pacing timer's 1 ms slack.
 const BEHIND_NS: u64 = 5_000_000;
@@ -75,6 +81,25 @@ impl Figures {
             && self
                 .store_share()
                 .is_none_or(|share| share >= STORE_KEEPS_UP)
+            && self.store_backlog_bounded().is_none_or(|bounded| bounded)
+    }
+
+    /// The largest backlog (entries) the store may end the window with:
+    /// [`STORE_BACKLOG_SECS`] of the core's applied rate.
+    fn store_backlog_bound(&self) -> f64 {
+        STORE_BACKLOG_SECS * self.server.counters.commands / self.seconds.max(f64::EPSILON)
+    }
+
+    /// Whether the store ended the window within its backlog bound, in
+    /// entries and in log time; `None` without a store.
+    fn store_backlog_bounded(&self) -> Option<bool> {
+        let reported = self.server.counters.reported?;
+        Some(
+            reported.lag <= self.store_backlog_bound()
+                && reported
+                    .lag_seconds
+                    .is_none_or(|seconds| seconds <= STORE_BACKLOG_SECS),
+        )
     }
 
     /// Entries the reporting store wrote over the window, as a share of the
@@ -158,6 +183,9 @@ pub fn json(figures: &Figures) -> Value {
             "reporting": figures.server.counters.reported.map(|r| json!({
                 "entries_written": r.entries,
                 "lag_entries_at_end": r.lag,
+                "lag_seconds_at_end": r.lag_seconds,
+                "lag_bound_entries": figures.store_backlog_bound(),
+                "lag_bounded": figures.store_backlog_bounded(),
                 "share_of_applied": figures.store_share(),
             })),
             "cores_by_thread": figures.cores(),
@@ -298,13 +326,24 @@ fn outcome_lines(figures: &Figures, out: &mut String) {
     );
     if let (Some(reported), Some(share)) = (figures.server.counters.reported, figures.store_share())
     {
+        let seconds = reported
+            .lag_seconds
+            .map(|s| format!(" ({s:.3} s of log time)"))
+            .unwrap_or_default();
+        let bounded = if figures.store_backlog_bounded() == Some(false) {
+            "OVER"
+        } else {
+            "within"
+        };
         let _ = writeln!(
             out,
             "reporting store {:.0} entries/s written ({:.0}% of those applied), \
-             {:.0} behind at the end",
+             {:.0} behind at the end{seconds}: {bounded} the bound of {STORE_BACKLOG_SECS:.0} s \
+             ({:.0} entries)",
             reported.entries / figures.seconds,
             share * 100.0,
-            reported.lag
+            reported.lag,
+            figures.store_backlog_bound()
         );
     }
 }
@@ -437,29 +476,60 @@ mod tests {
         assert!(text(&figures(60_000, 1_000_000)).contains(": met"));
     }
 
+    fn with_store(entries: f64, lag: f64, lag_seconds: Option<f64>) -> Figures {
+        let mut f = figures(60_000, 1_000_000);
+        f.server.counters.reported = Some(ReportingCounters {
+            entries,
+            lag,
+            lag_seconds,
+        });
+        f
+    }
+
     #[test]
     fn the_target_needs_a_store_that_keeps_up() {
-        let with_store = |entries: f64| {
-            let mut f = figures(60_000, 1_000_000);
-            f.server.counters.reported = Some(ReportingCounters {
-                entries,
-                lag: 5_000.0,
-            });
-            f
-        };
         // 1,000 commands applied over the window.
-        let kept_up = with_store(990.0);
+        let kept_up = with_store(990.0, 300.0, Some(0.2));
         assert!(kept_up.meets_target());
-        assert!(text(&kept_up)
-            .contains("reporting store 495 entries/s written (99% of those applied), 5000 behind"));
+        assert!(text(&kept_up).contains(
+            "reporting store 495 entries/s written (99% of those applied), 300 behind at the \
+             end (0.200 s of log time): within the bound of 1 s (500 entries)"
+        ));
         assert_eq!(
             json(&kept_up)["server"]["reporting"]["entries_written"],
             990.0
         );
-        let behind = with_store(600.0);
+        let behind = with_store(600.0, 300.0, Some(0.2));
         assert!(!behind.meets_target());
         assert!(text(&behind).contains("NOT met"));
         assert!(json(&figures(60_000, 1_000_000))["server"]["reporting"].is_null());
+    }
+
+    /// Over the window's 2 s the core applied 500 entries a second: a
+    /// store that wrote 99% of them but ends more than a second's worth
+    /// behind, in entries or in log time, has not kept up.
+    #[test]
+    fn the_target_needs_a_bounded_store_backlog() {
+        let within = with_store(990.0, 500.0, Some(1.0));
+        assert!(within.meets_target());
+        assert_eq!(json(&within)["server"]["reporting"]["lag_bounded"], true);
+        let entries_over = with_store(990.0, 501.0, Some(0.5));
+        assert!(!entries_over.meets_target());
+        assert!(text(&entries_over).contains("501 behind at the end (0.500 s of log time): OVER"));
+        let value = json(&entries_over);
+        assert_eq!(value["server"]["reporting"]["lag_bounded"], false);
+        assert_eq!(value["server"]["reporting"]["lag_bound_entries"], 500.0);
+        assert_eq!(value["target_met"], false);
+        let seconds_over = with_store(990.0, 100.0, Some(1.5));
+        assert!(!seconds_over.meets_target());
+        assert_eq!(
+            json(&seconds_over)["server"]["reporting"]["lag_seconds_at_end"],
+            1.5
+        );
+        // A server that does not publish the time is held to the count.
+        let no_seconds = with_store(990.0, 100.0, None);
+        assert!(no_seconds.meets_target());
+        assert!(text(&no_seconds).contains("100 behind at the end: within"));
     }
 
     #[test]

@@ -188,6 +188,9 @@ pub struct ServerCounters {
 pub struct ReportingCounters {
     pub entries: f64,
     pub lag: f64,
+    /// The same lag in log time (`exchange_reporting_lag_seconds`);
+    /// `None` from a server that does not publish it.
+    pub lag_seconds: Option<f64>,
 }
 
 impl ServerCounters {
@@ -201,7 +204,7 @@ impl ServerCounters {
             overloaded: self.overloaded - before.overloaded,
             reported: self.reported.map(|now| ReportingCounters {
                 entries: now.entries - before.reported.map_or(0.0, |b| b.entries),
-                lag: now.lag,
+                ..now
             }),
         }
     }
@@ -239,6 +242,7 @@ fn parse_counters(text: &str) -> ServerCounters {
         reported: present("exchange_reporting_lag_entries").map(|lag| ReportingCounters {
             entries: value("exchange_reporting_entries_total"),
             lag,
+            lag_seconds: present("exchange_reporting_lag_seconds"),
         }),
     }
 }
@@ -364,7 +368,9 @@ mod tests {
         let with_store = |entries: f64, lag: f64| {
             parse_counters(&format!(
                 "{text}exchange_reporting_entries_total {entries}\n\
-                 exchange_reporting_lag_entries {lag}\n"
+                 exchange_reporting_lag_entries {lag}\n\
+                 exchange_reporting_lag_seconds {}\n",
+                lag / 1_000.0
             ))
         };
         let (first, second) = (with_store(1_000.0, 50.0), with_store(1_900.0, 400.0));
@@ -372,7 +378,8 @@ mod tests {
             second.since(&first).reported,
             Some(ReportingCounters {
                 entries: 900.0,
-                lag: 400.0
+                lag: 400.0,
+                lag_seconds: Some(0.4),
             })
         );
     }
