@@ -144,6 +144,22 @@ impl Figures {
         }
         groups
     }
+
+    /// CPU µs each thread group spent per acknowledged order: where an
+    /// order's cost is, whatever the load the run reached.
+    fn us_per_order(&self) -> BTreeMap<String, f64> {
+        let acked = self.totals.acked() as f64;
+        if acked == 0.0 {
+            return BTreeMap::new();
+        }
+        self.server
+            .cpu
+            .iter()
+            .fold(BTreeMap::new(), |mut groups, (name, seconds)| {
+                *groups.entry(name.clone()).or_insert(0.0) += seconds * 1e6 / acked;
+                groups
+            })
+    }
 }
 
 pub fn json(figures: &Figures) -> Value {
@@ -189,6 +205,7 @@ pub fn json(figures: &Figures) -> Value {
                 "share_of_applied": figures.store_share(),
             })),
             "cores_by_thread": figures.cores(),
+            "cpu_us_per_order_by_thread": figures.us_per_order(),
             "cores": server_cores,
         },
         "client_cores": figures.client_cpu / figures.seconds,
@@ -363,6 +380,18 @@ fn machine_lines(figures: &Figures, out: &mut String) {
             cores.values().sum::<f64>(),
             busy.join(", ")
         );
+        let per_order = figures.us_per_order();
+        let spent: Vec<String> = per_order
+            .iter()
+            .filter(|(_, us)| **us >= 0.01)
+            .map(|(n, us)| format!("{n} {us:.2}"))
+            .collect();
+        let _ = writeln!(
+            out,
+            "CPU per order   {:.2} µs: {}",
+            per_order.values().sum::<f64>(),
+            spent.join(", ")
+        );
     }
     let _ = writeln!(
         out,
@@ -473,6 +502,11 @@ mod tests {
         assert_eq!(value["server"]["entries_per_commit"], 100.0);
         assert_eq!(value["server"]["fsyncs_over_1ms"], 0.1);
         assert_eq!(value["server"]["cores"], 0.75);
+        let per_order = &value["server"]["cpu_us_per_order_by_thread"];
+        let acked = figures(60_000, 1_000_000).totals.acked() as f64;
+        assert_eq!(per_order["core"], 1.0 * 1e6 / acked);
+        assert_eq!(per_order["journal"], 0.5 * 1e6 / acked);
+        assert!(text(&figures(60_000, 1_000_000)).contains("CPU per order"));
         assert!(text(&figures(60_000, 1_000_000)).contains(": met"));
     }
 
