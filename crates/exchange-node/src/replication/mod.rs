@@ -336,9 +336,22 @@ pub fn encode_batch(entries: &[LogEntry]) -> Result<Vec<u8>, EntryError> {
     let mut out = Vec::with_capacity(4 + entries.len() * 160);
     out.extend_from_slice(&(entries.len() as u32).to_le_bytes());
     for entry in entries {
-        let bytes = entry.encode()?;
-        out.extend_from_slice(&(bytes.len() as u32).to_le_bytes());
-        out.extend_from_slice(&bytes);
+        match entry {
+            // Written in place, its length filled in after: no buffer of
+            // its own for each command on the Raft thread.
+            LogEntry::Core(stamped) => {
+                let at = out.len();
+                out.extend_from_slice(&[0; 4]);
+                exchange_codec::binary::encode_command_into(stamped, &mut out);
+                let len = (out.len() - at - 4) as u32;
+                out[at..at + 4].copy_from_slice(&len.to_le_bytes());
+            }
+            other => {
+                let bytes = other.encode()?;
+                out.extend_from_slice(&(bytes.len() as u32).to_le_bytes());
+                out.extend_from_slice(&bytes);
+            }
+        }
     }
     Ok(out)
 }
