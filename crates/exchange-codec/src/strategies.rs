@@ -174,29 +174,9 @@ fn place_ext() -> impl Strategy<Value = Option<Box<PlaceExt>>> {
         .prop_map(|ext| ext.filter(|ext| *ext != PlaceExt::default()).map(Box::new))
 }
 
-const ORDER_TYPES: [OrderType; 4] = [
-    OrderType::Limit,
-    OrderType::Market,
-    OrderType::Stop,
-    OrderType::StopLimit,
-];
-
-const TIFS: [TimeInForce; 7] = [
-    TimeInForce::Gtc,
-    TimeInForce::Ioc,
-    TimeInForce::Fok,
-    TimeInForce::Day,
-    TimeInForce::Gtd,
-    TimeInForce::AtOpen,
-    TimeInForce::AtClose,
-];
-
-const STPS: [SelfTradePrevention; 4] = [
-    SelfTradePrevention::CancelNewest,
-    SelfTradePrevention::CancelOldest,
-    SelfTradePrevention::CancelBoth,
-    SelfTradePrevention::Decrement,
-];
+const ORDER_TYPES: &[OrderType] = OrderType::ALL;
+const TIFS: &[TimeInForce] = TimeInForce::ALL;
+const STPS: &[SelfTradePrevention] = SelfTradePrevention::ALL;
 
 fn place_command() -> impl Strategy<Value = Command> {
     (

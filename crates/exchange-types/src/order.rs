@@ -13,6 +13,8 @@ pub enum Side {
 }
 
 impl Side {
+    /// Every value; a value's position is its code in the binary encoding,
+    /// so values are only ever added at the end.
     pub const ALL: &'static [Side] = &[Side::Buy, Side::Sell];
 
     /// The value [`Side::as_str`] names.
@@ -56,6 +58,8 @@ pub enum OrderType {
 }
 
 impl OrderType {
+    /// Every value; a value's position is its code in the binary encoding,
+    /// so values are only ever added at the end.
     pub const ALL: &'static [OrderType] = &[
         OrderType::Limit,
         OrderType::Market,
@@ -108,6 +112,8 @@ pub enum TimeInForce {
 }
 
 impl TimeInForce {
+    /// Every value; a value's position is its code in the binary encoding,
+    /// so values are only ever added at the end.
     pub const ALL: &'static [TimeInForce] = &[
         TimeInForce::Gtc,
         TimeInForce::Ioc,
@@ -155,6 +161,23 @@ pub enum SelfTradePrevention {
 }
 
 impl SelfTradePrevention {
+    /// Every value; a value's position is its code in the binary encoding,
+    /// so values are only ever added at the end.
+    pub const ALL: &'static [SelfTradePrevention] = &[
+        SelfTradePrevention::CancelNewest,
+        SelfTradePrevention::CancelOldest,
+        SelfTradePrevention::CancelBoth,
+        SelfTradePrevention::Decrement,
+    ];
+
+    /// The value [`SelfTradePrevention::as_str`] names.
+    pub fn parse(name: &str) -> Option<SelfTradePrevention> {
+        Self::ALL
+            .iter()
+            .copied()
+            .find(|value| value.as_str() == name)
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             SelfTradePrevention::CancelNewest => "cancel_newest",
@@ -253,6 +276,10 @@ mod tests {
         for tif in TimeInForce::ALL {
             assert_eq!(TimeInForce::parse(tif.as_str()), Some(*tif));
         }
+        for stp in SelfTradePrevention::ALL {
+            assert_eq!(SelfTradePrevention::parse(stp.as_str()), Some(*stp));
+        }
+        assert_eq!(SelfTradePrevention::ALL.len(), 4);
         assert_eq!(Side::ALL.len(), 2);
         assert_eq!(OrderType::ALL.len(), 4);
         assert_eq!(TimeInForce::ALL.len(), 7);

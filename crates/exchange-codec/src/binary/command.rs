@@ -36,28 +36,12 @@ pub const TEMPLATES: &[&str] = &[
     "tick",
 ];
 
-pub(super) const SIDES: &[Side] = &[Side::Buy, Side::Sell];
-pub(super) const ORDER_TYPES: &[OrderType] = &[
-    OrderType::Limit,
-    OrderType::Market,
-    OrderType::Stop,
-    OrderType::StopLimit,
-];
-pub(super) const TIFS: &[TimeInForce] = &[
-    TimeInForce::Gtc,
-    TimeInForce::Ioc,
-    TimeInForce::Fok,
-    TimeInForce::Day,
-    TimeInForce::Gtd,
-    TimeInForce::AtOpen,
-    TimeInForce::AtClose,
-];
-pub(super) const STPS: &[SelfTradePrevention] = &[
-    SelfTradePrevention::CancelNewest,
-    SelfTradePrevention::CancelOldest,
-    SelfTradePrevention::CancelBoth,
-    SelfTradePrevention::Decrement,
-];
+// The codes are the values' positions in the types' own lists, which only
+// ever grow at their end.
+pub(super) const SIDES: &[Side] = Side::ALL;
+pub(super) const ORDER_TYPES: &[OrderType] = OrderType::ALL;
+pub(super) const TIFS: &[TimeInForce] = TimeInForce::ALL;
+pub(super) const STPS: &[SelfTradePrevention] = SelfTradePrevention::ALL;
 
 /// A value's code: its index in its table. Every value is in its table
 /// (the tests read each one back), so the fallback is never taken.

@@ -10,7 +10,7 @@ use exchange_types::{CancelReason, Event, EventKind, Side, TradingStatus};
 
 use super::event_orders::{read_accepted, write_accepted};
 use super::wire::{Reader, Writer};
-use super::{BinaryError, FLAG_EXT, MARKER, SCHEMA_VERSION};
+use super::{read_header, BinaryError, FLAG_EXT, MARKER, SCHEMA_VERSION};
 
 /// Every event template, numbered from [`FIRST_EVENT_TEMPLATE`] in this
 /// order, by the event's wire name (the `event` member of its JSON line).
@@ -150,33 +150,20 @@ pub fn encode_event(event: &Event) -> Vec<u8> {
 
 /// Reads one binary event message, all of `bytes`.
 pub fn decode_event(bytes: &[u8]) -> Result<Event, BinaryError> {
-    let header: &[u8; EVENT_HEADER_BYTES] = bytes
-        .get(..EVENT_HEADER_BYTES)
-        .and_then(|h| h.try_into().ok())
-        .ok_or(BinaryError::Truncated)?;
-    if header[0] != MARKER {
-        return Err(BinaryError::NotBinary(header[0]));
-    }
-    if header[1] != SCHEMA_VERSION {
-        return Err(BinaryError::Version(header[1]));
-    }
-    let template = u16::from_le_bytes([header[2], header[3]]);
+    let header = read_header(bytes, EVENT_HEADER_BYTES)?;
+    let (template, flags) = (header.template, header.flags);
     if !is_event_template(template) {
         return Err(BinaryError::UnknownTemplate(template));
     }
-    let block_len = usize::from(u16::from_le_bytes([header[4], header[5]]));
-    let flags = u16::from_le_bytes([header[6], header[7]]);
     if flags & !FLAG_EXT != 0 || (flags != 0 && template != ACCEPTED) {
         return Err(BinaryError::Flags(flags));
     }
-    let word = |at: usize| {
-        let mut raw = [0; 8];
-        raw.copy_from_slice(&header[at..at + 8]);
-        u64::from_le_bytes(raw)
-    };
-    let (ts, seq) = (word(8), word(16));
-    let (block, var) = bytes[EVENT_HEADER_BYTES..]
-        .split_at_checked(block_len)
+    let mut seq = [0; 8];
+    seq.copy_from_slice(&header.rest[..8]);
+    let (seq, ts) = (u64::from_le_bytes(seq), header.ts);
+    let (block, var) = header
+        .body
+        .split_at_checked(header.block_len)
         .ok_or(BinaryError::Truncated)?;
     let r = &mut Reader::new(block);
     let v = &mut Reader::new(var);

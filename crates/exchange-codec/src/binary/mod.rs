@@ -162,11 +162,22 @@ pub fn encode_command(stamped: &Stamped) -> Vec<u8> {
     out
 }
 
-/// Reads one binary message, all of `bytes`.
-pub fn decode_command(bytes: &[u8]) -> Result<Stamped, BinaryError> {
-    let header: &[u8; HEADER_BYTES] = bytes
-        .get(..HEADER_BYTES)
-        .and_then(|h| h.try_into().ok())
+/// What every header starts with, its marker and version checked.
+pub(crate) struct Header<'a> {
+    pub(crate) template: u16,
+    pub(crate) block_len: usize,
+    pub(crate) flags: u16,
+    pub(crate) ts: u64,
+    /// The header's bytes after `ts` (an event's `seq`).
+    pub(crate) rest: &'a [u8],
+    /// Everything after the header.
+    pub(crate) body: &'a [u8],
+}
+
+/// Reads a header of `len` bytes (at least [`HEADER_BYTES`]).
+pub(crate) fn read_header(bytes: &[u8], len: usize) -> Result<Header<'_>, BinaryError> {
+    let (header, body) = bytes
+        .split_at_checked(len.max(HEADER_BYTES))
         .ok_or(BinaryError::Truncated)?;
     if header[0] != MARKER {
         return Err(BinaryError::NotBinary(header[0]));
@@ -174,29 +185,39 @@ pub fn decode_command(bytes: &[u8]) -> Result<Stamped, BinaryError> {
     if header[1] != SCHEMA_VERSION {
         return Err(BinaryError::Version(header[1]));
     }
-    let template = u16::from_le_bytes([header[2], header[3]]);
-    // Before the lengths: an event's longer header would otherwise be
-    // reported as bytes after a block.
-    if event::is_event_template(template) {
-        return Err(BinaryError::UnknownTemplate(template));
-    }
-    let block_len = usize::from(u16::from_le_bytes([header[4], header[5]]));
-    let flags = u16::from_le_bytes([header[6], header[7]]);
-    if flags & !FLAG_EXT != 0 {
-        return Err(BinaryError::Flags(flags));
-    }
     let mut ts = [0; 8];
     ts.copy_from_slice(&header[8..16]);
-    let body = &bytes[HEADER_BYTES..];
-    if body.len() < block_len {
+    Ok(Header {
+        template: u16::from_le_bytes([header[2], header[3]]),
+        block_len: usize::from(u16::from_le_bytes([header[4], header[5]])),
+        flags: u16::from_le_bytes([header[6], header[7]]),
+        ts: u64::from_le_bytes(ts),
+        rest: &header[16..],
+        body,
+    })
+}
+
+/// Reads one binary message, all of `bytes`.
+pub fn decode_command(bytes: &[u8]) -> Result<Stamped, BinaryError> {
+    let header = read_header(bytes, HEADER_BYTES)?;
+    // Before the lengths: an event's longer header would otherwise be
+    // reported as bytes after a block.
+    if event::is_event_template(header.template) {
+        return Err(BinaryError::UnknownTemplate(header.template));
+    }
+    if header.flags & !FLAG_EXT != 0 {
+        return Err(BinaryError::Flags(header.flags));
+    }
+    let body = header.body;
+    if body.len() < header.block_len {
         return Err(BinaryError::Truncated);
     }
-    if body.len() > block_len {
-        return Err(BinaryError::Trailing(body.len() - block_len));
+    if body.len() > header.block_len {
+        return Err(BinaryError::Trailing(body.len() - header.block_len));
     }
-    let command = command::read_block(template, flags & FLAG_EXT != 0, body)?;
+    let command = command::read_block(header.template, header.flags & FLAG_EXT != 0, body)?;
     Ok(Stamped {
-        ts: u64::from_le_bytes(ts),
+        ts: header.ts,
         command,
     })
 }

@@ -66,6 +66,33 @@ fn decimals_lose_trailing_zeros_as_in_a_json_line() {
     }
 }
 
+/// Choices are codes on the wire: reordering a type's list of values would
+/// change what every journal means.
+#[test]
+fn a_place_s_choice_codes_are_fixed() {
+    use exchange_types::{OrderType, Place, SelfTradePrevention, Side, TimeInForce};
+    let place = Stamped {
+        ts: 1,
+        command: Command::Place(Place {
+            account: 1,
+            client_order_id: exchange_types::ids::InlineStr::new("c").unwrap(),
+            symbol: exchange_types::ids::InlineStr::new("S").unwrap(),
+            side: Side::Sell,
+            order_type: OrderType::StopLimit,
+            price: None,
+            qty: exchange_types::Dec::from_units(1),
+            tif: TimeInForce::AtClose,
+            post_only: true,
+            stp: SelfTradePrevention::Decrement,
+            ext: None,
+        }),
+    };
+    let bytes = encode_command(&place);
+    // Header, account, client order id (36), symbol (16), then the choices.
+    let at = HEADER_BYTES + 8 + 36 + 16;
+    assert_eq!(&bytes[at..at + 5], &[1, 3, 6, 1, 3]);
+}
+
 #[test]
 fn another_schema_version_is_refused_by_name() {
     let mut bytes = encode_command(&Stamped {
