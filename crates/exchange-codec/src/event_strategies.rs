@@ -104,27 +104,9 @@ fn accepted_ext() -> impl Strategy<Value = Option<Box<AcceptedExt>>> {
 }
 
 fn accepted() -> impl Strategy<Value = EventKind> {
-    let order_types: &'static [OrderType] = &[
-        OrderType::Limit,
-        OrderType::Market,
-        OrderType::Stop,
-        OrderType::StopLimit,
-    ];
-    let tifs: &'static [TimeInForce] = &[
-        TimeInForce::Gtc,
-        TimeInForce::Ioc,
-        TimeInForce::Fok,
-        TimeInForce::Day,
-        TimeInForce::Gtd,
-        TimeInForce::AtOpen,
-        TimeInForce::AtClose,
-    ];
-    let stps: &'static [SelfTradePrevention] = &[
-        SelfTradePrevention::CancelNewest,
-        SelfTradePrevention::CancelOldest,
-        SelfTradePrevention::CancelBoth,
-        SelfTradePrevention::Decrement,
-    ];
+    let order_types = OrderType::ALL;
+    let tifs = TimeInForce::ALL;
+    let stps = SelfTradePrevention::ALL;
     (
         (wide_u64(), id(), wide_u64(), id()),
         (side(), one_of(order_types), option(wide_u64()), wide_u64()),

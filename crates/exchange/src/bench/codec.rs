@@ -14,7 +14,7 @@ use exchange_types::Stamped;
 use hdrhistogram::Histogram;
 use serde_json::json;
 
-use super::generator::{self, Spec, Workload};
+use super::generator::{self, Spec};
 
 /// Commands per timed chunk.
 const CHUNK: usize = 1_024;
@@ -42,17 +42,7 @@ struct Form {
 }
 
 pub fn run(args: CodecArgs) -> anyhow::Result<()> {
-    let prepared = generator::generate(
-        &Spec {
-            ops: args.ops,
-            seed: args.seed,
-            accounts: 1_000,
-            levels: 1_000,
-            workload: Workload::Standard,
-        },
-        false,
-        !args.json,
-    )?;
+    let prepared = generator::generate(&Spec::standard(args.ops, args.seed), false, !args.json)?;
     let commands: Vec<Stamped> = prepared.setup.into_iter().chain(prepared.timed).collect();
     let json_form = measure(
         "json",

@@ -27,7 +27,7 @@ use hdrhistogram::Histogram;
 use serde_json::json;
 use tokio::sync::oneshot;
 
-use super::generator::{self, Spec, Workload};
+use super::generator::{self, Spec};
 use super::timing::progress_bar;
 
 #[derive(clap::Args, Debug)]
@@ -65,17 +65,8 @@ struct Figures {
 }
 
 pub fn run(args: SequencedArgs) -> anyhow::Result<()> {
-    let prepared = generator::generate(
-        &Spec {
-            ops: args.commands,
-            seed: args.seed,
-            accounts: 1_000,
-            levels: 1_000,
-            workload: Workload::Standard,
-        },
-        false,
-        !args.json,
-    )?;
+    let prepared =
+        generator::generate(&Spec::standard(args.commands, args.seed), false, !args.json)?;
     let root = tempfile::Builder::new()
         .prefix("bench-sequenced")
         .tempdir_in(&args.dir)
@@ -290,6 +281,7 @@ fn print_figures(f: &Figures, as_json: bool) {
 
 #[cfg(test)]
 mod tests {
+    use super::generator::Workload;
     use super::*;
 
     #[test]

@@ -94,6 +94,18 @@ pub struct Spec {
 }
 
 impl Spec {
+    /// The standard workload as `bench engine` runs it by default: 1,000
+    /// accounts and 1,000 price levels a side.
+    pub fn standard(ops: usize, seed: u64) -> Spec {
+        Spec {
+            ops,
+            seed,
+            accounts: 1_000,
+            levels: 1_000,
+            workload: Workload::Standard,
+        }
+    }
+
     /// Open orders to keep across both sides: two per level.
     fn target_orders(&self) -> u64 {
         4 * self.levels
