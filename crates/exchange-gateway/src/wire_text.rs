@@ -1,7 +1,9 @@
-//! The answers of order entry written straight to text: the same bytes as
-//! serialising [`Response`](super::ws_entry::Response) with `serde_json`,
-//! without serde's map machinery (the order's `flatten`ed details make
-//! serde write it as a map, one entry at a time) or a value tree.
+//! Order entry's answers and the private stream's messages written
+//! straight to text: the same bytes as serialising
+//! [`Response`](super::ws_entry::Response) or a
+//! [`PrivateMessage`] with `serde_json`, without serde's map machinery
+//! (a `flatten`ed field makes serde write the whole object as a map, one
+//! entry at a time) or a value tree.
 
 use serde_json::Value;
 
@@ -72,7 +74,7 @@ fn push_ids(out: &mut Vec<u8>, ids: &[u64]) {
 }
 
 /// An [`Answer`], as its untagged serialisation writes it.
-pub fn push_answer(out: &mut Vec<u8>, answer: &Answer<'_>) {
+fn push_answer(out: &mut Vec<u8>, answer: &Answer<'_>) {
     match answer {
         Answer::Order(order) => push_order(out, order),
         Answer::Bare { order_id, fills } => {
@@ -105,14 +107,14 @@ fn push_fills(out: &mut Vec<u8>, fills: &[FillView<'_>]) {
     out.push(b']');
 }
 
-pub fn push_fill(out: &mut Vec<u8>, fill: &FillView<'_>) {
+fn push_fill(out: &mut Vec<u8>, fill: &FillView<'_>) {
     let mut object = Object::open(out);
     push_fill_fields(&mut object, fill);
     object.close();
 }
 
 /// A fill's members, for a fill of its own or one inside another object.
-pub fn push_fill_fields(object: &mut Object<'_>, fill: &FillView<'_>) {
+fn push_fill_fields(object: &mut Object<'_>, fill: &FillView<'_>) {
     object.u64("trade_id", fill.trade_id);
     object.u64("order_id", fill.order_id);
     object.str("symbol", fill.symbol);
@@ -124,7 +126,7 @@ pub fn push_fill_fields(object: &mut Object<'_>, fill: &FillView<'_>) {
     object.u64("ts", fill.ts);
 }
 
-pub fn push_order(out: &mut Vec<u8>, order: &OrderView<'_>) {
+fn push_order(out: &mut Vec<u8>, order: &OrderView<'_>) {
     let mut object = Object::open(out);
     object.u64("order_id", order.order_id);
     object.str("client_order_id", order.client_order_id);
