@@ -124,14 +124,14 @@ fn check_use(credential: &Credential, source: IpAddr) -> Result<(), ApiError> {
 /// has not expired, and has `scope` (a key revoked or expired since stops
 /// the socket's order entry at once).
 pub fn still_allows(app: &AppState, key: &str, scope: Scope) -> Result<(), ApiError> {
-    let credential = app
+    let (scopes, expires_at) = app
         .handle
-        .credential(key)
+        .credential_grant(key)
         .ok_or_else(|| ApiError::unauthorized("invalid_api_key", "unknown API key"))?;
-    if credential.expires_at.is_some_and(|at| unix_now_ns() >= at) {
+    if expires_at.is_some_and(|at| unix_now_ns() >= at) {
         return Err(expired());
     }
-    require(credential.scopes, scope)
+    require(scopes, scope)
 }
 
 /// Timestamps below this are not milliseconds of this era: most likely

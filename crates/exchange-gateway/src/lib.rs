@@ -31,6 +31,7 @@ mod cluster;
 mod conn_io;
 pub mod error;
 pub mod ids;
+mod json_text;
 pub mod keys;
 #[cfg(test)]
 mod keys_tests;
@@ -60,6 +61,7 @@ pub mod trading;
 pub mod translate;
 pub mod ui;
 pub mod wire;
+mod wire_text;
 pub mod ws;
 mod ws_commands;
 mod ws_entry;

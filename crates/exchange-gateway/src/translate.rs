@@ -98,131 +98,6 @@ pub struct PlaceRequest {
     funds: Option<String>,
 }
 
-#[derive(Deserialize)]
-enum EntryKind {
-    #[serde(rename = "place")]
-    Place,
-    #[serde(rename = "cancel")]
-    Cancel,
-}
-
-/// A WebSocket `place` or `cancel`, read in one typed pass whichever it
-/// is: trying one shape and then the other would build (and format) a
-/// serde error for every message of the second kind. Each field is
-/// `None` when absent and `Some(None)` when `null`: the general path
-/// refuses a field of the other kind even when it is null, and so must
-/// this one.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct WsOrderEntry {
-    #[serde(rename = "type")]
-    kind: EntryKind,
-    #[serde(default)]
-    request_id: Value,
-    #[serde(default, deserialize_with = "present")]
-    symbol: Option<Option<String>>,
-    #[serde(default, deserialize_with = "present")]
-    side: Option<Option<SideWire>>,
-    #[serde(default, deserialize_with = "present")]
-    order_type: Option<Option<TypeWire>>,
-    #[serde(default, deserialize_with = "present")]
-    price: Option<Option<String>>,
-    #[serde(default, deserialize_with = "present")]
-    qty: Option<Option<String>>,
-    #[serde(default, deserialize_with = "present")]
-    tif: Option<Option<TifWire>>,
-    #[serde(default, deserialize_with = "present")]
-    post_only: Option<Option<bool>>,
-    #[serde(default, deserialize_with = "present")]
-    stp: Option<Option<StpWire>>,
-    #[serde(default, deserialize_with = "present")]
-    order_id: Option<Option<u64>>,
-    #[serde(default, deserialize_with = "present")]
-    client_order_id: Option<Option<String>>,
-    #[serde(default, deserialize_with = "present")]
-    stop_price: Option<Option<String>>,
-    #[serde(default, deserialize_with = "present")]
-    expire_ts: Option<Option<u64>>,
-    #[serde(default, deserialize_with = "present")]
-    trailing_amount: Option<Option<String>>,
-    #[serde(default, deserialize_with = "present")]
-    trailing_bps: Option<Option<u32>>,
-    #[serde(default, deserialize_with = "present")]
-    oco_with: Option<Option<String>>,
-}
-
-/// A field that is there, `null` or not.
-fn present<'de, D, T>(deserializer: D) -> Result<Option<Option<T>>, D::Error>
-where
-    D: serde::Deserializer<'de>,
-    T: Deserialize<'de>,
-{
-    Option::<T>::deserialize(deserializer).map(Some)
-}
-
-/// The request id and command of a well-formed WebSocket `place` or
-/// `cancel`, the bulk of the traffic, without the general path's JSON map.
-/// Anything else, and every mistake (a field of the other kind included),
-/// is `None`: the general path reads it again and names the problem.
-pub fn ws_order_entry(account: AccountId, text: &str) -> Option<(Value, Command)> {
-    let message = serde_json::from_str::<WsOrderEntry>(text).ok()?;
-    match message.kind {
-        EntryKind::Place => {
-            let (Some(Some(symbol)), Some(Some(side)), Some(Some(qty)), None) =
-                (message.symbol, message.side, message.qty, message.order_id)
-            else {
-                return None;
-            };
-            let request = PlaceRequest {
-                symbol,
-                side,
-                order_type: message.order_type.flatten(),
-                price: message.price.flatten(),
-                qty,
-                tif: message.tif.flatten(),
-                post_only: message.post_only.flatten(),
-                stp: message.stp.flatten(),
-                client_order_id: message.client_order_id.flatten(),
-                stop_price: message.stop_price.flatten(),
-                expire_ts: message.expire_ts.flatten(),
-                trailing_amount: message.trailing_amount.flatten(),
-                trailing_bps: message.trailing_bps.flatten(),
-                oco_with: message.oco_with.flatten(),
-                display_qty: None,
-                funds: None,
-            };
-            place(account, request)
-                .ok()
-                .map(|command| (message.request_id, command))
-        }
-        EntryKind::Cancel => {
-            let place_fields = message.symbol.is_some()
-                || message.side.is_some()
-                || message.order_type.is_some()
-                || message.price.is_some()
-                || message.qty.is_some()
-                || message.tif.is_some()
-                || message.post_only.is_some()
-                || message.stp.is_some()
-                || message.stop_price.is_some()
-                || message.expire_ts.is_some()
-                || message.trailing_amount.is_some()
-                || message.trailing_bps.is_some()
-                || message.oco_with.is_some();
-            if place_fields {
-                return None;
-            }
-            let order = match (message.order_id, message.client_order_id) {
-                // Out of range: the general path names the refusal.
-                (Some(Some(id)), None) if exchange_types::order_id_in_range(id) => OrderRef::Id(id),
-                (None, Some(Some(client_order_id))) => by_client_id(&client_order_id).ok()?,
-                _ => return None,
-            };
-            Some((message.request_id, cancel(account, order)))
-        }
-    }
-}
-
 /// `POST /v1/orders/{id}/replace` and the WebSocket `replace` message.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -256,6 +131,53 @@ fn optional_identifier<const N: usize>(
 }
 
 pub fn place(account: AccountId, request: PlaceRequest) -> Result<Command, ApiError> {
+    place_fields(account, &request.fields())
+}
+
+/// A place's fields, borrowed from wherever they were read.
+struct PlaceFields<'a> {
+    symbol: &'a str,
+    side: SideWire,
+    order_type: Option<TypeWire>,
+    price: Option<&'a str>,
+    qty: &'a str,
+    tif: Option<TifWire>,
+    post_only: Option<bool>,
+    stp: Option<StpWire>,
+    client_order_id: Option<&'a str>,
+    stop_price: Option<&'a str>,
+    expire_ts: Option<u64>,
+    trailing_amount: Option<&'a str>,
+    trailing_bps: Option<u32>,
+    oco_with: Option<&'a str>,
+    display_qty: Option<&'a str>,
+    funds: Option<&'a str>,
+}
+
+impl PlaceRequest {
+    fn fields(&self) -> PlaceFields<'_> {
+        PlaceFields {
+            symbol: &self.symbol,
+            side: self.side,
+            order_type: self.order_type,
+            price: self.price.as_deref(),
+            qty: &self.qty,
+            tif: self.tif,
+            post_only: self.post_only,
+            stp: self.stp,
+            client_order_id: self.client_order_id.as_deref(),
+            stop_price: self.stop_price.as_deref(),
+            expire_ts: self.expire_ts,
+            trailing_amount: self.trailing_amount.as_deref(),
+            trailing_bps: self.trailing_bps,
+            oco_with: self.oco_with.as_deref(),
+            display_qty: self.display_qty.as_deref(),
+            funds: self.funds.as_deref(),
+        }
+    }
+}
+
+fn place_fields(account: AccountId, request: &PlaceFields<'_>) -> Result<Command, ApiError> {
     let order_type = match request.order_type.unwrap_or(TypeWire::Limit) {
         TypeWire::Limit => OrderType::Limit,
         TypeWire::Market => OrderType::Market,
@@ -273,21 +195,21 @@ pub fn place(account: AccountId, request: PlaceRequest) -> Result<Command, ApiEr
         (Some(TifWire::AtOpen), _) => TimeInForce::AtOpen,
         (Some(TifWire::AtClose), _) => TimeInForce::AtClose,
     };
-    let client_order_id = match &request.client_order_id {
+    let client_order_id = match request.client_order_id {
         Some(text) => identifier("client_order_id", text)?,
         None => identifier("client_order_id", &exchange_node::random_hex(16))?,
     };
     Ok(Command::Place(Place {
         account,
         client_order_id,
-        symbol: identifier("symbol", &request.symbol)?,
+        symbol: identifier("symbol", request.symbol)?,
         side: match request.side {
             SideWire::Buy => Side::Buy,
             SideWire::Sell => Side::Sell,
         },
         order_type,
-        price: optional_decimal("price", request.price.as_deref())?,
-        qty: decimal("qty", &request.qty)?,
+        price: optional_decimal("price", request.price)?,
+        qty: decimal("qty", request.qty)?,
         tif,
         post_only: request.post_only.unwrap_or(false),
         stp: match request.stp.unwrap_or(StpWire::CancelNewest) {
@@ -296,14 +218,14 @@ pub fn place(account: AccountId, request: PlaceRequest) -> Result<Command, ApiEr
             StpWire::CancelBoth => SelfTradePrevention::CancelBoth,
             StpWire::Decrement => SelfTradePrevention::Decrement,
         },
-        ext: place_ext(&request)?,
+        ext: place_ext(request)?,
     }))
 }
 
 /// The stop and pair fields of a place, boxed only when one is given (the
 /// core refuses each where it does not apply, with its own reason).
-fn place_ext(request: &PlaceRequest) -> Result<Option<Box<PlaceExt>>, ApiError> {
-    let trailing = match (&request.trailing_amount, request.trailing_bps) {
+fn place_ext(request: &PlaceFields<'_>) -> Result<Option<Box<PlaceExt>>, ApiError> {
+    let trailing = match (request.trailing_amount, request.trailing_bps) {
         (None, None) => None,
         (Some(amount), None) => Some(Trailing::Amount(decimal("trailing_amount", amount)?)),
         (None, Some(bps)) => Some(Trailing::Bps(bps)),
@@ -315,12 +237,12 @@ fn place_ext(request: &PlaceRequest) -> Result<Option<Box<PlaceExt>>, ApiError> 
         }
     };
     let ext = PlaceExt {
-        stop_price: optional_decimal("stop_price", request.stop_price.as_deref())?,
+        stop_price: optional_decimal("stop_price", request.stop_price)?,
         expire_ts: request.expire_ts,
         trailing,
-        oco_with: optional_identifier("oco_with", request.oco_with.as_deref())?,
-        display_qty: optional_decimal("display_qty", request.display_qty.as_deref())?,
-        funds: optional_decimal("funds", request.funds.as_deref())?,
+        oco_with: optional_identifier("oco_with", request.oco_with)?,
+        display_qty: optional_decimal("display_qty", request.display_qty)?,
+        funds: optional_decimal("funds", request.funds)?,
     };
     Ok((ext != PlaceExt::default()).then(|| Box::new(ext)))
 }
@@ -538,6 +460,10 @@ pub fn private_messages(events: &[Event], account: AccountId) -> Vec<Value> {
         .map(|message| serde_json::to_value(message).unwrap_or_default())
         .collect()
 }
+
+#[path = "translate_ws.rs"]
+mod ws_order;
+pub use ws_order::ws_order_entry;
 
 #[cfg(test)]
 #[path = "translate_tests.rs"]

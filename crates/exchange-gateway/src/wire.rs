@@ -3,9 +3,9 @@
 //!
 //! One definition serves both paths: REST turns these into
 //! [`serde_json::Value`] (see `translate`), and the WebSocket hot path
-//! serialises them directly to text, which skips building a map per
-//! message (that, with its allocations, cost more than everything else a
-//! socket does per order).
+//! writes them straight to text by hand ([`super::wire_text`], held to
+//! the same bytes as their serialisation), which skips building a map
+//! per message and serde's per-field machinery.
 
 use exchange_types::{
     lifecycle, order_updates, AccountId, Change, Dec, Event, EventKind, MmpState, Rejected,
@@ -268,12 +268,12 @@ fn account_event(kind: &EventKind) -> Option<(AccountId, AccountFields<'_>)> {
 #[derive(Serialize)]
 pub struct OrderUpdate<'a> {
     #[serde(rename = "type")]
-    kind: &'static str,
-    event: &'static str,
-    seq: u64,
-    ts: u64,
+    pub(crate) kind: &'static str,
+    pub(crate) event: &'static str,
+    pub(crate) seq: u64,
+    pub(crate) ts: u64,
     #[serde(flatten)]
-    fields: UpdateFields<'a>,
+    pub(crate) fields: UpdateFields<'a>,
 }
 
 #[derive(Serialize)]

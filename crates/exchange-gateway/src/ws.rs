@@ -47,7 +47,7 @@ use super::ws_key::{self, KeyWatch};
 use super::ws_kind::{EntryType, MessageType};
 use super::ws_live::{self, Liveness, Verdict, CLOSE_POLICY, CLOSE_TOO_BIG};
 use super::AppState;
-use super::{wire, ws_market};
+use super::{wire, wire_text, ws_market};
 use exchange_marketdata_service::Subscriber;
 use exchange_node::state::Applied;
 
@@ -57,6 +57,10 @@ use exchange_node::state::Applied;
 /// everything else the server does per message.
 const READ_BUFFER: usize = 4 * 1024;
 pub(super) use super::ws_live::CLOSE_TRY_AGAIN;
+
+/// Room for a typical private-stream message (an accepted order is about
+/// 300 bytes), so that writing one seldom grows its buffer.
+const PRIVATE_CAPACITY: usize = 384;
 
 pub async fn handler(
     upgrade: Result<WebSocketUpgrade, axum::extract::ws::rejection::WebSocketUpgradeRejection>,
@@ -387,8 +391,9 @@ impl Session {
                 }
                 let mut sent = true;
                 for message in wire::private_messages(&applied.events, account) {
-                    let text = ws_entry::frame_text(&message, &Value::Null);
-                    sent = sent && feed(socket, text).await;
+                    let mut text = Vec::with_capacity(PRIVATE_CAPACITY);
+                    wire_text::push_private(&mut text, &message);
+                    sent = sent && feed(socket, ws_entry::utf8(text)).await;
                 }
                 sent
             }

@@ -15,6 +15,7 @@ use tokio::sync::oneshot;
 
 use super::error::ApiError;
 use super::translate::{Answer, Op};
+use super::wire_text;
 use exchange_node::sequencer::SubmitError;
 use exchange_node::state::Applied;
 
@@ -55,19 +56,28 @@ impl Pending {
             return std::future::pending().await;
         };
         match outcome {
-            Ok(applied) => frame_text(
-                &response(&done.request_id, done.op, done.op.answer(&applied)),
-                &done.request_id,
-            ),
-            Err(_) => {
-                let stopped: Result<Answer<'_>, ApiError> = Err(SubmitError::Stopped.into());
-                frame_text(
-                    &response(&done.request_id, done.op, stopped),
-                    &done.request_id,
-                )
-            }
+            Ok(applied) => answer_text(&done.request_id, done.op, &done.op.answer(&applied)),
+            Err(_) => answer_text(&done.request_id, done.op, &Err(SubmitError::Stopped.into())),
         }
     }
+}
+
+/// Room for a typical answer (an order without fills is about 350
+/// bytes), so that writing one seldom grows its buffer.
+const ANSWER_CAPACITY: usize = 512;
+
+/// The text of [`response`]'s frame, written by hand (see [`wire_text`]).
+fn answer_text(request_id: &Value, op: Op, result: &Result<Answer<'_>, ApiError>) -> String {
+    let mut text = Vec::with_capacity(ANSWER_CAPACITY);
+    wire_text::push_response(&mut text, request_id, op, result);
+    utf8(text)
+}
+
+/// Text written by [`wire_text`], which writes only whole `str`s and
+/// ASCII: always UTF-8, and were it not, still valid JSON text.
+pub fn utf8(text: Vec<u8>) -> String {
+    String::from_utf8(text)
+        .unwrap_or_else(|error| String::from_utf8_lossy(error.as_bytes()).into_owned())
 }
 
 /// A frame's JSON; should it not serialise (its types always do, so a
@@ -75,12 +85,6 @@ impl Pending {
 /// cannot tell from an answer.
 pub fn frame_value<T: Serialize>(message: &T, request_id: &Value) -> Value {
     serde_json::to_value(message).unwrap_or_else(|error| unwritable(request_id, &error))
-}
-
-/// [`frame_value`] as text, written once: never empty, never broken JSON.
-pub fn frame_text<T: Serialize>(message: &T, request_id: &Value) -> String {
-    serde_json::to_string(message)
-        .unwrap_or_else(|error| unwritable(request_id, &error).to_string())
 }
 
 /// The error frame standing in for one that did not serialise, carrying
@@ -449,10 +453,9 @@ mod tests {
         assert_eq!(value["request_id"], "r-1");
         let message = value["message"].as_str().expect("a message");
         assert!(message.contains(r#"a "quoted" reason"#), "{message}");
-        let text = frame_text(&Unwritable, &Value::Null);
-        let parsed: Value = serde_json::from_str(&text).expect("well-formed JSON");
-        assert_eq!(parsed["type"], "error", "{text}");
+        let parsed = frame_value(&Unwritable, &Value::Null);
+        assert_eq!(parsed["type"], "error", "{parsed}");
         assert_eq!(parsed["code"], "internal");
-        assert!(parsed.get("request_id").is_none(), "{text}");
+        assert!(parsed.get("request_id").is_none(), "{parsed}");
     }
 }

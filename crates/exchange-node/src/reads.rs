@@ -443,6 +443,14 @@ impl SharedCredentials {
             .get(key)
             .cloned()
     }
+
+    pub(crate) fn grant(&self, key: &str) -> Option<(Scopes, Option<u64>)> {
+        self.by_key
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(key)
+            .map(|credential| (credential.scopes, credential.expires_at))
+    }
 }
 
 /// How the key is checked; `None` for a key the state holds but no
@@ -482,6 +490,12 @@ impl Handle {
     /// answered, until its revocation is. Served without the core thread.
     pub fn credential(&self, api_key: &str) -> Option<Credential> {
         self.credentials().get(api_key)
+    }
+
+    /// The scopes and expiry of `api_key`, without a copy of its secret
+    /// and allow-list: what an open socket looks at before each order.
+    pub fn credential_grant(&self, api_key: &str) -> Option<(Scopes, Option<u64>)> {
+        self.credentials().grant(api_key)
     }
 
     /// Changes each time API keys were removed (revoked or rotated away)
