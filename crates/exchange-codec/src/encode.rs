@@ -503,7 +503,7 @@ pub(crate) fn push_u64(out: &mut Vec<u8>, value: u64) {
 /// right to left in one buffer with 64-bit arithmetic, because the 128-bit
 /// division and the many small copies of the shared formatter were most
 /// of the cost of writing an event.
-fn push_units(out: &mut Vec<u8>, negative: bool, units: u64) {
+pub fn push_units(out: &mut Vec<u8>, negative: bool, units: u64) {
     // Quote, sign, 20 integer digits, point, 8 decimals, quote.
     let mut buf = [b'0'; 32];
     let mut pos = buf.len() - 1;

@@ -35,7 +35,7 @@ use exchange_types::limits::MAX_COMMAND_BYTES;
 use thiserror::Error;
 
 pub use decode::{decode_command, COMMAND_NAMES};
-pub use encode::{encode_event, encode_event_into};
+pub use encode::{encode_event, encode_event_into, push_units};
 pub use encode_command::{encode_command, encode_command_into};
 pub use state::{final_state, BalanceState, BookState, FinalState};
 

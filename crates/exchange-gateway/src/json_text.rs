@@ -4,11 +4,6 @@
 //! struct is written as a map, one key at a time) and `Dec::text`'s
 //! digit-at-a-time formatting.
 
-use exchange_types::AMOUNT_SCALE;
-
-/// Units in a whole (10^[`AMOUNT_SCALE`]).
-const UNITS_PER_WHOLE: u64 = 10u64.pow(AMOUNT_SCALE);
-
 /// Writes `value` in decimal.
 pub fn push_u64(out: &mut Vec<u8>, value: u64) {
     out.extend_from_slice(itoa::Buffer::new().format(value).as_bytes());
@@ -62,65 +57,14 @@ pub fn push_str(out: &mut Vec<u8>, value: &str) {
 }
 
 /// Writes an amount of units as a JSON string, as `Dec::text` writes it:
-/// the shortest exact decimal. Two digits a step from a table, right to
-/// left in one buffer.
+/// the shortest exact decimal (the event encoder's writer).
 pub fn push_units(out: &mut Vec<u8>, units: u64) {
-    push_amount(out, false, units);
+    exchange_codec::push_units(out, false, units);
 }
 
 /// Signed units (a fee; negative is a rebate), as [`push_units`].
 pub fn push_signed_units(out: &mut Vec<u8>, units: i64) {
-    push_amount(out, units < 0, units.unsigned_abs());
-}
-
-fn push_amount(out: &mut Vec<u8>, negative: bool, units: u64) {
-    // Quote, sign, 20 integer digits, point, 8 decimals, quote.
-    let mut buf = [b'0'; 32];
-    let mut pos = buf.len() - 1;
-    buf[pos] = b'"';
-    let mut fraction = units % UNITS_PER_WHOLE;
-    if fraction != 0 {
-        let mut width = AMOUNT_SCALE as usize;
-        while fraction.is_multiple_of(10) {
-            fraction /= 10;
-            width -= 1;
-        }
-        // The buffer starts as '0's: the fraction's leading zeros are in
-        // place once its digits are written.
-        write_digits(&mut buf, pos, fraction);
-        pos -= width + 1;
-        buf[pos] = b'.';
-    }
-    pos = write_digits(&mut buf, pos, units / UNITS_PER_WHOLE);
-    if negative {
-        pos -= 1;
-        buf[pos] = b'-';
-    }
-    pos -= 1;
-    buf[pos] = b'"';
-    out.extend_from_slice(&buf[pos..]);
-}
-
-/// Writes `value`'s digits so that they end just before `end`; returns
-/// where they start. Zero is one digit.
-fn write_digits(buf: &mut [u8; 32], end: usize, mut value: u64) -> usize {
-    const PAIRS: &[u8; 200] = b"0001020304050607080910111213141516171819\
-        2021222324252627282930313233343536373839\
-        4041424344454647484950515253545556575859\
-        6061626364656667686970717273747576777879\
-        8081828384858687888990919293949596979899";
-    let mut pos = end;
-    while value >= 10 {
-        let pair = (value % 100) as usize * 2;
-        value /= 100;
-        pos -= 2;
-        buf[pos..pos + 2].copy_from_slice(&PAIRS[pair..pair + 2]);
-    }
-    if value > 0 || pos == end {
-        pos -= 1;
-        buf[pos] = b'0' + value as u8;
-    }
-    pos
+    exchange_codec::push_units(out, units < 0, units.unsigned_abs());
 }
 
 /// An object written one member at a time: the commas and the braces.

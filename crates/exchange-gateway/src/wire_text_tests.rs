@@ -3,6 +3,8 @@
 
 use axum::http::StatusCode;
 use exchange_node::history::{OrderDetails, OrderRecord, OrderStatus};
+use exchange_types::ids::InlineStr;
+use exchange_types::{OrderType, Side, TimeInForce};
 use proptest::prelude::*;
 use serde_json::{json, Value};
 
@@ -24,6 +26,14 @@ fn units() -> impl Strategy<Value = u64> {
     ]
 }
 
+/// Identifiers as the core accepts them: printable ASCII, `"` and `\\`
+/// included, so their escaping is exercised.
+fn id<const N: usize>() -> impl Strategy<Value = InlineStr<N>> {
+    proptest::string::string_regex(&format!("[!-~]{{1,{N}}}"))
+        .expect("a valid pattern")
+        .prop_map(|text| InlineStr::new(&text).expect("printable ASCII"))
+}
+
 fn details() -> impl Strategy<Value = Option<Box<OrderDetails>>> {
     let fields = (
         prop::option::of(units()),
@@ -32,7 +42,7 @@ fn details() -> impl Strategy<Value = Option<Box<OrderDetails>>> {
         prop::option::of(units()),
         prop::option::of(units()),
         prop::option::of(any::<u64>()),
-        prop::option::of(text()),
+        prop::option::of(id::<36>()),
         prop::option::of(any::<u64>()),
         prop::option::of(units()),
     );
@@ -52,9 +62,20 @@ fn details() -> impl Strategy<Value = Option<Box<OrderDetails>>> {
 }
 
 fn record() -> impl Strategy<Value = OrderRecord> {
-    let head = (any::<u64>(), text(), text(), text(), text());
+    let head = (
+        any::<u64>(),
+        id::<36>(),
+        id::<16>(),
+        prop::sample::select(Side::ALL),
+        prop::sample::select(OrderType::ALL),
+    );
     let amounts = (prop::option::of(units()), units(), units(), 0..5usize);
-    let tail = (text(), any::<u64>(), any::<u64>(), details());
+    let tail = (
+        prop::sample::select(TimeInForce::ALL),
+        any::<u64>(),
+        any::<u64>(),
+        details(),
+    );
     (head, amounts, tail).prop_map(|(head, amounts, tail)| OrderRecord {
         order_id: head.0,
         account: 1,
