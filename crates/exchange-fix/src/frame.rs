@@ -10,7 +10,9 @@
 //! the next `8=FIX.4.4<SOH>9=` after the garbled message's first byte.
 //! Only a BodyLength beyond `MAX_FIX_MESSAGE_BYTES` is fatal: the bytes
 //! it claims cannot be buffered, so the stream cannot be resynchronised
-//! safely.
+//! safely. A message that frames correctly under another BeginString
+//! (`8=FIX.4.2`) is not garbled: it is a counterparty speaking another
+//! version, which the session answers with a Logout.
 //!
 //! Nothing here can panic on any input: every index is checked.
 
@@ -24,6 +26,9 @@ const PREFIX: &[u8] = b"8=FIX.4.4\x019=";
 const TRAILER_LEN: usize = 7;
 /// Digits of a BodyLength below `MAX_FIX_MESSAGE_BYTES`.
 const MAX_LENGTH_DIGITS: usize = 5;
+/// Longest BeginString value read as another FIX version's ("FIXT.1.1"
+/// is eight characters); anything longer is garbage.
+const MAX_BEGIN_STRING_LEN: usize = 16;
 
 /// The stream cannot be read any further.
 #[derive(Clone, Debug, PartialEq, Eq, Error)]
@@ -39,7 +44,8 @@ pub enum FrameError {
 /// One framed message.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Frame {
-    /// A well-formed message, all its bytes (header to trailer).
+    /// A well-formed message, all its bytes (header to trailer). Its
+    /// BeginString may be another version's (see [`is_fix44`]).
     Message(Vec<u8>),
     /// Bytes that are not a well-formed message: to be ignored, uncounted.
     Garbled { reason: &'static str },
@@ -82,15 +88,59 @@ pub fn next_frame(buf: &[u8]) -> Result<Option<(Frame, usize)>, FrameError> {
         return Ok(None);
     }
     if !begins_like_fix(buf) {
-        return Ok(resync(
-            buf,
-            "does not begin with 8=FIX.4.4 and BodyLength (9)",
-        ));
+        return other_begin_string(buf);
     }
     if buf.len() < PREFIX.len() {
         return Ok(None);
     }
-    let rest = &buf[PREFIX.len()..];
+    framed(buf, PREFIX.len())
+}
+
+/// A message that begins with another BeginString than FIX 4.4's: a
+/// message still when the rest of it frames as one does (the session
+/// refuses it, see [`is_fix44`]), else garbled bytes.
+fn other_begin_string(buf: &[u8]) -> Result<Option<(Frame, usize)>, FrameError> {
+    const NOT_FIX: &str = "does not begin with 8=FIX.4.4 and BodyLength (9)";
+    let head = buf.len().min(2);
+    if buf[..head] != b"8="[..head] {
+        return Ok(resync(buf, NOT_FIX));
+    }
+    let value = &buf[head..];
+    let Some(end) = value
+        .iter()
+        .take(MAX_BEGIN_STRING_LEN + 1)
+        .position(|b| *b == SOH)
+    else {
+        let waiting = value.len() <= MAX_BEGIN_STRING_LEN && value.iter().all(u8::is_ascii_graphic);
+        return if waiting {
+            Ok(None)
+        } else {
+            Ok(resync(buf, NOT_FIX))
+        };
+    };
+    let begin_string = &value[..end];
+    let named = !begin_string.is_empty() && begin_string.iter().all(u8::is_ascii_graphic);
+    // From the SOH that ends the BeginString: BodyLength's tag comes next.
+    let after = &value[end..];
+    const LENGTH_TAG: &[u8] = b"\x019=";
+    if named && after.len() < LENGTH_TAG.len() && LENGTH_TAG.starts_with(after) {
+        return Ok(None);
+    }
+    if !named || !after.starts_with(LENGTH_TAG) {
+        return Ok(resync(buf, NOT_FIX));
+    }
+    framed(buf, head + end + LENGTH_TAG.len())
+}
+
+/// Whether a framed message's BeginString is FIX 4.4's.
+pub fn is_fix44(raw: &[u8]) -> bool {
+    raw.starts_with(PREFIX)
+}
+
+/// Frames the message at the front of `buf` from its BodyLength's value,
+/// which starts at `length_at`.
+fn framed(buf: &[u8], length_at: usize) -> Result<Option<(Frame, usize)>, FrameError> {
+    let rest = &buf[length_at..];
     let Some(soh) = rest
         .iter()
         .take(MAX_LENGTH_DIGITS + 1)
@@ -107,7 +157,7 @@ pub fn next_frame(buf: &[u8]) -> Result<Option<(Frame, usize)>, FrameError> {
     let Some(body_len) = digits_value(&rest[..soh]) else {
         return Ok(resync(buf, "BodyLength (9) is not a number"));
     };
-    let body_start = PREFIX.len() + soh + 1;
+    let body_start = length_at + soh + 1;
     let body_end = body_start + body_len;
     let total = body_end + TRAILER_LEN;
     if total > MAX_FIX_MESSAGE_BYTES {
@@ -208,7 +258,9 @@ mod tests {
         let n = sealed.len();
         sealed[n - 2] = if sealed[n - 2] == b'0' { b'1' } else { b'0' };
         assert_eq!(skipped(&sealed), n);
-        assert_eq!(skipped(b"8=FIX.4.2\x019=5\x01"), 14);
+        assert_eq!(skipped(b"8=FIX.4.2\x01x=5\x01"), 14);
+        assert_eq!(skipped(b"8=\x019=5\x01"), 7);
+        assert_eq!(skipped(b"8=FIX.4.2.and.more.than.that"), 28);
         assert_eq!(skipped(b"hello"), 5);
         assert_eq!(skipped(b"8=FIX.4.4\x019=x\x01"), 14);
         assert_eq!(skipped(&fix("8=FIX.4.4|9=3|35=0|10=000|")), 26);
@@ -222,6 +274,27 @@ mod tests {
             next_frame(b"8=FIX.4.4\x019=9000\x01"),
             Err(FrameError::TooLarge)
         );
+    }
+
+    #[test]
+    fn another_begin_string_frames_as_a_message_of_that_version() {
+        let mut other = fix("8=FIX.4.2|9=5|35=0|");
+        let sum = checksum(&other);
+        other.extend(fix(&format!("10={sum:03}|")));
+        assert_eq!(
+            next_frame(&other),
+            Ok(Some((Frame::Message(other.clone()), other.len())))
+        );
+        assert!(!is_fix44(&other));
+        assert!(is_fix44(&seal(&fix("35=0|"))));
+        // Incomplete, it waits for the rest like any message.
+        for cut in 0..other.len() {
+            assert_eq!(next_frame(&other[..cut]), Ok(None), "cut at {cut}");
+        }
+        // Its CheckSum wrong, it is garbled like any message.
+        let n = other.len();
+        other[n - 2] = if other[n - 2] == b'0' { b'1' } else { b'0' };
+        assert_eq!(skipped(&other), n);
     }
 
     #[test]

@@ -83,8 +83,11 @@ impl Message {
                         value: start + eq + 1..end,
                     }),
                     None => {
+                        // Tag 0 is a number, only not a valid tag: the
+                        // Reject can name it.
+                        let zero = (&segment[..eq] == b"0").then_some(0);
                         problem.get_or_insert(Problem::new(
-                            None,
+                            zero,
                             tags::session_reject::INVALID_TAG_NUMBER,
                             format!(
                                 "invalid tag number {:?}",
@@ -272,6 +275,8 @@ mod tests {
         assert_eq!(m.problem().map(|p| (p.tag, p.reason)), Some((Some(55), 4)));
         let m = parse("8=FIX.4.4|035=D|");
         assert_eq!(m.problem().map(|p| (p.tag, p.reason)), Some((None, 0)));
+        let m = parse("8=FIX.4.4|0=HI|");
+        assert_eq!(m.problem().map(|p| (p.tag, p.reason)), Some((Some(0), 0)));
         let m = parse("8=FIX.4.4|garbage|");
         assert_eq!(m.problem().map(|p| p.reason), Some(0));
         let m = parse("8=FIX.4.4|99999999999=1|");

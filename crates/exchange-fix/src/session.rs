@@ -9,9 +9,10 @@
 //! ResendRequest answered from the store with PossDupFlag copies and gap
 //! fills in place of admin messages, SequenceReset in both modes,
 //! heartbeats and test requests from HeartBtInt, session-level Reject
-//! naming the tag, and Logout both ways.
+//! naming the tag, Logout both ways, and a Logout then a disconnect for a
+//! message with another BeginString than FIX.4.4.
 
-use crate::frame::{seal, Frame, FrameError};
+use crate::frame::{is_fix44, seal, Frame, FrameError, BEGIN_STRING};
 use crate::message::{answer_routing, Message, Outgoing, Problem};
 use crate::spec;
 use crate::store::Store;
@@ -259,6 +260,16 @@ impl<S: Store> Session<S> {
     pub fn on_message(&mut self, now: u64, message: Message, out: &mut Vec<Action>) {
         self.last_received = now;
         self.test_request_pending = false;
+        if !is_fix44(message.raw()) && self.is_connected() {
+            // FIX 4.4 Volume 2: an invalid BeginString is answered with a
+            // Logout and a disconnect; the message is not processed.
+            let received =
+                String::from_utf8_lossy(message.get(tags::BEGIN_STRING).unwrap_or_default())
+                    .into_owned();
+            let text =
+                format!("Incorrect BeginString (8) {received:?}: this session is {BEGIN_STRING}");
+            return self.logout_and_close(now, &text, out);
+        }
         match self.phase {
             Phase::Disconnected => {}
             Phase::AwaitingLogon => self.on_logon(now, &message, out),
@@ -614,3 +625,7 @@ mod wire_tests;
 #[cfg(test)]
 #[path = "session_conformance_tests.rs"]
 mod conformance_tests;
+
+#[cfg(test)]
+#[path = "session_acceptance_tests.rs"]
+mod acceptance_tests;

@@ -7,8 +7,9 @@
 //! honoured an instruction it silently dropped. The standard fields that
 //! carry no instruction here (identification, parties, free text) are
 //! accepted, checked for format and defined values, and not used. The one
-//! repeating group accepted inbound is Parties (453), whose NumInGroup must
-//! match its entries.
+//! repeating group accepted inbound is Parties (453). Every FIX 4.4 group
+//! of an accepted message type is counted, taken or not: its NumInGroup
+//! must match its entries.
 
 use crate::message::{parse_uint, Message, Problem};
 use crate::tags::{self, session_reject as reason};
@@ -48,6 +49,7 @@ fn format_of(tag: u32) -> Format {
         | LAST_MSG_SEQ_NUM_PROCESSED
         | MASS_CANCEL_REQUEST_TYPE
         | NO_PARTIES
+        | NO_TRADING_SESSIONS
         | PARTY_ROLE
         | PEG_OFFSET_TYPE
         | CONTINGENCY_TYPE => Format::Uint,
@@ -111,17 +113,30 @@ fn check_value(tag: u32, value: &[u8]) -> Result<(), Problem> {
     Ok(())
 }
 
-/// A repeating group accepted inbound: its NumInGroup tag, and its
-/// members, the first of which opens each entry.
+/// A FIX 4.4 repeating group of the accepted messages: its NumInGroup
+/// tag, its members, the first of which opens each entry, and the message
+/// types FIX 4.4 defines it for. A group is read as a structure before the
+/// gateway decides whether it takes the group at all, so a count that
+/// does not match the entries is that (373=16) even for a group refused
+/// afterwards as not taken (373=2).
 struct Group {
     count: u32,
     members: &'static [u32],
+    msg_types: &'static [&'static [u8]],
 }
 
-const GROUPS: &[Group] = &[Group {
-    count: tags::NO_PARTIES,
-    members: &[tags::PARTY_ID, tags::PARTY_ID_SOURCE, tags::PARTY_ROLE],
-}];
+const GROUPS: &[Group] = &[
+    Group {
+        count: tags::NO_PARTIES,
+        members: &[tags::PARTY_ID, tags::PARTY_ID_SOURCE, tags::PARTY_ROLE],
+        msg_types: &[b"D", b"F", b"G", b"H"],
+    },
+    Group {
+        count: tags::NO_TRADING_SESSIONS,
+        members: &[tags::TRADING_SESSION_ID, tags::TRADING_SESSION_SUB_ID],
+        msg_types: &[b"D", b"G"],
+    },
+];
 
 /// Checks the entries of `group` at the start of `rest` against the
 /// NumInGroup value `count`; returns how many fields they take.
@@ -430,16 +445,23 @@ fn check_fields(
                 format!("header tag {tag} after the body began"),
             ));
         }
+        let group = GROUPS
+            .iter()
+            .find(|g| g.count == tag && g.msg_types.contains(&msg_type));
+        if let Some(group) = group {
+            // Structure first: the entries are counted before the gateway
+            // decides whether it takes the group.
+            in_body = true;
+            check_value(tag, value)?;
+            at += check_group(group, value, &inner[at..])?;
+            check_body_tag(tag, msg_type, body_spec)?;
+            continue;
+        }
         if !in_header {
             in_body = true;
             check_body_tag(tag, msg_type, body_spec)?;
         }
         check_value(tag, value)?;
-        if body_spec.is_some() {
-            if let Some(group) = GROUPS.iter().find(|g| g.count == tag) {
-                at += check_group(group, value, &inner[at..])?;
-            }
-        }
     }
     Ok(seen)
 }

@@ -1,6 +1,7 @@
 //! FIX 4.4 application-level conformance over TCP against a real node:
 //! the standard fields of the accepted messages, OrderQtyData, the Parties
-//! group, OrderStatusRequest and PossResend.
+//! group, OrderStatusRequest and PossResend, and a message of another
+//! FIX version on a logged-on connection.
 
 use exchange_fix::message::Message;
 use exchange_testkit::fix::{session, Client, Node};
@@ -58,6 +59,8 @@ async fn standard_order_fields_are_accepted_and_their_values_checked() {
         ("58=|", ("4", "58")),
         ("453=x|", ("6", "453")),
         ("453=1|448=D|452=999|", ("5", "452")),
+        ("59=6|126=not-a-time|", ("6", "126")),
+        ("386=2|336=PRE-OPEN|", ("16", "386")),
     ];
     for (extra, (reason, tag)) in cases {
         a.send("D", &format!("11=bad|38=0.1|{ORDER}{extra}")).await;
@@ -300,6 +303,34 @@ async fn unknown_comp_ids_and_a_wrong_password_get_the_same_answer() {
     assert_eq!(
         (heartbeat.text(112), heartbeat.seq_num()),
         (Some("after"), Some(5))
+    );
+    node.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_begin_string_is_answered_with_logout_and_the_connection_closes() {
+    let dir = tempfile::tempdir().unwrap();
+    let node = Node::start(dir.path(), vec![session("A", 1, false)], &[1]).await;
+    let mut a = Client::logon(node.addr, "A").await;
+    // The next TestRequest of the session, as a FIX 4.2 message.
+    let fix44 = String::from_utf8(a.encode("1", "112=id|")).expect("ASCII");
+    let (_, rest) = fix44.split_once("\x019=").expect("BodyLength");
+    let (body, _) = rest.rsplit_once("10=").expect("CheckSum");
+    let mut fix42 = format!("8=FIX.4.2\x019={body}").into_bytes();
+    let sum = exchange_fix::frame::checksum(&fix42);
+    fix42.extend(format!("10={sum:03}\x01").into_bytes());
+    a.write(&fix42).await;
+    let logout = a.recv().await;
+    assert_eq!(logout.text(35), Some("5"));
+    assert!(
+        logout.text(58).unwrap_or_default().contains("BeginString"),
+        "{:?}",
+        logout.text(58)
+    );
+    let after = tokio::time::timeout(exchange_testkit::fix::WAIT, a.next()).await;
+    assert!(
+        matches!(after, Ok(None)),
+        "the connection closes after the Logout"
     );
     node.stop().await;
 }
