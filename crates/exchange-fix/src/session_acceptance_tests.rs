@@ -3,10 +3,9 @@
 //! invalid tag numbers, repeating-group counts, a wrong BeginString, a
 //! wrong BodyLength and a value in the wrong data format.
 
-use super::test_support::{logged_on, T0};
+use super::test_support::{feed, logged_on, sent, T0};
 use super::*;
-use crate::frame::{checksum, next_frame, SOH};
-use crate::store::MemoryStore;
+use crate::frame::{checksum, SOH};
 
 /// A whole message with `begin_string`, `|` for SOH in `fields` (MsgType
 /// on), BodyLength and CheckSum computed.
@@ -42,32 +41,6 @@ fn with_body_length_off_by(message: &[u8], delta: isize) -> Vec<u8> {
     out.extend_from_slice(format!("10={sum:03}").as_bytes());
     out.push(SOH);
     out
-}
-
-/// Frames `bytes` as the connection does and hands every frame over.
-fn feed(session: &mut Session<MemoryStore>, bytes: &[u8]) -> Vec<Action> {
-    let mut out = Vec::new();
-    let mut rest = bytes;
-    while let Some((frame, used)) = next_frame(rest).expect("no fatal framing error") {
-        rest = &rest[used..];
-        session.on_frame(T0, frame, &mut out);
-    }
-    assert!(rest.is_empty(), "unframed bytes left: {rest:?}");
-    out
-}
-
-fn sent(out: &[Action]) -> Vec<Message> {
-    out.iter()
-        .filter_map(|a| match a {
-            Action::Send(bytes) => match next_frame(bytes) {
-                Ok(Some((Frame::Message(raw), used))) if used == bytes.len() => {
-                    Some(Message::parse(raw))
-                }
-                other => panic!("the session wrote an unframed message: {other:?}"),
-            },
-            _ => None,
-        })
-        .collect()
 }
 
 /// The one Reject in `out`: (RefSeqNum, RefTagID, RefMsgType, reason).

@@ -1,7 +1,7 @@
 //! FIX 4.4 Volume 2 rules the session follows, each driven with the raw
 //! bytes a counterparty would write.
 
-use super::test_support::{settings, SEC, T0};
+use super::test_support::{feed, sent, settings, SEC, T0};
 use super::*;
 use crate::frame::next_frame;
 use crate::store::MemoryStore;
@@ -24,32 +24,6 @@ fn bytes_from(
 
 fn client(msg_type: &str, seq: u64, body: &str) -> Vec<u8> {
     bytes_from("CLIENT", "EX", msg_type, seq, "", body)
-}
-
-/// Frames `bytes` as the connection does and hands every frame over.
-fn feed(session: &mut Session<MemoryStore>, bytes: &[u8]) -> Vec<Action> {
-    let mut out = Vec::new();
-    let mut rest = bytes;
-    while let Some((frame, used)) = next_frame(rest).expect("no fatal framing error") {
-        rest = &rest[used..];
-        session.on_frame(T0, frame, &mut out);
-    }
-    assert!(rest.is_empty(), "unframed bytes left: {rest:?}");
-    out
-}
-
-fn sent(out: &[Action]) -> Vec<Message> {
-    out.iter()
-        .filter_map(|a| match a {
-            Action::Send(bytes) => match next_frame(bytes) {
-                Ok(Some((Frame::Message(raw), used))) if used == bytes.len() => {
-                    Some(Message::parse(raw))
-                }
-                other => panic!("the session wrote an unframed message: {other:?}"),
-            },
-            _ => None,
-        })
-        .collect()
 }
 
 fn summary(m: &Message) -> (String, Option<u64>) {

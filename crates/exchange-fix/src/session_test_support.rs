@@ -61,6 +61,18 @@ pub(super) fn sent(out: &[Action]) -> Vec<Message> {
         .collect()
 }
 
+/// Frames `bytes` as the connection does and hands every frame over.
+pub(super) fn feed(session: &mut Session<MemoryStore>, bytes: &[u8]) -> Vec<Action> {
+    let mut out = Vec::new();
+    let mut rest = bytes;
+    while let Some((frame, used)) = next_frame(rest).expect("no fatal framing error") {
+        rest = &rest[used..];
+        session.on_frame(T0, frame, &mut out);
+    }
+    assert!(rest.is_empty(), "unframed bytes left: {rest:?}");
+    out
+}
+
 pub(super) fn types(out: &[Action]) -> Vec<String> {
     sent(out)
         .iter()
