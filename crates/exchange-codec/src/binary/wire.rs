@@ -4,9 +4,12 @@
 //! | type | bytes | layout |
 //! |---|---|---|
 //! | `u8`, `u16`, `u32`, `u64`, `i32`, `i64` | 1, 2, 4, 8, 4, 8 | little-endian |
-//! | optional integer | 1 + width | presence byte (0 or 1), then the value (zero when absent) |
-//! | decimal | 10 | `u64` magnitude, `u8` scale (no trailing zeros), `u8` flags: bit 0 present, bit 1 negative |
-//! | identifier of at most `N` bytes | `N` | printable ASCII, padded with NUL bytes; all NUL: absent |
+//! | optional integer | 1 + width | presence byte (0 or 1), then the value (0 if absent) |
+//! | decimal | 10 | `u64` magnitude, `u8` scale, `u8` flags (see below) |
+//! | identifier of at most `N` bytes | `N` | printable ASCII, NUL-padded; all NUL: absent |
+//!
+//! A decimal's scale has no trailing zeros (`1.50` is magnitude 15, scale
+//! 1); its flags are bit 0, present, and bit 1, negative.
 //!
 //! Text of no fixed length (an event's message) is var-data, as in SBE:
 //! it follows the fixed block, a `u16` byte length then UTF-8 bytes, and

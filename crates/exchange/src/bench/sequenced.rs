@@ -40,7 +40,11 @@ pub struct SequencedArgs {
     commands: usize,
     /// Commands in flight at once (the pipeline's submit queue holds
     /// 65,536).
-    #[arg(long, default_value_t = 16_384, value_parser = clap::value_parser!(u64).range(1..=65_536))]
+    #[arg(
+        long,
+        default_value_t = 16_384,
+        value_parser = clap::value_parser!(u64).range(1..=65_536)
+    )]
     inflight: u64,
     /// Directory the replicas' data directories are created in (on the
     /// disk measured: fsync is on).
