@@ -229,12 +229,7 @@ async fn bench(args: E2eArgs) -> anyhow::Result<Figures> {
     server::wait_ready(addr, Duration::from_secs(60)).await?;
     let voters = server::voters(addr, &token).await;
     let market = Arc::new(market(addr, &args.symbol).await?);
-    let base = &args.symbol[..args.symbol.find('-').unwrap_or(args.symbol.len())];
-    let mut credentials: Vec<Credential> = Vec::new();
-    for _ in 0..args.clients {
-        let assets = [("USD", "1000000000"), (base, "100000")];
-        credentials.push(server::funded_account(addr, &token, &assets).await?);
-    }
+    let credentials = fund_clients(&args, addr, &token).await?;
     let (ws_sockets, rest_sockets) = connect_all(&args, addr, &credentials).await?;
     let connections = match args.transport {
         Transport::Ws => args.clients,
@@ -276,6 +271,7 @@ async fn bench(args: E2eArgs) -> anyhow::Result<Figures> {
     }
     ticker.abort();
     bar.finish_and_clear();
+    let catch_up = catch_up(addr, &token).await?;
     if let Some(path) = &args.latency_log {
         write_latency_log(&mut totals, path)?;
     }
@@ -291,7 +287,56 @@ async fn bench(args: E2eArgs) -> anyhow::Result<Figures> {
         client_cpu,
         steal,
         voters,
+        catch_up,
     })
+}
+
+/// An account and key per client, funded in the quote and the base asset.
+async fn fund_clients(
+    args: &E2eArgs,
+    addr: std::net::SocketAddr,
+    token: &str,
+) -> anyhow::Result<Vec<Credential>> {
+    let base = &args.symbol[..args.symbol.find('-').unwrap_or(args.symbol.len())];
+    let mut credentials = Vec::with_capacity(args.clients);
+    for _ in 0..args.clients {
+        let assets = [("USD", "1000000000"), (base, "100000")];
+        credentials.push(server::funded_account(addr, token, &assets).await?);
+    }
+    Ok(credentials)
+}
+
+/// A backlog smaller than this is written within one look at the
+/// counters: too little to time.
+const CATCH_UP_MIN_ENTRIES: f64 = 1_000.0;
+/// How long the bench waits for the store to work off its backlog.
+const CATCH_UP_WAIT: Duration = Duration::from_secs(30);
+
+/// Times the reporting store working off the backlog the window left, now
+/// that no orders come in: what a spike's backlog costs to clear.
+async fn catch_up(
+    addr: std::net::SocketAddr,
+    token: &str,
+) -> anyhow::Result<Option<report::CatchUp>> {
+    let first = server::counters(addr, token).await?;
+    let started = Instant::now();
+    let Some(backlog) = first.reported.filter(|r| r.lag >= CATCH_UP_MIN_ENTRIES) else {
+        return Ok(None);
+    };
+    loop {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        let now = server::counters(addr, token).await?;
+        let written = now.reported.map_or(0.0, |r| r.entries - backlog.entries);
+        let lag = now.reported.map_or(0.0, |r| r.lag);
+        let finished = lag == 0.0;
+        if finished || started.elapsed() >= CATCH_UP_WAIT {
+            return Ok(Some(report::CatchUp {
+                entries: written,
+                seconds: started.elapsed().as_secs_f64(),
+                finished,
+            }));
+        }
+    }
 }
 
 /// One driver per connection, each with its own flow and recorder.

@@ -52,6 +52,25 @@ pub struct Figures {
     pub steal: Option<f64>,
     /// Raft voters of the server measured: one for a single node.
     pub voters: usize,
+    /// How the reporting store worked off its backlog once the load
+    /// stopped; `None` without a store or without a backlog to time.
+    pub catch_up: Option<CatchUp>,
+}
+
+/// The store's backlog at the end of the load, written off with no orders
+/// coming in: how fast the store catches up after a spike.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CatchUp {
+    pub entries: f64,
+    pub seconds: f64,
+    /// Whether the backlog was all written before the bench stopped waiting.
+    pub finished: bool,
+}
+
+impl CatchUp {
+    pub fn per_sec(&self) -> f64 {
+        self.entries / self.seconds.max(f64::EPSILON)
+    }
 }
 
 impl Figures {
@@ -100,6 +119,16 @@ impl Figures {
                     .lag_seconds
                     .is_none_or(|seconds| seconds <= STORE_BACKLOG_SECS),
         )
+    }
+
+    /// The store's catch-up rate over the core's applied rate in the
+    /// window: at least 2 means a backlog left by a spike at the sustained
+    /// rate is gone in half the spike's time.
+    fn catch_up_ratio(&self) -> Option<f64> {
+        let applied = self.server.counters.commands / self.seconds.max(f64::EPSILON);
+        self.catch_up
+            .filter(|_| applied > 0.0)
+            .map(|c| c.per_sec() / applied)
     }
 
     /// Entries the reporting store wrote over the window, as a share of the
@@ -203,6 +232,13 @@ pub fn json(figures: &Figures) -> Value {
                 "lag_bound_entries": figures.store_backlog_bound(),
                 "lag_bounded": figures.store_backlog_bounded(),
                 "share_of_applied": figures.store_share(),
+                "catch_up": figures.catch_up.map(|c| json!({
+                    "entries": c.entries,
+                    "seconds": c.seconds,
+                    "entries_per_sec": c.per_sec(),
+                    "finished": c.finished,
+                    "over_applied_rate": figures.catch_up_ratio(),
+                })),
             })),
             "cores_by_thread": figures.cores(),
             "cpu_us_per_order_by_thread": figures.us_per_order(),
@@ -363,6 +399,17 @@ fn outcome_lines(figures: &Figures, out: &mut String) {
             figures.store_backlog_bound()
         );
     }
+    if let (Some(c), Some(ratio)) = (figures.catch_up, figures.catch_up_ratio()) {
+        let _ = writeln!(
+            out,
+            "store catch-up  {:.0} entries in {:.2} s once the load stopped: {:.0} entries/s, \
+             {ratio:.1}x the applied rate{}",
+            c.entries,
+            c.seconds,
+            c.per_sec(),
+            if c.finished { "" } else { " (not finished)" }
+        );
+    }
 }
 
 /// The CPU the server and the clients used, and what the hypervisor took.
@@ -445,6 +492,7 @@ mod tests {
             client_cpu: 1.0,
             steal: Some(0.02),
             voters: 1,
+            catch_up: None,
         }
     }
 
@@ -518,6 +566,29 @@ mod tests {
             lag_seconds,
         });
         f
+    }
+
+    #[test]
+    fn the_store_catch_up_is_its_rate_over_the_applied_rate() {
+        let mut f = with_store(1_000.0, 3_000.0, Some(0.5));
+        assert!(f.catch_up_ratio().is_none());
+        // 1,000 commands applied over the 2 s window: 500 a second.
+        f.catch_up = Some(CatchUp {
+            entries: 3_000.0,
+            seconds: 1.5,
+            finished: true,
+        });
+        assert_eq!(f.catch_up_ratio(), Some(4.0));
+        let catch_up = &json(&f)["server"]["reporting"]["catch_up"];
+        assert_eq!(catch_up["entries_per_sec"], 2_000.0);
+        assert_eq!(catch_up["over_applied_rate"], 4.0);
+        assert!(text(&f).contains("3000 entries in 1.50 s once the load stopped: 2000 entries/s"));
+        f.catch_up = Some(CatchUp {
+            entries: 10.0,
+            seconds: 30.0,
+            finished: false,
+        });
+        assert!(text(&f).contains("(not finished)"));
     }
 
     #[test]
