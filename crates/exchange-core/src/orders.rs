@@ -59,23 +59,69 @@ impl Order {
     }
 }
 
-#[derive(Clone, Debug, Default)]
+/// The slab. It is reserved for the open orders the engine expects
+/// ([`OrderPool::with_room`]) rather than grown from nothing, since
+/// growing copies every open order inside the command that outgrew it.
+#[derive(Debug, Default)]
 pub(crate) struct OrderPool {
     slots: Vec<Option<Order>>,
+    /// Vacated slots, reused last out first. Its capacity is kept at the
+    /// slab's, so that pushing onto it never reallocates.
     free: Vec<u32>,
     live: usize,
 }
 
+/// A copy keeps the slab's and the free list's whole capacity, so it
+/// grows no sooner than the original (`Vec::clone` would trim both).
+impl Clone for OrderPool {
+    fn clone(&self) -> Self {
+        let mut slots = Vec::with_capacity(self.slots.capacity());
+        slots.extend(self.slots.iter().cloned());
+        let mut free = Vec::with_capacity(self.free.capacity());
+        free.extend_from_slice(&self.free);
+        OrderPool {
+            slots,
+            free,
+            live: self.live,
+        }
+    }
+}
+
 impl OrderPool {
+    /// A pool with room for `room` orders before it first grows. The
+    /// memory is reserved, not written: pages are touched as orders use
+    /// them.
+    pub fn with_room(room: usize) -> Self {
+        OrderPool {
+            slots: Vec::with_capacity(room),
+            free: Vec::with_capacity(room),
+            live: 0,
+        }
+    }
+
+    #[inline]
     pub fn insert(&mut self, order: Order) -> u32 {
         self.live += 1;
         if let Some(slot) = self.free.pop() {
             self.slots[slot as usize] = Some(order);
             slot
         } else {
+            if self.slots.len() == self.slots.capacity() {
+                self.grow();
+            }
             self.slots.push(Some(order));
             (self.slots.len() - 1) as u32
         }
+    }
+
+    /// Doubles the slab, and gives the free list as much room: the free
+    /// list is empty whenever the slab grows, so it is replaced, not
+    /// copied.
+    #[cold]
+    fn grow(&mut self) {
+        self.slots.reserve(self.slots.capacity().max(1));
+        debug_assert!(self.free.is_empty());
+        self.free = Vec::with_capacity(self.slots.capacity());
     }
 
     pub fn remove(&mut self, slot: u32) -> Order {
@@ -103,5 +149,72 @@ impl OrderPool {
         self.slots[slot as usize]
             .as_mut()
             .expect("order slot must be occupied")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn order(id: OrderId) -> Order {
+        Order {
+            id,
+            account: 0,
+            instrument: 0,
+            side: Side::Buy,
+            tif: TimeInForce::Gtc,
+            stp: SelfTradePrevention::CancelNewest,
+            post_only: false,
+            is_market: false,
+            price: 1,
+            qty: 1,
+            filled: 0,
+            reserved: 0,
+            hidden: 0,
+            client_order_id: ClientOrderId::new("c").expect("a valid id"),
+            indexed: false,
+            stop: false,
+            oco: false,
+            prev: NIL,
+            next: NIL,
+            account_prev: NIL,
+            account_next: NIL,
+        }
+    }
+
+    #[test]
+    fn slots_past_the_room_are_found_freed_and_reused() {
+        let mut pool = OrderPool::with_room(4);
+        let total = 37u64;
+        let slots: Vec<u32> = (0..total).map(|id| pool.insert(order(id))).collect();
+        assert_eq!(slots, (0..total as u32).collect::<Vec<_>>());
+        for &slot in &slots {
+            assert_eq!(pool.get(slot).id, u64::from(slot));
+        }
+        assert!(pool.free.capacity() >= pool.slots.capacity());
+        assert_eq!(pool.remove(5).id, 5);
+        assert_eq!(pool.len(), total as usize - 1);
+        assert_eq!(pool.insert(order(99)), 5);
+        assert_eq!(pool.get(5).id, 99);
+        pool.get_mut(3).price = 7;
+        assert_eq!(pool.get(3).price, 7);
+        let mut unreserved = OrderPool::default();
+        assert_eq!(unreserved.insert(order(1)), 0);
+        assert_eq!(unreserved.get(0).id, 1);
+    }
+
+    #[test]
+    fn a_copy_keeps_room_to_grow_without_reallocating() {
+        let mut pool = OrderPool::with_room(64);
+        for id in 0..10 {
+            pool.insert(order(id));
+        }
+        pool.remove(4);
+        let copy = pool.clone();
+        assert_eq!(copy.len(), 9);
+        assert_eq!(copy.get(9).id, 9);
+        assert_eq!(copy.slots.capacity(), pool.slots.capacity());
+        assert_eq!(copy.free.capacity(), pool.free.capacity());
+        assert!(copy.slots.capacity() >= 64);
     }
 }
