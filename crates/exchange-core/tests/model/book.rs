@@ -147,15 +147,18 @@ impl Market {
         lots
     }
 
-    /// One trade of up to `want` lots with the order at `pos`, shown lots
-    /// first; a spent budget cuts it. Returns the lots traded and whether
-    /// the budget cut it short.
+    /// One trade of up to `want` lots with the order at `pos`; a spent
+    /// budget cuts it. Shown lots go first, or with `hidden_first` (every
+    /// shown lot at the price has traded) hidden ones, so the slice stays
+    /// whole while the iceberg hides any. Returns whether the budget cut it
+    /// short and whether the iceberg showed a new slice.
     #[allow(clippy::too_many_arguments)]
     fn trade(
         &mut self,
         taker: &mut Order,
         pos: usize,
         want: u64,
+        hidden_first: bool,
         budget: &mut Option<u64>,
         arrival: &mut u64,
         closed: &mut Vec<Order>,
@@ -176,7 +179,11 @@ impl Market {
             self.last = Some(price);
             taker.filled += qty;
             let m = &mut self.side(opposite)[pos];
-            let from_shown = qty.min(m.shown());
+            let from_shown = if hidden_first {
+                qty - qty.min(m.hidden)
+            } else {
+                qty.min(m.shown())
+            };
             m.filled += qty;
             m.hidden -= qty - from_shown;
             out.push(Ev::Trade {
@@ -257,8 +264,9 @@ impl Market {
                     }
                     continue;
                 }
+                let shown = maker.shown();
                 let (cut, again) =
-                    self.trade(taker, pos, maker.shown(), &mut budget, arrival, closed, out);
+                    self.trade(taker, pos, shown, false, &mut budget, arrival, closed, out);
                 if cut {
                     return false;
                 }
@@ -274,7 +282,8 @@ impl Market {
                     continue;
                 };
                 let want = self.side(opposite)[pos].leaves();
-                let (cut, _) = self.trade(taker, pos, want, &mut budget, arrival, closed, out);
+                let (cut, _) =
+                    self.trade(taker, pos, want, true, &mut budget, arrival, closed, out);
                 if cut {
                     return false;
                 }
