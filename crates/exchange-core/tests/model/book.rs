@@ -25,6 +25,10 @@ pub(super) struct Order {
     pub(super) display: Option<u64>,
     /// Open lots not shown (an iceberg's reserve).
     pub(super) hidden: u64,
+    /// A fill took part of the iceberg's current slice and stopped inside
+    /// it: the rest of the slice stays shown until it fills (TSX, Xetra,
+    /// Coinbase). Otherwise the slice is `min(display, open)`.
+    pub(super) slice_cut: bool,
 }
 
 impl Order {
@@ -186,6 +190,7 @@ impl Market {
             };
             m.filled += qty;
             m.hidden -= qty - from_shown;
+            m.slice_cut |= from_shown > 0 && !hidden_first;
             out.push(Ev::Trade {
                 symbol: self.symbol,
                 price: price * self.tick_units,
@@ -206,6 +211,7 @@ impl Market {
             // The slice is gone: a new one, at the back of the level.
             let slice = m.display.unwrap_or(0).min(m.hidden);
             m.hidden -= slice;
+            m.slice_cut = false;
             m.arrival = *arrival;
             *arrival += 1;
             self.side(opposite).sort_by_key(Order::priority);
@@ -345,6 +351,7 @@ impl Market {
         if let Some(display) = order.display {
             order.hidden = order.leaves() - display.min(order.leaves());
         }
+        order.slice_cut = false;
         self.put_back(order);
     }
 
