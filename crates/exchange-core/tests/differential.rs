@@ -178,7 +178,11 @@ fn check_icebergs(engine: &Engine, model: &Model) -> Result<(), String> {
         let open = order.qty - order.filled_qty;
         let full = display.min(open);
         let whole = view.shown_qty + view.hidden_qty == open;
-        if !whole || view.shown_qty == 0 || view.shown_qty > full || (!cut && view.shown_qty != full) {
+        if !whole
+            || view.shown_qty == 0
+            || view.shown_qty > full
+            || (!cut && view.shown_qty != full)
+        {
             return Err(format!(
                 "iceberg {id} of {open} open, display {display}: shows {}, hides {}",
                 view.shown_qty, view.hidden_qty
@@ -186,7 +190,9 @@ fn check_icebergs(engine: &Engine, model: &Model) -> Result<(), String> {
         }
     }
     if seen != expected.len() {
-        return Err(format!("the model has icebergs the engine does not: {expected:?}"));
+        return Err(format!(
+            "the model has icebergs the engine does not: {expected:?}"
+        ));
     }
     Ok(())
 }

@@ -9,11 +9,13 @@ use exchange_testkit::engine::*;
 use exchange_types::*;
 
 fn split(h: &Harness, id: OrderId) -> Option<(u64, u64, u64)> {
-    h.engine
-        .iceberg(id)
-        .map(|IcebergView { display_qty, shown_qty, hidden_qty }| {
-            (display_qty, shown_qty, hidden_qty)
-        })
+    h.engine.iceberg(id).map(
+        |IcebergView {
+             display_qty,
+             shown_qty,
+             hidden_qty,
+         }| { (display_qty, shown_qty, hidden_qty) },
+    )
 }
 
 fn qtys(events: &[Event]) -> Vec<(u64, OrderId)> {
@@ -28,7 +30,10 @@ fn qtys(events: &[Event]) -> Vec<(u64, OrderId)> {
 #[test]
 fn coinbase_sample_message_flow() {
     let mut h = Harness::funded(2);
-    let events = exec(&mut h, iceberg(limit(1, "a", Side::Buy, "25000", "1"), "0.3"));
+    let events = exec(
+        &mut h,
+        iceberg(limit(1, "a", Side::Buy, "25000", "1"), "0.3"),
+    );
     let a = order_id(&events).unwrap();
     let (price, shown) = (units("25000"), units("0.3"));
     assert_eq!(book_updates(&events), [(Side::Buy, price, shown)]);
@@ -56,7 +61,10 @@ fn coinbase_sample_message_flow() {
 #[test]
 fn coinbase_rule_a_fill_into_the_hidden_quantity_leaves_a_whole_slice() {
     let mut h = Harness::funded(2);
-    let a = place_ok(&mut h, iceberg(limit(1, "a", Side::Buy, "25000", "1"), "0.3"));
+    let a = place_ok(
+        &mut h,
+        iceberg(limit(1, "a", Side::Buy, "25000", "1"), "0.3"),
+    );
     let events = exec(&mut h, limit(2, "s", Side::Sell, "25000", "0.5"));
     let (price, shown) = (units("25000"), units("0.3"));
     assert_eq!(qtys(&events), [(shown, a), (units("0.2"), a)]);
@@ -78,7 +86,10 @@ fn coinbase_rule_a_fill_into_the_hidden_quantity_leaves_a_whole_slice() {
 fn an_incoming_iceberg_rests_a_whole_slice_after_trading() {
     let mut h = Harness::funded(2);
     let s = place_ok(&mut h, limit(2, "s", Side::Sell, "25000", "0.5"));
-    let events = exec(&mut h, iceberg(limit(1, "a", Side::Buy, "25000", "1"), "0.3"));
+    let events = exec(
+        &mut h,
+        iceberg(limit(1, "a", Side::Buy, "25000", "1"), "0.3"),
+    );
     let a = order_id(&events).unwrap();
     let (price, shown) = (units("25000"), units("0.3"));
     assert_eq!(
@@ -155,13 +166,19 @@ fn tsx_a_partly_filled_slice_stays_until_it_fills() {
 
     let first = exec(&mut h, limit(3, "s1", Side::Sell, "100", "0.1"));
     assert_eq!(qtys(&first), [(units("0.1"), a)]);
-    assert_eq!(split(&h, a), Some((units("0.3"), units("0.2"), units("0.7"))));
+    assert_eq!(
+        split(&h, a),
+        Some((units("0.3"), units("0.2"), units("0.7")))
+    );
     assert_eq!(book_updates(&first), [(Side::Buy, price, units("0.4"))]);
 
     // The rest of the slice kept its place ahead of b.
     let second = exec(&mut h, limit(3, "s2", Side::Sell, "100", "0.2"));
     assert_eq!(qtys(&second), [(units("0.2"), a)]);
-    assert_eq!(split(&h, a), Some((units("0.3"), units("0.3"), units("0.4"))));
+    assert_eq!(
+        split(&h, a),
+        Some((units("0.3"), units("0.3"), units("0.4")))
+    );
     assert_eq!(book(&h).bids, [(price, units("0.5"))]);
 
     // The replenished slice went behind b.
@@ -187,7 +204,13 @@ fn protocol_md_iceberg_example() {
         .map(|t| t.maker_leaves_qty)
         .collect();
     assert_eq!(leaves, [units("0.7"), 0, units("0.6")]);
-    assert_eq!(book_updates(&events), [(Side::Buy, units("100"), units("0.3"))]);
-    assert_eq!(split(&h, a), Some((units("0.3"), units("0.3"), units("0.3"))));
+    assert_eq!(
+        book_updates(&events),
+        [(Side::Buy, units("100"), units("0.3"))]
+    );
+    assert_eq!(
+        split(&h, a),
+        Some((units("0.3"), units("0.3"), units("0.3")))
+    );
     assert_eq!(book(&h).bids, [(units("100"), units("0.3"))]);
 }
