@@ -214,3 +214,29 @@ fn protocol_md_iceberg_example() {
     );
     assert_eq!(book(&h).bids, [(units("100"), units("0.3"))]);
 }
+
+/// The split a fill into hidden quantity leaves is state: a snapshot taken
+/// then restores to the same split and hash, and both engines go on alike.
+#[test]
+fn the_split_after_a_hidden_fill_survives_snapshot_and_restore() {
+    let mut h = Harness::funded(3);
+    let a = place_ok(&mut h, iceberg(limit(1, "a", Side::Buy, "100", "1"), "0.3"));
+    place_ok(&mut h, limit(2, "b", Side::Buy, "100", "0.2"));
+    exec(&mut h, limit(3, "s", Side::Sell, "100", "0.6"));
+    let mut restored = Harness {
+        engine: exchange_core::Engine::restore(&h.engine.snapshot()).expect("restores"),
+        ts: h.ts,
+    };
+    assert_eq!(restored.engine.state_hash(), h.engine.state_hash());
+    assert_eq!(restored.engine.iceberg(a), h.engine.iceberg(a));
+    for sell in ["0.1", "0.35", "0.15"] {
+        let command = cmd(limit(3, &format!("s{sell}"), Side::Sell, "100", sell));
+        assert_eq!(
+            h.run_checked(command.clone()),
+            restored.run_checked(command)
+        );
+        assert_eq!(restored.engine.iceberg(a), h.engine.iceberg(a));
+    }
+    assert_eq!(restored.engine.state_hash(), h.engine.state_hash());
+    assert_eq!(split(&h, a), None, "0.6 open, all sold");
+}
