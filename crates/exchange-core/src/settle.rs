@@ -132,8 +132,8 @@ impl Engine {
             lots,
             // A deep fill has traded every shown lot at this price: it
             // takes the iceberg's hidden lots first, so the slice shown
-            // after it is min(display, open), as Coinbase, TSX and Xetra
-            // publish it. Otherwise `lots` is within the slice.
+            // after it is min(display, open), as Coinbase and TSX publish
+            // it. Otherwise `lots` is within the slice.
             from_shown: if deep {
                 lots - lots.min(m.hidden)
             } else {
