@@ -11,7 +11,10 @@
 //! with the hidden quantity of the icebergs at that price in the order
 //! they were refilled (their time priority), before it moves to the next
 //! price. Each iceberg gives up all of its hidden quantity before the next
-//! one trades.
+//! one trades, hidden lots before its new slice (`Engine::fill` with
+//! `deep`): once the taker is done the iceberg shows `min(display, open)`,
+//! as Coinbase and TSX publish it. A fill that stops inside a slice leaves
+//! the rest of it shown, in its place, until it fills.
 //!
 //! The shown/hidden split lives in `Order::hidden` (zero for every other
 //! order, so the book's arithmetic for them is unchanged); the display

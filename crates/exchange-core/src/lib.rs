@@ -74,4 +74,4 @@ mod invariant_tests;
 
 pub use engine::{Engine, FEE_ACCOUNT};
 pub use snapshot::SnapshotError;
-pub use views::{BalanceView, BookView, InstrumentView, OrderView};
+pub use views::{BalanceView, BookView, IcebergView, InstrumentView, OrderView};

@@ -40,7 +40,8 @@ struct Fill {
     taker_side: Side,
     price: u64,
     lots: u64,
-    /// Of `lots`, those the maker showed; the rest were hidden.
+    /// Of `lots`, those taken from the maker's shown slice; the rest
+    /// were hidden.
     from_shown: u64,
     notional: u64,
     base_units: u64,
@@ -63,7 +64,8 @@ struct Legs {
 impl Engine {
     /// One trade between the taker and a maker on the best level, for as
     /// much as both have: what the maker shows, or with `deep` (every shown
-    /// lot at this price has traded) its hidden quantity as well. Changes
+    /// lot at this price has traded) its hidden quantity as well, which
+    /// then goes first and leaves the slice whole while any is left. Changes
     /// nothing and says `Stopped` if a market buy's reservation cannot pay
     /// for it.
     #[inline(always)]
@@ -128,7 +130,15 @@ impl Engine {
             taker_side: t.side,
             price,
             lots,
-            from_shown: lots.min(shown),
+            // A deep fill has traded every shown lot at this price: it
+            // takes the iceberg's hidden lots first, so the slice shown
+            // after it is min(display, open), as Coinbase and TSX publish
+            // it. Otherwise `lots` is within the slice.
+            from_shown: if deep {
+                lots - lots.min(m.hidden)
+            } else {
+                lots
+            },
             notional,
             base_units: lots * inst.lot_units,
             maker_fee,

@@ -38,6 +38,15 @@ pub struct OrderView {
     pub stop_price: Option<u64>,
 }
 
+/// A resting iceberg's split, in units: what it shows at most, what its
+/// slice shows now (its share of its level) and what it hides.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IcebergView {
+    pub display_qty: u64,
+    pub shown_qty: u64,
+    pub hidden_qty: u64,
+}
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct InstrumentView {
     pub symbol: Symbol,
@@ -171,6 +180,18 @@ impl Engine {
         }
         all.sort_by_key(|o| o.order_id);
         all
+    }
+
+    /// The split of an open iceberg; `None` for any other order id.
+    pub fn iceberg(&self, order_id: OrderId) -> Option<IcebergView> {
+        let &display = self.iceberg_display.get(&order_id)?;
+        let o = self.orders.get(*self.order_by_id.get(&order_id)?);
+        let inst = &self.instruments[o.instrument as usize];
+        Some(IcebergView {
+            display_qty: inst.qty_units(display),
+            shown_qty: inst.qty_units(o.displayed()),
+            hidden_qty: inst.qty_units(o.hidden),
+        })
     }
 
     /// The view of the order in `slot`; `stop` (ticks) for an untriggered

@@ -143,6 +143,56 @@ fn compare(commands: &[Command]) -> Result<(), String> {
                 context()
             ));
         }
+        engine
+            .audit()
+            .and_then(|()| check_icebergs(&engine, &model))
+            .map_err(|broken| format!("{broken} {}", context()))?;
+    }
+    Ok(())
+}
+
+/// The iceberg rule, after every command: a resting iceberg shows
+/// `min(display, open)` and hides the rest, unless a fill took part of its
+/// slice and stopped inside it; the rest of that slice then stays shown
+/// until it fills (TSX, Xetra, Coinbase). The split is the model's too.
+fn check_icebergs(engine: &Engine, model: &Model) -> Result<(), String> {
+    let expected = model.icebergs();
+    let mut seen = 0;
+    for order in engine.open_orders() {
+        let id = order.order_id;
+        let (actual, want) = (engine.iceberg(id), expected.get(&id));
+        let (Some(view), Some(&(display, shown, hidden, cut))) = (actual, want) else {
+            if actual.is_some() || want.is_some() {
+                return Err(format!("order {id}: engine {actual:?}, model {want:?}"));
+            }
+            continue;
+        };
+        seen += 1;
+        let split = (view.display_qty, view.shown_qty, view.hidden_qty);
+        if split != (display, shown, hidden) {
+            return Err(format!(
+                "iceberg {id}: engine {split:?}, model {:?}",
+                (display, shown, hidden)
+            ));
+        }
+        let open = order.qty - order.filled_qty;
+        let full = display.min(open);
+        let whole = view.shown_qty + view.hidden_qty == open;
+        if !whole
+            || view.shown_qty == 0
+            || view.shown_qty > full
+            || (!cut && view.shown_qty != full)
+        {
+            return Err(format!(
+                "iceberg {id} of {open} open, display {display}: shows {}, hides {}",
+                view.shown_qty, view.hidden_qty
+            ));
+        }
+    }
+    if seen != expected.len() {
+        return Err(format!(
+            "the model has icebergs the engine does not: {expected:?}"
+        ));
     }
     Ok(())
 }

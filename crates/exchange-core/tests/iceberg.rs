@@ -227,3 +227,24 @@ fn snapshot_and_restore_continue_exactly_with_partly_shown_icebergs() {
     );
     assert_ne!(plain.engine.state_hash(), berg.engine.state_hash());
 }
+
+/// In an uncross a resting iceberg gives hidden lots first: its slice does
+/// not trade, so it is not replenished and keeps its place.
+#[test]
+fn an_uncross_takes_a_resting_icebergs_hidden_lots_before_its_slice() {
+    let mut h = Harness::funded(3);
+    h.run_checked(set_phase(Phase::Closed));
+    h.run_checked(set_phase(Phase::PreOpen));
+    let a = place_ok(&mut h, iceberg(limit(1, "a", Side::Buy, "100", "1"), "0.3"));
+    let c = place_ok(&mut h, limit(3, "c", Side::Buy, "100", "0.2"));
+    place_ok(&mut h, limit(2, "s", Side::Sell, "100", "0.5"));
+    let events = h.run_checked(set_phase(Phase::OpeningAuction));
+    let fills: Vec<(u64, OrderId)> = trades(&events).iter().map(|t| (t.1, t.2)).collect();
+    assert_eq!(fills, [(units("0.5"), a)]);
+    let split = h.engine.iceberg(a).map(|v| (v.shown_qty, v.hidden_qty));
+    assert_eq!(split, Some((units("0.3"), units("0.2"))));
+    assert_eq!(book(&h).bids, [(units("100"), units("0.5"))]);
+    let probe = exec(&mut h, limit(2, "p", Side::Sell, "100", "0.1"));
+    assert_eq!(trades(&probe)[0].2, a);
+    assert!(open_order(&h, c).is_some());
+}

@@ -25,6 +25,10 @@ pub(super) struct Order {
     pub(super) display: Option<u64>,
     /// Open lots not shown (an iceberg's reserve).
     pub(super) hidden: u64,
+    /// A fill took part of the iceberg's current slice and stopped inside
+    /// it: the rest of the slice stays shown until it fills (TSX, Xetra,
+    /// Coinbase). Otherwise the slice is `min(display, open)`.
+    pub(super) slice_cut: bool,
 }
 
 impl Order {
@@ -147,15 +151,18 @@ impl Market {
         lots
     }
 
-    /// One trade of up to `want` lots with the order at `pos`, shown lots
-    /// first; a spent budget cuts it. Returns the lots traded and whether
-    /// the budget cut it short.
+    /// One trade of up to `want` lots with the order at `pos`; a spent
+    /// budget cuts it. Shown lots go first, or with `hidden_first` (every
+    /// shown lot at the price has traded) hidden ones, so the slice stays
+    /// whole while the iceberg hides any. Returns whether the budget cut it
+    /// short and whether the iceberg showed a new slice.
     #[allow(clippy::too_many_arguments)]
     fn trade(
         &mut self,
         taker: &mut Order,
         pos: usize,
         want: u64,
+        hidden_first: bool,
         budget: &mut Option<u64>,
         arrival: &mut u64,
         closed: &mut Vec<Order>,
@@ -176,9 +183,14 @@ impl Market {
             self.last = Some(price);
             taker.filled += qty;
             let m = &mut self.side(opposite)[pos];
-            let from_shown = qty.min(m.shown());
+            let from_shown = if hidden_first {
+                qty - qty.min(m.hidden)
+            } else {
+                qty.min(m.shown())
+            };
             m.filled += qty;
             m.hidden -= qty - from_shown;
+            m.slice_cut |= from_shown > 0 && !hidden_first;
             out.push(Ev::Trade {
                 symbol: self.symbol,
                 price: price * self.tick_units,
@@ -199,6 +211,7 @@ impl Market {
             // The slice is gone: a new one, at the back of the level.
             let slice = m.display.unwrap_or(0).min(m.hidden);
             m.hidden -= slice;
+            m.slice_cut = false;
             m.arrival = *arrival;
             *arrival += 1;
             self.side(opposite).sort_by_key(Order::priority);
@@ -257,8 +270,9 @@ impl Market {
                     }
                     continue;
                 }
+                let shown = maker.shown();
                 let (cut, again) =
-                    self.trade(taker, pos, maker.shown(), &mut budget, arrival, closed, out);
+                    self.trade(taker, pos, shown, false, &mut budget, arrival, closed, out);
                 if cut {
                     return false;
                 }
@@ -274,7 +288,8 @@ impl Market {
                     continue;
                 };
                 let want = self.side(opposite)[pos].leaves();
-                let (cut, _) = self.trade(taker, pos, want, &mut budget, arrival, closed, out);
+                let (cut, _) =
+                    self.trade(taker, pos, want, true, &mut budget, arrival, closed, out);
                 if cut {
                     return false;
                 }
@@ -336,6 +351,7 @@ impl Market {
         if let Some(display) = order.display {
             order.hidden = order.leaves() - display.min(order.leaves());
         }
+        order.slice_cut = false;
         self.put_back(order);
     }
 

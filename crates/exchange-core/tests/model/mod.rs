@@ -224,6 +224,22 @@ impl Model {
         })
     }
 
+    /// Every resting iceberg by order id, in units: (display, shown,
+    /// hidden, whether a fill cut into its slice and stopped there).
+    pub fn icebergs(&self) -> BTreeMap<OrderId, (u64, u64, u64, bool)> {
+        let mut all = BTreeMap::new();
+        for m in &self.markets {
+            for o in m.bids.iter().chain(&m.asks) {
+                if let Some(display) = o.display {
+                    let lots = (display, o.shown(), o.hidden);
+                    let units = (lots.0 * m.lot_units, lots.1 * m.lot_units);
+                    all.insert(o.id, (units.0, units.1, lots.2 * m.lot_units, o.slice_cut));
+                }
+            }
+        }
+        all
+    }
+
     pub fn symbols(&self) -> Vec<Symbol> {
         self.markets.iter().map(|m| m.symbol).collect()
     }
@@ -372,6 +388,7 @@ impl Model {
             arrival: 0,
             display: admitted.display,
             hidden: 0,
+            slice_cut: false,
         };
         if let Some(funds) = admitted.funds {
             self.buy_with_funds(index, taker, funds, partner, out);
