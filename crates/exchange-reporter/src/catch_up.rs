@@ -80,7 +80,7 @@ pub fn committed_entries(
     through: u64,
     each: impl FnMut(Applied) -> Result<(), CatchUpError>,
 ) -> Result<(), CatchUpError> {
-    committed_entries_from(data_dir, after, through, &mut None, each).map(|_| ())
+    committed_entries_from(data_dir, after, through, None, &mut None, each).map(|_| ())
 }
 
 /// The state a walk over the log ended with, to start the next one from.
@@ -105,10 +105,17 @@ impl Scratch {
 /// and the log still reaches back to it), and leaving in it the state the
 /// walk ended with. Returns how many commands were replayed (those before
 /// `after + 1` included: the cost of getting there).
+///
+/// `after_raft`, when known, is the Raft index of the log record holding
+/// command `after`: a snapshot past it holds commands after `after`, so
+/// it is not even read. Restoring a snapshot costs as much as the state
+/// is large, and a reader far behind would otherwise restore every newer
+/// snapshot, newest first, at each catch-up, only to find it too new.
 pub fn committed_entries_from(
     data_dir: &Path,
     after: u64,
     through: u64,
+    after_raft: Option<u64>,
     scratch: &mut Option<Scratch>,
     mut each: impl FnMut(Applied) -> Result<(), CatchUpError>,
 ) -> Result<u64, CatchUpError> {
@@ -128,11 +135,11 @@ pub fn committed_entries_from(
         taken: 0,
     };
     let mut from = match kept {
-        Some(kept) => match snapshot_at_or_before(data_dir, after, kept.raft_index)? {
+        Some(kept) => match snapshot_at_or_before(data_dir, after, after_raft, kept.raft_index)? {
             Snapshots::Found(raft_index, state) => restored((raft_index, *state)),
             Snapshots::NotFound { .. } => kept,
         },
-        None => restored(starting_state(data_dir, after)?),
+        None => restored(starting_state(data_dir, after, after_raft)?),
     };
     let start = from.raft_index + 1;
     if let Some(first) = first {
@@ -222,10 +229,11 @@ enum Snapshots {
 fn snapshot_at_or_before(
     data_dir: &Path,
     after: u64,
+    after_raft: Option<u64>,
     newer_than: u64,
 ) -> Result<Snapshots, CatchUpError> {
     let dir = snapshot_dir(data_dir);
-    let mut below = u64::MAX;
+    let mut below = after_raft.unwrap_or(u64::MAX);
     let mut oldest = None;
     while let Some(file) = snapshots::load_at_or_before(&dir, below)? {
         if file.index <= newer_than {
@@ -260,9 +268,19 @@ fn snapshot_at_or_before(
 /// The newest snapshot whose state is at or before command `after`, with
 /// its Raft index; the genesis (the empty state at Raft index 1) if none
 /// is.
-fn starting_state(data_dir: &Path, after: u64) -> Result<(u64, ServerState), CatchUpError> {
-    let oldest = match snapshot_at_or_before(data_dir, after, 0)? {
+fn starting_state(
+    data_dir: &Path,
+    after: u64,
+    after_raft: Option<u64>,
+) -> Result<(u64, ServerState), CatchUpError> {
+    let oldest = match snapshot_at_or_before(data_dir, after, after_raft, 0)? {
         Snapshots::Found(index, state) => return Ok((index, *state)),
+        // Every snapshot is past the record: looked at after all, for the
+        // oldest state this node has (a replica that since installed its
+        // leader's snapshot starts its history there).
+        Snapshots::NotFound { .. } if after_raft.is_some() => {
+            return starting_state(data_dir, after, None);
+        }
         Snapshots::NotFound { oldest } => oldest,
     };
     // Nothing early enough on disk: the genesis, if the log still reaches

@@ -90,6 +90,9 @@ struct Stats {
     /// before the gap included).
     replayed: AtomicU64,
     errors: AtomicU64,
+    /// Entries the core's broadcast dropped before this receiver read them
+    /// (each re-derived from the journal).
+    missed: AtomicU64,
     /// Entries the store could not write, skipped (over the store's life).
     dead_letters: AtomicU64,
     commit_ns_total: AtomicU64,
@@ -279,6 +282,9 @@ impl Reporting {
             replica_of_many: config.replica_of_many,
             background: config.background.then_some(config.cpus),
             scratch: None,
+            lag_warned: None,
+            missed_unreported: 0,
+            position_raft: None,
         };
         let thread = std::thread::Builder::new()
             .name("reporter".into())
@@ -425,6 +431,12 @@ impl Reporting {
                 "Commands replayed from a snapshot or a kept scratch state to re-derive entries \
                  (those before the missing ones included).",
                 &stats.replayed,
+            ),
+            (
+                "exchange_reporting_missed_entries_total",
+                "Entries the core's event broadcast dropped before the reporter read them \
+                 (it lagged), each re-derived from the journal.",
+                &stats.missed,
             ),
             (
                 "exchange_reporting_errors_total",

@@ -339,6 +339,7 @@ async fn lag_once(
     lock.execute_batch("BEGIN IMMEDIATE")
         .expect("lock the store");
     let caught_up = metric(reporting, "exchange_reporting_caught_up_entries_total");
+    let missed = metric(reporting, "exchange_reporting_missed_entries_total");
     orders(handle, from, 40).await;
     lock.execute_batch("ROLLBACK").expect("unlock");
     let applied = handle.position().await.expect("read").applied_index;
@@ -346,6 +347,10 @@ async fn lag_once(
     assert!(
         metric(reporting, "exchange_reporting_caught_up_entries_total") > caught_up,
         "the lag was filled from the journal"
+    );
+    assert!(
+        metric(reporting, "exchange_reporting_missed_entries_total") > missed,
+        "the entries the receiver lost are counted"
     );
     applied
 }
@@ -431,11 +436,12 @@ async fn walks_resumed_from_a_kept_scratch_state_give_the_same_entries() {
     let mut pieces: Vec<Applied> = Vec::new();
     let mut after = 0;
     for through in stops {
-        let replayed = committed_entries_from(dir.path(), after, through, &mut scratch, |a| {
-            pieces.push(a);
-            Ok(())
-        })
-        .expect("a walk");
+        let replayed =
+            committed_entries_from(dir.path(), after, through, None, &mut scratch, |a| {
+                pieces.push(a);
+                Ok(())
+            })
+            .expect("a walk");
         // From the genesis the first time, from where the last one
         // stopped after that.
         assert_eq!(replayed, through - after, "walk {after}..={through}");
@@ -447,11 +453,75 @@ async fn walks_resumed_from_a_kept_scratch_state_give_the_same_entries() {
     // A kept state past the entries asked for is of no use: the walk
     // starts from the beginning again.
     let mut again = Vec::new();
-    let replayed = committed_entries_from(dir.path(), 10, 12, &mut scratch, |a| {
+    let replayed = committed_entries_from(dir.path(), 10, 12, None, &mut scratch, |a| {
         again.push(a);
         Ok(())
     })
     .expect("a walk");
     assert_eq!(replayed, 12);
     assert_eq!(again, whole[10..12]);
+}
+
+/// A walk told the Raft record of its starting command never reads a
+/// snapshot past that record (restoring one costs as much as the state is
+/// large, and it is too new anyway): here the newest snapshot cannot be
+/// read at all, and only the walk told the record succeeds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_walk_told_its_record_reads_no_snapshot_past_it() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (pipeline, handle) = start_node(dir.path(), 25).await;
+    orders(&handle, 0, 120).await;
+    let applied = handle.position().await.expect("read").applied_index;
+    drop(handle);
+    pipeline.join();
+    let kept = kept_snapshots(dir.path());
+    let (older, newest) = match kept[..] {
+        [.., older, newest] => (older, newest),
+        _ => panic!("two snapshots kept: {kept:?}"),
+    };
+    // Every command from the older snapshot on, with its record.
+    let snapshot_dir = dir.path().join("snapshots");
+    let file = snapshots::load_at_or_before(&snapshot_dir, older)
+        .expect("load")
+        .expect("the older snapshot");
+    let data = exchange_replication::snapshot_state(&file).expect("its state");
+    let from = exchange_node::state::ServerState::restore(data)
+        .expect("restores")
+        .applied_index;
+    let mut after_older = Vec::new();
+    committed_entries(dir.path(), from, applied, |a| {
+        after_older.push(a);
+        Ok(())
+    })
+    .expect("a walk");
+    let start = after_older
+        .iter()
+        .rev()
+        .find(|a| a.raft_index < newest)
+        .expect("a command between the two snapshots");
+    let (after, after_raft) = (start.index, start.raft_index);
+
+    let newest_file = snapshot_dir.join(format!("snapshot-{newest:020}.snap"));
+    assert!(newest_file.exists(), "{newest_file:?}");
+    std::fs::remove_file(&newest_file).expect("remove");
+    std::fs::create_dir(&newest_file).expect("an unreadable snapshot in its place");
+
+    let walk = |after_raft| {
+        let mut entries = Vec::new();
+        committed_entries_from(dir.path(), after, applied, after_raft, &mut None, |a| {
+            entries.push(a);
+            Ok(())
+        })
+        .map(|_| entries)
+    };
+    let told = walk(Some(after_raft)).expect("the walk told its record");
+    let from_after: Vec<_> = after_older
+        .into_iter()
+        .filter(|a| a.index > after)
+        .collect();
+    assert_eq!(told, from_after);
+    assert!(
+        walk(None).is_err(),
+        "a walk not told its record reads the newest snapshot first"
+    );
 }

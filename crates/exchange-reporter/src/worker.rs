@@ -24,6 +24,9 @@ const IDLE: Duration = Duration::from_millis(50);
 /// waits for its commit.
 const LINGER_SLICE: Duration = Duration::from_millis(10);
 
+/// The least time between two warnings that the receiver lagged.
+const LAG_WARNING_EVERY: Duration = Duration::from_secs(5);
+
 /// How often a pause between retries looks whether the node is stopping.
 const STOP_CHECK: Duration = Duration::from_millis(50);
 
@@ -44,6 +47,12 @@ pub(super) struct Worker {
     /// after the first then replays only what came between). It holds a
     /// copy of the exchange's state as of that catch-up.
     pub(super) scratch: Option<Scratch>,
+    /// When the last lag warning went out, and what was missed since.
+    pub(super) lag_warned: Option<Instant>,
+    pub(super) missed_unreported: u64,
+    /// The store's position and the Raft index of the record holding it,
+    /// as of this process's last write (unknown after a start).
+    pub(super) position_raft: Option<(u64, u64)>,
 }
 
 impl Worker {
@@ -73,10 +82,7 @@ impl Worker {
             match next {
                 Ok(Ok(first)) => batch.push(first),
                 Ok(Err(RecvError::Lagged(missed))) => {
-                    tracing::warn!(
-                        missed,
-                        "reporter fell behind the core; catching up from the journal"
-                    );
+                    self.lagged(missed);
                     continue;
                 }
                 Ok(Err(RecvError::Closed)) => break,
@@ -119,12 +125,7 @@ impl Worker {
                 };
                 match next {
                     Ok(next) => batch.push(next),
-                    Err(RecvError::Lagged(missed)) => {
-                        tracing::warn!(
-                            missed,
-                            "reporter fell behind the core; catching up from the journal"
-                        );
-                    }
+                    Err(RecvError::Lagged(missed)) => self.lagged(missed),
                     Err(RecvError::Closed) => {
                         closed = true;
                         break;
@@ -136,6 +137,26 @@ impl Worker {
             if closed {
                 break;
             }
+        }
+    }
+
+    /// Counts entries the broadcast dropped for this receiver; says so at
+    /// most once every [`LAG_WARNING_EVERY`], with the total since it last
+    /// did: under a sustained lag the receiver lags between every batch,
+    /// and a line each time would flood the log.
+    fn lagged(&mut self, missed: u64) {
+        self.inner.stats.missed.fetch_add(missed, Ordering::Relaxed);
+        self.missed_unreported += missed;
+        let due = self
+            .lag_warned
+            .is_none_or(|at| at.elapsed() >= LAG_WARNING_EVERY);
+        if due {
+            tracing::warn!(
+                missed = self.missed_unreported,
+                "reporter fell behind the core; catching up from the journal"
+            );
+            self.missed_unreported = 0;
+            self.lag_warned = Some(Instant::now());
         }
     }
 
@@ -218,15 +239,22 @@ impl Worker {
         let data_dir = self.data_dir.clone();
         let mut scratch = self.scratch.take();
         let mut read = |worker: &mut Worker, after: u64| {
-            let replayed =
-                committed_entries_from(&data_dir, after, through, &mut scratch, |applied| {
+            let after_raft = worker.raft_index_of(after);
+            let replayed = committed_entries_from(
+                &data_dir,
+                after,
+                through,
+                after_raft,
+                &mut scratch,
+                |applied| {
                     pending.push(applied);
                     if pending.len() >= worker.max_batch {
                         worker.write(pending.iter(), true)?;
                         pending.clear();
                     }
                     Ok(())
-                })?;
+                },
+            )?;
             worker
                 .inner
                 .stats
@@ -268,6 +296,14 @@ impl Worker {
         Ok(())
     }
 
+    /// The Raft index of the log record holding command `index`, when it is
+    /// the last command this process wrote.
+    fn raft_index_of(&self, index: u64) -> Option<u64> {
+        self.position_raft
+            .filter(|&(written, _)| written == index)
+            .map(|(_, raft_index)| raft_index)
+    }
+
     /// Writes one batch; `from_journal` counts it as caught up.
     fn write<'a>(
         &mut self,
@@ -276,7 +312,7 @@ impl Worker {
     ) -> Result<(), CatchUpError> {
         let mut raft_index = None;
         let records: Vec<EntryRecord<'_>> = entries
-            .inspect(|a| raft_index = Some(a.raft_index))
+            .inspect(|a| raft_index = Some((a.index, a.raft_index)))
             .map(crate::entry_record)
             .collect();
         let last_ts = records.last().map(|r| (r.index, r.ts));
@@ -313,7 +349,7 @@ impl Worker {
             // A snapshot before the last entry's Raft entry replays to
             // it. Index 1 is the virtual genesis snapshot, never on disk:
             // a reader that far back needs the whole log (floor 0).
-            let base = raft_index.map(|index| index.saturating_sub(1));
+            let base = raft_index.map(|(_, index)| index.saturating_sub(1));
             if let Some(base) = base.filter(|&base| base > 1) {
                 self.inner
                     .core
@@ -327,6 +363,7 @@ impl Worker {
                 self.inner.written_ts.store(ts, Ordering::Relaxed);
             }
             self.inner.written.send_replace(position.log_index);
+            self.position_raft = raft_index.filter(|&(index, _)| index == position.log_index);
         }
         Ok(())
     }
