@@ -98,6 +98,51 @@ struct Stats {
     commit_ns_total: AtomicU64,
 }
 
+impl Stats {
+    /// The counters on `/metrics`: name, help, value.
+    fn counters(&self) -> [(&'static str, &'static str, &AtomicU64); 7] {
+        [
+            (
+                "exchange_reporting_entries_total",
+                "Log entries written to the reporting store by this process.",
+                &self.entries,
+            ),
+            (
+                "exchange_reporting_events_total",
+                "Events written to the reporting store by this process.",
+                &self.events,
+            ),
+            (
+                "exchange_reporting_batches_total",
+                "Reporting store transactions committed.",
+                &self.batches,
+            ),
+            (
+                "exchange_reporting_caught_up_entries_total",
+                "Entries re-derived from the journal rather than received live.",
+                &self.caught_up,
+            ),
+            (
+                "exchange_reporting_replayed_commands_total",
+                "Commands replayed from a snapshot or a kept scratch state to re-derive entries \
+                 (those before the missing ones included).",
+                &self.replayed,
+            ),
+            (
+                "exchange_reporting_missed_entries_total",
+                "Entries the core's event broadcast dropped before the reporter read them \
+                 (it lagged), each re-derived from the journal.",
+                &self.missed,
+            ),
+            (
+                "exchange_reporting_errors_total",
+                "Failed reporting store writes or catch-ups (each retried).",
+                &self.errors,
+            ),
+        ]
+    }
+}
+
 struct Inner {
     target: Target,
     /// The store's position (last log index written), as committed.
@@ -405,46 +450,7 @@ impl Reporting {
              either time is unknown).",
             Value::NanosAsSeconds(lag.seconds_ns),
         );
-        let counters = [
-            (
-                "exchange_reporting_entries_total",
-                "Log entries written to the reporting store by this process.",
-                &stats.entries,
-            ),
-            (
-                "exchange_reporting_events_total",
-                "Events written to the reporting store by this process.",
-                &stats.events,
-            ),
-            (
-                "exchange_reporting_batches_total",
-                "Reporting store transactions committed.",
-                &stats.batches,
-            ),
-            (
-                "exchange_reporting_caught_up_entries_total",
-                "Entries re-derived from the journal rather than received live.",
-                &stats.caught_up,
-            ),
-            (
-                "exchange_reporting_replayed_commands_total",
-                "Commands replayed from a snapshot or a kept scratch state to re-derive entries \
-                 (those before the missing ones included).",
-                &stats.replayed,
-            ),
-            (
-                "exchange_reporting_missed_entries_total",
-                "Entries the core's event broadcast dropped before the reporter read them \
-                 (it lagged), each re-derived from the journal.",
-                &stats.missed,
-            ),
-            (
-                "exchange_reporting_errors_total",
-                "Failed reporting store writes or catch-ups (each retried).",
-                &stats.errors,
-            ),
-        ];
-        for (name, help, value) in counters {
+        for (name, help, value) in stats.counters() {
             page.counter(name, help, get(value));
         }
         page.gauge(
