@@ -182,6 +182,9 @@ pub fn start_cluster(
     };
     config.snapshot_dir = snapshot_dir(data_dir);
     let metrics = Arc::new(Metrics::default());
+    if let Some(transport) = &transport {
+        let _ = metrics.raft_transport.set(transport.counters().clone());
+    }
     metrics.applied_index.store(
         state.state.applied_index,
         std::sync::atomic::Ordering::Relaxed,

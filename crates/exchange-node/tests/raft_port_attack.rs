@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use exchange_node::cluster_key::ClusterKey;
 use exchange_node::master_key::MasterKey;
+use exchange_node::prometheus::Exposition;
 use exchange_node::recovery;
 use exchange_node::replication::{ClusterSettings, ReplicationStatus};
 use exchange_node::{Pipeline, PipelineConfig};
@@ -127,6 +128,17 @@ fn an_attacker_without_the_key_changes_nothing() {
             "node {} was moved",
             status.node_id
         );
+    }
+    // Every node counted its refusals, and says so at /metrics.
+    for node in &nodes {
+        let mut page = Exposition::new();
+        node.handle.metrics.write_metrics(&mut page);
+        let text = page.finish();
+        let refused = text
+            .lines()
+            .find_map(|l| l.strip_prefix("exchange_raft_handshakes_refused_total "))
+            .and_then(|v| v.trim().parse::<u64>().ok());
+        assert!(refused.is_some_and(|n| n >= 2), "{text}");
     }
 
     // The control: with the key, the same heartbeat deposes the leader.

@@ -183,6 +183,8 @@ pub enum Refusal {
     NotAHandshake,
     /// The other end does not hold the cluster key.
     BadProof,
+    /// The initiator left after our proof: it does not hold our key.
+    Abandoned,
     /// It claimed an id it cannot have (0, ours, or not the peer dialled).
     BadId,
     /// A frame after the handshake failed its MAC: tampered, reordered
@@ -197,6 +199,9 @@ impl Refusal {
             Refusal::Timeout => "handshake timed out",
             Refusal::NotAHandshake => "not a cluster handshake (an older node, or not a node)",
             Refusal::BadProof => "the peer does not hold the cluster key",
+            Refusal::Abandoned => {
+                "the peer left the handshake (it holds another cluster key, or none)"
+            }
             Refusal::BadId => "the peer claimed an impossible node id",
             Refusal::BadFrame => "a frame failed its MAC (tampered, reordered or replayed)",
         }

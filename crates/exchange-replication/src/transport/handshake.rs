@@ -13,8 +13,11 @@ use super::TransportConfig;
 pub(crate) enum Failed {
     /// Refused for a reason worth counting and logging.
     Refused(Refusal),
-    /// The connection failed (closed, reset): nothing to report.
+    /// The connection failed (reset, or closed before a byte came):
+    /// nothing to report.
     Io,
+    /// The other end closed it midway.
+    Closed,
 }
 
 impl From<Refusal> for Failed {
@@ -36,7 +39,7 @@ fn read_by(stream: &mut TcpStream, buf: &mut [u8], deadline: Instant) -> Result<
             .set_read_timeout(Some(left))
             .map_err(|_| Failed::Io)?;
         match stream.read(&mut buf[filled..]) {
-            Ok(0) => return Err(Failed::Io),
+            Ok(0) => return Err(Failed::Closed),
             Ok(n) => filled += n,
             Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
                 return Err(Refusal::Timeout.into())
@@ -93,7 +96,15 @@ pub(crate) fn respond(
 ) -> Result<(u64, FrameMac), Failed> {
     let deadline = Instant::now() + config.handshake_timeout;
     let mut buf = [0u8; HELLO];
-    read_by(stream, &mut buf, deadline)?;
+    match read_by(stream, &mut buf[..1], deadline) {
+        // Connected and left without a word: a port check, not an attack.
+        Err(Failed::Closed) => return Err(Failed::Io),
+        other => other?,
+    }
+    read_by(stream, &mut buf[1..], deadline).map_err(|failed| match failed {
+        Failed::Closed => Refusal::NotAHandshake.into(),
+        other => other,
+    })?;
     let (id_i, nonce_i) = parse_hello(&buf)?;
     if id_i == 0 || id_i == config.node_id {
         return Err(Refusal::BadId.into());
@@ -108,7 +119,12 @@ pub(crate) fn respond(
     answer.extend_from_slice(&transcript.responder_proof(&config.key));
     write_by(stream, &answer, deadline)?;
     let mut proof = [0u8; PROOF];
-    read_by(stream, &mut proof, deadline)?;
+    // An initiator that leaves here found our proof wrong: it holds
+    // another key (or none).
+    read_by(stream, &mut proof, deadline).map_err(|failed| match failed {
+        Failed::Closed => Refusal::Abandoned.into(),
+        other => other,
+    })?;
     if !transcript.initiator_proved(&config.key, &proof) {
         return Err(Refusal::BadProof.into());
     }

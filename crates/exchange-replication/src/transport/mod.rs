@@ -236,7 +236,7 @@ fn accept_loop(
                         }
                     }
                     Err(Failed::Refused(refusal)) => counters.refuse(refusal, &peer),
-                    Err(Failed::Io) => {}
+                    Err(Failed::Io | Failed::Closed) => {}
                 }
             });
         if spawned.is_err() {
