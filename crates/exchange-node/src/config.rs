@@ -188,6 +188,11 @@ pub struct ClusterConfig {
     /// Join a running cluster instead of founding one: start with no
     /// voters and wait for the leader to add this node.
     pub join: bool,
+    /// File holding the cluster key (64 hex digits, mode 0600 or 0400),
+    /// the same on every node: the Raft port talks to its holders only.
+    /// Required with peers; a single node needs none. Never the key
+    /// itself: a configuration file is too easily read.
+    pub key_file: Option<PathBuf>,
 }
 
 impl Default for ClusterConfig {
@@ -200,6 +205,7 @@ impl Default for ClusterConfig {
             election_ticks: 8,
             heartbeat_ticks: 2,
             join: false,
+            key_file: None,
         }
     }
 }
@@ -216,6 +222,13 @@ impl ClusterConfig {
             heartbeat_ticks: self.heartbeat_ticks,
             join: self.join,
             preallocate_journal: true,
+            key: match &self.key_file {
+                Some(path) => Some(
+                    crate::cluster_key::load(path)
+                        .map_err(|e| crate::replication::ClusterError::Key(e.to_string()))?,
+                ),
+                None => None,
+            },
         };
         settings.validate()?;
         Ok(settings)
@@ -526,8 +539,18 @@ mod tests {
             "peers = [\"1=127.0.0.1:7001\", \"2=127.0.0.1:7002\", \"3=127.0.0.1:7003\"]\n",
             "tick_ms = 20\n",
         );
-        let parsed: Config = toml::from_str(text).unwrap();
+        let mut parsed: Config = toml::from_str(text).unwrap();
+        // Secure by default: peers, and no key, is no start.
+        assert_eq!(
+            parsed.cluster.settings(),
+            Err(crate::replication::ClusterError::NoKey)
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let key_file = dir.path().join(crate::cluster_key::CLUSTER_KEY_FILE);
+        let key = crate::cluster_key::load_or_generate(&key_file).unwrap();
+        parsed.cluster.key_file = Some(key_file);
         let settings = parsed.cluster.settings().unwrap();
+        assert_eq!(settings.key, Some(key));
         assert_eq!(settings.node_id, 2);
         assert_eq!(settings.voters(), vec![1, 2, 3]);
         assert_eq!(settings.others().len(), 2);
@@ -554,6 +577,12 @@ mod tests {
             Config::default().cluster.settings().unwrap().voters(),
             vec![1]
         );
+        let mut missing_file = Config::default().cluster;
+        missing_file.key_file = Some(dir.path().join("nope"));
+        assert!(matches!(
+            missing_file.settings(),
+            Err(crate::replication::ClusterError::Key(_))
+        ));
     }
 
     #[test]

@@ -12,6 +12,7 @@
 //! Layers above this crate (gateway, market data, reporter, demo, server)
 //! depend on it; it depends on none of them.
 
+pub mod cluster_key;
 pub mod config;
 pub mod core_state;
 pub mod entry;

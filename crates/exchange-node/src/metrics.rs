@@ -4,8 +4,9 @@
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex, OnceLock};
 
+use exchange_replication::transport::AuthCounters;
 use hdrhistogram::Histogram;
 
 use crate::metrics_window::RecentWindow;
@@ -38,6 +39,9 @@ pub struct Metrics {
     /// The last minute, second by second, for `/admin/status`.
     pub window: RecentWindow,
     rejects: Mutex<BTreeMap<&'static str, u64>>,
+    /// The Raft transport's refusals, once a transport runs (not on a
+    /// single node).
+    pub raft_transport: OnceLock<Arc<AuthCounters>>,
 }
 
 impl Default for Metrics {
@@ -60,6 +64,7 @@ impl Default for Metrics {
             ),
             window: RecentWindow::default(),
             rejects: Mutex::new(BTreeMap::new()),
+            raft_transport: OnceLock::new(),
         }
     }
 }
@@ -162,6 +167,24 @@ impl Metrics {
             rejects.sample(&[("reason", reason)], count);
         }
         self.write_fsync(page);
+        self.write_raft_transport(page);
+    }
+
+    fn write_raft_transport(&self, page: &mut Exposition) {
+        let Some(counters) = self.raft_transport.get() else {
+            return;
+        };
+        page.counter(
+            "exchange_raft_handshakes_refused_total",
+            "Connections to or from the Raft port refused in the handshake \
+             (no cluster key, a wrong one, a timeout, too many waiting).",
+            counters.handshakes_refused.load(Ordering::Relaxed),
+        );
+        page.counter(
+            "exchange_raft_bad_frames_total",
+            "Raft connections closed for a frame that failed its MAC.",
+            counters.bad_frames.load(Ordering::Relaxed),
+        );
     }
 
     fn write_fsync(&self, page: &mut Exposition) {

@@ -10,7 +10,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use exchange_replication::transport::Transport;
+use exchange_replication::transport::{Transport, TransportConfig};
 use exchange_replication::{CommittedKind, ReplicaNode, ReplicationError};
 use thiserror::Error;
 
@@ -170,15 +170,21 @@ pub fn start_cluster(
             others.entry(id).or_insert(addr);
         }
     }
-    let transport = match cluster.peers.get(&cluster.node_id) {
-        Some(&addr) if cluster.peers.len() > 1 || cluster.join => Some(
-            Transport::start(addr, &others, inbox_tx)
-                .map_err(|source| RecoveryError::Transport { addr, source })?,
-        ),
+    let transport = match (cluster.peers.get(&cluster.node_id), &cluster.key) {
+        (Some(&addr), Some(key)) if cluster.talks_to_peers() => {
+            let config = TransportConfig::new(cluster.node_id, key.clone());
+            Some(
+                Transport::start(addr, &others, inbox_tx, config)
+                    .map_err(|source| RecoveryError::Transport { addr, source })?,
+            )
+        }
         _ => None,
     };
     config.snapshot_dir = snapshot_dir(data_dir);
     let metrics = Arc::new(Metrics::default());
+    if let Some(transport) = &transport {
+        let _ = metrics.raft_transport.set(transport.counters().clone());
+    }
     metrics.applied_index.store(
         state.state.applied_index,
         std::sync::atomic::Ordering::Relaxed,

@@ -8,6 +8,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
+use exchange_node::cluster_key::ClusterKey;
 use exchange_node::master_key::MasterKey;
 use exchange_node::recovery::{self, journal_dir, snapshot_dir};
 use exchange_node::replication::{decode_batch, ClusterSettings};
@@ -48,6 +49,7 @@ fn settings(id: u64, peers: &BTreeMap<u64, SocketAddr>) -> ClusterSettings {
         heartbeat_ticks: 2,
         join: false,
         preallocate_journal: false,
+        key: Some(ClusterKey::from_bytes([3; 32])),
     }
 }
 

@@ -167,6 +167,9 @@ pub fn leader_among(nodes: &[&Node]) -> Option<u64> {
     })
 }
 
+/// The cluster key of every [`ProxiedCluster`] (64 hex digits).
+pub const CLUSTER_KEY: &str = "636c75737465722d6b65792d6f662d7468652d746573742d636c757374657221";
+
 /// Nodes `1..=size`, each Raft link `from -> to` through its own proxy.
 pub struct ProxiedCluster {
     bin: PathBuf,
@@ -236,6 +239,8 @@ impl ProxiedCluster {
             .arg(&data)
             .args(["--listen", &format!("127.0.0.1:{http}")])
             .args(["--node-id", &id.to_string(), "--peers", &peers.join(",")])
+            .arg("--cluster-key-file")
+            .arg(self.key_file())
             .env("EXCHANGE_ADMIN_TOKEN", ADMIN_TOKEN)
             .env("EXCHANGE_MASTER_KEY", crate::http::MASTER_KEY)
             .env("RUST_BACKTRACE", "0")
@@ -245,6 +250,26 @@ impl ProxiedCluster {
             .spawn()
             .expect("start a node");
         self.nodes.insert(id, Node { child, http });
+    }
+
+    /// The cluster key's file, shared by every node (written on first
+    /// use, mode 0600).
+    pub fn key_file(&self) -> PathBuf {
+        let path = self.dir.join("cluster_key");
+        if !path.exists() {
+            let mut options = std::fs::OpenOptions::new();
+            options.write(true).create(true);
+            #[cfg(unix)]
+            {
+                use std::os::unix::fs::OpenOptionsExt;
+                options.mode(0o600);
+            }
+            std::fs::create_dir_all(&self.dir).expect("cluster directory");
+            let mut file = options.open(&path).expect("cluster key file");
+            file.write_all(CLUSTER_KEY.as_bytes())
+                .expect("write the cluster key");
+        }
+        path
     }
 
     /// SIGKILL.

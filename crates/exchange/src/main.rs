@@ -114,6 +114,11 @@ struct ServeArgs {
     /// `POST /admin/replication/voters`) instead of founding one.
     #[arg(long)]
     join: bool,
+    /// File (mode 0600) with the 64-hex-digit cluster key, the same on
+    /// every node: the Raft port talks to its holders only. Required with
+    /// peers (as `[cluster] key_file`).
+    #[arg(long)]
+    cluster_key_file: Option<PathBuf>,
 }
 
 fn serve(args: ServeArgs) -> anyhow::Result<()> {
@@ -148,6 +153,9 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
     }
     if args.join {
         config.cluster.join = true;
+    }
+    if args.cluster_key_file.is_some() {
+        config.cluster.key_file = args.cluster_key_file;
     }
     if let Some(urls) = &args.peer_urls {
         config.cluster.http = urls.split(',').map(str::to_string).collect();

@@ -126,6 +126,37 @@ fn a_bad_peer_list_is_named() {
     assert_names(&line, "\"garbage\"");
 }
 
+/// Secure by default: a node with peers and no cluster key would open a
+/// Raft port anyone could speak to; it does not start.
+#[test]
+fn peers_without_a_cluster_key_are_refused() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let data = arg(&tmp.path().join("data"));
+    let line = error_line(
+        &exchange(
+            &[
+                "serve",
+                "--data-dir",
+                &data,
+                "--listen",
+                "127.0.0.1:0",
+                "--node-id",
+                "1",
+                "--peers",
+                "1=127.0.0.1:1,2=127.0.0.1:2",
+            ],
+            None,
+        ),
+        "serve --peers, no key",
+    );
+    assert_names(&line, "needs the cluster key");
+    assert_names(&line, "key_file");
+    assert!(
+        !tmp.path().join("data").join("journal").exists(),
+        "it started before refusing"
+    );
+}
+
 #[test]
 fn a_missing_replay_file_is_named() {
     let tmp = tempfile::tempdir().expect("temp dir");

@@ -28,6 +28,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use exchange_replication::transport::ClusterKey;
 use exchange_replication::{ConfState, Membership, ReplicaConfig, ReplicaNode, StorageOptions};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
@@ -58,6 +59,9 @@ pub struct ClusterSettings {
     /// Write journal segments full of zeros ahead of need (see
     /// `exchange_journal::JournalOptions`).
     pub preallocate_journal: bool,
+    /// The secret every member holds: the Raft port talks to holders
+    /// only. Needed whenever the node talks to peers at all.
+    pub key: Option<ClusterKey>,
 }
 
 impl Default for ClusterSettings {
@@ -70,6 +74,7 @@ impl Default for ClusterSettings {
             election_ticks: 8,
             heartbeat_ticks: 2,
             preallocate_journal: true,
+            key: None,
         }
     }
 }
@@ -91,6 +96,14 @@ pub enum ClusterError {
     Timings { heartbeat: usize, election: usize },
     #[error("a joining node needs the peer list (its own Raft address and the others')")]
     JoinAlone,
+    #[error(
+        "a node with peers needs the cluster key: set `[cluster] key_file` (or \
+         --cluster-key-file) to a file of 64 hex digits, mode 0600, the same on every node \
+         (e.g. `openssl rand -hex 32 > cluster_key; chmod 600 cluster_key`)"
+    )]
+    NoKey,
+    #[error("cluster key: {0}")]
+    Key(String),
 }
 
 /// Parses `1=HOST:PORT` items (the CLI's comma-separated list, split).
@@ -129,6 +142,9 @@ impl ClusterSettings {
         if self.join && self.peers.is_empty() {
             return Err(ClusterError::JoinAlone);
         }
+        if self.talks_to_peers() && self.key.is_none() {
+            return Err(ClusterError::NoKey);
+        }
         if self.heartbeat_ticks == 0
             || self.heartbeat_ticks >= self.election_ticks
             || self.tick.is_zero()
@@ -139,6 +155,12 @@ impl ClusterSettings {
             });
         }
         Ok(())
+    }
+
+    /// Whether this node runs the Raft transport: it has peers, or will.
+    /// A single voter needs neither the transport nor a key.
+    pub fn talks_to_peers(&self) -> bool {
+        self.peers.len() > 1 || self.join
     }
 
     /// The voters of a new cluster; none for a joining node.

@@ -19,6 +19,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
+use exchange_node::cluster_key::ClusterKey;
 use exchange_node::master_key::MasterKey;
 use exchange_node::recovery::{self, snapshot_dir};
 use exchange_node::replication::ClusterSettings;
@@ -111,6 +112,9 @@ fn start_cluster(root: &Path, replicas: u64) -> anyhow::Result<Vec<Pipeline>> {
     let peers: BTreeMap<u64, SocketAddr> = (1..=replicas)
         .map(|id| Ok((id, free_port()?)))
         .collect::<anyhow::Result<_>>()?;
+    // As every real cluster: the replicas authenticate each other, and
+    // their frames carry MACs, so the figures include that cost.
+    let key = ClusterKey::generate()?;
     let mut nodes = Vec::new();
     for id in 1..=replicas {
         let dir = root.join(format!("node-{id}"));
@@ -129,6 +133,7 @@ fn start_cluster(root: &Path, replicas: u64) -> anyhow::Result<Vec<Pipeline>> {
             } else {
                 BTreeMap::new()
             },
+            key: Some(key.clone()),
             ..ClusterSettings::default()
         };
         let (pipeline, _) = recovery::start_cluster(&dir, config, &settings)
