@@ -21,7 +21,9 @@
 //! What an auction leaves of a market order goes on into the next phase,
 //! as Xetra and Euronext carry it. Into continuous trading it trades at
 //! once against the book up to its bound, in time priority, as an
-//! incoming market order would. What is still left rests as a limit order
+//! incoming market order would (after an uncrossing at the maximum
+//! volume there is nothing left within its bound, or the volume would
+//! have been larger). What is still left rests as a limit order
 //! at the last trade price (never beyond its bound), where the venues keep
 //! an unpriced market order on top of the book: this book holds priced
 //! levels only, and a resting order without a price would have none to
@@ -119,8 +121,9 @@ impl Engine {
         )
     }
 
-    /// The market orders that execute at `price`, in time priority: buys
-    /// bounded at or above it, sells at or below it.
+    /// The market orders that execute at `price`, in priority: buys
+    /// bounded at or above it, highest bound first, sells at or below it,
+    /// lowest first, each bound in time priority.
     pub(crate) fn call_markets_at(&self, index: u32, price: u64) -> (Vec<u32>, Vec<u32>) {
         let (mut buys, mut sells) = (Vec::new(), Vec::new());
         for slot in self.call_market_slots(index) {
@@ -131,6 +134,9 @@ impl Engine {
                 _ => {}
             }
         }
+        // Stable: time priority stays within a bound.
+        buys.sort_by_key(|&slot| std::cmp::Reverse(self.orders.get(slot).price));
+        sells.sort_by_key(|&slot| self.orders.get(slot).price);
         (buys, sells)
     }
 
