@@ -117,10 +117,10 @@ fn a_limit_bid_beyond_a_market_buys_bound_goes_first_and_the_book_stays_uncrosse
     h.run_checked(set_phase(Phase::PreOpen));
     let m = place_ok(&mut h, mkt(1, "m", Side::Buy, "2"));
     let bid = place_ok(&mut h, limit(2, "bid", Side::Buy, "102", "1"));
-    let s1 = place_ok(&mut h, limit(3, "s1", Side::Sell, "95", "2"));
+    let s1 = place_ok(&mut h, limit(3, "s1", Side::Sell, "100", "2"));
     let s2 = place_ok(&mut h, limit(3, "s2", Side::Sell, "102", "1"));
-    // 95 and 100 execute 2 with a buy surplus of 1; 102 executes 1. The
-    // buyers press: 100.
+    // 100 executes 2 (a buy surplus of 1), 102 only 1: 100, whatever
+    // the rule for the reference price.
     let events = h.run_checked(set_phase(Phase::OpeningAuction));
     let p100 = units("100");
     // The bid at 102 is priced beyond the market buy's bound (101): it
