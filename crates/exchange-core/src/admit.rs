@@ -197,7 +197,7 @@ impl Engine {
         }
         // A market order may trade down to (up to) the collar, no further.
         if admitted.call_market {
-            return self.call_market_bound(admitted.instrument, place.side);
+            return self.call_market_bound(admitted, place.side);
         }
         Ok(limit_price
             .or(admitted.stop.and_then(|s| s.protection))
@@ -271,18 +271,52 @@ impl Engine {
     }
 
     /// The price a market order in a call is reserved at and never
-    /// executes beyond: the tighter end of the collar and the static band;
-    /// a buy without either could cost anything and is refused.
-    fn call_market_bound(&self, instrument: u32, side: Side) -> Result<u64, RejectReason> {
+    /// executes beyond: the tighter end of the collar and the static band.
+    /// A buy with neither is bounded by its account instead: the highest
+    /// price at which its available quote pays for all its lots and the
+    /// largest fee, what an unbounded market buy could spend at most. It
+    /// is refused only when the account could not pay even one tick.
+    fn call_market_bound(&self, admitted: &Admitted, side: Side) -> Result<u64, RejectReason> {
+        let instrument = admitted.instrument;
         let collar = self.instruments[instrument as usize].collar_band();
         let band = self.volatility.static_band(instrument);
         let ends = collar.into_iter().chain(band);
         match side {
-            Side::Buy => ends
-                .map(|(_, high)| high)
-                .min()
-                .ok_or(RejectReason::MarketInCallNeedsBound),
+            Side::Buy => match ends.map(|(_, high)| high).min() {
+                Some(high) => Ok(high),
+                None => self.affordable_bound(admitted),
+            },
             Side::Sell => Ok(ends.map(|(low, _)| low).max().unwrap_or(1)),
         }
+    }
+
+    /// The highest price (ticks) at which the admitted buy's lots, with
+    /// the largest fee, cost no more than its account has available.
+    #[cold]
+    fn affordable_bound(&self, admitted: &Admitted) -> Result<u64, RejectReason> {
+        let inst = &self.instruments[admitted.instrument as usize];
+        let available = self
+            .accounts
+            .balance(admitted.account, inst.quote)
+            .available;
+        let fits = |price: u64| {
+            inst.notional(price, admitted.lots)
+                .and_then(|n| crate::instrument::buy_cost(n, inst.max_fee_bps()))
+                .is_some_and(|cost| cost <= available)
+        };
+        if !fits(1) {
+            return Err(RejectReason::InsufficientFunds);
+        }
+        // The cost grows with the price: bisect for the highest that fits.
+        let (mut low, mut high) = (1u64, u64::MAX);
+        while high - low > 1 {
+            let mid = low + (high - low) / 2;
+            if fits(mid) {
+                low = mid;
+            } else {
+                high = mid;
+            }
+        }
+        Ok(if fits(high) { high } else { low })
     }
 }

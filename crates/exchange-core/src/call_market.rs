@@ -9,21 +9,35 @@
 //!
 //! A market buy needs a price to reserve at: its bound, the upper end of
 //! the instrument's collar or static volatility band (the tighter of the
-//! two), the same protection a market order gets in continuous trading.
-//! The uncrossing never executes it above that bound: at a candidate price
-//! above it, it does not count. A market sell is bounded likewise by the
-//! lower ends, or not at all. Bounds are not candidate prices: the auction
-//! price comes from limit prices and the reference only, as at Xetra.
+//! two), the same protection a market order gets in continuous trading;
+//! without either, the highest price at which its account's available
+//! quote pays for all of it (`admit.rs`), so entering one is never refused
+//! for want of a band. The uncrossing never executes it above that bound:
+//! at a candidate price above it, it does not count. A market sell is
+//! bounded likewise by the lower ends, or not at all. Bounds are not
+//! candidate prices: the auction price comes from limit prices and the
+//! reference only, as at Xetra.
 //!
-//! What an auction leaves of a market order expires with the call. Xetra
-//! carries unexecuted market orders into continuous trading instead; here
-//! a market order in continuous trading is immediate, so carried over it
-//! would sweep the book the instant the call ends, unseen by its owner.
-//! docs/market-model.md has the rules and their sources.
+//! What an auction leaves of a market order goes on into the next phase,
+//! as Xetra and Euronext carry it. Into continuous trading it trades at
+//! once against the book up to its bound, in time priority, as an
+//! incoming market order would (after an uncrossing at the maximum
+//! volume there is nothing left within its bound, or the volume would
+//! have been larger). What is still left rests as a limit order
+//! at the last trade price (never beyond its bound), where the venues keep
+//! an unpriced market order on top of the book: this book holds priced
+//! levels only, and a resting order without a price would have none to
+//! show and would cross every level within its bound. Should a volatility
+//! band stop it, the instrument is in a volatility call again and it waits
+//! there for that call's uncrossing. After a closing auction, or any move
+//! to a phase that does not trade, it expires, as do `at_open` and
+//! `at_close` market orders. docs/market-model.md has the rules and their
+//! sources.
 
 use std::collections::BTreeMap;
 
-use exchange_types::{CancelReason, Event, OrderId, Side};
+use exchange_types::limits::MAX_PRICE_LEVELS_PER_SIDE;
+use exchange_types::{event, CancelReason, Event, EventKind, OrderId, Phase, Side, TimeInForce};
 
 use crate::auction::{uncross, LevelQty, Uncross};
 use crate::engine::Engine;
@@ -107,8 +121,9 @@ impl Engine {
         )
     }
 
-    /// The market orders that execute at `price`, in time priority: buys
-    /// bounded at or above it, sells at or below it.
+    /// The market orders that execute at `price`, in priority: buys
+    /// bounded at or above it, highest bound first, sells at or below it,
+    /// lowest first, each bound in time priority.
     pub(crate) fn call_markets_at(&self, index: u32, price: u64) -> (Vec<u32>, Vec<u32>) {
         let (mut buys, mut sells) = (Vec::new(), Vec::new());
         for slot in self.call_market_slots(index) {
@@ -119,10 +134,14 @@ impl Engine {
                 _ => {}
             }
         }
+        // Stable: time priority stays within a bound.
+        buys.sort_by_key(|&slot| std::cmp::Reverse(self.orders.get(slot).price));
+        sells.sort_by_key(|&slot| self.orders.get(slot).price);
         (buys, sells)
     }
 
-    /// Expires what the uncrossing left of the instrument's market orders.
+    /// Expires what the uncrossing left of the instrument's market orders
+    /// when the next phase does not trade.
     pub(crate) fn expire_call_markets(&mut self, index: u32, out: &mut Vec<Event>) {
         if self.call_markets.is_empty() {
             return;
@@ -130,6 +149,130 @@ impl Engine {
         for slot in self.call_market_slots(index) {
             self.unhold_call_market(slot);
             self.expire(slot, out);
+        }
+    }
+
+    /// Carries what the uncrossing left of the instrument's market orders
+    /// into continuous trading, in time priority (see the module's rules).
+    /// Continuous matching never looks at the call table, so this costs
+    /// the hot path nothing.
+    #[cold]
+    pub(crate) fn carry_call_markets(&mut self, index: u32, out: &mut Vec<Event>) {
+        if self.call_markets.is_empty() {
+            return;
+        }
+        for slot in self.call_market_slots(index) {
+            if self.instruments[index as usize].phase != Phase::Continuous {
+                // A band stopped an earlier one: the rest wait for the
+                // volatility call, holding what their remainder needs.
+                self.true_up_call_market(slot, out);
+                continue;
+            }
+            self.unhold_call_market(slot);
+            self.carry_one(index, slot, out);
+        }
+        if !self.mmp_tripped.is_empty() {
+            self.sweep_tripped(out);
+        }
+    }
+
+    /// One market order's remainder entering continuous trading.
+    fn carry_one(&mut self, index: u32, slot: u32, out: &mut Vec<Event>) {
+        let (side, bound, tif) = {
+            let o = self.orders.get(slot);
+            (o.side, o.price, o.tif)
+        };
+        if matches!(tif, TimeInForce::AtOpen | TimeInForce::AtClose) {
+            self.expire(slot, out);
+            return;
+        }
+        let crosses = self.books[index as usize]
+            .side(side.opposite())
+            .crosses(bound);
+        // Self-trade prevention may cancel it, which closes it.
+        if crosses && self.match_order(slot, out) {
+            return;
+        }
+        let o = self.orders.get(slot);
+        if o.leaves() == 0 {
+            self.release_all(slot, out);
+            self.close_order(slot);
+        } else if self.instruments[index as usize].phase != Phase::Continuous {
+            // A band interrupted its trading: it waits in the new call.
+            let key = (o.instrument, o.id);
+            self.true_up_call_market(slot, out);
+            self.call_markets.insert(key, slot);
+        } else {
+            self.rest_carried(index, slot, out);
+        }
+    }
+
+    /// Rests what is left of a carried market order as a limit order at
+    /// the last trade price, bounded by its own bound; expires it when
+    /// there is no such price or the price would cross or need a level the
+    /// side has no room for.
+    fn rest_carried(&mut self, index: u32, slot: u32, out: &mut Vec<Event>) {
+        let (side, bound) = {
+            let o = self.orders.get(slot);
+            (o.side, o.price)
+        };
+        let price = self.instruments[index as usize]
+            .reference_ticks
+            .map(|last| match side {
+                Side::Buy => last.min(bound),
+                Side::Sell => last.max(bound),
+            });
+        let book = &self.books[index as usize];
+        let fits = |p: u64| {
+            !book.side(side.opposite()).crosses(p)
+                && (book.side(side).has_level(p)
+                    || book.side(side).level_count() < MAX_PRICE_LEVELS_PER_SIDE)
+        };
+        let Some(price) = price.filter(|&p| fits(p)) else {
+            self.expire(slot, out);
+            return;
+        };
+        let o = self.orders.get_mut(slot);
+        o.price = price;
+        o.is_market = false;
+        // A buy held its remainder at its bound, at or above `price`.
+        self.trim_reservation(slot, out);
+        self.emit_with(out, |e| {
+            let o = e.orders.get(slot);
+            let inst = &e.instruments[index as usize];
+            EventKind::Replaced(event::Replaced {
+                account: e.accounts.get(o.account).id(),
+                order_id: o.id,
+                old_client_order_id: o.client_order_id,
+                client_order_id: o.client_order_id,
+                symbol: inst.symbol,
+                price: inst.price_units(price),
+                qty: inst.qty_units(o.qty),
+                leaves_qty: inst.qty_units(o.leaves()),
+                stop_price: None,
+            })
+        });
+        self.rest(slot, out);
+    }
+
+    /// Lowers a waiting market buy's reservation to what its remainder
+    /// needs at its bound, after auction fills at better prices.
+    fn true_up_call_market(&mut self, slot: u32, out: &mut Vec<Event>) {
+        let o = self.orders.get(slot);
+        // The remainder is smaller than what was reserved at this bound,
+        // and each fill took at most what its lots had set aside there
+        // (the same argument as a limit buy's after a fill).
+        let needed = self
+            .reservation_for(slot, o.price, o.leaves())
+            .expect("a market order's remainder costs less than the whole");
+        let excess = o.reserved.checked_sub(needed).unwrap_or_else(|| {
+            panic!(
+                "market order {} holds {} but its remainder needs {needed}",
+                o.id, o.reserved
+            )
+        });
+        if let Some((account, asset)) = self.release(slot, excess) {
+            self.emit_balance(out, account, asset);
         }
     }
 

@@ -94,8 +94,9 @@ impl Engine {
     }
 
     /// Moves an instrument to `to` (already checked): uncrosses if the
-    /// book may be crossed and `to` matches or rests, then expires what
-    /// ends with the phase left or entered.
+    /// book may be crossed and `to` matches or rests, expires what ends
+    /// with the phase left or entered, and carries waiting market orders
+    /// into continuous trading.
     pub(crate) fn enter_phase(&mut self, index: u32, to: Phase, out: &mut Vec<Event>) {
         let from = self.instruments[index as usize].phase;
         if may_cross(from) && !may_cross(to) {
@@ -109,7 +110,9 @@ impl Engine {
                 self.set_phase_state(index, phase, out);
             }
             self.run_auction(index, kind, out);
-            self.expire_call_markets(index, out);
+            if to != Phase::Continuous {
+                self.expire_call_markets(index, out);
+            }
         }
         self.set_phase_state(index, to, out);
         if from == Phase::PreOpen {
@@ -120,6 +123,11 @@ impl Engine {
         }
         if matches!(to, Phase::PostClose | Phase::Closed) {
             self.expire_where(index, |tif| tif == TimeInForce::Day, out);
+        }
+        // Last, once the phase and its expiries stand: carried market
+        // orders trade as continuous orders do, and may interrupt it.
+        if may_cross(from) && to == Phase::Continuous {
+            self.carry_call_markets(index, out);
         }
     }
 

@@ -2,8 +2,10 @@
 //! orders that cross at it trade, pair by pair, until one side has none
 //! left at that price.
 //!
-//! Each side is taken in priority: market orders first, in time priority,
-//! then the book in price-time priority. Of each pair, the later order is
+//! Each side is taken in price-time priority, a market order priced at
+//! its bound and ahead of the limit orders at that price: so market
+//! orders first, in time priority, whenever their bound is beyond every
+//! limit price (a collar bounds both alike). Of each pair, the later order is
 //! the taker for fees, as it would have been had both arrived in
 //! continuous trading; a market order always takes. An iceberg takes part
 //! with its whole volume (as on Xetra): its hidden lots trade first and
@@ -110,24 +112,26 @@ impl Engine {
     fn next_pair(&self, run: &Uncrossing) -> Option<Pair> {
         let book = &self.books[run.index as usize];
         let price = run.price;
-        let buy = run.buys.head.or_else(|| {
-            book.bids()
-                .best()
-                .filter(|l| l.price >= price)
-                .map(|l| l.head)
-        });
-        let sell = run.sells.head.or_else(|| {
-            book.asks()
-                .best()
-                .filter(|l| l.price <= price)
-                .map(|l| l.head)
-        });
-        let (buy, sell) = (buy?, sell?);
+        let best_bid = book.bids().best().filter(|l| l.price >= price);
+        let best_ask = book.asks().best().filter(|l| l.price <= price);
+        // A market order's bound is its price for priority, ahead of a
+        // limit order at the same price: a limit order priced beyond it
+        // goes first, or it could be left crossing the book.
+        let market_buy = run
+            .buys
+            .head
+            .filter(|&m| best_bid.is_none_or(|l| self.orders.get(m).price >= l.price));
+        let market_sell = run
+            .sells
+            .head
+            .filter(|&m| best_ask.is_none_or(|l| self.orders.get(m).price <= l.price));
+        let buy = market_buy.or(best_bid.map(|l| l.head))?;
+        let sell = market_sell.or(best_ask.map(|l| l.head))?;
         // A market order takes: it is on no level a maker's fill could
         // reduce, and it would have taken in continuous trading too.
         // Between two market orders, or two limit orders, the later one
         // takes.
-        let (buy_market, sell_market) = (run.buys.head.is_some(), run.sells.head.is_some());
+        let (buy_market, sell_market) = (market_buy.is_some(), market_sell.is_some());
         let (taker, maker) = if buy_market != sell_market {
             if buy_market {
                 (buy, sell)

@@ -356,8 +356,8 @@ mod properties {
 
         /// The same with market orders among the limit orders (collared
         /// 90-110): the auction executes the announced volume, market
-        /// orders before any limit order of their side, and none is left
-        /// open after it.
+        /// orders before any limit order of their side, and what is left
+        /// of them rests at the last price.
         #[test]
         fn a_call_book_with_market_orders_uncrosses_at_one_price(
             orders in prop::collection::vec(
@@ -395,7 +395,14 @@ mod properties {
             restored.apply(&opening, &mut copy);
             prop_assert_eq!(&events, &copy);
             prop_assert_eq!(h.engine.state_hash(), restored.state_hash());
-            let trades = trades(&events);
+            // The auction's trades come before the phase settles in
+            // continuous; carried market orders may trade after it.
+            let settled = events
+                .iter()
+                .position(|e| matches!(&e.kind,
+                    EventKind::Phase(p) if p.phase == Phase::Continuous))
+                .expect("settles in continuous");
+            let trades = trades(&events[..settled]);
             match indicative.price {
                 None => prop_assert!(trades.is_empty()),
                 Some(price) => {
@@ -419,8 +426,16 @@ mod properties {
                     }
                 }
             }
-            let open = open_ids(&h);
-            prop_assert!(markets.iter().all(|m| !open.contains(m)));
+            // What is left of a market order rests at the last price,
+            // within its bound (110 for a buy, 90 for a sell).
+            let last = h.engine.instruments()[0].reference_price.expect("a reference");
+            for o in h.engine.open_orders().iter().filter(|o| markets.contains(&o.order_id)) {
+                let at = match o.side {
+                    Side::Buy => last.min(units("110")),
+                    Side::Sell => last.max(units("90")),
+                };
+                prop_assert_eq!(o.price, at);
+            }
             let b = book(&h);
             if let (Some(bid), Some(ask)) = (b.bids.first(), b.asks.first()) {
                 prop_assert!(bid.0 < ask.0);
@@ -512,35 +527,35 @@ fn a_market_buy_never_executes_above_its_bound() {
         [(AuctionKind::Open, units("107"), units("1"))]
     );
     assert_eq!(trades(&events), [(units("107"), units("1"), b, s)]);
-    // Unexecuted, it expires with the call and gives its funds back.
-    assert_eq!(expired_ids(&events), [m]);
+    // Unexecuted, it goes on into continuous trading, where nothing is
+    // offered within its bound: it rests at its bound, below the last
+    // price, holding what a limit buy there holds.
+    assert!(expired_ids(&events).is_empty());
+    assert_eq!(book(&h).bids, [(units("101"), units("1"))]);
+    assert_eq!(open_ids(&h), [s, m]);
     let (total, available) = h.engine.balance(3, &asset("USD")).expect("funded");
-    assert_eq!(total, available);
+    assert_eq!(total - available, units("101.0505"));
     assert_eq!(total, units("1000000"));
 }
 
 #[test]
-fn a_market_remainder_expires_after_the_auction() {
+fn a_market_remainder_rests_after_the_auction_and_expires_after_the_close() {
     let mut h = collared_pre_open();
     let s = place_ok(&mut h, limit(2, "s", Side::Sell, "100", "1"));
     let m = place_ok(&mut h, mkt(3, "m", Side::Buy, "3"));
     let events = h.run_checked(set_phase(Phase::OpeningAuction));
     assert_eq!(trades(&events), [(units("100"), units("1"), s, m)]);
-    let expired: Vec<_> = events
-        .iter()
-        .filter_map(|e| match &e.kind {
-            EventKind::Expired(x) => Some((x.order_id, x.expired_qty, x.filled_qty)),
-            _ => None,
-        })
-        .collect();
-    assert_eq!(expired, [(m, units("2"), units("1"))]);
-    assert!(open_ids(&h).is_empty());
-    // Paid 100 and the taker fee (5 bps), nothing held.
+    // Nothing is left to buy: the remainder rests at the last price.
+    assert!(expired_ids(&events).is_empty());
+    assert_eq!(book(&h).bids, [(units("100"), units("2"))]);
+    assert_eq!(open_ids(&h), [m]);
+    // Paid 100 and the taker fee (5 bps), holds 200 and the fee.
     let (total, available) = h.engine.balance(3, &asset("USD")).expect("funded");
-    assert_eq!(total, available);
     assert_eq!(total, units("1000000") - units("100.05"));
-    // A market sell with nothing to meet expires whole, and a canceled
-    // one is gone before the auction.
+    assert_eq!(total - available, units("200.1"));
+    h.run_checked(cancel_client(3, "m"));
+    // A market sell with nothing to meet expires whole after the closing
+    // auction, and a canceled one is gone before it.
     h.run_checked(set_phase(Phase::ClosingCall));
     let lone = place_ok(&mut h, mkt(4, "lone", Side::Sell, "1"));
     let gone = place_ok(&mut h, mkt(4, "gone", Side::Sell, "1"));

@@ -113,7 +113,7 @@ reject_reasons! {
     ImmediateInCall = 225, "immediate_in_call",
         "nothing matches during a call phase, so immediate-or-cancel and fill-or-kill are refused";
     MarketInCallNeedsBound = 226, "market_in_call_needs_bound",
-        "a market buy in a call needs a price collar or static band to bound it";
+        "retired: a market buy in a call is now bounded by what its account can pay";
     DuplicateClientOrderId = 301, "duplicate_client_order_id",
         "the account already has an open order with this client order id";
     UnknownOrder = 302, "unknown_order", "no open order of this account has this id";

@@ -115,23 +115,6 @@ fn gtc(place: Place) -> Place {
 }
 
 #[test]
-pub fn market_in_call_needs_bound() {
-    // No collar and no band: a market buy could cost anything.
-    let mut h = Harness::funded(1);
-    h.run_checked(set_phase(Phase::ClosingCall));
-    assert_rejected(
-        &mut h,
-        cmd(gtc(market(1, "m", Side::Buy, "1"))),
-        R::MarketInCallNeedsBound,
-    );
-    // With a collar it is bounded, and taken.
-    let mut h = funded_with(collared(1000, "100"), 1);
-    h.run_checked(set_phase(Phase::ClosingCall));
-    let events = h.run_checked(cmd(gtc(market(1, "m", Side::Buy, "1"))));
-    assert_eq!(reject_reason(&events), None);
-}
-
-#[test]
 pub fn immediate_in_call() {
     let mut h = Harness::funded(1);
     h.run_checked(set_phase(Phase::VolatilityAuction));
