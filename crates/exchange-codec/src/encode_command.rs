@@ -9,7 +9,7 @@
 
 use exchange_types::{
     AddInstrument, Cancel, Command, Dec, InternalTransfer, MassCancel, OrderRef, Place, PlaceExt,
-    Replace, ReplaceStop, SetInstrumentRules, SetMmp, SetRiskLimits, Stamped, Trailing, Transfer,
+    ReferencePriceRule, Replace, ReplaceStop, SetInstrumentRules, SetMmp, SetRiskLimits, Stamped, Trailing, Transfer,
 };
 
 use crate::encode::{push_json_string, push_u64};
@@ -92,6 +92,11 @@ impl CommandFields for AddInstrument {
         w.opt_dec("dynamic_band_pct", percent(self.dynamic_band_bps));
         if let Some(ns) = self.volatility_auction_ns {
             w.u64("volatility_auction_ns", ns);
+        }
+        // The default is left out, so a listing has one line and the
+        // lines written before the rule existed are still its lines.
+        if self.reference_price_rule != ReferencePriceRule::default() {
+            w.str("reference_price_rule", self.reference_price_rule.as_str());
         }
     }
 }

@@ -57,6 +57,10 @@ pub struct InstrumentConfig {
     pub dynamic_band_pct: Option<String>,
     #[serde(default)]
     pub volatility_auction_ns: Option<u64>,
+    /// How the auction price uses the reference price: `limit_nearest`
+    /// (Xetra's, the default when left out) or `reference` (Euronext's).
+    #[serde(default)]
+    pub reference_price_rule: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -375,6 +379,7 @@ fn instrument(
         static_band_pct: None,
         dynamic_band_pct: None,
         volatility_auction_ns: None,
+        reference_price_rule: None,
     }
 }
 

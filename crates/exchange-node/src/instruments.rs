@@ -58,7 +58,7 @@ pub async fn ensure_instruments(
 
 #[cfg(test)]
 mod tests {
-    use exchange_types::{Command, Dec};
+    use exchange_types::{Command, Dec, ReferencePriceRule};
 
     use super::*;
 
@@ -104,6 +104,21 @@ taker_fee_bps = 0
                 Some(2_000_000_000)
             )
         );
+    }
+
+    #[test]
+    fn a_configured_instrument_takes_its_reference_price_rule() {
+        let rule_of = |table: &str| match listing(table) {
+            Command::AddInstrument(add) => add.reference_price_rule,
+            other => panic!("not a listing: {other:?}"),
+        };
+        assert_eq!(rule_of(BASE), ReferencePriceRule::LimitNearest);
+        let euronext = format!("{BASE}reference_price_rule = \"reference\"\n");
+        assert_eq!(rule_of(&euronext), ReferencePriceRule::Reference);
+        let bad = format!("{BASE}reference_price_rule = \"midpoint\"\n");
+        let spec: InstrumentConfig = toml::from_str(&bad).expect("an instrument table");
+        let error = instrument_entry(&spec).expect_err("an unknown rule");
+        assert!(error.to_string().contains("reference_price_rule"), "{error}");
     }
 
     #[test]

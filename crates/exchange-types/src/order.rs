@@ -241,6 +241,39 @@ impl Phase {
     }
 }
 
+/// How an auction uses the reference price when several prices tie on
+/// executable volume and surplus with surpluses on both sides or none.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum ReferencePriceRule {
+    /// Xetra's: only the orders' limit prices are candidates, and the
+    /// reference picks the one nearest it, the higher of two equally near.
+    /// When only market orders execute, the reference is the price.
+    #[default]
+    LimitNearest,
+    /// Euronext's: the reference is a candidate price itself, so a
+    /// reference within the tied prices is the auction price.
+    Reference,
+}
+
+impl ReferencePriceRule {
+    /// In wire-code order: the list only ever grows at its end.
+    pub const ALL: &'static [ReferencePriceRule] = &[
+        ReferencePriceRule::LimitNearest,
+        ReferencePriceRule::Reference,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReferencePriceRule::LimitNearest => "limit_nearest",
+            ReferencePriceRule::Reference => "reference",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<ReferencePriceRule> {
+        Self::ALL.iter().copied().find(|r| r.as_str() == text)
+    }
+}
+
 /// Whether an instrument accepts new orders.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum TradingStatus {
@@ -279,6 +312,10 @@ mod tests {
         for stp in SelfTradePrevention::ALL {
             assert_eq!(SelfTradePrevention::parse(stp.as_str()), Some(*stp));
         }
+        for rule in ReferencePriceRule::ALL {
+            assert_eq!(ReferencePriceRule::parse(rule.as_str()), Some(*rule));
+        }
+        assert_eq!(ReferencePriceRule::parse("Reference"), None);
         assert_eq!(SelfTradePrevention::ALL.len(), 4);
         assert_eq!(Side::ALL.len(), 2);
         assert_eq!(OrderType::ALL.len(), 4);

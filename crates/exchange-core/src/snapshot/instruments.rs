@@ -82,5 +82,7 @@ fn read_instrument(r: &mut Reader) -> Result<Instrument, SnapshotError> {
         phase: exchange_types::Phase::Continuous,
         indicative: None,
         min_notional: 0,
+        // Set by its own section when not the default.
+        reference_price_rule: exchange_types::ReferencePriceRule::default(),
     })
 }
