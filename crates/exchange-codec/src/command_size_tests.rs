@@ -73,9 +73,9 @@ impl Widest {
             static_band_bps: Some(u32::MAX),
             dynamic_band_bps: Some(u32::MAX),
             volatility_auction_ns: Some(u64::MAX),
-            // The default is left out of both encodings: the other is
-            // the longer.
-            reference_price_rule: ReferencePriceRule::Reference,
+            // The unnamed rule is left out of both encodings: the other
+            // is the longer (and the longer name).
+            reference_price_rule: ReferencePriceRule::LimitNearest,
         }))
     }
 

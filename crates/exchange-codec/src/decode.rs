@@ -378,7 +378,7 @@ fn add_instrument(f: &Fields) -> Result<AddInstrument, CodecError> {
         volatility_auction_ns: f.opt_u64("volatility_auction_ns")?,
         reference_price_rule: f
             .opt_enum("reference_price_rule", REFERENCE_PRICE_RULES)?
-            .unwrap_or_default(),
+            .unwrap_or(ReferencePriceRule::UNNAMED),
     })
 }
 

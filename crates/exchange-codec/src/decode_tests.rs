@@ -60,10 +60,10 @@ fn decodes_add_instrument_with_every_option() {
     assert_eq!((spec.maker_fee_bps, spec.taker_fee_bps), (-1, 5));
 }
 
-/// Lines written before the rule existed have no such field: they list
-/// with the default, and the default is left out when encoding again.
+/// Lines written before the setting existed have no such field: they
+/// list with the rule they ran under, which is left out when encoding.
 #[test]
-fn a_listing_s_reference_price_rule_defaults_and_reads_back() {
+fn a_listing_without_a_reference_price_rule_keeps_the_one_it_ran_under() {
     use exchange_types::ReferencePriceRule;
     let line = |extra: &str| {
         format!(
@@ -79,7 +79,8 @@ fn a_listing_s_reference_price_rule_defaults_and_reads_back() {
         Ok(other) => panic!("not a listing: {other:?}"),
         Err(e) => Err(e),
     };
-    assert_eq!(rule(&line("")), Ok(ReferencePriceRule::LimitNearest));
+    assert_eq!(rule(&line("")), Ok(ReferencePriceRule::Reference));
+    assert_eq!(ReferencePriceRule::UNNAMED, ReferencePriceRule::Reference);
     let nearest = line(r#","reference_price_rule":"limit_nearest""#);
     assert_eq!(rule(&nearest), Ok(ReferencePriceRule::LimitNearest));
     let euronext = line(r#","reference_price_rule":"reference""#);
@@ -87,8 +88,8 @@ fn a_listing_s_reference_price_rule_defaults_and_reads_back() {
     let error = rule(&line(r#","reference_price_rule":"midpoint""#)).expect_err("unknown");
     assert_eq!(error.field(), Some("reference_price_rule"));
     let again = |text: &str| crate::encode_command(&decode_command(text).expect("decodes"));
-    assert!(!again(&nearest).contains("reference_price_rule"));
-    assert!(again(&euronext).contains(r#""reference_price_rule":"reference""#));
+    assert!(again(&nearest).contains(r#""reference_price_rule":"limit_nearest""#));
+    assert!(!again(&euronext).contains("reference_price_rule"));
 }
 
 #[test]

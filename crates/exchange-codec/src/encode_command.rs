@@ -93,9 +93,9 @@ impl CommandFields for AddInstrument {
         if let Some(ns) = self.volatility_auction_ns {
             w.u64("volatility_auction_ns", ns);
         }
-        // The default is left out, so a listing has one line and the
-        // lines written before the rule existed are still its lines.
-        if self.reference_price_rule != ReferencePriceRule::default() {
+        // The unnamed rule is left out, so a listing has one line and the
+        // lines written before the setting existed are still its lines.
+        if self.reference_price_rule != ReferencePriceRule::UNNAMED {
             w.str("reference_price_rule", self.reference_price_rule.as_str());
         }
     }

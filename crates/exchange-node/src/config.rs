@@ -58,7 +58,8 @@ pub struct InstrumentConfig {
     #[serde(default)]
     pub volatility_auction_ns: Option<u64>,
     /// How the auction price uses the reference price: `limit_nearest`
-    /// (Xetra's, the default when left out) or `reference` (Euronext's).
+    /// (Xetra's, what a listing left without one gets) or `reference`
+    /// (Euronext's).
     #[serde(default)]
     pub reference_price_rule: Option<String>,
 }

@@ -26,6 +26,12 @@ pub fn instrument_entry(spec: &InstrumentConfig) -> Result<LogEntry, InstrumentE
     if let Some(object) = json.as_object_mut() {
         object.insert("cmd".into(), "add_instrument".into());
         object.retain(|_, v| !v.is_null());
+        // A listing command that names no rule keeps the rule listings had
+        // before the setting existed; a configured one gets today's.
+        let rule = exchange_types::ReferencePriceRule::FOR_NEW_LISTINGS.as_str();
+        object
+            .entry("reference_price_rule")
+            .or_insert_with(|| rule.into());
     }
     let stamped =
         exchange_codec::decode_command(&json.to_string()).map_err(|e| invalid(e.to_string()))?;

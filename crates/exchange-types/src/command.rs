@@ -164,9 +164,9 @@ pub struct AddInstrument {
     /// How long a volatility auction's call phase lasts, nanoseconds of
     /// log time.
     pub volatility_auction_ns: Option<u64>,
-    /// How the auction price uses the reference price; omitted on the
-    /// wire when it is the default, so listings written before the rule
-    /// existed read as the default.
+    /// How the auction price uses the reference price. The encodings leave
+    /// out [`ReferencePriceRule::UNNAMED`], so listings written before the
+    /// setting existed read as the rule they ran under.
     pub reference_price_rule: ReferencePriceRule,
 }
 

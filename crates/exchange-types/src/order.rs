@@ -243,12 +243,17 @@ impl Phase {
 
 /// How an auction uses the reference price when several prices tie on
 /// executable volume and surplus with surpluses on both sides or none.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+///
+/// New listings take [`ReferencePriceRule::FOR_NEW_LISTINGS`] (the node's
+/// configuration and admin route fill it in); a listing command that names
+/// no rule, as every one journaled before the setting existed, takes
+/// [`ReferencePriceRule::UNNAMED`], the rule those listings ran under, so
+/// old journals and snapshots replay and restore to the trades they made.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ReferencePriceRule {
     /// Xetra's: only the orders' limit prices are candidates, and the
     /// reference picks the one nearest it, the higher of two equally near.
     /// When only market orders execute, the reference is the price.
-    #[default]
     LimitNearest,
     /// Euronext's: the reference is a candidate price itself, so a
     /// reference within the tied prices is the auction price.
@@ -256,6 +261,13 @@ pub enum ReferencePriceRule {
 }
 
 impl ReferencePriceRule {
+    /// What a listing gets unless its operator chooses: Xetra's rule, as
+    /// the rest of the market model follows Xetra.
+    pub const FOR_NEW_LISTINGS: ReferencePriceRule = ReferencePriceRule::LimitNearest;
+    /// What a listing command that names no rule means: the rule of every
+    /// listing before the setting existed. Encodings leave it out.
+    pub const UNNAMED: ReferencePriceRule = ReferencePriceRule::Reference;
+
     /// In wire-code order: the list only ever grows at its end.
     pub const ALL: &'static [ReferencePriceRule] = &[
         ReferencePriceRule::LimitNearest,

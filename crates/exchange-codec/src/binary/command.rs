@@ -375,9 +375,9 @@ fn write_add_instrument(w: &mut Writer<'_>, s: &AddInstrument) {
     w.opt_u32(s.dynamic_band_bps);
     w.opt_u64(s.volatility_auction_ns);
     // Appended in the way SBE lets a block grow: written only when not the
-    // default, so blocks written before the field existed read as the
-    // default and every listing keeps one encoding.
-    if s.reference_price_rule != ReferencePriceRule::default() {
+    // unnamed rule, so blocks written before the field existed read as the
+    // rule they ran under and every listing keeps one encoding.
+    if s.reference_price_rule != ReferencePriceRule::UNNAMED {
         w.u8(code_of(ReferencePriceRule::ALL, &s.reference_price_rule));
     }
 }
@@ -403,17 +403,17 @@ fn read_add_instrument(r: &mut Reader<'_>) -> Result<AddInstrument, BinaryError>
     })
 }
 
-/// The listing's last, optional field: absent is the default, and the
-/// default written out is a second encoding, so it is refused.
+/// The listing's last, optional field: absent is the unnamed rule, and
+/// that rule written out is a second encoding, so it is refused.
 fn read_reference_price_rule(r: &mut Reader<'_>) -> Result<ReferencePriceRule, BinaryError> {
     if r.remaining() == 0 {
-        return Ok(ReferencePriceRule::default());
+        return Ok(ReferencePriceRule::UNNAMED);
     }
     let rule = r.code("reference_price_rule", ReferencePriceRule::ALL)?;
-    if rule == ReferencePriceRule::default() {
+    if rule == ReferencePriceRule::UNNAMED {
         return Err(BinaryError::Field {
             field: "reference_price_rule",
-            problem: "is the default, which is written by leaving it out",
+            problem: "is the unnamed rule, which is written by leaving it out",
         });
     }
     Ok(rule)

@@ -110,11 +110,11 @@ fn another_schema_version_is_refused_by_name() {
 }
 
 /// The listing's reference price rule is appended to its block only when
-/// not the default: a block without it (as every block written before it
-/// existed) reads as the default, and the default written out is refused
-/// as a second encoding.
+/// not the unnamed rule: a block without it (as every block written before
+/// it existed) reads as the rule it ran under, and that rule written out
+/// is refused as a second encoding.
 #[test]
-fn a_listing_s_rule_is_appended_only_when_not_the_default() {
+fn a_listing_s_rule_is_appended_only_when_named() {
     use exchange_types::{AddInstrument, ReferencePriceRule};
     let listing = |rule| Stamped {
         ts: 1,
@@ -138,19 +138,19 @@ fn a_listing_s_rule_is_appended_only_when_not_the_default() {
         })),
     };
     let nearest = encode_command(&listing(ReferencePriceRule::LimitNearest));
-    let euronext = encode_command(&listing(ReferencePriceRule::Reference));
-    assert_eq!(euronext.len(), nearest.len() + 1);
+    let unnamed = encode_command(&listing(ReferencePriceRule::Reference));
+    assert_eq!(nearest.len(), unnamed.len() + 1);
     // The same but for the block length (bytes 4 and 5) and the last byte.
-    assert_eq!(euronext[..4], nearest[..4]);
-    assert_eq!(euronext[6..nearest.len()], nearest[6..]);
-    assert_eq!(euronext.last(), Some(&1));
-    let mut written_out = euronext.clone();
-    *written_out.last_mut().unwrap() = 0;
+    assert_eq!(nearest[..4], unnamed[..4]);
+    assert_eq!(nearest[6..unnamed.len()], unnamed[6..]);
+    assert_eq!(nearest.last(), Some(&0));
+    let mut written_out = nearest.clone();
+    *written_out.last_mut().unwrap() = 1;
     assert_eq!(
         decode_command(&written_out),
         Err(BinaryError::Field {
             field: "reference_price_rule",
-            problem: "is the default, which is written by leaving it out",
+            problem: "is the unnamed rule, which is written by leaving it out",
         })
     );
     *written_out.last_mut().unwrap() = 2;

@@ -27,7 +27,6 @@ mod family;
 mod icebergs;
 mod instruments;
 mod phase;
-mod reference_rules;
 mod risk;
 mod rules;
 mod stops;
@@ -108,7 +107,6 @@ impl Engine {
         phase::write(&mut w, self);
         phase::write_volatility(&mut w, self);
         call_markets::write_section(&mut w, self);
-        reference_rules::write_section(&mut w, self);
         w.0
     }
 
@@ -140,8 +138,6 @@ impl Engine {
         phase::read_volatility(&mut r, &mut e)?;
         let call_markets = call_markets::CALL_MARKET_SECTION;
         read_tagged(&mut r, &mut e, call_markets, call_markets::read_section)?;
-        let rules = reference_rules::REFERENCE_RULE_SECTION;
-        read_tagged(&mut r, &mut e, rules, reference_rules::read_section)?;
         if r.at != bytes.len() {
             return Err(SnapshotError::TrailingBytes(bytes.len() - r.at));
         }

@@ -49,7 +49,7 @@ pub fn btc_usd() -> AddInstrument {
         static_band_bps: None,
         dynamic_band_bps: None,
         volatility_auction_ns: None,
-        reference_price_rule: Default::default(),
+        reference_price_rule: exchange_types::ReferencePriceRule::FOR_NEW_LISTINGS,
     }
 }
 
@@ -212,7 +212,7 @@ pub fn eth_usd() -> AddInstrument {
         static_band_bps: None,
         dynamic_band_bps: None,
         volatility_auction_ns: None,
-        reference_price_rule: Default::default(),
+        reference_price_rule: exchange_types::ReferencePriceRule::FOR_NEW_LISTINGS,
     }
 }
 
