@@ -10,8 +10,8 @@ use exchange_types::limits::{
 };
 use exchange_types::{
     AddInstrument, Cancel, Command, Dec, InternalTransfer, MassCancel, OrderRef, OrderType, Phase,
-    Place, PlaceExt, ReferencePriceRule, Replace, SelfTradePrevention, SetInstrumentRules, SetMmp, SetRiskLimits, Side,
-    Stamped, TimeInForce, Trailing, Transfer,
+    Place, PlaceExt, ReferencePriceRule, Replace, SelfTradePrevention, SetInstrumentRules, SetMmp,
+    SetRiskLimits, Side, Stamped, TimeInForce, Trailing, Transfer,
 };
 use proptest::prelude::*;
 

@@ -4,8 +4,8 @@ use exchange_types::ids::InlineStr;
 use exchange_types::limits::{MAX_COMMAND_BYTES, MAX_DECIMAL_DIGITS};
 use exchange_types::{
     AddInstrument, Cancel, Command, Dec, InternalTransfer, MassCancel, OrderRef, OrderType, Phase,
-    Place, PlaceExt, ReferencePriceRule, Replace, SelfTradePrevention, SetInstrumentRules, SetMmp, SetRiskLimits, Side,
-    Stamped, TimeInForce, Trailing, Transfer,
+    Place, PlaceExt, ReferencePriceRule, Replace, SelfTradePrevention, SetInstrumentRules, SetMmp,
+    SetRiskLimits, Side, Stamped, TimeInForce, Trailing, Transfer,
 };
 
 use crate::raw::{parse_object, Val};

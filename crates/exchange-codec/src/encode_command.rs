@@ -9,7 +9,8 @@
 
 use exchange_types::{
     AddInstrument, Cancel, Command, Dec, InternalTransfer, MassCancel, OrderRef, Place, PlaceExt,
-    ReferencePriceRule, Replace, ReplaceStop, SetInstrumentRules, SetMmp, SetRiskLimits, Stamped, Trailing, Transfer,
+    ReferencePriceRule, Replace, ReplaceStop, SetInstrumentRules, SetMmp, SetRiskLimits, Stamped,
+    Trailing, Transfer,
 };
 
 use crate::encode::{push_json_string, push_u64};

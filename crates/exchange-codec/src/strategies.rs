@@ -6,8 +6,8 @@ use exchange_types::ids::InlineStr;
 use exchange_types::limits::MAX_DECIMAL_PLACES;
 use exchange_types::{
     AddInstrument, Cancel, Command, Dec, InternalTransfer, MassCancel, OrderRef, OrderType, Phase,
-    Place, PlaceExt, ReferencePriceRule, Replace, SelfTradePrevention, SetInstrumentRules, SetMmp, SetRiskLimits, Side,
-    TimeInForce, Trailing, Transfer,
+    Place, PlaceExt, ReferencePriceRule, Replace, SelfTradePrevention, SetInstrumentRules, SetMmp,
+    SetRiskLimits, Side, TimeInForce, Trailing, Transfer,
 };
 use proptest::prelude::*;
 

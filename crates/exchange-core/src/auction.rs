@@ -94,9 +94,9 @@ fn choose(points: &[Point], reference: Option<u64>, rule: ReferencePriceRule) ->
         let distance = |p: &&&Point| p.price.abs_diff(reference);
         match rule {
             ReferencePriceRule::Reference => *tied.iter().min_by_key(distance)?,
-            ReferencePriceRule::LimitNearest => {
-                *tied.iter().min_by_key(|p| (distance(p), Reverse(p.price)))?
-            }
+            ReferencePriceRule::LimitNearest => *tied
+                .iter()
+                .min_by_key(|p| (distance(p), Reverse(p.price)))?,
         }
     } else {
         low

@@ -49,9 +49,7 @@ fn naive(
     candidates.dedup();
     let points: Vec<Point> = candidates.iter().map(|&p| point_at(p, orders)).collect();
     match (choose(&points, reference, rule), reference) {
-        (None, Some(r)) if rule == LimitNearest => {
-            choose(&[point_at(r, orders)], reference, rule)
-        }
+        (None, Some(r)) if rule == LimitNearest => choose(&[point_at(r, orders)], reference, rule),
         (chosen, _) => chosen,
     }
 }
@@ -77,8 +75,14 @@ fn price_of(
     reference: Option<u64>,
     rule: ReferencePriceRule,
 ) -> Option<u64> {
-    let mb: Vec<(u64, u64)> = (market.0 > 0).then_some((u64::MAX, market.0)).into_iter().collect();
-    let ms: Vec<(u64, u64)> = (market.1 > 0).then_some((0, market.1)).into_iter().collect();
+    let mb: Vec<(u64, u64)> = (market.0 > 0)
+        .then_some((u64::MAX, market.0))
+        .into_iter()
+        .collect();
+    let ms: Vec<(u64, u64)> = (market.1 > 0)
+        .then_some((0, market.1))
+        .into_iter()
+        .collect();
     let fast = uncross(
         &aggregate(bids, true),
         &aggregate(asks, false),
@@ -96,7 +100,14 @@ fn maximum_volume_wins() {
     // Bids 100@10, 50@11; asks 80@9, 60@10. At 10: demand 150,
     // supply 140 -> 140; at 11: demand 50; at 9: supply 80.
     for rule in ReferencePriceRule::ALL {
-        let u = uncross(&[l(11, 50), l(10, 100)], &[l(9, 80), l(10, 60)], &[], &[], None, *rule);
+        let u = uncross(
+            &[l(11, 50), l(10, 100)],
+            &[l(9, 80), l(10, 60)],
+            &[],
+            &[],
+            None,
+            *rule,
+        );
         let expected = Uncross {
             price: 10,
             volume: 140,
@@ -110,8 +121,14 @@ fn maximum_volume_wins() {
 fn buy_pressure_takes_the_highest_price_and_sell_pressure_the_lowest() {
     // 10 and 11 both execute 100 with a buy surplus of 20, then a sell one.
     for rule in ReferencePriceRule::ALL {
-        assert_eq!(price_of(&[(11, 120)], &[(10, 100)], (0, 0), Some(5), *rule), Some(11));
-        assert_eq!(price_of(&[(11, 100)], &[(10, 120)], (0, 0), Some(20), *rule), Some(10));
+        assert_eq!(
+            price_of(&[(11, 120)], &[(10, 100)], (0, 0), Some(5), *rule),
+            Some(11)
+        );
+        assert_eq!(
+            price_of(&[(11, 100)], &[(10, 120)], (0, 0), Some(20), *rule),
+            Some(10)
+        );
     }
 }
 
@@ -136,10 +153,16 @@ fn balanced_book_takes_the_reference_or_the_limit_nearest_it() {
 #[test]
 fn nothing_crosses_nothing_executes() {
     for rule in ReferencePriceRule::ALL {
-        assert_eq!(uncross(&[l(9, 10)], &[l(10, 10)], &[], &[], Some(9), *rule), None);
+        assert_eq!(
+            uncross(&[l(9, 10)], &[l(10, 10)], &[], &[], Some(9), *rule),
+            None
+        );
         assert_eq!(uncross(&[], &[l(10, 10)], &[], &[], None, *rule), None);
         // Market orders alone and no reference: no price to trade at.
-        assert_eq!(uncross(&[], &[], &[l(20, 5)], &[l(1, 5)], None, *rule), None);
+        assert_eq!(
+            uncross(&[], &[], &[l(20, 5)], &[l(1, 5)], None, *rule),
+            None
+        );
     }
 }
 
@@ -147,7 +170,14 @@ fn nothing_crosses_nothing_executes() {
 fn market_orders_count_at_every_price() {
     // A market buy of 30 against asks 20@10 and 20@11: 11 executes 30.
     for rule in ReferencePriceRule::ALL {
-        let u = uncross(&[], &[l(10, 20), l(11, 20)], &[l(u64::MAX, 30)], &[], None, *rule);
+        let u = uncross(
+            &[],
+            &[l(10, 20), l(11, 20)],
+            &[l(u64::MAX, 30)],
+            &[],
+            None,
+            *rule,
+        );
         assert_eq!(u.map(|u| (u.price, u.volume)), Some((11, 30)));
     }
 }
@@ -167,7 +197,10 @@ fn a_market_buy_counts_only_up_to_its_bound() {
         // and at no price outside them.
         let u = uncross(&[], &[], &[l(20, 5)], &[l(1, 3)], Some(12), *rule);
         assert_eq!(u.map(|u| (u.price, u.volume)), Some((12, 3)));
-        assert_eq!(uncross(&[], &[], &[l(20, 5)], &[l(1, 3)], Some(25), *rule), None);
+        assert_eq!(
+            uncross(&[], &[], &[l(20, 5)], &[l(1, 3)], Some(25), *rule),
+            None
+        );
     }
 }
 
@@ -185,7 +218,10 @@ mod xetra_market_model {
     fn example_1_one_limit_executes_most() {
         let bids = [(202, 200), (201, 200), (200, 300)];
         let asks = [(200, 100), (198, 200), (197, 400)];
-        assert_eq!(price_of(&bids, &asks, (0, 0), None, LimitNearest), Some(200));
+        assert_eq!(
+            price_of(&bids, &asks, (0, 0), None, LimitNearest),
+            Some(200)
+        );
     }
 
     /// Example 2: several limits, a buy surplus: the highest.
@@ -193,7 +229,10 @@ mod xetra_market_model {
     fn example_2_buy_surplus_takes_the_highest_limit() {
         let bids = [(202, 400), (201, 200)];
         let asks = [(199, 300), (198, 200)];
-        assert_eq!(price_of(&bids, &asks, (0, 0), None, LimitNearest), Some(201));
+        assert_eq!(
+            price_of(&bids, &asks, (0, 0), None, LimitNearest),
+            Some(201)
+        );
     }
 
     /// Example 3: several limits, a sell surplus: the lowest.
@@ -201,7 +240,10 @@ mod xetra_market_model {
     fn example_3_sell_surplus_takes_the_lowest_limit() {
         let bids = [(202, 300), (201, 200)];
         let asks = [(199, 400), (198, 200)];
-        assert_eq!(price_of(&bids, &asks, (0, 0), None, LimitNearest), Some(199));
+        assert_eq!(
+            price_of(&bids, &asks, (0, 0), None, LimitNearest),
+            Some(199)
+        );
     }
 
     /// Example 4: market orders on both sides, bid 100@199, ask 100@202:
@@ -264,8 +306,14 @@ mod euronext_guides {
         let bids = [(1010, 90), (990, 10)];
         let asks = [(1008, 100), (1015, 60)];
         for rule in ReferencePriceRule::ALL {
-            assert_eq!(price_of(&bids, &asks, (50, 40), Some(1000), *rule), Some(1008));
-            assert_eq!(price_of(&bids, &asks, (70, 40), Some(1000), *rule), Some(1010));
+            assert_eq!(
+                price_of(&bids, &asks, (50, 40), Some(1000), *rule),
+                Some(1008)
+            );
+            assert_eq!(
+                price_of(&bids, &asks, (70, 40), Some(1000), *rule),
+                Some(1010)
+            );
         }
     }
 
@@ -285,15 +333,24 @@ mod euronext_guides {
     #[test]
     fn pure_market_order_example_3_takes_the_reference() {
         let asks = [(998, 40)];
-        assert_eq!(price_of(&[], &asks, (40, 0), Some(1000), Reference), Some(1000));
-        assert_eq!(price_of(&[], &asks, (40, 0), Some(1000), LimitNearest), Some(998));
+        assert_eq!(
+            price_of(&[], &asks, (40, 0), Some(1000), Reference),
+            Some(1000)
+        );
+        assert_eq!(
+            price_of(&[], &asks, (40, 0), Some(1000), LimitNearest),
+            Some(998)
+        );
     }
 
     /// Example 4: sell 41@9.98 leaves a sell surplus: the lowest, 9.98.
     #[test]
     fn pure_market_order_example_4() {
         for rule in ReferencePriceRule::ALL {
-            assert_eq!(price_of(&[], &[(998, 41)], (40, 0), Some(1000), *rule), Some(998));
+            assert_eq!(
+                price_of(&[], &[(998, 41)], (40, 0), Some(1000), *rule),
+                Some(998)
+            );
         }
     }
 
@@ -302,7 +359,10 @@ mod euronext_guides {
     #[test]
     fn pure_market_order_example_5() {
         for rule in ReferencePriceRule::ALL {
-            assert_eq!(price_of(&[], &[(1002, 40)], (40, 0), Some(1000), *rule), Some(1002));
+            assert_eq!(
+                price_of(&[], &[(1002, 40)], (40, 0), Some(1000), *rule),
+                Some(1002)
+            );
         }
     }
 
@@ -313,8 +373,14 @@ mod euronext_guides {
     fn market_to_limit_examples_1_to_3() {
         for rule in ReferencePriceRule::ALL {
             assert_eq!(price_of(&[], &[], (50, 40), Some(1000), *rule), Some(1000));
-            assert_eq!(price_of(&[], &[(1000, 10)], (30, 0), Some(1000), *rule), Some(1000));
-            assert_eq!(price_of(&[], &[(1000, 5)], (30, 0), Some(1000), *rule), Some(1000));
+            assert_eq!(
+                price_of(&[], &[(1000, 10)], (30, 0), Some(1000), *rule),
+                Some(1000)
+            );
+            assert_eq!(
+                price_of(&[], &[(1000, 5)], (30, 0), Some(1000), *rule),
+                Some(1000)
+            );
         }
     }
 }

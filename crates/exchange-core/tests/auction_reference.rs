@@ -136,14 +136,23 @@ fn the_rule_is_in_the_snapshot_and_outlives_rule_changes() {
         ..rules("BTC-USD")
     }));
     assert_eq!(euronext.engine.instruments()[0].maker_fee_bps, 0);
-    assert_eq!(euronext.engine.instruments()[0].reference_price_rule, Reference);
+    assert_eq!(
+        euronext.engine.instruments()[0].reference_price_rule,
+        Reference
+    );
     // And the restored copy uncrosses by it: the reference, not the limit.
     let mut restored = Harness {
         engine: Engine::restore(&euronext.engine.snapshot()).expect("restores"),
         ts: euronext.ts,
     };
-    let book = [(1, Side::Buy, None, "40"), (2, Side::Sell, Some("9.98"), "40")];
-    assert_eq!(open_with(&mut restored, &book).map(|a| a.0), Some(units("10")));
+    let book = [
+        (1, Side::Buy, None, "40"),
+        (2, Side::Sell, Some("9.98"), "40"),
+    ];
+    assert_eq!(
+        open_with(&mut restored, &book).map(|a| a.0),
+        Some(units("10"))
+    );
 }
 
 mod properties {

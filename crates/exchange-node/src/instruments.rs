@@ -124,7 +124,10 @@ taker_fee_bps = 0
         let bad = format!("{BASE}reference_price_rule = \"midpoint\"\n");
         let spec: InstrumentConfig = toml::from_str(&bad).expect("an instrument table");
         let error = instrument_entry(&spec).expect_err("an unknown rule");
-        assert!(error.to_string().contains("reference_price_rule"), "{error}");
+        assert!(
+            error.to_string().contains("reference_price_rule"),
+            "{error}"
+        );
     }
 
     #[test]

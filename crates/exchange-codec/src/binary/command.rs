@@ -4,8 +4,8 @@
 
 use exchange_types::{
     AddInstrument, Cancel, Command, InternalTransfer, MassCancel, OrderRef, OrderType, Phase,
-    Place, PlaceExt, ReferencePriceRule, Replace, ReplaceStop, SelfTradePrevention, SetInstrumentRules, SetMmp,
-    SetRiskLimits, Side, TimeInForce, Trailing, Transfer,
+    Place, PlaceExt, ReferencePriceRule, Replace, ReplaceStop, SelfTradePrevention,
+    SetInstrumentRules, SetMmp, SetRiskLimits, Side, TimeInForce, Trailing, Transfer,
 };
 
 use super::wire::{Reader, Writer};
