@@ -206,10 +206,10 @@ fn a_market_buy_counts_only_up_to_its_bound() {
 
 /// Xetra's published examples of auction price determination: Deutsche
 /// Börse, "Xetra Release 14.0 Market Model Equities", §13.1.2, examples 1
-/// to 6 (prices in euros, as whole ticks). The books are as transcribed
-/// in a public Xetra model's tests; the text itself could not be read
-/// here, so the rule of examples 4 and 5 is the one stated there: the
-/// limit nearest the reference, the higher one when halfway.
+/// to 6 (prices in euros, as whole ticks). The books and prices follow a
+/// public transcription of the examples into tests of a Xetra model, not
+/// the document itself: in examples 4 and 5 the reference picks the limit
+/// nearest it, the higher one when halfway.
 mod xetra_market_model {
     use super::*;
 
@@ -289,10 +289,10 @@ mod xetra_market_model {
 
 /// Euronext's published call-phase examples, reference price 10.00 (in
 /// cents here): the "Pure Market Order" guide, call phase examples 1 to 5,
-/// and the "Market to Limit Order" guide, call phase examples 1 to 3, as
-/// transcribed in a public Euronext model's tests (the guides themselves
-/// could not be read here). A market-to-limit order counts as a market
-/// order in the call.
+/// and the "Market to Limit Order" guide, call phase examples 1 to 3,
+/// following a public transcription of the examples into tests of a
+/// Euronext model, not the guides themselves. A market-to-limit order
+/// counts as a market order in the call.
 mod euronext_guides {
     use super::*;
 
