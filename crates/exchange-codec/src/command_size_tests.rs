@@ -10,8 +10,8 @@ use exchange_types::limits::{
 };
 use exchange_types::{
     AddInstrument, Cancel, Command, Dec, InternalTransfer, MassCancel, OrderRef, OrderType, Phase,
-    Place, PlaceExt, Replace, SelfTradePrevention, SetInstrumentRules, SetMmp, SetRiskLimits, Side,
-    Stamped, TimeInForce, Trailing, Transfer,
+    Place, PlaceExt, ReferencePriceRule, Replace, SelfTradePrevention, SetInstrumentRules, SetMmp,
+    SetRiskLimits, Side, Stamped, TimeInForce, Trailing, Transfer,
 };
 use proptest::prelude::*;
 
@@ -73,6 +73,9 @@ impl Widest {
             static_band_bps: Some(u32::MAX),
             dynamic_band_bps: Some(u32::MAX),
             volatility_auction_ns: Some(u64::MAX),
+            // The unnamed rule is left out of both encodings: the other
+            // is the longer (and the longer name).
+            reference_price_rule: ReferencePriceRule::LimitNearest,
         }))
     }
 

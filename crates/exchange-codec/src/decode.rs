@@ -4,8 +4,8 @@ use exchange_types::ids::InlineStr;
 use exchange_types::limits::{MAX_COMMAND_BYTES, MAX_DECIMAL_DIGITS};
 use exchange_types::{
     AddInstrument, Cancel, Command, Dec, InternalTransfer, MassCancel, OrderRef, OrderType, Phase,
-    Place, PlaceExt, Replace, SelfTradePrevention, SetInstrumentRules, SetMmp, SetRiskLimits, Side,
-    Stamped, TimeInForce, Trailing, Transfer,
+    Place, PlaceExt, ReferencePriceRule, Replace, SelfTradePrevention, SetInstrumentRules, SetMmp,
+    SetRiskLimits, Side, Stamped, TimeInForce, Trailing, Transfer,
 };
 
 use crate::raw::{parse_object, Val};
@@ -68,6 +68,7 @@ const ADD_INSTRUMENT: &[&str] = &[
     "static_band_pct",
     "dynamic_band_pct",
     "volatility_auction_ns",
+    "reference_price_rule",
     "maker_fee_bps",
     "taker_fee_bps",
 ];
@@ -158,6 +159,10 @@ const PHASES: &[(&str, Phase)] = &[
     ("post_close", Phase::PostClose),
     ("halted", Phase::Halted),
     ("volatility_auction", Phase::VolatilityAuction),
+];
+const REFERENCE_PRICE_RULES: &[(&str, ReferencePriceRule)] = &[
+    ("limit_nearest", ReferencePriceRule::LimitNearest),
+    ("reference", ReferencePriceRule::Reference),
 ];
 const STPS: &[(&str, SelfTradePrevention)] = &[
     ("cancel_newest", SelfTradePrevention::CancelNewest),
@@ -371,6 +376,9 @@ fn add_instrument(f: &Fields) -> Result<AddInstrument, CodecError> {
         static_band_bps: f.opt_bps("static_band_pct")?,
         dynamic_band_bps: f.opt_bps("dynamic_band_pct")?,
         volatility_auction_ns: f.opt_u64("volatility_auction_ns")?,
+        reference_price_rule: f
+            .opt_enum("reference_price_rule", REFERENCE_PRICE_RULES)?
+            .unwrap_or(ReferencePriceRule::UNNAMED),
     })
 }
 

@@ -60,6 +60,38 @@ fn decodes_add_instrument_with_every_option() {
     assert_eq!((spec.maker_fee_bps, spec.taker_fee_bps), (-1, 5));
 }
 
+/// Lines written before the setting existed have no such field: they
+/// list with the rule they ran under, which is left out when encoding.
+#[test]
+fn a_listing_without_a_reference_price_rule_keeps_the_one_it_ran_under() {
+    use exchange_types::ReferencePriceRule;
+    let line = |extra: &str| {
+        format!(
+            concat!(
+                r#"{{"cmd":"add_instrument","symbol":"X-Y","base":"X","quote":"Y","#,
+                r#""tick_size":"1","lot_size":"1","maker_fee_bps":0,"taker_fee_bps":0{}}}"#,
+            ),
+            extra
+        )
+    };
+    let rule = |text: &str| match decode_command(text).map(|s| s.command) {
+        Ok(Command::AddInstrument(spec)) => Ok(spec.reference_price_rule),
+        Ok(other) => panic!("not a listing: {other:?}"),
+        Err(e) => Err(e),
+    };
+    assert_eq!(rule(&line("")), Ok(ReferencePriceRule::Reference));
+    assert_eq!(ReferencePriceRule::UNNAMED, ReferencePriceRule::Reference);
+    let nearest = line(r#","reference_price_rule":"limit_nearest""#);
+    assert_eq!(rule(&nearest), Ok(ReferencePriceRule::LimitNearest));
+    let euronext = line(r#","reference_price_rule":"reference""#);
+    assert_eq!(rule(&euronext), Ok(ReferencePriceRule::Reference));
+    let error = rule(&line(r#","reference_price_rule":"midpoint""#)).expect_err("unknown");
+    assert_eq!(error.field(), Some("reference_price_rule"));
+    let again = |text: &str| crate::encode_command(&decode_command(text).expect("decodes"));
+    assert!(again(&nearest).contains(r#""reference_price_rule":"limit_nearest""#));
+    assert!(!again(&euronext).contains("reference_price_rule"));
+}
+
 #[test]
 fn collar_percentages_convert_exactly() {
     let with_collar = |pct: &str| {

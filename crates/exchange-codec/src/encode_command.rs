@@ -9,7 +9,8 @@
 
 use exchange_types::{
     AddInstrument, Cancel, Command, Dec, InternalTransfer, MassCancel, OrderRef, Place, PlaceExt,
-    Replace, ReplaceStop, SetInstrumentRules, SetMmp, SetRiskLimits, Stamped, Trailing, Transfer,
+    ReferencePriceRule, Replace, ReplaceStop, SetInstrumentRules, SetMmp, SetRiskLimits, Stamped,
+    Trailing, Transfer,
 };
 
 use crate::encode::{push_json_string, push_u64};
@@ -92,6 +93,11 @@ impl CommandFields for AddInstrument {
         w.opt_dec("dynamic_band_pct", percent(self.dynamic_band_bps));
         if let Some(ns) = self.volatility_auction_ns {
             w.u64("volatility_auction_ns", ns);
+        }
+        // The unnamed rule is left out, so a listing has one line and the
+        // lines written before the setting existed are still its lines.
+        if self.reference_price_rule != ReferencePriceRule::UNNAMED {
+            w.str("reference_price_rule", self.reference_price_rule.as_str());
         }
     }
 }

@@ -6,8 +6,8 @@ use exchange_types::ids::InlineStr;
 use exchange_types::limits::MAX_DECIMAL_PLACES;
 use exchange_types::{
     AddInstrument, Cancel, Command, Dec, InternalTransfer, MassCancel, OrderRef, OrderType, Phase,
-    Place, PlaceExt, Replace, SelfTradePrevention, SetInstrumentRules, SetMmp, SetRiskLimits, Side,
-    TimeInForce, Trailing, Transfer,
+    Place, PlaceExt, ReferencePriceRule, Replace, SelfTradePrevention, SetInstrumentRules, SetMmp,
+    SetRiskLimits, Side, TimeInForce, Trailing, Transfer,
 };
 use proptest::prelude::*;
 
@@ -80,13 +80,15 @@ fn add_instrument_command() -> impl Strategy<Value = Command> {
             option(any::<u32>()),
             option(any::<u32>()),
             option(wide_u64()),
+            prop::sample::select(ReferencePriceRule::ALL),
         ),
     )
         .prop_map(|(names, sizes, prices, bands)| {
             let (symbol, base, quote, tick_size, lot_size) = names;
             let (min_qty, max_qty, collar_bps) = sizes;
             let (reference_price, maker_fee_bps, taker_fee_bps, min_notional) = prices;
-            let (static_band_bps, dynamic_band_bps, volatility_auction_ns) = bands;
+            let (static_band_bps, dynamic_band_bps, volatility_auction_ns, reference_price_rule) =
+                bands;
             Command::AddInstrument(Box::new(AddInstrument {
                 symbol,
                 base,
@@ -103,6 +105,7 @@ fn add_instrument_command() -> impl Strategy<Value = Command> {
                 static_band_bps,
                 dynamic_band_bps,
                 volatility_auction_ns,
+                reference_price_rule,
             }))
         })
 }

@@ -1,24 +1,34 @@
 //! The auction price: where a call phase's book uncrosses.
 //!
 //! Rules, in order (Xetra's auction price determination, which Euronext
-//! follows in substance; see docs/market-model.md for worked examples):
+//! follows but for the last; see docs/market-model.md for worked
+//! examples):
 //!
 //! 1. the price that executes the largest volume;
 //! 2. of those, the one leaving the smallest surplus (imbalance);
 //! 3. if every remaining price leaves a surplus on the same side, the
 //!    highest for a buy surplus and the lowest for a sell surplus (market
 //!    pressure);
-//! 4. otherwise the one closest to the reference price (the last price, or
-//!    the configured reference), the lower on a tie, and the lowest when
-//!    there is no reference.
+//! 4. otherwise the reference price (the last price, or the configured
+//!    reference) decides, by the instrument's [`ReferencePriceRule`]:
+//!    - `LimitNearest` (Xetra): candidates are the limit prices alone, and
+//!      the one nearest the reference wins, the higher of two equally
+//!      near; when only market orders execute, the reference is the price;
+//!    - `Reference` (Euronext): the reference is a candidate itself, so it
+//!      is the price when it ties on the first rules; otherwise the
+//!      candidate nearest it, the lower of two equally near.
 //!
-//! Candidates are the limit prices on the book plus the reference price,
-//! so that, as at Xetra, the reference itself is the auction price when
-//! it ties on the first rules. Market orders count at every price within
-//! their bound (see `call_market.rs`), which is their priority.
+//!    Without a reference, the lowest.
+//!
+//! Market orders count at every price within their bound (see
+//! `call_market.rs`), which is their priority.
 //!
 //! Cost: one merge over the aggregated price levels of the crossing
 //! region, `O(levels)`, however many orders each level holds.
+
+use std::cmp::Reverse;
+
+use exchange_types::ReferencePriceRule;
 
 /// Aggregated quantity at one price (lots).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -58,7 +68,7 @@ impl Point {
 
 /// Picks among candidate points (any order) by the rules above; `None`
 /// if nothing executes.
-fn choose(points: &[Point], reference: Option<u64>) -> Option<Uncross> {
+fn choose(points: &[Point], reference: Option<u64>, rule: ReferencePriceRule) -> Option<Uncross> {
     let best_volume = points.iter().map(Point::volume).max()?;
     if best_volume == 0 {
         return None;
@@ -79,9 +89,15 @@ fn choose(points: &[Point], reference: Option<u64>) -> Option<Uncross> {
     } else if tied.iter().all(|p| p.surplus() < 0) {
         low
     } else if let Some(reference) = reference {
-        // Sorted by price, so `min_by_key` keeps the lower of two equally
-        // close prices.
-        *tied.iter().min_by_key(|p| p.price.abs_diff(reference))?
+        // Sorted by price, so `min_by_key` keeps the first of two equally
+        // near prices: the lower, or with `Reverse`, the higher.
+        let distance = |p: &&&Point| p.price.abs_diff(reference);
+        match rule {
+            ReferencePriceRule::Reference => *tied.iter().min_by_key(distance)?,
+            ReferencePriceRule::LimitNearest => *tied
+                .iter()
+                .min_by_key(|p| (distance(p), Reverse(p.price)))?,
+        }
     } else {
         low
     };
@@ -103,32 +119,62 @@ pub(crate) fn uncross(
     market_bids: &[LevelQty],
     market_asks: &[LevelQty],
     reference: Option<u64>,
+    rule: ReferencePriceRule,
 ) -> Option<Uncross> {
-    // Candidate prices ascending: every limit price and the reference.
-    let mut prices: Vec<u64> = Vec::with_capacity(bids.len() + asks.len() + 1);
-    prices.extend(bids.iter().rev().map(|l| l.price));
-    let mut merged = Vec::with_capacity(prices.len() + asks.len() + 1);
-    let (mut i, mut j) = (0, 0);
-    while i < prices.len() || j < asks.len() {
-        let take_bid = j >= asks.len() || (i < prices.len() && prices[i] <= asks[j].price);
+    let candidate_reference = match rule {
+        ReferencePriceRule::Reference => reference,
+        ReferencePriceRule::LimitNearest => None,
+    };
+    let prices = candidates(bids, asks, candidate_reference);
+    let points = evaluate(&prices, bids, asks, market_bids, market_asks);
+    let chosen = choose(&points, reference, rule);
+    match (chosen, rule, reference) {
+        // No limit price executes, yet market orders may cross each
+        // other: Xetra then takes the reference price.
+        (None, ReferencePriceRule::LimitNearest, Some(r)) => {
+            let at = evaluate(&[r], bids, asks, market_bids, market_asks);
+            choose(&at, reference, rule)
+        }
+        (chosen, _, _) => chosen,
+    }
+}
+
+/// Candidate prices ascending: every limit price, and `extra` if given.
+fn candidates(bids: &[LevelQty], asks: &[LevelQty], extra: Option<u64>) -> Vec<u64> {
+    let mut merged = Vec::with_capacity(bids.len() + asks.len() + 1);
+    let (mut i, mut j) = (bids.len(), 0);
+    // Bids are highest first: walked from their end, they ascend.
+    while i > 0 || j < asks.len() {
+        let take_bid = j >= asks.len() || (i > 0 && bids[i - 1].price <= asks[j].price);
         if take_bid {
-            merged.push(prices[i]);
-            i += 1;
+            merged.push(bids[i - 1].price);
+            i -= 1;
         } else {
             merged.push(asks[j].price);
             j += 1;
         }
     }
-    if let Some(r) = reference {
+    if let Some(r) = extra {
         let at = merged.partition_point(|&p| p < r);
         merged.insert(at, r);
     }
     merged.dedup();
+    merged
+}
+
+/// Demand and supply at each of `prices` (ascending).
+fn evaluate(
+    prices: &[u64],
+    bids: &[LevelQty],
+    asks: &[LevelQty],
+    market_bids: &[LevelQty],
+    market_asks: &[LevelQty],
+) -> Vec<Point> {
     // Supply at p: asks and market sells at or below p (ascending walk).
-    let mut supply = Vec::with_capacity(merged.len());
+    let mut supply = Vec::with_capacity(prices.len());
     let mut sum = 0u128;
     let (mut k, mut m) = (0, 0);
-    for &p in &merged {
+    for &p in prices {
         while k < asks.len() && asks[k].price <= p {
             sum += u128::from(asks[k].qty);
             k += 1;
@@ -140,10 +186,10 @@ pub(crate) fn uncross(
         supply.push(sum);
     }
     // Demand at p: bids and market buys at or above p (descending walk).
-    let mut points = Vec::with_capacity(merged.len());
+    let mut points = Vec::with_capacity(prices.len());
     let mut demand = 0u128;
     let (mut k, mut m) = (0, 0);
-    for (index, &p) in merged.iter().enumerate().rev() {
+    for (index, &p) in prices.iter().enumerate().rev() {
         while k < bids.len() && bids[k].price >= p {
             demand += u128::from(bids[k].qty);
             k += 1;
@@ -158,161 +204,9 @@ pub(crate) fn uncross(
             supply: supply[index],
         });
     }
-    choose(&points, reference)
+    points
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use proptest::prelude::*;
-
-    fn l(price: u64, qty: u64) -> LevelQty {
-        LevelQty { price, qty }
-    }
-
-    /// Every candidate evaluated from the orders themselves.
-    /// `mb` and `ms` are market orders as (bound, qty).
-    fn naive(
-        bids: &[(u64, u64)],
-        asks: &[(u64, u64)],
-        mb: &[(u64, u64)],
-        ms: &[(u64, u64)],
-        reference: Option<u64>,
-    ) -> Option<Uncross> {
-        let mut candidates: Vec<u64> = bids.iter().chain(asks).map(|o| o.0).collect();
-        candidates.extend(reference);
-        candidates.sort_unstable();
-        candidates.dedup();
-        let points: Vec<Point> = candidates
-            .into_iter()
-            .map(|p| Point {
-                price: p,
-                demand: bids
-                    .iter()
-                    .chain(mb)
-                    .filter(|o| o.0 >= p)
-                    .map(|o| u128::from(o.1))
-                    .sum::<u128>(),
-                supply: asks
-                    .iter()
-                    .chain(ms)
-                    .filter(|o| o.0 <= p)
-                    .map(|o| u128::from(o.1))
-                    .sum::<u128>(),
-            })
-            .collect();
-        choose(&points, reference)
-    }
-
-    fn aggregate(orders: &[(u64, u64)], descending: bool) -> Vec<LevelQty> {
-        let mut map = std::collections::BTreeMap::new();
-        for &(p, q) in orders {
-            *map.entry(p).or_insert(0) += q;
-        }
-        let mut levels: Vec<LevelQty> = map.into_iter().map(|(p, q)| l(p, q)).collect();
-        if descending {
-            levels.reverse();
-        }
-        levels
-    }
-
-    #[test]
-    fn maximum_volume_wins() {
-        // Bids 100@10, 50@11; asks 80@9, 60@10. At 10: demand 150,
-        // supply 140 -> 140; at 11: demand 50; at 9: supply 80.
-        let u = uncross(
-            &[l(11, 50), l(10, 100)],
-            &[l(9, 80), l(10, 60)],
-            &[],
-            &[],
-            None,
-        );
-        assert_eq!(
-            u,
-            Some(Uncross {
-                price: 10,
-                volume: 140,
-                surplus: 10
-            })
-        );
-    }
-
-    #[test]
-    fn buy_pressure_takes_the_highest_price() {
-        // 10 and 11 both execute 100 with a buy surplus of 20.
-        let u = uncross(&[l(11, 120)], &[l(10, 100)], &[], &[], None).map(|u| u.price);
-        assert_eq!(u, Some(11));
-    }
-
-    #[test]
-    fn sell_pressure_takes_the_lowest_price() {
-        let u = uncross(&[l(11, 100)], &[l(10, 120)], &[], &[], None).map(|u| u.price);
-        assert_eq!(u, Some(10));
-    }
-
-    #[test]
-    fn balanced_book_takes_the_reference_within_the_range() {
-        let book = (&[l(12, 100)][..], &[l(8, 100)][..]);
-        assert_eq!(
-            uncross(book.0, book.1, &[], &[], Some(10)).map(|u| u.price),
-            Some(10)
-        );
-        assert_eq!(
-            uncross(book.0, book.1, &[], &[], Some(20)).map(|u| u.price),
-            Some(12)
-        );
-        assert_eq!(
-            uncross(book.0, book.1, &[], &[], Some(3)).map(|u| u.price),
-            Some(8)
-        );
-        assert_eq!(
-            uncross(book.0, book.1, &[], &[], None).map(|u| u.price),
-            Some(8)
-        );
-    }
-
-    #[test]
-    fn nothing_crosses_nothing_executes() {
-        assert_eq!(uncross(&[l(9, 10)], &[l(10, 10)], &[], &[], Some(9)), None);
-        assert_eq!(uncross(&[], &[l(10, 10)], &[], &[], None), None);
-    }
-
-    #[test]
-    fn market_orders_count_at_every_price() {
-        // A market buy of 30 against asks 20@10 and 20@11: 11 executes 30.
-        let u = uncross(&[], &[l(10, 20), l(11, 20)], &[l(u64::MAX, 30)], &[], None);
-        assert_eq!(u.map(|u| (u.price, u.volume)), Some((11, 30)));
-    }
-
-    #[test]
-    fn a_market_buy_counts_only_up_to_its_bound() {
-        // Bounded at 10, the market buy of 30 cannot take the ask at 11:
-        // 10 executes 20, and 11 executes nothing.
-        let u = uncross(&[], &[l(10, 20), l(11, 20)], &[l(10, 30)], &[], None);
-        assert_eq!(u.map(|u| (u.price, u.volume)), Some((10, 20)));
-        // Its bound is no candidate: against one ask at 10 the price is 10
-        // even with a buy surplus, not the bound 15.
-        let u = uncross(&[], &[l(10, 20)], &[l(15, 30)], &[], None);
-        assert_eq!(u.map(|u| (u.price, u.volume)), Some((10, 20)));
-    }
-
-    proptest! {
-        #[test]
-        fn matches_the_naive_evaluation_of_every_candidate(
-            bids in prop::collection::vec((1u64..30, 1u64..50), 0..25),
-            asks in prop::collection::vec((1u64..30, 1u64..50), 0..25),
-            mb in prop::collection::vec((prop_oneof![Just(u64::MAX), 1u64..30], 1u64..100), 0..4),
-            ms in prop::collection::vec((prop_oneof![Just(0u64), 1u64..30], 1u64..100), 0..4),
-            reference in prop::option::of(1u64..30),
-        ) {
-            let fast = uncross(
-                &aggregate(&bids, true),
-                &aggregate(&asks, false),
-                &aggregate(&mb, true),
-                &aggregate(&ms, false),
-                reference,
-            );
-            prop_assert_eq!(fast, naive(&bids, &asks, &mb, &ms, reference));
-        }
-    }
-}
+#[path = "auction_tests.rs"]
+mod tests;

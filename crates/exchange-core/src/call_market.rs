@@ -112,12 +112,14 @@ impl Engine {
                 })
                 .collect()
         };
+        let inst = &self.instruments[index as usize];
         uncross(
             &levels(book.bids()),
             &levels(book.asks()),
             market_bids,
             market_asks,
-            self.instruments[index as usize].reference_ticks,
+            inst.reference_ticks,
+            inst.reference_price_rule,
         )
     }
 

@@ -7,7 +7,8 @@
 use exchange_types::decimal::UnitsError;
 use exchange_types::limits::{MAX_COLLAR_BPS, MAX_FEE_BPS};
 use exchange_types::{
-    AddInstrument, Dec, Phase, RejectReason, Symbol, TradingStatus, UNITS_PER_WHOLE,
+    AddInstrument, Dec, Phase, ReferencePriceRule, RejectReason, Symbol, TradingStatus,
+    UNITS_PER_WHOLE,
 };
 
 use crate::auction::Uncross;
@@ -39,6 +40,8 @@ pub(crate) struct Instrument {
     /// Smallest notional an order may have, quote units; 0: none. Zero
     /// keeps the check on the order path to one comparison when unset.
     pub min_notional: u64,
+    /// How the auction price uses the reference price.
+    pub reference_price_rule: ReferencePriceRule,
 }
 
 fn price_reason(e: UnitsError) -> RejectReason {
@@ -134,6 +137,7 @@ impl Instrument {
             phase: Phase::Continuous,
             indicative: None,
             min_notional,
+            reference_price_rule: spec.reference_price_rule,
         };
         if let Some(reference) = spec.reference_price {
             instrument.reference_ticks = Some(

@@ -53,6 +53,7 @@ fn engine() -> Engine {
             static_band_bps: None,
             dynamic_band_bps: None,
             volatility_auction_ns: None,
+            reference_price_rule: exchange_types::ReferencePriceRule::FOR_NEW_LISTINGS,
         })),
     );
     for account in 1..=3 {

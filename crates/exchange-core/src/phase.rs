@@ -200,12 +200,14 @@ impl Engine {
                 qty: self.auction_volume(l),
             })
             .collect();
+        let inst = &self.instruments[index as usize];
         uncross(
             &bids,
             &asks,
             &[],
             &[],
-            self.instruments[index as usize].reference_ticks,
+            inst.reference_ticks,
+            inst.reference_price_rule,
         )
     }
 

@@ -212,6 +212,7 @@ impl Engine {
             static_band_bps: None,
             dynamic_band_bps: None,
             volatility_auction_ns: None,
+            reference_price_rule: old.reference_price_rule,
         };
         let mut rules = Instrument::from_spec(&spec, old.base, old.quote)?;
         rules.status = old.status;

@@ -1,7 +1,8 @@
 //! Read-only views of the state for gateways, tools and tests.
 
 use exchange_types::{
-    AccountId, AssetCode, ClientOrderId, OrderId, Phase, Side, Symbol, TimeInForce, TradingStatus,
+    AccountId, AssetCode, ClientOrderId, OrderId, Phase, ReferencePriceRule, Side, Symbol,
+    TimeInForce, TradingStatus,
 };
 
 use crate::engine::Engine;
@@ -73,6 +74,8 @@ pub struct InstrumentView {
     /// The static band's centre (price units): the last auction price, or
     /// the listing's reference before any.
     pub static_reference_price: Option<u64>,
+    /// How the auction price uses the reference price.
+    pub reference_price_rule: ReferencePriceRule,
 }
 
 impl Engine {
@@ -104,6 +107,7 @@ impl Engine {
                     .then_some(bands.static_ref)
                     .flatten()
                     .map(|t| inst.price_units(t)),
+                reference_price_rule: inst.reference_price_rule,
             })
             .collect()
     }

@@ -255,11 +255,20 @@ async fn deposit_and_withdraw_for_the_new_account(app: &AppState) {
 async fn list_halt_and_resume_an_instrument(app: &AppState) {
     let spec = json!({ "symbol": "ETH-USD", "base": "ETH", "quote": "USD", "tick_size": "0.01",
                        "lot_size": "0.001", "maker_fee_bps": 0, "taker_fee_bps": 10 });
+    let mut unknown_rule = spec.clone();
+    unknown_rule["reference_price_rule"] = json!("midpoint");
+    let refused = call(app, admin("/admin/instruments", unknown_rule)).await;
+    assert_eq!(
+        (refused.status, refused.json["code"].as_str()),
+        (StatusCode::BAD_REQUEST, Some("invalid_value"))
+    );
     let listed = call(app, admin("/admin/instruments", spec.clone())).await;
     assert_eq!(
         (listed.status, listed.json["tick_size"].as_str()),
         (StatusCode::CREATED, Some("0.01"))
     );
+    // A listing that names no rule through the admin route takes Xetra's.
+    assert_eq!(listed.json["reference_price_rule"], "limit_nearest");
     let twice = call(app, admin("/admin/instruments", spec)).await;
     assert_eq!(
         (twice.status, twice.json["code"].as_str()),

@@ -587,7 +587,8 @@ fn instrument_schemas() -> Value {
         "InstrumentSpec": object_schema(&spec_required, json!({
             "symbol": text, "base": text, "quote": text, "tick_size": dec, "lot_size": dec,
             "min_qty": dec, "max_qty": dec, "price_collar_pct": dec, "reference_price": dec,
-            "maker_fee_bps": int, "taker_fee_bps": int })),
+            "maker_fee_bps": int, "taker_fee_bps": int,
+            "reference_price_rule": { "enum": ["limit_nearest", "reference"] } })),
         "Instrument": object_schema(
             &["symbol", "base", "quote", "tick_size", "lot_size", "status"], json!({
             "symbol": text, "base": text, "quote": text, "tick_size": dec, "lot_size": dec,

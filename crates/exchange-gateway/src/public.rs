@@ -46,6 +46,8 @@ pub fn instrument_json(view: &InstrumentView) -> Value {
         // The static band's centre: the last auction price, or the
         // listing's reference before any; null without a static band.
         "static_reference_price": view.static_reference_price.map(format_units),
+        // How an auction uses the reference price (docs/market-model.md).
+        "reference_price_rule": view.reference_price_rule.as_str(),
     })
 }
 

@@ -65,6 +65,7 @@ fn day() -> Vec<Command> {
         static_band_bps: None,
         dynamic_band_bps: None,
         volatility_auction_ns: None,
+        reference_price_rule: exchange_types::ReferencePriceRule::FOR_NEW_LISTINGS,
     }))];
     for account in 1..=2 {
         for asset in ["SAP", "EUR"] {

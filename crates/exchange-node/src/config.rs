@@ -57,6 +57,11 @@ pub struct InstrumentConfig {
     pub dynamic_band_pct: Option<String>,
     #[serde(default)]
     pub volatility_auction_ns: Option<u64>,
+    /// How the auction price uses the reference price: `limit_nearest`
+    /// (Xetra's, what a listing left without one gets) or `reference`
+    /// (Euronext's).
+    #[serde(default)]
+    pub reference_price_rule: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -388,6 +393,7 @@ fn instrument(
         static_band_pct: None,
         dynamic_band_pct: None,
         volatility_auction_ns: None,
+        reference_price_rule: None,
     }
 }
 

@@ -26,6 +26,12 @@ pub fn instrument_entry(spec: &InstrumentConfig) -> Result<LogEntry, InstrumentE
     if let Some(object) = json.as_object_mut() {
         object.insert("cmd".into(), "add_instrument".into());
         object.retain(|_, v| !v.is_null());
+        // A listing command that names no rule keeps the rule listings had
+        // before the setting existed; a configured one gets today's.
+        let rule = exchange_types::ReferencePriceRule::FOR_NEW_LISTINGS.as_str();
+        object
+            .entry("reference_price_rule")
+            .or_insert_with(|| rule.into());
     }
     let stamped =
         exchange_codec::decode_command(&json.to_string()).map_err(|e| invalid(e.to_string()))?;
@@ -58,7 +64,7 @@ pub async fn ensure_instruments(
 
 #[cfg(test)]
 mod tests {
-    use exchange_types::{Command, Dec};
+    use exchange_types::{Command, Dec, ReferencePriceRule};
 
     use super::*;
 
@@ -103,6 +109,24 @@ taker_fee_bps = 0
                 Some(250),
                 Some(2_000_000_000)
             )
+        );
+    }
+
+    #[test]
+    fn a_configured_instrument_takes_its_reference_price_rule() {
+        let rule_of = |table: &str| match listing(table) {
+            Command::AddInstrument(add) => add.reference_price_rule,
+            other => panic!("not a listing: {other:?}"),
+        };
+        assert_eq!(rule_of(BASE), ReferencePriceRule::LimitNearest);
+        let euronext = format!("{BASE}reference_price_rule = \"reference\"\n");
+        assert_eq!(rule_of(&euronext), ReferencePriceRule::Reference);
+        let bad = format!("{BASE}reference_price_rule = \"midpoint\"\n");
+        let spec: InstrumentConfig = toml::from_str(&bad).expect("an instrument table");
+        let error = instrument_entry(&spec).expect_err("an unknown rule");
+        assert!(
+            error.to_string().contains("reference_price_rule"),
+            "{error}"
         );
     }
 

@@ -7,7 +7,7 @@
 
 use crate::decimal::Dec;
 use crate::ids::{AccountId, AssetCode, ClientOrderId, OrderId, Symbol};
-use crate::order::{OrderType, Phase, SelfTradePrevention, Side, TimeInForce};
+use crate::order::{OrderType, Phase, ReferencePriceRule, SelfTradePrevention, Side, TimeInForce};
 
 /// A command with the timestamp its log entry carries (nanoseconds since
 /// the Unix epoch). The core never reads a clock.
@@ -164,6 +164,10 @@ pub struct AddInstrument {
     /// How long a volatility auction's call phase lasts, nanoseconds of
     /// log time.
     pub volatility_auction_ns: Option<u64>,
+    /// How the auction price uses the reference price. The encodings leave
+    /// out [`ReferencePriceRule::UNNAMED`], so listings written before the
+    /// setting existed read as the rule they ran under.
+    pub reference_price_rule: ReferencePriceRule,
 }
 
 /// New rules for a listed instrument: each field given replaces the rule,

@@ -33,5 +33,7 @@ pub use ids::{
 pub use lifecycle::{
     order_updates, Change, Liquidity, OrderState, OrderStatus, OrderUpdate, Progress, StopState,
 };
-pub use order::{OrderType, Phase, SelfTradePrevention, Side, TimeInForce, TradingStatus};
+pub use order::{
+    OrderType, Phase, ReferencePriceRule, SelfTradePrevention, Side, TimeInForce, TradingStatus,
+};
 pub use reject::{CancelReason, RejectReason};

@@ -241,6 +241,51 @@ impl Phase {
     }
 }
 
+/// How an auction uses the reference price when several prices tie on
+/// executable volume and surplus with surpluses on both sides or none.
+///
+/// New listings take [`ReferencePriceRule::FOR_NEW_LISTINGS`] (the node's
+/// configuration and admin route fill it in); a listing command that names
+/// no rule, as every one journaled before the setting existed, takes
+/// [`ReferencePriceRule::UNNAMED`], the rule those listings ran under, so
+/// old journals and snapshots replay and restore to the trades they made.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ReferencePriceRule {
+    /// Xetra's: only the orders' limit prices are candidates, and the
+    /// reference picks the one nearest it, the higher of two equally near.
+    /// When only market orders execute, the reference is the price.
+    LimitNearest,
+    /// Euronext's: the reference is a candidate price itself, so a
+    /// reference within the tied prices is the auction price.
+    Reference,
+}
+
+impl ReferencePriceRule {
+    /// What a listing gets unless its operator chooses: Xetra's rule, as
+    /// the rest of the market model follows Xetra.
+    pub const FOR_NEW_LISTINGS: ReferencePriceRule = ReferencePriceRule::LimitNearest;
+    /// What a listing command that names no rule means: the rule of every
+    /// listing before the setting existed. Encodings leave it out.
+    pub const UNNAMED: ReferencePriceRule = ReferencePriceRule::Reference;
+
+    /// In wire-code order: the list only ever grows at its end.
+    pub const ALL: &'static [ReferencePriceRule] = &[
+        ReferencePriceRule::LimitNearest,
+        ReferencePriceRule::Reference,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReferencePriceRule::LimitNearest => "limit_nearest",
+            ReferencePriceRule::Reference => "reference",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<ReferencePriceRule> {
+        Self::ALL.iter().copied().find(|r| r.as_str() == text)
+    }
+}
+
 /// Whether an instrument accepts new orders.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum TradingStatus {
@@ -279,6 +324,10 @@ mod tests {
         for stp in SelfTradePrevention::ALL {
             assert_eq!(SelfTradePrevention::parse(stp.as_str()), Some(*stp));
         }
+        for rule in ReferencePriceRule::ALL {
+            assert_eq!(ReferencePriceRule::parse(rule.as_str()), Some(*rule));
+        }
+        assert_eq!(ReferencePriceRule::parse("Reference"), None);
         assert_eq!(SelfTradePrevention::ALL.len(), 4);
         assert_eq!(Side::ALL.len(), 2);
         assert_eq!(OrderType::ALL.len(), 4);

@@ -4,8 +4,8 @@
 
 use exchange_types::{
     AddInstrument, Cancel, Command, InternalTransfer, MassCancel, OrderRef, OrderType, Phase,
-    Place, PlaceExt, Replace, ReplaceStop, SelfTradePrevention, SetInstrumentRules, SetMmp,
-    SetRiskLimits, Side, TimeInForce, Trailing, Transfer,
+    Place, PlaceExt, ReferencePriceRule, Replace, ReplaceStop, SelfTradePrevention,
+    SetInstrumentRules, SetMmp, SetRiskLimits, Side, TimeInForce, Trailing, Transfer,
 };
 
 use super::wire::{Reader, Writer};
@@ -374,6 +374,12 @@ fn write_add_instrument(w: &mut Writer<'_>, s: &AddInstrument) {
     w.opt_u32(s.static_band_bps);
     w.opt_u32(s.dynamic_band_bps);
     w.opt_u64(s.volatility_auction_ns);
+    // Appended in the way SBE lets a block grow: written only when not the
+    // unnamed rule, so blocks written before the field existed read as the
+    // rule they ran under and every listing keeps one encoding.
+    if s.reference_price_rule != ReferencePriceRule::UNNAMED {
+        w.u8(code_of(ReferencePriceRule::ALL, &s.reference_price_rule));
+    }
 }
 
 fn read_add_instrument(r: &mut Reader<'_>) -> Result<AddInstrument, BinaryError> {
@@ -393,7 +399,24 @@ fn read_add_instrument(r: &mut Reader<'_>) -> Result<AddInstrument, BinaryError>
         static_band_bps: r.opt_u32("static_band_bps")?,
         dynamic_band_bps: r.opt_u32("dynamic_band_bps")?,
         volatility_auction_ns: r.opt_u64("volatility_auction_ns")?,
+        reference_price_rule: read_reference_price_rule(r)?,
     })
+}
+
+/// The listing's last, optional field: absent is the unnamed rule, and
+/// that rule written out is a second encoding, so it is refused.
+fn read_reference_price_rule(r: &mut Reader<'_>) -> Result<ReferencePriceRule, BinaryError> {
+    if r.remaining() == 0 {
+        return Ok(ReferencePriceRule::UNNAMED);
+    }
+    let rule = r.code("reference_price_rule", ReferencePriceRule::ALL)?;
+    if rule == ReferencePriceRule::UNNAMED {
+        return Err(BinaryError::Field {
+            field: "reference_price_rule",
+            problem: "is the unnamed rule, which is written by leaving it out",
+        });
+    }
+    Ok(rule)
 }
 
 fn write_rules(w: &mut Writer<'_>, s: &SetInstrumentRules) {

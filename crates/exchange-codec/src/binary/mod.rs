@@ -21,6 +21,11 @@
 //! the block length lets a later schema version append fields a reader
 //! can skip; this version refuses any version but its own, so a replica
 //! that cannot read the log stops with a clear error instead of guessing.
+//! One field was appended that way within this version: an
+//! `add_instrument` block ends with its reference price rule's code only
+//! when the listing names a rule other than
+//! [`exchange_types::ReferencePriceRule::UNNAMED`], so older blocks read
+//! as the rule they ran under.
 //!
 //! `decode_command(encode_command(c)) == c` for every command, exactly:
 //! decimals keep their scale, identifiers their bytes. A message holds the

@@ -109,6 +109,54 @@ fn another_schema_version_is_refused_by_name() {
     assert_eq!(decode_command(&bytes), Err(BinaryError::UnknownTemplate(0)));
 }
 
+/// The listing's reference price rule is appended to its block only when
+/// not the unnamed rule: a block without it (as every block written before
+/// it existed) reads as the rule it ran under, and that rule written out
+/// is refused as a second encoding.
+#[test]
+fn a_listing_s_rule_is_appended_only_when_named() {
+    use exchange_types::{AddInstrument, ReferencePriceRule};
+    let listing = |rule| Stamped {
+        ts: 1,
+        command: Command::AddInstrument(Box::new(AddInstrument {
+            symbol: exchange_types::ids::InlineStr::new("X-Y").unwrap(),
+            base: exchange_types::ids::InlineStr::new("X").unwrap(),
+            quote: exchange_types::ids::InlineStr::new("Y").unwrap(),
+            tick_size: exchange_types::Dec::new(1, 0),
+            lot_size: exchange_types::Dec::new(1, 0),
+            min_qty: None,
+            max_qty: None,
+            collar_bps: None,
+            reference_price: None,
+            maker_fee_bps: 0,
+            taker_fee_bps: 0,
+            min_notional: None,
+            static_band_bps: None,
+            dynamic_band_bps: None,
+            volatility_auction_ns: None,
+            reference_price_rule: rule,
+        })),
+    };
+    let nearest = encode_command(&listing(ReferencePriceRule::LimitNearest));
+    let unnamed = encode_command(&listing(ReferencePriceRule::Reference));
+    assert_eq!(nearest.len(), unnamed.len() + 1);
+    // The same but for the block length (bytes 4 and 5) and the last byte.
+    assert_eq!(nearest[..4], unnamed[..4]);
+    assert_eq!(nearest[6..unnamed.len()], unnamed[6..]);
+    assert_eq!(nearest.last(), Some(&0));
+    let mut written_out = nearest.clone();
+    *written_out.last_mut().unwrap() = 1;
+    assert_eq!(
+        decode_command(&written_out),
+        Err(BinaryError::Field {
+            field: "reference_price_rule",
+            problem: "is the unnamed rule, which is written by leaving it out",
+        })
+    );
+    *written_out.last_mut().unwrap() = 2;
+    assert!(decode_command(&written_out).is_err());
+}
+
 #[test]
 fn every_block_fits_its_length_field_and_the_log_bound() {
     // Fixed layout: a command with every optional field is its kind's

@@ -2,7 +2,7 @@
 //! filled by the resting orders' section.
 
 use exchange_types::limits::MAX_INSTRUMENTS;
-use exchange_types::TradingStatus;
+use exchange_types::{ReferencePriceRule, TradingStatus};
 
 use super::{Reader, SnapshotError, Writer};
 use crate::book::Book;
@@ -15,6 +15,23 @@ fn status_code(status: TradingStatus) -> u8 {
         TradingStatus::Halted => 1,
         TradingStatus::Delisted => 2,
     }
+}
+
+/// Reference price rules by the code the status byte's high half holds:
+/// the one a listing naming none gets is 0, so states listed before the
+/// setting existed keep their bytes and hash, and restore to the rule they
+/// ran under. Only ever grows at its end.
+const RULES: [ReferencePriceRule; 2] = [
+    ReferencePriceRule::UNNAMED,
+    ReferencePriceRule::FOR_NEW_LISTINGS,
+];
+
+fn rule_code(rule: ReferencePriceRule) -> u8 {
+    RULES
+        .iter()
+        .position(|r| *r == rule)
+        .and_then(|at| u8::try_from(at).ok())
+        .unwrap_or(u8::MAX)
 }
 
 pub(super) fn write_instruments(w: &mut Writer, e: &Engine) {
@@ -32,7 +49,9 @@ pub(super) fn write_instruments(w: &mut Writer, e: &Engine) {
         w.opt_u64(inst.reference_ticks);
         w.i32(inst.maker_fee_bps);
         w.i32(inst.taker_fee_bps);
-        w.u8(status_code(inst.status));
+        // The rule rides in the status byte rather than a section of its
+        // own: an optional section at the end could be cut off unnoticed.
+        w.u8(status_code(inst.status) | rule_code(inst.reference_price_rule) << 4);
     }
 }
 
@@ -59,7 +78,7 @@ pub(super) fn read_instruments(r: &mut Reader, e: &mut Engine) -> Result<(), Sna
 }
 
 fn read_instrument(r: &mut Reader) -> Result<Instrument, SnapshotError> {
-    Ok(Instrument {
+    let mut inst = Instrument {
         symbol: r.symbol()?,
         base: r.u32()?,
         quote: r.u32()?,
@@ -72,15 +91,23 @@ fn read_instrument(r: &mut Reader) -> Result<Instrument, SnapshotError> {
         reference_ticks: r.opt_u64()?,
         maker_fee_bps: r.i32()?,
         taker_fee_bps: r.i32()?,
-        status: match r.u8()? {
-            0 => TradingStatus::Trading,
-            1 => TradingStatus::Halted,
-            2 => TradingStatus::Delisted,
-            _ => return Err(SnapshotError::Invalid("instrument status")),
-        },
+        // Both set from the byte that follows.
+        status: TradingStatus::Trading,
+        reference_price_rule: ReferencePriceRule::UNNAMED,
         // Set from the status, or the phase section, once read.
         phase: exchange_types::Phase::Continuous,
         indicative: None,
         min_notional: 0,
-    })
+    };
+    let status_and_rule = r.u8()?;
+    inst.status = match status_and_rule & 0x0F {
+        0 => TradingStatus::Trading,
+        1 => TradingStatus::Halted,
+        2 => TradingStatus::Delisted,
+        _ => return Err(SnapshotError::Invalid("instrument status")),
+    };
+    inst.reference_price_rule = *RULES
+        .get(usize::from(status_and_rule >> 4))
+        .ok_or(SnapshotError::Invalid("reference price rule"))?;
+    Ok(inst)
 }

@@ -49,6 +49,7 @@ pub fn btc_usd() -> AddInstrument {
         static_band_bps: None,
         dynamic_band_bps: None,
         volatility_auction_ns: None,
+        reference_price_rule: exchange_types::ReferencePriceRule::FOR_NEW_LISTINGS,
     }
 }
 
@@ -211,6 +212,7 @@ pub fn eth_usd() -> AddInstrument {
         static_band_bps: None,
         dynamic_band_bps: None,
         volatility_auction_ns: None,
+        reference_price_rule: exchange_types::ReferencePriceRule::FOR_NEW_LISTINGS,
     }
 }
 
