@@ -174,7 +174,11 @@ mod tests {
     fn demo_equities_are_listed_and_scheduled_once() {
         let mut config = Config::default();
         configure(&mut config);
-        let symbols: Vec<&str> = config.instruments.iter().map(|i| i.symbol.as_str()).collect();
+        let symbols: Vec<&str> = config
+            .instruments
+            .iter()
+            .map(|i| i.symbol.as_str())
+            .collect();
         assert_eq!(
             symbols,
             ["BTC-USD", "ETH-USD", "NRDL-EUR", "VLTA-EUR", "ACME-USD"]

@@ -14,8 +14,8 @@ use std::time::Duration;
 
 use exchange_types::{
     AccountId, Cancel, ClientOrderId, Command, Dec, EventKind, MassCancel, OrderId, OrderRef,
-    OrderType, Phase, Place, RejectReason, Replace, SelfTradePrevention, Side, TimeInForce, TradingStatus,
-    UNITS_PER_WHOLE,
+    OrderType, Phase, Place, RejectReason, Replace, SelfTradePrevention, Side, TimeInForce,
+    TradingStatus, UNITS_PER_WHOLE,
 };
 use tokio::sync::watch;
 

@@ -101,8 +101,10 @@ impl Takers {
         next_id: &mut u64,
         sides: &mut CallSides,
     ) -> Result<(), SubmitError> {
-        let (Some(taker), Some(market)) = (pick_index(rng, self.accounts.len()), pick(rng, &self.markets))
-        else {
+        let (Some(taker), Some(market)) = (
+            pick_index(rng, self.accounts.len()),
+            pick(rng, &self.markets),
+        ) else {
             return Ok(());
         };
         let account = self.accounts[taker];
@@ -194,7 +196,13 @@ fn immediate(rng: &mut Rng, market: &Market, view: &View) -> Option<Order> {
     let notional = notional(rng);
     let qty = lots_for_notional(notional, best, &market.spec) * market.spec.lot;
     let price = if rng.chance(50) {
-        Some(through(market, view, side == Side::Buy, best, rng.between(5, 20))?)
+        Some(through(
+            market,
+            view,
+            side == Side::Buy,
+            best,
+            rng.between(5, 20),
+        )?)
     } else {
         None
     };
@@ -235,7 +243,12 @@ fn for_the_auction(rng: &mut Rng, market: &Market, view: &View, side: Side) -> O
 
 /// The command for a taker's order: a limit at its price if it has one,
 /// else a market order.
-fn place(account: AccountId, client_order_id: ClientOrderId, symbol: Symbol, order: Order) -> Place {
+fn place(
+    account: AccountId,
+    client_order_id: ClientOrderId,
+    symbol: Symbol,
+    order: Order,
+) -> Place {
     Place {
         account,
         client_order_id,

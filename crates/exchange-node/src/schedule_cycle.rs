@@ -22,11 +22,7 @@ pub(super) struct Cycle {
 }
 
 /// Nanoseconds of a configured duration.
-fn nanos(
-    config: &ScheduleConfig,
-    field: &'static str,
-    text: &str,
-) -> Result<u64, ScheduleError> {
+fn nanos(config: &ScheduleConfig, field: &'static str, text: &str) -> Result<u64, ScheduleError> {
     let duration: SignedDuration = text.parse().map_err(|_| {
         field_error(
             config,
@@ -53,7 +49,10 @@ fn daily_fields(config: &ScheduleConfig) -> [(&'static str, bool); 8] {
 }
 
 impl Cycle {
-    pub(super) fn new(config: &ScheduleConfig, cycle: &CycleConfig) -> Result<Cycle, ScheduleError> {
+    pub(super) fn new(
+        config: &ScheduleConfig,
+        cycle: &CycleConfig,
+    ) -> Result<Cycle, ScheduleError> {
         // A schedule that mixed the two forms would leave the reader
         // guessing which one runs.
         if let Some((name, _)) = daily_fields(config).into_iter().find(|(_, given)| *given) {
@@ -77,7 +76,11 @@ impl Cycle {
             if duration == 0 {
                 // Every phase must hold for a while, so each change has an
                 // instant of its own.
-                return Err(field_error(config, field, "must be longer than zero".into()));
+                return Err(field_error(
+                    config,
+                    field,
+                    "must be longer than zero".into(),
+                ));
             }
             *slot = length;
             length = length

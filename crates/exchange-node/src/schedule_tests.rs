@@ -177,7 +177,10 @@ fn skipped_and_repeated_local_times_have_one_instant_each() {
 fn invalid_schedules_name_the_field() {
     type Change = fn(&mut ScheduleConfig);
     let cases: [(Change, &str); 9] = [
-        (|c| c.time_zone = Some("Europe/Atlantis".into()), "time_zone"),
+        (
+            |c| c.time_zone = Some("Europe/Atlantis".into()),
+            "time_zone",
+        ),
         (
             |c| c.open = Some("07:00".into()),
             "open: 07:00 is not after pre_open",

@@ -67,8 +67,11 @@ impl Tape {
                 EventKind::Trade(trade) => trade.symbol,
                 EventKind::Phase(phase) => {
                     if CRYPTO.contains(&phase.symbol.as_str()) {
-                        self.crypto_phases
-                            .push(format!("{} {}", phase.symbol, phase.phase.as_str()));
+                        self.crypto_phases.push(format!(
+                            "{} {}",
+                            phase.symbol,
+                            phase.phase.as_str()
+                        ));
                     }
                     continue;
                 }
@@ -170,7 +173,12 @@ fn equity_trades(applied: &Applied) -> usize {
 /// The next change of `schedule` after `at`, checked to start `phase`.
 fn next_change(schedule: &Schedule, at: u64, phase: Phase) -> u64 {
     let (next, starts) = schedule.position(at).next.expect("a cycle always goes on");
-    assert_eq!(starts, phase, "the demo's day goes on with {}", phase.as_str());
+    assert_eq!(
+        starts,
+        phase,
+        "the demo's day goes on with {}",
+        phase.as_str()
+    );
     next
 }
 
@@ -215,7 +223,10 @@ async fn the_demo_runs_an_equity_day_beside_round_the_clock_crypto() {
     tape.crypto_trade_after(0, "closed").await;
 
     let mark = tape.crypto_total();
-    assert_eq!(next_change(&session, pre_open - 1, Phase::PreOpen), pre_open);
+    assert_eq!(
+        next_change(&session, pre_open - 1, Phase::PreOpen),
+        pre_open
+    );
     clock.set(pre_open);
     tape.set_phase(Phase::PreOpen).await;
     let (price, volume) = tape.indicative().await;
@@ -243,7 +254,8 @@ async fn the_demo_runs_an_equity_day_beside_round_the_clock_crypto() {
     clock.set(post_close);
     let (volume, trades) = tape.auction(AuctionKind::Close).await;
     assert!(volume > 0 && trades > 0, "the closing auction traded");
-    tape.crypto_trade_after(mark, "in its closing call and auction").await;
+    tape.crypto_trade_after(mark, "in its closing call and auction")
+        .await;
 
     assert!(
         tape.crypto_phases.is_empty(),
@@ -251,7 +263,10 @@ async fn the_demo_runs_an_equity_day_beside_round_the_clock_crypto() {
         tape.crypto_phases
     );
     for pair in CRYPTO {
-        assert!(tape.crypto_trades.get(pair).copied().unwrap_or(0) > 0, "{pair} never traded");
+        assert!(
+            tape.crypto_trades.get(pair).copied().unwrap_or(0) > 0,
+            "{pair} never traded"
+        );
     }
     let phases = handle.phases().await.expect("phases").phases;
     for (symbol, phase) in phases {
@@ -259,7 +274,11 @@ async fn the_demo_runs_an_equity_day_beside_round_the_clock_crypto() {
             assert_eq!(phase, Phase::Continuous, "{symbol}");
         }
     }
-    handle.audit().await.expect("audit").expect("the core's invariants hold");
+    handle
+        .audit()
+        .await
+        .expect("audit")
+        .expect("the core's invariants hold");
 
     stop.send_replace(true);
     scheduler.await.expect("the scheduler stops");
