@@ -69,7 +69,7 @@ impl CallSides {
 
     fn side(&self, symbol: Symbol, taker: usize) -> Side {
         let even_buy = self.0.get(&symbol).is_some_and(|(_, coin)| *coin);
-        if (taker % 2 == 0) == even_buy {
+        if taker.is_multiple_of(2) == even_buy {
             Side::Buy
         } else {
             Side::Sell
@@ -334,7 +334,7 @@ mod tests {
                     Side::Sell => assert!(price < call.best_bid.unwrap()),
                 }
                 assert_eq!(price % market.spec.tick, 0);
-                assert!(order.qty > 0 && order.qty % market.spec.lot == 0);
+                assert!(order.qty > 0 && order.qty.is_multiple_of(market.spec.lot));
             }
         }
         assert_eq!(

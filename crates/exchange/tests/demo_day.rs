@@ -182,17 +182,28 @@ fn next_change(schedule: &Schedule, at: u64, phase: Phase) -> u64 {
     next
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_demo_runs_an_equity_day_beside_round_the_clock_crypto() {
-    let dir = tempfile::tempdir().expect("tempdir");
+/// The demo as `serve --demo` runs it, with the scheduler on `clock`.
+struct Demo {
+    pipeline: Pipeline,
+    tape: Tape,
+    clock: Arc<ManualClock>,
+    /// The equity's schedule.
+    session: Schedule,
+    stop: watch::Sender<bool>,
+    scheduler: tokio::task::JoinHandle<()>,
+}
+
+/// Lists the demo's instruments and starts its scheduler at `now` and its
+/// bots.
+async fn start(dir: &Path, now: u64) -> Demo {
     let mut config = Config {
-        data_dir: dir.path().into(),
+        data_dir: dir.into(),
         ..Config::default()
     };
     exchange_demo::configure(&mut config);
-    let pipeline = open(dir.path());
+    let pipeline = open(dir);
     let handle = pipeline.handle.clone();
-    let mut tape = Tape {
+    let tape = Tape {
         events: handle.subscribe(),
         crypto_trades: BTreeMap::new(),
         crypto_phases: Vec::new(),
@@ -208,34 +219,92 @@ async fn the_demo_runs_an_equity_day_beside_round_the_clock_crypto() {
         .find(|s| s.symbols.iter().any(|symbol| symbol == EQUITY))
         .expect("the equity is scheduled")
         .clone();
-    // 2026-12-01T00:00:00Z starts a cycle; a second before, it is closed.
-    let pre_open = 1_796_083_200 * 1_000_000_000u64;
-    assert_eq!(session.position(pre_open - 1).phase, Phase::Closed);
-    let clock = Arc::new(ManualClock::new(pre_open - 1));
+    let clock = Arc::new(ManualClock::new(now));
     let (stop, stopping) = watch::channel(false);
     let scheduler = scheduler::spawn(handle.clone(), scheduling, clock.clone(), stopping.clone());
-    exchange_demo::start(handle.clone(), dir.path(), &config, stopping)
+    exchange_demo::start(handle, dir, &config, stopping)
         .await
         .expect("the demo starts");
+    Demo {
+        pipeline,
+        tape,
+        clock,
+        session,
+        stop,
+        scheduler,
+    }
+}
 
+impl Demo {
+    /// Moves the clock to the change after `at`, which starts `phase`.
+    fn advance(&self, at: u64, phase: Phase) -> u64 {
+        let next = next_change(&self.session, at, phase);
+        self.clock.set(next);
+        next
+    }
+
+    /// Checks the crypto pairs and the core, and stops everything.
+    async fn finish(self) {
+        let tape = self.tape;
+        assert!(
+            tape.crypto_phases.is_empty(),
+            "the crypto pairs changed phase: {:?}",
+            tape.crypto_phases
+        );
+        for pair in CRYPTO {
+            assert!(
+                tape.crypto_trades.get(pair).copied().unwrap_or(0) > 0,
+                "{pair} never traded"
+            );
+        }
+        let handle = self.pipeline.handle.clone();
+        for (symbol, phase) in handle.phases().await.expect("phases").phases {
+            if CRYPTO.contains(&symbol.as_str()) {
+                assert_eq!(phase, Phase::Continuous, "{symbol}");
+            }
+        }
+        handle
+            .audit()
+            .await
+            .expect("audit")
+            .expect("the core's invariants hold");
+        drop(handle);
+        self.stop.send_replace(true);
+        self.scheduler.await.expect("the scheduler stops");
+        let pipeline = self.pipeline;
+        tokio::time::timeout(
+            Duration::from_secs(10),
+            tokio::task::spawn_blocking(move || pipeline.join()),
+        )
+        .await
+        .expect("the pipeline stops once the demo lets go of it")
+        .expect("join");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_demo_runs_an_equity_day_beside_round_the_clock_crypto() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    // 2026-12-01T00:00:00Z starts a cycle; a second before, it is closed.
+    let midnight = 1_796_083_200 * 1_000_000_000u64;
+    let mut demo = start(dir.path(), midnight - 1).await;
+    let tape = &mut demo.tape;
     // Listed continuous, the equity is taken through an (empty) close.
     tape.set_phase(Phase::Closed).await;
     tape.crypto_trade_after(0, "closed").await;
 
-    let mark = tape.crypto_total();
-    assert_eq!(
-        next_change(&session, pre_open - 1, Phase::PreOpen),
-        pre_open
-    );
-    clock.set(pre_open);
+    let mark = demo.tape.crypto_total();
+    let pre_open = demo.advance(midnight - 1, Phase::PreOpen);
+    assert_eq!(pre_open, midnight);
+    let tape = &mut demo.tape;
     tape.set_phase(Phase::PreOpen).await;
     let (price, volume) = tape.indicative().await;
     assert!(price > 0 && volume > 0);
     tape.crypto_trade_after(mark, "in its opening call").await;
 
-    let mark = tape.crypto_total();
-    let open = next_change(&session, pre_open, Phase::Continuous);
-    clock.set(open);
+    let mark = demo.tape.crypto_total();
+    let open = demo.advance(pre_open, Phase::Continuous);
+    let tape = &mut demo.tape;
     let (volume, trades) = tape.auction(AuctionKind::Open).await;
     assert!(volume > 0 && trades > 0, "the opening auction traded");
     // Continuous trading: the takers' orders trade on arrival.
@@ -245,49 +314,15 @@ async fn the_demo_runs_an_equity_day_beside_round_the_clock_crypto() {
     .await;
     tape.crypto_trade_after(mark, "trading continuously").await;
 
-    let mark = tape.crypto_total();
-    let closing_call = next_change(&session, open, Phase::ClosingCall);
-    clock.set(closing_call);
-    tape.set_phase(Phase::ClosingCall).await;
-    tape.indicative().await;
-    let post_close = next_change(&session, closing_call, Phase::PostClose);
-    clock.set(post_close);
-    let (volume, trades) = tape.auction(AuctionKind::Close).await;
+    let mark = demo.tape.crypto_total();
+    let closing_call = demo.advance(open, Phase::ClosingCall);
+    demo.tape.set_phase(Phase::ClosingCall).await;
+    demo.tape.indicative().await;
+    demo.advance(closing_call, Phase::PostClose);
+    let (volume, trades) = demo.tape.auction(AuctionKind::Close).await;
     assert!(volume > 0 && trades > 0, "the closing auction traded");
-    tape.crypto_trade_after(mark, "in its closing call and auction")
+    demo.tape
+        .crypto_trade_after(mark, "in its closing call and auction")
         .await;
-
-    assert!(
-        tape.crypto_phases.is_empty(),
-        "the crypto pairs changed phase: {:?}",
-        tape.crypto_phases
-    );
-    for pair in CRYPTO {
-        assert!(
-            tape.crypto_trades.get(pair).copied().unwrap_or(0) > 0,
-            "{pair} never traded"
-        );
-    }
-    let phases = handle.phases().await.expect("phases").phases;
-    for (symbol, phase) in phases {
-        if CRYPTO.contains(&symbol.as_str()) {
-            assert_eq!(phase, Phase::Continuous, "{symbol}");
-        }
-    }
-    handle
-        .audit()
-        .await
-        .expect("audit")
-        .expect("the core's invariants hold");
-
-    stop.send_replace(true);
-    scheduler.await.expect("the scheduler stops");
-    drop(handle);
-    tokio::time::timeout(
-        Duration::from_secs(10),
-        tokio::task::spawn_blocking(move || pipeline.join()),
-    )
-    .await
-    .expect("the pipeline stops once the demo lets go of it")
-    .expect("join");
+    demo.finish().await;
 }
