@@ -196,7 +196,8 @@ fn field_error(config: &ScheduleConfig, field: &'static str, message: String) ->
 pub struct Position {
     pub phase: Phase,
     /// The next change (Unix nanoseconds) and the phase it starts; `None`
-    /// when no trading day follows within [`SEARCH_DAYS`].
+    /// when none follows: a daily schedule with no trading day within
+    /// [`SEARCH_DAYS`], or a change past the largest Unix time.
     pub next: Option<(u64, Phase)>,
 }
 
