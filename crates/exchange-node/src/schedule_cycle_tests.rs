@@ -78,9 +78,20 @@ fn an_offset_shifts_every_cycle_and_wraps_around_it() {
     );
     // The cycle before the epoch's first is where the offset counts from.
     assert_eq!(shifted.position(0).phase, Phase::Continuous);
-    let wrapped = Schedule::new(&eight_minutes(Some("12m"))).unwrap();
+    // A minute later, not a minute earlier (half a cycle cannot tell).
+    let late = Schedule::new(&eight_minutes(Some("1m"))).unwrap();
+    assert_eq!(
+        late.position(MIDNIGHT),
+        Position {
+            phase: Phase::Closed,
+            next: Some((MIDNIGHT + 60 * S, Phase::PreOpen)),
+        }
+    );
+    assert_eq!(late.position(MIDNIGHT + 60 * S).phase, Phase::PreOpen);
+    assert_eq!(late.position(MIDNIGHT + 120 * S).phase, Phase::Continuous);
+    let wrapped = Schedule::new(&eight_minutes(Some("9m"))).unwrap();
     for at in [0, 1, 59 * S, MIDNIGHT + 123 * S, MIDNIGHT + 479 * S] {
-        assert_eq!(wrapped.position(at), shifted.position(at), "at {at}");
+        assert_eq!(wrapped.position(at), late.position(at), "at {at}");
     }
 }
 
