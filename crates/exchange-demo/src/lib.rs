@@ -1,5 +1,8 @@
 //! `exchange serve --demo`: demo accounts and a little market activity, so
-//! a newcomer sees a live book and trades without writing a client.
+//! a newcomer sees a live book and trades without writing a client: the
+//! configured crypto pairs around the clock, and a few equities
+//! ([`configure`]) on a trading day compressed into minutes, with its
+//! calls and auctions.
 //!
 //! Everything goes through the [`Handle`] like any gateway's commands: it
 //! is journaled, replicated and replayed like real flow. The tasks end on
@@ -8,6 +11,7 @@
 //! only stops once every handle is dropped, including theirs.
 
 mod accounts;
+mod equities;
 mod ladder;
 mod maker;
 mod rng;
@@ -37,6 +41,8 @@ use exchange_node::MarketQuery;
 use ladder::{percent_to_bps, units_of, LadderSpec};
 use rng::Rng;
 use thiserror::Error;
+
+pub use equities::{configure, CYCLE};
 
 /// Quote levels on each side of every book.
 const LEVELS: usize = 10;
@@ -252,6 +258,20 @@ fn print_banner(
         "market maker quotes {LEVELS} levels a side on {}; takers trade every 0.3-2 s",
         symbols.join(", ")
     );
+    let sessions = equities::describe(config, unix_now_ns());
+    if !sessions.is_empty() {
+        let cycle: Vec<String> = CYCLE
+            .iter()
+            .map(|(phase, length)| format!("{phase} {length}"))
+            .collect();
+        eprintln!(
+            "equities trade a day in 8 minutes ({}), the takers' orders crossing in each call:",
+            cycle.join(", ")
+        );
+        for line in sessions {
+            eprintln!("  {line}");
+        }
+    }
     eprintln!(
         "see the book: curl http://{}/v1/markets/{}/book?depth=10",
         config.listen, symbols[0]
@@ -261,6 +281,13 @@ fn print_banner(
         config.listen, config.listen
     );
     eprintln!("==============================================");
+}
+
+fn unix_now_ns() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|elapsed| u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX))
+        .unwrap_or_default()
 }
 
 /// Sleeps for `duration` unless the demo is stopping; false means stop.

@@ -5,14 +5,17 @@
 //! Its orders are post-only, so a quote that would cross is refused rather
 //! than trading with the maker's own other side, and each refresh moves the
 //! side that retreats from the other one before the side that approaches.
+//! It quotes in continuous trading and in the calls, where its ladder is
+//! the book the takers' auction orders cross; while the instrument takes
+//! no orders (closed, post-close, halted) it leaves its quotes resting.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use exchange_types::{
     AccountId, Cancel, ClientOrderId, Command, Dec, EventKind, MassCancel, OrderId, OrderRef,
-    OrderType, Place, RejectReason, Replace, SelfTradePrevention, Side, TimeInForce, TradingStatus,
-    UNITS_PER_WHOLE,
+    OrderType, Phase, Place, RejectReason, Replace, SelfTradePrevention, Side, TimeInForce,
+    TradingStatus, UNITS_PER_WHOLE,
 };
 use tokio::sync::watch;
 
@@ -141,8 +144,8 @@ impl Maker {
         Ok(())
     }
 
-    /// The price to quote around, or `None` while the instrument is not
-    /// trading.
+    /// The price to quote around, or `None` while the instrument takes no
+    /// orders.
     async fn trading_reference(&self) -> Result<Option<u64>, Halt> {
         let info = self
             .handle
@@ -153,10 +156,16 @@ impl Maker {
             .await
             .map_err(halt)?
             .into_one()
-            .map(|m| (m.instrument.reference_price, m.instrument.status));
-        let Some((reference, TradingStatus::Trading)) = info else {
+            .map(|m| {
+                let i = m.instrument;
+                (i.reference_price, i.status, i.phase)
+            });
+        let Some((reference, TradingStatus::Trading, phase)) = info else {
             return Ok(None);
         };
+        if !takes_quotes(phase) {
+            return Ok(None);
+        }
         Ok(Some(reference.unwrap_or(self.market.anchor)))
     }
 
@@ -297,6 +306,15 @@ impl Maker {
         };
         Some(core_entry(command))
     }
+}
+
+/// Whether the core accepts a resting limit order in `phase`: anywhere
+/// else a refresh would only collect refusals.
+pub(crate) fn takes_quotes(phase: Phase) -> bool {
+    matches!(
+        phase,
+        Phase::Continuous | Phase::PreOpen | Phase::ClosingCall | Phase::VolatilityAuction
+    )
 }
 
 fn halt(error: SubmitError) -> Halt {

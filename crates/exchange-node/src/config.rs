@@ -610,7 +610,7 @@ holidays = ["2026-12-24"]
         let parsed: Config = toml::from_str(text).unwrap();
         assert_eq!(parsed.tick_ms, 500);
         assert_eq!(parsed.schedules.len(), 1);
-        assert_eq!(parsed.schedules[0].trading_days.len(), 5);
+        assert_eq!(parsed.schedules[0].trading_days, None);
         parsed.check().unwrap();
         let scheduler = parsed.scheduler().unwrap();
         assert_eq!(scheduler.schedules[0].symbols, ["SAP-EUR"]);

@@ -1,14 +1,21 @@
 //! Trading-day schedules: which phase an instrument should be in at a
 //! wall-clock instant, and when that next changes.
 //!
-//! A schedule names a time zone (IANA, with its daylight-saving rules,
-//! from the time-zone database bundled into the binary so that every node
-//! computes the same instants whatever the host has installed), the
-//! weekdays it trades, holidays, and five local times of a trading day,
-//! after Xetra's day: `pre_open` (the opening call), `open` (the opening
-//! uncross, then continuous trading), `closing_call`, `close` (the closing
-//! uncross, then post-trading) and `closed`. On a day that does not trade
-//! the instrument is closed throughout.
+//! A schedule has one of two forms. The **daily** form names a time zone
+//! (IANA, with its daylight-saving rules, from the time-zone database
+//! bundled into the binary so that every node computes the same instants
+//! whatever the host has installed), the weekdays it trades, holidays, and
+//! five local times of a trading day, after Xetra's day: `pre_open` (the
+//! opening call), `open` (the opening uncross, then continuous trading),
+//! `closing_call`, `close` (the closing uncross, then post-trading) and
+//! `closed`. On a day that does not trade the instrument is closed
+//! throughout.
+//!
+//! The **cycle** form (`[schedule.cycle]`) runs the same five phases
+//! over and over, each for a fixed duration, around the clock: a trading
+//! day compressed into minutes, for demonstrations and tests. Its cycles
+//! start at the Unix epoch plus an offset plus whole cycles, so every node
+//! computes the same instants from the configuration alone.
 //!
 //! Nothing here reads a clock: the scheduler task passes the instant in,
 //! which is what lets the tests move time freely. The core never sees any
@@ -23,8 +30,13 @@ use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-/// One `[[schedule]]` section, as written in the configuration file.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[path = "schedule_cycle.rs"]
+mod cycle;
+use cycle::Cycle;
+
+/// One `[[schedule]]` section, as written in the configuration file:
+/// either the daily form (`time_zone` and the five times) or `cycle`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ScheduleConfig {
     /// Shown in errors and logs.
@@ -32,26 +44,46 @@ pub struct ScheduleConfig {
     /// The instruments that follow it (each in one schedule at most).
     pub symbols: Vec<String>,
     /// IANA time zone of the times below, e.g. `"Europe/Berlin"`.
-    pub time_zone: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_zone: Option<String>,
     /// `"mon"` .. `"sun"`; default Monday to Friday.
-    #[serde(default = "weekdays")]
-    pub trading_days: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trading_days: Option<Vec<String>>,
     /// `"HH:MM"` (or `"HH:MM:SS"`) local times, strictly increasing.
-    pub pre_open: String,
-    pub open: String,
-    pub closing_call: String,
-    pub close: String,
-    pub closed: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pre_open: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub open: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub closing_call: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub close: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub closed: Option<String>,
     /// `"YYYY-MM-DD"` local dates without trading.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub holidays: Vec<String>,
+    /// The repeating form, instead of all of the above but the name and
+    /// the symbols.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cycle: Option<CycleConfig>,
 }
 
-fn weekdays() -> Vec<String> {
-    ["mon", "tue", "wed", "thu", "fri"]
-        .iter()
-        .map(|day| day.to_string())
-        .collect()
+/// `[schedule.cycle]`: how long each phase lasts, as durations such as
+/// `"90s"`, `"4m"` or `"1h 30m"` (jiff's friendly format, or ISO 8601
+/// `"PT4M"`), in the day's order. A cycle starts, in `pre_open`, at the
+/// Unix epoch plus `offset` plus any whole number of cycles.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CycleConfig {
+    pub pre_open: String,
+    pub continuous: String,
+    pub closing_call: String,
+    pub post_close: String,
+    pub closed: String,
+    /// Shifts every cycle later; default none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offset: Option<String>,
 }
 
 #[derive(Debug, Error, Clone, PartialEq, Eq)]
@@ -83,7 +115,8 @@ pub const DAY_CYCLE: [Phase; 7] = [
     Phase::PostClose,
 ];
 
-/// Phase each of the five daily times starts, in order.
+/// Phase each of the five daily times starts, in order; also the order of
+/// a cycle's phases.
 const DAILY: [Phase; 5] = [
     Phase::PreOpen,
     Phase::Continuous,
@@ -101,6 +134,18 @@ const SEARCH_DAYS: usize = 400;
 pub struct Schedule {
     pub name: String,
     pub symbols: Vec<String>,
+    form: Form,
+}
+
+#[derive(Clone, Debug)]
+enum Form {
+    Daily(Daily),
+    Cycle(Cycle),
+}
+
+/// The daily form, checked.
+#[derive(Clone, Debug)]
+struct Daily {
     zone: TimeZone,
     days: [bool; 7],
     holidays: BTreeSet<Date>,
@@ -109,8 +154,11 @@ pub struct Schedule {
 
 /// The weekdays a schedule trades on, Monday first.
 fn trading_days(config: &ScheduleConfig) -> Result<[bool; 7], ScheduleError> {
+    let Some(names) = &config.trading_days else {
+        return Ok([true, true, true, true, true, false, false]);
+    };
     let mut days = [false; 7];
-    for day in &config.trading_days {
+    for day in names {
         let index = match day.to_ascii_lowercase().as_str() {
             "mon" => 0,
             "tue" => 1,
@@ -148,33 +196,66 @@ fn field_error(config: &ScheduleConfig, field: &'static str, message: String) ->
 pub struct Position {
     pub phase: Phase,
     /// The next change (Unix nanoseconds) and the phase it starts; `None`
-    /// when no trading day follows within [`SEARCH_DAYS`].
+    /// when none follows: a daily schedule with no trading day within
+    /// [`SEARCH_DAYS`], or a change past the largest Unix time.
     pub next: Option<(u64, Phase)>,
 }
 
 impl Schedule {
     pub fn new(config: &ScheduleConfig) -> Result<Schedule, ScheduleError> {
-        let field = |field: &'static str, message: String| field_error(config, field, message);
         if config.symbols.is_empty() {
-            return Err(field("symbols", "names no instrument".into()));
+            return Err(field_error(config, "symbols", "names no instrument".into()));
         }
-        let zone = TimeZone::get(&config.time_zone).map_err(|_| {
+        let form = match &config.cycle {
+            Some(cycle) => Form::Cycle(Cycle::new(config, cycle)?),
+            None => Form::Daily(Daily::new(config)?),
+        };
+        Ok(Schedule {
+            name: config.name.clone(),
+            symbols: config.symbols.clone(),
+            form,
+        })
+    }
+
+    /// The phase at `now_ns` (Unix nanoseconds) and the next change.
+    pub fn position(&self, now_ns: u64) -> Position {
+        match &self.form {
+            Form::Daily(daily) => daily.position(now_ns),
+            Form::Cycle(cycle) => cycle.position(now_ns),
+        }
+    }
+}
+
+impl Daily {
+    fn new(config: &ScheduleConfig) -> Result<Daily, ScheduleError> {
+        let field = |field: &'static str, message: String| field_error(config, field, message);
+        let required = |name: &'static str, value: &Option<String>| {
+            value
+                .clone()
+                .ok_or_else(|| field(name, "missing (give it, or a cycle)".into()))
+        };
+        let zone_name = required("time_zone", &config.time_zone)?;
+        let zone = TimeZone::get(&zone_name).map_err(|_| {
             field(
                 "time_zone",
-                format!("{:?} is not a known IANA time zone", config.time_zone),
+                format!("{zone_name:?} is not a known IANA time zone"),
             )
         })?;
         let days = trading_days(config)?;
         let names = ["pre_open", "open", "closing_call", "close", "closed"];
-        let texts = [
+        let fields = [
             &config.pre_open,
             &config.open,
             &config.closing_call,
             &config.close,
             &config.closed,
         ];
+        let mut texts = Vec::with_capacity(names.len());
+        for (name, value) in names.iter().zip(fields) {
+            texts.push(required(name, value)?);
+        }
         let mut times = [Time::midnight(); 5];
-        for (i, (name, text)) in names.iter().zip(texts).enumerate() {
+        for (i, (name, text)) in names.iter().zip(&texts).enumerate() {
             let time: Time = text
                 .parse()
                 .map_err(|_| field(name, format!("{text:?} is not a time of day HH:MM")))?;
@@ -193,9 +274,7 @@ impl Schedule {
                 .map_err(|_| field("holidays", format!("{text:?} is not a date YYYY-MM-DD")))?;
             holidays.insert(date);
         }
-        Ok(Schedule {
-            name: config.name.clone(),
-            symbols: config.symbols.clone(),
+        Ok(Daily {
             zone,
             days,
             holidays,
@@ -225,8 +304,7 @@ impl Schedule {
         Some(out)
     }
 
-    /// The phase at `now_ns` (Unix nanoseconds) and the next change.
-    pub fn position(&self, now_ns: u64) -> Position {
+    fn position(&self, now_ns: u64) -> Position {
         let now = i128::from(now_ns);
         let Ok(stamp) = Timestamp::from_nanosecond(now) else {
             return Position {
@@ -311,3 +389,7 @@ pub fn build(configs: &[ScheduleConfig]) -> Result<Vec<Schedule>, ScheduleError>
 #[cfg(test)]
 #[path = "schedule_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "schedule_cycle_tests.rs"]
+mod cycle_tests;

@@ -5,14 +5,15 @@ fn xetra() -> ScheduleConfig {
     ScheduleConfig {
         name: "xetra".into(),
         symbols: vec!["SAP-EUR".into()],
-        time_zone: "Europe/Berlin".into(),
-        trading_days: weekdays(),
-        pre_open: "08:00".into(),
-        open: "09:00".into(),
-        closing_call: "17:30".into(),
-        close: "17:35".into(),
-        closed: "20:00".into(),
+        time_zone: Some("Europe/Berlin".into()),
+        trading_days: None,
+        pre_open: Some("08:00".into()),
+        open: Some("09:00".into()),
+        closing_call: Some("17:30".into()),
+        close: Some("17:35".into()),
+        closed: Some("20:00".into()),
         holidays: vec!["2026-12-24".into(), "2026-12-25".into()],
+        cycle: None,
     }
 }
 
@@ -126,11 +127,11 @@ fn daylight_saving_moves_the_utc_instants() {
     // New York changes three weeks earlier (2026-03-08): in between, the
     // two markets are an hour closer than usual.
     let mut nyse = xetra();
-    nyse.time_zone = "America/New_York".into();
-    nyse.pre_open = "04:00".into();
-    nyse.open = "09:30".into();
-    nyse.closing_call = "15:50".into();
-    nyse.close = "16:00".into();
+    nyse.time_zone = Some("America/New_York".into());
+    nyse.pre_open = Some("04:00".into());
+    nyse.open = Some("09:30".into());
+    nyse.closing_call = Some("15:50".into());
+    nyse.close = Some("16:00".into());
     let nyse = Schedule::new(&nyse).unwrap();
     let open = nyse.position(utc("2026-03-16T12:00")).next;
     assert_eq!(open, Some((utc("2026-03-16T13:30"), Phase::Continuous)));
@@ -141,7 +142,7 @@ fn daylight_saving_moves_the_utc_instants() {
 #[test]
 fn skipped_and_repeated_local_times_have_one_instant_each() {
     let mut config = xetra();
-    config.trading_days = vec![
+    config.trading_days = Some(vec![
         "mon".into(),
         "tue".into(),
         "wed".into(),
@@ -149,12 +150,12 @@ fn skipped_and_repeated_local_times_have_one_instant_each() {
         "fri".into(),
         "sat".into(),
         "SUN".into(),
-    ];
-    config.pre_open = "01:00".into();
-    config.open = "02:00".into();
-    config.closing_call = "02:30".into();
-    config.close = "03:00".into();
-    config.closed = "04:00".into();
+    ]);
+    config.pre_open = Some("01:00".into());
+    config.open = Some("02:00".into());
+    config.closing_call = Some("02:30".into());
+    config.close = Some("03:00".into());
+    config.closed = Some("04:00".into());
     let s = Schedule::new(&config).unwrap();
     // 2026-03-29: 02:00-03:00 does not exist in Berlin. Times in it move
     // an hour on (02:30 is 03:30 CEST, 01:30 UTC), and the close at 03:00
@@ -175,23 +176,34 @@ fn skipped_and_repeated_local_times_have_one_instant_each() {
 #[test]
 fn invalid_schedules_name_the_field() {
     type Change = fn(&mut ScheduleConfig);
-    let cases: [(Change, &str); 7] = [
-        (|c| c.time_zone = "Europe/Atlantis".into(), "time_zone"),
+    let cases: [(Change, &str); 9] = [
         (
-            |c| c.open = "07:00".into(),
+            |c| c.time_zone = Some("Europe/Atlantis".into()),
+            "time_zone",
+        ),
+        (
+            |c| c.open = Some("07:00".into()),
             "open: 07:00 is not after pre_open",
         ),
         (
-            |c| c.closed = "17:35".into(),
+            |c| c.closed = Some("17:35".into()),
             "closed: 17:35 is not after close",
         ),
         (
-            |c| c.close = "25:00".into(),
+            |c| c.close = Some("25:00".into()),
             "close: \"25:00\" is not a time",
         ),
-        (|c| c.trading_days = vec!["monday".into()], "trading_days"),
-        (|c| c.trading_days.clear(), "trading_days: names no day"),
+        (
+            |c| c.trading_days = Some(vec!["monday".into()]),
+            "trading_days",
+        ),
+        (
+            |c| c.trading_days = Some(Vec::new()),
+            "trading_days: names no day",
+        ),
         (|c| c.holidays = vec!["24.12.2026".into()], "holidays"),
+        (|c| c.time_zone = None, "time_zone: missing"),
+        (|c| c.close = None, "close: missing (give it, or a cycle)"),
     ];
     for (change, expected) in cases {
         let mut config = xetra();
@@ -262,26 +274,27 @@ prop_compose! {
         ScheduleConfig {
             name: "p".into(),
             symbols: vec!["X".into()],
-            time_zone: ZONES[zone].into(),
-            trading_days: (0..7)
+            time_zone: Some(ZONES[zone].into()),
+            trading_days: Some((0..7)
                 .filter(|i| days & (1 << i) != 0)
                 .map(|i| names[i].to_string())
-                .collect(),
-            pre_open: hhmm(minutes[0]),
-            open: hhmm(minutes[1]),
-            closing_call: hhmm(minutes[2]),
-            close: hhmm(minutes[3]),
-            closed: hhmm(minutes[4]),
+                .collect()),
+            pre_open: Some(hhmm(minutes[0])),
+            open: Some(hhmm(minutes[1])),
+            closing_call: Some(hhmm(minutes[2])),
+            close: Some(hhmm(minutes[3])),
+            closed: Some(hhmm(minutes[4])),
             holidays: holidays
                 .into_iter()
                 .map(|(y, m, d)| format!("{y}-{m:02}-{d:02}"))
                 .collect(),
+            cycle: None,
         }
     }
 }
 
 /// The phase each daily change leads to after `phase`.
-fn successor(phase: Phase) -> Phase {
+pub(super) fn successor(phase: Phase) -> Phase {
     let i = DAILY.iter().position(|p| *p == phase).unwrap();
     DAILY[(i + 1) % DAILY.len()]
 }

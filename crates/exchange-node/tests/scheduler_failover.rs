@@ -57,16 +57,19 @@ fn xetra() -> ScheduleConfig {
     ScheduleConfig {
         name: "xetra".into(),
         symbols: vec!["SAP-EUR".into()],
-        time_zone: "Europe/Berlin".into(),
-        trading_days: ["mon", "tue", "wed", "thu", "fri"]
-            .map(String::from)
-            .to_vec(),
-        pre_open: "08:00".into(),
-        open: "09:00".into(),
-        closing_call: "17:30".into(),
-        close: "17:35".into(),
-        closed: "20:00".into(),
+        time_zone: Some("Europe/Berlin".into()),
+        trading_days: Some(
+            ["mon", "tue", "wed", "thu", "fri"]
+                .map(String::from)
+                .to_vec(),
+        ),
+        pre_open: Some("08:00".into()),
+        open: Some("09:00".into()),
+        closing_call: Some("17:30".into()),
+        close: Some("17:35".into()),
+        closed: Some("20:00".into()),
         holidays: Vec::new(),
+        cycle: None,
     }
 }
 

@@ -116,11 +116,16 @@ pub async fn run(config: Config, demo: bool) -> Result<(), ServerError> {
 
 /// As [`run`], with more gateways.
 pub async fn run_with_gateways(
-    config: Config,
+    mut config: Config,
     demo: bool,
     gateways: Vec<GatewayStart>,
 ) -> Result<(), ServerError> {
     config.http.check()?;
+    if demo {
+        // Listed and scheduled like configured instruments, so that the
+        // scheduler, the gateways and the demo all see the same ones.
+        exchange_demo::configure(&mut config);
+    }
     let scheduler = config.scheduler().map_err(ServerError::Schedule)?;
     // Before anything opens a descriptor: refused certificates stop the
     // start, not the first client.
