@@ -44,6 +44,8 @@ impl Equity {
             static_band_pct: Some("5".into()),
             dynamic_band_pct: Some("2".into()),
             volatility_auction_ns: Some(10_000_000_000),
+            // A new listing's default: Xetra's nearest-limit rule.
+            reference_price_rule: None,
         }
     }
 }
