@@ -411,8 +411,10 @@ fn small_kind() -> impl Strategy<Value = EventKind> {
             .prop_map(|(owner, sub)| EventKind::SubAccountLinked(SubAccountLinked { owner, sub })),
         (id(), one_of(Phase::ALL))
             .prop_map(|(symbol, phase)| EventKind::Phase(PhaseChanged { symbol, phase })),
-        (id(), wide_u64())
-            .prop_map(|(symbol, price)| EventKind::ReferencePrice(ReferencePrice { symbol, price })),
+        (id(), wide_u64()).prop_map(|(symbol, price)| EventKind::ReferencePrice(ReferencePrice {
+            symbol,
+            price
+        })),
         (wide_u64(), text())
             .prop_map(|(line, message)| EventKind::Error(event::Error { line, message })),
     ]

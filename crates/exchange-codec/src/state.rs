@@ -185,7 +185,10 @@ mod tests {
         ]);
         let state = final_state(&engine);
         let btc = &state.instruments["BTC-USD"];
-        assert_eq!((btc.status.as_str(), btc.phase.as_str()), ("trading", "continuous"));
+        assert_eq!(
+            (btc.status.as_str(), btc.phase.as_str()),
+            ("trading", "continuous")
+        );
         assert_eq!(btc.reference_price, None);
         let eth = &state.instruments["ETH-USD"];
         assert_eq!(eth.phase, "pre_open");

@@ -55,7 +55,12 @@ impl Engine {
         }
     }
 
-    pub(crate) fn set_reference_price(&mut self, symbol: &Symbol, price: Dec, out: &mut Vec<Event>) {
+    pub(crate) fn set_reference_price(
+        &mut self,
+        symbol: &Symbol,
+        price: Dec,
+        out: &mut Vec<Event>,
+    ) {
         let checked = self.listed(symbol).and_then(|index| {
             let ticks = self.instruments[index as usize].price_to_ticks(price)?;
             Ok((index, ticks))

@@ -86,7 +86,11 @@ fn an_instrument_is_listed_straight_into_each_phase_a_day_rests_in() {
             EventKind::InstrumentRules(r) => Some(r.status),
             _ => None,
         });
-        assert_eq!(rules_status, Some(status), "the rules say the listing's status");
+        assert_eq!(
+            rules_status,
+            Some(status),
+            "the rules say the listing's status"
+        );
     }
 }
 
@@ -295,7 +299,11 @@ fn a_restored_copy_keeps_the_reference_and_the_listing_phase() {
     }));
     let before = h.engine.state_hash();
     set_ok(&mut h, "50");
-    assert_ne!(h.engine.state_hash(), before, "the hash covers the reference");
+    assert_ne!(
+        h.engine.state_hash(),
+        before,
+        "the hash covers the reference"
+    );
     let mut restored = Engine::restore(&h.engine.snapshot()).expect("restores");
     assert_eq!(restored.state_hash(), h.engine.state_hash());
     assert_eq!(restored.instruments(), h.engine.instruments());

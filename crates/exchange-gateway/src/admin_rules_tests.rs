@@ -163,14 +163,20 @@ async fn the_reference_price_is_set_by_the_operator_only() {
         signed(1, Method::POST, path, &json!({ "price": "50" }).to_string()),
     )
     .await;
-    assert_eq!(as_trader.status, StatusCode::UNAUTHORIZED, "{}", as_trader.json);
+    assert_eq!(
+        as_trader.status,
+        StatusCode::UNAUTHORIZED,
+        "{}",
+        as_trader.json
+    );
 
     for (body, status, code) in [
         (json!({ "price": "50.005" }), 422, "price_not_on_tick"),
         (json!({ "price": "0" }), 422, "invalid_price"),
         (json!({ "price": "fifty" }), 400, "invalid_decimal"),
-        (json!({ "price": 50 }), 400, "invalid_json"),
-        (json!({ "prize": "50" }), 400, "invalid_json"),
+        (json!({ "price": 50 }), 400, "invalid_type"),
+        (json!({ "prize": "50" }), 400, "unknown_field"),
+        (json!({}), 400, "missing_field"),
     ] {
         let bad = call(&app, admin(path, body.clone())).await;
         assert_eq!(bad.status.as_u16(), status, "{body}: {}", bad.json);
@@ -185,7 +191,11 @@ async fn the_reference_price_is_set_by_the_operator_only() {
         ),
     )
     .await;
-    assert_eq!(unknown.json["code"], "unknown_instrument", "{}", unknown.json);
+    assert_eq!(
+        unknown.json["code"], "unknown_instrument",
+        "{}",
+        unknown.json
+    );
 
     let set = call(&app, admin(path, json!({ "price": "50.25" }))).await;
     assert_eq!(set.status, StatusCode::OK, "{}", set.json);
@@ -201,7 +211,11 @@ async fn the_reference_price_is_set_by_the_operator_only() {
         signed(2, Method::POST, "/v1/orders", &sell("far", "60", "1")),
     )
     .await;
-    assert_eq!(outside.json["code"], "price_outside_collar", "{}", outside.json);
+    assert_eq!(
+        outside.json["code"], "price_outside_collar",
+        "{}",
+        outside.json
+    );
 }
 
 #[tokio::test]
@@ -214,7 +228,11 @@ async fn an_instrument_is_listed_into_a_phase() {
             "lot_size": "0.01", "maker_fee_bps": 0, "taker_fee_bps": 0, "phase": phase
         })
     };
-    let listed = call(&app, admin("/admin/instruments", spec("SOL-USD", "pre_open"))).await;
+    let listed = call(
+        &app,
+        admin("/admin/instruments", spec("SOL-USD", "pre_open")),
+    )
+    .await;
     assert_eq!(listed.status, StatusCode::CREATED, "{}", listed.json);
     assert_eq!(listed.json["phase"], "pre_open");
     let refused = call(
@@ -223,7 +241,11 @@ async fn an_instrument_is_listed_into_a_phase() {
     )
     .await;
     assert_eq!(refused.status, StatusCode::UNPROCESSABLE_ENTITY);
-    assert_eq!(refused.json["code"], "invalid_listing_phase", "{}", refused.json);
+    assert_eq!(
+        refused.json["code"], "invalid_listing_phase",
+        "{}",
+        refused.json
+    );
     let unknown = call(&app, admin("/admin/instruments", spec("SOL-GBP", "lunch"))).await;
     assert_eq!(unknown.status, StatusCode::BAD_REQUEST, "{}", unknown.json);
 }

@@ -174,7 +174,8 @@ reject_reasons! {
     VolatilityBandRequired = 524, "volatility_band_required",
         "volatility_auction_ns needs a static or dynamic band";
     InvalidListingPhase = 525, "invalid_listing_phase",
-        "an instrument is listed in closed, pre_open, continuous, closing_call, post_close or halted";
+        "an instrument is listed in closed, pre_open, continuous, closing_call, post_close or \
+        halted";
 }
 
 impl std::fmt::Display for RejectReason {
