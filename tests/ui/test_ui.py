@@ -450,6 +450,7 @@ class WebUi(unittest.TestCase):
         self.assertEqual(rows.count(), 2)
         btc = ops.page.locator("#instruments tr[data-symbol='BTC-USD']")
         self.assertEqual(btc.locator("td[data-col=status]").inner_text(), "trading")
+        self.assertRegex(btc.locator("td[data-col=reference]").inner_text(), r"^([0-9.]+|—)$")
         ops.page.wait_for_selector("#instruments tr[data-symbol='BTC-USD'] [data-phase=continuous]")
         page.assert_clean(self)
         ops.assert_clean(self)

@@ -76,6 +76,7 @@ impl Widest {
             // The unnamed rule is left out of both encodings: the other
             // is the longer (and the longer name).
             reference_price_rule: ReferencePriceRule::LimitNearest,
+            phase: Some(Phase::VolatilityAuction),
         }))
     }
 
@@ -214,6 +215,7 @@ pub(crate) fn largest_commands() -> Vec<Stamped> {
         }),
         widest.set_instrument_rules(),
         Command::Delist { symbol },
+        Command::SetReferencePrice { symbol, price: dec },
     ]
     .into_iter()
     .map(|command| Stamped {

@@ -33,6 +33,7 @@ pub const COMMAND_NAMES: &[&str] = &[
     "internal_transfer",
     "set_instrument_rules",
     "delist",
+    "set_reference_price",
 ];
 
 const SET_RULES: &[&str] = &[
@@ -69,6 +70,7 @@ const ADD_INSTRUMENT: &[&str] = &[
     "dynamic_band_pct",
     "volatility_auction_ns",
     "reference_price_rule",
+    "phase",
     "maker_fee_bps",
     "taker_fee_bps",
 ];
@@ -109,6 +111,7 @@ const REPLACE: &[&str] = &[
 const MASS_CANCEL: &[&str] = &["cmd", "ts", "account", "symbol"];
 const STATUS: &[&str] = &["cmd", "ts", "symbol"];
 const SET_PHASE: &[&str] = &["cmd", "ts", "symbol", "phase"];
+const SET_REFERENCE_PRICE: &[&str] = &["cmd", "ts", "symbol", "price"];
 const TICK: &[&str] = &["cmd", "ts"];
 const RISK_LIMITS: &[&str] = &[
     "cmd",
@@ -299,6 +302,12 @@ const DECODERS: &[Decoder] = &[
             symbol: f.req_id("symbol")?,
         })
     }),
+    decoder("set_reference_price", SET_REFERENCE_PRICE, |f| {
+        Ok(Command::SetReferencePrice {
+            symbol: f.req_id("symbol")?,
+            price: f.req_dec("price")?,
+        })
+    }),
 ];
 
 fn cancel(f: &Fields) -> Result<Command, CodecError> {
@@ -379,6 +388,7 @@ fn add_instrument(f: &Fields) -> Result<AddInstrument, CodecError> {
         reference_price_rule: f
             .opt_enum("reference_price_rule", REFERENCE_PRICE_RULES)?
             .unwrap_or(ReferencePriceRule::UNNAMED),
+        phase: f.opt_enum("phase", PHASES)?,
     })
 }
 

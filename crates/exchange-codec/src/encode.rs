@@ -9,8 +9,8 @@
 
 use exchange_types::event::{
     self, Accepted, AcceptedExt, AccountStatus, Auction, Balance, Book, Canceled, Expired,
-    Indicative, InstrumentAdded, InstrumentRules, MassCanceled, Mmp, PhaseChanged, Rejected,
-    Replaced, RiskLimits, Status, SubAccountLinked, Trade, Triggered,
+    Indicative, InstrumentAdded, InstrumentRules, MassCanceled, Mmp, PhaseChanged, ReferencePrice,
+    Rejected, Replaced, RiskLimits, Status, SubAccountLinked, Trade, Triggered,
 };
 use exchange_types::{
     AccountId, ClientOrderId, Event, EventKind, MmpState, OrderId, Symbol, TrailingUnits,
@@ -77,6 +77,7 @@ impl EncodeFields for EventKind {
             EventKind::Auction(e) => e.encode_fields(o),
             EventKind::Triggered(e) => e.encode_fields(o),
             EventKind::InstrumentRules(e) => e.encode_fields(o),
+            EventKind::ReferencePrice(e) => e.encode_fields(o),
             EventKind::Error(e) => e.encode_fields(o),
         }
     }
@@ -353,6 +354,14 @@ impl EncodeFields for PhaseChanged {
     fn encode_fields(&self, o: &mut Obj<'_>) {
         o.str(key!("symbol"), self.symbol.as_str());
         o.str(key!("phase"), self.phase.as_str());
+    }
+}
+
+impl EncodeFields for ReferencePrice {
+    #[inline]
+    fn encode_fields(&self, o: &mut Obj<'_>) {
+        o.str(key!("symbol"), self.symbol.as_str());
+        o.units(key!("price"), self.price);
     }
 }
 

@@ -50,6 +50,10 @@ impl CommandFields for Command {
             }
             Command::Tick => {}
             Command::Delist { symbol } => w.str("symbol", symbol.as_str()),
+            Command::SetReferencePrice { symbol, price } => {
+                w.str("symbol", symbol.as_str());
+                w.dec("price", *price);
+            }
             Command::SetInstrumentRules(r) => r.write_fields(w),
             Command::SetRiskLimits(l) => l.write_fields(w),
             Command::Suspend { account } | Command::Reinstate { account } => {
@@ -98,6 +102,9 @@ impl CommandFields for AddInstrument {
         // lines written before the setting existed are still its lines.
         if self.reference_price_rule != ReferencePriceRule::UNNAMED {
             w.str("reference_price_rule", self.reference_price_rule.as_str());
+        }
+        if let Some(phase) = self.phase {
+            w.str("phase", phase.as_str());
         }
     }
 }

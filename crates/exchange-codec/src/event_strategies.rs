@@ -6,7 +6,7 @@ use std::num::NonZeroU64;
 use exchange_types::event::{
     self, Accepted, AcceptedExt, AccountStatus, Auction, AuctionKind, Balance, Book, Canceled,
     Expired, Indicative, InstrumentAdded, InstrumentRules, MassCanceled, Mmp, PhaseChanged,
-    Rejected, Replaced, RiskLimits, Status, SubAccountLinked, Trade, Triggered,
+    ReferencePrice, Rejected, Replaced, RiskLimits, Status, SubAccountLinked, Trade, Triggered,
 };
 use exchange_types::{
     CancelReason, Event, EventKind, MmpState, OrderType, Phase, RejectReason, SelfTradePrevention,
@@ -411,6 +411,10 @@ fn small_kind() -> impl Strategy<Value = EventKind> {
             .prop_map(|(owner, sub)| EventKind::SubAccountLinked(SubAccountLinked { owner, sub })),
         (id(), one_of(Phase::ALL))
             .prop_map(|(symbol, phase)| EventKind::Phase(PhaseChanged { symbol, phase })),
+        (id(), wide_u64()).prop_map(|(symbol, price)| EventKind::ReferencePrice(ReferencePrice {
+            symbol,
+            price
+        })),
         (wide_u64(), text())
             .prop_map(|(line, message)| EventKind::Error(event::Error { line, message })),
     ]

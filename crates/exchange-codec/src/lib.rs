@@ -37,7 +37,7 @@ use thiserror::Error;
 pub use decode::{decode_command, COMMAND_NAMES};
 pub use encode::{encode_event, encode_event_into, push_units};
 pub use encode_command::{encode_command, encode_command_into};
-pub use state::{final_state, BalanceState, BookState, FinalState};
+pub use state::{final_state, BalanceState, BookState, FinalState, InstrumentState};
 
 /// Why a line is not a command. Each message names the field at fault.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]

@@ -1,5 +1,6 @@
-//! The final state of a replay as JSON: every book's levels, every balance
-//! and the state hash. Maps are `BTreeMap`s so the key order, and hence the
+//! The final state of a replay as JSON: every book's levels, every
+//! instrument's phase and reference prices, every balance and the state
+//! hash. Maps are `BTreeMap`s so the key order, and hence the
 //! bytes, depend on the state alone.
 
 use std::collections::BTreeMap;
@@ -13,6 +14,11 @@ use serde::{Deserialize, Serialize};
 pub struct FinalState {
     /// Every listed instrument by symbol, empty books included.
     pub books: BTreeMap<String, BookState>,
+    /// Every listed instrument by symbol: where it is in its trading day
+    /// and the prices its bands, collar and auctions are referred to.
+    /// Defaulted so that a file written before it existed still reads.
+    #[serde(default)]
+    pub instruments: BTreeMap<String, InstrumentState>,
     /// Account id, then asset code; only non-zero balances, the fee
     /// account (0) included.
     pub balances: BTreeMap<u64, BTreeMap<String, BalanceState>>,
@@ -25,6 +31,22 @@ pub struct FinalState {
 pub struct BookState {
     pub bids: Vec<[String; 2]>,
     pub asks: Vec<[String; 2]>,
+}
+
+/// An instrument's trading status and phase, and its reference prices as
+/// decimal strings.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InstrumentState {
+    /// `trading`, `halted` or `delisted`.
+    pub status: String,
+    /// The phase of its trading day (`continuous`, `pre_open`, ...).
+    pub phase: String,
+    /// The last price the collar, the dynamic band and the auction price
+    /// use: the last trade, or the reference the listing or the operator
+    /// set after it; `null` before any.
+    pub reference_price: Option<String>,
+    /// The static band's centre; `null` without a static band.
+    pub static_reference_price: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -40,8 +62,20 @@ pub fn final_state(engine: &Engine) -> FinalState {
             .map(|&(price, qty)| [format_units(price), format_units(qty)])
             .collect()
     };
-    let books = engine
-        .instruments()
+    let views = engine.instruments();
+    let instruments = views
+        .iter()
+        .map(|inst| {
+            let state = InstrumentState {
+                status: inst.status.as_str().to_owned(),
+                phase: inst.phase.as_str().to_owned(),
+                reference_price: inst.reference_price.map(format_units),
+                static_reference_price: inst.static_reference_price.map(format_units),
+            };
+            (inst.symbol.to_string(), state)
+        })
+        .collect();
+    let books = views
         .iter()
         .map(|inst| {
             let view = engine.book(&inst.symbol, usize::MAX).unwrap_or_default();
@@ -64,6 +98,7 @@ pub fn final_state(engine: &Engine) -> FinalState {
     }
     FinalState {
         books,
+        instruments,
         balances,
         state_hash: engine.state_hash(),
     }
@@ -135,6 +170,36 @@ mod tests {
         assert!(json.find("\"1\":").unwrap() < json.find("\"10\":").unwrap());
         let back: FinalState = serde_json::from_str(&json).expect("parses back");
         assert_eq!(back, state);
+    }
+
+    #[test]
+    fn instruments_show_their_phase_and_reference_prices() {
+        let engine = run(&[
+            LIST,
+            concat!(
+                r#"{"cmd":"add_instrument","symbol":"ETH-USD","base":"ETH","quote":"USD","#,
+                r#""tick_size":"0.01","lot_size":"0.001","maker_fee_bps":0,"taker_fee_bps":0,"#,
+                r#""static_band_pct":"10","volatility_auction_ns":5,"phase":"pre_open"}"#,
+            ),
+            r#"{"cmd":"set_reference_price","symbol":"ETH-USD","price":"2500.5"}"#,
+        ]);
+        let state = final_state(&engine);
+        let btc = &state.instruments["BTC-USD"];
+        assert_eq!(
+            (btc.status.as_str(), btc.phase.as_str()),
+            ("trading", "continuous")
+        );
+        assert_eq!(btc.reference_price, None);
+        let eth = &state.instruments["ETH-USD"];
+        assert_eq!(eth.phase, "pre_open");
+        assert_eq!(eth.reference_price.as_deref(), Some("2500.5"));
+        assert_eq!(eth.static_reference_price.as_deref(), Some("2500.5"));
+        let json = serde_json::to_string(&state).expect("serializes");
+        assert!(json.contains(r#""phase":"pre_open""#), "{json}");
+        let before: FinalState =
+            serde_json::from_str(r#"{"books":{},"balances":{},"state_hash":"x"}"#)
+                .expect("a file from before the instruments were shown reads");
+        assert!(before.instruments.is_empty());
     }
 
     #[test]

@@ -82,8 +82,9 @@ fn add_instrument_command() -> impl Strategy<Value = Command> {
             option(wide_u64()),
             prop::sample::select(ReferencePriceRule::ALL),
         ),
+        option(prop::sample::select(Phase::ALL)),
     )
-        .prop_map(|(names, sizes, prices, bands)| {
+        .prop_map(|(names, sizes, prices, bands, phase)| {
             let (symbol, base, quote, tick_size, lot_size) = names;
             let (min_qty, max_qty, collar_bps) = sizes;
             let (reference_price, maker_fee_bps, taker_fee_bps, min_notional) = prices;
@@ -106,6 +107,7 @@ fn add_instrument_command() -> impl Strategy<Value = Command> {
                 dynamic_band_bps,
                 volatility_auction_ns,
                 reference_price_rule,
+                phase,
             }))
         })
 }
@@ -308,5 +310,6 @@ pub(crate) fn command() -> impl Strategy<Value = Command> {
         internal_transfer_command(),
         set_rules_command(),
         id().prop_map(|symbol| Command::Delist { symbol }),
+        (id(), dec()).prop_map(|(symbol, price)| Command::SetReferencePrice { symbol, price }),
     ]
 }

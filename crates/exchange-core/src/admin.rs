@@ -92,6 +92,10 @@ impl Engine {
                 quote: spec.quote,
             }),
         );
+        // Before the rules, so that their status is the listing's.
+        if let Some(phase) = spec.phase {
+            self.enter_listing_phase(index, phase, out);
+        }
         self.emit_instrument_rules(index, out);
     }
 

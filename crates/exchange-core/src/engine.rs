@@ -165,6 +165,9 @@ impl Engine {
             Command::SetInstrumentRules(set) => self.set_instrument_rules(set, out),
             Command::Delist { symbol } => self.delist(symbol, out),
             Command::Tick => {}
+            Command::SetReferencePrice { symbol, price } => {
+                self.set_reference_price(symbol, *price, out)
+            }
         }
         if self.sessions.any_call() {
             self.refresh_indicatives(out);

@@ -79,6 +79,9 @@ impl Instrument {
     /// Checks an add-instrument command; the asset indices are resolved by
     /// the caller.
     pub fn from_spec(spec: &AddInstrument, base: u32, quote: u32) -> Result<Self, RejectReason> {
+        if let Some(phase) = spec.phase {
+            crate::operator::check_listing_phase(phase)?;
+        }
         crate::volatility::bands::check_bands(
             spec.static_band_bps.unwrap_or(0),
             spec.dynamic_band_bps.unwrap_or(0),

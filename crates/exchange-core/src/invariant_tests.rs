@@ -54,6 +54,7 @@ fn engine() -> Engine {
             dynamic_band_bps: None,
             volatility_auction_ns: None,
             reference_price_rule: exchange_types::ReferencePriceRule::FOR_NEW_LISTINGS,
+            phase: None,
         })),
     );
     for account in 1..=3 {

@@ -55,6 +55,7 @@ mod instrument;
 mod lookup;
 mod matching;
 mod oms;
+mod operator;
 mod orders;
 mod phase;
 mod place;

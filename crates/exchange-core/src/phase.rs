@@ -2,9 +2,10 @@
 //! price published during a call, and the times in force that end with a
 //! phase or a time.
 //!
-//! An instrument starts `Continuous` and stays there unless an operator or
-//! the scheduler sends `set_phase`, so an exchange without a schedule
-//! trades as it always did. A book may be crossed only in a call phase
+//! An instrument starts `Continuous` (or the phase its listing names) and
+//! stays there unless an operator or the scheduler sends `set_phase`, so
+//! an exchange without a schedule trades as it always did. A book may be
+//! crossed only in a call phase
 //! (`pre_open`, `closing_call`, `volatility_auction`) or while halted out
 //! of one; every transition out of those into a phase that matches or
 //! rests uncrosses it first, as one auction at one price.

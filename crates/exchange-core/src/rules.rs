@@ -77,7 +77,7 @@ impl Engine {
 
     /// The instrument of an operator command, if it is listed and not
     /// delisted.
-    fn listed(&self, symbol: &Symbol) -> Result<u32, RejectReason> {
+    pub(crate) fn listed(&self, symbol: &Symbol) -> Result<u32, RejectReason> {
         let &index = self
             .instrument_by_symbol
             .get(symbol)
@@ -213,6 +213,7 @@ impl Engine {
             dynamic_band_bps: None,
             volatility_auction_ns: None,
             reference_price_rule: old.reference_price_rule,
+            phase: None,
         };
         let mut rules = Instrument::from_spec(&spec, old.base, old.quote)?;
         rules.status = old.status;

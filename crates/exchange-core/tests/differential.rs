@@ -71,6 +71,7 @@ pub fn normalize(events: &[Event]) -> Vec<Ev> {
             | EventKind::Phase(_)
             | EventKind::Indicative(_)
             | EventKind::Auction(_)
+            | EventKind::ReferencePrice(_)
             | EventKind::Error(_) => None,
         })
         .collect()

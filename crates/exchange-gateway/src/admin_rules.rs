@@ -1,7 +1,9 @@
 //! Operator routes that change a listed instrument: its rules
-//! (`PUT /admin/instruments/{symbol}/rules`) and delisting
-//! (`POST /admin/instruments/{symbol}/delist`). Both go through the log;
-//! the reply is the rules as they now stand and what was canceled.
+//! (`PUT /admin/instruments/{symbol}/rules`), delisting
+//! (`POST /admin/instruments/{symbol}/delist`) and its reference price
+//! (`POST /admin/instruments/{symbol}/reference_price`). Each goes through
+//! the log; the reply to the first two is the rules as they now stand and
+//! what was canceled, to the last the reference price now in force.
 
 use axum::extract::State;
 use axum::Json;
@@ -109,6 +111,34 @@ pub async fn put_rules(
 ) -> Result<Json<Value>, ApiError> {
     let set = rules_command(&symbol, &request)?;
     submit(&app, Command::SetInstrumentRules(Box::new(set))).await
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReferencePriceRequest {
+    price: String,
+}
+
+pub async fn set_reference_price(
+    State(app): State<AppState>,
+    _admin: Admin,
+    ApiPath(symbol): ApiPath<String>,
+    JsonBody(request): JsonBody<ReferencePriceRequest>,
+) -> Result<Json<Value>, ApiError> {
+    let symbol = identifier("symbol", &symbol)?;
+    let price = decimal("price", &request.price)?;
+    let command = Command::SetReferencePrice { symbol, price };
+    let applied = app.handle.submit(entry(command)).await?;
+    if let Some(reason) = rejection(&applied.events) {
+        return Err(ApiError::reject(reason));
+    }
+    let set = applied.events.iter().find_map(|e| match &e.kind {
+        EventKind::ReferencePrice(r) => Some(format_units(r.price)),
+        _ => None,
+    });
+    Ok(Json(
+        json!({ "symbol": symbol.as_str(), "reference_price": set }),
+    ))
 }
 
 pub async fn delist(

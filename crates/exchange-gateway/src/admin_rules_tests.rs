@@ -146,3 +146,106 @@ async fn volatility_bands_are_set_and_published() {
     assert_eq!(btc["dynamic_band_bps"], 200);
     assert_eq!(btc["volatility_auction_ns"], 120_000_000_000u64);
 }
+
+#[tokio::test]
+async fn the_reference_price_is_set_by_the_operator_only() {
+    let node = funded_node().await;
+    let app = app(&node, |_| {});
+    let path = "/admin/instruments/BTC-USD/reference_price";
+    let anonymous = Request::post(path)
+        .header("Content-Type", "application/json")
+        .body(Body::from(json!({ "price": "50" }).to_string()))
+        .expect("request");
+    let refused = call(&app, anonymous).await;
+    assert_eq!(refused.status, StatusCode::UNAUTHORIZED, "{}", refused.json);
+    let as_trader = call(
+        &app,
+        signed(1, Method::POST, path, &json!({ "price": "50" }).to_string()),
+    )
+    .await;
+    assert_eq!(
+        as_trader.status,
+        StatusCode::UNAUTHORIZED,
+        "{}",
+        as_trader.json
+    );
+
+    for (body, status, code) in [
+        (json!({ "price": "50.005" }), 422, "price_not_on_tick"),
+        (json!({ "price": "0" }), 422, "invalid_price"),
+        (json!({ "price": "fifty" }), 400, "invalid_decimal"),
+        (json!({ "price": 50 }), 400, "invalid_type"),
+        (json!({ "prize": "50" }), 400, "unknown_field"),
+        (json!({}), 400, "missing_field"),
+    ] {
+        let bad = call(&app, admin(path, body.clone())).await;
+        assert_eq!(bad.status.as_u16(), status, "{body}: {}", bad.json);
+        assert_eq!(bad.json["code"], code, "{body}: {}", bad.json);
+        assert!(bad.json["message"].is_string(), "{}", bad.json);
+    }
+    let unknown = call(
+        &app,
+        admin(
+            "/admin/instruments/XRP-USD/reference_price",
+            json!({ "price": "1" }),
+        ),
+    )
+    .await;
+    assert_eq!(
+        unknown.json["code"], "unknown_instrument",
+        "{}",
+        unknown.json
+    );
+
+    let set = call(&app, admin(path, json!({ "price": "50.25" }))).await;
+    assert_eq!(set.status, StatusCode::OK, "{}", set.json);
+    assert_eq!(
+        set.json,
+        json!({ "symbol": "BTC-USD", "reference_price": "50.25" })
+    );
+    let list = call(&app, get("/v1/instruments")).await;
+    assert_eq!(list.json["instruments"][0]["reference_price"], "50.25");
+    // The collar (10%) is around the new reference now.
+    let outside = call(
+        &app,
+        signed(2, Method::POST, "/v1/orders", &sell("far", "60", "1")),
+    )
+    .await;
+    assert_eq!(
+        outside.json["code"], "price_outside_collar",
+        "{}",
+        outside.json
+    );
+}
+
+#[tokio::test]
+async fn an_instrument_is_listed_into_a_phase() {
+    let node = funded_node().await;
+    let app = app(&node, |_| {});
+    let spec = |symbol: &str, phase: &str| {
+        json!({
+            "symbol": symbol, "base": "SOL", "quote": "USD", "tick_size": "0.01",
+            "lot_size": "0.01", "maker_fee_bps": 0, "taker_fee_bps": 0, "phase": phase
+        })
+    };
+    let listed = call(
+        &app,
+        admin("/admin/instruments", spec("SOL-USD", "pre_open")),
+    )
+    .await;
+    assert_eq!(listed.status, StatusCode::CREATED, "{}", listed.json);
+    assert_eq!(listed.json["phase"], "pre_open");
+    let refused = call(
+        &app,
+        admin("/admin/instruments", spec("SOL-EUR", "opening_auction")),
+    )
+    .await;
+    assert_eq!(refused.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(
+        refused.json["code"], "invalid_listing_phase",
+        "{}",
+        refused.json
+    );
+    let unknown = call(&app, admin("/admin/instruments", spec("SOL-GBP", "lunch"))).await;
+    assert_eq!(unknown.status, StatusCode::BAD_REQUEST, "{}", unknown.json);
+}

@@ -238,6 +238,10 @@ fn admin_routes(routes: Router<AppState>) -> Router<AppState> {
             "/admin/instruments/{symbol}/delist",
             post(admin_rules::delist),
         )
+        .route(
+            "/admin/instruments/{symbol}/reference_price",
+            post(admin_rules::set_reference_price),
+        )
         .route("/admin/status", get(status::status))
         .route(
             "/admin/accounts/{account}/risk-limits",

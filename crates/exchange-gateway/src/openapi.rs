@@ -207,6 +207,23 @@ fn admin_instrument_paths() -> Value {
     })
 }
 
+/// Market operations' reference price for an instrument.
+fn admin_reference_price_paths() -> Value {
+    json!({
+        "/admin/instruments/{symbol}/reference_price": { "post": {
+            "summary": concat!(
+                "Set the reference price: the static band's centre and the last price ",
+                "the collar, the dynamic band and the auction price use"),
+            "security": admin(),
+            "parameters": [symbol_param()],
+            "requestBody": body(schema_ref("ReferencePriceRequest")),
+            "responses": responses(
+                &[("200", ok("the reference price now in force",
+                    schema_ref("ReferencePriceChange")))],
+                ADMIN_ERRORS) } },
+    })
+}
+
 fn rules_body() -> Value {
     json!({ "type": "object", "properties": {
         "tick_size": { "type": "string" }, "lot_size": { "type": "string" },
@@ -451,6 +468,7 @@ fn paths() -> Value {
     [
         node_paths(),
         admin_instrument_paths(),
+        admin_reference_price_paths(),
         admin_account_paths(),
         mmp_paths(),
         account_paths(),
@@ -588,7 +606,12 @@ fn instrument_schemas() -> Value {
             "symbol": text, "base": text, "quote": text, "tick_size": dec, "lot_size": dec,
             "min_qty": dec, "max_qty": dec, "price_collar_pct": dec, "reference_price": dec,
             "maker_fee_bps": int, "taker_fee_bps": int,
-            "reference_price_rule": { "enum": ["limit_nearest", "reference"] } })),
+            "reference_price_rule": { "enum": ["limit_nearest", "reference"] },
+            "phase": { "enum": [
+                "closed", "pre_open", "continuous", "closing_call", "post_close", "halted"] } })),
+        "ReferencePriceRequest": object_schema(&["price"], json!({ "price": dec })),
+        "ReferencePriceChange": object_schema(&["symbol", "reference_price"],
+            json!({ "symbol": text, "reference_price": dec })),
         "Instrument": object_schema(
             &["symbol", "base", "quote", "tick_size", "lot_size", "status"], json!({
             "symbol": text, "base": text, "quote": text, "tick_size": dec, "lot_size": dec,

@@ -71,6 +71,7 @@ fn setup() -> Vec<Command> {
             dynamic_band_bps: None,
             volatility_auction_ns: None,
             reference_price_rule: exchange_types::ReferencePriceRule::FOR_NEW_LISTINGS,
+            phase: None,
         })));
     }
     for account in 1..=4 {

@@ -66,6 +66,7 @@ fn day() -> Vec<Command> {
         dynamic_band_bps: None,
         volatility_auction_ns: None,
         reference_price_rule: exchange_types::ReferencePriceRule::FOR_NEW_LISTINGS,
+        phase: None,
     }))];
     for account in 1..=2 {
         for asset in ["SAP", "EUR"] {

@@ -62,6 +62,11 @@ pub struct InstrumentConfig {
     /// (Euronext's).
     #[serde(default)]
     pub reference_price_rule: Option<String>,
+    /// The phase the instrument is listed in (`pre_open`, `closed`,
+    /// `halted`, ...); unset: `continuous`. Only a listing that is missing
+    /// at start-up is listed, so it does not move a listed instrument.
+    #[serde(default)]
+    pub phase: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -394,6 +399,7 @@ fn instrument(
         dynamic_band_pct: None,
         volatility_auction_ns: None,
         reference_price_rule: None,
+        phase: None,
     }
 }
 

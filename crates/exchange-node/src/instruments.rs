@@ -131,6 +131,21 @@ taker_fee_bps = 0
     }
 
     #[test]
+    fn a_configured_instrument_is_listed_in_its_phase() {
+        let phase_of = |table: &str| match listing(table) {
+            Command::AddInstrument(add) => add.phase,
+            other => panic!("not a listing: {other:?}"),
+        };
+        assert_eq!(phase_of(BASE), None);
+        let pre_open = format!("{BASE}phase = \"pre_open\"\n");
+        assert_eq!(phase_of(&pre_open), Some(exchange_types::Phase::PreOpen));
+        let bad = format!("{BASE}phase = \"lunch\"\n");
+        let spec: InstrumentConfig = toml::from_str(&bad).expect("an instrument table");
+        let error = instrument_entry(&spec).expect_err("an unknown phase");
+        assert!(error.to_string().contains("phase"), "{error}");
+    }
+
+    #[test]
     fn an_unknown_field_in_an_instrument_table_is_refused() {
         let bad = format!("{BASE}static_band = \"10\"\n");
         let error = toml::from_str::<InstrumentConfig>(&bad).expect_err("unknown field");

@@ -395,6 +395,7 @@ fn command_account(command: &Command) -> Option<AccountId> {
         | Command::SetPhase { .. }
         | Command::SetInstrumentRules(_)
         | Command::Delist { .. }
+        | Command::SetReferencePrice { .. }
         | Command::Tick => None,
     }
 }

@@ -74,6 +74,15 @@ pub enum Command {
     /// Operator: changes a listed instrument's rules from this log entry
     /// on. Boxed like a listing.
     SetInstrumentRules(Box<SetInstrumentRules>),
+    /// Operator: sets an instrument's reference price (after a corporate
+    /// action, or before its first trade), as a listing's reference price
+    /// is set: the centre of the static band and the last price the
+    /// collar, the dynamic band and the auction price use, until the next
+    /// auction and the next trade move them.
+    SetReferencePrice {
+        symbol: Symbol,
+        price: Dec,
+    },
     /// Operator: cancels every order of the instrument and refuses new
     /// ones for good; the listing stays for history.
     Delist {
@@ -129,6 +138,7 @@ impl Command {
             Command::SetInstrumentRules(_) => "set_instrument_rules",
             Command::Delist { .. } => "delist",
             Command::Tick => "tick",
+            Command::SetReferencePrice { .. } => "set_reference_price",
         }
     }
 }
@@ -168,6 +178,10 @@ pub struct AddInstrument {
     /// out [`ReferencePriceRule::UNNAMED`], so listings written before the
     /// setting existed read as the rule they ran under.
     pub reference_price_rule: ReferencePriceRule,
+    /// The phase the instrument is listed in; `None`: `continuous`, as
+    /// before the setting existed. The encodings leave `None` out, so older
+    /// listings keep their bytes.
+    pub phase: Option<Phase>,
 }
 
 /// New rules for a listed instrument: each field given replaces the rule,

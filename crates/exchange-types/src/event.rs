@@ -46,6 +46,7 @@ pub enum EventKind {
     Triggered(Triggered),
     /// Boxed: rare, and inline it would make every event larger.
     InstrumentRules(Box<InstrumentRules>),
+    ReferencePrice(ReferencePrice),
     Error(Error),
 }
 
@@ -91,6 +92,16 @@ pub struct InstrumentRules {
     /// How long a volatility auction's call lasts; zero without bands.
     pub volatility_auction_ns: u64,
     pub status: TradingStatus,
+}
+
+/// The operator set an instrument's reference price: the static band's
+/// centre and the last price the collar, the dynamic band and the auction
+/// price use, from this event until the next auction or trade moves them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReferencePrice {
+    pub symbol: Symbol,
+    /// Price units.
+    pub price: u64,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -415,6 +426,7 @@ impl EventKind {
             EventKind::Auction(_) => "auction",
             EventKind::Triggered(_) => "triggered",
             EventKind::InstrumentRules(_) => "instrument_rules",
+            EventKind::ReferencePrice(_) => "reference_price",
             EventKind::Error(_) => "error",
         }
     }

@@ -213,6 +213,7 @@ pub fn order_updates(kind: &EventKind) -> impl Iterator<Item = OrderUpdate<'_>> 
         | EventKind::Indicative(_)
         | EventKind::Auction(_)
         | EventKind::InstrumentRules(_)
+        | EventKind::ReferencePrice(_)
         | EventKind::Error(_) => (None, None),
     };
     first.into_iter().chain(second)

@@ -173,6 +173,9 @@ reject_reasons! {
         "a volatility band needs volatility_auction_ns greater than zero";
     VolatilityBandRequired = 524, "volatility_band_required",
         "volatility_auction_ns needs a static or dynamic band";
+    InvalidListingPhase = 525, "invalid_listing_phase",
+        "an instrument is listed in closed, pre_open, continuous, closing_call, post_close or \
+        halted";
 }
 
 impl std::fmt::Display for RejectReason {

@@ -263,6 +263,59 @@ fn final_state_lists_books_best_first_and_balances() {
 }
 
 #[test]
+fn final_state_shows_each_instruments_phase_and_reference_price() {
+    let scratch = tempfile::tempdir().expect("temp dir");
+    let dir = scratch.path();
+    let mut lines = trading_session();
+    lines.push(
+        concat!(
+            r#"{"cmd":"add_instrument","symbol":"SOL-USD","base":"SOL","quote":"USD","#,
+            r#""tick_size":"0.01","lot_size":"0.01","maker_fee_bps":0,"taker_fee_bps":0,"#,
+            r#""reference_price":"20","static_band_pct":"10","volatility_auction_ns":5,"#,
+            r#""phase":"pre_open","ts":40}"#
+        )
+        .to_string(),
+    );
+    lines.push(
+        r#"{"cmd":"set_reference_price","symbol":"SOL-USD","price":"10.5","ts":41}"#.to_string(),
+    );
+    lines.push(r#"{"cmd":"halt","symbol":"ETH-USD","ts":42}"#.to_string());
+    let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
+    let path = write_commands(dir, &refs);
+    let state_path = dir.join("final.json");
+    let (_, events) = replay(
+        &path,
+        &["--final-state", state_path.to_str().expect("utf-8 path")],
+    );
+    let set = events
+        .iter()
+        .find(|e| e["event"] == "reference_price")
+        .expect("a reference_price event");
+    assert_eq!(
+        (&set["symbol"], &set["price"]),
+        (&"SOL-USD".into(), &"10.5".into())
+    );
+    let text = std::fs::read_to_string(&state_path).expect("final state written");
+    let state: Value = serde_json::from_str(&text).expect("final state is JSON");
+    let instruments = &state["instruments"];
+    assert_eq!(
+        instruments["SOL-USD"],
+        serde_json::json!({
+            "status": "trading",
+            "phase": "pre_open",
+            "reference_price": "10.5",
+            "static_reference_price": "10.5",
+        })
+    );
+    // BTC-USD last traded at 100; ETH-USD never traded and is halted.
+    assert_eq!(instruments["BTC-USD"]["phase"], "continuous");
+    assert_eq!(instruments["BTC-USD"]["reference_price"], "100");
+    assert_eq!(instruments["ETH-USD"]["phase"], "halted");
+    assert_eq!(instruments["ETH-USD"]["status"], "halted");
+    assert_eq!(instruments["ETH-USD"]["reference_price"], Value::Null);
+}
+
+#[test]
 fn stdin_dash_matches_file_and_output_is_byte_identical() {
     let scratch = tempfile::tempdir().expect("temp dir");
     let dir = scratch.path();

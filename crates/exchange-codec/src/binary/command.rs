@@ -34,6 +34,7 @@ pub const TEMPLATES: &[&str] = &[
     "set_instrument_rules",
     "delist",
     "tick",
+    "set_reference_price",
 ];
 
 // The codes are the values' positions in the types' own lists, which only
@@ -76,6 +77,7 @@ pub(crate) fn template_of(command: &Command) -> u16 {
         Command::SetInstrumentRules(_) => 18,
         Command::Delist { .. } => 19,
         Command::Tick => 20,
+        Command::SetReferencePrice { .. } => 21,
     }
 }
 
@@ -122,6 +124,10 @@ pub(crate) fn write_block(command: &Command, out: &mut Vec<u8>) -> bool {
             w.dec(t.amount);
         }
         Command::SetInstrumentRules(r) => write_rules(w, r),
+        Command::SetReferencePrice { symbol, price } => {
+            w.id(symbol);
+            w.dec(*price);
+        }
     }
     false
 }
@@ -193,6 +199,10 @@ fn read_template(template: u16, ext: bool, r: &mut Reader<'_>) -> Result<Command
             symbol: r.id("symbol")?,
         },
         20 => Command::Tick,
+        21 => Command::SetReferencePrice {
+            symbol: r.id("symbol")?,
+            price: r.dec("price")?,
+        },
         _ => return Err(BinaryError::UnknownTemplate(template)),
     })
 }
@@ -376,9 +386,14 @@ fn write_add_instrument(w: &mut Writer<'_>, s: &AddInstrument) {
     w.opt_u64(s.volatility_auction_ns);
     // Appended in the way SBE lets a block grow: written only when not the
     // unnamed rule, so blocks written before the field existed read as the
-    // rule they ran under and every listing keeps one encoding.
-    if s.reference_price_rule != ReferencePriceRule::UNNAMED {
+    // rule they ran under and every listing keeps one encoding. The phase
+    // grows it once more, after the rule, which a listing with a phase
+    // therefore always writes.
+    if s.reference_price_rule != ReferencePriceRule::UNNAMED || s.phase.is_some() {
         w.u8(code_of(ReferencePriceRule::ALL, &s.reference_price_rule));
+    }
+    if let Some(phase) = s.phase {
+        w.u8(code_of(Phase::ALL, &phase));
     }
 }
 
@@ -400,17 +415,22 @@ fn read_add_instrument(r: &mut Reader<'_>) -> Result<AddInstrument, BinaryError>
         dynamic_band_bps: r.opt_u32("dynamic_band_bps")?,
         volatility_auction_ns: r.opt_u64("volatility_auction_ns")?,
         reference_price_rule: read_reference_price_rule(r)?,
+        phase: match r.remaining() {
+            0 => None,
+            _ => Some(r.code("phase", Phase::ALL)?),
+        },
     })
 }
 
-/// The listing's last, optional field: absent is the unnamed rule, and
-/// that rule written out is a second encoding, so it is refused.
+/// The listing's optional rule: absent is the unnamed rule, and that rule
+/// written out without a phase after it is a second encoding, so it is
+/// refused.
 fn read_reference_price_rule(r: &mut Reader<'_>) -> Result<ReferencePriceRule, BinaryError> {
     if r.remaining() == 0 {
         return Ok(ReferencePriceRule::UNNAMED);
     }
     let rule = r.code("reference_price_rule", ReferencePriceRule::ALL)?;
-    if rule == ReferencePriceRule::UNNAMED {
+    if rule == ReferencePriceRule::UNNAMED && r.remaining() == 0 {
         return Err(BinaryError::Field {
             field: "reference_price_rule",
             problem: "is the unnamed rule, which is written by leaving it out",

@@ -36,6 +36,7 @@ pub const EVENT_TEMPLATES: &[&str] = &[
     "triggered",
     "instrument_rules",
     "error",
+    "reference_price",
 ];
 
 /// The first event template. Commands are numbered from 1, events from
@@ -116,6 +117,7 @@ fn template_of(kind: &EventKind) -> u16 {
         EventKind::Triggered(_) => 18,
         EventKind::InstrumentRules(_) => 19,
         EventKind::Error(_) => 20,
+        EventKind::ReferencePrice(_) => 21,
     };
     FIRST_EVENT_TEMPLATE + index
 }
@@ -204,6 +206,7 @@ fn write_block(kind: &EventKind, w: &mut Writer<'_>) -> bool {
         EventKind::Auction(e) => e.write(w),
         EventKind::Triggered(e) => e.write(w),
         EventKind::InstrumentRules(e) => e.write(w),
+        EventKind::ReferencePrice(e) => e.write(w),
         // The message is var-data, after the block.
         EventKind::Error(e) => w.u64(e.line),
     }
@@ -243,6 +246,7 @@ fn read_template(
             line: r.u64()?,
             message: v.text("message", MAX_TEXT_BYTES)?,
         }),
+        122 => EventKind::ReferencePrice(Fields::read(r)?),
         _ => return Err(BinaryError::UnknownTemplate(template)),
     })
 }

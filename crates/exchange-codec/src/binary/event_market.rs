@@ -3,7 +3,7 @@
 
 use exchange_types::event::{
     AccountStatus, Auction, Balance, Book, Indicative, InstrumentAdded, InstrumentRules,
-    MassCanceled, Mmp, PhaseChanged, RiskLimits, Status, SubAccountLinked,
+    MassCanceled, Mmp, PhaseChanged, ReferencePrice, RiskLimits, Status, SubAccountLinked,
 };
 use exchange_types::{MmpState, Phase};
 
@@ -224,6 +224,21 @@ impl Fields for PhaseChanged {
         Ok(PhaseChanged {
             symbol: r.id("symbol")?,
             phase: r.code("phase", Phase::ALL)?,
+        })
+    }
+}
+
+/// Symbol, price.
+impl Fields for ReferencePrice {
+    fn write(&self, w: &mut Writer<'_>) {
+        w.id(&self.symbol);
+        w.u64(self.price);
+    }
+
+    fn read(r: &mut Reader<'_>) -> Result<Self, BinaryError> {
+        Ok(ReferencePrice {
+            symbol: r.id("symbol")?,
+            price: r.u64()?,
         })
     }
 }

@@ -25,7 +25,9 @@
 //! `add_instrument` block ends with its reference price rule's code only
 //! when the listing names a rule other than
 //! [`exchange_types::ReferencePriceRule::UNNAMED`], so older blocks read
-//! as the rule they ran under.
+//! as the rule they ran under; then with the code of the phase it is
+//! listed in, when it names one (the rule's code is then always written,
+//! so that each listing keeps one encoding).
 //!
 //! `decode_command(encode_command(c)) == c` for every command, exactly:
 //! decimals keep their scale, identifiers their bytes. A message holds the
@@ -74,6 +76,7 @@
 //! | 119 | `triggered` | 92 |
 //! | 120 | `instrument_rules` | 109 |
 //! | 121 | `error` | 8 (the line), then the message as var-data |
+//! | 122 | `reference_price` | 24 |
 //!
 //! Var-data, as in SBE, is what has no fixed width: a `u16` byte length,
 //! then that many bytes of UTF-8, at most [`MAX_TEXT_BYTES`].

@@ -135,6 +135,7 @@ fn a_listing_s_rule_is_appended_only_when_named() {
             dynamic_band_bps: None,
             volatility_auction_ns: None,
             reference_price_rule: rule,
+            phase: None,
         })),
     };
     let nearest = encode_command(&listing(ReferencePriceRule::LimitNearest));
@@ -155,6 +156,51 @@ fn a_listing_s_rule_is_appended_only_when_named() {
     );
     *written_out.last_mut().unwrap() = 2;
     assert!(decode_command(&written_out).is_err());
+}
+
+/// A listing's phase follows its rule, which a listing with a phase
+/// therefore always writes, the unnamed rule included: each listing keeps
+/// one encoding, and one without a phase its bytes from before.
+#[test]
+fn a_listing_s_phase_follows_its_rule() {
+    use exchange_types::{AddInstrument, Phase, ReferencePriceRule};
+    let listing = |rule, phase| Stamped {
+        ts: 1,
+        command: Command::AddInstrument(Box::new(AddInstrument {
+            symbol: exchange_types::ids::InlineStr::new("X-Y").unwrap(),
+            base: exchange_types::ids::InlineStr::new("X").unwrap(),
+            quote: exchange_types::ids::InlineStr::new("Y").unwrap(),
+            tick_size: exchange_types::Dec::new(1, 0),
+            lot_size: exchange_types::Dec::new(1, 0),
+            min_qty: None,
+            max_qty: None,
+            collar_bps: None,
+            reference_price: None,
+            maker_fee_bps: 0,
+            taker_fee_bps: 0,
+            min_notional: None,
+            static_band_bps: None,
+            dynamic_band_bps: None,
+            volatility_auction_ns: None,
+            reference_price_rule: rule,
+            phase,
+        })),
+    };
+    let bare = encode_command(&listing(ReferencePriceRule::Reference, None));
+    let pre_open = listing(ReferencePriceRule::Reference, Some(Phase::PreOpen));
+    let bytes = encode_command(&pre_open);
+    assert_eq!(bytes.len(), bare.len() + 2);
+    assert_eq!(bytes[bare.len()..], [1, 1]);
+    assert_eq!(decode_command(&bytes), Ok(pre_open));
+    for rule in ReferencePriceRule::ALL {
+        for phase in Phase::ALL {
+            let stamped = listing(*rule, Some(*phase));
+            assert_eq!(decode_command(&encode_command(&stamped)), Ok(stamped));
+        }
+    }
+    let mut unknown = bytes.clone();
+    *unknown.last_mut().unwrap() = u8::try_from(Phase::ALL.len()).unwrap();
+    assert!(decode_command(&unknown).is_err());
 }
 
 #[test]

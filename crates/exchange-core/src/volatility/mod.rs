@@ -7,7 +7,8 @@
 //!
 //! - the static band, around the static reference price: the price of the
 //!   last auction of the day (opening, closing, volatility or reopening),
-//!   or before any the listing's reference price (else the first trade).
+//!   or before any the listing's reference price (else the first trade),
+//!   or the reference price the operator last set (`operator.rs`).
 //!   Continuous trades do not move it, so a run of small trades cannot
 //!   walk the price away from it;
 //! - the dynamic band, around the last trade price, which stops a single
@@ -93,7 +94,8 @@ impl Engine {
         self.volatility.refresh();
     }
 
-    /// An auction printed at `price`: it is the static band's new centre.
+    /// An auction printed at `price`, or the operator set the reference
+    /// price to it: it is the static band's new centre.
     pub(crate) fn volatility_auctioned(&mut self, instrument: u32, price: u64) {
         if let Some(b) = self.volatility.bands.get_mut(&instrument) {
             b.static_ref = Some(price);

@@ -203,6 +203,7 @@ impl Model {
             | Command::SetPhase { .. }
             | Command::SetInstrumentRules(_)
             | Command::Delist { .. }
+            | Command::SetReferencePrice { .. }
             | Command::Tick => Ok(()),
         };
         if let Err(reason) = result {

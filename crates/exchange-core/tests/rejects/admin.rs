@@ -94,3 +94,21 @@ pub fn already_in_status() {
     h.run_checked(halt("BTC-USD"));
     assert_rejected(&mut h, halt("BTC-USD"), R::AlreadyInStatus);
 }
+
+#[test]
+pub fn invalid_listing_phase() {
+    let mut h = Harness::funded(0);
+    for phase in [
+        Phase::OpeningAuction,
+        Phase::ClosingAuction,
+        Phase::VolatilityAuction,
+    ] {
+        let spec = AddInstrument {
+            symbol: sym("NEW-USD"),
+            base: asset("NEW"),
+            phase: Some(phase),
+            ..btc_usd()
+        };
+        assert_rejected(&mut h, add(spec), R::InvalidListingPhase);
+    }
+}

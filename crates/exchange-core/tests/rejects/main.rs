@@ -113,6 +113,7 @@ const TESTED: &[(RejectReason, fn())] = &[
     (R::TooManyTrailingStops, stops::too_many_trailing_stops),
     (R::NotionalBelowMinimum, rules::notional_below_minimum),
     (R::InstrumentDelisted, rules::instrument_delisted),
+    (R::InvalidListingPhase, admin::invalid_listing_phase),
     (R::InvalidVolatilityBand, rules::invalid_volatility_band),
     (
         R::VolatilityAuctionRequired,

@@ -73,6 +73,7 @@ pub fn instrument_delisted() {
             tick_size: Some(dec("1")),
             ..rules("BTC-USD")
         }),
+        set_reference("BTC-USD", "100"),
     ] {
         assert_rejected(&mut h, command, R::InstrumentDelisted);
     }

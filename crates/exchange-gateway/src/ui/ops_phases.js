@@ -1,5 +1,7 @@
 // The operator dashboard's instruments: each listing's status and trading
-// phase, and during a call its indicative auction price. Public data: the
+// phase, its reference price (the last trade, or what the listing or
+// `POST /admin/instruments/{symbol}/reference_price` set after it), and
+// during a call its indicative auction price. Public data: the
 // listing from `GET /v1/instruments` (re-read every few seconds) and live
 // phases from the `status` channel. A server that reports no phases shows
 // the listings with the phase left blank.
@@ -38,11 +40,12 @@ function render() {
         { "data-col": "phase" },
         phase ? el("span", { class: `badge phase ${phaseClass(phase)}`, "data-phase": phase }, phase.replace(/_/g, " ")) : "—",
       ),
+      el("td", { class: "num", "data-col": "reference" }, i.reference_price || "—"),
       el("td", { class: "num", "data-col": "indicative" }, indicative),
     );
   });
   $("instruments").replaceChildren(
-    ...(rows.length ? rows : [el("tr", {}, el("td", { colspan: 4, class: "empty" }, "No instrument is listed"))]),
+    ...(rows.length ? rows : [el("tr", {}, el("td", { colspan: 5, class: "empty" }, "No instrument is listed"))]),
   );
 }
 

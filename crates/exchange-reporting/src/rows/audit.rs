@@ -89,6 +89,7 @@ impl<'e> NewAudit<'e> {
                 EventKind::MassCanceled(e) => symbol = symbol.or(e.symbol),
                 EventKind::Mmp(e) => symbol = symbol.or(Some(e.symbol)),
                 EventKind::InstrumentRules(e) => symbol = symbol.or(Some(e.symbol)),
+                EventKind::ReferencePrice(e) => symbol = symbol.or(Some(e.symbol)),
                 _ => {}
             }
             // The order the entry was about: the first one it placed,

@@ -46,6 +46,14 @@ pub fn rules(symbol: &str) -> SetInstrumentRules {
     }
 }
 
+/// Sets `symbol`'s reference price to `price`.
+pub fn set_reference(symbol: &str, price: &str) -> Command {
+    Command::SetReferencePrice {
+        symbol: sym(symbol),
+        price: super::dec(price),
+    }
+}
+
 pub fn set_rules(set: SetInstrumentRules) -> Command {
     Command::SetInstrumentRules(Box::new(set))
 }

@@ -50,6 +50,7 @@ pub fn btc_usd() -> AddInstrument {
         dynamic_band_bps: None,
         volatility_auction_ns: None,
         reference_price_rule: exchange_types::ReferencePriceRule::FOR_NEW_LISTINGS,
+        phase: None,
     }
 }
 
@@ -213,6 +214,7 @@ pub fn eth_usd() -> AddInstrument {
         dynamic_band_bps: None,
         volatility_auction_ns: None,
         reference_price_rule: exchange_types::ReferencePriceRule::FOR_NEW_LISTINGS,
+        phase: None,
     }
 }
 
@@ -709,6 +711,9 @@ pub fn describe(command: &Command) -> String {
         Command::Tick => "tick".to_string(),
         Command::SetInstrumentRules(r) => format!("set_instrument_rules {r:?}"),
         Command::Delist { symbol } => format!("delist {symbol}"),
+        Command::SetReferencePrice { symbol, price } => {
+            format!("set_reference_price {symbol} {price}")
+        }
         Command::SetRiskLimits(l) => format!(
             "set_risk_limits a{} qty={} notional={} open={} band={}",
             l.account,

@@ -145,6 +145,7 @@ fn pre_open(
         dynamic_band_bps: None,
         volatility_auction_ns: None,
         reference_price_rule: exchange_types::ReferencePriceRule::FOR_NEW_LISTINGS,
+        phase: None,
     };
     apply(engine, Command::AddInstrument(Box::new(listing)), out);
     for account in 1..=args.accounts {

@@ -189,6 +189,7 @@ impl Generator {
             dynamic_band_bps: None,
             volatility_auction_ns: None,
             reference_price_rule: exchange_types::ReferencePriceRule::FOR_NEW_LISTINGS,
+            phase: None,
         };
         self.push(Command::AddInstrument(Box::new(listing)), Phase::Setup);
         for account in 1..=self.spec.accounts {

@@ -111,6 +111,7 @@ pub fn translate(stamped: &Stamped, events: &[Event], tracker: &Tracker) -> Peer
         | Command::SetPhase { .. }
         | Command::SetInstrumentRules(_)
         | Command::Delist { .. }
+        | Command::SetReferencePrice { .. }
         | Command::Tick => PeerOp::Noop,
     }
 }
