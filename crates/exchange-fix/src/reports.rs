@@ -72,6 +72,7 @@ fn ord_type_char(ord_type: OrderType) -> char {
         OrderType::Limit => '2',
         OrderType::Stop => '3',
         OrderType::StopLimit => '4',
+        OrderType::MarketToLimit => 'K',
     }
 }
 
