@@ -38,7 +38,9 @@ pub fn min_qty_not_allowed() {
 #[test]
 pub fn min_qty_in_call() {
     let mut h = Harness::funded(1);
-    h.run_checked(set_phase(Phase::PreOpen));
+    h.run_checked(set_phase(Phase::Closed));
+    let opened = h.run_checked(set_phase(Phase::PreOpen));
+    assert_eq!(phases(&opened), [Phase::PreOpen]);
     let bid = with_min_qty(limit(1, "a", Side::Buy, "100", "1"), "0.5");
     assert_rejected(&mut h, cmd(bid), R::MinQtyInCall);
 }
@@ -47,7 +49,8 @@ pub fn min_qty_in_call() {
 pub fn market_to_limit_in_call() {
     let mut h = Harness::funded(2);
     place_ok(&mut h, limit(2, "ask", Side::Sell, "100", "1"));
-    h.run_checked(set_phase(Phase::ClosingCall));
+    let called = h.run_checked(set_phase(Phase::ClosingCall));
+    assert_eq!(phases(&called), [Phase::ClosingCall]);
     let order = market_to_limit(1, "a", Side::Buy, "1");
     assert_rejected(&mut h, cmd(order), R::MarketToLimitInCall);
 }
