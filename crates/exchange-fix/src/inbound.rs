@@ -533,11 +533,15 @@ fn replace(message: &Message, account: AccountId, now: u64) -> Result<Inbound, I
     }
     // An untriggered stop (OrdType 3 or 4) waits like a resting order and
     // may be replaced too; whether the order really is one is the core's
-    // call.
-    if !matches!(ord_type, Some(b'2' | b'3' | b'4')) {
+    // call. What a market-to-limit order (K) rests is a limit order, named
+    // by either type.
+    if !matches!(ord_type, Some(b'2' | b'3' | b'4' | b'K')) {
         return Err(refuse(
             2,
-            "only limit orders (OrdType 2) and untriggered stops (OrdType 3, 4) can be replaced",
+            concat!(
+                "only limit orders (OrdType 2, or K once resting) and untriggered stops ",
+                "(OrdType 3, 4) can be replaced"
+            ),
         ));
     }
     let order = order_ref(message).map_err(|(reason, why)| refuse(reason, why))?;

@@ -27,6 +27,7 @@ pub fn ord_rej_reason(reason: RejectReason) -> u32 {
         DuplicateClientOrderId => 6,
         PostOnlyNotAllowed => 11,
         InvalidQuantity | QuantityNotOnLot | QuantityBelowMinimum | QuantityAboveMaximum => 13,
+        InvalidMinQty => 13,
         UnknownAccount | FeeAccountCannotTrade => 15,
         // Exchange rules on the price: "broker / exchange option".
         PriceOutsideCollar | PostOnlyWouldTake => 0,
