@@ -121,7 +121,7 @@ reject_reasons! {
     MarketInCallNeedsBound = 226, "market_in_call_needs_bound",
         "retired: a market buy in a call is now bounded by what its account can pay";
     MinQtyInCall = 227, "min_qty_in_call",
-        "nothing matches during a call phase, so a minimum acceptable quantity cannot be met on entry";
+        "nothing matches in a call phase, so a minimum acceptable quantity cannot be met on entry";
     MarketToLimitInCall = 228, "market_to_limit_in_call",
         "a market-to-limit order is accepted in continuous trading only";
     MarketToLimitNoOpposite = 229, "market_to_limit_no_opposite",
