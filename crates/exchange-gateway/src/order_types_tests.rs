@@ -11,9 +11,8 @@ async fn market_to_limit_and_min_qty_orders_are_placed_over_rest() {
     let node = funded_node().await;
     let app = app(&node, |_| {});
     for (id, price) in [("a1", "100"), ("a2", "101")] {
-        let body = format!(
-            r#"{{"symbol":"BTC-USD","side":"sell","price":"{price}","qty":"1","client_order_id":"{id}"}}"#
-        );
+        let body = format!(r#"{{"symbol":"BTC-USD","side":"sell","price":"{price}","qty":"1","#)
+            + &format!(r#""client_order_id":"{id}"}}"#);
         let placed = call(&app, signed(2, Method::POST, "/v1/orders", &body)).await;
         assert_eq!(placed.status, StatusCode::CREATED, "{}", placed.json);
     }
