@@ -10,8 +10,11 @@
 //!
 //! The checks run in a fixed order, which decides the reason a command
 //! with several faults is refused for: instrument, expiry, account,
-//! listing, phase, access, stop, price, funds, quantity, post-only,
-//! display, collar, minimum, member limits, relations, capacity. The shape
+//! listing, phase (and what a call refuses of market-to-limit and
+//! minimum-quantity orders), access, stop, price (a market-to-limit
+//! order's from the book), funds, quantity, post-only, display, minimum
+//! acceptable quantity, collar, minimum notional, member limits,
+//! relations, capacity. The shape
 //! rules among them are `exchange_types::validate`'s, the same functions
 //! the edges run before the log.
 

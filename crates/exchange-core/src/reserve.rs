@@ -6,7 +6,8 @@
 //! Like admission it only reads: the amount is set aside when the order is
 //! accepted (`place.rs`), with nothing run in between that could lower
 //! what is available. Orders that need the book to be priced (a market
-//! buy, a fill-or-kill, a buy sized by funds) walk it without changing it.
+//! buy, a fill-or-kill, a buy sized by funds) or to know what would fill
+//! (one with a minimum acceptable quantity) walk it without changing it.
 
 use exchange_types::{Place, RejectReason, Side, TimeInForce};
 
