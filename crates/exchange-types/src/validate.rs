@@ -193,6 +193,13 @@ mod tests {
         }
     }
 
+    fn post_only_gtc() -> Place {
+        Place {
+            post_only: true,
+            ..limit()
+        }
+    }
+
     fn with_ext(mut place: Place, ext: PlaceExt) -> Place {
         place.ext = Some(Box::new(ext));
         place
@@ -243,7 +250,18 @@ mod tests {
             p.tif = TimeInForce::Day;
             p
         };
+        let min_qty = |qty: &str| PlaceExt {
+            min_qty: Some(dec(qty)),
+            ..PlaceExt::default()
+        };
+        let min_over_qty = with_ext(limit(), min_qty("1.5"));
+        let min_on_post_only = with_ext(post_only_gtc(), min_qty("0.5"));
+        let mut priced_to_limit = limit();
+        priced_to_limit.order_type = OrderType::MarketToLimit;
         let cases = [
+            (min_over_qty, RejectReason::InvalidMinQty),
+            (min_on_post_only, RejectReason::MinQtyNotAllowed),
+            (priced_to_limit, RejectReason::PriceNotAllowed),
             (no_price, RejectReason::PriceRequired),
             (priced_market, RejectReason::PriceNotAllowed),
             (gtd, RejectReason::ExpireTsRequired),
