@@ -349,7 +349,13 @@ class WebUi(unittest.TestCase):
         p.select_option("#o-trigger", "trailing_bps")
         self.assertIn("bps", p.inner_text("#o-stop-label"))
         p.select_option("#o-type", "stop_limit")
-        self.assertEqual([visible(s) for s in ["#o-price", "#o-stop"]], [True, True])
+        self.assertEqual([visible(s) for s in ["#o-price", "#o-stop", "#o-min-qty"]], [True, True, False])
+        # A market-to-limit order takes its price from the book; a minimum applies on entry.
+        p.select_option("#o-type", "market_to_limit")
+        self.assertEqual(
+            [visible(s) for s in ["#o-price", "#o-stop", "#o-min-qty", "#o-post"]],
+            [False, False, True, False],
+        )
         # A market buy may be sized by the quote it spends instead.
         p.select_option("#o-type", "market")
         self.assertTrue(p.locator("#o-tif option[value=gtc]").is_disabled())

@@ -106,6 +106,7 @@ impl Widest {
                 funds: Some(dec),
                 expire_ts: Some(u64::MAX),
                 oco_with: Some(coid),
+                min_qty: Some(dec),
             })),
         })
     }

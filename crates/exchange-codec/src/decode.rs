@@ -95,6 +95,7 @@ const PLACE: &[&str] = &[
     "funds",
     "expire_ts",
     "oco_with",
+    "min_qty",
 ];
 const CANCEL: &[&str] = &["cmd", "ts", "account", "client_order_id", "order_id"];
 const REPLACE: &[&str] = &[
@@ -142,6 +143,7 @@ const ORDER_TYPES: &[(&str, OrderType)] = &[
     ("market", OrderType::Market),
     ("stop", OrderType::Stop),
     ("stop_limit", OrderType::StopLimit),
+    ("market_to_limit", OrderType::MarketToLimit),
 ];
 const TIFS: &[(&str, TimeInForce)] = &[
     ("gtc", TimeInForce::Gtc),
@@ -445,7 +447,9 @@ fn place(f: &Fields) -> Result<Place, CodecError> {
     let order_type = f.opt_enum("type", ORDER_TYPES)?.unwrap_or(OrderType::Limit);
     // A market order cannot rest, so its natural default is immediate.
     let default_tif = match order_type {
-        OrderType::Limit | OrderType::Stop | OrderType::StopLimit => TimeInForce::Gtc,
+        OrderType::Limit | OrderType::Stop | OrderType::StopLimit | OrderType::MarketToLimit => {
+            TimeInForce::Gtc
+        }
         OrderType::Market => TimeInForce::Ioc,
     };
     let trailing = match (f.opt_dec("trailing_amount")?, f.opt_u32("trailing_bps")?) {
@@ -467,6 +471,7 @@ fn place(f: &Fields) -> Result<Place, CodecError> {
         funds: f.opt_dec("funds")?,
         expire_ts: f.opt_u64("expire_ts")?,
         oco_with: f.opt_id("oco_with")?,
+        min_qty: f.opt_dec("min_qty")?,
     };
     // An order sized by funds has no quantity of its own.
     let qty = match (f.opt_dec("qty")?, ext.funds) {

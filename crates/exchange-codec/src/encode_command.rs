@@ -153,6 +153,7 @@ impl CommandFields for PlaceExt {
         if let Some(other) = &self.oco_with {
             w.str("oco_with", other.as_str());
         }
+        w.opt_dec("min_qty", self.min_qty);
     }
 }
 

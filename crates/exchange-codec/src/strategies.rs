@@ -161,11 +161,16 @@ fn trailing() -> impl Strategy<Value = Trailing> {
 fn place_ext() -> impl Strategy<Value = Option<Box<PlaceExt>>> {
     let ext = (
         (option(dec()), option(trailing()), option(dec())),
-        (option(dec()), option(wide_u64()), option(id())),
+        (
+            option(dec()),
+            option(wide_u64()),
+            option(id()),
+            option(dec()),
+        ),
     )
         .prop_map(|(prices, rest)| {
             let (stop_price, trailing, display_qty) = prices;
-            let (funds, expire_ts, oco_with) = rest;
+            let (funds, expire_ts, oco_with, min_qty) = rest;
             PlaceExt {
                 stop_price,
                 trailing,
@@ -173,6 +178,7 @@ fn place_ext() -> impl Strategy<Value = Option<Box<PlaceExt>>> {
                 funds,
                 expire_ts,
                 oco_with,
+                min_qty,
             }
         });
     proptest::option::of(ext)

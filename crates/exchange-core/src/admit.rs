@@ -10,8 +10,11 @@
 //!
 //! The checks run in a fixed order, which decides the reason a command
 //! with several faults is refused for: instrument, expiry, account,
-//! listing, phase, access, stop, price, funds, quantity, post-only,
-//! display, collar, minimum, member limits, relations, capacity. The shape
+//! listing, phase (and what a call refuses of market-to-limit and
+//! minimum-quantity orders), access, stop, price (a market-to-limit
+//! order's from the book), funds, quantity, post-only, display, minimum
+//! acceptable quantity, collar, minimum notional, member limits,
+//! relations, capacity. The shape
 //! rules among them are `exchange_types::validate`'s, the same functions
 //! the edges run before the log.
 
@@ -50,6 +53,9 @@ pub(crate) struct Admitted {
     pub call_market: bool,
     /// A market or stop-market order: no price of its own.
     pub is_market: bool,
+    /// The minimum acceptable quantity in lots: what it must trade on
+    /// entry or be canceled whole.
+    pub min_lots: Option<u64>,
 }
 
 /// The order's instrument and account, as indices.
@@ -101,6 +107,8 @@ impl Engine {
                 place.tif,
                 place.order_type == OrderType::Market && place.ext().funds.is_some(),
             )?;
+            // Every phase but a call has refused the order by now.
+            Engine::check_call_entry(place)?;
         } else if matches!(place.tif, TimeInForce::AtOpen | TimeInForce::AtClose) {
             check_session_tif(inst.phase, place.tif)?;
         }
@@ -130,6 +138,9 @@ impl Engine {
         validate::price_shape(place.order_type, place.price.is_some())?;
         let limit_price = match place.price {
             Some(price) => Some(inst.price_to_ticks(price)?),
+            None if place.order_type == OrderType::MarketToLimit => {
+                Some(self.market_to_limit_price(instrument, place.side)?)
+            }
             None => None,
         };
         let funds = validate::funds_shape(place)?;
@@ -152,6 +163,10 @@ impl Engine {
         };
         validate::post_only_shape(place)?;
         let display = Self::display_lots(inst, validate::display_shape(place)?, lots)?;
+        let min_lots = match place.ext {
+            None => None,
+            Some(_) => Self::min_lots(inst, validate::min_qty_shape(place)?)?,
+        };
         let mut admitted = Admitted {
             instrument,
             account,
@@ -165,6 +180,7 @@ impl Engine {
             funds,
             call_market,
             is_market,
+            min_lots,
         };
         admitted.price = self.admit_price(place, inst, limit_price, &admitted)?;
         self.admit_limits(place, inst, limit_price, admitted)
@@ -268,6 +284,43 @@ impl Engine {
             }
         }
         Ok(())
+    }
+
+    /// What a market-to-limit or minimum-quantity order cannot be in a
+    /// call, where nothing trades on entry (`docs/market-model.md`).
+    #[cold]
+    fn check_call_entry(place: &Place) -> Result<(), RejectReason> {
+        if place.order_type == OrderType::MarketToLimit {
+            return Err(RejectReason::MarketToLimitInCall);
+        }
+        if place.ext().min_qty.is_some() {
+            return Err(RejectReason::MinQtyInCall);
+        }
+        Ok(())
+    }
+
+    /// A market-to-limit order's limit: the best price on the other side,
+    /// as CME Globex prices its market-limit order; with that side empty
+    /// it is refused, as there.
+    #[cold]
+    fn market_to_limit_price(&self, instrument: u32, side: Side) -> Result<u64, RejectReason> {
+        self.books[instrument as usize]
+            .side(side.opposite())
+            .best()
+            .map(|level| level.price)
+            .ok_or(RejectReason::MarketToLimitNoOpposite)
+    }
+
+    /// A minimum acceptable quantity (units) in whole lots.
+    #[cold]
+    fn min_lots(inst: &Instrument, units: Option<u64>) -> Result<Option<u64>, RejectReason> {
+        let Some(units) = units else {
+            return Ok(None);
+        };
+        if units % inst.lot_units != 0 {
+            return Err(RejectReason::InvalidMinQty);
+        }
+        Ok(Some(units / inst.lot_units))
     }
 
     /// The price a market order in a call is reserved at and never

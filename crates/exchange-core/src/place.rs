@@ -55,7 +55,7 @@ impl Engine {
         let a = &reserved.admitted;
         // A funds order its funds buy nothing of ends at once, as a
         // market order facing an empty book does.
-        if !reserved.fok_feasible || (a.funds.is_some() && a.lots == 0) {
+        if !reserved.feasible || (a.funds.is_some() && a.lots == 0) {
             self.expire(slot, out);
             return;
         }

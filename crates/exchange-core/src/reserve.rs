@@ -6,7 +6,8 @@
 //! Like admission it only reads: the amount is set aside when the order is
 //! accepted (`place.rs`), with nothing run in between that could lower
 //! what is available. Orders that need the book to be priced (a market
-//! buy, a fill-or-kill, a buy sized by funds) walk it without changing it.
+//! buy, a fill-or-kill, a buy sized by funds) or to know what would fill
+//! (one with a minimum acceptable quantity) walk it without changing it.
 
 use exchange_types::{Place, RejectReason, Side, TimeInForce};
 
@@ -20,9 +21,10 @@ pub(crate) struct Reserved {
     /// What it sets aside, in units of `reserve_asset`.
     pub reserve: u64,
     pub reserve_asset: u32,
-    /// False for a fill-or-kill the book cannot fill whole: it is accepted
-    /// and expires at once.
-    pub fok_feasible: bool,
+    /// False for a fill-or-kill the book cannot fill whole, or an order
+    /// it cannot fill to its minimum acceptable quantity: it is accepted
+    /// and expires at once, having traded nothing.
+    pub feasible: bool,
 }
 
 impl Engine {
@@ -41,7 +43,9 @@ impl Engine {
         let is_market = admitted.is_market;
         let needs_walk = admitted.stop.is_none()
             && !admitted.call_market
-            && (admitted.tif == TimeInForce::Fok || (is_market && place.side == Side::Buy));
+            && (admitted.tif == TimeInForce::Fok
+                || (is_market && place.side == Side::Buy)
+                || admitted.min_lots.is_some());
         let walk = needs_walk.then(|| {
             self.walk(
                 admitted.instrument,
@@ -58,6 +62,12 @@ impl Engine {
         let fok_feasible = admitted.tif != TimeInForce::Fok
             || admitted.stop.is_some()
             || walk.is_some_and(|w| w.traded_lots == admitted.lots);
+        // A minimum acceptable quantity is judged on entry only, against
+        // what the book would fill at once (`docs/market-model.md`).
+        let feasible = fok_feasible
+            && admitted
+                .min_lots
+                .is_none_or(|min| walk.is_some_and(|w| w.traded_lots >= min));
         let (reserve, reserve_asset) = match place.side {
             Side::Sell => (
                 admitted
@@ -85,7 +95,7 @@ impl Engine {
             admitted,
             reserve,
             reserve_asset,
-            fok_feasible,
+            feasible,
         })
     }
 
@@ -129,7 +139,7 @@ impl Engine {
             admitted,
             reserve: funds,
             reserve_asset: quote,
-            fok_feasible: true,
+            feasible: true,
         })
     }
 

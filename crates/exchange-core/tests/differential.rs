@@ -432,6 +432,58 @@ fn icebergs_and_funds_buys_agree_with_the_model() {
     assert_eq!(makers(&events[13]), [1, 1, 4]);
 }
 
+/// Market-to-limit orders and minimum quantities against the model: the
+/// best opposite level only, the rest resting where it traded, a minimum
+/// missed (nothing changes), met over two makers, with fill-or-kill, and
+/// the refusals of an empty side and a misshapen minimum.
+#[test]
+fn market_to_limit_and_min_qty_agree_with_the_model() {
+    let mut commands = setup();
+    commands.extend([
+        cmd(market_to_limit(1, "none", Side::Buy, "0.0001")),
+        cmd(limit(2, "a1", Side::Sell, "100", "0.0001")),
+        cmd(limit(2, "a2", Side::Sell, "100", "0.0001")),
+        cmd(limit(2, "a3", Side::Sell, "101", "0.0004")),
+        cmd(market_to_limit(1, "m", Side::Buy, "0.0003")),
+        cmd(with_min_qty(
+            limit(2, "short", Side::Sell, "100", "0.0003"),
+            "0.0002",
+        )),
+        cmd(with_min_qty(
+            ioc(limit(1, "met", Side::Buy, "101", "0.0005")),
+            "0.0004",
+        )),
+        cmd(fok(with_min_qty(
+            limit(2, "fk", Side::Sell, "1", "0.0009"),
+            "0.0001",
+        ))),
+        cmd(with_min_qty(
+            limit(1, "bad", Side::Buy, "99", "0.0001"),
+            "0.0002",
+        )),
+    ]);
+    compare(&commands).unwrap();
+    let events = model_events(&commands);
+    assert_eq!(
+        events[5],
+        [Ev::Rejected("place", RejectReason::MarketToLimitNoOpposite)]
+    );
+    let trades = |evs: &[Ev]| evs.iter().filter(|e| matches!(e, Ev::Trade { .. })).count();
+    // Two makers at 100, none at 101; then the buy rests at 100.
+    assert_eq!(trades(&events[9]), 2);
+    assert_eq!(
+        trades(&events[10]),
+        0,
+        "0.0001 rests at 100, short of 0.0002"
+    );
+    assert_eq!(trades(&events[11]), 1, "0.0004 at 101 meets the minimum");
+    assert_eq!(trades(&events[12]), 0, "fill-or-kill needs it all");
+    assert_eq!(
+        events[13],
+        [Ev::Rejected("place", RejectReason::InvalidMinQty)]
+    );
+}
+
 fn stop_place(
     mut place: Place,
     order_type: OrderType,

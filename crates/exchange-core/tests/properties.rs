@@ -378,6 +378,9 @@ fn outcome_counts(profile: Profile, streams: usize) -> BTreeMap<String, usize> {
                     EventKind::Trade(t) if t.maker_leaves_qty == 0 => {
                         "trade:maker_done".to_string()
                     }
+                    EventKind::Accepted(a) if a.order_type == OrderType::MarketToLimit => {
+                        "accepted:market_to_limit".to_string()
+                    }
                     EventKind::Accepted(a) => match a.ext.as_deref() {
                         Some(x) if x.display_qty.is_some() => "accepted:iceberg".to_string(),
                         Some(x) if x.funds.is_some() => "accepted:funds".to_string(),
@@ -436,6 +439,9 @@ fn random_streams_reach_every_interesting_outcome() {
         "canceled:one_cancels_other",
         "place:stop_would_trigger_immediately",
         "replace:stop_price_not_allowed",
+        "accepted:market_to_limit",
+        "place:market_to_limit_no_opposite",
+        "place:invalid_min_qty",
     ];
     for key in common {
         assert!(

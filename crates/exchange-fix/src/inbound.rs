@@ -309,9 +309,13 @@ fn order_type_of(ord_type: Option<u8>) -> Result<OrderType, OrderRefusal> {
         Some(b'2') => Ok(OrderType::Limit),
         Some(b'3') => Ok(OrderType::Stop),
         Some(b'4') => Ok(OrderType::StopLimit),
+        Some(b'K') => Ok(OrderType::MarketToLimit),
         _ => Err((
             11,
-            "OrdType (40) must be 1 (market), 2 (limit), 3 (stop) or 4 (stop limit)",
+            concat!(
+                "OrdType (40) must be 1 (market), 2 (limit), 3 (stop), 4 (stop limit) ",
+                "or K (market with leftover as limit)"
+            ),
         )),
     }
 }
@@ -320,9 +324,11 @@ fn order_type_of(ord_type: Option<u8>) -> Result<OrderType, OrderRefusal> {
 /// market order.
 fn time_in_force(tif: Option<u8>, order_type: OrderType) -> Result<TimeInForce, OrderRefusal> {
     match (tif, order_type) {
-        (Some(b'1'), _) | (None, OrderType::Limit | OrderType::Stop | OrderType::StopLimit) => {
-            Ok(TimeInForce::Gtc)
-        }
+        (Some(b'1'), _)
+        | (
+            None,
+            OrderType::Limit | OrderType::Stop | OrderType::StopLimit | OrderType::MarketToLimit,
+        ) => Ok(TimeInForce::Gtc),
         (Some(b'3'), _) | (None, OrderType::Market) => Ok(TimeInForce::Ioc),
         (Some(b'4'), _) => Ok(TimeInForce::Fok),
         (Some(b'0'), _) => Ok(TimeInForce::Day),
@@ -384,6 +390,8 @@ fn place_extension(
         .map_err(|()| (13, "MaxFloor (111) is not a decimal"))?;
     let trailing = place_ext::trailing(message, trailing_peg)?;
     let oco_with = place_ext::oco_with(message)?;
+    let min_qty = optional_decimal(message, tags::MIN_QTY)
+        .map_err(|()| (13, "MinQty (110) is not a decimal"))?;
     let ext = PlaceExt {
         stop_price,
         expire_ts,
@@ -391,6 +399,7 @@ fn place_extension(
         oco_with,
         display_qty,
         funds,
+        min_qty,
     };
     Ok((ext != PlaceExt::default()).then(|| Box::new(ext)))
 }
@@ -524,11 +533,15 @@ fn replace(message: &Message, account: AccountId, now: u64) -> Result<Inbound, I
     }
     // An untriggered stop (OrdType 3 or 4) waits like a resting order and
     // may be replaced too; whether the order really is one is the core's
-    // call.
-    if !matches!(ord_type, Some(b'2' | b'3' | b'4')) {
+    // call. What a market-to-limit order (K) rests is a limit order, named
+    // by either type.
+    if !matches!(ord_type, Some(b'2' | b'3' | b'4' | b'K')) {
         return Err(refuse(
             2,
-            "only limit orders (OrdType 2) and untriggered stops (OrdType 3, 4) can be replaced",
+            concat!(
+                "only limit orders (OrdType 2, or K once resting) and untriggered stops ",
+                "(OrdType 3, 4) can be replaced"
+            ),
         ));
     }
     let order = order_ref(message).map_err(|(reason, why)| refuse(reason, why))?;

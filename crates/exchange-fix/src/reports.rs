@@ -27,6 +27,7 @@ pub fn ord_rej_reason(reason: RejectReason) -> u32 {
         DuplicateClientOrderId => 6,
         PostOnlyNotAllowed => 11,
         InvalidQuantity | QuantityNotOnLot | QuantityBelowMinimum | QuantityAboveMaximum => 13,
+        InvalidMinQty => 13,
         UnknownAccount | FeeAccountCannotTrade => 15,
         // Exchange rules on the price: "broker / exchange option".
         PriceOutsideCollar | PostOnlyWouldTake => 0,
@@ -72,6 +73,7 @@ fn ord_type_char(ord_type: OrderType) -> char {
         OrderType::Limit => '2',
         OrderType::Stop => '3',
         OrderType::StopLimit => '4',
+        OrderType::MarketToLimit => 'K',
     }
 }
 

@@ -65,7 +65,7 @@ fn format_of(tag: u32) -> Format {
         | SELF_TRADE_PREVENTION
         | PARTY_ID_SOURCE
         | SUBSCRIPTION_REQUEST_TYPE => Format::Char,
-        PRICE | ORDER_QTY | CASH_ORDER_QTY | ORDER_PERCENT | STOP_PX | MAX_FLOOR
+        PRICE | ORDER_QTY | CASH_ORDER_QTY | ORDER_PERCENT | STOP_PX | MIN_QTY | MAX_FLOOR
         | PEG_OFFSET_VALUE => Format::Float,
         SENDING_TIME | ORIG_SENDING_TIME | TRANSACT_TIME | EXPIRE_TIME => Format::Timestamp,
         _ => Format::Text,
@@ -229,6 +229,7 @@ mod order_entry {
             ORDER_PERCENT,
             STOP_PX,
             EXPIRE_TIME,
+            MIN_QTY,
             MAX_FLOOR,
             PEG_OFFSET_VALUE,
             PEG_OFFSET_TYPE,

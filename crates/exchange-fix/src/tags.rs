@@ -63,6 +63,8 @@ pub const DELIVER_TO_LOCATION_ID: u32 = 145;
 pub const EXEC_TYPE: u32 = 150;
 pub const LEAVES_QTY: u32 = 151;
 pub const CASH_ORDER_QTY: u32 = 152;
+/// Minimum acceptable quantity: what the order must fill on entry.
+pub const MIN_QTY: u32 = 110;
 /// The quantity an iceberg shows (display quantity).
 pub const MAX_FLOOR: u32 = 111;
 pub const SECURITY_TYPE: u32 = 167;

@@ -43,6 +43,8 @@ mod md_test_support;
 #[cfg(test)]
 mod md_tests;
 pub mod openapi;
+#[cfg(test)]
+mod order_types_tests;
 mod private;
 pub mod public;
 pub mod ratelimit;

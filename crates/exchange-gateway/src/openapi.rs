@@ -509,9 +509,10 @@ fn schemas() -> Value {
 fn order_schemas() -> Value {
     let dec = decimal_schema();
     let (text, int) = (json!({ "type": "string" }), json!({ "type": "integer" }));
+    let order_types = json!(["limit", "market", "stop", "stop_limit", "market_to_limit"]);
     let order_props = json!({
         "order_id": int, "client_order_id": text, "symbol": text,
-        "side": { "enum": ["buy", "sell"] }, "type": { "enum": ["limit", "market"] },
+        "side": { "enum": ["buy", "sell"] }, "type": { "enum": order_types },
         "price": { "type": "string", "nullable": true }, "qty": dec,
         "filled_qty": dec, "remaining_qty": dec, "tif": { "enum": ["gtc", "ioc", "fok"] },
         "status": { "enum": ["new", "partially_filled", "filled", "canceled", "expired"] },
@@ -539,8 +540,8 @@ fn order_schemas() -> Value {
             "qty": dec, "fee": dec, "liquidity": { "enum": ["maker", "taker"] }, "ts": int })),
         "PlaceRequest": object_schema(&["symbol", "side", "qty"], json!({
             "symbol": text, "side": { "enum": ["buy", "sell"] },
-            "type": { "enum": ["limit", "market"], "default": "limit" },
-            "price": dec, "qty": dec, "tif": { "enum": ["gtc", "ioc", "fok"] },
+            "type": { "enum": order_types, "default": "limit" },
+            "price": dec, "qty": dec, "min_qty": dec, "tif": { "enum": ["gtc", "ioc", "fok"] },
             "post_only": { "type": "boolean" },
             "stp": { "enum": ["cancel_newest", "cancel_oldest", "cancel_both", "decrement"] },
             "client_order_id": { "type": "string", "maxLength": 36 } })),

@@ -41,6 +41,7 @@ enum TypeWire {
     Market,
     Stop,
     StopLimit,
+    MarketToLimit,
 }
 
 #[derive(Clone, Copy, Debug, Deserialize)]
@@ -96,6 +97,9 @@ pub struct PlaceRequest {
     /// A market buy's quote amount; `qty` is then "0".
     #[serde(default)]
     funds: Option<String>,
+    /// Minimum acceptable quantity: fill at least this on entry or none.
+    #[serde(default)]
+    min_qty: Option<String>,
 }
 
 /// `POST /v1/orders/{id}/replace` and the WebSocket `replace` message.
@@ -152,6 +156,7 @@ struct PlaceFields<'a> {
     oco_with: Option<&'a str>,
     display_qty: Option<&'a str>,
     funds: Option<&'a str>,
+    min_qty: Option<&'a str>,
 }
 
 impl PlaceRequest {
@@ -173,6 +178,7 @@ impl PlaceRequest {
             oco_with: self.oco_with.as_deref(),
             display_qty: self.display_qty.as_deref(),
             funds: self.funds.as_deref(),
+            min_qty: self.min_qty.as_deref(),
         }
     }
 }
@@ -183,11 +189,15 @@ fn place_fields(account: AccountId, request: &PlaceFields<'_>) -> Result<Command
         TypeWire::Market => OrderType::Market,
         TypeWire::Stop => OrderType::Stop,
         TypeWire::StopLimit => OrderType::StopLimit,
+        TypeWire::MarketToLimit => OrderType::MarketToLimit,
     };
     // A market order cannot rest, so its natural default is immediate.
     let tif = match (request.tif, order_type) {
         (Some(TifWire::Gtc), _)
-        | (None, OrderType::Limit | OrderType::Stop | OrderType::StopLimit) => TimeInForce::Gtc,
+        | (
+            None,
+            OrderType::Limit | OrderType::Stop | OrderType::StopLimit | OrderType::MarketToLimit,
+        ) => TimeInForce::Gtc,
         (Some(TifWire::Ioc), _) | (None, OrderType::Market) => TimeInForce::Ioc,
         (Some(TifWire::Fok), _) => TimeInForce::Fok,
         (Some(TifWire::Day), _) => TimeInForce::Day,
@@ -243,6 +253,7 @@ fn place_ext(request: &PlaceFields<'_>) -> Result<Option<Box<PlaceExt>>, ApiErro
         oco_with: optional_identifier("oco_with", request.oco_with)?,
         display_qty: optional_decimal("display_qty", request.display_qty)?,
         funds: optional_decimal("funds", request.funds)?,
+        min_qty: optional_decimal("min_qty", request.min_qty)?,
     };
     Ok((ext != PlaceExt::default()).then(|| Box::new(ext)))
 }

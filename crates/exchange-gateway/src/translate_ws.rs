@@ -150,6 +150,7 @@ fn ws_place(account: AccountId, message: WsOrderEntry<'_>) -> Option<(Value, Com
         oco_with: text(&message.oco_with),
         display_qty: None,
         funds: None,
+        min_qty: None,
     };
     let command = place_fields(account, &fields).ok()?;
     Some((message.request_id, command))

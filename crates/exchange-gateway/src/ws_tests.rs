@@ -400,3 +400,43 @@ async fn a_replayed_auth_message_opens_no_second_socket() {
     send(&mut first, json!({ "type": "ping" })).await;
     assert_eq!(next_of(&mut first, "pong").await["type"], "pong");
 }
+
+#[tokio::test]
+async fn market_to_limit_and_min_qty_orders_are_placed_over_websocket() {
+    let node = funded_node().await;
+    let (_, addr) = serve(&node).await;
+    let mut seller = authenticated(addr, 2, json!({})).await;
+    send(
+        &mut seller,
+        json!({ "type": "place", "request_id": 1, "symbol": "BTC-USD", "side": "sell",
+                "price": "100", "qty": "2" }),
+    )
+    .await;
+    assert_eq!(next_of(&mut seller, "response").await["ok"], true);
+    let mut buyer = authenticated(addr, 1, json!({})).await;
+    // The fast path reads the type; the minimum goes the general way.
+    send(
+        &mut buyer,
+        json!({ "type": "place", "request_id": 2, "symbol": "BTC-USD", "side": "buy",
+                "order_type": "market_to_limit", "qty": "1" }),
+    )
+    .await;
+    let placed = next_of(&mut buyer, "response").await;
+    assert_eq!(
+        (&placed["order"]["price"], &placed["order"]["status"]),
+        (&json!("100"), &json!("filled")),
+        "{placed}"
+    );
+    send(
+        &mut buyer,
+        json!({ "type": "place", "request_id": 3, "symbol": "BTC-USD", "side": "buy",
+                "order_type": "limit", "price": "100", "qty": "2", "min_qty": "1.5" }),
+    )
+    .await;
+    let ended = next_of(&mut buyer, "response").await;
+    assert_eq!(
+        (&ended["order"]["status"], &ended["order"]["filled_qty"]),
+        (&json!("expired"), &json!("0")),
+        "{ended}"
+    );
+}

@@ -250,8 +250,8 @@ pub struct Place {
     pub tif: TimeInForce,
     pub post_only: bool,
     pub stp: SelfTradePrevention,
-    /// What only stops, icebergs, orders sized by funds, good-till-date
-    /// and one-cancels-other orders carry. Boxed so that the plain limit
+    /// What only stops, icebergs, orders sized by funds, good-till-date,
+    /// one-cancels-other and minimum-quantity orders carry. Boxed so that the plain limit
     /// and market orders that are nearly all of the traffic stay small.
     pub ext: Option<Box<PlaceExt>>,
 }
@@ -276,6 +276,10 @@ pub struct PlaceExt {
     /// account that is canceled when this one trades or triggers, and the
     /// other way round.
     pub oco_with: Option<ClientOrderId>,
+    /// Minimum acceptable quantity: at entry the order trades at least
+    /// this much at once or is canceled whole; what it leaves rests as an
+    /// ordinary order, held to nothing more.
+    pub min_qty: Option<Dec>,
 }
 
 /// How far a trailing stop's trigger stays from the price it follows.
@@ -297,6 +301,7 @@ impl Place {
             funds: None,
             expire_ts: None,
             oco_with: None,
+            min_qty: None,
         };
         self.ext.as_deref().unwrap_or(&NONE)
     }

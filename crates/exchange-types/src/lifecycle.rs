@@ -118,7 +118,7 @@ impl StopState {
     pub fn of(order_type: OrderType) -> StopState {
         match order_type {
             OrderType::Stop | OrderType::StopLimit => StopState::Untriggered,
-            OrderType::Limit | OrderType::Market => StopState::NotStop,
+            OrderType::Limit | OrderType::Market | OrderType::MarketToLimit => StopState::NotStop,
         }
     }
 }

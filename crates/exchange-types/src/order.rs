@@ -55,6 +55,11 @@ pub enum OrderType {
     /// Held off the book until the last trade price reaches its stop
     /// price, then enters as a limit order at its price.
     StopLimit,
+    /// Continuous trading only: becomes a limit order at the best price
+    /// on the other side of the book, so it trades at that one level and
+    /// what is left rests there (CME Globex's market-limit order,
+    /// Euronext's market-to-limit order).
+    MarketToLimit,
 }
 
 impl OrderType {
@@ -65,6 +70,7 @@ impl OrderType {
         OrderType::Market,
         OrderType::Stop,
         OrderType::StopLimit,
+        OrderType::MarketToLimit,
     ];
 
     /// The value [`OrderType::as_str`] names.
@@ -81,6 +87,7 @@ impl OrderType {
             OrderType::Market => "market",
             OrderType::Stop => "stop",
             OrderType::StopLimit => "stop_limit",
+            OrderType::MarketToLimit => "market_to_limit",
         }
     }
 }
@@ -330,7 +337,7 @@ mod tests {
         assert_eq!(ReferencePriceRule::parse("Reference"), None);
         assert_eq!(SelfTradePrevention::ALL.len(), 4);
         assert_eq!(Side::ALL.len(), 2);
-        assert_eq!(OrderType::ALL.len(), 4);
+        assert_eq!(OrderType::ALL.len(), 5);
         assert_eq!(TimeInForce::ALL.len(), 7);
         assert_eq!(Side::parse("BUY"), None);
         assert_eq!(OrderType::parse("stoplimit"), None);

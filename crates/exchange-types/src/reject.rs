@@ -79,6 +79,12 @@ reject_reasons! {
     FundsNotAllowed = 132, "funds_not_allowed", "funds size a market buy only";
     FundsWithQty = 133, "funds_with_qty", "an order sized by funds takes a quantity of zero";
     InvalidFunds = 134, "invalid_funds", "the funds must be greater than zero";
+    InvalidMinQty = 160, "invalid_min_qty",
+        "the minimum acceptable quantity must be greater than zero, on the lot and at most the \
+        quantity";
+    MinQtyNotAllowed = 161, "min_qty_not_allowed",
+        "a minimum acceptable quantity needs a limit, market or market-to-limit order sized by \
+        quantity and not post-only";
     NotionalBelowMinimum = 140, "notional_below_minimum",
         "the order's notional (price times quantity) is below the instrument's minimum";
     InsufficientFunds = 201, "insufficient_funds", "the available balance does not cover the order";
@@ -114,6 +120,12 @@ reject_reasons! {
         "nothing matches during a call phase, so immediate-or-cancel and fill-or-kill are refused";
     MarketInCallNeedsBound = 226, "market_in_call_needs_bound",
         "retired: a market buy in a call is now bounded by what its account can pay";
+    MinQtyInCall = 227, "min_qty_in_call",
+        "nothing matches in a call phase, so a minimum acceptable quantity cannot be met on entry";
+    MarketToLimitInCall = 228, "market_to_limit_in_call",
+        "a market-to-limit order is accepted in continuous trading only";
+    MarketToLimitNoOpposite = 229, "market_to_limit_no_opposite",
+        "a market-to-limit order takes its price from the other side of the book, which is empty";
     DuplicateClientOrderId = 301, "duplicate_client_order_id",
         "the account already has an open order with this client order id";
     UnknownOrder = 302, "unknown_order", "no open order of this account has this id";

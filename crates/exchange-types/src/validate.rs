@@ -35,6 +35,7 @@ pub fn place(place: &Place) -> Result<(), RejectReason> {
     funds_shape(place)?;
     post_only_shape(place)?;
     display_shape(place)?;
+    min_qty_shape(place)?;
     Ok(())
 }
 
@@ -53,8 +54,10 @@ pub fn expire_shape(tif: TimeInForce, expire_ts: Option<u64>) -> Result<(), Reje
 #[inline]
 pub fn stop_shape(order_type: OrderType, ext: &PlaceExt) -> Result<(), RejectReason> {
     match (order_type, ext.stop_price.is_some(), ext.trailing) {
-        (OrderType::Limit | OrderType::Market, false, None) => Ok(()),
-        (OrderType::Limit | OrderType::Market, _, _) => Err(RejectReason::StopPriceNotAllowed),
+        (OrderType::Limit | OrderType::Market | OrderType::MarketToLimit, false, None) => Ok(()),
+        (OrderType::Limit | OrderType::Market | OrderType::MarketToLimit, _, _) => {
+            Err(RejectReason::StopPriceNotAllowed)
+        }
         (OrderType::Stop | OrderType::StopLimit, false, None) => {
             Err(RejectReason::StopPriceRequired)
         }
@@ -70,15 +73,18 @@ pub fn stop_shape(order_type: OrderType, ext: &PlaceExt) -> Result<(), RejectRea
     }
 }
 
-/// Limit and stop-limit orders need a price; market and stop orders take
-/// none.
+/// Limit and stop-limit orders need a price; market, stop and
+/// market-to-limit orders take none (a market-to-limit order's comes from
+/// the book).
 #[inline]
 pub fn price_shape(order_type: OrderType, has_price: bool) -> Result<(), RejectReason> {
     match (order_type, has_price) {
         (OrderType::Limit | OrderType::StopLimit, true)
-        | (OrderType::Market | OrderType::Stop, false) => Ok(()),
+        | (OrderType::Market | OrderType::Stop | OrderType::MarketToLimit, false) => Ok(()),
         (OrderType::Limit | OrderType::StopLimit, false) => Err(RejectReason::PriceRequired),
-        (OrderType::Market | OrderType::Stop, true) => Err(RejectReason::PriceNotAllowed),
+        (OrderType::Market | OrderType::Stop | OrderType::MarketToLimit, true) => {
+            Err(RejectReason::PriceNotAllowed)
+        }
     }
 }
 
@@ -126,6 +132,32 @@ pub fn display_shape(place: &Place) -> Result<Option<u64>, RejectReason> {
         .map_err(|e| amount_reason(e, RejectReason::InvalidDisplayQty))
 }
 
+/// A minimum acceptable quantity belongs to an order that may trade on
+/// entry: a limit, market or market-to-limit order sized by quantity and
+/// not post-only (a stop trades nothing on entry, a post-only order must
+/// not). It is positive and at most the quantity; returns it in units
+/// (whole lots are the instrument's to judge).
+#[inline]
+pub fn min_qty_shape(place: &Place) -> Result<Option<u64>, RejectReason> {
+    let Some(min_qty) = place.ext().min_qty else {
+        return Ok(None);
+    };
+    let typed = matches!(
+        place.order_type,
+        OrderType::Limit | OrderType::Market | OrderType::MarketToLimit
+    );
+    if !typed || place.post_only || place.ext().funds.is_some() {
+        return Err(RejectReason::MinQtyNotAllowed);
+    }
+    let units = min_qty
+        .to_units()
+        .map_err(|e| amount_reason(e, RejectReason::InvalidMinQty))?;
+    match place.qty.to_units() {
+        Ok(qty) if units > qty => Err(RejectReason::InvalidMinQty),
+        _ => Ok(Some(units)),
+    }
+}
+
 /// The reason an amount that is not a positive number of units is
 /// refused for; `not_positive` names the field.
 fn amount_reason(error: UnitsError, not_positive: RejectReason) -> RejectReason {
@@ -158,6 +190,13 @@ mod tests {
             post_only: false,
             stp: SelfTradePrevention::CancelNewest,
             ext: None,
+        }
+    }
+
+    fn post_only_gtc() -> Place {
+        Place {
+            post_only: true,
+            ..limit()
         }
     }
 
@@ -211,7 +250,18 @@ mod tests {
             p.tif = TimeInForce::Day;
             p
         };
+        let min_qty = |qty: &str| PlaceExt {
+            min_qty: Some(dec(qty)),
+            ..PlaceExt::default()
+        };
+        let min_over_qty = with_ext(limit(), min_qty("1.5"));
+        let min_on_post_only = with_ext(post_only_gtc(), min_qty("0.5"));
+        let mut priced_to_limit = limit();
+        priced_to_limit.order_type = OrderType::MarketToLimit;
         let cases = [
+            (min_over_qty, RejectReason::InvalidMinQty),
+            (min_on_post_only, RejectReason::MinQtyNotAllowed),
+            (priced_to_limit, RejectReason::PriceNotAllowed),
             (no_price, RejectReason::PriceRequired),
             (priced_market, RejectReason::PriceNotAllowed),
             (gtd, RejectReason::ExpireTsRequired),

@@ -256,7 +256,9 @@ fn read_order_ref(r: &mut Reader<'_>) -> Result<OrderRef, BinaryError> {
 /// force, post-only, self-trade prevention, price, quantity. The rarer
 /// part, when the header flags it: stop price, trailing (`u8` kind 0 none,
 /// 1 amount, 2 basis points; a decimal; a `u32`), display quantity, funds,
-/// expire time, one-cancels-other id.
+/// expire time, one-cancels-other id, minimum acceptable quantity. The
+/// last was appended after the others: a rarer part written before it
+/// ends at the one-cancels-other id and reads as having none.
 fn write_place(w: &mut Writer<'_>, p: &Place) -> bool {
     w.u64(p.account);
     w.id(&p.client_order_id);
@@ -286,6 +288,7 @@ fn write_place(w: &mut Writer<'_>, p: &Place) -> bool {
     w.opt_dec(ext.funds);
     w.opt_u64(ext.expire_ts);
     w.opt_id(ext.oco_with.as_ref());
+    w.opt_dec(ext.min_qty);
     true
 }
 
@@ -329,6 +332,12 @@ fn read_place_ext(r: &mut Reader<'_>) -> Result<PlaceExt, BinaryError> {
         funds: r.opt_dec("funds")?,
         expire_ts: r.opt_u64("expire_ts")?,
         oco_with: r.opt_id("oco_with")?,
+        // The block's older, shorter form, as SBE reads a field appended
+        // after a message was written: the field's default.
+        min_qty: match r.remaining() {
+            0 => None,
+            _ => r.opt_dec("min_qty")?,
+        },
     };
     // An order without rarer fields is written without the part, so each
     // order has one encoding.

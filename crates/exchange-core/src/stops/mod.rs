@@ -55,7 +55,7 @@ impl Engine {
         let market = match place.order_type {
             OrderType::Stop => true,
             OrderType::StopLimit => false,
-            OrderType::Limit | OrderType::Market => return Ok(None),
+            OrderType::Limit | OrderType::Market | OrderType::MarketToLimit => return Ok(None),
         };
         let last = inst.reference_ticks;
         // The shape passed: exactly one of the two is given, and a

@@ -144,6 +144,8 @@ struct Admitted {
     funds: Option<u64>,
     tif: TimeInForce,
     display: Option<u64>,
+    /// Minimum acceptable quantity in lots.
+    min_lots: Option<u64>,
     stop: Option<StopPlan>,
     /// The order to pair with as one-cancels-other.
     partner: Option<OrderId>,
@@ -400,7 +402,14 @@ impl Model {
             self.hold_stop(index, taker, stop, tif);
             return Ok(());
         }
-        if tif == TimeInForce::Fok && !self.fills_completely(index, &taker) {
+        // Fill-or-kill needs all of it at once, a minimum acceptable
+        // quantity that much: short of it the order ends having traded
+        // nothing.
+        let needed = match tif {
+            TimeInForce::Fok => Some(qty),
+            _ => admitted.min_lots,
+        };
+        if needed.is_some_and(|needed| self.fillable(index, &taker) < needed) {
             out.push(Ev::Expired {
                 order_id: id,
                 expired_qty: qty * self.markets[index].lot_units,
@@ -431,12 +440,18 @@ impl Model {
         let stop = self.check_stop(index, p)?;
         let m = &self.markets[index];
         let market_order = p.order_type == OrderType::Market;
-        // A stop market order has no price of its own either.
-        let priceless = matches!(p.order_type, OrderType::Market | OrderType::Stop);
+        let to_limit = p.order_type == OrderType::MarketToLimit;
+        // A stop market order has no price of its own either, and a
+        // market-to-limit order takes the best opposite one.
+        let priceless = market_order || matches!(p.order_type, OrderType::Stop) || to_limit;
         let price = match (priceless, p.price) {
             (false, Some(price)) => Some(m.price_ticks(price)?),
             (false, None) => return Err(RejectReason::PriceRequired),
             (true, Some(_)) => return Err(RejectReason::PriceNotAllowed),
+            (true, None) if to_limit => Some(
+                m.best_opposite(p.side)
+                    .ok_or(RejectReason::MarketToLimitNoOpposite)?,
+            ),
             (true, None) => None,
         };
         let funds = funds_units(p, market_order)?;
@@ -454,7 +469,8 @@ impl Model {
         if p.post_only && (priceless || tif != TimeInForce::Gtc || stop.is_some()) {
             return Err(RejectReason::PostOnlyNotAllowed);
         }
-        let display = m.display_lots(p, market_order, tif, qty)?;
+        let display = m.display_lots(p, market_order || to_limit, tif, qty)?;
+        let min_lots = m.min_qty_lots(p, stop.is_some())?;
         if self.is_open(p.account, &p.client_order_id) {
             return Err(RejectReason::DuplicateClientOrderId);
         }
@@ -469,6 +485,7 @@ impl Model {
             funds,
             tif,
             display,
+            min_lots,
             stop,
             partner,
         })
@@ -529,12 +546,17 @@ impl Model {
     /// removes is not filled, so any self-trade prevention but canceling
     /// the resting orders makes a fill-or-kill fail.
     fn fills_completely(&self, index: usize, taker: &Order) -> bool {
+        self.fillable(index, taker) == taker.qty
+    }
+
+    /// The lots `taker` would fill by trades now.
+    fn fillable(&self, index: usize, taker: &Order) -> u64 {
         let mut scratch = self.markets[index].clone();
         let mut trial = taker.clone();
         let (mut closed, mut out) = (Vec::new(), Vec::new());
         let mut arrival = self.next_arrival;
         scratch.match_taker(&mut trial, None, &mut arrival, &mut closed, &mut out);
-        trial.filled == taker.qty
+        trial.filled
     }
 
     /// Matches a taker and then rests, expires or closes it.
@@ -766,6 +788,38 @@ fn funds_units(p: &Place, market_order: bool) -> Result<Option<u64>, RejectReaso
 }
 
 impl Market {
+    /// The best price on the other side of `side`'s book.
+    fn best_opposite(&self, side: Side) -> Option<u64> {
+        match side {
+            Side::Buy => self.asks.iter().filter_map(|o| o.price).min(),
+            Side::Sell => self.bids.iter().filter_map(|o| o.price).max(),
+        }
+    }
+
+    /// A minimum acceptable quantity in lots: on an order that may trade
+    /// on entry, positive, on the lot and at most the quantity.
+    fn min_qty_lots(&self, p: &Place, stop: bool) -> Result<Option<u64>, RejectReason> {
+        let Some(min_qty) = p.ext().min_qty else {
+            return Ok(None);
+        };
+        let typed = matches!(
+            p.order_type,
+            OrderType::Limit | OrderType::Market | OrderType::MarketToLimit
+        );
+        if !typed || stop || p.post_only || p.ext().funds.is_some() {
+            return Err(RejectReason::MinQtyNotAllowed);
+        }
+        let units = min_qty.to_units().map_err(|e| match e {
+            UnitsError::TooManyDecimals => RejectReason::TooManyDecimals,
+            UnitsError::Overflow => RejectReason::AmountOverflow,
+            _ => RejectReason::InvalidMinQty,
+        })?;
+        if p.qty.to_units().is_ok_and(|qty| units > qty) || units % self.lot_units != 0 {
+            return Err(RejectReason::InvalidMinQty);
+        }
+        Ok(Some(units / self.lot_units))
+    }
+
     /// The lots an iceberg shows at a time, of the `qty` lots it holds.
     fn display_lots(
         &self,

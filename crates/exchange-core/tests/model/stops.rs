@@ -91,7 +91,7 @@ impl Model {
         let market = match p.order_type {
             OrderType::Stop => true,
             OrderType::StopLimit => false,
-            OrderType::Limit | OrderType::Market => {
+            OrderType::Limit | OrderType::Market | OrderType::MarketToLimit => {
                 if ext.stop_price.is_some() || ext.trailing.is_some() {
                     return Err(RejectReason::StopPriceNotAllowed);
                 }

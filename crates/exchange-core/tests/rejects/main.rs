@@ -9,6 +9,7 @@ mod entry;
 mod iceberg;
 mod limits;
 mod member;
+mod order_types;
 mod orders;
 mod phases;
 mod risk;
@@ -121,6 +122,14 @@ const TESTED: &[(RejectReason, fn())] = &[
     ),
     (R::VolatilityBandRequired, rules::volatility_band_required),
     (R::NoRuleChange, rules::no_rule_change),
+    (R::InvalidMinQty, order_types::invalid_min_qty),
+    (R::MinQtyNotAllowed, order_types::min_qty_not_allowed),
+    (R::MinQtyInCall, order_types::min_qty_in_call),
+    (R::MarketToLimitInCall, order_types::market_to_limit_in_call),
+    (
+        R::MarketToLimitNoOpposite,
+        order_types::market_to_limit_no_opposite,
+    ),
 ];
 
 /// Reasons without a test, and why.

@@ -14,6 +14,9 @@ export function updateEntryFields() {
   const market = type === "market";
   const stop = type === "stop" || type === "stop_limit";
   const priced = type === "limit" || type === "stop_limit";
+  // A minimum is judged on entry: only orders that may trade then take one
+  // (a market-to-limit order has no price field: it takes the best opposite).
+  const takesMinQty = ["limit", "market", "market_to_limit"].includes(type);
   // Only a market buy can be sized by the quote it spends.
   const byFunds = market && buy && $("o-by-funds").checked;
 
@@ -30,6 +33,7 @@ export function updateEntryFields() {
   show("o-funds-field", byFunds);
   show("o-display-field", type === "limit" && tifSelect.value === "gtc");
   show("o-expire-field", tifSelect.value === "gtd");
+  show("o-min-qty-field", takesMinQty && !byFunds);
   show("o-oco-field", !market);
   show("o-post-check", type === "limit");
   if (type !== "limit") $("o-post").checked = false;
@@ -96,6 +100,8 @@ export function orderBody(symbol) {
     throw new EntryError("o-qty", "Enter a quantity.");
   }
   if (type === "limit" && tif === "gtc" && value("o-display")) order.display_qty = value("o-display");
+  const minQty = ["limit", "market", "market_to_limit"].includes(type) && !order.funds;
+  if (minQty && value("o-min-qty")) order.min_qty = value("o-min-qty");
   if (type !== "market" && value("o-oco")) order.oco_with = value("o-oco");
   let expire = null;
   if (tif === "gtd") {

@@ -126,13 +126,7 @@ fn side(text: &str) -> Option<Side> {
 }
 
 fn order_type(text: &str) -> Option<OrderType> {
-    match text {
-        "limit" => Some(OrderType::Limit),
-        "market" => Some(OrderType::Market),
-        "stop" => Some(OrderType::Stop),
-        "stop_limit" => Some(OrderType::StopLimit),
-        _ => None,
-    }
+    OrderType::parse(text)
 }
 
 fn tif(text: &str) -> Option<TimeInForce> {

@@ -461,6 +461,37 @@ fn iceberg_or_funds_command(instruments: usize, accounts: u64) -> impl Strategy<
     prop_oneof![2 => iceberg, 1 => funds]
 }
 
+/// A market-to-limit order (now and then with a price, which is refused),
+/// or an order of the common shapes with a minimum acceptable quantity
+/// (drawn like a quantity: sometimes above it, zero or off the lot).
+fn to_limit_or_min_qty_command(
+    instruments: usize,
+    accounts: u64,
+) -> impl Strategy<Value = Command> {
+    (
+        place_command(instruments, accounts),
+        prop_oneof![1 => Just(None), 2 => raw_num(1i64..=4).prop_map(Some)],
+        prop_oneof![1 => Just(false), 1 => Just(true)],
+    )
+        .prop_map(|(command, min_qty, to_limit)| {
+            let Command::Place(mut place) = command else {
+                return command;
+            };
+            let grid = grid_of(&place.symbol);
+            if to_limit {
+                place.order_type = OrderType::MarketToLimit;
+                place.price = place.price.filter(|_| place.post_only);
+            }
+            place.ext = min_qty.map(|raw| {
+                Box::new(PlaceExt {
+                    min_qty: Some(grid.qty(raw)),
+                    ..PlaceExt::default()
+                })
+            });
+            Command::Place(place)
+        })
+}
+
 /// A stop-limit or stop market order (its stop a few ticks beyond the
 /// band's center, where the last price gets now and then; rarely off the
 /// grid), or a limit order; now and then in a one-cancels-other pair with
@@ -567,6 +598,7 @@ fn body_command(
         // Boxed: the deeper strategies' value trees overflow a test
         // thread's stack in a debug build when nested inline.
         8 => stop_command(instruments, accounts).boxed(),
+        5 => to_limit_or_min_qty_command(instruments, accounts).boxed(),
         10 => (account(accounts), order_ref())
             .prop_map(|(account, order)| Command::Cancel(Cancel { account, order })),
         16 => replace_command(instruments, accounts).boxed(),

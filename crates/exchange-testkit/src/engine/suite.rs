@@ -31,6 +31,27 @@ pub fn post_only(place: Place) -> Place {
     }
 }
 
+/// A market-to-limit order (good till canceled): it takes the best price
+/// on the other side as its limit.
+pub fn market_to_limit(account: u64, id: &str, side: Side, qty: &str) -> Place {
+    Place {
+        order_type: OrderType::MarketToLimit,
+        price: None,
+        ..super::limit(account, id, side, "1", qty)
+    }
+}
+
+/// The order with a minimum acceptable quantity.
+pub fn with_min_qty(place: Place, min_qty: &str) -> Place {
+    Place {
+        ext: Some(Box::new(PlaceExt {
+            min_qty: Some(dec(min_qty)),
+            ..place.ext().clone()
+        })),
+        ..place
+    }
+}
+
 pub fn with_stp(place: Place, stp: SelfTradePrevention) -> Place {
     Place { stp, ..place }
 }

@@ -82,7 +82,8 @@ impl StreamStats {
                 (OrderType::Limit, TimeInForce::Gtc) => &mut self.gtc,
                 (OrderType::Limit, TimeInForce::Ioc) => &mut self.ioc,
                 (OrderType::Limit, TimeInForce::Fok) => &mut self.fok,
-                (OrderType::Limit, _) | (OrderType::Stop | OrderType::StopLimit, _) => {
+                (OrderType::Limit, _)
+                | (OrderType::Stop | OrderType::StopLimit | OrderType::MarketToLimit, _) => {
                     &mut self.other
                 }
             },

@@ -6,7 +6,8 @@ use exchange_core::Engine;
 use exchange_types::Command;
 
 use super::generator::{
-    generate, Spec, Workload, CANCEL_PPM, GTC_PPM, ICEBERG_PPM, IOC_PPM, RACE_PPM, STOP_PPM,
+    generate, Spec, Workload, CANCEL_PPM, GTC_PPM, ICEBERG_PPM, IOC_PPM, MARKET_TO_LIMIT_PPM,
+    MIN_QTY_PPM, RACE_PPM, STOP_PPM,
 };
 #[cfg(feature = "peer-books")]
 use super::peer::lobster::Lobster;
@@ -31,7 +32,7 @@ fn small(seed: u64) -> Prepared {
 }
 
 #[test]
-fn the_mixed_workload_adds_stops_icebergs_and_requests_racing_fills() {
+fn the_mixed_workload_adds_stops_icebergs_new_order_types_and_requests_racing_fills() {
     let spec = Spec {
         ops: 40_000,
         seed: 3,
@@ -50,7 +51,21 @@ fn the_mixed_workload_adds_stops_icebergs_and_requests_racing_fills() {
         .iter()
         .filter(|s| matches!(&s.command, Command::Place(p) if p.ext().display_qty.is_some()))
         .count();
+    let count = |pick: &dyn Fn(&exchange_types::Place) -> bool| {
+        p.timed
+            .iter()
+            .filter(|s| matches!(&s.command, Command::Place(p) if pick(p)))
+            .count()
+    };
+    let to_limit = count(&|p| p.order_type == exchange_types::OrderType::MarketToLimit);
+    let min_qty = count(&|p| p.ext().min_qty.is_some());
     let share = |n: usize| n as f64 / 40_000.0;
+    for (n, ppm) in [(to_limit, MARKET_TO_LIMIT_PPM), (min_qty, MIN_QTY_PPM)] {
+        assert!(
+            (share(n) - ppm as f64 / 1e6).abs() < 0.004,
+            "{n} of {ppm} ppm"
+        );
+    }
     assert!(
         (share(stops) - STOP_PPM as f64 / 1e6).abs() < 0.006,
         "{stops}"

@@ -3,6 +3,8 @@
 //! and the races it must answer cheaply:
 //! - stop and stop-limit orders triggering a few ticks beyond the touch;
 //! - icebergs: resting orders that show a fifth of their size;
+//! - market-to-limit orders, and immediate orders with a minimum
+//!   acceptable quantity of half their size;
 //! - cancels and replaces naming an order that a trade has just closed,
 //!   as a client does whose request crossed the fill on the wire (refused
 //!   `order_not_open`).
@@ -25,6 +27,8 @@ use super::{lots, ticks, Generator};
 pub const STOP_PPM: u64 = 30_000;
 pub const ICEBERG_PPM: u64 = 30_000;
 pub const RACE_PPM: u64 = 30_000;
+pub const MARKET_TO_LIMIT_PPM: u64 = 10_000;
+pub const MIN_QTY_PPM: u64 = 10_000;
 /// Orders that filled completely, remembered for the racing requests.
 const FILLED_MEMORY: usize = 256;
 
@@ -45,7 +49,36 @@ impl Generator {
         if draw < STOP_PPM + ICEBERG_PPM + RACE_PPM {
             return Ok(self.race());
         }
+        let rest = draw - (STOP_PPM + ICEBERG_PPM + RACE_PPM);
+        if rest < MARKET_TO_LIMIT_PPM {
+            return Ok(Some(Command::Place(self.market_to_limit()?)));
+        }
+        if rest < MARKET_TO_LIMIT_PPM + MIN_QTY_PPM {
+            return Ok(Some(Command::Place(self.min_qty()?)));
+        }
         Ok(None)
+    }
+
+    /// A taker that trades at the touch only and rests what is left there.
+    fn market_to_limit(&mut self) -> anyhow::Result<exchange_types::Place> {
+        let side = self.taker_side();
+        let qty = self.taker_size();
+        let mut place = self.place(side, self.center(), qty, TimeInForce::Gtc)?;
+        (place.order_type, place.price) = (OrderType::MarketToLimit, None);
+        Ok(place)
+    }
+
+    /// An immediate taker at the touch that must fill half its size.
+    fn min_qty(&mut self) -> anyhow::Result<exchange_types::Place> {
+        let side = self.taker_side();
+        let qty = self.taker_size().max(2);
+        let touch = self.best(side.opposite()).unwrap_or_else(|| self.center());
+        let mut place = self.place(side, touch, qty, TimeInForce::Ioc)?;
+        place.ext = Some(Box::new(PlaceExt {
+            min_qty: Some(lots(qty / 2)),
+            ..place.ext().clone()
+        }));
+        Ok(place)
     }
 
     fn stop(&mut self) -> anyhow::Result<exchange_types::Place> {

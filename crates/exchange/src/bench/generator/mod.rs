@@ -36,7 +36,7 @@ mod mix;
 mod orders;
 
 #[cfg(test)]
-pub use mix::{ICEBERG_PPM, RACE_PPM, STOP_PPM};
+pub use mix::{ICEBERG_PPM, MARKET_TO_LIMIT_PPM, MIN_QTY_PPM, RACE_PPM, STOP_PPM};
 
 pub const SYMBOL: &str = "BNCH-USD";
 const BASE: &str = "BNCH";

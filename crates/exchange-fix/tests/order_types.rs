@@ -1,0 +1,76 @@
+//! Market-to-limit orders (OrdType K) and a minimum acceptable quantity
+//! (MinQty, 110) over raw FIX, end to end through a real node.
+
+use exchange_testkit::fix::{session, Client, Node};
+
+const ORDER: &str = "55=BTC-USD|60=20240101-00:00:00|";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn market_to_limit_and_min_qty_orders_are_placed_over_fix() {
+    let dir = tempfile::tempdir().unwrap();
+    let node = Node::start(
+        dir.path(),
+        vec![session("A", 1, true), session("B", 2, false)],
+        &[1, 2],
+    )
+    .await;
+    let mut a = Client::logon(node.addr, "A").await;
+    let mut b = Client::logon(node.addr, "B").await;
+    a.send("D", &format!("11=a1|54=2|38=1|44=60000|40=2|{ORDER}"))
+        .await;
+    assert_eq!(a.recv().await.text(150), Some("0"));
+    a.send("D", &format!("11=a2|54=2|38=1|44=60100|40=2|{ORDER}"))
+        .await;
+    assert_eq!(a.recv().await.text(150), Some("0"));
+
+    // K: takes the best offer's price, fills there and rests the rest.
+    b.send("D", &format!("11=b1|54=1|38=1.5|40=K|{ORDER}"))
+        .await;
+    let new = b.recv().await;
+    assert_eq!(
+        (new.text(150), new.text(40), new.text(44)),
+        (Some("0"), Some("K"), Some("60000"))
+    );
+    let fill = b.recv().await;
+    assert_eq!(
+        (fill.text(150), fill.text(39), fill.text(31), fill.text(151)),
+        (Some("F"), Some("1"), Some("60000"), Some("0.5"))
+    );
+    assert_eq!(a.recv().await.text(150), Some("F"));
+
+    // 110: the offer at 60100 has 1, short of 1.5: the order ends whole.
+    b.send(
+        "D",
+        &format!("11=b2|54=1|38=2|44=60100|40=2|59=3|110=1.5|{ORDER}"),
+    )
+    .await;
+    assert_eq!(b.recv().await.text(150), Some("0"));
+    let expired = b.recv().await;
+    assert_eq!(
+        (expired.text(150), expired.text(14), expired.text(151)),
+        (Some("C"), Some("0"), Some("0"))
+    );
+    // A minimum it can meet: it trades.
+    b.send(
+        "D",
+        &format!("11=b3|54=1|38=2|44=60100|40=2|59=3|110=1|{ORDER}"),
+    )
+    .await;
+    assert_eq!(b.recv().await.text(150), Some("0"));
+    let fill = b.recv().await;
+    assert_eq!((fill.text(150), fill.text(32)), (Some("F"), Some("1")));
+    // Immediate: what it did not fill expires.
+    assert_eq!(b.recv().await.text(150), Some("C"));
+
+    // A market-to-limit order facing an empty side is refused by the core.
+    b.send("D", &format!("11=b4|54=1|38=1|40=K|{ORDER}")).await;
+    let refused = b.recv().await;
+    assert_eq!(refused.text(150), Some("8"));
+    assert!(
+        refused
+            .text(58)
+            .is_some_and(|t| t.starts_with("market_to_limit_no_opposite")),
+        "{:?}",
+        refused.text(58)
+    );
+}

@@ -1,0 +1,63 @@
+//! Market-to-limit orders and a minimum acceptable quantity placed over
+//! REST through the router and a real node.
+
+use axum::http::{Method, StatusCode};
+
+use super::rest_client::*;
+use super::test_support::funded_node;
+
+#[tokio::test]
+async fn market_to_limit_and_min_qty_orders_are_placed_over_rest() {
+    let node = funded_node().await;
+    let app = app(&node, |_| {});
+    for (id, price) in [("a1", "100"), ("a2", "101")] {
+        let body = format!(r#"{{"symbol":"BTC-USD","side":"sell","price":"{price}","qty":"1","#)
+            + &format!(r#""client_order_id":"{id}"}}"#);
+        let placed = call(&app, signed(2, Method::POST, "/v1/orders", &body)).await;
+        assert_eq!(placed.status, StatusCode::CREATED, "{}", placed.json);
+    }
+    // It takes the best offer's price, trades there only and rests the rest.
+    let to_limit = r#"{"symbol":"BTC-USD","side":"buy","type":"market_to_limit","qty":"1.5"}"#;
+    let placed = call(&app, signed(1, Method::POST, "/v1/orders", to_limit)).await;
+    assert_eq!(placed.status, StatusCode::CREATED, "{}", placed.json);
+    assert_eq!(
+        (
+            placed.json["status"].as_str(),
+            placed.json["price"].as_str(),
+            placed.json["remaining_qty"].as_str()
+        ),
+        (Some("partially_filled"), Some("100"), Some("0.5")),
+        "{}",
+        placed.json
+    );
+    // The offer at 101 has 1, short of the minimum: the order ends whole.
+    let short = concat!(
+        r#"{"symbol":"BTC-USD","side":"buy","price":"101","qty":"2","tif":"ioc","#,
+        r#""min_qty":"1.5"}"#
+    );
+    let ended = call(&app, signed(1, Method::POST, "/v1/orders", short)).await;
+    assert_eq!(
+        (ended.status, ended.json["status"].as_str()),
+        (StatusCode::CREATED, Some("expired")),
+        "{}",
+        ended.json
+    );
+    assert_eq!(ended.json["filled_qty"], "0");
+    let met = short.replace("1.5", "1");
+    let filled = call(&app, signed(1, Method::POST, "/v1/orders", &met)).await;
+    assert_eq!(filled.json["filled_qty"], "1", "{}", filled.json);
+    // What the edge cannot read and what the core refuses.
+    let unreadable = to_limit.replace(r#""qty":"1.5""#, r#""qty":"1","min_qty":"x""#);
+    let refused = call(&app, signed(1, Method::POST, "/v1/orders", &unreadable)).await;
+    assert_eq!(refused.json["code"], "invalid_decimal", "{}", refused.json);
+    let empty_side = call(&app, signed(1, Method::POST, "/v1/orders", to_limit)).await;
+    assert_eq!(
+        (empty_side.status, empty_side.json["code"].as_str()),
+        (
+            StatusCode::UNPROCESSABLE_ENTITY,
+            Some("market_to_limit_no_opposite")
+        ),
+        "{}",
+        empty_side.json
+    );
+}
