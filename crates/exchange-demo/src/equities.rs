@@ -46,6 +46,9 @@ impl Equity {
             volatility_auction_ns: Some(10_000_000_000),
             // A new listing's default: Xetra's nearest-limit rule.
             reference_price_rule: None,
+            // Listed continuous; the schedule moves it at once to the
+            // phase its session is in.
+            phase: None,
         }
     }
 }
