@@ -391,7 +391,11 @@ impl Engine {
     }
 
     /// Puts an order on its book at the back of its level and reports the
-    /// level.
+    /// level. Always inlined: it has a second, cold caller (a market order
+    /// carried out of a call), and with two callers the compiler keeps it
+    /// out of line on the order path (1.7% more of the core's instructions
+    /// in `bench engine`).
+    #[inline(always)]
     pub(crate) fn rest(&mut self, slot: u32, out: &mut Vec<Event>) {
         let (instrument, side, price) = {
             let order = self.orders.get(slot);

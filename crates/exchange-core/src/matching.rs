@@ -129,6 +129,8 @@ impl Engine {
 
     /// Matches the taker in `slot` against the opposite side. Returns true
     /// if self-trade prevention canceled the taker (it is then closed).
+    /// Always inlined, as [`Engine::rest`] is, for the same reason.
+    #[inline(always)]
     pub(crate) fn match_order(&mut self, taker: u32, out: &mut Vec<Event>) -> bool {
         let (instrument, side, limit, account, stp) = {
             let t = self.orders.get(taker);
