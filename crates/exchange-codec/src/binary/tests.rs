@@ -115,31 +115,9 @@ fn another_schema_version_is_refused_by_name() {
 /// is refused as a second encoding.
 #[test]
 fn a_listing_s_rule_is_appended_only_when_named() {
-    use exchange_types::{AddInstrument, ReferencePriceRule};
-    let listing = |rule| Stamped {
-        ts: 1,
-        command: Command::AddInstrument(Box::new(AddInstrument {
-            symbol: exchange_types::ids::InlineStr::new("X-Y").unwrap(),
-            base: exchange_types::ids::InlineStr::new("X").unwrap(),
-            quote: exchange_types::ids::InlineStr::new("Y").unwrap(),
-            tick_size: exchange_types::Dec::new(1, 0),
-            lot_size: exchange_types::Dec::new(1, 0),
-            min_qty: None,
-            max_qty: None,
-            collar_bps: None,
-            reference_price: None,
-            maker_fee_bps: 0,
-            taker_fee_bps: 0,
-            min_notional: None,
-            static_band_bps: None,
-            dynamic_band_bps: None,
-            volatility_auction_ns: None,
-            reference_price_rule: rule,
-            phase: None,
-        })),
-    };
-    let nearest = encode_command(&listing(ReferencePriceRule::LimitNearest));
-    let unnamed = encode_command(&listing(ReferencePriceRule::Reference));
+    use exchange_types::ReferencePriceRule;
+    let nearest = encode_command(&listing(ReferencePriceRule::LimitNearest, None));
+    let unnamed = encode_command(&listing(ReferencePriceRule::Reference, None));
     assert_eq!(nearest.len(), unnamed.len() + 1);
     // The same but for the block length (bytes 4 and 5) and the last byte.
     assert_eq!(nearest[..4], unnamed[..4]);
@@ -163,29 +141,7 @@ fn a_listing_s_rule_is_appended_only_when_named() {
 /// one encoding, and one without a phase its bytes from before.
 #[test]
 fn a_listing_s_phase_follows_its_rule() {
-    use exchange_types::{AddInstrument, Phase, ReferencePriceRule};
-    let listing = |rule, phase| Stamped {
-        ts: 1,
-        command: Command::AddInstrument(Box::new(AddInstrument {
-            symbol: exchange_types::ids::InlineStr::new("X-Y").unwrap(),
-            base: exchange_types::ids::InlineStr::new("X").unwrap(),
-            quote: exchange_types::ids::InlineStr::new("Y").unwrap(),
-            tick_size: exchange_types::Dec::new(1, 0),
-            lot_size: exchange_types::Dec::new(1, 0),
-            min_qty: None,
-            max_qty: None,
-            collar_bps: None,
-            reference_price: None,
-            maker_fee_bps: 0,
-            taker_fee_bps: 0,
-            min_notional: None,
-            static_band_bps: None,
-            dynamic_band_bps: None,
-            volatility_auction_ns: None,
-            reference_price_rule: rule,
-            phase,
-        })),
-    };
+    use exchange_types::{Phase, ReferencePriceRule};
     let bare = encode_command(&listing(ReferencePriceRule::Reference, None));
     let pre_open = listing(ReferencePriceRule::Reference, Some(Phase::PreOpen));
     let bytes = encode_command(&pre_open);
@@ -271,5 +227,34 @@ proptest! {
         if let Ok(other) = decode_command(&bytes) {
             prop_assert_eq!(encode_command(&other), bytes);
         }
+    }
+}
+
+/// A bare listing of X-Y with `rule` and `phase`.
+fn listing(
+    rule: exchange_types::ReferencePriceRule,
+    phase: Option<exchange_types::Phase>,
+) -> Stamped {
+    Stamped {
+        ts: 1,
+        command: Command::AddInstrument(Box::new(exchange_types::AddInstrument {
+            symbol: exchange_types::ids::InlineStr::new("X-Y").unwrap(),
+            base: exchange_types::ids::InlineStr::new("X").unwrap(),
+            quote: exchange_types::ids::InlineStr::new("Y").unwrap(),
+            tick_size: exchange_types::Dec::new(1, 0),
+            lot_size: exchange_types::Dec::new(1, 0),
+            min_qty: None,
+            max_qty: None,
+            collar_bps: None,
+            reference_price: None,
+            maker_fee_bps: 0,
+            taker_fee_bps: 0,
+            min_notional: None,
+            static_band_bps: None,
+            dynamic_band_bps: None,
+            volatility_auction_ns: None,
+            reference_price_rule: rule,
+            phase,
+        })),
     }
 }
