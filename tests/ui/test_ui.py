@@ -176,7 +176,8 @@ class WebUi(unittest.TestCase):
         p = page.page
         self.wait_live(page)
         symbols = p.eval_on_selector_all("#symbol option", "os => os.map(o => o.value)")
-        self.assertEqual(symbols, ["BTC-USD", "ETH-USD"])
+        # The crypto pairs, then the demo's equities.
+        self.assertEqual(symbols, ["BTC-USD", "ETH-USD", "NRDL-EUR", "VLTA-EUR", "ACME-USD"])
         self.assertGreaterEqual(p.locator("#asks button.row").count(), 1)
         self.assertGreaterEqual(p.locator("#bids button.row").count(), 1)
         first = p.evaluate("window.exchangeUi.feed.book.sequence")
@@ -444,7 +445,7 @@ class WebUi(unittest.TestCase):
         p = page.page
         self.wait_live(page)
         badge = p.locator("#phase")
-        # The demo trades all day: its instruments are continuous.
+        # The crypto pairs trade all day: BTC-USD, shown first, is continuous.
         p.wait_for_function("document.getElementById('phase').dataset.phase === 'continuous'")
         self.assertTrue(badge.is_visible())
         self.assertEqual(badge.text_content(), "continuous")
@@ -453,7 +454,7 @@ class WebUi(unittest.TestCase):
         ops = self.open("/ops")
         rows = ops.page.locator("#instruments tr[data-symbol]")
         ops.page.wait_for_selector("#instruments tr[data-symbol='ETH-USD']")
-        self.assertEqual(rows.count(), 2)
+        self.assertEqual(rows.count(), 5)
         btc = ops.page.locator("#instruments tr[data-symbol='BTC-USD']")
         self.assertEqual(btc.locator("td[data-col=status]").inner_text(), "trading")
         self.assertRegex(btc.locator("td[data-col=reference]").inner_text(), r"^([0-9.]+|—)$")
@@ -472,8 +473,8 @@ class WebUi(unittest.TestCase):
         )
         p.wait_for_function("document.getElementById('ack-p50').textContent !== '—'")
         self.assertEqual(p.inner_text("#node-id"), "1")
-        # serve --demo writes the reporting store: its lag is a count.
-        self.assertRegex(p.inner_text("#reporting"), r"^[0-9][0-9,]*$")
+        # serve --demo writes the reporting store: its lag in entries and seconds.
+        self.assertRegex(p.inner_text("#reporting"), r"^[0-9][0-9,]* entries, [0-9]+\.[0-9]{3} s$")
         self.assertRegex(p.inner_text("#hash"), r"^[0-9a-f]{64}$")
         self.assertEqual(p.locator("#nodes tr").count(), 1)
         # Let the charts gather a few seconds.
