@@ -33,6 +33,7 @@ use crate::pipeline::{CommittedBatch, CoreMsg, Reply, Submission};
 use crate::reads::{self, Read, SharedCredentials};
 use crate::replication::{
     ClusterShared, MembershipError, RaftControl, RaftLoop, RaftMeta, ReplicationStatus,
+    SnapshotDone,
 };
 use crate::state::{Applied, StateCopy};
 
@@ -581,16 +582,43 @@ fn publish(
 /// then tells the Raft thread, which compacts the log below the oldest
 /// kept snapshot. Two are kept (the newer one might yet prove
 /// unreadable), and also the newest at or below the floor a reader behind
-/// the core needs (`Metrics::retain_from_raft`: the reporting service).
+/// the core needs (`Metrics::retain_from_raft`: the reporting service),
+/// with the log after it; when no snapshot on disk is that old (the
+/// reader is still before the first one), the whole log, since the reader
+/// replays it from the genesis.
 struct SnapshotWriter {
     queue: Option<Sender<(RaftMeta, StateCopy)>>,
     thread: Option<JoinHandle<()>>,
 }
 
+/// Removes the snapshots no one needs, given the Raft index a reader
+/// behind the core replays from (`floor`: 0 while it has not said, so
+/// everything is kept; `u64::MAX` when there is no such reader), and
+/// returns the Raft index the log must be kept from.
+fn prune_for_reader(dir: &std::path::Path, floor: u64) -> u64 {
+    if floor == 0 {
+        return 0;
+    }
+    match exchange_journal::snapshots::prune(dir, 2, floor) {
+        Ok(_) if floor == u64::MAX => u64::MAX,
+        // The reader replays from the newest snapshot at or below its
+        // floor, or from the genesis when there is none.
+        Ok(kept) => kept
+            .into_iter()
+            .rev()
+            .find(|&index| index <= floor)
+            .unwrap_or(0),
+        Err(error) => {
+            tracing::warn!(%error, "removing old snapshots failed");
+            0
+        }
+    }
+}
+
 impl SnapshotWriter {
     fn start(
         dir: std::path::PathBuf,
-        written: Sender<RaftMeta>,
+        written: Sender<SnapshotDone>,
         metrics: Arc<Metrics>,
     ) -> SnapshotWriter {
         let (tx, rx) = bounded::<(RaftMeta, StateCopy)>(1);
@@ -623,17 +651,12 @@ impl SnapshotWriter {
                                 path = %path.display(),
                                 "snapshot written"
                             );
-                            // 0: a reader whose floor is not known yet
-                            // needs everything kept.
                             let floor = metrics.retain_from_raft.load(Ordering::Acquire);
-                            if floor > 0 {
-                                if let Err(error) =
-                                    exchange_journal::snapshots::prune(&dir, 2, floor)
-                                {
-                                    tracing::warn!(%error, "removing old snapshots failed");
-                                }
-                            }
-                            let _ = written.send(meta);
+                            let keep_log_from = prune_for_reader(&dir, floor);
+                            let _ = written.send(SnapshotDone {
+                                meta,
+                                keep_log_from,
+                            });
                         }
                         Err(error) => {
                             tracing::warn!(

@@ -581,13 +581,21 @@ impl ReplicaNode {
 
     /// Takes note of a snapshot written with [`crate::write_snapshot`] (by
     /// another thread) and compacts the log.
+    ///
+    /// `keep_log_from`: the log from this Raft index on stays whatever the
+    /// snapshots cover (a reader behind the state machine replays it from
+    /// an older state: from the genesis when it is 0); `u64::MAX` when
+    /// nothing reads the log but Raft.
     pub fn snapshot_written(
         &mut self,
         index: u64,
         term: u64,
         conf: &ConfState,
+        keep_log_from: u64,
     ) -> Result<(), ReplicationError> {
-        self.raw.mut_store().snapshot_written(index, term, conf)
+        self.raw
+            .mut_store()
+            .snapshot_written(index, term, conf, keep_log_from)
     }
 
     /// The configuration as of the last entry handed over.

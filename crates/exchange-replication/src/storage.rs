@@ -498,7 +498,8 @@ impl DiskStorage {
         snapshots::save(&self.snapshot_dir, &file, self.options.keep_snapshots)?;
         self.snapshot = meta;
         self.flush()?;
-        self.compact()?;
+        // Nothing but Raft reads a log saved this way.
+        self.compact(u64::MAX)?;
         Ok(true)
     }
 
@@ -509,6 +510,7 @@ impl DiskStorage {
         index: u64,
         term: u64,
         conf: &ConfState,
+        keep_log_from: u64,
     ) -> Result<(), ReplicationError> {
         if index <= self.snapshot.index || index > self.last() {
             return Ok(());
@@ -520,16 +522,17 @@ impl DiskStorage {
             ..SnapshotMetadata::default()
         };
         self.flush()?;
-        self.compact()
+        self.compact(keep_log_from)
     }
 
-    /// Drops log segments every kept snapshot covers.
-    fn compact(&mut self) -> Result<(), ReplicationError> {
+    /// Drops log segments every kept snapshot covers, none from
+    /// `keep_log_from` on.
+    fn compact(&mut self, keep_log_from: u64) -> Result<(), ReplicationError> {
         let oldest = oldest_snapshot_index(&self.snapshot_dir)?;
         let Some(oldest) = oldest else {
             return Ok(());
         };
-        self.journal.purge_before(oldest)?;
+        self.journal.purge_before(oldest.min(keep_log_from))?;
         let new_first = self.journal.first_index();
         if new_first > self.first {
             let drop = (new_first - self.first) as usize;

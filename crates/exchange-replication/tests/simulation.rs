@@ -235,3 +235,54 @@ fn every_replica_restarts_from_its_own_disk() {
     cluster.heal_and_converge(1_000);
     assert!(cluster.toys()[0].1.ids.len() > before[0].1.ids.len());
 }
+
+/// A reader behind the state machine (the reporting service) replays the
+/// log from an older state than the newest snapshots: the log it needs is
+/// kept, from the genesis when no snapshot is that old, and dropped once
+/// nothing needs it.
+#[test]
+fn compaction_keeps_the_log_a_reader_still_needs() {
+    let seed = seed("compaction_keeps_the_log_a_reader_still_needs");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut cluster = Cluster::new(dir.path(), 1, seed, Faults::none());
+    // Snapshots are written below as the node's writer thread writes them.
+    cluster.snapshot_every = 0;
+    for _ in 0..1_500 {
+        cluster.step();
+    }
+    let snapshots = dir.path().join("node-1/snapshots");
+    let live = cluster
+        .nodes
+        .get_mut(&1)
+        .and_then(Option::as_mut)
+        .expect("live");
+    let replica = &mut live.replica;
+    let (first, applied) = (replica.first_index(), replica.applied());
+    assert!(applied > 300, "seed {seed}: {applied} entries applied");
+    let conf = replica.conf_state().clone();
+    let term = replica.term();
+    let snapshot_at = |replica: &mut exchange_replication::ReplicaNode, index, keep| {
+        exchange_replication::write_snapshot(&snapshots, index, term, &conf, b"state", 2)
+            .expect("write a snapshot");
+        replica
+            .snapshot_written(index, term, &conf, keep)
+            .expect("compaction");
+        replica.first_index()
+    };
+    // A reader before every snapshot on disk replays from the genesis.
+    assert_eq!(snapshot_at(replica, applied - 200, 0), first, "seed {seed}");
+    assert_eq!(snapshot_at(replica, applied - 100, 0), first, "seed {seed}");
+    // A reader whose floor is the older snapshot keeps the log after it.
+    let kept_from = snapshot_at(replica, applied - 50, applied - 100);
+    assert!(
+        kept_from > first && kept_from <= applied - 100,
+        "seed {seed}: the log starts at {kept_from}, the reader's snapshot is at {}",
+        applied - 100
+    );
+    // No reader: the log goes down to the oldest snapshot kept.
+    let alone = snapshot_at(replica, applied, u64::MAX);
+    assert!(
+        alone > applied - 100,
+        "seed {seed}: the log starts at {alone}"
+    );
+}

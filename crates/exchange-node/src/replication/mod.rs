@@ -352,6 +352,15 @@ pub struct RaftMeta {
     pub conf: Arc<ConfState>,
 }
 
+/// A snapshot the writer thread put on disk, and how much of the log a
+/// reader behind the core still needs: Raft compacts below the snapshot,
+/// but never from `keep_log_from` on.
+#[derive(Clone, Debug)]
+pub struct SnapshotDone {
+    pub meta: RaftMeta,
+    pub keep_log_from: u64,
+}
+
 /// The payload of one Raft entry: `u32` count, then each command as a
 /// `u32` length and the log entry's JSON.
 pub fn encode_batch(entries: &[LogEntry]) -> Result<Vec<u8>, EntryError> {

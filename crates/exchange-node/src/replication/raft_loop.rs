@@ -17,7 +17,7 @@ use exchange_replication::{
 use super::log_sync::{self, Synced};
 use super::{
     decode_batch, encode_batch, load_learned_peers, save_learned_peers, ClusterShared,
-    MembershipError, RaftControl, RaftMeta,
+    MembershipError, RaftControl, RaftMeta, SnapshotDone,
 };
 use crate::entry::LogEntry;
 use crate::limits::MAX_BATCH;
@@ -31,7 +31,7 @@ struct Inputs {
     inbox: Receiver<Message>,
     synced: Receiver<Synced>,
     feedback: Receiver<Feedback>,
-    snapshots_done: Receiver<RaftMeta>,
+    snapshots_done: Receiver<SnapshotDone>,
     control: Receiver<RaftControl>,
 }
 
@@ -47,7 +47,7 @@ pub(crate) struct RaftLoop {
     pub inbox: Receiver<Message>,
     pub submit: Receiver<Submission>,
     pub core: parked::Sender<CoreMsg>,
-    pub snapshots_done: Receiver<RaftMeta>,
+    pub snapshots_done: Receiver<SnapshotDone>,
     pub control: Receiver<RaftControl>,
     /// Where learned peer addresses are kept.
     pub learned_peers: std::path::PathBuf,
@@ -201,9 +201,9 @@ impl RaftLoop {
                     self.feedback(report);
                 }
             }
-            recv(inputs.snapshots_done) -> meta => {
-                if let Ok(meta) = meta {
-                    self.snapshot_written(&meta);
+            recv(inputs.snapshots_done) -> done => {
+                if let Ok(done) = done {
+                    self.snapshot_written(&done);
                 }
             }
             recv(inputs.control) -> request => {
@@ -234,10 +234,11 @@ impl RaftLoop {
     }
 
     /// The core wrote a snapshot: the log may drop what it covers.
-    fn snapshot_written(&mut self, meta: &RaftMeta) {
-        if let Err(error) = self
-            .node
-            .snapshot_written(meta.index, meta.term, &meta.conf)
+    fn snapshot_written(&mut self, done: &SnapshotDone) {
+        let meta = &done.meta;
+        if let Err(error) =
+            self.node
+                .snapshot_written(meta.index, meta.term, &meta.conf, done.keep_log_from)
         {
             tracing::warn!(%error, "log compaction failed; the log keeps its old segments");
         }
