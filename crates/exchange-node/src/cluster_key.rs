@@ -4,13 +4,12 @@
 //! a configuration file, a command line or a log line, only the path of
 //! its file does.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 pub use exchange_replication::transport::ClusterKey;
 use thiserror::Error;
 
-use crate::master_key::exposed_mode;
+use crate::secret_file;
 
 /// Its name in a directory that holds one (`exchange cluster up`'s).
 pub const CLUSTER_KEY_FILE: &str = "cluster_key";
@@ -40,13 +39,13 @@ fn io_error(path: &Path) -> impl FnOnce(std::io::Error) -> ClusterKeyError + '_ 
 
 /// Reads the key from `path`, refusing a file others may read.
 pub fn load(path: &Path) -> Result<ClusterKey, ClusterKeyError> {
-    let text = std::fs::read_to_string(path).map_err(io_error(path))?;
-    if let Some(mode) = exposed_mode(path).map_err(io_error(path))? {
-        return Err(ClusterKeyError::Exposed {
+    let text = secret_file::read(path).map_err(|error| match error {
+        secret_file::ReadError::Io(source) => io_error(path)(source),
+        secret_file::ReadError::Exposed(mode) => ClusterKeyError::Exposed {
             path: path.to_path_buf(),
             mode,
-        });
-    }
+        },
+    })?;
     let malformed = || ClusterKeyError::Malformed {
         path: path.to_path_buf(),
     };
@@ -55,29 +54,14 @@ pub fn load(path: &Path) -> Result<ClusterKey, ClusterKeyError> {
     Ok(ClusterKey::from_bytes(bytes))
 }
 
-/// The key in `path`, or a new random one written there first (created
-/// with mode 0600, so that it is never readable by others, even for a
-/// moment).
+/// The key in `path`, or a new random one written there first (0600 from
+/// the start: [`secret_file::create`]).
 pub fn load_or_generate(path: &Path) -> Result<ClusterKey, ClusterKeyError> {
     if path.exists() {
         return load(path);
     }
     let key = ClusterKey::generate().map_err(io_error(path))?;
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).map_err(io_error(path))?;
-    }
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create_new(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.mode(0o600);
-    }
-    let mut file = options.open(path).map_err(io_error(path))?;
-    file.write_all(hex::encode(key.as_bytes()).as_bytes())
-        .and_then(|()| file.write_all(b"\n"))
-        .and_then(|()| file.sync_all())
-        .map_err(io_error(path))?;
+    secret_file::create(path, &hex::encode(key.as_bytes())).map_err(io_error(path))?;
     Ok(key)
 }
 

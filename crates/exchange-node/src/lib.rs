@@ -37,6 +37,7 @@ pub mod recovery;
 pub mod replication;
 pub mod schedule;
 pub mod scheduler;
+pub mod secret_file;
 pub mod sequencer;
 pub mod source;
 pub mod state;

@@ -9,12 +9,13 @@
 //! mode 0600. Every node of a cluster must hold the same key, or a key
 //! created on one is refused by the others.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
 use thiserror::Error;
+
+use crate::secret_file;
 
 /// The environment variable that gives the master key.
 pub const MASTER_KEY_ENV: &str = "EXCHANGE_MASTER_KEY";
@@ -124,53 +125,21 @@ fn io_error(path: &Path) -> impl FnOnce(std::io::Error) -> MasterKeyError + '_ {
     }
 }
 
-/// The permission bits of a secret's file when group or others have any
-/// access to it, `None` when only its owner has. Shared by every file
-/// that holds a credential (this key, the admin token), so they are all
-/// held to the same rule.
-pub fn exposed_mode(path: &Path) -> std::io::Result<Option<u32>> {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        let mode = std::fs::metadata(path)?.permissions().mode() & 0o777;
-        if mode & 0o077 != 0 {
-            return Ok(Some(mode));
-        }
-    }
-    #[cfg(not(unix))]
-    let _ = path;
-    Ok(None)
-}
+pub use crate::secret_file::exposed_mode;
 
 fn read(path: &Path) -> Result<MasterKey, MasterKeyError> {
-    let text = std::fs::read_to_string(path).map_err(io_error(path))?;
-    if let Some(mode) = exposed_mode(path).map_err(io_error(path))? {
-        return Err(MasterKeyError::Exposed {
+    let text = secret_file::read(path).map_err(|error| match error {
+        secret_file::ReadError::Io(source) => io_error(path)(source),
+        secret_file::ReadError::Exposed(mode) => MasterKeyError::Exposed {
             path: path.to_path_buf(),
             mode,
-        });
-    }
+        },
+    })?;
     MasterKey::from_hex(&text, &path.display().to_string())
 }
 
-/// Creates the file with mode 0600 from the start, so the key is never
-/// readable by others, even for a moment.
 fn write_new(path: &Path, key: &MasterKey) -> Result<(), MasterKeyError> {
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).map_err(io_error(path))?;
-    }
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create_new(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.mode(0o600);
-    }
-    let mut file = options.open(path).map_err(io_error(path))?;
-    file.write_all(key.to_hex().as_bytes())
-        .and_then(|()| file.write_all(b"\n"))
-        .and_then(|()| file.sync_all())
-        .map_err(io_error(path))
+    secret_file::create(path, &key.to_hex()).map_err(io_error(path))
 }
 
 #[cfg(test)]
