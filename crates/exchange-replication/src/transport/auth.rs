@@ -20,6 +20,14 @@
 //! counts the connection's frames from 0 on both ends and never travels,
 //! so a frame dropped, reordered, repeated or taken from another
 //! connection fails its check.
+//!
+//! Other protocols over the same key ([`super::channel`]) use the same
+//! handshake with their own MAGIC and labels that name that MAGIC ([`Protocol`]):
+//! a proof or a session key of one protocol is never one of another's,
+//! even when the MAGIC is rewritten on the wire. Duplex protocols derive
+//! one session key per direction. A responder that gets a hello of
+//! another MAGIC answers its own MAGIC alone and closes, so that the
+//! initiator can tell a wrong protocol from a wrong key.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
@@ -44,6 +52,53 @@ pub(crate) const ANSWER: usize = HELLO + PROOF;
 const LABEL_INITIATOR: &[u8] = b"exchange-raft-v1 initiator\n";
 const LABEL_RESPONDER: &[u8] = b"exchange-raft-v1 responder\n";
 const LABEL_SESSION: &[u8] = b"exchange-raft-v1 session\n";
+const LABEL_SESSION_BACK: &[u8] = b"exchange-raft-v1 session back\n";
+
+/// A protocol run over the cluster key: the MAGIC its handshake opens
+/// with and the labels its proofs and session keys are derived under.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Protocol {
+    pub magic: [u8; 8],
+    initiator: Vec<u8>,
+    responder: Vec<u8>,
+    /// Session key of the frames the initiator sends.
+    forth: Vec<u8>,
+    /// Session key of the frames the responder sends (duplex protocols).
+    back: Vec<u8>,
+}
+
+impl Protocol {
+    /// Raft's transport, whose labels predate the other protocols and
+    /// stay as they were so that its handshake is unchanged on the wire.
+    pub fn raft() -> Protocol {
+        Protocol {
+            magic: MAGIC,
+            initiator: LABEL_INITIATOR.to_vec(),
+            responder: LABEL_RESPONDER.to_vec(),
+            forth: LABEL_SESSION.to_vec(),
+            back: LABEL_SESSION_BACK.to_vec(),
+        }
+    }
+
+    /// Any other protocol: every label names its MAGIC.
+    pub fn named(magic: [u8; 8]) -> Protocol {
+        let label = |role: &[u8]| {
+            let mut out = b"exchange-channel-v1 ".to_vec();
+            out.extend_from_slice(&magic);
+            out.push(b' ');
+            out.extend_from_slice(role);
+            out.push(b'\n');
+            out
+        };
+        Protocol {
+            magic,
+            initiator: label(b"initiator"),
+            responder: label(b"responder"),
+            forth: label(b"session forth"),
+            back: label(b"session back"),
+        }
+    }
+}
 
 /// The secret every member of a cluster holds: 32 bytes.
 #[derive(Clone, PartialEq, Eq)]
@@ -103,35 +158,45 @@ impl Transcript {
         mac
     }
 
-    pub fn initiator_proof(&self, key: &ClusterKey) -> [u8; PROOF] {
-        self.keyed(key, LABEL_INITIATOR)
+    pub fn initiator_proof(&self, key: &ClusterKey, protocol: &Protocol) -> [u8; PROOF] {
+        self.keyed(key, &protocol.initiator)
             .finalize()
             .into_bytes()
             .into()
     }
 
-    pub fn responder_proof(&self, key: &ClusterKey) -> [u8; PROOF] {
-        self.keyed(key, LABEL_RESPONDER)
+    pub fn responder_proof(&self, key: &ClusterKey, protocol: &Protocol) -> [u8; PROOF] {
+        self.keyed(key, &protocol.responder)
             .finalize()
             .into_bytes()
             .into()
     }
 
     /// Checks the initiator's proof in constant time.
-    pub fn initiator_proved(&self, key: &ClusterKey, proof: &[u8]) -> bool {
-        self.keyed(key, LABEL_INITIATOR).verify_slice(proof).is_ok()
+    pub fn initiator_proved(&self, key: &ClusterKey, protocol: &Protocol, proof: &[u8]) -> bool {
+        self.keyed(key, &protocol.initiator)
+            .verify_slice(proof)
+            .is_ok()
     }
 
-    pub fn responder_proved(&self, key: &ClusterKey, proof: &[u8]) -> bool {
-        self.keyed(key, LABEL_RESPONDER).verify_slice(proof).is_ok()
+    pub fn responder_proved(&self, key: &ClusterKey, protocol: &Protocol, proof: &[u8]) -> bool {
+        self.keyed(key, &protocol.responder)
+            .verify_slice(proof)
+            .is_ok()
     }
 
-    pub fn session(&self, key: &ClusterKey) -> FrameMac {
-        let session: [u8; 32] = self
-            .keyed(key, LABEL_SESSION)
-            .finalize()
-            .into_bytes()
-            .into();
+    /// The session of the frames the initiator sends.
+    pub fn session(&self, key: &ClusterKey, protocol: &Protocol) -> FrameMac {
+        self.session_under(key, &protocol.forth)
+    }
+
+    /// The session of the frames the responder sends.
+    pub fn session_back(&self, key: &ClusterKey, protocol: &Protocol) -> FrameMac {
+        self.session_under(key, &protocol.back)
+    }
+
+    fn session_under(&self, key: &ClusterKey, label: &[u8]) -> FrameMac {
+        let session: [u8; 32] = self.keyed(key, label).finalize().into_bytes().into();
         FrameMac {
             keyed: <HmacSha256 as Mac>::new_from_slice(&session)
                 .expect("HMAC takes keys of any length"),
@@ -266,25 +331,27 @@ mod tests {
     #[test]
     fn proofs_are_bound_to_key_direction_and_transcript() {
         let key = ClusterKey::from_bytes([9; 32]);
+        let p = &Protocol::raft();
         let t = transcript();
-        assert!(t.initiator_proved(&key, &t.initiator_proof(&key)));
-        assert!(t.responder_proved(&key, &t.responder_proof(&key)));
+        assert!(t.initiator_proved(&key, p, &t.initiator_proof(&key, p)));
+        assert!(t.responder_proved(&key, p, &t.responder_proof(&key, p)));
         // A responder's proof is no initiator's: no reflection.
-        assert!(!t.initiator_proved(&key, &t.responder_proof(&key)));
+        assert!(!t.initiator_proved(&key, p, &t.responder_proof(&key, p)));
         let other = ClusterKey::from_bytes([8; 32]);
-        assert!(!t.initiator_proved(&key, &t.initiator_proof(&other)));
+        assert!(!t.initiator_proved(&key, p, &t.initiator_proof(&other, p)));
         let swapped = Transcript {
             id_i: 2,
             id_r: 1,
             ..transcript()
         };
-        assert!(!swapped.initiator_proved(&key, &t.initiator_proof(&key)));
+        assert!(!swapped.initiator_proved(&key, p, &t.initiator_proof(&key, p)));
     }
 
     #[test]
     fn frames_check_in_order_only() {
         let key = ClusterKey::from_bytes([9; 32]);
-        let (mut tx, mut rx) = (transcript().session(&key), transcript().session(&key));
+        let p = &Protocol::raft();
+        let (mut tx, mut rx) = (transcript().session(&key, p), transcript().session(&key, p));
         let first = tx.seal(b"one");
         let second = tx.seal(b"two");
         assert!(!rx.clone_for_test().open(b"two", &second));
@@ -296,7 +363,25 @@ mod tests {
             nonce_r: [3; NONCE],
             ..transcript()
         };
-        assert!(!fresh.session(&key).open(b"one", &first));
+        assert!(!fresh.session(&key, p).open(b"one", &first));
+        // The other direction, and another protocol, have other keys.
+        assert!(!transcript().session_back(&key, p).open(b"one", &first));
+        let logs = &Protocol::named(*b"EXLOGS01");
+        assert!(!transcript().session(&key, logs).open(b"one", &first));
+    }
+
+    #[test]
+    fn proofs_are_bound_to_the_protocol() {
+        let key = ClusterKey::from_bytes([9; 32]);
+        let t = transcript();
+        let (logs, ingress) = (Protocol::named(*b"EXLOGS01"), Protocol::named(*b"EXINGR01"));
+        assert!(t.initiator_proved(&key, &logs, &t.initiator_proof(&key, &logs)));
+        assert!(!t.initiator_proved(&key, &ingress, &t.initiator_proof(&key, &logs)));
+        let raft = Protocol::raft();
+        assert!(!t.responder_proved(&key, &raft, &t.responder_proof(&key, &logs)));
+        // Named after Raft's MAGIC, a channel still is not Raft.
+        let fake = Protocol::named(MAGIC);
+        assert!(!t.initiator_proved(&key, &raft, &t.initiator_proof(&key, &fake)));
     }
 
     impl FrameMac {

@@ -3,13 +3,21 @@
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::TcpStream;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-use super::auth::{nonce, FrameMac, Refusal, Transcript, ANSWER, HELLO, MAGIC, NONCE, PROOF};
-use super::TransportConfig;
+use super::auth::{nonce, Protocol, Refusal, Transcript, ANSWER, HELLO, MAGIC, NONCE, PROOF};
+use super::ClusterKey;
+
+/// One end of a handshake: who it is, what it speaks, how long it waits.
+pub(crate) struct Side<'a> {
+    pub protocol: &'a Protocol,
+    pub key: &'a ClusterKey,
+    pub my_id: u64,
+    pub timeout: Duration,
+}
 
 /// Why a handshake ended without a session.
-#[derive(Debug)]
+#[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Failed {
     /// Refused for a reason worth counting and logging.
     Refused(Refusal),
@@ -66,9 +74,9 @@ fn write_by(stream: &mut TcpStream, bytes: &[u8], deadline: Instant) -> Result<(
 }
 
 /// Splits `MAGIC id nonce` off the front of a hello or answer.
-fn parse_hello(bytes: &[u8]) -> Result<(u64, [u8; NONCE]), Refusal> {
-    let (magic, rest) = bytes.split_at(MAGIC.len());
-    if magic != MAGIC {
+fn parse_hello(bytes: &[u8], magic: &[u8; 8]) -> Result<(u64, [u8; NONCE]), Refusal> {
+    let (got, rest) = bytes.split_at(MAGIC.len());
+    if got != magic {
         return Err(Refusal::NotAHandshake);
     }
     let (id, rest) = rest.split_at(8);
@@ -79,22 +87,19 @@ fn parse_hello(bytes: &[u8]) -> Result<(u64, [u8; NONCE]), Refusal> {
     Ok((id, nonce))
 }
 
-fn hello(id: u64, nonce: &[u8; NONCE]) -> Vec<u8> {
+fn hello(magic: &[u8; 8], id: u64, nonce: &[u8; NONCE]) -> Vec<u8> {
     let mut out = Vec::with_capacity(ANSWER);
-    out.extend_from_slice(&MAGIC);
+    out.extend_from_slice(magic);
     out.extend_from_slice(&id.to_le_bytes());
     out.extend_from_slice(nonce);
     out
 }
 
-/// The accepting end: returns the initiator's node id and the session
-/// that checks its frames. Nothing the initiator sends is believed
-/// before its proof checks.
-pub(crate) fn respond(
-    stream: &mut TcpStream,
-    config: &TransportConfig,
-) -> Result<(u64, FrameMac), Failed> {
-    let deadline = Instant::now() + config.handshake_timeout;
+/// The accepting end: returns the initiator's node id and the transcript
+/// both ends derive their sessions from. Nothing the initiator sends is
+/// believed before its proof checks.
+pub(crate) fn respond(stream: &mut TcpStream, side: &Side) -> Result<(u64, Transcript), Failed> {
+    let deadline = Instant::now() + side.timeout;
     let mut buf = [0u8; HELLO];
     match read_by(stream, &mut buf[..1], deadline) {
         // Connected and left without a word: a port check, not an attack.
@@ -105,18 +110,26 @@ pub(crate) fn respond(
         Failed::Closed => Refusal::NotAHandshake.into(),
         other => other,
     })?;
-    let (id_i, nonce_i) = parse_hello(&buf)?;
-    if id_i == 0 || id_i == config.node_id {
+    let (id_i, nonce_i) = match parse_hello(&buf, &side.protocol.magic) {
+        Ok(hello) => hello,
+        Err(refusal) => {
+            // Our MAGIC alone tells an initiator of another protocol why it
+            // is refused; it proves nothing and reveals no secret.
+            let _ = write_by(stream, &side.protocol.magic, deadline);
+            return Err(refusal.into());
+        }
+    };
+    if id_i == 0 || id_i == side.my_id {
         return Err(Refusal::BadId.into());
     }
     let transcript = Transcript {
         nonce_i,
         nonce_r: nonce().map_err(|_| Failed::Io)?,
         id_i,
-        id_r: config.node_id,
+        id_r: side.my_id,
     };
-    let mut answer = hello(config.node_id, &transcript.nonce_r);
-    answer.extend_from_slice(&transcript.responder_proof(&config.key));
+    let mut answer = hello(&side.protocol.magic, side.my_id, &transcript.nonce_r);
+    answer.extend_from_slice(&transcript.responder_proof(side.key, side.protocol));
     write_by(stream, &answer, deadline)?;
     let mut proof = [0u8; PROOF];
     // An initiator that leaves here found our proof wrong: it holds
@@ -125,39 +138,54 @@ pub(crate) fn respond(
         Failed::Closed => Refusal::Abandoned.into(),
         other => other,
     })?;
-    if !transcript.initiator_proved(&config.key, &proof) {
+    if !transcript.initiator_proved(side.key, side.protocol, &proof) {
         return Err(Refusal::BadProof.into());
     }
     stream.set_read_timeout(None).map_err(|_| Failed::Io)?;
-    Ok((id_i, transcript.session(&config.key)))
+    Ok((id_i, transcript))
 }
 
-/// The connecting end, to node `peer`: returns the session that tags its
-/// frames once the responder has proved it holds the key and is `peer`.
+/// The connecting end: returns the responder's node id and the
+/// transcript once the responder has proved it holds the key (and, given
+/// `peer`, that it is that node).
 pub(crate) fn initiate(
     stream: &mut TcpStream,
-    config: &TransportConfig,
-    peer: u64,
-) -> Result<FrameMac, Failed> {
-    let deadline = Instant::now() + config.handshake_timeout;
+    side: &Side,
+    peer: Option<u64>,
+) -> Result<(u64, Transcript), Failed> {
+    let deadline = Instant::now() + side.timeout;
     let nonce_i = nonce().map_err(|_| Failed::Io)?;
-    write_by(stream, &hello(config.node_id, &nonce_i), deadline)?;
+    write_by(
+        stream,
+        &hello(&side.protocol.magic, side.my_id, &nonce_i),
+        deadline,
+    )?;
     let mut answer = [0u8; ANSWER];
-    read_by(stream, &mut answer, deadline)?;
-    let (id_r, nonce_r) = parse_hello(&answer[..HELLO])?;
+    let magic = MAGIC.len();
+    read_by(stream, &mut answer[..magic], deadline)?;
+    if answer[..magic] != side.protocol.magic {
+        return Err(Refusal::NotAHandshake.into());
+    }
+    read_by(stream, &mut answer[magic..], deadline)?;
+    let (id_r, nonce_r) = parse_hello(&answer[..HELLO], &side.protocol.magic)?;
     let transcript = Transcript {
         nonce_i,
         nonce_r,
-        id_i: config.node_id,
+        id_i: side.my_id,
         id_r,
     };
-    if !transcript.responder_proved(&config.key, &answer[HELLO..]) {
+    if !transcript.responder_proved(side.key, side.protocol, &answer[HELLO..]) {
         return Err(Refusal::BadProof.into());
     }
-    if id_r != peer {
+    let expected = peer.map_or(id_r != 0 && id_r != side.my_id, |peer| id_r == peer);
+    if !expected {
         return Err(Refusal::BadId.into());
     }
-    write_by(stream, &transcript.initiator_proof(&config.key), deadline)?;
+    write_by(
+        stream,
+        &transcript.initiator_proof(side.key, side.protocol),
+        deadline,
+    )?;
     stream.set_write_timeout(None).map_err(|_| Failed::Io)?;
-    Ok(transcript.session(&config.key))
+    Ok((id_r, transcript))
 }

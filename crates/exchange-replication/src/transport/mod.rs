@@ -46,11 +46,12 @@ use raft::eraftpb::Message;
 use crate::conf::{decode_message, encode_message, is_snapshot};
 
 pub mod auth;
+pub mod channel;
 mod handshake;
 
-use auth::FrameMac;
 pub use auth::{AuthCounters, ClusterKey, Refusal, TAG_BYTES};
-use handshake::Failed;
+use auth::{FrameMac, Protocol};
+use handshake::{Failed, Side};
 
 /// Largest frame accepted (a snapshot travels in one message).
 pub const MAX_FRAME_BYTES: usize = 1 << 30;
@@ -208,6 +209,7 @@ fn accept_loop(
     counters: Arc<AuthCounters>,
 ) {
     let pending = Arc::new(AtomicUsize::new(0));
+    let protocol = Arc::new(Protocol::raft());
     for stream in listener.incoming() {
         let Ok(stream) = stream else { continue };
         let peer = stream
@@ -223,14 +225,22 @@ fn accept_loop(
         }
         let slot = PendingSlot(pending.clone());
         let (inbox, config, counters) = (inbox.clone(), config.clone(), counters.clone());
+        let protocol = protocol.clone();
         let _ = stream.set_nodelay(true);
         let spawned = std::thread::Builder::new()
             .name("raft-conn".into())
             .spawn(move || {
                 let mut stream = stream;
-                match handshake::respond(&mut stream, &config) {
-                    Ok((_, session)) => {
+                let side = Side {
+                    protocol: &protocol,
+                    key: &config.key,
+                    my_id: config.node_id,
+                    timeout: config.handshake_timeout,
+                };
+                match handshake::respond(&mut stream, &side) {
+                    Ok((_, transcript)) => {
                         drop(slot);
+                        let session = transcript.session(&config.key, &protocol);
                         if let Err(refusal) = read_loop(stream, session, &inbox) {
                             counters.refuse(refusal, &peer);
                         }
@@ -306,8 +316,16 @@ impl Link {
             return;
         };
         let _ = connected.set_nodelay(true);
-        match handshake::initiate(&mut connected, &self.config, self.id) {
-            Ok(session) => {
+        let protocol = Protocol::raft();
+        let side = Side {
+            protocol: &protocol,
+            key: &self.config.key,
+            my_id: self.config.node_id,
+            timeout: self.config.handshake_timeout,
+        };
+        match handshake::initiate(&mut connected, &side, Some(self.id)) {
+            Ok((_, transcript)) => {
+                let session = transcript.session(&self.config.key, &protocol);
                 let writer = BufWriter::with_capacity(256 * 1024, connected);
                 self.stream = Some((writer, session));
                 self.failed_at = None;
