@@ -41,11 +41,21 @@ impl CoreState {
     /// history; the outcome carries the order it answers for.
     pub fn apply(&mut self, index: u64, entry: &LogEntry) -> Applied {
         let mut applied = self.state.apply(index, entry);
-        if let LogEntry::Core(stamped) = entry {
-            self.history.record(&applied.events);
-            applied.order = answered_order(&stamped.command, &applied.events)
-                .and_then(|id| self.history.shared_order(id));
-        }
+        let stamped = match entry {
+            LogEntry::Core(stamped) => stamped,
+            // A sequenced command the session admitted is recorded as it
+            // would be on its own; a refused one changed nothing.
+            LogEntry::Sequenced { entry, .. } if applied.session_refusal.is_none() => {
+                match &**entry {
+                    LogEntry::Core(stamped) => stamped,
+                    _ => return applied,
+                }
+            }
+            _ => return applied,
+        };
+        self.history.record(&applied.events);
+        applied.order = answered_order(&stamped.command, &applied.events)
+            .and_then(|id| self.history.shared_order(id));
         applied
     }
 

@@ -11,6 +11,13 @@
 //! lines in the replay format (`"cmd": "place"`, ...) still read: the
 //! first byte tells the forms apart. `exchange log dump` prints any
 //! journal as JSON lines, for the ordinary tools.
+//!
+//! The client-session entries ([`crate::sessions`]): `open_session` is
+//! JSON like the key commands; a sequenced entry is the byte
+//! [`SEQUENCED_TAG`], the session and the sequence number as
+//! little-endian `u64`s, then the entry it carries in its own encoding.
+//! The tag is a UTF-8 continuation byte other than the binary commands'
+//! marker, so neither JSON text nor a binary command starts with it.
 
 use exchange_types::{AccountId, Stamped};
 use serde::{Deserialize, Serialize};
@@ -63,7 +70,30 @@ pub enum LogEntry {
         ed25519: Option<String>,
         by: Option<String>,
     },
+    /// Opens a client session for a gateway process incarnation (see
+    /// [`crate::sessions`]).
+    OpenSession {
+        ts: u64,
+        session: u64,
+        gateway: String,
+    },
+    /// `entry`, applied iff `session` is open and `seq` is above its last
+    /// applied sequence number. Never holds another `Sequenced`.
+    Sequenced {
+        session: u64,
+        seq: u64,
+        entry: Box<LogEntry>,
+    },
 }
+
+/// First byte of a sequenced entry.
+pub const SEQUENCED_TAG: u8 = 0xB6;
+/// The tag, the session and the sequence number.
+pub const SEQUENCED_HEADER_BYTES: usize = 1 + 8 + 8;
+
+// Neither JSON nor a binary command starts with the tag.
+const _: () = assert!(SEQUENCED_TAG != exchange_codec::binary::MARKER);
+const _: () = assert!(SEQUENCED_TAG & 0xC0 == 0x80, "a UTF-8 continuation byte");
 
 #[derive(Debug, Error)]
 pub enum EntryError {
@@ -77,6 +107,10 @@ pub enum EntryError {
     /// proposed rather than written as empty bytes no replica could read.
     #[error("log entry does not serialise: {0}")]
     Unwritable(#[source] serde_json::Error),
+    #[error("a sequenced log entry holds another sequenced entry")]
+    NestedSequenced,
+    #[error("sequenced log entry is truncated")]
+    Truncated,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -131,6 +165,30 @@ const CREATE_ACCOUNT: &str = "create_account";
 const CREATE_KEY: &str = "create_api_key";
 const REVOKE_KEY: &str = "revoke_api_key";
 const ROTATE_KEY: &str = "rotate_api_key";
+const OPEN_SESSION: &str = "open_session";
+const SEQUENCED: &str = "sequenced";
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct OpenSessionWire {
+    cmd: String,
+    ts: u64,
+    session: u64,
+    gateway: String,
+}
+
+/// A sequenced entry as `exchange log dump` prints it; the journal holds
+/// the binary form.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SequencedWire {
+    // Only there to be accepted: the decoder already read it.
+    #[allow(dead_code)]
+    cmd: String,
+    session: u64,
+    seq: u64,
+    entry: serde_json::Value,
+}
 
 impl LogEntry {
     pub fn ts(&self) -> u64 {
@@ -139,7 +197,9 @@ impl LogEntry {
             LogEntry::CreateAccount { ts, .. }
             | LogEntry::CreateKey { ts, .. }
             | LogEntry::RevokeKey { ts, .. }
-            | LogEntry::RotateKey { ts, .. } => *ts,
+            | LogEntry::RotateKey { ts, .. }
+            | LogEntry::OpenSession { ts, .. } => *ts,
+            LogEntry::Sequenced { entry, .. } => entry.ts(),
         }
     }
 
@@ -149,14 +209,18 @@ impl LogEntry {
             LogEntry::CreateAccount { ts, .. }
             | LogEntry::CreateKey { ts, .. }
             | LogEntry::RevokeKey { ts, .. }
-            | LogEntry::RotateKey { ts, .. } => *ts = new_ts,
+            | LogEntry::RotateKey { ts, .. }
+            | LogEntry::OpenSession { ts, .. } => *ts = new_ts,
+            // Stamped exactly as the entry would be on its own.
+            LogEntry::Sequenced { entry, .. } => entry.set_ts(new_ts),
         }
     }
 
     /// The API keys the entry adds, changes or removes.
     pub fn key_ids(&self) -> Vec<&str> {
         match self {
-            LogEntry::Core(_) => Vec::new(),
+            LogEntry::Core(_) | LogEntry::OpenSession { .. } => Vec::new(),
+            LogEntry::Sequenced { entry, .. } => entry.key_ids(),
             LogEntry::CreateAccount { api_key, .. } => vec![api_key],
             LogEntry::CreateKey { key, .. } => vec![&key.key_id],
             LogEntry::RevokeKey { key_id, .. } => vec![key_id],
@@ -219,6 +283,21 @@ impl LogEntry {
                 ed25519: ed25519.clone(),
                 by: by.clone(),
             }),
+            LogEntry::OpenSession {
+                ts,
+                session,
+                gateway,
+            } => serde_json::to_vec(&OpenSessionWire {
+                cmd: OPEN_SESSION.into(),
+                ts: *ts,
+                session: *session,
+                gateway: gateway.clone(),
+            }),
+            LogEntry::Sequenced {
+                session,
+                seq,
+                entry,
+            } => return encode_sequenced(*session, *seq, entry),
         };
         json.map_err(EntryError::Unwritable)
     }
@@ -232,15 +311,42 @@ impl LogEntry {
                 exchange_codec::encode_command_into(stamped, &mut out);
                 Ok(out)
             }
+            LogEntry::Sequenced {
+                session,
+                seq,
+                entry,
+            } => {
+                if matches!(**entry, LogEntry::Sequenced { .. }) {
+                    return Err(EntryError::NestedSequenced);
+                }
+                let mut out =
+                    format!(r#"{{"cmd":"{SEQUENCED}","session":{session},"seq":{seq},"entry":"#)
+                        .into_bytes();
+                out.extend_from_slice(&entry.to_json()?);
+                out.push(b'}');
+                Ok(out)
+            }
             other => other.encode(),
         }
     }
 
     pub fn decode(bytes: &[u8]) -> Result<LogEntry, EntryError> {
+        LogEntry::decode_in(bytes, false)
+    }
+
+    /// `inner`: the bytes are a sequenced entry's, which may not hold
+    /// another (so decoding never nests deeper than one).
+    fn decode_in(bytes: &[u8], inner: bool) -> Result<LogEntry, EntryError> {
         if exchange_codec::binary::is_binary(bytes) {
             return Ok(LogEntry::Core(exchange_codec::binary::decode_command(
                 bytes,
             )?));
+        }
+        if bytes.first() == Some(&SEQUENCED_TAG) {
+            if inner {
+                return Err(EntryError::NestedSequenced);
+            }
+            return decode_sequenced(bytes);
         }
         let text = std::str::from_utf8(bytes).map_err(|_| {
             EntryError::Json(serde_json::Error::io(std::io::Error::other(
@@ -252,47 +358,115 @@ impl LogEntry {
         // them in every entry.
         match exchange_codec::decode_command(text) {
             Ok(stamped) => Ok(LogEntry::Core(stamped)),
-            Err(exchange_codec::CodecError::UnknownCmd(name)) => match name.as_str() {
-                CREATE_ACCOUNT => {
-                    let wire: CreateAccountWire = serde_json::from_str(text)?;
-                    Ok(LogEntry::CreateAccount {
-                        ts: wire.ts,
-                        api_key: wire.api_key,
-                        legacy_secret: wire.api_secret,
-                    })
-                }
-                CREATE_KEY => {
-                    let wire: CreateKeyWire = serde_json::from_str(text)?;
-                    Ok(LogEntry::CreateKey {
-                        ts: wire.ts,
-                        account: wire.account,
-                        key: wire.key,
-                        by: wire.by,
-                    })
-                }
-                REVOKE_KEY => {
-                    let wire: RevokeKeyWire = serde_json::from_str(text)?;
-                    Ok(LogEntry::RevokeKey {
-                        ts: wire.ts,
-                        key_id: wire.key_id,
-                        account: wire.account,
-                        by: wire.by,
-                    })
-                }
-                ROTATE_KEY => {
-                    let wire: RotateKeyWire = serde_json::from_str(text)?;
-                    Ok(LogEntry::RotateKey {
-                        ts: wire.ts,
-                        key_id: wire.key_id,
-                        account: wire.account,
-                        new_key_id: wire.new_key_id,
-                        ed25519: wire.ed25519,
-                        by: wire.by,
-                    })
-                }
-                _ => Err(exchange_codec::CodecError::UnknownCmd(name).into()),
-            },
+            Err(exchange_codec::CodecError::UnknownCmd(name)) => decode_named(name, text, inner),
             Err(error) => Err(error.into()),
         }
     }
+}
+
+/// A sequenced entry in its binary form (after the tag was seen).
+fn decode_sequenced(bytes: &[u8]) -> Result<LogEntry, EntryError> {
+    let rest = bytes.get(1..).ok_or(EntryError::Truncated)?;
+    let (session, rest) = rest.split_first_chunk::<8>().ok_or(EntryError::Truncated)?;
+    let (seq, inner) = rest.split_first_chunk::<8>().ok_or(EntryError::Truncated)?;
+    if inner.is_empty() {
+        return Err(EntryError::Truncated);
+    }
+    Ok(LogEntry::Sequenced {
+        session: u64::from_le_bytes(*session),
+        seq: u64::from_le_bytes(*seq),
+        entry: Box::new(LogEntry::decode_in(inner, true)?),
+    })
+}
+
+/// A JSON entry the command decoder did not know, by its `cmd`; `inner`
+/// as for `LogEntry::decode_in`.
+fn decode_named(name: String, text: &str, inner: bool) -> Result<LogEntry, EntryError> {
+    match name.as_str() {
+        CREATE_ACCOUNT => {
+            let wire: CreateAccountWire = serde_json::from_str(text)?;
+            Ok(LogEntry::CreateAccount {
+                ts: wire.ts,
+                api_key: wire.api_key,
+                legacy_secret: wire.api_secret,
+            })
+        }
+        CREATE_KEY => {
+            let wire: CreateKeyWire = serde_json::from_str(text)?;
+            Ok(LogEntry::CreateKey {
+                ts: wire.ts,
+                account: wire.account,
+                key: wire.key,
+                by: wire.by,
+            })
+        }
+        REVOKE_KEY => {
+            let wire: RevokeKeyWire = serde_json::from_str(text)?;
+            Ok(LogEntry::RevokeKey {
+                ts: wire.ts,
+                key_id: wire.key_id,
+                account: wire.account,
+                by: wire.by,
+            })
+        }
+        ROTATE_KEY => {
+            let wire: RotateKeyWire = serde_json::from_str(text)?;
+            Ok(LogEntry::RotateKey {
+                ts: wire.ts,
+                key_id: wire.key_id,
+                account: wire.account,
+                new_key_id: wire.new_key_id,
+                ed25519: wire.ed25519,
+                by: wire.by,
+            })
+        }
+        OPEN_SESSION => {
+            let wire: OpenSessionWire = serde_json::from_str(text)?;
+            Ok(LogEntry::OpenSession {
+                ts: wire.ts,
+                session: wire.session,
+                gateway: wire.gateway,
+            })
+        }
+        SEQUENCED if inner => Err(EntryError::NestedSequenced),
+        SEQUENCED => {
+            let wire: SequencedWire = serde_json::from_str(text)?;
+            let entry = serde_json::to_vec(&wire.entry).map_err(EntryError::Json)?;
+            Ok(LogEntry::Sequenced {
+                session: wire.session,
+                seq: wire.seq,
+                entry: Box::new(LogEntry::decode_in(&entry, true)?),
+            })
+        }
+        _ => Err(exchange_codec::CodecError::UnknownCmd(name).into()),
+    }
+}
+
+fn encode_sequenced(session: u64, seq: u64, entry: &LogEntry) -> Result<Vec<u8>, EntryError> {
+    let mut out = Vec::with_capacity(SEQUENCED_HEADER_BYTES + 160);
+    encode_sequenced_into(session, seq, entry, &mut out)?;
+    Ok(out)
+}
+
+/// Appends the binary form of a sequenced entry: the tag, the session
+/// and the number, then the entry in its own encoding (a command written
+/// in place, with no buffer of its own). Refused, with nothing appended,
+/// when the entry is itself sequenced.
+pub(crate) fn encode_sequenced_into(
+    session: u64,
+    seq: u64,
+    entry: &LogEntry,
+    out: &mut Vec<u8>,
+) -> Result<(), EntryError> {
+    if matches!(entry, LogEntry::Sequenced { .. }) {
+        return Err(EntryError::NestedSequenced);
+    }
+    out.push(SEQUENCED_TAG);
+    out.extend_from_slice(&session.to_le_bytes());
+    out.extend_from_slice(&seq.to_le_bytes());
+    match entry {
+        LogEntry::Core(stamped) => exchange_codec::binary::encode_command_into(stamped, out),
+        other => out.extend_from_slice(&other.encode()?),
+    }
+    Ok(())
 }

@@ -39,6 +39,11 @@ pub mod schedule;
 pub mod scheduler;
 pub mod secret_file;
 pub mod sequencer;
+pub mod sessions;
+#[cfg(test)]
+mod sessions_prop_tests;
+#[cfg(test)]
+mod sessions_tests;
 pub mod source;
 pub mod state;
 pub mod threads;

@@ -34,8 +34,12 @@ pub const fn batch_record_bytes(commands: usize, line_bytes: usize) -> usize {
 }
 
 /// The largest record the pipeline writes: a full batch of the longest
-/// commands.
-pub const MAX_BATCH_RECORD_BYTES: usize = batch_record_bytes(MAX_BATCH, MAX_ENCODED_COMMAND_BYTES);
+/// commands, each sent through a client session (`LogEntry::Sequenced`
+/// puts its header before the command).
+pub const MAX_BATCH_RECORD_BYTES: usize = batch_record_bytes(
+    MAX_BATCH,
+    MAX_ENCODED_COMMAND_BYTES + crate::entry::SEQUENCED_HEADER_BYTES,
+);
 
 // A proposal larger than a record is refused and all its commands are
 // answered `unavailable`: no batch the pipeline forms may be.
@@ -43,6 +47,17 @@ const _: () = assert!(MAX_BATCH_RECORD_BYTES <= MAX_PAYLOAD_BYTES);
 // A follower receives an entry inside one frame, with Raft's message
 // around it: at least as much room again.
 const _: () = assert!(2 * MAX_PAYLOAD_BYTES <= MAX_FRAME_BYTES);
+
+// Client sessions (`crate::sessions`), part of the replicated state.
+
+/// Open sessions at most: one per gateway process, so far more than any
+/// deployment runs; an open beyond it is refused.
+pub const MAX_OPEN_SESSIONS: usize = 4_096;
+/// Closed sessions remembered (so a late copy of an open cannot reopen
+/// one); the oldest are forgotten beyond it.
+pub const MAX_CLOSED_SESSIONS: usize = 4_096;
+/// Longest gateway name a session is opened for, in bytes.
+pub const MAX_GATEWAY_NAME_LEN: usize = 64;
 
 // The API's view of orders and trades kept by each node.
 
@@ -199,7 +214,12 @@ mod tests {
 
     #[test]
     fn a_full_batch_of_the_longest_commands_fits_one_record() {
-        let batch = vec![entry_of(MAX_ENCODED_COMMAND_BYTES); MAX_BATCH];
+        let longest = LogEntry::Sequenced {
+            session: u64::MAX,
+            seq: u64::MAX,
+            entry: Box::new(entry_of(MAX_ENCODED_COMMAND_BYTES)),
+        };
+        let batch = vec![longest; MAX_BATCH];
         let data = encode_batch(&batch).unwrap();
         // The formula the compile-time check relies on is the real size.
         assert_eq!(ENTRY_TYPE_BYTES + data.len(), MAX_BATCH_RECORD_BYTES);
@@ -237,6 +257,11 @@ mod tests {
                 key_id: longest_id.clone(),
                 account: Some(u64::MAX),
                 by: Some(longest_id.clone()),
+            },
+            LogEntry::OpenSession {
+                ts: u64::MAX,
+                session: u64::MAX,
+                gateway: "g".repeat(MAX_GATEWAY_NAME_LEN),
             },
             LogEntry::RotateKey {
                 ts: u64::MAX,

@@ -30,6 +30,7 @@ use thiserror::Error;
 
 use crate::entry::LogEntry;
 use crate::history::{History, OrderRecord};
+use crate::sessions::{SessionRefusal, Sessions};
 
 /// What snapshot bytes start with, before the version. Version 1 started
 /// with the engine snapshot's length instead, as a little-endian `u64`:
@@ -68,6 +69,11 @@ pub struct Applied {
     /// For a place, cancel or replace: its order as this entry left it,
     /// so the gateway answers without asking the core thread again.
     pub order: Option<Arc<OrderRecord>>,
+    /// For a session entry that changed nothing: why. A refused sequenced
+    /// entry's `command` is then `"duplicate"` or `"stale_session"`, and
+    /// it has no events; an applied one's outcome is exactly its inner
+    /// entry's.
+    pub session_refusal: Option<SessionRefusal>,
 }
 
 pub struct ServerState {
@@ -77,6 +83,8 @@ pub struct ServerState {
     /// `exchange_marketdata::sequences`): replicated so that REST, the
     /// WebSocket channels and the binary feed agree across restarts.
     pub market_sequences: MarketSequences,
+    /// The gateways' client sessions ([`crate::sessions`]).
+    pub sessions: Sessions,
     /// Number of commands applied: the index of the last one in command
     /// order (events and market-data sequences use it).
     pub applied_index: u64,
@@ -127,6 +135,10 @@ struct GatewayState {
     #[serde(default)]
     market_sequences: MarketSequences,
     applied_index: u64,
+    // Absent from snapshots written before client sessions, and left out
+    // while there are none, so such a state hashes as it did before them.
+    #[serde(default, skip_serializing_if = "Sessions::is_empty")]
+    sessions: Sessions,
     // Snapshots written while the scheduler followed the phase the log
     // last asked for (rather than the core's) may hold a `phases` map
     // here: it is not read, and the engine's snapshot has the phases.
@@ -144,6 +156,7 @@ impl ServerState {
             engine: Engine::new(),
             credentials: Credentials::new(),
             market_sequences: MarketSequences::default(),
+            sessions: Sessions::default(),
             applied_index: 0,
             raft_index: 0,
         }
@@ -163,8 +176,41 @@ impl ServerState {
             events: Vec::with_capacity(8),
             ..Applied::default()
         };
+        self.apply_entry(index, entry, &mut applied);
+        applied
+    }
+
+    /// The last applied sequence number of an open client session.
+    pub fn session_last_seq(&self, session: u64) -> Option<u64> {
+        self.sessions.last_seq(session)
+    }
+
+    fn apply_entry(&mut self, index: u64, entry: &LogEntry, applied: &mut Applied) {
         match entry {
-            LogEntry::Core(stamped) => self.apply_command(index, stamped, &mut applied),
+            LogEntry::Core(stamped) => self.apply_command(index, stamped, applied),
+            LogEntry::OpenSession {
+                session, gateway, ..
+            } => {
+                applied.command = "open_session";
+                applied.session_refusal = self.sessions.open(*session, gateway).err();
+            }
+            LogEntry::Sequenced {
+                session,
+                seq,
+                entry,
+            } => match self.sessions.admit(*session, *seq) {
+                Ok(()) => self.apply_entry(index, entry, applied),
+                Err(refusal) => {
+                    applied.command = refusal.sequenced_command();
+                    applied.session_refusal = Some(refusal);
+                }
+            },
+            key_command => self.apply_key_command(key_command, applied),
+        }
+    }
+
+    fn apply_key_command(&mut self, entry: &LogEntry, applied: &mut Applied) {
+        match entry {
             LogEntry::CreateAccount {
                 ts,
                 api_key,
@@ -174,7 +220,7 @@ impl ServerState {
                 let created =
                     self.credentials
                         .create_account(*ts, api_key, legacy_secret.as_deref());
-                settle(&mut applied, created);
+                settle(applied, created);
             }
             LogEntry::CreateKey {
                 ts,
@@ -186,7 +232,7 @@ impl ServerState {
                 let created = self
                     .credentials
                     .create_key(*ts, *account, key, by.as_deref());
-                settle(&mut applied, created.map(|()| *account));
+                settle(applied, created.map(|()| *account));
             }
             LogEntry::RevokeKey {
                 ts,
@@ -198,7 +244,7 @@ impl ServerState {
                 let revoked = self
                     .credentials
                     .revoke(*ts, key_id, *account, by.as_deref());
-                settle(&mut applied, revoked.map(|key| key.account));
+                settle(applied, revoked.map(|key| key.account));
             }
             LogEntry::RotateKey {
                 ts,
@@ -217,10 +263,11 @@ impl ServerState {
                     ed25519.as_deref(),
                     by.as_deref(),
                 );
-                settle(&mut applied, rotated);
+                settle(applied, rotated);
             }
+            // Not key commands: `apply_entry` applies them.
+            LogEntry::Core(_) | LogEntry::OpenSession { .. } | LogEntry::Sequenced { .. } => {}
         }
-        applied
     }
 
     /// Runs a trading command through the engine.
@@ -251,6 +298,7 @@ impl ServerState {
                 credentials: self.credentials.clone(),
                 market_sequences: self.market_sequences.clone(),
                 applied_index: self.applied_index,
+                sessions: self.sessions.clone(),
             },
         }
     }
@@ -329,6 +377,7 @@ fn restore_replicated(bytes: &[u8]) -> Result<ServerState, StateSnapshotError> {
         engine,
         credentials: gateway.credentials,
         market_sequences: gateway.market_sequences,
+        sessions: gateway.sessions,
         applied_index: gateway.applied_index,
         raft_index: 0,
     })

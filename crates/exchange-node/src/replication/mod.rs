@@ -362,7 +362,7 @@ pub struct SnapshotDone {
 }
 
 /// The payload of one Raft entry: `u32` count, then each command as a
-/// `u32` length and the log entry's JSON.
+/// `u32` length and the log entry's encoding ([`LogEntry::encode`]).
 pub fn encode_batch(entries: &[LogEntry]) -> Result<Vec<u8>, EntryError> {
     let mut out = Vec::with_capacity(4 + entries.len() * 160);
     out.extend_from_slice(&(entries.len() as u32).to_le_bytes());
@@ -374,6 +374,18 @@ pub fn encode_batch(entries: &[LogEntry]) -> Result<Vec<u8>, EntryError> {
                 let at = out.len();
                 out.extend_from_slice(&[0; 4]);
                 exchange_codec::binary::encode_command_into(stamped, &mut out);
+                let len = (out.len() - at - 4) as u32;
+                out[at..at + 4].copy_from_slice(&len.to_le_bytes());
+            }
+            // Likewise: the commands gateways forward come this way.
+            LogEntry::Sequenced {
+                session,
+                seq,
+                entry,
+            } => {
+                let at = out.len();
+                out.extend_from_slice(&[0; 4]);
+                crate::entry::encode_sequenced_into(*session, *seq, entry, &mut out)?;
                 let len = (out.len() - at - 4) as u32;
                 out[at..at + 4].copy_from_slice(&len.to_le_bytes());
             }

@@ -1,0 +1,191 @@
+//! Client sessions: what lets an order-entry gateway that forwards
+//! commands to the leader re-submit whatever was in flight when the
+//! leader changed, with every command applied once (the Raft
+//! dissertation's linearizable client sessions, §6.3).
+//!
+//! A gateway process incarnation opens a session under an id of its own
+//! choosing (`LogEntry::OpenSession`), then sends each command wrapped
+//! with the session and a sequence number (`LogEntry::Sequenced`), strictly
+//! increasing on one ordered connection. A sequenced command is applied
+//! iff its session is open and its number is above the session's last
+//! applied one, which it then becomes: a re-submitted copy is a duplicate,
+//! and gaps (commands refused before the log and never re-sent) are fine.
+//!
+//! Opening a session closes every other open session of the same gateway
+//! name: a restarted gateway makes its previous incarnation's submissions
+//! stale. A closed session is kept (as a bounded number of tombstones)
+//! rather than forgotten, so that a late copy of its open cannot reopen it.
+//!
+//! The table is part of the replicated state; it depends on the session
+//! entries alone, so `exchange log dump --core-only` replays it to print
+//! exactly the commands that were applied.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+use crate::limits::{MAX_CLOSED_SESSIONS, MAX_GATEWAY_NAME_LEN, MAX_OPEN_SESSIONS};
+
+/// One session of the table.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Session {
+    pub gateway: String,
+    /// The sequence number of its last applied command; 0 before any.
+    pub last_seq: u64,
+    /// Set when a later open of its gateway closed it: the table's closure
+    /// count then, which orders the tombstones for eviction.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub closed: Option<u64>,
+}
+
+/// Why a session entry changed nothing. Every replica decides alike.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Error, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SessionRefusal {
+    /// The sequence number is not above the session's last applied one:
+    /// a re-submitted copy of a command already applied (or refused).
+    #[error("sequence number already seen (the session's last is {last_seq})")]
+    Duplicate { last_seq: u64 },
+    #[error("no session has this id")]
+    UnknownSession,
+    /// A later open of the same gateway name closed it.
+    #[error("the session was closed by a later open of its gateway")]
+    ClosedSession,
+    #[error("too many open sessions")]
+    TableFull,
+    /// The id is another gateway's session (two gateways drew the same
+    /// random id).
+    #[error("the session id belongs to another gateway")]
+    IdTaken,
+    #[error("the gateway name is empty or longer than {MAX_GATEWAY_NAME_LEN} bytes")]
+    GatewayName,
+}
+
+impl SessionRefusal {
+    /// `Applied::command` for a sequenced entry refused for this reason.
+    pub fn sequenced_command(self) -> &'static str {
+        match self {
+            SessionRefusal::Duplicate { .. } => "duplicate",
+            _ => "stale_session",
+        }
+    }
+}
+
+/// The session table: ordered maps only, so that serialising it (the
+/// snapshot, the state hash) and scanning it are the same on every node.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Sessions {
+    sessions: BTreeMap<u64, Session>,
+    /// Opens that closed sessions so far.
+    #[serde(default)]
+    closures: u64,
+}
+
+impl Sessions {
+    /// Nothing was ever opened: the snapshot leaves the table out, so the
+    /// state hash of a log without sessions is what it was before them.
+    pub fn is_empty(&self) -> bool {
+        self.sessions.is_empty() && self.closures == 0
+    }
+
+    pub fn get(&self, session: u64) -> Option<&Session> {
+        self.sessions.get(&session)
+    }
+
+    /// The last applied sequence number of an open session.
+    pub fn last_seq(&self, session: u64) -> Option<u64> {
+        self.sessions
+            .get(&session)
+            .filter(|s| s.closed.is_none())
+            .map(|s| s.last_seq)
+    }
+
+    pub fn open_count(&self) -> usize {
+        self.sessions
+            .values()
+            .filter(|s| s.closed.is_none())
+            .count()
+    }
+
+    /// Opens `session` for `gateway`, closing the gateway's other open
+    /// sessions. Opening a session that is open already is a re-submission
+    /// and changes nothing. Scans the table: opens are rare.
+    pub fn open(&mut self, session: u64, gateway: &str) -> Result<(), SessionRefusal> {
+        if gateway.is_empty() || gateway.len() > MAX_GATEWAY_NAME_LEN {
+            return Err(SessionRefusal::GatewayName);
+        }
+        if let Some(existing) = self.sessions.get(&session) {
+            return if existing.gateway != gateway {
+                Err(SessionRefusal::IdTaken)
+            } else if existing.closed.is_some() {
+                Err(SessionRefusal::ClosedSession)
+            } else {
+                Ok(())
+            };
+        }
+        let open = self.sessions.values().filter(|s| s.closed.is_none());
+        let (mut all, mut same) = (0, 0);
+        for s in open {
+            all += 1;
+            same += usize::from(s.gateway == gateway);
+        }
+        // Refused before anything changes: the gateway's old session stays.
+        if all - same >= MAX_OPEN_SESSIONS {
+            return Err(SessionRefusal::TableFull);
+        }
+        if same > 0 {
+            let closure = self.closures;
+            self.closures += 1;
+            for s in self.sessions.values_mut() {
+                if s.closed.is_none() && s.gateway == gateway {
+                    s.closed = Some(closure);
+                }
+            }
+            self.evict_tombstones();
+        }
+        self.sessions.insert(
+            session,
+            Session {
+                gateway: gateway.to_string(),
+                last_seq: 0,
+                closed: None,
+            },
+        );
+        Ok(())
+    }
+
+    /// Admits sequence number `seq` of `session`: it becomes the session's
+    /// last, and the command is to be applied.
+    pub fn admit(&mut self, session: u64, seq: u64) -> Result<(), SessionRefusal> {
+        let Some(entry) = self.sessions.get_mut(&session) else {
+            return Err(SessionRefusal::UnknownSession);
+        };
+        if entry.closed.is_some() {
+            return Err(SessionRefusal::ClosedSession);
+        }
+        if seq <= entry.last_seq {
+            return Err(SessionRefusal::Duplicate {
+                last_seq: entry.last_seq,
+            });
+        }
+        entry.last_seq = seq;
+        Ok(())
+    }
+
+    /// Forgets the oldest closed sessions beyond the bound (ties by id).
+    fn evict_tombstones(&mut self) {
+        let mut closed: Vec<(u64, u64)> = self
+            .sessions
+            .iter()
+            .filter_map(|(id, s)| s.closed.map(|at| (at, *id)))
+            .collect();
+        if closed.len() <= MAX_CLOSED_SESSIONS {
+            return;
+        }
+        closed.sort_unstable();
+        for (_, id) in &closed[..closed.len() - MAX_CLOSED_SESSIONS] {
+            self.sessions.remove(id);
+        }
+    }
+}
