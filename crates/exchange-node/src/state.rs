@@ -1,7 +1,8 @@
 //! The replicated state machine of the server: the core engine, the API
-//! credentials and the market-data sequences, advanced together by log
-//! entries. Applying the same entries from the same snapshot gives the same
-//! state on every node, and the same [`ServerState::state_hash`].
+//! credentials, the market-data sequences and the gateways' client
+//! sessions ([`crate::sessions`]), advanced together by log entries.
+//! Applying the same entries from the same snapshot gives the same state
+//! on every node, and the same [`ServerState::state_hash`].
 //!
 //! The API's view of orders and trades ([`History`]) is not part of it: it
 //! only presents what the events say, and no future event depends on it.
@@ -11,7 +12,8 @@
 //! little-endian `u16`, the length of the replicated section as a
 //! little-endian `u64`, the replicated section (the engine's snapshot
 //! length as a `u64`, the engine's snapshot, then the credentials,
-//! market-data sequences and applied index as JSON), then the history as
+//! market-data sequences, applied index and client sessions (left out
+//! while there are none) as JSON), then the history as
 //! JSON. The state hash is BLAKE3 over the replicated section alone.
 //! Version 1 had no tag and no history section: it was the replicated
 //! section with the history inside its JSON. Both restore, so a data
@@ -176,7 +178,11 @@ impl ServerState {
             events: Vec::with_capacity(8),
             ..Applied::default()
         };
-        self.apply_entry(index, entry, &mut applied);
+        match entry {
+            // The hot path, as direct as before sessions.
+            LogEntry::Core(stamped) => self.apply_command(index, stamped, &mut applied),
+            other => self.apply_entry(index, other, &mut applied),
+        }
         applied
     }
 
