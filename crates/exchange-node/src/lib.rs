@@ -26,6 +26,7 @@ pub mod keys;
 #[cfg(test)]
 mod keys_tests;
 pub mod limits;
+pub mod log_files;
 pub mod master_key;
 pub mod metrics;
 pub mod metrics_window;
