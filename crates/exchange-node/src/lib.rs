@@ -42,6 +42,7 @@ pub mod secret_file;
 pub mod sequencer;
 pub mod source;
 pub mod state;
+pub mod stream;
 pub mod threads;
 
 pub use core_state::CoreState;
