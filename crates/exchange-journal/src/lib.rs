@@ -6,6 +6,7 @@
 //! Raft replica; [`snapshots`] lets the log be compacted and a restart skip
 //! most of the replay.
 
+mod cursor;
 mod error;
 mod journal;
 mod purge;
@@ -15,6 +16,7 @@ mod scan;
 pub mod snapshots;
 mod spare;
 
+pub use cursor::{CommittedCursor, Read as CursorRead};
 pub use error::JournalError;
 pub use journal::{
     Journal, JournalOptions, LogSync, Recovery, DEFAULT_PREALLOCATE_AFTER, DEFAULT_SEGMENT_BYTES,

@@ -21,7 +21,7 @@ fn io(path: &Path, source: std::io::Error) -> JournalError {
     }
 }
 
-fn segments(dir: &Path) -> Result<Vec<(u64, PathBuf)>, JournalError> {
+pub(crate) fn segments(dir: &Path) -> Result<Vec<(u64, PathBuf)>, JournalError> {
     let mut found = Vec::new();
     for item in fs::read_dir(dir).map_err(|e| io(dir, e))? {
         let path = item.map_err(|e| io(dir, e))?.path();

@@ -26,6 +26,7 @@ pub mod keys;
 #[cfg(test)]
 mod keys_tests;
 pub mod limits;
+pub mod log_files;
 pub mod master_key;
 pub mod metrics;
 pub mod metrics_window;
@@ -46,6 +47,7 @@ mod sessions_prop_tests;
 mod sessions_tests;
 pub mod source;
 pub mod state;
+pub mod stream;
 pub mod threads;
 
 pub use core_state::CoreState;

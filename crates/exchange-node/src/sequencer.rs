@@ -245,6 +245,18 @@ impl Handle {
         &self.credentials
     }
 
+    /// The Raft index the core has applied: every committed entry up to
+    /// it is in this node's state (and its journal, unless compacted).
+    pub fn applied_raft_index(&self) -> u64 {
+        self.cluster.raft_applied()
+    }
+
+    /// Waits until the core has applied past Raft index `above`, or for
+    /// `timeout`, from a blocking thread; returns the index applied then.
+    pub fn wait_applied_raft(&self, above: u64, timeout: std::time::Duration) -> u64 {
+        self.cluster.wait_raft_applied(above, timeout)
+    }
+
     /// Every applied entry with its events, in log order.
     pub fn subscribe(&self) -> broadcast::Receiver<Arc<Applied>> {
         self.events.subscribe()
@@ -272,9 +284,7 @@ impl Pipeline {
         let failed = Arc::new(AtomicBool::new(false));
         let cluster = Arc::new(ClusterShared::default());
         cluster.publish(&replica.node);
-        cluster
-            .raft_applied
-            .store(state.state.raft_index, Ordering::Release);
+        cluster.set_raft_applied(state.state.raft_index);
         let (control_tx, control_rx) = bounded(64);
         let credentials = Arc::new(SharedCredentials::new(
             &state.state.credentials,
@@ -470,9 +480,7 @@ impl CoreThread<'_> {
                 self.core_state = fresh;
                 self.credentials.replace(&self.core_state.state.credentials);
                 tracing::info!(index = meta.index, "installed a snapshot from the leader");
-                self.cluster
-                    .raft_applied
-                    .store(meta.index, Ordering::Release);
+                self.cluster.set_raft_applied(meta.index);
                 self.metrics
                     .applied_index
                     .store(self.core_state.state.applied_index, Ordering::Relaxed);
@@ -503,8 +511,7 @@ impl CoreThread<'_> {
         // must find this node caught up, and so call the key
         // unknown rather than not yet known.
         self.cluster
-            .raft_applied
-            .store(self.core_state.state.raft_index, Ordering::Release);
+            .set_raft_applied(self.core_state.state.raft_index);
         publish(&mut self.done, self.events, self.metrics);
         if self.snapshot_every > 0 && self.since_snapshot >= self.snapshot_every {
             // Copying the state is the only part on the core thread;

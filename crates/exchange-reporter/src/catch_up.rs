@@ -10,8 +10,8 @@
 //!
 //! Only committed entries are read (the caller never asks past what the
 //! core has applied), so a new leader truncating uncommitted entries never
-//! changes what is read here. This is the one place that knows how
-//! committed entries are found on disk.
+//! changes what is read here. The files are read through
+//! `exchange_node::log_files`, which the log stream to mirrors shares.
 //!
 //! A reporter that lags twice would replay from the same snapshot twice
 //! (with a snapshot every million commands, up to a million commands, a
@@ -25,10 +25,10 @@
 
 use std::path::Path;
 
-use exchange_journal::{reader, snapshots, JournalError};
+use exchange_journal::JournalError;
 use thiserror::Error;
 
-use exchange_node::recovery::{journal_dir, snapshot_dir};
+use exchange_node::log_files::{self, LogFilesError};
 use exchange_node::replication::{decode_entry_payload, BatchError};
 use exchange_node::state::{Applied, ServerState, StateSnapshotError};
 
@@ -122,8 +122,7 @@ pub fn committed_entries_from(
     if through <= after {
         return Ok(0);
     }
-    let journal = journal_dir(data_dir);
-    let first = reader::first_index(&journal)?;
+    let first = log_files::first_raft_index(data_dir)?;
     // Only a state at or before `after`, whose next record is still in
     // the log, can be replayed from.
     let kept = scratch.take().filter(|kept| {
@@ -152,7 +151,7 @@ pub fn committed_entries_from(
     }
     from.state.raft_index = from.raft_index;
     let mut replayed = 0u64;
-    let walked = reader::for_each_committed(&journal, start, u64::MAX, |record| {
+    let walked = log_files::for_each_committed(data_dir, start, u64::MAX, |record| {
         let commands = decode_entry_payload(&record.payload).map_err(|source| {
             Walk::Failed(CatchUpError::Batch {
                 index: record.index,
@@ -232,32 +231,33 @@ fn snapshot_at_or_before(
     after_raft: Option<u64>,
     newer_than: u64,
 ) -> Result<Snapshots, CatchUpError> {
-    let dir = snapshot_dir(data_dir);
     let mut below = after_raft.unwrap_or(u64::MAX);
     let mut oldest = None;
-    while let Some(file) = snapshots::load_at_or_before(&dir, below)? {
-        if file.index <= newer_than {
+    while let Some(file) =
+        log_files::snapshot_at_or_before(data_dir, below).map_err(|e| match e {
+            LogFilesError::Journal(e) => CatchUpError::Journal(e),
+            LogFilesError::Snapshot { index, reason } => {
+                CatchUpError::SnapshotFile { index, reason }
+            }
+        })?
+    {
+        let file_index = file.raft_index;
+        if file_index <= newer_than {
             break;
         }
-        let data = exchange_replication::snapshot_state(&file).map_err(|error| {
-            CatchUpError::SnapshotFile {
-                index: file.index,
-                reason: error.to_string(),
-            }
-        })?;
-        let state = if data.is_empty() {
+        let state = if file.data.is_empty() {
             ServerState::new()
         } else {
-            ServerState::restore(data).map_err(|source| CatchUpError::Snapshot {
-                index: file.index,
+            ServerState::restore(&file.data).map_err(|source| CatchUpError::Snapshot {
+                index: file_index,
                 source,
             })?
         };
         if state.applied_index <= after {
-            return Ok(Snapshots::Found(file.index, Box::new(state)));
+            return Ok(Snapshots::Found(file_index, Box::new(state)));
         }
         oldest = Some((state.applied_index, state.engine.last_seq()));
-        match file.index.checked_sub(1) {
+        match file_index.checked_sub(1) {
             Some(earlier) => below = earlier,
             None => break,
         }
@@ -286,7 +286,7 @@ fn starting_state(
     // Nothing early enough on disk: the genesis, if the log still reaches
     // back to it; otherwise this node's history starts at its oldest
     // snapshot.
-    let first = reader::first_index(&journal_dir(data_dir))?;
+    let first = log_files::first_raft_index(data_dir)?;
     match oldest {
         Some((command, event_seq)) if first.is_some_and(|first| first > 2) => {
             Err(CatchUpError::BeforeOldestState {

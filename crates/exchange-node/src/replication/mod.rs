@@ -24,8 +24,8 @@
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex, RwLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use exchange_replication::transport::ClusterKey;
@@ -233,6 +233,11 @@ pub struct ClusterShared {
     /// Wall-clock milliseconds when this node last became leader (0: never).
     leader_since_ms: AtomicU64,
     pub(crate) raft_applied: AtomicU64,
+    /// Threads waiting in [`ClusterShared::wait_raft_applied`]: the core
+    /// thread wakes them only when there are any.
+    applied_waiters: AtomicUsize,
+    applied_lock: Mutex<()>,
+    applied_changed: Condvar,
     /// The Raft index the core must have applied for this node's state to
     /// hold everything the cluster committed (as far as this node knows);
     /// `u64::MAX` on a new leader whose first entry has not committed.
@@ -244,6 +249,47 @@ pub struct ClusterShared {
 }
 
 impl ClusterShared {
+    /// Records the Raft index the core has applied, and wakes the threads
+    /// waiting for it (the log stream's).
+    pub(crate) fn set_raft_applied(&self, index: u64) {
+        self.raft_applied.store(index, Ordering::SeqCst);
+        if self.applied_waiters.load(Ordering::SeqCst) > 0 {
+            // Taken so that a waiter between its check and its wait is
+            // not missed.
+            drop(self.applied_lock.lock());
+            self.applied_changed.notify_all();
+        }
+    }
+
+    /// The Raft index the core has applied.
+    pub fn raft_applied(&self) -> u64 {
+        self.raft_applied.load(Ordering::Acquire)
+    }
+
+    /// Waits until the core has applied past Raft index `above`, or for
+    /// `timeout`; returns the index applied then.
+    pub fn wait_raft_applied(&self, above: u64, timeout: Duration) -> u64 {
+        let deadline = std::time::Instant::now() + timeout;
+        self.applied_waiters.fetch_add(1, Ordering::SeqCst);
+        let Ok(mut guard) = self.applied_lock.lock() else {
+            self.applied_waiters.fetch_sub(1, Ordering::SeqCst);
+            return self.raft_applied();
+        };
+        loop {
+            let applied = self.raft_applied.load(Ordering::SeqCst);
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            if applied > above || left.is_zero() {
+                drop(guard);
+                self.applied_waiters.fetch_sub(1, Ordering::SeqCst);
+                return applied;
+            }
+            guard = match self.applied_changed.wait_timeout(guard, left) {
+                Ok((guard, _)) => guard,
+                Err(poisoned) => poisoned.into_inner().0,
+            };
+        }
+    }
+
     pub fn is_leader(&self) -> bool {
         self.leader.load(Ordering::Acquire)
     }

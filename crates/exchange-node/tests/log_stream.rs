@@ -1,0 +1,274 @@
+//! The log stream: a mirror that follows a node's committed log, from
+//! the start or from a snapshot, and from one server or the next, reaches
+//! the node's state exactly; a mirror without the cluster key gets
+//! nothing.
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::time::Duration;
+
+use exchange_node::cluster_key::ClusterKey;
+use exchange_node::master_key::MasterKey;
+use exchange_node::recovery;
+use exchange_node::stream::{follow, Follower, StreamItem, StreamServer, PROTOCOL};
+use exchange_node::{CoreState, Handle, LogEntry, Pipeline, PipelineConfig};
+use exchange_replication::transport::channel::{Channel, ChannelError};
+use tokio::runtime::Runtime;
+
+const KEY: [u8; 32] = [5; 32];
+/// Long enough for anything this test waits for; a hang fails instead.
+const PATIENCE: Duration = Duration::from_secs(60);
+
+fn key() -> ClusterKey {
+    ClusterKey::from_bytes(KEY)
+}
+
+fn any_port() -> SocketAddr {
+    "127.0.0.1:0".parse().expect("addr")
+}
+
+/// A port nothing listens on.
+fn closed_port() -> SocketAddr {
+    let socket = std::net::TcpListener::bind(any_port()).expect("bind");
+    socket.local_addr().expect("addr")
+}
+
+fn start(dir: &Path, snapshot_every: u64) -> Pipeline {
+    let config = PipelineConfig {
+        submit_queue: 4_096,
+        core_queue: 64,
+        events_buffer: 4_096,
+        snapshot_every,
+        snapshot_dir: dir.join("unused"),
+        master_key: MasterKey::from_bytes([7; 32]),
+    };
+    recovery::start(dir, config).expect("start node").0
+}
+
+fn command(line: &str) -> LogEntry {
+    LogEntry::Core(exchange_codec::decode_command(line).expect("command"))
+}
+
+/// The `n`-th of a day's commands: accounts, a listing and deposits
+/// first, then orders on both sides that trade.
+fn nth_command(n: u64) -> LogEntry {
+    match n {
+        0..=3 => LogEntry::CreateAccount {
+            ts: 0,
+            api_key: format!("key-{n}"),
+            legacy_secret: None,
+        },
+        4 => command(concat!(
+            r#"{"cmd":"add_instrument","symbol":"BTC-USD","base":"BTC","quote":"USD","#,
+            r#""tick_size":"1","lot_size":"1","maker_fee_bps":1,"taker_fee_bps":2,"#,
+            r#""price_collar_pct":"50","reference_price":"100"}"#,
+        )),
+        5..=8 => {
+            let account = n - 4;
+            let asset = if account.is_multiple_of(2) { "USD" } else { "BTC" };
+            command(&format!(
+                r#"{{"cmd":"deposit","account":{account},"asset":"{asset}","amount":"1000000"}}"#
+            ))
+        }
+        _ => {
+            let account = n % 4 + 1;
+            let side = if account.is_multiple_of(2) { "buy" } else { "sell" };
+            let price = 95 + n % 11;
+            command(&format!(
+                concat!(
+                    r#"{{"cmd":"place","account":{},"client_order_id":"o{}","symbol":"BTC-USD","#,
+                    r#""side":"{}","type":"limit","price":"{}","qty":"{}","tif":"gtc"}}"#
+                ),
+                account,
+                n,
+                side,
+                price,
+                n % 5 + 1
+            ))
+        }
+    }
+}
+
+/// Submits commands `from..to` in groups (each group a few Raft entries)
+/// and waits until all are applied.
+fn submit(runtime: &Runtime, handle: &Handle, from: u64, to: u64) {
+    for group in (from..to).collect::<Vec<_>>().chunks(37) {
+        let answers: Vec<_> = group
+            .iter()
+            .map(|&n| handle.enqueue_entry(nth_command(n)).expect("queued"))
+            .collect();
+        runtime.block_on(async {
+            for answer in answers {
+                answer.await.expect("applied");
+            }
+        });
+    }
+}
+
+/// The node's Raft index applied and state hash.
+fn node_hash(runtime: &Runtime, handle: &Handle) -> (u64, String) {
+    let (position, hash) = runtime.block_on(handle.state_hash()).expect("hash");
+    (position.raft_index, hash)
+}
+
+/// Applies what the follower hands over until the mirror is at
+/// `raft_index`; returns the items' kinds, in order ('S' for a snapshot,
+/// 'E' for entries).
+fn mirror_until(follower: &Follower, mirror: &mut CoreState, raft_index: u64) -> String {
+    let mut kinds = String::new();
+    while mirror.state.raft_index < raft_index {
+        let item = follower.items().recv_timeout(PATIENCE).unwrap_or_else(|_| {
+            panic!(
+                "no item: the mirror is at {}, not {raft_index}; following {:?}",
+                mirror.state.raft_index,
+                follower.following()
+            )
+        });
+        if let StreamItem::Entries(entries) = &item {
+            let first = entries.first().expect("not empty").0;
+            assert!(
+                first == mirror.state.raft_index + 1 || mirror.state.raft_index <= 1,
+                "entries from {first} after {}",
+                mirror.state.raft_index
+            );
+        }
+        kinds.push(match item {
+            StreamItem::Install { .. } => 'S',
+            StreamItem::Entries(_) => 'E',
+        });
+        item.apply_to(mirror).expect("applies");
+    }
+    assert_eq!(mirror.state.raft_index, raft_index);
+    kinds
+}
+
+#[test]
+fn a_mirror_follows_the_log_live_and_from_the_next_server() {
+    let dir = tempfile::tempdir().expect("dir");
+    let runtime = Runtime::new().expect("runtime");
+    let pipeline = start(dir.path(), 0);
+    let handle = pipeline.handle.clone();
+    let first = StreamServer::start(any_port(), key(), 1, dir.path().into(), handle.clone())
+        .expect("server");
+    let second = StreamServer::start(any_port(), key(), 1, dir.path().into(), handle.clone())
+        .expect("server");
+    submit(&runtime, &handle, 0, 150);
+
+    // A replica that does not answer is passed over.
+    let replicas = vec![closed_port(), first.local_addr(), second.local_addr()];
+    let follower = follow(replicas, key(), 100, 0);
+    let mut mirror = CoreState::new();
+    let (at, hash) = node_hash(&runtime, &handle);
+    let kinds = mirror_until(&follower, &mut mirror, at);
+    assert!(!kinds.contains('S'), "no snapshot on disk: {kinds}");
+    assert_eq!(mirror.state.state_hash().expect("hash"), hash);
+    assert_eq!(follower.following(), Some(first.local_addr()));
+
+    // Live: what the node applies next reaches the mirror.
+    submit(&runtime, &handle, 150, 300);
+    let (at, hash) = node_hash(&runtime, &handle);
+    mirror_until(&follower, &mut mirror, at);
+    assert_eq!(mirror.state.state_hash().expect("hash"), hash);
+    assert_eq!(follower.delivered_raft_index(), at);
+
+    // The server goes away: the follower resumes from the next one.
+    drop(first);
+    submit(&runtime, &handle, 300, 400);
+    let (at, hash) = node_hash(&runtime, &handle);
+    mirror_until(&follower, &mut mirror, at);
+    assert_eq!(mirror.state.state_hash().expect("hash"), hash);
+    assert_eq!(follower.following(), Some(second.local_addr()));
+    assert_eq!(follower.behind(), 0);
+
+    // A mirror that has the first entries asks for the rest only.
+    let from = at / 2;
+    assert!(from > 2, "the log has a few entries: {at}");
+    let later = follow(vec![second.local_addr()], key(), 101, from);
+    let item = later.items().recv_timeout(PATIENCE).expect("an item");
+    let StreamItem::Entries(entries) = item else {
+        panic!("entries expected, not {item:?}");
+    };
+    assert_eq!(entries.first().map(|e| e.0), Some(from));
+    follower.stop();
+    later.stop();
+    drop(second);
+    drop(handle);
+    pipeline.join();
+}
+
+#[test]
+fn a_mirror_from_nothing_starts_from_the_newest_snapshot() {
+    let dir = tempfile::tempdir().expect("dir");
+    let runtime = Runtime::new().expect("runtime");
+    let pipeline = start(dir.path(), 40);
+    let handle = pipeline.handle.clone();
+    let server = StreamServer::start(any_port(), key(), 1, dir.path().into(), handle.clone())
+        .expect("server");
+    submit(&runtime, &handle, 0, 300);
+    let snapshots = std::fs::read_dir(recovery::snapshot_dir(dir.path()))
+        .expect("snapshots")
+        .count();
+    assert!(snapshots > 0, "snapshots were written");
+
+    let follower = follow(vec![server.local_addr()], key(), 100, 0);
+    let mut mirror = CoreState::new();
+    let (at, hash) = node_hash(&runtime, &handle);
+    let kinds = mirror_until(&follower, &mut mirror, at);
+    assert!(kinds.starts_with('S'), "{kinds}");
+    assert_eq!(mirror.state.state_hash().expect("hash"), hash);
+
+    submit(&runtime, &handle, 300, 420);
+    let (at, hash) = node_hash(&runtime, &handle);
+    mirror_until(&follower, &mut mirror, at);
+    assert_eq!(mirror.state.state_hash().expect("hash"), hash);
+    follower.stop();
+    drop(server);
+    drop(handle);
+    pipeline.join();
+}
+
+#[test]
+fn a_follower_without_the_cluster_key_is_refused() {
+    let dir = tempfile::tempdir().expect("dir");
+    let runtime = Runtime::new().expect("runtime");
+    let pipeline = start(dir.path(), 0);
+    let handle = pipeline.handle.clone();
+    let server = StreamServer::start(any_port(), key(), 1, dir.path().into(), handle.clone())
+        .expect("server");
+    submit(&runtime, &handle, 0, 20);
+    let wrong = ClusterKey::from_bytes([6; 32]);
+    let refused = Channel::connect(
+        server.local_addr(),
+        PROTOCOL,
+        &wrong,
+        100,
+        Duration::from_secs(5),
+    );
+    assert!(
+        matches!(refused, Err(ChannelError::WrongKey)),
+        "{refused:?}"
+    );
+    let other_protocol = Channel::connect(
+        server.local_addr(),
+        *b"EXINGR01",
+        &key(),
+        100,
+        Duration::from_secs(5),
+    );
+    assert!(
+        matches!(other_protocol, Err(ChannelError::WrongProtocol)),
+        "{other_protocol:?}"
+    );
+
+    // The follower keeps trying and is handed nothing.
+    let follower = follow(vec![server.local_addr()], wrong, 100, 0);
+    assert!(follower
+        .items()
+        .recv_timeout(Duration::from_secs(2))
+        .is_err());
+    assert_eq!(follower.delivered_raft_index(), 0);
+    follower.stop();
+    drop(server);
+    drop(handle);
+    pipeline.join();
+}
