@@ -259,8 +259,8 @@ impl Session<'_> {
     }
 
     fn entries(&mut self, first: u64, entries: Vec<(u64, Vec<u8>)>) -> Result<(), FollowError> {
-        // From nothing, the log starts after the genesis at index 1.
-        let expected = first == *self.next || (*self.next <= 1 && first == 2);
+        // From nothing, the log starts at the genesis' next entry.
+        let expected = first == *self.next || (*self.next <= 1 && first <= 2);
         if !expected {
             return Err(FollowError::Protocol(format!(
                 "entries from {first} when {} was asked for",
