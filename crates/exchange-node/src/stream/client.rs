@@ -283,6 +283,9 @@ impl Session<'_> {
 
     /// Hands an item over, waiting while the channel is full.
     fn deliver(&mut self, mut item: StreamItem, through: u64) -> Result<(), FollowError> {
+        // Counted before it is taken, so that whoever takes it sees it
+        // counted; if it never is, the follower has stopped anyway.
+        self.status.delivered.store(through, Ordering::Release);
         loop {
             if self.status.stop.load(Ordering::Acquire) {
                 return Err(FollowError::Stopped);
@@ -294,7 +297,6 @@ impl Session<'_> {
             }
         }
         self.progressed = true;
-        self.status.delivered.store(through, Ordering::Release);
         Ok(())
     }
 }
