@@ -65,14 +65,22 @@ fn nth_command(n: u64) -> LogEntry {
         )),
         5..=8 => {
             let account = n - 4;
-            let asset = if account.is_multiple_of(2) { "USD" } else { "BTC" };
+            let asset = if account.is_multiple_of(2) {
+                "USD"
+            } else {
+                "BTC"
+            };
             command(&format!(
                 r#"{{"cmd":"deposit","account":{account},"asset":"{asset}","amount":"1000000"}}"#
             ))
         }
         _ => {
             let account = n % 4 + 1;
-            let side = if account.is_multiple_of(2) { "buy" } else { "sell" };
+            let side = if account.is_multiple_of(2) {
+                "buy"
+            } else {
+                "sell"
+            };
             let price = 95 + n % 11;
             command(&format!(
                 concat!(
@@ -220,6 +228,57 @@ fn a_mirror_from_nothing_starts_from_the_newest_snapshot() {
     submit(&runtime, &handle, 300, 420);
     let (at, hash) = node_hash(&runtime, &handle);
     mirror_until(&follower, &mut mirror, at);
+    assert_eq!(mirror.state.state_hash().expect("hash"), hash);
+    follower.stop();
+    drop(server);
+    drop(handle);
+    pipeline.join();
+}
+
+/// The log before the newest snapshot compacted away, as Raft does once
+/// snapshots cover it: the journal starts right after the snapshot.
+fn compact_to_newest_snapshot(dir: &Path) -> u64 {
+    let snapshot = exchange_node::log_files::newest_snapshot(dir)
+        .expect("read")
+        .expect("a snapshot");
+    let journal = recovery::journal_dir(dir);
+    for item in std::fs::read_dir(&journal).expect("journal") {
+        let path = item.expect("entry").path();
+        if path.extension().is_some_and(|e| e == "log") {
+            std::fs::remove_file(path).expect("remove");
+        }
+    }
+    exchange_journal::Journal::open(&journal, snapshot.raft_index + 1, 1 << 20).expect("open");
+    snapshot.raft_index
+}
+
+#[test]
+fn a_mirror_whose_next_entry_is_compacted_gets_the_snapshot_first() {
+    let dir = tempfile::tempdir().expect("dir");
+    let runtime = Runtime::new().expect("runtime");
+    let pipeline = start(dir.path(), 40);
+    submit(&runtime, &pipeline.handle, 0, 200);
+    pipeline.join();
+    let snapshot = compact_to_newest_snapshot(dir.path());
+
+    let pipeline = start(dir.path(), 0);
+    let handle = pipeline.handle.clone();
+    submit(&runtime, &handle, 200, 260);
+    let server = StreamServer::start(any_port(), key(), 1, dir.path().into(), handle.clone())
+        .expect("server");
+    // It has applied the first entries, and needs the next, long gone.
+    let follower = follow(vec![server.local_addr()], key(), 100, 3);
+    let first = follower.items().recv_timeout(PATIENCE).expect("an item");
+    let StreamItem::Install { raft_index, .. } = first else {
+        panic!("a snapshot expected, not {first:?}");
+    };
+    assert_eq!(raft_index, snapshot);
+    let mut mirror = CoreState::new();
+    first.apply_to(&mut mirror).expect("installs");
+    let (at, hash) = node_hash(&runtime, &handle);
+    assert!(at > snapshot);
+    let kinds = mirror_until(&follower, &mut mirror, at);
+    assert!(!kinds.contains('S'), "{kinds}");
     assert_eq!(mirror.state.state_hash().expect("hash"), hash);
     follower.stop();
     drop(server);

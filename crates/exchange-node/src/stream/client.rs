@@ -259,8 +259,8 @@ impl Session<'_> {
     }
 
     fn entries(&mut self, first: u64, entries: Vec<(u64, Vec<u8>)>) -> Result<(), FollowError> {
-        // From nothing, the log starts after the genesis at index 1.
-        let expected = first == *self.next || (*self.next <= 1 && first == 2);
+        // From nothing, the log starts at the genesis' next entry.
+        let expected = first == *self.next || (*self.next <= 1 && first <= 2);
         if !expected {
             return Err(FollowError::Protocol(format!(
                 "entries from {first} when {} was asked for",
@@ -283,6 +283,9 @@ impl Session<'_> {
 
     /// Hands an item over, waiting while the channel is full.
     fn deliver(&mut self, mut item: StreamItem, through: u64) -> Result<(), FollowError> {
+        // Counted before it is taken, so that whoever takes it sees it
+        // counted; if it never is, the follower has stopped anyway.
+        self.status.delivered.store(through, Ordering::Release);
         loop {
             if self.status.stop.load(Ordering::Acquire) {
                 return Err(FollowError::Stopped);
@@ -294,7 +297,6 @@ impl Session<'_> {
             }
         }
         self.progressed = true;
-        self.status.delivered.store(through, Ordering::Release);
         Ok(())
     }
 }

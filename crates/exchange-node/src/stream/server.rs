@@ -167,7 +167,11 @@ fn serve(stream: TcpStream, shared: &Shared) -> Result<(), ServeError> {
     // Nothing more is read: the follower's leaving shows as a failed send
     // (a heartbeat at the latest).
     let (_reader, writer) = channel.split();
-    let mut follower = Streamer { shared, writer };
+    let mut follower = Streamer {
+        shared,
+        writer,
+        sent_snapshot: None,
+    };
     match follower.stream(from_raft_index) {
         Err(ServeError::Refused(reason)) => {
             let _ = follower.writer.send(&wire::encode_refused(&reason));
@@ -180,6 +184,8 @@ fn serve(stream: TcpStream, shared: &Shared) -> Result<(), ServeError> {
 struct Streamer<'a> {
     shared: &'a Shared,
     writer: ChannelWriter,
+    /// The Raft index of the last snapshot sent.
+    sent_snapshot: Option<u64>,
 }
 
 impl Streamer<'_> {
@@ -242,6 +248,15 @@ impl Streamer<'_> {
                 "the entries asked for are compacted and no snapshot is left".into(),
             ));
         };
+        // The log after a snapshot just sent is gone too: no newer one
+        // would help now, and sending it again would never end.
+        if self.sent_snapshot == Some(snapshot.raft_index) {
+            return Err(ServeError::Refused(format!(
+                "the log after snapshot {} is not in the journal",
+                snapshot.raft_index
+            )));
+        }
+        self.sent_snapshot = Some(snapshot.raft_index);
         self.send_snapshot(&snapshot)?;
         Ok(log_files::committed_cursor(
             &self.shared.data_dir,
