@@ -121,6 +121,9 @@ pub struct Config {
     pub cluster: ClusterConfig,
     /// The REST and WebSocket listener's connections, TLS and `/metrics`.
     pub http: HttpConfig,
+    /// A tiered venue: replicas' ingress and log stream, and where a
+    /// gateway finds them (docs/deploy.md).
+    pub tiers: crate::tiers_config::TiersConfig,
     /// Trading-day schedules (`[[schedule]]`, docs/schedule.md); an
     /// instrument in none trades continuously around the clock.
     #[serde(rename = "schedule")]
@@ -428,6 +431,7 @@ impl Default for Config {
             reporting: ReportingConfig::default(),
             cluster: ClusterConfig::default(),
             http: HttpConfig::default(),
+            tiers: crate::tiers_config::TiersConfig::default(),
             schedules: Vec::new(),
             tick_ms: 1_000,
         }

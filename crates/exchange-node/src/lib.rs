@@ -18,6 +18,7 @@ pub mod core_state;
 pub mod entry;
 pub mod history;
 pub mod http_config;
+pub mod ingress;
 pub mod instruments;
 pub mod key_rules;
 #[cfg(test)]
@@ -30,6 +31,7 @@ pub mod log_files;
 pub mod master_key;
 pub mod metrics;
 pub mod metrics_window;
+pub mod mirror;
 mod parked;
 mod pipeline;
 pub mod prometheus;
@@ -49,6 +51,7 @@ pub mod source;
 pub mod state;
 pub mod stream;
 pub mod threads;
+pub mod tiers_config;
 
 pub use core_state::CoreState;
 pub use entry::LogEntry;

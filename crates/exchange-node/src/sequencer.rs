@@ -28,6 +28,9 @@ use tokio::sync::{broadcast, oneshot};
 use crate::core_state::CoreState;
 use crate::entry::LogEntry;
 use crate::metrics::Metrics;
+use crate::mirror::follow::Follow;
+use crate::mirror::forwarder::Forwarder;
+use crate::mirror::{MirrorRole, MirrorSettings};
 use crate::parked;
 use crate::pipeline::{CommittedBatch, CoreMsg, Reply, Submission};
 use crate::reads::{self, Read, SharedCredentials};
@@ -94,6 +97,9 @@ pub struct Handle {
     cluster: Arc<ClusterShared>,
     control: Sender<RaftControl>,
     credentials: Arc<SharedCredentials>,
+    /// A gateway's mirror: writes go to whichever replica leads, so this
+    /// process never answers `NotLeader`.
+    forwards: bool,
 }
 
 /// Marks the pipeline failed if its thread unwinds or returns early, so
@@ -207,7 +213,7 @@ impl Handle {
 
     /// `NotLeader`, naming the leader, unless this node leads.
     pub fn check_leader(&self) -> Result<(), SubmitError> {
-        if self.cluster.is_leader() {
+        if self.forwards || self.cluster.is_leader() {
             return Ok(());
         }
         let leader = self.cluster.leader_id();
@@ -267,6 +273,8 @@ impl Handle {
 pub struct Pipeline {
     pub handle: Handle,
     threads: Vec<JoinHandle<()>>,
+    /// A mirror's: tells its stream thread to stop.
+    stop: Option<Arc<AtomicBool>>,
 }
 
 impl Pipeline {
@@ -299,6 +307,7 @@ impl Pipeline {
             failed: failed.clone(),
             cluster: cluster.clone(),
             credentials: credentials.clone(),
+            forwards: false,
         };
         let raft_failed = failed.clone();
         // Snapshots written by the writer thread, for Raft to compact below.
@@ -331,16 +340,97 @@ impl Pipeline {
         Pipeline {
             handle,
             threads: vec![raft_thread, core_thread],
+            stop: None,
+        }
+    }
+
+    /// Starts a mirror ([`crate::mirror`]): the core thread over the
+    /// empty state, fed from a replica's log stream, and for a gateway the
+    /// forwarder of its submissions. It writes nothing to disk.
+    pub fn start_mirror(settings: MirrorSettings, mut config: PipelineConfig) -> Pipeline {
+        config.snapshot_every = 0;
+        let (submit_tx, submit_rx) = bounded(config.submit_queue);
+        let (core_tx, core_rx) = parked::bounded(config.core_queue);
+        let (events, _) = broadcast::channel(config.events_buffer);
+        let failed = Arc::new(AtomicBool::new(false));
+        let cluster = Arc::new(ClusterShared::default());
+        let metrics = Arc::new(Metrics::default());
+        let state = CoreState::new();
+        let credentials = Arc::new(SharedCredentials::new(
+            &state.state.credentials,
+            config.master_key.clone(),
+        ));
+        let handle = Handle {
+            control: bounded(1).0,
+            submit: submit_tx,
+            core: core_tx.clone(),
+            events: events.clone(),
+            metrics: metrics.clone(),
+            failed: failed.clone(),
+            cluster: cluster.clone(),
+            credentials: credentials.clone(),
+            forwards: matches!(settings.role, MirrorRole::Gateway { .. }),
+        };
+        let mut threads = Vec::new();
+        let inflight = match &settings.role {
+            MirrorRole::Gateway { name, ingress } => {
+                let (inflight, forwarder) =
+                    Forwarder::new(submit_rx, name, ingress, &settings, &cluster);
+                threads.push(spawn_named("forwarder", move || forwarder.run()));
+                Some(inflight)
+            }
+            MirrorRole::MarketData => None,
+        };
+        cluster.set_mirror_role(settings.role.as_str());
+        let stop = Arc::new(AtomicBool::new(false));
+        let follow = Follow {
+            follower: crate::stream::follow(
+                settings.stream.clone(),
+                settings.key.clone(),
+                settings.process_id,
+                0,
+            ),
+            core: core_tx,
+            inflight,
+            cluster: cluster.clone(),
+            stop: stop.clone(),
+        };
+        threads.push(spawn_named("follow", move || follow.run()));
+        let (done_tx, _) = unbounded();
+        let snapshots =
+            SnapshotWriter::start(config.snapshot_dir.clone(), done_tx, metrics.clone());
+        let outlets = Outlets {
+            events,
+            metrics,
+            snapshots,
+            cluster,
+            credentials,
+        };
+        threads.push(spawn_core_thread(state, core_rx, config, outlets, failed));
+        Pipeline {
+            handle,
+            threads,
+            stop: Some(stop),
         }
     }
 
     /// Waits for the threads after every handle is gone.
     pub fn join(self) {
         drop(self.handle);
+        if let Some(stop) = &self.stop {
+            stop.store(true, Ordering::Release);
+        }
         for thread in self.threads {
             let _ = thread.join();
         }
     }
+}
+
+fn spawn_named(name: &str, run: impl FnOnce() + Send + 'static) -> JoinHandle<()> {
+    std::thread::Builder::new()
+        .name(name.into())
+        .spawn(run)
+        .expect("spawn a mirror thread")
 }
 
 /// The Raft thread; a failure marks the pipeline failed.

@@ -5,6 +5,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 mod admin_token;
+mod tiers;
 
 pub use admin_token::{admin_token, ADMIN_TOKEN_ENV, MIN_ADMIN_TOKEN_LEN};
 use exchange_reporting::Target;
@@ -23,6 +24,7 @@ use exchange_node::master_key::{MasterKey, MasterKeyError, MasterKeySource, MAST
 use exchange_node::recovery::{self, RecoveryError, RecoveryReport};
 use exchange_node::replication::ClusterSettings;
 use exchange_node::scheduler::SchedulerConfig;
+use exchange_node::tiers_config::Tier;
 use exchange_node::{GatewayStart, Handle, Pipeline, PipelineConfig, SubmitError};
 use exchange_reporter::{Reporter, ReporterConfig, Reporting};
 
@@ -66,6 +68,8 @@ pub enum ServerError {
     Tls(#[from] http::listener::TlsError),
     #[error("{0}")]
     Schedule(String),
+    #[error("tiers: {0}")]
+    Tiers(#[from] exchange_node::tiers_config::TiersError),
 }
 
 fn pipeline_config(config: &Config) -> Result<PipelineConfig, ServerError> {
@@ -116,9 +120,23 @@ pub async fn run(config: Config, demo: bool) -> Result<(), ServerError> {
 
 /// As [`run`], with more gateways.
 pub async fn run_with_gateways(
+    config: Config,
+    demo: bool,
+    gateways: Vec<GatewayStart>,
+) -> Result<(), ServerError> {
+    run_tier(config, demo, gateways, Tier::Replica).await
+}
+
+/// Runs one process of a tiered venue: a replica (which serves clients
+/// too, unless gateways stand in front of it), an order-entry gateway or a
+/// market-data gateway. Only a replica lists instruments, runs the
+/// schedule and the demo, and writes the reporting store: the others
+/// would repeat the replica's commands.
+pub async fn run_tier(
     mut config: Config,
     demo: bool,
     gateways: Vec<GatewayStart>,
+    tier: Tier,
 ) -> Result<(), ServerError> {
     config.http.check()?;
     if demo {
@@ -144,9 +162,12 @@ pub async fn run_with_gateways(
         report,
         reporting,
         reporter,
-    } = open_state(&config)?;
+        tier_servers,
+    } = open_state(&config, tier)?;
     let handle = pipeline.handle.clone();
-    list_instruments(&handle, &config, &stopping).await?;
+    if tier == Tier::Replica {
+        list_instruments(&handle, &config, &stopping).await?;
+    }
     if generated {
         announce_generated_token(&config);
     }
@@ -157,15 +178,20 @@ pub async fn run_with_gateways(
         app = app.with_reporting(reporting.clone());
     }
     let (listener, metrics_listener) = bind_listeners(&config, tls.is_some()).await?;
-    if demo {
+    if demo && tier == Tier::Replica {
         exchange_demo::start(handle.clone(), &config.data_dir, &config, stopping.clone()).await?;
     }
+    let scheduler = (tier == Tier::Replica).then_some(scheduler);
     let gateway_tasks = start_gateways(&handle, &config, scheduler, gateways, &stopping)?;
-    tokio::spawn(ready_after_reporting(
-        reporting.clone(),
-        report.applied_index,
-        ready.clone(),
-    ));
+    if tier == Tier::Replica {
+        tokio::spawn(ready_after_reporting(
+            reporting.clone(),
+            report.applied_index,
+            ready.clone(),
+        ));
+    } else {
+        tokio::spawn(tiers::ready_when_caught_up(handle.clone(), ready.clone()));
+    }
     let max_connections = max_connections(&config, fd_limit);
     let listener = http::listener::Listener {
         tcp: listener,
@@ -180,6 +206,7 @@ pub async fn run_with_gateways(
         tasks: gateway_tasks,
     };
     stop_in_order(market, gateways, handle, pipeline, reporter).await;
+    drop(tier_servers);
     Ok(())
 }
 
@@ -196,10 +223,33 @@ struct OpenedState {
     report: RecoveryReport,
     reporting: Option<Reporting>,
     reporter: Option<Reporter>,
+    tier_servers: Option<tiers::TierServers>,
 }
 
-/// Recovers the node into its cluster and opens the reporting store.
-fn open_state(config: &Config) -> Result<OpenedState, ServerError> {
+/// Recovers the node into its cluster and opens the reporting store; on
+/// a gateway, starts the mirror instead.
+fn open_state(config: &Config, tier: Tier) -> Result<OpenedState, ServerError> {
+    if tier != Tier::Replica {
+        if tier == Tier::Gateway
+            && config.master_key_file.is_none()
+            && std::env::var_os(MASTER_KEY_ENV).is_none()
+        {
+            // A generated key would derive secrets no client holds.
+            return Err(ServerError::Gateway(
+                "a gateway checks signatures with the replicas' master key: give it \
+                 `--master-key-file` (or EXCHANGE_MASTER_KEY)"
+                    .into(),
+            ));
+        }
+        let (pipeline, report) = tiers::start_mirror(config, tier, pipeline_config(config)?)?;
+        return Ok(OpenedState {
+            pipeline,
+            report,
+            reporting: None,
+            reporter: None,
+            tier_servers: None,
+        });
+    }
     let cluster = ClusterSettings {
         preallocate_journal: config.journal_preallocate,
         ..config.cluster.settings()?
@@ -230,11 +280,17 @@ fn open_state(config: &Config) -> Result<OpenedState, ServerError> {
             cluster.voters()
         );
     }
+    let tier_servers = Some(tiers::start_replica_services(
+        config,
+        &cluster,
+        &pipeline.handle,
+    )?);
     Ok(OpenedState {
         pipeline,
         report,
         reporting,
         reporter,
+        tier_servers,
     })
 }
 
@@ -305,16 +361,19 @@ async fn bind_listeners(
 fn start_gateways(
     handle: &Handle,
     config: &Config,
-    scheduler: SchedulerConfig,
+    scheduler: Option<SchedulerConfig>,
     gateways: Vec<GatewayStart>,
     stopping: &watch::Receiver<bool>,
 ) -> Result<Vec<JoinHandle<()>>, ServerError> {
-    let mut gateway_tasks = vec![exchange_node::scheduler::spawn(
-        handle.clone(),
-        scheduler,
-        std::sync::Arc::new(exchange_node::scheduler::SystemClock),
-        stopping.clone(),
-    )];
+    let mut gateway_tasks = Vec::new();
+    if let Some(scheduler) = scheduler {
+        gateway_tasks.push(exchange_node::scheduler::spawn(
+            handle.clone(),
+            scheduler,
+            std::sync::Arc::new(exchange_node::scheduler::SystemClock),
+            stopping.clone(),
+        ));
+    }
     for start in gateways {
         gateway_tasks.push(start(handle, config, stopping.clone()).map_err(ServerError::Gateway)?);
     }

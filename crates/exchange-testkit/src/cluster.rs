@@ -255,7 +255,13 @@ impl ProxiedCluster {
     /// The cluster key's file, shared by every node (written on first
     /// use, mode 0600).
     pub fn key_file(&self) -> PathBuf {
-        let path = self.dir.join("cluster_key");
+        Self::key_file_in(&self.dir)
+    }
+
+    /// [`CLUSTER_KEY`] in `dir`'s `cluster_key` file, written on first use
+    /// (mode 0600).
+    pub fn key_file_in(dir: &Path) -> PathBuf {
+        let path = dir.join("cluster_key");
         if !path.exists() {
             let mut options = std::fs::OpenOptions::new();
             options.write(true).create(true);
@@ -264,7 +270,7 @@ impl ProxiedCluster {
                 use std::os::unix::fs::OpenOptionsExt;
                 options.mode(0o600);
             }
-            std::fs::create_dir_all(&self.dir).expect("cluster directory");
+            std::fs::create_dir_all(dir).expect("cluster directory");
             let mut file = options.open(&path).expect("cluster key file");
             file.write_all(CLUSTER_KEY.as_bytes())
                 .expect("write the cluster key");

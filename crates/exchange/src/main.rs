@@ -9,6 +9,7 @@ mod keys;
 mod log;
 mod replay;
 mod report;
+mod tier;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -65,6 +66,12 @@ enum Cmd {
     /// A node's journal: print it as JSON Lines.
     #[command(subcommand)]
     Log(log::LogCmd),
+    /// An order-entry gateway in front of the replicas: REST, WebSocket
+    /// and FIX, forwarding to whichever replica leads.
+    Gateway(tier::GatewayArgs),
+    /// A market-data gateway: the public WebSocket channels and the feed,
+    /// from any replica's log.
+    MdGateway(tier::MdGatewayArgs),
 }
 
 #[derive(clap::Args)]
@@ -119,6 +126,14 @@ struct ServeArgs {
     /// peers (as `[cluster] key_file`).
     #[arg(long)]
     cluster_key_file: Option<PathBuf>,
+    /// Serve gateways' commands on this address (as `[tiers]
+    /// ingress_listen`; needs the cluster key).
+    #[arg(long)]
+    ingress_listen: Option<std::net::SocketAddr>,
+    /// Serve the committed log to gateways on this address (as `[tiers]
+    /// stream_listen`; needs the cluster key).
+    #[arg(long)]
+    stream_listen: Option<std::net::SocketAddr>,
 }
 
 fn serve(args: ServeArgs) -> anyhow::Result<()> {
@@ -160,6 +175,12 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
     if let Some(urls) = &args.peer_urls {
         config.cluster.http = urls.split(',').map(str::to_string).collect();
     }
+    if args.ingress_listen.is_some() {
+        config.tiers.ingress_listen = args.ingress_listen;
+    }
+    if args.stream_listen.is_some() {
+        config.tiers.stream_listen = args.stream_listen;
+    }
     data_dir_usable(&config.data_dir)?;
     // Checked here, before start-up recovers the journal and opens the
     // reporting store, which would print their lines before the error.
@@ -168,6 +189,20 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         .cluster
         .http_urls()
         .context("cluster configuration: peer HTTP addresses")?;
+    run_server(
+        config,
+        args.demo,
+        exchange_node::tiers_config::Tier::Replica,
+    )
+}
+
+/// Starts logging and the runtime and runs one process of the venue.
+fn run_server(
+    config: exchange_node::config::Config,
+    demo: bool,
+    tier: exchange_node::tiers_config::Tier,
+) -> anyhow::Result<()> {
+    use exchange_node::tiers_config::Tier;
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
@@ -180,10 +215,11 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         .enable_all()
         .on_thread_start(exchange_node::threads::latency_sensitive)
         .build()?;
-    let gateways = vec![exchange_fix::gateway()];
-    runtime.block_on(exchange_server::run_with_gateways(
-        config, args.demo, gateways,
-    ))?;
+    let gateways = match tier {
+        Tier::MarketData => Vec::new(),
+        Tier::Replica | Tier::Gateway => vec![exchange_fix::gateway()],
+    };
+    runtime.block_on(exchange_server::run_tier(config, demo, gateways, tier))?;
     Ok(())
 }
 
@@ -289,6 +325,8 @@ fn run(command: Cmd) -> anyhow::Result<()> {
     match command {
         Cmd::Replay { file, final_state } => replay::run(&file, final_state.as_deref()),
         Cmd::Serve(args) => serve(args),
+        Cmd::Gateway(args) => tier::gateway(args),
+        Cmd::MdGateway(args) => tier::md_gateway(args),
         Cmd::Bench(cmd) => bench::run(cmd),
         Cmd::Feed(cmd) => feed::run(cmd),
         Cmd::Report(args) => report::run(args),

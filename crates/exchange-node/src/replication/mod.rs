@@ -221,6 +221,9 @@ pub struct ReplicationStatus {
     pub voters: Vec<u64>,
     /// On the leader: each voter's highest replicated index.
     pub matched: Vec<(u64, u64)>,
+    /// On a gateway: the replica whose log stream it follows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub following: Option<String>,
 }
 
 /// Shared between the Raft thread (writer), the core thread (applied
@@ -246,6 +249,10 @@ pub struct ClusterShared {
     /// the process started or this node last became leader.
     settled: AtomicBool,
     urls: RwLock<BTreeMap<u64, String>>,
+    /// On a mirror: what it is (`gateway`, `md-gateway`; empty on a
+    /// replica) and the leader its forwarder sends to (0: none).
+    mirror_role: RwLock<&'static str>,
+    pub(crate) forwarding_to: Arc<AtomicU64>,
 }
 
 impl ClusterShared {
@@ -286,6 +293,36 @@ impl ClusterShared {
             guard = match self.applied_changed.wait_timeout(guard, left) {
                 Ok((guard, _)) => guard,
                 Err(poisoned) => poisoned.into_inner().0,
+            };
+        }
+    }
+
+    /// Makes this a mirror's: not caught up until the stream first says
+    /// how far its replica is.
+    pub(crate) fn set_mirror_role(&self, role: &'static str) {
+        if let Ok(mut known) = self.mirror_role.write() {
+            *known = role;
+        }
+        self.complete_at.store(u64::MAX, Ordering::Release);
+    }
+
+    /// On a mirror, after each item of the stream: `followed` is the
+    /// replica it reads, `replica_applied` the Raft index that replica had
+    /// applied when it last said. The mirror is caught up once its core
+    /// has applied that much.
+    pub(crate) fn publish_mirror(&self, followed: Option<SocketAddr>, replica_applied: u64) {
+        let leader = self.forwarding_to.load(Ordering::Acquire);
+        self.leader_id.store(leader, Ordering::Release);
+        self.complete_at.store(replica_applied, Ordering::Release);
+        let role = self.mirror_role.read().map_or("mirror", |role| *role);
+        if let Ok(mut status) = self.status.write() {
+            *status = ReplicationStatus {
+                role: role.to_string(),
+                following: followed.map(|addr| addr.to_string()),
+                leader_id: Some(leader).filter(|id| *id != 0),
+                commit_index: replica_applied,
+                last_index: replica_applied,
+                ..ReplicationStatus::default()
             };
         }
     }
@@ -384,6 +421,7 @@ impl ClusterShared {
                 last_index: replica.last_index,
                 voters: replica.voters,
                 matched: replica.matched,
+                following: None,
             };
         }
     }

@@ -1,0 +1,283 @@
+//! The gateway's side of the ingress: takes the commands its clients
+//! submit, numbers them in its session and sends them to whichever
+//! replica leads, and after a leader change sends what is still in flight
+//! again (the replicated state applies each number once).
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{select, unbounded, Receiver, Sender};
+use exchange_replication::transport::channel::{Channel, ChannelReader, ChannelWriter};
+use exchange_replication::transport::ClusterKey;
+
+use super::inflight::InFlight;
+use crate::ingress::wire::{decode_downstream, encode_heartbeat, encode_submit, Downstream};
+use crate::ingress::PROTOCOL;
+use crate::limits::MAX_BATCH;
+use crate::pipeline::Submission;
+
+/// A connection attempt gives up after this.
+const CONNECT_TIMEOUT: Duration = Duration::from_millis(500);
+/// Sent when nothing else was for this long...
+const HEARTBEAT_EVERY: Duration = Duration::from_millis(500);
+/// ...and the leader is given up when it has sent nothing for this long.
+const LEADER_SILENT: Duration = Duration::from_secs(3);
+/// A command sent this long ago and still not in the log means the
+/// replica taking it no longer leads (a deposed leader cut off from the
+/// others keeps accepting): look for the leader again.
+const UNCOMMITTED_FOR: Duration = Duration::from_secs(2);
+/// Pause between rounds over every replica while none leads.
+const RETRY_ROUND: Duration = Duration::from_millis(100);
+/// Commands in flight at most; beyond it the submit queue fills and
+/// clients hear `overloaded`.
+pub const MAX_IN_FLIGHT: usize = 65_536;
+
+pub(crate) struct Forwarder {
+    pub(crate) submit: Receiver<Submission>,
+    pub(crate) inflight: Arc<Mutex<InFlight>>,
+    /// Every replica's ingress address by node id.
+    pub(crate) ingress: BTreeMap<u64, SocketAddr>,
+    pub(crate) key: ClusterKey,
+    pub(crate) my_id: u64,
+    /// The leader this gateway sends to (0: none), for status readers.
+    pub(crate) leader: Arc<std::sync::atomic::AtomicU64>,
+}
+
+/// Why a connection to a leader ended.
+enum Ended {
+    /// Every handle is gone: the gateway stops.
+    Stopped,
+    /// Reconnect, to this node first if known.
+    Lost(Option<u64>),
+}
+
+impl Forwarder {
+    /// The forwarder of a gateway named `name`, in a fresh session, and
+    /// the table of its commands in flight that the follower answers.
+    pub(crate) fn new(
+        submit: Receiver<Submission>,
+        name: &str,
+        ingress: &BTreeMap<u64, SocketAddr>,
+        settings: &super::MirrorSettings,
+        cluster: &crate::replication::ClusterShared,
+    ) -> (Arc<Mutex<InFlight>>, Forwarder) {
+        let inflight = Arc::new(Mutex::new(InFlight::new(super::new_session_id(), name)));
+        let forwarder = Forwarder {
+            submit,
+            inflight: inflight.clone(),
+            ingress: ingress.clone(),
+            key: settings.key.clone(),
+            my_id: settings.process_id,
+            leader: cluster.forwarding_to.clone(),
+        };
+        (inflight, forwarder)
+    }
+
+    pub(crate) fn run(self) {
+        let mut hint = None;
+        loop {
+            let Some((node, channel)) = self.find_leader(hint) else {
+                return;
+            };
+            self.leader
+                .store(node, std::sync::atomic::Ordering::Release);
+            tracing::info!(leader = node, "gateway: sending to the leader");
+            match self.serve(channel) {
+                Ended::Stopped => return,
+                Ended::Lost(next) => hint = next.filter(|id| *id != node),
+            }
+            self.leader.store(0, std::sync::atomic::Ordering::Release);
+        }
+    }
+
+    /// Tries the hinted node, then every replica, until one leads; None
+    /// once the gateway is stopping.
+    fn find_leader(&self, mut hint: Option<u64>) -> Option<(u64, Channel)> {
+        loop {
+            let order: Vec<u64> = hint
+                .into_iter()
+                .chain(self.ingress.keys().copied().filter(|id| Some(*id) != hint))
+                .collect();
+            hint = None;
+            for node in order {
+                let Some(&addr) = self.ingress.get(&node) else {
+                    continue;
+                };
+                match self.try_replica(addr) {
+                    Ok(channel) => return Some((node, channel)),
+                    Err(Some(leader)) if leader != node => {
+                        hint = Some(leader);
+                        break;
+                    }
+                    Err(_) => {}
+                }
+            }
+            if hint.is_none() {
+                std::thread::sleep(RETRY_ROUND);
+            }
+            if self.stopping() {
+                return None;
+            }
+        }
+    }
+
+    /// A channel to `addr` if it leads; else the leader it names.
+    fn try_replica(&self, addr: SocketAddr) -> Result<Channel, Option<u64>> {
+        let mut channel = Channel::connect(addr, PROTOCOL, &self.key, self.my_id, CONNECT_TIMEOUT)
+            .map_err(|_| None)?;
+        channel
+            .set_read_timeout(Some(CONNECT_TIMEOUT))
+            .map_err(|_| None)?;
+        let frame = channel.recv().map_err(|_| None)?;
+        match decode_downstream(&frame) {
+            Ok(Downstream::Ready { .. }) => Ok(channel),
+            Ok(Downstream::NotLeader { leader }) => Err(leader),
+            _ => Err(None),
+        }
+    }
+
+    /// While no leader is known, commands clients submit are taken into
+    /// flight (up to its bound) and sent once one is: an election costs
+    /// them latency, not an error. True once every handle is gone.
+    fn stopping(&self) -> bool {
+        let mut inflight = lock(&self.inflight);
+        while inflight.len() < MAX_IN_FLIGHT {
+            match self.submit.try_recv() {
+                Ok(submission) => {
+                    inflight.take(submission.entry, submission.reply);
+                }
+                Err(crossbeam_channel::TryRecvError::Empty) => return false,
+                Err(crossbeam_channel::TryRecvError::Disconnected) => return true,
+            }
+        }
+        false
+    }
+
+    /// Sends to one leader until it is lost.
+    fn serve(&self, channel: Channel) -> Ended {
+        if channel.set_read_timeout(Some(LEADER_SILENT)).is_err() {
+            return Ended::Lost(None);
+        }
+        let (reader, mut writer) = channel.split();
+        let (down_tx, down) = unbounded();
+        let reading = spawn_reader(reader, down_tx);
+        let resend = lock(&self.inflight).resend();
+        let ended = match send_all(&mut writer, resend) {
+            Ok(()) => self.forward(&mut writer, &down),
+            Err(()) => Ended::Lost(None),
+        };
+        // Closing the connection ends the reader.
+        writer.shutdown();
+        if let Some(reading) = reading {
+            let _ = reading.join();
+        }
+        ended
+    }
+
+    fn forward(&self, writer: &mut ChannelWriter, down: &Receiver<Downstream>) -> Ended {
+        let mut last_sent = Instant::now();
+        let mut oldest_unseen: Option<Instant> = None;
+        loop {
+            let room = MAX_IN_FLIGHT.saturating_sub(lock(&self.inflight).len());
+            let submit = if room > 0 {
+                &self.submit
+            } else {
+                &crossbeam_channel::never()
+            };
+            select! {
+                recv(submit) -> submission => match submission {
+                    Ok(first) => {
+                        if self.send_batch(writer, first, room).is_err() {
+                            return Ended::Lost(None);
+                        }
+                        last_sent = Instant::now();
+                        oldest_unseen.get_or_insert(last_sent);
+                    }
+                    Err(_) => return Ended::Stopped,
+                },
+                recv(down) -> message => match message {
+                    Ok(Downstream::Refused { seqs, .. }) => lock(&self.inflight).refuse(&seqs),
+                    Ok(Downstream::NotLeader { leader }) => return Ended::Lost(leader),
+                    Ok(_) => {}
+                    Err(_) => return Ended::Lost(None),
+                },
+                default(HEARTBEAT_EVERY) => {}
+            }
+            if last_sent.elapsed() >= HEARTBEAT_EVERY {
+                if writer.send(&encode_heartbeat()).is_err() {
+                    return Ended::Lost(None);
+                }
+                last_sent = Instant::now();
+            }
+            if lock(&self.inflight).len() == 0 {
+                oldest_unseen = None;
+            } else if oldest_unseen.is_some_and(|since| since.elapsed() >= UNCOMMITTED_FOR) {
+                tracing::warn!("gateway: commands sent to the leader are not committing");
+                return Ended::Lost(None);
+            }
+        }
+    }
+
+    /// Numbers and sends `first` and whatever else is queued (a batch).
+    fn send_batch(
+        &self,
+        writer: &mut ChannelWriter,
+        first: Submission,
+        room: usize,
+    ) -> Result<(), ()> {
+        let mut batch = Vec::with_capacity(64);
+        let mut inflight = lock(&self.inflight);
+        batch.push(inflight.take(first.entry, first.reply));
+        let most = room.min(MAX_BATCH);
+        while batch.len() < most {
+            match self.submit.try_recv() {
+                Ok(next) => batch.push(inflight.take(next.entry, next.reply)),
+                Err(_) => break,
+            }
+        }
+        drop(inflight);
+        send_all(writer, batch)
+    }
+}
+
+fn lock(inflight: &Mutex<InFlight>) -> std::sync::MutexGuard<'_, InFlight> {
+    // The table stays consistent at every await-free step, so a panic
+    // elsewhere leaves it usable.
+    inflight
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Sends `entries` in frames of a batch's size.
+fn send_all(writer: &mut ChannelWriter, entries: Vec<crate::LogEntry>) -> Result<(), ()> {
+    for chunk in entries.chunks(MAX_BATCH) {
+        let frame = encode_submit(chunk).map_err(|error| {
+            tracing::error!(%error, "gateway: a command does not encode");
+        })?;
+        writer.send(&frame).map_err(|_| ())?;
+    }
+    Ok(())
+}
+
+/// Reads the leader's frames on a thread of its own, so that a slow or
+/// silent leader never holds up sending.
+fn spawn_reader(
+    mut reader: ChannelReader,
+    down: Sender<Downstream>,
+) -> Option<std::thread::JoinHandle<()>> {
+    std::thread::Builder::new()
+        .name("ingress-read".into())
+        .spawn(move || loop {
+            let Ok(frame) = reader.recv() else { return };
+            let Ok(message) = decode_downstream(&frame) else {
+                tracing::warn!("gateway: a frame from the leader does not decode; reconnecting");
+                return;
+            };
+            if down.send(message).is_err() {
+                return;
+            }
+        })
+        .ok()
+}

@@ -1,0 +1,63 @@
+//! A mirror: a process that holds the state without Raft, by applying the
+//! committed log of any replica with the same deterministic code (an
+//! order-entry gateway, a market-data gateway).
+//!
+//! Its [`Handle`](crate::Handle) works as a replica's does: reads are
+//! answered by its own core thread, events are published on the same
+//! broadcast, credentials are checked against its own copy. A gateway's
+//! submissions go to the leader through the ingress ([`forwarder`]) and
+//! are answered when its core thread applies them from the log
+//! ([`follow`]): the answer a client gets is the one every replica
+//! computed, after the command was durable on a majority. A market-data
+//! gateway takes no submissions.
+
+pub(crate) mod follow;
+pub(crate) mod forwarder;
+pub(crate) mod inflight;
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+
+use exchange_replication::transport::ClusterKey;
+
+/// What a mirror is for.
+#[derive(Clone, Debug)]
+pub enum MirrorRole {
+    /// Order entry: forwards its clients' commands to the leader's
+    /// ingress. `name` identifies the gateway across restarts: a restarted
+    /// gateway's session replaces its previous one, whose late submissions
+    /// are then refused as stale.
+    Gateway {
+        name: String,
+        ingress: BTreeMap<u64, SocketAddr>,
+    },
+    /// Market data only: takes no submissions.
+    MarketData,
+}
+
+/// Where a mirror gets the log and sends commands.
+#[derive(Clone, Debug)]
+pub struct MirrorSettings {
+    /// This process's id on the cluster's channels (for their logs).
+    pub process_id: u64,
+    pub role: MirrorRole,
+    /// The replicas' log-stream addresses; any one will do.
+    pub stream: Vec<SocketAddr>,
+    pub key: ClusterKey,
+}
+
+impl MirrorRole {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            MirrorRole::Gateway { .. } => "gateway",
+            MirrorRole::MarketData => "md-gateway",
+        }
+    }
+}
+
+/// A fresh session id for this gateway incarnation (never 0).
+pub(crate) fn new_session_id() -> u64 {
+    let mut bytes = [0u8; 8];
+    getrandom::fill(&mut bytes).expect("the operating system's random source");
+    u64::from_le_bytes(bytes).max(1)
+}

@@ -1,0 +1,162 @@
+//! The `[tiers]` section: what a replica serves to the gateways in front
+//! of it, and where a gateway or market-data gateway finds the replicas
+//! (docs/deploy.md).
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+
+use serde::{Deserialize, Serialize};
+
+use crate::mirror::{MirrorRole, MirrorSettings};
+use crate::replication::{parse_peers, ClusterError};
+
+/// What one process of a tiered venue is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Tier {
+    /// A Raft replica with the core (`exchange serve`); with no gateways
+    /// in front, it serves clients itself.
+    Replica,
+    /// An order-entry gateway (`exchange gateway`).
+    Gateway,
+    /// A market-data gateway (`exchange md-gateway`).
+    MarketData,
+}
+
+impl Tier {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Tier::Replica => "replica",
+            Tier::Gateway => "gateway",
+            Tier::MarketData => "md-gateway",
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TiersConfig {
+    /// Replica: where order-entry gateways send commands (needs the
+    /// cluster key). Unset: no gateway can send here.
+    pub ingress_listen: Option<SocketAddr>,
+    /// Replica: where gateways and market-data gateways follow the
+    /// committed log (needs the cluster key).
+    pub stream_listen: Option<SocketAddr>,
+    /// Gateway: `"ID=HOST:PORT"`, every replica's ingress address.
+    pub ingress: Vec<String>,
+    /// Gateway and market-data gateway: replicas' log-stream addresses,
+    /// tried in order.
+    pub stream: Vec<String>,
+    /// Gateway: its name; a restarted gateway of the same name replaces
+    /// its previous session (whose late commands are refused as stale).
+    pub name: String,
+    /// This process's id in the cluster's channel handshakes (for their
+    /// logs): distinct from the replicas' node ids.
+    pub process_id: u64,
+}
+
+impl Default for TiersConfig {
+    fn default() -> Self {
+        TiersConfig {
+            ingress_listen: None,
+            stream_listen: None,
+            ingress: Vec::new(),
+            stream: Vec::new(),
+            name: "gateway".into(),
+            process_id: 1_000,
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum TiersError {
+    #[error("a {0} needs `[tiers] stream`: the replicas' log-stream addresses")]
+    NoStream(&'static str),
+    #[error("a gateway needs `[tiers] ingress`: every replica's ingress as ID=HOST:PORT")]
+    NoIngress,
+    #[error("`[tiers] stream` item {0:?} is not HOST:PORT")]
+    BadStream(String),
+    #[error("`[tiers] ingress`: {0}")]
+    BadIngress(#[from] ClusterError),
+    #[error("the {0} talks to the cluster: it needs the cluster key (`[cluster] key_file`)")]
+    NoKey(&'static str),
+}
+
+impl TiersConfig {
+    /// How a gateway or market-data gateway reaches the cluster.
+    pub fn mirror(
+        &self,
+        tier: Tier,
+        key: Option<exchange_replication::transport::ClusterKey>,
+    ) -> Result<MirrorSettings, TiersError> {
+        let key = key.ok_or(TiersError::NoKey(tier.as_str()))?;
+        let stream = self
+            .stream
+            .iter()
+            .map(|item| {
+                item.trim()
+                    .parse::<SocketAddr>()
+                    .map_err(|_| TiersError::BadStream(item.clone()))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        if stream.is_empty() {
+            return Err(TiersError::NoStream(tier.as_str()));
+        }
+        let role = match tier {
+            Tier::Gateway => MirrorRole::Gateway {
+                name: self.name.clone(),
+                ingress: self.ingress_addrs()?,
+            },
+            _ => MirrorRole::MarketData,
+        };
+        Ok(MirrorSettings {
+            process_id: self.process_id,
+            role,
+            stream,
+            key,
+        })
+    }
+
+    fn ingress_addrs(&self) -> Result<BTreeMap<u64, SocketAddr>, TiersError> {
+        let ingress = parse_peers(&self.ingress)?;
+        if ingress.is_empty() {
+            return Err(TiersError::NoIngress);
+        }
+        Ok(ingress)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use exchange_replication::transport::ClusterKey;
+
+    #[test]
+    fn a_gateway_needs_the_replicas_and_the_key() {
+        let key = Some(ClusterKey::from_bytes([7; 32]));
+        let mut tiers = TiersConfig::default();
+        assert_eq!(
+            tiers.mirror(Tier::Gateway, None).err(),
+            Some(TiersError::NoKey("gateway"))
+        );
+        assert_eq!(
+            tiers.mirror(Tier::MarketData, key.clone()).err(),
+            Some(TiersError::NoStream("md-gateway"))
+        );
+        tiers.stream = vec!["127.0.0.1:7201".into()];
+        assert_eq!(
+            tiers.mirror(Tier::Gateway, key.clone()).err(),
+            Some(TiersError::NoIngress)
+        );
+        tiers.ingress = vec!["1=127.0.0.1:7101".into(), "2=127.0.0.1:7102".into()];
+        let settings = tiers.mirror(Tier::Gateway, key.clone()).expect("valid");
+        match settings.role {
+            MirrorRole::Gateway { ingress, .. } => assert_eq!(ingress.len(), 2),
+            MirrorRole::MarketData => panic!("a gateway"),
+        }
+        tiers.stream = vec!["nowhere".into()];
+        assert!(matches!(
+            tiers.mirror(Tier::MarketData, key),
+            Err(TiersError::BadStream(_))
+        ));
+    }
+}

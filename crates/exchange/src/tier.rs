@@ -1,0 +1,128 @@
+//! `exchange gateway` and `exchange md-gateway`: the processes in front of
+//! the replicas (docs/deploy.md).
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use anyhow::Context;
+use exchange_node::config::Config;
+use exchange_node::tiers_config::Tier;
+
+/// What both kinds of gateway take.
+#[derive(clap::Args)]
+pub struct Upstream {
+    /// TOML configuration file (see docs/server.md and docs/deploy.md).
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// Directory for the admin token and the FIX session store; no log.
+    #[arg(long)]
+    data_dir: Option<PathBuf>,
+    /// HTTP and WebSocket address.
+    #[arg(long)]
+    listen: Option<SocketAddr>,
+    /// File (mode 0600) with the cluster key the replicas hold.
+    #[arg(long)]
+    cluster_key_file: Option<PathBuf>,
+    /// The replicas' log-stream addresses, comma-separated, tried in
+    /// order: `HOST:PORT,HOST:PORT`.
+    #[arg(long)]
+    stream: Option<String>,
+    /// This process's id in the cluster's handshakes (for their logs).
+    #[arg(long)]
+    process_id: Option<u64>,
+    /// A file holding the admin bearer token (as for `serve`).
+    #[arg(long)]
+    admin_token_file: Option<PathBuf>,
+}
+
+#[derive(clap::Args)]
+pub struct GatewayArgs {
+    #[command(flatten)]
+    upstream: Upstream,
+    /// Every replica's ingress address: `1=HOST:PORT,2=HOST:PORT,...`.
+    #[arg(long)]
+    ingress: Option<String>,
+    /// This gateway's name: a restarted gateway of the same name replaces
+    /// its previous session.
+    #[arg(long)]
+    name: Option<String>,
+    /// File (mode 0600) with the replicas' master key, which API secrets
+    /// are derived from (EXCHANGE_MASTER_KEY wins).
+    #[arg(long)]
+    master_key_file: Option<PathBuf>,
+}
+
+#[derive(clap::Args)]
+pub struct MdGatewayArgs {
+    #[command(flatten)]
+    upstream: Upstream,
+}
+
+fn list(text: &str) -> Vec<String> {
+    text.split(',').map(str::to_string).collect()
+}
+
+fn base_config(args: Upstream) -> anyhow::Result<Config> {
+    let mut config = match &args.config {
+        Some(path) => Config::load(path)?,
+        None => Config::default(),
+    };
+    if let Some(dir) = args.data_dir {
+        config.data_dir = dir;
+    }
+    if let Some(listen) = args.listen {
+        config.listen = listen;
+    }
+    if args.cluster_key_file.is_some() {
+        config.cluster.key_file = args.cluster_key_file;
+    }
+    if let Some(stream) = &args.stream {
+        config.tiers.stream = list(stream);
+    }
+    if let Some(id) = args.process_id {
+        config.tiers.process_id = id;
+    }
+    if args.admin_token_file.is_some() {
+        config.admin_token_file = args.admin_token_file;
+    }
+    // A gateway reads and writes no reporting store: history is the
+    // replicas'.
+    config.reporting.enabled = false;
+    crate::data_dir_usable(&config.data_dir)?;
+    Ok(config)
+}
+
+pub fn gateway(args: GatewayArgs) -> anyhow::Result<()> {
+    let mut config = base_config(args.upstream)?;
+    if let Some(ingress) = &args.ingress {
+        config.tiers.ingress = list(ingress);
+    }
+    if let Some(name) = args.name {
+        config.tiers.name = name;
+    }
+    if args.master_key_file.is_some() {
+        config.master_key_file = args.master_key_file;
+    }
+    check(&config, Tier::Gateway)?;
+    crate::run_server(config, false, Tier::Gateway)
+}
+
+pub fn md_gateway(args: MdGatewayArgs) -> anyhow::Result<()> {
+    let config = base_config(args.upstream)?;
+    check(&config, Tier::MarketData)?;
+    crate::run_server(config, false, Tier::MarketData)
+}
+
+/// Refuses a configuration that cannot reach the cluster before anything
+/// starts.
+fn check(config: &Config, tier: Tier) -> anyhow::Result<()> {
+    let key = match &config.cluster.key_file {
+        Some(path) => Some(exchange_node::cluster_key::load(path).context("cluster key")?),
+        None => None,
+    };
+    config
+        .tiers
+        .mirror(tier, key)
+        .with_context(|| format!("{} configuration", tier.as_str()))?;
+    Ok(())
+}
