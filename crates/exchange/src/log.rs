@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use exchange_journal::reader;
+use exchange_node::admission::Admission;
 use exchange_node::entry::LogEntry;
 use exchange_node::recovery::journal_dir;
 use exchange_node::replication::decode_entry_payload;
@@ -25,8 +26,9 @@ pub enum LogCmd {
 pub struct DumpArgs {
     /// A node's data directory, or its `journal` directory.
     path: PathBuf,
-    /// Only the core's commands (no API-key entries): a stream
-    /// `exchange replay` reads.
+    /// Only the core's commands that were applied (no API-key entries;
+    /// commands inside session and guarded entries bare, and only if
+    /// applied): a stream `exchange replay` reads.
     #[arg(long)]
     core_only: bool,
     /// Put each entry's Raft index first, as `{"index":N,"entry":{...}}`.
@@ -59,15 +61,22 @@ fn dump(args: &DumpArgs) -> anyhow::Result<()> {
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::with_capacity(1 << 16, stdout.lock());
     let mut lines = 0u64;
+    let mut admission = Admission::new();
     let records = reader::for_each_entry(&dir, |record| -> anyhow::Result<()> {
         let index = record.index;
         let entries =
             decode_entry_payload(&record.payload).with_context(|| format!("entry {index}"))?;
         for entry in entries {
-            if args.core_only && !matches!(entry, LogEntry::Core(_)) {
-                continue;
-            }
-            let json = entry.to_json().with_context(|| format!("entry {index}"))?;
+            let json = if args.core_only {
+                // A wrapped command is printed bare, if it was applied.
+                let Some(stamped) = admission.core_command(&entry) else {
+                    continue;
+                };
+                LogEntry::Core(stamped.clone()).to_json()
+            } else {
+                entry.to_json()
+            };
+            let json = json.with_context(|| format!("entry {index}"))?;
             if args.with_index {
                 write!(out, "{{\"index\":{index},\"entry\":")?;
                 out.write_all(&json)?;
