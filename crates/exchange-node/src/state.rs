@@ -11,7 +11,8 @@
 //! little-endian `u16`, the length of the replicated section as a
 //! little-endian `u64`, the replicated section (the engine's snapshot
 //! length as a `u64`, the engine's snapshot, then the credentials,
-//! market-data sequences and applied index as JSON), then the history as
+//! market-data sequences, applied index, client sessions and replay guard
+//! as JSON, the last two only once used), then the history as
 //! JSON. The state hash is BLAKE3 over the replicated section alone.
 //! Version 1 had no tag and no history section: it was the replicated
 //! section with the history inside its JSON. Both restore, so a data
