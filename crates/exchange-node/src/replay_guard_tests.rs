@@ -462,3 +462,65 @@ fn admission_picks_the_commands_the_state_applies() {
     }
     assert_eq!(printed, [0, 5, 8]);
 }
+
+mod properties {
+    use std::collections::BTreeMap;
+
+    use proptest::prelude::*;
+
+    use super::*;
+
+    /// One guarded entry: which of a few requests, how far the log's time
+    /// moves before it, and its window (gateways may differ).
+    fn step() -> impl Strategy<Value = (u8, u64, u64)> {
+        (0..6u8, 0..3_000u64, 1..8_000u64)
+    }
+
+    proptest! {
+        /// However the requests, times and windows interleave: a request
+        /// admitted before whose window has not passed is never admitted
+        /// again, one never admitted is, and a snapshot restores a guard
+        /// that decides the rest alike.
+        #[test]
+        fn a_request_is_admitted_once_within_its_window(
+            steps in proptest::collection::vec(step(), 1..80),
+            cut in 0..80usize,
+        ) {
+            let mut guard = ReplayGuard::default();
+            let mut restored: Option<ReplayGuard> = None;
+            // Each request's latest admission: its forget time.
+            let mut admitted: BTreeMap<u8, u64> = BTreeMap::new();
+            let mut now = 1_000;
+            for (at, (request, advance, window)) in steps.into_iter().enumerate() {
+                if at == cut {
+                    let json = serde_json::to_string(&guard).unwrap();
+                    restored = Some(serde_json::from_str(&json).unwrap());
+                }
+                now += advance;
+                // Signed up to a window before the log takes it.
+                let forget_after = now - advance / 2 + window;
+                let outcome = guard.admit([request; 16], forget_after, now);
+                if let Some(other) = restored.as_mut() {
+                    prop_assert_eq!(other.admit([request; 16], forget_after, now), outcome);
+                }
+                match admitted.get(&request) {
+                    _ if forget_after < now => {
+                        prop_assert_eq!(outcome, Err(GuardRefusal::Stale));
+                    }
+                    Some(&until) if until >= now => {
+                        prop_assert_eq!(outcome, Err(GuardRefusal::Replayed));
+                    }
+                    None => prop_assert_eq!(outcome, Ok(())),
+                    // Past its time it may linger behind a later one.
+                    Some(_) => prop_assert!(matches!(
+                        outcome,
+                        Ok(()) | Err(GuardRefusal::Replayed)
+                    )),
+                }
+                if outcome.is_ok() {
+                    admitted.insert(request, forget_after);
+                }
+            }
+        }
+    }
+}
