@@ -12,6 +12,7 @@ use serde_json::{json, Value};
 use super::auth::Admin;
 use super::error::{ApiError, ApiPath, JsonBody};
 use super::public::instrument_json;
+use super::replay::RequestGuard;
 use super::translate::{decimal, entry, identifier, rejection};
 use super::AppState;
 use exchange_node::config::InstrumentConfig;
@@ -24,9 +25,14 @@ use exchange_node::MarketQuery;
 
 type Created = Result<(StatusCode, Json<Value>), ApiError>;
 
-/// Submits an entry and turns a core refusal into an error.
-async fn submit(app: &AppState, entry: LogEntry) -> Result<std::sync::Arc<Applied>, ApiError> {
-    let applied = app.handle.submit(entry).await?;
+/// Submits an entry (guarded as a signed write when `guard` is given) and
+/// turns a core refusal into an error.
+async fn submit(
+    app: &AppState,
+    guard: Option<RequestGuard>,
+    entry: LogEntry,
+) -> Result<std::sync::Arc<Applied>, ApiError> {
+    let applied = crate::replay::submit(&app.handle, guard, entry).await?;
     match rejection(&applied.events) {
         Some(reason) => Err(ApiError::reject(reason)),
         None => Ok(applied),
@@ -73,9 +79,10 @@ pub struct TransferRequest {
     amount: String,
 }
 
-/// Moves funds in or out of `account`.
+/// Moves funds in or out of `account` (`guard`: a signed request's).
 pub(crate) async fn transfer(
     app: &AppState,
+    guard: Option<RequestGuard>,
     account: AccountId,
     asset: &str,
     amount: &str,
@@ -99,7 +106,7 @@ pub(crate) async fn transfer(
     } else {
         Command::Withdraw(transfer)
     };
-    let applied = submit(app, entry(command)).await?;
+    let applied = submit(app, guard, entry(command)).await?;
     let (total, available) = applied
         .events
         .iter()
@@ -125,6 +132,7 @@ pub async fn deposit(
 ) -> Result<Json<Value>, ApiError> {
     transfer(
         &app,
+        None,
         request.account_id,
         &request.asset,
         &request.amount,
@@ -140,6 +148,7 @@ pub async fn withdraw(
 ) -> Result<Json<Value>, ApiError> {
     transfer(
         &app,
+        None,
         request.account_id,
         &request.asset,
         &request.amount,
@@ -155,7 +164,7 @@ pub async fn add_instrument(
 ) -> Created {
     let entry = instrument_entry(&spec)
         .map_err(|e| ApiError::bad_request("invalid_value", e.to_string()))?;
-    submit(&app, entry).await?;
+    submit(&app, None, entry).await?;
     let symbol = Symbol::new(&spec.symbol).ok();
     let listed = app
         .handle
@@ -178,7 +187,7 @@ async fn set_status(app: &AppState, symbol: &str, halt: bool) -> Result<Json<Val
     } else {
         Command::Resume { symbol }
     };
-    let applied = submit(app, entry(command)).await?;
+    let applied = submit(app, None, entry(command)).await?;
     let status = applied.events.iter().find_map(|e| match &e.kind {
         EventKind::Status(s) => Some(s.status.as_str()),
         _ => None,

@@ -17,15 +17,18 @@ use exchange_node::keys::Scope;
 
 use super::auth::{Admin, Signed};
 use super::error::{ApiError, ApiPath, JsonBody};
+use super::replay::RequestGuard;
 use super::translate::{decimal, entry, identifier, rejection};
 use super::AppState;
 
 type Reply = Result<Json<Value>, ApiError>;
 
-/// Submits `command` for `account` (which must have credentials) and
-/// returns its events, or the core's refusal as an error.
+/// Submits `command` for `account` (which must have credentials; guarded
+/// as a signed write when `guard` is given) and returns its events, or the
+/// core's refusal as an error.
 async fn submit_for(
     app: &AppState,
+    guard: Option<RequestGuard>,
     account: AccountId,
     command: Command,
 ) -> Result<Vec<Event>, ApiError> {
@@ -35,7 +38,7 @@ async fn submit_for(
             "no account has this id",
         ));
     }
-    let applied = app.handle.submit(entry(command)).await?;
+    let applied = crate::replay::submit(&app.handle, guard, entry(command)).await?;
     match rejection(&applied.events) {
         Some(reason) => Err(ApiError::reject(reason)),
         None => Ok(applied.events.clone()),
@@ -105,7 +108,7 @@ async fn set_limits(app: &AppState, account: AccountId, request: LimitsRequest) 
             .map(|t| percent_to_bps("price_band_pct", t))
             .transpose()?,
     }));
-    let events = submit_for(app, account, command).await?;
+    let events = submit_for(app, None, account, command).await?;
     Ok(Json(limits_json(&events)))
 }
 
@@ -135,7 +138,7 @@ async fn set_suspended(app: &AppState, account: AccountId, suspend: bool) -> Rep
     } else {
         Command::Reinstate { account }
     };
-    let events = submit_for(app, account, command).await?;
+    let events = submit_for(app, None, account, command).await?;
     let canceled = events.iter().find_map(|e| match &e.kind {
         EventKind::AccountStatus(s) => Some(s.canceled),
         _ => None,
@@ -240,7 +243,7 @@ async fn set_mmp(
         max_qty,
         max_count,
     }));
-    let events = submit_for(app, account, command).await?;
+    let events = submit_for(app, None, account, command).await?;
     Ok(Json(mmp_json(account, symbol, &events)))
 }
 
@@ -263,9 +266,15 @@ pub async fn delete_mmp(
     set_mmp(&app, account, &symbol, None).await
 }
 
-async fn reset_mmp(app: &AppState, account: AccountId, symbol: &str) -> Reply {
+async fn reset_mmp(
+    app: &AppState,
+    guard: Option<RequestGuard>,
+    account: AccountId,
+    symbol: &str,
+) -> Reply {
     let symbol: Symbol = identifier("symbol", symbol)?;
-    let events = submit_for(app, account, Command::ResetMmp { account, symbol }).await?;
+    let command = Command::ResetMmp { account, symbol };
+    let events = submit_for(app, guard, account, command).await?;
     Ok(Json(mmp_json(account, symbol, &events)))
 }
 
@@ -275,7 +284,7 @@ pub async fn admin_reset_mmp(
     _admin: Admin,
     ApiPath((account, symbol)): ApiPath<(AccountId, String)>,
 ) -> Reply {
-    reset_mmp(&app, account, &symbol).await
+    reset_mmp(&app, None, account, &symbol).await
 }
 
 /// `POST /v1/mmp/{symbol}/reset`: the account resets its own protection.
@@ -284,7 +293,7 @@ pub async fn account_reset_mmp(
     ApiPath(symbol): ApiPath<String>,
     signed: Signed,
 ) -> Reply {
-    reset_mmp(&app, signed.require(Scope::Trade)?, &symbol).await
+    reset_mmp(&app, signed.guard(), signed.require(Scope::Trade)?, &symbol).await
 }
 
 #[derive(Debug, Deserialize)]
@@ -308,7 +317,7 @@ pub async fn link_sub_account(
             "no account has this id",
         ));
     }
-    submit_for(&app, owner, Command::LinkSubAccount { owner, sub }).await?;
+    submit_for(&app, None, owner, Command::LinkSubAccount { owner, sub }).await?;
     Ok(Json(json!({ "owner": owner, "sub_account": sub })))
 }
 
@@ -333,7 +342,8 @@ pub async fn internal_transfer(State(app): State<AppState>, signed: Signed) -> R
         amount: decimal("amount", &request.amount)?,
     };
     let asset = transfer.asset;
-    let events = submit_for(&app, from, Command::InternalTransfer(transfer)).await?;
+    let command = Command::InternalTransfer(transfer);
+    let events = submit_for(&app, signed.guard(), from, command).await?;
     let balances: Vec<Value> = events
         .iter()
         .filter_map(|e| match &e.kind {

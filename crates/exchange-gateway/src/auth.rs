@@ -44,7 +44,7 @@ use exchange_node::source::source_of;
 use exchange_types::AccountId;
 
 use super::error::{read_body, ApiError};
-use super::replay::{self, Refusal};
+use super::replay::{self, Refusal, RequestGuard};
 use super::AppState;
 
 pub const KEY_HEADER: &str = "ex-access-key";
@@ -71,6 +71,9 @@ fn unix_now_ns() -> u64 {
 pub struct Caller {
     pub account: AccountId,
     pub scopes: Scopes,
+    /// For a write (any method but GET and HEAD): what its command goes to
+    /// the log with, so that it is applied once whichever gateway took it.
+    pub guard: Option<RequestGuard>,
 }
 
 impl Caller {
@@ -335,10 +338,6 @@ pub fn verify(
     // Only a genuine holder of the key learns that it expired or is bound
     // to other addresses.
     check_use(credential, message.source)?;
-    let caller = Caller {
-        account: credential.account,
-        scopes: credential.scopes,
-    };
     let signed_ms = identified.timestamp_ms;
     if message.method != "GET" && signed_ms < app.handle.leader_since_ms() {
         return Err(ApiError::unauthorized(
@@ -347,26 +346,27 @@ pub fn verify(
         ));
     }
     let fingerprint = replay::fingerprint(message.key, &signed);
-    let forget_after = signed_ms.saturating_add(app.config.recv_window_ms);
+    let forget_after_ms = signed_ms.saturating_add(app.config.recv_window_ms);
+    let write = !matches!(message.method, "GET" | "HEAD");
+    let caller = Caller {
+        account: credential.account,
+        scopes: credential.scopes,
+        guard: write.then_some(RequestGuard {
+            fingerprint,
+            forget_after_ms,
+        }),
+    };
     match app
         .replay
-        .admit(fingerprint, signed_ms, forget_after, unix_now_ms())
+        .admit(fingerprint, signed_ms, forget_after_ms, unix_now_ms())
     {
         Ok(()) => rate_limit(app, message.key).map(|()| caller),
-        Err(Refusal::Replayed) => Err(ApiError::unauthorized(
-            "replayed_request",
-            "this signed request was already accepted; sign every request afresh",
-        )),
+        Err(Refusal::Replayed) => Err(replay::replayed()),
         Err(Refusal::BeforeStart) => Err(ApiError::unauthorized(
             "stale_timestamp",
             "signed before this node started; sign the request again",
         )),
-        Err(Refusal::Full) => Err(ApiError::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "overloaded",
-            "too many signed requests in the receive window; retry shortly",
-        )
-        .with_retry_after(1)),
+        Err(Refusal::Full) => Err(replay::overloaded()),
     }
 }
 
@@ -401,6 +401,11 @@ pub struct Signed {
 }
 
 impl Signed {
+    /// What a write's command goes to the log with (none for a read).
+    pub fn guard(&self) -> Option<RequestGuard> {
+        self.caller.guard
+    }
+
     pub fn require(&self, scope: Scope) -> Result<AccountId, ApiError> {
         self.caller.require(scope)?;
         Ok(self.account)

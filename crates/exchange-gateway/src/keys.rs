@@ -28,6 +28,7 @@ use serde_json::{json, Value};
 
 use super::auth::{Admin, Signed, KEY_HEADER};
 use super::error::{parse_json, read_body, ApiError, ApiPath, JsonBody};
+use super::replay::RequestGuard;
 use super::AppState;
 
 type Created = Result<(StatusCode, Json<Value>), ApiError>;
@@ -117,9 +118,14 @@ fn spec(request: KeyRequest) -> Result<KeySpec, ApiError> {
     Ok(spec)
 }
 
-/// Submits a key command; the core's refusal becomes the error.
-async fn submit(app: &AppState, entry: LogEntry) -> Result<Arc<Applied>, ApiError> {
-    let applied = app.handle.submit(entry).await?;
+/// Submits a key command (guarded as a signed write when `guard` is
+/// given); the core's refusal becomes the error.
+async fn submit(
+    app: &AppState,
+    guard: Option<RequestGuard>,
+    entry: LogEntry,
+) -> Result<Arc<Applied>, ApiError> {
+    let applied = crate::replay::submit(&app.handle, guard, entry).await?;
     match &applied.key_error {
         Some(error) => Err(key_error(error.clone())),
         None => Ok(applied),
@@ -160,17 +166,20 @@ async fn answer_new(app: &AppState, key_id: String) -> Created {
     ))
 }
 
-/// `by`: the account's key asking, which the new key must not exceed.
+/// `manager`: the account's key asking (`by`), which the new key must not
+/// exceed.
 async fn create(
     app: &AppState,
     account: AccountId,
     request: KeyRequest,
-    by: Option<String>,
+    manager: Option<Manager>,
 ) -> Created {
     let key = spec(request)?;
     let key_id = key.key_id.clone();
+    let (_, by, guard) = split(manager);
     submit(
         app,
+        guard,
         LogEntry::CreateKey {
             ts: 0,
             account,
@@ -194,14 +203,20 @@ async fn list(app: &AppState, account: AccountId) -> Result<Json<Value>, ApiErro
     Ok(Json(json!({ "account_id": account, "keys": keys })))
 }
 
-/// Who manages a key: the operator (`None`), or a key of the account.
+/// Who manages a key: the operator (`None`), or a key of the account
+/// (with its signed request's guard).
 struct Manager {
     account: AccountId,
     key: String,
+    guard: Option<RequestGuard>,
 }
 
-fn split(manager: Option<Manager>) -> (Option<AccountId>, Option<String>) {
-    manager.map_or((None, None), |m| (Some(m.account), Some(m.key)))
+type Managed = (Option<AccountId>, Option<String>, Option<RequestGuard>);
+
+fn split(manager: Option<Manager>) -> Managed {
+    manager.map_or((None, None, None), |m| {
+        (Some(m.account), Some(m.key), m.guard)
+    })
 }
 
 async fn revoke(
@@ -210,9 +225,10 @@ async fn revoke(
     manager: Option<Manager>,
 ) -> Result<Json<Value>, ApiError> {
     known_shape(&key_id)?;
-    let (account, by) = split(manager);
+    let (account, by, guard) = split(manager);
     let applied = submit(
         app,
+        guard,
         LogEntry::RevokeKey {
             ts: 0,
             key_id: key_id.clone(),
@@ -234,7 +250,7 @@ async fn rotate(
     request: RotateRequest,
 ) -> Created {
     known_shape(&key_id)?;
-    let (account, by) = split(manager);
+    let (account, by, guard) = split(manager);
     let new_key_id = random_hex(16);
     let ed25519 = request
         .ed25519_public_key
@@ -243,6 +259,7 @@ async fn rotate(
         .transpose()?;
     submit(
         app,
+        guard,
         LogEntry::RotateKey {
             ts: 0,
             key_id,
@@ -329,6 +346,7 @@ fn manager(headers: &HeaderMap, signed: &Signed) -> Result<Manager, ApiError> {
     Ok(Manager {
         account,
         key: key.to_owned(),
+        guard: signed.guard(),
     })
 }
 
@@ -347,7 +365,7 @@ pub async fn own_create(
             "a key can only create keys with scopes it holds itself",
         ));
     }
-    create(&app, manager.account, request, Some(manager.key)).await
+    create(&app, manager.account, request, Some(manager)).await
 }
 
 pub async fn own_list(

@@ -30,6 +30,8 @@ mod auth_tests;
 mod cluster;
 mod conn_io;
 pub mod error;
+#[cfg(test)]
+mod guard_tests;
 pub mod ids;
 mod json_text;
 pub mod keys;

@@ -16,11 +16,24 @@
 //! The guard starts empty, so it refuses anything signed before it existed
 //! (before this process started): a request accepted by an earlier run of
 //! the node cannot be replayed to the restarted one.
+//!
+//! This guard is each gateway's own, a fast first check. What makes a
+//! signed write accepted once across gateways is the replicated state's
+//! guard ([`exchange_node::replay_guard`]): every signed write's command
+//! goes to the log wrapped with its fingerprint and forget time
+//! ([`RequestGuard`], [`submit`]), and a copy that reached the log through
+//! another gateway is answered as a replay here would be.
 
 use std::collections::{HashSet, VecDeque};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
+use axum::http::StatusCode;
+use exchange_node::replay_guard::GuardRefusal;
+use exchange_node::sequencer::Handle;
+use exchange_node::{Applied, LogEntry};
 use sha2::{Digest, Sha256};
+
+use crate::error::ApiError;
 
 /// Why a request was not admitted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -104,6 +117,66 @@ impl ReplayGuard {
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
+}
+
+/// A signed write's identity for the replicated guard: its fingerprint and
+/// the last millisecond at which its timestamp passes the window check.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RequestGuard {
+    pub fingerprint: u128,
+    pub forget_after_ms: u64,
+}
+
+impl RequestGuard {
+    /// `entry`, to be applied only if the request was not applied before.
+    pub fn wrap(self, entry: LogEntry) -> LogEntry {
+        LogEntry::Guarded {
+            fingerprint: self.fingerprint.to_le_bytes(),
+            forget_after_ms: self.forget_after_ms,
+            entry: Box::new(entry),
+        }
+    }
+}
+
+/// Sequences `entry`, wrapped in the request's guard when it has one (a
+/// signed write), and answers the replicated guard's refusals as the
+/// local guard answers its own.
+pub async fn submit(
+    handle: &Handle,
+    guard: Option<RequestGuard>,
+    entry: LogEntry,
+) -> Result<Arc<Applied>, ApiError> {
+    let entry = match guard {
+        Some(guard) => guard.wrap(entry),
+        None => entry,
+    };
+    let applied = handle.submit(entry).await?;
+    match applied.guard_refusal {
+        None => Ok(applied),
+        Some(GuardRefusal::Replayed) => Err(replayed()),
+        Some(GuardRefusal::Stale | GuardRefusal::TooFarAhead) => Err(ApiError::unauthorized(
+            "stale_timestamp",
+            "the receive window had passed when the request reached the exchange's log; \
+             sign it again",
+        )),
+        Some(GuardRefusal::Full) => Err(overloaded()),
+    }
+}
+
+pub fn replayed() -> ApiError {
+    ApiError::unauthorized(
+        "replayed_request",
+        "this signed request was already accepted; sign every request afresh",
+    )
+}
+
+pub fn overloaded() -> ApiError {
+    ApiError::new(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "overloaded",
+        "too many signed requests in the receive window; retry shortly",
+    )
+    .with_retry_after(1)
 }
 
 /// What identifies a signed request: 128 bits of SHA-256 over its key

@@ -27,7 +27,7 @@ pub async fn place(
     let account = signed.require(Scope::Trade)?;
     let request: PlaceRequest = parse_json(&signed.body)?;
     let command = translate::place(account, request)?;
-    let body = translate::execute(&app.handle, command).await?;
+    let body = translate::execute_guarded(&app.handle, signed.guard(), command).await?;
     Ok((StatusCode::CREATED, Json(body)))
 }
 
@@ -37,7 +37,9 @@ pub async fn cancel(
     signed: Signed,
 ) -> Reply {
     let command = translate::cancel(signed.require(Scope::Trade)?, OrderRef::Id(order_id));
-    Ok(Json(translate::execute(&app.handle, command).await?))
+    Ok(Json(
+        translate::execute_guarded(&app.handle, signed.guard(), command).await?,
+    ))
 }
 
 pub async fn cancel_by_client_id(
@@ -47,7 +49,9 @@ pub async fn cancel_by_client_id(
 ) -> Reply {
     let account = signed.require(Scope::Trade)?;
     let command = translate::cancel(account, translate::by_client_id(&client_order_id)?);
-    Ok(Json(translate::execute(&app.handle, command).await?))
+    Ok(Json(
+        translate::execute_guarded(&app.handle, signed.guard(), command).await?,
+    ))
 }
 
 pub async fn replace(
@@ -58,7 +62,9 @@ pub async fn replace(
     let account = signed.require(Scope::Trade)?;
     let request: ReplaceRequest = parse_json(&signed.body)?;
     let command = translate::replace(account, OrderRef::Id(order_id), request)?;
-    Ok(Json(translate::execute(&app.handle, command).await?))
+    Ok(Json(
+        translate::execute_guarded(&app.handle, signed.guard(), command).await?,
+    ))
 }
 
 #[derive(Debug, Deserialize)]
@@ -73,7 +79,9 @@ pub async fn mass_cancel(
     signed: Signed,
 ) -> Reply {
     let command = translate::mass_cancel(signed.require(Scope::Trade)?, query.symbol.as_deref())?;
-    Ok(Json(translate::execute(&app.handle, command).await?))
+    Ok(Json(
+        translate::execute_guarded(&app.handle, signed.guard(), command).await?,
+    ))
 }
 
 pub async fn balances(State(app): State<AppState>, signed: Signed) -> Reply {
@@ -102,5 +110,13 @@ pub struct WithdrawRequest {
 pub async fn withdraw(State(app): State<AppState>, signed: Signed) -> Reply {
     let account = signed.require(Scope::Transfer)?;
     let request: WithdrawRequest = parse_json(&signed.body)?;
-    super::admin::transfer(&app, account, &request.asset, &request.amount, false).await
+    super::admin::transfer(
+        &app,
+        signed.guard(),
+        account,
+        &request.asset,
+        &request.amount,
+        false,
+    )
+    .await
 }

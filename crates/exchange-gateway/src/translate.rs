@@ -21,6 +21,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::error::ApiError;
+use super::replay::RequestGuard;
 use super::wire::{self, FillView, OrderView};
 use exchange_node::entry::LogEntry;
 use exchange_node::history::{Fill, OrderRecord};
@@ -446,11 +447,21 @@ pub fn validate(command: &Command) -> Result<(), ApiError> {
     }
 }
 
-/// Sequences one command and answers it (REST's whole path).
+/// Sequences one command and answers it.
 pub async fn execute(handle: &Handle, command: Command) -> Result<Value, ApiError> {
+    execute_guarded(handle, None, command).await
+}
+
+/// Sequences one command, guarded as a signed write when `guard` is given
+/// ([`crate::replay::submit`]), and answers it (REST's whole path).
+pub async fn execute_guarded(
+    handle: &Handle,
+    guard: Option<RequestGuard>,
+    command: Command,
+) -> Result<Value, ApiError> {
     validate(&command)?;
     let op = Op::of(&command);
-    let applied = handle.submit(entry(command)).await?;
+    let applied = crate::replay::submit(handle, guard, entry(command)).await?;
     op.respond(&applied)
 }
 

@@ -41,17 +41,13 @@ impl CoreState {
     /// history; the outcome carries the order it answers for.
     pub fn apply(&mut self, index: u64, entry: &LogEntry) -> Applied {
         let mut applied = self.state.apply(index, entry);
-        let stamped = match entry {
-            LogEntry::Core(stamped) => stamped,
-            // A sequenced command the session admitted is recorded as it
-            // would be on its own; a refused one changed nothing.
-            LogEntry::Sequenced { entry, .. } if applied.session_refusal.is_none() => {
-                match &**entry {
-                    LogEntry::Core(stamped) => stamped,
-                    _ => return applied,
-                }
-            }
-            _ => return applied,
+        // A wrapped command that was admitted is recorded as it would be
+        // on its own; a refused one changed nothing.
+        if applied.refused_unapplied() {
+            return applied;
+        }
+        let LogEntry::Core(stamped) = entry.inner() else {
+            return applied;
         };
         self.history.record(&applied.events);
         applied.order = answered_order(&stamped.command, &applied.events)

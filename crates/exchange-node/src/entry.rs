@@ -18,12 +18,23 @@
 //! little-endian `u64`s, then the entry it carries in its own encoding.
 //! The tag is a UTF-8 continuation byte other than the binary commands'
 //! marker, so neither JSON text nor a binary command starts with it.
+//!
+//! A guarded entry ([`crate::replay_guard`]) is the byte [`GUARDED_TAG`]
+//! (another such byte), the request's 16-byte fingerprint, its
+//! `forget_after_ms` as a little-endian `u64`, then the entry it carries.
+//! It may sit inside a sequenced entry, never the reverse, and never
+//! inside another guarded one: decoding never nests deeper than two.
 
 use exchange_types::{AccountId, Stamped};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use crate::keys::KeySpec;
+
+#[path = "entry_wrappers.rs"]
+mod wrappers;
+use wrappers::{decode_guarded, decode_sequenced, decode_wrapper_json, wrapper_allowed, Within};
+use wrappers::{GUARDED, SEQUENCED};
 
 // A core command is much larger than a credential entry, but entries are
 // built once and moved straight into a journal batch: boxing would cost an
@@ -84,6 +95,15 @@ pub enum LogEntry {
         seq: u64,
         entry: Box<LogEntry>,
     },
+    /// `entry`, a signed request's command, applied iff no guarded entry
+    /// with the same fingerprint is remembered and `forget_after_ms` has
+    /// not passed by the entry's time (see [`crate::replay_guard`]).
+    /// Holds neither a `Sequenced` nor another `Guarded`.
+    Guarded {
+        fingerprint: [u8; 16],
+        forget_after_ms: u64,
+        entry: Box<LogEntry>,
+    },
 }
 
 /// First byte of a sequenced entry.
@@ -91,9 +111,18 @@ pub const SEQUENCED_TAG: u8 = 0xB6;
 /// The tag, the session and the sequence number.
 pub const SEQUENCED_HEADER_BYTES: usize = 1 + 8 + 8;
 
-// Neither JSON nor a binary command starts with the tag.
+/// First byte of a guarded entry.
+pub const GUARDED_TAG: u8 = 0xB7;
+/// The tag, the fingerprint and the forget time.
+pub const GUARDED_HEADER_BYTES: usize = 1 + 16 + 8;
+
+// Neither JSON nor a binary command starts with a tag, nor one tag with
+// the other.
 const _: () = assert!(SEQUENCED_TAG != exchange_codec::binary::MARKER);
 const _: () = assert!(SEQUENCED_TAG & 0xC0 == 0x80, "a UTF-8 continuation byte");
+const _: () = assert!(GUARDED_TAG != exchange_codec::binary::MARKER);
+const _: () = assert!(GUARDED_TAG != SEQUENCED_TAG);
+const _: () = assert!(GUARDED_TAG & 0xC0 == 0x80, "a UTF-8 continuation byte");
 
 #[derive(Debug, Error)]
 pub enum EntryError {
@@ -111,6 +140,12 @@ pub enum EntryError {
     NestedSequenced,
     #[error("sequenced log entry is truncated")]
     Truncated,
+    #[error("a guarded log entry holds a sequenced or another guarded entry")]
+    NestedGuarded,
+    #[error("guarded log entry is truncated")]
+    GuardedTruncated,
+    #[error("guarded log entry's fingerprint is not 32 hex digits")]
+    Fingerprint,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -166,7 +201,6 @@ const CREATE_KEY: &str = "create_api_key";
 const REVOKE_KEY: &str = "revoke_api_key";
 const ROTATE_KEY: &str = "rotate_api_key";
 const OPEN_SESSION: &str = "open_session";
-const SEQUENCED: &str = "sequenced";
 
 #[derive(Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -175,19 +209,6 @@ struct OpenSessionWire {
     ts: u64,
     session: u64,
     gateway: String,
-}
-
-/// A sequenced entry as `exchange log dump` prints it; the journal holds
-/// the binary form.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct SequencedWire {
-    // Only there to be accepted: the decoder already read it.
-    #[allow(dead_code)]
-    cmd: String,
-    session: u64,
-    seq: u64,
-    entry: serde_json::Value,
 }
 
 impl LogEntry {
@@ -199,7 +220,15 @@ impl LogEntry {
             | LogEntry::RevokeKey { ts, .. }
             | LogEntry::RotateKey { ts, .. }
             | LogEntry::OpenSession { ts, .. } => *ts,
-            LogEntry::Sequenced { entry, .. } => entry.ts(),
+            LogEntry::Sequenced { entry, .. } | LogEntry::Guarded { entry, .. } => entry.ts(),
+        }
+    }
+
+    /// The entry inside any wrappers (sequenced, guarded).
+    pub fn inner(&self) -> &LogEntry {
+        match self {
+            LogEntry::Sequenced { entry, .. } | LogEntry::Guarded { entry, .. } => entry.inner(),
+            other => other,
         }
     }
 
@@ -212,7 +241,9 @@ impl LogEntry {
             | LogEntry::RotateKey { ts, .. }
             | LogEntry::OpenSession { ts, .. } => *ts = new_ts,
             // Stamped exactly as the entry would be on its own.
-            LogEntry::Sequenced { entry, .. } => entry.set_ts(new_ts),
+            LogEntry::Sequenced { entry, .. } | LogEntry::Guarded { entry, .. } => {
+                entry.set_ts(new_ts);
+            }
         }
     }
 
@@ -220,7 +251,7 @@ impl LogEntry {
     pub fn key_ids(&self) -> Vec<&str> {
         match self {
             LogEntry::Core(_) | LogEntry::OpenSession { .. } => Vec::new(),
-            LogEntry::Sequenced { entry, .. } => entry.key_ids(),
+            LogEntry::Sequenced { entry, .. } | LogEntry::Guarded { entry, .. } => entry.key_ids(),
             LogEntry::CreateAccount { api_key, .. } => vec![api_key],
             LogEntry::CreateKey { key, .. } => vec![&key.key_id],
             LogEntry::RevokeKey { key_id, .. } => vec![key_id],
@@ -293,11 +324,11 @@ impl LogEntry {
                 session: *session,
                 gateway: gateway.clone(),
             }),
-            LogEntry::Sequenced {
-                session,
-                seq,
-                entry,
-            } => return encode_sequenced(*session, *seq, entry),
+            LogEntry::Sequenced { .. } | LogEntry::Guarded { .. } => {
+                let mut out = Vec::with_capacity(SEQUENCED_HEADER_BYTES + 160);
+                self.encode_into(&mut out)?;
+                return Ok(out);
+            }
         };
         json.map_err(EntryError::Unwritable)
     }
@@ -311,42 +342,33 @@ impl LogEntry {
                 exchange_codec::encode_command_into(stamped, &mut out);
                 Ok(out)
             }
-            LogEntry::Sequenced {
-                session,
-                seq,
-                entry,
-            } => {
-                if matches!(**entry, LogEntry::Sequenced { .. }) {
-                    return Err(EntryError::NestedSequenced);
-                }
-                let mut out =
-                    format!(r#"{{"cmd":"{SEQUENCED}","session":{session},"seq":{seq},"entry":"#)
-                        .into_bytes();
-                out.extend_from_slice(&entry.to_json()?);
-                out.push(b'}');
-                Ok(out)
-            }
+            LogEntry::Sequenced { .. } | LogEntry::Guarded { .. } => self.wrapper_json(),
             other => other.encode(),
         }
     }
 
     pub fn decode(bytes: &[u8]) -> Result<LogEntry, EntryError> {
-        LogEntry::decode_in(bytes, false)
+        LogEntry::decode_in(bytes, Within::Nothing)
     }
 
-    /// `inner`: the bytes are a sequenced entry's, which may not hold
-    /// another (so decoding never nests deeper than one).
-    fn decode_in(bytes: &[u8], inner: bool) -> Result<LogEntry, EntryError> {
+    /// `within`: the wrapper the bytes are inside, which limits what they
+    /// may be (so decoding never nests deeper than two).
+    fn decode_in(bytes: &[u8], within: Within) -> Result<LogEntry, EntryError> {
         if exchange_codec::binary::is_binary(bytes) {
             return Ok(LogEntry::Core(exchange_codec::binary::decode_command(
                 bytes,
             )?));
         }
-        if bytes.first() == Some(&SEQUENCED_TAG) {
-            if inner {
-                return Err(EntryError::NestedSequenced);
+        match bytes.first() {
+            Some(&SEQUENCED_TAG) => {
+                wrapper_allowed(SEQUENCED, within)?;
+                return decode_sequenced(bytes);
             }
-            return decode_sequenced(bytes);
+            Some(&GUARDED_TAG) => {
+                wrapper_allowed(GUARDED, within)?;
+                return decode_guarded(bytes);
+            }
+            _ => {}
         }
         let text = std::str::from_utf8(bytes).map_err(|_| {
             EntryError::Json(serde_json::Error::io(std::io::Error::other(
@@ -358,30 +380,15 @@ impl LogEntry {
         // them in every entry.
         match exchange_codec::decode_command(text) {
             Ok(stamped) => Ok(LogEntry::Core(stamped)),
-            Err(exchange_codec::CodecError::UnknownCmd(name)) => decode_named(name, text, inner),
+            Err(exchange_codec::CodecError::UnknownCmd(name)) => decode_named(name, text, within),
             Err(error) => Err(error.into()),
         }
     }
 }
 
-/// A sequenced entry in its binary form (after the tag was seen).
-fn decode_sequenced(bytes: &[u8]) -> Result<LogEntry, EntryError> {
-    let rest = bytes.get(1..).ok_or(EntryError::Truncated)?;
-    let (session, rest) = rest.split_first_chunk::<8>().ok_or(EntryError::Truncated)?;
-    let (seq, inner) = rest.split_first_chunk::<8>().ok_or(EntryError::Truncated)?;
-    if inner.is_empty() {
-        return Err(EntryError::Truncated);
-    }
-    Ok(LogEntry::Sequenced {
-        session: u64::from_le_bytes(*session),
-        seq: u64::from_le_bytes(*seq),
-        entry: Box::new(LogEntry::decode_in(inner, true)?),
-    })
-}
-
-/// A JSON entry the command decoder did not know, by its `cmd`; `inner`
+/// A JSON entry the command decoder did not know, by its `cmd`; `within`
 /// as for `LogEntry::decode_in`.
-fn decode_named(name: String, text: &str, inner: bool) -> Result<LogEntry, EntryError> {
+fn decode_named(name: String, text: &str, within: Within) -> Result<LogEntry, EntryError> {
     match name.as_str() {
         CREATE_ACCOUNT => {
             let wire: CreateAccountWire = serde_json::from_str(text)?;
@@ -428,45 +435,7 @@ fn decode_named(name: String, text: &str, inner: bool) -> Result<LogEntry, Entry
                 gateway: wire.gateway,
             })
         }
-        SEQUENCED if inner => Err(EntryError::NestedSequenced),
-        SEQUENCED => {
-            let wire: SequencedWire = serde_json::from_str(text)?;
-            let entry = serde_json::to_vec(&wire.entry).map_err(EntryError::Json)?;
-            Ok(LogEntry::Sequenced {
-                session: wire.session,
-                seq: wire.seq,
-                entry: Box::new(LogEntry::decode_in(&entry, true)?),
-            })
-        }
+        SEQUENCED | GUARDED => decode_wrapper_json(&name, text, within),
         _ => Err(exchange_codec::CodecError::UnknownCmd(name).into()),
     }
-}
-
-fn encode_sequenced(session: u64, seq: u64, entry: &LogEntry) -> Result<Vec<u8>, EntryError> {
-    let mut out = Vec::with_capacity(SEQUENCED_HEADER_BYTES + 160);
-    encode_sequenced_into(session, seq, entry, &mut out)?;
-    Ok(out)
-}
-
-/// Appends the binary form of a sequenced entry: the tag, the session
-/// and the number, then the entry in its own encoding (a command written
-/// in place, with no buffer of its own). Refused, with nothing appended,
-/// when the entry is itself sequenced.
-pub(crate) fn encode_sequenced_into(
-    session: u64,
-    seq: u64,
-    entry: &LogEntry,
-    out: &mut Vec<u8>,
-) -> Result<(), EntryError> {
-    if matches!(entry, LogEntry::Sequenced { .. }) {
-        return Err(EntryError::NestedSequenced);
-    }
-    out.push(SEQUENCED_TAG);
-    out.extend_from_slice(&session.to_le_bytes());
-    out.extend_from_slice(&seq.to_le_bytes());
-    match entry {
-        LogEntry::Core(stamped) => exchange_codec::binary::encode_command_into(stamped, out),
-        other => out.extend_from_slice(&other.encode()?),
-    }
-    Ok(())
 }

@@ -12,6 +12,7 @@
 //! Layers above this crate (gateway, market data, reporter, demo, server)
 //! depend on it; it depends on none of them.
 
+pub mod admission;
 pub mod cluster_key;
 pub mod config;
 pub mod core_state;
@@ -37,6 +38,9 @@ mod pipeline;
 pub mod prometheus;
 pub mod reads;
 pub mod recovery;
+pub mod replay_guard;
+#[cfg(test)]
+mod replay_guard_tests;
 pub mod replication;
 pub mod schedule;
 pub mod scheduler;

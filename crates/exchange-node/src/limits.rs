@@ -17,9 +17,9 @@ use exchange_types::limits::MAX_ENCODED_COMMAND_BYTES;
 
 /// Commands taken into one group commit at most: far above the batches
 /// the benchmarks form at their peak rates (tens of commands), so it never
-/// holds a burst back, and a full batch of the longest commands still fits
-/// one record.
-pub const MAX_BATCH: usize = 4_096;
+/// holds a burst back, and a full batch of the longest commands, each in
+/// both wrappers, still fits one record.
+pub const MAX_BATCH: usize = 4_000;
 
 /// The byte before a Raft entry's data in the journal (its entry type).
 const ENTRY_TYPE_BYTES: usize = 1;
@@ -34,11 +34,14 @@ pub const fn batch_record_bytes(commands: usize, line_bytes: usize) -> usize {
 }
 
 /// The largest record the pipeline writes: a full batch of the longest
-/// commands, each sent through a client session (`LogEntry::Sequenced`
-/// puts its header before the command).
+/// commands, each a signed request's (`LogEntry::Guarded` puts its header
+/// before the command) sent through a client session (and
+/// `LogEntry::Sequenced` its header before that).
 pub const MAX_BATCH_RECORD_BYTES: usize = batch_record_bytes(
     MAX_BATCH,
-    MAX_ENCODED_COMMAND_BYTES + crate::entry::SEQUENCED_HEADER_BYTES,
+    MAX_ENCODED_COMMAND_BYTES
+        + crate::entry::SEQUENCED_HEADER_BYTES
+        + crate::entry::GUARDED_HEADER_BYTES,
 );
 
 // A proposal larger than a record is refused and all its commands are
@@ -58,6 +61,28 @@ pub const MAX_OPEN_SESSIONS: usize = 4_096;
 pub const MAX_CLOSED_SESSIONS: usize = 4_096;
 /// Longest gateway name a session is opened for, in bytes.
 pub const MAX_GATEWAY_NAME_LEN: usize = 64;
+
+// The replay guard of the replicated state (`crate::replay_guard`).
+
+/// How much a gateway's clock may differ from the leader's and the guard
+/// still take its requests: a request whose window ends further past the
+/// log's time than a window allows is refused as stale.
+pub const MAX_GATEWAY_CLOCK_SKEW_MS: u64 = 5_000;
+/// How far past its entry's time a guarded entry's `forget_after_ms` may
+/// be: the longest receive window, as far ahead as a signed timestamp may
+/// be, and the clocks' difference. No fingerprint is kept longer than
+/// this after its entry.
+pub const MAX_GUARD_AHEAD_MS: u64 =
+    MAX_RECV_WINDOW_MS + MAX_TIMESTAMP_AHEAD_MS + MAX_GATEWAY_CLOCK_SKEW_MS;
+/// Signed writes a second, across all gateways, the guard is sized for.
+pub const GUARDED_WRITES_PER_SEC: usize = 200_000;
+/// Fingerprints the guard holds at most: the rate above sustained over
+/// [`MAX_GUARD_AHEAD_MS`] (13.2 million, about 45 bytes each in memory
+/// and 50 in a snapshot; a guard holds what the actual rate and window
+/// need, not this). Beyond it new guarded entries are refused
+/// (`replay_guard_full`), none forgotten early.
+pub const MAX_GUARDED_REQUESTS: usize =
+    GUARDED_WRITES_PER_SEC * (MAX_GUARD_AHEAD_MS / 1_000) as usize;
 
 // The API's view of orders and trades kept by each node.
 
@@ -217,7 +242,11 @@ mod tests {
         let longest = LogEntry::Sequenced {
             session: u64::MAX,
             seq: u64::MAX,
-            entry: Box::new(entry_of(MAX_ENCODED_COMMAND_BYTES)),
+            entry: Box::new(LogEntry::Guarded {
+                fingerprint: [0xFF; 16],
+                forget_after_ms: u64::MAX,
+                entry: Box::new(entry_of(MAX_ENCODED_COMMAND_BYTES)),
+            }),
         };
         let batch = vec![longest; MAX_BATCH];
         let data = encode_batch(&batch).unwrap();

@@ -12,8 +12,8 @@
 //! little-endian `u16`, the length of the replicated section as a
 //! little-endian `u64`, the replicated section (the engine's snapshot
 //! length as a `u64`, the engine's snapshot, then the credentials,
-//! market-data sequences, applied index and client sessions (left out
-//! while there are none) as JSON), then the history as
+//! market-data sequences, applied index, client sessions and replay guard
+//! as JSON, the last two only once used), then the history as
 //! JSON. The state hash is BLAKE3 over the replicated section alone.
 //! Version 1 had no tag and no history section: it was the replicated
 //! section with the history inside its JSON. Both restore, so a data
@@ -32,6 +32,7 @@ use thiserror::Error;
 
 use crate::entry::LogEntry;
 use crate::history::{History, OrderRecord};
+use crate::replay_guard::{GuardRefusal, ReplayGuard, NANOS_PER_MS};
 use crate::sessions::{SessionRefusal, Sessions};
 
 /// What snapshot bytes start with, before the version. Version 1 started
@@ -76,6 +77,18 @@ pub struct Applied {
     /// it has no events; an applied one's outcome is exactly its inner
     /// entry's.
     pub session_refusal: Option<SessionRefusal>,
+    /// For a guarded entry that was not applied: why. Its `command` is
+    /// then `"replayed"`, `"stale_request"` or `"replay_guard_full"`, and
+    /// it has no events; an applied one's outcome is its inner entry's.
+    pub guard_refusal: Option<GuardRefusal>,
+}
+
+impl Applied {
+    /// A session or the replay guard refused the entry: nothing of it was
+    /// applied.
+    pub fn refused_unapplied(&self) -> bool {
+        self.session_refusal.is_some() || self.guard_refusal.is_some()
+    }
 }
 
 pub struct ServerState {
@@ -87,6 +100,9 @@ pub struct ServerState {
     pub market_sequences: MarketSequences,
     /// The gateways' client sessions ([`crate::sessions`]).
     pub sessions: Sessions,
+    /// The signed requests applied within their windows
+    /// ([`crate::replay_guard`]).
+    pub replay_guard: ReplayGuard,
     /// Number of commands applied: the index of the last one in command
     /// order (events and market-data sequences use it).
     pub applied_index: u64,
@@ -141,6 +157,9 @@ struct GatewayState {
     // while there are none, so such a state hashes as it did before them.
     #[serde(default, skip_serializing_if = "Sessions::is_empty")]
     sessions: Sessions,
+    // Likewise for the replay guard.
+    #[serde(default, skip_serializing_if = "ReplayGuard::is_empty")]
+    replay_guard: ReplayGuard,
     // Snapshots written while the scheduler followed the phase the log
     // last asked for (rather than the core's) may hold a `phases` map
     // here: it is not read, and the engine's snapshot has the phases.
@@ -159,6 +178,7 @@ impl ServerState {
             credentials: Credentials::new(),
             market_sequences: MarketSequences::default(),
             sessions: Sessions::default(),
+            replay_guard: ReplayGuard::default(),
             applied_index: 0,
             raft_index: 0,
         }
@@ -211,6 +231,23 @@ impl ServerState {
                     applied.session_refusal = Some(refusal);
                 }
             },
+            LogEntry::Guarded {
+                fingerprint,
+                forget_after_ms,
+                entry,
+            } => {
+                let ts_ms = applied.ts / NANOS_PER_MS;
+                match self
+                    .replay_guard
+                    .admit(*fingerprint, *forget_after_ms, ts_ms)
+                {
+                    Ok(()) => self.apply_entry(index, entry, applied),
+                    Err(refusal) => {
+                        applied.command = refusal.command();
+                        applied.guard_refusal = Some(refusal);
+                    }
+                }
+            }
             key_command => self.apply_key_command(key_command, applied),
         }
     }
@@ -272,7 +309,10 @@ impl ServerState {
                 settle(applied, rotated);
             }
             // Not key commands: `apply_entry` applies them.
-            LogEntry::Core(_) | LogEntry::OpenSession { .. } | LogEntry::Sequenced { .. } => {}
+            LogEntry::Core(_)
+            | LogEntry::OpenSession { .. }
+            | LogEntry::Sequenced { .. }
+            | LogEntry::Guarded { .. } => {}
         }
     }
 
@@ -305,6 +345,7 @@ impl ServerState {
                 market_sequences: self.market_sequences.clone(),
                 applied_index: self.applied_index,
                 sessions: self.sessions.clone(),
+                replay_guard: self.replay_guard.clone(),
             },
         }
     }
@@ -384,6 +425,7 @@ fn restore_replicated(bytes: &[u8]) -> Result<ServerState, StateSnapshotError> {
         credentials: gateway.credentials,
         market_sequences: gateway.market_sequences,
         sessions: gateway.sessions,
+        replay_guard: gateway.replay_guard,
         applied_index: gateway.applied_index,
         raft_index: 0,
     })

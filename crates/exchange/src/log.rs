@@ -11,10 +11,10 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use exchange_journal::reader;
+use exchange_node::admission::Admission;
 use exchange_node::entry::LogEntry;
 use exchange_node::recovery::journal_dir;
 use exchange_node::replication::decode_entry_payload;
-use exchange_node::sessions::Sessions;
 
 #[derive(clap::Subcommand)]
 pub enum LogCmd {
@@ -26,11 +26,9 @@ pub enum LogCmd {
 pub struct DumpArgs {
     /// A node's data directory, or its `journal` directory.
     path: PathBuf,
-    /// Only the core's commands (no API-key or session entries): a stream
-    /// `exchange replay` reads. A command sent through a client session
-    /// is printed bare, iff the session admitted it (the sessions are
-    /// replayed from the journal's start, so a journal compacted below a
-    /// session's open leaves that session's commands out).
+    /// Only the core's commands that were applied (no API-key entries;
+    /// commands inside session and guarded entries bare, and only if
+    /// applied): a stream `exchange replay` reads.
     #[arg(long)]
     core_only: bool,
     /// Put each entry's Raft index first, as `{"index":N,"entry":{...}}`.
@@ -63,21 +61,22 @@ fn dump(args: &DumpArgs) -> anyhow::Result<()> {
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::with_capacity(1 << 16, stdout.lock());
     let mut lines = 0u64;
-    let mut sessions = Sessions::default();
+    let mut admission = Admission::new();
     let records = reader::for_each_entry(&dir, |record| -> anyhow::Result<()> {
         let index = record.index;
         let entries =
             decode_entry_payload(&record.payload).with_context(|| format!("entry {index}"))?;
         for entry in entries {
-            let entry = if args.core_only {
-                match core_command(entry, &mut sessions) {
-                    Some(core) => core,
-                    None => continue,
-                }
+            let json = if args.core_only {
+                // A wrapped command is printed bare, if it was applied.
+                let Some(stamped) = admission.core_command(&entry) else {
+                    continue;
+                };
+                LogEntry::Core(stamped.clone()).to_json()
             } else {
-                entry
+                entry.to_json()
             };
-            let json = entry.to_json().with_context(|| format!("entry {index}"))?;
+            let json = json.with_context(|| format!("entry {index}"))?;
             if args.with_index {
                 write!(out, "{{\"index\":{index},\"entry\":")?;
                 out.write_all(&json)?;
@@ -94,34 +93,6 @@ fn dump(args: &DumpArgs) -> anyhow::Result<()> {
     let records = records.with_context(|| format!("reading {}", dir.display()))?;
     eprintln!("{records} records, {lines} lines from {}", dir.display());
     Ok(())
-}
-
-/// The core command an entry applies, if any, with the session table
-/// kept as the state keeps it (its decisions depend on session entries
-/// alone).
-fn core_command(entry: LogEntry, sessions: &mut Sessions) -> Option<LogEntry> {
-    match entry {
-        LogEntry::Core(_) => Some(entry),
-        LogEntry::OpenSession {
-            session, gateway, ..
-        } => {
-            // A refused open changes nothing, as in the state.
-            let _ = sessions.open(session, &gateway);
-            None
-        }
-        LogEntry::Sequenced {
-            session,
-            seq,
-            entry,
-        } => {
-            let admitted = sessions.admit(session, seq).is_ok();
-            match *entry {
-                LogEntry::Core(_) if admitted => Some(*entry),
-                _ => None,
-            }
-        }
-        _ => None,
-    }
 }
 
 #[cfg(test)]
@@ -177,10 +148,10 @@ mod tests {
             ),
             sequenced(9, 2, deposit(7)),
         ];
-        let mut sessions = Sessions::default();
+        let mut admission = Admission::new();
         let printed: Vec<LogEntry> = log
-            .into_iter()
-            .filter_map(|entry| core_command(entry, &mut sessions))
+            .iter()
+            .filter_map(|entry| admission.core_command(entry).cloned().map(LogEntry::Core))
             .collect();
         assert_eq!(
             printed,

@@ -451,34 +451,14 @@ pub fn encode_batch(entries: &[LogEntry]) -> Result<Vec<u8>, EntryError> {
     let mut out = Vec::with_capacity(4 + entries.len() * 160);
     out.extend_from_slice(&(entries.len() as u32).to_le_bytes());
     for entry in entries {
-        match entry {
-            // Written in place, its length filled in after: no buffer of
-            // its own for each command on the Raft thread.
-            LogEntry::Core(stamped) => {
-                let at = out.len();
-                out.extend_from_slice(&[0; 4]);
-                exchange_codec::binary::encode_command_into(stamped, &mut out);
-                let len = (out.len() - at - 4) as u32;
-                out[at..at + 4].copy_from_slice(&len.to_le_bytes());
-            }
-            // Likewise: the commands gateways forward come this way.
-            LogEntry::Sequenced {
-                session,
-                seq,
-                entry,
-            } => {
-                let at = out.len();
-                out.extend_from_slice(&[0; 4]);
-                crate::entry::encode_sequenced_into(*session, *seq, entry, &mut out)?;
-                let len = (out.len() - at - 4) as u32;
-                out[at..at + 4].copy_from_slice(&len.to_le_bytes());
-            }
-            other => {
-                let bytes = other.encode()?;
-                out.extend_from_slice(&(bytes.len() as u32).to_le_bytes());
-                out.extend_from_slice(&bytes);
-            }
-        }
+        // Written in place, its length filled in after: no buffer of its
+        // own for each command on the Raft thread (commands, and the
+        // sequenced and guarded ones gateways forward, are nearly all).
+        let at = out.len();
+        out.extend_from_slice(&[0; 4]);
+        entry.encode_into(&mut out)?;
+        let len = (out.len() - at - 4) as u32;
+        out[at..at + 4].copy_from_slice(&len.to_le_bytes());
     }
     Ok(out)
 }
