@@ -63,6 +63,23 @@ impl ApiError {
         )
     }
 
+    /// A request this kind of process does not serve.
+    pub fn tier_refusal(refused: exchange_node::tiers_config::TierRefusal) -> Self {
+        use exchange_node::tiers_config::TierRefusal;
+        match refused {
+            TierRefusal::ClientsAtGateways => ApiError::new(
+                StatusCode::FORBIDDEN,
+                "clients_at_gateways",
+                "this replica serves operators only; clients connect to the gateways",
+            ),
+            TierRefusal::MarketDataOnly => ApiError::new(
+                StatusCode::FORBIDDEN,
+                "market_data_only",
+                "this is a market-data gateway; send orders to an order-entry gateway",
+            ),
+        }
+    }
+
     pub fn not_ready() -> Self {
         ApiError::new(
             StatusCode::SERVICE_UNAVAILABLE,

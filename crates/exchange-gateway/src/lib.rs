@@ -354,7 +354,14 @@ fn always_open(path: &str) -> bool {
 
 /// Refuses traffic until the node is ready, and counts every response.
 async fn gate(State(app): State<AppState>, request: Request, next: Next) -> Response {
-    let response = if always_open(request.uri().path()) || app.ready.load(Ordering::Acquire) {
+    let refused = exchange_node::tiers_config::refusal(
+        &app.config.tiers,
+        request.method().as_str(),
+        request.uri().path(),
+    );
+    let response = if let Some(refused) = refused {
+        ApiError::tier_refusal(refused).into_response()
+    } else if always_open(request.uri().path()) || app.ready.load(Ordering::Acquire) {
         next.run(request).await
     } else {
         ApiError::not_ready().into_response()

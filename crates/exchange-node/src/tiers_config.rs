@@ -11,10 +11,11 @@ use crate::mirror::{MirrorRole, MirrorSettings};
 use crate::replication::{parse_peers, ClusterError};
 
 /// What one process of a tiered venue is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Tier {
     /// A Raft replica with the core (`exchange serve`); with no gateways
     /// in front, it serves clients itself.
+    #[default]
     Replica,
     /// An order-entry gateway (`exchange gateway`).
     Gateway,
@@ -52,6 +53,15 @@ pub struct TiersConfig {
     /// This process's id in the cluster's channel handshakes (for their
     /// logs): distinct from the replicas' node ids.
     pub process_id: u64,
+    /// Replica: serve clients (REST, WebSocket, the trading screen, FIX)
+    /// as well as operators. False behind gateways: the replica's HTTP
+    /// listener then answers `/health`, `/ready`, `/metrics`, `/admin` and
+    /// `/ops` only, and it starts no FIX acceptor.
+    pub clients: bool,
+    /// What this process runs as; set by the command (`serve`, `gateway`,
+    /// `md-gateway`), never by a file.
+    #[serde(skip)]
+    pub running_as: Tier,
 }
 
 impl Default for TiersConfig {
@@ -63,6 +73,8 @@ impl Default for TiersConfig {
             stream: Vec::new(),
             name: "gateway".into(),
             process_id: 1_000,
+            clients: true,
+            running_as: Tier::Replica,
         }
     }
 }
@@ -79,6 +91,30 @@ pub enum TiersError {
     BadIngress(#[from] ClusterError),
     #[error("the {0} talks to the cluster: it needs the cluster key (`[cluster] key_file`)")]
     NoKey(&'static str),
+}
+
+/// Whether a process serves a request for `path` with `method`, by what
+/// it runs as: a replica behind gateways serves operators only; a
+/// market-data gateway serves reads only.
+pub fn refusal(tiers: &TiersConfig, method: &str, path: &str) -> Option<TierRefusal> {
+    let operator = path.starts_with("/admin")
+        || path.starts_with("/ops")
+        || path.starts_with("/ui/")
+        || matches!(path, "/health" | "/ready" | "/metrics" | "/openapi.json");
+    match tiers.running_as {
+        Tier::Replica if !tiers.clients && !operator => Some(TierRefusal::ClientsAtGateways),
+        Tier::MarketData if !operator && !matches!(method, "GET" | "HEAD") => {
+            Some(TierRefusal::MarketDataOnly)
+        }
+        _ => None,
+    }
+}
+
+/// Why a process does not serve a request (see [`refusal`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TierRefusal {
+    ClientsAtGateways,
+    MarketDataOnly,
 }
 
 impl TiersConfig {
@@ -128,6 +164,31 @@ impl TiersConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_tier_serves_its_own_routes() {
+        let mut tiers = TiersConfig::default();
+        assert_eq!(refusal(&tiers, "POST", "/v1/orders"), None);
+        tiers.clients = false;
+        assert_eq!(
+            refusal(&tiers, "GET", "/v1/instruments"),
+            Some(TierRefusal::ClientsAtGateways)
+        );
+        assert_eq!(
+            refusal(&tiers, "GET", "/"),
+            Some(TierRefusal::ClientsAtGateways)
+        );
+        assert_eq!(refusal(&tiers, "POST", "/admin/deposits"), None);
+        assert_eq!(refusal(&tiers, "GET", "/ready"), None);
+        tiers.running_as = Tier::MarketData;
+        assert_eq!(refusal(&tiers, "GET", "/v1/markets/BTC-USD/book"), None);
+        assert_eq!(
+            refusal(&tiers, "POST", "/v1/orders"),
+            Some(TierRefusal::MarketDataOnly)
+        );
+        tiers.running_as = Tier::Gateway;
+        assert_eq!(refusal(&tiers, "POST", "/v1/orders"), None);
+    }
     use exchange_replication::transport::ClusterKey;
 
     #[test]

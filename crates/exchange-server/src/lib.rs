@@ -138,6 +138,7 @@ pub async fn run_tier(
     gateways: Vec<GatewayStart>,
     tier: Tier,
 ) -> Result<(), ServerError> {
+    config.tiers.running_as = tier;
     config.http.check()?;
     if demo {
         // Listed and scheduled like configured instruments, so that the

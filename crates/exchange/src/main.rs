@@ -134,6 +134,10 @@ struct ServeArgs {
     /// stream_listen`; needs the cluster key).
     #[arg(long)]
     stream_listen: Option<std::net::SocketAddr>,
+    /// Serve operators only (admin, health, metrics, `/ops`): clients
+    /// connect to the gateways in front (as `[tiers] clients = false`).
+    #[arg(long)]
+    no_clients: bool,
 }
 
 fn serve(args: ServeArgs) -> anyhow::Result<()> {
@@ -181,6 +185,9 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
     if args.stream_listen.is_some() {
         config.tiers.stream_listen = args.stream_listen;
     }
+    if args.no_clients {
+        config.tiers.clients = false;
+    }
     data_dir_usable(&config.data_dir)?;
     // Checked here, before start-up recovers the journal and opens the
     // reporting store, which would print their lines before the error.
@@ -216,6 +223,7 @@ fn run_server(
         .on_thread_start(exchange_node::threads::latency_sensitive)
         .build()?;
     let gateways = match tier {
+        Tier::Replica if !config.tiers.clients => Vec::new(),
         Tier::MarketData => Vec::new(),
         Tier::Replica | Tier::Gateway => vec![exchange_fix::gateway()],
     };
