@@ -391,6 +391,7 @@ fn add_instrument(f: &Fields) -> Result<AddInstrument, CodecError> {
             .opt_enum("reference_price_rule", REFERENCE_PRICE_RULES)?
             .unwrap_or(ReferencePriceRule::UNNAMED),
         phase: f.opt_enum("phase", PHASES)?,
+        hidden_min_notional: None,
     })
 }
 
@@ -472,6 +473,7 @@ fn place(f: &Fields) -> Result<Place, CodecError> {
         expire_ts: f.opt_u64("expire_ts")?,
         oco_with: f.opt_id("oco_with")?,
         min_qty: f.opt_dec("min_qty")?,
+        hidden: false,
     };
     // An order sized by funds has no quantity of its own.
     let qty = match (f.opt_dec("qty")?, ext.funds) {

@@ -37,6 +37,8 @@ pub struct OrderView {
     pub reserved: u64,
     /// An untriggered stop's trigger price (units); `None` on a book.
     pub stop_price: Option<u64>,
+    /// A hidden order: its owner sees it, market data never does.
+    pub hidden: bool,
 }
 
 /// A resting iceberg's split, in units: what it shows at most, what its
@@ -166,7 +168,7 @@ impl Engine {
     pub fn open_orders(&self) -> Vec<OrderView> {
         let mut all = Vec::new();
         for book in &self.books {
-            for side in book.sides() {
+            for side in book.all_sides() {
                 for level in side.levels_best_first() {
                     let mut slot = level.head;
                     while slot != NIL {
@@ -215,6 +217,7 @@ impl Engine {
             filled_qty: inst.qty_units(o.filled),
             reserved: o.reserved,
             stop_price: stop.map(|ticks| inst.price_units(ticks)),
+            hidden: o.is_hidden,
         }
     }
 }

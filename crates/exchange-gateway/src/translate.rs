@@ -254,6 +254,7 @@ fn place_ext(request: &PlaceFields<'_>) -> Result<Option<Box<PlaceExt>>, ApiErro
         display_qty: optional_decimal("display_qty", request.display_qty)?,
         funds: optional_decimal("funds", request.funds)?,
         min_qty: optional_decimal("min_qty", request.min_qty)?,
+        hidden: false,
     };
     Ok((ext != PlaceExt::default()).then(|| Box::new(ext)))
 }

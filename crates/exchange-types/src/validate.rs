@@ -36,6 +36,7 @@ pub fn place(place: &Place) -> Result<(), RejectReason> {
     post_only_shape(place)?;
     display_shape(place)?;
     min_qty_shape(place)?;
+    hidden_shape(place)?;
     Ok(())
 }
 
@@ -156,6 +157,21 @@ pub fn min_qty_shape(place: &Place) -> Result<Option<u64>, RejectReason> {
         Ok(qty) if units > qty => Err(RejectReason::InvalidMinQty),
         _ => Ok(Some(units)),
     }
+}
+
+/// A hidden order is a limit order that may rest (it exists to rest
+/// unseen; an immediate one would never be on the book), and not an
+/// iceberg (which shows a slice: the two display rules contradict each
+/// other). Stops are not limit orders, so they are refused too.
+#[inline]
+pub fn hidden_shape(place: &Place) -> Result<(), RejectReason> {
+    let ext = place.ext();
+    if ext.hidden
+        && (place.order_type != OrderType::Limit || !rests(place.tif) || ext.display_qty.is_some())
+    {
+        return Err(RejectReason::HiddenNotAllowed);
+    }
+    Ok(())
 }
 
 /// The reason an amount that is not a positive number of units is

@@ -338,6 +338,7 @@ fn read_place_ext(r: &mut Reader<'_>) -> Result<PlaceExt, BinaryError> {
             0 => None,
             _ => r.opt_dec("min_qty")?,
         },
+        hidden: false,
     };
     // An order without rarer fields is written without the part, so each
     // order has one encoding.
@@ -428,6 +429,7 @@ fn read_add_instrument(r: &mut Reader<'_>) -> Result<AddInstrument, BinaryError>
             0 => None,
             _ => Some(r.code("phase", Phase::ALL)?),
         },
+        hidden_min_notional: None,
     })
 }
 

@@ -98,6 +98,8 @@ fn read_instrument(r: &mut Reader) -> Result<Instrument, SnapshotError> {
         phase: exchange_types::Phase::Continuous,
         indicative: None,
         min_notional: 0,
+        // Set from the hidden orders' section, if any.
+        hidden_min_notional: None,
     };
     let status_and_rule = r.u8()?;
     inst.status = match status_and_rule & 0x0F {

@@ -24,6 +24,7 @@ mod call_markets;
 mod closed;
 mod counters;
 mod family;
+mod hidden;
 mod icebergs;
 mod instruments;
 mod phase;
@@ -107,6 +108,7 @@ impl Engine {
         phase::write(&mut w, self);
         phase::write_volatility(&mut w, self);
         call_markets::write_section(&mut w, self);
+        hidden::write_section(&mut w, self);
         w.0
     }
 
@@ -138,6 +140,7 @@ impl Engine {
         phase::read_volatility(&mut r, &mut e)?;
         let call_markets = call_markets::CALL_MARKET_SECTION;
         read_tagged(&mut r, &mut e, call_markets, call_markets::read_section)?;
+        read_tagged(&mut r, &mut e, hidden::HIDDEN_SECTION, hidden::read_section)?;
         if r.at != bytes.len() {
             return Err(SnapshotError::TrailingBytes(bytes.len() - r.at));
         }

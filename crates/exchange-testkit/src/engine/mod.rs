@@ -51,6 +51,7 @@ pub fn btc_usd() -> AddInstrument {
         volatility_auction_ns: None,
         reference_price_rule: exchange_types::ReferencePriceRule::FOR_NEW_LISTINGS,
         phase: None,
+        hidden_min_notional: None,
     }
 }
 
@@ -215,6 +216,7 @@ pub fn eth_usd() -> AddInstrument {
         volatility_auction_ns: None,
         reference_price_rule: exchange_types::ReferencePriceRule::FOR_NEW_LISTINGS,
         phase: None,
+        hidden_min_notional: None,
     }
 }
 

@@ -190,6 +190,7 @@ impl Generator {
             volatility_auction_ns: None,
             reference_price_rule: exchange_types::ReferencePriceRule::FOR_NEW_LISTINGS,
             phase: None,
+            hidden_min_notional: None,
         };
         self.push(Command::AddInstrument(Box::new(listing)), Phase::Setup);
         for account in 1..=self.spec.accounts {
