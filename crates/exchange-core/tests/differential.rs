@@ -91,6 +91,7 @@ fn engine_open_orders(engine: &Engine) -> Vec<OpenOrder> {
             qty: o.qty,
             filled_qty: o.filled_qty,
             stop_price: o.stop_price,
+            hidden: o.hidden,
         })
         .collect();
     all.sort();
