@@ -88,6 +88,16 @@ impl Engine {
                 ));
             }
         }
+        // A listing's minimum for hidden orders never changes, so a book
+        // holds hidden orders only where the listing takes them.
+        if inst.hidden_min_notional.is_none()
+            && (book.has_hidden(Side::Buy) || book.has_hidden(Side::Sell))
+        {
+            return Err(format!(
+                "{} holds hidden orders it does not take",
+                inst.symbol
+            ));
+        }
         // The displayed sides first, then the hidden ones.
         for (n, side) in book.all_sides().into_iter().enumerate() {
             let hidden = n >= 2;

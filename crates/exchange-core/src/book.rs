@@ -179,7 +179,7 @@ pub(crate) struct BookSide {
 }
 
 impl BookSide {
-    pub fn new(side: Side) -> Self {
+    pub const fn new(side: Side) -> Self {
         BookSide {
             side,
             len: 0,

@@ -8,13 +8,23 @@ use super::{BookSide, Level};
 /// and the hidden sides, where hidden orders rest in price-time priority
 /// of their own. Apart, so that every level a displayed side holds is
 /// public as it stands (its aggregate counts no hidden order), and so that
-/// a book without hidden orders costs matching one length test.
+/// a book without hidden orders costs matching one test of a pointer: the
+/// hidden sides are made with the book's first hidden order.
 #[derive(Clone, Debug)]
 pub(crate) struct Book {
     bids: BookSide,
     asks: BookSide,
-    hidden_bids: BookSide,
-    hidden_asks: BookSide,
+    hidden: Option<Box<[BookSide; 2]>>,
+}
+
+/// The hidden sides of a book that never held a hidden order.
+static NO_HIDDEN: [BookSide; 2] = [BookSide::new(Side::Buy), BookSide::new(Side::Sell)];
+
+fn index(side: Side) -> usize {
+    match side {
+        Side::Buy => 0,
+        Side::Sell => 1,
+    }
 }
 
 impl Book {
@@ -22,8 +32,7 @@ impl Book {
         Book {
             bids: BookSide::new(Side::Buy),
             asks: BookSide::new(Side::Sell),
-            hidden_bids: BookSide::new(Side::Buy),
-            hidden_asks: BookSide::new(Side::Sell),
+            hidden: None,
         }
     }
 
@@ -38,7 +47,8 @@ impl Book {
     /// Every side an order may rest on: displayed bids and asks, then
     /// hidden bids and asks.
     pub fn all_sides(&self) -> [&BookSide; 4] {
-        [&self.bids, &self.asks, &self.hidden_bids, &self.hidden_asks]
+        let hidden = self.hidden.as_deref().unwrap_or(&NO_HIDDEN);
+        [&self.bids, &self.asks, &hidden[0], &hidden[1]]
     }
 
     /// The displayed side.
@@ -59,10 +69,7 @@ impl Book {
 
     /// The hidden side.
     pub fn hidden_side(&self, side: Side) -> &BookSide {
-        match side {
-            Side::Buy => &self.hidden_bids,
-            Side::Sell => &self.hidden_asks,
-        }
+        &self.hidden.as_deref().unwrap_or(&NO_HIDDEN)[index(side)]
     }
 
     /// The side an order rests on: displayed, or hidden if `hidden`.
@@ -71,8 +78,12 @@ impl Book {
         match (side, hidden) {
             (Side::Buy, false) => &mut self.bids,
             (Side::Sell, false) => &mut self.asks,
-            (Side::Buy, true) => &mut self.hidden_bids,
-            (Side::Sell, true) => &mut self.hidden_asks,
+            (_, true) => {
+                let sides = self
+                    .hidden
+                    .get_or_insert_with(|| Box::new(NO_HIDDEN.clone()));
+                &mut sides[index(side)]
+            }
         }
     }
 
@@ -90,13 +101,19 @@ impl Book {
     /// with any order resting on `side`, shown or hidden.
     #[inline]
     pub fn crosses(&self, side: Side, price: u64) -> bool {
-        self.side(side).crosses(price) || self.hidden_side(side).crosses(price)
+        self.side(side).crosses(price)
+            || self
+                .hidden
+                .as_deref()
+                .is_some_and(|sides| sides[index(side)].crosses(price))
     }
 
     /// Whether `side` holds hidden orders.
     #[inline]
     pub fn has_hidden(&self, side: Side) -> bool {
-        self.hidden_side(side).level_count() > 0
+        self.hidden
+            .as_deref()
+            .is_some_and(|sides| sides[index(side)].level_count() > 0)
     }
 
     /// The best price on `side`, shown or hidden.

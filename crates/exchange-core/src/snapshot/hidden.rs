@@ -27,6 +27,20 @@ pub(super) fn write_section(w: &mut Writer, e: &Engine) {
     }
 }
 
+/// The instruments the status bytes mark must be exactly those the
+/// section gives a minimum, so that neither can be cut off alone.
+pub(super) fn check_marked(marked: &[u32], e: &Engine) -> Result<(), SnapshotError> {
+    let listed = (0u32..).zip(&e.instruments);
+    let with_minimum = listed.filter(|(_, inst)| inst.hidden_min_notional.is_some());
+    if !with_minimum
+        .map(|(index, _)| index)
+        .eq(marked.iter().copied())
+    {
+        return Err(SnapshotError::Invalid("hidden order minimums"));
+    }
+    Ok(())
+}
+
 /// Reads the section after its tag.
 pub(super) fn read_section(r: &mut Reader, e: &mut Engine) -> Result<(), SnapshotError> {
     let invalid = Err(SnapshotError::Invalid("hidden order minimums"));

@@ -127,7 +127,7 @@ impl Engine {
         e.accounts = Default::default();
         counters::read_counters(&mut r, &mut e)?;
         assets::read_assets(&mut r, &mut e)?;
-        instruments::read_instruments(&mut r, &mut e)?;
+        let hidden_marked = instruments::read_instruments(&mut r, &mut e)?;
         accounts::read_accounts(&mut r, &mut e)?;
         let icebergs_marked = books::read_books(&mut r, &mut e)?;
         closed::read_closed(&mut r, &mut e)?;
@@ -145,6 +145,7 @@ impl Engine {
             return Err(SnapshotError::TrailingBytes(bytes.len() - r.at));
         }
         icebergs::check_marked(icebergs_marked, &e)?;
+        hidden::check_marked(&hidden_marked, &e)?;
         // Every field parsed, but the whole must also be a state the engine
         // could have reached; a damaged snapshot must not become a replica.
         e.audit().map_err(SnapshotError::Inconsistent)?;
