@@ -115,7 +115,14 @@ fn hidden_orders_execute_in_the_auction() {
     h.run_checked(set_phase(Phase::PreOpen));
     let dark = place_ok(&mut h, hidden(limit(1, "h", Side::Buy, "101", "10")));
     let shown = place_ok(&mut h, limit(2, "s", Side::Buy, "101", "2"));
-    let ask = place_ok(&mut h, limit(3, "a", Side::Sell, "100", "5"));
+    let ask_events = exec(&mut h, limit(3, "a", Side::Sell, "100", "5"));
+    let ask = order_id(&ask_events).unwrap();
+    // The published indicative counts the hidden bid: 5 execute, not 2.
+    let indicative = ask_events.iter().find_map(|e| match &e.kind {
+        EventKind::Indicative(i) => Some((i.price, i.volume)),
+        _ => None,
+    });
+    assert_eq!(indicative, Some((Some(units("101")), units("5"))));
     let events = h.run_checked(set_phase(Phase::Continuous));
     let volume: Vec<_> = trades(&events)
         .iter()
@@ -159,4 +166,27 @@ fn the_state_hash_covers_the_flag() {
     place_ok(&mut shown, limit(1, "o", Side::Buy, "100", "20"));
     place_ok(&mut dark, hidden(limit(1, "o", Side::Buy, "100", "20")));
     assert_ne!(shown.engine.state_hash(), dark.engine.state_hash());
+}
+
+#[test]
+fn new_rules_keep_hidden_orders_hidden_and_delisting_cancels_them() {
+    let mut h = market(2);
+    let dark = place_ok(&mut h, hidden(limit(1, "h", Side::Buy, "100", "20")));
+    place_ok(&mut h, limit(2, "s", Side::Buy, "99", "1"));
+    // A coarser tick the price still fits: the books are rebuilt.
+    let set = SetInstrumentRules {
+        tick_size: Some(dec("0.1")),
+        ..rules("BTC-USD")
+    };
+    let changed = h.run_checked(set_rules(set));
+    assert!(book_updates(&changed).iter().all(|u| u.1 != units("100")));
+    assert_eq!(book(&h).bids, [(units("99"), units("1"))]);
+    assert_eq!(open_order(&h, dark).map(|o| o.hidden), Some(true));
+    let sold = exec(&mut h, limit(2, "t", Side::Sell, "100", "1"));
+    assert_eq!(trades(&sold)[0].2, dark);
+    let delisted = h.run_checked(Command::Delist {
+        symbol: sym("BTC-USD"),
+    });
+    assert!(cancels(&delisted).iter().any(|c| c.0 == dark));
+    assert_eq!(open_order(&h, dark), None);
 }

@@ -25,6 +25,7 @@ use exchange_types::decimal::UnitsError;
 use exchange_types::*;
 
 mod book;
+pub mod published;
 mod stops;
 use book::{Market, Order};
 use stops::StopPlan;
