@@ -292,6 +292,31 @@ mod tests {
     }
 
     #[test]
+    fn a_hidden_order_is_a_resting_limit_order_and_no_iceberg() {
+        let hidden = PlaceExt {
+            hidden: true,
+            ..PlaceExt::default()
+        };
+        assert_eq!(place(&with_ext(limit(), hidden.clone())), Ok(()));
+        assert_eq!(place(&with_ext(post_only_gtc(), hidden.clone())), Ok(()));
+        let mut ioc = limit();
+        ioc.tif = TimeInForce::Ioc;
+        let mut market = limit();
+        (market.order_type, market.price) = (OrderType::Market, None);
+        let iceberg = PlaceExt {
+            display_qty: Some(dec("0.1")),
+            ..hidden.clone()
+        };
+        for refused in [
+            with_ext(ioc, hidden.clone()),
+            with_ext(market, hidden.clone()),
+            with_ext(limit(), iceberg),
+        ] {
+            assert_eq!(place(&refused), Err(RejectReason::HiddenNotAllowed));
+        }
+    }
+
+    #[test]
     fn stops_need_exactly_one_trigger_in_range() {
         let mut stop = limit();
         stop.order_type = OrderType::StopLimit;
