@@ -78,6 +78,9 @@ pub struct InstrumentView {
     pub static_reference_price: Option<u64>,
     /// How the auction price uses the reference price.
     pub reference_price_rule: ReferencePriceRule,
+    /// The smallest value of a hidden order (quote units); `None`: the
+    /// instrument takes none.
+    pub hidden_min_notional: Option<u64>,
 }
 
 impl Engine {
@@ -110,6 +113,7 @@ impl Engine {
                     .flatten()
                     .map(|t| inst.price_units(t)),
                 reference_price_rule: inst.reference_price_rule,
+                hidden_min_notional: inst.hidden_min_notional,
             })
             .collect()
     }

@@ -621,6 +621,8 @@ fn instrument_schemas() -> Value {
             "symbol": text, "base": text, "quote": text, "tick_size": dec, "lot_size": dec,
             "status": trading_status,
             "reference_price": { "type": "string", "nullable": true },
+            "hidden_min_notional": { "type": "string", "nullable": true,
+                "description": "the smallest value of a hidden order; null: none taken" },
             "phase": phase_schema() })),
         "MarketStatus": object_schema(
             &["symbol", "sequence", "ts", "phase", "indicative", "last_auction"], json!({

@@ -73,6 +73,10 @@ async fn a_hidden_order_is_placed_over_rest_and_never_shown_in_the_book() {
     assert_eq!(placed.json["hidden"], true, "{}", placed.json);
     let book = call(&app, get("/v1/markets/BTC-USD/book")).await;
     assert_eq!(book.json["asks"], serde_json::json!([]), "{}", book.json);
+    // The listing publishes its minimum.
+    let listed = call(&app, get("/v1/instruments")).await;
+    let btc = &listed.json["instruments"][0];
+    assert_eq!(btc["hidden_min_notional"], "1000", "{}", listed.json);
     let buy = r#"{"symbol":"BTC-USD","side":"buy","price":"100","qty":"1","tif":"ioc"}"#;
     let bought = call(&app, signed(1, Method::POST, "/v1/orders", buy)).await;
     assert_eq!(bought.json["filled_qty"], "1", "{}", bought.json);
