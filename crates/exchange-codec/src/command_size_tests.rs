@@ -77,6 +77,7 @@ impl Widest {
             // is the longer (and the longer name).
             reference_price_rule: ReferencePriceRule::LimitNearest,
             phase: Some(Phase::VolatilityAuction),
+            hidden_min_notional: None,
         }))
     }
 
@@ -107,6 +108,7 @@ impl Widest {
                 expire_ts: Some(u64::MAX),
                 oco_with: Some(coid),
                 min_qty: Some(dec),
+                hidden: false,
             })),
         })
     }

@@ -71,6 +71,7 @@ const ADD_INSTRUMENT: &[&str] = &[
     "volatility_auction_ns",
     "reference_price_rule",
     "phase",
+    "hidden_min_notional",
     "maker_fee_bps",
     "taker_fee_bps",
 ];
@@ -96,6 +97,7 @@ const PLACE: &[&str] = &[
     "expire_ts",
     "oco_with",
     "min_qty",
+    "hidden",
 ];
 const CANCEL: &[&str] = &["cmd", "ts", "account", "client_order_id", "order_id"];
 const REPLACE: &[&str] = &[
@@ -391,6 +393,7 @@ fn add_instrument(f: &Fields) -> Result<AddInstrument, CodecError> {
             .opt_enum("reference_price_rule", REFERENCE_PRICE_RULES)?
             .unwrap_or(ReferencePriceRule::UNNAMED),
         phase: f.opt_enum("phase", PHASES)?,
+        hidden_min_notional: f.opt_dec("hidden_min_notional")?,
     })
 }
 
@@ -472,6 +475,7 @@ fn place(f: &Fields) -> Result<Place, CodecError> {
         expire_ts: f.opt_u64("expire_ts")?,
         oco_with: f.opt_id("oco_with")?,
         min_qty: f.opt_dec("min_qty")?,
+        hidden: f.opt_bool("hidden")?.unwrap_or(false),
     };
     // An order sized by funds has no quantity of its own.
     let qty = match (f.opt_dec("qty")?, ext.funds) {

@@ -145,6 +145,9 @@ impl EncodeFields for AcceptedExt {
         if let Some(other) = &self.oco_with {
             o.str(key!("oco_with"), other.as_str());
         }
+        if self.hidden {
+            o.bool(key!("hidden"), true);
+        }
     }
 }
 

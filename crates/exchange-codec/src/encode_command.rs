@@ -106,6 +106,7 @@ impl CommandFields for AddInstrument {
         if let Some(phase) = self.phase {
             w.str("phase", phase.as_str());
         }
+        w.opt_dec("hidden_min_notional", self.hidden_min_notional);
     }
 }
 
@@ -154,6 +155,10 @@ impl CommandFields for PlaceExt {
             w.str("oco_with", other.as_str());
         }
         w.opt_dec("min_qty", self.min_qty);
+        // Written only when set, so displayed orders keep their lines.
+        if self.hidden {
+            w.bool("hidden", true);
+        }
     }
 }
 

@@ -88,8 +88,9 @@ fn accepted_ext() -> impl Strategy<Value = Option<Box<AcceptedExt>>> {
     let ext = (
         (option(wide_u64()), option(trailing()), option(wide_u64())),
         (option(wide_u64()), option(wide_u64()), option(id())),
+        any::<bool>(),
     )
-        .prop_map(|((stop_price, trailing, display_qty), rest)| {
+        .prop_map(|((stop_price, trailing, display_qty), rest, hidden)| {
             let (funds, expire_ts, oco_with) = rest;
             Box::new(AcceptedExt {
                 stop_price,
@@ -98,6 +99,7 @@ fn accepted_ext() -> impl Strategy<Value = Option<Box<AcceptedExt>>> {
                 funds,
                 expire_ts,
                 oco_with,
+                hidden,
             })
         });
     proptest::option::of(ext)

@@ -82,34 +82,41 @@ fn add_instrument_command() -> impl Strategy<Value = Command> {
             option(wide_u64()),
             prop::sample::select(ReferencePriceRule::ALL),
         ),
-        option(prop::sample::select(Phase::ALL)),
+        (option(prop::sample::select(Phase::ALL)), option(dec())),
     )
-        .prop_map(|(names, sizes, prices, bands, phase)| {
-            let (symbol, base, quote, tick_size, lot_size) = names;
-            let (min_qty, max_qty, collar_bps) = sizes;
-            let (reference_price, maker_fee_bps, taker_fee_bps, min_notional) = prices;
-            let (static_band_bps, dynamic_band_bps, volatility_auction_ns, reference_price_rule) =
-                bands;
-            Command::AddInstrument(Box::new(AddInstrument {
-                symbol,
-                base,
-                quote,
-                tick_size,
-                lot_size,
-                min_qty,
-                max_qty,
-                collar_bps,
-                reference_price,
-                maker_fee_bps,
-                taker_fee_bps,
-                min_notional,
-                static_band_bps,
-                dynamic_band_bps,
-                volatility_auction_ns,
-                reference_price_rule,
-                phase,
-            }))
-        })
+        .prop_map(
+            |(names, sizes, prices, bands, (phase, hidden_min_notional))| {
+                let (symbol, base, quote, tick_size, lot_size) = names;
+                let (min_qty, max_qty, collar_bps) = sizes;
+                let (reference_price, maker_fee_bps, taker_fee_bps, min_notional) = prices;
+                let (
+                    static_band_bps,
+                    dynamic_band_bps,
+                    volatility_auction_ns,
+                    reference_price_rule,
+                ) = bands;
+                Command::AddInstrument(Box::new(AddInstrument {
+                    symbol,
+                    base,
+                    quote,
+                    tick_size,
+                    lot_size,
+                    min_qty,
+                    max_qty,
+                    collar_bps,
+                    reference_price,
+                    maker_fee_bps,
+                    taker_fee_bps,
+                    min_notional,
+                    static_band_bps,
+                    dynamic_band_bps,
+                    volatility_auction_ns,
+                    reference_price_rule,
+                    phase,
+                    hidden_min_notional,
+                }))
+            },
+        )
 }
 
 fn set_rules_command() -> impl Strategy<Value = Command> {
@@ -167,8 +174,9 @@ fn place_ext() -> impl Strategy<Value = Option<Box<PlaceExt>>> {
             option(id()),
             option(dec()),
         ),
+        any::<bool>(),
     )
-        .prop_map(|(prices, rest)| {
+        .prop_map(|(prices, rest, hidden)| {
             let (stop_price, trailing, display_qty) = prices;
             let (funds, expire_ts, oco_with, min_qty) = rest;
             PlaceExt {
@@ -179,6 +187,7 @@ fn place_ext() -> impl Strategy<Value = Option<Box<PlaceExt>>> {
                 expire_ts,
                 oco_with,
                 min_qty,
+                hidden,
             }
         });
     proptest::option::of(ext)

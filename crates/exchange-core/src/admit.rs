@@ -56,6 +56,8 @@ pub(crate) struct Admitted {
     /// The minimum acceptable quantity in lots: what it must trade on
     /// entry or be canceled whole.
     pub min_lots: Option<u64>,
+    /// A hidden order: it rests on the book's hidden side.
+    pub hidden: bool,
 }
 
 /// The order's instrument and account, as indices.
@@ -163,9 +165,12 @@ impl Engine {
         };
         validate::post_only_shape(place)?;
         let display = Self::display_lots(inst, validate::display_shape(place)?, lots)?;
-        let min_lots = match place.ext {
-            None => None,
-            Some(_) => Self::min_lots(inst, validate::min_qty_shape(place)?)?,
+        let (min_lots, hidden) = match place.ext {
+            None => (None, false),
+            Some(_) => (
+                Self::min_lots(inst, validate::min_qty_shape(place)?)?,
+                Self::check_hidden(place, inst, limit_price, lots)?,
+            ),
         };
         let mut admitted = Admitted {
             instrument,
@@ -181,6 +186,7 @@ impl Engine {
             call_market,
             is_market,
             min_lots,
+            hidden,
         };
         admitted.price = self.admit_price(place, inst, limit_price, &admitted)?;
         self.admit_limits(place, inst, limit_price, admitted)
@@ -263,7 +269,7 @@ impl Engine {
             return Err(RejectReason::DuplicateClientOrderId);
         }
         let book = &self.books[instrument as usize];
-        if place.post_only && book.side(place.side.opposite()).crosses(admitted.price) {
+        if place.post_only && book.crosses(place.side.opposite(), admitted.price) {
             return Err(RejectReason::PostOnlyWouldTake);
         }
         admitted.oco_with = self.check_oco(place, account, instrument)?;
@@ -274,7 +280,7 @@ impl Engine {
             if self.orders.len() >= MAX_OPEN_ORDERS {
                 return Err(RejectReason::ExchangeFull);
             }
-            let own = book.side(place.side);
+            let own = book.resting_side(place.side, admitted.hidden);
             if admitted.stop.is_none()
                 && !admitted.call_market
                 && own.level_count() >= MAX_PRICE_LEVELS_PER_SIDE
@@ -309,6 +315,32 @@ impl Engine {
             .best()
             .map(|level| level.price)
             .ok_or(RejectReason::MarketToLimitNoOpposite)
+    }
+
+    /// Whether the order is hidden, and if so that it may be: a limit
+    /// order that may rest and is no iceberg, on an instrument that takes
+    /// hidden orders, worth at least its minimum for them.
+    #[cold]
+    fn check_hidden(
+        place: &Place,
+        inst: &Instrument,
+        limit_price: Option<u64>,
+        lots: u64,
+    ) -> Result<bool, RejectReason> {
+        if !place.ext().hidden {
+            return Ok(false);
+        }
+        validate::hidden_shape(place)?;
+        let minimum = inst
+            .hidden_min_notional
+            .ok_or(RejectReason::HiddenNotOffered)?;
+        // The shape rule made it a limit order, so it has a price; a value
+        // beyond representation is above any minimum.
+        let price = limit_price.ok_or(RejectReason::HiddenNotAllowed)?;
+        if inst.notional(price, lots).is_some_and(|n| n < minimum) {
+            return Err(RejectReason::HiddenBelowMinimum);
+        }
+        Ok(true)
     }
 
     /// A minimum acceptable quantity (units) in whole lots.

@@ -74,19 +74,33 @@ impl Engine {
     fn audit_book(&self, inst: &Instrument, book: &Book, tally: &mut Tally) -> Result<(), String> {
         // Delisting cancels every order and refuses new ones.
         if inst.status == TradingStatus::Delisted
-            && (book.bids().level_count() > 0 || book.asks().level_count() > 0)
+            && book.all_sides().iter().any(|side| side.level_count() > 0)
         {
             return Err(format!("delisted {} has resting orders", inst.symbol));
         }
-        if let (Some(bid), Some(ask)) = (book.bids().best(), book.asks().best()) {
-            if bid.price >= ask.price && !crate::sessions::may_cross(inst.phase) {
+        // Hidden orders count: a displayed bid at or above a hidden ask
+        // would have traded with it.
+        if let (Some(bid), Some(ask)) = (book.best_price(Side::Buy), book.best_price(Side::Sell)) {
+            if bid >= ask && !crate::sessions::may_cross(inst.phase) {
                 return Err(format!(
-                    "{} is crossed: bid {} >= ask {}",
-                    inst.symbol, bid.price, ask.price
+                    "{} is crossed: bid {bid} >= ask {ask}",
+                    inst.symbol
                 ));
             }
         }
-        for side in book.sides() {
+        // A listing's minimum for hidden orders never changes, so a book
+        // holds hidden orders only where the listing takes them.
+        if inst.hidden_min_notional.is_none()
+            && (book.has_hidden(Side::Buy) || book.has_hidden(Side::Sell))
+        {
+            return Err(format!(
+                "{} holds hidden orders it does not take",
+                inst.symbol
+            ));
+        }
+        // The displayed sides first, then the hidden ones.
+        for (n, side) in book.all_sides().into_iter().enumerate() {
+            let hidden = n >= 2;
             let mut last_price = None;
             for level in side.levels_best_first() {
                 if let Some(prev) = last_price {
@@ -102,18 +116,21 @@ impl Engine {
                     }
                 }
                 last_price = Some(level.price);
-                self.audit_level(inst, level, tally)?;
+                self.audit_level(inst, level, hidden, tally)?;
             }
         }
         Ok(())
     }
 
     /// A level is a non-empty, doubly linked queue of its orders whose
-    /// shown lots sum to its aggregate.
+    /// shown lots sum to its aggregate. A displayed level holds no hidden
+    /// order, so what it publishes excludes them; a hidden level holds
+    /// only hidden orders, none an iceberg.
     fn audit_level(
         &self,
         inst: &Instrument,
         level: &Level,
+        hidden: bool,
         tally: &mut Tally,
     ) -> Result<(), String> {
         if level.head == NIL {
@@ -128,6 +145,14 @@ impl Engine {
         while slot != NIL {
             self.audit_resting_order(slot, prev, level.price)?;
             let o = self.orders.get(slot);
+            if o.is_hidden != hidden
+                || (hidden && (o.hidden > 0 || self.iceberg_display.contains_key(&o.id)))
+            {
+                return Err(format!(
+                    "order {} (hidden: {}) rests on a level of hidden: {hidden}",
+                    o.id, o.is_hidden
+                ));
+            }
             sum += u128::from(o.displayed());
             *tally
                 .reserved

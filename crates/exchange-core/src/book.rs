@@ -179,7 +179,7 @@ pub(crate) struct BookSide {
 }
 
 impl BookSide {
-    pub fn new(side: Side) -> Self {
+    pub const fn new(side: Side) -> Self {
         BookSide {
             side,
             len: 0,
@@ -554,47 +554,9 @@ fn rebase(window: &mut Window, overflow: &mut BTreeMap<u64, Level>, base: u64) {
     }
 }
 
-#[derive(Clone, Debug)]
-pub(crate) struct Book {
-    bids: BookSide,
-    asks: BookSide,
-}
-
-impl Book {
-    pub fn new() -> Self {
-        Book {
-            bids: BookSide::new(Side::Buy),
-            asks: BookSide::new(Side::Sell),
-        }
-    }
-
-    pub fn bids(&self) -> &BookSide {
-        &self.bids
-    }
-
-    pub fn asks(&self) -> &BookSide {
-        &self.asks
-    }
-
-    /// Both sides, bids first.
-    pub fn sides(&self) -> [&BookSide; 2] {
-        [&self.bids, &self.asks]
-    }
-
-    pub fn side(&self, side: Side) -> &BookSide {
-        match side {
-            Side::Buy => &self.bids,
-            Side::Sell => &self.asks,
-        }
-    }
-
-    pub fn side_mut(&mut self, side: Side) -> &mut BookSide {
-        match side {
-            Side::Buy => &mut self.bids,
-            Side::Sell => &mut self.asks,
-        }
-    }
-}
+#[path = "book_sides.rs"]
+mod sides;
+pub(crate) use sides::Book;
 
 #[cfg(test)]
 #[path = "book_tests.rs"]

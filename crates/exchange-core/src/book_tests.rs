@@ -15,6 +15,7 @@ fn order(side: Side, price: u64, qty: u64) -> Order {
         stp: SelfTradePrevention::CancelNewest,
         post_only: false,
         is_market: false,
+        is_hidden: false,
         price,
         qty,
         filled: 0,

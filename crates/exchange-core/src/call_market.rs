@@ -103,19 +103,10 @@ impl Engine {
         index: u32,
         (market_bids, market_asks): &(Vec<LevelQty>, Vec<LevelQty>),
     ) -> Option<Uncross> {
-        let book = &self.books[index as usize];
-        let levels = |side: &crate::book::BookSide| -> Vec<LevelQty> {
-            side.levels_best_first()
-                .map(|l| LevelQty {
-                    price: l.price,
-                    qty: self.auction_volume(l),
-                })
-                .collect()
-        };
         let inst = &self.instruments[index as usize];
         uncross(
-            &levels(book.bids()),
-            &levels(book.asks()),
+            &self.auction_ladder(index, Side::Buy, |_| true),
+            &self.auction_ladder(index, Side::Sell, |_| true),
             market_bids,
             market_asks,
             inst.reference_ticks,
@@ -188,9 +179,7 @@ impl Engine {
             self.expire(slot, out);
             return;
         }
-        let crosses = self.books[index as usize]
-            .side(side.opposite())
-            .crosses(bound);
+        let crosses = self.books[index as usize].crosses(side.opposite(), bound);
         // Self-trade prevention may cancel it, which closes it.
         if crosses && self.match_order(slot, out) {
             return;
@@ -226,7 +215,7 @@ impl Engine {
             });
         let book = &self.books[index as usize];
         let fits = |p: u64| {
-            !book.side(side.opposite()).crosses(p)
+            !book.crosses(side.opposite(), p)
                 && (book.side(side).has_level(p)
                     || book.side(side).level_count() < MAX_PRICE_LEVELS_PER_SIDE)
         };

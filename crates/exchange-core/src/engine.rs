@@ -397,9 +397,9 @@ impl Engine {
     /// in `bench engine`).
     #[inline(always)]
     pub(crate) fn rest(&mut self, slot: u32, out: &mut Vec<Event>) {
-        let (instrument, side, price) = {
+        let (instrument, side, price, hidden) = {
             let order = self.orders.get(slot);
-            (order.instrument, order.side, order.price)
+            (order.instrument, order.side, order.price, order.is_hidden)
         };
         if !self.iceberg_display.is_empty() {
             self.slice_iceberg(slot);
@@ -410,21 +410,28 @@ impl Engine {
         // is never crossed after matching. One look at the opposite best,
         // which matching has just touched.
         assert!(
-            !book.side(side.opposite()).crosses(price)
+            !book.crosses(side.opposite(), price)
                 || crate::sessions::may_cross(self.instruments[instrument as usize].phase),
             "resting order {} at {price} would cross the book",
             self.orders.get(slot).id
         );
-        let qty = book.side_mut(side).push_back(&mut self.orders, slot);
+        let qty = book
+            .resting_side_mut(side, hidden)
+            .push_back(&mut self.orders, slot);
         self.index_order(slot);
-        self.emit_book(out, instrument, side, price, qty);
+        // A hidden order is never shown: its level is no level of the
+        // published book.
+        if !hidden {
+            self.emit_book(out, instrument, side, price, qty);
+        }
     }
 
     /// Takes a resting order off its book and reports the level.
     pub(crate) fn unrest(&mut self, slot: u32, out: &mut Vec<Event>) {
-        let (instrument, side, price, is_market) = {
+        let (instrument, side, price, is_market, hidden) = {
             let order = self.orders.get(slot);
-            (order.instrument, order.side, order.price, order.is_market)
+            let o = order;
+            (o.instrument, o.side, o.price, o.is_market, o.is_hidden)
         };
         // The only open market orders wait off the book for a call's
         // uncrossing.
@@ -433,9 +440,11 @@ impl Engine {
             return;
         }
         let qty = self.books[instrument as usize]
-            .side_mut(side)
+            .resting_side_mut(side, hidden)
             .unlink(&mut self.orders, slot);
-        self.emit_book(out, instrument, side, price, qty);
+        if !hidden {
+            self.emit_book(out, instrument, side, price, qty);
+        }
     }
 
     /// Finds an open order of `account` by id or client id.

@@ -42,6 +42,19 @@ pub(crate) struct Instrument {
     pub min_notional: u64,
     /// How the auction price uses the reference price.
     pub reference_price_rule: ReferencePriceRule,
+    /// Smallest value a hidden order may have, quote units; `None`: the
+    /// instrument takes no hidden orders.
+    pub hidden_min_notional: Option<u64>,
+}
+
+/// An optional amount of a listing in units, zero allowed.
+fn optional_units(amount: Option<Dec>) -> Result<Option<u64>, RejectReason> {
+    amount
+        .map(|d| {
+            d.to_units_allow_zero()
+                .map_err(|_| RejectReason::InvalidInstrument)
+        })
+        .transpose()
 }
 
 fn price_reason(e: UnitsError) -> RejectReason {
@@ -119,10 +132,7 @@ impl Instrument {
         if collar_bps > MAX_COLLAR_BPS {
             return Err(RejectReason::InvalidCollar);
         }
-        let min_notional = match spec.min_notional {
-            None => 0,
-            Some(d) => d.to_units_allow_zero().map_err(invalid)?,
-        };
+        let min_notional = optional_units(spec.min_notional)?.unwrap_or(0);
         let mut instrument = Instrument {
             symbol: spec.symbol,
             base,
@@ -141,6 +151,7 @@ impl Instrument {
             indicative: None,
             min_notional,
             reference_price_rule: spec.reference_price_rule,
+            hidden_min_notional: optional_units(spec.hidden_min_notional)?,
         };
         if let Some(reference) = spec.reference_price {
             instrument.reference_ticks = Some(

@@ -55,6 +55,7 @@ fn engine() -> Engine {
             volatility_auction_ns: None,
             reference_price_rule: exchange_types::ReferencePriceRule::FOR_NEW_LISTINGS,
             phase: None,
+            hidden_min_notional: None,
         })),
     );
     for account in 1..=3 {

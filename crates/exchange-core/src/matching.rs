@@ -74,10 +74,10 @@ impl Engine {
         };
         let mut refills: Vec<u64> = Vec::new();
         let mut last = inst.reference_ticks;
-        for level in self.books[instrument as usize]
-            .side(side.opposite())
-            .levels_best_first()
-        {
+        // Hidden orders are met in price priority too, after the shown
+        // lots at their price.
+        let levels = self.books[instrument as usize].taker_levels(side.opposite());
+        for level in levels {
             if remaining == 0 || !within_limit(side, level.price, limit) {
                 break;
             }
@@ -141,7 +141,7 @@ impl Engine {
             if self.orders.get(taker).leaves() == 0 {
                 return false;
             }
-            let Some((level_price, mut maker, last_shown)) =
+            let Some((level_price, mut maker, last_shown, hidden)) =
                 self.next_level(instrument, side, limit, out)
             else {
                 return false;
@@ -161,7 +161,7 @@ impl Engine {
                 };
                 let at_last_shown = maker == last_shown;
                 if maker_account == account {
-                    if traded_here {
+                    if traded_here && !hidden {
                         // Report the level as trades left it before the
                         // self-trade handling reports it again.
                         self.emit_level(instrument, opposite, level_price, out);
@@ -193,7 +193,7 @@ impl Engine {
                 deep |= at_last_shown;
                 maker = next;
             }
-            if traded_here {
+            if traded_here && !hidden {
                 self.emit_level(instrument, opposite, level_price, out);
             }
             if taker_canceled {
@@ -207,7 +207,8 @@ impl Engine {
     }
 
     /// The best opposite level a taker on `side` with `limit` may trade
-    /// at, as (price, head, tail); `None` when there is none, or when its
+    /// at, as (price, head, tail, hidden): the displayed level before the
+    /// hidden one at a price; `None` when there is none, or when its
     /// price would break a volatility band (the instrument is then
     /// interrupted).
     #[inline(always)]
@@ -217,14 +218,12 @@ impl Engine {
         side: Side,
         limit: u64,
         out: &mut Vec<Event>,
-    ) -> Option<(u64, u32, u32)> {
-        let level = self.books[instrument as usize]
-            .side(side.opposite())
-            .best()?;
+    ) -> Option<(u64, u32, u32, bool)> {
+        let (level, hidden) = self.books[instrument as usize].next_level(side.opposite())?;
         if !within_limit(side, level.price, limit) {
             return None;
         }
-        let found = (level.price, level.head, level.tail);
+        let found = (level.price, level.head, level.tail, hidden);
         // The one comparison matching pays for volatility bands while no
         // instrument has any.
         if self.volatility.any_banded() && !self.band_allows(instrument, found.0) {
@@ -285,18 +284,26 @@ impl Engine {
     /// Shrinks a resting order in place (it keeps its priority).
     /// An iceberg loses hidden lots first, so what it shows stays.
     fn decrement_resting(&mut self, slot: u32, lots: u64, out: &mut Vec<Event>) {
-        let (instrument, side, price, from_shown) = {
+        let (instrument, side, price, from_shown, hidden) = {
             let o = self.orders.get_mut(slot);
             let from_hidden = lots.min(o.hidden);
             o.hidden -= from_hidden;
             o.qty -= lots;
-            (o.instrument, o.side, o.price, lots - from_hidden)
+            (
+                o.instrument,
+                o.side,
+                o.price,
+                lots - from_hidden,
+                o.is_hidden,
+            )
         };
         let level_qty = self.books[instrument as usize]
-            .side_mut(side)
+            .resting_side_mut(side, hidden)
             .reduce(price, from_shown);
         self.emit_canceled(slot, CancelReason::SelfTrade, lots, out);
-        self.emit_book(out, instrument, side, price, level_qty);
+        if !hidden {
+            self.emit_book(out, instrument, side, price, level_qty);
+        }
         self.trim_reservation(slot, out);
     }
 

@@ -254,6 +254,13 @@ impl Engine {
         if qty > order.filled && inst.below_min_notional(price, qty) {
             return Err(RejectReason::NotionalBelowMinimum);
         }
+        // A hidden order stays worth its minimum, as on entry.
+        if order.is_hidden && qty > order.filled {
+            let minimum = inst.hidden_min_notional.unwrap_or(u64::MAX);
+            if inst.notional(price, qty).is_some_and(|n| n < minimum) {
+                return Err(RejectReason::HiddenBelowMinimum);
+            }
+        }
         if let Some(risk) = self.accounts.get(order.account).risk() {
             risk.check_replace(inst, (order.price, order.qty), (price, qty))?;
         }
@@ -264,10 +271,10 @@ impl Engine {
         }
         let book = &self.books[order.instrument as usize];
         if qty > order.filled && price != order.price && !order.stop {
-            if order.post_only && book.side(order.side.opposite()).crosses(price) {
+            if order.post_only && book.crosses(order.side.opposite(), price) {
                 return Err(RejectReason::PostOnlyWouldTake);
             }
-            let own = book.side(order.side);
+            let own = book.resting_side(order.side, order.is_hidden);
             if own.level_count() >= MAX_PRICE_LEVELS_PER_SIDE && !own.has_level(price) {
                 return Err(RejectReason::TooManyPriceLevels);
             }
@@ -373,18 +380,23 @@ impl Engine {
         old_leaves: u64,
         out: &mut Vec<Event>,
     ) {
-        let (instrument, side, leaves) = {
+        let (instrument, side, leaves, hidden) = {
             let order = self.orders.get(slot);
-            (order.instrument, order.side, order.leaves())
+            (
+                order.instrument,
+                order.side,
+                order.leaves(),
+                order.is_hidden,
+            )
         };
         let shown_lost = self.shrink_hidden_first(slot, old_leaves - leaves);
         let level_qty = self.books[instrument as usize]
-            .side_mut(side)
+            .resting_side_mut(side, hidden)
             .reduce(old_price, shown_lost);
         if leaves == 0 {
             // Replaced down to what already filled: the order is done.
             self.unrest(slot, out);
-        } else if shown_lost > 0 {
+        } else if shown_lost > 0 && !hidden {
             self.emit_book(out, instrument, side, old_price, level_qty);
         }
     }

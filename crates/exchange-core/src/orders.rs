@@ -21,6 +21,8 @@ pub(crate) struct Order {
     pub stp: SelfTradePrevention,
     pub post_only: bool,
     pub is_market: bool,
+    /// A hidden order: it rests on its book's hidden side, never shown.
+    pub is_hidden: bool,
     /// Limit price in ticks; for a market order, the collar bound.
     pub price: u64,
     /// Total quantity in lots, filled included (reduced by self-trade
@@ -166,6 +168,7 @@ mod tests {
             stp: SelfTradePrevention::CancelNewest,
             post_only: false,
             is_market: false,
+            is_hidden: false,
             price: 1,
             qty: 1,
             filled: 0,

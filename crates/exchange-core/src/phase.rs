@@ -154,6 +154,40 @@ impl Engine {
         self.emit(out, EventKind::Phase(event::PhaseChanged { symbol, phase }));
     }
 
+    /// The volume each price of `side` can execute in an auction, best
+    /// first while `within` holds: the displayed level's and the hidden
+    /// one's together. A book without hidden orders reads its displayed
+    /// side alone, as before they existed.
+    pub(crate) fn auction_ladder(
+        &self,
+        index: u32,
+        side: Side,
+        within: impl Fn(u64) -> bool,
+    ) -> Vec<LevelQty> {
+        let book = &self.books[index as usize];
+        let mut ladder: Vec<LevelQty> = Vec::new();
+        let mut add = |price: u64, qty: u64| match ladder.last_mut() {
+            Some(last) if last.price == price => last.qty += qty,
+            _ => ladder.push(LevelQty { price, qty }),
+        };
+        if book.has_hidden(side) {
+            for (level, _) in book.levels_with_hidden(side) {
+                if !within(level.price) {
+                    break;
+                }
+                add(level.price, self.auction_volume(level));
+            }
+        } else {
+            for level in book.side(side).levels_best_first() {
+                if !within(level.price) {
+                    break;
+                }
+                add(level.price, self.auction_volume(level));
+            }
+        }
+        ladder
+    }
+
     /// What a level can execute in an auction: its shown quantity and the
     /// hidden volume of its icebergs, which take part whole.
     pub(crate) fn auction_volume(&self, level: &crate::book::Level) -> u64 {
@@ -177,30 +211,16 @@ impl Engine {
             }
         }
         let book = &self.books[index as usize];
-        let (best_bid, best_ask) = (book.bids().best()?.price, book.asks().best()?.price);
+        let best_bid = book.best_price(Side::Buy)?;
+        let best_ask = book.best_price(Side::Sell)?;
         if best_bid < best_ask {
             return None;
         }
         // Only the crossing region can execute; the rest of the book
-        // changes no candidate that could win.
-        let bids: Vec<LevelQty> = book
-            .bids()
-            .levels_best_first()
-            .take_while(|l| l.price >= best_ask)
-            .map(|l| LevelQty {
-                price: l.price,
-                qty: self.auction_volume(l),
-            })
-            .collect();
-        let asks: Vec<LevelQty> = book
-            .asks()
-            .levels_best_first()
-            .take_while(|l| l.price <= best_bid)
-            .map(|l| LevelQty {
-                price: l.price,
-                qty: self.auction_volume(l),
-            })
-            .collect();
+        // changes no candidate that could win. Hidden orders take part as
+        // at Xetra: their volume counts at their price.
+        let bids = self.auction_ladder(index, Side::Buy, |price| price >= best_ask);
+        let asks = self.auction_ladder(index, Side::Sell, |price| price <= best_bid);
         let inst = &self.instruments[index as usize];
         uncross(
             &bids,
@@ -216,8 +236,8 @@ impl Engine {
     /// matches, in book order (bids then asks, best first).
     fn expire_where(&mut self, index: u32, ends: fn(TimeInForce) -> bool, out: &mut Vec<Event>) {
         let mut slots = Vec::new();
-        for side in [Side::Buy, Side::Sell] {
-            for level in self.books[index as usize].side(side).levels_best_first() {
+        for side in self.books[index as usize].all_sides() {
+            for level in side.levels_best_first() {
                 let mut slot = level.head;
                 while slot != NIL {
                     let order = self.orders.get(slot);
@@ -358,7 +378,7 @@ impl Engine {
         let open_gtd = self
             .books
             .iter()
-            .flat_map(|b| b.sides())
+            .flat_map(|b| b.all_sides())
             .flat_map(|s| s.levels_best_first())
             .map(|level| {
                 let mut n = 0usize;

@@ -131,6 +131,7 @@ impl Engine {
             stp: place.stp,
             post_only: place.post_only,
             is_market,
+            is_hidden: a.hidden,
             price: a.price,
             qty: a.lots,
             filled: 0,
@@ -171,9 +172,7 @@ impl Engine {
         // look at the opposite best spares them matching's set-up. Nothing
         // matches in a call either: the order waits for the uncross.
         let canceled_by_stp = self.instruments[instrument as usize].phase == Phase::Continuous
-            && self.books[instrument as usize]
-                .side(side.opposite())
-                .crosses(price)
+            && self.books[instrument as usize].crosses(side.opposite(), price)
             && self.match_order(slot, out);
         if !canceled_by_stp {
             self.finish(slot, out);

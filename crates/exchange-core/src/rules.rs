@@ -40,7 +40,7 @@ impl Engine {
     pub(crate) fn resting_orders(&self, instrument: u32) -> Vec<u32> {
         let book = &self.books[instrument as usize];
         let mut slots = Vec::new();
-        for side in book.sides() {
+        for side in book.all_sides() {
             for level in side.levels_best_first() {
                 let mut slot = level.head;
                 while slot != NIL {
@@ -147,9 +147,9 @@ impl Engine {
                 order.price = price;
                 order.qty = qty;
                 order.filled = filled;
-                let side = order.side;
+                let (side, hidden) = (order.side, order.is_hidden);
                 self.books[index as usize]
-                    .side_mut(side)
+                    .resting_side_mut(side, hidden)
                     .push_back(&mut self.orders, slot);
             }
         }
@@ -213,6 +213,7 @@ impl Engine {
             dynamic_band_bps: None,
             volatility_auction_ns: None,
             reference_price_rule: old.reference_price_rule,
+            hidden_min_notional: old.hidden_min_notional.map(Dec::from_units),
             phase: None,
         };
         let mut rules = Instrument::from_spec(&spec, old.base, old.quote)?;

@@ -210,10 +210,11 @@ impl Engine {
         // The maker rests on the best level, whose aggregate includes its
         // open quantity. Skipping a missing level, or wrapping a short
         // aggregate, would publish wrong levels from here on.
-        let maker_market = self.orders.get(fill.maker).is_market;
+        let m = self.orders.get(fill.maker);
+        let (maker_market, hidden) = (m.is_market, m.is_hidden);
         if !maker_market {
             self.books[fill.instrument as usize]
-                .side_mut(fill.taker_side.opposite())
+                .resting_side_mut(fill.taker_side.opposite(), hidden)
                 .fill_best(fill.from_shown);
         }
         self.instruments[fill.instrument as usize].reference_ticks = Some(fill.price);
@@ -301,8 +302,8 @@ impl Engine {
             if maker_market {
                 self.unhold_call_market(maker);
             } else {
-                let book_side =
-                    self.books[fill.instrument as usize].side_mut(fill.taker_side.opposite());
+                let book_side = self.books[fill.instrument as usize]
+                    .resting_side_mut(fill.taker_side.opposite(), m.is_hidden);
                 book_side.unlink(&mut self.orders, maker);
             }
             self.release_all(maker, out);

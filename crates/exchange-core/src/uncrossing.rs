@@ -112,8 +112,15 @@ impl Engine {
     fn next_pair(&self, run: &Uncrossing) -> Option<Pair> {
         let book = &self.books[run.index as usize];
         let price = run.price;
-        let best_bid = book.bids().best().filter(|l| l.price >= price);
-        let best_ask = book.asks().best().filter(|l| l.price <= price);
+        // Hidden orders execute too, after the displayed ones at a price.
+        let best_bid = book
+            .next_level(Side::Buy)
+            .map(|(l, _)| l)
+            .filter(|l| l.price >= price);
+        let best_ask = book
+            .next_level(Side::Sell)
+            .map(|(l, _)| l)
+            .filter(|l| l.price <= price);
         // A market order's bound is its price for priority, ahead of a
         // limit order at the same price: a limit order priced beyond it
         // goes first, or it could be left crossing the book.
@@ -157,13 +164,19 @@ impl Engine {
     /// of them is done.
     fn trade_pair(&mut self, run: &mut Uncrossing, pair: Pair, out: &mut Vec<Event>) {
         let Pair { taker, maker, .. } = pair;
-        if !pair.taker_market {
-            run.touched.insert((0, self.orders.get(pair.buy).price));
-            run.touched.insert((1, self.orders.get(pair.sell).price));
-        } else if !pair.maker_market {
-            let m = self.orders.get(maker);
-            run.touched
-                .insert((u8::from(m.side == Side::Sell), m.price));
+        // The displayed levels the pair changes, reported once the
+        // auction is done; a hidden order's level is never reported.
+        let limit_orders = if pair.taker_market {
+            [(!pair.maker_market).then_some(maker), None]
+        } else {
+            [Some(pair.buy), Some(pair.sell)]
+        };
+        for slot in limit_orders.into_iter().flatten() {
+            let o = self.orders.get(slot);
+            if !o.is_hidden {
+                run.touched
+                    .insert((u8::from(o.side == Side::Sell), o.price));
+            }
         }
         let maker_id = self.orders.get(maker).id;
         let shown_before = self.orders.get(taker).displayed();
@@ -200,13 +213,13 @@ impl Engine {
         shown_before: u64,
         out: &mut Vec<Event>,
     ) {
-        let (taker_side, taker_price, leaves) = {
+        let (taker_side, taker_price, leaves, hidden) = {
             let t = self.orders.get(taker);
-            (t.side, t.price, t.leaves())
+            (t.side, t.price, t.leaves(), t.is_hidden)
         };
         let shown_after = leaves.min(shown_before);
         self.orders.get_mut(taker).hidden = leaves - shown_after;
-        let side = self.books[index as usize].side_mut(taker_side);
+        let side = self.books[index as usize].resting_side_mut(taker_side, hidden);
         side.reduce(taker_price, shown_before - shown_after);
         if leaves == 0 {
             side.unlink(&mut self.orders, taker);

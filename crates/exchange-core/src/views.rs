@@ -37,6 +37,8 @@ pub struct OrderView {
     pub reserved: u64,
     /// An untriggered stop's trigger price (units); `None` on a book.
     pub stop_price: Option<u64>,
+    /// A hidden order: its owner sees it, market data never does.
+    pub hidden: bool,
 }
 
 /// A resting iceberg's split, in units: what it shows at most, what its
@@ -76,6 +78,9 @@ pub struct InstrumentView {
     pub static_reference_price: Option<u64>,
     /// How the auction price uses the reference price.
     pub reference_price_rule: ReferencePriceRule,
+    /// The smallest value of a hidden order (quote units); `None`: the
+    /// instrument takes none.
+    pub hidden_min_notional: Option<u64>,
 }
 
 impl Engine {
@@ -108,6 +113,7 @@ impl Engine {
                     .flatten()
                     .map(|t| inst.price_units(t)),
                 reference_price_rule: inst.reference_price_rule,
+                hidden_min_notional: inst.hidden_min_notional,
             })
             .collect()
     }
@@ -166,7 +172,7 @@ impl Engine {
     pub fn open_orders(&self) -> Vec<OrderView> {
         let mut all = Vec::new();
         for book in &self.books {
-            for side in book.sides() {
+            for side in book.all_sides() {
                 for level in side.levels_best_first() {
                     let mut slot = level.head;
                     while slot != NIL {
@@ -215,6 +221,7 @@ impl Engine {
             filled_qty: inst.qty_units(o.filled),
             reserved: o.reserved,
             stop_price: stop.map(|ticks| inst.price_units(ticks)),
+            hidden: o.is_hidden,
         }
     }
 }

@@ -9,6 +9,7 @@ mod model;
 use exchange_core::Engine;
 use exchange_testkit::engine::*;
 use exchange_types::*;
+use model::published::{publish, published_book, Published};
 use model::{Ev, Model, OpenOrder};
 use proptest::prelude::*;
 
@@ -91,6 +92,7 @@ fn engine_open_orders(engine: &Engine) -> Vec<OpenOrder> {
             qty: o.qty,
             filled_qty: o.filled_qty,
             stop_price: o.stop_price,
+            hidden: o.hidden,
         })
         .collect();
     all.sort();
@@ -112,8 +114,10 @@ fn apply_at(engine: &mut Engine, index: usize, command: &Command) -> Vec<Event> 
 fn compare(commands: &[Command]) -> Result<(), String> {
     let mut engine = Engine::new();
     let mut model = Model::default();
+    let mut published = Published::new();
     for (index, command) in commands.iter().enumerate() {
         let events = apply_at(&mut engine, index, command);
+        publish(&mut published, &events);
         let expected = model.apply(command);
         let actual = normalize(&events);
         let context = || {
@@ -133,6 +137,16 @@ fn compare(commands: &[Command]) -> Result<(), String> {
             if expected != actual {
                 return Err(format!(
                     "{symbol} books differ {}\nmodel:  {expected:?}\nengine: {actual:?}",
+                    context()
+                ));
+            }
+            // Market data, built from the events alone, shows the model's
+            // book too: never a hidden order.
+            let events_book = published_book(&published, symbol);
+            if expected.as_ref() != Some(&events_book) {
+                return Err(format!(
+                    "{symbol} published levels differ {}\nmodel:  {expected:?}\n\
+                     events: {events_book:?}",
                     context()
                 ));
             }

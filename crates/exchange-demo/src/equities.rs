@@ -49,6 +49,7 @@ impl Equity {
             // Listed continuous; the schedule moves it at once to the
             // phase its session is in.
             phase: None,
+            hidden_min_notional: None,
         }
     }
 }

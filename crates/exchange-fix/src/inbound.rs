@@ -392,6 +392,7 @@ fn place_extension(
     let oco_with = place_ext::oco_with(message)?;
     let min_qty = optional_decimal(message, tags::MIN_QTY)
         .map_err(|()| (13, "MinQty (110) is not a decimal"))?;
+    let hidden = place_ext::hidden(message)?;
     let ext = PlaceExt {
         stop_price,
         expire_ts,
@@ -400,6 +401,7 @@ fn place_extension(
         display_qty,
         funds,
         min_qty,
+        hidden,
     };
     Ok((ext != PlaceExt::default()).then(|| Box::new(ext)))
 }

@@ -443,6 +443,24 @@ fn max_floor_makes_an_iceberg_and_cash_order_qty_a_funds_buy() {
 }
 
 #[test]
+fn display_qty_zero_makes_a_hidden_order_and_nothing_else_is_taken() {
+    let (command, _) = submitted(translate(&order("1138=0|"), &TRADER, 0));
+    let Command::Place(dark) = command else {
+        panic!("not a place")
+    };
+    assert!(dark.ext().hidden);
+    assert_eq!(dark.ext().display_qty, None);
+    let (command, _) = submitted(translate(&order(""), &TRADER, 0));
+    let Command::Place(lit) = command else {
+        panic!("not a place")
+    };
+    assert!(!lit.ext().hidden);
+    // A shown quantity belongs in MaxFloor (111); unreadable is refused.
+    reply(translate(&order("1138=5|"), &TRADER, 0));
+    reply(translate(&order("1138=x|"), &TRADER, 0));
+}
+
+#[test]
 fn session_times_in_force_and_expire_time_reach_the_command() {
     for (code, tif) in [
         ("0", TimeInForce::Day),

@@ -50,6 +50,8 @@ pub enum ReportKind {
         stop_price: Option<u64>,
         display_qty: Option<u64>,
         funds: Option<u64>,
+        /// A hidden order, echoed as DisplayQty (1138) 0.
+        hidden: bool,
     },
     /// A stop's trigger was reached (ExecType L): it enters the book now.
     Triggered {
@@ -89,6 +91,7 @@ impl ReportKind {
                 stop_price: accepted.ext.as_ref().and_then(|e| e.stop_price),
                 display_qty: accepted.ext.as_ref().and_then(|e| e.display_qty),
                 funds: accepted.ext.as_ref().and_then(|e| e.funds),
+                hidden: accepted.ext.as_ref().is_some_and(|e| e.hidden),
             },
             Change::Triggered(triggered) => ReportKind::Triggered {
                 stop_price: triggered.stop_price,

@@ -438,3 +438,41 @@ fn new_reports_echo_an_icebergs_max_floor_and_a_funds_buys_cash_order_qty() {
         .unwrap_or_else(|| panic!("the funds buy fills: {reports:?}"));
     assert_eq!(crate::reports::execution_report(fill, None).get(152), None);
 }
+
+#[test]
+fn a_hidden_orders_new_report_echoes_display_qty_zero() {
+    let mut core = Core::new();
+    let mut cache = OrderCache::default();
+    let Command::Place(limit) = place(1, "dark", Side::Buy, Some("100"), "20", TimeInForce::Gtc)
+    else {
+        unreachable!()
+    };
+    let hidden = Command::Place(Place {
+        ext: Some(Box::new(exchange_types::PlaceExt {
+            hidden: true,
+            ..Default::default()
+        })),
+        ..limit.clone()
+    });
+    let new = run(&mut core, &mut cache, hidden);
+    let [report] = &new[..] else {
+        panic!("one report: {new:?}")
+    };
+    let out = crate::reports::execution_report(report, None);
+    assert_eq!(
+        (
+            out.get(150).as_deref(),
+            out.get(1138).as_deref(),
+            out.get(111)
+        ),
+        (Some("0"), Some("0"), None)
+    );
+    // A displayed order's report carries no DisplayQty.
+    let shown = Command::Place(Place {
+        client_order_id: ClientOrderId::new("lit").unwrap(),
+        ..limit
+    });
+    let new = run(&mut core, &mut cache, shown);
+    let out = crate::reports::execution_report(&new[0], None);
+    assert_eq!(out.get(1138), None);
+}

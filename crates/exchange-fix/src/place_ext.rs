@@ -20,6 +20,25 @@ const UNSUPPORTED: u32 = 11;
 /// OrdRejReason 99: other.
 const OTHER: u32 = 99;
 
+/// Whether the order is hidden: DisplayQty (1138) 0, the FIX 5.0
+/// DisplayInstruction convention for a non-displayed order. Any other
+/// display quantity is an iceberg's, which FIX 4.4 gives in MaxFloor (111).
+pub fn hidden(message: &Message) -> Result<bool, Refusal> {
+    let Some(display) = message.text(tags::DISPLAY_QTY) else {
+        return Ok(false);
+    };
+    match Dec::parse(display) {
+        Ok(qty) if qty.to_units_allow_zero() == Ok(0) => Ok(true),
+        _ => Err((
+            UNSUPPORTED,
+            concat!(
+                "DisplayQty (1138) may only be 0 (a hidden order); ",
+                "give an iceberg's shown quantity in MaxFloor (111)"
+            ),
+        )),
+    }
+}
+
 /// A trailing stop's distance, when ExecInst (18) carries `a`
 /// (`trailing_peg`).
 pub fn trailing(message: &Message, trailing_peg: bool) -> Result<Option<Trailing>, Refusal> {

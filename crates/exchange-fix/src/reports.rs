@@ -144,11 +144,17 @@ pub fn execution_report(report: &Report, ids: Option<(&str, &str)>) -> Outgoing 
     };
     out.push_opt(tags::STOP_PX, stop_px.map(format_units));
     if let ReportKind::New {
-        display_qty, funds, ..
+        display_qty,
+        funds,
+        hidden,
+        ..
     } = &report.kind
     {
         out.push_opt(tags::MAX_FLOOR, display_qty.map(format_units));
         out.push_opt(tags::CASH_ORDER_QTY, funds.map(format_units));
+        if *hidden {
+            out.push(tags::DISPLAY_QTY, 0);
+        }
     }
     out.push(tags::TIME_IN_FORCE, tif_char(order.tif));
     if let ReportKind::Fill {

@@ -66,7 +66,7 @@ fn format_of(tag: u32) -> Format {
         | PARTY_ID_SOURCE
         | SUBSCRIPTION_REQUEST_TYPE => Format::Char,
         PRICE | ORDER_QTY | CASH_ORDER_QTY | ORDER_PERCENT | STOP_PX | MIN_QTY | MAX_FLOOR
-        | PEG_OFFSET_VALUE => Format::Float,
+        | DISPLAY_QTY | PEG_OFFSET_VALUE => Format::Float,
         SENDING_TIME | ORIG_SENDING_TIME | TRANSACT_TIME | EXPIRE_TIME => Format::Timestamp,
         _ => Format::Text,
     }
@@ -231,6 +231,7 @@ mod order_entry {
             EXPIRE_TIME,
             MIN_QTY,
             MAX_FLOOR,
+            DISPLAY_QTY,
             PEG_OFFSET_VALUE,
             PEG_OFFSET_TYPE,
             CONTINGENCY_TYPE,

@@ -67,6 +67,8 @@ pub const CASH_ORDER_QTY: u32 = 152;
 pub const MIN_QTY: u32 = 110;
 /// The quantity an iceberg shows (display quantity).
 pub const MAX_FLOOR: u32 = 111;
+/// DisplayQty (DisplayInstruction): only 0, which enters a hidden order.
+pub const DISPLAY_QTY: u32 = 1138;
 pub const SECURITY_TYPE: u32 = 167;
 /// A trailing stop's distance (PegInstructions), with ExecInst `a`.
 pub const PEG_OFFSET_VALUE: u32 = 211;

@@ -4,7 +4,7 @@
 use exchange_core::Engine;
 pub use exchange_testkit::engine::dec;
 use exchange_testkit::engine::{asset, btc_usd};
-use exchange_types::{Command, Event, Stamped, Transfer};
+use exchange_types::{AddInstrument, Command, Event, Stamped, Transfer};
 
 use crate::frame::seal;
 use crate::message::Message;
@@ -25,7 +25,11 @@ impl Core {
             engine: Engine::new(),
             ts: T0,
         };
-        core.apply(Command::AddInstrument(Box::new(btc_usd())));
+        // Taking hidden orders worth 1,000 USD or more.
+        core.apply(Command::AddInstrument(Box::new(AddInstrument {
+            hidden_min_notional: Some(dec("1000")),
+            ..btc_usd()
+        })));
         for account in [1, 2, 3] {
             for (code, amount) in [("USD", "1000000"), ("BTC", "100")] {
                 core.apply(Command::Deposit(Transfer {

@@ -543,6 +543,9 @@ fn order_schemas() -> Value {
             "type": { "enum": order_types, "default": "limit" },
             "price": dec, "qty": dec, "min_qty": dec, "tif": { "enum": ["gtc", "ioc", "fok"] },
             "post_only": { "type": "boolean" },
+            "hidden": { "type": "boolean", "description":
+                "a limit order that may rest, never shown in market data; at least the \
+                instrument's hidden_min_notional in value" },
             "stp": { "enum": ["cancel_newest", "cancel_oldest", "cancel_both", "decrement"] },
             "client_order_id": { "type": "string", "maxLength": 36 } })),
         "ReplaceRequest": object_schema(&[], json!({
@@ -606,7 +609,7 @@ fn instrument_schemas() -> Value {
         "InstrumentSpec": object_schema(&spec_required, json!({
             "symbol": text, "base": text, "quote": text, "tick_size": dec, "lot_size": dec,
             "min_qty": dec, "max_qty": dec, "price_collar_pct": dec, "reference_price": dec,
-            "maker_fee_bps": int, "taker_fee_bps": int,
+            "maker_fee_bps": int, "taker_fee_bps": int, "hidden_min_notional": dec,
             "reference_price_rule": { "enum": ["limit_nearest", "reference"] },
             "phase": { "enum": [
                 "closed", "pre_open", "continuous", "closing_call", "post_close", "halted"] } })),
@@ -618,6 +621,8 @@ fn instrument_schemas() -> Value {
             "symbol": text, "base": text, "quote": text, "tick_size": dec, "lot_size": dec,
             "status": trading_status,
             "reference_price": { "type": "string", "nullable": true },
+            "hidden_min_notional": { "type": "string", "nullable": true,
+                "description": "the smallest value of a hidden order; null: none taken" },
             "phase": phase_schema() })),
         "MarketStatus": object_schema(
             &["symbol", "sequence", "ts", "phase", "indicative", "last_auction"], json!({

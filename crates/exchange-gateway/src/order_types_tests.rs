@@ -1,5 +1,5 @@
-//! Market-to-limit orders and a minimum acceptable quantity placed over
-//! REST through the router and a real node.
+//! Market-to-limit orders, a minimum acceptable quantity and hidden orders
+//! placed over REST through the router and a real node.
 
 use axum::http::{Method, StatusCode};
 
@@ -59,5 +59,44 @@ async fn market_to_limit_and_min_qty_orders_are_placed_over_rest() {
         ),
         "{}",
         empty_side.json
+    );
+}
+
+#[tokio::test]
+async fn a_hidden_order_is_placed_over_rest_and_never_shown_in_the_book() {
+    let node = funded_node().await;
+    let app = app(&node, |_| {});
+    let body = r#"{"symbol":"BTC-USD","side":"sell","price":"100","qty":"10","hidden":true}"#;
+    let placed = call(&app, signed(2, Method::POST, "/v1/orders", body)).await;
+    assert_eq!(placed.status, StatusCode::CREATED, "{}", placed.json);
+    // Its owner sees the flag; the book shows nothing.
+    assert_eq!(placed.json["hidden"], true, "{}", placed.json);
+    let book = call(&app, get("/v1/markets/BTC-USD/book")).await;
+    assert_eq!(book.json["asks"], serde_json::json!([]), "{}", book.json);
+    // The listing publishes its minimum.
+    let listed = call(&app, get("/v1/instruments")).await;
+    let btc = &listed.json["instruments"][0];
+    assert_eq!(btc["hidden_min_notional"], "1000", "{}", listed.json);
+    let buy = r#"{"symbol":"BTC-USD","side":"buy","price":"100","qty":"1","tif":"ioc"}"#;
+    let bought = call(&app, signed(1, Method::POST, "/v1/orders", buy)).await;
+    assert_eq!(bought.json["filled_qty"], "1", "{}", bought.json);
+    // 9.99 at 100 is worth less than the instrument's 1,000.
+    let small = body.replace(r#""qty":"10""#, r#""qty":"9.99""#);
+    let refused = call(&app, signed(2, Method::POST, "/v1/orders", &small)).await;
+    assert_eq!(
+        (refused.status, refused.json["code"].as_str()),
+        (
+            StatusCode::UNPROCESSABLE_ENTITY,
+            Some("hidden_below_minimum")
+        ),
+        "{}",
+        refused.json
+    );
+    let immediate = body.replace(r#""hidden":true"#, r#""hidden":true,"tif":"ioc""#);
+    let refused = call(&app, signed(2, Method::POST, "/v1/orders", &immediate)).await;
+    assert_eq!(
+        refused.json["code"], "hidden_not_allowed",
+        "{}",
+        refused.json
     );
 }

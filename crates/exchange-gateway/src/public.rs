@@ -48,6 +48,8 @@ pub fn instrument_json(view: &InstrumentView) -> Value {
         "static_reference_price": view.static_reference_price.map(format_units),
         // How an auction uses the reference price (docs/market-model.md).
         "reference_price_rule": view.reference_price_rule.as_str(),
+        // The smallest value of a hidden order; null: none are taken.
+        "hidden_min_notional": view.hidden_min_notional.map(format_units),
     })
 }
 

@@ -119,6 +119,8 @@ fn order_details(row: &OrderRow) -> Option<Option<Box<OrderDetails>>> {
         oco_with,
         triggered_ts: row.triggered_ts,
         triggered_price: row.triggered_price,
+        // The reporting store keeps no hidden flag.
+        hidden: false,
     };
     Some((details != OrderDetails::default()).then(|| Box::new(details)))
 }

@@ -21,12 +21,13 @@ pub fn keys() -> [(&'static str, String); 2] {
     KEY_IDS.map(|id| (id, master.derive_secret(id)))
 }
 
-/// Lists BTC-USD around 100 and funds account 1 with USD, 2 with BTC.
+/// Lists BTC-USD around 100, taking hidden orders worth 1,000 USD or more,
+/// and funds account 1 with USD, 2 with BTC.
 pub const SETUP: &[&str] = &[
     concat!(
         r#"{"cmd":"add_instrument","symbol":"BTC-USD","base":"BTC","quote":"USD","#,
         r#""tick_size":"0.01","lot_size":"0.0001","maker_fee_bps":-1,"taker_fee_bps":5,"#,
-        r#""price_collar_pct":"10","reference_price":"100.00"}"#
+        r#""price_collar_pct":"10","reference_price":"100.00","hidden_min_notional":"1000"}"#
     ),
     r#"{"cmd":"deposit","account":1,"asset":"USD","amount":"100000"}"#,
     r#"{"cmd":"deposit","account":2,"asset":"BTC","amount":"10"}"#,

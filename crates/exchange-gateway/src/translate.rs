@@ -101,6 +101,9 @@ pub struct PlaceRequest {
     /// Minimum acceptable quantity: fill at least this on entry or none.
     #[serde(default)]
     min_qty: Option<String>,
+    /// A hidden (non-displayed) limit order.
+    #[serde(default)]
+    hidden: Option<bool>,
 }
 
 /// `POST /v1/orders/{id}/replace` and the WebSocket `replace` message.
@@ -158,6 +161,7 @@ struct PlaceFields<'a> {
     display_qty: Option<&'a str>,
     funds: Option<&'a str>,
     min_qty: Option<&'a str>,
+    hidden: Option<bool>,
 }
 
 impl PlaceRequest {
@@ -180,6 +184,7 @@ impl PlaceRequest {
             display_qty: self.display_qty.as_deref(),
             funds: self.funds.as_deref(),
             min_qty: self.min_qty.as_deref(),
+            hidden: self.hidden,
         }
     }
 }
@@ -255,6 +260,7 @@ fn place_ext(request: &PlaceFields<'_>) -> Result<Option<Box<PlaceExt>>, ApiErro
         display_qty: optional_decimal("display_qty", request.display_qty)?,
         funds: optional_decimal("funds", request.funds)?,
         min_qty: optional_decimal("min_qty", request.min_qty)?,
+        hidden: request.hidden.unwrap_or(false),
     };
     Ok((ext != PlaceExt::default()).then(|| Box::new(ext)))
 }

@@ -177,3 +177,24 @@ fn a_good_till_date_order_is_announced_with_its_expiry() {
     let accepted = private_messages(&out, 1);
     assert!(accepted[0].get("expire_ts").is_none(), "{}", accepted[0]);
 }
+
+#[test]
+fn a_hidden_place_keeps_its_flag_and_websocket_takes_the_general_path() {
+    let rest = r#"{"symbol":"BTC-USD","side":"buy","price":"100","qty":"20","hidden":true}"#;
+    assert!(ext_of(&place_from(7, rest).unwrap()).hidden);
+    let shown = rest.replace(r#","hidden":true"#, "");
+    assert_eq!(place_from(7, &shown).map(|c| ext_of(&c).hidden), Ok(false));
+    let ws = concat!(
+        r#"{"type":"place","request_id":1,"symbol":"BTC-USD","side":"buy","#,
+        r#""price":"100","qty":"20","hidden":true}"#
+    );
+    // The fast path knows no hidden flag: the general path reads it.
+    assert!(ws_order_entry(7, ws).is_none());
+    let mut fields: serde_json::Map<String, serde_json::Value> = serde_json::from_str(ws).unwrap();
+    fields.remove("type");
+    fields.remove("request_id");
+    let command =
+        crate::ws_commands::order_entry_command(7, crate::ws_kind::EntryType::Place, fields)
+            .unwrap();
+    assert!(ext_of(&command).hidden);
+}

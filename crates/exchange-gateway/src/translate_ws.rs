@@ -151,6 +151,7 @@ fn ws_place(account: AccountId, message: WsOrderEntry<'_>) -> Option<(Value, Com
         display_qty: None,
         funds: None,
         min_qty: None,
+        hidden: None,
     };
     let command = place_fields(account, &fields).ok()?;
     Some((message.request_id, command))

@@ -146,6 +146,9 @@ pub struct DetailsView<'a> {
     pub triggered_ts: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub triggered_price: Option<Units>,
+    /// Only on a hidden order: shown to its owner.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub hidden: bool,
 }
 
 impl<'a> DetailsView<'a> {
@@ -160,6 +163,7 @@ impl<'a> DetailsView<'a> {
             oco_with: details.oco_with.as_ref().map(|id| id.as_str()),
             triggered_ts: details.triggered_ts,
             triggered_price: details.triggered_price.map(Units),
+            hidden: details.hidden,
         }
     }
 }
@@ -305,6 +309,9 @@ pub enum UpdateFields<'a> {
         /// Log time (ns) a good-till-date order expires at.
         #[serde(skip_serializing_if = "Option::is_none")]
         expire_ts: Option<u64>,
+        /// Only on a hidden order.
+        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        hidden: bool,
     },
     /// A stop's trigger was reached; the order now enters the book.
     Triggered {
@@ -444,6 +451,7 @@ fn order_fields(change: Change<'_>) -> Option<UpdateFields<'_>> {
             display_qty: e.ext.as_deref().and_then(|x| x.display_qty).map(Units),
             funds: e.ext.as_deref().and_then(|x| x.funds).map(Units),
             expire_ts: e.ext.as_deref().and_then(|x| x.expire_ts),
+            hidden: e.ext.as_deref().is_some_and(|x| x.hidden),
         },
         Change::Triggered(e) => UpdateFields::Triggered {
             order_id: e.order_id,

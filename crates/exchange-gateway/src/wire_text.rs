@@ -166,6 +166,9 @@ fn push_details(object: &mut Object<'_>, details: &DetailsView<'_>) {
     }
     object.some_u64("triggered_ts", details.triggered_ts);
     object.some_units("triggered_price", units(details.triggered_price));
+    if details.hidden {
+        push_bool(object.key("hidden"), true);
+    }
 }
 
 /// One message of the private stream, as its serialisation writes it.
@@ -290,6 +293,7 @@ fn push_accepted(object: &mut Object<'_>, fields: &UpdateFields<'_>) {
         display_qty,
         funds,
         expire_ts,
+        hidden,
     } = fields
     else {
         return;
@@ -316,6 +320,9 @@ fn push_accepted(object: &mut Object<'_>, fields: &UpdateFields<'_>) {
     object.some_units("display_qty", display_qty.map(|u| u.0));
     object.some_units("funds", funds.map(|u| u.0));
     object.some_u64("expire_ts", *expire_ts);
+    if *hidden {
+        push_bool(object.key("hidden"), true);
+    }
 }
 
 /// A canceled, replaced or expired order's fields.

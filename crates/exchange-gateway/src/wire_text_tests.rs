@@ -57,6 +57,7 @@ fn details() -> impl Strategy<Value = Option<Box<OrderDetails>>> {
             oco_with: f.6,
             triggered_ts: f.7,
             triggered_price: f.8,
+            hidden: f.7.is_some_and(|ts| ts % 2 == 0),
         })
     }))
 }
@@ -310,6 +311,7 @@ fn accepted<'a>(p: &Parts<'a>) -> UpdateFields<'a> {
         display_qty: p.opt(5).map(Units),
         funds: p.opt(6).map(Units),
         expire_ts: p.opt(7),
+        hidden: p.n[7] % 2 == 1,
     }
 }
 

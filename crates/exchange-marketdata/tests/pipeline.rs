@@ -72,6 +72,7 @@ fn setup() -> Vec<Command> {
             volatility_auction_ns: None,
             reference_price_rule: exchange_types::ReferencePriceRule::FOR_NEW_LISTINGS,
             phase: None,
+            hidden_min_notional: None,
         })));
     }
     for account in 1..=4 {

@@ -67,6 +67,7 @@ fn day() -> Vec<Command> {
         volatility_auction_ns: None,
         reference_price_rule: exchange_types::ReferencePriceRule::FOR_NEW_LISTINGS,
         phase: None,
+        hidden_min_notional: None,
     }))];
     for account in 1..=2 {
         for asset in ["SAP", "EUR"] {

@@ -67,6 +67,10 @@ pub struct InstrumentConfig {
     /// at start-up is listed, so it does not move a listed instrument.
     #[serde(default)]
     pub phase: Option<String>,
+    /// The smallest value (price times quantity, in the quote asset) a
+    /// hidden order may have; unset: the instrument takes no hidden orders.
+    #[serde(default)]
+    pub hidden_min_notional: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -403,6 +407,7 @@ fn instrument(
         volatility_auction_ns: None,
         reference_price_rule: None,
         phase: None,
+        hidden_min_notional: None,
     }
 }
 

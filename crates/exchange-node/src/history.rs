@@ -74,6 +74,10 @@ pub struct OrderDetails {
     pub triggered_ts: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub triggered_price: Option<u64>,
+    /// A hidden order: its owner sees the flag, market data never the
+    /// order. Left out when false, so older records keep their bytes.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub hidden: bool,
 }
 
 impl OrderDetails {
@@ -93,6 +97,7 @@ impl OrderDetails {
             oco_with: ext.oco_with,
             triggered_ts: None,
             triggered_price: None,
+            hidden: ext.hidden,
         }
     }
 }

@@ -146,6 +146,17 @@ taker_fee_bps = 0
     }
 
     #[test]
+    fn a_configured_instrument_takes_a_minimum_for_hidden_orders() {
+        let minimum_of = |table: &str| match listing(table) {
+            Command::AddInstrument(add) => add.hidden_min_notional,
+            other => panic!("not a listing: {other:?}"),
+        };
+        assert_eq!(minimum_of(BASE), None);
+        let with = format!("{BASE}hidden_min_notional = \"50000\"\n");
+        assert_eq!(minimum_of(&with), Some(Dec::new(50_000, 0)));
+    }
+
+    #[test]
     fn an_unknown_field_in_an_instrument_table_is_refused() {
         let bad = format!("{BASE}static_band = \"10\"\n");
         let error = toml::from_str::<InstrumentConfig>(&bad).expect_err("unknown field");

@@ -182,6 +182,10 @@ pub struct AddInstrument {
     /// before the setting existed. The encodings leave `None` out, so older
     /// listings keep their bytes.
     pub phase: Option<Phase>,
+    /// The smallest value (price times quantity, in quote units) a hidden
+    /// order may have; `None`: the instrument takes no hidden orders. The
+    /// encodings leave `None` out, so older listings keep their bytes.
+    pub hidden_min_notional: Option<Dec>,
 }
 
 /// New rules for a listed instrument: each field given replaces the rule,
@@ -280,6 +284,10 @@ pub struct PlaceExt {
     /// this much at once or is canceled whole; what it leaves rests as an
     /// ordinary order, held to nothing more.
     pub min_qty: Option<Dec>,
+    /// A hidden (non-displayed) limit order: it rests and trades like any
+    /// other but is never shown in market data, and trades after the
+    /// displayed orders at its price.
+    pub hidden: bool,
 }
 
 /// How far a trailing stop's trigger stays from the price it follows.
@@ -302,6 +310,7 @@ impl Place {
             expire_ts: None,
             oco_with: None,
             min_qty: None,
+            hidden: false,
         };
         self.ext.as_deref().unwrap_or(&NONE)
     }

@@ -144,6 +144,8 @@ pub struct AcceptedExt {
     pub funds: Option<u64>,
     pub expire_ts: Option<u64>,
     pub oco_with: Option<ClientOrderId>,
+    /// A hidden order: shown to its owner here, never in market data.
+    pub hidden: bool,
 }
 
 /// A trailing stop's distance: a price in units or basis points.

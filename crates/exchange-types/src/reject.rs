@@ -85,6 +85,12 @@ reject_reasons! {
     MinQtyNotAllowed = 161, "min_qty_not_allowed",
         "a minimum acceptable quantity needs a limit, market or market-to-limit order sized by \
         quantity and not post-only";
+    HiddenNotAllowed = 135, "hidden_not_allowed",
+        "a hidden order must be a limit order that may rest, and neither an iceberg nor a stop";
+    HiddenBelowMinimum = 141, "hidden_below_minimum",
+        "the hidden order's value (price times quantity) is below the instrument's minimum for \
+        hidden orders";
+    HiddenNotOffered = 142, "hidden_not_offered", "the instrument takes no hidden orders";
     NotionalBelowMinimum = 140, "notional_below_minimum",
         "the order's notional (price times quantity) is below the instrument's minimum";
     InsufficientFunds = 201, "insufficient_funds", "the available balance does not cover the order";

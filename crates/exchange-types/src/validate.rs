@@ -36,6 +36,7 @@ pub fn place(place: &Place) -> Result<(), RejectReason> {
     post_only_shape(place)?;
     display_shape(place)?;
     min_qty_shape(place)?;
+    hidden_shape(place)?;
     Ok(())
 }
 
@@ -158,6 +159,21 @@ pub fn min_qty_shape(place: &Place) -> Result<Option<u64>, RejectReason> {
     }
 }
 
+/// A hidden order is a limit order that may rest (it exists to rest
+/// unseen; an immediate one would never be on the book), and not an
+/// iceberg (which shows a slice: the two display rules contradict each
+/// other). Stops are not limit orders, so they are refused too.
+#[inline]
+pub fn hidden_shape(place: &Place) -> Result<(), RejectReason> {
+    let ext = place.ext();
+    if ext.hidden
+        && (place.order_type != OrderType::Limit || !rests(place.tif) || ext.display_qty.is_some())
+    {
+        return Err(RejectReason::HiddenNotAllowed);
+    }
+    Ok(())
+}
+
 /// The reason an amount that is not a positive number of units is
 /// refused for; `not_positive` names the field.
 fn amount_reason(error: UnitsError, not_positive: RejectReason) -> RejectReason {
@@ -272,6 +288,31 @@ mod tests {
         ];
         for (command, reason) in cases {
             assert_eq!(place(&command), Err(reason), "{command:?}");
+        }
+    }
+
+    #[test]
+    fn a_hidden_order_is_a_resting_limit_order_and_no_iceberg() {
+        let hidden = PlaceExt {
+            hidden: true,
+            ..PlaceExt::default()
+        };
+        assert_eq!(place(&with_ext(limit(), hidden.clone())), Ok(()));
+        assert_eq!(place(&with_ext(post_only_gtc(), hidden.clone())), Ok(()));
+        let mut ioc = limit();
+        ioc.tif = TimeInForce::Ioc;
+        let mut market = limit();
+        (market.order_type, market.price) = (OrderType::Market, None);
+        let iceberg = PlaceExt {
+            display_qty: Some(dec("0.1")),
+            ..hidden.clone()
+        };
+        for refused in [
+            with_ext(ioc, hidden.clone()),
+            with_ext(market, hidden.clone()),
+            with_ext(limit(), iceberg),
+        ] {
+            assert_eq!(place(&refused), Err(RejectReason::HiddenNotAllowed));
         }
     }
 

@@ -256,9 +256,12 @@ fn read_order_ref(r: &mut Reader<'_>) -> Result<OrderRef, BinaryError> {
 /// force, post-only, self-trade prevention, price, quantity. The rarer
 /// part, when the header flags it: stop price, trailing (`u8` kind 0 none,
 /// 1 amount, 2 basis points; a decimal; a `u32`), display quantity, funds,
-/// expire time, one-cancels-other id, minimum acceptable quantity. The
-/// last was appended after the others: a rarer part written before it
-/// ends at the one-cancels-other id and reads as having none.
+/// expire time, one-cancels-other id, minimum acceptable quantity, and a
+/// hidden order's `u8` 1. The last two were appended after the others: a
+/// rarer part written before the minimum ends at the one-cancels-other id
+/// and reads as having neither, one written before hidden orders ends at
+/// the minimum and reads as displayed; a displayed order is still written
+/// so, which keeps one encoding per order.
 fn write_place(w: &mut Writer<'_>, p: &Place) -> bool {
     w.u64(p.account);
     w.id(&p.client_order_id);
@@ -289,6 +292,9 @@ fn write_place(w: &mut Writer<'_>, p: &Place) -> bool {
     w.opt_u64(ext.expire_ts);
     w.opt_id(ext.oco_with.as_ref());
     w.opt_dec(ext.min_qty);
+    if ext.hidden {
+        w.u8(1);
+    }
     true
 }
 
@@ -337,6 +343,18 @@ fn read_place_ext(r: &mut Reader<'_>) -> Result<PlaceExt, BinaryError> {
         min_qty: match r.remaining() {
             0 => None,
             _ => r.opt_dec("min_qty")?,
+        },
+        hidden: match r.remaining() {
+            0 => false,
+            _ => match r.u8()? {
+                1 => true,
+                _ => {
+                    return Err(BinaryError::Field {
+                        field: "hidden",
+                        problem: "is written only as 1, for a hidden order",
+                    })
+                }
+            },
         },
     };
     // An order without rarer fields is written without the part, so each
@@ -397,13 +415,38 @@ fn write_add_instrument(w: &mut Writer<'_>, s: &AddInstrument) {
     // unnamed rule, so blocks written before the field existed read as the
     // rule they ran under and every listing keeps one encoding. The phase
     // grows it once more, after the rule, which a listing with a phase
-    // therefore always writes.
-    if s.reference_price_rule != ReferencePriceRule::UNNAMED || s.phase.is_some() {
+    // therefore always writes. The minimum for hidden orders grows it a
+    // third time, after the phase, which a listing with a minimum writes
+    // as `NO_PHASE` when it has none.
+    let hidden = s.hidden_min_notional.is_some();
+    if s.reference_price_rule != ReferencePriceRule::UNNAMED || s.phase.is_some() || hidden {
         w.u8(code_of(ReferencePriceRule::ALL, &s.reference_price_rule));
     }
-    if let Some(phase) = s.phase {
-        w.u8(code_of(Phase::ALL, &phase));
+    match s.phase {
+        Some(phase) => w.u8(code_of(Phase::ALL, &phase)),
+        None if hidden => w.u8(NO_PHASE),
+        None => {}
     }
+    if let Some(minimum) = s.hidden_min_notional {
+        w.dec(minimum);
+    }
+}
+
+/// The phase byte of a listing that names no phase but a minimum for
+/// hidden orders after it.
+const NO_PHASE: u8 = u8::MAX;
+
+/// The listing's optional phase; `NO_PHASE` only before a minimum for
+/// hidden orders, so that each listing has one encoding.
+fn read_listing_phase(r: &mut Reader<'_>) -> Result<Option<Phase>, BinaryError> {
+    if r.remaining() == 0 {
+        return Ok(None);
+    }
+    if r.remaining() > 1 && r.peek_u8() == Some(NO_PHASE) {
+        r.u8()?;
+        return Ok(None);
+    }
+    Ok(Some(r.code("phase", Phase::ALL)?))
 }
 
 fn read_add_instrument(r: &mut Reader<'_>) -> Result<AddInstrument, BinaryError> {
@@ -424,9 +467,10 @@ fn read_add_instrument(r: &mut Reader<'_>) -> Result<AddInstrument, BinaryError>
         dynamic_band_bps: r.opt_u32("dynamic_band_bps")?,
         volatility_auction_ns: r.opt_u64("volatility_auction_ns")?,
         reference_price_rule: read_reference_price_rule(r)?,
-        phase: match r.remaining() {
+        phase: read_listing_phase(r)?,
+        hidden_min_notional: match r.remaining() {
             0 => None,
-            _ => Some(r.code("phase", Phase::ALL)?),
+            _ => Some(r.dec("hidden_min_notional")?),
         },
     })
 }

@@ -52,6 +52,11 @@ pub(super) fn write_accepted(w: &mut Writer<'_>, e: &Accepted) -> bool {
     w.opt_u64(ext.funds);
     w.opt_u64(ext.expire_ts);
     w.opt_id(ext.oco_with.as_ref());
+    // Appended: written only for a hidden order, so the part of every
+    // other order keeps its bytes and an older part reads as displayed.
+    if ext.hidden {
+        w.u8(1);
+    }
     true
 }
 
@@ -91,6 +96,18 @@ fn read_accepted_ext(r: &mut Reader<'_>) -> Result<AcceptedExt, BinaryError> {
         funds: r.opt_u64("funds")?,
         expire_ts: r.opt_u64("expire_ts")?,
         oco_with: r.opt_id("oco_with")?,
+        hidden: match r.remaining() {
+            0 => false,
+            _ => match r.u8()? {
+                1 => true,
+                _ => {
+                    return Err(invalid(
+                        "hidden",
+                        "is written only as 1, for a hidden order",
+                    ))
+                }
+            },
+        },
     })
 }
 

@@ -233,6 +233,8 @@ pub fn decode_command(bytes: &[u8]) -> Result<Stamped, BinaryError> {
 #[cfg(test)]
 mod event_tests;
 #[cfg(test)]
+mod hidden_tests;
+#[cfg(test)]
 mod order_types_tests;
 #[cfg(test)]
 mod tests;

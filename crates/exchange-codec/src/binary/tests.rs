@@ -255,6 +255,7 @@ fn listing(
             volatility_auction_ns: None,
             reference_price_rule: rule,
             phase,
+            hidden_min_notional: None,
         })),
     }
 }

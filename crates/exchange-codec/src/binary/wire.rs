@@ -161,6 +161,11 @@ impl<'a> Reader<'a> {
         Ok(self.take::<1>()?[0])
     }
 
+    /// The next byte, left unread.
+    pub(crate) fn peek_u8(&self) -> Option<u8> {
+        self.bytes.get(self.at).copied()
+    }
+
     pub(crate) fn bool(&mut self, field: &'static str) -> Result<bool, BinaryError> {
         match self.u8()? {
             0 => Ok(false),

@@ -1,6 +1,7 @@
 //! Resting orders, book by book, bids then asks, best level first and in
-//! time priority within a level: the order the books themselves keep, so
-//! that pool slots never reach the bytes.
+//! time priority within a level, then the hidden bids and asks likewise:
+//! the order the books themselves keep, so that pool slots never reach the
+//! bytes.
 
 use std::collections::BTreeMap;
 
@@ -16,7 +17,9 @@ pub(super) fn write_books(w: &mut Writer, e: &Engine) {
     // book: they have sections of their own.
     w.u64((e.orders.len() - e.stops.untriggered_count() - e.call_markets.len()) as u64);
     for book in &e.books {
-        for side in book.sides() {
+        // Hidden orders after the displayed ones, in their own sides'
+        // order; a book without any writes what it always did.
+        for side in book.all_sides() {
             for level in side.levels_best_first() {
                 let mut slot = level.head;
                 while slot != NIL {
@@ -39,8 +42,13 @@ pub(super) fn read_books(r: &mut Reader, e: &mut Engine) -> Result<Vec<u64>, Sna
     let mut icebergs_marked: Vec<u64> = Vec::new();
     for _ in 0..r.count(MAX_OPEN_ORDERS)? {
         let (order, iceberg) = read_order(r)?;
-        let (id, account, instrument, side) =
-            (order.id, order.account, order.instrument, order.side);
+        let (id, account, instrument, side, hidden) = (
+            order.id,
+            order.account,
+            order.instrument,
+            order.side,
+            order.is_hidden,
+        );
         if iceberg {
             icebergs_marked.push(id);
         }
@@ -62,14 +70,14 @@ pub(super) fn read_books(r: &mut Reader, e: &mut Engine) -> Result<Vec<u64>, Sna
         // overflow while being rebuilt.
         let leaves = order.qty - order.filled;
         let level_total = level_totals
-            .entry((instrument, side_code(side), order.price))
+            .entry((instrument, side_code(side), hidden, order.price))
             .or_insert(0u64);
         *level_total = level_total
             .checked_add(leaves)
             .ok_or(SnapshotError::Invalid("level overflows"))?;
         let slot = e.orders.insert(order);
         e.books[instrument as usize]
-            .side_mut(side)
+            .resting_side_mut(side, hidden)
             .push_back(&mut e.orders, slot);
         e.index_order(slot);
     }

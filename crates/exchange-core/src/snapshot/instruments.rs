@@ -51,13 +51,22 @@ pub(super) fn write_instruments(w: &mut Writer, e: &Engine) {
         w.i32(inst.taker_fee_bps);
         // The rule rides in the status byte rather than a section of its
         // own: an optional section at the end could be cut off unnoticed.
-        w.u8(status_code(inst.status) | rule_code(inst.reference_price_rule) << 4);
+        // So does a mark (bit 3) for a minimum of hidden orders, whose
+        // value is in its own section, checked against the marks.
+        let hidden = u8::from(inst.hidden_min_notional.is_some()) << 3;
+        w.u8(status_code(inst.status) | hidden | rule_code(inst.reference_price_rule) << 4);
     }
 }
 
-pub(super) fn read_instruments(r: &mut Reader, e: &mut Engine) -> Result<(), SnapshotError> {
+/// Reads the instruments; returns those whose status byte marks a
+/// minimum for hidden orders, for the hidden section to match.
+pub(super) fn read_instruments(r: &mut Reader, e: &mut Engine) -> Result<Vec<u32>, SnapshotError> {
+    let mut hidden_marked = Vec::new();
     for index in 0..r.count(MAX_INSTRUMENTS)? {
-        let inst = read_instrument(r)?;
+        let (inst, hidden) = read_instrument(r)?;
+        if hidden {
+            hidden_marked.push(index as u32);
+        }
         if inst.base as usize >= e.assets.len()
             || inst.quote as usize >= e.assets.len()
             || !inst.is_consistent()
@@ -74,10 +83,10 @@ pub(super) fn read_instruments(r: &mut Reader, e: &mut Engine) -> Result<(), Sna
             return Err(SnapshotError::Invalid("duplicate symbol"));
         }
     }
-    Ok(())
+    Ok(hidden_marked)
 }
 
-fn read_instrument(r: &mut Reader) -> Result<Instrument, SnapshotError> {
+fn read_instrument(r: &mut Reader) -> Result<(Instrument, bool), SnapshotError> {
     let mut inst = Instrument {
         symbol: r.symbol()?,
         base: r.u32()?,
@@ -98,9 +107,11 @@ fn read_instrument(r: &mut Reader) -> Result<Instrument, SnapshotError> {
         phase: exchange_types::Phase::Continuous,
         indicative: None,
         min_notional: 0,
+        // Set from the hidden orders' section, if any.
+        hidden_min_notional: None,
     };
     let status_and_rule = r.u8()?;
-    inst.status = match status_and_rule & 0x0F {
+    inst.status = match status_and_rule & 0x07 {
         0 => TradingStatus::Trading,
         1 => TradingStatus::Halted,
         2 => TradingStatus::Delisted,
@@ -109,5 +120,5 @@ fn read_instrument(r: &mut Reader) -> Result<Instrument, SnapshotError> {
     inst.reference_price_rule = *RULES
         .get(usize::from(status_and_rule >> 4))
         .ok_or(SnapshotError::Invalid("reference price rule"))?;
-    Ok(inst)
+    Ok((inst, status_and_rule & 0x08 != 0))
 }

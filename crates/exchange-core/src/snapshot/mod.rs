@@ -24,6 +24,7 @@ mod call_markets;
 mod closed;
 mod counters;
 mod family;
+mod hidden;
 mod icebergs;
 mod instruments;
 mod phase;
@@ -107,6 +108,7 @@ impl Engine {
         phase::write(&mut w, self);
         phase::write_volatility(&mut w, self);
         call_markets::write_section(&mut w, self);
+        hidden::write_section(&mut w, self);
         w.0
     }
 
@@ -125,7 +127,7 @@ impl Engine {
         e.accounts = Default::default();
         counters::read_counters(&mut r, &mut e)?;
         assets::read_assets(&mut r, &mut e)?;
-        instruments::read_instruments(&mut r, &mut e)?;
+        let hidden_marked = instruments::read_instruments(&mut r, &mut e)?;
         accounts::read_accounts(&mut r, &mut e)?;
         let icebergs_marked = books::read_books(&mut r, &mut e)?;
         closed::read_closed(&mut r, &mut e)?;
@@ -138,10 +140,12 @@ impl Engine {
         phase::read_volatility(&mut r, &mut e)?;
         let call_markets = call_markets::CALL_MARKET_SECTION;
         read_tagged(&mut r, &mut e, call_markets, call_markets::read_section)?;
+        read_tagged(&mut r, &mut e, hidden::HIDDEN_SECTION, hidden::read_section)?;
         if r.at != bytes.len() {
             return Err(SnapshotError::TrailingBytes(bytes.len() - r.at));
         }
         icebergs::check_marked(icebergs_marked, &e)?;
+        hidden::check_marked(&hidden_marked, &e)?;
         // Every field parsed, but the whole must also be a state the engine
         // could have reached; a damaged snapshot must not become a replica.
         e.audit().map_err(SnapshotError::Inconsistent)?;

@@ -141,7 +141,7 @@ pub(crate) fn write_order(w: &mut Writer, o: &Order, iceberg: bool) {
     w.u8(side_code(o.side));
     w.u8(tif_code(o.tif));
     w.u8(stp_code(o.stp));
-    w.u8(u8::from(o.post_only) | (u8::from(iceberg) << 1));
+    w.u8(u8::from(o.post_only) | (u8::from(iceberg) << 1) | (u8::from(o.is_hidden) << 2));
     w.u64(o.price);
     w.u64(o.qty);
     w.u64(o.filled);
@@ -177,7 +177,7 @@ pub(crate) fn read_order(r: &mut Reader) -> Result<(Order, bool), SnapshotError>
         _ => return Err(SnapshotError::Invalid("self-trade prevention")),
     };
     let flags = r.u8()?;
-    if flags > 3 {
+    if flags > 7 {
         return Err(SnapshotError::Invalid("order flags"));
     }
     let post_only = flags & 1 == 1;
@@ -191,6 +191,8 @@ pub(crate) fn read_order(r: &mut Reader) -> Result<(Order, bool), SnapshotError>
         stp,
         post_only,
         is_market: false,
+        // Bit 2: a hidden order, which rests on its book's hidden side.
+        is_hidden: flags & 4 != 0,
         price: r.u64()?,
         qty: r.u64()?,
         filled: r.u64()?,

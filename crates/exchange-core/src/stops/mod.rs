@@ -150,6 +150,7 @@ impl Engine {
             && expire_ts.is_none()
             && display_lots.is_none()
             && funds.is_none()
+            && !place.ext().hidden
         {
             return None;
         }
@@ -163,6 +164,7 @@ impl Engine {
             expire_ts,
             display_qty: display_lots.map(|lots| inst.qty_units(lots)),
             funds,
+            hidden: place.ext().hidden,
         }))
     }
 

@@ -25,6 +25,9 @@ pub(super) struct Order {
     pub(super) display: Option<u64>,
     /// Open lots not shown (an iceberg's reserve).
     pub(super) hidden: u64,
+    /// A hidden order: never shown, met after everything shown at its
+    /// price (icebergs' reserves included), in arrival order.
+    pub(super) dark: bool,
     /// A fill took part of the iceberg's current slice and stopped inside
     /// it: the rest of the slice stays shown until it fills (TSX, Xetra,
     /// Coinbase). Otherwise the slice is `min(display, open)`.
@@ -69,6 +72,8 @@ pub(super) struct Market {
     pub(super) halted: bool,
     pub(super) min_lots: u64,
     pub(super) taker_fee_bps: i32,
+    /// Smallest value of a hidden order, quote units; `None`: none taken.
+    pub(super) hidden_min: Option<u64>,
     pub(super) bids: Vec<Order>,
     pub(super) asks: Vec<Order>,
     /// The last trade price in ticks: what stops wait for.
@@ -249,7 +254,13 @@ impl Market {
             let at_price: Vec<OrderId> = self
                 .side(opposite)
                 .iter()
-                .filter(|o| o.price == Some(price))
+                .filter(|o| o.price == Some(price) && !o.dark)
+                .map(|o| o.id)
+                .collect();
+            let dark: Vec<OrderId> = self
+                .side(opposite)
+                .iter()
+                .filter(|o| o.price == Some(price) && o.dark)
                 .map(|o| o.id)
                 .collect();
             let mut refilled = Vec::new();
@@ -294,8 +305,60 @@ impl Market {
                     return false;
                 }
             }
+            if let Some(canceled) = self.match_dark(taker, &dark, &mut budget, arrival, closed, out)
+            {
+                return canceled;
+            }
         }
         false
+    }
+
+    /// The hidden orders at a price, `dark` in arrival order, after
+    /// everything shown there. `None` to go on to the next price; else the
+    /// match ends, `Some(true)` if self-trade prevention canceled the
+    /// taker.
+    fn match_dark(
+        &mut self,
+        taker: &mut Order,
+        dark: &[OrderId],
+        budget: &mut Option<u64>,
+        arrival: &mut u64,
+        closed: &mut Vec<Order>,
+        out: &mut Vec<Ev>,
+    ) -> Option<bool> {
+        let opposite = taker.side.opposite();
+        for id in dark {
+            if taker.leaves() == 0 {
+                return Some(false);
+            }
+            let Some(pos) = self.side(opposite).iter().position(|o| o.id == *id) else {
+                continue;
+            };
+            let maker = self.side(opposite)[pos].clone();
+            if maker.account == taker.account {
+                if budget.is_some() {
+                    return Some(false);
+                }
+                if self.prevent_self_trade(taker, pos, closed, out) {
+                    return Some(true);
+                }
+                continue;
+            }
+            let (cut, _) = self.trade(
+                taker,
+                pos,
+                maker.leaves(),
+                false,
+                budget,
+                arrival,
+                closed,
+                out,
+            );
+            if cut {
+                return Some(false);
+            }
+        }
+        None
     }
 
     /// Self-trade prevention against the own order at `pos`. Returns true
@@ -370,7 +433,8 @@ impl Market {
             Side::Sell => &self.asks,
         };
         let mut levels: Vec<(u64, u64)> = Vec::new();
-        for o in orders {
+        // Hidden orders are never shown.
+        for o in orders.iter().filter(|o| !o.dark) {
             let price = o.price.unwrap_or(0) * self.tick_units;
             match levels.last_mut() {
                 Some((p, qty)) if *p == price => *qty += o.shown() * self.lot_units,

@@ -25,6 +25,7 @@ use exchange_types::decimal::UnitsError;
 use exchange_types::*;
 
 mod book;
+pub mod published;
 mod stops;
 use book::{Market, Order};
 use stops::StopPlan;
@@ -85,6 +86,7 @@ pub struct OpenOrder {
     pub qty: u64,
     pub filled_qty: u64,
     pub stop_price: Option<u64>,
+    pub hidden: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -146,6 +148,8 @@ struct Admitted {
     display: Option<u64>,
     /// Minimum acceptable quantity in lots.
     min_lots: Option<u64>,
+    /// A hidden order.
+    dark: bool,
     stop: Option<StopPlan>,
     /// The order to pair with as one-cancels-other.
     partner: Option<OrderId>,
@@ -264,6 +268,7 @@ impl Model {
                     qty: o.qty * m.lot_units,
                     filled_qty: o.filled * m.lot_units,
                     stop_price: stop.map(|ticks| ticks * m.tick_units),
+                    hidden: o.dark,
                 })
             })
             .collect();
@@ -282,6 +287,10 @@ impl Model {
             halted: false,
             min_lots: spec.min_qty.map_or(1, |q| units(q) / units(spec.lot_size)),
             taker_fee_bps: spec.taker_fee_bps,
+            hidden_min: spec.hidden_min_notional.map(|d| {
+                d.to_units_allow_zero()
+                    .expect("model instruments are valid")
+            }),
             bids: Vec::new(),
             asks: Vec::new(),
             last: None,
@@ -391,6 +400,7 @@ impl Model {
             arrival: 0,
             display: admitted.display,
             hidden: 0,
+            dark: admitted.dark,
             slice_cut: false,
         };
         if let Some(funds) = admitted.funds {
@@ -471,6 +481,7 @@ impl Model {
         }
         let display = m.display_lots(p, market_order || to_limit, tif, qty)?;
         let min_lots = m.min_qty_lots(p, stop.is_some())?;
+        let dark = m.check_dark(p, price, qty, tif)?;
         if self.is_open(p.account, &p.client_order_id) {
             return Err(RejectReason::DuplicateClientOrderId);
         }
@@ -486,6 +497,7 @@ impl Model {
             tif,
             display,
             min_lots,
+            dark,
             stop,
             partner,
         })
@@ -693,6 +705,9 @@ impl Model {
         if qty < old.filled {
             return Err(RejectReason::ReplaceBelowFilled);
         }
+        if old.dark && qty > old.filled && m.below_hidden_minimum(price, qty) {
+            return Err(RejectReason::HiddenBelowMinimum);
+        }
         if renamed && self.is_open(old.account, &coid) {
             return Err(RejectReason::DuplicateClientOrderId);
         }
@@ -789,10 +804,13 @@ fn funds_units(p: &Place, market_order: bool) -> Result<Option<u64>, RejectReaso
 
 impl Market {
     /// The best price on the other side of `side`'s book.
+    /// The best price shown on the other side: a hidden order's is no
+    /// price a market-to-limit order can see.
     fn best_opposite(&self, side: Side) -> Option<u64> {
+        let shown = |o: &Order| if o.dark { None } else { o.price };
         match side {
-            Side::Buy => self.asks.iter().filter_map(|o| o.price).min(),
-            Side::Sell => self.bids.iter().filter_map(|o| o.price).max(),
+            Side::Buy => self.asks.iter().filter_map(shown).min(),
+            Side::Sell => self.bids.iter().filter_map(shown).max(),
         }
     }
 
@@ -818,6 +836,40 @@ impl Market {
             return Err(RejectReason::InvalidMinQty);
         }
         Ok(Some(units / self.lot_units))
+    }
+
+    /// Whether the order is hidden, and if so that it may be: a limit
+    /// order that may rest, no iceberg, worth the instrument's minimum.
+    fn check_dark(
+        &self,
+        p: &Place,
+        price: Option<u64>,
+        qty: u64,
+        tif: TimeInForce,
+    ) -> Result<bool, RejectReason> {
+        if !p.ext().hidden {
+            return Ok(false);
+        }
+        let immediate = matches!(tif, TimeInForce::Ioc | TimeInForce::Fok);
+        if p.order_type != OrderType::Limit || immediate || p.ext().display_qty.is_some() {
+            return Err(RejectReason::HiddenNotAllowed);
+        }
+        if self.hidden_min.is_none() {
+            return Err(RejectReason::HiddenNotOffered);
+        }
+        if self.below_hidden_minimum(price.unwrap_or(0), qty) {
+            return Err(RejectReason::HiddenBelowMinimum);
+        }
+        Ok(true)
+    }
+
+    /// Whether `qty` lots at `price` ticks are worth less than a hidden
+    /// order must be (any value, without a minimum).
+    fn below_hidden_minimum(&self, price: u64, qty: u64) -> bool {
+        let value =
+            u128::from(price * self.tick_units) * u128::from(qty) * u128::from(self.lot_units)
+                / 100_000_000;
+        value < u128::from(self.hidden_min.unwrap_or(u64::MAX))
     }
 
     /// The lots an iceberg shows at a time, of the `qty` lots it holds.

@@ -6,6 +6,7 @@
 
 mod admin;
 mod entry;
+mod hidden;
 mod iceberg;
 mod limits;
 mod member;
@@ -125,6 +126,9 @@ const TESTED: &[(RejectReason, fn())] = &[
     (R::InvalidMinQty, order_types::invalid_min_qty),
     (R::MinQtyNotAllowed, order_types::min_qty_not_allowed),
     (R::MinQtyInCall, order_types::min_qty_in_call),
+    (R::HiddenNotAllowed, hidden::hidden_not_allowed),
+    (R::HiddenBelowMinimum, hidden::hidden_below_minimum),
+    (R::HiddenNotOffered, hidden::hidden_not_offered),
     (R::MarketToLimitInCall, order_types::market_to_limit_in_call),
     (
         R::MarketToLimitNoOpposite,

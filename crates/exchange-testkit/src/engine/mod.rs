@@ -51,6 +51,7 @@ pub fn btc_usd() -> AddInstrument {
         volatility_auction_ns: None,
         reference_price_rule: exchange_types::ReferencePriceRule::FOR_NEW_LISTINGS,
         phase: None,
+        hidden_min_notional: None,
     }
 }
 
@@ -215,6 +216,7 @@ pub fn eth_usd() -> AddInstrument {
         volatility_auction_ns: None,
         reference_price_rule: exchange_types::ReferencePriceRule::FOR_NEW_LISTINGS,
         phase: None,
+        hidden_min_notional: None,
     }
 }
 
@@ -418,8 +420,9 @@ fn place_command(instruments: usize, accounts: u64) -> impl Strategy<Value = Com
 }
 
 /// An iceberg limit order (display drawn like a quantity, sometimes too
-/// large or off the lot), or a market buy sized by funds (now and then a
-/// sell, a limit or one with a quantity too, which are refused).
+/// large or off the lot), a market buy sized by funds (now and then a
+/// sell, a limit or one with a quantity too, which are refused), or a
+/// hidden order.
 fn iceberg_or_funds_command(instruments: usize, accounts: u64) -> impl Strategy<Value = Command> {
     let iceberg =
         (place_command(instruments, accounts), raw_num(1i64..=3)).prop_map(|(command, display)| {
@@ -458,7 +461,29 @@ fn iceberg_or_funds_command(instruments: usize, accounts: u64) -> impl Strategy<
             }));
             Command::Place(place)
         });
-    prop_oneof![2 => iceberg, 1 => funds]
+    let hidden = (
+        place_command(instruments, accounts),
+        prop_oneof![3 => Just(true), 1 => Just(false)],
+    )
+        .prop_map(|(command, limit)| {
+            let Command::Place(mut place) = command else {
+                return command;
+            };
+            // Mostly a limit order that may rest; otherwise as drawn, which
+            // is refused unless it happens to be one.
+            if limit {
+                place.order_type = OrderType::Limit;
+                if place.price.is_none() {
+                    place.price = Some(grid_of(&place.symbol).price(RawNum::On(0)));
+                }
+            }
+            place.ext = Some(Box::new(PlaceExt {
+                hidden: true,
+                ..PlaceExt::default()
+            }));
+            Command::Place(place)
+        });
+    prop_oneof![2 => iceberg, 1 => funds, 2 => hidden]
 }
 
 /// A market-to-limit order (now and then with a price, which is refused),
@@ -660,7 +685,13 @@ pub fn command_stream(profile: Profile) -> impl Strategy<Value = Vec<Command>> {
             (Just(instruments), Just(accounts), amounts, body)
         })
         .prop_map(move |(instruments, accounts, amounts, body)| {
-            let mut commands = vec![Command::AddInstrument(Box::new(btc_usd()))];
+            // BTC-USD takes hidden orders of three lots at the band's
+            // center or more (ETH-USD none): both refusals come up.
+            let btc = AddInstrument {
+                hidden_min_notional: Some(dec("0.03")),
+                ..btc_usd()
+            };
+            let mut commands = vec![Command::AddInstrument(Box::new(btc))];
             if instruments == 2 {
                 let mut eth = eth_usd();
                 if profile == Profile::Scarce {
@@ -803,6 +834,9 @@ fn describe_place(p: &Place) -> String {
     }
     if let Some(with) = ext.oco_with {
         line += &format!(" oco={with}");
+    }
+    if ext.hidden {
+        line += " hidden";
     }
     line
 }

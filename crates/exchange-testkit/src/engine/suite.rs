@@ -52,6 +52,25 @@ pub fn with_min_qty(place: Place, min_qty: &str) -> Place {
     }
 }
 
+/// The order entered hidden.
+pub fn hidden(place: Place) -> Place {
+    Place {
+        ext: Some(Box::new(PlaceExt {
+            hidden: true,
+            ..place.ext().clone()
+        })),
+        ..place
+    }
+}
+
+/// BTC-USD taking hidden orders worth at least `minimum` USD.
+pub fn with_hidden_minimum(minimum: &str) -> AddInstrument {
+    AddInstrument {
+        hidden_min_notional: Some(dec(minimum)),
+        ..btc_usd()
+    }
+}
+
 pub fn with_stp(place: Place, stp: SelfTradePrevention) -> Place {
     Place { stp, ..place }
 }

@@ -146,6 +146,7 @@ fn pre_open(
         volatility_auction_ns: None,
         reference_price_rule: exchange_types::ReferencePriceRule::FOR_NEW_LISTINGS,
         phase: None,
+        hidden_min_notional: None,
     };
     apply(engine, Command::AddInstrument(Box::new(listing)), out);
     for account in 1..=args.accounts {

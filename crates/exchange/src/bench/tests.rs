@@ -6,8 +6,8 @@ use exchange_core::Engine;
 use exchange_types::Command;
 
 use super::generator::{
-    generate, Spec, Workload, CANCEL_PPM, GTC_PPM, ICEBERG_PPM, IOC_PPM, MARKET_TO_LIMIT_PPM,
-    MIN_QTY_PPM, RACE_PPM, STOP_PPM,
+    generate, Spec, Workload, CANCEL_PPM, GTC_PPM, HIDDEN_PPM, ICEBERG_PPM, IOC_PPM,
+    MARKET_TO_LIMIT_PPM, MIN_QTY_PPM, RACE_PPM, STOP_PPM,
 };
 #[cfg(feature = "peer-books")]
 use super::peer::lobster::Lobster;
@@ -59,8 +59,14 @@ fn the_mixed_workload_adds_stops_icebergs_new_order_types_and_requests_racing_fi
     };
     let to_limit = count(&|p| p.order_type == exchange_types::OrderType::MarketToLimit);
     let min_qty = count(&|p| p.ext().min_qty.is_some());
+    let hidden = count(&|p| p.ext().hidden);
     let share = |n: usize| n as f64 / 40_000.0;
-    for (n, ppm) in [(to_limit, MARKET_TO_LIMIT_PPM), (min_qty, MIN_QTY_PPM)] {
+    let shares = [
+        (to_limit, MARKET_TO_LIMIT_PPM),
+        (min_qty, MIN_QTY_PPM),
+        (hidden, HIDDEN_PPM),
+    ];
+    for (n, ppm) in shares {
         assert!(
             (share(n) - ppm as f64 / 1e6).abs() < 0.004,
             "{n} of {ppm} ppm"
@@ -74,6 +80,11 @@ fn the_mixed_workload_adds_stops_icebergs_new_order_types_and_requests_racing_fi
         (share(icebergs) - ICEBERG_PPM as f64 / 1e6).abs() < 0.006,
         "{icebergs}"
     );
+    // Hidden orders are worth the listing's minimum: few are refused.
+    let too_small = p.stats.rejected.get("hidden_below_minimum").copied();
+    let too_small = too_small.unwrap_or(0);
+    assert!(too_small < hidden as u64 / 10, "{too_small} of {hidden}");
+    assert_eq!(p.stats.rejected.get("hidden_not_offered"), None);
     // Requests naming a filled order are refused as too late.
     let too_late = p.stats.rejected.get("order_not_open").copied().unwrap_or(0);
     assert!(

@@ -5,6 +5,9 @@
 //! - icebergs: resting orders that show a fifth of their size;
 //! - market-to-limit orders, and immediate orders with a minimum
 //!   acceptable quantity of half their size;
+//! - hidden orders: resting orders of a maker's size that the book never
+//!   shows (the listing takes them from 500 USD, which a maker's order
+//!   near the start price is worth);
 //! - cancels and replaces naming an order that a trade has just closed,
 //!   as a client does whose request crossed the fill on the wire (refused
 //!   `order_not_open`).
@@ -29,6 +32,9 @@ pub const ICEBERG_PPM: u64 = 30_000;
 pub const RACE_PPM: u64 = 30_000;
 pub const MARKET_TO_LIMIT_PPM: u64 = 10_000;
 pub const MIN_QTY_PPM: u64 = 10_000;
+pub const HIDDEN_PPM: u64 = 10_000;
+/// The bench listing's minimum value of a hidden order, in whole USD.
+pub(super) const HIDDEN_MIN_NOTIONAL: u64 = 500;
 /// Orders that filled completely, remembered for the racing requests.
 const FILLED_MEMORY: usize = 256;
 
@@ -56,7 +62,25 @@ impl Generator {
         if rest < MARKET_TO_LIMIT_PPM + MIN_QTY_PPM {
             return Ok(Some(Command::Place(self.min_qty()?)));
         }
+        if rest < MARKET_TO_LIMIT_PPM + MIN_QTY_PPM + HIDDEN_PPM {
+            return Ok(Some(Command::Place(self.hidden()?)));
+        }
         Ok(None)
+    }
+
+    /// A passive maker's order that never shows on the book.
+    fn hidden(&mut self) -> anyhow::Result<exchange_types::Place> {
+        let side = if self.rng.chance(500_000) {
+            Side::Buy
+        } else {
+            Side::Sell
+        };
+        let mut place = self.passive(side, false)?;
+        place.ext = Some(Box::new(PlaceExt {
+            hidden: true,
+            ..place.ext().clone()
+        }));
+        Ok(place)
     }
 
     /// A taker that trades at the touch only and rests what is left there.

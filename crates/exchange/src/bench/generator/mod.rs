@@ -35,8 +35,9 @@ use super::timing::progress_bar;
 mod mix;
 mod orders;
 
+use mix::HIDDEN_MIN_NOTIONAL;
 #[cfg(test)]
-pub use mix::{ICEBERG_PPM, MARKET_TO_LIMIT_PPM, MIN_QTY_PPM, RACE_PPM, STOP_PPM};
+pub use mix::{HIDDEN_PPM, ICEBERG_PPM, MARKET_TO_LIMIT_PPM, MIN_QTY_PPM, RACE_PPM, STOP_PPM};
 
 pub const SYMBOL: &str = "BNCH-USD";
 const BASE: &str = "BNCH";
@@ -190,6 +191,10 @@ impl Generator {
             volatility_auction_ns: None,
             reference_price_rule: exchange_types::ReferencePriceRule::FOR_NEW_LISTINGS,
             phase: None,
+            // Only the mixed workload enters hidden orders: the standard
+            // stream's listing stays as it was.
+            hidden_min_notional: (self.spec.workload == Workload::Mix)
+                .then(|| Dec::from_parts(HIDDEN_MIN_NOTIONAL, 0)),
         };
         self.push(Command::AddInstrument(Box::new(listing)), Phase::Setup);
         for account in 1..=self.spec.accounts {
