@@ -38,6 +38,17 @@ fn a_tiered_venue_takes_orders_through_its_gateways_and_goes_down_whole() {
     assert_eq!(cluster.gateway_pids().len(), 3, "a pid file per gateway");
 
     an_order_through_a_gateway_reaches_a_replica(&cluster);
+    // A gateway has no Raft state of its own to report.
+    let own = Client {
+        port: cluster.gateway_port(1),
+    }
+    .admin("GET", "/admin/replication", "")
+    .json();
+    assert_eq!(own["role"], "gateway", "{own}");
+    assert!(
+        own.get("term").is_none() && own.get("voters").is_none(),
+        "{own}"
+    );
     let mut last = Value::Null;
     wait_until("status: 3 nodes and 3 ready gateways at lag 0", || {
         let out = cluster.exchange(&["cluster", "status", "--data-dir", &dir_arg]);
