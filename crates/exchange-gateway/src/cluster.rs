@@ -76,6 +76,8 @@ pub async fn change_voters(
 /// Role, term, leader and indices; with `?state_hash=true` also the hash
 /// of the state as of the applied index (equal on replicas that applied
 /// the same index; it serialises the whole state, so it is on request).
+/// On a gateway or market-data gateway: the replica it follows, the leader
+/// its forwarder sends to and how far its mirror is behind that replica.
 pub async fn replication(
     State(app): State<AppState>,
     _admin: Admin,
@@ -99,7 +101,25 @@ pub async fn replication(
     };
     let (raft_index, commands) = (position.raft_index, position.applied_index);
     let status = app.handle.replication_status();
+    let tier = app.handle.tier();
+    if tier != "replica" {
+        // A gateway has no Raft state of its own: it applies the log of
+        // the replica it follows, and knows how far that replica had
+        // applied when it last said.
+        return Ok(Json(json!({
+            "tier": tier,
+            "role": tier,
+            "following": status.following,
+            "leader": status.leader_id,
+            "replica_applied_index": status.commit_index,
+            "applied_index": raft_index,
+            "lag": status.commit_index.saturating_sub(raft_index),
+            "commands_applied": commands,
+            "state_hash": state_hash,
+        })));
+    }
     Ok(Json(json!({
+        "tier": tier,
         "id": status.node_id,
         "role": status.role,
         "term": status.term,

@@ -117,7 +117,9 @@ fn node_paths() -> Value {
             "summary": "This document (admin token, as /metrics)", "security": admin(),
             "responses": responses(&[("200", ok("OpenAPI 3", json!({})))], &["401"]) } },
         "/admin/replication": { "get": {
-            "summary": "This node's Raft role, term, leader and indices (docs/replication.md)",
+            "summary": concat!(
+                "This node's Raft role, term, leader and indices; on a gateway, the ",
+                "replica it follows and its lag (docs/replication.md)"),
             "security": admin(),
             "parameters": [state_hash],
             "responses": responses(

@@ -112,7 +112,8 @@ impl StatusCache {
 /// The full document (docs/ui.md describes every field).
 pub async fn assemble(app: &AppState) -> Result<Value, ApiError> {
     let metrics = &app.handle.metrics;
-    let nodes = replication(&app.handle.replication_status());
+    let own = app.handle.replication_status();
+    let nodes = replication(&own);
     let (hash_index, state_hash) = app.status.state_hash(app).await?;
     let now = Instant::now();
     let WindowSummary {
@@ -139,6 +140,11 @@ pub async fn assemble(app: &AppState) -> Result<Value, ApiError> {
     });
     let this = nodes.first().cloned();
     Ok(json!({
+        // `replica`, `gateway` or `md-gateway`; a gateway's lag is counted
+        // against what the replica it follows had applied.
+        "tier": app.handle.tier(),
+        "following": own.following,
+        "leader": own.leader_id,
         "node_id": this.as_ref().map(|n| n.node_id),
         "role": this.as_ref().map(|n| n.role.clone()),
         "term": this.as_ref().map(|n| n.term),

@@ -196,6 +196,11 @@ impl Handle {
         self.cluster.caught_up()
     }
 
+    /// See [`ClusterShared::tier`].
+    pub fn tier(&self) -> &'static str {
+        self.cluster.tier()
+    }
+
     /// See [`ClusterShared::settled`].
     pub fn settled(&self) -> bool {
         self.cluster.settled()

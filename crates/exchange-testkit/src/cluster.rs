@@ -343,6 +343,8 @@ pub struct CliCluster {
     pub base: u16,
     /// The founding nodes' HTTP ports, node 1's first.
     pub ports: Vec<u16>,
+    /// Order-entry and market-data gateways in front of the nodes.
+    pub tiers: (u16, u16),
 }
 
 impl CliCluster {
@@ -350,18 +352,36 @@ impl CliCluster {
     /// for one node added later), and `config` for every node; a start
     /// that loses a port to another process is retried on other ports.
     pub fn up(bin: impl AsRef<Path>, dir: &Path, nodes: u64, config: Option<&Path>) -> CliCluster {
+        CliCluster::up_tiered(bin, dir, nodes, (0, 0), config)
+    }
+
+    /// [`CliCluster::up`] with `gateways` order-entry gateways and
+    /// `md_gateways` market-data gateways (`--gateways`, `--md-gateways`).
+    pub fn up_tiered(
+        bin: impl AsRef<Path>,
+        dir: &Path,
+        nodes: u64,
+        (gateways, md_gateways): (u16, u16),
+        config: Option<&Path>,
+    ) -> CliCluster {
         let count = u16::try_from(nodes).expect("a small cluster");
         let dir_arg = dir.display().to_string();
         let config_arg = config.map(|c| c.display().to_string());
         for _ in 0..10 {
-            let base = cluster_port_base(count + 1);
+            let base = if gateways + md_gateways > 0 {
+                crate::ports::tiered_port_base(count + 1, gateways, md_gateways)
+            } else {
+                cluster_port_base(count + 1)
+            };
             let cluster = CliCluster {
                 bin: bin.as_ref().to_path_buf(),
                 dir: dir.to_path_buf(),
                 base,
                 ports: (1..=count).map(|n| base + n).collect(),
+                tiers: (gateways, md_gateways),
             };
             let (nodes_arg, base_arg) = (nodes.to_string(), base.to_string());
+            let (gateways_arg, md_arg) = (gateways.to_string(), md_gateways.to_string());
             let mut args = vec![
                 "cluster",
                 "up",
@@ -371,6 +391,10 @@ impl CliCluster {
                 &dir_arg,
                 "--port-base",
                 &base_arg,
+                "--gateways",
+                &gateways_arg,
+                "--md-gateways",
+                &md_arg,
             ];
             if let Some(config) = &config_arg {
                 args.extend(["--config", config]);
@@ -406,6 +430,29 @@ impl CliCluster {
     /// Node `node`'s HTTP port.
     pub fn port(&self, node: u64) -> u16 {
         self.base + u16::try_from(node).expect("a small node id")
+    }
+
+    /// Gateway `k`'s HTTP port (from 1); market-data gateway `k`'s is
+    /// 100 above.
+    pub fn gateway_port(&self, k: u16) -> u16 {
+        self.base + 400 + k
+    }
+
+    /// The pids in the gateways' pid files: `DIR/gateway-K/pid`,
+    /// `DIR/md-gateway-K/pid`.
+    pub fn gateway_pids(&self) -> Vec<i32> {
+        let (gateways, md) = self.tiers;
+        let dirs = (1..=gateways)
+            .map(|k| format!("gateway-{k}"))
+            .chain((1..=md).map(|k| format!("md-gateway-{k}")));
+        dirs.filter_map(|name| {
+            std::fs::read_to_string(self.dir.join(name).join("pid"))
+                .ok()?
+                .trim()
+                .parse()
+                .ok()
+        })
+        .collect()
     }
 
     /// The pid that node `node`'s pid file names, if it has one.
@@ -461,6 +508,10 @@ impl Drop for CliCluster {
     fn drop(&mut self) {
         for node in self.node_ids() {
             self.kill(node);
+        }
+        for pid in self.gateway_pids() {
+            // SAFETY: SIGKILL to a process this test started.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
         }
     }
 }

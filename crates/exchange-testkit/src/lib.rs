@@ -37,7 +37,7 @@ pub use http::{
     build_request, connect_from, limit, parse_response, resting_order, send_raw, send_raw_from,
     sign, signature_headers, units, unix_now_ms, Account, Client, Response, ADMIN_TOKEN,
 };
-pub use ports::{cluster_port_base, free_port};
+pub use ports::{cluster_port_base, free_port, tiered_port_base};
 pub use rng::Rng;
 pub use server::{copy_dir, last_segment, segments, spawn_serve, Server};
 pub use tiers::TieredVenue;

@@ -68,6 +68,30 @@ pub fn cluster_port_base(nodes: u16) -> u16 {
     .unwrap_or_else(|| panic!("no free ports for {nodes} nodes"))
 }
 
+/// A `--port-base` for `exchange cluster up` with gateways: besides the
+/// nodes' HTTP and Raft ports, their ingress (`base + 200 + n`) and log
+/// stream (`base + 300 + n`), gateway `k`'s HTTP (`base + 400 + k`) and
+/// market-data gateway `k`'s (`base + 500 + k`) are free.
+pub fn tiered_port_base(nodes: u16, gateways: u16, md_gateways: u16) -> u16 {
+    let top = 500 + u32::from(nodes.max(gateways).max(md_gateways));
+    let ephemeral_low = ephemeral_low();
+    let below = if ephemeral_low > LOW + 1_000 + top {
+        ephemeral_low - top
+    } else {
+        u32::from(u16::MAX) - top
+    };
+    spread(below, |base| {
+        let nodes = (1..=nodes).flat_map(|n| [n, 100 + n, 200 + n, 300 + n]);
+        let gateways = (1..=gateways).map(|k| 400 + k);
+        let md = (1..=md_gateways).map(|k| 500 + k);
+        nodes
+            .chain(gateways)
+            .chain(md)
+            .all(|offset| bindable(base + offset))
+    })
+    .unwrap_or_else(|| panic!("no free ports for a venue of {nodes} nodes"))
+}
+
 fn unix_nanos_low() -> u32 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)

@@ -47,7 +47,12 @@ function render(s) {
   const role = s.role || "unknown";
   $("role").textContent = role;
   $("role").className = `badge ${role}`;
-  $("node-id").textContent = s.node_id ?? "—";
+  // A gateway has no Raft state: it follows a replica's log, and its lag
+  // is how far its mirror is behind that replica.
+  const mirror = s.tier && s.tier !== "replica";
+  $("tier").textContent = s.tier || "replica";
+  $("following").textContent = mirror ? `${s.following || "no replica yet"} (leader ${s.leader ?? "unknown"})` : "—";
+  $("node-id").textContent = mirror ? "—" : s.node_id ?? "—";
   $("term").textContent = int(s.term);
   $("commit").textContent = int(s.commit_index);
   $("applied").textContent = int(s.applied_index);

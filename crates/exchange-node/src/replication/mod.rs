@@ -303,7 +303,20 @@ impl ClusterShared {
         if let Ok(mut known) = self.mirror_role.write() {
             *known = role;
         }
+        // Its role shows before the stream first answers.
+        if let Ok(mut status) = self.status.write() {
+            status.role = role.to_string();
+        }
         self.complete_at.store(u64::MAX, Ordering::Release);
+    }
+
+    /// What this process is in a tiered venue: `replica`, or a mirror's
+    /// role (`gateway`, `md-gateway`).
+    pub fn tier(&self) -> &'static str {
+        match self.mirror_role.read().map_or("", |role| *role) {
+            "" => "replica",
+            role => role,
+        }
     }
 
     /// On a mirror, after each item of the stream: `followed` is the

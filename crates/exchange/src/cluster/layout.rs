@@ -1,6 +1,7 @@
-//! Where a local cluster's nodes live: ports and data directories, saved
-//! in `DIR/cluster.json` so that a restart puts every node back where its
-//! peers expect it.
+//! Where a local cluster's nodes and gateways live: ports and data
+//! directories, saved in `DIR/cluster.json` so that a restart puts every
+//! process back where the others expect it (the port plan is in the
+//! module doc of `cluster`).
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -14,14 +15,85 @@ pub(super) struct Layout {
     pub(super) initial: u64,
     pub(super) port_base: u16,
     pub(super) removed: Vec<u64>,
+    /// Order-entry gateways (`exchange gateway`) in front of the nodes.
+    pub(super) gateways: u64,
+    /// Market-data gateways (`exchange md-gateway`).
+    pub(super) md_gateways: u64,
+}
+
+/// The highest node id, and of each kind of gateway the highest number,
+/// that the port plan has room for (offsets of 100 apart).
+pub(super) const MAX_PER_KIND: u64 = 99;
+
+/// The kinds of gateway `up` starts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Kind {
+    Gateway,
+    MarketData,
+}
+
+impl Kind {
+    pub(super) fn as_str(self) -> &'static str {
+        match self {
+            Kind::Gateway => "gateway",
+            Kind::MarketData => "md-gateway",
+        }
+    }
+    /// Where its HTTP ports start above the port base.
+    fn offset(self) -> u64 {
+        match self {
+            Kind::Gateway => 400,
+            Kind::MarketData => 500,
+        }
+    }
+    /// Its processes' ids in the cluster's handshakes: apart from the
+    /// node ids (1 to 99) and from each other.
+    pub(super) fn process_id(self, number: u64) -> u64 {
+        match self {
+            Kind::Gateway => 1_000 + number,
+            Kind::MarketData => 2_000 + number,
+        }
+    }
 }
 
 impl Layout {
+    fn local(&self, offset: u64) -> SocketAddr {
+        // `layout` checked that the plan's highest port fits in a u16.
+        let port = u16::try_from(u64::from(self.port_base) + offset).unwrap_or(u16::MAX);
+        SocketAddr::from(([127, 0, 0, 1], port))
+    }
     pub(super) fn http(&self, id: u64) -> SocketAddr {
-        SocketAddr::from(([127, 0, 0, 1], self.port_base + id as u16))
+        self.local(id)
     }
     pub(super) fn raft(&self, id: u64) -> SocketAddr {
-        SocketAddr::from(([127, 0, 0, 1], self.port_base + 100 + id as u16))
+        self.local(100 + id)
+    }
+    /// Node `id`'s ingress, where order-entry gateways send commands.
+    pub(super) fn ingress(&self, id: u64) -> SocketAddr {
+        self.local(200 + id)
+    }
+    /// Node `id`'s log stream, where gateways follow the committed log.
+    pub(super) fn stream(&self, id: u64) -> SocketAddr {
+        self.local(300 + id)
+    }
+    /// The HTTP address of gateway `number` (from 1) of `kind`.
+    pub(super) fn gateway_http(&self, kind: Kind, number: u64) -> SocketAddr {
+        self.local(kind.offset() + number)
+    }
+    /// Whether the nodes serve gateways (an ingress and a log stream).
+    pub(super) fn tiered(&self) -> bool {
+        self.gateways + self.md_gateways > 0
+    }
+    /// Every gateway process: kind and number.
+    pub(super) fn gateway_processes(&self) -> Vec<(Kind, u64)> {
+        let gateways = (1..=self.gateways).map(|n| (Kind::Gateway, n));
+        let md = (1..=self.md_gateways).map(|n| (Kind::MarketData, n));
+        gateways.chain(md).collect()
+    }
+    /// The node whose log stream is at `addr`, if any.
+    pub(super) fn node_of_stream(&self, addr: &str) -> Option<u64> {
+        self.members()
+            .find(|&id| self.stream(id).to_string() == addr)
     }
     pub(super) fn save(&self, dir: &Path) -> anyhow::Result<()> {
         std::fs::create_dir_all(dir)?;
@@ -32,6 +104,8 @@ impl Layout {
                 "initial": self.initial,
                 "port_base": self.port_base,
                 "removed": self.removed,
+                "gateways": self.gateways,
+                "md_gateways": self.md_gateways,
             }))?,
         )?;
         Ok(())
@@ -74,11 +148,15 @@ pub(super) fn saved_layout(dir: &Path) -> anyhow::Result<Option<Layout>> {
         .as_array()
         .map(|ids| ids.iter().filter_map(Value::as_u64).collect())
         .unwrap_or_default();
+    // Absent from a cluster.json written before gateways: none.
+    let count = |what: &str| saved[what].as_u64().unwrap_or(0);
     Ok(Some(Layout {
         nodes,
         initial,
         port_base,
         removed,
+        gateways: count("gateways"),
+        md_gateways: count("md_gateways"),
     }))
 }
 
@@ -94,26 +172,59 @@ pub(super) fn existing_layout(dir: &Path) -> anyhow::Result<Layout> {
 
 /// The layout of an existing cluster wins over the flags: a restarted node
 /// must come back where its peers expect it.
-pub(super) fn layout(dir: &Path, nodes: u64, port_base: u16) -> anyhow::Result<Layout> {
+pub(super) fn layout(
+    dir: &Path,
+    nodes: u64,
+    (gateways, md_gateways): (u64, u64),
+    port_base: u16,
+) -> anyhow::Result<Layout> {
     if let Some(layout) = saved_layout(dir)? {
         return Ok(layout);
     }
-    if !(1..=99).contains(&nodes) {
-        bail!("--nodes must be 1 to 99");
+    if !(1..=MAX_PER_KIND).contains(&nodes) {
+        bail!("--nodes must be 1 to {MAX_PER_KIND}");
     }
-    if u32::from(port_base) + 100 + nodes as u32 > u32::from(u16::MAX) {
-        bail!("--port-base too high for {nodes} nodes");
+    if gateways > MAX_PER_KIND || md_gateways > MAX_PER_KIND {
+        bail!("--gateways and --md-gateways must be 0 to {MAX_PER_KIND}");
     }
     let layout = Layout {
         nodes,
         initial: nodes,
         port_base,
         removed: Vec::new(),
+        gateways,
+        md_gateways,
     };
+    if layout.top_port(nodes) > u64::from(u16::MAX) {
+        bail!("--port-base too high: the ports of this layout go past 65535");
+    }
     layout.save(dir)?;
     Ok(layout)
 }
 
+impl Layout {
+    /// The highest port the plan uses with `nodes` nodes.
+    pub(super) fn top_port(&self, nodes: u64) -> u64 {
+        let base = u64::from(self.port_base);
+        let mut top = base + 100 + nodes;
+        if self.tiered() {
+            top = top.max(base + 300 + nodes);
+        }
+        if self.gateways > 0 {
+            top = top.max(base + Kind::Gateway.offset() + self.gateways);
+        }
+        if self.md_gateways > 0 {
+            top = top.max(base + Kind::MarketData.offset() + self.md_gateways);
+        }
+        top
+    }
+}
+
 pub(super) fn node_dir(dir: &Path, id: u64) -> PathBuf {
     dir.join(format!("node-{id}"))
+}
+
+/// Gateway `number`'s data directory: `DIR/gateway-N` or `DIR/md-gateway-N`.
+pub(super) fn gateway_dir(dir: &Path, kind: Kind, number: u64) -> PathBuf {
+    dir.join(format!("{}-{number}", kind.as_str()))
 }

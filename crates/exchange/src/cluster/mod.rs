@@ -1,5 +1,6 @@
 //! `exchange cluster`: a local Raft cluster of separate `exchange serve`
-//! processes for trying replication out, and a status view of any cluster.
+//! processes for trying replication out, optionally with gateways in front
+//! (a tiered venue, docs/deploy.md), and a status view of any cluster.
 //!
 //! `up` lays node N out as `DIR/node-N` (data), HTTP on `PORT_BASE + N`,
 //! Raft on `PORT_BASE + 100 + N`, remembers the layout in
@@ -9,23 +10,40 @@
 //! `up` (random, mode 0600), so the nodes' Raft ports talk only to each
 //! other. The processes outlive the command (their own process group);
 //! `down` stops them and returns once they have exited.
+//!
+//! With gateways (`--gateways N`, `--md-gateways M`, see [`tiers`]) the
+//! port plan, for node and gateway numbers 1 to 99, is:
+//!
+//! | port | what |
+//! |---|---|
+//! | `PORT_BASE + N` | node N's HTTP |
+//! | `PORT_BASE + 100 + N` | node N's Raft |
+//! | `PORT_BASE + 200 + N` | node N's ingress (gateways send commands) |
+//! | `PORT_BASE + 300 + N` | node N's log stream (gateways follow the log) |
+//! | `PORT_BASE + 400 + K` | gateway K's HTTP |
+//! | `PORT_BASE + 500 + K` | market-data gateway K's HTTP |
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
-use anyhow::{anyhow, bail, Context};
+use anyhow::{bail, Context};
 use serde_json::{json, Value};
 
 pub(crate) mod http;
 mod layout;
 mod process;
+mod status;
+mod tiers;
 
-use http::{http_get, http_send, parse_addr};
-use layout::{existing_layout, layout, node_dir, Layout};
+use http::{http_get, http_send};
+use layout::{existing_layout, layout, node_dir, Layout, MAX_PER_KIND};
 use process::{
-    alive, recorded_pid, remove_pid_file, report_stop, running, serves, stop, Stopped, STOP_WAITS,
+    alive, recorded_pid, remove_pid_file, report_stop, running, serves, spawn, stop, Stopped,
+    STOP_WAITS,
 };
+use status::{node_status, status};
+use tiers::Secrets;
 
 #[derive(clap::Subcommand)]
 pub enum ClusterCmd {
@@ -37,7 +55,15 @@ pub enum ClusterCmd {
         /// Parent of the nodes' data directories.
         #[arg(long)]
         data_dir: PathBuf,
-        /// Node N serves HTTP on PORT_BASE + N and Raft on PORT_BASE + 100 + N.
+        /// Order-entry gateways (`exchange gateway`) in front of the nodes.
+        #[arg(long, default_value_t = 0)]
+        gateways: u64,
+        /// Market-data gateways (`exchange md-gateway`).
+        #[arg(long, default_value_t = 0)]
+        md_gateways: u64,
+        /// Node N serves HTTP on PORT_BASE + N and Raft on PORT_BASE + 100 + N
+        /// (and with gateways: ingress + 200, log stream + 300; gateway K
+        /// HTTP on + 400 + K, market-data gateway K on + 500 + K).
         #[arg(long, default_value_t = 7100)]
         port_base: u16,
         /// TOML configuration given to every node (its `[cluster]` and
@@ -66,11 +92,19 @@ pub enum ClusterCmd {
         #[arg(long)]
         data_dir: PathBuf,
     },
-    /// Print the cluster's state as JSON, asking every node it can reach.
+    /// Print the cluster's state as JSON, asking every node and gateway
+    /// it can reach.
     Status {
         /// Any node's HTTP address.
+        #[arg(long, required_unless_present = "data_dir")]
+        url: Option<String>,
+        /// A local cluster's directory: its nodes and gateways.
         #[arg(long)]
-        url: String,
+        data_dir: Option<PathBuf>,
+        /// A gateway's HTTP address to list too (repeatable): a node does
+        /// not know the gateways in front of it.
+        #[arg(long = "gateway")]
+        gateways: Vec<String>,
     },
 }
 
@@ -78,15 +112,27 @@ pub fn run(cmd: ClusterCmd) -> anyhow::Result<()> {
     match cmd {
         ClusterCmd::Up {
             nodes,
+            gateways,
+            md_gateways,
             data_dir,
             port_base,
             config,
-        } => up(nodes, &data_dir, port_base, config.as_deref()),
+        } => up(
+            nodes,
+            (gateways, md_gateways),
+            &data_dir,
+            port_base,
+            config.as_deref(),
+        ),
         ClusterCmd::Down { data_dir } => down(&data_dir),
         ClusterCmd::Add { data_dir, config } => add(&data_dir, config.as_deref()),
         ClusterCmd::Remove { data_dir, id } => remove(&data_dir, id),
-        ClusterCmd::Status { url } => {
-            let status = status(&url, &admin_token(None)?)?;
+        ClusterCmd::Status {
+            url,
+            data_dir,
+            gateways,
+        } => {
+            let status = status::with_gateways(url.as_deref(), data_dir.as_deref(), &gateways)?;
             println!("{}", serde_json::to_string_pretty(&status)?);
             Ok(())
         }
@@ -177,18 +223,79 @@ fn cluster_key_file(dir: &Path) -> anyhow::Result<PathBuf> {
     Ok(path)
 }
 
-fn up(nodes: u64, dir: &Path, port_base: u16, config: Option<&Path>) -> anyhow::Result<()> {
-    let layout = layout(dir, nodes, port_base)?;
-    let token = long_enough_admin_token(dir)?;
-    let master_key = master_key(dir)?;
-    let cluster_key = cluster_key_file(dir)?;
+/// The command that starts node `id` of `layout`.
+fn node_command(
+    exe: &Path,
+    layout: &Layout,
+    data: &Path,
+    id: u64,
+    secrets: &Secrets,
+    config: Option<&Path>,
+) -> anyhow::Result<Command> {
+    let mut command = Command::new(exe);
+    command
+        .arg("serve")
+        .arg("--data-dir")
+        .arg(data)
+        .arg("--listen")
+        .arg(layout.http(id).to_string())
+        .arg("--node-id")
+        .arg(id.to_string())
+        .arg("--peers")
+        .arg(layout.peers())
+        .arg("--peer-urls")
+        .arg(layout.urls())
+        .arg("--cluster-key-file")
+        .arg(&secrets.cluster_key)
+        .env("EXCHANGE_ADMIN_TOKEN", &secrets.token)
+        .env(
+            exchange_node::master_key::MASTER_KEY_ENV,
+            &secrets.master_key,
+        );
+    if layout.tiered() {
+        command
+            .arg("--ingress-listen")
+            .arg(layout.ingress(id).to_string())
+            .arg("--stream-listen")
+            .arg(layout.stream(id).to_string());
+    }
+    if let Some(config) = config {
+        command.arg("--config").arg(config);
+    }
+    if reporters_roam(config)? {
+        command.arg("--reporting-cpus").arg("any");
+    }
+    if id > layout.initial {
+        command.arg("--join");
+    }
+    Ok(command)
+}
+
+fn up(
+    nodes: u64,
+    gateways: (u64, u64),
+    dir: &Path,
+    port_base: u16,
+    config: Option<&Path>,
+) -> anyhow::Result<()> {
+    let layout = layout(dir, nodes, gateways, port_base)?;
+    if gateways != (0, 0) && gateways != (layout.gateways, layout.md_gateways) {
+        eprintln!(
+            "{} keeps the layout it was made with: {} gateway(s), {} market-data gateway(s)",
+            dir.display(),
+            layout.gateways,
+            layout.md_gateways
+        );
+    }
+    let secrets = Secrets {
+        token: long_enough_admin_token(dir)?,
+        master_key: master_key(dir)?,
+        cluster_key: cluster_key_file(dir)?,
+    };
     let exe = std::env::current_exe().context("locating the exchange binary")?;
-    let reporters_roam = reporters_roam(config)?;
     let mut started = Vec::new();
     for id in layout.members().collect::<Vec<_>>() {
         let data = node_dir(dir, id);
-        std::fs::create_dir_all(&data)?;
-        let pid_file = exchange_node::pid_file(&data);
         if let Some(pid) = running(&data) {
             println!(
                 "node {id}: http://{} (pid {pid}, already running)",
@@ -196,60 +303,20 @@ fn up(nodes: u64, dir: &Path, port_base: u16, config: Option<&Path>) -> anyhow::
             );
             continue;
         }
-        let log = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(data.join("log"))?;
-        let mut command = Command::new(&exe);
-        command
-            .arg("serve")
-            .arg("--data-dir")
-            .arg(&data)
-            .arg("--listen")
-            .arg(layout.http(id).to_string())
-            .arg("--node-id")
-            .arg(id.to_string())
-            .arg("--peers")
-            .arg(layout.peers())
-            .arg("--peer-urls")
-            .arg(layout.urls())
-            .arg("--cluster-key-file")
-            .arg(&cluster_key)
-            .env("EXCHANGE_ADMIN_TOKEN", &token)
-            .env(exchange_node::master_key::MASTER_KEY_ENV, &master_key)
-            .stdin(Stdio::null())
-            .stdout(log.try_clone()?)
-            .stderr(log);
-        if let Some(config) = config {
-            command.arg("--config").arg(config);
-        }
-        if reporters_roam {
-            command.arg("--reporting-cpus").arg("any");
-        }
-        if id > layout.initial {
-            command.arg("--join");
-        }
-        #[cfg(unix)]
-        {
-            use std::os::unix::process::CommandExt;
-            // Its own process group: a ctrl-c meant for this command does
-            // not take the cluster down with it.
-            command.process_group(0);
-        }
-        let child = command.spawn().context("starting a node")?;
-        std::fs::write(&pid_file, child.id().to_string())?;
-        started.push((id, child.id()));
+        let mut command = node_command(&exe, &layout, &data, id, &secrets, config)?;
+        let pid = spawn(&mut command, &data).context("starting a node")?;
+        started.push((id, pid));
     }
     for (id, pid) in started {
-        wait_node_ready(&layout, dir, id, pid, &token)?;
+        wait_node_ready(&layout, dir, id, pid, &secrets.token)?;
         println!("node {id}: http://{} (pid {pid})", layout.http(id));
     }
     // Ready means serving reads; writes need a leader, which lists the
     // configured instruments once it leads.
-    let leader = wait_leader(&layout, &token)?;
+    let leader = wait_leader(&layout, &secrets.token)?;
     wait_listed(&layout, leader);
     println!("leader: node {leader}");
-    Ok(())
+    tiers::start_gateways(&layout, dir, &secrets, &exe, config)
 }
 
 /// Until node `id` answers as ready, and as itself; an error if it
@@ -376,12 +443,13 @@ fn add(dir: &Path, config: Option<&Path>) -> anyhow::Result<()> {
     let token = admin_token(Some(dir))?;
     layout.nodes += 1;
     let id = layout.nodes;
-    if u32::from(layout.port_base) + 100 + id as u32 > u32::from(u16::MAX) {
+    // Node 100's ports would be node 0's of the next hundred: taken.
+    if id > MAX_PER_KIND || layout.top_port(id) > u64::from(u16::MAX) {
         bail!("no port left for node {id}");
     }
     layout.save(dir)?;
     // The new node starts empty and waits to be added.
-    up(layout.nodes, dir, layout.port_base, config)?;
+    up(layout.nodes, (0, 0), dir, layout.port_base, config)?;
     propose_change(
         &layout,
         &token,
@@ -426,7 +494,7 @@ fn remove(dir: &Path, id: u64) -> anyhow::Result<()> {
         let outcome = stop(&[pid], |pid| alive(pid) && serves(pid, &data), STOP_WAITS)
             .pop()
             .unwrap_or(Stopped::Stuck);
-        report_stop(dir, id, pid, &outcome);
+        report_stop(&format!("node {id}"), &data, pid, &outcome);
         if outcome == Stopped::Stuck {
             bail!("node {id} was removed from the cluster but did not exit");
         }
@@ -437,6 +505,8 @@ fn remove(dir: &Path, id: u64) -> anyhow::Result<()> {
 
 fn down(dir: &Path) -> anyhow::Result<()> {
     let layout = existing_layout(dir)?;
+    // The gateways first: none goes on sending to nodes that stop.
+    let gateways_stuck = tiers::stop_gateways(&layout, dir);
     let mut targets = Vec::new();
     // Removed nodes too: `remove` stops its node, but one that outlived
     // it is still this cluster's process.
@@ -447,7 +517,7 @@ fn down(dir: &Path) -> anyhow::Result<()> {
             (Some(pid), None) => {
                 // The pid is gone, or now another process's.
                 println!("node {id}: not running (stale pid file for pid {pid} removed)");
-                remove_pid_file(dir, id);
+                remove_pid_file(&format!("node {id}"), &data);
             }
             (None, None) => {
                 if layout.members().any(|member| member == id) {
@@ -464,126 +534,17 @@ fn down(dir: &Path) -> anyhow::Result<()> {
     };
     let outcomes = stop(&pids, is_ours, STOP_WAITS);
     let mut stuck = 0;
-    for ((id, pid, _), outcome) in targets.iter().zip(&outcomes) {
-        report_stop(dir, *id, *pid, outcome);
+    for ((id, pid, data), outcome) in targets.iter().zip(&outcomes) {
+        report_stop(&format!("node {id}"), data, *pid, outcome);
         stuck += usize::from(*outcome == Stopped::Stuck);
     }
-    if stuck > 0 {
-        bail!("{stuck} node(s) did not exit, even after SIGKILL");
+    if stuck + gateways_stuck > 0 {
+        bail!(
+            "{} process(es) did not exit, even after SIGKILL",
+            stuck + gateways_stuck
+        );
     }
     Ok(())
-}
-
-fn node_status(url: &str, token: &str) -> anyhow::Result<Value> {
-    let (code, body) = http_get(
-        parse_addr(url)?,
-        "/admin/replication?state_hash=true",
-        Some(token),
-    )
-    .with_context(|| format!("asking {url} for its replication status"))?;
-    if code != 200 {
-        bail!("{url}: HTTP {code}: {}", String::from_utf8_lossy(&body));
-    }
-    Ok(serde_json::from_slice(&body)?)
-}
-
-/// The cluster as the node at `url` and every peer it names see it:
-/// `{"leader", "term", "commit_index", "nodes": [{"id", "role",
-/// "applied_index", "lag", "state_hash", ...}]}`.
-/// Every member the first node knows of, with its HTTP address: empty
-/// for a voter whose address it was not told.
-fn member_urls(first: &Value, first_id: u64, url: &str) -> Vec<(u64, String)> {
-    let mut urls: Vec<(u64, String)> = first["urls"]
-        .as_object()
-        .map(|urls| {
-            urls.iter()
-                .filter_map(|(id, u)| Some((id.parse().ok()?, u.as_str()?.to_string())))
-                .collect()
-        })
-        .unwrap_or_default();
-    if !urls.iter().any(|(id, _)| *id == first_id) {
-        urls.push((first_id, url.to_string()));
-    }
-    for voter in first["voters"].as_array().into_iter().flatten() {
-        if let Some(id) = voter.as_u64() {
-            if !urls.iter().any(|(known, _)| *known == id) {
-                urls.push((id, String::new()));
-            }
-        }
-    }
-    urls
-}
-
-/// One node's row of the cluster status, its lag counted against `commit`.
-fn node_row(id: u64, node_url: &str, answer: &anyhow::Result<Value>, commit: u64) -> Value {
-    match answer {
-        Ok(a) => {
-            let applied = a["applied_index"].as_u64().unwrap_or(0);
-            json!({
-                "id": id,
-                "url": node_url,
-                "role": a["role"],
-                "term": a["term"],
-                "applied_index": applied,
-                "commit_index": a["commit_index"],
-                "lag": commit.saturating_sub(applied),
-                "state_hash": a["state_hash"],
-            })
-        }
-        Err(error) => json!({
-            "id": id,
-            "url": node_url,
-            "role": "unreachable",
-            "error": error.to_string(),
-        }),
-    }
-}
-
-pub fn status(url: &str, token: &str) -> anyhow::Result<Value> {
-    let first = node_status(url, token)?;
-    let first_id = first["id"].as_u64().unwrap_or(0);
-    let mut urls = member_urls(&first, first_id, url);
-    urls.sort();
-    let mut seen = Vec::new();
-    for (id, node_url) in &urls {
-        let answer = if *id == first_id {
-            Ok(first.clone())
-        } else if node_url.is_empty() {
-            Err(anyhow!("no HTTP address known (serve --peer-urls)"))
-        } else {
-            node_status(node_url, token)
-        };
-        seen.push((*id, node_url.clone(), answer));
-    }
-    // The leader with the highest term that anyone reports as leading.
-    let leader = seen
-        .iter()
-        .filter_map(|(_, _, a)| a.as_ref().ok())
-        .filter(|a| a["role"] == "leader")
-        .max_by_key(|a| a["term"].as_u64().unwrap_or(0));
-    let term = seen
-        .iter()
-        .filter_map(|(_, _, a)| a.as_ref().ok()?["term"].as_u64())
-        .max()
-        .unwrap_or(0);
-    let commit = leader
-        .and_then(|l| l["commit_index"].as_u64())
-        .or_else(|| {
-            seen.iter()
-                .filter_map(|(_, _, a)| a.as_ref().ok()?["commit_index"].as_u64())
-                .max()
-        })
-        .unwrap_or(0);
-    let nodes: Vec<Value> = seen
-        .iter()
-        .map(|(id, node_url, answer)| node_row(*id, node_url, answer, commit))
-        .collect();
-    Ok(json!({
-        "leader": leader.map(|l| l["id"].clone()).unwrap_or(Value::Null),
-        "term": term,
-        "commit_index": commit,
-        "nodes": nodes,
-    }))
 }
 
 #[cfg(test)]

@@ -1,12 +1,11 @@
-//! The node processes of a local cluster: whether one runs, and stopping
-//! them (SIGTERM, then SIGKILL) without ever signalling a reused pid.
+//! The processes of a local cluster (nodes and gateways): whether one
+//! runs, and stopping them (SIGTERM, then SIGKILL) without ever signalling
+//! a reused pid.
 
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
-
-use super::layout::node_dir;
 
 /// The pid in the pid file of the node whose data directory is `data`.
 pub(super) fn recorded_pid(data: &Path) -> Option<u32> {
@@ -17,9 +16,9 @@ pub(super) fn recorded_pid(data: &Path) -> Option<u32> {
         .ok()
 }
 
-/// The node's pid if the node is running: the process its pid file names
-/// exists, and (pids are reused) is an `exchange serve` of that data
-/// directory.
+/// The process's pid if it is running: the process its pid file names
+/// exists, and (pids are reused) is an `exchange serve`, `gateway` or
+/// `md-gateway` of that data directory.
 pub(super) fn running(data: &Path) -> Option<u32> {
     recorded_pid(data).filter(|&pid| alive(pid) && serves(pid, data))
 }
@@ -42,8 +41,9 @@ pub(super) fn alive(pid: u32) -> bool {
     exists && !zombie
 }
 
-/// Whether process `pid` runs `serve --data-dir DIR` for the directory
-/// `data`, a relative DIR taken from the process's working directory.
+/// Whether process `pid` runs `serve --data-dir DIR` (or `gateway`,
+/// `md-gateway`) for the directory `data`, a relative DIR taken from the
+/// process's working directory.
 /// Without /proc there is nothing to check, and the pid has to do.
 pub(super) fn serves(pid: u32, data: &Path) -> bool {
     if !Path::new("/proc/self").exists() {
@@ -54,7 +54,12 @@ pub(super) fn serves(pid: u32, data: &Path) -> bool {
         return false;
     };
     let args: Vec<&OsStr> = cmdline.split(|&b| b == 0).map(OsStr::from_bytes).collect();
-    if !args.iter().skip(1).any(|&arg| arg == "serve") {
+    let ours = ["serve", "gateway", "md-gateway"];
+    if !args
+        .iter()
+        .skip(1)
+        .any(|&arg| ours.iter().any(|&cmd| arg == cmd))
+    {
         return false;
     }
     let Some(dir) = args
@@ -150,36 +155,57 @@ pub(super) fn stop(
         .collect()
 }
 
-/// Prints how node `id` stopped and, once its process is gone, removes
-/// its pid file.
-pub(super) fn report_stop(dir: &Path, id: u64, pid: u32, outcome: &Stopped) {
+/// Prints how process `name` (`node 2`, `gateway 1`) stopped and, once
+/// its process is gone, removes the pid file in its directory `data`.
+pub(super) fn report_stop(name: &str, data: &Path, pid: u32, outcome: &Stopped) {
     match outcome {
         Stopped::Exited(after) => {
             println!(
-                "node {id}: stopped (pid {pid} exited {:.1} s after SIGTERM)",
+                "{name}: stopped (pid {pid} exited {:.1} s after SIGTERM)",
                 after.as_secs_f64()
             );
         }
         Stopped::Killed => println!(
-            "node {id}: killed (pid {pid} had not exited {} s after SIGTERM; SIGKILL)",
+            "{name}: killed (pid {pid} had not exited {} s after SIGTERM; SIGKILL)",
             STOP_WAITS.0.as_secs()
         ),
         Stopped::Stuck => {
             println!(
-                "node {id}: still running (pid {pid} {} s after SIGKILL; pid file kept)",
+                "{name}: still running (pid {pid} {} s after SIGKILL; pid file kept)",
                 STOP_WAITS.1.as_secs()
             );
             return;
         }
     }
-    remove_pid_file(dir, id);
+    remove_pid_file(name, data);
 }
 
-pub(super) fn remove_pid_file(dir: &Path, id: u64) {
-    let path = exchange_node::pid_file(&node_dir(dir, id));
+pub(super) fn remove_pid_file(name: &str, data: &Path) {
+    let path = exchange_node::pid_file(data);
     if let Err(error) = std::fs::remove_file(&path) {
         if error.kind() != std::io::ErrorKind::NotFound {
-            eprintln!("node {id}: cannot remove {}: {error}", path.display());
+            eprintln!("{name}: cannot remove {}: {error}", path.display());
         }
     }
+}
+
+/// Starts `command` as the process whose data directory is `data`: its
+/// output appended to `data/log`, its pid written to the pid file, in a
+/// process group of its own so that a ctrl-c meant for `exchange cluster`
+/// does not take the cluster down with it. Returns its pid.
+pub(super) fn spawn(command: &mut std::process::Command, data: &Path) -> anyhow::Result<u32> {
+    use std::os::unix::process::CommandExt;
+    std::fs::create_dir_all(data)?;
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(data.join("log"))?;
+    command
+        .stdin(std::process::Stdio::null())
+        .stdout(log.try_clone()?)
+        .stderr(log)
+        .process_group(0);
+    let child = command.spawn()?;
+    std::fs::write(exchange_node::pid_file(data), child.id().to_string())?;
+    Ok(child.id())
 }
