@@ -206,8 +206,10 @@ pub async fn run_tier(
         stop: stop_gateways,
         tasks: gateway_tasks,
     };
-    stop_in_order(market, gateways, handle, pipeline, reporter).await;
+    // The gateways' connections hold handles: gone before the pipeline
+    // waits for its last handle.
     drop(tier_servers);
+    stop_in_order(market, gateways, handle, pipeline, reporter).await;
     Ok(())
 }
 

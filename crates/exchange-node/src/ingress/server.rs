@@ -24,8 +24,8 @@ const HEARTBEAT_EVERY: Duration = Duration::from_millis(500);
 /// ...and is closed after this many heartbeats without a frame back.
 const SILENT_HEARTBEATS: u32 = 10;
 
-/// The running listener; dropping it stops accepting (connections being
-/// served end when their gateway goes or the node stops).
+/// The running listener; dropping it stops accepting, and the connections
+/// being served end within a heartbeat.
 pub struct IngressServer {
     addr: SocketAddr,
     stop: Arc<AtomicBool>,
@@ -90,11 +90,11 @@ fn accept_loop(
             tracing::warn!("ingress: too many gateway connections; one refused");
             continue;
         }
-        let (key, handle, open) = (key.clone(), handle.clone(), open.clone());
+        let (key, handle, open, stop) = (key.clone(), handle.clone(), open.clone(), stop.clone());
         let spawned = std::thread::Builder::new()
             .name("ingress".into())
             .spawn(move || {
-                serve_gateway(stream, &key, node_id, &handle);
+                serve_gateway(stream, &key, node_id, &handle, &stop);
                 open.fetch_sub(1, Ordering::AcqRel);
             });
         if spawned.is_err() {
@@ -103,7 +103,13 @@ fn accept_loop(
     }
 }
 
-fn serve_gateway(stream: TcpStream, key: &ClusterKey, node_id: u64, handle: &Handle) {
+fn serve_gateway(
+    stream: TcpStream,
+    key: &ClusterKey,
+    node_id: u64,
+    handle: &Handle,
+    stop: &AtomicBool,
+) {
     let _ = stream.set_nodelay(true);
     let peer = stream.peer_addr().ok();
     let mut channel = match Channel::accept(stream, PROTOCOL, key, node_id, HANDSHAKE_TIMEOUT) {
@@ -133,7 +139,7 @@ fn serve_gateway(stream: TcpStream, key: &ClusterKey, node_id: u64, handle: &Han
         gateway = channel.peer_id(),
         "ingress: gateway connected"
     );
-    let outcome = relay(&mut channel, handle);
+    let outcome = relay(&mut channel, handle, stop);
     tracing::info!(
         ?peer,
         gateway = channel.peer_id(),
@@ -145,11 +151,16 @@ fn serve_gateway(stream: TcpStream, key: &ClusterKey, node_id: u64, handle: &Han
 /// Puts the gateway's commands on the submit queue until it goes, this
 /// node stops leading, or the node stops; says which. A heartbeat goes
 /// back whenever nothing else did for a while, busy or not, so that the
-/// gateway can tell a live leader from a dead one.
-fn relay(channel: &mut Channel, handle: &Handle) -> &'static str {
+/// gateway can tell a live leader from a dead one. Ends within a
+/// heartbeat once the server stops: the thread holds a handle, and the
+/// node stops only once every handle is gone.
+fn relay(channel: &mut Channel, handle: &Handle, stop: &AtomicBool) -> &'static str {
     let mut silent = 0;
     let mut last_sent = Instant::now();
     loop {
+        if stop.load(Ordering::Acquire) {
+            return "stopping";
+        }
         if last_sent.elapsed() >= HEARTBEAT_EVERY {
             if channel
                 .send(&encode_downstream(&Downstream::Heartbeat))
