@@ -8,7 +8,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use crate::cluster::{leader_port, Node, ProxiedCluster};
+use crate::cluster::{leader_port, Node, ProxiedCluster, Proxy};
 use crate::http::{Client, ADMIN_TOKEN};
 use crate::ports::free_port;
 use crate::wait::wait_until;
@@ -35,6 +35,13 @@ pub struct TieredVenue {
     pub gateways: BTreeMap<usize, Node>,
     pub md_gateway_ports: Vec<u16>,
     pub md_gateways: BTreeMap<usize, Node>,
+    /// Whether gateways reach the replicas through [`Proxy`]s.
+    proxied: bool,
+    /// By (gateway index, replica id): the proxy the gateway's ingress
+    /// link to that replica goes through, when proxied.
+    pub ingress_proxies: BTreeMap<(usize, u64), Proxy>,
+    /// Likewise for the gateway's log-stream links.
+    pub stream_proxies: BTreeMap<(usize, u64), Proxy>,
 }
 
 impl TieredVenue {
@@ -46,6 +53,28 @@ impl TieredVenue {
         replicas: u64,
         gateways: usize,
         md_gateways: usize,
+    ) -> TieredVenue {
+        Self::start_with(bin, dir, (replicas, gateways, md_gateways), false)
+    }
+
+    /// As [`TieredVenue::start`], but every link of an order-entry gateway
+    /// to a replica (ingress and log stream) goes through a [`Proxy`] of
+    /// its own, which [`TieredVenue::partition_gateway`] blocks.
+    pub fn start_proxied(
+        bin: impl AsRef<Path>,
+        dir: &Path,
+        replicas: u64,
+        gateways: usize,
+        md_gateways: usize,
+    ) -> TieredVenue {
+        Self::start_with(bin, dir, (replicas, gateways, md_gateways), true)
+    }
+
+    fn start_with(
+        bin: impl AsRef<Path>,
+        dir: &Path,
+        (replicas, gateways, md_gateways): (u64, usize, usize),
+        proxied: bool,
     ) -> TieredVenue {
         let replicas_at = (1..=replicas)
             .map(|id| {
@@ -67,6 +96,9 @@ impl TieredVenue {
             gateways: BTreeMap::new(),
             md_gateway_ports: (0..md_gateways).map(|_| free_port()).collect(),
             md_gateways: BTreeMap::new(),
+            proxied,
+            ingress_proxies: BTreeMap::new(),
+            stream_proxies: BTreeMap::new(),
         };
         std::fs::create_dir_all(dir).expect("venue directory");
         for id in 1..=replicas {
@@ -137,12 +169,8 @@ impl TieredVenue {
         self.replicas.insert(id, Node { child, http });
     }
 
-    fn upstream_args(&self, process_id: u64) -> Vec<String> {
-        let stream: Vec<String> = self
-            .replicas_at
-            .values()
-            .map(|at| at.stream.to_string())
-            .collect();
+    fn upstream_args(&self, process_id: u64, stream: &[SocketAddr]) -> Vec<String> {
+        let stream: Vec<String> = stream.iter().map(SocketAddr::to_string).collect();
         vec![
             "--stream".into(),
             stream.join(","),
@@ -151,12 +179,41 @@ impl TieredVenue {
         ]
     }
 
+    /// The addresses gateway `index` (None: a market-data gateway) is
+    /// given for each replica's ingress and log stream: the replica's own,
+    /// or its proxies' when the venue is proxied (kept across restarts).
+    fn upstream_of(&mut self, index: Option<usize>) -> (Vec<(u64, SocketAddr)>, Vec<SocketAddr>) {
+        let mut ingress = Vec::new();
+        let mut stream = Vec::new();
+        for (&id, at) in &self.replicas_at {
+            match index.filter(|_| self.proxied) {
+                Some(index) => {
+                    let proxy = self
+                        .ingress_proxies
+                        .entry((index, id))
+                        .or_insert_with(|| Proxy::start(at.ingress));
+                    ingress.push((id, proxy.addr));
+                    let proxy = self
+                        .stream_proxies
+                        .entry((index, id))
+                        .or_insert_with(|| Proxy::start(at.stream));
+                    stream.push(proxy.addr);
+                }
+                None => {
+                    ingress.push((id, at.ingress));
+                    stream.push(at.stream);
+                }
+            }
+        }
+        (ingress, stream)
+    }
+
     /// Starts (or restarts) gateway `index`.
     pub fn spawn_gateway(&mut self, index: usize) {
-        let ingress: Vec<String> = self
-            .replicas_at
+        let (ingress, stream) = self.upstream_of(Some(index));
+        let ingress: Vec<String> = ingress
             .iter()
-            .map(|(id, at)| format!("{id}={}", at.ingress))
+            .map(|(id, addr)| format!("{id}={addr}"))
             .collect();
         let http = self.gateway_ports[index];
         let mut args = vec![
@@ -168,12 +225,28 @@ impl TieredVenue {
             "--name".into(),
             format!("gw-{index}"),
         ];
-        args.extend(self.upstream_args(100 + index as u64));
+        args.extend(self.upstream_args(100 + index as u64, &stream));
         let child = self
             .command(&format!("gateway-{index}"), &args)
             .spawn()
             .expect("start a gateway");
         self.gateways.insert(index, Node { child, http });
+    }
+
+    /// Cuts (`on`) or heals gateway `index`'s ingress link to replica
+    /// `id`, and its log-stream link too when `stream`. Needs a venue
+    /// started with [`TieredVenue::start_proxied`].
+    pub fn partition_gateway(&self, index: usize, id: u64, stream: bool, on: bool) {
+        let proxy = |proxies: &BTreeMap<(usize, u64), Proxy>| {
+            proxies
+                .get(&(index, id))
+                .unwrap_or_else(|| panic!("no proxy for gateway {index} to replica {id}"))
+                .block(on)
+        };
+        proxy(&self.ingress_proxies);
+        if stream {
+            proxy(&self.stream_proxies);
+        }
     }
 
     /// Starts (or restarts) market-data gateway `index`.
@@ -184,7 +257,8 @@ impl TieredVenue {
             "--listen".into(),
             local(http).to_string(),
         ];
-        args.extend(self.upstream_args(200 + index as u64));
+        let (_, stream) = self.upstream_of(None);
+        args.extend(self.upstream_args(200 + index as u64, &stream));
         let child = self
             .command(&format!("md-gateway-{index}"), &args)
             .spawn()
