@@ -16,6 +16,7 @@
 mod cli;
 mod cluster;
 mod http;
+mod netns;
 mod ports;
 mod rng;
 mod server;
