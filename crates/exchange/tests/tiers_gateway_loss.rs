@@ -204,6 +204,48 @@ fn a_lost_gateway_loses_no_acknowledged_order_and_comes_back_in_a_new_session() 
     every_process_holds_each_acked_order_once(&replicas, &accounts, &reports);
 
     restart_and_compare(&mut venue, &accounts, &reports);
+    each_incarnation_opened_a_session_of_its_own(&mut venue);
+}
+
+/// The log of a replica (stopped, to read its journal whole) opened
+/// gateway 0's session twice, under two ids, and gateway 1's once; the
+/// restarted gateway's orders are in its new session.
+fn each_incarnation_opened_a_session_of_its_own(venue: &mut TieredVenue) {
+    let id = *venue.replicas.keys().next().expect("a replica");
+    venue.kill_replica(id);
+    let output = std::process::Command::new(EXCHANGE)
+        .args(["log", "dump"])
+        .arg(venue.dir.join(format!("replica-{id}")))
+        .output()
+        .expect("exchange log dump");
+    assert!(output.status.success(), "log dump: {output:?}");
+    let mut opened: BTreeMap<String, Vec<u64>> = BTreeMap::new();
+    let mut restarted_in = Vec::new();
+    for line in String::from_utf8_lossy(&output.stdout).lines() {
+        let entry: serde_json::Value = serde_json::from_str(line).expect("a JSON line");
+        let session = entry["session"].as_u64();
+        match (entry["cmd"].as_str(), session) {
+            (Some("open_session"), Some(session)) => {
+                let gateway = entry["gateway"].as_str().unwrap_or_default().to_owned();
+                opened.entry(gateway).or_default().push(session);
+            }
+            (Some("sequenced"), Some(session)) if line.contains("-restarted") => {
+                restarted_in.push(session);
+            }
+            _ => {}
+        }
+    }
+    let gw0 = opened.get("gw-0").cloned().unwrap_or_default();
+    assert!(
+        gw0.len() == 2 && gw0[0] != gw0[1],
+        "gateway 0's two incarnations, two sessions: {opened:?}"
+    );
+    assert_eq!(opened.get("gw-1").map(Vec::len), Some(1), "{opened:?}");
+    assert!(
+        !restarted_in.is_empty() && restarted_in.iter().all(|s| *s == gw0[1]),
+        "the restarted gateway's orders in its new session {}: {restarted_in:?}",
+        gw0[1]
+    );
 }
 
 /// Each process on `ports` holds every acknowledged order once, an order
