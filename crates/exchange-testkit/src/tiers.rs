@@ -53,6 +53,15 @@ pub struct TieredVenue {
     net: Option<Netns>,
 }
 
+/// A link of a gateway to a replica.
+#[derive(Clone, Copy, Debug)]
+pub enum Link {
+    /// Where the gateway sends its commands.
+    Ingress,
+    /// Where it reads the committed log.
+    Stream,
+}
+
 /// How many of each process a venue runs.
 #[derive(Clone, Copy)]
 struct Counts {
@@ -102,7 +111,7 @@ impl TieredVenue {
 
     /// As [`TieredVenue::start`], but every link of an order-entry gateway
     /// to a replica (ingress and log stream) goes through a [`Proxy`] of
-    /// its own, which [`TieredVenue::partition_gateway`] blocks.
+    /// its own, which [`TieredVenue::cut_gateway`] blocks.
     pub fn start_proxied(
         bin: impl AsRef<Path>,
         dir: &Path,
@@ -327,20 +336,21 @@ impl TieredVenue {
         self.gateways.insert(index, Node { child, http });
     }
 
-    /// Cuts (`on`) or heals gateway `index`'s ingress link to replica
-    /// `id`, and its log-stream link too when `stream`. Needs a venue
-    /// started with [`TieredVenue::start_proxied`].
-    pub fn partition_gateway(&self, index: usize, id: u64, stream: bool, on: bool) {
-        let proxy = |proxies: &BTreeMap<(usize, u64), Proxy>| {
-            proxies
-                .get(&(index, id))
-                .unwrap_or_else(|| panic!("no proxy for gateway {index} to replica {id}"))
-                .block(on)
+    /// Cuts (`on`) or heals gateway `index`'s `link` to replica `id`.
+    /// Needs a venue started with [`TieredVenue::start_proxied`].
+    pub fn cut_gateway(&self, index: usize, id: u64, link: Link, on: bool) {
+        self.gateway_proxy(index, id, link).block(on);
+    }
+
+    /// The proxy gateway `index`'s `link` to replica `id` goes through.
+    pub fn gateway_proxy(&self, index: usize, id: u64, link: Link) -> &Proxy {
+        let proxies = match link {
+            Link::Ingress => &self.ingress_proxies,
+            Link::Stream => &self.stream_proxies,
         };
-        proxy(&self.ingress_proxies);
-        if stream {
-            proxy(&self.stream_proxies);
-        }
+        proxies
+            .get(&(index, id))
+            .unwrap_or_else(|| panic!("no proxy for gateway {index} to replica {id}"))
     }
 
     /// Starts (or restarts) market-data gateway `index`.

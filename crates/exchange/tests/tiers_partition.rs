@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use exchange_testkit::{
-    resting_order, wait_until, Account, Client, OnPanic, TieredVenue, DEADLINE,
+    resting_order, wait_until, Account, Client, Link, OnPanic, TieredVenue, DEADLINE,
 };
 
 /// The binary under test.
@@ -104,42 +104,81 @@ fn report_latency(what: &str, reports: &[&Report]) {
     );
 }
 
-/// Cuts gateway 0 from the leader's ingress while the workers run, holds
-/// the cut until gateway 1 made progress, heals it, and waits for
-/// gateway 0's clients to be acknowledged again.
-fn cut_and_heal(venue: &TieredVenue, leader: u64, run: &Run) {
+/// The links of gateway 0 a test cuts: its ingress link to the leader,
+/// and, when `stream`, its log-stream link to the replica it follows.
+fn links_to_cut(venue: &TieredVenue, leader: u64, stream: bool) -> Vec<(u64, Link)> {
+    let mut links = vec![(leader, Link::Ingress)];
+    if stream {
+        let followed = venue
+            .replicas
+            .keys()
+            .copied()
+            .find(|&id| venue.gateway_proxy(0, id, Link::Stream).connections() > 0)
+            .expect("gateway 0 follows a replica's log");
+        links.push((followed, Link::Stream));
+    }
+    links
+}
+
+/// Cuts gateway 0 from the leader's ingress (and from the log it follows
+/// when `stream`) while the workers run, holds the cut until gateway 1
+/// made progress, heals it, and waits for gateway 0's clients to be
+/// acknowledged again.
+fn cut_and_heal(venue: &TieredVenue, leader: u64, stream: bool, run: &Run) {
     wait_until("orders acknowledged before the cut", || {
         run.acked
             .iter()
             .all(|n| n.load(Ordering::SeqCst) >= ACKS_BEFORE_CUT / 2)
     });
-    let attempts_before = venue.ingress_proxies[&(0, leader)].connections();
+    let links = links_to_cut(venue, leader, stream);
+    let ingress = venue.gateway_proxy(0, leader, Link::Ingress);
+    let attempts_before = ingress.connections();
     let on_1 = run.acked[1].load(Ordering::SeqCst);
     let on_0 = run.acked[0].load(Ordering::SeqCst);
     let cut_at = Instant::now();
-    venue.partition_gateway(0, leader, false, true);
+    for &(id, link) in &links {
+        venue.cut_gateway(0, id, link, true);
+    }
     wait_until("gateway 1's clients acknowledged during the cut", || {
         run.acked[1].load(Ordering::SeqCst) >= on_1 + ACKS_ON_GATEWAY_1_DURING_CUT
             && cut_at.elapsed() >= CUT_FOR
     });
     let cut_for = cut_at.elapsed();
-    let attempts = venue.ingress_proxies[&(0, leader)].connections() - attempts_before;
+    let attempts = ingress.connections() - attempts_before;
     eprintln!(
-        "cut for {cut_for:?}: gateway 0 tried the leader {attempts} times; acknowledged \
-         meanwhile: {} on gateway 0, {} on gateway 1",
+        "cut {links:?} for {cut_for:?}: gateway 0 tried the leader {attempts} times; \
+         acknowledged meanwhile: {} on gateway 0, {} on gateway 1",
         run.acked[0].load(Ordering::SeqCst) - on_0,
         run.acked[1].load(Ordering::SeqCst) - on_1,
     );
     run.healed.store(true, Ordering::SeqCst);
     let at_heal = run.acked[0].load(Ordering::SeqCst);
-    venue.partition_gateway(0, leader, false, false);
+    for &(id, link) in &links {
+        venue.cut_gateway(0, id, link, false);
+    }
     wait_until("gateway 0's clients acknowledged after the heal", || {
         run.acked[0].load(Ordering::SeqCst) >= at_heal + ACKS_ON_GATEWAY_0_AFTER_HEAL
     });
 }
 
+/// The two tests share the machine's cores: one at a time.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 #[test]
 fn a_gateway_cut_off_from_the_leader_delays_its_clients_and_loses_nothing() {
+    let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    cut_off_under_load(false);
+}
+
+/// The same with the gateway's log stream cut too (from the replica it
+/// follows): it follows another replica's log meanwhile.
+#[test]
+fn a_gateway_cut_off_from_the_leaders_ingress_and_log_stream_loses_nothing() {
+    let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    cut_off_under_load(true);
+}
+
+fn cut_off_under_load(stream: bool) {
     let tmp = tempfile::tempdir().expect("temp dir");
     let venue = TieredVenue::start_proxied(EXCHANGE, &tmp.path().join("venue"), 3, 2, 0);
     let leader = venue.wait_leader();
@@ -162,7 +201,7 @@ fn a_gateway_cut_off_from_the_leader_delays_its_clients_and_loses_nothing() {
             })
             .collect();
         let _stop_workers = OnPanic(|| run.stop.store(true, Ordering::SeqCst));
-        cut_and_heal(&venue, leader, &run);
+        cut_and_heal(&venue, leader, stream, &run);
         run.stop.store(true, Ordering::SeqCst);
         handles
             .into_iter()
