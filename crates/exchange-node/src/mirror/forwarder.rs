@@ -95,6 +95,7 @@ impl Forwarder {
     /// Tries the hinted node, then every replica, until one leads; None
     /// once the gateway is stopping.
     fn find_leader(&self, mut hint: Option<u64>) -> Option<(u64, Channel)> {
+        let mut named = Vec::new();
         loop {
             let order: Vec<u64> = hint
                 .into_iter()
@@ -106,8 +107,9 @@ impl Forwarder {
             });
             hint = match round {
                 Round::Leader(node, channel) => return Some((node, channel)),
-                Round::Named(leader) => Some(leader),
-                Round::Nobody => {
+                Round::Named(leader) if follow_name(&mut named, leader) => Some(leader),
+                Round::Named(_) | Round::Nobody => {
+                    named.clear();
                     std::thread::sleep(RETRY_ROUND);
                     None
                 }
@@ -271,6 +273,17 @@ fn search_round<T>(
     Round::Nobody
 }
 
+/// Whether to follow a replica's word that `leader` leads at once: not
+/// if an earlier round of this search already followed it there, as when
+/// two replicas with stale views name each other during an election.
+fn follow_name(named: &mut Vec<u64>, leader: u64) -> bool {
+    if named.contains(&leader) {
+        return false;
+    }
+    named.push(leader);
+    true
+}
+
 fn lock(inflight: &Mutex<InFlight>) -> std::sync::MutexGuard<'_, InFlight> {
     // The table stays consistent at every await-free step, so a panic
     // elsewhere leaves it usable.
@@ -341,6 +354,14 @@ mod tests {
         let second = search_round(&[1, 2, 3], |node| partitioned_from_1(node, &mut tried));
         assert_eq!(second, Round::Nobody, "the named leader failed: pause");
         assert_eq!(tried, [2, 1, 2, 3]);
+    }
+
+    #[test]
+    fn replicas_naming_each_other_are_followed_once_each() {
+        let mut named = Vec::new();
+        assert!(follow_name(&mut named, 2));
+        assert!(follow_name(&mut named, 3));
+        assert!(!follow_name(&mut named, 2), "back to 2: pause instead");
     }
 
     #[test]
