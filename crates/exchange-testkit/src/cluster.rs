@@ -12,7 +12,7 @@ use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
@@ -28,6 +28,7 @@ pub struct Proxy {
     pub addr: SocketAddr,
     blocked: Arc<AtomicBool>,
     live: Arc<Mutex<Vec<TcpStream>>>,
+    accepted: Arc<AtomicUsize>,
 }
 
 fn pump(mut from: TcpStream, mut to: TcpStream, blocked: Arc<AtomicBool>) {
@@ -53,10 +54,12 @@ impl Proxy {
         let addr = listener.local_addr().expect("proxy address");
         let blocked = Arc::new(AtomicBool::new(false));
         let live = Arc::new(Mutex::new(Vec::new()));
-        let (flag, conns) = (blocked.clone(), live.clone());
+        let accepted = Arc::new(AtomicUsize::new(0));
+        let (flag, conns, count) = (blocked.clone(), live.clone(), accepted.clone());
         std::thread::spawn(move || {
             for incoming in listener.incoming() {
                 let Ok(client) = incoming else { continue };
+                count.fetch_add(1, Ordering::SeqCst);
                 if flag.load(Ordering::SeqCst) {
                     continue;
                 }
@@ -79,7 +82,13 @@ impl Proxy {
             addr,
             blocked,
             live,
+            accepted,
         }
+    }
+
+    /// How many connections the proxy has accepted, blocked or not.
+    pub fn connections(&self) -> usize {
+        self.accepted.load(Ordering::SeqCst)
     }
 
     /// Blocks (`true`) or unblocks the link.

@@ -16,6 +16,7 @@
 mod cli;
 mod cluster;
 mod http;
+mod netns;
 mod ports;
 mod rng;
 mod server;
@@ -40,5 +41,5 @@ pub use http::{
 pub use ports::{cluster_port_base, free_port, tiered_port_base};
 pub use rng::Rng;
 pub use server::{copy_dir, last_segment, segments, spawn_serve, Server};
-pub use tiers::TieredVenue;
+pub use tiers::{Link, TieredVenue};
 pub use wait::{wait_until, OnPanic, DEADLINE};

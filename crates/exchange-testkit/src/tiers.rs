@@ -1,26 +1,28 @@
 //! A tiered venue of real processes: replicas (`exchange serve` with an
 //! ingress and a log stream), order-entry gateways (`exchange gateway`)
 //! and market-data gateways (`exchange md-gateway`), each on its own
-//! ports, started, killed and restarted by the test.
+//! ports (or, with [`TieredVenue::start_in_namespaces`], in network
+//! namespaces at addresses of their own), started, killed and restarted
+//! by the test.
 
 use std::collections::BTreeMap;
-use std::net::SocketAddr;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use crate::cluster::{leader_port, Node, ProxiedCluster};
+use crate::cluster::{leader_port, Node, ProxiedCluster, Proxy};
 use crate::http::{Client, ADMIN_TOKEN};
+use crate::netns::Netns;
 use crate::ports::free_port;
 use crate::wait::wait_until;
-
-fn local(port: u16) -> SocketAddr {
-    SocketAddr::from(([127, 0, 0, 1], port))
-}
 
 /// Every address of one process kind, by id.
 struct Addresses {
     raft: SocketAddr,
+    /// The port the test reaches its HTTP listener on...
     http: u16,
+    /// ...which listens here.
+    listen: SocketAddr,
     ingress: SocketAddr,
     stream: SocketAddr,
 }
@@ -35,6 +37,37 @@ pub struct TieredVenue {
     pub gateways: BTreeMap<usize, Node>,
     pub md_gateway_ports: Vec<u16>,
     pub md_gateways: BTreeMap<usize, Node>,
+    /// Whether gateways reach the replicas through [`Proxy`]s.
+    proxied: bool,
+    /// By (gateway index, replica id): the proxy the gateway's ingress
+    /// link to that replica goes through, when proxied.
+    pub ingress_proxies: BTreeMap<(usize, u64), Proxy>,
+    /// Likewise for the gateway's log-stream links.
+    pub stream_proxies: BTreeMap<(usize, u64), Proxy>,
+    /// Where each gateway's (then market-data gateway's) HTTP listens, by
+    /// host number (replicas first).
+    http_listen: BTreeMap<usize, SocketAddr>,
+    /// With namespaces, how the test reaches each process's HTTP.
+    http_proxies: Vec<Proxy>,
+    /// Dropped last: the processes are killed before their namespaces go.
+    net: Option<Netns>,
+}
+
+/// A link of a gateway to a replica.
+#[derive(Clone, Copy, Debug)]
+pub enum Link {
+    /// Where the gateway sends its commands.
+    Ingress,
+    /// Where it reads the committed log.
+    Stream,
+}
+
+/// How many of each process a venue runs.
+#[derive(Clone, Copy)]
+struct Counts {
+    replicas: u64,
+    gateways: usize,
+    md_gateways: usize,
 }
 
 impl TieredVenue {
@@ -47,38 +80,136 @@ impl TieredVenue {
         gateways: usize,
         md_gateways: usize,
     ) -> TieredVenue {
-        let replicas_at = (1..=replicas)
-            .map(|id| {
-                let at = Addresses {
-                    raft: local(free_port()),
-                    http: free_port(),
-                    ingress: local(free_port()),
-                    stream: local(free_port()),
-                };
-                (id, at)
-            })
-            .collect();
+        let counts = Counts {
+            replicas,
+            gateways,
+            md_gateways,
+        };
+        Self::start_with(bin, dir, counts, false, None)
+    }
+
+    /// As [`TieredVenue::start`], with every process in a network
+    /// namespace of its own, at an address of its own; the test reaches
+    /// each one's HTTP through a local [`Proxy`] (`gateway_ports` and the
+    /// nodes' `http` are the proxies'). Err says why namespaces cannot be
+    /// made here (they need root and `ip`).
+    pub fn start_in_namespaces(
+        bin: impl AsRef<Path>,
+        dir: &Path,
+        replicas: u64,
+        gateways: usize,
+        md_gateways: usize,
+    ) -> Result<TieredVenue, String> {
+        let net = Netns::create(replicas as usize + gateways + md_gateways)?;
+        let counts = Counts {
+            replicas,
+            gateways,
+            md_gateways,
+        };
+        Ok(Self::start_with(bin, dir, counts, false, Some(net)))
+    }
+
+    /// As [`TieredVenue::start`], but every link of an order-entry gateway
+    /// to a replica (ingress and log stream) goes through a [`Proxy`] of
+    /// its own, which [`TieredVenue::cut_gateway`] blocks.
+    pub fn start_proxied(
+        bin: impl AsRef<Path>,
+        dir: &Path,
+        replicas: u64,
+        gateways: usize,
+        md_gateways: usize,
+    ) -> TieredVenue {
+        let counts = Counts {
+            replicas,
+            gateways,
+            md_gateways,
+        };
+        Self::start_with(bin, dir, counts, true, None)
+    }
+
+    fn start_with(
+        bin: impl AsRef<Path>,
+        dir: &Path,
+        counts: Counts,
+        proxied: bool,
+        net: Option<Netns>,
+    ) -> TieredVenue {
         let mut venue = TieredVenue {
             bin: bin.as_ref().to_path_buf(),
             dir: dir.to_path_buf(),
-            replicas_at,
+            replicas_at: BTreeMap::new(),
             replicas: BTreeMap::new(),
-            gateway_ports: (0..gateways).map(|_| free_port()).collect(),
+            gateway_ports: Vec::new(),
             gateways: BTreeMap::new(),
-            md_gateway_ports: (0..md_gateways).map(|_| free_port()).collect(),
+            md_gateway_ports: Vec::new(),
             md_gateways: BTreeMap::new(),
+            proxied,
+            ingress_proxies: BTreeMap::new(),
+            stream_proxies: BTreeMap::new(),
+            http_listen: BTreeMap::new(),
+            http_proxies: Vec::new(),
+            net,
         };
+        venue.assign_addresses(counts);
         std::fs::create_dir_all(dir).expect("venue directory");
-        for id in 1..=replicas {
+        for id in 1..=counts.replicas {
             venue.spawn_replica(id);
         }
-        for index in 0..gateways {
+        for index in 0..counts.gateways {
             venue.spawn_gateway(index);
         }
-        for index in 0..md_gateways {
+        for index in 0..counts.md_gateways {
             venue.spawn_md_gateway(index);
         }
         venue
+    }
+
+    /// The address of host `host` (replicas first, then gateways, then
+    /// market-data gateways): its namespace's, or the loopback.
+    fn ip_of(&self, host: usize) -> IpAddr {
+        match &self.net {
+            Some(net) => IpAddr::V4(net.addr(host)),
+            None => IpAddr::V4(Ipv4Addr::LOCALHOST),
+        }
+    }
+
+    /// Where host `host`'s HTTP listens, and the local port the test
+    /// reaches it on.
+    fn http_of(&mut self, host: usize) -> (SocketAddr, u16) {
+        let listen = SocketAddr::new(self.ip_of(host), free_port());
+        if self.net.is_none() {
+            return (listen, listen.port());
+        }
+        let proxy = Proxy::start(listen);
+        let port = proxy.addr.port();
+        self.http_proxies.push(proxy);
+        (listen, port)
+    }
+
+    fn assign_addresses(&mut self, counts: Counts) {
+        for id in 1..=counts.replicas {
+            let host = id as usize - 1;
+            let at = |venue: &TieredVenue| SocketAddr::new(venue.ip_of(host), free_port());
+            let (listen, http) = self.http_of(host);
+            let addresses = Addresses {
+                raft: at(self),
+                http,
+                listen,
+                ingress: at(self),
+                stream: at(self),
+            };
+            self.replicas_at.insert(id, addresses);
+        }
+        let first = counts.replicas as usize;
+        for host in first..first + counts.gateways + counts.md_gateways {
+            let (listen, port) = self.http_of(host);
+            self.http_listen.insert(host, listen);
+            if host < first + counts.gateways {
+                self.gateway_ports.push(port);
+            } else {
+                self.md_gateway_ports.push(port);
+            }
+        }
     }
 
     fn key_file(&self) -> PathBuf {
@@ -86,13 +217,16 @@ impl TieredVenue {
         ProxiedCluster::key_file_in(&self.dir)
     }
 
-    fn command(&self, name: &str, args: &[String]) -> Command {
+    fn command(&self, host: usize, name: &str, args: &[String]) -> Command {
         let log = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
             .open(self.dir.join(format!("{name}.log")))
             .expect("log");
-        let mut command = Command::new(&self.bin);
+        let mut command = match &self.net {
+            Some(net) => net.command(host, &self.bin),
+            None => Command::new(&self.bin),
+        };
         command
             .args(args)
             .arg("--data-dir")
@@ -119,7 +253,7 @@ impl TieredVenue {
         let args = [
             "serve".to_string(),
             "--listen".into(),
-            local(at.http).to_string(),
+            at.listen.to_string(),
             "--node-id".into(),
             id.to_string(),
             "--peers".into(),
@@ -131,18 +265,14 @@ impl TieredVenue {
         ];
         let http = at.http;
         let child = self
-            .command(&format!("replica-{id}"), &args)
+            .command(id as usize - 1, &format!("replica-{id}"), &args)
             .spawn()
             .expect("start a replica");
         self.replicas.insert(id, Node { child, http });
     }
 
-    fn upstream_args(&self, process_id: u64) -> Vec<String> {
-        let stream: Vec<String> = self
-            .replicas_at
-            .values()
-            .map(|at| at.stream.to_string())
-            .collect();
+    fn upstream_args(&self, process_id: u64, stream: &[SocketAddr]) -> Vec<String> {
+        let stream: Vec<String> = stream.iter().map(SocketAddr::to_string).collect();
         vec![
             "--stream".into(),
             stream.join(","),
@@ -151,42 +281,91 @@ impl TieredVenue {
         ]
     }
 
+    /// The addresses gateway `index` (None: a market-data gateway) is
+    /// given for each replica's ingress and log stream: the replica's own,
+    /// or its proxies' when the venue is proxied (kept across restarts).
+    fn upstream_of(&mut self, index: Option<usize>) -> (Vec<(u64, SocketAddr)>, Vec<SocketAddr>) {
+        let mut ingress = Vec::new();
+        let mut stream = Vec::new();
+        for (&id, at) in &self.replicas_at {
+            match index.filter(|_| self.proxied) {
+                Some(index) => {
+                    let proxy = self
+                        .ingress_proxies
+                        .entry((index, id))
+                        .or_insert_with(|| Proxy::start(at.ingress));
+                    ingress.push((id, proxy.addr));
+                    let proxy = self
+                        .stream_proxies
+                        .entry((index, id))
+                        .or_insert_with(|| Proxy::start(at.stream));
+                    stream.push(proxy.addr);
+                }
+                None => {
+                    ingress.push((id, at.ingress));
+                    stream.push(at.stream);
+                }
+            }
+        }
+        (ingress, stream)
+    }
+
     /// Starts (or restarts) gateway `index`.
     pub fn spawn_gateway(&mut self, index: usize) {
-        let ingress: Vec<String> = self
-            .replicas_at
+        let (ingress, stream) = self.upstream_of(Some(index));
+        let ingress: Vec<String> = ingress
             .iter()
-            .map(|(id, at)| format!("{id}={}", at.ingress))
+            .map(|(id, addr)| format!("{id}={addr}"))
             .collect();
         let http = self.gateway_ports[index];
+        let host = self.replicas_at.len() + index;
         let mut args = vec![
             "gateway".to_string(),
             "--listen".into(),
-            local(http).to_string(),
+            self.http_listen[&host].to_string(),
             "--ingress".into(),
             ingress.join(","),
             "--name".into(),
             format!("gw-{index}"),
         ];
-        args.extend(self.upstream_args(100 + index as u64));
+        args.extend(self.upstream_args(100 + index as u64, &stream));
         let child = self
-            .command(&format!("gateway-{index}"), &args)
+            .command(host, &format!("gateway-{index}"), &args)
             .spawn()
             .expect("start a gateway");
         self.gateways.insert(index, Node { child, http });
     }
 
+    /// Cuts (`on`) or heals gateway `index`'s `link` to replica `id`.
+    /// Needs a venue started with [`TieredVenue::start_proxied`].
+    pub fn cut_gateway(&self, index: usize, id: u64, link: Link, on: bool) {
+        self.gateway_proxy(index, id, link).block(on);
+    }
+
+    /// The proxy gateway `index`'s `link` to replica `id` goes through.
+    pub fn gateway_proxy(&self, index: usize, id: u64, link: Link) -> &Proxy {
+        let proxies = match link {
+            Link::Ingress => &self.ingress_proxies,
+            Link::Stream => &self.stream_proxies,
+        };
+        proxies
+            .get(&(index, id))
+            .unwrap_or_else(|| panic!("no proxy for gateway {index} to replica {id}"))
+    }
+
     /// Starts (or restarts) market-data gateway `index`.
     pub fn spawn_md_gateway(&mut self, index: usize) {
         let http = self.md_gateway_ports[index];
+        let host = self.replicas_at.len() + self.gateway_ports.len() + index;
         let mut args = vec![
             "md-gateway".to_string(),
             "--listen".into(),
-            local(http).to_string(),
+            self.http_listen[&host].to_string(),
         ];
-        args.extend(self.upstream_args(200 + index as u64));
+        let (_, stream) = self.upstream_of(None);
+        args.extend(self.upstream_args(200 + index as u64, &stream));
         let child = self
-            .command(&format!("md-gateway-{index}"), &args)
+            .command(host, &format!("md-gateway-{index}"), &args)
             .spawn()
             .expect("start a market-data gateway");
         self.md_gateways.insert(index, Node { child, http });

@@ -95,28 +95,25 @@ impl Forwarder {
     /// Tries the hinted node, then every replica, until one leads; None
     /// once the gateway is stopping.
     fn find_leader(&self, mut hint: Option<u64>) -> Option<(u64, Channel)> {
+        let mut named = Vec::new();
         loop {
             let order: Vec<u64> = hint
                 .into_iter()
                 .chain(self.ingress.keys().copied().filter(|id| Some(*id) != hint))
                 .collect();
-            hint = None;
-            for node in order {
-                let Some(&addr) = self.ingress.get(&node) else {
-                    continue;
-                };
-                match self.try_replica(addr) {
-                    Ok(channel) => return Some((node, channel)),
-                    Err(Some(leader)) if leader != node => {
-                        hint = Some(leader);
-                        break;
-                    }
-                    Err(_) => {}
+            let round = search_round(&order, |node| match self.ingress.get(&node) {
+                Some(&addr) => self.try_replica(addr),
+                None => Err(None),
+            });
+            hint = match round {
+                Round::Leader(node, channel) => return Some((node, channel)),
+                Round::Named(leader) if follow_name(&mut named, leader) => Some(leader),
+                Round::Named(_) | Round::Nobody => {
+                    named.clear();
+                    std::thread::sleep(RETRY_ROUND);
+                    None
                 }
-            }
-            if hint.is_none() {
-                std::thread::sleep(RETRY_ROUND);
-            }
+            };
             if self.stopping() {
                 return None;
             }
@@ -242,6 +239,51 @@ impl Forwarder {
     }
 }
 
+/// What one round over the replicas found.
+#[derive(Debug, PartialEq)]
+enum Round<T> {
+    /// This node leads; here is the connection to it.
+    Leader(u64, T),
+    /// A replica named this node as the leader, not tried yet this round.
+    Named(u64),
+    /// None leads, or the one named cannot be reached: pause, then again.
+    Nobody,
+}
+
+/// Tries the nodes of `order` in turn until one leads. A replica that
+/// names another as the leader sends the search there at once, unless
+/// that one already failed this round: a leader this gateway cannot reach
+/// while the replicas still can (a partition between the two) would
+/// otherwise be tried again without pause each time a replica names it.
+fn search_round<T>(
+    order: &[u64],
+    mut attempt: impl FnMut(u64) -> Result<T, Option<u64>>,
+) -> Round<T> {
+    let mut failed = Vec::new();
+    for &node in order {
+        match attempt(node) {
+            Ok(channel) => return Round::Leader(node, channel),
+            Err(Some(leader)) if leader != node && !failed.contains(&leader) => {
+                return Round::Named(leader)
+            }
+            Err(Some(_)) => {}
+            Err(None) => failed.push(node),
+        }
+    }
+    Round::Nobody
+}
+
+/// Whether to follow a replica's word that `leader` leads at once: not
+/// if an earlier round of this search already followed it there, as when
+/// two replicas with stale views name each other during an election.
+fn follow_name(named: &mut Vec<u64>, leader: u64) -> bool {
+    if named.contains(&leader) {
+        return false;
+    }
+    named.push(leader);
+    true
+}
+
 fn lock(inflight: &Mutex<InFlight>) -> std::sync::MutexGuard<'_, InFlight> {
     // The table stays consistent at every await-free step, so a panic
     // elsewhere leaves it usable.
@@ -280,4 +322,59 @@ fn spawn_reader(
             }
         })
         .ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Node 1 leads but cannot be reached; 2 and 3 name it.
+    fn partitioned_from_1(node: u64, tried: &mut Vec<u64>) -> Result<(), Option<u64>> {
+        tried.push(node);
+        if node == 1 {
+            Err(None)
+        } else {
+            Err(Some(1))
+        }
+    }
+
+    #[test]
+    fn a_leader_named_after_it_failed_ends_the_round_without_a_detour() {
+        let mut tried = Vec::new();
+        let round = search_round(&[1, 2, 3], |node| partitioned_from_1(node, &mut tried));
+        assert_eq!(round, Round::Nobody);
+        assert_eq!(tried, [1, 2, 3], "each replica is tried once a round");
+    }
+
+    #[test]
+    fn a_leader_not_yet_tried_is_followed_once_then_the_search_pauses() {
+        let mut tried = Vec::new();
+        let first = search_round(&[2, 3, 1], |node| partitioned_from_1(node, &mut tried));
+        assert_eq!(first, Round::Named(1));
+        let second = search_round(&[1, 2, 3], |node| partitioned_from_1(node, &mut tried));
+        assert_eq!(second, Round::Nobody, "the named leader failed: pause");
+        assert_eq!(tried, [2, 1, 2, 3]);
+    }
+
+    #[test]
+    fn replicas_naming_each_other_are_followed_once_each() {
+        let mut named = Vec::new();
+        assert!(follow_name(&mut named, 2));
+        assert!(follow_name(&mut named, 3));
+        assert!(!follow_name(&mut named, 2), "back to 2: pause instead");
+    }
+
+    #[test]
+    fn the_replica_that_leads_ends_the_search() {
+        let round = search_round(&[3, 1, 2], |node| match node {
+            3 => Err(Some(2)),
+            _ => Ok(node),
+        });
+        assert_eq!(round, Round::Named(2));
+        let round = search_round(&[2, 1, 3], |node| match node {
+            2 => Ok("channel"),
+            _ => Err(Some(2)),
+        });
+        assert_eq!(round, Round::Leader(2, "channel"));
+    }
 }
