@@ -293,6 +293,9 @@ async fn session(app: AppState, source: std::net::IpAddr, mut socket: WebSocket)
         market: None,
         key,
     };
+    if session.cancel_on_disconnect {
+        session.protect(true);
+    }
     if public {
         if let Some(reply) = session.handle(&first).await {
             if !send(&mut socket, &reply).await {
@@ -310,19 +313,7 @@ async fn session(app: AppState, source: std::net::IpAddr, mut socket: WebSocket)
         ws_live::close_for(&mut socket, &session.app, verdict).await;
     }
     drop(socket);
-    if let (Some((account, _)), true) = (&session.auth, session.cancel_on_disconnect) {
-        let command = Command::MassCancel(MassCancel {
-            account: *account,
-            symbol: None,
-        });
-        if let Err(error) = session
-            .app
-            .handle
-            .submit_detached(translate::entry(command))
-        {
-            tracing::warn!(account, %error, "cancel-on-disconnect could not be submitted");
-        }
-    }
+    session.cancel_on_disconnect();
 }
 
 impl Session {
@@ -575,8 +566,38 @@ impl Session {
             .map(|(_, key)| key.as_str())
             .unwrap_or_default();
         auth::still_allows(&self.app, key, Scope::Trade)?;
+        if setting.enabled != self.cancel_on_disconnect {
+            self.protect(setting.enabled);
+        }
         self.cancel_on_disconnect = setting.enabled;
         Ok(setting.enabled)
+    }
+
+    /// The connection ended: its orders are cancelled if it asked for it;
+    /// then the cluster need no longer keep that for it.
+    fn cancel_on_disconnect(&self) {
+        let (Some((account, _)), true) = (&self.auth, self.cancel_on_disconnect) else {
+            return;
+        };
+        let command = Command::MassCancel(MassCancel {
+            account: *account,
+            symbol: None,
+        });
+        if let Err(error) = self.app.handle.submit_detached(translate::entry(command)) {
+            tracing::warn!(account, %error, "cancel-on-disconnect could not be submitted");
+        }
+        self.protect(false);
+    }
+
+    /// Registers the connection's cancel-on-disconnect with the cluster,
+    /// which keeps it if the whole gateway dies.
+    fn protect(&self, on: bool) {
+        let Some((account, _)) = &self.auth else {
+            return;
+        };
+        if let Err(error) = self.app.handle.protect_account(*account, on) {
+            tracing::warn!(account, %error, "cancel-on-disconnect could not be registered");
+        }
     }
 
     /// Translates, rate-limits and sequences one command; its answer

@@ -50,6 +50,12 @@ pub struct TiersConfig {
     /// Gateway: its name; a restarted gateway of the same name replaces
     /// its previous session (whose late commands are refused as stale).
     pub name: String,
+    /// Gateway: how long the cluster waits, after the gateway's last entry
+    /// in the log, before it cancels the orders of the accounts its
+    /// cancel-on-disconnect connections protect (the gateway died). The
+    /// gateway writes a keep-alive entry every 500 ms it sends nothing
+    /// else, so this must be well above that, and above a leader change.
+    pub cancel_grace_ms: u64,
     /// This process's id in the cluster's channel handshakes (for their
     /// logs): distinct from the replicas' node ids.
     pub process_id: u64,
@@ -72,6 +78,7 @@ impl Default for TiersConfig {
             ingress: Vec::new(),
             stream: Vec::new(),
             name: "gateway".into(),
+            cancel_grace_ms: 10_000,
             process_id: 1_000,
             clients: true,
             running_as: Tier::Replica,
@@ -141,6 +148,7 @@ impl TiersConfig {
             Tier::Gateway => MirrorRole::Gateway {
                 name: self.name.clone(),
                 ingress: self.ingress_addrs()?,
+                cancel_grace_ms: self.cancel_grace_ms,
             },
             _ => MirrorRole::MarketData,
         };

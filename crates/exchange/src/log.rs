@@ -120,6 +120,7 @@ mod tests {
             ts: 1,
             session,
             gateway: gateway.into(),
+            cancel_grace_ms: None,
         }
     }
 
