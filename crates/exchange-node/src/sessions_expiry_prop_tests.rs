@@ -2,7 +2,8 @@
 //! entries, a session expires at the first entry past its grace since its
 //! last entry, its protected accounts' orders are cancelled then and only
 //! then, each order at most once, others are untouched, and a replica
-//! restored from a snapshot part-way decides alike.
+//! restored from a snapshot part-way decides alike, as does the engine
+//! fed only the core commands `exchange log dump --core-only` prints.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -12,7 +13,7 @@ use proptest::prelude::*;
 use crate::core_state::CoreState;
 use crate::entry::LogEntry;
 use crate::sessions_expiry_tests::{
-    market, next, open, place, protect, sequenced, tick, GRACE_MS, MS, T0,
+    market, market_log, next, open, place, protect, sequenced, tick, GRACE_MS, MS, T0,
 };
 
 const GATEWAYS: u64 = 2;
@@ -194,5 +195,14 @@ proptest! {
         if let Some(other) = restored {
             prop_assert_eq!(other.state.state_hash().unwrap(), replica.state.state_hash().unwrap());
         }
+        let mut admission = crate::admission::Admission::new();
+        let mut engine = exchange_core::Engine::new();
+        let mut events = Vec::new();
+        for entry in market_log().iter().chain(&log) {
+            for command in admission.core_commands(entry) {
+                engine.apply(&command, &mut events);
+            }
+        }
+        prop_assert!(engine.snapshot() == replica.state.engine.snapshot(), "core-only replay");
     }
 }

@@ -68,26 +68,31 @@ pub(crate) fn next(core: &mut CoreState, entry: &LogEntry) -> Applied {
 }
 
 /// An instrument, and accounts 1 to 3 with dollars, before any session.
-pub(crate) fn market() -> CoreState {
-    let mut core = CoreState::new();
+pub(crate) fn market_log() -> Vec<LogEntry> {
     let listing = concat!(
         r#"{"cmd":"add_instrument","symbol":"BTC-USD","base":"BTC","quote":"USD","#,
         r#""tick_size":"1","lot_size":"1","maker_fee_bps":0,"taker_fee_bps":0,"#,
         r#""price_collar_pct":"50","reference_price":"100"}"#,
     );
-    next(&mut core, &core_entry(1, listing));
+    let mut log = vec![core_entry(1, listing)];
     for n in 1..=3 {
-        next(
-            &mut core,
-            &LogEntry::CreateAccount {
-                ts: 2,
-                api_key: format!("key-{n}"),
-                legacy_secret: None,
-            },
-        );
+        log.push(LogEntry::CreateAccount {
+            ts: 2,
+            api_key: format!("key-{n}"),
+            legacy_secret: None,
+        });
         let deposit =
             format!(r#"{{"cmd":"deposit","account":{n},"asset":"USD","amount":"1000000"}}"#);
-        next(&mut core, &core_entry(3, &deposit));
+        log.push(core_entry(3, &deposit));
+    }
+    log
+}
+
+/// The state after [`market_log`].
+pub(crate) fn market() -> CoreState {
+    let mut core = CoreState::new();
+    for entry in market_log() {
+        next(&mut core, &entry);
     }
     core
 }
