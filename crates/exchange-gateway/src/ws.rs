@@ -271,12 +271,20 @@ async fn session(app: AppState, source: std::net::IpAddr, mut socket: WebSocket)
             return;
         };
         let events = app.private.subscribe(account);
+        // Registered before the client hears it is in: whatever it sends
+        // next is sequenced after it.
+        if cancel_on_disconnect {
+            protect(&app, account, true);
+        }
         if !send(
             &mut socket,
             &json!({ "type": "auth", "ok": true, "account_id": account }),
         )
         .await
         {
+            if cancel_on_disconnect {
+                protect(&app, account, false);
+            }
             return;
         }
         (Some((account, key)), cancel_on_disconnect, Some(events))
@@ -293,9 +301,6 @@ async fn session(app: AppState, source: std::net::IpAddr, mut socket: WebSocket)
         market: None,
         key,
     };
-    if session.cancel_on_disconnect {
-        session.protect(true);
-    }
     if public {
         if let Some(reply) = session.handle(&first).await {
             if !send(&mut socket, &reply).await {
@@ -592,11 +597,8 @@ impl Session {
     /// Registers the connection's cancel-on-disconnect with the cluster,
     /// which keeps it if the whole gateway dies.
     fn protect(&self, on: bool) {
-        let Some((account, _)) = &self.auth else {
-            return;
-        };
-        if let Err(error) = self.app.handle.protect_account(*account, on) {
-            tracing::warn!(account, %error, "cancel-on-disconnect could not be registered");
+        if let Some((account, _)) = &self.auth {
+            protect(&self.app, *account, on);
         }
     }
 
@@ -639,6 +641,14 @@ impl Session {
         let outcome = self.app.handle.enqueue_entry(translate::entry(command))?;
         self.answers.push(request_id, op, outcome);
         Ok(())
+    }
+}
+
+/// Registers a connection's cancel-on-disconnect for `account` with the
+/// cluster (`on`), or ends it.
+fn protect(app: &AppState, account: AccountId, on: bool) {
+    if let Err(error) = app.handle.protect_account(account, on) {
+        tracing::warn!(account, %error, "cancel-on-disconnect could not be registered");
     }
 }
 

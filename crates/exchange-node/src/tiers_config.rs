@@ -86,8 +86,17 @@ impl Default for TiersConfig {
     }
 }
 
+/// A grace shorter than this would expire a live gateway's session between
+/// two of its keep-alives (sent every 500 ms) as soon as one is late.
+pub const MIN_CANCEL_GRACE_MS: u64 = 2_000;
+
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum TiersError {
+    #[error(
+        "`[tiers] cancel_grace_ms` is {0}: it must be at least {MIN_CANCEL_GRACE_MS} \
+         (the gateway's keep-alives come every 500 ms)"
+    )]
+    GraceTooShort(u64),
     #[error("a {0} needs `[tiers] stream`: the replicas' log-stream addresses")]
     NoStream(&'static str),
     #[error("a gateway needs `[tiers] ingress`: every replica's ingress as ID=HOST:PORT")]
@@ -143,6 +152,9 @@ impl TiersConfig {
             .collect::<Result<Vec<_>, _>>()?;
         if stream.is_empty() {
             return Err(TiersError::NoStream(tier.as_str()));
+        }
+        if tier == Tier::Gateway && self.cancel_grace_ms < MIN_CANCEL_GRACE_MS {
+            return Err(TiersError::GraceTooShort(self.cancel_grace_ms));
         }
         let role = match tier {
             Tier::Gateway => MirrorRole::Gateway {
@@ -217,9 +229,22 @@ mod tests {
             Some(TiersError::NoIngress)
         );
         tiers.ingress = vec!["1=127.0.0.1:7101".into(), "2=127.0.0.1:7102".into()];
+        tiers.cancel_grace_ms = MIN_CANCEL_GRACE_MS - 1;
+        assert_eq!(
+            tiers.mirror(Tier::Gateway, key.clone()).err(),
+            Some(TiersError::GraceTooShort(MIN_CANCEL_GRACE_MS - 1))
+        );
+        tiers.cancel_grace_ms = MIN_CANCEL_GRACE_MS;
         let settings = tiers.mirror(Tier::Gateway, key.clone()).expect("valid");
         match settings.role {
-            MirrorRole::Gateway { ingress, .. } => assert_eq!(ingress.len(), 2),
+            MirrorRole::Gateway {
+                ingress,
+                cancel_grace_ms,
+                ..
+            } => {
+                assert_eq!(ingress.len(), 2);
+                assert_eq!(cancel_grace_ms, MIN_CANCEL_GRACE_MS);
+            }
             MirrorRole::MarketData => panic!("a gateway"),
         }
         tiers.stream = vec!["nowhere".into()];
