@@ -539,6 +539,9 @@ impl Runner {
                 Action::LoggedOn => {
                     tracing::info!(session = %self.name, "FIX session logged on");
                     if let Some(conn) = live.as_mut() {
+                        if !conn.logged_on {
+                            self.protect(true);
+                        }
                         conn.logged_on = true;
                     }
                 }
@@ -561,8 +564,25 @@ impl Runner {
                 self.security.disconnected();
                 if conn.logged_on {
                     self.cancel_on_disconnect();
+                    self.protect(false);
                 }
             }
+        }
+    }
+
+    /// Registers a logged-on connection of a session with
+    /// `cancel_on_disconnect` with the cluster, which keeps it if the
+    /// whole gateway dies.
+    fn protect(&self, on: bool) {
+        let (true, Role::Trading { account }) = (self.cancel_on_disconnect, &self.app.role) else {
+            return;
+        };
+        if let Err(error) = self.handle.protect_account(*account, on) {
+            tracing::warn!(
+                session = %self.name,
+                %error,
+                "cancel-on-disconnect could not be registered"
+            );
         }
     }
 

@@ -271,12 +271,20 @@ async fn session(app: AppState, source: std::net::IpAddr, mut socket: WebSocket)
             return;
         };
         let events = app.private.subscribe(account);
+        // Registered before the client hears it is in: whatever it sends
+        // next is sequenced after it.
+        if cancel_on_disconnect {
+            protect(&app, account, true);
+        }
         if !send(
             &mut socket,
             &json!({ "type": "auth", "ok": true, "account_id": account }),
         )
         .await
         {
+            if cancel_on_disconnect {
+                protect(&app, account, false);
+            }
             return;
         }
         (Some((account, key)), cancel_on_disconnect, Some(events))
@@ -310,19 +318,7 @@ async fn session(app: AppState, source: std::net::IpAddr, mut socket: WebSocket)
         ws_live::close_for(&mut socket, &session.app, verdict).await;
     }
     drop(socket);
-    if let (Some((account, _)), true) = (&session.auth, session.cancel_on_disconnect) {
-        let command = Command::MassCancel(MassCancel {
-            account: *account,
-            symbol: None,
-        });
-        if let Err(error) = session
-            .app
-            .handle
-            .submit_detached(translate::entry(command))
-        {
-            tracing::warn!(account, %error, "cancel-on-disconnect could not be submitted");
-        }
-    }
+    session.cancel_on_disconnect();
 }
 
 impl Session {
@@ -575,8 +571,35 @@ impl Session {
             .map(|(_, key)| key.as_str())
             .unwrap_or_default();
         auth::still_allows(&self.app, key, Scope::Trade)?;
+        if setting.enabled != self.cancel_on_disconnect {
+            self.protect(setting.enabled);
+        }
         self.cancel_on_disconnect = setting.enabled;
         Ok(setting.enabled)
+    }
+
+    /// The connection ended: its orders are cancelled if it asked for it;
+    /// then the cluster need no longer keep that for it.
+    fn cancel_on_disconnect(&self) {
+        let (Some((account, _)), true) = (&self.auth, self.cancel_on_disconnect) else {
+            return;
+        };
+        let command = Command::MassCancel(MassCancel {
+            account: *account,
+            symbol: None,
+        });
+        if let Err(error) = self.app.handle.submit_detached(translate::entry(command)) {
+            tracing::warn!(account, %error, "cancel-on-disconnect could not be submitted");
+        }
+        self.protect(false);
+    }
+
+    /// Registers the connection's cancel-on-disconnect with the cluster,
+    /// which keeps it if the whole gateway dies.
+    fn protect(&self, on: bool) {
+        if let Some((account, _)) = &self.auth {
+            protect(&self.app, *account, on);
+        }
     }
 
     /// Translates, rate-limits and sequences one command; its answer
@@ -618,6 +641,14 @@ impl Session {
         let outcome = self.app.handle.enqueue_entry(translate::entry(command))?;
         self.answers.push(request_id, op, outcome);
         Ok(())
+    }
+}
+
+/// Registers a connection's cancel-on-disconnect for `account` with the
+/// cluster (`on`), or ends it.
+fn protect(app: &AppState, account: AccountId, on: bool) {
+    if let Err(error) = app.handle.protect_account(account, on) {
+        tracing::warn!(account, %error, "cancel-on-disconnect could not be registered");
     }
 }
 

@@ -41,6 +41,11 @@ impl CoreState {
     /// history; the outcome carries the order it answers for.
     pub fn apply(&mut self, index: u64, entry: &LogEntry) -> Applied {
         let mut applied = self.state.apply(index, entry);
+        // The cancels of expired client sessions, whatever the entry was.
+        let (expiry, own) = applied.events.split_at(applied.expiry_events);
+        if !expiry.is_empty() {
+            self.history.record(expiry);
+        }
         // A wrapped command that was admitted is recorded as it would be
         // on its own; a refused one changed nothing.
         if applied.refused_unapplied() {
@@ -49,9 +54,9 @@ impl CoreState {
         let LogEntry::Core(stamped) = entry.inner() else {
             return applied;
         };
-        self.history.record(&applied.events);
-        applied.order = answered_order(&stamped.command, &applied.events)
-            .and_then(|id| self.history.shared_order(id));
+        self.history.record(own);
+        applied.order =
+            answered_order(&stamped.command, own).and_then(|id| self.history.shared_order(id));
         applied
     }
 

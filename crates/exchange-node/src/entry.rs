@@ -19,6 +19,11 @@
 //! The tag is a UTF-8 continuation byte other than the binary commands'
 //! marker, so neither JSON text nor a binary command starts with it.
 //!
+//! A sequenced entry may carry a keep-alive, the byte
+//! [`SESSION_ALIVE_TAG`] then its time as a little-endian `u64` (the
+//! cheapest entry a gateway writes, once per interval it sent nothing
+//! else), or `session_protect`, JSON.
+//!
 //! A guarded entry ([`crate::replay_guard`]) is the byte [`GUARDED_TAG`]
 //! (another such byte), the request's 16-byte fingerprint, its
 //! `forget_after_ms` as a little-endian `u64`, then the entry it carries.
@@ -87,6 +92,23 @@ pub enum LogEntry {
         ts: u64,
         session: u64,
         gateway: String,
+        /// How long the session may be silent before the cluster expires
+        /// it and cancels what its connections protected; none: never.
+        cancel_grace_ms: Option<u64>,
+    },
+    /// A gateway's keep-alive: only meaningful inside its session's
+    /// `Sequenced` entry, where it keeps the session alive and does
+    /// nothing else.
+    SessionAlive {
+        ts: u64,
+    },
+    /// Inside a `Sequenced` entry: a client connection of the gateway
+    /// that asked for cancel-on-disconnect opened (`on`) or closed for
+    /// `account` (see [`crate::sessions`]).
+    SessionProtect {
+        ts: u64,
+        account: AccountId,
+        on: bool,
     },
     /// `entry`, applied iff `session` is open and `seq` is above its last
     /// applied sequence number. Never holds another `Sequenced`.
@@ -111,6 +133,10 @@ pub const SEQUENCED_TAG: u8 = 0xB6;
 /// The tag, the session and the sequence number.
 pub const SEQUENCED_HEADER_BYTES: usize = 1 + 8 + 8;
 
+/// First byte of a keep-alive, followed by its time as a little-endian
+/// `u64`: with the sequenced header, 26 bytes a keep-alive.
+pub const SESSION_ALIVE_TAG: u8 = 0xB8;
+
 /// First byte of a guarded entry.
 pub const GUARDED_TAG: u8 = 0xB7;
 /// The tag, the fingerprint and the forget time.
@@ -123,6 +149,12 @@ const _: () = assert!(SEQUENCED_TAG & 0xC0 == 0x80, "a UTF-8 continuation byte")
 const _: () = assert!(GUARDED_TAG != exchange_codec::binary::MARKER);
 const _: () = assert!(GUARDED_TAG != SEQUENCED_TAG);
 const _: () = assert!(GUARDED_TAG & 0xC0 == 0x80, "a UTF-8 continuation byte");
+const _: () = assert!(SESSION_ALIVE_TAG != exchange_codec::binary::MARKER);
+const _: () = assert!(SESSION_ALIVE_TAG != SEQUENCED_TAG && SESSION_ALIVE_TAG != GUARDED_TAG);
+const _: () = assert!(
+    SESSION_ALIVE_TAG & 0xC0 == 0x80,
+    "a UTF-8 continuation byte"
+);
 
 #[derive(Debug, Error)]
 pub enum EntryError {
@@ -146,6 +178,11 @@ pub enum EntryError {
     GuardedTruncated,
     #[error("guarded log entry's fingerprint is not 32 hex digits")]
     Fingerprint,
+    #[error("keep-alive log entry is not 9 bytes")]
+    SessionAliveLength,
+    /// A bug: only a client-session entry has a session encoding.
+    #[error("not a client-session entry")]
+    NotSession,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -201,6 +238,8 @@ const CREATE_KEY: &str = "create_api_key";
 const REVOKE_KEY: &str = "revoke_api_key";
 const ROTATE_KEY: &str = "rotate_api_key";
 const OPEN_SESSION: &str = "open_session";
+const SESSION_ALIVE: &str = "session_alive";
+const SESSION_PROTECT: &str = "session_protect";
 
 #[derive(Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -209,6 +248,25 @@ struct OpenSessionWire {
     ts: u64,
     session: u64,
     gateway: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    cancel_grace_ms: Option<u64>,
+}
+
+/// A keep-alive as `exchange log dump` prints it.
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SessionAliveWire {
+    cmd: String,
+    ts: u64,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SessionProtectWire {
+    cmd: String,
+    ts: u64,
+    account: AccountId,
+    on: bool,
 }
 
 impl LogEntry {
@@ -219,7 +277,9 @@ impl LogEntry {
             | LogEntry::CreateKey { ts, .. }
             | LogEntry::RevokeKey { ts, .. }
             | LogEntry::RotateKey { ts, .. }
-            | LogEntry::OpenSession { ts, .. } => *ts,
+            | LogEntry::OpenSession { ts, .. }
+            | LogEntry::SessionAlive { ts }
+            | LogEntry::SessionProtect { ts, .. } => *ts,
             LogEntry::Sequenced { entry, .. } | LogEntry::Guarded { entry, .. } => entry.ts(),
         }
     }
@@ -239,7 +299,9 @@ impl LogEntry {
             | LogEntry::CreateKey { ts, .. }
             | LogEntry::RevokeKey { ts, .. }
             | LogEntry::RotateKey { ts, .. }
-            | LogEntry::OpenSession { ts, .. } => *ts = new_ts,
+            | LogEntry::OpenSession { ts, .. }
+            | LogEntry::SessionAlive { ts }
+            | LogEntry::SessionProtect { ts, .. } => *ts = new_ts,
             // Stamped exactly as the entry would be on its own.
             LogEntry::Sequenced { entry, .. } | LogEntry::Guarded { entry, .. } => {
                 entry.set_ts(new_ts);
@@ -250,7 +312,10 @@ impl LogEntry {
     /// The API keys the entry adds, changes or removes.
     pub fn key_ids(&self) -> Vec<&str> {
         match self {
-            LogEntry::Core(_) | LogEntry::OpenSession { .. } => Vec::new(),
+            LogEntry::Core(_)
+            | LogEntry::OpenSession { .. }
+            | LogEntry::SessionAlive { .. }
+            | LogEntry::SessionProtect { .. } => Vec::new(),
             LogEntry::Sequenced { entry, .. } | LogEntry::Guarded { entry, .. } => entry.key_ids(),
             LogEntry::CreateAccount { api_key, .. } => vec![api_key],
             LogEntry::CreateKey { key, .. } => vec![&key.key_id],
@@ -314,16 +379,9 @@ impl LogEntry {
                 ed25519: ed25519.clone(),
                 by: by.clone(),
             }),
-            LogEntry::OpenSession {
-                ts,
-                session,
-                gateway,
-            } => serde_json::to_vec(&OpenSessionWire {
-                cmd: OPEN_SESSION.into(),
-                ts: *ts,
-                session: *session,
-                gateway: gateway.clone(),
-            }),
+            LogEntry::OpenSession { .. }
+            | LogEntry::SessionAlive { .. }
+            | LogEntry::SessionProtect { .. } => return self.encode_session(),
             LogEntry::Sequenced { .. } | LogEntry::Guarded { .. } => {
                 let mut out = Vec::with_capacity(SEQUENCED_HEADER_BYTES + 160);
                 self.encode_into(&mut out)?;
@@ -343,6 +401,11 @@ impl LogEntry {
                 Ok(out)
             }
             LogEntry::Sequenced { .. } | LogEntry::Guarded { .. } => self.wrapper_json(),
+            LogEntry::SessionAlive { ts } => serde_json::to_vec(&SessionAliveWire {
+                cmd: SESSION_ALIVE.into(),
+                ts: *ts,
+            })
+            .map_err(EntryError::Unwritable),
             other => other.encode(),
         }
     }
@@ -367,6 +430,15 @@ impl LogEntry {
             Some(&GUARDED_TAG) => {
                 wrapper_allowed(GUARDED, within)?;
                 return decode_guarded(bytes);
+            }
+            Some(&SESSION_ALIVE_TAG) => {
+                let ts = bytes
+                    .get(1..)
+                    .and_then(|rest| <[u8; 8]>::try_from(rest).ok())
+                    .ok_or(EntryError::SessionAliveLength)?;
+                return Ok(LogEntry::SessionAlive {
+                    ts: u64::from_le_bytes(ts),
+                });
             }
             _ => {}
         }
@@ -433,9 +505,59 @@ fn decode_named(name: String, text: &str, within: Within) -> Result<LogEntry, En
                 ts: wire.ts,
                 session: wire.session,
                 gateway: wire.gateway,
+                cancel_grace_ms: wire.cancel_grace_ms,
+            })
+        }
+        SESSION_ALIVE => {
+            let wire: SessionAliveWire = serde_json::from_str(text)?;
+            Ok(LogEntry::SessionAlive { ts: wire.ts })
+        }
+        SESSION_PROTECT => {
+            let wire: SessionProtectWire = serde_json::from_str(text)?;
+            Ok(LogEntry::SessionProtect {
+                ts: wire.ts,
+                account: wire.account,
+                on: wire.on,
             })
         }
         SEQUENCED | GUARDED => decode_wrapper_json(&name, text, within),
         _ => Err(exchange_codec::CodecError::UnknownCmd(name).into()),
+    }
+}
+
+impl LogEntry {
+    /// A client-session entry's encoding (see [`crate::sessions`]).
+    fn encode_session(&self) -> Result<Vec<u8>, EntryError> {
+        let json = match self {
+            LogEntry::OpenSession {
+                ts,
+                session,
+                gateway,
+                cancel_grace_ms,
+            } => serde_json::to_vec(&OpenSessionWire {
+                cmd: OPEN_SESSION.into(),
+                ts: *ts,
+                session: *session,
+                gateway: gateway.clone(),
+                cancel_grace_ms: *cancel_grace_ms,
+            }),
+            LogEntry::SessionAlive { ts } => {
+                let mut out = Vec::with_capacity(9);
+                out.push(SESSION_ALIVE_TAG);
+                out.extend_from_slice(&ts.to_le_bytes());
+                return Ok(out);
+            }
+            LogEntry::SessionProtect { ts, account, on } => {
+                serde_json::to_vec(&SessionProtectWire {
+                    cmd: SESSION_PROTECT.into(),
+                    ts: *ts,
+                    account: *account,
+                    on: *on,
+                })
+            }
+            // Not session entries: `encode` writes them.
+            _ => return Err(EntryError::NotSession),
+        };
+        json.map_err(EntryError::Unwritable)
     }
 }

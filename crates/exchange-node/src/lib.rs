@@ -48,6 +48,10 @@ pub mod secret_file;
 pub mod sequencer;
 pub mod sessions;
 #[cfg(test)]
+mod sessions_expiry_prop_tests;
+#[cfg(test)]
+mod sessions_expiry_tests;
+#[cfg(test)]
 mod sessions_prop_tests;
 #[cfg(test)]
 mod sessions_tests;

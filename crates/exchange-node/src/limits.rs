@@ -61,6 +61,9 @@ pub const MAX_OPEN_SESSIONS: usize = 4_096;
 pub const MAX_CLOSED_SESSIONS: usize = 4_096;
 /// Longest gateway name a session is opened for, in bytes.
 pub const MAX_GATEWAY_NAME_LEN: usize = 64;
+/// Accounts one session protects at most (cancel-on-disconnect kept by
+/// the cluster, `crate::sessions`); a protection beyond it is refused.
+pub const MAX_PROTECTED_ACCOUNTS: usize = 4_096;
 
 // The replay guard of the replicated state (`crate::replay_guard`).
 
@@ -291,6 +294,12 @@ mod tests {
                 ts: u64::MAX,
                 session: u64::MAX,
                 gateway: "g".repeat(MAX_GATEWAY_NAME_LEN),
+                cancel_grace_ms: Some(u64::MAX),
+            },
+            LogEntry::SessionProtect {
+                ts: u64::MAX,
+                account: u64::MAX,
+                on: false,
             },
             LogEntry::RotateKey {
                 ts: u64::MAX,

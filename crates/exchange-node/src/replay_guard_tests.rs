@@ -199,6 +199,7 @@ fn a_guarded_entry_inside_a_session_is_held_to_both() {
             ts: 1,
             session: 7,
             gateway: "gw-a".into(),
+            cancel_grace_ms: None,
         },
     );
     let applied = next(
@@ -443,6 +444,7 @@ fn admission_picks_the_commands_the_state_applies() {
             ts: 1_004 * NANOS_PER_MS,
             session: 7,
             gateway: "gw".into(),
+            cancel_grace_ms: None,
         },
         sequenced(7, 1, guarded(C, 6_000, deposit(1_005, 1))),
         sequenced(7, 1, guarded(C, 6_000, deposit(1_006, 1))),

@@ -21,7 +21,7 @@ use std::time::Instant;
 use crossbeam_channel::{bounded, unbounded, Receiver, Sender, TrySendError};
 use exchange_replication::transport::Transport;
 use exchange_replication::{Message, ReplicaNode};
-use exchange_types::EventKind;
+use exchange_types::{AccountId, EventKind};
 use thiserror::Error;
 use tokio::sync::{broadcast, oneshot};
 
@@ -153,6 +153,21 @@ impl Handle {
     /// sender has gone, such as cancel-on-disconnect).
     pub fn submit_detached(&self, entry: LogEntry) -> Result<(), SubmitError> {
         self.enqueue(Submission { entry, reply: None })
+    }
+
+    /// Tells the cluster that a client connection of this gateway that
+    /// asked for cancel-on-disconnect opened (`on`) or closed for
+    /// `account`, so that the cluster cancels the account's orders if the
+    /// whole gateway dies ([`crate::sessions`]). Only a gateway in front
+    /// of the replicas has a session to register it in; elsewhere this
+    /// does nothing (a replica serving clients itself dies with its
+    /// clients' connections). Queue it in the connection's order: after
+    /// its cancel when the connection closes.
+    pub fn protect_account(&self, account: AccountId, on: bool) -> Result<(), SubmitError> {
+        if !self.forwards {
+            return Ok(());
+        }
+        self.submit_detached(LogEntry::SessionProtect { ts: 0, account, on })
     }
 
     /// This node's replication state (role, term, leader, commit and
@@ -378,7 +393,7 @@ impl Pipeline {
         };
         let mut threads = Vec::new();
         let inflight = match &settings.role {
-            MirrorRole::Gateway { name, ingress } => {
+            MirrorRole::Gateway { name, ingress, .. } => {
                 let (inflight, forwarder) =
                     Forwarder::new(submit_rx, name, ingress, &settings, &cluster);
                 threads.push(spawn_named("forwarder", move || forwarder.run()));

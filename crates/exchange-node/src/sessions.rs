@@ -16,6 +16,17 @@
 //! stale. A closed session is kept (as a bounded number of tombstones)
 //! rather than forgotten, so that a late copy of its open cannot reopen it.
 //!
+//! A session opened with a grace time (`cancel_grace_ms`) is alive while
+//! its gateway keeps writing: each of its sequenced entries, a keep-alive
+//! among them, sets its last-alive time to the entry's timestamp (the
+//! log's time, never a clock). Once an entry is applied with a time past
+//! last-alive plus the grace, the session expires: it is closed, and the
+//! accounts its gateway's client connections protected
+//! (`LogEntry::SessionProtect`, cancel-on-disconnect) have their orders
+//! cancelled by the state, as if their connections had dropped. A later
+//! open of the same gateway name does the same at once for the sessions
+//! it closes (see [`liveness`]).
+//!
 //! The table is part of the replicated state; it depends on the session
 //! entries alone, so `exchange log dump --core-only` replays it to print
 //! exactly the commands that were applied.
@@ -25,7 +36,13 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-use crate::limits::{MAX_CLOSED_SESSIONS, MAX_GATEWAY_NAME_LEN, MAX_OPEN_SESSIONS};
+use crate::limits::{
+    MAX_CLOSED_SESSIONS, MAX_GATEWAY_NAME_LEN, MAX_OPEN_SESSIONS, MAX_PROTECTED_ACCOUNTS,
+};
+
+#[path = "sessions_liveness.rs"]
+pub mod liveness;
+pub use liveness::Expired;
 
 /// One session of the table.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -37,6 +54,22 @@ pub struct Session {
     /// count then, which orders the tombstones for eviction.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub closed: Option<u64>,
+    /// How long the session may be silent before it expires, in ms; none
+    /// for a session that never expires (opened before keep-alives).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grace_ms: Option<u64>,
+    /// The time of its last entry (its open, then its sequenced entries),
+    /// in the log's nanoseconds; only kept for a session with a grace.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub last_alive: u64,
+    /// The accounts its client connections protect, with how many
+    /// connections protect each.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub protected: BTreeMap<u64, u32>,
+}
+
+fn is_zero(value: &u64) -> bool {
+    *value == 0
 }
 
 /// Why a session entry changed nothing. Every replica decides alike.
@@ -60,6 +93,12 @@ pub enum SessionRefusal {
     IdTaken,
     #[error("the gateway name is empty or longer than {MAX_GATEWAY_NAME_LEN} bytes")]
     GatewayName,
+    #[error("the session protects {MAX_PROTECTED_ACCOUNTS} accounts already")]
+    ProtectFull,
+    /// A session entry (a keep-alive, a protection) outside a sequenced
+    /// entry: it names no session.
+    #[error("the entry belongs inside a sequenced entry")]
+    NotSequenced,
 }
 
 impl SessionRefusal {
@@ -110,8 +149,22 @@ impl Sessions {
 
     /// Opens `session` for `gateway`, closing the gateway's other open
     /// sessions. Opening a session that is open already is a re-submission
-    /// and changes nothing. Scans the table: opens are rare.
+    /// and changes nothing. Scans the table: opens are rare. (A session
+    /// without a grace: what the tests of the table alone need.)
     pub fn open(&mut self, session: u64, gateway: &str) -> Result<(), SessionRefusal> {
+        self.open_at(session, gateway, 0, None).map(|_| ())
+    }
+
+    /// [`Sessions::open`] at the log's time `ts`, with the session's grace
+    /// time; returns the accounts the sessions it closed protected, whose
+    /// orders are to be cancelled (their gateway is gone).
+    pub fn open_at(
+        &mut self,
+        session: u64,
+        gateway: &str,
+        ts: u64,
+        grace_ms: Option<u64>,
+    ) -> Result<Expired, SessionRefusal> {
         if gateway.is_empty() || gateway.len() > MAX_GATEWAY_NAME_LEN {
             return Err(SessionRefusal::GatewayName);
         }
@@ -121,7 +174,7 @@ impl Sessions {
             } else if existing.closed.is_some() {
                 Err(SessionRefusal::ClosedSession)
             } else {
-                Ok(())
+                Ok(Expired::new())
             };
         }
         let open = self.sessions.values().filter(|s| s.closed.is_none());
@@ -134,12 +187,14 @@ impl Sessions {
         if all - same >= MAX_OPEN_SESSIONS {
             return Err(SessionRefusal::TableFull);
         }
+        let mut orphaned = Expired::new();
         if same > 0 {
             let closure = self.closures;
             self.closures += 1;
             for s in self.sessions.values_mut() {
                 if s.closed.is_none() && s.gateway == gateway {
                     s.closed = Some(closure);
+                    orphaned.extend(std::mem::take(&mut s.protected).into_keys());
                 }
             }
             self.evict_tombstones();
@@ -150,9 +205,12 @@ impl Sessions {
                 gateway: gateway.to_string(),
                 last_seq: 0,
                 closed: None,
+                grace_ms,
+                last_alive: if grace_ms.is_some() { ts } else { 0 },
+                protected: BTreeMap::new(),
             },
         );
-        Ok(())
+        Ok(orphaned)
     }
 
     /// Admits sequence number `seq` of `session`: it becomes the session's

@@ -99,6 +99,7 @@ fn open_entry(session: usize) -> LogEntry {
         ts: 0,
         session: session_id(session),
         gateway: format!("gateway-{session}"),
+        cancel_grace_ms: None,
     }
 }
 

@@ -28,6 +28,7 @@ fn open(session: u64, gateway: &str) -> LogEntry {
         ts: 1,
         session,
         gateway: gateway.into(),
+        cancel_grace_ms: None,
     }
 }
 

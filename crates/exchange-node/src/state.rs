@@ -35,6 +35,9 @@ use crate::history::{History, OrderRecord};
 use crate::replay_guard::{GuardRefusal, ReplayGuard, NANOS_PER_MS};
 use crate::sessions::{SessionRefusal, Sessions};
 
+#[path = "state_sessions.rs"]
+mod state_sessions;
+
 /// What snapshot bytes start with, before the version. Version 1 started
 /// with the engine snapshot's length instead, as a little-endian `u64`:
 /// read as one, these bytes and any version are over 8 × 10^13 (80 TB),
@@ -81,6 +84,11 @@ pub struct Applied {
     /// then `"replayed"`, `"stale_request"` or `"replay_guard_full"`, and
     /// it has no events; an applied one's outcome is its inner entry's.
     pub guard_refusal: Option<GuardRefusal>,
+    /// How many of `events`, first, are the cancels of expired client
+    /// sessions' protected accounts ([`crate::sessions`]), which the
+    /// state issued when this entry's time showed them expired; the
+    /// entry's own events follow.
+    pub expiry_events: usize,
 }
 
 impl Applied {
@@ -109,6 +117,11 @@ pub struct ServerState {
     /// Raft index of the last log entry (a batch of commands) applied. Not
     /// part of the snapshot bytes: the snapshot's Raft metadata carries it.
     pub raft_index: u64,
+    /// No client session can expire before an entry later than this (log
+    /// nanoseconds). Never above the true earliest expiry, so it decides
+    /// only when the table is scanned, never what expires: not part of the
+    /// snapshot (0 after a restore: the first entry scans).
+    expiry_due: u64,
 }
 
 #[derive(Debug, Error)]
@@ -181,6 +194,7 @@ impl ServerState {
             replay_guard: ReplayGuard::default(),
             applied_index: 0,
             raft_index: 0,
+            expiry_due: 0,
         }
     }
 
@@ -198,6 +212,11 @@ impl ServerState {
             events: Vec::with_capacity(8),
             ..Applied::default()
         };
+        // Time passes before the entry acts: an entry of an expired
+        // session finds it closed.
+        if applied.ts > self.expiry_due {
+            self.expire_sessions(&mut applied);
+        }
         match entry {
             // The hot path, as direct as before sessions.
             LogEntry::Core(stamped) => self.apply_command(index, stamped, &mut applied),
@@ -214,23 +233,10 @@ impl ServerState {
     fn apply_entry(&mut self, index: u64, entry: &LogEntry, applied: &mut Applied) {
         match entry {
             LogEntry::Core(stamped) => self.apply_command(index, stamped, applied),
-            LogEntry::OpenSession {
-                session, gateway, ..
-            } => {
-                applied.command = "open_session";
-                applied.session_refusal = self.sessions.open(*session, gateway).err();
-            }
-            LogEntry::Sequenced {
-                session,
-                seq,
-                entry,
-            } => match self.sessions.admit(*session, *seq) {
-                Ok(()) => self.apply_entry(index, entry, applied),
-                Err(refusal) => {
-                    applied.command = refusal.sequenced_command();
-                    applied.session_refusal = Some(refusal);
-                }
-            },
+            LogEntry::OpenSession { .. }
+            | LogEntry::Sequenced { .. }
+            | LogEntry::SessionAlive { .. }
+            | LogEntry::SessionProtect { .. } => self.apply_session_entry(index, entry, applied),
             LogEntry::Guarded {
                 fingerprint,
                 forget_after_ms,
@@ -312,6 +318,8 @@ impl ServerState {
             LogEntry::Core(_)
             | LogEntry::OpenSession { .. }
             | LogEntry::Sequenced { .. }
+            | LogEntry::SessionAlive { .. }
+            | LogEntry::SessionProtect { .. }
             | LogEntry::Guarded { .. } => {}
         }
     }
@@ -320,8 +328,10 @@ impl ServerState {
     fn apply_command(&mut self, index: u64, stamped: &Stamped, applied: &mut Applied) {
         applied.command = stamped.command.name();
         applied.actor = command_account(&stamped.command);
+        let before = applied.events.len();
         self.engine.apply(stamped, &mut applied.events);
-        self.market_sequences.record(index, &applied.events);
+        self.market_sequences
+            .record(index, &applied.events[before..]);
     }
 
     /// Time of the last applied entry, so the sequencer's clock resumes
@@ -428,6 +438,7 @@ fn restore_replicated(bytes: &[u8]) -> Result<ServerState, StateSnapshotError> {
         replay_guard: gateway.replay_guard,
         applied_index: gateway.applied_index,
         raft_index: 0,
+        expiry_due: 0,
     })
 }
 

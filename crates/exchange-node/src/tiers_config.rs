@@ -50,6 +50,12 @@ pub struct TiersConfig {
     /// Gateway: its name; a restarted gateway of the same name replaces
     /// its previous session (whose late commands are refused as stale).
     pub name: String,
+    /// Gateway: how long the cluster waits, after the gateway's last entry
+    /// in the log, before it cancels the orders of the accounts its
+    /// cancel-on-disconnect connections protect (the gateway died). The
+    /// gateway writes a keep-alive entry every 500 ms it sends nothing
+    /// else, so this must be well above that, and above a leader change.
+    pub cancel_grace_ms: u64,
     /// This process's id in the cluster's channel handshakes (for their
     /// logs): distinct from the replicas' node ids.
     pub process_id: u64,
@@ -72,6 +78,7 @@ impl Default for TiersConfig {
             ingress: Vec::new(),
             stream: Vec::new(),
             name: "gateway".into(),
+            cancel_grace_ms: 10_000,
             process_id: 1_000,
             clients: true,
             running_as: Tier::Replica,
@@ -79,8 +86,17 @@ impl Default for TiersConfig {
     }
 }
 
+/// A grace shorter than this would expire a live gateway's session between
+/// two of its keep-alives (sent every 500 ms) as soon as one is late.
+pub const MIN_CANCEL_GRACE_MS: u64 = 2_000;
+
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum TiersError {
+    #[error(
+        "`[tiers] cancel_grace_ms` is {0}: it must be at least {MIN_CANCEL_GRACE_MS} \
+         (the gateway's keep-alives come every 500 ms)"
+    )]
+    GraceTooShort(u64),
     #[error("a {0} needs `[tiers] stream`: the replicas' log-stream addresses")]
     NoStream(&'static str),
     #[error("a gateway needs `[tiers] ingress`: every replica's ingress as ID=HOST:PORT")]
@@ -137,10 +153,14 @@ impl TiersConfig {
         if stream.is_empty() {
             return Err(TiersError::NoStream(tier.as_str()));
         }
+        if tier == Tier::Gateway && self.cancel_grace_ms < MIN_CANCEL_GRACE_MS {
+            return Err(TiersError::GraceTooShort(self.cancel_grace_ms));
+        }
         let role = match tier {
             Tier::Gateway => MirrorRole::Gateway {
                 name: self.name.clone(),
                 ingress: self.ingress_addrs()?,
+                cancel_grace_ms: self.cancel_grace_ms,
             },
             _ => MirrorRole::MarketData,
         };
@@ -209,9 +229,22 @@ mod tests {
             Some(TiersError::NoIngress)
         );
         tiers.ingress = vec!["1=127.0.0.1:7101".into(), "2=127.0.0.1:7102".into()];
+        tiers.cancel_grace_ms = MIN_CANCEL_GRACE_MS - 1;
+        assert_eq!(
+            tiers.mirror(Tier::Gateway, key.clone()).err(),
+            Some(TiersError::GraceTooShort(MIN_CANCEL_GRACE_MS - 1))
+        );
+        tiers.cancel_grace_ms = MIN_CANCEL_GRACE_MS;
         let settings = tiers.mirror(Tier::Gateway, key.clone()).expect("valid");
         match settings.role {
-            MirrorRole::Gateway { ingress, .. } => assert_eq!(ingress.len(), 2),
+            MirrorRole::Gateway {
+                ingress,
+                cancel_grace_ms,
+                ..
+            } => {
+                assert_eq!(ingress.len(), 2);
+                assert_eq!(cancel_grace_ms, MIN_CANCEL_GRACE_MS);
+            }
             MirrorRole::MarketData => panic!("a gateway"),
         }
         tiers.stream = vec!["nowhere".into()];

@@ -67,25 +67,29 @@ fn dump(args: &DumpArgs) -> anyhow::Result<()> {
         let entries =
             decode_entry_payload(&record.payload).with_context(|| format!("entry {index}"))?;
         for entry in entries {
-            let json = if args.core_only {
-                // A wrapped command is printed bare, if it was applied.
-                let Some(stamped) = admission.core_command(&entry) else {
-                    continue;
-                };
-                LogEntry::Core(stamped.clone()).to_json()
+            let lines_of: Vec<LogEntry> = if args.core_only {
+                // What the state applied, bare: a wrapped command if it was
+                // applied, and the cancels of expired client sessions.
+                admission
+                    .core_commands(&entry)
+                    .into_iter()
+                    .map(LogEntry::Core)
+                    .collect()
             } else {
-                entry.to_json()
+                vec![entry]
             };
-            let json = json.with_context(|| format!("entry {index}"))?;
-            if args.with_index {
-                write!(out, "{{\"index\":{index},\"entry\":")?;
-                out.write_all(&json)?;
-                out.write_all(b"}\n")?;
-            } else {
-                out.write_all(&json)?;
-                out.write_all(b"\n")?;
+            for line in lines_of {
+                let json = line.to_json().with_context(|| format!("entry {index}"))?;
+                if args.with_index {
+                    write!(out, "{{\"index\":{index},\"entry\":")?;
+                    out.write_all(&json)?;
+                    out.write_all(b"}\n")?;
+                } else {
+                    out.write_all(&json)?;
+                    out.write_all(b"\n")?;
+                }
+                lines += 1;
             }
-            lines += 1;
         }
         Ok(())
     });
@@ -120,6 +124,7 @@ mod tests {
             ts: 1,
             session,
             gateway: gateway.into(),
+            cancel_grace_ms: None,
         }
     }
 
@@ -151,7 +156,8 @@ mod tests {
         let mut admission = Admission::new();
         let printed: Vec<LogEntry> = log
             .iter()
-            .filter_map(|entry| admission.core_command(entry).cloned().map(LogEntry::Core))
+            .flat_map(|entry| admission.core_commands(entry))
+            .map(LogEntry::Core)
             .collect();
         assert_eq!(
             printed,

@@ -46,6 +46,11 @@ pub struct GatewayArgs {
     /// its previous session.
     #[arg(long)]
     name: Option<String>,
+    /// How long after this gateway's last log entry the cluster cancels
+    /// the orders its cancel-on-disconnect clients protect (it died), in
+    /// milliseconds; at least 2000.
+    #[arg(long)]
+    cancel_grace_ms: Option<u64>,
     /// File (mode 0600) with the replicas' master key, which API secrets
     /// are derived from (EXCHANGE_MASTER_KEY wins).
     #[arg(long)]
@@ -99,6 +104,9 @@ pub fn gateway(args: GatewayArgs) -> anyhow::Result<()> {
     }
     if let Some(name) = args.name {
         config.tiers.name = name;
+    }
+    if let Some(grace) = args.cancel_grace_ms {
+        config.tiers.cancel_grace_ms = grace;
     }
     if args.master_key_file.is_some() {
         config.master_key_file = args.master_key_file;

@@ -69,6 +69,9 @@ pub fn encode_submit(entries: &[LogEntry]) -> Result<Vec<u8>, WireError> {
     Ok(frame)
 }
 
+// Gateways now keep their sessions alive with log entries instead; the
+// frame is still read from gateways that send it.
+#[cfg_attr(not(test), allow(dead_code))]
 pub fn encode_heartbeat() -> Vec<u8> {
     vec![HEARTBEAT]
 }

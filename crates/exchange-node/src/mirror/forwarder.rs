@@ -13,14 +13,17 @@ use exchange_replication::transport::channel::{Channel, ChannelReader, ChannelWr
 use exchange_replication::transport::ClusterKey;
 
 use super::inflight::InFlight;
-use crate::ingress::wire::{decode_downstream, encode_heartbeat, encode_submit, Downstream};
+use crate::entry::LogEntry;
+use crate::ingress::wire::{decode_downstream, encode_submit, Downstream};
 use crate::ingress::PROTOCOL;
 use crate::limits::MAX_BATCH;
 use crate::pipeline::Submission;
 
 /// A connection attempt gives up after this.
 const CONNECT_TIMEOUT: Duration = Duration::from_millis(500);
-/// Sent when nothing else was for this long...
+/// A keep-alive entry is sent when nothing else was for this long: it
+/// keeps the gateway's session alive in the log (so the cluster does not
+/// cancel what its clients protect) and is the leader's heartbeat...
 const HEARTBEAT_EVERY: Duration = Duration::from_millis(500);
 /// ...and the leader is given up when it has sent nothing for this long.
 const LEADER_SILENT: Duration = Duration::from_secs(3);
@@ -63,7 +66,14 @@ impl Forwarder {
         settings: &super::MirrorSettings,
         cluster: &crate::replication::ClusterShared,
     ) -> (Arc<Mutex<InFlight>>, Forwarder) {
-        let inflight = Arc::new(Mutex::new(InFlight::new(super::new_session_id(), name)));
+        let grace = match settings.role {
+            super::MirrorRole::Gateway {
+                cancel_grace_ms, ..
+            } => Some(cancel_grace_ms),
+            super::MirrorRole::MarketData => None,
+        };
+        let session = super::new_session_id();
+        let inflight = Arc::new(Mutex::new(InFlight::new(session, name, grace)));
         let forwarder = Forwarder {
             submit,
             inflight: inflight.clone(),
@@ -203,10 +213,12 @@ impl Forwarder {
                 default(HEARTBEAT_EVERY) => {}
             }
             if last_sent.elapsed() >= HEARTBEAT_EVERY {
-                if writer.send(&encode_heartbeat()).is_err() {
+                let alive = lock(&self.inflight).take(LogEntry::SessionAlive { ts: 0 }, None);
+                if send_all(writer, vec![alive]).is_err() {
                     return Ended::Lost(None);
                 }
                 last_sent = Instant::now();
+                oldest_unseen.get_or_insert(last_sent);
             }
             if lock(&self.inflight).len() == 0 {
                 oldest_unseen = None;

@@ -27,13 +27,14 @@ pub(crate) struct Pending {
 }
 
 impl InFlight {
-    pub(crate) fn new(session: u64, gateway: &str) -> InFlight {
+    pub(crate) fn new(session: u64, gateway: &str, cancel_grace_ms: Option<u64>) -> InFlight {
         InFlight {
             session,
             opening: Some(LogEntry::OpenSession {
                 ts: 0,
                 session,
                 gateway: gateway.to_string(),
+                cancel_grace_ms,
             }),
             next_seq: 1,
             pending: BTreeMap::new(),
@@ -116,7 +117,7 @@ mod tests {
 
     #[test]
     fn each_reply_is_answered_once_and_skipped_ones_are_dropped() {
-        let mut inflight = InFlight::new(9, "gw-a");
+        let mut inflight = InFlight::new(9, "gw-a", Some(1_000));
         let mut waiters = Vec::new();
         let mut sent = Vec::new();
         for ts in 1..=4 {

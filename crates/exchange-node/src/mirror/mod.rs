@@ -27,9 +27,11 @@ pub enum MirrorRole {
     /// ingress. `name` identifies the gateway across restarts: a restarted
     /// gateway's session replaces its previous one, whose late submissions
     /// are then refused as stale.
+    /// `cancel_grace_ms`: its session's grace (see [`crate::sessions`]).
     Gateway {
         name: String,
         ingress: BTreeMap<u64, SocketAddr>,
+        cancel_grace_ms: u64,
     },
     /// Market data only: takes no submissions.
     MarketData,
