@@ -17,6 +17,7 @@ mod cli;
 mod cluster;
 mod http;
 mod netns;
+mod orders_check;
 mod ports;
 mod rng;
 mod server;
@@ -37,6 +38,9 @@ pub use cluster::{
 pub use http::{
     build_request, connect_from, limit, parse_response, resting_order, send_raw, send_raw_from,
     sign, signature_headers, units, unix_now_ms, Account, Client, Response, ADMIN_TOKEN,
+};
+pub use orders_check::{
+    each_process_holds_orders_as_expected, open_order_counts, percentile, Expected,
 };
 pub use ports::{cluster_port_base, free_port, tiered_port_base};
 pub use rng::Rng;

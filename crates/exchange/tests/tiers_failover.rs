@@ -9,7 +9,8 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use exchange_testkit::{
-    resting_order, wait_until, Account, Client, OnPanic, TieredVenue, DEADLINE,
+    each_process_holds_orders_as_expected, percentile, resting_order, wait_until, Account, Client,
+    Expected, OnPanic, TieredVenue, DEADLINE,
 };
 
 /// The binary under test.
@@ -76,11 +77,6 @@ struct Run {
     stop: AtomicBool,
     killed: AtomicBool,
     total: AtomicUsize,
-}
-
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    let at = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted.get(at).copied().unwrap_or_default()
 }
 
 /// The two tests share the machine's cores: one at a time.
@@ -163,59 +159,17 @@ fn kill_the_leader_under_load(venue: &mut TieredVenue) {
         reports.iter().map(|r| r.acked_after_kill).sum::<usize>() > 0,
         "the load did not continue after the failover"
     );
-    every_process_holds_each_acked_order_once(venue, &accounts, &reports);
-}
-
-/// Every live replica and gateway serves the orders from its own applied
-/// state; each acknowledged order is there once, and no other.
-fn every_process_holds_each_acked_order_once(
-    venue: &TieredVenue,
-    accounts: &[Account],
-    reports: &[Report],
-) {
     let ports: Vec<u16> = venue
         .replica_ports()
         .into_iter()
         .chain(venue.gateway_ports.iter().copied())
         .collect();
-    for port in ports {
-        let api = Client { port };
-        for (i, (account, report)) in accounts.iter().zip(reports).enumerate() {
-            let mut count = Default::default();
-            wait_until("the process caught up with the acknowledged orders", || {
-                count = open_order_counts(&api, account);
-                report.acked.iter().all(|id| count.contains_key(id))
-            });
-            for id in &report.acked {
-                assert_eq!(
-                    count.get(id).copied(),
-                    Some(1),
-                    "port {port}: acknowledged order {id} of worker {i} must be there exactly once"
-                );
-            }
-            let prefix = format!("w{i}-");
-            assert!(
-                count.keys().all(|id| id.starts_with(&prefix)),
-                "port {port}: an order no client sent: {count:?}"
-            );
-        }
-    }
-}
-
-/// How many times each client order id is among `account`'s open orders
-/// (they all rest: the test's orders never cross).
-fn open_order_counts(api: &Client, account: &Account) -> std::collections::BTreeMap<String, usize> {
-    let mut count = std::collections::BTreeMap::new();
-    let Ok(response) = api.try_signed(account, "GET", "/v1/orders", "") else {
-        return count;
-    };
-    if response.status != 200 {
-        return count;
-    }
-    let listed = response.json();
-    for order in listed["orders"].as_array().cloned().unwrap_or_default() {
-        let id = order["client_order_id"].as_str().unwrap_or_default();
-        *count.entry(id.to_owned()).or_default() += 1;
-    }
-    count
+    let expected: Vec<Expected> = reports
+        .iter()
+        .map(|r| Expected {
+            acked: &r.acked,
+            ..Expected::default()
+        })
+        .collect();
+    each_process_holds_orders_as_expected(&ports, &accounts, &expected);
 }

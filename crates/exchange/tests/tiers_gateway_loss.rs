@@ -11,7 +11,8 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use exchange_testkit::{
-    resting_order, wait_until, Account, Client, OnPanic, TieredVenue, DEADLINE,
+    each_process_holds_orders_as_expected, percentile, resting_order, wait_until, Account, Client,
+    Expected, OnPanic, TieredVenue, DEADLINE,
 };
 
 /// The binary under test.
@@ -92,11 +93,6 @@ fn worker(gateways: &[Client], first: usize, account: &Account, name: &str, run:
     report
 }
 
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    let at = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted.get(at).copied().unwrap_or_default()
-}
-
 fn report_latency(reports: &[Report]) {
     let mut latencies: Vec<Duration> = reports.iter().flat_map(|r| r.latencies.clone()).collect();
     latencies.sort();
@@ -146,7 +142,7 @@ fn restart_and_compare(venue: &mut TieredVenue, accounts: &[Account], reports: &
     }
     let mut all_ports = venue.replica_ports();
     all_ports.extend(venue.gateway_ports.iter().copied());
-    every_process_holds_each_acked_order_once(&all_ports, accounts, reports);
+    each_process_holds_orders_as_expected(&all_ports, accounts, &expected(reports));
 }
 
 #[test]
@@ -201,7 +197,7 @@ fn a_lost_gateway_loses_no_acknowledged_order_and_comes_back_in_a_new_session() 
         assert!(report.acked_after_move > 0, "worker {i} did not carry on");
     }
     let replicas: Vec<u16> = venue.replica_ports();
-    every_process_holds_each_acked_order_once(&replicas, &accounts, &reports);
+    each_process_holds_orders_as_expected(&replicas, &accounts, &expected(&reports));
 
     restart_and_compare(&mut venue, &accounts, &reports);
     each_incarnation_opened_a_session_of_its_own(&mut venue);
@@ -248,71 +244,15 @@ fn each_incarnation_opened_a_session_of_its_own(venue: &mut TieredVenue) {
     );
 }
 
-/// Each process on `ports` holds every acknowledged order once, an order
-/// whose answer was cut off at most once, and no order no client sent.
-fn every_process_holds_each_acked_order_once(
-    ports: &[u16],
-    accounts: &[Account],
-    reports: &[Report],
-) {
-    for &port in ports {
-        let api = Client { port };
-        for (i, (account, report)) in accounts.iter().zip(reports).enumerate() {
-            let started = Instant::now();
-            let count = loop {
-                let count = open_order_counts(&api, account);
-                let missing: Vec<&String> = report
-                    .acked
-                    .iter()
-                    .filter(|id| !count.contains_key(*id))
-                    .collect();
-                if missing.is_empty() {
-                    break count;
-                }
-                assert!(
-                    started.elapsed() < DEADLINE,
-                    "port {port} never showed acknowledged orders {missing:?} of worker {i}; \
-                     holds {count:?}"
-                );
-                std::thread::sleep(Duration::from_millis(20));
-            };
-            for id in &report.acked {
-                assert_eq!(
-                    count.get(id).copied(),
-                    Some(1),
-                    "port {port}: acknowledged order {id} of worker {i} must be there exactly once"
-                );
-            }
-            for id in &report.unknown {
-                assert!(
-                    count.get(id).copied().unwrap_or(0) <= 1,
-                    "port {port}: order {id} applied twice"
-                );
-            }
-            let prefix = format!("w{i}-");
-            assert!(
-                count.keys().all(|id| id.starts_with(&prefix)),
-                "port {port}: an order no client sent: {count:?}"
-            );
-        }
-    }
-}
-
-/// How many times each client order id is among `account`'s open orders
-/// (the gateways keep no history; the test's orders never cross, so every
-/// one stays open).
-fn open_order_counts(api: &Client, account: &Account) -> BTreeMap<String, usize> {
-    let mut count = BTreeMap::new();
-    let Ok(response) = api.try_signed(account, "GET", "/v1/orders", "") else {
-        return count;
-    };
-    if response.status != 200 {
-        return count;
-    }
-    let listed = response.json();
-    for order in listed["orders"].as_array().cloned().unwrap_or_default() {
-        let id = order["client_order_id"].as_str().unwrap_or_default();
-        *count.entry(id.to_owned()).or_default() += 1;
-    }
-    count
+/// Each worker's acknowledged orders, and those whose answer the kill cut
+/// off.
+fn expected(reports: &[Report]) -> Vec<Expected<'_>> {
+    reports
+        .iter()
+        .map(|r| Expected {
+            acked: &r.acked,
+            at_most_once: &r.unknown,
+            ..Expected::default()
+        })
+        .collect()
 }

@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use exchange_testkit::ws::{self, Socket};
-use exchange_testkit::{limit, wait_until, Client, OnPanic, TieredVenue};
+use exchange_testkit::{limit, percentile, wait_until, Client, OnPanic, TieredVenue};
 use serde_json::{json, Value};
 use tungstenite::Message;
 
@@ -175,11 +175,6 @@ fn trader(gateway: &Client, stop: &AtomicBool, trades: &AtomicUsize) -> Vec<Dura
         n += 1;
     }
     latencies
-}
-
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    let at = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted.get(at).copied().unwrap_or_default()
 }
 
 #[test]

@@ -7,12 +7,12 @@
 //! see nothing. Once healed, everything in flight is applied exactly once
 //! and gateway 0's clients are acknowledged again.
 
-use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use exchange_testkit::{
-    resting_order, wait_until, Account, Client, Link, OnPanic, TieredVenue, DEADLINE,
+    each_process_holds_orders_as_expected, percentile, resting_order, wait_until, Account, Client,
+    Expected, Link, OnPanic, TieredVenue, DEADLINE,
 };
 
 /// The binary under test.
@@ -85,11 +85,6 @@ fn worker(gateway: &Client, gw: usize, account: &Account, name: &str, run: &Run)
         }
     }
     report
-}
-
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    let at = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted.get(at).copied().unwrap_or_default()
 }
 
 fn report_latency(what: &str, reports: &[&Report]) {
@@ -230,66 +225,18 @@ fn cut_off_under_load(stream: bool) {
     );
     let unavailable: usize = reports.iter().map(|r| r.unavailable.len()).sum();
     eprintln!("{unavailable} orders answered 503");
-    every_process_holds_each_acked_order_once(&venue, &accounts, &reports);
-}
-
-/// Every replica and gateway holds each acknowledged order once, no order
-/// answered `503`, and no order no client sent.
-fn every_process_holds_each_acked_order_once(
-    venue: &TieredVenue,
-    accounts: &[Account],
-    reports: &[Report],
-) {
     let ports: Vec<u16> = venue
         .replica_ports()
         .into_iter()
         .chain(venue.gateway_ports.iter().copied())
         .collect();
-    for port in ports {
-        let api = Client { port };
-        for (i, (account, report)) in accounts.iter().zip(reports).enumerate() {
-            let mut count = Default::default();
-            wait_until("the process caught up with the acknowledged orders", || {
-                count = open_order_counts(&api, account);
-                report.acked.iter().all(|id| count.contains_key(id))
-            });
-            for id in &report.acked {
-                assert_eq!(
-                    count.get(id).copied(),
-                    Some(1),
-                    "port {port}: acknowledged order {id} of worker {i} must be there exactly once"
-                );
-            }
-            for id in &report.unavailable {
-                assert!(
-                    !count.contains_key(id),
-                    "port {port}: order {id} was answered 503 yet applied"
-                );
-            }
-            let prefix = format!("w{i}-");
-            assert!(
-                count.keys().all(|id| id.starts_with(&prefix)),
-                "port {port}: an order no client sent: {count:?}"
-            );
-        }
-    }
-}
-
-/// How many times each client order id is among `account`'s open orders
-/// (the gateways keep no history; the test's orders never cross, so every
-/// one stays open).
-fn open_order_counts(api: &Client, account: &Account) -> BTreeMap<String, usize> {
-    let mut count = BTreeMap::new();
-    let Ok(response) = api.try_signed(account, "GET", "/v1/orders", "") else {
-        return count;
-    };
-    if response.status != 200 {
-        return count;
-    }
-    let listed = response.json();
-    for order in listed["orders"].as_array().cloned().unwrap_or_default() {
-        let id = order["client_order_id"].as_str().unwrap_or_default();
-        *count.entry(id.to_owned()).or_default() += 1;
-    }
-    count
+    let expected: Vec<Expected> = reports
+        .iter()
+        .map(|r| Expected {
+            acked: &r.acked,
+            absent: &r.unavailable,
+            ..Expected::default()
+        })
+        .collect();
+    each_process_holds_orders_as_expected(&ports, &accounts, &expected);
 }
