@@ -77,7 +77,7 @@ impl Widest {
             // is the longer (and the longer name).
             reference_price_rule: ReferencePriceRule::LimitNearest,
             phase: Some(Phase::VolatilityAuction),
-            hidden_min_notional: None,
+            hidden_min_notional: Some(dec),
         }))
     }
 
