@@ -70,6 +70,8 @@ pub enum ServerError {
     Schedule(String),
     #[error("tiers: {0}")]
     Tiers(#[from] exchange_node::tiers_config::TiersError),
+    #[error("cluster key: {0}")]
+    ClusterKey(#[from] exchange_node::cluster_key::ClusterKeyError),
 }
 
 fn pipeline_config(config: &Config) -> Result<PipelineConfig, ServerError> {

@@ -75,10 +75,7 @@ pub(crate) fn start_mirror(
     pipeline_config: exchange_node::PipelineConfig,
 ) -> Result<(Pipeline, RecoveryReport), ServerError> {
     let key = match &config.cluster.key_file {
-        Some(path) => Some(
-            exchange_node::cluster_key::load(path)
-                .map_err(|e| ServerError::Gateway(format!("cluster key: {e}")))?,
-        ),
+        Some(path) => Some(exchange_node::cluster_key::load(path)?),
         None => None,
     };
     let settings = config.tiers.mirror(tier, key)?;
