@@ -57,19 +57,46 @@ pub async fn change_voters(
                 Json(json!({ "proposed": what, "id": id })),
             ))
         }
-        Err(MembershipError::NotLeader { leader }) => {
-            Err(exchange_node::sequencer::SubmitError::NotLeader {
-                leader,
-                leader_url: leader.and_then(|id| app.handle.leader_urls().get(&id).cloned()),
-            }
-            .into())
+        Err(error) => Err(membership_error(&app, error)),
+    }
+}
+
+/// `{"to": ID}`, or `{}` for the most up-to-date other voter.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LeaderTransfer {
+    to: Option<u64>,
+}
+
+/// `POST /admin/replication/leader`: the leader hands leadership over
+/// (before it is stopped for an upgrade, say). `202` once the transfer has
+/// started; the new leader shows in `GET /admin/replication`, and if the
+/// target cannot take over within an election timeout this node stays
+/// leader.
+pub async fn transfer_leader(
+    State(app): State<AppState>,
+    _admin: Admin,
+    JsonBody(request): JsonBody<LeaderTransfer>,
+) -> Result<(StatusCode, Json<Value>), ApiError> {
+    match app.handle.transfer_leader(request.to).await {
+        Ok(to) => Ok((StatusCode::ACCEPTED, Json(json!({ "transferring_to": to })))),
+        Err(error) => Err(membership_error(&app, error)),
+    }
+}
+
+fn membership_error(app: &AppState, error: MembershipError) -> ApiError {
+    match error {
+        MembershipError::NotLeader { leader } => exchange_node::sequencer::SubmitError::NotLeader {
+            leader,
+            leader_url: leader.and_then(|id| app.handle.leader_urls().get(&id).cloned()),
         }
-        Err(MembershipError::Stopped) => Err(exchange_node::sequencer::SubmitError::Stopped.into()),
-        Err(error) => Err(ApiError::new(
+        .into(),
+        MembershipError::Stopped => exchange_node::sequencer::SubmitError::Stopped.into(),
+        error => ApiError::new(
             StatusCode::CONFLICT,
             "membership_refused",
             error.to_string(),
-        )),
+        ),
     }
 }
 

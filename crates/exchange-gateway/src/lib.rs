@@ -229,6 +229,7 @@ fn admin_routes(routes: Router<AppState>) -> Router<AppState> {
         .route("/admin/keys/{key_id}/rotate", post(keys::admin_rotate))
         .route("/admin/replication", get(cluster::replication))
         .route("/admin/replication/voters", post(cluster::change_voters))
+        .route("/admin/replication/leader", post(cluster::transfer_leader))
         .route("/admin/deposits", post(admin::deposit))
         .route("/admin/withdrawals", post(admin::withdraw))
         .route("/admin/instruments", post(admin::add_instrument))

@@ -96,6 +96,8 @@ fn node_paths() -> Value {
     let voters_body = json!({ "type": "object", "properties": {
         "add": { "type": "integer" }, "remove": { "type": "integer" },
         "raft_addr": { "type": "string" } } });
+    let leader_body = json!({ "type": "object", "properties": {
+        "to": { "type": "integer", "minimum": 1 } } });
     let state_hash = json!({ "name": "state_hash", "in": "query", "required": false,
         "schema": { "type": "string", "enum": ["true"] },
         "description": "also hash the state (serialises it whole)" });
@@ -132,6 +134,15 @@ fn node_paths() -> Value {
             "requestBody": body(voters_body),
             "responses": responses(
                 &[("202", ok_object("proposed; effective once committed"))],
+                &["400", "401", "409", "413", "503"]) } },
+        "/admin/replication/leader": { "post": {
+            "summary": concat!(
+                "Hand leadership to voter {\"to\": ID}, or ({}) to the most ",
+                "up-to-date other voter; the new leader shows in /admin/replication"),
+            "security": admin(),
+            "requestBody": body(leader_body),
+            "responses": responses(
+                &[("202", ok_object("transfer started"))],
                 &["400", "401", "409", "413", "503"]) } },
         "/admin/status": { "get": {
             "summary": "Node status for the operator dashboard (docs/ui.md)", "security": admin(),

@@ -23,3 +23,9 @@ pub use journal::{
 };
 pub use record::{Entry, MAX_PAYLOAD_BYTES};
 pub use snapshots::Snapshot;
+
+/// The first bytes of every journal segment: the segment format's name
+/// and version. A binary that writes another refuses this one's files.
+pub const JOURNAL_FORMAT: &[u8; 8] = journal::SEGMENT_MAGIC;
+/// The first bytes of every snapshot file, as [`JOURNAL_FORMAT`].
+pub const SNAPSHOT_FORMAT: &[u8; 8] = snapshots::MAGIC;

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use crate::error::JournalError;
 use crate::journal::sync_dir;
 
-const MAGIC: &[u8; 8] = b"EXSNAPF1";
+pub(crate) const MAGIC: &[u8; 8] = b"EXSNAPF1";
 const HEADER_BYTES: usize = 8 + 8 + 8 + 8 + 4;
 
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -201,6 +201,17 @@ impl Handle {
         answer.await.map_err(|_| MembershipError::Stopped)?
     }
 
+    /// Asks the leader's Raft thread to hand leadership to `to` (or the
+    /// most up-to-date other voter); answers with the voter it goes to.
+    /// The transfer itself completes, or times out, afterwards.
+    pub async fn transfer_leader(&self, to: Option<u64>) -> Result<u64, MembershipError> {
+        let (reply, answer) = oneshot::channel();
+        self.control
+            .try_send(RaftControl::TransferLeader { to, reply })
+            .map_err(|_| MembershipError::Stopped)?;
+        answer.await.map_err(|_| MembershipError::Stopped)?
+    }
+
     /// The nodes' HTTP addresses as configured.
     pub fn leader_urls(&self) -> std::collections::BTreeMap<u64, String> {
         self.cluster.urls()

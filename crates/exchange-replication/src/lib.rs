@@ -29,4 +29,8 @@ pub use raft::eraftpb::ConfState;
 pub use raft::eraftpb::Message;
 pub use snapshot_file::{snapshot_state, write_snapshot};
 pub use storage::{DiskStorage, SnapshotData, StorageOptions, StorageRecovery};
+/// The first bytes of the Raft hard-state file: its format and version.
+pub const RAFT_STATE_FORMAT: &[u8; 8] = state_file::MAGIC;
+/// What the Raft transport's handshake opens with: the protocol's version.
+pub const RAFT_PROTOCOL: [u8; 8] = transport::auth::MAGIC;
 pub use types::{Committed, CommittedKind, Membership, ReadyOutcome, ReplicaStatus, Role};

@@ -15,7 +15,7 @@ use raft::eraftpb::{ConfState, HardState};
 
 use crate::error::{io, ReplicationError};
 
-const MAGIC: &[u8; 8] = b"EXRAFTS1";
+pub(crate) const MAGIC: &[u8; 8] = b"EXRAFTS1";
 pub(crate) const FILE_NAME: &str = "raft-state";
 
 /// What the file holds.

@@ -10,6 +10,7 @@ mod log;
 mod replay;
 mod report;
 mod tier;
+mod version;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -72,6 +73,9 @@ enum Cmd {
     /// A market-data gateway: the public WebSocket channels and the feed,
     /// from any replica's log.
     MdGateway(tier::MdGatewayArgs),
+    /// This binary's version, and with --formats the formats it reads and
+    /// writes (JSON).
+    Version(version::VersionArgs),
 }
 
 #[derive(clap::Args)]
@@ -335,6 +339,10 @@ fn run(command: Cmd) -> anyhow::Result<()> {
         Cmd::Serve(args) => serve(args),
         Cmd::Gateway(args) => tier::gateway(args),
         Cmd::MdGateway(args) => tier::md_gateway(args),
+        Cmd::Version(args) => {
+            version::run(&args);
+            Ok(())
+        }
         Cmd::Bench(cmd) => bench::run(cmd),
         Cmd::Feed(cmd) => feed::run(cmd),
         Cmd::Report(args) => report::run(args),

@@ -537,6 +537,10 @@ pub enum MembershipError {
     Refused(String),
     #[error("the node is shutting down")]
     Stopped,
+    #[error("node {0} is not another voter of this cluster")]
+    NotAVoter(u64),
+    #[error("no other voter to hand leadership to")]
+    NoOtherVoter,
 }
 
 /// Requests to the Raft thread from the gateways.
@@ -545,6 +549,12 @@ pub(crate) enum RaftControl {
         change: Membership,
         raft_addr: Option<SocketAddr>,
         reply: oneshot::Sender<Result<(), MembershipError>>,
+    },
+    /// Hands leadership to voter `to`, or to the most up-to-date other
+    /// voter; answers with the voter it goes to.
+    TransferLeader {
+        to: Option<u64>,
+        reply: oneshot::Sender<Result<u64, MembershipError>>,
     },
 }
 

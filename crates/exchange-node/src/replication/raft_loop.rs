@@ -380,13 +380,7 @@ impl RaftLoop {
         if !self.node.is_leader() || self.transport.is_none() {
             return;
         }
-        let status = self.node.status();
-        let Some(&(target, _)) = status
-            .matched
-            .iter()
-            .filter(|(id, _)| *id != status.id && status.voters.contains(id))
-            .max_by_key(|(_, matched)| *matched)
-        else {
+        let Some(target) = self.most_up_to_date_other_voter() else {
             return;
         };
         tracing::info!(target, "handing leadership over before stopping");
@@ -422,8 +416,52 @@ impl RaftLoop {
         let _ = self.ready(progress, false);
     }
 
+    /// The voter other than this one that holds the most of the log: the
+    /// one that can lead soonest.
+    fn most_up_to_date_other_voter(&self) -> Option<u64> {
+        let status = self.node.status();
+        status
+            .matched
+            .iter()
+            .filter(|(id, _)| *id != status.id && status.voters.contains(id))
+            .max_by_key(|(_, matched)| *matched)
+            .map(|&(id, _)| id)
+    }
+
+    /// An operator's request to hand leadership over (a rolling upgrade's
+    /// turn at the leader): raft-rs's leadership transfer, which has the
+    /// target campaign at once once it has the whole log.
+    fn transfer_leader(&mut self, to: Option<u64>) -> Result<u64, MembershipError> {
+        if !self.node.is_leader() {
+            return Err(MembershipError::NotLeader {
+                leader: self.node.leader(),
+            });
+        }
+        if self.transport.is_none() {
+            return Err(MembershipError::NoTransport);
+        }
+        let target = match to {
+            Some(id) => {
+                let status = self.node.status();
+                if id == status.id || !status.voters.contains(&id) {
+                    return Err(MembershipError::NotAVoter(id));
+                }
+                id
+            }
+            None => self
+                .most_up_to_date_other_voter()
+                .ok_or(MembershipError::NoOtherVoter)?,
+        };
+        tracing::info!(target, "handing leadership over on request");
+        self.node.transfer_leader(target);
+        Ok(target)
+    }
+
     fn control(&mut self, request: RaftControl) {
         match request {
+            RaftControl::TransferLeader { to, reply } => {
+                let _ = reply.send(self.transfer_leader(to));
+            }
             RaftControl::Membership {
                 change,
                 raft_addr,

@@ -35,6 +35,7 @@ mod layout;
 mod process;
 mod status;
 mod tiers;
+mod upgrade;
 
 use http::{http_get, http_send};
 use layout::{existing_layout, layout, node_dir, Layout, MAX_PER_KIND};
@@ -86,6 +87,27 @@ pub enum ClusterCmd {
         #[arg(long)]
         id: u64,
     },
+    /// Replace every process of a local cluster with another binary, one
+    /// at a time: followers, then the leader (after handing leadership
+    /// over), then the gateways. Each must be ready, caught up and stay
+    /// healthy before the next goes; ends with one verdict.
+    Upgrade {
+        #[arg(long)]
+        data_dir: PathBuf,
+        /// The new binary (default: this one).
+        #[arg(long)]
+        binary: Option<PathBuf>,
+        /// How long each replaced process must stay ready, with the
+        /// cluster led, before the next one goes.
+        #[arg(long, default_value_t = 5_000)]
+        healthy_for_ms: u64,
+        /// How long a replaced process may take to catch up.
+        #[arg(long, default_value_t = 120_000)]
+        timeout_ms: u64,
+        /// The configuration the processes were started with.
+        #[arg(long)]
+        config: Option<PathBuf>,
+    },
     /// Stop a local cluster's nodes: SIGTERM, then SIGKILL for any still
     /// running after 30 s. Returns once they have exited.
     Down {
@@ -125,6 +147,21 @@ pub fn run(cmd: ClusterCmd) -> anyhow::Result<()> {
             config.as_deref(),
         ),
         ClusterCmd::Down { data_dir } => down(&data_dir),
+        ClusterCmd::Upgrade {
+            data_dir,
+            binary,
+            healthy_for_ms,
+            timeout_ms,
+            config,
+        } => upgrade::upgrade(
+            &data_dir,
+            binary.as_deref(),
+            config.as_deref(),
+            &upgrade::Pace {
+                healthy_for: Duration::from_millis(healthy_for_ms),
+                timeout: Duration::from_millis(timeout_ms),
+            },
+        ),
         ClusterCmd::Add { data_dir, config } => add(&data_dir, config.as_deref()),
         ClusterCmd::Remove { data_dir, id } => remove(&data_dir, id),
         ClusterCmd::Status {
