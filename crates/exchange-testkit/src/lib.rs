@@ -16,6 +16,7 @@
 mod cli;
 mod cluster;
 mod http;
+pub mod nemesis;
 mod netns;
 mod orders_check;
 mod ports;
