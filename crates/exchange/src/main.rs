@@ -7,6 +7,7 @@ mod cluster;
 mod feed;
 mod keys;
 mod log;
+mod probe;
 mod replay;
 mod report;
 mod tier;
@@ -72,6 +73,9 @@ enum Cmd {
     /// A market-data gateway: the public WebSocket channels and the feed,
     /// from any replica's log.
     MdGateway(tier::MdGatewayArgs),
+    /// One HTTP GET: exit 0 on a 2xx answer, else 1 with the reason (a
+    /// container's health check, where the image has no shell or curl).
+    Probe(probe::ProbeArgs),
 }
 
 #[derive(clap::Args)]
@@ -342,6 +346,7 @@ fn run(command: Cmd) -> anyhow::Result<()> {
         Cmd::Keys(cmd) => keys::run(cmd),
         Cmd::Admin(args) => admin::run(args),
         Cmd::Log(cmd) => log::run(cmd),
+        Cmd::Probe(args) => probe::run(&args),
     }
 }
 
