@@ -5,14 +5,16 @@
 //! gateways; the trade they make is on the market-data gateway; both
 //! gateways' mirrors hold every resting order once; every replica's
 //! journal holds each order once, and each replica's database in the
-//! store holds the trade.
+//! store holds the trade. Then a replica is killed and started again and
+//! a gateway cut off the cluster network and put back: an order through
+//! that gateway still reaches every replica's journal once.
 //!
 //! Needs docker and docker-compose (v1): without them the test says
 //! `SKIPPED` and passes, unless CI=true.
 
 use std::collections::BTreeMap;
 
-use exchange_testkit::compose::{skip_unless_ci, ComposeVenue};
+use exchange_testkit::compose::{skip_unless_ci, ComposeVenue, Network};
 use exchange_testkit::{
     each_process_holds_orders_as_expected, limit, resting_order, wait_until, Account, Client,
     Expected,
@@ -77,6 +79,28 @@ fn orders_through_both_gateways_reach_every_replica_and_the_store() {
     for replica in 1..=3 {
         journal_holds_each_once(&venue, replica, &every_order);
         store_holds_the_trade(&venue, replica);
+    }
+    after_a_killed_replica_and_a_cut_gateway(&venue, &gateways[1], &accounts[1]);
+}
+
+/// The faults the compose helpers make heal: replica-1 killed and
+/// started on its volume, gateway-2 off the `cluster` network and back.
+fn after_a_killed_replica_and_a_cut_gateway(
+    venue: &ComposeVenue,
+    gateway: &Client,
+    account: &Account,
+) {
+    venue.kill("replica-1");
+    assert_eq!(venue.health("replica-1"), "exited");
+    venue.start("replica-1");
+    venue.disconnect("gateway-2", Network::Cluster);
+    venue.connect("gateway-2", Network::Cluster);
+    venue.wait_healthy(&["replica-1", "gateway-2"]);
+    let id = "w1-after".to_string();
+    let response = gateway.signed(account, "POST", "/v1/orders", &resting_order(RESTING, &id));
+    assert_eq!(response.status, 201, "order {id}: {}", response.text());
+    for replica in 1..=3 {
+        journal_holds_each_once(venue, replica, std::slice::from_ref(&id));
     }
 }
 

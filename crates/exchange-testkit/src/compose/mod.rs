@@ -243,11 +243,12 @@ impl ComposeVenue {
         self.compose_ok(&all)
     }
 
-    /// `healthy`, `unhealthy`, `starting`, or the state of a container
-    /// without a health check (`exited`, `paused`...).
+    /// A running container's health (`healthy`, `unhealthy`, `starting`),
+    /// else its state (`exited`, `paused`...): a stopped container keeps
+    /// the health it had last.
     pub fn health(&self, service: &str) -> String {
-        let format = "{{if .State.Health}}{{.State.Health.Status}}{{else}}\
-                      {{.State.Status}}{{end}}";
+        let format = "{{if and (eq .State.Status \"running\") .State.Health}}\
+                      {{.State.Health.Status}}{{else}}{{.State.Status}}{{end}}";
         let mut command = Command::new("docker");
         command
             .args(["inspect", "--format", format])
