@@ -7,7 +7,9 @@
 //! journal holds each order once, and each replica's database in the
 //! store holds the trade. Then a replica is killed and started again and
 //! a gateway cut off the cluster network and put back: an order through
-//! that gateway still reaches every replica's journal once.
+//! that gateway still reaches every replica's journal once. Last, a
+//! replica's container is made anew from another image (a rolling
+//! upgrade's step): it keeps its journal and takes new orders.
 //!
 //! Needs docker and docker-compose (v1): without them the test says
 //! `SKIPPED` and passes, unless CI=true.
@@ -81,6 +83,35 @@ fn orders_through_both_gateways_reach_every_replica_and_the_store() {
         store_holds_the_trade(&venue, replica);
     }
     after_a_killed_replica_and_a_cut_gateway(&venue, &gateways[1], &accounts[1]);
+    let before_upgrade = placed_in_journal(&venue, 2);
+    after_an_upgraded_replica(&venue, &gateways[0], &accounts[0], &before_upgrade);
+}
+
+/// replica-2 from an image of its own (the same binary: what is checked is
+/// the container made anew on the old volume).
+fn after_an_upgraded_replica(
+    venue: &ComposeVenue,
+    gateway: &Client,
+    account: &Account,
+    before: &BTreeMap<String, usize>,
+) {
+    let old = venue.image_of("replica-2");
+    let next = venue.build_image(EXCHANGE);
+    venue.upgrade("replica-2", &next);
+    assert_eq!(venue.image_of("replica-2"), next);
+    assert_ne!(old, next);
+    let id = "w0-upgraded".to_string();
+    let response = gateway.signed(account, "POST", "/v1/orders", &resting_order(RESTING, &id));
+    assert_eq!(response.status, 201, "order {id}: {}", response.text());
+    journal_holds_each_once(venue, 2, std::slice::from_ref(&id));
+    let after = placed_in_journal(venue, 2);
+    for (kept, count) in before {
+        assert_eq!(
+            after.get(kept),
+            Some(count),
+            "order {kept} after the upgrade"
+        );
+    }
 }
 
 /// The faults the compose helpers make heal: replica-1 killed and

@@ -2,7 +2,8 @@
 //! from the test's `exchange` binary, under a project name of its own,
 //! with free host ports and a `cluster` subnet of its own, so that several
 //! can run at once. Faults are the compose file's services': kill, stop,
-//! start, pause, and cutting a service off a network.
+//! start, pause, and cutting a service off a network; a rolling upgrade
+//! makes one service's container anew from another image on its volume.
 //!
 //! ```text
 //! let venue = match ComposeVenue::up(env!("CARGO_BIN_EXE_exchange")) {
@@ -13,20 +14,24 @@
 //! venue.kill("replica-1");
 //! venue.start("replica-1");
 //! venue.disconnect("gateway-2", Network::Cluster);
+//! let next = venue.build_image("path/to/the/next/exchange");
+//! venue.upgrade("replica-2", &next);
 //! ```
 //!
 //! Dropping the venue removes its containers, volumes, networks and
-//! exchange image (`docker-compose down -v`), after printing the end of
+//! exchange images (`docker-compose down -v`), after printing the end of
 //! every container's log when the test is failing.
 
 mod setup;
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use setup::{build_exchange, remove_image, succeed, unique, write_secrets};
 pub use setup::{compose_available, repo_root, skip_unless_ci, Images};
-use setup::{succeed, unique, write_secrets};
 
 use crate::ports::free_port;
 
@@ -75,6 +80,10 @@ pub struct ComposeVenue {
     file: PathBuf,
     images: Images,
     secrets: tempfile::TempDir,
+    /// Services run from another exchange image than the others' (a
+    /// rolling upgrade), by service; and every image built for the venue.
+    upgraded: Mutex<BTreeMap<String, String>>,
+    built: Mutex<Vec<String>>,
 }
 
 impl ComposeVenue {
@@ -87,6 +96,7 @@ impl ComposeVenue {
         let secrets = tempfile::tempdir().map_err(|e| format!("a temp dir: {e}"))?;
         write_secrets(secrets.path())?;
         let images = Images::build(bin.as_ref());
+        let built = Mutex::new(vec![images.exchange.clone()]);
         let mut venue = ComposeVenue {
             project: unique("exchtest"),
             gateway_ports: vec![free_port(), free_port()],
@@ -95,6 +105,8 @@ impl ComposeVenue {
             file: repo_root().join("deploy/compose/docker-compose.yml"),
             images,
             secrets,
+            upgraded: Mutex::new(BTreeMap::new()),
+            built,
         };
         venue.up_on_a_free_subnet();
         venue.wait_healthy(&SERVICES);
@@ -126,9 +138,11 @@ impl ComposeVenue {
     pub fn command(&self, args: &[&str]) -> Command {
         let mut command = Command::new("docker-compose");
         let port = |ports: &[u16], i: usize| ports[i].to_string();
+        command.arg("-f").arg(&self.file);
+        if !self.upgraded_services().is_empty() {
+            command.arg("-f").arg(self.override_file());
+        }
         command
-            .arg("-f")
-            .arg(&self.file)
             .arg("-p")
             .arg(&self.project)
             .args(args)
@@ -144,6 +158,57 @@ impl ComposeVenue {
                 port(&self.md_gateway_ports, 0),
             );
         command
+    }
+
+    /// Builds an image of another exchange binary for
+    /// [`ComposeVenue::upgrade`]; its tag (removed with the venue).
+    pub fn build_image(&self, bin: impl AsRef<Path>) -> String {
+        let tag = build_exchange(bin.as_ref());
+        self.built
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(tag.clone());
+        tag
+    }
+
+    /// Runs `service` from `image` from now on: its container is made
+    /// anew from that image (`up -d --no-deps`) on the same volume, the
+    /// others are left as they are. Returns once the new one is healthy.
+    pub fn upgrade(&self, service: &str, image: &str) {
+        self.upgraded
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(service.to_string(), image.to_string());
+        let mut text = String::from("services:\n");
+        for (service, image) in self.upgraded_services() {
+            text.push_str(&format!("  {service}:\n    image: {image}\n"));
+        }
+        std::fs::write(self.override_file(), text).expect("write the image override");
+        self.compose_ok(&["up", "-d", "--no-deps", service]);
+        self.wait_healthy(&[service]);
+    }
+
+    fn upgraded_services(&self) -> BTreeMap<String, String> {
+        self.upgraded
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// The compose file [`ComposeVenue::upgrade`] writes beside the
+    /// secrets: each upgraded service's image.
+    fn override_file(&self) -> PathBuf {
+        self.secrets.path().join("images.yml")
+    }
+
+    /// The image `service`'s container runs now.
+    pub fn image_of(&self, service: &str) -> String {
+        let mut command = Command::new("docker");
+        command
+            .args(["inspect", "--format", "{{.Config.Image}}"])
+            .arg(self.container(service));
+        let output = succeed(&mut command, &format!("inspect {service}"));
+        String::from_utf8_lossy(&output.stdout).trim().to_string()
     }
 
     /// Runs a docker-compose command to its end.
@@ -303,6 +368,8 @@ impl Drop for ComposeVenue {
                 String::from_utf8_lossy(&down.stderr)
             );
         }
-        self.images.remove_own();
+        for tag in self.built.lock().unwrap_or_else(|e| e.into_inner()).iter() {
+            remove_image(tag);
+        }
     }
 }

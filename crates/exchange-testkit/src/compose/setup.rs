@@ -90,13 +90,7 @@ impl Images {
     /// the same build script is there.
     pub fn build(bin: &Path) -> Images {
         let deploy = repo_root().join("deploy/image");
-        let exchange = format!("exchange-test:{}", unique("v"));
-        succeed(
-            Command::new(deploy.join("build-exchange"))
-                .arg(bin)
-                .arg(&exchange),
-            "deploy/image/build-exchange",
-        );
+        let exchange = build_exchange(bin);
         let postgres = format!("exchange-postgres-test:{}", script_digest(&deploy));
         let present = Command::new("docker")
             .args(["image", "inspect", &postgres])
@@ -110,13 +104,26 @@ impl Images {
         }
         Images { exchange, postgres }
     }
+}
 
-    /// Removes the venue's own image (the PostgreSQL one is shared).
-    pub(super) fn remove_own(&self) {
-        let _ = Command::new("docker")
-            .args(["rmi", "--force", &self.exchange])
-            .output();
-    }
+/// Builds an image of the exchange binary `bin` under a tag of its own;
+/// the tag.
+pub(super) fn build_exchange(bin: &Path) -> String {
+    let tag = format!("exchange-test:{}", unique("v"));
+    succeed(
+        Command::new(repo_root().join("deploy/image/build-exchange"))
+            .arg(bin)
+            .arg(&tag),
+        "deploy/image/build-exchange",
+    );
+    tag
+}
+
+/// Removes an image made for one venue (the PostgreSQL one is shared).
+pub(super) fn remove_image(tag: &str) {
+    let _ = Command::new("docker")
+        .args(["rmi", "--force", tag])
+        .output();
 }
 
 /// The first 12 hex digits of the SHA-256 of the PostgreSQL image's build
