@@ -6,7 +6,8 @@
 //! client, [`ProxiedCluster`] and [`CliCluster`] run Raft clusters of
 //! processes, and [`wait_until`] bounds every wait by [`DEADLINE`]. The
 //! path of the binary is a parameter: only the `exchange` crate's own tests
-//! know it (`env!("CARGO_BIN_EXE_exchange")`).
+//! know it (`env!("CARGO_BIN_EXE_exchange")`). [`compose`] runs the
+//! container venue of deploy/compose from that binary.
 //!
 //! With features, the kit also serves crates that test a library directly:
 //! `engine` has the core's command builders, a harness and random command
@@ -15,6 +16,7 @@
 
 mod cli;
 mod cluster;
+pub mod compose;
 mod http;
 pub mod nemesis;
 mod netns;

@@ -7,6 +7,7 @@ mod cluster;
 mod feed;
 mod keys;
 mod log;
+mod probe;
 mod replay;
 mod report;
 mod tier;
@@ -76,6 +77,9 @@ enum Cmd {
     /// This binary's version, and with --formats the formats it reads and
     /// writes (JSON).
     Version(version::VersionArgs),
+    /// One HTTP GET: exit 0 on a 2xx answer, else 1 with the reason (a
+    /// container's health check, where the image has no shell or curl).
+    Probe(probe::ProbeArgs),
 }
 
 #[derive(clap::Args)]
@@ -350,6 +354,7 @@ fn run(command: Cmd) -> anyhow::Result<()> {
         Cmd::Keys(cmd) => keys::run(cmd),
         Cmd::Admin(args) => admin::run(args),
         Cmd::Log(cmd) => log::run(cmd),
+        Cmd::Probe(args) => probe::run(&args),
     }
 }
 

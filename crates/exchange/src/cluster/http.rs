@@ -33,8 +33,31 @@ pub fn http_send(
     token: Option<&str>,
     body: &str,
 ) -> anyhow::Result<(u16, Vec<u8>)> {
-    let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(2))?;
-    stream.set_read_timeout(Some(Duration::from_secs(10)))?;
+    let timeouts = Timeouts {
+        connect: Duration::from_secs(2),
+        io: Duration::from_secs(10),
+    };
+    http_send_within(addr, (method, path), token, body, timeouts)
+}
+
+/// How long a request may wait to connect, and then for each read or write.
+#[derive(Clone, Copy, Debug)]
+pub struct Timeouts {
+    pub connect: Duration,
+    pub io: Duration,
+}
+
+/// As [`http_send`], within `timeouts`.
+pub fn http_send_within(
+    addr: SocketAddr,
+    (method, path): (&str, &str),
+    token: Option<&str>,
+    body: &str,
+    timeouts: Timeouts,
+) -> anyhow::Result<(u16, Vec<u8>)> {
+    let mut stream = TcpStream::connect_timeout(&addr, timeouts.connect)?;
+    stream.set_read_timeout(Some(timeouts.io))?;
+    stream.set_write_timeout(Some(timeouts.io))?;
     let auth = token
         .map(|t| format!("Authorization: Bearer {t}\r\n"))
         .unwrap_or_default();

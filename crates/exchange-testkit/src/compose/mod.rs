@@ -1,0 +1,375 @@
+//! The venue of deploy/compose/docker-compose.yml, run by a test: built
+//! from the test's `exchange` binary, under a project name of its own,
+//! with free host ports and a `cluster` subnet of its own, so that several
+//! can run at once. Faults are the compose file's services': kill, stop,
+//! start, pause, and cutting a service off a network; a rolling upgrade
+//! makes one service's container anew from another image on its volume.
+//!
+//! ```text
+//! let venue = match ComposeVenue::up(env!("CARGO_BIN_EXE_exchange")) {
+//!     Ok(venue) => venue,
+//!     Err(why) => return skip_unless_ci(&why),
+//! };
+//! let gateway = Client { port: venue.gateway_ports[0] };
+//! venue.kill("replica-1");
+//! venue.start("replica-1");
+//! venue.disconnect("gateway-2", Network::Cluster);
+//! let next = venue.build_image("path/to/the/next/exchange");
+//! venue.upgrade("replica-2", &next);
+//! ```
+//!
+//! Dropping the venue removes its containers, volumes, networks and
+//! exchange images (`docker-compose down -v`), after printing the end of
+//! every container's log when the test is failing.
+
+mod setup;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use setup::{build_exchange, remove_image, succeed, unique, write_secrets};
+pub use setup::{compose_available, repo_root, skip_unless_ci, Images};
+
+use crate::ports::free_port;
+
+/// How long a venue may take to have every container healthy.
+pub const UP_DEADLINE: Duration = Duration::from_secs(120);
+
+/// The compose file's two networks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Network {
+    /// Raft, ingress, log stream and PostgreSQL (internal).
+    Cluster,
+    /// The gateways' published ports.
+    Clients,
+}
+
+impl Network {
+    fn name(self) -> &'static str {
+        match self {
+            Network::Cluster => "cluster",
+            Network::Clients => "clients",
+        }
+    }
+}
+
+/// Every service of the compose file.
+pub const SERVICES: [&str; 7] = [
+    "postgres",
+    "replica-1",
+    "replica-2",
+    "replica-3",
+    "gateway-1",
+    "gateway-2",
+    "md-gateway-1",
+];
+
+pub struct ComposeVenue {
+    /// The compose project (`-p`): containers are `PROJECT_SERVICE_1`.
+    pub project: String,
+    /// Host ports of gateway-1 and gateway-2's HTTP, on 127.0.0.1.
+    pub gateway_ports: Vec<u16>,
+    /// Host port of md-gateway-1's HTTP.
+    pub md_gateway_ports: Vec<u16>,
+    /// The first three octets of the `cluster` network (`A.B.C`): replica
+    /// N is at `A.B.C.(10 + N)`, PostgreSQL at `A.B.C.5`.
+    pub cluster_net: String,
+    file: PathBuf,
+    images: Images,
+    secrets: tempfile::TempDir,
+    /// Services run from another exchange image than the others' (a
+    /// rolling upgrade), by service; and every image built for the venue.
+    upgraded: Mutex<BTreeMap<String, String>>,
+    built: Mutex<Vec<String>>,
+}
+
+impl ComposeVenue {
+    /// Builds the images from `bin`, writes the secrets and brings the
+    /// venue up, returning once every container is healthy. Err says why
+    /// docker cannot run it here (for [`skip_unless_ci`]); any other
+    /// failure fails the test.
+    pub fn up(bin: impl AsRef<Path>) -> Result<ComposeVenue, String> {
+        compose_available()?;
+        let secrets = tempfile::tempdir().map_err(|e| format!("a temp dir: {e}"))?;
+        write_secrets(secrets.path())?;
+        let images = Images::build(bin.as_ref());
+        let built = Mutex::new(vec![images.exchange.clone()]);
+        let mut venue = ComposeVenue {
+            project: unique("exchtest"),
+            gateway_ports: vec![free_port(), free_port()],
+            md_gateway_ports: vec![free_port()],
+            cluster_net: String::new(),
+            file: repo_root().join("deploy/compose/docker-compose.yml"),
+            images,
+            secrets,
+            upgraded: Mutex::new(BTreeMap::new()),
+            built,
+        };
+        venue.up_on_a_free_subnet();
+        venue.wait_healthy(&SERVICES);
+        Ok(venue)
+    }
+
+    /// `up -d` with a `cluster` subnet no other docker network has, trying
+    /// another one when docker says it overlaps.
+    fn up_on_a_free_subnet(&mut self) {
+        let seed = std::process::id() as usize;
+        for attempt in 0..8 {
+            self.cluster_net = format!("10.213.{}", (seed + attempt * 37) % 250 + 1);
+            let output = self.compose(&["up", "-d", "--no-build"]);
+            if output.status.success() {
+                return;
+            }
+            let stderr = String::from_utf8_lossy(&output.stderr).to_string();
+            let _ = self.compose(&["down", "-v"]);
+            assert!(
+                stderr.contains("overlap"),
+                "docker-compose up failed:\n{stderr}"
+            );
+        }
+        panic!("no free subnet for the cluster network after 8 tries");
+    }
+
+    /// `docker-compose -f deploy/compose/docker-compose.yml -p PROJECT args`
+    /// with the venue's variables.
+    pub fn command(&self, args: &[&str]) -> Command {
+        let mut command = Command::new("docker-compose");
+        let port = |ports: &[u16], i: usize| ports[i].to_string();
+        command.arg("-f").arg(&self.file);
+        if !self.upgraded_services().is_empty() {
+            command.arg("-f").arg(self.override_file());
+        }
+        command
+            .arg("-p")
+            .arg(&self.project)
+            .args(args)
+            .env("EXCHANGE_IMAGE", &self.images.exchange)
+            .env("EXCHANGE_POSTGRES_IMAGE", &self.images.postgres)
+            .env("EXCHANGE_CLUSTER_NET", &self.cluster_net)
+            .env("EXCHANGE_SECRETS", self.secrets.path())
+            .env("EXCHANGE_BIND", "127.0.0.1")
+            .env("EXCHANGE_GATEWAY_1_PORT", port(&self.gateway_ports, 0))
+            .env("EXCHANGE_GATEWAY_2_PORT", port(&self.gateway_ports, 1))
+            .env(
+                "EXCHANGE_MD_GATEWAY_1_PORT",
+                port(&self.md_gateway_ports, 0),
+            );
+        command
+    }
+
+    /// Builds an image of another exchange binary for
+    /// [`ComposeVenue::upgrade`]; its tag (removed with the venue).
+    pub fn build_image(&self, bin: impl AsRef<Path>) -> String {
+        let tag = build_exchange(bin.as_ref());
+        self.built
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(tag.clone());
+        tag
+    }
+
+    /// Runs `service` from `image` from now on: its container is made
+    /// anew from that image (`up -d --no-deps`) on the same volume, the
+    /// others are left as they are. Returns once the new one is healthy.
+    pub fn upgrade(&self, service: &str, image: &str) {
+        self.upgraded
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(service.to_string(), image.to_string());
+        let mut text = String::from("services:\n");
+        for (service, image) in self.upgraded_services() {
+            text.push_str(&format!("  {service}:\n    image: {image}\n"));
+        }
+        std::fs::write(self.override_file(), text).expect("write the image override");
+        self.compose_ok(&["up", "-d", "--no-deps", service]);
+        self.wait_healthy(&[service]);
+    }
+
+    fn upgraded_services(&self) -> BTreeMap<String, String> {
+        self.upgraded
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// The compose file [`ComposeVenue::upgrade`] writes beside the
+    /// secrets: each upgraded service's image.
+    fn override_file(&self) -> PathBuf {
+        self.secrets.path().join("images.yml")
+    }
+
+    /// The image `service`'s container runs now.
+    pub fn image_of(&self, service: &str) -> String {
+        let mut command = Command::new("docker");
+        command
+            .args(["inspect", "--format", "{{.Config.Image}}"])
+            .arg(self.container(service));
+        let output = succeed(&mut command, &format!("inspect {service}"));
+        String::from_utf8_lossy(&output.stdout).trim().to_string()
+    }
+
+    /// Runs a docker-compose command to its end.
+    pub fn compose(&self, args: &[&str]) -> Output {
+        self.command(args)
+            .output()
+            .unwrap_or_else(|e| panic!("docker-compose {}: {e}", args.join(" ")))
+    }
+
+    /// Runs a docker-compose command that must succeed; its stdout.
+    pub fn compose_ok(&self, args: &[&str]) -> String {
+        let output = succeed(
+            &mut self.command(args),
+            &format!("docker-compose {}", args.join(" ")),
+        );
+        String::from_utf8_lossy(&output.stdout).to_string()
+    }
+
+    /// The id of `service`'s container.
+    pub fn container(&self, service: &str) -> String {
+        let id = self.compose_ok(&["ps", "-q", service]).trim().to_string();
+        assert!(!id.is_empty(), "{service} has no container");
+        id
+    }
+
+    /// SIGKILL to `service` (it stays down: [`ComposeVenue::start`]).
+    pub fn kill(&self, service: &str) {
+        self.compose_ok(&["kill", "-s", "SIGKILL", service]);
+    }
+
+    /// SIGTERM to `service`, SIGKILL after ten seconds.
+    pub fn stop(&self, service: &str) {
+        self.compose_ok(&["stop", "-t", "10", service]);
+    }
+
+    /// Starts a killed or stopped `service` on its volume.
+    pub fn start(&self, service: &str) {
+        self.compose_ok(&["start", service]);
+    }
+
+    /// Freezes every process of `service` (SIGSTOP to its cgroup): alive to
+    /// the kernel, silent to the others.
+    pub fn pause(&self, service: &str) {
+        self.compose_ok(&["pause", service]);
+    }
+
+    pub fn unpause(&self, service: &str) {
+        self.compose_ok(&["unpause", service]);
+    }
+
+    /// The network's docker name.
+    pub fn network(&self, network: Network) -> String {
+        format!("{}_{}", self.project, network.name())
+    }
+
+    /// Cuts `service` off `network`: its connections there break.
+    pub fn disconnect(&self, service: &str, network: Network) {
+        let mut command = Command::new("docker");
+        command.args(["network", "disconnect", "--force"]);
+        command
+            .arg(self.network(network))
+            .arg(self.container(service));
+        succeed(&mut command, &format!("disconnect {service}"));
+    }
+
+    /// Puts `service` back on `network`, at its fixed address if it has
+    /// one there (the replicas' and PostgreSQL's on `cluster`).
+    pub fn connect(&self, service: &str, network: Network) {
+        let mut command = Command::new("docker");
+        command.args(["network", "connect"]);
+        if let Some(ip) = self
+            .fixed_ip(service)
+            .filter(|_| network == Network::Cluster)
+        {
+            command.arg("--ip").arg(ip);
+        }
+        command
+            .arg(self.network(network))
+            .arg(self.container(service));
+        succeed(&mut command, &format!("connect {service}"));
+    }
+
+    /// `service`'s address on `cluster`, when the compose file fixes it.
+    pub fn fixed_ip(&self, service: &str) -> Option<String> {
+        let host = match service {
+            "postgres" => 5,
+            replica => 10 + replica.strip_prefix("replica-")?.parse::<u8>().ok()?,
+        };
+        Some(format!("{}.{host}", self.cluster_net))
+    }
+
+    /// Runs `args` in `service`'s container (`exec -T`); its stdout. The
+    /// image has no shell: `args[0]` is a binary's path.
+    pub fn exec(&self, service: &str, args: &[&str]) -> String {
+        let mut all = vec!["exec", "-T", service];
+        all.extend_from_slice(args);
+        self.compose_ok(&all)
+    }
+
+    /// A running container's health (`healthy`, `unhealthy`, `starting`),
+    /// else its state (`exited`, `paused`...): a stopped container keeps
+    /// the health it had last.
+    pub fn health(&self, service: &str) -> String {
+        let format = "{{if and (eq .State.Status \"running\") .State.Health}}\
+                      {{.State.Health.Status}}{{else}}{{.State.Status}}{{end}}";
+        let mut command = Command::new("docker");
+        command
+            .args(["inspect", "--format", format])
+            .arg(self.container(service));
+        let output = succeed(&mut command, &format!("inspect {service}"));
+        String::from_utf8_lossy(&output.stdout).trim().to_string()
+    }
+
+    /// Until each of `services` is healthy ([`UP_DEADLINE`] at most).
+    pub fn wait_healthy(&self, services: &[&str]) {
+        let start = Instant::now();
+        loop {
+            let unhealthy: Vec<(String, String)> = services
+                .iter()
+                .map(|s| (s.to_string(), self.health(s)))
+                .filter(|(_, health)| health != "healthy")
+                .collect();
+            if unhealthy.is_empty() {
+                return;
+            }
+            assert!(
+                start.elapsed() < UP_DEADLINE,
+                "not healthy after {} s: {unhealthy:?}",
+                UP_DEADLINE.as_secs()
+            );
+            std::thread::sleep(Duration::from_millis(250));
+        }
+    }
+
+    /// The last `lines` lines of every container's log.
+    pub fn logs(&self, lines: usize) -> String {
+        let tail = lines.to_string();
+        let output = self.compose(&["logs", "--no-color", "--tail", &tail]);
+        String::from_utf8_lossy(&output.stdout).to_string()
+    }
+}
+
+impl Drop for ComposeVenue {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            eprintln!(
+                "compose venue {} at the failure:\n{}",
+                self.project,
+                self.logs(40)
+            );
+        }
+        let down = self.compose(&["down", "-v", "--timeout", "5"]);
+        if !down.status.success() {
+            eprintln!(
+                "docker-compose down -v failed for {}: {}",
+                self.project,
+                String::from_utf8_lossy(&down.stderr)
+            );
+        }
+        for tag in self.built.lock().unwrap_or_else(|e| e.into_inner()).iter() {
+            remove_image(tag);
+        }
+    }
+}
