@@ -1,4 +1,5 @@
-//! The cluster key's file: 64 hex digits (32 bytes), mode 0600 or 0400,
+//! The cluster key's file: 64 hex digits (32 bytes), private (mode 0600, or
+//! 0440 when root owns it: `secret_file`),
 //! the same on every node. The Raft transport talks only to holders of
 //! the key (`exchange_replication::transport`); the key never appears in
 //! a configuration file, a command line or a log line, only the path of
@@ -20,7 +21,7 @@ pub enum ClusterKeyError {
     Malformed { path: PathBuf },
     #[error(
         "{path}: the cluster key file may be read by other users (mode {mode:o}); \
-         make it 0600 or 0400"
+         make it 0600 or 0400 (0640 or 0440 when root owns it)"
     )]
     Exposed { path: PathBuf, mode: u32 },
     #[error("{path}: {source}")]

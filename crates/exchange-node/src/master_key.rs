@@ -31,7 +31,7 @@ pub enum MasterKeyError {
     Malformed { origin: String },
     #[error(
         "{path}: the master key file may be read by other users (mode {mode:o}); \
-         make it 0600 or 0400"
+         make it 0600 or 0400 (0640 or 0440 when root owns it)"
     )]
     Exposed { path: PathBuf, mode: u32 },
     #[error("{path}: {source}")]

@@ -139,10 +139,12 @@ mod tests {
         write_mode(&file, &format!("{good}\n"), 0o600);
         let config = config_with(Some(file.clone()), dir.path());
         assert_eq!(admin_token(&config).unwrap(), (good.clone(), false));
-        write_mode(&file, &good, 0o640);
+        // Others may read it: refused whoever owns it (root's file may be
+        // group-readable, no more).
+        write_mode(&file, &good, 0o644);
         let exposed = admin_token(&config).unwrap_err().to_string();
         assert!(
-            exposed.contains("chmod 600") && exposed.contains("640"),
+            exposed.contains("chmod 600") && exposed.contains("644"),
             "{exposed}"
         );
         write_mode(&file, &good[1..], 0o400);

@@ -83,7 +83,10 @@ fn an_admin_token_file_others_can_read_stops_the_start() {
     let file = dir.path().join("token");
     let token = "a-long-enough-admin-token-for-this-test-0123";
     let file_arg = file.to_str().expect("utf-8");
-    for mode in [0o644, 0o640, 0o604] {
+    // Refused whoever owns the file: a file root owns may be read by its
+    // group (as an orchestrator mounts a secret), never written by it or
+    // read by others.
+    for mode in [0o644, 0o660, 0o604] {
         write_token(&file, token, mode);
         let data = dir.path().join(format!("data-{mode:o}"));
         let (code, stderr) = refused(&data, &["--admin-token-file", file_arg], None);
