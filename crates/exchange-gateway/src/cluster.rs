@@ -156,6 +156,7 @@ pub async fn replication(
         "last_index": status.last_index,
         "commands_applied": commands,
         "state_hash": state_hash,
+        "formats": exchange_node::formats::formats(),
         "voters": status.voters,
         "urls": app.handle.leader_urls(),
         "matched": status.matched.iter()

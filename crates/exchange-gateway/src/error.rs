@@ -80,6 +80,17 @@ impl ApiError {
         }
     }
 
+    /// The process is shutting down (its drain): nothing was applied;
+    /// send to another gateway.
+    pub fn draining() -> Self {
+        ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "draining",
+            "this gateway is shutting down; nothing was applied: send to another",
+        )
+        .with_retry_after(1)
+    }
+
     pub fn not_ready() -> Self {
         ApiError::new(
             StatusCode::SERVICE_UNAVAILABLE,

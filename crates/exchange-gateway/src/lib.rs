@@ -117,6 +117,10 @@ pub struct Shared {
     pub config: Arc<Config>,
     pub admin_token: Arc<str>,
     pub ready: Arc<AtomicBool>,
+    /// Set on SIGTERM for the drain (`[tiers] drain_ms`): clients are
+    /// answered `503 draining` and `/ready` says so, so they move away
+    /// before the listeners close.
+    pub draining: Arc<AtomicBool>,
     pub limiter: Arc<ratelimit::RateLimiter>,
     /// Failed authentications per source address ([`auth::check_source`]).
     pub auth_failures: Arc<ratelimit::RateLimiter>,
@@ -154,6 +158,7 @@ impl AppState {
             config: Arc::new(config),
             admin_token: admin_token.into(),
             ready,
+            draining: Arc::new(AtomicBool::new(false)),
             limiter: Arc::new(limiter),
             auth_failures: Arc::new(ratelimit::RateLimiter::with_max_keys(
                 limits::AUTH_FAILURES_PER_SEC,
@@ -360,8 +365,16 @@ async fn gate(State(app): State<AppState>, request: Request, next: Next) -> Resp
         request.method().as_str(),
         request.uri().path(),
     );
+    let open = always_open(request.uri().path()) || request.uri().path().starts_with("/admin");
     let response = if let Some(refused) = refused {
         ApiError::tier_refusal(refused).into_response()
+    } else if app.draining.load(Ordering::Acquire) && !open {
+        let mut response = ApiError::draining().into_response();
+        response.headers_mut().insert(
+            axum::http::header::CONNECTION,
+            axum::http::HeaderValue::from_static("close"),
+        );
+        response
     } else if always_open(request.uri().path()) || app.ready.load(Ordering::Acquire) {
         next.run(request).await
     } else {
@@ -393,6 +406,8 @@ async fn ready(State(app): State<AppState>) -> (StatusCode, &'static str) {
             StatusCode::SERVICE_UNAVAILABLE,
             "failed: the sequencer stopped; see the log",
         )
+    } else if app.draining.load(Ordering::Acquire) {
+        (StatusCode::SERVICE_UNAVAILABLE, "draining: shutting down")
     } else if app.ready.load(Ordering::Acquire) {
         (StatusCode::OK, "ready")
     } else {

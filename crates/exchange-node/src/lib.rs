@@ -17,6 +17,7 @@ pub mod cluster_key;
 pub mod config;
 pub mod core_state;
 pub mod entry;
+pub mod formats;
 pub mod history;
 pub mod http_config;
 pub mod ingress;

@@ -64,6 +64,12 @@ pub struct TiersConfig {
     /// listener then answers `/health`, `/ready`, `/metrics`, `/admin` and
     /// `/ops` only, and it starts no FIX acceptor.
     pub clients: bool,
+    /// How long, after SIGTERM, the process answers clients `503
+    /// draining` (nothing applied) and reports not ready before it closes
+    /// its listeners, so that clients and load balancers move to another
+    /// gateway before it goes. Unset: 1000 ms on a gateway or market-data
+    /// gateway, none on a replica.
+    pub drain_ms: Option<u64>,
     /// What this process runs as; set by the command (`serve`, `gateway`,
     /// `md-gateway`), never by a file.
     #[serde(skip)]
@@ -81,8 +87,20 @@ impl Default for TiersConfig {
             cancel_grace_ms: 10_000,
             process_id: 1_000,
             clients: true,
+            drain_ms: None,
             running_as: Tier::Replica,
         }
+    }
+}
+
+impl TiersConfig {
+    /// [`TiersConfig::drain_ms`], its default by what the process runs as.
+    pub fn drain(&self) -> std::time::Duration {
+        let default = match self.running_as {
+            Tier::Replica => 0,
+            Tier::Gateway | Tier::MarketData => 1_000,
+        };
+        std::time::Duration::from_millis(self.drain_ms.unwrap_or(default))
     }
 }
 

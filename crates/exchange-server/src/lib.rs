@@ -426,7 +426,23 @@ async fn serve_until_signal(
         }))
     });
     let sockets = app.clone();
-    http::listener::serve(listener, http::router(app), shutdown_signal()).await;
+    let drain = config.tiers.drain();
+    let drained = app.clone();
+    let stop = async move {
+        shutdown_signal().await;
+        if !drain.is_zero() {
+            // New requests are turned away with nothing applied and the
+            // WebSockets told to go, while the listeners still answer:
+            // every client learns to move before a connection is cut.
+            eprintln!("draining for {} ms", drain.as_millis());
+            drained
+                .draining
+                .store(true, std::sync::atomic::Ordering::Release);
+            drained.close_sockets();
+            tokio::time::sleep(drain).await;
+        }
+    };
+    http::listener::serve(listener, http::router(app), stop).await;
     let _ = stop_metrics.send(true);
     if let Some(task) = metrics_task {
         let _ = task.await;

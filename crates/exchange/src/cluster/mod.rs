@@ -87,16 +87,33 @@ pub enum ClusterCmd {
         #[arg(long)]
         id: u64,
     },
-    /// Replace every process of a local cluster with another binary, one
-    /// at a time: followers, then the leader (after handing leadership
-    /// over), then the gateways. Each must be ready, caught up and stay
-    /// healthy before the next goes; ends with one verdict.
+    /// Replace every process of a venue with a new version, one at a
+    /// time: followers, then the leader (after handing leadership over),
+    /// then the gateways. Each must be ready, caught up and stay healthy
+    /// before the next goes; ends with one verdict. A local cluster
+    /// (`--data-dir`) is restarted from `--binary`; any other venue is
+    /// named by URL (`--node`, `--gateway`) with a `--replace` command.
     Upgrade {
-        #[arg(long)]
-        data_dir: PathBuf,
-        /// The new binary (default: this one).
-        #[arg(long)]
+        /// A local cluster's directory.
+        #[arg(long, required_unless_present = "nodes", conflicts_with = "nodes")]
+        data_dir: Option<PathBuf>,
+        /// The new binary of a local cluster (default: this one).
+        #[arg(long, requires = "data_dir")]
         binary: Option<PathBuf>,
+        /// The configuration a local cluster's processes were started with.
+        #[arg(long, requires = "data_dir")]
+        config: Option<PathBuf>,
+        /// A replica of another venue: NAME=URL (repeat for each).
+        #[arg(long = "node", requires = "replace")]
+        nodes: Vec<String>,
+        /// A gateway or market-data gateway of that venue: NAME=URL
+        /// (repeat; replaced in this order).
+        #[arg(long = "gateway", requires = "nodes")]
+        gateways: Vec<String>,
+        /// The command that replaces one process, `{name}` standing for its
+        /// NAME (run by `sh -c`; exit 0 once the new version is started).
+        #[arg(long, requires = "nodes")]
+        replace: Option<String>,
         /// How long each replaced process must stay ready, with the
         /// cluster led, before the next one goes.
         #[arg(long, default_value_t = 5_000)]
@@ -104,9 +121,6 @@ pub enum ClusterCmd {
         /// How long a replaced process may take to catch up.
         #[arg(long, default_value_t = 120_000)]
         timeout_ms: u64,
-        /// The configuration the processes were started with.
-        #[arg(long)]
-        config: Option<PathBuf>,
     },
     /// Stop a local cluster's nodes: SIGTERM, then SIGKILL for any still
     /// running after 30 s. Returns once they have exited.
@@ -150,18 +164,32 @@ pub fn run(cmd: ClusterCmd) -> anyhow::Result<()> {
         ClusterCmd::Upgrade {
             data_dir,
             binary,
+            config,
+            nodes,
+            gateways,
+            replace,
             healthy_for_ms,
             timeout_ms,
-            config,
-        } => upgrade::upgrade(
-            &data_dir,
-            binary.as_deref(),
-            config.as_deref(),
-            &upgrade::Pace {
+        } => {
+            let pace = upgrade::Pace {
                 healthy_for: Duration::from_millis(healthy_for_ms),
                 timeout: Duration::from_millis(timeout_ms),
-            },
-        ),
+            };
+            match data_dir {
+                Some(dir) => {
+                    upgrade::upgrade_local(&dir, binary.as_deref(), config.as_deref(), &pace)
+                }
+                None => {
+                    let venue = upgrade::RemoteVenue {
+                        nodes,
+                        gateways,
+                        replace: replace.unwrap_or_default(),
+                        token: admin_token(None)?,
+                    };
+                    upgrade::upgrade_remote(venue, &pace)
+                }
+            }
+        }
         ClusterCmd::Add { data_dir, config } => add(&data_dir, config.as_deref()),
         ClusterCmd::Remove { data_dir, id } => remove(&data_dir, id),
         ClusterCmd::Status {

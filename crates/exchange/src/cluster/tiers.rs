@@ -48,7 +48,7 @@ fn streams(layout: &Layout, number: u64) -> String {
         .join(",")
 }
 
-fn command(
+pub(super) fn command(
     exe: &Path,
     layout: &Layout,
     dir: &Path,
@@ -119,22 +119,6 @@ pub(super) fn start_gateways(
         println!("{}: {url} (pid {pid})", name(kind, number));
     }
     Ok(())
-}
-
-/// Starts one gateway and waits until it is ready; returns its pid.
-pub(super) fn start_one(
-    layout: &Layout,
-    dir: &Path,
-    (kind, number): (Kind, u64),
-    secrets: &Secrets,
-    (exe, config): (&Path, Option<&Path>),
-) -> anyhow::Result<u32> {
-    let data = gateway_dir(dir, kind, number);
-    let mut command = command(exe, layout, dir, (kind, number), secrets, config);
-    let pid =
-        spawn(&mut command, &data).with_context(|| format!("starting {}", name(kind, number)))?;
-    wait_ready(layout, dir, (kind, number), pid, &secrets.token)?;
-    Ok(pid)
 }
 
 /// Until the gateway answers as ready, and as a gateway of its kind; an
