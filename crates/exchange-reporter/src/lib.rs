@@ -18,6 +18,7 @@
 //!   waits until the store has reached it ([`Reporting::wait_for`]).
 
 pub mod catch_up;
+pub mod remote;
 #[cfg(test)]
 mod tests;
 mod worker;
@@ -429,15 +430,8 @@ impl Reporting {
 
     /// Adds the reporting service's families to a `/metrics` page.
     pub fn write_metrics(&self, page: &mut Exposition) {
-        let stats = &self.inner.stats;
-        let written = self.written();
         let lag = self.lag();
-        let get = |v: &AtomicU64| v.load(Ordering::Relaxed);
-        page.gauge(
-            "exchange_reporting_position",
-            "Last log index written to the reporting store.",
-            written,
-        );
+        self.inner.write_store_metrics(page);
         page.gauge(
             "exchange_reporting_lag_entries",
             "Log entries applied by the core but not yet in the reporting store.",
@@ -449,6 +443,20 @@ impl Reporting {
              reporting store (difference of their timestamps; 0 when none is missing or while \
              either time is unknown).",
             Value::NanosAsSeconds(lag.seconds_ns),
+        );
+    }
+}
+
+impl Inner {
+    /// The store's families on a `/metrics` page: its position and this
+    /// process's writing.
+    fn write_store_metrics(&self, page: &mut Exposition) {
+        let stats = &self.stats;
+        let get = |v: &AtomicU64| v.load(Ordering::Relaxed);
+        page.gauge(
+            "exchange_reporting_position",
+            "Last log index written to the reporting store.",
+            *self.written.borrow(),
         );
         for (name, help, value) in stats.counters() {
             page.counter(name, help, get(value));

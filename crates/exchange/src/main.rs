@@ -9,6 +9,7 @@ mod keys;
 mod log;
 mod replay;
 mod report;
+mod reporter;
 mod tier;
 
 use std::path::{Path, PathBuf};
@@ -72,6 +73,9 @@ enum Cmd {
     /// A market-data gateway: the public WebSocket channels and the feed,
     /// from any replica's log.
     MdGateway(tier::MdGatewayArgs),
+    /// The reporting store's writer as a process of its own: follows any
+    /// replica's log stream and writes every entry to the store.
+    Reporter(reporter::ReporterArgs),
 }
 
 #[derive(clap::Args)]
@@ -106,6 +110,11 @@ struct ServeArgs {
     /// a list such as 1, 2-3, 1,3 (as `[reporting] cpus`).
     #[arg(long)]
     reporting_cpus: Option<exchange_node::threads::CpuPlacement>,
+    /// Keep no reporting store on this node (as `[reporting] enabled =
+    /// false`): an `exchange reporter` writes it from the log stream, or
+    /// another node does.
+    #[arg(long)]
+    no_reporting: bool,
     /// This node's id in a Raft cluster (see docs/replication.md).
     #[arg(long)]
     node_id: Option<u64>,
@@ -163,6 +172,9 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
     }
     if let Some(cpus) = args.reporting_cpus {
         config.reporting.cpus = cpus;
+    }
+    if args.no_reporting {
+        config.reporting.enabled = false;
     }
     if let Some(id) = args.node_id {
         config.cluster.node_id = id;
@@ -335,6 +347,7 @@ fn run(command: Cmd) -> anyhow::Result<()> {
         Cmd::Serve(args) => serve(args),
         Cmd::Gateway(args) => tier::gateway(args),
         Cmd::MdGateway(args) => tier::md_gateway(args),
+        Cmd::Reporter(args) => reporter::run(args),
         Cmd::Bench(cmd) => bench::run(cmd),
         Cmd::Feed(cmd) => feed::run(cmd),
         Cmd::Report(args) => report::run(args),
