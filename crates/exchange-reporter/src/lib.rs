@@ -18,6 +18,7 @@
 //!   waits until the store has reached it ([`Reporting::wait_for`]).
 
 pub mod catch_up;
+mod reader;
 pub mod remote;
 #[cfg(test)]
 mod tests;

@@ -42,6 +42,9 @@ pub struct TieredVenue {
     pub reporters: BTreeMap<usize, Node>,
     /// Whether the replicas keep a reporting store of their own.
     replica_stores: bool,
+    /// The store order-entry gateways read history from
+    /// (`--reporting-url`).
+    pub gateway_reporting_url: Option<String>,
     /// Whether gateways reach the replicas through [`Proxy`]s.
     proxied: bool,
     /// By (gateway index, replica id): the proxy the gateway's ingress
@@ -76,12 +79,14 @@ struct ReporterSpec {
 }
 
 /// How many of each process a venue runs.
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 struct Counts {
     replicas: u64,
     gateways: usize,
     md_gateways: usize,
     replica_stores: bool,
+    /// See [`TieredVenue::gateway_reporting_url`].
+    history: Option<String>,
 }
 
 impl TieredVenue {
@@ -99,6 +104,7 @@ impl TieredVenue {
             gateways,
             md_gateways,
             replica_stores: true,
+            history: None,
         };
         Self::start_with(bin, dir, counts, false, None)
     }
@@ -121,6 +127,7 @@ impl TieredVenue {
             gateways,
             md_gateways,
             replica_stores: true,
+            history: None,
         };
         Ok(Self::start_with(bin, dir, counts, false, Some(net)))
     }
@@ -140,24 +147,28 @@ impl TieredVenue {
             gateways,
             md_gateways,
             replica_stores: true,
+            history: None,
         };
         Self::start_with(bin, dir, counts, true, None)
     }
 
     /// As [`TieredVenue::start`], with replicas that keep no reporting
     /// store (`--no-reporting`): the venue's store is written by the
-    /// reporters the test adds ([`TieredVenue::add_reporter`]).
+    /// reporters the test adds ([`TieredVenue::add_reporter`]), and the
+    /// gateways read history from `history` (`--reporting-url`).
     pub fn start_without_replica_stores(
         bin: impl AsRef<Path>,
         dir: &Path,
         replicas: u64,
         gateways: usize,
+        history: Option<String>,
     ) -> TieredVenue {
         let counts = Counts {
             replicas,
             gateways,
             md_gateways: 0,
             replica_stores: false,
+            history,
         };
         Self::start_with(bin, dir, counts, false, None)
     }
@@ -181,6 +192,7 @@ impl TieredVenue {
             reporter_specs: Vec::new(),
             reporters: BTreeMap::new(),
             replica_stores: true,
+            gateway_reporting_url: None,
             proxied,
             ingress_proxies: BTreeMap::new(),
             stream_proxies: BTreeMap::new(),
@@ -189,7 +201,8 @@ impl TieredVenue {
             net,
         };
         venue.replica_stores = counts.replica_stores;
-        venue.assign_addresses(counts);
+        venue.gateway_reporting_url = counts.history.clone();
+        venue.assign_addresses(&counts);
         std::fs::create_dir_all(dir).expect("venue directory");
         for id in 1..=counts.replicas {
             venue.spawn_replica(id);
@@ -225,7 +238,7 @@ impl TieredVenue {
         (listen, port)
     }
 
-    fn assign_addresses(&mut self, counts: Counts) {
+    fn assign_addresses(&mut self, counts: &Counts) {
         for id in 1..=counts.replicas {
             let host = id as usize - 1;
             let at = |venue: &TieredVenue| SocketAddr::new(venue.ip_of(host), free_port());
@@ -369,6 +382,9 @@ impl TieredVenue {
             format!("gw-{index}"),
         ];
         args.extend(self.upstream_args(100 + index as u64, &stream));
+        if let Some(url) = &self.gateway_reporting_url {
+            args.extend(["--reporting-url".to_string(), url.clone()]);
+        }
         let child = self
             .command(host, &format!("gateway-{index}"), &args)
             .spawn()

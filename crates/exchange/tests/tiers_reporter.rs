@@ -112,7 +112,12 @@ fn load(gateway: &Client, maker: &Account, taker: &Account, placed: &AtomicUsize
 }
 
 fn killed_and_restarted(dir: &std::path::Path, urls: [Option<String>; 2], stores: &[Target; 2]) {
-    let mut venue = TieredVenue::start_without_replica_stores(EXCHANGE, dir, 3, 1);
+    // The gateway reads history from the store the first reporter writes.
+    let history = urls[0].clone().or_else(|| match &stores[0] {
+        Target::Sqlite(path) => Some(format!("sqlite:{}", path.display())),
+        Target::Postgres(url) => Some(url.clone()),
+    });
+    let mut venue = TieredVenue::start_without_replica_stores(EXCHANGE, dir, 3, 1, history);
     let _logs = OnPanic(|| reporter_logs(dir));
     venue.wait_leader();
     let gateway = venue.wait_gateway(venue.gateway_ports[0]);
@@ -150,6 +155,10 @@ fn killed_and_restarted(dir: &std::path::Path, urls: [Option<String>; 2], stores
     });
     let killed = dump(&stores[0]).expect("the store");
     every_order_once(&killed, &ids);
+    // The gateway serves the closed orders from it.
+    let buys = gateway.order_counts(&taker);
+    assert_eq!(buys.len(), PAIRS, "{buys:?}");
+    assert!(buys.values().all(|&count| count == 1), "{buys:?}");
     same_as_a_reporter_never_killed(&mut venue, second_url, &stores[1], &killed);
 }
 
