@@ -157,6 +157,8 @@ struct Inner {
     /// Idle read connections.
     readers: Mutex<Vec<Store>>,
     read_wait: Duration,
+    /// Another process writes the store: reads never create or migrate it.
+    written_elsewhere: bool,
 }
 
 impl Drop for Inner {
@@ -318,6 +320,7 @@ impl Reporting {
             core: handle.metrics.clone(),
             readers: Mutex::new(Vec::new()),
             read_wait: config.read_wait,
+            written_elsewhere: false,
         });
         let worker = Worker {
             store,
@@ -412,6 +415,7 @@ impl Reporting {
             let pooled = inner.readers.lock().ok().and_then(|mut idle| idle.pop());
             let mut store = match pooled {
                 Some(store) => store,
+                None if inner.written_elsewhere => Store::open_existing(&inner.target)?,
                 None => Store::open(&inner.target)?,
             };
             let result = read(&mut store);

@@ -29,8 +29,9 @@ impl Reporting {
     /// History reads from the store at `target`, which another process
     /// writes. The store is opened by a thread of its own, and again
     /// whenever it fails: until it answers, reads wait and then answer
-    /// that the store is behind. A SQLite file is only opened once it
-    /// exists (the writer creates it: opening would create it too).
+    /// that the store is behind. It is only opened once its writer has
+    /// created it ([`Store::open_existing`]): a reader migrating it at the
+    /// same time could make the writer's start fail.
     pub fn read_only(
         handle: &Handle,
         target: Target,
@@ -45,6 +46,7 @@ impl Reporting {
             core: handle.metrics.clone(),
             readers: Mutex::new(Vec::new()),
             read_wait,
+            written_elsewhere: true,
         });
         let follower = Arc::downgrade(&inner);
         std::thread::Builder::new()
@@ -53,18 +55,6 @@ impl Reporting {
             .map_err(|e| StoreError::Schema(format!("cannot start a thread: {e}")))?;
         Ok(Reporting { inner })
     }
-}
-
-fn open(target: &Target) -> Result<Store, StoreError> {
-    if let Target::Sqlite(path) = target {
-        if !path.exists() {
-            return Err(StoreError::Schema(format!(
-                "no reporting store at {} yet (the reporter creates it)",
-                path.display()
-            )));
-        }
-    }
-    Store::open(target)
 }
 
 /// Reads the store's position until the last [`Reporting`] is dropped.
@@ -76,7 +66,7 @@ fn follow_position(inner: &Weak<Inner>) {
         let Some(inner) = inner.upgrade() else { return };
         let read = match store.as_mut() {
             Some(store) => store.refresh_position().map(|p| (p, store)),
-            None => open(&inner.target).map(|s| (s.position(), store.insert(s))),
+            None => Store::open_existing(&inner.target).map(|s| (s.position(), store.insert(s))),
         };
         match read {
             Ok((position, store)) => {

@@ -280,6 +280,7 @@ fn shared(target: &Target, position: u64, written_ts: u64, dead_letters: u64) ->
         core: Arc::new(Metrics::default()),
         readers: Mutex::new(Vec::new()),
         read_wait: Duration::ZERO,
+        written_elsewhere: false,
     })
 }
 
