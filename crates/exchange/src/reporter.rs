@@ -226,6 +226,8 @@ fn route(path: &str, reporter: &RemoteReporter) -> (&'static str, &'static str, 
             (status, JSON, view_json(&view))
         }
         "/metrics" => ("200 OK", "text/plain; version=0.0.4", reporter.metrics()),
+        // What `exchange cluster status` asks every process for.
+        "/admin/replication" => ("200 OK", JSON, replication_json(&reporter.view())),
         _ => (
             "404 Not Found",
             JSON,
@@ -259,6 +261,18 @@ fn view_json(view: &View) -> String {
         "lag_entries": view.lag_entries,
         "lag_seconds": view.lag_seconds_ns as f64 / 1e9,
         "fault": fault,
+    })
+    .to_string()
+}
+
+/// The reporter as `exchange cluster status` lists a gateway: its role,
+/// the replica it follows and the Raft index the store holds through.
+fn replication_json(view: &View) -> String {
+    json!({
+        "role": "reporter",
+        "following": view.following.map(|addr| addr.to_string()),
+        "applied_index": view.written_raft,
+        "leader": null,
     })
     .to_string()
 }
