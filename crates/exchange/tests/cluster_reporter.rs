@@ -1,0 +1,124 @@
+//! `exchange cluster up --gateways 1 --reporters 1`: the nodes keep no
+//! reporting store (their history routes answer 503), the reporter writes
+//! it from their log stream, and the gateway serves history from it. A
+//! reporter killed with SIGKILL is restarted by `up` on the directory and
+//! the gateway's history then holds every fill once; `down` stops it with
+//! the rest.
+
+use std::time::Duration;
+
+use exchange_testkit::{
+    assert_success, limit, process_alive, run_within, wait_until, Account, CliCluster, Client,
+};
+use serde_json::Value;
+
+/// The binary under test.
+const EXCHANGE: &str = env!("CARGO_BIN_EXE_exchange");
+
+/// Places `pairs` crossing pairs (`tag` names them): a trade each.
+fn trade(gateway: &Client, maker: &Account, taker: &Account, tag: &str, pairs: usize) {
+    for n in 0..pairs {
+        gateway.place(
+            maker,
+            &limit("sell", "60000", "0.01", &format!("{tag}-s{n}")),
+        );
+        gateway.place(
+            taker,
+            &limit("buy", "60000", "0.01", &format!("{tag}-b{n}")),
+        );
+    }
+}
+
+/// The taker's fills as the gateway serves them from the store, once the
+/// read answers.
+fn fills(gateway: &Client, taker: &Account) -> Option<Vec<Value>> {
+    let response = gateway
+        .try_signed(taker, "GET", "/v1/fills?limit=1000", "")
+        .ok()?;
+    (response.status == 200).then(|| {
+        response.json()["fills"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+    })
+}
+
+fn reporter_status(cluster: &CliCluster, dir_arg: &str) -> Option<Value> {
+    let out = cluster.exchange(&["cluster", "status", "--data-dir", dir_arg]);
+    let status: Value = serde_json::from_slice(&out.stdout).ok()?;
+    status["gateways"]
+        .as_array()?
+        .iter()
+        .find(|row| row["role"] == "reporter")
+        .cloned()
+}
+
+#[test]
+fn a_local_venue_with_a_reporter_serves_history_from_its_store() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let dir = tmp.path().join("venue");
+    let dir_arg = dir.display().to_string();
+    let cluster = CliCluster::up_tiered(EXCHANGE, &dir, 3, (1, 0, 1), None);
+    let gateway = Client {
+        port: cluster.gateway_port(1),
+    };
+    let (maker, taker) = (gateway.funded_account(), gateway.funded_account());
+    trade(&gateway, &maker, &taker, "a", 3);
+    wait_until("the gateway's history holds the first fills", || {
+        fills(&gateway, &taker).is_some_and(|f| f.len() == 3)
+    });
+    // A node keeps no store: no history of its own.
+    let node = Client {
+        port: cluster.ports[0],
+    };
+    node.signed(&taker, "GET", "/v1/fills", "").expect_error(
+        503,
+        "reporting_disabled",
+        "history on a node without a store",
+    );
+    wait_until("status lists the reporter, ready, at lag 0", || {
+        reporter_status(&cluster, &dir_arg)
+            .is_some_and(|row| row["ready"] == true && row["lag"] == 0)
+    });
+
+    let reporter: i32 = std::fs::read_to_string(dir.join("reporter-1").join("pid"))
+        .ok()
+        .and_then(|pid| pid.trim().parse().ok())
+        .expect("the reporter's pid file");
+    // SAFETY: SIGKILL to a reporter this test started.
+    unsafe { libc::kill(reporter, libc::SIGKILL) };
+    wait_until("the reporter gone", || !process_alive(reporter));
+    trade(&gateway, &maker, &taker, "b", 3);
+    let again = assert_success(
+        &cluster.exchange(&["cluster", "up", "--data-dir", &dir_arg]),
+        "cluster up (restart)",
+    );
+    assert!(
+        again
+            .lines()
+            .any(|l| l.starts_with("reporter 1: ") && !l.contains("already running")),
+        "{again}"
+    );
+    wait_until("the gateway's history holds every fill", || {
+        fills(&gateway, &taker).is_some_and(|f| f.len() == 6)
+    });
+    let ids: std::collections::BTreeSet<u64> = fills(&gateway, &taker)
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|f| f["trade_id"].as_u64())
+        .collect();
+    assert_eq!(ids.len(), 6, "each fill once: {ids:?}");
+
+    let pids = cluster.gateway_pids();
+    assert_eq!(pids.len(), 2, "the gateway's and the reporter's pid files");
+    let down = assert_success(
+        &run_within(
+            EXCHANGE,
+            &["cluster", "down", "--data-dir", &dir_arg],
+            Duration::from_secs(120),
+        ),
+        "cluster down",
+    );
+    assert!(down.contains("reporter 1: stopped"), "{down}");
+    assert!(pids.iter().all(|&pid| !process_alive(pid)), "{down}");
+}
