@@ -77,6 +77,15 @@ fn config(args: &ReporterArgs) -> anyhow::Result<Config> {
         config.reporting.url = args.reporting_url.clone();
     }
     crate::data_dir_usable(&config.data_dir)?;
+    // The reporter keeps its snapshots in DIR/snapshots, two of them:
+    // in a replica's directory it would prune the replica's.
+    let journal = exchange_node::recovery::journal_dir(&config.data_dir);
+    anyhow::ensure!(
+        !journal.exists(),
+        "{} is a replica's data directory (it has a journal): give the reporter its own \
+         --data-dir",
+        config.data_dir.display()
+    );
     Ok(config)
 }
 
