@@ -3,7 +3,8 @@
 //! it from their log stream, and the gateway serves history from it. A
 //! reporter killed with SIGKILL is restarted by `up` on the directory and
 //! the gateway's history then holds every fill once; `down` stops it with
-//! the rest.
+//! the rest. A reporter that can only follow a node whose log starts after
+//! a snapshot stops on the gap instead of writing a store with a hole.
 
 use std::time::Duration;
 
@@ -121,4 +122,79 @@ fn a_local_venue_with_a_reporter_serves_history_from_its_store() {
     );
     assert!(down.contains("reporter 1: stopped"), "{down}");
     assert!(pids.iter().all(|&pid| !process_alive(pid)), "{down}");
+}
+
+/// A reporter that can only follow a node whose log starts after a
+/// snapshot (node 4 joined by one) cannot complete an empty store: it
+/// writes nothing and reports the gap on `/health`, `/ready` and
+/// `/metrics`.
+#[test]
+fn a_reporter_behind_a_compacted_log_reports_the_gap_and_writes_nothing() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let dir = tmp.path().join("venue");
+    let dir_arg = dir.display().to_string();
+    let config = tmp.path().join("config.toml");
+    // Frequent snapshots: the leader's log is compacted, and a node that
+    // joins catches up by snapshot.
+    std::fs::write(&config, "snapshot_every = 10\n").expect("config");
+    let config_arg = config.display().to_string();
+    let cluster = CliCluster::up_tiered(EXCHANGE, &dir, 3, (1, 0, 1), Some(&config));
+    let gateway = Client {
+        port: cluster.gateway_port(1),
+    };
+    let (maker, taker) = (gateway.funded_account(), gateway.funded_account());
+    trade(&gateway, &maker, &taker, "a", 10);
+    assert_success(
+        &cluster.exchange(&[
+            "cluster",
+            "add",
+            "--data-dir",
+            &dir_arg,
+            "--config",
+            &config_arg,
+        ]),
+        "cluster add",
+    );
+    let node4 = dir.join("node-4");
+    wait_until("node 4 installs a snapshot", || {
+        std::fs::read_dir(node4.join("snapshots")).is_ok_and(|mut d| d.next().is_some())
+    });
+
+    let port = exchange_testkit::free_port();
+    let stream = format!("127.0.0.1:{}", cluster.base + 304);
+    let key = dir.join("cluster_key").display().to_string();
+    let data = tmp.path().join("late-reporter");
+    let child = std::process::Command::new(EXCHANGE)
+        .args(["reporter", "--stream", &stream, "--cluster-key-file", &key])
+        .arg("--data-dir")
+        .arg(&data)
+        .args(["--listen", &format!("127.0.0.1:{port}")])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start a reporter");
+    let _reporter = exchange_testkit::Node { child, http: port };
+    let client = Client { port };
+    wait_until("the reporter reports the gap", || {
+        client
+            .try_request("GET", "/health", &[], b"")
+            .is_ok_and(|r| r.status == 503 && r.text().contains("gap"))
+    });
+    let ready = client.get("/ready");
+    assert_eq!(ready.status, 503, "{}", ready.text());
+    let health = client.get("/health").json();
+    assert_eq!(health["fault"]["store_position"], 0, "{health}");
+    let missing = health["fault"]["missing_commands"].as_u64().unwrap_or(0);
+    assert!(missing > 0, "{health}");
+    let metrics = client.get("/metrics").text();
+    let metric = |name: &str| {
+        metrics
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("{name} ")))
+            .and_then(|v| v.trim().parse::<u64>().ok())
+    };
+    assert_eq!(metric("exchange_reporter_gap_entries"), Some(missing));
+    assert_eq!(metric("exchange_reporter_fault"), Some(1));
+    assert_eq!(metric("exchange_reporting_position"), Some(0), "{metrics}");
 }
