@@ -4,12 +4,16 @@
 //! reporter killed with SIGKILL is restarted by `up` on the directory and
 //! the gateway's history then holds every fill once; `down` stops it with
 //! the rest. A reporter that can only follow a node whose log starts after
-//! a snapshot stops on the gap instead of writing a store with a hole.
+//! a snapshot stops on the gap instead of writing a store with a hole; one
+//! that can also follow a node that holds the whole log completes it.
 
+use std::path::Path;
 use std::time::Duration;
 
+use exchange_reporting::{Store, Target};
 use exchange_testkit::{
-    assert_success, limit, process_alive, run_within, wait_until, Account, CliCluster, Client,
+    assert_success, free_port, limit, process_alive, run_within, wait_until, Account, CliCluster,
+    Client, Node,
 };
 use serde_json::Value;
 
@@ -160,21 +164,10 @@ fn a_reporter_behind_a_compacted_log_reports_the_gap_and_writes_nothing() {
         std::fs::read_dir(node4.join("snapshots")).is_ok_and(|mut d| d.next().is_some())
     });
 
-    let port = exchange_testkit::free_port();
-    let stream = format!("127.0.0.1:{}", cluster.base + 304);
-    let key = dir.join("cluster_key").display().to_string();
-    let data = tmp.path().join("late-reporter");
-    let child = std::process::Command::new(EXCHANGE)
-        .args(["reporter", "--stream", &stream, "--cluster-key-file", &key])
-        .arg("--data-dir")
-        .arg(&data)
-        .args(["--listen", &format!("127.0.0.1:{port}")])
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("start a reporter");
-    let _reporter = exchange_testkit::Node { child, http: port };
+    let stream = |node: u16| format!("127.0.0.1:{}", cluster.base + 300 + node);
+    let key = dir.join("cluster_key");
+    let (late, port) = start_reporter(&key, &tmp.path().join("late"), &stream(4));
+    let _late = late;
     let client = Client { port };
     wait_until("the reporter reports the gap", || {
         client
@@ -197,4 +190,42 @@ fn a_reporter_behind_a_compacted_log_reports_the_gap_and_writes_nothing() {
     assert_eq!(metric("exchange_reporter_gap_entries"), Some(missing));
     assert_eq!(metric("exchange_reporter_fault"), Some(1));
     assert_eq!(metric("exchange_reporting_position"), Some(0), "{metrics}");
+
+    // Node 4 only lacks what node 1 still holds: a reporter given both,
+    // node 4 first, asks node 1 after node 4's snapshot, and completes
+    // its store.
+    let both = format!("{},{}", stream(4), stream(1));
+    let (second, port) = start_reporter(&key, &tmp.path().join("second"), &both);
+    let _second = second;
+    let client = Client { port };
+    wait_until("the second reporter ready", || {
+        client
+            .try_request("GET", "/ready", &[], b"")
+            .is_ok_and(|r| r.status == 200)
+    });
+    let target = Target::Sqlite(tmp.path().join("second").join("reporting.sqlite"));
+    let stored = Store::open_existing(&target)
+        .and_then(|mut store| store.dump())
+        .expect("the second reporter's store");
+    let audited: Vec<u64> = stored.audit.iter().map(|row| row.log_index).collect();
+    assert_eq!(audited, (1..=stored.position.log_index).collect::<Vec<_>>());
+    assert_eq!(stored.trades.len(), 10, "every trade");
+}
+
+/// Starts `exchange reporter` on `data`, following `stream`; its process
+/// (killed when dropped) and HTTP port.
+fn start_reporter(key: &Path, data: &Path, stream: &str) -> (Node, u16) {
+    let port = free_port();
+    let child = std::process::Command::new(EXCHANGE)
+        .args(["reporter", "--stream", stream, "--cluster-key-file"])
+        .arg(key)
+        .arg("--data-dir")
+        .arg(data)
+        .args(["--listen", &format!("127.0.0.1:{port}")])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start a reporter");
+    (Node { child, http: port }, port)
 }

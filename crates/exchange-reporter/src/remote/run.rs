@@ -57,43 +57,72 @@ impl Remote {
         self.status.stop.load(Ordering::Acquire)
     }
 
-    /// Until stopped, or until the store cannot be completed.
+    /// Until stopped, or until the store cannot be completed. A replica
+    /// that offers only a snapshot past the store may just be behind the
+    /// others (it installed its leader's snapshot): the next replica is
+    /// asked, and the gap is declared only once every one offered that.
     pub(super) fn run(mut self) {
-        let follower = stream::follow(
-            self.config.stream.clone(),
-            self.config.key.clone(),
-            self.config.process_id,
-            self.state.raft_index + 1,
-        );
-        let mut batch: Vec<Applied> = Vec::with_capacity(self.config.max_batch);
+        let replicas = self.config.stream.clone();
+        let mut first = 0;
+        let mut gaps_in_a_row = 0;
         while !self.stopping() {
-            let first = match follower.items().recv_timeout(IDLE) {
-                Ok(item) => item,
-                Err(RecvTimeoutError::Timeout) => {
-                    self.note(&follower);
-                    continue;
-                }
-                Err(RecvTimeoutError::Disconnected) => break,
-            };
-            if let Err(fault) = self.gather(first, &follower, &mut batch) {
-                self.flush(&mut batch);
+            let mut order = replicas.clone();
+            order.rotate_left(first % replicas.len().max(1));
+            let follower = stream::follow(
+                order,
+                self.config.key.clone(),
+                self.config.process_id,
+                self.state.raft_index + 1,
+            );
+            let ended = self.follow(&follower, &mut gaps_in_a_row);
+            follower.stop();
+            let Err(fault) = ended else { break };
+            gaps_in_a_row += 1;
+            if gaps_in_a_row >= replicas.len() {
                 self.fail(fault);
                 break;
             }
-            self.flush(&mut batch);
-            self.note(&follower);
-            if self.state.applied_index >= self.snapshotted + self.config.state_every {
-                self.snapshot();
-            }
+            tracing::warn!(
+                missing = fault.missing(),
+                "reporter: a replica offers only a snapshot past the store; asking the next"
+            );
+            first += 1;
         }
-        self.flush(&mut batch);
         self.snapshot();
         *self
             .status
             .following
             .lock()
             .unwrap_or_else(|e| e.into_inner()) = None;
-        follower.stop();
+    }
+
+    /// Writes what `follower` hands over until stopped; a fault when it
+    /// offers what the store cannot be completed from.
+    fn follow(&mut self, follower: &Follower, gaps_in_a_row: &mut usize) -> Result<(), Fault> {
+        let mut batch: Vec<Applied> = Vec::with_capacity(self.config.max_batch);
+        while !self.stopping() {
+            let first = match follower.items().recv_timeout(IDLE) {
+                Ok(item) => item,
+                Err(RecvTimeoutError::Timeout) => {
+                    self.note(follower);
+                    continue;
+                }
+                Err(RecvTimeoutError::Disconnected) => {
+                    tracing::error!("reporter: the log follower is gone; writing stops");
+                    break;
+                }
+            };
+            let gathered = self.gather(first, follower, &mut batch);
+            self.flush(&mut batch);
+            gathered?;
+            *gaps_in_a_row = 0;
+            self.note(follower);
+            if self.state.applied_index >= self.snapshotted + self.config.state_every {
+                self.snapshot();
+            }
+        }
+        self.flush(&mut batch);
+        Ok(())
     }
 
     /// Takes `first` and whatever else comes within the linger, up to a
