@@ -60,7 +60,8 @@ fn a_reporter_killed_mid_load_writes_every_order_once_on_postgres() {
 /// Everything in `target`'s store, or `None` while it cannot be read yet
 /// (the reporter has not created it).
 fn dump(target: &Target) -> Option<Dump> {
-    let mut store = Store::open(target).ok()?;
+    // A reader beside the writer: it neither creates nor migrates it.
+    let mut store = Store::open_existing(target).ok()?;
     store.dump().ok()
 }
 
