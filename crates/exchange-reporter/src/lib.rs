@@ -18,6 +18,8 @@
 //!   waits until the store has reached it ([`Reporting::wait_for`]).
 
 pub mod catch_up;
+mod reader;
+pub mod remote;
 #[cfg(test)]
 mod tests;
 mod worker;
@@ -155,6 +157,8 @@ struct Inner {
     /// Idle read connections.
     readers: Mutex<Vec<Store>>,
     read_wait: Duration,
+    /// Another process writes the store: reads never create or migrate it.
+    written_elsewhere: bool,
 }
 
 impl Drop for Inner {
@@ -316,6 +320,7 @@ impl Reporting {
             core: handle.metrics.clone(),
             readers: Mutex::new(Vec::new()),
             read_wait: config.read_wait,
+            written_elsewhere: false,
         });
         let worker = Worker {
             store,
@@ -410,6 +415,7 @@ impl Reporting {
             let pooled = inner.readers.lock().ok().and_then(|mut idle| idle.pop());
             let mut store = match pooled {
                 Some(store) => store,
+                None if inner.written_elsewhere => Store::open_existing(&inner.target)?,
                 None => Store::open(&inner.target)?,
             };
             let result = read(&mut store);
@@ -429,15 +435,8 @@ impl Reporting {
 
     /// Adds the reporting service's families to a `/metrics` page.
     pub fn write_metrics(&self, page: &mut Exposition) {
-        let stats = &self.inner.stats;
-        let written = self.written();
         let lag = self.lag();
-        let get = |v: &AtomicU64| v.load(Ordering::Relaxed);
-        page.gauge(
-            "exchange_reporting_position",
-            "Last log index written to the reporting store.",
-            written,
-        );
+        self.inner.write_store_metrics(page);
         page.gauge(
             "exchange_reporting_lag_entries",
             "Log entries applied by the core but not yet in the reporting store.",
@@ -449,6 +448,20 @@ impl Reporting {
              reporting store (difference of their timestamps; 0 when none is missing or while \
              either time is unknown).",
             Value::NanosAsSeconds(lag.seconds_ns),
+        );
+    }
+}
+
+impl Inner {
+    /// The store's families on a `/metrics` page: its position and this
+    /// process's writing.
+    fn write_store_metrics(&self, page: &mut Exposition) {
+        let stats = &self.stats;
+        let get = |v: &AtomicU64| v.load(Ordering::Relaxed);
+        page.gauge(
+            "exchange_reporting_position",
+            "Last log index written to the reporting store.",
+            *self.written.borrow(),
         );
         for (name, help, value) in stats.counters() {
             page.counter(name, help, get(value));

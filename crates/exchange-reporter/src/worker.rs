@@ -56,13 +56,41 @@ pub(super) struct Worker {
 }
 
 impl Worker {
+    /// A worker that only writes what it is given: the reporter process's
+    /// ([`crate::remote`]), which has no journal to catch up from.
+    pub(super) fn writer(
+        store: Store,
+        config: &crate::remote::RemoteConfig,
+        inner: Arc<Inner>,
+    ) -> Worker {
+        Worker {
+            store,
+            target: config.target.clone(),
+            data_dir: config.data_dir.clone(),
+            max_batch: config.max_batch.max(1),
+            linger: config.linger,
+            inner,
+            replica_of_many: true,
+            background: None,
+            scratch: None,
+            lag_warned: None,
+            missed_unreported: 0,
+            position_raft: None,
+        }
+    }
+
+    /// The last command the store holds.
+    pub(super) fn position(&self) -> u64 {
+        self.store.position().log_index
+    }
+
     /// Catches up with `recovered` (what recovery applied) at normal
     /// priority, then goes to the background if configured: the node
     /// reports ready and opens its HTTP gateway only once the store holds
     /// what recovery applied, and an idle-policy thread on a busy machine
     /// (other processes, or a restart under load) could take minutes.
     pub(super) fn run(mut self, mut events: broadcast::Receiver<Arc<Applied>>, recovered: u64) {
-        self.retry(&events, |worker| worker.catch_up(recovered));
+        self.retry(&|| events.is_closed(), |worker| worker.catch_up(recovered));
         if let Some(cpus) = &self.background {
             exchange_node::threads::background(cpus);
         }
@@ -92,7 +120,7 @@ impl Worker {
                 Err(_) => {
                     let applied = self.inner.core.applied_index.load(Ordering::Acquire);
                     if applied > self.store.position().log_index {
-                        self.retry(&events, |worker| worker.catch_up(applied));
+                        self.retry(&|| events.is_closed(), |worker| worker.catch_up(applied));
                     }
                     continue;
                 }
@@ -132,7 +160,7 @@ impl Worker {
                     }
                 }
             }
-            self.retry(&events, |worker| worker.write_live(&batch));
+            self.retry(&|| events.is_closed(), |worker| worker.write_live(&batch));
             batch.clear();
             if closed {
                 break;
@@ -166,9 +194,9 @@ impl Worker {
     /// at the first failure, and a pause ends as the node stops: the next
     /// start catches up from the journal, and a store that is down must not
     /// hold up the shutdown.
-    fn retry(
+    pub(super) fn retry(
         &mut self,
-        events: &broadcast::Receiver<Arc<Applied>>,
+        stopping: &dyn Fn() -> bool,
         mut step: impl FnMut(&mut Worker) -> Result<(), CatchUpError>,
     ) {
         let mut pause = Duration::from_millis(50);
@@ -177,7 +205,7 @@ impl Worker {
                 Ok(()) => return,
                 Err(error) => {
                     self.inner.stats.errors.fetch_add(1, Ordering::Relaxed);
-                    if events.is_closed() {
+                    if stopping() {
                         tracing::error!(
                             %error,
                             "reporting store unavailable at shutdown; \
@@ -191,7 +219,7 @@ impl Worker {
                         "reporting store write failed"
                     );
                     let until = Instant::now() + pause;
-                    while !events.is_closed() {
+                    while !stopping() {
                         let left = until.saturating_duration_since(Instant::now());
                         if left.is_zero() {
                             break;
@@ -305,7 +333,7 @@ impl Worker {
     }
 
     /// Writes one batch; `from_journal` counts it as caught up.
-    fn write<'a>(
+    pub(super) fn write<'a>(
         &mut self,
         entries: impl Iterator<Item = &'a Applied>,
         from_journal: bool,

@@ -151,9 +151,34 @@ impl Store {
         Store::open_at(target, schema::LATEST)
     }
 
+    /// Connects to a store another process has created and migrated (it
+    /// writes it), creating and changing nothing: an error if there is no
+    /// store yet, or not at this binary's schema.
+    pub fn open_existing(target: &Target) -> Result<Store, StoreError> {
+        if let Target::Sqlite(path) = target {
+            if !path.exists() {
+                return Err(StoreError::Schema(format!(
+                    "no reporting store at {} yet",
+                    path.display()
+                )));
+            }
+        }
+        let mut store = Store::connect(target)?;
+        schema::check_latest(&mut store.conn)?;
+        store.position = store.read_position()?;
+        Ok(store)
+    }
+
     /// Connects, migrating the schema up to `version` (only tests ask for
     /// an older one).
     fn open_at(target: &Target, version: usize) -> Result<Store, StoreError> {
+        let mut store = Store::connect(target)?;
+        schema::migrate(&mut store.conn, version)?;
+        store.position = store.read_position()?;
+        Ok(store)
+    }
+
+    fn connect(target: &Target) -> Result<Store, StoreError> {
         let conn = match target {
             Target::Sqlite(path) => {
                 if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
@@ -185,7 +210,7 @@ impl Store {
             Target::Sqlite(path) => Some(writeback::Writeback::new(path)),
             Target::Postgres(_) => None,
         };
-        let mut store = Store {
+        Ok(Store {
             conn,
             position: Position::default(),
             writer: Default::default(),
@@ -193,10 +218,7 @@ impl Store {
             fail_in_flush: None,
             writing: false,
             writeback,
-        };
-        schema::migrate(&mut store.conn, version)?;
-        store.position = store.read_position()?;
-        Ok(store)
+        })
     }
 
     pub fn is_postgres(&self) -> bool {

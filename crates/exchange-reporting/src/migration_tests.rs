@@ -274,3 +274,35 @@ fn version_5_adds_an_empty_dead_letter_table() {
         assert!(migrated.dead_letters().expect("dead letters").is_empty());
     });
 }
+
+/// A reader beside the store's writer opens only a store the writer has
+/// created and migrated, and changes nothing.
+#[test]
+fn opening_an_existing_store_creates_and_migrates_nothing() {
+    on_both("open_existing", |target| {
+        if let Target::Sqlite(path) = target {
+            assert!(Store::open_existing(target).is_err(), "no store yet");
+            assert!(!path.exists(), "the reader created the file");
+        }
+        let old = Store::open_at(target, 1).expect("open at version 1");
+        drop(old);
+        let refused = Store::open_existing(target).err().map(|e| e.to_string());
+        assert!(
+            refused
+                .as_deref()
+                .is_some_and(|e| e.contains("schema version 1")),
+            "{refused:?}"
+        );
+        // Still at version 1: the writer migrates it.
+        let mut writer = Store::open_at(target, 1).expect("reopen at version 1");
+        let version = rows(
+            &mut writer,
+            "SELECT value FROM report_meta WHERE name = 'schema_version'",
+        );
+        assert_eq!(version, vec![vec![Val::Int(1)]]);
+        drop(writer);
+        drop(Store::open(target).expect("migrated"));
+        let reader = Store::open_existing(target).expect("a migrated store");
+        assert_eq!(reader.position().log_index, 0);
+    });
+}

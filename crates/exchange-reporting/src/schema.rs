@@ -377,6 +377,27 @@ fn apply(conn: &mut Conn, script: &str, number: i64) -> Result<(), StoreError> {
     Ok(())
 }
 
+/// Checks, creating and changing nothing, that the store is at the schema
+/// this binary writes: for a reader beside the process that migrates it.
+pub fn check_latest(conn: &mut Conn) -> Result<(), StoreError> {
+    let exists = conn.row(
+        "SELECT COUNT(*) AS n FROM report_meta WHERE name = 'schema_version'",
+        &[],
+        |row| row.i64("n"),
+    );
+    let version = match exists {
+        Ok(Some(n)) if n > 0 => current_version(conn)?,
+        _ => 0,
+    };
+    if version != LATEST as i64 {
+        return Err(StoreError::Schema(format!(
+            "the store is at schema version {version}, not {LATEST}: its writer has not created \
+             or migrated it yet"
+        )));
+    }
+    Ok(())
+}
+
 fn current_version(conn: &mut Conn) -> Result<i64, StoreError> {
     let version = conn.row(
         "SELECT value FROM report_meta WHERE name = 'schema_version'",

@@ -247,10 +247,11 @@ fn open_state(config: &Config, tier: Tier) -> Result<OpenedState, ServerError> {
             ));
         }
         let (pipeline, report) = tiers::start_mirror(config, tier, pipeline_config(config)?)?;
+        let reporting = tiers::history_store(config, tier, &pipeline.handle)?;
         return Ok(OpenedState {
             pipeline,
             report,
-            reporting: None,
+            reporting,
             reporter: None,
             tier_servers: None,
         });

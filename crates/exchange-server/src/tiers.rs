@@ -90,6 +90,32 @@ pub(crate) fn start_mirror(
     ))
 }
 
+/// An order-entry gateway given `[reporting] url` serves history reads
+/// from that store, which an `exchange reporter` writes; without one it
+/// serves none (`503 reporting_disabled`).
+pub(crate) fn history_store(
+    config: &Config,
+    tier: Tier,
+    handle: &Handle,
+) -> Result<Option<exchange_reporter::Reporting>, ServerError> {
+    let Some(url) = config
+        .reporting
+        .url
+        .as_deref()
+        .filter(|_| tier == Tier::Gateway)
+    else {
+        return Ok(None);
+    };
+    let target = exchange_reporting::Target::resolve(Some(url), &config.data_dir)?;
+    let read_wait = std::time::Duration::from_millis(config.reporting.read_wait_ms);
+    let reporting = exchange_reporter::Reporting::read_only(handle, target.clone(), read_wait)?;
+    eprintln!(
+        "history reads: from {}, written by the reporter",
+        target.describe()
+    );
+    Ok(Some(reporting))
+}
+
 /// Marks a gateway ready once its mirror has applied what the replica it
 /// follows had: before, it would call keys created a moment ago unknown.
 pub(crate) async fn ready_when_caught_up(

@@ -352,8 +352,9 @@ pub struct CliCluster {
     pub base: u16,
     /// The founding nodes' HTTP ports, node 1's first.
     pub ports: Vec<u16>,
-    /// Order-entry and market-data gateways in front of the nodes.
-    pub tiers: (u16, u16),
+    /// Order-entry gateways, market-data gateways and reporters in front
+    /// of the nodes.
+    pub tiers: (u16, u16, u16),
 }
 
 impl CliCluster {
@@ -361,24 +362,25 @@ impl CliCluster {
     /// for one node added later), and `config` for every node; a start
     /// that loses a port to another process is retried on other ports.
     pub fn up(bin: impl AsRef<Path>, dir: &Path, nodes: u64, config: Option<&Path>) -> CliCluster {
-        CliCluster::up_tiered(bin, dir, nodes, (0, 0), config)
+        CliCluster::up_tiered(bin, dir, nodes, (0, 0, 0), config)
     }
 
-    /// [`CliCluster::up`] with `gateways` order-entry gateways and
-    /// `md_gateways` market-data gateways (`--gateways`, `--md-gateways`).
+    /// [`CliCluster::up`] with `gateways` order-entry gateways,
+    /// `md_gateways` market-data gateways and `reporters` reporters
+    /// (`--gateways`, `--md-gateways`, `--reporters`).
     pub fn up_tiered(
         bin: impl AsRef<Path>,
         dir: &Path,
         nodes: u64,
-        (gateways, md_gateways): (u16, u16),
+        tiers: (u16, u16, u16),
         config: Option<&Path>,
     ) -> CliCluster {
         let count = u16::try_from(nodes).expect("a small cluster");
         let dir_arg = dir.display().to_string();
         let config_arg = config.map(|c| c.display().to_string());
         for _ in 0..10 {
-            let base = if gateways + md_gateways > 0 {
-                crate::ports::tiered_port_base(count + 1, gateways, md_gateways)
+            let base = if tiers != (0, 0, 0) {
+                crate::ports::tiered_port_base(count + 1, tiers)
             } else {
                 cluster_port_base(count + 1)
             };
@@ -387,24 +389,25 @@ impl CliCluster {
                 dir: dir.to_path_buf(),
                 base,
                 ports: (1..=count).map(|n| base + n).collect(),
-                tiers: (gateways, md_gateways),
+                tiers,
             };
-            let (nodes_arg, base_arg) = (nodes.to_string(), base.to_string());
-            let (gateways_arg, md_arg) = (gateways.to_string(), md_gateways.to_string());
+            let counts =
+                [nodes, tiers.0.into(), tiers.1.into(), tiers.2.into()].map(|n| n.to_string());
+            let base_arg = base.to_string();
             let mut args = vec![
                 "cluster",
                 "up",
-                "--nodes",
-                &nodes_arg,
                 "--data-dir",
                 &dir_arg,
                 "--port-base",
                 &base_arg,
-                "--gateways",
-                &gateways_arg,
-                "--md-gateways",
-                &md_arg,
             ];
+            for (flag, count) in ["--nodes", "--gateways", "--md-gateways", "--reporters"]
+                .into_iter()
+                .zip(&counts)
+            {
+                args.extend([flag, count.as_str()]);
+            }
             if let Some(config) = &config_arg {
                 args.extend(["--config", config]);
             }
@@ -447,13 +450,14 @@ impl CliCluster {
         self.base + 400 + k
     }
 
-    /// The pids in the gateways' pid files: `DIR/gateway-K/pid`,
-    /// `DIR/md-gateway-K/pid`.
+    /// The pids in the gateways' and reporters' pid files:
+    /// `DIR/gateway-K/pid`, `DIR/md-gateway-K/pid`, `DIR/reporter-K/pid`.
     pub fn gateway_pids(&self) -> Vec<i32> {
-        let (gateways, md) = self.tiers;
+        let (gateways, md, reporters) = self.tiers;
         let dirs = (1..=gateways)
             .map(|k| format!("gateway-{k}"))
-            .chain((1..=md).map(|k| format!("md-gateway-{k}")));
+            .chain((1..=md).map(|k| format!("md-gateway-{k}")))
+            .chain((1..=reporters).map(|k| format!("reporter-{k}")));
         dirs.filter_map(|name| {
             std::fs::read_to_string(self.dir.join(name).join("pid"))
                 .ok()?

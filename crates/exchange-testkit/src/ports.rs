@@ -70,10 +70,11 @@ pub fn cluster_port_base(nodes: u16) -> u16 {
 
 /// A `--port-base` for `exchange cluster up` with gateways: besides the
 /// nodes' HTTP and Raft ports, their ingress (`base + 200 + n`) and log
-/// stream (`base + 300 + n`), gateway `k`'s HTTP (`base + 400 + k`) and
-/// market-data gateway `k`'s (`base + 500 + k`) are free.
-pub fn tiered_port_base(nodes: u16, gateways: u16, md_gateways: u16) -> u16 {
-    let top = 500 + u32::from(nodes.max(gateways).max(md_gateways));
+/// stream (`base + 300 + n`), gateway `k`'s HTTP (`base + 400 + k`),
+/// market-data gateway `k`'s (`base + 500 + k`) and reporter `k`'s
+/// (`base + 600 + k`) are free.
+pub fn tiered_port_base(nodes: u16, (gateways, md_gateways, reporters): (u16, u16, u16)) -> u16 {
+    let top = 600 + u32::from(nodes.max(gateways).max(md_gateways).max(reporters));
     let ephemeral_low = ephemeral_low();
     let below = if ephemeral_low > LOW + 1_000 + top {
         ephemeral_low - top
@@ -84,9 +85,11 @@ pub fn tiered_port_base(nodes: u16, gateways: u16, md_gateways: u16) -> u16 {
         let nodes = (1..=nodes).flat_map(|n| [n, 100 + n, 200 + n, 300 + n]);
         let gateways = (1..=gateways).map(|k| 400 + k);
         let md = (1..=md_gateways).map(|k| 500 + k);
+        let reporters = (1..=reporters).map(|k| 600 + k);
         nodes
             .chain(gateways)
             .chain(md)
+            .chain(reporters)
             .all(|offset| bindable(base + offset))
     })
     .unwrap_or_else(|| panic!("no free ports for a venue of {nodes} nodes"))

@@ -37,6 +37,14 @@ pub struct TieredVenue {
     pub gateways: BTreeMap<usize, Node>,
     pub md_gateway_ports: Vec<u16>,
     pub md_gateways: BTreeMap<usize, Node>,
+    /// How each reporter is started, by index.
+    reporter_specs: Vec<ReporterSpec>,
+    pub reporters: BTreeMap<usize, Node>,
+    /// Whether the replicas keep a reporting store of their own.
+    replica_stores: bool,
+    /// The store order-entry gateways read history from
+    /// (`--reporting-url`).
+    pub gateway_reporting_url: Option<String>,
     /// Whether gateways reach the replicas through [`Proxy`]s.
     proxied: bool,
     /// By (gateway index, replica id): the proxy the gateway's ingress
@@ -62,12 +70,23 @@ pub enum Link {
     Stream,
 }
 
+/// A reporter's HTTP port, reporting URL (`None`: SQLite in its data
+/// directory) and further arguments.
+struct ReporterSpec {
+    http: u16,
+    url: Option<String>,
+    args: Vec<String>,
+}
+
 /// How many of each process a venue runs.
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 struct Counts {
     replicas: u64,
     gateways: usize,
     md_gateways: usize,
+    replica_stores: bool,
+    /// See [`TieredVenue::gateway_reporting_url`].
+    history: Option<String>,
 }
 
 impl TieredVenue {
@@ -84,6 +103,8 @@ impl TieredVenue {
             replicas,
             gateways,
             md_gateways,
+            replica_stores: true,
+            history: None,
         };
         Self::start_with(bin, dir, counts, false, None)
     }
@@ -105,6 +126,8 @@ impl TieredVenue {
             replicas,
             gateways,
             md_gateways,
+            replica_stores: true,
+            history: None,
         };
         Ok(Self::start_with(bin, dir, counts, false, Some(net)))
     }
@@ -123,8 +146,31 @@ impl TieredVenue {
             replicas,
             gateways,
             md_gateways,
+            replica_stores: true,
+            history: None,
         };
         Self::start_with(bin, dir, counts, true, None)
+    }
+
+    /// As [`TieredVenue::start`], with replicas that keep no reporting
+    /// store (`--no-reporting`): the venue's store is written by the
+    /// reporters the test adds ([`TieredVenue::add_reporter`]), and the
+    /// gateways read history from `history` (`--reporting-url`).
+    pub fn start_without_replica_stores(
+        bin: impl AsRef<Path>,
+        dir: &Path,
+        replicas: u64,
+        gateways: usize,
+        history: Option<String>,
+    ) -> TieredVenue {
+        let counts = Counts {
+            replicas,
+            gateways,
+            md_gateways: 0,
+            replica_stores: false,
+            history,
+        };
+        Self::start_with(bin, dir, counts, false, None)
     }
 
     fn start_with(
@@ -143,6 +189,10 @@ impl TieredVenue {
             gateways: BTreeMap::new(),
             md_gateway_ports: Vec::new(),
             md_gateways: BTreeMap::new(),
+            reporter_specs: Vec::new(),
+            reporters: BTreeMap::new(),
+            replica_stores: true,
+            gateway_reporting_url: None,
             proxied,
             ingress_proxies: BTreeMap::new(),
             stream_proxies: BTreeMap::new(),
@@ -150,7 +200,9 @@ impl TieredVenue {
             http_proxies: Vec::new(),
             net,
         };
-        venue.assign_addresses(counts);
+        venue.replica_stores = counts.replica_stores;
+        venue.gateway_reporting_url = counts.history.clone();
+        venue.assign_addresses(&counts);
         std::fs::create_dir_all(dir).expect("venue directory");
         for id in 1..=counts.replicas {
             venue.spawn_replica(id);
@@ -186,7 +238,7 @@ impl TieredVenue {
         (listen, port)
     }
 
-    fn assign_addresses(&mut self, counts: Counts) {
+    fn assign_addresses(&mut self, counts: &Counts) {
         for id in 1..=counts.replicas {
             let host = id as usize - 1;
             let at = |venue: &TieredVenue| SocketAddr::new(venue.ip_of(host), free_port());
@@ -264,10 +316,11 @@ impl TieredVenue {
             at.stream.to_string(),
         ];
         let http = at.http;
-        let child = self
-            .command(id as usize - 1, &format!("replica-{id}"), &args)
-            .spawn()
-            .expect("start a replica");
+        let mut command = self.command(id as usize - 1, &format!("replica-{id}"), &args);
+        if !self.replica_stores {
+            command.arg("--no-reporting");
+        }
+        let child = command.spawn().expect("start a replica");
         self.replicas.insert(id, Node { child, http });
     }
 
@@ -329,6 +382,9 @@ impl TieredVenue {
             format!("gw-{index}"),
         ];
         args.extend(self.upstream_args(100 + index as u64, &stream));
+        if let Some(url) = &self.gateway_reporting_url {
+            args.extend(["--reporting-url".to_string(), url.clone()]);
+        }
         let child = self
             .command(host, &format!("gateway-{index}"), &args)
             .spawn()
@@ -422,5 +478,61 @@ impl TieredVenue {
     /// SIGKILL to market-data gateway `index`.
     pub fn kill_md_gateway(&mut self, index: usize) {
         self.md_gateways.remove(&index);
+    }
+
+    /// Adds a reporter (`exchange reporter`) following every replica's
+    /// log stream and writing the store at `reporting_url` (`None`:
+    /// SQLite in its data directory, [`TieredVenue::reporter_store`]),
+    /// started with `args` besides; returns its index.
+    pub fn add_reporter(&mut self, reporting_url: Option<String>, args: &[&str]) -> usize {
+        assert!(self.net.is_none(), "reporters run on the loopback only");
+        self.reporter_specs.push(ReporterSpec {
+            http: free_port(),
+            url: reporting_url,
+            args: args.iter().map(|a| a.to_string()).collect(),
+        });
+        let index = self.reporter_specs.len() - 1;
+        self.spawn_reporter(index);
+        index
+    }
+
+    /// Reporter `index`'s HTTP port (`/health`, `/ready`, `/metrics`).
+    pub fn reporter_port(&self, index: usize) -> u16 {
+        self.reporter_specs[index].http
+    }
+
+    /// Starts (or restarts) reporter `index`.
+    pub fn spawn_reporter(&mut self, index: usize) {
+        let spec = &self.reporter_specs[index];
+        let http = spec.http;
+        let mut args = vec![
+            "reporter".to_string(),
+            "--listen".into(),
+            SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), http).to_string(),
+        ];
+        if let Some(url) = &spec.url {
+            args.extend(["--reporting-url".to_string(), url.clone()]);
+        }
+        args.extend(spec.args.iter().cloned());
+        let (_, stream) = self.upstream_of(None);
+        args.extend(self.upstream_args(300 + index as u64, &stream));
+        // Not a host of its own: reporters run beside the test.
+        let child = self
+            .command(0, &format!("reporter-{index}"), &args)
+            .spawn()
+            .expect("start a reporter");
+        self.reporters.insert(index, Node { child, http });
+    }
+
+    /// The SQLite store reporter `index` writes when given no URL.
+    pub fn reporter_store(&self, index: usize) -> PathBuf {
+        self.dir
+            .join(format!("reporter-{index}"))
+            .join("reporting.sqlite")
+    }
+
+    /// SIGKILL to reporter `index`.
+    pub fn kill_reporter(&mut self, index: usize) {
+        self.reporters.remove(&index);
     }
 }

@@ -10,6 +10,7 @@ mod log;
 mod probe;
 mod replay;
 mod report;
+mod reporter;
 mod tier;
 mod version;
 
@@ -80,6 +81,9 @@ enum Cmd {
     /// One HTTP GET: exit 0 on a 2xx answer, else 1 with the reason (a
     /// container's health check, where the image has no shell or curl).
     Probe(probe::ProbeArgs),
+    /// The reporting store's writer as a process of its own: follows any
+    /// replica's log stream and writes every entry to the store.
+    Reporter(reporter::ReporterArgs),
 }
 
 #[derive(clap::Args)]
@@ -114,6 +118,11 @@ struct ServeArgs {
     /// a list such as 1, 2-3, 1,3 (as `[reporting] cpus`).
     #[arg(long)]
     reporting_cpus: Option<exchange_node::threads::CpuPlacement>,
+    /// Keep no reporting store on this node (as `[reporting] enabled =
+    /// false`): an `exchange reporter` writes it from the log stream, or
+    /// another node does.
+    #[arg(long)]
+    no_reporting: bool,
     /// This node's id in a Raft cluster (see docs/replication.md).
     #[arg(long)]
     node_id: Option<u64>,
@@ -171,6 +180,9 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
     }
     if let Some(cpus) = args.reporting_cpus {
         config.reporting.cpus = cpus;
+    }
+    if args.no_reporting {
+        config.reporting.enabled = false;
     }
     if let Some(id) = args.node_id {
         config.cluster.node_id = id;
@@ -347,6 +359,7 @@ fn run(command: Cmd) -> anyhow::Result<()> {
             version::run(&args);
             Ok(())
         }
+        Cmd::Reporter(args) => reporter::run(args),
         Cmd::Bench(cmd) => bench::run(cmd),
         Cmd::Feed(cmd) => feed::run(cmd),
         Cmd::Report(args) => report::run(args),

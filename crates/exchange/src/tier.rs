@@ -55,6 +55,11 @@ pub struct GatewayArgs {
     /// are derived from (EXCHANGE_MASTER_KEY wins).
     #[arg(long)]
     master_key_file: Option<PathBuf>,
+    /// Serve history reads (closed orders, fills, candles) from this
+    /// reporting store, which an `exchange reporter` writes:
+    /// postgres://... or sqlite:PATH. Without it they answer 503.
+    #[arg(long)]
+    reporting_url: Option<String>,
 }
 
 #[derive(clap::Args)]
@@ -90,8 +95,8 @@ fn base_config(args: Upstream) -> anyhow::Result<Config> {
     if args.admin_token_file.is_some() {
         config.admin_token_file = args.admin_token_file;
     }
-    // A gateway reads and writes no reporting store: history is the
-    // replicas'.
+    // A gateway writes no reporting store; an order-entry gateway given
+    // `[reporting] url` reads history from it.
     config.reporting.enabled = false;
     crate::data_dir_usable(&config.data_dir)?;
     Ok(config)
@@ -110,6 +115,9 @@ pub fn gateway(args: GatewayArgs) -> anyhow::Result<()> {
     }
     if args.master_key_file.is_some() {
         config.master_key_file = args.master_key_file;
+    }
+    if args.reporting_url.is_some() {
+        config.reporting.url = args.reporting_url;
     }
     check(&config, Tier::Gateway)?;
     crate::run_server(config, false, Tier::Gateway)

@@ -219,3 +219,40 @@ fn usage_errors_stay_clap_s_with_exit_code_2() {
     assert!(stderr.contains("--listen"), "{stderr}");
     assert!(!stderr.to_lowercase().contains("backtrace"), "{stderr}");
 }
+
+#[test]
+fn a_reporter_refuses_what_it_cannot_follow_or_would_overwrite() {
+    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let key = tmp.path().join("cluster_key");
+    std::fs::write(&key, "ab".repeat(32)).expect("key");
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).expect("mode");
+    let own = arg(&tmp.path().join("reporter"));
+    let key_arg = arg(&key);
+    let reporter = |data: &str, more: &[&str]| {
+        let mut args = vec!["reporter", "--data-dir", data, "--listen", "127.0.0.1:0"];
+        args.extend(more);
+        exchange(&args, None)
+    };
+    let line = error_line(
+        &reporter(&own, &["--cluster-key-file", &key_arg]),
+        "no stream",
+    );
+    assert_names(&line, "--stream");
+    let line = error_line(&reporter(&own, &["--stream", "127.0.0.1:1"]), "no key");
+    assert_names(&line, "--cluster-key-file");
+    // A replica's directory: its snapshots would be pruned as the reporter's.
+    let replica = tmp.path().join("replica");
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(replica.join("journal"))
+        .expect("a replica's journal");
+    let args = ["--stream", "127.0.0.1:1", "--cluster-key-file", &key_arg];
+    let line = error_line(&reporter(&arg(&replica), &args), "a replica's directory");
+    assert_names(&line, "a replica's data directory");
+    assert!(
+        !replica.join("snapshots").exists(),
+        "it started before refusing"
+    );
+}

@@ -32,7 +32,7 @@ fn a_tiered_venue_takes_orders_through_its_gateways_and_goes_down_whole() {
     let tmp = tempfile::tempdir().expect("temp dir");
     let dir = tmp.path().join("venue");
     let dir_arg = dir.display().to_string();
-    let cluster = CliCluster::up_tiered(EXCHANGE, &dir, 3, (2, 1), None);
+    let cluster = CliCluster::up_tiered(EXCHANGE, &dir, 3, (2, 1, 0), None);
     let node_pids: Vec<i32> = (1..=3).filter_map(|n| cluster.pid(n)).collect();
     assert_eq!(node_pids.len(), 3, "a pid file per node");
     assert_eq!(cluster.gateway_pids().len(), 3, "a pid file per gateway");

@@ -1,4 +1,4 @@
-//! Where a local cluster's nodes and gateways live: ports and data
+//! Where a local cluster's nodes, gateways and reporters live: ports and data
 //! directories, saved in `DIR/cluster.json` so that a restart puts every
 //! process back where the others expect it (the port plan is in the
 //! module doc of `cluster`).
@@ -19,17 +19,21 @@ pub(super) struct Layout {
     pub(super) gateways: u64,
     /// Market-data gateways (`exchange md-gateway`).
     pub(super) md_gateways: u64,
+    /// Reporters (`exchange reporter`): with any, the nodes keep no
+    /// reporting store.
+    pub(super) reporters: u64,
 }
 
 /// The highest node id, and of each kind of gateway the highest number,
 /// that the port plan has room for (offsets of 100 apart).
 pub(super) const MAX_PER_KIND: u64 = 99;
 
-/// The kinds of gateway `up` starts.
+/// The kinds of process `up` starts in front of the nodes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Kind {
     Gateway,
     MarketData,
+    Reporter,
 }
 
 impl Kind {
@@ -37,6 +41,7 @@ impl Kind {
         match self {
             Kind::Gateway => "gateway",
             Kind::MarketData => "md-gateway",
+            Kind::Reporter => "reporter",
         }
     }
     /// Where its HTTP ports start above the port base.
@@ -44,6 +49,7 @@ impl Kind {
         match self {
             Kind::Gateway => 400,
             Kind::MarketData => 500,
+            Kind::Reporter => 600,
         }
     }
     /// Its processes' ids in the cluster's handshakes: apart from the
@@ -52,6 +58,7 @@ impl Kind {
         match self {
             Kind::Gateway => 1_000 + number,
             Kind::MarketData => 2_000 + number,
+            Kind::Reporter => 3_000 + number,
         }
     }
 }
@@ -82,13 +89,15 @@ impl Layout {
     }
     /// Whether the nodes serve gateways (an ingress and a log stream).
     pub(super) fn tiered(&self) -> bool {
-        self.gateways + self.md_gateways > 0
+        self.gateways + self.md_gateways + self.reporters > 0
     }
-    /// Every gateway process: kind and number.
+    /// Every process in front of the nodes: kind and number. Reporters
+    /// first: the gateways read history from the first one's store.
     pub(super) fn gateway_processes(&self) -> Vec<(Kind, u64)> {
+        let reporters = (1..=self.reporters).map(|n| (Kind::Reporter, n));
         let gateways = (1..=self.gateways).map(|n| (Kind::Gateway, n));
         let md = (1..=self.md_gateways).map(|n| (Kind::MarketData, n));
-        gateways.chain(md).collect()
+        reporters.chain(gateways).chain(md).collect()
     }
     /// The node whose log stream is at `addr`, if any.
     pub(super) fn node_of_stream(&self, addr: &str) -> Option<u64> {
@@ -106,6 +115,7 @@ impl Layout {
                 "removed": self.removed,
                 "gateways": self.gateways,
                 "md_gateways": self.md_gateways,
+                "reporters": self.reporters,
             }))?,
         )?;
         Ok(())
@@ -157,6 +167,7 @@ pub(super) fn saved_layout(dir: &Path) -> anyhow::Result<Option<Layout>> {
         removed,
         gateways: count("gateways"),
         md_gateways: count("md_gateways"),
+        reporters: count("reporters"),
     }))
 }
 
@@ -175,7 +186,7 @@ pub(super) fn existing_layout(dir: &Path) -> anyhow::Result<Layout> {
 pub(super) fn layout(
     dir: &Path,
     nodes: u64,
-    (gateways, md_gateways): (u64, u64),
+    (gateways, md_gateways, reporters): (u64, u64, u64),
     port_base: u16,
 ) -> anyhow::Result<Layout> {
     if let Some(layout) = saved_layout(dir)? {
@@ -184,8 +195,11 @@ pub(super) fn layout(
     if !(1..=MAX_PER_KIND).contains(&nodes) {
         bail!("--nodes must be 1 to {MAX_PER_KIND}");
     }
-    if gateways > MAX_PER_KIND || md_gateways > MAX_PER_KIND {
-        bail!("--gateways and --md-gateways must be 0 to {MAX_PER_KIND}");
+    if [gateways, md_gateways, reporters]
+        .iter()
+        .any(|&n| n > MAX_PER_KIND)
+    {
+        bail!("--gateways, --md-gateways and --reporters must be 0 to {MAX_PER_KIND}");
     }
     let layout = Layout {
         nodes,
@@ -194,6 +208,7 @@ pub(super) fn layout(
         removed: Vec::new(),
         gateways,
         md_gateways,
+        reporters,
     };
     if layout.top_port(nodes) > u64::from(u16::MAX) {
         bail!("--port-base too high: the ports of this layout go past 65535");
@@ -216,6 +231,9 @@ impl Layout {
         if self.md_gateways > 0 {
             top = top.max(base + Kind::MarketData.offset() + self.md_gateways);
         }
+        if self.reporters > 0 {
+            top = top.max(base + Kind::Reporter.offset() + self.reporters);
+        }
         top
     }
 }
@@ -224,7 +242,8 @@ pub(super) fn node_dir(dir: &Path, id: u64) -> PathBuf {
     dir.join(format!("node-{id}"))
 }
 
-/// Gateway `number`'s data directory: `DIR/gateway-N` or `DIR/md-gateway-N`.
+/// Gateway `number`'s data directory: `DIR/gateway-N`, `DIR/md-gateway-N`
+/// or `DIR/reporter-N`.
 pub(super) fn gateway_dir(dir: &Path, kind: Kind, number: u64) -> PathBuf {
     dir.join(format!("{}-{number}", kind.as_str()))
 }

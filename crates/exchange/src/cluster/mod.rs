@@ -22,6 +22,7 @@
 //! | `PORT_BASE + 300 + N` | node N's log stream (gateways follow the log) |
 //! | `PORT_BASE + 400 + K` | gateway K's HTTP |
 //! | `PORT_BASE + 500 + K` | market-data gateway K's HTTP |
+//! | `PORT_BASE + 600 + K` | reporter K's HTTP (`--reporters R`) |
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -62,9 +63,14 @@ pub enum ClusterCmd {
         /// Market-data gateways (`exchange md-gateway`).
         #[arg(long, default_value_t = 0)]
         md_gateways: u64,
+        /// Reporters (`exchange reporter`): they write the reporting store
+        /// from the log stream, and the nodes keep none.
+        #[arg(long, default_value_t = 0)]
+        reporters: u64,
         /// Node N serves HTTP on PORT_BASE + N and Raft on PORT_BASE + 100 + N
         /// (and with gateways: ingress + 200, log stream + 300; gateway K
-        /// HTTP on + 400 + K, market-data gateway K on + 500 + K).
+        /// HTTP on + 400 + K, market-data gateway K on + 500 + K, reporter
+        /// K on + 600 + K).
         #[arg(long, default_value_t = 7100)]
         port_base: u16,
         /// TOML configuration given to every node (its `[cluster]` and
@@ -150,12 +156,13 @@ pub fn run(cmd: ClusterCmd) -> anyhow::Result<()> {
             nodes,
             gateways,
             md_gateways,
+            reporters,
             data_dir,
             port_base,
             config,
         } => up(
             nodes,
-            (gateways, md_gateways),
+            (gateways, md_gateways, reporters),
             &data_dir,
             port_base,
             config.as_deref(),
@@ -327,7 +334,9 @@ fn node_command(
     if let Some(config) = config {
         command.arg("--config").arg(config);
     }
-    if reporters_roam(config)? {
+    if layout.reporters > 0 {
+        command.arg("--no-reporting");
+    } else if reporters_roam(config)? {
         command.arg("--reporting-cpus").arg("any");
     }
     if id > layout.initial {
@@ -338,18 +347,21 @@ fn node_command(
 
 fn up(
     nodes: u64,
-    gateways: (u64, u64),
+    gateways: (u64, u64, u64),
     dir: &Path,
     port_base: u16,
     config: Option<&Path>,
 ) -> anyhow::Result<()> {
     let layout = layout(dir, nodes, gateways, port_base)?;
-    if gateways != (0, 0) && gateways != (layout.gateways, layout.md_gateways) {
+    let made = (layout.gateways, layout.md_gateways, layout.reporters);
+    if gateways != (0, 0, 0) && gateways != made {
         eprintln!(
-            "{} keeps the layout it was made with: {} gateway(s), {} market-data gateway(s)",
+            "{} keeps the layout it was made with: {} gateway(s), {} market-data gateway(s), \
+             {} reporter(s)",
             dir.display(),
-            layout.gateways,
-            layout.md_gateways
+            made.0,
+            made.1,
+            made.2
         );
     }
     let secrets = Secrets {
@@ -514,7 +526,7 @@ fn add(dir: &Path, config: Option<&Path>) -> anyhow::Result<()> {
     }
     layout.save(dir)?;
     // The new node starts empty and waits to be added.
-    up(layout.nodes, (0, 0), dir, layout.port_base, config)?;
+    up(layout.nodes, (0, 0, 0), dir, layout.port_base, config)?;
     propose_change(
         &layout,
         &token,

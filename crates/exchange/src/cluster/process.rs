@@ -42,7 +42,7 @@ pub(super) fn alive(pid: u32) -> bool {
 }
 
 /// Whether process `pid` runs `serve --data-dir DIR` (or `gateway`,
-/// `md-gateway`) for the directory `data`, a relative DIR taken from the
+/// `md-gateway`, `reporter`) for the directory `data`, a relative DIR taken from the
 /// process's working directory.
 /// Without /proc there is nothing to check, and the pid has to do.
 pub(super) fn serves(pid: u32, data: &Path) -> bool {
@@ -54,7 +54,7 @@ pub(super) fn serves(pid: u32, data: &Path) -> bool {
         return false;
     };
     let args: Vec<&OsStr> = cmdline.split(|&b| b == 0).map(OsStr::from_bytes).collect();
-    let ours = ["serve", "gateway", "md-gateway"];
+    let ours = ["serve", "gateway", "md-gateway", "reporter"];
     if !args
         .iter()
         .skip(1)

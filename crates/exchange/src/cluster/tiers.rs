@@ -1,7 +1,11 @@
 //! The gateways of a local tiered venue (docs/deploy.md): `up` starts
-//! `--gateways N` order-entry gateways and `--md-gateways M` market-data
-//! gateways in front of the nodes, `down` stops them first, and `status`
-//! lists them beside the nodes.
+//! `--gateways N` order-entry gateways, `--md-gateways M` market-data
+//! gateways and `--reporters R` reporters in front of the nodes, `down`
+//! stops them first, and `status` lists them beside the nodes.
+//!
+//! With reporters the nodes keep no reporting store; reporter K writes
+//! `DIR/reporter-K/reporting.sqlite` (HTTP on `PORT_BASE + 600 + K`), and
+//! the order-entry gateways read history from reporter 1's.
 //!
 //! Gateway K serves HTTP on `PORT_BASE + 400 + K` with its data in
 //! `DIR/gateway-K`, market-data gateway K on `PORT_BASE + 500 + K` in
@@ -55,6 +59,7 @@ pub(super) fn command(
     (kind, number): (Kind, u64),
     secrets: &Secrets,
     config: Option<&Path>,
+    history: Option<&str>,
 ) -> Command {
     let mut command = Command::new(exe);
     command
@@ -85,10 +90,39 @@ pub(super) fn command(
             .arg("--name")
             .arg(format!("gw-{number}"));
     }
+    if let Some(url) = history.filter(|_| kind == Kind::Gateway) {
+        command.arg("--reporting-url").arg(url);
+    }
     if let Some(config) = config {
         command.arg("--config").arg(config);
     }
     command
+}
+
+/// The store order-entry gateways read history from when reporters write
+/// it, if `--reporting-url` must name it: the first reporter's SQLite
+/// file. A `[reporting] url` in the configuration names it to gateways
+/// and reporters alike; one store takes one writer.
+pub(super) fn history_url(
+    layout: &Layout,
+    dir: &Path,
+    config: Option<&Path>,
+) -> anyhow::Result<Option<String>> {
+    if layout.reporters == 0 {
+        return Ok(None);
+    }
+    let configured = match config {
+        Some(path) => exchange_node::config::Config::load(path)?.reporting.url,
+        None => None,
+    };
+    if configured.is_some() {
+        if layout.reporters > 1 {
+            bail!("reporters given one `[reporting] url` would all write that store: run one");
+        }
+        return Ok(None);
+    }
+    let store = gateway_dir(dir, Kind::Reporter, 1).join(exchange_reporting::SQLITE_FILE);
+    Ok(Some(format!("sqlite:{}", store.display())))
 }
 
 /// Starts every gateway of the layout that is not running, and waits
@@ -100,6 +134,7 @@ pub(super) fn start_gateways(
     exe: &Path,
     config: Option<&Path>,
 ) -> anyhow::Result<()> {
+    let history = history_url(layout, dir, config)?;
     let mut started = Vec::new();
     for (kind, number) in layout.gateway_processes() {
         let data = gateway_dir(dir, kind, number);
@@ -108,7 +143,8 @@ pub(super) fn start_gateways(
             println!("{}: {url} (pid {pid}, already running)", name(kind, number));
             continue;
         }
-        let mut command = command(exe, layout, dir, (kind, number), secrets, config);
+        let history = history.as_deref();
+        let mut command = command(exe, layout, dir, (kind, number), secrets, config, history);
         let pid = spawn(&mut command, &data)
             .with_context(|| format!("starting {}", name(kind, number)))?;
         started.push((kind, number, pid));
@@ -200,7 +236,7 @@ mod tests {
     #[test]
     fn the_port_plan_keeps_every_process_apart_and_within_u16() {
         let tmp = tempfile::tempdir().expect("temp dir");
-        let venue = layout(&tmp.path().join("a"), 3, (2, 1), 7100).expect("a venue");
+        let venue = layout(&tmp.path().join("a"), 3, (2, 1, 1), 7100).expect("a venue");
         let mut ports: Vec<u16> = (1..=3)
             .flat_map(|id| {
                 [
@@ -219,24 +255,28 @@ mod tests {
             .map(|addr| addr.port())
             .collect();
         assert_eq!(venue.gateway_http(Kind::MarketData, 1).port(), 7601);
+        assert_eq!(venue.gateway_http(Kind::Reporter, 1).port(), 7701);
         let count = ports.len();
         ports.sort_unstable();
         ports.dedup();
         assert_eq!(ports.len(), count, "two processes on one port");
         // The saved layout comes back with its gateways.
         let saved = existing_layout(&tmp.path().join("a")).expect("saved");
-        assert_eq!((saved.gateways, saved.md_gateways), (2, 1));
+        assert_eq!(
+            (saved.gateways, saved.md_gateways, saved.reporters),
+            (2, 1, 1)
+        );
         // The highest port, 65100 + 500 + 1, would not fit; without gateways,
         // 65100 + 100 + 3 does.
-        assert!(layout(&tmp.path().join("b"), 3, (0, 1), 65_100).is_err());
-        assert!(layout(&tmp.path().join("c"), 3, (0, 0), 65_100).is_ok());
-        assert!(layout(&tmp.path().join("d"), 3, (100, 0), 7100).is_err());
+        assert!(layout(&tmp.path().join("b"), 3, (0, 1, 0), 65_100).is_err());
+        assert!(layout(&tmp.path().join("c"), 3, (0, 0, 0), 65_100).is_ok());
+        assert!(layout(&tmp.path().join("d"), 3, (100, 0, 0), 7100).is_err());
     }
 
     #[test]
     fn gateways_start_following_different_nodes() {
         let tmp = tempfile::tempdir().expect("temp dir");
-        let venue = layout(tmp.path(), 3, (4, 0), 7100).expect("a venue");
+        let venue = layout(tmp.path(), 3, (4, 0, 0), 7100).expect("a venue");
         assert_eq!(
             streams(&venue, 1),
             "127.0.0.1:7401,127.0.0.1:7402,127.0.0.1:7403"

@@ -169,6 +169,7 @@ impl Fleet for LocalFleet {
             )?,
             Member::Gateway(name) => {
                 let gateway = self.gateway(name).context("no such gateway")?;
+                let history = tiers::history_url(&self.layout, &self.dir, self.config.as_deref())?;
                 tiers::command(
                     &self.exe,
                     &self.layout,
@@ -176,6 +177,7 @@ impl Fleet for LocalFleet {
                     gateway,
                     &self.secrets,
                     self.config.as_deref(),
+                    history.as_deref(),
                 )
             }
         };
