@@ -1,5 +1,6 @@
 //! `exchange cluster upgrade` replaces every process of a local tiered
-//! venue (three replicas, two gateways, a market-data gateway) with
+//! venue (three replicas, a reporter, two gateways, a market-data
+//! gateway) with
 //! another binary while clients place orders through the gateways. The
 //! replicas' turns cost the clients nothing but latency; during a
 //! gateway's turn its clients find it gone before they send anything
@@ -140,7 +141,7 @@ fn upgrade_under_load(
 #[test]
 fn a_rolling_upgrade_under_load_loses_no_order_and_drops_no_client() {
     let tmp = tempfile::tempdir().expect("temp dir");
-    let cluster = CliCluster::up_tiered(EXCHANGE, &tmp.path().join("venue"), 3, (2, 1), None);
+    let cluster = CliCluster::up_tiered(EXCHANGE, &tmp.path().join("venue"), 3, (2, 1, 1), None);
     // The "new version": another file, so that each process shows which
     // binary it runs.
     let next = tmp.path().join("exchange-next");
@@ -160,7 +161,7 @@ fn a_rolling_upgrade_under_load_loses_no_order_and_drops_no_client() {
     assert!(upgrade.status.success(), "upgrade failed:\n{out}\n{err}");
     let verdict = out
         .lines()
-        .find(|l| l.starts_with("upgrade done: 6 processes"))
+        .find(|l| l.starts_with("upgrade done: 7 processes"))
         .unwrap_or_else(|| panic!("no verdict:\n{out}\n{err}"));
 
     let failures: Vec<&String> = reports.iter().flat_map(|r| &r.failures).collect();
@@ -196,7 +197,7 @@ fn a_rolling_upgrade_under_load_loses_no_order_and_drops_no_client() {
 fn every_process_runs(cluster: &CliCluster, binary: &std::path::Path) {
     let mut pids: Vec<i32> = (1..=3).filter_map(|n| cluster.pid(n)).collect();
     pids.extend(cluster.gateway_pids());
-    assert_eq!(pids.len(), 6, "a pid file per process");
+    assert_eq!(pids.len(), 7, "a pid file per process");
     for pid in pids {
         assert_eq!(pid_exe(pid), binary, "pid {pid} runs the new binary");
     }
@@ -213,7 +214,7 @@ fn script(path: &std::path::Path, body: &str) {
 fn an_upgrade_stops_with_its_reason_and_leaves_a_majority() {
     let tmp = tempfile::tempdir().expect("temp dir");
     let dir = tmp.path().join("venue");
-    let cluster = CliCluster::up_tiered(EXCHANGE, &dir, 3, (1, 0), None);
+    let cluster = CliCluster::up_tiered(EXCHANGE, &dir, 3, (1, 0, 0), None);
     let dir_arg = dir.display().to_string();
     let upgrade = |binary: &std::path::Path| {
         run_within(
