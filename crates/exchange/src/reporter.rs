@@ -159,12 +159,19 @@ async fn serve(listen: SocketAddr, reporter: Arc<RemoteReporter>) -> anyhow::Res
         listener.local_addr()?
     );
     let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    let open = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
     loop {
         tokio::select! {
             accepted = listener.accept() => {
-                if let Ok((socket, _)) = accepted {
-                    tokio::spawn(answer(socket, reporter.clone()));
-                }
+                // Over the limit, the connection is closed unanswered.
+                let Ok((socket, _)) = accepted else { continue };
+                let Ok(permit) = open.clone().try_acquire_owned() else { continue };
+                let reporter = reporter.clone();
+                tokio::spawn(async move {
+                    let answered = answer(socket, reporter);
+                    let _ = tokio::time::timeout(CONNECTION_DEADLINE, answered).await;
+                    drop(permit);
+                });
             }
             _ = tokio::signal::ctrl_c() => break,
             _ = terminate.recv() => break,
@@ -177,6 +184,12 @@ async fn serve(listen: SocketAddr, reporter: Arc<RemoteReporter>) -> anyhow::Res
 /// The largest request head read.
 const HEAD_LIMIT: usize = 8 * 1024;
 const READ_TIMEOUT: Duration = Duration::from_secs(5);
+/// Connections answered at once: the listener is for probes, a
+/// Prometheus scraper and an operator, never for clients.
+const MAX_CONNECTIONS: usize = 64;
+/// A connection's whole life, reading and writing: a peer that does not
+/// read its answer cannot hold a slot.
+const CONNECTION_DEADLINE: Duration = Duration::from_secs(10);
 
 /// One request per connection, then the connection is closed.
 async fn answer(mut socket: TcpStream, reporter: Arc<RemoteReporter>) {
