@@ -18,6 +18,7 @@ mod cli;
 mod cluster;
 pub mod compose;
 mod http;
+pub mod load;
 pub mod nemesis;
 mod netns;
 mod orders_check;

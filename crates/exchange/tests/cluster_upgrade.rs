@@ -11,6 +11,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use exchange_testkit::load::{place_until_done, History};
 use exchange_testkit::{
     each_process_holds_orders_as_expected, leader_port, percentile, resting_order, run_within,
     Account, CliCluster, Client, Expected,
@@ -20,71 +21,6 @@ use exchange_testkit::{
 const EXCHANGE: &str = env!("CARGO_BIN_EXE_exchange");
 
 const WORKERS: usize = 4;
-
-#[derive(Default, Debug)]
-struct Report {
-    acked: Vec<String>,
-    /// Sent, and the connection failed before the answer: at most once.
-    unknown: Vec<String>,
-    /// Answered `503 draining`: never applied.
-    absent: Vec<String>,
-    /// Connections refused or answered `503 draining`: the gateway was
-    /// being replaced; nothing applied.
-    moves: usize,
-    /// Answers other than an acknowledgement.
-    failures: Vec<String>,
-    latencies: Vec<Duration>,
-}
-
-/// Places resting orders through gateway `first`, moving to the other
-/// gateway whenever the one it uses refuses the connection, until `done`.
-fn worker(
-    gateways: &[Client; 2],
-    first: usize,
-    account: &Account,
-    name: &str,
-    done: &AtomicBool,
-) -> Report {
-    let mut report = Report::default();
-    let mut at = first;
-    let mut n = 0;
-    while !done.load(Ordering::SeqCst) {
-        let client_order_id = format!("{name}-{n}");
-        let body = resting_order(n, &client_order_id);
-        n += 1;
-        let started = Instant::now();
-        match gateways[at].try_signed(account, "POST", "/v1/orders", &body) {
-            Ok(response) if response.status == 201 => {
-                report.latencies.push(started.elapsed());
-                report.acked.push(client_order_id);
-            }
-            // The gateway is draining before it goes: nothing applied.
-            Ok(response) if response.status == 503 && response.text().contains("draining") => {
-                report.moves += 1;
-                report.absent.push(client_order_id);
-                at = 1 - at;
-            }
-            Ok(response) => report.failures.push(format!(
-                "{client_order_id}: {} {}",
-                response.status,
-                response.text()
-            )),
-            Err(error) if error.kind() == std::io::ErrorKind::ConnectionRefused => {
-                report.moves += 1;
-                at = 1 - at;
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            Err(error) => {
-                report.unknown.push(client_order_id);
-                report
-                    .failures
-                    .push(format!("{name}: connection dropped: {error}"));
-                at = 1 - at;
-            }
-        }
-    }
-    report
-}
 
 fn pid_exe(pid: i32) -> std::path::PathBuf {
     std::fs::read_link(format!("/proc/{pid}/exe")).unwrap_or_default()
@@ -96,7 +32,7 @@ fn upgrade_under_load(
     cluster: &CliCluster,
     accounts: &[Account],
     next: &std::path::Path,
-) -> (std::process::Output, Vec<Report>) {
+) -> (std::process::Output, Vec<History>) {
     let gateways = [1, 2].map(|k| Client {
         port: cluster.gateway_port(k),
     });
@@ -109,7 +45,9 @@ fn upgrade_under_load(
             .enumerate()
             .map(|(i, account)| {
                 let (gateways, done) = (&gateways, &done);
-                scope.spawn(move || worker(gateways, i % 2, account, &format!("w{i}"), done))
+                scope.spawn(move || {
+                    place_until_done(gateways, i % 2, account, &format!("w{i}"), done)
+                })
             })
             .collect();
         // Some load before the first turn, some after the last.
@@ -164,7 +102,7 @@ fn a_rolling_upgrade_under_load_loses_no_order_and_drops_no_client() {
         .find(|l| l.starts_with("upgrade done: 7 processes"))
         .unwrap_or_else(|| panic!("no verdict:\n{out}\n{err}"));
 
-    let failures: Vec<&String> = reports.iter().flat_map(|r| &r.failures).collect();
+    let failures: Vec<&String> = reports.iter().flat_map(|r| &r.errors).collect();
     assert!(failures.is_empty(), "clients saw errors: {failures:?}");
     let acked: usize = reports.iter().map(|r| r.acked.len()).sum();
     let moves: usize = reports.iter().map(|r| r.moves).sum();

@@ -83,7 +83,7 @@ fn orders_through_both_gateways_reach_every_replica_and_the_store() {
         store_holds_the_trade(&venue, replica);
     }
     after_a_killed_replica_and_a_cut_gateway(&venue, &gateways[1], &accounts[1]);
-    let before_upgrade = placed_in_journal(&venue, 2);
+    let before_upgrade = venue.placed_in_journal(2);
     after_an_upgraded_replica(&venue, &gateways[0], &accounts[0], &before_upgrade);
 }
 
@@ -104,7 +104,7 @@ fn after_an_upgraded_replica(
     let response = gateway.signed(account, "POST", "/v1/orders", &resting_order(RESTING, &id));
     assert_eq!(response.status, 201, "order {id}: {}", response.text());
     journal_holds_each_once(venue, 2, std::slice::from_ref(&id));
-    let after = placed_in_journal(venue, 2);
+    let after = venue.placed_in_journal(2);
     for (kept, count) in before {
         assert_eq!(
             after.get(kept),
@@ -182,37 +182,10 @@ fn recent_trades(md: &Client) -> Vec<Value> {
         .unwrap_or_default()
 }
 
-/// How many `place` commands of each client order id replica `replica`'s
-/// journal holds, read in its container by `exchange log dump`.
-fn placed_in_journal(venue: &ComposeVenue, replica: u64) -> BTreeMap<String, usize> {
-    let service = format!("replica-{replica}");
-    let dump = venue.exec(
-        &service,
-        &[
-            "/usr/local/bin/exchange",
-            "log",
-            "dump",
-            "/data",
-            "--core-only",
-        ],
-    );
-    let mut placed = BTreeMap::new();
-    for line in dump.lines() {
-        let Ok(command) = serde_json::from_str::<Value>(line) else {
-            continue;
-        };
-        if command["cmd"] == "place" {
-            let id = command["client_order_id"].as_str().unwrap_or_default();
-            *placed.entry(id.to_string()).or_default() += 1;
-        }
-    }
-    placed
-}
-
 fn journal_holds_each_once(venue: &ComposeVenue, replica: u64, ids: &[String]) {
     let mut placed = BTreeMap::new();
     wait_until("every order in the replica's journal", || {
-        placed = placed_in_journal(venue, replica);
+        placed = venue.placed_in_journal(replica);
         ids.iter().all(|id| placed.contains_key(id))
     });
     for id in ids {

@@ -137,7 +137,6 @@ impl ComposeVenue {
     /// with the venue's variables.
     pub fn command(&self, args: &[&str]) -> Command {
         let mut command = Command::new("docker-compose");
-        let port = |ports: &[u16], i: usize| ports[i].to_string();
         command.arg("-f").arg(&self.file);
         if !self.upgraded_services().is_empty() {
             command.arg("-f").arg(self.override_file());
@@ -146,18 +145,60 @@ impl ComposeVenue {
             .arg("-p")
             .arg(&self.project)
             .args(args)
-            .env("EXCHANGE_IMAGE", &self.images.exchange)
-            .env("EXCHANGE_POSTGRES_IMAGE", &self.images.postgres)
-            .env("EXCHANGE_CLUSTER_NET", &self.cluster_net)
-            .env("EXCHANGE_SECRETS", self.secrets.path())
-            .env("EXCHANGE_BIND", "127.0.0.1")
-            .env("EXCHANGE_GATEWAY_1_PORT", port(&self.gateway_ports, 0))
-            .env("EXCHANGE_GATEWAY_2_PORT", port(&self.gateway_ports, 1))
-            .env(
+            .envs(self.env());
+        command
+    }
+
+    /// The variables the compose file reads, as this venue sets them.
+    pub fn env(&self) -> Vec<(&'static str, String)> {
+        let port = |ports: &[u16], i: usize| ports[i].to_string();
+        vec![
+            ("EXCHANGE_IMAGE", self.images.exchange.clone()),
+            ("EXCHANGE_POSTGRES_IMAGE", self.images.postgres.clone()),
+            ("EXCHANGE_CLUSTER_NET", self.cluster_net.clone()),
+            (
+                "EXCHANGE_SECRETS",
+                self.secrets.path().display().to_string(),
+            ),
+            ("EXCHANGE_BIND", "127.0.0.1".to_string()),
+            ("EXCHANGE_GATEWAY_1_PORT", port(&self.gateway_ports, 0)),
+            ("EXCHANGE_GATEWAY_2_PORT", port(&self.gateway_ports, 1)),
+            (
                 "EXCHANGE_MD_GATEWAY_1_PORT",
                 port(&self.md_gateway_ports, 0),
-            );
-        command
+            ),
+        ]
+    }
+
+    /// For `exchange cluster upgrade --replace`: every exchange service
+    /// runs `image` from now on, each once it is made anew by the returned
+    /// command (`{name}` stands for the service; run with [`Self::env`]).
+    pub fn replace_command(&self, image: &str) -> String {
+        {
+            let mut upgraded = self.upgraded.lock().unwrap_or_else(|e| e.into_inner());
+            for service in SERVICES.iter().filter(|s| **s != "postgres") {
+                upgraded.insert((*service).to_string(), image.to_string());
+            }
+        }
+        self.write_override();
+        format!(
+            "docker-compose -f {} -f {} -p {} up -d --no-deps {{name}}",
+            self.file.display(),
+            self.override_file().display(),
+            self.project
+        )
+    }
+
+    /// Each replica's name and HTTP URL on the `cluster` network (the host
+    /// reaches it through the network's bridge).
+    pub fn replica_urls(&self) -> Vec<(String, String)> {
+        (1..=3)
+            .map(|n| {
+                let name = format!("replica-{n}");
+                let ip = self.fixed_ip(&name).unwrap_or_default();
+                (name, format!("http://{ip}:8080"))
+            })
+            .collect()
     }
 
     /// Builds an image of another exchange binary for
@@ -179,13 +220,17 @@ impl ComposeVenue {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .insert(service.to_string(), image.to_string());
+        self.write_override();
+        self.compose_ok(&["up", "-d", "--no-deps", service]);
+        self.wait_healthy(&[service]);
+    }
+
+    fn write_override(&self) {
         let mut text = String::from("services:\n");
         for (service, image) in self.upgraded_services() {
             text.push_str(&format!("  {service}:\n    image: {image}\n"));
         }
         std::fs::write(self.override_file(), text).expect("write the image override");
-        self.compose_ok(&["up", "-d", "--no-deps", service]);
-        self.wait_healthy(&[service]);
     }
 
     fn upgraded_services(&self) -> BTreeMap<String, String> {
@@ -306,6 +351,34 @@ impl ComposeVenue {
         let mut all = vec!["exec", "-T", service];
         all.extend_from_slice(args);
         self.compose_ok(&all)
+    }
+
+    /// How many `place` commands of each client order id replica
+    /// `replica`'s journal holds, read in its container by `exchange log
+    /// dump`.
+    pub fn placed_in_journal(&self, replica: u64) -> BTreeMap<String, usize> {
+        let service = format!("replica-{replica}");
+        let dump = self.exec(
+            &service,
+            &[
+                "/usr/local/bin/exchange",
+                "log",
+                "dump",
+                "/data",
+                "--core-only",
+            ],
+        );
+        let mut placed = BTreeMap::new();
+        for line in dump.lines() {
+            let Ok(command) = serde_json::from_str::<serde_json::Value>(line) else {
+                continue;
+            };
+            if command["cmd"] == "place" {
+                let id = command["client_order_id"].as_str().unwrap_or_default();
+                *placed.entry(id.to_string()).or_default() += 1;
+            }
+        }
+        placed
     }
 
     /// A running container's health (`healthy`, `unhealthy`, `starting`),
