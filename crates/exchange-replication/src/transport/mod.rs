@@ -45,10 +45,12 @@ use raft::eraftpb::Message;
 
 use crate::conf::{decode_message, encode_message, is_snapshot};
 
+pub mod addr;
 pub mod auth;
 pub mod channel;
 mod handshake;
 
+pub use addr::{AddrError, DialError, Dialer, PeerAddr, Resolve, SystemResolver};
 pub use auth::{AuthCounters, ClusterKey, Refusal, TAG_BYTES};
 use auth::{FrameMac, Protocol};
 use handshake::{Failed, Side};
@@ -71,6 +73,8 @@ pub struct TransportConfig {
     /// Accepted connections waiting for their handshake at a time; more
     /// are closed at once.
     pub max_pending_handshakes: usize,
+    /// Turns peers' host names into addresses, at each connection attempt.
+    pub resolver: Arc<dyn Resolve>,
 }
 
 impl TransportConfig {
@@ -80,6 +84,7 @@ impl TransportConfig {
             key,
             handshake_timeout: Duration::from_secs(5),
             max_pending_handshakes: 32,
+            resolver: Arc::new(SystemResolver),
         }
     }
 }
@@ -102,10 +107,12 @@ pub struct Transport {
 
 impl Transport {
     /// Listens on `listen` and delivers every authenticated message to
-    /// `inbox`; `peers` are the other replicas' Raft addresses.
+    /// `inbox`; `peers` are the other replicas' Raft addresses, names
+    /// resolved at each connection attempt (one that does not resolve yet
+    /// is a peer not reachable yet, not an error).
     pub fn start(
         listen: SocketAddr,
-        peers: &BTreeMap<u64, SocketAddr>,
+        peers: &BTreeMap<u64, PeerAddr>,
         inbox: Sender<Message>,
         config: TransportConfig,
     ) -> std::io::Result<Transport> {
@@ -126,8 +133,8 @@ impl Transport {
             config,
             counters,
         };
-        for (&id, &addr) in peers {
-            transport.add_peer(id, addr)?;
+        for (&id, addr) in peers {
+            transport.add_peer(id, addr.clone())?;
         }
         Ok(transport)
     }
@@ -138,12 +145,12 @@ impl Transport {
     }
 
     /// Starts talking to a peer added to the cluster (or at a new address).
-    pub fn add_peer(&mut self, id: u64, addr: SocketAddr) -> std::io::Result<()> {
+    pub fn add_peer(&mut self, id: u64, addr: impl Into<PeerAddr>) -> std::io::Result<()> {
         let (tx, rx) = bounded(QUEUE);
         let feedback = self.feedback_tx.clone();
         let link = Link {
             id,
-            addr,
+            dialer: Dialer::new(addr.into(), self.config.resolver.clone()),
             config: self.config.clone(),
             counters: self.counters.clone(),
             stream: None,
@@ -298,7 +305,7 @@ fn read_loop(
 /// frames) and when the last attempt failed.
 struct Link {
     id: u64,
-    addr: SocketAddr,
+    dialer: Dialer,
     config: Arc<TransportConfig>,
     counters: Arc<AuthCounters>,
     stream: Option<(BufWriter<TcpStream>, FrameMac)>,
@@ -306,12 +313,13 @@ struct Link {
 }
 
 impl Link {
-    /// Connects and authenticates, unless the last attempt failed lately.
+    /// Resolves the peer's address again, connects and authenticates,
+    /// unless the last attempt failed lately.
     fn connect(&mut self) {
         if self.stream.is_some() || self.failed_at.is_some_and(|at| at.elapsed() < BACKOFF) {
             return;
         }
-        let Ok(mut connected) = TcpStream::connect_timeout(&self.addr, CONNECT_TIMEOUT) else {
+        let Ok(mut connected) = self.dialer.connect(CONNECT_TIMEOUT) else {
             self.failed_at = Some(Instant::now());
             return;
         };
@@ -332,7 +340,8 @@ impl Link {
             }
             Err(failed) => {
                 if let Failed::Refused(refusal) = failed {
-                    self.counters.refuse(refusal, &self.addr.to_string());
+                    self.counters
+                        .refuse(refusal, &self.dialer.addr().to_string());
                 }
                 self.failed_at = Some(Instant::now());
             }
