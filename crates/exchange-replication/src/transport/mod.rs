@@ -62,6 +62,14 @@ const CONNECT_TIMEOUT: Duration = Duration::from_millis(500);
 /// After a failed connection, messages to that peer are dropped for this
 /// long instead of trying again for each one.
 const BACKOFF: Duration = Duration::from_millis(100);
+/// A link whose sent bytes stay unacknowledged this long (or whose peer
+/// reads nothing for this long) is closed, and the peer's name resolved
+/// again at the next attempt. Without it, a peer that vanished without
+/// closing its connections (its machine lost, its pod rescheduled at
+/// another IP) would hold the link for the kernel's retransmission
+/// timeout, a quarter of an hour. Far above any election timeout: a
+/// closed link costs a reconnection, and Raft retransmits.
+const UNACKED_LIMIT: Duration = Duration::from_secs(10);
 
 /// Who this node is to its peers, and how it tells them from strangers.
 #[derive(Clone, Debug)]
@@ -323,7 +331,7 @@ impl Link {
             self.failed_at = Some(Instant::now());
             return;
         };
-        let _ = connected.set_nodelay(true);
+        tune_link(&connected);
         let protocol = Protocol::raft();
         let side = Side {
             protocol: &protocol,
@@ -377,6 +385,14 @@ impl Link {
     }
 }
 
+/// No Nagle delay; and, where the system has it, a bound on how long sent
+/// bytes may stay unacknowledged ([`UNACKED_LIMIT`]).
+fn tune_link(stream: &TcpStream) {
+    let _ = stream.set_nodelay(true);
+    #[cfg(any(target_os = "linux", target_os = "android", target_os = "fuchsia"))]
+    let _ = socket2::SockRef::from(stream).set_tcp_user_timeout(Some(UNACKED_LIMIT));
+}
+
 fn send_loop(mut link: Link, queue: Receiver<Message>, feedback: Sender<Feedback>) {
     let mut batch = Vec::new();
     let mut frame = Vec::new();
@@ -402,5 +418,23 @@ fn send_loop(mut link: Link, queue: Receiver<Message>, feedback: Sender<Feedback
             }
         }
         batch.clear();
+    }
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_link_gives_up_on_bytes_left_unacknowledged() {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let stream = TcpStream::connect(listener.local_addr().expect("addr")).expect("connect");
+        tune_link(&stream);
+        let sock = socket2::SockRef::from(&stream);
+        assert_eq!(
+            sock.tcp_user_timeout().expect("option"),
+            Some(UNACKED_LIMIT)
+        );
+        assert!(stream.nodelay().expect("nodelay"));
     }
 }
