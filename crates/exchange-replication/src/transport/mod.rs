@@ -28,10 +28,11 @@
 //! does not provide.
 //!
 //! Sending never blocks the Raft thread: every peer has a bounded queue
-//! and a thread that connects (lazily, reconnecting after errors) and
-//! writes. A message that cannot be queued or written is dropped — Raft
-//! retransmits — and reported through [`Feedback`], since a lost snapshot
-//! must be reported or the leader waits for it forever.
+//! and a thread that connects (lazily, reconnecting after errors, the
+//! peer's name resolved again at each attempt: [`addr`]) and writes. A
+//! message that cannot be queued or written is dropped — Raft retransmits
+//! — and reported through [`Feedback`], since a lost snapshot must be
+//! reported or the leader waits for it forever.
 
 use std::collections::BTreeMap;
 use std::io::{BufReader, BufWriter, Read, Write};
