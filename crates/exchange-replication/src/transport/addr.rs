@@ -258,7 +258,7 @@ impl Dialer {
         let found = match self.addr.resolve(&*self.resolver) {
             Ok(found) => found,
             Err(source) => {
-                self.note(Err(source.to_string()));
+                let _ = self.note(Err(source.to_string()));
                 return Err(DialError::Unresolved {
                     addr: self.addr.clone(),
                     source,
@@ -267,7 +267,7 @@ impl Dialer {
         };
         let mut sorted = found.clone();
         sorted.sort_unstable();
-        self.note(Ok(sorted));
+        let _ = self.note(Ok(sorted));
         let mut failure = None;
         for at in found {
             match TcpStream::connect_timeout(&at, timeout) {
@@ -281,15 +281,16 @@ impl Dialer {
         })
     }
 
-    fn note(&self, answer: Answer) {
+    /// Logs the answer if it differs from the last one; true if it did.
+    fn note(&self, answer: Answer) -> bool {
         if self.addr.name().is_none() {
-            return;
+            return false;
         }
         let Ok(mut last) = self.last.lock() else {
-            return;
+            return false;
         };
         if last.as_ref() == Some(&answer) {
-            return;
+            return false;
         }
         match &answer {
             Ok(found) => tracing::info!(peer = %self.addr, resolved = ?found, "peer resolved"),
@@ -299,5 +300,65 @@ impl Dialer {
             ),
         }
         *last = Some(answer);
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Answers what the test set last.
+    #[derive(Debug, Default)]
+    struct Script(Mutex<Vec<SocketAddr>>);
+
+    impl Resolve for Script {
+        fn resolve(&self, _host: &str, _port: u16) -> io::Result<Vec<SocketAddr>> {
+            Ok(self.0.lock().map(|found| found.clone()).unwrap_or_default())
+        }
+    }
+
+    fn at(port: u16) -> SocketAddr {
+        SocketAddr::from((Ipv4Addr::LOCALHOST, port))
+    }
+
+    #[test]
+    fn a_name_is_logged_when_its_answer_changes_not_at_every_attempt() {
+        let dialer = Dialer::system("replica-2.replica:7000".parse().expect("name"));
+        let failed = || Err("no such name".to_string());
+        assert!(dialer.note(failed()), "the first failure");
+        assert!(!dialer.note(failed()), "the same failure again");
+        assert!(dialer.note(Ok(vec![at(1), at(2)])), "it resolves");
+        assert!(!dialer.note(Ok(vec![at(1), at(2)])), "the same addresses");
+        assert!(dialer.note(Ok(vec![at(3)])), "it moved");
+        assert!(dialer.note(failed()), "it stopped resolving");
+        let literal = Dialer::system("10.0.0.1:7000".parse().expect("literal"));
+        assert!(
+            !literal.note(Ok(vec![at(1)])),
+            "a literal is never looked up"
+        );
+    }
+
+    #[test]
+    fn a_dialer_tries_the_answers_in_order_and_notes_them_as_a_set() {
+        let script = Arc::new(Script::default());
+        let dialer = Dialer::new(
+            "replica-2.replica:7000".parse().expect("name"),
+            script.clone(),
+        );
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let open = listener.local_addr().expect("addr");
+        // Unsorted: a resolver that rotates its answers gives them so.
+        *script.0.lock().expect("script") = vec![open, at(1)];
+        let stream = dialer.connect(Duration::from_secs(2)).expect("connect");
+        assert_eq!(stream.peer_addr().expect("peer"), open);
+        assert!(!dialer.note(Ok(vec![at(1), open])), "the same set");
+        // A name without any address is one that does not resolve.
+        script.0.lock().expect("script").clear();
+        let unresolved = dialer.connect(Duration::from_millis(200));
+        assert!(
+            matches!(unresolved, Err(DialError::Unresolved { .. })),
+            "{unresolved:?}"
+        );
     }
 }
