@@ -43,10 +43,11 @@ pub struct TiersConfig {
     /// Replica: where gateways and market-data gateways follow the
     /// committed log (needs the cluster key).
     pub stream_listen: Option<SocketAddr>,
-    /// Gateway: `"ID=HOST:PORT"`, every replica's ingress address.
+    /// Gateway: `"ID=HOST:PORT"`, every replica's ingress address (a
+    /// name is resolved at each connection attempt).
     pub ingress: Vec<String>,
     /// Gateway and market-data gateway: replicas' log-stream addresses,
-    /// tried in order.
+    /// `HOST:PORT`, tried in order (a name is resolved at each attempt).
     pub stream: Vec<String>,
     /// Gateway: its name; a restarted gateway of the same name replaces
     /// its previous session (whose late commands are refused as stale).
