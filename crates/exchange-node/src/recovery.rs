@@ -40,7 +40,7 @@ pub enum RecoveryError {
     Cluster(#[from] ClusterError),
     #[error("raft transport on {addr}: {source}")]
     Transport {
-        addr: exchange_replication::transport::PeerAddr,
+        addr: PeerAddr,
         source: std::io::Error,
     },
     /// The state rebuilt would not serialise: it could be neither hashed
