@@ -38,9 +38,11 @@ pub async fn change_voters(
         _ => return Err(bad("give exactly one of add and remove")),
     };
     let raft_addr = match (&change, request.raft_addr.as_deref()) {
+        // A name is kept as given and resolved at each connection: the
+        // node added may not exist yet, and may move.
         (Membership::AddVoter(_), Some(addr)) => Some(
-            addr.parse::<std::net::SocketAddr>()
-                .map_err(|_| bad("raft_addr must be IP:PORT"))?,
+            addr.parse::<exchange_replication::transport::PeerAddr>()
+                .map_err(|e| bad(&format!("raft_addr must be HOST:PORT: {e}")))?,
         ),
         (Membership::AddVoter(_), None) => return Err(bad("add needs raft_addr")),
         (Membership::RemoveVoter(_), Some(_)) => return Err(bad("remove takes no raft_addr")),

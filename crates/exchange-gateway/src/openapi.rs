@@ -128,7 +128,7 @@ fn node_paths() -> Value {
                 &[("200", ok_object("replication status"))], &["400", "401", "503"]) } },
         "/admin/replication/voters": { "post": {
             "summary": concat!(
-                "Propose adding ({\"add\": ID, \"raft_addr\": \"IP:PORT\"}) ",
+                "Propose adding ({\"add\": ID, \"raft_addr\": \"HOST:PORT\"}) ",
                 "or removing ({\"remove\": ID}) a voter"),
             "security": admin(),
             "requestBody": body(voters_body),

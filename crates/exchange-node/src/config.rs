@@ -189,8 +189,9 @@ pub struct ClusterConfig {
     /// This node's id (1, 2, ...).
     pub node_id: u64,
     /// `"ID=HOST:PORT"` Raft addresses of every voter of a new cluster,
-    /// this node included (its own is where it listens). Empty: a single
-    /// node.
+    /// this node included (its own is where it listens; a name there
+    /// listens on every interface). Names are resolved at each connection
+    /// attempt. Empty: a single node.
     pub peers: Vec<String>,
     /// `"ID=http://HOST:PORT"` HTTP addresses of the nodes, named in the
     /// `not_leader` answer a follower gives to writes.

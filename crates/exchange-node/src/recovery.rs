@@ -7,10 +7,11 @@
 //! `DATA_DIR/snapshots/` the snapshots. Only committed entries are
 //! replayed; a single voter's whole durable log is committed.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use exchange_replication::transport::{Transport, TransportConfig};
+use exchange_replication::transport::{PeerAddr, Transport, TransportConfig};
 use exchange_replication::{CommittedKind, ReplicaNode, ReplicationError};
 use thiserror::Error;
 
@@ -39,7 +40,7 @@ pub enum RecoveryError {
     Cluster(#[from] ClusterError),
     #[error("raft transport on {addr}: {source}")]
     Transport {
-        addr: std::net::SocketAddr,
+        addr: PeerAddr,
         source: std::io::Error,
     },
     /// The state rebuilt would not serialise: it could be neither hashed
@@ -152,6 +153,25 @@ pub fn start(
     start_cluster(data_dir, config, &ClusterSettings::default())
 }
 
+/// Listens where this node's own Raft address says ([`PeerAddr::listen_addrs`]:
+/// a name listens on every interface, since it may not resolve yet), the
+/// first of its candidates that binds.
+fn start_transport(
+    own: &PeerAddr,
+    others: &BTreeMap<u64, PeerAddr>,
+    inbox: crossbeam_channel::Sender<exchange_replication::Message>,
+    config: TransportConfig,
+) -> std::io::Result<Transport> {
+    let mut failure = std::io::Error::from(std::io::ErrorKind::AddrNotAvailable);
+    for listen in own.listen_addrs() {
+        match Transport::start(listen, others, inbox.clone(), config.clone()) {
+            Ok(transport) => return Ok(transport),
+            Err(error) => failure = error,
+        }
+    }
+    Err(failure)
+}
+
 /// Recovers and starts a replica of the cluster `cluster` describes.
 pub fn start_cluster(
     data_dir: &Path,
@@ -171,11 +191,15 @@ pub fn start_cluster(
         }
     }
     let transport = match (cluster.peers.get(&cluster.node_id), &cluster.key) {
-        (Some(&addr), Some(key)) if cluster.talks_to_peers() => {
+        (Some(addr), Some(key)) if cluster.talks_to_peers() => {
             let config = TransportConfig::new(cluster.node_id, key.clone());
             Some(
-                Transport::start(addr, &others, inbox_tx, config)
-                    .map_err(|source| RecoveryError::Transport { addr, source })?,
+                start_transport(addr, &others, inbox_tx, config).map_err(|source| {
+                    RecoveryError::Transport {
+                        addr: addr.clone(),
+                        source,
+                    }
+                })?,
             )
         }
         _ => None,

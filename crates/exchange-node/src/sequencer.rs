@@ -188,7 +188,7 @@ impl Handle {
     pub async fn change_membership(
         &self,
         change: exchange_replication::Membership,
-        raft_addr: Option<std::net::SocketAddr>,
+        raft_addr: Option<exchange_replication::transport::PeerAddr>,
     ) -> Result<(), MembershipError> {
         let (reply, answer) = oneshot::channel();
         self.control

@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 
+use exchange_replication::transport::{AddrError, PeerAddr};
 use serde::{Deserialize, Serialize};
 
 use crate::mirror::{MirrorRole, MirrorSettings};
@@ -42,10 +43,11 @@ pub struct TiersConfig {
     /// Replica: where gateways and market-data gateways follow the
     /// committed log (needs the cluster key).
     pub stream_listen: Option<SocketAddr>,
-    /// Gateway: `"ID=HOST:PORT"`, every replica's ingress address.
+    /// Gateway: `"ID=HOST:PORT"`, every replica's ingress address (a
+    /// name is resolved at each connection attempt).
     pub ingress: Vec<String>,
     /// Gateway and market-data gateway: replicas' log-stream addresses,
-    /// tried in order.
+    /// `HOST:PORT`, tried in order (a name is resolved at each attempt).
     pub stream: Vec<String>,
     /// Gateway: its name; a restarted gateway of the same name replaces
     /// its previous session (whose late commands are refused as stale).
@@ -119,8 +121,8 @@ pub enum TiersError {
     NoStream(&'static str),
     #[error("a gateway needs `[tiers] ingress`: every replica's ingress as ID=HOST:PORT")]
     NoIngress,
-    #[error("`[tiers] stream` item {0:?} is not HOST:PORT")]
-    BadStream(String),
+    #[error("`[tiers] stream` item {item:?}: {source}")]
+    BadStream { item: String, source: AddrError },
     #[error("`[tiers] ingress`: {0}")]
     BadIngress(#[from] ClusterError),
     #[error("the {0} talks to the cluster: it needs the cluster key (`[cluster] key_file`)")]
@@ -163,9 +165,11 @@ impl TiersConfig {
             .stream
             .iter()
             .map(|item| {
-                item.trim()
-                    .parse::<SocketAddr>()
-                    .map_err(|_| TiersError::BadStream(item.clone()))
+                item.parse::<PeerAddr>()
+                    .map_err(|source| TiersError::BadStream {
+                        item: item.clone(),
+                        source,
+                    })
             })
             .collect::<Result<Vec<_>, _>>()?;
         if stream.is_empty() {
@@ -190,7 +194,7 @@ impl TiersConfig {
         })
     }
 
-    fn ingress_addrs(&self) -> Result<BTreeMap<u64, SocketAddr>, TiersError> {
+    fn ingress_addrs(&self) -> Result<BTreeMap<u64, PeerAddr>, TiersError> {
         let ingress = parse_peers(&self.ingress)?;
         if ingress.is_empty() {
             return Err(TiersError::NoIngress);
@@ -267,8 +271,22 @@ mod tests {
         }
         tiers.stream = vec!["nowhere".into()];
         assert!(matches!(
-            tiers.mirror(Tier::MarketData, key),
-            Err(TiersError::BadStream(_))
+            tiers.mirror(Tier::MarketData, key.clone()),
+            Err(TiersError::BadStream {
+                source: AddrError::NoPort(_),
+                ..
+            })
         ));
+        // A name is kept for each connection to resolve, even one that
+        // never will: a replica's may not exist yet.
+        tiers.stream = vec![
+            "replica-1.replica.invalid:7200".into(),
+            " [::1]:7200".into(),
+        ];
+        let settings = tiers
+            .mirror(Tier::MarketData, key)
+            .expect("names are valid");
+        let stream: Vec<String> = settings.stream.iter().map(ToString::to_string).collect();
+        assert_eq!(stream, ["replica-1.replica.invalid:7200", "[::1]:7200"]);
     }
 }

@@ -13,6 +13,7 @@ use exchange_node::recovery;
 use exchange_node::stream::{follow, Follower, StreamItem, StreamServer, PROTOCOL};
 use exchange_node::{CoreState, Handle, LogEntry, Pipeline, PipelineConfig};
 use exchange_replication::transport::channel::{Channel, ChannelError};
+use exchange_replication::transport::PeerAddr;
 use tokio::runtime::Runtime;
 
 const KEY: [u8; 32] = [5; 32];
@@ -162,15 +163,25 @@ fn a_mirror_follows_the_log_live_and_from_the_next_server() {
         .expect("server");
     submit(&runtime, &handle, 0, 150);
 
-    // A replica that does not answer is passed over.
-    let replicas = vec![closed_port(), first.local_addr(), second.local_addr()];
+    // A replica whose name does not resolve (`.invalid` never does) and
+    // one that does not answer are passed over; a name that resolves is
+    // followed.
+    let first_by_name: PeerAddr = format!("localhost:{}", first.local_addr().port())
+        .parse()
+        .expect("name");
+    let replicas = vec![
+        "replica-0.invalid:7200".parse().expect("name"),
+        closed_port().into(),
+        first_by_name.clone(),
+        second.local_addr().into(),
+    ];
     let follower = follow(replicas, key(), 100, 0);
     let mut mirror = CoreState::new();
     let (at, hash) = node_hash(&runtime, &handle);
     let kinds = mirror_until(&follower, &mut mirror, at);
     assert!(!kinds.contains('S'), "no snapshot on disk: {kinds}");
     assert_eq!(mirror.state.state_hash().expect("hash"), hash);
-    assert_eq!(follower.following(), Some(first.local_addr()));
+    assert_eq!(follower.following(), Some(&first_by_name));
 
     // Live: what the node applies next reaches the mirror.
     submit(&runtime, &handle, 150, 300);
@@ -185,13 +196,13 @@ fn a_mirror_follows_the_log_live_and_from_the_next_server() {
     let (at, hash) = node_hash(&runtime, &handle);
     mirror_until(&follower, &mut mirror, at);
     assert_eq!(mirror.state.state_hash().expect("hash"), hash);
-    assert_eq!(follower.following(), Some(second.local_addr()));
+    assert_eq!(follower.following(), Some(&second.local_addr().into()));
     assert_eq!(follower.behind(), 0);
 
     // A mirror that has the first entries asks for the rest only.
     let from = at / 2;
     assert!(from > 2, "the log has a few entries: {at}");
-    let later = follow(vec![second.local_addr()], key(), 101, from);
+    let later = follow(vec![second.local_addr().into()], key(), 101, from);
     let item = later.items().recv_timeout(PATIENCE).expect("an item");
     let StreamItem::Entries(entries) = item else {
         panic!("entries expected, not {item:?}");
@@ -218,7 +229,7 @@ fn a_mirror_from_nothing_starts_from_the_newest_snapshot() {
         .count();
     assert!(snapshots > 0, "snapshots were written");
 
-    let follower = follow(vec![server.local_addr()], key(), 100, 0);
+    let follower = follow(vec![server.local_addr().into()], key(), 100, 0);
     let mut mirror = CoreState::new();
     let (at, hash) = node_hash(&runtime, &handle);
     let kinds = mirror_until(&follower, &mut mirror, at);
@@ -267,7 +278,7 @@ fn a_mirror_whose_next_entry_is_compacted_gets_the_snapshot_first() {
     let server = StreamServer::start(any_port(), key(), 1, dir.path().into(), handle.clone())
         .expect("server");
     // It has applied the first entries, and needs the next, long gone.
-    let follower = follow(vec![server.local_addr()], key(), 100, 3);
+    let follower = follow(vec![server.local_addr().into()], key(), 100, 3);
     let first = follower.items().recv_timeout(PATIENCE).expect("an item");
     let StreamItem::Install { raft_index, .. } = first else {
         panic!("a snapshot expected, not {first:?}");
@@ -320,7 +331,7 @@ fn a_follower_without_the_cluster_key_is_refused() {
     );
 
     // The follower keeps trying and is handed nothing.
-    let follower = follow(vec![server.local_addr()], wrong, 100, 0);
+    let follower = follow(vec![server.local_addr().into()], wrong, 100, 0);
     assert!(follower
         .items()
         .recv_timeout(Duration::from_secs(2))

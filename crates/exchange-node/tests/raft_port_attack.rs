@@ -16,7 +16,7 @@ use exchange_node::recovery;
 use exchange_node::replication::{ClusterSettings, ReplicationStatus};
 use exchange_node::{Pipeline, PipelineConfig};
 use exchange_replication::raft::eraftpb::MessageType;
-use exchange_replication::transport::{Transport, TransportConfig};
+use exchange_replication::transport::{PeerAddr, Transport, TransportConfig};
 use exchange_replication::{encode_message, Message};
 
 const KEY: [u8; 32] = [3; 32];
@@ -24,6 +24,13 @@ const KEY: [u8; 32] = [3; 32];
 fn free_port() -> SocketAddr {
     let socket = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
     socket.local_addr().expect("addr")
+}
+
+fn peer_addrs(peers: &BTreeMap<u64, SocketAddr>) -> BTreeMap<u64, PeerAddr> {
+    peers
+        .iter()
+        .map(|(id, addr)| (*id, (*addr).into()))
+        .collect()
 }
 
 fn start(dir: &Path, id: u64, peers: &BTreeMap<u64, SocketAddr>) -> Pipeline {
@@ -37,7 +44,7 @@ fn start(dir: &Path, id: u64, peers: &BTreeMap<u64, SocketAddr>) -> Pipeline {
     };
     let settings = ClusterSettings {
         node_id: id,
-        peers: peers.clone(),
+        peers: peer_addrs(peers),
         tick: Duration::from_millis(20),
         election_ticks: 10,
         heartbeat_ticks: 2,
@@ -109,7 +116,7 @@ fn an_attacker_without_the_key_changes_nothing() {
     let (inbox, _) = crossbeam_channel::unbounded();
     let stranger = Transport::start(
         free_port(),
-        &peers,
+        &peer_addrs(&peers),
         inbox,
         TransportConfig::new(4, ClusterKey::from_bytes([9; 32])),
     )
@@ -145,7 +152,7 @@ fn an_attacker_without_the_key_changes_nothing() {
     let (inbox, _) = crossbeam_channel::unbounded();
     let member = Transport::start(
         free_port(),
-        &peers,
+        &peer_addrs(&peers),
         inbox,
         TransportConfig::new(4, ClusterKey::from_bytes(KEY)),
     )

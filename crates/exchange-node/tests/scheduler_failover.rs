@@ -43,7 +43,10 @@ fn free_port() -> SocketAddr {
 fn settings(id: u64, peers: &BTreeMap<u64, SocketAddr>) -> ClusterSettings {
     ClusterSettings {
         node_id: id,
-        peers: peers.clone(),
+        peers: peers
+            .iter()
+            .map(|(id, addr)| (*id, (*addr).into()))
+            .collect(),
         tick: Duration::from_millis(20),
         election_ticks: 10,
         heartbeat_ticks: 2,

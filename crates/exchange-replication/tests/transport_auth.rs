@@ -41,7 +41,7 @@ fn listener(id: u64, key: [u8; 32]) -> (Transport, Receiver<Message>) {
 /// A transport for node `id` that sends to node `to` at `addr`.
 fn sender(id: u64, key: [u8; 32], to: u64, addr: SocketAddr) -> Transport {
     let (tx, _rx) = unbounded();
-    let peers = BTreeMap::from([(to, addr)]);
+    let peers = BTreeMap::from([(to, addr.into())]);
     Transport::start(any_port(), &peers, tx, config(id, key)).expect("start")
 }
 
@@ -74,7 +74,7 @@ fn members_with_the_same_key_exchange_messages_both_ways() {
     let (tx, b_inbox) = unbounded();
     let b = Transport::start(
         any_port(),
-        &BTreeMap::from([(1, a.local_addr())]),
+        &BTreeMap::from([(1, a.local_addr().into())]),
         tx,
         config(2, KEY),
     )

@@ -4,13 +4,12 @@
 //! again (the replicated state applies each number once).
 
 use std::collections::BTreeMap;
-use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{select, unbounded, Receiver, Sender};
 use exchange_replication::transport::channel::{Channel, ChannelReader, ChannelWriter};
-use exchange_replication::transport::ClusterKey;
+use exchange_replication::transport::{ClusterKey, Dialer, PeerAddr};
 
 use super::inflight::InFlight;
 use crate::entry::LogEntry;
@@ -40,8 +39,9 @@ pub const MAX_IN_FLIGHT: usize = 65_536;
 pub(crate) struct Forwarder {
     pub(crate) submit: Receiver<Submission>,
     pub(crate) inflight: Arc<Mutex<InFlight>>,
-    /// Every replica's ingress address by node id.
-    pub(crate) ingress: BTreeMap<u64, SocketAddr>,
+    /// Every replica's ingress address by node id, resolved at each
+    /// connection attempt.
+    pub(crate) ingress: BTreeMap<u64, Dialer>,
     pub(crate) key: ClusterKey,
     pub(crate) my_id: u64,
     /// The leader this gateway sends to (0: none), for status readers.
@@ -62,7 +62,7 @@ impl Forwarder {
     pub(crate) fn new(
         submit: Receiver<Submission>,
         name: &str,
-        ingress: &BTreeMap<u64, SocketAddr>,
+        ingress: &BTreeMap<u64, PeerAddr>,
         settings: &super::MirrorSettings,
         cluster: &crate::replication::ClusterShared,
     ) -> (Arc<Mutex<InFlight>>, Forwarder) {
@@ -77,7 +77,10 @@ impl Forwarder {
         let forwarder = Forwarder {
             submit,
             inflight: inflight.clone(),
-            ingress: ingress.clone(),
+            ingress: ingress
+                .iter()
+                .map(|(id, addr)| (*id, Dialer::system(addr.clone())))
+                .collect(),
             key: settings.key.clone(),
             my_id: settings.process_id,
             leader: cluster.forwarding_to.clone(),
@@ -112,7 +115,7 @@ impl Forwarder {
                 .chain(self.ingress.keys().copied().filter(|id| Some(*id) != hint))
                 .collect();
             let round = search_round(&order, |node| match self.ingress.get(&node) {
-                Some(&addr) => self.try_replica(addr),
+                Some(dialer) => self.try_replica(dialer),
                 None => Err(None),
             });
             hint = match round {
@@ -130,9 +133,9 @@ impl Forwarder {
         }
     }
 
-    /// A channel to `addr` if it leads; else the leader it names.
-    fn try_replica(&self, addr: SocketAddr) -> Result<Channel, Option<u64>> {
-        let mut channel = Channel::connect(addr, PROTOCOL, &self.key, self.my_id, CONNECT_TIMEOUT)
+    /// A channel to the replica if it leads; else the leader it names.
+    fn try_replica(&self, dialer: &Dialer) -> Result<Channel, Option<u64>> {
+        let mut channel = Channel::dial(dialer, PROTOCOL, &self.key, self.my_id, CONNECT_TIMEOUT)
             .map_err(|_| None)?;
         channel
             .set_read_timeout(Some(CONNECT_TIMEOUT))

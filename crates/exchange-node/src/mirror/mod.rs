@@ -16,9 +16,8 @@ pub(crate) mod forwarder;
 pub(crate) mod inflight;
 
 use std::collections::BTreeMap;
-use std::net::SocketAddr;
 
-use exchange_replication::transport::ClusterKey;
+use exchange_replication::transport::{ClusterKey, PeerAddr};
 
 /// What a mirror is for.
 #[derive(Clone, Debug)]
@@ -30,7 +29,7 @@ pub enum MirrorRole {
     /// `cancel_grace_ms`: its session's grace (see [`crate::sessions`]).
     Gateway {
         name: String,
-        ingress: BTreeMap<u64, SocketAddr>,
+        ingress: BTreeMap<u64, PeerAddr>,
         cancel_grace_ms: u64,
     },
     /// Market data only: takes no submissions.
@@ -43,8 +42,9 @@ pub struct MirrorSettings {
     /// This process's id on the cluster's channels (for their logs).
     pub process_id: u64,
     pub role: MirrorRole,
-    /// The replicas' log-stream addresses; any one will do.
-    pub stream: Vec<SocketAddr>,
+    /// The replicas' log-stream addresses; any one will do. Names are
+    /// resolved at each connection attempt.
+    pub stream: Vec<PeerAddr>,
     pub key: ClusterKey,
 }
 

@@ -23,12 +23,11 @@
 //! of disks.
 
 use std::collections::BTreeMap;
-use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, RwLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use exchange_replication::transport::ClusterKey;
+use exchange_replication::transport::{AddrError, ClusterKey, PeerAddr};
 use exchange_replication::{ConfState, Membership, ReplicaConfig, ReplicaNode, StorageOptions};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
@@ -48,8 +47,8 @@ pub(crate) use raft_loop::RaftLoop;
 pub struct ClusterSettings {
     pub node_id: u64,
     /// Raft addresses of every voter of a new cluster, this node included;
-    /// empty for a single node.
-    pub peers: BTreeMap<u64, SocketAddr>,
+    /// empty for a single node. Names are resolved at each connection.
+    pub peers: BTreeMap<u64, PeerAddr>,
     pub tick: Duration,
     pub election_ticks: usize,
     pub heartbeat_ticks: usize,
@@ -83,6 +82,8 @@ impl Default for ClusterSettings {
 pub enum ClusterError {
     #[error("peer {0:?} is not ID=HOST:PORT")]
     BadPeer(String),
+    #[error("peer {item:?}: {source}")]
+    BadAddress { item: String, source: AddrError },
     #[error("peer id {0} appears twice")]
     DuplicatePeer(u64),
     #[error("node id 0 is reserved")]
@@ -107,7 +108,9 @@ pub enum ClusterError {
 }
 
 /// Parses `1=HOST:PORT` items (the CLI's comma-separated list, split).
-pub fn parse_peers<S: AsRef<str>>(items: &[S]) -> Result<BTreeMap<u64, SocketAddr>, ClusterError> {
+/// Only their syntax: a name is looked up at each connection, so one
+/// that does not resolve yet is no error here.
+pub fn parse_peers<S: AsRef<str>>(items: &[S]) -> Result<BTreeMap<u64, PeerAddr>, ClusterError> {
     let mut peers = BTreeMap::new();
     for item in items {
         let item = item.as_ref().trim();
@@ -120,10 +123,10 @@ pub fn parse_peers<S: AsRef<str>>(items: &[S]) -> Result<BTreeMap<u64, SocketAdd
         if id == 0 {
             return Err(ClusterError::ZeroId);
         }
-        let addr = std::net::ToSocketAddrs::to_socket_addrs(addr.trim())
-            .ok()
-            .and_then(|mut addrs| addrs.next())
-            .ok_or_else(bad)?;
+        let addr: PeerAddr = addr.parse().map_err(|source| ClusterError::BadAddress {
+            item: item.to_string(),
+            source,
+        })?;
         if peers.insert(id, addr).is_some() {
             return Err(ClusterError::DuplicatePeer(id));
         }
@@ -194,11 +197,11 @@ impl ClusterSettings {
     }
 
     /// The other voters' Raft addresses.
-    pub fn others(&self) -> BTreeMap<u64, SocketAddr> {
+    pub fn others(&self) -> BTreeMap<u64, PeerAddr> {
         self.peers
             .iter()
             .filter(|(id, _)| **id != self.node_id)
-            .map(|(id, addr)| (*id, *addr))
+            .map(|(id, addr)| (*id, addr.clone()))
             .collect()
     }
 }
@@ -323,7 +326,7 @@ impl ClusterShared {
     /// replica it reads, `replica_applied` the Raft index that replica had
     /// applied when it last said. The mirror is caught up once its core
     /// has applied that much.
-    pub(crate) fn publish_mirror(&self, followed: Option<SocketAddr>, replica_applied: u64) {
+    pub(crate) fn publish_mirror(&self, followed: Option<&PeerAddr>, replica_applied: u64) {
         let leader = self.forwarding_to.load(Ordering::Acquire);
         self.leader_id.store(leader, Ordering::Release);
         self.complete_at.store(replica_applied, Ordering::Release);
@@ -547,7 +550,7 @@ pub enum MembershipError {
 pub(crate) enum RaftControl {
     Membership {
         change: Membership,
-        raft_addr: Option<SocketAddr>,
+        raft_addr: Option<PeerAddr>,
         reply: oneshot::Sender<Result<(), MembershipError>>,
     },
     /// Hands leadership to voter `to`, or to the most up-to-date other
@@ -560,8 +563,9 @@ pub(crate) enum RaftControl {
 
 /// Raft addresses learned from committed membership changes, kept in the
 /// data directory so a restarted node still reaches nodes added after its
-/// `--peers` list was written. One `ID=HOST:PORT` per line.
-pub fn load_learned_peers(path: &std::path::Path) -> BTreeMap<u64, SocketAddr> {
+/// `--peers` list was written. One `ID=HOST:PORT` per line, as given: a
+/// name stays a name, looked up again at each connection.
+pub fn load_learned_peers(path: &std::path::Path) -> BTreeMap<u64, PeerAddr> {
     std::fs::read_to_string(path)
         .ok()
         .and_then(|text| {
@@ -573,7 +577,7 @@ pub fn load_learned_peers(path: &std::path::Path) -> BTreeMap<u64, SocketAddr> {
 
 pub(crate) fn save_learned_peers(
     path: &std::path::Path,
-    peers: &BTreeMap<u64, SocketAddr>,
+    peers: &BTreeMap<u64, PeerAddr>,
 ) -> std::io::Result<()> {
     let text: String = peers
         .iter()

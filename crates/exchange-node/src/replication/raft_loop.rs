@@ -1,14 +1,13 @@
 //! The Raft thread's loop: see the module docs of [`crate::replication`].
 
 use std::collections::BTreeMap;
-use std::net::SocketAddr;
 use std::ops::ControlFlow;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crossbeam_channel::{select, Receiver};
-use exchange_replication::transport::{Feedback, Transport};
+use exchange_replication::transport::{Feedback, PeerAddr, Transport};
 use exchange_replication::{
     Committed, CommittedKind, ConfState, Membership, Message, ReadyOutcome, ReplicaNode,
     SnapshotData, SyncJob,
@@ -493,7 +492,7 @@ impl RaftLoop {
     fn learn_peer(&mut self, id: u64, context: &[u8]) {
         let Some(addr) = std::str::from_utf8(context)
             .ok()
-            .and_then(|text| text.parse::<SocketAddr>().ok())
+            .and_then(|text| text.parse::<PeerAddr>().ok())
         else {
             return;
         };
@@ -501,7 +500,7 @@ impl RaftLoop {
             return;
         }
         if let Some(transport) = self.transport.as_mut() {
-            if let Err(error) = transport.add_peer(id, addr) {
+            if let Err(error) = transport.add_peer(id, addr.clone()) {
                 tracing::warn!(%error, id, "could not start talking to an added node");
             }
         }

@@ -133,8 +133,51 @@ fn peers_parse_strictly() {
     ));
     assert!(matches!(
         parse_peers(&["1=nowhere"]),
-        Err(ClusterError::BadPeer(_))
+        Err(ClusterError::BadAddress {
+            source: AddrError::NoPort(_),
+            ..
+        })
     ));
+    assert!(matches!(
+        parse_peers(&["1=::1:7001"]),
+        Err(ClusterError::BadAddress {
+            source: AddrError::UnbracketedIpv6(_),
+            ..
+        })
+    ));
+}
+
+#[test]
+fn peers_keep_names_unresolved_and_literals_as_they_are() {
+    // `.invalid` never resolves: a peer list naming it is still valid.
+    let peers = parse_peers(&[
+        "1=replica-1.replica.invalid:7000",
+        "2=10.0.0.2:7000",
+        "3=[fd00::3]:7000",
+    ])
+    .unwrap();
+    let text: Vec<String> = peers.values().map(ToString::to_string).collect();
+    assert_eq!(
+        text,
+        [
+            "replica-1.replica.invalid:7000",
+            "10.0.0.2:7000",
+            "[fd00::3]:7000"
+        ]
+    );
+    assert_eq!(peers[&1].name(), Some("replica-1.replica.invalid"));
+    assert_eq!(peers[&2].socket_addr(), Some(([10, 0, 0, 2], 7000).into()));
+}
+
+#[test]
+fn learned_peers_are_saved_as_text_and_read_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("learned_peers");
+    let peers = parse_peers(&["4=replica-4.replica:7000", "5=10.0.0.5:7000"]).unwrap();
+    save_learned_peers(&path, &peers).unwrap();
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert_eq!(text, "4=replica-4.replica:7000\n5=10.0.0.5:7000\n");
+    assert_eq!(load_learned_peers(&path), peers);
 }
 
 #[tokio::test]

@@ -2,7 +2,6 @@
 //! streaming to it, moves to the next on failure, and hands the decoded
 //! log over on a bounded channel.
 
-use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -10,7 +9,7 @@ use std::time::Duration;
 
 use crossbeam_channel::{bounded, Receiver, SendTimeoutError, Sender};
 use exchange_replication::transport::channel::{Channel, ChannelError};
-use exchange_replication::transport::ClusterKey;
+use exchange_replication::transport::{ClusterKey, DialError, Dialer, PeerAddr};
 use thiserror::Error;
 
 use super::wire::{self, Follow, Frame};
@@ -42,7 +41,7 @@ enum FollowError {
 
 /// What the following thread shares with its [`Follower`].
 struct Status {
-    replicas: Vec<SocketAddr>,
+    replicas: Vec<Dialer>,
     /// The replica streaming now (an index into `replicas`), or `NONE`.
     following: AtomicUsize,
     /// The last Raft index handed over.
@@ -63,15 +62,17 @@ pub struct Follower {
 /// from Raft index `from_raft_index` (every entry before it applied
 /// already; 0: nothing applied), trying the next replica whenever one
 /// fails or falls silent, and resuming where the items handed over end.
+/// A replica's name is resolved at each attempt: one that does not
+/// resolve yet is a replica that does not answer yet.
 pub fn follow(
-    replicas: Vec<SocketAddr>,
+    replicas: Vec<PeerAddr>,
     key: ClusterKey,
     my_id: u64,
     from_raft_index: u64,
 ) -> Follower {
     let (tx, items) = bounded(ITEMS);
     let status = Arc::new(Status {
-        replicas,
+        replicas: replicas.into_iter().map(Dialer::system).collect(),
         following: AtomicUsize::new(NONE),
         delivered: AtomicU64::new(from_raft_index.saturating_sub(1)),
         server_applied: AtomicU64::new(0),
@@ -97,9 +98,9 @@ impl Follower {
     }
 
     /// The replica streaming now, if one is.
-    pub fn following(&self) -> Option<SocketAddr> {
+    pub fn following(&self) -> Option<&PeerAddr> {
         let at = self.status.following.load(Ordering::Acquire);
-        self.status.replicas.get(at).copied()
+        self.status.replicas.get(at).map(Dialer::addr)
     }
 
     /// The last Raft index handed over (0: none yet).
@@ -137,7 +138,7 @@ fn run(status: &Status, key: &ClusterKey, my_id: u64, from: u64, items: &Sender<
         if status.stop.load(Ordering::Acquire) {
             break;
         }
-        let addr = status.replicas[at];
+        let dialer = &status.replicas[at];
         let mut session = Session {
             status,
             items,
@@ -145,12 +146,17 @@ fn run(status: &Status, key: &ClusterKey, my_id: u64, from: u64, items: &Sender<
             at,
             progressed: false,
         };
-        let result = session.run(addr, key, my_id);
+        let result = session.run(dialer, key, my_id);
         let progressed = session.progressed;
         status.following.store(NONE, Ordering::Release);
         match result {
             Err(FollowError::Stopped) => break,
-            Err(error) => tracing::info!(%addr, %error, "log follower: replica left"),
+            // The dialer says when a name starts or stops resolving; a
+            // line per attempt would repeat it every pause.
+            Err(FollowError::Channel(ChannelError::Dial(DialError::Unresolved { .. }))) => {}
+            Err(error) => {
+                tracing::info!(addr = %dialer.addr(), %error, "log follower: replica left");
+            }
             Ok(()) => {}
         }
         failed_in_a_row = if progressed { 0 } else { failed_in_a_row + 1 };
@@ -183,8 +189,8 @@ struct Partial {
 }
 
 impl Session<'_> {
-    fn run(&mut self, addr: SocketAddr, key: &ClusterKey, my_id: u64) -> Result<(), FollowError> {
-        let mut channel = Channel::connect(addr, PROTOCOL, key, my_id, CONNECT_TIMEOUT)?;
+    fn run(&mut self, dialer: &Dialer, key: &ClusterKey, my_id: u64) -> Result<(), FollowError> {
+        let mut channel = Channel::dial(dialer, PROTOCOL, key, my_id, CONNECT_TIMEOUT)?;
         channel
             .set_read_timeout(Some(SILENCE))
             .map_err(ChannelError::from)?;

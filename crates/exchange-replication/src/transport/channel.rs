@@ -18,6 +18,7 @@ use std::io::{ErrorKind, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream};
 use std::time::Duration;
 
+use super::addr::{DialError, Dialer};
 use super::auth::{ClusterKey, FrameMac, Protocol, Refusal, TAG_BYTES};
 use super::handshake::{self, Failed, Side};
 
@@ -32,6 +33,9 @@ const READ_CHUNK: usize = 64 * 1024;
 pub enum ChannelError {
     #[error("channel i/o: {0}")]
     Io(#[from] std::io::Error),
+    /// The address did not resolve, or nothing accepted the connection.
+    #[error(transparent)]
+    Dial(#[from] DialError),
     /// The handshake did not finish within its timeout.
     #[error("the handshake timed out")]
     HandshakeTimeout,
@@ -103,7 +107,30 @@ impl Channel {
         my_id: u64,
         timeout: Duration,
     ) -> Result<Channel, ChannelError> {
-        let mut stream = TcpStream::connect_timeout(&addr, timeout)?;
+        let stream = TcpStream::connect_timeout(&addr, timeout)?;
+        Channel::initiate(stream, protocol, key, my_id, timeout)
+    }
+
+    /// Resolves the dialer's address now, connects and runs the handshake
+    /// as initiator (see [`Channel::connect`]).
+    pub fn dial(
+        dialer: &Dialer,
+        protocol: [u8; 8],
+        key: &ClusterKey,
+        my_id: u64,
+        timeout: Duration,
+    ) -> Result<Channel, ChannelError> {
+        let stream = dialer.connect(timeout)?;
+        Channel::initiate(stream, protocol, key, my_id, timeout)
+    }
+
+    fn initiate(
+        mut stream: TcpStream,
+        protocol: [u8; 8],
+        key: &ClusterKey,
+        my_id: u64,
+        timeout: Duration,
+    ) -> Result<Channel, ChannelError> {
         let _ = stream.set_nodelay(true);
         let protocol = Protocol::named(protocol);
         let side = Side {

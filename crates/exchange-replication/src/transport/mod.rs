@@ -28,10 +28,11 @@
 //! does not provide.
 //!
 //! Sending never blocks the Raft thread: every peer has a bounded queue
-//! and a thread that connects (lazily, reconnecting after errors) and
-//! writes. A message that cannot be queued or written is dropped — Raft
-//! retransmits — and reported through [`Feedback`], since a lost snapshot
-//! must be reported or the leader waits for it forever.
+//! and a thread that connects (lazily, reconnecting after errors, the
+//! peer's name resolved again at each attempt: [`addr`]) and writes. A
+//! message that cannot be queued or written is dropped — Raft retransmits
+//! — and reported through [`Feedback`], since a lost snapshot must be
+//! reported or the leader waits for it forever.
 
 use std::collections::BTreeMap;
 use std::io::{BufReader, BufWriter, Read, Write};
@@ -45,10 +46,12 @@ use raft::eraftpb::Message;
 
 use crate::conf::{decode_message, encode_message, is_snapshot};
 
+pub mod addr;
 pub mod auth;
 pub mod channel;
 mod handshake;
 
+pub use addr::{AddrError, DialError, Dialer, PeerAddr, Resolve, SystemResolver};
 pub use auth::{AuthCounters, ClusterKey, Refusal, TAG_BYTES};
 use auth::{FrameMac, Protocol};
 use handshake::{Failed, Side};
@@ -60,6 +63,14 @@ const CONNECT_TIMEOUT: Duration = Duration::from_millis(500);
 /// After a failed connection, messages to that peer are dropped for this
 /// long instead of trying again for each one.
 const BACKOFF: Duration = Duration::from_millis(100);
+/// A link whose sent bytes stay unacknowledged this long (or whose peer
+/// reads nothing for this long) is closed, and the peer's name resolved
+/// again at the next attempt. Without it, a peer that vanished without
+/// closing its connections (its machine lost, its pod rescheduled at
+/// another IP) would hold the link for the kernel's retransmission
+/// timeout, a quarter of an hour. Far above any election timeout: a
+/// closed link costs a reconnection, and Raft retransmits.
+const UNACKED_LIMIT: Duration = Duration::from_secs(10);
 
 /// Who this node is to its peers, and how it tells them from strangers.
 #[derive(Clone, Debug)]
@@ -71,6 +82,8 @@ pub struct TransportConfig {
     /// Accepted connections waiting for their handshake at a time; more
     /// are closed at once.
     pub max_pending_handshakes: usize,
+    /// Turns peers' host names into addresses, at each connection attempt.
+    pub resolver: Arc<dyn Resolve>,
 }
 
 impl TransportConfig {
@@ -80,6 +93,7 @@ impl TransportConfig {
             key,
             handshake_timeout: Duration::from_secs(5),
             max_pending_handshakes: 32,
+            resolver: Arc::new(SystemResolver),
         }
     }
 }
@@ -102,10 +116,12 @@ pub struct Transport {
 
 impl Transport {
     /// Listens on `listen` and delivers every authenticated message to
-    /// `inbox`; `peers` are the other replicas' Raft addresses.
+    /// `inbox`; `peers` are the other replicas' Raft addresses, names
+    /// resolved at each connection attempt (one that does not resolve yet
+    /// is a peer not reachable yet, not an error).
     pub fn start(
         listen: SocketAddr,
-        peers: &BTreeMap<u64, SocketAddr>,
+        peers: &BTreeMap<u64, PeerAddr>,
         inbox: Sender<Message>,
         config: TransportConfig,
     ) -> std::io::Result<Transport> {
@@ -126,8 +142,8 @@ impl Transport {
             config,
             counters,
         };
-        for (&id, &addr) in peers {
-            transport.add_peer(id, addr)?;
+        for (&id, addr) in peers {
+            transport.add_peer(id, addr.clone())?;
         }
         Ok(transport)
     }
@@ -138,12 +154,12 @@ impl Transport {
     }
 
     /// Starts talking to a peer added to the cluster (or at a new address).
-    pub fn add_peer(&mut self, id: u64, addr: SocketAddr) -> std::io::Result<()> {
+    pub fn add_peer(&mut self, id: u64, addr: impl Into<PeerAddr>) -> std::io::Result<()> {
         let (tx, rx) = bounded(QUEUE);
         let feedback = self.feedback_tx.clone();
         let link = Link {
             id,
-            addr,
+            dialer: Dialer::new(addr.into(), self.config.resolver.clone()),
             config: self.config.clone(),
             counters: self.counters.clone(),
             stream: None,
@@ -298,7 +314,7 @@ fn read_loop(
 /// frames) and when the last attempt failed.
 struct Link {
     id: u64,
-    addr: SocketAddr,
+    dialer: Dialer,
     config: Arc<TransportConfig>,
     counters: Arc<AuthCounters>,
     stream: Option<(BufWriter<TcpStream>, FrameMac)>,
@@ -306,16 +322,17 @@ struct Link {
 }
 
 impl Link {
-    /// Connects and authenticates, unless the last attempt failed lately.
+    /// Resolves the peer's address again, connects and authenticates,
+    /// unless the last attempt failed lately.
     fn connect(&mut self) {
         if self.stream.is_some() || self.failed_at.is_some_and(|at| at.elapsed() < BACKOFF) {
             return;
         }
-        let Ok(mut connected) = TcpStream::connect_timeout(&self.addr, CONNECT_TIMEOUT) else {
+        let Ok(mut connected) = self.dialer.connect(CONNECT_TIMEOUT) else {
             self.failed_at = Some(Instant::now());
             return;
         };
-        let _ = connected.set_nodelay(true);
+        tune_link(&connected);
         let protocol = Protocol::raft();
         let side = Side {
             protocol: &protocol,
@@ -332,7 +349,8 @@ impl Link {
             }
             Err(failed) => {
                 if let Failed::Refused(refusal) = failed {
-                    self.counters.refuse(refusal, &self.addr.to_string());
+                    self.counters
+                        .refuse(refusal, &self.dialer.addr().to_string());
                 }
                 self.failed_at = Some(Instant::now());
             }
@@ -368,6 +386,14 @@ impl Link {
     }
 }
 
+/// No Nagle delay; and, where the system has it, a bound on how long sent
+/// bytes may stay unacknowledged ([`UNACKED_LIMIT`]).
+fn tune_link(stream: &TcpStream) {
+    let _ = stream.set_nodelay(true);
+    #[cfg(any(target_os = "linux", target_os = "android", target_os = "fuchsia"))]
+    let _ = socket2::SockRef::from(stream).set_tcp_user_timeout(Some(UNACKED_LIMIT));
+}
+
 fn send_loop(mut link: Link, queue: Receiver<Message>, feedback: Sender<Feedback>) {
     let mut batch = Vec::new();
     let mut frame = Vec::new();
@@ -393,5 +419,23 @@ fn send_loop(mut link: Link, queue: Receiver<Message>, feedback: Sender<Feedback
             }
         }
         batch.clear();
+    }
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_link_gives_up_on_bytes_left_unacknowledged() {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let stream = TcpStream::connect(listener.local_addr().expect("addr")).expect("connect");
+        tune_link(&stream);
+        let sock = socket2::SockRef::from(&stream);
+        assert_eq!(
+            sock.tcp_user_timeout().expect("option"),
+            Some(UNACKED_LIMIT)
+        );
+        assert!(stream.nodelay().expect("nodelay"));
     }
 }

@@ -24,6 +24,7 @@ use exchange_node::master_key::MasterKey;
 use exchange_node::recovery::{self, snapshot_dir};
 use exchange_node::replication::ClusterSettings;
 use exchange_node::{Applied, Handle, LogEntry, Pipeline, PipelineConfig};
+use exchange_replication::transport::PeerAddr;
 use hdrhistogram::Histogram;
 use serde_json::json;
 use tokio::sync::oneshot;
@@ -109,8 +110,8 @@ fn free_port() -> anyhow::Result<SocketAddr> {
 }
 
 fn start_cluster(root: &Path, replicas: u64) -> anyhow::Result<Vec<Pipeline>> {
-    let peers: BTreeMap<u64, SocketAddr> = (1..=replicas)
-        .map(|id| Ok((id, free_port()?)))
+    let peers: BTreeMap<u64, PeerAddr> = (1..=replicas)
+        .map(|id| Ok((id, free_port()?.into())))
         .collect::<anyhow::Result<_>>()?;
     // As every real cluster: the replicas authenticate each other, and
     // their frames carry MACs, so the figures include that cost.

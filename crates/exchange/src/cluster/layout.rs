@@ -83,6 +83,16 @@ impl Layout {
     pub(super) fn stream(&self, id: u64) -> SocketAddr {
         self.local(300 + id)
     }
+    /// Node `id`'s log stream as gateways are told of it: by name, as a
+    /// deployment names its replicas, resolved at each connection.
+    pub(super) fn stream_by_name(&self, id: u64) -> String {
+        format!("localhost:{}", self.stream(id).port())
+    }
+    /// Node `id`'s ingress as gateways are told of it (see
+    /// [`Layout::stream_by_name`]).
+    pub(super) fn ingress_by_name(&self, id: u64) -> String {
+        format!("localhost:{}", self.ingress(id).port())
+    }
     /// The HTTP address of gateway `number` (from 1) of `kind`.
     pub(super) fn gateway_http(&self, kind: Kind, number: u64) -> SocketAddr {
         self.local(kind.offset() + number)
@@ -99,10 +109,11 @@ impl Layout {
         let md = (1..=self.md_gateways).map(|n| (Kind::MarketData, n));
         reporters.chain(gateways).chain(md).collect()
     }
-    /// The node whose log stream is at `addr`, if any.
+    /// The node whose log stream is at `addr` (by address or by name),
+    /// if any.
     pub(super) fn node_of_stream(&self, addr: &str) -> Option<u64> {
         self.members()
-            .find(|&id| self.stream(id).to_string() == addr)
+            .find(|&id| self.stream(id).to_string() == addr || self.stream_by_name(id) == addr)
     }
     pub(super) fn save(&self, dir: &Path) -> anyhow::Result<()> {
         std::fs::create_dir_all(dir)?;

@@ -47,7 +47,7 @@ fn streams(layout: &Layout, number: u64) -> String {
     members[first..]
         .iter()
         .chain(&members[..first])
-        .map(|&id| layout.stream(id).to_string())
+        .map(|&id| layout.stream_by_name(id))
         .collect::<Vec<_>>()
         .join(",")
 }
@@ -82,7 +82,7 @@ pub(super) fn command(
     if kind == Kind::Gateway {
         let ingress: Vec<String> = layout
             .members()
-            .map(|id| format!("{id}={}", layout.ingress(id)))
+            .map(|id| format!("{id}={}", layout.ingress_by_name(id)))
             .collect();
         command
             .arg("--ingress")
@@ -279,13 +279,15 @@ mod tests {
         let venue = layout(tmp.path(), 3, (4, 0, 0), 7100).expect("a venue");
         assert_eq!(
             streams(&venue, 1),
-            "127.0.0.1:7401,127.0.0.1:7402,127.0.0.1:7403"
+            "localhost:7401,localhost:7402,localhost:7403"
         );
         assert_eq!(
             streams(&venue, 2),
-            "127.0.0.1:7402,127.0.0.1:7403,127.0.0.1:7401"
+            "localhost:7402,localhost:7403,localhost:7401"
         );
         assert_eq!(streams(&venue, 4), streams(&venue, 1));
         assert_eq!(venue.node_of_stream("127.0.0.1:7403"), Some(3));
+        assert_eq!(venue.node_of_stream("localhost:7402"), Some(2));
+        assert_eq!(venue.node_of_stream("localhost:7409"), None);
     }
 }
