@@ -22,6 +22,7 @@
 pub mod acceptor;
 pub mod admission;
 pub mod app;
+pub mod continuity;
 pub mod frame;
 pub mod fuzzing;
 pub mod inbound;

@@ -629,3 +629,7 @@ mod conformance_tests;
 #[cfg(test)]
 #[path = "session_acceptance_tests.rs"]
 mod acceptance_tests;
+
+#[cfg(test)]
+#[path = "session_takeover_tests.rs"]
+mod takeover_tests;

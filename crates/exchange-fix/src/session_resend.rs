@@ -111,3 +111,37 @@ fn body_of(message: &Message) -> Vec<u8> {
     }
     body
 }
+
+impl<S: Store> Session<S> {
+    /// Continues a session another process held (see `continuity`): the
+    /// counterparty's next MsgSeqNum is `next_target`; our numbers below
+    /// `first` may have been used, so `reports` (each with the time it
+    /// was made, its SendingTime) are stored from `first` on, to be resent
+    /// with PossDupFlag when asked for, and sending goes on after them.
+    pub fn take_over(&mut self, next_target: u64, first: u64, reports: Vec<(u64, Outgoing)>) {
+        self.store.reset();
+        self.store.set_next_target_seq(next_target);
+        let mut seq = first.max(1);
+        for (made, report) in reports {
+            let bytes = self.encode(
+                report.msg_type.as_bytes(),
+                seq,
+                made,
+                None,
+                &report.routing,
+                &report.body,
+            );
+            self.store.save(seq, &bytes);
+            seq += 1;
+        }
+        self.store.set_next_sender_seq(seq);
+    }
+
+    /// The venue applied the counterparty's messages up to
+    /// `next_target - 1`: expect nothing older.
+    pub fn expect_at_least(&mut self, next_target: u64) {
+        if next_target > self.store.next_target_seq() {
+            self.store.set_next_target_seq(next_target);
+        }
+    }
+}
