@@ -1,0 +1,171 @@
+//! A FIX session continues at another gateway: a counterparty trades
+//! through gateway 0, which is killed with SIGKILL; it logs on at gateway 1
+//! with its next MsgSeqNum, the exchange's numbers go on above every one
+//! gateway 0 could have used, a ResendRequest brings the execution reports
+//! of gateway 0's time again (PossDupFlag, the same ClOrdIDs and ExecIDs,
+//! gap fills for the rest), one it never read among them, and it goes on
+//! trading. Every order is on every replica exactly once.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use exchange_fix::message::Message;
+use exchange_testkit::fix::Client as FixClient;
+use exchange_testkit::{free_port, open_order_counts, wait_until, Client, TieredVenue};
+
+/// The binary under test.
+const EXCHANGE: &str = env!("CARGO_BIN_EXE_exchange");
+
+const SENDER: &str = "BANK1";
+const ORDER: &str = "55=BTC-USD|54=1|60=20240101-00:00:00|40=2|44=59000|38=0.01|";
+
+/// A gateway configuration serving the session `SENDER` for `account`,
+/// with FIX on `port`.
+fn fix_config(dir: &Path, index: usize, port: u16, account: u64) -> PathBuf {
+    let path = dir.join(format!("gateway-{index}.toml"));
+    let text = format!(
+        "[fix]\nlisten = \"127.0.0.1:{port}\"\n\n[[fix.sessions]]\n\
+         sender_comp_id = \"{SENDER}\"\npassword = \"pw-{SENDER}\"\naccount = {account}\n"
+    );
+    std::fs::write(&path, text).expect("gateway configuration");
+    path
+}
+
+/// Waits until the gateway's FIX acceptor takes connections.
+fn wait_fix(addr: SocketAddr) {
+    wait_until("the gateway's FIX acceptor", || {
+        std::net::TcpStream::connect(addr).is_ok()
+    });
+}
+
+/// Sends an order and returns its New report.
+async fn place(client: &mut FixClient, cl_ord_id: &str) -> Message {
+    client.send("D", &format!("11={cl_ord_id}|{ORDER}")).await;
+    let report = client.recv_until(|m| m.text(35) == Some("8")).await;
+    assert_eq!(report.text(11), Some(cl_ord_id), "{:?}", report.text(58));
+    assert_eq!(report.text(150), Some("0"), "{:?}", report.text(58));
+    report
+}
+
+/// What gateway 0 gave the counterparty before it died.
+struct Before {
+    /// ExecID of each report read, by ClOrdID.
+    exec_ids: BTreeMap<String, String>,
+    /// The last MsgSeqNum it read, and its own next one.
+    last_read: u64,
+    next_seq: u64,
+}
+
+/// Trades through gateway 0: three orders whose reports it reads, then a
+/// fourth it sends and does not read the answer of.
+fn trade_at_first(rt: &tokio::runtime::Runtime, addr: SocketAddr) -> Before {
+    rt.block_on(async {
+        let mut client = FixClient::logon(addr, SENDER).await;
+        let mut exec_ids = BTreeMap::new();
+        let mut last_read = 1;
+        for n in 1..=3 {
+            let id = format!("c{n}");
+            let report = place(&mut client, &id).await;
+            exec_ids.insert(id, report.text(17).expect("ExecID").to_string());
+            last_read = report.seq_num().expect("MsgSeqNum");
+        }
+        client.send("D", &format!("11=c4|{ORDER}")).await;
+        Before {
+            exec_ids,
+            last_read,
+            next_seq: client.seq,
+        }
+    })
+}
+
+/// The order counts of the account on every replica, once all hold `n`.
+fn wait_orders(venue: &TieredVenue, account: &exchange_testkit::Account, n: usize) {
+    for port in venue.replica_ports() {
+        wait_until("every replica holds the orders", || {
+            open_order_counts(&Client { port }, account).len() == n
+        });
+    }
+}
+
+#[test]
+fn a_fix_session_continues_at_another_gateway() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let dir = tmp.path().join("venue");
+    let mut venue = TieredVenue::start(EXCHANGE, &dir, 3, 0, 0);
+    let leader = venue.wait_leader();
+    let account = Client {
+        port: venue.replicas[&leader].http,
+    }
+    .funded_account();
+    let fix_ports = [free_port(), free_port()];
+    for (index, port) in fix_ports.iter().enumerate() {
+        let config = fix_config(&dir, index, *port, account.id);
+        venue.add_gateway(config);
+        venue.wait_gateway(venue.gateway_ports[index]);
+    }
+    let addrs = fix_ports.map(|port| SocketAddr::from(([127, 0, 0, 1], port)));
+    addrs.iter().for_each(|addr| wait_fix(*addr));
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+
+    let before = trade_at_first(&rt, addrs[0]);
+    // The fourth order is in the log before gateway 0 dies.
+    wait_orders(&venue, &account, 4);
+    venue.kill_gateway(0);
+
+    rt.block_on(async {
+        let mut client = FixClient::logon_at(addrs[1], SENDER, before.next_seq).await;
+        let logon = client.recv().await;
+        assert_eq!(logon.text(35), Some("A"), "{:?}", logon.text(58));
+        let logon_seq = logon.seq_num().expect("MsgSeqNum");
+        assert!(
+            logon_seq > before.last_read + 1,
+            "the exchange's numbers go on above gateway 0's: {logon_seq} after {}",
+            before.last_read
+        );
+        // Its next MsgSeqNum was expected: no ResendRequest comes, and
+        // the counterparty asks for what it is missing.
+        let begin = before.last_read + 1;
+        client.send("2", &format!("7={begin}|16=0|")).await;
+        let mut expected = begin;
+        let mut resent = BTreeMap::new();
+        while expected <= logon_seq {
+            let message = client.recv().await;
+            assert_eq!(message.seq_num(), Some(expected), "{:?}", message.text(35));
+            match message.text(35) {
+                Some("4") => {
+                    assert_eq!(message.text(123), Some("Y"), "a gap fill");
+                    expected = message.uint(36).expect("NewSeqNo");
+                }
+                Some("8") => {
+                    assert_eq!(message.text(43), Some("Y"), "PossDupFlag");
+                    assert!(message.get(122).is_some(), "OrigSendingTime");
+                    let id = message.text(11).expect("ClOrdID").to_string();
+                    let exec_id = message.text(17).expect("ExecID").to_string();
+                    assert!(resent.insert(id, exec_id).is_none(), "each report once");
+                    expected += 1;
+                }
+                other => panic!("unexpected message {other:?} in the resend"),
+            }
+        }
+        for (id, exec_id) in &before.exec_ids {
+            assert_eq!(resent.get(id), Some(exec_id), "{id}: the same report again");
+        }
+        assert!(
+            resent.contains_key("c4"),
+            "the report gateway 0 could not deliver"
+        );
+
+        // Trading goes on, numbered after the Logon.
+        let report = place(&mut client, "c5").await;
+        assert_eq!(report.seq_num(), Some(logon_seq + 1));
+        assert_eq!(report.get(43), None, "a new report");
+    });
+
+    wait_orders(&venue, &account, 5);
+    for port in venue.replica_ports() {
+        let counts = open_order_counts(&Client { port }, &account);
+        let expected: BTreeMap<String, usize> = (1..=5).map(|n| (format!("c{n}"), 1)).collect();
+        assert_eq!(counts, expected, "replica on port {port}: each order once");
+    }
+}
