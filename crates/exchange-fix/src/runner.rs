@@ -536,6 +536,7 @@ impl Runner {
                         conn.logged_on = true;
                     }
                 }
+                Action::SequenceReset => self.record_reset(),
                 Action::Disconnect(reason) => close = Some(reason),
             }
         }

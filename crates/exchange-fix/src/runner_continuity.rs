@@ -57,7 +57,8 @@ impl Runner {
                 tracing::warn!(
                     session = %self.name,
                     %error,
-                    "FIX logon not recorded in the log; the session goes on from this process's store"
+                    "FIX logon not recorded in the log; the session goes on from this \
+                     process's store"
                 );
                 Some(first)
             }
@@ -145,6 +146,26 @@ impl Runner {
         }
         self.session.on_message(now_ns(), logging.logon, actions);
         self.resume_reading = true;
+    }
+
+    /// The counterparty reset both directions without logging out: the
+    /// log learns it before any command numbered from 1 again, which it
+    /// would otherwise refuse as a copy.
+    pub(super) fn record_reset(&mut self) {
+        let entry = LogEntry::FixLogon {
+            ts: 0,
+            link: self.link,
+            owner: self.owner,
+            reset: true,
+            reserve: RESERVE_BLOCK,
+        };
+        if let Err(error) = self.handle.submit_detached(entry) {
+            tracing::warn!(
+                session = %self.name,
+                %error,
+                "FIX sequence reset not recorded in the log"
+            );
+        }
     }
 
     /// Reserves more outbound numbers when this process holds the session

@@ -46,6 +46,9 @@ pub enum Action {
     Deliver(Message),
     /// The Logon was accepted.
     LoggedOn,
+    /// A Logon with ResetSeqNumFlag on a session already logged on reset
+    /// both directions to 1 (the venue records it: see `continuity`).
+    SequenceReset,
     /// Close the connection, for this reason (already logged out if possible).
     Disconnect(String),
 }

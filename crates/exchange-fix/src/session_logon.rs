@@ -145,6 +145,7 @@ impl<S: Store> Session<S> {
         self.heartbeat_ns = heartbeat * NANOS_PER_SEC;
         self.send_admin(now, logon_reply(heartbeat, true), out);
         self.store.set_next_target_seq(2);
+        out.push(Action::SequenceReset);
     }
 }
 

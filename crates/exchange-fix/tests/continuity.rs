@@ -1,0 +1,89 @@
+//! A session's numbers in the log on a single node (a venue of one
+//! process): commands carry their MsgSeqNums, a reset during the session
+//! is recorded before the commands numbered from 2 again, a command sent
+//! again under a number already applied is not applied twice, and a
+//! reconnection continues from the node's own store.
+
+use exchange_node::fix_links::FixApplied;
+use exchange_node::OrderQuery;
+use exchange_testkit::fix::{session, Client, Node};
+
+const ORDER: &str = "55=BTC-USD|54=1|60=20240101-00:00:00|40=2|44=59000|38=0.01|";
+
+async fn open_orders(node: &Node) -> usize {
+    let query = OrderQuery::Open {
+        accounts: vec![1],
+        symbol: None,
+    };
+    node.handle
+        .orders(query)
+        .await
+        .expect("orders")
+        .orders
+        .len()
+}
+
+async fn place(client: &mut Client, cl_ord_id: &str) {
+    client.send("D", &format!("11={cl_ord_id}|{ORDER}")).await;
+    let report = client.recv_until(|m| m.text(35) == Some("8")).await;
+    assert_eq!(
+        (report.text(11), report.text(150)),
+        (Some(cl_ord_id), Some("0")),
+        "{:?}",
+        report.text(58)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reset_during_the_session_lets_numbers_start_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let node = Node::start(dir.path(), vec![session("A", 1, false)], &[1]).await;
+    let mut events = node.handle.subscribe();
+    let mut a = Client::logon(node.addr, "A").await;
+    for n in 0..3 {
+        place(&mut a, &format!("r{n}")).await;
+    }
+    // A Logon with ResetSeqNumFlag on the logged-on session.
+    a.seq = 1;
+    a.send("A", "98=0|108=30|141=Y|554=pw-A|").await;
+    let answer = a.recv().await;
+    assert_eq!((answer.text(35), answer.text(141)), (Some("A"), Some("Y")));
+    // Numbered 2 again: applied, not refused as a copy of the first 2.
+    place(&mut a, "after-reset").await;
+    assert_eq!(open_orders(&node).await, 4);
+
+    // Every order-entry command went through the log with its number.
+    let mut numbers = Vec::new();
+    while let Ok(applied) = events.try_recv() {
+        match &applied.fix {
+            Some(FixApplied::Sequenced { seq, .. }) => numbers.push(*seq),
+            Some(FixApplied::Logon { last_in, .. }) => numbers.push(100 + last_in),
+            _ => {}
+        }
+    }
+    // The first Logon (a reset: 1), three orders, the reset, one order.
+    assert_eq!(numbers, [101, 2, 3, 4, 101, 2]);
+    node.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reconnection_continues_from_the_node_s_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let node = Node::start(dir.path(), vec![session("A", 1, false)], &[1]).await;
+    let mut a = Client::logon(node.addr, "A").await;
+    place(&mut a, "k1").await;
+    a.send("5", "").await;
+    let logout = a.recv().await;
+    assert_eq!(logout.text(35), Some("5"));
+    let next_seq = a.seq;
+    let last_read = logout.seq_num().expect("MsgSeqNum");
+    drop(a);
+
+    let mut again = Client::logon_at(node.addr, "A", next_seq).await;
+    let logon = again.recv().await;
+    assert_eq!(logon.text(35), Some("A"), "{:?}", logon.text(58));
+    assert_eq!(logon.seq_num(), Some(last_read + 1), "no gap where it was");
+    place(&mut again, "k2").await;
+    assert_eq!(open_orders(&node).await, 2);
+    node.stop().await;
+}
