@@ -15,7 +15,7 @@ use crate::continuity::{self, Plan, RESERVE_BLOCK};
 use crate::message::Message;
 use crate::session::Action;
 use crate::store::Store;
-use crate::tags::{self, msg};
+use crate::tags;
 use crate::time::now_ns;
 
 /// A Logon waiting for its logon entry to be applied.
@@ -33,7 +33,9 @@ impl Runner {
     /// applies it. Given back when it is not (anything else, or a log that
     /// takes nothing here: the session then goes on from its own store).
     pub(super) fn log_logon(&mut self, first: Message) -> Option<Message> {
-        if first.msg_type() != Some(msg::LOGON.as_bytes()) || !self.session.credentials_ok(&first) {
+        // A Logon the session would refuse anyway takes nothing from the
+        // process holding the session.
+        if !self.session.logon_acceptable(now_ns(), &first) {
             return Some(first);
         }
         let reset = first.flag(tags::RESET_SEQ_NUM_FLAG) && first.seq_num() == Some(1);

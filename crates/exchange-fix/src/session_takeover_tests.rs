@@ -136,3 +136,21 @@ proptest! {
         prop_assert_eq!(resent, expected);
     }
 }
+
+#[test]
+fn only_a_logon_the_session_would_take_is_worth_recording() {
+    let session = Session::new(settings(), MemoryStore::default());
+    let good = from_client("A", 5, T0, &logon_body("pw"));
+    assert!(session.logon_acceptable(T0, &good));
+    let refused = [
+        from_client("A", 5, T0, &logon_body("wrong")),
+        from_client("0", 5, T0, ""),
+        from_client("A", 5, T0, "98=0|108=0|554=pw|"),
+        from_client("A", 5, T0, "98=1|108=30|554=pw|"),
+        from_client("A", 5, T0, "98=0|108=30|554=pw|141=Y|"),
+        from_client("A", 5, T0 + 600 * SEC, &logon_body("pw")),
+    ];
+    for logon in refused {
+        assert!(!session.logon_acceptable(T0, &logon), "{logon:?}");
+    }
+}
