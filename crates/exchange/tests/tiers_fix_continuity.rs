@@ -1,10 +1,12 @@
 //! A FIX session continues at another gateway: a counterparty trades
-//! through gateway 0, which is killed with SIGKILL; it logs on at gateway 1
-//! with its next MsgSeqNum, the exchange's numbers go on above every one
-//! gateway 0 could have used, a ResendRequest brings the execution reports
-//! of gateway 0's time again (PossDupFlag, the same ClOrdIDs and ExecIDs,
-//! gap fills for the rest), one it never read among them, and it goes on
-//! trading. Every order is on every replica exactly once.
+//! through gateway 0, which is killed with SIGKILL with the counterparty's
+//! last order lost on the way; it logs on at gateway 1 with its next
+//! MsgSeqNum and is asked for the lost one (the venue applied the one
+//! before), which it sends again. The exchange's numbers go on above every
+//! one gateway 0 could have used, a ResendRequest brings the execution
+//! reports of gateway 0's time again (PossDupFlag, the same ClOrdIDs and
+//! ExecIDs, gap fills for the rest), one it never read among them, and it
+//! goes on trading. Every order is on every replica exactly once.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -55,10 +57,15 @@ struct Before {
     /// The last MsgSeqNum it read, and its own next one.
     last_read: u64,
     next_seq: u64,
+    /// The MsgSeqNum of the order lost with gateway 0, and when it was
+    /// first sent.
+    lost_seq: u64,
+    lost_at: String,
 }
 
-/// Trades through gateway 0: three orders whose reports it reads, then a
-/// fourth it sends and does not read the answer of.
+/// Trades through gateway 0: three orders whose reports it reads, a
+/// fourth it sends and does not read the answer of, then a fifth that
+/// never reaches the venue (numbered, not written: lost in the gateway).
 fn trade_at_first(rt: &tokio::runtime::Runtime, addr: SocketAddr) -> Before {
     rt.block_on(async {
         let mut client = FixClient::logon(addr, SENDER).await;
@@ -71,10 +78,14 @@ fn trade_at_first(rt: &tokio::runtime::Runtime, addr: SocketAddr) -> Before {
             last_read = report.seq_num().expect("MsgSeqNum");
         }
         client.send("D", &format!("11=c4|{ORDER}")).await;
+        let lost_seq = client.seq;
+        client.encode("D", &format!("11=c5|{ORDER}"));
         Before {
             exec_ids,
             last_read,
             next_seq: client.seq,
+            lost_seq,
+            lost_at: exchange_fix::time::format(exchange_fix::time::now_ns()),
         }
     })
 }
@@ -86,6 +97,74 @@ fn wait_orders(venue: &TieredVenue, account: &exchange_testkit::Account, n: usiz
             open_order_counts(&Client { port }, account).len() == n
         });
     }
+}
+
+/// Logs on at gateway 1 with the next MsgSeqNum: sends the lost order
+/// again when asked, reads the reports of gateway 0's time again, trades.
+async fn continue_at_second(addr: SocketAddr, before: &Before) {
+    let mut client = FixClient::logon_at(addr, SENDER, before.next_seq).await;
+    let logon = client.recv().await;
+    assert_eq!(logon.text(35), Some("A"), "{:?}", logon.text(58));
+    let logon_seq = logon.seq_num().expect("MsgSeqNum");
+    assert!(
+        logon_seq > before.last_read + 1,
+        "the exchange's numbers go on above gateway 0's: {logon_seq} after {}",
+        before.last_read
+    );
+    // The venue applied c4: the lost c5 is the first it asks for.
+    let request = client.recv().await;
+    assert_eq!(request.text(35), Some("2"), "{:?}", request.text(58));
+    assert_eq!(request.uint(7), Some(before.lost_seq));
+    client.seq = before.lost_seq;
+    let resent = format!("43=Y|122={}|", before.lost_at);
+    let again = client.encode_with_header("D", &resent, &format!("11=c5|{ORDER}"));
+    client.write(&again).await;
+    let fill = format!("123=Y|36={}|", before.next_seq + 1);
+    let gap_fill = client.encode_with_header("4", &resent, &fill);
+    client.write(&gap_fill).await;
+    let report = client.recv_until(|m| m.text(35) == Some("8")).await;
+    assert_eq!((report.text(11), report.text(150)), (Some("c5"), Some("0")));
+
+    // Now the counterparty asks for what it missed, up to the Logon.
+    let begin = before.last_read + 1;
+    client
+        .send("2", &format!("7={begin}|16={}|", logon_seq - 1))
+        .await;
+    let mut expected = begin;
+    let mut resent = BTreeMap::new();
+    while expected < logon_seq {
+        let message = client.recv().await;
+        assert_eq!(message.seq_num(), Some(expected), "{:?}", message.text(35));
+        match message.text(35) {
+            Some("4") => {
+                assert_eq!(message.text(123), Some("Y"), "a gap fill");
+                expected = message.uint(36).expect("NewSeqNo");
+            }
+            Some("8") => {
+                assert_eq!(message.text(43), Some("Y"), "PossDupFlag");
+                assert!(message.get(122).is_some(), "OrigSendingTime");
+                let id = message.text(11).expect("ClOrdID").to_string();
+                let exec_id = message.text(17).expect("ExecID").to_string();
+                assert!(resent.insert(id, exec_id).is_none(), "each report once");
+                expected += 1;
+            }
+            other => panic!("unexpected message {other:?} in the resend"),
+        }
+    }
+    assert_eq!(expected, logon_seq, "the resend ends where asked");
+    for (id, exec_id) in &before.exec_ids {
+        assert_eq!(resent.get(id), Some(exec_id), "{id}: the same report again");
+    }
+    assert!(
+        resent.contains_key("c4"),
+        "the report gateway 0 could not deliver"
+    );
+    assert!(!resent.contains_key("c5"), "{resent:?}");
+
+    // Trading goes on.
+    let report = place(&mut client, "c6").await;
+    assert!(report.seq_num() > Some(logon_seq));
+    assert_eq!(report.get(43), None, "a new report");
 }
 
 #[test]
@@ -113,59 +192,11 @@ fn a_fix_session_continues_at_another_gateway() {
     wait_orders(&venue, &account, 4);
     venue.kill_gateway(0);
 
-    rt.block_on(async {
-        let mut client = FixClient::logon_at(addrs[1], SENDER, before.next_seq).await;
-        let logon = client.recv().await;
-        assert_eq!(logon.text(35), Some("A"), "{:?}", logon.text(58));
-        let logon_seq = logon.seq_num().expect("MsgSeqNum");
-        assert!(
-            logon_seq > before.last_read + 1,
-            "the exchange's numbers go on above gateway 0's: {logon_seq} after {}",
-            before.last_read
-        );
-        // Its next MsgSeqNum was expected: no ResendRequest comes, and
-        // the counterparty asks for what it is missing.
-        let begin = before.last_read + 1;
-        client.send("2", &format!("7={begin}|16=0|")).await;
-        let mut expected = begin;
-        let mut resent = BTreeMap::new();
-        while expected <= logon_seq {
-            let message = client.recv().await;
-            assert_eq!(message.seq_num(), Some(expected), "{:?}", message.text(35));
-            match message.text(35) {
-                Some("4") => {
-                    assert_eq!(message.text(123), Some("Y"), "a gap fill");
-                    expected = message.uint(36).expect("NewSeqNo");
-                }
-                Some("8") => {
-                    assert_eq!(message.text(43), Some("Y"), "PossDupFlag");
-                    assert!(message.get(122).is_some(), "OrigSendingTime");
-                    let id = message.text(11).expect("ClOrdID").to_string();
-                    let exec_id = message.text(17).expect("ExecID").to_string();
-                    assert!(resent.insert(id, exec_id).is_none(), "each report once");
-                    expected += 1;
-                }
-                other => panic!("unexpected message {other:?} in the resend"),
-            }
-        }
-        for (id, exec_id) in &before.exec_ids {
-            assert_eq!(resent.get(id), Some(exec_id), "{id}: the same report again");
-        }
-        assert!(
-            resent.contains_key("c4"),
-            "the report gateway 0 could not deliver"
-        );
-
-        // Trading goes on, numbered after the Logon.
-        let report = place(&mut client, "c5").await;
-        assert_eq!(report.seq_num(), Some(logon_seq + 1));
-        assert_eq!(report.get(43), None, "a new report");
-    });
-
-    wait_orders(&venue, &account, 5);
+    rt.block_on(continue_at_second(addrs[1], &before));
+    wait_orders(&venue, &account, 6);
     for port in venue.replica_ports() {
         let counts = open_order_counts(&Client { port }, &account);
-        let expected: BTreeMap<String, usize> = (1..=5).map(|n| (format!("c{n}"), 1)).collect();
+        let expected: BTreeMap<String, usize> = (1..=6).map(|n| (format!("c{n}"), 1)).collect();
         assert_eq!(counts, expected, "replica on port {port}: each order once");
     }
 }
