@@ -184,11 +184,16 @@ impl Runner {
         };
         match self.handle.submit_detached(entry) {
             Ok(()) => self.hold.reserving = true,
-            Err(error) => tracing::warn!(
-                session = %self.name,
-                %error,
-                "FIX outbound numbers could not be reserved"
-            ),
+            Err(error) => {
+                // Said once: this process reserves again after its next
+                // logon is recorded.
+                self.hold.holding = false;
+                tracing::warn!(
+                    session = %self.name,
+                    %error,
+                    "FIX outbound numbers could not be reserved"
+                );
+            }
         }
     }
 
