@@ -171,20 +171,7 @@ async fn continue_at_second(addr: SocketAddr, before: &Before) {
 fn a_fix_session_continues_at_another_gateway() {
     let tmp = tempfile::tempdir().expect("temp dir");
     let dir = tmp.path().join("venue");
-    let mut venue = TieredVenue::start(EXCHANGE, &dir, 3, 0, 0);
-    let leader = venue.wait_leader();
-    let account = Client {
-        port: venue.replicas[&leader].http,
-    }
-    .funded_account();
-    let fix_ports = [free_port(), free_port()];
-    for (index, port) in fix_ports.iter().enumerate() {
-        let config = fix_config(&dir, index, *port, account.id);
-        venue.add_gateway(config);
-        venue.wait_gateway(venue.gateway_ports[index]);
-    }
-    let addrs = fix_ports.map(|port| SocketAddr::from(([127, 0, 0, 1], port)));
-    addrs.iter().for_each(|addr| wait_fix(*addr));
+    let (mut venue, account, addrs) = venue_with_fix(&dir);
     let rt = tokio::runtime::Runtime::new().expect("runtime");
 
     let before = trade_at_first(&rt, addrs[0]);
@@ -197,6 +184,112 @@ fn a_fix_session_continues_at_another_gateway() {
     for port in venue.replica_ports() {
         let counts = open_order_counts(&Client { port }, &account);
         let expected: BTreeMap<String, usize> = (1..=6).map(|n| (format!("c{n}"), 1)).collect();
+        assert_eq!(counts, expected, "replica on port {port}: each order once");
+    }
+}
+
+/// A venue of three replicas and two gateways serving `SENDER` for a
+/// funded account, and their FIX addresses.
+fn venue_with_fix(dir: &Path) -> (TieredVenue, exchange_testkit::Account, [SocketAddr; 2]) {
+    let mut venue = TieredVenue::start(EXCHANGE, dir, 3, 0, 0);
+    let leader = venue.wait_leader();
+    let account = Client {
+        port: venue.replicas[&leader].http,
+    }
+    .funded_account();
+    let fix_ports = [free_port(), free_port()];
+    for (index, port) in fix_ports.iter().enumerate() {
+        let config = fix_config(dir, index, *port, account.id);
+        venue.add_gateway(config);
+        venue.wait_gateway(venue.gateway_ports[index]);
+    }
+    let addrs = fix_ports.map(|port| SocketAddr::from(([127, 0, 0, 1], port)));
+    addrs.iter().for_each(|addr| wait_fix(*addr));
+    (venue, account, addrs)
+}
+
+/// Python with QuickFIX, or None (then the test is skipped, except in CI).
+fn quickfix_python() -> Option<String> {
+    let python = std::env::var("PYTHON").unwrap_or_else(|_| "python3".into());
+    let probe = std::process::Command::new(&python)
+        .args(["-c", "import quickfix, simplefix"])
+        .output();
+    if probe.is_ok_and(|p| p.status.success()) {
+        return Some(python);
+    }
+    let in_ci = std::env::var("CI").is_ok_and(|v| v == "true");
+    assert!(
+        !in_ci,
+        "QuickFIX is needed: pip install -r tests/fix/requirements.txt"
+    );
+    println!("SKIPPED: python3 lacks quickfix (pip install -r tests/fix/requirements.txt)");
+    None
+}
+
+/// Runs one phase of tests/fix/continuity_client.py; its JSON report.
+fn quickfix_phase(python: &str, phase: &str, addr: SocketAddr, store: &Path) -> serde_json::Value {
+    let suite = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fix");
+    let output = std::process::Command::new(python)
+        .arg("continuity_client.py")
+        .args([phase, &addr.port().to_string()])
+        .arg(store)
+        .current_dir(&suite)
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .output()
+        .expect("run the QuickFIX counterparty");
+    assert!(
+        output.status.success(),
+        "QuickFIX phase {phase} failed:\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let line = stdout.lines().last().unwrap_or_default();
+    let report: serde_json::Value = serde_json::from_str(line).expect("the phase's JSON report");
+    assert_eq!(
+        report["rejects"],
+        serde_json::json!([]),
+        "phase {phase}: session Rejects between QuickFIX and the exchange"
+    );
+    report
+}
+
+/// ExecID by ClOrdID of the reports in `report` with PossDupFlag `poss_dup`.
+fn exec_ids(report: &serde_json::Value, poss_dup: bool) -> BTreeMap<String, String> {
+    let received = report["received"].as_array().cloned().unwrap_or_default();
+    received
+        .iter()
+        .filter(|m| (m["43"].as_str() == Some("Y")) == poss_dup)
+        .filter_map(|m| Some((m["11"].as_str()?.to_string(), m["17"].as_str()?.to_string())))
+        .collect()
+}
+
+/// The same with QuickFIX, a complete FIX engine, as the counterparty: it
+/// logs out of gateway 0, which is then killed, and logs on at gateway 1
+/// with its own stored numbers; its session layer recovers the gap by
+/// itself, without a session Reject either way.
+#[test]
+fn quickfix_continues_its_session_at_another_gateway() {
+    let Some(python) = quickfix_python() else {
+        return;
+    };
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let dir = tmp.path().join("venue");
+    let (mut venue, account, addrs) = venue_with_fix(&dir);
+    let store = tmp.path().join("quickfix");
+
+    let first = quickfix_phase(&python, "first", addrs[0], &store);
+    let originals = exec_ids(&first, false);
+    assert_eq!(originals.len(), 3, "{first}");
+    wait_orders(&venue, &account, 3);
+    venue.kill_gateway(0);
+
+    let second = quickfix_phase(&python, "second", addrs[1], &store);
+    assert_eq!(exec_ids(&second, true), originals, "the same reports again");
+    assert!(exec_ids(&second, false).contains_key("c4"), "{second}");
+    wait_orders(&venue, &account, 4);
+    for port in venue.replica_ports() {
+        let counts = open_order_counts(&Client { port }, &account);
+        let expected: BTreeMap<String, usize> = (1..=4).map(|n| (format!("c{n}"), 1)).collect();
         assert_eq!(counts, expected, "replica on port {port}: each order once");
     }
 }
