@@ -114,7 +114,10 @@ impl Runner {
             if let Some(logging) = self.logging_on.take() {
                 self.finish_logon(logging, fix, past, actions);
             }
-        } else if was_holding && !holding && self.session.is_connected() {
+        } else if was_holding && !holding && self.session.is_logged_on() {
+            // A connection still logging on here waits for its own logon
+            // entry, which comes later in the log and takes the session
+            // back.
             tracing::info!(session = %self.name, "FIX session logged on at another process");
             let text = "the session logged on at another gateway";
             self.session.logout(now_ns(), text, actions);

@@ -1,11 +1,13 @@
 //! A session's numbers in the log on a single node (a venue of one
 //! process): commands carry their MsgSeqNums, a reset during the session
-//! is recorded before the commands numbered from 2 again, a command sent
-//! again under a number already applied is not applied twice, and a
-//! reconnection continues from the node's own store.
+//! is recorded before the commands numbered from 2 again, a
+//! reconnection continues from the node's own store, a logon recorded for
+//! another process logs the connection out, and a session another process
+//! held is taken over with the log's numbers.
 
+use exchange_fix::continuity::{link_id, RESERVE_BLOCK};
 use exchange_node::fix_links::FixApplied;
-use exchange_node::OrderQuery;
+use exchange_node::{LogEntry, OrderQuery};
 use exchange_testkit::fix::{session, Client, Node};
 
 const ORDER: &str = "55=BTC-USD|54=1|60=20240101-00:00:00|40=2|44=59000|38=0.01|";
@@ -85,5 +87,65 @@ async fn a_reconnection_continues_from_the_node_s_store() {
     assert_eq!(logon.seq_num(), Some(last_read + 1), "no gap where it was");
     place(&mut again, "k2").await;
     assert_eq!(open_orders(&node).await, 2);
+    node.stop().await;
+}
+
+/// Records, as another process would, that the session `A` logged on
+/// there.
+async fn logon_elsewhere(node: &Node) {
+    let entry = LogEntry::FixLogon {
+        ts: 0,
+        link: link_id("A", "EXCHANGE"),
+        owner: 999,
+        reset: false,
+        reserve: RESERVE_BLOCK,
+    };
+    let applied = node.handle.submit(entry).await.expect("logon elsewhere");
+    assert!(matches!(
+        applied.fix,
+        Some(FixApplied::Logon { owner: 999, .. })
+    ));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connection_is_logged_out_when_its_session_logs_on_elsewhere() {
+    let dir = tempfile::tempdir().unwrap();
+    let node = Node::start(dir.path(), vec![session("A", 1, false)], &[1]).await;
+    let mut a = Client::logon(node.addr, "A").await;
+    place(&mut a, "e1").await;
+    logon_elsewhere(&node).await;
+    let logout = a.recv().await;
+    assert_eq!(
+        (logout.text(35), logout.text(58)),
+        (Some("5"), Some("the session logged on at another gateway"))
+    );
+    node.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_held_elsewhere_is_taken_over_with_the_log_s_numbers() {
+    let dir = tempfile::tempdir().unwrap();
+    let node = Node::start(dir.path(), vec![session("A", 1, false)], &[1]).await;
+    let mut a = Client::logon(node.addr, "A").await;
+    place(&mut a, "t1").await;
+    let last_applied = a.seq - 1;
+    a.send("5", "").await;
+    assert_eq!(a.recv().await.text(35), Some("5"));
+    let next_seq = a.seq;
+    drop(a);
+
+    // Another process held the session since (and reserved numbers).
+    logon_elsewhere(&node).await;
+    let mut again = Client::logon_at(node.addr, "A", next_seq).await;
+    let logon = again.recv().await;
+    assert_eq!(logon.text(35), Some("A"), "{:?}", logon.text(58));
+    // Above this node's reservation and the other process's.
+    assert_eq!(logon.seq_num(), Some(1 + 2 * RESERVE_BLOCK));
+    // The log applied up to the order: the Logout after it is asked for.
+    let request = again.recv().await;
+    assert_eq!(
+        (request.text(35), request.uint(7)),
+        (Some("2"), Some(last_applied + 1))
+    );
     node.stop().await;
 }
