@@ -14,21 +14,19 @@
 //! - another process takes the session over: the next expected MsgSeqNum
 //!   is the one after the last applied; outbound, every number below the
 //!   reservation may have been sent by the predecessor, so the reports of
-//!   the log's events since the predecessor's logon are stored again
-//!   from the reservation on, and the Logon answer follows them. The
+//!   the log's events since the predecessor's logon, which this process
+//!   made and stored too, are stored again from the reservation on, and
+//!   the Logon answer follows them. The
 //!   counterparty sees the gap and asks for it: it gets a gap fill up to
 //!   the reservation, then those reports with PossDupFlag (each with its
 //!   original ExecID, so it drops those it has).
 
-use std::collections::VecDeque;
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
 use exchange_node::fix_links::FixApplied;
-use exchange_node::limits::FIX_STORE_RETAINED;
 
-use crate::message::Outgoing;
 use crate::store::StoreError;
 
 /// Outbound numbers a holder reserves at a time.
@@ -127,37 +125,6 @@ pub fn plan(me: u64, local_target: u64, logon: &FixApplied, reset: bool) -> Opti
             first_redelivered: *out_from,
         }
     })
-}
-
-/// The session's outbound reports of the log's events since its latest
-/// logon at any process, as this process made them: what it stores again
-/// if it takes the session over. The newest [`FIX_STORE_RETAINED`].
-#[derive(Default)]
-pub struct SinceLogon {
-    messages: VecDeque<(u64, Outgoing)>,
-}
-
-impl SinceLogon {
-    /// A report made at `now` (its SendingTime if it is redelivered).
-    pub fn push(&mut self, now: u64, message: &Outgoing) {
-        if self.messages.len() == FIX_STORE_RETAINED {
-            self.messages.pop_front();
-        }
-        self.messages.push_back((now, message.clone()));
-    }
-
-    pub fn len(&self) -> usize {
-        self.messages.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.messages.is_empty()
-    }
-
-    /// A logon was applied: what came before it is the new holder's past.
-    pub fn take(&mut self) -> Vec<(u64, Outgoing)> {
-        std::mem::take(&mut self.messages).into()
-    }
 }
 
 /// What this process knows of its hold on the session's outbound numbers.
@@ -276,17 +243,6 @@ mod tests {
         // Another process logged on: this one holds nothing any more.
         assert!(!hold.on_applied(7, &logon(8, 7, 3, 1 + 2 * RESERVE_BLOCK)));
         assert!(!hold.wants_more(RESERVE_BLOCK * 10));
-    }
-
-    #[test]
-    fn reports_since_the_logon_are_kept_until_the_next_one() {
-        let mut since = SinceLogon::default();
-        let report = Outgoing::new("8");
-        since.push(5, &report);
-        since.push(6, &report);
-        assert_eq!(since.len(), 2);
-        assert_eq!(since.take(), vec![(5, report.clone()), (6, report)]);
-        assert!(since.is_empty());
     }
 
     #[test]

@@ -25,14 +25,14 @@ use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::acceptor::{refuse, BoxedStream, Connection};
 use crate::app::App;
-use crate::continuity::{link_id, Hold, SinceLogon};
+use crate::continuity::{link_id, Hold};
 use crate::frame::next_frame;
 use crate::inbound::{self, Inbound, Request, Role, Submission};
 use crate::message::{answer_routing, Message, Outgoing};
 use crate::reports;
 use crate::security_status::SecurityStatus;
 use crate::session::{Action, Session, Settings, CREDENTIALS_REFUSED};
-use crate::store::FileStore;
+use crate::store::{FileStore, Store};
 use crate::tags::{self, business_reject};
 use crate::throttle::{Throttle, Verdict};
 use crate::time::now_ns;
@@ -99,7 +99,10 @@ struct Runner {
     link: u64,
     owner: u64,
     hold: Hold,
-    since: SinceLogon,
+    /// The first number of this process's own store after the session's
+    /// latest logon anywhere: the reports stored from it on are what a
+    /// takeover sends again.
+    since: u64,
     /// A Logon waiting for the log to apply its logon entry.
     logging_on: Option<continuity_glue::LoggingOn>,
     /// The Logon was handled: read what followed it.
@@ -192,7 +195,7 @@ impl Runner {
             link,
             owner: spec.owner,
             hold: Hold::default(),
-            since: SinceLogon::default(),
+            since: store.next_sender_seq(),
             logging_on: None,
             resume_reading: false,
             session: Session::new(spec.settings, store).with_throttle(spec.throttle),
@@ -311,7 +314,6 @@ impl Runner {
             .app
             .on_applied(applied.index, &applied.events, request, now)
         {
-            self.since.push(now, &message);
             self.session.send_app(now, message.routed(routing), actions);
         }
         self.flush_local(actions);

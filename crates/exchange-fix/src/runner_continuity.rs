@@ -44,7 +44,7 @@ impl Runner {
             link: self.link,
             owner: self.owner,
             reset,
-            reserve: RESERVE_BLOCK + self.since.len() as u64,
+            reserve: RESERVE_BLOCK + self.kept(),
         };
         match self.handle.enqueue_entry(entry) {
             Ok(reply) => {
@@ -109,10 +109,12 @@ impl Runner {
             return;
         };
         // What came before a logon is the new holder's past.
-        let past = self.since.take();
+        let next = self.session.store().next_sender_seq();
+        let past = std::mem::replace(&mut self.since, next);
         if *owner == self.owner {
             if let Some(logging) = self.logging_on.take() {
                 self.finish_logon(logging, fix, past, actions);
+                self.since = self.session.store().next_sender_seq();
             }
         } else if was_holding && !holding && self.session.is_logged_on() {
             // A connection still logging on here waits for its own logon
@@ -128,7 +130,7 @@ impl Runner {
         &mut self,
         logging: LoggingOn,
         fix: &FixApplied,
-        past: Vec<(u64, crate::message::Outgoing)>,
+        past: u64,
         actions: &mut Vec<Action>,
     ) {
         let local_target = self.session.store().next_target_seq();
@@ -138,14 +140,15 @@ impl Runner {
                 next_target,
                 first_redelivered,
             }) => {
+                let kept = self.session.stored_from(past);
                 tracing::info!(
                     session = %self.name,
                     next_target,
                     first_redelivered,
-                    redelivered = past.len(),
+                    redelivered = kept.len(),
                     "FIX session taken over from another process"
                 );
-                self.session.take_over(next_target, first_redelivered, past);
+                self.session.take_over(next_target, first_redelivered, kept);
             }
             Some(Plan::Reset) | None => {}
         }
@@ -171,6 +174,15 @@ impl Runner {
                 "FIX sequence reset not recorded in the log"
             );
         }
+    }
+
+    /// How many reports this process stored since the session's latest
+    /// logon: what it would send again if it took the session over.
+    fn kept(&self) -> u64 {
+        self.session
+            .store()
+            .next_sender_seq()
+            .saturating_sub(self.since)
     }
 
     /// Reserves more outbound numbers when this process holds the session

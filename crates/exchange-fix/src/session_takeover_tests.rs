@@ -1,7 +1,8 @@
 //! A session taken over from another process (`Session::take_over`): the
 //! counterparty's numbers continue, ours start at the reservation after
-//! the kept reports, and its ResendRequest gets gap fills around those
-//! reports, resent with PossDupFlag.
+//! the reports this process stored since the latest logon, and its
+//! ResendRequest gets gap fills around those reports, resent with
+//! PossDupFlag and their first SendingTime.
 
 use proptest::prelude::*;
 
@@ -16,7 +17,8 @@ fn report(cl_ord_id: &str, exec_id: &str) -> Outgoing {
 }
 
 /// A session of this process taking over at `first` with `kept` reports
-/// (made at T0 + n s), whose counterparty logs on with `logon_seq`.
+/// it made (at T0 + n s) since the session's latest logon, whose
+/// counterparty logs on with `logon_seq`.
 fn taken_over(
     next_target: u64,
     first: u64,
@@ -24,19 +26,19 @@ fn taken_over(
     logon_seq: u64,
 ) -> (Session<MemoryStore>, Vec<Action>) {
     let mut session = Session::new(settings(), MemoryStore::default());
-    // What this process numbered on its own while another held the
-    // session means nothing to the counterparty.
+    // Made before the latest logon: the predecessor's business, not sent
+    // again.
     let mut ignored = Vec::new();
     session.send_app(T0, report("old", "0-0"), &mut ignored);
-    let reports = (0..kept)
-        .map(|n| {
-            (
-                T0 + n as u64 * SEC,
-                report(&format!("c{n}"), &format!("{n}-1")),
-            )
-        })
-        .collect();
-    session.take_over(next_target, first, reports);
+    let since = session.store().next_sender_seq();
+    for n in 0..kept {
+        let made = T0 + n as u64 * SEC;
+        let report = report(&format!("c{n}"), &format!("{n}-1"));
+        session.send_app(made, report, &mut ignored);
+    }
+    assert!(ignored.is_empty(), "nothing is written while disconnected");
+    let kept = session.stored_from(since);
+    session.take_over(next_target, first, kept);
     session.connected(T0);
     let mut out = Vec::new();
     let logon = from_client("A", logon_seq, T0, &logon_body("pw"));
