@@ -3,12 +3,15 @@
 //! is recorded before the commands numbered from 2 again, a
 //! reconnection continues from the node's own store, a logon recorded for
 //! another process logs the connection out, and a session another process
-//! held is taken over with the log's numbers.
+//! held is taken over with the log's numbers, and a message another
+//! process forwarded already is applied and answered once.
 
 use exchange_fix::continuity::{link_id, RESERVE_BLOCK};
 use exchange_node::fix_links::FixApplied;
 use exchange_node::{LogEntry, OrderQuery};
+use exchange_testkit::engine::limit;
 use exchange_testkit::fix::{session, Client, Node};
+use exchange_types::{Command, Side, Stamped};
 
 const ORDER: &str = "55=BTC-USD|54=1|60=20240101-00:00:00|40=2|44=59000|38=0.01|";
 
@@ -147,5 +150,38 @@ async fn a_session_held_elsewhere_is_taken_over_with_the_log_s_numbers() {
         (request.text(35), request.uint(7)),
         (Some("2"), Some(last_applied + 1))
     );
+    node.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_another_process_already_forwarded_is_applied_and_answered_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let node = Node::start(dir.path(), vec![session("A", 1, false)], &[1]).await;
+    let mut a = Client::logon(node.addr, "A").await;
+    place(&mut a, "d1").await;
+    // The copy another process forwarded of the counterparty's next
+    // message reaches the log first.
+    let place_copy = limit(1, "d2", Side::Buy, "59000", "0.01");
+    let copy = LogEntry::FixSequenced {
+        link: link_id("A", "EXCHANGE"),
+        seq: a.seq,
+        entry: Box::new(LogEntry::Core(Stamped {
+            ts: 0,
+            command: Command::Place(place_copy),
+        })),
+    };
+    let applied = node.handle.submit(copy).await.expect("the copy");
+    assert!(!applied.refused_unapplied());
+    // The report of the order comes once, from the copy applied; the
+    // message itself is refused by the log as a copy and answers nothing.
+    place(&mut a, "d2").await;
+    a.send("H", "11=d1|54=1|55=BTC-USD|").await;
+    let status = a.recv().await;
+    assert_eq!(
+        (status.text(35), status.text(11), status.text(150)),
+        (Some("8"), Some("d1"), Some("I")),
+        "the next message is the status asked for, not a second d2 report"
+    );
+    assert_eq!(open_orders(&node).await, 2);
     node.stop().await;
 }
