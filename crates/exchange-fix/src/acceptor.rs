@@ -55,6 +55,12 @@ struct Gate {
     logon_timeout: Duration,
 }
 
+/// A session's store, and its id in the log
+/// ([`crate::continuity::owner_id`]).
+fn open_store(dir: &Path) -> Result<(FileStore, u64), FixError> {
+    Ok((FileStore::open(dir)?, crate::continuity::owner_id(dir)?))
+}
+
 /// Binds the acceptor, opens every session's store and starts one task per
 /// session. Returns the address it listens on and a task that ends after
 /// `stopping` turns true and every session has logged out.
@@ -77,7 +83,7 @@ pub fn start(
     let mut routes = HashMap::new();
     let mut tasks = Vec::new();
     for session in &config.sessions {
-        let store = FileStore::open(&session_dir(data_dir, session))?;
+        let (store, owner) = open_store(&session_dir(data_dir, session))?;
         let (connections, incoming) = mpsc::channel(4);
         routes.insert(
             (
@@ -103,6 +109,7 @@ pub fn start(
             role,
             cancel_on_disconnect: session.cancel_on_disconnect,
             throttle: Throttle::new(config.messages_per_sec, config.message_burst),
+            owner,
         };
         tasks.push(tokio::spawn(runner::run(
             spec,

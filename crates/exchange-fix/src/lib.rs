@@ -12,6 +12,9 @@
 //! - [`acceptor`] and [`runner`]: the tokio acceptor and one task per
 //!   configured session, fed by the sequencer's broadcast of applied
 //!   entries.
+//! - [`continuity`]: what lets a counterparty continue its session at
+//!   another process that serves FIX (its numbers in the replicated
+//!   state, a takeover's plan).
 //!
 //! Sessions are configured in the server's `[fix]` section (docs/fix.md).
 //! A session's task lives as long as the server, connected or not, so
@@ -22,6 +25,7 @@
 pub mod acceptor;
 pub mod admission;
 pub mod app;
+pub mod continuity;
 pub mod frame;
 pub mod fuzzing;
 pub mod inbound;

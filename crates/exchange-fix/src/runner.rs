@@ -16,8 +16,7 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
 
-use exchange_node::reads::Orders;
-use exchange_node::{Applied, Handle, LogEntry, MarketQuery, OrderQuery, SubmitError};
+use exchange_node::{Applied, Handle, LogEntry};
 use exchange_types::{AccountId, Command, MassCancel, Stamped};
 use tokio::io::{AsyncReadExt, AsyncWriteExt, ReadHalf, WriteHalf};
 use tokio::sync::broadcast::error::RecvError;
@@ -26,16 +25,22 @@ use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::acceptor::{refuse, BoxedStream, Connection};
 use crate::app::App;
+use crate::continuity::{link_id, Hold};
 use crate::frame::next_frame;
 use crate::inbound::{self, Inbound, Request, Role, Submission};
 use crate::message::{answer_routing, Message, Outgoing};
 use crate::reports;
 use crate::security_status::SecurityStatus;
 use crate::session::{Action, Session, Settings, CREDENTIALS_REFUSED};
-use crate::store::FileStore;
+use crate::store::{FileStore, Store};
 use crate::tags::{self, business_reject};
 use crate::throttle::{Throttle, Verdict};
 use crate::time::now_ns;
+
+#[path = "runner_continuity.rs"]
+mod continuity_glue;
+#[path = "runner_seed.rs"]
+mod seed;
 
 /// How often the session's timers are looked at.
 const TICK: Duration = Duration::from_millis(100);
@@ -48,6 +53,9 @@ pub struct SessionSpec {
     pub cancel_on_disconnect: bool,
     /// The session's application message rate.
     pub throttle: Throttle,
+    /// This process's id for the session's store
+    /// ([`crate::continuity::owner_id`]).
+    pub owner: u64,
 }
 
 enum Pending {
@@ -87,6 +95,18 @@ struct Runner {
     seeded: u64,
     cancel_on_disconnect: bool,
     name: String,
+    /// The session's id in the log, and this process's store's.
+    link: u64,
+    owner: u64,
+    hold: Hold,
+    /// The first number of this process's own store after the session's
+    /// latest logon anywhere: the reports stored from it on are what a
+    /// takeover sends again.
+    since: u64,
+    /// A Logon waiting for the log to apply its logon entry.
+    logging_on: Option<continuity_glue::LoggingOn>,
+    /// The Logon was handled: read what followed it.
+    resume_reading: bool,
 }
 
 fn accounts_of(role: &Role) -> Vec<AccountId> {
@@ -122,14 +142,12 @@ pub async fn run(
         let mut actions = Vec::new();
         tokio::select! {
             applied = events.recv() => match applied {
-                Ok(applied) => runner.on_applied(&applied, &mut actions),
+                Ok(applied) => {
+                    runner.on_applied(&applied, &mut actions);
+                    runner.resume(&mut live, &mut actions);
+                }
                 Err(RecvError::Lagged(missed)) => {
-                    tracing::error!(
-                        session = %runner.name,
-                        missed,
-                        "FIX session fell behind the event stream; reports were lost"
-                    );
-                    runner.seed().await;
+                    runner.lagged(missed, &mut live, &mut actions).await;
                 }
                 Err(RecvError::Closed) => break,
             },
@@ -137,18 +155,7 @@ pub async fn run(
                 Some(connection) if live.is_none() => {
                     live = Some(runner.attach(connection, &mut actions));
                 }
-                Some(connection) => {
-                    // Only a counterparty that proves the credentials learns
-                    // that the session is in use.
-                    let text = if runner.session.credentials_ok(&connection.first) {
-                        "logon refused: this session is already logged on"
-                    } else {
-                        CREDENTIALS_REFUSED
-                    };
-                    tokio::spawn(async move {
-                        refuse(connection.stream, Some(&connection.first), text).await
-                    });
-                }
+                Some(connection) => runner.refuse_second(connection),
                 // The acceptor stopped; the shutdown signal follows.
                 None => accepting = false,
             },
@@ -162,7 +169,12 @@ pub async fn run(
                     "the counterparty closed the connection".into(),
                 )),
             },
-            _ = tick.tick() => runner.session.on_tick(now_ns(), &mut actions),
+            _ = tick.tick() => {
+                runner.check_logon(&mut actions);
+                runner.resume(&mut live, &mut actions);
+                runner.session.on_tick(now_ns(), &mut actions);
+                runner.reserve_if_low();
+            }
             _ = stopping.changed(), if !stopped => {
                 stopped = true;
                 runner.session.logout(now_ns(), "the exchange is shutting down", &mut actions);
@@ -178,7 +190,14 @@ impl Runner {
             "{}->{}",
             spec.settings.their_comp_id, spec.settings.our_comp_id
         );
+        let link = link_id(&spec.settings.their_comp_id, &spec.settings.our_comp_id);
         Runner {
+            link,
+            owner: spec.owner,
+            hold: Hold::default(),
+            since: store.next_sender_seq(),
+            logging_on: None,
+            resume_reading: false,
             session: Session::new(spec.settings, store).with_throttle(spec.throttle),
             app: App::new(spec.role),
             security: SecurityStatus::default(),
@@ -190,78 +209,6 @@ impl Runner {
         }
     }
 
-    /// Fills the order cache from the server's live state: the session's
-    /// accounts' open orders.
-    async fn seed(&mut self) {
-        // Read before the orders, so that no entry falls between the two
-        // reads unseen: entries after this index update the statuses.
-        self.seed_markets().await;
-        let accounts = accounts_of(&self.app.role);
-        for attempt in 0..100u64 {
-            let query = OrderQuery::Open {
-                accounts: accounts.clone(),
-                symbol: None,
-            };
-            match self.handle.orders(query).await {
-                Ok(Orders {
-                    applied_index: index,
-                    orders,
-                }) => {
-                    self.app.cache = Default::default();
-                    self.app.cache.seed(orders.iter().map(|o| &**o));
-                    self.seeded = index;
-                    tracing::debug!(
-                        session = %self.name,
-                        index,
-                        open = self.app.cache.open_orders(),
-                        "FIX session seeded"
-                    );
-                    return;
-                }
-                // Queries run on any node; `NotLeader` cannot come back.
-                Err(SubmitError::Overloaded | SubmitError::NotLeader { .. }) => {
-                    tokio::time::sleep(Duration::from_millis(10 * (attempt + 1))).await
-                }
-                Err(SubmitError::Stopped) => return,
-            }
-        }
-        tracing::error!(
-            session = %self.name,
-            "FIX session could not read its orders; reports start empty"
-        );
-    }
-
-    /// Fills the view of every instrument's status from the server's state.
-    async fn seed_markets(&mut self) {
-        let query = MarketQuery {
-            symbol: None,
-            depth: 0,
-            trades: 0,
-        };
-        for attempt in 0..100u64 {
-            match self.handle.markets(query.clone()).await {
-                Ok(markets) => {
-                    self.security.seed(
-                        markets.applied_index,
-                        markets
-                            .markets
-                            .iter()
-                            .map(|m| (m.instrument.symbol, &m.status)),
-                    );
-                    return;
-                }
-                Err(SubmitError::Overloaded | SubmitError::NotLeader { .. }) => {
-                    tokio::time::sleep(Duration::from_millis(10 * (attempt + 1))).await
-                }
-                Err(SubmitError::Stopped) => return,
-            }
-        }
-        tracing::error!(
-            session = %self.name,
-            "FIX session could not read the markets; trading status starts empty"
-        );
-    }
-
     fn attach(&mut self, connection: Connection, actions: &mut Vec<Action>) -> Live {
         let Connection {
             stream,
@@ -271,21 +218,58 @@ impl Runner {
         let (reader, writer) = tokio::io::split(stream);
         let now = now_ns();
         self.session.connected(now);
-        self.session.on_message(now, first, actions);
         let mut live = Live {
             reader,
             writer,
             buf: rest,
             logged_on: false,
         };
-        self.on_bytes(&mut live, actions);
+        if let Some(first) = self.log_logon(first) {
+            self.session.on_message(now, first, actions);
+            self.on_bytes(&mut live, actions);
+        }
         live
+    }
+
+    /// A connection for a session already logged on: only a counterparty
+    /// that proves the credentials learns that the session is in use.
+    fn refuse_second(&self, connection: Connection) {
+        let text = if self.session.credentials_ok(&connection.first) {
+            "logon refused: this session is already logged on"
+        } else {
+            CREDENTIALS_REFUSED
+        };
+        tokio::spawn(async move { refuse(connection.stream, Some(&connection.first), text).await });
+    }
+
+    /// The event stream went on without this task: the reports of the
+    /// entries missed are lost, the order cache is read again.
+    async fn lagged(&mut self, missed: u64, live: &mut Option<Live>, actions: &mut Vec<Action>) {
+        self.logon_unrecorded(actions);
+        self.resume(live, actions);
+        tracing::error!(
+            session = %self.name,
+            missed,
+            "FIX session fell behind the event stream; reports were lost"
+        );
+        self.seed().await;
+    }
+
+    /// Reads what followed a Logon once the log has applied it.
+    fn resume(&mut self, live: &mut Option<Live>, actions: &mut Vec<Action>) {
+        if std::mem::take(&mut self.resume_reading) {
+            if let Some(conn) = live.as_mut() {
+                self.on_bytes(conn, actions);
+            }
+        }
     }
 
     /// Frames and handles every whole message in the read buffer.
     fn on_bytes(&mut self, conn: &mut Live, actions: &mut Vec<Action>) {
         let mut used = 0;
-        while self.session.is_connected() {
+        // Until its logon entry is applied, the Logon waits, and so does
+        // what follows it.
+        while self.session.is_connected() && self.logging_on.is_none() {
             match next_frame(&conn.buf[used..]) {
                 Ok(Some((frame, n))) => {
                     used += n;
@@ -309,12 +293,19 @@ impl Runner {
         {
             self.session.send_app(now, message, actions);
         }
+        if let Some(fix) = applied.fix.as_ref().filter(|f| f.link() == self.link) {
+            self.on_fix(fix, actions);
+        }
         if applied.index <= self.seeded {
             return;
         }
         let own = self.take_own(applied.index, actions);
+        // A copy of a message the log applied already answers nothing: the
+        // reports of the first one were made when it was applied.
+        let copy = applied.fix.as_ref().is_some_and(|f| f.refused());
         let (request, routing) = match &own {
-            Some((request, routing)) => (Some(request), &routing[..]),
+            Some((request, routing)) if !copy => (Some(request), &routing[..]),
+            Some((_, routing)) => (None, &routing[..]),
             None => (None, &[][..]),
         };
         // Every report of this session's own entry answers its request:
@@ -326,6 +317,7 @@ impl Runner {
             self.session.send_app(now, message.routed(routing), actions);
         }
         self.flush_local(actions);
+        self.reserve_if_low();
     }
 
     /// The request whose entry is `index`, if it is the oldest pending one.
@@ -465,10 +457,11 @@ impl Runner {
                         return self.answer_now(answer.routed(&routing), actions);
                     }
                 }
-                match self
-                    .handle
-                    .enqueue_entry(LogEntry::Core(Stamped { ts: 0, command }))
-                {
+                let entry = self.numbered(
+                    message.seq_num(),
+                    LogEntry::Core(Stamped { ts: 0, command }),
+                );
+                match self.handle.enqueue_entry(entry) {
                     Ok(reply) => self.pending.push_back(Pending::Core {
                         reply,
                         applied: None,
@@ -545,6 +538,7 @@ impl Runner {
                         conn.logged_on = true;
                     }
                 }
+                Action::SequenceReset => self.record_reset(),
                 Action::Disconnect(reason) => close = Some(reason),
             }
         }
@@ -559,6 +553,7 @@ impl Runner {
         if let Some(reason) = close {
             tracing::info!(session = %self.name, %reason, "FIX session disconnected");
             if let Some(mut conn) = live.take() {
+                self.logging_on = None;
                 let _ = conn.writer.shutdown().await;
                 self.session.disconnected();
                 self.security.disconnected();

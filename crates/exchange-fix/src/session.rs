@@ -46,6 +46,9 @@ pub enum Action {
     Deliver(Message),
     /// The Logon was accepted.
     LoggedOn,
+    /// A Logon with ResetSeqNumFlag on a session already logged on reset
+    /// both directions to 1 (the venue records it: see `continuity`).
+    SequenceReset,
     /// Close the connection, for this reason (already logged out if possible).
     Disconnect(String),
 }
@@ -629,3 +632,7 @@ mod conformance_tests;
 #[cfg(test)]
 #[path = "session_acceptance_tests.rs"]
 mod acceptance_tests;
+
+#[cfg(test)]
+#[path = "session_takeover_tests.rs"]
+mod takeover_tests;

@@ -65,6 +65,8 @@ fn a_reset_logon_during_the_session_restarts_both_sides_at_one() {
     );
     assert!(!disconnected(&out));
     assert!(session.is_logged_on());
+    // The venue's log learns it before any command numbered from 2 again.
+    assert!(out.contains(&Action::SequenceReset));
     assert_eq!((session.store().sender, session.store().target), (2, 2));
     assert!(session.store().messages.is_empty());
     // The numbering goes on from 2 both ways.

@@ -63,6 +63,35 @@ impl<S: Store> Session<S> {
         out.push(Action::Disconnect(text.to_string()));
     }
 
+    /// A Logon's MsgSeqNum and HeartBtInt, or why it is refused whatever
+    /// the session's numbers: what is checked before its numbers are.
+    fn logon_fields(&self, now: u64, logon: &Message) -> Result<(u64, u64), String> {
+        let Some(seq) = logon.seq_num() else {
+            return Err("MsgSeqNum (34) is missing or not a number".into());
+        };
+        spec::validate(logon).map_err(|problem| problem.text)?;
+        if !self.sending_time_ok(now, logon) {
+            return Err("SendingTime (52) is too far from the exchange's clock".into());
+        }
+        if logon.uint(tags::ENCRYPT_METHOD) != Some(0) {
+            return Err("EncryptMethod (98) must be 0 (none)".into());
+        }
+        let heartbeat = heartbeat_of(logon).ok_or(HEARTBEAT_INVALID)?;
+        if logon.flag(tags::RESET_SEQ_NUM_FLAG) && seq != 1 {
+            return Err(RESET_NEEDS_ONE.into());
+        }
+        Ok((seq, heartbeat))
+    }
+
+    /// Whether `logon` is a Logon with the credentials that nothing but
+    /// the session's numbers could refuse: one worth recording in the log
+    /// (see `continuity`) before the session takes it.
+    pub fn logon_acceptable(&self, now: u64, logon: &Message) -> bool {
+        logon.msg_type() == Some(msg::LOGON.as_bytes())
+            && self.credentials_ok(logon)
+            && self.logon_fields(now, logon).is_ok()
+    }
+
     pub(super) fn on_logon(&mut self, now: u64, logon: &Message, out: &mut Vec<Action>) {
         if logon.msg_type() != Some(msg::LOGON.as_bytes()) {
             return self.refuse_stranger(now, logon, NOT_A_LOGON, out);
@@ -70,33 +99,16 @@ impl<S: Store> Session<S> {
         if !self.credentials_ok(logon) {
             return self.refuse_stranger(now, logon, CREDENTIALS_REFUSED, out);
         }
+        let (seq, heartbeat) = match self.logon_fields(now, logon) {
+            Ok(fields) => fields,
+            Err(text) => return self.logout_and_close(now, &format!("logon refused: {text}"), out),
+        };
         let refuse = |session: &mut Self, text: &str, out: &mut Vec<Action>| {
             session.logout_and_close(now, &format!("logon refused: {text}"), out)
         };
-        let Some(seq) = logon.seq_num() else {
-            return refuse(self, "MsgSeqNum (34) is missing or not a number", out);
-        };
-        if let Err(problem) = spec::validate(logon) {
-            return refuse(self, &problem.text, out);
-        }
-        if !self.sending_time_ok(now, logon) {
-            return refuse(
-                self,
-                "SendingTime (52) is too far from the exchange's clock",
-                out,
-            );
-        }
-        if logon.uint(tags::ENCRYPT_METHOD) != Some(0) {
-            return refuse(self, "EncryptMethod (98) must be 0 (none)", out);
-        }
-        let Some(heartbeat) = heartbeat_of(logon) else {
-            return refuse(self, HEARTBEAT_INVALID, out);
-        };
+        // `logon_fields` refused a reset numbered other than 1.
         let reset = logon.flag(tags::RESET_SEQ_NUM_FLAG);
         if reset {
-            if seq != 1 {
-                return refuse(self, RESET_NEEDS_ONE, out);
-            }
             self.store.reset();
         }
         let expected = self.store.next_target_seq();
@@ -145,6 +157,7 @@ impl<S: Store> Session<S> {
         self.heartbeat_ns = heartbeat * NANOS_PER_SEC;
         self.send_admin(now, logon_reply(heartbeat, true), out);
         self.store.set_next_target_seq(2);
+        out.push(Action::SequenceReset);
     }
 }
 

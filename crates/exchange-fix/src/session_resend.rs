@@ -111,3 +111,45 @@ fn body_of(message: &Message) -> Vec<u8> {
     }
     body
 }
+
+impl<S: Store> Session<S> {
+    /// The messages this store kept from its number `first` on, as they
+    /// were sent (see `continuity`: what a takeover sends again).
+    pub fn stored_from(&mut self, first: u64) -> Vec<Vec<u8>> {
+        let last = self.store.next_sender_seq().saturating_sub(1);
+        let stored = self.store.load(first.max(1), last);
+        stored.into_iter().map(|(_, raw)| raw).collect()
+    }
+
+    /// Continues a session another process held (see `continuity`): the
+    /// counterparty's next MsgSeqNum is `next_target`; our numbers below
+    /// `first` may have been used, so the `kept` messages (from
+    /// [`Session::stored_from`]) are stored again from `first` on, with
+    /// their SendingTime, to be resent with PossDupFlag when asked for, and
+    /// sending goes on after them.
+    pub fn take_over(&mut self, next_target: u64, first: u64, kept: Vec<Vec<u8>>) {
+        self.store.reset();
+        self.store.set_next_target_seq(next_target);
+        let mut seq = first.max(1);
+        for raw in kept {
+            let stored = Message::parse(raw);
+            let made = stored.get(tags::SENDING_TIME).and_then(time::parse);
+            let (Some(msg_type), Some(made)) = (stored.msg_type(), made) else {
+                continue;
+            };
+            let body = body_of(&stored);
+            let bytes = self.encode(msg_type, seq, made, None, &[], &body);
+            self.store.save(seq, &bytes);
+            seq += 1;
+        }
+        self.store.set_next_sender_seq(seq);
+    }
+
+    /// The venue applied the counterparty's messages up to
+    /// `next_target - 1`: expect nothing older.
+    pub fn expect_at_least(&mut self, next_target: u64) {
+        if next_target > self.store.next_target_seq() {
+            self.store.set_next_target_seq(next_target);
+        }
+    }
+}

@@ -131,6 +131,8 @@ fn reset_seq_num_flag_starts_both_sides_at_one() {
     assert_eq!((reply.seq_num(), reply.text(141)), (Some(1), Some("Y")));
     assert_eq!((session.store().sender, session.store().target), (2, 2));
     assert!(session.store().messages.is_empty());
+    // The Logon's own entry in the log carries the reset.
+    assert!(!out.contains(&Action::SequenceReset));
 }
 
 #[test]

@@ -8,6 +8,7 @@
 use exchange_types::{Command, MassCancel, Stamped};
 
 use crate::entry::LogEntry;
+use crate::fix_links::FixLinks;
 use crate::replay_guard::{ReplayGuard, NANOS_PER_MS};
 use crate::sessions::liveness::deadline;
 use crate::sessions::{Expired, Sessions};
@@ -18,6 +19,7 @@ use crate::sessions::{Expired, Sessions};
 pub struct Admission {
     sessions: Sessions,
     guard: ReplayGuard,
+    fix_links: FixLinks,
     /// As the state's: no session expires before an entry later than it.
     expiry_due: u64,
 }
@@ -97,6 +99,24 @@ impl Admission {
                     .admit(*fingerprint, *forget_after_ms, ts_ms)
                     .ok()?;
                 self.core_command(entry)
+            }
+            LogEntry::FixSequenced { link, seq, entry } => {
+                if self.fix_links.admit(*link, *seq).refused() {
+                    return None;
+                }
+                self.core_command(entry)
+            }
+            LogEntry::FixLogon {
+                link,
+                owner,
+                reset,
+                reserve,
+                ..
+            } => {
+                // Only the inbound numbers decide admission; the index is
+                // not needed for them.
+                self.fix_links.logon(0, *link, *owner, *reset, *reserve);
+                None
             }
             _ => None,
         }

@@ -38,8 +38,9 @@ use crate::keys::KeySpec;
 
 #[path = "entry_wrappers.rs"]
 mod wrappers;
-use wrappers::{decode_guarded, decode_sequenced, decode_wrapper_json, wrapper_allowed, Within};
-use wrappers::{GUARDED, SEQUENCED};
+use wrappers::{decode_fix_sequenced, decode_guarded, decode_sequenced, decode_wrapper_json};
+use wrappers::{wrapper_allowed, Within};
+use wrappers::{FIX_SEQUENCED, GUARDED, SEQUENCED};
 
 // A core command is much larger than a credential entry, but entries are
 // built once and moved straight into a journal batch: boxing would cost an
@@ -117,6 +118,32 @@ pub enum LogEntry {
         seq: u64,
         entry: Box<LogEntry>,
     },
+    /// A FIX session's logon at the process whose FIX store is `owner`:
+    /// reserves `reserve` outbound MsgSeqNums for it (see
+    /// [`crate::fix_links`]); `reset`: the Logon carried ResetSeqNumFlag.
+    FixLogon {
+        ts: u64,
+        link: u64,
+        owner: u64,
+        reset: bool,
+        reserve: u64,
+    },
+    /// `reserve` more outbound MsgSeqNums for the FIX session's holder.
+    FixReserve {
+        ts: u64,
+        link: u64,
+        owner: u64,
+        reserve: u64,
+    },
+    /// `entry`, a core command a FIX session sent as the counterparty's
+    /// MsgSeqNum `seq`, applied iff `seq` is above the last one applied
+    /// for `link` (see [`crate::fix_links`]). May sit in a `Sequenced`
+    /// entry; holds a core command only.
+    FixSequenced {
+        link: u64,
+        seq: u64,
+        entry: Box<LogEntry>,
+    },
     /// `entry`, a signed request's command, applied iff no guarded entry
     /// with the same fingerprint is remembered and `forget_after_ms` has
     /// not passed by the entry's time (see [`crate::replay_guard`]).
@@ -139,6 +166,12 @@ pub const SESSION_ALIVE_TAG: u8 = 0xB8;
 
 /// First byte of a guarded entry.
 pub const GUARDED_TAG: u8 = 0xB7;
+
+/// First byte of a FIX-sequenced entry, followed by the link and the
+/// MsgSeqNum as little-endian `u64`s, then the command.
+pub const FIX_SEQUENCED_TAG: u8 = 0xB9;
+/// The tag, the link and the MsgSeqNum.
+pub const FIX_SEQUENCED_HEADER_BYTES: usize = 1 + 8 + 8;
 /// The tag, the fingerprint and the forget time.
 pub const GUARDED_HEADER_BYTES: usize = 1 + 16 + 8;
 
@@ -155,6 +188,19 @@ const _: () = assert!(
     SESSION_ALIVE_TAG & 0xC0 == 0x80,
     "a UTF-8 continuation byte"
 );
+const _: () = assert!(FIX_SEQUENCED_TAG != exchange_codec::binary::MARKER);
+const _: () = assert!(
+    FIX_SEQUENCED_TAG != SEQUENCED_TAG
+        && FIX_SEQUENCED_TAG != GUARDED_TAG
+        && FIX_SEQUENCED_TAG != SESSION_ALIVE_TAG
+);
+const _: () = assert!(
+    FIX_SEQUENCED_TAG & 0xC0 == 0x80,
+    "a UTF-8 continuation byte"
+);
+// A FIX-sequenced command is no longer than a guarded one, which the
+// batch bound (`limits::MAX_BATCH_RECORD_BYTES`) is computed for.
+const _: () = assert!(FIX_SEQUENCED_HEADER_BYTES <= GUARDED_HEADER_BYTES);
 
 #[derive(Debug, Error)]
 pub enum EntryError {
@@ -178,6 +224,10 @@ pub enum EntryError {
     GuardedTruncated,
     #[error("guarded log entry's fingerprint is not 32 hex digits")]
     Fingerprint,
+    #[error("a FIX-sequenced log entry holds something other than a core command")]
+    NestedFix,
+    #[error("FIX-sequenced log entry is truncated")]
+    FixTruncated,
     #[error("keep-alive log entry is not 9 bytes")]
     SessionAliveLength,
     /// A bug: only a client-session entry has a session encoding.
@@ -240,6 +290,21 @@ const ROTATE_KEY: &str = "rotate_api_key";
 const OPEN_SESSION: &str = "open_session";
 const SESSION_ALIVE: &str = "session_alive";
 const SESSION_PROTECT: &str = "session_protect";
+const FIX_LOGON: &str = "fix_logon";
+const FIX_RESERVE: &str = "fix_reserve";
+
+/// A FIX logon or reservation ([`crate::fix_links`]).
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FixLinkWire {
+    cmd: String,
+    ts: u64,
+    link: u64,
+    owner: u64,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    reset: bool,
+    reserve: u64,
+}
 
 #[derive(Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -279,15 +344,21 @@ impl LogEntry {
             | LogEntry::RotateKey { ts, .. }
             | LogEntry::OpenSession { ts, .. }
             | LogEntry::SessionAlive { ts }
-            | LogEntry::SessionProtect { ts, .. } => *ts,
-            LogEntry::Sequenced { entry, .. } | LogEntry::Guarded { entry, .. } => entry.ts(),
+            | LogEntry::SessionProtect { ts, .. }
+            | LogEntry::FixLogon { ts, .. }
+            | LogEntry::FixReserve { ts, .. } => *ts,
+            LogEntry::Sequenced { entry, .. }
+            | LogEntry::Guarded { entry, .. }
+            | LogEntry::FixSequenced { entry, .. } => entry.ts(),
         }
     }
 
     /// The entry inside any wrappers (sequenced, guarded).
     pub fn inner(&self) -> &LogEntry {
         match self {
-            LogEntry::Sequenced { entry, .. } | LogEntry::Guarded { entry, .. } => entry.inner(),
+            LogEntry::Sequenced { entry, .. }
+            | LogEntry::Guarded { entry, .. }
+            | LogEntry::FixSequenced { entry, .. } => entry.inner(),
             other => other,
         }
     }
@@ -301,9 +372,13 @@ impl LogEntry {
             | LogEntry::RotateKey { ts, .. }
             | LogEntry::OpenSession { ts, .. }
             | LogEntry::SessionAlive { ts }
-            | LogEntry::SessionProtect { ts, .. } => *ts = new_ts,
+            | LogEntry::SessionProtect { ts, .. }
+            | LogEntry::FixLogon { ts, .. }
+            | LogEntry::FixReserve { ts, .. } => *ts = new_ts,
             // Stamped exactly as the entry would be on its own.
-            LogEntry::Sequenced { entry, .. } | LogEntry::Guarded { entry, .. } => {
+            LogEntry::Sequenced { entry, .. }
+            | LogEntry::Guarded { entry, .. }
+            | LogEntry::FixSequenced { entry, .. } => {
                 entry.set_ts(new_ts);
             }
         }
@@ -315,8 +390,12 @@ impl LogEntry {
             LogEntry::Core(_)
             | LogEntry::OpenSession { .. }
             | LogEntry::SessionAlive { .. }
-            | LogEntry::SessionProtect { .. } => Vec::new(),
-            LogEntry::Sequenced { entry, .. } | LogEntry::Guarded { entry, .. } => entry.key_ids(),
+            | LogEntry::SessionProtect { .. }
+            | LogEntry::FixLogon { .. }
+            | LogEntry::FixReserve { .. } => Vec::new(),
+            LogEntry::Sequenced { entry, .. }
+            | LogEntry::Guarded { entry, .. }
+            | LogEntry::FixSequenced { entry, .. } => entry.key_ids(),
             LogEntry::CreateAccount { api_key, .. } => vec![api_key],
             LogEntry::CreateKey { key, .. } => vec![&key.key_id],
             LogEntry::RevokeKey { key_id, .. } => vec![key_id],
@@ -381,8 +460,12 @@ impl LogEntry {
             }),
             LogEntry::OpenSession { .. }
             | LogEntry::SessionAlive { .. }
-            | LogEntry::SessionProtect { .. } => return self.encode_session(),
-            LogEntry::Sequenced { .. } | LogEntry::Guarded { .. } => {
+            | LogEntry::SessionProtect { .. }
+            | LogEntry::FixLogon { .. }
+            | LogEntry::FixReserve { .. } => return self.encode_session(),
+            LogEntry::Sequenced { .. }
+            | LogEntry::Guarded { .. }
+            | LogEntry::FixSequenced { .. } => {
                 let mut out = Vec::with_capacity(SEQUENCED_HEADER_BYTES + 160);
                 self.encode_into(&mut out)?;
                 return Ok(out);
@@ -400,7 +483,9 @@ impl LogEntry {
                 exchange_codec::encode_command_into(stamped, &mut out);
                 Ok(out)
             }
-            LogEntry::Sequenced { .. } | LogEntry::Guarded { .. } => self.wrapper_json(),
+            LogEntry::Sequenced { .. }
+            | LogEntry::Guarded { .. }
+            | LogEntry::FixSequenced { .. } => self.wrapper_json(),
             LogEntry::SessionAlive { ts } => serde_json::to_vec(&SessionAliveWire {
                 cmd: SESSION_ALIVE.into(),
                 ts: *ts,
@@ -430,6 +515,10 @@ impl LogEntry {
             Some(&GUARDED_TAG) => {
                 wrapper_allowed(GUARDED, within)?;
                 return decode_guarded(bytes);
+            }
+            Some(&FIX_SEQUENCED_TAG) => {
+                wrapper_allowed(FIX_SEQUENCED, within)?;
+                return decode_fix_sequenced(bytes);
             }
             Some(&SESSION_ALIVE_TAG) => {
                 let ts = bytes
@@ -520,9 +609,31 @@ fn decode_named(name: String, text: &str, within: Within) -> Result<LogEntry, En
                 on: wire.on,
             })
         }
-        SEQUENCED | GUARDED => decode_wrapper_json(&name, text, within),
+        FIX_LOGON | FIX_RESERVE => decode_fix_link(&name, text),
+        SEQUENCED | GUARDED | FIX_SEQUENCED => decode_wrapper_json(&name, text, within),
         _ => Err(exchange_codec::CodecError::UnknownCmd(name).into()),
     }
+}
+
+/// A `fix_logon` or `fix_reserve` entry, by its `cmd`.
+fn decode_fix_link(name: &str, text: &str) -> Result<LogEntry, EntryError> {
+    let wire: FixLinkWire = serde_json::from_str(text)?;
+    Ok(if name == FIX_LOGON {
+        LogEntry::FixLogon {
+            ts: wire.ts,
+            link: wire.link,
+            owner: wire.owner,
+            reset: wire.reset,
+            reserve: wire.reserve,
+        }
+    } else {
+        LogEntry::FixReserve {
+            ts: wire.ts,
+            link: wire.link,
+            owner: wire.owner,
+            reserve: wire.reserve,
+        }
+    })
 }
 
 impl LogEntry {
@@ -555,6 +666,33 @@ impl LogEntry {
                     on: *on,
                 })
             }
+            LogEntry::FixLogon {
+                ts,
+                link,
+                owner,
+                reset,
+                reserve,
+            } => serde_json::to_vec(&FixLinkWire {
+                cmd: FIX_LOGON.into(),
+                ts: *ts,
+                link: *link,
+                owner: *owner,
+                reset: *reset,
+                reserve: *reserve,
+            }),
+            LogEntry::FixReserve {
+                ts,
+                link,
+                owner,
+                reserve,
+            } => serde_json::to_vec(&FixLinkWire {
+                cmd: FIX_RESERVE.into(),
+                ts: *ts,
+                link: *link,
+                owner: *owner,
+                reset: false,
+                reserve: *reserve,
+            }),
             // Not session entries: `encode` writes them.
             _ => return Err(EntryError::NotSession),
         };

@@ -4,10 +4,11 @@
 
 use serde::Deserialize;
 
-use super::{EntryError, LogEntry, GUARDED_TAG, SEQUENCED_TAG};
+use super::{EntryError, LogEntry, FIX_SEQUENCED_TAG, GUARDED_TAG, SEQUENCED_TAG};
 
 pub(super) const SEQUENCED: &str = "sequenced";
 pub(super) const GUARDED: &str = "guarded";
+pub(super) const FIX_SEQUENCED: &str = "fix_sequenced";
 
 /// What the entry being decoded sits in: wrappers nest in one order only.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -15,6 +16,7 @@ pub(super) enum Within {
     Nothing,
     Sequenced,
     Guarded,
+    FixSequenced,
 }
 
 /// A sequenced entry as `exchange log dump` prints it; the journal holds
@@ -26,6 +28,17 @@ struct SequencedWire {
     #[allow(dead_code)]
     cmd: String,
     session: u64,
+    seq: u64,
+    entry: serde_json::Value,
+}
+
+/// A FIX-sequenced entry as `exchange log dump` prints it.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FixSequencedWire {
+    #[allow(dead_code)]
+    cmd: String,
+    link: u64,
     seq: u64,
     entry: serde_json::Value,
 }
@@ -65,6 +78,12 @@ impl LogEntry {
                 out.extend_from_slice(&seq.to_le_bytes());
                 entry.write_into(out)?;
             }
+            LogEntry::FixSequenced { link, seq, entry } => {
+                out.push(FIX_SEQUENCED_TAG);
+                out.extend_from_slice(&link.to_le_bytes());
+                out.extend_from_slice(&seq.to_le_bytes());
+                entry.write_into(out)?;
+            }
             LogEntry::Guarded {
                 fingerprint,
                 forget_after_ms,
@@ -80,18 +99,23 @@ impl LogEntry {
         Ok(())
     }
 
-    /// A sequenced entry may hold a guarded one; neither holds itself and
-    /// a guarded one holds no sequenced one.
+    /// A sequenced entry may hold a guarded or a FIX-sequenced one;
+    /// neither holds itself, a guarded one holds no sequenced one, and a
+    /// FIX-sequenced one holds a core command only.
     fn check_nesting(&self) -> Result<(), EntryError> {
         match self {
+            LogEntry::FixSequenced { entry, .. } => match &**entry {
+                LogEntry::Core(_) => Ok(()),
+                _ => Err(EntryError::NestedFix),
+            },
             LogEntry::Sequenced { entry, .. } => match &**entry {
                 LogEntry::Sequenced { .. } => Err(EntryError::NestedSequenced),
                 inner => inner.check_nesting(),
             },
             LogEntry::Guarded { entry, .. } => match &**entry {
-                LogEntry::Sequenced { .. } | LogEntry::Guarded { .. } => {
-                    Err(EntryError::NestedGuarded)
-                }
+                LogEntry::Sequenced { .. }
+                | LogEntry::Guarded { .. }
+                | LogEntry::FixSequenced { .. } => Err(EntryError::NestedGuarded),
                 _ => Ok(()),
             },
             _ => Ok(()),
@@ -109,6 +133,15 @@ impl LogEntry {
                 self.check_nesting()?;
                 let mut out =
                     format!(r#"{{"cmd":"{SEQUENCED}","session":{session},"seq":{seq},"entry":"#)
+                        .into_bytes();
+                out.extend_from_slice(&entry.to_json()?);
+                out.push(b'}');
+                Ok(out)
+            }
+            LogEntry::FixSequenced { link, seq, entry } => {
+                self.check_nesting()?;
+                let mut out =
+                    format!(r#"{{"cmd":"{FIX_SEQUENCED}","link":{link},"seq":{seq},"entry":"#)
                         .into_bytes();
                 out.extend_from_slice(&entry.to_json()?);
                 out.push(b'}');
@@ -169,16 +202,52 @@ pub(super) fn decode_guarded(bytes: &[u8]) -> Result<LogEntry, EntryError> {
     })
 }
 
-/// Whether a wrapper (`SEQUENCED` or `GUARDED`) may sit `within`.
+/// A FIX-sequenced entry in its binary form (after the tag was seen).
+pub(super) fn decode_fix_sequenced(bytes: &[u8]) -> Result<LogEntry, EntryError> {
+    let rest = bytes.get(1..).ok_or(EntryError::FixTruncated)?;
+    let (link, rest) = rest
+        .split_first_chunk::<8>()
+        .ok_or(EntryError::FixTruncated)?;
+    let (seq, inner) = rest
+        .split_first_chunk::<8>()
+        .ok_or(EntryError::FixTruncated)?;
+    if inner.is_empty() {
+        return Err(EntryError::FixTruncated);
+    }
+    fix_sequenced(
+        u64::from_le_bytes(*link),
+        u64::from_le_bytes(*seq),
+        LogEntry::decode_in(inner, Within::FixSequenced)?,
+    )
+}
+
+/// A FIX-sequenced entry around `entry`, which must be a core command.
+fn fix_sequenced(link: u64, seq: u64, entry: LogEntry) -> Result<LogEntry, EntryError> {
+    if !matches!(entry, LogEntry::Core(_)) {
+        return Err(EntryError::NestedFix);
+    }
+    Ok(LogEntry::FixSequenced {
+        link,
+        seq,
+        entry: Box::new(entry),
+    })
+}
+
+/// Whether a wrapper (`SEQUENCED`, `GUARDED` or `FIX_SEQUENCED`) may sit
+/// `within`.
 pub(super) fn wrapper_allowed(wrapper: &str, within: Within) -> Result<(), EntryError> {
     match (wrapper, within) {
-        (_, Within::Nothing) | (GUARDED, Within::Sequenced) => Ok(()),
+        (_, Within::Nothing)
+        | (GUARDED, Within::Sequenced)
+        | (FIX_SEQUENCED, Within::Sequenced) => Ok(()),
+        (_, Within::FixSequenced) => Err(EntryError::NestedFix),
         (_, Within::Guarded) => Err(EntryError::NestedGuarded),
         _ => Err(EntryError::NestedSequenced),
     }
 }
 
-/// A wrapper in its JSON form, by its `cmd` (`SEQUENCED` or `GUARDED`).
+/// A wrapper in its JSON form, by its `cmd` (`SEQUENCED`, `GUARDED` or
+/// `FIX_SEQUENCED`).
 pub(super) fn decode_wrapper_json(
     name: &str,
     text: &str,
@@ -207,6 +276,13 @@ pub(super) fn decode_wrapper_json(
                 forget_after_ms: wire.forget_after_ms,
                 entry: Box::new(LogEntry::decode_in(&entry, Within::Guarded)?),
             })
+        }
+        FIX_SEQUENCED => {
+            wrapper_allowed(FIX_SEQUENCED, within)?;
+            let wire: FixSequencedWire = serde_json::from_str(text)?;
+            let entry = serde_json::to_vec(&wire.entry).map_err(EntryError::Json)?;
+            let entry = LogEntry::decode_in(&entry, Within::FixSequenced)?;
+            fix_sequenced(wire.link, wire.seq, entry)
         }
         _ => Err(exchange_codec::CodecError::UnknownCmd(name.into()).into()),
     }

@@ -17,6 +17,10 @@ pub mod cluster_key;
 pub mod config;
 pub mod core_state;
 pub mod entry;
+pub mod fix_links;
+#[cfg(test)]
+#[path = "fix_links_tests.rs"]
+mod fix_links_tests;
 pub mod formats;
 pub mod history;
 pub mod http_config;

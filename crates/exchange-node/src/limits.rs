@@ -61,6 +61,9 @@ pub const MAX_OPEN_SESSIONS: usize = 4_096;
 pub const MAX_CLOSED_SESSIONS: usize = 4_096;
 /// Longest gateway name a session is opened for, in bytes.
 pub const MAX_GATEWAY_NAME_LEN: usize = 64;
+/// FIX sessions whose numbers the replicated state keeps
+/// (`crate::fix_links`): far more than any gateway configures.
+pub const MAX_FIX_LINKS: usize = 4_096;
 /// Accounts one session protects at most (cancel-on-disconnect kept by
 /// the cluster, `crate::sessions`); a protection beyond it is refused.
 pub const MAX_PROTECTED_ACCOUNTS: usize = 4_096;

@@ -31,6 +31,7 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use crate::entry::LogEntry;
+use crate::fix_links::{FixApplied, FixLinks};
 use crate::history::{History, OrderRecord};
 use crate::replay_guard::{GuardRefusal, ReplayGuard, NANOS_PER_MS};
 use crate::sessions::{SessionRefusal, Sessions};
@@ -89,13 +90,20 @@ pub struct Applied {
     /// state issued when this entry's time showed them expired; the
     /// entry's own events follow.
     pub expiry_events: usize,
+    /// For a FIX entry (logon, reservation, FIX-sequenced command): what
+    /// it did to the FIX session's numbers ([`crate::fix_links`]). A
+    /// refused FIX-sequenced command's `command` is `"fix_duplicate"` or
+    /// `"fix_links_full"`, and it has no events.
+    pub fix: Option<FixApplied>,
 }
 
 impl Applied {
     /// A session or the replay guard refused the entry: nothing of it was
     /// applied.
     pub fn refused_unapplied(&self) -> bool {
-        self.session_refusal.is_some() || self.guard_refusal.is_some()
+        self.session_refusal.is_some()
+            || self.guard_refusal.is_some()
+            || self.fix.as_ref().is_some_and(FixApplied::refused)
     }
 }
 
@@ -111,6 +119,8 @@ pub struct ServerState {
     /// The signed requests applied within their windows
     /// ([`crate::replay_guard`]).
     pub replay_guard: ReplayGuard,
+    /// The FIX sessions' numbers ([`crate::fix_links`]).
+    pub fix_links: FixLinks,
     /// Number of commands applied: the index of the last one in command
     /// order (events and market-data sequences use it).
     pub applied_index: u64,
@@ -173,6 +183,9 @@ struct GatewayState {
     // Likewise for the replay guard.
     #[serde(default, skip_serializing_if = "ReplayGuard::is_empty")]
     replay_guard: ReplayGuard,
+    // Likewise for the FIX sessions' numbers.
+    #[serde(default, skip_serializing_if = "FixLinks::is_empty")]
+    fix_links: FixLinks,
     // Snapshots written while the scheduler followed the phase the log
     // last asked for (rather than the core's) may hold a `phases` map
     // here: it is not read, and the engine's snapshot has the phases.
@@ -192,6 +205,7 @@ impl ServerState {
             market_sequences: MarketSequences::default(),
             sessions: Sessions::default(),
             replay_guard: ReplayGuard::default(),
+            fix_links: FixLinks::default(),
             applied_index: 0,
             raft_index: 0,
             expiry_due: 0,
@@ -237,6 +251,9 @@ impl ServerState {
             | LogEntry::Sequenced { .. }
             | LogEntry::SessionAlive { .. }
             | LogEntry::SessionProtect { .. } => self.apply_session_entry(index, entry, applied),
+            LogEntry::FixLogon { .. }
+            | LogEntry::FixReserve { .. }
+            | LogEntry::FixSequenced { .. } => self.apply_fix_entry(index, entry, applied),
             LogEntry::Guarded {
                 fingerprint,
                 forget_after_ms,
@@ -320,7 +337,10 @@ impl ServerState {
             | LogEntry::Sequenced { .. }
             | LogEntry::SessionAlive { .. }
             | LogEntry::SessionProtect { .. }
-            | LogEntry::Guarded { .. } => {}
+            | LogEntry::Guarded { .. }
+            | LogEntry::FixLogon { .. }
+            | LogEntry::FixReserve { .. }
+            | LogEntry::FixSequenced { .. } => {}
         }
     }
 
@@ -356,6 +376,7 @@ impl ServerState {
                 applied_index: self.applied_index,
                 sessions: self.sessions.clone(),
                 replay_guard: self.replay_guard.clone(),
+                fix_links: self.fix_links.clone(),
             },
         }
     }
@@ -436,6 +457,7 @@ fn restore_replicated(bytes: &[u8]) -> Result<ServerState, StateSnapshotError> {
         market_sequences: gateway.market_sequences,
         sessions: gateway.sessions,
         replay_guard: gateway.replay_guard,
+        fix_links: gateway.fix_links,
         applied_index: gateway.applied_index,
         raft_index: 0,
         expiry_due: 0,

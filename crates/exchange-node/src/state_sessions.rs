@@ -6,6 +6,7 @@ use exchange_types::{Command, MassCancel, Stamped};
 
 use super::{Applied, ServerState};
 use crate::entry::LogEntry;
+use crate::fix_links::FixApplied;
 use crate::sessions::liveness::deadline;
 use crate::sessions::{Expired, SessionRefusal};
 
@@ -84,6 +85,43 @@ impl ServerState {
             }
             other => self.apply_entry(index, other, applied),
         }
+    }
+
+    /// A FIX session's logon, reservation or command
+    /// ([`crate::fix_links`]).
+    pub(super) fn apply_fix_entry(&mut self, index: u64, entry: &LogEntry, applied: &mut Applied) {
+        let fix = match entry {
+            LogEntry::FixLogon {
+                link,
+                owner,
+                reset,
+                reserve,
+                ..
+            } => {
+                applied.command = "fix_logon";
+                self.fix_links.logon(index, *link, *owner, *reset, *reserve)
+            }
+            LogEntry::FixReserve {
+                link,
+                owner,
+                reserve,
+                ..
+            } => {
+                applied.command = "fix_reserve";
+                self.fix_links.reserve(*link, *owner, *reserve)
+            }
+            LogEntry::FixSequenced { link, seq, entry } => {
+                let fix = self.fix_links.admit(*link, *seq);
+                match fix {
+                    FixApplied::Duplicate { .. } => applied.command = "fix_duplicate",
+                    FixApplied::Full { .. } => applied.command = "fix_links_full",
+                    _ => self.apply_entry(index, entry, applied),
+                }
+                fix
+            }
+            _ => return,
+        };
+        applied.fix = Some(fix);
     }
 
     /// Expires the sessions silent past their grace at the entry's time

@@ -175,6 +175,23 @@ impl Client {
         client
     }
 
+    /// Connects and sends a Logon numbered `seq`, without
+    /// ResetSeqNumFlag (a session continuing its numbers), without
+    /// waiting for the answer.
+    pub async fn logon_at(addr: SocketAddr, sender: &str, seq: u64) -> Client {
+        let stream = TcpStream::connect(addr).await.expect("connect");
+        let mut client = Client {
+            stream: Box::new(stream),
+            buf: Vec::new(),
+            seq,
+            sender: sender.into(),
+        };
+        client
+            .send("A", &format!("98=0|108=30|554=pw-{sender}|"))
+            .await;
+        client
+    }
+
     /// The next message of this session, sealed (length and checksum).
     pub fn encode(&mut self, msg_type: &str, body: &str) -> Vec<u8> {
         self.encode_with_header(msg_type, "", body)

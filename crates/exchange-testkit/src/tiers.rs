@@ -57,6 +57,9 @@ pub struct TieredVenue {
     http_listen: BTreeMap<usize, SocketAddr>,
     /// With namespaces, how the test reaches each process's HTTP.
     http_proxies: Vec<Proxy>,
+    /// By gateway index: the configuration file it is started with
+    /// (`--config`), when it has one.
+    pub gateway_configs: BTreeMap<usize, PathBuf>,
     /// Dropped last: the processes are killed before their namespaces go.
     net: Option<Netns>,
 }
@@ -198,6 +201,7 @@ impl TieredVenue {
             stream_proxies: BTreeMap::new(),
             http_listen: BTreeMap::new(),
             http_proxies: Vec::new(),
+            gateway_configs: BTreeMap::new(),
             net,
         };
         venue.replica_stores = counts.replica_stores;
@@ -385,6 +389,9 @@ impl TieredVenue {
         if let Some(url) = &self.gateway_reporting_url {
             args.extend(["--reporting-url".to_string(), url.clone()]);
         }
+        if let Some(config) = self.gateway_configs.get(&index) {
+            args.extend(["--config".to_string(), config.display().to_string()]);
+        }
         let child = self
             .command(host, &format!("gateway-{index}"), &args)
             .spawn()
@@ -473,6 +480,25 @@ impl TieredVenue {
     /// SIGKILL to gateway `index`.
     pub fn kill_gateway(&mut self, index: usize) {
         self.gateways.remove(&index);
+    }
+
+    /// Starts one more order-entry gateway, with the configuration file
+    /// `config` (its `[fix]` section, say); returns its index. Only on a
+    /// venue without market-data gateways or namespaces, whose hosts
+    /// would follow the gateways'.
+    pub fn add_gateway(&mut self, config: PathBuf) -> usize {
+        assert!(
+            self.md_gateway_ports.is_empty() && self.net.is_none(),
+            "gateways are added to a venue of replicas and gateways on the loopback"
+        );
+        let index = self.gateway_ports.len();
+        let host = self.replicas_at.len() + index;
+        let (listen, port) = self.http_of(host);
+        self.http_listen.insert(host, listen);
+        self.gateway_ports.push(port);
+        self.gateway_configs.insert(index, config);
+        self.spawn_gateway(index);
+        index
     }
 
     /// SIGKILL to market-data gateway `index`.

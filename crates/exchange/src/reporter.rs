@@ -3,6 +3,8 @@
 //! reporter of its own").
 
 use std::net::SocketAddr;
+
+use exchange_replication::transport::PeerAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -102,7 +104,7 @@ fn remote_config(args: &ReporterArgs, config: &Config) -> anyhow::Result<RemoteC
         .iter()
         .map(|item| {
             item.trim()
-                .parse::<SocketAddr>()
+                .parse::<PeerAddr>()
                 .with_context(|| format!("--stream item {item:?} is not HOST:PORT"))
         })
         .collect::<anyhow::Result<Vec<_>>>()?;
@@ -276,7 +278,7 @@ fn view_json(view: &View) -> String {
     json!({
         "status": status,
         "tier": "reporter",
-        "following": view.following.map(|addr| addr.to_string()),
+        "following": view.following.as_ref().map(ToString::to_string),
         "position": view.position,
         "written_raft_index": view.written_raft,
         "replica_applied_raft_index": view.replica_applied,
@@ -292,7 +294,7 @@ fn view_json(view: &View) -> String {
 fn replication_json(view: &View) -> String {
     json!({
         "role": "reporter",
-        "following": view.following.map(|addr| addr.to_string()),
+        "following": view.following.as_ref().map(ToString::to_string),
         "applied_index": view.written_raft,
         "leader": null,
     })

@@ -19,7 +19,7 @@
 mod run;
 mod state;
 
-use std::net::SocketAddr;
+use exchange_replication::transport::PeerAddr;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -43,7 +43,7 @@ pub struct RemoteConfig {
     /// The reporter's own directory: its state snapshots.
     pub data_dir: PathBuf,
     /// The replicas' log-stream addresses; any one will do.
-    pub stream: Vec<SocketAddr>,
+    pub stream: Vec<PeerAddr>,
     pub key: ClusterKey,
     /// This process's id in the stream's handshakes (for their logs).
     pub process_id: u64,
@@ -92,7 +92,7 @@ impl Fault {
 /// What the reporter thread shares with its [`RemoteReporter`].
 #[derive(Default)]
 struct Status {
-    following: Mutex<Option<SocketAddr>>,
+    following: Mutex<Option<PeerAddr>>,
     /// The Raft index the replica followed had applied, as of its last
     /// frame (0 before the first).
     replica_applied: AtomicU64,
@@ -105,7 +105,7 @@ struct Status {
 /// How far along the reporter is, for `/health`, `/ready` and `/metrics`.
 #[derive(Clone, Debug)]
 pub struct View {
-    pub following: Option<SocketAddr>,
+    pub following: Option<PeerAddr>,
     /// The last command in the store.
     pub position: u64,
     pub written_raft: u64,
@@ -166,7 +166,11 @@ impl RemoteReporter {
     /// Where the reporter is now.
     pub fn view(&self) -> View {
         let status = &self.status;
-        let following = *status.following.lock().unwrap_or_else(|e| e.into_inner());
+        let following = status
+            .following
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
         let fault = status
             .fault
             .lock()

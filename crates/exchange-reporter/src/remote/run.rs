@@ -252,7 +252,7 @@ impl Remote {
 
     fn note(&self, follower: &Follower) {
         let status = &self.status;
-        *status.following.lock().unwrap_or_else(|e| e.into_inner()) = follower.following();
+        *status.following.lock().unwrap_or_else(|e| e.into_inner()) = follower.following().cloned();
         let applied = follower.delivered_raft_index() + follower.behind();
         status.replica_applied.store(applied, Ordering::Release);
     }
