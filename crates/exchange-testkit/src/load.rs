@@ -28,14 +28,15 @@ pub struct History {
 }
 
 /// Places resting orders as `account` through `gateways[first]`, with
-/// client order ids `NAME-N`, until `done`; moves to the next gateway when
-/// the one it uses refuses the connection or drains, or cuts it.
+/// client order ids `NAME-N`, one every `pace` at most, until `done`;
+/// moves to the next gateway when the one it uses refuses the connection
+/// or drains, or cuts it.
 pub fn place_until_done(
     gateways: &[Client],
     first: usize,
     account: &Account,
     name: &str,
-    done: &AtomicBool,
+    (done, pace): (&AtomicBool, Duration),
 ) -> History {
     let mut history = History::default();
     let mut at = first % gateways.len().max(1);
@@ -46,6 +47,7 @@ pub fn place_until_done(
         // sells above, so that no order ever trades.
         let body = resting_order(n % 2_000, &client_order_id);
         n += 1;
+        std::thread::sleep(pace);
         let started = Instant::now();
         let next = (at + 1) % gateways.len();
         match gateways[at].try_signed(account, "POST", "/v1/orders", &body) {

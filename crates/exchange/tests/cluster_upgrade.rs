@@ -46,7 +46,13 @@ fn upgrade_under_load(
             .map(|(i, account)| {
                 let (gateways, done) = (&gateways, &done);
                 scope.spawn(move || {
-                    place_until_done(gateways, i % 2, account, &format!("w{i}"), done)
+                    place_until_done(
+                        gateways,
+                        i % 2,
+                        account,
+                        &format!("w{i}"),
+                        (done, Duration::ZERO),
+                    )
                 })
             })
             .collect();

@@ -57,8 +57,9 @@ impl Network {
 }
 
 /// Every service of the compose file.
-pub const SERVICES: [&str; 7] = [
+pub const SERVICES: [&str; 8] = [
     "postgres",
+    "reporter-1",
     "replica-1",
     "replica-2",
     "replica-3",
@@ -75,7 +76,8 @@ pub struct ComposeVenue {
     /// Host port of md-gateway-1's HTTP.
     pub md_gateway_ports: Vec<u16>,
     /// The first three octets of the `cluster` network (`A.B.C`): replica
-    /// N is at `A.B.C.(10 + N)`, PostgreSQL at `A.B.C.5`.
+    /// N is at `A.B.C.(10 + N)`, the reporter at `A.B.C.21`, PostgreSQL at
+    /// `A.B.C.5`.
     pub cluster_net: String,
     file: PathBuf,
     images: Images,
@@ -340,6 +342,7 @@ impl ComposeVenue {
     pub fn fixed_ip(&self, service: &str) -> Option<String> {
         let host = match service {
             "postgres" => 5,
+            "reporter-1" => 21,
             replica => 10 + replica.strip_prefix("replica-")?.parse::<u8>().ok()?,
         };
         Some(format!("{}.{host}", self.cluster_net))
