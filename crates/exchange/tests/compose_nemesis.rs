@@ -3,7 +3,8 @@
 //! `exchange cluster upgrade --node ... --replace 'docker-compose up -d
 //! --no-deps {name}'`; then a nemesis from a printed seed (kill a replica,
 //! a gateway or the market-data gateway; cut a replica off the cluster
-//! network; pause a container), each fault held and healed, the venue
+//! network; pause a container; fill a replica's disk), each fault held
+//! and healed, the venue
 //! whole again before the next. The upgrade must cost the clients no
 //! error and no dropped connection; the nemesis may cost errors, never
 //! an acknowledged order. Then the history checker: every acknowledged
@@ -35,6 +36,9 @@ const WORKERS: usize = 4;
 /// Between one client's orders: a steady load, not a flood, so that a
 /// restarted process's catching up is not what the test measures.
 const PACE: Duration = Duration::from_millis(20);
+/// Each replica's disk: room for two journal segments of 64 MiB and the
+/// snapshots of a short run.
+const DISK_MB: u64 = 512;
 
 fn service(target: Target) -> String {
     match target {
@@ -53,6 +57,7 @@ impl Faults for ComposeFaults<'_> {
             Fault::Kill(t) => self.0.kill(&service(t)),
             Fault::Isolate(t) => self.0.disconnect(&service(t), Network::Cluster),
             Fault::Pause(t) => self.0.pause(&service(t)),
+            Fault::FillDisk(n) => return self.0.fill_disk(n),
             other => return Err(format!("{other:?}: not on this venue")),
         }
         Ok(())
@@ -63,6 +68,7 @@ impl Faults for ComposeFaults<'_> {
             Fault::Kill(t) => self.0.start(&service(t)),
             Fault::Isolate(t) => self.0.connect(&service(t), Network::Cluster),
             Fault::Pause(t) => self.0.unpause(&service(t)),
+            Fault::FillDisk(n) => return self.0.free_disk(n),
             other => return Err(format!("{other:?}: not on this venue")),
         }
         Ok(())
@@ -173,7 +179,8 @@ fn rounds() -> usize {
 
 #[test]
 fn a_rolling_upgrade_and_a_nemesis_lose_no_acknowledged_order() {
-    let venue = match ComposeVenue::up(EXCHANGE) {
+    // Each replica's data on a disk of its own the nemesis can fill.
+    let venue = match ComposeVenue::up_with_disks(EXCHANGE, DISK_MB) {
         Ok(venue) => venue,
         Err(why) => return skip_unless_ci(&format!("no docker venue here ({why})")),
     };
@@ -199,7 +206,7 @@ fn a_rolling_upgrade_and_a_nemesis_lose_no_acknowledged_order() {
         replicas: 3,
         gateways: 2,
         md_gateways: 1,
-        disk: false,
+        disk: venue.has_disks(),
         clock: false,
     };
     let plan = nemesis::plan(seed, rounds(), shape);

@@ -22,6 +22,7 @@
 //! exchange images (`docker-compose down -v`), after printing the end of
 //! every container's log when the test is failing.
 
+mod disks;
 mod setup;
 
 use std::collections::BTreeMap;
@@ -86,6 +87,9 @@ pub struct ComposeVenue {
     /// rolling upgrade), by service; and every image built for the venue.
     upgraded: Mutex<BTreeMap<String, String>>,
     built: Mutex<Vec<String>>,
+    /// The replicas' disks of a fixed size and the compose file that
+    /// mounts them, when the venue has them ([`ComposeVenue::up_with_disks`]).
+    disks: Option<(disks::Disks, PathBuf)>,
 }
 
 impl ComposeVenue {
@@ -94,10 +98,28 @@ impl ComposeVenue {
     /// docker cannot run it here (for [`skip_unless_ci`]); any other
     /// failure fails the test.
     pub fn up(bin: impl AsRef<Path>) -> Result<ComposeVenue, String> {
+        Self::up_with(bin.as_ref(), None)
+    }
+
+    /// As [`ComposeVenue::up`], each replica's data on a filesystem of
+    /// `size_mb` that [`ComposeVenue::fill_disk`] can fill (root only).
+    pub fn up_with_disks(bin: impl AsRef<Path>, size_mb: u64) -> Result<ComposeVenue, String> {
+        Self::up_with(bin.as_ref(), Some(size_mb))
+    }
+
+    fn up_with(bin: &Path, disk_mb: Option<u64>) -> Result<ComposeVenue, String> {
         compose_available()?;
+        let disks = match disk_mb {
+            Some(size) => {
+                let disks = disks::Disks::mount(3, size)?;
+                let file = disks.write_override();
+                Some((disks, file))
+            }
+            None => None,
+        };
         let secrets = tempfile::tempdir().map_err(|e| format!("a temp dir: {e}"))?;
         write_secrets(secrets.path())?;
-        let images = Images::build(bin.as_ref());
+        let images = Images::build(bin);
         let built = Mutex::new(vec![images.exchange.clone()]);
         let mut venue = ComposeVenue {
             project: unique("exchtest"),
@@ -109,6 +131,7 @@ impl ComposeVenue {
             secrets,
             upgraded: Mutex::new(BTreeMap::new()),
             built,
+            disks,
         };
         venue.up_on_a_free_subnet();
         venue.wait_healthy(&SERVICES);
@@ -139,9 +162,8 @@ impl ComposeVenue {
     /// with the venue's variables.
     pub fn command(&self, args: &[&str]) -> Command {
         let mut command = Command::new("docker-compose");
-        command.arg("-f").arg(&self.file);
-        if !self.upgraded_services().is_empty() {
-            command.arg("-f").arg(self.override_file());
+        for file in self.files() {
+            command.arg("-f").arg(file);
         }
         command
             .arg("-p")
@@ -149,6 +171,19 @@ impl ComposeVenue {
             .args(args)
             .envs(self.env());
         command
+    }
+
+    /// The compose file and the overrides in force: the replicas' disks,
+    /// upgraded services' images.
+    fn files(&self) -> Vec<PathBuf> {
+        let mut files = vec![self.file.clone()];
+        if let Some((_, file)) = &self.disks {
+            files.push(file.clone());
+        }
+        if !self.upgraded_services().is_empty() {
+            files.push(self.override_file());
+        }
+        files
     }
 
     /// The variables the compose file reads, as this venue sets them.
@@ -183,10 +218,14 @@ impl ComposeVenue {
             }
         }
         self.write_override();
+        let files: Vec<String> = self
+            .files()
+            .iter()
+            .map(|f| format!("-f {}", f.display()))
+            .collect();
         format!(
-            "docker-compose -f {} -f {} -p {} up -d --no-deps {{name}}",
-            self.file.display(),
-            self.override_file().display(),
+            "docker-compose {} -p {} up -d --no-deps {{name}}",
+            files.join(" "),
             self.project
         )
     }
@@ -272,6 +311,27 @@ impl ComposeVenue {
             &format!("docker-compose {}", args.join(" ")),
         );
         String::from_utf8_lossy(&output.stdout).to_string()
+    }
+
+    /// Whether the replicas' data is on disks the test can fill.
+    pub fn has_disks(&self) -> bool {
+        self.disks.is_some()
+    }
+
+    /// Fills replica `replica`'s disk to the last byte.
+    pub fn fill_disk(&self, replica: u64) -> Result<(), String> {
+        match &self.disks {
+            Some((disks, _)) => disks.fill(replica),
+            None => Err("this venue's replicas have no disk of their own".into()),
+        }
+    }
+
+    /// Gives replica `replica`'s disk its space back.
+    pub fn free_disk(&self, replica: u64) -> Result<(), String> {
+        match &self.disks {
+            Some((disks, _)) => disks.free(replica),
+            None => Err("this venue's replicas have no disk of their own".into()),
+        }
     }
 
     /// The id of `service`'s container.
