@@ -3,7 +3,8 @@
 //! `exchange cluster upgrade --node ... --replace 'docker-compose up -d
 //! --no-deps {name}'`; then a nemesis from a printed seed (kill a replica,
 //! a gateway or the market-data gateway; cut a replica off the cluster
-//! network; pause a container; fill a replica's disk), each fault held
+//! network; pause a container; fill a replica's disk; skew a replica's
+//! clock), each fault held
 //! and healed, the venue
 //! whole again before the next. The upgrade must cost the clients no
 //! error and no dropped connection; the nemesis may cost errors, never
@@ -58,7 +59,7 @@ impl Faults for ComposeFaults<'_> {
             Fault::Isolate(t) => self.0.disconnect(&service(t), Network::Cluster),
             Fault::Pause(t) => self.0.pause(&service(t)),
             Fault::FillDisk(n) => return self.0.fill_disk(n),
-            other => return Err(format!("{other:?}: not on this venue")),
+            Fault::SkewClock(n, seconds) => self.0.skew_clock(&format!("replica-{n}"), seconds),
         }
         Ok(())
     }
@@ -69,7 +70,7 @@ impl Faults for ComposeFaults<'_> {
             Fault::Isolate(t) => self.0.connect(&service(t), Network::Cluster),
             Fault::Pause(t) => self.0.unpause(&service(t)),
             Fault::FillDisk(n) => return self.0.free_disk(n),
-            other => return Err(format!("{other:?}: not on this venue")),
+            Fault::SkewClock(n, _) => self.0.skew_clock(&format!("replica-{n}"), 0),
         }
         Ok(())
     }
@@ -207,7 +208,7 @@ fn a_rolling_upgrade_and_a_nemesis_lose_no_acknowledged_order() {
         gateways: 2,
         md_gateways: 1,
         disk: venue.has_disks(),
-        clock: false,
+        clock: venue.can_skew_clocks(),
     };
     let plan = nemesis::plan(seed, rounds(), shape);
     let mut outcome = nemesis::Outcome::default();

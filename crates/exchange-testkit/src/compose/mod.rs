@@ -36,6 +36,9 @@ pub use setup::{compose_available, repo_root, skip_unless_ci, Images};
 
 use crate::ports::free_port;
 
+/// libfaketime, in the image at the path the host has it.
+const FAKETIME: &str = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1";
+
 /// How long a venue may take to have every container healthy.
 pub const UP_DEADLINE: Duration = Duration::from_secs(120);
 
@@ -87,6 +90,9 @@ pub struct ComposeVenue {
     /// rolling upgrade), by service; and every image built for the venue.
     upgraded: Mutex<BTreeMap<String, String>>,
     built: Mutex<Vec<String>>,
+    /// Variables given to services beyond the compose file's (a skewed
+    /// clock), by service.
+    environments: Mutex<BTreeMap<String, Vec<(String, String)>>>,
     /// The replicas' disks of a fixed size and the compose file that
     /// mounts them, when the venue has them ([`ComposeVenue::up_with_disks`]).
     disks: Option<(disks::Disks, PathBuf)>,
@@ -131,6 +137,7 @@ impl ComposeVenue {
             secrets,
             upgraded: Mutex::new(BTreeMap::new()),
             built,
+            environments: Mutex::new(BTreeMap::new()),
             disks,
         };
         venue.up_on_a_free_subnet();
@@ -180,7 +187,7 @@ impl ComposeVenue {
         if let Some((_, file)) = &self.disks {
             files.push(file.clone());
         }
-        if !self.upgraded_services().is_empty() {
+        if !self.upgraded_services().is_empty() || !self.environments().is_empty() {
             files.push(self.override_file());
         }
         files
@@ -267,11 +274,60 @@ impl ComposeVenue {
     }
 
     fn write_override(&self) {
+        let images = self.upgraded_services();
+        let environments = self.environments();
+        let mut services: Vec<&String> = images.keys().chain(environments.keys()).collect();
+        services.sort();
+        services.dedup();
         let mut text = String::from("services:\n");
-        for (service, image) in self.upgraded_services() {
-            text.push_str(&format!("  {service}:\n    image: {image}\n"));
+        for service in services {
+            text.push_str(&format!("  {service}:\n"));
+            if let Some(image) = images.get(service) {
+                text.push_str(&format!("    image: {image}\n"));
+            }
+            if let Some(variables) = environments.get(service) {
+                text.push_str("    environment:\n");
+                for (name, value) in variables {
+                    text.push_str(&format!("      {name}: \"{value}\"\n"));
+                }
+            }
         }
-        std::fs::write(self.override_file(), text).expect("write the image override");
+        std::fs::write(self.override_file(), text).expect("write the override");
+    }
+
+    fn environments(&self) -> BTreeMap<String, Vec<(String, String)>> {
+        self.environments
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Whether the image can skew a container's clock: it carries
+    /// libfaketime when the host has it (deploy/image/build-exchange).
+    pub fn can_skew_clocks(&self) -> bool {
+        Path::new(FAKETIME).exists()
+    }
+
+    /// Makes `service`'s container anew with its wall clock `seconds` off
+    /// (libfaketime; its monotonic clocks, which time elections and
+    /// timeouts, stay true), or true again with `0`. Returns once it is
+    /// started, not necessarily healthy.
+    pub fn skew_clock(&self, service: &str, seconds: i64) {
+        {
+            let mut environments = self.environments.lock().unwrap_or_else(|e| e.into_inner());
+            if seconds == 0 {
+                environments.remove(service);
+            } else {
+                let variables = vec![
+                    ("LD_PRELOAD".to_string(), FAKETIME.to_string()),
+                    ("FAKETIME".to_string(), format!("{seconds:+}")),
+                    ("FAKETIME_DONT_FAKE_MONOTONIC".to_string(), "1".to_string()),
+                ];
+                environments.insert(service.to_string(), variables);
+            }
+        }
+        self.write_override();
+        self.compose_ok(&["up", "-d", "--no-deps", service]);
     }
 
     fn upgraded_services(&self) -> BTreeMap<String, String> {
