@@ -275,6 +275,7 @@ impl Journal {
             let kept = segment.offsets.len() - payloads.len();
             segment.offsets.truncate(kept);
             self.next_index = first;
+            erase_partial(&self.active, segment.len, self.buf.len(), self.preallocated);
             return Err(io(&segment.path, e));
         }
         segment.len += self.buf.len() as u64;
@@ -499,6 +500,19 @@ fn list_segments(dir: &Path) -> Result<(SegmentNames, Vec<PathBuf>), JournalErro
     }
     names.sort();
     Ok((names, purged))
+}
+
+/// Best effort after a failed write (a full disk writes part of a batch):
+/// what it left past the records goes, so that a retry that writes less,
+/// or a roll to the next segment, leaves no torn record behind the last
+/// one, which opening the journal would take for damage. A preallocated
+/// file gets its zeros back (no new blocks needed); a growing one is cut.
+fn erase_partial(file: &File, end: u64, written: usize, preallocated: bool) {
+    let _ = if preallocated {
+        file.write_all_at(&vec![0; written], end)
+    } else {
+        file.set_len(end)
+    };
 }
 
 fn open_active(path: &Path) -> Result<Arc<File>, JournalError> {

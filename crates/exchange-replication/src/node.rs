@@ -24,12 +24,17 @@
 
 use std::collections::VecDeque;
 use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
 
 use exchange_journal::LogSync;
 
-use raft::eraftpb::{ConfChange, ConfChangeType, ConfState, Entry, EntryType, Message};
+use raft::eraftpb::{
+    ConfChange, ConfChangeType, ConfState, Entry, EntryType, Message, MessageType,
+};
 use raft::{RawNode, SnapshotStatus, StateRole};
 
+use crate::alarm::DiskAlarm;
 use crate::conf::{apply_simple, membership_of, parse_conf_change};
 use crate::error::{ProposeError, ReplicationError};
 use crate::storage::{DiskStorage, SnapshotData, StorageOptions, StorageRecovery};
@@ -50,6 +55,9 @@ pub struct ReplicaConfig {
     /// Seeds the election-timeout randomisation.
     pub seed: u64,
     pub storage: StorageOptions,
+    /// How long a write that failed for lack of space waits before it is
+    /// tried again (see [`DiskAlarm`]).
+    pub nospace_retry: Duration,
 }
 
 impl ReplicaConfig {
@@ -63,6 +71,7 @@ impl ReplicaConfig {
             max_inflight_msgs: 256,
             seed: id,
             storage: StorageOptions::default(),
+            nospace_retry: Duration::from_millis(500),
         }
     }
 }
@@ -77,6 +86,8 @@ pub struct ReplicaNode {
     rng: u64,
     election_tick: usize,
     seen: (u64, StateRole),
+    alarm: Arc<DiskAlarm>,
+    nospace_retry: Duration,
 }
 
 /// A ready's entries still to be made durable (see
@@ -194,6 +205,8 @@ impl ReplicaNode {
             raw,
             rng: config.seed ^ 0x9e37_79b9_7f4a_7c15,
             election_tick: config.election_tick,
+            alarm: DiskAlarm::new(),
+            nospace_retry: config.nospace_retry,
         };
         node.draw_timeout();
         Ok((node, snapshot, recovery))
@@ -226,6 +239,11 @@ impl ReplicaNode {
 
     pub fn id(&self) -> u64 {
         self.raw.raft.id
+    }
+
+    /// The `nospace` alarm this node raises while it waits for space.
+    pub fn disk_alarm(&self) -> &Arc<DiskAlarm> {
+        &self.alarm
     }
 
     pub fn is_leader(&self) -> bool {
@@ -409,7 +427,7 @@ impl ReplicaNode {
         let mut outcome = ReadyOutcome::default();
         if !ready.snapshot().is_empty() {
             let snapshot = ready.snapshot().clone();
-            self.raw.mut_store().apply_snapshot(&snapshot)?;
+            self.durably(send, |store| store.apply_snapshot(&snapshot))?;
             outcome.snapshot = Some(SnapshotData {
                 index: snapshot.get_metadata().index,
                 term: snapshot.get_metadata().term,
@@ -419,7 +437,7 @@ impl ReplicaNode {
         // Committed entries are durable here already: Raft hands over only
         // what this replica persisted.
         let committed = ready.take_committed_entries();
-        self.hand_over(committed, &mut outcome)?;
+        self.hand_over(committed, &mut outcome, send)?;
         if let Some(last) = outcome
             .committed
             .last()
@@ -428,9 +446,9 @@ impl ReplicaNode {
         {
             self.handed_over = self.handed_over.max(last);
         }
-        let log = self.raw.mut_store().append_unsynced(ready.entries())?;
+        let log = self.durably(send, |store| store.append_unsynced(ready.entries()))?;
         if let Some(hard) = ready.hs() {
-            self.raw.mut_store().set_hard_state(hard)?;
+            self.durably(send, |store| store.set_hard_state(hard))?;
         }
         let acknowledgements = ready.take_persisted_messages();
         let number = ready.number();
@@ -481,6 +499,74 @@ impl ReplicaNode {
         }
     }
 
+    /// Runs a write Raft's state needs. While it fails for lack of space
+    /// the alarm is up, a leader hands leadership over, and the same write
+    /// is tried again after a pause: once it succeeds the node goes on
+    /// from where it stopped. Any other failure, or one after
+    /// [`DiskAlarm::stop_retrying`], is returned as before.
+    fn durably<T>(
+        &mut self,
+        send: &mut dyn FnMut(Message),
+        mut write: impl FnMut(&mut DiskStorage) -> Result<T, ReplicationError>,
+    ) -> Result<T, ReplicationError> {
+        let mut tries = 0u64;
+        loop {
+            match write(self.raw.mut_store()) {
+                Err(error) if error.is_no_space() && !self.alarm.retrying_stopped() => {
+                    if tries == 0 {
+                        if self.alarm.raise() {
+                            tracing::error!(%error, "nospace alarm raised: waiting for disk space");
+                        }
+                        self.give_up_leadership(send);
+                    } else {
+                        self.alarm.count_retry();
+                    }
+                    tries += 1;
+                    std::thread::sleep(self.nospace_retry);
+                }
+                result => {
+                    if tries > 0 && self.alarm.clear() {
+                        tracing::warn!(tries, "nospace alarm cleared: the write went through");
+                    }
+                    return result;
+                }
+            }
+        }
+    }
+
+    /// A leader that cannot write asks its most up-to-date follower to
+    /// campaign now, so the cluster takes writes through the others while
+    /// it waits. Raft's own transfer cannot run while this thread waits in
+    /// the middle of a ready, so the follower gets the message the
+    /// transfer ends with (`MsgTimeoutNow`); an election is safe whichever
+    /// node starts it, and one that fails leaves the election timeout to
+    /// elect someone.
+    fn give_up_leadership(&mut self, send: &mut dyn FnMut(Message)) {
+        if !self.is_leader() {
+            return;
+        }
+        let id = self.id();
+        let voters = &self.raw.store().conf_state().voters;
+        let target = self
+            .raw
+            .raft
+            .prs()
+            .iter()
+            .filter(|(peer, _)| **peer != id && voters.contains(peer))
+            .max_by_key(|(_, progress)| progress.matched)
+            .map(|(peer, _)| *peer);
+        let Some(target) = target else {
+            return;
+        };
+        tracing::warn!(target, "the disk is full: handing leadership over");
+        let mut message = Message::default();
+        message.set_msg_type(MessageType::MsgTimeoutNow);
+        message.from = id;
+        message.to = target;
+        message.term = self.term();
+        send(message);
+    }
+
     /// Jobs handed out and not yet reported.
     pub fn unsynced_jobs(&self) -> usize {
         self.unsynced.len()
@@ -507,6 +593,7 @@ impl ReplicaNode {
         &mut self,
         entries: Vec<Entry>,
         outcome: &mut ReadyOutcome,
+        send: &mut dyn FnMut(Message),
     ) -> Result<(), ReplicationError> {
         for entry in entries {
             let kind = match entry.get_entry_type() {
@@ -514,9 +601,9 @@ impl ReplicaNode {
                 _ => match parse_conf_change(&entry) {
                     Ok(change) => match self.raw.apply_conf_change(&change) {
                         Ok(conf) => {
-                            self.raw
-                                .mut_store()
-                                .set_conf_state(conf.clone(), entry.index)?;
+                            self.durably(send, |store| {
+                                store.set_conf_state(conf.clone(), entry.index)
+                            })?;
                             CommittedKind::ConfChange {
                                 conf,
                                 change: membership_of(&change),
