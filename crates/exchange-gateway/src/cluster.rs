@@ -158,6 +158,7 @@ pub async fn replication(
         "state_hash": state_hash,
         "voters": status.voters,
         "urls": app.handle.leader_urls(),
+        "alarms": status.alarms,
         "matched": status.matched.iter()
             .map(|(id, index)| json!({"id": id, "index": index}))
             .collect::<Vec<_>>(),

@@ -312,7 +312,12 @@ impl Journal {
     pub fn sync(&mut self) -> Result<(), JournalError> {
         if self.unsynced {
             let path = &self.segments.last().expect("an active segment").path;
-            self.active.sync_data().map_err(|e| io(path, e))?;
+            self.active
+                .sync_data()
+                .map_err(|source| JournalError::Sync {
+                    path: path.clone(),
+                    source,
+                })?;
             self.unsynced = false;
         }
         Ok(())
@@ -532,7 +537,10 @@ pub struct LogSync {
 
 impl LogSync {
     pub fn run(&self) -> Result<(), JournalError> {
-        self.file.sync_data().map_err(|e| io(&self.path, e))
+        self.file.sync_data().map_err(|source| JournalError::Sync {
+            path: self.path.clone(),
+            source,
+        })
     }
 
     /// Whether two syncs are of the same file (one `fdatasync` covers both).

@@ -96,6 +96,8 @@ impl ReplicationError {
             ReplicationError::Journal(exchange_journal::JournalError::Io { source, .. }) => {
                 is_no_space(source)
             }
+            // A failed sync of the log is not retried whatever its cause
+            // (see `JournalError::Sync`): the node stops.
             _ => false,
         }
     }
@@ -162,6 +164,11 @@ mod tests {
         });
         assert!(journal.is_no_space());
         assert!(!ReplicationError::Config("x".into()).is_no_space());
+        let sync = ReplicationError::Journal(exchange_journal::JournalError::Sync {
+            path: "x".into(),
+            source: std::io::Error::from_raw_os_error(ENOSPC),
+        });
+        assert!(!sync.is_no_space());
     }
 
     #[test]

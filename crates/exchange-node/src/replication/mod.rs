@@ -25,11 +25,13 @@
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex, RwLock};
+use std::sync::{Arc, Condvar, Mutex, OnceLock, RwLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use exchange_replication::transport::ClusterKey;
-use exchange_replication::{ConfState, Membership, ReplicaConfig, ReplicaNode, StorageOptions};
+use exchange_replication::{
+    ConfState, DiskAlarm, Membership, ReplicaConfig, ReplicaNode, StorageOptions,
+};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 use tokio::sync::oneshot;
@@ -224,7 +226,14 @@ pub struct ReplicationStatus {
     /// On a gateway: the replica whose log stream it follows.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub following: Option<String>,
+    /// Alarms up on this replica ([`NOSPACE`]); none when it is well.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub alarms: Vec<String>,
 }
+
+/// The alarm a replica raises while a write its Raft state needs fails
+/// for lack of disk space (see `exchange_replication::DiskAlarm`).
+pub const NOSPACE: &str = "nospace";
 
 /// Shared between the Raft thread (writer), the core thread (applied
 /// index) and readers.
@@ -253,9 +262,37 @@ pub struct ClusterShared {
     /// replica) and the leader its forwarder sends to (0: none).
     mirror_role: RwLock<&'static str>,
     pub(crate) forwarding_to: Arc<AtomicU64>,
+    /// A replica's `nospace` alarm (a mirror writes nothing and has none).
+    disk: OnceLock<Arc<DiskAlarm>>,
 }
 
 impl ClusterShared {
+    pub(crate) fn set_disk_alarm(&self, alarm: Arc<DiskAlarm>) {
+        let _ = self.disk.set(alarm);
+    }
+
+    /// Whether this replica waits for disk space (the `nospace` alarm):
+    /// it takes no writes until its pending write goes through.
+    pub fn nospace(&self) -> bool {
+        self.disk.get().is_some_and(|alarm| alarm.is_raised())
+    }
+
+    /// The alarms up now, by name.
+    pub fn alarms(&self) -> Vec<String> {
+        if self.nospace() {
+            vec![NOSPACE.to_string()]
+        } else {
+            Vec::new()
+        }
+    }
+
+    /// At a stop: a write waiting for space fails instead, so the stop
+    /// does not wait for the disk.
+    pub(crate) fn stop_disk_retries(&self) {
+        if let Some(alarm) = self.disk.get() {
+            alarm.stop_retrying();
+        }
+    }
     /// Records the Raft index the core has applied, and wakes the threads
     /// waiting for it (the log stream's).
     pub(crate) fn set_raft_applied(&self, index: u64) {
@@ -402,6 +439,7 @@ impl ClusterShared {
     pub fn status(&self) -> ReplicationStatus {
         let mut status = self.status.read().map(|s| s.clone()).unwrap_or_default();
         status.applied_index = self.raft_applied.load(Ordering::Acquire);
+        status.alarms = self.alarms();
         status
     }
 
@@ -435,6 +473,7 @@ impl ClusterShared {
                 voters: replica.voters,
                 matched: replica.matched,
                 following: None,
+                alarms: Vec::new(),
             };
         }
     }
