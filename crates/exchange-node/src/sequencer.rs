@@ -256,6 +256,12 @@ impl Handle {
         Ok(())
     }
 
+    /// At a stop: a write waiting for disk space fails at its next try,
+    /// as any disk error does, instead of holding the stop up.
+    pub fn stop_disk_retries(&self) {
+        self.cluster.stop_disk_retries();
+    }
+
     /// The alarms up on this node (`nospace`), by name.
     pub fn alarms(&self) -> Vec<String> {
         self.cluster.alarms()
@@ -263,15 +269,7 @@ impl Handle {
 
     /// `exchange_alarm{alarm="nospace"}`: 1 while the alarm is up.
     pub fn write_alarm_metrics(&self, page: &mut crate::prometheus::Exposition) {
-        page.family(
-            "exchange_alarm",
-            crate::prometheus::Kind::Gauge,
-            "1 while the named alarm is up on this replica (nospace: its disk is full).",
-        )
-        .sample(
-            &[("alarm", crate::replication::NOSPACE)],
-            u64::from(self.cluster.nospace()),
-        );
+        self.cluster.write_alarm_metrics(page);
     }
 
     /// `NotLeader`, naming the leader, unless this node leads.
@@ -481,7 +479,7 @@ impl Pipeline {
 
     /// Waits for the threads after every handle is gone.
     pub fn join(self) {
-        self.handle.cluster.stop_disk_retries();
+        self.handle.stop_disk_retries();
         drop(self.handle);
         if let Some(stop) = &self.stop {
             stop.store(true, Ordering::Release);

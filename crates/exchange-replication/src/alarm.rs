@@ -13,7 +13,10 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
+use raft::eraftpb::{Message, MessageType};
+
 use crate::error::ReplicationError;
+use crate::{DiskStorage, ReplicaNode};
 
 /// Linux's "disk quota exceeded", which Rust's stable error kinds do not
 /// name.
@@ -100,6 +103,76 @@ impl ReplicationError {
             // (see `JournalError::Sync`): the node stops.
             _ => false,
         }
+    }
+}
+
+impl ReplicaNode {
+    /// Runs a write Raft's state needs. While it fails for lack of space
+    /// the alarm is up, a leader hands leadership over, and the same write
+    /// is tried again after a pause: once it succeeds the node goes on
+    /// from where it stopped. Any other failure, or one after
+    /// [`DiskAlarm::stop_retrying`], is returned as before.
+    pub(crate) fn durably<T>(
+        &mut self,
+        send: &mut dyn FnMut(Message),
+        mut write: impl FnMut(&mut DiskStorage) -> Result<T, ReplicationError>,
+    ) -> Result<T, ReplicationError> {
+        let mut tries = 0u64;
+        loop {
+            match write(self.raw.mut_store()) {
+                Err(error) if error.is_no_space() && !self.alarm.retrying_stopped() => {
+                    if tries == 0 {
+                        if self.alarm.raise() {
+                            tracing::error!(%error, "nospace alarm raised: waiting for disk space");
+                        }
+                        self.give_up_leadership(send);
+                    } else {
+                        self.alarm.count_retry();
+                    }
+                    tries += 1;
+                    std::thread::sleep(self.nospace_retry);
+                }
+                result => {
+                    if tries > 0 && self.alarm.clear() {
+                        tracing::warn!(tries, "nospace alarm cleared: the write went through");
+                    }
+                    return result;
+                }
+            }
+        }
+    }
+
+    /// A leader that cannot write asks its most up-to-date follower to
+    /// campaign now, so the cluster takes writes through the others while
+    /// it waits. Raft's own transfer cannot run while this thread waits in
+    /// the middle of a ready, so the follower gets the message the
+    /// transfer ends with (`MsgTimeoutNow`); an election is safe whichever
+    /// node starts it, and one that fails leaves the election timeout to
+    /// elect someone.
+    fn give_up_leadership(&mut self, send: &mut dyn FnMut(Message)) {
+        if !self.is_leader() {
+            return;
+        }
+        let id = self.id();
+        let voters = &self.raw.store().conf_state().voters;
+        let target = self
+            .raw
+            .raft
+            .prs()
+            .iter()
+            .filter(|(peer, _)| **peer != id && voters.contains(peer))
+            .max_by_key(|(_, progress)| progress.matched)
+            .map(|(peer, _)| *peer);
+        let Some(target) = target else {
+            return;
+        };
+        tracing::warn!(target, "the disk is full: handing leadership over");
+        let mut message = Message::default();
+        message.set_msg_type(MessageType::MsgTimeoutNow);
+        message.from = id;
+        message.to = target;
+        message.term = self.term();
+        send(message);
     }
 }
 

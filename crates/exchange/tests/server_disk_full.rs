@@ -264,6 +264,35 @@ fn a_full_disk_raises_nospace_and_the_alarm_clears_once_space_returns() {
     drop(disks);
 }
 
+#[test]
+fn a_node_stopped_while_its_disk_is_full_stops_and_keeps_what_it_acknowledged() {
+    let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let data = tmp.path().join("data");
+    let Some(disks) = small_disks(std::slice::from_ref(&data)) else {
+        return;
+    };
+    let mut server = Server::start(EXCHANGE, &data);
+    let api = server.api;
+    let account = api.funded_account();
+    let writer = Writer::start(&account, move || Some(api));
+    wait_until("orders before the disk fills", || {
+        writer.count(&Outcome::Acknowledged) >= 10
+    });
+    let filler = disks[0].fill();
+    wait_until("the nospace alarm", || api.get("/health").status == 503);
+    // The stop does not wait for space (`stop_with` fails the test if the
+    // process does not exit).
+    server.stop_with(libc::SIGTERM);
+    let outcomes = writer.finish();
+    std::fs::remove_file(filler).expect("remove the filler");
+    let server = Server::start(EXCHANGE, &data);
+    server.api.assert_healthy("a restart with space");
+    assert_orders_kept(&server.api, &account, &outcomes);
+    drop(server);
+    drop(disks);
+}
+
 /// The node at `port`, unless its alarm is up (it still says it leads
 /// until its write goes through).
 fn writable_leader(ports: &[u16]) -> Option<Client> {

@@ -38,11 +38,13 @@ use tokio::sync::oneshot;
 
 use crate::entry::{EntryError, LogEntry};
 
+mod alarm;
 mod log_sync;
 mod raft_loop;
 #[cfg(test)]
 mod tests;
 
+pub use alarm::NOSPACE;
 pub(crate) use raft_loop::RaftLoop;
 
 /// Where a replica runs and how fast it notices a dead leader.
@@ -231,10 +233,6 @@ pub struct ReplicationStatus {
     pub alarms: Vec<String>,
 }
 
-/// The alarm a replica raises while a write its Raft state needs fails
-/// for lack of disk space (see `exchange_replication::DiskAlarm`).
-pub const NOSPACE: &str = "nospace";
-
 /// Shared between the Raft thread (writer), the core thread (applied
 /// index) and readers.
 #[derive(Default)]
@@ -267,32 +265,6 @@ pub struct ClusterShared {
 }
 
 impl ClusterShared {
-    pub(crate) fn set_disk_alarm(&self, alarm: Arc<DiskAlarm>) {
-        let _ = self.disk.set(alarm);
-    }
-
-    /// Whether this replica waits for disk space (the `nospace` alarm):
-    /// it takes no writes until its pending write goes through.
-    pub fn nospace(&self) -> bool {
-        self.disk.get().is_some_and(|alarm| alarm.is_raised())
-    }
-
-    /// The alarms up now, by name.
-    pub fn alarms(&self) -> Vec<String> {
-        if self.nospace() {
-            vec![NOSPACE.to_string()]
-        } else {
-            Vec::new()
-        }
-    }
-
-    /// At a stop: a write waiting for space fails instead, so the stop
-    /// does not wait for the disk.
-    pub(crate) fn stop_disk_retries(&self) {
-        if let Some(alarm) = self.disk.get() {
-            alarm.stop_retrying();
-        }
-    }
     /// Records the Raft index the core has applied, and wakes the threads
     /// waiting for it (the log stream's).
     pub(crate) fn set_raft_applied(&self, index: u64) {
