@@ -144,7 +144,8 @@ enum Outcome {
 }
 
 /// Places resting orders one after another until told to stop, through
-/// whichever node `target` names, recording each outcome.
+/// whichever node `target` names, recording each outcome; the client order
+/// ids start with `prefix`.
 struct Writer {
     outcomes: Arc<Mutex<Vec<(String, Outcome)>>>,
     stop: Arc<AtomicBool>,
@@ -152,10 +153,15 @@ struct Writer {
 }
 
 impl Writer {
-    fn start(account: &Account, target: impl Fn() -> Option<Client> + Send + 'static) -> Writer {
+    fn start(
+        prefix: &str,
+        account: &Account,
+        target: impl Fn() -> Option<Client> + Send + 'static,
+    ) -> Writer {
         let outcomes = Arc::new(Mutex::new(Vec::new()));
         let stop = Arc::new(AtomicBool::new(false));
         let (seen, halt, account) = (outcomes.clone(), stop.clone(), account.clone());
+        let prefix = prefix.to_owned();
         let thread = std::thread::spawn(move || {
             for n in 0..2_000 {
                 if halt.load(Ordering::Acquire) {
@@ -165,7 +171,7 @@ impl Writer {
                     std::thread::sleep(std::time::Duration::from_millis(20));
                     continue;
                 };
-                let id = format!("w{n}");
+                let id = format!("{prefix}{n}");
                 let body = resting_order(n, &id);
                 let outcome = match api.try_signed(&account, "POST", "/v1/orders", &body) {
                     Ok(r) if r.status == 201 => Outcome::Acknowledged,
@@ -236,7 +242,7 @@ fn a_full_disk_raises_nospace_and_the_alarm_clears_once_space_returns() {
     let mut server = Server::start(EXCHANGE, &data);
     let api = server.api;
     let account = api.funded_account();
-    let writer = Writer::start(&account, move || Some(api));
+    let writer = Writer::start("w", &account, move || Some(api));
     wait_until("orders before the disk fills", || {
         writer.count(&Outcome::Acknowledged) >= 20
     });
@@ -275,7 +281,7 @@ fn a_node_stopped_while_its_disk_is_full_stops_and_keeps_what_it_acknowledged() 
     let mut server = Server::start(EXCHANGE, &data);
     let api = server.api;
     let account = api.funded_account();
-    let writer = Writer::start(&account, move || Some(api));
+    let writer = Writer::start("w", &account, move || Some(api));
     wait_until("orders before the disk fills", || {
         writer.count(&Outcome::Acknowledged) >= 10
     });
@@ -328,23 +334,27 @@ fn a_leader_whose_disk_fills_hands_over_and_the_cluster_takes_writes() {
         .map(|(id, _)| *id)
         .expect("the leader's id");
     let account = leader.funded_account();
-    let targets = ports.clone();
-    let writer = Writer::start(&account, move || writable_leader(&targets));
+    let before = Writer::start("a", &account, move || Some(leader));
     wait_until("orders before the disk fills", || {
-        writer.count(&Outcome::Acknowledged) >= 20
+        before.count(&Outcome::Acknowledged) >= 20
     });
+    let mut outcomes = before.finish();
     let filler = disks[(old - 1) as usize].fill();
+    // Writes to the full leader until one finds no space: that one waits.
+    let stuck = Writer::start("s", &account, move || Some(leader));
     wait_until("the nospace alarm", || leader.get("/health").status == 503);
     assert_alarm_shown(&leader);
-    let acknowledged = writer.count(&Outcome::Acknowledged);
+    let targets = ports.clone();
+    let after = Writer::start("b", &account, move || writable_leader(&targets));
     wait_until("writes through another leader", || {
-        writer.count(&Outcome::Acknowledged) >= acknowledged + 20
+        after.count(&Outcome::Acknowledged) >= 20
     });
     assert_eq!(leader.get("/health").status, 503, "the alarm is still up");
     std::fs::remove_file(filler).expect("remove the filler");
     wait_until("the alarm to clear", || leader.get("/health").status == 200);
     assert_alarm_clear(&leader);
-    let outcomes = writer.finish();
+    outcomes.extend(stuck.finish());
+    outcomes.extend(after.finish());
     wait_until("the replicas to converge", || cluster.converged());
     for port in &ports {
         assert_orders_kept(&Client { port: *port }, &account, &outcomes);
