@@ -612,6 +612,24 @@ mod append_tests {
     }
 
     #[test]
+    fn what_a_failed_write_left_past_the_records_is_erased() {
+        use std::os::unix::fs::FileExt;
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("segment");
+        let file = std::fs::File::create(&path).expect("create");
+        file.write_all_at(&[7u8; 100], 0).expect("write");
+        // A growing segment is cut back to its records' end.
+        super::erase_partial(&file, 40, 60, false);
+        assert_eq!(std::fs::read(&path).expect("read"), [7u8; 40]);
+        // A preallocated one keeps its length, zeros after the records.
+        file.write_all_at(&[7u8; 60], 40).expect("write");
+        super::erase_partial(&file, 40, 60, true);
+        let bytes = std::fs::read(&path).expect("read");
+        assert_eq!(bytes.len(), 100);
+        assert!(bytes[..40].iter().all(|&b| b == 7) && bytes[40..].iter().all(|&b| b == 0));
+    }
+
+    #[test]
     #[should_panic(expected = "appending out of sequence")]
     fn an_index_that_skips_is_caught() {
         let dir = tempfile::tempdir().expect("temp dir");
