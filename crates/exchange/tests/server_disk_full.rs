@@ -3,7 +3,9 @@
 //! writes are refused with `nospace`; once space returns the alarm clears
 //! by itself and writes go on, with every acknowledged order in the state
 //! exactly once. A leader whose disk fills hands leadership over, and the
-//! cluster takes writes through the others meanwhile.
+//! cluster takes writes through the others meanwhile; a follower whose
+//! disk fills waits, and catches up once space returns. A node stopped
+//! while its disk is full stops without waiting for space.
 //!
 //! Each data directory is a small tmpfs of its own, filled with a filler
 //! file: mounting needs root, so without it the tests print `SKIPPED`
@@ -355,6 +357,55 @@ fn a_leader_whose_disk_fills_hands_over_and_the_cluster_takes_writes() {
     assert_alarm_clear(&leader);
     outcomes.extend(stuck.finish());
     outcomes.extend(after.finish());
+    wait_until("the replicas to converge", || cluster.converged());
+    for port in &ports {
+        assert_orders_kept(&Client { port: *port }, &account, &outcomes);
+    }
+    cluster.nodes.clear();
+    drop(disks);
+}
+
+#[test]
+fn a_follower_whose_disk_fills_waits_and_catches_up() {
+    let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let dirs: Vec<PathBuf> = (1..=3)
+        .map(|id| tmp.path().join(format!("node-{id}")))
+        .collect();
+    let Some(disks) = small_disks(&dirs) else {
+        return;
+    };
+    let mut cluster = ProxiedCluster::start(EXCHANGE, tmp.path(), 3);
+    let ports: Vec<u16> = cluster.http.values().copied().collect();
+    let leader = exchange_testkit::ready_leader(|| leader_port(&ports));
+    let (follower_id, follower) = cluster
+        .http
+        .iter()
+        .find(|(_, port)| **port != leader.port)
+        .map(|(id, port)| (*id, Client { port: *port }))
+        .expect("a follower");
+    let account = leader.funded_account();
+    let writer = Writer::start("w", &account, move || Some(leader));
+    wait_until("orders before the disk fills", || {
+        writer.count(&Outcome::Acknowledged) >= 20
+    });
+    let filler = disks[(follower_id - 1) as usize].fill();
+    wait_until("the follower's nospace alarm", || {
+        follower.get("/health").status == 503
+    });
+    assert_alarm_shown(&follower);
+    // The leader and the other follower are a majority.
+    let acknowledged = writer.count(&Outcome::Acknowledged);
+    wait_until("writes while a follower waits for space", || {
+        writer.count(&Outcome::Acknowledged) >= acknowledged + 20
+    });
+    leader.assert_healthy("a follower's disk filled");
+    std::fs::remove_file(filler).expect("remove the filler");
+    wait_until("the alarm to clear", || {
+        follower.get("/health").status == 200
+    });
+    assert_alarm_clear(&follower);
+    let outcomes = writer.finish();
     wait_until("the replicas to converge", || cluster.converged());
     for port in &ports {
         assert_orders_kept(&Client { port: *port }, &account, &outcomes);
