@@ -262,9 +262,9 @@ impl Maker {
                 }
                 Err(SubmitError::Stopped) => return Err(Halt::Stopped),
                 // Not leading (any more): back off as when overloaded.
-                Err(SubmitError::Overloaded | SubmitError::NotLeader { .. }) => {
-                    outcome = Err(Halt::Overloaded)
-                }
+                Err(
+                    SubmitError::Overloaded | SubmitError::NotLeader { .. } | SubmitError::NoSpace,
+                ) => outcome = Err(Halt::Overloaded),
             }
         }
         outcome
@@ -319,7 +319,9 @@ pub(crate) fn takes_quotes(phase: Phase) -> bool {
 
 fn halt(error: SubmitError) -> Halt {
     match error {
-        SubmitError::Overloaded | SubmitError::NotLeader { .. } => Halt::Overloaded,
+        SubmitError::Overloaded | SubmitError::NotLeader { .. } | SubmitError::NoSpace => {
+            Halt::Overloaded
+        }
         SubmitError::Stopped => Halt::Stopped,
     }
 }

@@ -39,9 +39,9 @@ impl Runner {
                     return;
                 }
                 // Queries run on any node; `NotLeader` cannot come back.
-                Err(SubmitError::Overloaded | SubmitError::NotLeader { .. }) => {
-                    tokio::time::sleep(Duration::from_millis(10 * (attempt + 1))).await
-                }
+                Err(
+                    SubmitError::Overloaded | SubmitError::NotLeader { .. } | SubmitError::NoSpace,
+                ) => tokio::time::sleep(Duration::from_millis(10 * (attempt + 1))).await,
                 Err(SubmitError::Stopped) => return,
             }
         }
@@ -70,9 +70,9 @@ impl Runner {
                     );
                     return;
                 }
-                Err(SubmitError::Overloaded | SubmitError::NotLeader { .. }) => {
-                    tokio::time::sleep(Duration::from_millis(10 * (attempt + 1))).await
-                }
+                Err(
+                    SubmitError::Overloaded | SubmitError::NotLeader { .. } | SubmitError::NoSpace,
+                ) => tokio::time::sleep(Duration::from_millis(10 * (attempt + 1))).await,
                 Err(SubmitError::Stopped) => return,
             }
         }

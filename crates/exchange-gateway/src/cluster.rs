@@ -161,6 +161,7 @@ pub async fn replication(
         "formats": exchange_node::formats::formats(),
         "voters": status.voters,
         "urls": app.handle.leader_urls(),
+        "alarms": status.alarms,
         "matched": status.matched.iter()
             .map(|(id, index)| json!({"id": id, "index": index}))
             .collect::<Vec<_>>(),

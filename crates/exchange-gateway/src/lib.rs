@@ -396,28 +396,48 @@ async fn method_not_allowed() -> ApiError {
     )
 }
 
-async fn health() -> &'static str {
-    "ok"
+/// 503 naming the alarms up on this replica (`nospace`), if any: a
+/// balancer or orchestrator then sends clients elsewhere, and the operator
+/// sees why.
+fn alarm_response(app: &AppState) -> Option<Response> {
+    let alarms = app.handle.alarms();
+    if alarms.is_empty() {
+        return None;
+    }
+    let body = serde_json::json!({
+        "status": "alarm",
+        "alarms": alarms,
+        "message": exchange_node::sequencer::SubmitError::NoSpace.to_string(),
+    });
+    Some((StatusCode::SERVICE_UNAVAILABLE, axum::Json(body)).into_response())
 }
 
-async fn ready(State(app): State<AppState>) -> (StatusCode, &'static str) {
+async fn health(State(app): State<AppState>) -> Response {
+    alarm_response(&app).unwrap_or_else(|| "ok".into_response())
+}
+
+async fn ready(State(app): State<AppState>) -> Response {
     if !app.handle.is_healthy() {
         (
             StatusCode::SERVICE_UNAVAILABLE,
             "failed: the sequencer stopped; see the log",
         )
+            .into_response()
     } else if app.draining.load(Ordering::Acquire) {
-        (StatusCode::SERVICE_UNAVAILABLE, "draining: shutting down")
+        (StatusCode::SERVICE_UNAVAILABLE, "draining: shutting down").into_response()
+    } else if let Some(alarm) = alarm_response(&app) {
+        alarm
     } else if app.ready.load(Ordering::Acquire) {
-        (StatusCode::OK, "ready")
+        (StatusCode::OK, "ready").into_response()
     } else {
-        (StatusCode::SERVICE_UNAVAILABLE, "recovering")
+        (StatusCode::SERVICE_UNAVAILABLE, "recovering").into_response()
     }
 }
 
 async fn metrics(State(app): State<AppState>) -> impl IntoResponse {
     let mut page = Exposition::new();
     app.handle.metrics.write_metrics(&mut page);
+    app.handle.write_alarm_metrics(&mut page);
     app.stats.write_metrics(&mut page);
     if let Some(market) = &app.market {
         market.write_metrics(&mut page);

@@ -92,6 +92,15 @@ fn ok_object(description: &str) -> Value {
 }
 
 /// Liveness, readiness, metrics, this document, and the operator's views of the node.
+/// `/health` and `/ready` while an alarm is up.
+fn alarm_body() -> Value {
+    json!({ "type": "object", "required": ["status", "alarms", "message"],
+        "properties": {
+            "status": { "type": "string", "enum": ["alarm"] },
+            "alarms": { "type": "array", "items": { "type": "string", "enum": ["nospace"] } },
+            "message": { "type": "string" } } })
+}
+
 fn node_paths() -> Value {
     let voters_body = json!({ "type": "object", "properties": {
         "add": { "type": "integer" }, "remove": { "type": "integer" },
@@ -105,10 +114,17 @@ fn node_paths() -> Value {
         "content": { "text/plain": {} } });
     json!({
         "/health": { "get": { "summary": "Liveness",
-            "responses": { "200": { "description": "ok (text)" } } } },
+            "responses": {
+                "200": { "description": "ok (text)", "content": { "text/plain": {} } },
+                "503": { "description": "an alarm is up (nospace: the disk is full)",
+                    "content": { "application/json": { "schema": alarm_body() } } } } } },
         "/ready": { "get": { "summary": "Readiness", "responses": {
-            "200": { "description": "ready (text)" },
-            "503": { "description": "recovering (text)" } } } },
+            "200": { "description": "ready (text)", "content": { "text/plain": {} } },
+            "503": { "description": concat!(
+                    "recovering or failed (text), or an alarm is up (JSON naming it: ",
+                    "nospace, the disk is full)"),
+                "content": { "text/plain": {},
+                    "application/json": { "schema": alarm_body() } } } } } },
         "/metrics": { "get": {
             "summary": concat!(
                 "Prometheus metrics (admin token unless [http] metrics_auth = false, ",

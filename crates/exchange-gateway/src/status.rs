@@ -153,6 +153,8 @@ pub async fn assemble(app: &AppState) -> Result<Value, ApiError> {
         "lag": this.as_ref().map(|n| n.lag),
         "nodes": nodes,
         "healthy": app.handle.is_healthy(),
+        // `nospace` while this replica waits for disk space; empty when well.
+        "alarms": own.alarms,
         "version": env!("CARGO_PKG_VERSION"),
         "uptime_secs": app.status.started.elapsed().as_secs(),
         "state_hash": state_hash,

@@ -9,6 +9,14 @@ pub enum JournalError {
         path: PathBuf,
         source: std::io::Error,
     },
+    /// An `fdatasync` of written records failed. Unlike a failed write it
+    /// cannot be retried: the kernel may have dropped the pages it did not
+    /// write, and a second sync would report them durable.
+    #[error("sync of {path} failed: {source}")]
+    Sync {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("journal corrupt at {path} offset {offset}: {reason}")]
     Corrupt {
         path: PathBuf,

@@ -275,6 +275,7 @@ impl Journal {
             let kept = segment.offsets.len() - payloads.len();
             segment.offsets.truncate(kept);
             self.next_index = first;
+            erase_partial(&self.active, segment.len, self.buf.len(), self.preallocated);
             return Err(io(&segment.path, e));
         }
         segment.len += self.buf.len() as u64;
@@ -311,7 +312,12 @@ impl Journal {
     pub fn sync(&mut self) -> Result<(), JournalError> {
         if self.unsynced {
             let path = &self.segments.last().expect("an active segment").path;
-            self.active.sync_data().map_err(|e| io(path, e))?;
+            self.active
+                .sync_data()
+                .map_err(|source| JournalError::Sync {
+                    path: path.clone(),
+                    source,
+                })?;
             self.unsynced = false;
         }
         Ok(())
@@ -501,6 +507,19 @@ fn list_segments(dir: &Path) -> Result<(SegmentNames, Vec<PathBuf>), JournalErro
     Ok((names, purged))
 }
 
+/// Best effort after a failed write (a full disk writes part of a batch):
+/// what it left past the records goes, so that a retry that writes less,
+/// or a roll to the next segment, leaves no torn record behind the last
+/// one, which opening the journal would take for damage. A preallocated
+/// file gets its zeros back (no new blocks needed); a growing one is cut.
+fn erase_partial(file: &File, end: u64, written: usize, preallocated: bool) {
+    let _ = if preallocated {
+        file.write_all_at(&vec![0; written], end)
+    } else {
+        file.set_len(end)
+    };
+}
+
 fn open_active(path: &Path) -> Result<Arc<File>, JournalError> {
     OpenOptions::new()
         .write(true)
@@ -518,7 +537,10 @@ pub struct LogSync {
 
 impl LogSync {
     pub fn run(&self) -> Result<(), JournalError> {
-        self.file.sync_data().map_err(|e| io(&self.path, e))
+        self.file.sync_data().map_err(|source| JournalError::Sync {
+            path: self.path.clone(),
+            source,
+        })
     }
 
     /// Whether two syncs are of the same file (one `fdatasync` covers both).
@@ -587,6 +609,24 @@ mod append_tests {
         journal.append(2, &[b"after"]).expect("append");
         assert_eq!(journal.next_index(), 13);
         assert_eq!(journal.read(12, 1).expect("read")[0].payload, b"after");
+    }
+
+    #[test]
+    fn what_a_failed_write_left_past_the_records_is_erased() {
+        use std::os::unix::fs::FileExt;
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("segment");
+        let file = std::fs::File::create(&path).expect("create");
+        file.write_all_at(&[7u8; 100], 0).expect("write");
+        // A growing segment is cut back to its records' end.
+        super::erase_partial(&file, 40, 60, false);
+        assert_eq!(std::fs::read(&path).expect("read"), [7u8; 40]);
+        // A preallocated one keeps its length, zeros after the records.
+        file.write_all_at(&[7u8; 60], 40).expect("write");
+        super::erase_partial(&file, 40, 60, true);
+        let bytes = std::fs::read(&path).expect("read");
+        assert_eq!(bytes.len(), 100);
+        assert!(bytes[..40].iter().all(|&b| b == 7) && bytes[40..].iter().all(|&b| b == 0));
     }
 
     #[test]

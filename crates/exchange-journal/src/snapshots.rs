@@ -69,9 +69,11 @@ pub fn save(dir: &Path, snapshot: &Snapshot, keep: usize) -> Result<PathBuf, Jou
     bytes.extend_from_slice(&crc32c::crc32c(&snapshot.state).to_le_bytes());
     bytes.extend_from_slice(&snapshot.state);
     let mut file = fs::File::create(&temp).map_err(|e| io(&temp, e))?;
-    file.write_all(&bytes)
-        .and_then(|_| file.sync_all())
-        .map_err(|e| io(&temp, e))?;
+    if let Err(error) = file.write_all(&bytes).and_then(|_| file.sync_all()) {
+        // A full disk must not keep the part written: it is space.
+        let _ = fs::remove_file(&temp);
+        return Err(io(&temp, error));
+    }
     fs::rename(&temp, &path).map_err(|e| io(&path, e))?;
     sync_dir(dir)?;
     // Read back what was written before trusting it enough to delete older

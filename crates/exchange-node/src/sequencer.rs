@@ -54,6 +54,11 @@ pub enum SubmitError {
         leader: Option<u64>,
         leader_url: Option<String>,
     },
+    #[error(
+        "this replica's disk is full (alarm nospace): it takes no writes until space is \
+         freed; send writes to another replica"
+    )]
+    NoSpace,
 }
 
 fn describe_leader(leader: Option<u64>, url: Option<&str>) -> String {
@@ -242,6 +247,31 @@ impl Handle {
         self.cluster.is_leader()
     }
 
+    /// `NoSpace` while this replica waits for disk space: a write would
+    /// only queue behind the one that waits.
+    pub fn check_disk(&self) -> Result<(), SubmitError> {
+        if self.cluster.nospace() {
+            return Err(SubmitError::NoSpace);
+        }
+        Ok(())
+    }
+
+    /// At a stop: a write waiting for disk space fails at its next try,
+    /// as any disk error does, instead of holding the stop up.
+    pub fn stop_disk_retries(&self) {
+        self.cluster.stop_disk_retries();
+    }
+
+    /// The alarms up on this node (`nospace`), by name.
+    pub fn alarms(&self) -> Vec<String> {
+        self.cluster.alarms()
+    }
+
+    /// `exchange_alarm{alarm="nospace"}`: 1 while the alarm is up.
+    pub fn write_alarm_metrics(&self, page: &mut crate::prometheus::Exposition) {
+        self.cluster.write_alarm_metrics(page);
+    }
+
     /// `NotLeader`, naming the leader, unless this node leads.
     pub fn check_leader(&self) -> Result<(), SubmitError> {
         if self.forwards || self.cluster.is_leader() {
@@ -255,6 +285,7 @@ impl Handle {
     }
 
     fn enqueue(&self, submission: Submission) -> Result<(), SubmitError> {
+        self.check_disk()?;
         self.check_leader()?;
         match self.submit.try_send(submission) {
             Ok(()) => Ok(()),
@@ -323,6 +354,7 @@ impl Pipeline {
         let failed = Arc::new(AtomicBool::new(false));
         let cluster = Arc::new(ClusterShared::default());
         cluster.publish(&replica.node);
+        cluster.set_disk_alarm(replica.node.disk_alarm().clone());
         cluster.set_raft_applied(state.state.raft_index);
         let (control_tx, control_rx) = bounded(64);
         let credentials = Arc::new(SharedCredentials::new(
@@ -447,6 +479,7 @@ impl Pipeline {
 
     /// Waits for the threads after every handle is gone.
     pub fn join(self) {
+        self.handle.stop_disk_retries();
         drop(self.handle);
         if let Some(stop) = &self.stop {
             stop.store(true, Ordering::Release);

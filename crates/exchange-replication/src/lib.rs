@@ -12,6 +12,7 @@
 //! committed entries, in index order, each once per start; a snapshot is
 //! durable before the log below it is deleted.
 
+mod alarm;
 mod conf;
 mod error;
 mod node;
@@ -21,6 +22,7 @@ mod storage;
 pub mod transport;
 mod types;
 
+pub use alarm::{is_no_space, DiskAlarm, WriteFaults};
 pub use conf::{decode_message, encode_message, is_snapshot};
 pub use error::{ProposeError, ReplicationError};
 pub use node::{run_jobs, ReplicaConfig, ReplicaNode, SyncJob};

@@ -24,12 +24,15 @@
 
 use std::collections::VecDeque;
 use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
 
 use exchange_journal::LogSync;
 
 use raft::eraftpb::{ConfChange, ConfChangeType, ConfState, Entry, EntryType, Message};
 use raft::{RawNode, SnapshotStatus, StateRole};
 
+use crate::alarm::DiskAlarm;
 use crate::conf::{apply_simple, membership_of, parse_conf_change};
 use crate::error::{ProposeError, ReplicationError};
 use crate::storage::{DiskStorage, SnapshotData, StorageOptions, StorageRecovery};
@@ -50,6 +53,9 @@ pub struct ReplicaConfig {
     /// Seeds the election-timeout randomisation.
     pub seed: u64,
     pub storage: StorageOptions,
+    /// How long a write that failed for lack of space waits before it is
+    /// tried again (see [`DiskAlarm`]).
+    pub nospace_retry: Duration,
 }
 
 impl ReplicaConfig {
@@ -63,12 +69,13 @@ impl ReplicaConfig {
             max_inflight_msgs: 256,
             seed: id,
             storage: StorageOptions::default(),
+            nospace_retry: Duration::from_millis(500),
         }
     }
 }
 
 pub struct ReplicaNode {
-    raw: RawNode<DiskStorage>,
+    pub(crate) raw: RawNode<DiskStorage>,
     /// Readies whose sync job is out, with the messages that wait for it.
     unsynced: VecDeque<(u64, Vec<Message>)>,
     /// The last index handed to the state machine (an entry or a
@@ -77,6 +84,8 @@ pub struct ReplicaNode {
     rng: u64,
     election_tick: usize,
     seen: (u64, StateRole),
+    pub(crate) alarm: Arc<DiskAlarm>,
+    pub(crate) nospace_retry: Duration,
 }
 
 /// A ready's entries still to be made durable (see
@@ -194,6 +203,8 @@ impl ReplicaNode {
             raw,
             rng: config.seed ^ 0x9e37_79b9_7f4a_7c15,
             election_tick: config.election_tick,
+            alarm: DiskAlarm::new(),
+            nospace_retry: config.nospace_retry,
         };
         node.draw_timeout();
         Ok((node, snapshot, recovery))
@@ -226,6 +237,11 @@ impl ReplicaNode {
 
     pub fn id(&self) -> u64 {
         self.raw.raft.id
+    }
+
+    /// The `nospace` alarm this node raises while it waits for space.
+    pub fn disk_alarm(&self) -> &Arc<DiskAlarm> {
+        &self.alarm
     }
 
     pub fn is_leader(&self) -> bool {
@@ -409,7 +425,7 @@ impl ReplicaNode {
         let mut outcome = ReadyOutcome::default();
         if !ready.snapshot().is_empty() {
             let snapshot = ready.snapshot().clone();
-            self.raw.mut_store().apply_snapshot(&snapshot)?;
+            self.durably(send, |store| store.apply_snapshot(&snapshot))?;
             outcome.snapshot = Some(SnapshotData {
                 index: snapshot.get_metadata().index,
                 term: snapshot.get_metadata().term,
@@ -419,7 +435,7 @@ impl ReplicaNode {
         // Committed entries are durable here already: Raft hands over only
         // what this replica persisted.
         let committed = ready.take_committed_entries();
-        self.hand_over(committed, &mut outcome)?;
+        self.hand_over(committed, &mut outcome, send)?;
         if let Some(last) = outcome
             .committed
             .last()
@@ -428,9 +444,9 @@ impl ReplicaNode {
         {
             self.handed_over = self.handed_over.max(last);
         }
-        let log = self.raw.mut_store().append_unsynced(ready.entries())?;
+        let log = self.durably(send, |store| store.append_unsynced(ready.entries()))?;
         if let Some(hard) = ready.hs() {
-            self.raw.mut_store().set_hard_state(hard)?;
+            self.durably(send, |store| store.set_hard_state(hard))?;
         }
         let acknowledgements = ready.take_persisted_messages();
         let number = ready.number();
@@ -507,6 +523,7 @@ impl ReplicaNode {
         &mut self,
         entries: Vec<Entry>,
         outcome: &mut ReadyOutcome,
+        send: &mut dyn FnMut(Message),
     ) -> Result<(), ReplicationError> {
         for entry in entries {
             let kind = match entry.get_entry_type() {
@@ -514,9 +531,9 @@ impl ReplicaNode {
                 _ => match parse_conf_change(&entry) {
                     Ok(change) => match self.raw.apply_conf_change(&change) {
                         Ok(conf) => {
-                            self.raw
-                                .mut_store()
-                                .set_conf_state(conf.clone(), entry.index)?;
+                            self.durably(send, |store| {
+                                store.set_conf_state(conf.clone(), entry.index)
+                            })?;
                             CommittedKind::ConfChange {
                                 conf,
                                 change: membership_of(&change),

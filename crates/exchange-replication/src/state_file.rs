@@ -105,11 +105,15 @@ pub fn store(dir: &Path, state: &DurableState, fsync: bool) -> Result<(), Replic
     let path = path(dir);
     let temp = dir.join(format!("{FILE_NAME}.tmp"));
     let mut file = File::create(&temp).map_err(|e| io(&temp, e))?;
-    file.write_all(&encode(state)).map_err(|e| io(&temp, e))?;
-    if fsync {
-        file.sync_all().map_err(|e| io(&temp, e))?;
-    }
+    let written =
+        file.write_all(&encode(state))
+            .and_then(|()| if fsync { file.sync_all() } else { Ok(()) });
     drop(file);
+    if let Err(error) = written {
+        // The old record stands; a full disk keeps none of the new one.
+        let _ = fs::remove_file(&temp);
+        return Err(io(&temp, error));
+    }
     fs::rename(&temp, &path).map_err(|e| io(&path, e))?;
     if fsync {
         sync_dir(dir)?;

@@ -29,6 +29,7 @@ use exchange_journal::{
 use raft::eraftpb::{ConfState, Entry, EntryType, HardState, Snapshot, SnapshotMetadata};
 use raft::{GetEntriesContext, RaftState, StorageError};
 
+use crate::alarm::WriteFaults;
 use crate::error::ReplicationError;
 use crate::snapshot_file::{genesis, oldest_snapshot_index, snapshot_bytes, split_snapshot};
 use crate::state_file::{self, DurableState};
@@ -45,6 +46,8 @@ pub struct StorageOptions {
     /// Snapshots kept on disk; the log is compacted below the oldest kept
     /// one, so a newest snapshot that proves unreadable is not fatal.
     pub keep_snapshots: usize,
+    /// Writes to fail as a full disk would (tests; none by default).
+    pub faults: WriteFaults,
 }
 
 impl Default for StorageOptions {
@@ -54,6 +57,7 @@ impl Default for StorageOptions {
             segment_bytes: DEFAULT_SEGMENT_BYTES,
             preallocate_after: Some(DEFAULT_PREALLOCATE_AFTER),
             keep_snapshots: 2,
+            faults: WriteFaults::default(),
         }
     }
 }
@@ -287,6 +291,9 @@ impl DiskStorage {
     }
 
     fn persist(&mut self) -> Result<(), ReplicationError> {
+        self.options
+            .faults
+            .check(&state_file::path(&self.log_dir))?;
         state_file::store(&self.log_dir, &self.state, self.options.fsync)?;
         self.durable = self.state.clone();
         Ok(())
@@ -379,6 +386,7 @@ impl DiskStorage {
                 }
                 payloads.push(payload);
             }
+            self.options.faults.check(&self.log_dir)?;
             self.journal.append(term, &payloads)?;
             for entry in &entries[at..at + run] {
                 self.terms.push_back(entry.term);

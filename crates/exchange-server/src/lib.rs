@@ -472,6 +472,9 @@ async fn stop_in_order(
     pipeline: Pipeline,
     reporter: Option<Reporter>,
 ) {
+    // A write waiting for disk space fails now, so that requests waiting
+    // for it are answered and the gateways below can stop.
+    handle.stop_disk_retries();
     // The service holds a sequencer handle: stop it before the pipeline.
     market.shutdown().await;
     let _ = gateways.stop.send(true);

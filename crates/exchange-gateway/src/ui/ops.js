@@ -50,6 +50,11 @@ function render(s) {
   // A gateway has no Raft state: it follows a replica's log, and its lag
   // is how far its mirror is behind that replica.
   const mirror = s.tier && s.tier !== "replica";
+  // `nospace`: the replica's disk is full and it takes no writes until
+  // space is freed (it clears by itself).
+  const alarms = s.alarms || [];
+  $("alarms").textContent = alarms.length ? alarms.join(", ") : "none";
+  $("alarms").className = alarms.length ? "badge alarm" : "";
   $("tier").textContent = s.tier || "replica";
   $("following").textContent = mirror ? `${s.following || "no replica yet"} (leader ${s.leader ?? "unknown"})` : "—";
   $("node-id").textContent = mirror ? "—" : s.node_id ?? "—";

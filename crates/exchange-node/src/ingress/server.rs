@@ -220,7 +220,9 @@ fn enqueue(entries: Vec<LogEntry>, handle: &Handle) -> Result<Vec<Downstream>, O
         let why = match handle.submit_detached(entry) {
             Ok(()) => continue,
             Err(SubmitError::NotLeader { leader, .. }) => return Err(leader),
-            Err(SubmitError::Overloaded) => Refusal::Overloaded,
+            // Passing: a full leader hands leadership over, and the
+            // gateway then hears `NotLeader` and follows the new one.
+            Err(SubmitError::Overloaded | SubmitError::NoSpace) => Refusal::Overloaded,
             Err(SubmitError::Stopped) => Refusal::Stopped,
         };
         let Some((session, seq)) = session_seq else {

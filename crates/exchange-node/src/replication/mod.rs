@@ -24,22 +24,26 @@
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex, RwLock};
+use std::sync::{Arc, Condvar, Mutex, OnceLock, RwLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use exchange_replication::transport::{AddrError, ClusterKey, PeerAddr};
-use exchange_replication::{ConfState, Membership, ReplicaConfig, ReplicaNode, StorageOptions};
+use exchange_replication::{
+    ConfState, DiskAlarm, Membership, ReplicaConfig, ReplicaNode, StorageOptions,
+};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 use tokio::sync::oneshot;
 
 use crate::entry::{EntryError, LogEntry};
 
+mod alarm;
 mod log_sync;
 mod raft_loop;
 #[cfg(test)]
 mod tests;
 
+pub use alarm::NOSPACE;
 pub(crate) use raft_loop::RaftLoop;
 
 /// Where a replica runs and how fast it notices a dead leader.
@@ -227,6 +231,9 @@ pub struct ReplicationStatus {
     /// On a gateway: the replica whose log stream it follows.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub following: Option<String>,
+    /// Alarms up on this replica ([`NOSPACE`]); none when it is well.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub alarms: Vec<String>,
 }
 
 /// Shared between the Raft thread (writer), the core thread (applied
@@ -256,6 +263,8 @@ pub struct ClusterShared {
     /// replica) and the leader its forwarder sends to (0: none).
     mirror_role: RwLock<&'static str>,
     pub(crate) forwarding_to: Arc<AtomicU64>,
+    /// A replica's `nospace` alarm (a mirror writes nothing and has none).
+    disk: OnceLock<Arc<DiskAlarm>>,
 }
 
 impl ClusterShared {
@@ -405,6 +414,7 @@ impl ClusterShared {
     pub fn status(&self) -> ReplicationStatus {
         let mut status = self.status.read().map(|s| s.clone()).unwrap_or_default();
         status.applied_index = self.raft_applied.load(Ordering::Acquire);
+        status.alarms = self.alarms();
         status
     }
 
@@ -438,6 +448,7 @@ impl ClusterShared {
                 voters: replica.voters,
                 matched: replica.matched,
                 following: None,
+                alarms: Vec::new(),
             };
         }
     }

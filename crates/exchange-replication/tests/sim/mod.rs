@@ -200,6 +200,7 @@ pub fn options() -> StorageOptions {
         // No spare-writing threads in a deterministic simulation.
         preallocate_after: None,
         keep_snapshots: 2,
+        faults: Default::default(),
     }
 }
 

@@ -64,6 +64,8 @@ fn node_row(id: u64, node_url: &str, answer: &anyhow::Result<Value>, commit: u64
                 "commit_index": a["commit_index"],
                 "lag": commit.saturating_sub(applied),
                 "state_hash": a["state_hash"],
+                // `nospace` while the node waits for disk space.
+                "alarms": a["alarms"],
             })
         }
         Err(error) => json!({
