@@ -75,33 +75,52 @@ pub fn seed() -> u64 {
     seed
 }
 
-/// `rounds` faults drawn from `seed`: every kind the venue supports, in
-/// random order and on random processes.
+/// `rounds` faults drawn from `seed`: first each kind the venue supports
+/// once, in random order (so a short run still meets every kind), then
+/// kinds at random; each on a random process.
 pub fn plan(seed: u64, rounds: usize, shape: Shape) -> Vec<Fault> {
     let mut rng = Rng(seed);
-    let mut faults = Vec::with_capacity(rounds);
-    for _ in 0..rounds {
-        let target = |rng: &mut Rng| match rng.below(3) {
-            0 => Target::Replica(1 + rng.below(shape.replicas)),
-            1 if shape.gateways > 0 => Target::Gateway(1 + rng.below(shape.gateways)),
-            2 if shape.md_gateways > 0 => Target::MdGateway(1 + rng.below(shape.md_gateways)),
-            _ => Target::Replica(1 + rng.below(shape.replicas)),
-        };
-        let fault = match rng.below(5) {
-            0 => Fault::Kill(target(&mut rng)),
-            1 => Fault::Isolate(Target::Replica(1 + rng.below(shape.replicas))),
-            2 => Fault::Pause(target(&mut rng)),
-            3 if shape.disk => Fault::FillDisk(1 + rng.below(shape.replicas)),
-            4 if shape.clock => {
-                let seconds = 5 + i64::try_from(rng.below(55)).unwrap_or(0);
-                let sign = if rng.below(2) == 0 { -1 } else { 1 };
-                Fault::SkewClock(1 + rng.below(shape.replicas), sign * seconds)
-            }
-            _ => Fault::Kill(target(&mut rng)),
-        };
-        faults.push(fault);
+    let mut kinds: Vec<u64> = (0..5)
+        .filter(|&kind| match kind {
+            3 => shape.disk,
+            4 => shape.clock,
+            _ => true,
+        })
+        .collect();
+    // Fisher-Yates, from the seed.
+    for i in (1..kinds.len()).rev() {
+        let j = usize::try_from(rng.below(i as u64 + 1)).unwrap_or(0);
+        kinds.swap(i, j);
     }
-    faults
+    (0..rounds)
+        .map(|round| {
+            let kind = match kinds.get(round) {
+                Some(&kind) => kind,
+                None => kinds[usize::try_from(rng.below(kinds.len() as u64)).unwrap_or(0)],
+            };
+            fault_of_kind(kind, &mut rng, shape)
+        })
+        .collect()
+}
+
+fn fault_of_kind(kind: u64, rng: &mut Rng, shape: Shape) -> Fault {
+    let replica = |rng: &mut Rng| 1 + rng.below(shape.replicas);
+    let target = |rng: &mut Rng| match rng.below(3) {
+        1 if shape.gateways > 0 => Target::Gateway(1 + rng.below(shape.gateways)),
+        2 if shape.md_gateways > 0 => Target::MdGateway(1 + rng.below(shape.md_gateways)),
+        _ => Target::Replica(replica(rng)),
+    };
+    match kind {
+        0 => Fault::Kill(target(rng)),
+        1 => Fault::Isolate(Target::Replica(replica(rng))),
+        2 => Fault::Pause(target(rng)),
+        3 => Fault::FillDisk(replica(rng)),
+        _ => {
+            let seconds = 5 + i64::try_from(rng.below(55)).unwrap_or(0);
+            let sign = if rng.below(2) == 0 { -1 } else { 1 };
+            Fault::SkewClock(replica(rng), sign * seconds)
+        }
+    }
 }
 
 /// What happened in a run, round by round.
@@ -201,6 +220,24 @@ mod tests {
             faults.contains(&Fault::Kill(Target::MdGateway(1))),
             "the market-data gateway is never killed"
         );
+    }
+
+    #[test]
+    fn a_short_run_meets_every_kind_once() {
+        for seed in 0..50 {
+            let mut kinds: Vec<u8> = plan(seed, 5, VENUE)
+                .iter()
+                .map(|f| match f {
+                    Fault::Kill(_) => 0,
+                    Fault::Isolate(_) => 1,
+                    Fault::Pause(_) => 2,
+                    Fault::FillDisk(_) => 3,
+                    Fault::SkewClock(..) => 4,
+                })
+                .collect();
+            kinds.sort_unstable();
+            assert_eq!(kinds, [0, 1, 2, 3, 4], "seed {seed}");
+        }
     }
 
     #[test]
