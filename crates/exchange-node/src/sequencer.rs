@@ -44,7 +44,12 @@ use crate::state::{Applied, StateCopy};
 pub enum SubmitError {
     #[error("the exchange is overloaded; retry shortly")]
     Overloaded,
-    #[error("the exchange is shutting down or its journal failed")]
+    /// Nothing was applied: the node stops, its journal failed, or (at a
+    /// gateway) the command lost its place in the log to a leader change.
+    #[error(
+        "not applied: the node is stopping or its journal failed, or the command lost its \
+         place in a leader change; retry with the same client order id"
+    )]
     Stopped,
     #[error(
         "this node is not the leader; send writes to the leader ({})",

@@ -13,7 +13,7 @@ use exchange_replication::transport::{ClusterKey, Dialer, PeerAddr};
 
 use super::inflight::InFlight;
 use crate::entry::LogEntry;
-use crate::ingress::wire::{decode_downstream, encode_submit, Downstream};
+use crate::ingress::wire::{decode_downstream, encode_submit, Downstream, Refusal};
 use crate::ingress::PROTOCOL;
 use crate::limits::MAX_BATCH;
 use crate::pipeline::Submission;
@@ -208,6 +208,12 @@ impl Forwarder {
                     Err(_) => return Ended::Stopped,
                 },
                 recv(down) -> message => match message {
+                    // A replica that stops refuses what it had not logged:
+                    // kept, and sent again to whoever leads next, as when
+                    // a leader dies.
+                    Ok(Downstream::Refused { why: Refusal::Stopped, .. }) => {
+                        return Ended::Lost(None);
+                    }
                     Ok(Downstream::Refused { seqs, .. }) => lock(&self.inflight).refuse(&seqs),
                     Ok(Downstream::NotLeader { leader }) => return Ended::Lost(leader),
                     Ok(_) => {}
