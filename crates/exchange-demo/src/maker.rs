@@ -261,10 +261,13 @@ impl Maker {
                     }
                 }
                 Err(SubmitError::Stopped) => return Err(Halt::Stopped),
-                // Not leading (any more): back off as when overloaded.
-                Err(SubmitError::Overloaded | SubmitError::NotLeader { .. }) => {
-                    outcome = Err(Halt::Overloaded)
-                }
+                // Not leading (any more), or a gateway's session renewed:
+                // back off as when overloaded.
+                Err(
+                    SubmitError::Overloaded
+                    | SubmitError::NotLeader { .. }
+                    | SubmitError::SessionExpired,
+                ) => outcome = Err(Halt::Overloaded),
             }
         }
         outcome
@@ -319,7 +322,9 @@ pub(crate) fn takes_quotes(phase: Phase) -> bool {
 
 fn halt(error: SubmitError) -> Halt {
     match error {
-        SubmitError::Overloaded | SubmitError::NotLeader { .. } => Halt::Overloaded,
+        SubmitError::Overloaded | SubmitError::NotLeader { .. } | SubmitError::SessionExpired => {
+            Halt::Overloaded
+        }
         SubmitError::Stopped => Halt::Stopped,
     }
 }

@@ -86,9 +86,11 @@ impl Takers {
             wait = Duration::from_millis(rng.between(300, 2_000));
             match self.trade_once(&mut rng, &mut next_id, &mut sides).await {
                 Ok(()) => {}
-                Err(SubmitError::Overloaded | SubmitError::NotLeader { .. }) => {
-                    wait = Duration::from_millis(rng.between(1_000, 3_000))
-                }
+                Err(
+                    SubmitError::Overloaded
+                    | SubmitError::NotLeader { .. }
+                    | SubmitError::SessionExpired,
+                ) => wait = Duration::from_millis(rng.between(1_000, 3_000)),
                 Err(SubmitError::Stopped) => break,
             }
         }

@@ -38,10 +38,13 @@ impl Runner {
                     );
                     return;
                 }
-                // Queries run on any node; `NotLeader` cannot come back.
-                Err(SubmitError::Overloaded | SubmitError::NotLeader { .. }) => {
-                    tokio::time::sleep(Duration::from_millis(10 * (attempt + 1))).await
-                }
+                // Queries run on any node and are no gateway's commands;
+                // `NotLeader` and `SessionExpired` cannot come back.
+                Err(
+                    SubmitError::Overloaded
+                    | SubmitError::NotLeader { .. }
+                    | SubmitError::SessionExpired,
+                ) => tokio::time::sleep(Duration::from_millis(10 * (attempt + 1))).await,
                 Err(SubmitError::Stopped) => return,
             }
         }
@@ -70,9 +73,11 @@ impl Runner {
                     );
                     return;
                 }
-                Err(SubmitError::Overloaded | SubmitError::NotLeader { .. }) => {
-                    tokio::time::sleep(Duration::from_millis(10 * (attempt + 1))).await
-                }
+                Err(
+                    SubmitError::Overloaded
+                    | SubmitError::NotLeader { .. }
+                    | SubmitError::SessionExpired,
+                ) => tokio::time::sleep(Duration::from_millis(10 * (attempt + 1))).await,
                 Err(SubmitError::Stopped) => return,
             }
         }

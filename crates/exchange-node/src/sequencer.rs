@@ -54,6 +54,28 @@ pub enum SubmitError {
         leader: Option<u64>,
         leader_url: Option<String>,
     },
+    /// The gateway's session with the cluster expired (the gateway was cut
+    /// off from the leader for longer than its grace) before the command
+    /// was applied: nothing of it was, and it never will be. The gateway
+    /// continues in a new session; sending the command again is safe.
+    #[error(
+        "the gateway's session with the exchange expired before this command reached its log; \
+         nothing of it was applied; send it again (with the same client order id)"
+    )]
+    SessionExpired,
+}
+
+impl SubmitError {
+    /// A gateway's command that its session refused: the session was
+    /// closed (expired) before the command reached the log, so nothing of
+    /// it was applied. (A duplicate never reaches a waiter: the first copy
+    /// in the log answers it.)
+    pub fn unapplied(applied: &Applied) -> Option<SubmitError> {
+        match applied.session_refusal {
+            None | Some(crate::sessions::SessionRefusal::Duplicate { .. }) => None,
+            Some(_) => Some(SubmitError::SessionExpired),
+        }
+    }
 }
 
 fn describe_leader(leader: Option<u64>, url: Option<&str>) -> String {
@@ -131,12 +153,17 @@ impl Handle {
             entry,
             reply: Reply::new(tx),
         })?;
-        rx.await.map_err(|_| SubmitError::Stopped)
+        let applied = rx.await.map_err(|_| SubmitError::Stopped)?;
+        match SubmitError::unapplied(&applied) {
+            Some(error) => Err(error),
+            None => Ok(applied),
+        }
     }
 
     /// Queues an entry and returns at once with the receiver of its
-    /// outcome. Entries queued by one caller are sequenced in the order of
-    /// these calls, which is what keeps one connection's commands in order.
+    /// outcome (see [`SubmitError::unapplied`]). Entries queued by one
+    /// caller are sequenced in the order of these calls, which is what
+    /// keeps one connection's commands in order.
     pub fn enqueue_entry(
         &self,
         entry: LogEntry,

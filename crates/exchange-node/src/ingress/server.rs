@@ -221,7 +221,8 @@ fn enqueue(entries: Vec<LogEntry>, handle: &Handle) -> Result<Vec<Downstream>, O
             Ok(()) => continue,
             Err(SubmitError::NotLeader { leader, .. }) => return Err(leader),
             Err(SubmitError::Overloaded) => Refusal::Overloaded,
-            Err(SubmitError::Stopped) => Refusal::Stopped,
+            // Queuing alone never hears of a session.
+            Err(SubmitError::Stopped | SubmitError::SessionExpired) => Refusal::Stopped,
         };
         let Some((session, seq)) = session_seq else {
             continue;
