@@ -30,6 +30,7 @@ use crate::entry::LogEntry;
 use crate::metrics::Metrics;
 use crate::mirror::follow::Follow;
 use crate::mirror::forwarder::Forwarder;
+use crate::mirror::renew::SessionWatch;
 use crate::mirror::{MirrorRole, MirrorSettings};
 use crate::parked;
 use crate::pipeline::{CommittedBatch, CoreMsg, Reply, Submission};
@@ -393,6 +394,7 @@ impl Pipeline {
             snapshots,
             cluster,
             credentials,
+            watch: None,
         };
         let core_thread = spawn_core_thread(state, core_rx, config, outlets, failed);
         Pipeline {
@@ -430,14 +432,14 @@ impl Pipeline {
             forwards: matches!(settings.role, MirrorRole::Gateway { .. }),
         };
         let mut threads = Vec::new();
-        let inflight = match &settings.role {
+        let (inflight, watch) = match &settings.role {
             MirrorRole::Gateway { name, ingress, .. } => {
-                let (inflight, forwarder) =
+                let (inflight, forwarder, watch) =
                     Forwarder::new(submit_rx, name, ingress, &settings, &cluster);
                 threads.push(spawn_named("forwarder", move || forwarder.run()));
-                Some(inflight)
+                (Some(inflight), Some(watch))
             }
-            MirrorRole::MarketData => None,
+            MirrorRole::MarketData => (None, None),
         };
         cluster.set_mirror_role(settings.role.as_str());
         let stop = Arc::new(AtomicBool::new(false));
@@ -463,6 +465,7 @@ impl Pipeline {
             snapshots,
             cluster,
             credentials,
+            watch,
         };
         threads.push(spawn_core_thread(state, core_rx, config, outlets, failed));
         Pipeline {
@@ -534,6 +537,8 @@ struct Outlets {
     snapshots: SnapshotWriter,
     cluster: Arc<ClusterShared>,
     credentials: Arc<SharedCredentials>,
+    /// On an order-entry gateway: the session its forwarder sends in.
+    watch: Option<Arc<SessionWatch>>,
 }
 
 /// Returns false when the state cannot go on (a snapshot from the leader
@@ -550,6 +555,7 @@ fn core_loop(
         snapshots,
         cluster,
         credentials,
+        watch,
     } = outlets;
     let mut thread = CoreThread {
         core_state,
@@ -573,6 +579,9 @@ fn core_loop(
                 }
             }
             CoreMsg::Entries(batches) => thread.apply(batches, &snapshots),
+        }
+        if let Some(watch) = &watch {
+            watch.check(&thread.core_state.state.sessions);
         }
     }
     let CoreThread {

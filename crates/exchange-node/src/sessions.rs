@@ -25,7 +25,9 @@
 //! (`LogEntry::SessionProtect`, cancel-on-disconnect) have their orders
 //! cancelled by the state, as if their connections had dropped. A later
 //! open of the same gateway name does the same at once for the sessions
-//! it closes (see [`liveness`]).
+//! it closes (see [`liveness`]). A gateway still running when its session
+//! expired (cut off past its grace) sees it in the log and opens a new
+//! one (the mirror's `renew`).
 //!
 //! The table is part of the replicated state; it depends on the session
 //! entries alone, so `exchange log dump --core-only` replays it to print

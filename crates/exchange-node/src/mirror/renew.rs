@@ -1,0 +1,94 @@
+//! A gateway that outlives its client session: the cluster closed it (it
+//! expired while the gateway was cut off from the leader for longer than
+//! its grace, or during an election as long), and the gateway still runs.
+//!
+//! The mirror's core thread applies the committed log like every replica,
+//! so it sees the closure at the same entry they do; it tells the
+//! forwarder, which opens a new session through the log as at start. The
+//! commands still in flight in the closed session were not applied by the
+//! closure's entry, and never will be (a closed session admits nothing):
+//! their clients hear [`crate::sequencer::SubmitError::SessionExpired`].
+//! They are not re-submitted in the new session: the closure already
+//! cancelled the orders of the accounts the gateway's connections
+//! protected, and an order its client sent before that cancel must not
+//! rest on the book after it.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use crossbeam_channel::{unbounded, Receiver, Sender};
+
+use crate::sessions::{SessionRefusal, Sessions};
+use crate::state::Applied;
+
+/// Which session the forwarder sends in, for the core thread to watch.
+pub(crate) struct SessionWatch {
+    /// The session watched; 0 once its closure was reported.
+    session: AtomicU64,
+    closed: Sender<u64>,
+}
+
+impl SessionWatch {
+    /// A watch of `session`, and where its closure is reported.
+    pub(crate) fn new(session: u64) -> (Arc<SessionWatch>, Receiver<u64>) {
+        let (closed, reported) = unbounded();
+        let watch = SessionWatch {
+            session: AtomicU64::new(session),
+            closed,
+        };
+        (Arc::new(watch), reported)
+    }
+
+    /// From now on, `session` is the one to watch.
+    pub(crate) fn watch(&self, session: u64) {
+        self.session.store(session, Ordering::Release);
+    }
+
+    /// Called by the core thread after it applied entries: reports the
+    /// watched session once if the state shows it closed.
+    pub(crate) fn check(&self, sessions: &Sessions) {
+        let session = self.session.load(Ordering::Acquire);
+        if session == 0 || sessions.get(session).is_none_or(|s| s.closed.is_none()) {
+            return;
+        }
+        let reported =
+            self.session
+                .compare_exchange(session, 0, Ordering::AcqRel, Ordering::Acquire);
+        if reported.is_ok() {
+            // The forwarder holds the receiver while the gateway runs.
+            let _ = self.closed.send(session);
+        }
+    }
+}
+
+/// The outcome a waiter of a command of a closed session hears: what the
+/// state answers a sequenced entry of a closed session, nothing applied.
+pub(crate) fn expired() -> Arc<Applied> {
+    Arc::new(Applied {
+        command: SessionRefusal::ClosedSession.sequenced_command(),
+        session_refusal: Some(SessionRefusal::ClosedSession),
+        ..Applied::default()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_closed_session_is_reported_once_and_a_new_one_is_watched() {
+        let mut sessions = Sessions::default();
+        sessions.open(7, "gw").expect("open");
+        let (watch, reported) = SessionWatch::new(7);
+        watch.check(&sessions);
+        assert!(reported.try_recv().is_err(), "open: nothing to report");
+        sessions.open(8, "gw").expect("a later open closes 7");
+        watch.check(&sessions);
+        watch.check(&sessions);
+        assert_eq!(reported.try_iter().collect::<Vec<_>>(), [7]);
+        watch.watch(8);
+        watch.check(&sessions);
+        assert!(reported.try_recv().is_err(), "8 is open");
+        assert!(expired().refused_unapplied());
+    }
+}
