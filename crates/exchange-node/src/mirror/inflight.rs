@@ -157,6 +157,10 @@ impl InFlight {
 }
 
 #[cfg(test)]
+#[path = "inflight_prop_tests.rs"]
+mod prop_tests;
+
+#[cfg(test)]
 mod tests {
     use super::*;
     use tokio::sync::oneshot;
