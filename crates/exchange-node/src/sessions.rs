@@ -142,6 +142,14 @@ impl Sessions {
             .map(|s| s.last_seq)
     }
 
+    /// Whether a session of `gateway` is open. Scans the table: asked
+    /// only when a gateway's session closed.
+    pub fn gateway_open(&self, gateway: &str) -> bool {
+        self.sessions
+            .values()
+            .any(|s| s.closed.is_none() && s.gateway == gateway)
+    }
+
     pub fn open_count(&self) -> usize {
         self.sessions
             .values()

@@ -44,20 +44,32 @@ impl SessionWatch {
         self.session.store(session, Ordering::Release);
     }
 
-    /// Called by the core thread after it applied entries: reports the
-    /// watched session once if the state shows it closed.
+    /// Called by the core thread after it applied entries: once the state
+    /// shows the watched session closed, stops watching it and reports it,
+    /// unless another session of the same gateway name is open: another
+    /// process runs under this name (a replacement started while this one
+    /// was cut off), and opening again would close that one in turn.
     pub(crate) fn check(&self, sessions: &Sessions) {
         let session = self.session.load(Ordering::Acquire);
-        if session == 0 || sessions.get(session).is_none_or(|s| s.closed.is_none()) {
+        let Some(closed) = sessions.get(session).filter(|s| s.closed.is_some()) else {
+            return;
+        };
+        let seen = self
+            .session
+            .compare_exchange(session, 0, Ordering::AcqRel, Ordering::Acquire);
+        if seen.is_err() {
             return;
         }
-        let reported =
-            self.session
-                .compare_exchange(session, 0, Ordering::AcqRel, Ordering::Acquire);
-        if reported.is_ok() {
-            // The forwarder holds the receiver while the gateway runs.
-            let _ = self.closed.send(session);
+        if sessions.gateway_open(&closed.gateway) {
+            tracing::error!(
+                gateway = %closed.gateway,
+                "gateway: another gateway opened a session under this name; this one's \
+                 commands are refused as stale until it is restarted under a name of its own"
+            );
+            return;
         }
+        // The forwarder holds the receiver while the gateway runs.
+        let _ = self.closed.send(session);
     }
 }
 
@@ -74,21 +86,41 @@ pub(crate) fn expired() -> Arc<Applied> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sessions::liveness::deadline;
+
+    const GRACE_MS: u64 = 1_000;
 
     #[test]
-    fn a_closed_session_is_reported_once_and_a_new_one_is_watched() {
+    fn an_expired_session_is_reported_once_and_the_new_one_is_watched() {
         let mut sessions = Sessions::default();
-        sessions.open(7, "gw").expect("open");
+        sessions.open_at(7, "gw", 0, Some(GRACE_MS)).expect("open");
         let (watch, reported) = SessionWatch::new(7);
         watch.check(&sessions);
         assert!(reported.try_recv().is_err(), "open: nothing to report");
-        sessions.open(8, "gw").expect("a later open closes 7");
+        sessions.expire(deadline(0, GRACE_MS) + 1);
         watch.check(&sessions);
         watch.check(&sessions);
         assert_eq!(reported.try_iter().collect::<Vec<_>>(), [7]);
+        sessions.open_at(8, "gw", 10, Some(GRACE_MS)).expect("open");
         watch.watch(8);
         watch.check(&sessions);
         assert!(reported.try_recv().is_err(), "8 is open");
         assert!(expired().refused_unapplied());
+    }
+
+    #[test]
+    fn a_session_closed_by_another_process_of_the_same_name_is_not_reopened() {
+        let mut sessions = Sessions::default();
+        sessions.open_at(7, "gw", 0, Some(GRACE_MS)).expect("open");
+        let (watch, reported) = SessionWatch::new(7);
+        sessions
+            .open_at(8, "gw", 0, Some(GRACE_MS))
+            .expect("a later open closes 7");
+        watch.check(&sessions);
+        watch.check(&sessions);
+        assert!(
+            reported.try_recv().is_err(),
+            "8 runs under the name: no fight"
+        );
     }
 }
