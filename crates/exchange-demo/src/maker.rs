@@ -261,9 +261,13 @@ impl Maker {
                     }
                 }
                 Err(SubmitError::Stopped) => return Err(Halt::Stopped),
-                // Not leading (any more): back off as when overloaded.
+                // Not leading (any more), or a gateway's session renewed:
+                // back off as when overloaded.
                 Err(
-                    SubmitError::Overloaded | SubmitError::NotLeader { .. } | SubmitError::NoSpace,
+                    SubmitError::Overloaded
+                    | SubmitError::NotLeader { .. }
+                    | SubmitError::NoSpace
+                    | SubmitError::SessionExpired,
                 ) => outcome = Err(Halt::Overloaded),
             }
         }
@@ -319,9 +323,10 @@ pub(crate) fn takes_quotes(phase: Phase) -> bool {
 
 fn halt(error: SubmitError) -> Halt {
     match error {
-        SubmitError::Overloaded | SubmitError::NotLeader { .. } | SubmitError::NoSpace => {
-            Halt::Overloaded
-        }
+        SubmitError::Overloaded
+        | SubmitError::NotLeader { .. }
+        | SubmitError::NoSpace
+        | SubmitError::SessionExpired => Halt::Overloaded,
         SubmitError::Stopped => Halt::Stopped,
     }
 }

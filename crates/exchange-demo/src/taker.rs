@@ -87,7 +87,10 @@ impl Takers {
             match self.trade_once(&mut rng, &mut next_id, &mut sides).await {
                 Ok(()) => {}
                 Err(
-                    SubmitError::Overloaded | SubmitError::NotLeader { .. } | SubmitError::NoSpace,
+                    SubmitError::Overloaded
+                    | SubmitError::NotLeader { .. }
+                    | SubmitError::NoSpace
+                    | SubmitError::SessionExpired,
                 ) => wait = Duration::from_millis(rng.between(1_000, 3_000)),
                 Err(SubmitError::Stopped) => break,
             }

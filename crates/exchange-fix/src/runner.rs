@@ -16,6 +16,7 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
 
+use exchange_node::sequencer::SubmitError;
 use exchange_node::{Applied, Handle, LogEntry};
 use exchange_types::{AccountId, Command, MassCancel, Stamped};
 use tokio::io::{AsyncReadExt, AsyncWriteExt, ReadHalf, WriteHalf};
@@ -327,27 +328,22 @@ impl Runner {
                 return None;
             };
             if applied.is_none() {
-                match reply.try_recv() {
-                    Ok(got) => *applied = Some(got),
+                let unapplied = match reply.try_recv() {
+                    Ok(got) => match SubmitError::unapplied(&got) {
+                        None => {
+                            *applied = Some(got);
+                            None
+                        }
+                        Some(error) => Some(error.to_string()),
+                    },
                     Err(TryRecvError::Empty) => return None,
                     Err(TryRecvError::Closed) => {
-                        if let Some(Pending::Core {
-                            request, routing, ..
-                        }) = self.pending.pop_front()
-                        {
-                            let answer = self
-                                .app
-                                .unavailable(
-                                    &request,
-                                    "the exchange stopped before applying this",
-                                    now_ns(),
-                                )
-                                .routed(&routing);
-                            self.session.send_app(now_ns(), answer, actions);
-                        }
-                        self.flush_local(actions);
-                        continue;
+                        Some("the exchange stopped before applying this".to_string())
                     }
+                };
+                if let Some(why) = unapplied {
+                    self.answer_unapplied(&why, actions);
+                    continue;
                 }
             }
             let got = applied.as_ref().map_or(0, |a| a.index);
@@ -372,6 +368,21 @@ impl Runner {
             );
             self.flush_local(actions);
         }
+    }
+
+    /// Answers the oldest pending request, which was not applied.
+    fn answer_unapplied(&mut self, why: &str, actions: &mut Vec<Action>) {
+        if let Some(Pending::Core {
+            request, routing, ..
+        }) = self.pending.pop_front()
+        {
+            let answer = self
+                .app
+                .unavailable(&request, why, now_ns())
+                .routed(&routing);
+            self.session.send_app(now_ns(), answer, actions);
+        }
+        self.flush_local(actions);
     }
 
     fn flush_local(&mut self, actions: &mut Vec<Action>) {

@@ -38,9 +38,13 @@ impl Runner {
                     );
                     return;
                 }
-                // Queries run on any node; `NotLeader` cannot come back.
+                // Queries run on any node and are no gateway's commands;
+                // `NotLeader` and `SessionExpired` cannot come back.
                 Err(
-                    SubmitError::Overloaded | SubmitError::NotLeader { .. } | SubmitError::NoSpace,
+                    SubmitError::Overloaded
+                    | SubmitError::NotLeader { .. }
+                    | SubmitError::NoSpace
+                    | SubmitError::SessionExpired,
                 ) => tokio::time::sleep(Duration::from_millis(10 * (attempt + 1))).await,
                 Err(SubmitError::Stopped) => return,
             }
@@ -71,7 +75,10 @@ impl Runner {
                     return;
                 }
                 Err(
-                    SubmitError::Overloaded | SubmitError::NotLeader { .. } | SubmitError::NoSpace,
+                    SubmitError::Overloaded
+                    | SubmitError::NotLeader { .. }
+                    | SubmitError::NoSpace
+                    | SubmitError::SessionExpired,
                 ) => tokio::time::sleep(Duration::from_millis(10 * (attempt + 1))).await,
                 Err(SubmitError::Stopped) => return,
             }

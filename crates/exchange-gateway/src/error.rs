@@ -163,6 +163,7 @@ impl From<SubmitError> for ApiError {
             SubmitError::Stopped => "unavailable",
             SubmitError::NotLeader { .. } => "not_leader",
             SubmitError::NoSpace => "nospace",
+            SubmitError::SessionExpired => "session_expired",
         };
         ApiError::new(StatusCode::SERVICE_UNAVAILABLE, code, error.to_string()).with_retry_after(1)
     }

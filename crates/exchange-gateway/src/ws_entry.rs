@@ -56,7 +56,10 @@ impl Pending {
             return std::future::pending().await;
         };
         match outcome {
-            Ok(applied) => answer_text(&done.request_id, done.op, &done.op.answer(&applied)),
+            Ok(applied) => match SubmitError::unapplied(&applied) {
+                Some(error) => answer_text(&done.request_id, done.op, &Err(error.into())),
+                None => answer_text(&done.request_id, done.op, &done.op.answer(&applied)),
+            },
             Err(_) => answer_text(&done.request_id, done.op, &Err(SubmitError::Stopped.into())),
         }
     }
@@ -431,6 +434,30 @@ mod tests {
         assert_eq!(
             text["error"],
             json!({ "code": "unavailable", "message": SubmitError::Stopped.to_string(),
+                "status": 503, "retry_after": 1 })
+        );
+    }
+
+    #[tokio::test]
+    async fn a_command_its_expired_session_never_applied_is_answered_session_expired() {
+        let mut pending = Pending::default();
+        let (tx, outcome) = oneshot::channel();
+        pending.push(json!("p"), Op::Place, outcome);
+        let refused = Applied {
+            command: "stale_session",
+            session_refusal: Some(exchange_node::sessions::SessionRefusal::ClosedSession),
+            ..Applied::default()
+        };
+        tx.send(Arc::new(refused)).expect("send");
+        let text: Value = serde_json::from_str(&pending.next().await).expect("JSON");
+        assert_eq!(
+            (text["request_id"].clone(), text["ok"].clone()),
+            (json!("p"), json!(false))
+        );
+        assert_eq!(
+            text["error"],
+            json!({ "code": "session_expired",
+                "message": SubmitError::SessionExpired.to_string(),
                 "status": 503, "retry_after": 1 })
         );
     }

@@ -30,6 +30,7 @@ use crate::entry::LogEntry;
 use crate::metrics::Metrics;
 use crate::mirror::follow::Follow;
 use crate::mirror::forwarder::Forwarder;
+use crate::mirror::renew::SessionWatch;
 use crate::mirror::{MirrorRole, MirrorSettings};
 use crate::parked;
 use crate::pipeline::{CommittedBatch, CoreMsg, Reply, Submission};
@@ -64,6 +65,28 @@ pub enum SubmitError {
          freed; send writes to another replica"
     )]
     NoSpace,
+    /// The gateway's session with the cluster expired (the gateway was cut
+    /// off from the leader for longer than its grace) before the command
+    /// was applied: nothing of it was, and it never will be. The gateway
+    /// continues in a new session; sending the command again is safe.
+    #[error(
+        "the gateway's session with the exchange expired before this command reached its log; \
+         nothing of it was applied; send it again (with the same client order id)"
+    )]
+    SessionExpired,
+}
+
+impl SubmitError {
+    /// A gateway's command that its session refused: the session was
+    /// closed (expired) before the command reached the log, so nothing of
+    /// it was applied. (A duplicate never reaches a waiter: the first copy
+    /// in the log answers it.)
+    pub fn unapplied(applied: &Applied) -> Option<SubmitError> {
+        match applied.session_refusal {
+            None | Some(crate::sessions::SessionRefusal::Duplicate { .. }) => None,
+            Some(_) => Some(SubmitError::SessionExpired),
+        }
+    }
 }
 
 fn describe_leader(leader: Option<u64>, url: Option<&str>) -> String {
@@ -141,12 +164,17 @@ impl Handle {
             entry,
             reply: Reply::new(tx),
         })?;
-        rx.await.map_err(|_| SubmitError::Stopped)
+        let applied = rx.await.map_err(|_| SubmitError::Stopped)?;
+        match SubmitError::unapplied(&applied) {
+            Some(error) => Err(error),
+            None => Ok(applied),
+        }
     }
 
     /// Queues an entry and returns at once with the receiver of its
-    /// outcome. Entries queued by one caller are sequenced in the order of
-    /// these calls, which is what keeps one connection's commands in order.
+    /// outcome (see [`SubmitError::unapplied`]). Entries queued by one
+    /// caller are sequenced in the order of these calls, which is what
+    /// keeps one connection's commands in order.
     pub fn enqueue_entry(
         &self,
         entry: LogEntry,
@@ -403,6 +431,7 @@ impl Pipeline {
             snapshots,
             cluster,
             credentials,
+            watch: None,
         };
         let core_thread = spawn_core_thread(state, core_rx, config, outlets, failed);
         Pipeline {
@@ -440,14 +469,14 @@ impl Pipeline {
             forwards: matches!(settings.role, MirrorRole::Gateway { .. }),
         };
         let mut threads = Vec::new();
-        let inflight = match &settings.role {
+        let (inflight, watch) = match &settings.role {
             MirrorRole::Gateway { name, ingress, .. } => {
-                let (inflight, forwarder) =
+                let (inflight, forwarder, watch) =
                     Forwarder::new(submit_rx, name, ingress, &settings, &cluster);
                 threads.push(spawn_named("forwarder", move || forwarder.run()));
-                Some(inflight)
+                (Some(inflight), Some(watch))
             }
-            MirrorRole::MarketData => None,
+            MirrorRole::MarketData => (None, None),
         };
         cluster.set_mirror_role(settings.role.as_str());
         let stop = Arc::new(AtomicBool::new(false));
@@ -473,6 +502,7 @@ impl Pipeline {
             snapshots,
             cluster,
             credentials,
+            watch,
         };
         threads.push(spawn_core_thread(state, core_rx, config, outlets, failed));
         Pipeline {
@@ -545,6 +575,8 @@ struct Outlets {
     snapshots: SnapshotWriter,
     cluster: Arc<ClusterShared>,
     credentials: Arc<SharedCredentials>,
+    /// On an order-entry gateway: the session its forwarder sends in.
+    watch: Option<Arc<SessionWatch>>,
 }
 
 /// Returns false when the state cannot go on (a snapshot from the leader
@@ -561,6 +593,7 @@ fn core_loop(
         snapshots,
         cluster,
         credentials,
+        watch,
     } = outlets;
     let mut thread = CoreThread {
         core_state,
@@ -584,6 +617,9 @@ fn core_loop(
                 }
             }
             CoreMsg::Entries(batches) => thread.apply(batches, &snapshots),
+        }
+        if let Some(watch) = &watch {
+            watch.check(&thread.core_state.state.sessions);
         }
     }
     let CoreThread {

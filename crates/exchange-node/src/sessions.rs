@@ -25,7 +25,9 @@
 //! (`LogEntry::SessionProtect`, cancel-on-disconnect) have their orders
 //! cancelled by the state, as if their connections had dropped. A later
 //! open of the same gateway name does the same at once for the sessions
-//! it closes (see [`liveness`]).
+//! it closes (see [`liveness`]). A gateway still running when its session
+//! expired (cut off past its grace) sees it in the log and opens a new
+//! one (the mirror's `renew`).
 //!
 //! The table is part of the replicated state; it depends on the session
 //! entries alone, so `exchange log dump --core-only` replays it to print
@@ -138,6 +140,14 @@ impl Sessions {
             .get(&session)
             .filter(|s| s.closed.is_none())
             .map(|s| s.last_seq)
+    }
+
+    /// Whether a session of `gateway` is open. Scans the table: asked
+    /// only when a gateway's session closed.
+    pub fn gateway_open(&self, gateway: &str) -> bool {
+        self.sessions
+            .values()
+            .any(|s| s.closed.is_none() && s.gateway == gateway)
     }
 
     pub fn open_count(&self) -> usize {

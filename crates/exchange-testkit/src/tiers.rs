@@ -60,6 +60,8 @@ pub struct TieredVenue {
     /// By gateway index: the configuration file it is started with
     /// (`--config`), when it has one.
     pub gateway_configs: BTreeMap<usize, PathBuf>,
+    /// Further arguments every order-entry gateway is started with.
+    pub gateway_args: Vec<String>,
     /// Dropped last: the processes are killed before their namespaces go.
     net: Option<Netns>,
 }
@@ -90,6 +92,8 @@ struct Counts {
     replica_stores: bool,
     /// See [`TieredVenue::gateway_reporting_url`].
     history: Option<String>,
+    /// See [`TieredVenue::gateway_args`].
+    gateway_args: Vec<String>,
 }
 
 impl TieredVenue {
@@ -108,6 +112,7 @@ impl TieredVenue {
             md_gateways,
             replica_stores: true,
             history: None,
+            gateway_args: Vec::new(),
         };
         Self::start_with(bin, dir, counts, false, None)
     }
@@ -131,6 +136,7 @@ impl TieredVenue {
             md_gateways,
             replica_stores: true,
             history: None,
+            gateway_args: Vec::new(),
         };
         Ok(Self::start_with(bin, dir, counts, false, Some(net)))
     }
@@ -151,6 +157,27 @@ impl TieredVenue {
             md_gateways,
             replica_stores: true,
             history: None,
+            gateway_args: Vec::new(),
+        };
+        Self::start_with(bin, dir, counts, true, None)
+    }
+
+    /// As [`TieredVenue::start_proxied`], with further arguments for
+    /// every order-entry gateway (such as `--cancel-grace-ms`).
+    pub fn start_proxied_with_gateway_args(
+        bin: impl AsRef<Path>,
+        dir: &Path,
+        replicas: u64,
+        gateways: usize,
+        gateway_args: &[&str],
+    ) -> TieredVenue {
+        let counts = Counts {
+            replicas,
+            gateways,
+            md_gateways: 0,
+            replica_stores: true,
+            history: None,
+            gateway_args: gateway_args.iter().map(|a| a.to_string()).collect(),
         };
         Self::start_with(bin, dir, counts, true, None)
     }
@@ -172,6 +199,7 @@ impl TieredVenue {
             md_gateways: 0,
             replica_stores: false,
             history,
+            gateway_args: Vec::new(),
         };
         Self::start_with(bin, dir, counts, false, None)
     }
@@ -202,6 +230,7 @@ impl TieredVenue {
             http_listen: BTreeMap::new(),
             http_proxies: Vec::new(),
             gateway_configs: BTreeMap::new(),
+            gateway_args: counts.gateway_args.clone(),
             net,
         };
         venue.replica_stores = counts.replica_stores;
@@ -392,6 +421,7 @@ impl TieredVenue {
         if let Some(config) = self.gateway_configs.get(&index) {
             args.extend(["--config".to_string(), config.display().to_string()]);
         }
+        args.extend(self.gateway_args.iter().cloned());
         let child = self
             .command(host, &format!("gateway-{index}"), &args)
             .spawn()

@@ -223,7 +223,8 @@ fn enqueue(entries: Vec<LogEntry>, handle: &Handle) -> Result<Vec<Downstream>, O
             // Passing: a full leader hands leadership over, and the
             // gateway then hears `NotLeader` and follows the new one.
             Err(SubmitError::Overloaded | SubmitError::NoSpace) => Refusal::Overloaded,
-            Err(SubmitError::Stopped) => Refusal::Stopped,
+            // Queuing alone never hears of a session.
+            Err(SubmitError::Stopped | SubmitError::SessionExpired) => Refusal::Stopped,
         };
         let Some((session, seq)) = session_seq else {
             continue;

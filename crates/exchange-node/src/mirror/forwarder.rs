@@ -1,7 +1,9 @@
 //! The gateway's side of the ingress: takes the commands its clients
 //! submit, numbers them in its session and sends them to whichever
 //! replica leads, and after a leader change sends what is still in flight
-//! again (the replicated state applies each number once).
+//! again (the replicated state applies each number once). When the log
+//! shows its session closed while it runs, it opens a new one
+//! ([`super::renew`]).
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -12,6 +14,7 @@ use exchange_replication::transport::channel::{Channel, ChannelReader, ChannelWr
 use exchange_replication::transport::{ClusterKey, Dialer, PeerAddr};
 
 use super::inflight::InFlight;
+use super::renew::{self, SessionWatch};
 use crate::entry::LogEntry;
 use crate::ingress::wire::{decode_downstream, encode_submit, Downstream, Refusal};
 use crate::ingress::PROTOCOL;
@@ -46,6 +49,10 @@ pub(crate) struct Forwarder {
     pub(crate) my_id: u64,
     /// The leader this gateway sends to (0: none), for status readers.
     pub(crate) leader: Arc<std::sync::atomic::AtomicU64>,
+    /// The session the core thread watches, and where it reports the
+    /// session closed by the log.
+    pub(crate) watch: Arc<SessionWatch>,
+    pub(crate) closed: Receiver<u64>,
 }
 
 /// Why a connection to a leader ended.
@@ -57,15 +64,16 @@ enum Ended {
 }
 
 impl Forwarder {
-    /// The forwarder of a gateway named `name`, in a fresh session, and
-    /// the table of its commands in flight that the follower answers.
+    /// The forwarder of a gateway named `name`, in a fresh session, the
+    /// table of its commands in flight that the follower answers, and the
+    /// watch of its session for the core thread.
     pub(crate) fn new(
         submit: Receiver<Submission>,
         name: &str,
         ingress: &BTreeMap<u64, PeerAddr>,
         settings: &super::MirrorSettings,
         cluster: &crate::replication::ClusterShared,
-    ) -> (Arc<Mutex<InFlight>>, Forwarder) {
+    ) -> (Arc<Mutex<InFlight>>, Forwarder, Arc<SessionWatch>) {
         let grace = match settings.role {
             super::MirrorRole::Gateway {
                 cancel_grace_ms, ..
@@ -74,6 +82,7 @@ impl Forwarder {
         };
         let session = super::new_session_id();
         let inflight = Arc::new(Mutex::new(InFlight::new(session, name, grace)));
+        let (watch, closed) = SessionWatch::new(session);
         let forwarder = Forwarder {
             submit,
             inflight: inflight.clone(),
@@ -84,8 +93,35 @@ impl Forwarder {
             key: settings.key.clone(),
             my_id: settings.process_id,
             leader: cluster.forwarding_to.clone(),
+            watch: watch.clone(),
+            closed,
         };
-        (inflight, forwarder)
+        (inflight, forwarder, watch)
+    }
+
+    /// The log showed `closed` closed: if it is still the session this
+    /// gateway sends in, continues in a new one, and answers what was in
+    /// flight in the old one (never applied) `session_expired`. True when
+    /// the new session's opening is to be sent.
+    fn renew(&self, closed: u64) -> bool {
+        let mut inflight = lock(&self.inflight);
+        if inflight.session != closed {
+            return false;
+        }
+        let session = super::new_session_id();
+        let unapplied = inflight.reopen(session);
+        self.watch.watch(session);
+        drop(inflight);
+        tracing::warn!(
+            unapplied = unapplied.len(),
+            "gateway: the cluster closed this gateway's session (silent past its grace); \
+             opening a new one"
+        );
+        let outcome = renew::expired();
+        for reply in unapplied {
+            let _ = reply.tx.send(outcome.clone());
+        }
+        true
     }
 
     pub(crate) fn run(self) {
@@ -152,6 +188,10 @@ impl Forwarder {
     /// flight (up to its bound) and sent once one is: an election costs
     /// them latency, not an error. True once every handle is gone.
     fn stopping(&self) -> bool {
+        // The next leader gets the new session's opening with the rest.
+        while let Ok(closed) = self.closed.try_recv() {
+            self.renew(closed);
+        }
         let mut inflight = lock(&self.inflight);
         while inflight.len() < MAX_IN_FLIGHT {
             match self.submit.try_recv() {
@@ -207,6 +247,12 @@ impl Forwarder {
                     }
                     Err(_) => return Ended::Stopped,
                 },
+                recv(self.closed) -> closed => {
+                    let opening = closed.is_ok_and(|closed| self.renew(closed));
+                    if opening && send_all(writer, lock(&self.inflight).resend()).is_err() {
+                        return Ended::Lost(None);
+                    }
+                }
                 recv(down) -> message => match message {
                     // A replica that stops refuses what it had not logged:
                     // kept, and sent again to whoever leads next, as when

@@ -9,6 +9,8 @@
 
 use std::collections::BTreeMap;
 
+use exchange_types::AccountId;
+
 use crate::entry::LogEntry;
 use crate::pipeline::Reply;
 
@@ -18,6 +20,12 @@ pub(crate) struct InFlight {
     pub(crate) opening: Option<LogEntry>,
     next_seq: u64,
     pending: BTreeMap<u64, Pending>,
+    gateway: String,
+    cancel_grace_ms: Option<u64>,
+    /// The accounts the gateway's client connections protect, with how
+    /// many connections protect each, as the gateway registered them: what
+    /// a new session registers again.
+    protected: BTreeMap<AccountId, u32>,
 }
 
 pub(crate) struct Pending {
@@ -38,7 +46,35 @@ impl InFlight {
             }),
             next_seq: 1,
             pending: BTreeMap::new(),
+            gateway: gateway.to_string(),
+            cancel_grace_ms,
+            protected: BTreeMap::new(),
         }
+    }
+
+    /// Continues in a new session, `session`, after the log showed the
+    /// current one closed: none of its commands still pending was applied
+    /// nor ever will be. Returns their replies; the new session opens
+    /// first, then registers the protected accounts again (their client
+    /// connections are still open).
+    pub(crate) fn reopen(&mut self, session: u64) -> Vec<Reply> {
+        let gateway = std::mem::take(&mut self.gateway);
+        let grace = self.cancel_grace_ms;
+        let protected = std::mem::take(&mut self.protected);
+        let old = std::mem::replace(self, InFlight::new(session, &gateway, grace));
+        for (account, connections) in protected {
+            for _ in 0..connections {
+                self.take(
+                    LogEntry::SessionProtect {
+                        ts: 0,
+                        account,
+                        on: true,
+                    },
+                    None,
+                );
+            }
+        }
+        old.pending.into_values().filter_map(|p| p.reply).collect()
     }
 
     pub(crate) fn len(&self) -> usize {
@@ -48,6 +84,9 @@ impl InFlight {
     /// Wraps `entry` in the session's next sequence number and keeps it
     /// with its reply; returns the entry to send.
     pub(crate) fn take(&mut self, entry: LogEntry, reply: Option<Reply>) -> LogEntry {
+        if let LogEntry::SessionProtect { account, on, .. } = &entry {
+            self.count_protection(*account, *on);
+        }
         let seq = self.next_seq;
         self.next_seq += 1;
         let sequenced = LogEntry::Sequenced {
@@ -63,6 +102,21 @@ impl InFlight {
             },
         );
         sequenced
+    }
+
+    /// Counts connections as the state does ([`crate::sessions`]).
+    fn count_protection(&mut self, account: AccountId, on: bool) {
+        match (self.protected.get_mut(&account), on) {
+            (Some(count), true) => *count = count.saturating_add(1),
+            (None, true) => {
+                self.protected.insert(account, 1);
+            }
+            (Some(count), false) if *count > 1 => *count -= 1,
+            (Some(_), false) => {
+                self.protected.remove(&account);
+            }
+            (None, false) => {}
+        }
     }
 
     /// Everything to send again to a new leader, in order.
@@ -101,6 +155,10 @@ impl InFlight {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "inflight_prop_tests.rs"]
+mod prop_tests;
 
 #[cfg(test)]
 mod tests {
@@ -146,5 +204,64 @@ mod tests {
         assert_eq!(inflight.len(), 2);
         inflight.refuse(&[3]);
         assert_eq!(inflight.resend(), vec![sent[3].clone()]);
+    }
+
+    fn protect(account: u64, on: bool) -> LogEntry {
+        LogEntry::SessionProtect { ts: 0, account, on }
+    }
+
+    #[test]
+    fn a_new_session_opens_then_registers_what_connections_still_protect() {
+        let mut inflight = InFlight::new(9, "gw-a", Some(2_000));
+        let opening = inflight.opening.clone().expect("open");
+        inflight.committed(&opening);
+        let (applied_tx, _applied_rx) = oneshot::channel();
+        let first = inflight.take(account(1), Reply::new(applied_tx));
+        for entry in [protect(5, true), protect(5, true), protect(6, true)] {
+            inflight.take(entry, None);
+        }
+        inflight.take(protect(5, false), None);
+        inflight.take(protect(7, false), None);
+        let (lost_tx, mut lost_rx) = oneshot::channel();
+        let unapplied = inflight.take(account(2), Reply::new(lost_tx));
+        assert!(
+            inflight.committed(&first).is_some(),
+            "in the log before the closure: the core thread answers it"
+        );
+
+        let replies = inflight.reopen(10);
+        assert_eq!(replies.len(), 1, "only the command never seen in the log");
+        for reply in replies {
+            reply
+                .tx
+                .send(crate::mirror::renew::expired())
+                .expect("waiter");
+        }
+        let heard = lost_rx
+            .try_recv()
+            .expect("the unapplied command is answered");
+        assert!(heard.refused_unapplied());
+
+        let open = LogEntry::OpenSession {
+            ts: 0,
+            session: 10,
+            gateway: "gw-a".into(),
+            cancel_grace_ms: Some(2_000),
+        };
+        let registered = |account: u64, seq: u64| LogEntry::Sequenced {
+            session: 10,
+            seq,
+            entry: Box::new(protect(account, true)),
+        };
+        assert_eq!(
+            inflight.resend(),
+            vec![open, registered(5, 1), registered(6, 2)],
+            "one connection still protects 5, one 6; 7 was never protected"
+        );
+        assert!(
+            inflight.committed(&unapplied).is_none(),
+            "a late copy of the closed session's command answers nobody"
+        );
+        assert_eq!(inflight.len(), 2);
     }
 }

@@ -14,6 +14,7 @@
 pub(crate) mod follow;
 pub(crate) mod forwarder;
 pub(crate) mod inflight;
+pub(crate) mod renew;
 
 use std::collections::BTreeMap;
 
