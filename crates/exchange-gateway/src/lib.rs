@@ -358,6 +358,11 @@ fn always_open(path: &str) -> bool {
     matches!(path, "/health" | "/ready" | "/metrics" | "/openapi.json")
 }
 
+/// Routes a draining process still serves: its probes and its operators.
+fn operator_path(path: &str) -> bool {
+    always_open(path) || path.starts_with("/admin")
+}
+
 /// Refuses traffic until the node is ready, and counts every response.
 async fn gate(State(app): State<AppState>, request: Request, next: Next) -> Response {
     let refused = exchange_node::tiers_config::refusal(
@@ -365,10 +370,9 @@ async fn gate(State(app): State<AppState>, request: Request, next: Next) -> Resp
         request.method().as_str(),
         request.uri().path(),
     );
-    let open = always_open(request.uri().path()) || request.uri().path().starts_with("/admin");
     let response = if let Some(refused) = refused {
         ApiError::tier_refusal(refused).into_response()
-    } else if app.draining.load(Ordering::Acquire) && !open {
+    } else if app.draining.load(Ordering::Acquire) && !operator_path(request.uri().path()) {
         let mut response = ApiError::draining().into_response();
         response.headers_mut().insert(
             axum::http::header::CONNECTION,
