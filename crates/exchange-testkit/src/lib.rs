@@ -25,6 +25,7 @@ mod orders_check;
 mod ports;
 mod rng;
 mod server;
+mod small_disk;
 mod tiers;
 mod wait;
 pub mod ws;
@@ -49,5 +50,6 @@ pub use orders_check::{
 pub use ports::{cluster_port_base, free_port, tiered_port_base};
 pub use rng::Rng;
 pub use server::{copy_dir, last_segment, segments, spawn_serve, Server};
+pub use small_disk::{small_disks, SmallDisk};
 pub use tiers::{Link, TieredVenue};
 pub use wait::{wait_until, OnPanic, DEADLINE};

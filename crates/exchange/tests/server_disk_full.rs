@@ -12,14 +12,12 @@
 //! (and fail in CI, where they must run).
 
 use std::collections::BTreeMap;
-use std::io::Write;
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use exchange_testkit::{
-    leader_port, resting_order, wait_until, Account, Client, ProxiedCluster, Server,
+    leader_port, resting_order, small_disks, wait_until, Account, Client, ProxiedCluster, Server,
 };
 
 /// The binary under test.
@@ -28,73 +26,9 @@ const EXCHANGE: &str = env!("CARGO_BIN_EXE_exchange");
 /// The mounts are global to the machine: one test at a time.
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
-/// A 16 MiB tmpfs mounted on a directory; unmounted when dropped.
-struct SmallDisk {
-    dir: PathBuf,
-}
-
-impl SmallDisk {
-    /// Mounts one on `dir`, or says why it cannot be done here.
-    fn mount(dir: &Path) -> Result<SmallDisk, String> {
-        std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
-        let output = Command::new("mount")
-            .args(["-t", "tmpfs", "-o", "size=16m,mode=0700", "tmpfs"])
-            .arg(dir)
-            .output()
-            .map_err(|e| format!("mount: {e}"))?;
-        if !output.status.success() {
-            return Err(format!(
-                "mount -t tmpfs: {}",
-                String::from_utf8_lossy(&output.stderr).trim()
-            ));
-        }
-        Ok(SmallDisk {
-            dir: dir.to_path_buf(),
-        })
-    }
-
-    /// Writes a filler file until the disk is full; returns its path.
-    fn fill(&self) -> PathBuf {
-        let path = self.dir.join("filler");
-        let mut file = std::fs::File::create(&path).expect("create the filler");
-        let chunk = vec![0x5a_u8; 64 << 10];
-        loop {
-            match file.write(&chunk) {
-                Ok(0) => break,
-                Ok(_) => {}
-                Err(e) if e.raw_os_error() == Some(libc::ENOSPC) => break,
-                Err(e) => panic!("filling the disk: {e}"),
-            }
-        }
-        // The last partial page too.
-        while file.write(&[0x5a]).is_ok_and(|n| n == 1) {}
-        path
-    }
-}
-
-impl Drop for SmallDisk {
-    fn drop(&mut self) {
-        let _ = Command::new("umount").arg("-l").arg(&self.dir).status();
-    }
-}
-
-/// Mounts small disks on `dirs`, or prints `SKIPPED` and returns `None`
-/// (a failure in CI).
-fn small_disks(dirs: &[PathBuf]) -> Option<Vec<SmallDisk>> {
-    let mut disks = Vec::new();
-    for dir in dirs {
-        match SmallDisk::mount(dir) {
-            Ok(disk) => disks.push(disk),
-            Err(why) => {
-                let in_ci = std::env::var("CI").is_ok_and(|v| v == "true");
-                assert!(!in_ci, "a small disk is needed in CI: {why}");
-                eprintln!("SKIPPED: no small file system to fill here ({why})");
-                return None;
-            }
-        }
-    }
-    Some(disks)
-}
+/// Each data directory's tmpfs: room for the journal's first segment,
+/// and little more.
+const DISK_MB: u64 = 16;
 
 /// The node's alarms as `/admin/status` lists them.
 fn alarms(api: &Client) -> Vec<String> {
@@ -238,7 +172,7 @@ fn a_full_disk_raises_nospace_and_the_alarm_clears_once_space_returns() {
     let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let tmp = tempfile::tempdir().expect("temp dir");
     let data = tmp.path().join("data");
-    let Some(disks) = small_disks(std::slice::from_ref(&data)) else {
+    let Some(disks) = small_disks(std::slice::from_ref(&data), DISK_MB) else {
         return;
     };
     let mut server = Server::start(EXCHANGE, &data);
@@ -248,7 +182,7 @@ fn a_full_disk_raises_nospace_and_the_alarm_clears_once_space_returns() {
     wait_until("orders before the disk fills", || {
         writer.count(&Outcome::Acknowledged) >= 20
     });
-    let filler = disks[0].fill();
+    let filler = disks[0].fill().expect("fill the disk");
     wait_until("the nospace alarm", || api.get("/health").status == 503);
     assert_alarm_shown(&api);
     let refused = api.signed(&account, "POST", "/v1/orders", &resting_order(1, "refused"));
@@ -277,7 +211,7 @@ fn a_node_stopped_while_its_disk_is_full_stops_and_keeps_what_it_acknowledged() 
     let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let tmp = tempfile::tempdir().expect("temp dir");
     let data = tmp.path().join("data");
-    let Some(disks) = small_disks(std::slice::from_ref(&data)) else {
+    let Some(disks) = small_disks(std::slice::from_ref(&data), DISK_MB) else {
         return;
     };
     let mut server = Server::start(EXCHANGE, &data);
@@ -287,7 +221,7 @@ fn a_node_stopped_while_its_disk_is_full_stops_and_keeps_what_it_acknowledged() 
     wait_until("orders before the disk fills", || {
         writer.count(&Outcome::Acknowledged) >= 10
     });
-    let filler = disks[0].fill();
+    let filler = disks[0].fill().expect("fill the disk");
     wait_until("the nospace alarm", || api.get("/health").status == 503);
     // The stop does not wait for space (`stop_with` fails the test if the
     // process does not exit).
@@ -323,7 +257,7 @@ fn a_leader_whose_disk_fills_hands_over_and_the_cluster_takes_writes() {
     let dirs: Vec<PathBuf> = (1..=3)
         .map(|id| tmp.path().join(format!("node-{id}")))
         .collect();
-    let Some(disks) = small_disks(&dirs) else {
+    let Some(disks) = small_disks(&dirs, DISK_MB) else {
         return;
     };
     let mut cluster = ProxiedCluster::start(EXCHANGE, tmp.path(), 3);
@@ -341,7 +275,7 @@ fn a_leader_whose_disk_fills_hands_over_and_the_cluster_takes_writes() {
         before.count(&Outcome::Acknowledged) >= 20
     });
     let mut outcomes = before.finish();
-    let filler = disks[(old - 1) as usize].fill();
+    let filler = disks[(old - 1) as usize].fill().expect("fill the disk");
     // Writes to the full leader until one finds no space: that one waits.
     let stuck = Writer::start("s", &account, move || Some(leader));
     wait_until("the nospace alarm", || leader.get("/health").status == 503);
@@ -372,7 +306,7 @@ fn a_follower_whose_disk_fills_waits_and_catches_up() {
     let dirs: Vec<PathBuf> = (1..=3)
         .map(|id| tmp.path().join(format!("node-{id}")))
         .collect();
-    let Some(disks) = small_disks(&dirs) else {
+    let Some(disks) = small_disks(&dirs, DISK_MB) else {
         return;
     };
     let mut cluster = ProxiedCluster::start(EXCHANGE, tmp.path(), 3);
@@ -389,7 +323,9 @@ fn a_follower_whose_disk_fills_waits_and_catches_up() {
     wait_until("orders before the disk fills", || {
         writer.count(&Outcome::Acknowledged) >= 20
     });
-    let filler = disks[(follower_id - 1) as usize].fill();
+    let filler = disks[(follower_id - 1) as usize]
+        .fill()
+        .expect("fill the disk");
     wait_until("the follower's nospace alarm", || {
         follower.get("/health").status == 503
     });
