@@ -21,7 +21,10 @@
 //!    Without a reference, the lowest.
 //!
 //! Market orders count at every price within their bound (see
-//! `call_market.rs`), which is their priority.
+//! `call_market.rs`), which is their priority. Their bounds are candidates
+//! only where one executes strictly more than every limit price (two
+//! bounded market orders crossing between two limits), so that rule 1
+//! holds over every price the orders allow.
 //!
 //! Cost: one merge over the aggregated price levels of the crossing
 //! region, `O(levels)`, however many orders each level holds.
@@ -112,7 +115,8 @@ fn choose(points: &[Point], reference: Option<u64>, rule: ReferencePriceRule) ->
 /// (lowest) first, each price once, plus market orders by their bounds
 /// (`market_bids` highest first, `market_asks` lowest first). A market
 /// order counts at every candidate price within its bound, but its bound
-/// is no candidate: it is a protection, not a price anyone asked for.
+/// is a candidate only when it executes more than every limit price: it
+/// is a protection, not a price anyone asked for.
 pub(crate) fn uncross(
     bids: &[LevelQty],
     asks: &[LevelQty],
@@ -128,7 +132,7 @@ pub(crate) fn uncross(
     let prices = candidates(bids, asks, candidate_reference);
     let points = evaluate(&prices, bids, asks, market_bids, market_asks);
     let chosen = choose(&points, reference, rule);
-    match (chosen, rule, reference) {
+    let chosen = match (chosen, rule, reference) {
         // No limit price executes, yet market orders may cross each
         // other: Xetra then takes the reference price.
         (None, ReferencePriceRule::LimitNearest, Some(r)) => {
@@ -136,6 +140,54 @@ pub(crate) fn uncross(
             choose(&at, reference, rule)
         }
         (chosen, _, _) => chosen,
+    };
+    with_bounds_if_they_execute_more(chosen, &prices, bids, asks, market_bids, market_asks, reference, rule)
+}
+
+/// Rule 1 asks for the largest volume the orders allow. Bounded market
+/// orders can cross each other between two limit prices (a sell bounded
+/// at 99, a buy at 101, limits at 95 and 102), where no limit price
+/// executes them: their bounds then become candidates, but only when one
+/// executes strictly more than every limit price, so a book whose limit
+/// prices execute the most (every venue example, where market orders
+/// have no bound) keeps its price. Otherwise those market orders would
+/// trade against each other the moment continuous trading began. An
+/// unbounded order's sentinel (0 for a sell, `u64::MAX` for a buy) is no
+/// price and never a candidate.
+#[allow(clippy::too_many_arguments)]
+fn with_bounds_if_they_execute_more(
+    chosen: Option<Uncross>,
+    prices: &[u64],
+    bids: &[LevelQty],
+    asks: &[LevelQty],
+    market_bids: &[LevelQty],
+    market_asks: &[LevelQty],
+    reference: Option<u64>,
+    rule: ReferencePriceRule,
+) -> Option<Uncross> {
+    // One side's market orders alone meet only limit orders, whose
+    // prices are candidates already. Without a reference nothing bounds a
+    // market sell (a bound needs a collar or band around a price), and a
+    // market buy bounded by its funds alone names no price to trade at.
+    if market_bids.is_empty() || market_asks.is_empty() || reference.is_none() {
+        return chosen;
+    }
+    let extra: Vec<u64> = candidates(market_bids, market_asks, None)
+        .into_iter()
+        .filter(|&b| b != 0 && b != u64::MAX && prices.binary_search(&b).is_err())
+        .collect();
+    if extra.is_empty() {
+        return chosen;
+    }
+    let mut all: Vec<u64> = prices.iter().copied().chain(extra).collect();
+    all.extend(chosen.map(|u| u.price));
+    all.sort_unstable();
+    all.dedup();
+    let points = evaluate(&all, bids, asks, market_bids, market_asks);
+    match (choose(&points, reference, rule), chosen) {
+        (Some(wider), Some(limits)) if wider.volume > limits.volume => Some(wider),
+        (Some(wider), None) => Some(wider),
+        (_, limits) => limits,
     }
 }
 

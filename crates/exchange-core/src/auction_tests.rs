@@ -48,9 +48,23 @@ fn naive(
     candidates.sort_unstable();
     candidates.dedup();
     let points: Vec<Point> = candidates.iter().map(|&p| point_at(p, orders)).collect();
-    match (choose(&points, reference, rule), reference) {
+    let limits = match (choose(&points, reference, rule), reference) {
         (None, Some(r)) if rule == LimitNearest => choose(&[point_at(r, orders)], reference, rule),
         (chosen, _) => chosen,
+    };
+    // Every bound of a finite price, when market orders are on both sides.
+    if mb.is_empty() || ms.is_empty() || reference.is_none() {
+        return limits;
+    }
+    candidates.extend(mb.iter().chain(ms).map(|o| o.0).filter(|&p| p != 0 && p != u64::MAX));
+    candidates.extend(limits.map(|u| u.price));
+    candidates.sort_unstable();
+    candidates.dedup();
+    let points: Vec<Point> = candidates.iter().map(|&p| point_at(p, orders)).collect();
+    match (choose(&points, reference, rule), limits) {
+        (Some(all), Some(limits)) if all.volume > limits.volume => Some(all),
+        (Some(all), None) => Some(all),
+        (_, limits) => limits,
     }
 }
 
@@ -193,14 +207,52 @@ fn a_market_buy_counts_only_up_to_its_bound() {
         // even with a buy surplus, not the bound 15.
         let u = uncross(&[], &[l(10, 20)], &[l(15, 30)], &[], None, *rule);
         assert_eq!(u.map(|u| (u.price, u.volume)), Some((10, 20)));
-        // Market orders alone trade at the reference, within both bounds
-        // and at no price outside them.
+        // Market orders alone trade at the reference, within both bounds.
         let u = uncross(&[], &[], &[l(20, 5)], &[l(1, 3)], Some(12), *rule);
         assert_eq!(u.map(|u| (u.price, u.volume)), Some((12, 3)));
-        assert_eq!(
-            uncross(&[], &[], &[l(20, 5)], &[l(1, 3)], Some(25), *rule),
-            None
+        // With the reference beyond a bound, they still cross each other:
+        // the bounds are the candidates then, and with a buy surplus at
+        // both the higher wins.
+        let u = uncross(&[], &[], &[l(20, 5)], &[l(1, 3)], Some(25), *rule);
+        assert_eq!(u.map(|u| (u.price, u.volume)), Some((20, 3)));
+    }
+}
+
+#[test]
+fn bounded_market_orders_crossing_between_two_limits_execute_at_a_bound() {
+    for rule in ReferencePriceRule::ALL {
+        // Limits: a bid and an ask at 95, an ask at 102. A market sell
+        // bounded at 99 and a market buy of 3 bounded at 101: at 95 only
+        // 1 executes and at 102 the buy no longer counts, but at 99 and
+        // at 101 the market sell meets the market buy: 2, each with a buy
+        // surplus of 1, so the higher (rule 3). Without the bounds the two
+        // would trade against each other as continuous trading began.
+        // Euronext's rule has the reference 100 as a candidate already,
+        // and it executes as much.
+        let u = uncross(
+            &[l(95, 1)],
+            &[l(95, 1), l(102, 1)],
+            &[l(101, 3)],
+            &[l(99, 1)],
+            Some(100),
+            *rule,
         );
+        let expected = match rule {
+            LimitNearest => 101,
+            Reference => 100,
+        };
+        assert_eq!(u.map(|u| (u.price, u.volume)), Some((expected, 2)), "{rule:?}");
+        // A limit price executing as much keeps the price: bounds are no
+        // candidates then.
+        let u = uncross(
+            &[],
+            &[l(95, 3), l(102, 1)],
+            &[l(101, 3)],
+            &[l(99, 1)],
+            Some(100),
+            *rule,
+        );
+        assert_eq!(u.map(|u| u.price), Some(95), "{rule:?}");
     }
 }
 

@@ -16,7 +16,8 @@
 //! at a candidate price above it, it does not count. A market sell is
 //! bounded likewise by the lower ends, or not at all. Bounds are not
 //! candidate prices: the auction price comes from limit prices and the
-//! reference only, as at Xetra.
+//! reference, as at Xetra, unless a bound executes strictly more than
+//! all of them (bounded market orders crossing between two limits).
 //!
 //! What an auction leaves of a market order goes on into the next phase,
 //! as Xetra and Euronext carry it. Into continuous trading it trades at
