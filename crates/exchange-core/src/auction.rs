@@ -141,7 +141,16 @@ pub(crate) fn uncross(
         }
         (chosen, _, _) => chosen,
     };
-    with_bounds_if_they_execute_more(chosen, &prices, bids, asks, market_bids, market_asks, reference, rule)
+    with_bounds_if_they_execute_more(
+        chosen,
+        &prices,
+        bids,
+        asks,
+        market_bids,
+        market_asks,
+        reference,
+        rule,
+    )
 }
 
 /// Rule 1 asks for the largest volume the orders allow. Bounded market

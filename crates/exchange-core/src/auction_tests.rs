@@ -56,7 +56,12 @@ fn naive(
     if mb.is_empty() || ms.is_empty() || reference.is_none() {
         return limits;
     }
-    candidates.extend(mb.iter().chain(ms).map(|o| o.0).filter(|&p| p != 0 && p != u64::MAX));
+    candidates.extend(
+        mb.iter()
+            .chain(ms)
+            .map(|o| o.0)
+            .filter(|&p| p != 0 && p != u64::MAX),
+    );
     candidates.extend(limits.map(|u| u.price));
     candidates.sort_unstable();
     candidates.dedup();
@@ -241,7 +246,11 @@ fn bounded_market_orders_crossing_between_two_limits_execute_at_a_bound() {
             LimitNearest => 101,
             Reference => 100,
         };
-        assert_eq!(u.map(|u| (u.price, u.volume)), Some((expected, 2)), "{rule:?}");
+        assert_eq!(
+            u.map(|u| (u.price, u.volume)),
+            Some((expected, 2)),
+            "{rule:?}"
+        );
         // A limit price executing as much keeps the price: bounds are no
         // candidates then.
         let u = uncross(

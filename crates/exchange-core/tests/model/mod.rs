@@ -209,8 +209,8 @@ impl Model {
             | Command::SetPhase { .. }
             | Command::SetInstrumentRules(_)
             | Command::Delist { .. }
-            | Command::SetReferencePrice { .. }
             | Command::Tick => Ok(()),
+            Command::SetReferencePrice { symbol, price } => self.set_reference(symbol, *price),
         };
         if let Err(reason) = result {
             out.push(Ev::Rejected(command.name(), reason));
@@ -760,6 +760,15 @@ impl Model {
             self.execute(index, order, TimeInForce::Gtc, out);
             self.note_fills(from, out);
         }
+    }
+
+    /// An operator's reference price is the last price until a trade
+    /// moves it: what stops wait for (the streams list no band or collar).
+    fn set_reference(&mut self, symbol: &Symbol, price: Dec) -> Result<(), RejectReason> {
+        let index = self.market_index(symbol)?;
+        let ticks = self.markets[index].price_ticks(price)?;
+        self.markets[index].last = Some(ticks);
+        Ok(())
     }
 
     fn set_halted(

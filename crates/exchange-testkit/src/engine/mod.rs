@@ -639,7 +639,25 @@ fn body_command(
         4 => transfer(instruments, accounts, profile, &["0.0001", "0.001", "0.5", "20"])
             .prop_map(Command::Withdraw),
         2 => transfer(instruments, accounts, profile, deposits).prop_map(Command::Deposit),
+        1 => reference_price_command(instruments).boxed(),
     ]
+}
+
+/// An operator's new reference price (after a corporate action): mostly
+/// near where the streams trade, sometimes far off, zero (refused) or for
+/// an instrument that is not listed (refused).
+fn reference_price_command(instruments: usize) -> impl Strategy<Value = Command> {
+    (
+        prop_oneof![
+            6 => (0..instruments).prop_map(symbol_of),
+            1 => Just(sym("XRP-USD")),
+        ],
+        select(&["0", "1", "95", "100", "104.5", "2000", "30000"][..]),
+    )
+        .prop_map(|(symbol, price)| Command::SetReferencePrice {
+            symbol,
+            price: dec(price),
+        })
 }
 
 /// Mostly one command; sometimes a short halt: commands that meet a halted
