@@ -148,6 +148,9 @@ impl EncodeFields for AcceptedExt {
         if self.hidden {
             o.bool(key!("hidden"), true);
         }
+        if let Some(min_qty) = self.min_qty {
+            o.units(key!("min_qty"), min_qty);
+        }
     }
 }
 

@@ -88,20 +88,23 @@ fn accepted_ext() -> impl Strategy<Value = Option<Box<AcceptedExt>>> {
     let ext = (
         (option(wide_u64()), option(trailing()), option(wide_u64())),
         (option(wide_u64()), option(wide_u64()), option(id())),
-        any::<bool>(),
+        (any::<bool>(), option(wide_u64())),
     )
-        .prop_map(|((stop_price, trailing, display_qty), rest, hidden)| {
-            let (funds, expire_ts, oco_with) = rest;
-            Box::new(AcceptedExt {
-                stop_price,
-                trailing,
-                display_qty,
-                funds,
-                expire_ts,
-                oco_with,
-                hidden,
-            })
-        });
+        .prop_map(
+            |((stop_price, trailing, display_qty), rest, (hidden, min_qty))| {
+                let (funds, expire_ts, oco_with) = rest;
+                Box::new(AcceptedExt {
+                    stop_price,
+                    trailing,
+                    display_qty,
+                    funds,
+                    expire_ts,
+                    oco_with,
+                    hidden,
+                    min_qty,
+                })
+            },
+        );
     proptest::option::of(ext)
 }
 

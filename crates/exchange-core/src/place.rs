@@ -109,14 +109,7 @@ impl Engine {
                 tif: a.tif,
                 post_only: place.post_only,
                 stp: place.stp,
-                ext: Engine::accepted_ext(
-                    inst,
-                    a.stop.as_ref(),
-                    place,
-                    a.expire_ts,
-                    a.display,
-                    a.funds,
-                ),
+                ext: Engine::accepted_ext(inst, a, place),
             })
         });
         if let Some(display) = a.display {

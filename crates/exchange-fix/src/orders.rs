@@ -52,6 +52,8 @@ pub enum ReportKind {
         funds: Option<u64>,
         /// A hidden order, echoed as DisplayQty (1138) 0.
         hidden: bool,
+        /// The minimum acceptable quantity, echoed as MinQty (110).
+        min_qty: Option<u64>,
     },
     /// A stop's trigger was reached (ExecType L): it enters the book now.
     Triggered {
@@ -92,6 +94,7 @@ impl ReportKind {
                 display_qty: accepted.ext.as_ref().and_then(|e| e.display_qty),
                 funds: accepted.ext.as_ref().and_then(|e| e.funds),
                 hidden: accepted.ext.as_ref().is_some_and(|e| e.hidden),
+                min_qty: accepted.ext.as_ref().and_then(|e| e.min_qty),
             },
             Change::Triggered(triggered) => ReportKind::Triggered {
                 stop_price: triggered.stop_price,

@@ -147,11 +147,13 @@ pub fn execution_report(report: &Report, ids: Option<(&str, &str)>) -> Outgoing 
         display_qty,
         funds,
         hidden,
+        min_qty,
         ..
     } = &report.kind
     {
         out.push_opt(tags::MAX_FLOOR, display_qty.map(format_units));
         out.push_opt(tags::CASH_ORDER_QTY, funds.map(format_units));
+        out.push_opt(tags::MIN_QTY, min_qty.map(format_units));
         if *hidden {
             out.push(tags::DISPLAY_QTY, 0);
         }

@@ -44,7 +44,8 @@ async fn market_to_limit_and_min_qty_orders_are_placed_over_fix() {
         &format!("11=b2|54=1|38=2|44=60100|40=2|59=3|110=1.5|{ORDER}"),
     )
     .await;
-    assert_eq!(b.recv().await.text(150), Some("0"));
+    let new = b.recv().await;
+    assert_eq!((new.text(150), new.text(110)), (Some("0"), Some("1.5")));
     let expired = b.recv().await;
     assert_eq!(
         (expired.text(150), expired.text(14), expired.text(151)),

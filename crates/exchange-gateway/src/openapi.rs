@@ -546,6 +546,9 @@ fn order_schemas() -> Value {
         "filled_qty": dec, "remaining_qty": dec, "tif": { "enum": ["gtc", "ioc", "fok"] },
         "status": { "enum": ["new", "partially_filled", "filled", "canceled", "expired"] },
         "created_ts": int, "updated_ts": int,
+        "min_qty": { "type": "string", "description":
+            "the minimum acceptable quantity the order was entered with; absent without one" },
+        "hidden": { "type": "boolean", "description": "present, true, on a hidden order" },
     });
     let mut with_fills = order_props.clone();
     with_fills["fills"] = json!({ "type": "array", "items": schema_ref("Fill") });

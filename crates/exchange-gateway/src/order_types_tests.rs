@@ -43,6 +43,8 @@ async fn market_to_limit_and_min_qty_orders_are_placed_over_rest() {
         ended.json
     );
     assert_eq!(ended.json["filled_qty"], "0");
+    // The minimum is echoed back, as FIX echoes MinQty.
+    assert_eq!(ended.json["min_qty"], "1.5", "{}", ended.json);
     let met = short.replace("1.5", "1");
     let filled = call(&app, signed(1, Method::POST, "/v1/orders", &met)).await;
     assert_eq!(filled.json["filled_qty"], "1", "{}", filled.json);

@@ -149,6 +149,9 @@ pub struct DetailsView<'a> {
     /// Only on a hidden order: shown to its owner.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub hidden: bool,
+    /// The minimum acceptable quantity the order was entered with.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub min_qty: Option<Units>,
 }
 
 impl<'a> DetailsView<'a> {
@@ -164,6 +167,7 @@ impl<'a> DetailsView<'a> {
             triggered_ts: details.triggered_ts,
             triggered_price: details.triggered_price.map(Units),
             hidden: details.hidden,
+            min_qty: details.min_qty.map(Units),
         }
     }
 }
@@ -312,6 +316,9 @@ pub enum UpdateFields<'a> {
         /// Only on a hidden order.
         #[serde(skip_serializing_if = "std::ops::Not::not")]
         hidden: bool,
+        /// Only with a minimum acceptable quantity.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        min_qty: Option<Units>,
     },
     /// A stop's trigger was reached; the order now enters the book.
     Triggered {
@@ -452,6 +459,7 @@ fn order_fields(change: Change<'_>) -> Option<UpdateFields<'_>> {
             funds: e.ext.as_deref().and_then(|x| x.funds).map(Units),
             expire_ts: e.ext.as_deref().and_then(|x| x.expire_ts),
             hidden: e.ext.as_deref().is_some_and(|x| x.hidden),
+            min_qty: e.ext.as_deref().and_then(|x| x.min_qty).map(Units),
         },
         Change::Triggered(e) => UpdateFields::Triggered {
             order_id: e.order_id,

@@ -169,6 +169,7 @@ fn push_details(object: &mut Object<'_>, details: &DetailsView<'_>) {
     if details.hidden {
         push_bool(object.key("hidden"), true);
     }
+    object.some_units("min_qty", units(details.min_qty));
 }
 
 /// One message of the private stream, as its serialisation writes it.
@@ -294,6 +295,7 @@ fn push_accepted(object: &mut Object<'_>, fields: &UpdateFields<'_>) {
         funds,
         expire_ts,
         hidden,
+        min_qty,
     } = fields
     else {
         return;
@@ -323,6 +325,7 @@ fn push_accepted(object: &mut Object<'_>, fields: &UpdateFields<'_>) {
     if *hidden {
         push_bool(object.key("hidden"), true);
     }
+    object.some_units("min_qty", min_qty.map(|u| u.0));
 }
 
 /// A canceled, replaced or expired order's fields.

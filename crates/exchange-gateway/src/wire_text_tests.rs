@@ -58,6 +58,7 @@ fn details() -> impl Strategy<Value = Option<Box<OrderDetails>>> {
             triggered_ts: f.7,
             triggered_price: f.8,
             hidden: f.7.is_some_and(|ts| ts % 2 == 0),
+            min_qty: f.5.filter(|ts| ts % 3 == 0),
         })
     }))
 }
@@ -312,6 +313,7 @@ fn accepted<'a>(p: &Parts<'a>) -> UpdateFields<'a> {
         funds: p.opt(6).map(Units),
         expire_ts: p.opt(7),
         hidden: p.n[7] % 2 == 1,
+        min_qty: p.opt(4).filter(|n| n % 3 == 0).map(Units),
     }
 }
 

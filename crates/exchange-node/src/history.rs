@@ -78,6 +78,10 @@ pub struct OrderDetails {
     /// order. Left out when false, so older records keep their bytes.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub hidden: bool,
+    /// The minimum acceptable quantity it was entered with; left out
+    /// when none, so older records keep their bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_qty: Option<u64>,
 }
 
 impl OrderDetails {
@@ -98,6 +102,7 @@ impl OrderDetails {
             triggered_ts: None,
             triggered_price: None,
             hidden: ext.hidden,
+            min_qty: ext.min_qty,
         }
     }
 }

@@ -146,6 +146,9 @@ pub struct AcceptedExt {
     pub oco_with: Option<ClientOrderId>,
     /// A hidden order: shown to its owner here, never in market data.
     pub hidden: bool,
+    /// The minimum acceptable quantity it was admitted with, echoed as
+    /// FIX echoes MinQty (110) on the ExecutionReport.
+    pub min_qty: Option<u64>,
 }
 
 /// A trailing stop's distance: a price in units or basis points.

@@ -52,10 +52,15 @@ pub(super) fn write_accepted(w: &mut Writer<'_>, e: &Accepted) -> bool {
     w.opt_u64(ext.funds);
     w.opt_u64(ext.expire_ts);
     w.opt_id(ext.oco_with.as_ref());
-    // Appended: written only for a hidden order, so the part of every
-    // other order keeps its bytes and an older part reads as displayed.
-    if ext.hidden {
-        w.u8(1);
+    // Appended, each only when it says something, so the part of every
+    // other order keeps its bytes and an older part reads as displayed
+    // and without a minimum: the hidden flag (0 only when a minimum
+    // follows), then the minimum quantity.
+    if ext.hidden || ext.min_qty.is_some() {
+        w.u8(u8::from(ext.hidden));
+    }
+    if let Some(min_qty) = ext.min_qty {
+        w.u64(min_qty);
     }
     true
 }
@@ -98,15 +103,20 @@ fn read_accepted_ext(r: &mut Reader<'_>) -> Result<AcceptedExt, BinaryError> {
         oco_with: r.opt_id("oco_with")?,
         hidden: match r.remaining() {
             0 => false,
-            _ => match r.u8()? {
-                1 => true,
+            _ => match (r.u8()?, r.remaining()) {
+                (1, _) => true,
+                (0, 1..) => false,
                 _ => {
                     return Err(invalid(
                         "hidden",
-                        "is written only as 1, for a hidden order",
+                        "is written as 1 for a hidden order, or 0 before a minimum quantity",
                     ))
                 }
             },
+        },
+        min_qty: match r.remaining() {
+            0 => None,
+            _ => Some(r.u64()?),
         },
     })
 }

@@ -79,7 +79,10 @@ fn every_block_has_the_documented_length() {
         let bytes = encode_event(&event);
         let at = usize::from(template_at(&bytes) - FIRST_EVENT_TEMPLATE);
         let ext = match &event.kind {
-            EventKind::Accepted(a) if a.ext.is_some() => 85,
+            EventKind::Accepted(a) => a.ext.as_deref().map_or(0, |x| {
+                85 + usize::from(x.hidden || x.min_qty.is_some())
+                    + 8 * usize::from(x.min_qty.is_some())
+            }),
             _ => 0,
         };
         assert_eq!(block_len_at(&bytes), BLOCK_BYTES[at] + ext, "{event:?}");

@@ -57,7 +57,7 @@
 //! |---|---|---|
 //! | 101 | `instrument_added` | 40 |
 //! | 102 | `status` | 17 |
-//! | 103 | `accepted` | 90, or 175 with its rarer part |
+//! | 103 | `accepted` | 90, or 175 with its rarer part (+1 hidden or a minimum, +8 a minimum) |
 //! | 104 | `rejected` | 74 |
 //! | 105 | `trade` | 105 |
 //! | 106 | `canceled` | 93 |

@@ -36,6 +36,7 @@ use exchange_types::{
     TimeInForce, Trailing, TrailingUnits,
 };
 
+use crate::admit::Admitted;
 use crate::engine::Engine;
 use crate::instrument::Instrument;
 use book::{StopBook, StopInfo, StopPlan, TrailingTicks};
@@ -136,21 +137,23 @@ impl Engine {
         Ok(Some(order.id))
     }
 
-    /// The stop, trailing and pair details an `accepted` event reports.
+    /// The stop, trailing, pair and other rarer details an `accepted`
+    /// event reports, as admitted.
     pub(crate) fn accepted_ext(
         inst: &Instrument,
-        plan: Option<&StopPlan>,
+        admitted: &Admitted,
         place: &Place,
-        expire_ts: Option<u64>,
-        display_lots: Option<u64>,
-        funds: Option<u64>,
     ) -> Option<Box<AcceptedExt>> {
+        let plan = admitted.stop.as_ref();
+        let (expire_ts, display_lots, funds) =
+            (admitted.expire_ts, admitted.display, admitted.funds);
         if plan.is_none()
             && place.ext().oco_with.is_none()
             && expire_ts.is_none()
             && display_lots.is_none()
             && funds.is_none()
             && !place.ext().hidden
+            && admitted.min_lots.is_none()
         {
             return None;
         }
@@ -165,6 +168,7 @@ impl Engine {
             display_qty: display_lots.map(|lots| inst.qty_units(lots)),
             funds,
             hidden: place.ext().hidden,
+            min_qty: admitted.min_lots.map(|lots| inst.qty_units(lots)),
         }))
     }
 
