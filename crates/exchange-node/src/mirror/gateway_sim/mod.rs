@@ -6,10 +6,11 @@
 //! ([`gateway`]) over a simulated ingress: frames to a replica's ingress
 //! are delayed, now and then for long (a stalled connection or relay),
 //! keep their order on one connection, and are lost with the connection.
-//! Gateways crash and restart (a new incarnation opens a new session),
-//! are cut off from the cluster past their session's grace (the cluster
-//! expires the session and the gateway renews it), and take sides in the
-//! cluster's partitions.
+//! Gateways crash and restart (a new incarnation opens a new session; a
+//! gateway crashes only once its session opened, see
+//! `World::gateway_faults`), are cut off from the cluster past their
+//! session's grace (the cluster expires the session and the gateway
+//! renews it), and take sides in the cluster's partitions.
 //!
 //! Checked, for every seed: no client command is applied twice on any
 //! replica (its client order id names it), also across restarts from

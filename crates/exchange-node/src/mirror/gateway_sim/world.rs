@@ -81,7 +81,11 @@ impl World {
         for account in 1..=GATEWAYS {
             for (asset, amount) in [("USD", 1_000_000_000), ("BTC", 10_000_000)] {
                 lines.push(format!(
-                    r#"{{"cmd":"deposit","account":{account},"asset":"{asset}","amount":"{amount}"}}"#
+                    concat!(
+                        r#"{{"cmd":"deposit","account":{},"asset":"{}","#,
+                        r#""amount":"{}"}}"#,
+                    ),
+                    account, asset, amount
                 ));
             }
         }
