@@ -16,6 +16,8 @@ mod alarm;
 mod conf;
 mod error;
 mod node;
+#[cfg(feature = "sim")]
+pub mod sim;
 mod snapshot_file;
 pub mod state_file;
 mod storage;

@@ -1,10 +1,20 @@
-//! Deterministic simulation of Raft clusters (see `sim/mod.rs`). Every run
-//! prints its seed; `SIM_SEED=N` replays one, `SIM_STEPS=N` runs longer.
+//! Deterministic simulation of Raft clusters over the toy state machine
+//! (see `exchange_replication::sim`). Every run prints its seed;
+//! `SIM_SEED=N` replays one, `SIM_STEPS=N` runs longer.
 
-mod sim;
-
+use exchange_replication::sim::{seed, steps, Faults, Toy};
 use exchange_replication::Membership;
-use sim::{seed, steps, Cluster, Faults};
+
+type Cluster = exchange_replication::sim::Cluster<Toy>;
+
+/// Every live replica's toy, for comparison.
+fn toys(cluster: &Cluster) -> Vec<(u64, Toy)> {
+    cluster
+        .machines()
+        .into_iter()
+        .map(|(id, toy)| (id, toy.clone()))
+        .collect()
+}
 
 /// Runs a nemesis of `size` nodes and checks the end state.
 fn nemesis(name: &str, size: u64, default_steps: u64) {
@@ -15,7 +25,7 @@ fn nemesis(name: &str, size: u64, default_steps: u64) {
         cluster.step();
     }
     cluster.heal_and_converge(3_000);
-    let toys = cluster.toys();
+    let toys = toys(&cluster);
     let (_, first) = &toys[0];
     for (id, toy) in &toys {
         assert_eq!(
@@ -84,7 +94,7 @@ fn a_lagging_node_catches_up_by_snapshot_after_compaction() {
         .copied()
         .find(|id| *id != leader)
         .expect("a follower");
-    let before = cluster.toys();
+    let before = toys(&cluster);
     cluster.crash(lagging);
     for _ in 0..1_500 {
         cluster.step();
@@ -117,7 +127,7 @@ fn a_lagging_node_catches_up_by_snapshot_after_compaction() {
     );
     cluster.start(lagging);
     cluster.heal_and_converge(2_000);
-    let toys = cluster.toys();
+    let toys = toys(&cluster);
     assert!(
         toys.windows(2).all(|w| w[0].1 == w[1].1),
         "seed {seed}: {toys:?}"
@@ -148,7 +158,7 @@ fn a_new_node_joins_by_snapshot_and_a_voter_is_removed() {
         cluster.step();
         let joined = cluster.nodes[&4]
             .as_ref()
-            .is_some_and(|n| n.replica.status().voters.contains(&4) && n.toy.ids.len() > 100);
+            .is_some_and(|n| n.replica.status().voters.contains(&4) && n.machine.ids.len() > 100);
         if joined {
             break;
         }
@@ -187,7 +197,7 @@ fn a_new_node_joins_by_snapshot_and_a_voter_is_removed() {
         "seed {seed}: no progress without node {removed}"
     );
     cluster.heal_and_converge(2_000);
-    let toys = cluster.toys();
+    let toys = toys(&cluster);
     assert_eq!(toys.len(), 3);
     assert!(
         toys.windows(2).all(|w| w[0].1 == w[1].1),
@@ -204,7 +214,7 @@ fn every_replica_restarts_from_its_own_disk() {
         cluster.step();
     }
     cluster.heal_and_converge(1_000);
-    let before = cluster.toys();
+    let before = toys(&cluster);
     for id in cluster.ids.clone() {
         cluster.crash(id);
     }
@@ -214,14 +224,14 @@ fn every_replica_restarts_from_its_own_disk() {
     // The commit index is written lazily, so a replica may come back
     // behind; what it has is a prefix of what it had, and the new leader
     // brings everyone back to the same state.
-    for ((id, after), (_, was)) in cluster.toys().iter().zip(&before) {
+    for ((id, after), (_, was)) in toys(&cluster).iter().zip(&before) {
         assert!(
             after.raft_index <= was.raft_index && after.ids.is_subset(&was.ids),
             "seed {seed}: node {id} came back with state it never had"
         );
     }
     cluster.heal_and_converge(1_000);
-    for ((id, after), (_, was)) in cluster.toys().iter().zip(&before) {
+    for ((id, after), (_, was)) in toys(&cluster).iter().zip(&before) {
         assert_eq!(
             (after.hash, &after.ids),
             (was.hash, &was.ids),
@@ -233,7 +243,7 @@ fn every_replica_restarts_from_its_own_disk() {
         cluster.step();
     }
     cluster.heal_and_converge(1_000);
-    assert!(cluster.toys()[0].1.ids.len() > before[0].1.ids.len());
+    assert!(toys(&cluster)[0].1.ids.len() > before[0].1.ids.len());
 }
 
 /// A reader behind the state machine (the reporting service) replays the

@@ -308,7 +308,7 @@ impl Forwarder {
 
 /// What one round over the replicas found.
 #[derive(Debug, PartialEq)]
-enum Round<T> {
+pub(super) enum Round<T> {
     /// This node leads; here is the connection to it.
     Leader(u64, T),
     /// A replica named this node as the leader, not tried yet this round.
@@ -322,7 +322,7 @@ enum Round<T> {
 /// that one already failed this round: a leader this gateway cannot reach
 /// while the replicas still can (a partition between the two) would
 /// otherwise be tried again without pause each time a replica names it.
-fn search_round<T>(
+pub(super) fn search_round<T>(
     order: &[u64],
     mut attempt: impl FnMut(u64) -> Result<T, Option<u64>>,
 ) -> Round<T> {
@@ -343,7 +343,7 @@ fn search_round<T>(
 /// Whether to follow a replica's word that `leader` leads at once: not
 /// if an earlier round of this search already followed it there, as when
 /// two replicas with stale views name each other during an election.
-fn follow_name(named: &mut Vec<u64>, leader: u64) -> bool {
+pub(super) fn follow_name(named: &mut Vec<u64>, leader: u64) -> bool {
     if named.contains(&leader) {
         return false;
     }

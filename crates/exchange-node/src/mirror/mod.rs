@@ -13,6 +13,8 @@
 
 pub(crate) mod follow;
 pub(crate) mod forwarder;
+#[cfg(test)]
+mod gateway_sim;
 pub(crate) mod inflight;
 pub(crate) mod renew;
 

@@ -1,126 +1,16 @@
-//! A whole cluster in one thread: seeded network (loss, delay, reordering,
-//! duplication, partitions) and process crashes with restarts from the
-//! replicas' own directories, over a toy state machine (a hash chain over
-//! the applied payloads).
-//!
-//! Checked on every step: no two replicas ever hand over different entries
-//! at one index; each replica hands over indices in order; no payload is
-//! applied twice by one state machine; a proposal acknowledged to its
-//! proposer carries the payload proposed.
+//! The simulated cluster (see the module's documentation).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-use exchange_replication::{
+use super::{options, Faults, Machine, Rng};
+use crate::{
     is_snapshot, CommittedKind, Membership, Message, ReadyOutcome, ReplicaConfig, ReplicaNode,
-    StorageOptions,
 };
 
-/// A small seeded generator (splitmix64).
-pub struct Rng(u64);
-
-impl Rng {
-    pub fn new(seed: u64) -> Rng {
-        Rng(seed)
-    }
-    pub fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    pub fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-    /// True with probability `per_mille`/1000.
-    pub fn chance(&mut self, per_mille: u64) -> bool {
-        self.below(1000) < per_mille
-    }
-}
-
-/// The seed: `SIM_SEED` if set, else one derived from the clock. Printed
-/// so that a failure can be replayed.
-pub fn seed(name: &str) -> u64 {
-    let seed = std::env::var("SIM_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_nanos() as u64)
-                .unwrap_or(1)
-        });
-    eprintln!("{name}: seed {seed} (rerun with SIM_SEED={seed})");
-    seed
-}
-
-pub fn steps(default: u64) -> u64 {
-    std::env::var("SIM_STEPS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(default)
-}
-
-/// The toy state machine: a hash chain over applied payloads.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Toy {
-    pub raft_index: u64,
-    pub hash: u64,
-    pub ids: BTreeSet<u64>,
-}
-
-fn mix(hash: u64, value: u64) -> u64 {
-    let mut h = hash ^ value.wrapping_mul(0x1000_0000_01b3);
-    h = h.wrapping_mul(0x0100_0000_01b3).rotate_left(29);
-    h ^ (h >> 17)
-}
-
-impl Toy {
-    fn apply(&mut self, node: u64, index: u64, payload: &[u8]) {
-        assert!(
-            index > self.raft_index,
-            "node {node}: index {index} handed over after {}",
-            self.raft_index
-        );
-        self.raft_index = index;
-        if payload.is_empty() {
-            return;
-        }
-        let id = u64::from_le_bytes(payload.try_into().expect("8-byte payload"));
-        assert!(
-            self.ids.insert(id),
-            "node {node}: payload {id} applied twice (index {index})"
-        );
-        self.hash = mix(self.hash, id);
-    }
-
-    fn snapshot(&self) -> Vec<u8> {
-        let mut bytes = Vec::new();
-        bytes.extend_from_slice(&self.raft_index.to_le_bytes());
-        bytes.extend_from_slice(&self.hash.to_le_bytes());
-        for id in &self.ids {
-            bytes.extend_from_slice(&id.to_le_bytes());
-        }
-        bytes
-    }
-
-    fn restore(data: &[u8]) -> Toy {
-        if data.is_empty() {
-            return Toy::default();
-        }
-        let word = |at: usize| u64::from_le_bytes(data[at..at + 8].try_into().expect("word"));
-        Toy {
-            raft_index: word(0),
-            hash: word(8),
-            ids: (16..data.len()).step_by(8).map(word).collect(),
-        }
-    }
-}
-
-pub struct Live {
+pub struct Live<M> {
     pub replica: ReplicaNode,
-    pub toy: Toy,
+    pub machine: M,
     since_snapshot: u64,
 }
 
@@ -130,50 +20,10 @@ struct InFlight {
     message: Message,
 }
 
-/// Network and crash behaviour of a run.
-#[derive(Clone, Debug)]
-pub struct Faults {
-    pub loss: u64,
-    pub duplicate: u64,
-    pub max_delay: u64,
-    pub crash: u64,
-    pub restart: u64,
-    pub partition: u64,
-    pub heal: u64,
-    pub propose: u64,
-}
-
-impl Faults {
-    pub fn none() -> Faults {
-        Faults {
-            loss: 0,
-            duplicate: 0,
-            max_delay: 1,
-            crash: 0,
-            restart: 0,
-            partition: 0,
-            heal: 0,
-            propose: 300,
-        }
-    }
-    pub fn nemesis() -> Faults {
-        Faults {
-            loss: 50,
-            duplicate: 10,
-            max_delay: 4,
-            crash: 4,
-            restart: 40,
-            partition: 4,
-            heal: 30,
-            propose: 300,
-        }
-    }
-}
-
-pub struct Cluster {
+pub struct Cluster<M: Machine> {
     pub root: PathBuf,
     pub ids: Vec<u64>,
-    pub nodes: BTreeMap<u64, Option<Live>>,
+    pub nodes: BTreeMap<u64, Option<Live<M>>>,
     configs: BTreeMap<u64, ReplicaConfig>,
     network: Vec<InFlight>,
     pub rng: Rng,
@@ -181,8 +31,14 @@ pub struct Cluster {
     order: u64,
     /// Partition: a node's side (nodes on different sides cannot talk).
     pub side: BTreeMap<u64, u8>,
-    /// Every entry any replica handed over: index -> (term, payload).
-    pub log: BTreeMap<u64, (u64, Vec<u8>)>,
+    /// Every entry any replica handed over: index -> (term, payload; none
+    /// for a membership change).
+    pub log: BTreeMap<u64, (u64, Option<Vec<u8>>)>,
+    /// The digest of the first state machine that applied each index
+    /// checked (every `digest_every`th).
+    pub digests: BTreeMap<u64, M::Digest>,
+    /// Which indices' digests are compared (0: none).
+    pub digest_every: u64,
     next_id: u64,
     /// Proposals in flight: (proposer, index, term) -> payload id.
     pending: BTreeMap<(u64, u64, u64), u64>,
@@ -192,20 +48,8 @@ pub struct Cluster {
     pub faults: Faults,
 }
 
-pub fn options() -> StorageOptions {
-    StorageOptions {
-        // Crashes here are process crashes: the page cache survives them.
-        fsync: false,
-        segment_bytes: 2_048,
-        // No spare-writing threads in a deterministic simulation.
-        preallocate_after: None,
-        keep_snapshots: 2,
-        faults: Default::default(),
-    }
-}
-
-impl Cluster {
-    pub fn new(root: &Path, size: u64, seed: u64, faults: Faults) -> Cluster {
+impl<M: Machine> Cluster<M> {
+    pub fn new(root: &Path, size: u64, seed: u64, faults: Faults) -> Cluster<M> {
         let ids: Vec<u64> = (1..=size).collect();
         let mut cluster = Cluster {
             root: root.to_path_buf(),
@@ -218,6 +62,8 @@ impl Cluster {
             order: 0,
             side: BTreeMap::new(),
             log: BTreeMap::new(),
+            digests: BTreeMap::new(),
+            digest_every: 1,
             next_id: 1,
             pending: BTreeMap::new(),
             acked: BTreeSet::new(),
@@ -247,22 +93,12 @@ impl Cluster {
         let config = self.configs[&id].clone();
         let (replica, snapshot, _) =
             ReplicaNode::open(&log, &snaps, &config).expect("open replica");
-        let mut toy = match snapshot {
-            Some(snapshot) => {
-                let toy = Toy::restore(&snapshot.data);
-                assert!(toy.raft_index <= snapshot.index);
-                Toy {
-                    raft_index: snapshot.index,
-                    ..toy
-                }
-            }
+        let mut machine = match snapshot {
+            Some(snapshot) => M::restore(snapshot.index, &snapshot.data),
             // The genesis snapshot: the empty state as of index 1.
-            None => Toy {
-                raft_index: replica.snapshot_index().0,
-                ..Toy::default()
-            },
+            None => M::empty(replica.snapshot_index().0),
         };
-        let mut next = toy.raft_index + 1;
+        let mut next = machine.applied() + 1;
         while next <= replica.applied() {
             let batch = replica.read_committed(next, 64).expect("read committed");
             assert!(
@@ -271,11 +107,8 @@ impl Cluster {
             );
             for committed in batch {
                 self.check_agreement(id, committed.index, committed.term, &committed.kind);
-                if let CommittedKind::Normal(data) = &committed.kind {
-                    toy.apply(id, committed.index, data);
-                } else {
-                    toy.raft_index = committed.index;
-                }
+                machine.apply(id, committed.index, payload(&committed.kind));
+                check_digest(&mut self.digests, self.digest_every, id, &machine);
                 next = committed.index + 1;
             }
         }
@@ -283,7 +116,7 @@ impl Cluster {
             id,
             Some(Live {
                 replica,
-                toy,
+                machine,
                 since_snapshot: 0,
             }),
         );
@@ -319,10 +152,7 @@ impl Cluster {
     }
 
     fn check_agreement(&mut self, id: u64, index: u64, term: u64, kind: &CommittedKind) {
-        let payload = match kind {
-            CommittedKind::Normal(data) => data.clone(),
-            _ => b"conf".to_vec(),
-        };
+        let payload = payload(kind).map(<[u8]>::to_vec);
         match self.log.get(&index) {
             Some((t, p)) => assert!(
                 *t == term && *p == payload,
@@ -334,7 +164,9 @@ impl Cluster {
         }
     }
 
-    fn can_talk(&self, a: u64, b: u64) -> bool {
+    /// Whether the partition lets `a` and `b` talk (gateways a driver
+    /// simulates may take sides too).
+    pub fn can_talk(&self, a: u64, b: u64) -> bool {
         self.side.get(&a).copied().unwrap_or(0) == self.side.get(&b).copied().unwrap_or(0)
     }
 
@@ -343,7 +175,7 @@ impl Cluster {
         let Some(Some(live)) = self.nodes.get_mut(&id) else {
             return false;
         };
-        match live.replica.propose(payload_id.to_le_bytes().to_vec()) {
+        match live.replica.propose(M::proposal(payload_id)) {
             Ok((index, term)) => {
                 self.next_id += 1;
                 self.pending.insert((id, index, term), payload_id);
@@ -473,11 +305,7 @@ impl Cluster {
                 .get_mut(&id)
                 .and_then(Option::as_mut)
                 .expect("live");
-            let toy = Toy::restore(&snapshot.data);
-            live.toy = Toy {
-                raft_index: snapshot.index,
-                ..toy
-            };
+            live.machine = M::restore(snapshot.index, &snapshot.data);
         }
         for committed in outcome.committed {
             self.check_agreement(id, committed.index, committed.term, &committed.kind);
@@ -488,22 +316,20 @@ impl Cluster {
                 .get_mut(&id)
                 .and_then(Option::as_mut)
                 .expect("live");
-            match &committed.kind {
-                CommittedKind::Normal(data) => {
-                    live.toy.apply(id, committed.index, data);
-                    if let Some(payload_id) = self.pending.remove(&key) {
-                        assert_eq!(
-                            data.as_slice(),
-                            payload_id.to_le_bytes(),
-                            "node {id}: acknowledged entry {} carries another payload",
-                            committed.index
-                        );
-                        self.acked.insert(payload_id);
-                    }
-                }
-                _ => live.toy.raft_index = committed.index,
-            }
+            live.machine
+                .apply(id, committed.index, payload(&committed.kind));
             live.since_snapshot += 1;
+            if let Some(payload_id) = self.pending.remove(&key) {
+                assert_eq!(
+                    payload(&committed.kind),
+                    Some(M::proposal(payload_id).as_slice()),
+                    "node {id}: acknowledged entry {} carries another payload",
+                    committed.index
+                );
+                self.acked.insert(payload_id);
+            }
+            let live = self.nodes.get(&id).and_then(Option::as_ref).expect("live");
+            check_digest(&mut self.digests, self.digest_every, id, &live.machine);
         }
     }
 
@@ -518,8 +344,8 @@ impl Cluster {
             .expect("live");
         if every > 0 && live.since_snapshot >= every {
             live.since_snapshot = 0;
-            let index = live.toy.raft_index;
-            let data = live.toy.snapshot();
+            let index = live.machine.applied();
+            let data = live.machine.snapshot();
             live.replica
                 .save_snapshot(index, &data)
                 .expect("save snapshot");
@@ -579,7 +405,13 @@ impl Cluster {
             .nodes
             .iter()
             .filter_map(|(id, n)| n.as_ref().map(|n| (id, n)))
-            .map(|(id, n)| format!("{id}: {:?} toy@{}", n.replica.status(), n.toy.raft_index))
+            .map(|(id, n)| {
+                format!(
+                    "{id}: {:?} machine@{}",
+                    n.replica.status(),
+                    n.machine.applied()
+                )
+            })
             .collect();
         panic!("no convergence after {limit} ticks:\n{}", states.join("\n"));
     }
@@ -602,15 +434,57 @@ impl Cluster {
             self.nodes
                 .get(id)
                 .and_then(Option::as_ref)
-                .is_some_and(|n| n.toy.raft_index == commit && n.replica.commit_index() == commit)
+                .is_some_and(|n| {
+                    n.machine.applied() == commit && n.replica.commit_index() == commit
+                })
         })
     }
 
     /// Every live replica's state machine, for comparison.
-    pub fn toys(&self) -> Vec<(u64, Toy)> {
+    pub fn machines(&self) -> Vec<(u64, &M)> {
         self.nodes
             .iter()
-            .filter_map(|(id, n)| n.as_ref().map(|n| (*id, n.toy.clone())))
+            .filter_map(|(id, n)| n.as_ref().map(|n| (*id, &n.machine)))
             .collect()
+    }
+}
+
+impl<M: Machine> Cluster<M> {
+    /// Proposes `payload` on node `id` as the server's Raft thread does;
+    /// its fate is for the caller to learn from the log.
+    pub fn propose_payload(&mut self, id: u64, payload: Vec<u8>) -> Option<(u64, u64)> {
+        let live = self.nodes.get_mut(&id)?.as_mut()?;
+        live.replica.propose(payload).ok()
+    }
+}
+
+/// Replicas that applied the same index have the same digest there.
+fn check_digest<M: Machine>(
+    digests: &mut BTreeMap<u64, M::Digest>,
+    every: u64,
+    id: u64,
+    machine: &M,
+) {
+    let index = machine.applied();
+    if every == 0 || !index.is_multiple_of(every) {
+        return;
+    }
+    let digest = machine.digest();
+    match digests.get(&index) {
+        Some(first) => assert!(
+            *first == digest,
+            "node {id}: state at index {index} is {digest:?}, another replica's was {first:?}"
+        ),
+        None => {
+            digests.insert(index, digest);
+        }
+    }
+}
+
+/// What the state machine is handed for a committed entry.
+fn payload(kind: &CommittedKind) -> Option<&[u8]> {
+    match kind {
+        CommittedKind::Normal(data) => Some(data),
+        _ => None,
     }
 }
