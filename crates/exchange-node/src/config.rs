@@ -2,13 +2,15 @@
 //! (`--config`) and then by command-line flags. Every field is documented
 //! in docs/server.md.
 
-use std::net::{Ipv4Addr, SocketAddr};
-use std::path::{Path, PathBuf};
+use std::net::SocketAddr;
+use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
+pub use crate::config_part::parse_part;
 pub use crate::http_config::{HttpConfig, HttpConfigError, TlsConfig};
+pub use toml::de::Error as TomlError;
 
 #[derive(Debug, Error)]
 pub enum ConfigError {
@@ -115,8 +117,6 @@ pub struct Config {
     /// How old (milliseconds) a signed request's timestamp may be; at
     /// most [`crate::limits::MAX_RECV_WINDOW_MS`].
     pub recv_window_ms: u64,
-    /// Public market data: WebSocket channels and the binary feed.
-    pub marketdata: MarketDataConfig,
     /// The FIX 4.4 gateway (crate `exchange-fix`, docs/fix.md).
     pub fix: FixConfig,
     /// The reporting store (docs/reporting.md).
@@ -340,49 +340,6 @@ fn default_fix_comp_id() -> String {
     "EXCHANGE".into()
 }
 
-/// The `[marketdata]` section (docs/marketdata.md).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct MarketDataConfig {
-    /// UDP receivers of the binary feed (unicast, where multicast is not
-    /// available).
-    pub feed_targets: Vec<SocketAddr>,
-    /// Multicast group and port to publish the binary feed to.
-    pub multicast_group: Option<SocketAddr>,
-    /// Local interface address multicast leaves by (default: the system's).
-    pub multicast_interface: Option<Ipv4Addr>,
-    /// Multicast TTL: 1 keeps the feed on the local network.
-    pub multicast_ttl: u32,
-    /// TCP address of the retransmission and snapshot service; none
-    /// disables it.
-    pub retransmit_listen: Option<SocketAddr>,
-    /// Feed messages kept for retransmission.
-    pub retransmit_buffer: usize,
-    /// Largest UDP payload (one MoldUDP64 packet), in bytes.
-    pub max_packet_bytes: usize,
-    /// Messages queued for one WebSocket subscriber; one that falls
-    /// further behind is disconnected (`slow_consumer`).
-    pub subscriber_queue: usize,
-    /// Heartbeat interval of the channels and the feed, in milliseconds.
-    pub heartbeat_ms: u64,
-}
-
-impl Default for MarketDataConfig {
-    fn default() -> Self {
-        MarketDataConfig {
-            feed_targets: Vec::new(),
-            multicast_group: None,
-            multicast_interface: None,
-            multicast_ttl: 1,
-            retransmit_listen: None,
-            retransmit_buffer: 262_144,
-            max_packet_bytes: 1_400,
-            subscriber_queue: 4_096,
-            heartbeat_ms: 1_000,
-        }
-    }
-}
-
 fn instrument(
     symbol: &str,
     base: &str,
@@ -432,7 +389,6 @@ impl Default for Config {
             rate_limit_burst: 4_000,
             max_body_bytes: 16 * 1024,
             recv_window_ms: 5_000,
-            marketdata: MarketDataConfig::default(),
             fix: FixConfig::default(),
             reporting: ReportingConfig::default(),
             cluster: ClusterConfig::default(),
@@ -445,22 +401,6 @@ impl Default for Config {
 }
 
 impl Config {
-    pub fn load(path: &Path) -> Result<Config, ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
-            path: path.into(),
-            source,
-        })?;
-        let config: Config = toml::from_str(&text).map_err(|source| ConfigError::Parse {
-            path: path.into(),
-            source,
-        })?;
-        config.check().map_err(|message| ConfigError::Invalid {
-            path: path.into(),
-            message,
-        })?;
-        Ok(config)
-    }
-
     /// Refuses values no server should run with, naming the field.
     pub fn check(&self) -> Result<(), String> {
         let most = crate::limits::MAX_RECV_WINDOW_MS;
@@ -507,18 +447,16 @@ mod tests {
 
     #[test]
     fn recv_window_is_bounded_and_the_admin_token_is_never_inline() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("exchange.toml");
         let load = |text: &str| {
-            std::fs::write(&path, text).unwrap();
-            Config::load(&path)
+            let config: Config = toml::from_str(text).map_err(|e| e.to_string())?;
+            config.check().map(|()| config)
         };
         assert_eq!(
             load("recv_window_ms = 60000\n").unwrap().recv_window_ms,
             60_000
         );
         for bad in ["recv_window_ms = 0\n", "recv_window_ms = 60001\n"] {
-            let error = load(bad).unwrap_err().to_string();
+            let error = load(bad).unwrap_err();
             assert!(
                 error.contains("recv_window_ms must be between 1 and 60000"),
                 "{error}"
@@ -644,21 +582,5 @@ holidays = ["2026-12-24"]
             ..Config::default()
         };
         assert_eq!(silent.scheduler().unwrap().tick_interval, None);
-    }
-
-    #[test]
-    fn marketdata_section_parses() {
-        let text = concat!(
-            "[marketdata]\nfeed_targets = [\"127.0.0.1:30001\"]\n",
-            "retransmit_listen = \"127.0.0.1:30002\"\nheartbeat_ms = 50\n",
-        );
-        let parsed: Config = toml::from_str(text).unwrap();
-        assert_eq!(parsed.marketdata.feed_targets.len(), 1);
-        assert_eq!(parsed.marketdata.heartbeat_ms, 50);
-        assert_eq!(
-            parsed.marketdata.subscriber_queue,
-            MarketDataConfig::default().subscriber_queue
-        );
-        assert!(toml::from_str::<Config>("[marketdata]\nheartbeat = 5\n").is_err());
     }
 }

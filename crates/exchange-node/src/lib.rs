@@ -15,6 +15,7 @@
 pub mod admission;
 pub mod cluster_key;
 pub mod config;
+mod config_part;
 pub mod core_state;
 pub mod entry;
 pub mod fix_links;

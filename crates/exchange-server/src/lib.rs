@@ -16,6 +16,7 @@ use tokio::task::JoinHandle;
 
 use exchange_demo::DemoError;
 use exchange_gateway::{self as http, AppState};
+use exchange_marketdata_service::config::MarketDataConfig;
 use exchange_marketdata_service::{self as marketdata, MarketDataError, MarketDataService};
 use exchange_node::config::Config;
 use exchange_node::instruments::{ensure_instruments, InstrumentError};
@@ -115,14 +116,22 @@ pub fn report_recovery(report: &RecoveryReport) {
     );
 }
 
+/// What a process of the venue runs with: the node's settings and those of
+/// the layers this crate composes, each defined by the layer's crate.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ServerConfig {
+    pub node: Config,
+    pub marketdata: MarketDataConfig,
+}
+
 /// Runs the server until ctrl-c (or SIGTERM), then drains and stops.
-pub async fn run(config: Config, demo: bool) -> Result<(), ServerError> {
+pub async fn run(config: ServerConfig, demo: bool) -> Result<(), ServerError> {
     run_with_gateways(config, demo, Vec::new()).await
 }
 
 /// As [`run`], with more gateways.
 pub async fn run_with_gateways(
-    config: Config,
+    config: ServerConfig,
     demo: bool,
     gateways: Vec<GatewayStart>,
 ) -> Result<(), ServerError> {
@@ -135,7 +144,10 @@ pub async fn run_with_gateways(
 /// schedule and the demo, and writes the reporting store: the others
 /// would repeat the replica's commands.
 pub async fn run_tier(
-    mut config: Config,
+    ServerConfig {
+        node: mut config,
+        marketdata,
+    }: ServerConfig,
     demo: bool,
     gateways: Vec<GatewayStart>,
     tier: Tier,
@@ -174,7 +186,7 @@ pub async fn run_tier(
     if generated {
         announce_generated_token(&config);
     }
-    let market = start_market_data(&handle, &config).await?;
+    let market = start_market_data(&handle, &marketdata).await?;
     let mut app = AppState::new(handle.clone(), config.clone(), token, ready.clone())
         .with_market_data(market.market.clone());
     if let Some(reporting) = &reporting {
@@ -331,9 +343,9 @@ async fn list_instruments(
 
 async fn start_market_data(
     handle: &Handle,
-    config: &Config,
+    config: &MarketDataConfig,
 ) -> Result<MarketDataService, ServerError> {
-    let market = marketdata::start(handle.clone(), &config.marketdata).await?;
+    let market = marketdata::start(handle.clone(), config).await?;
     if let Some(addr) = market.retransmit_addr {
         eprintln!("market-data feed: retransmission and snapshots on tcp://{addr}");
     }
