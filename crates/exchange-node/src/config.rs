@@ -117,8 +117,6 @@ pub struct Config {
     /// How old (milliseconds) a signed request's timestamp may be; at
     /// most [`crate::limits::MAX_RECV_WINDOW_MS`].
     pub recv_window_ms: u64,
-    /// The FIX 4.4 gateway (crate `exchange-fix`, docs/fix.md).
-    pub fix: FixConfig,
     /// The reporting store (docs/reporting.md).
     pub reporting: ReportingConfig,
     /// Raft replication (docs/replication.md); absent: a single node.
@@ -267,79 +265,6 @@ impl ClusterConfig {
     }
 }
 
-/// The `[fix]` section. The gateway listens only when at least one session
-/// is configured.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct FixConfig {
-    /// FIX acceptor address.
-    pub listen: SocketAddr,
-    /// Largest difference between a message's SendingTime and server time.
-    pub max_clock_skew_secs: u64,
-    /// PEM certificate chain: with `tls_key`, the acceptor speaks TLS only;
-    /// without both, plain TCP.
-    pub tls_cert: Option<PathBuf>,
-    /// PEM private key of `tls_cert`.
-    pub tls_key: Option<PathBuf>,
-    /// Milliseconds a new connection has for its TLS handshake and Logon
-    /// together; a connection that has not logged on by then is closed.
-    pub logon_timeout_ms: u64,
-    /// Connections served before their Logon at a time, all sources
-    /// together; more are closed at once.
-    pub max_pending_logons: usize,
-    /// Of those, from one source (an IPv4 address, or an IPv6 /64): one
-    /// source cannot take the slots every other counterparty needs.
-    pub max_pending_logons_per_source: usize,
-    /// Application messages a logged-on session may send per second
-    /// (token bucket); 0 turns the limit off.
-    pub messages_per_sec: u32,
-    /// Messages a session may send at once before the rate applies.
-    pub message_burst: u32,
-    pub sessions: Vec<FixSessionConfig>,
-}
-
-impl Default for FixConfig {
-    fn default() -> Self {
-        FixConfig {
-            listen: SocketAddr::from(([127, 0, 0, 1], 9878)),
-            max_clock_skew_secs: 120,
-            tls_cert: None,
-            tls_key: None,
-            logon_timeout_ms: 2_000,
-            max_pending_logons: crate::limits::FIX_PENDING_LOGONS,
-            max_pending_logons_per_source: 8,
-            messages_per_sec: 2_000,
-            message_burst: 4_000,
-            sessions: Vec::new(),
-        }
-    }
-}
-
-/// One FIX session: order entry for `account`, or drop copy of
-/// `drop_copy_accounts` (exactly one of the two).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct FixSessionConfig {
-    /// The counterparty's SenderCompID (49).
-    pub sender_comp_id: String,
-    /// The exchange's CompID: the counterparty's TargetCompID (56).
-    #[serde(default = "default_fix_comp_id")]
-    pub target_comp_id: String,
-    /// Password (554) the Logon must carry.
-    pub password: String,
-    #[serde(default)]
-    pub account: Option<u64>,
-    #[serde(default)]
-    pub drop_copy_accounts: Vec<u64>,
-    /// Cancel the account's open orders when the session disconnects.
-    #[serde(default)]
-    pub cancel_on_disconnect: bool,
-}
-
-fn default_fix_comp_id() -> String {
-    "EXCHANGE".into()
-}
-
 fn instrument(
     symbol: &str,
     base: &str,
@@ -389,7 +314,6 @@ impl Default for Config {
             rate_limit_burst: 4_000,
             max_body_bytes: 16 * 1024,
             recv_window_ms: 5_000,
-            fix: FixConfig::default(),
             reporting: ReportingConfig::default(),
             cluster: ClusterConfig::default(),
             http: HttpConfig::default(),

@@ -242,7 +242,7 @@ fn run_server(
     let gateways = match tier {
         Tier::Replica if !config.node.tiers.clients => Vec::new(),
         Tier::MarketData => Vec::new(),
-        Tier::Replica | Tier::Gateway => vec![exchange_fix::gateway()],
+        Tier::Replica | Tier::Gateway => vec![exchange_fix::gateway(config.fix.clone())],
     };
     runtime.block_on(exchange_server::run_tier(
         config.server(),
