@@ -9,7 +9,6 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 pub use crate::config_part::parse_part;
-pub use crate::http_config::{HttpConfig, HttpConfigError, TlsConfig};
 pub use toml::de::Error as TomlError;
 
 #[derive(Debug, Error)]
@@ -108,21 +107,10 @@ pub struct Config {
     /// Write journal segments full of zeros ahead of need, so that the
     /// log's syncs write data only, not the file's growing size.
     pub journal_preallocate: bool,
-    /// Sustained requests per second per API key.
-    pub rate_limit_per_sec: u32,
-    /// Burst allowance per API key.
-    pub rate_limit_burst: u32,
-    /// Largest request body accepted, in bytes.
-    pub max_body_bytes: usize,
-    /// How old (milliseconds) a signed request's timestamp may be; at
-    /// most [`crate::limits::MAX_RECV_WINDOW_MS`].
-    pub recv_window_ms: u64,
     /// The reporting store (docs/reporting.md).
     pub reporting: ReportingConfig,
     /// Raft replication (docs/replication.md); absent: a single node.
     pub cluster: ClusterConfig,
-    /// The REST and WebSocket listener's connections, TLS and `/metrics`.
-    pub http: HttpConfig,
     /// A tiered venue: replicas' ingress and log stream, and where a
     /// gateway finds them (docs/deploy.md).
     pub tiers: crate::tiers_config::TiersConfig,
@@ -310,13 +298,8 @@ impl Default for Config {
             events_buffer: 65_536,
             snapshot_every: 1_000_000,
             journal_preallocate: true,
-            rate_limit_per_sec: 2_000,
-            rate_limit_burst: 4_000,
-            max_body_bytes: 16 * 1024,
-            recv_window_ms: 5_000,
             reporting: ReportingConfig::default(),
             cluster: ClusterConfig::default(),
-            http: HttpConfig::default(),
             tiers: crate::tiers_config::TiersConfig::default(),
             schedules: Vec::new(),
             tick_ms: 1_000,
@@ -327,13 +310,6 @@ impl Default for Config {
 impl Config {
     /// Refuses values no server should run with, naming the field.
     pub fn check(&self) -> Result<(), String> {
-        let most = crate::limits::MAX_RECV_WINDOW_MS;
-        if self.recv_window_ms == 0 || self.recv_window_ms > most {
-            return Err(format!(
-                "recv_window_ms must be between 1 and {most} (is {})",
-                self.recv_window_ms
-            ));
-        }
         crate::schedule::build(&self.schedules).map_err(|error| error.to_string())?;
         Ok(())
     }
@@ -370,27 +346,11 @@ mod tests {
     }
 
     #[test]
-    fn recv_window_is_bounded_and_the_admin_token_is_never_inline() {
-        let load = |text: &str| {
-            let config: Config = toml::from_str(text).map_err(|e| e.to_string())?;
-            config.check().map(|()| config)
-        };
+    fn the_admin_token_is_never_inline() {
+        assert!(toml::from_str::<Config>("admin_token = \"x\"\n").is_err());
+        let parsed: Config = toml::from_str("admin_token_file = \"/run/secrets/admin\"\n").unwrap();
         assert_eq!(
-            load("recv_window_ms = 60000\n").unwrap().recv_window_ms,
-            60_000
-        );
-        for bad in ["recv_window_ms = 0\n", "recv_window_ms = 60001\n"] {
-            let error = load(bad).unwrap_err();
-            assert!(
-                error.contains("recv_window_ms must be between 1 and 60000"),
-                "{error}"
-            );
-        }
-        assert!(load("admin_token = \"x\"\n").is_err());
-        assert_eq!(
-            load("admin_token_file = \"/run/secrets/admin\"\n")
-                .unwrap()
-                .admin_token_file,
+            parsed.admin_token_file,
             Some(PathBuf::from("/run/secrets/admin"))
         );
     }

@@ -24,7 +24,6 @@ pub mod fix_links;
 mod fix_links_tests;
 pub mod formats;
 pub mod history;
-pub mod http_config;
 pub mod ingress;
 pub mod instruments;
 pub mod key_rules;
