@@ -8,8 +8,10 @@ use std::fmt;
 use std::marker::PhantomData;
 
 use serde::de::value::{MapAccessDeserializer, StringDeserializer};
-use serde::de::{DeserializeOwned, DeserializeSeed, IgnoredAny, MapAccess, Visitor};
-use serde::Deserializer as _;
+use serde::de::{
+    DeserializeOwned, DeserializeSeed, Deserializer, Error as _, IgnoredAny, MapAccess, Visitor,
+};
+use serde::Deserialize;
 
 /// Reads `T` from the file's top-level table as if the table held only the
 /// keys `keep` accepts; the others are skipped unread.
@@ -65,18 +67,50 @@ where
         &mut self,
         seed: S,
     ) -> Result<Option<S::Value>, A::Error> {
-        while let Some(key) = self.map.next_key::<String>()? {
-            if (self.keep)(&key) {
-                let key: StringDeserializer<A::Error> = StringDeserializer::new(key);
-                return seed.deserialize(key).map(Some);
+        let mut seed = Some(seed);
+        loop {
+            let key = KeptKey {
+                seed: &mut seed,
+                keep: &self.keep,
+            };
+            match self.map.next_key_seed(key)? {
+                None => return Ok(None),
+                Some(Some(key)) => return Ok(Some(key)),
+                Some(None) => {
+                    self.map.next_value::<IgnoredAny>()?;
+                }
             }
-            self.map.next_value::<IgnoredAny>()?;
         }
-        Ok(None)
     }
 
     fn next_value_seed<S: DeserializeSeed<'de>>(&mut self, seed: S) -> Result<S::Value, A::Error> {
         self.map.next_value_seed(seed)
+    }
+}
+
+/// One key, handed to the part when it is the part's: read inside the
+/// file's own key, so that an error (an unknown field) points at it.
+struct KeptKey<'s, S, K> {
+    seed: &'s mut Option<S>,
+    keep: &'s K,
+}
+
+impl<'de, S, K> DeserializeSeed<'de> for KeptKey<'_, S, K>
+where
+    S: DeserializeSeed<'de>,
+    K: Fn(&str) -> bool,
+{
+    type Value = Option<S::Value>;
+
+    fn deserialize<D: Deserializer<'de>>(self, key: D) -> Result<Self::Value, D::Error> {
+        let key = String::deserialize(key)?;
+        if !(self.keep)(&key) {
+            return Ok(None);
+        }
+        match self.seed.take() {
+            Some(seed) => seed.deserialize(StringDeserializer::new(key)).map(Some),
+            None => Err(D::Error::custom("a key was read twice")),
+        }
     }
 }
 
@@ -115,6 +149,7 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(error.contains("unknown field `other`"), "{error}");
+        assert!(error.contains("line 2, column 1"), "{error}");
         let typo = "[inner]\nb = 2\nbb = 3\n";
         let error = parse_part::<Mine, _>(typo, |_| true)
             .unwrap_err()
