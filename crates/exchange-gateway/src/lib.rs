@@ -117,7 +117,7 @@ impl std::ops::Deref for AppState {
 pub struct Shared {
     pub handle: Handle,
     pub config: Arc<Config>,
-    /// The API's limits and the listener's settings ([`config`]).
+    /// The API's limits and the listener's settings ([`crate::config`]).
     pub gateway: Arc<GatewayConfig>,
     pub admin_token: Arc<str>,
     pub ready: Arc<AtomicBool>,
