@@ -12,7 +12,7 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use exchange_node::config::FixConfig;
+use exchange_fix::config::FixConfig;
 use exchange_testkit::fix::{session, Client, Node};
 use hdrhistogram::Histogram;
 

@@ -25,6 +25,7 @@
 pub mod acceptor;
 pub mod admission;
 pub mod app;
+pub mod config;
 pub mod continuity;
 pub mod frame;
 pub mod fuzzing;
@@ -49,11 +50,13 @@ mod testkit;
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
-use exchange_node::config::{Config, FixConfig, FixSessionConfig};
+use exchange_node::config::Config;
 use exchange_node::limits::{MAX_FIX_LOGON_TIMEOUT_MS, MAX_FIX_PENDING_LOGONS};
 use exchange_node::GatewayStart;
 use exchange_node::Handle;
 use thiserror::Error;
+
+pub use crate::config::{FixConfig, FixSessionConfig};
 
 #[derive(Debug, Error)]
 pub enum FixError {
@@ -160,14 +163,14 @@ pub fn session_dir(data_dir: &Path, session: &FixSessionConfig) -> PathBuf {
     ))
 }
 
-/// The FIX gateway as the server's binary starts it: nothing at all when
-/// no session is configured.
-pub fn gateway() -> GatewayStart {
-    Box::new(|handle: &Handle, config: &Config, stopping| {
-        if config.fix.sessions.is_empty() {
+/// The FIX gateway as the server's binary starts it, with the file's
+/// `[fix]` section: nothing at all when no session is configured.
+pub fn gateway(fix: FixConfig) -> GatewayStart {
+    Box::new(move |handle: &Handle, config: &Config, stopping| {
+        if fix.sessions.is_empty() {
             return Ok(tokio::spawn(async {}));
         }
-        let started = acceptor::start(handle.clone(), &config.fix, &config.data_dir, stopping);
+        let started = acceptor::start(handle.clone(), &fix, &config.data_dir, stopping);
         started.map(|(_, task)| task).map_err(|e| e.to_string())
     })
 }

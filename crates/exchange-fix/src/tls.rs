@@ -7,7 +7,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use exchange_node::config::FixConfig;
+use crate::config::FixConfig;
 use tokio_rustls::rustls::pki_types::pem::PemObject;
 use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use tokio_rustls::rustls::{self, ServerConfig};

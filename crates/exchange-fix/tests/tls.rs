@@ -5,8 +5,8 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use exchange_fix::config::FixConfig;
 use exchange_fix::FixError;
-use exchange_node::config::FixConfig;
 use exchange_testkit::fix::{session, Client, Node};
 use tokio::io::AsyncReadExt;
 use tokio::net::TcpStream;

@@ -290,7 +290,7 @@ pub fn identify(app: &AppState, key: &str, timestamp: &str) -> Result<Identified
     if key.is_empty() || key.len() > MAX_API_KEY_LEN {
         return Err(invalid_key());
     }
-    let timestamp_ms = check_timestamp(timestamp, unix_now_ms(), app.config.recv_window_ms)?;
+    let timestamp_ms = check_timestamp(timestamp, unix_now_ms(), app.gateway.recv_window_ms)?;
     let credential = match app.handle.credential(key) {
         Some(credential) => credential,
         // A restarted node or a new leader may not have applied the key's
@@ -346,7 +346,7 @@ pub fn verify(
         ));
     }
     let fingerprint = replay::fingerprint(message.key, &signed);
-    let forget_after_ms = signed_ms.saturating_add(app.config.recv_window_ms);
+    let forget_after_ms = signed_ms.saturating_add(app.gateway.recv_window_ms);
     let write = !matches!(message.method, "GET" | "HEAD");
     let caller = Caller {
         account: credential.account,
@@ -445,7 +445,7 @@ impl FromRequest<AppState> for Signed {
         })();
         let (key, timestamp, signature) = counted(app, source, headers)?;
         let identified = counted(app, source, identify(app, key, timestamp))?;
-        let body = read_body(&parts.headers, body, app.config.max_body_bytes)
+        let body = read_body(&parts.headers, body, app.gateway.max_body_bytes)
             .await
             .and_then(|body| {
                 if takes_body(method) || body.is_empty() {

@@ -256,7 +256,7 @@ impl<T: DeserializeOwned> FromRequest<AppState> for JsonBody<T> {
 
     async fn from_request(req: Request, app: &AppState) -> Result<Self, ApiError> {
         let (parts, body) = req.into_parts();
-        let bytes = read_body(&parts.headers, body, app.config.max_body_bytes).await?;
+        let bytes = read_body(&parts.headers, body, app.gateway.max_body_bytes).await?;
         parse_json(&bytes).map(JsonBody)
     }
 }

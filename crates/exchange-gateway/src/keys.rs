@@ -331,7 +331,7 @@ pub async fn admin_rotate(
     request: axum::extract::Request,
 ) -> Created {
     let (parts, body) = request.into_parts();
-    let body = read_body(&parts.headers, body, app.config.max_body_bytes).await?;
+    let body = read_body(&parts.headers, body, app.gateway.max_body_bytes).await?;
     rotate(&app, key_id, None, optional_json(&body)?).await
 }
 

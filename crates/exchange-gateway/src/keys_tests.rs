@@ -356,6 +356,7 @@ async fn serve_with_addresses(node: &TestNode) -> SocketAddr {
     let app = AppState::new(
         node.pipeline.handle.clone(),
         Config::default(),
+        crate::config::GatewayConfig::default(),
         ADMIN.into(),
         Arc::new(AtomicBool::new(true)),
     );

@@ -28,6 +28,7 @@ pub mod auth;
 #[cfg(test)]
 mod auth_tests;
 mod cluster;
+pub mod config;
 mod conn_io;
 pub mod error;
 #[cfg(test)]
@@ -87,6 +88,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, post, put};
 use axum::Router;
 
+use config::GatewayConfig;
 use error::ApiError;
 use exchange_marketdata_service::MarketData;
 use exchange_node::config::Config;
@@ -115,6 +117,8 @@ impl std::ops::Deref for AppState {
 pub struct Shared {
     pub handle: Handle,
     pub config: Arc<Config>,
+    /// The API's limits and the listener's settings ([`crate::config`]).
+    pub gateway: Arc<GatewayConfig>,
     pub admin_token: Arc<str>,
     pub ready: Arc<AtomicBool>,
     /// Set on SIGTERM for the drain (`[tiers] drain_ms`): clients are
@@ -146,16 +150,18 @@ impl AppState {
     pub fn new(
         handle: Handle,
         config: Config,
+        gateway: GatewayConfig,
         admin_token: String,
         ready: Arc<AtomicBool>,
     ) -> Self {
         let limiter =
-            ratelimit::RateLimiter::new(config.rate_limit_per_sec, config.rate_limit_burst);
+            ratelimit::RateLimiter::new(gateway.rate_limit_per_sec, gateway.rate_limit_burst);
         let private = private::PrivateStreams::new(handle.clone(), config.events_buffer);
         AppState(Arc::new(Shared {
             handle,
             private,
             config: Arc::new(config),
+            gateway: Arc::new(gateway),
             admin_token: admin_token.into(),
             ready,
             draining: Arc::new(AtomicBool::new(false)),
@@ -326,7 +332,7 @@ pub fn metrics_router(app: AppState) -> Router {
 /// token unless `[http] metrics_auth = false`: both tell an attacker more
 /// than a trader needs.
 fn metrics_allowed(app: &AppState, admin: Result<auth::Admin, ApiError>) -> Result<(), ApiError> {
-    if app.config.http.metrics_auth {
+    if app.gateway.http.metrics_auth {
         admin.map(|_| ())
     } else {
         Ok(())

@@ -39,10 +39,10 @@ use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use tokio_rustls::TlsAcceptor;
 use tower::Layer;
 
+use crate::config::{HttpConfig, TlsConfig};
 use crate::conn_io::{ConnectionLimits, GuardedIo};
 use crate::stats::HttpStats;
 use crate::AppState;
-use exchange_node::config::{HttpConfig, TlsConfig};
 use exchange_node::limits::{ACCEPT_RETRY, FD_HEADROOM};
 
 #[derive(Debug, Error)]
@@ -315,7 +315,7 @@ pub async fn body_deadline(State(app): State<AppState>, request: Request, next: 
     if request.body().is_end_stream() {
         return next.run(request).await;
     }
-    let deadline = Instant::now() + app.config.http.body_timeout();
+    let deadline = Instant::now() + app.gateway.http.body_timeout();
     let request = request.map(|inner| {
         Body::new(DeadlineBody {
             inner,

@@ -11,8 +11,8 @@ use tower::ServiceExt;
 use crate::md_test_support::{app, drive, next_json, node, serve, submit, workload, Ws};
 
 use crate::{router, AppState};
+use exchange_marketdata_service::config::MarketDataConfig;
 use exchange_marketdata_service::*;
-use exchange_node::config::MarketDataConfig;
 
 async fn send(ws: &mut Ws, message: Value) {
     ws.send(WsMessage::text(message.to_string()))

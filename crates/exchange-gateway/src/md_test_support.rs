@@ -60,6 +60,7 @@ pub(super) fn app(handle: &Handle, service: &MarketDataService) -> AppState {
     AppState::new(
         handle.clone(),
         Config::default(),
+        crate::config::GatewayConfig::default(),
         "t".into(),
         Arc::new(AtomicBool::new(true)),
     )

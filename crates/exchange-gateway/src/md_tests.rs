@@ -19,8 +19,8 @@ use crate::md_test_support::{
 
 use crate::{router, AppState};
 use exchange_marketdata::InstrumentSequences;
+use exchange_marketdata_service::config::MarketDataConfig;
 use exchange_marketdata_service::*;
-use exchange_node::config::MarketDataConfig;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn books_rebuilt_from_websocket_and_binary_feed_equal_the_core() {

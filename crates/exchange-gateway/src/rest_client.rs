@@ -8,15 +8,16 @@ use serde_json::Value;
 use tower::ServiceExt;
 
 use super::auth::sign;
+use super::config::GatewayConfig;
 use super::test_support::{keys, TestNode};
 use super::{router, AppState, Config};
 use std::sync::Arc;
 
 pub const ADMIN: &str = "admin-token";
 
-pub fn app(node: &TestNode, tweak: impl FnOnce(&mut Config)) -> AppState {
-    let mut config = Config::default();
-    tweak(&mut config);
+pub fn app(node: &TestNode, tweak: impl FnOnce(&mut GatewayConfig)) -> AppState {
+    let mut gateway = GatewayConfig::default();
+    tweak(&mut gateway);
     static STORES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let handle = node.pipeline.handle.clone();
     let data_dir = node._dir.path().to_path_buf();
@@ -42,7 +43,8 @@ pub fn app(node: &TestNode, tweak: impl FnOnce(&mut Config)) -> AppState {
     .expect("reporting store");
     AppState::new(
         handle,
-        config,
+        Config::default(),
+        gateway,
         ADMIN.into(),
         Arc::new(AtomicBool::new(true)),
     )

@@ -69,8 +69,8 @@ pub async fn handler(
 ) -> Response {
     match upgrade {
         Ok(upgrade) => upgrade
-            .max_message_size(app.config.max_body_bytes)
-            .max_frame_size(app.config.max_body_bytes)
+            .max_message_size(app.gateway.max_body_bytes)
+            .max_frame_size(app.gateway.max_body_bytes)
             .read_buffer_size(READ_BUFFER)
             .write_buffer_size(WS_WRITE_BUFFER)
             .max_write_buffer_size(WS_MAX_WRITE_BUFFER)
@@ -257,7 +257,7 @@ async fn private_entry(events: &mut Option<Feed>) -> Result<Arc<Applied>, FeedEn
 
 async fn session(app: AppState, source: std::net::IpAddr, mut socket: WebSocket) {
     let _open = app.stats.ws_opened();
-    let limit = app.config.max_body_bytes;
+    let limit = app.gateway.max_body_bytes;
     let Some(first) = first_message(&mut socket, limit).await else {
         return;
     };
@@ -289,7 +289,7 @@ async fn session(app: AppState, source: std::net::IpAddr, mut socket: WebSocket)
         }
         (Some((account, key)), cancel_on_disconnect, Some(events))
     };
-    let live = Liveness::new(&app.config.http);
+    let live = Liveness::new(&app.gateway.http);
     let lag = events.as_ref().map(Feed::lag);
     let key = auth.as_ref().map(|(_, key)| KeyWatch::new(&app, key));
     let mut key_end = key.clone();
@@ -325,7 +325,7 @@ impl Session {
     /// Moves messages both ways until the socket ends or is closed.
     async fn pump(&mut self, socket: &mut WebSocket, events: &mut Option<Feed>, live: &Liveness) {
         let account = self.auth.as_ref().map_or(0, |(account, _)| *account);
-        let limit = self.app.config.max_body_bytes;
+        let limit = self.app.gateway.max_body_bytes;
         let mut unflushed = false;
         loop {
             tokio::select! {
@@ -666,6 +666,7 @@ mod tests {
         let app = AppState::new(
             node.pipeline.handle.clone(),
             Config::default(),
+            crate::config::GatewayConfig::default(),
             "t".into(),
             Arc::new(AtomicBool::new(true)),
         );

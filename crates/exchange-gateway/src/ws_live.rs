@@ -18,7 +18,7 @@ use tokio::sync::{watch, Notify};
 use super::private::Lag;
 use super::ws::{close, error_message};
 use super::AppState;
-use exchange_node::config::HttpConfig;
+use crate::config::HttpConfig;
 use exchange_node::limits::WS_CLOSE_TIMEOUT;
 
 /// Close codes (RFC 6455).

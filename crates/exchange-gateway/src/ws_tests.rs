@@ -21,6 +21,7 @@ async fn serve(node: &TestNode) -> (AppState, SocketAddr) {
     let app = AppState::new(
         node.pipeline.handle.clone(),
         Config::default(),
+        crate::config::GatewayConfig::default(),
         "t".into(),
         Arc::new(AtomicBool::new(true)),
     );

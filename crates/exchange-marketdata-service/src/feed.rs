@@ -21,7 +21,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, oneshot};
 
 use super::{Request, Stats};
-use exchange_node::config::MarketDataConfig;
+use crate::config::MarketDataConfig;
 
 pub(crate) struct Feed {
     socket: Option<UdpSocket>,

@@ -13,6 +13,7 @@
 //!
 //! Sessions and the REST routes talk to the task through [`MarketData`].
 
+pub mod config;
 mod fanout;
 mod feed;
 mod service;
@@ -36,7 +37,7 @@ use thiserror::Error;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
-use exchange_node::config::MarketDataConfig;
+use crate::config::MarketDataConfig;
 use exchange_node::{Handle, MarketQuery, SubmitError};
 
 #[derive(Debug, Error)]

@@ -22,7 +22,7 @@ use tokio::time::MissedTickBehavior;
 use super::fanout::{Fanout, Key};
 use super::feed::{lock, Feed};
 use super::{snapshot_patiently, Request, Stats, SubscribeError};
-use exchange_node::config::MarketDataConfig;
+use crate::config::MarketDataConfig;
 use exchange_node::Applied;
 use exchange_node::Handle;
 

@@ -6,7 +6,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use exchange_node::config::MarketDataConfig;
+use crate::config::MarketDataConfig;
 use exchange_node::state::Applied;
 use serde_json::{json, Value};
 use tokio::sync::mpsc;

@@ -2,13 +2,14 @@
 //! (`--config`) and then by command-line flags. Every field is documented
 //! in docs/server.md.
 
-use std::net::{Ipv4Addr, SocketAddr};
-use std::path::{Path, PathBuf};
+use std::net::SocketAddr;
+use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-pub use crate::http_config::{HttpConfig, HttpConfigError, TlsConfig};
+pub use crate::config_part::parse_part;
+pub use toml::de::Error as TomlError;
 
 #[derive(Debug, Error)]
 pub enum ConfigError {
@@ -106,25 +107,10 @@ pub struct Config {
     /// Write journal segments full of zeros ahead of need, so that the
     /// log's syncs write data only, not the file's growing size.
     pub journal_preallocate: bool,
-    /// Sustained requests per second per API key.
-    pub rate_limit_per_sec: u32,
-    /// Burst allowance per API key.
-    pub rate_limit_burst: u32,
-    /// Largest request body accepted, in bytes.
-    pub max_body_bytes: usize,
-    /// How old (milliseconds) a signed request's timestamp may be; at
-    /// most [`crate::limits::MAX_RECV_WINDOW_MS`].
-    pub recv_window_ms: u64,
-    /// Public market data: WebSocket channels and the binary feed.
-    pub marketdata: MarketDataConfig,
-    /// The FIX 4.4 gateway (crate `exchange-fix`, docs/fix.md).
-    pub fix: FixConfig,
     /// The reporting store (docs/reporting.md).
     pub reporting: ReportingConfig,
     /// Raft replication (docs/replication.md); absent: a single node.
     pub cluster: ClusterConfig,
-    /// The REST and WebSocket listener's connections, TLS and `/metrics`.
-    pub http: HttpConfig,
     /// A tiered venue: replicas' ingress and log stream, and where a
     /// gateway finds them (docs/deploy.md).
     pub tiers: crate::tiers_config::TiersConfig,
@@ -267,122 +253,6 @@ impl ClusterConfig {
     }
 }
 
-/// The `[fix]` section. The gateway listens only when at least one session
-/// is configured.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct FixConfig {
-    /// FIX acceptor address.
-    pub listen: SocketAddr,
-    /// Largest difference between a message's SendingTime and server time.
-    pub max_clock_skew_secs: u64,
-    /// PEM certificate chain: with `tls_key`, the acceptor speaks TLS only;
-    /// without both, plain TCP.
-    pub tls_cert: Option<PathBuf>,
-    /// PEM private key of `tls_cert`.
-    pub tls_key: Option<PathBuf>,
-    /// Milliseconds a new connection has for its TLS handshake and Logon
-    /// together; a connection that has not logged on by then is closed.
-    pub logon_timeout_ms: u64,
-    /// Connections served before their Logon at a time, all sources
-    /// together; more are closed at once.
-    pub max_pending_logons: usize,
-    /// Of those, from one source (an IPv4 address, or an IPv6 /64): one
-    /// source cannot take the slots every other counterparty needs.
-    pub max_pending_logons_per_source: usize,
-    /// Application messages a logged-on session may send per second
-    /// (token bucket); 0 turns the limit off.
-    pub messages_per_sec: u32,
-    /// Messages a session may send at once before the rate applies.
-    pub message_burst: u32,
-    pub sessions: Vec<FixSessionConfig>,
-}
-
-impl Default for FixConfig {
-    fn default() -> Self {
-        FixConfig {
-            listen: SocketAddr::from(([127, 0, 0, 1], 9878)),
-            max_clock_skew_secs: 120,
-            tls_cert: None,
-            tls_key: None,
-            logon_timeout_ms: 2_000,
-            max_pending_logons: crate::limits::FIX_PENDING_LOGONS,
-            max_pending_logons_per_source: 8,
-            messages_per_sec: 2_000,
-            message_burst: 4_000,
-            sessions: Vec::new(),
-        }
-    }
-}
-
-/// One FIX session: order entry for `account`, or drop copy of
-/// `drop_copy_accounts` (exactly one of the two).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct FixSessionConfig {
-    /// The counterparty's SenderCompID (49).
-    pub sender_comp_id: String,
-    /// The exchange's CompID: the counterparty's TargetCompID (56).
-    #[serde(default = "default_fix_comp_id")]
-    pub target_comp_id: String,
-    /// Password (554) the Logon must carry.
-    pub password: String,
-    #[serde(default)]
-    pub account: Option<u64>,
-    #[serde(default)]
-    pub drop_copy_accounts: Vec<u64>,
-    /// Cancel the account's open orders when the session disconnects.
-    #[serde(default)]
-    pub cancel_on_disconnect: bool,
-}
-
-fn default_fix_comp_id() -> String {
-    "EXCHANGE".into()
-}
-
-/// The `[marketdata]` section (docs/marketdata.md).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct MarketDataConfig {
-    /// UDP receivers of the binary feed (unicast, where multicast is not
-    /// available).
-    pub feed_targets: Vec<SocketAddr>,
-    /// Multicast group and port to publish the binary feed to.
-    pub multicast_group: Option<SocketAddr>,
-    /// Local interface address multicast leaves by (default: the system's).
-    pub multicast_interface: Option<Ipv4Addr>,
-    /// Multicast TTL: 1 keeps the feed on the local network.
-    pub multicast_ttl: u32,
-    /// TCP address of the retransmission and snapshot service; none
-    /// disables it.
-    pub retransmit_listen: Option<SocketAddr>,
-    /// Feed messages kept for retransmission.
-    pub retransmit_buffer: usize,
-    /// Largest UDP payload (one MoldUDP64 packet), in bytes.
-    pub max_packet_bytes: usize,
-    /// Messages queued for one WebSocket subscriber; one that falls
-    /// further behind is disconnected (`slow_consumer`).
-    pub subscriber_queue: usize,
-    /// Heartbeat interval of the channels and the feed, in milliseconds.
-    pub heartbeat_ms: u64,
-}
-
-impl Default for MarketDataConfig {
-    fn default() -> Self {
-        MarketDataConfig {
-            feed_targets: Vec::new(),
-            multicast_group: None,
-            multicast_interface: None,
-            multicast_ttl: 1,
-            retransmit_listen: None,
-            retransmit_buffer: 262_144,
-            max_packet_bytes: 1_400,
-            subscriber_queue: 4_096,
-            heartbeat_ms: 1_000,
-        }
-    }
-}
-
 fn instrument(
     symbol: &str,
     base: &str,
@@ -428,15 +298,8 @@ impl Default for Config {
             events_buffer: 65_536,
             snapshot_every: 1_000_000,
             journal_preallocate: true,
-            rate_limit_per_sec: 2_000,
-            rate_limit_burst: 4_000,
-            max_body_bytes: 16 * 1024,
-            recv_window_ms: 5_000,
-            marketdata: MarketDataConfig::default(),
-            fix: FixConfig::default(),
             reporting: ReportingConfig::default(),
             cluster: ClusterConfig::default(),
-            http: HttpConfig::default(),
             tiers: crate::tiers_config::TiersConfig::default(),
             schedules: Vec::new(),
             tick_ms: 1_000,
@@ -445,31 +308,8 @@ impl Default for Config {
 }
 
 impl Config {
-    pub fn load(path: &Path) -> Result<Config, ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
-            path: path.into(),
-            source,
-        })?;
-        let config: Config = toml::from_str(&text).map_err(|source| ConfigError::Parse {
-            path: path.into(),
-            source,
-        })?;
-        config.check().map_err(|message| ConfigError::Invalid {
-            path: path.into(),
-            message,
-        })?;
-        Ok(config)
-    }
-
     /// Refuses values no server should run with, naming the field.
     pub fn check(&self) -> Result<(), String> {
-        let most = crate::limits::MAX_RECV_WINDOW_MS;
-        if self.recv_window_ms == 0 || self.recv_window_ms > most {
-            return Err(format!(
-                "recv_window_ms must be between 1 and {most} (is {})",
-                self.recv_window_ms
-            ));
-        }
         crate::schedule::build(&self.schedules).map_err(|error| error.to_string())?;
         Ok(())
     }
@@ -506,29 +346,11 @@ mod tests {
     }
 
     #[test]
-    fn recv_window_is_bounded_and_the_admin_token_is_never_inline() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("exchange.toml");
-        let load = |text: &str| {
-            std::fs::write(&path, text).unwrap();
-            Config::load(&path)
-        };
+    fn the_admin_token_is_never_inline() {
+        assert!(toml::from_str::<Config>("admin_token = \"x\"\n").is_err());
+        let parsed: Config = toml::from_str("admin_token_file = \"/run/secrets/admin\"\n").unwrap();
         assert_eq!(
-            load("recv_window_ms = 60000\n").unwrap().recv_window_ms,
-            60_000
-        );
-        for bad in ["recv_window_ms = 0\n", "recv_window_ms = 60001\n"] {
-            let error = load(bad).unwrap_err().to_string();
-            assert!(
-                error.contains("recv_window_ms must be between 1 and 60000"),
-                "{error}"
-            );
-        }
-        assert!(load("admin_token = \"x\"\n").is_err());
-        assert_eq!(
-            load("admin_token_file = \"/run/secrets/admin\"\n")
-                .unwrap()
-                .admin_token_file,
+            parsed.admin_token_file,
             Some(PathBuf::from("/run/secrets/admin"))
         );
     }
@@ -644,21 +466,5 @@ holidays = ["2026-12-24"]
             ..Config::default()
         };
         assert_eq!(silent.scheduler().unwrap().tick_interval, None);
-    }
-
-    #[test]
-    fn marketdata_section_parses() {
-        let text = concat!(
-            "[marketdata]\nfeed_targets = [\"127.0.0.1:30001\"]\n",
-            "retransmit_listen = \"127.0.0.1:30002\"\nheartbeat_ms = 50\n",
-        );
-        let parsed: Config = toml::from_str(text).unwrap();
-        assert_eq!(parsed.marketdata.feed_targets.len(), 1);
-        assert_eq!(parsed.marketdata.heartbeat_ms, 50);
-        assert_eq!(
-            parsed.marketdata.subscriber_queue,
-            MarketDataConfig::default().subscriber_queue
-        );
-        assert!(toml::from_str::<Config>("[marketdata]\nheartbeat = 5\n").is_err());
     }
 }

@@ -15,6 +15,7 @@
 pub mod admission;
 pub mod cluster_key;
 pub mod config;
+mod config_part;
 pub mod core_state;
 pub mod entry;
 pub mod fix_links;
@@ -23,7 +24,6 @@ pub mod fix_links;
 mod fix_links_tests;
 pub mod formats;
 pub mod history;
-pub mod http_config;
 pub mod ingress;
 pub mod instruments;
 pub mod key_rules;

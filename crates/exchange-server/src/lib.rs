@@ -15,7 +15,9 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use exchange_demo::DemoError;
+use exchange_gateway::config::{GatewayConfig, HttpConfig};
 use exchange_gateway::{self as http, AppState};
+use exchange_marketdata_service::config::MarketDataConfig;
 use exchange_marketdata_service::{self as marketdata, MarketDataError, MarketDataService};
 use exchange_node::config::Config;
 use exchange_node::instruments::{ensure_instruments, InstrumentError};
@@ -63,7 +65,7 @@ pub enum ServerError {
     #[error("cluster configuration: {0}")]
     Cluster(#[from] exchange_node::replication::ClusterError),
     #[error(transparent)]
-    Http(#[from] exchange_node::config::HttpConfigError),
+    Http(#[from] exchange_gateway::config::HttpConfigError),
     #[error("TLS: {0}")]
     Tls(#[from] http::listener::TlsError),
     #[error("{0}")]
@@ -115,14 +117,23 @@ pub fn report_recovery(report: &RecoveryReport) {
     );
 }
 
+/// What a process of the venue runs with: the node's settings and those of
+/// the layers this crate composes, each defined by the layer's crate.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ServerConfig {
+    pub node: Config,
+    pub gateway: GatewayConfig,
+    pub marketdata: MarketDataConfig,
+}
+
 /// Runs the server until ctrl-c (or SIGTERM), then drains and stops.
-pub async fn run(config: Config, demo: bool) -> Result<(), ServerError> {
+pub async fn run(config: ServerConfig, demo: bool) -> Result<(), ServerError> {
     run_with_gateways(config, demo, Vec::new()).await
 }
 
 /// As [`run`], with more gateways.
 pub async fn run_with_gateways(
-    config: Config,
+    config: ServerConfig,
     demo: bool,
     gateways: Vec<GatewayStart>,
 ) -> Result<(), ServerError> {
@@ -135,27 +146,20 @@ pub async fn run_with_gateways(
 /// schedule and the demo, and writes the reporting store: the others
 /// would repeat the replica's commands.
 pub async fn run_tier(
-    mut config: Config,
+    ServerConfig {
+        node: mut config,
+        gateway,
+        marketdata,
+    }: ServerConfig,
     demo: bool,
     gateways: Vec<GatewayStart>,
     tier: Tier,
 ) -> Result<(), ServerError> {
-    config.tiers.running_as = tier;
-    config.http.check()?;
-    if demo {
-        // Listed and scheduled like configured instruments, so that the
-        // scheduler, the gateways and the demo all see the same ones.
-        exchange_demo::configure(&mut config);
-    }
-    let scheduler = config.scheduler().map_err(ServerError::Schedule)?;
+    let scheduler = prepare(&mut config, &gateway, demo, tier)?;
     // Before anything opens a descriptor: refused certificates stop the
     // start, not the first client.
-    let tls = config
-        .http
-        .tls
-        .as_ref()
-        .map(http::listener::tls_acceptor)
-        .transpose()?;
+    let tls = gateway.http.tls.as_ref();
+    let tls = tls.map(http::listener::tls_acceptor).transpose()?;
     let fd_limit = http::listener::raise_fd_limit();
     let (token, generated) = admin_token(&config)?;
     let ready = Arc::new(AtomicBool::new(false));
@@ -174,13 +178,20 @@ pub async fn run_tier(
     if generated {
         announce_generated_token(&config);
     }
-    let market = start_market_data(&handle, &config).await?;
-    let mut app = AppState::new(handle.clone(), config.clone(), token, ready.clone())
-        .with_market_data(market.market.clone());
+    let market = start_market_data(&handle, &marketdata).await?;
+    let mut app = AppState::new(
+        handle.clone(),
+        config.clone(),
+        gateway,
+        token,
+        ready.clone(),
+    )
+    .with_market_data(market.market.clone());
     if let Some(reporting) = &reporting {
         app = app.with_reporting(reporting.clone());
     }
-    let (listener, metrics_listener) = bind_listeners(&config, tls.is_some()).await?;
+    let (listener, metrics_listener) =
+        bind_listeners(&config, &app.gateway.http, tls.is_some()).await?;
     if demo && tier == Tier::Replica {
         exchange_demo::start(handle.clone(), &config.data_dir, &config, stopping.clone()).await?;
     }
@@ -195,11 +206,11 @@ pub async fn run_tier(
     } else {
         tokio::spawn(tiers::ready_when_caught_up(handle.clone(), ready.clone()));
     }
-    let max_connections = max_connections(&config, fd_limit);
+    let max_connections = max_connections(&app.gateway.http, fd_limit);
     let listener = http::listener::Listener {
         tcp: listener,
         tls,
-        http: config.http.clone(),
+        http: app.gateway.http.clone(),
         max_connections,
         stats: app.stats.clone(),
     };
@@ -213,6 +224,24 @@ pub async fn run_tier(
     drop(tier_servers);
     stop_in_order(market, gateways, handle, pipeline, reporter).await;
     Ok(())
+}
+
+/// Sets what the process runs as, checks the listener's settings and the
+/// schedules, and gives the demo its instruments; the scheduler's settings.
+fn prepare(
+    config: &mut Config,
+    gateway: &GatewayConfig,
+    demo: bool,
+    tier: Tier,
+) -> Result<SchedulerConfig, ServerError> {
+    config.tiers.running_as = tier;
+    gateway.http.check()?;
+    if demo {
+        // Listed and scheduled like configured instruments, so that the
+        // scheduler, the gateways and the demo all see the same ones.
+        exchange_demo::configure(config);
+    }
+    config.scheduler().map_err(ServerError::Schedule)
 }
 
 fn announce_generated_token(config: &Config) {
@@ -331,9 +360,9 @@ async fn list_instruments(
 
 async fn start_market_data(
     handle: &Handle,
-    config: &Config,
+    config: &MarketDataConfig,
 ) -> Result<MarketDataService, ServerError> {
-    let market = marketdata::start(handle.clone(), &config.marketdata).await?;
+    let market = marketdata::start(handle.clone(), config).await?;
     if let Some(addr) = market.retransmit_addr {
         eprintln!("market-data feed: retransmission and snapshots on tcp://{addr}");
     }
@@ -343,6 +372,7 @@ async fn start_market_data(
 /// Binds the client listener and, when configured, the metrics one.
 async fn bind_listeners(
     config: &Config,
+    http_config: &HttpConfig,
     tls: bool,
 ) -> Result<(TcpListener, Option<TcpListener>), ServerError> {
     let listener = bind(config.listen).await?;
@@ -351,7 +381,7 @@ async fn bind_listeners(
         "exchange listening on {scheme}://{}",
         listener.local_addr()?
     );
-    let metrics_listener = match config.http.metrics_bind {
+    let metrics_listener = match http_config.metrics_bind {
         Some(addr) => {
             let listener = bind(addr).await?;
             eprintln!("metrics listening on http://{}", listener.local_addr()?);
@@ -388,15 +418,15 @@ fn start_gateways(
 
 /// The configured connection limit, lowered to what the open-file limit
 /// allows.
-fn max_connections(config: &Config, fd_limit: Option<u64>) -> usize {
+fn max_connections(config: &HttpConfig, fd_limit: Option<u64>) -> usize {
     let max_connections =
-        http::listener::effective_max_connections(config.http.max_connections, fd_limit);
-    if max_connections < config.http.max_connections {
+        http::listener::effective_max_connections(config.max_connections, fd_limit);
+    if max_connections < config.max_connections {
         eprintln!(
             "http: WARNING: the open-file limit ({}) allows {max_connections} connections, \
              not [http] max_connections = {}",
             fd_limit.unwrap_or_default(),
-            config.http.max_connections
+            config.max_connections
         );
     }
     max_connections
@@ -416,7 +446,7 @@ async fn serve_until_signal(
         let listener = http::listener::Listener {
             tcp,
             tls: None,
-            http: config.http.clone(),
+            http: app.gateway.http.clone(),
             max_connections,
             stats: app.stats.clone(),
         };

@@ -7,10 +7,11 @@ use std::path::Path;
 use std::time::Duration;
 
 use exchange_fix::acceptor::BoxedStream;
+use exchange_fix::config::{FixConfig, FixSessionConfig};
 use exchange_fix::frame::{next_frame, seal, Frame};
 use exchange_fix::message::Message;
 use exchange_fix::time;
-use exchange_node::config::{Config, FixConfig, FixSessionConfig};
+use exchange_node::config::Config;
 use exchange_node::instruments::ensure_instruments;
 use exchange_node::recovery;
 use exchange_node::sequencer::PipelineConfig;

@@ -4,6 +4,7 @@ mod admin;
 mod admin_token;
 mod bench;
 mod cluster;
+mod config;
 mod feed;
 mod keys;
 mod log;
@@ -158,11 +159,11 @@ struct ServeArgs {
 }
 
 fn serve(args: ServeArgs) -> anyhow::Result<()> {
-    use exchange_node::config::Config;
-    let mut config = match &args.config {
-        Some(path) => Config::load(path)?,
-        None => Config::default(),
+    let mut file = match &args.config {
+        Some(path) => config::FileConfig::load(path)?,
+        None => config::FileConfig::default(),
     };
+    let config = &mut file.node;
     if let Some(dir) = args.data_dir {
         config.data_dir = dir;
     }
@@ -216,16 +217,12 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         .cluster
         .http_urls()
         .context("cluster configuration: peer HTTP addresses")?;
-    run_server(
-        config,
-        args.demo,
-        exchange_node::tiers_config::Tier::Replica,
-    )
+    run_server(file, args.demo, exchange_node::tiers_config::Tier::Replica)
 }
 
 /// Starts logging and the runtime and runs one process of the venue.
 fn run_server(
-    config: exchange_node::config::Config,
+    config: config::FileConfig,
     demo: bool,
     tier: exchange_node::tiers_config::Tier,
 ) -> anyhow::Result<()> {
@@ -243,11 +240,16 @@ fn run_server(
         .on_thread_start(exchange_node::threads::latency_sensitive)
         .build()?;
     let gateways = match tier {
-        Tier::Replica if !config.tiers.clients => Vec::new(),
+        Tier::Replica if !config.node.tiers.clients => Vec::new(),
         Tier::MarketData => Vec::new(),
-        Tier::Replica | Tier::Gateway => vec![exchange_fix::gateway()],
+        Tier::Replica | Tier::Gateway => vec![exchange_fix::gateway(config.fix.clone())],
     };
-    runtime.block_on(exchange_server::run_tier(config, demo, gateways, tier))?;
+    runtime.block_on(exchange_server::run_tier(
+        config.server(),
+        demo,
+        gateways,
+        tier,
+    ))?;
     Ok(())
 }
 

@@ -57,7 +57,7 @@ pub struct ReporterArgs {
 
 fn config(args: &ReporterArgs) -> anyhow::Result<Config> {
     let mut config = match &args.config {
-        Some(path) => Config::load(path)?,
+        Some(path) => crate::config::FileConfig::load(path)?.node,
         None => Config::default(),
     };
     if let Some(dir) = &args.data_dir {

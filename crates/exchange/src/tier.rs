@@ -4,8 +4,8 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
+use crate::config::FileConfig;
 use anyhow::Context;
-use exchange_node::config::Config;
 use exchange_node::tiers_config::Tier;
 
 /// What both kinds of gateway take.
@@ -72,11 +72,12 @@ fn list(text: &str) -> Vec<String> {
     text.split(',').map(str::to_string).collect()
 }
 
-fn base_config(args: Upstream) -> anyhow::Result<Config> {
-    let mut config = match &args.config {
-        Some(path) => Config::load(path)?,
-        None => Config::default(),
+fn base_config(args: Upstream) -> anyhow::Result<FileConfig> {
+    let mut file = match &args.config {
+        Some(path) => FileConfig::load(path)?,
+        None => FileConfig::default(),
     };
+    let config = &mut file.node;
     if let Some(dir) = args.data_dir {
         config.data_dir = dir;
     }
@@ -99,11 +100,12 @@ fn base_config(args: Upstream) -> anyhow::Result<Config> {
     // `[reporting] url` reads history from it.
     config.reporting.enabled = false;
     crate::data_dir_usable(&config.data_dir)?;
-    Ok(config)
+    Ok(file)
 }
 
 pub fn gateway(args: GatewayArgs) -> anyhow::Result<()> {
-    let mut config = base_config(args.upstream)?;
+    let mut file = base_config(args.upstream)?;
+    let config = &mut file.node;
     if let Some(ingress) = &args.ingress {
         config.tiers.ingress = list(ingress);
     }
@@ -119,19 +121,19 @@ pub fn gateway(args: GatewayArgs) -> anyhow::Result<()> {
     if args.reporting_url.is_some() {
         config.reporting.url = args.reporting_url;
     }
-    check(&config, Tier::Gateway)?;
-    crate::run_server(config, false, Tier::Gateway)
+    check(config, Tier::Gateway)?;
+    crate::run_server(file, false, Tier::Gateway)
 }
 
 pub fn md_gateway(args: MdGatewayArgs) -> anyhow::Result<()> {
-    let config = base_config(args.upstream)?;
-    check(&config, Tier::MarketData)?;
-    crate::run_server(config, false, Tier::MarketData)
+    let file = base_config(args.upstream)?;
+    check(&file.node, Tier::MarketData)?;
+    crate::run_server(file, false, Tier::MarketData)
 }
 
 /// Refuses a configuration that cannot reach the cluster before anything
 /// starts.
-fn check(config: &Config, tier: Tier) -> anyhow::Result<()> {
+fn check(config: &exchange_node::config::Config, tier: Tier) -> anyhow::Result<()> {
     let key = match &config.cluster.key_file {
         Some(path) => Some(exchange_node::cluster_key::load(path).context("cluster key")?),
         None => None,

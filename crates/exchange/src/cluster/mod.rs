@@ -263,7 +263,7 @@ fn master_key(dir: &Path) -> anyhow::Result<String> {
 fn reporters_roam(config: Option<&Path>) -> anyhow::Result<bool> {
     Ok(match config {
         Some(path) => {
-            exchange_node::config::Config::load(path)?.reporting.cpus
+            crate::config::FileConfig::load(path)?.node.reporting.cpus
                 == exchange_node::threads::CpuPlacement::Auto
         }
         None => true,

@@ -112,7 +112,7 @@ pub(super) fn history_url(
         return Ok(None);
     }
     let configured = match config {
-        Some(path) => exchange_node::config::Config::load(path)?.reporting.url,
+        Some(path) => crate::config::FileConfig::load(path)?.node.reporting.url,
         None => None,
     };
     if configured.is_some() {

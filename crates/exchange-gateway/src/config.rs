@@ -1,7 +1,9 @@
-//! The `[http]` section: how the REST and WebSocket listener guards its
-//! connections (timeouts, connection limits, keepalive, pings), TLS, and who
-//! may read `/metrics` and `/openapi.json`. Every field is documented in
-//! docs/server.md; the reasons in docs/security.md.
+//! This crate's part of the configuration file: the top-level keys that
+//! guard the REST and WebSocket API (rate limits, body size, the receive
+//! window) and the `[http]` section: how the listener guards its
+//! connections (timeouts, connection limits, keepalive, pings), TLS, and
+//! who may read `/metrics` and `/openapi.json`. Every field is documented
+//! in docs/server.md; the reasons in docs/security.md.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -10,7 +12,59 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-use crate::limits::MAX_HTTP_CONNECTIONS;
+use exchange_node::limits::{MAX_HTTP_CONNECTIONS, MAX_RECV_WINDOW_MS};
+
+/// The gateway's settings: top-level keys of the file, and `[http]`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct GatewayConfig {
+    /// Sustained requests per second per API key.
+    pub rate_limit_per_sec: u32,
+    /// Burst allowance per API key.
+    pub rate_limit_burst: u32,
+    /// Largest request body accepted, in bytes.
+    pub max_body_bytes: usize,
+    /// How old (milliseconds) a signed request's timestamp may be; at
+    /// most [`MAX_RECV_WINDOW_MS`].
+    pub recv_window_ms: u64,
+    /// The REST and WebSocket listener's connections, TLS and `/metrics`.
+    pub http: HttpConfig,
+}
+
+impl Default for GatewayConfig {
+    fn default() -> Self {
+        GatewayConfig {
+            rate_limit_per_sec: 2_000,
+            rate_limit_burst: 4_000,
+            max_body_bytes: 16 * 1024,
+            recv_window_ms: 5_000,
+            http: HttpConfig::default(),
+        }
+    }
+}
+
+impl GatewayConfig {
+    /// The top-level keys of the file this crate owns.
+    pub const KEYS: [&'static str; 5] = [
+        "rate_limit_per_sec",
+        "rate_limit_burst",
+        "max_body_bytes",
+        "recv_window_ms",
+        "http",
+    ];
+
+    /// Refuses values no gateway should run with, naming the field (the
+    /// `[http]` section has its own check, [`HttpConfig::check`]).
+    pub fn check(&self) -> Result<(), String> {
+        if self.recv_window_ms == 0 || self.recv_window_ms > MAX_RECV_WINDOW_MS {
+            return Err(format!(
+                "recv_window_ms must be between 1 and {MAX_RECV_WINDOW_MS} (is {})",
+                self.recv_window_ms
+            ));
+        }
+        Ok(())
+    }
+}
 
 /// A setting of `[http]` the server cannot run with.
 #[derive(Clone, Debug, PartialEq, Eq, Error)]
@@ -159,6 +213,25 @@ mod tests {
     #[test]
     fn defaults_pass_the_check() {
         assert_eq!(HttpConfig::default().check(), Ok(()));
+        assert_eq!(GatewayConfig::default().check(), Ok(()));
+    }
+
+    #[test]
+    fn recv_window_is_bounded() {
+        let parse = |text: &str| toml::from_str::<GatewayConfig>(text).unwrap();
+        assert_eq!(parse("recv_window_ms = 60000\n").check(), Ok(()));
+        for bad in ["recv_window_ms = 0\n", "recv_window_ms = 60001\n"] {
+            let error = parse(bad).check().unwrap_err();
+            assert!(
+                error.contains("recv_window_ms must be between 1 and 60000"),
+                "{error}"
+            );
+        }
+        let parsed = parse("rate_limit_per_sec = 1\n[http]\nmetrics_auth = false\n");
+        assert_eq!(parsed.rate_limit_per_sec, 1);
+        assert_eq!(parsed.rate_limit_burst, 4_000);
+        assert!(!parsed.http.metrics_auth);
+        assert!(toml::from_str::<GatewayConfig>("[http]\nmetrics = 1\n").is_err());
     }
 
     #[test]
