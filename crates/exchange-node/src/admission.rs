@@ -45,12 +45,13 @@ impl Admission {
             session,
             gateway,
             cancel_grace_ms,
+            incarnation,
             ..
         } = entry
         {
-            if let Ok(orphaned) = self
-                .sessions
-                .open_at(*session, gateway, ts, *cancel_grace_ms)
+            if let Ok(orphaned) =
+                self.sessions
+                    .open_at(*session, gateway, ts, *cancel_grace_ms, *incarnation)
             {
                 if let Some(grace_ms) = cancel_grace_ms {
                     self.expiry_due = self.expiry_due.min(deadline(ts, *grace_ms));
@@ -70,10 +71,15 @@ impl Admission {
         match entry {
             LogEntry::Core(stamped) => Some(stamped),
             LogEntry::OpenSession {
-                session, gateway, ..
+                session,
+                gateway,
+                incarnation,
+                ..
             } => {
                 // Refused or not, it applies no command.
-                let _ = self.sessions.open(*session, gateway);
+                let _ = self
+                    .sessions
+                    .open_at(*session, gateway, 0, None, *incarnation);
                 None
             }
             LogEntry::Sequenced {

@@ -46,6 +46,11 @@ use wrappers::{FIX_SEQUENCED, GUARDED, SEQUENCED};
 // built once and moved straight into a journal batch: boxing would cost an
 // allocation per command for nothing.
 #[allow(clippy::large_enum_variant)]
+/// The version of the log's entries besides core commands (sessions,
+/// keys, guards): 2 since a session's open carries its gateway's
+/// incarnation, which a reader of version 1 refuses as an unknown field.
+pub const ENTRY_FORMAT_VERSION: u32 = 2;
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum LogEntry {
     Core(Stamped),
@@ -96,6 +101,11 @@ pub enum LogEntry {
         /// How long the session may be silent before the cluster expires
         /// it and cancels what its connections protected; none: never.
         cancel_grace_ms: Option<u64>,
+        /// Increases with each session a gateway name opens, across its
+        /// restarts (the gateway's wall clock when it opened, in ns): what
+        /// refuses a dead incarnation's open arriving late. None in
+        /// entries logged before it existed.
+        incarnation: Option<u64>,
     },
     /// A gateway's keep-alive: only meaningful inside its session's
     /// `Sequenced` entry, where it keeps the session alive and does
@@ -315,6 +325,8 @@ struct OpenSessionWire {
     gateway: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     cancel_grace_ms: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    incarnation: Option<u64>,
 }
 
 /// A keep-alive as `exchange log dump` prints it.
@@ -595,6 +607,7 @@ fn decode_named(name: String, text: &str, within: Within) -> Result<LogEntry, En
                 session: wire.session,
                 gateway: wire.gateway,
                 cancel_grace_ms: wire.cancel_grace_ms,
+                incarnation: wire.incarnation,
             })
         }
         SESSION_ALIVE => {
@@ -645,12 +658,14 @@ impl LogEntry {
                 session,
                 gateway,
                 cancel_grace_ms,
+                incarnation,
             } => serde_json::to_vec(&OpenSessionWire {
                 cmd: OPEN_SESSION.into(),
                 ts: *ts,
                 session: *session,
                 gateway: gateway.clone(),
                 cancel_grace_ms: *cancel_grace_ms,
+                incarnation: *incarnation,
             }),
             LogEntry::SessionAlive { ts } => {
                 let mut out = Vec::with_capacity(9);

@@ -113,6 +113,7 @@ fn a_command_applies_once_whichever_process_sends_it_again() {
         session: 8,
         gateway: "gw".into(),
         cancel_grace_ms: None,
+        incarnation: None,
     };
     next(&mut bare, &open);
 

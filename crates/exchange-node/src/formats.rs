@@ -10,11 +10,12 @@ fn name(magic: &[u8; 8]) -> String {
     String::from_utf8_lossy(magic).into_owned()
 }
 
-/// The log's command schema, the journal, snapshot and Raft state files,
+/// The log's command schema and its other entries, the journal, snapshot and Raft state files,
 /// and the Raft, ingress and log-stream protocols.
 pub fn formats() -> Value {
     json!({
         "log_commands": exchange_codec::binary::SCHEMA_VERSION,
+        "log_entries": crate::entry::ENTRY_FORMAT_VERSION,
         "journal": name(exchange_journal::JOURNAL_FORMAT),
         "snapshot": name(exchange_journal::SNAPSHOT_FORMAT),
         "raft_state": name(exchange_replication::RAFT_STATE_FORMAT),
@@ -32,7 +33,7 @@ mod tests {
     fn every_format_is_named_with_its_version() {
         let formats = formats();
         let object = formats.as_object().expect("an object");
-        assert_eq!(object.len(), 7);
+        assert_eq!(object.len(), 8);
         for (what, value) in object {
             match value {
                 Value::String(magic) => {

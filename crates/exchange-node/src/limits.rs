@@ -298,6 +298,7 @@ mod tests {
                 session: u64::MAX,
                 gateway: "g".repeat(MAX_GATEWAY_NAME_LEN),
                 cancel_grace_ms: Some(u64::MAX),
+                incarnation: Some(u64::MAX),
             },
             LogEntry::SessionProtect {
                 ts: u64::MAX,

@@ -200,6 +200,7 @@ fn a_guarded_entry_inside_a_session_is_held_to_both() {
             session: 7,
             gateway: "gw-a".into(),
             cancel_grace_ms: None,
+            incarnation: None,
         },
     );
     let applied = next(
@@ -445,6 +446,7 @@ fn admission_picks_the_commands_the_state_applies() {
             session: 7,
             gateway: "gw".into(),
             cancel_grace_ms: None,
+            incarnation: None,
         },
         sequenced(7, 1, guarded(C, 6_000, deposit(1_005, 1))),
         sequenced(7, 1, guarded(C, 6_000, deposit(1_006, 1))),

@@ -68,6 +68,10 @@ pub struct Session {
     /// connections protect each.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub protected: BTreeMap<u64, u32>,
+    /// Orders its gateway's incarnations (see [`Sessions::open_at`]);
+    /// none for a session opened without one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub incarnation: Option<u64>,
 }
 
 fn is_zero(value: &u64) -> bool {
@@ -101,6 +105,10 @@ pub enum SessionRefusal {
     /// entry: it names no session.
     #[error("the entry belongs inside a sequenced entry")]
     NotSequenced,
+    /// A later incarnation of the same gateway opened a session first:
+    /// this open is a dead process's, arriving late.
+    #[error("a later incarnation of the gateway has opened a session")]
+    Superseded,
 }
 
 impl SessionRefusal {
@@ -162,18 +170,27 @@ impl Sessions {
     /// and changes nothing. Scans the table: opens are rare. (A session
     /// without a grace: what the tests of the table alone need.)
     pub fn open(&mut self, session: u64, gateway: &str) -> Result<(), SessionRefusal> {
-        self.open_at(session, gateway, 0, None).map(|_| ())
+        self.open_at(session, gateway, 0, None, None).map(|_| ())
     }
 
     /// [`Sessions::open`] at the log's time `ts`, with the session's grace
     /// time; returns the accounts the sessions it closed protected, whose
     /// orders are to be cancelled (their gateway is gone).
+    ///
+    /// `incarnation` orders a gateway's opens: a process that crashed with
+    /// its open still on the way could otherwise see it arrive after its
+    /// successor's, open again and close the successor's session, and its
+    /// own late commands would then be applied. An open below an
+    /// incarnation the gateway's sessions (open or remembered closed)
+    /// already carry is refused and changes nothing. Opens without one (as
+    /// logged before incarnations) are never refused for it.
     pub fn open_at(
         &mut self,
         session: u64,
         gateway: &str,
         ts: u64,
         grace_ms: Option<u64>,
+        incarnation: Option<u64>,
     ) -> Result<Expired, SessionRefusal> {
         if gateway.is_empty() || gateway.len() > MAX_GATEWAY_NAME_LEN {
             return Err(SessionRefusal::GatewayName);
@@ -186,6 +203,15 @@ impl Sessions {
             } else {
                 Ok(Expired::new())
             };
+        }
+        if let Some(incarnation) = incarnation {
+            let later = self
+                .sessions
+                .values()
+                .any(|s| s.gateway == gateway && s.incarnation.is_some_and(|i| i > incarnation));
+            if later {
+                return Err(SessionRefusal::Superseded);
+            }
         }
         let open = self.sessions.values().filter(|s| s.closed.is_none());
         let (mut all, mut same) = (0, 0);
@@ -218,6 +244,7 @@ impl Sessions {
                 grace_ms,
                 last_alive: if grace_ms.is_some() { ts } else { 0 },
                 protected: BTreeMap::new(),
+                incarnation,
             },
         );
         Ok(orphaned)

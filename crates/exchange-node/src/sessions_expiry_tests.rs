@@ -32,6 +32,7 @@ pub(crate) fn open(ts: u64, session: u64, gateway: &str) -> LogEntry {
         session,
         gateway: gateway.into(),
         cancel_grace_ms: Some(GRACE_MS),
+        incarnation: None,
     }
 }
 
@@ -244,6 +245,7 @@ fn a_session_without_a_grace_never_expires_and_hashes_as_before() {
         session: 7,
         gateway: "gw-a".into(),
         cancel_grace_ms: None,
+        incarnation: None,
     };
     next(&mut core, &legacy);
     next(&mut core, &sequenced(7, 1, protect(T0, 1, true)));

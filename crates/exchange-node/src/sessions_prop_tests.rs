@@ -100,6 +100,7 @@ fn open_entry(session: usize) -> LogEntry {
         session: session_id(session),
         gateway: format!("gateway-{session}"),
         cancel_grace_ms: None,
+        incarnation: None,
     }
 }
 

@@ -29,6 +29,7 @@ fn open(session: u64, gateway: &str) -> LogEntry {
         session,
         gateway: gateway.into(),
         cancel_grace_ms: None,
+        incarnation: None,
     }
 }
 
@@ -349,4 +350,70 @@ fn a_truncated_sequenced_entry_is_refused() {
             }
         }
     }
+}
+
+fn open_as(session: u64, gateway: &str, incarnation: Option<u64>) -> LogEntry {
+    LogEntry::OpenSession {
+        ts: 1,
+        session,
+        gateway: gateway.into(),
+        cancel_grace_ms: None,
+        incarnation,
+    }
+}
+
+/// A gateway that crashed with its open on the way: the open arrives after
+/// its successor's and must neither close the successor's session nor
+/// let the dead incarnation's commands in.
+#[test]
+fn a_dead_incarnations_late_open_is_refused_and_changes_nothing() {
+    let mut core = CoreState::new();
+    let successor = next(&mut core, &open_as(20, "gw-a", Some(200)));
+    assert_eq!(successor.session_refusal, None);
+    let (sessions, engine) = (core.state.sessions.clone(), core.state.engine.snapshot());
+    let late = next(&mut core, &open_as(10, "gw-a", Some(100)));
+    assert_eq!(late.session_refusal, Some(SessionRefusal::Superseded));
+    assert_eq!(core.state.sessions, sessions, "the table is unchanged");
+    assert_eq!(
+        core.state.engine.snapshot(),
+        engine,
+        "nothing was cancelled"
+    );
+    assert_eq!(core.state.session_last_seq(20), Some(0), "still open");
+    let refused = next(&mut core, &sequenced(10, 1, deposit(5, 100)));
+    assert_eq!(
+        refused.session_refusal,
+        Some(SessionRefusal::UnknownSession)
+    );
+    assert!(refused.events.is_empty());
+    let applied = next(&mut core, &sequenced(20, 1, deposit(6, 100)));
+    assert_eq!(applied.command, "deposit");
+
+    // A later incarnation still takes over, and another gateway name is
+    // not ordered against this one.
+    let newer = next(&mut core, &open_as(30, "gw-a", Some(300)));
+    assert_eq!(newer.session_refusal, None);
+    let closed = next(&mut core, &sequenced(20, 2, deposit(7, 1)));
+    assert_eq!(closed.session_refusal, Some(SessionRefusal::ClosedSession));
+    let other = next(&mut core, &open_as(40, "gw-b", Some(1)));
+    assert_eq!(other.session_refusal, None);
+}
+
+/// Opens logged before incarnations carry none and are never refused for
+/// it, so old logs apply as they did.
+#[test]
+fn opens_without_an_incarnation_are_not_ordered() {
+    let mut sessions = Sessions::default();
+    sessions
+        .open_at(20, "gw-a", 1, None, Some(200))
+        .expect("the newer");
+    sessions
+        .open_at(10, "gw-a", 2, None, None)
+        .expect("unordered");
+    assert!(sessions.open_at(30, "gw-a", 3, None, Some(100)).is_err());
+    let mut legacy = Sessions::default();
+    legacy.open(1, "gw-a").expect("open");
+    legacy.open(2, "gw-a").expect("open");
+    legacy.open(3, "gw-a").expect("open");
+    assert_eq!(legacy.open_count(), 1);
 }

@@ -23,11 +23,12 @@ impl ServerState {
                 session,
                 gateway,
                 cancel_grace_ms,
+                incarnation,
             } => {
                 applied.command = "open_session";
                 match self
                     .sessions
-                    .open_at(*session, gateway, *ts, *cancel_grace_ms)
+                    .open_at(*session, gateway, *ts, *cancel_grace_ms, *incarnation)
                 {
                     Ok(orphaned) => {
                         if let Some(grace_ms) = cancel_grace_ms {

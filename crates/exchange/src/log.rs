@@ -125,6 +125,7 @@ mod tests {
             session,
             gateway: gateway.into(),
             cancel_grace_ms: None,
+            incarnation: None,
         }
     }
 

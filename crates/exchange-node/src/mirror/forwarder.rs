@@ -81,7 +81,8 @@ impl Forwarder {
             super::MirrorRole::MarketData => None,
         };
         let session = super::new_session_id();
-        let inflight = Arc::new(Mutex::new(InFlight::new(session, name, grace)));
+        let incarnation = super::new_incarnation();
+        let inflight = Arc::new(Mutex::new(InFlight::new(session, name, grace, incarnation)));
         let (watch, closed) = SessionWatch::new(session);
         let forwarder = Forwarder {
             submit,
@@ -109,7 +110,7 @@ impl Forwarder {
             return false;
         }
         let session = super::new_session_id();
-        let unapplied = inflight.reopen(session);
+        let unapplied = inflight.reopen(session, super::new_incarnation());
         self.watch.watch(session);
         drop(inflight);
         tracing::warn!(

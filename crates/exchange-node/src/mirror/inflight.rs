@@ -35,7 +35,14 @@ pub(crate) struct Pending {
 }
 
 impl InFlight {
-    pub(crate) fn new(session: u64, gateway: &str, cancel_grace_ms: Option<u64>) -> InFlight {
+    /// A session's first state; `incarnation` must exceed every earlier
+    /// session's of this gateway name (see [`super::new_incarnation`]).
+    pub(crate) fn new(
+        session: u64,
+        gateway: &str,
+        cancel_grace_ms: Option<u64>,
+        incarnation: u64,
+    ) -> InFlight {
         InFlight {
             session,
             opening: Some(LogEntry::OpenSession {
@@ -43,6 +50,7 @@ impl InFlight {
                 session,
                 gateway: gateway.to_string(),
                 cancel_grace_ms,
+                incarnation: Some(incarnation),
             }),
             next_seq: 1,
             pending: BTreeMap::new(),
@@ -57,11 +65,12 @@ impl InFlight {
     /// nor ever will be. Returns their replies; the new session opens
     /// first, then registers the protected accounts again (their client
     /// connections are still open).
-    pub(crate) fn reopen(&mut self, session: u64) -> Vec<Reply> {
+    pub(crate) fn reopen(&mut self, session: u64, incarnation: u64) -> Vec<Reply> {
         let gateway = std::mem::take(&mut self.gateway);
         let grace = self.cancel_grace_ms;
         let protected = std::mem::take(&mut self.protected);
-        let old = std::mem::replace(self, InFlight::new(session, &gateway, grace));
+        let fresh = InFlight::new(session, &gateway, grace, incarnation);
+        let old = std::mem::replace(self, fresh);
         for (account, connections) in protected {
             for _ in 0..connections {
                 self.take(
@@ -175,7 +184,7 @@ mod tests {
 
     #[test]
     fn each_reply_is_answered_once_and_skipped_ones_are_dropped() {
-        let mut inflight = InFlight::new(9, "gw-a", Some(1_000));
+        let mut inflight = InFlight::new(9, "gw-a", Some(1_000), 1);
         let mut waiters = Vec::new();
         let mut sent = Vec::new();
         for ts in 1..=4 {
@@ -212,7 +221,7 @@ mod tests {
 
     #[test]
     fn a_new_session_opens_then_registers_what_connections_still_protect() {
-        let mut inflight = InFlight::new(9, "gw-a", Some(2_000));
+        let mut inflight = InFlight::new(9, "gw-a", Some(2_000), 1);
         let opening = inflight.opening.clone().expect("open");
         inflight.committed(&opening);
         let (applied_tx, _applied_rx) = oneshot::channel();
@@ -229,7 +238,7 @@ mod tests {
             "in the log before the closure: the core thread answers it"
         );
 
-        let replies = inflight.reopen(10);
+        let replies = inflight.reopen(10, 2);
         assert_eq!(replies.len(), 1, "only the command never seen in the log");
         for reply in replies {
             reply
@@ -247,6 +256,7 @@ mod tests {
             session: 10,
             gateway: "gw-a".into(),
             cancel_grace_ms: Some(2_000),
+            incarnation: Some(2),
         };
         let registered = |account: u64, seq: u64| LogEntry::Sequenced {
             session: 10,

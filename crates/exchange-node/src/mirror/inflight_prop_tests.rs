@@ -59,7 +59,7 @@ fn applied_marker() -> Arc<Applied> {
 /// Runs `steps`; returns the table (still holding what is pending) and
 /// the commands with the fate the model expects.
 fn run(steps: &[Step]) -> (InFlight, Vec<Command>) {
-    let mut inflight = InFlight::new(1, "gw", Some(2_000));
+    let mut inflight = InFlight::new(1, "gw", Some(2_000), 1);
     let mut session = 1;
     let mut commands: Vec<Command> = Vec::new();
     for step in steps {
@@ -94,7 +94,7 @@ fn run(steps: &[Step]) -> (InFlight, Vec<Command>) {
             }
             Step::Close => {
                 session += 1;
-                for reply in inflight.reopen(session) {
+                for reply in inflight.reopen(session, session) {
                     reply.tx.send(renew::expired()).expect("waiter");
                 }
                 for command in &mut commands {

@@ -60,6 +60,26 @@ impl MirrorRole {
     }
 }
 
+/// The incarnation of a session this process opens: its wall clock in ns,
+/// and above every one it gave before, so that a renewal made within one
+/// clock tick (or after the clock stepped back) still orders after the
+/// session it replaces. A restarted gateway orders after its predecessor
+/// unless the host's clock stepped back across the restart by more than
+/// the time between the two opens; docs/deploy.md says so.
+pub(crate) fn new_incarnation() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static LAST: AtomicU64 = AtomicU64::new(0);
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
+    let previous = LAST.fetch_max(now, Ordering::Relaxed);
+    if previous >= now {
+        LAST.fetch_add(1, Ordering::Relaxed) + 1
+    } else {
+        now
+    }
+}
+
 /// A fresh session id for this gateway incarnation (never 0).
 pub(crate) fn new_session_id() -> u64 {
     let mut bytes = [0u8; 8];

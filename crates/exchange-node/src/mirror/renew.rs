@@ -93,7 +93,9 @@ mod tests {
     #[test]
     fn an_expired_session_is_reported_once_and_the_new_one_is_watched() {
         let mut sessions = Sessions::default();
-        sessions.open_at(7, "gw", 0, Some(GRACE_MS)).expect("open");
+        sessions
+            .open_at(7, "gw", 0, Some(GRACE_MS), None)
+            .expect("open");
         let (watch, reported) = SessionWatch::new(7);
         watch.check(&sessions);
         assert!(reported.try_recv().is_err(), "open: nothing to report");
@@ -101,7 +103,9 @@ mod tests {
         watch.check(&sessions);
         watch.check(&sessions);
         assert_eq!(reported.try_iter().collect::<Vec<_>>(), [7]);
-        sessions.open_at(8, "gw", 10, Some(GRACE_MS)).expect("open");
+        sessions
+            .open_at(8, "gw", 10, Some(GRACE_MS), None)
+            .expect("open");
         watch.watch(8);
         watch.check(&sessions);
         assert!(reported.try_recv().is_err(), "8 is open");
@@ -111,10 +115,12 @@ mod tests {
     #[test]
     fn a_session_closed_by_another_process_of_the_same_name_is_not_reopened() {
         let mut sessions = Sessions::default();
-        sessions.open_at(7, "gw", 0, Some(GRACE_MS)).expect("open");
+        sessions
+            .open_at(7, "gw", 0, Some(GRACE_MS), None)
+            .expect("open");
         let (watch, reported) = SessionWatch::new(7);
         sessions
-            .open_at(8, "gw", 0, Some(GRACE_MS))
+            .open_at(8, "gw", 0, Some(GRACE_MS), None)
             .expect("a later open closes 7");
         watch.check(&sessions);
         watch.check(&sessions);

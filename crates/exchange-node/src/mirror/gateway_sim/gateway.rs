@@ -79,7 +79,7 @@ impl Gateway {
         ledger.sessions.entry(self.index).or_default().push(session);
         self.process = Some(Process {
             gateway: self.index,
-            inflight: InFlight::new(session, &self.name, Some(grace_ms)),
+            inflight: InFlight::new(session, &self.name, Some(grace_ms), session),
             watch,
             closed,
             mirror,
@@ -202,7 +202,7 @@ impl Process {
                 .or_default()
                 .push(session);
             sim.ledger.renewals += 1;
-            for reply in self.inflight.reopen(session) {
+            for reply in self.inflight.reopen(session, session) {
                 let _ = reply.tx.send(renew::expired());
             }
             self.watch.watch(session);

@@ -185,13 +185,12 @@ impl World {
 
     /// Gateways crash (and restart), and are cut off from every replica.
     ///
-    /// A gateway crashes only once the log opened its session, unless
-    /// `SIM_EARLY_CRASHES` is set: a crashed gateway's open still on its
-    /// way, arriving after its next incarnation's, opens the old session
-    /// again and closes the new one (the table cannot tell the two
-    /// incarnations' order), and the old incarnation's late commands are
-    /// then applied. Set, gateways also crash more often and their frames
-    /// are always held back, which finds that within a few seeds.
+    /// A gateway may crash with its open still on the way; held back, that
+    /// open arrives after its next incarnation's and must be refused by
+    /// its incarnation, or it would close the new session and let the old
+    /// incarnation's late commands be applied. `SIM_EARLY_CRASHES` makes
+    /// gateways crash ten times as often and always holds their last
+    /// frames back, which reaches that case within a few seeds.
     fn gateway_faults(&mut self) {
         let now = self.cluster.now;
         let (crash, hold_back) = if self.early_crashes {
@@ -201,14 +200,13 @@ impl World {
         };
         for index in 0..self.gateways.len() {
             let gateway = &mut self.gateways[index];
-            let Some(process) = &gateway.process else {
+            if gateway.process.is_none() {
                 if self.rng.chance(GATEWAY_RESTART) {
                     self.restart(index);
                 }
                 continue;
-            };
-            let opened = process.inflight.opening.is_none();
-            if (opened || self.early_crashes) && self.rng.chance(crash) {
+            }
+            if self.rng.chance(crash) {
                 gateway.crash(&mut self.ledger);
                 // Its relay on the replica stalled as it died: its last
                 // frames arrive late, after its next incarnation's first.
