@@ -164,6 +164,7 @@ impl Widest {
             static_band_bps: Some(u32::MAX),
             dynamic_band_bps: Some(u32::MAX),
             volatility_auction_ns: Some(u64::MAX),
+            hidden_min_notional: Some(dec),
         }))
     }
 }

@@ -51,6 +51,7 @@ const SET_RULES: &[&str] = &[
     "static_band_pct",
     "dynamic_band_pct",
     "volatility_auction_ns",
+    "hidden_min_notional",
 ];
 
 const ADD_INSTRUMENT: &[&str] = &[
@@ -415,6 +416,7 @@ fn set_rules(f: &Fields) -> Result<SetInstrumentRules, CodecError> {
         static_band_bps: f.opt_bps("static_band_pct")?,
         dynamic_band_bps: f.opt_bps("dynamic_band_pct")?,
         volatility_auction_ns: f.opt_u64("volatility_auction_ns")?,
+        hidden_min_notional: f.opt_dec("hidden_min_notional")?,
     })
 }
 

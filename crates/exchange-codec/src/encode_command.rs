@@ -220,6 +220,7 @@ impl CommandFields for SetInstrumentRules {
         if let Some(ns) = self.volatility_auction_ns {
             w.u64("volatility_auction_ns", ns);
         }
+        w.opt_dec("hidden_min_notional", self.hidden_min_notional);
     }
 }
 

@@ -133,27 +133,30 @@ fn set_rules_command() -> impl Strategy<Value = Command> {
             option(any::<u32>()),
             option(any::<u32>()),
         ),
-        option(wide_u64()),
+        (option(wide_u64()), option(dec())),
     )
-        .prop_map(|(sizes, fees, bands, volatility_auction_ns)| {
-            let (symbol, tick_size, lot_size, min_qty) = sizes;
-            let (max_qty, min_notional, maker_fee_bps, taker_fee_bps) = fees;
-            let (collar_bps, static_band_bps, dynamic_band_bps) = bands;
-            Command::SetInstrumentRules(Box::new(SetInstrumentRules {
-                symbol,
-                tick_size,
-                lot_size,
-                min_qty,
-                max_qty,
-                min_notional,
-                maker_fee_bps,
-                taker_fee_bps,
-                collar_bps,
-                static_band_bps,
-                dynamic_band_bps,
-                volatility_auction_ns,
-            }))
-        })
+        .prop_map(
+            |(sizes, fees, bands, (volatility_auction_ns, hidden_min_notional))| {
+                let (symbol, tick_size, lot_size, min_qty) = sizes;
+                let (max_qty, min_notional, maker_fee_bps, taker_fee_bps) = fees;
+                let (collar_bps, static_band_bps, dynamic_band_bps) = bands;
+                Command::SetInstrumentRules(Box::new(SetInstrumentRules {
+                    symbol,
+                    tick_size,
+                    lot_size,
+                    min_qty,
+                    max_qty,
+                    min_notional,
+                    maker_fee_bps,
+                    taker_fee_bps,
+                    collar_bps,
+                    static_band_bps,
+                    dynamic_band_bps,
+                    volatility_auction_ns,
+                    hidden_min_notional,
+                }))
+            },
+        )
 }
 
 fn trailing() -> impl Strategy<Value = Trailing> {

@@ -88,8 +88,8 @@ impl Engine {
                 ));
             }
         }
-        // A listing's minimum for hidden orders never changes, so a book
-        // holds hidden orders only where the listing takes them.
+        // New rules may set a minimum for hidden orders, never remove it,
+        // so a book holds hidden orders only where the listing takes them.
         if inst.hidden_min_notional.is_none()
             && (book.has_hidden(Side::Buy) || book.has_hidden(Side::Sell))
         {

@@ -213,7 +213,9 @@ impl Engine {
             dynamic_band_bps: None,
             volatility_auction_ns: None,
             reference_price_rule: old.reference_price_rule,
-            hidden_min_notional: old.hidden_min_notional.map(Dec::from_units),
+            hidden_min_notional: set
+                .hidden_min_notional
+                .or(old.hidden_min_notional.map(Dec::from_units)),
             phase: None,
         };
         let mut rules = Instrument::from_spec(&spec, old.base, old.quote)?;
@@ -269,6 +271,14 @@ fn reexpress(
     let (price, qty) = (price_units / new.tick_units, qty_units / new.lot_units);
     if qty < new.min_lots || qty > new.max_lots || new.below_min_notional(price, qty) {
         return None;
+    }
+    // A hidden order stays worth the listing's minimum for them, as on
+    // entry and on a replace.
+    if order.is_hidden {
+        let minimum = new.hidden_min_notional?;
+        if new.notional(price, qty).is_none_or(|n| n < minimum) {
+            return None;
+        }
     }
     Some((price, qty, filled_units / new.lot_units))
 }

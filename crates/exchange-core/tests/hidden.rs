@@ -190,3 +190,53 @@ fn new_rules_keep_hidden_orders_hidden_and_delisting_cancels_them() {
     assert!(cancels(&delisted).iter().any(|c| c.0 == dark));
     assert_eq!(open_order(&h, dark), None);
 }
+
+/// The operator raises the minimum: a resting hidden order worth less is
+/// cancelled (`rules_changed`), as one outside a new size rule is; one
+/// worth it stays hidden; new hidden orders meet the new minimum.
+#[test]
+fn new_rules_may_raise_the_minimum_and_cancel_what_falls_below_it() {
+    let mut h = market(2);
+    let small = place_ok(&mut h, hidden(limit(1, "small", Side::Buy, "100", "20")));
+    let large = place_ok(&mut h, hidden(limit(1, "large", Side::Buy, "100", "40")));
+    let raised = SetInstrumentRules {
+        hidden_min_notional: Some(dec("3000")),
+        ..rules("BTC-USD")
+    };
+    let changed = h.run_checked(set_rules(raised));
+    let canceled: Vec<_> = cancels(&changed).iter().map(|c| (c.0, c.1)).collect();
+    assert_eq!(canceled, [(small, CancelReason::RulesChanged)]);
+    assert_eq!(open_order(&h, small), None);
+    assert_eq!(open_order(&h, large).map(|o| o.hidden), Some(true));
+    assert!(book_updates(&changed).is_empty(), "nothing shown changed");
+    let below = hidden(limit(2, "new", Side::Sell, "150", "19"));
+    assert_rejected(&mut h, cmd(below), RejectReason::HiddenBelowMinimum);
+    place_ok(&mut h, hidden(limit(2, "new", Side::Sell, "150", "20")));
+    assert_eq!(
+        h.engine.instruments()[0].hidden_min_notional,
+        Some(units("3000"))
+    );
+    let snapshot = Engine::restore(&h.engine.snapshot()).expect("restores");
+    assert_eq!(snapshot.state_hash(), h.engine.state_hash());
+}
+
+/// A listing that took no hidden orders starts taking them once the
+/// operator sets a minimum; a change that names none keeps the minimum.
+#[test]
+fn new_rules_may_start_taking_hidden_orders() {
+    let mut h = Harness::funded(1);
+    let refused = hidden(limit(1, "h", Side::Buy, "100", "20"));
+    assert_rejected(&mut h, cmd(refused.clone()), RejectReason::HiddenNotOffered);
+    let offered = SetInstrumentRules {
+        hidden_min_notional: Some(dec("0")),
+        ..rules("BTC-USD")
+    };
+    h.run_checked(set_rules(offered));
+    let id = place_ok(&mut h, refused);
+    let kept = SetInstrumentRules {
+        maker_fee_bps: Some(0),
+        ..rules("BTC-USD")
+    };
+    h.run_checked(set_rules(kept));
+    assert_eq!(open_order(&h, id).map(|o| o.hidden), Some(true));
+}

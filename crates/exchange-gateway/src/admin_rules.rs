@@ -35,6 +35,8 @@ pub struct RulesRequest {
     static_band_pct: Option<String>,
     dynamic_band_pct: Option<String>,
     volatility_auction_ns: Option<u64>,
+    /// The smallest value of a hidden order (`"0"`: any value).
+    hidden_min_notional: Option<String>,
 }
 
 fn rules_command(symbol: &str, r: &RulesRequest) -> Result<SetInstrumentRules, ApiError> {
@@ -58,6 +60,7 @@ fn rules_command(symbol: &str, r: &RulesRequest) -> Result<SetInstrumentRules, A
         static_band_bps: pct("static_band_pct", &r.static_band_pct)?,
         dynamic_band_bps: pct("dynamic_band_pct", &r.dynamic_band_pct)?,
         volatility_auction_ns: r.volatility_auction_ns,
+        hidden_min_notional: dec("hidden_min_notional", &r.hidden_min_notional)?,
     })
 }
 

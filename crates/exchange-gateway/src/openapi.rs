@@ -260,7 +260,8 @@ fn rules_body() -> Value {
         "min_notional": { "type": "string" }, "maker_fee_bps": { "type": "integer" },
         "taker_fee_bps": { "type": "integer" }, "price_collar_pct": { "type": "string" },
         "static_band_pct": { "type": "string" }, "dynamic_band_pct": { "type": "string" },
-        "volatility_auction_ns": { "type": "integer" } } })
+        "volatility_auction_ns": { "type": "integer" },
+        "hidden_min_notional": { "type": "string" } } })
 }
 
 /// An account's risk limits and suspension, and its sub-accounts.

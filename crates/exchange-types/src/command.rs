@@ -207,6 +207,10 @@ pub struct SetInstrumentRules {
     pub static_band_bps: Option<u32>,
     pub dynamic_band_bps: Option<u32>,
     pub volatility_auction_ns: Option<u64>,
+    /// The smallest value of a hidden order, as at listing (zero: any);
+    /// resting hidden orders worth less are cancelled (`rules_changed`).
+    /// A listing that takes no hidden orders starts taking them.
+    pub hidden_min_notional: Option<Dec>,
 }
 
 impl SetInstrumentRules {
@@ -223,6 +227,7 @@ impl SetInstrumentRules {
             && self.static_band_bps.is_none()
             && self.dynamic_band_bps.is_none()
             && self.volatility_auction_ns.is_none()
+            && self.hidden_min_notional.is_none()
     }
 }
 

@@ -505,6 +505,11 @@ fn write_rules(w: &mut Writer<'_>, s: &SetInstrumentRules) {
     w.opt_u32(s.static_band_bps);
     w.opt_u32(s.dynamic_band_bps);
     w.opt_u64(s.volatility_auction_ns);
+    // Appended, written only when set, so a change logged before the
+    // field existed keeps its bytes and reads as leaving the minimum.
+    if let Some(minimum) = s.hidden_min_notional {
+        w.dec(minimum);
+    }
 }
 
 fn read_rules(r: &mut Reader<'_>) -> Result<SetInstrumentRules, BinaryError> {
@@ -521,6 +526,10 @@ fn read_rules(r: &mut Reader<'_>) -> Result<SetInstrumentRules, BinaryError> {
         static_band_bps: r.opt_u32("static_band_bps")?,
         dynamic_band_bps: r.opt_u32("dynamic_band_bps")?,
         volatility_auction_ns: r.opt_u64("volatility_auction_ns")?,
+        hidden_min_notional: match r.remaining() {
+            0 => None,
+            _ => Some(r.dec("hidden_min_notional")?),
+        },
     })
 }
 

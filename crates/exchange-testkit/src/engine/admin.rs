@@ -43,6 +43,7 @@ pub fn rules(symbol: &str) -> SetInstrumentRules {
         static_band_bps: None,
         dynamic_band_bps: None,
         volatility_auction_ns: None,
+        hidden_min_notional: None,
     }
 }
 
