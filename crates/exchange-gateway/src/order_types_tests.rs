@@ -45,6 +45,23 @@ async fn market_to_limit_and_min_qty_orders_are_placed_over_rest() {
     assert_eq!(ended.json["filled_qty"], "0");
     // The minimum is echoed back, as FIX echoes MinQty.
     assert_eq!(ended.json["min_qty"], "1.5", "{}", ended.json);
+    // Closed, the order is read from the reporting store, which keeps it.
+    let id = ended.json["order_id"].as_u64().expect("order id");
+    let stored = call(
+        &app,
+        signed(1, Method::GET, &format!("/v1/orders/{id}"), ""),
+    )
+    .await;
+    assert_eq!(
+        (
+            stored.json["status"].as_str(),
+            stored.json["min_qty"].as_str()
+        ),
+        (Some("expired"), Some("1.5")),
+        "{}",
+        stored.json
+    );
+    assert!(stored.json.get("hidden").is_none(), "{}", stored.json);
     let met = short.replace("1.5", "1");
     let filled = call(&app, signed(1, Method::POST, "/v1/orders", &met)).await;
     assert_eq!(filled.json["filled_qty"], "1", "{}", filled.json);
@@ -82,6 +99,7 @@ async fn a_hidden_order_is_placed_over_rest_and_never_shown_in_the_book() {
     let buy = r#"{"symbol":"BTC-USD","side":"buy","price":"100","qty":"1","tif":"ioc"}"#;
     let bought = call(&app, signed(1, Method::POST, "/v1/orders", buy)).await;
     assert_eq!(bought.json["filled_qty"], "1", "{}", bought.json);
+    the_closed_hidden_order_is_read_from_the_store(&app, &placed.json).await;
     // 9.99 at 100 is worth less than the instrument's 1,000.
     let small = body.replace(r#""qty":"10""#, r#""qty":"9.99""#);
     let refused = call(&app, signed(2, Method::POST, "/v1/orders", &small)).await;
@@ -101,4 +119,32 @@ async fn a_hidden_order_is_placed_over_rest_and_never_shown_in_the_book() {
         "{}",
         refused.json
     );
+}
+
+/// Canceled, the hidden order is served from the reporting store, flag
+/// and all, as it was while it was open.
+async fn the_closed_hidden_order_is_read_from_the_store(
+    app: &super::AppState,
+    placed: &serde_json::Value,
+) {
+    let id = placed["order_id"].as_u64().expect("order id");
+    let path = format!("/v1/orders/{id}");
+    let open = call(app, signed(2, Method::GET, &path, "")).await;
+    assert_eq!(open.json["hidden"], true, "{}", open.json);
+    let canceled = call(app, signed(2, Method::DELETE, &path, "")).await;
+    assert_eq!(canceled.json["status"], "canceled", "{}", canceled.json);
+    let stored = call(app, signed(2, Method::GET, &path, "")).await;
+    assert_eq!(
+        (
+            stored.json["status"].as_str(),
+            stored.json["filled_qty"].as_str(),
+            stored.json["hidden"].as_bool()
+        ),
+        (Some("canceled"), Some("1"), Some(true)),
+        "{}",
+        stored.json
+    );
+    assert!(stored.json.get("min_qty").is_none(), "{}", stored.json);
+    let closed = call(app, signed(2, Method::GET, "/v1/orders?status=closed", "")).await;
+    assert_eq!(closed.json["orders"][0], stored.json);
 }

@@ -119,10 +119,8 @@ fn order_details(row: &OrderRow) -> Option<Option<Box<OrderDetails>>> {
         oco_with,
         triggered_ts: row.triggered_ts,
         triggered_price: row.triggered_price,
-        // The reporting store keeps neither the hidden flag nor the
-        // minimum quantity.
-        hidden: false,
-        min_qty: None,
+        hidden: row.hidden,
+        min_qty: row.min_qty,
     };
     Some((details != OrderDetails::default()).then(|| Box::new(details)))
 }

@@ -59,6 +59,8 @@ fn large_batches_store_exactly_what_entries_one_by_one_do() {
     );
     let reference = one_by_one(&entries);
     assert_eq!(reference.audit.len(), entries.len());
+    // So the bulk paths are compared on every column, these too.
+    crate::order_types_tests::assert_hidden_and_min_qty_kept(&entries, &reference);
     on_both("large_batches_store_exactly", |target| {
         let mut store = Store::open(target).expect("open");
         let position = write_in_batches(&mut store, &entries, batch);

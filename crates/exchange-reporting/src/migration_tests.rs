@@ -2,10 +2,12 @@
 //! version reads the same after migrating, and writing on from it gives
 //! the rows a store written at the latest version throughout has.
 
+use std::collections::HashSet;
+
 use crate::db::Val;
 use crate::ledger_tests::balance_changes;
 use crate::tests::{on_both, workload, write_in_batches, Entry};
-use crate::{schema, Store, Target};
+use crate::{schema, Dump, Store, Target};
 
 /// Every table of the first schema, with its columns (the same in every
 /// version since).
@@ -90,6 +92,24 @@ fn add_old_hold_rows(store: &mut Store, entries: &[Entry]) -> usize {
     added
 }
 
+/// What `dump` holds as a writer before version 6 would have left it: the
+/// orders `old` (the ids in the store written by that writer) without their
+/// hidden flag and minimum quantity, which it dropped. Orders placed
+/// after the migration keep theirs.
+fn without_v6_facts(mut dump: Dump, old: &HashSet<u64>) -> Dump {
+    for order in dump.orders.iter_mut().filter(|o| old.contains(&o.order_id)) {
+        order.hidden = false;
+        order.min_qty = None;
+    }
+    dump
+}
+
+/// The ids of the orders `store` holds.
+fn order_ids(store: &mut Store) -> HashSet<u64> {
+    let orders = store.all_orders().expect("orders");
+    orders.iter().map(|o| o.order_id).collect()
+}
+
 fn count(store: &mut Store, table: &str) -> i64 {
     rows(store, &format!("SELECT COUNT(*) FROM {table}"))[0][0]
         .int()
@@ -141,9 +161,10 @@ fn a_store_written_at_version_1_migrates_with_its_rows() {
         );
         assert_eq!(version, vec![vec![Val::Int(schema::LATEST as i64)]]);
         assert_eq!(migrated.position(), current.position());
+        let old = order_ids(&mut migrated);
         assert_eq!(
             migrated.dump().expect("dump"),
-            current.dump().expect("dump")
+            without_v6_facts(current.dump().expect("dump"), &old)
         );
         let expected = balances(&mut current);
         assert!(
@@ -158,7 +179,10 @@ fn a_store_written_at_version_1_migrates_with_its_rows() {
         let mut whole =
             Store::open(&Target::Sqlite(dir.path().join("whole.sqlite"))).expect("open");
         write_in_batches(&mut whole, &entries, 1_000);
-        assert_eq!(migrated.dump().expect("dump"), whole.dump().expect("dump"));
+        assert_eq!(
+            migrated.dump().expect("dump"),
+            without_v6_facts(whole.dump().expect("dump"), &old)
+        );
         assert_eq!(balances(&mut migrated), balances(&mut whole));
     });
 }
@@ -180,15 +204,19 @@ fn version_3_drops_the_hold_rows_of_an_older_writer() {
         }
         let mut migrated = Store::open(target).expect("migrate");
         assert_eq!(count(&mut migrated, "ledger"), changes);
+        let old = order_ids(&mut migrated);
         assert_eq!(
             migrated.dump().expect("dump"),
-            current.dump().expect("dump")
+            without_v6_facts(current.dump().expect("dump"), &old)
         );
         write_in_batches(&mut migrated, &entries[half..], 50);
         let mut whole =
             Store::open(&Target::Sqlite(dir.path().join("whole.sqlite"))).expect("open");
         write_in_batches(&mut whole, &entries, 1_000);
-        assert_eq!(migrated.dump().expect("dump"), whole.dump().expect("dump"));
+        assert_eq!(
+            migrated.dump().expect("dump"),
+            without_v6_facts(whole.dump().expect("dump"), &old)
+        );
     });
 }
 
@@ -221,15 +249,66 @@ fn version_4_adds_the_order_type_and_auction_columns_empty() {
             "SELECT COUNT(*) FROM trades WHERE auction IS NOT NULL",
         );
         assert_eq!(flagged, vec![vec![Val::Int(0)]]);
+        let old = order_ids(&mut migrated);
         assert_eq!(
             migrated.dump().expect("dump"),
-            current.dump().expect("dump")
+            without_v6_facts(current.dump().expect("dump"), &old)
         );
         write_in_batches(&mut migrated, &entries[half..], 50);
         let mut whole =
             Store::open(&Target::Sqlite(dir.path().join("whole.sqlite"))).expect("open");
         write_in_batches(&mut whole, &entries, 1_000);
-        assert_eq!(migrated.dump().expect("dump"), whole.dump().expect("dump"));
+        assert_eq!(
+            migrated.dump().expect("dump"),
+            without_v6_facts(whole.dump().expect("dump"), &old)
+        );
+    });
+}
+
+#[test]
+fn version_6_adds_hidden_and_min_qty_as_not_hidden_and_no_minimum() {
+    on_both("version_6_adds_hidden_and_min_qty", |target| {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let (entries, half, mut current) = first_half_written(dir.path());
+        let facts = current.all_orders().expect("orders");
+        assert!(
+            facts.iter().any(|o| o.hidden) && facts.iter().any(|o| o.min_qty.is_some()),
+            "the workload has hidden orders and minimum quantities"
+        );
+        {
+            let mut old = Store::open_at(target, 5).expect("open at version 5");
+            copy_as_old(&mut current, &mut old, 5);
+            let columns = rows(&mut old, "SELECT * FROM orders LIMIT 1");
+            assert_eq!(columns[0].len(), 23, "version 5 has no hidden or min_qty");
+        }
+        let mut migrated = Store::open(target).expect("migrate");
+        let version = rows(
+            &mut migrated,
+            "SELECT value FROM report_meta WHERE name = 'schema_version'",
+        );
+        assert_eq!(version, vec![vec![Val::Int(schema::LATEST as i64)]]);
+        let orders = migrated.all_orders().expect("orders");
+        assert_eq!(orders.len(), facts.len());
+        assert!(
+            orders.iter().all(|o| !o.hidden && o.min_qty.is_none()),
+            "rows of an older writer read as not hidden, without a minimum"
+        );
+        let old = order_ids(&mut migrated);
+        assert_eq!(
+            migrated.dump().expect("dump"),
+            without_v6_facts(current.dump().expect("dump"), &old)
+        );
+        // Orders placed from now on keep both.
+        write_in_batches(&mut migrated, &entries[half..], 50);
+        let mut whole =
+            Store::open(&Target::Sqlite(dir.path().join("whole.sqlite"))).expect("open");
+        write_in_batches(&mut whole, &entries, 1_000);
+        let after = migrated.all_orders().expect("orders");
+        assert!(after.iter().any(|o| !old.contains(&o.order_id) && o.hidden));
+        assert_eq!(
+            migrated.dump().expect("dump"),
+            without_v6_facts(whole.dump().expect("dump"), &old)
+        );
     });
 }
 

@@ -1,14 +1,16 @@
-//! The order types beyond plain limit and market orders, and trades of
-//! auctions: their columns are written from the events, follow the
-//! order's life (a stop's trigger, an expiry), survive the writer reading
-//! an order back from the store, and read the same on both backends.
+//! The order types beyond plain limit and market orders, hidden orders,
+//! minimum quantities and trades of auctions: their columns are written
+//! from the events, follow the order's life (a stop's trigger, an expiry),
+//! survive the writer reading an order back from the store, and read the
+//! same on both backends.
 
 use exchange_core::Engine;
 use exchange_types::EventKind;
 
 use crate::query::{OrderRow, TradeRow};
+use crate::rows::{CachedOrder, ORDER_COLUMNS};
 use crate::tests::{apply_lines, on_both, write_in_batches, Entry};
-use crate::{Store, Target};
+use crate::{Dump, Store, Target};
 
 const NS: u64 = 1_000_000_000;
 /// Units per whole (1e-8).
@@ -17,7 +19,8 @@ const U: u64 = 100_000_000;
 fn setup() -> Vec<String> {
     let mut lines = vec![concat!(
         r#"{"cmd":"add_instrument","symbol":"BTC-USD","base":"BTC","quote":"USD","#,
-        r#""tick_size":"0.01","lot_size":"0.0001","maker_fee_bps":0,"taker_fee_bps":0}"#,
+        r#""tick_size":"0.01","lot_size":"0.0001","maker_fee_bps":0,"taker_fee_bps":0,"#,
+        r#""hidden_min_notional":"100"}"#,
     )
     .to_string()];
     for account in 1..=3 {
@@ -388,4 +391,154 @@ fn the_orders_report_lists_the_rarer_columns_and_filters() {
         assert_eq!(json[2]["trailing_amount"], "50");
         assert!(json[1]["triggered_time"].is_null());
     });
+}
+
+/// Every order's row has the hidden flag and minimum quantity it was
+/// accepted with, and the workload has orders of both.
+pub(crate) fn assert_hidden_and_min_qty_kept(entries: &[Entry], all: &Dump) {
+    let accepted: Vec<(u64, bool, Option<u64>)> = entries
+        .iter()
+        .flat_map(|e| &e.events)
+        .filter_map(|e| match &e.kind {
+            EventKind::Accepted(a) => {
+                let ext = a.ext.as_deref();
+                Some((
+                    a.order_id,
+                    ext.is_some_and(|x| x.hidden),
+                    ext.and_then(|x| x.min_qty),
+                ))
+            }
+            _ => None,
+        })
+        .collect();
+    let stored: Vec<(u64, bool, Option<u64>)> = all
+        .orders
+        .iter()
+        .map(|o| (o.order_id, o.hidden, o.min_qty))
+        .collect();
+    assert_eq!(stored, accepted);
+    let hidden = stored.iter().filter(|o| o.1).count();
+    let minimum = stored.iter().filter(|o| o.2.is_some()).count();
+    assert!(
+        hidden > 5 && minimum > 5,
+        "hidden {hidden}, minimum {minimum}"
+    );
+}
+
+/// A hidden order, one whose minimum was met (it rests) and one whose
+/// minimum was not (it expires at once), then, after a restart, trades
+/// and a cancel that make the writer read the first two back from the
+/// store. Entries one second apart; the entries after the split are
+/// returned second.
+fn hidden_and_minimum() -> (Vec<Entry>, usize) {
+    let mut lines = setup();
+    lines.extend([
+        place(3, "s1", r#""side":"sell","price":"100","qty":"1""#),
+        place(
+            2,
+            "minq",
+            r#""side":"buy","price":"100","qty":"2","min_qty":"0.5""#,
+        ),
+        place(
+            1,
+            "hid",
+            r#""side":"sell","price":"200","qty":"1","hidden":true"#,
+        ),
+        place(
+            2,
+            "minx",
+            r#""side":"buy","price":"13","qty":"2","min_qty":"1""#,
+        ),
+    ]);
+    let split = lines.len();
+    lines.extend([
+        place(3, "b200", r#""side":"buy","price":"200","qty":"0.4""#),
+        r#"{"cmd":"cancel","account":2,"client_order_id":"minq"}"#.to_string(),
+    ]);
+    (apply_lines(&mut Engine::new(), &lines, NS), split)
+}
+
+#[test]
+fn hidden_orders_and_minimum_quantities_are_kept_and_read_back() {
+    on_both("hidden_and_min_qty_kept", |target| {
+        let (entries, split) = hidden_and_minimum();
+        let dir = tempfile::tempdir().expect("temp dir");
+        let mut whole =
+            Store::open(&Target::Sqlite(dir.path().join("whole.sqlite"))).expect("open");
+        write_in_batches(&mut whole, &entries, 1_000);
+        {
+            let mut first = Store::open(target).expect("open");
+            write_in_batches(&mut first, &entries[..split], 2);
+        }
+        let mut resumed = Store::open(target).expect("reopen");
+        let cached = resumed
+            .conn
+            .rows(
+                &format!("SELECT {ORDER_COLUMNS} FROM orders ORDER BY order_id"),
+                &[],
+                CachedOrder::read,
+            )
+            .expect("the writer's read-back");
+        let facts: Vec<(bool, Option<u64>)> = cached
+            .iter()
+            .map(|o| {
+                let extra = o.extra.as_deref().cloned().unwrap_or_default();
+                (extra.hidden, extra.min_qty)
+            })
+            .collect();
+        assert_eq!(
+            facts,
+            [
+                (false, None),
+                (false, Some(U / 2)),
+                (true, None),
+                (false, Some(U))
+            ]
+        );
+        write_in_batches(&mut resumed, &entries[split..], 2);
+        let dump = resumed.dump().expect("dump");
+        assert_eq!(dump, whole.dump().expect("dump"));
+        assert_hidden_and_min_qty_rows(&dump.orders);
+        let json: serde_json::Value =
+            serde_json::from_str(&crate::report::orders(&dump.orders).to_json()).expect("JSON");
+        let by_id = |id: &str| {
+            json.as_array()
+                .and_then(|rows| rows.iter().find(|r| r["client_order_id"] == id))
+                .cloned()
+                .unwrap_or_else(|| panic!("{id} in {json}"))
+        };
+        assert_eq!(
+            (&by_id("hid")["hidden"], &by_id("minq")["min_qty"]),
+            (&serde_json::json!(true), &serde_json::json!("0.5"))
+        );
+        assert_eq!(
+            (&by_id("s1")["hidden"], &by_id("s1")["min_qty"]),
+            (&serde_json::json!(false), &serde_json::Value::Null)
+        );
+    });
+}
+
+/// The rows of [`hidden_and_minimum`] once every entry is written.
+fn assert_hidden_and_min_qty_rows(orders: &[OrderRow]) {
+    let row = |id: &str| {
+        let o = order(orders, id);
+        (o.hidden, o.min_qty, o.status, o.filled_qty)
+    };
+    let status = String::from;
+    assert_eq!(row("s1"), (false, None, status("filled"), U));
+    assert_eq!(
+        row("minq"),
+        (false, Some(U / 2), status("canceled"), U),
+        "the minimum met on entry, the rest rested"
+    );
+    assert_eq!(
+        row("hid"),
+        (true, None, status("partially_filled"), 4 * U / 10)
+    );
+    assert_eq!(
+        row("minx"),
+        (false, Some(U), status("expired"), 0),
+        "short of its minimum"
+    );
+    assert_eq!(row("b200"), (false, None, status("filled"), 4 * U / 10));
 }

@@ -114,6 +114,22 @@ pub(crate) trait Record {
         Ok(self.opt_i64(column)?.map(loaded))
     }
 
+    /// A flag, kept as the integer 0 or 1 (an integer column like every
+    /// other, so both backends read and compare it alike); any other value
+    /// is an error, not a guess.
+    fn flag(&self, column: &str) -> Result<bool, StoreError> {
+        match self.i64(column)? {
+            0 => Ok(false),
+            1 => Ok(true),
+            other => Err(ColumnError::Type {
+                column: column.to_string(),
+                expected: "0 or 1",
+                found: other.to_string(),
+            }
+            .into()),
+        }
+    }
+
     fn opt_text(&self, column: &str) -> Result<Option<String>, StoreError> {
         match self.value(column)? {
             Val::Text(value) => Ok(Some(value)),

@@ -40,6 +40,7 @@ fn rows_decode_the_same_whatever_the_order_and_number_of_columns() {
         write_in_batches(&mut store, &entries, 41);
         let dump = store.dump().expect("dump");
         assert!(!dump.trades.is_empty() && !dump.orders.is_empty());
+        crate::order_types_tests::assert_hidden_and_min_qty_kept(&entries, &dump);
         let conn = &mut store.conn;
 
         let sql = reversed(NewTrade::TABLE.columns, "trades", "trade_id");
@@ -82,7 +83,7 @@ fn a_column_that_cannot_be_read_as_asked_is_named() {
     on_both("a_column_is_named", |target| {
         let mut store = Store::open(target).expect("open");
         let conn = &mut store.conn;
-        let cases: [(&str, Read, ColumnError); 5] = [
+        let cases: [(&str, Read, ColumnError); 6] = [
             (
                 "SELECT CAST(1 AS BIGINT) AS qty",
                 |row| row.u64("filled_qty").map(drop),
@@ -121,6 +122,15 @@ fn a_column_that_cannot_be_read_as_asked_is_named() {
                     column: "symbol".into(),
                     expected: "text",
                     found: "an integer".into(),
+                },
+            ),
+            (
+                "SELECT CAST(2 AS BIGINT) AS hidden",
+                |row| row.flag("hidden").map(drop),
+                ColumnError::Type {
+                    column: "hidden".into(),
+                    expected: "0 or 1",
+                    found: "2".into(),
                 },
             ),
         ];

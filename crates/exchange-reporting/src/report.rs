@@ -36,6 +36,8 @@ pub enum Cell {
     /// the REST API: no precision lost to floats).
     Amount(String),
     Text(String),
+    /// `true` or `false` in tables and CSV, a boolean in JSON.
+    Bool(bool),
     Null,
 }
 
@@ -143,11 +145,14 @@ const ORDERS: &[Column<OrderRow>] = &[
     ("oco_with", |o| opt_text(&o.oco_with)),
     ("triggered_time", |o| opt_time(o.triggered_ts)),
     ("triggered_price", |o| opt_amount(o.triggered_price)),
+    ("hidden", |o| Cell::Bool(o.hidden)),
+    ("min_qty", |o| opt_amount(o.min_qty)),
     ("updated_time", |o| time(o.updated_ts)),
 ];
 
 /// Orders with their current state; the stop, trailing, iceberg, funds,
-/// expiry and one-cancels-other columns are empty for orders without them.
+/// expiry, one-cancels-other and minimum quantity columns are empty for
+/// orders without them.
 pub fn orders(rows: &[OrderRow]) -> Table {
     table(ORDERS, rows)
 }
@@ -238,6 +243,7 @@ fn plain(cell: &Cell) -> String {
     match cell {
         Cell::Int(v) => v.to_string(),
         Cell::Amount(v) | Cell::Text(v) => v.clone(),
+        Cell::Bool(v) => v.to_string(),
         Cell::Null => String::new(),
     }
 }
@@ -335,6 +341,7 @@ impl Table {
                             .map(Value::from)
                             .unwrap_or_else(|_| Value::from(v.to_string())),
                         Cell::Amount(v) | Cell::Text(v) => Value::from(v.as_str()),
+                        Cell::Bool(v) => Value::from(*v),
                         Cell::Null => Value::Null,
                     };
                     object.insert((*name).to_string(), value);

@@ -35,6 +35,10 @@ const MIGRATIONS: &[Migration] = &[
         sqlite: V5,
         postgres: V5,
     },
+    Migration {
+        sqlite: V6,
+        postgres: V6,
+    },
 ];
 
 /// 1: the first schema.
@@ -317,6 +321,19 @@ const V5: &str = "
         command TEXT NOT NULL,
         error TEXT NOT NULL
     );
+    ";
+
+/// 6: two more facts of an accepted order. `orders.hidden` is 1 for a
+/// hidden (non-displayed) order, else 0: an integer like every column, so
+/// one statement reads and compares it on both backends; `orders.min_qty`
+/// is the minimum acceptable quantity it was entered with, NULL for none.
+/// Rows already there get 0 and NULL, as the older writer dropped both:
+/// such an order reads back as shown and without a minimum. `ADD COLUMN`
+/// with a constant default fills no row on either backend (SQLite keeps
+/// the default in the schema, PostgreSQL 11 and later in the catalog).
+const V6: &str = "
+    ALTER TABLE orders ADD COLUMN hidden BIGINT NOT NULL DEFAULT 0;
+    ALTER TABLE orders ADD COLUMN min_qty BIGINT;
     ";
 
 /// The schema version this binary writes.

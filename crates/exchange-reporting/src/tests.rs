@@ -76,12 +76,14 @@ pub(crate) fn workload(commands: usize) -> (Vec<Entry>, Engine) {
     let mut lines = vec![
         concat!(
             r#"{"cmd":"add_instrument","symbol":"BTC-USD","base":"BTC","quote":"USD","#,
-            r#""tick_size":"0.01","lot_size":"0.0001","maker_fee_bps":-1,"taker_fee_bps":5}"#,
+            r#""tick_size":"0.01","lot_size":"0.0001","maker_fee_bps":-1,"taker_fee_bps":5,"#,
+            r#""hidden_min_notional":"1"}"#,
         )
         .to_string(),
         concat!(
             r#"{"cmd":"add_instrument","symbol":"ETH-USD","base":"ETH","quote":"USD","#,
-            r#""tick_size":"0.01","lot_size":"0.001","maker_fee_bps":0,"taker_fee_bps":10}"#,
+            r#""tick_size":"0.01","lot_size":"0.001","maker_fee_bps":0,"taker_fee_bps":10,"#,
+            r#""hidden_min_notional":"1"}"#,
         )
         .to_string(),
     ];
@@ -103,7 +105,8 @@ pub(crate) fn workload(commands: usize) -> (Vec<Entry>, Engine) {
 }
 
 /// One random order-flow command: mostly places (some off-tick, some
-/// market), with cancels and replaces of recent orders.
+/// market, some hidden or with a minimum quantity), with cancels and
+/// replaces of recent orders.
 fn random_line(rng: &mut Lcg, n: usize) -> String {
     let account = 1 + rng.next(4);
     let symbol = if rng.next(3) == 0 {
@@ -148,23 +151,41 @@ fn random_line(rng: &mut Lcg, n: usize) -> String {
             symbol = symbol,
             side = side,
         ),
-        _ => format!(
-            concat!(
-                r#"{{"cmd":"place","account":{account},"client_order_id":"c{n}","#,
-                r#""symbol":"{symbol}","side":"{side}","price":"{}.{:02}","qty":"{}.{}","#,
-                r#""tif":"{}"}}"#,
-            ),
-            95 + rng.next(10),
-            rng.next(100),
-            rng.next(3),
-            1 + rng.next(9),
-            if rng.next(5) == 0 { "ioc" } else { "gtc" },
-            account = account,
-            n = n,
-            symbol = symbol,
-            side = side,
-        ),
+        _ => limit_line(rng, n, account, symbol, side),
     }
+}
+
+/// A limit order. Every 11th resting one is hidden and every 29th has a
+/// minimum quantity (from `n`, not the generator, whose sequence stays
+/// that of the workload without them).
+fn limit_line(rng: &mut Lcg, n: usize, account: u64, symbol: &str, side: &str) -> String {
+    let (whole, cents) = (95 + rng.next(10), rng.next(100));
+    let (qty, tenths) = (rng.next(3), 1 + rng.next(9));
+    let tif = if rng.next(5) == 0 { "ioc" } else { "gtc" };
+    let mut extra = String::new();
+    if n % 11 == 3 && tif == "gtc" {
+        extra.push_str(r#","hidden":true"#);
+    }
+    if n % 29 == 5 {
+        extra.push_str(r#","min_qty":"0.1""#);
+    }
+    format!(
+        concat!(
+            r#"{{"cmd":"place","account":{account},"client_order_id":"c{n}","#,
+            r#""symbol":"{symbol}","side":"{side}","price":"{whole}.{cents:02}","#,
+            r#""qty":"{qty}.{tenths}","tif":"{tif}"{extra}}}"#,
+        ),
+        account = account,
+        n = n,
+        symbol = symbol,
+        side = side,
+        whole = whole,
+        cents = cents,
+        qty = qty,
+        tenths = tenths,
+        tif = tif,
+        extra = extra,
+    )
 }
 
 /// One entry per command line, applied by `engine` in order; the `i`-th
@@ -305,6 +326,7 @@ fn every_event_is_stored_once() {
         // engine's totals and `balances` holds the engine's balances.
         assert_open_orders_agree(&engine, &all);
         assert_balances_agree(&engine, &all);
+        crate::order_types_tests::assert_hidden_and_min_qty_kept(&entries, &all);
     });
 }
 

@@ -56,6 +56,11 @@ pub struct OrderRow {
     pub triggered_ts: Option<u64>,
     /// The stop price reached (a trailing stop's, where it had trailed to).
     pub triggered_price: Option<u64>,
+    /// A hidden (non-displayed) order (`false` for an order written before
+    /// schema version 6, which did not keep the flag).
+    pub hidden: bool,
+    /// The minimum acceptable quantity it was entered with.
+    pub min_qty: Option<u64>,
 }
 
 impl OrderRow {
@@ -83,6 +88,8 @@ impl OrderRow {
             oco_with: row.opt_text("oco_with")?,
             triggered_ts: row.opt_u64("triggered_ts")?,
             triggered_price: row.opt_u64("triggered_price")?,
+            hidden: row.flag("hidden")?,
+            min_qty: row.opt_u64("min_qty")?,
         })
     }
 }
@@ -93,7 +100,7 @@ macro_rules! order_select {
             "SELECT order_id, account, client_order_id, symbol, side, order_type, price, qty, \
              filled_qty, status, tif, created_ts, updated_ts, stop_price, trailing_amount, \
              trailing_bps, display_qty, funds, expire_ts, oco_with, triggered_ts, \
-             triggered_price FROM orders ",
+             triggered_price, hidden, min_qty FROM orders ",
             $rest
         )
     };

@@ -31,12 +31,13 @@ pub(crate) struct CachedOrder {
     pub stored: bool,
     /// The current batch changed it: it is written at the batch's end.
     pub dirty: bool,
-    /// Stop, iceberg, funds, expiry and one-cancels-other details, and
-    /// when a stop triggered; boxed, since most orders have none.
+    /// Stop, iceberg, funds, expiry, one-cancels-other, hidden and
+    /// minimum quantity details, and when a stop triggered; boxed, since
+    /// most orders have none.
     pub extra: Option<Box<OrderExtra>>,
 }
 
-/// An order's rarer columns (schema version 4).
+/// An order's rarer columns (schema versions 4 and 6).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct OrderExtra {
     pub stop_price: Option<u64>,
@@ -50,6 +51,10 @@ pub(crate) struct OrderExtra {
     /// The stop price that was reached (a trailing stop's, where it had
     /// trailed to).
     pub triggered_price: Option<u64>,
+    /// A hidden (non-displayed) order.
+    pub hidden: bool,
+    /// The minimum acceptable quantity it was entered with.
+    pub min_qty: Option<u64>,
 }
 
 impl OrderExtra {
@@ -65,6 +70,8 @@ impl OrderExtra {
             oco_with: ext.oco_with,
             triggered_ts: None,
             triggered_price: None,
+            hidden: ext.hidden,
+            min_qty: ext.min_qty,
         }))
     }
 
@@ -94,13 +101,15 @@ static NO_EXTRA: OrderExtra = OrderExtra {
     oco_with: None,
     triggered_ts: None,
     triggered_price: None,
+    hidden: false,
+    min_qty: None,
 };
 
 /// The columns [`CachedOrder::read`] reads, in any order.
 pub(crate) const ORDER_COLUMNS: &str = "order_id, account, client_order_id, symbol, side, \
      order_type, price, qty, filled_qty, status, tif, created_ts, updated_ts, log_index, \
      stop_price, trailing_amount, trailing_bps, display_qty, funds, expire_ts, oco_with, \
-     triggered_ts, triggered_price";
+     triggered_ts, triggered_price, hidden, min_qty";
 
 /// A value for the store (every `u64` fits: see [`crate::db::stored`]).
 fn sql(value: u64) -> i64 {
@@ -168,6 +177,8 @@ impl OrderExtra {
             oco_with,
             triggered_ts: row.opt_i64("triggered_ts")?,
             triggered_price: row.opt_u64("triggered_price")?,
+            hidden: row.flag("hidden")?,
+            min_qty: row.opt_u64("min_qty")?,
         })
     }
 }
@@ -225,6 +236,7 @@ impl CachedOrder {
                 (extra.funds, "funds"),
                 (extra.expire_ts, "expire time"),
                 (extra.triggered_price, "stop price"),
+                (extra.min_qty, "minimum quantity"),
             ] {
                 value.map(|v| int(v, what)).transpose()?;
             }
@@ -260,6 +272,8 @@ impl Row for CachedOrder {
             "oco_with",
             "triggered_ts",
             "triggered_price",
+            "hidden",
+            "min_qty",
         ],
     };
 
@@ -282,7 +296,7 @@ impl Row for CachedOrder {
             Param::Int(self.log_index),
         ]);
         let extra = self.extra.as_deref().unwrap_or(&NO_EXTRA);
-        out.extend::<[Param<'a>; 9]>([
+        out.extend::<[Param<'a>; 11]>([
             extra.stop_price.map(sql).into(),
             extra.trailing_amount().map(sql).into(),
             extra.trailing_bps().map(i64::from).into(),
@@ -292,6 +306,8 @@ impl Row for CachedOrder {
             extra.oco_with.as_ref().map(|c| c.as_str()).into(),
             extra.triggered_ts.into(),
             extra.triggered_price.map(sql).into(),
+            Param::Int(i64::from(extra.hidden)),
+            extra.min_qty.map(sql).into(),
         ]);
     }
 }
@@ -301,6 +317,8 @@ impl Kept for CachedOrder {
         self.stored
     }
 
+    // The rarer columns stay as accepted (a replace keeps them), but for
+    // a stop's trigger.
     const UPDATE: &'static str = "UPDATE orders SET client_order_id = ?, price = ?, qty = ?, \
          filled_qty = ?, status = ?, updated_ts = ?, triggered_ts = ?, triggered_price = ? \
          WHERE order_id = ?";
