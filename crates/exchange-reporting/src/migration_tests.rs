@@ -133,6 +133,37 @@ fn first_half_written(dir: &std::path::Path) -> (Vec<Entry>, usize, Store) {
     (entries, half, current)
 }
 
+/// The migrated store holds the rows the current writer wrote, less what
+/// version 6 added (an older writer never kept it); returns its orders.
+fn holds_the_old_rows(migrated: &mut Store, current: &mut Store) -> HashSet<u64> {
+    let old = order_ids(migrated);
+    assert_eq!(
+        migrated.dump().expect("dump"),
+        without_v6_facts(current.dump().expect("dump"), &old)
+    );
+    old
+}
+
+/// Writing on after the migration: the rows match a store written in one
+/// go (the facts version 6 added aside on the `old` orders), which is
+/// returned.
+fn writes_on_as_one_store(
+    migrated: &mut Store,
+    entries: &[Entry],
+    half: usize,
+    dir: &std::path::Path,
+    old: &HashSet<u64>,
+) -> Store {
+    write_in_batches(migrated, &entries[half..], 50);
+    let mut whole = Store::open(&Target::Sqlite(dir.join("whole.sqlite"))).expect("open");
+    write_in_batches(&mut whole, entries, 1_000);
+    assert_eq!(
+        migrated.dump().expect("dump"),
+        without_v6_facts(whole.dump().expect("dump"), old)
+    );
+    whole
+}
+
 #[test]
 fn a_store_written_at_version_1_migrates_with_its_rows() {
     on_both("a_store_written_at_version_1_migrates", |target| {
@@ -161,11 +192,7 @@ fn a_store_written_at_version_1_migrates_with_its_rows() {
         );
         assert_eq!(version, vec![vec![Val::Int(schema::LATEST as i64)]]);
         assert_eq!(migrated.position(), current.position());
-        let old = order_ids(&mut migrated);
-        assert_eq!(
-            migrated.dump().expect("dump"),
-            without_v6_facts(current.dump().expect("dump"), &old)
-        );
+        let old = holds_the_old_rows(&mut migrated, &mut current);
         let expected = balances(&mut current);
         assert!(
             expected.len() >= 12,
@@ -175,14 +202,7 @@ fn a_store_written_at_version_1_migrates_with_its_rows() {
 
         // Writing on: each ledger row's change comes from the migrated
         // balances, and every row matches a store written in one go.
-        write_in_batches(&mut migrated, &entries[half..], 50);
-        let mut whole =
-            Store::open(&Target::Sqlite(dir.path().join("whole.sqlite"))).expect("open");
-        write_in_batches(&mut whole, &entries, 1_000);
-        assert_eq!(
-            migrated.dump().expect("dump"),
-            without_v6_facts(whole.dump().expect("dump"), &old)
-        );
+        let mut whole = writes_on_as_one_store(&mut migrated, &entries, half, dir.path(), &old);
         assert_eq!(balances(&mut migrated), balances(&mut whole));
     });
 }
@@ -204,19 +224,8 @@ fn version_3_drops_the_hold_rows_of_an_older_writer() {
         }
         let mut migrated = Store::open(target).expect("migrate");
         assert_eq!(count(&mut migrated, "ledger"), changes);
-        let old = order_ids(&mut migrated);
-        assert_eq!(
-            migrated.dump().expect("dump"),
-            without_v6_facts(current.dump().expect("dump"), &old)
-        );
-        write_in_batches(&mut migrated, &entries[half..], 50);
-        let mut whole =
-            Store::open(&Target::Sqlite(dir.path().join("whole.sqlite"))).expect("open");
-        write_in_batches(&mut whole, &entries, 1_000);
-        assert_eq!(
-            migrated.dump().expect("dump"),
-            without_v6_facts(whole.dump().expect("dump"), &old)
-        );
+        let old = holds_the_old_rows(&mut migrated, &mut current);
+        writes_on_as_one_store(&mut migrated, &entries, half, dir.path(), &old);
     });
 }
 
@@ -249,19 +258,8 @@ fn version_4_adds_the_order_type_and_auction_columns_empty() {
             "SELECT COUNT(*) FROM trades WHERE auction IS NOT NULL",
         );
         assert_eq!(flagged, vec![vec![Val::Int(0)]]);
-        let old = order_ids(&mut migrated);
-        assert_eq!(
-            migrated.dump().expect("dump"),
-            without_v6_facts(current.dump().expect("dump"), &old)
-        );
-        write_in_batches(&mut migrated, &entries[half..], 50);
-        let mut whole =
-            Store::open(&Target::Sqlite(dir.path().join("whole.sqlite"))).expect("open");
-        write_in_batches(&mut whole, &entries, 1_000);
-        assert_eq!(
-            migrated.dump().expect("dump"),
-            without_v6_facts(whole.dump().expect("dump"), &old)
-        );
+        let old = holds_the_old_rows(&mut migrated, &mut current);
+        writes_on_as_one_store(&mut migrated, &entries, half, dir.path(), &old);
     });
 }
 
@@ -293,22 +291,11 @@ fn version_6_adds_hidden_and_min_qty_as_not_hidden_and_no_minimum() {
             orders.iter().all(|o| !o.hidden && o.min_qty.is_none()),
             "rows of an older writer read as not hidden, without a minimum"
         );
-        let old = order_ids(&mut migrated);
-        assert_eq!(
-            migrated.dump().expect("dump"),
-            without_v6_facts(current.dump().expect("dump"), &old)
-        );
+        let old = holds_the_old_rows(&mut migrated, &mut current);
         // Orders placed from now on keep both.
-        write_in_batches(&mut migrated, &entries[half..], 50);
-        let mut whole =
-            Store::open(&Target::Sqlite(dir.path().join("whole.sqlite"))).expect("open");
-        write_in_batches(&mut whole, &entries, 1_000);
+        writes_on_as_one_store(&mut migrated, &entries, half, dir.path(), &old);
         let after = migrated.all_orders().expect("orders");
         assert!(after.iter().any(|o| !old.contains(&o.order_id) && o.hidden));
-        assert_eq!(
-            migrated.dump().expect("dump"),
-            without_v6_facts(whole.dump().expect("dump"), &old)
-        );
     });
 }
 

@@ -68,7 +68,12 @@ fn gateways_apply_each_command_exactly_once_under_faults_for_many_seeds() {
             total.gateway_crashes > 0,
             "no gateway ever crashed: {total:?}"
         );
-        assert!(total.renewals > 0, "no session was ever renewed: {total:?}");
+        // Crashing ten times as often, gateways rarely live past a grace.
+        let early_crashes = std::env::var_os("SIM_EARLY_CRASHES").is_some();
+        assert!(
+            early_crashes || total.renewals > 0,
+            "no session was ever renewed: {total:?}"
+        );
         assert!(total.stale > 0, "no stale copy was ever refused: {total:?}");
         assert!(
             total.duplicates > 0,
