@@ -130,74 +130,24 @@ pub(crate) fn uncross(
         ReferencePriceRule::LimitNearest => None,
     };
     let prices = candidates(bids, asks, candidate_reference);
-    let points = evaluate(&prices, bids, asks, market_bids, market_asks);
+    let book = Crossing {
+        bids,
+        asks,
+        market_bids,
+        market_asks,
+    };
+    let points = book.evaluate(&prices);
     let chosen = choose(&points, reference, rule);
     let chosen = match (chosen, rule, reference) {
         // No limit price executes, yet market orders may cross each
         // other: Xetra then takes the reference price.
         (None, ReferencePriceRule::LimitNearest, Some(r)) => {
-            let at = evaluate(&[r], bids, asks, market_bids, market_asks);
+            let at = book.evaluate(&[r]);
             choose(&at, reference, rule)
         }
         (chosen, _, _) => chosen,
     };
-    with_bounds_if_they_execute_more(
-        chosen,
-        &prices,
-        bids,
-        asks,
-        market_bids,
-        market_asks,
-        reference,
-        rule,
-    )
-}
-
-/// Rule 1 asks for the largest volume the orders allow. Bounded market
-/// orders can cross each other between two limit prices (a sell bounded
-/// at 99, a buy at 101, limits at 95 and 102), where no limit price
-/// executes them: their bounds then become candidates, but only when one
-/// executes strictly more than every limit price, so a book whose limit
-/// prices execute the most (every venue example, where market orders
-/// have no bound) keeps its price. Otherwise those market orders would
-/// trade against each other the moment continuous trading began. An
-/// unbounded order's sentinel (0 for a sell, `u64::MAX` for a buy) is no
-/// price and never a candidate.
-#[allow(clippy::too_many_arguments)]
-fn with_bounds_if_they_execute_more(
-    chosen: Option<Uncross>,
-    prices: &[u64],
-    bids: &[LevelQty],
-    asks: &[LevelQty],
-    market_bids: &[LevelQty],
-    market_asks: &[LevelQty],
-    reference: Option<u64>,
-    rule: ReferencePriceRule,
-) -> Option<Uncross> {
-    // One side's market orders alone meet only limit orders, whose
-    // prices are candidates already. Without a reference nothing bounds a
-    // market sell (a bound needs a collar or band around a price), and a
-    // market buy bounded by its funds alone names no price to trade at.
-    if market_bids.is_empty() || market_asks.is_empty() || reference.is_none() {
-        return chosen;
-    }
-    let extra: Vec<u64> = candidates(market_bids, market_asks, None)
-        .into_iter()
-        .filter(|&b| b != 0 && b != u64::MAX && prices.binary_search(&b).is_err())
-        .collect();
-    if extra.is_empty() {
-        return chosen;
-    }
-    let mut all: Vec<u64> = prices.iter().copied().chain(extra).collect();
-    all.extend(chosen.map(|u| u.price));
-    all.sort_unstable();
-    all.dedup();
-    let points = evaluate(&all, bids, asks, market_bids, market_asks);
-    match (choose(&points, reference, rule), chosen) {
-        (Some(wider), Some(limits)) if wider.volume > limits.volume => Some(wider),
-        (Some(wider), None) => Some(wider),
-        (_, limits) => limits,
-    }
+    book.with_bounds_if_they_execute_more(chosen, &prices, reference, rule)
 }
 
 /// Candidate prices ascending: every limit price, and `extra` if given.
@@ -223,49 +173,105 @@ fn candidates(bids: &[LevelQty], asks: &[LevelQty], extra: Option<u64>) -> Vec<u
     merged
 }
 
-/// Demand and supply at each of `prices` (ascending).
-fn evaluate(
-    prices: &[u64],
-    bids: &[LevelQty],
-    asks: &[LevelQty],
-    market_bids: &[LevelQty],
-    market_asks: &[LevelQty],
-) -> Vec<Point> {
-    // Supply at p: asks and market sells at or below p (ascending walk).
-    let mut supply = Vec::with_capacity(prices.len());
-    let mut sum = 0u128;
-    let (mut k, mut m) = (0, 0);
-    for &p in prices {
-        while k < asks.len() && asks[k].price <= p {
-            sum += u128::from(asks[k].qty);
-            k += 1;
+/// The orders an uncrossing weighs: limit levels (bids highest first,
+/// asks lowest first) and market orders by their bounds.
+#[derive(Clone, Copy)]
+struct Crossing<'a> {
+    bids: &'a [LevelQty],
+    asks: &'a [LevelQty],
+    market_bids: &'a [LevelQty],
+    market_asks: &'a [LevelQty],
+}
+
+impl Crossing<'_> {
+    /// Rule 1 asks for the largest volume the orders allow. Bounded market
+    /// orders can cross each other between two limit prices (a sell bounded
+    /// at 99, a buy at 101, limits at 95 and 102), where no limit price
+    /// executes them: their bounds then become candidates, but only when one
+    /// executes strictly more than every limit price, so a book whose limit
+    /// prices execute the most (every venue example, where market orders
+    /// have no bound) keeps its price. Otherwise those market orders would
+    /// trade against each other the moment continuous trading began. An
+    /// unbounded order's sentinel (0 for a sell, `u64::MAX` for a buy) is no
+    /// price and never a candidate.
+    fn with_bounds_if_they_execute_more(
+        &self,
+        chosen: Option<Uncross>,
+        prices: &[u64],
+        reference: Option<u64>,
+        rule: ReferencePriceRule,
+    ) -> Option<Uncross> {
+        let (market_bids, market_asks) = (self.market_bids, self.market_asks);
+        // One side's market orders alone meet only limit orders, whose
+        // prices are candidates already. Without a reference nothing bounds a
+        // market sell (a bound needs a collar or band around a price), and a
+        // market buy bounded by its funds alone names no price to trade at.
+        if market_bids.is_empty() || market_asks.is_empty() || reference.is_none() {
+            return chosen;
         }
-        while m < market_asks.len() && market_asks[m].price <= p {
-            sum += u128::from(market_asks[m].qty);
-            m += 1;
+        let extra: Vec<u64> = candidates(market_bids, market_asks, None)
+            .into_iter()
+            .filter(|&b| b != 0 && b != u64::MAX && prices.binary_search(&b).is_err())
+            .collect();
+        if extra.is_empty() {
+            return chosen;
         }
-        supply.push(sum);
+        let mut all: Vec<u64> = prices.iter().copied().chain(extra).collect();
+        all.extend(chosen.map(|u| u.price));
+        all.sort_unstable();
+        all.dedup();
+        let points = self.evaluate(&all);
+        match (choose(&points, reference, rule), chosen) {
+            (Some(wider), Some(limits)) if wider.volume > limits.volume => Some(wider),
+            (Some(wider), None) => Some(wider),
+            (_, limits) => limits,
+        }
     }
-    // Demand at p: bids and market buys at or above p (descending walk).
-    let mut points = Vec::with_capacity(prices.len());
-    let mut demand = 0u128;
-    let (mut k, mut m) = (0, 0);
-    for (index, &p) in prices.iter().enumerate().rev() {
-        while k < bids.len() && bids[k].price >= p {
-            demand += u128::from(bids[k].qty);
-            k += 1;
+
+    /// Demand and supply at each of `prices` (ascending).
+    fn evaluate(&self, prices: &[u64]) -> Vec<Point> {
+        let Crossing {
+            bids,
+            asks,
+            market_bids,
+            market_asks,
+        } = *self;
+        // Supply at p: asks and market sells at or below p (ascending walk).
+        let mut supply = Vec::with_capacity(prices.len());
+        let mut sum = 0u128;
+        let (mut k, mut m) = (0, 0);
+        for &p in prices {
+            while k < asks.len() && asks[k].price <= p {
+                sum += u128::from(asks[k].qty);
+                k += 1;
+            }
+            while m < market_asks.len() && market_asks[m].price <= p {
+                sum += u128::from(market_asks[m].qty);
+                m += 1;
+            }
+            supply.push(sum);
         }
-        while m < market_bids.len() && market_bids[m].price >= p {
-            demand += u128::from(market_bids[m].qty);
-            m += 1;
+        // Demand at p: bids and market buys at or above p (descending walk).
+        let mut points = Vec::with_capacity(prices.len());
+        let mut demand = 0u128;
+        let (mut k, mut m) = (0, 0);
+        for (index, &p) in prices.iter().enumerate().rev() {
+            while k < bids.len() && bids[k].price >= p {
+                demand += u128::from(bids[k].qty);
+                k += 1;
+            }
+            while m < market_bids.len() && market_bids[m].price >= p {
+                demand += u128::from(market_bids[m].qty);
+                m += 1;
+            }
+            points.push(Point {
+                price: p,
+                demand,
+                supply: supply[index],
+            });
         }
-        points.push(Point {
-            price: p,
-            demand,
-            supply: supply[index],
-        });
+        points
     }
-    points
 }
 
 #[cfg(test)]
