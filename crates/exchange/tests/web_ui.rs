@@ -88,6 +88,27 @@ fn demo_config() -> String {
     text
 }
 
+/// The demo server in `dir`, and the account the browser trades with.
+fn start_demo(dir: &Path) -> (Server, Value) {
+    let data_dir = dir.join("data");
+    let config = dir.join("exchange.toml");
+    std::fs::write(&config, demo_config()).expect("write the configuration");
+    let server = Server::start_demo_with(EXCHANGE, &data_dir, Some(&config));
+    // The demo saves its accounts' credentials before the server is ready.
+    let accounts: Value = serde_json::from_str(
+        &std::fs::read_to_string(data_dir.join("demo_accounts.json"))
+            .expect("the demo's accounts file"),
+    )
+    .expect("demo accounts JSON");
+    // The last taker: the demo trades with it too, as a newcomer would.
+    let account = accounts["takers"]
+        .as_array()
+        .and_then(|takers| takers.last())
+        .cloned()
+        .expect("demo takers");
+    (server, account)
+}
+
 #[test]
 fn trading_screen_and_dashboard_in_headless_chromium() {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
@@ -106,21 +127,7 @@ fn trading_screen_and_dashboard_in_headless_chromium() {
     }
 
     let dir = tempfile::tempdir().expect("temp dir");
-    let data_dir = dir.path().join("data");
-    let config = dir.path().join("exchange.toml");
-    std::fs::write(&config, demo_config()).expect("write the configuration");
-    let server = Server::start_demo_with(EXCHANGE, &data_dir, Some(&config));
-    // The demo saves its accounts' credentials before the server is ready.
-    let accounts: Value = serde_json::from_str(
-        &std::fs::read_to_string(data_dir.join("demo_accounts.json"))
-            .expect("the demo's accounts file"),
-    )
-    .expect("demo accounts JSON");
-    // The last taker: the demo trades with it too, as a newcomer would.
-    let account = accounts["takers"]
-        .as_array()
-        .and_then(|takers| takers.last())
-        .expect("demo takers");
+    let (server, account) = start_demo(dir.path());
     let screenshots = fresh_screenshots(&root);
 
     let output = Command::new(&python)
