@@ -148,6 +148,12 @@ class QuickFixSessions(unittest.TestCase):
         resumed = watcher.next_app(lambda m: m.get(35) == "f" and m.get(325) == "Y")
         self.assertEqual((resumed[324], resumed[326]), ("ss1", "3"))
 
+        # The operator's reference price is pushed in LastPx (31), a field
+        # the FIX 4.4 dictionary allows on SecurityStatus.
+        EX.admin("/admin/instruments/ETH-USD/reference_price", {"price": "2999.5"})
+        reference = watcher.next_app(lambda m: m.get(35) == "f" and m.get(31) == "2999.5")
+        self.assertEqual((reference[324], reference[55], reference[325]), ("ss1", "ETH-USD", "Y"))
+
         watcher.send("e", [(324, "ss2"), (55, "NONE-USD"), (263, 0)])
         unknown = watcher.next_app(lambda m: m.get(35) == "f" and m.get(324) == "ss2")
         self.assertEqual((unknown[55], unknown[326]), ("NONE-USD", "20"))

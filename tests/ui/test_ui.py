@@ -440,6 +440,52 @@ class WebUi(unittest.TestCase):
         level.wait_for(state="detached")
         page.assert_clean(self)
 
+    def test_hidden_limit_order_from_the_ticket(self):
+        page = self.open()
+        p = page.page
+        self.wait_live(page)
+        self.connect(page)
+        visible = lambda selector: p.locator(selector).is_visible()
+        # Offered for limit orders only, never with IOC or FOK, and never
+        # together with a display quantity (an iceberg).
+        p.select_option("#o-type", "market")
+        self.assertFalse(visible("#o-hidden"))
+        p.select_option("#o-type", "limit")
+        p.select_option("#o-tif", "ioc")
+        self.assertTrue(p.locator("#o-hidden").is_disabled())
+        p.select_option("#o-tif", "gtc")
+        p.fill("#o-display", "0.0100")
+        self.assertTrue(p.locator("#o-hidden").is_disabled())
+        p.fill("#o-display", "")
+        p.check("#o-hidden")
+        self.assertTrue(p.locator("#o-display").is_disabled())
+
+        # Placed hidden: accepted, in the open orders marked hidden, and
+        # on no level of the book while the book moves on.
+        price = below_the_book(0.03)
+        p.check("input[name=side][value=buy]")
+        p.fill("#o-price", price)
+        p.fill("#o-qty", "0.0137")
+        order_id = self.submit_order(page)
+        row = p.locator(f"#orders tr[data-order-id='{order_id}']")
+        row.wait_for()
+        self.assertIn(price, row.inner_text())
+        self.assertEqual(row.locator("span[data-col=hidden]").inner_text(), "hidden")
+        sequence = p.evaluate("window.exchangeUi.feed.book.sequence")
+        p.wait_for_function(
+            f"window.exchangeUi.feed.book.sequence > {sequence} && "
+            "document.getElementById('book-status').textContent === 'live'"
+        )
+        self.assertEqual(self.book_level(page, "buy", price).count(), 0)
+        book = get_json("/v1/markets/BTC-USD/book?depth=1000")
+        self.assertNotIn(price, [level[0] for level in book["bids"]])
+
+        row.locator("button[data-action=cancel]").click()
+        row.wait_for(state="detached")
+        p.uncheck("#o-hidden")
+        self.assertFalse(p.locator("#o-display").is_disabled())
+        page.assert_clean(self)
+
     def test_phase_badge(self):
         page = self.open()
         p = page.page

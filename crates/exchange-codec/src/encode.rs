@@ -89,6 +89,9 @@ impl EncodeFields for InstrumentAdded {
         o.str(key!("symbol"), self.symbol.as_str());
         o.str(key!("base"), self.base.as_str());
         o.str(key!("quote"), self.quote.as_str());
+        if let Some(price) = self.reference_price {
+            o.units(key!("reference_price"), price);
+        }
     }
 }
 

@@ -289,11 +289,21 @@ fn book_status_and_listing_events_have_their_fields() {
         symbol: sym(),
         base: AssetCode::new("BTC").unwrap(),
         quote: AssetCode::new("USD").unwrap(),
+        reference_price: None,
     }));
     assert_eq!(
         (&v["base"], &v["quote"]),
         (&Value::from("BTC"), &Value::from("USD"))
     );
+    // Left out without one, so a listing without one encodes as before.
+    assert_eq!(v.get("reference_price"), None);
+    let (_, v) = encoded(EventKind::InstrumentAdded(event::InstrumentAdded {
+        symbol: sym(),
+        base: AssetCode::new("BTC").unwrap(),
+        quote: AssetCode::new("USD").unwrap(),
+        reference_price: Some(10_050_000_000),
+    }));
+    assert_eq!(v["reference_price"], "100.5");
 }
 
 #[test]

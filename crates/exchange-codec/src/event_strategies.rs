@@ -66,13 +66,16 @@ fn text() -> impl Strategy<Value = String> {
 }
 
 fn instrument_added() -> impl Strategy<Value = EventKind> {
-    (id(), id(), id()).prop_map(|(symbol, base, quote)| {
-        EventKind::InstrumentAdded(InstrumentAdded {
-            symbol,
-            base,
-            quote,
-        })
-    })
+    (id(), id(), id(), proptest::option::of(wide_u64())).prop_map(
+        |(symbol, base, quote, reference_price)| {
+            EventKind::InstrumentAdded(InstrumentAdded {
+                symbol,
+                base,
+                quote,
+                reference_price,
+            })
+        },
+    )
 }
 
 fn trailing() -> impl Strategy<Value = TrailingUnits> {

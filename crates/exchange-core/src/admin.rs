@@ -84,12 +84,15 @@ impl Engine {
                 spec.volatility_auction_ns.unwrap_or(0),
             );
         }
+        let inst = &self.instruments[index as usize];
+        let reference_price = inst.reference_ticks.map(|t| inst.price_units(t));
         self.emit(
             out,
             EventKind::InstrumentAdded(event::InstrumentAdded {
                 symbol: spec.symbol,
                 base: spec.base,
                 quote: spec.quote,
+                reference_price,
             }),
         );
         // Before the rules, so that their status is the listing's.

@@ -293,9 +293,21 @@ fn listing_halting_and_resuming_are_announced() {
         EventKind::InstrumentAdded(event::InstrumentAdded {
             symbol: sym("BTC-USD"),
             base: asset("BTC"),
-            quote: asset("USD")
+            quote: asset("USD"),
+            reference_price: None,
         })
     );
+    // A listing's reference price is announced with it, on the tick.
+    let eth = h.run_checked(add(AddInstrument {
+        symbol: sym("ETH-USD"),
+        base: asset("ETH"),
+        reference_price: Some(dec("2000.5")),
+        ..btc_usd()
+    }));
+    assert!(matches!(
+        &eth[0].kind,
+        EventKind::InstrumentAdded(e) if e.reference_price == Some(units("2000.5"))
+    ));
     let halted = h.run_checked(halt("BTC-USD"));
     let resumed = h.run_checked(resume("BTC-USD"));
     assert_eq!(

@@ -3,8 +3,9 @@
 //! 263=2 or the connection ends); SecurityStatus (35=f) answers and
 //! pushes it. docs/fix.md has the mapping tables.
 //!
-//! Each session keeps the phase and indicative uncrossing of every listed
-//! instrument itself, folded from the same applied entries that carry its
+//! Each session keeps the phase, indicative uncrossing and reference
+//! price of every listed instrument itself ([`MarketStatus`], the fold
+//! market data uses), folded from the same applied entries that carry its
 //! execution reports, so an answer needs no read of the core and a push
 //! goes out in log order with the session's other messages. A session
 //! that is slow to read only fills its own outbound queue: every session
@@ -20,11 +21,15 @@
 //! indications): HighPx (332) and LowPx (333) both give the indicative
 //! price, BuyVolume (330) and SellVolume (331) what each side would bring
 //! to the uncrossing at it. The matched volume is the smaller, the
-//! imbalance the difference, on the larger side.
+//! imbalance the difference, on the larger side. The reference price goes
+//! in LastPx (31), the one other price that message has: the venue's
+//! reference is its last price (the last trade's, or the one the listing
+//! or the operator set since), and an operator's change is pushed.
 
 use std::collections::BTreeMap;
 
-use exchange_marketdata::{IndicativeView, MarketStatus};
+use exchange_marketdata::status::{reference_symbol, status_symbol, StatusChange};
+use exchange_marketdata::MarketStatus;
 use exchange_types::{format_units, Event, EventKind, Phase, Side, Symbol};
 
 use crate::message::{Message, Outgoing};
@@ -75,25 +80,10 @@ pub fn trading_session_sub_id(phase: Phase) -> Option<u32> {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Market {
-    phase: Phase,
-    indicative: Option<IndicativeView>,
-}
-
-impl Default for Market {
-    fn default() -> Self {
-        Market {
-            phase: Phase::Continuous,
-            indicative: None,
-        }
-    }
-}
-
 /// One session's view of every instrument's status and its subscriptions.
 #[derive(Debug, Default)]
 pub struct SecurityStatus {
-    markets: BTreeMap<Symbol, Market>,
+    markets: BTreeMap<Symbol, MarketStatus>,
     /// Symbol → the SecurityStatusReqID (324) its pushes carry.
     subscriptions: BTreeMap<Symbol, String>,
     /// Entries up to this index are in `markets` already.
@@ -109,15 +99,7 @@ impl SecurityStatus {
     ) {
         self.markets = markets
             .into_iter()
-            .map(|(symbol, status)| {
-                (
-                    symbol,
-                    Market {
-                        phase: status.phase,
-                        indicative: status.indicative,
-                    },
-                )
-            })
+            .map(|(symbol, status)| (symbol, *status))
             .collect();
         self.seeded = index;
     }
@@ -139,29 +121,20 @@ impl SecurityStatus {
         }
         self.seeded = index;
         for event in events {
-            let (symbol, resumed) = match &event.kind {
-                EventKind::InstrumentAdded(e) => {
-                    self.markets.entry(e.symbol).or_default();
-                    continue;
-                }
-                EventKind::Phase(e) => {
-                    let market = self.markets.entry(e.symbol).or_default();
-                    let resumed = market.phase == Phase::Halted && e.phase != Phase::Halted;
-                    market.phase = e.phase;
-                    if !exchange_marketdata::status::is_call(e.phase) {
-                        market.indicative = None;
-                    }
-                    (e.symbol, resumed)
-                }
-                EventKind::Indicative(e) => {
-                    self.markets.entry(e.symbol).or_default().indicative = IndicativeView::of(e);
-                    (e.symbol, false)
-                }
-                _ => continue,
+            let kind = &event.kind;
+            let Some(symbol) = status_symbol(kind).or_else(|| reference_symbol(kind)) else {
+                continue;
             };
-            if let (Some(req_id), Some(market)) =
-                (self.subscriptions.get(&symbol), self.markets.get(&symbol))
-            {
+            let market = self.markets.entry(symbol).or_default();
+            let resumed = matches!(kind, EventKind::Phase(e)
+                if market.phase == Phase::Halted && e.phase != Phase::Halted);
+            // An auction's news is its trades, which execution reports
+            // and market data carry; it changes nothing 35=f tells.
+            let told = matches!(
+                market.apply(kind, event.ts),
+                Some(StatusChange::Phase | StatusChange::Indicative | StatusChange::ReferencePrice)
+            );
+            if let (true, Some(req_id)) = (told, self.subscriptions.get(&symbol)) {
                 out.push(status_message(req_id, symbol, market, resumed, true, now));
             }
         }
@@ -218,7 +191,7 @@ impl SecurityStatus {
 fn status_message(
     req_id: &str,
     symbol: Symbol,
-    market: &Market,
+    market: &MarketStatus,
     resumed: bool,
     unsolicited: bool,
     now: u64,
@@ -257,6 +230,9 @@ fn status_message(
         out.push(tags::HIGH_PX, format_units(i.price));
         out.push(tags::LOW_PX, format_units(i.price));
     }
+    // FIX 4.4's SecurityStatus has no reference-price field; the venue's
+    // reference is its last price (docs/fix.md), so LastPx carries it.
+    out.push_opt(tags::LAST_PX, market.reference_price.map(format_units));
     out.field(tags::TRANSACT_TIME, time::format(now))
 }
 

@@ -173,6 +173,7 @@ fn an_unknown_symbol_is_unknown_or_invalid() {
             symbol: sym("NOPE"),
             base: AssetCode::new("NOP").unwrap(),
             quote: AssetCode::new("EUR").unwrap(),
+            reference_price: None,
         }))],
         2,
     );
@@ -266,5 +267,55 @@ fn any_session_may_ask_and_263_must_be_0_1_or_2() {
         problem.tag,
         Some(tags::SUBSCRIPTION_REQUEST_TYPE),
         "{problem:?}"
+    );
+}
+
+#[test]
+fn the_reference_price_is_last_px_and_the_operators_change_is_pushed() {
+    let mut status = SecurityStatus::default();
+    let known = MarketStatus {
+        reference_price: Some(10_000_000_000),
+        ..MarketStatus::default()
+    };
+    status.seed(5, [(sym("SAP-EUR"), &known)]);
+    let first = status.request(&request("s", "SAP-EUR", '1'), 1).unwrap();
+    assert_eq!(first.get(tags::LAST_PX).as_deref(), Some("100"));
+    // A trade moves the reference without a push of its own.
+    let trade = event(EventKind::Trade(event::Trade {
+        trade_id: 1,
+        symbol: sym("SAP-EUR"),
+        price: 10_100_000_000,
+        qty: 100_000_000,
+        maker_order_id: 1,
+        taker_order_id: 2,
+        maker_account: 1,
+        taker_account: 2,
+        aggressor_side: Side::Buy,
+        maker_fee: 0,
+        taker_fee: 0,
+        maker_leaves_qty: 0,
+        taker_leaves_qty: 0,
+    }));
+    assert!(status.on_applied(6, &[trade], 2).is_empty());
+    let answer = status.request(&request("q", "SAP-EUR", '0'), 3).unwrap();
+    assert_eq!(answer.get(tags::LAST_PX).as_deref(), Some("101"));
+    let set = event(EventKind::ReferencePrice(event::ReferencePrice {
+        symbol: sym("SAP-EUR"),
+        price: 9_050_000_000,
+    }));
+    let pushed = status.on_applied(7, &[set], 4);
+    assert_eq!(pushed.len(), 1);
+    assert_eq!(pushed[0].get(tags::LAST_PX).as_deref(), Some("90.5"));
+    assert_eq!(
+        pushed[0].get(tags::UNSOLICITED_INDICATOR).as_deref(),
+        Some("Y")
+    );
+    // Without a reference there is no LastPx.
+    assert_eq!(
+        seeded()
+            .request(&request("n", "SAP-EUR", '0'), 5)
+            .unwrap()
+            .get(tags::LAST_PX),
+        None
     );
 }

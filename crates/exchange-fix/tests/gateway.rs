@@ -3,7 +3,7 @@
 
 use exchange_node::LogEntry;
 use exchange_testkit::fix::{session, Client, Node, WAIT};
-use exchange_types::{Command, Phase, Stamped, Symbol};
+use exchange_types::{Command, Dec, Phase, Stamped, Symbol};
 
 const ORDER: &str = "55=BTC-USD|60=20240101-00:00:00|40=2|";
 
@@ -202,6 +202,7 @@ async fn security_status_is_answered_pushed_and_stopped() {
     answered_then_pushed_the_closing_call(&mut a, &node).await;
     crossing_orders_bring_an_indication(&mut a).await;
     only_subscribed_symbols_are_pushed(&mut a, &node).await;
+    the_operators_reference_price_is_pushed(&mut a, &node).await;
 
     // An unknown symbol: 326=20.
     a.send("e", "324=s3|55=NOPE-USD|263=0|").await;
@@ -276,4 +277,27 @@ async fn only_subscribed_symbols_are_pushed(a: &mut Client, node: &Node) {
         (next.text(55), next.text(324)),
         (Some("ETH-USD"), Some("s2"))
     );
+}
+
+/// Subscribed to ETH-USD: the operator's new reference price is pushed,
+/// in LastPx (31).
+async fn the_operators_reference_price_is_pushed(a: &mut Client, node: &Node) {
+    node.handle
+        .submit(LogEntry::Core(Stamped {
+            ts: 0,
+            command: Command::SetReferencePrice {
+                symbol: Symbol::new("ETH-USD").unwrap(),
+                price: Dec::new(12_345, 1),
+            },
+        }))
+        .await
+        .unwrap();
+    let pushed = a
+        .recv_until(|m| m.text(35) == Some("f") && m.text(31).is_some())
+        .await;
+    assert_eq!(
+        (pushed.text(55), pushed.text(324), pushed.text(325)),
+        (Some("ETH-USD"), Some("s2"), Some("Y"))
+    );
+    assert_eq!(pushed.text(31), Some("1234.5"));
 }

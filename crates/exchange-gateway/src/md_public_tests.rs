@@ -312,3 +312,67 @@ async fn enter_the_closing_call_with_a_cross(handle: &exchange_node::Handle) {
         submit(handle, line).await;
     }
 }
+
+/// The reference price on the `status` channel: the listing's on
+/// subscribing (an instrument listed after the service started
+/// included), the operator's new one as a numbered update, and the REST
+/// status route agreeing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_status_channel_tells_the_reference_price() {
+    let node = node(65_536).await;
+    let handle = node.pipeline.handle.clone();
+    let service = start(handle.clone(), &MarketDataConfig::default())
+        .await
+        .expect("market data starts");
+    let app = app(&handle, &service);
+    let addr = serve(app.clone()).await;
+    submit(
+        &handle,
+        concat!(
+            r#"{"cmd":"add_instrument","symbol":"SAP-EUR","base":"SAP","quote":"EUR","#,
+            r#""tick_size":"0.01","lot_size":"1","maker_fee_bps":0,"taker_fee_bps":0,"#,
+            r#""reference_price":"120.50"}"#
+        ),
+    )
+    .await;
+    let (mut ws, _) = tokio_tungstenite::connect_async(format!("ws://{addr}/v1/ws"))
+        .await
+        .expect("connect");
+    send(
+        &mut ws,
+        json!({ "type": "subscribe", "channel": "status", "symbols": ["SAP-EUR"],
+            "request_id": 1 }),
+    )
+    .await;
+    let first = next_of(&mut ws, "status").await;
+    assert_eq!(
+        (
+            first["reference_price"].as_str(),
+            first["sequence"].as_u64()
+        ),
+        (Some("120.5"), Some(0)),
+        "{first}"
+    );
+
+    submit(
+        &handle,
+        r#"{"cmd":"set_reference_price","symbol":"SAP-EUR","price":"99.95"}"#,
+    )
+    .await;
+    let update = next_of(&mut ws, "status").await;
+    assert_eq!(
+        (
+            update["reference_price"].as_str(),
+            update["sequence"].as_u64(),
+            update["phase"].as_str()
+        ),
+        (Some("99.95"), Some(1), Some("continuous")),
+        "{update}"
+    );
+    let (code, rest) = get(&app, "/v1/markets/SAP-EUR/status").await;
+    assert_eq!(code, 200);
+    for field in ["sequence", "phase", "reference_price"] {
+        assert_eq!(rest[field], update[field], "{field}: {rest} vs {update}");
+    }
+    service.shutdown().await;
+}

@@ -658,9 +658,13 @@ fn instrument_schemas() -> Value {
                 "description": "the smallest value of a hidden order; null: none taken" },
             "phase": phase_schema() })),
         "MarketStatus": object_schema(
-            &["symbol", "sequence", "ts", "phase", "indicative", "last_auction"], json!({
+            &["symbol", "sequence", "ts", "phase", "indicative", "last_auction",
+                "reference_price"], json!({
             "symbol": text, "sequence": int, "ts": int, "phase": phase_schema(),
-            "indicative": indicative, "last_auction": last_auction })),
+            "indicative": indicative, "last_auction": last_auction,
+            "reference_price": { "type": "string", "nullable": true,
+                "description": "the collar's centre and the last price the bands and \
+                    auctions use; null before the listing named one or anything traded" } })),
         "StatusChange": object_schema(&["symbol", "status"],
             json!({ "symbol": text, "status": trading_status })),
     })

@@ -150,6 +150,7 @@ struct StatusFields<'a> {
     phase: &'static str,
     indicative: Option<IndicativeFields>,
     last_auction: Option<AuctionFields>,
+    reference_price: Option<Units>,
 }
 
 fn status_fields<'a>(
@@ -175,6 +176,7 @@ fn status_fields<'a>(
             volume: units(a.volume),
             ts: a.ts,
         }),
+        reference_price: status.reference_price.map(units),
     }
 }
 
@@ -385,6 +387,7 @@ mod tests {
                     volume: 100_000_000,
                     ts: 3,
                 }),
+                reference_price: Some(10_000_000_000),
             },
             change: StatusChange::Indicative,
         };
@@ -394,13 +397,14 @@ mod tests {
                    "phase":"pre_open",
                    "indicative":{"price":"101.5","volume":"3","imbalance_side":"buy",
                                  "imbalance_qty":"2"},
-                   "last_auction":{"kind":"close","price":"100","volume":"1","ts":3}})
+                   "last_auction":{"kind":"close","price":"100","volume":"1","ts":3},
+                   "reference_price":"100"})
         );
         let plain = status_value("X", 0, 1, &MarketStatus::default());
         assert_eq!(
             plain,
             json!({"symbol":"X","sequence":0,"ts":1,"phase":"continuous",
-                   "indicative":null,"last_auction":null})
+                   "indicative":null,"last_auction":null,"reference_price":null})
         );
         let mut t = TradeUpdate {
             locate: 0,

@@ -107,7 +107,7 @@ pub enum Update {
         ts: u64,
     },
     Trade(TradeUpdate),
-    /// Phase, indicative price or last auction changed.
+    /// Phase, indicative price, last auction or reference price changed.
     MarketStatus(StatusUpdate),
     Ticker(Ticker),
     Candle {
@@ -314,7 +314,17 @@ impl Projection {
             self.now = self.now.max(event.ts);
             match &event.kind {
                 EventKind::InstrumentAdded(e) => {
-                    self.list(e.symbol, out);
+                    let locate = self.list(e.symbol, out);
+                    self.instruments[usize::from(locate)]
+                        .status
+                        .follow_reference(&event.kind);
+                }
+                EventKind::InstrumentRules(e) => {
+                    if let Some(&locate) = self.by_symbol.get(&e.symbol) {
+                        self.instruments[usize::from(locate)]
+                            .status
+                            .follow_reference(&event.kind);
+                    }
                 }
                 EventKind::Status(e) => {
                     let locate = self.list(e.symbol, out);
@@ -340,7 +350,10 @@ impl Projection {
                     self.touch(locate);
                 }
                 EventKind::Trade(e) => self.apply_trade(index, event, e, out),
-                kind @ (EventKind::Phase(_) | EventKind::Indicative(_) | EventKind::Auction(_)) => {
+                kind @ (EventKind::Phase(_)
+                | EventKind::Indicative(_)
+                | EventKind::Auction(_)
+                | EventKind::ReferencePrice(_)) => {
                     self.apply_market_status(index, kind, event.ts, out);
                 }
                 _ => {}
@@ -360,6 +373,7 @@ impl Projection {
         let sequence = self.sequences.record_event(index, &event.kind).unwrap_or(0);
         let inst = &mut self.instruments[usize::from(locate)];
         inst.last_price = Some(e.price);
+        inst.status.follow_reference(&event.kind);
         inst.candles.record(event.ts, e.price, e.qty);
         inst.traded = true;
         let auction = inst.auction_trades.trade(e.qty);
@@ -377,7 +391,8 @@ impl Projection {
         self.touch(locate);
     }
 
-    /// A phase, indicative or auction event: the market status it changes.
+    /// A phase, indicative, auction or reference price event: the market
+    /// status it changes.
     fn apply_market_status(
         &mut self,
         index: u64,

@@ -20,10 +20,11 @@ pub struct InstrumentSequences {
     pub book: u64,
     /// Trades so far: the sequence of the latest.
     pub trades: u64,
-    /// Changes of phase, indicative price or last auction so far (one per
-    /// `phase`, `indicative` or `auction` event): the `status` channel's
-    /// sequence. Left out while zero, so a state without any phase event
-    /// serializes (and hashes) as before it existed.
+    /// Changes of phase, indicative price, last auction or reference
+    /// price so far (one per `phase`, `indicative`, `auction` or
+    /// `reference_price` event): the `status` channel's sequence. Left
+    /// out while zero, so a state without any phase event serializes (and
+    /// hashes) as before it existed.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub status: u64,
 }
@@ -72,8 +73,8 @@ impl MarketSequences {
 
     /// Counts one event of log entry `index` and returns the sequence it
     /// belongs to: the book sequence for a `Book` event, the trade sequence
-    /// for a `Trade`, the status sequence for a `Phase`, `Indicative` or
-    /// `Auction`; `None` for every other event.
+    /// for a `Trade`, the status sequence for a `Phase`, `Indicative`,
+    /// `Auction` or `ReferencePrice`; `None` for every other event.
     pub fn record_event(&mut self, index: u64, kind: &EventKind) -> Option<u64> {
         match kind {
             EventKind::Book(book) => {

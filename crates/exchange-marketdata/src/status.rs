@@ -1,11 +1,15 @@
 //! An instrument's trading status as the `status` channel, the REST
 //! status route and the binary feed's `P` and `I` messages tell it: the
 //! phase the core is in, the indicative uncrossing while a call collects
-//! orders, and the last auction that executed.
+//! orders, the last auction that executed and the reference price.
 //!
 //! The core publishes each of these as an event (`phase`, `indicative`,
-//! `auction`); [`MarketStatus::apply`] folds them, so the projection, the
-//! node's reads and a rebuilt feed all derive the same state from the log.
+//! `auction`, `reference_price`); [`MarketStatus::apply`] folds them, so
+//! the projection, the node's reads and a rebuilt feed all derive the same
+//! state from the log. The reference also moves without an event of its
+//! own (the listing names it, every trade's price becomes it, a new tick
+//! size rounds it): [`MarketStatus::follow_reference`] folds those as the
+//! core sets them, and they send no status message.
 
 use exchange_types::event::{self, AuctionKind};
 use exchange_types::{EventKind, Phase, Side};
@@ -48,6 +52,8 @@ pub enum StatusChange {
     Phase,
     Indicative,
     Auction,
+    /// The operator set the reference price.
+    ReferencePrice,
     /// Read whole from a snapshot of the replicated state.
     Snapshot,
 }
@@ -57,6 +63,10 @@ pub struct MarketStatus {
     pub phase: Phase,
     pub indicative: Option<IndicativeView>,
     pub last_auction: Option<LastAuction>,
+    /// The core's reference price (price units): the collar's centre and
+    /// the last price the bands and the auction use; `None` before the
+    /// listing named one or anything traded.
+    pub reference_price: Option<u64>,
 }
 
 impl Default for MarketStatus {
@@ -66,6 +76,7 @@ impl Default for MarketStatus {
             phase: Phase::Continuous,
             indicative: None,
             last_auction: None,
+            reference_price: None,
         }
     }
 }
@@ -105,17 +116,54 @@ impl MarketStatus {
                 });
                 Some(StatusChange::Auction)
             }
-            _ => None,
+            EventKind::ReferencePrice(e) => {
+                self.reference_price = Some(e.price);
+                Some(StatusChange::ReferencePrice)
+            }
+            other => {
+                self.follow_reference(other);
+                None
+            }
+        }
+    }
+
+    /// Folds an event that moves the reference price without a status
+    /// message: a listing's, a trade's price, a rule change's rounding.
+    pub fn follow_reference(&mut self, kind: &EventKind) {
+        match kind {
+            EventKind::InstrumentAdded(e) => self.reference_price = e.reference_price,
+            EventKind::Trade(e) => self.reference_price = Some(e.price),
+            // The core keeps the reference on the nearest tick at or below
+            // it, at least one tick, when the tick size changes.
+            EventKind::InstrumentRules(e) if e.tick_size > 0 => {
+                self.reference_price = self
+                    .reference_price
+                    .map(|r| (r / e.tick_size).max(1).saturating_mul(e.tick_size));
+            }
+            _ => {}
         }
     }
 }
 
-/// The symbol a status event is about.
+/// The symbol a status event is about: one the `status` channel sends a
+/// message for, and counts in its sequence.
 pub fn status_symbol(kind: &EventKind) -> Option<exchange_types::Symbol> {
     match kind {
         EventKind::Phase(e) => Some(e.symbol),
         EventKind::Indicative(e) => Some(e.symbol),
         EventKind::Auction(e) => Some(e.symbol),
+        EventKind::ReferencePrice(e) => Some(e.symbol),
+        _ => None,
+    }
+}
+
+/// The symbol whose reference price an event moves without a status
+/// message ([`MarketStatus::follow_reference`]).
+pub fn reference_symbol(kind: &EventKind) -> Option<exchange_types::Symbol> {
+    match kind {
+        EventKind::InstrumentAdded(e) => Some(e.symbol),
+        EventKind::Trade(e) => Some(e.symbol),
+        EventKind::InstrumentRules(e) => Some(e.symbol),
         _ => None,
     }
 }
@@ -203,6 +251,51 @@ mod tests {
             ),
             None
         );
+    }
+
+    #[test]
+    fn the_reference_follows_listing_trades_ticks_and_the_operator() {
+        let mut status = MarketStatus::default();
+        let added = EventKind::InstrumentAdded(event::InstrumentAdded {
+            symbol: sym(),
+            base: exchange_types::AssetCode::new("B").unwrap(),
+            quote: exchange_types::AssetCode::new("Q").unwrap(),
+            reference_price: Some(1_000),
+        });
+        assert_eq!(status.apply(&added, 1), None);
+        assert_eq!(status.reference_price, Some(1_000));
+        let set = EventKind::ReferencePrice(event::ReferencePrice {
+            symbol: sym(),
+            price: 1_250,
+        });
+        assert_eq!(status.apply(&set, 2), Some(StatusChange::ReferencePrice));
+        assert_eq!(status.reference_price, Some(1_250));
+        assert_eq!(status_symbol(&set), Some(sym()));
+        assert_eq!(status_symbol(&added), None);
+        assert_eq!(reference_symbol(&added), Some(sym()));
+        let mut rules = exchange_types::event::InstrumentRules {
+            symbol: sym(),
+            base: exchange_types::AssetCode::new("B").unwrap(),
+            quote: exchange_types::AssetCode::new("Q").unwrap(),
+            tick_size: 500,
+            lot_size: 1,
+            min_qty: 1,
+            max_qty: 1,
+            min_notional: 0,
+            maker_fee_bps: 0,
+            taker_fee_bps: 0,
+            collar_bps: 0,
+            static_band_bps: 0,
+            dynamic_band_bps: 0,
+            volatility_auction_ns: 0,
+            status: exchange_types::TradingStatus::Trading,
+        };
+        status.follow_reference(&EventKind::InstrumentRules(Box::new(rules.clone())));
+        assert_eq!(status.reference_price, Some(1_000));
+        // Never below one tick, as the core keeps it.
+        rules.tick_size = 2_000;
+        status.follow_reference(&EventKind::InstrumentRules(Box::new(rules)));
+        assert_eq!(status.reference_price, Some(2_000));
     }
 
     #[test]

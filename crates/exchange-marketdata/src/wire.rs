@@ -480,8 +480,9 @@ pub fn messages_of(update: &Update, projection: &Projection, out: &mut Vec<Messa
                         out.push(indicative_message(locate, ts, status));
                     }
                 }
-                // Its trades follow, each a `T`.
-                StatusChange::Auction => {}
+                // Its trades follow, each a `T`; the feed has no message
+                // for the reference price (the `status` channel carries it).
+                StatusChange::Auction | StatusChange::ReferencePrice => {}
             }
         }
         Update::Ticker(_) | Update::Candle { .. } => {}

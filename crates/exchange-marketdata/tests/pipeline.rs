@@ -177,6 +177,7 @@ fn snapshot_of(engine: &Engine, sequences: &MarketSequences, index: u64) -> Mark
                         .indicative(&inst.symbol)
                         .and_then(|i| exchange_marketdata::IndicativeView::of(&i)),
                     last_auction: None,
+                    reference_price: inst.reference_price,
                 },
                 book: engine.book(&inst.symbol, usize::MAX).unwrap_or_default(),
                 sequences: sequences.get(inst.symbol.as_str()),

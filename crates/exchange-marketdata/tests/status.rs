@@ -144,6 +144,7 @@ impl Log {
                             .indicative(&inst.symbol)
                             .and_then(|i| IndicativeView::of(&i)),
                         last_auction,
+                        reference_price: inst.reference_price,
                     },
                     book: self
                         .engine

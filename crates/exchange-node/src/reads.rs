@@ -245,6 +245,7 @@ fn markets(state: &ServerState, history: &History, query: &MarketQuery) -> Marke
                     last_auction: history
                         .last_auction(symbol.as_str())
                         .and_then(|a| a.last_auction()),
+                    reference_price: instrument.reference_price,
                 },
                 instrument,
             }

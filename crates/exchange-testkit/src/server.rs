@@ -43,7 +43,17 @@ impl Server {
 
     /// `bin serve --demo`: the demo's market makers and takers trade on it.
     pub fn start_demo(bin: impl AsRef<Path>, data_dir: &Path) -> Server {
-        Server::launch(bin.as_ref(), data_dir, None, &["--demo"]).unwrap_or_else(
+        Server::start_demo_with(bin, data_dir, None)
+    }
+
+    /// `bin serve --demo`, with a configuration file when given (the demo
+    /// adds its equities to the instruments it lists).
+    pub fn start_demo_with(
+        bin: impl AsRef<Path>,
+        data_dir: &Path,
+        config: Option<&Path>,
+    ) -> Server {
+        Server::launch(bin.as_ref(), data_dir, config, &["--demo"]).unwrap_or_else(
             |(status, stderr)| {
                 panic!("the demo server exited during start-up ({status}):\n{stderr}")
             },

@@ -109,6 +109,10 @@ pub struct InstrumentAdded {
     pub symbol: Symbol,
     pub base: AssetCode,
     pub quote: AssetCode,
+    /// The listing's reference price (price units), when it names one:
+    /// market data folds the reference from events alone, and a listing
+    /// sets it without a `reference_price` event.
+    pub reference_price: Option<u64>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -12,12 +12,16 @@ use super::event::{Fields, AUCTION_KINDS, IMBALANCE_SIDES, STATUSES};
 use super::wire::{Reader, Writer};
 use super::BinaryError;
 
-/// Symbol, base, quote.
+/// Symbol, base, quote, then the reference price (`u64`) only when the
+/// listing names one, so a listing without one keeps its 40-byte block.
 impl Fields for InstrumentAdded {
     fn write(&self, w: &mut Writer<'_>) {
         w.id(&self.symbol);
         w.id(&self.base);
         w.id(&self.quote);
+        if let Some(price) = self.reference_price {
+            w.u64(price);
+        }
     }
 
     fn read(r: &mut Reader<'_>) -> Result<Self, BinaryError> {
@@ -25,6 +29,11 @@ impl Fields for InstrumentAdded {
             symbol: r.id("symbol")?,
             base: r.id("base")?,
             quote: r.id("quote")?,
+            reference_price: if r.remaining() == 0 {
+                None
+            } else {
+                Some(r.u64()?)
+            },
         })
     }
 }

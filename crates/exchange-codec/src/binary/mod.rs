@@ -55,7 +55,7 @@
 //!
 //! | template | event | block bytes |
 //! |---|---|---|
-//! | 101 | `instrument_added` | 40 |
+//! | 101 | `instrument_added` | 40, or 48 with the listing's reference price |
 //! | 102 | `status` | 17 |
 //! | 103 | `accepted` | 90, or 175 with its rarer part (+1 hidden or a minimum, +8 a minimum) |
 //! | 104 | `rejected` | 74 |

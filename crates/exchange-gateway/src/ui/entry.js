@@ -37,15 +37,33 @@ export function updateEntryFields() {
   show("o-oco-field", !market);
   show("o-post-check", type === "limit");
   if (type !== "limit") $("o-post").checked = false;
+  hiddenOrIceberg(type, tifSelect.value);
   const trigger = $("o-trigger").value;
   $("o-stop-label").textContent =
     trigger === "trailing_bps" ? "Trailing distance (bps)" : trigger === "trailing_amount" ? "Trailing distance" : "Stop price";
   $("o-stop").placeholder = trigger === "trailing_bps" ? "50" : "0.00";
 }
 
+/**
+ * A hidden order is a limit order that may rest (not IOC or FOK) and is no
+ * iceberg (docs/protocol.md, "Hidden orders"): the box is offered only
+ * then, and a display quantity and the box exclude each other, so the
+ * form cannot send what the exchange refuses as `hidden_not_allowed`.
+ */
+function hiddenOrIceberg(type, tif) {
+  const hidden = $("o-hidden");
+  const limit = type === "limit";
+  const iceberg = limit && tif === "gtc" && $("o-display").value.trim() !== "";
+  $("o-hidden-check").classList.toggle("hidden", !limit);
+  hidden.disabled = !limit || tif === "ioc" || tif === "fok" || iceberg;
+  if (hidden.disabled) hidden.checked = false;
+  $("o-display").disabled = hidden.checked;
+}
+
 /** Wires the inputs that change which others apply. */
 export function watchEntryFields() {
-  for (const id of ["o-type", "o-tif", "o-trigger", "o-by-funds"]) $(id).addEventListener("change", updateEntryFields);
+  for (const id of ["o-type", "o-tif", "o-trigger", "o-by-funds", "o-hidden"]) $(id).addEventListener("change", updateEntryFields);
+  $("o-display").addEventListener("input", updateEntryFields);
   for (const radio of document.querySelectorAll("input[name=side]")) radio.addEventListener("change", updateEntryFields);
 }
 
@@ -79,6 +97,8 @@ export function orderBody(symbol) {
     if (!order.price) throw new EntryError("o-price", `Enter a price for a ${type.replace("_", "-")} order.`);
   }
   if (type === "limit") order.post_only = $("o-post").checked;
+  const hidden = $("o-hidden");
+  if (type === "limit" && hidden.checked && !hidden.disabled) order.hidden = true;
   if (type === "stop" || type === "stop_limit") {
     const trigger = $("o-trigger").value;
     const distance = value("o-stop");
@@ -99,7 +119,7 @@ export function orderBody(symbol) {
   } else if (!order.qty) {
     throw new EntryError("o-qty", "Enter a quantity.");
   }
-  if (type === "limit" && tif === "gtc" && value("o-display")) order.display_qty = value("o-display");
+  if (type === "limit" && tif === "gtc" && !order.hidden && value("o-display")) order.display_qty = value("o-display");
   const minQty = ["limit", "market", "market_to_limit"].includes(type) && !order.funds;
   if (minQty && value("o-min-qty")) order.min_qty = value("o-min-qty");
   if (type !== "market" && value("o-oco")) order.oco_with = value("o-oco");

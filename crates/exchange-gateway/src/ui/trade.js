@@ -309,6 +309,7 @@ function renderOrders(orders) {
           { class: "num", "data-col": "qty" },
           fmt(o.qty, qdp),
           d.display_qty ? el("span", { class: "sub muted", "data-col": "display" }, `shows ${fmt(d.display_qty, qdp)}`) : null,
+          d.hidden ? el("span", { class: "sub muted", "data-col": "hidden" }, "hidden") : null,
         ),
         el("td", { class: "num hide-narrow" }, fmt(o.filled_qty, qdp)),
         el("td", { class: "left hide-narrow", "data-col": "tif" }, tifText(o, d)),
