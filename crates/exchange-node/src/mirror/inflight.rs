@@ -151,6 +151,17 @@ impl InFlight {
     /// through): their waiters hear `unavailable`.
     pub(crate) fn committed(&mut self, entry: &LogEntry) -> Option<Reply> {
         match entry {
+            // Before the session's open is in the log, no command of it
+            // can be applied (the table refuses it, `unknown_session`),
+            // and that is no answer: a frame sent after the open can reach
+            // a new leader before it when the open's frame was refused by
+            // the old one. The command stays pending, to be sent again
+            // after the open.
+            LogEntry::Sequenced { session, .. }
+                if *session == self.session && self.opening.is_some() =>
+            {
+                None
+            }
             LogEntry::Sequenced { session, seq, .. } if *session == self.session => {
                 let later = self.pending.split_off(seq);
                 self.pending = later;
@@ -213,6 +224,27 @@ mod tests {
         assert_eq!(inflight.len(), 2);
         inflight.refuse(&[3]);
         assert_eq!(inflight.resend(), vec![sent[3].clone()]);
+    }
+
+    /// A command whose frame reached a new leader before its session's
+    /// open (the open's frame was refused by the old one) is refused as
+    /// of an unknown session; that is no answer, since it is sent again
+    /// after the open and applied then.
+    #[test]
+    fn a_command_in_the_log_before_its_sessions_open_stays_pending() {
+        let mut inflight = InFlight::new(9, "gw-a", Some(1_000), 1);
+        let (tx, mut waiter) = oneshot::channel();
+        let sent = inflight.take(account(1), Reply::new(tx));
+        let open = inflight.opening.clone().expect("open");
+        assert!(inflight.committed(&sent).is_none());
+        assert!(waiter.try_recv().is_err(), "not answered");
+        assert_eq!(inflight.resend(), vec![open.clone(), sent.clone()]);
+        assert!(inflight.committed(&open).is_none());
+        assert!(
+            inflight.committed(&sent).is_some(),
+            "the copy after the open"
+        );
+        assert_eq!(inflight.len(), 0);
     }
 
     fn protect(account: u64, on: bool) -> LogEntry {

@@ -60,6 +60,9 @@ fn applied_marker() -> Arc<Applied> {
 /// the commands with the fate the model expects.
 fn run(steps: &[Step]) -> (InFlight, Vec<Command>) {
     let mut inflight = InFlight::new(1, "gw", Some(2_000), 1);
+    // The log shows the session's open first, as it shows each later one.
+    let opening = inflight.opening.clone().expect("the session opens");
+    assert!(inflight.committed(&opening).is_none());
     let mut session = 1;
     let mut commands: Vec<Command> = Vec::new();
     for step in steps {
