@@ -72,6 +72,7 @@ fn commands() -> Vec<Command> {
             static_band_bps: None,
             dynamic_band_bps: None,
             volatility_auction_ns: None,
+            hidden_min_notional: None,
         })),
         Command::SetReferencePrice {
             symbol: sym(),
