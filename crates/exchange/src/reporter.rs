@@ -5,7 +5,6 @@
 use std::net::SocketAddr;
 
 use exchange_replication::transport::PeerAddr;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -19,27 +18,12 @@ use tokio::net::{TcpListener, TcpStream};
 
 #[derive(clap::Args)]
 pub struct ReporterArgs {
-    /// TOML configuration file: `[reporting]`, `[tiers] stream` and
-    /// `process_id`, `[cluster] key_file`, `listen`, `data_dir`.
-    #[arg(long)]
-    config: Option<PathBuf>,
-    /// The reporter's own directory: snapshots of its state, and the
-    /// SQLite store unless `--reporting-url` names another.
-    #[arg(long)]
-    data_dir: Option<PathBuf>,
-    /// HTTP address of `/health`, `/ready` and `/metrics`.
-    #[arg(long)]
-    listen: Option<SocketAddr>,
-    /// File (mode 0600) with the cluster key the replicas hold.
-    #[arg(long)]
-    cluster_key_file: Option<PathBuf>,
-    /// The replicas' log-stream addresses, comma-separated, tried in
-    /// order: `HOST:PORT,HOST:PORT`.
-    #[arg(long)]
-    stream: Option<String>,
-    /// This process's id in the log stream's handshakes (for their logs).
-    #[arg(long)]
-    process_id: Option<u64>,
+    /// The configuration file (`[reporting]`, `[tiers] stream` and
+    /// `process_id`, `[cluster] key_file`, `listen`, `data_dir`) and the
+    /// flags over it; the data directory holds the reporter's snapshots,
+    /// and the SQLite store unless `--reporting-url` names another.
+    #[command(flatten)]
+    follower: crate::tier::Follower,
     /// Reporting store: postgres://... or sqlite:PATH (default:
     /// reporting.sqlite in the data directory).
     #[arg(long)]
@@ -56,25 +40,7 @@ pub struct ReporterArgs {
 }
 
 fn config(args: &ReporterArgs) -> anyhow::Result<Config> {
-    let mut config = match &args.config {
-        Some(path) => crate::config::FileConfig::load(path)?.node,
-        None => Config::default(),
-    };
-    if let Some(dir) = &args.data_dir {
-        config.data_dir = dir.clone();
-    }
-    if let Some(listen) = args.listen {
-        config.listen = listen;
-    }
-    if args.cluster_key_file.is_some() {
-        config.cluster.key_file = args.cluster_key_file.clone();
-    }
-    if let Some(stream) = &args.stream {
-        config.tiers.stream = stream.split(',').map(str::to_string).collect();
-    }
-    if let Some(id) = args.process_id {
-        config.tiers.process_id = id;
-    }
+    let mut config = args.follower.load()?.node;
     if args.reporting_url.is_some() {
         config.reporting.url = args.reporting_url.clone();
     }

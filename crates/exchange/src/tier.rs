@@ -8,16 +8,19 @@ use crate::config::FileConfig;
 use anyhow::Context;
 use exchange_node::tiers_config::Tier;
 
-/// What both kinds of gateway take.
+/// What every process that follows the replicas' log stream takes: both
+/// kinds of gateway and the reporter.
 #[derive(clap::Args)]
-pub struct Upstream {
+pub struct Follower {
     /// TOML configuration file (see docs/server.md and docs/deploy.md).
     #[arg(long)]
     config: Option<PathBuf>,
-    /// Directory for the admin token and the FIX session store; no log.
+    /// This process's own directory (a gateway's admin token and FIX
+    /// session store, a reporter's snapshots); never a replica's.
     #[arg(long)]
     data_dir: Option<PathBuf>,
-    /// HTTP and WebSocket address.
+    /// HTTP address (a gateway's API; a reporter's `/health`, `/ready`
+    /// and `/metrics`).
     #[arg(long)]
     listen: Option<SocketAddr>,
     /// File (mode 0600) with the cluster key the replicas hold.
@@ -30,6 +33,40 @@ pub struct Upstream {
     /// This process's id in the cluster's handshakes (for their logs).
     #[arg(long)]
     process_id: Option<u64>,
+}
+
+impl Follower {
+    /// The configuration file (or the defaults) with these flags over it.
+    pub fn load(&self) -> anyhow::Result<FileConfig> {
+        let mut file = match &self.config {
+            Some(path) => FileConfig::load(path)?,
+            None => FileConfig::default(),
+        };
+        let config = &mut file.node;
+        if let Some(dir) = &self.data_dir {
+            config.data_dir = dir.clone();
+        }
+        if let Some(listen) = self.listen {
+            config.listen = listen;
+        }
+        if self.cluster_key_file.is_some() {
+            config.cluster.key_file = self.cluster_key_file.clone();
+        }
+        if let Some(stream) = &self.stream {
+            config.tiers.stream = list(stream);
+        }
+        if let Some(id) = self.process_id {
+            config.tiers.process_id = id;
+        }
+        Ok(file)
+    }
+}
+
+/// What both kinds of gateway take.
+#[derive(clap::Args)]
+pub struct Upstream {
+    #[command(flatten)]
+    follower: Follower,
     /// A file holding the admin bearer token (as for `serve`).
     #[arg(long)]
     admin_token_file: Option<PathBuf>,
@@ -73,26 +110,8 @@ fn list(text: &str) -> Vec<String> {
 }
 
 fn base_config(args: Upstream) -> anyhow::Result<FileConfig> {
-    let mut file = match &args.config {
-        Some(path) => FileConfig::load(path)?,
-        None => FileConfig::default(),
-    };
+    let mut file = args.follower.load()?;
     let config = &mut file.node;
-    if let Some(dir) = args.data_dir {
-        config.data_dir = dir;
-    }
-    if let Some(listen) = args.listen {
-        config.listen = listen;
-    }
-    if args.cluster_key_file.is_some() {
-        config.cluster.key_file = args.cluster_key_file;
-    }
-    if let Some(stream) = &args.stream {
-        config.tiers.stream = list(stream);
-    }
-    if let Some(id) = args.process_id {
-        config.tiers.process_id = id;
-    }
     if args.admin_token_file.is_some() {
         config.admin_token_file = args.admin_token_file;
     }
