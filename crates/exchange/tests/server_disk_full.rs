@@ -18,6 +18,7 @@ use std::sync::{Arc, Mutex};
 
 use exchange_testkit::{
     leader_port, resting_order, small_disks, wait_until, Account, Client, ProxiedCluster, Server,
+    SmallDisk,
 };
 
 /// The binary under test.
@@ -167,23 +168,59 @@ fn assert_orders_kept(api: &Client, account: &Account, outcomes: &[(String, Outc
     );
 }
 
-#[test]
-fn a_full_disk_raises_nospace_and_the_alarm_clears_once_space_returns() {
-    let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+/// A single node on a small disk, taking orders from a writer, whose disk
+/// filled once `acks` were acknowledged: its alarm is up.
+struct FullNode {
+    tmp: tempfile::TempDir,
+    data: PathBuf,
+    disks: Vec<SmallDisk>,
+    server: Server,
+    account: Account,
+    writer: Writer,
+    filler: PathBuf,
+}
+
+/// `None` where no small disk can be made (see `small_disks`).
+fn a_node_whose_disk_filled(acks: usize) -> Option<FullNode> {
     let tmp = tempfile::tempdir().expect("temp dir");
     let data = tmp.path().join("data");
-    let Some(disks) = small_disks(std::slice::from_ref(&data), DISK_MB) else {
-        return;
-    };
-    let mut server = Server::start(EXCHANGE, &data);
+    let disks = small_disks(std::slice::from_ref(&data), DISK_MB)?;
+    let server = Server::start(EXCHANGE, &data);
     let api = server.api;
     let account = api.funded_account();
     let writer = Writer::start("w", &account, move || Some(api));
     wait_until("orders before the disk fills", || {
-        writer.count(&Outcome::Acknowledged) >= 20
+        writer.count(&Outcome::Acknowledged) >= acks
     });
     let filler = disks[0].fill().expect("fill the disk");
     wait_until("the nospace alarm", || api.get("/health").status == 503);
+    Some(FullNode {
+        tmp,
+        data,
+        disks,
+        server,
+        account,
+        writer,
+        filler,
+    })
+}
+
+#[test]
+fn a_full_disk_raises_nospace_and_the_alarm_clears_once_space_returns() {
+    let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(FullNode {
+        tmp: _tmp,
+        data,
+        disks,
+        mut server,
+        account,
+        writer,
+        filler,
+    }) = a_node_whose_disk_filled(20)
+    else {
+        return;
+    };
+    let api = server.api;
     assert_alarm_shown(&api);
     let refused = api.signed(&account, "POST", "/v1/orders", &resting_order(1, "refused"));
     refused.expect_error(503, "nospace", "a write while the disk is full");
@@ -209,20 +246,18 @@ fn a_full_disk_raises_nospace_and_the_alarm_clears_once_space_returns() {
 #[test]
 fn a_node_stopped_while_its_disk_is_full_stops_and_keeps_what_it_acknowledged() {
     let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let tmp = tempfile::tempdir().expect("temp dir");
-    let data = tmp.path().join("data");
-    let Some(disks) = small_disks(std::slice::from_ref(&data), DISK_MB) else {
+    let Some(FullNode {
+        tmp: _tmp,
+        data,
+        disks,
+        mut server,
+        account,
+        writer,
+        filler,
+    }) = a_node_whose_disk_filled(10)
+    else {
         return;
     };
-    let mut server = Server::start(EXCHANGE, &data);
-    let api = server.api;
-    let account = api.funded_account();
-    let writer = Writer::start("w", &account, move || Some(api));
-    wait_until("orders before the disk fills", || {
-        writer.count(&Outcome::Acknowledged) >= 10
-    });
-    let filler = disks[0].fill().expect("fill the disk");
-    wait_until("the nospace alarm", || api.get("/health").status == 503);
     // The stop does not wait for space (`stop_with` fails the test if the
     // process does not exit).
     server.stop_with(libc::SIGTERM);
