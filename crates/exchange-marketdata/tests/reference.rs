@@ -6,89 +6,44 @@
 
 use exchange_core::Engine;
 use exchange_marketdata::{json, MarketSequences, MarketStatus, Projection, StatusChange, Update};
-use exchange_types::{
-    AddInstrument, AssetCode, ClientOrderId, Command, Dec, OrderType, Place, SelfTradePrevention,
-    SetInstrumentRules, Side, Stamped, Symbol, TimeInForce, Transfer,
+use exchange_testkit::engine::{
+    asset, btc_usd, cmd, dec, deposit, limit, rules, set_reference, set_rules, sym,
 };
+use exchange_types::{AddInstrument, Command, Place, SetInstrumentRules, Side, Stamped};
 use serde_json::Value;
 
-fn sym() -> Symbol {
-    Symbol::new("SAP-EUR").unwrap()
-}
-
-fn listing() -> Command {
-    Command::AddInstrument(Box::new(AddInstrument {
-        symbol: sym(),
-        base: AssetCode::new("SAP").unwrap(),
-        quote: AssetCode::new("EUR").unwrap(),
-        tick_size: Dec::new(1, 2),
-        lot_size: Dec::new(1, 0),
-        min_qty: None,
-        max_qty: None,
-        collar_bps: None,
-        reference_price: Some(Dec::new(10_007, 2)),
+fn commands() -> Vec<Command> {
+    let listing = AddInstrument {
+        symbol: sym("SAP-EUR"),
+        base: asset("SAP"),
+        quote: asset("EUR"),
+        lot_size: dec("1"),
+        reference_price: Some(dec("100.07")),
         maker_fee_bps: 0,
         taker_fee_bps: 0,
-        min_notional: None,
-        static_band_bps: None,
-        dynamic_band_bps: None,
-        volatility_auction_ns: None,
-        reference_price_rule: exchange_types::ReferencePriceRule::FOR_NEW_LISTINGS,
-        phase: None,
-        hidden_min_notional: None,
-    }))
-}
-
-fn place(n: u64, account: u64, side: Side, price: i64) -> Command {
-    Command::Place(Place {
-        account,
-        client_order_id: ClientOrderId::new(&format!("o{n}")).unwrap(),
-        symbol: sym(),
-        side,
-        order_type: OrderType::Limit,
-        price: Some(Dec::new(price, 0)),
-        qty: Dec::new(1, 0),
-        tif: TimeInForce::Gtc,
-        post_only: false,
-        stp: SelfTradePrevention::Decrement,
-        ext: None,
-    })
-}
-
-fn commands() -> Vec<Command> {
+        ..btc_usd()
+    };
     let mut commands = vec![
-        listing(),
+        Command::AddInstrument(Box::new(listing)),
         // 100.07 on a 0.05 tick: the core keeps 100.05.
-        Command::SetInstrumentRules(Box::new(SetInstrumentRules {
-            symbol: sym(),
-            tick_size: Some(Dec::new(5, 2)),
-            lot_size: None,
-            min_qty: None,
-            max_qty: None,
-            min_notional: None,
-            maker_fee_bps: None,
-            taker_fee_bps: None,
-            collar_bps: None,
-            static_band_bps: None,
-            dynamic_band_bps: None,
-            volatility_auction_ns: None,
-            hidden_min_notional: None,
-        })),
-        Command::SetReferencePrice {
-            symbol: sym(),
-            price: Dec::new(9_010, 2),
-        },
+        set_rules(SetInstrumentRules {
+            tick_size: Some(dec("0.05")),
+            ..rules("SAP-EUR")
+        }),
+        set_reference("SAP-EUR", "90.10"),
     ];
     for account in 1..=2 {
-        for asset in ["SAP", "EUR"] {
-            commands.push(Command::Deposit(Transfer {
-                account,
-                asset: AssetCode::new(asset).unwrap(),
-                amount: Dec::new(1_000, 0),
-            }));
+        for code in ["SAP", "EUR"] {
+            commands.push(deposit(account, code, "1000"));
         }
     }
-    commands.extend([place(1, 1, Side::Buy, 95), place(2, 2, Side::Sell, 95)]);
+    for (account, side) in [(1, Side::Buy), (2, Side::Sell)] {
+        let id = format!("o{account}");
+        commands.push(cmd(Place {
+            symbol: sym("SAP-EUR"),
+            ..limit(account, &id, side, "95", "1")
+        }));
+    }
     commands
 }
 
