@@ -68,6 +68,9 @@ impl Engine {
         }
         if let Some(other) = a.oco_with {
             if let Some(&other) = self.order_by_id.get(&other) {
+                // Indexed now rather than when it rests: its own matching
+                // may close the partner, whose unlinking finds it by id.
+                self.index_order(slot);
                 self.link_oco(slot, other);
             }
         }

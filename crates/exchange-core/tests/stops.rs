@@ -427,6 +427,31 @@ fn one_cancels_other_cancel_by_request_cancels_both() {
 }
 
 #[test]
+fn a_pair_whose_partner_the_new_orders_own_match_cancels_leaves_no_flag() {
+    let mut h = Harness::funded(3);
+    let tp = place_ok(&mut h, limit(3, "tp", Side::Sell, "110", "1"));
+    // The buy crosses its own partner: self-trade prevention cancels the
+    // resting sell before the buy rests, and the pair must end with it.
+    let buy = Place {
+        stp: SelfTradePrevention::CancelOldest,
+        ..oco(limit(3, "b", Side::Buy, "110", "1"), "tp")
+    };
+    let events = exec(&mut h, buy);
+    assert_eq!(
+        cancels(&events)
+            .iter()
+            .map(|c| (c.0, c.1))
+            .collect::<Vec<_>>(),
+        [(tp, CancelReason::SelfTrade)]
+    );
+    // The resting buy is alone again, so a new pair with it is accepted.
+    place_ok(
+        &mut h,
+        oco(stop_market(3, "sl", Side::Sell, "90", "1"), "b"),
+    );
+}
+
+#[test]
 fn reject_reasons_of_stops_change_nothing() {
     let mut h = Harness::funded(3);
     refuse_stop_fields_of_the_wrong_shape(&mut h);

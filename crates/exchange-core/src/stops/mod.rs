@@ -487,6 +487,24 @@ impl Engine {
                 return Err(format!("one-cancels-other pair {a}/{b} is broken"));
             }
         }
+        // Pairs check their orders' flags; a flag without a pair would
+        // refuse the order's next pairing, and a snapshot (which writes
+        // pairs, not flags) would restore it unflagged.
+        let mut flagged = 0usize;
+        for account in self.accounts.iter() {
+            let mut slot = account.orders_head();
+            while slot != crate::orders::NIL {
+                let o = self.orders.get(slot);
+                flagged += usize::from(o.oco);
+                slot = o.account_next;
+            }
+        }
+        if flagged != self.stops.oco.len() {
+            return Err(format!(
+                "{flagged} orders flagged as paired but {} in pairs",
+                self.stops.oco.len()
+            ));
+        }
         if !self.stops.oco_pending.is_empty() {
             return Err("one-cancels-other work left between commands".into());
         }
