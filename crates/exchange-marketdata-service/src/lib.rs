@@ -16,6 +16,8 @@
 pub mod config;
 mod fanout;
 mod feed;
+#[cfg(test)]
+mod feed_tests;
 mod service;
 #[cfg(any(test, feature = "testkit"))]
 pub mod testkit;

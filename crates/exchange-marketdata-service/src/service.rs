@@ -215,7 +215,10 @@ impl Service {
                         json::status(status)
                     })
             }
-            Update::Listed { .. } | Update::Status { .. } => {}
+            // The status channel tells a reference moved without a status
+            // event with its next message, as it has no sequence number
+            // for it; only the binary feed says it at once.
+            Update::Listed { .. } | Update::Status { .. } | Update::Reference { .. } => {}
         }
     }
 
@@ -369,36 +372,7 @@ impl Service {
         let feed = self.feed.as_mut()?;
         feed.flush();
         let mut messages = Vec::new();
-        for info in self.projection.instruments() {
-            messages.push(Message::Directory {
-                locate: info.locate,
-                symbol: info.symbol,
-            });
-            messages.push(Message::Status {
-                locate: info.locate,
-                ts: self.projection.now(),
-                halted: info.halted,
-            });
-            messages.push(Message::Phase {
-                locate: info.locate,
-                ts: self.projection.now(),
-                phase: info.status.phase,
-            });
-            if exchange_marketdata::status::is_call(info.status.phase) {
-                messages.push(wire::indicative_message(
-                    info.locate,
-                    self.projection.now(),
-                    &info.status,
-                ));
-            }
-            wire::book_messages(
-                info.locate,
-                info.sequences.book,
-                self.projection.now(),
-                info.book,
-                &mut messages,
-            );
-        }
+        wire::snapshot_messages(&self.projection, &mut messages);
         let body = lock(&feed.publisher()).snapshot(&messages).encode();
         Some(body)
     }

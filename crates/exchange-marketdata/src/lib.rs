@@ -9,8 +9,8 @@
 //!   numbers survive restarts.
 //! - [`projection`]: L2 books, trades, tickers and candles ([`candles`])
 //!   per instrument, advanced one log entry at a time into [`Update`]s.
-//! - [`status`]: each instrument's phase, indicative price and last
-//!   auction, folded from the core's events.
+//! - [`status`]: each instrument's phase, indicative price, last auction
+//!   and reference price, folded from the core's events.
 //! - [`json`]: the WebSocket channel messages, serialized once per update.
 //! - [`wire`] and [`mold`]: the fixed-layout binary messages and their
 //!   MoldUDP64 packets, the TCP retransmission and snapshot requests;

@@ -3,7 +3,8 @@
 //! a time.
 //!
 //! [`Projection::apply`] turns an entry's events into [`Update`]s in the
-//! order subscribers see them: the entry's trades (one each), then one
+//! order subscribers see them: the entry's trades (one each, followed by
+//! a reference update where one moved the reference price), then one
 //! book update per instrument that aggregates every level the entry
 //! changed (the last quantity of each level, absolute), then the ticker
 //! and the candles of each instrument the entry touched. Instruments are
@@ -109,6 +110,16 @@ pub enum Update {
     Trade(TradeUpdate),
     /// Phase, indicative price, last auction or reference price changed.
     MarketStatus(StatusUpdate),
+    /// The reference price moved without a status event (a listing that
+    /// names one, a trade at another price, a new tick size rounding it):
+    /// the binary feed says so at once; the `status` channel's next
+    /// message carries it.
+    Reference {
+        locate: u16,
+        symbol: Symbol,
+        ts: u64,
+        price: Option<u64>,
+    },
     Ticker(Ticker),
     Candle {
         locate: u16,
@@ -315,15 +326,11 @@ impl Projection {
             match &event.kind {
                 EventKind::InstrumentAdded(e) => {
                     let locate = self.list(e.symbol, out);
-                    self.instruments[usize::from(locate)]
-                        .status
-                        .follow_reference(&event.kind);
+                    self.follow_reference(locate, event, out);
                 }
                 EventKind::InstrumentRules(e) => {
                     if let Some(&locate) = self.by_symbol.get(&e.symbol) {
-                        self.instruments[usize::from(locate)]
-                            .status
-                            .follow_reference(&event.kind);
+                        self.follow_reference(locate, event, out);
                     }
                 }
                 EventKind::Status(e) => {
@@ -373,7 +380,6 @@ impl Projection {
         let sequence = self.sequences.record_event(index, &event.kind).unwrap_or(0);
         let inst = &mut self.instruments[usize::from(locate)];
         inst.last_price = Some(e.price);
-        inst.status.follow_reference(&event.kind);
         inst.candles.record(event.ts, e.price, e.qty);
         inst.traded = true;
         let auction = inst.auction_trades.trade(e.qty);
@@ -388,7 +394,30 @@ impl Projection {
             ts: event.ts,
             auction,
         }));
+        self.follow_reference(locate, event, out);
         self.touch(locate);
+    }
+
+    /// Folds an event that moves the reference without a status event;
+    /// an [`Update::Reference`] if it moved. Every gateway folds the same
+    /// events from the same state, so each tells the same moves.
+    fn follow_reference(
+        &mut self,
+        locate: u16,
+        event: &exchange_types::Event,
+        out: &mut Vec<Update>,
+    ) {
+        let inst = &mut self.instruments[usize::from(locate)];
+        let before = inst.status.reference_price;
+        inst.status.follow_reference(&event.kind);
+        if inst.status.reference_price != before {
+            out.push(Update::Reference {
+                locate,
+                symbol: inst.symbol,
+                ts: event.ts,
+                price: inst.status.reference_price,
+            });
+        }
     }
 
     /// A phase, indicative, auction or reference price event: the market

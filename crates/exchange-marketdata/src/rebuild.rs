@@ -23,6 +23,9 @@ pub struct RebuiltInstrument {
     pub phase: Option<exchange_types::Phase>,
     /// The indicative uncrossing of the current call, if something crosses.
     pub indicative: Option<IndicativeView>,
+    /// The reference price of the latest `R`; `None` before one, or when
+    /// the instrument has none.
+    pub reference_price: Option<u64>,
     pub book: L2Book,
     /// Sequence of the latest book update applied.
     pub book_seq: u64,
@@ -43,6 +46,7 @@ impl Default for RebuiltInstrument {
             halted: false,
             phase: None,
             indicative: None,
+            reference_price: None,
             book: L2Book::default(),
             book_seq: 0,
             consistent: true,
@@ -106,6 +110,10 @@ impl Rebuilder {
                         imbalance_side,
                         imbalance_qty,
                     });
+            }
+            Message::Reference { locate, price, .. } => {
+                self.instruments.entry(locate).or_default().reference_price =
+                    (price != 0).then_some(price);
             }
             Message::Clear {
                 locate,
@@ -212,9 +220,13 @@ impl Rebuilder {
                     )
                 })
                 .unwrap_or_default();
+            let reference = inst
+                .reference_price
+                .map(|r| format!("  reference {}", format_units(r)))
+                .unwrap_or_default();
             let _ = writeln!(
                 out,
-                "{name}{}{phase}{indicative}  book seq {}  trades {}  last {last}",
+                "{name}{}{phase}{indicative}{reference}  book seq {}  trades {}  last {last}",
                 if inst.halted { " (halted)" } else { "" },
                 inst.book_seq,
                 inst.trade_seq,
@@ -296,6 +308,20 @@ mod tests {
             vec![(12, 1)]
         );
         assert!(books.render(5).contains("X  book seq 9"));
+    }
+
+    #[test]
+    fn the_latest_reference_is_kept_and_zero_is_none() {
+        let mut books = Rebuilder::default();
+        let reference = |price| crate::wire::reference_message(0, 0, price);
+        books.apply(&reference(Some(9_010_000_000))).unwrap();
+        assert_eq!(
+            books.instrument(0).unwrap().reference_price,
+            Some(9_010_000_000)
+        );
+        assert!(books.render(1).contains("reference 90.1 "));
+        books.apply(&reference(None)).unwrap();
+        assert_eq!(books.instrument(0).unwrap().reference_price, None);
     }
 
     #[test]

@@ -1,5 +1,5 @@
 //! An instrument's trading status as the `status` channel, the REST
-//! status route and the binary feed's `P` and `I` messages tell it: the
+//! status route and the binary feed's `P`, `I` and `R` messages tell it: the
 //! phase the core is in, the indicative uncrossing while a call collects
 //! orders, the last auction that executed and the reference price.
 //!
@@ -9,7 +9,8 @@
 //! state from the log. The reference also moves without an event of its
 //! own (the listing names it, every trade's price becomes it, a new tick
 //! size rounds it): [`MarketStatus::follow_reference`] folds those as the
-//! core sets them, and they send no status message.
+//! core sets them, and they send no status message (the binary feed's
+//! `R` tells each move at once).
 
 use exchange_types::event::{self, AuctionKind};
 use exchange_types::{EventKind, Phase, Side};

@@ -11,7 +11,7 @@
 use exchange_types::{Phase, Side, Symbol};
 use thiserror::Error;
 
-use crate::projection::{Projection, Update};
+use crate::projection::{Projection, StatusUpdate, Update};
 use crate::status::{is_call, MarketStatus, StatusChange};
 use crate::L2Book;
 
@@ -27,6 +27,7 @@ pub const LEVEL_LEN: usize = 37;
 pub const TRADE_LEN: usize = 44;
 pub const PHASE_LEN: usize = 12;
 pub const INDICATIVE_LEN: usize = 36;
+pub const REFERENCE_LEN: usize = 19;
 
 /// The `P` message's phase codes, in the order of a trading day.
 pub const PHASE_CODES: [(u8, Phase); 9] = [
@@ -101,6 +102,9 @@ pub enum Message {
         imbalance_side: Option<Side>,
         imbalance_qty: u64,
     },
+    /// `R`: the reference price (the collar's centre) is now `price`; 0
+    /// when there is none, which the core never holds as a reference.
+    Reference { locate: u16, ts: u64, price: u64 },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
@@ -174,6 +178,12 @@ impl Message {
                 out.push(phase_code(phase));
             }
             Message::Indicative { .. } => self.encode_indicative(out),
+            Message::Reference { locate, ts, price } => {
+                out.push(b'R');
+                out.extend_from_slice(&locate.to_be_bytes());
+                out.extend_from_slice(&ts.to_be_bytes());
+                out.extend_from_slice(&price.to_be_bytes());
+            }
         }
     }
 
@@ -292,6 +302,11 @@ impl Message {
                 Message::Phase { locate, ts, phase }
             }
             b'I' => decode_indicative(locate, &mut r)?,
+            b'R' => Message::Reference {
+                locate,
+                ts: r.u64(),
+                price: r.u64(),
+            },
             _ => Message::Trade {
                 locate,
                 trade_seq: r.u64(),
@@ -317,6 +332,7 @@ fn checked_kind(bytes: &[u8]) -> Result<u8, WireError> {
         b'T' => TRADE_LEN,
         b'P' => PHASE_LEN,
         b'I' => INDICATIVE_LEN,
+        b'R' => REFERENCE_LEN,
         other => return Err(WireError::UnknownType(other)),
     };
     if bytes.len() != expected {
@@ -413,6 +429,35 @@ pub fn book_messages(locate: u16, book_seq: u64, ts: u64, book: &L2Book, out: &m
     }
 }
 
+/// What the snapshot service sends of every instrument: `D`, `H`, `P`,
+/// `I` during a call, `R`, then the book (`C` and its levels), all as of
+/// the projection's last entry.
+pub fn snapshot_messages(projection: &Projection, out: &mut Vec<Message>) {
+    let ts = projection.now();
+    for info in projection.instruments() {
+        let locate = info.locate;
+        out.push(Message::Directory {
+            locate,
+            symbol: info.symbol,
+        });
+        out.push(Message::Status {
+            locate,
+            ts,
+            halted: info.halted,
+        });
+        out.push(Message::Phase {
+            locate,
+            ts,
+            phase: info.status.phase,
+        });
+        if is_call(info.status.phase) {
+            out.push(indicative_message(locate, ts, &info.status));
+        }
+        out.push(reference_message(locate, ts, info.status.reference_price));
+        book_messages(locate, info.sequences.book, ts, info.book, out);
+    }
+}
+
 /// The binary messages of one projection update (a snapshot update takes
 /// the book from `projection`). Tickers and candles are not on the binary
 /// feed.
@@ -462,30 +507,48 @@ pub fn messages_of(update: &Update, projection: &Projection, out: &mut Vec<Messa
             qty: trade.qty,
             aggressor: trade.aggressor,
         }),
-        Update::MarketStatus(update) => {
-            let (locate, ts, status) = (update.locate, update.ts, &update.status);
-            let phase = Message::Phase {
-                locate,
-                ts,
-                phase: status.phase,
-            };
-            // A `P` into a phase that is not a call clears the indicative
-            // price at the receiver, as the core clears it: no `I` needed.
-            match update.change {
-                StatusChange::Phase => out.push(phase),
-                StatusChange::Indicative => out.push(indicative_message(locate, ts, status)),
-                StatusChange::Snapshot => {
-                    out.push(phase);
-                    if is_call(status.phase) {
-                        out.push(indicative_message(locate, ts, status));
-                    }
-                }
-                // Its trades follow, each a `T`; the feed has no message
-                // for the reference price (the `status` channel carries it).
-                StatusChange::Auction | StatusChange::ReferencePrice => {}
-            }
-        }
+        Update::MarketStatus(update) => status_messages(update, out),
+        Update::Reference {
+            locate, ts, price, ..
+        } => out.push(reference_message(*locate, *ts, *price)),
         Update::Ticker(_) | Update::Candle { .. } => {}
+    }
+}
+
+/// The messages of one status change.
+fn status_messages(update: &StatusUpdate, out: &mut Vec<Message>) {
+    let (locate, ts, status) = (update.locate, update.ts, &update.status);
+    let phase = Message::Phase {
+        locate,
+        ts,
+        phase: status.phase,
+    };
+    let reference = reference_message(locate, ts, status.reference_price);
+    // A `P` into a phase that is not a call clears the indicative
+    // price at the receiver, as the core clears it: no `I` needed.
+    match update.change {
+        StatusChange::Phase => out.push(phase),
+        StatusChange::Indicative => out.push(indicative_message(locate, ts, status)),
+        StatusChange::ReferencePrice => out.push(reference),
+        StatusChange::Snapshot => {
+            out.push(phase);
+            if is_call(status.phase) {
+                out.push(indicative_message(locate, ts, status));
+            }
+            out.push(reference);
+        }
+        // Its trades follow, each a `T` (and an `R` where one moves the
+        // reference).
+        StatusChange::Auction => {}
+    }
+}
+
+/// The `R` message of a reference price (0 when there is none).
+pub fn reference_message(locate: u16, ts: u64, reference: Option<u64>) -> Message {
+    Message::Reference {
+        locate,
+        ts,
+        price: reference.unwrap_or(0),
     }
 }
 
@@ -503,136 +566,5 @@ pub fn indicative_message(locate: u16, ts: u64, status: &MarketStatus) -> Messag
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Every message type, with its documented encoded length.
-    fn one_of_each_message(symbol: Symbol) -> [(Message, usize); 8] {
-        [
-            (Message::Directory { locate: 3, symbol }, DIRECTORY_LEN),
-            (
-                Message::Status {
-                    locate: 3,
-                    ts: 9,
-                    halted: true,
-                },
-                STATUS_LEN,
-            ),
-            (
-                Message::Clear {
-                    locate: 3,
-                    book_seq: 4,
-                    ts: 9,
-                    last: true,
-                },
-                CLEAR_LEN,
-            ),
-            (
-                Message::Level {
-                    locate: 3,
-                    book_seq: 4,
-                    ts: 9,
-                    side: Side::Sell,
-                    price: u64::MAX,
-                    qty: 1,
-                    last: false,
-                },
-                LEVEL_LEN,
-            ),
-            (
-                Message::Trade {
-                    locate: 3,
-                    trade_seq: 1,
-                    ts: 2,
-                    trade_id: 3,
-                    price: 4,
-                    qty: 5,
-                    aggressor: Side::Buy,
-                },
-                TRADE_LEN,
-            ),
-            (
-                Message::Phase {
-                    locate: 3,
-                    ts: 9,
-                    phase: Phase::VolatilityAuction,
-                },
-                PHASE_LEN,
-            ),
-            (indicative(10, 11, Some(Side::Sell), 12), INDICATIVE_LEN),
-            (indicative(0, 0, None, 0), INDICATIVE_LEN),
-        ]
-    }
-
-    fn indicative(
-        price: u64,
-        volume: u64,
-        imbalance_side: Option<Side>,
-        imbalance_qty: u64,
-    ) -> Message {
-        Message::Indicative {
-            locate: 3,
-            ts: 9,
-            price,
-            volume,
-            imbalance_side,
-            imbalance_qty,
-        }
-    }
-
-    #[test]
-    fn every_message_round_trips_at_its_documented_length() {
-        let symbol = Symbol::new("BTC-USD").unwrap();
-        for (message, len) in one_of_each_message(symbol) {
-            let bytes = message.to_bytes();
-            assert_eq!(bytes.len(), len, "{message:?}");
-            assert_eq!(Message::decode(&bytes), Ok(message));
-            assert!(Message::decode(&bytes[..len - 1]).is_err());
-        }
-        assert_eq!(
-            &Message::Directory { locate: 1, symbol }.to_bytes()[3..],
-            b"BTC-USD         "
-        );
-        assert_eq!(Message::decode(b"Z"), Err(WireError::UnknownType(b'Z')));
-        // Every phase has its own code, which reads back.
-        for &phase in Phase::ALL {
-            assert_eq!(phase_of_code(phase_code(phase)), Some(phase));
-        }
-        let mut bad = Message::Phase {
-            locate: 0,
-            ts: 0,
-            phase: Phase::Closed,
-        }
-        .to_bytes();
-        bad[PHASE_LEN - 1] = 99;
-        assert_eq!(Message::decode(&bad), Err(WireError::Field("phase")));
-    }
-
-    #[test]
-    fn a_book_is_a_clear_then_levels_with_the_last_flagged() {
-        let mut book = L2Book::default();
-        let mut out = Vec::new();
-        book_messages(0, 5, 1, &book, &mut out);
-        assert_eq!(
-            out,
-            vec![Message::Clear {
-                locate: 0,
-                book_seq: 5,
-                ts: 1,
-                last: true
-            }]
-        );
-        book.set(Side::Buy, 10, 1);
-        book.set(Side::Sell, 11, 2);
-        out.clear();
-        book_messages(0, 6, 1, &book, &mut out);
-        let lasts: Vec<bool> = out
-            .iter()
-            .map(|m| match m {
-                Message::Clear { last, .. } | Message::Level { last, .. } => *last,
-                _ => false,
-            })
-            .collect();
-        assert_eq!(lasts, vec![false, false, true]);
-    }
-}
+#[path = "wire_tests.rs"]
+mod tests;

@@ -187,6 +187,14 @@ fn snapshot_of(engine: &Engine, sequences: &MarketSequences, index: u64) -> Mark
     }
 }
 
+fn core_reference(engine: &Engine, text: &str) -> Option<u64> {
+    engine
+        .instruments()
+        .iter()
+        .find(|i| i.symbol.as_str() == text)
+        .and_then(|i| i.reference_price)
+}
+
 /// Quantity by (side, price).
 type Levels = BTreeMap<(String, u64), u64>;
 
@@ -406,6 +414,9 @@ fn check_pipeline(label: &str, rng: Rng, max_packet: usize) {
             "{label}: binary sequences {text}"
         );
         assert_eq!(binary.book.view(usize::MAX), core, "{label}: binary {text}");
+        let reference = core_reference(&engine, text);
+        let told = (info.status.reference_price, binary.reference_price);
+        assert_eq!(told, (reference, reference), "{label}: reference {text}");
         let ticker = projection.ticker(locate).unwrap();
         assert_eq!(
             (ticker.best_bid, ticker.best_ask),
@@ -421,6 +432,17 @@ fn a_projection_that_missed_entries_resyncs_from_a_snapshot() {
     let mut sequences = MarketSequences::default();
     let mut projection = Projection::default();
     let mut updates = Vec::new();
+    let mut feed = Rebuilder::default();
+    let mut messages = Vec::new();
+    let mut receive = |updates: &[Update], projection: &Projection| {
+        for update in updates {
+            messages.clear();
+            wire::messages_of(update, projection, &mut messages);
+            for message in &messages {
+                feed.apply_bytes(&message.to_bytes()).unwrap();
+            }
+        }
+    };
     let (lag_from, lag_to) = (400, 900);
     for (i, command) in commands(1_500, Rng::Xorshift(7)).into_iter().enumerate() {
         let index = i as u64 + 1;
@@ -429,10 +451,12 @@ fn a_projection_that_missed_entries_resyncs_from_a_snapshot() {
         updates.clear();
         if !(lag_from..lag_to).contains(&i) {
             projection.apply(index, &events, &mut updates);
+            receive(&updates, &projection);
             continue;
         }
         if i + 1 == lag_to {
             projection.resync(&snapshot_of(&engine, &sequences, index), &mut updates);
+            receive(&updates, &projection);
             let snapshots: Vec<u64> = updates
                 .iter()
                 .filter_map(|u| match u {
@@ -455,5 +479,13 @@ fn a_projection_that_missed_entries_resyncs_from_a_snapshot() {
             .unwrap();
         assert_eq!(info.book.view(usize::MAX), core, "{text}");
         assert_eq!(info.sequences, sequences.get(text));
+        // The feed's receiver followed through the resync.
+        let binary = feed.by_symbol(text).unwrap();
+        assert_eq!(
+            binary.reference_price,
+            core_reference(&engine, text),
+            "{text}"
+        );
+        assert!(binary.reference_price.is_some(), "{text} traded");
     }
 }

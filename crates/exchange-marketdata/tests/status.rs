@@ -323,11 +323,13 @@ fn a_resync_announces_a_changed_status() {
     assert_eq!(told[0].sequence, log.sequences.get("SAP-EUR").status);
     let mut messages = Vec::new();
     wire::messages_of(&Update::MarketStatus(*told[0]), &projection, &mut messages);
+    // The reference restated too, as the status message carries it.
     assert!(matches!(
         messages.as_slice(),
         [
             wire::Message::Phase { .. },
-            wire::Message::Indicative { .. }
+            wire::Message::Indicative { .. },
+            wire::Message::Reference { price: 0, .. }
         ]
     ));
     // Nothing changed: nothing told.
