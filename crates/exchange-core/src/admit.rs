@@ -140,7 +140,10 @@ impl Engine {
         validate::price_shape(place.order_type, place.price.is_some())?;
         let limit_price = match place.price {
             Some(price) => Some(inst.price_to_ticks(price)?),
-            None if place.order_type == OrderType::MarketToLimit => {
+            // In a call it waits for the auction as a market order does.
+            None if place.order_type == OrderType::MarketToLimit
+                && !crate::sessions::is_call(inst.phase) =>
+            {
                 Some(self.market_to_limit_price(instrument, place.side)?)
             }
             None => None,
@@ -156,8 +159,10 @@ impl Engine {
         // immediate. A stop keeps its time in force until it triggers.
         // In a call a market order waits for the uncrossing instead, with
         // the time in force it was given (`call_market.rs`).
-        let call_market =
-            place.order_type == OrderType::Market && crate::sessions::is_call(inst.phase);
+        let call_market = matches!(
+            place.order_type,
+            OrderType::Market | OrderType::MarketToLimit
+        ) && crate::sessions::is_call(inst.phase);
         let tif = if place.order_type == OrderType::Market && rests(place.tif) && !call_market {
             TimeInForce::Ioc
         } else {
@@ -292,13 +297,10 @@ impl Engine {
         Ok(())
     }
 
-    /// What a market-to-limit or minimum-quantity order cannot be in a
-    /// call, where nothing trades on entry (`docs/market-model.md`).
+    /// What a minimum-quantity order cannot be in a call, where nothing
+    /// trades on entry (`docs/market-model.md`).
     #[cold]
     fn check_call_entry(place: &Place) -> Result<(), RejectReason> {
-        if place.order_type == OrderType::MarketToLimit {
-            return Err(RejectReason::MarketToLimitInCall);
-        }
         if place.ext().min_qty.is_some() {
             return Err(RejectReason::MinQtyInCall);
         }

@@ -53,8 +53,9 @@ impl Engine {
         assert!(old.is_none(), "market order {} was filed twice", o.id);
     }
 
-    /// Takes a market order out of the call table (it stays open).
-    pub(crate) fn unhold_call_market(&mut self, slot: u32) {
+    /// Takes a market order out of the call table (it stays open);
+    /// whether it was entered as market-to-limit.
+    pub(crate) fn unhold_call_market(&mut self, slot: u32) -> bool {
         let o = self.orders.get(slot);
         let removed = self.call_markets.remove(&(o.instrument, o.id));
         assert_eq!(
@@ -63,6 +64,7 @@ impl Engine {
             "market order {} is not in the call table",
             o.id
         );
+        !self.call_to_limit.is_empty() && self.call_to_limit.remove(&o.id)
     }
 
     /// The market orders of an instrument in time priority.
@@ -151,7 +153,12 @@ impl Engine {
     /// Continuous matching never looks at the call table, so this costs
     /// the hot path nothing.
     #[cold]
-    pub(crate) fn carry_call_markets(&mut self, index: u32, out: &mut Vec<Event>) {
+    pub(crate) fn carry_call_markets(
+        &mut self,
+        index: u32,
+        auction_price: Option<u64>,
+        out: &mut Vec<Event>,
+    ) {
         if self.call_markets.is_empty() {
             return;
         }
@@ -162,8 +169,11 @@ impl Engine {
                 self.true_up_call_market(slot, out);
                 continue;
             }
-            self.unhold_call_market(slot);
-            self.carry_one(index, slot, out);
+            if self.unhold_call_market(slot) {
+                self.carry_to_limit(index, slot, auction_price, out);
+            } else {
+                self.carry_one(index, slot, out);
+            }
         }
         if !self.mmp_tripped.is_empty() {
             self.sweep_tripped(out);
@@ -224,6 +234,53 @@ impl Engine {
             self.expire(slot, out);
             return;
         };
+        self.price_carried(index, slot, price, out);
+        self.rest(slot, out);
+    }
+
+    /// What an auction left of a market-to-limit order entered in the call
+    /// becomes a limit order at the auction price, as at Euronext. With no
+    /// auction it enters continuous trading as it would have there: at the
+    /// best opposite price, trading that one level and resting the rest;
+    /// with that side empty too it expires. Either price stays within its
+    /// bound.
+    fn carry_to_limit(
+        &mut self,
+        index: u32,
+        slot: u32,
+        auction_price: Option<u64>,
+        out: &mut Vec<Event>,
+    ) {
+        let (side, bound, tif) = {
+            let o = self.orders.get(slot);
+            (o.side, o.price, o.tif)
+        };
+        let book = &self.books[index as usize];
+        let price = auction_price
+            .or_else(|| book.side(side.opposite()).best().map(|level| level.price))
+            .map(|p| match side {
+                Side::Buy => p.min(bound),
+                Side::Sell => p.max(bound),
+            });
+        let Some(price) =
+            price.filter(|_| !matches!(tif, TimeInForce::AtOpen | TimeInForce::AtClose))
+        else {
+            self.expire(slot, out);
+            return;
+        };
+        let own = book.side(side);
+        if !own.has_level(price) && own.level_count() >= MAX_PRICE_LEVELS_PER_SIDE {
+            // No room for a new level: what does not trade expires rather
+            // than push the book past its bound.
+            self.orders.get_mut(slot).tif = TimeInForce::Ioc;
+        }
+        self.price_carried(index, slot, price, out);
+        self.execute(slot, out);
+    }
+
+    /// Gives a carried market order its limit `price`, lowers a buy's
+    /// reservation to it, and reports the price by a `replaced` event.
+    fn price_carried(&mut self, index: u32, slot: u32, price: u64, out: &mut Vec<Event>) {
         let o = self.orders.get_mut(slot);
         o.price = price;
         o.is_market = false;
@@ -244,7 +301,6 @@ impl Engine {
                 stop_price: None,
             })
         });
-        self.rest(slot, out);
     }
 
     /// Lowers a waiting market buy's reservation to what its remainder
@@ -321,6 +377,17 @@ impl Engine {
                 .entry((o.account, self.reserved_asset(o)))
                 .or_default() += u128::from(o.reserved);
             *per_account.entry(o.account).or_default() += 1;
+        }
+        for &id in &self.call_to_limit {
+            let waiting = self.order_by_id.get(&id).is_some_and(|&slot| {
+                let o = self.orders.get(slot);
+                self.call_markets.get(&(o.instrument, id)) == Some(&slot)
+            });
+            if !waiting {
+                return Err(format!(
+                    "market-to-limit order {id} is not waiting in a call"
+                ));
+            }
         }
         Ok(self.call_markets.len())
     }

@@ -76,6 +76,9 @@ pub struct Engine {
     pub(crate) volatility: crate::volatility::bands::Volatility,
     /// Market orders waiting for a call's uncrossing, off the books.
     pub(crate) call_markets: crate::sessions::CallMarkets,
+    /// The waiting market orders that were entered as market-to-limit:
+    /// they rest at the auction price rather than trade on.
+    pub(crate) call_to_limit: std::collections::BTreeSet<OrderId>,
 }
 
 impl Default for Engine {
@@ -109,6 +112,7 @@ impl Engine {
             iceberg_display: std::collections::BTreeMap::new(),
             volatility: crate::volatility::bands::Volatility::default(),
             call_markets: std::collections::BTreeMap::new(),
+            call_to_limit: std::collections::BTreeSet::new(),
         };
         // The fee account always exists so that fees never need a branch.
         let fee = engine.accounts.get_or_create(FEE_ACCOUNT);

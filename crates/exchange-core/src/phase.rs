@@ -100,6 +100,7 @@ impl Engine {
     /// into continuous trading.
     pub(crate) fn enter_phase(&mut self, index: u32, to: Phase, out: &mut Vec<Event>) {
         let from = self.instruments[index as usize].phase;
+        let mut auction_price = None;
         if may_cross(from) && !may_cross(to) {
             let kind = auction_kind(from);
             let transient = match kind {
@@ -110,7 +111,7 @@ impl Engine {
             if let Some(phase) = transient {
                 self.set_phase_state(index, phase, out);
             }
-            self.run_auction(index, kind, out);
+            auction_price = self.run_auction(index, kind, out);
             if to != Phase::Continuous {
                 self.expire_call_markets(index, out);
             }
@@ -128,7 +129,7 @@ impl Engine {
         // Last, once the phase and its expiries stand: carried market
         // orders trade as continuous orders do, and may interrupt it.
         if may_cross(from) && to == Phase::Continuous {
-            self.carry_call_markets(index, out);
+            self.carry_call_markets(index, auction_price, out);
         }
     }
 

@@ -79,10 +79,11 @@ impl Engine {
             self.hold_stop(slot, &plan);
             return;
         }
-        if place.order_type == OrderType::Market
-            && crate::sessions::is_call(self.instruments[a.instrument as usize].phase)
-        {
+        if a.call_market {
             self.hold_call_market(slot);
+            if place.order_type == OrderType::MarketToLimit {
+                self.call_to_limit.insert(self.orders.get(slot).id);
+            }
             return;
         }
         self.execute(slot, out);
@@ -94,7 +95,9 @@ impl Engine {
         let a = &reserved.admitted;
         let id = self.next_order_id;
         self.next_order_id += 1;
-        let is_market = place.order_type == OrderType::Market;
+        // In a call a market-to-limit order waits unpriced, as a market
+        // order does, until the auction gives it a price.
+        let is_market = place.order_type == OrderType::Market || a.call_market;
         // A stop market order's price is its protection, not a limit the
         // client gave: like a market order's collar bound, not reported.
         let priced = !is_market && place.order_type != OrderType::Stop;

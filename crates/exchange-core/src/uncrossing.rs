@@ -63,11 +63,15 @@ struct Pair {
 }
 
 impl Engine {
-    /// Executes the uncrossing of instrument `index` at one price.
-    pub(crate) fn run_auction(&mut self, index: u32, kind: AuctionKind, out: &mut Vec<Event>) {
-        let Some(u) = self.uncross_of(index) else {
-            return;
-        };
+    /// Executes the uncrossing of instrument `index` at one price, and
+    /// returns that price; `None` when nothing crossed.
+    pub(crate) fn run_auction(
+        &mut self,
+        index: u32,
+        kind: AuctionKind,
+        out: &mut Vec<Event>,
+    ) -> Option<u64> {
+        let u = self.uncross_of(index)?;
         let price = u.price;
         self.volatility_auctioned(index, price);
         self.emit_with(out, |e| {
@@ -106,6 +110,7 @@ impl Engine {
         if !self.mmp_tripped.is_empty() {
             self.sweep_tripped(out);
         }
+        Some(price)
     }
 
     /// The next buy and sell to trade at the price, if both sides have one.

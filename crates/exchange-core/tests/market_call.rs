@@ -323,7 +323,8 @@ mod properties {
         /// 1's member band bounds its buys at 101 and sells at 99; the
         /// collar bounds the others at 110 and 90), ended by an opening,
         /// a closing or an operator's volatility auction (no bands, so
-        /// none starts another), then continuous orders.
+        /// none starts another), then continuous orders. Some of the
+        /// market orders are market-to-limit, which wait alike.
         /// Every command is audited and replayed on a restored copy.
         /// After a close no market order is open; after the others
         /// each one left is a limit order within its bound, the book is
@@ -336,6 +337,7 @@ mod properties {
                     prop_oneof![2 => (95u64..106).prop_map(Some), 1 => Just(None)],
                     1u64..5,
                     1u64..4,
+                    any::<bool>(),
                 ),
                 1..30,
             ),
@@ -355,11 +357,12 @@ mod properties {
             h.run_checked(set_phase(call));
             let mut restored = Engine::restore(&h.engine.snapshot()).expect("restores");
             let mut commands = Vec::new();
-            for (n, (buy, price, qty, account)) in orders.iter().enumerate() {
+            for (n, (buy, price, qty, account, to_limit)) in orders.iter().enumerate() {
                 let side = if *buy { Side::Buy } else { Side::Sell };
                 let (id, qty) = (format!("o{n}"), qty.to_string());
                 commands.push(cmd(match price {
                     Some(p) => limit(*account, &id, side, &p.to_string(), &qty),
+                    None if *to_limit => market_to_limit(*account, &id, side, &qty),
                     None => mkt(*account, &id, side, &qty),
                 }));
             }
@@ -385,7 +388,7 @@ mod properties {
                 }
                 for e in &x {
                     if let EventKind::Accepted(a) = &e.kind {
-                        if a.order_type == OrderType::Market {
+                        if matches!(a.order_type, OrderType::Market | OrderType::MarketToLimit) {
                             markets.push(a.order_id);
                         }
                     }

@@ -129,7 +129,7 @@ reject_reasons! {
     MinQtyInCall = 227, "min_qty_in_call",
         "nothing matches in a call phase, so a minimum acceptable quantity cannot be met on entry";
     MarketToLimitInCall = 228, "market_to_limit_in_call",
-        "a market-to-limit order is accepted in continuous trading only";
+        "retired: a market-to-limit order in a call now waits for the auction";
     MarketToLimitNoOpposite = 229, "market_to_limit_no_opposite",
         "a market-to-limit order takes its price from the other side of the book, which is empty";
     DuplicateClientOrderId = 301, "duplicate_client_order_id",

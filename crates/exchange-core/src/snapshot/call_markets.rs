@@ -54,3 +54,39 @@ pub(crate) fn read_section(r: &mut Reader, e: &mut Engine) -> Result<(), Snapsho
     }
     Ok(())
 }
+
+/// Tags the section naming the waiting market orders entered as
+/// market-to-limit, after the hidden section; absent while there are none.
+pub(crate) const CALL_TO_LIMIT_SECTION: u8 = 24;
+
+pub(crate) fn write_to_limit_section(w: &mut Writer, e: &Engine) {
+    if e.call_to_limit.is_empty() {
+        return;
+    }
+    w.u8(CALL_TO_LIMIT_SECTION);
+    w.u64(e.call_to_limit.len() as u64);
+    for &id in &e.call_to_limit {
+        w.u64(id);
+    }
+}
+
+/// Reads the section after its tag: each id names a waiting market order
+/// of the call section, in increasing order.
+pub(crate) fn read_to_limit_section(r: &mut Reader, e: &mut Engine) -> Result<(), SnapshotError> {
+    let count = r.count(exchange_types::limits::MAX_OPEN_ORDERS)?;
+    if count == 0 {
+        return Err(SnapshotError::Invalid("empty market-to-limit section"));
+    }
+    for _ in 0..count {
+        let id = r.u64()?;
+        let waiting = e.order_by_id.get(&id).is_some_and(|&slot| {
+            let o = e.orders.get(slot);
+            e.call_markets.get(&(o.instrument, id)) == Some(&slot)
+        });
+        if !waiting || e.call_to_limit.last().is_some_and(|&last| last >= id) {
+            return Err(SnapshotError::Invalid("market-to-limit order"));
+        }
+        e.call_to_limit.insert(id);
+    }
+    Ok(())
+}

@@ -109,6 +109,7 @@ impl Engine {
         phase::write_volatility(&mut w, self);
         call_markets::write_section(&mut w, self);
         hidden::write_section(&mut w, self);
+        call_markets::write_to_limit_section(&mut w, self);
         w.0
     }
 
@@ -141,6 +142,13 @@ impl Engine {
         let call_markets = call_markets::CALL_MARKET_SECTION;
         read_tagged(&mut r, &mut e, call_markets, call_markets::read_section)?;
         read_tagged(&mut r, &mut e, hidden::HIDDEN_SECTION, hidden::read_section)?;
+        let to_limit = call_markets::CALL_TO_LIMIT_SECTION;
+        read_tagged(
+            &mut r,
+            &mut e,
+            to_limit,
+            call_markets::read_to_limit_section,
+        )?;
         if r.at != bytes.len() {
             return Err(SnapshotError::TrailingBytes(bytes.len() - r.at));
         }

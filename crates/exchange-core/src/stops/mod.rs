@@ -470,6 +470,13 @@ impl Engine {
                 .or_default() += u128::from(o.reserved);
             *per_account.entry(o.account).or_default() += 1;
         }
+        self.audit_pairs()?;
+        Ok(self.stops.info.len())
+    }
+
+    /// Each pair is two open orders of one account and instrument, both
+    /// flagged, and no order is flagged outside a pair.
+    fn audit_pairs(&self) -> Result<(), String> {
         for (&a, &b) in &self.stops.oco {
             let ok = self.stops.oco.get(&b) == Some(&a)
                 && a != b
@@ -508,6 +515,6 @@ impl Engine {
         if !self.stops.oco_pending.is_empty() {
             return Err("one-cancels-other work left between commands".into());
         }
-        Ok(self.stops.info.len())
+        Ok(())
     }
 }

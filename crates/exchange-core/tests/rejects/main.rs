@@ -129,7 +129,6 @@ const TESTED: &[(RejectReason, fn())] = &[
     (R::HiddenNotAllowed, hidden::hidden_not_allowed),
     (R::HiddenBelowMinimum, hidden::hidden_below_minimum),
     (R::HiddenNotOffered, hidden::hidden_not_offered),
-    (R::MarketToLimitInCall, order_types::market_to_limit_in_call),
     (
         R::MarketToLimitNoOpposite,
         order_types::market_to_limit_no_opposite,
@@ -142,6 +141,11 @@ const NOT_TESTED: &[(RejectReason, &str)] = &[
         R::MarketInCallNeedsBound,
         "retired: a market buy in a call without a collar or static band is bounded by \
          what its account can pay (tests/market_call.rs); the code stays assigned",
+    ),
+    (
+        R::MarketToLimitInCall,
+        "retired: a market-to-limit order entered in a call waits for the auction as \
+         Euronext's does (tests/order_types.rs); the code stays assigned",
     ),
     (
         R::TooManyAssets,

@@ -46,16 +46,6 @@ pub fn min_qty_in_call() {
 }
 
 #[test]
-pub fn market_to_limit_in_call() {
-    let mut h = Harness::funded(2);
-    place_ok(&mut h, limit(2, "ask", Side::Sell, "100", "1"));
-    let called = h.run_checked(set_phase(Phase::ClosingCall));
-    assert_eq!(phases(&called), [Phase::ClosingCall]);
-    let order = market_to_limit(1, "a", Side::Buy, "1");
-    assert_rejected(&mut h, cmd(order), R::MarketToLimitInCall);
-}
-
-#[test]
 pub fn market_to_limit_no_opposite() {
     let mut h = Harness::funded(1);
     // Its own side's orders give it no price.
