@@ -147,6 +147,8 @@ const ORDER_TYPES: &[(&str, OrderType)] = &[
     ("stop", OrderType::Stop),
     ("stop_limit", OrderType::StopLimit),
     ("market_to_limit", OrderType::MarketToLimit),
+    ("market_if_touched", OrderType::MarketIfTouched),
+    ("limit_if_touched", OrderType::LimitIfTouched),
 ];
 const TIFS: &[(&str, TimeInForce)] = &[
     ("gtc", TimeInForce::Gtc),
@@ -452,9 +454,12 @@ fn place(f: &Fields) -> Result<Place, CodecError> {
     let order_type = f.opt_enum("type", ORDER_TYPES)?.unwrap_or(OrderType::Limit);
     // A market order cannot rest, so its natural default is immediate.
     let default_tif = match order_type {
-        OrderType::Limit | OrderType::Stop | OrderType::StopLimit | OrderType::MarketToLimit => {
-            TimeInForce::Gtc
-        }
+        OrderType::Limit
+        | OrderType::Stop
+        | OrderType::StopLimit
+        | OrderType::MarketToLimit
+        | OrderType::MarketIfTouched
+        | OrderType::LimitIfTouched => TimeInForce::Gtc,
         OrderType::Market => TimeInForce::Ioc,
     };
     let trailing = match (f.opt_dec("trailing_amount")?, f.opt_u32("trailing_bps")?) {

@@ -134,9 +134,13 @@ impl Engine {
         } = parties;
         let inst = &self.instruments[instrument as usize];
         let stop = self.check_stop(place, instrument)?;
-        // A stop market order is a market order once triggered; until then
-        // it trades nothing and needs no look at the book.
-        let is_market = matches!(place.order_type, OrderType::Market | OrderType::Stop);
+        // A stop market (or market-if-touched) order is a market order once
+        // triggered; until then it trades nothing and needs no look at the
+        // book.
+        let is_market = matches!(
+            place.order_type,
+            OrderType::Market | OrderType::Stop | OrderType::MarketIfTouched
+        );
         validate::price_shape(place.order_type, place.price.is_some())?;
         let limit_price = match place.price {
             Some(price) => Some(inst.price_to_ticks(price)?),

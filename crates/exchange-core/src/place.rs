@@ -100,7 +100,11 @@ impl Engine {
         let is_market = place.order_type == OrderType::Market || a.call_market;
         // A stop market order's price is its protection, not a limit the
         // client gave: like a market order's collar bound, not reported.
-        let priced = !is_market && place.order_type != OrderType::Stop;
+        let priced = !is_market
+            && !matches!(
+                place.order_type,
+                OrderType::Stop | OrderType::MarketIfTouched
+            );
         self.emit_with(out, |e| {
             let inst = &e.instruments[a.instrument as usize];
             EventKind::Accepted(event::Accepted {

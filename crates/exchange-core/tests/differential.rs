@@ -505,7 +505,7 @@ fn stop_place(
     oco_with: Option<&str>,
 ) -> Command {
     place.order_type = order_type;
-    if order_type == OrderType::Stop {
+    if matches!(order_type, OrderType::Stop | OrderType::MarketIfTouched) {
         place.price = None;
     }
     place.ext = Some(Box::new(PlaceExt {
@@ -619,6 +619,86 @@ fn stops_and_pairs_agree_with_the_model() {
             expired_qty: units("0.0009"),
             filled_qty: 0,
         })
+    );
+}
+
+/// If-touched orders against the model: a fall triggers the buy
+/// take-profit and not the sell stop loss further down; a rise then
+/// triggers the market sell take-profit and the limit one, whose trigger
+/// cancels the stop loss it is paired with.
+#[test]
+fn if_touched_orders_agree_with_the_model() {
+    let mut commands = setup();
+    commands.extend([
+        deposit(3, "USD", "1000000"),
+        deposit(3, "BTC", "100"),
+        cmd(limit(1, "p1", Side::Sell, "100", "0.0001")),
+        cmd(limit(2, "p2", Side::Buy, "100", "0.0001")),
+        // Ids 3..=6.
+        stop_place(
+            limit(3, "tp", Side::Sell, "104", "0.0001"),
+            OrderType::LimitIfTouched,
+            "105",
+            None,
+        ),
+        stop_place(
+            limit(3, "sl", Side::Sell, "1", "0.0001"),
+            OrderType::Stop,
+            "90",
+            Some("tp"),
+        ),
+        stop_place(
+            limit(3, "bt", Side::Buy, "99", "0.0001"),
+            OrderType::LimitIfTouched,
+            "98",
+            None,
+        ),
+        stop_place(
+            limit(3, "ms", Side::Sell, "1", "0.0001"),
+            OrderType::MarketIfTouched,
+            "102",
+            None,
+        ),
+        // Refused: already touched.
+        stop_place(
+            limit(3, "no", Side::Buy, "99", "0.0001"),
+            OrderType::LimitIfTouched,
+            "100",
+            None,
+        ),
+        cmd(limit(1, "x", Side::Sell, "98", "0.0001")),
+        cmd(limit(2, "y", Side::Buy, "98", "0.0001")),
+    ]);
+    compare(&commands).unwrap();
+    let events = model_events(&commands);
+    assert_eq!(
+        events[13],
+        [Ev::Rejected(
+            "place",
+            RejectReason::StopWouldTriggerImmediately
+        )]
+    );
+    assert_eq!(triggered_ids(events.last().unwrap()), [5]);
+    commands.extend([
+        cmd(limit(1, "x2", Side::Sell, "105", "0.0001")),
+        cmd(limit(2, "y2", Side::Buy, "105", "0.0001")),
+    ]);
+    compare(&commands).unwrap();
+    let events = model_events(&commands);
+    let last = events.last().unwrap();
+    // The rise reaches the market sell at 102 first (it finds no bid and
+    // expires, so the last price stays), then the take-profit at 105,
+    // which cancels its stop loss.
+    assert_eq!(triggered_ids(last), [6, 3], "{last:?}");
+    assert!(
+        last.contains(&Ev::Canceled {
+            order_id: 4,
+            reason: CancelReason::OneCancelsOther,
+            canceled_qty: units("0.0001"),
+            filled_qty: 0,
+            leaves_qty: 0,
+        }),
+        "{last:?}"
     );
 }
 

@@ -92,10 +92,14 @@ fn agree(engine: &Engine, orders: &BTreeMap<OrderId, Followed>) -> Result<(), St
         match resting.get(id) {
             Some(view) => {
                 let progress = &state.progress;
-                // An untriggered stop market order's price is its
-                // protection (the lowest price for a sell, the collar
-                // bound for a buy), which its `accepted` does not report.
-                let protection = state.order_type == OrderType::Stop && view.stop_price.is_some();
+                // An untriggered stop market or market-if-touched order's
+                // price is its protection (the lowest price for a sell,
+                // the collar bound for a buy), which its `accepted` does
+                // not report.
+                let protection = matches!(
+                    state.order_type,
+                    OrderType::Stop | OrderType::MarketIfTouched
+                ) && view.stop_price.is_some();
                 let ours = (
                     view.account,
                     view.client_order_id,

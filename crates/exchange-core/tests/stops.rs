@@ -1,6 +1,7 @@
 //! Stop, stop-limit and trailing stop orders, and one-cancels-other pairs:
 //! held off the book until the last trade price reaches them, then entered
-//! as market or limit orders in a fixed order.
+//! as market or limit orders in a fixed order. If-touched orders have
+//! their own tests (`if_touched.rs`) and join the random streams here.
 
 use std::collections::BTreeMap;
 
@@ -599,8 +600,8 @@ fn snapshot_with_untriggered_stops_and_pairs_restores_to_the_same_future() {
     assert_eq!(h.engine.audit(), Ok(()));
 }
 
-/// Turns some of a random stream's orders into stops, stop-limits and
-/// pairs, by a rule on each order's client id so a shrunk stream keeps the
+/// Turns some of a random stream's orders into stops, stop-limits,
+/// if-touched orders and pairs, by a rule on each order's client id so a shrunk stream keeps the
 /// same shape.
 fn with_stops(commands: Vec<Command>) -> Vec<Command> {
     let mut last_coid: BTreeMap<u64, ClientOrderId> = BTreeMap::new();
@@ -617,7 +618,7 @@ fn with_stops(commands: Vec<Command>) -> Vec<Command> {
                 .map(|&b| u32::from(b))
                 .sum::<u32>();
             let earlier = last_coid.insert(place.account, place.client_order_id);
-            let place = match (key % 6, place.order_type, place.price) {
+            let place = match (key % 8, place.order_type, place.price) {
                 (0, OrderType::Limit, Some(price)) => ext(
                     Place {
                         order_type: OrderType::StopLimit,
@@ -641,6 +642,24 @@ fn with_stops(commands: Vec<Command>) -> Vec<Command> {
                     },
                     |e| e.trailing = Some(Trailing::Bps(50 + key % 300)),
                 ),
+                (3, OrderType::Limit, Some(price)) => ext(
+                    Place {
+                        order_type: OrderType::LimitIfTouched,
+                        ..place
+                    },
+                    |e| e.stop_price = Some(price),
+                ),
+                (4, OrderType::Limit | OrderType::Market, _) => {
+                    let stop = place.price.unwrap_or(dec("100"));
+                    ext(
+                        Place {
+                            order_type: OrderType::MarketIfTouched,
+                            price: None,
+                            ..place
+                        },
+                        |e| e.stop_price = Some(stop),
+                    )
+                }
                 _ => place,
             };
             let place = match earlier {

@@ -259,7 +259,7 @@ fn place_command(
         return Err((15, "Account (1) must be the session's account or absent"));
     }
     let side = order_side(enums.side)?;
-    let order_type = order_type_of(enums.ord_type)?;
+    let order_type = order_type_of(enums.ord_type, message.get(tags::PRICE).is_some())?;
     let tif = time_in_force(enums.tif, order_type)?;
     // The core says which time in force takes an expire time and which
     // needs one.
@@ -303,8 +303,13 @@ fn order_side(side: Option<u8>) -> Result<Side, OrderRefusal> {
     }
 }
 
-fn order_type_of(ord_type: Option<u8>) -> Result<OrderType, OrderRefusal> {
+/// The order type of OrdType (40). FIX 4.4 has no limit-if-touched type:
+/// market-if-touched (J) with a Price (44) is one, as several venues map
+/// it.
+fn order_type_of(ord_type: Option<u8>, priced: bool) -> Result<OrderType, OrderRefusal> {
     match ord_type {
+        Some(b'J') if priced => Ok(OrderType::LimitIfTouched),
+        Some(b'J') => Ok(OrderType::MarketIfTouched),
         Some(b'1') => Ok(OrderType::Market),
         Some(b'2') => Ok(OrderType::Limit),
         Some(b'3') => Ok(OrderType::Stop),
@@ -313,8 +318,9 @@ fn order_type_of(ord_type: Option<u8>) -> Result<OrderType, OrderRefusal> {
         _ => Err((
             11,
             concat!(
-                "OrdType (40) must be 1 (market), 2 (limit), 3 (stop), 4 (stop limit) ",
-                "or K (market with leftover as limit)"
+                "OrdType (40) must be 1 (market), 2 (limit), 3 (stop), 4 (stop limit), ",
+                "J (if touched; limit if touched with Price (44)) or K (market with leftover ",
+                "as limit)"
             ),
         )),
     }
@@ -327,7 +333,12 @@ fn time_in_force(tif: Option<u8>, order_type: OrderType) -> Result<TimeInForce, 
         (Some(b'1'), _)
         | (
             None,
-            OrderType::Limit | OrderType::Stop | OrderType::StopLimit | OrderType::MarketToLimit,
+            OrderType::Limit
+            | OrderType::Stop
+            | OrderType::StopLimit
+            | OrderType::MarketToLimit
+            | OrderType::MarketIfTouched
+            | OrderType::LimitIfTouched,
         ) => Ok(TimeInForce::Gtc),
         (Some(b'3'), _) | (None, OrderType::Market) => Ok(TimeInForce::Ioc),
         (Some(b'4'), _) => Ok(TimeInForce::Fok),
@@ -533,16 +544,16 @@ fn replace(message: &Message, account: AccountId, now: u64) -> Result<Inbound, I
             "Account (1) must be the session's account or absent",
         ));
     }
-    // An untriggered stop (OrdType 3 or 4) waits like a resting order and
-    // may be replaced too; whether the order really is one is the core's
-    // call. What a market-to-limit order (K) rests is a limit order, named
-    // by either type.
-    if !matches!(ord_type, Some(b'2' | b'3' | b'4' | b'K')) {
+    // An untriggered stop or if-touched order (OrdType 3, 4 or J) waits
+    // like a resting order and may be replaced too; whether the order
+    // really is one is the core's call. What a market-to-limit order (K)
+    // rests is a limit order, named by either type.
+    if !matches!(ord_type, Some(b'2' | b'3' | b'4' | b'J' | b'K')) {
         return Err(refuse(
             2,
             concat!(
                 "only limit orders (OrdType 2, or K once resting) and untriggered stops ",
-                "(OrdType 3, 4) can be replaced"
+                "(OrdType 3, 4, J) can be replaced"
             ),
         ));
     }

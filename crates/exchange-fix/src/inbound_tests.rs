@@ -126,6 +126,38 @@ fn stop_and_stop_limit_orders_carry_their_stop_px() {
     assert!(out.get(58).unwrap_or_default().contains("StopPx"));
 }
 
+/// FIX 4.4 has one if-touched OrdType (J); with a Price (44) it is a
+/// limit-if-touched order.
+#[test]
+fn market_if_touched_is_ord_type_j_and_a_price_makes_it_limit_if_touched() {
+    let market = fix(
+        "D",
+        2,
+        "11=t1|55=BTC-USD|54=2|60=20240101-00:00:00|38=1|40=J|99=105|",
+    );
+    let (Command::Place(place), _) = submitted(translate(&market, &TRADER, 0)) else {
+        panic!("not a place")
+    };
+    assert_eq!(
+        (place.order_type, place.tif, place.price),
+        (OrderType::MarketIfTouched, TimeInForce::Gtc, None)
+    );
+    assert_eq!(place.ext().stop_price, Some(dec("105")));
+    let limit = fix(
+        "D",
+        2,
+        "11=t2|55=BTC-USD|54=1|60=20240101-00:00:00|38=1|40=J|44=96|99=95|",
+    );
+    let (Command::Place(place), _) = submitted(translate(&limit, &TRADER, 0)) else {
+        panic!("not a place")
+    };
+    assert_eq!(
+        (place.order_type, place.price),
+        (OrderType::LimitIfTouched, Some(dec("96")))
+    );
+    assert_eq!(place.ext().stop_price, Some(dec("95")));
+}
+
 #[test]
 fn unsupported_fix_values_refuse_the_order() {
     for (extra, tag) in [

@@ -74,6 +74,9 @@ fn ord_type_char(ord_type: OrderType) -> char {
         OrderType::Stop => '3',
         OrderType::StopLimit => '4',
         OrderType::MarketToLimit => 'K',
+        // FIX 4.4 has one if-touched type; a limit-if-touched order is J
+        // with a Price (44), as it was entered (`docs/fix.md`).
+        OrderType::MarketIfTouched | OrderType::LimitIfTouched => 'J',
     }
 }
 
@@ -417,6 +420,14 @@ mod tests {
         assert_eq!(ord_rej_reason(RejectReason::UnknownInstrument), 1);
         assert_eq!(cxl_rej_reason(RejectReason::OrderNotOpen), 0);
         assert_eq!(cxl_rej_reason(RejectReason::UnknownOrder), 1);
+    }
+
+    #[test]
+    fn if_touched_orders_report_ord_type_j() {
+        // Limit-if-touched is told apart by its Price (44), as entered.
+        assert_eq!(ord_type_char(OrderType::MarketIfTouched), 'J');
+        assert_eq!(ord_type_char(OrderType::LimitIfTouched), 'J');
+        assert_eq!(ord_type_char(OrderType::MarketToLimit), 'K');
     }
 
     #[test]

@@ -1,5 +1,6 @@
-//! Market-to-limit orders (OrdType K) and a minimum acceptable quantity
-//! (MinQty, 110) over raw FIX, end to end through a real node.
+//! Market-to-limit orders (OrdType K), if-touched orders (OrdType J) and a
+//! minimum acceptable quantity (MinQty, 110) over raw FIX, end to end
+//! through a real node.
 
 use exchange_testkit::fix::{session, Client, Node};
 
@@ -73,5 +74,64 @@ async fn market_to_limit_and_min_qty_orders_are_placed_over_fix() {
             .is_some_and(|t| t.starts_with("market_to_limit_no_opposite")),
         "{:?}",
         refused.text(58)
+    );
+}
+
+/// OrdType J: market-if-touched, or limit-if-touched with a Price (44),
+/// which FIX 4.4 has no OrdType of its own for.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn if_touched_orders_are_ord_type_j_over_fix() {
+    let dir = tempfile::tempdir().unwrap();
+    let node = Node::start(
+        dir.path(),
+        vec![session("A", 1, true), session("B", 2, false)],
+        &[1, 2],
+    )
+    .await;
+    let mut a = Client::logon(node.addr, "A").await;
+    let mut b = Client::logon(node.addr, "B").await;
+    // A print at 60000 sets the last price.
+    a.send("D", &format!("11=p1|54=2|38=1|44=60000|40=2|{ORDER}"))
+        .await;
+    assert_eq!(a.recv().await.text(150), Some("0"));
+    b.send("D", &format!("11=p2|54=1|38=1|44=60000|40=2|{ORDER}"))
+        .await;
+    b.recv_until(|m| m.text(150) == Some("F")).await;
+
+    // A take-profit above the market: J with a Price, reported as entered.
+    a.send(
+        "D",
+        &format!("11=tp|54=2|38=1|40=J|44=60990|99=61000|{ORDER}"),
+    )
+    .await;
+    let new = a.recv_until(|m| m.text(11) == Some("tp")).await;
+    assert_eq!(
+        (new.text(150), new.text(40), new.text(44), new.text(99)),
+        (Some("0"), Some("J"), Some("60990"), Some("61000"))
+    );
+    // A market-if-touched sell the last price has already passed.
+    a.send("D", &format!("11=no|54=2|38=1|40=J|99=59000|{ORDER}"))
+        .await;
+    let refused = a.recv_until(|m| m.text(11) == Some("no")).await;
+    assert_eq!(refused.text(150), Some("8"));
+    assert!(
+        refused
+            .text(58)
+            .is_some_and(|t| t.starts_with("stop_would_trigger_immediately")),
+        "{:?}",
+        refused.text(58)
+    );
+
+    // A print at 61000 touches it: it enters as a limit order at 60990.
+    a.send("D", &format!("11=p3|54=2|38=1|44=61000|40=2|{ORDER}"))
+        .await;
+    b.send("D", &format!("11=p4|54=1|38=1|44=61000|40=2|{ORDER}"))
+        .await;
+    let triggered = a
+        .recv_until(|m| m.text(150) == Some("L") && m.text(11) == Some("tp"))
+        .await;
+    assert_eq!(
+        (triggered.text(39), triggered.text(40), triggered.text(44)),
+        (Some("0"), Some("J"), Some("60990"))
     );
 }

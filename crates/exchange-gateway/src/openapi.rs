@@ -539,7 +539,15 @@ fn schemas() -> Value {
 fn order_schemas() -> Value {
     let dec = decimal_schema();
     let (text, int) = (json!({ "type": "string" }), json!({ "type": "integer" }));
-    let order_types = json!(["limit", "market", "stop", "stop_limit", "market_to_limit"]);
+    let order_types = json!([
+        "limit",
+        "market",
+        "stop",
+        "stop_limit",
+        "market_to_limit",
+        "market_if_touched",
+        "limit_if_touched"
+    ]);
     let order_props = json!({
         "order_id": int, "client_order_id": text, "symbol": text,
         "side": { "enum": ["buy", "sell"] }, "type": { "enum": order_types },

@@ -43,6 +43,8 @@ enum TypeWire {
     Stop,
     StopLimit,
     MarketToLimit,
+    MarketIfTouched,
+    LimitIfTouched,
 }
 
 #[derive(Clone, Copy, Debug, Deserialize)]
@@ -196,13 +198,20 @@ fn place_fields(account: AccountId, request: &PlaceFields<'_>) -> Result<Command
         TypeWire::Stop => OrderType::Stop,
         TypeWire::StopLimit => OrderType::StopLimit,
         TypeWire::MarketToLimit => OrderType::MarketToLimit,
+        TypeWire::MarketIfTouched => OrderType::MarketIfTouched,
+        TypeWire::LimitIfTouched => OrderType::LimitIfTouched,
     };
     // A market order cannot rest, so its natural default is immediate.
     let tif = match (request.tif, order_type) {
         (Some(TifWire::Gtc), _)
         | (
             None,
-            OrderType::Limit | OrderType::Stop | OrderType::StopLimit | OrderType::MarketToLimit,
+            OrderType::Limit
+            | OrderType::Stop
+            | OrderType::StopLimit
+            | OrderType::MarketToLimit
+            | OrderType::MarketIfTouched
+            | OrderType::LimitIfTouched,
         ) => TimeInForce::Gtc,
         (Some(TifWire::Ioc), _) | (None, OrderType::Market) => TimeInForce::Ioc,
         (Some(TifWire::Fok), _) => TimeInForce::Fok,

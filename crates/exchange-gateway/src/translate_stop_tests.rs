@@ -1,5 +1,5 @@
-//! Stop, stop-limit, trailing and one-cancels-other fields through REST and
-//! WebSocket order entry, and the private stream's `triggered` message.
+//! Stop, stop-limit, if-touched, trailing and one-cancels-other fields
+//! through REST and WebSocket order entry, and the private stream's `triggered` message.
 
 use exchange_core::Engine;
 use exchange_types::{ClientOrderId, Trailing};
@@ -17,6 +17,34 @@ fn ext_of(command: &Command) -> PlaceExt {
         Command::Place(p) => p.ext().clone(),
         other => panic!("not a place: {other:?}"),
     }
+}
+
+#[test]
+fn if_touched_types_are_read_by_their_names() {
+    let take_profit = r#"{"symbol":"BTC-USD","side":"sell","type":"limit_if_touched",
+                         "price":"104","qty":"1","stop_price":"105"}"#;
+    let command = place_from(7, take_profit).unwrap();
+    let Command::Place(p) = &command else {
+        panic!()
+    };
+    assert_eq!(
+        (p.order_type, p.tif, p.price),
+        (
+            OrderType::LimitIfTouched,
+            TimeInForce::Gtc,
+            Some(Dec::new(104, 0))
+        )
+    );
+    assert_eq!(ext_of(&command).stop_price, Some(Dec::new(105, 0)));
+    let market = r#"{"symbol":"BTC-USD","side":"buy","type":"market_if_touched","qty":"1",
+                    "stop_price":"95"}"#;
+    let Command::Place(p) = place_from(7, market).unwrap() else {
+        panic!()
+    };
+    assert_eq!(
+        (p.order_type, p.tif, p.price),
+        (OrderType::MarketIfTouched, TimeInForce::Gtc, None)
+    );
 }
 
 #[test]

@@ -117,7 +117,10 @@ impl StopState {
     /// An order of this type when accepted.
     pub fn of(order_type: OrderType) -> StopState {
         match order_type {
-            OrderType::Stop | OrderType::StopLimit => StopState::Untriggered,
+            OrderType::Stop
+            | OrderType::StopLimit
+            | OrderType::MarketIfTouched
+            | OrderType::LimitIfTouched => StopState::Untriggered,
             OrderType::Limit | OrderType::Market | OrderType::MarketToLimit => StopState::NotStop,
         }
     }

@@ -60,6 +60,14 @@ pub enum OrderType {
     /// what is left rests there (CME Globex's market-limit order,
     /// Euronext's market-to-limit order).
     MarketToLimit,
+    /// Take-profit: held off the book until the last trade price reaches
+    /// its stop price from the other side than a stop's (a buy when it
+    /// falls to it, a sell when it rises to it), then enters as a market
+    /// order (CME Globex's market-if-touched, Binance's `TAKE_PROFIT`).
+    MarketIfTouched,
+    /// As [`OrderType::MarketIfTouched`], but enters as a limit order at
+    /// its price (Binance's `TAKE_PROFIT_LIMIT`).
+    LimitIfTouched,
 }
 
 impl OrderType {
@@ -71,6 +79,8 @@ impl OrderType {
         OrderType::Stop,
         OrderType::StopLimit,
         OrderType::MarketToLimit,
+        OrderType::MarketIfTouched,
+        OrderType::LimitIfTouched,
     ];
 
     /// The value [`OrderType::as_str`] names.
@@ -81,6 +91,12 @@ impl OrderType {
             .find(|value| value.as_str() == name)
     }
 
+    /// Whether the order triggers when the last price moves against a
+    /// stop's direction: a buy as it falls, a sell as it rises.
+    pub fn is_if_touched(self) -> bool {
+        matches!(self, OrderType::MarketIfTouched | OrderType::LimitIfTouched)
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             OrderType::Limit => "limit",
@@ -88,6 +104,8 @@ impl OrderType {
             OrderType::Stop => "stop",
             OrderType::StopLimit => "stop_limit",
             OrderType::MarketToLimit => "market_to_limit",
+            OrderType::MarketIfTouched => "market_if_touched",
+            OrderType::LimitIfTouched => "limit_if_touched",
         }
     }
 }
@@ -337,7 +355,7 @@ mod tests {
         assert_eq!(ReferencePriceRule::parse("Reference"), None);
         assert_eq!(SelfTradePrevention::ALL.len(), 4);
         assert_eq!(Side::ALL.len(), 2);
-        assert_eq!(OrderType::ALL.len(), 5);
+        assert_eq!(OrderType::ALL.len(), 7);
         assert_eq!(TimeInForce::ALL.len(), 7);
         assert_eq!(Side::parse("BUY"), None);
         assert_eq!(OrderType::parse("stoplimit"), None);

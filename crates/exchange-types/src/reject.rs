@@ -58,9 +58,10 @@ reject_reasons! {
         "only a good-till-date order takes expire_ts";
     ExpireTsPassed = 152, "expire_ts_passed", "expire_ts is not after the time of the order";
     StopPriceRequired = 120, "stop_price_required",
-        "a stop or stop-limit order needs a stop price or a trailing distance";
+        "a stop or stop-limit order needs a stop price or a trailing distance, an if-touched order \
+        a stop price";
     StopPriceNotAllowed = 121, "stop_price_not_allowed",
-        "only stop and stop-limit orders take a stop price or a trailing distance";
+        "only stop, stop-limit and if-touched orders take a stop price or a trailing distance";
     StopWouldTriggerImmediately = 122, "stop_would_trigger_immediately",
         "the last price has already reached the stop price";
     StopMarketBuyNeedsCollar = 123, "stop_market_buy_needs_collar",
@@ -71,6 +72,8 @@ reject_reasons! {
         "a trailing stop needs a last price to follow";
     StopPriceNotOnTick = 126, "stop_price_not_on_tick",
         "the stop price must be greater than zero and a multiple of the tick size";
+    TrailingNotAllowed = 127, "trailing_not_allowed",
+        "an if-touched order triggers at a fixed stop price and takes no trailing distance";
     DisplayQtyNotAllowed = 130, "display_qty_not_allowed",
         "a display quantity needs a limit order that is good till canceled";
     InvalidDisplayQty = 131, "invalid_display_qty",

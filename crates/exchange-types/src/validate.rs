@@ -50,14 +50,25 @@ pub fn expire_shape(tif: TimeInForce, expire_ts: Option<u64>) -> Result<(), Reje
     }
 }
 
-/// Stops carry exactly one of a stop price and a trailing distance; other
-/// orders carry neither.
+/// Stops carry exactly one of a stop price and a trailing distance;
+/// if-touched orders a stop price and no trailing distance (a take-profit
+/// waits for a price, it does not follow one); other orders neither.
 #[inline]
 pub fn stop_shape(order_type: OrderType, ext: &PlaceExt) -> Result<(), RejectReason> {
     match (order_type, ext.stop_price.is_some(), ext.trailing) {
         (OrderType::Limit | OrderType::Market | OrderType::MarketToLimit, false, None) => Ok(()),
         (OrderType::Limit | OrderType::Market | OrderType::MarketToLimit, _, _) => {
             Err(RejectReason::StopPriceNotAllowed)
+        }
+        (OrderType::MarketIfTouched | OrderType::LimitIfTouched, _, Some(_)) => {
+            Err(RejectReason::TrailingNotAllowed)
+        }
+        (OrderType::MarketIfTouched | OrderType::LimitIfTouched, has_stop, None) => {
+            if has_stop {
+                Ok(())
+            } else {
+                Err(RejectReason::StopPriceRequired)
+            }
         }
         (OrderType::Stop | OrderType::StopLimit, false, None) => {
             Err(RejectReason::StopPriceRequired)
@@ -74,18 +85,19 @@ pub fn stop_shape(order_type: OrderType, ext: &PlaceExt) -> Result<(), RejectRea
     }
 }
 
-/// Limit and stop-limit orders need a price; market, stop and
-/// market-to-limit orders take none (a market-to-limit order's comes from
-/// the book).
+/// Limit, stop-limit and limit-if-touched orders need a price; market,
+/// stop, market-if-touched and market-to-limit orders take none (a
+/// market-to-limit order's comes from the book).
 #[inline]
 pub fn price_shape(order_type: OrderType, has_price: bool) -> Result<(), RejectReason> {
-    match (order_type, has_price) {
-        (OrderType::Limit | OrderType::StopLimit, true)
-        | (OrderType::Market | OrderType::Stop | OrderType::MarketToLimit, false) => Ok(()),
-        (OrderType::Limit | OrderType::StopLimit, false) => Err(RejectReason::PriceRequired),
-        (OrderType::Market | OrderType::Stop | OrderType::MarketToLimit, true) => {
-            Err(RejectReason::PriceNotAllowed)
-        }
+    let priced = matches!(
+        order_type,
+        OrderType::Limit | OrderType::StopLimit | OrderType::LimitIfTouched
+    );
+    match (priced, has_price) {
+        (true, true) | (false, false) => Ok(()),
+        (true, false) => Err(RejectReason::PriceRequired),
+        (false, true) => Err(RejectReason::PriceNotAllowed),
     }
 }
 
@@ -285,6 +297,48 @@ mod tests {
             (stop_on_limit, RejectReason::StopPriceNotAllowed),
             (funds_on_sell, RejectReason::FundsNotAllowed),
             (display_on_day, RejectReason::DisplayQtyNotAllowed),
+        ];
+        for (command, reason) in cases {
+            assert_eq!(place(&command), Err(reason), "{command:?}");
+        }
+    }
+
+    #[test]
+    fn an_if_touched_order_takes_a_stop_price_and_no_trailing_distance() {
+        let touched = |order_type, price: Option<&str>, ext: PlaceExt| {
+            let mut p = with_ext(limit(), ext);
+            (p.order_type, p.price) = (order_type, price.map(dec));
+            p
+        };
+        let stop = || PlaceExt {
+            stop_price: Some(dec("90")),
+            ..PlaceExt::default()
+        };
+        let trailing = PlaceExt {
+            trailing: Some(Trailing::Bps(100)),
+            ..PlaceExt::default()
+        };
+        let (mit, lit) = (OrderType::MarketIfTouched, OrderType::LimitIfTouched);
+        assert_eq!(place(&touched(mit, None, stop())), Ok(()));
+        assert_eq!(place(&touched(lit, Some("91"), stop())), Ok(()));
+        let cases = [
+            (
+                touched(mit, None, trailing.clone()),
+                RejectReason::TrailingNotAllowed,
+            ),
+            (
+                touched(lit, Some("91"), trailing),
+                RejectReason::TrailingNotAllowed,
+            ),
+            (
+                touched(mit, None, PlaceExt::default()),
+                RejectReason::StopPriceRequired,
+            ),
+            (
+                touched(mit, Some("91"), stop()),
+                RejectReason::PriceNotAllowed,
+            ),
+            (touched(lit, None, stop()), RejectReason::PriceRequired),
         ];
         for (command, reason) in cases {
             assert_eq!(place(&command), Err(reason), "{command:?}");

@@ -1,5 +1,6 @@
-//! Market-to-limit orders and the minimum acceptable quantity in both
-//! encodings, and a place written before the quantity was appended.
+//! Market-to-limit and if-touched orders and the minimum acceptable
+//! quantity in both encodings, and a place written before the quantity
+//! was appended.
 
 use exchange_types::ids::InlineStr;
 use exchange_types::{
@@ -73,6 +74,56 @@ fn both_read_back_from_the_binary_message() {
     let bytes = encode_command(&place(OrderType::MarketToLimit, None));
     let at = HEADER_BYTES + 8 + 36 + 16 + 1;
     assert_eq!(bytes[at], 4);
+}
+
+#[test]
+fn if_touched_orders_round_trip_through_both_encodings() {
+    let stop = |text: &str| PlaceExt {
+        stop_price: Some(Dec::parse(text).unwrap()),
+        ..PlaceExt::default()
+    };
+    let mit = place(OrderType::MarketIfTouched, Some(stop("95")));
+    let mut lit = place(OrderType::LimitIfTouched, Some(stop("105")));
+    if let Command::Place(p) = &mut lit.command {
+        (p.side, p.price) = (Side::Sell, Some(Dec::parse("104.5").unwrap()));
+    }
+    let line = crate::encode_command(&lit);
+    assert_eq!(
+        line,
+        concat!(
+            r#"{"cmd":"place","ts":7,"account":3,"client_order_id":"c1","#,
+            r#""symbol":"BTC-USD","side":"sell","type":"limit_if_touched","price":"104.5","#,
+            r#""qty":"2","tif":"gtc","post_only":false,"stp":"cancel_newest","#,
+            r#""stop_price":"105"}"#
+        )
+    );
+    for stamped in [mit, lit] {
+        let line = crate::encode_command(&stamped);
+        assert_eq!(crate::decode_command(&line), Ok(stamped.clone()), "{line}");
+        let bytes = encode_command(&stamped);
+        assert_eq!(decode_command(&bytes), Ok(stamped));
+    }
+    // Codes 5 and 6: after market-to-limit, in the order of the list.
+    let at = HEADER_BYTES + 8 + 36 + 16 + 1;
+    for (order_type, code) in [
+        (OrderType::MarketIfTouched, 5),
+        (OrderType::LimitIfTouched, 6),
+    ] {
+        assert_eq!(
+            encode_command(&place(order_type, Some(stop("1"))))[at],
+            code
+        );
+    }
+    // Left out, the time in force of either is GTC: it waits for its price.
+    let short = concat!(
+        r#"{"cmd":"place","ts":7,"account":3,"client_order_id":"c1","#,
+        r#""symbol":"BTC-USD","side":"buy","type":"market_if_touched","qty":"2","#,
+        r#""stop_price":"95"}"#
+    );
+    assert_eq!(
+        crate::decode_command(short),
+        Ok(place(OrderType::MarketIfTouched, Some(stop("95"))))
+    );
 }
 
 /// A place's rarer part written before the minimum was appended ends at

@@ -9,13 +9,15 @@ use exchange_types::OrderId;
 
 /// The stop section: untriggered stops by order id (each order's fields,
 /// then its stop price, kind and trailing distance), then the pairs, each
-/// once as (lower id, higher id).
+/// once as (lower id, higher id). The kind is 0 stop-limit, 1 stop market,
+/// 2 limit-if-touched, 3 market-if-touched: a snapshot from before
+/// if-touched orders existed reads the same.
 pub(crate) fn write_section(w: &mut Writer, e: &Engine) {
     w.u64(e.stops.untriggered_count() as u64);
     for info in e.stops.untriggered() {
         write_order(w, e.orders.get(info.slot), false);
         w.u64(info.stop);
-        w.u8(u8::from(info.market));
+        w.u8(u8::from(info.market) | (u8::from(info.touched) << 1));
         match info.trailing {
             None => {
                 w.u8(0);
@@ -50,11 +52,11 @@ pub(crate) fn read_section(r: &mut Reader, e: &mut Engine) -> Result<(), Snapsho
             return Err(Invalid("stop marked as an iceberg"));
         }
         let stop = r.u64()?;
-        let market = match r.u8()? {
-            0 => false,
-            1 => true,
-            _ => return Err(Invalid("stop kind")),
-        };
+        let kind = r.u8()?;
+        if kind > 3 {
+            return Err(Invalid("stop kind"));
+        }
+        let (market, touched) = (kind & 1 == 1, kind & 2 == 2);
         let trailing = match (r.u8()?, r.u64()?) {
             (0, 0) => None,
             (1, ticks) if ticks > 0 => Some(TrailingTicks::Amount(ticks)),
@@ -68,6 +70,7 @@ pub(crate) fn read_section(r: &mut Reader, e: &mut Engine) -> Result<(), Snapsho
             || order.filled != 0
             || order.qty == 0
             || stop == 0
+            || (touched && trailing.is_some())
             || e.order_by_id.contains_key(&id)
             || e.by_client_id
                 .contains_key(&(account, order.client_order_id))
@@ -85,6 +88,7 @@ pub(crate) fn read_section(r: &mut Reader, e: &mut Engine) -> Result<(), Snapsho
                 side,
                 stop,
                 market,
+                touched,
                 trailing,
             },
         );

@@ -1,7 +1,9 @@
 //! The state of untriggered stops and one-cancels-other pairs: per
-//! instrument, buy stops by (stop price, order id) and sell stops by
-//! (reversed stop price, order id), so the next to trigger is first; each
-//! stop's trigger details by order id; and the pairs.
+//! instrument, the orders a rising last price triggers (buy stops, sell
+//! if-touched orders) by (stop price, order id) and those a falling one
+//! triggers (sell stops, buy if-touched orders) by (reversed stop price,
+//! order id), so the next to trigger is first; each stop's trigger details
+//! by order id; and the pairs.
 //!
 //! Data only: entry, triggering and pairs are `stops/mod.rs`.
 
@@ -50,43 +52,89 @@ pub(crate) struct StopInfo {
     pub stop: u64,
     /// A stop market order (enters as a market order), else stop-limit.
     pub market: bool,
+    /// An if-touched order: triggers as the last price moves the other way
+    /// than a stop of its side's.
+    pub touched: bool,
     pub trailing: Option<TrailingTicks>,
 }
 
-/// One instrument's untriggered stops.
+impl StopInfo {
+    /// Whether a rising last price triggers it (else a falling one).
+    pub(crate) fn rises(&self) -> bool {
+        rises(self.side, self.touched)
+    }
+
+    /// Whether `last` has reached its stop price.
+    pub(crate) fn reached(&self, last: u64) -> bool {
+        reached(self.side, self.touched, self.stop, last)
+    }
+}
+
+/// Whether a rising last price triggers an order of `side` (a buy stop,
+/// a sell if-touched order).
+pub(crate) fn rises(side: Side, touched: bool) -> bool {
+    (side == Side::Buy) != touched
+}
+
+/// Whether `last` has reached `stop` for an order of `side`.
+pub(crate) fn reached(side: Side, touched: bool, stop: u64, last: u64) -> bool {
+    if rises(side, touched) {
+        last >= stop
+    } else {
+        last <= stop
+    }
+}
+
+/// One instrument's untriggered stops, by the way the last price must
+/// move to trigger them.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct StopBook {
-    pub buys: BTreeMap<(u64, OrderId), u32>,
-    pub sells: BTreeMap<(Reverse<u64>, OrderId), u32>,
+    pub rises: BTreeMap<(u64, OrderId), u32>,
+    pub falls: BTreeMap<(Reverse<u64>, OrderId), u32>,
     pub trailing: BTreeSet<OrderId>,
 }
 
 impl StopBook {
     pub(crate) fn is_empty(&self) -> bool {
-        self.buys.is_empty() && self.sells.is_empty()
+        self.rises.is_empty() && self.falls.is_empty()
     }
 
     pub(crate) fn insert(&mut self, id: OrderId, info: &StopInfo) {
-        match info.side {
-            Side::Buy => self.buys.insert((info.stop, id), info.slot),
-            Side::Sell => self.sells.insert((Reverse(info.stop), id), info.slot),
-        };
+        if info.rises() {
+            self.rises.insert((info.stop, id), info.slot);
+        } else {
+            self.falls.insert((Reverse(info.stop), id), info.slot);
+        }
     }
 
     pub(crate) fn remove(&mut self, id: OrderId, info: &StopInfo) {
-        let removed = match info.side {
-            Side::Buy => self.buys.remove(&(info.stop, id)),
-            Side::Sell => self.sells.remove(&(Reverse(info.stop), id)),
+        let removed = if info.rises() {
+            self.rises.remove(&(info.stop, id))
+        } else {
+            self.falls.remove(&(Reverse(info.stop), id))
         };
         // The table and the info map change together; a miss would leave a
         // stop that triggers after it was canceled.
         assert_eq!(removed, Some(info.slot), "stop {id} was not in its table");
     }
 
-    pub(crate) fn side_len(&self, side: Side) -> usize {
-        match side {
-            Side::Buy => self.buys.len(),
-            Side::Sell => self.sells.len(),
+    /// Whether `info` is filed under its order id where its stop price
+    /// and direction say.
+    pub(crate) fn files(&self, id: OrderId, info: &StopInfo) -> bool {
+        let slot = if info.rises() {
+            self.rises.get(&(info.stop, id))
+        } else {
+            self.falls.get(&(Reverse(info.stop), id))
+        };
+        slot == Some(&info.slot)
+    }
+
+    /// How many stops one direction holds (the bound a new one meets).
+    pub(crate) fn direction_len(&self, rises: bool) -> usize {
+        if rises {
+            self.rises.len()
+        } else {
+            self.falls.len()
         }
     }
 }
@@ -119,7 +167,8 @@ impl Stops {
         !self.info.is_empty() || !self.oco.is_empty()
     }
 
-    /// Whether the untriggered stop `id` is a stop market order.
+    /// Whether the untriggered stop `id` enters as a market order (a stop
+    /// or market-if-touched order).
     pub fn is_market_stop(&self, id: OrderId) -> bool {
         self.info.get(&id).is_some_and(|info| info.market)
     }
@@ -144,6 +193,7 @@ impl Stops {
 pub(crate) struct StopPlan {
     pub stop: u64,
     pub market: bool,
+    pub touched: bool,
     pub trailing: Option<TrailingTicks>,
     /// What a stop market order trades up (down) to once triggered, and
     /// what a buy reserves for: the collar band around its stop price.

@@ -1,16 +1,21 @@
-//! Stop, stop-limit and trailing stop orders, and one-cancels-other pairs.
+//! Stop, stop-limit and trailing stop orders, if-touched (take-profit)
+//! orders, and one-cancels-other pairs.
 //!
 //! An untriggered stop is an open order like any other (indexed by id and
 //! client id, counted against its account, holding its reservation) that
 //! sits in a per-instrument side table instead of a book, so market data
-//! never sees it. Buy stops are keyed by (stop price, order id) and
-//! trigger when the last trade price rises to their stop; sell stops by
-//! (reversed stop price, order id) and trigger when it falls to theirs.
+//! never sees it. The tables are by the way the last trade price must move:
+//! buy stops and sell if-touched orders are keyed by (stop price, order
+//! id) and trigger when it rises to their stop price; sell stops and buy
+//! if-touched orders by (reversed stop price, order id) and trigger when it
+//! falls to theirs. An if-touched order is otherwise a stop: it enters as
+//! a market order (market-if-touched) or a limit order at its price
+//! (limit-if-touched) once triggered, and is refused a trailing distance.
 //!
 //! Triggers are evaluated after every command that carried a trade, one
-//! stop at a time: the buy stop with the lowest stop price or the sell stop
-//! with the highest that the last price has reached (between the two, the
-//! older order), which then enters the book as a new order would and may
+//! stop at a time: the rising one with the lowest stop price or the falling
+//! one with the highest that the last price has reached (between the two,
+//! the older order), which then enters the book as a new order would and may
 //! trade, moving the last price and reaching further stops. At most
 //! `MAX_TRIGGERS_PER_COMMAND` trigger per command; the rest stay reached
 //! and trigger, in the same order, after the next command with a trade.
@@ -53,9 +58,11 @@ impl Engine {
         let ext = place.ext();
         validate::stop_shape(place.order_type, ext)?;
         let inst = &self.instruments[instrument as usize];
-        let market = match place.order_type {
-            OrderType::Stop => true,
-            OrderType::StopLimit => false,
+        let (market, touched) = match place.order_type {
+            OrderType::Stop => (true, false),
+            OrderType::StopLimit => (false, false),
+            OrderType::MarketIfTouched => (true, true),
+            OrderType::LimitIfTouched => (false, true),
             OrderType::Limit | OrderType::Market | OrderType::MarketToLimit => return Ok(None),
         };
         let last = inst.reference_ticks;
@@ -83,21 +90,18 @@ impl Engine {
                 (stop, Some(t))
             }
         };
-        if let Some(last) = last {
-            let reached = match place.side {
-                Side::Buy => last >= stop,
-                Side::Sell => last <= stop,
-            };
-            if reached {
-                return Err(RejectReason::StopWouldTriggerImmediately);
-            }
+        // An if-touched order already touched is refused as a stop already
+        // reached is (Binance refuses both alike): it would be a plain
+        // order the client did not send.
+        if last.is_some_and(|last| book::reached(place.side, touched, stop, last)) {
+            return Err(RejectReason::StopWouldTriggerImmediately);
         }
         let protection = match (market, place.side) {
             (true, Side::Sell) => Some(1),
             _ => replace::protection(inst, market, place.side, stop)?,
         };
         if let Some(book) = self.stops.books.get(&instrument) {
-            if book.side_len(place.side) >= MAX_STOP_ORDERS_PER_SIDE {
+            if book.direction_len(book::rises(place.side, touched)) >= MAX_STOP_ORDERS_PER_SIDE {
                 return Err(RejectReason::TooManyStopOrders);
             }
             if trailing.is_some() && book.trailing.len() >= MAX_TRAILING_STOPS_PER_INSTRUMENT {
@@ -107,6 +111,7 @@ impl Engine {
         Ok(Some(StopPlan {
             stop,
             market,
+            touched,
             trailing,
             protection,
         }))
@@ -184,6 +189,7 @@ impl Engine {
             side,
             stop: plan.stop,
             market: plan.market,
+            touched: plan.touched,
             trailing: plan.trailing,
         };
         self.file_stop(id, info);
@@ -337,19 +343,19 @@ impl Engine {
     fn next_reached(&self, instrument: u32) -> Option<u32> {
         let last = self.instruments[instrument as usize].reference_ticks?;
         let book = self.stops.books.get(&instrument)?;
-        let buy = book
-            .buys
+        let rising = book
+            .rises
             .first_key_value()
             .filter(|((stop, _), _)| last >= *stop)
             .map(|((_, id), &slot)| (*id, slot));
-        let sell = book
-            .sells
+        let falling = book
+            .falls
             .first_key_value()
             .filter(|((Reverse(stop), _), _)| last <= *stop)
             .map(|((_, id), &slot)| (*id, slot));
-        match (buy, sell) {
-            (Some(b), Some(s)) => Some(if b.0 < s.0 { b.1 } else { s.1 }),
-            (b, s) => b.or(s).map(|(_, slot)| slot),
+        match (rising, falling) {
+            (Some(r), Some(f)) => Some(if r.0 < f.0 { r.1 } else { f.1 }),
+            (r, f) => r.or(f).map(|(_, slot)| slot),
         }
     }
 
@@ -426,7 +432,7 @@ impl Engine {
     ) -> Result<usize, String> {
         let mut filed = 0usize;
         for book in self.stops.books.values() {
-            filed += book.buys.len() + book.sells.len();
+            filed += book.rises.len() + book.falls.len();
             if book.is_empty() {
                 return Err("an empty stop table is kept".into());
             }
@@ -440,12 +446,10 @@ impl Engine {
         for (&id, info) in &self.stops.info {
             let o = self.orders.get(info.slot);
             let book = self.stops.books.get(&info.instrument);
-            let in_table = book.is_some_and(|b| match info.side {
-                Side::Buy => b.buys.get(&(info.stop, id)) == Some(&info.slot),
-                Side::Sell => b.sells.get(&(Reverse(info.stop), id)) == Some(&info.slot),
-            });
-            let trailing_ok =
-                book.is_some_and(|b| b.trailing.contains(&id)) == info.trailing.is_some();
+            let in_table = book.is_some_and(|b| b.files(id, info));
+            let trailing_ok = book.is_some_and(|b| b.trailing.contains(&id))
+                == info.trailing.is_some()
+                && !(info.touched && info.trailing.is_some());
             if o.id != id
                 || !o.stop
                 || !o.indexed

@@ -16,10 +16,10 @@ use super::book::StopInfo;
 use crate::engine::Engine;
 use crate::instrument::Instrument;
 
-/// Where a stop market buy trades up to once triggered, and what it
-/// reserves for: `stop` plus the instrument's collar width at `stop`.
-/// `None` for any other stop (a sell holds its quantity, a stop-limit its
-/// limit).
+/// Where a stop market or market-if-touched buy trades up to once
+/// triggered, and what it reserves for: `stop` plus the instrument's
+/// collar width at `stop`. `None` for any other stop (a sell holds its
+/// quantity, a stop-limit its limit).
 pub(crate) fn protection(
     inst: &Instrument,
     market: bool,
@@ -77,14 +77,9 @@ impl Engine {
         if stop == info.stop {
             return Ok(None);
         }
-        if let Some(last) = inst.reference_ticks {
-            let reached = match info.side {
-                Side::Buy => last >= stop,
-                Side::Sell => last <= stop,
-            };
-            if reached {
-                return Err(RejectReason::StopWouldTriggerImmediately);
-            }
+        let moved = StopInfo { stop, ..*info };
+        if inst.reference_ticks.is_some_and(|last| moved.reached(last)) {
+            return Err(RejectReason::StopWouldTriggerImmediately);
         }
         let price = protection(inst, info.market, info.side, stop)?;
         Ok(Some(NewStop { stop, price }))

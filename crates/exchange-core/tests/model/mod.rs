@@ -453,7 +453,9 @@ impl Model {
         let to_limit = p.order_type == OrderType::MarketToLimit;
         // A stop market order has no price of its own either, and a
         // market-to-limit order takes the best opposite one.
-        let priceless = market_order || matches!(p.order_type, OrderType::Stop) || to_limit;
+        let priceless = market_order
+            || matches!(p.order_type, OrderType::Stop | OrderType::MarketIfTouched)
+            || to_limit;
         let price = match (priceless, p.price) {
             (false, Some(price)) => Some(m.price_ticks(price)?),
             (false, None) => return Err(RejectReason::PriceRequired),
@@ -549,6 +551,7 @@ impl Model {
             },
             stop: stop.stop,
             market: stop.market,
+            touched: stop.touched,
             tif,
         });
     }

@@ -1,16 +1,19 @@
 //! Stops and one-cancels-other pairs in the reference model, as
 //! docs/market-model.md states them: a stop waits off the book until the
 //! last trade price reaches it (a buy stop at or above, a sell stop at or
-//! below). After each command that traded, the partners of paired orders
-//! that traded are canceled, then the stops reached trigger one at a time:
-//! the buy stop with the lowest stop price or the sell stop with the
-//! highest (between the two, the older order), found by looking at every
+//! below; an if-touched order the other way: a buy at or below, a sell at
+//! or above). After each command that traded, the partners of paired
+//! orders that traded are canceled, then the stops reached trigger one at a
+//! time: the one a rising price reached with the lowest stop price or the
+//! one a falling price reached with the highest (between the two, the
+//! older order), found by looking at every
 //! stop again after each trigger, at most `MAX_TRIGGERS_PER_COMMAND` per
 //! command. A triggered stop reports `triggered`, cancels its partner and
 //! enters as a new order would, under its own id.
 //!
 //! Not modeled (the differential streams send none): trailing stops, and
-//! stop market buys, which need a collar those streams do not list.
+//! stop market and market-if-touched buys, which need a collar those
+//! streams do not list.
 
 use exchange_types::limits::MAX_TRIGGERS_PER_COMMAND;
 use exchange_types::*;
@@ -26,6 +29,8 @@ pub(super) struct Stop {
     pub(super) stop: u64,
     /// Enters as a market order, else as a limit order.
     pub(super) market: bool,
+    /// An if-touched order, triggered from the other side than a stop.
+    pub(super) touched: bool,
     pub(super) tif: TimeInForce,
 }
 
@@ -33,15 +38,22 @@ pub(super) struct Stop {
 pub(super) struct StopPlan {
     pub(super) stop: u64,
     pub(super) market: bool,
+    pub(super) touched: bool,
+}
+
+/// Whether a rising last price triggers an order of `side` (a buy stop, a
+/// sell if-touched order); else a falling one does.
+fn rises(side: Side, touched: bool) -> bool {
+    matches!((side, touched), (Side::Buy, false) | (Side::Sell, true))
 }
 
 impl Market {
     /// Whether the last price has reached `stop` for a stop of `side`.
-    fn reached(&self, side: Side, stop: u64) -> bool {
-        match (side, self.last) {
+    fn reached(&self, side: Side, touched: bool, stop: u64) -> bool {
+        match (rises(side, touched), self.last) {
             (_, None) => false,
-            (Side::Buy, Some(last)) => last >= stop,
-            (Side::Sell, Some(last)) => last <= stop,
+            (true, Some(last)) => last >= stop,
+            (false, Some(last)) => last <= stop,
         }
     }
 
@@ -53,7 +65,7 @@ impl Market {
         if stop == s.stop {
             return Ok(None);
         }
-        if self.reached(s.order.side, stop) {
+        if self.reached(s.order.side, s.touched, stop) {
             return Err(RejectReason::StopWouldTriggerImmediately);
         }
         Ok(Some(stop))
@@ -62,15 +74,16 @@ impl Market {
     /// The position of the stop to trigger next, if the last price has
     /// reached any: every stop is looked at.
     fn next_reached(&self) -> Option<usize> {
-        let reached = |side: Side| {
-            self.stops
-                .iter()
-                .enumerate()
-                .filter(move |(_, s)| s.order.side == side && self.reached(side, s.stop))
+        let reached = |up: bool| {
+            self.stops.iter().enumerate().filter(move |(_, s)| {
+                rises(s.order.side, s.touched) == up
+                    && self.reached(s.order.side, s.touched, s.stop)
+            })
         };
-        // Lowest buy stop, then the older; highest sell stop, then the older.
-        let buy = reached(Side::Buy).min_by_key(|(_, s)| (s.stop, s.order.id));
-        let sell = reached(Side::Sell).min_by_key(|(_, s)| (u64::MAX - s.stop, s.order.id));
+        // The lowest a rise reached, then the older; the highest a fall
+        // reached, then the older.
+        let buy = reached(true).min_by_key(|(_, s)| (s.stop, s.order.id));
+        let sell = reached(false).min_by_key(|(_, s)| (u64::MAX - s.stop, s.order.id));
         match (buy, sell) {
             (Some(b), Some(s)) if s.1.order.id < b.1.order.id => Some(s.0),
             (Some(b), _) => Some(b.0),
@@ -88,9 +101,11 @@ impl Model {
         p: &Place,
     ) -> Result<Option<StopPlan>, RejectReason> {
         let ext = p.ext();
-        let market = match p.order_type {
-            OrderType::Stop => true,
-            OrderType::StopLimit => false,
+        let (market, touched) = match p.order_type {
+            OrderType::Stop => (true, false),
+            OrderType::StopLimit => (false, false),
+            OrderType::MarketIfTouched => (true, true),
+            OrderType::LimitIfTouched => (false, true),
             OrderType::Limit | OrderType::Market | OrderType::MarketToLimit => {
                 if ext.stop_price.is_some() || ext.trailing.is_some() {
                     return Err(RejectReason::StopPriceNotAllowed);
@@ -98,19 +113,26 @@ impl Model {
                 return Ok(None);
             }
         };
+        if touched && ext.trailing.is_some() {
+            return Err(RejectReason::TrailingNotAllowed);
+        }
         assert!(ext.trailing.is_none(), "trailing stops are not modeled");
         let m = &self.markets[index];
         let stop = ext.stop_price.ok_or(RejectReason::StopPriceRequired)?;
         let stop = m
             .price_ticks(stop)
             .map_err(|_| RejectReason::StopPriceNotOnTick)?;
-        if m.reached(p.side, stop) {
+        if m.reached(p.side, touched, stop) {
             return Err(RejectReason::StopWouldTriggerImmediately);
         }
         if market && p.side == Side::Buy {
             return Err(RejectReason::StopMarketBuyNeedsCollar);
         }
-        Ok(Some(StopPlan { stop, market }))
+        Ok(Some(StopPlan {
+            stop,
+            market,
+            touched,
+        }))
     }
 
     /// `oco_with`: an open order of the account on the same instrument,

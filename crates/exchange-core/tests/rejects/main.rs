@@ -108,6 +108,7 @@ const TESTED: &[(RejectReason, fn())] = &[
     ),
     (R::InvalidTrailing, stops::invalid_trailing),
     (R::TrailingNeedsLastPrice, stops::trailing_needs_last_price),
+    (R::TrailingNotAllowed, stops::trailing_not_allowed),
     (R::StopPriceNotOnTick, stops::stop_price_not_on_tick),
     (R::OcoOrderNotFound, stops::oco_order_not_found),
     (R::OcoAlreadyLinked, stops::oco_already_linked),

@@ -1,4 +1,5 @@
-//! 12x, 31x and 41x: stop orders and one-cancels-other pairs.
+//! 12x, 31x and 41x: stop and if-touched orders and one-cancels-other
+//! pairs.
 
 use exchange_types::limits::{
     MAX_OPEN_ORDERS_PER_ACCOUNT, MAX_STOP_ORDERS_PER_SIDE, MAX_TRAILING_STOPS_PER_INSTRUMENT,
@@ -86,6 +87,16 @@ pub fn stop_would_trigger_immediately() {
         cmd(stop(1, "a", Side::Sell, "101")),
         R::StopWouldTriggerImmediately,
     );
+    // A sell if-touched order is reached from below: at or under 100.
+    let take_profit = ext(
+        Place {
+            order_type: OrderType::MarketIfTouched,
+            price: None,
+            ..limit(1, "tp", Side::Sell, "1", "0.0001")
+        },
+        |e| e.stop_price = Some(dec("99.5")),
+    );
+    assert_rejected(&mut h, cmd(take_profit), R::StopWouldTriggerImmediately);
     // A replace that moves a stop to where the price already is.
     place_ok(&mut h, stop(1, "st", Side::Sell, "90"));
     for to in ["100", "100.5"] {
@@ -122,6 +133,33 @@ pub fn invalid_trailing() {
     // A trailing stop's stop price follows the last price: it is not set.
     place_ok(&mut h, trailing(1, "t", Trailing::Bps(100)));
     assert_rejected(&mut h, replace_stop(1, "t", "95"), R::InvalidTrailing);
+}
+
+#[test]
+pub fn trailing_not_allowed() {
+    let mut h = traded();
+    let touched = |order_type, price: Option<&str>, f: fn(&mut PlaceExt)| {
+        let p = Place {
+            order_type,
+            price: price.map(dec),
+            ..limit(1, "a", Side::Sell, "1", "0.0001")
+        };
+        cmd(ext(p, f))
+    };
+    let cases = [
+        touched(OrderType::MarketIfTouched, None, |e| {
+            e.trailing = Some(Trailing::Bps(100));
+        }),
+        touched(OrderType::LimitIfTouched, Some("104"), |e| {
+            e.trailing = Some(Trailing::Amount(dec("2")));
+        }),
+        touched(OrderType::LimitIfTouched, Some("104"), |e| {
+            (e.stop_price, e.trailing) = (Some(dec("105")), Some(Trailing::Bps(100)));
+        }),
+    ];
+    for command in cases {
+        assert_rejected(&mut h, command, R::TrailingNotAllowed);
+    }
 }
 
 #[test]

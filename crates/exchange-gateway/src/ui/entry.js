@@ -12,8 +12,9 @@ export function updateEntryFields() {
   const tif = $("o-tif").value;
   const buy = document.querySelector("input[name=side]:checked").value === "buy";
   const market = type === "market";
-  const stop = type === "stop" || type === "stop_limit";
-  const priced = type === "limit" || type === "stop_limit";
+  const touched = type === "market_if_touched" || type === "limit_if_touched";
+  const stop = type === "stop" || type === "stop_limit" || touched;
+  const priced = type === "limit" || type === "stop_limit" || type === "limit_if_touched";
   // A minimum is judged on entry: only orders that may trade then take one
   // (a market-to-limit order has no price field: it takes the best opposite).
   const takesMinQty = ["limit", "market", "market_to_limit"].includes(type);
@@ -38,6 +39,9 @@ export function updateEntryFields() {
   show("o-post-check", type === "limit");
   if (type !== "limit") $("o-post").checked = false;
   hiddenOrIceberg(type, tifSelect.value);
+  // An if-touched order waits for a fixed price: it takes no trailing distance.
+  if (touched) $("o-trigger").value = "stop_price";
+  $("o-trigger").disabled = touched;
   const trigger = $("o-trigger").value;
   $("o-stop-label").textContent =
     trigger === "trailing_bps" ? "Trailing distance (bps)" : trigger === "trailing_amount" ? "Trailing distance" : "Stop price";
@@ -92,14 +96,14 @@ export function orderBody(symbol) {
   const tif = $("o-tif").value;
   const side = document.querySelector("input[name=side]:checked").value;
   const order = { symbol, side, type, qty: value("o-qty"), tif };
-  if (type === "limit" || type === "stop_limit") {
+  if (type === "limit" || type === "stop_limit" || type === "limit_if_touched") {
     order.price = value("o-price");
-    if (!order.price) throw new EntryError("o-price", `Enter a price for a ${type.replace("_", "-")} order.`);
+    if (!order.price) throw new EntryError("o-price", `Enter a price for a ${type.replaceAll("_", "-")} order.`);
   }
   if (type === "limit") order.post_only = $("o-post").checked;
   const hidden = $("o-hidden");
   if (type === "limit" && hidden.checked && !hidden.disabled) order.hidden = true;
-  if (type === "stop" || type === "stop_limit") {
+  if (["stop", "stop_limit", "market_if_touched", "limit_if_touched"].includes(type)) {
     const trigger = $("o-trigger").value;
     const distance = value("o-stop");
     if (!distance) throw new EntryError("o-stop", "Enter the stop price or the trailing distance.");

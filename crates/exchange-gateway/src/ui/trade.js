@@ -326,7 +326,7 @@ function renderOrders(orders) {
   );
 }
 
-const isStop = (o) => o.type === "stop" || o.type === "stop_limit";
+const isStop = (o) => ["stop", "stop_limit", "market_if_touched", "limit_if_touched"].includes(o.type);
 
 /** A stop's trigger: its price, or its trailing distance. */
 function stopText(o, d, pdp) {
@@ -490,7 +490,7 @@ for (const id of ["asks", "bids"]) {
   $(id).addEventListener("click", (event) => {
     const row = event.target.closest("button.row");
     if (!row) return;
-    if ($("o-type").value !== "stop_limit") $("o-type").value = "limit";
+    if (!["stop_limit", "limit_if_touched"].includes($("o-type").value)) $("o-type").value = "limit";
     updateEntryFields();
     $("o-price").value = row.dataset.price;
     $("o-qty").focus();

@@ -519,8 +519,9 @@ fn to_limit_or_min_qty_command(
 
 /// A stop-limit or stop market order (its stop a few ticks beyond the
 /// band's center, where the last price gets now and then; rarely off the
-/// grid), or a limit order; now and then in a one-cancels-other pair with
-/// an order the pool of client ids names.
+/// grid), an if-touched order (its stop as far on the other side), or a
+/// limit order; now and then in a one-cancels-other pair with an order
+/// the pool of client ids names.
 fn stop_command(instruments: usize, accounts: u64) -> impl Strategy<Value = Command> {
     (
         place_command(instruments, accounts),
@@ -528,6 +529,8 @@ fn stop_command(instruments: usize, accounts: u64) -> impl Strategy<Value = Comm
         prop_oneof![
             4 => Just(OrderType::StopLimit),
             2 => Just(OrderType::Stop),
+            2 => Just(OrderType::LimitIfTouched),
+            1 => Just(OrderType::MarketIfTouched),
             1 => Just(OrderType::Limit),
         ],
         prop_oneof![3 => Just(None), 1 => client_id().prop_map(Some)],
@@ -537,14 +540,16 @@ fn stop_command(instruments: usize, accounts: u64) -> impl Strategy<Value = Comm
                 return command;
             };
             let grid = grid_of(&place.symbol);
-            // A buy stop waits above the center, a sell stop below it.
-            let stop = match (place.side, stop) {
-                (Side::Sell, RawNum::On(n)) => RawNum::On(-n),
+            // A buy stop waits above the center, a sell stop below it; an
+            // if-touched order the other way round.
+            let below = (place.side == Side::Sell) != order_type.is_if_touched();
+            let stop = match (below, stop) {
+                (true, RawNum::On(n)) => RawNum::On(-n),
                 (_, other) => other,
             };
             place.order_type = order_type;
             match order_type {
-                OrderType::Stop => place.price = None,
+                OrderType::Stop | OrderType::MarketIfTouched => place.price = None,
                 _ if place.price.is_none() => place.price = Some(grid.price(RawNum::On(0))),
                 _ => {}
             }

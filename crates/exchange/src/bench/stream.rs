@@ -83,9 +83,14 @@ impl StreamStats {
                 (OrderType::Limit, TimeInForce::Ioc) => &mut self.ioc,
                 (OrderType::Limit, TimeInForce::Fok) => &mut self.fok,
                 (OrderType::Limit, _)
-                | (OrderType::Stop | OrderType::StopLimit | OrderType::MarketToLimit, _) => {
-                    &mut self.other
-                }
+                | (
+                    OrderType::Stop
+                    | OrderType::StopLimit
+                    | OrderType::MarketToLimit
+                    | OrderType::MarketIfTouched
+                    | OrderType::LimitIfTouched,
+                    _,
+                ) => &mut self.other,
             },
             Command::Cancel(_) => &mut self.cancel,
             Command::Replace(_) | Command::ReplaceStop(_) => &mut self.replace,

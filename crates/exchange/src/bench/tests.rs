@@ -6,8 +6,8 @@ use exchange_core::Engine;
 use exchange_types::Command;
 
 use super::generator::{
-    generate, Spec, Workload, CANCEL_PPM, GTC_PPM, HIDDEN_PPM, ICEBERG_PPM, IOC_PPM,
-    MARKET_TO_LIMIT_PPM, MIN_QTY_PPM, RACE_PPM, STOP_PPM,
+    generate, Spec, Workload, CANCEL_PPM, GTC_PPM, HIDDEN_PPM, ICEBERG_PPM, IF_TOUCHED_PPM,
+    IOC_PPM, MARKET_TO_LIMIT_PPM, MIN_QTY_PPM, RACE_PPM, STOP_PPM,
 };
 #[cfg(feature = "peer-books")]
 use super::peer::lobster::Lobster;
@@ -44,7 +44,10 @@ fn the_mixed_workload_adds_stops_icebergs_new_order_types_and_requests_racing_fi
     let stops = p
         .timed
         .iter()
-        .filter(|s| matches!(&s.command, Command::Place(p) if p.ext().stop_price.is_some()))
+        .filter(|s| {
+            matches!(&s.command, Command::Place(p)
+                if p.ext().stop_price.is_some() && !p.order_type.is_if_touched())
+        })
         .count();
     let icebergs = p
         .timed
@@ -60,11 +63,13 @@ fn the_mixed_workload_adds_stops_icebergs_new_order_types_and_requests_racing_fi
     let to_limit = count(&|p| p.order_type == exchange_types::OrderType::MarketToLimit);
     let min_qty = count(&|p| p.ext().min_qty.is_some());
     let hidden = count(&|p| p.ext().hidden);
+    let if_touched = count(&|p| p.order_type.is_if_touched());
     let share = |n: usize| n as f64 / 40_000.0;
     let shares = [
         (to_limit, MARKET_TO_LIMIT_PPM),
         (min_qty, MIN_QTY_PPM),
         (hidden, HIDDEN_PPM),
+        (if_touched, IF_TOUCHED_PPM),
     ];
     for (n, ppm) in shares {
         assert!(

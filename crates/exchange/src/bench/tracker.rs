@@ -37,10 +37,11 @@ impl OpenOrder {
     /// The limit price; 0 for a market order.
     pub fn price(&self) -> u64 {
         match self.state.order_type {
-            OrderType::Limit | OrderType::StopLimit | OrderType::MarketToLimit => {
-                self.state.progress.price.unwrap_or(0)
-            }
-            OrderType::Market | OrderType::Stop => 0,
+            OrderType::Limit
+            | OrderType::StopLimit
+            | OrderType::MarketToLimit
+            | OrderType::LimitIfTouched => self.state.progress.price.unwrap_or(0),
+            OrderType::Market | OrderType::Stop | OrderType::MarketIfTouched => 0,
         }
     }
 

@@ -2,6 +2,8 @@
 //! place of some of its commands, the order types a real venue also sees
 //! and the races it must answer cheaply:
 //! - stop and stop-limit orders triggering a few ticks beyond the touch;
+//! - market- and limit-if-touched (take-profit) orders triggering a few
+//!   ticks behind their own side's touch;
 //! - icebergs: resting orders that show a fifth of their size;
 //! - market-to-limit orders, and immediate orders with a minimum
 //!   acceptable quantity of half their size;
@@ -33,6 +35,7 @@ pub const RACE_PPM: u64 = 30_000;
 pub const MARKET_TO_LIMIT_PPM: u64 = 10_000;
 pub const MIN_QTY_PPM: u64 = 10_000;
 pub const HIDDEN_PPM: u64 = 10_000;
+pub const IF_TOUCHED_PPM: u64 = 10_000;
 /// The bench listing's minimum value of a hidden order, in whole USD.
 pub(super) const HIDDEN_MIN_NOTIONAL: u64 = 500;
 /// Orders that filled completely, remembered for the racing requests.
@@ -64,6 +67,9 @@ impl Generator {
         }
         if rest < MARKET_TO_LIMIT_PPM + MIN_QTY_PPM + HIDDEN_PPM {
             return Ok(Some(Command::Place(self.hidden()?)));
+        }
+        if rest < MARKET_TO_LIMIT_PPM + MIN_QTY_PPM + HIDDEN_PPM + IF_TOUCHED_PPM {
+            return Ok(Some(Command::Place(self.if_touched()?)));
         }
         Ok(None)
     }
@@ -120,6 +126,38 @@ impl Generator {
             place.price = None;
         } else {
             place.order_type = OrderType::StopLimit;
+            let limit = match side {
+                Side::Buy => trigger + 2,
+                Side::Sell => trigger.saturating_sub(2).max(1),
+            };
+            place.price = Some(ticks(limit));
+        }
+        place.ext = Some(Box::new(PlaceExt {
+            stop_price: Some(ticks(trigger)),
+            ..place.ext().clone()
+        }));
+        Ok(place)
+    }
+
+    /// A take-profit: a buy waits below its own side's touch for the price
+    /// to fall to it, a sell above it for the price to rise.
+    fn if_touched(&mut self) -> anyhow::Result<exchange_types::Place> {
+        let side = self.taker_side();
+        let behind = 1 + self.rng.below(20);
+        let touch = self.best(side).unwrap_or_else(|| self.center());
+        let trigger = match side {
+            Side::Buy => touch.saturating_sub(behind).max(1),
+            Side::Sell => touch + behind,
+        };
+        let qty = self.taker_size();
+        let mut place = self.place(side, trigger, qty, TimeInForce::Gtc)?;
+        // A market-if-touched buy needs a collar, which the bench listing
+        // does not have: buys are limit-if-touched.
+        if side == Side::Sell && self.rng.chance(500_000) {
+            place.order_type = OrderType::MarketIfTouched;
+            place.price = None;
+        } else {
+            place.order_type = OrderType::LimitIfTouched;
             let limit = match side {
                 Side::Buy => trigger + 2,
                 Side::Sell => trigger.saturating_sub(2).max(1),

@@ -37,7 +37,9 @@ mod orders;
 
 use mix::HIDDEN_MIN_NOTIONAL;
 #[cfg(test)]
-pub use mix::{HIDDEN_PPM, ICEBERG_PPM, MARKET_TO_LIMIT_PPM, MIN_QTY_PPM, RACE_PPM, STOP_PPM};
+pub use mix::{
+    HIDDEN_PPM, ICEBERG_PPM, IF_TOUCHED_PPM, MARKET_TO_LIMIT_PPM, MIN_QTY_PPM, RACE_PPM, STOP_PPM,
+};
 
 pub const SYMBOL: &str = "BNCH-USD";
 const BASE: &str = "BNCH";
