@@ -191,6 +191,8 @@ impl Instrument {
     }
 
     /// Quantity in lots, checked against the lot size and the min/max.
+    /// On every order's admission, so kept inline there.
+    #[inline(always)]
     pub fn qty_to_lots(&self, qty: Dec) -> Result<u64, RejectReason> {
         let units = qty.to_units().map_err(qty_reason)?;
         if units % self.lot_units != 0 {
