@@ -253,6 +253,7 @@ impl Engine {
             self.unrest(slot, out);
             self.expire(slot, out);
         }
+        self.expire_midpoints(index, ends, out);
     }
 
     /// Expires the good-till-date orders whose time has come.
