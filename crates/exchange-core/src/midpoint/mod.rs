@@ -10,11 +10,9 @@
 //! keeps its place through fills and reductions; a new limit or a larger
 //! quantity sends it to the back.
 //!
-//! The book is small by rule ([`MAX_MIDPOINT_ORDERS_PER_INSTRUMENT`]): each
-//! side is a vector in priority order, so entering and leaving cost a
-//! shift of at most that many entries.
-//!
-//! [`MAX_MIDPOINT_ORDERS_PER_INSTRUMENT`]: exchange_types::limits::MAX_MIDPOINT_ORDERS_PER_INSTRUMENT
+//! The book is small by rule (`MAX_MIDPOINT_ORDERS_PER_INSTRUMENT` in
+//! `exchange_types::limits`): each side is a vector in priority order, so
+//! entering and leaving cost a shift of at most that many entries.
 
 use std::collections::{BTreeMap, BTreeSet};
 
