@@ -297,6 +297,102 @@ fn a_state_without_midpoint_orders_keeps_the_bytes_it_had_without_them() {
     assert!(dark.engine.snapshot().len() > resting);
 }
 
+/// The instrument's reference (last) price, in units.
+fn reference(h: &Harness) -> Option<u64> {
+    h.engine.instruments()[0].reference_price
+}
+
+#[test]
+fn a_midpoint_trade_moves_no_last_price_and_triggers_no_stop() {
+    let mut h = market(3);
+    quote(&mut h, "99.00", "100.00");
+    let before = reference(&h);
+    // A buy stop at 99.50 would trigger on a lit trade there.
+    let stop = Place {
+        order_type: OrderType::StopLimit,
+        ext: Some(Box::new(PlaceExt {
+            stop_price: Some(dec("99.50")),
+            ..PlaceExt::default()
+        })),
+        ..limit(3, "stop", Side::Buy, "99.60", "1")
+    };
+    let stop = place_ok(&mut h, stop);
+    place_ok(&mut h, midpoint(1, "b", Side::Buy, None, "2"));
+    let events = exec(&mut h, midpoint(2, "s", Side::Sell, None, "2"));
+    assert_eq!(trades(&events)[0].0, units("99.50"));
+    assert!(!names(&events).contains(&"triggered"));
+    assert_eq!(reference(&h), before);
+    assert!(open_order(&h, stop).is_some());
+}
+
+#[test]
+fn an_unlimited_buy_reserves_at_the_collar_and_settles_exactly() {
+    let spec = AddInstrument {
+        lot_size: dec("1"),
+        ..collared(500, "100")
+    };
+    let mut h = funded_with(spec, 9);
+    quote(&mut h, "99.00", "101.00");
+    place_ok(&mut h, midpoint(1, "b", Side::Buy, None, "10"));
+    // Ten at the collar's 105 and the largest fee (5 bps): 1,050.525.
+    let held = units("1050.525");
+    assert_eq!(
+        bal(&h, 1, "USD"),
+        (units("1000000"), units("1000000") - held)
+    );
+    exec(&mut h, midpoint(2, "s", Side::Sell, None, "4"));
+    // Four bought at 100 with the maker's 1 bp rebate; six still held.
+    let paid = units("400") - units("0.04");
+    let still = units("630.315");
+    assert_eq!(
+        bal(&h, 1, "USD"),
+        (units("1000000") - paid, units("1000000") - paid - still)
+    );
+    assert_eq!(bal(&h, 1, "BTC").0, units("104"));
+}
+
+#[test]
+fn new_rules_a_delisting_and_an_expiry_end_midpoint_orders() {
+    let mut h = market(2);
+    quote(&mut h, "99.00", "100.00");
+    let gtd = with_tif(
+        midpoint(1, "g", Side::Buy, None, "1"),
+        TimeInForce::Gtd,
+        Some(h.ts + 3),
+    );
+    let gtd = place_ok(&mut h, gtd);
+    let kept = place_ok(&mut h, midpoint(2, "k", Side::Sell, Some("101.00"), "1"));
+    let mut events = h.run_checked(Command::Tick);
+    events.extend(h.run_checked(Command::Tick));
+    assert_eq!(expiries(&events), [(gtd, units("1"), 0)]);
+    let ruled = Place {
+        client_order_id: coid("r"),
+        ..midpoint(1, "r", Side::Buy, None, "1")
+    };
+    let ruled = place_ok(&mut h, ruled);
+    let fees = SetInstrumentRules {
+        maker_fee_bps: Some(0),
+        ..rules("BTC-USD")
+    };
+    let events = h.run_checked(set_rules(fees));
+    let ended: Vec<_> = cancels(&events).iter().map(|c| (c.0, c.1)).collect();
+    assert_eq!(
+        ended,
+        [
+            (ruled, CancelReason::RulesChanged),
+            (kept, CancelReason::RulesChanged)
+        ]
+    );
+    place_ok(&mut h, midpoint(2, "d", Side::Sell, None, "1"));
+    let events = h.run_checked(Command::Delist {
+        symbol: sym("BTC-USD"),
+    });
+    assert!(cancels(&events)
+        .iter()
+        .any(|c| c.1 == CancelReason::Delisted));
+    assert!(h.engine.open_orders().is_empty());
+}
+
 mod properties {
     use super::*;
     use proptest::prelude::*;
@@ -309,6 +405,7 @@ mod properties {
 
     fn command(
         n: usize,
+        ts: u64,
         (kind, account, buy, offset, qty, extra): (u8, u64, bool, u64, u64, u64),
     ) -> Command {
         let side = if buy { Side::Buy } else { Side::Sell };
@@ -329,6 +426,7 @@ mod properties {
                     0 => cmd(with_min_qty(order, &qty.min(3).to_string())),
                     1 => cmd(ioc(order)),
                     2 => cmd(with_stp(order, SelfTradePrevention::Decrement)),
+                    3 => cmd(with_tif(order, TimeInForce::Gtd, Some(ts + 1 + offset))),
                     _ => cmd(order),
                 }
             }
@@ -357,7 +455,8 @@ mod properties {
         fn random_streams_keep_every_invariant(steps in prop::collection::vec(step(), 1..80)) {
             let mut h = market(4);
             for (n, s) in steps.into_iter().enumerate() {
-                h.run_checked(command(n, s));
+                let ts = h.ts;
+                h.run_checked(command(n, ts, s));
             }
             let restored = Engine::restore(&h.engine.snapshot()).expect("restores");
             prop_assert_eq!(restored.state_hash(), h.engine.state_hash());
