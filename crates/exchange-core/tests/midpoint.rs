@@ -154,6 +154,42 @@ fn the_minimum_acceptable_quantity_holds_on_every_execution() {
     assert!(open_order(&h, buy).is_none());
 }
 
+/// A trade changes what its two orders can still do: a sell whose
+/// remainder fell below its minimum now trades with a buy it passed
+/// over, and a buy whose remainder fell with a sell it passed over, in
+/// priority order, within the same command.
+#[test]
+fn a_trade_that_shrinks_an_order_lets_it_meet_an_order_passed_over() {
+    let mut h = market(3);
+    quote(&mut h, "99.00", "100.00");
+    let sell = place_ok(
+        &mut h,
+        with_min_qty(midpoint(1, "s", Side::Sell, None, "10"), "5"),
+    );
+    let small = place_ok(&mut h, midpoint(2, "b1", Side::Buy, None, "3"));
+    let events = exec(&mut h, midpoint(3, "b2", Side::Buy, Some("99.60"), "8"));
+    let big = order_id(&events).unwrap();
+    let mid = units("99.50");
+    assert_eq!(
+        trades(&events),
+        [(mid, units("8"), sell, big), (mid, units("2"), sell, small)]
+    );
+
+    let mut h = market(3);
+    quote(&mut h, "99.00", "100.00");
+    let buy = place_ok(
+        &mut h,
+        with_min_qty(midpoint(1, "b", Side::Buy, None, "10"), "6"),
+    );
+    let passed = place_ok(&mut h, midpoint(2, "s1", Side::Sell, None, "5"));
+    let events = exec(&mut h, midpoint(3, "s2", Side::Sell, None, "7"));
+    let met = order_id(&events).unwrap();
+    assert_eq!(
+        trades(&events),
+        [(mid, units("7"), buy, met), (mid, units("3"), buy, passed)]
+    );
+}
+
 #[test]
 fn self_trade_prevention_applies_between_midpoint_orders() {
     let mut h = market(1);

@@ -24,6 +24,7 @@
 
 use exchange_types::{CancelReason, Event, Phase, SelfTradePrevention, Side};
 
+use super::{Entry, MidBook};
 use crate::engine::Engine;
 
 /// Two orders that may trade: the buy and the sell.
@@ -81,7 +82,12 @@ impl Engine {
     }
 
     /// Matches an instrument's midpoint book at the current midpoint
-    /// until no pair can trade.
+    /// until no pair can trade: always the first pair in priority order
+    /// (buys first, each against the sells in theirs), as a scan from the
+    /// top after every trade would find it, but without that scan's
+    /// quadratic cost per trade: rows (buys) before `frontier` have been
+    /// scanned whole and found nothing, and a trade changes only its two
+    /// orders, so only their pairs are looked at again.
     pub(crate) fn match_midpoints(&mut self, instrument: u32, out: &mut Vec<Event>) {
         let mid = self.midpoint_price(instrument);
         if let Some(book) = self.midpoints.books.get_mut(&instrument) {
@@ -90,55 +96,114 @@ impl Engine {
         let Some(mid) = mid else {
             return;
         };
-        while let Some(pair) = self.find_pair(instrument, mid) {
-            let account = |slot: u32| self.orders.get(slot).account;
-            if account(pair.taker) == account(pair.maker) {
-                self.prevent_midpoint_self_trade(pair, out);
-            } else {
-                self.fill_midpoint(pair.taker, pair.maker, mid, out);
-                for slot in [pair.buy, pair.sell] {
-                    if self.orders.get(slot).leaves() == 0 {
-                        self.unbook_midpoint(slot);
-                        self.release_all(slot, out);
-                        self.close_order(slot);
-                    }
-                }
+        let mut frontier = 0;
+        let mut next = None;
+        while let Some(pair) = next
+            .take()
+            .or_else(|| self.scan_rows(instrument, mid, &mut frontier))
+        {
+            let buy_row = self
+                .midpoints
+                .book(instrument)
+                .and_then(|b| b.bids.iter().position(|e| e.slot == pair.buy));
+            let buy_row = buy_row.expect("a pair's buy is in its book");
+            self.act_on_pair(pair, mid, out);
+            next = self.recheck(instrument, mid, pair, buy_row, &mut frontier);
+        }
+        // The point of the frontier: nothing is left that a scan from the
+        // top would find. Checked where it costs nothing in production.
+        debug_assert!(self.scan_rows(instrument, mid, &mut 0).is_none());
+    }
+
+    /// A pair trades, or self-trade prevention acts on it; an order the
+    /// trade completed leaves the book.
+    fn act_on_pair(&mut self, pair: Pair, mid: u64, out: &mut Vec<Event>) {
+        let account = |slot: u32| self.orders.get(slot).account;
+        if account(pair.taker) == account(pair.maker) {
+            self.prevent_midpoint_self_trade(pair, out);
+            return;
+        }
+        self.fill_midpoint(pair.taker, pair.maker, mid, out);
+        for slot in [pair.buy, pair.sell] {
+            if self.orders.get(slot).leaves() == 0 {
+                self.unbook_midpoint(slot);
+                self.release_all(slot, out);
+                self.close_order(slot);
             }
         }
     }
 
-    /// The first pair in priority order that may trade at `mid`.
-    fn find_pair(&self, instrument: u32, mid: u64) -> Option<Pair> {
+    /// The first pair in the rows from `frontier` on, which moves to the
+    /// row it is found in (or past the last row).
+    fn scan_rows(&self, instrument: u32, mid: u64, frontier: &mut usize) -> Option<Pair> {
         let book = self.midpoints.book(instrument)?;
-        for b in &book.bids {
-            let buy = self.orders.get(b.slot);
-            if buy.price < mid {
-                continue;
+        while *frontier < book.bids.len() {
+            if let Some(pair) = self.row_pair(book, *frontier, mid) {
+                return Some(pair);
             }
-            for s in &book.asks {
-                let sell = self.orders.get(s.slot);
-                if sell.price > mid
-                    || !minimums_met(
-                        (buy.leaves(), b.terms.min_lots),
-                        (sell.leaves(), s.terms.min_lots),
-                    )
-                {
-                    continue;
-                }
-                let (taker, maker) = if b.time > s.time {
-                    (b.slot, s.slot)
-                } else {
-                    (s.slot, b.slot)
-                };
-                return Some(Pair {
-                    buy: b.slot,
-                    sell: s.slot,
-                    taker,
-                    maker,
-                });
+            *frontier += 1;
+        }
+        None
+    }
+
+    /// After `pair` acted, the first pair before the frontier: the buy's
+    /// own row again, whole, and every other row there against the sell
+    /// only (their other pairs have not changed since they were scanned).
+    fn recheck(
+        &self,
+        instrument: u32,
+        mid: u64,
+        pair: Pair,
+        buy_row: usize,
+        frontier: &mut usize,
+    ) -> Option<Pair> {
+        let book = self.midpoints.book(instrument)?;
+        let buy_at = book.bids.iter().position(|e| e.slot == pair.buy);
+        if buy_at.is_none() && buy_row < *frontier {
+            *frontier -= 1;
+        }
+        let sell = book.asks.iter().find(|e| e.slot == pair.sell);
+        for row in 0..(*frontier).min(book.bids.len()) {
+            let found = if buy_at == Some(row) {
+                self.row_pair(book, row, mid)
+            } else {
+                sell.and_then(|s| self.pair_at(&book.bids[row], s, mid))
+            };
+            if found.is_some() {
+                return found;
             }
         }
         None
+    }
+
+    /// The first sell, in priority order, the buy at `row` may trade with.
+    fn row_pair(&self, book: &MidBook, row: usize, mid: u64) -> Option<Pair> {
+        let b = book.bids.get(row)?;
+        book.asks.iter().find_map(|s| self.pair_at(b, s, mid))
+    }
+
+    /// The buy and the sell as a pair, if both reach `mid` and a trade of
+    /// the smaller remainder meets both minimums.
+    fn pair_at(&self, b: &Entry, s: &Entry, mid: u64) -> Option<Pair> {
+        let (buy, sell) = (self.orders.get(b.slot), self.orders.get(s.slot));
+        let meets = minimums_met(
+            (buy.leaves(), b.terms.min_lots),
+            (sell.leaves(), s.terms.min_lots),
+        );
+        if buy.price < mid || sell.price > mid || !meets {
+            return None;
+        }
+        let (taker, maker) = if b.time > s.time {
+            (b.slot, s.slot)
+        } else {
+            (s.slot, b.slot)
+        };
+        Some(Pair {
+            buy: b.slot,
+            sell: s.slot,
+            taker,
+            maker,
+        })
     }
 
     /// Two orders of one account met: the taker's mode decides, as in the
