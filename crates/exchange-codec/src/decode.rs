@@ -149,6 +149,7 @@ const ORDER_TYPES: &[(&str, OrderType)] = &[
     ("market_to_limit", OrderType::MarketToLimit),
     ("market_if_touched", OrderType::MarketIfTouched),
     ("limit_if_touched", OrderType::LimitIfTouched),
+    ("midpoint", OrderType::Midpoint),
 ];
 const TIFS: &[(&str, TimeInForce)] = &[
     ("gtc", TimeInForce::Gtc),
@@ -459,7 +460,8 @@ fn place(f: &Fields) -> Result<Place, CodecError> {
         | OrderType::StopLimit
         | OrderType::MarketToLimit
         | OrderType::MarketIfTouched
-        | OrderType::LimitIfTouched => TimeInForce::Gtc,
+        | OrderType::LimitIfTouched
+        | OrderType::Midpoint => TimeInForce::Gtc,
         OrderType::Market => TimeInForce::Ioc,
     };
     let trailing = match (f.opt_dec("trailing_amount")?, f.opt_u32("trailing_bps")?) {

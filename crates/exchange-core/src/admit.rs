@@ -19,7 +19,8 @@
 //! the edges run before the log.
 
 use exchange_types::limits::{
-    MAX_OPEN_ORDERS, MAX_OPEN_ORDERS_PER_ACCOUNT, MAX_PRICE_LEVELS_PER_SIDE,
+    MAX_MIDPOINT_ORDERS_PER_INSTRUMENT, MAX_OPEN_ORDERS, MAX_OPEN_ORDERS_PER_ACCOUNT,
+    MAX_PRICE_LEVELS_PER_SIDE,
 };
 use exchange_types::validate::{self, rests};
 use exchange_types::{
@@ -58,6 +59,9 @@ pub(crate) struct Admitted {
     pub min_lots: Option<u64>,
     /// A hidden order: it rests on the book's hidden side.
     pub hidden: bool,
+    /// A midpoint order: it goes to the midpoint book, and its minimum
+    /// acceptable quantity is there, not in `min_lots`.
+    pub midpoint: Option<crate::midpoint::Terms>,
 }
 
 /// The order's instrument and account, as indices.
@@ -196,8 +200,12 @@ impl Engine {
             is_market,
             min_lots,
             hidden,
+            midpoint: None,
         };
         admitted.price = self.admit_price(place, inst, limit_price, &admitted)?;
+        if place.order_type == OrderType::Midpoint {
+            self.admit_midpoint(place, &mut admitted)?;
+        }
         self.admit_limits(place, inst, limit_price, admitted)
     }
 
@@ -302,12 +310,43 @@ impl Engine {
     }
 
     /// What a minimum-quantity order cannot be in a call, where nothing
-    /// trades on entry (`docs/market-model.md`).
+    /// trades on entry, nor a midpoint order, which takes no part in
+    /// auctions (`docs/market-model.md`).
     #[cold]
     fn check_call_entry(place: &Place) -> Result<(), RejectReason> {
+        if place.order_type == OrderType::Midpoint {
+            return Err(RejectReason::MidpointInCall);
+        }
         if place.ext().min_qty.is_some() {
             return Err(RejectReason::MinQtyInCall);
         }
+        Ok(())
+    }
+
+    /// A midpoint order's own terms: its shape, its minimum acceptable
+    /// quantity (held on every execution, so kept from the entry check
+    /// against the lit book), an unlimited one's bound, and room in the
+    /// midpoint book.
+    #[cold]
+    fn admit_midpoint(&self, place: &Place, admitted: &mut Admitted) -> Result<(), RejectReason> {
+        validate::midpoint_shape(place)?;
+        let unlimited = place.price.is_none();
+        if unlimited {
+            // Reserved and never executed beyond, as a market order in a
+            // call: the tighter end of the collar and the static band, or
+            // for a buy without either what its account can pay.
+            admitted.price = self.call_market_bound(admitted, place.side)?;
+        }
+        let book = self.midpoints.book(admitted.instrument);
+        if rests(admitted.tif)
+            && book.is_some_and(|b| b.len() >= MAX_MIDPOINT_ORDERS_PER_INSTRUMENT)
+        {
+            return Err(RejectReason::TooManyMidpointOrders);
+        }
+        admitted.midpoint = Some(crate::midpoint::Terms {
+            unlimited,
+            min_lots: admitted.min_lots.take(),
+        });
         Ok(())
     }
 

@@ -40,6 +40,7 @@ impl Engine {
         }
         tally.open += self.audit_stops(&mut tally.reserved, &mut tally.per_account)?;
         tally.open += self.audit_call_markets(&mut tally.reserved, &mut tally.per_account)?;
+        tally.open += self.audit_midpoints(&mut tally.reserved, &mut tally.per_account)?;
         self.audit_icebergs()?;
         self.audit_indexes(tally.open)?;
         let supply = self.audit_accounts(&tally)?;
@@ -146,6 +147,7 @@ impl Engine {
             self.audit_resting_order(slot, prev, level.price)?;
             let o = self.orders.get(slot);
             if o.is_hidden != hidden
+                || o.is_midpoint
                 || (hidden && (o.hidden > 0 || self.iceberg_display.contains_key(&o.id)))
             {
                 return Err(format!(

@@ -16,6 +16,7 @@ fn order(side: Side, price: u64, qty: u64) -> Order {
         post_only: false,
         is_market: false,
         is_hidden: false,
+        is_midpoint: false,
         price,
         qty,
         filled: 0,

@@ -79,6 +79,8 @@ pub struct Engine {
     /// The waiting market orders that were entered as market-to-limit:
     /// they rest at the auction price rather than trade on.
     pub(crate) call_to_limit: std::collections::BTreeSet<OrderId>,
+    /// Midpoint orders, by instrument, off the lit books.
+    pub(crate) midpoints: crate::midpoint::Midpoints,
 }
 
 impl Default for Engine {
@@ -113,6 +115,7 @@ impl Engine {
             volatility: crate::volatility::bands::Volatility::default(),
             call_markets: std::collections::BTreeMap::new(),
             call_to_limit: std::collections::BTreeSet::new(),
+            midpoints: crate::midpoint::Midpoints::default(),
         };
         // The fee account always exists so that fees never need a branch.
         let fee = engine.accounts.get_or_create(FEE_ACCOUNT);
@@ -135,6 +138,12 @@ impl Engine {
         // after a command that traded nothing.
         if self.next_trade_id != trades_before && self.stops.is_active() {
             self.after_trades(out);
+        }
+        // The one test every command pays for midpoint orders: only an
+        // instrument with midpoint orders on both sides can trade there
+        // when its lit quotes move.
+        if self.midpoints.any_two_sided() {
+            self.rematch_midpoints(out);
         }
     }
 
@@ -432,15 +441,27 @@ impl Engine {
 
     /// Takes a resting order off its book and reports the level.
     pub(crate) fn unrest(&mut self, slot: u32, out: &mut Vec<Event>) {
-        let (instrument, side, price, is_market, hidden) = {
+        let (instrument, side, price, is_market, hidden, midpoint) = {
             let order = self.orders.get(slot);
             let o = order;
-            (o.instrument, o.side, o.price, o.is_market, o.is_hidden)
+            let off_book = (o.is_market, o.is_midpoint);
+            (
+                o.instrument,
+                o.side,
+                o.price,
+                off_book.0,
+                o.is_hidden,
+                off_book.1,
+            )
         };
         // The only open market orders wait off the book for a call's
-        // uncrossing.
-        if is_market {
-            self.unhold_call_market(slot);
+        // uncrossing; midpoint orders rest in their own book.
+        if is_market | midpoint {
+            if is_market {
+                self.unhold_call_market(slot);
+            } else {
+                self.unbook_midpoint(slot);
+            }
             return;
         }
         let qty = self.books[instrument as usize]

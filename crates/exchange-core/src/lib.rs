@@ -54,6 +54,7 @@ mod iceberg;
 mod instrument;
 mod lookup;
 mod matching;
+mod midpoint;
 mod oms;
 mod operator;
 mod orders;

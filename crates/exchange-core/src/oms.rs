@@ -303,7 +303,7 @@ impl Engine {
     fn apply_replace(&mut self, slot: u32, plan: ReplacePlan, out: &mut Vec<Event>) {
         // An untriggered stop has no place on a book to keep or lose, nor
         // has a market order waiting in a call: it keeps its time.
-        let (account, old_client_order_id, old_leaves, is_stop, is_market) = {
+        let (account, old_client_order_id, old_leaves, is_stop, is_market, midpoint) = {
             let order = self.orders.get(slot);
             (
                 order.account,
@@ -311,12 +311,15 @@ impl Engine {
                 order.leaves(),
                 order.stop,
                 order.is_market,
+                order.is_midpoint,
             )
         };
         if let Some(new) = plan.new_client_order_id {
             self.rename_order(slot, account, old_client_order_id, new);
         }
-        let moves = !plan.keeps_priority && !is_stop && !is_market;
+        // A midpoint order is on no level: its book requeues it below.
+        let off_book = is_stop | is_market | midpoint;
+        let moves = !plan.keeps_priority && !off_book;
         if moves {
             self.unrest(slot, out);
         }
@@ -353,7 +356,7 @@ impl Engine {
                 stop_price: stop_price.and_then(std::num::NonZeroU64::new),
             })
         });
-        if !moves && !is_stop && !is_market && leaves < old_leaves {
+        if !moves && !off_book && leaves < old_leaves {
             self.shrink_in_place(slot, old_price, old_leaves, out);
         }
         self.set_reservation(slot, plan.reserve, out);
@@ -361,12 +364,16 @@ impl Engine {
             if is_stop {
                 self.unstop(slot);
             }
-            if is_market {
-                self.unhold_call_market(slot);
+            if is_market | midpoint {
+                // Off the books: out of the call's list or the midpoint book.
+                self.unrest(slot, out);
             }
             self.close_order(slot);
         } else if moves {
             self.execute(slot, out);
+        } else if midpoint {
+            let limit_given = plan.price != old_price;
+            self.requeue_midpoint(slot, limit_given, plan.keeps_priority, out);
         }
     }
 

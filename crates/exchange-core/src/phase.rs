@@ -253,6 +253,7 @@ impl Engine {
             self.unrest(slot, out);
             self.expire(slot, out);
         }
+        self.expire_midpoints(index, ends, out);
     }
 
     /// Expires the good-till-date orders whose time has come.
@@ -376,8 +377,19 @@ impl Engine {
         }
         // Each open good-till-date order has its expiry (ids are unique in
         // the set only per time, so count rather than look up).
-        let open_gtd = self
-            .books
+        let open_gtd = self.open_gtd_orders();
+        if gtd != open_gtd {
+            return Err(format!(
+                "{open_gtd} open good-till-date orders but {gtd} expiries"
+            ));
+        }
+        Ok(())
+    }
+
+    /// Open good-till-date orders: resting on a book, waiting in a call
+    /// or in a midpoint book.
+    fn open_gtd_orders(&self) -> usize {
+        self.books
             .iter()
             .flat_map(|b| b.all_sides())
             .flat_map(|s| s.levels_best_first())
@@ -395,13 +407,13 @@ impl Engine {
             + self
                 .call_markets
                 .values()
+                .chain(
+                    self.midpoints
+                        .books()
+                        .flat_map(|(_, b)| b.bids.iter().chain(&b.asks))
+                        .map(|e| &e.slot),
+                )
                 .filter(|&&slot| self.orders.get(slot).tif == TimeInForce::Gtd)
-                .count();
-        if gtd != open_gtd {
-            return Err(format!(
-                "{open_gtd} open good-till-date orders but {gtd} expiries"
-            ));
-        }
-        Ok(())
+                .count()
     }
 }

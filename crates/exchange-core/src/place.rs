@@ -74,6 +74,10 @@ impl Engine {
                 self.link_oco(slot, other);
             }
         }
+        if let Some(terms) = a.midpoint {
+            self.enter_midpoint(slot, terms, out);
+            return;
+        }
         if let Some(plan) = a.stop {
             self.index_order(slot);
             self.hold_stop(slot, &plan);
@@ -99,12 +103,14 @@ impl Engine {
         // order does, until the auction gives it a price.
         let is_market = place.order_type == OrderType::Market || a.call_market;
         // A stop market order's price is its protection, not a limit the
-        // client gave: like a market order's collar bound, not reported.
+        // client gave: like a market order's collar bound, or an unlimited
+        // midpoint order's, not reported.
         let priced = !is_market
             && !matches!(
                 place.order_type,
                 OrderType::Stop | OrderType::MarketIfTouched
-            );
+            )
+            && (place.order_type != OrderType::Midpoint || place.price.is_some());
         self.emit_with(out, |e| {
             let inst = &e.instruments[a.instrument as usize];
             EventKind::Accepted(event::Accepted {
@@ -135,6 +141,7 @@ impl Engine {
             post_only: place.post_only,
             is_market,
             is_hidden: a.hidden,
+            is_midpoint: a.midpoint.is_some(),
             price: a.price,
             qty: a.lots,
             filled: 0,

@@ -113,8 +113,10 @@ impl Engine {
             }
         };
         let old = self.instruments[index as usize].clone();
-        // A market order's bound and reservation are in the old grid.
+        // A market order's bound and reservation are in the old grid, and
+        // so are a midpoint order's limit or bound.
         self.cancel_call_markets(index, CancelReason::RulesChanged, out);
+        self.cancel_midpoints(index, CancelReason::RulesChanged, out);
         let slots = self.resting_orders(index);
         let mut kept = Vec::with_capacity(slots.len());
         for slot in slots {
@@ -237,6 +239,7 @@ impl Engine {
             Err(reason) => return self.reject_symbol(out, "delist", *symbol, reason),
         };
         self.cancel_call_markets(index, CancelReason::Delisted, out);
+        self.cancel_midpoints(index, CancelReason::Delisted, out);
         for slot in self.resting_orders(index) {
             self.cancel_resting(slot, CancelReason::Delisted, out);
         }

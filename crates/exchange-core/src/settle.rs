@@ -100,6 +100,33 @@ impl Engine {
         self.settle_maker(&fill, maker_market, out)
     }
 
+    /// One trade between two midpoint orders at the midpoint `price`:
+    /// the orders, the balances, the buyer's reservation and the report,
+    /// as in the lit book, but no level (the orders rest on none) and no
+    /// last price (`midpoint/matching.rs`). The caller closes an order
+    /// the trade completed.
+    pub(crate) fn fill_midpoint(
+        &mut self,
+        taker: u32,
+        maker: u32,
+        price: u64,
+        out: &mut Vec<Event>,
+    ) {
+        let fill = self.price_fill(taker, maker, price, false);
+        // A midpoint buy holds its remainder at its limit (or bound), at
+        // or above the midpoint, plus the largest fee.
+        assert!(
+            self.orders.get(fill.buyer).reserved >= fill.from_reservation,
+            "a midpoint buy holds {} but its fill needs {}",
+            self.orders.get(fill.buyer).reserved,
+            fill.from_reservation
+        );
+        let legs = self.settle_orders(&fill);
+        self.settle_balances(&fill, legs);
+        self.true_up_buyer(&fill);
+        self.report_fill(&fill, legs, out);
+    }
+
     #[inline(always)]
     fn price_fill(&self, taker: u32, maker: u32, price: u64, deep: bool) -> Fill {
         let t = self.orders.get(taker);

@@ -185,6 +185,11 @@ impl Engine {
         for &slot in self.call_markets.values() {
             all.push(self.order_view(slot, None));
         }
+        for (instrument, _) in self.midpoints.books() {
+            for slot in self.midpoint_slots(instrument) {
+                all.push(self.order_view(slot, None));
+            }
+        }
         for info in self.stops.untriggered() {
             all.push(self.order_view(info.slot, Some(info.stop)));
         }

@@ -269,7 +269,13 @@ fn place_command(
             Some(crate::time::parse(value).ok_or((99, "ExpireTime (126) is not a UTCTimestamp"))?)
         }
     };
-    let (post_only, trailing_peg) = exec_instructions(&enums.exec_inst)?;
+    let (post_only, trailing_peg, mid_peg) = exec_instructions(&enums.exec_inst)?;
+    if mid_peg != (order_type == OrderType::Midpoint) {
+        return Err((
+            11,
+            "OrdType (40) P (pegged) goes with ExecInst (18) M (mid-price peg)",
+        ));
+    }
     let stp = self_trade_prevention(enums.stp);
     let Some(client_order_id): Option<ClientOrderId> = identifier(message, tags::CL_ORD_ID) else {
         return Err((99, CL_ORD_ID_INVALID));
@@ -315,12 +321,14 @@ fn order_type_of(ord_type: Option<u8>, priced: bool) -> Result<OrderType, OrderR
         Some(b'3') => Ok(OrderType::Stop),
         Some(b'4') => Ok(OrderType::StopLimit),
         Some(b'K') => Ok(OrderType::MarketToLimit),
+        // Pegged; the only peg taken is to the midpoint (ExecInst M).
+        Some(b'P') => Ok(OrderType::Midpoint),
         _ => Err((
             11,
             concat!(
                 "OrdType (40) must be 1 (market), 2 (limit), 3 (stop), 4 (stop limit), ",
-                "J (if touched; limit if touched with Price (44)) or K (market with leftover ",
-                "as limit)"
+                "J (if touched; limit if touched with Price (44)), K (market with leftover ",
+                "as limit) or P (pegged, with ExecInst M)"
             ),
         )),
     }
@@ -338,7 +346,8 @@ fn time_in_force(tif: Option<u8>, order_type: OrderType) -> Result<TimeInForce, 
             | OrderType::StopLimit
             | OrderType::MarketToLimit
             | OrderType::MarketIfTouched
-            | OrderType::LimitIfTouched,
+            | OrderType::LimitIfTouched
+            | OrderType::Midpoint,
         ) => Ok(TimeInForce::Gtc),
         (Some(b'3'), _) | (None, OrderType::Market) => Ok(TimeInForce::Ioc),
         (Some(b'4'), _) => Ok(TimeInForce::Fok),
@@ -356,26 +365,27 @@ fn time_in_force(tif: Option<u8>, order_type: OrderType) -> Result<TimeInForce, 
     }
 }
 
-/// The ExecInst (18) values the exchange offers: post-only and a
-/// trailing stop peg. Returns whether each is given.
-fn exec_instructions(exec_inst: &str) -> Result<(bool, bool), OrderRefusal> {
-    let (mut post_only, mut trailing_peg) = (false, false);
+/// The ExecInst (18) values the exchange offers: post-only, a trailing
+/// stop peg and a mid-price peg. Returns whether each is given.
+fn exec_instructions(exec_inst: &str) -> Result<(bool, bool, bool), OrderRefusal> {
+    let (mut post_only, mut trailing_peg, mut mid_peg) = (false, false, false);
     for instruction in exec_inst.split(' ').filter(|v| !v.is_empty()) {
         match instruction {
             "6" => post_only = true,
             "a" => trailing_peg = true,
+            "M" => mid_peg = true,
             _ => {
                 return Err((
                     11,
                     concat!(
-                        "ExecInst (18) may only be 6 (participate, do not initiate: post-only) ",
-                        "and a (trailing stop peg)"
+                        "ExecInst (18) may only be 6 (participate, do not initiate: post-only), ",
+                        "a (trailing stop peg) and M (mid-price peg)"
                     ),
                 ))
             }
         }
     }
-    Ok((post_only, trailing_peg))
+    Ok((post_only, trailing_peg, mid_peg))
 }
 
 fn self_trade_prevention(stp: Option<u8>) -> SelfTradePrevention {

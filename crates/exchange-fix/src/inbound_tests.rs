@@ -518,3 +518,35 @@ fn session_times_in_force_and_expire_time_reach_the_command() {
     reply(translate(&order("59=6|126=tomorrow|"), &TRADER, 0));
     reply(translate(&order("59=5|"), &TRADER, 0));
 }
+
+#[test]
+fn ord_type_p_with_exec_inst_m_is_a_midpoint_order() {
+    let entry = "11=c1|55=BTC-USD|54=2|60=20240101-00:00:00|38=1|40=P|18=M|";
+    let (command, _) = submitted(translate(&fix("D", 2, entry), &TRADER, 0));
+    let Command::Place(place) = command else {
+        panic!("not a place")
+    };
+    assert_eq!(
+        (place.order_type, place.price, place.tif),
+        (OrderType::Midpoint, None, TimeInForce::Gtc)
+    );
+    let limited = format!("{entry}44=100.5|59=3|");
+    let (command, _) = submitted(translate(&fix("D", 2, &limited), &TRADER, 0));
+    let Command::Place(place) = command else {
+        panic!("not a place")
+    };
+    assert_eq!(
+        (place.order_type, place.price, place.tif),
+        (OrderType::Midpoint, Some(dec("100.5")), TimeInForce::Ioc)
+    );
+    // The mid-price peg belongs to a pegged order, and a pegged order
+    // needs it.
+    for message in [
+        order("18=M|"),
+        fix("D", 2, &entry.replace("18=M|", "18=6|")),
+    ] {
+        let out = reply(translate(&message, &TRADER, 0));
+        assert_eq!(out.get(103).as_deref(), Some("11"));
+        assert!(out.get(58).unwrap_or_default().contains("ExecInst (18) M"));
+    }
+}

@@ -476,3 +476,40 @@ fn a_hidden_orders_new_report_echoes_display_qty_zero() {
     let out = crate::reports::execution_report(&new[0], None);
     assert_eq!(out.get(1138), None);
 }
+
+#[test]
+fn a_midpoint_orders_new_report_is_pegged_to_the_midpoint() {
+    let mut core = Core::new();
+    let mut cache = OrderCache::default();
+    let Command::Place(limit) = place(1, "mid", Side::Buy, Some("100"), "2", TimeInForce::Gtc)
+    else {
+        unreachable!()
+    };
+    let midpoint = Command::Place(Place {
+        order_type: OrderType::Midpoint,
+        ..limit.clone()
+    });
+    let new = run(&mut core, &mut cache, midpoint);
+    let [report] = &new[..] else {
+        panic!("one report: {new:?}")
+    };
+    let out = crate::reports::execution_report(report, None);
+    assert_eq!(
+        (
+            out.get(150).as_deref(),
+            out.get(40).as_deref(),
+            out.get(18).as_deref(),
+            out.get(44).as_deref()
+        ),
+        (Some("0"), Some("P"), Some("M"), Some("100"))
+    );
+    // A limit order's report carries no ExecInst.
+    let lit = Command::Place(Place {
+        client_order_id: ClientOrderId::new("lit").unwrap(),
+        price: Some(dec("90")),
+        ..limit
+    });
+    let new = run(&mut core, &mut cache, lit);
+    let out = crate::reports::execution_report(&new[0], None);
+    assert_eq!((out.get(40).as_deref(), out.get(18)), (Some("2"), None));
+}

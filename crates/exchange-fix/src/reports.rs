@@ -77,6 +77,16 @@ fn ord_type_char(ord_type: OrderType) -> char {
         // FIX 4.4 has one if-touched type; a limit-if-touched order is J
         // with a Price (44), as it was entered (`docs/fix.md`).
         OrderType::MarketIfTouched | OrderType::LimitIfTouched => 'J',
+        OrderType::Midpoint => 'P',
+    }
+}
+
+/// OrdType (40), and for a midpoint order the peg it is: ExecInst (18) M,
+/// mid-price peg, as Nasdaq's FIX names it.
+fn push_ord_type(out: &mut Outgoing, ord_type: OrderType) {
+    out.push(tags::ORD_TYPE, ord_type_char(ord_type));
+    if ord_type == OrderType::Midpoint {
+        out.push(tags::EXEC_INST, 'M');
     }
 }
 
@@ -137,7 +147,7 @@ pub fn execution_report(report: &Report, ids: Option<(&str, &str)>) -> Outgoing 
     out.push(tags::SYMBOL, order.symbol);
     out.push(tags::SIDE, side_char(order.side));
     out.push(tags::ORDER_QTY, format_units(order.progress.qty));
-    out.push(tags::ORD_TYPE, ord_type_char(order.order_type));
+    push_ord_type(&mut out, order.order_type);
     out.push_opt(tags::PRICE, order.progress.price.map(format_units));
     let stop_px = match &report.kind {
         ReportKind::New { stop_price, .. } => *stop_price,

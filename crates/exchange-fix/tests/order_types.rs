@@ -1,6 +1,6 @@
-//! Market-to-limit orders (OrdType K), if-touched orders (OrdType J) and a
-//! minimum acceptable quantity (MinQty, 110) over raw FIX, end to end
-//! through a real node.
+//! Market-to-limit orders (OrdType K), if-touched orders (OrdType J),
+//! midpoint orders (OrdType P with ExecInst M) and a minimum acceptable
+//! quantity (MinQty, 110) over raw FIX, end to end through a real node.
 
 use exchange_testkit::fix::{session, Client, Node};
 
@@ -133,5 +133,56 @@ async fn if_touched_orders_are_ord_type_j_over_fix() {
     assert_eq!(
         (triggered.text(39), triggered.text(40), triggered.text(44)),
         (Some("0"), Some("J"), Some("60990"))
+    );
+}
+
+/// OrdType P with ExecInst M: a midpoint order, resting unseen and
+/// trading with another at the midpoint of the lit quotes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn midpoint_orders_trade_at_the_midpoint_over_fix() {
+    let dir = tempfile::tempdir().unwrap();
+    let node = Node::start(
+        dir.path(),
+        vec![session("A", 1, true), session("B", 2, false)],
+        &[1, 2],
+    )
+    .await;
+    let mut a = Client::logon(node.addr, "A").await;
+    let mut b = Client::logon(node.addr, "B").await;
+    for (id, side, price) in [("q1", 1, 59000), ("q2", 2, 61000)] {
+        a.send(
+            "D",
+            &format!("11={id}|54={side}|38=1|44={price}|40=2|{ORDER}"),
+        )
+        .await;
+        assert_eq!(a.recv().await.text(150), Some("0"));
+    }
+    a.send("D", &format!("11=m1|54=2|38=1|44=59500|40=P|18=M|{ORDER}"))
+        .await;
+    let new = a.recv().await;
+    assert_eq!(
+        (new.text(150), new.text(40), new.text(18), new.text(44)),
+        (Some("0"), Some("P"), Some("M"), Some("59500"))
+    );
+    b.send("D", &format!("11=m2|54=1|38=1|40=P|18=M|59=3|{ORDER}"))
+        .await;
+    let new = b.recv().await;
+    assert_eq!(
+        (new.text(150), new.text(40), new.text(44)),
+        (Some("0"), Some("P"), None)
+    );
+    let fill = b.recv().await;
+    assert_eq!(
+        (fill.text(150), fill.text(31), fill.text(39)),
+        (Some("F"), Some("60000"), Some("2"))
+    );
+    assert_eq!(a.recv().await.text(31), Some("60000"));
+    // The peg without its type is refused.
+    b.send("D", &format!("11=m3|54=1|38=1|44=1|40=2|18=M|{ORDER}"))
+        .await;
+    let refused = b.recv().await;
+    assert_eq!(
+        (refused.text(150), refused.text(103)),
+        (Some("8"), Some("11"))
     );
 }

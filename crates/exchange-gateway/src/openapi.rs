@@ -546,7 +546,8 @@ fn order_schemas() -> Value {
         "stop_limit",
         "market_to_limit",
         "market_if_touched",
-        "limit_if_touched"
+        "limit_if_touched",
+        "midpoint"
     ]);
     let order_props = json!({
         "order_id": int, "client_order_id": text, "symbol": text,

@@ -148,3 +148,53 @@ async fn the_closed_hidden_order_is_read_from_the_store(
     let closed = call(app, signed(2, Method::GET, "/v1/orders?status=closed", "")).await;
     assert_eq!(closed.json["orders"][0], stored.json);
 }
+
+#[tokio::test]
+async fn midpoint_orders_are_placed_over_rest_and_trade_at_the_midpoint() {
+    let node = funded_node().await;
+    let app = app(&node, |_| {});
+    let quotes = [
+        (
+            1,
+            r#"{"symbol":"BTC-USD","side":"buy","price":"99","qty":"1"}"#,
+        ),
+        (
+            2,
+            r#"{"symbol":"BTC-USD","side":"sell","price":"101","qty":"1"}"#,
+        ),
+    ];
+    for (account, body) in quotes {
+        let placed = call(&app, signed(account, Method::POST, "/v1/orders", body)).await;
+        assert_eq!(placed.status, StatusCode::CREATED, "{}", placed.json);
+    }
+    let sell = r#"{"symbol":"BTC-USD","side":"sell","type":"midpoint","price":"99.5","qty":"2"}"#;
+    let resting = call(&app, signed(2, Method::POST, "/v1/orders", sell)).await;
+    assert_eq!(resting.status, StatusCode::CREATED, "{}", resting.json);
+    assert_eq!(resting.json["status"], "new", "{}", resting.json);
+    // Not in the published book: the best ask is still the lit one.
+    let book = call(&app, get("/v1/markets/BTC-USD/book")).await;
+    assert_eq!(
+        book.json["asks"].as_array().map(Vec::len),
+        Some(1),
+        "{}",
+        book.json
+    );
+    let buy = r#"{"symbol":"BTC-USD","side":"buy","type":"midpoint","qty":"1","tif":"ioc"}"#;
+    let bought = call(&app, signed(1, Method::POST, "/v1/orders", buy)).await;
+    assert_eq!(
+        (
+            bought.json["status"].as_str(),
+            bought.json["filled_qty"].as_str()
+        ),
+        (Some("filled"), Some("1")),
+        "{}",
+        bought.json
+    );
+    let fok = buy.replace("ioc", "fok");
+    let refused = call(&app, signed(1, Method::POST, "/v1/orders", &fok)).await;
+    assert_eq!(
+        refused.json["code"], "midpoint_not_allowed",
+        "{}",
+        refused.json
+    );
+}

@@ -45,6 +45,7 @@ enum TypeWire {
     MarketToLimit,
     MarketIfTouched,
     LimitIfTouched,
+    Midpoint,
 }
 
 #[derive(Clone, Copy, Debug, Deserialize)]
@@ -200,6 +201,7 @@ fn place_fields(account: AccountId, request: &PlaceFields<'_>) -> Result<Command
         TypeWire::MarketToLimit => OrderType::MarketToLimit,
         TypeWire::MarketIfTouched => OrderType::MarketIfTouched,
         TypeWire::LimitIfTouched => OrderType::LimitIfTouched,
+        TypeWire::Midpoint => OrderType::Midpoint,
     };
     // A market order cannot rest, so its natural default is immediate.
     let tif = match (request.tif, order_type) {
@@ -211,7 +213,8 @@ fn place_fields(account: AccountId, request: &PlaceFields<'_>) -> Result<Command
             | OrderType::StopLimit
             | OrderType::MarketToLimit
             | OrderType::MarketIfTouched
-            | OrderType::LimitIfTouched,
+            | OrderType::LimitIfTouched
+            | OrderType::Midpoint,
         ) => TimeInForce::Gtc,
         (Some(TifWire::Ioc), _) | (None, OrderType::Market) => TimeInForce::Ioc,
         (Some(TifWire::Fok), _) => TimeInForce::Fok,

@@ -121,7 +121,10 @@ impl StopState {
             | OrderType::StopLimit
             | OrderType::MarketIfTouched
             | OrderType::LimitIfTouched => StopState::Untriggered,
-            OrderType::Limit | OrderType::Market | OrderType::MarketToLimit => StopState::NotStop,
+            OrderType::Limit
+            | OrderType::Market
+            | OrderType::MarketToLimit
+            | OrderType::Midpoint => StopState::NotStop,
         }
     }
 }

@@ -75,6 +75,9 @@ pub const MAX_TRAILING_STOPS_PER_INSTRUMENT: usize = 1_000;
 /// untriggered and trigger, in the same order, after the next command
 /// that carries a trade, so no command does unbounded work.
 pub const MAX_TRIGGERS_PER_COMMAND: usize = 1_000;
+/// Orders resting in one instrument's midpoint book, both sides together:
+/// matching there looks at pairs of orders, so the book is kept small.
+pub const MAX_MIDPOINT_ORDERS_PER_INSTRUMENT: usize = 1_000;
 /// Largest fee magnitude, in basis points (100%).
 pub const MAX_FEE_BPS: i32 = 10_000;
 /// Largest price collar, in basis points (a collar of 100% or more is none).

@@ -68,6 +68,11 @@ pub enum OrderType {
     /// As [`OrderType::MarketIfTouched`], but enters as a limit order at
     /// its price (Binance's `TAKE_PROFIT_LIMIT`).
     LimitIfTouched,
+    /// Pegged to the midpoint of the best bid and offer, never displayed:
+    /// it rests in the instrument's midpoint book and trades only with
+    /// other midpoint orders, at the midpoint (Xetra's midpoint order,
+    /// Nasdaq's Midpoint Peg). Its price, if any, is a limit.
+    Midpoint,
 }
 
 impl OrderType {
@@ -81,6 +86,7 @@ impl OrderType {
         OrderType::MarketToLimit,
         OrderType::MarketIfTouched,
         OrderType::LimitIfTouched,
+        OrderType::Midpoint,
     ];
 
     /// The value [`OrderType::as_str`] names.
@@ -106,6 +112,7 @@ impl OrderType {
             OrderType::MarketToLimit => "market_to_limit",
             OrderType::MarketIfTouched => "market_if_touched",
             OrderType::LimitIfTouched => "limit_if_touched",
+            OrderType::Midpoint => "midpoint",
         }
     }
 }
@@ -355,7 +362,7 @@ mod tests {
         assert_eq!(ReferencePriceRule::parse("Reference"), None);
         assert_eq!(SelfTradePrevention::ALL.len(), 4);
         assert_eq!(Side::ALL.len(), 2);
-        assert_eq!(OrderType::ALL.len(), 7);
+        assert_eq!(OrderType::ALL.len(), 8);
         assert_eq!(TimeInForce::ALL.len(), 7);
         assert_eq!(Side::parse("BUY"), None);
         assert_eq!(OrderType::parse("stoplimit"), None);

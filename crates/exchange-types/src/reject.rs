@@ -86,8 +86,11 @@ reject_reasons! {
         "the minimum acceptable quantity must be greater than zero, on the lot and at most the \
         quantity";
     MinQtyNotAllowed = 161, "min_qty_not_allowed",
-        "a minimum acceptable quantity needs a limit, market or market-to-limit order sized by \
-        quantity and not post-only";
+        "a minimum acceptable quantity needs a limit, market, market-to-limit or midpoint order \
+        sized by quantity and not post-only";
+    MidpointNotAllowed = 170, "midpoint_not_allowed",
+        "a midpoint order is good-till-canceled, day, good-till-date or immediate-or-cancel, and \
+        not one-cancels-other";
     HiddenNotAllowed = 135, "hidden_not_allowed",
         "a hidden order must be a limit order that may rest, and neither an iceberg nor a stop";
     HiddenBelowMinimum = 141, "hidden_below_minimum",
@@ -135,6 +138,8 @@ reject_reasons! {
         "retired: a market-to-limit order in a call now waits for the auction";
     MarketToLimitNoOpposite = 229, "market_to_limit_no_opposite",
         "a market-to-limit order takes its price from the other side of the book, which is empty";
+    MidpointInCall = 235, "midpoint_in_call",
+        "midpoint orders take no part in auctions and are accepted in continuous trading only";
     DuplicateClientOrderId = 301, "duplicate_client_order_id",
         "the account already has an open order with this client order id";
     UnknownOrder = 302, "unknown_order", "no open order of this account has this id";
@@ -163,6 +168,8 @@ reject_reasons! {
         "the instrument has reached its limit of untriggered stop orders";
     TooManyTrailingStops = 411, "too_many_trailing_stops",
         "the instrument has reached its limit of trailing stops";
+    TooManyMidpointOrders = 415, "too_many_midpoint_orders",
+        "the instrument's midpoint book has reached its limit of orders";
     InstrumentExists = 501, "instrument_exists", "an instrument with this symbol already exists";
     InvalidInstrument = 502, "invalid_instrument",
         "the instrument's tick, lot or quantity limits are inconsistent";

@@ -37,6 +37,7 @@ pub fn place(place: &Place) -> Result<(), RejectReason> {
     display_shape(place)?;
     min_qty_shape(place)?;
     hidden_shape(place)?;
+    midpoint_shape(place)?;
     Ok(())
 }
 
@@ -56,10 +57,16 @@ pub fn expire_shape(tif: TimeInForce, expire_ts: Option<u64>) -> Result<(), Reje
 #[inline]
 pub fn stop_shape(order_type: OrderType, ext: &PlaceExt) -> Result<(), RejectReason> {
     match (order_type, ext.stop_price.is_some(), ext.trailing) {
-        (OrderType::Limit | OrderType::Market | OrderType::MarketToLimit, false, None) => Ok(()),
-        (OrderType::Limit | OrderType::Market | OrderType::MarketToLimit, _, _) => {
-            Err(RejectReason::StopPriceNotAllowed)
-        }
+        (
+            OrderType::Limit | OrderType::Market | OrderType::MarketToLimit | OrderType::Midpoint,
+            false,
+            None,
+        ) => Ok(()),
+        (
+            OrderType::Limit | OrderType::Market | OrderType::MarketToLimit | OrderType::Midpoint,
+            _,
+            _,
+        ) => Err(RejectReason::StopPriceNotAllowed),
         (OrderType::MarketIfTouched | OrderType::LimitIfTouched, _, Some(_)) => {
             Err(RejectReason::TrailingNotAllowed)
         }
@@ -87,9 +94,13 @@ pub fn stop_shape(order_type: OrderType, ext: &PlaceExt) -> Result<(), RejectRea
 
 /// Limit, stop-limit and limit-if-touched orders need a price; market,
 /// stop, market-if-touched and market-to-limit orders take none (a
-/// market-to-limit order's comes from the book).
+/// market-to-limit order's comes from the book); a midpoint order may
+/// have one, as its limit.
 #[inline]
 pub fn price_shape(order_type: OrderType, has_price: bool) -> Result<(), RejectReason> {
+    if order_type == OrderType::Midpoint {
+        return Ok(());
+    }
     let priced = matches!(
         order_type,
         OrderType::Limit | OrderType::StopLimit | OrderType::LimitIfTouched
@@ -157,7 +168,7 @@ pub fn min_qty_shape(place: &Place) -> Result<Option<u64>, RejectReason> {
     };
     let typed = matches!(
         place.order_type,
-        OrderType::Limit | OrderType::Market | OrderType::MarketToLimit
+        OrderType::Limit | OrderType::Market | OrderType::MarketToLimit | OrderType::Midpoint
     );
     if !typed || place.post_only || place.ext().funds.is_some() {
         return Err(RejectReason::MinQtyNotAllowed);
@@ -182,6 +193,26 @@ pub fn hidden_shape(place: &Place) -> Result<(), RejectReason> {
         && (place.order_type != OrderType::Limit || !rests(place.tif) || ext.display_qty.is_some())
     {
         return Err(RejectReason::HiddenNotAllowed);
+    }
+    Ok(())
+}
+
+/// A midpoint order rests in the midpoint book or trades there at once
+/// and expires (immediate-or-cancel): not fill-or-kill, and not for an
+/// auction. Nor is it one of a one-cancels-other pair. Post-only, display
+/// quantities, hidden and funds belong to other order types and are
+/// refused by their own rules.
+#[inline]
+pub fn midpoint_shape(place: &Place) -> Result<(), RejectReason> {
+    if place.order_type != OrderType::Midpoint {
+        return Ok(());
+    }
+    let tif_ok = matches!(
+        place.tif,
+        TimeInForce::Gtc | TimeInForce::Day | TimeInForce::Gtd | TimeInForce::Ioc
+    );
+    if !tif_ok || place.ext().oco_with.is_some() {
+        return Err(RejectReason::MidpointNotAllowed);
     }
     Ok(())
 }
@@ -399,5 +430,42 @@ mod tests {
             );
             assert_eq!(place(&trailing), verdict, "{bps} bps");
         }
+    }
+
+    #[test]
+    fn midpoint_orders_take_an_optional_limit_and_rest_or_end_at_once() {
+        let mut mid = limit();
+        mid.order_type = OrderType::Midpoint;
+        assert_eq!(place(&mid), Ok(()));
+        mid.price = None;
+        assert_eq!(place(&mid), Ok(()));
+        for tif in [TimeInForce::Day, TimeInForce::Ioc] {
+            assert_eq!(place(&Place { tif, ..mid.clone() }), Ok(()));
+        }
+        for tif in [TimeInForce::Fok, TimeInForce::AtOpen, TimeInForce::AtClose] {
+            let refused = Place { tif, ..mid.clone() };
+            assert_eq!(place(&refused), Err(RejectReason::MidpointNotAllowed));
+        }
+        let with_min = with_ext(
+            mid.clone(),
+            PlaceExt {
+                min_qty: Some(dec("1")),
+                ..PlaceExt::default()
+            },
+        );
+        assert_eq!(place(&with_min), Ok(()));
+        let hidden = with_ext(
+            mid.clone(),
+            PlaceExt {
+                hidden: true,
+                ..PlaceExt::default()
+            },
+        );
+        assert_eq!(place(&hidden), Err(RejectReason::HiddenNotAllowed));
+        let posted = Place {
+            post_only: true,
+            ..mid
+        };
+        assert_eq!(place(&posted), Err(RejectReason::PostOnlyNotAllowed));
     }
 }

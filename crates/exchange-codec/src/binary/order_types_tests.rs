@@ -1,4 +1,4 @@
-//! Market-to-limit and if-touched orders and the minimum acceptable
+//! Market-to-limit, if-touched and midpoint orders and the minimum acceptable
 //! quantity in both encodings, and a place written before the quantity
 //! was appended.
 
@@ -148,4 +148,40 @@ fn a_rarer_part_without_the_minimum_reads_as_none() {
     let block = u16::try_from(cut.len() - HEADER_BYTES).unwrap();
     cut[4..6].copy_from_slice(&block.to_le_bytes());
     assert_eq!(decode_command(&cut), Err(BinaryError::Truncated));
+}
+
+#[test]
+fn midpoint_orders_round_trip_with_and_without_a_limit() {
+    let unlimited = place(OrderType::Midpoint, Some(min_qty("1")));
+    let mut limited = place(OrderType::Midpoint, None);
+    if let Command::Place(p) = &mut limited.command {
+        p.price = Some(Dec::parse("100.5").unwrap());
+    }
+    let line = crate::encode_command(&unlimited);
+    assert_eq!(
+        line,
+        concat!(
+            r#"{"cmd":"place","ts":7,"account":3,"client_order_id":"c1","#,
+            r#""symbol":"BTC-USD","side":"buy","type":"midpoint","qty":"2","#,
+            r#""tif":"gtc","post_only":false,"stp":"cancel_newest","min_qty":"1"}"#
+        )
+    );
+    for stamped in [unlimited, limited] {
+        let line = crate::encode_command(&stamped);
+        assert_eq!(crate::decode_command(&line), Ok(stamped.clone()), "{line}");
+        let bytes = encode_command(&stamped);
+        assert_eq!(decode_command(&bytes), Ok(stamped));
+    }
+    // Code 7: after the if-touched types, in the order of the list.
+    let at = HEADER_BYTES + 8 + 36 + 16 + 1;
+    assert_eq!(encode_command(&place(OrderType::Midpoint, None))[at], 7);
+    // Left out, the time in force is GTC: it rests in the midpoint book.
+    let short = concat!(
+        r#"{"cmd":"place","ts":7,"account":3,"client_order_id":"c1","#,
+        r#""symbol":"BTC-USD","side":"buy","type":"midpoint","qty":"2"}"#
+    );
+    assert_eq!(
+        crate::decode_command(short),
+        Ok(place(OrderType::Midpoint, None))
+    );
 }

@@ -13,9 +13,10 @@ use crate::engine::Engine;
 use crate::orders::NIL;
 
 pub(super) fn write_books(w: &mut Writer, e: &Engine) {
-    // Untriggered stops and market orders in a call are open orders on no
-    // book: they have sections of their own.
-    w.u64((e.orders.len() - e.stops.untriggered_count() - e.call_markets.len()) as u64);
+    // Untriggered stops, market orders in a call and midpoint orders are
+    // open orders on no book: they have sections of their own.
+    let off_book = e.stops.untriggered_count() + e.call_markets.len() + e.midpoints.order_count();
+    w.u64((e.orders.len() - off_book) as u64);
     for book in &e.books {
         // Hidden orders after the displayed ones, in their own sides'
         // order; a book without any writes what it always did.

@@ -27,6 +27,7 @@ mod family;
 mod hidden;
 mod icebergs;
 mod instruments;
+mod midpoint;
 mod phase;
 mod risk;
 mod rules;
@@ -110,6 +111,7 @@ impl Engine {
         call_markets::write_section(&mut w, self);
         hidden::write_section(&mut w, self);
         call_markets::write_to_limit_section(&mut w, self);
+        midpoint::write_section(&mut w, self);
         w.0
     }
 
@@ -149,6 +151,8 @@ impl Engine {
             to_limit,
             call_markets::read_to_limit_section,
         )?;
+        let midpoints = midpoint::MIDPOINT_SECTION;
+        read_tagged(&mut r, &mut e, midpoints, midpoint::read_section)?;
         if r.at != bytes.len() {
             return Err(SnapshotError::TrailingBytes(bytes.len() - r.at));
         }

@@ -193,6 +193,8 @@ pub(crate) fn read_order(r: &mut Reader) -> Result<(Order, bool), SnapshotError>
         is_market: false,
         // Bit 2: a hidden order, which rests on its book's hidden side.
         is_hidden: flags & 4 != 0,
+        // The midpoint section marks its own orders.
+        is_midpoint: false,
         price: r.u64()?,
         qty: r.u64()?,
         filled: r.u64()?,

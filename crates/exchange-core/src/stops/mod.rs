@@ -63,7 +63,10 @@ impl Engine {
             OrderType::StopLimit => (false, false),
             OrderType::MarketIfTouched => (true, true),
             OrderType::LimitIfTouched => (false, true),
-            OrderType::Limit | OrderType::Market | OrderType::MarketToLimit => return Ok(None),
+            OrderType::Limit
+            | OrderType::Market
+            | OrderType::MarketToLimit
+            | OrderType::Midpoint => return Ok(None),
         };
         let last = inst.reference_ticks;
         // The shape passed: exactly one of the two is given, and a

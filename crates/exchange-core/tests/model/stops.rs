@@ -106,7 +106,13 @@ impl Model {
             OrderType::StopLimit => (false, false),
             OrderType::MarketIfTouched => (true, true),
             OrderType::LimitIfTouched => (false, true),
-            OrderType::Limit | OrderType::Market | OrderType::MarketToLimit => {
+            // The streams compared with this model carry no midpoint orders
+            // (`tests/midpoint.rs` covers them); their stop fields are
+            // refused as any non-stop's.
+            OrderType::Limit
+            | OrderType::Market
+            | OrderType::MarketToLimit
+            | OrderType::Midpoint => {
                 if ext.stop_price.is_some() || ext.trailing.is_some() {
                     return Err(RejectReason::StopPriceNotAllowed);
                 }

@@ -10,6 +10,7 @@ mod hidden;
 mod iceberg;
 mod limits;
 mod member;
+mod midpoint;
 mod order_types;
 mod orders;
 mod phases;
@@ -134,6 +135,9 @@ const TESTED: &[(RejectReason, fn())] = &[
         R::MarketToLimitNoOpposite,
         order_types::market_to_limit_no_opposite,
     ),
+    (R::MidpointNotAllowed, midpoint::midpoint_not_allowed),
+    (R::MidpointInCall, midpoint::midpoint_in_call),
+    (R::TooManyMidpointOrders, midpoint::too_many_midpoint_orders),
 ];
 
 /// Reasons without a test, and why.

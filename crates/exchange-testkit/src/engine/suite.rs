@@ -447,3 +447,13 @@ pub fn funds_buy(account: u64, id: &str, funds: &str) -> Place {
         ..super::market(account, id, Side::Buy, "0")
     }
 }
+
+/// A midpoint order (good till canceled) with `limit` as its limit, or
+/// none.
+pub fn midpoint(account: u64, id: &str, side: Side, limit: Option<&str>, qty: &str) -> Place {
+    Place {
+        order_type: OrderType::Midpoint,
+        price: limit.map(dec),
+        ..super::limit(account, id, side, "1", qty)
+    }
+}

@@ -88,7 +88,8 @@ impl StreamStats {
                     | OrderType::StopLimit
                     | OrderType::MarketToLimit
                     | OrderType::MarketIfTouched
-                    | OrderType::LimitIfTouched,
+                    | OrderType::LimitIfTouched
+                    | OrderType::Midpoint,
                     _,
                 ) => &mut self.other,
             },

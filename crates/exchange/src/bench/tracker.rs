@@ -40,7 +40,8 @@ impl OpenOrder {
             OrderType::Limit
             | OrderType::StopLimit
             | OrderType::MarketToLimit
-            | OrderType::LimitIfTouched => self.state.progress.price.unwrap_or(0),
+            | OrderType::LimitIfTouched
+            | OrderType::Midpoint => self.state.progress.price.unwrap_or(0),
             OrderType::Market | OrderType::Stop | OrderType::MarketIfTouched => 0,
         }
     }

@@ -1,0 +1,239 @@
+//! Matching in a midpoint book, at the midpoint of the lit book.
+//!
+//! Matching runs only in continuous trading, with a best bid and a best
+//! offer on the lit book (displayed orders: the quotes the market sees),
+//! and only when their midpoint is a whole tick: prices are counted in
+//! ticks, and a trade at a price off the grid could not be settled in
+//! whole quote units. A spread of an odd number of ticks therefore leaves
+//! the midpoint book waiting for the next quote.
+//!
+//! At a midpoint `m`, a buy takes part when its limit (an unlimited one's
+//! bound) is at least `m`, a sell when its limit is at most `m`. Buys are
+//! taken in priority order, each against the sells in theirs, and a pair
+//! trades when the quantity it would trade (the smaller remainder) meets
+//! both orders' minimum acceptable quantities; a minimum above an order's
+//! remainder asks no more than the remainder. The later of the two to
+//! enter the midpoint book is the taker (fees, aggressor side, its
+//! self-trade mode), as an incoming order is the taker in the lit book.
+//! Matching repeats until no pair can trade, so it leaves nothing that
+//! could trade at `m`: running it again at the same midpoint does nothing.
+//!
+//! A midpoint trade is reported like any trade but does not become the
+//! last price: it is derived from the lit quotes, so it moves no stop,
+//! collar or volatility band.
+
+use exchange_types::{CancelReason, Event, Phase, SelfTradePrevention, Side};
+
+use super::{Entry, MidBook};
+use crate::engine::Engine;
+
+/// Two orders that may trade: the buy and the sell.
+#[derive(Clone, Copy)]
+struct Pair {
+    buy: u32,
+    sell: u32,
+    /// The later entry of the two: the taker.
+    taker: u32,
+    maker: u32,
+}
+
+/// Whether a trade of the smaller remainder meets both minimums.
+fn minimums_met(buy: (u64, Option<u64>), sell: (u64, Option<u64>)) -> bool {
+    let lots = buy.0.min(sell.0);
+    let meets = |(leaves, min): (u64, Option<u64>)| lots >= min.unwrap_or(0).min(leaves);
+    meets(buy) && meets(sell)
+}
+
+impl Engine {
+    /// The lit book's midpoint in ticks, if midpoint orders may trade at
+    /// it now.
+    pub(crate) fn midpoint_price(&self, instrument: u32) -> Option<u64> {
+        let inst = &self.instruments[instrument as usize];
+        if inst.phase != Phase::Continuous {
+            return None;
+        }
+        let book = &self.books[instrument as usize];
+        let bid = book.side(Side::Buy).best()?.price;
+        let ask = book.side(Side::Sell).best()?.price;
+        // The lit book is never crossed in continuous trading; a locked or
+        // crossed one has no midpoint to trade at all the same.
+        if bid >= ask || bid % 2 != ask % 2 {
+            return None;
+        }
+        Some(bid / 2 + ask / 2 + bid % 2)
+    }
+
+    /// Runs matching for every instrument with midpoint orders on both
+    /// sides whose midpoint moved since it last ran (after any command:
+    /// the lit quotes may have moved, or a call ended).
+    #[cold]
+    pub(crate) fn rematch_midpoints(&mut self, out: &mut Vec<Event>) {
+        let instruments: Vec<u32> = self.midpoints.two_sided().iter().copied().collect();
+        for instrument in instruments {
+            let mid = self.midpoint_price(instrument);
+            let last = self.midpoints.book(instrument).and_then(|b| b.last_mid);
+            if mid != last {
+                self.match_midpoints(instrument, out);
+            }
+        }
+        if !self.mmp_tripped.is_empty() {
+            self.sweep_tripped(out);
+        }
+    }
+
+    /// Matches an instrument's midpoint book at the current midpoint
+    /// until no pair can trade: always the first pair in priority order
+    /// (buys first, each against the sells in theirs), as a scan from the
+    /// top after every trade would find it, but without that scan's
+    /// quadratic cost per trade: rows (buys) before `frontier` have been
+    /// scanned whole and found nothing, and a trade changes only its two
+    /// orders, so only their pairs are looked at again.
+    pub(crate) fn match_midpoints(&mut self, instrument: u32, out: &mut Vec<Event>) {
+        let mid = self.midpoint_price(instrument);
+        if let Some(book) = self.midpoints.books.get_mut(&instrument) {
+            book.last_mid = mid;
+        }
+        let Some(mid) = mid else {
+            return;
+        };
+        let mut frontier = 0;
+        let mut next = None;
+        while let Some(pair) = next
+            .take()
+            .or_else(|| self.scan_rows(instrument, mid, &mut frontier))
+        {
+            let buy_row = self
+                .midpoints
+                .book(instrument)
+                .and_then(|b| b.bids.iter().position(|e| e.slot == pair.buy));
+            let buy_row = buy_row.expect("a pair's buy is in its book");
+            self.act_on_pair(pair, mid, out);
+            next = self.recheck(instrument, mid, pair, buy_row, &mut frontier);
+        }
+        // The point of the frontier: nothing is left that a scan from the
+        // top would find. Checked where it costs nothing in production.
+        debug_assert!(self.scan_rows(instrument, mid, &mut 0).is_none());
+    }
+
+    /// A pair trades, or self-trade prevention acts on it; an order the
+    /// trade completed leaves the book.
+    fn act_on_pair(&mut self, pair: Pair, mid: u64, out: &mut Vec<Event>) {
+        let account = |slot: u32| self.orders.get(slot).account;
+        if account(pair.taker) == account(pair.maker) {
+            self.prevent_midpoint_self_trade(pair, out);
+            return;
+        }
+        self.fill_midpoint(pair.taker, pair.maker, mid, out);
+        for slot in [pair.buy, pair.sell] {
+            if self.orders.get(slot).leaves() == 0 {
+                self.unbook_midpoint(slot);
+                self.release_all(slot, out);
+                self.close_order(slot);
+            }
+        }
+    }
+
+    /// The first pair in the rows from `frontier` on, which moves to the
+    /// row it is found in (or past the last row).
+    fn scan_rows(&self, instrument: u32, mid: u64, frontier: &mut usize) -> Option<Pair> {
+        let book = self.midpoints.book(instrument)?;
+        while *frontier < book.bids.len() {
+            if let Some(pair) = self.row_pair(book, *frontier, mid) {
+                return Some(pair);
+            }
+            *frontier += 1;
+        }
+        None
+    }
+
+    /// After `pair` acted, the first pair before the frontier: the buy's
+    /// own row again, whole, and every other row there against the sell
+    /// only (their other pairs have not changed since they were scanned).
+    fn recheck(
+        &self,
+        instrument: u32,
+        mid: u64,
+        pair: Pair,
+        buy_row: usize,
+        frontier: &mut usize,
+    ) -> Option<Pair> {
+        let book = self.midpoints.book(instrument)?;
+        let buy_at = book.bids.iter().position(|e| e.slot == pair.buy);
+        if buy_at.is_none() && buy_row < *frontier {
+            *frontier -= 1;
+        }
+        let sell = book.asks.iter().find(|e| e.slot == pair.sell);
+        for row in 0..(*frontier).min(book.bids.len()) {
+            let found = if buy_at == Some(row) {
+                self.row_pair(book, row, mid)
+            } else {
+                sell.and_then(|s| self.pair_at(&book.bids[row], s, mid))
+            };
+            if found.is_some() {
+                return found;
+            }
+        }
+        None
+    }
+
+    /// The first sell, in priority order, the buy at `row` may trade with.
+    fn row_pair(&self, book: &MidBook, row: usize, mid: u64) -> Option<Pair> {
+        let b = book.bids.get(row)?;
+        book.asks.iter().find_map(|s| self.pair_at(b, s, mid))
+    }
+
+    /// The buy and the sell as a pair, if both reach `mid` and a trade of
+    /// the smaller remainder meets both minimums.
+    fn pair_at(&self, b: &Entry, s: &Entry, mid: u64) -> Option<Pair> {
+        let (buy, sell) = (self.orders.get(b.slot), self.orders.get(s.slot));
+        let meets = minimums_met(
+            (buy.leaves(), b.terms.min_lots),
+            (sell.leaves(), s.terms.min_lots),
+        );
+        if buy.price < mid || sell.price > mid || !meets {
+            return None;
+        }
+        let (taker, maker) = if b.time > s.time {
+            (b.slot, s.slot)
+        } else {
+            (s.slot, b.slot)
+        };
+        Some(Pair {
+            buy: b.slot,
+            sell: s.slot,
+            taker,
+            maker,
+        })
+    }
+
+    /// Two orders of one account met: the taker's mode decides, as in the
+    /// lit book. Each outcome takes at least one of them out or shrinks
+    /// one to nothing, so matching moves on.
+    fn prevent_midpoint_self_trade(&mut self, pair: Pair, out: &mut Vec<Event>) {
+        let reason = CancelReason::SelfTrade;
+        match self.orders.get(pair.taker).stp {
+            SelfTradePrevention::CancelNewest => self.cancel_resting(pair.taker, reason, out),
+            SelfTradePrevention::CancelOldest => self.cancel_resting(pair.maker, reason, out),
+            SelfTradePrevention::CancelBoth => {
+                self.cancel_resting(pair.taker, reason, out);
+                self.cancel_resting(pair.maker, reason, out);
+            }
+            SelfTradePrevention::Decrement => {
+                let lots = self
+                    .orders
+                    .get(pair.taker)
+                    .leaves()
+                    .min(self.orders.get(pair.maker).leaves());
+                for slot in [pair.taker, pair.maker] {
+                    if self.orders.get(slot).leaves() == lots {
+                        self.cancel_resting(slot, reason, out);
+                    } else {
+                        self.orders.get_mut(slot).qty -= lots;
+                        self.emit_canceled(slot, reason, lots, out);
+                        self.trim_reservation(slot, out);
+                    }
+                }
+            }
+        }
+    }
+}
