@@ -195,6 +195,9 @@ impl EncodeFields for Trade {
         o.signed_units(key!("taker_fee"), self.taker_fee);
         o.units(key!("maker_leaves_qty"), self.maker_leaves_qty);
         o.units(key!("taker_leaves_qty"), self.taker_leaves_qty);
+        if self.midpoint {
+            o.bool(key!("midpoint"), true);
+        }
     }
 }
 

@@ -48,6 +48,7 @@ fn trade_has_every_field_in_order_with_exact_decimals() {
         taker_fee: 7_537,
         maker_leaves_qty: 0,
         taker_leaves_qty: 1,
+        midpoint: false,
     }));
     assert_eq!(
         text,
@@ -129,6 +130,7 @@ fn units_match_the_shared_formatters() {
             taker_fee: fee,
             maker_leaves_qty: 0,
             taker_leaves_qty: 0,
+            midpoint: false,
         }));
         assert_eq!(v["maker_fee"], format_signed_units(fee));
     }

@@ -169,8 +169,9 @@ fn trade() -> impl Strategy<Value = EventKind> {
         (wide_u64(), id(), wide_u64(), wide_u64()),
         (wide_u64(), wide_u64(), wide_u64(), wide_u64()),
         (side(), wide_i64(), wide_i64(), wide_u64(), wide_u64()),
+        any::<bool>(),
     )
-        .prop_map(|(what, who, how)| {
+        .prop_map(|(what, who, how, midpoint)| {
             let (trade_id, symbol, price, qty) = what;
             let (maker_order_id, taker_order_id, maker_account, taker_account) = who;
             let (aggressor_side, maker_fee, taker_fee, maker_leaves_qty, taker_leaves_qty) = how;
@@ -188,6 +189,7 @@ fn trade() -> impl Strategy<Value = EventKind> {
                 taker_fee,
                 maker_leaves_qty,
                 taker_leaves_qty,
+                midpoint,
             })
         })
 }

@@ -300,6 +300,7 @@ impl Engine {
                 taker_fee: f.taker_fee,
                 maker_leaves_qty: inst.qty_units(m.leaves()),
                 taker_leaves_qty: inst.qty_units(t.leaves()),
+                midpoint: t.is_midpoint,
             })
         });
         let inst = &self.instruments[fill.instrument as usize];

@@ -142,6 +142,7 @@ fn trade_event_names_both_orders_their_accounts_and_the_aggressor() {
             taker_fee: 5_000_000,
             maker_leaves_qty: units("0.5"),
             taker_leaves_qty: 0,
+            midpoint: false,
         }]
     );
 }

@@ -70,6 +70,11 @@ fn a_resting_midpoint_order_trades_at_the_midpoint_of_the_quotes() {
     assert_eq!(trades(&events), [(units("10.05"), units("100"), buy, sell)]);
     let trade = &trade_fields(&events)[0];
     assert_eq!(trade.aggressor_side, Side::Sell);
+    assert!(trade.midpoint, "a midpoint trade says so");
+    // A lit trade does not.
+    let lit = exec(&mut h, limit(2, "lit", Side::Sell, "10.00", "1"));
+    assert!(trade_fields(&lit).iter().all(|t| !t.midpoint));
+    assert_eq!(trade_fields(&lit).len(), 1);
     assert_eq!(
         open_order(&h, buy).map(|o| o.filled_qty),
         Some(units("100"))

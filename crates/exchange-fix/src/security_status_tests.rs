@@ -295,6 +295,7 @@ fn the_reference_price_is_last_px_and_the_operators_change_is_pushed() {
         taker_fee: 0,
         maker_leaves_qty: 0,
         taker_leaves_qty: 0,
+        midpoint: false,
     }));
     assert!(status.on_applied(6, &[trade], 2).is_empty());
     let answer = status.request(&request("q", "SAP-EUR", '0'), 3).unwrap();

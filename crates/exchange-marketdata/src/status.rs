@@ -133,7 +133,8 @@ impl MarketStatus {
     pub fn follow_reference(&mut self, kind: &EventKind) {
         match kind {
             EventKind::InstrumentAdded(e) => self.reference_price = e.reference_price,
-            EventKind::Trade(e) => self.reference_price = Some(e.price),
+            // A midpoint trade moves no last price in the core.
+            EventKind::Trade(e) if !e.midpoint => self.reference_price = Some(e.price),
             // The core keeps the reference on the nearest tick at or below
             // it, at least one tick, when the tick size changes.
             EventKind::InstrumentRules(e) if e.tick_size > 0 => {
@@ -163,7 +164,7 @@ pub fn status_symbol(kind: &EventKind) -> Option<exchange_types::Symbol> {
 pub fn reference_symbol(kind: &EventKind) -> Option<exchange_types::Symbol> {
     match kind {
         EventKind::InstrumentAdded(e) => Some(e.symbol),
-        EventKind::Trade(e) => Some(e.symbol),
+        EventKind::Trade(e) if !e.midpoint => Some(e.symbol),
         EventKind::InstrumentRules(e) => Some(e.symbol),
         _ => None,
     }

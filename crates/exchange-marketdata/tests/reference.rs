@@ -14,7 +14,7 @@ use exchange_marketdata::{
     Projection, SnapshotTrade, StatusChange, StatusUpdate, Update,
 };
 use exchange_testkit::engine::{
-    asset, btc_usd, cmd, dec, deposit, limit, rules, set_reference, set_rules, sym, units,
+    asset, btc_usd, cmd, dec, deposit, limit, midpoint, rules, set_reference, set_rules, sym, units,
 };
 use exchange_types::{
     AddInstrument, Command, Event, EventKind, Place, SetInstrumentRules, Side, Stamped,
@@ -53,6 +53,18 @@ fn commands() -> Vec<Command> {
             ..limit(account, &id, side, "95", "1")
         }));
     }
+    // A lit quote of 94 / 98, then two midpoint orders that trade at 96:
+    // no last price in the core, so no reference either.
+    let on_sap = |place: Place| {
+        cmd(Place {
+            symbol: sym("SAP-EUR"),
+            ..place
+        })
+    };
+    commands.push(on_sap(limit(1, "bid", Side::Buy, "94", "1")));
+    commands.push(on_sap(limit(2, "ask", Side::Sell, "98", "1")));
+    commands.push(on_sap(midpoint(1, "mb", Side::Buy, Some("97"), "1")));
+    commands.push(on_sap(midpoint(2, "ms", Side::Sell, Some("95"), "1")));
     commands
 }
 

@@ -453,6 +453,7 @@ mod tests {
             taker_fee: 2,
             maker_leaves_qty: 6,
             taker_leaves_qty: 6,
+            midpoint: false,
         });
         Event {
             seq: 3,

@@ -191,6 +191,9 @@ pub struct Trade {
     pub maker_leaves_qty: u64,
     /// Quantity still unfilled on the taker order after this trade.
     pub taker_leaves_qty: u64,
+    /// Between two midpoint orders, at the lit book's midpoint: it moves
+    /// no last price, so market data's reference must not follow it.
+    pub midpoint: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -448,6 +448,7 @@ mod tests {
             taker_fee: 2,
             maker_leaves_qty,
             taker_leaves_qty,
+            midpoint: false,
         }
     }
 

@@ -186,6 +186,7 @@ impl Fields for Trade {
         w.i64(self.taker_fee);
         w.u64(self.maker_leaves_qty);
         w.u64(self.taker_leaves_qty);
+        w.bool(self.midpoint);
     }
 
     fn read(r: &mut Reader<'_>) -> Result<Self, BinaryError> {
@@ -203,6 +204,7 @@ impl Fields for Trade {
             taker_fee: r.i64()?,
             maker_leaves_qty: r.u64()?,
             taker_leaves_qty: r.u64()?,
+            midpoint: r.bool("midpoint")?,
         })
     }
 }

@@ -59,7 +59,7 @@
 //! | 102 | `status` | 17 |
 //! | 103 | `accepted` | 90, or 175 with its rarer part (+1 hidden or a minimum, +8 a minimum) |
 //! | 104 | `rejected` | 74 |
-//! | 105 | `trade` | 105 |
+//! | 105 | `trade` | 106 |
 //! | 106 | `canceled` | 93 |
 //! | 107 | `replaced` | 136 |
 //! | 108 | `expired` | 84 |
