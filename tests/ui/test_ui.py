@@ -486,6 +486,42 @@ class WebUi(unittest.TestCase):
         self.assertFalse(p.locator("#o-display").is_disabled())
         page.assert_clean(self)
 
+    def test_midpoint_order_from_the_ticket(self):
+        page = self.open()
+        p = page.page
+        self.wait_live(page)
+        self.connect(page)
+        visible = lambda selector: p.locator(selector).is_visible()
+        # An optional limit and a minimum; no pair, no display quantity.
+        p.select_option("#o-type", "midpoint")
+        self.assertEqual(
+            [visible(s) for s in ["#o-price", "#o-min-qty", "#o-oco", "#o-display", "#o-stop"]],
+            [True, True, False, False, False],
+        )
+        self.assertEqual(p.get_attribute("#o-price", "placeholder"), "limit (optional)")
+
+        # A buy limited below the best bid rests unseen: accepted, in the
+        # open orders as a midpoint order, and on no level of the book.
+        price = below_the_book(0.04)
+        p.check("input[name=side][value=buy]")
+        p.select_option("#o-tif", "gtc")
+        p.fill("#o-price", price)
+        p.fill("#o-qty", "0.0141")
+        order_id = self.submit_order(page)
+        row = p.locator(f"#orders tr[data-order-id='{order_id}']")
+        row.wait_for()
+        self.assertEqual(row.get_attribute("data-type"), "midpoint")
+        self.assertIn(price, row.inner_text())
+        book = get_json("/v1/markets/BTC-USD/book?depth=1000")
+        self.assertNotIn(price, [level[0] for level in book["bids"]])
+        self.assertEqual(self.book_level(page, "buy", price).count(), 0)
+
+        row.locator("button[data-action=cancel]").click()
+        row.wait_for(state="detached")
+        p.select_option("#o-type", "limit")
+        p.fill("#o-price", "")
+        page.assert_clean(self)
+
     def test_phase_badge(self):
         page = self.open()
         p = page.page

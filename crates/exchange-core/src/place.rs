@@ -18,7 +18,7 @@
 //! `rejected` event; from acceptance on nothing can refuse it.
 
 use exchange_types::event;
-use exchange_types::{Event, EventKind, OrderType, Phase, Place, TimeInForce};
+use exchange_types::{Event, EventKind, OrderId, OrderType, Phase, Place, TimeInForce};
 
 use crate::engine::{Engine, Subject};
 use crate::orders::{Order, NIL};
@@ -67,12 +67,7 @@ impl Engine {
             self.set_aside(slot, reserved.reserve_asset, reserved.reserve, out);
         }
         if let Some(other) = a.oco_with {
-            if let Some(&other) = self.order_by_id.get(&other) {
-                // Indexed now rather than when it rests: its own matching
-                // may close the partner, whose unlinking finds it by id.
-                self.index_order(slot);
-                self.link_oco(slot, other);
-            }
+            self.pair_on_entry(slot, other);
         }
         if let Some(terms) = a.midpoint {
             self.enter_midpoint(slot, terms, out);
@@ -84,13 +79,34 @@ impl Engine {
             return;
         }
         if a.call_market {
-            self.hold_call_market(slot);
-            if place.order_type == OrderType::MarketToLimit {
-                self.call_to_limit.insert(self.orders.get(slot).id);
-            }
+            self.hold_call_entry(slot, place.order_type == OrderType::MarketToLimit);
             return;
         }
         self.execute(slot, out);
+    }
+
+    /// Pairs a new order with its one-cancels-other partner, if still
+    /// open. Out of line: the order path of an unpaired order stays small.
+    #[cold]
+    #[inline(never)]
+    fn pair_on_entry(&mut self, slot: u32, other: OrderId) {
+        if let Some(&other) = self.order_by_id.get(&other) {
+            // Indexed now rather than when it rests: its own matching may
+            // close the partner, whose unlinking finds it by id.
+            self.index_order(slot);
+            self.link_oco(slot, other);
+        }
+    }
+
+    /// Files a market (or market-to-limit) order entered in a call for
+    /// the uncrossing.
+    #[cold]
+    #[inline(never)]
+    fn hold_call_entry(&mut self, slot: u32, to_limit: bool) {
+        self.hold_call_market(slot);
+        if to_limit {
+            self.call_to_limit.insert(self.orders.get(slot).id);
+        }
     }
 
     /// Numbers the order, reports it accepted and puts it in the pool.

@@ -154,6 +154,8 @@ impl Engine {
     /// Takes in a midpoint order just accepted and holding its
     /// reservation: it enters the midpoint book and matches there; an
     /// immediate-or-cancel one then expires what is left.
+    #[cold]
+    #[inline(never)]
     pub(crate) fn enter_midpoint(&mut self, slot: u32, terms: Terms, out: &mut Vec<Event>) {
         self.index_order(slot);
         let time = self.seq;
@@ -194,6 +196,8 @@ impl Engine {
     }
 
     /// Takes an order out of the midpoint book and returns its entry.
+    #[cold]
+    #[inline(never)]
     pub(crate) fn unbook_midpoint(&mut self, slot: u32) -> Entry {
         let (instrument, side) = {
             let o = self.orders.get(slot);
@@ -219,6 +223,8 @@ impl Engine {
     /// A replaced midpoint order: a new limit makes it limited, and a new
     /// limit or a larger quantity sends it to the back; then it matches,
     /// as its quantity or limit may now meet a contra order.
+    #[cold]
+    #[inline(never)]
     pub(crate) fn requeue_midpoint(
         &mut self,
         slot: u32,

@@ -14,10 +14,13 @@ export function updateEntryFields() {
   const market = type === "market";
   const touched = type === "market_if_touched" || type === "limit_if_touched";
   const stop = type === "stop" || type === "stop_limit" || touched;
-  const priced = type === "limit" || type === "stop_limit" || type === "limit_if_touched";
+  const midpoint = type === "midpoint";
+  // A midpoint order's price is an optional limit.
+  const priced = type === "limit" || type === "stop_limit" || type === "limit_if_touched" || midpoint;
   // A minimum is judged on entry: only orders that may trade then take one
-  // (a market-to-limit order has no price field: it takes the best opposite).
-  const takesMinQty = ["limit", "market", "market_to_limit"].includes(type);
+  // (a market-to-limit order has no price field: it takes the best opposite);
+  // a midpoint order's minimum also holds while it rests.
+  const takesMinQty = ["limit", "market", "market_to_limit", "midpoint"].includes(type);
   // Only a market buy can be sized by the quote it spends.
   const byFunds = market && buy && $("o-by-funds").checked;
 
@@ -35,7 +38,10 @@ export function updateEntryFields() {
   show("o-display-field", type === "limit" && tifSelect.value === "gtc");
   show("o-expire-field", tifSelect.value === "gtd");
   show("o-min-qty-field", takesMinQty && !byFunds);
-  show("o-oco-field", !market);
+  // Neither a market order nor a midpoint order may be paired.
+  show("o-oco-field", !market && !midpoint);
+  const price = $("o-price");
+  price.placeholder = midpoint ? "limit (optional)" : price.dataset.placeholder || "0.00";
   show("o-post-check", type === "limit");
   if (type !== "limit") $("o-post").checked = false;
   hiddenOrIceberg(type, tifSelect.value);
@@ -100,6 +106,7 @@ export function orderBody(symbol) {
     order.price = value("o-price");
     if (!order.price) throw new EntryError("o-price", `Enter a price for a ${type.replaceAll("_", "-")} order.`);
   }
+  if (type === "midpoint" && value("o-price")) order.price = value("o-price");
   if (type === "limit") order.post_only = $("o-post").checked;
   const hidden = $("o-hidden");
   if (type === "limit" && hidden.checked && !hidden.disabled) order.hidden = true;
@@ -124,9 +131,9 @@ export function orderBody(symbol) {
     throw new EntryError("o-qty", "Enter a quantity.");
   }
   if (type === "limit" && tif === "gtc" && !order.hidden && value("o-display")) order.display_qty = value("o-display");
-  const minQty = ["limit", "market", "market_to_limit"].includes(type) && !order.funds;
+  const minQty = ["limit", "market", "market_to_limit", "midpoint"].includes(type) && !order.funds;
   if (minQty && value("o-min-qty")) order.min_qty = value("o-min-qty");
-  if (type !== "market" && value("o-oco")) order.oco_with = value("o-oco");
+  if (type !== "market" && type !== "midpoint" && value("o-oco")) order.oco_with = value("o-oco");
   let expire = null;
   if (tif === "gtd") {
     expire = expireNanos($("o-expire").value);

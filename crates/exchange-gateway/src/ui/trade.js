@@ -236,7 +236,8 @@ function show(symbol) {
   // server that does not report phases.
   renderPhase($("phase"), $("indicative"), inst.phase ? { phase: inst.phase, indicative: null } : null);
   statusFeed.follow([symbol]);
-  $("o-price").placeholder = Number(0).toFixed(priceDp());
+  $("o-price").dataset.placeholder = Number(0).toFixed(priceDp());
+  $("o-price").placeholder = $("o-price").dataset.placeholder;
   $("o-qty").placeholder = Number(inst.lot_size).toFixed(qtyDp());
   $("asks").replaceChildren();
   $("bids").replaceChildren();

@@ -7,7 +7,7 @@ use exchange_types::Command;
 
 use super::generator::{
     generate, Spec, Workload, CANCEL_PPM, GTC_PPM, HIDDEN_PPM, ICEBERG_PPM, IF_TOUCHED_PPM,
-    IOC_PPM, MARKET_TO_LIMIT_PPM, MIN_QTY_PPM, RACE_PPM, STOP_PPM,
+    IOC_PPM, MARKET_TO_LIMIT_PPM, MIDPOINT_PPM, MIN_QTY_PPM, RACE_PPM, STOP_PPM,
 };
 #[cfg(feature = "peer-books")]
 use super::peer::lobster::Lobster;
@@ -61,7 +61,10 @@ fn the_mixed_workload_adds_stops_icebergs_new_order_types_and_requests_racing_fi
             .count()
     };
     let to_limit = count(&|p| p.order_type == exchange_types::OrderType::MarketToLimit);
-    let min_qty = count(&|p| p.ext().min_qty.is_some());
+    let is_midpoint =
+        |p: &exchange_types::Place| p.order_type == exchange_types::OrderType::Midpoint;
+    let min_qty = count(&|p| p.ext().min_qty.is_some() && !is_midpoint(p));
+    let midpoint = count(&is_midpoint);
     let hidden = count(&|p| p.ext().hidden);
     let if_touched = count(&|p| p.order_type.is_if_touched());
     let share = |n: usize| n as f64 / 40_000.0;
@@ -70,6 +73,7 @@ fn the_mixed_workload_adds_stops_icebergs_new_order_types_and_requests_racing_fi
         (min_qty, MIN_QTY_PPM),
         (hidden, HIDDEN_PPM),
         (if_touched, IF_TOUCHED_PPM),
+        (midpoint, MIDPOINT_PPM),
     ];
     for (n, ppm) in shares {
         assert!(

@@ -7,6 +7,9 @@
 //! - icebergs: resting orders that show a fifth of their size;
 //! - market-to-limit orders, and immediate orders with a minimum
 //!   acceptable quantity of half their size;
+//! - midpoint orders limited a few ticks beyond the middle of the book,
+//!   half of them with a minimum acceptable quantity of half their size,
+//!   which holds while they rest;
 //! - hidden orders: resting orders of a maker's size that the book never
 //!   shows (the listing takes them from 500 USD, which a maker's order
 //!   near the start price is worth);
@@ -36,6 +39,7 @@ pub const MARKET_TO_LIMIT_PPM: u64 = 10_000;
 pub const MIN_QTY_PPM: u64 = 10_000;
 pub const HIDDEN_PPM: u64 = 10_000;
 pub const IF_TOUCHED_PPM: u64 = 10_000;
+pub const MIDPOINT_PPM: u64 = 10_000;
 /// The bench listing's minimum value of a hidden order, in whole USD.
 pub(super) const HIDDEN_MIN_NOTIONAL: u64 = 500;
 /// Orders that filled completely, remembered for the racing requests.
@@ -71,7 +75,35 @@ impl Generator {
         if rest < MARKET_TO_LIMIT_PPM + MIN_QTY_PPM + HIDDEN_PPM + IF_TOUCHED_PPM {
             return Ok(Some(Command::Place(self.if_touched()?)));
         }
+        if rest < MARKET_TO_LIMIT_PPM + MIN_QTY_PPM + HIDDEN_PPM + IF_TOUCHED_PPM + MIDPOINT_PPM {
+            return Ok(Some(Command::Place(self.midpoint()?)));
+        }
         Ok(None)
+    }
+
+    /// A midpoint order that the middle of the book reaches: it meets the
+    /// other side's midpoint orders, unseen.
+    fn midpoint(&mut self) -> anyhow::Result<exchange_types::Place> {
+        let side = if self.rng.chance(500_000) {
+            Side::Buy
+        } else {
+            Side::Sell
+        };
+        let qty = self.taker_size().max(2);
+        let center = self.center();
+        let limit = match side {
+            Side::Buy => center + 2,
+            Side::Sell => center.saturating_sub(2).max(1),
+        };
+        let mut place = self.place(side, limit, qty, TimeInForce::Gtc)?;
+        place.order_type = OrderType::Midpoint;
+        if self.rng.chance(500_000) {
+            place.ext = Some(Box::new(PlaceExt {
+                min_qty: Some(lots(qty / 2)),
+                ..place.ext().clone()
+            }));
+        }
+        Ok(place)
     }
 
     /// A passive maker's order that never shows on the book.
