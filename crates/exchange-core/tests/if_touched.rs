@@ -8,69 +8,6 @@ use exchange_core::Engine;
 use exchange_testkit::engine::*;
 use exchange_types::*;
 
-fn ext(place: Place, f: impl FnOnce(&mut PlaceExt)) -> Place {
-    let mut e = place.ext.clone().map(|b| *b).unwrap_or_default();
-    f(&mut e);
-    Place {
-        ext: Some(Box::new(e)),
-        ..place
-    }
-}
-
-fn lit(account: u64, id: &str, side: Side, stop: &str, price: &str, qty: &str) -> Place {
-    ext(
-        Place {
-            order_type: OrderType::LimitIfTouched,
-            ..limit(account, id, side, price, qty)
-        },
-        |e| e.stop_price = Some(dec(stop)),
-    )
-}
-
-fn mit(account: u64, id: &str, side: Side, stop: &str, qty: &str) -> Place {
-    ext(
-        Place {
-            order_type: OrderType::MarketIfTouched,
-            price: None,
-            ..limit(account, id, side, "1", qty)
-        },
-        |e| e.stop_price = Some(dec(stop)),
-    )
-}
-
-fn stop_market(account: u64, id: &str, side: Side, stop: &str, qty: &str) -> Place {
-    ext(
-        Place {
-            order_type: OrderType::Stop,
-            price: None,
-            ..limit(account, id, side, "1", qty)
-        },
-        |e| e.stop_price = Some(dec(stop)),
-    )
-}
-
-fn oco(place: Place, with: &str) -> Place {
-    ext(place, |e| e.oco_with = Some(coid(with)))
-}
-
-/// Accounts 1 and 2 trade `qty` at `price`, setting the last price.
-fn print(h: &mut Harness, price: &str, qty: &str) -> Vec<Event> {
-    place_ok(h, limit(1, &format!("s{}", h.ts), Side::Sell, price, qty));
-    let events = exec(h, limit(2, &format!("b{}", h.ts), Side::Buy, price, qty));
-    assert!(!trades(&events).is_empty(), "no print at {price}");
-    events
-}
-
-fn triggered(events: &[Event]) -> Vec<(OrderId, u64, u64)> {
-    events
-        .iter()
-        .filter_map(|e| match &e.kind {
-            EventKind::Triggered(t) => Some((t.order_id, t.stop_price, t.last_price)),
-            _ => None,
-        })
-        .collect()
-}
-
 fn rejected(h: &mut Harness, command: Command) -> RejectReason {
     let before = observe(&h.engine);
     let events = h.run_checked(command);
@@ -89,8 +26,11 @@ fn accepted(events: &[Event]) -> &Accepted {
 fn a_buy_triggers_as_the_price_falls_to_it_and_a_sell_as_it_rises() {
     let mut h = Harness::funded(3);
     print(&mut h, "100", "1");
-    let buy = place_ok(&mut h, lit(3, "b", Side::Buy, "95", "90", "1"));
-    let sell = place_ok(&mut h, lit(3, "s", Side::Sell, "105", "110", "1"));
+    let buy = place_ok(&mut h, limit_if_touched(3, "b", Side::Buy, "95", "90", "1"));
+    let sell = place_ok(
+        &mut h,
+        limit_if_touched(3, "s", Side::Sell, "105", "110", "1"),
+    );
     assert!(book(&h).bids.is_empty() && book(&h).asks.is_empty());
     // Moving away from either trigger does nothing: a rise past 100 is no
     // touch for the buy, a fall is none for the sell.
@@ -111,7 +51,10 @@ fn a_buy_triggers_as_the_price_falls_to_it_and_a_sell_as_it_rises() {
 fn limit_if_touched_enters_as_a_limit_order_at_its_price() {
     let mut h = Harness::funded(3);
     print(&mut h, "100", "1");
-    let events = exec(&mut h, lit(3, "tp", Side::Buy, "95", "96", "1"));
+    let events = exec(
+        &mut h,
+        limit_if_touched(3, "tp", Side::Buy, "95", "96", "1"),
+    );
     let a = accepted(&events);
     assert_eq!(a.order_type, OrderType::LimitIfTouched);
     assert_eq!(a.price, Some(units("96")));
@@ -135,7 +78,7 @@ fn limit_if_touched_enters_as_a_limit_order_at_its_price() {
 fn market_if_touched_sell_enters_as_a_market_order() {
     let mut h = Harness::funded(3);
     print(&mut h, "100", "1");
-    let events = exec(&mut h, mit(3, "tp", Side::Sell, "105", "1"));
+    let events = exec(&mut h, market_if_touched(3, "tp", Side::Sell, "105", "1"));
     let a = accepted(&events);
     assert_eq!((a.order_type, a.price), (OrderType::MarketIfTouched, None));
     let id = a.order_id;
@@ -159,7 +102,7 @@ fn market_if_touched_sell_enters_as_a_market_order() {
 fn market_if_touched_buy_reserves_at_its_collar_bound_and_what_it_misses_expires() {
     let mut h = funded_with(collared(1_000, "100"), 3);
     print(&mut h, "100", "1");
-    let id = place_ok(&mut h, mit(3, "tp", Side::Buy, "95", "1"));
+    let id = place_ok(&mut h, market_if_touched(3, "tp", Side::Buy, "95", "1"));
     // Protection: the stop plus the 10% collar, 104.5.
     let protection = units("104.5");
     assert_eq!(
@@ -190,7 +133,10 @@ fn take_profit_and_stop_loss_pair_the_take_profit_triggers_and_cancels_the_stop(
     print(&mut h, "100", "1");
     // A long position's exits: take profit at 110 (sell no lower than
     // 109), stop loss at 90.
-    let tp = place_ok(&mut h, lit(3, "tp", Side::Sell, "110", "109", "1"));
+    let tp = place_ok(
+        &mut h,
+        limit_if_touched(3, "tp", Side::Sell, "110", "109", "1"),
+    );
     let events = exec(
         &mut h,
         oco(stop_market(3, "sl", Side::Sell, "90", "1"), "tp"),
@@ -225,7 +171,7 @@ fn take_profit_and_stop_loss_pair_the_take_profit_triggers_and_cancels_the_stop(
 fn take_profit_and_stop_loss_pair_the_stop_triggers_and_cancels_the_take_profit() {
     let mut h = Harness::funded(3);
     print(&mut h, "100", "1");
-    let tp = place_ok(&mut h, mit(3, "tp", Side::Sell, "110", "1"));
+    let tp = place_ok(&mut h, market_if_touched(3, "tp", Side::Sell, "110", "1"));
     let sl = place_ok(
         &mut h,
         oco(stop_market(3, "sl", Side::Sell, "90", "1"), "tp"),
@@ -248,17 +194,17 @@ fn an_if_touched_order_already_touched_or_trailing_is_refused() {
     print(&mut h, "100", "1");
     // As a stop already reached is: at or beyond the last price.
     for place in [
-        lit(3, "a", Side::Buy, "100", "101", "1"),
-        lit(3, "b", Side::Buy, "101", "101", "1"),
-        mit(3, "c", Side::Sell, "100", "1"),
-        mit(3, "d", Side::Sell, "99", "1"),
+        limit_if_touched(3, "a", Side::Buy, "100", "101", "1"),
+        limit_if_touched(3, "b", Side::Buy, "101", "101", "1"),
+        market_if_touched(3, "c", Side::Sell, "100", "1"),
+        market_if_touched(3, "d", Side::Sell, "99", "1"),
     ] {
         assert_eq!(
             rejected(&mut h, cmd(place)),
             RejectReason::StopWouldTriggerImmediately
         );
     }
-    let trailing = ext(mit(3, "t", Side::Sell, "1", "1"), |e| {
+    let trailing = with_ext(market_if_touched(3, "t", Side::Sell, "1", "1"), |e| {
         (e.stop_price, e.trailing) = (None, Some(Trailing::Bps(100)));
     });
     assert_eq!(
@@ -267,7 +213,7 @@ fn an_if_touched_order_already_touched_or_trailing_is_refused() {
     );
     // A market-if-touched buy needs a collar to bound what it reserves.
     assert_eq!(
-        rejected(&mut h, cmd(mit(3, "m", Side::Buy, "95", "1"))),
+        rejected(&mut h, cmd(market_if_touched(3, "m", Side::Buy, "95", "1"))),
         RejectReason::StopMarketBuyNeedsCollar
     );
 }
@@ -276,7 +222,10 @@ fn an_if_touched_order_already_touched_or_trailing_is_refused() {
 fn replacing_an_if_touched_order_moves_its_trigger_and_its_limit() {
     let mut h = Harness::funded(3);
     print(&mut h, "100", "1");
-    let id = place_ok(&mut h, lit(3, "tp", Side::Sell, "105", "104", "1"));
+    let id = place_ok(
+        &mut h,
+        limit_if_touched(3, "tp", Side::Sell, "105", "104", "1"),
+    );
     // A new stop price already touched is refused, as for a stop.
     assert_eq!(
         rejected(&mut h, replace_stop(3, "tp", "100")),
@@ -293,7 +242,7 @@ fn replacing_an_if_touched_order_moves_its_trigger_and_its_limit() {
     );
     assert_eq!(book(&h).asks, [(units("106"), units("1"))]);
     // A market-if-touched order has no price of its own to replace.
-    place_ok(&mut h, mit(3, "m", Side::Sell, "110", "1"));
+    place_ok(&mut h, market_if_touched(3, "m", Side::Sell, "110", "1"));
     assert_eq!(
         rejected(&mut h, replace(3, "m", Some("111"), None)),
         RejectReason::PriceNotAllowed
@@ -307,14 +256,20 @@ fn stops_and_if_touched_orders_reached_together_trigger_oldest_first_by_directio
     // A rise to 103 reaches the buy stop at 102 and the sell take-profits
     // at 101 and 102: the lowest first, then by age at the same price.
     let stop = place_ok(&mut h, {
-        let p = lit(3, "x", Side::Buy, "102", "90", "1");
+        let p = limit_if_touched(3, "x", Side::Buy, "102", "90", "1");
         Place {
             order_type: OrderType::StopLimit,
             ..p
         }
     });
-    let tp102 = place_ok(&mut h, lit(3, "y", Side::Sell, "102", "120", "1"));
-    let tp101 = place_ok(&mut h, lit(3, "z", Side::Sell, "101", "120", "1"));
+    let tp102 = place_ok(
+        &mut h,
+        limit_if_touched(3, "y", Side::Sell, "102", "120", "1"),
+    );
+    let tp101 = place_ok(
+        &mut h,
+        limit_if_touched(3, "z", Side::Sell, "101", "120", "1"),
+    );
     let events = print(&mut h, "103", "1");
     let order: Vec<OrderId> = triggered(&events).iter().map(|t| t.0).collect();
     assert_eq!(order, [tp101, stop, tp102]);
@@ -324,14 +279,20 @@ fn stops_and_if_touched_orders_reached_together_trigger_oldest_first_by_directio
 fn snapshot_with_if_touched_orders_restores_to_the_same_future() {
     let mut h = funded_with(collared(1_000, "100"), 3);
     print(&mut h, "100", "1");
-    place_ok(&mut h, lit(3, "tp", Side::Sell, "106", "105", "1"));
+    place_ok(
+        &mut h,
+        limit_if_touched(3, "tp", Side::Sell, "106", "105", "1"),
+    );
     place_ok(
         &mut h,
         oco(stop_market(3, "sl", Side::Sell, "95", "1"), "tp"),
     );
-    place_ok(&mut h, mit(3, "mb", Side::Buy, "97", "1"));
-    place_ok(&mut h, mit(3, "ms", Side::Sell, "104", "0.5"));
-    place_ok(&mut h, lit(3, "lb", Side::Buy, "98", "99", "1"));
+    place_ok(&mut h, market_if_touched(3, "mb", Side::Buy, "97", "1"));
+    place_ok(&mut h, market_if_touched(3, "ms", Side::Sell, "104", "0.5"));
+    place_ok(
+        &mut h,
+        limit_if_touched(3, "lb", Side::Buy, "98", "99", "1"),
+    );
     let restored = Engine::restore(&h.engine.snapshot()).expect("restores");
     assert_eq!(restored.state_hash(), h.engine.state_hash());
     assert_eq!(restored.audit(), Ok(()));

@@ -9,58 +9,6 @@ use exchange_core::Engine;
 use exchange_testkit::engine::*;
 use exchange_types::*;
 
-fn ext(place: Place, f: impl FnOnce(&mut PlaceExt)) -> Place {
-    let mut e = place.ext.clone().map(|b| *b).unwrap_or_default();
-    f(&mut e);
-    Place {
-        ext: Some(Box::new(e)),
-        ..place
-    }
-}
-
-fn stop_limit(account: u64, id: &str, side: Side, stop: &str, price: &str, qty: &str) -> Place {
-    ext(
-        Place {
-            order_type: OrderType::StopLimit,
-            ..limit(account, id, side, price, qty)
-        },
-        |e| e.stop_price = Some(dec(stop)),
-    )
-}
-
-fn stop_market(account: u64, id: &str, side: Side, stop: &str, qty: &str) -> Place {
-    ext(
-        Place {
-            order_type: OrderType::Stop,
-            price: None,
-            ..limit(account, id, side, "1", qty)
-        },
-        |e| e.stop_price = Some(dec(stop)),
-    )
-}
-
-fn oco(place: Place, with: &str) -> Place {
-    ext(place, |e| e.oco_with = Some(coid(with)))
-}
-
-/// Accounts 1 and 2 trade `qty` at `price`, setting the last price.
-fn print(h: &mut Harness, price: &str, qty: &str) -> Vec<Event> {
-    place_ok(h, limit(1, &format!("s{}", h.ts), Side::Sell, price, qty));
-    let events = exec(h, limit(2, &format!("b{}", h.ts), Side::Buy, price, qty));
-    assert!(!trades(&events).is_empty(), "no print at {price}");
-    events
-}
-
-fn triggered(events: &[Event]) -> Vec<(OrderId, u64, u64)> {
-    events
-        .iter()
-        .filter_map(|e| match &e.kind {
-            EventKind::Triggered(t) => Some((t.order_id, t.stop_price, t.last_price)),
-            _ => None,
-        })
-        .collect()
-}
-
 fn rejected(h: &mut Harness, place: Place) -> RejectReason {
     let before = observe(&h.engine);
     let events = exec(h, place);
@@ -327,7 +275,7 @@ fn replacing_a_stop_market_buy_moves_its_protection_and_reservation() {
 fn trailing_sell_stop_follows_the_price_up_and_triggers_on_the_way_down() {
     let mut h = Harness::funded(3);
     print(&mut h, "100", "1");
-    let trail = ext(
+    let trail = with_ext(
         Place {
             order_type: OrderType::Stop,
             price: None,
@@ -467,7 +415,7 @@ fn refuse_stop_fields_of_the_wrong_shape(h: &mut Harness) {
         ..limit(3, "x", Side::Buy, "100", "1")
     };
     assert_eq!(rejected(h, no_stop), RejectReason::StopPriceRequired);
-    let on_limit = ext(limit(3, "x", Side::Buy, "100", "1"), |e| {
+    let on_limit = with_ext(limit(3, "x", Side::Buy, "100", "1"), |e| {
         e.stop_price = Some(dec("100"))
     });
     assert_eq!(rejected(h, on_limit), RejectReason::StopPriceNotAllowed);
@@ -485,7 +433,7 @@ fn refuse_stop_fields_of_the_wrong_shape(h: &mut Harness) {
 /// distance; leaves a last price of 100 behind.
 fn refuse_trailing_stops_without_a_usable_distance(h: &mut Harness) {
     let trailing = |t: Trailing| {
-        ext(
+        with_ext(
             Place {
                 order_type: OrderType::Stop,
                 price: None,
@@ -503,7 +451,7 @@ fn refuse_trailing_stops_without_a_usable_distance(h: &mut Harness) {
         rejected(h, trailing(Trailing::Bps(0))),
         RejectReason::InvalidTrailing
     );
-    let both = ext(stop_market(3, "x", Side::Sell, "90", "1"), |e| {
+    let both = with_ext(stop_market(3, "x", Side::Sell, "90", "1"), |e| {
         e.trailing = Some(Trailing::Bps(100))
     });
     assert_eq!(rejected(h, both), RejectReason::InvalidTrailing);
@@ -545,7 +493,7 @@ fn too_many_trailing_stops_on_one_instrument_is_refused() {
     let mut h = Harness::funded(3);
     print(&mut h, "100", "1");
     let trailing = |id: &str| {
-        ext(
+        with_ext(
             Place {
                 order_type: OrderType::Stop,
                 price: None,
@@ -575,7 +523,7 @@ fn snapshot_with_untriggered_stops_and_pairs_restores_to_the_same_future() {
         oco(stop_market(3, "sl", Side::Sell, "90", "1"), "tp"),
     );
     place_ok(&mut h, stop_limit(3, "b", Side::Buy, "105", "106", "1"));
-    let trail = ext(
+    let trail = with_ext(
         Place {
             order_type: OrderType::Stop,
             price: None,
@@ -619,14 +567,14 @@ fn with_stops(commands: Vec<Command>) -> Vec<Command> {
                 .sum::<u32>();
             let earlier = last_coid.insert(place.account, place.client_order_id);
             let place = match (key % 8, place.order_type, place.price) {
-                (0, OrderType::Limit, Some(price)) => ext(
+                (0, OrderType::Limit, Some(price)) => with_ext(
                     Place {
                         order_type: OrderType::StopLimit,
                         ..place
                     },
                     |e| e.stop_price = Some(price),
                 ),
-                (1, OrderType::Limit, Some(price)) => ext(
+                (1, OrderType::Limit, Some(price)) => with_ext(
                     Place {
                         order_type: OrderType::Stop,
                         price: None,
@@ -634,7 +582,7 @@ fn with_stops(commands: Vec<Command>) -> Vec<Command> {
                     },
                     |e| e.stop_price = Some(price),
                 ),
-                (2, _, _) => ext(
+                (2, _, _) => with_ext(
                     Place {
                         order_type: OrderType::Stop,
                         price: None,
@@ -642,7 +590,7 @@ fn with_stops(commands: Vec<Command>) -> Vec<Command> {
                     },
                     |e| e.trailing = Some(Trailing::Bps(50 + key % 300)),
                 ),
-                (3, OrderType::Limit, Some(price)) => ext(
+                (3, OrderType::Limit, Some(price)) => with_ext(
                     Place {
                         order_type: OrderType::LimitIfTouched,
                         ..place
@@ -651,7 +599,7 @@ fn with_stops(commands: Vec<Command>) -> Vec<Command> {
                 ),
                 (4, OrderType::Limit | OrderType::Market, _) => {
                     let stop = place.price.unwrap_or(dec("100"));
-                    ext(
+                    with_ext(
                         Place {
                             order_type: OrderType::MarketIfTouched,
                             price: None,
@@ -663,7 +611,7 @@ fn with_stops(commands: Vec<Command>) -> Vec<Command> {
                 _ => place,
             };
             let place = match earlier {
-                Some(other) if key % 5 == 3 => ext(place, |e| e.oco_with = Some(other)),
+                Some(other) if key % 5 == 3 => with_ext(place, |e| e.oco_with = Some(other)),
                 _ => place,
             };
             Command::Place(place)

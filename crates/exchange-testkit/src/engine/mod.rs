@@ -7,8 +7,10 @@ use exchange_core::Engine;
 use exchange_types::*;
 
 mod admin;
+mod stops;
 mod suite;
 pub use admin::*;
+pub use stops::*;
 pub use suite::*;
 
 pub fn dec(text: &str) -> Dec {

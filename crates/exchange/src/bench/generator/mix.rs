@@ -151,13 +151,28 @@ impl Generator {
             Side::Buy => touch + beyond,
             Side::Sell => touch.saturating_sub(beyond).max(1),
         };
+        let market = self.rng.chance(500_000);
+        let (market_type, limit_type) = (OrderType::Stop, OrderType::StopLimit);
+        self.triggered(side, trigger, market, market_type, limit_type)
+    }
+
+    /// A taker's order waiting for `trigger`: a market order once
+    /// triggered, or a limit order 2 ticks beyond its trigger.
+    fn triggered(
+        &mut self,
+        side: Side,
+        trigger: u64,
+        market: bool,
+        market_type: OrderType,
+        limit_type: OrderType,
+    ) -> anyhow::Result<exchange_types::Place> {
         let qty = self.taker_size();
         let mut place = self.place(side, trigger, qty, TimeInForce::Gtc)?;
-        if self.rng.chance(500_000) {
-            place.order_type = OrderType::Stop;
+        if market {
+            place.order_type = market_type;
             place.price = None;
         } else {
-            place.order_type = OrderType::StopLimit;
+            place.order_type = limit_type;
             let limit = match side {
                 Side::Buy => trigger + 2,
                 Side::Sell => trigger.saturating_sub(2).max(1),
@@ -181,26 +196,11 @@ impl Generator {
             Side::Buy => touch.saturating_sub(behind).max(1),
             Side::Sell => touch + behind,
         };
-        let qty = self.taker_size();
-        let mut place = self.place(side, trigger, qty, TimeInForce::Gtc)?;
         // A market-if-touched buy needs a collar, which the bench listing
         // does not have: buys are limit-if-touched.
-        if side == Side::Sell && self.rng.chance(500_000) {
-            place.order_type = OrderType::MarketIfTouched;
-            place.price = None;
-        } else {
-            place.order_type = OrderType::LimitIfTouched;
-            let limit = match side {
-                Side::Buy => trigger + 2,
-                Side::Sell => trigger.saturating_sub(2).max(1),
-            };
-            place.price = Some(ticks(limit));
-        }
-        place.ext = Some(Box::new(PlaceExt {
-            stop_price: Some(ticks(trigger)),
-            ..place.ext().clone()
-        }));
-        Ok(place)
+        let market = side == Side::Sell && self.rng.chance(500_000);
+        let (market_type, limit_type) = (OrderType::MarketIfTouched, OrderType::LimitIfTouched);
+        self.triggered(side, trigger, market, market_type, limit_type)
     }
 
     fn iceberg(&mut self) -> anyhow::Result<exchange_types::Place> {
