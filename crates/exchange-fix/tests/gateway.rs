@@ -10,14 +10,7 @@ const ORDER: &str = "55=BTC-USD|60=20240101-00:00:00|40=2|";
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn orders_fill_across_sessions_and_cancel_on_disconnect() {
     let dir = tempfile::tempdir().unwrap();
-    let node = Node::start(
-        dir.path(),
-        vec![session("A", 1, true), session("B", 2, false)],
-        &[1, 2],
-    )
-    .await;
-    let mut a = Client::logon(node.addr, "A").await;
-    let mut b = Client::logon(node.addr, "B").await;
+    let (node, mut a, mut b) = Node::with_two_clients(dir.path()).await;
 
     a.send("D", &format!("11=a1|54=2|38=1|44=60000|{ORDER}"))
         .await;

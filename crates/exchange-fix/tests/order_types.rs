@@ -2,21 +2,14 @@
 //! midpoint orders (OrdType P with ExecInst M) and a minimum acceptable
 //! quantity (MinQty, 110) over raw FIX, end to end through a real node.
 
-use exchange_testkit::fix::{session, Client, Node};
+use exchange_testkit::fix::Node;
 
 const ORDER: &str = "55=BTC-USD|60=20240101-00:00:00|";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn market_to_limit_and_min_qty_orders_are_placed_over_fix() {
     let dir = tempfile::tempdir().unwrap();
-    let node = Node::start(
-        dir.path(),
-        vec![session("A", 1, true), session("B", 2, false)],
-        &[1, 2],
-    )
-    .await;
-    let mut a = Client::logon(node.addr, "A").await;
-    let mut b = Client::logon(node.addr, "B").await;
+    let (_node, mut a, mut b) = Node::with_two_clients(dir.path()).await;
     a.send("D", &format!("11=a1|54=2|38=1|44=60000|40=2|{ORDER}"))
         .await;
     assert_eq!(a.recv().await.text(150), Some("0"));
@@ -82,14 +75,7 @@ async fn market_to_limit_and_min_qty_orders_are_placed_over_fix() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn if_touched_orders_are_ord_type_j_over_fix() {
     let dir = tempfile::tempdir().unwrap();
-    let node = Node::start(
-        dir.path(),
-        vec![session("A", 1, true), session("B", 2, false)],
-        &[1, 2],
-    )
-    .await;
-    let mut a = Client::logon(node.addr, "A").await;
-    let mut b = Client::logon(node.addr, "B").await;
+    let (_node, mut a, mut b) = Node::with_two_clients(dir.path()).await;
     // A print at 60000 sets the last price.
     a.send("D", &format!("11=p1|54=2|38=1|44=60000|40=2|{ORDER}"))
         .await;
@@ -141,14 +127,7 @@ async fn if_touched_orders_are_ord_type_j_over_fix() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn midpoint_orders_trade_at_the_midpoint_over_fix() {
     let dir = tempfile::tempdir().unwrap();
-    let node = Node::start(
-        dir.path(),
-        vec![session("A", 1, true), session("B", 2, false)],
-        &[1, 2],
-    )
-    .await;
-    let mut a = Client::logon(node.addr, "A").await;
-    let mut b = Client::logon(node.addr, "B").await;
+    let (_node, mut a, mut b) = Node::with_two_clients(dir.path()).await;
     for (id, side, price) in [("q1", 1, 59000), ("q2", 2, 61000)] {
         a.send(
             "D",

@@ -71,6 +71,16 @@ impl Node {
         Node::start_with(dir, config, accounts).await
     }
 
+    /// A node with session "A" (account 1, canceling on disconnect) and
+    /// session "B" (account 2), both funded, and a client logged on to each.
+    pub async fn with_two_clients(dir: &Path) -> (Node, Client, Client) {
+        let sessions = vec![session("A", 1, true), session("B", 2, false)];
+        let node = Node::start(dir, sessions, &[1, 2]).await;
+        let a = Client::logon(node.addr, "A").await;
+        let b = Client::logon(node.addr, "B").await;
+        (node, a, b)
+    }
+
     /// The same with the gateway's whole `[fix]` section given (its listen
     /// address is replaced by an ephemeral port).
     pub async fn start_with(dir: &Path, config: FixConfig, accounts: &[u64]) -> Node {
