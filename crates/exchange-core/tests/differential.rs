@@ -4,6 +4,8 @@
 //! reasons, trades, cancels, expiries, replaces, stops triggered) and hold
 //! the same books and open orders (untriggered stops included).
 
+#[path = "differential/midpoint.rs"]
+mod midpoint_cases;
 mod model;
 
 use exchange_core::Engine;
@@ -216,7 +218,9 @@ proptest! {
     #![proptest_config(proptest_config(256))]
 
     #[test]
-    fn engine_agrees_with_the_reference_model(commands in command_stream(Profile::Generous)) {
+    fn engine_agrees_with_the_reference_model(
+        commands in command_stream_with_midpoint(Profile::Generous)
+    ) {
         if let Err(divergence) = compare(&commands) {
             prop_assert!(false, "{}", divergence);
         }
@@ -732,7 +736,9 @@ proptest! {
     #![proptest_config(proptest_config(128))]
 
     #[test]
-    fn what_the_edge_refuses_the_core_refuses(commands in command_stream(Profile::Generous)) {
+    fn what_the_edge_refuses_the_core_refuses(
+        commands in command_stream_with_midpoint(Profile::Generous)
+    ) {
         match edge_refusals_are_core_refusals(&commands) {
             Ok(_) => {}
             Err(divergence) => prop_assert!(false, "{}", divergence),

@@ -530,3 +530,23 @@ mod properties {
         }
     }
 }
+
+/// An order may name a resting midpoint order as its one-cancels-other
+/// partner (only the midpoint order itself may not carry `oco_with`), and
+/// the pair is part of the state: a snapshot must restore it.
+#[test]
+fn a_pair_with_a_midpoint_order_survives_a_snapshot() {
+    let mut h = market(2);
+    quote(&mut h, "10.00", "10.10");
+    place_ok(&mut h, midpoint(1, "mid", Side::Buy, Some("10.05"), "100"));
+    let mut stop = limit(1, "sl", Side::Sell, "9", "100");
+    stop.order_type = OrderType::StopLimit;
+    stop.ext = Some(Box::new(PlaceExt {
+        stop_price: Some(dec("9")),
+        oco_with: Some(coid("mid")),
+        ..PlaceExt::default()
+    }));
+    place_ok(&mut h, stop);
+    let restored = Engine::restore(&h.engine.snapshot());
+    assert!(restored.is_ok(), "{:?}", restored.err());
+}

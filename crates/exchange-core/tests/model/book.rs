@@ -115,7 +115,7 @@ impl Market {
         })
     }
 
-    fn canceled(&self, o: &Order, reason: CancelReason, canceled: u64) -> Ev {
+    pub(super) fn canceled(&self, o: &Order, reason: CancelReason, canceled: u64) -> Ev {
         Ev::Canceled {
             order_id: o.id,
             reason,

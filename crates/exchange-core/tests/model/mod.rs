@@ -25,9 +25,11 @@ use exchange_types::decimal::UnitsError;
 use exchange_types::*;
 
 mod book;
+mod midpoint;
 pub mod published;
 mod stops;
 use book::{Market, Order};
+use midpoint::Mid;
 use stops::StopPlan;
 
 /// An event reduced to what the model can predict.
@@ -104,6 +106,8 @@ pub struct Model {
     /// Partners of paired orders that traded, to cancel once the command
     /// has matched.
     pending: Vec<OrderId>,
+    /// Every instrument's midpoint orders, in no particular order.
+    mids: Vec<Mid>,
 }
 
 impl Default for Model {
@@ -117,22 +121,25 @@ impl Default for Model {
             closed: BTreeSet::new(),
             pairs: BTreeMap::new(),
             pending: Vec::new(),
+            mids: Vec::new(),
         }
     }
 }
 
-/// Where an open order sits: on a book (market index, side, position) or
-/// among the untriggered stops (market index, position).
+/// Where an open order sits: on a book (market index, side, position),
+/// among the untriggered stops (market index, position) or in a midpoint
+/// book (market index, position among all midpoint orders).
 #[derive(Clone, Copy, Debug)]
 enum At {
     Book(usize, Side, usize),
     Stop(usize, usize),
+    Mid(usize, usize),
 }
 
 impl At {
     fn market(self) -> usize {
         match self {
-            At::Book(index, _, _) | At::Stop(index, _) => index,
+            At::Book(index, _, _) | At::Stop(index, _) | At::Mid(index, _) => index,
         }
     }
 }
@@ -153,10 +160,12 @@ struct Admitted {
     stop: Option<StopPlan>,
     /// The order to pair with as one-cancels-other.
     partner: Option<OrderId>,
+    /// A midpoint order: whether it has no limit.
+    midpoint: Option<bool>,
 }
 
 /// A replace that passed every check, in ticks and lots.
-struct Amend {
+pub(super) struct Amend {
     at: At,
     /// The order as it was before the replace.
     old: Order,
@@ -218,6 +227,10 @@ impl Model {
         if out.iter().any(|e| matches!(e, Ev::Trade { .. })) {
             self.after_trades(&mut out);
         }
+        self.match_all_mids(&mut out);
+        if !self.pending.is_empty() {
+            self.after_trades(&mut out);
+        }
         self.prune_pairs();
         out
     }
@@ -271,6 +284,21 @@ impl Model {
                     hidden: o.dark,
                 })
             })
+            .chain(self.mids.iter().map(|mid| {
+                let (m, o) = (&self.markets[mid.index], &mid.order);
+                OpenOrder {
+                    order_id: o.id,
+                    account: o.account,
+                    client_order_id: o.client_order_id.to_string(),
+                    symbol: m.symbol.to_string(),
+                    side: o.side,
+                    price: o.price.unwrap_or(0) * m.tick_units,
+                    qty: o.qty * m.lot_units,
+                    filled_qty: o.filled * m.lot_units,
+                    stop_price: None,
+                    hidden: false,
+                }
+            }))
             .collect();
         all.sort();
         all
@@ -322,7 +350,8 @@ impl Model {
                 return Some(At::Stop(index, pos));
             }
         }
-        None
+        let pos = self.mids.iter().position(|m| matches(&m.order))?;
+        Some(At::Mid(self.mids[pos].index, pos))
     }
 
     fn resolve(&self, account: AccountId, reference: &OrderRef) -> Result<At, RejectReason> {
@@ -354,6 +383,7 @@ impl Model {
             At::Book(index, Side::Buy, pos) => &self.markets[index].bids[pos],
             At::Book(index, Side::Sell, pos) => &self.markets[index].asks[pos],
             At::Stop(index, pos) => &self.markets[index].stops[pos].order,
+            At::Mid(_, pos) => &self.mids[pos].order,
         }
     }
 
@@ -361,6 +391,7 @@ impl Model {
         match at {
             At::Book(index, side, pos) => self.markets[index].side(side).remove(pos),
             At::Stop(index, pos) => self.markets[index].stops.remove(pos).order,
+            At::Mid(_, pos) => self.mids.remove(pos).order,
         }
     }
 
@@ -412,6 +443,10 @@ impl Model {
             self.hold_stop(index, taker, stop, tif);
             return Ok(());
         }
+        if let Some(unlimited) = admitted.midpoint {
+            self.enter_mid(index, taker, (unlimited, admitted.min_lots), tif, out);
+            return Ok(());
+        }
         // Fill-or-kill needs all of it at once, a minimum acceptable
         // quantity that much: short of it the order ends having traded
         // nothing.
@@ -451,6 +486,7 @@ impl Model {
         let m = &self.markets[index];
         let market_order = p.order_type == OrderType::Market;
         let to_limit = p.order_type == OrderType::MarketToLimit;
+        let midpoint = p.order_type == OrderType::Midpoint;
         // A stop market order has no price of its own either, and a
         // market-to-limit order takes the best opposite one.
         let priceless = market_order
@@ -458,6 +494,9 @@ impl Model {
             || to_limit;
         let price = match (priceless, p.price) {
             (false, Some(price)) => Some(m.price_ticks(price)?),
+            // An unlimited midpoint sell is bounded at the lowest price;
+            // a buy, with no collar or band, by what its account pays.
+            (false, None) if midpoint => (p.side == Side::Sell).then_some(1),
             (false, None) => return Err(RejectReason::PriceRequired),
             (true, Some(_)) => return Err(RejectReason::PriceNotAllowed),
             (true, None) if to_limit => Some(
@@ -478,12 +517,13 @@ impl Model {
         } else {
             p.tif
         };
-        if p.post_only && (priceless || tif != TimeInForce::Gtc || stop.is_some()) {
+        if p.post_only && (priceless || midpoint || tif != TimeInForce::Gtc || stop.is_some()) {
             return Err(RejectReason::PostOnlyNotAllowed);
         }
-        let display = m.display_lots(p, market_order || to_limit, tif, qty)?;
+        let display = m.display_lots(p, market_order || to_limit || midpoint, tif, qty)?;
         let min_lots = m.min_qty_lots(p, stop.is_some())?;
         let dark = m.check_dark(p, price, qty, tif)?;
+        let midpoint = midpoint::terms(p, tif)?;
         if self.is_open(p.account, &p.client_order_id) {
             return Err(RejectReason::DuplicateClientOrderId);
         }
@@ -502,6 +542,7 @@ impl Model {
             dark,
             stop,
             partner,
+            midpoint,
         })
     }
 
@@ -632,6 +673,10 @@ impl Model {
                     .chain(&m.asks)
                     .chain(m.stops.iter().map(|s| &s.order))
             })
+            .chain(self.mids.iter().filter_map(|mid| {
+                only.is_none_or(|only| only == mid.index)
+                    .then_some(&mid.order)
+            }))
             .filter(|o| o.account == mc.account)
             .map(|o| o.id)
             .collect();
@@ -669,6 +714,7 @@ impl Model {
                 s.stop = amend.new_stop.unwrap_or(s.stop);
             }
             At::Book(..) => self.amend_resting(&amend, out),
+            At::Mid(..) => self.amend_mid(&amend, out),
         }
         Ok(())
     }
@@ -684,7 +730,7 @@ impl Model {
         let old_price = old.price.unwrap_or(0);
         let stop = match at {
             At::Stop(_, pos) => Some(m.stops[pos].clone()),
-            At::Book(..) => None,
+            At::Book(..) | At::Mid(..) => None,
         };
         if r.price.is_some() && stop.as_ref().is_some_and(|s| s.market) {
             return Err(RejectReason::PriceNotAllowed);
@@ -834,7 +880,7 @@ impl Market {
         };
         let typed = matches!(
             p.order_type,
-            OrderType::Limit | OrderType::Market | OrderType::MarketToLimit
+            OrderType::Limit | OrderType::Market | OrderType::MarketToLimit | OrderType::Midpoint
         );
         if !typed || stop || p.post_only || p.ext().funds.is_some() {
             return Err(RejectReason::MinQtyNotAllowed);

@@ -106,9 +106,7 @@ impl Model {
             OrderType::StopLimit => (false, false),
             OrderType::MarketIfTouched => (true, true),
             OrderType::LimitIfTouched => (false, true),
-            // The streams compared with this model carry no midpoint orders
-            // (`tests/midpoint.rs` covers them); their stop fields are
-            // refused as any non-stop's.
+            // Their stop fields are refused as any non-stop's.
             OrderType::Limit
             | OrderType::Market
             | OrderType::MarketToLimit

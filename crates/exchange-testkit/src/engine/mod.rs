@@ -355,6 +355,12 @@ fn client_id() -> impl Strategy<Value = ClientOrderId> {
     (0u8..6).prop_map(|i| coid(&format!("c{i}")))
 }
 
+/// A midpoint order's client id: a pool of its own, which no
+/// `oco_with` names.
+fn midpoint_client_id() -> impl Strategy<Value = ClientOrderId> {
+    (0u8..3).prop_map(|i| coid(&format!("m{i}")))
+}
+
 fn order_ref() -> impl Strategy<Value = OrderRef> {
     prop_oneof![
         4 => client_id().prop_map(OrderRef::Client),
@@ -519,6 +525,60 @@ fn to_limit_or_min_qty_command(
         })
 }
 
+/// A midpoint order: with a limit near the band's center (a buy's at or
+/// above it, a sell's at or below, so that most reach the midpoint) or
+/// without; with a minimum acceptable quantity or without; mostly `gtc`,
+/// sometimes `ioc`, now and then `fok` (refused); its client id from a
+/// pool of its own, so that no stop pairs with it (the pairing of a
+/// midpoint order has its own test). An unlimited buy that
+/// rests holds its account's whole available quote (its bound, without a
+/// collar or band), which a generous stream's balance-free reference model
+/// cannot follow: in those streams it is immediate-or-cancel.
+fn midpoint_command(
+    instruments: usize,
+    accounts: u64,
+    profile: Profile,
+) -> impl Strategy<Value = Command> {
+    (
+        place_command(instruments, accounts),
+        prop_oneof![1 => Just(None), 2 => raw_num(-1i64..=4).prop_map(Some)],
+        prop_oneof![2 => Just(None), 1 => raw_num(1i64..=4).prop_map(Some)],
+        prop_oneof![
+            7 => Just(TimeInForce::Gtc),
+            2 => Just(TimeInForce::Ioc),
+            1 => Just(TimeInForce::Fok),
+        ],
+        midpoint_client_id(),
+    )
+        .prop_map(move |(command, limit, min_qty, tif, coid)| {
+            let Command::Place(mut place) = command else {
+                return command;
+            };
+            place.client_order_id = coid;
+            let grid = grid_of(&place.symbol);
+            place.order_type = OrderType::Midpoint;
+            let limit = match (place.side, limit) {
+                (Side::Sell, Some(RawNum::On(n))) => Some(RawNum::On(-n)),
+                (_, other) => other,
+            };
+            place.price = limit.map(|raw| grid.price(raw));
+            let unlimited_buy = place.price.is_none() && place.side == Side::Buy;
+            place.tif = match tif {
+                TimeInForce::Gtc if unlimited_buy && profile == Profile::Generous => {
+                    TimeInForce::Ioc
+                }
+                other => other,
+            };
+            place.ext = min_qty.map(|raw| {
+                Box::new(PlaceExt {
+                    min_qty: Some(grid.qty(raw)),
+                    ..PlaceExt::default()
+                })
+            });
+            Command::Place(place)
+        })
+}
+
 /// A stop-limit or stop market order (its stop a few ticks beyond the
 /// band's center, where the last price gets now and then; rarely off the
 /// grid), an if-touched order (its stop as far on the other side), or a
@@ -619,6 +679,39 @@ fn body_command(
     instruments: usize,
     accounts: u64,
     profile: Profile,
+    midpoint: bool,
+) -> BoxedStrategy<Command> {
+    let body = body_without_midpoint(instruments, accounts, profile);
+    if !midpoint {
+        return body.boxed();
+    }
+    // Midpoint orders, and cancels and replaces naming them by client id.
+    let by_id = (
+        account(accounts),
+        midpoint_client_id().prop_map(OrderRef::Client),
+    );
+    prop_oneof![
+        112 => body,
+        12 => midpoint_command(instruments, accounts, profile),
+        2 => by_id.prop_map(|(account, order)| Command::Cancel(Cancel { account, order })),
+        4 => (replace_command(instruments, accounts), midpoint_client_id()).prop_map(
+            |(mut command, id)| {
+                match &mut command {
+                    Command::Replace(r) => r.order = OrderRef::Client(id),
+                    Command::ReplaceStop(r) => r.replace.order = OrderRef::Client(id),
+                    _ => {}
+                }
+                command
+            }
+        ),
+    ]
+    .boxed()
+}
+
+fn body_without_midpoint(
+    instruments: usize,
+    accounts: u64,
+    profile: Profile,
 ) -> impl Strategy<Value = Command> {
     let deposits: &'static [&'static str] = match profile {
         Profile::Generous => &["1000", "100000"],
@@ -673,11 +766,12 @@ fn body_element(
     instruments: usize,
     accounts: u64,
     profile: Profile,
+    midpoint: bool,
 ) -> impl Strategy<Value = Vec<Command>> {
     let halt = (
         (0..instruments).prop_map(symbol_of),
         prop_oneof![3 => Just(false), 1 => Just(true)],
-        vec_of(body_command(instruments, accounts, profile), 0..5),
+        vec_of(body_command(instruments, accounts, profile, midpoint), 0..5),
         prop_oneof![3 => Just(false), 1 => Just(true)],
     )
         .prop_map(|(symbol, halt_twice, during, resume_twice)| {
@@ -693,20 +787,33 @@ fn body_element(
             commands
         });
     prop_oneof![
-        97 => body_command(instruments, accounts, profile).prop_map(|c| vec![c]),
+        97 => body_command(instruments, accounts, profile, midpoint).prop_map(|c| vec![c]),
         3 => halt,
     ]
 }
 
 /// A random stream: listings and deposits, then 200-400 trading commands.
 pub fn command_stream(profile: Profile) -> impl Strategy<Value = Vec<Command>> {
+    stream(profile, false)
+}
+
+/// A random stream as [`command_stream`] draws it, with midpoint orders
+/// among its commands, for the tests that follow them.
+pub fn command_stream_with_midpoint(profile: Profile) -> impl Strategy<Value = Vec<Command>> {
+    stream(profile, true)
+}
+
+fn stream(profile: Profile, midpoint: bool) -> impl Strategy<Value = Vec<Command>> {
     (1usize..=2, 3u64..=6)
         .prop_flat_map(move |(instruments, accounts)| {
             let amounts: Vec<_> = (0..accounts)
                 .flat_map(|_| assets_for(instruments))
                 .map(|code| setup_amount(profile, code))
                 .collect();
-            let body = vec_of(body_element(instruments, accounts, profile), 190..=380);
+            let body = vec_of(
+                body_element(instruments, accounts, profile, midpoint),
+                190..=380,
+            );
             (Just(instruments), Just(accounts), amounts, body)
         })
         .prop_map(move |(instruments, accounts, amounts, body)| {
@@ -862,6 +969,9 @@ fn describe_place(p: &Place) -> String {
     }
     if ext.hidden {
         line += " hidden";
+    }
+    if let Some(min_qty) = ext.min_qty {
+        line += &format!(" min_qty={min_qty}");
     }
     line
 }
