@@ -531,11 +531,12 @@ mod properties {
     }
 }
 
-/// An order may name a resting midpoint order as its one-cancels-other
-/// partner (only the midpoint order itself may not carry `oco_with`), and
-/// the pair is part of the state: a snapshot must restore it.
+/// No order may name a midpoint order as its one-cancels-other partner
+/// (nor may a midpoint order carry `oco_with`): a midpoint order trades
+/// when the lit quotes move, after the command's pairs were settled. The
+/// refusal changes nothing, and the snapshot still restores.
 #[test]
-fn a_pair_with_a_midpoint_order_survives_a_snapshot() {
+fn an_order_may_not_pair_with_a_midpoint_order() {
     let mut h = market(2);
     quote(&mut h, "10.00", "10.10");
     place_ok(&mut h, midpoint(1, "mid", Side::Buy, Some("10.05"), "100"));
@@ -546,7 +547,7 @@ fn a_pair_with_a_midpoint_order_survives_a_snapshot() {
         oco_with: Some(coid("mid")),
         ..PlaceExt::default()
     }));
-    place_ok(&mut h, stop);
-    let restored = Engine::restore(&h.engine.snapshot());
-    assert!(restored.is_ok(), "{:?}", restored.err());
+    assert_rejected(&mut h, cmd(stop), RejectReason::MidpointNotAllowed);
+    let restored = Engine::restore(&h.engine.snapshot()).expect("restores");
+    assert_eq!(restored.state_hash(), h.engine.state_hash());
 }

@@ -90,7 +90,7 @@ reject_reasons! {
         sized by quantity and not post-only";
     MidpointNotAllowed = 170, "midpoint_not_allowed",
         "a midpoint order is good-till-canceled, day, good-till-date or immediate-or-cancel, and \
-        not one-cancels-other";
+        in no one-cancels-other pair";
     HiddenNotAllowed = 135, "hidden_not_allowed",
         "a hidden order must be a limit order that may rest, and neither an iceberg nor a stop";
     HiddenBelowMinimum = 141, "hidden_below_minimum",

@@ -121,7 +121,8 @@ impl Engine {
     }
 
     /// Validates `oco_with`: another open order of the account on the same
-    /// instrument, not yet in a pair. Returns its order id.
+    /// instrument, not a midpoint order, not yet in a pair. Returns its
+    /// order id.
     pub(crate) fn check_oco(
         &self,
         place: &Place,
@@ -138,6 +139,11 @@ impl Engine {
         let order = self.orders.get(slot);
         if order.instrument != instrument {
             return Err(RejectReason::OcoOrderNotFound);
+        }
+        // A midpoint order trades when the lit quotes move, after the
+        // command's pairs were settled: it takes part in no pair.
+        if order.is_midpoint {
+            return Err(RejectReason::MidpointNotAllowed);
         }
         if order.oco {
             return Err(RejectReason::OcoAlreadyLinked);

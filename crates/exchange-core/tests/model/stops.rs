@@ -153,6 +153,9 @@ impl Model {
             .find(|o| o.account == p.account && o.client_order_id == other)
             .filter(|at| at.market() == index)
             .ok_or(RejectReason::OcoOrderNotFound)?;
+        if matches!(at, super::At::Mid(..)) {
+            return Err(RejectReason::MidpointNotAllowed);
+        }
         let id = self.order(at).id;
         if self.pairs.contains_key(&id) {
             return Err(RejectReason::OcoAlreadyLinked);
