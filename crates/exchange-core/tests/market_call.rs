@@ -17,12 +17,6 @@ fn mkt(account: u64, id: &str, side: Side, qty: &str) -> Place {
     with_tif(market(account, id, side, qty), TimeInForce::Gtc, None)
 }
 
-/// What the account holds aside in USD.
-fn held_usd(h: &Harness, account: u64) -> u64 {
-    let (total, available) = h.engine.balance(account, &asset("USD")).expect("funded");
-    total - available
-}
-
 fn phase(h: &Harness) -> Phase {
     h.engine.instruments()[0].phase
 }
@@ -41,16 +35,6 @@ fn expired(events: &[Event]) -> Vec<(OrderId, u64, u64)> {
         .iter()
         .filter_map(|e| match &e.kind {
             EventKind::Expired(x) => Some((x.order_id, x.expired_qty, x.filled_qty)),
-            _ => None,
-        })
-        .collect()
-}
-
-fn replaced(events: &[Event]) -> Vec<(OrderId, u64, u64)> {
-    events
-        .iter()
-        .filter_map(|e| match &e.kind {
-            EventKind::Replaced(r) => Some((r.order_id, r.price, r.leaves_qty)),
             _ => None,
         })
         .collect()
@@ -95,7 +79,7 @@ fn a_market_buy_partly_filled_in_the_auction_rests_at_the_last_price() {
     // at 105 is beyond 101): its last lot rests as a limit buy at 100,
     // the last trade price, reported as replaced, holding 100 and the fee.
     assert!(continuous_trades(&events).is_empty());
-    assert_eq!(replaced(&events), [(a, p100, units("1"))]);
+    assert_eq!(replaced_prices(&events), [(a, p100, units("1"))]);
     assert_eq!(open_ids(&h), [a, s2]);
     assert_eq!(book(&h).bids, [(p100, units("1"))]);
     assert_eq!(held_usd(&h, 1), units("100.05"));
@@ -146,7 +130,7 @@ fn a_market_buy_with_no_liquidity_rests_at_the_reference_with_its_funds_trued_up
     let events = h.run_checked(set_phase(Phase::Continuous));
     assert!(trades(&events).is_empty());
     // No trade yet: the listing's reference price, 100, is the last.
-    assert_eq!(replaced(&events), [(m, units("100"), units("2"))]);
+    assert_eq!(replaced_prices(&events), [(m, units("100"), units("2"))]);
     assert_eq!(book(&h).bids, [(units("100"), units("2"))]);
     assert_eq!(held_usd(&h, 1), units("200.1"));
     let events = h.run_checked(cmd(limit(2, "s", Side::Sell, "100", "1")));
@@ -177,7 +161,7 @@ fn without_band_or_collar_a_market_buy_is_bounded_by_its_funds_and_expires_unpri
     let n = place_ok(&mut h, mkt(1, "n", Side::Buy, "1"));
     let events = h.run_checked(set_phase(Phase::Continuous));
     // The last trade (100) prices it: it rests.
-    assert_eq!(replaced(&events), [(n, units("100"), units("1"))]);
+    assert_eq!(replaced_prices(&events), [(n, units("100"), units("1"))]);
     // A fresh listing has neither.
     let mut h = Harness::funded(1);
     h.run_checked(set_phase(Phase::Closed));
@@ -258,7 +242,7 @@ fn a_market_buy_in_a_volatility_interruption_goes_on_into_continuous_trading() {
     let events = h.run_checked(Command::Tick);
     assert_eq!(trades(&events), [(units("110"), units("1"), s2, m)]);
     assert_eq!(phase(&h), Phase::Continuous);
-    assert_eq!(replaced(&events), [(m, units("110"), units("2"))]);
+    assert_eq!(replaced_prices(&events), [(m, units("110"), units("2"))]);
     assert_eq!(book(&h).bids, [(units("110"), units("3"))]);
     assert_eq!(open_ids(&h), [b, m]);
     assert_eq!(held_usd(&h, 2), units("220.11"));
@@ -299,7 +283,7 @@ fn a_halt_in_a_call_keeps_market_orders_waiting_and_resume_carries_them() {
         trades(&events),
         [(p100, units("2"), s1, b), (p100, units("1"), s1, a)]
     );
-    assert_eq!(replaced(&events), [(a, p100, units("2"))]);
+    assert_eq!(replaced_prices(&events), [(a, p100, units("2"))]);
     assert_eq!(open_ids(&h), [a, s2]);
     assert_eq!(held_usd(&h, 1), units("200.1"));
 }

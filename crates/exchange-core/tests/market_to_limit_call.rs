@@ -8,37 +8,11 @@ use exchange_types::*;
 
 use exchange_testkit::engine::*;
 
-/// What the account holds aside in USD.
-fn held_usd(h: &Harness, account: u64) -> u64 {
-    let (total, available) = h.engine.balance(account, &asset("USD")).expect("funded");
-    total - available
-}
-
 fn accepted_price(events: &[Event]) -> Option<Option<u64>> {
     events.iter().find_map(|e| match &e.kind {
         EventKind::Accepted(a) => Some(a.price),
         _ => None,
     })
-}
-
-fn replaced(events: &[Event]) -> Vec<(OrderId, u64, u64)> {
-    events
-        .iter()
-        .filter_map(|e| match &e.kind {
-            EventKind::Replaced(r) => Some((r.order_id, r.price, r.leaves_qty)),
-            _ => None,
-        })
-        .collect()
-}
-
-fn expired_ids(events: &[Event]) -> Vec<OrderId> {
-    events
-        .iter()
-        .filter_map(|e| match &e.kind {
-            EventKind::Expired(x) => Some(x.order_id),
-            _ => None,
-        })
-        .collect()
 }
 
 /// BTC-USD collared 10% around 100 (market bounds 90 and 110), in the
@@ -70,7 +44,7 @@ fn euronext_market_to_limit_in_the_call_rests_its_rest_at_the_auction_price() {
     let events = h.run_checked(set_phase(Phase::OpeningAuction));
     let p100 = units("100");
     assert_eq!(trades(&events), [(p100, units("2"), s1, mtl)]);
-    assert_eq!(replaced(&events), [(mtl, p100, units("1"))]);
+    assert_eq!(replaced_prices(&events), [(mtl, p100, units("1"))]);
     assert_eq!(h.engine.instruments()[0].phase, Phase::Continuous);
     assert_eq!(book(&h).bids, [(p100, units("1"))]);
     assert_eq!(held_usd(&h, 1), units("100.05"));
@@ -99,7 +73,7 @@ fn without_an_auction_it_takes_the_best_opposite_price_within_its_bound() {
     let events = h.run_checked(set_phase(Phase::Continuous));
     assert!(trades(&events).is_empty());
     assert_eq!(
-        replaced(&events),
+        replaced_prices(&events),
         [
             (mtl, units("101"), units("1")),
             (mkt, units("100"), units("1"))
@@ -123,7 +97,7 @@ fn without_an_auction_or_an_opposite_side_it_expires() {
     );
     let events = h.run_checked(set_phase(Phase::Continuous));
     assert_eq!(expired_ids(&events), [mtl]);
-    assert_eq!(replaced(&events), [(mkt, units("100"), units("1"))]);
+    assert_eq!(replaced_prices(&events), [(mkt, units("100"), units("1"))]);
     assert_eq!(open_ids(&h), [mkt]);
 }
 

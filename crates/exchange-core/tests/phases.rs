@@ -18,16 +18,6 @@ fn indicatives(events: &[Event]) -> Vec<Indicative> {
         .collect()
 }
 
-fn expired_ids(events: &[Event]) -> Vec<OrderId> {
-    events
-        .iter()
-        .filter_map(|e| match &e.kind {
-            EventKind::Expired(x) => Some(x.order_id),
-            _ => None,
-        })
-        .collect()
-}
-
 /// Pre-open with the worked example of docs/market-model.md: bids 2@101
 /// and 1@100, asks 1@99, 2@100 and 1@102. Returns the order ids in
 /// arrival order.

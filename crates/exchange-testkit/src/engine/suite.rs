@@ -457,3 +457,31 @@ pub fn midpoint(account: u64, id: &str, side: Side, limit: Option<&str>, qty: &s
         ..super::limit(account, id, side, "1", qty)
     }
 }
+
+/// What the account holds aside in USD: its total less what is available.
+pub fn held_usd(h: &Harness, account: u64) -> u64 {
+    let (total, available) = h.engine.balance(account, &asset("USD")).expect("funded");
+    total - available
+}
+
+/// The `replaced` events as (order id, price, leaves).
+pub fn replaced_prices(events: &[Event]) -> Vec<(OrderId, u64, u64)> {
+    events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::Replaced(r) => Some((r.order_id, r.price, r.leaves_qty)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The ids of the orders the events report expired.
+pub fn expired_ids(events: &[Event]) -> Vec<OrderId> {
+    events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::Expired(x) => Some(x.order_id),
+            _ => None,
+        })
+        .collect()
+}
