@@ -13,15 +13,22 @@
 //! (`clippy.toml` bans them elsewhere, since lints on iteration methods
 //! cannot see a `for` loop over a map). FxHash keeps the probes fast: it is
 //! not keyed, so it hashes the same on every replica too.
+//!
+//! The table is hashbrown's, as under std's `HashMap`, used bare so that a
+//! growth can empty the old table bucket by bucket (see
+//! [`Lookup::churning`]). Which entries have moved is as invisible as the
+//! buckets themselves: every probe looks in both tables.
 
 use std::fmt;
-use std::hash::Hash;
+use std::hash::{BuildHasher, Hash};
+
+use hashbrown::hash_table::Entry;
 
 #[allow(
     clippy::disallowed_types,
-    reason = "the map is private to `Lookup`, which exposes no iteration"
+    reason = "the table is private to `Lookup`, which exposes no iteration"
 )]
-type Map<K, V> = rustc_hash::FxHashMap<K, V>;
+type Table<K, V> = hashbrown::HashTable<(K, V)>;
 
 /// Capacity a churning map keeps per entry, at the least (see
 /// [`Lookup::churning`]). Buckets are a power of two holding 8/7 of the
@@ -30,20 +37,49 @@ type Map<K, V> = rustc_hash::FxHashMap<K, V>;
 /// (`bench engine`'s p99 rose by a tenth at four buckets an entry).
 const SPARSENESS: usize = 2;
 
+/// Buckets of the old table emptied into the new one by each insert and
+/// each removal while a churning map grows: one SSE group's worth, about
+/// six entries at the old table's 3/8 load when its growth starts. A step
+/// is a few hundred nanoseconds whatever the size of the map.
+///
+/// It must exceed the old table's buckets per entry of room (at most 32/7)
+/// for the old table to be empty before the new one fills to its own room:
+/// a growth then never starts while another is under way.
+const STEP_BUCKETS: usize = 16;
+
+#[inline]
+fn hash_of<K: Hash>(key: &K) -> u64 {
+    rustc_hash::FxBuildHasher.hash_one(key)
+}
+
 /// A hash map from `K` to `V` without iteration.
+///
+/// Each key is in at most one of `table` and `old`.
 #[derive(Clone)]
 pub(crate) struct Lookup<K, V> {
-    map: Map<K, V>,
-    /// Entries held before the map is grown by [`Lookup::insert`];
-    /// `usize::MAX` leaves growing to the map itself.
+    table: Table<K, V>,
+    /// The table a growth is emptying into `table`; empty, and unallocated,
+    /// whenever no growth is under way.
+    old: Table<K, V>,
+    /// The next bucket of `old` to empty.
+    cursor: usize,
+    /// Entries `table` is sized for; `usize::MAX` leaves growing to the
+    /// table itself.
     room: usize,
+    /// The length at which an insert takes the slow path: `room` when no
+    /// growth is under way, zero while one is, so that the common insert
+    /// pays one comparison for both.
+    grow_at: usize,
 }
 
 impl<K, V> Default for Lookup<K, V> {
     fn default() -> Self {
         Lookup {
-            map: Map::default(),
+            table: Table::new(),
+            old: Table::new(),
+            cursor: 0,
             room: usize::MAX,
+            grow_at: usize::MAX,
         }
     }
 }
@@ -54,100 +90,175 @@ impl<K: Eq + Hash, V> Lookup<K, V> {
     ///
     /// A hash map fills with tombstones as keys are removed, and when they
     /// use up its spare capacity it rehashes or doubles the whole table
-    /// inside one insert, at a point no command can foresee: 0.3-1 ms
-    /// for a few thousand open orders, long after the map stopped
-    /// growing. Kept less than half full, a removal rarely leaves a
-    /// tombstone, so the table is rebuilt when the number of keys doubles
-    /// past `room`, and otherwise seldom (in place, without allocating).
+    /// inside one insert, at a point no command can foresee. Kept less than
+    /// half full, a removal rarely leaves a tombstone, so the table is
+    /// rebuilt seldom, and in place.
+    ///
+    /// When the entries reach the room, the room doubles without copying
+    /// the table inside one insert (0.3-1 ms for a few thousand entries): a
+    /// new table is allocated (its control bytes, one per bucket, are all
+    /// it writes), new keys go to it, and each later insert or removal
+    /// moves [`STEP_BUCKETS`] buckets' worth of the old table into it, so
+    /// that the old one is freed after a few thousand updates. Meanwhile a
+    /// probe that misses the new table looks in the old one too.
     pub fn churning(room: usize) -> Self {
         Lookup {
-            map: Map::with_capacity_and_hasher(room * SPARSENESS, Default::default()),
+            table: Table::with_capacity(room * SPARSENESS),
+            old: Table::new(),
+            cursor: 0,
             room,
+            grow_at: room,
         }
     }
 
     #[inline]
     pub fn get(&self, key: &K) -> Option<&V> {
-        self.map.get(key)
+        let hash = hash_of(key);
+        match self.table.find(hash, |(k, _)| k == key) {
+            Some((_, value)) => Some(value),
+            None if self.old.is_empty() => None,
+            None => self.get_old(hash, key),
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn get_old(&self, hash: u64, key: &K) -> Option<&V> {
+        self.old
+            .find(hash, |(k, _)| k == key)
+            .map(|(_, value)| value)
     }
 
     #[inline]
     pub fn contains_key(&self, key: &K) -> bool {
-        self.map.contains_key(key)
+        self.get(key).is_some()
     }
 
     /// The value that was there before, if any.
     #[inline]
     pub fn insert(&mut self, key: K, value: V) -> Option<V> {
-        if self.map.len() >= self.room {
-            self.grow();
+        if self.table.len() >= self.grow_at {
+            return self.insert_growing(key, value);
         }
-        self.map.insert(key, value)
+        put(&mut self.table, hash_of(&key), key, value)
     }
 
+    /// An insert that starts a growth or, during one, moves a step of it.
     #[cold]
-    fn grow(&mut self) {
-        self.room = self.room.saturating_mul(2).max(1);
-        let wanted = self.room.saturating_mul(SPARSENESS);
-        self.map.reserve(wanted.saturating_sub(self.map.len()));
+    #[inline(never)]
+    fn insert_growing(&mut self, key: K, value: V) -> Option<V> {
+        if self.old.is_empty() {
+            self.start_growth();
+        } else {
+            self.migrate_step();
+        }
+        let hash = hash_of(&key);
+        let before = self.take_old(hash, &key);
+        put(&mut self.table, hash, key, value).or(before)
     }
 
     #[inline]
     pub fn remove(&mut self, key: &K) -> Option<V> {
-        self.map.remove(key)
+        if !self.old.is_empty() {
+            return self.remove_growing(key);
+        }
+        take(&mut self.table, hash_of(key), key)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn remove_growing(&mut self, key: &K) -> Option<V> {
+        self.migrate_step();
+        let hash = hash_of(key);
+        match take(&mut self.table, hash, key) {
+            Some(value) => Some(value),
+            None => self.take_old(hash, key),
+        }
+    }
+
+    /// Doubles the room: the full table becomes the old one, to be emptied
+    /// step by step into a fresh one that is allocated but not filled.
+    fn start_growth(&mut self) {
+        self.room = self.room.saturating_mul(2).max(1);
+        let fresh = Table::with_capacity(self.room.saturating_mul(SPARSENESS));
+        self.old = std::mem::replace(&mut self.table, fresh);
+        self.cursor = 0;
+        self.grow_at = 0;
+        if self.old.is_empty() {
+            self.finish_growth();
+        }
+    }
+
+    /// Moves the entries of the next [`STEP_BUCKETS`] buckets of the old
+    /// table into the new one. Nothing is inserted into the old table, so
+    /// its entries stay in their buckets and one pass of the cursor visits
+    /// each; the cursor wraps all the same, so that even a table whose
+    /// layout changed (a copy made during a growth) is emptied.
+    fn migrate_step(&mut self) {
+        let buckets = self.old.num_buckets();
+        let end = self.cursor.saturating_add(STEP_BUCKETS).min(buckets);
+        for index in self.cursor..end {
+            if let Ok(entry) = self.old.get_bucket_entry(index) {
+                let ((key, value), _) = entry.remove();
+                self.table
+                    .insert_unique(hash_of(&key), (key, value), |(k, _)| hash_of(k));
+            }
+        }
+        self.cursor = if end >= buckets { 0 } else { end };
+        if self.old.is_empty() {
+            self.finish_growth();
+        }
+    }
+
+    fn take_old(&mut self, hash: u64, key: &K) -> Option<V> {
+        if self.old.is_empty() {
+            return None;
+        }
+        let value = take(&mut self.old, hash, key);
+        if self.old.is_empty() {
+            self.finish_growth();
+        }
+        value
+    }
+
+    fn finish_growth(&mut self) {
+        self.old = Table::new();
+        self.cursor = 0;
+        self.grow_at = self.room;
     }
 
     #[inline]
     pub fn len(&self) -> usize {
-        self.map.len()
+        self.table.len() + self.old.len()
     }
+}
+
+#[inline(always)]
+fn put<K: Eq + Hash, V>(table: &mut Table<K, V>, hash: u64, key: K, value: V) -> Option<V> {
+    match table.entry(hash, |(k, _)| *k == key, |(k, _)| hash_of(k)) {
+        Entry::Occupied(mut entry) => Some(std::mem::replace(&mut entry.get_mut().1, value)),
+        Entry::Vacant(entry) => {
+            entry.insert((key, value));
+            None
+        }
+    }
+}
+
+#[inline(always)]
+fn take<K: Eq, V>(table: &mut Table<K, V>, hash: u64, key: &K) -> Option<V> {
+    let entry = table.find_entry(hash, |(k, _)| k == key).ok()?;
+    let ((_, value), _) = entry.remove();
+    Some(value)
 }
 
 /// The size only: printing the entries would list them in hash order,
 /// which is exactly what this type keeps out of sight.
 impl<K, V> fmt::Debug for Lookup<K, V> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Lookup({} entries)", self.map.len())
+        write!(f, "Lookup({} entries)", self.table.len() + self.old.len())
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn probes_and_updates() {
-        let mut map: Lookup<u64, u32> = Lookup::default();
-        assert_eq!(map.insert(7, 1), None);
-        assert_eq!(map.insert(7, 2), Some(1));
-        assert_eq!(map.get(&7), Some(&2));
-        assert!(map.contains_key(&7));
-        assert!(!map.contains_key(&8));
-        assert_eq!(map.len(), 1);
-        assert_eq!(map.remove(&7), Some(2));
-        assert_eq!(map.remove(&7), None);
-        assert_eq!(map.len(), 0);
-        assert_eq!(format!("{map:?}"), "Lookup(0 entries)");
-    }
-
-    #[test]
-    fn a_churning_map_grows_past_its_room_and_keeps_every_key() {
-        let mut map: Lookup<u64, u64> = Lookup::churning(4);
-        for key in 0..1_000 {
-            assert_eq!(map.insert(key, key * 2), None);
-        }
-        for key in (0..1_000).step_by(2) {
-            assert_eq!(map.remove(&key), Some(key * 2));
-        }
-        assert_eq!(map.len(), 500);
-        assert!(map.room >= 500);
-        for key in 0..1_000 {
-            let expected = (key % 2 == 1).then_some(key * 2);
-            assert_eq!(map.get(&key).copied(), expected);
-        }
-        let empty: Lookup<u64, u64> = Lookup::churning(0);
-        let mut grown = empty.clone();
-        assert_eq!(grown.insert(1, 1), None);
-        assert_eq!(grown.get(&1), Some(&1));
-    }
-}
+#[path = "lookup_tests.rs"]
+mod tests;
