@@ -34,11 +34,20 @@ pub(crate) struct Subject {
     pub symbol: Option<Symbol>,
 }
 
-/// Open orders the order pool and its two indexes hold before they first
-/// grow (each growth copies or rebuilds a table inside one command): a
-/// few busy books' worth. The indexes then have 16,384 buckets each, about
-/// 1 MiB together; the pool's 0.8 MiB is reserved, not touched until used.
+/// Open orders the two order indexes hold before they first grow: a few
+/// busy books' worth, 16,384 buckets each and about 1 MiB together. A
+/// growth past it moves the entries a few at a time over the next
+/// updates (see [`Lookup::churning`]); the room spares smaller workloads
+/// even that.
 const ORDER_ROOM: usize = 6_144;
+
+/// Orders the pool reserves: every order the engine admits, and a margin
+/// for the one order a command may hold in the pool without resting it (a
+/// taking order, a snapshot restoring more than was admitted). The pool
+/// therefore never copies itself inside a command; the reservation is
+/// 1.2 GB of address space (and 40 MB for its free list), of which only
+/// the pages holding orders are ever touched (see [`OrderPool`]).
+const ORDER_POOL_ROOM: usize = exchange_types::limits::MAX_OPEN_ORDERS + 1_024;
 
 /// The trading core. Feed it [`Stamped`] commands in log order.
 #[derive(Clone, Debug)]
@@ -103,7 +112,7 @@ impl Engine {
             books: Vec::new(),
             instrument_by_symbol: Lookup::default(),
             accounts: Accounts::default(),
-            orders: OrderPool::with_room(ORDER_ROOM),
+            orders: OrderPool::with_room(ORDER_POOL_ROOM),
             order_by_id: Lookup::churning(ORDER_ROOM),
             by_client_id: Lookup::churning(ORDER_ROOM),
             closed: RecentlyClosed::default(),

@@ -69,9 +69,17 @@ impl Order {
     }
 }
 
-/// The slab. It is reserved for the open orders the engine expects
-/// ([`OrderPool::with_room`]) rather than grown from nothing, since
-/// growing copies every open order inside the command that outgrew it.
+/// The slab. It is reserved for the open orders the engine may ever hold
+/// ([`OrderPool::with_room`]) rather than grown, since growing copies
+/// every open order inside the command that outgrew it.
+///
+/// A reservation is address space, not memory: the allocator maps it
+/// without touching it, and a page is faulted in (and counts towards the
+/// resident set) when the first order is written to it. Vacated slots are
+/// reused last out first, so the orders stay packed at the front and the
+/// pages in use follow the most orders ever open at once. (Where
+/// transparent huge pages are `always` on, a fault fills 2 MiB, a pause of
+/// its own; BENCHMARKS.md says how the server runs there.)
 #[derive(Debug, Default)]
 pub(crate) struct OrderPool {
     slots: Vec<Option<Order>>,
@@ -101,6 +109,10 @@ impl OrderPool {
     /// A pool with room for `room` orders before it first grows. The
     /// memory is reserved, not written: pages are touched as orders use
     /// them.
+    ///
+    /// On a host that does not overcommit memory (`vm.overcommit_memory`
+    /// = 2) the whole reservation is charged to the process, for the
+    /// engine and for each copy of it.
     pub fn with_room(room: usize) -> Self {
         OrderPool {
             slots: Vec::with_capacity(room),
@@ -126,7 +138,8 @@ impl OrderPool {
 
     /// Doubles the slab, and gives the free list as much room: the free
     /// list is empty whenever the slab grows, so it is replaced, not
-    /// copied.
+    /// copied. A pool reserved for every order the engine admits never
+    /// gets here; a pool sized smaller (tests) pays a copy.
     #[cold]
     fn grow(&mut self) {
         self.slots.reserve(self.slots.capacity().max(1));
@@ -228,5 +241,15 @@ mod tests {
         assert_eq!(copy.slots.capacity(), pool.slots.capacity());
         assert_eq!(copy.free.capacity(), pool.free.capacity());
         assert!(copy.slots.capacity() >= 64);
+    }
+
+    #[test]
+    fn the_engines_pool_never_grows_for_an_admitted_order() {
+        let engine = crate::engine::Engine::new();
+        let wanted = exchange_types::limits::MAX_OPEN_ORDERS + 1;
+        for pool in [&engine.orders, &engine.clone().orders] {
+            assert!(pool.slots.capacity() >= wanted);
+            assert!(pool.free.capacity() >= wanted);
+        }
     }
 }
