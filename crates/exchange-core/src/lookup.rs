@@ -37,10 +37,16 @@ type Table<K, V> = hashbrown::HashTable<(K, V)>;
 /// (`bench engine`'s p99 rose by a tenth at four buckets an entry).
 const SPARSENESS: usize = 2;
 
-/// Buckets of the old table emptied into the new one by each insert and
-/// each removal while a churning map grows: one SSE group's worth, about
-/// six entries at the old table's 3/8 load when its growth starts. A step
-/// is a few hundred nanoseconds whatever the size of the map.
+/// Buckets of the old table emptied into the new one by each insert while
+/// a churning map grows: one SSE group's worth, about six entries at the
+/// old table's 3/8 load when its growth starts. A step is well under a
+/// microsecond whatever the size of the map, and a command inserts an
+/// order or two at most, so no command pays for many steps.
+///
+/// Only inserts take steps. Removals need not: they add nothing to the
+/// new table, and an order closing takes its entry out of whichever table
+/// holds it. So a command that closes many orders at once (a sweep, a mass
+/// cancel) costs what it did, growth or not.
 ///
 /// It must exceed the old table's buckets per entry of room (at most 32/7)
 /// for the old table to be empty before the new one fills to its own room:
@@ -97,10 +103,10 @@ impl<K: Eq + Hash, V> Lookup<K, V> {
     /// When the entries reach the room, the room doubles without copying
     /// the table inside one insert (0.3-1 ms for a few thousand entries): a
     /// new table is allocated (its control bytes, one per bucket, are all
-    /// it writes), new keys go to it, and each later insert or removal
-    /// moves [`STEP_BUCKETS`] buckets' worth of the old table into it, so
-    /// that the old one is freed after a few thousand updates. Meanwhile a
-    /// probe that misses the new table looks in the old one too.
+    /// it writes), new keys go to it, and each later insert moves
+    /// [`STEP_BUCKETS`] buckets' worth of the old table into it, so that
+    /// the old one is freed after a few thousand inserts. Meanwhile a probe
+    /// or a removal that misses the new table looks in the old one too.
     pub fn churning(room: usize) -> Self {
         Lookup {
             table: Table::with_capacity(room * SPARSENESS),
@@ -168,7 +174,6 @@ impl<K: Eq + Hash, V> Lookup<K, V> {
     #[cold]
     #[inline(never)]
     fn remove_growing(&mut self, key: &K) -> Option<V> {
-        self.migrate_step();
         let hash = hash_of(key);
         match take(&mut self.table, hash, key) {
             Some(value) => Some(value),

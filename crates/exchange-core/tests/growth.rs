@@ -1,6 +1,6 @@
 //! More open orders than the order indexes' first room (6,144): the
 //! indexes grow by moving their entries a few at a time over the next
-//! thousand or so updates. Copies and snapshots taken while that move is
+//! thousand or so inserts. Copies and snapshots taken while that move is
 //! under way must continue exactly like the engine they came from, and
 //! orders still in the old table must be found.
 
@@ -11,7 +11,7 @@ use exchange_types::*;
 const ACCOUNTS: u64 = 4;
 /// Copies are taken after these many resting orders: the indexes start
 /// growing with order 6,145, and moving their 16,384 buckets takes 1,024
-/// updates, so each of these falls inside the move.
+/// inserts, so each of these falls inside the move.
 const CUTS: [u64; 3] = [6_200, 6_600, 7_000];
 
 /// Order `n`: buys at 50-89 and sells at 150-189 from four accounts, so
@@ -43,8 +43,13 @@ fn cancel_id(account: u64, id: OrderId) -> Command {
     })
 }
 
+/// Orders placed after the continuation's cancels: enough for the move
+/// to finish in every copy.
+const MORE: u64 = 1_100;
+
 /// What follows the cut: cancels by id and by client id reaching the
-/// oldest orders, replaces, and takers that sweep levels.
+/// oldest orders, replaces, orders filled on arrival, and then new orders
+/// that finish the move.
 fn continuation(ids: &[OrderId]) -> Vec<Command> {
     let mut commands = Vec::new();
     for n in (0..3_000u64).step_by(3) {
@@ -68,6 +73,7 @@ fn continuation(ids: &[OrderId]) -> Vec<Command> {
             commands.push(Command::Place(resting(10_000 + n)));
         }
     }
+    commands.extend((0..MORE).map(|k| Command::Place(resting(20_000 + k))));
     commands
 }
 
@@ -115,7 +121,8 @@ fn copies_and_snapshots_taken_while_the_indexes_grow_continue_alike() {
         assert_eq!(rejects.count(), 0);
         let traded: usize = expected.iter().map(|events| trades(events).len()).sum();
         assert_eq!(traded, 10);
-        assert_eq!(original.open_order_count(), cut as usize - 500 + 10);
+        let open = cut - 500 + 10 + MORE;
+        assert_eq!(original.open_order_count(), open as usize);
         if let Err(violation) = original.audit() {
             panic!("invariant broken after the cut at {cut}: {violation}");
         }
