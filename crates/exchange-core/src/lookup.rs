@@ -105,8 +105,9 @@ impl<K: Eq + Hash, V> Lookup<K, V> {
     /// new table is allocated (its control bytes, one per bucket, are all
     /// it writes), new keys go to it, and each later insert moves
     /// [`STEP_BUCKETS`] buckets' worth of the old table into it, so that
-    /// the old one is freed after a few thousand inserts. Meanwhile a probe
-    /// or a removal that misses the new table looks in the old one too.
+    /// the old one is freed after one insert per sixteen of its buckets at
+    /// most (1,024 inserts for 16,384 buckets). Meanwhile a probe or a
+    /// removal that misses the new table looks in the old one too.
     pub fn churning(room: usize) -> Self {
         Lookup {
             table: Table::with_capacity(room * SPARSENESS),
