@@ -109,6 +109,30 @@ fn a_move_of_the_quotes_reprices_and_triggers_a_match() {
     assert!(open_ids(&h).iter().all(|id| *id != buy && *id != sell));
 }
 
+/// The engine skips matching while the midpoint stays where the same
+/// orders reach it (nothing can trade there); a move just past that range
+/// must trade, and so must one after an order left the book.
+#[test]
+fn quotes_moving_inside_and_then_past_the_quiet_range() {
+    let mut h = market(2);
+    quote(&mut h, "100.06", "100.10");
+    // Midpoint 100.08: the buy's limit is below it, the sell reaches it.
+    let buy = place_ok(&mut h, midpoint(1, "b", Side::Buy, Some("100.04"), "5"));
+    let sell = place_ok(&mut h, midpoint(2, "s", Side::Sell, Some("100.02"), "5"));
+    let lower_bid = |h: &mut Harness, from: &str, to: &str| {
+        place_ok(h, limit(9, &format!("b{to}"), Side::Buy, to, "1"));
+        h.run_checked(cancel_client(9, &format!("b{from}")))
+    };
+    // 100.07, then 100.05: still above the buy's limit.
+    for (from, to) in [("100.06", "100.04"), ("100.04", "100.00")] {
+        let events = lower_bid(&mut h, from, to);
+        assert_eq!(trades(&events), [], "midpoint above 100.04 from {to}");
+    }
+    // Midpoint 100.04: the buy's limit is reached, one tick past the range.
+    let events = lower_bid(&mut h, "100.00", "99.98");
+    assert_eq!(trades(&events), [(units("100.04"), units("5"), buy, sell)]);
+}
+
 #[test]
 fn an_order_whose_limit_the_midpoint_does_not_reach_does_not_trade() {
     let mut h = market(2);

@@ -22,8 +22,11 @@
 //! last price: it is derived from the lit quotes, so it moves no stop,
 //! collar or volatility band.
 
+use std::ops::Bound::{Excluded, Unbounded};
+
 use exchange_types::{CancelReason, Event, Phase, SelfTradePrevention, Side};
 
+use super::reach::{self, Offer};
 use super::{Entry, MidBook};
 use crate::engine::Engine;
 
@@ -35,13 +38,6 @@ struct Pair {
     /// The later entry of the two: the taker.
     taker: u32,
     maker: u32,
-}
-
-/// Whether a trade of the smaller remainder meets both minimums.
-fn minimums_met(buy: (u64, Option<u64>), sell: (u64, Option<u64>)) -> bool {
-    let lots = buy.0.min(sell.0);
-    let meets = |(leaves, min): (u64, Option<u64>)| lots >= min.unwrap_or(0).min(leaves);
-    meets(buy) && meets(sell)
 }
 
 impl Engine {
@@ -68,13 +64,19 @@ impl Engine {
     /// the lit quotes may have moved, or a call ended).
     #[cold]
     pub(crate) fn rematch_midpoints(&mut self, out: &mut Vec<Event>) {
-        let instruments: Vec<u32> = self.midpoints.two_sided().iter().copied().collect();
-        for instrument in instruments {
+        let mut next = self.midpoints.two_sided().first().copied();
+        while let Some(instrument) = next {
             let mid = self.midpoint_price(instrument);
             let last = self.midpoints.book(instrument).and_then(|b| b.last_mid);
             if mid != last {
                 self.match_midpoints(instrument, out);
             }
+            next = self
+                .midpoints
+                .two_sided()
+                .range((Excluded(instrument), Unbounded))
+                .next()
+                .copied();
         }
         if !self.mmp_tripped.is_empty() {
             self.sweep_tripped(out);
@@ -88,14 +90,24 @@ impl Engine {
     /// quadratic cost per trade: rows (buys) before `frontier` have been
     /// scanned whole and found nothing, and a trade changes only its two
     /// orders, so only their pairs are looked at again.
+    ///
+    /// A midpoint out of the book's reach ([`reach`]) costs a binary
+    /// search.
     pub(crate) fn match_midpoints(&mut self, instrument: u32, out: &mut Vec<Event>) {
         let mid = self.midpoint_price(instrument);
-        if let Some(book) = self.midpoints.books.get_mut(&instrument) {
-            book.last_mid = mid;
-        }
+        let Some(book) = self.midpoints.books.get_mut(&instrument) else {
+            return;
+        };
+        book.last_mid = mid;
         let Some(mid) = mid else {
             return;
         };
+        if !self.within_reach(instrument, mid) {
+            // What the reach promises, checked where it costs nothing in
+            // production.
+            debug_assert!(self.scan_rows(instrument, mid, &mut 0).is_none());
+            return;
+        }
         let mut frontier = 0;
         let mut next = None;
         while let Some(pair) = next
@@ -113,6 +125,35 @@ impl Engine {
         // The point of the frontier: nothing is left that a scan from the
         // top would find. Checked where it costs nothing in production.
         debug_assert!(self.scan_rows(instrument, mid, &mut 0).is_none());
+        // Orders traded or left: the reach is worked out again when next
+        // asked for.
+        if let Some(book) = self.midpoints.books.get_mut(&instrument) {
+            book.reach = None;
+        }
+    }
+
+    /// Whether any pair of the book may trade at `mid`, from the book's
+    /// reach, worked out first if the book changed since.
+    fn within_reach(&mut self, instrument: u32, mid: u64) -> bool {
+        let Some(book) = self.midpoints.books.get(&instrument) else {
+            return false;
+        };
+        if let Some(spans) = &book.reach {
+            return reach::covers(spans, mid);
+        }
+        let offers =
+            |entries: &[Entry]| -> Vec<Offer> { entries.iter().map(|e| self.offer(e)).collect() };
+        let spans = reach::reach(&offers(&book.bids), &offers(&book.asks));
+        let within = reach::covers(&spans, mid);
+        if let Some(book) = self.midpoints.books.get_mut(&instrument) {
+            book.reach = Some(spans);
+        }
+        within
+    }
+
+    fn offer(&self, entry: &Entry) -> Offer {
+        let order = self.orders.get(entry.slot);
+        Offer::new(order.price, order.leaves(), entry.terms.min_lots)
     }
 
     /// A pair trades, or self-trade prevention acts on it; an order the
@@ -177,20 +218,21 @@ impl Engine {
     }
 
     /// The first sell, in priority order, the buy at `row` may trade with.
+    /// A buy whose price is below the midpoint trades with none, so its
+    /// row is not walked.
     fn row_pair(&self, book: &MidBook, row: usize, mid: u64) -> Option<Pair> {
         let b = book.bids.get(row)?;
+        if self.orders.get(b.slot).price < mid {
+            return None;
+        }
         book.asks.iter().find_map(|s| self.pair_at(b, s, mid))
     }
 
     /// The buy and the sell as a pair, if both reach `mid` and a trade of
     /// the smaller remainder meets both minimums.
     fn pair_at(&self, b: &Entry, s: &Entry, mid: u64) -> Option<Pair> {
-        let (buy, sell) = (self.orders.get(b.slot), self.orders.get(s.slot));
-        let meets = minimums_met(
-            (buy.leaves(), b.terms.min_lots),
-            (sell.leaves(), s.terms.min_lots),
-        );
-        if buy.price < mid || sell.price > mid || !meets {
+        let (buy, sell) = (self.offer(b), self.offer(s));
+        if buy.price < mid || sell.price > mid || !reach::minimums_met(&buy, &sell) {
             return None;
         }
         let (taker, maker) = if b.time > s.time {

@@ -22,6 +22,7 @@ use crate::engine::Engine;
 
 mod audit;
 mod matching;
+mod reach;
 
 /// What admission decided about a midpoint order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -52,6 +53,10 @@ pub(crate) struct MidBook {
     /// not part of the state: a restored engine runs matching once more
     /// and finds nothing.
     last_mid: Option<u64>,
+    /// The midpoints at which some pair may trade ([`reach`]), as long as
+    /// no order enters, leaves or trades; `None` when not worked out since.
+    /// A cache like `last_mid`.
+    reach: Option<Vec<(u64, u64)>>,
 }
 
 impl MidBook {
@@ -107,10 +112,14 @@ impl Midpoints {
         self.books.is_empty()
     }
 
-    /// Drops an emptied book and keeps `two_sided` in step with it.
+    /// Drops an emptied book, keeps `two_sided` in step with it, and
+    /// forgets what matching knew of the book: an order came or went.
     fn refresh(&mut self, instrument: u32) {
-        let (two, empty) = match self.books.get(&instrument) {
-            Some(b) => (!b.bids.is_empty() && !b.asks.is_empty(), b.len() == 0),
+        let (two, empty) = match self.books.get_mut(&instrument) {
+            Some(b) => {
+                b.reach = None;
+                (!b.bids.is_empty() && !b.asks.is_empty(), b.len() == 0)
+            }
             None => (false, true),
         };
         if empty {
