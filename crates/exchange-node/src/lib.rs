@@ -41,6 +41,7 @@ pub mod mirror;
 mod parked;
 mod pipeline;
 pub mod prometheus;
+mod publisher;
 pub mod reads;
 pub mod recovery;
 pub mod replay_guard;

@@ -5,9 +5,11 @@
 //! makes it durable with one fsync (group commit: the batch is everything
 //! that arrived while the previous one was written) and replicates it.
 //! Only entries Raft reports committed reach the core thread, which applies
-//! each command to the state, answers the waiting gateway and publishes the
-//! events. The threads overlap: the core applies batch N while Raft syncs
-//! and replicates batch N+1.
+//! each command to the state and hands the outcomes to the publisher
+//! thread ([`crate::publisher`]), which answers the waiting gateway and
+//! publishes the events. The threads overlap: the core applies batch N
+//! while Raft syncs and replicates batch N+1, and the publisher answers
+//! batch N-1.
 //!
 //! Every queue is bounded. A gateway that finds the submit queue full gets
 //! `Overloaded` at once instead of waiting; on a node that is not the
@@ -16,12 +18,11 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::Instant;
 
 use crossbeam_channel::{bounded, unbounded, Receiver, Sender, TrySendError};
 use exchange_replication::transport::Transport;
 use exchange_replication::{Message, ReplicaNode};
-use exchange_types::{AccountId, EventKind};
+use exchange_types::AccountId;
 use tokio::sync::{broadcast, oneshot};
 
 use crate::core_state::CoreState;
@@ -33,6 +34,7 @@ use crate::mirror::renew::SessionWatch;
 use crate::mirror::{MirrorRole, MirrorSettings};
 use crate::parked;
 use crate::pipeline::{CommittedBatch, CoreMsg, Reply, Submission};
+use crate::publisher::{Done, PublishLoop, Publisher, PUBLISH_EVERY};
 use crate::reads::{self, Read, SharedCredentials};
 use crate::replication::{
     ClusterShared, MembershipError, RaftControl, RaftLoop, RaftMeta, ReplicationStatus,
@@ -285,7 +287,9 @@ fn spawn_raft_thread(raft: RaftLoop, failed: Arc<AtomicBool>) -> JoinHandle<()> 
         .expect("spawn raft thread")
 }
 
-/// The core thread; a failure marks the pipeline failed.
+/// The core thread, and the publisher thread it hands its results to
+/// (and waits for when it ends); a failure of either marks the pipeline
+/// failed.
 fn spawn_core_thread(
     state: CoreState,
     core: parked::Receiver<CoreMsg>,
@@ -293,6 +297,26 @@ fn spawn_core_thread(
     outlets: Outlets,
     failed: Arc<AtomicBool>,
 ) -> JoinHandle<()> {
+    let Outlets {
+        events,
+        metrics,
+        snapshots,
+        cluster,
+        credentials,
+        watch,
+    } = outlets;
+    let publish_failed = failed.clone();
+    let publisher = Publisher::start(events, metrics.clone(), watch.clone(), |publish| {
+        spawn_publisher_thread(publish, publish_failed)
+    });
+    let sides = CoreSides {
+        publisher,
+        metrics,
+        snapshots,
+        cluster,
+        credentials,
+        watch,
+    };
     std::thread::Builder::new()
         .name("core".into())
         .spawn(move || {
@@ -301,9 +325,26 @@ fn spawn_core_thread(
                 failed,
                 clean: false,
             };
-            guard.clean = core_loop(state, core, config, outlets);
+            guard.clean = core_loop(state, core, config, sides);
         })
         .expect("spawn core thread")
+}
+
+/// The publisher thread; a failure marks the pipeline failed.
+fn spawn_publisher_thread(publish: PublishLoop, failed: Arc<AtomicBool>) -> JoinHandle<()> {
+    std::thread::Builder::new()
+        .name("publish".into())
+        .spawn(move || {
+            // It wakes the gateways: on the order path as much as the core.
+            crate::threads::latency_sensitive();
+            let mut guard = FailGuard {
+                failed,
+                clean: false,
+            };
+            publish.run();
+            guard.clean = true;
+        })
+        .expect("spawn publisher thread")
 }
 
 /// Where the core thread's results go besides the waiting gateways.
@@ -317,29 +358,42 @@ struct Outlets {
     watch: Option<Arc<SessionWatch>>,
 }
 
+/// What the core thread works with besides its state: the [`Outlets`]
+/// with the broadcast moved to the publisher thread.
+struct CoreSides {
+    publisher: Publisher,
+    metrics: Arc<Metrics>,
+    snapshots: SnapshotWriter,
+    cluster: Arc<ClusterShared>,
+    credentials: Arc<SharedCredentials>,
+    watch: Option<Arc<SessionWatch>>,
+}
+
 /// Returns false when the state cannot go on (a snapshot from the leader
-/// that does not restore).
+/// that does not restore) or its results have nowhere to go (the
+/// publisher thread failed).
 fn core_loop(
     core_state: CoreState,
     core: parked::Receiver<CoreMsg>,
     config: PipelineConfig,
-    outlets: Outlets,
+    sides: CoreSides,
 ) -> bool {
-    let Outlets {
-        events,
+    let CoreSides {
+        publisher,
         metrics,
         snapshots,
         cluster,
         credentials,
         watch,
-    } = outlets;
+    } = sides;
     let mut thread = CoreThread {
         core_state,
         since_snapshot: 0,
         last_meta: None,
         done: Vec::with_capacity(PUBLISH_EVERY),
         snapshot_every: config.snapshot_every,
-        events: &events,
+        publisher,
+        published: true,
         metrics: &metrics,
         cluster: &cluster,
         credentials: &credentials,
@@ -357,13 +411,24 @@ fn core_loop(
             CoreMsg::Entries(batches) => thread.apply(batches, &snapshots),
         }
         if let Some(watch) = &watch {
-            watch.check(&thread.core_state.state.sessions);
+            // Reported by the publisher, after the answers of the entries
+            // applied before: the forwarder then answers what the closed
+            // session left unapplied.
+            if let Some(session) = watch.closed(&thread.core_state.state.sessions) {
+                thread.published &= thread.publisher.session_closed(session);
+            }
+        }
+        if !thread.published {
+            tracing::error!("the publisher thread stopped; stopping");
+            snapshots.finish_without();
+            return false;
         }
     }
     let CoreThread {
         core_state,
         since_snapshot,
         last_meta,
+        publisher,
         ..
     } = thread;
     // Leave a snapshot behind on a clean shutdown so the next start is fast.
@@ -373,6 +438,9 @@ fn core_loop(
         }
         _ => snapshots.finish_without(),
     }
+    // Last: the broadcast closes once this is done, and a subscriber that
+    // sees it closed finds the final snapshot written.
+    publisher.finish();
     true
 }
 
@@ -381,10 +449,12 @@ struct CoreThread<'a> {
     core_state: CoreState,
     since_snapshot: u64,
     last_meta: Option<RaftMeta>,
-    /// Applied entries waiting to be answered and published together.
-    done: Vec<(Arc<Applied>, Option<Reply>)>,
+    /// Applied entries waiting to be handed to the publisher together.
+    done: Done,
     snapshot_every: u64,
-    events: &'a broadcast::Sender<Arc<Applied>>,
+    publisher: Publisher,
+    /// False once the publisher thread could not be handed a result.
+    published: bool,
     metrics: &'a Metrics,
     cluster: &'a ClusterShared,
     credentials: &'a SharedCredentials,
@@ -427,7 +497,7 @@ impl CoreThread<'_> {
         }
     }
 
-    /// Applies what Raft committed, answers and publishes it, and offers
+    /// Applies what Raft committed, hands it to the publisher, and offers
     /// a snapshot when one is due.
     fn apply(&mut self, batches: Vec<CommittedBatch>, snapshots: &SnapshotWriter) {
         for batch in batches {
@@ -445,7 +515,7 @@ impl CoreThread<'_> {
         // unknown rather than not yet known.
         self.cluster
             .set_raft_applied(self.core_state.state.raft_index);
-        publish(&mut self.done, self.events, self.metrics);
+        self.hand_over();
         if self.snapshot_every > 0 && self.since_snapshot >= self.snapshot_every {
             // Copying the state is the only part on the core thread;
             // serialising and the disk work happen on the writer's.
@@ -464,58 +534,17 @@ impl CoreThread<'_> {
             self.credentials
                 .refresh(&key_ids, &self.core_state.state.credentials);
         }
-        let applied = Arc::new(applied);
-        self.metrics.commands.fetch_add(1, Ordering::Relaxed);
-        self.metrics.applied_ts.store(applied.ts, Ordering::Relaxed);
-        self.metrics
-            .events
-            .fetch_add(applied.events.len() as u64, Ordering::Relaxed);
-        for event in &applied.events {
-            if let EventKind::Rejected(rejected) = &event.kind {
-                self.metrics.record_reject(rejected.reason.as_str());
-            }
-        }
-        self.done.push((applied, reply));
+        self.done.push((Arc::new(applied), reply));
         if self.done.len() == PUBLISH_EVERY {
-            publish(&mut self.done, self.events, self.metrics);
+            self.hand_over();
         }
         self.since_snapshot += 1;
     }
-}
 
-/// Applied entries answered and published together. Waking a gateway
-/// thread is a system call when it sleeps; after each entry it would
-/// sleep again in between, so the answers of a few entries go together.
-const PUBLISH_EVERY: usize = 64;
-
-/// Answers the waiting gateways and publishes the entries, in log order,
-/// and records how long each answered sender waited.
-fn publish(
-    done: &mut Vec<(Arc<Applied>, Option<Reply>)>,
-    events: &broadcast::Sender<Arc<Applied>>,
-    metrics: &Metrics,
-) {
-    if done.is_empty() {
-        return;
+    /// Sends the entries applied since the last time to the publisher.
+    fn hand_over(&mut self) {
+        self.published &= self.publisher.send(&mut self.done);
     }
-    let now = Instant::now();
-    let mut acks = [0u64; PUBLISH_EVERY];
-    let (mut answered, commands) = (0, done.len() as u64);
-    for (applied, reply) in done.drain(..) {
-        if let Some(reply) = reply {
-            let _ = reply.tx.send(applied.clone());
-            if let Some(slot) = acks.get_mut(answered) {
-                *slot = now.saturating_duration_since(reply.since).as_nanos() as u64;
-                answered += 1;
-            }
-        }
-        // No subscriber is fine; a lagging one loses messages and is told
-        // so by its receiver.
-        let _ = events.send(applied);
-    }
-    metrics
-        .window
-        .record_commands(now, commands, &acks[..answered]);
 }
 
 /// Writes snapshots on its own thread so the core never waits on a disk,

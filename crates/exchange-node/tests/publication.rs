@@ -1,0 +1,165 @@
+//! What the core applies is published whole and in order: every command
+//! submitted is answered, the broadcast carries every applied entry once,
+//! in log order, across many batches handed from the core thread to the
+//! publisher, with the very outcome its sender was answered with; and a
+//! stop under load leaves nothing applied unpublished before the
+//! broadcast closes.
+
+use std::collections::BTreeSet;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use exchange_node::master_key::MasterKey;
+use exchange_node::recovery;
+use exchange_node::{Applied, Handle, LogEntry, PipelineConfig};
+use tokio::sync::broadcast::error::RecvError;
+
+const TASKS: u64 = 6;
+const GROUPS: u64 = 12;
+const GROUP: u64 = 40;
+/// Commands queued just before the stop, without waiting for them.
+const BURST: u64 = 600;
+
+fn account(tag: &str, n: u64) -> LogEntry {
+    LogEntry::CreateAccount {
+        ts: 0,
+        api_key: format!("key-{tag}-{n}"),
+        legacy_secret: None,
+    }
+}
+
+/// One client's load: groups of commands, every fifth detached (no one
+/// waits for it), the others awaited once the group is queued. The last
+/// of a group is awaited, so the detached ones before it were applied
+/// too (one caller's commands are sequenced in the order queued).
+async fn client(handle: Handle, task: u64) -> Vec<Arc<Applied>> {
+    let mut answered = Vec::new();
+    for group in 0..GROUPS {
+        let mut waiting = Vec::new();
+        for n in 0..GROUP {
+            let entry = account(&format!("{task}-{group}"), n);
+            if n % 5 == 2 {
+                handle.submit_detached(entry).expect("queued");
+            } else {
+                waiting.push(handle.enqueue_entry(entry).expect("queued"));
+            }
+        }
+        for answer in waiting {
+            answered.push(answer.await.expect("every command is answered"));
+        }
+    }
+    answered
+}
+
+/// Everything the broadcast carries until it closes, gathered on a
+/// thread of its own.
+fn gather(handle: &Handle) -> std::thread::JoinHandle<Vec<Arc<Applied>>> {
+    let mut events = handle.subscribe();
+    std::thread::spawn(move || {
+        let mut seen = Vec::new();
+        loop {
+            match events.blocking_recv() {
+                Ok(applied) => seen.push(applied),
+                Err(RecvError::Closed) => return seen,
+                Err(RecvError::Lagged(n)) => panic!("the subscriber lost {n} entries"),
+            }
+        }
+    })
+}
+
+/// The outcomes `TASKS` clients were answered with.
+fn load(runtime: &tokio::runtime::Runtime, handle: &Handle) -> Vec<Arc<Applied>> {
+    runtime.block_on(async {
+        let clients: Vec<_> = (0..TASKS)
+            .map(|task| tokio::spawn(client(handle.clone(), task)))
+            .collect();
+        let mut answered = Vec::new();
+        for client in clients {
+            answered.extend(client.await.expect("client"));
+        }
+        answered
+    })
+}
+
+/// Each answer is the very outcome published at its index, and no index
+/// is answered twice.
+fn check_answers(answered: &[Arc<Applied>], seen: &[Arc<Applied>]) {
+    let mut indices = Vec::new();
+    for outcome in answered {
+        let index = usize::try_from(outcome.index).expect("index");
+        let published = seen.get(index - 1).expect("an answered entry is published");
+        assert!(Arc::ptr_eq(published, outcome), "entry {index}");
+        indices.push(index);
+    }
+    indices.sort_unstable();
+    indices.dedup();
+    assert_eq!(indices.len(), answered.len(), "each answered once");
+}
+
+#[test]
+fn every_command_is_answered_and_published_in_log_order_up_to_the_stop() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let config = PipelineConfig {
+        submit_queue: 4_096,
+        core_queue: 16,
+        events_buffer: 1 << 16,
+        snapshot_every: 0,
+        snapshot_dir: dir.path().join("snapshots"),
+        master_key: MasterKey::from_bytes([3; 32]),
+    };
+    let (pipeline, _) = recovery::start(dir.path(), config).expect("start node");
+    let handle = pipeline.handle.clone();
+    let metrics = handle.metrics.clone();
+    let subscriber = gather(&handle);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let mut answered = load(&runtime, &handle);
+    let loaded = TASKS * GROUPS * GROUP;
+    assert_eq!(answered.len() as u64, loaded - TASKS * GROUPS * 8);
+    assert_eq!(
+        metrics.applied_index.load(Ordering::Relaxed),
+        loaded,
+        "every command of the load was applied"
+    );
+
+    // A burst still in the pipeline when every handle goes.
+    let burst: Vec<_> = (0..BURST)
+        .map(|n| handle.enqueue_entry(account("burst", n)).expect("queued"))
+        .collect();
+    drop(handle);
+    pipeline.join();
+    let burst_applied: Vec<_> = runtime.block_on(async {
+        let mut applied = Vec::new();
+        for answer in burst {
+            // Dropped unanswered only if it never committed.
+            if let Ok(outcome) = answer.await {
+                applied.push(outcome);
+            }
+        }
+        applied
+    });
+    answered.extend(burst_applied.iter().cloned());
+
+    let seen = subscriber.join().expect("the broadcast closed");
+    let applied = metrics.applied_index.load(Ordering::Relaxed);
+    assert_eq!(seen.len() as u64, applied, "every applied entry published");
+    assert_eq!(applied, loaded + burst_applied.len() as u64);
+    assert_eq!(metrics.commands.load(Ordering::Relaxed), applied);
+    for (expected, entry) in (1..).zip(&seen) {
+        assert_eq!(entry.index, expected, "published in log order, once");
+    }
+    assert!(
+        seen.windows(2).all(|w| w[0].raft_index <= w[1].raft_index),
+        "Raft entries in order"
+    );
+    let raft_entries = seen.iter().map(|e| e.raft_index).collect::<BTreeSet<_>>();
+    assert!(
+        raft_entries.len() > 20,
+        "many batches: {}",
+        raft_entries.len()
+    );
+    check_answers(&answered, &seen);
+}
