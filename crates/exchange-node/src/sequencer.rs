@@ -38,9 +38,8 @@ use crate::publisher::{Done, PublishLoop, Publisher, PUBLISH_EVERY};
 use crate::reads::{self, Read, SharedCredentials};
 use crate::replication::{
     ClusterShared, MembershipError, RaftControl, RaftLoop, RaftMeta, ReplicationStatus,
-    SnapshotDone,
 };
-use crate::state::{Applied, StateCopy};
+use crate::state::Applied;
 
 // What a gateway or reader asks of a running node: the methods of
 // [`Handle`], apart from the threads that serve them.
@@ -50,6 +49,11 @@ mod handle;
 #[path = "submit_error.rs"]
 mod submit_error;
 pub use submit_error::SubmitError;
+
+// The thread that writes the core's snapshots to disk.
+#[path = "snapshot_writer.rs"]
+mod snapshot_writer;
+use snapshot_writer::SnapshotWriter;
 
 /// Tunables of the pipeline.
 #[derive(Clone, Debug)]
@@ -544,125 +548,5 @@ impl CoreThread<'_> {
     /// Sends the entries applied since the last time to the publisher.
     fn hand_over(&mut self) {
         self.published &= self.publisher.send(&mut self.done);
-    }
-}
-
-/// Writes snapshots on its own thread so the core never waits on a disk,
-/// then tells the Raft thread, which compacts the log below the oldest
-/// kept snapshot. Two are kept (the newer one might yet prove
-/// unreadable), and also the newest at or below the floor a reader behind
-/// the core needs (`Metrics::retain_from_raft`: the reporting service),
-/// with the log after it; when no snapshot on disk is that old (the
-/// reader is still before the first one), the whole log, since the reader
-/// replays it from the genesis.
-struct SnapshotWriter {
-    queue: Option<Sender<(RaftMeta, StateCopy)>>,
-    thread: Option<JoinHandle<()>>,
-}
-
-/// Removes the snapshots no one needs, given the Raft index a reader
-/// behind the core replays from (`floor`: 0 while it has not said, so
-/// everything is kept; `u64::MAX` when there is no such reader), and
-/// returns the Raft index the log must be kept from.
-fn prune_for_reader(dir: &std::path::Path, floor: u64) -> u64 {
-    if floor == 0 {
-        return 0;
-    }
-    match exchange_journal::snapshots::prune(dir, 2, floor) {
-        Ok(_) if floor == u64::MAX => u64::MAX,
-        // The reader replays from the newest snapshot at or below its
-        // floor, or from the genesis when there is none.
-        Ok(kept) => kept
-            .into_iter()
-            .rev()
-            .find(|&index| index <= floor)
-            .unwrap_or(0),
-        Err(error) => {
-            tracing::warn!(%error, "removing old snapshots failed");
-            0
-        }
-    }
-}
-
-impl SnapshotWriter {
-    fn start(
-        dir: std::path::PathBuf,
-        written: Sender<SnapshotDone>,
-        metrics: Arc<Metrics>,
-    ) -> SnapshotWriter {
-        let (tx, rx) = bounded::<(RaftMeta, StateCopy)>(1);
-        let thread = std::thread::Builder::new()
-            .name("snapshots".into())
-            .spawn(move || {
-                while let Ok((meta, copy)) = rx.recv() {
-                    // Nothing is written rather than a snapshot missing a
-                    // section: the log still holds everything, so the node
-                    // and its replicas go on as after a failed write.
-                    let bytes = match copy.into_bytes() {
-                        Ok(bytes) => bytes,
-                        Err(error) => {
-                            tracing::error!(%error, index = meta.index, "snapshot not written");
-                            continue;
-                        }
-                    };
-                    match exchange_replication::write_snapshot(
-                        &dir,
-                        meta.index,
-                        meta.term,
-                        &meta.conf,
-                        &bytes,
-                        usize::MAX,
-                    ) {
-                        Ok(path) => {
-                            metrics.snapshots.fetch_add(1, Ordering::Relaxed);
-                            tracing::info!(
-                                index = meta.index,
-                                path = %path.display(),
-                                "snapshot written"
-                            );
-                            let floor = metrics.retain_from_raft.load(Ordering::Acquire);
-                            let keep_log_from = prune_for_reader(&dir, floor);
-                            let _ = written.send(SnapshotDone {
-                                meta,
-                                keep_log_from,
-                            });
-                        }
-                        Err(error) => {
-                            tracing::warn!(
-                                %error,
-                                "snapshot failed; the log still holds everything"
-                            )
-                        }
-                    }
-                }
-            })
-            .expect("spawn snapshot thread");
-        SnapshotWriter {
-            queue: Some(tx),
-            thread: Some(thread),
-        }
-    }
-
-    /// Hands a copy of the state to the writer, unless the previous one
-    /// is still waiting for it (the next one will do).
-    fn offer(&self, meta: &RaftMeta, state: &CoreState) {
-        if let Some(queue) = self.queue.as_ref().filter(|queue| queue.is_empty()) {
-            let _ = queue.try_send((meta.clone(), state.copy()));
-        }
-    }
-
-    /// Writes a last snapshot and waits for the writer to finish.
-    fn finish(mut self, meta: &RaftMeta, state: &CoreState) {
-        if let Some(queue) = self.queue.take() {
-            let _ = queue.send((meta.clone(), state.copy()));
-        }
-        self.finish_without();
-    }
-
-    fn finish_without(mut self) {
-        self.queue = None;
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
     }
 }
