@@ -61,6 +61,7 @@ mod sessions_expiry_tests;
 mod sessions_prop_tests;
 #[cfg(test)]
 mod sessions_tests;
+mod snapshot_writer;
 pub mod source;
 pub mod state;
 pub mod stream;

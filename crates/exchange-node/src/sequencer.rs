@@ -25,7 +25,7 @@ use exchange_replication::{Message, ReplicaNode};
 use exchange_types::AccountId;
 use tokio::sync::{broadcast, oneshot};
 
-use crate::core_state::CoreState;
+use crate::core_state::{CoreState, HistoryNote};
 use crate::entry::LogEntry;
 use crate::metrics::Metrics;
 use crate::mirror::follow::Follow;
@@ -34,12 +34,13 @@ use crate::mirror::renew::SessionWatch;
 use crate::mirror::{MirrorRole, MirrorSettings};
 use crate::parked;
 use crate::pipeline::{CommittedBatch, CoreMsg, Reply, Submission};
-use crate::publisher::{Done, PublishLoop, Publisher, PUBLISH_EVERY};
+use crate::publisher::{Done, Outcome, PublishLoop, PublishTo, Publisher, PUBLISH_EVERY};
 use crate::reads::{self, Read, SharedCredentials};
 use crate::replication::{
     ClusterShared, MembershipError, RaftControl, RaftLoop, RaftMeta, ReplicationStatus,
 };
-use crate::state::Applied;
+use crate::snapshot_writer::{SnapshotWriter, SnapshotsIdle};
+use crate::state::{Applied, ServerState};
 
 // What a gateway or reader asks of a running node: the methods of
 // [`Handle`], apart from the threads that serve them.
@@ -49,11 +50,6 @@ mod handle;
 #[path = "submit_error.rs"]
 mod submit_error;
 pub use submit_error::SubmitError;
-
-// The thread that writes the core's snapshots to disk.
-#[path = "snapshot_writer.rs"]
-mod snapshot_writer;
-use snapshot_writer::SnapshotWriter;
 
 /// Tunables of the pipeline.
 #[derive(Clone, Debug)]
@@ -292,8 +288,8 @@ fn spawn_raft_thread(raft: RaftLoop, failed: Arc<AtomicBool>) -> JoinHandle<()> 
 }
 
 /// The core thread, and the publisher thread it hands its results to
-/// (and waits for when it ends); a failure of either marks the pipeline
-/// failed.
+/// (and waits for when it ends), which keeps the history from here on; a
+/// failure of either marks the pipeline failed.
 fn spawn_core_thread(
     state: CoreState,
     core: parked::Receiver<CoreMsg>,
@@ -309,14 +305,22 @@ fn spawn_core_thread(
         credentials,
         watch,
     } = outlets;
+    let CoreState { state, history } = state;
+    let snapshots_idle = snapshots.idle_probe();
+    let to = PublishTo {
+        events,
+        metrics: metrics.clone(),
+        snapshots,
+        watch: watch.clone(),
+    };
     let publish_failed = failed.clone();
-    let publisher = Publisher::start(events, metrics.clone(), watch.clone(), |publish| {
+    let publisher = Publisher::start(history, to, |publish| {
         spawn_publisher_thread(publish, publish_failed)
     });
     let sides = CoreSides {
         publisher,
         metrics,
-        snapshots,
+        snapshots_idle,
         cluster,
         credentials,
         watch,
@@ -363,11 +367,12 @@ struct Outlets {
 }
 
 /// What the core thread works with besides its state: the [`Outlets`]
-/// with the broadcast moved to the publisher thread.
+/// with the broadcast and the snapshot writer moved to the publisher
+/// thread.
 struct CoreSides {
     publisher: Publisher,
     metrics: Arc<Metrics>,
-    snapshots: SnapshotWriter,
+    snapshots_idle: SnapshotsIdle,
     cluster: Arc<ClusterShared>,
     credentials: Arc<SharedCredentials>,
     watch: Option<Arc<SessionWatch>>,
@@ -377,7 +382,7 @@ struct CoreSides {
 /// that does not restore) or its results have nowhere to go (the
 /// publisher thread failed).
 fn core_loop(
-    core_state: CoreState,
+    state: ServerState,
     core: parked::Receiver<CoreMsg>,
     config: PipelineConfig,
     sides: CoreSides,
@@ -385,17 +390,18 @@ fn core_loop(
     let CoreSides {
         publisher,
         metrics,
-        snapshots,
+        snapshots_idle,
         cluster,
         credentials,
         watch,
     } = sides;
     let mut thread = CoreThread {
-        core_state,
+        state,
         since_snapshot: 0,
         last_meta: None,
         done: Vec::with_capacity(PUBLISH_EVERY),
         snapshot_every: config.snapshot_every,
+        snapshots_idle,
         publisher,
         published: true,
         metrics: &metrics,
@@ -404,58 +410,62 @@ fn core_loop(
     };
     while let Ok(message) = core.recv() {
         match message {
-            CoreMsg::Read(read) => reads::answer(read, &thread.core_state),
-            CoreMsg::SnapshotNow => thread.snapshot_now(&snapshots),
+            CoreMsg::Read(read) => {
+                // The history's part, if any, after the entries applied
+                // so far: as of the same command as the state's.
+                if let Some(rest) = reads::answer_state(read, &thread.state) {
+                    thread.published &= thread.publisher.read(rest);
+                }
+            }
+            CoreMsg::SnapshotNow => thread.snapshot_now(),
             CoreMsg::Install { meta, data } => {
                 if !thread.install(meta, &data) {
-                    snapshots.finish_without();
                     return false;
                 }
             }
-            CoreMsg::Entries(batches) => thread.apply(batches, &snapshots),
+            CoreMsg::Entries(batches) => thread.apply(batches),
         }
         if let Some(watch) = &watch {
             // Reported by the publisher, after the answers of the entries
             // applied before: the forwarder then answers what the closed
             // session left unapplied.
-            if let Some(session) = watch.closed(&thread.core_state.state.sessions) {
+            if let Some(session) = watch.closed(&thread.state.sessions) {
                 thread.published &= thread.publisher.session_closed(session);
             }
         }
         if !thread.published {
             tracing::error!("the publisher thread stopped; stopping");
-            snapshots.finish_without();
             return false;
         }
     }
     let CoreThread {
-        core_state,
+        state,
         since_snapshot,
         last_meta,
         publisher,
         ..
     } = thread;
-    // Leave a snapshot behind on a clean shutdown so the next start is fast.
-    match last_meta {
-        Some(meta) if since_snapshot > 0 && config.snapshot_every > 0 => {
-            snapshots.finish(&meta, &core_state)
+    // Leave a snapshot behind on a clean shutdown so the next start is
+    // fast; the publisher hands it to the writer, and waits for it.
+    if let Some(meta) = last_meta {
+        if since_snapshot > 0 && config.snapshot_every > 0 {
+            publisher.snapshot(meta, state.replicated(), true);
         }
-        _ => snapshots.finish_without(),
     }
-    // Last: the broadcast closes once this is done, and a subscriber that
-    // sees it closed finds the final snapshot written.
     publisher.finish();
     true
 }
 
 /// What the core thread keeps between messages, and where its results go.
 struct CoreThread<'a> {
-    core_state: CoreState,
+    /// The replicated state; its history is the publisher's.
+    state: ServerState,
     since_snapshot: u64,
     last_meta: Option<RaftMeta>,
     /// Applied entries waiting to be handed to the publisher together.
     done: Done,
     snapshot_every: u64,
+    snapshots_idle: SnapshotsIdle,
     publisher: Publisher,
     /// False once the publisher thread could not be handed a result.
     published: bool,
@@ -465,16 +475,24 @@ struct CoreThread<'a> {
 }
 
 impl CoreThread<'_> {
-    /// Offers the writer a snapshot as of the last entry applied.
-    fn snapshot_now(&mut self, snapshots: &SnapshotWriter) {
+    /// Offers the writer a snapshot as of the last entry applied, unless
+    /// it is still busy with the previous one (the next one will do).
+    /// Copying the replicated state is the only part on the core thread;
+    /// the publisher adds the history as of the same entry, and
+    /// serialising and the disk work happen on the writer's.
+    fn snapshot_now(&mut self) {
         if let Some(meta) = &self.last_meta {
             self.since_snapshot = 0;
-            snapshots.offer(meta, &self.core_state);
+            if self.snapshots_idle.idle() {
+                self.published &=
+                    self.publisher
+                        .snapshot(meta.clone(), self.state.replicated(), false);
+            }
         }
     }
 
-    /// Replaces the state with the leader's snapshot; false when it does
-    /// not restore.
+    /// Replaces the state with the leader's snapshot, and the publisher's
+    /// history with the snapshot's; false when it does not restore.
     fn install(&mut self, meta: RaftMeta, data: &[u8]) -> bool {
         let restored = if data.is_empty() {
             Ok(CoreState::new())
@@ -482,15 +500,16 @@ impl CoreThread<'_> {
             CoreState::restore(data)
         };
         match restored {
-            Ok(mut fresh) => {
-                fresh.state.raft_index = meta.index;
-                self.core_state = fresh;
-                self.credentials.replace(&self.core_state.state.credentials);
+            Ok(CoreState { mut state, history }) => {
+                state.raft_index = meta.index;
+                self.state = state;
+                self.published &= self.publisher.install(history);
+                self.credentials.replace(&self.state.credentials);
                 tracing::info!(index = meta.index, "installed a snapshot from the leader");
                 self.cluster.set_raft_applied(meta.index);
                 self.metrics
                     .applied_index
-                    .store(self.core_state.state.applied_index, Ordering::Relaxed);
+                    .store(self.state.applied_index, Ordering::Relaxed);
                 self.last_meta = Some(meta);
                 true
             }
@@ -503,42 +522,43 @@ impl CoreThread<'_> {
 
     /// Applies what Raft committed, hands it to the publisher, and offers
     /// a snapshot when one is due.
-    fn apply(&mut self, batches: Vec<CommittedBatch>, snapshots: &SnapshotWriter) {
+    fn apply(&mut self, batches: Vec<CommittedBatch>) {
         for batch in batches {
             for (entry, reply) in batch.items {
                 self.apply_entry(&entry, reply, batch.meta.index);
             }
-            self.core_state.state.raft_index = batch.meta.index;
+            self.state.raft_index = batch.meta.index;
             self.last_meta = Some(batch.meta);
         }
         self.metrics
             .applied_index
-            .store(self.core_state.state.applied_index, Ordering::Relaxed);
+            .store(self.state.applied_index, Ordering::Relaxed);
         // Before the answers: a gateway hearing of a revoked key
         // must find this node caught up, and so call the key
         // unknown rather than not yet known.
-        self.cluster
-            .set_raft_applied(self.core_state.state.raft_index);
+        self.cluster.set_raft_applied(self.state.raft_index);
         self.hand_over();
         if self.snapshot_every > 0 && self.since_snapshot >= self.snapshot_every {
-            // Copying the state is the only part on the core thread;
-            // serialising and the disk work happen on the writer's.
-            self.snapshot_now(snapshots);
+            self.snapshot_now();
         }
     }
 
     fn apply_entry(&mut self, entry: &LogEntry, reply: Option<Reply>, raft_index: u64) {
-        let index = self.core_state.state.applied_index + 1;
-        let mut applied = self.core_state.apply(index, entry);
+        let index = self.state.applied_index + 1;
+        let mut applied = self.state.apply(index, entry);
+        let note = HistoryNote::of(entry, &applied);
         applied.raft_index = raft_index;
         // Before the answer goes out: whoever hears of a new key can sign
         // with it at once, and a revoked one is refused from then on.
         let key_ids = entry.key_ids();
         if !key_ids.is_empty() {
-            self.credentials
-                .refresh(&key_ids, &self.core_state.state.credentials);
+            self.credentials.refresh(&key_ids, &self.state.credentials);
         }
-        self.done.push((Arc::new(applied), reply));
+        self.done.push(Outcome {
+            applied,
+            note,
+            reply,
+        });
         if self.done.len() == PUBLISH_EVERY {
             self.hand_over();
         }

@@ -1,13 +1,12 @@
-//! The snapshot writer: the core thread's snapshots written to disk on a
-//! thread of their own.
+//! The snapshot writer: the node's snapshots written to disk on a thread
+//! of their own.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
-use crossbeam_channel::{bounded, Sender};
+use crossbeam_channel::{bounded, Receiver, Sender};
 
-use crate::core_state::CoreState;
 use crate::metrics::Metrics;
 use crate::replication::{RaftMeta, SnapshotDone};
 use crate::state::StateCopy;
@@ -20,9 +19,23 @@ use crate::state::StateCopy;
 /// with the log after it; when no snapshot on disk is that old (the
 /// reader is still before the first one), the whole log, since the reader
 /// replays it from the genesis.
-pub(super) struct SnapshotWriter {
+pub(crate) struct SnapshotWriter {
     queue: Option<Sender<(RaftMeta, StateCopy)>>,
+    /// The queue's other end, to see whether the writer is busy.
+    waiting: Receiver<(RaftMeta, StateCopy)>,
     thread: Option<JoinHandle<()>>,
+}
+
+/// Tells whether the writer would take a snapshot now, from another
+/// thread than the one offering it (the core thread, before it copies its
+/// state); it keeps nothing running.
+pub(crate) struct SnapshotsIdle(Receiver<(RaftMeta, StateCopy)>);
+
+impl SnapshotsIdle {
+    /// No snapshot waits for the writer.
+    pub(crate) fn idle(&self) -> bool {
+        self.0.is_empty()
+    }
 }
 
 /// Removes the snapshots no one needs, given the Raft index a reader
@@ -50,12 +63,13 @@ fn prune_for_reader(dir: &std::path::Path, floor: u64) -> u64 {
 }
 
 impl SnapshotWriter {
-    pub(super) fn start(
+    pub(crate) fn start(
         dir: std::path::PathBuf,
         written: Sender<SnapshotDone>,
         metrics: Arc<Metrics>,
     ) -> SnapshotWriter {
         let (tx, rx) = bounded::<(RaftMeta, StateCopy)>(1);
+        let waiting = rx.clone();
         let thread = std::thread::Builder::new()
             .name("snapshots".into())
             .spawn(move || {
@@ -104,27 +118,32 @@ impl SnapshotWriter {
             .expect("spawn snapshot thread");
         SnapshotWriter {
             queue: Some(tx),
+            waiting,
             thread: Some(thread),
         }
     }
 
-    /// Hands a copy of the state to the writer, unless the previous one
-    /// is still waiting for it (the next one will do).
-    pub(super) fn offer(&self, meta: &RaftMeta, state: &CoreState) {
+    pub(crate) fn idle_probe(&self) -> SnapshotsIdle {
+        SnapshotsIdle(self.waiting.clone())
+    }
+
+    /// Hands the writer the copy `copy` makes, unless the previous one is
+    /// still waiting for it (the next one will do).
+    pub(crate) fn offer(&self, meta: RaftMeta, copy: impl FnOnce() -> StateCopy) {
         if let Some(queue) = self.queue.as_ref().filter(|queue| queue.is_empty()) {
-            let _ = queue.try_send((meta.clone(), state.copy()));
+            let _ = queue.try_send((meta, copy()));
         }
     }
 
     /// Writes a last snapshot and waits for the writer to finish.
-    pub(super) fn finish(mut self, meta: &RaftMeta, state: &CoreState) {
+    pub(crate) fn finish(mut self, meta: RaftMeta, copy: StateCopy) {
         if let Some(queue) = self.queue.take() {
-            let _ = queue.send((meta.clone(), state.copy()));
+            let _ = queue.send((meta, copy));
         }
         self.finish_without();
     }
 
-    pub(super) fn finish_without(mut self) {
+    pub(crate) fn finish_without(mut self) {
         self.queue = None;
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
