@@ -1,9 +1,13 @@
-//! What the core thread holds: the replicated [`ServerState`] and, beside
-//! it, the [`History`], the API's view of open orders and recent trades.
+//! What a node holds: the replicated [`ServerState`] and, beside it, the
+//! [`History`], the API's view of open orders and recent trades.
 //!
 //! The history is a projection of the events the state's entries produce,
-//! updated from each applied entry's events right after the entry is
-//! applied, on the same thread, so reads see both as of the same command.
+//! updated from each applied entry's events after the entry is applied,
+//! entry by entry in log order ([`HistoryNote`]). [`CoreState::apply`]
+//! does both on one thread (recovery, mirrors' tests); a running node
+//! keeps the history on its publisher thread ([`crate::publisher`]),
+//! which reads of it and snapshots reach in log order, so they see both
+//! as of the same command.
 //! It is not part of the replicated state: it only presents what the
 //! events said (strings, timestamps, running totals), nothing the engine
 //! decides by, so the state hash does not cover it and two nodes may
@@ -18,6 +22,8 @@
 //! recovery restores both from the snapshot and replays the log after it
 //! into both. A follower that installs the leader's snapshot takes the
 //! leader's history with it.
+
+use exchange_types::OrderId;
 
 use crate::entry::LogEntry;
 use crate::history::History;
@@ -41,28 +47,13 @@ impl CoreState {
     /// history; the outcome carries the order it answers for.
     pub fn apply(&mut self, index: u64, entry: &LogEntry) -> Applied {
         let mut applied = self.state.apply(index, entry);
-        // The cancels of expired client sessions, whatever the entry was.
-        let (expiry, own) = applied.events.split_at(applied.expiry_events);
-        if !expiry.is_empty() {
-            self.history.record(expiry);
-        }
-        // A wrapped command that was admitted is recorded as it would be
-        // on its own; a refused one changed nothing.
-        if applied.refused_unapplied() {
-            return applied;
-        }
-        let LogEntry::Core(stamped) = entry.inner() else {
-            return applied;
-        };
-        self.history.record(own);
-        applied.order =
-            answered_order(&stamped.command, own).and_then(|id| self.history.shared_order(id));
+        HistoryNote::of(entry, &applied).record(&mut self.history, &mut applied);
         applied
     }
 
     /// What [`CoreState::snapshot`] writes, before it is written: the
     /// engine's snapshot is built here, the history is shared rather than
-    /// copied, so the core thread only pauses for this and another thread
+    /// copied, so the caller only pauses for this and another thread
     /// serialises it.
     pub fn copy(&self) -> StateCopy {
         StateCopy {
@@ -85,6 +76,51 @@ impl CoreState {
             HistorySection::InReplicated => history_of_version_1(sections.replicated)?,
         };
         Ok(CoreState { state, history })
+    }
+}
+
+/// What recording an applied entry in the history takes besides the
+/// outcome: taken where the entry was applied, so that the history may be
+/// kept on another thread, entry after entry in log order.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct HistoryNote {
+    /// Whether the entry's own events are recorded (besides the expiry
+    /// cancels, which always are).
+    own: bool,
+    /// The order the entry answers for.
+    order: Option<OrderId>,
+}
+
+impl HistoryNote {
+    pub(crate) fn of(entry: &LogEntry, applied: &Applied) -> HistoryNote {
+        // A wrapped command that was admitted is recorded as it would be
+        // on its own; a refused one changed nothing.
+        if applied.refused_unapplied() {
+            return HistoryNote::default();
+        }
+        let LogEntry::Core(stamped) = entry.inner() else {
+            return HistoryNote::default();
+        };
+        let own = applied.events.get(applied.expiry_events..).unwrap_or(&[]);
+        HistoryNote {
+            own: true,
+            order: answered_order(&stamped.command, own),
+        }
+    }
+
+    /// Records `applied`'s events in `history`, and gives it the record of
+    /// the order it answers for.
+    pub(crate) fn record(self, history: &mut History, applied: &mut Applied) {
+        // The cancels of expired client sessions, whatever the entry was.
+        let (expiry, own) = applied.events.split_at(applied.expiry_events);
+        if !expiry.is_empty() {
+            history.record(expiry);
+        }
+        if !self.own {
+            return;
+        }
+        history.record(own);
+        applied.order = self.order.and_then(|id| history.shared_order(id));
     }
 }
 

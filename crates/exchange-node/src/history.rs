@@ -1,8 +1,9 @@
-//! What the core thread keeps beside the engine for the gateways: every
-//! open order as the API shows it, and each market's recent public trades.
+//! What the node keeps beside the engine for the gateways: every open
+//! order as the API shows it, and each market's recent public trades.
 //!
-//! A projection of the core's events, maintained on the core thread and
-//! saved in the server snapshot. It holds only what trading and the live
+//! A projection of the core's events, maintained entry by entry in log
+//! order (in a running node, on the publisher thread: see
+//! [`crate::publisher`]) and saved in the server snapshot. It holds only what trading and the live
 //! market views need: an order leaves it when it closes (its record goes
 //! out once more with the entry that closed it, [`History::shared_order`]),
 //! and trades are kept up to a fixed count per symbol. Closed orders and
@@ -157,10 +158,10 @@ impl AuctionRecord {
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct History {
-    // Records are shared, so copying the history for a snapshot (on the
-    // core thread, between two commands) copies pointers, not thousands of
-    // records; a record changed later is copied then. Hashed rather than
-    // ordered: every order event looks its order up on the core thread,
+    // Records are shared, so copying the history for a snapshot (between
+    // two entries) copies pointers, not thousands of records; a record
+    // changed later is copied then. Hashed rather than ordered: every
+    // order event looks its order up on the thread that keeps the history,
     // and with a hundred thousand open orders a tree's walk was a cache
     // miss per level. The rare reads that list orders sort what they
     // find, and a snapshot writes them in id order.

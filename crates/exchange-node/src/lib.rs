@@ -41,6 +41,7 @@ pub mod mirror;
 mod parked;
 mod pipeline;
 pub mod prometheus;
+mod publisher;
 pub mod reads;
 pub mod recovery;
 pub mod replay_guard;
@@ -60,6 +61,7 @@ mod sessions_expiry_tests;
 mod sessions_prop_tests;
 #[cfg(test)]
 mod sessions_tests;
+mod snapshot_writer;
 pub mod source;
 pub mod state;
 pub mod stream;

@@ -6,7 +6,10 @@
 //! every command anyone has been answered, and costs that thread the time
 //! to copy out the answer; the requests are shaped so that this is all they
 //! cost (a bounded book depth, a bounded number of trades, shared order
-//! records rather than copies).
+//! records rather than copies). What a read asks of the history (open
+//! orders, recent trades, last auctions) the core passes on to the
+//! publisher thread, which keeps the history ([`HistoryRead`]): behind
+//! the entries the core handed it before, so as of the same command.
 //!
 //! API credentials are the exception: they are read on every signed
 //! request, most of them before anything says the sender is genuine, so
@@ -20,17 +23,21 @@ use std::sync::{Arc, RwLock};
 
 use exchange_core::{BalanceView, BookView, InstrumentView};
 use exchange_marketdata::{IndicativeView, InstrumentSequences, MarketStatus, SnapshotTrade};
-use exchange_types::{AccountId, AssetCode, OrderId, Side, Symbol};
+use exchange_types::{AccountId, AssetCode, OrderId, Symbol};
 use ipnet::IpNet;
 use tokio::sync::{oneshot, watch};
 
-use crate::core_state::CoreState;
-use crate::history::{History, OrderRecord, PublicTrade};
+use crate::history::OrderRecord;
 use crate::key_rules::parse_allow_mapped;
 use crate::keys::{ApiKey, Credentials, Scopes};
 use crate::master_key::MasterKey;
 use crate::sequencer::{Handle, SubmitError};
 use crate::state::{ReplicatedCopy, SectionError, ServerState};
+
+// What reads ask of the history, which the publisher thread keeps.
+#[path = "reads_history.rs"]
+mod history_reads;
+pub(crate) use history_reads::HistoryRead;
 
 /// Why the state hash was not read: the node did not answer, or the state
 /// would not serialise (a hash of part of it would match no other replica).
@@ -148,10 +155,10 @@ pub enum KeyQuery {
     One(String),
 }
 
-/// Answers `read` from the state (on the core thread). A caller that gave
-/// up waiting is no error.
-pub(crate) fn answer(read: Read, core: &CoreState) {
-    let (state, history) = (&core.state, &core.history);
+/// Answers `read` from the state (on the core thread), or answers its
+/// part of it and returns what the history is to answer. A caller that
+/// gave up waiting is no error.
+pub(crate) fn answer_state(read: Read, state: &ServerState) -> Option<HistoryRead> {
     match read {
         Read::Position(reply) => {
             let _ = reply.send(position(state));
@@ -175,13 +182,21 @@ pub(crate) fn answer(read: Read, core: &CoreState) {
             let _ = reply.send(state.account_exists(account));
         }
         Read::Markets(query, reply) => {
-            let _ = reply.send(markets(state, history, &query));
+            return Some(HistoryRead::Markets {
+                markets: markets(state, &query),
+                trades: query.trades,
+                reply,
+            });
         }
         Read::Balances(account, reply) => {
             let _ = reply.send(balances(state, account));
         }
         Read::Orders(query, reply) => {
-            let _ = reply.send(orders(state, history, &query));
+            return Some(HistoryRead::Orders {
+                applied_index: state.applied_index,
+                query,
+                reply,
+            });
         }
         Read::Audit(reply) => {
             let _ = reply.send(state.engine.audit());
@@ -190,6 +205,7 @@ pub(crate) fn answer(read: Read, core: &CoreState) {
             let _ = reply.send(api_keys(&state.credentials, &query));
         }
     }
+    None
 }
 
 /// The keys asked for, without any secret a key from an old log still
@@ -220,7 +236,9 @@ fn position(state: &ServerState) -> Position {
     }
 }
 
-fn markets(state: &ServerState, history: &History, query: &MarketQuery) -> Markets {
+/// The state's part of the markets: all but their trades and last
+/// auctions.
+fn markets(state: &ServerState, query: &MarketQuery) -> Markets {
     let markets = state
         .engine
         .instruments()
@@ -231,20 +249,14 @@ fn markets(state: &ServerState, history: &History, query: &MarketQuery) -> Marke
             Market {
                 book: state.engine.book(&symbol, query.depth).unwrap_or_default(),
                 sequences: state.market_sequences.get(symbol.as_str()),
-                trades: history
-                    .trades_of(symbol.as_str(), query.trades)
-                    .into_iter()
-                    .map(snapshot_trade)
-                    .collect(),
+                trades: Vec::new(),
                 status: MarketStatus {
                     phase: instrument.phase,
                     indicative: state
                         .engine
                         .indicative(&symbol)
                         .and_then(|i| IndicativeView::of(&i)),
-                    last_auction: history
-                        .last_auction(symbol.as_str())
-                        .and_then(|a| a.last_auction()),
+                    last_auction: None,
                     reference_price: instrument.reference_price,
                 },
                 instrument,
@@ -255,24 +267,6 @@ fn markets(state: &ServerState, history: &History, query: &MarketQuery) -> Marke
         applied_index: state.applied_index,
         now: state.engine.now(),
         markets,
-    }
-}
-
-fn snapshot_trade(trade: &PublicTrade) -> SnapshotTrade {
-    SnapshotTrade {
-        trade_id: trade.trade_id,
-        price: trade.price,
-        qty: trade.qty,
-        aggressor: if trade.side == Side::Sell.as_str() {
-            Side::Sell
-        } else {
-            Side::Buy
-        },
-        ts: trade.ts,
-        auction: trade
-            .auction
-            .as_deref()
-            .and_then(exchange_marketdata::status::parse_auction_kind),
     }
 }
 
@@ -299,31 +293,6 @@ fn balances(state: &ServerState, account: AccountId) -> Vec<BalanceView> {
             }
         })
         .collect()
-}
-
-fn orders(state: &ServerState, history: &History, query: &OrderQuery) -> Orders {
-    let orders = match query {
-        OrderQuery::One { account, order_id } => history
-            .shared_order(*order_id)
-            .filter(|o| o.account == *account && o.status.is_open())
-            .into_iter()
-            .collect(),
-        OrderQuery::Open { accounts, symbol } => {
-            let mut found: Vec<Arc<OrderRecord>> = accounts
-                .iter()
-                .flat_map(|&account| history.open_orders_of(account, symbol.as_deref()))
-                .filter_map(|o| history.shared_order(o.order_id))
-                .collect();
-            if accounts.len() > 1 {
-                found.sort_unstable_by_key(|o| std::cmp::Reverse(o.order_id));
-            }
-            found
-        }
-    };
-    Orders {
-        applied_index: state.applied_index,
-        orders,
-    }
 }
 
 /// An API key as the gateway checks it: what it may do, and what verifies

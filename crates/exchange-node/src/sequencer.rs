@@ -5,9 +5,11 @@
 //! makes it durable with one fsync (group commit: the batch is everything
 //! that arrived while the previous one was written) and replicates it.
 //! Only entries Raft reports committed reach the core thread, which applies
-//! each command to the state, answers the waiting gateway and publishes the
-//! events. The threads overlap: the core applies batch N while Raft syncs
-//! and replicates batch N+1.
+//! each command to the state and hands the outcomes to the publisher
+//! thread ([`crate::publisher`]), which answers the waiting gateway and
+//! publishes the events. The threads overlap: the core applies batch N
+//! while Raft syncs and replicates batch N+1, and the publisher answers
+//! batch N-1.
 //!
 //! Every queue is bounded. A gateway that finds the submit queue full gets
 //! `Overloaded` at once instead of waiting; on a node that is not the
@@ -16,15 +18,14 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::Instant;
 
 use crossbeam_channel::{bounded, unbounded, Receiver, Sender, TrySendError};
 use exchange_replication::transport::Transport;
 use exchange_replication::{Message, ReplicaNode};
-use exchange_types::{AccountId, EventKind};
+use exchange_types::AccountId;
 use tokio::sync::{broadcast, oneshot};
 
-use crate::core_state::CoreState;
+use crate::core_state::{CoreState, HistoryNote};
 use crate::entry::LogEntry;
 use crate::metrics::Metrics;
 use crate::mirror::follow::Follow;
@@ -33,12 +34,13 @@ use crate::mirror::renew::SessionWatch;
 use crate::mirror::{MirrorRole, MirrorSettings};
 use crate::parked;
 use crate::pipeline::{CommittedBatch, CoreMsg, Reply, Submission};
+use crate::publisher::{Done, Outcome, PublishLoop, PublishTo, Publisher, PUBLISH_EVERY};
 use crate::reads::{self, Read, SharedCredentials};
 use crate::replication::{
     ClusterShared, MembershipError, RaftControl, RaftLoop, RaftMeta, ReplicationStatus,
-    SnapshotDone,
 };
-use crate::state::{Applied, StateCopy};
+use crate::snapshot_writer::{SnapshotWriter, SnapshotsIdle};
+use crate::state::{Applied, ServerState};
 
 // What a gateway or reader asks of a running node: the methods of
 // [`Handle`], apart from the threads that serve them.
@@ -285,7 +287,9 @@ fn spawn_raft_thread(raft: RaftLoop, failed: Arc<AtomicBool>) -> JoinHandle<()> 
         .expect("spawn raft thread")
 }
 
-/// The core thread; a failure marks the pipeline failed.
+/// The core thread, and the publisher thread it hands its results to
+/// (and waits for when it ends), which keeps the history from here on; a
+/// failure of either marks the pipeline failed.
 fn spawn_core_thread(
     state: CoreState,
     core: parked::Receiver<CoreMsg>,
@@ -293,6 +297,34 @@ fn spawn_core_thread(
     outlets: Outlets,
     failed: Arc<AtomicBool>,
 ) -> JoinHandle<()> {
+    let Outlets {
+        events,
+        metrics,
+        snapshots,
+        cluster,
+        credentials,
+        watch,
+    } = outlets;
+    let CoreState { state, history } = state;
+    let snapshots_idle = snapshots.idle_probe();
+    let to = PublishTo {
+        events,
+        metrics: metrics.clone(),
+        snapshots,
+        watch: watch.clone(),
+    };
+    let publish_failed = failed.clone();
+    let publisher = Publisher::start(history, to, |publish| {
+        spawn_publisher_thread(publish, publish_failed)
+    });
+    let sides = CoreSides {
+        publisher,
+        metrics,
+        snapshots_idle,
+        cluster,
+        credentials,
+        watch,
+    };
     std::thread::Builder::new()
         .name("core".into())
         .spawn(move || {
@@ -301,9 +333,26 @@ fn spawn_core_thread(
                 failed,
                 clean: false,
             };
-            guard.clean = core_loop(state, core, config, outlets);
+            guard.clean = core_loop(state, core, config, sides);
         })
         .expect("spawn core thread")
+}
+
+/// The publisher thread; a failure marks the pipeline failed.
+fn spawn_publisher_thread(publish: PublishLoop, failed: Arc<AtomicBool>) -> JoinHandle<()> {
+    std::thread::Builder::new()
+        .name("publish".into())
+        .spawn(move || {
+            // It wakes the gateways: on the order path as much as the core.
+            crate::threads::latency_sensitive();
+            let mut guard = FailGuard {
+                failed,
+                clean: false,
+            };
+            publish.run();
+            guard.clean = true;
+        })
+        .expect("spawn publisher thread")
 }
 
 /// Where the core thread's results go besides the waiting gateways.
@@ -317,90 +366,133 @@ struct Outlets {
     watch: Option<Arc<SessionWatch>>,
 }
 
+/// What the core thread works with besides its state: the [`Outlets`]
+/// with the broadcast and the snapshot writer moved to the publisher
+/// thread.
+struct CoreSides {
+    publisher: Publisher,
+    metrics: Arc<Metrics>,
+    snapshots_idle: SnapshotsIdle,
+    cluster: Arc<ClusterShared>,
+    credentials: Arc<SharedCredentials>,
+    watch: Option<Arc<SessionWatch>>,
+}
+
 /// Returns false when the state cannot go on (a snapshot from the leader
-/// that does not restore).
+/// that does not restore) or its results have nowhere to go (the
+/// publisher thread failed).
 fn core_loop(
-    core_state: CoreState,
+    state: ServerState,
     core: parked::Receiver<CoreMsg>,
     config: PipelineConfig,
-    outlets: Outlets,
+    sides: CoreSides,
 ) -> bool {
-    let Outlets {
-        events,
+    let CoreSides {
+        publisher,
         metrics,
-        snapshots,
+        snapshots_idle,
         cluster,
         credentials,
         watch,
-    } = outlets;
+    } = sides;
     let mut thread = CoreThread {
-        core_state,
+        state,
         since_snapshot: 0,
         last_meta: None,
         done: Vec::with_capacity(PUBLISH_EVERY),
         snapshot_every: config.snapshot_every,
-        events: &events,
+        snapshots_idle,
+        publisher,
+        published: true,
         metrics: &metrics,
         cluster: &cluster,
         credentials: &credentials,
     };
     while let Ok(message) = core.recv() {
         match message {
-            CoreMsg::Read(read) => reads::answer(read, &thread.core_state),
-            CoreMsg::SnapshotNow => thread.snapshot_now(&snapshots),
+            CoreMsg::Read(read) => {
+                // The history's part, if any, after the entries applied
+                // so far: as of the same command as the state's.
+                if let Some(rest) = reads::answer_state(read, &thread.state) {
+                    thread.published &= thread.publisher.read(rest);
+                }
+            }
+            CoreMsg::SnapshotNow => thread.snapshot_now(),
             CoreMsg::Install { meta, data } => {
                 if !thread.install(meta, &data) {
-                    snapshots.finish_without();
                     return false;
                 }
             }
-            CoreMsg::Entries(batches) => thread.apply(batches, &snapshots),
+            CoreMsg::Entries(batches) => thread.apply(batches),
         }
         if let Some(watch) = &watch {
-            watch.check(&thread.core_state.state.sessions);
+            // Reported by the publisher, after the answers of the entries
+            // applied before: the forwarder then answers what the closed
+            // session left unapplied.
+            if let Some(session) = watch.closed(&thread.state.sessions) {
+                thread.published &= thread.publisher.session_closed(session);
+            }
+        }
+        if !thread.published {
+            tracing::error!("the publisher thread stopped; stopping");
+            return false;
         }
     }
     let CoreThread {
-        core_state,
+        state,
         since_snapshot,
         last_meta,
+        publisher,
         ..
     } = thread;
-    // Leave a snapshot behind on a clean shutdown so the next start is fast.
-    match last_meta {
-        Some(meta) if since_snapshot > 0 && config.snapshot_every > 0 => {
-            snapshots.finish(&meta, &core_state)
+    // Leave a snapshot behind on a clean shutdown so the next start is
+    // fast; the publisher hands it to the writer, and waits for it.
+    if let Some(meta) = last_meta {
+        if since_snapshot > 0 && config.snapshot_every > 0 {
+            publisher.snapshot(meta, state.replicated(), true);
         }
-        _ => snapshots.finish_without(),
     }
+    publisher.finish();
     true
 }
 
 /// What the core thread keeps between messages, and where its results go.
 struct CoreThread<'a> {
-    core_state: CoreState,
+    /// The replicated state; its history is the publisher's.
+    state: ServerState,
     since_snapshot: u64,
     last_meta: Option<RaftMeta>,
-    /// Applied entries waiting to be answered and published together.
-    done: Vec<(Arc<Applied>, Option<Reply>)>,
+    /// Applied entries waiting to be handed to the publisher together.
+    done: Done,
     snapshot_every: u64,
-    events: &'a broadcast::Sender<Arc<Applied>>,
+    snapshots_idle: SnapshotsIdle,
+    publisher: Publisher,
+    /// False once the publisher thread could not be handed a result.
+    published: bool,
     metrics: &'a Metrics,
     cluster: &'a ClusterShared,
     credentials: &'a SharedCredentials,
 }
 
 impl CoreThread<'_> {
-    /// Offers the writer a snapshot as of the last entry applied.
-    fn snapshot_now(&mut self, snapshots: &SnapshotWriter) {
+    /// Offers the writer a snapshot as of the last entry applied, unless
+    /// it is still busy with the previous one (the next one will do).
+    /// Copying the replicated state is the only part on the core thread;
+    /// the publisher adds the history as of the same entry, and
+    /// serialising and the disk work happen on the writer's.
+    fn snapshot_now(&mut self) {
         if let Some(meta) = &self.last_meta {
             self.since_snapshot = 0;
-            snapshots.offer(meta, &self.core_state);
+            if self.snapshots_idle.idle() {
+                self.published &=
+                    self.publisher
+                        .snapshot(meta.clone(), self.state.replicated(), false);
+            }
         }
     }
 
-    /// Replaces the state with the leader's snapshot; false when it does
-    /// not restore.
+    /// Replaces the state with the leader's snapshot, and the publisher's
+    /// history with the snapshot's; false when it does not restore.
     fn install(&mut self, meta: RaftMeta, data: &[u8]) -> bool {
         let restored = if data.is_empty() {
             Ok(CoreState::new())
@@ -408,15 +500,16 @@ impl CoreThread<'_> {
             CoreState::restore(data)
         };
         match restored {
-            Ok(mut fresh) => {
-                fresh.state.raft_index = meta.index;
-                self.core_state = fresh;
-                self.credentials.replace(&self.core_state.state.credentials);
+            Ok(CoreState { mut state, history }) => {
+                state.raft_index = meta.index;
+                self.state = state;
+                self.published &= self.publisher.install(history);
+                self.credentials.replace(&self.state.credentials);
                 tracing::info!(index = meta.index, "installed a snapshot from the leader");
                 self.cluster.set_raft_applied(meta.index);
                 self.metrics
                     .applied_index
-                    .store(self.core_state.state.applied_index, Ordering::Relaxed);
+                    .store(self.state.applied_index, Ordering::Relaxed);
                 self.last_meta = Some(meta);
                 true
             }
@@ -427,213 +520,53 @@ impl CoreThread<'_> {
         }
     }
 
-    /// Applies what Raft committed, answers and publishes it, and offers
+    /// Applies what Raft committed, hands it to the publisher, and offers
     /// a snapshot when one is due.
-    fn apply(&mut self, batches: Vec<CommittedBatch>, snapshots: &SnapshotWriter) {
+    fn apply(&mut self, batches: Vec<CommittedBatch>) {
         for batch in batches {
             for (entry, reply) in batch.items {
                 self.apply_entry(&entry, reply, batch.meta.index);
             }
-            self.core_state.state.raft_index = batch.meta.index;
+            self.state.raft_index = batch.meta.index;
             self.last_meta = Some(batch.meta);
         }
         self.metrics
             .applied_index
-            .store(self.core_state.state.applied_index, Ordering::Relaxed);
+            .store(self.state.applied_index, Ordering::Relaxed);
         // Before the answers: a gateway hearing of a revoked key
         // must find this node caught up, and so call the key
         // unknown rather than not yet known.
-        self.cluster
-            .set_raft_applied(self.core_state.state.raft_index);
-        publish(&mut self.done, self.events, self.metrics);
+        self.cluster.set_raft_applied(self.state.raft_index);
+        self.hand_over();
         if self.snapshot_every > 0 && self.since_snapshot >= self.snapshot_every {
-            // Copying the state is the only part on the core thread;
-            // serialising and the disk work happen on the writer's.
-            self.snapshot_now(snapshots);
+            self.snapshot_now();
         }
     }
 
     fn apply_entry(&mut self, entry: &LogEntry, reply: Option<Reply>, raft_index: u64) {
-        let index = self.core_state.state.applied_index + 1;
-        let mut applied = self.core_state.apply(index, entry);
+        let index = self.state.applied_index + 1;
+        let mut applied = self.state.apply(index, entry);
+        let note = HistoryNote::of(entry, &applied);
         applied.raft_index = raft_index;
         // Before the answer goes out: whoever hears of a new key can sign
         // with it at once, and a revoked one is refused from then on.
         let key_ids = entry.key_ids();
         if !key_ids.is_empty() {
-            self.credentials
-                .refresh(&key_ids, &self.core_state.state.credentials);
+            self.credentials.refresh(&key_ids, &self.state.credentials);
         }
-        let applied = Arc::new(applied);
-        self.metrics.commands.fetch_add(1, Ordering::Relaxed);
-        self.metrics.applied_ts.store(applied.ts, Ordering::Relaxed);
-        self.metrics
-            .events
-            .fetch_add(applied.events.len() as u64, Ordering::Relaxed);
-        for event in &applied.events {
-            if let EventKind::Rejected(rejected) = &event.kind {
-                self.metrics.record_reject(rejected.reason.as_str());
-            }
-        }
-        self.done.push((applied, reply));
+        self.done.push(Outcome {
+            applied,
+            note,
+            reply,
+        });
         if self.done.len() == PUBLISH_EVERY {
-            publish(&mut self.done, self.events, self.metrics);
+            self.hand_over();
         }
         self.since_snapshot += 1;
     }
-}
 
-/// Applied entries answered and published together. Waking a gateway
-/// thread is a system call when it sleeps; after each entry it would
-/// sleep again in between, so the answers of a few entries go together.
-const PUBLISH_EVERY: usize = 64;
-
-/// Answers the waiting gateways and publishes the entries, in log order,
-/// and records how long each answered sender waited.
-fn publish(
-    done: &mut Vec<(Arc<Applied>, Option<Reply>)>,
-    events: &broadcast::Sender<Arc<Applied>>,
-    metrics: &Metrics,
-) {
-    if done.is_empty() {
-        return;
-    }
-    let now = Instant::now();
-    let mut acks = [0u64; PUBLISH_EVERY];
-    let (mut answered, commands) = (0, done.len() as u64);
-    for (applied, reply) in done.drain(..) {
-        if let Some(reply) = reply {
-            let _ = reply.tx.send(applied.clone());
-            if let Some(slot) = acks.get_mut(answered) {
-                *slot = now.saturating_duration_since(reply.since).as_nanos() as u64;
-                answered += 1;
-            }
-        }
-        // No subscriber is fine; a lagging one loses messages and is told
-        // so by its receiver.
-        let _ = events.send(applied);
-    }
-    metrics
-        .window
-        .record_commands(now, commands, &acks[..answered]);
-}
-
-/// Writes snapshots on its own thread so the core never waits on a disk,
-/// then tells the Raft thread, which compacts the log below the oldest
-/// kept snapshot. Two are kept (the newer one might yet prove
-/// unreadable), and also the newest at or below the floor a reader behind
-/// the core needs (`Metrics::retain_from_raft`: the reporting service),
-/// with the log after it; when no snapshot on disk is that old (the
-/// reader is still before the first one), the whole log, since the reader
-/// replays it from the genesis.
-struct SnapshotWriter {
-    queue: Option<Sender<(RaftMeta, StateCopy)>>,
-    thread: Option<JoinHandle<()>>,
-}
-
-/// Removes the snapshots no one needs, given the Raft index a reader
-/// behind the core replays from (`floor`: 0 while it has not said, so
-/// everything is kept; `u64::MAX` when there is no such reader), and
-/// returns the Raft index the log must be kept from.
-fn prune_for_reader(dir: &std::path::Path, floor: u64) -> u64 {
-    if floor == 0 {
-        return 0;
-    }
-    match exchange_journal::snapshots::prune(dir, 2, floor) {
-        Ok(_) if floor == u64::MAX => u64::MAX,
-        // The reader replays from the newest snapshot at or below its
-        // floor, or from the genesis when there is none.
-        Ok(kept) => kept
-            .into_iter()
-            .rev()
-            .find(|&index| index <= floor)
-            .unwrap_or(0),
-        Err(error) => {
-            tracing::warn!(%error, "removing old snapshots failed");
-            0
-        }
-    }
-}
-
-impl SnapshotWriter {
-    fn start(
-        dir: std::path::PathBuf,
-        written: Sender<SnapshotDone>,
-        metrics: Arc<Metrics>,
-    ) -> SnapshotWriter {
-        let (tx, rx) = bounded::<(RaftMeta, StateCopy)>(1);
-        let thread = std::thread::Builder::new()
-            .name("snapshots".into())
-            .spawn(move || {
-                while let Ok((meta, copy)) = rx.recv() {
-                    // Nothing is written rather than a snapshot missing a
-                    // section: the log still holds everything, so the node
-                    // and its replicas go on as after a failed write.
-                    let bytes = match copy.into_bytes() {
-                        Ok(bytes) => bytes,
-                        Err(error) => {
-                            tracing::error!(%error, index = meta.index, "snapshot not written");
-                            continue;
-                        }
-                    };
-                    match exchange_replication::write_snapshot(
-                        &dir,
-                        meta.index,
-                        meta.term,
-                        &meta.conf,
-                        &bytes,
-                        usize::MAX,
-                    ) {
-                        Ok(path) => {
-                            metrics.snapshots.fetch_add(1, Ordering::Relaxed);
-                            tracing::info!(
-                                index = meta.index,
-                                path = %path.display(),
-                                "snapshot written"
-                            );
-                            let floor = metrics.retain_from_raft.load(Ordering::Acquire);
-                            let keep_log_from = prune_for_reader(&dir, floor);
-                            let _ = written.send(SnapshotDone {
-                                meta,
-                                keep_log_from,
-                            });
-                        }
-                        Err(error) => {
-                            tracing::warn!(
-                                %error,
-                                "snapshot failed; the log still holds everything"
-                            )
-                        }
-                    }
-                }
-            })
-            .expect("spawn snapshot thread");
-        SnapshotWriter {
-            queue: Some(tx),
-            thread: Some(thread),
-        }
-    }
-
-    /// Hands a copy of the state to the writer, unless the previous one
-    /// is still waiting for it (the next one will do).
-    fn offer(&self, meta: &RaftMeta, state: &CoreState) {
-        if let Some(queue) = self.queue.as_ref().filter(|queue| queue.is_empty()) {
-            let _ = queue.try_send((meta.clone(), state.copy()));
-        }
-    }
-
-    /// Writes a last snapshot and waits for the writer to finish.
-    fn finish(mut self, meta: &RaftMeta, state: &CoreState) {
-        if let Some(queue) = self.queue.take() {
-            let _ = queue.send((meta.clone(), state.copy()));
-        }
-        self.finish_without();
-    }
-
-    fn finish_without(mut self) {
-        self.queue = None;
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
+    /// Sends the entries applied since the last time to the publisher.
+    fn hand_over(&mut self) {
+        self.published &= self.publisher.send(&mut self.done);
     }
 }

@@ -6,7 +6,7 @@
 //!
 //! The API's view of orders and trades ([`History`]) is not part of it: it
 //! only presents what the events say, and no future event depends on it.
-//! The core thread keeps it beside this state ([`crate::core_state`]).
+//! The node keeps it beside this state ([`crate::core_state`]).
 //!
 //! Snapshot bytes (version 2): the tag `EXSNAP`, the version as a
 //! little-endian `u16`, the length of the replicated section as a

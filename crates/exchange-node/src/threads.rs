@@ -1,11 +1,12 @@
 //! CPU scheduling of the server's threads.
 //!
 //! On a machine with few cores, an acknowledgement's latency is mostly
-//! the time its threads (gateway worker, Raft, core) wait to be scheduled
-//! after being woken. Linux's fair scheduler (EEVDF) lets a running thread
-//! finish its slice (1.5 ms with two CPUs) before a woken one of the same
-//! standing runs, so a woken Raft thread could wait behind the reporting
-//! store's writer for as long. Two levers, both per thread:
+//! the time its threads (gateway worker, Raft, core, publisher) wait to
+//! be scheduled after being woken. Linux's fair scheduler (EEVDF) lets a
+//! running thread finish its slice (1.5 ms with two CPUs) before a woken
+//! one of the same standing runs, so a woken Raft thread could wait
+//! behind the reporting store's writer for as long. Two levers, both
+//! per thread:
 //!
 //! - the threads on the order path ask for a short slice: EEVDF lets a
 //!   task with a shorter slice preempt on wake-up, and its work between

@@ -44,30 +44,42 @@ impl SessionWatch {
         self.session.store(session, Ordering::Release);
     }
 
-    /// Called by the core thread after it applied entries: once the state
-    /// shows the watched session closed, stops watching it and reports it,
-    /// unless another session of the same gateway name is open: another
-    /// process runs under this name (a replacement started while this one
-    /// was cut off), and opening again would close that one in turn.
+    /// Once the state shows the watched session closed, stops watching it
+    /// and reports it ([`SessionWatch::closed`], then
+    /// [`SessionWatch::report`]).
+    #[cfg(test)]
     pub(crate) fn check(&self, sessions: &Sessions) {
-        let session = self.session.load(Ordering::Acquire);
-        let Some(closed) = sessions.get(session).filter(|s| s.closed.is_some()) else {
-            return;
-        };
-        let seen = self
-            .session
-            .compare_exchange(session, 0, Ordering::AcqRel, Ordering::Acquire);
-        if seen.is_err() {
-            return;
+        if let Some(session) = self.closed(sessions) {
+            self.report(session);
         }
+    }
+
+    /// Called by the core thread after it applied entries: once the state
+    /// shows the watched session closed, stops watching it and returns it
+    /// to report, unless another session of the same gateway name is open:
+    /// another process runs under this name (a replacement started while
+    /// this one was cut off), and opening again would close that one in
+    /// turn.
+    pub(crate) fn closed(&self, sessions: &Sessions) -> Option<u64> {
+        let session = self.session.load(Ordering::Acquire);
+        let closed = sessions.get(session).filter(|s| s.closed.is_some())?;
+        self.session
+            .compare_exchange(session, 0, Ordering::AcqRel, Ordering::Acquire)
+            .ok()?;
         if sessions.gateway_open(&closed.gateway) {
             tracing::error!(
                 gateway = %closed.gateway,
                 "gateway: another gateway opened a session under this name; this one's \
                  commands are refused as stale until it is restarted under a name of its own"
             );
-            return;
+            return None;
         }
+        Some(session)
+    }
+
+    /// Tells the forwarder, which opens a new session; the publisher
+    /// thread calls it once the entries applied before are answered.
+    pub(crate) fn report(&self, session: u64) {
         // The forwarder holds the receiver while the gateway runs.
         let _ = self.closed.send(session);
     }
