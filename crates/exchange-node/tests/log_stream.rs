@@ -3,6 +3,8 @@
 //! the node's state exactly; a mirror without the cluster key gets
 //! nothing.
 
+mod common;
+
 use std::net::SocketAddr;
 use std::path::Path;
 use std::time::Duration;
@@ -46,56 +48,15 @@ fn start(dir: &Path, snapshot_every: u64) -> Pipeline {
     recovery::start(dir, config).expect("start node").0
 }
 
-fn command(line: &str) -> LogEntry {
-    LogEntry::Core(exchange_codec::decode_command(line).expect("command"))
-}
-
 /// The `n`-th of a day's commands: accounts, a listing and deposits
 /// first, then orders on both sides that trade.
 fn nth_command(n: u64) -> LogEntry {
-    match n {
-        0..=3 => LogEntry::CreateAccount {
-            ts: 0,
-            api_key: format!("key-{n}"),
-            legacy_secret: None,
-        },
-        4 => command(concat!(
-            r#"{"cmd":"add_instrument","symbol":"BTC-USD","base":"BTC","quote":"USD","#,
-            r#""tick_size":"1","lot_size":"1","maker_fee_bps":1,"taker_fee_bps":2,"#,
-            r#""price_collar_pct":"50","reference_price":"100"}"#,
-        )),
-        5..=8 => {
-            let account = n - 4;
-            let asset = if account.is_multiple_of(2) {
-                "USD"
-            } else {
-                "BTC"
-            };
-            command(&format!(
-                r#"{{"cmd":"deposit","account":{account},"asset":"{asset}","amount":"1000000"}}"#
-            ))
-        }
-        _ => {
-            let account = n % 4 + 1;
-            let side = if account.is_multiple_of(2) {
-                "buy"
-            } else {
-                "sell"
-            };
-            let price = 95 + n % 11;
-            command(&format!(
-                concat!(
-                    r#"{{"cmd":"place","account":{},"client_order_id":"o{}","symbol":"BTC-USD","#,
-                    r#""side":"{}","type":"limit","price":"{}","qty":"{}","tif":"gtc"}}"#
-                ),
-                account,
-                n,
-                side,
-                price,
-                n % 5 + 1
-            ))
-        }
-    }
+    let account = |n| LogEntry::CreateAccount {
+        ts: 0,
+        api_key: format!("key-{n}"),
+        legacy_secret: None,
+    };
+    common::nth_command(n, account, false)
 }
 
 /// Submits commands `from..to` in groups (each group a few Raft entries)

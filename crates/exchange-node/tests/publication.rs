@@ -6,6 +6,8 @@
 //! broadcast closes. The history, kept beside the publication, is read
 //! and written to snapshots as of the same command as the state.
 
+mod common;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -168,56 +170,10 @@ fn every_command_is_answered_and_published_in_log_order_up_to_the_stop() {
     check_answers(&answered, &seen);
 }
 
-fn command(line: &str) -> LogEntry {
-    LogEntry::Core(exchange_codec::decode_command(line).expect("command"))
-}
-
 /// The `n`-th of a day's commands: accounts, a listing and deposits
 /// first, then orders on both sides that trade, and cancels of some.
 fn nth_command(n: u64) -> LogEntry {
-    match n {
-        0..=3 => account("trader", n),
-        4 => command(concat!(
-            r#"{"cmd":"add_instrument","symbol":"BTC-USD","base":"BTC","quote":"USD","#,
-            r#""tick_size":"1","lot_size":"1","maker_fee_bps":1,"taker_fee_bps":2,"#,
-            r#""price_collar_pct":"50","reference_price":"100"}"#,
-        )),
-        5..=8 => {
-            let account = n - 4;
-            let asset = if account.is_multiple_of(2) {
-                "USD"
-            } else {
-                "BTC"
-            };
-            command(&format!(
-                r#"{{"cmd":"deposit","account":{account},"asset":"{asset}","amount":"1000000"}}"#
-            ))
-        }
-        _ if n.is_multiple_of(7) => command(&format!(
-            r#"{{"cmd":"cancel","account":{},"order_id":{}}}"#,
-            n % 4 + 1,
-            n / 2
-        )),
-        _ => {
-            let account = n % 4 + 1;
-            let side = if account.is_multiple_of(2) {
-                "buy"
-            } else {
-                "sell"
-            };
-            command(&format!(
-                concat!(
-                    r#"{{"cmd":"place","account":{},"client_order_id":"o{}","symbol":"BTC-USD","#,
-                    r#""side":"{}","type":"limit","price":"{}","qty":"{}","tif":"gtc"}}"#
-                ),
-                account,
-                n,
-                side,
-                95 + n % 11,
-                n % 5 + 1
-            ))
-        }
-    }
+    common::nth_command(n, |n| account("trader", n), true)
 }
 
 /// What the reads of the history answer: every account's open orders and
