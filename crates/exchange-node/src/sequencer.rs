@@ -272,19 +272,30 @@ fn spawn_named(name: &str, run: impl FnOnce() + Send + 'static) -> JoinHandle<()
         .expect("spawn a mirror thread")
 }
 
-/// The Raft thread; a failure marks the pipeline failed.
-fn spawn_raft_thread(raft: RaftLoop, failed: Arc<AtomicBool>) -> JoinHandle<()> {
+/// A thread on the order path (short scheduling slice, see
+/// [`crate::threads`]) running `run`; a panic, or `run` returning false,
+/// marks the pipeline failed.
+fn spawn_order_path_thread(
+    name: &'static str,
+    failed: Arc<AtomicBool>,
+    run: impl FnOnce() -> bool + Send + 'static,
+) -> JoinHandle<()> {
     std::thread::Builder::new()
-        .name("raft".into())
+        .name(name.into())
         .spawn(move || {
             crate::threads::latency_sensitive();
             let mut guard = FailGuard {
                 failed,
                 clean: false,
             };
-            guard.clean = raft.run();
+            guard.clean = run();
         })
-        .expect("spawn raft thread")
+        .unwrap_or_else(|error| panic!("spawn the {name} thread: {error}"))
+}
+
+/// The Raft thread; a failure marks the pipeline failed.
+fn spawn_raft_thread(raft: RaftLoop, failed: Arc<AtomicBool>) -> JoinHandle<()> {
+    spawn_order_path_thread("raft", failed, move || raft.run())
 }
 
 /// The core thread, and the publisher thread it hands its results to
@@ -325,34 +336,18 @@ fn spawn_core_thread(
         credentials,
         watch,
     };
-    std::thread::Builder::new()
-        .name("core".into())
-        .spawn(move || {
-            crate::threads::latency_sensitive();
-            let mut guard = FailGuard {
-                failed,
-                clean: false,
-            };
-            guard.clean = core_loop(state, core, config, sides);
-        })
-        .expect("spawn core thread")
+    spawn_order_path_thread("core", failed, move || {
+        core_loop(state, core, config, sides)
+    })
 }
 
-/// The publisher thread; a failure marks the pipeline failed.
+/// The publisher thread; a failure marks the pipeline failed. It wakes
+/// the gateways: on the order path as much as the core.
 fn spawn_publisher_thread(publish: PublishLoop, failed: Arc<AtomicBool>) -> JoinHandle<()> {
-    std::thread::Builder::new()
-        .name("publish".into())
-        .spawn(move || {
-            // It wakes the gateways: on the order path as much as the core.
-            crate::threads::latency_sensitive();
-            let mut guard = FailGuard {
-                failed,
-                clean: false,
-            };
-            publish.run();
-            guard.clean = true;
-        })
-        .expect("spawn publisher thread")
+    spawn_order_path_thread("publish", failed, move || {
+        publish.run();
+        true
+    })
 }
 
 /// Where the core thread's results go besides the waiting gateways.
