@@ -102,17 +102,23 @@ fn check_answers(answered: &[Arc<Applied>], seen: &[Arc<Applied>]) {
     assert_eq!(indices.len(), answered.len(), "each answered once");
 }
 
-#[test]
-fn every_command_is_answered_and_published_in_log_order_up_to_the_stop() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let config = PipelineConfig {
+/// The pipeline both tests start: its broadcast holds every entry of a
+/// run, so a receiver that misses one shows a lost publication, not a lag.
+fn config(dir: &std::path::Path, snapshot_every: u64, snapshot_dir: &str) -> PipelineConfig {
+    PipelineConfig {
         submit_queue: 4_096,
         core_queue: 16,
         events_buffer: 1 << 16,
-        snapshot_every: 0,
-        snapshot_dir: dir.path().join("snapshots"),
+        snapshot_every,
+        snapshot_dir: dir.join(snapshot_dir),
         master_key: MasterKey::from_bytes([3; 32]),
-    };
+    }
+}
+
+#[test]
+fn every_command_is_answered_and_published_in_log_order_up_to_the_stop() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let config = config(dir.path(), 0, "snapshots");
     let (pipeline, _) = recovery::start(dir.path(), config).expect("start node");
     let handle = pipeline.handle.clone();
     let metrics = handle.metrics.clone();
@@ -252,14 +258,7 @@ fn keep_snapshots(dir: &std::path::Path, kept: &std::path::Path) {
 #[test]
 fn snapshots_and_reads_see_the_history_as_of_the_state() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let config = PipelineConfig {
-        submit_queue: 4_096,
-        core_queue: 16,
-        events_buffer: 1 << 16,
-        snapshot_every: 37,
-        snapshot_dir: dir.path().join("unused"),
-        master_key: MasterKey::from_bytes([3; 32]),
-    };
+    let config = config(dir.path(), 37, "unused");
     let runtime = tokio::runtime::Runtime::new().expect("runtime");
     let (pipeline, _) = recovery::start(dir.path(), config.clone()).expect("start node");
     let handle = pipeline.handle.clone();
