@@ -109,11 +109,10 @@ fn a_move_of_the_quotes_reprices_and_triggers_a_match() {
     assert!(open_ids(&h).iter().all(|id| *id != buy && *id != sell));
 }
 
-/// The engine skips matching while the midpoint stays where the same
-/// orders reach it (nothing can trade there); a move just past that range
-/// must trade, and so must one after an order left the book.
+/// The engine skips matching while the midpoint is out of the book's
+/// reach (no pair can trade there); a move of one tick into it must trade.
 #[test]
-fn quotes_moving_inside_and_then_past_the_quiet_range() {
+fn quotes_moving_outside_and_then_into_the_books_reach() {
     let mut h = market(2);
     quote(&mut h, "100.06", "100.10");
     // Midpoint 100.08: the buy's limit is below it, the sell reaches it.
