@@ -34,6 +34,8 @@ pub mod error;
 #[cfg(test)]
 mod guard_tests;
 pub mod ids;
+#[cfg(test)]
+mod json_strategies;
 mod json_text;
 pub mod keys;
 #[cfg(test)]
