@@ -1,8 +1,8 @@
 //! JSON written by hand into a byte buffer, byte for byte as `serde_json`
-//! writes the same values compactly: the hot answers of the WebSocket are
-//! written this way, which skips serde's map machinery (a `flatten`ed
-//! struct is written as a map, one key at a time) and `Dec::text`'s
-//! digit-at-a-time formatting.
+//! writes the same values compactly: the order answers of the WebSocket
+//! and of REST are written this way, which skips serde's map machinery
+//! (a `flatten`ed struct is written as a map, one key at a time) and
+//! `Dec::text`'s digit-at-a-time formatting.
 
 /// Writes `value` in decimal.
 pub fn push_u64(out: &mut Vec<u8>, value: u64) {

@@ -57,6 +57,7 @@ pub mod records;
 pub mod replay;
 #[cfg(test)]
 mod rest_client;
+pub mod rest_text;
 #[cfg(test)]
 mod router_tests;
 pub mod signature;

@@ -23,6 +23,7 @@ use exchange_node::keys::Scope;
 use super::auth::Signed;
 use super::error::{ApiError, ApiPath, ApiQuery};
 use super::public::{self, CandlesQuery};
+use super::rest_text::JsonText;
 use super::translate;
 use super::AppState;
 use exchange_node::history::{Fill, OrderDetails, OrderRecord, OrderStatus};
@@ -162,7 +163,7 @@ pub async fn list_orders(
     State(app): State<AppState>,
     ApiQuery(query): ApiQuery<OrdersQuery>,
     signed: Signed,
-) -> Reply {
+) -> Result<JsonText, ApiError> {
     let account = signed.require(Scope::Read)?;
     let live = app
         .handle
@@ -171,18 +172,12 @@ pub async fn list_orders(
             symbol: query.symbol.clone(),
         })
         .await?;
-    let applied = live.applied_index;
-    let open: Vec<Value> = live
-        .orders
-        .iter()
-        .map(|o| translate::order_json(o))
-        .collect();
     let filter = query.status.unwrap_or_default();
     if matches!(filter, StatusFilter::Open) {
-        return Ok(Json(json!({ "orders": open })));
+        return Ok(JsonText::orders(live.orders.iter().map(|o| &**o)));
     }
     let symbol = query.symbol;
-    let closed = read(&app, applied, move |store| {
+    let closed = read(&app, live.applied_index, move |store| {
         store.orders(
             account,
             OrderFilter::Closed,
@@ -193,19 +188,16 @@ pub async fn list_orders(
     .await?;
     let closed = closed
         .into_iter()
-        .map(|row| order_record(row).map(|order| translate::order_json(&order)))
-        .collect::<Result<Vec<Value>, ApiError>>()?
-        .into_iter();
-    let orders: Vec<Value> = match filter {
-        StatusFilter::Closed => closed.collect(),
-        // Newest first across both: order ids rise with time.
-        _ => {
-            let mut all: Vec<Value> = open.into_iter().chain(closed).collect();
-            all.sort_by_key(|o| std::cmp::Reverse(o["order_id"].as_u64().unwrap_or(0)));
-            all
-        }
-    };
-    Ok(Json(json!({ "orders": orders })))
+        .map(order_record)
+        .collect::<Result<Vec<OrderRecord>, ApiError>>()?;
+    if matches!(filter, StatusFilter::Closed) {
+        return Ok(JsonText::orders(closed.iter()));
+    }
+    let open = live.orders.iter().map(|o| &**o);
+    let mut all: Vec<&OrderRecord> = open.chain(&closed).collect();
+    // Newest first across both: order ids rise with time.
+    all.sort_by_key(|o| std::cmp::Reverse(o.order_id));
+    Ok(JsonText::orders(all.into_iter()))
 }
 
 /// One of the account's orders: live while open, else from the store.
@@ -213,21 +205,21 @@ pub async fn get_order(
     State(app): State<AppState>,
     ApiPath(order_id): ApiPath<u64>,
     signed: Signed,
-) -> Reply {
+) -> Result<JsonText, ApiError> {
     let account = signed.require(Scope::Read)?;
     let live = app
         .handle
         .orders(OrderQuery::One { account, order_id })
         .await?;
     if let Some(order) = live.orders.first() {
-        return Ok(Json(translate::order_json(order)));
+        return Ok(JsonText::order(order));
     }
     let applied = live.applied_index;
     let stored = read(&app, applied, move |store| store.order(order_id)).await?;
     let row = stored
         .filter(|o| o.account == account)
         .ok_or_else(ApiError::unknown_order)?;
-    Ok(Json(translate::order_json(&order_record(row)?)))
+    Ok(JsonText::order(&order_record(row)?))
 }
 
 #[derive(Debug, Deserialize)]

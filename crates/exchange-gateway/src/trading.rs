@@ -15,56 +15,54 @@ use exchange_node::keys::Scope;
 
 use super::auth::Signed;
 use super::error::{parse_json, ApiError, ApiPath, ApiQuery};
+use super::rest_text::JsonText;
 use super::translate::{self, PlaceRequest, ReplaceRequest};
 use super::AppState;
 
 type Reply = Result<Json<Value>, ApiError>;
 
+/// An order command's answer, written by hand ([`super::rest_text`]).
+type OrderReply = Result<JsonText, ApiError>;
+
 pub async fn place(
     State(app): State<AppState>,
     signed: Signed,
-) -> Result<(StatusCode, Json<Value>), ApiError> {
+) -> Result<(StatusCode, JsonText), ApiError> {
     let account = signed.require(Scope::Trade)?;
     let request: PlaceRequest = parse_json(&signed.body)?;
     let command = translate::place(account, request)?;
     let body = translate::execute_guarded(&app.handle, signed.guard(), command).await?;
-    Ok((StatusCode::CREATED, Json(body)))
+    Ok((StatusCode::CREATED, body))
 }
 
 pub async fn cancel(
     State(app): State<AppState>,
     ApiPath(order_id): ApiPath<u64>,
     signed: Signed,
-) -> Reply {
+) -> OrderReply {
     let command = translate::cancel(signed.require(Scope::Trade)?, OrderRef::Id(order_id));
-    Ok(Json(
-        translate::execute_guarded(&app.handle, signed.guard(), command).await?,
-    ))
+    translate::execute_guarded(&app.handle, signed.guard(), command).await
 }
 
 pub async fn cancel_by_client_id(
     State(app): State<AppState>,
     ApiPath(client_order_id): ApiPath<String>,
     signed: Signed,
-) -> Reply {
+) -> OrderReply {
     let account = signed.require(Scope::Trade)?;
     let command = translate::cancel(account, translate::by_client_id(&client_order_id)?);
-    Ok(Json(
-        translate::execute_guarded(&app.handle, signed.guard(), command).await?,
-    ))
+    translate::execute_guarded(&app.handle, signed.guard(), command).await
 }
 
 pub async fn replace(
     State(app): State<AppState>,
     ApiPath(order_id): ApiPath<u64>,
     signed: Signed,
-) -> Reply {
+) -> OrderReply {
     let account = signed.require(Scope::Trade)?;
     let request: ReplaceRequest = parse_json(&signed.body)?;
     let command = translate::replace(account, OrderRef::Id(order_id), request)?;
-    Ok(Json(
-        translate::execute_guarded(&app.handle, signed.guard(), command).await?,
-    ))
+    translate::execute_guarded(&app.handle, signed.guard(), command).await
 }
 
 #[derive(Debug, Deserialize)]
@@ -77,11 +75,9 @@ pub async fn mass_cancel(
     State(app): State<AppState>,
     ApiQuery(query): ApiQuery<SymbolQuery>,
     signed: Signed,
-) -> Reply {
+) -> OrderReply {
     let command = translate::mass_cancel(signed.require(Scope::Trade)?, query.symbol.as_deref())?;
-    Ok(Json(
-        translate::execute_guarded(&app.handle, signed.guard(), command).await?,
-    ))
+    translate::execute_guarded(&app.handle, signed.guard(), command).await
 }
 
 pub async fn balances(State(app): State<AppState>, signed: Signed) -> Reply {

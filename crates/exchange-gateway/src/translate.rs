@@ -22,6 +22,7 @@ use serde_json::Value;
 
 use super::error::ApiError;
 use super::replay::RequestGuard;
+use super::rest_text::JsonText;
 use super::wire::{self, FillView, OrderView};
 use exchange_node::entry::LogEntry;
 use exchange_node::history::{Fill, OrderRecord};
@@ -388,10 +389,10 @@ impl Op {
     }
 
     /// The answer to a command from the events it caused: the order (with
-    /// this command's fills) or the ids a mass cancel took off the books.
-    pub fn respond(self, applied: &Applied) -> Result<Value, ApiError> {
-        self.answer(applied)
-            .map(|answer| serde_json::to_value(answer).unwrap_or_default())
+    /// this command's fills) or the ids a mass cancel took off the books,
+    /// as REST's body.
+    pub fn respond(self, applied: &Applied) -> Result<JsonText, ApiError> {
+        self.answer(applied).map(|answer| JsonText::answer(&answer))
     }
 
     /// As [`Op::respond`], before it becomes JSON. The order comes as the
@@ -465,9 +466,17 @@ pub fn validate(command: &Command) -> Result<(), ApiError> {
     }
 }
 
-/// Sequences one command and answers it.
+/// Sequences one command and answers it, read back as a value for a
+/// caller that looks into the answer.
 pub async fn execute(handle: &Handle, command: Command) -> Result<Value, ApiError> {
-    execute_guarded(handle, None, command).await
+    let text = execute_guarded(handle, None, command).await?;
+    serde_json::from_slice(&text.0).map_err(|error| {
+        ApiError::new(
+            axum::http::StatusCode::INTERNAL_SERVER_ERROR,
+            "internal",
+            format!("an answer that does not read back: {error}"),
+        )
+    })
 }
 
 /// Sequences one command, guarded as a signed write when `guard` is given
@@ -476,7 +485,7 @@ pub async fn execute_guarded(
     handle: &Handle,
     guard: Option<RequestGuard>,
     command: Command,
-) -> Result<Value, ApiError> {
+) -> Result<JsonText, ApiError> {
     validate(&command)?;
     let op = Op::of(&command);
     let applied = crate::replay::submit(handle, guard, entry(command)).await?;

@@ -1,11 +1,12 @@
 //! The JSON shapes of orders, fills and private-stream messages, written
 //! straight from the records and events that hold them.
 //!
-//! One definition serves both paths: REST turns these into
-//! [`serde_json::Value`] (see `translate`), and the WebSocket hot path
-//! writes them straight to text by hand ([`super::wire_text`], held to
-//! the same bytes as their serialisation), which skips building a map
-//! per message and serde's per-field machinery.
+//! One definition serves both paths, each writing them straight to text
+//! by hand: REST's order answers in their keys' order
+//! ([`super::rest_text`]), the WebSocket's in the fields' order
+//! ([`super::wire_text`]); each is held by a property test to the bytes
+//! `serde_json` wrote for the same shape, and skips building a map per
+//! message and serde's per-field machinery.
 
 use exchange_types::{
     lifecycle, order_updates, AccountId, Change, Dec, Event, EventKind, MmpState, Rejected,
