@@ -375,6 +375,7 @@ impl BookSide {
 
     /// Appends the order in `slot` to the back of its price level and
     /// returns the level's new aggregate quantity.
+    #[inline]
     pub fn push_back(&mut self, pool: &mut OrderPool, slot: u32) -> u64 {
         let (price, leaves) = {
             let order = pool.get(slot);
@@ -407,6 +408,7 @@ impl BookSide {
     /// Takes the order in `slot` out of its level (with its open quantity)
     /// and returns the level's new aggregate quantity; an emptied level is
     /// removed.
+    #[inline]
     pub fn unlink(&mut self, pool: &mut OrderPool, slot: u32) -> u64 {
         let (price, leaves, prev, next) = {
             let order = pool.get(slot);

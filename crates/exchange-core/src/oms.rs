@@ -321,7 +321,7 @@ impl Engine {
         let off_book = is_stop | is_market | midpoint;
         let moves = !plan.keeps_priority && !off_book;
         if moves {
-            self.unrest(slot, out);
+            self.unrest_on_book(slot, out);
         }
         let order = self.orders.get_mut(slot);
         if moves {
@@ -437,10 +437,12 @@ impl Engine {
             return;
         }
         let (account, asset) = (order.account, self.reserved_asset(order));
+        // The account and asset are in hand: `release` would look both up
+        // again (a quarter of a move's reservation work).
+        self.orders.get_mut(slot).reserved = target;
         if target < current {
-            self.release(slot, current - target);
+            self.accounts.release(account, asset, current - target);
         } else {
-            self.orders.get_mut(slot).reserved = target;
             // `check_replace` refused the replace unless this held.
             self.accounts.hold(account, asset, target - current);
         }
