@@ -245,6 +245,13 @@ impl Engine {
     }
 
     pub(crate) fn emit_balance(&mut self, out: &mut Vec<Event>, account: u32, asset: u32) {
+        self.emit_balance_inline(out, account, asset);
+    }
+
+    /// [`Engine::emit_balance`] without the call: for a replace, whose
+    /// reservation moves on every new price of a buy.
+    #[inline(always)]
+    pub(crate) fn emit_balance_inline(&mut self, out: &mut Vec<Event>, account: u32, asset: u32) {
         self.emit_with(out, |e| {
             let acct = &e.accounts.get(account);
             let balance = acct.balance(asset);
@@ -494,7 +501,7 @@ impl Engine {
 
     /// Finds an open order of `account` by id or client id. Inlined into
     /// its two callers, cancel and replace, nine commands in ten.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn resolve_order(
         &self,
         account: Option<u32>,
