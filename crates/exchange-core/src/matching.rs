@@ -349,7 +349,9 @@ impl Engine {
     }
 
     /// What an order of this slot's side and instrument must hold for
-    /// `lots` at `price`.
+    /// `lots` at `price`. Inlined: every replace asks, and the call cost
+    /// a third of the answer.
+    #[inline]
     pub(crate) fn reservation_for(&self, slot: u32, price: u64, lots: u64) -> Option<u64> {
         let order = self.orders.get(slot);
         let inst = &self.instruments[order.instrument as usize];

@@ -321,7 +321,7 @@ impl Engine {
         let off_book = is_stop | is_market | midpoint;
         let moves = !plan.keeps_priority && !off_book;
         if moves {
-            self.unrest(slot, out);
+            self.unrest_on_book(slot, out);
         }
         let order = self.orders.get_mut(slot);
         if moves {
@@ -370,10 +370,31 @@ impl Engine {
             }
             self.close_order(slot);
         } else if moves {
-            self.execute(slot, out);
+            self.rest_moved(slot, out);
         } else if midpoint {
             let limit_given = plan.price != old_price;
             self.requeue_midpoint(slot, limit_given, plan.keeps_priority, out);
+        }
+    }
+
+    /// A moved order trades like a new one. Most moves cross nothing in a
+    /// continuous phase: they rest at once, as `execute` would have them
+    /// (nothing traded, so no market-maker protection tripped), without
+    /// its call and its tests of a taker's end (a quarter of a move's
+    /// resting work).
+    #[inline(always)]
+    fn rest_moved(&mut self, slot: u32, out: &mut Vec<Event>) {
+        let (instrument, side, price, tif) = {
+            let order = self.orders.get(slot);
+            (order.instrument, order.side, order.price, order.tif)
+        };
+        let quiet = self.instruments[instrument as usize].phase
+            == exchange_types::Phase::Continuous
+            && !self.books[instrument as usize].crosses(side.opposite(), price);
+        if quiet && crate::sessions::rests(tif) {
+            self.rest(slot, out);
+        } else {
+            self.execute(slot, out);
         }
     }
 
@@ -427,9 +448,10 @@ impl Engine {
     }
 
     /// Moves an order's reservation to exactly `target`, taking from or
-    /// returning to available (checked by the caller). Inlined: every
-    /// replace calls it, most often to find nothing to move.
-    #[inline]
+    /// returning to available (checked by the caller). Always inlined:
+    /// every replace calls it, and a hint alone left it a call (16 of its
+    /// 87 instructions a move).
+    #[inline(always)]
     pub(crate) fn set_reservation(&mut self, slot: u32, target: u64, out: &mut Vec<Event>) {
         let order = self.orders.get(slot);
         let current = order.reserved;
@@ -437,14 +459,16 @@ impl Engine {
             return;
         }
         let (account, asset) = (order.account, self.reserved_asset(order));
+        // The account and asset are in hand: `release` would look both up
+        // again (a quarter of a move's reservation work).
+        self.orders.get_mut(slot).reserved = target;
         if target < current {
-            self.release(slot, current - target);
+            self.accounts.release(account, asset, current - target);
         } else {
-            self.orders.get_mut(slot).reserved = target;
             // `check_replace` refused the replace unless this held.
             self.accounts.hold(account, asset, target - current);
         }
-        self.emit_balance(out, account, asset);
+        self.emit_balance_inline(out, account, asset);
     }
 }
 
