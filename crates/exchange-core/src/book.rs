@@ -2,25 +2,31 @@
 //!
 //! A side is a price ladder. Prices map to keys that grow away from the
 //! best (`!price` for bids, `price` for asks), so the best level is always
-//! the smallest key. A window of [`WINDOW`] consecutive keys is
-//! direct-mapped: a level there is an array slot, found by subtraction,
-//! and a two-level bitmap (one summary word over 64 words) finds the first
-//! non-empty slot with two `trailing_zeros`. Levels outside the window live
-//! in a `BTreeMap`, so correctness never depends on where the window is;
-//! only speed does. The best key is cached.
+//! the smallest key. A window of at most [`WINDOW`] consecutive keys is
+//! direct-mapped: a level there is an array slot (its key modulo
+//! `WINDOW`), and a two-level bitmap (one summary word over 64 words)
+//! finds the first non-empty slot with two `trailing_zeros`. Levels
+//! outside the window live in a `BTreeMap`, so correctness never depends
+//! on where the window is; only speed does. The best key is cached.
 //!
 //! Where the window goes: it is allocated with a side's first order (a side
 //! that never held one costs a pointer; one that did, 96 KiB) and placed so
 //! that this price has a quarter of the window on its better side and three
 //! quarters behind it, where the depth of a book is. Whenever the window
-//! holds no level and an order arrives outside it, it is placed again
-//! around that order, which moves nothing but overflow levels into it. And
-//! it follows the market: once half as many orders have been added outside
-//! the window since it was placed as the side has levels (and at least
-//! [`MIN_STRAYS`]), it is placed again around the best, unless the best is
-//! already in its first half. Moving it costs `O(n log n)`, paid for by the
-//! `n / 2` `O(log n)` additions that asked for it, so no pattern of orders
-//! can make it thrash.
+//! holds no level and an order arrives outside it, it is sent around that
+//! order. And it follows the market: once half as many orders have been
+//! added outside the window since it was placed as the side has levels
+//! (and at least [`MIN_STRAYS`]), it is sent around the best, unless the
+//! best is already in the first half of where it is going.
+//!
+//! How it moves: never at once, which would move every level it holds to
+//! the overflow in one command (up to `WINDOW` levels, each a `BTreeMap`
+//! insertion). Each later addition to the side takes it one step, moving
+//! at most `STEP` levels plus the rest of a 64-key word (see
+//! `book_window.rs`): microseconds per command. A whole move is at most
+//! `2 * WINDOW` levels, `O(n log n)`, paid for by the `n / 2` `O(log n)`
+//! additions that asked for it and done within `2 * WINDOW / STEP + 1`
+//! additions, so no pattern of orders can make it thrash or lag behind.
 //!
 //! Cost: in the window, adding, finding and removing a level is `O(1)`;
 //! outside it, `O(log n)`. The best level is `O(1)` while it is in the
@@ -29,23 +35,22 @@
 //! a level, orders form an intrusive FIFO list in the order pool.
 //!
 //! Invariants: a level exists iff its queue is non-empty, and its `qty` is
-//! the sum of its orders' open quantities. A key inside the window's range
-//! is only ever stored in the window, a key outside it only in the
-//! overflow. `len` counts both, and `best_key` is their smallest key
-//! whenever `len > 0`.
+//! the sum of its orders' open quantities. The window holds one run of
+//! consecutive keys, `lo..hi`, word-aligned and at most `WINDOW` long,
+//! also while it moves: a key in that run is only ever stored in the
+//! window, a key outside it only in the overflow. `len` counts both, and
+//! `best_key` is their smallest key whenever `len > 0`.
 
 use std::collections::BTreeMap;
 
 use exchange_types::Side;
 
 use crate::orders::{OrderPool, NIL};
+use window::{placement, Window, WINDOW};
 
-/// Direct-mapped keys per side; 64 bitmap words, so one summary word.
-const WINDOW: usize = 4096;
-const WORDS: usize = WINDOW / 64;
-const _: () = assert!(WORDS <= 64 && WINDOW.is_multiple_of(64));
-/// Keys left on the better side of the price that places the window.
-const AHEAD: u64 = WINDOW as u64 / 4;
+#[path = "book_window.rs"]
+mod window;
+
 /// Orders added outside the window before it may follow the best, however
 /// few levels the side has: moving it is not free.
 const MIN_STRAYS: usize = 64;
@@ -66,104 +71,6 @@ impl Level {
             head: NIL,
             tail: NIL,
         }
-    }
-}
-
-#[derive(Clone, Debug)]
-struct Window {
-    /// Key of slot 0; at most `u64::MAX - WINDOW`, so the range never wraps.
-    base: u64,
-    /// Levels in the window.
-    count: usize,
-    /// Bit `w` is set iff `words[w] != 0`.
-    summary: u64,
-    /// Bit `d % 64` of word `d / 64` is set iff slot `d` holds a level.
-    words: [u64; WORDS],
-    /// `WINDOW` slots; only those with their bit set mean anything.
-    slots: Box<[Level]>,
-}
-
-impl Window {
-    fn new(key: u64) -> Self {
-        Window {
-            base: placement(key),
-            count: 0,
-            summary: 0,
-            words: [0; WORDS],
-            slots: vec![Level::empty(0); WINDOW].into_boxed_slice(),
-        }
-    }
-
-    #[inline]
-    fn offset(&self, key: u64) -> Option<usize> {
-        let d = key.wrapping_sub(self.base);
-        (d < WINDOW as u64).then_some(d as usize)
-    }
-
-    #[inline]
-    fn end(&self) -> u64 {
-        self.base + WINDOW as u64
-    }
-
-    #[inline]
-    fn occupied(&self, d: usize) -> bool {
-        self.words[d / 64] & (1 << (d % 64)) != 0
-    }
-
-    #[inline]
-    fn mark(&mut self, d: usize) {
-        self.words[d / 64] |= 1 << (d % 64);
-        self.summary |= 1 << (d / 64);
-        self.count += 1;
-    }
-
-    #[inline]
-    fn clear(&mut self, d: usize) {
-        let word = &mut self.words[d / 64];
-        *word &= !(1 << (d % 64));
-        if *word == 0 {
-            self.summary &= !(1 << (d / 64));
-        }
-        self.count -= 1;
-    }
-
-    /// Offset of the best level in the window.
-    #[inline]
-    fn first(&self) -> Option<usize> {
-        if self.summary == 0 {
-            return None;
-        }
-        let w = self.summary.trailing_zeros() as usize;
-        Some(w * 64 + self.words[w].trailing_zeros() as usize)
-    }
-}
-
-/// The window base that puts `key` a quarter of the way in.
-fn placement(key: u64) -> u64 {
-    key.saturating_sub(AHEAD).min(u64::MAX - WINDOW as u64)
-}
-
-/// The window's levels in key order.
-struct WindowLevels<'a> {
-    window: &'a Window,
-    word: usize,
-    bits: u64,
-}
-
-impl<'a> Iterator for WindowLevels<'a> {
-    type Item = &'a Level;
-
-    fn next(&mut self) -> Option<&'a Level> {
-        while self.bits == 0 {
-            self.word += 1;
-            if self.word >= WORDS {
-                return None;
-            }
-            self.bits = self.window.words[self.word];
-        }
-        let d = self.word * 64 + self.bits.trailing_zeros() as usize;
-        self.bits &= self.bits - 1;
-        self.window.slots.get(d)
     }
 }
 
@@ -208,8 +115,8 @@ impl BookSide {
 
     pub fn has_level(&self, price: u64) -> bool {
         let key = self.key(price);
-        match self.window.as_ref().and_then(|w| Some((w, w.offset(key)?))) {
-            Some((window, d)) => window.occupied(d),
+        match self.window.as_ref().and_then(|w| Some((w, w.slot(key)?))) {
+            Some((window, s)) => window.occupied(s),
             None => self.overflow.contains_key(&key),
         }
     }
@@ -220,8 +127,8 @@ impl BookSide {
             return None;
         }
         if let Some(window) = &self.window {
-            if let Some(d) = window.offset(self.best_key) {
-                return window.slots.get(d);
+            if let Some(s) = window.slot(self.best_key) {
+                return window.level(s);
             }
         }
         self.overflow.get(&self.best_key)
@@ -263,17 +170,13 @@ impl BookSide {
     /// Levels from the best price outwards.
     pub fn levels_best_first(&self) -> impl Iterator<Item = &Level> {
         let (start, end, window) = match &self.window {
-            Some(w) => (w.base, w.end(), Some(w.as_ref())),
+            Some(w) => (w.lo(), w.hi(), Some(w.as_ref())),
             // Without a window the overflow is empty too.
             None => (u64::MAX, u64::MAX, None),
         };
         let ahead = self.overflow.range(..start).map(|(_, level)| level);
         let behind = self.overflow.range(end..).map(|(_, level)| level);
-        let window = window.into_iter().flat_map(|window| WindowLevels {
-            window,
-            word: 0,
-            bits: window.words[0],
-        });
+        let window = window.into_iter().flat_map(Window::levels);
         ahead.chain(window).chain(behind)
     }
 
@@ -293,9 +196,9 @@ impl BookSide {
     #[inline]
     fn level_mut(&mut self, key: u64) -> Option<&mut Level> {
         if let Some(window) = &mut self.window {
-            if let Some(d) = window.offset(key) {
-                return if window.occupied(d) {
-                    window.slots.get_mut(d)
+            if let Some(s) = window.slot(key) {
+                return if window.occupied(s) {
+                    window.level_mut(s)
                 } else {
                     None
                 };
@@ -310,37 +213,41 @@ impl BookSide {
         let window = self
             .window
             .get_or_insert_with(|| Box::new(Window::new(key)));
-        if window.offset(key).is_none() {
+        if window.slot(key).is_none() {
             if window.count == 0 {
-                // Nothing to move out: placing the window is free.
-                rebase(window, &mut self.overflow, placement(key));
+                // Nothing to move out: the window goes to the order.
+                window.head_for(placement(key));
                 self.strays = 0;
             } else {
                 self.strays += 1;
                 if self.strays >= (self.len / 2).max(MIN_STRAYS) {
                     // Enough work has gone outside the window to pay for
-                    // moving every level once: bring it to the best (the
+                    // moving every level once: send it to the best (the
                     // window holds a level, so `best_key` is valid).
                     self.strays = 0;
                     let best = key.min(self.best_key);
-                    let lead = best.wrapping_sub(window.base);
+                    let lead = best.wrapping_sub(window.destination());
                     if lead >= WINDOW as u64 / 2 {
-                        rebase(window, &mut self.overflow, placement(best));
+                        window.head_for(placement(best));
                     }
                 }
             }
         }
+        if window.moving() {
+            window.step(&mut self.overflow);
+        }
         let becomes_best = self.len == 0 || key < self.best_key;
-        if let Some(d) = window.offset(key) {
-            if !window.occupied(d) {
-                window.mark(d);
-                window.slots[d] = Level::empty(price);
+        if let Some(s) = window.slot(key) {
+            if !window.occupied(s) {
                 self.len += 1;
                 if becomes_best {
                     self.best_key = key;
                 }
+                return window.fill(s, Level::empty(price));
             }
-            return &mut window.slots[d];
+            return window
+                .level_mut(s)
+                .expect("a slot in the window's range exists");
         }
         let (len, best_key) = (&mut self.len, &mut self.best_key);
         self.overflow.entry(key).or_insert_with(|| {
@@ -354,18 +261,15 @@ impl BookSide {
 
     /// Drops the emptied level at `key`.
     fn remove_level(&mut self, key: u64) {
-        match self.window.as_mut().and_then(|w| Some((w.offset(key)?, w))) {
-            Some((d, window)) => window.clear(d),
+        match self.window.as_mut().and_then(|w| Some((w.slot(key)?, w))) {
+            Some((s, window)) => window.clear(s),
             None => {
                 self.overflow.remove(&key);
             }
         }
         self.len -= 1;
         if key == self.best_key {
-            let in_window = self
-                .window
-                .as_ref()
-                .and_then(|w| Some(w.base + w.first()? as u64));
+            let in_window = self.window.as_ref().and_then(|w| w.first_key());
             let in_overflow = self.overflow.keys().next().copied();
             if let Some(best) = in_window.into_iter().chain(in_overflow).min() {
                 self.best_key = best;
@@ -517,44 +421,6 @@ impl BookSide {
             .checked_add(shown)
             .expect("a price level's quantity overflowed");
         level.qty
-    }
-}
-
-/// Moves the window to start at `base`: its levels that fall outside go
-/// to the overflow, and the overflow levels that fall inside come in.
-fn rebase(window: &mut Window, overflow: &mut BTreeMap<u64, Level>, base: u64) {
-    let mut leaving = Vec::with_capacity(window.count);
-    for (w, &word) in window.words.iter().enumerate() {
-        let mut bits = word;
-        while bits != 0 {
-            let d = w * 64 + bits.trailing_zeros() as usize;
-            bits &= bits - 1;
-            leaving.push((window.base + d as u64, window.slots[d]));
-        }
-    }
-    window.words = [0; WORDS];
-    window.summary = 0;
-    window.count = 0;
-    window.base = base;
-    let arriving: Vec<u64> = overflow
-        .range(window.base..window.end())
-        .map(|(&key, _)| key)
-        .collect();
-    for key in arriving {
-        if let Some(level) = overflow.remove(&key) {
-            leaving.push((key, level));
-        }
-    }
-    for (key, level) in leaving {
-        match window.offset(key) {
-            Some(d) => {
-                window.mark(d);
-                window.slots[d] = level;
-            }
-            None => {
-                overflow.insert(key, level);
-            }
-        }
     }
 }
 

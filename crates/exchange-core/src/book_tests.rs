@@ -185,3 +185,130 @@ fn reduce_lowers_the_aggregate_in_window_and_overflow() {
     let levels: Vec<(u64, u64)> = book.levels_best_first().map(|l| (l.price, l.qty)).collect();
     assert_eq!(levels, [(10_000, 4), (100, 7)]);
 }
+
+/// The window's own invariants, and that it and the overflow together
+/// hold exactly the model's keys.
+fn check_window(book: &BookSide, model: &BTreeMap<u64, Vec<u32>>) {
+    let Some(window) = &book.window else {
+        assert!(book.overflow.is_empty() && model.is_empty());
+        return;
+    };
+    let mut keys = window.checked_keys(&book.overflow);
+    keys.extend(book.overflow.keys().copied());
+    keys.sort_unstable();
+    let mut expected: Vec<u64> = model.keys().map(|&p| book.key(p)).collect();
+    expected.sort_unstable();
+    assert_eq!(keys, expected);
+}
+
+/// Adds `qty` at `price` to the book and the model.
+fn add(
+    book: &mut BookSide,
+    pool: &mut OrderPool,
+    model: &mut BTreeMap<u64, Vec<u32>>,
+    price: u64,
+    qty: u64,
+) -> u32 {
+    let slot = pool.insert(order(book.side(), price, qty));
+    book.push_back(pool, slot);
+    model.entry(price).or_default().push(slot);
+    slot
+}
+
+/// Takes the order in `slot` out of the book and the model.
+fn remove(
+    book: &mut BookSide,
+    pool: &mut OrderPool,
+    model: &mut BTreeMap<u64, Vec<u32>>,
+    slot: u32,
+) {
+    let price = pool.get(slot).price;
+    book.unlink(pool, slot);
+    pool.remove(slot);
+    let queue = model.entry(price).or_default();
+    queue.retain(|&s| s != slot);
+    if queue.is_empty() {
+        model.remove(&price);
+    }
+}
+
+/// A cluster of prices and the orders added (`true`, at an offset into
+/// it) or removed (`false`, the live order picked) there.
+type Burst = (u64, Vec<(bool, u64, u16)>);
+
+/// Bursts of orders in clusters of prices thousands of keys apart, each
+/// burst in one cluster: the window is sent from cluster to cluster
+/// (around the best, or to an order reaching an empty window) while
+/// orders keep arriving and leaving during its moves.
+fn bursts() -> impl Strategy<Value = Vec<Burst>> {
+    let burst = prop::collection::vec(
+        (prop::bool::weighted(0.7), 0u64..3_000, any::<u16>()),
+        1..160,
+    );
+    prop::collection::vec((0u64..5, burst), 1..24)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn a_moving_window_matches_a_sorted_map(buy in any::<bool>(), bursts in bursts()) {
+        let side = if buy { Side::Buy } else { Side::Sell };
+        let mut book = BookSide::new(side);
+        let mut pool = OrderPool::default();
+        let mut model: BTreeMap<u64, Vec<u32>> = BTreeMap::new();
+        let mut live: Vec<u32> = Vec::new();
+        for (cluster, ops) in bursts {
+            for (is_add, offset, pick) in ops {
+                if is_add || live.is_empty() {
+                    let price = 20_000 + cluster * 6_000 + offset;
+                    let qty = u64::from(pick % 7) + 1;
+                    live.push(add(&mut book, &mut pool, &mut model, price, qty));
+                } else {
+                    let slot = live.swap_remove(usize::from(pick) % live.len());
+                    remove(&mut book, &mut pool, &mut model, slot);
+                }
+                let best = model_levels(side, &model).first().copied();
+                prop_assert_eq!(book.best().map(|l| l.price), best);
+                prop_assert_eq!(book.level_count(), model.len());
+            }
+            check(&book, &pool, &model);
+            check_window(&book, &model);
+        }
+    }
+}
+
+#[test]
+fn the_window_moves_to_the_best_a_step_at_a_time() {
+    let mut book = BookSide::new(Side::Sell);
+    let mut pool = OrderPool::default();
+    let mut model = BTreeMap::new();
+    for price in 50_000..51_000 {
+        add(&mut book, &mut pool, &mut model, price, 1);
+    }
+    assert!(book.overflow.is_empty());
+    let mut steps = 0;
+    for price in 10_000..11_200 {
+        let outside = book.overflow.len();
+        add(&mut book, &mut pool, &mut model, price, 1);
+        // The order itself, plus one step of levels either way.
+        let moved = book.overflow.len().abs_diff(outside);
+        assert!(
+            moved <= window::STEP + 64,
+            "{moved} levels moved at {price}"
+        );
+        if book.window.as_ref().is_some_and(|w| w.moving()) {
+            steps += 1;
+            // Mid-move the book reads the same as the model.
+            check(&book, &pool, &model);
+            check_window(&book, &model);
+        }
+    }
+    // 2,000 levels moved, at most `STEP` plus a word per addition.
+    assert!(steps >= 2_000 / (window::STEP + 64), "{steps} steps");
+    assert!(book.window.as_ref().is_some_and(|w| !w.moving()));
+    let outside: Vec<u64> = book.overflow.values().map(|l| l.price).collect();
+    assert_eq!(outside, (50_000..51_000).collect::<Vec<_>>());
+    check(&book, &pool, &model);
+    check_window(&book, &model);
+}
