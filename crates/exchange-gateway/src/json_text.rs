@@ -9,6 +9,18 @@ pub fn push_u64(out: &mut Vec<u8>, value: u64) {
     out.extend_from_slice(itoa::Buffer::new().format(value).as_bytes());
 }
 
+/// A list of ids: `[1,2,3]`.
+pub fn push_ids(out: &mut Vec<u8>, ids: &[u64]) {
+    out.push(b'[');
+    for (i, id) in ids.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        push_u64(out, *id);
+    }
+    out.push(b']');
+}
+
 pub fn push_bool(out: &mut Vec<u8>, value: bool) {
     out.extend_from_slice(if value { b"true" } else { b"false" });
 }

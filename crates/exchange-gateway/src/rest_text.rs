@@ -11,7 +11,7 @@ use axum::http::HeaderValue;
 use axum::response::{IntoResponse, Response};
 use exchange_node::history::OrderRecord;
 
-use super::json_text::{push_bool, push_signed_units, push_u64, Object};
+use super::json_text::{push_bool, push_ids, push_signed_units, Object};
 use super::translate::Answer;
 use super::wire::{FillView, OrderView};
 
@@ -78,15 +78,7 @@ pub fn push_answer(out: &mut Vec<u8>, answer: &Answer<'_>) {
         }
         Answer::Canceled { canceled } => {
             let mut object = Object::open(out);
-            let list = object.key("canceled");
-            list.push(b'[');
-            for (i, id) in canceled.iter().enumerate() {
-                if i > 0 {
-                    list.push(b',');
-                }
-                push_u64(list, *id);
-            }
-            list.push(b']');
+            push_ids(object.key("canceled"), canceled);
             object.close();
         }
         Answer::Index { index } => {

@@ -8,7 +8,7 @@
 use serde_json::Value;
 
 use super::error::ApiError;
-use super::json_text::{push_bool, push_signed_units, push_str, push_u64, Object};
+use super::json_text::{push_bool, push_ids, push_signed_units, push_str, push_u64, Object};
 use super::translate::{Answer, Op};
 use super::wire::{AccountFields, DetailsView, FillView, OrderView, PrivateMessage, UpdateFields};
 
@@ -60,17 +60,6 @@ fn push_value(out: &mut Vec<u8>, value: &Value) {
             let _ = serde_json::to_writer(&mut *out, other);
         }
     }
-}
-
-fn push_ids(out: &mut Vec<u8>, ids: &[u64]) {
-    out.push(b'[');
-    for (i, id) in ids.iter().enumerate() {
-        if i > 0 {
-            out.push(b',');
-        }
-        push_u64(out, *id);
-    }
-    out.push(b']');
 }
 
 /// An [`Answer`], as its untagged serialisation writes it.
