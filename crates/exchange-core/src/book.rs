@@ -207,8 +207,38 @@ impl BookSide {
         self.overflow.get_mut(&key)
     }
 
-    /// The level at `price`, created empty if there is none.
+    /// The level at `price`, created empty if there is none. Inlined for
+    /// the common case, a price in a window that is not moving: a new
+    /// order or a move lands there nearly every time, and the call was a
+    /// sixth of the work.
+    #[inline(always)]
     fn level_or_insert(&mut self, price: u64) -> &mut Level {
+        let key = self.key(price);
+        let still = self.window.as_deref().filter(|w| !w.moving());
+        if let Some(s) = still.and_then(|w| w.slot(key)) {
+            let becomes_best = self.len == 0 || key < self.best_key;
+            let window = self
+                .window
+                .as_deref_mut()
+                .expect("a slot was found in the window");
+            if !window.occupied(s) {
+                self.len += 1;
+                if becomes_best {
+                    self.best_key = key;
+                }
+                return window.fill(s, Level::empty(price));
+            }
+            return window
+                .level_mut(s)
+                .expect("a slot in the window's range exists");
+        }
+        self.level_or_insert_anywhere(price)
+    }
+
+    /// [`BookSide::level_or_insert`] outside a still window: a price in
+    /// the overflow, a window to create, to send or to step along.
+    #[inline(never)]
+    fn level_or_insert_anywhere(&mut self, price: u64) -> &mut Level {
         let key = self.key(price);
         let window = self
             .window
