@@ -419,23 +419,30 @@ impl ClusterShared {
     }
 
     pub(crate) fn publish(&self, node: &ReplicaNode) {
-        let was_leader = self.leader.swap(node.is_leader(), Ordering::AcqRel);
-        if node.is_leader() && !was_leader {
+        let replica = node.status();
+        let is_leader = node.is_leader();
+        // A node that knows no leader cannot tell what the cluster
+        // committed: a restarted one holds only the commit index it saved,
+        // which may be behind. A new leader knows once its first entry
+        // commits. Stored before `settled` is cleared, so that no reader
+        // latches it again from the old mark.
+        let complete_at =
+            if node.leader().is_none() || (is_leader && !node.committed_in_current_term()) {
+                u64::MAX
+            } else {
+                replica.commit_index
+            };
+        self.complete_at.store(complete_at, Ordering::Release);
+        if is_leader && !self.leader.load(Ordering::Acquire) {
             self.settled.store(false, Ordering::Release);
             let now_ms = std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.as_millis() as u64);
             self.leader_since_ms.store(now_ms, Ordering::Release);
         }
+        self.leader.store(is_leader, Ordering::Release);
         self.leader_id
             .store(node.leader().unwrap_or(0), Ordering::Release);
-        let replica = node.status();
-        let complete_at = if node.is_leader() && !node.committed_in_current_term() {
-            u64::MAX
-        } else {
-            replica.commit_index
-        };
-        self.complete_at.store(complete_at, Ordering::Release);
         if let Ok(mut status) = self.status.write() {
             *status = ReplicationStatus {
                 node_id: replica.id,

@@ -271,3 +271,68 @@ fn a_new_leader_is_caught_up_once_its_first_entry_is_applied() {
     assert!(!shared.caught_up());
     assert!(shared.settled(), "a busy node stays settled");
 }
+
+/// A replica restarted from disk holds only the commit index it saved,
+/// which may be behind what the cluster committed (a key created since).
+/// Until it hears a leader it must not settle, or it would call that key
+/// unknown (401) rather than not applied yet (503); once the leader's
+/// commit index reaches it, it settles after the core applies up to there.
+#[test]
+fn a_restarted_replica_settles_only_after_hearing_the_leader() {
+    use exchange_replication::raft::eraftpb::{Entry, MessageType};
+    use exchange_replication::Message;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let config = ReplicaConfig::new(2, vec![1, 2, 3]);
+    let (mut node, _, _) = ReplicaNode::open(
+        &dir.path().join("log"),
+        &dir.path().join("snapshots"),
+        &config,
+    )
+    .expect("open");
+    let shared = ClusterShared::default();
+    // The core has replayed all the node saved as committed.
+    shared
+        .raft_applied
+        .store(node.commit_index(), Ordering::Release);
+    shared.publish(&node);
+    assert_eq!(node.leader(), None);
+    assert!(
+        !shared.settled(),
+        "no leader heard: what it saved may be stale"
+    );
+    // The leader sends what was committed while this node was down,
+    // after the entry the node saved last.
+    let saved = node.status().last_index;
+    let mut append = Message::default();
+    append.set_msg_type(MessageType::MsgAppend);
+    append.from = 1;
+    append.to = 2;
+    append.term = node.term();
+    append.index = saved;
+    append.log_term = node.term();
+    append.commit = saved + 3;
+    append.entries = (saved + 1..=saved + 3)
+        .map(|index| Entry {
+            index,
+            term: node.term(),
+            ..Entry::default()
+        })
+        .collect();
+    node.step(append).expect("step");
+    assert_eq!(node.leader(), Some(1));
+    assert_eq!(node.commit_index(), saved + 3);
+    shared.publish(&node);
+    assert!(
+        !shared.settled(),
+        "the leader's commits are not applied yet"
+    );
+    shared.raft_applied.store(saved + 3, Ordering::Release);
+    assert!(shared.settled());
+    // Losing the leader later does not unsettle a node that caught up.
+    for _ in 0..100 {
+        node.tick();
+    }
+    assert_eq!(node.leader(), None, "the election timeout passed");
+    shared.publish(&node);
+    assert!(shared.settled());
+}
