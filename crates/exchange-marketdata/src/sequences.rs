@@ -46,29 +46,93 @@ struct Counters {
 
 /// Sequence numbers of every instrument that has had a book change or a
 /// trade, by symbol.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+///
+/// Counted on the core thread for every event, so the lookup is cheap: the
+/// instruments are kept in a vector sorted by symbol text (the order the
+/// serialized map has always had, which the state hash covers), found by a
+/// comparison of the symbols' inline bytes, and the last one found is tried
+/// first, since an entry's events mostly name one instrument. Serialized as
+/// the map from symbol to sequences it stands for.
+#[derive(Clone, Debug, Default)]
 pub struct MarketSequences {
+    by_symbol: Vec<(Symbol, Counters)>,
+    /// Index in `by_symbol` of the instrument found last.
+    last: usize,
+}
+
+/// The serialized form: a map sorted by symbol text.
+#[derive(Serialize)]
+struct SequencesOut<'a> {
+    #[serde(serialize_with = "serialize_counters")]
+    by_symbol: &'a [(Symbol, Counters)],
+}
+
+#[derive(Deserialize)]
+struct SequencesIn {
     by_symbol: BTreeMap<String, Counters>,
+}
+
+fn serialize_counters<S: serde::Serializer>(
+    counters: &&[(Symbol, Counters)],
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    serializer.collect_map(counters.iter().map(|(symbol, c)| (symbol.as_str(), c)))
+}
+
+impl Serialize for MarketSequences {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        SequencesOut {
+            by_symbol: &self.by_symbol,
+        }
+        .serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for MarketSequences {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let stored = SequencesIn::deserialize(deserializer)?;
+        // A map's keys come sorted as text, the order kept here.
+        let by_symbol = stored
+            .by_symbol
+            .into_iter()
+            .map(|(text, counters)| {
+                Symbol::new(&text)
+                    .map(|symbol| (symbol, counters))
+                    .map_err(serde::de::Error::custom)
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(MarketSequences { by_symbol, last: 0 })
+    }
 }
 
 impl MarketSequences {
     /// The instrument's sequences (zero before its first update).
     pub fn get(&self, symbol: &str) -> InstrumentSequences {
-        self.by_symbol
-            .get(symbol)
-            .map(|c| c.seqs)
+        self.position(symbol.as_bytes())
+            .ok()
+            .map(|at| self.by_symbol[at].1.seqs)
             .unwrap_or_default()
     }
 
-    fn counters(&mut self, symbol: &Symbol) -> &mut Counters {
-        // Looking up by &str first avoids allocating a key per event.
-        if !self.by_symbol.contains_key(symbol.as_str()) {
-            self.by_symbol
-                .insert(symbol.to_string(), Counters::default());
-        }
+    /// Where the instrument is, or where it would go.
+    fn position(&self, text: &[u8]) -> Result<usize, usize> {
         self.by_symbol
-            .get_mut(symbol.as_str())
-            .expect("inserted above")
+            .binary_search_by(|(known, _)| known.as_bytes().cmp(text))
+    }
+
+    fn counters(&mut self, symbol: &Symbol) -> &mut Counters {
+        let at = match self.by_symbol.get(self.last) {
+            Some((known, _)) if known == symbol => self.last,
+            _ => match self.position(symbol.as_bytes()) {
+                Ok(at) => at,
+                Err(at) => {
+                    self.by_symbol.insert(at, (*symbol, Counters::default()));
+                    at
+                }
+            },
+        };
+        self.last = at;
+        &mut self.by_symbol[at].1
     }
 
     /// Counts one event of log entry `index` and returns the sequence it
@@ -173,5 +237,97 @@ mod tests {
         );
         let back: MarketSequences = serde_json::from_str(&text).unwrap();
         assert_eq!(back.get("A"), seqs.get("A"));
+    }
+
+    /// The rule as a map from symbol text, counted the plain way.
+    #[derive(Default)]
+    struct Model {
+        by_symbol: BTreeMap<String, (u64, InstrumentSequences)>,
+    }
+
+    impl Model {
+        fn record(&mut self, index: u64, events: &[Event]) {
+            for event in events {
+                let (symbol, book) = match &event.kind {
+                    EventKind::Book(b) => (b.symbol, true),
+                    EventKind::Trade(t) => (t.symbol, false),
+                    _ => continue,
+                };
+                let (entry, seqs) = self.by_symbol.entry(symbol.to_string()).or_default();
+                if !book {
+                    seqs.trades += 1;
+                } else if *entry != index {
+                    *entry = index;
+                    seqs.book += 1;
+                }
+            }
+        }
+
+        fn json(&self) -> String {
+            let map: BTreeMap<&str, InstrumentSequences> = self
+                .by_symbol
+                .iter()
+                .map(|(symbol, (_, seqs))| (symbol.as_str(), *seqs))
+                .collect();
+            serde_json::to_string(&serde_json::json!({ "by_symbol": map })).unwrap()
+        }
+    }
+
+    fn trade(symbol: &str) -> Event {
+        Event {
+            seq: 0,
+            ts: 0,
+            kind: EventKind::Trade(exchange_types::event::Trade {
+                trade_id: 1,
+                symbol: Symbol::new(symbol).unwrap(),
+                price: 1,
+                qty: 1,
+                maker_order_id: 1,
+                taker_order_id: 2,
+                maker_account: 1,
+                taker_account: 2,
+                aggressor_side: Side::Buy,
+                maker_fee: 0,
+                taker_fee: 0,
+                maker_leaves_qty: 0,
+                taker_leaves_qty: 0,
+                midpoint: false,
+            }),
+        }
+    }
+
+    proptest::proptest! {
+        /// Symbols of different lengths sort as text, not as inline
+        /// bytes: the counts, the serialized map (which the state hash
+        /// covers) and its round trip all match the plain map's.
+        #[test]
+        fn counts_and_serializes_as_the_plain_map(
+            entries in proptest::collection::vec(
+                proptest::collection::vec((0usize..6, proptest::bool::ANY), 0..5),
+                0..40,
+            )
+        ) {
+            const SYMBOLS: [&str; 6] = ["B", "AB", "A", "ZZ", "AAA", "B-C"];
+            let mut seqs = MarketSequences::default();
+            let mut model = Model::default();
+            for (index, picks) in entries.iter().enumerate() {
+                let events: Vec<Event> = picks
+                    .iter()
+                    .map(|&(at, is_book)| {
+                        if is_book { book(SYMBOLS[at], 1) } else { trade(SYMBOLS[at]) }
+                    })
+                    .collect();
+                seqs.record(index as u64 + 1, &events);
+                model.record(index as u64 + 1, &events);
+            }
+            for symbol in SYMBOLS {
+                let expected = model.by_symbol.get(symbol).map(|(_, s)| *s).unwrap_or_default();
+                proptest::prop_assert_eq!(seqs.get(symbol), expected);
+            }
+            let text = serde_json::to_string(&seqs).unwrap();
+            proptest::prop_assert_eq!(&text, &model.json());
+            let back: MarketSequences = serde_json::from_str(&text).unwrap();
+            proptest::prop_assert_eq!(serde_json::to_string(&back).unwrap(), text);
+        }
     }
 }
