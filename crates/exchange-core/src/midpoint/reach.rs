@@ -80,7 +80,8 @@ pub(crate) fn reach(buys: &[Offer], sells: &[Offer]) -> Vec<(u64, u64)> {
 }
 
 /// Whether `mid` is in one of `spans` (as [`reach`] returns them).
-pub(crate) fn covers(spans: &[(u64, u64)], mid: u64) -> bool {
+#[cfg(test)]
+fn covers(spans: &[(u64, u64)], mid: u64) -> bool {
     let after = spans.partition_point(|&(low, _)| low <= mid);
     after > 0 && spans[after - 1].1 >= mid
 }
