@@ -25,6 +25,8 @@ mod cover;
 mod matching;
 mod pairs;
 mod reach;
+#[cfg(test)]
+mod tests;
 
 /// What admission decided about a midpoint order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -36,7 +36,7 @@ struct Low {
 }
 
 /// A midpoint book's orders as matching sees them, with each buy's low.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Pairs {
     buys: Vec<Held>,
     /// Index for index with `buys`.
