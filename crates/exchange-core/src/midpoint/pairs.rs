@@ -81,7 +81,7 @@ impl Pairs {
     /// Puts a sell at `at` in its side's priority order.
     pub fn insert_sell(&mut self, at: usize, sell: Held) {
         self.sells.insert(at, sell);
-        for row in 0..self.buys.len() {
+        for row in 0..self.reaching(sell.offer.price) {
             if meets(&self.buys[row], &sell) {
                 self.lower(row, sell.offer.price);
             }
@@ -90,11 +90,19 @@ impl Pairs {
 
     pub fn remove_sell(&mut self, at: usize) {
         let sell = self.sells.remove(at);
-        for row in 0..self.buys.len() {
+        for row in 0..self.reaching(sell.offer.price) {
             if meets(&self.buys[row], &sell) {
                 self.drop_one(row, sell.offer.price);
             }
         }
+    }
+
+    /// How many buys from the top may meet a sell at `price`: past the
+    /// unlimited ones, limited buys come by decreasing price, and none
+    /// priced below the sell meets it.
+    fn reaching(&self, price: u64) -> usize {
+        self.buys
+            .partition_point(|b| b.unlimited || b.offer.price >= price)
     }
 
     /// The sell at `at` now has `offer` (a fill or a reduction: the price
@@ -104,7 +112,7 @@ impl Pairs {
         debug_assert_eq!(old.offer.price, offer.price);
         let new = Held { offer, ..old };
         self.sells[at] = new;
-        for row in 0..self.buys.len() {
+        for row in 0..self.reaching(offer.price) {
             let buy = &self.buys[row];
             match (meets(buy, &old), meets(buy, &new)) {
                 (false, true) => self.lower(row, offer.price),
