@@ -155,8 +155,10 @@ impl Engine {
 
     /// After a pair acted, brings what the book's pairs hold of one of its
     /// orders in step with the order: a trade or a decrement shrank it,
-    /// unless it left the book. `at` is where it was in its side; neither
-    /// side lost an entry before it.
+    /// unless it left the book. `at` is where it was in its side, and it
+    /// is still there if it did not leave: a pair's action takes out no
+    /// order but its own two (a fill that completes one, self-trade
+    /// prevention cancelling one or both), and brings none in.
     fn refresh_held(&mut self, instrument: u32, side: Side, slot: u32, at: usize) {
         let Some(book) = self.midpoints.book(instrument) else {
             return;
