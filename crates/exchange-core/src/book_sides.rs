@@ -150,7 +150,7 @@ impl Book {
     pub fn taker_levels(&self, side: Side) -> impl Iterator<Item = &Level> {
         let merged = self
             .has_hidden(side)
-            .then(|| self.levels_with_hidden(side).into_iter().map(|(l, _)| l));
+            .then(|| self.levels_with_hidden(side).map(|(l, _)| l));
         let shown = merged
             .is_none()
             .then(|| self.side(side).levels_best_first());
@@ -162,25 +162,24 @@ impl Book {
 
     /// Levels of `side` from the best price outwards, displayed and
     /// hidden merged, the displayed level first at one price; each with
-    /// whether it is hidden.
-    pub fn levels_with_hidden(&self, side: Side) -> Vec<(&Level, bool)> {
+    /// whether it is hidden. Merged as they are read: a taker reads a few
+    /// levels of a deep book.
+    pub fn levels_with_hidden(&self, side: Side) -> impl Iterator<Item = (&Level, bool)> {
         let mut shown = self.side(side).levels_best_first().peekable();
         let mut hidden = self.hidden_side(side).levels_best_first().peekable();
-        let mut merged = Vec::new();
-        loop {
+        std::iter::from_fn(move || {
             let take_hidden = match (shown.peek(), hidden.peek()) {
-                (None, None) => return merged,
+                (None, None) => return None,
                 (Some(_), None) => false,
                 (None, Some(_)) => true,
                 (Some(a), Some(b)) => better(side, b.price, a.price),
             };
-            let next = if take_hidden {
+            if take_hidden {
                 hidden.next().map(|l| (l, true))
             } else {
                 shown.next().map(|l| (l, false))
-            };
-            merged.extend(next);
-        }
+            }
+        })
     }
 }
 

@@ -5,7 +5,9 @@ use std::collections::BTreeMap;
 use exchange_types::limits::MAX_MIDPOINT_ORDERS_PER_INSTRUMENT;
 use exchange_types::{Side, TradingStatus};
 
-use super::{rank, Entry};
+use super::pairs::Held;
+use super::reach::{reach, Offer};
+use super::{rank, Entry, MidBook};
 use crate::engine::Engine;
 
 impl Engine {
@@ -40,6 +42,8 @@ impl Engine {
             if two != self.midpoints.two_sided().contains(&instrument) {
                 return Err(format!("{} midpoint book is misfiled", inst.symbol));
             }
+            self.audit_midpoint_pairs(book)
+                .map_err(|what| format!("{} midpoint book's {what}", inst.symbol))?;
             for side in [Side::Buy, Side::Sell] {
                 self.audit_midpoint_side(instrument, side, book.side(side))?;
                 for e in book.side(side) {
@@ -63,6 +67,29 @@ impl Engine {
             ));
         }
         Ok(open)
+    }
+
+    /// What the book's pairs hold is its orders as they are now, each
+    /// buy's low is what a walk of the sells finds, and the reach is what
+    /// working it out from scratch gives.
+    fn audit_midpoint_pairs(&self, book: &MidBook) -> Result<(), &'static str> {
+        let Some(pairs) = &book.pairs else {
+            return Ok(());
+        };
+        let held =
+            |entries: &[Entry]| -> Vec<Held> { entries.iter().map(|e| self.held(e)).collect() };
+        let (bids, asks) = (held(&book.bids), held(&book.asks));
+        if pairs.buys() != bids || pairs.sells() != asks {
+            return Err("pairs are out of step with its orders");
+        }
+        if !pairs.lows_hold() {
+            return Err("pairs hold a stale low");
+        }
+        let offers = |side: &[Held]| -> Vec<Offer> { side.iter().map(|h| h.offer).collect() };
+        if pairs.spans() != reach(&offers(&bids), &offers(&asks)) {
+            return Err("reach is not what its orders reach");
+        }
+        Ok(())
     }
 
     fn audit_midpoint_side(

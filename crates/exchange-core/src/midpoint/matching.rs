@@ -26,7 +26,8 @@ use std::ops::Bound::{Excluded, Unbounded};
 
 use exchange_types::{CancelReason, Event, Phase, SelfTradePrevention, Side};
 
-use super::reach::{self, Offer};
+use super::pairs::Pairs;
+use super::reach;
 use super::{Entry, MidBook};
 use crate::engine::Engine;
 
@@ -86,13 +87,9 @@ impl Engine {
     /// Matches an instrument's midpoint book at the current midpoint
     /// until no pair can trade: always the first pair in priority order
     /// (buys first, each against the sells in theirs), as a scan from the
-    /// top after every trade would find it, but without that scan's
-    /// quadratic cost per trade: rows (buys) before `frontier` have been
-    /// scanned whole and found nothing, and a trade changes only its two
-    /// orders, so only their pairs are looked at again.
-    ///
-    /// A midpoint out of the book's reach ([`reach`]) costs a binary
-    /// search.
+    /// top after every trade would find it. The book's [`Pairs`] find it
+    /// without that scan, and a midpoint out of the book's reach costs a
+    /// binary search.
     pub(crate) fn match_midpoints(&mut self, instrument: u32, out: &mut Vec<Event>) {
         let mid = self.midpoint_price(instrument);
         let Some(book) = self.midpoints.books.get_mut(&instrument) else {
@@ -102,58 +99,87 @@ impl Engine {
         let Some(mid) = mid else {
             return;
         };
-        if !self.within_reach(instrument, mid) {
-            // What the reach promises, checked where it costs nothing in
-            // production.
-            debug_assert!(self.scan_rows(instrument, mid, &mut 0).is_none());
-            return;
+        if book.pairs.is_none() {
+            let pairs = self.work_out_pairs(instrument);
+            if let Some(book) = self.midpoints.books.get_mut(&instrument) {
+                book.pairs = Some(pairs);
+            }
         }
-        let mut frontier = 0;
-        let mut next = None;
-        while let Some(pair) = next
-            .take()
-            .or_else(|| self.scan_rows(instrument, mid, &mut frontier))
-        {
-            let buy_row = self
-                .midpoints
-                .book(instrument)
-                .and_then(|b| b.bids.iter().position(|e| e.slot == pair.buy));
-            let buy_row = buy_row.expect("a pair's buy is in its book");
+        while let Some((pair, row, column)) = self.first_pair(instrument, mid) {
             self.act_on_pair(pair, mid, out);
-            next = self.recheck(instrument, mid, pair, buy_row, &mut frontier);
+            self.refresh_held(instrument, Side::Buy, pair.buy, row);
+            self.refresh_held(instrument, Side::Sell, pair.sell, column);
         }
-        // The point of the frontier: nothing is left that a scan from the
-        // top would find. Checked where it costs nothing in production.
-        debug_assert!(self.scan_rows(instrument, mid, &mut 0).is_none());
-        // Orders traded or left: the reach is worked out again when next
-        // asked for.
-        if let Some(book) = self.midpoints.books.get_mut(&instrument) {
-            book.reach = None;
-        }
+        // What the pairs promise: nothing is left that a scan from the top
+        // would find. Checked where it costs nothing in production.
+        debug_assert!(self.scan_rows(instrument, mid).is_none());
     }
 
-    /// Whether any pair of the book may trade at `mid`, from the book's
-    /// reach, worked out first if the book changed since.
-    fn within_reach(&mut self, instrument: u32, mid: u64) -> bool {
-        let Some(book) = self.midpoints.books.get(&instrument) else {
-            return false;
+    /// The book's pairs worked out from its sides: the sells, then each
+    /// buy finding its low among them.
+    fn work_out_pairs(&self, instrument: u32) -> Pairs {
+        let mut pairs = Pairs::default();
+        if let Some(book) = self.midpoints.book(instrument) {
+            for (at, entry) in book.asks.iter().enumerate() {
+                pairs.insert_sell(at, self.held(entry));
+            }
+            for (at, entry) in book.bids.iter().enumerate() {
+                pairs.insert_buy(at, self.held(entry));
+            }
+        }
+        pairs
+    }
+
+    /// The first pair that can trade at `mid`, with its buy's row in the
+    /// bids and its sell's in the asks.
+    fn first_pair(&self, instrument: u32, mid: u64) -> Option<(Pair, usize, usize)> {
+        let book = self.midpoints.book(instrument)?;
+        let pairs = book.pairs.as_ref()?;
+        let found = if pairs.covers(mid) {
+            pairs.first_pair(mid)
+        } else {
+            None
         };
-        if let Some(spans) = &book.reach {
-            return reach::covers(spans, mid);
-        }
-        let offers =
-            |entries: &[Entry]| -> Vec<Offer> { entries.iter().map(|e| self.offer(e)).collect() };
-        let spans = reach::reach(&offers(&book.bids), &offers(&book.asks));
-        let within = reach::covers(&spans, mid);
-        if let Some(book) = self.midpoints.books.get_mut(&instrument) {
-            book.reach = Some(spans);
-        }
-        within
+        let pair = found.and_then(|(row, column)| {
+            let (b, s) = (book.bids.get(row)?, book.asks.get(column)?);
+            self.pair_at(b, s, mid)
+        });
+        // The full scan the pairs stand for, checked where it costs nothing
+        // in production.
+        debug_assert_eq!(
+            pair.map(|p| (p.buy, p.sell)),
+            self.scan_rows(instrument, mid).map(|p| (p.buy, p.sell))
+        );
+        Some((pair?, found?.0, found?.1))
     }
 
-    fn offer(&self, entry: &Entry) -> Offer {
-        let order = self.orders.get(entry.slot);
-        Offer::new(order.price, order.leaves(), entry.terms.min_lots)
+    /// After a pair acted, brings what the book's pairs hold of one of its
+    /// orders in step with the order: a trade or a decrement shrank it,
+    /// unless it left the book. `at` is where it was in its side, and it
+    /// is still there if it did not leave: a pair's action takes out no
+    /// order but its own two (a fill that completes one, self-trade
+    /// prevention cancelling one or both), and brings none in.
+    fn refresh_held(&mut self, instrument: u32, side: Side, slot: u32, at: usize) {
+        let Some(book) = self.midpoints.book(instrument) else {
+            return;
+        };
+        let Some(entry) = book.side(side).get(at).filter(|e| e.slot == slot) else {
+            return;
+        };
+        let held = self.held(entry);
+        let Some(pairs) = self
+            .midpoints
+            .books
+            .get_mut(&instrument)
+            .and_then(|b| b.pairs.as_mut())
+        else {
+            return;
+        };
+        match side {
+            Side::Buy if pairs.buys()[at] != held => pairs.update_buy(at, held.offer),
+            Side::Sell if pairs.sells()[at] != held => pairs.update_sell(at, held.offer),
+            _ => {}
+        }
     }
 
     /// A pair trades, or self-trade prevention acts on it; an order the
@@ -174,47 +200,11 @@ impl Engine {
         }
     }
 
-    /// The first pair in the rows from `frontier` on, which moves to the
-    /// row it is found in (or past the last row).
-    fn scan_rows(&self, instrument: u32, mid: u64, frontier: &mut usize) -> Option<Pair> {
+    /// The first pair at `mid` by a scan of every row from the top: what
+    /// the book's pairs must agree with.
+    fn scan_rows(&self, instrument: u32, mid: u64) -> Option<Pair> {
         let book = self.midpoints.book(instrument)?;
-        while *frontier < book.bids.len() {
-            if let Some(pair) = self.row_pair(book, *frontier, mid) {
-                return Some(pair);
-            }
-            *frontier += 1;
-        }
-        None
-    }
-
-    /// After `pair` acted, the first pair before the frontier: the buy's
-    /// own row again, whole, and every other row there against the sell
-    /// only (their other pairs have not changed since they were scanned).
-    fn recheck(
-        &self,
-        instrument: u32,
-        mid: u64,
-        pair: Pair,
-        buy_row: usize,
-        frontier: &mut usize,
-    ) -> Option<Pair> {
-        let book = self.midpoints.book(instrument)?;
-        let buy_at = book.bids.iter().position(|e| e.slot == pair.buy);
-        if buy_at.is_none() && buy_row < *frontier {
-            *frontier -= 1;
-        }
-        let sell = book.asks.iter().find(|e| e.slot == pair.sell);
-        for row in 0..(*frontier).min(book.bids.len()) {
-            let found = if buy_at == Some(row) {
-                self.row_pair(book, row, mid)
-            } else {
-                sell.and_then(|s| self.pair_at(&book.bids[row], s, mid))
-            };
-            if found.is_some() {
-                return found;
-            }
-        }
-        None
+        (0..book.bids.len()).find_map(|row| self.row_pair(book, row, mid))
     }
 
     /// The first sell, in priority order, the buy at `row` may trade with.
@@ -231,7 +221,7 @@ impl Engine {
     /// The buy and the sell as a pair, if both reach `mid` and a trade of
     /// the smaller remainder meets both minimums.
     fn pair_at(&self, b: &Entry, s: &Entry, mid: u64) -> Option<Pair> {
-        let (buy, sell) = (self.offer(b), self.offer(s));
+        let (buy, sell) = (self.held(b).offer, self.held(s).offer);
         if buy.price < mid || sell.price > mid || !reach::minimums_met(&buy, &sell) {
             return None;
         }

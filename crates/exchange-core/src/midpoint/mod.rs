@@ -21,8 +21,12 @@ use exchange_types::{CancelReason, Event, Side, TimeInForce};
 use crate::engine::Engine;
 
 mod audit;
+mod cover;
 mod matching;
+mod pairs;
 mod reach;
+#[cfg(test)]
+mod tests;
 
 /// What admission decided about a midpoint order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -53,10 +57,11 @@ pub(crate) struct MidBook {
     /// not part of the state: a restored engine runs matching once more
     /// and finds nothing.
     last_mid: Option<u64>,
-    /// The midpoints at which some pair may trade ([`reach`]), as long as
-    /// no order enters, leaves or trades; `None` when not worked out since.
-    /// A cache like `last_mid`.
-    reach: Option<Vec<(u64, u64)>>,
+    /// The sides as matching sees them, with the book's reach ([`pairs`]),
+    /// kept up to date as orders enter, leave and fill; `None` until first
+    /// needed. Derived from the sides and their orders, so not part of the
+    /// state: a restored book works it out when it next matches.
+    pairs: Option<pairs::Pairs>,
 }
 
 impl MidBook {
@@ -112,14 +117,10 @@ impl Midpoints {
         self.books.is_empty()
     }
 
-    /// Drops an emptied book, keeps `two_sided` in step with it, and
-    /// forgets what matching knew of the book: an order came or went.
+    /// Drops an emptied book and keeps `two_sided` in step with it.
     fn refresh(&mut self, instrument: u32) {
-        let (two, empty) = match self.books.get_mut(&instrument) {
-            Some(b) => {
-                b.reach = None;
-                (!b.bids.is_empty() && !b.asks.is_empty(), b.len() == 0)
-            }
+        let (two, empty) = match self.books.get(&instrument) {
+            Some(b) => (!b.bids.is_empty() && !b.asks.is_empty(), b.len() == 0),
             None => (false, true),
         };
         if empty {
@@ -135,11 +136,9 @@ impl Midpoints {
     /// Appends an entry read from a snapshot, which wrote each side in
     /// priority order (the restore's audit checks it).
     pub(crate) fn restore_entry(&mut self, instrument: u32, side: Side, entry: Entry) {
-        self.books
-            .entry(instrument)
-            .or_default()
-            .side_mut(side)
-            .push(entry);
+        let book = self.books.entry(instrument).or_default();
+        book.side_mut(side).push(entry);
+        book.pairs = None;
         self.refresh(instrument);
     }
 
@@ -192,16 +191,28 @@ impl Engine {
         };
         let entry = Entry { slot, terms, time };
         let key = rank(side, price, &entry);
+        let held = self.held(&entry);
         let orders = &self.orders;
-        let list = self
-            .midpoints
-            .books
-            .entry(instrument)
-            .or_default()
-            .side_mut(side);
+        let book = self.midpoints.books.entry(instrument).or_default();
+        let list = book.side_mut(side);
         let at = list.partition_point(|e| rank(side, orders.get(e.slot).price, e) < key);
         list.insert(at, entry);
+        if let Some(pairs) = &mut book.pairs {
+            match side {
+                Side::Buy => pairs.insert_buy(at, held),
+                Side::Sell => pairs.insert_sell(at, held),
+            }
+        }
         self.midpoints.refresh(instrument);
+    }
+
+    /// An entry's order as matching sees it.
+    fn held(&self, entry: &Entry) -> pairs::Held {
+        let order = self.orders.get(entry.slot);
+        pairs::Held {
+            offer: reach::Offer::new(order.price, order.leaves(), entry.terms.min_lots),
+            unlimited: entry.terms.unlimited,
+        }
     }
 
     /// Takes an order out of the midpoint book and returns its entry.
@@ -214,17 +225,23 @@ impl Engine {
         };
         // Only open midpoint orders, found through the book or the order
         // index, are taken out: one missing is a broken book.
-        let list = self
+        let book = self
             .midpoints
             .books
             .get_mut(&instrument)
-            .expect("a midpoint order's book exists")
-            .side_mut(side);
+            .expect("a midpoint order's book exists");
+        let list = book.side_mut(side);
         let at = list
             .iter()
             .position(|e| e.slot == slot)
             .expect("a midpoint order is in its book");
         let entry = list.remove(at);
+        if let Some(pairs) = &mut book.pairs {
+            match side {
+                Side::Buy => pairs.remove_buy(at),
+                Side::Sell => pairs.remove_sell(at),
+            }
+        }
         self.midpoints.refresh(instrument);
         entry
     }

@@ -8,13 +8,12 @@
 //! which anything trades are a union of such intervals: per buy, from the
 //! lowest price of a sell it meets the minimums with, up to its own price.
 //!
-//! The lit quotes move far more often than midpoint orders come and go,
-//! and a scan for a pair reads every order of a book that cannot trade.
-//! So the union is worked out once after the book changes (an order
-//! enters, leaves or trades) and a move of the quotes then costs a binary
-//! search. Working it out is a sweep: sells by their minimum, buys by
-//! their remainder, and a tree giving the lowest sell price among the
-//! sells large enough, in O((B + S) log S) for B buys and S sells.
+//! Matching keeps the union up to date as orders come, go and fill
+//! ([`pairs`](super::pairs)); [`reach`] works it out from scratch, for the
+//! audit and the tests to hold the kept one to. It is a sweep: sells by
+//! their minimum, buys by their remainder, and a tree giving the lowest
+//! sell price among the sells large enough, in O((B + S) log S) for B
+//! buys and S sells.
 
 /// What decides whether an order meets another's minimum, and where.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -80,7 +79,8 @@ pub(crate) fn reach(buys: &[Offer], sells: &[Offer]) -> Vec<(u64, u64)> {
 }
 
 /// Whether `mid` is in one of `spans` (as [`reach`] returns them).
-pub(crate) fn covers(spans: &[(u64, u64)], mid: u64) -> bool {
+#[cfg(test)]
+fn covers(spans: &[(u64, u64)], mid: u64) -> bool {
     let after = spans.partition_point(|&(low, _)| low <= mid);
     after > 0 && spans[after - 1].1 >= mid
 }
