@@ -146,9 +146,11 @@ impl Engine {
         stop_price: Option<Dec>,
     ) -> Result<ReplacePlan, RejectReason> {
         let order = self.orders.get(slot);
-        self.admit_replace(order)?;
+        // Both admission stages ask the member's limits: looked up once.
+        let risk = self.accounts.get(order.account).risk();
+        self.admit_replace(order, risk)?;
         let terms = self.replace_terms(slot, replace, stop_price)?;
-        self.admit_replace_terms(order, replace, &terms)?;
+        self.admit_replace_terms(order, risk, replace, &terms)?;
         let reserve = self.reserve_replace(slot, &terms)?;
         Ok(ReplacePlan {
             price: terms.price,
@@ -163,7 +165,11 @@ impl Engine {
     /// The order's instrument is listed, in a phase that takes a new
     /// order, and the account may trade it.
     #[inline(always)]
-    fn admit_replace(&self, order: &Order) -> Result<(), RejectReason> {
+    fn admit_replace(
+        &self,
+        order: &Order,
+        risk: Option<&crate::controls::AccountRisk>,
+    ) -> Result<(), RejectReason> {
         let inst = &self.instruments[order.instrument as usize];
         if inst.status == exchange_types::TradingStatus::Delisted {
             return Err(RejectReason::InstrumentDelisted);
@@ -173,7 +179,7 @@ impl Engine {
             // the time in force it already passed.
             Engine::check_phase_place(inst.phase, exchange_types::TimeInForce::Gtc, false)?;
         }
-        if let Some(risk) = self.accounts.get(order.account).risk() {
+        if let Some(risk) = risk {
             risk.check_access(order.instrument)?;
         }
         Ok(())
@@ -232,6 +238,7 @@ impl Engine {
     fn admit_replace_terms(
         &self,
         order: &Order,
+        risk: Option<&crate::controls::AccountRisk>,
         replace: &Replace,
         terms: &ReplaceTerms,
     ) -> Result<(), RejectReason> {
@@ -261,7 +268,7 @@ impl Engine {
                 return Err(RejectReason::HiddenBelowMinimum);
             }
         }
-        if let Some(risk) = self.accounts.get(order.account).risk() {
+        if let Some(risk) = risk {
             risk.check_replace(inst, (order.price, order.qty), (price, qty))?;
         }
         if let Some(new) = terms.new_client_order_id {
