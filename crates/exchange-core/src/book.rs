@@ -303,17 +303,14 @@ impl BookSide {
     /// were a sixth of each.
     #[inline(always)]
     pub fn push_back(&mut self, pool: &mut OrderPool, slot: u32) -> u64 {
-        let (price, leaves) = {
-            let order = pool.get(slot);
-            (order.price, order.displayed())
-        };
-        let level = self.level_or_insert(price);
+        // One checked read of the order: the level is the side's, not the
+        // pool's, so the order stays in hand while its level is found.
+        let order = pool.get_mut(slot);
+        let leaves = order.displayed();
+        let level = self.level_or_insert(order.price);
         let old_tail = level.tail;
-        {
-            let order = pool.get_mut(slot);
-            order.prev = old_tail;
-            order.next = NIL;
-        }
+        order.prev = old_tail;
+        order.next = NIL;
         if old_tail == NIL {
             level.head = slot;
         } else {
@@ -336,9 +333,14 @@ impl BookSide {
     /// removed.
     #[inline(always)]
     pub fn unlink(&mut self, pool: &mut OrderPool, slot: u32) -> u64 {
+        // The order's own links are cleared with the same checked read that
+        // takes them: a panic below leaves the book broken either way.
         let (price, leaves, prev, next) = {
-            let order = pool.get(slot);
-            (order.price, order.displayed(), order.prev, order.next)
+            let order = pool.get_mut(slot);
+            let read = (order.price, order.displayed(), order.prev, order.next);
+            order.prev = NIL;
+            order.next = NIL;
+            read
         };
         let key = self.key(price);
         // Only resting orders are unlinked, found through the book or the
@@ -383,9 +385,6 @@ impl BookSide {
             (remaining == 0) == emptied,
             "a level's quantity is zero exactly when its queue is empty"
         );
-        let order = pool.get_mut(slot);
-        order.prev = NIL;
-        order.next = NIL;
         if emptied {
             self.remove_level(key);
         }

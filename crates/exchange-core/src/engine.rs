@@ -437,24 +437,38 @@ impl Engine {
             let order = self.orders.get(slot);
             (order.instrument, order.side, order.price, order.is_hidden)
         };
-        if !self.iceberg_display.is_empty() {
-            self.slice_iceberg(slot);
-        }
-        let book = &mut self.books[instrument as usize];
         // An order rests only once nothing it could trade with is left (a
         // post-only one was refused if it would have crossed), so the book
         // is never crossed after matching. One look at the opposite best,
         // which matching has just touched.
         assert!(
-            !book.crosses(side.opposite(), price)
+            !self.books[instrument as usize].crosses(side.opposite(), price)
                 || crate::sessions::may_cross(self.instruments[instrument as usize].phase),
             "resting order {} at {price} would cross the book",
             self.orders.get(slot).id
         );
-        let qty = book
+        self.rest_at(slot, (instrument, side, price, hidden), out);
+        self.index_order(slot);
+    }
+
+    /// [`Engine::rest`] for a caller that holds the order's instrument,
+    /// side, price and hidden flag, has just seen the book uncrossed at
+    /// that price, and rests an order already indexed (a move): each
+    /// second read of the order, the book and the index was a checked
+    /// read on every move.
+    #[inline(always)]
+    pub(crate) fn rest_at(
+        &mut self,
+        slot: u32,
+        (instrument, side, price, hidden): (u32, exchange_types::Side, u64, bool),
+        out: &mut Vec<Event>,
+    ) {
+        if !self.iceberg_display.is_empty() {
+            self.slice_iceberg(slot);
+        }
+        let qty = self.books[instrument as usize]
             .resting_side_mut(side, hidden)
             .push_back(&mut self.orders, slot);
-        self.index_order(slot);
         // A hidden order is never shown: its level is no level of the
         // published book.
         if !hidden {
@@ -487,10 +501,22 @@ impl Engine {
     /// of register saves on every move.
     #[inline(always)]
     pub(crate) fn unrest_on_book(&mut self, slot: u32, out: &mut Vec<Event>) {
-        let (instrument, side, price, hidden) = {
+        let terms = {
             let o = self.orders.get(slot);
             (o.instrument, o.side, o.price, o.is_hidden)
         };
+        self.unrest_at(slot, terms, out);
+    }
+
+    /// [`Engine::unrest_on_book`] for a caller that holds the order's
+    /// instrument, side, price and hidden flag.
+    #[inline(always)]
+    pub(crate) fn unrest_at(
+        &mut self,
+        slot: u32,
+        (instrument, side, price, hidden): (u32, exchange_types::Side, u64, bool),
+        out: &mut Vec<Event>,
+    ) {
         let qty = self.books[instrument as usize]
             .resting_side_mut(side, hidden)
             .unlink(&mut self.orders, slot);

@@ -146,9 +146,11 @@ impl Engine {
         stop_price: Option<Dec>,
     ) -> Result<ReplacePlan, RejectReason> {
         let order = self.orders.get(slot);
-        self.admit_replace(order)?;
+        // Both admission stages ask the member's limits: looked up once.
+        let risk = self.accounts.get(order.account).risk();
+        self.admit_replace(order, risk)?;
         let terms = self.replace_terms(slot, replace, stop_price)?;
-        self.admit_replace_terms(order, replace, &terms)?;
+        self.admit_replace_terms(order, risk, replace, &terms)?;
         let reserve = self.reserve_replace(slot, &terms)?;
         Ok(ReplacePlan {
             price: terms.price,
@@ -163,7 +165,11 @@ impl Engine {
     /// The order's instrument is listed, in a phase that takes a new
     /// order, and the account may trade it.
     #[inline(always)]
-    fn admit_replace(&self, order: &Order) -> Result<(), RejectReason> {
+    fn admit_replace(
+        &self,
+        order: &Order,
+        risk: Option<&crate::controls::AccountRisk>,
+    ) -> Result<(), RejectReason> {
         let inst = &self.instruments[order.instrument as usize];
         if inst.status == exchange_types::TradingStatus::Delisted {
             return Err(RejectReason::InstrumentDelisted);
@@ -173,7 +179,7 @@ impl Engine {
             // the time in force it already passed.
             Engine::check_phase_place(inst.phase, exchange_types::TimeInForce::Gtc, false)?;
         }
-        if let Some(risk) = self.accounts.get(order.account).risk() {
+        if let Some(risk) = risk {
             risk.check_access(order.instrument)?;
         }
         Ok(())
@@ -232,6 +238,7 @@ impl Engine {
     fn admit_replace_terms(
         &self,
         order: &Order,
+        risk: Option<&crate::controls::AccountRisk>,
         replace: &Replace,
         terms: &ReplaceTerms,
     ) -> Result<(), RejectReason> {
@@ -261,7 +268,7 @@ impl Engine {
                 return Err(RejectReason::HiddenBelowMinimum);
             }
         }
-        if let Some(risk) = self.accounts.get(order.account).risk() {
+        if let Some(risk) = risk {
             risk.check_replace(inst, (order.price, order.qty), (price, qty))?;
         }
         if let Some(new) = terms.new_client_order_id {
@@ -301,27 +308,24 @@ impl Engine {
     }
 
     fn apply_replace(&mut self, slot: u32, plan: ReplacePlan, out: &mut Vec<Event>) {
+        // The order is read once for all it says; each later checked read
+        // of it (the pool cannot tell that nothing in between closed it)
+        // was paid on every replace.
+        let order = self.orders.get(slot);
+        let asset = self.reserved_asset(order);
+        let old = Before::of(order);
         // An untriggered stop has no place on a book to keep or lose, nor
         // has a market order waiting in a call: it keeps its time.
-        let (account, old_client_order_id, old_leaves, is_stop, is_market, midpoint) = {
-            let order = self.orders.get(slot);
-            (
-                order.account,
-                order.client_order_id,
-                order.leaves(),
-                order.stop,
-                order.is_market,
-                order.is_midpoint,
-            )
-        };
+        let (is_stop, is_market, midpoint) = (old.stop, old.is_market, old.is_midpoint);
         if let Some(new) = plan.new_client_order_id {
-            self.rename_order(slot, account, old_client_order_id, new);
+            self.rename_order(slot, old.account, old.client_order_id, new);
         }
         // A midpoint order is on no level: its book requeues it below.
         let off_book = is_stop | is_market | midpoint;
         let moves = !plan.keeps_priority && !off_book;
         if moves {
-            self.unrest_on_book(slot, out);
+            let at = (old.instrument, old.side, old.price, old.is_hidden);
+            self.unrest_at(slot, at, out);
         }
         let order = self.orders.get_mut(slot);
         if moves {
@@ -329,11 +333,13 @@ impl Engine {
             // slice (`rest`).
             order.hidden = 0;
         }
-        let old_price = order.price;
         order.price = plan.price;
         order.qty = plan.qty;
-        let (instrument, _, leaves, order_id) =
-            (order.instrument, order.side, order.leaves(), order.id);
+        // The balance moves below, after the events that come before its
+        // own; nothing in between reads the order's reservation.
+        order.reserved = plan.reserve;
+        let leaves = order.leaves();
+        let (account, instrument, order_id) = (old.account, old.instrument, old.id);
         if let Some(stop) = plan.stop {
             self.move_stop(order_id, stop);
         }
@@ -342,6 +348,7 @@ impl Engine {
         } else {
             None
         };
+        let old_client_order_id = old.client_order_id;
         self.emit_with(out, |e| {
             let inst = &e.instruments[instrument as usize];
             EventKind::Replaced(event::Replaced {
@@ -356,10 +363,11 @@ impl Engine {
                 stop_price: stop_price.and_then(std::num::NonZeroU64::new),
             })
         });
+        let old_leaves = old.leaves;
         if !moves && !off_book && leaves < old_leaves {
-            self.shrink_in_place(slot, old_price, old_leaves, out);
+            self.shrink_in_place(slot, old.price, old_leaves, out);
         }
-        self.set_reservation(slot, plan.reserve, out);
+        self.move_reservation(account, asset, old.reserved, plan.reserve, out);
         if leaves == 0 {
             if is_stop {
                 self.unstop(slot);
@@ -370,9 +378,10 @@ impl Engine {
             }
             self.close_order(slot);
         } else if moves {
-            self.rest_moved(slot, out);
+            let at = (instrument, old.side, plan.price, old.is_hidden);
+            self.rest_moved(slot, at, old.tif, out);
         } else if midpoint {
-            let limit_given = plan.price != old_price;
+            let limit_given = plan.price != old.price;
             self.requeue_midpoint(slot, limit_given, plan.keeps_priority, out);
         }
     }
@@ -381,18 +390,22 @@ impl Engine {
     /// continuous phase: they rest at once, as `execute` would have them
     /// (nothing traded, so no market-maker protection tripped), without
     /// its call and its tests of a taker's end (a quarter of a move's
-    /// resting work).
+    /// resting work). The order is indexed already: it was found open.
     #[inline(always)]
-    fn rest_moved(&mut self, slot: u32, out: &mut Vec<Event>) {
-        let (instrument, side, price, tif) = {
-            let order = self.orders.get(slot);
-            (order.instrument, order.side, order.price, order.tif)
-        };
+    fn rest_moved(
+        &mut self,
+        slot: u32,
+        at: (u32, exchange_types::Side, u64, bool),
+        tif: exchange_types::TimeInForce,
+        out: &mut Vec<Event>,
+    ) {
+        let (instrument, side, price, _) = at;
         let quiet = self.instruments[instrument as usize].phase
             == exchange_types::Phase::Continuous
             && !self.books[instrument as usize].crosses(side.opposite(), price);
         if quiet && crate::sessions::rests(tif) {
-            self.rest(slot, out);
+            debug_assert!(self.orders.get(slot).indexed, "a moved order is open");
+            self.rest_at(slot, at, out);
         } else {
             self.execute(slot, out);
         }
@@ -462,6 +475,23 @@ impl Engine {
         // The account and asset are in hand: `release` would look both up
         // again (a quarter of a move's reservation work).
         self.orders.get_mut(slot).reserved = target;
+        self.move_reservation(account, asset, current, target, out);
+    }
+
+    /// The account's side of [`Engine::set_reservation`], for a caller
+    /// that has set the order's reservation from `current` to `target`.
+    #[inline(always)]
+    fn move_reservation(
+        &mut self,
+        account: u32,
+        asset: u32,
+        current: u64,
+        target: u64,
+        out: &mut Vec<Event>,
+    ) {
+        if target == current {
+            return;
+        }
         if target < current {
             self.accounts.release(account, asset, current - target);
         } else {
@@ -469,6 +499,44 @@ impl Engine {
             self.accounts.hold(account, asset, target - current);
         }
         self.emit_balance_inline(out, account, asset);
+    }
+}
+
+/// What a replace reads of the order before changing it.
+struct Before {
+    id: exchange_types::OrderId,
+    account: u32,
+    instrument: u32,
+    side: exchange_types::Side,
+    tif: exchange_types::TimeInForce,
+    price: u64,
+    leaves: u64,
+    reserved: u64,
+    client_order_id: exchange_types::ClientOrderId,
+    stop: bool,
+    is_market: bool,
+    is_midpoint: bool,
+    is_hidden: bool,
+}
+
+impl Before {
+    #[inline(always)]
+    fn of(order: &Order) -> Self {
+        Before {
+            id: order.id,
+            account: order.account,
+            instrument: order.instrument,
+            side: order.side,
+            tif: order.tif,
+            price: order.price,
+            leaves: order.leaves(),
+            reserved: order.reserved,
+            client_order_id: order.client_order_id,
+            stop: order.stop,
+            is_market: order.is_market,
+            is_midpoint: order.is_midpoint,
+            is_hidden: order.is_hidden,
+        }
     }
 }
 

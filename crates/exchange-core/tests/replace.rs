@@ -369,3 +369,74 @@ fn replace_of_another_accounts_order_is_unknown() {
         RejectReason::UnknownOrder,
     );
 }
+
+/// The event kinds of a command, in order.
+fn kinds(events: &[Event]) -> Vec<&'static str> {
+    events
+        .iter()
+        .map(|e| match &e.kind {
+            EventKind::Book(_) => "book",
+            EventKind::Replaced(_) => "replaced",
+            EventKind::Balance(_) => "balance",
+            EventKind::Trade(_) => "trade",
+            _ => "other",
+        })
+        .collect()
+}
+
+#[test]
+fn a_move_from_the_middle_of_a_queue_to_the_back_of_another_relinks_both() {
+    let mut h = Harness::funded(5);
+    let first = place_ok(&mut h, limit(1, "f", Side::Buy, "99", "1"));
+    let moved = place_ok(&mut h, limit(2, "m", Side::Buy, "99", "2"));
+    let last = place_ok(&mut h, limit(3, "l", Side::Buy, "99", "1"));
+    let resident = place_ok(&mut h, limit(4, "r", Side::Buy, "98", "1"));
+    let before = bal(&h, 2, "USD");
+    let events = h.run_checked(replace(2, "m", Some("98"), None));
+    // Off the old level, the replace, the reservation it gave back, then
+    // onto the new level: the order a feed rebuilds the book from.
+    assert_eq!(kinds(&events), ["book", "replaced", "balance", "book"]);
+    assert_eq!(
+        book_updates(&events),
+        [
+            (Side::Buy, units("99"), units("2")),
+            (Side::Buy, units("98"), units("3"))
+        ]
+    );
+    let after = bal(&h, 2, "USD");
+    assert_eq!(after.0, before.0);
+    assert!(after.1 > before.1, "a lower buy price holds less");
+    let balance = events.iter().find_map(|e| match &e.kind {
+        EventKind::Balance(b) => Some((b.account, b.total, b.available)),
+        _ => None,
+    });
+    assert_eq!(balance, Some((2, after.0, after.1)));
+    let view = open_order(&h, moved).expect("the moved order is open");
+    assert_eq!((view.price, view.qty), (units("98"), units("2")));
+    // The old level kept its two others in order, the new one has the
+    // moved order behind its resident; a sweep meets them in that order.
+    let sweep = exec(&mut h, limit(5, "s", Side::Sell, "98", "5"));
+    let makers: Vec<OrderId> = trades(&sweep).iter().map(|t| t.2).collect();
+    assert_eq!(makers, [first, last, resident, moved]);
+    assert_eq!(open_order(&h, moved), None);
+}
+
+#[test]
+fn a_move_of_the_only_order_on_its_level_empties_it_and_opens_another() {
+    let mut h = Harness::funded(2);
+    let a = place_ok(&mut h, limit(1, "a", Side::Sell, "101", "1"));
+    let events = h.run_checked(replace(1, "a", Some("102"), None));
+    // A sell's reservation is its lots: a new price leaves it as it was.
+    assert_eq!(kinds(&events), ["book", "replaced", "book"]);
+    assert_eq!(
+        book_updates(&events),
+        [
+            (Side::Sell, units("101"), 0),
+            (Side::Sell, units("102"), units("1"))
+        ]
+    );
+    assert_eq!(bal(&h, 1, "BTC"), (units("100"), units("99")));
+    h.run_checked(replace(1, "a", Some("101"), None));
+    let taker = exec(&mut h, limit(2, "t", Side::Buy, "101", "1"));
+    assert_eq!(trades(&taker), [(units("101"), units("1"), a, 2)]);
+}
