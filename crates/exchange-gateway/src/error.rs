@@ -10,12 +10,11 @@ use axum::http::header::{CONTENT_LENGTH, RETRY_AFTER};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::Json;
 use exchange_types::RejectReason;
 use http_body_util::{BodyExt, LengthLimitError, Limited};
 use serde::de::DeserializeOwned;
-use serde_json::json;
 
+use super::rest_text::JsonText;
 use super::AppState;
 use exchange_node::reads::StateHashError;
 use exchange_node::sequencer::SubmitError;
@@ -149,11 +148,6 @@ impl ApiError {
         };
         ApiError::bad_request(code, text)
     }
-
-    /// The body as JSON fields: `{"code", "message"}`.
-    pub fn body(&self) -> serde_json::Value {
-        json!({ "code": self.code, "message": self.message })
-    }
 }
 
 impl From<SubmitError> for ApiError {
@@ -184,7 +178,10 @@ impl From<StateHashError> for ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let mut response = (self.status, Json(self.body())).into_response();
+        // A refused order is answered this body: written by hand, it
+        // skips building a `serde_json::Value` per refusal.
+        let body = JsonText::error(self.code, &self.message);
+        let mut response = (self.status, body).into_response();
         if let Some(secs) = self.retry_after {
             response
                 .headers_mut()

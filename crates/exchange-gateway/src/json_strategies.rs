@@ -1,9 +1,12 @@
 //! Drawn answers for the tests that hold hand-written JSON to
-//! `serde_json`'s bytes: records, fills and text with everything JSON
-//! escapes.
+//! `serde_json`'s bytes: records, fills, balances, candles and text with
+//! everything JSON escapes.
 
+use exchange_core::BalanceView;
+use exchange_marketdata::Candle;
 use exchange_node::history::{OrderDetails, OrderRecord, OrderStatus};
 use exchange_types::ids::InlineStr;
+use exchange_types::limits::MAX_ASSET_LEN;
 use exchange_types::{OrderType, Side, TimeInForce};
 use proptest::prelude::*;
 
@@ -124,4 +127,36 @@ pub fn fill_view(parts: &FillParts) -> FillView<'_> {
         liquidity,
         ts: n.5,
     }
+}
+
+/// A balance of an asset named with any printable ASCII.
+pub fn balance() -> impl Strategy<Value = BalanceView> {
+    (id::<MAX_ASSET_LEN>(), units(), units()).prop_map(|(asset, total, available)| BalanceView {
+        account: 1,
+        asset,
+        total,
+        available,
+    })
+}
+
+/// Volumes past `u64::MAX` as well: they are sums.
+pub fn volume() -> impl Strategy<Value = u128> {
+    prop_oneof![
+        units().prop_map(u128::from),
+        (0..1_000_000_000u128).prop_map(|n| u128::from(u64::MAX) - 500_000_000 + n),
+        any::<u128>(),
+    ]
+}
+
+pub fn candle() -> impl Strategy<Value = Candle> {
+    let prices = (units(), units(), units(), units());
+    (any::<u64>(), prices, volume(), any::<u64>()).prop_map(|(start, p, volume, trades)| Candle {
+        start,
+        open: p.0,
+        high: p.1,
+        low: p.2,
+        close: p.3,
+        volume,
+        trades,
+    })
 }

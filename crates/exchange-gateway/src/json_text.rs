@@ -79,6 +79,28 @@ pub fn push_signed_units(out: &mut Vec<u8>, units: i64) {
     exchange_codec::push_units(out, units < 0, units.unsigned_abs());
 }
 
+/// An amount of units that may pass `u64::MAX` (a sum of volumes), as
+/// the market-data writer spells it: [`push_units`]'s text, wider.
+pub fn push_wide_units(out: &mut Vec<u8>, units: u128) {
+    if let Ok(narrow) = u64::try_from(units) {
+        return push_units(out, narrow);
+    }
+    let per_whole = u128::from(exchange_types::UNITS_PER_WHOLE);
+    let mut digits = itoa::Buffer::new();
+    out.push(b'"');
+    out.extend_from_slice(digits.format(units / per_whole).as_bytes());
+    let fraction = units % per_whole;
+    if fraction != 0 {
+        // One whole added puts the fraction's leading zeros in place
+        // behind a `1` that is dropped.
+        let padded = digits.format(per_whole + fraction).as_bytes();
+        let end = padded.iter().rposition(|&b| b != b'0').map_or(1, |i| i + 1);
+        out.push(b'.');
+        out.extend_from_slice(&padded[1..end]);
+    }
+    out.push(b'"');
+}
+
 /// An object written one member at a time: the commas and the braces.
 pub struct Object<'o> {
     out: &'o mut Vec<u8>,

@@ -15,6 +15,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::error::{ApiError, ApiPath, ApiQuery};
+use super::rest_text::JsonText;
 use super::AppState;
 use exchange_node::MarketQuery;
 
@@ -209,7 +210,7 @@ pub async fn candles(
     State(app): State<AppState>,
     ApiPath(symbol): ApiPath<String>,
     ApiQuery(query): ApiQuery<CandlesQuery>,
-) -> Reply {
+) -> Result<JsonText, ApiError> {
     let symbol = listed_symbol(&symbol)?;
     let interval = match query.interval.as_deref() {
         None => Interval::M1,
@@ -229,10 +230,9 @@ pub async fn candles(
         .await
         .map_err(|_| market_data_unavailable())?;
     let candles = found.ok_or_else(ApiError::unknown_instrument)?;
-    let candles: Vec<Value> = candles.iter().map(market_json::candle_value).collect();
-    Ok(Json(json!({
-        "symbol": symbol.as_str(),
-        "interval": interval.as_str(),
-        "candles": candles,
-    })))
+    Ok(JsonText::candles(
+        symbol.as_str(),
+        interval.as_str(),
+        &candles,
+    ))
 }

@@ -11,12 +11,10 @@
 
 use axum::extract::State;
 use axum::http::StatusCode;
-use axum::Json;
-use exchange_marketdata::{json as market_json, Candle, Interval};
+use exchange_marketdata::{Candle, Interval};
 use exchange_reporting::{FillRow, OrderFilter, OrderRow, Store, StoreError};
 use exchange_types::{ClientOrderId, OrderType, Side, Symbol, TimeInForce};
 use serde::Deserialize;
-use serde_json::{json, Value};
 
 use exchange_node::keys::Scope;
 
@@ -24,7 +22,7 @@ use super::auth::Signed;
 use super::error::{ApiError, ApiPath, ApiQuery};
 use super::public::{self, CandlesQuery};
 use super::rest_text::JsonText;
-use super::translate;
+use super::wire::FillView;
 use super::AppState;
 use exchange_node::history::{Fill, OrderDetails, OrderRecord, OrderStatus};
 use exchange_node::limits::{
@@ -33,7 +31,8 @@ use exchange_node::limits::{
 use exchange_node::{MarketQuery, OrderQuery};
 use exchange_reporter::ReadError;
 
-type Reply = Result<Json<Value>, ApiError>;
+/// Answers written by hand ([`super::rest_text`]).
+type Reply = Result<JsonText, ApiError>;
 
 /// Fills returned when the client gives no `limit`.
 pub const DEFAULT_FILLS_LIMIT: usize = 100;
@@ -245,11 +244,9 @@ pub async fn fills(
         store.recent_fills(account, query.symbol.as_deref(), limit as u64)
     })
     .await?;
-    let fills: Vec<Value> = rows
-        .into_iter()
-        .map(|row| translate::fill_json(&fill(row)))
-        .collect();
-    Ok(Json(json!({ "fills": fills })))
+    let fills: Vec<Fill> = rows.into_iter().map(fill).collect();
+    let views: Vec<FillView<'_>> = fills.iter().map(FillView::from).collect();
+    Ok(JsonText::fills(&views))
 }
 
 /// Candles from the store, newest first; from the market-data service on
@@ -289,23 +286,21 @@ pub async fn candles(
         store.candles(symbol.as_str(), interval.nanos(), start, end, limit as u64)
     })
     .await?;
-    let candles: Vec<Value> = rows
+    let candles: Vec<Candle> = rows
         .iter()
-        .map(|row| {
-            market_json::candle_value(&Candle {
-                start: row.start,
-                open: row.open,
-                high: row.high,
-                low: row.low,
-                close: row.close,
-                volume: u128::from(row.volume),
-                trades: row.trades,
-            })
+        .map(|row| Candle {
+            start: row.start,
+            open: row.open,
+            high: row.high,
+            low: row.low,
+            close: row.close,
+            volume: u128::from(row.volume),
+            trades: row.trades,
         })
         .collect();
-    Ok(Json(json!({
-        "symbol": symbol.as_str(),
-        "interval": interval.as_str(),
-        "candles": candles,
-    })))
+    Ok(JsonText::candles(
+        symbol.as_str(),
+        interval.as_str(),
+        &candles,
+    ))
 }

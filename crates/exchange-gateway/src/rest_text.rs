@@ -1,5 +1,6 @@
-//! REST's order answers written straight to text: the bytes axum's `Json`
-//! wrote for the same answer once turned into a [`serde_json::Value`].
+//! REST's answers written straight to text (order answers and reads,
+//! balances, fills, candles, refusals): the bytes axum's `Json` wrote for
+//! the same answer once turned into a [`serde_json::Value`].
 //! A `Value` keeps an object's members in a sorted map (`serde_json`
 //! without `preserve_order`), so REST's members come in the byte order
 //! of their keys, not in the order the WebSocket writes them
@@ -9,9 +10,11 @@ use axum::body::Body;
 use axum::http::header::CONTENT_TYPE;
 use axum::http::HeaderValue;
 use axum::response::{IntoResponse, Response};
+use exchange_core::BalanceView;
+use exchange_marketdata::Candle;
 use exchange_node::history::OrderRecord;
 
-use super::json_text::{push_bool, push_ids, push_signed_units, Object};
+use super::json_text::{push_bool, push_ids, push_signed_units, push_wide_units, Object};
 use super::translate::Answer;
 use super::wire::{FillView, OrderView};
 
@@ -51,6 +54,74 @@ impl JsonText {
             push_order(list, &OrderView::new(record, None));
         }
         list.push(b']');
+        object.close();
+        JsonText(out)
+    }
+
+    /// A refusal's body: `{"code":...,"message":...}`.
+    pub fn error(code: &str, message: &str) -> Self {
+        let mut out = Vec::with_capacity(24 + code.len() + message.len());
+        let mut object = Object::open(&mut out);
+        object.str("code", code);
+        object.str("message", message);
+        object.close();
+        JsonText(out)
+    }
+
+    /// An account's balances, in the order given.
+    pub fn balances(account: u64, balances: &[BalanceView]) -> Self {
+        let mut out = Vec::with_capacity(32 + balances.len() * 64);
+        let mut object = Object::open(&mut out);
+        object.u64("account_id", account);
+        let list = object.key("balances");
+        list.push(b'[');
+        for (i, balance) in balances.iter().enumerate() {
+            if i > 0 {
+                list.push(b',');
+            }
+            let mut member = Object::open(list);
+            member.str("asset", balance.asset.as_str());
+            member.units("available", balance.available);
+            member.units("total", balance.total);
+            member.close();
+        }
+        list.push(b']');
+        object.close();
+        JsonText(out)
+    }
+
+    /// `{"fills":[...]}`, in the order given.
+    pub fn fills(fills: &[FillView<'_>]) -> Self {
+        let mut out = Vec::with_capacity(16 + fills.len() * ANSWER_CAPACITY / 2);
+        let mut object = Object::open(&mut out);
+        push_fills(object.key("fills"), fills);
+        object.close();
+        JsonText(out)
+    }
+
+    /// A market's candles of one interval, in the order given.
+    pub fn candles(symbol: &str, interval: &str, candles: &[Candle]) -> Self {
+        let mut out = Vec::with_capacity(48 + candles.len() * 160);
+        let mut object = Object::open(&mut out);
+        let list = object.key("candles");
+        list.push(b'[');
+        for (i, candle) in candles.iter().enumerate() {
+            if i > 0 {
+                list.push(b',');
+            }
+            let mut member = Object::open(list);
+            member.units("close", candle.close);
+            member.units("high", candle.high);
+            member.units("low", candle.low);
+            member.units("open", candle.open);
+            member.u64("start", candle.start);
+            member.u64("trades", candle.trades);
+            push_wide_units(member.key("volume"), candle.volume);
+            member.close();
+        }
+        list.push(b']');
+        object.str("interval", interval);
+        object.str("symbol", symbol);
         object.close();
         JsonText(out)
     }

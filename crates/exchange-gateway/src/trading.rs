@@ -7,9 +7,9 @@
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
-use exchange_types::{format_units, OrderRef};
+use exchange_types::OrderRef;
 use serde::Deserialize;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use exchange_node::keys::Scope;
 
@@ -21,7 +21,7 @@ use super::AppState;
 
 type Reply = Result<Json<Value>, ApiError>;
 
-/// An order command's answer, written by hand ([`super::rest_text`]).
+/// An answer written by hand ([`super::rest_text`]).
 type OrderReply = Result<JsonText, ApiError>;
 
 pub async fn place(
@@ -80,19 +80,10 @@ pub async fn mass_cancel(
     translate::execute_guarded(&app.handle, signed.guard(), command).await
 }
 
-pub async fn balances(State(app): State<AppState>, signed: Signed) -> Reply {
+pub async fn balances(State(app): State<AppState>, signed: Signed) -> OrderReply {
     let account = signed.require(Scope::Read)?;
-    let balances: Vec<Value> = app
-        .handle
-        .balances(account)
-        .await?
-        .into_iter()
-        .map(|b| {
-            json!({ "asset": b.asset.as_str(), "total": format_units(b.total),
-                "available": format_units(b.available) })
-        })
-        .collect();
-    Ok(Json(json!({ "account_id": account, "balances": balances })))
+    let balances = app.handle.balances(account).await?;
+    Ok(JsonText::balances(account, &balances))
 }
 
 #[derive(Debug, Deserialize)]
