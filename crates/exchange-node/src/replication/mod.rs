@@ -253,7 +253,8 @@ pub struct ClusterShared {
     applied_changed: Condvar,
     /// The Raft index the core must have applied for this node's state to
     /// hold everything the cluster committed (as far as this node knows);
-    /// `u64::MAX` on a new leader whose first entry has not committed.
+    /// `u64::MAX` while it knows no leader, and on a new leader whose first
+    /// entry has not committed.
     complete_at: AtomicU64,
     /// Whether the core has been [`caught_up`](Self::caught_up) once since
     /// the process started or this node last became leader.
