@@ -391,6 +391,16 @@ impl BookSide {
         remaining
     }
 
+    /// [`BookSide::reduce`] for lots read from outside the book (a
+    /// snapshot): `None`, and nothing changed, where the side has no level
+    /// at `price` or the level holds fewer than `lots`.
+    pub fn try_reduce(&mut self, price: u64, lots: u64) -> Option<u64> {
+        let key = self.key(price);
+        let level = self.level_mut(key)?;
+        level.qty = level.qty.checked_sub(lots)?;
+        Some(level.qty)
+    }
+
     /// Lowers the aggregate at `price` by `lots` without touching the queue
     /// (the order itself shrank in place) and returns the new aggregate.
     pub fn reduce(&mut self, price: u64, lots: u64) -> u64 {

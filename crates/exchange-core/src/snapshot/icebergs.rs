@@ -49,9 +49,14 @@ pub(super) fn read_icebergs(r: &mut Reader, e: &mut Engine) -> Result<(), Snapsh
         }
         order.hidden = hidden;
         let (instrument, side, price) = (order.instrument, order.side, order.price);
-        e.books[instrument as usize]
+        // A damaged snapshot may name an order with no level at its price,
+        // or hide more than the level holds: refused, not a panic.
+        let reduced = e.books[instrument as usize]
             .side_mut(side)
-            .reduce(price, hidden);
+            .try_reduce(price, hidden);
+        if reduced.is_none() {
+            return invalid;
+        }
         e.iceberg_display.insert(id, display);
     }
     Ok(())
