@@ -131,6 +131,14 @@ pub const MAX_HTTP_CONNECTIONS: usize = 65_536;
 pub const FD_HEADROOM: u64 = 512;
 /// Pause after `accept` fails (out of descriptors, say) before trying again.
 pub const ACCEPT_RETRY: Duration = Duration::from_millis(50);
+/// The node's queues at most (`submit_queue`, `core_queue`,
+/// `events_buffer`; each at least 1): a typo of a few digits must not
+/// reserve gigabytes. A queue of the event broadcast takes about 16 bytes
+/// a slot up front; the entries themselves (about 1.3 KiB each with their
+/// events) are held only while a subscriber is behind.
+pub const MAX_SUBMIT_QUEUE: usize = 1 << 20;
+pub const MAX_CORE_QUEUE: usize = 1 << 16;
+pub const MAX_EVENTS_BUFFER: usize = 1 << 22;
 /// Entries queued for one socket's private stream; a socket further
 /// behind is told `slow_consumer` and closed. Each entry is shared with
 /// the sequencer's broadcast, but a socket that never reads would keep
