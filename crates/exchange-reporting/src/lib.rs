@@ -283,6 +283,8 @@ mod order_types_tests;
 #[cfg(test)]
 mod record_tests;
 #[cfg(test)]
+mod span_tests;
+#[cfg(test)]
 mod tests;
 #[cfg(test)]
 mod writeback_tests;

@@ -372,3 +372,71 @@ fn opening_an_existing_store_creates_and_migrates_nothing() {
         assert_eq!(reader.position().log_index, 0);
     });
 }
+
+/// The indexes by time, as the backend lists them.
+fn time_indexes(store: &mut Store) -> Vec<Vec<Val>> {
+    let sql = if store.conn.is_postgres() {
+        "SELECT CAST(indexname AS TEXT) AS name FROM pg_indexes \
+         WHERE schemaname = current_schema() AND indexname LIKE '%by_time' ORDER BY indexname"
+    } else {
+        "SELECT name FROM sqlite_master WHERE type = 'index' AND name LIKE '%by_time' \
+         ORDER BY name"
+    };
+    rows(store, sql)
+}
+
+/// Version 7 drops the indexes by time: reads by time find the same rows
+/// through the keys, and an audit row whose log clock ran back takes the
+/// latest time before it.
+#[test]
+fn version_7_reads_by_time_through_keys_and_mends_an_audit_clock_that_ran_back() {
+    on_both("version_7_reads_by_time", |target| {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let (_, _, mut current) = first_half_written(dir.path());
+        let ran_back;
+        {
+            let mut old = Store::open_at(target, 6).expect("open at version 6");
+            copy_as_old(&mut current, &mut old, 6);
+            assert_eq!(time_indexes(&mut old).len(), 3, "version 6 indexes by time");
+            let audit = old.audit(0, u64::MAX).expect("audit");
+            assert!(audit.len() > 10, "the workload wrote audit rows");
+            ran_back = audit[audit.len() / 2].log_index;
+            old.conn
+                .exec(
+                    "UPDATE audit SET ts = ? WHERE log_index = ?",
+                    &[Val::Int(audit[0].ts as i64), Val::Int(ran_back as i64)],
+                )
+                .expect("a clock that ran back");
+        }
+        let mut migrated = Store::open(target).expect("migrate");
+        assert!(time_indexes(&mut migrated).is_empty(), "no index by time");
+        let audit = migrated.audit(0, u64::MAX).expect("audit");
+        let expected = current.audit(0, u64::MAX).expect("audit");
+        assert_eq!(audit.len(), expected.len());
+        let at = audit.iter().position(|row| row.log_index == ran_back);
+        let at = at.expect("the row is still there");
+        assert_eq!(
+            audit[at].ts,
+            audit[at - 1].ts,
+            "mended to the time before it"
+        );
+        assert!(audit.windows(2).all(|pair| pair[0].ts <= pair[1].ts));
+        // Every read by time finds what a scan of all rows finds.
+        let trades = migrated.trades(None, 0, u64::MAX).expect("trades");
+        let fills = migrated.fills(None, 0, u64::MAX).expect("fills");
+        assert!(
+            !trades.is_empty() && !fills.is_empty(),
+            "the workload traded"
+        );
+        let (low, high) = (audit[0].ts, audit[audit.len() - 1].ts);
+        for (from, to) in [(low, high), (low + 1, high / 2 + low / 2), (high, high + 1)] {
+            let in_range = |ts: u64| (from..to).contains(&ts);
+            let read = migrated.audit(from, to).expect("audit");
+            assert_eq!(read.len(), audit.iter().filter(|r| in_range(r.ts)).count());
+            let read = migrated.trades(None, from, to).expect("trades");
+            assert_eq!(read.len(), trades.iter().filter(|r| in_range(r.ts)).count());
+            let read = migrated.fills(None, from, to).expect("fills");
+            assert_eq!(read.len(), fills.iter().filter(|r| in_range(r.ts)).count());
+        }
+    });
+}

@@ -70,10 +70,14 @@ pub(crate) struct WriterCache {
     /// core emits an auction's trades in the same entry right after it,
     /// so this starts empty with every entry.
     auctions: Vec<(Symbol, AuctionTrades)>,
+    /// The time of the last audit row written; unknown (read from the
+    /// store) after a start or a failed write.
+    clock: Option<i64>,
 }
 
 impl WriterCache {
     pub(crate) fn clear(&mut self) {
+        self.clock = None;
         self.balances.clear();
         self.touched_balances.clear();
         self.orders.clear();
@@ -173,6 +177,16 @@ impl Store {
         Ok(())
     }
 
+    /// The time of the audit row of the highest log index, 0 if none.
+    fn last_audit_ts(&mut self) -> Result<i64, StoreError> {
+        let ts = self.conn.row(
+            "SELECT ts FROM audit ORDER BY log_index DESC LIMIT 1",
+            &[],
+            |row| row.i64("ts"),
+        )?;
+        Ok(ts.unwrap_or(0))
+    }
+
     /// Moves the position forward to `log_index` without writing rows: for
     /// a replica whose log begins after what the store holds (it joined a
     /// cluster by snapshot), so entries before it are not on this node.
@@ -216,6 +230,10 @@ impl Store {
     ) -> Result<Position, StoreError> {
         let mut appends = Appends::with_capacity(entries.len());
         let mut rows = 0usize;
+        let mut clock = match self.writer.clock {
+            Some(clock) => clock,
+            None => self.last_audit_ts()?,
+        };
         for entry in entries {
             if entry.index != position.log_index + 1 {
                 return Err(StoreError::Gap {
@@ -228,7 +246,15 @@ impl Store {
                 rows += self.write_event(&mut appends, entry, event)?;
                 self.failpoint(rows)?;
             }
-            appends.audit.push(NewAudit::of(entry)?);
+            let mut audit = NewAudit::of(entry)?;
+            // Audit rows are read by time as a run of log indexes
+            // (`query::span`), so their time never runs back: an entry
+            // whose log clock did (a new leader's clock behind the old
+            // one's) is recorded at the latest time before it, as the core
+            // itself keeps its clock.
+            clock = clock.max(audit.ts);
+            audit.ts = clock;
+            appends.audit.push(audit);
             rows += 1;
             self.failpoint(rows)?;
             position.log_index = entry.index;
@@ -236,6 +262,7 @@ impl Store {
                 position.event_seq = position.event_seq.max(last.seq);
             }
         }
+        self.writer.clock = Some(clock);
         self.flush_orders()?;
         self.flush_failpoint(1)?;
         self.flush_balances()?;

@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use super::{bound, opt_account, DAY_NS};
+use super::{bound, opt_account, span, DAY_NS};
 use crate::record::Record;
 use crate::{Store, StoreError};
 
@@ -72,6 +72,7 @@ impl Store {
         from: u64,
         to: u64,
     ) -> Result<Vec<InstrumentDay>, StoreError> {
+        let [first, end] = self.key_span(span::TRADES, from, to)?;
         self.conn.rows(
             "SELECT g.day AS day, g.symbol AS symbol, o.price AS open, g.high AS high, \
              g.low AS low, c.price AS close, g.volume AS volume, g.n AS trades, \
@@ -80,10 +81,18 @@ impl Store {
               MAX(trade_id) AS last_id, MAX(price) AS high, MIN(price) AS low, \
               CAST(SUM(qty) AS BIGINT) AS volume, COUNT(*) AS n, \
               CAST(SUM(notional) AS BIGINT) AS notional \
-              FROM trades WHERE ts >= ? AND ts < ? GROUP BY day, symbol) g \
+              FROM trades WHERE trade_id >= ? AND trade_id < ? AND ts >= ? AND ts < ? \
+              GROUP BY day, symbol) g \
              JOIN trades o ON o.trade_id = g.first_id JOIN trades c ON c.trade_id = g.last_id \
              ORDER BY g.day, g.symbol",
-            &[bound(DAY_NS), bound(DAY_NS), bound(from), bound(to)],
+            &[
+                bound(DAY_NS),
+                bound(DAY_NS),
+                first,
+                end,
+                bound(from),
+                bound(to),
+            ],
             InstrumentDay::read,
         )
     }
@@ -96,15 +105,19 @@ impl Store {
         from: u64,
         to: u64,
     ) -> Result<Vec<AccountDay>, StoreError> {
+        let [first, end] = self.key_span(span::FILLS, from, to)?;
         self.conn.rows(
             "SELECT (ts / ?) * ? AS day, account, symbol, COUNT(*) AS fills, \
              CAST(SUM(qty) AS BIGINT) AS volume, CAST(SUM(notional) AS BIGINT) AS notional, \
              CAST(SUM(fee) AS BIGINT) AS fees FROM fills \
-             WHERE (CAST(? AS BIGINT) IS NULL OR account = ?) AND ts >= ? AND ts < ? \
+             WHERE trade_id >= ? AND trade_id < ? AND (CAST(? AS BIGINT) IS NULL OR account = ?) \
+             AND ts >= ? AND ts < ? \
              GROUP BY day, account, symbol ORDER BY day, account, symbol",
             &[
                 bound(DAY_NS),
                 bound(DAY_NS),
+                first,
+                end,
                 opt_account(account),
                 opt_account(account),
                 bound(from),

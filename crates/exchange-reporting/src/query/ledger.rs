@@ -2,7 +2,7 @@
 
 use serde::Serialize;
 
-use super::{bound, opt_account};
+use super::{bound, opt_account, span};
 use crate::record::Record;
 use crate::{Store, StoreError};
 
@@ -100,11 +100,12 @@ impl BalanceRow {
 impl Store {
     /// Audit rows for entries timestamped in `[from, to)`, in log order.
     pub fn audit(&mut self, from: u64, to: u64) -> Result<Vec<AuditRow>, StoreError> {
+        let [first, end] = self.key_span(span::AUDIT, from, to)?;
         self.conn.rows(
             "SELECT log_index, ts, command, account, outcome, reason, reason_code, order_id, \
              client_order_id, symbol, trades, first_seq, last_seq, events FROM audit \
-             WHERE ts >= ? AND ts < ? ORDER BY log_index",
-            &[bound(from), bound(to)],
+             WHERE log_index >= ? AND log_index < ? AND ts >= ? AND ts < ? ORDER BY log_index",
+            &[first, end, bound(from), bound(to)],
             AuditRow::read,
         )
     }

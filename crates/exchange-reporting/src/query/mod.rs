@@ -10,6 +10,7 @@
 mod days;
 mod ledger;
 mod orders;
+mod span;
 mod trades;
 
 pub use days::{AccountDay, InstrumentDay};

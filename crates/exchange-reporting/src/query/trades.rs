@@ -2,7 +2,7 @@
 
 use serde::Serialize;
 
-use super::{bound, id, opt_account};
+use super::{bound, id, opt_account, span};
 use crate::record::Record;
 use crate::{Store, StoreError};
 
@@ -143,12 +143,16 @@ impl Store {
         from: u64,
         to: u64,
     ) -> Result<Vec<FillRow>, StoreError> {
+        let [first, end] = self.key_span(span::FILLS, from, to)?;
         self.conn.rows(
             fill_select!(
-                "WHERE (CAST(? AS BIGINT) IS NULL OR account = ?) AND ts >= ? AND ts < ? \
-                 ORDER BY trade_id, liquidity"
+                "WHERE trade_id >= ? AND trade_id < ? \
+                 AND (CAST(? AS BIGINT) IS NULL OR account = ?) \
+                 AND ts >= ? AND ts < ? ORDER BY trade_id, liquidity"
             ),
             &[
+                first,
+                end,
                 opt_account(account),
                 opt_account(account),
                 bound(from),
@@ -165,12 +169,21 @@ impl Store {
         from: u64,
         to: u64,
     ) -> Result<Vec<TradeRow>, StoreError> {
+        let [first, end] = self.key_span(span::TRADES, from, to)?;
         self.conn.rows(
             "SELECT trade_id, ts, symbol, price, qty, notional, aggressor_side, maker_order_id, \
              taker_order_id, maker_account, taker_account, maker_fee, taker_fee, auction \
-             FROM trades WHERE (CAST(? AS TEXT) IS NULL OR symbol = ?) AND ts >= ? AND ts < ? \
+             FROM trades WHERE trade_id >= ? AND trade_id < ? \
+             AND (CAST(? AS TEXT) IS NULL OR symbol = ?) AND ts >= ? AND ts < ? \
              ORDER BY trade_id",
-            &[symbol.into(), symbol.into(), bound(from), bound(to)],
+            &[
+                first,
+                end,
+                symbol.into(),
+                symbol.into(),
+                bound(from),
+                bound(to),
+            ],
             TradeRow::read,
         )
     }
