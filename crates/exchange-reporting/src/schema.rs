@@ -343,7 +343,7 @@ const V6: &str = "
 /// 7: no index by time. Trades, fills and audit rows are read by time as
 /// a run of their keys (`query::span`), which holds because their `ts`
 /// never decreases along the key; the three indexes on `ts` went, and with
-/// them a B-tree insert per row (about 14% of the writer's CPU in `bench
+/// them a B-tree insert per row (about 12% of the writer's CPU in `bench
 /// e2e`'s flow). Trades and fills carry the core's clock, which never ran
 /// back; an audit row carried its log entry's time, which could (a new
 /// leader's clock behind the old one's), so rows already there take the

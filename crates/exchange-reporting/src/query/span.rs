@@ -70,7 +70,9 @@ impl Store {
         let at = bound(at).int()?;
         let (mut lo, mut hi) = (lo, end);
         while lo < hi {
-            let mid = lo + (hi - lo) / 2;
+            // The floor of the mean, in `[lo, hi)` whatever the signs.
+            let mean = (i128::from(lo) + i128::from(hi)).div_euclid(2);
+            let mid = i64::try_from(mean).unwrap_or(lo);
             let found = self.conn.row(&probe, &[Val::Int(mid)], |row| {
                 Ok((row.i64("k")?, row.i64("ts")?))
             })?;
