@@ -38,24 +38,15 @@ fn engine() -> Engine {
     run(
         &mut engine,
         Command::AddInstrument(Box::new(AddInstrument {
-            symbol: Symbol::new("BTC-USD").expect("test symbol"),
-            base: AssetCode::new("BTC").expect("test asset"),
-            quote: AssetCode::new("USD").expect("test asset"),
-            tick_size: dec("0.01"),
-            lot_size: dec("0.0001"),
-            min_qty: None,
-            max_qty: None,
-            collar_bps: None,
-            reference_price: None,
             maker_fee_bps: -1,
             taker_fee_bps: 5,
-            min_notional: None,
-            static_band_bps: None,
-            dynamic_band_bps: None,
-            volatility_auction_ns: None,
-            reference_price_rule: exchange_types::ReferencePriceRule::FOR_NEW_LISTINGS,
-            phase: None,
-            hidden_min_notional: None,
+            ..AddInstrument::plain(
+                Symbol::new("BTC-USD").expect("test symbol"),
+                AssetCode::new("BTC").expect("test asset"),
+                AssetCode::new("USD").expect("test asset"),
+                dec("0.01"),
+                dec("0.0001"),
+            )
         })),
     );
     for account in 1..=3 {

@@ -55,24 +55,13 @@ fn setup() -> Vec<Command> {
     let mut commands = Vec::new();
     for text in SYMBOLS {
         commands.push(Command::AddInstrument(Box::new(AddInstrument {
-            symbol: symbol(text),
-            base: AssetCode::new(&text[..3]).unwrap(),
-            quote: AssetCode::new("USD").unwrap(),
-            tick_size: Dec::new(1, 2),
-            lot_size: Dec::new(1, 3),
-            min_qty: None,
-            max_qty: None,
-            collar_bps: None,
-            reference_price: None,
-            maker_fee_bps: 0,
-            taker_fee_bps: 0,
-            min_notional: None,
-            static_band_bps: None,
-            dynamic_band_bps: None,
-            volatility_auction_ns: None,
-            reference_price_rule: exchange_types::ReferencePriceRule::FOR_NEW_LISTINGS,
-            phase: None,
-            hidden_min_notional: None,
+            ..AddInstrument::plain(
+                symbol(text),
+                AssetCode::new(&text[..3]).unwrap(),
+                AssetCode::new("USD").unwrap(),
+                Dec::new(1, 2),
+                Dec::new(1, 3),
+            )
         })));
     }
     for account in 1..=4 {

@@ -50,24 +50,13 @@ fn set_phase(phase: Phase) -> Command {
 /// Listing, funding, a pre-open call with crossing orders, the open.
 fn day() -> Vec<Command> {
     let mut commands = vec![Command::AddInstrument(Box::new(AddInstrument {
-        symbol: sym(),
-        base: AssetCode::new("SAP").unwrap(),
-        quote: AssetCode::new("EUR").unwrap(),
-        tick_size: Dec::new(1, 2),
-        lot_size: Dec::new(1, 0),
-        min_qty: None,
-        max_qty: None,
-        collar_bps: None,
-        reference_price: None,
-        maker_fee_bps: 0,
-        taker_fee_bps: 0,
-        min_notional: None,
-        static_band_bps: None,
-        dynamic_band_bps: None,
-        volatility_auction_ns: None,
-        reference_price_rule: exchange_types::ReferencePriceRule::FOR_NEW_LISTINGS,
-        phase: None,
-        hidden_min_notional: None,
+        ..AddInstrument::plain(
+            sym(),
+            AssetCode::new("SAP").unwrap(),
+            AssetCode::new("EUR").unwrap(),
+            Dec::new(1, 2),
+            Dec::new(1, 0),
+        )
     }))];
     for account in 1..=2 {
         for asset in ["SAP", "EUR"] {

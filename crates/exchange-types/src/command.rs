@@ -188,6 +188,42 @@ pub struct AddInstrument {
     pub hidden_min_notional: Option<Dec>,
 }
 
+impl AddInstrument {
+    /// A listing of `symbol`, `base` priced in `quote`, with every optional
+    /// rule off: no quantity or notional limits, no collar, bands or
+    /// volatility auctions, no fees, no hidden orders, listed in continuous
+    /// trading under the reference-price rule of new listings. A listing
+    /// that needs more sets it with struct update syntax.
+    pub fn plain(
+        symbol: Symbol,
+        base: AssetCode,
+        quote: AssetCode,
+        tick_size: Dec,
+        lot_size: Dec,
+    ) -> AddInstrument {
+        AddInstrument {
+            symbol,
+            base,
+            quote,
+            tick_size,
+            lot_size,
+            min_qty: None,
+            max_qty: None,
+            collar_bps: None,
+            reference_price: None,
+            maker_fee_bps: 0,
+            taker_fee_bps: 0,
+            min_notional: None,
+            static_band_bps: None,
+            dynamic_band_bps: None,
+            volatility_auction_ns: None,
+            reference_price_rule: ReferencePriceRule::FOR_NEW_LISTINGS,
+            phase: None,
+            hidden_min_notional: None,
+        }
+    }
+}
+
 /// New rules for a listed instrument: each field given replaces the rule,
 /// each field left out keeps it. Resting orders that no longer fit are
 /// canceled, never altered.

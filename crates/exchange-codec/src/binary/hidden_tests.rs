@@ -95,24 +95,16 @@ fn listing(phase: Option<Phase>, minimum: Option<&str>) -> Stamped {
     Stamped {
         ts: 1,
         command: Command::AddInstrument(Box::new(AddInstrument {
-            symbol: InlineStr::new("X-Y").unwrap(),
-            base: InlineStr::new("X").unwrap(),
-            quote: InlineStr::new("Y").unwrap(),
-            tick_size: Dec::new(1, 0),
-            lot_size: Dec::new(1, 0),
-            min_qty: None,
-            max_qty: None,
-            collar_bps: None,
-            reference_price: None,
-            maker_fee_bps: 0,
-            taker_fee_bps: 0,
-            min_notional: None,
-            static_band_bps: None,
-            dynamic_band_bps: None,
-            volatility_auction_ns: None,
             reference_price_rule: ReferencePriceRule::Reference,
             phase,
             hidden_min_notional: minimum.map(dec),
+            ..AddInstrument::plain(
+                InlineStr::new("X-Y").unwrap(),
+                InlineStr::new("X").unwrap(),
+                InlineStr::new("Y").unwrap(),
+                Dec::new(1, 0),
+                Dec::new(1, 0),
+            )
         })),
     }
 }

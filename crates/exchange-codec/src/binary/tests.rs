@@ -238,24 +238,15 @@ fn listing(
     Stamped {
         ts: 1,
         command: Command::AddInstrument(Box::new(exchange_types::AddInstrument {
-            symbol: exchange_types::ids::InlineStr::new("X-Y").unwrap(),
-            base: exchange_types::ids::InlineStr::new("X").unwrap(),
-            quote: exchange_types::ids::InlineStr::new("Y").unwrap(),
-            tick_size: exchange_types::Dec::new(1, 0),
-            lot_size: exchange_types::Dec::new(1, 0),
-            min_qty: None,
-            max_qty: None,
-            collar_bps: None,
-            reference_price: None,
-            maker_fee_bps: 0,
-            taker_fee_bps: 0,
-            min_notional: None,
-            static_band_bps: None,
-            dynamic_band_bps: None,
-            volatility_auction_ns: None,
             reference_price_rule: rule,
             phase,
-            hidden_min_notional: None,
+            ..exchange_types::AddInstrument::plain(
+                exchange_types::ids::InlineStr::new("X-Y").unwrap(),
+                exchange_types::ids::InlineStr::new("X").unwrap(),
+                exchange_types::ids::InlineStr::new("Y").unwrap(),
+                exchange_types::Dec::new(1, 0),
+                exchange_types::Dec::new(1, 0),
+            )
         })),
     }
 }

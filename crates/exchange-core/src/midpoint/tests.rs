@@ -29,24 +29,13 @@ fn engine() -> Engine {
     let mut engine = Engine::new();
     let asset = |code: &str| AssetCode::new(code).expect("test asset");
     let listing = AddInstrument {
-        symbol: Symbol::new("BTC-USD").expect("test symbol"),
-        base: asset("BTC"),
-        quote: asset("USD"),
-        tick_size: dec("0.01"),
-        lot_size: dec("1"),
-        min_qty: None,
-        max_qty: None,
-        collar_bps: None,
-        reference_price: None,
-        maker_fee_bps: 0,
-        taker_fee_bps: 0,
-        min_notional: None,
-        static_band_bps: None,
-        dynamic_band_bps: None,
-        volatility_auction_ns: None,
-        reference_price_rule: exchange_types::ReferencePriceRule::FOR_NEW_LISTINGS,
-        phase: None,
-        hidden_min_notional: None,
+        ..AddInstrument::plain(
+            Symbol::new("BTC-USD").expect("test symbol"),
+            asset("BTC"),
+            asset("USD"),
+            dec("0.01"),
+            dec("1"),
+        )
     };
     run(&mut engine, Command::AddInstrument(Box::new(listing)));
     for account in 1..=4 {

@@ -36,24 +36,15 @@ pub fn coid(text: &str) -> ClientOrderId {
 /// BTC-USD, tick 0.01, lot 0.0001, maker -1 bps, taker 5 bps, no collar.
 pub fn btc_usd() -> AddInstrument {
     AddInstrument {
-        symbol: sym("BTC-USD"),
-        base: asset("BTC"),
-        quote: asset("USD"),
-        tick_size: dec("0.01"),
-        lot_size: dec("0.0001"),
-        min_qty: None,
-        max_qty: None,
-        collar_bps: None,
-        reference_price: None,
         maker_fee_bps: -1,
         taker_fee_bps: 5,
-        min_notional: None,
-        static_band_bps: None,
-        dynamic_band_bps: None,
-        volatility_auction_ns: None,
-        reference_price_rule: exchange_types::ReferencePriceRule::FOR_NEW_LISTINGS,
-        phase: None,
-        hidden_min_notional: None,
+        ..AddInstrument::plain(
+            sym("BTC-USD"),
+            asset("BTC"),
+            asset("USD"),
+            dec("0.01"),
+            dec("0.0001"),
+        )
     }
 }
 
@@ -201,24 +192,15 @@ use proptest::sample::select;
 /// is paid rather than rebated.
 pub fn eth_usd() -> AddInstrument {
     AddInstrument {
-        symbol: sym("ETH-USD"),
-        base: asset("ETH"),
-        quote: asset("USD"),
-        tick_size: dec("0.05"),
-        lot_size: dec("0.001"),
-        min_qty: None,
-        max_qty: None,
-        collar_bps: None,
-        reference_price: None,
         maker_fee_bps: 2,
         taker_fee_bps: 10,
-        min_notional: None,
-        static_band_bps: None,
-        dynamic_band_bps: None,
-        volatility_auction_ns: None,
-        reference_price_rule: exchange_types::ReferencePriceRule::FOR_NEW_LISTINGS,
-        phase: None,
-        hidden_min_notional: None,
+        ..AddInstrument::plain(
+            sym("ETH-USD"),
+            asset("ETH"),
+            asset("USD"),
+            dec("0.05"),
+            dec("0.001"),
+        )
     }
 }
 

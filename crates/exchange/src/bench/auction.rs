@@ -129,24 +129,10 @@ fn pre_open(
         engine.apply(&Stamped { ts, command }, out);
     };
     let listing = AddInstrument {
-        symbol,
-        base,
-        quote,
-        tick_size: Dec::new(1, 2),
-        lot_size: Dec::new(1, 0),
-        min_qty: None,
-        max_qty: None,
-        collar_bps: None,
         reference_price: Some(Dec::new(10_000, 2)),
         maker_fee_bps: -1,
         taker_fee_bps: 5,
-        min_notional: None,
-        static_band_bps: None,
-        dynamic_band_bps: None,
-        volatility_auction_ns: None,
-        reference_price_rule: exchange_types::ReferencePriceRule::FOR_NEW_LISTINGS,
-        phase: None,
-        hidden_min_notional: None,
+        ..AddInstrument::plain(symbol, base, quote, Dec::new(1, 2), Dec::new(1, 0))
     };
     apply(engine, Command::AddInstrument(Box::new(listing)), out);
     for account in 1..=args.accounts {
