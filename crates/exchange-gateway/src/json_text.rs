@@ -9,16 +9,25 @@ pub fn push_u64(out: &mut Vec<u8>, value: u64) {
     out.extend_from_slice(itoa::Buffer::new().format(value).as_bytes());
 }
 
-/// A list of ids: `[1,2,3]`.
-pub fn push_ids(out: &mut Vec<u8>, ids: &[u64]) {
+/// A list: `[`, each item written by `push_item`, commas between, `]`.
+pub fn push_array<T>(
+    out: &mut Vec<u8>,
+    items: impl IntoIterator<Item = T>,
+    mut push_item: impl FnMut(&mut Vec<u8>, T),
+) {
     out.push(b'[');
-    for (i, id) in ids.iter().enumerate() {
+    for (i, item) in items.into_iter().enumerate() {
         if i > 0 {
             out.push(b',');
         }
-        push_u64(out, *id);
+        push_item(out, item);
     }
     out.push(b']');
+}
+
+/// A list of ids: `[1,2,3]`.
+pub fn push_ids(out: &mut Vec<u8>, ids: &[u64]) {
+    push_array(out, ids, |out, id| push_u64(out, *id));
 }
 
 pub fn push_bool(out: &mut Vec<u8>, value: bool) {

@@ -14,7 +14,9 @@ use exchange_core::BalanceView;
 use exchange_marketdata::Candle;
 use exchange_node::history::OrderRecord;
 
-use super::json_text::{push_bool, push_ids, push_signed_units, push_wide_units, Object};
+use super::json_text::{
+    push_array, push_bool, push_ids, push_signed_units, push_wide_units, Object,
+};
 use super::translate::Answer;
 use super::wire::{FillView, OrderView};
 
@@ -45,15 +47,9 @@ impl JsonText {
     pub fn orders<'r>(records: impl ExactSizeIterator<Item = &'r OrderRecord>) -> Self {
         let mut out = Vec::with_capacity(16 + records.len() * ANSWER_CAPACITY / 2);
         let mut object = Object::open(&mut out);
-        let list = object.key("orders");
-        list.push(b'[');
-        for (i, record) in records.enumerate() {
-            if i > 0 {
-                list.push(b',');
-            }
-            push_order(list, &OrderView::new(record, None));
-        }
-        list.push(b']');
+        push_array(object.key("orders"), records, |list, record| {
+            push_order(list, &OrderView::new(record, None))
+        });
         object.close();
         JsonText(out)
     }
@@ -73,19 +69,13 @@ impl JsonText {
         let mut out = Vec::with_capacity(32 + balances.len() * 64);
         let mut object = Object::open(&mut out);
         object.u64("account_id", account);
-        let list = object.key("balances");
-        list.push(b'[');
-        for (i, balance) in balances.iter().enumerate() {
-            if i > 0 {
-                list.push(b',');
-            }
+        push_array(object.key("balances"), balances, |list, balance| {
             let mut member = Object::open(list);
             member.str("asset", balance.asset.as_str());
             member.units("available", balance.available);
             member.units("total", balance.total);
             member.close();
-        }
-        list.push(b']');
+        });
         object.close();
         JsonText(out)
     }
@@ -103,12 +93,7 @@ impl JsonText {
     pub fn candles(symbol: &str, interval: &str, candles: &[Candle]) -> Self {
         let mut out = Vec::with_capacity(48 + candles.len() * 160);
         let mut object = Object::open(&mut out);
-        let list = object.key("candles");
-        list.push(b'[');
-        for (i, candle) in candles.iter().enumerate() {
-            if i > 0 {
-                list.push(b',');
-            }
+        push_array(object.key("candles"), candles, |list, candle| {
             let mut member = Object::open(list);
             member.units("close", candle.close);
             member.units("high", candle.high);
@@ -118,8 +103,7 @@ impl JsonText {
             member.u64("trades", candle.trades);
             push_wide_units(member.key("volume"), candle.volume);
             member.close();
-        }
-        list.push(b']');
+        });
         object.str("interval", interval);
         object.str("symbol", symbol);
         object.close();
@@ -211,11 +195,7 @@ pub fn push_order(out: &mut Vec<u8>, order: &OrderView<'_>) {
 }
 
 fn push_fills(out: &mut Vec<u8>, fills: &[FillView<'_>]) {
-    out.push(b'[');
-    for (i, fill) in fills.iter().enumerate() {
-        if i > 0 {
-            out.push(b',');
-        }
+    push_array(out, fills, |out, fill| {
         let mut object = Object::open(out);
         push_signed_units(object.key("fee"), fill.fee.0);
         object.str("liquidity", fill.liquidity);
@@ -227,8 +207,7 @@ fn push_fills(out: &mut Vec<u8>, fills: &[FillView<'_>]) {
         object.u64("trade_id", fill.trade_id);
         object.u64("ts", fill.ts);
         object.close();
-    }
-    out.push(b']');
+    });
 }
 
 #[cfg(test)]

@@ -8,7 +8,9 @@
 use serde_json::Value;
 
 use super::error::ApiError;
-use super::json_text::{push_bool, push_ids, push_signed_units, push_str, push_u64, Object};
+use super::json_text::{
+    push_array, push_bool, push_ids, push_signed_units, push_str, push_u64, Object,
+};
 use super::translate::{Answer, Op};
 use super::wire::{AccountFields, DetailsView, FillView, OrderView, PrivateMessage, UpdateFields};
 
@@ -86,14 +88,7 @@ fn push_answer(out: &mut Vec<u8>, answer: &Answer<'_>) {
 }
 
 fn push_fills(out: &mut Vec<u8>, fills: &[FillView<'_>]) {
-    out.push(b'[');
-    for (i, fill) in fills.iter().enumerate() {
-        if i > 0 {
-            out.push(b',');
-        }
-        push_fill(out, fill);
-    }
-    out.push(b']');
+    push_array(out, fills, push_fill);
 }
 
 fn push_fill(out: &mut Vec<u8>, fill: &FillView<'_>) {
