@@ -156,6 +156,28 @@ impl Engine {
         }
     }
 
+    /// A hint, given one command ahead: starts loading the open order a
+    /// cancel or replace names, so that its index probe and the order's
+    /// lines are in the cache when [`Engine::apply`] reaches it. Nine
+    /// commands in ten name an order, and both loads miss the cache on a
+    /// deep book. It only reads, so giving it or not yields the same
+    /// events and state.
+    #[inline]
+    pub fn prefetch(&self, stamped: &Stamped) {
+        let reference = match &stamped.command {
+            Command::Cancel(cancel) => &cancel.order,
+            command => match command.as_replace() {
+                Some((replace, _)) => &replace.order,
+                None => return,
+            },
+        };
+        if let exchange_types::OrderRef::Id(id) = reference {
+            if let Some(&slot) = self.order_by_id.get(id) {
+                self.orders.prefetch(slot);
+            }
+        }
+    }
+
     // Always inlined: `apply`'s body, split off only to read better; a
     // call here would be paid on every command.
     #[inline(always)]

@@ -15,19 +15,28 @@ use proptest::strategy::ValueTree;
 use proptest::test_runner::TestRunner;
 
 fn apply(engine: &mut Engine, commands: &[Command], first_index: usize) -> Vec<Vec<Event>> {
-    commands
-        .iter()
-        .enumerate()
-        .map(|(offset, command)| {
-            let ts = (first_index + offset) as u64 + 1;
+    apply_hinted(engine, commands, first_index, false)
+}
+
+/// With `hinted`, each command's successor is given to
+/// `Engine::prefetch` first, as the server's core thread does.
+fn apply_hinted(
+    engine: &mut Engine,
+    commands: &[Command],
+    first_index: usize,
+    hinted: bool,
+) -> Vec<Vec<Event>> {
+    let stamp = |offset: usize, command: &Command| Stamped {
+        ts: (first_index + offset) as u64 + 1,
+        command: command.clone(),
+    };
+    (0..commands.len())
+        .map(|offset| {
+            if let (true, Some(next)) = (hinted, commands.get(offset + 1)) {
+                engine.prefetch(&stamp(offset + 1, next));
+            }
             let mut out = Vec::new();
-            engine.apply(
-                &Stamped {
-                    ts,
-                    command: command.clone(),
-                },
-                &mut out,
-            );
+            engine.apply(&stamp(offset, &commands[offset]), &mut out);
             out
         })
         .collect()
@@ -36,13 +45,15 @@ fn apply(engine: &mut Engine, commands: &[Command], first_index: usize) -> Vec<V
 proptest! {
     #![proptest_config(proptest_config(64))]
 
+    /// The second engine is also given the prefetch hints, which must
+    /// change nothing.
     #[test]
     fn the_same_stream_gives_the_same_events_and_state(
         commands in command_stream(Profile::Scarce)
     ) {
         let (mut a, mut b) = (Engine::new(), Engine::new());
         let events_a = apply(&mut a, &commands, 0);
-        let events_b = apply(&mut b, &commands, 0);
+        let events_b = apply_hinted(&mut b, &commands, 0, true);
         prop_assert_eq!(&events_a, &events_b);
         prop_assert_eq!(format!("{events_a:?}"), format!("{events_b:?}"));
         prop_assert_eq!(a.snapshot(), b.snapshot());

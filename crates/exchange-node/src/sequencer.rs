@@ -519,7 +519,11 @@ impl CoreThread<'_> {
     /// a snapshot when one is due.
     fn apply(&mut self, batches: Vec<CommittedBatch>) {
         for batch in batches {
-            for (entry, reply) in batch.items {
+            let mut items = batch.items.into_iter().peekable();
+            while let Some((entry, reply)) = items.next() {
+                if let Some((next, _)) = items.peek() {
+                    self.state.prefetch(next);
+                }
                 self.apply_entry(&entry, reply, batch.meta.index);
             }
             self.state.raft_index = batch.meta.index;

@@ -350,6 +350,15 @@ impl ServerState {
         }
     }
 
+    /// The engine's hint for a trading command to be applied next (see
+    /// `Engine::prefetch`); changes nothing.
+    #[inline]
+    pub fn prefetch(&self, next: &LogEntry) {
+        if let LogEntry::Core(stamped) = next.inner() {
+            self.engine.prefetch(stamped);
+        }
+    }
+
     /// Runs a trading command through the engine.
     fn apply_command(&mut self, index: u64, stamped: &Stamped, applied: &mut Applied) {
         applied.command = stamped.command.name();

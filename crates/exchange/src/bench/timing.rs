@@ -17,6 +17,10 @@ pub trait Subject {
     /// Bookkeeping after each operation, outside the timed window: clearing
     /// the event buffer, dropping a returned result, counting trades.
     fn after(&mut self) {}
+    /// A hint about the next operation, given inside the timed window
+    /// before this one's `apply` (the core's [`exchange_core::Engine::prefetch`];
+    /// the peer books take none).
+    fn prefetch(&self, _next: &Self::Op) {}
 }
 
 /// Latency distribution of one timed pass.
@@ -93,6 +97,9 @@ pub fn run_timed<S: Subject>(subject: &mut S, ops: &[S::Op], label: &str) -> any
     let span = span(|| {
         for (i, op) in ops.iter().enumerate() {
             let t0 = Instant::now();
+            if let Some(next) = ops.get(i + 1) {
+                subject.prefetch(next);
+            }
             subject.apply(op);
             let t1 = Instant::now();
             subject.after();
@@ -112,6 +119,9 @@ pub fn run_untimed<S: Subject>(subject: &mut S, ops: &[S::Op], label: &str) -> S
     let bar = progress_bar(ops.len(), label);
     let span = span(|| {
         for (i, op) in ops.iter().enumerate() {
+            if let Some(next) = ops.get(i + 1) {
+                subject.prefetch(next);
+            }
             subject.apply(op);
             subject.after();
             if i.is_multiple_of(PROGRESS_EVERY) {

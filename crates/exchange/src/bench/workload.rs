@@ -214,6 +214,11 @@ impl Subject for Core {
     fn after(&mut self) {
         self.events.clear();
     }
+
+    #[inline]
+    fn prefetch(&self, next: &Stamped) {
+        self.engine.prefetch(next);
+    }
 }
 
 fn measure_core(prepared: &Prepared) -> anyhow::Result<Figures> {
