@@ -51,6 +51,16 @@ impl Default for MarketDataConfig {
     }
 }
 
+impl MarketDataConfig {
+    /// Whether the binary feed is published: to UDP receivers, to a
+    /// multicast group, or through the retransmission service alone.
+    pub fn publishes_feed(&self) -> bool {
+        !self.feed_targets.is_empty()
+            || self.multicast_group.is_some()
+            || self.retransmit_listen.is_some()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -76,5 +86,20 @@ mod tests {
             MarketDataConfig::default().subscriber_queue
         );
         assert!(toml::from_str::<Sections>("[marketdata]\nheartbeat = 5\n").is_err());
+    }
+
+    #[test]
+    fn the_feed_is_published_when_any_of_its_ways_out_is_set() {
+        let none = MarketDataConfig::default();
+        assert!(!none.publishes_feed());
+        let address = "127.0.0.1:30001".parse().ok();
+        let with = |set: fn(&mut MarketDataConfig, SocketAddr)| {
+            let mut config = MarketDataConfig::default();
+            set(&mut config, address.expect("an address"));
+            config.publishes_feed()
+        };
+        assert!(with(|c, a| c.feed_targets.push(a)));
+        assert!(with(|c, a| c.multicast_group = Some(a)));
+        assert!(with(|c, a| c.retransmit_listen = Some(a)));
     }
 }

@@ -178,15 +178,17 @@ pub async fn run_tier(
     if generated {
         announce_generated_token(&config);
     }
-    let market = start_market_data(&handle, &marketdata).await?;
+    let market = start_market_data(&handle, tier, &config, &marketdata).await?;
     let mut app = AppState::new(
         handle.clone(),
         config.clone(),
         gateway,
         token,
         ready.clone(),
-    )
-    .with_market_data(market.market.clone());
+    );
+    if let Some(market) = &market {
+        app = app.with_market_data(market.market.clone());
+    }
     if let Some(reporting) = &reporting {
         app = app.with_reporting(reporting.clone());
     }
@@ -358,15 +360,31 @@ async fn list_instruments(
     Ok(())
 }
 
+/// Whether this process runs the market-data service. A replica behind
+/// gateways (`[tiers] clients = false`) serves no channels and no candles
+/// (the market-data gateways derive theirs from the log), so it runs the
+/// service only to publish the binary feed, rather than follow every
+/// entry for no one.
+fn runs_market_data(tier: Tier, config: &Config, marketdata: &MarketDataConfig) -> bool {
+    let serves_clients = tier != Tier::Replica || config.tiers.clients;
+    serves_clients || marketdata.publishes_feed()
+}
+
+/// The market-data service, if this process runs one.
 async fn start_market_data(
     handle: &Handle,
-    config: &MarketDataConfig,
-) -> Result<MarketDataService, ServerError> {
-    let market = marketdata::start(handle.clone(), config).await?;
+    tier: Tier,
+    config: &Config,
+    marketdata: &MarketDataConfig,
+) -> Result<Option<MarketDataService>, ServerError> {
+    if !runs_market_data(tier, config, marketdata) {
+        return Ok(None);
+    }
+    let market = marketdata::start(handle.clone(), marketdata).await?;
     if let Some(addr) = market.retransmit_addr {
         eprintln!("market-data feed: retransmission and snapshots on tcp://{addr}");
     }
-    Ok(market)
+    Ok(Some(market))
 }
 
 /// Binds the client listener and, when configured, the metrics one.
@@ -496,7 +514,7 @@ struct StartedGateways {
 /// Stops whatever holds a sequencer handle, then the pipeline, then the
 /// reporter it feeds.
 async fn stop_in_order(
-    market: MarketDataService,
+    market: Option<MarketDataService>,
     gateways: StartedGateways,
     handle: Handle,
     pipeline: Pipeline,
@@ -506,7 +524,9 @@ async fn stop_in_order(
     // for it are answered and the gateways below can stop.
     handle.stop_disk_retries();
     // The service holds a sequencer handle: stop it before the pipeline.
-    market.shutdown().await;
+    if let Some(market) = market {
+        market.shutdown().await;
+    }
     let _ = gateways.stop.send(true);
     for task in gateways.tasks {
         let _ = task.await;

@@ -6,6 +6,9 @@
 //! goes unnoticed: the level2 snapshot it gets on subscribing is the book
 //! at its sequence, and the trades in the gap are at the REST recent
 //! trades, each as the other subscriber saw it.
+//!
+//! A replica behind gateways (`[tiers] clients = false`) runs no
+//! market-data service of its own unless it publishes the binary feed.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -13,7 +16,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use exchange_testkit::ws::{self, Socket};
-use exchange_testkit::{limit, percentile, wait_until, Client, OnPanic, TieredVenue};
+use exchange_testkit::{limit, percentile, wait_until, Client, OnPanic, Server, TieredVenue};
 use serde_json::{json, Value};
 use tungstenite::Message;
 
@@ -323,4 +326,31 @@ fn check(before: &[Value], other: &[Value], after: &[Value], port: u16) {
          {last_trade} before, {first_after} first after ({} recovered from REST)",
         first_after.saturating_sub(last_trade + 1)
     );
+}
+
+/// Whether `server`'s `/metrics` carries the market-data service's
+/// families.
+fn runs_market_data(server: &Server) -> bool {
+    let page = server.api.admin("GET", "/metrics", "").text();
+    assert!(page.contains("exchange_commands_total"), "{page}");
+    page.lines()
+        .any(|line| line.starts_with("exchange_marketdata_applied_index "))
+}
+
+#[test]
+fn a_replica_behind_gateways_runs_market_data_only_for_the_feed() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let behind = "[tiers]\nclients = false\n";
+    let feed = "[marketdata]\nretransmit_listen = \"127.0.0.1:0\"\n";
+    for (name, config, expected) in [
+        ("serving", "", true),
+        ("behind", behind, false),
+        ("behind-with-feed", &format!("{behind}{feed}"), true),
+    ] {
+        let path = tmp.path().join(format!("{name}.toml"));
+        std::fs::write(&path, config).expect("config file");
+        let server = Server::start_with(EXCHANGE, &tmp.path().join(name), Some(&path));
+        assert_eq!(runs_market_data(&server), expected, "{name}");
+        server.api.assert_healthy(name);
+    }
 }
