@@ -168,10 +168,10 @@ impl OrderPool {
         if let Some(order) = self.slots.get(slot as usize) {
             use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
             let start = std::ptr::from_ref(order).cast::<i8>();
+            let last = std::mem::size_of::<Option<Order>>() - 1;
             // SAFETY: a prefetch of any address is defined (it never faults
             // and loads nothing the program sees); these are the slot's own
             // lines: an order spans two or three of them.
-            let last = std::mem::size_of::<Option<Order>>() - 1;
             unsafe {
                 _mm_prefetch::<_MM_HINT_T0>(start);
                 _mm_prefetch::<_MM_HINT_T0>(start.wrapping_add(64));
