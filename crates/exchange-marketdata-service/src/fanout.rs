@@ -7,7 +7,7 @@
 //! disconnected with a reason, except for conflatable messages (ticker,
 //! heartbeat), which it simply misses: the next one supersedes them.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -34,8 +34,10 @@ struct Subscriber {
 }
 
 pub(crate) struct Fanout {
-    subscribers: HashMap<u64, Subscriber>,
-    by_key: HashMap<Key, Vec<(u64, Queue)>>,
+    /// Fx, not SipHash: `by_key` is looked up for every update, and both
+    /// are keyed by the service's own numbers, never a client's choice.
+    subscribers: FxHashMap<u64, Subscriber>,
+    by_key: FxHashMap<Key, Vec<(u64, Queue)>>,
     bound: usize,
     stats: Arc<Stats>,
     failed: Vec<(u64, bool)>,
@@ -44,8 +46,8 @@ pub(crate) struct Fanout {
 impl Fanout {
     pub fn new(bound: usize, stats: Arc<Stats>) -> Fanout {
         Fanout {
-            subscribers: HashMap::new(),
-            by_key: HashMap::new(),
+            subscribers: FxHashMap::default(),
+            by_key: FxHashMap::default(),
             bound,
             stats,
             failed: Vec::new(),

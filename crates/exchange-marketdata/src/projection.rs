@@ -17,11 +17,10 @@
 //! [`Update::Snapshot`], and the trades it missed are replayed from the
 //! node's recent trades where those still reach back far enough.
 
-use std::collections::HashMap;
-
 use exchange_core::BookView;
 use exchange_types::event::AuctionKind;
 use exchange_types::{EventKind, Side, Symbol, TradeId, TradingStatus};
+use rustc_hash::FxHashMap;
 
 use crate::book::L2Book;
 use crate::candles::{Candle, Candles, Interval};
@@ -222,7 +221,9 @@ pub struct InstrumentInfo<'a> {
 #[derive(Clone, Debug, Default)]
 pub struct Projection {
     instruments: Vec<Instrument>,
-    by_symbol: HashMap<Symbol, u16>,
+    /// Fx, not SipHash: looked up for every event, and the symbols are
+    /// the venue's own listings, never a client's choice.
+    by_symbol: FxHashMap<Symbol, u16>,
     sequences: MarketSequences,
     applied_index: u64,
     now: u64,
