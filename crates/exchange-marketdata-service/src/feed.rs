@@ -74,10 +74,10 @@ fn session_name() -> mold::Session {
 impl Feed {
     /// `None` when the configuration publishes no binary feed at all.
     pub fn open(config: &MarketDataConfig, stats: Arc<Stats>) -> io::Result<Option<Feed>> {
-        let socket = udp_socket(config)?;
-        if socket.is_none() && config.retransmit_listen.is_none() {
+        if !config.publishes_feed() {
             return Ok(None);
         }
+        let socket = udp_socket(config)?;
         let mut targets = config.feed_targets.clone();
         targets.extend(config.multicast_group);
         let publisher = Publisher::new(
