@@ -10,7 +10,7 @@ use std::time::Duration;
 use axum::extract::ws::Utf8Bytes;
 use exchange_marketdata::wire::{self, Message};
 use exchange_marketdata::{
-    json, Channel, MarketSnapshot, Projection, StatusChange, StatusUpdate, Update,
+    json, Channel, Listeners, MarketSnapshot, Projection, StatusChange, StatusUpdate, Update,
 };
 use exchange_node::limits::MARKETDATA_BATCH;
 use exchange_types::Symbol;
@@ -25,6 +25,20 @@ use super::{snapshot_patiently, Request, Stats, SubscribeError};
 use crate::config::MarketDataConfig;
 use exchange_node::Applied;
 use exchange_node::Handle;
+
+/// Who hears the service's updates: the binary feed every book update
+/// (it carries no tickers or candles), a WebSocket client what it
+/// subscribed to.
+struct Heard<'a> {
+    fanout: &'a Fanout,
+    feed: bool,
+}
+
+impl Listeners for Heard<'_> {
+    fn hears(&self, channel: Channel, locate: u16) -> bool {
+        (self.feed && channel == Channel::Level2) || self.fanout.has(Key { channel, locate })
+    }
+}
 
 pub(crate) struct Service {
     handle: Handle,
@@ -130,8 +144,12 @@ impl Service {
 
     fn apply(&mut self, applied: &Applied) {
         self.updates.clear();
+        let heard = Heard {
+            fanout: &self.fanout,
+            feed: self.feed.is_some(),
+        };
         self.projection
-            .apply(applied.index, &applied.events, &mut self.updates);
+            .apply_heard(applied.index, &applied.events, &heard, &mut self.updates);
         self.publish();
     }
 

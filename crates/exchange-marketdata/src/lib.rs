@@ -34,8 +34,8 @@ pub mod wire;
 pub use book::L2Book;
 pub use candles::{Candle, Interval};
 pub use projection::{
-    BookUpdate, InstrumentSnapshot, LevelChange, MarketSnapshot, Projection, SnapshotTrade,
-    StatusUpdate, Ticker, TradeUpdate, Update,
+    BookUpdate, Everyone, InstrumentSnapshot, LevelChange, Listeners, MarketSnapshot, Projection,
+    SnapshotTrade, StatusUpdate, Ticker, TradeUpdate, Update,
 };
 pub use sequences::{InstrumentSequences, MarketSequences};
 pub use status::{IndicativeView, LastAuction, MarketStatus, StatusChange};

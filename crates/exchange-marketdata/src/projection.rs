@@ -16,6 +16,12 @@
 //! ([`Projection::resync`]): each book is replaced whole and announced as
 //! [`Update::Snapshot`], and the trades it missed are replayed from the
 //! node's recent trades where those still reach back far enough.
+//!
+//! [`Projection::apply_heard`] builds only the book updates, tickers and
+//! candles someone hears ([`Listeners`]); the state (books, sequences,
+//! candles, last prices) advances the same either way, so a subscriber who
+//! joins later is sent a snapshot of it. A server whose clients follow no
+//! instrument then spends per entry only what keeping that state costs.
 
 use exchange_core::BookView;
 use exchange_types::event::AuctionKind;
@@ -26,7 +32,25 @@ use crate::book::L2Book;
 use crate::candles::{Candle, Candles, Interval};
 use crate::sequences::{InstrumentSequences, MarketSequences};
 use crate::status::{MarketStatus, StatusChange};
+use crate::Channel;
 use exchange_types::AuctionTrades;
+
+/// Who hears a projection's updates, by channel and instrument: the book
+/// updates, tickers and candles nobody hears are not built. Trades,
+/// statuses and listings are always built (they are few, and the binary
+/// feed's sequence numbers count them).
+pub trait Listeners {
+    fn hears(&self, channel: Channel, locate: u16) -> bool;
+}
+
+/// Every update built: what [`Projection::apply`] appends.
+pub struct Everyone;
+
+impl Listeners for Everyone {
+    fn hears(&self, _: Channel, _: u16) -> bool {
+        true
+    }
+}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LevelChange {
@@ -315,9 +339,21 @@ impl Projection {
         }
     }
 
-    /// Applies log entry `index` and appends what subscribers must hear.
+    /// Applies log entry `index` and appends every update it makes.
     /// Entries at or before the applied index are ignored.
     pub fn apply(&mut self, index: u64, events: &[exchange_types::Event], out: &mut Vec<Update>) {
+        self.apply_heard(index, events, &Everyone, out);
+    }
+
+    /// Applies log entry `index` as [`Projection::apply`] does, and
+    /// appends only the updates `listeners` hear.
+    pub fn apply_heard(
+        &mut self,
+        index: u64,
+        events: &[exchange_types::Event],
+        listeners: &impl Listeners,
+        out: &mut Vec<Update>,
+    ) {
         if index <= self.applied_index {
             return;
         }
@@ -367,7 +403,7 @@ impl Projection {
                 _ => {}
             }
         }
-        self.flush_touched(out);
+        self.flush_touched(listeners, out);
     }
 
     fn apply_trade(
@@ -452,38 +488,46 @@ impl Projection {
     }
 
     /// One aggregated book update, then the summaries, per instrument the
-    /// entry touched.
-    fn flush_touched(&mut self, out: &mut Vec<Update>) {
+    /// entry touched, as far as someone hears them.
+    fn flush_touched(&mut self, listeners: &impl Listeners, out: &mut Vec<Update>) {
         let touched = std::mem::take(&mut self.touched);
         for &locate in &touched {
             let inst = &mut self.instruments[usize::from(locate)];
-            let changes = std::mem::take(&mut inst.changes);
-            if !changes.is_empty() {
+            if listeners.hears(Channel::Level2, locate) && !inst.changes.is_empty() {
                 let symbol = inst.symbol;
                 out.push(Update::Book(BookUpdate {
                     locate,
                     symbol,
                     sequence: self.sequences.get(symbol.as_str()).book,
                     ts: self.now,
-                    changes,
+                    changes: std::mem::take(&mut inst.changes),
                 }));
+            } else {
+                // Unheard: kept, emptied, so the next entry reuses it.
+                inst.changes.clear();
             }
-            self.summaries(locate, out);
+            self.summaries(locate, listeners, out);
         }
         // The buffer is kept, emptied, so the next entry reuses its allocation.
         self.touched = touched;
         self.touched.clear();
     }
 
-    /// The ticker, and the candles if the instrument traded.
-    fn summaries(&mut self, locate: u16, out: &mut Vec<Update>) {
-        if let Some(ticker) = self.ticker(locate) {
-            out.push(Update::Ticker(ticker));
+    /// The ticker, and the candles if the instrument traded, as far as
+    /// someone hears them.
+    fn summaries(&mut self, locate: u16, listeners: &impl Listeners, out: &mut Vec<Update>) {
+        if listeners.hears(Channel::Ticker, locate) {
+            if let Some(ticker) = self.ticker(locate) {
+                out.push(Update::Ticker(ticker));
+            }
         }
         let inst = &mut self.instruments[usize::from(locate)];
         if std::mem::take(&mut inst.traded) {
             let sequence = self.sequences.get(inst.symbol.as_str()).trades;
             for interval in Interval::ALL {
+                if !listeners.hears(Channel::Candles(interval), locate) {
+                    continue;
+                }
                 if let Some(candle) = inst.candles.latest(interval) {
                     out.push(Update::Candle {
                         locate,
@@ -575,7 +619,7 @@ impl Projection {
                 sequence: inst_snap.sequences.book,
                 ts: snapshot.now,
             });
-            self.summaries(locate, out);
+            self.summaries(locate, &Everyone, out);
         }
     }
 }

@@ -17,7 +17,8 @@ use exchange_marketdata::publisher::Publisher;
 use exchange_marketdata::rebuild::Rebuilder;
 use exchange_marketdata::wire::{self, Message, LEVEL_LEN};
 use exchange_marketdata::{
-    json, InstrumentSnapshot, MarketSequences, MarketSnapshot, Projection, Update,
+    json, Channel, InstrumentSnapshot, Interval, Listeners, MarketSequences, MarketSnapshot,
+    Projection, Update,
 };
 use exchange_types::{
     AddInstrument, AssetCode, Cancel, ClientOrderId, Command, Dec, Event, MassCancel, OrderRef,
@@ -476,5 +477,77 @@ fn a_projection_that_missed_entries_resyncs_from_a_snapshot() {
             "{text}"
         );
         assert!(binary.reference_price.is_some(), "{text} traded");
+    }
+}
+
+/// Hears level2 of the first instrument in two entries of three (a client
+/// that subscribes and leaves), the second's ticker and the first's
+/// one-minute candles.
+struct PartOfTheMarket {
+    index: u64,
+}
+
+impl Listeners for PartOfTheMarket {
+    fn hears(&self, channel: Channel, locate: u16) -> bool {
+        match channel {
+            Channel::Level2 => locate == 0 && self.index % 3 != 0,
+            Channel::Ticker => locate == 1,
+            Channel::Candles(interval) => locate == 0 && interval == Interval::M1,
+            Channel::Trades | Channel::Status => false,
+        }
+    }
+}
+
+#[test]
+fn updates_nobody_hears_are_not_built_and_the_state_advances_alike() {
+    let mut engine = Engine::new();
+    let log = run(&mut engine, 3_000, Rng::Xorshift(0x5eed));
+    let (mut everyone, mut some) = (Projection::default(), Projection::default());
+    let (mut all, mut heard) = (Vec::new(), Vec::new());
+    let mut listeners = PartOfTheMarket { index: 0 };
+    let (mut books, mut skipped) = (0, 0);
+    for (index, events) in &log {
+        all.clear();
+        heard.clear();
+        listeners.index = *index;
+        everyone.apply(*index, events, &mut all);
+        some.apply_heard(*index, events, &listeners, &mut heard);
+        let expected: Vec<&Update> = all
+            .iter()
+            .filter(|update| match update {
+                Update::Book(book) => listeners.hears(Channel::Level2, book.locate),
+                Update::Ticker(ticker) => listeners.hears(Channel::Ticker, ticker.locate),
+                Update::Candle {
+                    locate, interval, ..
+                } => listeners.hears(Channel::Candles(*interval), *locate),
+                _ => true,
+            })
+            .collect();
+        // A book update heard after unheard ones holds this entry's
+        // changes alone, as everyone's does.
+        assert_eq!(heard.iter().collect::<Vec<_>>(), expected, "entry {index}");
+        books += heard
+            .iter()
+            .filter(|u| matches!(u, Update::Book(_)))
+            .count();
+        skipped += all.len() - heard.len();
+    }
+    assert!(
+        books > 100 && skipped > 1_000,
+        "{books} heard, {skipped} skipped"
+    );
+    for text in SYMBOLS {
+        let locate = everyone.locate(&symbol(text)).unwrap();
+        let (a, b) = (
+            everyone.instrument(locate).unwrap(),
+            some.instrument(locate).unwrap(),
+        );
+        assert_eq!(a.book.view(usize::MAX), b.book.view(usize::MAX), "{text}");
+        assert_eq!(a.sequences, b.sequences, "{text}");
+        assert_eq!(everyone.ticker(locate), some.ticker(locate), "{text}");
+        for interval in Interval::ALL {
+            let latest = |p: &Projection| p.candles(locate).unwrap().latest(interval);
+            assert_eq!(latest(&everyone), latest(&some), "{text} {interval:?}");
+        }
     }
 }
