@@ -490,7 +490,7 @@ struct PartOfTheMarket {
 impl Listeners for PartOfTheMarket {
     fn hears(&self, channel: Channel, locate: u16) -> bool {
         match channel {
-            Channel::Level2 => locate == 0 && self.index % 3 != 0,
+            Channel::Level2 => locate == 0 && !self.index.is_multiple_of(3),
             Channel::Ticker => locate == 1,
             Channel::Candles(interval) => locate == 0 && interval == Interval::M1,
             Channel::Trades | Channel::Status => false,
