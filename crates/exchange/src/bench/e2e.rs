@@ -22,6 +22,7 @@ pub(super) mod record;
 pub(super) mod report;
 pub(super) mod rest;
 pub(super) mod server;
+mod target;
 mod windows;
 mod ws;
 

@@ -7,16 +7,10 @@ use serde_json::{json, Value};
 
 use super::record::Totals;
 use super::server::ServerCounters;
+use super::target::Target;
 use super::windows::slow_windows;
 use super::Transport;
 
-/// The issues' target: acknowledged orders per second over WebSocket, and
-/// the p99 ack latency it must stay under (nanoseconds): 2 ms for a single
-/// node, 5 ms for a cluster, whose every ack waits for a second replica's
-/// sync over the network.
-pub const TARGET_PER_SEC: f64 = 50_000.0;
-pub const TARGET_P99_NS: u64 = 2_000_000;
-pub const CLUSTER_TARGET_P99_NS: u64 = 5_000_000;
 /// Of the entries the core applied over the window, the share the
 /// reporting store must have written over it too: a store that falls
 /// ever further behind gives the order path cores it cannot keep.
@@ -78,12 +72,8 @@ impl Figures {
         self.totals.acked() as f64 / self.seconds
     }
 
-    fn target_p99_ns(&self) -> u64 {
-        if self.voters > 1 {
-            CLUSTER_TARGET_P99_NS
-        } else {
-            TARGET_P99_NS
-        }
+    fn target(&self) -> Target {
+        Target::of(self.voters, self.rate)
     }
 
     /// A paced run whose median order left over 5 ms after it was due: the
@@ -95,8 +85,12 @@ impl Figures {
 
     fn meets_target(&self) -> bool {
         self.transport == Transport::Ws
-            && self.per_sec() >= TARGET_PER_SEC
-            && self.totals.latency.value_at_quantile(0.99) < self.target_p99_ns()
+            && self.target().met_by(
+                self.rate,
+                self.per_sec(),
+                self.behind_schedule(),
+                self.totals.latency.value_at_quantile(0.99),
+            )
             && self
                 .store_share()
                 .is_none_or(|share| share >= STORE_KEEPS_UP)
@@ -247,7 +241,9 @@ pub fn json(figures: &Figures) -> Value {
         "client_cores": figures.client_cpu / figures.seconds,
         "steal_share": figures.steal,
         "target_met": figures.meets_target(),
-        "target_p99_us": figures.target_p99_ns() / 1_000,
+        "target_per_sec": figures.target().per_sec,
+        "target_paced": figures.target().paced,
+        "target_p99_us": figures.target().p99_ns.map(|ns| ns / 1_000),
         "voters": figures.voters,
     })
 }
@@ -293,14 +289,10 @@ pub fn text(figures: &Figures) -> String {
         } else {
             "NOT met"
         };
-        let cluster = match figures.voters {
-            0 | 1 => String::new(),
-            n => format!(", {n} voters"),
-        };
         let _ = writeln!(
             out,
-            "target (>= 50,000/s, p99 < {} ms over WebSocket{cluster}): {verdict}",
-            figures.target_p99_ns() / 1_000_000
+            "target ({}): {verdict}",
+            figures.target().describe(figures.voters)
         );
     }
     out
@@ -498,11 +490,16 @@ mod tests {
 
     #[test]
     fn a_paced_run_shows_its_lateness_and_says_when_it_fell_behind() {
-        let mut paced = figures(60_000, 1_000_000);
-        paced.rate = 60_000;
+        let mut paced = figures(100_000, 1_000_000);
+        paced.rate = 100_000;
         let shown = text(&paced);
         assert!(shown.contains("from due time   p50"), "{shown}");
         assert!(!shown.contains("behind schedule"));
+        assert!(paced.meets_target());
+        assert!(
+            shown.contains("p99 <= 2 ms, store keeping up): met"),
+            "{shown}"
+        );
         assert!(!text(&figures(60_000, 1_000_000)).contains("from due time"));
         // Every order left 400 ms late: the clients never caught up.
         paced.totals.from_due.reset();
@@ -519,30 +516,40 @@ mod tests {
         );
         assert_eq!(json(&paced)["behind_schedule"], true);
         assert!(json(&paced)["latency_from_due_us"]["p50"].as_f64() >= Some(399_000.0));
-        // The verdict stays on ack latency, from the send.
-        assert!(paced.meets_target());
+        // A paced target is met on schedule only.
+        assert!(!paced.meets_target());
     }
 
     #[test]
     fn a_cluster_is_held_to_its_own_latency_target() {
-        let mut three = figures(60_000, 4_000_000);
+        let mut three = figures(100_000, 4_000_000);
         three.voters = 3;
         assert!(three.meets_target());
-        assert!(text(&three).contains("p99 < 5 ms over WebSocket, 3 voters): met"));
+        assert!(text(&three).contains("p99 <= 5 ms, 3 voters, store keeping up): met"));
         assert_eq!(json(&three)["target_p99_us"], 5_000);
+        assert_eq!(json(&three)["target_per_sec"], 100_000);
         // The single node's 2 ms does not hold at 4 ms.
-        assert!(!figures(60_000, 4_000_000).meets_target());
+        let mut one = figures(100_000, 4_000_000);
+        one.rate = 100_000;
+        assert!(!one.meets_target());
         three.totals.latency.record(9_000_000).unwrap();
         three.totals.latency.record(9_000_000).unwrap();
         assert!(!three.meets_target());
     }
 
     #[test]
-    fn the_target_needs_both_rate_and_latency() {
-        assert!(figures(60_000, 1_000_000).meets_target());
-        assert!(!figures(40_000, 1_000_000).meets_target());
-        // 1 of 51 samples is above p99: it counts against the target.
-        let slow = figures(60_000, 4_000_000);
+    fn a_closed_loop_on_a_single_node_is_held_to_its_rate() {
+        assert!(figures(150_000, 1_000_000).meets_target());
+        assert!(!figures(140_000, 1_000_000).meets_target());
+        // Queueing sets a closed loop's latency: only a paced run's counts.
+        assert!(figures(150_000, 9_000_000).meets_target());
+        assert_eq!(
+            json(&figures(150_000, 1_000_000))["target_p99_us"],
+            Value::Null
+        );
+        // 1 of 51 samples is above p99: it counts against a paced target.
+        let mut slow = figures(100_000, 4_000_000);
+        slow.rate = 100_000;
         assert!(slow.totals.latency.value_at_quantile(0.99) >= 2_000_000);
         assert!(!slow.meets_target());
         let value = json(&figures(60_000, 1_000_000));
@@ -555,11 +562,12 @@ mod tests {
         assert_eq!(per_order["core"], 1.0 * 1e6 / acked);
         assert_eq!(per_order["journal"], 0.5 * 1e6 / acked);
         assert!(text(&figures(60_000, 1_000_000)).contains("CPU per order"));
-        assert!(text(&figures(60_000, 1_000_000)).contains(": met"));
+        assert!(text(&figures(150_000, 1_000_000)).contains(">= 150,000/s, store keeping up): met"));
+        assert!(text(&figures(60_000, 1_000_000)).contains(": NOT met"));
     }
 
     fn with_store(entries: f64, lag: f64, lag_seconds: Option<f64>) -> Figures {
-        let mut f = figures(60_000, 1_000_000);
+        let mut f = figures(150_000, 1_000_000);
         f.server.counters.reported = Some(ReportingCounters {
             entries,
             lag,
