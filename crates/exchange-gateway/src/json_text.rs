@@ -169,3 +169,22 @@ impl<'o> Object<'o> {
         self.out.push(b'}');
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2048))]
+
+        #[test]
+        fn a_string_is_written_as_serde_writes_it(value in "(\\PC|[\\x00-\\x1f\"\\\\]){0,40}") {
+            let expected = serde_json::to_string(&value).expect("serialises");
+            let mut out = Vec::new();
+            push_str(&mut out, &value);
+            prop_assert_eq!(String::from_utf8(out).expect("UTF-8"), expected);
+        }
+    }
+}

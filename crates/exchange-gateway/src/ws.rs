@@ -327,6 +327,10 @@ impl Session {
         let account = self.auth.as_ref().map_or(0, |(account, _)| *account);
         let limit = self.app.gateway.max_body_bytes;
         let mut unflushed = false;
+        // Kept across turns of the loop: a fresh wait each turn would
+        // join and leave the signal's waiters, under its lock, for every
+        // message.
+        let mut ping = std::pin::pin!(live.ping_due());
         loop {
             tokio::select! {
                 // Output first, and one flush once nothing more is ready: a
@@ -349,7 +353,8 @@ impl Session {
                         return;
                     }
                 }
-                () = live.ping_due() => {
+                () = &mut ping => {
+                    ping.set(live.ping_due());
                     if socket.feed(Message::Ping(Default::default())).await.is_err() {
                         return;
                     }
