@@ -37,8 +37,7 @@ use exchange_types::AuctionTrades;
 
 /// Who hears a projection's updates, by channel and instrument: the book
 /// updates, tickers and candles nobody hears are not built. Trades,
-/// statuses and listings are always built (they are few, and the binary
-/// feed's sequence numbers count them).
+/// statuses and listings are always built: they are few.
 pub trait Listeners {
     fn hears(&self, channel: Channel, locate: u16) -> bool;
 }
