@@ -7,7 +7,7 @@ use serde_json::{json, Value};
 
 use super::peer::PeerSummary;
 use super::stream::StreamStats;
-use super::timing::{Memory, Span, Timed};
+use super::timing::{HostGaps, Memory, Span, Timed};
 
 /// One subject's figures.
 pub struct Figures {
@@ -101,6 +101,8 @@ pub struct Report<'a> {
     pub stats: &'a StreamStats,
     pub final_best: (Option<u64>, Option<u64>),
     pub clock_overhead_ns: u64,
+    /// The host's own gaps, probed after the passes.
+    pub host: HostGaps,
     pub ours: Figures,
     pub peers: Vec<Figures>,
 }
@@ -134,6 +136,14 @@ pub fn json(report: &Report) -> Value {
                 "mean_spread": exchange_types::format_units(s.mean_spread()),
                 "command_buffer_bytes": report.command_bytes,
                 "clock_overhead_ns": report.clock_overhead_ns,
+            }),
+        );
+        map.insert(
+            "host_probe".into(),
+            json!({
+                "seconds": report.host.seconds,
+                "max_gap_ns": report.host.max_gap_ns,
+                "gaps_over_100us": report.host.gaps_over_100us,
             }),
         );
         map.insert(
@@ -256,6 +266,15 @@ pub fn text(report: &Report) -> String {
             mib(f.memory.peak)
         );
     }
+    let host = &report.host;
+    let _ = writeln!(
+        out,
+        "host: a loop only reading the clock for {:.1} s (as long as our latency pass) lost it \
+         for up to {} at a time ({} times over 100 µs): the host's own pauses, beside the max",
+        host.seconds,
+        micros(host.max_gap_ns),
+        host.gaps_over_100us
+    );
     for f in &report.peers {
         if let Some(p) = &f.peer {
             let _ = writeln!(

@@ -100,6 +100,12 @@ pub fn run(args: &EngineArgs) -> anyhow::Result<()> {
             OrderbookRs::finish,
         )?);
     }
+    // As long as our latency pass took, and after every pass so that it
+    // takes no CPU from them.
+    let latency_pass = ours.ops as f64 / ours.timed_ops_per_sec.max(1.0);
+    let host = timing::host_gaps(std::time::Duration::from_secs_f64(
+        latency_pass.clamp(0.1, 10.0),
+    ));
     let report = Report {
         seed: args.commands.is_none().then_some(args.seed),
         source: args.commands.as_ref().map(|p| p.display().to_string()),
@@ -109,6 +115,7 @@ pub fn run(args: &EngineArgs) -> anyhow::Result<()> {
         stats: &prepared.stats,
         final_best: prepared.final_best,
         clock_overhead_ns,
+        host,
         ours,
         peers,
     };
