@@ -18,6 +18,7 @@
 //! says it should. The order mix is described in [`flow`].
 
 mod flow;
+mod listing;
 pub(super) mod record;
 pub(super) mod report;
 pub(super) mod rest;
@@ -32,7 +33,6 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 use indicatif::{ProgressBar, ProgressStyle};
-use serde_json::Value;
 
 use flow::{Flow, Market};
 use record::{Recorder, Totals, Window};
@@ -172,30 +172,6 @@ pub(super) async fn resolve(url: &str) -> anyhow::Result<std::net::SocketAddr> {
         .context("resolving --url")
 }
 
-/// The flow's market: the instrument's reference price, tick and lot.
-async fn market(addr: std::net::SocketAddr, symbol: &str) -> anyhow::Result<Market> {
-    let (status, text) = server::http(addr, "GET", "/v1/instruments", None, None).await?;
-    if status != 200 {
-        bail!("GET /v1/instruments: {status} {text}");
-    }
-    let listing: Value = serde_json::from_str(&text)?;
-    let found = listing["instruments"]
-        .as_array()
-        .and_then(|all| all.iter().find(|i| i["symbol"] == symbol))
-        .with_context(|| format!("the server lists no {symbol}"))?;
-    let field = |name: &str| {
-        found[name]
-            .as_str()
-            .with_context(|| format!("{symbol} has no {name}"))
-    };
-    Market::new(
-        symbol,
-        field("reference_price")?,
-        field("tick_size")?,
-        field("lot_size")?,
-    )
-}
-
 pub(super) fn progress(prefix: &'static str, total: Duration) -> ProgressBar {
     let bar = ProgressBar::with_draw_target(
         Some(total.as_millis() as u64),
@@ -229,7 +205,7 @@ async fn bench(args: E2eArgs) -> anyhow::Result<Figures> {
     let (addr, process) = server_to_load(&args, dir.path(), &token).await?;
     server::wait_ready(addr, Duration::from_secs(60)).await?;
     let voters = server::voters(addr, &token).await;
-    let market = Arc::new(market(addr, &args.symbol).await?);
+    let market = Arc::new(listing::market(addr, &args.symbol, listing::LISTING_WAIT).await?);
     let credentials = fund_clients(&args, addr, &token).await?;
     let (ws_sockets, rest_sockets) = connect_all(&args, addr, &credentials).await?;
     let connections = match args.transport {
