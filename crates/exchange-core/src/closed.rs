@@ -111,17 +111,35 @@ impl RecentlyClosed {
         (1..=self.ring.len()).contains(&age).then_some(age)
     }
 
+    /// The way a new entry takes in `bucket`: the first stale way if there
+    /// is one, else the oldest live one. Live ways hold distinct
+    /// positions, so the oldest is one way.
+    #[inline]
+    fn victim(&self, bucket: &Bucket) -> usize {
+        let len = self.ring.len();
+        let mut stale = 0u32;
+        let (mut oldest, mut oldest_age) = (0, 0);
+        for (w, way) in bucket.0.iter().enumerate() {
+            let age = self.pushed.wrapping_sub(way.position) as usize;
+            let live = way.tag != 0 && (1..=len).contains(&age);
+            stale |= u32::from(!live) << w;
+            if live && age > oldest_age {
+                (oldest, oldest_age) = (w, age);
+            }
+        }
+        if stale != 0 {
+            stale.trailing_zeros() as usize
+        } else {
+            oldest
+        }
+    }
+
     pub fn record(&mut self, account: u32, client_order_id: ClientOrderId, order_id: OrderId) {
         if self.ring.len() == RECENTLY_CLOSED_CAPACITY {
             self.ring.pop_front();
         }
         let (bucket, tag) = locate(account, &client_order_id);
-        // The first stale way if there is one, else the oldest live one.
-        let ways = &self.buckets[bucket].0;
-        let victim = (0..WAYS)
-            .rev()
-            .max_by_key(|&w| self.age(ways[w]).unwrap_or(usize::MAX))
-            .unwrap_or(0);
+        let victim = self.victim(&self.buckets[bucket]);
         self.buckets[bucket].0[victim] = Way {
             position: self.pushed,
             tag,
@@ -152,6 +170,32 @@ impl RecentlyClosed {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// The victim is the one the rule names, as a plain `max_by_key`
+        /// over the ways states it: ages near the ring's length on both
+        /// sides, never-written ways, positions that wrap.
+        #[test]
+        fn the_victim_is_the_first_stale_way_else_the_oldest(
+            pushed: u32,
+            len in 0usize..48,
+            ways in proptest::collection::vec((0u32..64, any::<bool>()), WAYS),
+        ) {
+            let mut closed = RecentlyClosed { pushed, ..RecentlyClosed::default() };
+            let key = (0, ClientOrderId::new("k").expect("test id"));
+            closed.ring.extend((0..len).map(|n| Closed { key, order_id: n as u64 }));
+            let mut bucket = Bucket([Way::default(); WAYS]);
+            for (way, &(back, written)) in bucket.0.iter_mut().zip(&ways) {
+                *way = Way { position: pushed.wrapping_sub(back), tag: u32::from(written) };
+            }
+            let expected = (0..WAYS)
+                .rev()
+                .max_by_key(|&w| closed.age(bucket.0[w]).unwrap_or(usize::MAX))
+                .unwrap_or(0);
+            prop_assert_eq!(closed.victim(&bucket), expected);
+        }
+    }
 
     fn id(n: usize) -> ClientOrderId {
         ClientOrderId::new(&format!("c{n}")).expect("test id")

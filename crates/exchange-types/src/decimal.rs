@@ -266,7 +266,8 @@ impl Dec {
     ///
     /// On the hot path (every price and quantity of every order), so a
     /// value with at most `AMOUNT_SCALE` decimals is one table lookup and
-    /// one multiplication.
+    /// one multiplication, inlined into its callers; the rest is a call.
+    #[inline(always)]
     pub fn to_units_allow_zero(self) -> Result<u64, UnitsError> {
         if self.negative {
             return Err(UnitsError::Negative);
@@ -279,7 +280,14 @@ impl Dec {
                 .checked_mul(factor)
                 .ok_or(UnitsError::Overflow);
         }
-        // More decimals than kept: acceptable only if they are all zeros.
+        self.finer_units()
+    }
+
+    /// [`Dec::to_units_allow_zero`] for a value with more decimals than
+    /// kept: acceptable only if they are all zeros.
+    #[cold]
+    fn finer_units(self) -> Result<u64, UnitsError> {
+        let scale = u32::from(self.scale);
         // A u64 has at most 20 digits, so a divisor past 10^19 leaves no
         // whole unit and the value is only zero if the magnitude is.
         let divisor = 10u64.checked_pow(scale - AMOUNT_SCALE);
@@ -291,6 +299,7 @@ impl Dec {
     }
 
     /// The value in `10^-AMOUNT_SCALE` units; must be strictly positive.
+    #[inline(always)]
     pub fn to_units(self) -> Result<u64, UnitsError> {
         if self.magnitude == 0 {
             return Err(UnitsError::Zero);
