@@ -116,22 +116,15 @@ impl RecentlyClosed {
     /// positions, so the oldest is one way.
     #[inline]
     fn victim(&self, bucket: &Bucket) -> usize {
-        let len = self.ring.len();
-        let mut stale = 0u32;
         let (mut oldest, mut oldest_age) = (0, 0);
         for (w, way) in bucket.0.iter().enumerate() {
-            let age = self.pushed.wrapping_sub(way.position) as usize;
-            let live = way.tag != 0 && (1..=len).contains(&age);
-            stale |= u32::from(!live) << w;
-            if live && age > oldest_age {
-                (oldest, oldest_age) = (w, age);
+            match self.age(*way) {
+                None => return w,
+                Some(age) if age > oldest_age => (oldest, oldest_age) = (w, age),
+                Some(_) => {}
             }
         }
-        if stale != 0 {
-            stale.trailing_zeros() as usize
-        } else {
-            oldest
-        }
+        oldest
     }
 
     pub fn record(&mut self, account: u32, client_order_id: ClientOrderId, order_id: OrderId) {
