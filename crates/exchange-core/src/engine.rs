@@ -258,12 +258,23 @@ impl Engine {
     ) {
         self.seq += 1;
         let (seq, ts) = (self.seq, self.now);
-        let engine = &*self;
-        out.extend(std::iter::once_with(|| Event {
+        if out.len() == out.capacity() {
+            grow_events(out);
+        }
+        let len = out.len();
+        let event = Event {
             seq,
             ts,
-            kind: kind(engine),
-        }));
+            kind: kind(self),
+        };
+        // SAFETY: the check above leaves room for one more event, so slot
+        // `len` lies inside the allocation; it is written before the length
+        // covers it. Writing through the pointer, with no call left between
+        // the check and the write, lets the event be built in its slot.
+        unsafe {
+            out.as_mut_ptr().add(len).write(event);
+            out.set_len(len + 1);
+        }
     }
 
     pub(crate) fn emit_balance(&mut self, out: &mut Vec<Event>, account: u32, asset: u32) {
@@ -587,4 +598,13 @@ impl Engine {
             }
         }
     }
+}
+
+/// The events vector's growth, out of line: it runs once per few hundred
+/// commands at most (callers keep their vectors), and a call on the path
+/// that builds an event would make it build the event aside and copy it.
+#[cold]
+#[inline(never)]
+fn grow_events(out: &mut Vec<Event>) {
+    out.reserve(64);
 }
