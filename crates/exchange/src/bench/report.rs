@@ -13,8 +13,11 @@ use super::timing::{HostGaps, Memory, Span, Timed};
 pub struct Figures {
     pub name: String,
     pub ops: u64,
-    /// Throughput of the loop without per-operation clock reads.
+    /// Throughput of the loop without per-operation clock reads: the
+    /// median of its passes.
     pub ops_per_sec: f64,
+    /// Each throughput pass's, in the order they ran.
+    pub pass_ops_per_sec: Vec<f64>,
     /// The same loop's operations per second actually spent on a CPU.
     pub ops_per_cpu_sec: f64,
     /// Share of that loop's wall time the thread was not on a CPU.
@@ -34,22 +37,33 @@ pub struct Figures {
 }
 
 impl Figures {
+    /// `passes` are the subject's throughput passes; its figures are
+    /// those of the median pass by wall time (of two middle ones, the
+    /// slower).
     pub fn new(
         name: &str,
         timed: &Timed,
-        untimed: Span,
+        passes: &[Span],
         memory: Memory,
         peer: Option<PeerSummary>,
     ) -> Self {
         let h = &timed.histogram;
         let ops = h.len();
         let per_sec = |d: Duration| ops as f64 / d.as_secs_f64().max(1e-9);
+        let mut by_wall: Vec<&Span> = passes.iter().collect();
+        by_wall.sort_by_key(|pass| pass.wall);
+        let median = by_wall
+            .get(by_wall.len() / 2)
+            .copied()
+            .copied()
+            .unwrap_or_default();
         Figures {
             name: name.to_owned(),
             ops,
-            ops_per_sec: per_sec(untimed.wall),
-            ops_per_cpu_sec: per_sec(untimed.on_cpu),
-            off_cpu: untimed.off_cpu_share(),
+            ops_per_sec: per_sec(median.wall),
+            pass_ops_per_sec: passes.iter().map(|pass| per_sec(pass.wall)).collect(),
+            ops_per_cpu_sec: per_sec(median.on_cpu),
+            off_cpu: median.off_cpu_share(),
             timed_off_cpu: timed.span.off_cpu_share(),
             timed_ops_per_sec: per_sec(timed.span.wall),
             mean_ns: h.mean(),
@@ -68,6 +82,7 @@ impl Figures {
             "name": self.name,
             "ops": self.ops,
             "ops_per_sec": self.ops_per_sec.round(),
+            "pass_ops_per_sec": self.pass_ops_per_sec.iter().map(|x| x.round()).collect::<Vec<_>>(),
             "ops_per_cpu_sec": self.ops_per_cpu_sec.round(),
             "off_cpu_fraction": (self.off_cpu * 1000.0).round() / 1000.0,
             "latency_loop_off_cpu_fraction": (self.timed_off_cpu * 1000.0).round() / 1000.0,
@@ -229,6 +244,24 @@ fn workload_lines(report: &Report, out: &mut String) {
     );
 }
 
+/// Every throughput pass, so that a reader sees the spread the median
+/// came from.
+fn pass_lines(report: &Report, out: &mut String) {
+    for f in std::iter::once(&report.ours).chain(&report.peers) {
+        let passes: Vec<String> = f
+            .pass_ops_per_sec
+            .iter()
+            .map(|x| format!("{:.2} M", x / 1e6))
+            .collect();
+        let _ = writeln!(
+            out,
+            "{}: throughput passes (ops/s, in turn with the other subjects) {}",
+            f.name,
+            passes.join(", ")
+        );
+    }
+}
+
 pub fn text(report: &Report) -> String {
     let s = report.stats;
     let mut out = String::new();
@@ -266,6 +299,7 @@ pub fn text(report: &Report) -> String {
             mib(f.memory.peak)
         );
     }
+    pass_lines(report, &mut out);
     let host = &report.host;
     let _ = writeln!(
         out,
@@ -292,4 +326,54 @@ pub fn text(report: &Report) -> String {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use hdrhistogram::Histogram;
+
+    use super::*;
+
+    fn span(wall_ms: u64, on_cpu_ms: u64) -> Span {
+        Span {
+            wall: Duration::from_millis(wall_ms),
+            on_cpu: Duration::from_millis(on_cpu_ms),
+        }
+    }
+
+    fn figures(passes: &[Span]) -> Figures {
+        let mut histogram = Histogram::new_with_bounds(1, 1_000_000, 3).unwrap();
+        for ns in 1..=1_000 {
+            histogram.record(ns).unwrap();
+        }
+        let timed = Timed {
+            histogram,
+            span: span(1, 1),
+        };
+        Figures::new("subject", &timed, passes, Memory::default(), None)
+    }
+
+    #[test]
+    fn throughput_is_the_median_pass_by_wall_time_with_its_own_cpu_time() {
+        // 1,000 ops: the median pass is the 200 ms one (5,000/s), whichever
+        // place it ran in, with its 160 ms on a CPU.
+        let f = figures(&[span(300, 250), span(100, 80), span(200, 160)]);
+        assert_eq!(f.ops_per_sec.round(), 5_000.0);
+        assert_eq!(f.ops_per_cpu_sec.round(), 6_250.0);
+        assert!((f.off_cpu - 0.2).abs() < 1e-9);
+        // Every pass is kept, in the order it ran.
+        let rates: Vec<f64> = f.pass_ops_per_sec.iter().map(|x| x.round()).collect();
+        assert_eq!(rates, [3_333.0, 10_000.0, 5_000.0]);
+    }
+
+    #[test]
+    fn of_two_middle_passes_the_slower_is_reported() {
+        let f = figures(&[
+            span(100, 100),
+            span(400, 400),
+            span(200, 200),
+            span(300, 300),
+        ]);
+        assert_eq!(f.ops_per_sec.round(), 3_333.0);
+    }
 }

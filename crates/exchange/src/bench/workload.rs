@@ -14,9 +14,9 @@ use super::generator::{self, Spec, Workload};
 use super::peer::lobster::Lobster;
 #[cfg(feature = "peer-books")]
 use super::peer::orderbook_rs::OrderbookRs;
-use super::peer::PeerChoice;
 #[cfg(feature = "peer-books")]
-use super::peer::{PeerOp, PeerSummary};
+use super::peer::PeerOp;
+use super::peer::{PeerChoice, PeerSummary};
 use super::report::{self, Figures, Report};
 use super::stream::{Phase, Prepared, Scratch};
 use super::timing::{self, progress_bar, Memory, Subject};
@@ -50,6 +50,11 @@ pub struct EngineArgs {
     /// Also write the generated stream (setup included) as JSON Lines.
     #[arg(long, value_name = "FILE")]
     pub write_commands: Option<PathBuf>,
+    /// Throughput passes of each subject, taken in turn (ours, each peer,
+    /// ours again...), so that a slow spell of the shared host weighs on
+    /// every subject alike; a subject's throughput is its median pass.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..=15))]
+    pub passes: u64,
     /// Peer order books to run the same stream through.
     #[arg(long, value_enum, default_value_t = PeerChoice::All)]
     pub peer: PeerChoice,
@@ -73,33 +78,7 @@ pub fn run(args: &EngineArgs) -> anyhow::Result<()> {
         );
     }
     let clock_overhead_ns = timing::clock_overhead_ns();
-    let ours = measure_core(&prepared)?;
-    #[cfg_attr(not(feature = "peer-books"), allow(unused_mut))]
-    let mut peers = Vec::new();
-    if !cfg!(feature = "peer-books") && args.peer != PeerChoice::None {
-        eprintln!(
-            "the peer order books are not in this build; \
-             for them: cargo build --release -p exchange --features peer-books"
-        );
-    }
-    #[cfg(feature = "peer-books")]
-    if args.peer.includes_lobster() {
-        peers.push(measure_peer(
-            &prepared,
-            "lobster 0.7",
-            Lobster::new,
-            Lobster::finish,
-        )?);
-    }
-    #[cfg(feature = "peer-books")]
-    if args.peer.includes_orderbook_rs() {
-        peers.push(measure_peer(
-            &prepared,
-            "orderbook-rs 0.15",
-            OrderbookRs::new,
-            OrderbookRs::finish,
-        )?);
-    }
+    let (ours, peers) = measure(args, &prepared)?;
     // As long as our latency pass took, and after every pass so that it
     // takes no CPU from them.
     let latency_pass = ours.ops as f64 / ours.timed_ops_per_sec.max(1.0);
@@ -228,7 +207,69 @@ impl Subject for Core {
     }
 }
 
-fn measure_core(prepared: &Prepared) -> anyhow::Result<Figures> {
+/// Every subject's latency pass, then their throughput passes in turn:
+/// our figures and the peers'.
+fn measure(args: &EngineArgs, prepared: &Prepared) -> anyhow::Result<(Figures, Vec<Figures>)> {
+    #[cfg_attr(not(feature = "peer-books"), allow(unused_mut))]
+    let mut subjects = vec![core_latency(prepared)?];
+    #[cfg_attr(not(feature = "peer-books"), allow(unused_mut))]
+    let mut passes: Vec<Pass<'_>> = vec![Box::new(|| core_pass(prepared))];
+    if !cfg!(feature = "peer-books") && args.peer != PeerChoice::None {
+        eprintln!(
+            "the peer order books are not in this build; \
+             for them: cargo build --release -p exchange --features peer-books"
+        );
+    }
+    #[cfg(feature = "peer-books")]
+    if args.peer.includes_lobster() {
+        const NAME: &str = "lobster 0.7";
+        subjects.push(peer_latency(prepared, NAME, Lobster::new, Lobster::finish)?);
+        passes.push(Box::new(|| peer_pass(prepared, NAME, Lobster::new)));
+    }
+    #[cfg(feature = "peer-books")]
+    if args.peer.includes_orderbook_rs() {
+        const NAME: &str = "orderbook-rs 0.15";
+        subjects.push(peer_latency(
+            prepared,
+            NAME,
+            OrderbookRs::new,
+            OrderbookRs::finish,
+        )?);
+        passes.push(Box::new(|| peer_pass(prepared, NAME, OrderbookRs::new)));
+    }
+    for _ in 0..args.passes {
+        for (subject, pass) in subjects.iter_mut().zip(&mut passes) {
+            subject.passes.push(pass());
+        }
+    }
+    let mut figures = subjects.into_iter().map(Subjected::figures);
+    let ours = figures
+        .next()
+        .context("our figures are always measured first")?;
+    Ok((ours, figures.collect()))
+}
+
+/// One throughput pass of a subject, on a fresh copy of its start.
+type Pass<'a> = Box<dyn FnMut() -> timing::Span + 'a>;
+
+/// A subject's latency pass and memory, and its throughput passes as
+/// they come.
+struct Subjected {
+    name: &'static str,
+    timed: timing::Timed,
+    memory: Memory,
+    peer: Option<PeerSummary>,
+    passes: Vec<timing::Span>,
+}
+
+impl Subjected {
+    fn figures(self) -> Figures {
+        Figures::new(self.name, &self.timed, &self.passes, self.memory, self.peer)
+    }
+}
+
+/// Our latency pass, checked to end in the state the scratch run did.
+fn core_latency(prepared: &Prepared) -> anyhow::Result<Subjected> {
     timing::reset_peak_rss();
     let (rss_before, _) = timing::rss()?;
     let mut core = Core::new(&prepared.base);
@@ -241,48 +282,55 @@ fn measure_core(prepared: &Prepared) -> anyhow::Result<Figures> {
             prepared.final_hash
         );
     }
-    drop(core);
-    let mut core = Core::new(&prepared.base);
-    let elapsed = timing::run_untimed(&mut core, &prepared.timed, "exchange: throughput");
-    drop(core);
     let (_, peak) = timing::rss()?;
-    Ok(Figures::new(
-        "exchange (ours)",
-        &timed,
-        elapsed,
-        Memory { rss_before, peak },
-        None,
-    ))
+    Ok(Subjected {
+        name: "exchange (ours)",
+        timed,
+        memory: Memory { rss_before, peak },
+        peer: None,
+        passes: Vec::new(),
+    })
+}
+
+fn core_pass(prepared: &Prepared) -> timing::Span {
+    let mut core = Core::new(&prepared.base);
+    timing::run_untimed(&mut core, &prepared.timed, "exchange: throughput")
 }
 
 #[cfg(feature = "peer-books")]
-fn measure_peer<P: Subject<Op = PeerOp>>(
+fn peer_latency<P: Subject<Op = PeerOp>>(
     prepared: &Prepared,
-    name: &str,
+    name: &'static str,
     new: fn() -> P,
     finish: fn(&mut P) -> PeerSummary,
-) -> anyhow::Result<Figures> {
+) -> anyhow::Result<Subjected> {
     timing::reset_peak_rss();
     let (rss_before, _) = timing::rss()?;
     let mut peer = new();
     timing::run_setup(&mut peer, &prepared.setup_peer);
     let timed = timing::run_timed(&mut peer, &prepared.timed_peer, &format!("{name}: latency"))?;
     let summary = finish(&mut peer);
-    drop(peer);
+    let (_, peak) = timing::rss()?;
+    Ok(Subjected {
+        name,
+        timed,
+        memory: Memory { rss_before, peak },
+        peer: Some(summary),
+        passes: Vec::new(),
+    })
+}
+
+#[cfg(feature = "peer-books")]
+fn peer_pass<P: Subject<Op = PeerOp>>(
+    prepared: &Prepared,
+    name: &str,
+    new: fn() -> P,
+) -> timing::Span {
     let mut peer = new();
     timing::run_setup(&mut peer, &prepared.setup_peer);
-    let elapsed = timing::run_untimed(
+    timing::run_untimed(
         &mut peer,
         &prepared.timed_peer,
         &format!("{name}: throughput"),
-    );
-    drop(peer);
-    let (_, peak) = timing::rss()?;
-    Ok(Figures::new(
-        name,
-        &timed,
-        elapsed,
-        Memory { rss_before, peak },
-        Some(summary),
-    ))
+    )
 }
