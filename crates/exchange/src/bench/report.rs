@@ -50,13 +50,9 @@ impl Figures {
         let h = &timed.histogram;
         let ops = h.len();
         let per_sec = |d: Duration| ops as f64 / d.as_secs_f64().max(1e-9);
-        let mut by_wall: Vec<&Span> = passes.iter().collect();
+        let mut by_wall = passes.to_vec();
         by_wall.sort_by_key(|pass| pass.wall);
-        let median = by_wall
-            .get(by_wall.len() / 2)
-            .copied()
-            .copied()
-            .unwrap_or_default();
+        let median = by_wall.get(by_wall.len() / 2).copied().unwrap_or_default();
         Figures {
             name: name.to_owned(),
             ops,

@@ -242,7 +242,7 @@ fn measure(args: &EngineArgs, prepared: &Prepared) -> anyhow::Result<(Figures, V
             subject.passes.push(pass());
         }
     }
-    let mut figures = subjects.into_iter().map(Subjected::figures);
+    let mut figures = subjects.into_iter().map(Measured::figures);
     let ours = figures
         .next()
         .context("our figures are always measured first")?;
@@ -254,7 +254,7 @@ type Pass<'a> = Box<dyn FnMut() -> timing::Span + 'a>;
 
 /// A subject's latency pass and memory, and its throughput passes as
 /// they come.
-struct Subjected {
+struct Measured {
     name: &'static str,
     timed: timing::Timed,
     memory: Memory,
@@ -262,14 +262,14 @@ struct Subjected {
     passes: Vec<timing::Span>,
 }
 
-impl Subjected {
+impl Measured {
     fn figures(self) -> Figures {
         Figures::new(self.name, &self.timed, &self.passes, self.memory, self.peer)
     }
 }
 
 /// Our latency pass, checked to end in the state the scratch run did.
-fn core_latency(prepared: &Prepared) -> anyhow::Result<Subjected> {
+fn core_latency(prepared: &Prepared) -> anyhow::Result<Measured> {
     timing::reset_peak_rss();
     let (rss_before, _) = timing::rss()?;
     let mut core = Core::new(&prepared.base);
@@ -283,7 +283,7 @@ fn core_latency(prepared: &Prepared) -> anyhow::Result<Subjected> {
         );
     }
     let (_, peak) = timing::rss()?;
-    Ok(Subjected {
+    Ok(Measured {
         name: "exchange (ours)",
         timed,
         memory: Memory { rss_before, peak },
@@ -303,7 +303,7 @@ fn peer_latency<P: Subject<Op = PeerOp>>(
     name: &'static str,
     new: fn() -> P,
     finish: fn(&mut P) -> PeerSummary,
-) -> anyhow::Result<Subjected> {
+) -> anyhow::Result<Measured> {
     timing::reset_peak_rss();
     let (rss_before, _) = timing::rss()?;
     let mut peer = new();
@@ -311,7 +311,7 @@ fn peer_latency<P: Subject<Op = PeerOp>>(
     let timed = timing::run_timed(&mut peer, &prepared.timed_peer, &format!("{name}: latency"))?;
     let summary = finish(&mut peer);
     let (_, peak) = timing::rss()?;
-    Ok(Subjected {
+    Ok(Measured {
         name,
         timed,
         memory: Memory { rss_before, peak },
