@@ -211,9 +211,8 @@ impl Subject for Core {
 /// our figures and the peers'.
 fn measure(args: &EngineArgs, prepared: &Prepared) -> anyhow::Result<(Figures, Vec<Figures>)> {
     #[cfg_attr(not(feature = "peer-books"), allow(unused_mut))]
-    let mut subjects = vec![core_latency(prepared)?];
-    #[cfg_attr(not(feature = "peer-books"), allow(unused_mut))]
-    let mut passes: Vec<Pass<'_>> = vec![Box::new(|| core_pass(prepared))];
+    let mut subjects: Vec<(Measured, Pass<'_>)> =
+        vec![(core_latency(prepared)?, Box::new(|| core_pass(prepared)))];
     if !cfg!(feature = "peer-books") && args.peer != PeerChoice::None {
         eprintln!(
             "the peer order books are not in this build; \
@@ -223,26 +222,25 @@ fn measure(args: &EngineArgs, prepared: &Prepared) -> anyhow::Result<(Figures, V
     #[cfg(feature = "peer-books")]
     if args.peer.includes_lobster() {
         const NAME: &str = "lobster 0.7";
-        subjects.push(peer_latency(prepared, NAME, Lobster::new, Lobster::finish)?);
-        passes.push(Box::new(|| peer_pass(prepared, NAME, Lobster::new)));
+        subjects.push((
+            peer_latency(prepared, NAME, Lobster::new, Lobster::finish)?,
+            Box::new(|| peer_pass(prepared, NAME, Lobster::new)),
+        ));
     }
     #[cfg(feature = "peer-books")]
     if args.peer.includes_orderbook_rs() {
         const NAME: &str = "orderbook-rs 0.15";
-        subjects.push(peer_latency(
-            prepared,
-            NAME,
-            OrderbookRs::new,
-            OrderbookRs::finish,
-        )?);
-        passes.push(Box::new(|| peer_pass(prepared, NAME, OrderbookRs::new)));
+        subjects.push((
+            peer_latency(prepared, NAME, OrderbookRs::new, OrderbookRs::finish)?,
+            Box::new(|| peer_pass(prepared, NAME, OrderbookRs::new)),
+        ));
     }
     for _ in 0..args.passes {
-        for (subject, pass) in subjects.iter_mut().zip(&mut passes) {
+        for (subject, pass) in &mut subjects {
             subject.passes.push(pass());
         }
     }
-    let mut figures = subjects.into_iter().map(Measured::figures);
+    let mut figures = subjects.into_iter().map(|(subject, _)| subject.figures());
     let ours = figures
         .next()
         .context("our figures are always measured first")?;
