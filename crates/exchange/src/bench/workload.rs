@@ -221,19 +221,21 @@ fn measure(args: &EngineArgs, prepared: &Prepared) -> anyhow::Result<(Figures, V
     }
     #[cfg(feature = "peer-books")]
     if args.peer.includes_lobster() {
-        const NAME: &str = "lobster 0.7";
-        subjects.push((
-            peer_latency(prepared, NAME, Lobster::new, Lobster::finish)?,
-            Box::new(|| peer_pass(prepared, NAME, Lobster::new)),
-        ));
+        subjects.push(peer_subject(
+            prepared,
+            "lobster 0.7",
+            Lobster::new,
+            Lobster::finish,
+        )?);
     }
     #[cfg(feature = "peer-books")]
     if args.peer.includes_orderbook_rs() {
-        const NAME: &str = "orderbook-rs 0.15";
-        subjects.push((
-            peer_latency(prepared, NAME, OrderbookRs::new, OrderbookRs::finish)?,
-            Box::new(|| peer_pass(prepared, NAME, OrderbookRs::new)),
-        ));
+        subjects.push(peer_subject(
+            prepared,
+            "orderbook-rs 0.15",
+            OrderbookRs::new,
+            OrderbookRs::finish,
+        )?);
     }
     for _ in 0..args.passes {
         for (subject, pass) in &mut subjects {
@@ -295,13 +297,14 @@ fn core_pass(prepared: &Prepared) -> timing::Span {
     timing::run_untimed(&mut core, &prepared.timed, "exchange: throughput")
 }
 
+/// A peer's latency pass, and its throughput pass to take in turn.
 #[cfg(feature = "peer-books")]
-fn peer_latency<P: Subject<Op = PeerOp>>(
-    prepared: &Prepared,
+fn peer_subject<'a, P: Subject<Op = PeerOp> + 'static>(
+    prepared: &'a Prepared,
     name: &'static str,
     new: fn() -> P,
     finish: fn(&mut P) -> PeerSummary,
-) -> anyhow::Result<Measured> {
+) -> anyhow::Result<(Measured, Pass<'a>)> {
     timing::reset_peak_rss();
     let (rss_before, _) = timing::rss()?;
     let mut peer = new();
@@ -309,13 +312,14 @@ fn peer_latency<P: Subject<Op = PeerOp>>(
     let timed = timing::run_timed(&mut peer, &prepared.timed_peer, &format!("{name}: latency"))?;
     let summary = finish(&mut peer);
     let (_, peak) = timing::rss()?;
-    Ok(Measured {
+    let measured = Measured {
         name,
         timed,
         memory: Memory { rss_before, peak },
         peer: Some(summary),
         passes: Vec::new(),
-    })
+    };
+    Ok((measured, Box::new(move || peer_pass(prepared, name, new))))
 }
 
 #[cfg(feature = "peer-books")]
