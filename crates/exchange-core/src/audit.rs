@@ -163,7 +163,7 @@ impl Engine {
             *tally.per_account.entry(o.account).or_default() += 1;
             tally.open += 1;
             prev = slot;
-            slot = o.next;
+            slot = self.orders.link(slot).next;
         }
         if sum != u128::from(level.qty) || level.tail != prev {
             return Err(format!(
@@ -182,7 +182,11 @@ impl Engine {
         if o.id == 0 || o.id >= self.next_order_id {
             return Err(format!("order {} was never assigned", o.id));
         }
-        if o.prev != prev || o.price != price || o.filled >= o.qty || !o.indexed {
+        if self.orders.link(slot).prev != prev
+            || o.price != price
+            || o.filled >= o.qty
+            || !o.indexed
+        {
             return Err(format!("order {} is misplaced in its level", o.id));
         }
         if self.order_by_id.get(&o.id) != Some(&slot)

@@ -45,7 +45,7 @@ use std::collections::BTreeMap;
 
 use exchange_types::Side;
 
-use crate::orders::{OrderPool, NIL};
+use crate::orders::{Link, OrderPool, NIL};
 use window::{placement, Window, WINDOW};
 
 #[path = "book_window.rs"]
@@ -305,16 +305,18 @@ impl BookSide {
     pub fn push_back(&mut self, pool: &mut OrderPool, slot: u32) -> u64 {
         // One checked read of the order: the level is the side's, not the
         // pool's, so the order stays in hand while its level is found.
-        let order = pool.get_mut(slot);
+        let (order, link) = pool.get_with_link(slot);
         let leaves = order.displayed();
         let level = self.level_or_insert(order.price);
         let old_tail = level.tail;
-        order.prev = old_tail;
-        order.next = NIL;
+        *link = Link {
+            prev: old_tail,
+            next: NIL,
+        };
         if old_tail == NIL {
             level.head = slot;
         } else {
-            pool.get_mut(old_tail).next = slot;
+            pool.link_mut(old_tail).next = slot;
         }
         level.tail = slot;
         // Cannot overflow from input: every order's open quantity is backed
@@ -336,10 +338,9 @@ impl BookSide {
         // The order's own links are cleared with the same checked read that
         // takes them: a panic below leaves the book broken either way.
         let (price, leaves, prev, next) = {
-            let order = pool.get_mut(slot);
-            let read = (order.price, order.displayed(), order.prev, order.next);
-            order.prev = NIL;
-            order.next = NIL;
+            let (order, link) = pool.get_with_link(slot);
+            let read = (order.price, order.displayed(), link.prev, link.next);
+            *link = Link::NONE;
             read
         };
         let key = self.key(price);
@@ -359,7 +360,7 @@ impl BookSide {
             );
             level.head = next;
         } else {
-            pool.get_mut(prev).next = next;
+            pool.link_mut(prev).next = next;
         }
         if next == NIL {
             assert!(
@@ -368,7 +369,7 @@ impl BookSide {
             );
             level.tail = prev;
         } else {
-            pool.get_mut(next).prev = prev;
+            pool.link_mut(next).prev = prev;
         }
         level.qty = level
             .qty
@@ -425,24 +426,23 @@ impl BookSide {
     /// The level never empties on the way, so it is not removed and made
     /// again.
     pub fn requeue(&mut self, pool: &mut OrderPool, slot: u32, shown: u64) -> u64 {
-        let (price, prev, next) = {
-            let order = pool.get(slot);
-            (order.price, order.prev, order.next)
-        };
+        let price = pool.get(slot).price;
+        let Link { prev, next } = pool.link(slot);
         let key = self.key(price);
         let level = self.level_mut(key).expect("an iceberg's level exists");
         if next != NIL {
             if prev == NIL {
                 level.head = next;
             } else {
-                pool.get_mut(prev).next = next;
+                pool.link_mut(prev).next = next;
             }
-            pool.get_mut(next).prev = prev;
+            pool.link_mut(next).prev = prev;
             let old_tail = level.tail;
-            pool.get_mut(old_tail).next = slot;
-            let order = pool.get_mut(slot);
-            order.prev = old_tail;
-            order.next = NIL;
+            pool.link_mut(old_tail).next = slot;
+            *pool.link_mut(slot) = Link {
+                prev: old_tail,
+                next: NIL,
+            };
             level.tail = slot;
         }
         level.qty = level

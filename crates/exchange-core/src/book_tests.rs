@@ -26,8 +26,6 @@ fn order(side: Side, price: u64, qty: u64) -> Order {
         indexed: false,
         stop: false,
         oco: false,
-        prev: NIL,
-        next: NIL,
         account_prev: NIL,
         account_next: NIL,
     }
@@ -72,7 +70,7 @@ fn check(book: &BookSide, pool: &OrderPool, model: &BTreeMap<u64, Vec<u32>>) {
         let mut seen = Vec::new();
         while slot != NIL {
             seen.push(slot);
-            slot = pool.get(slot).next;
+            slot = pool.link(slot).next;
         }
         assert_eq!(&seen, queue);
         assert_eq!(level.tail, *queue.last().unwrap_or(&NIL));

@@ -92,7 +92,7 @@ impl Engine {
             let mut slot = level.head;
             while slot != NIL {
                 let maker = self.orders.get(slot);
-                slot = maker.next;
+                slot = self.orders.link(slot).next;
                 if maker.account == account {
                     if budget.is_some() {
                         return walk;
@@ -155,10 +155,8 @@ impl Engine {
             let mut stop = false;
             let mut taker_canceled = false;
             while maker != NIL && self.orders.get(taker).leaves() > 0 {
-                let (mut next, maker_account) = {
-                    let m = self.orders.get(maker);
-                    (m.next, m.account)
-                };
+                let maker_account = self.orders.get(maker).account;
+                let mut next = self.orders.link(maker).next;
                 let at_last_shown = maker == last_shown;
                 if maker_account == account {
                     if traded_here && !hidden {

@@ -198,7 +198,7 @@ impl Engine {
             while slot != NIL {
                 let order = self.orders.get(slot);
                 qty += order.hidden;
-                slot = order.next;
+                slot = self.orders.link(slot).next;
             }
         }
         qty
@@ -245,7 +245,7 @@ impl Engine {
                     if ends(order.tif) {
                         slots.push(slot);
                     }
-                    slot = order.next;
+                    slot = self.orders.link(slot).next;
                 }
             }
         }
@@ -399,7 +399,7 @@ impl Engine {
                 while slot != NIL {
                     let o = self.orders.get(slot);
                     n += usize::from(o.tif == TimeInForce::Gtd);
-                    slot = o.next;
+                    slot = self.orders.link(slot).next;
                 }
                 n
             })

@@ -167,8 +167,6 @@ impl Engine {
             indexed: false,
             stop: false,
             oco: false,
-            prev: NIL,
-            next: NIL,
             account_prev: NIL,
             account_next: NIL,
         })

@@ -45,7 +45,7 @@ impl Engine {
                 let mut slot = level.head;
                 while slot != NIL {
                     slots.push(slot);
-                    slot = self.orders.get(slot).next;
+                    slot = self.orders.link(slot).next;
                 }
             }
         }

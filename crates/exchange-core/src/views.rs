@@ -177,7 +177,7 @@ impl Engine {
                     let mut slot = level.head;
                     while slot != NIL {
                         all.push(self.order_view(slot, None));
-                        slot = self.orders.get(slot).next;
+                        slot = self.orders.link(slot).next;
                     }
                 }
             }

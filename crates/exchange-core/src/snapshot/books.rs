@@ -29,7 +29,7 @@ pub(super) fn write_books(w: &mut Writer, e: &Engine) {
                     // cut before the icebergs section cannot pass for a
                     // whole one.
                     write_order(w, o, e.iceberg_display.contains_key(&o.id));
-                    slot = o.next;
+                    slot = e.orders.link(slot).next;
                 }
             }
         }

@@ -204,8 +204,6 @@ pub(crate) fn read_order(r: &mut Reader) -> Result<(Order, bool), SnapshotError>
         indexed: false,
         stop: false,
         oco: false,
-        prev: NIL,
-        next: NIL,
         account_prev: NIL,
         account_next: NIL,
     };
