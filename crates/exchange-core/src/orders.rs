@@ -11,8 +11,10 @@
 //! queueing one behind a level's tail, writes its neighbours' links, and a
 //! neighbour is an order the command has no other business with. Eight
 //! bytes a slot, the links of every open order stay in the nearer caches,
-//! where the neighbours' 120-byte records did not (a move's three such
-//! writes were the order path's costliest loads).
+//! where the neighbours' whole records (112 bytes each) did not: a move's
+//! three such writes were the order path's costliest loads. The account
+//! lists keep their links in the orders: an order joins or leaves one only
+//! when it opens or closes, and kept apart they measured no faster.
 
 use exchange_types::{ClientOrderId, OrderId, SelfTradePrevention, Side, TimeInForce};
 
