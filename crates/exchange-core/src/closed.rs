@@ -21,8 +21,8 @@
 //! a snapshot (which replays the ring in order) answers as the original.
 //!
 //! The bucket is a random line of a 2 MiB table, which the closing command
-//! found missing from the cache (a tenth of the core's time in `bench
-//! engine`). So an entry enters its bucket [`LAG`] records after it enters
+//! found missing from the cache (close to a tenth of the core's time in
+//! `bench engine`). So an entry enters its bucket [`LAG`] records after it enters
 //! the ring: the record prefetches its bucket, and the bucket is written
 //! when the load has long arrived. Until then a lookup finds the entry by
 //! comparing the ring's newest entries. Each bucket still holds the newest

@@ -292,9 +292,12 @@ mod tests {
             assert_eq!(pool.get(slot).id, u64::from(slot));
         }
         assert!(pool.free.capacity() >= pool.slots.capacity());
+        assert!(pool.links.capacity() >= pool.slots.capacity());
         assert_eq!(pool.remove(5).id, 5);
         assert_eq!(pool.len(), total as usize - 1);
+        *pool.link_mut(5) = Link { prev: 4, next: 6 };
         assert_eq!(pool.insert(order(99)), 5);
+        assert_eq!(pool.link(5), Link::NONE, "a reused slot is on no level");
         assert_eq!(pool.get(5).id, 99);
         pool.get_mut(3).price = 7;
         assert_eq!(pool.get(3).price, 7);
@@ -315,6 +318,7 @@ mod tests {
         assert_eq!(copy.get(9).id, 9);
         assert_eq!(copy.slots.capacity(), pool.slots.capacity());
         assert_eq!(copy.free.capacity(), pool.free.capacity());
+        assert_eq!(copy.links.capacity(), pool.links.capacity());
         assert!(copy.slots.capacity() >= 64);
     }
 
@@ -324,6 +328,7 @@ mod tests {
         let wanted = exchange_types::limits::MAX_OPEN_ORDERS + 1;
         for pool in [&engine.orders, &engine.clone().orders] {
             assert!(pool.slots.capacity() >= wanted);
+            assert!(pool.links.capacity() >= wanted);
             assert!(pool.free.capacity() >= wanted);
         }
     }
