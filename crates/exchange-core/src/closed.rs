@@ -190,12 +190,12 @@ impl RecentlyClosed {
 
     pub fn contains(&self, account: u32, client_order_id: &ClientOrderId) -> bool {
         let key = (account, *client_order_id);
-        let unindexed = self.ring.len().min(LAG);
+        // The newest entries, not yet written into their buckets.
         if self
             .ring
             .iter()
             .rev()
-            .take(unindexed)
+            .take(LAG)
             .any(|entry| entry.key == key)
         {
             return true;
